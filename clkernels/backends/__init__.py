@@ -1,0 +1,44 @@
+"""Backends: one small interface for buffers, launches and timing.
+
+Kernel-calling code is written once against :class:`~clkernels.backends.base.Backend`;
+:func:`get_backend` returns the PyOpenCL backend by default or the SYCL (dpctl)
+backend when ``backend="sycl"`` or ``PYEDMCL_BACKEND=sycl``. Backends are cached
+per (backend name, device), so contexts, queues and built programs are made once.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..devices import DeviceInfo, select_device
+from .base import Backend, BuildError, Kernel, Local, round_up
+
+__all__ = ["Backend", "BuildError", "Kernel", "Local", "get_backend", "round_up"]
+
+_backends: dict[tuple[str, str], Backend] = {}
+BACKEND_NAMES = ("pyopencl", "sycl")
+
+
+def get_backend(device: str | DeviceInfo | Backend | None = None, backend: str | None = None) -> Backend:
+    """The (cached) backend for a device selector, :class:`DeviceInfo` or existing backend."""
+    if isinstance(device, Backend):
+        return device
+    name = (backend or os.environ.get("PYEDMCL_BACKEND") or "pyopencl").lower()
+    if name in ("opencl", "cl"):
+        name = "pyopencl"
+    if name not in BACKEND_NAMES:
+        raise ValueError(f"backend={name!r} is not one of {', '.join(BACKEND_NAMES)}")
+    info = select_device(device)
+    key = (name, info.fingerprint + "|" + info.selector)
+    be = _backends.get(key)
+    if be is None:
+        if name == "sycl":
+            from .sycl_backend import SyclBackend
+
+            be = SyclBackend(info)
+        else:
+            from .pyopencl_backend import PyOpenCLBackend
+
+            be = PyOpenCLBackend(info)
+        _backends[key] = be
+    return be

@@ -1,0 +1,146 @@
+"""The backend interface every kernel caller uses (buffers, launches, timing)."""
+
+from __future__ import annotations
+
+import abc
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..devices import DeviceInfo
+from ..templates import render, source_hash
+
+
+def round_up(n: int, multiple: int) -> int:
+    """Smallest multiple of ``multiple`` that is >= n (global sizes must divide by the WG)."""
+    return max(multiple, ((int(n) + multiple - 1) // multiple) * multiple)
+
+
+@dataclass(frozen=True)
+class Local:
+    """A ``__local`` buffer argument of ``nbytes`` bytes."""
+
+    nbytes: int
+
+
+class BuildError(RuntimeError):
+    """A program failed to build; the message holds the log and the rendered source's path."""
+
+
+class Kernel:
+    """A built kernel plus the facts a launcher needs (name, source hash)."""
+
+    def __init__(self, handle: Any, name: str, source_hash: str):
+        self.handle = handle
+        self.name = name
+        self.source_hash = source_hash
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name}, {self.source_hash})"
+
+
+def save_failed_source(source: str, log: str, fingerprint: str) -> Path:
+    d = Path(tempfile.gettempdir()) / "pyedmcl-build-failures"
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{source_hash(source)}.cl"
+    p.write_text(source + "\n/* device: " + fingerprint + "\n" + log.replace("*/", "* /") + "\n*/\n")
+    return p
+
+
+class Backend(abc.ABC):
+    """Buffers, kernel builds (cached), launches and profiling for one device."""
+
+    name: str = "abstract"
+
+    def __init__(self, info: DeviceInfo):
+        self.info = info
+        self._kernels: dict[tuple, Kernel] = {}
+        self.build_count = 0  # how many programs this backend compiled (tests check reuse)
+
+    # --- programs -------------------------------------------------------------
+    def kernel(self, template: str, params: dict[str, Any], kernel_name: str,
+               options: tuple[str, ...] = ()) -> Kernel:
+        """Render ``template`` with ``params``, build once, and return ``kernel_name``.
+
+        Rendering and building are cached per (template, params, options) in this
+        backend and per (device fingerprint, source hash) across backends of the process.
+        """
+        key = (template, tuple(sorted((k, repr(v)) for k, v in params.items())), kernel_name, options)
+        k = self._kernels.get(key)
+        if k is None:
+            src = render(template, params)
+            k = self.kernel_from_source(src, kernel_name, options)
+            self._kernels[key] = k
+        return k
+
+    def kernel_from_source(self, source: str, kernel_name: str,
+                           options: tuple[str, ...] = ()) -> Kernel:
+        prog = self._program(source, options)
+        return Kernel(self._get_kernel(prog, kernel_name), kernel_name, source_hash(source))
+
+    @abc.abstractmethod
+    def _program(self, source: str, options: tuple[str, ...]) -> Any: ...
+
+    @abc.abstractmethod
+    def _get_kernel(self, program: Any, name: str) -> Any: ...
+
+    # --- memory ---------------------------------------------------------------
+    @abc.abstractmethod
+    def to_device(self, array: np.ndarray) -> Any:
+        """Copy a host array to a new device array."""
+
+    @abc.abstractmethod
+    def empty(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
+        """An uninitialised device array."""
+
+    def zeros(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
+        arr = self.empty(shape, dtype)
+        self.fill(arr, 0)
+        return arr
+
+    @abc.abstractmethod
+    def fill(self, array: Any, value: float) -> None: ...
+
+    @abc.abstractmethod
+    def to_host(self, array: Any) -> np.ndarray:
+        """Copy a device array back (blocking)."""
+
+    def is_device_array(self, obj: Any) -> bool:
+        return False
+
+    # --- launches -------------------------------------------------------------
+    @abc.abstractmethod
+    def launch(self, kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+               *args: Any) -> Any:
+        """Enqueue ``kernel``; global sizes must be multiples of the local sizes. Returns an event."""
+
+    @abc.abstractmethod
+    def wait(self, event: Any) -> None: ...
+
+    @abc.abstractmethod
+    def event_seconds(self, event: Any) -> float:
+        """Device execution time of a finished event (profiling), in seconds."""
+
+    @abc.abstractmethod
+    def finish(self) -> None: ...
+
+    # --- helpers --------------------------------------------------------------
+    @staticmethod
+    def check_launch(global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
+        if local_size is None:
+            return
+        for g, loc in zip(global_size, local_size, strict=True):
+            if g % loc:
+                raise ValueError(f"global size {global_size} is not a multiple of local size {local_size}")
+
+    @property
+    def build_options(self) -> tuple[str, ...]:
+        extra = os.environ.get("PYEDMCL_BUILD_OPTIONS", "")
+        return tuple(extra.split())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.info.runtime}:{self.info.name})"

@@ -1,0 +1,88 @@
+"""The default backend: PyOpenCL contexts, queues (profiling on) and pyopencl.array buffers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ..devices import DeviceInfo, cl_device
+from .base import Backend, BuildError, Local, save_failed_source
+
+# Programs shared by every backend of the process: (fingerprint, context id, source, options).
+_programs: dict[tuple, cl.Program] = {}
+
+
+class PyOpenCLBackend(Backend):
+    name = "pyopencl"
+
+    def __init__(self, info: DeviceInfo):
+        super().__init__(info)
+        self.device = cl_device(info)
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(
+            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
+        )
+
+    def _program(self, source: str, options: tuple[str, ...]) -> cl.Program:
+        opts = tuple(options) + self.build_options
+        key = (self.info.fingerprint, id(self.context), source, opts)
+        prog = _programs.get(key)
+        if prog is None:
+            try:
+                prog = cl.Program(self.context, source).build(options=list(opts))
+            except cl.RuntimeError as exc:
+                path = save_failed_source(source, str(exc), self.info.fingerprint)
+                raise BuildError(
+                    f"OpenCL build failed on {self.info.name} ({self.info.runtime}); "
+                    f"rendered source saved to {path}\n{exc}"
+                ) from exc
+            self.build_count += 1
+            _programs[key] = prog
+        return prog
+
+    def _get_kernel(self, program: cl.Program, name: str) -> cl.Kernel:
+        return getattr(program, name)
+
+    def to_device(self, array: np.ndarray) -> cla.Array:
+        return cla.to_device(self.queue, np.ascontiguousarray(array))
+
+    def empty(self, shape, dtype) -> cla.Array:
+        return cla.empty(self.queue, shape, dtype)
+
+    def fill(self, array: cla.Array, value: float) -> None:
+        array.fill(value)
+
+    def to_host(self, array: Any) -> np.ndarray:
+        if isinstance(array, cla.Array):
+            return array.get()
+        return np.asarray(array)
+
+    def is_device_array(self, obj: Any) -> bool:
+        return isinstance(obj, cla.Array) and obj.context == self.context
+
+    @staticmethod
+    def _arg(a: Any) -> Any:
+        if isinstance(a, cla.Array):
+            return a.data
+        if isinstance(a, Local):
+            return cl.LocalMemory(a.nbytes)
+        return a
+
+    def launch(self, kernel, global_size, local_size, *args) -> cl.Event:
+        self.check_launch(global_size, local_size)
+        return kernel.handle(self.queue, tuple(global_size),
+                             None if local_size is None else tuple(local_size),
+                             *[self._arg(a) for a in args])
+
+    def wait(self, event: cl.Event) -> None:
+        event.wait()
+
+    def event_seconds(self, event: cl.Event) -> float:
+        event.wait()
+        return (event.profile.end - event.profile.start) * 1e-9
+
+    def finish(self) -> None:
+        self.queue.finish()

@@ -1,0 +1,287 @@
+"""OpenCL devices as facts: enumeration, fingerprints, and selection.
+
+A :class:`DeviceInfo` is a frozen record of what a device *is* (vendor, normalised
+name, driver, limits). Its :attr:`DeviceInfo.fingerprint` keys every cache and
+tuning entry. :func:`select_device` implements the selection order of DESIGN.md:
+an explicit selector (argument or ``PYEDMCL_DEVICE``), else the fastest GPU, else
+a CPU runtime (PoCL first, then Intel), never Oclgrind unless asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .registration import register_platforms
+
+register_platforms()
+import pyopencl as cl  # noqa: E402  (must follow registration)
+
+#: Short runtime names understood by selectors, matched against the platform name.
+RUNTIME_ALIASES = {
+    "pocl": ("portable computing language", "pocl"),
+    "intel": ("intel",),
+    "nvidia": ("nvidia",),
+    "amd": ("amd", "advanced micro devices"),
+    "oclgrind": ("oclgrind",),
+    "apple": ("apple",),
+}
+_CPU_PREFERENCE = ("pocl", "intel", "amd", "apple")
+
+
+def normalise_name(name: str) -> str:
+    """One normalisation for device names, used when writing *and* reading keys.
+
+    ``"pthread-Intel(R) Xeon(R) Processor"`` -> ``"intel-xeon-processor"``;
+    ``"NVIDIA H100 80GB HBM3"`` -> ``"nvidia-h100-80gb-hbm3"``.
+    """
+    s = name.lower()
+    s = re.sub(r"\((r|tm|c)\)", " ", s)
+    s = re.sub(r"^(pthread|cpu|basic)-", "", s)
+    s = re.sub(r"\bcpu @.*$", "", s)
+    s = re.sub(r"[^a-z0-9]+", "-", s).strip("-")
+    return s
+
+
+def runtime_of(platform_name: str) -> str:
+    """Short runtime name (``pocl``, ``intel``, ``nvidia``, ...) of a platform."""
+    low = platform_name.lower()
+    for short, needles in RUNTIME_ALIASES.items():
+        if any(n in low for n in needles):
+            # Oclgrind's platform name contains no vendor; check it before "intel".
+            return short
+    return normalise_name(platform_name).split("-")[0] or "unknown"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a device is: the facts that key caches and tuning entries."""
+
+    platform_index: int
+    device_index: int
+    platform_name: str
+    runtime: str
+    vendor: str
+    name: str
+    normalised_name: str
+    driver_version: str
+    device_type: str
+    compute_units: int
+    clock_mhz: int
+    local_mem_bytes: int
+    global_mem_bytes: int
+    max_alloc_bytes: int
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, ...]
+    fp64: bool
+    opencl_c_version: str
+    extensions: tuple[str, ...] = field(repr=False, default=())
+
+    @property
+    def selector(self) -> str:
+        """PyOpenCL-style ``p:d`` selector of this device in this process."""
+        return f"{self.platform_index}:{self.device_index}"
+
+    @property
+    def device_key(self) -> str:
+        """Exact-device tuning key (runtime + normalised name), driver kept apart."""
+        return f"{self.runtime}|{self.normalised_name}"
+
+    @property
+    def arch_key(self) -> str:
+        """Architecture tuning key: runtime + type + family (first name tokens)."""
+        family = "-".join(self.normalised_name.split("-")[:2])
+        return f"{self.runtime}|{self.device_type}|{family}"
+
+    @property
+    def vendor_type_key(self) -> str:
+        """Vendor+type tuning key (e.g. ``pocl|cpu``, ``nvidia|gpu``)."""
+        return f"{self.runtime}|{self.device_type}"
+
+    @property
+    def fingerprint(self) -> str:
+        """Key for program caches: everything that can change generated code or timings."""
+        return "|".join(
+            [
+                self.runtime,
+                self.normalised_name,
+                self.driver_version,
+                f"cu{self.compute_units}",
+                f"lm{self.local_mem_bytes}",
+                f"wg{self.max_work_group_size}",
+                "fp64" if self.fp64 else "fp32",
+            ]
+        )
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.device_type == "gpu"
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("extensions")
+        d["fingerprint"] = self.fingerprint
+        return d
+
+
+def _type_name(t: int) -> str:
+    if t & cl.device_type.GPU:
+        return "gpu"
+    if t & cl.device_type.CPU:
+        return "cpu"
+    if t & cl.device_type.ACCELERATOR:
+        return "accelerator"
+    return "other"
+
+
+def _describe(pi: int, di: int, platform: cl.Platform, dev: cl.Device) -> DeviceInfo:
+    exts = tuple(dev.extensions.split())
+    fp64 = "cl_khr_fp64" in exts or bool(getattr(dev, "double_fp_config", 0))
+    try:
+        c_version = dev.opencl_c_version
+    except cl.Error:  # pragma: no cover - OpenCL 1.0 devices
+        c_version = "OpenCL C 1.0"
+    return DeviceInfo(
+        platform_index=pi,
+        device_index=di,
+        platform_name=platform.name.strip(),
+        runtime=runtime_of(platform.name),
+        vendor=dev.vendor.strip(),
+        name=dev.name.strip(),
+        normalised_name=normalise_name(dev.name),
+        driver_version=dev.driver_version.strip(),
+        device_type=_type_name(dev.type),
+        compute_units=int(dev.max_compute_units),
+        clock_mhz=int(dev.max_clock_frequency),
+        local_mem_bytes=int(dev.local_mem_size),
+        global_mem_bytes=int(dev.global_mem_size),
+        max_alloc_bytes=int(dev.max_mem_alloc_size),
+        max_work_group_size=int(dev.max_work_group_size),
+        max_work_item_sizes=tuple(int(x) for x in dev.max_work_item_sizes),
+        fp64=fp64,
+        opencl_c_version=c_version,
+        extensions=exts,
+    )
+
+
+_cache: list[tuple[DeviceInfo, cl.Device]] | None = None
+
+
+def _enumerate() -> list[tuple[DeviceInfo, cl.Device]]:
+    global _cache
+    if _cache is None:
+        found = []
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error:
+            platforms = []
+        for pi, p in enumerate(platforms):
+            try:
+                devs = p.get_devices()
+            except cl.Error:
+                continue
+            for di, d in enumerate(devs):
+                found.append((_describe(pi, di, p, d), d))
+        _cache = found
+    return _cache
+
+
+def list_devices() -> list[DeviceInfo]:
+    """Every OpenCL device of every platform the ICD loader can see."""
+    return [info for info, _ in _enumerate()]
+
+
+def cl_device(info: DeviceInfo) -> cl.Device:
+    """The PyOpenCL device object behind a :class:`DeviceInfo`."""
+    for i, d in _enumerate():
+        if i == info:
+            return d
+    raise KeyError(info.selector)
+
+
+def _speed_score(d: DeviceInfo) -> float:
+    return d.compute_units * max(d.clock_mhz, 1)
+
+
+class DeviceSelectionError(ValueError):
+    """An unknown or unavailable device selector; the message lists what exists."""
+
+
+def _available_text(devs: list[DeviceInfo]) -> str:
+    if not devs:
+        return "no OpenCL devices are visible (is pocl-binary-distribution installed?)"
+    lines = [f"  {d.selector}  {d.runtime:<9} {d.device_type:<4} {d.name}" for d in devs]
+    return (
+        "available devices (select with PYEDMCL_DEVICE=<runtime>[:i] | cpu | gpu | p:d):\n"
+        + "\n".join(lines)
+    )
+
+
+def resolve_selector(selector: str, devs: list[DeviceInfo] | None = None) -> DeviceInfo:
+    """Resolve ``pocl``, ``intel:0``, ``nvidia``, ``gpu``, ``cpu:1``, ``0:1`` to one device."""
+    devs = list_devices() if devs is None else devs
+    sel = selector.strip().lower()
+    m = re.fullmatch(r"(\d+)(?::(\d+))?", sel)
+    if m:  # PyOpenCL's PYOPENCL_CTX form "p" or "p:d"
+        pi, di = int(m.group(1)), int(m.group(2) or 0)
+        for d in devs:
+            if d.platform_index == pi and d.device_index == di:
+                return d
+        raise DeviceSelectionError(f"device {selector!r} does not exist; " + _available_text(devs))
+    name, _, idx = sel.partition(":")
+    if idx and not idx.isdigit():
+        raise DeviceSelectionError(
+            f"device index in {selector!r} must be an integer; " + _available_text(devs)
+        )
+    index = int(idx) if idx else 0
+    if name in ("gpu", "cpu", "accelerator"):
+        matches = [d for d in devs if d.device_type == name and d.runtime != "oclgrind"]
+        if name == "cpu":
+            matches.sort(key=_cpu_rank)
+        else:
+            matches.sort(key=_speed_score, reverse=True)
+    else:
+        matches = [d for d in devs if d.runtime == name]
+        if not matches:  # substring of the device name, e.g. "h100"
+            matches = [d for d in devs if name in d.normalised_name]
+    if index >= len(matches):
+        raise DeviceSelectionError(
+            f"no device matches PYEDMCL_DEVICE/device={selector!r}; " + _available_text(devs)
+        )
+    return matches[index]
+
+
+def _cpu_rank(d: DeviceInfo) -> int:
+    try:
+        return _CPU_PREFERENCE.index(d.runtime)
+    except ValueError:
+        return len(_CPU_PREFERENCE)
+
+
+def default_device(devs: list[DeviceInfo] | None = None) -> tuple[DeviceInfo, str]:
+    """The default device and why it was chosen (fastest GPU, else a CPU runtime)."""
+    devs = list_devices() if devs is None else devs
+    gpus = [d for d in devs if d.device_type == "gpu" and d.runtime != "oclgrind"]
+    if gpus:
+        best = max(gpus, key=_speed_score)
+        return best, "fastest GPU (compute units x clock)"
+    cpus = sorted(
+        (d for d in devs if d.runtime != "oclgrind" and d.device_type != "gpu"), key=_cpu_rank
+    )
+    if cpus:
+        return cpus[0], f"no GPU; CPU runtime preference {'>'.join(_CPU_PREFERENCE)}"
+    if devs:
+        return devs[0], "only device present"
+    raise DeviceSelectionError(_available_text(devs))
+
+
+def select_device(device: str | DeviceInfo | None = None) -> DeviceInfo:
+    """Pick a device: explicit argument, else ``PYEDMCL_DEVICE``/``PYOPENCL_CTX``, else default."""
+    if isinstance(device, DeviceInfo):
+        return device
+    sel = device or os.environ.get("PYEDMCL_DEVICE") or os.environ.get("PYOPENCL_CTX")
+    if sel:
+        return resolve_selector(sel)
+    return default_device()[0]

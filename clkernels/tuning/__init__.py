@@ -1,0 +1,20 @@
+"""Autotuning: tunable spaces, the tuning database and the tuner."""
+
+from .database import Choice, UserDB, lookup, shipped_entries, user_tuning_dir
+from .space import Params, TunableKernel, TuningCase, TuningSpace, pow2_bucket
+from .tuner import TuneResult, tune
+
+__all__ = [
+    "Choice",
+    "Params",
+    "TunableKernel",
+    "TuneResult",
+    "TuningCase",
+    "TuningSpace",
+    "UserDB",
+    "lookup",
+    "pow2_bucket",
+    "shipped_entries",
+    "tune",
+    "user_tuning_dir",
+]

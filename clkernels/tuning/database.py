@@ -1,0 +1,245 @@
+"""The tuning database: user entries first, then the shipped ones, then a heuristic.
+
+Lookup order (CLBlast-style, DESIGN.md):
+
+1. user DB — one JSON file per device in the platformdirs user data dir
+   (``PYEDMCL_TUNING_DIR`` overrides), written by the tuner;
+2. shipped DB — ``tuning/*.json`` in the wheel, with entries at four levels:
+   ``device`` (runtime + normalised name), ``arch``, ``vendor_type`` and ``global``;
+3. the kernel's heuristic from device limits.
+
+An entry is used only if its template hash matches the current template and, at
+the device level, its driver matches; a stale or corrupted entry is skipped with a
+warning, never an error. A missing entry never fails a computation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..devices import DeviceInfo
+from ..templates import data_dir
+from .space import Params, TunableKernel
+
+FORMAT = 1
+LEVELS = ("device", "arch", "vendor_type", "global")
+_warned: set[str] = set()
+
+
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:
+        _warned.add(msg)
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+
+def user_tuning_dir() -> Path:
+    env = os.environ.get("PYEDMCL_TUNING_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("pyedmcl", appauthor=False)) / "tuning"
+
+
+def _safe(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """Write JSON so that a crash leaves either the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def entry_key(kernel: str, spec_bucket: str, size_bucket: str) -> str:
+    return f"{kernel}/{spec_bucket}/{size_bucket}"
+
+
+@dataclass
+class Choice:
+    """Parameters chosen for a launch and where they came from."""
+
+    params: Params
+    source: str  # "user", "shipped:device", "shipped:arch", ..., "heuristic"
+    entry: dict[str, Any] | None = None
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"format is {data.get('format') if isinstance(data, dict) else '?'}, want {FORMAT}")
+        if not isinstance(data.get("entries"), dict | list):
+            raise ValueError("no 'entries'")
+        return data
+    except (OSError, ValueError) as exc:
+        _warn_once(f"ignoring corrupted tuning database {path}: {exc}")
+        return None
+
+
+class UserDB:
+    """The per-user, per-device JSON file the tuner writes."""
+
+    def __init__(self, info: DeviceInfo, root: Path | None = None):
+        self.info = info
+        self.root = root or user_tuning_dir()
+        self.path = self.root / f"{_safe(info.device_key)}.json"
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        if not self.path.exists():
+            return {}
+        data = _read_json(self.path)
+        if data is None or not isinstance(data["entries"], dict):
+            return {}
+        return data["entries"]
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        entries = self.load()
+        entries[key] = entry
+        atomic_write_json(self.path, {"format": FORMAT, "device": self.info.as_dict(), "entries": entries})
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.load().get(key)
+
+
+def shipped_entries() -> list[dict[str, Any]]:
+    """Every entry of the shipped tuning/*.json files (read once per process)."""
+    global _shipped
+    if _shipped is None:
+        out: list[dict[str, Any]] = []
+        try:
+            folder = data_dir("tuning")
+        except FileNotFoundError:
+            folder = None
+        if folder is not None:
+            for f in sorted(folder.glob("*.json")):
+                data = _read_json(f)
+                if data is None:
+                    continue
+                ents = data["entries"]
+                out.extend(ents.values() if isinstance(ents, dict) else ents)
+        _shipped = out
+    return _shipped
+
+
+_shipped: list[dict[str, Any]] | None = None
+
+
+def level_key(info: DeviceInfo, level: str) -> str:
+    return {
+        "device": info.device_key,
+        "arch": info.arch_key,
+        "vendor_type": info.vendor_type_key,
+        "global": "*",
+    }[level]
+
+
+def make_entry(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucket: str,
+               params: Params, time_s: float, default_params: Params, default_time_s: float,
+               level: str = "device", **extra: Any) -> dict[str, Any]:
+    return {
+        "kernel": kernel.name,
+        "template_hash": kernel.template_hash,
+        "level": level,
+        "key": level_key(info, level),
+        "driver": info.driver_version,
+        "device_name": info.name,
+        "spec_bucket": spec_bucket,
+        "size_bucket": size_bucket,
+        "params": params,
+        "time_s": time_s,
+        "default_params": default_params,
+        "default_time_s": default_time_s,
+        "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **extra,
+    }
+
+
+def _usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: bool,
+            where: str) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("params"), dict):
+        _warn_once(f"ignoring malformed tuning entry in {where}")
+        return False
+    if entry.get("template_hash") != kernel.template_hash:
+        _warn_once(
+            f"ignoring stale tuning entry for {kernel.name} in {where}: made for template "
+            f"{entry.get('template_hash')}, current is {kernel.template_hash}"
+        )
+        return False
+    if check_driver and entry.get("driver") != info.driver_version:
+        _warn_once(
+            f"ignoring stale tuning entry for {kernel.name} in {where}: made with driver "
+            f"{entry.get('driver')!r}, this device has {info.driver_version!r}"
+        )
+        return False
+    if not kernel.space.valid(entry["params"], info):
+        _warn_once(f"ignoring tuning entry for {kernel.name} in {where}: params {entry['params']} "
+                   f"are not valid on {info.name}")
+        return False
+    return True
+
+
+def _size_distance(a: str, b: str) -> float:
+    try:
+        return abs(float(a.lstrip("n")) - float(b.lstrip("n"))) / max(float(b.lstrip("n")), 1.0)
+    except ValueError:
+        return 0.0 if a == b else float("inf")
+
+
+def _best_match(cands: list[dict[str, Any]], spec_bucket: str, size_bucket: str) -> dict[str, Any] | None:
+    """Exact spec bucket required; the nearest problem-size bucket wins."""
+    same_spec = [e for e in cands if e.get("spec_bucket") in (spec_bucket, "*")]
+    if not same_spec:
+        return None
+    return min(same_spec, key=lambda e: (e.get("spec_bucket") == "*",
+                                         _size_distance(str(e.get("size_bucket")), size_bucket)))
+
+
+_lookup_cache: dict[tuple, tuple[int, Choice]] = {}
+
+
+def lookup(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucket: str,
+           user_root: Path | None = None) -> Choice:
+    """Parameters for one launch: user DB -> shipped (device, arch, vendor+type, global) -> heuristic.
+
+    Cached per process; a change of the user DB file (its mtime) invalidates the cache.
+    """
+    udb = UserDB(info, user_root)
+    try:
+        stamp = udb.path.stat().st_mtime_ns
+    except OSError:
+        stamp = -1
+    ck = (kernel.name, kernel.template_hash, info.fingerprint, spec_bucket, size_bucket, str(udb.path))
+    cached = _lookup_cache.get(ck)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    choice = _lookup_uncached(kernel, info, spec_bucket, size_bucket, udb)
+    _lookup_cache[ck] = (stamp, choice)
+    return choice
+
+
+def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucket: str,
+                     udb: UserDB) -> Choice:
+    user = [e for e in udb.load().values()
+            if isinstance(e, dict) and e.get("kernel") == kernel.name]
+    user = [e for e in user if _usable(e, kernel, info, True, str(udb.path))]
+    hit = _best_match(user, spec_bucket, size_bucket)
+    if hit is not None:
+        return Choice(dict(hit["params"]), "user", hit)
+    shipped = [e for e in shipped_entries() if isinstance(e, dict) and e.get("kernel") == kernel.name]
+    for level in LEVELS:
+        key = level_key(info, level)
+        cands = [e for e in shipped if e.get("level") == level and e.get("key") == key]
+        cands = [e for e in cands if _usable(e, kernel, info, False, f"shipped tuning/ ({level})")]
+        hit = _best_match(cands, spec_bucket, size_bucket)
+        if hit is not None:
+            return Choice(dict(hit["params"]), f"shipped:{level}", hit)
+    return Choice(kernel.space.default(info), "heuristic")

@@ -1,0 +1,119 @@
+"""What a kernel may be tuned over, and how one problem instance is run.
+
+A :class:`TunableKernel` names its template, declares a :class:`TuningSpace`
+(parameter -> candidate values, plus restrictions derived from device limits and
+a heuristic default), buckets its specialisations and problem sizes, and makes
+:class:`TuningCase` objects that run one configuration and return its output so
+the tuner can check every candidate against the reference configuration.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..devices import DeviceInfo
+from ..templates import template_hash
+
+Params = dict[str, Any]
+
+
+@dataclass
+class TuningSpace:
+    """Candidate values per parameter, restricted by a device-aware constraint."""
+
+    params: dict[str, tuple[Any, ...]]
+    heuristic: Callable[[DeviceInfo], Params]
+    constraint: Callable[[Params, DeviceInfo], bool] = field(default=lambda p, d: True)
+
+    def candidates(self, info: DeviceInfo) -> list[Params]:
+        names = list(self.params)
+        out = []
+        for values in itertools.product(*(self.params[n] for n in names)):
+            p = dict(zip(names, values, strict=True))
+            if self.constraint(p, info):
+                out.append(p)
+        return out
+
+    def valid(self, params: Params, info: DeviceInfo) -> bool:
+        """Known names, values the space allows, and device limits respected."""
+        if set(params) != set(self.params):
+            return False
+        if any(params[k] not in v for k, v in self.params.items()):
+            return False
+        return bool(self.constraint(params, info))
+
+    def default(self, info: DeviceInfo) -> Params:
+        p = self.heuristic(info)
+        if not self.valid(p, info):  # the heuristic must never pick something illegal
+            cands = self.candidates(info)
+            if not cands:
+                raise RuntimeError(f"no valid tuning candidate on {info.name}")
+            p = cands[0]
+        return p
+
+
+def pow2_bucket(n: int) -> str:
+    """Problem-size bucket: the power of two at or above ``n`` (``"n4096"``)."""
+    return f"n{1 << max(0, math.ceil(math.log2(max(1, n))))}"
+
+
+class TuningCase(abc.ABC):
+    """One problem instance on one backend: run a configuration, return its output."""
+
+    #: relative / absolute tolerance when comparing a candidate with the reference;
+    #: integer outputs are compared exactly.
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+    @abc.abstractmethod
+    def run(self, params: Params) -> list[Any]:
+        """Enqueue the computation with ``params``; return the events to time."""
+
+    @abc.abstractmethod
+    def output(self) -> np.ndarray:
+        """Host copy of the last run's output."""
+
+    def matches(self, got: np.ndarray, ref: np.ndarray) -> bool:
+        if got.shape != ref.shape:
+            return False
+        if np.issubdtype(ref.dtype, np.integer):
+            return bool(np.array_equal(got, ref))
+        return bool(np.allclose(got, ref, rtol=self.rtol, atol=self.atol, equal_nan=True))
+
+
+class TunableKernel(abc.ABC):
+    """A kernel family the tuner knows: template, space, buckets, cases."""
+
+    name: str
+    template: str
+    space: TuningSpace
+
+    @property
+    def template_hash(self) -> str:
+        return template_hash(self.template)
+
+    @abc.abstractmethod
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        """Bucket of the specialisation values (e.g. E, metric) a tuning entry applies to."""
+
+    def size_bucket(self, size: int) -> str:
+        return pow2_bucket(size)
+
+    @abc.abstractmethod
+    def default_specs(self) -> Iterable[dict[str, Any]]:
+        """Specialisations ``pyedmcl tune`` covers by default."""
+
+    @abc.abstractmethod
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        """Problem sizes ``pyedmcl tune`` covers by default on this device."""
+
+    @abc.abstractmethod
+    def case(self, backend: Any, spec: dict[str, Any], size: int) -> TuningCase:
+        """A runnable problem instance with deterministic data."""

@@ -1,0 +1,153 @@
+"""The autotuner: time every candidate configuration, verify it, keep the fastest.
+
+For one (kernel, device, specialisation, problem size):
+
+* the reference configuration (the kernel's heuristic default) runs first and
+  its output is the reference every candidate must reproduce (within the case's
+  tolerance; integer outputs exactly) — a fast wrong candidate is rejected;
+* each candidate is built, run once as warm-up (never timed: it includes lazy
+  compilation and first-touch costs), then timed ``repeats`` times with profiling
+  events; its time is the minimum over repeats of the summed event times;
+* progress is saved after every candidate in a partial file next to the user
+  DB, so an interrupted tuning run resumes where it stopped;
+* the winner is written to the user DB (atomically). A later call finds it and
+  returns without re-timing unless ``force=True``.
+
+``mode="brute"`` (default) times every candidate; ``mode="random"`` times a
+random order until ``budget_s`` seconds have passed (the reference always runs).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..backends import Backend, BuildError
+from .database import UserDB, atomic_write_json, entry_key, make_entry
+from .space import Params, TunableKernel
+
+
+@dataclass
+class TuneResult:
+    kernel: str
+    device: str
+    spec_bucket: str
+    size_bucket: str
+    best_params: Params
+    best_time_s: float
+    default_params: Params
+    default_time_s: float
+    timed: int = 0
+    rejected: list[tuple[Params, str]] = field(default_factory=list)
+    from_db: bool = False
+
+    @property
+    def speedup(self) -> float:
+        return self.default_time_s / self.best_time_s if self.best_time_s > 0 else float("nan")
+
+
+def _pkey(p: Params) -> str:
+    return json.dumps(p, sort_keys=True)
+
+
+def time_config(case: Any, backend: Backend, params: Params, repeats: int) -> float:
+    """Minimum over ``repeats`` of the summed profiled time of one run (warm-up excluded)."""
+    for ev in case.run(params):  # warm-up
+        backend.wait(ev)
+    best = float("inf")
+    for _ in range(repeats):
+        evs = case.run(params)
+        best = min(best, sum(backend.event_seconds(e) for e in evs))
+    return best
+
+
+def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: int, *,
+         mode: str = "brute", budget_s: float | None = None, repeats: int = 5,
+         force: bool = False, seed: int = 0, user_root: Path | None = None,
+         progress: Callable[[int, int], None] | None = None) -> TuneResult:
+    """Tune ``kernel`` for one specialisation and size on ``backend``'s device."""
+    if mode not in ("brute", "random"):
+        raise ValueError(f"mode={mode!r} must be 'brute' or 'random'")
+    info = backend.info
+    sb, zb = kernel.spec_bucket(spec), kernel.size_bucket(size)
+    key = entry_key(kernel.name, sb, zb)
+    udb = UserDB(info, user_root)
+    if not force:
+        hit = udb.get(key)
+        if (isinstance(hit, dict) and hit.get("template_hash") == kernel.template_hash
+                and hit.get("driver") == info.driver_version
+                and kernel.space.valid(hit.get("params", {}), info)):
+            return TuneResult(kernel.name, info.name, sb, zb, hit["params"], hit["time_s"],
+                              hit["default_params"], hit["default_time_s"], 0, [], True)
+
+    partial_path = udb.root / "partial" / f"{udb.path.stem}__{key.replace('/', '__')}.json"
+    done: dict[str, Any] = {}
+    if partial_path.exists() and not force:
+        try:
+            data = json.loads(partial_path.read_text())
+            if data.get("template_hash") == kernel.template_hash:
+                done = data.get("done", {})
+        except (OSError, ValueError):
+            done = {}
+
+    case = kernel.case(backend, spec, size)
+    default = kernel.space.default(info)
+    cands = kernel.space.candidates(info)
+    if mode == "random":
+        random.Random(seed).shuffle(cands)
+    cands = [default] + [c for c in cands if c != default]
+
+    for ev in case.run(default):
+        backend.wait(ev)
+    reference = case.output()
+
+    rejected: list[tuple[Params, str]] = []
+    t_start = time.perf_counter()
+    timed = 0
+    for i, p in enumerate(cands):
+        if progress:
+            progress(i, len(cands))
+        pk = _pkey(p)
+        if pk in done:
+            if isinstance(done[pk], str):
+                rejected.append((p, done[pk]))
+            continue
+        if mode == "random" and budget_s is not None and i > 0 and time.perf_counter() - t_start > budget_s:
+            break
+        try:
+            evs = case.run(p)
+            for ev in evs:
+                backend.wait(ev)
+            if not case.matches(case.output(), reference):
+                done[pk] = "output differs from the reference configuration"
+            else:
+                done[pk] = time_config(case, backend, p, repeats)
+                timed += 1
+        except (BuildError, Exception) as exc:  # a candidate that fails is skipped, not fatal
+            done[pk] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        if isinstance(done[pk], str):
+            rejected.append((p, done[pk]))
+        atomic_write_json(partial_path, {"template_hash": kernel.template_hash, "done": done})
+    if progress:
+        progress(len(cands), len(cands))
+
+    times = {k: v for k, v in done.items() if isinstance(v, float)}
+    if _pkey(default) not in times:
+        raise RuntimeError(f"the default configuration of {kernel.name} failed on {info.name}: "
+                           f"{done.get(_pkey(default))}")
+    best_k = min(times, key=times.__getitem__)
+    best = json.loads(best_k)
+    entry = make_entry(kernel, info, sb, zb, best, times[best_k], default, times[_pkey(default)],
+                       size=size, spec=spec, mode=mode, candidates=len(cands), timed=len(times))
+    udb.put(key, entry)
+    try:
+        partial_path.unlink()
+    except OSError:
+        pass
+    return TuneResult(kernel.name, info.name, sb, zb, best, times[best_k], default,
+                      times[_pkey(default)], timed, rejected, False)

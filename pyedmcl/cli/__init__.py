@@ -1,0 +1,1 @@
+"""The ``pyedmcl`` command line: one module per group of subcommands."""

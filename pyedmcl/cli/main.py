@@ -1,0 +1,96 @@
+"""``pyedmcl`` entry point: collects subcommands and maps errors to exit codes.
+
+Exit codes: 0 ok, 2 bad usage or bad input (a clear message on stderr), 1 a
+runtime failure. Each command module exposes ``add_commands(subparsers)``;
+modules of families not installed/built yet are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import import_module
+from typing import Any
+
+COMMAND_MODULES = (
+    "pyedmcl.cli.devices_cmd",
+    "pyedmcl.cli.tune_cmd",
+    "pyedmcl.edm.cli",
+    "pyedmcl.rqa.cli",
+    "pyedmcl.xmap.cli",
+    "pyedmcl.report.cli",
+)
+
+
+class UsageError(ValueError):
+    """Bad command-line usage (exit code 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    p = argparse.ArgumentParser(prog="pyedmcl", description="EDM and RQA on any OpenCL device.")
+    p.add_argument("--version", action="version", version=f"pyedmcl {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for mod in COMMAND_MODULES:
+        try:
+            m = import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name and mod.startswith(exc.name):
+                continue
+            raise
+        m.add_commands(sub)
+    return p
+
+
+def add_device_args(p: argparse.ArgumentParser) -> None:
+    """Options every compute subcommand shares."""
+    p.add_argument("--device", default=None, help="device selector: pocl, intel, nvidia:0, gpu, cpu, p:d")
+    p.add_argument("--backend", default=None, choices=("pyopencl", "sycl"), help="kernel backend")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=1, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    return str(o)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from clkernels import BuildError, DeviceSelectionError, TemplateParameterError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 2 on bad usage, 0 on --help
+        return int(exc.code or 0)
+    try:
+        rc = args.func(args)
+        return int(rc or 0)
+    except KeyboardInterrupt:
+        print("pyedmcl: interrupted", file=sys.stderr)
+        return 130
+    except (DeviceSelectionError, TemplateParameterError, UsageError, ValueError, TypeError,
+            FileNotFoundError, KeyError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"pyedmcl {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    except (BuildError, RuntimeError, OSError, MemoryError) as exc:
+        print(f"pyedmcl {args.command}: failed: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""``pyedmcl tune KERNEL|all``: autotune kernel families on a device, print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tune", help="autotune kernels on a device and store the winners")
+    p.add_argument("kernel", help="kernel family name, or 'all' (see --list)")
+    p.add_argument("--device", default=None, help="device selector (default: the default device)")
+    p.add_argument("--backend", default=None, choices=("pyopencl", "sycl"))
+    p.add_argument("--quick", action="store_true", help="time-boxed random search, one size")
+    p.add_argument("--budget", type=float, default=20.0, help="seconds per case in --quick mode")
+    p.add_argument("--sizes", type=int, nargs="+", default=None, help="problem sizes to tune")
+    p.add_argument("--E", type=int, nargs="+", default=None, dest="E_values",
+                   help="embedding dimensions to tune (default: the family's buckets)")
+    p.add_argument("--force", action="store_true", help="re-time even if an entry exists")
+    p.add_argument("--list", action="store_true", help="list kernel families and exit")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from clkernels import get_backend
+    from clkernels.tuning import tune
+
+    from ..kernels import registry
+    from .main import UsageError, print_json
+
+    fams = registry()
+    if args.list:
+        for name, k in fams.items():
+            print(f"{name:<24} {k.template:<32} tunes {', '.join(k.space.params)}")
+        return 0
+    names = list(fams) if args.kernel == "all" else [args.kernel]
+    for n in names:
+        if n not in fams:
+            raise UsageError(f"unknown kernel {n!r}; choose one of: all, {', '.join(fams)}")
+    be = get_backend(args.device, args.backend)
+    rows = []
+    for n in names:
+        fam = fams[n]
+        specs = list(fam.default_specs())
+        if args.E_values:
+            specs = [{**s, "E": E} for E in args.E_values for s in specs[:1]]
+        sizes = args.sizes or fam.default_sizes(be.info, quick=args.quick)
+        for spec in specs:
+            for size in sizes:
+                bar = None if args.quiet else tqdm(desc=f"{n} {fam.spec_bucket(spec)} n={size}",
+                                                   unit="cfg", leave=False, file=sys.stderr)
+
+                def progress(i, total, bar=bar):
+                    if bar is not None:
+                        bar.total = total
+                        bar.n = i
+                        bar.refresh()
+
+                res = tune(fam, be, spec, size, mode="random" if args.quick else "brute",
+                           budget_s=args.budget if args.quick else None, progress=progress,
+                           force=args.force)
+                if bar is not None:
+                    bar.close()
+                rows.append(res)
+    if args.json:
+        print_json([{**r.__dict__, "speedup": r.speedup} for r in rows])
+        return 0
+    print(f"device: {be.info.name} ({be.info.runtime}), backend {be.name}")
+    print(f"{'kernel':<20} {'spec':<16} {'size':<8} {'default ms':>11} {'tuned ms':>9} {'speedup':>8}  "
+          f"{'timed':>5}  best")
+    for r in rows:
+        src = "(from DB)" if r.from_db else ""
+        print(f"{r.kernel:<20} {r.spec_bucket:<16} {r.size_bucket:<8} {r.default_time_s * 1e3:>11.3f} "
+              f"{r.best_time_s * 1e3:>9.3f} {r.speedup:>7.2f}x  {r.timed:>5}  {r.best_params} {src}")
+    return 0

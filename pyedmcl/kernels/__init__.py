@@ -1,0 +1,28 @@
+"""The tunable kernel families of pyedmcl, by name (what ``pyedmcl tune`` offers).
+
+Each family is a :class:`clkernels.tuning.TunableKernel`; science modules add
+theirs to :data:`REGISTRY` by listing them in :func:`registry`.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from clkernels.tuning import TunableKernel
+
+#: kernel name -> "module:attribute" of its TunableKernel instance (imported lazily)
+_FAMILIES = {
+    "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
+}
+
+
+def register(name: str, target: str) -> None:
+    _FAMILIES[name] = target
+
+
+def registry() -> dict[str, TunableKernel]:
+    out = {}
+    for name, target in _FAMILIES.items():
+        mod, _, attr = target.partition(":")
+        out[name] = getattr(import_module(mod), attr)
+    return out

@@ -1,0 +1,128 @@
+"""Pairwise distances between embedded points (tile kernel), tunable.
+
+Used directly for unthresholded distance plots and as the reference building
+block that EDM's k-NN and RQA's line kernels fuse further. It is also the kernel
+the autotuner is proven on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, get_backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+
+from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
+
+
+def _heuristic(info: DeviceInfo) -> Params:
+    if info.is_gpu:
+        return {"WG_X": 64, "WG_Y": 4, "RPI": 2, "USE_LOCAL": 0}
+    return {"WG_X": 16, "WG_Y": 1, "RPI": 1, "USE_LOCAL": 0}
+
+
+def _fits(p: Params, info: DeviceInfo) -> bool:
+    wg = p["WG_X"] * p["WG_Y"]
+    sizes = info.max_work_item_sizes
+    return (wg <= info.max_work_group_size and p["WG_X"] <= sizes[0] and p["WG_Y"] <= sizes[1]
+            and (not p["USE_LOCAL"] or (p["WG_X"] + 64 * 8) * 8 <= info.local_mem_bytes))
+
+
+def e_bucket(E: int) -> str:
+    for hi in (2, 4, 8, 16, 32):
+        if E <= hi:
+            return f"E{hi // 2 + 1 if hi > 2 else 1}-{hi}"
+    return "E33+"
+
+
+class PairwiseDistanceKernel(TunableKernel):
+    name = "pairwise_distance"
+    template = "pairwise_distance.cl.mako"
+    space = TuningSpace(
+        params={"WG_X": (8, 16, 32, 64, 128, 256), "WG_Y": (1, 2, 4, 8), "RPI": (1, 2, 4, 8),
+                "USE_LOCAL": (0, 1)},
+        heuristic=_heuristic,
+        constraint=_fits,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{e_bucket(spec['E'])}"
+
+    def default_specs(self):
+        return [{"E": E, "TAU": 1, "METRIC": "euclidean", "REAL": "float"} for E in (2, 5, 10, 20)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        if quick:
+            return [2048]
+        return [4096, 16384] if info.is_gpu else [2048]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _DistanceCase(backend, spec, size)
+
+    def launch(self, backend: Backend, params: Params, spec: dict[str, Any], x_dev, y_dev,
+               n_cols_total: int, out_dev, ld_out: int, row0: int, nrows: int, col0: int,
+               ncols: int):
+        k = backend.kernel(self.template, {**spec, **params, "SQRT": spec.get("SQRT", 0)},
+                           "pairwise_distance")
+        gx = round_up(ncols, params["WG_X"])
+        gy = round_up((nrows + params["RPI"] - 1) // params["RPI"], params["WG_Y"])
+        return backend.launch(k, (gx, gy), (params["WG_X"], params["WG_Y"]), x_dev, y_dev,
+                              np.int32(n_cols_total), out_dev, np.int32(ld_out), np.int32(row0),
+                              np.int32(nrows), np.int32(col0), np.int32(ncols))
+
+
+PAIRWISE_DISTANCE = PairwiseDistanceKernel()
+
+
+class _DistanceCase(TuningCase):
+    def __init__(self, backend: Backend, spec: dict[str, Any], size: int):
+        self.backend, self.spec = backend, dict(spec)
+        span = (spec["E"] - 1) * spec["TAU"]
+        rng = np.random.default_rng(1234)
+        dt = np.float64 if spec.get("REAL") == "double" else np.float32
+        x = np.cumsum(rng.standard_normal(size + span)).astype(dt)
+        self.n = size
+        self.x = backend.to_device(x)
+        self.out = backend.empty((size, size), dt)
+        self.rtol, self.atol = (1e-5, 1e-4) if dt == np.float32 else (1e-12, 1e-12)
+
+    def run(self, params: Params) -> list[Any]:
+        return [PAIRWISE_DISTANCE.launch(self.backend, params, self.spec, self.x, self.x, self.n,
+                                         self.out, self.n, 0, self.n, 0, self.n)]
+
+    def output(self) -> np.ndarray:
+        return self.backend.to_host(self.out)
+
+
+def pairwise_distances(x, y=None, *, E: int, tau: int = 1, metric: str = "euclidean",
+                       squared: bool = False, dtype: Any = np.float32,
+                       device: Any = None, backend: str | None = None,
+                       params: Params | None = None) -> np.ndarray:
+    """All distances between the embedded points of ``x`` and of ``y`` (default ``y = x``).
+
+    Returns an ``(n_x_points, n_y_points)`` host array; Euclidean distances are
+    squared if ``squared``. Intended for small inputs (the result is N x M).
+    """
+    be = get_backend(device, backend)
+    metric = check_metric(metric)
+    dt = check_dtype(dtype, be.info)
+    E = check_int(E, "E", 1, 512)
+    tau = check_int(tau, "tau", 1)
+    xs = as_series(x, "x")
+    ys = xs if y is None else as_series(y, "y")
+    nx = check_embedding(xs.size, E, tau, "x")
+    ny = check_embedding(ys.size, E, tau, "y")
+    real = "double" if dt == np.float64 else "float"
+    spec = {"E": E, "TAU": tau, "METRIC": metric, "REAL": real,
+            "SQRT": int(metric == "euclidean" and not squared)}
+    if params is None:
+        params = lookup(PAIRWISE_DISTANCE, be.info, PAIRWISE_DISTANCE.spec_bucket(spec),
+                        PAIRWISE_DISTANCE.size_bucket(max(nx, ny))).params
+    xd = be.to_device(xs.astype(dt))
+    yd = xd if y is None else be.to_device(ys.astype(dt))
+    out = be.empty((nx, ny), dt)
+    PAIRWISE_DISTANCE.launch(be, params, spec, xd, yd, ny, out, ny, 0, nx, 0, ny)
+    return be.to_host(out)

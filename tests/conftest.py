@@ -1,0 +1,79 @@
+"""Shared test fixtures: every OpenCL platform present, and an Oclgrind checker.
+
+``device`` is parametrised over one device of each runtime present (PoCL, Intel
+CPU runtime, NVIDIA/AMD GPUs on a GPU machine); Oclgrind is excluded there (too
+slow) and exercised at tiny sizes through :func:`run_under_oclgrind`.
+``PYEDMCL_TEST_DEVICES=pocl,intel`` restricts the set.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import clkernels  # noqa: F401  (register runtimes before pyopencl)
+from clkernels.devices import list_devices
+
+
+def _test_devices() -> list[str]:
+    want = os.environ.get("PYEDMCL_TEST_DEVICES")
+    seen, out = set(), []
+    for d in list_devices():
+        if d.runtime == "oclgrind" or d.runtime in seen:
+            continue
+        seen.add(d.runtime)
+        out.append(d.runtime)
+    if want:
+        out = [r for r in out if r in want.split(",")]
+    return out
+
+
+TEST_DEVICES = _test_devices()
+HAS_OCLGRIND = any(d.runtime == "oclgrind" for d in list_devices())
+HAS_GPU = any(d.device_type == "gpu" and d.runtime != "oclgrind" for d in list_devices())
+
+
+@pytest.fixture(params=TEST_DEVICES, ids=TEST_DEVICES)
+def device(request) -> str:
+    """A device selector string for each OpenCL runtime present (pocl, intel, nvidia, ...)."""
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _isolated_tuning_dir(tmp_path_factory, monkeypatch):
+    """Tests never read or write the developer's own tuning database."""
+    monkeypatch.setenv("PYEDMCL_TUNING_DIR", str(tmp_path_factory.mktemp("tuning")))
+
+
+OCLGRIND_ERRORS = ("Invalid read", "Invalid write", "Data race", "Uninitialized value",
+                   "uninitialized", "Work-group divergence", "barrier divergence",
+                   "Invalid access", "out-of-bounds", "Oclgrind - ", "error:")
+# PyOpenCL's own device queries that OCLGRIND_CHECK_API would flag are not enabled.
+
+
+def run_under_oclgrind(code: str, timeout: float = 600) -> str:
+    """Run ``code`` in a subprocess on Oclgrind with its memory/race/uninit checks on.
+
+    Fails the test on any error Oclgrind reports on stderr (the run itself still
+    "succeeds" under Oclgrind, so stderr is what counts) and on a non-zero exit.
+    """
+    if not HAS_OCLGRIND:
+        pytest.skip("Oclgrind not installed (pip install 'pyedmcl[oclgrind]')")
+    env = dict(os.environ)
+    env.update({
+        "PYEDMCL_DEVICE": "oclgrind",
+        "OCLGRIND_DATA_RACES": "1",
+        "OCLGRIND_UNINITIALIZED": "1",
+        "OCLGRIND_UNINITIALIZED_DEBUG": "0",
+        "PYOPENCL_NO_CACHE": "1",
+    })
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    bad = [ln for ln in proc.stderr.splitlines() if any(e in ln for e in OCLGRIND_ERRORS)]
+    assert proc.returncode == 0, f"subprocess failed:\n{proc.stderr[-4000:]}"
+    assert not bad, "Oclgrind reported errors:\n" + "\n".join(bad[:40]) + "\n" + proc.stderr[-3000:]
+    return proc.stdout
