@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,11 @@ class PyOpenCLBackend(Backend):
         prog = _programs.get(key)
         if prog is None:
             try:
-                prog = cl.Program(self.context, source).build(options=list(opts))
+                with warnings.catch_warnings():
+                    # Compiler chatter (PoCL/NVIDIA notes) is not an error; set
+                    # PYOPENCL_COMPILER_OUTPUT=1 to see it.
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    prog = cl.Program(self.context, source).build(options=list(opts))
             except cl.RuntimeError as exc:
                 path = save_failed_source(source, str(exc), self.info.fingerprint)
                 raise BuildError(
