@@ -221,3 +221,12 @@ def test_templates_found_from_installed_copy(tmp_path):
     assert Path(out[0]).is_dir() and Path(out[1]).is_dir() and int(out[2]) > 100
     same = (Path(out[0]) / "pairwise_distance.cl.mako").read_text()
     assert same == (data_dir("templates") / "pairwise_distance.cl.mako").read_text()
+
+
+def test_peak_kernels_run(device):
+    """The roofline peaks are measured by our own kernels; they must run and be positive."""
+    from clkernels.peak import measure_peaks, report
+
+    p = measure_peaks(device, n_bytes=4 << 20, repeats=2)
+    assert p.bandwidth_gbs > 0 and p.gflops > 0
+    assert "GB/s" in report(1e9, 1e9, 1.0, p)

@@ -49,7 +49,9 @@ class PyOpenCLBackend(Backend):
         return prog
 
     def _get_kernel(self, program: cl.Program, name: str) -> cl.Kernel:
-        return getattr(program, name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            return getattr(program, name)
 
     def to_device(self, array: np.ndarray) -> cla.Array:
         return cla.to_device(self.queue, np.ascontiguousarray(array))
