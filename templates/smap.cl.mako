@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE
+## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV
 ## S-map: one small weighted least-squares problem per (prediction point, theta).
 ##
 ## For prediction point p (time tp, embedded vector xp) and library points j
@@ -23,8 +23,9 @@
 ## MODE "table": the neighbours are given per row (nbr[row*K + q], lib positions,
 ## -1 = none), already filtered the pyEDM way.
 ##
-## VARIANT "item": one work-item per (row, theta), private accumulators (CPUs:
-## the compiler vectorises across work-items). VARIANT "group": one work-group per
+## VARIANT "item": one work-item per PV rows (PV = SIMD lanes: every lane solves
+## its own problem with vector accumulators; library values are scalar loads
+## broadcast to all lanes), private accumulators (CPUs). VARIANT "group": one work-group per
 ## (row, theta); a tile of WG library points' augmented vectors is staged in
 ## local memory and each work-item owns one or more (entry, part) slots of the
 ## Gram matrix, so no per-thread 250-value accumulators are needed (GPUs).
@@ -58,9 +59,74 @@ typedef double acc_t;
 typedef float acc_t;
 #define PIVOT_TOL 1e-5f
 % endif
+% if PV > 1:
+typedef ${REAL}${PV} realV;
+typedef ${ACC}${PV} accV;
+typedef ${"long" if ACC == "double" else "int"}${PV} maskV;
+% else:
+typedef real_t realV;
+typedef acc_t accV;
+typedef int maskV;
+% endif
 #define N ${N}
 #define M ${M}
 #define IDX(k, l) ((k) * M - ((k) * ((k) - 1)) / 2 + ((l) - (k)))
+
+
+<%def name="lane(e, l)">${e if PV == 1 else "(%s).s%x" % (e, l)}</%def>
+<%def name="sel(A, B, cond)">((${cond}) ? (accV)(${A}) : (accV)(${B}))</%def>
+<%def name="sel2(a, b, cond)">((${cond}) ? (accV)(${b}) : (accV)(${a}))</%def>
+<%def name="cvt(e)">convert_${ACC}${PV if PV > 1 else ""}(${e})</%def>
+
+## One library point for every lane of the item variant: xj<k> (scalars in
+## "all" mode, per-lane vectors in "table" mode), d (accV distance), yv, out (mask
+## of lanes for which the point is excluded).
+<%def name="vec_point()">\
+% if MODE == "all":
+        const int tj = lib_t[j];
+%   for k in range(E):
+        const real_t xj${k} = x[tj - ${k * TAU}];
+%   endfor
+        const accV yv = (accV)((acc_t)ylib[j]);
+        const maskV out = fabs((accV)((acc_t)tj) - tpv) <= excl;
+% else:
+        const int j = q;
+%   for k in range(E):
+        realV xj${k};
+%   endfor
+        accV yv;
+        maskV out;
+%   for l in range(PV):
+        {
+            const int r = min(row0 + ${l}, n_pred - 1);
+            const int jl = nbr[(size_t)r * K + q];
+            const int jj = max(jl, 0);
+            const int tj = lib_t[jj];
+%     for k in range(E):
+            ${lane("xj%d" % k, l)} = x[tj - ${k * TAU}];
+%     endfor
+            ${lane("yv", l)} = (acc_t)ylib[jj];
+            ${lane("out", l)} = jl < 0 ? ${-1 if PV > 1 else 1} : 0;
+        }
+%   endfor
+% endif
+        realV dacc = (realV)(0);
+% for k in range(E):
+        {
+            const realV df = xj${k} - xp[${k}];
+% if METRIC == "euclidean":
+            dacc = mad(df, df, dacc);
+% elif METRIC == "maximum":
+            dacc = fmax(dacc, fabs(df));
+% elif METRIC == "manhattan":
+            dacc += fabs(df);
+% else:
+<% raise ValueError("unknown METRIC %r" % METRIC) %>
+% endif
+        }
+% endfor
+        const accV d = ${cvt("sqrt(dacc)" if METRIC == "euclidean" else "dacc")};
+</%def>
 
 <%def name="distance(out, tj)">\
     real_t ${out};
@@ -89,7 +155,7 @@ typedef float acc_t;
 
 ## Solve the Jacobi-scaled normal equations held in G (upper triangle, IDX) and
 ## write prediction (centred), coefficients (centred), variance and status.
-<%def name="solve(G)">\
+<%def name="solve(G, sw, swy, swyy)">\
     {
         const size_t o = (size_t)ti * n_pred + row;
         int status = 0;
@@ -130,7 +196,7 @@ typedef float acc_t;
             }
             const acc_t p = c[0];
             out_pred[o] = p;
-            out_var[o] = (swyy - (acc_t)2 * p * swy + p * p * sw) / sw;
+            out_var[o] = (${swyy} - (acc_t)2 * p * ${swy} + p * p * ${sw}) / ${sw};
         } else {
             for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
             out_pred[o] = (acc_t)NAN;
@@ -166,62 +232,91 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
           __global acc_t* restrict out_var, __global int* restrict out_status)
 {
 % if VARIANT == "item":
-    const int row = get_global_id(0);
+    ## PV prediction points per work-item, one per SIMD lane (accV = acc_t PV-vector);
+    ## library values are scalar loads broadcast to every lane, so no gathers.
+    const int row0 = get_global_id(0) * ${PV};
     const int ti = get_global_id(1);
-    if (row >= n_pred) return;
-    const acc_t theta = thetas[ti];
-    const int tp = pred_t[row];
-    real_t xp[${E}];
-% for k in range(E):
-    xp[${k}] = x[tp - ${k * TAU}];
+    if (row0 >= n_pred) return;
+    const accV theta = (accV)(thetas[ti]);
+    accV tpv;
+    realV xp[${E}];
+% for l in range(PV):
+    {
+        const int r = min(row0 + ${l}, n_pred - 1);
+        const int tp = pred_t[r];
+        ${lane("tpv", l)} = (acc_t)tp;
+%   for k in range(E):
+        ${lane("xp[%d]" % k, l)} = x[tp - ${k * TAU}];
+%   endfor
+    }
 % endfor
+    const accV excl = (accV)((acc_t)excl_r);
 
-    /* pass 1: mean distance, count, farthest neighbour */
-    acc_t dsum = (acc_t)0, dmax = (acc_t)-1;
-    int cnt = 0, jmax = -1;
-    ${for_neighbours("0", "1")}
-        ${distance("d", "tj")}
-        dsum += (acc_t)d;
-        ++cnt;
-        if ((acc_t)d >= dmax) { dmax = (acc_t)d; jmax = j; }
+    /* pass 1: mean distance, count, farthest neighbour (per lane) */
+    accV dsum = (accV)(0), cnt = (accV)(0), dmax = (accV)(-1), jmax = (accV)(-1);
+% if MODE == "all":
+    for (int j = 0; j < n_lib; ++j) {
+% else:
+    for (int q = 0; q < K; ++q) {
+        ## the table is per row, so every lane reads its own neighbour
+% endif
+        ${vec_point()}
+        const accV dd = ${sel("-1", "d", "out")};
+        dsum += ${sel("0", "d", "out")};
+        cnt += ${sel("0", "1", "out")};
+        const maskV up = dd >= dmax;
+        dmax = ${sel2("dmax", "dd", "up")};
+        jmax = ${sel2("jmax", "(accV)((acc_t)j)", "up")};
     }
 % if MODE == "all":
-    const int drop = cnt - min(knn, cnt);
+    const accV drop = cnt - fmin((accV)((acc_t)knn), cnt);
 % else:
-    const int drop = 0;
+    const accV drop = (accV)(0);
 % endif
-    int status0 = cnt - drop <= 0 ? 2 : (drop > 1 ? 3 : 0);
-    if (status0) {
-        ${empty_row()}
-        return;
-    }
-    if (drop) { dsum -= dmax; --cnt; }
-    const int skip = drop ? jmax : -1;
-    const acc_t scale = theta == (acc_t)0 ? (acc_t)0 : theta / (dsum / (acc_t)cnt);
+    const maskV dropped = drop > (accV)(0);
+    dsum = ${sel2("dsum", "dsum - dmax", "dropped")};
+    const accV cnt_used = cnt - drop;
+    const accV skip = ${sel2("(accV)(-1)", "jmax", "dropped")};
+    const accV scale = ${sel2("theta / (dsum / cnt_used)", "(accV)(0)", "theta == (accV)(0)")};
 
-    /* pass 2: weighted normal equations */
-    acc_t G[${NENT}];
+    /* pass 2: weighted normal equations, one problem per lane */
+    accV G[${NENT}];
 % for i in range(NENT):
-    G[${i}] = (acc_t)0;
+    G[${i}] = (accV)(0);
 % endfor
-    acc_t sw = (acc_t)0, swy = (acc_t)0, swyy = (acc_t)0;
-    ${for_neighbours("0", "1")}
-        if (j == skip) continue;
-        ${distance("d", "tj")}
-        const acc_t w = exp(-scale * (acc_t)d);
-        const acc_t yv = (acc_t)ylib[j];
+    accV sw = (accV)(0), swy = (accV)(0), swyy = (accV)(0);
+% if MODE == "all":
+    for (int j = 0; j < n_lib; ++j) {
+% else:
+    for (int q = 0; q < K; ++q) {
+% endif
+        ${vec_point()}
+        const accV w = ${sel("0", "exp(-scale * d)", "out || ((accV)((acc_t)j) == skip)")};
         sw += w; swy += w * yv; swyy += w * yv * yv;
-        acc_t a[${M}];
+        accV a[${M}];
         a[0] = w;
 % for k in range(E):
-        a[${k + 1}] = w * (acc_t)(x[tj - ${k * TAU}] - xp[${k}]);
+        a[${k + 1}] = w * ${cvt("xj%d - xp[%d]" % (k, k))};
 % endfor
         a[${N}] = w * yv;
 % for i, (k, l) in enumerate(pairs):
         G[${i}] = fma(a[${k}], a[${l}], G[${i}]);
 % endfor
     }
-    ${solve("G")}
+% for l in range(PV):
+    if (row0 + ${l} < n_pred) {
+        const int row = row0 + ${l};
+        const acc_t cnt_l = ${lane("cnt_used", l)};
+        const int status0 = cnt_l <= (acc_t)0 ? 2 : (${lane("drop", l)} > (acc_t)1 ? 3 : 0);
+        if (status0) ${empty_row()}
+        else {
+            acc_t Gs[${NENT}];
+            for (int i = 0; i < ${NENT}; ++i) Gs[i] = ${lane("G[i]", l)};
+            const acc_t sw_l = ${lane("sw", l)}, swy_l = ${lane("swy", l)}, swyy_l = ${lane("swyy", l)};
+            ${solve("Gs", "sw_l", "swy_l", "swyy_l")}
+        }
+    }
+% endfor
 % else:
     ## ----------------------------------------------------------- group variant
     const int row = get_group_id(0);
@@ -366,7 +461,7 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
 % endfor
     if (lid == 0) {
         sw = redA[0]; swy = redB[0]; swyy = redC[0];
-        ${solve("G")}
+        ${solve("G", "sw", "swy", "swyy")}
     }
 % endif
 }

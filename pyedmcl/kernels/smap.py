@@ -4,7 +4,8 @@ One launch solves every (prediction point, theta) weighted least-squares problem
 of an S-map; see the template's header for the numerics. Tunables: the variant
 ("item" = one work-item per problem, private accumulators, for CPUs; "group" =
 one work-group per problem, Gram entries spread over the work-items, for GPUs)
-and the work-group size.
+the work-group size and, for "item", PV: prediction points per work-item, one
+per SIMD lane of an OpenCL vector type (explicit vectorisation across problems).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ WGS = (8, 16, 32, 64, 128, 256)
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VARIANT": "group", "WG": 128}
-    return {"VARIANT": "item", "WG": 8}
+        return {"VARIANT": "group", "WG": 128, "PV": 1}
+    return {"VARIANT": "item", "WG": 2, "PV": 8}
 
 
 def local_bytes(E: int, WG: int, acc_bytes: int = 8) -> int:
@@ -38,7 +39,7 @@ def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
     if p["VARIANT"] == "group":
-        return p["WG"] >= 32 and local_bytes(E, p["WG"]) <= info.local_mem_bytes
+        return p["PV"] == 1 and p["WG"] >= 32 and local_bytes(E, p["WG"]) <= info.local_mem_bytes
     return p["WG"] <= 64
 
 
@@ -53,7 +54,7 @@ class SMapKernel(TunableKernel):
     name = "smap"
     template = "smap.cl.mako"
     space = TuningSpace(
-        params={"VARIANT": ("item", "group"), "WG": WGS},
+        params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -83,7 +84,7 @@ class SMapKernel(TunableKernel):
         k = backend.kernel(self.template, {**spec, **params}, "smap")
         wg = params["WG"]
         if params["VARIANT"] == "item":
-            gsize = (round_up(n_pred, wg), n_theta)
+            gsize = (round_up(-(-n_pred // params["PV"]), wg), n_theta)
         else:
             gsize = (n_pred * wg, n_theta)
         acc = np.float64 if spec["ACC"] == "double" else np.float32
