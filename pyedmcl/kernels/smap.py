@@ -18,7 +18,7 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
-WGS = (8, 16, 32, 64, 128, 256)
+WGS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 def _heuristic(info: DeviceInfo) -> Params:
