@@ -1,0 +1,173 @@
+"""Exact all-k-NN table by the fused embedding + distance + top-k kernel.
+
+The k-NN table (for each query: k library points and their distances) is the
+one structure Simplex, CCM and the scans share (kEDM's lookup table). Memory is
+O(queries * k); no distance matrix is ever stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, get_backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+
+from ..validation import as_series, check_dtype, check_int, check_metric
+from .ranges import MAX_KNN
+
+
+def _heuristic(info: DeviceInfo) -> Params:
+    if info.is_gpu:
+        return {"WG": 128, "TILE": 256}
+    return {"WG": 16, "TILE": 128}
+
+
+def _fits(p: Params, info: DeviceInfo) -> bool:
+    # the largest E the tuner can meet is 64: keep the tile inside local memory
+    return (p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
+            and p["TILE"] * 4 * 9 <= info.local_mem_bytes)
+
+
+def _k_bucket(k: int) -> str:
+    for hi in (2, 4, 8, 16, 32, 64):
+        if k <= hi:
+            return f"K{hi}"
+    return "K64+"
+
+
+class KnnKernel(TunableKernel):
+    """Tunable family ``knn``: work-group size WG and library tile TILE."""
+
+    name = "knn"
+    template = "knn.cl.mako"
+    space = TuningSpace(
+        params={"WG": (8, 16, 32, 64, 128, 256), "TILE": (32, 64, 128, 256, 512)},
+        heuristic=_heuristic,
+        constraint=_fits,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        from ..kernels.distance import e_bucket
+        return f"{spec.get('REAL', 'float')}-{e_bucket(spec['E'])}-{_k_bucket(spec['K'])}"
+
+    def default_specs(self):
+        return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
+                for E in (2, 5, 10, 20)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        if quick:
+            return [2048]
+        return [8192, 32768] if info.is_gpu else [4096]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _KnnCase(backend, spec, size)
+
+    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
+        p = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
+        # the local tile holds E coordinates per point
+        while p["TILE"] * (spec["E"] + 1) * np.dtype(np.float64 if spec["REAL"] == "double"
+                                                     else np.float32).itemsize > be.info.local_mem_bytes // 2:
+            p = {**p, "TILE": p["TILE"] // 2}
+        return p
+
+    def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
+               l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev):
+        k = be.kernel(self.template, {**spec, **params}, "knn")
+        return be.launch(k, (round_up(nq, params["WG"]), nbatch), (params["WG"], 1), x_dev, q_dev,
+                         np.int32(nq), l_dev, np.int32(nl), np.int32(radius), idx_dev, dist_dev)
+
+
+KNN = KnnKernel()
+
+
+class _KnnCase(TuningCase):
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        self.be, self.spec = be, dict(spec)
+        span = (spec["E"] - 1) * spec["TAU"]
+        rng = np.random.default_rng(7)
+        dt = np.float64 if spec.get("REAL") == "double" else np.float32
+        x = rng.standard_normal(size + span).astype(dt)
+        self.n = size
+        self.x = be.to_device(x)
+        self.pts = be.to_device(np.arange(size, dtype=np.int32))
+        self.idx = be.empty((size, spec["K"]), np.int32)
+        self.dist = be.empty((size, spec["K"]), dt)
+
+    def run(self, params: Params) -> list[Any]:
+        return [KNN.launch(self.be, params, self.spec, self.x, self.pts, self.n, self.pts, self.n,
+                           1, 0, self.idx, self.dist)]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.idx)
+
+
+@dataclass
+class DeviceKnn:
+    """A k-NN table on the device: ``idx`` (int32 kernel points, -1 = none), ``dist``."""
+
+    idx: Any
+    dist: Any
+    nbatch: int
+    nq: int
+    k: int
+
+
+def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
+               lpts: np.ndarray, radius: int, metric: str = "euclidean", real: str = "float",
+               params: Params | None = None, q_dev=None) -> DeviceKnn:
+    """Launch the fused kernel; ``lpts`` is (nl,) or (nbatch, nl) ascending kernel points."""
+    lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
+    nbatch, nl = lpts.shape
+    nq = int(qpts.size)
+    spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
+    if params is None:
+        params = KNN.params_for(be, spec, max(nq, nl))
+    dt = np.float64 if real == "double" else np.float32
+    idx = be.empty((nbatch, nq, k), np.int32)
+    dist = be.empty((nbatch, nq, k), dt)
+    if q_dev is None:
+        q_dev = be.to_device(np.ascontiguousarray(qpts, dtype=np.int32))
+    l_dev = be.to_device(lpts)
+    KNN.launch(be, params, spec, x_dev, q_dev, nq, l_dev, nl, nbatch, radius, idx, dist)
+    return DeviceKnn(idx, dist, nbatch, nq, k)
+
+
+def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
+              query_points=None, exclusion_radius: int = 0, metric: str = "euclidean",
+              dtype: Any = np.float32, device: Any = None, backend: str | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """All-k-NN table of the time-delay embedding of ``x`` (kernel point coordinates).
+
+    Point ``j`` is the window ``(x[j], x[j+|tau|], ..., x[j+(E-1)|tau|])`` (the
+    vector at time ``j + (E-1)tau`` for past lags). ``lib_points`` /
+    ``query_points`` default to every point; library point ``l`` is skipped for
+    query ``p`` when ``|p - l| <= exclusion_radius`` (-1: no exclusion). Ties
+    are ordered by distance, then ``|p - l|``, then ``l`` (pyEDM's Simplex order).
+    Returns ``(indices (nq, k) int32, distances (nq, k))``, -1/inf where fewer than
+    ``k`` neighbours are admissible.
+    """
+    be = get_backend(device, backend)
+    dt = check_dtype(dtype, be.info)
+    metric = check_metric(metric)
+    s = as_series(x, "x")
+    E = check_int(E, "E", 1, 512)
+    tau = check_int(abs(tau), "tau", 1)
+    npts = s.size - (E - 1) * tau
+    if npts < 2:
+        raise ValueError(f"x has {s.size} values, too short for E={E}, tau={tau}")
+    k = E + 1 if k is None else check_int(k, "k", 1, MAX_KNN)
+    lp = np.arange(npts) if lib_points is None else np.asarray(lib_points)
+    qp = np.arange(npts) if query_points is None else np.asarray(query_points)
+    for name, a in (("lib_points", lp), ("query_points", qp)):
+        if a.size == 0 or a.min() < 0 or a.max() >= npts:
+            raise ValueError(f"{name} must be non-empty kernel points in [0, {npts - 1}]")
+    lp = np.sort(lp)
+    real = "double" if dt == np.float64 else "float"
+    xd = be.to_device(s.astype(dt))
+    t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp, lpts=lp,
+                   radius=int(exclusion_radius), metric=metric, real=real)
+    return be.to_host(t.idx)[0], be.to_host(t.dist)[0]

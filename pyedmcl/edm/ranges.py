@@ -1,0 +1,229 @@
+"""Resolve pyEDM-style parameters (lib/pred ranges, E, tau, Tp, knn, exclusion radius).
+
+Everything here is host-side bookkeeping shared by Simplex, S-map, CCM and the
+scans: which data rows are library vectors, which rows predictions are made
+from, where their targets lie, and the mapping from data rows ("times", 0-based)
+to *kernel points* (the index ``j`` of the raw-series window
+``(s[j], s[j+|tau|], ..., s[j+(E-1)|tau|])`` that kernels read).
+
+Semantics follow pyEDM 2.5 (``EDM.CreateIndices``, ``EDM.RemoveNan``,
+``Neighbors.FindNeighbors``):
+
+* ``lib`` / ``pred`` are 1-based inclusive ``start stop`` pairs, several pairs
+  allowed (``"1 100 201 300"``, ``[1, 100, 201, 300]`` or ``[(1, 100), (201, 300)]``).
+* Sign of tau: here ``tau > 0`` means lags into the past (the vector at time t is
+  ``(x_t, x_{t-tau}, ...)``), as in kEDM; pyEDM's ``tau=-1`` is our ``tau=1``.
+  Negative tau (lags into the future, pyEDM's ``tau > 0``) is accepted too.
+* Library rows: per segment, the first ``(E-1)|tau|`` rows (past lags; the last
+  ones for future lags) are dropped because their vector leaves the segment; for
+  ``Tp > 0`` the last ``Tp`` rows of the *last* segment are dropped (their target
+  lies beyond the library); for ``Tp < 0`` pyEDM drops ``|Tp| - 1`` leading rows
+  per segment. Rows whose target ``t + Tp`` falls outside the data are always
+  dropped (pyEDM would index its target vector out of range there).
+* Prediction rows: every row of ``pred`` whose vector exists (rows without a
+  full embedding are dropped, as pyEDM's RemoveNan does). The prediction made
+  from row ``p`` is for time ``p + Tp``; its observation is ``y[p + Tp]`` where
+  that lies inside the data, NaN otherwise.
+* Neighbours: a library row ``l`` is a candidate for prediction row ``p`` unless
+  ``|p - l| <= exclusion_radius``; with radius 0 this is exactly pyEDM's
+  leave-one-out (the self-match is dropped when lib and pred overlap; when they
+  do not, no row can match itself, so the rule is harmless).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..validation import check_int
+
+#: largest k the fused k-NN kernel keeps per query (a compile-time register array)
+MAX_KNN = 64
+
+
+def parse_ranges(spec: Any, name: str, n: int) -> list[tuple[int, int]]:
+    """``start stop`` pairs (1-based, inclusive) from a string, flat list or list of pairs.
+
+    ``None`` means the whole series ``[(1, n)]``. Errors name ``name`` and the
+    allowed range ``1..n``.
+    """
+    if spec is None:
+        return [(1, n)]
+    if isinstance(spec, str):
+        try:
+            vals = [int(float(v)) for v in spec.replace(",", " ").split()]
+        except ValueError as exc:
+            raise ValueError(f"{name}={spec!r} must be whitespace-separated integers "
+                             f"'start stop [start stop ...]' (1-based, inclusive)") from exc
+    else:
+        arr = np.asarray(spec)
+        if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and not np.all(arr == np.round(arr))):
+            raise ValueError(f"{name}={spec!r} must hold integers (1-based start/stop pairs)")
+        vals = [int(v) for v in arr.reshape(-1)]
+    if len(vals) == 0:
+        raise ValueError(f"{name} is empty; give 'start stop' pairs with 1 <= start <= stop <= {n}")
+    if len(vals) % 2:
+        raise ValueError(f"{name}={vals} must have an even number of values "
+                         f"(start stop pairs, 1-based, inclusive, within 1..{n})")
+    pairs = [(vals[i], vals[i + 1]) for i in range(0, len(vals), 2)]
+    for a, b in pairs:
+        if a < 1 or b > n or a > b:
+            raise ValueError(f"{name} pair ({a}, {b}) is out of range; allowed: "
+                             f"1 <= start <= stop <= {n} (1-based, inclusive, n = series length)")
+    return pairs
+
+
+def check_tau(tau: Any) -> int:
+    """Non-zero integer tau (> 0: past lags, our default convention)."""
+    if isinstance(tau, bool) or not isinstance(tau, int | np.integer):
+        if isinstance(tau, float) and tau.is_integer():
+            tau = int(tau)
+        else:
+            raise TypeError(f"tau must be an integer, got {tau!r}")
+    tau = int(tau)
+    if tau == 0:
+        raise ValueError("tau=0 is out of range; allowed: any non-zero integer "
+                         "(tau > 0 lags into the past, tau < 0 into the future)")
+    return tau
+
+
+def check_tp(Tp: Any, n: int) -> int:
+    return check_int(Tp, "Tp", -(n - 1), n - 1)
+
+
+def point_offset(E: int, tau: int) -> int:
+    """Time of kernel point 0: kernel point ``j`` is data row ``j + offset``."""
+    return (E - 1) * tau if tau > 0 else 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Resolved rows for one (series length, E, tau, Tp, knn, lib, pred, radius).
+
+    ``lib_times`` / ``pred_times`` are 0-based data rows; ``*_points`` the same rows
+    as kernel point indices. ``pred_segments`` keeps pyEDM's per-pair grouping of
+    the prediction rows (used to lay out pyEDM-style output tables).
+    """
+
+    n: int
+    E: int
+    tau: int
+    Tp: int
+    knn: int
+    exclusion_radius: int
+    lib_times: np.ndarray
+    pred_times: np.ndarray
+    pred_segments: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def span(self) -> int:
+        return (self.E - 1) * abs(self.tau)
+
+    @property
+    def offset(self) -> int:
+        return point_offset(self.E, self.tau)
+
+    @property
+    def n_points(self) -> int:
+        return self.n - self.span
+
+    @property
+    def lib_points(self) -> np.ndarray:
+        return (self.lib_times - self.offset).astype(np.int32)
+
+    @property
+    def pred_points(self) -> np.ndarray:
+        return (self.pred_times - self.offset).astype(np.int32)
+
+    @property
+    def target_times(self) -> np.ndarray:
+        """Time each prediction is for (``p + Tp``), possibly outside ``0..n-1``."""
+        return self.pred_times + self.Tp
+
+    @property
+    def observed_mask(self) -> np.ndarray:
+        t = self.target_times
+        return (t >= 0) & (t < self.n)
+
+    @property
+    def leave_one_out(self) -> bool:
+        return bool(np.intersect1d(self.lib_times, self.pred_times).size)
+
+
+def _lib_rows(pairs: list[tuple[int, int]], n: int, E: int, tau: int, Tp: int) -> np.ndarray:
+    span = (E - 1) * abs(tau)
+    rows = []
+    for r, (start, stop) in enumerate(pairs):
+        if tau > 0:
+            start = start + span
+        else:
+            stop = stop - span
+        if Tp < 0:
+            start = max(start, start + abs(Tp) - 1)
+        elif r == len(pairs) - 1:
+            stop = stop - Tp
+        rows.append(np.arange(start - 1, stop, dtype=np.int64))
+    lib = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    valid = (lib + Tp >= 0) & (lib + Tp < n) & _embeddable(lib, n, span, tau)
+    return lib[valid]
+
+
+def _embeddable(rows: np.ndarray, n: int, span: int, tau: int) -> np.ndarray:
+    if tau > 0:
+        return (rows >= span) & (rows < n)
+    return (rows >= 0) & (rows < n - span)
+
+
+def resolve(n: int, *, E: Any, tau: Any = 1, Tp: Any = 1, knn: Any = None,
+            exclusion_radius: Any = 0, lib: Any = None, pred: Any = None,
+            max_knn: int | None = MAX_KNN) -> Plan:
+    """Validate parameters for a series of length ``n`` and resolve the rows.
+
+    ``knn=None`` (or 0, pyEDM's default) means ``E + 1``. Raises ValueError that
+    names the offending parameter and its allowed range.
+    """
+    E = check_int(E, "E", 1, 512)
+    tau = check_tau(tau)
+    span = (E - 1) * abs(tau)
+    if n <= span:
+        raise ValueError(f"series has {n} values, too short for E={E}, tau={tau}: "
+                         f"needs more than (E-1)*|tau| = {span}")
+    Tp = check_tp(Tp, n)
+    knn = E + 1 if knn is None or (not isinstance(knn, bool) and isinstance(knn, int | np.integer)
+                                   and int(knn) == 0) else knn
+    knn = check_int(knn, "knn", 1, max_knn)
+    exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
+    need = span + abs(Tp) + knn + 1
+    if n < need:
+        raise ValueError(f"series has {n} values, too short for E={E}, tau={tau}, Tp={Tp}, "
+                         f"knn={knn}: needs at least (E-1)*|tau|+|Tp|+knn+1 = {need}")
+    lib_pairs = parse_ranges(lib, "lib", n)
+    pred_pairs = parse_ranges(pred, "pred", n)
+    lib_times = _lib_rows(lib_pairs, n, E, tau, Tp)
+    segs = []
+    for a, b in pred_pairs:
+        rows = np.arange(a - 1, b, dtype=np.int64)
+        segs.append(rows[_embeddable(rows, n, span, tau)])
+    pred_times = np.concatenate(segs)
+    if pred_times.size == 0:
+        raise ValueError(f"pred={pred!r} leaves no prediction rows for E={E}, tau={tau}: the "
+                         f"first {span} rows have no full embedding; widen pred")
+    loo = bool(np.intersect1d(lib_times, pred_times).size)
+    avail = lib_times.size - (1 if loo else 0)
+    if avail < knn:
+        raise ValueError(f"knn={knn} is out of range for this library: lib={lib!r} gives "
+                         f"{lib_times.size} library vectors for E={E}, tau={tau}, Tp={Tp}"
+                         f"{' (one excluded for leave-one-out)' if loo else ''}; "
+                         f"allowed: 1 <= knn <= {max(avail, 0)}; widen lib or lower knn/E")
+    return Plan(n=n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                lib_times=lib_times, pred_times=pred_times, pred_segments=segs)
+
+
+def ccm_valid_times(n: int, E: int, tau: int, Tp: int) -> np.ndarray:
+    """Rows usable by CCM (pyEDM 2.5 ``CCM.Embed``): full embedding and target in range."""
+    span = (E - 1) * abs(tau)
+    rows = np.arange(n, dtype=np.int64)
+    ok = _embeddable(rows, n, span, tau) & (rows + Tp >= 0) & (rows + Tp < n)
+    return rows[ok]

@@ -1,0 +1,123 @@
+"""Simplex projection (Sugihara & May 1990) with pyEDM's semantics on OpenCL.
+
+Pipeline of small named steps around the k-NN table: resolve rows
+(:mod:`.ranges`) -> fused k-NN kernel (:mod:`.knn`) -> lookup (weights, batched
+targets) -> skill reduced on the device (:mod:`.lookup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, get_backend
+
+from ..validation import as_series, check_dtype
+from .knn import knn_device
+from .lookup import lookup_device, skill_device
+from .ranges import Plan, resolve
+from .results import SimplexResult
+
+
+def as_targets(target: Any, n: int) -> tuple[np.ndarray, bool]:
+    """``(n_targets, n)`` float64 array of target series and whether input was 1-D."""
+    if hasattr(target, "to_numpy"):
+        target = target.to_numpy()
+    arr = np.asarray(target)
+    if arr.ndim == 2 and arr.shape[1] != n and arr.shape[0] == n:
+        arr = arr.T
+    if arr.ndim == 1:
+        s = as_series(arr, "target")
+        if s.size != n:
+            raise ValueError(f"target has {s.size} values but x has {n}; they must be equally long")
+        return s[None, :], True
+    if arr.ndim != 2 or arr.shape[1] != n:
+        raise ValueError(f"target must be 1-D of length {n} or 2-D (n_targets, {n}), got {arr.shape}")
+    rows = [as_series(r, f"target[{i}]") for i, r in enumerate(arr)]
+    return np.stack(rows), False
+
+
+@dataclass
+class DeviceData:
+    """A library series and its targets uploaded once (reused across E, Tp, radius)."""
+
+    be: Backend
+    real: str
+    n: int
+    x_dev: Any
+    y_dev: Any
+    y_host: np.ndarray  # (nt, n) float64
+
+    @classmethod
+    def upload(cls, be: Backend, x: np.ndarray, y: np.ndarray, dt: np.dtype) -> DeviceData:
+        real = "double" if dt == np.float64 else "float"
+        xd = be.to_device(x.astype(dt))
+        yd = xd if y.shape[0] == 1 and np.array_equal(y[0], x) else be.to_device(
+            np.ascontiguousarray(y, dtype=dt))
+        return cls(be, real, x.size, xd, yd, y)
+
+    @property
+    def nt(self) -> int:
+        return self.y_host.shape[0]
+
+
+def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
+             weight: str = "simplex"):
+    """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4)).
+
+    ``pred``/``var`` are host arrays ``(nt, nq)`` when ``predictions`` (else None).
+    """
+    be = data.be
+    qpts = plan.pred_points
+    table = knn_device(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts,
+                       lpts=plan.lib_points, radius=plan.exclusion_radius, real=data.real)
+    pred_dev, var_dev = lookup_device(be, table, data.y_dev, data.n, data.nt,
+                                      plan.offset + plan.Tp, weight=weight, real=data.real,
+                                      variance=variance)
+    obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
+    sk = skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
+                      be.to_device(obs), real=data.real)
+    pred = be.to_host(pred_dev)[0] if predictions else None
+    var = be.to_host(var_dev)[0] if (variance and predictions) else None
+    return pred, var, sk
+
+
+def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
+    t = plan.target_times
+    ok = plan.observed_mask
+    out = np.full((y.shape[0], t.size), np.nan)
+    out[:, ok] = y[:, t[ok]]
+    return out
+
+
+def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | None = None,
+            exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = None,
+            device: Any = None, backend: str | None = None, variance: bool = False
+            ) -> SimplexResult:
+    """Simplex projection of ``target`` (default ``x``) from the embedding of ``x``.
+
+    pyEDM semantics: ``lib``/``pred`` 1-based inclusive ``start stop`` pairs
+    (default: the whole series, i.e. leave-one-out), prediction from row ``t`` is
+    for ``t + Tp``, ``knn`` defaults to ``E + 1``, neighbours within
+    ``exclusion_radius`` rows of the prediction row are excluded, weights
+    ``exp(-d / max(d_min, 1e-6))``. Here ``tau > 0`` lags into the past (kEDM's
+    sign; pyEDM's ``tau=-1`` is ``tau=1``). ``target`` may be 2-D
+    ``(n_targets, n)``: one k-NN table serves all targets.
+    """
+    be = get_backend(device, backend)
+    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+    xs = as_series(x, "x")
+    y, single = as_targets(xs if target is None else target, xs.size)
+    plan = resolve(xs.size, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                   lib=lib, pred=pred)
+    data = DeviceData.upload(be, xs, y, dt)
+    p, v, sk = run_plan(data, plan, variance=variance)
+    obs = observed(plan, y)
+    pick = (lambda a: a[0]) if single else (lambda a: a)
+    return SimplexResult(predicted=pick(p.astype(np.float64)), observed=pick(obs),
+                         times=plan.target_times, rho=pick(sk[:, 0]), mae=pick(sk[:, 1]),
+                         rmse=pick(sk[:, 2]), E=plan.E, tau=plan.tau, Tp=plan.Tp, knn=plan.knn,
+                         variance=None if v is None else pick(v.astype(np.float64)),
+                         pred_times=plan.pred_times)

@@ -1,0 +1,146 @@
+## params: K, REAL, ACC, WG, WEIGHT, VARIANCE
+## Simplex lookup from a k-NN table, batched over targets, and skill reduced on
+## the device.
+##
+## lookup: prediction of query q for target j from table b:
+##   w_i = exp(-d_i / d_min), sum_i w_i y_j[idx_i + tshift] / sum_i w_i
+## over the admissible neighbours (idx >= 0, finite distance). WEIGHT selects
+## pyEDM's zero-distance rule: "simplex" floors d_min at 1e-6 (pyEDM Simplex),
+## "ccm" gives weight 1 to zero distances and 0 to the rest when d_min == 0
+## (pyEDM CCM). A query with no admissible neighbour predicts NaN.
+##
+## skill: one work-group per prediction row reduces Pearson rho, MAE and RMSE
+## against the observations y_j[obs[q]] (obs[q] < 0: no observation) with a
+## streaming co-moment update per work-item and pairwise (Chan et al.) merges in
+## local memory, in ACC precision: numerically stable, no prediction leaves the
+## device.
+<%namespace name="metric" file="_metric.mako"/>
+${metric.real_type(REAL)}
+% if ACC == "double" and REAL != "double":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+typedef ${ACC} acc_t;
+#define K ${K}
+
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
+            const int nq, __global const real_t* restrict y, const int ldy, const int nt,
+            const int tshift, __global real_t* restrict pred, __global real_t* restrict var)
+{
+    const int q = get_global_id(0);
+    const int j = get_global_id(1);
+    const int b = get_global_id(2);
+    if (q >= nq) return;
+    const size_t o = ((size_t)b * nq + q) * K;
+    const real_t dmin_raw = dist[o];
+% if WEIGHT == "simplex":
+    const real_t dmin = fmax(dmin_raw, (real_t)1e-6);
+% endif
+    __global const real_t* yj = y + (size_t)j * ldy + tshift;
+    acc_t num = 0, den = 0;
+% for k in range(K):
+    {
+        const int l = idx[o + ${k}];
+        const real_t d = dist[o + ${k}];
+        if (l >= 0) {
+% if WEIGHT == "simplex":
+            const acc_t w = exp(-(acc_t)d / (acc_t)dmin);
+% else:
+            const acc_t w = dmin_raw > 0 ? exp(-(acc_t)d / (acc_t)dmin_raw) : (d == 0 ? (acc_t)1 : (acc_t)0);
+% endif
+            num += w * (acc_t)yj[l];
+            den += w;
+        }
+    }
+% endfor
+    const acc_t mu = den > 0 ? num / den : (acc_t)NAN;
+    pred[((size_t)b * nt + j) * nq + q] = (real_t)mu;
+% if VARIANCE:
+    /* pyEDM's Pred_Variance: weighted spread of the neighbours' targets */
+    acc_t v = 0;
+%   for k in range(K):
+    {
+        const int l = idx[o + ${k}];
+        const real_t d = dist[o + ${k}];
+        if (l >= 0) {
+%     if WEIGHT == "simplex":
+            const acc_t w = exp(-(acc_t)d / (acc_t)dmin);
+%     else:
+            const acc_t w = dmin_raw > 0 ? exp(-(acc_t)d / (acc_t)dmin_raw) : (d == 0 ? (acc_t)1 : (acc_t)0);
+%     endif
+            const acc_t e = (acc_t)yj[l] - mu;
+            v += w * e * e;
+        }
+    }
+%   endfor
+    var[((size_t)b * nt + j) * nq + q] = den > 0 ? (real_t)(v / den) : (real_t)NAN;
+% endif
+}
+
+/* merge statistics (n, mean p, mean o, Cpp, Coo, Cpo) of b into a */
+inline void merge(acc_t* a, const acc_t* b)
+{
+    const acc_t n = a[0] + b[0];
+    if (b[0] == 0) return;
+    if (a[0] == 0) { for (int i = 0; i < 8; ++i) a[i] = b[i]; return; }
+    const acc_t dp = b[1] - a[1], dq = b[2] - a[2];
+    const acc_t f = a[0] * b[0] / n;
+    a[3] += b[3] + dp * dp * f;
+    a[4] += b[4] + dq * dq * f;
+    a[5] += b[5] + dp * dq * f;
+    a[1] += dp * b[0] / n;
+    a[2] += dq * b[0] / n;
+    a[6] += b[6];
+    a[7] += b[7];
+    a[0] = n;
+}
+
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void skill(__global const real_t* restrict pred, const int nq,
+           __global const real_t* restrict y, const int ldy, const int nt,
+           __global const int* restrict obs, __global acc_t* restrict out)
+{
+    const int r = get_group_id(0);
+    const int lid = get_local_id(0);
+    const int j = r % nt;
+    __global const real_t* pr = pred + (size_t)r * nq;
+    __global const real_t* yj = y + (size_t)j * ldy;
+    /* n, mean_p, mean_o, C_pp, C_oo, C_po, sum|e|, sum e^2 */
+    acc_t s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int t = obs[q];
+        if (t < 0) continue;
+        const acc_t p = pr[q];
+        if (!isfinite(p)) continue;
+        const acc_t v = yj[t];
+        s[0] += 1;
+        const acc_t dp = p - s[1], dq = v - s[2];
+        s[1] += dp / s[0];
+        s[2] += dq / s[0];
+        s[3] += dp * (p - s[1]);
+        s[4] += dq * (v - s[2]);
+        s[5] += dp * (v - s[2]);
+        s[6] += fabs(p - v);
+        s[7] += (p - v) * (p - v);
+    }
+    __local acc_t red[${WG}][8];
+    for (int i = 0; i < 8; ++i) red[lid][i] = s[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+% for h in [2 ** e for e in range(20) if 2 ** e < WG][::-1]:
+    if (lid < ${h}) {
+        acc_t a[8], b2[8];
+        for (int i = 0; i < 8; ++i) { a[i] = red[lid][i]; b2[i] = red[lid + ${h}][i]; }
+        merge(a, b2);
+        for (int i = 0; i < 8; ++i) red[lid][i] = a[i];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% endfor
+    if (lid == 0) {
+        const acc_t n = red[0][0];
+        const acc_t den = sqrt(red[0][3] * red[0][4]);
+        out[(size_t)r * 4 + 0] = den > 0 ? red[0][5] / den : (acc_t)NAN;
+        out[(size_t)r * 4 + 1] = n > 0 ? red[0][6] / n : (acc_t)NAN;
+        out[(size_t)r * 4 + 2] = n > 0 ? sqrt(red[0][7] / n) : (acc_t)NAN;
+        out[(size_t)r * 4 + 3] = n;
+    }
+}
