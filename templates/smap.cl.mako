@@ -424,8 +424,9 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
 %   else:
             {
 %   endif
-                const int e = s % ${NENT};
-                const int part = s / ${NENT};
+                /* no div/rem pair: LLVM would insert a freeze that Oclgrind cannot check */
+                const int part = ${"0" if NPART == 1 else "s / %d" % NENT};
+                const int e = s - part * ${NENT};
                 const int ka = KA[e], kb = KB[e];
                 acc_t t_acc = acc[${q}];
                 for (int t = part; t < ${WG}; t += ${NPART})

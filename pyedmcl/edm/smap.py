@@ -33,7 +33,7 @@ fits. pyEDM has no such option; ``ridge=0`` reproduces pyEDM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,11 @@ from clkernels.tuning import lookup
 
 from ..kernels.smap import SMAP
 from ..validation import as_series, check_dtype, check_int
+from .ranges import resolve
+from .results import SimplexResult
+
+#: largest E the S-map kernel is specialised for (its (E+2)(E+3)/2 accumulators are unrolled)
+MAX_E = 50
 
 #: pyEDM's PredictNonlinear default thetas.
 DEFAULT_THETAS = (0.01, 0.1, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
@@ -52,7 +57,7 @@ DEFAULT_THETAS = (0.01, 0.1, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 
 
 
 def _skill(pred: np.ndarray, obs: np.ndarray) -> tuple[float, float, float]:
-    """Pearson rho, MAE, RMSE over the pairs where both are finite (pyEDM's ComputeError)."""
+    """Pearson rho, MAE, RMSE over the pairs where both are finite."""
     ok = np.isfinite(pred) & np.isfinite(obs)
     if ok.sum() < 2:
         return float("nan"), float("nan"), float("nan")
@@ -63,42 +68,27 @@ def _skill(pred: np.ndarray, obs: np.ndarray) -> tuple[float, float, float]:
 
 
 @dataclass
-class SMapResult:
-    """S-map predictions, one row per prediction point.
+class SMapResult(SimplexResult):
+    """S-map predictions: :class:`SimplexResult` plus the local linear models.
 
-    ``times`` are the times predicted (``t + Tp``, as indices of the input series),
-    ``observed`` the target there (NaN beyond the series), ``coefficients`` an
-    ``(n_pred, E+1)`` array: ``C0`` then one slope per embedding coordinate
-    ``x_t, x_{t-tau}, ...`` (pyEDM's column order), ``variance`` pyEDM's
-    ``Pred_Variance``.
+    ``coefficients`` is ``(n_pred, E+1)``: ``C0`` then one slope per embedding
+    coordinate ``x_t, x_{t-tau}, ...`` (pyEDM's column order); ``variance`` is
+    pyEDM's ``Pred_Variance``; ``n_fallback`` counts rows solved on the host
+    (ill-conditioned local fits, see the module docstring).
     """
 
-    predicted: np.ndarray
-    observed: np.ndarray
-    times: np.ndarray
-    coefficients: np.ndarray
-    variance: np.ndarray
-    theta: float
-    E: int
-    tau: int
-    Tp: int
+    coefficients: np.ndarray | None = None
+    theta: float = 0.0
     n_fallback: int = 0
-    rho: float = field(init=False)
-    mae: float = field(init=False)
-    rmse: float = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.rho, self.mae, self.rmse = _skill(self.predicted, self.observed)
-
-    def coefficient_names(self, target: str = "y", column: str = "x") -> list[str]:
-        return ["C0"] + [f"∂{target}/∂{column}(t-{k * self.tau})" for k in range(self.E)]
+    def coefficient_names(self, target: str = "x", column: str = "x") -> list[str]:
+        """pyEDM's coefficient column names (``∂x/∂x(t-0)``, ...) in our tau sign."""
+        sign = "-" if self.tau > 0 else "+"
+        return ["C0"] + [f"∂{target}/∂{column}(t{sign}{k * abs(self.tau)})" for k in range(self.E)]
 
     def as_dataframe(self, coefficients: bool = False):
-        """A pandas DataFrame: Time, Observations, Predictions, Pred_Variance (+ coefficients)."""
-        import pandas as pd
-
-        df = pd.DataFrame({"Time": self.times, "Observations": self.observed,
-                           "Predictions": self.predicted, "Pred_Variance": self.variance})
+        """time, observed, predicted, variance (+ the coefficient columns)."""
+        df = super().as_dataframe()
         if coefficients:
             for i, name in enumerate(self.coefficient_names()):
                 df[name] = self.coefficients[:, i]
@@ -125,28 +115,6 @@ def _check_thetas(thetas: Any) -> np.ndarray:
     for t in arr:
         _check_float(t, "theta")
     return arr
-
-
-def _default_times(n: int, E: int, tau: int, Tp: int, which: str) -> np.ndarray:
-    """pyEDM's default rows: every time with a full embedding (lib: and a target at t+Tp)."""
-    span = (E - 1) * tau
-    lo = span + (max(0, -Tp) if which == "lib" else 0)
-    hi = n - 1 - (max(0, Tp) if which == "lib" else 0)
-    return np.arange(lo, hi + 1, dtype=np.int64)
-
-
-def _check_times(t: Any, name: str, n: int, E: int, tau: int, Tp: int, is_lib: bool) -> np.ndarray:
-    arr = np.asarray(t)
-    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be a non-empty 1-D array of integer time indices")
-    span = (E - 1) * tau
-    lo = span + (max(0, -Tp) if is_lib else 0)
-    hi = n - 1 - (max(0, Tp) if is_lib else 0)
-    if arr.min() < lo or arr.max() > hi:
-        raise ValueError(f"{name} holds times outside [{lo}, {hi}], the range with a full "
-                         f"embedding (E={E}, tau={tau})" + (f" and a target at t+Tp (Tp={Tp})"
-                                                            if is_lib else ""))
-    return arr.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- neighbour tables
@@ -250,27 +218,29 @@ def _row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
 def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: int,
               tau: int, Tp: int, thetas: np.ndarray, knn: int | None, exclusion_radius: int,
               ridge: float, dtype: Any, device: Any, backend: str | None,
-              params: dict | None = None) -> list[SMapResult]:
+              params: dict | None = None, accumulate: str | None = None) -> list[SMapResult]:
     """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
 
     ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
     (``t - (E-1) tau >= 0``); library times also need ``t + Tp`` inside ``y``.
+    ``accumulate="float"`` forces the float32 accumulation path that devices
+    without fp64 take (for tests and accuracy measurements).
     """
     be = get_backend(device, backend)
     info = be.info
     dt = check_dtype(np.float32 if dtype is None else dtype, info)
-    acc = np.float64 if info.fp64 else np.float32
+    acc = np.float64 if info.fp64 and accumulate != "float" else np.float32
+    if acc == np.float32 and dt == np.float64:
+        raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
     n_lib, n_pred, n_theta = lib_t.size, pred_t.size, thetas.size
     R = int(exclusion_radius)
     knn_eff = n_lib - 1 if knn is None else min(int(knn), n_lib)
     mode = "all"
-    overlap = bool(np.intersect1d(lib_t, pred_t).size)
     if knn is not None and knn_eff < n_lib - 1:
         # pyEDM's table semantics differ from "all minus the farthest" only below |lib| - 1.
         mode = "table"
-    elif knn is not None and knn_eff >= n_lib and not overlap and R == 0:
-        knn_eff = n_lib
     nbr = _knn_table(x, lib_t, pred_t, E, tau, knn_eff, R) if mode == "table" else None
+    knn_used = knn_eff  # pyEDM's knn after its defaulting
 
     ylib = y[lib_t + Tp]
     ymean = float(ylib.mean())
@@ -326,8 +296,14 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     obs = np.full(n_pred, np.nan)
     inside = (times >= 0) & (times < y.size)
     obs[inside] = y[times[inside]]
-    return [SMapResult(pred[i], obs, times, coef[i], var[i], float(thetas[i]), E, tau, Tp,
-                       int(np.sum(status[i] == 1))) for i in range(n_theta)]
+    out = []
+    for i in range(n_theta):
+        rho, mae, rmse = _skill(pred[i], obs)
+        out.append(SMapResult(predicted=pred[i], observed=obs, times=times, rho=rho, mae=mae,
+                              rmse=rmse, E=E, tau=tau, Tp=Tp, knn=knn_used, variance=var[i],
+                              pred_times=pred_t, coefficients=coef[i], theta=float(thetas[i]),
+                              n_fallback=int(np.sum(status[i] == 1))))
+    return out
 
 
 def _row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, np.ndarray, float]:
@@ -352,23 +328,19 @@ def _prepare(x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge):
     ys = xs if target is None else as_series(target, "target")
     if ys.size != xs.size:
         raise ValueError(f"target has {ys.size} values but x has {xs.size}; they must align")
-    E = check_int(E, "E", 1, 64)
-    tau = check_int(tau, "tau", 1, max(1, xs.size))
-    Tp = check_int(Tp, "Tp", -(xs.size - 1), xs.size - 1)
-    R = check_int(exclusion_radius, "exclusion_radius", 0, xs.size)
+    E = check_int(E, "E", 1, MAX_E)
     ridge = _check_float(ridge, "ridge")
-    lib_t = (_default_times(xs.size, E, tau, Tp, "lib") if lib is None
-             else _check_times(lib, "lib", xs.size, E, tau, Tp, True))
-    pred_t = (_default_times(xs.size, E, tau, Tp, "pred") if pred is None
-              else _check_times(pred, "pred", xs.size, E, tau, Tp, False))
-    if lib_t.size < 2:
-        raise ValueError(f"lib has {lib_t.size} usable points for E={E}, tau={tau}, Tp={Tp}; "
-                         "allowed: at least 2")
-    if pred_t.size < 1:
-        raise ValueError("pred has no usable points; allowed: at least 1")
-    if knn is not None:
-        knn = check_int(knn, "knn", 1, lib_t.size)
-    return xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn
+    plan = resolve(xs.size, E=E, tau=tau, Tp=Tp, knn=1, exclusion_radius=exclusion_radius,
+                   lib=lib, pred=pred, max_knn=None)
+    if plan.lib_times.size < 2:
+        raise ValueError(f"lib={lib!r} gives {plan.lib_times.size} library vectors for E={E}, "
+                         f"tau={tau}, Tp={Tp}; allowed: at least 2 (widen lib)")
+    if knn is not None and not (isinstance(knn, int | np.integer) and int(knn) == 0):
+        knn = check_int(knn, "knn", 1, int(plan.lib_times.size))
+    else:
+        knn = None  # pyEDM's S-map default: every library point
+    return (xs, ys, plan.E, plan.tau, plan.Tp, plan.exclusion_radius, ridge, plan.lib_times,
+            plan.pred_times, knn)
 
 
 def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
@@ -380,8 +352,9 @@ def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
     ``E`` embedding dimension, ``tau`` > 0 lag into the past (coordinates
     ``x_t, x_{t-tau}, ...``), ``theta`` >= 0 localisation, ``knn`` neighbours
     (default: all library points, pyEDM's S-map default), ``exclusion_radius``
-    time steps around each prediction point left out of its library, ``lib`` /
-    ``pred`` arrays of time indices (default: every time with a full embedding),
+    rows around each prediction row left out of its library, ``lib`` / ``pred``
+    pyEDM-style 1-based inclusive ``start stop`` pairs (default: the whole series,
+    i.e. leave-one-out; see :mod:`pyedmcl.edm.ranges`),
     ``ridge`` >= 0 Tikhonov penalty on the slopes, ``dtype`` float32 (default) or
     float64 storage of the series. Returns an :class:`SMapResult`.
     """

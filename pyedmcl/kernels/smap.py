@@ -43,6 +43,15 @@ def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:
     return p["WG"] <= 64
 
 
+def effective(params: Params, E: int) -> Params:
+    """``params`` with PV lowered for large E, keeping the unrolled accumulators <= 2048."""
+    nent = (E + 2) * (E + 3) // 2
+    pv = params.get("PV", 1)
+    while pv > 1 and nent * pv > 2048:
+        pv //= 2
+    return {**params, "PV": pv if params["VARIANT"] == "item" else 1}
+
+
 def e_bucket(E: int) -> str:
     for hi in (2, 4, 8, 16, 32):
         if E <= hi:
@@ -81,6 +90,7 @@ class SMapKernel(TunableKernel):
     def launch(self, backend: Backend, params: Params, spec: dict[str, Any], args: dict[str, Any],
                n_pred: int, n_theta: int):
         """Enqueue one S-map launch; ``args`` holds the device buffers and scalars."""
+        params = effective(params, spec["E"])
         k = backend.kernel(self.template, {**spec, **params}, "smap")
         wg = params["WG"]
         if params["VARIANT"] == "item":
