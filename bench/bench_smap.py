@@ -57,14 +57,16 @@ def main(argv: list[str] | None = None) -> None:
 
     import pyedmcl  # noqa: F401  (registers OpenCL runtimes)
     from clkernels import get_backend
-    from pyedmcl.edm.smap import smap
+    from pyedmcl.edm.ranges import resolve
+    from pyedmcl.edm.smap import smap, smap_core
 
     L, E, tau, Tp, theta = args.L, args.E, args.tau, args.Tp, args.theta
     x = logistic(2 * L)
-    span = (E - 1) * tau
-    lib_t = np.arange(span, L - Tp)
-    pred_t = np.arange(L + span, 2 * L)
     be = get_backend(args.device)
+    lib, pred = [1, L], [L + 1, 2 * L]          # pyEDM-style 1-based pairs
+    plan = resolve(x.size, E=E, tau=tau, Tp=Tp, knn=1, lib=lib, pred=pred, max_knn=None)
+    lib_t, pred_t = plan.lib_times, plan.pred_times
+    span = (E - 1) * tau
     params = None
     if args.variant:
         params = {"VARIANT": args.variant, "WG": args.wg or (8 if args.variant == "item" else 128),
@@ -72,9 +74,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def ours():
         if params is None:
-            return smap(x, E=E, tau=tau, Tp=Tp, theta=theta, lib=lib_t, pred=pred_t,
+            return smap(x, E=E, tau=tau, Tp=Tp, theta=theta, lib=lib, pred=pred,
                         dtype=args.dtype, device=be)
-        from pyedmcl.edm.smap import smap_core
         return smap_core(x, x, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=np.array([theta]),
                          knn=None, exclusion_radius=0, ridge=0.0, dtype=args.dtype, device=be,
                          backend=None, params=params)[0]
