@@ -43,7 +43,8 @@ from clkernels.tuning import lookup
 
 from ..kernels.smap import SMAP
 from ..validation import as_series, check_dtype, check_int
-from .ranges import resolve
+from .knn import knn_device
+from .ranges import MAX_KNN, resolve
 from .results import SimplexResult
 
 #: largest E the S-map kernel is specialised for (its (E+2)(E+3)/2 accumulators are unrolled)
@@ -139,41 +140,71 @@ def _embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
 
 
 def _knn_table(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, E: int, tau: int, knn: int,
-               R: int, block: int = 512) -> np.ndarray:
-    """pyEDM's S-map neighbour selection for a user ``knn`` below |lib| - 1 (host, float64).
+               R: int, be=None) -> np.ndarray:
+    """pyEDM's S-map neighbour selection for a user ``knn`` below |lib| - 1.
 
     pyEDM queries the k_query nearest library points (k_query = min(5 knn, |lib|)
     when an exclusion radius applies, knn + 1 when lib and pred overlap, else knn),
     drops the excluded ones and keeps the first knn left; rows left short are
     padded (-1 here). Returns an ``(n_pred, knn)`` table of library positions.
+    The k_query nearest come from the fused device k-NN kernel when k_query fits
+    it (<= 64), else from a blocked NumPy search.
     """
     overlap = bool(np.intersect1d(lib_t, pred_t).size)
     exrad = _pyedm_exclusion_active(lib_t, pred_t, R, overlap)
     n_lib = lib_t.size
     kq = min(knn * 5, n_lib) if exrad else (min(knn + 1, n_lib) if overlap else knn)
+    cand = None
+    if be is not None and kq <= MAX_KNN and np.unique(lib_t).size == n_lib:
+        cand = _device_candidates(x, lib_t, pred_t, E, tau, kq, be)
+    if cand is None:
+        cand = _host_candidates(x, lib_t, pred_t, E, tau, kq)
+    p = pred_t[:, None]
+    if exrad:
+        bad = np.abs(p - lib_t[cand]) <= R
+    elif overlap:
+        bad = p == lib_t[cand]
+    else:
+        bad = np.zeros(cand.shape, bool)
+    # the first knn admissible candidates of each row, in distance order (pyEDM's cumsum rule)
+    good = ~bad
+    rank = np.cumsum(good, axis=1) - 1
+    out = np.full((pred_t.size, knn), -1, dtype=np.int32)
+    r, c = np.nonzero(good & (rank < knn))
+    out[r, rank[r, c]] = cand[r, c]
+    return out
+
+
+def _device_candidates(x, lib_t, pred_t, E, tau, kq, be) -> np.ndarray:
+    """The kq nearest library positions per prediction row, by the device k-NN kernel."""
+    off = (E - 1) * tau if tau > 0 else 0
+    real = "double" if be.info.fp64 else "float"
+    xd = be.to_device(x.astype(np.float64 if real == "double" else np.float32))
+    order = np.argsort(lib_t)
+    lpts = (lib_t[order] - off).astype(np.int32)
+    t = knn_device(be, xd, x.size, E=E, tau=abs(tau), k=kq, qpts=(pred_t - off).astype(np.int32),
+                   lpts=lpts, radius=-1, real=real)
+    idx = be.to_host(t.idx)[0]
+    if np.any(idx < 0):
+        return None
+    pos = np.empty(x.size, dtype=np.int64)
+    pos[lib_t - off] = np.arange(lib_t.size)
+    return pos[idx]
+
+
+def _host_candidates(x, lib_t, pred_t, E, tau, kq) -> np.ndarray:
+    """The kq nearest library positions per prediction row (blocked NumPy, float64)."""
     XL = _embed_at(x, lib_t, E, tau)
     XP = _embed_at(x, pred_t, E, tau)
-    out = np.full((pred_t.size, knn), -1, dtype=np.int32)
+    n_lib = lib_t.size
+    block = max(1, min(512, (1 << 23) // max(1, n_lib * E)))
+    out = np.empty((pred_t.size, kq), dtype=np.int64)
     for b0 in range(0, pred_t.size, block):
-        xp = XP[b0:b0 + block]
-        d2 = ((xp[:, None, :] - XL[None, :, :]) ** 2).sum(-1)
-        if kq < n_lib:
-            cand = np.argpartition(d2, kq - 1, axis=1)[:, :kq]
-        else:
-            cand = np.broadcast_to(np.arange(n_lib), (xp.shape[0], n_lib))
-        cd = np.take_along_axis(d2, cand, 1)
-        order = np.argsort(cd, axis=1, kind="stable")
-        cand = np.take_along_axis(cand, order, 1)
-        p = pred_t[b0:b0 + block, None]
-        if exrad:
-            bad = np.abs(p - lib_t[cand]) <= R
-        elif overlap:
-            bad = p == lib_t[cand]
-        else:
-            bad = np.zeros(cand.shape, bool)
-        for i in range(cand.shape[0]):
-            keep = cand[i][~bad[i]][:knn]
-            out[b0 + i, :keep.size] = keep
+        d2 = ((XP[b0:b0 + block, None, :] - XL[None, :, :]) ** 2).sum(-1)
+        c = (np.argpartition(d2, kq - 1, axis=1)[:, :kq] if kq < n_lib
+             else np.broadcast_to(np.arange(n_lib), d2.shape).copy())
+        o = np.argsort(np.take_along_axis(d2, c, 1), axis=1, kind="stable")
+        out[b0:b0 + block] = np.take_along_axis(c, o, 1)
     return out
 
 
@@ -239,7 +270,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     if knn is not None and knn_eff < n_lib - 1:
         # pyEDM's table semantics differ from "all minus the farthest" only below |lib| - 1.
         mode = "table"
-    nbr = _knn_table(x, lib_t, pred_t, E, tau, knn_eff, R) if mode == "table" else None
+    nbr = _knn_table(x, lib_t, pred_t, E, tau, knn_eff, R, be) if mode == "table" else None
     knn_used = knn_eff  # pyEDM's knn after its defaulting
 
     ylib = y[lib_t + Tp]
