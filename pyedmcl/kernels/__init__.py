@@ -14,6 +14,7 @@ from clkernels.tuning import TunableKernel
 _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
     "knn": "pyedmcl.edm.knn:KNN",
+    "smap": "pyedmcl.kernels.smap:SMAP",
 }
 
 

@@ -1,0 +1,126 @@
+"""S-map benchmark: pyedmcl vs kEDM and pyEDM, one process, same data, ratios printed.
+
+Data: a logistic-map series of 2L values; the library is the first L values, the
+prediction set the next L (kEDM's ``smap(lib, pred)`` convention; pyEDM gets
+``lib=[1, L]``, ``pred=[L+1, 2L]``). pyedmcl is timed warm (kernel built, tuning
+looked up) end to end: host->device copies, the kernel, device->host copies and
+the host-side fallback rows, if any. Examples::
+
+    python bench/bench_smap.py --device pocl --L 2000 --E 5 --theta 2
+    python bench/bench_smap.py --device nvidia --L 10000 --E 20 --theta 2 \
+        --peers kedm --ref-seconds 0.225      # kEDM CUDA time measured by the lead
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+
+def logistic(n: int, r: float = 3.9, x0: float = 0.3) -> np.ndarray:
+    x = np.empty(n)
+    x[0] = x0
+    for i in range(1, n):
+        x[i] = r * x[i - 1] * (1 - x[i - 1])
+    return x
+
+
+def best_of(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default=None, help="pyedmcl device selector (pocl, intel, nvidia, ...)")
+    ap.add_argument("--L", type=int, default=2000, help="library length = prediction length")
+    ap.add_argument("--E", type=int, default=5)
+    ap.add_argument("--tau", type=int, default=1)
+    ap.add_argument("--Tp", type=int, default=1)
+    ap.add_argument("--theta", type=float, default=2.0)
+    ap.add_argument("--dtype", default="float32", help="series storage (accumulation is fp64 where available)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--peers", default="kedm,pyedm", help="comma list of kedm, pyedm (or 'none')")
+    ap.add_argument("--ref-seconds", type=float, default=None,
+                    help="an externally measured peer time (e.g. kEDM CUDA) to print a ratio against")
+    ap.add_argument("--variant", default=None, help="force VARIANT (item/group); with --wg")
+    ap.add_argument("--wg", type=int, default=None)
+    ap.add_argument("--pv", type=int, default=1, help="with --variant item: lanes per work-item")
+    args = ap.parse_args(argv)
+
+    import pyedmcl  # noqa: F401  (registers OpenCL runtimes)
+    from clkernels import get_backend
+    from pyedmcl.edm.ranges import resolve
+    from pyedmcl.edm.smap import smap, smap_core
+
+    L, E, tau, Tp, theta = args.L, args.E, args.tau, args.Tp, args.theta
+    x = logistic(2 * L)
+    be = get_backend(args.device)
+    lib, pred = [1, L], [L + 1, 2 * L]          # pyEDM-style 1-based pairs
+    plan = resolve(x.size, E=E, tau=tau, Tp=Tp, knn=1, lib=lib, pred=pred, max_knn=None)
+    lib_t, pred_t = plan.lib_times, plan.pred_times
+    span = (E - 1) * tau
+    params = None
+    if args.variant:
+        params = {"VARIANT": args.variant, "WG": args.wg or (8 if args.variant == "item" else 128),
+                  "PV": args.pv if args.variant == "item" else 1}
+
+    def ours():
+        if params is None:
+            return smap(x, E=E, tau=tau, Tp=Tp, theta=theta, lib=lib, pred=pred,
+                        dtype=args.dtype, device=be)
+        return smap_core(x, x, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=np.array([theta]),
+                         knn=None, exclusion_radius=0, ridge=0.0, dtype=args.dtype, device=be,
+                         backend=None, params=params)[0]
+
+    t0 = time.perf_counter()
+    res = ours()
+    cold = time.perf_counter() - t0
+    t_ours = best_of(ours, args.repeats)
+    flops = 2.0 * lib_t.size * pred_t.size * ((E + 2) * (E + 3) / 2 + 3 * E + 8)
+    print(f"device: {be.info.name} ({be.info.runtime}), fp64={be.info.fp64}")
+    print(f"S-map L={L} E={E} tau={tau} Tp={Tp} theta={theta}: {lib_t.size} lib x {pred_t.size} pred")
+    print(f"pyedmcl : {t_ours:.4f} s warm (first call incl. build {cold:.2f} s), rho={res.rho:.4f}, "
+          f"host fallback rows={res.n_fallback}, ~{flops / t_ours / 1e9:.1f} GFLOP/s")
+
+    peers = [p for p in args.peers.split(",") if p and p != "none"]
+    if "kedm" in peers:
+        try:
+            import kedm
+            xs = x.astype(np.float32)
+            kfn = lambda: kedm.smap(xs[:L], xs[L:], E=E, tau=tau, Tp=Tp, theta=theta)  # noqa: E731
+            kfn()
+            t_k = best_of(kfn, max(1, args.repeats // 2))
+            kp = kfn()
+            print(f"kedm    : {t_k:.4f} s   ratio kedm/pyedmcl = {t_k / t_ours:.1f}x"
+                  f"   (kedm rho={np.corrcoef(kp[:-Tp], x[L + span + Tp:])[0, 1]:.4f})")
+        except ImportError:
+            print("kedm    : not installed")
+    if "pyedm" in peers:
+        try:
+            import pandas as pd
+            import pyEDM
+            df = pd.DataFrame({"Time": np.arange(1, 2 * L + 1), "x": x})
+
+            def pfn():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return pyEDM.SMap(dataFrame=df, columns="x", target="x", lib=[1, L],
+                                      pred=[L + 1, 2 * L], E=E, tau=-tau, Tp=Tp, theta=theta)
+            t_p = best_of(pfn, 1)
+            print(f"pyEDM   : {t_p:.4f} s   ratio pyEDM/pyedmcl = {t_p / t_ours:.1f}x")
+        except ImportError:
+            print("pyEDM   : not installed")
+    if args.ref_seconds:
+        print(f"reference: {args.ref_seconds:.4f} s   ratio ref/pyedmcl = {args.ref_seconds / t_ours:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

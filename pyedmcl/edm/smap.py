@@ -1,0 +1,428 @@
+"""S-map (sequential locally weighted global linear maps) with pyEDM's semantics.
+
+For every prediction point p, S-map fits the linear model
+``y[t + Tp] ~ C0 + sum_k C_k x[t - k tau]`` over the library by weighted least
+squares, with weights ``w_j = exp(-theta d_j / mean(d))`` (d: Euclidean distance
+between embedded vectors, mean over the neighbours used — pyEDM's definition;
+pyEDM puts w into the rows of the design matrix, so the squared residuals are
+weighted by w^2) and predicts with the fitted model at p. Defaults follow pyEDM:
+all library points are neighbours (``knn = |lib| - 1``, so with disjoint lib
+and pred the single farthest point is left out, exactly as pyEDM does), the point
+itself (and its ``exclusion_radius`` neighbourhood in time) is left out when lib
+and pred overlap.
+
+Precision. The whole batch of (E+1)x(E+1) problems is built and solved on the
+device (``templates/smap.cl.mako``). The series is stored in the requested
+``dtype`` (float32 by default, after subtracting its mean), distances are taken
+in that type, and everything downstream — weights, the weighted normal
+equations, their Cholesky solve — is accumulated in float64 wherever the device
+has fp64 (every CPU runtime, NVIDIA/AMD GPUs). Normal equations square the
+condition number, so we (1) centre the regressors on the prediction point, which
+makes the prediction the intercept itself and removes the dominant
+ill-conditioning, (2) Jacobi-scale the system before Cholesky, and (3) send any
+row whose scaled pivot falls below 1e-11 (float64; 1e-5 on the float32 path) to
+the host, where it is solved exactly as pyEDM does (SVD ``numpy.linalg.lstsq``,
+minimum-norm on rank deficiency). On devices without fp64 the accumulation is
+float32 and the same fallback applies; the measured agreement of both paths is
+stated in ``tests/test_edm_smap.py``.
+
+``ridge`` (>= 0) adds ``ridge * ||C_1..C_E||^2`` (the intercept is not penalised)
+to the weighted least-squares objective; it regularises ill-conditioned local
+fits. pyEDM has no such option; ``ridge=0`` reproduces pyEDM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import get_backend
+from clkernels.tuning import lookup
+
+from ..kernels.smap import SMAP
+from ..validation import as_series, check_dtype, check_int
+from .knn import knn_device
+from .ranges import MAX_KNN, resolve
+from .results import SimplexResult
+
+#: largest E the S-map kernel is specialised for (its (E+2)(E+3)/2 accumulators are unrolled)
+MAX_E = 50
+
+#: pyEDM's PredictNonlinear default thetas.
+DEFAULT_THETAS = (0.01, 0.1, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _skill(pred: np.ndarray, obs: np.ndarray) -> tuple[float, float, float]:
+    """Pearson rho, MAE, RMSE over the pairs where both are finite."""
+    ok = np.isfinite(pred) & np.isfinite(obs)
+    if ok.sum() < 2:
+        return float("nan"), float("nan"), float("nan")
+    p, o = pred[ok], obs[ok]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = float(np.corrcoef(p, o)[0, 1])
+    return rho, float(np.mean(np.abs(p - o))), float(np.sqrt(np.mean((p - o) ** 2)))
+
+
+@dataclass
+class SMapResult(SimplexResult):
+    """S-map predictions: :class:`SimplexResult` plus the local linear models.
+
+    ``coefficients`` is ``(n_pred, E+1)``: ``C0`` then one slope per embedding
+    coordinate ``x_t, x_{t-tau}, ...`` (pyEDM's column order); ``variance`` is
+    pyEDM's ``Pred_Variance``; ``n_fallback`` counts rows solved on the host
+    (ill-conditioned local fits, see the module docstring).
+    """
+
+    coefficients: np.ndarray | None = None
+    theta: float = 0.0
+    n_fallback: int = 0
+
+    def coefficient_names(self, target: str = "x", column: str = "x") -> list[str]:
+        """pyEDM's coefficient column names (``∂x/∂x(t-0)``, ...) in our tau sign."""
+        sign = "-" if self.tau > 0 else "+"
+        return ["C0"] + [f"∂{target}/∂{column}(t{sign}{k * abs(self.tau)})" for k in range(self.E)]
+
+    def as_dataframe(self, coefficients: bool = False):
+        """time, observed, predicted, variance (+ the coefficient columns)."""
+        df = super().as_dataframe()
+        if coefficients:
+            for i, name in enumerate(self.coefficient_names()):
+                df[name] = self.coefficients[:, i]
+        return df
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_float(value: Any, name: str, lo: float = 0.0) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number, got {value!r}") from exc
+    if not np.isfinite(v) or v < lo:
+        raise ValueError(f"{name}={value!r} is out of range; allowed: finite and >= {lo}")
+    return v
+
+
+def _check_thetas(thetas: Any) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(thetas, dtype=float)) if thetas is not None else None
+    if arr is None or arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"thetas={thetas!r}: need a non-empty 1-D list of theta values >= 0")
+    for t in arr:
+        _check_float(t, "theta")
+    return arr
+
+
+# --------------------------------------------------------------------------- neighbour tables
+
+
+def _pyedm_exclusion_active(lib_t: np.ndarray, pred_t: np.ndarray, R: int, overlap: bool) -> bool:
+    """pyEDM's test for whether the exclusion radius can remove anything (Neighbors.py)."""
+    if R <= 0:
+        return False
+    if overlap:
+        return True
+    gap = 0
+    if pred_t[0] > lib_t[-1]:
+        gap = pred_t[0] - lib_t[-1]
+    elif lib_t[0] > pred_t[-1]:
+        gap = lib_t[0] - pred_t[-1]
+    return R >= gap
+
+
+def _embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
+    return np.stack([x[t - k * tau] for k in range(E)], axis=1)
+
+
+def _knn_table(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, E: int, tau: int, knn: int,
+               R: int, be=None) -> np.ndarray:
+    """pyEDM's S-map neighbour selection for a user ``knn`` below |lib| - 1.
+
+    pyEDM queries the k_query nearest library points (k_query = min(5 knn, |lib|)
+    when an exclusion radius applies, knn + 1 when lib and pred overlap, else knn),
+    drops the excluded ones and keeps the first knn left; rows left short are
+    padded (-1 here). Returns an ``(n_pred, knn)`` table of library positions.
+    The k_query nearest come from the fused device k-NN kernel when k_query fits
+    it (<= 64), else from a blocked NumPy search.
+    """
+    overlap = bool(np.intersect1d(lib_t, pred_t).size)
+    exrad = _pyedm_exclusion_active(lib_t, pred_t, R, overlap)
+    n_lib = lib_t.size
+    kq = min(knn * 5, n_lib) if exrad else (min(knn + 1, n_lib) if overlap else knn)
+    cand = None
+    if be is not None and kq <= MAX_KNN and np.unique(lib_t).size == n_lib:
+        cand = _device_candidates(x, lib_t, pred_t, E, tau, kq, be)
+    if cand is None:
+        cand = _host_candidates(x, lib_t, pred_t, E, tau, kq)
+    p = pred_t[:, None]
+    if exrad:
+        bad = np.abs(p - lib_t[cand]) <= R
+    elif overlap:
+        bad = p == lib_t[cand]
+    else:
+        bad = np.zeros(cand.shape, bool)
+    # the first knn admissible candidates of each row, in distance order (pyEDM's cumsum rule)
+    good = ~bad
+    rank = np.cumsum(good, axis=1) - 1
+    out = np.full((pred_t.size, knn), -1, dtype=np.int32)
+    r, c = np.nonzero(good & (rank < knn))
+    out[r, rank[r, c]] = cand[r, c]
+    return out
+
+
+def _device_candidates(x, lib_t, pred_t, E, tau, kq, be) -> np.ndarray:
+    """The kq nearest library positions per prediction row, by the device k-NN kernel."""
+    off = (E - 1) * tau if tau > 0 else 0
+    real = "double" if be.info.fp64 else "float"
+    xd = be.to_device(x.astype(np.float64 if real == "double" else np.float32))
+    order = np.argsort(lib_t)
+    lpts = (lib_t[order] - off).astype(np.int32)
+    t = knn_device(be, xd, x.size, E=E, tau=abs(tau), k=kq, qpts=(pred_t - off).astype(np.int32),
+                   lpts=lpts, radius=-1, real=real)
+    idx = be.to_host(t.idx)[0]
+    if np.any(idx < 0):
+        return None
+    pos = np.empty(x.size, dtype=np.int64)
+    pos[lib_t - off] = np.arange(lib_t.size)
+    return pos[idx]
+
+
+def _host_candidates(x, lib_t, pred_t, E, tau, kq) -> np.ndarray:
+    """The kq nearest library positions per prediction row (blocked NumPy, float64)."""
+    XL = _embed_at(x, lib_t, E, tau)
+    XP = _embed_at(x, pred_t, E, tau)
+    n_lib = lib_t.size
+    block = max(1, min(512, (1 << 23) // max(1, n_lib * E)))
+    out = np.empty((pred_t.size, kq), dtype=np.int64)
+    for b0 in range(0, pred_t.size, block):
+        d2 = ((XP[b0:b0 + block, None, :] - XL[None, :, :]) ** 2).sum(-1)
+        c = (np.argpartition(d2, kq - 1, axis=1)[:, :kq] if kq < n_lib
+             else np.broadcast_to(np.arange(n_lib), d2.shape).copy())
+        o = np.argsort(np.take_along_axis(d2, c, 1), axis=1, kind="stable")
+        out[b0:b0 + block] = np.take_along_axis(c, o, 1)
+    return out
+
+
+# --------------------------------------------------------------------------- host fallback
+
+
+def _row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarray, float]:
+    """One row exactly as pyEDM computes it (SVD least squares), for ill-conditioned rows."""
+    XL = _embed_at(x, lib_t[nbrs], E, tau)
+    xp = _embed_at(x, np.array([tp]), E, tau)[0]
+    d = np.sqrt(((XL - xp) ** 2).sum(1))
+    if d.size == 0:
+        return float("nan"), np.full(E + 1, np.nan), float("nan")
+    W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
+    A = np.column_stack([W, W[:, None] * XL])
+    b = W * ylib[nbrs]
+    with np.errstate(all="ignore"):
+        try:
+            C = np.linalg.lstsq(A, b, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return float("nan"), np.full(E + 1, np.nan), float("nan")
+    p = C[0] + C[1:] @ xp
+    var = float(np.sum(W * (ylib[nbrs] - p) ** 2) / np.sum(W))
+    return float(p), C, var
+
+
+def _row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
+    """Library positions the "all" mode uses for one row (drops the farthest if asked)."""
+    cand = np.flatnonzero(np.abs(lib_t - tp) > R)
+    drop = cand.size - min(knn, cand.size)
+    if drop == 1:
+        XL = _embed_at(x, lib_t[cand], E, tau)
+        xp = _embed_at(x, np.array([tp]), E, tau)[0]
+        d = ((XL - xp) ** 2).sum(1)
+        cand = np.delete(cand, int(np.argmax(d)))
+    return cand
+
+
+# --------------------------------------------------------------------------- core
+
+
+def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: int,
+              tau: int, Tp: int, thetas: np.ndarray, knn: int | None, exclusion_radius: int,
+              ridge: float, dtype: Any, device: Any, backend: str | None,
+              params: dict | None = None, accumulate: str | None = None) -> list[SMapResult]:
+    """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
+
+    ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
+    (``t - (E-1) tau >= 0``); library times also need ``t + Tp`` inside ``y``.
+    ``accumulate="float"`` forces the float32 accumulation path that devices
+    without fp64 take (for tests and accuracy measurements).
+    """
+    be = get_backend(device, backend)
+    info = be.info
+    dt = check_dtype(np.float32 if dtype is None else dtype, info)
+    acc = np.float64 if info.fp64 and accumulate != "float" else np.float32
+    if acc == np.float32 and dt == np.float64:
+        raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
+    n_lib, n_pred, n_theta = lib_t.size, pred_t.size, thetas.size
+    R = int(exclusion_radius)
+    knn_eff = n_lib - 1 if knn is None else min(int(knn), n_lib)
+    mode = "all"
+    if knn is not None and knn_eff < n_lib - 1:
+        # pyEDM's table semantics differ from "all minus the farthest" only below |lib| - 1.
+        mode = "table"
+    nbr = _knn_table(x, lib_t, pred_t, E, tau, knn_eff, R, be) if mode == "table" else None
+    knn_used = knn_eff  # pyEDM's knn after its defaulting
+
+    ylib = y[lib_t + Tp]
+    ymean = float(ylib.mean())
+    xmean = float(x.mean())
+    spec = {"E": E, "TAU": tau, "METRIC": "euclidean",
+            "REAL": "double" if dt == np.float64 else "float",
+            "ACC": "double" if acc == np.float64 else "float", "MODE": mode}
+    if params is None:
+        params = lookup(SMAP, info, SMAP.spec_bucket(spec), SMAP.size_bucket(n_lib)).params
+        if not SMAP.valid_for(params, info, E):
+            params = {"VARIANT": "item", "WG": 4, "PV": 1}
+    args = {
+        "x": be.to_device((x - xmean).astype(dt)),
+        "ylib": be.to_device((ylib - ymean).astype(dt)),
+        "lib_t": be.to_device(lib_t.astype(np.int32)), "n_lib": n_lib,
+        "pred_t": be.to_device(pred_t.astype(np.int32)),
+        "thetas": be.to_device(thetas.astype(acc)), "excl_r": R, "knn": knn_eff,
+        "nbr": be.to_device(nbr.ravel() if nbr is not None else np.zeros(1, np.int32)),
+        "K": 0 if nbr is None else nbr.shape[1], "ridge": ridge,
+        "out_pred": be.empty(n_theta * n_pred, acc),
+        "out_coef": be.empty(n_theta * n_pred * (E + 1), acc),
+        "out_var": be.empty(n_theta * n_pred, acc),
+        "out_status": be.empty(n_theta * n_pred, np.int32),
+    }
+    SMAP.launch(be, params, spec, args, n_pred, n_theta)
+    pred = be.to_host(args["out_pred"]).astype(np.float64).reshape(n_theta, n_pred)
+    coef = be.to_host(args["out_coef"]).astype(np.float64).reshape(n_theta, n_pred, E + 1)
+    var = be.to_host(args["out_var"]).astype(np.float64).reshape(n_theta, n_pred)
+    status = be.to_host(args["out_status"]).reshape(n_theta, n_pred)
+
+    # back from coordinates centred on the prediction point (and the target mean)
+    XP = _embed_at(x, pred_t, E, tau)
+    pred += ymean
+    coef[:, :, 0] = coef[:, :, 0] + ymean - np.einsum("tpk,pk->tp", coef[:, :, 1:], XP)
+
+    if np.any(status == 3):  # cannot happen: "all" mode only drops 0 or 1 neighbour
+        raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
+    n_fb = 0
+    for ti, row in zip(*np.nonzero(status == 1), strict=True):
+        n_fb += 1
+        tp = int(pred_t[row])
+        if nbr is not None:
+            nb = nbr[row][nbr[row] >= 0]
+        else:
+            nb = _row_neighbours(lib_t, tp, R, knn_eff, x, E, tau)
+        if ridge > 0:
+            p, C, v = _row_ridge(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb, ridge)
+        else:
+            p, C, v = _row_lstsq(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb)
+        pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
+
+    times = pred_t + Tp
+    obs = np.full(n_pred, np.nan)
+    inside = (times >= 0) & (times < y.size)
+    obs[inside] = y[times[inside]]
+    out = []
+    for i in range(n_theta):
+        rho, mae, rmse = _skill(pred[i], obs)
+        out.append(SMapResult(predicted=pred[i], observed=obs, times=times, rho=rho, mae=mae,
+                              rmse=rmse, E=E, tau=tau, Tp=Tp, knn=knn_used, variance=var[i],
+                              pred_times=pred_t, coefficients=coef[i], theta=float(thetas[i]),
+                              n_fallback=int(np.sum(status[i] == 1))))
+    return out
+
+
+def _row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, np.ndarray, float]:
+    """Host ridge solve of one row (fallback of the device path; slopes penalised only)."""
+    XL = _embed_at(x, lib_t[nbrs], E, tau)
+    xp = _embed_at(x, np.array([tp]), E, tau)[0]
+    d = np.sqrt(((XL - xp) ** 2).sum(1))
+    W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
+    A = np.column_stack([W, W[:, None] * XL])
+    b = W * ylib[nbrs]
+    G = A.T @ A + ridge * np.diag([0.0] + [1.0] * E)
+    C = np.linalg.lstsq(G, A.T @ b, rcond=None)[0]
+    p = C[0] + C[1:] @ xp
+    return float(p), C, float(np.sum(W * (ylib[nbrs] - p) ** 2) / np.sum(W))
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _prepare(x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge):
+    xs = as_series(x, "x")
+    ys = xs if target is None else as_series(target, "target")
+    if ys.size != xs.size:
+        raise ValueError(f"target has {ys.size} values but x has {xs.size}; they must align")
+    E = check_int(E, "E", 1, MAX_E)
+    ridge = _check_float(ridge, "ridge")
+    plan = resolve(xs.size, E=E, tau=tau, Tp=Tp, knn=1, exclusion_radius=exclusion_radius,
+                   lib=lib, pred=pred, max_knn=None)
+    if plan.lib_times.size < 2:
+        raise ValueError(f"lib={lib!r} gives {plan.lib_times.size} library vectors for E={E}, "
+                         f"tau={tau}, Tp={Tp}; allowed: at least 2 (widen lib)")
+    if knn is not None and not (isinstance(knn, int | np.integer) and int(knn) == 0):
+        knn = check_int(knn, "knn", 1, int(plan.lib_times.size))
+    else:
+        knn = None  # pyEDM's S-map default: every library point
+    return (xs, ys, plan.E, plan.tau, plan.Tp, plan.exclusion_radius, ridge, plan.lib_times,
+            plan.pred_times, knn)
+
+
+def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
+         knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
+         ridge: float = 0.0, dtype: Any = None, device: Any = None,
+         backend: str | None = None) -> SMapResult:
+    """S-map forecast of ``target`` (default ``x``) ``Tp`` steps ahead from x's embedding.
+
+    ``E`` embedding dimension, ``tau`` > 0 lag into the past (coordinates
+    ``x_t, x_{t-tau}, ...``), ``theta`` >= 0 localisation, ``knn`` neighbours
+    (default: all library points, pyEDM's S-map default), ``exclusion_radius``
+    rows around each prediction row left out of its library, ``lib`` / ``pred``
+    pyEDM-style 1-based inclusive ``start stop`` pairs (default: the whole series,
+    i.e. leave-one-out; see :mod:`pyedmcl.edm.ranges`),
+    ``ridge`` >= 0 Tikhonov penalty on the slopes, ``dtype`` float32 (default) or
+    float64 storage of the series. Returns an :class:`SMapResult`.
+    """
+    xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(
+        x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge)
+    th = np.array([_check_float(theta, "theta")])
+    return smap_core(xs, ys, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=th, knn=knn,
+                     exclusion_radius=R, ridge=ridge, dtype=dtype, device=device,
+                     backend=backend)[0]
+
+
+@dataclass
+class PredictNonlinearResult:
+    """S-map skill per theta (pyEDM's PredictNonlinear), plus every per-theta result."""
+
+    thetas: np.ndarray
+    rho: np.ndarray
+    mae: np.ndarray
+    rmse: np.ndarray
+    results: list[SMapResult]
+
+    def as_dataframe(self):
+        import pandas as pd
+
+        return pd.DataFrame({"theta": self.thetas, "rho": self.rho, "mae": self.mae,
+                             "rmse": self.rmse})
+
+
+def predict_nonlinear(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, thetas=None,
+                      knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
+                      ridge: float = 0.0, dtype: Any = None, device: Any = None,
+                      backend: str | None = None) -> PredictNonlinearResult:
+    """S-map skill over many theta values in one device launch (default: pyEDM's thetas)."""
+    xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(
+        x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge)
+    th = _check_thetas(DEFAULT_THETAS if thetas is None else thetas)
+    res = smap_core(xs, ys, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=th, knn=knn,
+                    exclusion_radius=R, ridge=ridge, dtype=dtype, device=device, backend=backend)
+    return PredictNonlinearResult(th, np.array([r.rho for r in res]), np.array([r.mae for r in res]),
+                                  np.array([r.rmse for r in res]), res)

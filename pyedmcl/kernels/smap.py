@@ -1,0 +1,146 @@
+"""The S-map kernel family (``templates/smap.cl.mako``): tuning space, cases, launcher.
+
+One launch solves every (prediction point, theta) weighted least-squares problem
+of an S-map; see the template's header for the numerics. Tunables: the variant
+("item" = one work-item per problem, private accumulators, for CPUs; "group" =
+one work-group per problem, Gram entries spread over the work-items, for GPUs)
+the work-group size and, for "item", PV: prediction points per work-item, one
+per SIMD lane of an OpenCL vector type (explicit vectorisation across problems).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+
+WGS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _heuristic(info: DeviceInfo) -> Params:
+    if info.is_gpu:
+        return {"VARIANT": "group", "WG": 128, "PV": 1}
+    return {"VARIANT": "item", "WG": 2, "PV": 8}
+
+
+def local_bytes(E: int, WG: int, acc_bytes: int = 8) -> int:
+    """Local memory the group variant needs (its tile, reductions and Gram matrix)."""
+    M = E + 2
+    nent = M * (M + 1) // 2
+    nslot = nent * max(1, WG // nent)
+    return (max(WG * M, nslot) + 3 * WG + nent) * acc_bytes + 2 * WG * 4 + E * 8
+
+
+def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:
+    if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
+        return False
+    if p["VARIANT"] == "group":
+        return p["PV"] == 1 and p["WG"] >= 32 and local_bytes(E, p["WG"]) <= info.local_mem_bytes
+    return p["WG"] <= 64
+
+
+def effective(params: Params, E: int) -> Params:
+    """``params`` with PV lowered for large E, keeping the unrolled accumulators <= 2048."""
+    nent = (E + 2) * (E + 3) // 2
+    pv = params.get("PV", 1)
+    while pv > 1 and nent * pv > 2048:
+        pv //= 2
+    return {**params, "PV": pv if params["VARIANT"] == "item" else 1}
+
+
+def e_bucket(E: int) -> str:
+    for hi in (2, 4, 8, 16, 32):
+        if E <= hi:
+            return f"E{hi // 2 + 1 if hi > 2 else 1}-{hi}"
+    return "E33+"
+
+
+class SMapKernel(TunableKernel):
+    name = "smap"
+    template = "smap.cl.mako"
+    space = TuningSpace(
+        params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8)},
+        heuristic=_heuristic,
+        constraint=_fits,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{e_bucket(spec['E'])}"
+
+    def default_specs(self):
+        return [{"E": E, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "ACC": "double",
+                 "MODE": "all"} for E in (2, 5, 10, 20)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        if quick:
+            return [1024]
+        return [4096, 10000] if info.is_gpu else [2048]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _SMapCase(backend, spec, size)
+
+    def valid_for(self, params: Params, info: DeviceInfo, E: int) -> bool:
+        """Whether ``params`` can run this E on this device (local memory grows with E)."""
+        return _fits(params, info, E)
+
+    def launch(self, backend: Backend, params: Params, spec: dict[str, Any], args: dict[str, Any],
+               n_pred: int, n_theta: int):
+        """Enqueue one S-map launch; ``args`` holds the device buffers and scalars."""
+        params = effective(params, spec["E"])
+        k = backend.kernel(self.template, {**spec, **params}, "smap")
+        wg = params["WG"]
+        if params["VARIANT"] == "item":
+            gsize = (round_up(-(-n_pred // params["PV"]), wg), n_theta)
+        else:
+            gsize = (n_pred * wg, n_theta)
+        acc = np.float64 if spec["ACC"] == "double" else np.float32
+        return backend.launch(
+            k, gsize, (wg, 1),
+            args["x"], args["ylib"], args["lib_t"], np.int32(args["n_lib"]),
+            args["pred_t"], np.int32(n_pred), args["thetas"], np.int32(args["excl_r"]),
+            np.int32(args["knn"]), args["nbr"], np.int32(args["K"]), acc(args["ridge"]),
+            args["out_pred"], args["out_coef"], args["out_var"], args["out_status"])
+
+
+SMAP = SMapKernel()
+
+
+class _SMapCase(TuningCase):
+    """Full-library leave-one-out S-map of a logistic-map series (theta = 2)."""
+
+    def __init__(self, backend: Backend, spec: dict[str, Any], size: int):
+        self.backend, self.spec = backend, dict(spec)
+        E, tau = spec["E"], spec["TAU"]
+        span = (E - 1) * tau
+        x = np.empty(size + span + 1)
+        x[0] = 0.4
+        for i in range(1, x.size):
+            x[i] = 3.8 * x[i - 1] * (1 - x[i - 1])
+        real = np.float64 if spec.get("REAL") == "double" else np.float32
+        acc = np.float64 if spec.get("ACC") == "double" else np.float32
+        t = np.arange(span, span + size, dtype=np.int32)
+        y = x[t + 1]
+        be = backend
+        self.n = size
+        self.args = {
+            "x": be.to_device((x - x.mean()).astype(real)),
+            "ylib": be.to_device((y - y.mean()).astype(real)),
+            "lib_t": be.to_device(t), "n_lib": size, "pred_t": be.to_device(t),
+            "thetas": be.to_device(np.array([2.0], acc)), "excl_r": 0, "knn": size - 1,
+            "nbr": be.to_device(np.zeros(1, np.int32)), "K": 0, "ridge": 0.0,
+            "out_pred": be.empty(size, acc), "out_coef": be.empty(size * (E + 1), acc),
+            "out_var": be.empty(size, acc), "out_status": be.empty(size, np.int32),
+        }
+        self.rtol, self.atol = (1e-8, 1e-8) if acc == np.float64 else (1e-3, 1e-4)
+
+    def run(self, params: Params) -> list[Any]:
+        if not SMAP.valid_for(params, self.backend.info, self.spec["E"]):
+            raise ValueError("configuration does not fit this E on this device")
+        return [SMAP.launch(self.backend, params, self.spec, self.args, self.n, 1)]
+
+    def output(self) -> np.ndarray:
+        return self.backend.to_host(self.args["out_pred"])
