@@ -13,6 +13,7 @@ from clkernels.tuning import TunableKernel
 #: kernel name -> "module:attribute" of its TunableKernel instance (imported lazily)
 _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
+    "rqa_lines": "pyedmcl.rqa.dnr:RQA_LINES",
 }
 
 
