@@ -50,7 +50,7 @@ ${metric.real_type(REAL)}
     {
         const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * TAU}]) - ${yv}[${m}];
 %   if METRIC == "euclidean":
-        ${acc} = mad(_d, _d, ${acc});
+        ${acc} = fma(_d, _d, ${acc});  /* fma is correctly rounded everywhere: bit-identical across platforms */
 %   elif METRIC == "maximum":
         ${acc} = fmax(${acc}, fabs(_d));
 %   elif METRIC == "manhattan":

@@ -263,10 +263,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         be = states[di].be
         vr, wr, npts = (be.to_host(b)[: hi - lo].astype(np.int64) for b in bufs)
         vert += _runs_hist(vr, hlen)
-        if spec.white_border:
+        if spec.white_border:  # open white runs touch the bottom border
             white += _runs_hist(wr, hlen)
-        else:  # a trailing white run touches the bottom border; a column without any
-            white += _runs_hist(np.where(npts > 0, wr, 0), hlen)  # recurrence is all border
         n_rec += int(npts.sum())
     for (di, _), (lo, hi, buf) in dcarry.items():
         diag += _runs_hist(states[di].be.to_host(buf)[: hi - lo].astype(np.int64), hlen)
