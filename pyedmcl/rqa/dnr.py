@@ -173,8 +173,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
             y2d = be.to_device(np.concatenate([pad, np.asarray(y2, dtype=dt), pad]))
         else:
             x2d, y2d = xd, yd
-        h32 = {k: be.zeros(hlen, np.uint32) for k in ("d", "v", "w")}
-        h64 = {k: be.zeros(hlen, np.uint64) for k in ("d", "v", "w")}
+        h32 = {k: be.to_device(np.zeros(hlen, np.uint32)) for k in ("d", "v", "w")}
+        h64 = {k: be.to_device(np.zeros(hlen, np.uint64)) for k in ("d", "v", "w")}
         states.append(_DevState(be, p, xd, yd, x2d, y2d, h32, h64))
 
     # lane bands per device, for columns and for each diagonal range
@@ -191,11 +191,11 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         be, vec = st.be, st.params["VEC"]
         if vertical and di < len(col_bands):
             lo, hi = col_bands[di]
-            bufs = tuple(be.zeros(hi - lo + vec, np.uint32) for _ in range(3))
+            bufs = tuple(be.to_device(np.zeros(hi - lo + vec, np.uint32)) for _ in range(3))
             vcarry[di] = (lo, hi, bufs)
             tasks[di].append(("vertical", lo, hi, bufs))
         for lo, hi in diag_bands[di]:
-            buf = be.zeros(hi - lo + vec, np.uint32)
+            buf = be.to_device(np.zeros(hi - lo + vec, np.uint32))
             dcarry[(di, lo)] = (lo, hi, buf)
             tasks[di].append(("diagonal", lo, hi, (buf,)))
 
