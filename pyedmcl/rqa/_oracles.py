@@ -16,19 +16,21 @@ PYRQA_METRICS = {"euclidean": "EuclideanMetric", "maximum": "MaximumMetric",
                  "manhattan": "TaxicabMetric"}
 
 
-def pocl_platform_id() -> int:
+def pocl_platform_id(name: str = "Portable Computing Language") -> int:
+    """Index of the first OpenCL platform whose name contains ``name``."""
     import pyopencl as cl
 
     for i, p in enumerate(cl.get_platforms()):
-        if "Portable Computing Language" in p.name:
+        if name.lower() in p.name.lower():
             return i
-    raise RuntimeError("PoCL platform not found")
+    raise RuntimeError(f"OpenCL platform {name!r} not found")
 
 
 def pyrqa_run(x: np.ndarray, *, E: int, tau: int, radius: float, metric: str = "euclidean",
               theiler: int = 1, l_min: int = 2, v_min: int = 2, w_min: int = 2,
               dtype: Any = np.float64, y: np.ndarray | None = None, variant: str | None = None,
-              optimisations: bool = True, edge_length: int = 10240) -> tuple[Any, float]:
+              optimisations: bool = True, edge_length: int = 10240,
+              platform: str = "Portable Computing Language") -> tuple[Any, float]:
     """PyRQA result (and seconds) for auto-RQA, or cross-RQA when ``y`` is given."""
     warnings.filterwarnings("ignore")
     import pyrqa.metric as pm
@@ -46,13 +48,16 @@ def pyrqa_run(x: np.ndarray, *, E: int, tau: int, radius: float, metric: str = "
                         neighbourhood=FixedRadius(radius),
                         similarity_measure=getattr(pm, PYRQA_METRICS[metric]),
                         theiler_corrector=theiler)
-    kw: dict[str, Any] = {"opencl": OpenCL(platform_id=pocl_platform_id(), device_ids=(0,)),
+    kw: dict[str, Any] = {"opencl": OpenCL(platform_id=pocl_platform_id(platform), device_ids=(0,)),
                           "verbose": False, "edge_length": edge_length,
                           "variants_kwargs": {"optimisations_enabled": optimisations}}
     if variant is not None:
-        import pyrqa.variants.rqa.radius as vr
+        import importlib
+        import re
 
-        kw["variants"] = (getattr(vr, variant),)
+        mod = re.sub(r"(?<!^)(?=[A-Z])", "_", variant).lower()
+        m = importlib.import_module(f"pyrqa.variants.rqa.radius.{mod}")
+        kw["variants"] = (getattr(m, variant),)
     comp = RQAComputation.create(settings, **kw)
     t = time.perf_counter()
     res = comp.run()
