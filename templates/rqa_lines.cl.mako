@@ -1,4 +1,7 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS
+## BITS=1 (vertical mode): each lane first packs 32 rows of recurrences into a
+## bit word (branch-free vector code), then walks the word run by run with clz,
+## so the histogram work is per run, not per cell.
 ## Line detection for RQA by Divide & Recombine (Rawald et al.), one sub-matrix
 ## set per launch. The recurrence matrix R[i][j] (i: row = point of x, j: column
 ## = point of y) is never stored: every cell is recomputed from the raw series.
@@ -70,6 +73,37 @@ inline void hist_add(__local uint* lh, __global uint* gh, const uint len)
     else atomic_inc(&gh[len - 1u]);
 }
 
+% if MODE == "vertical" and BITS:
+inline int ctz32(const uint v) { return 31 - (int)clz(v & (0u - v)); }  /* v != 0 */
+
+/* Runs of one column over nb (<= 32) rows packed in b (bit r = row r). */
+inline void column_runs(const uint b, const int nb, uint* vr, uint* wr, uint* np,
+                        __local uint* lh_v, __global uint* gh_v,
+                        __local uint* lh_w, __global uint* gh_w)
+{
+    int pos = 0;
+    while (pos < nb) {
+        const uint s = b >> pos;
+        int len;
+        if (s & 1u) {
+            if (*wr > 0u) {
+                if (${"1" if WBORDER else "*np > 0u"}) hist_add(lh_w, gh_w, *wr);
+                *wr = 0u;
+            }
+            len = (~s == 0u) ? 32 : ctz32(~s);
+            len = min(len, nb - pos);
+            *vr += (uint)len; *np += (uint)len;
+        } else {
+            if (*vr > 0u) { hist_add(lh_v, gh_v, *vr); *vr = 0u; }
+            len = (s == 0u) ? 32 : ctz32(s);
+            len = min(len, nb - pos);
+            *wr += (uint)len;
+        }
+        pos += len;
+    }
+}
+% endif
+
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global const real_t* restrict y,     /* column series, padded by VEC on the left */
@@ -122,6 +156,46 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
         yv2[${m}] = ${vload("y2 + %d + l0 + %d" % (VEC, m * TAU))};
 %     endif
 %   endfor
+%   if BITS:
+        uint vra[${VEC}], wra[${VEC}], npa[${VEC}], ba[${VEC}];
+        for (int l = 0; l < ${VEC}; ++l) {
+            vra[l] = vcarry[l0 - carry0 + l]; wra[l] = wcarry[l0 - carry0 + l];
+            npa[l] = npts[l0 - carry0 + l];
+        }
+        for (int ib = row0; ib < row0 + nrows; ib += 32) {
+            const int nb = min(32, row0 + nrows - ib);
+            ${UV} bits = (${UV})0u;
+            for (int r = 0; r < nb; ++r) {
+                const int i = ib + r;
+${dist("acc", "x", "yv", "i")}
+                ${IV} rec = ${cmp_u("acc < (%s)thr" % RV)};
+%     if JOINT:
+${dist("acc2", "x2", "yv2", "i")}
+                rec &= ${cmp_u("acc2 < (%s)thr2" % RV)};
+%     endif
+%     if THEILER_MATRIX:
+                rec &= (abs_diff((${IV})(i), lid) >= (${UV})(w))${"" if VEC > 1 else " ? 1 : 0"};
+%     endif
+%     if VEC == 1:
+                bits |= (rec ? 1u : 0u) << r;
+%     else:
+                bits |= (as_${UV}(rec) & (${UV})1u) << (${UV})(r);
+%     endif
+            }
+%     if VEC == 1:
+            ba[0] = bits;
+%     else:
+            vstore${VEC}(bits, 0, ba);
+%     endif
+            for (int l = 0; l < ${VEC}; ++l)
+                if (t0 + l < nlanes)
+                    column_runs(ba[l], nb, &vra[l], &wra[l], &npa[l], lh_v, hist_v, lh_w, hist_w);
+        }
+        for (int l = 0; l < ${VEC}; ++l) {
+            vcarry[l0 - carry0 + l] = vra[l]; wcarry[l0 - carry0 + l] = wra[l];
+            npts[l0 - carry0 + l] = npa[l];
+        }
+%   else:
 %   if VEC == 1:
         ${UV} vr = vcarry[l0 - carry0], wr = wcarry[l0 - carry0], np = npts[l0 - carry0];
 %   else:
@@ -164,6 +238,7 @@ ${dist("acc2", "x2", "yv2", "i")}
         vcarry[l0 - carry0] = vr; wcarry[l0 - carry0] = wr; npts[l0 - carry0] = np;
 %   else:
         vstore${VEC}(vr, 0, vcarry + l0 - carry0); vstore${VEC}(wr, 0, wcarry + l0 - carry0); vstore${VEC}(np, 0, npts + l0 - carry0);
+%   endif
 %   endif
 % else:
         /* diagonal k: cell (i, i + k) is valid for 0 <= i + k < n_cols (and i < n_rows) */

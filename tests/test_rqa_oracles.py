@@ -70,10 +70,10 @@ def test_numpy_reference_small(device, metric):
                                (2, "lines", False)]:
         ref = numpy_reference(x, None, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                               theiler_scope=scope, white_border=wb)
-        for edge in (7, 64, 1000):
+        for edge, bits in ((7, 0), (64, 1), (1000, 1), (45, 0)):
             r = pe.rqa(x, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                        theiler_scope=scope, white_border=wb, dtype="float64", device=device,
-                       edge=edge)
+                       params={"VEC": 4, "WG": 4, "EDGE": edge, "BITS": bits})
             assert _hist_eq(r.diagonal_hist, ref["diag"]), (theiler, scope, edge)
             assert _hist_eq(r.vertical_hist, ref["vert"]), (theiler, scope, edge)
             assert _hist_eq(r.white_hist, ref["white"]), (theiler, scope, wb, edge)
