@@ -147,7 +147,8 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     best_k = min(times, key=times.__getitem__)
     best = json.loads(best_k)
     entry = make_entry(kernel, info, sb, zb, best, times[best_k], default, times[_pkey(default)],
-                       size=size, spec=spec, mode=mode, candidates=len(cands), timed=len(times))
+                       size=size, spec=spec, mode=mode, candidates=len(cands), timed=len(times),
+                       times=times)
     udb.put(key, entry)
     try:
         partial_path.unlink()
