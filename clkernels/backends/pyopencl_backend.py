@@ -49,9 +49,9 @@ class PyOpenCLBackend(Backend):
         return prog
 
     def _get_kernel(self, program: cl.Program, name: str) -> cl.Kernel:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            return getattr(program, name)
+        # A fresh cl.Kernel per (backend-level) cache entry: the program may be shared by
+        # several entries whose parameters render the same source.
+        return cl.Kernel(program, name)
 
     def to_device(self, array: np.ndarray) -> cla.Array:
         return cla.to_device(self.queue, np.ascontiguousarray(array))
