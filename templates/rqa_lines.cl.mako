@@ -86,56 +86,71 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 % if BITS:
 inline int ctz32(const uint v) { return 31 - (int)clz(v & (0u - v)); }  /* v != 0 */
 
-/* Runs of one column over nb (<= 32) rows packed in b (bit r = row r). */
-inline void column_runs(const uint b, const int nb, uint* vr, uint* wr, uint* np,
+/* Runs of one column over nb (<= 32) rows packed in b (bit r = row r), walked
+   transition by transition: t marks every cell whose colour differs from the cell
+   above, runs alternate in colour, so each run costs one ctz and one count. */
+inline void column_runs(uint b, const int nb, uint* vr, uint* wr, uint* np,
                         uint* ph_v, __local uint* lh_v, __global uint* gh_v,
                         uint* ph_w, __local uint* lh_w, __global uint* gh_w)
 {
-    int pos = 0;
-    while (pos < nb) {
-        const uint s = b >> pos;
-        int len;
-        if (s & 1u) {
-            if (*wr > 0u) {
-                if (${"1" if WBORDER else "*np > 0u"}) hist_add(ph_w, lh_w, gh_w, *wr);
-                *wr = 0u;
-            }
-            len = (~s == 0u) ? 32 : ctz32(~s);
-            len = min(len, nb - pos);
-            *vr += (uint)len; *np += (uint)len;
-        } else {
-            if (*vr > 0u) { hist_add(ph_v, lh_v, gh_v, *vr); *vr = 0u; }
-            len = (s == 0u) ? 32 : ctz32(s);
-            len = min(len, nb - pos);
-            *wr += (uint)len;
-        }
-        pos += len;
-    }
-}
-
-/* Runs of one diagonal over nb (<= 32) steps packed in b. */
-inline void diag_runs(const uint b, const int nb, uint* dr, uint* ph, __local uint* lh,
-                      __global uint* gh)
-{
-    if (b == 0u) {  /* the common case at low RR: at most one run ends here */
-        if (*dr > 0u) { hist_add(ph, lh, gh, *dr); *dr = 0u; }
+    const uint m = (nb >= 32) ? 0xffffffffu : ((1u << nb) - 1u);
+    b &= m;
+    const uint np_before = *np;
+    *np += popcount(b);
+    uint cur = (*vr > 0u) ? 1u : 0u;            /* colour of the run entering from above */
+    uint t = (b ^ ((b << 1) | cur)) & m;
+    if (t == 0u) {
+        if (cur) *vr += (uint)nb; else *wr += (uint)nb;
         return;
     }
-    int pos = 0;
-    while (pos < nb) {
-        const uint s = b >> pos;
-        int len;
-        if (s & 1u) {
-            len = (~s == 0u) ? 32 : ctz32(~s);
-            len = min(len, nb - pos);
-            *dr += (uint)len;
-        } else {
-            if (*dr > 0u) { hist_add(ph, lh, gh, *dr); *dr = 0u; }
-            len = (s == 0u) ? 32 : ctz32(s);
-            len = min(len, nb - pos);
-        }
-        pos += len;
+    int p = ctz32(t);
+    t &= t - 1u;
+    if (cur) {
+        hist_add(ph_v, lh_v, gh_v, *vr + (uint)p);
+        *vr = 0u;
+    } else {
+        const uint len = *wr + (uint)p;
+        if (len > 0u && ${"1" if WBORDER else "np_before > 0u"}) hist_add(ph_w, lh_w, gh_w, len);
+        *wr = 0u;
     }
+    int last = p;
+    cur ^= 1u;
+    while (t) {
+        p = ctz32(t);
+        t &= t - 1u;
+        if (cur) hist_add(ph_v, lh_v, gh_v, (uint)(p - last));
+        else hist_add(ph_w, lh_w, gh_w, (uint)(p - last));
+        last = p;
+        cur ^= 1u;
+    }
+    if (cur) *vr = (uint)(nb - last); else *wr = (uint)(nb - last);
+}
+
+/* Runs of one diagonal over nb (<= 32) steps packed in b (same transition walk). */
+inline void diag_runs(uint b, const int nb, uint* dr, uint* ph, __local uint* lh,
+                      __global uint* gh)
+{
+    const uint m = (nb >= 32) ? 0xffffffffu : ((1u << nb) - 1u);
+    b &= m;
+    uint cur = (*dr > 0u) ? 1u : 0u;
+    uint t = (b ^ ((b << 1) | cur)) & m;
+    if (t == 0u) {
+        if (cur) *dr += (uint)nb;
+        return;
+    }
+    int p = ctz32(t);
+    t &= t - 1u;
+    if (cur) { hist_add(ph, lh, gh, *dr + (uint)p); *dr = 0u; }
+    int last = p;
+    cur ^= 1u;
+    while (t) {
+        p = ctz32(t);
+        t &= t - 1u;
+        if (cur) hist_add(ph, lh, gh, (uint)(p - last));
+        last = p;
+        cur ^= 1u;
+    }
+    if (cur) *dr = (uint)(nb - last);
 }
 % endif
 
