@@ -152,3 +152,14 @@ def test_oclgrind_clean():
             print(a.n_recurrences, b.n_recurrences, c.n_recurrences)
     """)
     assert out.strip()
+
+
+def test_partial_folds_of_32bit_histograms(device, monkeypatch):
+    """Many intermediate (partial) 32->64-bit folds give the same histograms as one."""
+    import pyedmcl.rqa.dnr as dnr
+
+    x = logistic(700)
+    ref = _hists(pe.rqa(x, E=2, tau=1, radius=0.3, dtype="float64", device=device, edge=50))
+    monkeypatch.setattr(dnr, "_u32_limit", lambda: 4000)
+    got = _hists(pe.rqa(x, E=2, tau=1, radius=0.3, dtype="float64", device=device, edge=50))
+    assert _same(got, ref)
