@@ -164,3 +164,16 @@ def test_float32_threshold_effect(device):
     near = int((np.abs(d2 - 0.09) <= 4 * np.spacing(np.float32(0.09))).sum())
     assert abs(r32.n_recurrences - r64.n_recurrences) <= near
     assert r32.DET == pytest.approx(r64.DET, abs=near / max(r64.n_recurrences, 1) + 1e-12)
+
+
+def test_pyunicorn_n10000():
+    """N = 10,000 against pyunicorn (one device: pyunicorn holds the full matrix, ~15 s)."""
+    x = f32(noisy_sine(10000 + 3))
+    rp = pyunicorn_rp(x, E=2, tau=3, radius=0.3, metric="maximum")
+    r = pe.rqa(x, E=2, tau=3, radius=0.3, metric="maximum", theiler=1, w_min=1,
+               dtype="float64", device="pocl")
+    assert _hist_eq(r.diagonal_hist, rp.diagline_dist())
+    assert _hist_eq(r.vertical_hist, rp.vertline_dist())
+    assert _hist_eq(r.white_hist, rp.white_vertline_dist())
+    for k, v in pyunicorn_measures(rp, 2, 2, 1).items():
+        assert r.measures[k] == pytest.approx(v, rel=1e-9, abs=0), k
