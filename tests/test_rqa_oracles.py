@@ -177,3 +177,36 @@ def test_pyunicorn_n10000():
     assert _hist_eq(r.white_hist, rp.white_vertline_dist())
     for k, v in pyunicorn_measures(rp, 2, 2, 1).items():
         assert r.measures[k] == pytest.approx(v, rel=1e-9, abs=0), k
+
+
+def test_pyrqa_joint(device):
+    """Joint RQA against PyRQA's JRQA (two fixed radii, Theiler 1)."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from pyrqa.analysis_type import Classic
+    from pyrqa.computation import JRQAComputation
+    from pyrqa.metric import EuclideanMetric
+    from pyrqa.neighbourhood import FixedRadius
+    from pyrqa.opencl import OpenCL
+    from pyrqa.settings import JointSettings, Settings
+    from pyrqa.time_series import TimeSeries
+
+    from pyedmcl.rqa._oracles import pocl_platform_id
+
+    x, y = logistic(1200), noisy_sine(1200)
+
+    def settings(s, r):
+        return Settings(TimeSeries(s, embedding_dimension=2, time_delay=1, dtype=np.float64),
+                        analysis_type=Classic, neighbourhood=FixedRadius(r),
+                        similarity_measure=EuclideanMetric, theiler_corrector=1)
+
+    comp = JRQAComputation.create(JointSettings(settings(x, 0.3), settings(y, 0.5)), verbose=False,
+                                  opencl=OpenCL(platform_id=pocl_platform_id(), device_ids=(0,)))
+    pr = comp.run()
+    r = pe.joint_rqa(x, y, E=2, tau=1, radius=(0.3, 0.5), dtype="float64", device=device,
+                     edge=333)
+    assert _hist_eq(r.diagonal_hist, pr.diagonal_frequency_distribution)
+    assert _hist_eq(r.vertical_hist, pr.vertical_frequency_distribution)
+    assert _hist_eq(r.white_hist, pr.white_vertical_frequency_distribution)
+    assert r.n_recurrences == int(pr.number_of_recurrence_points)
