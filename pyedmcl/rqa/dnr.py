@@ -44,7 +44,7 @@ def _u32_limit() -> int:
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 0, "PH": 0}
+        return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
     return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 1, "PH": 32}
 
 
