@@ -69,8 +69,8 @@ ${metric.real_type(REAL)}
 
 #define SPAN ${(E - 1) * TAU}
 /* No fused multiply-add contraction: every platform rounds d*d and the sum the same
-   way, so float32 histograms are bit-identical across OpenCL runtimes. (fma() and
-   fmax() are also library calls on some CPU runtimes, several times slower.) */
+   way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
+   or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
 #pragma OPENCL FP_CONTRACT OFF
 
 inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint len)
