@@ -34,6 +34,14 @@ for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap"):
             raise
 
 
+# A public function named like its subpackage (``rqa``, ``xmap``) would be shadowed:
+# importing ``pyedmcl.rqa`` binds the *package* as the attribute ``pyedmcl.rqa``. Bind
+# those functions eagerly so ``pe.rqa(...)`` is always the function.
+for _name, _mod in list(_API.items()):
+    if _mod.startswith(f"pyedmcl.{_name}.") or _mod == f"pyedmcl.{_name}":
+        globals()[_name] = getattr(import_module(_mod), _name)
+
+
 def __getattr__(name: str) -> Any:
     mod = _API.get(name)
     if mod is None:
