@@ -195,7 +195,7 @@ def test_oclgrind_clean():
         r = pe.simplex(x, E=3, tau=2, Tp=1, exclusion_radius=2)
         print("rho", r.rho)
         be = get_backend()
-        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1)), ("cols", dict(WG=8, TILE=16, QB=4))):
+        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1)), ("cols", dict(WG=8, TILE=16, QB=4, EA=2, INS="local", FLAG=0))):
             spec = {"E": 2, "TAU": 1, "K": 3, "METRIC": "euclidean", "REAL": "float"}
             xd = be.to_device(x.astype(np.float32))
             pts = be.to_device(np.arange(45, dtype=np.int32))

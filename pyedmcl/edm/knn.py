@@ -33,15 +33,21 @@ def hold(be: Backend, *arrays) -> None:
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1}
-    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16}
+        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1}
+    # PoCL vectorises work-item loops only without conditional stores and branches
+    pocl = info.runtime == "pocl"
+    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16, "EA": 0 if pocl else 4,
+            "INS": "local", "FLAG": 0 if pocl else 1}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
+    if p["INS"] == "reg" and not p["FLAG"]:
+        return False
     if p["VARIANT"] == "rows":
-        return p["QB"] == 1 and p["TILE"] * 4 * 33 <= info.local_mem_bytes
+        return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
+                and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
     # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
     return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= p["WG"]
             and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
@@ -61,7 +67,8 @@ class KnnKernel(TunableKernel):
     template = "knn.cl.mako"
     space = TuningSpace(
         params={"VARIANT": ("rows", "cols"), "WG": (8, 16, 32, 64, 128, 256),
-                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16)},
+                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
+                "INS": ("reg", "local"), "FLAG": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
     )
