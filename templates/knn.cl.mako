@@ -29,9 +29,9 @@
 ## work-item into a register top-k (compare-swap network), INS "local" by one
 ## work-item for all QB queries into sorted top-k lists in local memory (a short
 ## shifting insertion: no SIMD lanes sit masked through a full network). FLAG=0
-## drops the per-query flag (every row is scanned): the distance block is then
-## free of conditional stores, which PoCL's loop vectoriser needs; Intel's
-## vectoriser masks them fine and gains from skipping rows (FLAG=1).
+## replaces the per-query flag by a per-lane candidate bit mask stored
+## unconditionally: the distance block is then free of conditional stores, which
+## PoCL's loop vectoriser needs; Intel's vectoriser masks the flag stores fine (FLAG=1).
 <%namespace name="metric" file="_metric.mako"/>
 ${metric.real_type(REAL)}
 #define K ${K}
@@ -154,6 +154,9 @@ void knn(__global const real_t* restrict x,
     __local int cidx[${TILE}];
     __local real_t thr[${QB}];
     __local int flag[${QB}];
+% if INS == "local" and not FLAG:
+    __local unsigned int lanebits[${TILE}];
+% endif
 % if INS == "local":
     __local real_t topd[${QB}][K];
     __local int topi[${QB}][K];
@@ -193,6 +196,9 @@ void knn(__global const real_t* restrict x,
 % for k in range(E):
             const real_t c${k} = x[lr + ${k * TAU}];
 % endfor
+% if INS == "local" and not FLAG:
+            unsigned int bits = 0u;
+% endif
 % for i in range(QB):
             {
                 ${distance("acc", "c%d", "qloc[" + str(i) + "][%d]", "thr[%d]" % i)}
@@ -200,9 +206,14 @@ void knn(__global const real_t* restrict x,
                 cand[${i}][t] = ok ? acc : INFINITY;
 % if INS == "reg" or FLAG:
                 if (ok) flag[${i}] = 1;
+% else:
+                bits |= ok ? ${"%du" % (1 << i)} : 0u;
 % endif
             }
 % endfor
+% if INS == "local" and not FLAG:
+            lanebits[t] = bits;
+% endif
         }
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -222,15 +233,24 @@ void knn(__global const real_t* restrict x,
         }
 % else:
         if (lid == 0) {
+% if not FLAG:
+            unsigned int any = 0u;
+            for (int t = 0; t < ${TILE}; ++t) any |= lanebits[t];
+% endif
             for (int i = 0; i < ${QB}; ++i) {
 % if FLAG:
                 if (!flag[i]) continue;
                 flag[i] = 0;
+% else:
+                if (!((any >> i) & 1u)) continue;
 % endif
                 const int pq = qp[i];
                 real_t kd = topd[i][K - 1];
                 int ki = topi[i][K - 1];
                 for (int t = 0; t < ${TILE}; ++t) {
+% if not FLAG:
+                    if (!((lanebits[t] >> i) & 1u)) continue;
+% endif
                     const real_t d = cand[i][t];
                     if (d > kd) continue;
                     const int l = cidx[t];

@@ -34,10 +34,9 @@ def hold(be: Backend, *arrays) -> None:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1}
-    # PoCL vectorises work-item loops only without conditional stores and branches
-    pocl = info.runtime == "pocl"
-    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16, "EA": 0 if pocl else 4,
-            "INS": "local", "FLAG": 0 if pocl else 1}
+    # CPUs: SIMD lanes over library points, branch-free distance block (PoCL
+    # vectorises work-item loops only without conditional stores and branches)
+    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16, "EA": 0, "INS": "local", "FLAG": 0}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -49,7 +48,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
         return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
                 and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
     # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
-    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= p["WG"]
+    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= min(p["WG"], 32)
             and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
 
 
