@@ -142,14 +142,16 @@ def test_knn_kernel_matches_numpy(device, E, tau, k, R):
 VARIANTS = [
     dict(VARIANT="rows", WG=16, TILE=32, QB=1, EA=0, INS="reg", FLAG=1),
     dict(VARIANT="rows", WG=32, TILE=64, QB=1, EA=4, INS="reg", FLAG=1),
+    dict(VARIANT="rows", WG=32, TILE=32, QB=1, EA=0, INS="reg", FLAG=1, SPLIT=4),
+    dict(VARIANT="rows", WG=16, TILE=64, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2),
     dict(VARIANT="cols", WG=16, TILE=32, QB=8, EA=0, INS="reg", FLAG=1),
     dict(VARIANT="cols", WG=16, TILE=16, QB=16, EA=2, INS="local", FLAG=1),
     dict(VARIANT="cols", WG=8, TILE=16, QB=8, EA=0, INS="local", FLAG=0),
 ]
 
 
-@pytest.mark.parametrize("params", VARIANTS, ids=[f"{p['VARIANT']}-{p['INS']}-EA{p['EA']}-F{p['FLAG']}"
-                                                  for p in VARIANTS])
+@pytest.mark.parametrize("params", VARIANTS, ids=[
+    f"{p['VARIANT']}-{p['INS']}-EA{p['EA']}-F{p['FLAG']}-S{p.get('SPLIT', 1)}" for p in VARIANTS])
 def test_knn_kernel_variants_match_numpy(device, params):
     """Every tunable configuration (GPU 'rows' ones too) gives the reference table;
     integer data (many exact ties), several batches, an exclusion radius."""
@@ -235,7 +237,7 @@ def test_oclgrind_clean():
         r = pe.simplex(x, E=3, tau=2, Tp=1, exclusion_radius=2)
         print("rho", r.rho)
         be = get_backend()
-        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1)), ("cols", dict(WG=8, TILE=16, QB=4, EA=2, INS="local", FLAG=0))):
+        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2)), ("cols", dict(WG=8, TILE=16, QB=4, EA=2, INS="local", FLAG=0))):
             spec = {"E": 2, "TAU": 1, "K": 3, "METRIC": "euclidean", "REAL": "float"}
             xd = be.to_device(x.astype(np.float32))
             pts = be.to_device(np.arange(45, dtype=np.int32))
