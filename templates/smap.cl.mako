@@ -374,6 +374,17 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
 % for q in range(SPT):
     acc[${q}] = (acc_t)0;
 % endfor
+    /* each work-item's slots, decoded once: (entry row, entry column, part) */
+    int ska[${SPT}], skb[${SPT}], spart[${SPT}];
+% for q in range(SPT):
+    {
+        const int s = min(lid + ${q * WG}, ${NSLOT - 1});
+        /* no div/rem pair: LLVM would insert a freeze that Oclgrind cannot check */
+        const int part = ${"0" if NPART == 1 else "s / %d" % NENT};
+        const int e = s - part * ${NENT};
+        ska[${q}] = KA[e]; skb[${q}] = KB[e]; spart[${q}] = part;
+    }
+% endfor
     acc_t sw = (acc_t)0, swy = (acc_t)0, swyy = (acc_t)0;
 % if MODE == "all":
     const int n_items = n_lib;
@@ -417,22 +428,15 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 % for q in range(SPT):
-        {
-            const int s = lid + ${q * WG};
 %   if (q + 1) * WG > NSLOT:
-            if (s < ${NSLOT}) {
+        if (lid + ${q * WG} < ${NSLOT}) {
 %   else:
-            {
+        {
 %   endif
-                /* no div/rem pair: LLVM would insert a freeze that Oclgrind cannot check */
-                const int part = ${"0" if NPART == 1 else "s / %d" % NENT};
-                const int e = s - part * ${NENT};
-                const int ka = KA[e], kb = KB[e];
-                acc_t t_acc = acc[${q}];
-                for (int t = part; t < ${WG}; t += ${NPART})
-                    t_acc = fma(tile[t * ${M} + ka], tile[t * ${M} + kb], t_acc);
-                acc[${q}] = t_acc;
-            }
+            acc_t t_acc = acc[${q}];
+            for (int t = spart[${q}]; t < ${WG}; t += ${NPART})
+                t_acc = fma(tile[t * ${M} + ska[${q}]], tile[t * ${M} + skb[${q}]], t_acc);
+            acc[${q}] = t_acc;
         }
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
