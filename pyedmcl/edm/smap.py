@@ -84,8 +84,8 @@ class SMapResult(SimplexResult):
 
     def coefficient_names(self, target: str = "x", column: str = "x") -> list[str]:
         """pyEDM's coefficient column names (``∂x/∂x(t-0)``, ...) in our tau sign."""
-        sign = "-" if self.tau > 0 else "+"
-        return ["C0"] + [f"∂{target}/∂{column}(t{sign}{k * abs(self.tau)})" for k in range(self.E)]
+        sign = lambda k: "-" if self.tau > 0 or k == 0 else "+"  # noqa: E731  (pyEDM: t-0 first)
+        return ["C0"] + [f"∂{target}/∂{column}(t{sign(k)}{k * abs(self.tau)})" for k in range(self.E)]
 
     def as_dataframe(self, coefficients: bool = False):
         """time, observed, predicted, variance (+ the coefficient columns)."""
