@@ -303,20 +303,35 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
         G[${i}] = fma(a[${k}], a[${l}], G[${i}]);
 % endfor
     }
-% for l in range(PV):
-    if (row0 + ${l} < n_pred) {
-        const int row = row0 + ${l};
-        const acc_t cnt_l = ${lane("cnt_used", l)};
-        const int status0 = cnt_l <= (acc_t)0 ? 2 : (${lane("drop", l)} > (acc_t)1 ? 3 : 0);
+    /* spill the lanes to scalars once, then one (not PV) copy of the solver code */
+% if PV > 1:
+    acc_t Gl[${NENT * PV}], sl[${4 * PV}], dl[${PV}];
+    for (int i = 0; i < ${NENT}; ++i) vstore${PV}(G[i], i, Gl);
+    vstore${PV}(sw, 0, sl); vstore${PV}(swy, 1, sl); vstore${PV}(swyy, 2, sl);
+    vstore${PV}(cnt_used, 3, sl); vstore${PV}(drop, 0, dl);
+% endif
+    for (int l = 0; l < ${PV}; ++l) {
+        const int row = row0 + l;
+        if (row >= n_pred) break;
+% if PV > 1:
+        const acc_t cnt_l = sl[3 * ${PV} + l], drop_l = dl[l];
+% else:
+        const acc_t cnt_l = cnt_used, drop_l = drop;
+% endif
+        const int status0 = cnt_l <= (acc_t)0 ? 2 : (drop_l > (acc_t)1 ? 3 : 0);
         if (status0) ${empty_row()}
         else {
             acc_t Gs[${NENT}];
-            for (int i = 0; i < ${NENT}; ++i) Gs[i] = ${lane("G[i]", l)};
-            const acc_t sw_l = ${lane("sw", l)}, swy_l = ${lane("swy", l)}, swyy_l = ${lane("swyy", l)};
+% if PV > 1:
+            for (int i = 0; i < ${NENT}; ++i) Gs[i] = Gl[i * ${PV} + l];
+            const acc_t sw_l = sl[l], swy_l = sl[${PV} + l], swyy_l = sl[${2 * PV} + l];
+% else:
+            for (int i = 0; i < ${NENT}; ++i) Gs[i] = G[i];
+            const acc_t sw_l = sw, swy_l = swy, swyy_l = swyy;
+% endif
             ${solve("Gs", "sw_l", "swy_l", "swyy_l")}
         }
     }
-% endfor
 % else:
     ## ----------------------------------------------------------- group variant
     const int row = get_group_id(0);
