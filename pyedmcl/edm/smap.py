@@ -281,8 +281,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
             "ACC": "double" if acc == np.float64 else "float", "MODE": mode}
     if params is None:
         params = lookup(SMAP, info, SMAP.spec_bucket(spec), SMAP.size_bucket(n_lib)).params
-        if not SMAP.valid_for(params, info, E):
-            params = {"VARIANT": "item", "WG": 4, "PV": 1}
+        params = SMAP.fit(params, info, E)   # a tuned E bucket may hold a larger E
     args = {
         "x": be.to_device((x - xmean).astype(dt)),
         "ylib": be.to_device((ylib - ymean).astype(dt)),

@@ -87,6 +87,16 @@ class SMapKernel(TunableKernel):
         """Whether ``params`` can run this E on this device (local memory grows with E)."""
         return _fits(params, info, E)
 
+    def fit(self, params: Params, info: DeviceInfo, E: int) -> Params:
+        """``params`` if they fit this E, else the same variant with the largest WG that does."""
+        if _fits(params, info, E):
+            return params
+        for wg in sorted(WGS, reverse=True):
+            p = {**params, "WG": wg}
+            if _fits(p, info, E):
+                return p
+        return {"VARIANT": "item", "WG": 1, "PV": 1}
+
     def launch(self, backend: Backend, params: Params, spec: dict[str, Any], args: dict[str, Any],
                n_pred: int, n_theta: int):
         """Enqueue one S-map launch; ``args`` holds the device buffers and scalars."""
