@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,6 +19,11 @@ from .registration import register_platforms
 
 register_platforms()
 import pyopencl as cl  # noqa: E402  (must follow registration)
+
+if not os.environ.get("PYOPENCL_COMPILER_OUTPUT"):
+    # PoCL and Intel print build notes for every program (ours and PyOpenCL's own
+    # elementwise kernels); they are not errors. PYOPENCL_COMPILER_OUTPUT=1 shows them.
+    warnings.filterwarnings("ignore", category=cl.CompilerWarning)
 
 #: Short runtime names understood by selectors, matched against the platform name.
 RUNTIME_ALIASES = {

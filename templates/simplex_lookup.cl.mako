@@ -7,7 +7,8 @@
 ## over the admissible neighbours (idx >= 0, finite distance). WEIGHT selects
 ## pyEDM's zero-distance rule: "simplex" floors d_min at 1e-6 (pyEDM Simplex),
 ## "ccm" gives weight 1 to zero distances and 0 to the rest when d_min == 0
-## (pyEDM CCM). A query with no admissible neighbour predicts NaN.
+## and predicts NaN when fewer than K neighbours are admissible (pyEDM CCM).
+## A query with no admissible neighbour predicts NaN.
 ##
 ## skill: one work-group per prediction row reduces Pearson rho, MAE and RMSE
 ## against the observations y_j[obs[q]] (obs[q] < 0: no observation) with a
@@ -53,7 +54,11 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
         }
     }
 % endfor
+% if WEIGHT == "ccm":
+    const acc_t mu = (den > 0 && idx[o + K - 1] >= 0) ? num / den : (acc_t)NAN;
+% else:
     const acc_t mu = den > 0 ? num / den : (acc_t)NAN;
+% endif
     pred[((size_t)b * nt + j) * nq + q] = (real_t)mu;
 % if VARIANCE:
     /* pyEDM's Pred_Variance: weighted spread of the neighbours' targets */

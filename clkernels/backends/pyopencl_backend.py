@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,11 @@ class PyOpenCLBackend(Backend):
         prog = _programs.get(key)
         if prog is None:
             try:
-                prog = cl.Program(self.context, source).build(options=list(opts))
+                with warnings.catch_warnings():
+                    # Compiler chatter (PoCL/NVIDIA notes) is not an error; set
+                    # PYOPENCL_COMPILER_OUTPUT=1 to see it.
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    prog = cl.Program(self.context, source).build(options=list(opts))
             except cl.RuntimeError as exc:
                 path = save_failed_source(source, str(exc), self.info.fingerprint)
                 raise BuildError(
@@ -44,7 +49,9 @@ class PyOpenCLBackend(Backend):
         return prog
 
     def _get_kernel(self, program: cl.Program, name: str) -> cl.Kernel:
-        return getattr(program, name)
+        # A fresh cl.Kernel per (backend-level) cache entry: the program may be shared by
+        # several entries whose parameters render the same source.
+        return cl.Kernel(program, name)
 
     def to_device(self, array: np.ndarray) -> cla.Array:
         return cla.to_device(self.queue, np.ascontiguousarray(array))

@@ -124,8 +124,10 @@ class SyclBackend(Backend):
 
     def launch(self, kernel, global_size, local_size, *args) -> Any:
         self.check_launch(global_size, local_size)
-        gs = list(global_size)
-        ls = list(local_size) if local_size is not None else []
+        # SYCL ranges list the slowest dimension first: reverse OpenCL's (x, y, z) order,
+        # so get_global_id(0) in the kernel is the fastest-varying index on both backends.
+        gs = list(global_size)[::-1]
+        ls = list(local_size)[::-1] if local_size is not None else []
         return self.queue.submit(kernel.handle, [self._arg(a) for a in args], gs, ls)
 
     def wait(self, event: Any) -> None:

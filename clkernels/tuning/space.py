@@ -94,6 +94,8 @@ class TunableKernel(abc.ABC):
     name: str
     template: str
     space: TuningSpace
+    #: problem size candidates are verified on (ragged on purpose: not a power of two)
+    verify_size: int = 1531
 
     @property
     def template_hash(self) -> str:

@@ -4,7 +4,9 @@ For one (kernel, device, specialisation, problem size):
 
 * the reference configuration (the kernel's heuristic default) runs first and
   its output is the reference every candidate must reproduce (within the case's
-  tolerance; integer outputs exactly) — a fast wrong candidate is rejected;
+  tolerance; integer outputs exactly) — a fast wrong candidate is rejected. The
+  check runs on a small ragged instance (``kernel.verify_size``, default 1531
+  points) so verifying costs little even when timing a large one;
 * each candidate is built, run once as warm-up (never timed: it includes lazy
   compilation and first-touch costs), then timed ``repeats`` times with profiling
   events; its time is the minimum over repeats of the summed event times;
@@ -96,15 +98,18 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
             done = {}
 
     case = kernel.case(backend, spec, size)
+    # Correctness is checked on a small, deliberately ragged problem (cheap to copy
+    # back and compare, and it exercises partial work-groups); speed on the real size.
+    check = kernel.case(backend, spec, min(size, kernel.verify_size)) if size > kernel.verify_size else case
     default = kernel.space.default(info)
     cands = kernel.space.candidates(info)
     if mode == "random":
         random.Random(seed).shuffle(cands)
     cands = [default] + [c for c in cands if c != default]
 
-    for ev in case.run(default):
+    for ev in check.run(default):
         backend.wait(ev)
-    reference = case.output()
+    reference = check.output()
 
     rejected: list[tuple[Params, str]] = []
     t_start = time.perf_counter()
@@ -120,10 +125,9 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
         if mode == "random" and budget_s is not None and i > 0 and time.perf_counter() - t_start > budget_s:
             break
         try:
-            evs = case.run(p)
-            for ev in evs:
+            for ev in check.run(p):
                 backend.wait(ev)
-            if not case.matches(case.output(), reference):
+            if not check.matches(check.output(), reference):
                 done[pk] = "output differs from the reference configuration"
             else:
                 done[pk] = time_config(case, backend, p, repeats)
@@ -143,7 +147,8 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     best_k = min(times, key=times.__getitem__)
     best = json.loads(best_k)
     entry = make_entry(kernel, info, sb, zb, best, times[best_k], default, times[_pkey(default)],
-                       size=size, spec=spec, mode=mode, candidates=len(cands), timed=len(times))
+                       size=size, spec=spec, mode=mode, candidates=len(cands), timed=len(times),
+                       times=times)
     udb.put(key, entry)
     try:
         partial_path.unlink()

@@ -18,6 +18,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="embedding dimensions to tune (default: the family's buckets)")
     p.add_argument("--force", action="store_true", help="re-time even if an entry exists")
     p.add_argument("--list", action="store_true", help="list kernel families and exit")
+    p.add_argument("--export", default=None, metavar="FILE",
+                   help="afterwards, write this device's entries as a shipped tuning/ file")
     p.add_argument("-q", "--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -66,6 +68,13 @@ def run(args: argparse.Namespace) -> int:
                 if bar is not None:
                     bar.close()
                 rows.append(res)
+    if args.export:
+        from pathlib import Path
+
+        from clkernels.tuning.export import export_device
+
+        n_exp = export_device(be.info, Path(args.export))
+        print(f"exported {n_exp} entries to {args.export}", file=sys.stderr)
     if args.json:
         print_json([{**r.__dict__, "speedup": r.speedup} for r in rows])
         return 0

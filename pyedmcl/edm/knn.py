@@ -22,14 +22,18 @@ from .ranges import MAX_KNN
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"WG": 128, "TILE": 256}
-    return {"WG": 16, "TILE": 128}
+        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1}
+    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
-    # the largest E the tuner can meet is 64: keep the tile inside local memory
-    return (p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
-            and p["TILE"] * 4 * 9 <= info.local_mem_bytes)
+    if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
+        return False
+    if p["VARIANT"] == "rows":
+        return p["QB"] == 1 and p["TILE"] * 4 * 33 <= info.local_mem_bytes
+    # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
+    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= p["WG"]
+            and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
 
 
 def _k_bucket(k: int) -> str:
@@ -45,7 +49,8 @@ class KnnKernel(TunableKernel):
     name = "knn"
     template = "knn.cl.mako"
     space = TuningSpace(
-        params={"WG": (8, 16, 32, 64, 128, 256), "TILE": (32, 64, 128, 256, 512)},
+        params={"VARIANT": ("rows", "cols"), "WG": (8, 16, 32, 64, 128, 256),
+                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -68,16 +73,21 @@ class KnnKernel(TunableKernel):
 
     def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
         p = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
-        # the local tile holds E coordinates per point
-        while p["TILE"] * (spec["E"] + 1) * np.dtype(np.float64 if spec["REAL"] == "double"
-                                                     else np.float32).itemsize > be.info.local_mem_bytes // 2:
+        # the rows variant's local tile holds E coordinates per point
+        item = 8 if spec["REAL"] == "double" else 4
+        while (p["VARIANT"] == "rows" and p["TILE"] > 16
+               and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2):
             p = {**p, "TILE": p["TILE"] // 2}
         return p
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
                l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev):
         k = be.kernel(self.template, {**spec, **params}, "knn")
-        return be.launch(k, (round_up(nq, params["WG"]), nbatch), (params["WG"], 1), x_dev, q_dev,
+        if params["VARIANT"] == "rows":
+            gx = round_up(nq, params["WG"])
+        else:
+            gx = (nq + params["QB"] - 1) // params["QB"] * params["WG"]
+        return be.launch(k, (gx, nbatch), (params["WG"], 1), x_dev, q_dev,
                          np.int32(nq), l_dev, np.int32(nl), np.int32(radius), idx_dev, dist_dev)
 
 

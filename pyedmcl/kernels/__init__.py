@@ -15,6 +15,7 @@ _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
     "knn": "pyedmcl.edm.knn:KNN",
     "smap": "pyedmcl.kernels.smap:SMAP",
+    "rqa_lines": "pyedmcl.rqa.dnr:RQA_LINES",
 }
 
 

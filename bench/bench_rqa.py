@@ -1,0 +1,118 @@
+"""RQA benchmark: pyedmcl (D&R) vs PyRQA (optimisations on; default and fastest variant)
+and pyunicorn, in one process, on the same logistic-map series. Prints times and ratios.
+
+    python bench/bench_rqa.py --device pocl --sizes 30000 100000
+    python bench/bench_rqa.py --device nvidia --sizes 100012 1000012 --pyrqa-platform NVIDIA \
+        --pyrqa-max 100012
+
+PyRQA's "fastest variant" is picked by timing its variants at --pilot points
+first. pyunicorn stores the full N x N matrix: it only runs up to --pyunicorn-max.
+Measured histograms are checked equal to PyRQA's (float32 both: a few threshold
+cells may differ; the count of differing recurrences is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+import numpy as np
+
+VARIANTS = ("ColumnNoOverlapMaterialisationByteNoRecycling",  # PyRQA's default
+            "ColumnOverlapMaterialisationByteRecycling",
+            "ColumnNoOverlapMaterialisationBitRecycling",
+            "RowNoOverlapMaterialisationByteRecycling",
+            "ColumnNoOverlapNoMaterialisation",
+            "RowNoOverlapNoMaterialisation")
+
+
+def logistic(n: int) -> np.ndarray:
+    x = np.empty(n)
+    x[0] = 0.4
+    for i in range(1, n):
+        x[i] = 3.9 * x[i - 1] * (1 - x[i - 1])
+    return x
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--devices", default=None, help="comma-separated: split over several devices")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[30000, 100000])
+    ap.add_argument("--E", type=int, default=5)
+    ap.add_argument("--tau", type=int, default=3)
+    ap.add_argument("--radius", type=float, default=0.44)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--edge", type=int, default=None)
+    ap.add_argument("--pyrqa-platform", default="Portable Computing Language")
+    ap.add_argument("--pyrqa-max", type=int, default=30000, help="largest N run with PyRQA")
+    ap.add_argument("--pyunicorn-max", type=int, default=10000)
+    ap.add_argument("--pilot", type=int, default=5000, help="N for picking PyRQA's fastest variant")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+
+    import pyedmcl as pe
+    from pyedmcl.rqa._oracles import pyrqa_run, pyunicorn_measures, pyunicorn_rp
+
+    kw = dict(E=args.E, tau=args.tau, radius=args.radius, dtype=args.dtype, edge=args.edge)
+    if args.devices:
+        kw["devices"] = args.devices
+    else:
+        kw["device"] = args.device
+    pe.rqa(logistic(2000), **kw)  # build kernels once
+    fastest = VARIANTS[0]
+    rows = []
+    if not args.no_peers:
+        x = logistic(args.pilot)
+        times = {}
+        for v in VARIANTS:
+            try:
+                pyrqa_run(x, E=args.E, tau=args.tau, radius=args.radius, dtype=np.float32,
+                          variant=v, platform=args.pyrqa_platform)
+                _, times[v] = pyrqa_run(x, E=args.E, tau=args.tau, radius=args.radius,
+                                        dtype=np.float32, variant=v, platform=args.pyrqa_platform)
+            except Exception as exc:  # a variant may not build on a platform
+                print(f"PyRQA variant {v} failed: {exc}")
+        fastest = min(times, key=times.get)
+        print(f"PyRQA variants at N={args.pilot}: "
+              + ", ".join(f"{k}={t:.3f}s" for k, t in sorted(times.items(), key=lambda kv: kv[1])))
+    for n in args.sizes:
+        x = logistic(n + (args.E - 1) * args.tau)
+        t = time.perf_counter()
+        r = pe.rqa(x, **kw)
+        ours = time.perf_counter() - t
+        row = {"N": n, "pyedmcl_s": ours, "RR": r.RR, "DET": r.DET, "LAM": r.LAM,
+               "devices": r.settings["devices"], "launches": r.settings["launches"]}
+        cells = 1.5 * n * n
+        row["Gcells_per_s"] = cells / ours / 1e9
+        if not args.no_peers and n <= args.pyrqa_max:
+            for label, v in (("pyrqa_default", VARIANTS[0]), ("pyrqa_fastest", fastest)):
+                if label == "pyrqa_fastest" and v == VARIANTS[0]:
+                    row[label + "_s"] = row["pyrqa_default_s"]
+                    continue
+                pr, sec = pyrqa_run(x, E=args.E, tau=args.tau, radius=args.radius,
+                                    dtype=np.float32, variant=v, platform=args.pyrqa_platform)
+                row[label + "_s"] = sec
+                row[label + "_ratio"] = sec / ours
+                row[label + "_rec_diff"] = int(r.n_recurrences) - int(pr.number_of_recurrence_points)
+            row["pyrqa_fastest_ratio"] = row["pyrqa_fastest_s"] / ours
+            row["pyrqa_fastest_variant"] = fastest
+        if not args.no_peers and n <= args.pyunicorn_max:
+            t = time.perf_counter()
+            rp = pyunicorn_rp(x, E=args.E, tau=args.tau, radius=args.radius)
+            pyunicorn_measures(rp)
+            row["pyunicorn_s"] = time.perf_counter() - t
+            row["pyunicorn_ratio"] = row["pyunicorn_s"] / ours
+        rows.append(row)
+        print("  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in row.items()), flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

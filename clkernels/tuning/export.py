@@ -1,0 +1,88 @@
+"""Turn tuning runs into the shipped database, and derive its default levels.
+
+``export_device(info, out)`` copies this device's user entries into a shipped
+file at level ``device``. ``derive_defaults(files, out)`` reads every shipped
+device-level entry and writes, per (kernel, specialisation bucket, size bucket),
+CLBlast-style defaults for the ``arch``, ``vendor_type`` and ``global`` levels: the
+configuration with the smallest *sum of time-over-best* across the devices of
+that group, among configurations timed on all of them (each entry keeps the
+time of every candidate it timed). Run as::
+
+    python -m clkernels.tuning.export tuning/device-*.json --out tuning/defaults.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..devices import DeviceInfo
+from .database import FORMAT, UserDB, atomic_write_json
+
+
+def export_device(info: DeviceInfo, out: Path, user_root: Path | None = None) -> int:
+    """Write this device's user entries to ``out`` as shipped ``device``-level entries."""
+    entries = []
+    for e in UserDB(info, user_root).load().values():
+        if not isinstance(e, dict) or "params" not in e:
+            continue
+        entries.append({**e, "level": "device", "key": info.device_key,
+                        "arch_key": info.arch_key, "vendor_type_key": info.vendor_type_key})
+    atomic_write_json(out, {"format": FORMAT, "device": info.as_dict(), "entries": entries})
+    return len(entries)
+
+
+def _group_best(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Params minimising the sum over entries of time/best, among params timed everywhere."""
+    tables = [e.get("times") or {} for e in entries]
+    common = set(tables[0]).intersection(*tables[1:]) if tables else set()
+    if not common:
+        return None
+    bests = [min(t.values()) for t in tables]
+    score = {p: sum(t[p] / b for t, b in zip(tables, bests, strict=True)) for p in common}
+    best = min(score, key=score.__getitem__)
+    return {"params": json.loads(best), "score": score[best] / len(entries),
+            "devices": [e.get("device_name") for e in entries]}
+
+
+def derive_defaults(device_entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for e in device_entries:
+        if e.get("level") != "device":
+            continue
+        base = (e["kernel"], e["template_hash"], e["spec_bucket"], e["size_bucket"])
+        groups[("arch", e.get("arch_key"), *base)].append(e)
+        groups[("vendor_type", e.get("vendor_type_key"), *base)].append(e)
+        groups[("global", "*", *base)].append(e)
+    out = []
+    for (level, key, kernel, th, sb, zb), ents in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        best = _group_best(ents)
+        if best is None or key is None:
+            continue
+        out.append({"kernel": kernel, "template_hash": th, "level": level, "key": key,
+                    "spec_bucket": sb, "size_bucket": zb, "params": best["params"],
+                    "mean_time_over_best": round(best["score"], 4), "from_devices": best["devices"]})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="+", type=Path, help="shipped device-level JSON files")
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args(argv)
+    ents: list[dict[str, Any]] = []
+    for f in a.files:
+        data = json.loads(f.read_text())
+        e = data.get("entries", [])
+        ents.extend(e.values() if isinstance(e, dict) else e)
+    derived = derive_defaults(ents)
+    atomic_write_json(a.out, {"format": FORMAT, "entries": derived})
+    print(f"{len(derived)} default entries from {len(ents)} device entries -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

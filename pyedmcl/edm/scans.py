@@ -1,0 +1,78 @@
+"""Skill scans: embedding dimension, prediction interval, exclusion radius.
+
+Each scan uploads the series once and runs the k-NN + lookup + on-device skill
+pipeline per scanned value; predictions never leave the device, only rho, MAE
+and RMSE do. Semantics per value are exactly :func:`pyedmcl.simplex`'s
+(pyEDM's EmbedDimension / PredictInterval / PredictExclusionRadius).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import get_backend
+
+from ..validation import as_series, check_dtype, check_int
+from .ranges import resolve
+from .results import SkillScan
+from .simplex import DeviceData, as_targets, run_plan
+
+#: pyEDM's default exclusion radii for PredictExclusionRadius
+DEFAULT_RADII = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 25, 30)
+
+
+def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> SkillScan:
+    be = get_backend(device, backend)
+    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+    xs = as_series(x, "x")
+    y, single = as_targets(xs if target is None else target, xs.size)
+    if not single:
+        raise ValueError("scans take a single target series")
+    data = DeviceData.upload(be, xs, y, dt)
+    rho, mae, rmse = [], [], []
+    for v in values:
+        _, _, sk = run_plan(data, make_plan(xs.size, v), predictions=False)
+        rho.append(sk[0, 0])
+        mae.append(sk[0, 1])
+        rmse.append(sk[0, 2])
+    return SkillScan(name, np.asarray(values), np.asarray(rho), np.asarray(mae), np.asarray(rmse))
+
+
+def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
+                    exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = None,
+                    device: Any = None, backend: str | None = None) -> SkillScan:
+    """Simplex skill for E = 1..max_E (knn = E + 1), in one call; ``.best`` is the top E."""
+    max_E = check_int(max_E, "max_E", 1, 64)
+    return _scan(x, target, "E", list(range(1, max_E + 1)),
+                 lambda n, E: resolve(n, E=E, tau=tau, Tp=Tp, exclusion_radius=exclusion_radius,
+                                      lib=lib, pred=pred),
+                 dtype, device, backend)
+
+
+def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
+                     knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
+                     dtype: Any = None, device: Any = None, backend: str | None = None) -> SkillScan:
+    """Simplex skill for Tp = 1..max_Tp."""
+    max_Tp = check_int(max_Tp, "max_Tp", 1)
+    return _scan(x, target, "Tp", list(range(1, max_Tp + 1)),
+                 lambda n, Tp: resolve(n, E=E, tau=tau, Tp=Tp, knn=knn,
+                                       exclusion_radius=exclusion_radius, lib=lib, pred=pred),
+                 dtype, device, backend)
+
+
+def predict_exclusion_radius(x, target=None, *, E: int, Tp: int = 1, tau: int = 1,
+                             knn: int | None = None, radii=DEFAULT_RADII, lib=None, pred=None,
+                             dtype: Any = None, device: Any = None,
+                             backend: str | None = None) -> SkillScan:
+    """Simplex skill per exclusion radius (pyEDM's default radii 0..30)."""
+    if isinstance(radii, str):
+        radii = [int(r) for r in radii.split()]
+    radii = [check_int(r, "radii", 0) for r in radii]
+    if not radii:
+        raise ValueError("radii is empty; give exclusion radii >= 0")
+    return _scan(x, target, "exclusion_radius", radii,
+                 lambda n, r: resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=r,
+                                      lib=lib, pred=pred),
+                 dtype, device, backend)

@@ -1,0 +1,148 @@
+"""Reading series from files for the CLI and batch jobs: .csv, .npy, .h5, .zarr, stdin.
+
+Every reader returns a :class:`Table`: a float64 matrix with one column per
+series, and the column names. Errors name the file, the column and what is
+allowed (empty file, unknown column, non-numeric column, wrong shape).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
+
+
+@dataclass
+class Table:
+    """Series as columns: ``data[:, j]`` is series ``names[j]``."""
+
+    data: np.ndarray
+    names: list[str]
+    source: str
+
+    def column(self, name: str | int) -> np.ndarray:
+        return self.data[:, self.index(name)]
+
+    def index(self, name: str | int) -> int:
+        if isinstance(name, int) or (isinstance(name, str) and name.isdigit() and name not in self.names):
+            i = int(name)
+            if not 0 <= i < len(self.names):
+                raise ValueError(f"column index {i} is out of range for {self.source}: "
+                                 f"it has {len(self.names)} columns (0..{len(self.names) - 1})")
+            return i
+        if name not in self.names:
+            raise ValueError(f"column {name!r} not found in {self.source}; "
+                             f"available: {', '.join(self.names[:30])}"
+                             + (" ..." if len(self.names) > 30 else ""))
+        return self.names.index(name)
+
+    def select(self, columns: list[str] | None) -> Table:
+        if not columns:
+            return self
+        idx = [self.index(c) for c in columns]
+        return Table(self.data[:, idx], [self.names[i] for i in idx], self.source)
+
+
+def _split_dataset(path: str) -> tuple[str, str | None]:
+    """``file.h5:group/ds`` -> (``file.h5``, ``group/ds``)."""
+    for ext in (".h5", ".hdf5", ".zarr"):
+        if ext + ":" in path:
+            head, _, ds = path.partition(ext + ":")
+            return head + ext, ds
+    return path, None
+
+
+def _from_frame(df, source: str) -> Table:
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise ValueError(f"{source} is empty: no rows or no columns")
+    bad = [c for c in df.columns if df[c].dtype.kind not in "biuf"]
+    if bad:
+        raise ValueError(f"{source}: column(s) {', '.join(map(str, bad[:10]))} are not numeric; "
+                         "select numeric columns with --columns")
+    return Table(df.to_numpy(dtype=np.float64), [str(c) for c in df.columns], source)
+
+
+def read_csv(src, source: str) -> Table:
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(src)
+    except pd.errors.EmptyDataError as exc:
+        raise ValueError(f"{source} is empty") from exc
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"{source} is not valid CSV: {exc}") from exc
+    return _from_frame(df, source)
+
+
+def _matrix(arr: np.ndarray, source: str) -> Table:
+    arr = np.asarray(arr)
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{source}: dtype {arr.dtype} is not numeric")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"{source}: expected a 1-D series or a 2-D (time x series) array, "
+                         f"got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{source} is empty (shape {arr.shape})")
+    return Table(arr.astype(np.float64), [str(i) for i in range(arr.shape[1])], source)
+
+
+def read_table(path: str | Path, columns: list[str] | None = None) -> Table:
+    """Read series from ``path`` (``-`` = CSV on stdin), optionally selecting columns.
+
+    ``.h5``/``.zarr`` take an optional dataset after a colon (``data.h5:/x``); 2-D
+    arrays are time x series.
+    """
+    p = str(path)
+    if p == "-":
+        text = sys.stdin.read()
+        if not text.strip():
+            raise ValueError("stdin is empty: expected CSV with a header line")
+        return read_csv(io.StringIO(text), "stdin").select(columns)
+    p, dataset = _split_dataset(p)
+    fp = Path(p)
+    if not fp.exists():
+        raise FileNotFoundError(f"input file {p!r} does not exist")
+    ext = fp.suffix.lower()
+    if ext in (".csv", ".txt"):
+        if fp.stat().st_size == 0:
+            raise ValueError(f"{p} is empty")
+        return read_csv(fp, p).select(columns)
+    if ext == ".npy":
+        try:
+            arr = np.load(fp, allow_pickle=False)
+        except ValueError as exc:
+            raise ValueError(f"{p} is not a valid .npy file: {exc}") from exc
+        return _matrix(arr, p).select(columns)
+    if ext in (".h5", ".hdf5"):
+        try:
+            import h5py
+        except ImportError as exc:
+            raise ImportError("reading .h5 needs h5py: pip install 'pyedmcl[io]'") from exc
+        with h5py.File(fp, "r") as f:
+            if dataset is None:
+                names = [k for k in f if isinstance(f[k], h5py.Dataset)]
+                if len(names) != 1:
+                    raise ValueError(f"{p}: name the dataset as {p}:NAME; it holds {names}")
+                dataset = names[0]
+            if dataset not in f:
+                raise ValueError(f"{p}: dataset {dataset!r} not found; it holds {list(f)}")
+            return _matrix(f[dataset][()], f"{p}:{dataset}").select(columns)
+    if ext == ".zarr":
+        try:
+            import zarr
+        except ImportError as exc:
+            raise ImportError("reading .zarr needs zarr: pip install 'pyedmcl[io]'") from exc
+        node = zarr.open(str(fp), mode="r")
+        if dataset:
+            node = node[dataset]
+        if not hasattr(node, "shape"):
+            raise ValueError(f"{p}: is a group; name the array as {p}:NAME")
+        return _matrix(node[...], p).select(columns)
+    raise ValueError(f"input {p!r} has unsupported extension {ext!r}; allowed: {', '.join(FORMATS)} or -")

@@ -1,0 +1,1 @@
+"""The demo report: every analysis on bundled sample data, with plots and JSON."""

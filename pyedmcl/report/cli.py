@@ -1,0 +1,24 @@
+"""``pyedmcl demo``: the README's main job."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    from ..cli.main import add_device_args
+
+    p = sub.add_parser("demo", help="run every analysis on bundled sample data and write a report")
+    p.add_argument("-o", "--out", default="pyedmcl-demo", help="report folder (default: pyedmcl-demo)")
+    add_device_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli.main import print_json
+    from .demo import run_demo
+
+    res = run_demo(args.out, device=args.device, backend=args.backend, quiet=args.quiet or args.json)
+    if args.json:
+        print_json(res)
+    return 0

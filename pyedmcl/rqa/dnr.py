@@ -1,0 +1,323 @@
+"""Divide & Recombine line detection (Rawald et al.): scheduling, carryovers, recombination.
+
+The recurrence matrix ``R[i][j]`` (row ``i``: embedded point of ``x``; column
+``j``: point of ``y``) is divided into sub-matrices of ``edge`` rows and ``edge``
+lanes, where a lane is a column (vertical lines) or a diagonal ``k = j - i``
+(diagonal lines). Each sub-matrix is recomputed on the fly from the raw series
+inside the line-detection kernel (``templates/rqa_lines.cl.mako``).
+
+Carryover buffers hold, per column, the open black and white vertical runs and
+the recurrence count, and, per diagonal, the open diagonal run. Runs only flow
+from a row block to the next one, so
+
+* the sub-matrices of one row block are independent (one launch, or several
+  devices at once), and
+* a lane band (a set of columns / diagonals) never depends on another band, so
+  bands can be processed to completion on different devices.
+
+Orders: ``"row"`` (row block by row block, all lanes of a band per launch) and
+``"column"`` (one lane block at a time, all its row blocks). Every order, edge
+length and device split gives bit-identical integer histograms. The carryovers
+left after the last row block are flushed into the histograms on the host (the
+recombination step adds the per-device 64-bit histograms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+
+TEMPLATE = "rqa_lines.cl.mako"
+_U32_SAFE = (1 << 32) - 1
+
+
+def _heuristic(info: DeviceInfo) -> Params:
+    if info.is_gpu:
+        return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 0}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 1}
+
+
+def _fits(p: Params, info: DeviceInfo) -> bool:
+    return (p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
+            and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
+
+
+def hist_bins(info: DeviceInfo) -> int:
+    """Line lengths kept in the work-group-local histogram (longer ones go global)."""
+    return 1024 if info.local_mem_bytes >= 3 * 1024 * 4 * 2 else 256
+
+
+class RQALinesKernel(TunableKernel):
+    """Tunable family: lanes per work-item (VEC), work-group size, sub-matrix edge."""
+
+    name = "rqa_lines"
+    template = TEMPLATE
+    space = TuningSpace(
+        params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1)},
+        heuristic=_heuristic,
+        constraint=_fits,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        e = spec["E"]
+        eb = "E1-2" if e <= 2 else "E3-8" if e <= 8 else "E9+"
+        return f"{spec.get('REAL', 'float')}-{spec.get('METRIC', 'euclidean')}-{eb}"
+
+    def default_specs(self):
+        return [{"E": 5, "TAU": 3, "METRIC": "euclidean", "REAL": "float"}]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        if quick:
+            return [4096]
+        return [100_000] if info.is_gpu else [8192]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _LinesCase(backend, spec, size)
+
+
+RQA_LINES = RQALinesKernel()
+
+
+@dataclass
+class LineSpec:
+    """What shapes the generated kernel (besides the tunables)."""
+
+    E: int
+    tau: int
+    metric: str
+    real: str  # "float" | "double"
+    joint: bool = False
+    theiler_matrix: bool = False
+    white_border: bool = True
+
+    def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
+        return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
+                "MODE": mode, "VEC": params["VEC"], "WG": params["WG"],
+                "HBINS": hist_bins(info), "JOINT": int(self.joint),
+                "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
+                "BITS": int(params.get("BITS", 0)) if mode == "vertical" else 0}
+
+
+@dataclass
+class Histograms:
+    """Recombined global result of one D&R run (64-bit counts, index = length - 1)."""
+
+    diagonal: np.ndarray
+    vertical: np.ndarray
+    white: np.ndarray
+    n_recurrences: int
+    launches: int = 0
+    seconds: float = 0.0
+    per_device: list[str] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class _DevState:
+    be: Backend
+    params: Params
+    x: Any
+    y: Any
+    x2: Any
+    y2: Any
+    h32: dict[str, Any]
+    h64: dict[str, Any]
+    cells_since_fold: int = 0
+    launches: int = 0
+    events: list[Any] = field(default_factory=list)
+
+
+def _split(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
+    """Split lanes [lo, hi) into ``parts`` contiguous bands (empty ones dropped)."""
+    edges = np.linspace(lo, hi, parts + 1).round().astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+
+
+def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: float, *,
+                 spec: LineSpec, n_rows: int, n_cols: int, diag_ranges: list[tuple[int, int]],
+                 x2: np.ndarray | None = None, y2: np.ndarray | None = None, thr2: float = 0.0,
+                 w: int = 0, edge: int | None = None, order: str = "row",
+                 params: Params | None = None, vertical: bool = True) -> Histograms:
+    """Run the D&R line detection on one or more devices and recombine the histograms.
+
+    ``x``/``y`` are the raw row / column series (already in the working dtype),
+    ``n_rows``/``n_cols`` their numbers of embedded points; ``diag_ranges`` lists
+    half-open ranges of diagonals ``k = j - i`` to detect. Lanes are split into
+    contiguous bands, one per backend; each band runs to completion independently.
+    """
+    if order not in ("row", "column"):
+        raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
+    dt = np.float64 if spec.real == "double" else np.float32
+    rdt = dt
+    hlen = max(n_rows, n_cols) + 1
+    states = []
+    for be in backends:
+        p = dict(params) if params is not None else dict(lookup(
+            RQA_LINES, be.info, RQA_LINES.spec_bucket({"E": spec.E, "REAL": spec.real,
+                                                       "METRIC": spec.metric}),
+            RQA_LINES.size_bucket(max(n_rows, n_cols))).params)
+        if edge is not None:
+            p["EDGE"] = int(edge)
+        vec = p["VEC"]
+        pad = np.zeros(vec, dtype=dt)
+        xd = be.to_device(np.ascontiguousarray(x, dtype=dt))
+        yd = be.to_device(np.concatenate([pad, np.asarray(y, dtype=dt), pad]))
+        if spec.joint:
+            x2d = be.to_device(np.ascontiguousarray(x2, dtype=dt))
+            y2d = be.to_device(np.concatenate([pad, np.asarray(y2, dtype=dt), pad]))
+        else:
+            x2d, y2d = xd, yd
+        h32 = {k: be.to_device(np.zeros(hlen, np.uint32)) for k in ("d", "v", "w")}
+        h64 = {k: be.to_device(np.zeros(hlen, np.uint64)) for k in ("d", "v", "w")}
+        states.append(_DevState(be, p, xd, yd, x2d, y2d, h32, h64))
+
+    # lane bands per device, for columns and for each diagonal range
+    col_bands = _split(0, n_cols, len(states)) if vertical else []
+    diag_bands: list[list[tuple[int, int]]] = [[] for _ in states]
+    for lo, hi in diag_ranges:
+        for di, band in enumerate(_split(lo, hi, len(states))):
+            diag_bands[di].append(band)
+
+    vcarry: dict[int, tuple] = {}
+    dcarry: dict[tuple[int, int], Any] = {}
+    tasks: list[list[tuple]] = [[] for _ in states]  # per device: (mode, band, carry) work lists
+    for di, st in enumerate(states):
+        be, vec = st.be, st.params["VEC"]
+        if vertical and di < len(col_bands):
+            lo, hi = col_bands[di]
+            bufs = tuple(be.to_device(np.zeros(hi - lo + vec, np.uint32)) for _ in range(3))
+            vcarry[di] = (lo, hi, bufs)
+            tasks[di].append(("vertical", lo, hi, bufs))
+        for lo, hi in diag_bands[di]:
+            buf = be.to_device(np.zeros(hi - lo + vec, np.uint32))
+            dcarry[(di, lo)] = (lo, hi, buf)
+            tasks[di].append(("diagonal", lo, hi, (buf,)))
+
+    def launch(st: _DevState, mode: str, lo: int, hi: int, bufs: tuple, row0: int, nrows: int,
+               lane0: int, nlanes: int) -> None:
+        be, p = st.be, st.params
+        cells = nrows * nlanes
+        if st.cells_since_fold + cells > _U32_SAFE:
+            _fold(st, hlen)
+        k = be.kernel(TEMPLATE, spec.template_params(mode, p, be.info), f"rqa_{mode}")
+        gsz = round_up((nlanes + p["VEC"] - 1) // p["VEC"], p["WG"])
+        hist = (st.h32["v"], st.h32["w"]) if mode == "vertical" else (st.h32["d"],)
+        ev = be.launch(k, (gsz,), (p["WG"],), st.x, st.y, st.x2, st.y2, rdt(thr), rdt(thr2),
+                  np.int32(n_rows), np.int32(n_cols), np.int32(row0), np.int32(nrows),
+                  np.int32(lane0), np.int32(nlanes), np.int32(w), np.int32(lo), *bufs, *hist)
+        st.events.append(ev)
+        st.cells_since_fold += cells
+        st.launches += 1
+
+    import time
+
+    t0 = time.perf_counter()
+    # Enqueue work device by device in row-block waves so that all devices run at once
+    # (launches are asynchronous; each device's queue keeps its own order).
+    plans = []
+    for di, st in enumerate(states):
+        e = st.params["EDGE"]
+        plan = []
+        for mode, lo, hi, bufs in tasks[di]:
+            if order == "row":
+                for r0 in range(0, n_rows, e):
+                    nr = min(e, n_rows - r0)
+                    # one launch per row block covering the band, chunked for 32-bit counts
+                    step = max(e, (_U32_SAFE // max(nr, 1)) // 2)
+                    for l0 in range(lo, hi, step):
+                        plan.append((r0, mode, lo, hi, bufs, r0, nr, l0, min(step, hi - l0)))
+            else:
+                for l0 in range(lo, hi, e):
+                    for r0 in range(0, n_rows, e):
+                        nr = min(e, n_rows - r0)
+                        plan.append((l0, mode, lo, hi, bufs, r0, nr, l0, min(e, hi - l0)))
+        plans.append(plan)
+    longest = max((len(p) for p in plans), default=0)
+    for idx in range(longest):
+        for di, st in enumerate(states):
+            if idx < len(plans[di]):
+                _, mode, lo, hi, bufs, r0, nr, l0, nl = plans[di][idx]
+                launch(st, mode, lo, hi, bufs, r0, nr, l0, nl)
+    for st in states:
+        _fold(st, hlen)
+    for st in states:
+        st.be.finish()
+    seconds = time.perf_counter() - t0
+
+    # recombine: per-device 64-bit histograms plus the runs still open in the carryovers
+    diag = np.zeros(hlen, np.uint64)
+    vert = np.zeros(hlen, np.uint64)
+    white = np.zeros(hlen, np.uint64)
+    n_rec = 0
+    for st in states:
+        diag += st.be.to_host(st.h64["d"])
+        vert += st.be.to_host(st.h64["v"])
+        white += st.be.to_host(st.h64["w"])
+    for di, (lo, hi, bufs) in vcarry.items():
+        be = states[di].be
+        vr, wr, npts = (be.to_host(b)[: hi - lo].astype(np.int64) for b in bufs)
+        vert += _runs_hist(vr, hlen)
+        if spec.white_border:  # open white runs touch the bottom border
+            white += _runs_hist(wr, hlen)
+        n_rec += int(npts.sum())
+    for (di, _), (lo, hi, buf) in dcarry.items():
+        diag += _runs_hist(states[di].be.to_host(buf)[: hi - lo].astype(np.int64), hlen)
+    return Histograms(diag[:-1], vert[:-1], white[:-1], n_rec,
+                      launches=sum(s.launches for s in states), seconds=seconds,
+                      per_device=[s.be.info.selector for s in states],
+                      events=[e for s in states for e in s.events])
+
+
+def _runs_hist(runs: np.ndarray, hlen: int) -> np.ndarray:
+    """Histogram (index = length - 1) of the positive run lengths in ``runs``."""
+    r = runs[runs > 0]
+    return np.bincount(r - 1, minlength=hlen)[:hlen].astype(np.uint64)
+
+
+def _fold(st: _DevState, hlen: int) -> None:
+    """Add the 32-bit launch histograms into the 64-bit totals (on the device)."""
+    if st.cells_since_fold == 0:
+        return
+    be = st.be
+    k = be.kernel(TEMPLATE, {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float",
+                             "MODE": "diagonal", "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0,
+                             "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0}, "rqa_accumulate")
+    wg = min(64, be.info.max_work_group_size)
+    # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
+    for key in ("d", "v", "w"):
+        be.launch(k, (round_up(hlen, wg),), (wg,), st.h32[key], st.h64[key], np.int32(hlen))
+    st.cells_since_fold = 0
+
+
+class _LinesCase(TuningCase):
+    """Auto-RQA of a logistic-map series (E, tau from the spec, RR about 0.1)."""
+
+    def __init__(self, backend: Backend, spec: dict[str, Any], size: int):
+        self.backend = backend
+        self.spec = LineSpec(spec["E"], spec["TAU"], spec["METRIC"], spec.get("REAL", "float"))
+        n = size + (spec["E"] - 1) * spec["TAU"]
+        s = np.empty(n)
+        s[0] = 0.4
+        for i in range(1, n):
+            s[i] = 3.9 * s[i - 1] * (1 - s[i - 1])
+        self.x = s
+        self.n = size
+        self.out: np.ndarray | None = None
+
+    def run(self, params: Params) -> list[Any]:
+        h = detect_lines([self.backend], self.x, self.x, 0.3 ** 2, spec=self.spec,
+                         n_rows=self.n, n_cols=self.n, diag_ranges=[(1, self.n)],
+                         params=params)
+        self.out = np.concatenate([h.diagonal, h.vertical, h.white, [h.n_recurrences]])
+        return h.events
+
+    def output(self) -> np.ndarray:
+        assert self.out is not None
+        return self.out

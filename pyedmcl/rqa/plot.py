@@ -1,0 +1,68 @@
+"""Recurrence plots as images, for any N, without holding the N x N matrix.
+
+When N exceeds the image size, each pixel is the density of recurrences in its
+``b x b`` block (``b = ceil(N / size)``), computed on the device
+(``templates/rqa_density.cl.mako``); memory is O(size^2). Without a radius or
+rate, the unthresholded distance plot (block mean distance) is drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import get_backend, round_up
+
+from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
+from .core import _resolve_radius, check_radius, threshold_value
+
+
+def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
+                    radius: float | None = None, recurrence_rate: float | None = None,
+                    metric: str = "euclidean", size: int = 1024, path: str | None = None,
+                    dtype: Any = "float32", device: Any = None, backend: str | None = None,
+                    cmap: str = "binary") -> np.ndarray:
+    """The (cross) recurrence plot as a ``(rows, cols)`` float32 image, saved as PNG if ``path``.
+
+    Rows are points of ``y`` (``x`` when ``y`` is None), columns points of ``x``;
+    row 0 is drawn at the bottom (time runs up and right). Values: density of
+    recurrent cells per pixel block in [0, 1] (thresholded) or the mean distance.
+    """
+    sx = as_series(x, "x")
+    sy = sx if y is None else as_series(y, "y")
+    metric = check_metric(metric)
+    nc = check_embedding(sx.size, E, tau, "x")
+    nr = check_embedding(sy.size, E, tau, "y")
+    size = check_int(size, "size", 1, 1 << 15)
+    be = get_backend(device, backend)
+    dt = check_dtype(dtype, be.info)
+    thresholded = radius is not None or recurrence_rate is not None
+    if thresholded:
+        r = _resolve_radius(radius, recurrence_rate, sy, None if y is None else sx, E, tau,
+                            metric, dt, [be])
+        thr = threshold_value(check_radius(r), metric, dt)
+    else:
+        thr = 0.0
+    b = max(1, -(-max(nr, nc) // size))
+    width, height = -(-nc // b), -(-nr // b)
+    real = "double" if dt == np.float64 else "float"
+    wg = (8, 8) if be.info.max_work_group_size >= 64 else (1, 1)
+    k = be.kernel("rqa_density.cl.mako", {"E": E, "TAU": tau, "METRIC": metric, "REAL": real,
+                                          "WG_X": wg[0], "WG_Y": wg[1],
+                                          "THRESHOLDED": int(thresholded)}, "rqa_density")
+    xd = be.to_device(sy.astype(dt))
+    yd = be.to_device(sx.astype(dt))
+    out = be.empty((height, width), np.float32)
+    be.launch(k, (round_up(width, wg[0]), round_up(height, wg[1])), wg, xd, yd, np.int32(nr),
+              np.int32(nc), np.int32(b), np.int32(width), np.int32(height), dt.type(thr), out)
+    img = be.to_host(out)
+    if path is not None:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.image as mimg
+
+        mimg.imsave(path, img, cmap=cmap if thresholded else "viridis", origin="lower",
+                    vmin=0.0, vmax=1.0 if thresholded else None)
+    return img

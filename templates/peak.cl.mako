@@ -1,0 +1,36 @@
+## params: REAL, VEC, FMA_CHAIN
+## Device peaks for roofline reporting: a streaming triad (bandwidth) and four
+## independent multiply-add chains (arithmetic; written a*b+c so compilers contract
+## to FMA where the hardware has it — PoCL 3.0 lowers an explicit fma() to a call).
+## VEC is the vector width of real_t accesses;
+## FMA_CHAIN the number of dependent fused multiply-adds per work-item and lane.
+<%namespace name="metric" file="_metric.mako"/>
+${metric.real_type(REAL)}
+% if VEC > 1:
+typedef ${REAL}${VEC} vec_t;
+% else:
+typedef real_t vec_t;
+% endif
+
+__kernel void triad(__global vec_t* restrict a, __global const vec_t* restrict b,
+                    __global const vec_t* restrict c, const real_t s, const int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) a[i] = b[i] + s * c[i];
+}
+
+__kernel void fma_chain(__global real_t* restrict out, const real_t s)
+{
+    const int i = get_global_id(0);
+    vec_t x0 = (vec_t)(s + i), x1 = (vec_t)(s - i), x2 = (vec_t)(s * i), x3 = (vec_t)(1 + s);
+    const vec_t m = (vec_t)(0.999f), k = (vec_t)(0.001f);
+% for _ in range(FMA_CHAIN):
+    x0 = x0 * m + k; x1 = x1 * m + k; x2 = x2 * m + k; x3 = x3 * m + k;
+% endfor
+    vec_t r = x0 + x1 + x2 + x3;
+% if VEC > 1:
+    out[i] = ${" + ".join("r.s%x" % lane for lane in range(VEC))};  // every lane is live
+% else:
+    out[i] = r;
+% endif
+}

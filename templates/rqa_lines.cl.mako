@@ -1,0 +1,314 @@
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS
+## BITS=1 (vertical mode): each lane first packs 32 rows of recurrences into a
+## bit word (branch-free vector code), then walks the word run by run with clz,
+## so the histogram work is per run, not per cell.
+## Line detection for RQA by Divide & Recombine (Rawald et al.), one sub-matrix
+## set per launch. The recurrence matrix R[i][j] (i: row = point of x, j: column
+## = point of y) is never stored: every cell is recomputed from the raw series.
+##
+## MODE "vertical": a work-item owns VEC consecutive columns j and walks the rows
+##   row0 .. row0+nrows-1 of the launch, tracking per column the black (vertical
+##   line) run, the white (recurrence-time) run and the recurrence-point count.
+##   Runs crossing the sub-matrix's lower border continue through the carryover
+##   buffers vcarry / wcarry / npts (one element per column).
+## MODE "diagonal": a work-item owns VEC consecutive diagonals k = j - i and walks
+##   the same rows; a diagonal's run continues through dcarry (one per diagonal).
+##   The diagonal sub-matrix is (row block) x (diagonal block): carries only flow
+##   from one row block to the next, so all sub-matrices of a row block are
+##   independent (and may run on different devices).
+##
+## Line lengths <= HBINS go to a work-group-local histogram (uncontended local
+## atomics) merged once per work-group into the launch's 32-bit global histogram;
+## longer (rare) lines go straight to global atomics. The host folds each launch's
+## 32-bit counts into 64-bit totals (accumulate kernel), so counts never overflow.
+##
+## Recurrence: d < thr, where d is the *squared* Euclidean distance (thr = r^2,
+## no sqrt) or the maximum / Manhattan distance (thr = r). JOINT=1: R = R1 & R2
+## from a second pair of series (joint recurrence). THEILER_MATRIX=1: cells with
+## |i - j| < w are not recurrent for vertical/white lines and counts (CRP-toolbox
+## convention); otherwise w only enters the diagonal range chosen by the host.
+## WBORDER=0 drops white lines that touch the top or bottom border of a column.
+<%namespace name="metric" file="_metric.mako"/>
+${metric.real_type(REAL)}
+<%
+    V = "" if VEC == 1 else str(VEC)
+    RV = REAL + V
+    CV = ("int" if REAL == "float" else "long") + V
+    UV = "uint" + V
+    IV = "int" + V
+    LANES = "0123456789abcdef"
+    def lane(expr, l):
+        return expr if VEC == 1 else "(%s).s%s" % (expr, LANES[l])
+    def vload(ptr):
+        return "*(%s)" % ptr if VEC == 1 else "vload%d(0, %s)" % (VEC, ptr)
+    def cmp_u(expr):
+        # a comparison result as a lane mask usable by select() on uint lanes
+        if VEC == 1:
+            return "(%s)" % expr
+        return "convert_int%d(%s)" % (VEC, expr) if REAL == "double" else "(%s)" % expr
+%>
+<%def name="dist(acc, xs, yv, xoff)">\
+    ${RV} ${acc} = (${RV})0;
+% for m in range(E):
+    {
+        const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * TAU}]) - ${yv}[${m}];
+%   if METRIC == "euclidean":
+        ${acc} = fma(_d, _d, ${acc});  /* fma is correctly rounded everywhere: bit-identical across platforms */
+%   elif METRIC == "maximum":
+        ${acc} = fmax(${acc}, fabs(_d));
+%   elif METRIC == "manhattan":
+        ${acc} += fabs(_d);
+%   else:
+<% raise ValueError("unknown METRIC %r" % METRIC) %>
+%   endif
+    }
+% endfor
+</%def>
+
+#define SPAN ${(E - 1) * TAU}
+
+inline void hist_add(__local uint* lh, __global uint* gh, const uint len)
+{
+    if (len <= ${HBINS}u) atomic_inc(&lh[len - 1u]);
+    else atomic_inc(&gh[len - 1u]);
+}
+
+% if MODE == "vertical" and BITS:
+inline int ctz32(const uint v) { return 31 - (int)clz(v & (0u - v)); }  /* v != 0 */
+
+/* Runs of one column over nb (<= 32) rows packed in b (bit r = row r). */
+inline void column_runs(const uint b, const int nb, uint* vr, uint* wr, uint* np,
+                        __local uint* lh_v, __global uint* gh_v,
+                        __local uint* lh_w, __global uint* gh_w)
+{
+    int pos = 0;
+    while (pos < nb) {
+        const uint s = b >> pos;
+        int len;
+        if (s & 1u) {
+            if (*wr > 0u) {
+                if (${"1" if WBORDER else "*np > 0u"}) hist_add(lh_w, gh_w, *wr);
+                *wr = 0u;
+            }
+            len = (~s == 0u) ? 32 : ctz32(~s);
+            len = min(len, nb - pos);
+            *vr += (uint)len; *np += (uint)len;
+        } else {
+            if (*vr > 0u) { hist_add(lh_v, gh_v, *vr); *vr = 0u; }
+            len = (s == 0u) ? 32 : ctz32(s);
+            len = min(len, nb - pos);
+            *wr += (uint)len;
+        }
+        pos += len;
+    }
+}
+% endif
+
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
+                 __global const real_t* restrict y,     /* column series, padded by VEC on the left */
+                 __global const real_t* restrict x2,    /* JOINT: second row series */
+                 __global const real_t* restrict y2,    /* JOINT: second column series (padded) */
+                 const real_t thr, const real_t thr2,
+                 const int n_rows, const int n_cols,    /* embedded points of x and y */
+                 const int row0, const int nrows,       /* rows of this launch */
+                 const int lane0, const int nlanes,     /* first column (vertical) / diagonal k */
+                 const int w,                           /* Theiler window */
+                 const int carry0,                      /* lane of carry element 0 */
+% if MODE == "vertical":
+                 __global uint* restrict vcarry, __global uint* restrict wcarry,
+                 __global uint* restrict npts,
+                 __global uint* restrict hist_v, __global uint* restrict hist_w)
+% else:
+                 __global uint* restrict dcarry,
+                 __global uint* restrict hist_d)
+% endif
+{
+% if MODE == "vertical":
+    __local uint lh_v[${HBINS}];
+    __local uint lh_w[${HBINS}];
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) { lh_v[b] = 0u; lh_w[b] = 0u; }
+% else:
+    __local uint lh_d[${HBINS}];
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) lh_d[b] = 0u;
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
+    if (t0 < nlanes) {
+        const int l0 = lane0 + t0;                 /* first column j / diagonal k */
+% if VEC == 1:
+        const ${IV} lid = l0;
+        const ${IV} lvalid = (${IV})(t0 < nlanes);
+% else:
+        const ${IV} lid = (${IV})(l0) + (${IV})(${", ".join(str(l) for l in range(VEC))});
+        const ${IV} lvalid = ((${IV})(t0) + (${IV})(${", ".join(str(l) for l in range(VEC))})) < (${IV})(nlanes);
+% endif
+% if MODE == "vertical":
+        /* column coordinates are fixed for the whole walk */
+        ${RV} yv[${E}];
+%   if JOINT:
+        ${RV} yv2[${E}];
+%   endif
+%   for m in range(E):
+        yv[${m}] = ${vload("y + %d + l0 + %d" % (VEC, m * TAU))};
+%     if JOINT:
+        yv2[${m}] = ${vload("y2 + %d + l0 + %d" % (VEC, m * TAU))};
+%     endif
+%   endfor
+%   if BITS:
+        uint vra[${VEC}], wra[${VEC}], npa[${VEC}], ba[${VEC}];
+        for (int l = 0; l < ${VEC}; ++l) {
+            vra[l] = vcarry[l0 - carry0 + l]; wra[l] = wcarry[l0 - carry0 + l];
+            npa[l] = npts[l0 - carry0 + l];
+        }
+        for (int ib = row0; ib < row0 + nrows; ib += 32) {
+            const int nb = min(32, row0 + nrows - ib);
+            ${UV} bits = (${UV})0u;
+            for (int r = 0; r < nb; ++r) {
+                const int i = ib + r;
+${dist("acc", "x", "yv", "i")}
+                ${IV} rec = ${cmp_u("acc < (%s)thr" % RV)};
+%     if JOINT:
+${dist("acc2", "x2", "yv2", "i")}
+                rec &= ${cmp_u("acc2 < (%s)thr2" % RV)};
+%     endif
+%     if THEILER_MATRIX:
+                rec &= (abs_diff((${IV})(i), lid) >= (${UV})(w))${"" if VEC > 1 else " ? 1 : 0"};
+%     endif
+%     if VEC == 1:
+                bits |= (rec ? 1u : 0u) << r;
+%     else:
+                bits |= (as_${UV}(rec) & (${UV})1u) << (${UV})(r);
+%     endif
+            }
+%     if VEC == 1:
+            ba[0] = bits;
+%     else:
+            vstore${VEC}(bits, 0, ba);
+%     endif
+            for (int l = 0; l < ${VEC}; ++l)
+                if (t0 + l < nlanes)
+                    column_runs(ba[l], nb, &vra[l], &wra[l], &npa[l], lh_v, hist_v, lh_w, hist_w);
+        }
+        for (int l = 0; l < ${VEC}; ++l) {
+            vcarry[l0 - carry0 + l] = vra[l]; wcarry[l0 - carry0 + l] = wra[l];
+            npts[l0 - carry0 + l] = npa[l];
+        }
+%   else:
+%   if VEC == 1:
+        ${UV} vr = vcarry[l0 - carry0], wr = wcarry[l0 - carry0], np = npts[l0 - carry0];
+%   else:
+        ${UV} vr = vload${VEC}(0, vcarry + l0 - carry0), wr = vload${VEC}(0, wcarry + l0 - carry0), np = vload${VEC}(0, npts + l0 - carry0);
+%   endif
+        for (int i = row0; i < row0 + nrows; ++i) {
+${dist("acc", "x", "yv", "i")}
+            ${IV} rec = lvalid & ${cmp_u("acc < (%s)thr" % RV)};
+%   if JOINT:
+${dist("acc2", "x2", "yv2", "i")}
+            rec &= ${cmp_u("acc2 < (%s)thr2" % RV)};
+%   endif
+%   if THEILER_MATRIX:
+            rec &= (abs_diff((${IV})(i), lid) >= (${UV})(w))${"" if VEC > 1 else " ? 1 : 0"};
+%   endif
+            const ${IV} nrec = lvalid & ~rec;
+%   if VEC == 1:
+            const int ev = (nrec && vr > 0u);
+            const int ew = (rec && wr > 0u)${"" if WBORDER else " && np > 0u"};
+            if (ev) hist_add(lh_v, hist_v, vr);
+            if (ew) hist_add(lh_w, hist_w, wr);
+            vr = rec ? vr + 1u : (lvalid ? 0u : vr);
+            wr = rec ? 0u : (lvalid ? wr + 1u : wr);
+            np += rec ? 1u : 0u;
+%   else:
+            const ${IV} ev = nrec & (vr > (${UV})0u);
+            const ${IV} ew = rec & (wr > (${UV})0u)${"" if WBORDER else " & (np > (%s)0u)" % UV};
+            if (any(ev | ew)) {
+%     for l in range(VEC):
+                if (${lane("ev", l)}) hist_add(lh_v, hist_v, ${lane("vr", l)});
+                if (${lane("ew", l)}) hist_add(lh_w, hist_w, ${lane("wr", l)});
+%     endfor
+            }
+            vr = select(select(vr, (${UV})0u, nrec), vr + 1u, rec);
+            wr = select(select(wr, wr + 1u, nrec), (${UV})0u, rec);
+            np = select(np, np + 1u, rec);
+%   endif
+        }
+%   if VEC == 1:
+        vcarry[l0 - carry0] = vr; wcarry[l0 - carry0] = wr; npts[l0 - carry0] = np;
+%   else:
+        vstore${VEC}(vr, 0, vcarry + l0 - carry0); vstore${VEC}(wr, 0, wcarry + l0 - carry0); vstore${VEC}(np, 0, npts + l0 - carry0);
+%   endif
+%   endif
+% else:
+        /* diagonal k: cell (i, i + k) is valid for 0 <= i + k < n_cols (and i < n_rows) */
+%   if VEC == 1:
+        ${UV} dr = dcarry[l0 - carry0];
+%   else:
+        ${UV} dr = vload${VEC}(0, dcarry + l0 - carry0);
+%   endif
+        const int klast = l0 + ${VEC - 1};
+        const int ib = max(row0, -klast);
+        const int ie = min(row0 + nrows, n_cols - l0);
+        for (int i = ib; i < ie; ++i) {
+            ${RV} yv[${E}];
+%   if JOINT:
+            ${RV} yv2[${E}];
+%   endif
+%   for m in range(E):
+            yv[${m}] = ${vload("y + %d + i + l0 + %d" % (VEC, m * TAU))};
+%     if JOINT:
+            yv2[${m}] = ${vload("y2 + %d + i + l0 + %d" % (VEC, m * TAU))};
+%     endif
+%   endfor
+            const ${IV} jj = (${IV})(i) + lid;
+            const ${IV} cvalid = lvalid & (jj >= (${IV})0) & (jj < (${IV})(n_cols));
+${dist("acc", "x", "yv", "i")}
+            ${IV} rec = cvalid & ${cmp_u("acc < (%s)thr" % RV)};
+%   if JOINT:
+${dist("acc2", "x2", "yv2", "i")}
+            rec &= ${cmp_u("acc2 < (%s)thr2" % RV)};
+%   endif
+            const ${IV} nrec = cvalid & ~rec;
+%   if VEC == 1:
+            if (nrec && dr > 0u) hist_add(lh_d, hist_d, dr);
+            dr = rec ? dr + 1u : (cvalid ? 0u : dr);
+%   else:
+            const ${IV} ed = nrec & (dr > (${UV})0u);
+            if (any(ed)) {
+%     for l in range(VEC):
+                if (${lane("ed", l)}) hist_add(lh_d, hist_d, ${lane("dr", l)});
+%     endfor
+            }
+            dr = select(select(dr, (${UV})0u, nrec), dr + 1u, rec);
+%   endif
+        }
+%   if VEC == 1:
+        dcarry[l0 - carry0] = dr;
+%   else:
+        vstore${VEC}(dr, 0, dcarry + l0 - carry0);
+%   endif
+% endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% if MODE == "vertical":
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {
+        if (lh_v[b]) atomic_add(&hist_v[b], lh_v[b]);
+        if (lh_w[b]) atomic_add(&hist_w[b], lh_w[b]);
+    }
+% else:
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {
+        if (lh_d[b]) atomic_add(&hist_d[b], lh_d[b]);
+    }
+% endif
+}
+
+/* Fold a launch's 32-bit histogram into the 64-bit total and clear it. */
+__kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restrict h64, const int n)
+{
+    const int b = get_global_id(0);
+    if (b < n) {
+        const uint c = h32[b];
+        if (c) { h64[b] += (ulong)c; h32[b] = 0u; }
+    }
+}

@@ -1,0 +1,85 @@
+"""File readers (every format, every documented error) and the sample-data models."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from pyedmcl.data import coupled_logistic, logistic_map, logistic_network, lorenz63, noisy_sine
+from pyedmcl.io import read_table
+
+
+@pytest.fixture
+def frame():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((50, 3))
+
+
+def test_csv_with_header_and_selection(tmp_path, frame):
+    p = tmp_path / "d.csv"
+    p.write_text("time,a,b\n" + "\n".join(f"{i},{r[0]},{r[1]}" for i, r in enumerate(frame)))
+    t = read_table(p)
+    assert t.names == ["time", "a", "b"] and t.data.shape == (50, 3)
+    sel = read_table(p, ["b", "a"])
+    np.testing.assert_allclose(sel.data, frame[:, [1, 0]])
+    with pytest.raises(ValueError, match="column 'zz' not found.*available: time, a, b"):
+        read_table(p, ["zz"])
+
+
+def test_npy_h5_zarr_roundtrip(tmp_path, frame):
+    np.save(tmp_path / "d.npy", frame)
+    np.testing.assert_array_equal(read_table(tmp_path / "d.npy").data, frame)
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(tmp_path / "d.h5", "w") as f:
+        f["x"] = frame
+    np.testing.assert_array_equal(read_table(f"{tmp_path}/d.h5:x").data, frame)
+    np.testing.assert_array_equal(read_table(tmp_path / "d.h5").data, frame)
+    zarr = pytest.importorskip("zarr")
+    z = zarr.open_array(str(tmp_path / "d.zarr"), mode="w", shape=frame.shape, dtype="f8")
+    z[...] = frame
+    np.testing.assert_array_equal(read_table(tmp_path / "d.zarr").data, frame)
+
+
+def test_stdin_csv(monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("x,y\n1,2\n3,4\n"))
+    t = read_table("-", ["y"])
+    np.testing.assert_array_equal(t.data[:, 0], [2.0, 4.0])
+
+
+@pytest.mark.parametrize("content,match", [
+    ("", "empty"),
+    ("a,b\n", "empty"),
+    ("a,b\n1,x\n2,y\n", "not numeric"),
+])
+def test_bad_csv(tmp_path, content, match):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        read_table(p)
+
+
+def test_bad_paths(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_table(tmp_path / "nope.csv")
+    (tmp_path / "x.parquet").write_text("1")
+    with pytest.raises(ValueError, match="unsupported extension"):
+        read_table(tmp_path / "x.parquet")
+    np.save(tmp_path / "cube.npy", np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="shape"):
+        read_table(tmp_path / "cube.npy")
+
+
+def test_models_are_deterministic_and_bounded():
+    a, b = coupled_logistic(300), coupled_logistic(300)
+    np.testing.assert_array_equal(a, b)
+    assert np.all((a > 0) & (a < 1))
+    lz = lorenz63(400)
+    assert lz.shape == (400, 3) and np.all(np.abs(lz[:, 0]) < 25) and lz[:, 0].std() > 3
+    lm = logistic_map(500)
+    assert np.all((lm >= 0) & (lm <= 1))
+    assert noisy_sine(100).shape == (100,)
+    X, A = logistic_network(6, 300)
+    assert X.shape == (300, 6) and np.isfinite(X).all() and A.shape == (6, 6)
+    assert np.all(np.diag(A) == 0)

@@ -1,0 +1,152 @@
+"""D&R invariances (edges, orders, devices, platforms), joint/fixed-RR, bad input, Oclgrind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyedmcl as pe
+from pyedmcl.rqa._oracles import numpy_reference
+from tests.conftest import TEST_DEVICES, run_under_oclgrind
+
+
+def logistic(n: int) -> np.ndarray:
+    x = np.empty(n)
+    x[0] = 0.4
+    for i in range(1, n):
+        x[i] = 3.9 * x[i - 1] * (1 - x[i - 1])
+    return x
+
+
+def _hists(r):
+    return (r.diagonal_hist.copy(), r.vertical_hist.copy(), r.white_hist.copy(), r.n_recurrences)
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_edges_orders_vec_identical(device, dtype):
+    """Edge lengths that do not divide N, both orders, every VEC: bit-identical histograms."""
+    x = logistic(1203)
+    ref = _hists(pe.rqa(x, E=4, tau=3, radius=0.35, dtype=dtype, device=device))
+    for edge in (97, 256, 333, 1000, 5000):
+        for order in ("row", "column"):
+            r = pe.rqa(x, E=4, tau=3, radius=0.35, dtype=dtype, device=device, edge=edge,
+                       order=order)
+            assert _same(_hists(r), ref), (edge, order)
+    for vec, wg in ((1, 16), (4, 8), (8, 2), (16, 4)):
+        for bits in (0, 1):
+            for scope, wb in (("lines", True), ("matrix", False)):
+                kw = dict(E=4, tau=3, radius=0.35, dtype=dtype, device=device, theiler=2,
+                          theiler_scope=scope, white_border=wb)
+                r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": 300, "BITS": bits})
+                base = pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0})
+                assert _same(_hists(r), _hists(base)), (vec, wg, bits, scope)
+
+
+def test_platforms_and_multi_device_identical():
+    """float32 and float64: the same histograms on every platform and on 2 devices at once."""
+    if len(TEST_DEVICES) < 2:
+        pytest.skip("needs two OpenCL runtimes (e.g. pocl + intel)")
+    x = logistic(1500)
+    for dtype in ("float32", "float64"):
+        for metric in ("euclidean", "manhattan"):
+            per = [_hists(pe.rqa(x, E=5, tau=3, radius=0.44, metric=metric, dtype=dtype,
+                                 device=d)) for d in TEST_DEVICES]
+            for h in per[1:]:
+                assert _same(h, per[0]), (dtype, metric)
+            both = pe.rqa(x, E=5, tau=3, radius=0.44, metric=metric, dtype=dtype,
+                          devices=TEST_DEVICES[:2], edge=211)
+            assert _same(_hists(both), per[0])
+            assert both.settings["devices"] == [pe.select_device(d).selector for d in TEST_DEVICES[:2]]
+            xc = pe.cross_rqa(x, x[:900] * 0.9, E=2, tau=1, radius=0.2, dtype=dtype,
+                              devices=TEST_DEVICES[:2], edge=150)
+            xs = pe.cross_rqa(x, x[:900] * 0.9, E=2, tau=1, radius=0.2, dtype=dtype,
+                              device=TEST_DEVICES[0])
+            assert _same(_hists(xc), _hists(xs))
+
+
+def test_joint_rqa_reference(device):
+    x = logistic(150)
+    y = np.sin(np.arange(150) * 0.3)
+    r = pe.joint_rqa(x, y, E=2, tau=1, radius=(0.3, 0.4), dtype="float64", device=device, edge=37)
+    ra = numpy_reference(x, None, E=2, tau=1, radius=0.3, metric="euclidean", theiler=0)
+    del ra
+    # joint reference: AND of the two matrices
+    def pts(s):
+        return np.stack([s[:-1], s[1:]], axis=1)
+    a, b = pts(x), pts(y)
+    R = (((a[:, None] - a[None]) ** 2).sum(-1) < 0.09) & (((b[:, None] - b[None]) ** 2).sum(-1) < 0.16)
+    assert r.n_recurrences == int(R.sum())
+    vh = np.zeros(R.shape[0], np.int64)
+    for j in range(R.shape[1]):
+        k = 0
+        for c in R[:, j]:
+            if c:
+                k += 1
+            elif k:
+                vh[k - 1] += 1
+                k = 0
+        if k:
+            vh[k - 1] += 1
+    assert np.array_equal(r.vertical_hist.astype(np.int64), vh)
+    dh = np.zeros(R.shape[0], np.int64)
+    for k in range(-(R.shape[0] - 1), R.shape[0]):
+        if k == 0:
+            continue
+        run = 0
+        for c in np.diagonal(R, k):
+            if c:
+                run += 1
+            elif run:
+                dh[run - 1] += 1
+                run = 0
+        if run:
+            dh[run - 1] += 1
+    assert np.array_equal(r.diagonal_hist.astype(np.int64), dh)
+
+
+def test_fixed_recurrence_rate_matches_pyunicorn_threshold(device):
+    """Small N: the radius is pyunicorn's order statistic of all distances."""
+    from pyunicorn.timeseries import RecurrencePlot
+
+    x = logistic(600).astype(np.float32).astype(np.float64)
+    r = pe.rqa(x, E=3, tau=2, recurrence_rate=0.1, metric="maximum", dtype="float64",
+               device=device)
+    rp = RecurrencePlot(x, metric="supremum", recurrence_rate=0.1, dim=3, tau=2, silence_level=3)
+    assert r.RR == pytest.approx(rp.recurrence_rate(), rel=1e-12)
+    assert abs(r.RR - 0.1) < 0.01
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"x": np.ones(5), "E": 3, "tau": 3, "radius": 0.1}, "too short"),
+    ({"x": np.r_[1.0, np.nan, 2.0, 3.0], "radius": 0.1}, "NaN"),
+    ({"x": np.arange(10.0), "radius": 0.0}, "radius"),
+    ({"x": np.arange(10.0), "radius": -1.0}, "radius"),
+    ({"x": np.arange(10.0), "recurrence_rate": 1.0}, "recurrence_rate"),
+    ({"x": np.arange(10.0), "recurrence_rate": 0.0}, "recurrence_rate"),
+    ({"x": np.arange(10.0)}, "exactly one"),
+    ({"x": np.arange(10.0), "radius": 0.1, "l_min": 0}, "l_min"),
+    ({"x": np.arange(10.0), "radius": 0.1, "metric": "cosine"}, "metric"),
+])
+def test_bad_input(kwargs, match):
+    x = kwargs.pop("x")
+    with pytest.raises(ValueError, match=match):
+        pe.rqa(x, device="pocl", **kwargs)
+
+
+def test_oclgrind_clean():
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
+        for vec, bits in ((1, 0), (4, 1), (1, 1)):
+            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits}
+            a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
+                       white_border=False)
+            b = pe.cross_rqa(x, x[:41] * 1.1, E=2, tau=1, radius=0.3, params=p)
+            c = pe.joint_rqa(x, x[::-1].copy(), E=2, radius=0.4, params=p, metric="maximum")
+            print(a.n_recurrences, b.n_recurrences, c.n_recurrences)
+    """)
+    assert out.strip()

@@ -1,0 +1,169 @@
+"""The autotuner and the tuning database, proven on the real pairwise-distance kernel.
+
+No timing asserts: only structural facts (the default is among the timed
+candidates, so the winner can never be slower than the default as measured;
+entries are stored, reused, and stale/corrupt ones are ignored with a warning).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from clkernels import get_backend
+from clkernels.tuning import TuningSpace, UserDB, lookup, tune
+from clkernels.tuning.database import entry_key
+from pyedmcl.kernels.distance import PAIRWISE_DISTANCE, PairwiseDistanceKernel
+
+SPEC = {"E": 5, "TAU": 1, "METRIC": "euclidean", "REAL": "float"}
+
+
+class _SmallSpace(PairwiseDistanceKernel):
+    """The real kernel with a narrower space, so tests stay quick."""
+
+    space = TuningSpace(params={"WG_X": (8, 16, 32), "WG_Y": (1, 2), "RPI": (1, 4),
+                                "USE_LOCAL": (0, 1)},
+                        heuristic=lambda info: {"WG_X": 16, "WG_Y": 1, "RPI": 1, "USE_LOCAL": 0},
+                        constraint=PAIRWISE_DISTANCE.space.constraint)
+
+
+SMALL = _SmallSpace()
+
+
+def test_tune_stores_and_reuses(device, tmp_path):
+    be = get_backend(device)
+    res = tune(SMALL, be, SPEC, 512, repeats=2, user_root=tmp_path)
+    assert not res.from_db
+    assert res.timed >= 2 and not res.rejected
+    assert res.best_time_s <= res.default_time_s  # the default is one of the timed candidates
+    assert SMALL.space.valid(res.best_params, be.info)
+    again = tune(SMALL, be, SPEC, 512, user_root=tmp_path)
+    assert again.from_db and again.best_params == res.best_params and again.timed == 0
+    choice = lookup(SMALL, be.info, SMALL.spec_bucket(SPEC), SMALL.size_bucket(512), tmp_path)
+    assert choice.source == "user" and choice.params == res.best_params
+    # a nearby problem size of the same specialisation bucket reuses the entry
+    near = lookup(SMALL, be.info, SMALL.spec_bucket({**SPEC, "E": 6}), SMALL.size_bucket(900), tmp_path)
+    assert near.source == "user"
+
+
+def test_random_mode_is_time_boxed(tmp_path):
+    be = get_backend("pocl")
+    res = tune(SMALL, be, SPEC, 256, mode="random", budget_s=0.0, repeats=1, user_root=tmp_path)
+    assert res.timed >= 1  # at least the reference always runs
+    assert res.best_params == res.default_params or res.timed > 1
+
+
+def test_tuning_resumes_from_partial(tmp_path, monkeypatch):
+    be = get_backend("pocl")
+    calls = {"n": 0}
+    import clkernels.tuning.tuner as tuner_mod
+
+    real = tuner_mod.time_config
+
+    def flaky(case, backend, params, repeats):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return real(case, backend, params, repeats)
+
+    monkeypatch.setattr(tuner_mod, "time_config", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        tune(SMALL, be, SPEC, 256, repeats=1, user_root=tmp_path)
+    partial = list((tmp_path / "partial").glob("*.json"))
+    assert len(partial) == 1 and len(json.loads(partial[0].read_text())["done"]) == 3
+    calls["n"] = 100
+    res = tune(SMALL, be, SPEC, 256, repeats=1, user_root=tmp_path)
+    n_cands = len(SMALL.space.candidates(be.info))
+    assert res.timed == n_cands - 3  # the three already timed were not timed again
+    assert not list((tmp_path / "partial").glob("*.json"))
+
+
+def test_wrong_candidate_is_rejected(tmp_path):
+    """A candidate whose output differs from the reference never wins."""
+    be = get_backend("pocl")
+
+    class Broken(_SmallSpace):
+        def case(self, backend, spec, size):
+            inner = super().case(backend, spec, size)
+
+            class Case(type(inner)):
+                def output(self_inner):
+                    out = inner.output()
+                    if self_inner.last["WG_X"] == 32:
+                        out = out + 1.0
+                    return out
+
+                def run(self_inner, params):
+                    self_inner.last = params
+                    return inner.run(params)
+
+            c = Case.__new__(Case)
+            c.__dict__.update(inner.__dict__)
+            return c
+
+    res = tune(Broken(), be, SPEC, 256, repeats=1, user_root=tmp_path)
+    assert res.best_params["WG_X"] != 32
+    assert any(p["WG_X"] == 32 and "differs" in why for p, why in res.rejected)
+
+
+def _write_entry(tmp_path, be, **changes):
+    udb = UserDB(be.info, tmp_path)
+    res = tune(SMALL, be, SPEC, 256, repeats=1, user_root=tmp_path)
+    key = entry_key(SMALL.name, SMALL.spec_bucket(SPEC), SMALL.size_bucket(256))
+    entry = udb.get(key)
+    entry.update(changes)
+    udb.put(key, entry)
+    return res
+
+
+@pytest.mark.parametrize("change", [{"template_hash": "0000"}, {"driver": "0.0-old"},
+                                    {"params": {"WG_X": 7, "WG_Y": 1, "RPI": 1, "USE_LOCAL": 0}}])
+def test_stale_entry_ignored_with_warning(tmp_path, change):
+    be = get_backend("pocl")
+    _write_entry(tmp_path, be, **change)
+    with pytest.warns(RuntimeWarning, match="ignoring"):
+        ch = lookup(SMALL, be.info, SMALL.spec_bucket(SPEC), SMALL.size_bucket(256), tmp_path)
+    assert ch.source != "user"
+    # and tune() re-times instead of trusting it
+    res = tune(SMALL, be, SPEC, 256, repeats=1, user_root=tmp_path)
+    assert not res.from_db
+
+
+def test_corrupted_db_is_ignored(tmp_path):
+    be = get_backend("pocl")
+    udb = UserDB(be.info, tmp_path)
+    udb.path.parent.mkdir(parents=True, exist_ok=True)
+    udb.path.write_text("{not json")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ch = lookup(PAIRWISE_DISTANCE, be.info, "float-E5-8", "n1024", tmp_path)
+    assert ch.source in ("heuristic",) or ch.source.startswith("shipped")
+    assert any("corrupted" in str(x.message) for x in w)
+    # the kernel still runs with the fallback
+    from pyedmcl.kernels.distance import pairwise_distances
+
+    d = pairwise_distances(np.arange(20.0), E=2, device="pocl")
+    assert d.shape == (19, 19)
+
+
+def test_missing_entry_falls_back_to_heuristic(tmp_path):
+    be = get_backend("pocl")
+    ch = lookup(SMALL, be.info, "float-E9-16", "n64", tmp_path)
+    assert ch.source == "heuristic" and SMALL.space.valid(ch.params, be.info)
+
+
+def test_cli_tune_then_reads_db(tmp_path, monkeypatch, capsys):
+    from pyedmcl.cli.main import main
+
+    monkeypatch.setenv("PYEDMCL_TUNING_DIR", str(tmp_path))
+    args = ["tune", "pairwise_distance", "--device", "pocl", "--quick", "--budget", "1",
+            "--sizes", "256", "--E", "3", "-q"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert "speedup" in first and "(from DB)" not in first
+    assert main(args) == 0
+    assert "(from DB)" in capsys.readouterr().out
+    assert main(["tune", "nosuchkernel"]) == 2
