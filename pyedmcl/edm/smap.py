@@ -221,6 +221,10 @@ def _row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarr
     W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
     A = np.column_stack([W, W[:, None] * XL])
     b = W * ylib[nbrs]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        # theta > 0 with every neighbour at distance 0 (mean distance 0): pyEDM's
+        # weights are NaN there too; no fit exists
+        return float("nan"), np.full(E + 1, np.nan), float("nan")
     with np.errstate(all="ignore"):
         try:
             C = np.linalg.lstsq(A, b, rcond=None)[0]
@@ -249,13 +253,15 @@ def _row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
 def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: int,
               tau: int, Tp: int, thetas: np.ndarray, knn: int | None, exclusion_radius: int,
               ridge: float, dtype: Any, device: Any, backend: str | None,
-              params: dict | None = None, accumulate: str | None = None) -> list[SMapResult]:
+              params: dict | None = None, accumulate: str | None = None,
+              timing: dict | None = None) -> list[SMapResult]:
     """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
 
     ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
     (``t - (E-1) tau >= 0``); library times also need ``t + Tp`` inside ``y``.
     ``accumulate="float"`` forces the float32 accumulation path that devices
-    without fp64 take (for tests and accuracy measurements).
+    without fp64 take (for tests and accuracy measurements). ``timing``, if a
+    dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
     be = get_backend(device, backend)
     info = be.info
@@ -295,7 +301,10 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         "out_var": be.empty(n_theta * n_pred, acc),
         "out_status": be.empty(n_theta * n_pred, np.int32),
     }
-    SMAP.launch(be, params, spec, args, n_pred, n_theta)
+    ev = SMAP.launch(be, params, spec, args, n_pred, n_theta)
+    if timing is not None:
+        timing["kernel_s"] = be.event_seconds(ev)
+        timing["params"] = dict(params)
     pred = be.to_host(args["out_pred"]).astype(np.float64).reshape(n_theta, n_pred)
     coef = be.to_host(args["out_coef"]).astype(np.float64).reshape(n_theta, n_pred, E + 1)
     var = be.to_host(args["out_var"]).astype(np.float64).reshape(n_theta, n_pred)
@@ -344,6 +353,8 @@ def _row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, n
     W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
     A = np.column_stack([W, W[:, None] * XL])
     b = W * ylib[nbrs]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        return float("nan"), np.full(E + 1, np.nan), float("nan")
     G = A.T @ A + ridge * np.diag([0.0] + [1.0] * E)
     C = np.linalg.lstsq(G, A.T @ b, rcond=None)[0]
     p = C[0] + C[1:] @ xp
