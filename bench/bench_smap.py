@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--variant", default=None, help="force VARIANT (item/group); with --wg")
     ap.add_argument("--wg", type=int, default=None)
     ap.add_argument("--pv", type=int, default=1, help="with --variant item: lanes per work-item")
+    ap.add_argument("--unroll", default="auto", type=lambda v: v if v == "auto" else int(v),
+                    help="with --variant item: unroll the Gram update (auto, 0, 1)")
     args = ap.parse_args(argv)
 
     import pyedmcl  # noqa: F401  (registers OpenCL runtimes)
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     params = None
     if args.variant:
         params = {"VARIANT": args.variant, "WG": args.wg or (8 if args.variant == "item" else 128),
-                  "PV": args.pv if args.variant == "item" else 1}
+                  "PV": args.pv if args.variant == "item" else 1, "UNROLL": args.unroll}
 
     timing: dict = {}
 

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV
+## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL
 ## S-map: one small weighted least-squares problem per (prediction point, theta).
 ##
 ## For prediction point p (time tp, embedded vector xp) and library points j
@@ -299,9 +299,18 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
         a[${k + 1}] = w * ${cvt("xj%d - xp[%d]" % (k, k))};
 % endfor
         a[${N}] = w * yv;
+% if UNROLL:
 % for i, (k, l) in enumerate(pairs):
         G[${i}] = fma(a[${k}], a[${l}], G[${i}]);
 % endfor
+% else:
+        /* rolled: the accumulators live in memory (L1) either way once NENT * PV is
+           large, and the unrolled body would cost tens of seconds of compile time */
+        for (int k = 0, i = 0; k < ${M}; ++k) {
+            const accV ak = a[k];
+            for (int l = k; l < ${M}; ++l, ++i) G[i] = fma(ak, a[l], G[i]);
+        }
+% endif
     }
     /* spill the lanes to scalars once, then one (not PV) copy of the solver code */
 % if PV > 1:

@@ -176,9 +176,10 @@ def test_rank_deficient_rows_fall_back_to_svd(device, dtype):
 
 @pytest.mark.parametrize("params", [{"VARIANT": "item", "WG": 4, "PV": 1},
                                     {"VARIANT": "item", "WG": 1, "PV": 4},
+                                    {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": 0},
                                     {"VARIANT": "group", "WG": 32, "PV": 1},
                                     {"VARIANT": "group", "WG": 64, "PV": 1}],
-                         ids=lambda p: f"{p['VARIANT']}-wg{p['WG']}-pv{p['PV']}")
+                         ids=lambda p: f"{p['VARIANT']}-wg{p['WG']}-pv{p['PV']}-u{p.get('UNROLL', 'auto')}")
 @pytest.mark.parametrize("mode", ["all", "table"])
 def test_every_variant_matches_pyedm(device, params, mode):
     x = lorenz_x(260)
@@ -323,7 +324,8 @@ def test_oclgrind_clean_small():
                 assert all(np.isfinite(q.predicted[:-1]).all() for q in r)
         r = S.smap(x, E=2, theta=2.0, dtype=np.float32)
         assert np.allclose(r.predicted, ref, rtol=1e-5, atol=1e-6, equal_nan=True)
-        for params in ({"VARIANT": "item", "WG": 1, "PV": 4}, {"VARIANT": "group", "WG": 32, "PV": 1}):
+        for params in ({"VARIANT": "item", "WG": 1, "PV": 4, "UNROLL": 0},
+                       {"VARIANT": "group", "WG": 32, "PV": 1}):
             r = S.smap_core(x, x, np.arange(2, 30), np.arange(20, 40), E=3, tau=1, Tp=1,
                             thetas=np.array([1.0]), knn=None, exclusion_radius=0, ridge=0.1,
                             dtype=np.float32, device=None, backend=None, params=params,
