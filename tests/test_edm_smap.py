@@ -331,6 +331,19 @@ def test_oclgrind_clean_small():
                             dtype=np.float32, device=None, backend=None, params=params,
                             accumulate="float")
             assert np.isfinite(r[0].predicted[:-1]).all()
+        # the GPU configuration at E=20: WG=128, two Gram slots per work-item, the
+        # second partial (253 entries); compared with the item variant on PoCL
+        y = np.empty(240); y[0] = 0.3
+        for i in range(1, 240):
+            y[i] = 3.9 * y[i - 1] * (1 - y[i - 1])
+        lib, pred = np.arange(19, 230), np.arange(200, 204)
+        g = S.smap_core(y, y, lib, pred, E=20, tau=1, Tp=1, thetas=np.array([2.0]), knn=None,
+                        exclusion_radius=0, ridge=0.0, dtype=np.float32, device=None,
+                        backend=None, params={"VARIANT": "group", "WG": 128, "PV": 1})[0]
+        i = S.smap_core(y, y, lib, pred, E=20, tau=1, Tp=1, thetas=np.array([2.0]), knn=None,
+                        exclusion_radius=0, ridge=0.0, dtype=np.float32, device="pocl",
+                        backend=None, params={"VARIANT": "item", "WG": 1, "PV": 1})[0]
+        assert g.n_fallback == 0 and np.allclose(g.predicted, i.predicted, rtol=1e-6, atol=1e-6)
         print("ok")
     """)
     assert "ok" in out
