@@ -26,6 +26,12 @@ minimum-norm on rank deficiency). On devices without fp64 the accumulation is
 float32 and the same fallback applies; the measured agreement of both paths is
 stated in ``tests/test_edm_smap.py``.
 
+Layout on the device: CPUs run one work-item per 8 prediction points, one per
+SIMD lane (explicit OpenCL vectors, library values broadcast); GPUs one
+work-group per prediction point, with the library streamed through local memory
+in tiles and the Gram matrix entries spread over the work-items. Several thetas
+(``predict_nonlinear``) run in the same launch (the second grid dimension).
+
 ``ridge`` (>= 0) adds ``ridge * ||C_1..C_E||^2`` (the intercept is not penalised)
 to the weighted least-squares objective; it regularises ill-conditioned local
 fits. pyEDM has no such option; ``ridge=0`` reproduces pyEDM.
@@ -258,7 +264,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
 
     ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
-    (``t - (E-1) tau >= 0``); library times also need ``t + Tp`` inside ``y``.
+    (``0 <= t - k tau < n`` for every k < E); library times also need ``t + Tp``
+    inside ``y``.
     ``accumulate="float"`` forces the float32 accumulation path that devices
     without fp64 take (for tests and accuracy measurements). ``timing``, if a
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
@@ -317,9 +324,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
 
     if np.any(status == 3):  # cannot happen: "all" mode only drops 0 or 1 neighbour
         raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
-    n_fb = 0
     for ti, row in zip(*np.nonzero(status == 1), strict=True):
-        n_fb += 1
         tp = int(pred_t[row])
         if nbr is not None:
             nb = nbr[row][nbr[row] >= 0]
