@@ -19,20 +19,36 @@ from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, loo
 from ..validation import as_series, check_dtype, check_int, check_metric
 from .ranges import MAX_KNN
 
+#: device arrays held until process exit on Oclgrind only: it can apply a released
+#: buffer's "uninitialised" shadow state after a new buffer reuses the address,
+#: which would report false errors in later launches. Oclgrind runs are tiny.
+_OCLGRIND_HOLD: list = []
+
+
+def hold(be: Backend, *arrays) -> None:
+    """Keep ``arrays`` alive for the process on Oclgrind (see ``_OCLGRIND_HOLD``)."""
+    if be.info.runtime == "oclgrind":
+        _OCLGRIND_HOLD.extend(arrays)
+
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1}
-    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16}
+        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1}
+    # CPUs: SIMD lanes over library points, branch-free distance block (PoCL
+    # vectorises work-item loops only without conditional stores and branches)
+    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16, "EA": 0, "INS": "local", "FLAG": 0}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
+    if p["INS"] == "reg" and not p["FLAG"]:
+        return False
     if p["VARIANT"] == "rows":
-        return p["QB"] == 1 and p["TILE"] * 4 * 33 <= info.local_mem_bytes
+        return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
+                and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
     # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
-    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= p["WG"]
+    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= min(p["WG"], 32)
             and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
 
 
@@ -50,7 +66,8 @@ class KnnKernel(TunableKernel):
     template = "knn.cl.mako"
     space = TuningSpace(
         params={"VARIANT": ("rows", "cols"), "WG": (8, 16, 32, 64, 128, 256),
-                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16)},
+                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
+                "INS": ("reg", "local"), "FLAG": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -124,6 +141,9 @@ class DeviceKnn:
     nbatch: int
     nq: int
     k: int
+    #: device inputs the enqueued launch reads; kept alive until the table is dropped
+    #: (some runtimes, e.g. Oclgrind, free a released buffer before queued work ends)
+    keep: tuple = ()
 
 
 def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
@@ -143,7 +163,8 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
         q_dev = be.to_device(np.ascontiguousarray(qpts, dtype=np.int32))
     l_dev = be.to_device(lpts)
     KNN.launch(be, params, spec, x_dev, q_dev, nq, l_dev, nl, nbatch, radius, idx, dist)
-    return DeviceKnn(idx, dist, nbatch, nq, k)
+    hold(be, idx, dist, q_dev, l_dev)
+    return DeviceKnn(idx, dist, nbatch, nq, k, keep=(q_dev, l_dev))
 
 
 def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
@@ -178,6 +199,7 @@ def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
     lp = np.sort(lp)
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
+    hold(be, xd)
     t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp, lpts=lp,
                    radius=int(exclusion_radius), metric=metric, real=real)
     return be.to_host(t.idx)[0], be.to_host(t.dist)[0]
