@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV
+## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL
 ## S-map: one small weighted least-squares problem per (prediction point, theta).
 ##
 ## For prediction point p (time tp, embedded vector xp) and library points j
@@ -42,7 +42,7 @@ if VARIANT == "group":
     NPART = max(1, WG // NENT)
     NSLOT = NENT * NPART
     SPT = (NSLOT + WG - 1) // WG
-    TILE_LEN = max(WG * M, NSLOT)
+    TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
 if MODE not in ("all", "table"):
     raise ValueError("MODE must be all or table")
 if VARIANT not in ("item", "group"):
@@ -55,13 +55,55 @@ ${metric.real_type(REAL)}
 % endif
 typedef double acc_t;
 #define PIVOT_TOL 1e-11
+% elif ACC == "df":
+typedef float acc_t;
+#define PIVOT_TOL 1e-10f
+/* double-float ("df") arithmetic on (hi, lo) float pairs, ~44-bit significands:
+   error-free transformations (Knuth TwoSum, fma TwoProduct; Dekker, Shewchuk) */
+float2 df_qts(float a, float b) { const float s = a + b; return (float2)(s, b - (s - a)); }
+float2 df_ts(float a, float b)
+{
+    const float s = a + b, bb = s - a;
+    return (float2)(s, (a - (s - bb)) + (b - bb));
+}
+float2 df_add(float2 a, float2 b)
+{
+    float2 s = df_ts(a.x, b.x);
+    const float2 t = df_ts(a.y, b.y);
+    s.y += t.x;
+    s = df_qts(s.x, s.y);
+    s.y += t.y;
+    return df_qts(s.x, s.y);
+}
+float2 df_sub(float2 a, float2 b) { return df_add(a, (float2)(-b.x, -b.y)); }
+float2 df_mul(float2 a, float2 b)
+{
+    const float p = a.x * b.x;
+    float e = fma(a.x, b.x, -p);
+    e += a.x * b.y + a.y * b.x;
+    return df_qts(p, e);
+}
+float2 df_div(float2 a, float2 b)
+{
+    const float q1 = a.x / b.x;
+    float2 r = df_sub(a, df_mul(b, (float2)(q1, 0.0f)));
+    const float q2 = r.x / b.x;
+    r = df_sub(r, df_mul(b, (float2)(q2, 0.0f)));
+    return df_add(df_qts(q1, q2), (float2)(r.x / b.x, 0.0f));
+}
+float2 df_sqrt(float2 a)
+{
+    const float x = sqrt(a.x);
+    const float2 r = df_sub(a, df_mul((float2)(x, 0.0f), (float2)(x, 0.0f)));
+    return df_qts(x, r.x / (2.0f * x));
+}
 % else:
 typedef float acc_t;
 #define PIVOT_TOL 1e-5f
 % endif
 % if PV > 1:
 typedef ${REAL}${PV} realV;
-typedef ${ACC}${PV} accV;
+typedef ${"float" if ACC == "df" else ACC}${PV} accV;
 typedef ${"long" if ACC == "double" else "int"}${PV} maskV;
 % else:
 typedef real_t realV;
@@ -76,7 +118,19 @@ typedef int maskV;
 <%def name="lane(e, l)">${e if PV == 1 else "(%s).s%x" % (e, l)}</%def>
 <%def name="sel(A, B, cond)">((${cond}) ? (accV)(${A}) : (accV)(${B}))</%def>
 <%def name="sel2(a, b, cond)">((${cond}) ? (accV)(${b}) : (accV)(${a}))</%def>
-<%def name="cvt(e)">convert_${ACC}${PV if PV > 1 else ""}(${e})</%def>
+<%def name="cvt(e)">convert_${"float" if ACC == "df" else ACC}${PV if PV > 1 else ""}(${e})</%def>
+
+## One Gram update G += x * y: a plain fma, or (df) Ogita-Rump-Oishi Dot2: the
+## product's rounding error (fma) and the sum's (TwoSum) go to the lo part.
+<%def name="accum(T, hi, lo, x, y)">\
+% if ACC == "df":
+{ const ${T} _p = (${x}) * (${y}); const ${T} _pe = fma(${x}, ${y}, -_p);
+  const ${T} _s = ${hi} + _p; const ${T} _bb = _s - ${hi};
+  ${lo} += _pe + ((${hi} - (_s - _bb)) + (_p - _bb)); ${hi} = _s; }\
+% else:
+${hi} = fma(${x}, ${y}, ${hi});\
+% endif
+</%def>
 
 ## One library point for every lane of the item variant: xj<k> (scalars in
 ## "all" mode, per-lane vectors in "table" mode), d (accV distance), yv, out (mask
@@ -206,6 +260,58 @@ typedef int maskV;
     }
 </%def>
 
+## The df twin of solve(): G holds float2 (hi, lo) entries; the Jacobi scaling is
+## by powers of two, so it is exact in df arithmetic.
+<%def name="solve_df(G, sw, swy, swyy)">\
+    {
+        const size_t o = (size_t)ti * n_pred + row;
+        int status = 0;
+        float sc[N];
+        for (int k = 0; k < N; ++k) {
+            const float2 g = k > 0 ? df_add(${G}[IDX(k, k)], (float2)(ridge, 0.0f)) : ${G}[IDX(k, k)];
+            if (!(g.x > 0.0f)) status = 1;
+            sc[k] = status ? 0.0f : ldexp(1.0f, -(ilogb(g.x) / 2));
+            ${G}[IDX(k, k)] = g;
+        }
+        float2 c[N];
+        if (!status) {
+            for (int k = 0; k < N; ++k)
+                for (int l = k; l < M; ++l) {
+                    const float f = sc[k] * (l < N ? sc[l] : 1.0f);   /* a power of two: exact */
+                    ${G}[IDX(k, l)] *= f;
+                }
+            for (int k = 0; k < N && !status; ++k) {
+                float2 dk = ${G}[IDX(k, k)];
+                for (int i = 0; i < k; ++i) dk = df_sub(dk, df_mul(${G}[IDX(i, k)], ${G}[IDX(i, k)]));
+                if (!(dk.x > PIVOT_TOL)) { status = 1; break; }
+                const float2 u = df_sqrt(dk);
+                ${G}[IDX(k, k)] = u;
+                for (int l = k + 1; l < M; ++l) {
+                    float2 t = ${G}[IDX(k, l)];
+                    for (int i = 0; i < k; ++i) t = df_sub(t, df_mul(${G}[IDX(i, k)], ${G}[IDX(i, l)]));
+                    ${G}[IDX(k, l)] = df_div(t, u);
+                }
+            }
+        }
+        if (!status) {
+            for (int k = N - 1; k >= 0; --k) {
+                float2 t = ${G}[IDX(k, N)];
+                for (int l = k + 1; l < N; ++l) t = df_sub(t, df_mul(${G}[IDX(k, l)], c[l]));
+                c[k] = df_div(t, ${G}[IDX(k, k)]);
+            }
+            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (c[k].x + c[k].y) * sc[k];
+            const float p = (c[0].x + c[0].y) * sc[0];
+            out_pred[o] = p;
+            out_var[o] = (${swyy} - 2.0f * p * ${swy} + p * p * ${sw}) / ${sw};
+        } else {
+            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
+            out_pred[o] = (acc_t)NAN;
+            out_var[o] = (acc_t)NAN;
+        }
+        out_status[o] = status;
+    }
+</%def>
+
 <%def name="empty_row()">\
     {
         const size_t o = (size_t)ti * n_pred + row;
@@ -284,6 +390,12 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
 % for i in range(NENT):
     G[${i}] = (accV)(0);
 % endfor
+% if ACC == "df":
+    accV Glo[${NENT}];
+% for i in range(NENT):
+    Glo[${i}] = (accV)(0);
+% endfor
+% endif
     accV sw = (accV)(0), swy = (accV)(0), swyy = (accV)(0);
 % if MODE == "all":
     for (int j = 0; j < n_lib; ++j) {
@@ -299,24 +411,64 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
         a[${k + 1}] = w * ${cvt("xj%d - xp[%d]" % (k, k))};
 % endfor
         a[${N}] = w * yv;
+% if UNROLL:
 % for i, (k, l) in enumerate(pairs):
-        G[${i}] = fma(a[${k}], a[${l}], G[${i}]);
+        ${accum("accV", "G[%d]" % i, "Glo[%d]" % i, "a[%d]" % k, "a[%d]" % l)}
 % endfor
+% else:
+        /* rolled: the accumulators live in memory (L1) either way once NENT * PV is
+           large, and the unrolled body would cost tens of seconds of compile time */
+        for (int k = 0, i = 0; k < ${M}; ++k) {
+            const accV ak = a[k];
+            for (int l = k; l < ${M}; ++l, ++i) ${accum("accV", "G[i]", "Glo[i]", "ak", "a[l]")}
+        }
+% endif
     }
-% for l in range(PV):
-    if (row0 + ${l} < n_pred) {
-        const int row = row0 + ${l};
-        const acc_t cnt_l = ${lane("cnt_used", l)};
-        const int status0 = cnt_l <= (acc_t)0 ? 2 : (${lane("drop", l)} > (acc_t)1 ? 3 : 0);
+    /* spill the lanes to scalars once, then one (not PV) copy of the solver code */
+% if PV > 1:
+    acc_t Gl[${NENT * PV}], sl[${4 * PV}], dl[${PV}];
+    for (int i = 0; i < ${NENT}; ++i) vstore${PV}(G[i], i, Gl);
+% if ACC == "df":
+    acc_t Gll[${NENT * PV}];
+    for (int i = 0; i < ${NENT}; ++i) vstore${PV}(Glo[i], i, Gll);
+% endif
+    vstore${PV}(sw, 0, sl); vstore${PV}(swy, 1, sl); vstore${PV}(swyy, 2, sl);
+    vstore${PV}(cnt_used, 3, sl); vstore${PV}(drop, 0, dl);
+% endif
+    for (int l = 0; l < ${PV}; ++l) {
+        const int row = row0 + l;
+        if (row >= n_pred) break;
+% if PV > 1:
+        const acc_t cnt_l = sl[3 * ${PV} + l], drop_l = dl[l];
+% else:
+        const acc_t cnt_l = cnt_used, drop_l = drop;
+% endif
+        const int status0 = cnt_l <= (acc_t)0 ? 2 : (drop_l > (acc_t)1 ? 3 : 0);
         if (status0) ${empty_row()}
         else {
+% if ACC == "df":
+            float2 Gs[${NENT}];
+%   if PV > 1:
+            for (int i = 0; i < ${NENT}; ++i) Gs[i] = df_qts(Gl[i * ${PV} + l], Gll[i * ${PV} + l]);
+            const acc_t sw_l = sl[l], swy_l = sl[${PV} + l], swyy_l = sl[${2 * PV} + l];
+%   else:
+            for (int i = 0; i < ${NENT}; ++i) Gs[i] = df_qts(G[i], Glo[i]);
+            const acc_t sw_l = sw, swy_l = swy, swyy_l = swyy;
+%   endif
+            ${solve_df("Gs", "sw_l", "swy_l", "swyy_l")}
+% else:
             acc_t Gs[${NENT}];
-            for (int i = 0; i < ${NENT}; ++i) Gs[i] = ${lane("G[i]", l)};
-            const acc_t sw_l = ${lane("sw", l)}, swy_l = ${lane("swy", l)}, swyy_l = ${lane("swyy", l)};
+%   if PV > 1:
+            for (int i = 0; i < ${NENT}; ++i) Gs[i] = Gl[i * ${PV} + l];
+            const acc_t sw_l = sl[l], swy_l = sl[${PV} + l], swyy_l = sl[${2 * PV} + l];
+%   else:
+            for (int i = 0; i < ${NENT}; ++i) Gs[i] = G[i];
+            const acc_t sw_l = sw, swy_l = swy, swyy_l = swyy;
+%   endif
             ${solve("Gs", "sw_l", "swy_l", "swyy_l")}
+% endif
         }
     }
-% endfor
 % else:
     ## ----------------------------------------------------------- group variant
     const int row = get_group_id(0);
@@ -326,7 +478,7 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
     __local acc_t tile[${TILE_LEN}];
     __local acc_t redA[${WG}], redB[${WG}], redC[${WG}];
     __local int redI[${WG}], redJ[${WG}];
-    __local acc_t G[${NENT}];
+    __local ${"float2" if ACC == "df" else "acc_t"} G[${NENT}];
     const acc_t theta = thetas[ti];
     const int tp = pred_t[row];
     if (lid < ${E}) xp[lid] = x[tp - lid * ${TAU}];
@@ -374,6 +526,23 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
 % for q in range(SPT):
     acc[${q}] = (acc_t)0;
 % endfor
+% if ACC == "df":
+    acc_t acclo[${SPT}];
+% for q in range(SPT):
+    acclo[${q}] = (acc_t)0;
+% endfor
+% endif
+    /* each work-item's slots, decoded once: (entry row, entry column, part) */
+    int ska[${SPT}], skb[${SPT}], spart[${SPT}];
+% for q in range(SPT):
+    {
+        const int s = min(lid + ${q * WG}, ${NSLOT - 1});
+        /* no div/rem pair: LLVM would insert a freeze that Oclgrind cannot check */
+        const int part = ${"0" if NPART == 1 else "s / %d" % NENT};
+        const int e = s - part * ${NENT};
+        ska[${q}] = KA[e]; skb[${q}] = KB[e]; spart[${q}] = part;
+    }
+% endfor
     acc_t sw = (acc_t)0, swy = (acc_t)0, swyy = (acc_t)0;
 % if MODE == "all":
     const int n_items = n_lib;
@@ -417,22 +586,21 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 % for q in range(SPT):
-        {
-            const int s = lid + ${q * WG};
 %   if (q + 1) * WG > NSLOT:
-            if (s < ${NSLOT}) {
+        if (lid + ${q * WG} < ${NSLOT}) {
 %   else:
-            {
+        {
 %   endif
-                /* no div/rem pair: LLVM would insert a freeze that Oclgrind cannot check */
-                const int part = ${"0" if NPART == 1 else "s / %d" % NENT};
-                const int e = s - part * ${NENT};
-                const int ka = KA[e], kb = KB[e];
-                acc_t t_acc = acc[${q}];
-                for (int t = part; t < ${WG}; t += ${NPART})
-                    t_acc = fma(tile[t * ${M} + ka], tile[t * ${M} + kb], t_acc);
-                acc[${q}] = t_acc;
-            }
+            acc_t t_acc = acc[${q}];
+% if ACC == "df":
+            acc_t t_lo = acclo[${q}];
+% endif
+            for (int t = spart[${q}]; t < ${WG}; t += ${NPART})
+                ${accum("acc_t", "t_acc", "t_lo", "tile[t * %d + ska[%d]]" % (M, q), "tile[t * %d + skb[%d]]" % (M, q))}
+            acc[${q}] = t_acc;
+% if ACC == "df":
+            acclo[${q}] = t_lo;
+% endif
         }
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -440,17 +608,29 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
     /* combine the parts of each entry, and the variance sums */
 % for q in range(SPT):
 %   if (q + 1) * WG > NSLOT:
-    if (lid + ${q * WG} < ${NSLOT}) tile[lid + ${q * WG}] = acc[${q}];
+    if (lid + ${q * WG} < ${NSLOT}) {
 %   else:
-    tile[lid + ${q * WG}] = acc[${q}];
+    {
 %   endif
+        tile[lid + ${q * WG}] = acc[${q}];
+% if ACC == "df":
+        tile[${NSLOT} + lid + ${q * WG}] = acclo[${q}];
+% endif
+    }
 % endfor
     redA[lid] = sw; redB[lid] = swy; redC[lid] = swyy;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < ${NENT}; e += ${WG}) {
+% if ACC == "df":
+        float2 s = (float2)(0.0f, 0.0f);
+        for (int part = 0; part < ${NPART}; ++part)
+            s = df_add(s, df_qts(tile[part * ${NENT} + e], tile[${NSLOT} + part * ${NENT} + e]));
+        G[e] = s;
+% else:
         acc_t s = (acc_t)0;
         for (int part = 0; part < ${NPART}; ++part) s += tile[part * ${NENT} + e];
         G[e] = s;
+% endif
     }
 % for s in [2 ** i for i in range(20) if 2 ** i < WG][::-1]:
     if (lid < ${s}) {
@@ -462,7 +642,11 @@ void smap(__global const real_t* restrict x, __global const real_t* restrict yli
 % endfor
     if (lid == 0) {
         sw = redA[0]; swy = redB[0]; swyy = redC[0];
+% if ACC == "df":
+        ${solve_df("G", "sw", "swy", "swyy")}
+% else:
         ${solve("G", "sw", "swy", "swyy")}
+% endif
     }
 % endif
 }

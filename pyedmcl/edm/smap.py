@@ -16,15 +16,24 @@ device (``templates/smap.cl.mako``). The series is stored in the requested
 ``dtype`` (float32 by default, after subtracting its mean), distances are taken
 in that type, and everything downstream — weights, the weighted normal
 equations, their Cholesky solve — is accumulated in float64 wherever the device
-has fp64 (every CPU runtime, NVIDIA/AMD GPUs). Normal equations square the
+has fp64 (every CPU runtime, NVIDIA/AMD GPUs); devices without fp64 accumulate
+in double-float (float32 (hi, lo) pairs: fma TwoProduct + TwoSum, Dot2-style, and
+a double-float Cholesky), which measured as accurate as the fp64 path on the
+test cases, where plain float32 normal equations were off by up to 8e-3 in
+predictions and 9e-2 in coefficients on smooth flows. Normal equations square the
 condition number, so we (1) centre the regressors on the prediction point, which
 makes the prediction the intercept itself and removes the dominant
 ill-conditioning, (2) Jacobi-scale the system before Cholesky, and (3) send any
-row whose scaled pivot falls below 1e-11 (float64; 1e-5 on the float32 path) to
+row whose scaled pivot falls below 1e-11 (float64; 1e-10 double-float; 1e-5 float) to
 the host, where it is solved exactly as pyEDM does (SVD ``numpy.linalg.lstsq``,
-minimum-norm on rank deficiency). On devices without fp64 the accumulation is
-float32 and the same fallback applies; the measured agreement of both paths is
-stated in ``tests/test_edm_smap.py``.
+minimum-norm on rank deficiency). The measured agreement of each path is stated
+in ``tests/test_edm_smap.py``.
+
+Layout on the device: CPUs run one work-item per 8 prediction points, one per
+SIMD lane (explicit OpenCL vectors, library values broadcast); GPUs one
+work-group per prediction point, with the library streamed through local memory
+in tiles and the Gram matrix entries spread over the work-items. Several thetas
+(``predict_nonlinear``) run in the same launch (the second grid dimension).
 
 ``ridge`` (>= 0) adds ``ridge * ||C_1..C_E||^2`` (the intercept is not penalised)
 to the weighted least-squares objective; it regularises ill-conditioned local
@@ -84,8 +93,8 @@ class SMapResult(SimplexResult):
 
     def coefficient_names(self, target: str = "x", column: str = "x") -> list[str]:
         """pyEDM's coefficient column names (``∂x/∂x(t-0)``, ...) in our tau sign."""
-        sign = "-" if self.tau > 0 else "+"
-        return ["C0"] + [f"∂{target}/∂{column}(t{sign}{k * abs(self.tau)})" for k in range(self.E)]
+        sign = lambda k: "-" if self.tau > 0 or k == 0 else "+"  # noqa: E731  (pyEDM: t-0 first)
+        return ["C0"] + [f"∂{target}/∂{column}(t{sign(k)}{k * abs(self.tau)})" for k in range(self.E)]
 
     def as_dataframe(self, coefficients: bool = False):
         """time, observed, predicted, variance (+ the coefficient columns)."""
@@ -221,6 +230,10 @@ def _row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarr
     W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
     A = np.column_stack([W, W[:, None] * XL])
     b = W * ylib[nbrs]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        # theta > 0 with every neighbour at distance 0 (mean distance 0): pyEDM's
+        # weights are NaN there too; no fit exists
+        return float("nan"), np.full(E + 1, np.nan), float("nan")
     with np.errstate(all="ignore"):
         try:
             C = np.linalg.lstsq(A, b, rcond=None)[0]
@@ -249,18 +262,28 @@ def _row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
 def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: int,
               tau: int, Tp: int, thetas: np.ndarray, knn: int | None, exclusion_radius: int,
               ridge: float, dtype: Any, device: Any, backend: str | None,
-              params: dict | None = None, accumulate: str | None = None) -> list[SMapResult]:
+              params: dict | None = None, accumulate: str | None = None,
+              timing: dict | None = None) -> list[SMapResult]:
     """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
 
     ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
-    (``t - (E-1) tau >= 0``); library times also need ``t + Tp`` inside ``y``.
-    ``accumulate="float"`` forces the float32 accumulation path that devices
-    without fp64 take (for tests and accuracy measurements).
+    (``0 <= t - k tau < n`` for every k < E); library times also need ``t + Tp``
+    inside ``y``.
+    ``accumulate``: "double" (default where the device has fp64), "df"
+    (double-float: float32 pairs with error-free transformations, the default
+    without fp64) or "float" (plain float32, fastest, least accurate). ``timing``, if a
+    dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
     be = get_backend(device, backend)
     info = be.info
     dt = check_dtype(np.float32 if dtype is None else dtype, info)
-    acc = np.float64 if info.fp64 and accumulate != "float" else np.float32
+    if accumulate is None:
+        accumulate = "double" if info.fp64 else "df"
+    if accumulate not in ("double", "df", "float"):
+        raise ValueError(f"accumulate={accumulate!r}; allowed: double, df, float")
+    if accumulate == "double" and not info.fp64:
+        raise ValueError(f"accumulate='double' needs fp64, which device {info.name} lacks")
+    acc = np.float64 if accumulate == "double" else np.float32
     if acc == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
     n_lib, n_pred, n_theta = lib_t.size, pred_t.size, thetas.size
@@ -278,11 +301,10 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     xmean = float(x.mean())
     spec = {"E": E, "TAU": tau, "METRIC": "euclidean",
             "REAL": "double" if dt == np.float64 else "float",
-            "ACC": "double" if acc == np.float64 else "float", "MODE": mode}
+            "ACC": accumulate, "MODE": mode}
     if params is None:
         params = lookup(SMAP, info, SMAP.spec_bucket(spec), SMAP.size_bucket(n_lib)).params
-        if not SMAP.valid_for(params, info, E):
-            params = {"VARIANT": "item", "WG": 4, "PV": 1}
+        params = SMAP.fit(params, info, E)   # a tuned E bucket may hold a larger E
     args = {
         "x": be.to_device((x - xmean).astype(dt)),
         "ylib": be.to_device((ylib - ymean).astype(dt)),
@@ -296,7 +318,10 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         "out_var": be.empty(n_theta * n_pred, acc),
         "out_status": be.empty(n_theta * n_pred, np.int32),
     }
-    SMAP.launch(be, params, spec, args, n_pred, n_theta)
+    ev = SMAP.launch(be, params, spec, args, n_pred, n_theta)
+    if timing is not None:
+        timing["kernel_s"] = be.event_seconds(ev)
+        timing["params"] = dict(params)
     pred = be.to_host(args["out_pred"]).astype(np.float64).reshape(n_theta, n_pred)
     coef = be.to_host(args["out_coef"]).astype(np.float64).reshape(n_theta, n_pred, E + 1)
     var = be.to_host(args["out_var"]).astype(np.float64).reshape(n_theta, n_pred)
@@ -309,9 +334,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
 
     if np.any(status == 3):  # cannot happen: "all" mode only drops 0 or 1 neighbour
         raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
-    n_fb = 0
     for ti, row in zip(*np.nonzero(status == 1), strict=True):
-        n_fb += 1
         tp = int(pred_t[row])
         if nbr is not None:
             nb = nbr[row][nbr[row] >= 0]
@@ -345,6 +368,8 @@ def _row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, n
     W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
     A = np.column_stack([W, W[:, None] * XL])
     b = W * ylib[nbrs]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        return float("nan"), np.full(E + 1, np.nan), float("nan")
     G = A.T @ A + ridge * np.diag([0.0] + [1.0] * E)
     C = np.linalg.lstsq(G, A.T @ b, rcond=None)[0]
     p = C[0] + C[1:] @ xp

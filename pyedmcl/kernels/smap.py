@@ -5,7 +5,9 @@ of an S-map; see the template's header for the numerics. Tunables: the variant
 ("item" = one work-item per problem, private accumulators, for CPUs; "group" =
 one work-group per problem, Gram entries spread over the work-items, for GPUs)
 the work-group size and, for "item", PV: prediction points per work-item, one
-per SIMD lane of an OpenCL vector type (explicit vectorisation across problems).
+per SIMD lane of an OpenCL vector type (explicit vectorisation across problems),
+and UNROLL of its Gram update ("auto": unrolled while (E+2)(E+3)/2 * PV <= 512;
+unrolling larger E runs faster but compiles for tens of seconds).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ WGS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VARIANT": "group", "WG": 128, "PV": 1}
-    return {"VARIANT": "item", "WG": 2, "PV": 8}
+        return {"VARIANT": "group", "WG": 128, "PV": 1, "UNROLL": "auto"}
+    return {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": "auto"}
 
 
 def local_bytes(E: int, WG: int, acc_bytes: int = 8) -> int:
@@ -39,8 +41,12 @@ def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
     if p["VARIANT"] == "group":
-        return p["PV"] == 1 and p["WG"] >= 32 and local_bytes(E, p["WG"]) <= info.local_mem_bytes
+        return p["PV"] == 1 and p.get("UNROLL", "auto") == "auto" and p["WG"] >= 32 and local_bytes(E, p["WG"]) <= info.local_mem_bytes
     return p["WG"] <= 64
+
+
+#: unroll the Gram update of the item variant up to this many (entry x lane) FMAs
+UNROLL_MAX = 512
 
 
 def effective(params: Params, E: int) -> Params:
@@ -49,7 +55,10 @@ def effective(params: Params, E: int) -> Params:
     pv = params.get("PV", 1)
     while pv > 1 and nent * pv > 2048:
         pv //= 2
-    return {**params, "PV": pv if params["VARIANT"] == "item" else 1}
+    out = {**params, "PV": pv if params["VARIANT"] == "item" else 1}
+    if out.get("UNROLL", "auto") == "auto":
+        out["UNROLL"] = int(nent * out["PV"] <= UNROLL_MAX)
+    return out
 
 
 def e_bucket(E: int) -> str:
@@ -63,7 +72,8 @@ class SMapKernel(TunableKernel):
     name = "smap"
     template = "smap.cl.mako"
     space = TuningSpace(
-        params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8)},
+        params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8),
+                "UNROLL": ("auto", 0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -86,6 +96,16 @@ class SMapKernel(TunableKernel):
     def valid_for(self, params: Params, info: DeviceInfo, E: int) -> bool:
         """Whether ``params`` can run this E on this device (local memory grows with E)."""
         return _fits(params, info, E)
+
+    def fit(self, params: Params, info: DeviceInfo, E: int) -> Params:
+        """``params`` if they fit this E, else the same variant with the largest WG that does."""
+        if _fits(params, info, E):
+            return params
+        for wg in sorted(WGS, reverse=True):
+            p = {**params, "WG": wg}
+            if _fits(p, info, E):
+                return p
+        return {"VARIANT": "item", "WG": 1, "PV": 1, "UNROLL": "auto"}
 
     def launch(self, backend: Backend, params: Params, spec: dict[str, Any], args: dict[str, Any],
                n_pred: int, n_theta: int):
@@ -114,6 +134,9 @@ class _SMapCase(TuningCase):
 
     def __init__(self, backend: Backend, spec: dict[str, Any], size: int):
         self.backend, self.spec = backend, dict(spec)
+        if self.spec.get("ACC") == "double" and not backend.info.fp64:
+            self.spec["ACC"] = "df"  # what smap() runs on a device without fp64
+        spec = self.spec
         E, tau = spec["E"], spec["TAU"]
         span = (E - 1) * tau
         x = np.empty(size + span + 1)
