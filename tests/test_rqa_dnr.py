@@ -156,7 +156,7 @@ def test_oclgrind_clean():
 
 def test_partial_folds_of_32bit_histograms(device, monkeypatch):
     """Many intermediate (partial) 32->64-bit folds give the same histograms as one."""
-    import pyedmcl.rqa.dnr as dnr
+    from pyedmcl.rqa import dnr  # (pe.rqa is the function; the module is pyedmcl.rqa)
 
     x = logistic(700)
     ref = _hists(pe.rqa(x, E=2, tau=1, radius=0.3, dtype="float64", device=device, edge=50))
