@@ -4,7 +4,7 @@
 ## distance (compare with the squared radius; take sqrt only where a value is needed).
 <%def name="step(METRIC, acc, a, b)">\
 % if METRIC == "euclidean":
-{ const real_t _d = (${a}) - (${b}); ${acc} = mad(_d, _d, ${acc}); }\
+{ const real_t _d = (${a}) - (${b}); ${acc} = fma(_d, _d, ${acc}); }\
 % elif METRIC == "maximum":
 ${acc} = fmax(${acc}, fabs((${a}) - (${b})));\
 % elif METRIC == "manhattan":
