@@ -63,7 +63,8 @@ class _Group:
 class XmapEngine:
     """Uploads ``X`` (N, n) once and computes row blocks of the cross-map matrix."""
 
-    def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray, *, tau: int = 1, Tp: int = 0,
+    def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray | None = None, *, tau: int = 1,
+                 Tp: int = 0,
                  real: str = "float", weight: str = "ccm"):
         self.be, self.real, self.weight = be, real, weight
         self.dt = np.float64 if real == "double" else np.float32
@@ -72,11 +73,21 @@ class XmapEngine:
         X = np.ascontiguousarray(X, dtype=self.dt)
         self.N, self.n = X.shape
         self.tau, self.Tp = int(tau), int(Tp)
-        self.E = np.asarray(E, dtype=np.int64)
         self.x_dev = be.to_device(X.reshape(-1))
         self.wg = skill_wg(be)
-        self.groups = [self._group(int(e)) for e in np.unique(self.E)]
         self._scratch: dict[tuple, Any] = {}
+        self.groups: list[_Group] = []
+        self.E = None
+        if E is not None:
+            self.set_E(E)
+
+    def set_E(self, E) -> None:
+        """Embedding dimension of each target series: groups targets by E."""
+        E = np.asarray(E, dtype=np.int64)
+        if self.E is not None and np.array_equal(E, self.E):
+            return
+        self.E = E
+        self.groups = [self._group(int(e)) for e in np.unique(E)]
 
     # -- setup -------------------------------------------------------------------------------
     def _group(self, E: int) -> _Group:
