@@ -19,6 +19,17 @@ from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, loo
 from ..validation import as_series, check_dtype, check_int, check_metric
 from .ranges import MAX_KNN
 
+#: device arrays held until process exit on Oclgrind only: it can apply a released
+#: buffer's "uninitialised" shadow state after a new buffer reuses the address,
+#: which would report false errors in later launches. Oclgrind runs are tiny.
+_OCLGRIND_HOLD: list = []
+
+
+def hold(be: Backend, *arrays) -> None:
+    """Keep ``arrays`` alive for the process on Oclgrind (see ``_OCLGRIND_HOLD``)."""
+    if be.info.runtime == "oclgrind":
+        _OCLGRIND_HOLD.extend(arrays)
+
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
@@ -124,6 +135,9 @@ class DeviceKnn:
     nbatch: int
     nq: int
     k: int
+    #: device inputs the enqueued launch reads; kept alive until the table is dropped
+    #: (some runtimes, e.g. Oclgrind, free a released buffer before queued work ends)
+    keep: tuple = ()
 
 
 def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
@@ -143,7 +157,8 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
         q_dev = be.to_device(np.ascontiguousarray(qpts, dtype=np.int32))
     l_dev = be.to_device(lpts)
     KNN.launch(be, params, spec, x_dev, q_dev, nq, l_dev, nl, nbatch, radius, idx, dist)
-    return DeviceKnn(idx, dist, nbatch, nq, k)
+    hold(be, idx, dist, q_dev, l_dev)
+    return DeviceKnn(idx, dist, nbatch, nq, k, keep=(q_dev, l_dev))
 
 
 def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
@@ -178,6 +193,7 @@ def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
     lp = np.sort(lp)
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
+    hold(be, xd)
     t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp, lpts=lp,
                    radius=int(exclusion_radius), metric=metric, real=real)
     return be.to_host(t.idx)[0], be.to_host(t.dist)[0]
