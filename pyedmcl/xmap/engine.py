@@ -33,6 +33,10 @@ from ..edm.ranges import ccm_valid_times, point_offset, resolve
 
 TEMPLATE = "xmap_lookup.cl.mako"
 
+#: point lists are padded to a multiple of the largest k-NN tile
+PAD_POINTS = 512
+#: targets cross-mapped per work-group (each table row read once for all of them)
+TARGETS_PER_GROUP = 4
 #: bytes of packed tables (indices, weights, weight sums) per batch of libraries
 TABLE_BUDGET_GPU = 256 << 20
 TABLE_BUDGET_CPU = 32 << 20
@@ -75,6 +79,7 @@ class XmapEngine:
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
         self.wg = skill_wg(be)
+        self.tj = TARGETS_PER_GROUP
         self._scratch: dict[tuple, Any] = {}
         self.groups: list[_Group] = []
         self.E = None
@@ -109,7 +114,7 @@ class XmapEngine:
 
     def _kern(self, k: int, name: str, weight: str | None = None):
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
-                  "WEIGHT": weight or self.weight}
+                  "WEIGHT": weight or self.weight, "TJ": self.tj}
         return self.be.kernel(TEMPLATE, params, name)
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
@@ -119,6 +124,15 @@ class XmapEngine:
         if have is None or have[1] < size or have[2] != np.dtype(dtype):
             self._scratch[key] = (self.be.empty((size,), dtype), size, np.dtype(dtype))
         return self._scratch[key][0]
+
+    def _shifted(self, key: str, pts_dev, n: int, base: int):
+        """``pts + base`` in a scratch buffer padded to whole k-NN tiles (the k-NN
+        kernel may read a partial last tile whole; padding repeats the last point)."""
+        nout = round_up(n, PAD_POINTS)
+        buf = self._buf(key, (nout,), np.int32)
+        self.be.launch(self._kern(1, "shift_points", "ccm"), (round_up(nout, 64),), None,
+                       pts_dev, np.int32(n), np.int32(base), buf, np.int32(nout))
+        return buf
 
     def batch_size(self, M: int, k: int) -> int:
         budget = TABLE_BUDGET_GPU if self.be.info.is_gpu else TABLE_BUDGET_CPU
@@ -131,15 +145,8 @@ class XmapEngine:
         """k-NN table of one library series, packed into batch slot ``slot``."""
         be = self.be
         base = series * self.n
-        shift = self._kern(k, "shift_points", weight)
-        gq = self._buf("gq", (nq,), np.int32)
-        be.launch(shift, (round_up(nq, 64),), None, qpts_dev, np.int32(nq), np.int32(base), gq)
-        if lpts_dev is qpts_dev:
-            gl = gq
-        else:
-            gl = self._buf("gl", (nl,), np.int32)
-            be.launch(shift, (round_up(nl, 64),), None, lpts_dev, np.int32(nl), np.int32(base),
-                      gl)
+        gq = self._shifted("gq", qpts_dev, nq, base)
+        gl = gq if lpts_dev is qpts_dev else self._shifted("gl", lpts_dev, nl, base)
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
         KNN.launch(be, knn["params"], knn["spec"], self.x_dev, gq, nq, gl, nl, 1, radius, idx,
@@ -149,10 +156,11 @@ class XmapEngine:
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int) -> None:
-        self.be.launch(self._kern(k, "xmap_skill", weight), (ntg * self.wg,), (self.wg,),
-                       tidx, tw, tden, np.int32(nq), np.int32(nb), self.x_dev, np.int32(self.n),
-                       np.int32(tshift), tgt_dev, ocol_dev, obs_dev, out, np.int32(ldo),
-                       np.int32(orow))
+        groups = -(-ntg // self.tj)
+        self.be.launch(self._kern(k, "xmap_skill", weight), (groups * self.wg, nb),
+                       (self.wg, 1), tidx, tw, tden, np.int32(nq), self.x_dev,
+                       np.int32(self.n), np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg),
+                       obs_dev, out, np.int32(ldo), np.int32(orow))
 
     # -- public ------------------------------------------------------------------------------
     def block(self, r0: int, r1: int) -> np.ndarray:
@@ -203,11 +211,11 @@ class XmapEngine:
             tw = be.empty((nq * k,), self.acc_dt)
             tden = be.empty((nq,), self.acc_dt)
             col = be.empty((1,), np.int32)
-            shift = self._kern(k, "shift_points", "simplex")
-            be.launch(shift, (64,), None, one, np.int32(1), np.int32(E - 1), col)
+            shift = self._kern(1, "shift_points", "ccm")
+            be.launch(shift, (64,), None, one, np.int32(1), np.int32(E - 1), col, np.int32(1))
             for i in range(r0, r1):
                 tgt = self._buf("edim_tgt", (1,), np.int32)
-                be.launch(shift, (64,), None, one, np.int32(1), np.int32(i), tgt)
+                be.launch(shift, (64,), None, one, np.int32(1), np.int32(i), tgt, np.int32(1))
                 self._table(i, E, k, q_dev, nq, l_dev, nl, plan.exclusion_radius, knn, 0,
                             tidx, tw, tden, "simplex")
                 self._skill(k, "simplex", tidx, tw, tden, nq, 1, plan.offset + plan.Tp, tgt,
