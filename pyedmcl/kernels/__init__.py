@@ -14,6 +14,7 @@ from clkernels.tuning import TunableKernel
 _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
     "knn": "pyedmcl.edm.knn:KNN",
+    "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
 }
 
 
