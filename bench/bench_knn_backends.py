@@ -49,12 +49,14 @@ def parse_sizes(vals: list[str]) -> list[int]:
     return out
 
 
-def run_simplex(x, E, name, device, opts, repeats):
-    best, res = float("inf"), None
-    for _ in range(repeats):
+def run_simplex(x, E, name, device, opts, repeats, min_total=0.0, max_runs=10):
+    """Minimum wall time over ``repeats`` runs, more (up to ``max_runs``) until ``min_total`` s."""
+    best, res, total, runs = float("inf"), None, 0.0, 0
+    while runs < repeats or (total < min_total and runs < max_runs):
         t0 = time.perf_counter()
         res = pe.simplex(x, E=E, Tp=1, knn_backend=name, knn_options=opts.get(name), device=device)
-        best = min(best, time.perf_counter() - t0)
+        dt = time.perf_counter() - t0
+        best, total, runs = min(best, dt), total + dt, runs + 1
     return best, res
 
 
@@ -66,6 +68,8 @@ def main(argv=None) -> int:
     ap.add_argument("--E", nargs="+", type=int, default=[1, 20])
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--min-total", type=float, default=1.0,
+                    help="repeat short runs (up to 10) until this many seconds were timed")
     ap.add_argument("--max-seconds", type=float, default=60.0,
                     help="skip a back-end whose predicted run exceeds this")
     ap.add_argument("--recall-sample", type=int, default=2000)
@@ -107,7 +111,7 @@ def main(argv=None) -> int:
                     if pred > args.max_seconds:
                         est[b] = pred
                         continue
-                sec, res = run_simplex(x, E, b, args.device, opts, args.repeats)
+                sec, res = run_simplex(x, E, b, args.device, opts, args.repeats, args.min_total)
                 t[b] = sec
                 last[b] = (L, sec)
                 m[b] = mape(res.predicted, res.observed)

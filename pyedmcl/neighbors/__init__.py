@@ -59,7 +59,12 @@ def resolve_backend(knn_backend: str | NeighborBackend, be: Any, *, L: int, E: i
     name = check_backend_name(knn_backend)
     options = dict(options or {})
     if name != "auto":
-        return neighbor_backend(name, **options)
+        nb = neighbor_backend(name, **options)
+        if not nb.exact and not options:  # defaults: report the recall measured for them
+            from .auto import expected_recall
+
+            nb.info.expected_recall = expected_recall(be.info, name, L=L, E=E)
+        return nb
     from .auto import choose
 
     ch = choose(be.info, L=L, E=E, nq=nq, k=k)

@@ -154,6 +154,25 @@ def choose(info: DeviceInfo, *, L: int, E: int, nq: int | None = None, k: int | 
     return AutoChoice(name, 1.0 if name in ("exact", "kdtree") else float("nan"), "heuristic")
 
 
+def expected_recall(info: DeviceInfo, name: str, *, L: int, E: int) -> float:
+    """Recall measured for back-end ``name`` (default settings) nearest to (L, E); NaN if never."""
+    if name in ("exact", "kdtree"):
+        return 1.0
+    user = user_recalls(info)
+    for source, es in candidates(info):
+        es = [e for e in es if source == "user" or name in (e.get("recall") or {})]
+        hit = _nearest(es, L, E)
+        if hit is None:
+            continue
+        if source == "user":
+            r = user.get((hit.get("spec_bucket"), hit.get("size_bucket"), name))
+            if r is None:
+                continue
+            return float(r)
+        return _recall_of(hit, name)
+    return float("nan")
+
+
 # --- ``pyedmcl tune knn_backend``: measure the crossovers on this device ------------------
 
 class HostEvent:
