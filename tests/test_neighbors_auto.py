@@ -57,8 +57,8 @@ def test_shipped_model_and_heuristic():
     c = A.choose(cpu, L=50000, E=20)
     assert c.source.startswith("shipped:") and c.backend in BACKENDS
     # a GPU with no entries: the heuristic picks the exact kernel
-    gpu = dataclasses.replace(cpu, device_type="gpu", is_gpu=True, runtime="nvidia",
-                              name="Fake GPU 9000")
+    gpu = dataclasses.replace(cpu, device_type="gpu", runtime="nvidia", name="Fake GPU 9000",
+                              normalised_name="fake-gpu-9000")
     c = A.choose(gpu, L=1 << 20, E=20)
     assert (c.backend, c.source) == ("exact", "heuristic")
 

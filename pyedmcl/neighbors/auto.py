@@ -10,8 +10,8 @@ Where the choice comes from, first hit wins:
    ``{"format": 1, "entries": [...]}``), at the levels ``device`` -> ``arch`` ->
    ``vendor_type`` -> ``global`` (global entries apply only to devices of the
    entry's ``device_type``);
-3. a rule of thumb (``source="heuristic"``): on a GPU the exact kernel; on a
-   CPU the k-d tree for low E, HNSW for high E and long series, exact for short.
+3. a rule of thumb (``source="heuristic"``, from the PoCL CPU bench): on a GPU
+   the exact kernel; on a CPU the k-d tree, except IVF for E > 8 and L >= 8192.
 
 Within a level the entry nearest in ``(log2 L, log2 E)`` wins (E weighs double:
 the crossovers move more with E than with L). A choice whose library is not
@@ -72,11 +72,11 @@ def heuristic(info: DeviceInfo, L: int, E: int) -> str:
     """Rule of thumb when nothing was measured (kEDM paper's findings, our exact kernel)."""
     if info.is_gpu:
         return "exact"
-    if E <= 4 and available("kdtree"):
-        return "kdtree" if L >= 2048 else "exact"
-    if L >= 16384 and available("hnsw"):
-        return "hnsw"
-    return "kdtree" if L >= 4096 and available("kdtree") else "exact"
+    if not available("kdtree"):
+        return "ivf" if E > 8 and L >= 8192 and available("ivf") else "exact"
+    if E > 8 and L >= 8192 and available("ivf"):
+        return "ivf"
+    return "kdtree"
 
 
 def _entry_LE(e: dict[str, Any]) -> tuple[float, float] | None:
@@ -225,7 +225,7 @@ class KnnBackendFamily(TunableKernel):
             return [4096]
         if info.is_gpu:
             return [1 << p for p in range(12, 19, 2)]
-        return [1 << p for p in range(10, 16)]
+        return [1 << p for p in range(10, 15, 2)]
 
     def case(self, backend: Any, spec: dict[str, Any], size: int) -> TuningCase:
         return _BackendCase(backend, spec, size)
