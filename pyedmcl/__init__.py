@@ -26,7 +26,7 @@ def _register(names: dict[str, str]) -> None:
     _API.update(names)
 
 
-for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap"):
+for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors"):
     try:
         _register(import_module(_mod + "._api").API)
     except ModuleNotFoundError as _exc:  # a family not built yet
