@@ -15,15 +15,24 @@ from pathlib import Path
 import numpy as np
 
 FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
+#: a first CSV column with one of these names is the time axis, not a series (pyEDM layout)
+TIME_NAMES = ("time", "index", "date", "t")
 
 
 @dataclass
 class Table:
-    """Series as columns: ``data[:, j]`` is series ``names[j]``."""
+    """Series as columns: ``data[:, j]`` is series ``names[j]``; ``time`` if the file had one."""
 
     data: np.ndarray
     names: list[str]
     source: str
+    time: np.ndarray | None = None
+
+    def frame(self):
+        """The table as a pandas DataFrame (series names as columns)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.data, columns=self.names)
 
     def column(self, name: str | int) -> np.ndarray:
         return self.data[:, self.index(name)]
@@ -45,7 +54,7 @@ class Table:
         if not columns:
             return self
         idx = [self.index(c) for c in columns]
-        return Table(self.data[:, idx], [self.names[i] for i in idx], self.source)
+        return Table(self.data[:, idx], [self.names[i] for i in idx], self.source, self.time)
 
 
 def _split_dataset(path: str) -> tuple[str, str | None]:
@@ -60,11 +69,15 @@ def _split_dataset(path: str) -> tuple[str, str | None]:
 def _from_frame(df, source: str) -> Table:
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ValueError(f"{source} is empty: no rows or no columns")
+    time = None
+    if df.shape[1] > 1 and str(df.columns[0]).strip().lower() in TIME_NAMES:
+        time = df.iloc[:, 0].to_numpy()
+        df = df.iloc[:, 1:]
     bad = [c for c in df.columns if df[c].dtype.kind not in "biuf"]
     if bad:
         raise ValueError(f"{source}: column(s) {', '.join(map(str, bad[:10]))} are not numeric; "
                          "select numeric columns with --columns")
-    return Table(df.to_numpy(dtype=np.float64), [str(c) for c in df.columns], source)
+    return Table(df.to_numpy(dtype=np.float64), [str(c) for c in df.columns], source, time)
 
 
 def read_csv(src, source: str) -> Table:
@@ -93,11 +106,13 @@ def _matrix(arr: np.ndarray, source: str) -> Table:
     return Table(arr.astype(np.float64), [str(i) for i in range(arr.shape[1])], source)
 
 
-def read_table(path: str | Path, columns: list[str] | None = None) -> Table:
+def read_table(path: str | Path, columns: list[str] | None = None, *,
+               dataset: str | None = None) -> Table:
     """Read series from ``path`` (``-`` = CSV on stdin), optionally selecting columns.
 
-    ``.h5``/``.zarr`` take an optional dataset after a colon (``data.h5:/x``); 2-D
-    arrays are time x series.
+    CSV: a header line; a first column named time/index/date/t is the time axis
+    (``Table.time``), not a series. ``.h5``/``.zarr`` take a dataset as ``dataset=``
+    or after a colon (``data.h5:/x``); 2-D arrays are time x series.
     """
     p = str(path)
     if p == "-":
@@ -105,7 +120,8 @@ def read_table(path: str | Path, columns: list[str] | None = None) -> Table:
         if not text.strip():
             raise ValueError("stdin is empty: expected CSV with a header line")
         return read_csv(io.StringIO(text), "stdin").select(columns)
-    p, dataset = _split_dataset(p)
+    p, ds = _split_dataset(p)
+    dataset = dataset or ds
     fp = Path(p)
     if not fp.exists():
         raise FileNotFoundError(f"input file {p!r} does not exist")
@@ -127,7 +143,8 @@ def read_table(path: str | Path, columns: list[str] | None = None) -> Table:
             raise ImportError("reading .h5 needs h5py: pip install 'pyedmcl[io]'") from exc
         with h5py.File(fp, "r") as f:
             if dataset is None:
-                names = [k for k in f if isinstance(f[k], h5py.Dataset)]
+                names: list[str] = []
+                f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
                 if len(names) != 1:
                     raise ValueError(f"{p}: name the dataset as {p}:NAME; it holds {names}")
                 dataset = names[0]
@@ -146,3 +163,11 @@ def read_table(path: str | Path, columns: list[str] | None = None) -> Table:
             raise ValueError(f"{p}: is a group; name the array as {p}:NAME")
         return _matrix(node[...], p).select(columns)
     raise ValueError(f"input {p!r} has unsupported extension {ext!r}; allowed: {', '.join(FORMATS)} or -")
+
+
+def read_series(path: str | Path, column: str | int | None = None, *,
+                dataset: str | None = None) -> tuple[np.ndarray, str]:
+    """One series and its name: ``column`` by name or 0-based index; default the first series."""
+    t = read_table(path, dataset=dataset)
+    j = 0 if column is None else t.index(column)
+    return t.data[:, j].copy(), t.names[j]

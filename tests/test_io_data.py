@@ -21,10 +21,11 @@ def test_csv_with_header_and_selection(tmp_path, frame):
     p = tmp_path / "d.csv"
     p.write_text("time,a,b\n" + "\n".join(f"{i},{r[0]},{r[1]}" for i, r in enumerate(frame)))
     t = read_table(p)
-    assert t.names == ["time", "a", "b"] and t.data.shape == (50, 3)
+    assert t.names == ["a", "b"] and t.data.shape == (50, 2)  # "time" is the time axis
+    np.testing.assert_array_equal(t.time, np.arange(50))
     sel = read_table(p, ["b", "a"])
     np.testing.assert_allclose(sel.data, frame[:, [1, 0]])
-    with pytest.raises(ValueError, match="column 'zz' not found.*available: time, a, b"):
+    with pytest.raises(ValueError, match="column 'zz' not found.*available: a, b"):
         read_table(p, ["zz"])
 
 

@@ -10,7 +10,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..devices import DeviceInfo, cl_device
-from .base import Backend, BuildError, Local, save_failed_source
+from .base import Backend, BuildError, Local, round_up, save_failed_source
 
 # Programs shared by every backend of the process: (fingerprint, context id, source, options).
 _programs: dict[tuple, cl.Program] = {}
@@ -59,8 +59,21 @@ class PyOpenCLBackend(Backend):
     def empty(self, shape, dtype) -> cla.Array:
         return cla.empty(self.queue, shape, dtype)
 
+    _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+               np.dtype(np.int32): "int", np.dtype(np.uint32): "uint",
+               np.dtype(np.int64): "long", np.dtype(np.uint64): "ulong",
+               np.dtype(np.uint8): "uchar", np.dtype(np.int8): "char",
+               np.dtype(np.uint16): "ushort", np.dtype(np.int16): "short"}
+
     def fill(self, array: cla.Array, value: float) -> None:
-        array.fill(value)
+        ctype = self._CTYPES.get(array.dtype)
+        if ctype is None or array.size == 0 or not array.flags.forc:
+            array.fill(value)
+            return
+        k = self.kernel("fill.cl.mako", {"CTYPE": ctype}, "fill")
+        wg = min(256, self.info.max_work_group_size)
+        self.launch(k, (round_up(array.size, wg),), (wg,), array, array.dtype.type(value),
+                    np.uint64(array.size))
 
     def to_host(self, array: Any) -> np.ndarray:
         if isinstance(array, cla.Array):

@@ -14,26 +14,10 @@ import numpy as np
 
 
 def load_series(path: str, name: str | None) -> tuple[np.ndarray, str]:
-    """One series from a .csv (by column name; default: the 2nd column) or a .npy file."""
-    if path.endswith(".npy"):
-        arr = np.load(path)
-        if arr.ndim == 1:
-            if name not in (None, "0"):
-                raise ValueError(f"{path} holds one series; --column/--target must be omitted or 0")
-            return arr.astype(float), "x"
-        j = 0 if name is None else int(name)
-        if not 0 <= j < arr.shape[1]:
-            raise ValueError(f"column index {j} out of range; allowed: 0..{arr.shape[1] - 1}")
-        return arr[:, j].astype(float), str(j)
-    import pandas as pd
-    df = pd.read_csv(path)
-    if name is None:
-        if df.shape[1] < 2:
-            return df.iloc[:, 0].to_numpy(float), str(df.columns[0])
-        name = str(df.columns[1])  # pyEDM layout: the first column is time
-    if name not in df.columns:
-        raise ValueError(f"column {name!r} not in {path}; columns: {list(df.columns)}")
-    return df[name].to_numpy(float), name
+    """One series from any supported file (by column name or index; default: the first series)."""
+    from ..io import read_series
+
+    return read_series(path, name)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

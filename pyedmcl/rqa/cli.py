@@ -9,23 +9,17 @@ import numpy as np
 
 
 def _load(path: str, column: str | None) -> np.ndarray:
-    """A series from .npy, or a CSV/text column (by name or 0-based index; default the last)."""
-    if path.endswith(".npy"):
-        return np.load(path).astype(np.float64).reshape(-1)
-    import pandas as pd
+    """A series from any supported file (column by name or 0-based index; default the first).
 
-    df = pd.read_csv(path, sep=None, engine="python")
-    if column is None:
-        col = df.columns[-1]
-    elif column in df.columns:
-        col = column
-    else:
-        try:
-            col = df.columns[int(column)]
-        except (ValueError, IndexError) as exc:
-            raise ValueError(f"column {column!r} not found in {path}; columns: "
-                             f"{list(df.columns)}") from exc
-    return df[col].to_numpy(dtype=np.float64)
+    ``--column`` names a CSV column; a file holding a single series ignores it, so
+    ``crqa x.npy y.csv --column value`` works.
+    """
+    from ..io import read_table
+
+    t = read_table(path)
+    if len(t.names) == 1:
+        return t.data[:, 0].copy()
+    return t.column(0 if column is None else column).copy()
 
 
 def _common(p: argparse.ArgumentParser) -> None:
