@@ -90,7 +90,12 @@ def check_tau(tau: Any) -> int:
 
 
 def check_tp(Tp: Any, n: int) -> int:
-    return check_int(Tp, "Tp", -(n - 1), n - 1)
+    """Integer Tp with |Tp| < n; a too-short series is named as such, not only as a bad Tp."""
+    Tp = check_int(Tp, "Tp", -(10**9), 10**9)
+    if abs(Tp) > n - 1:
+        raise ValueError(f"Tp={Tp} is out of range for a series of {n} values (too short for "
+                         f"this Tp); allowed: |Tp| <= n-1 = {n - 1}")
+    return Tp
 
 
 def point_offset(E: int, tau: int) -> int:
