@@ -15,8 +15,10 @@
 ## of sum a a^T for the augmented vector a = w [1, z_1..z_E, y] (the normal
 ## equations and their right-hand side), plus sum w, w y, w y^2 for pyEDM's
 ## prediction variance. The (E+1)x(E+1) system is Jacobi-scaled and solved by
-## Cholesky in ACC precision; a pivot below PIVOT_TOL marks the row (status 1)
-## for the host's SVD least-squares fallback, which has pyEDM's exact semantics.
+## Cholesky in ACC precision: "double", "float", or "df" (double-float: float32
+## (hi, lo) pairs, Dot2-style accumulation and a df Cholesky, for devices without
+## fp64); a pivot below PIVOT_TOL marks the row (status 1) for the host's SVD
+## least-squares fallback, which has pyEDM's exact semantics.
 ##
 ## MODE "all": every library point outside |tj - tp| <= excl_r (which removes the
 ## point itself when lib and pred overlap), minus the farthest if knn asks for it.
