@@ -7,7 +7,9 @@ and pyunicorn, in one process, on the same logistic-map series. Prints times and
 
 PyRQA's "fastest variant" is picked by timing its variants at --pilot points
 first. pyunicorn stores the full N x N matrix: it only runs up to --pyunicorn-max.
-Measured histograms are checked equal to PyRQA's (float32 both: a few threshold
+CPU seconds (process_time, all threads) are printed too: on a shared machine they
+are less disturbed by other load than wall time. Measured histograms are checked
+against PyRQA's (float32 both: a few threshold
 cells may differ; the count of differing recurrences is printed).
 """
 
@@ -82,21 +84,25 @@ def main() -> None:
               + ", ".join(f"{k}={t:.3f}s" for k, t in sorted(times.items(), key=lambda kv: kv[1])))
     for n in args.sizes:
         x = logistic(n + (args.E - 1) * args.tau)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         r = pe.rqa(x, **kw)
         ours = time.perf_counter() - t
-        row = {"N": n, "pyedmcl_s": ours, "RR": r.RR, "DET": r.DET, "LAM": r.LAM,
+        row = {"N": n, "pyedmcl_s": ours, "pyedmcl_cpu_s": time.process_time() - c, "RR": r.RR, "DET": r.DET, "LAM": r.LAM,
                "devices": r.settings["devices"], "launches": r.settings["launches"]}
         cells = 1.5 * n * n
         row["Gcells_per_s"] = cells / ours / 1e9
         if not args.no_peers and n <= args.pyrqa_max:
             for label, v in (("pyrqa_default", VARIANTS[0]), ("pyrqa_fastest", fastest)):
                 if label == "pyrqa_fastest" and v == VARIANTS[0]:
-                    row[label + "_s"] = row["pyrqa_default_s"]
+                    for suffix in ("_s", "_cpu_s", "_cpu_ratio"):
+                        row[label + suffix] = row["pyrqa_default" + suffix]
                     continue
+                c = time.process_time()
                 pr, sec = pyrqa_run(x, E=args.E, tau=args.tau, radius=args.radius,
                                     dtype=np.float32, variant=v, platform=args.pyrqa_platform)
                 row[label + "_s"] = sec
+                row[label + "_cpu_s"] = time.process_time() - c
+                row[label + "_cpu_ratio"] = row[label + "_cpu_s"] / row["pyedmcl_cpu_s"]
                 row[label + "_ratio"] = sec / ours
                 row[label + "_rec_diff"] = int(r.n_recurrences) - int(pr.number_of_recurrence_points)
             row["pyrqa_fastest_ratio"] = row["pyrqa_fastest_s"] / ours

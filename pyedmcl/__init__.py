@@ -26,12 +26,25 @@ def _register(names: dict[str, str]) -> None:
     _API.update(names)
 
 
-for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap"):
+for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors"):
     try:
         _register(import_module(_mod + "._api").API)
     except ModuleNotFoundError as _exc:  # a family not built yet
         if _exc.name is None or not _exc.name.startswith(_mod):
             raise
+
+# A public function named like its subpackage (pe.xmap) must not be shadowed by the
+# subpackage module that importing its _api bound here.
+for _name in [n for n in _API if type(globals().get(n)).__name__ == "module"]:
+    del globals()[_name]
+
+
+# A public function named like its subpackage (``rqa``, ``xmap``) would be shadowed:
+# importing ``pyedmcl.rqa`` binds the *package* as the attribute ``pyedmcl.rqa``. Bind
+# those functions eagerly so ``pe.rqa(...)`` is always the function.
+for _name, _mod in list(_API.items()):
+    if _mod.startswith(f"pyedmcl.{_name}.") or _mod == f"pyedmcl.{_name}":
+        globals()[_name] = getattr(import_module(_mod), _name)
 
 
 def __getattr__(name: str) -> Any:

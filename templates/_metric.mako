@@ -2,6 +2,8 @@
 ## Import with <%namespace name="metric" file="_metric.mako"/>; a metric is a
 ## template parameter, never a copied kernel. Euclidean accumulates the *squared*
 ## distance (compare with the squared radius; take sqrt only where a value is needed).
+## Never fma/mad here: PoCL 3.0 runs them as calls (3-4x slower), and contraction is
+## off (see real_type), so `acc += d * d` rounds identically everywhere.
 <%def name="step(METRIC, acc, a, b)">\
 % if METRIC == "euclidean":
 { const real_t _d = (${a}) - (${b}); ${acc} += _d * _d; }\
@@ -20,7 +22,15 @@ sqrt(${acc})\
 (${acc})\
 % endif
 </%def>
-<%def name="real_type(REAL)">\
+<%def name="real_type(REAL, contract=False)">\
+## Contraction off by default: each * and + is a correctly rounded IEEE operation on
+## every conforming device, so distances (and threshold decisions) agree bit for bit
+## across runtimes (see DESIGN_NOTES.md). Kernels that only measure peaks pass contract=True.
+% if contract:
+#pragma OPENCL FP_CONTRACT ON
+% else:
+#pragma OPENCL FP_CONTRACT OFF
+% endif
 % if REAL == "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double real_t;

@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
@@ -20,7 +20,11 @@
 ## (partial sums only grow, so this is exact); for large E most library points
 ## are rejected after the first chunk.
 ##
-## VARIANT "rows" (GPUs): one work-item per query, the tile is read as broadcasts.
+## VARIANT "rows" (GPUs): SPLIT work-items per query (WG / SPLIT queries per
+## group), each scanning every SPLIT-th point of each tile (broadcast reads) into
+## its own register top-k; the SPLIT partial lists merge through local memory at
+## the end (same total order, so the result does not depend on SPLIT). SPLIT > 1
+## keeps a GPU busy when there are few queries.
 ## VARIANT "cols" (CPU SIMD): a work-group owns QB queries (coordinates in local
 ## memory); work-items are library points of the tile (TILE = WG * R), so the
 ## distance block is computed branch-free across SIMD lanes; a flag per query
@@ -86,8 +90,11 @@ void knn(__global const real_t* restrict x,
          const int radius,
          __global int* restrict out_idx, __global real_t* restrict out_dist)
 {
-    const int q = get_global_id(0);
+<% QW = WG // SPLIT %>
     const int lid = get_local_id(0);
+    const int qi = lid % ${QW};
+    const int sp = lid / ${QW};
+    const int q = get_group_id(0) * ${QW} + qi;
     const int b = get_global_id(1);
     __global const int* lib = lpts + (size_t)b * nl;
     __local real_t tile[${E}][${TILE}];
@@ -115,7 +122,7 @@ void knn(__global const real_t* restrict x,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const int cnt = min(${TILE}, nl - base);
-        for (int t = 0; t < cnt; ++t) {
+        for (int t = sp; t < cnt; t += ${SPLIT}) {
             ${distance("acc", "tile[%d][t]", "qv[%d]", "bd%d" % (K - 1))}
             if (acc <= bd${K - 1}) {
                 const int l = tidx[t];
@@ -127,7 +134,31 @@ void knn(__global const real_t* restrict x,
             }
         }
     }
-    if (active) {
+% if SPLIT > 1:
+    __local real_t pd[${SPLIT - 1}][${QW}][K];
+    __local int pi[${SPLIT - 1}][${QW}][K];
+    if (sp > 0) {
+% for k in range(K):
+        pd[sp - 1][qi][${k}] = bd${k}; pi[sp - 1][qi][${k}] = bi${k};
+% endfor
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (sp == 0) {
+        for (int s2 = 0; s2 < ${SPLIT - 1}; ++s2) {
+            for (int j = 0; j < K; ++j) {
+                const real_t acc = pd[s2][qi][j];
+                const int l = pi[s2][qi][j];
+                if (l < 0) break;
+                const int key = tie_key(p, l);
+                if (acc < bd${K - 1} || (acc == bd${K - 1} && (bi${K - 1} < 0 || key < tie_key(p, bi${K - 1}))))
+                    ${insert('acc', 'l', 'key')}
+                else
+                    break;
+            }
+        }
+    }
+% endif
+    if (active && sp == 0) {
         const size_t o = ((size_t)b * nq + q) * K;
 % for k in range(K):
         out_idx[o + ${k}] = bi${k};

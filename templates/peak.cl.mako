@@ -5,7 +5,7 @@
 ## VEC is the vector width of real_t accesses;
 ## FMA_CHAIN the number of dependent fused multiply-adds per work-item and lane.
 <%namespace name="metric" file="_metric.mako"/>
-${metric.real_type(REAL)}
+${metric.real_type(REAL, contract=True)}
 % if VEC > 1:
 typedef ${REAL}${VEC} vec_t;
 % else:

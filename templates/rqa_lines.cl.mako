@@ -1,5 +1,7 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS
-## BITS=1 (vertical mode): each lane first packs 32 rows of recurrences into a
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH
+## PH > 0: lengths <= PH are first counted in a private per-work-item histogram
+## (no atomics at all; good on CPUs, where private arrays live in L1), flushed once.
+## BITS=1: each lane first packs 32 rows of recurrences into a
 ## bit word (branch-free vector code), then walks the word run by run with clz,
 ## so the histogram work is per run, not per cell.
 ## Line detection for RQA by Divide & Recombine (Rawald et al.), one sub-matrix
@@ -53,9 +55,9 @@ ${metric.real_type(REAL)}
     {
         const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * TAU}]) - ${yv}[${m}];
 %   if METRIC == "euclidean":
-        ${acc} = fma(_d, _d, ${acc});  /* fma is correctly rounded everywhere: bit-identical across platforms */
+        ${acc} += _d * _d;  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
 %   elif METRIC == "maximum":
-        ${acc} = fmax(${acc}, fabs(_d));
+        { const ${RV} _a = fabs(_d); ${acc} = ${"(_a > %s) ? _a : %s" % (acc, acc) if VEC == 1 else "select(%s, _a, _a > %s)" % (acc, acc)}; }
 %   elif METRIC == "manhattan":
         ${acc} += fabs(_d);
 %   else:
@@ -66,41 +68,89 @@ ${metric.real_type(REAL)}
 </%def>
 
 #define SPAN ${(E - 1) * TAU}
+/* No fused multiply-add contraction: every platform rounds d*d and the sum the same
+   way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
+   or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
+#pragma OPENCL FP_CONTRACT OFF
 
-inline void hist_add(__local uint* lh, __global uint* gh, const uint len)
+inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint len)
 {
+% if PH:
+    if (len <= ${PH}u) ph[len - 1u] += 1u;
+    else
+% endif
     if (len <= ${HBINS}u) atomic_inc(&lh[len - 1u]);
     else atomic_inc(&gh[len - 1u]);
 }
 
-% if MODE == "vertical" and BITS:
+% if BITS:
 inline int ctz32(const uint v) { return 31 - (int)clz(v & (0u - v)); }  /* v != 0 */
 
-/* Runs of one column over nb (<= 32) rows packed in b (bit r = row r). */
-inline void column_runs(const uint b, const int nb, uint* vr, uint* wr, uint* np,
-                        __local uint* lh_v, __global uint* gh_v,
-                        __local uint* lh_w, __global uint* gh_w)
+/* Runs of one column over nb (<= 32) rows packed in b (bit r = row r), walked
+   transition by transition: t marks every cell whose colour differs from the cell
+   above, runs alternate in colour, so each run costs one ctz and one count. */
+inline void column_runs(uint b, const int nb, uint* vr, uint* wr, uint* np,
+                        uint* ph_v, __local uint* lh_v, __global uint* gh_v,
+                        uint* ph_w, __local uint* lh_w, __global uint* gh_w)
 {
-    int pos = 0;
-    while (pos < nb) {
-        const uint s = b >> pos;
-        int len;
-        if (s & 1u) {
-            if (*wr > 0u) {
-                if (${"1" if WBORDER else "*np > 0u"}) hist_add(lh_w, gh_w, *wr);
-                *wr = 0u;
-            }
-            len = (~s == 0u) ? 32 : ctz32(~s);
-            len = min(len, nb - pos);
-            *vr += (uint)len; *np += (uint)len;
-        } else {
-            if (*vr > 0u) { hist_add(lh_v, gh_v, *vr); *vr = 0u; }
-            len = (s == 0u) ? 32 : ctz32(s);
-            len = min(len, nb - pos);
-            *wr += (uint)len;
-        }
-        pos += len;
+    const uint m = (nb >= 32) ? 0xffffffffu : ((1u << nb) - 1u);
+    b &= m;
+    const uint np_before = *np;
+    *np += popcount(b);
+    uint cur = (*vr > 0u) ? 1u : 0u;            /* colour of the run entering from above */
+    uint t = (b ^ ((b << 1) | cur)) & m;
+    if (t == 0u) {
+        if (cur) *vr += (uint)nb; else *wr += (uint)nb;
+        return;
     }
+    int p = ctz32(t);
+    t &= t - 1u;
+    if (cur) {
+        hist_add(ph_v, lh_v, gh_v, *vr + (uint)p);
+        *vr = 0u;
+    } else {
+        const uint len = *wr + (uint)p;
+        if (len > 0u && ${"1" if WBORDER else "np_before > 0u"}) hist_add(ph_w, lh_w, gh_w, len);
+        *wr = 0u;
+    }
+    int last = p;
+    cur ^= 1u;
+    while (t) {
+        p = ctz32(t);
+        t &= t - 1u;
+        if (cur) hist_add(ph_v, lh_v, gh_v, (uint)(p - last));
+        else hist_add(ph_w, lh_w, gh_w, (uint)(p - last));
+        last = p;
+        cur ^= 1u;
+    }
+    if (cur) *vr = (uint)(nb - last); else *wr = (uint)(nb - last);
+}
+
+/* Runs of one diagonal over nb (<= 32) steps packed in b (same transition walk). */
+inline void diag_runs(uint b, const int nb, uint* dr, uint* ph, __local uint* lh,
+                      __global uint* gh)
+{
+    const uint m = (nb >= 32) ? 0xffffffffu : ((1u << nb) - 1u);
+    b &= m;
+    uint cur = (*dr > 0u) ? 1u : 0u;
+    uint t = (b ^ ((b << 1) | cur)) & m;
+    if (t == 0u) {
+        if (cur) *dr += (uint)nb;
+        return;
+    }
+    int p = ctz32(t);
+    t &= t - 1u;
+    if (cur) { hist_add(ph, lh, gh, *dr + (uint)p); *dr = 0u; }
+    int last = p;
+    cur ^= 1u;
+    while (t) {
+        p = ctz32(t);
+        t &= t - 1u;
+        if (cur) hist_add(ph, lh, gh, (uint)(p - last));
+        last = p;
+        cur ^= 1u;
+    }
+    if (cur) *dr = (uint)(nb - last);
 }
 % endif
 
@@ -124,6 +174,10 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global uint* restrict hist_d)
 % endif
 {
+    uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
+% if PH:
+    for (int b = 0; b < ${PH}; ++b) { ph_v[b] = 0u; ph_w[b] = 0u; ph_d[b] = 0u; }
+% endif
 % if MODE == "vertical":
     __local uint lh_v[${HBINS}];
     __local uint lh_w[${HBINS}];
@@ -189,7 +243,7 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     endif
             for (int l = 0; l < ${VEC}; ++l)
                 if (t0 + l < nlanes)
-                    column_runs(ba[l], nb, &vra[l], &wra[l], &npa[l], lh_v, hist_v, lh_w, hist_w);
+                    column_runs(ba[l], nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
         }
         for (int l = 0; l < ${VEC}; ++l) {
             vcarry[l0 - carry0 + l] = vra[l]; wcarry[l0 - carry0 + l] = wra[l];
@@ -215,8 +269,8 @@ ${dist("acc2", "x2", "yv2", "i")}
 %   if VEC == 1:
             const int ev = (nrec && vr > 0u);
             const int ew = (rec && wr > 0u)${"" if WBORDER else " && np > 0u"};
-            if (ev) hist_add(lh_v, hist_v, vr);
-            if (ew) hist_add(lh_w, hist_w, wr);
+            if (ev) hist_add(ph_v, lh_v, hist_v, vr);
+            if (ew) hist_add(ph_w, lh_w, hist_w, wr);
             vr = rec ? vr + 1u : (lvalid ? 0u : vr);
             wr = rec ? 0u : (lvalid ? wr + 1u : wr);
             np += rec ? 1u : 0u;
@@ -225,8 +279,8 @@ ${dist("acc2", "x2", "yv2", "i")}
             const ${IV} ew = rec & (wr > (${UV})0u)${"" if WBORDER else " & (np > (%s)0u)" % UV};
             if (any(ev | ew)) {
 %     for l in range(VEC):
-                if (${lane("ev", l)}) hist_add(lh_v, hist_v, ${lane("vr", l)});
-                if (${lane("ew", l)}) hist_add(lh_w, hist_w, ${lane("wr", l)});
+                if (${lane("ev", l)}) hist_add(ph_v, lh_v, hist_v, ${lane("vr", l)});
+                if (${lane("ew", l)}) hist_add(ph_w, lh_w, hist_w, ${lane("wr", l)});
 %     endfor
             }
             vr = select(select(vr, (${UV})0u, nrec), vr + 1u, rec);
@@ -242,6 +296,51 @@ ${dist("acc2", "x2", "yv2", "i")}
 %   endif
 % else:
         /* diagonal k: cell (i, i + k) is valid for 0 <= i + k < n_cols (and i < n_rows) */
+%   if BITS:
+        uint dra[${VEC}], ba[${VEC}];
+        for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
+        const int klast = l0 + ${VEC - 1};
+        const int ib0 = max(row0, -klast);
+        const int ie = min(row0 + nrows, n_cols - l0);
+        for (int ib = ib0; ib < ie; ib += 32) {
+            const int nb = min(32, ie - ib);
+            ${UV} bits = (${UV})0u;
+            for (int r = 0; r < nb; ++r) {
+                const int i = ib + r;
+                ${RV} yv[${E}];
+%     if JOINT:
+                ${RV} yv2[${E}];
+%     endif
+%     for m in range(E):
+                yv[${m}] = ${vload("y + %d + i + l0 + %d" % (VEC, m * TAU))};
+%       if JOINT:
+                yv2[${m}] = ${vload("y2 + %d + i + l0 + %d" % (VEC, m * TAU))};
+%       endif
+%     endfor
+                const ${IV} jj = (${IV})(i) + lid;
+                const ${IV} cvalid = (jj >= (${IV})0) & (jj < (${IV})(n_cols));
+${dist("acc", "x", "yv", "i")}
+                ${IV} rec = cvalid & ${cmp_u("acc < (%s)thr" % RV)};
+%     if JOINT:
+${dist("acc2", "x2", "yv2", "i")}
+                rec &= ${cmp_u("acc2 < (%s)thr2" % RV)};
+%     endif
+%     if VEC == 1:
+                bits |= (rec ? 1u : 0u) << r;
+%     else:
+                bits |= (as_${UV}(rec) & (${UV})1u) << (${UV})(r);
+%     endif
+            }
+%     if VEC == 1:
+            ba[0] = bits;
+%     else:
+            vstore${VEC}(bits, 0, ba);
+%     endif
+            for (int l = 0; l < ${VEC}; ++l)
+                if (t0 + l < nlanes) diag_runs(ba[l], nb, &dra[l], ph_d, lh_d, hist_d);
+        }
+        for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
+%   else:
 %   if VEC == 1:
         ${UV} dr = dcarry[l0 - carry0];
 %   else:
@@ -271,13 +370,13 @@ ${dist("acc2", "x2", "yv2", "i")}
 %   endif
             const ${IV} nrec = cvalid & ~rec;
 %   if VEC == 1:
-            if (nrec && dr > 0u) hist_add(lh_d, hist_d, dr);
+            if (nrec && dr > 0u) hist_add(ph_d, lh_d, hist_d, dr);
             dr = rec ? dr + 1u : (cvalid ? 0u : dr);
 %   else:
             const ${IV} ed = nrec & (dr > (${UV})0u);
             if (any(ed)) {
 %     for l in range(VEC):
-                if (${lane("ed", l)}) hist_add(lh_d, hist_d, ${lane("dr", l)});
+                if (${lane("ed", l)}) hist_add(ph_d, lh_d, hist_d, ${lane("dr", l)});
 %     endfor
             }
             dr = select(select(dr, (${UV})0u, nrec), dr + 1u, rec);
@@ -288,8 +387,19 @@ ${dist("acc2", "x2", "yv2", "i")}
 %   else:
         vstore${VEC}(dr, 0, dcarry + l0 - carry0);
 %   endif
+%   endif
 % endif
     }
+% if PH:
+    for (int b = 0; b < ${PH}; ++b) {
+%   if MODE == "vertical":
+        if (ph_v[b]) atomic_add(&lh_v[b], ph_v[b]);
+        if (ph_w[b]) atomic_add(&lh_w[b], ph_w[b]);
+%   else:
+        if (ph_d[b]) atomic_add(&lh_d[b], ph_d[b]);
+%   endif
+    }
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
 % if MODE == "vertical":
     for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {

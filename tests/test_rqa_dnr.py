@@ -36,14 +36,16 @@ def test_edges_orders_vec_identical(device, dtype):
             r = pe.rqa(x, E=4, tau=3, radius=0.35, dtype=dtype, device=device, edge=edge,
                        order=order)
             assert _same(_hists(r), ref), (edge, order)
-    for vec, wg in ((1, 16), (4, 8), (8, 2), (16, 4)):
-        for bits in (0, 1):
-            for scope, wb in (("lines", True), ("matrix", False)):
-                kw = dict(E=4, tau=3, radius=0.35, dtype=dtype, device=device, theiler=2,
-                          theiler_scope=scope, white_border=wb)
-                r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": 300, "BITS": bits})
-                base = pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0})
-                assert _same(_hists(r), _hists(base)), (vec, wg, bits, scope)
+    for scope, wb in (("lines", True), ("matrix", False)):
+        kw = dict(E=4, tau=3, radius=0.35, dtype=dtype, device=device, theiler=2,
+                  theiler_scope=scope, white_border=wb)
+        base = _hists(pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0,
+                                              "PH": 0}))
+        for vec, wg, bits, ph in ((1, 16, 1, 0), (4, 8, 0, 32), (8, 2, 1, 32), (16, 4, 1, 0),
+                                  (16, 4, 0, 32)):
+            r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": 300, "BITS": bits,
+                                        "PH": ph})
+            assert _same(_hists(r), base), (vec, wg, bits, ph, scope)
 
 
 def test_platforms_and_multi_device_identical():
@@ -141,8 +143,8 @@ def test_oclgrind_clean():
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
         x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
-        for vec, bits in ((1, 0), (4, 1), (1, 1)):
-            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits}
+        for vec, bits, ph in ((1, 0, 0), (4, 1, 32), (1, 1, 0)):
+            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph}
             a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
                        white_border=False)
             b = pe.cross_rqa(x, x[:41] * 1.1, E=2, tau=1, radius=0.3, params=p)
@@ -150,3 +152,14 @@ def test_oclgrind_clean():
             print(a.n_recurrences, b.n_recurrences, c.n_recurrences)
     """)
     assert out.strip()
+
+
+def test_partial_folds_of_32bit_histograms(device, monkeypatch):
+    """Many intermediate (partial) 32->64-bit folds give the same histograms as one."""
+    from pyedmcl.rqa import dnr  # (pe.rqa is the function; the module is pyedmcl.rqa)
+
+    x = logistic(700)
+    ref = _hists(pe.rqa(x, E=2, tau=1, radius=0.3, dtype="float64", device=device, edge=50))
+    monkeypatch.setattr(dnr, "_u32_limit", lambda: 4000)
+    got = _hists(pe.rqa(x, E=2, tau=1, radius=0.3, dtype="float64", device=device, edge=50))
+    assert _same(got, ref)

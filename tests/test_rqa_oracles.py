@@ -164,3 +164,49 @@ def test_float32_threshold_effect(device):
     near = int((np.abs(d2 - 0.09) <= 4 * np.spacing(np.float32(0.09))).sum())
     assert abs(r32.n_recurrences - r64.n_recurrences) <= near
     assert r32.DET == pytest.approx(r64.DET, abs=near / max(r64.n_recurrences, 1) + 1e-12)
+
+
+def test_pyunicorn_n10000():
+    """N = 10,000 against pyunicorn (one device: pyunicorn holds the full matrix, ~15 s)."""
+    x = f32(noisy_sine(10000 + 3))
+    rp = pyunicorn_rp(x, E=2, tau=3, radius=0.3, metric="maximum")
+    r = pe.rqa(x, E=2, tau=3, radius=0.3, metric="maximum", theiler=1, w_min=1,
+               dtype="float64", device="pocl")
+    assert _hist_eq(r.diagonal_hist, rp.diagline_dist())
+    assert _hist_eq(r.vertical_hist, rp.vertline_dist())
+    assert _hist_eq(r.white_hist, rp.white_vertline_dist())
+    for k, v in pyunicorn_measures(rp, 2, 2, 1).items():
+        assert r.measures[k] == pytest.approx(v, rel=1e-9, abs=0), k
+
+
+def test_pyrqa_joint(device):
+    """Joint RQA against PyRQA's JRQA (two fixed radii, Theiler 1)."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from pyrqa.analysis_type import Classic
+    from pyrqa.computation import JRQAComputation
+    from pyrqa.metric import EuclideanMetric
+    from pyrqa.neighbourhood import FixedRadius
+    from pyrqa.opencl import OpenCL
+    from pyrqa.settings import JointSettings, Settings
+    from pyrqa.time_series import TimeSeries
+
+    from pyedmcl.rqa._oracles import pocl_platform_id
+
+    x, y = logistic(1200), noisy_sine(1200)
+
+    def settings(s, r):
+        return Settings(TimeSeries(s, embedding_dimension=2, time_delay=1, dtype=np.float64),
+                        analysis_type=Classic, neighbourhood=FixedRadius(r),
+                        similarity_measure=EuclideanMetric, theiler_corrector=1)
+
+    comp = JRQAComputation.create(JointSettings(settings(x, 0.3), settings(y, 0.5)), verbose=False,
+                                  opencl=OpenCL(platform_id=pocl_platform_id(), device_ids=(0,)))
+    pr = comp.run()
+    r = pe.joint_rqa(x, y, E=2, tau=1, radius=(0.3, 0.5), dtype="float64", device=device,
+                     edge=333)
+    assert _hist_eq(r.diagonal_hist, pr.diagonal_frequency_distribution)
+    assert _hist_eq(r.vertical_hist, pr.vertical_frequency_distribution)
+    assert _hist_eq(r.white_hist, pr.white_vertical_frequency_distribution)
+    assert r.n_recurrences == int(pr.number_of_recurrence_points)

@@ -26,6 +26,7 @@ import numpy as np
 
 from clkernels import get_backend
 
+from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
 from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device
@@ -59,7 +60,7 @@ def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
 
 def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: int, k: int,
                radius: int, sizes: np.ndarray, sample: int, entropy: int, random: bool,
-               replacement: bool) -> np.ndarray:
+               replacement: bool, neighbors=None) -> np.ndarray:
     """rho samples ``(len(sizes), sample)`` for x's embedding cross-mapping y."""
     n = x.size
     dt = np.float64 if real == "double" else np.float32
@@ -89,8 +90,9 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
         rhos = []
         for c in range(0, ns, per):
             chunk = pts[libs[c:c + per]]
-            table = knn_device(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=chunk,
-                               radius=radius, real=real, q_dev=q_dev)
+            search = knn_device if neighbors is None else neighbors.device_table
+            table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=chunk,
+                           radius=radius, real=real, q_dev=q_dev)
             pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
             sk = skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev, real=real)
             r = sk[:, 0].copy()
@@ -104,7 +106,8 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
 def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int = 100,
         seed: int | None = None, knn: int | None = None, exclusion_radius: int = 0,
         random: bool = True, replacement: bool = False, dtype: Any = None, device: Any = None,
-        backend: str | None = None) -> CCMResult:
+        backend: str | None = None, knn_backend: str = "exact",
+        knn_options: dict | None = None) -> CCMResult:
     """CCM curves in both directions.
 
     ``rho_xy`` (pyEDM column ``x:y``): x's embedding cross-maps y; ``rho_yx``:
@@ -138,8 +141,11 @@ def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int 
     if not random:
         sample = 1
     kw = dict(E=E, tau=tau, Tp=Tp, k=knn, radius=exclusion_radius, sizes=sizes, sample=sample,
-              entropy=entropy, random=random, replacement=replacement)
+              entropy=entropy, random=random, replacement=replacement,
+              neighbors=resolve_backend(knn_backend, be, L=int(min(sizes.max(), M)), E=E, nq=M,
+                                        k=knn, options=knn_options))
     s_xy = _direction(be, real, xs, ys, **kw)
     s_yx = _direction(be, real, ys, xs, **kw)
     return CCMResult(lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=1),
-                     rho_yx=np.nanmean(s_yx, axis=1), rho_xy_samples=s_xy, rho_yx_samples=s_yx)
+                     rho_yx=np.nanmean(s_yx, axis=1), rho_xy_samples=s_xy, rho_yx_samples=s_yx,
+                     neighbors=kw["neighbors"].info)

@@ -29,6 +29,8 @@ class SimplexResult:
     knn: int = 0
     variance: np.ndarray | None = None
     pred_times: np.ndarray | None = field(default=None, repr=False)
+    #: which k-NN back-end ran and its expected recall (pyedmcl.neighbors.NeighborInfo)
+    neighbors: Any = field(default=None, repr=False)
 
     def as_dataframe(self):
         """A pandas DataFrame: time, observed, predicted (one target)."""
@@ -76,6 +78,8 @@ class CCMResult:
     rho_yx: np.ndarray
     rho_xy_samples: np.ndarray | None = None
     rho_yx_samples: np.ndarray | None = None
+    #: which k-NN back-end ran and its expected recall (pyedmcl.neighbors.NeighborInfo)
+    neighbors: Any = field(default=None, repr=False)
 
     def as_dataframe(self, x_name: str = "x", y_name: str = "y"):
         import pandas as pd

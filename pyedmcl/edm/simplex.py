@@ -14,6 +14,7 @@ import numpy as np
 
 from clkernels import Backend, get_backend
 
+from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
 from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device
@@ -65,15 +66,16 @@ class DeviceData:
 
 
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
-             weight: str = "simplex"):
+             weight: str = "simplex", neighbors=None):
     """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4)).
 
     ``pred``/``var`` are host arrays ``(nt, nq)`` when ``predictions`` (else None).
     """
     be = data.be
     qpts = plan.pred_points
-    table = knn_device(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts,
-                       lpts=plan.lib_points, radius=plan.exclusion_radius, real=data.real)
+    search = knn_device if neighbors is None else neighbors.device_table
+    table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts,
+                   lpts=plan.lib_points, radius=plan.exclusion_radius, real=data.real)
     pred_dev, var_dev = lookup_device(be, table, data.y_dev, data.n, data.nt,
                                       plan.offset + plan.Tp, weight=weight, real=data.real,
                                       variance=variance)
@@ -96,8 +98,8 @@ def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
 
 def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | None = None,
             exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = None,
-            device: Any = None, backend: str | None = None, variance: bool = False
-            ) -> SimplexResult:
+            device: Any = None, backend: str | None = None, variance: bool = False,
+            knn_backend: str = "exact", knn_options: dict | None = None) -> SimplexResult:
     """Simplex projection of ``target`` (default ``x``) from the embedding of ``x``.
 
     pyEDM semantics: ``lib``/``pred`` 1-based inclusive ``start stop`` pairs
@@ -115,11 +117,13 @@ def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | Non
     plan = resolve(xs.size, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                    lib=lib, pred=pred)
     data = DeviceData.upload(be, xs, y, dt)
-    p, v, sk = run_plan(data, plan, variance=variance)
+    nb = resolve_backend(knn_backend, be, L=plan.lib_points.size, E=plan.E,
+                         nq=plan.pred_points.size, k=plan.knn, options=knn_options)
+    p, v, sk = run_plan(data, plan, variance=variance, neighbors=nb)
     obs = observed(plan, y)
     pick = (lambda a: a[0]) if single else (lambda a: a)
     return SimplexResult(predicted=pick(p.astype(np.float64)), observed=pick(obs),
                          times=plan.target_times, rho=pick(sk[:, 0]), mae=pick(sk[:, 1]),
                          rmse=pick(sk[:, 2]), E=plan.E, tau=plan.tau, Tp=plan.Tp, knn=plan.knn,
                          variance=None if v is None else pick(v.astype(np.float64)),
-                         pred_times=plan.pred_times)
+                         pred_times=plan.pred_times, neighbors=nb.info)

@@ -16,6 +16,7 @@ _FAMILIES = {
     "knn": "pyedmcl.edm.knn:KNN",
     "smap": "pyedmcl.kernels.smap:SMAP",
     "rqa_lines": "pyedmcl.rqa.dnr:RQA_LINES",
+    "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
 }
 
 

@@ -37,10 +37,15 @@ TEMPLATE = "rqa_lines.cl.mako"
 _U32_SAFE = (1 << 32) - 1
 
 
+def _u32_limit() -> int:
+    """Cells a 32-bit launch histogram may take before a fold (tests lower it)."""
+    return _U32_SAFE
+
+
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 1}
+        return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 1, "PH": 32}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -60,7 +65,7 @@ class RQALinesKernel(TunableKernel):
     template = TEMPLATE
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
-                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1)},
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1), "PH": (0, 32)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -102,7 +107,7 @@ class LineSpec:
                 "MODE": mode, "VEC": params["VEC"], "WG": params["WG"],
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
-                "BITS": int(params.get("BITS", 0)) if mode == "vertical" else 0}
+                "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0))}
 
 
 @dataclass
@@ -204,8 +209,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                lane0: int, nlanes: int) -> None:
         be, p = st.be, st.params
         cells = nrows * nlanes
-        if st.cells_since_fold + cells > _U32_SAFE:
-            _fold(st, hlen)
+        if st.cells_since_fold + cells > _u32_limit():
+            _fold(st, fold_bins)
         k = be.kernel(TEMPLATE, spec.template_params(mode, p, be.info), f"rqa_{mode}")
         gsz = round_up((nlanes + p["VEC"] - 1) // p["VEC"], p["WG"])
         hist = (st.h32["v"], st.h32["w"]) if mode == "vertical" else (st.h32["d"],)
@@ -239,6 +244,11 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                         nr = min(e, n_rows - r0)
                         plan.append((l0, mode, lo, hi, bufs, r0, nr, l0, min(e, hi - l0)))
         plans.append(plan)
+    # A bin of length L holds at most cells / L lines, so only the first
+    # total_cells / 2^32 bins can ever overflow 32 bits: intermediate folds touch
+    # those only; the final fold takes every bin.
+    total_cells = sum(t[6] * t[8] for plan in plans for t in plan)
+    fold_bins = min(hlen, total_cells // _u32_limit() + 2)
     longest = max((len(p) for p in plans), default=0)
     for idx in range(longest):
         for di, st in enumerate(states):
@@ -246,7 +256,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                 _, mode, lo, hi, bufs, r0, nr, l0, nl = plans[di][idx]
                 launch(st, mode, lo, hi, bufs, r0, nr, l0, nl)
     for st in states:
-        _fold(st, hlen)
+        _fold(st, hlen, final=True)
     for st in states:
         st.be.finish()
     seconds = time.perf_counter() - t0
@@ -281,14 +291,15 @@ def _runs_hist(runs: np.ndarray, hlen: int) -> np.ndarray:
     return np.bincount(r - 1, minlength=hlen)[:hlen].astype(np.uint64)
 
 
-def _fold(st: _DevState, hlen: int) -> None:
-    """Add the 32-bit launch histograms into the 64-bit totals (on the device)."""
-    if st.cells_since_fold == 0:
+def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
+    """Add the first ``hlen`` bins of the 32-bit histograms into the 64-bit totals."""
+    if st.cells_since_fold == 0 and not final:
         return
     be = st.be
     k = be.kernel(TEMPLATE, {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float",
                              "MODE": "diagonal", "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0,
-                             "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0}, "rqa_accumulate")
+                             "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0},
+                  "rqa_accumulate")
     wg = min(64, be.info.max_work_group_size)
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
     for key in ("d", "v", "w"):

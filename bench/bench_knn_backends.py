@@ -1,0 +1,173 @@
+"""Simplex with every k-NN back-end on Lorenz-63: the shape of kEDM (IEEE Access 2023) Tables 2-3.
+
+For each E and series length L: runtime of ``pyedmcl.simplex`` (Tp=1,
+leave-one-out, k=E+1) with each back-end (minimum over ``--repeats`` runs in
+this one process), recall of its k-NN table against exact neighbours on a
+sample of queries, Simplex MAPE relative to exact, and which back-end ``auto``
+picks, with ``auto/best``: the time of auto's pick over the fastest back-end
+meeting the MAPE bound (relative MAPE <= 1.01).
+
+Exact reference: the exact OpenCL kernel; where it would exceed
+``--max-seconds`` (predicted from the previous L by its O(L^2) cost) it is
+skipped, its time shown as an extrapolation ``~``, and the k-d tree (also
+exact: recall 1 is tested) serves as the MAPE and recall reference.
+
+    python bench/bench_knn_backends.py --device pocl --L 1024 4096 16384 --E 1 20
+    python bench/bench_knn_backends.py --device nvidia --L 1048576 --E 20 --backends exact
+
+``--write-model FILE`` stores the measured winners as a ``knn_backend`` model
+(the format of ``tuning/knn_backend_default.json``) for ``auto``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyedmcl as pe  # noqa: E402
+from clkernels import get_backend  # noqa: E402
+from clkernels.tuning import pow2_bucket  # noqa: E402
+from clkernels.tuning.database import level_key  # noqa: E402
+from pyedmcl.neighbors import BACKENDS, knn_search  # noqa: E402
+from pyedmcl.neighbors.auto import FAMILY, MAPE_BOUND, MODEL_VERSION, choose, e_bucket  # noqa: E402
+from pyedmcl.neighbors.lorenz import lorenz63  # noqa: E402
+from pyedmcl.neighbors.recall import mape, recall  # noqa: E402
+
+
+def parse_sizes(vals: list[str]) -> list[int]:
+    out = []
+    for v in vals:
+        out.append(2 ** int(v[2:]) if v.startswith("2^") else int(v))
+    return out
+
+
+def run_simplex(x, E, name, device, opts, repeats, min_total=0.0, max_runs=10):
+    """Minimum wall time over ``repeats`` runs, more (up to ``max_runs``) until ``min_total`` s."""
+    best, res, total, runs = float("inf"), None, 0.0, 0
+    while runs < repeats or (total < min_total and runs < max_runs):
+        t0 = time.perf_counter()
+        res = pe.simplex(x, E=E, Tp=1, knn_backend=name, knn_options=opts.get(name), device=device)
+        dt = time.perf_counter() - t0
+        best, total, runs = min(best, dt), total + dt, runs + 1
+    return best, res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--L", nargs="+", default=[f"2^{p}" for p in range(10, 18)],
+                    help="series lengths (ints or 2^p)")
+    ap.add_argument("--E", nargs="+", type=int, default=[1, 20])
+    ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--min-total", type=float, default=1.0,
+                    help="repeat short runs (up to 10) until this many seconds were timed")
+    ap.add_argument("--max-seconds", type=float, default=60.0,
+                    help="skip a back-end whose predicted run exceeds this")
+    ap.add_argument("--recall-sample", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=None, help="faiss/k-d tree threads")
+    ap.add_argument("--json", default=None, help="write all rows to this JSON file")
+    ap.add_argument("--write-model", default=None, help="write a knn_backend model JSON")
+    ap.add_argument("--level", default="device", choices=("device", "arch", "vendor_type", "global"))
+    args = ap.parse_args(argv)
+
+    be = get_backend(args.device)
+    info = be.info
+    opts = {}
+    if args.threads:
+        opts = {"kdtree": {"workers": args.threads}, "ivf": {"threads": args.threads},
+                "hnsw": {"threads": args.threads}}
+    sizes = parse_sizes(args.L)
+    print(f"device: {info.name} ({info.runtime}), backends {args.backends}, "
+          f"MAPE bound {1 + MAPE_BOUND:.2f}x exact, repeats {args.repeats}", flush=True)
+    rows, model = [], []
+    for E in args.E:  # warm-up: kernel builds, library imports, thread pools (never timed)
+        for b in args.backends:
+            run_simplex(lorenz63(600 + E), E, b, args.device, opts, 1)
+    for E in args.E:
+        last: dict[str, tuple[int, float]] = {}
+        print(f"\nE = {E}")
+        hdr = f"{'L':>8} " + " ".join(f"{b + ' s':>10} {'rec':>6} {'relMAPE':>8}" for b in args.backends)
+        print(hdr + f"  {'auto':>7} {'src':>16} {'auto/best':>9}", flush=True)
+        for L in sizes:
+            x = lorenz63(L + E)  # L + E values: L - 1 library vectors with a target
+            rng = np.random.default_rng(0)
+            npts = x.size - (E - 1)
+            qs = np.sort(rng.choice(npts, size=min(args.recall_sample, npts), replace=False))
+            t, m, rec, est = {}, {}, {}, {}
+            for b in args.backends:
+                if b in last:
+                    L0, t0 = last[b]
+                    p = 2.0 if b == "exact" else 1.2
+                    pred = t0 * (L / L0) ** p
+                    if pred > args.max_seconds:
+                        est[b] = pred
+                        continue
+                sec, res = run_simplex(x, E, b, args.device, opts, args.repeats, args.min_total)
+                t[b] = sec
+                last[b] = (L, sec)
+                m[b] = mape(res.predicted, res.observed)
+            ref = "exact" if "exact" in m else ("kdtree" if "kdtree" in m else None)
+            if ref is None:  # no exact reference ran: get one from the k-d tree
+                _, res = run_simplex(x, E, "kdtree", args.device, opts, 1)
+                m["_ref"] = mape(res.predicted, res.observed)
+                ref = "_ref"
+            kw = dict(E=E, query_points=qs, device=args.device)
+            true = knn_search(x, knn_backend="kdtree" if ref != "exact" or "exact" not in t
+                              else "exact", **kw).indices
+            for b in t:
+                if b in ("exact", "kdtree"):
+                    rec[b] = recall(knn_search(x, knn_backend=b, **kw).indices, true)
+                else:
+                    rec[b] = recall(knn_search(x, knn_backend=b, knn_options=opts.get(b),
+                                               **kw).indices, true)
+            rel = {b: m[b] / m[ref] for b in t}
+            ok = {b: rel[b] <= 1 + MAPE_BOUND for b in t}
+            good = [b for b in t if ok[b]]
+            best = min(good, key=t.get) if good else None
+            ch = choose(info, L=npts - 1, E=E)
+            ratio = t[ch.backend] / t[best] if (best and ch.backend in t) else float("nan")
+            cells = []
+            for b in args.backends:
+                if b in t:
+                    cells.append(f"{t[b]:>10.3f} {rec[b]:>6.3f} {rel[b]:>8.4f}")
+                elif b in est:
+                    cells.append(f"{'~' + format(est[b], '.0f'):>10} {'':>6} {'':>8}")
+                else:
+                    cells.append(f"{'-':>10} {'':>6} {'':>8}")
+            print(f"{L:>8} " + " ".join(cells)
+                  + f"  {ch.backend:>7} {ch.source:>16} {ratio:>9.3f}", flush=True)
+            row = {"E": E, "L": L, "times": t, "estimated_times": est, "recall": rec,
+                   "relative_mape": rel, "mape": {b: m[b] for b in t}, "meets_bound": ok,
+                   "fastest_meeting_bound": best, "auto": ch.backend, "auto_source": ch.source,
+                   "auto_over_best": ratio, "device": info.name, "runtime": info.runtime}
+            rows.append(row)
+            if best:
+                model.append({"kernel": FAMILY, "template_hash": MODEL_VERSION, "level": args.level,
+                              "key": level_key(info, args.level), "device_type": info.device_type,
+                              "device_name": info.name, "driver": info.driver_version,
+                              "spec_bucket": e_bucket(E), "size_bucket": pow2_bucket(npts - 1),
+                              "size": npts - 1, "spec": {"E": E}, "params": {"BACKEND": best},
+                              "times": t, "recall": rec, "relative_mape": rel,
+                              "meets_bound": ok})
+    ratios = [r["auto_over_best"] for r in rows if not math.isnan(r["auto_over_best"])]
+    if ratios:
+        print(f"\nauto within 10% of the fastest back-end meeting the bound at "
+              f"{sum(q <= 1.10 for q in ratios)}/{len(ratios)} points (worst {max(ratios):.3f})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.write_model:
+        Path(args.write_model).write_text(json.dumps({"format": 1, "entries": model}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""The neighbour back-end interface shared by Simplex, CCM and all-to-all maps.
+
+A back-end answers one question: for each query point, its ``k`` nearest
+library points of the time-delay embedding, skipping library points within the
+exclusion radius (``|p - l| <= radius``; radius 0 is leave-one-out, < 0 none).
+Points are *kernel points* (see :mod:`pyedmcl.edm.ranges`): point ``j`` is the
+window ``(x[j], x[j+tau], ..., x[j+(E-1)tau])``.
+
+:meth:`NeighborBackend.device_table` has exactly the signature of
+:func:`pyedmcl.edm.knn.knn_device` and returns the same
+:class:`~pyedmcl.edm.knn.DeviceKnn` (idx ``(nbatch, nq, k)`` int32, -1 = none;
+dist, +inf = none), so the lookup and skill kernels consume any back-end's table
+unchanged. Host back-ends (k-d tree, faiss) embed the series explicitly, ask for
+``k + (number of excluded library points)`` neighbours (an exact bound: at most
+that many can be filtered away) and filter; results are ordered like the exact
+kernel: distance, then ``|p - l|``, then ``l``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+#: every concrete back-end name, and what ``knn_backend=`` accepts
+BACKENDS = ("exact", "kdtree", "ivf", "hnsw")
+CHOICES = (*BACKENDS, "auto")
+#: largest query x candidate block a host back-end holds at once (bounds memory)
+MAX_BLOCK_ENTRIES = 1 << 23
+ANN_EXTRA = 'pip install "pyedmcl[ann]"'
+
+
+@dataclass
+class NeighborInfo:
+    """Which back-end produced a k-NN table and how much to trust it.
+
+    ``expected_recall``: fraction of the true k nearest neighbours the back-end
+    is expected to return (1.0 for exact ones; for approximate ones the value
+    measured on Lorenz-63 data at tuning time, see :mod:`.auto`). ``source`` says
+    where ``auto``'s choice came from (``"user"`` tuning DB, ``"shipped:LEVEL"``,
+    ``"heuristic"``), or ``"requested"``.
+    """
+
+    backend: str
+    requested: str
+    expected_recall: float
+    source: str = "requested"
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def windows(x: np.ndarray, points: np.ndarray, E: int, tau: int, dtype: Any = np.float32
+            ) -> np.ndarray:
+    """Explicit embedding ``(len(points), E)``: row ``i`` is the window at kernel point ``points[i]``."""
+    pts = np.asarray(points, dtype=np.int64)
+    return np.ascontiguousarray(x[pts[:, None] + abs(tau) * np.arange(E)], dtype=dtype)
+
+
+def excluded_counts(qpts: np.ndarray, lpts: np.ndarray, radius: int) -> np.ndarray:
+    """Per query, how many library points (``lpts`` ascending) fall inside its exclusion window."""
+    if radius < 0:
+        return np.zeros(qpts.size, np.int64)
+    q = qpts.astype(np.int64)
+    return (np.searchsorted(lpts, q + radius, side="right")
+            - np.searchsorted(lpts, q - radius, side="left"))
+
+
+def tie_key(p: np.ndarray, lp: np.ndarray) -> np.ndarray:
+    """The exact kernel's tie order: ``|p - l|`` first, then the later point."""
+    return 2 * np.abs(p - lp) + (lp > p)
+
+
+def select_k(qpts: np.ndarray, lpts: np.ndarray, pos: np.ndarray, dist: np.ndarray, k: int,
+             radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """From candidate library positions ``pos (m, c)`` (-1 = none) keep the k best admissible.
+
+    Returns kernel-point indices ``(m, k)`` int32 (-1 = none) and distances (+inf = none).
+    """
+    m, c = pos.shape
+    ok = pos >= 0
+    lp = np.where(ok, lpts[np.clip(pos, 0, None)], -1).astype(np.int64)
+    p = qpts.astype(np.int64)[:, None]
+    if radius >= 0:
+        ok &= np.abs(p - lp) > radius
+    d = np.where(ok, dist, np.inf)
+    key = np.where(ok, tie_key(p, lp), np.iinfo(np.int64).max)
+    order = np.lexsort((key, d), axis=-1)[:, :k]
+    rows = np.arange(m)[:, None]
+    idx = np.where(ok[rows, order], lp[rows, order], -1).astype(np.int32)
+    out_d = d[rows, order]
+    if c < k:  # fewer candidates than k (tiny library): pad
+        idx = np.pad(idx, ((0, 0), (0, k - c)), constant_values=-1)
+        out_d = np.pad(out_d, ((0, 0), (0, k - c)), constant_values=np.inf)
+    return idx, out_d
+
+
+class NeighborBackend(abc.ABC):
+    """One k-NN algorithm. Hyperparameters are constructor keywords (see :attr:`options`)."""
+
+    name: ClassVar[str]
+    #: True when the back-end returns the exact k nearest neighbours (recall 1)
+    exact: ClassVar[bool]
+    metrics: ClassVar[tuple[str, ...]] = ("euclidean",)
+
+    def __init__(self, **options: Any):
+        unknown = set(options) - set(self.defaults())
+        if unknown:
+            raise ValueError(f"knn_options {sorted(unknown)} are not options of knn_backend="
+                             f"{self.name!r}; allowed: {sorted(self.defaults()) or 'none'}")
+        self.options = {**self.defaults(), **options}
+        self.info = NeighborInfo(self.name, self.name, 1.0 if self.exact else float("nan"),
+                                 params=dict(self.options))
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Hyperparameters and their defaults (``None``: derived from the library size)."""
+        return {}
+
+    def check_metric(self, metric: str) -> None:
+        if metric not in self.metrics:
+            raise ValueError(f"metric={metric!r} is not supported by knn_backend={self.name!r}; "
+                             f"allowed: {', '.join(self.metrics)}")
+
+    @abc.abstractmethod
+    def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
+                     qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
+                     real: str = "float", params: Any = None, q_dev: Any = None) -> Any:
+        """A :class:`~pyedmcl.edm.knn.DeviceKnn` on ``be`` (signature of ``knn_device``)."""
+
+    def search(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
+               lpts: np.ndarray, radius: int, metric: str = "euclidean", device: Any = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Host arrays ``(nbatch, nq, k)``: indices (int32, -1 none) and distances."""
+        from clkernels import get_backend
+
+        be = get_backend(device)
+        real = "double" if x.dtype == np.float64 and be.info.fp64 else "float"
+        xd = be.to_device(np.ascontiguousarray(x, np.float64 if real == "double" else np.float32))
+        t = self.device_table(be, xd, x.size, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts,
+                              radius=radius, metric=metric, real=real)
+        return be.to_host(t.idx), be.to_host(t.dist)
+
+
+class HostBackend(NeighborBackend):
+    """A back-end that searches explicitly embedded vectors on the host.
+
+    Subclasses implement :meth:`build` (an index over library vectors) and
+    :meth:`query` (``c`` candidates per query: library positions, -1 = none, and
+    Euclidean/metric distances); exclusion and tie order are handled here.
+    """
+
+    @abc.abstractmethod
+    def build(self, lib: np.ndarray, metric: str, train: np.ndarray | None = None) -> Any:
+        """An index over library vectors ``lib (nl, E)``."""
+
+    @abc.abstractmethod
+    def query(self, index: Any, q: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """``c`` nearest candidates of each row of ``q``: positions (-1 none), distances."""
+
+    def vector_dtype(self, real: str) -> Any:
+        return np.float32
+
+    def search_host(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
+                    lpts: np.ndarray, radius: int, metric: str = "euclidean"
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(nbatch, nq, k)`` indices and distances from the host series ``x``."""
+        self.check_metric(metric)
+        lpts = np.atleast_2d(np.asarray(lpts, dtype=np.int64))
+        qpts = np.asarray(qpts, dtype=np.int64)
+        nbatch, nl = lpts.shape
+        if k > nl:
+            raise ValueError(f"k={k} is larger than the library ({nl} points); allowed: 1 <= k <= {nl}")
+        vdt = self.vector_dtype("double" if x.dtype == np.float64 else "float")
+        qv = windows(x, qpts, E, tau, vdt)
+        train = None
+        if nbatch > 1:  # one training set for every sampled library (CCM): all query points
+            train = qv
+        idx = np.empty((nbatch, qpts.size, k), np.int32)
+        dist = np.empty((nbatch, qpts.size, k), np.float64)
+        for b in range(nbatch):
+            lp = np.sort(lpts[b])
+            index = self.build(windows(x, lp, E, tau, vdt), metric, train)
+            cnt = excluded_counts(qpts, lp, radius)
+            need = np.minimum(k + cnt, nl)
+            # group queries by their candidate count (most share the same one), in blocks
+            for c in np.unique(need):
+                rows = np.flatnonzero(need == c)
+                step = max(1, MAX_BLOCK_ENTRIES // int(c))
+                for s in range(0, rows.size, step):
+                    r = rows[s:s + step]
+                    pos, d = self.query(index, qv[r], int(c))
+                    idx[b, r], dist[b, r] = select_k(qpts[r], lp, pos, d, k, radius)
+        return idx, dist
+
+    def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
+                     qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
+                     real: str = "float", params: Any = None, q_dev: Any = None) -> Any:
+        from ..edm.knn import DeviceKnn
+
+        x = np.asarray(be.to_host(x_dev))[:n]
+        idx, dist = self.search_host(x, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
+                                     metric=metric)
+        dt = np.float64 if real == "double" else np.float32
+        nbatch, nq, _ = idx.shape
+        return DeviceKnn(be.to_device(idx), be.to_device(dist.astype(dt)), nbatch, nq, k)
+
+    def search(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
+               lpts: np.ndarray, radius: int, metric: str = "euclidean", device: Any = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        return self.search_host(x, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
+                                metric=metric)

@@ -1,0 +1,6 @@
+"""Public all-to-all names -> the module that defines them (imported lazily by pyedmcl)."""
+
+API = {
+    "xmap": "pyedmcl.xmap.core",
+    "read_panel": "pyedmcl.xmap.io",
+}

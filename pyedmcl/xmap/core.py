@@ -1,0 +1,215 @@
+"""``pe.xmap``: the all-to-all cross-map matrix (pairwise CCM at full library size).
+
+Pipeline (kEDM/mpEDM's scheme): (1) the optimal E of every series by a batched
+embedding scan (:meth:`XmapEngine.edim_block`), unless E is given; (2) targets
+grouped by E; (3) row blocks of the N x N matrix, each on whichever device or
+Dask worker is free: per library series one k-NN table per E-group, reused for
+every target of the group, rho reduced on the device. Blocks stream into Zarr
+(``out=``) as they finish and a rerun resumes; without ``out`` the matrix is
+returned in memory.
+
+Data convention: ``X`` is (L, N), one series per column (a DataFrame's columns,
+kEDM's ``dataset``). ``rho[i, j]`` is library ``i`` cross-mapping target ``j``
+with ``E[j]`` (pyEDM CCM column ``"i:j"``): high values suggest ``j`` drives ``i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..edm.ranges import check_tau
+from ..validation import check_int
+
+#: default rows per block: big enough to amortise a launch, small enough to balance
+DEFAULT_BLOCK_ROWS = 32
+
+
+@dataclass
+class XmapResult:
+    """``rho`` (N, N) float32 (a NumPy array, or the Zarr array when written to ``out``),
+    ``E`` (N,) the embedding dimension used for each target, ``names`` of the series."""
+
+    rho: Any
+    E: np.ndarray
+    names: list[str] | None = None
+    edim_rho: np.ndarray | None = None
+    path: str | None = None
+    blocks_per_device: dict[str, int] = field(default_factory=dict)
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self.rho[...])
+        return a if dtype is None else a.astype(dtype)
+
+
+def as_panel(X: Any) -> tuple[np.ndarray, list[str] | None]:
+    """(N, L) float32 rows = series, and column names, from an (L, N) table.
+
+    Accepts a 2-D array (columns = series), a DataFrame, or a list / dict of 1-D
+    series (which must all have the same length: no silent alignment).
+    """
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        names = [str(c) for c in X.columns]
+        arr = X.to_numpy(dtype=np.float64)
+    elif isinstance(X, dict) or (isinstance(X, list | tuple) and X and np.ndim(X[0]) == 1):
+        items = list(X.items()) if isinstance(X, dict) else list(enumerate(X))
+        lens = {str(k): int(np.size(v)) for k, v in items}
+        if len(set(lens.values())) > 1:
+            raise ValueError(f"series have different lengths {lens}; xmap needs equally long, "
+                             "time-aligned series (trim or resample them first)")
+        names = [str(k) for k, _ in items] if isinstance(X, dict) else None
+        arr = np.stack([np.asarray(v, dtype=np.float64) for _, v in items], axis=1)
+    else:
+        arr = np.asarray(X, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"X must be 2-D (time steps x series), got shape {arr.shape}")
+    L, N = arr.shape
+    if N < 2:
+        raise ValueError(f"X has N={N} series (columns); xmap needs N >= 2")
+    bad = np.flatnonzero(~np.isfinite(arr).all(axis=0))
+    if bad.size:
+        label = [names[i] for i in bad[:10]] if names else bad[:10].tolist()
+        raise ValueError(f"series {label}{' ...' if bad.size > 10 else ''} contain NaN or "
+                         "inf values; xmap needs finite series (drop or fill those columns)")
+    return np.ascontiguousarray(arr.T, dtype=np.float32), names
+
+
+def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
+    if isinstance(E, str):
+        if E != "auto":
+            raise ValueError(f"E={E!r} is invalid; allowed: 'auto', an int >= 1, or N ints")
+        return None
+    arr = np.atleast_1d(np.asarray(E))
+    if arr.size == 1:
+        arr = np.full(N, int(arr[0]))
+    if arr.shape != (N,):
+        raise ValueError(f"E has {arr.size} values for N={N} series; give one int or N ints")
+    for e in arr:
+        check_int(int(e), "E", 1, min(64, n - 3))
+    return arr.astype(np.int64)
+
+
+def _devices(devices: Any) -> list[Any]:
+    if devices is None:
+        return [None]
+    if isinstance(devices, str):
+        devices = [d for d in devices.split(",") if d]
+    out = []
+    for d in devices:
+        if d not in out:
+            out.append(d)
+    if not out:
+        raise ValueError("devices is empty; give e.g. 'pocl' or 'pocl,intel'")
+    return out
+
+
+def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
+         out: str | Path | None = None, block_rows: int | None = None, devices: Any = None,
+         device: Any = None, backend: str | None = None, scheduler: str | None = None,
+         n_workers: int = 2, overwrite: bool = False, progress: bool = False) -> XmapResult:
+    """All-to-all cross-map skill among the N columns of ``X`` (L x N).
+
+    ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
+    = second half, Tp=1, E = 1..``E_max``, first best), one int, or N ints.
+    ``tau`` > 0 lags into the past; ``Tp`` is the cross-map prediction interval
+    (0: simultaneous, as in CCM). ``out``: a ``.zarr`` path to stream row blocks
+    into (rerunning the same job resumes it; different parameters are refused
+    unless ``overwrite``). ``devices``: several devices of this node (e.g.
+    ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
+    dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
+    start a LocalCluster of ``n_workers`` processes (needs ``out``).
+    """
+    Xr, names = as_panel(X)
+    N, n = Xr.shape
+    tau = check_tau(tau)
+    Tp = check_int(Tp, "Tp", -(n // 2), n // 2)
+    E_max = check_int(E_max, "E_max", 1, 64)
+    E_arr = _resolve_E(E, N, n)
+    br = DEFAULT_BLOCK_ROWS if block_rows is None else check_int(block_rows, "block_rows", 1)
+    br = min(br, N)
+    devs = _devices(devices if devices is not None else ([device] if device is not None
+                                                          else None))
+    from .store import XmapStore, data_checksum
+
+    params = {"N": N, "L": n, "tau": tau, "Tp": Tp, "block_rows": br,
+              "E": "auto" if E_arr is None else [int(e) for e in E_arr],
+              "E_max": E_max if E_arr is None else None,
+              "data_sha256": data_checksum(Xr), "dtype": "float32",
+              "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
+    store = None
+    if out is not None:
+        store = XmapStore.open(out, params, overwrite=overwrite)
+    elif scheduler is not None:
+        raise ValueError("scheduler= needs out= (a Zarr path the workers write to)")
+    engine_kw = {"tau": tau, "Tp": Tp}
+    blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
+
+    runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
+    # (1) optimal E
+    edim_rho = None
+    if E_arr is None:
+        saved = store.saved_E() if store is not None else None
+        if saved is not None and saved.shape == (N,) and (saved >= 1).all():
+            E_arr = saved.astype(np.int64)
+        else:
+            edim_rho = np.full((N, E_max), np.nan, np.float32)
+
+            def put_edim(b: int, rows: np.ndarray) -> None:
+                r0 = blocks[b][1]
+                edim_rho[r0:r0 + rows.shape[0]] = rows
+
+            if runner is not None:
+                runner.edim(Xr, blocks, engine_kw, E_max, put_edim, progress)
+            else:
+                from .scheduler import run_local
+                run_local(Xr, blocks, "edim", put_edim, devices=devs, engine_kw=engine_kw,
+                          E_max=E_max, backend=backend, progress=progress)
+            if np.isnan(edim_rho).all(axis=1).any():
+                bad = np.flatnonzero(np.isnan(edim_rho).all(axis=1))[:10].tolist()
+                raise ValueError(f"series {bad} are too short or constant for any E in "
+                                 f"1..{E_max}; give E explicitly")
+            E_arr = (np.nanargmax(np.where(np.isnan(edim_rho), -np.inf, edim_rho), axis=1)
+                     + 1).astype(np.int64)
+            if store is not None:
+                store.save_E(E_arr, edim_rho)
+    elif store is not None and store.saved_E() is None:
+        store.save_E(E_arr)
+
+    # (2, 3) the matrix, by row blocks
+    if store is not None:
+        pend = set(store.pending())
+        todo = [b for b in blocks if b[0] in pend]
+        sink = store.write_block
+    else:
+        mat = np.full((N, N), np.nan, np.float32)
+        todo = blocks
+
+        def sink(b: int, rows: np.ndarray) -> None:
+            r0 = blocks[b][1]
+            mat[r0:r0 + rows.shape[0]] = rows
+
+    counts: dict[str, int] = {}
+    if todo:
+        if runner is not None:
+            counts = runner.xmap(Xr, todo, engine_kw, E_arr, str(out), progress)
+        else:
+            from .scheduler import run_local
+            counts = run_local(Xr, todo, "xmap", sink, devices=devs, engine_kw=engine_kw,
+                               E=E_arr, backend=backend, progress=progress)
+    if runner is not None:
+        runner.close()
+    rho = store.rho if store is not None else mat
+    return XmapResult(rho=rho, E=E_arr, names=names, edim_rho=edim_rho,
+                      path=None if out is None else str(out), blocks_per_device=counts)
+
+
+def _dask_runner(scheduler: str, n_workers: int, devs: list[Any], backend: str | None):
+    try:
+        from .dask_runner import DaskRunner
+    except ModuleNotFoundError as exc:  # pragma: no cover - depends on extras
+        raise ModuleNotFoundError("scheduler= needs Dask: pip install 'pyedmcl[dask]'") from exc
+    return DaskRunner(scheduler, n_workers=n_workers, device=devs[0], backend=backend)

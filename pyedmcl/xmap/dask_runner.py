@@ -1,0 +1,134 @@
+"""Row blocks on a Dask distributed cluster (beyond one machine).
+
+A :class:`XmapWorkerPlugin` gives every worker process its own device context
+and compiled kernels (built once in ``setup``) and caches the
+:class:`~pyedmcl.xmap.engine.XmapEngine` per job (data uploaded once per
+worker). Tasks are row blocks: each computes its rows and writes its own Zarr
+chunk plus its completion marker (no locking; the output path must be visible
+to all workers, e.g. a shared file system or an object store). A worker that
+dies mid-job loses only its running blocks: the scheduler reruns them elsewhere,
+and because a block's result depends only on its inputs, the matrix is the same.
+
+``scheduler="local"`` starts a LocalCluster of worker processes on this machine;
+any other string is the address of an existing scheduler (for example one
+started by dask-jobqueue on SLURM/PBS).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from distributed import WorkerPlugin
+
+PLUGIN = "pyedmcl-xmap"
+
+
+class XmapWorkerPlugin(WorkerPlugin):
+    """Per-worker state: the device backend (context, queue, kernels) and engines."""
+
+    name = PLUGIN
+
+    def __init__(self, device: Any = None, backend: str | None = None):
+        self.device, self.backend = device, backend
+        self.be = None
+        self.engines: dict[str, Any] = {}
+
+    def setup(self, worker=None) -> None:
+        from clkernels import get_backend
+        self.be = get_backend(self.device, self.backend)
+
+    def teardown(self, worker=None) -> None:
+        self.engines.clear()
+
+    def engine(self, key: str, X: np.ndarray, engine_kw: dict[str, Any]):
+        from .engine import XmapEngine
+        eng = self.engines.get(key)
+        if eng is None:
+            self.engines.clear()  # one job's data per worker at a time
+            eng = self.engines[key] = XmapEngine(self.be, X, None, **engine_kw)
+        return eng
+
+
+def _plugin() -> XmapWorkerPlugin:
+    from distributed import get_worker
+    return get_worker().plugins[PLUGIN]
+
+
+def _edim_task(key: str, X: np.ndarray, engine_kw: dict, E_max: int, r0: int, r1: int
+               ) -> np.ndarray:
+    return _plugin().engine(key, X, engine_kw).edim_block(r0, r1, E_max)
+
+
+def _xmap_task(key: str, X: np.ndarray, engine_kw: dict, E: np.ndarray, path: str, b: int,
+               r0: int, r1: int) -> str:
+    from .store import XmapStore
+    eng = _plugin().engine(key, X, engine_kw)
+    eng.set_E(E)
+    rows = eng.block(r0, r1)
+    XmapStore.open_existing(path).write_block(b, rows)
+    from distributed import get_worker
+    return f"{get_worker().address}:{eng.be.info.runtime}"
+
+
+class DaskRunner:
+    """Submits row-block tasks to a Dask cluster (started locally or joined)."""
+
+    def __init__(self, scheduler: str, *, n_workers: int = 2, device: Any = None,
+                 backend: str | None = None):
+        import distributed
+        self.cluster = None
+        if scheduler == "local":
+            self.cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                                    processes=True, dashboard_address=None)
+            self.client = distributed.Client(self.cluster)
+        else:
+            self.client = distributed.Client(scheduler)
+        plugin = XmapWorkerPlugin(device, backend)
+        reg = getattr(self.client, "register_plugin", None) or self.client.register_worker_plugin
+        reg(plugin, name=PLUGIN)
+        self._X = None
+        self._key = None
+
+    def _scatter(self, X: np.ndarray, engine_kw: dict) -> tuple[Any, str]:
+        from dask.base import tokenize
+        key = tokenize(X, sorted(engine_kw.items()))
+        if self._key != key:
+            self._X = self.client.scatter(X, broadcast=True)
+            self._key = key
+        return self._X, key
+
+    def _progress(self, futures, desc: str, progress: bool):
+        from distributed import as_completed
+
+        from .scheduler import Progress
+        bar = Progress(len(futures), desc, progress)
+        for fut in as_completed(futures):
+            yield fut
+            bar.update()
+        bar.close()
+
+    def edim(self, X, blocks, engine_kw, E_max, sink, progress: bool) -> None:
+        Xf, key = self._scatter(X, engine_kw)
+        futs = {self.client.submit(_edim_task, key, Xf, engine_kw, E_max, r0, r1,
+                                   key=f"pyedmcl-edim-{key}-{b}", retries=3): b
+                for b, r0, r1 in blocks}
+        for fut in self._progress(list(futs), "optimal E", progress):
+            sink(futs[fut], fut.result())
+
+    def xmap(self, X, blocks, engine_kw, E, path: str, progress: bool) -> dict[str, int]:
+        Xf, key = self._scatter(X, engine_kw)
+        ekey = f"{key}-{hash(tuple(int(e) for e in E)) & 0xFFFFFFFF:x}"
+        futs = [self.client.submit(_xmap_task, key, Xf, engine_kw, np.asarray(E), path, b, r0,
+                                   r1, key=f"pyedmcl-xmap-{ekey}-{b}", retries=3)
+                for b, r0, r1 in blocks]
+        counts: dict[str, int] = {}
+        for fut in self._progress(futs, "xmap", progress):
+            who = fut.result()
+            counts[who] = counts.get(who, 0) + 1
+        return counts
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()

@@ -1,0 +1,223 @@
+"""The row-block worker of the all-to-all cross map, on one device.
+
+An :class:`XmapEngine` uploads the whole data set (N series of n steps) once,
+resolves the rows of every E-group once, and then computes any block of rows
+``[r0, r1)`` of the N x N rho matrix: for each library series ``i`` of the block
+and each E-group ``g`` (the targets whose optimal E is ``E_g``) it builds one
+k-NN table (the EDM helper's fused kernel, :mod:`pyedmcl.edm.knn`), packs it into
+weights once, and a single fused launch cross-maps every target of the group
+from a batch of libraries with rho reduced on the device
+(``templates/xmap_lookup.cl.mako``). Only rho comes back.
+
+Matrix convention: ``rho[i, j]`` is the skill of library (embedding of) series
+``i`` cross-mapping target series ``j`` with ``E = E[j]``, i.e. pyEDM's CCM column
+``"i:j"`` at full library size, which is evidence that ``j`` causes ``i``. This
+is what kEDM's ``xmap`` returns.
+
+The same engine serves the local multi-device scheduler and Dask workers, and a
+block's result depends only on the data and the parameters, never on which
+device or batch size computed it (bit-identical across runs on one runtime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+
+from ..edm.knn import KNN
+from ..edm.ranges import ccm_valid_times, point_offset, resolve
+
+TEMPLATE = "xmap_lookup.cl.mako"
+
+#: point lists are padded to a multiple of the largest k-NN tile
+PAD_POINTS = 512
+#: targets cross-mapped per work-group (each table row read once for all of them)
+TARGETS_PER_GROUP = 4
+#: bytes of packed tables (indices, weights, weight sums) per batch of libraries
+TABLE_BUDGET_GPU = 256 << 20
+TABLE_BUDGET_CPU = 32 << 20
+
+
+def skill_wg(be: Backend) -> int:
+    """Work-group size of the rho reduction: the same as :func:`pyedmcl.edm.lookup.skill_device`
+    (so both reduce in the same order and agree bit for bit)."""
+    wg = min(256 if be.info.is_gpu else 64, be.info.max_work_group_size)
+    return 1 << (wg.bit_length() - 1)
+
+
+@dataclass
+class _Group:
+    """Targets sharing one E, and the rows CCM uses for that E."""
+
+    E: int
+    k: int
+    M: int
+    tshift: int
+    targets: np.ndarray
+    pts_dev: Any
+    obs_dev: Any
+    tgt_dev: Any
+    knn_params: dict
+
+
+class XmapEngine:
+    """Uploads ``X`` (N, n) once and computes row blocks of the cross-map matrix."""
+
+    def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray | None = None, *, tau: int = 1,
+                 Tp: int = 0,
+                 real: str = "float", weight: str = "ccm"):
+        self.be, self.real, self.weight = be, real, weight
+        self.dt = np.float64 if real == "double" else np.float32
+        self.acc = "double" if be.info.fp64 else "float"
+        self.acc_dt = np.float64 if be.info.fp64 else np.float32
+        X = np.ascontiguousarray(X, dtype=self.dt)
+        self.N, self.n = X.shape
+        self.tau, self.Tp = int(tau), int(Tp)
+        self.x_dev = be.to_device(X.reshape(-1))
+        self.wg = skill_wg(be)
+        self.tj = TARGETS_PER_GROUP
+        self._scratch: dict[tuple, Any] = {}
+        self.groups: list[_Group] = []
+        self.E = None
+        if E is not None:
+            self.set_E(E)
+
+    def set_E(self, E) -> None:
+        """Embedding dimension of each target series: groups targets by E."""
+        E = np.asarray(E, dtype=np.int64)
+        if self.E is not None and np.array_equal(E, self.E):
+            return
+        self.E = E
+        self.groups = [self._group(int(e)) for e in np.unique(E)]
+
+    # -- setup -------------------------------------------------------------------------------
+    def _group(self, E: int) -> _Group:
+        be = self.be
+        times = ccm_valid_times(self.n, E, self.tau, self.Tp)
+        M = int(times.size)
+        k = min(E + 1, M - 1)
+        if k < 1 or M < 3:
+            raise ValueError(f"series of {self.n} values leave {M} usable rows for E={E}, "
+                             f"tau={self.tau}, Tp={self.Tp}; need at least 3")
+        off = point_offset(E, self.tau)
+        targets = np.flatnonzero(self.E == E).astype(np.int32)
+        spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean", "REAL": self.real}
+        return _Group(E=E, k=k, M=M, tshift=off + self.Tp, targets=targets,
+                      pts_dev=be.to_device((times - off).astype(np.int32)),
+                      obs_dev=be.to_device((times + self.Tp).astype(np.int32)),
+                      tgt_dev=be.to_device(targets),
+                      knn_params={"spec": spec, "params": KNN.params_for(be, spec, M)})
+
+    def _kern(self, k: int, name: str, weight: str | None = None):
+        params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
+                  "WEIGHT": weight or self.weight, "TJ": self.tj}
+        return self.be.kernel(TEMPLATE, params, name)
+
+    def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
+        """A scratch device buffer reused across launches (the queue is in order)."""
+        size = int(np.prod(shape))
+        have = self._scratch.get(key)
+        if have is None or have[1] < size or have[2] != np.dtype(dtype):
+            self._scratch[key] = (self.be.empty((size,), dtype), size, np.dtype(dtype))
+        return self._scratch[key][0]
+
+    def _shifted(self, key: str, pts_dev, n: int, base: int):
+        """``pts + base`` in a scratch buffer padded to whole k-NN tiles (the k-NN
+        kernel may read a partial last tile whole; padding repeats the last point)."""
+        nout = round_up(n, PAD_POINTS)
+        buf = self._buf(key, (nout,), np.int32)
+        self.be.launch(self._kern(1, "shift_points", "ccm"), (round_up(nout, 64),), None,
+                       pts_dev, np.int32(n), np.int32(base), buf, np.int32(nout))
+        return buf
+
+    def batch_size(self, M: int, k: int) -> int:
+        budget = TABLE_BUDGET_GPU if self.be.info.is_gpu else TABLE_BUDGET_CPU
+        per = M * k * (4 + np.dtype(self.acc_dt).itemsize) + M * np.dtype(self.acc_dt).itemsize
+        return int(max(1, min(64, budget // per)))
+
+    # -- steps -------------------------------------------------------------------------------
+    def _table(self, series: int, E: int, k: int, qpts_dev, nq: int, lpts_dev, nl: int,
+               radius: int, knn: dict, slot: int, tidx, tw, tden, weight: str) -> None:
+        """k-NN table of one library series, packed into batch slot ``slot``."""
+        be = self.be
+        base = series * self.n
+        gq = self._shifted("gq", qpts_dev, nq, base)
+        gl = gq if lpts_dev is qpts_dev else self._shifted("gl", lpts_dev, nl, base)
+        idx = self._buf("idx", (nq, k), np.int32)
+        dist = self._buf("dist", (nq, k), self.dt)
+        KNN.launch(be, knn["params"], knn["spec"], self.x_dev, gq, nq, gl, nl, 1, radius, idx,
+                   dist)
+        be.launch(self._kern(k, "pack", weight), (round_up(nq, 64),), None, idx, dist,
+                  np.int32(nq), np.int32(slot), np.int32(base), tidx, tw, tden)
+
+    def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
+               tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int) -> None:
+        groups = -(-ntg // self.tj)
+        self.be.launch(self._kern(k, "xmap_skill", weight), (groups * self.wg, nb),
+                       (self.wg, 1), tidx, tw, tden, np.int32(nq), self.x_dev,
+                       np.int32(self.n), np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg),
+                       obs_dev, out, np.int32(ldo), np.int32(orow))
+
+    # -- public ------------------------------------------------------------------------------
+    def block(self, r0: int, r1: int) -> np.ndarray:
+        """Rows ``r0 .. r1-1`` of the rho matrix, ``(r1 - r0, N)`` float32."""
+        be = self.be
+        rows = r1 - r0
+        out = be.empty((rows * self.N,), np.float32)
+        for g in self.groups:
+            B = self.batch_size(g.M, g.k)
+            tidx = self._buf("tidx", (B, g.M, g.k), np.int32)
+            tw = self._buf("tw", (B, g.M, g.k), self.acc_dt)
+            tden = self._buf("tden", (B, g.M), self.acc_dt)
+            for c0 in range(r0, r1, B):
+                nb = min(B, r1 - c0)
+                for b in range(nb):
+                    self._table(c0 + b, g.E, g.k, g.pts_dev, g.M, g.pts_dev, g.M, 0,
+                                g.knn_params, b, tidx, tw, tden, self.weight)
+                self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
+                            g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, c0 - r0)
+        return be.to_host(out).reshape(rows, self.N)
+
+    def edim_block(self, r0: int, r1: int, E_max: int, Tp: int = 1) -> np.ndarray:
+        """Simplex rho ``(r1 - r0, E_max)`` of each series predicting itself ``Tp`` ahead,
+        library = first half, prediction = second half (pyEDM ``EmbedDimension`` with
+        ``lib="1 n/2"``, ``pred="n/2+1 n"``: kEDM's ``edim`` split). NaN where E does
+        not fit the series."""
+        be = self.be
+        n, rows = self.n, r1 - r0
+        out = be.empty((rows * E_max,), np.float32)
+        be.fill(out, np.nan)
+        half = n // 2
+        one = be.to_device(np.zeros(1, np.int32))
+        for E in range(1, E_max + 1):
+            try:
+                plan = resolve(n, E=E, tau=self.tau, Tp=Tp, lib=f"1 {half}",
+                               pred=f"{half + 1} {n}")
+            except ValueError:
+                continue
+            k, nq, nl = plan.knn, plan.pred_points.size, plan.lib_points.size
+            q_dev = be.to_device(plan.pred_points)
+            l_dev = be.to_device(plan.lib_points)
+            obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
+            obs_dev = be.to_device(obs)
+            spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean",
+                    "REAL": self.real}
+            knn = {"spec": spec, "params": KNN.params_for(be, spec, max(nq, nl))}
+            tidx = be.empty((nq * k,), np.int32)
+            tw = be.empty((nq * k,), self.acc_dt)
+            tden = be.empty((nq,), self.acc_dt)
+            col = be.empty((1,), np.int32)
+            shift = self._kern(1, "shift_points", "ccm")
+            be.launch(shift, (64,), None, one, np.int32(1), np.int32(E - 1), col, np.int32(1))
+            for i in range(r0, r1):
+                tgt = self._buf("edim_tgt", (1,), np.int32)
+                be.launch(shift, (64,), None, one, np.int32(1), np.int32(i), tgt, np.int32(1))
+                self._table(i, E, k, q_dev, nq, l_dev, nl, plan.exclusion_radius, knn, 0,
+                            tidx, tw, tden, "simplex")
+                self._skill(k, "simplex", tidx, tw, tden, nq, 1, plan.offset + plan.Tp, tgt,
+                            col, 1, obs_dev, out, E_max, i - r0)
+        return be.to_host(out).reshape(rows, E_max)

@@ -1,0 +1,105 @@
+"""Row blocks over all chosen devices of one node, dynamically scheduled.
+
+One thread per device, each with its own backend (context, queue, compiled
+kernels) and :class:`~pyedmcl.xmap.engine.XmapEngine` (data uploaded once);
+a device takes the next block from a shared queue as soon as it is free, so
+fast and slow devices (a GPU next to a CPU) share the work by their speed.
+Block results are handed to ``sink(block, rows)`` (the Zarr store, or an
+in-memory matrix) from the worker thread, as they finish.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from clkernels import get_backend
+
+from .engine import XmapEngine
+
+
+class Progress:
+    """A minimal progress line with rate and ETA (tqdm when available)."""
+
+    def __init__(self, total: int, desc: str, enabled: bool):
+        self.total, self.done, self.t0 = total, 0, time.perf_counter()
+        self.bar = None
+        self.enabled = enabled and total > 0
+        if self.enabled:
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(total=total, desc=desc, unit="block", file=sys.stderr)
+            except ModuleNotFoundError:
+                self.desc = desc
+        self.lock = threading.Lock()
+
+    def update(self, n: int = 1) -> None:
+        with self.lock:
+            self.done += n
+            if not self.enabled:
+                return
+            if self.bar is not None:
+                self.bar.update(n)
+                return
+            el = time.perf_counter() - self.t0
+            eta = el / self.done * (self.total - self.done)
+            print(f"\r{self.desc}: {self.done}/{self.total} blocks, ETA {eta:.0f} s",
+                  end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled:
+            print(file=sys.stderr)
+
+
+def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
+              sink: Callable[[int, np.ndarray], None], *, devices: Sequence[Any],
+              engine_kw: dict[str, Any], E: np.ndarray | None = None, E_max: int = 0,
+              backend: str | None = None, progress: bool = False) -> dict[str, int]:
+    """Run ``blocks`` = [(block id, r0, r1), ...] of ``task`` ("xmap" or "edim").
+
+    Returns how many blocks each device computed.
+    """
+    todo: queue.Queue = queue.Queue()
+    for b in blocks:
+        todo.put(b)
+    counts: dict[str, int] = {}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    bar = Progress(len(blocks), "xmap" if task == "xmap" else "optimal E", progress)
+
+    def worker(dev: Any) -> None:
+        try:
+            be = get_backend(dev, backend)
+            eng = XmapEngine(be, X, E, **engine_kw)
+            name = f"{be.info.runtime}:{be.info.name}"
+            counts.setdefault(name, 0)
+            while not stop.is_set():
+                try:
+                    b, r0, r1 = todo.get_nowait()
+                except queue.Empty:
+                    return
+                rows = eng.block(r0, r1) if task == "xmap" else eng.edim_block(r0, r1, E_max)
+                sink(b, rows)
+                counts[name] += 1
+                bar.update()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bar.close()
+    if errors:
+        raise errors[0]
+    return counts

@@ -1,0 +1,171 @@
+## params: K, REAL, ACC, WG, WEIGHT, TJ
+## All-to-all cross mapping: one k-NN table per library series, reused for many
+## targets, skill reduced on the device (no prediction is ever stored).
+##
+## shift_points: out[q] = pts[min(q, n-1)] + base for q < nout (kernel points of
+##   series `i` inside the flattened (N, n) data, base = i * n; the tail repeats
+##   the last point so a kernel reading a whole last tile reads valid points).
+## pack: turns library b's k-NN table (global points, distances) into local
+##   points and the lookup weights w = exp(-d / d_min), and the weight sum per
+##   query (0 when the query has no valid prediction), once per library. The
+##   arithmetic is exactly simplex_lookup.cl.mako's `lookup` (same operations in
+##   the same order), so the fused skill below reproduces pyedmcl.ccm bit for bit.
+##   WEIGHT "ccm": zero distances get weight 1 (others 0) when d_min == 0 and a
+##   query with fewer than K admissible neighbours predicts NaN (pyEDM CCM);
+##   "simplex": d_min floored at 1e-6 (pyEDM Simplex).
+## xmap_skill: one work-group per (TJ targets, packed library b): the table row of
+##   each query is read once for TJ targets; it predicts every query (weighted average of the target at the neighbours' times + tshift)
+##   and reduces Pearson rho against the target at obs[q] (< 0: no observation),
+##   with the same per-work-item streaming co-moments and pairwise merge tree as
+##   simplex_lookup.cl.mako's `skill`.
+##   WEIGHT "ccm" applies pyEDM CCM's rules: fewer than 3 pairs -> NaN, zero
+##   variance -> 0.
+<%namespace name="metric" file="_metric.mako"/>
+${metric.real_type(REAL)}
+% if ACC == "double" and REAL != "double":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+typedef ${ACC} acc_t;
+#define K ${K}
+/* no implicit contraction: the same rounding on every runtime */
+#pragma OPENCL FP_CONTRACT OFF
+
+__kernel void shift_points(__global const int* restrict pts, const int n, const int base,
+                           __global int* restrict out, const int nout)
+{
+    const int q = get_global_id(0);
+    if (q < nout) out[q] = pts[min(q, n - 1)] + base;
+}
+
+__kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
+                   const int nq, const int b, const int base,
+                   __global int* restrict tidx, __global acc_t* restrict tw,
+                   __global acc_t* restrict tden)
+{
+    const int q = get_global_id(0);
+    if (q >= nq) return;
+    const size_t o = (size_t)q * K;
+    const size_t t = ((size_t)b * nq + q) * K;
+    const real_t dmin_raw = dist[o];
+% if WEIGHT == "simplex":
+    const real_t dmin = fmax(dmin_raw, (real_t)1e-6);
+% endif
+    acc_t den = 0;
+% for k in range(K):
+    {
+        const int l = idx[o + ${k}];
+        const real_t d = dist[o + ${k}];
+        acc_t w = 0;
+        if (l >= 0) {
+% if WEIGHT == "simplex":
+            w = exp(-(acc_t)d / (acc_t)dmin);
+% else:
+            w = dmin_raw > 0 ? exp(-(acc_t)d / (acc_t)dmin_raw) : (d == 0 ? (acc_t)1 : (acc_t)0);
+% endif
+            den += w;
+        }
+        tidx[t + ${k}] = l >= 0 ? l - base : -1;
+        tw[t + ${k}] = w;
+    }
+% endfor
+% if WEIGHT == "ccm":
+    tden[(size_t)b * nq + q] = (den > 0 && idx[o + K - 1] >= 0) ? den : (acc_t)0;
+% else:
+    tden[(size_t)b * nq + q] = den > 0 ? den : (acc_t)0;
+% endif
+}
+
+/* merge statistics (n, mean p, mean o, Cpp, Coo, Cpo) of b into a */
+inline void merge6(acc_t* a, const acc_t* b)
+{
+    const acc_t n = a[0] + b[0];
+    if (b[0] == 0) return;
+    if (a[0] == 0) { for (int i = 0; i < 8; ++i) a[i] = b[i]; return; }
+    const acc_t dp = b[1] - a[1], dq = b[2] - a[2];
+    const acc_t f = a[0] * b[0] / n;
+    a[3] += b[3] + dp * dp * f;
+    a[4] += b[4] + dq * dq * f;
+    a[5] += b[5] + dp * dq * f;
+    a[1] += dp * b[0] / n;
+    a[2] += dq * b[0] / n;
+    a[6] += b[6];
+    a[7] += b[7];
+    a[0] = n;
+}
+
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void xmap_skill(__global const int* restrict tidx, __global const acc_t* restrict tw,
+                __global const acc_t* restrict tden, const int nq,
+                __global const real_t* restrict y, const int ldy, const int tshift,
+                __global const int* restrict tgt, __global const int* restrict ocol,
+                const int ntg, __global const int* restrict obs,
+                __global float* restrict out, const int ldo, const int orow)
+{
+    const int j0 = get_group_id(0) * ${TJ};
+    const int b = get_group_id(1);
+    const int lid = get_local_id(0);
+    __global const int* ib = tidx + (size_t)b * nq * K;
+    __global const acc_t* wb = tw + (size_t)b * nq * K;
+    __global const acc_t* db = tden + (size_t)b * nq;
+% for t in range(TJ):
+    __global const real_t* y${t} = y + (size_t)tgt[min(j0 + ${t}, ntg - 1)] * ldy;
+    /* n, mean_p, mean_o, C_pp, C_oo, C_po, sum|e|, sum e^2 */
+    acc_t s${t}[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+% endfor
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int to = obs[q];
+        const acc_t den = db[q];
+% for k in range(K):
+        const int l${k} = ib[(size_t)q * K + ${k}];
+        const acc_t w${k} = wb[(size_t)q * K + ${k}];
+% endfor
+% for t in range(TJ):
+        {
+            acc_t num = 0;
+%   for k in range(K):
+            if (l${k} >= 0) num += w${k} * (acc_t)y${t}[l${k} + tshift];
+%   endfor
+            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+            const acc_t p = pr;
+            if (to >= 0 && isfinite(p)) {
+                const acc_t v = y${t}[to];
+                acc_t* s = s${t};
+                s[0] += 1;
+                const acc_t dp = p - s[1], dq = v - s[2];
+                s[1] += dp / s[0];
+                s[2] += dq / s[0];
+                s[3] += dp * (p - s[1]);
+                s[4] += dq * (v - s[2]);
+                s[5] += dp * (v - s[2]);
+                s[6] += fabs(p - v);
+                s[7] += (p - v) * (p - v);
+            }
+        }
+% endfor
+    }
+    __local acc_t red[${WG}][8];
+% for t in range(TJ):
+    for (int i = 0; i < 8; ++i) red[lid][i] = s${t}[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+%   for h in [2 ** e for e in range(20) if 2 ** e < WG][::-1]:
+    if (lid < ${h}) {
+        acc_t a[8], b2[8];
+        for (int i = 0; i < 8; ++i) { a[i] = red[lid][i]; b2[i] = red[lid + ${h}][i]; }
+        merge6(a, b2);
+        for (int i = 0; i < 8; ++i) red[lid][i] = a[i];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+%   endfor
+    if (lid == 0 && j0 + ${t} < ntg) {
+        const acc_t n = red[0][0];
+        const acc_t sd = sqrt(red[0][3] * red[0][4]);
+        acc_t rho = sd > 0 ? red[0][5] / sd : (acc_t)NAN;
+% if WEIGHT == "ccm":
+        if (n < 3) rho = (acc_t)NAN;
+        else if (isnan(rho)) rho = 0;
+% endif
+        out[(size_t)(orow + b) * ldo + ocol[j0 + ${t}]] = (float)rho;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% endfor
+}

@@ -1,0 +1,161 @@
+"""pe.xmap against a pyEDM CCM loop, pyedmcl's own single-pair CCM, kedm.xmap and the
+embedding scan; bad input; Oclgrind.
+
+Tolerances: pyEDM (float64) vs our float32 pipeline: 1e-5 on rho. pyedmcl.ccm:
+exact (same kernels' arithmetic, same reduction order). kedm.xmap (float32,
+another summation order): 1e-5. Across devices and block sizes: bit-identical.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pyedmcl as pe
+from tests.conftest import TEST_DEVICES, run_under_oclgrind
+
+RHO_TOL = 1e-5
+
+
+def panel(L: int = 120, N: int = 20, seed: int = 0) -> np.ndarray:
+    """(L, N) coupled noisy oscillators with different periods and drivers."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(L)
+    base = np.sin(t[:, None] * rng.uniform(0.15, 0.6, N)[None, :])
+    drive = np.roll(base, 1, axis=1) * rng.uniform(0, 0.5, N)[None, :]
+    return (base + drive + 0.2 * rng.standard_normal((L, N))).astype(np.float32)
+
+
+def mixed_E(N: int) -> np.ndarray:
+    return np.resize([2, 3, 4], N)
+
+
+@pytest.fixture(scope="module")
+def pyedm_matrix():
+    pyEDM = pytest.importorskip("pyEDM")
+    X = panel()
+    L, N = X.shape
+    E = mixed_E(N)
+    df = pd.DataFrame(X.astype(np.float64), columns=[f"x{i}" for i in range(N)])
+    df.insert(0, "time", np.arange(1, L + 1))
+    ref = np.empty((N, N))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(N):
+            for j in range(N):
+                # full library: all L - (E-1) rows (a "sample" of all rows is all rows)
+                o = pyEDM.CCM(dataFrame=df, columns=f"x{i}", target=f"x{j}", E=int(E[j]),
+                              tau=-1, Tp=0, libSizes=[L - int(E[j]) + 1], sample=1,
+                              parallel=False)
+                ref[i, j] = o[f"x{i}:x{j}"].iloc[0]
+    return X, E, ref
+
+
+def test_matches_pyedm_ccm_loop_and_own_ccm_exactly(device, pyedm_matrix):
+    X, E, ref = pyedm_matrix
+    N = X.shape[1]
+    r = pe.xmap(X, E=E, device=device, block_rows=7)
+    assert r.rho.shape == (N, N) and r.rho.dtype == np.float32
+    np.testing.assert_array_equal(r.E, E)
+    np.testing.assert_allclose(r.rho, ref, atol=RHO_TOL, rtol=0)
+    own = np.empty((N, N), np.float32)
+    for i in range(N):
+        for j in range(N):
+            c = pe.ccm(X[:, i], X[:, j], E=int(E[j]), lib_sizes=[X.shape[0]], random=False,
+                       device=device)
+            own[i, j] = np.float32(c.rho_xy[0])
+    np.testing.assert_array_equal(r.rho, own)
+
+
+def test_matches_kedm_xmap(device):
+    kedm = pytest.importorskip("kedm")
+    X = panel(L=200, N=8, seed=3)
+    E = np.resize([1, 2, 5], 8)
+    r = pe.xmap(X, E=E, device=device)
+    np.testing.assert_allclose(r.rho, kedm.xmap(X, E.tolist()), atol=RHO_TOL, rtol=0)
+
+
+def test_tp_matches_own_ccm(device):
+    X = panel(L=80, N=4, seed=5)
+    for Tp in (-2, 3):
+        r = pe.xmap(X, E=3, Tp=Tp, tau=2, device=device)
+        for i, j in ((0, 1), (2, 3), (1, 1)):
+            c = pe.ccm(X[:, i], X[:, j], E=3, tau=2, Tp=Tp, lib_sizes=[80], random=False,
+                       device=device)
+            assert r.rho[i, j] == np.float32(c.rho_xy[0])
+
+
+def test_block_size_and_devices_bit_identical():
+    X = panel(L=90, N=11, seed=1)
+    E = mixed_E(11)
+    a = pe.xmap(X, E=E, block_rows=11).rho
+    b = pe.xmap(X, E=E, block_rows=3).rho
+    np.testing.assert_array_equal(a, b)
+    if len(TEST_DEVICES) >= 2:
+        c = pe.xmap(X, E=E, block_rows=2, devices=TEST_DEVICES[:2])
+        np.testing.assert_array_equal(a, c.rho)
+        assert sum(c.blocks_per_device.values()) == 6
+
+
+def test_auto_E_is_the_embedding_scan_best():
+    X = panel(L=100, N=4, seed=2)
+    r = pe.xmap(X, E="auto", E_max=5)
+    for i in range(4):
+        s = pe.embed_dimension(X[:, i], max_E=5, Tp=1, lib="1 50", pred="51 100")
+        np.testing.assert_allclose(r.edim_rho[i], s.rho, atol=RHO_TOL)
+        assert r.E[i] == s.best
+
+
+def test_dataframe_and_list_input():
+    X = panel(L=60, N=3)
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    r = pe.xmap(df, E=2)
+    assert r.names == ["a", "b", "c"]
+    np.testing.assert_array_equal(r.rho, pe.xmap([X[:, 0], X[:, 1], X[:, 2]], E=2).rho)
+
+
+@pytest.mark.parametrize("bad, match", [
+    ([np.arange(50.0), np.arange(40.0)], "different lengths"),
+    (np.ones((50, 1)), "N >= 2"),
+    (np.ones(50), "2-D"),
+])
+def test_bad_shapes(bad, match):
+    with pytest.raises(ValueError, match=match):
+        pe.xmap(bad, E=2)
+
+
+def test_nan_columns_named():
+    X = panel(L=50, N=4).astype(np.float64)
+    X[7, 2] = np.nan
+    df = pd.DataFrame(X, columns=list("abcd"))
+    with pytest.raises(ValueError, match=r"\['c'\].*NaN"):
+        pe.xmap(df, E=2)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(E=0), "E"), (dict(E=[2, 3]), "N=4"), (dict(E="best"), "auto"),
+    (dict(E=2, tau=0), "tau"), (dict(E=2, block_rows=0), "block_rows"),
+    (dict(E=2, scheduler="local"), "out="),
+])
+def test_bad_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        pe.xmap(panel(L=50, N=4), **kw)
+
+
+def test_oclgrind_clean():
+    """Every xmap kernel (both weights, the pack and the fused skill) runs clean;
+    the result agrees with PoCL within float32 rounding (Oclgrind's own libm)."""
+    out = run_under_oclgrind("""
+        import json, numpy as np, pyedmcl as pe
+        X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+        r = pe.xmap(X, E="auto", E_max=2, block_rows=2)
+        print(json.dumps({"rho": r.rho.tolist(), "E": r.E.tolist()}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+    ref = pe.xmap(X, E=got["E"], device="pocl")
+    np.testing.assert_allclose(np.array(got["rho"], np.float32), ref.rho, atol=RHO_TOL, rtol=0)
