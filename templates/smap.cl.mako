@@ -130,7 +130,7 @@ typedef int maskV;
   const ${T} _s = ${hi} + _p; const ${T} _bb = _s - ${hi};
   ${lo} += _pe + ((${hi} - (_s - _bb)) + (_p - _bb)); ${hi} = _s; }\
 % else:
-${hi} = fma(${x}, ${y}, ${hi});\
+${hi} += (${x}) * (${y});\
 % endif
 </%def>
 
@@ -171,7 +171,7 @@ ${hi} = fma(${x}, ${y}, ${hi});\
         {
             const realV df = xj${k} - xp[${k}];
 % if METRIC == "euclidean":
-            dacc = mad(df, df, dacc);
+            dacc += df * df;
 % elif METRIC == "maximum":
             dacc = fmax(dacc, fabs(df));
 % elif METRIC == "manhattan":
