@@ -15,8 +15,10 @@
 ## of sum a a^T for the augmented vector a = w [1, z_1..z_E, y] (the normal
 ## equations and their right-hand side), plus sum w, w y, w y^2 for pyEDM's
 ## prediction variance. The (E+1)x(E+1) system is Jacobi-scaled and solved by
-## Cholesky in ACC precision; a pivot below PIVOT_TOL marks the row (status 1)
-## for the host's SVD least-squares fallback, which has pyEDM's exact semantics.
+## Cholesky in ACC precision: "double", "float", or "df" (double-float: float32
+## (hi, lo) pairs, Dot2-style accumulation and a df Cholesky, for devices without
+## fp64); a pivot below PIVOT_TOL marks the row (status 1) for the host's SVD
+## least-squares fallback, which has pyEDM's exact semantics.
 ##
 ## MODE "all": every library point outside |tj - tp| <= excl_r (which removes the
 ## point itself when lib and pred overlap), minus the farthest if knn asks for it.
@@ -128,7 +130,7 @@ typedef int maskV;
   const ${T} _s = ${hi} + _p; const ${T} _bb = _s - ${hi};
   ${lo} += _pe + ((${hi} - (_s - _bb)) + (_p - _bb)); ${hi} = _s; }\
 % else:
-${hi} = fma(${x}, ${y}, ${hi});\
+${hi} += (${x}) * (${y});\
 % endif
 </%def>
 
@@ -169,7 +171,7 @@ ${hi} = fma(${x}, ${y}, ${hi});\
         {
             const realV df = xj${k} - xp[${k}];
 % if METRIC == "euclidean":
-            dacc = mad(df, df, dacc);
+            dacc += df * df;
 % elif METRIC == "maximum":
             dacc = fmax(dacc, fabs(df));
 % elif METRIC == "manhattan":
