@@ -127,8 +127,10 @@ class SyclBackend(Backend):
         # SYCL ranges list the slowest dimension first: reverse OpenCL's (x, y, z) order,
         # so get_global_id(0) in the kernel is the fastest-varying index on both backends.
         gs = list(global_size)[::-1]
-        ls = list(local_size)[::-1] if local_size is not None else []
-        return self.queue.submit(kernel.handle, [self._arg(a) for a in args], gs, ls)
+        args_ = [self._arg(a) for a in args]
+        if local_size is None:  # let the runtime choose the work-group
+            return self.queue.submit(kernel.handle, args_, gs)
+        return self.queue.submit(kernel.handle, args_, gs, list(local_size)[::-1])
 
     def wait(self, event: Any) -> None:
         event.wait()
