@@ -39,17 +39,6 @@
 <%namespace name="metric" file="_metric.mako"/>
 ${metric.real_type(REAL)}
 #define K ${K}
-<%def name="step(ACC, A, B)">\
-## the shared metric.step uses mad()/fabs()/fmax(); PoCL 3.0 does not inline those
-## builtins, which blocks its work-item-loop vectoriser: plain operators here
-% if METRIC == "euclidean":
-{ const real_t _d = (${A}) - (${B}); ${ACC} += _d * _d; }\
-% elif METRIC == "manhattan":
-{ const real_t _d = (${A}) - (${B}); ${ACC} += _d < 0 ? -_d : _d; }\
-% else:
-{ const real_t _d = (${A}) - (${B}); const real_t _a = _d < 0 ? -_d : _d; ${ACC} = ${ACC} > _a ? ${ACC} : _a; }\
-% endif
-</%def>
 <%def name="distance(ACC, A, B, THR)">\
 <% CH = EA if EA > 0 else E %>\
 real_t ${ACC} = (real_t)0;
@@ -58,7 +47,7 @@ real_t ${ACC} = (real_t)0;
             if (${ACC} <= ${THR}) {
 %   endif
 %   for k in range(c0, min(E, c0 + CH)):
-            ${step(ACC, A % k, B % k)}
+            ${metric.step(METRIC, ACC, A % k, B % k)}
 %   endfor
 % endfor
 % for c0 in range(CH, E, CH):
