@@ -186,8 +186,10 @@ def case_gpu(args, be) -> None:
             line(f"Simplex leave-one-out L={L} E={E}", t, gflop=flops(L, L, [E]))
             if kedm is not None:  # the same work by kEDM on the same device, warm
                 x32 = x.astype(np.float32)
-                run = (lambda E=E, x32=x32: kedm.eval_simplex(x32, x32, target=x32, E=E, tau=1,
-                                                               Tp=1))
+
+                def run(E=E, x32=x32):
+                    return kedm.eval_simplex(x32, x32, target=x32, E=E, tau=1, Tp=1)
+
                 run()
                 line(f"kedm.eval_simplex L={L} E={E}", timed(run, args.repeat), t)
     for L in (10000, 65536):
