@@ -144,6 +144,7 @@ VARIANTS = [
     dict(VARIANT="rows", WG=32, TILE=64, QB=1, EA=4, INS="reg", FLAG=1),
     dict(VARIANT="rows", WG=32, TILE=32, QB=1, EA=0, INS="reg", FLAG=1, SPLIT=4),
     dict(VARIANT="rows", WG=16, TILE=64, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2),
+    dict(VARIANT="rows", WG=64, TILE=64, QB=1, EA=4, INS="reg", FLAG=1, SPLIT=32),
     dict(VARIANT="cols", WG=16, TILE=32, QB=8, EA=0, INS="reg", FLAG=1),
     dict(VARIANT="cols", WG=16, TILE=16, QB=16, EA=2, INS="local", FLAG=1),
     dict(VARIANT="cols", WG=8, TILE=16, QB=8, EA=0, INS="local", FLAG=0),

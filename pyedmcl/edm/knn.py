@@ -71,7 +71,7 @@ class KnnKernel(TunableKernel):
     space = TuningSpace(
         params={"VARIANT": ("rows", "cols"), "WG": (8, 16, 32, 64, 128, 256),
                 "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
-                "INS": ("reg", "local"), "FLAG": (0, 1), "SPLIT": (1, 2, 4, 8)},
+                "INS": ("reg", "local"), "FLAG": (0, 1), "SPLIT": (1, 2, 4, 8, 16, 32)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -100,7 +100,7 @@ class KnnKernel(TunableKernel):
         if p["VARIANT"] == "rows" and be.info.is_gpu and p["SPLIT"] == 1 and nq_total is not None:
             # few queries: split each query's library scan so the GPU fills up
             want = be.info.compute_units * 1024
-            while (p["SPLIT"] < 8 and nq_total * p["SPLIT"] < want and p["WG"] % (2 * p["SPLIT"]) == 0
+            while (p["SPLIT"] < 32 and nq_total * p["SPLIT"] < want and p["WG"] % (2 * p["SPLIT"]) == 0
                    and (p["WG"] * spec["K"] * (item + 4)) <= be.info.local_mem_bytes // 2):
                 p = {**p, "SPLIT": 2 * p["SPLIT"]}
         # the rows variant's local tile holds E coordinates per point
