@@ -110,7 +110,8 @@ def _devices(devices: Any) -> list[Any]:
 def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
          out: str | Path | None = None, block_rows: int | None = None, devices: Any = None,
          device: Any = None, backend: str | None = None, scheduler: str | None = None,
-         n_workers: int = 2, overwrite: bool = False, progress: bool = False) -> XmapResult:
+         n_workers: int = 2, overwrite: bool = False, progress: bool = False,
+         knn_kernel: str | None = None) -> XmapResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
@@ -122,6 +123,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
     dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
     start a LocalCluster of ``n_workers`` processes (needs ``out``).
+    ``knn_kernel``: "edm" (one table per launch, CPU default) or "batched" (many
+    library series per launch, GPU default); the matrix is the same bit for bit.
     """
     Xr, names = as_panel(X)
     N, n = Xr.shape
@@ -145,7 +148,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
         store = XmapStore.open(out, params, overwrite=overwrite)
     elif scheduler is not None:
         raise ValueError("scheduler= needs out= (a Zarr path the workers write to)")
-    engine_kw = {"tau": tau, "Tp": Tp}
+    if knn_kernel not in (None, "edm", "batched"):
+        raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
+                         "'batched'")
+    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel}
     blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
     runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
