@@ -14,6 +14,8 @@ from clkernels.tuning import TunableKernel
 _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
     "knn": "pyedmcl.edm.knn:KNN",
+    "xmap_knn": "pyedmcl.xmap.tuning:XMAP_KNN",
+    "xmap_skill": "pyedmcl.xmap.tuning:XMAP_SKILL",
 }
 
 

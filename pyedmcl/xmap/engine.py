@@ -42,8 +42,6 @@ KNN_TEMPLATE = "xmap_knn.cl.mako"
 
 #: point lists are padded to a multiple of the largest k-NN tile
 PAD_POINTS = 512
-#: targets cross-mapped per work-group (each table row read once for all of them)
-TARGETS_PER_GROUP = 4
 #: bytes of packed tables (indices, weights, weight sums) per batch of libraries
 TABLE_BUDGET_GPU = 256 << 20
 TABLE_BUDGET_CPU = 32 << 20
@@ -91,7 +89,6 @@ class XmapEngine:
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
         self.wg = skill_wg(be)
-        self.tj = TARGETS_PER_GROUP
         self._scratch: dict[tuple, Any] = {}
         self.groups: list[_Group] = []
         self.E = None
@@ -125,9 +122,15 @@ class XmapEngine:
                       knn_params={"spec": spec, "params": KNN.params_for(be, spec, M)})
 
     def _kern(self, k: int, name: str, weight: str | None = None):
+        tj = self._tj(k, weight or self.weight) if name == "xmap_skill" else 1
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
-                  "WEIGHT": weight or self.weight, "TJ": self.tj}
+                  "WEIGHT": weight or self.weight, "TJ": tj}
         return self.be.kernel(TEMPLATE, params, name)
+
+    def _tj(self, k: int, weight: str) -> int:
+        from .tuning import XMAP_SKILL
+        spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
+        return int(XMAP_SKILL.params_for(self.be, spec, self.n)["TJ"])
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
         """A scratch device buffer reused across launches (the queue is in order)."""
@@ -176,7 +179,7 @@ class XmapEngine:
         """k-NN tables of library series ``c0 .. c0+nb-1`` in one launch, packed into
         slots ``0 .. nb-1``."""
         be = self.be
-        p = self._batch_knn_params(E)
+        p = self._batch_knn_params(E, k, max(nq, nl))
         kern = be.kernel(KNN_TEMPLATE, {"E": E, "TAU": abs(self.tau), "K": k,
                                         "REAL": self.real, **p}, "knn_batch")
         idx = self._buf("bidx", (nb, nq, k), np.int32)
@@ -187,19 +190,15 @@ class XmapEngine:
         be.launch(self._kern(k, "pack", weight), (round_up(nq, 64), nb), None, idx,
                   dist, np.int32(nq), np.int32(0), np.int32(0), tidx, tw, tden)
 
-    def _batch_knn_params(self, E: int) -> dict:
-        info = self.be.info
-        wg = min(128 if info.is_gpu else 16, info.max_work_group_size)
-        tile = 256
-        item = np.dtype(self.dt).itemsize
-        while tile > wg and tile * (E + 1) * item > info.local_mem_bytes // 2:
-            tile //= 2
-        return {"WG": wg, "TILE": max(tile, wg)}
+    def _batch_knn_params(self, E: int, k: int, size: int) -> dict:
+        from .tuning import XMAP_KNN
+        spec = {"E": E, "TAU": abs(self.tau), "K": k, "REAL": self.real}
+        return XMAP_KNN.params_for(self.be, spec, size)
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
                diag: bool = False) -> None:
-        groups = -(-ntg // self.tj)
+        groups = -(-ntg // self._tj(k, weight))
         self.be.launch(self._kern(k, "xmap_skill", weight), (groups * self.wg, nb),
                        (self.wg, 1), tidx, tw, tden, np.int32(nq), self.x_dev,
                        np.int32(self.n), np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg),
