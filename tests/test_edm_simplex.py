@@ -139,6 +139,48 @@ def test_knn_kernel_matches_numpy(device, E, tau, k, R):
     assert (idx == ref_i).mean() > 0.999
 
 
+VARIANTS = [
+    dict(VARIANT="rows", WG=16, TILE=32, QB=1, EA=0, INS="reg", FLAG=1),
+    dict(VARIANT="rows", WG=32, TILE=64, QB=1, EA=4, INS="reg", FLAG=1),
+    dict(VARIANT="rows", WG=32, TILE=32, QB=1, EA=0, INS="reg", FLAG=1, SPLIT=4),
+    dict(VARIANT="rows", WG=16, TILE=64, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2),
+    dict(VARIANT="cols", WG=16, TILE=32, QB=8, EA=0, INS="reg", FLAG=1),
+    dict(VARIANT="cols", WG=16, TILE=16, QB=16, EA=2, INS="local", FLAG=1),
+    dict(VARIANT="cols", WG=8, TILE=16, QB=8, EA=0, INS="local", FLAG=0),
+]
+
+
+@pytest.mark.parametrize("params", VARIANTS, ids=[
+    f"{p['VARIANT']}-{p['INS']}-EA{p['EA']}-F{p['FLAG']}-S{p.get('SPLIT', 1)}" for p in VARIANTS])
+def test_knn_kernel_variants_match_numpy(device, params):
+    """Every tunable configuration (GPU 'rows' ones too) gives the reference table;
+    integer data (many exact ties), several batches, an exclusion radius."""
+    from clkernels import get_backend
+    from pyedmcl.edm.knn import KNN
+    be = get_backend(device)
+    x = np.random.default_rng(2).integers(0, 5, 150).astype(float)
+    E, k, R = 3, 6, 1
+    npts = x.size - (E - 1)
+    libs = np.stack([np.sort(np.random.default_rng(s).choice(npts, 70, replace=False))
+                     for s in range(3)]).astype(np.int32)
+    spec = {"E": E, "TAU": 1, "K": k, "METRIC": "euclidean", "REAL": "float"}
+    idx = be.empty((3, npts, k), np.int32)
+    dist = be.empty((3, npts, k), np.float32)
+    KNN.launch(be, params, spec, be.to_device(x.astype(np.float32)),
+               be.to_device(np.arange(npts, dtype=np.int32)), npts, be.to_device(libs), 70, 3, R,
+               idx, dist)
+    got_i, got_d = be.to_host(idx), be.to_host(dist)
+    _, _, D = _knn_reference(x, E, 1, k, R)
+    p = np.arange(npts)
+    for b in range(3):
+        lib = libs[b]
+        Db = D[:, lib]
+        tie = 2 * np.abs(p[:, None] - lib[None, :]) + (lib[None, :] > p[:, None])
+        order = np.lexsort((tie, Db), axis=1)[:, :k]
+        np.testing.assert_array_equal(got_i[b], lib[order])
+        np.testing.assert_allclose(got_d[b], np.take_along_axis(Db, order, 1), rtol=1e-6)
+
+
 def test_knn_ties_integer_series(device):
     x = np.random.default_rng(5).integers(0, 3, 200).astype(float)
     idx, d = knn_table(x, E=2, k=10, device=device)
@@ -195,7 +237,7 @@ def test_oclgrind_clean():
         r = pe.simplex(x, E=3, tau=2, Tp=1, exclusion_radius=2)
         print("rho", r.rho)
         be = get_backend()
-        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1)), ("cols", dict(WG=8, TILE=16, QB=4))):
+        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2)), ("cols", dict(WG=8, TILE=16, QB=4, EA=2, INS="local", FLAG=0))):
             spec = {"E": 2, "TAU": 1, "K": 3, "METRIC": "euclidean", "REAL": "float"}
             xd = be.to_device(x.astype(np.float32))
             pts = be.to_device(np.arange(45, dtype=np.int32))
