@@ -13,6 +13,15 @@ made, where ``e = SeedSequence(seed).entropy``, and each sample draws
 pyEDM 2.5 does, so with the same ``seed`` both libraries draw the same samples
 and the curves agree to float precision, not only within sampling error.
 
+Ties: pyEDM's CCM takes neighbours in SciPy KDTree order (no tie rule); pyedmcl
+uses its deterministic order (distance, then |row difference|, then the earlier
+row), so on series with exactly repeated values (integer data) individual
+samples can differ from pyEDM where the k-th neighbour is tied; on real-valued
+data the two agree (see tests/test_edm_ccm.py). Zero distances follow pyEDM's
+CCM rule (weight 1 for exact matches when the nearest distance is 0). Rows left
+with fewer than k admissible neighbours predict NaN and are dropped from rho,
+as in pyEDM.
+
 All samples of one L run as one batched k-NN launch (one library per batch
 index), then one lookup and one on-device rho reduction; only S numbers per L
 come back.
