@@ -106,6 +106,8 @@ def test_block_size_and_devices_bit_identical():
 def test_auto_E_is_the_embedding_scan_best():
     X = panel(L=100, N=4, seed=2)
     r = pe.xmap(X, E="auto", E_max=5)
+    b = pe.xmap(X, E="auto", E_max=5, knn_kernel="batched")  # scan with the batched k-NN
+    np.testing.assert_array_equal(r.edim_rho, b.edim_rho)
     for i in range(4):
         s = pe.embed_dimension(X[:, i], max_E=5, Tp=1, lib="1 50", pred="51 100")
         np.testing.assert_allclose(r.edim_rho[i], s.rho, atol=RHO_TOL)

@@ -251,15 +251,23 @@ class XmapEngine:
             l_dev = be.to_device(plan.lib_points)
             obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
             obs_dev = be.to_device(obs)
-            B = self.batch_size(nq, k, batched=True)
+            B = self.batch_size(nq, k)
+            spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean",
+                    "REAL": self.real}
+            knn = {"spec": spec, "params": KNN.params_for(be, spec, max(nq, nl))}
             tidx = self._buf("tidx", (B, nq, k), np.int32)
             tw = self._buf("tw", (B, nq, k), self.acc_dt)
             tden = self._buf("tden", (B, nq), self.acc_dt)
             col = be.to_device(np.array([E - 1], np.int32))
             for c0 in range(r0, r1, B):
                 nb = min(B, r1 - c0)
-                self._tables_batched(E, k, c0, nb, q_dev, nq, l_dev, nl, plan.exclusion_radius,
-                                     tidx, tw, tden, "simplex")
+                if self.knn == "batched":
+                    self._tables_batched(E, k, c0, nb, q_dev, nq, l_dev, nl,
+                                         plan.exclusion_radius, tidx, tw, tden, "simplex")
+                else:
+                    for b in range(nb):
+                        self._table(c0 + b, E, k, q_dev, nq, l_dev, nl, plan.exclusion_radius,
+                                    knn, b, tidx, tw, tden, "simplex")
                 tgt = be.to_device(np.array([c0], np.int32))
                 keep += [q_dev, l_dev, obs_dev, col, tgt]
                 self._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,
