@@ -5,7 +5,8 @@
 ## shift_points: out[q] = pts[min(q, n-1)] + base for q < nout (kernel points of
 ##   series `i` inside the flattened (N, n) data, base = i * n; the tail repeats
 ##   the last point so a kernel reading a whole last tile reads valid points).
-## pack: turns library b's k-NN table (global points, distances) into local
+## pack: turns the k-NN tables of libraries b0 + get_global_id(1) (points offset
+##   by base, distances) into local
 ##   points and the lookup weights w = exp(-d / d_min), and the weight sum per
 ##   query (0 when the query has no valid prediction), once per library. The
 ##   arithmetic is exactly simplex_lookup.cl.mako's `lookup` (same operations in
@@ -17,7 +18,8 @@
 ##   each query is read once for TJ targets; it predicts every query (weighted average of the target at the neighbours' times + tshift)
 ##   and reduces Pearson rho against the target at obs[q] (< 0: no observation),
 ##   with the same per-work-item streaming co-moments and pairwise merge tree as
-##   simplex_lookup.cl.mako's `skill`.
+##   simplex_lookup.cl.mako's `skill`. diag != 0 (embedding scans): library b
+##   predicts its own series tgt[0] + b, written to column ocol[0].
 ##   WEIGHT "ccm" applies pyEDM CCM's rules: fewer than 3 pairs -> NaN, zero
 ##   variance -> 0.
 <%namespace name="metric" file="_metric.mako"/>
@@ -38,13 +40,14 @@ __kernel void shift_points(__global const int* restrict pts, const int n, const 
 }
 
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
-                   const int nq, const int b, const int base,
+                   const int nq, const int b0, const int base,
                    __global int* restrict tidx, __global acc_t* restrict tw,
                    __global acc_t* restrict tden)
 {
     const int q = get_global_id(0);
+    const int b = b0 + get_global_id(1);
     if (q >= nq) return;
-    const size_t o = (size_t)q * K;
+    const size_t o = ((size_t)get_global_id(1) * nq + q) * K;
     const size_t t = ((size_t)b * nq + q) * K;
     const real_t dmin_raw = dist[o];
 % if WEIGHT == "simplex":
@@ -99,7 +102,7 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
                 __global const real_t* restrict y, const int ldy, const int tshift,
                 __global const int* restrict tgt, __global const int* restrict ocol,
                 const int ntg, __global const int* restrict obs,
-                __global float* restrict out, const int ldo, const int orow)
+                __global float* restrict out, const int ldo, const int orow, const int diag)
 {
     const int j0 = get_group_id(0) * ${TJ};
     const int b = get_group_id(1);
@@ -108,7 +111,7 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
     __global const acc_t* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;
 % for t in range(TJ):
-    __global const real_t* y${t} = y + (size_t)tgt[min(j0 + ${t}, ntg - 1)] * ldy;
+    __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
     /* n, mean_p, mean_o, C_pp, C_oo, C_po, sum|e|, sum e^2 */
     acc_t s${t}[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 % endfor

@@ -38,7 +38,7 @@ def test_zarr_attrs_and_no_recompute(tmp_path):
     assert g["rho"].chunks == (4, 9)
     np.testing.assert_array_equal(g["E"][:], ref.E)
     assert g["done"][:].tolist() == [1, 1, 1]
-    again = pe.xmap(X, E="auto", E_max=3, out=out, block_rows=4)
+    again = pe.xmap(X, E="auto", E_max=3, out=out)  # block_rows taken from the store
     assert again.blocks_per_device == {}  # everything was done: nothing recomputed
     np.testing.assert_array_equal(again.E, ref.E)
 

@@ -17,6 +17,8 @@ _FAMILIES = {
     "smap": "pyedmcl.kernels.smap:SMAP",
     "rqa_lines": "pyedmcl.rqa.dnr:RQA_LINES",
     "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
+    "xmap_knn": "pyedmcl.xmap.tuning:XMAP_KNN",
+    "xmap_skill": "pyedmcl.xmap.tuning:XMAP_SKILL",
 }
 
 

@@ -26,6 +26,8 @@ from ..validation import check_int
 
 #: default rows per block: big enough to amortise a launch, small enough to balance
 DEFAULT_BLOCK_ROWS = 32
+#: on a GPU: a batch of 64 library series fills the device (and one Zarr chunk)
+GPU_BLOCK_ROWS = 64
 
 
 @dataclass
@@ -110,7 +112,8 @@ def _devices(devices: Any) -> list[Any]:
 def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
          out: str | Path | None = None, block_rows: int | None = None, devices: Any = None,
          device: Any = None, backend: str | None = None, scheduler: str | None = None,
-         n_workers: int = 2, overwrite: bool = False, progress: bool = False) -> XmapResult:
+         n_workers: int = 2, overwrite: bool = False, progress: bool = False,
+         knn_kernel: str | None = None) -> XmapResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
@@ -122,6 +125,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
     dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
     start a LocalCluster of ``n_workers`` processes (needs ``out``).
+    ``knn_kernel``: "edm" (one table per launch, CPU default) or "batched" (many
+    library series per launch, GPU default); the matrix is the same bit for bit.
     """
     Xr, names = as_panel(X)
     N, n = Xr.shape
@@ -129,10 +134,19 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     Tp = check_int(Tp, "Tp", -(n // 2), n // 2)
     E_max = check_int(E_max, "E_max", 1, 64)
     E_arr = _resolve_E(E, N, n)
-    br = DEFAULT_BLOCK_ROWS if block_rows is None else check_int(block_rows, "block_rows", 1)
-    br = min(br, N)
     devs = _devices(devices if devices is not None else ([device] if device is not None
                                                           else None))
+    if block_rows is None and out is not None:  # resuming: keep the store's row blocks
+        block_rows = _stored_block_rows(out)
+    if block_rows is None:
+        br = DEFAULT_BLOCK_ROWS
+        if scheduler is None:
+            from clkernels import get_backend
+            if get_backend(devs[0], backend).info.is_gpu:
+                br = GPU_BLOCK_ROWS
+    else:
+        br = check_int(block_rows, "block_rows", 1)
+    br = min(br, N)
     from .store import XmapStore, data_checksum
 
     params = {"N": N, "L": n, "tau": tau, "Tp": Tp, "block_rows": br,
@@ -145,7 +159,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
         store = XmapStore.open(out, params, overwrite=overwrite)
     elif scheduler is not None:
         raise ValueError("scheduler= needs out= (a Zarr path the workers write to)")
-    engine_kw = {"tau": tau, "Tp": Tp}
+    if knn_kernel not in (None, "edm", "batched"):
+        raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
+                         "'batched'")
+    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel}
     blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
     runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
@@ -205,6 +222,16 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     rho = store.rho if store is not None else mat
     return XmapResult(rho=rho, E=E_arr, names=names, edim_rho=edim_rho,
                       path=None if out is None else str(out), blocks_per_device=counts)
+
+
+def _stored_block_rows(out: str | Path) -> int | None:
+    if not Path(out).exists():
+        return None
+    try:
+        from .store import XmapStore
+        return int(XmapStore.open_existing(out).params["block_rows"])
+    except Exception:  # noqa: BLE001 - not a store of ours: XmapStore.open explains
+        return None
 
 
 def _dask_runner(scheduler: str, n_workers: int, devs: list[Any], backend: str | None):

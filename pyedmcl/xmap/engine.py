@@ -4,8 +4,7 @@ An :class:`XmapEngine` uploads the whole data set (N series of n steps) once,
 resolves the rows of every E-group once, and then computes any block of rows
 ``[r0, r1)`` of the N x N rho matrix: for each library series ``i`` of the block
 and each E-group ``g`` (the targets whose optimal E is ``E_g``) it builds one
-k-NN table (the EDM helper's fused kernel, :mod:`pyedmcl.edm.knn`), packs it into
-weights once, and a single fused launch cross-maps every target of the group
+k-NN table, packs it into weights once, and a single fused launch cross-maps every target of the group
 from a batch of libraries with rho reduced on the device
 (``templates/xmap_lookup.cl.mako``). Only rho comes back.
 
@@ -13,6 +12,13 @@ Matrix convention: ``rho[i, j]`` is the skill of library (embedding of) series
 ``i`` cross-mapping target series ``j`` with ``E = E[j]``, i.e. pyEDM's CCM column
 ``"i:j"`` at full library size, which is evidence that ``j`` causes ``i``. This
 is what kEDM's ``xmap`` returns.
+
+k-NN tables: ``knn_kernel="edm"`` uses the EDM fused kernel
+(:mod:`pyedmcl.edm.knn`, tuned per device, one table per launch; the CPU
+default); ``"batched"`` (``templates/xmap_knn.cl.mako``, the GPU default) builds
+the tables of a whole batch of library series in one launch so a GPU is full.
+Both give the same tables bit for bit (same distance arithmetic, same total
+neighbour order).
 
 The same engine serves the local multi-device scheduler and Dask workers, and a
 block's result depends only on the data and the parameters, never on which
@@ -32,11 +38,10 @@ from ..edm.knn import KNN
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 
 TEMPLATE = "xmap_lookup.cl.mako"
+KNN_TEMPLATE = "xmap_knn.cl.mako"
 
 #: point lists are padded to a multiple of the largest k-NN tile
 PAD_POINTS = 512
-#: targets cross-mapped per work-group (each table row read once for all of them)
-TARGETS_PER_GROUP = 4
 #: bytes of packed tables (indices, weights, weight sums) per batch of libraries
 TABLE_BUDGET_GPU = 256 << 20
 TABLE_BUDGET_CPU = 32 << 20
@@ -69,8 +74,13 @@ class XmapEngine:
 
     def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray | None = None, *, tau: int = 1,
                  Tp: int = 0,
-                 real: str = "float", weight: str = "ccm"):
+                 real: str = "float", weight: str = "ccm", knn_kernel: str | None = None):
         self.be, self.real, self.weight = be, real, weight
+        if knn_kernel is None:
+            knn_kernel = "batched" if be.info.is_gpu else "edm"
+        if knn_kernel not in ("batched", "edm"):
+            raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: 'batched', 'edm'")
+        self.knn = knn_kernel
         self.dt = np.float64 if real == "double" else np.float32
         self.acc = "double" if be.info.fp64 else "float"
         self.acc_dt = np.float64 if be.info.fp64 else np.float32
@@ -79,7 +89,6 @@ class XmapEngine:
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
         self.wg = skill_wg(be)
-        self.tj = TARGETS_PER_GROUP
         self._scratch: dict[tuple, Any] = {}
         self.groups: list[_Group] = []
         self.E = None
@@ -113,15 +122,23 @@ class XmapEngine:
                       knn_params={"spec": spec, "params": KNN.params_for(be, spec, M)})
 
     def _kern(self, k: int, name: str, weight: str | None = None):
+        tj = self._tj(k, weight or self.weight) if name == "xmap_skill" else 1
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
-                  "WEIGHT": weight or self.weight, "TJ": self.tj}
+                  "WEIGHT": weight or self.weight, "TJ": tj}
         return self.be.kernel(TEMPLATE, params, name)
+
+    def _tj(self, k: int, weight: str) -> int:
+        from .tuning import XMAP_SKILL
+        spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
+        return int(XMAP_SKILL.params_for(self.be, spec, self.n)["TJ"])
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
         """A scratch device buffer reused across launches (the queue is in order)."""
         size = int(np.prod(shape))
         have = self._scratch.get(key)
         if have is None or have[1] < size or have[2] != np.dtype(dtype):
+            if have is not None:
+                self.be.finish()  # never free a buffer that queued kernels still use
             self._scratch[key] = (self.be.empty((size,), dtype), size, np.dtype(dtype))
         return self._scratch[key][0]
 
@@ -134,9 +151,12 @@ class XmapEngine:
                        pts_dev, np.int32(n), np.int32(base), buf, np.int32(nout))
         return buf
 
-    def batch_size(self, M: int, k: int) -> int:
+    def batch_size(self, M: int, k: int, batched: bool | None = None) -> int:
+        """Libraries per batch so that their packed tables fit the table budget."""
         budget = TABLE_BUDGET_GPU if self.be.info.is_gpu else TABLE_BUDGET_CPU
         per = M * k * (4 + np.dtype(self.acc_dt).itemsize) + M * np.dtype(self.acc_dt).itemsize
+        if batched or (batched is None and self.knn == "batched"):
+            per += M * k * (4 + np.dtype(self.dt).itemsize)
         return int(max(1, min(64, budget // per)))
 
     # -- steps -------------------------------------------------------------------------------
@@ -151,16 +171,38 @@ class XmapEngine:
         dist = self._buf("dist", (nq, k), self.dt)
         KNN.launch(be, knn["params"], knn["spec"], self.x_dev, gq, nq, gl, nl, 1, radius, idx,
                    dist)
-        be.launch(self._kern(k, "pack", weight), (round_up(nq, 64),), None, idx, dist,
+        be.launch(self._kern(k, "pack", weight), (round_up(nq, 64), 1), None, idx, dist,
                   np.int32(nq), np.int32(slot), np.int32(base), tidx, tw, tden)
 
+    def _tables_batched(self, E: int, k: int, c0: int, nb: int, qpts_dev, nq: int, lpts_dev,
+                        nl: int, radius: int, tidx, tw, tden, weight: str) -> None:
+        """k-NN tables of library series ``c0 .. c0+nb-1`` in one launch, packed into
+        slots ``0 .. nb-1``."""
+        be = self.be
+        p = self._batch_knn_params(E, k, max(nq, nl))
+        kern = be.kernel(KNN_TEMPLATE, {"E": E, "TAU": abs(self.tau), "K": k,
+                                        "REAL": self.real, **p}, "knn_batch")
+        idx = self._buf("bidx", (nb, nq, k), np.int32)
+        dist = self._buf("bdist", (nb, nq, k), self.dt)
+        be.launch(kern, (round_up(nq, p["WG"]), nb), (p["WG"], 1), self.x_dev, qpts_dev,
+                  np.int32(nq), lpts_dev, np.int32(nl), np.int32(c0 * self.n),
+                  np.int32(self.n), np.int32(radius), idx, dist)
+        be.launch(self._kern(k, "pack", weight), (round_up(nq, 64), nb), None, idx,
+                  dist, np.int32(nq), np.int32(0), np.int32(0), tidx, tw, tden)
+
+    def _batch_knn_params(self, E: int, k: int, size: int) -> dict:
+        from .tuning import XMAP_KNN
+        spec = {"E": E, "TAU": abs(self.tau), "K": k, "REAL": self.real}
+        return XMAP_KNN.params_for(self.be, spec, size)
+
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
-               tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int) -> None:
-        groups = -(-ntg // self.tj)
+               tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
+               diag: bool = False) -> None:
+        groups = -(-ntg // self._tj(k, weight))
         self.be.launch(self._kern(k, "xmap_skill", weight), (groups * self.wg, nb),
                        (self.wg, 1), tidx, tw, tden, np.int32(nq), self.x_dev,
                        np.int32(self.n), np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg),
-                       obs_dev, out, np.int32(ldo), np.int32(orow))
+                       obs_dev, out, np.int32(ldo), np.int32(orow), np.int32(diag))
 
     # -- public ------------------------------------------------------------------------------
     def block(self, r0: int, r1: int) -> np.ndarray:
@@ -175,9 +217,13 @@ class XmapEngine:
             tden = self._buf("tden", (B, g.M), self.acc_dt)
             for c0 in range(r0, r1, B):
                 nb = min(B, r1 - c0)
-                for b in range(nb):
-                    self._table(c0 + b, g.E, g.k, g.pts_dev, g.M, g.pts_dev, g.M, 0,
-                                g.knn_params, b, tidx, tw, tden, self.weight)
+                if self.knn == "batched":
+                    self._tables_batched(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0,
+                                         tidx, tw, tden, self.weight)
+                else:
+                    for b in range(nb):
+                        self._table(c0 + b, g.E, g.k, g.pts_dev, g.M, g.pts_dev, g.M, 0,
+                                    g.knn_params, b, tidx, tw, tden, self.weight)
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, c0 - r0)
         return be.to_host(out).reshape(rows, self.N)
@@ -186,13 +232,14 @@ class XmapEngine:
         """Simplex rho ``(r1 - r0, E_max)`` of each series predicting itself ``Tp`` ahead,
         library = first half, prediction = second half (pyEDM ``EmbedDimension`` with
         ``lib="1 n/2"``, ``pred="n/2+1 n"``: kEDM's ``edim`` split). NaN where E does
-        not fit the series."""
+        not fit the series. Batched over series: one k-NN launch, one pack and one
+        skill launch per (E, batch of series)."""
         be = self.be
         n, rows = self.n, r1 - r0
         out = be.empty((rows * E_max,), np.float32)
         be.fill(out, np.nan)
         half = n // 2
-        one = be.to_device(np.zeros(1, np.int32))
+        keep = []  # small per-call buffers stay alive until the queue has used them
         for E in range(1, E_max + 1):
             try:
                 plan = resolve(n, E=E, tau=self.tau, Tp=Tp, lib=f"1 {half}",
@@ -204,20 +251,28 @@ class XmapEngine:
             l_dev = be.to_device(plan.lib_points)
             obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
             obs_dev = be.to_device(obs)
+            B = self.batch_size(nq, k)
             spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean",
                     "REAL": self.real}
             knn = {"spec": spec, "params": KNN.params_for(be, spec, max(nq, nl))}
-            tidx = be.empty((nq * k,), np.int32)
-            tw = be.empty((nq * k,), self.acc_dt)
-            tden = be.empty((nq,), self.acc_dt)
-            col = be.empty((1,), np.int32)
-            shift = self._kern(1, "shift_points", "ccm")
-            be.launch(shift, (64,), None, one, np.int32(1), np.int32(E - 1), col, np.int32(1))
-            for i in range(r0, r1):
-                tgt = self._buf("edim_tgt", (1,), np.int32)
-                be.launch(shift, (64,), None, one, np.int32(1), np.int32(i), tgt, np.int32(1))
-                self._table(i, E, k, q_dev, nq, l_dev, nl, plan.exclusion_radius, knn, 0,
-                            tidx, tw, tden, "simplex")
-                self._skill(k, "simplex", tidx, tw, tden, nq, 1, plan.offset + plan.Tp, tgt,
-                            col, 1, obs_dev, out, E_max, i - r0)
-        return be.to_host(out).reshape(rows, E_max)
+            tidx = self._buf("tidx", (B, nq, k), np.int32)
+            tw = self._buf("tw", (B, nq, k), self.acc_dt)
+            tden = self._buf("tden", (B, nq), self.acc_dt)
+            col = be.to_device(np.array([E - 1], np.int32))
+            for c0 in range(r0, r1, B):
+                nb = min(B, r1 - c0)
+                if self.knn == "batched":
+                    self._tables_batched(E, k, c0, nb, q_dev, nq, l_dev, nl,
+                                         plan.exclusion_radius, tidx, tw, tden, "simplex")
+                else:
+                    for b in range(nb):
+                        self._table(c0 + b, E, k, q_dev, nq, l_dev, nl, plan.exclusion_radius,
+                                    knn, b, tidx, tw, tden, "simplex")
+                tgt = be.to_device(np.array([c0], np.int32))
+                keep += [q_dev, l_dev, obs_dev, col, tgt]
+                self._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,
+                            col, 1, obs_dev, out, E_max, c0 - r0, diag=True)
+        res = be.to_host(out).reshape(rows, E_max)
+        be.finish()
+        del keep
+        return res

@@ -1,6 +1,6 @@
 """Row blocks over all chosen devices of one node, dynamically scheduled.
 
-One thread per device, each with its own backend (context, queue, compiled
+One thread per device (the calling thread when there is one), each with its own backend (context, queue, compiled
 kernels) and :class:`~pyedmcl.xmap.engine.XmapEngine` (data uploaded once);
 a device takes the next block from a shared queue as soon as it is free, so
 fast and slow devices (a GPU next to a CPU) share the work by their speed.
@@ -94,11 +94,14 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
             errors.append(exc)
             stop.set()
 
-    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if len(devices) == 1:  # one device: in the calling thread (some runtimes, e.g.
+        worker(devices[0])  # Oclgrind, must not see one queue used from several threads)
+    else:
+        threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     bar.close()
     if errors:
         raise errors[0]

@@ -38,6 +38,11 @@ def data_checksum(X: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def _short(v: Any, n: int = 60) -> str:
+    r = repr(v)
+    return r if len(r) <= n else r[:n - 5] + " ...]"
+
+
 def _zarr():
     try:
         import zarr
@@ -77,7 +82,7 @@ class XmapStore:
             if not overwrite:
                 diff = ("it is not a pyedmcl xmap store" if old is None else
                         "parameters differ: " + ", ".join(
-                            f"{k}={old.get(k)!r} (now {params.get(k)!r})"
+                            f"{k}={_short(old.get(k))} (now {_short(params.get(k))})"
                             for k in sorted(set(old) | set(params))
                             if old.get(k) != params.get(k)))
                 raise ValueError(f"output {str(path)!r} exists and {diff}; "

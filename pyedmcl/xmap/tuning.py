@@ -1,0 +1,151 @@
+"""Tunable kernel families of the all-to-all map (``pyedmcl tune xmap_knn`` / ``xmap_skill``).
+
+* ``xmap_knn``: the batched k-NN kernel (``templates/xmap_knn.cl.mako``): work-group
+  size WG and library tile TILE.
+* ``xmap_skill``: the fused many-target lookup + rho (``templates/xmap_lookup.cl.mako``):
+  TJ, the targets sharing one read of a table row. Its work-group size is not
+  tuned: it fixes the reduction order, which keeps rho bit-identical to
+  :func:`pyedmcl.ccm`.
+
+Every candidate gives the same output bit for bit (the tuner checks it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+
+from ..kernels.distance import e_bucket
+
+
+def _k_bucket(k: int) -> str:
+    return next((f"K{hi}" for hi in (2, 4, 8, 16, 32) if k <= hi), "K64")
+
+
+class XmapKnnKernel(TunableKernel):
+    """Batched all-k-NN tables, one library series per batch index."""
+
+    name = "xmap_knn"
+    template = "xmap_knn.cl.mako"
+    space = TuningSpace(
+        params={"WG": (8, 16, 32, 64, 128, 256), "TILE": (32, 64, 128, 256, 512)},
+        heuristic=lambda info: {"WG": 128, "TILE": 256} if info.is_gpu
+        else {"WG": 16, "TILE": 128},
+        constraint=lambda p, info: (p["WG"] <= info.max_work_group_size
+                                    and p["WG"] <= info.max_work_item_sizes[0]
+                                    and p["TILE"] >= p["WG"]
+                                    and p["TILE"] * 21 * 4 <= info.local_mem_bytes),
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{e_bucket(spec['E'])}-{_k_bucket(spec['K'])}"
+
+    def default_specs(self):
+        return [{"E": E, "TAU": 1, "K": E + 1, "REAL": "float"} for E in (2, 5, 10, 20)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [4096] if info.is_gpu else [1024]
+
+    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
+        p = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
+        item = 8 if spec["REAL"] == "double" else 4
+        while p["TILE"] > p["WG"] and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2:
+            p = {**p, "TILE": p["TILE"] // 2}
+        return p
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _KnnCase(backend, spec, size)
+
+
+class _KnnCase(TuningCase):
+    nb = 4
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        self.be, self.spec, self.M = be, dict(spec), size
+        n = size + (spec["E"] - 1) * spec["TAU"]
+        self.n = n
+        rng = np.random.default_rng(5)
+        self.x = be.to_device(rng.standard_normal(self.nb * n).astype(np.float32))
+        self.pts = be.to_device(np.arange(size, dtype=np.int32))
+        self.idx = be.empty((self.nb * size * spec["K"],), np.int32)
+        self.dist = be.empty((self.nb * size * spec["K"],), np.float32)
+
+    def run(self, params: Params) -> list[Any]:
+        k = self.be.kernel(XMAP_KNN.template, {**self.spec, **params}, "knn_batch")
+        return [self.be.launch(k, (round_up(self.M, params["WG"]), self.nb), (params["WG"], 1),
+                               self.x, self.pts, np.int32(self.M), self.pts, np.int32(self.M),
+                               np.int32(0), np.int32(self.n), np.int32(0), self.idx, self.dist)]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.idx)
+
+
+class XmapSkillKernel(TunableKernel):
+    """Fused lookup + rho for TJ targets per work-group."""
+
+    name = "xmap_skill"
+    template = "xmap_lookup.cl.mako"
+    space = TuningSpace(params={"TJ": (1, 2, 4, 8)}, heuristic=lambda info: {"TJ": 4})
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{_k_bucket(spec['K'])}"
+
+    def default_specs(self):
+        return [{"K": K, "REAL": "float", "WEIGHT": "ccm"} for K in (3, 6, 11, 21)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [4096] if info.is_gpu else [1024]
+
+    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
+        return lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _SkillCase(backend, spec, size)
+
+
+class _SkillCase(TuningCase):
+    nb, ntg = 4, 64
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        from .engine import skill_wg
+        self.be, self.spec, self.nq = be, dict(spec), size
+        self.acc = "double" if be.info.fp64 else "float"
+        adt = np.float64 if be.info.fp64 else np.float32
+        self.wg = skill_wg(be)
+        K = spec["K"]
+        rng = np.random.default_rng(6)
+        n = size + 1
+        self.n = n
+        self.y = be.to_device(rng.standard_normal(self.ntg * n).astype(np.float32))
+        w = rng.uniform(0.1, 1, (self.nb, size, K)).astype(adt)
+        self.tidx = be.to_device(rng.integers(0, size, (self.nb, size, K)).astype(np.int32))
+        self.tw = be.to_device(w)
+        self.tden = be.to_device(w.sum(-1))
+        self.tgt = be.to_device(np.arange(self.ntg, dtype=np.int32))
+        self.obs = be.to_device(np.arange(size, dtype=np.int32))
+        self.out = be.empty((self.nb * self.ntg,), np.float32)
+
+    def run(self, params: Params) -> list[Any]:
+        p = {"K": self.spec["K"], "REAL": "float", "ACC": self.acc, "WG": self.wg,
+             "WEIGHT": self.spec.get("WEIGHT", "ccm"), **params}
+        k = self.be.kernel(XMAP_SKILL.template, p, "xmap_skill")
+        groups = -(-self.ntg // params["TJ"])
+        return [self.be.launch(k, (groups * self.wg, self.nb), (self.wg, 1), self.tidx, self.tw,
+                               self.tden, np.int32(self.nq), self.y, np.int32(self.n),
+                               np.int32(0), self.tgt, self.tgt, np.int32(self.ntg), self.obs,
+                               self.out, np.int32(self.ntg), np.int32(0), np.int32(0))]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.out)
+
+    def matches(self, got: np.ndarray, ref: np.ndarray) -> bool:
+        return bool(np.array_equal(got, ref, equal_nan=True))
+
+
+XMAP_KNN = XmapKnnKernel()
+XMAP_SKILL = XmapSkillKernel()
