@@ -33,12 +33,6 @@ for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors"):
         if _exc.name is None or not _exc.name.startswith(_mod):
             raise
 
-# A public function named like its subpackage (pe.xmap) must not be shadowed by the
-# subpackage module that importing its _api bound here.
-for _name in [n for n in _API if type(globals().get(n)).__name__ == "module"]:
-    del globals()[_name]
-
-
 # A public function named like its subpackage (``rqa``, ``xmap``) would be shadowed:
 # importing ``pyedmcl.rqa`` binds the *package* as the attribute ``pyedmcl.rqa``. Bind
 # those functions eagerly so ``pe.rqa(...)`` is always the function.
