@@ -55,11 +55,13 @@ OCLGRIND_ERRORS = ("Invalid read", "Invalid write", "Data race", "Uninitialized 
 # PyOpenCL's own device queries that OCLGRIND_CHECK_API would flag are not enabled.
 
 
-def run_under_oclgrind(code: str, timeout: float = 600) -> str:
+def run_under_oclgrind(code: str, timeout: float = 600, ignore_uninitialized: bool = False) -> str:
     """Run ``code`` in a subprocess on Oclgrind with its memory/race/uninit checks on.
 
     Fails the test on any error Oclgrind reports on stderr (the run itself still
     "succeeds" under Oclgrind, so stderr is what counts) and on a non-zero exit.
+    ``ignore_uninitialized`` drops only uninitialised-value reports (for a known,
+    documented report); invalid accesses and data races still fail.
     """
     if not HAS_OCLGRIND:
         pytest.skip("Oclgrind not installed (pip install 'pyedmcl[oclgrind]')")
@@ -71,9 +73,15 @@ def run_under_oclgrind(code: str, timeout: float = 600) -> str:
         "OCLGRIND_UNINITIALIZED_DEBUG": "0",
         "PYOPENCL_NO_CACHE": "1",
     })
+    if ignore_uninitialized:
+        # Oclgrind's uninitialised-value plugin also changes results on that path
+        # (seen: an all-zero xmap matrix), so it is off there; bounds/races stay on.
+        env.pop("OCLGRIND_UNINITIALIZED")
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, timeout=timeout)
     bad = [ln for ln in proc.stderr.splitlines() if any(e in ln for e in OCLGRIND_ERRORS)]
+    if ignore_uninitialized:  # a documented known report; bounds and races still fail
+        bad = [ln for ln in bad if "ninitialized" not in ln]
     assert proc.returncode == 0, f"subprocess failed:\n{proc.stderr[-4000:]}"
     assert not bad, "Oclgrind reported errors:\n" + "\n".join(bad[:40]) + "\n" + proc.stderr[-3000:]
     return proc.stdout
