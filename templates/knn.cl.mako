@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
@@ -15,15 +15,56 @@
 ## Rows with fewer than K admissible neighbours are padded with index -1 and
 ## distance +inf.
 ##
-## VARIANT "rows" (GPUs): one work-item per query, the tile is read as broadcasts.
+## Early abandoning (EA > 0): coordinates are summed in chunks of EA and the rest
+## is skipped once the partial distance exceeds the query's current k-th best
+## (partial sums only grow, so this is exact); for large E most library points
+## are rejected after the first chunk.
+##
+## VARIANT "rows" (GPUs): SPLIT work-items per query (WG / SPLIT queries per
+## group), each scanning every SPLIT-th point of each tile (broadcast reads) into
+## its own register top-k; the SPLIT partial lists merge through local memory at
+## the end (same total order, so the result does not depend on SPLIT). SPLIT > 1
+## keeps a GPU busy when there are few queries.
 ## VARIANT "cols" (CPU SIMD): a work-group owns QB queries (coordinates in local
 ## memory); work-items are library points of the tile (TILE = WG * R), so the
 ## distance block is computed branch-free across SIMD lanes; a flag per query
 ## marks tiles holding a candidate below its current k-th distance, and only then
-## does the query's owner work-item scan that row and insert (top-k in registers).
+## is that row scanned and its candidates inserted: INS "reg" by the query's owner
+## work-item into a register top-k (compare-swap network), INS "local" by one
+## work-item for all QB queries into sorted top-k lists in local memory (a short
+## shifting insertion: no SIMD lanes sit masked through a full network). FLAG=0
+## replaces the per-query flag by a per-lane candidate bit mask stored
+## unconditionally: the distance block is then free of conditional stores, which
+## PoCL's loop vectoriser needs; Intel's vectoriser masks the flag stores fine (FLAG=1).
 <%namespace name="metric" file="_metric.mako"/>
 ${metric.real_type(REAL)}
 #define K ${K}
+<%def name="step(ACC, A, B)">\
+## the shared metric.step uses mad()/fabs()/fmax(); PoCL 3.0 does not inline those
+## builtins, which blocks its work-item-loop vectoriser: plain operators here
+% if METRIC == "euclidean":
+{ const real_t _d = (${A}) - (${B}); ${ACC} += _d * _d; }\
+% elif METRIC == "manhattan":
+{ const real_t _d = (${A}) - (${B}); ${ACC} += _d < 0 ? -_d : _d; }\
+% else:
+{ const real_t _d = (${A}) - (${B}); const real_t _a = _d < 0 ? -_d : _d; ${ACC} = ${ACC} > _a ? ${ACC} : _a; }\
+% endif
+</%def>
+<%def name="distance(ACC, A, B, THR)">\
+<% CH = EA if EA > 0 else E %>\
+real_t ${ACC} = (real_t)0;
+% for c0 in range(0, E, CH):
+%   if c0 > 0:
+            if (${ACC} <= ${THR}) {
+%   endif
+%   for k in range(c0, min(E, c0 + CH)):
+            ${step(ACC, A % k, B % k)}
+%   endfor
+% endfor
+% for c0 in range(CH, E, CH):
+            }
+% endfor
+</%def>\
 <%def name="insert(D, L, KEY)">\
 {
                     real_t cd = ${D}; int ci = ${L}; int ck = ${KEY};
@@ -38,7 +79,8 @@ ${metric.real_type(REAL)}
 </%def>
 
 /* tie key of library point l for query p: |p - l| first, then the earlier point */
-inline int tie_key(const int p, const int l) { return 2 * (int)abs(p - l) + (l > p); }
+inline int tie_key(const int p, const int l) { return 2 * (l > p ? l - p : p - l) + (l > p); }
+inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 
 % if VARIANT == "rows":
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
@@ -48,8 +90,11 @@ void knn(__global const real_t* restrict x,
          const int radius,
          __global int* restrict out_idx, __global real_t* restrict out_dist)
 {
-    const int q = get_global_id(0);
+<% QW = WG // SPLIT %>
     const int lid = get_local_id(0);
+    const int qi = lid % ${QW};
+    const int sp = lid / ${QW};
+    const int q = get_group_id(0) * ${QW} + qi;
     const int b = get_global_id(1);
     __global const int* lib = lpts + (size_t)b * nl;
     __local real_t tile[${E}][${TILE}];
@@ -77,22 +122,43 @@ void knn(__global const real_t* restrict x,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const int cnt = min(${TILE}, nl - base);
-        for (int t = 0; t < cnt; ++t) {
-            real_t acc = (real_t)0;
-% for k in range(E):
-            ${metric.step(METRIC, "acc", "tile[%d][t]" % k, "qv[%d]" % k)}
-% endfor
+        for (int t = sp; t < cnt; t += ${SPLIT}) {
+            ${distance("acc", "tile[%d][t]", "qv[%d]", "bd%d" % (K - 1))}
             if (acc <= bd${K - 1}) {
                 const int l = tidx[t];
                 const int key = tie_key(p, l);
-                if ((int)abs(p - l) > radius
+                if (dist_rows(p, l) > radius
                     && (acc < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
                     ${insert('acc', 'l', 'key')}
                 }
             }
         }
     }
-    if (active) {
+% if SPLIT > 1:
+    __local real_t pd[${SPLIT - 1}][${QW}][K];
+    __local int pi[${SPLIT - 1}][${QW}][K];
+    if (sp > 0) {
+% for k in range(K):
+        pd[sp - 1][qi][${k}] = bd${k}; pi[sp - 1][qi][${k}] = bi${k};
+% endfor
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (sp == 0) {
+        for (int s2 = 0; s2 < ${SPLIT - 1}; ++s2) {
+            for (int j = 0; j < K; ++j) {
+                const real_t acc = pd[s2][qi][j];
+                const int l = pi[s2][qi][j];
+                if (l < 0) break;
+                const int key = tie_key(p, l);
+                if (acc < bd${K - 1} || (acc == bd${K - 1} && (bi${K - 1} < 0 || key < tie_key(p, bi${K - 1}))))
+                    ${insert('acc', 'l', 'key')}
+                else
+                    break;
+            }
+        }
+    }
+% endif
+    if (active && sp == 0) {
         const size_t o = ((size_t)b * nq + q) * K;
 % for k in range(K):
         out_idx[o + ${k}] = bi${k};
@@ -119,6 +185,17 @@ void knn(__global const real_t* restrict x,
     __local int cidx[${TILE}];
     __local real_t thr[${QB}];
     __local int flag[${QB}];
+% if INS == "local" and not FLAG:
+    __local unsigned int lanebits[${TILE}];
+% endif
+% if INS == "local":
+    __local real_t topd[${QB}][K];
+    __local int topi[${QB}][K];
+    for (int i = lid; i < ${QB} * K; i += ${WG}) {
+        topd[i / K][i % K] = INFINITY;
+        topi[i / K][i % K] = -1;
+    }
+% endif
 
     for (int i = lid; i < ${QB}; i += ${WG}) {
         const int q = q0 + i;
@@ -130,11 +207,13 @@ void knn(__global const real_t* restrict x,
         thr[i] = INFINITY;
         flag[i] = 0;
     }
+% if INS == "reg":
     /* the owner work-item (lid < QB) keeps its query's k best in registers */
     const int p = lid < ${QB} ? qpts[min(q0 + lid, nq - 1)] : 0;
 % for k in range(K):
     real_t bd${k} = INFINITY; int bi${k} = -1;
 % endfor
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int base = 0; base < nl; base += ${TILE}) {
@@ -143,25 +222,33 @@ void knn(__global const real_t* restrict x,
             const int t = lid + ${r * WG};
             const int li = base + t;
             const int l = li < nl ? lib[li] : -1;
-            const int lr = max(l, 0);
+            const int lr = l < 0 ? 0 : l;
             cidx[t] = l;
 % for k in range(E):
             const real_t c${k} = x[lr + ${k * TAU}];
 % endfor
+% if INS == "local" and not FLAG:
+            unsigned int bits = 0u;
+% endif
 % for i in range(QB):
             {
-                real_t acc = (real_t)0;
-% for k in range(E):
-                ${metric.step(METRIC, "acc", "c%d" % k, "qloc[%d][%d]" % (i, k))}
-% endfor
-                const bool ok = l >= 0 && acc <= thr[${i}] && (int)abs(qp[${i}] - l) > radius;
+                ${distance("acc", "c%d", "qloc[" + str(i) + "][%d]", "thr[%d]" % i)}
+                const bool ok = l >= 0 && acc <= thr[${i}] && dist_rows(qp[${i}], l) > radius;
                 cand[${i}][t] = ok ? acc : INFINITY;
+% if INS == "reg" or FLAG:
                 if (ok) flag[${i}] = 1;
+% else:
+                bits |= ok ? ${"%du" % (1 << i)} : 0u;
+% endif
             }
 % endfor
+% if INS == "local" and not FLAG:
+            lanebits[t] = bits;
+% endif
         }
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
+% if INS == "reg":
         if (lid < ${QB} && flag[lid]) {
             for (int t = 0; t < ${TILE}; ++t) {
                 const real_t acc = cand[lid][t];
@@ -175,8 +262,51 @@ void knn(__global const real_t* restrict x,
             flag[lid] = 0;
             thr[lid] = bd${K - 1};
         }
+% else:
+        if (lid == 0) {
+% if not FLAG:
+            unsigned int any = 0u;
+            for (int t = 0; t < ${TILE}; ++t) any |= lanebits[t];
+% endif
+            for (int i = 0; i < ${QB}; ++i) {
+% if FLAG:
+                if (!flag[i]) continue;
+                flag[i] = 0;
+% else:
+                if (!((any >> i) & 1u)) continue;
+% endif
+                const int pq = qp[i];
+                real_t kd = topd[i][K - 1];
+                int ki = topi[i][K - 1];
+                for (int t = 0; t < ${TILE}; ++t) {
+% if not FLAG:
+                    if (!((lanebits[t] >> i) & 1u)) continue;
+% endif
+                    const real_t d = cand[i][t];
+                    if (d > kd) continue;
+                    const int l = cidx[t];
+                    const int key = tie_key(pq, l);
+                    if (d < kd || ki < 0 || key < tie_key(pq, ki)) {
+                        int j = K - 1;
+                        while (j > 0 && (d < topd[i][j - 1] || (d == topd[i][j - 1]
+                               && (topi[i][j - 1] < 0 || key < tie_key(pq, topi[i][j - 1]))))) {
+                            topd[i][j] = topd[i][j - 1];
+                            topi[i][j] = topi[i][j - 1];
+                            --j;
+                        }
+                        topd[i][j] = d;
+                        topi[i][j] = l;
+                        kd = topd[i][K - 1];
+                        ki = topi[i][K - 1];
+                    }
+                }
+                thr[i] = kd;
+            }
+        }
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+% if INS == "reg":
     const int q = q0 + lid;
     if (lid < ${QB} && q < nq) {
         const size_t o = ((size_t)b * nq + q) * K;
@@ -185,5 +315,15 @@ void knn(__global const real_t* restrict x,
         out_dist[o + ${k}] = bi${k} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d" % k)};
 % endfor
     }
+% else:
+    for (int e = lid; e < ${QB} * K; e += ${WG}) {
+        const int i = e / K, k = e % K, q = q0 + i;
+        if (q < nq) {
+            const int l = topi[i][k];
+            out_idx[((size_t)b * nq + q) * K + k] = l;
+            out_dist[((size_t)b * nq + q) * K + k] = l < 0 ? INFINITY : ${metric.finish(METRIC, "topd[i][k]")};
+        }
+    }
+% endif
 }
 % endif

@@ -28,7 +28,7 @@ from clkernels import get_backend
 
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
-from .knn import knn_device
+from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
@@ -72,6 +72,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     y_dev = be.to_device(y.astype(dt))
     q_dev = be.to_device(pts)
     obs_dev = be.to_device((times + Tp).astype(np.int32))
+    hold(be, x_dev, y_dev, q_dev, obs_dev)
     out = np.full((sizes.size, sample), np.nan)
     for i, L0 in enumerate(sizes):
         L = int(min(L0, M))

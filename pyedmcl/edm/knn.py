@@ -12,27 +12,47 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, get_backend, round_up
+from clkernels import Backend, get_backend
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 from ..validation import as_series, check_dtype, check_int, check_metric
 from .ranges import MAX_KNN
 
+#: device arrays held until process exit on Oclgrind only: it can apply a released
+#: buffer's "uninitialised" shadow state after a new buffer reuses the address,
+#: which would report false errors in later launches. Oclgrind runs are tiny.
+_OCLGRIND_HOLD: list = []
+
+
+def hold(be: Backend, *arrays) -> None:
+    """Keep ``arrays`` alive for the process on Oclgrind (see ``_OCLGRIND_HOLD``)."""
+    if be.info.runtime == "oclgrind":
+        _OCLGRIND_HOLD.extend(arrays)
+
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1}
-    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16}
+        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1,
+                "SPLIT": 1}
+    # CPUs: SIMD lanes over library points, branch-free distance block (PoCL
+    # vectorises work-item loops only without conditional stores and branches)
+    return {"VARIANT": "cols", "WG": 16, "TILE": 16, "QB": 16, "EA": 0, "INS": "local", "FLAG": 0,
+            "SPLIT": 1}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
+    if p["INS"] == "reg" and not p["FLAG"]:
+        return False
+    if p.get("SPLIT", 1) > 1 and (p["VARIANT"] != "rows" or p["WG"] % p["SPLIT"]):
+        return False
     if p["VARIANT"] == "rows":
-        return p["QB"] == 1 and p["TILE"] * 4 * 33 <= info.local_mem_bytes
+        return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
+                and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
     # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
-    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= p["WG"]
+    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= min(p["WG"], 32)
             and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
 
 
@@ -50,7 +70,8 @@ class KnnKernel(TunableKernel):
     template = "knn.cl.mako"
     space = TuningSpace(
         params={"VARIANT": ("rows", "cols"), "WG": (8, 16, 32, 64, 128, 256),
-                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16)},
+                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
+                "INS": ("reg", "local"), "FLAG": (0, 1), "SPLIT": (1, 2, 4, 8)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -71,10 +92,18 @@ class KnnKernel(TunableKernel):
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _KnnCase(backend, spec, size)
 
-    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
+    def params_for(self, be: Backend, spec: dict[str, Any], size: int,
+                   nq_total: int | None = None) -> Params:
         p = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
-        # the rows variant's local tile holds E coordinates per point
+        p = {"SPLIT": 1, **p}
         item = 8 if spec["REAL"] == "double" else 4
+        if p["VARIANT"] == "rows" and be.info.is_gpu and p["SPLIT"] == 1 and nq_total is not None:
+            # few queries: split each query's library scan so the GPU fills up
+            want = be.info.compute_units * 1024
+            while (p["SPLIT"] < 8 and nq_total * p["SPLIT"] < want and p["WG"] % (2 * p["SPLIT"]) == 0
+                   and (p["WG"] * spec["K"] * (item + 4)) <= be.info.local_mem_bytes // 2):
+                p = {**p, "SPLIT": 2 * p["SPLIT"]}
+        # the rows variant's local tile holds E coordinates per point
         while (p["VARIANT"] == "rows" and p["TILE"] > 16
                and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2):
             p = {**p, "TILE": p["TILE"] // 2}
@@ -82,9 +111,11 @@ class KnnKernel(TunableKernel):
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
                l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev):
+        params = {"SPLIT": 1, **params}
         k = be.kernel(self.template, {**spec, **params}, "knn")
         if params["VARIANT"] == "rows":
-            gx = round_up(nq, params["WG"])
+            qw = params["WG"] // params.get("SPLIT", 1)
+            gx = (nq + qw - 1) // qw * params["WG"]
         else:
             gx = (nq + params["QB"] - 1) // params["QB"] * params["WG"]
         return be.launch(k, (gx, nbatch), (params["WG"], 1), x_dev, q_dev,
@@ -112,7 +143,9 @@ class _KnnCase(TuningCase):
                            1, 0, self.idx, self.dist)]
 
     def output(self) -> np.ndarray:
-        return self.be.to_host(self.idx)
+        # distances, not indices: a float32 near-tie may legitimately swap two ranks
+        # between configurations that contract multiply-adds differently
+        return self.be.to_host(self.dist)
 
 
 @dataclass
@@ -124,6 +157,9 @@ class DeviceKnn:
     nbatch: int
     nq: int
     k: int
+    #: device inputs the enqueued launch reads; kept alive until the table is dropped
+    #: (some runtimes, e.g. Oclgrind, free a released buffer before queued work ends)
+    keep: tuple = ()
 
 
 def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
@@ -135,7 +171,7 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     nq = int(qpts.size)
     spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
     if params is None:
-        params = KNN.params_for(be, spec, max(nq, nl))
+        params = KNN.params_for(be, spec, max(nq, nl), nq_total=nq * nbatch)
     dt = np.float64 if real == "double" else np.float32
     idx = be.empty((nbatch, nq, k), np.int32)
     dist = be.empty((nbatch, nq, k), dt)
@@ -143,7 +179,8 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
         q_dev = be.to_device(np.ascontiguousarray(qpts, dtype=np.int32))
     l_dev = be.to_device(lpts)
     KNN.launch(be, params, spec, x_dev, q_dev, nq, l_dev, nl, nbatch, radius, idx, dist)
-    return DeviceKnn(idx, dist, nbatch, nq, k)
+    hold(be, idx, dist, q_dev, l_dev)
+    return DeviceKnn(idx, dist, nbatch, nq, k, keep=(q_dev, l_dev))
 
 
 def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
@@ -178,6 +215,7 @@ def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
     lp = np.sort(lp)
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
+    hold(be, xd)
     t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp, lpts=lp,
                    radius=int(exclusion_radius), metric=metric, real=real)
     return be.to_host(t.idx)[0], be.to_host(t.dist)[0]

@@ -13,7 +13,7 @@ import numpy as np
 
 from clkernels import Backend, round_up
 
-from .knn import DeviceKnn
+from .knn import DeviceKnn, hold
 
 TEMPLATE = "simplex_lookup.cl.mako"
 
@@ -41,6 +41,7 @@ def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshif
     dt = np.float64 if real == "double" else np.float32
     pred = be.empty((table.nbatch, nt, table.nq), dt)
     var = be.empty((table.nbatch, nt, table.nq), dt) if variance else pred
+    hold(be, pred, var)
     be.launch(k, (round_up(table.nq, wg), nt, table.nbatch), (wg, 1, 1), table.idx, table.dist,
               np.int32(table.nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift), pred, var)
     return pred, (var if variance else None)
@@ -57,6 +58,7 @@ def skill_device(be: Backend, pred_dev, nrows: int, nq: int, y_dev, ldy: int, nt
     params = {"K": k, "REAL": real, "ACC": _acc(be), "WG": wg, "WEIGHT": "simplex", "VARIANCE": 0}
     kern = be.kernel(TEMPLATE, params, "skill")
     out = be.empty((nrows, 4), np.float64 if be.info.fp64 else np.float32)
+    hold(be, out, obs_dev)
     be.launch(kern, (nrows * wg,), (wg,), pred_dev, np.int32(nq), y_dev, np.int32(ldy),
               np.int32(nt), obs_dev, out)
     return be.to_host(out).astype(np.float64)

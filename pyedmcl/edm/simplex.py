@@ -16,7 +16,7 @@ from clkernels import Backend, get_backend
 
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
-from .knn import knn_device
+from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device
 from .ranges import Plan, resolve
 from .results import SimplexResult
@@ -57,6 +57,7 @@ class DeviceData:
         xd = be.to_device(x.astype(dt))
         yd = xd if y.shape[0] == 1 and np.array_equal(y[0], x) else be.to_device(
             np.ascontiguousarray(y, dtype=dt))
+        hold(be, xd, yd)
         return cls(be, real, x.size, xd, yd, y)
 
     @property
@@ -79,8 +80,9 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
                                       plan.offset + plan.Tp, weight=weight, real=data.real,
                                       variance=variance)
     obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
+    obs_dev = be.to_device(obs)
     sk = skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
-                      be.to_device(obs), real=data.real)
+                      obs_dev, real=data.real)
     pred = be.to_host(pred_dev)[0] if predictions else None
     var = be.to_host(var_dev)[0] if (variance and predictions) else None
     return pred, var, sk

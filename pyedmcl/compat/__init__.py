@@ -1,0 +1,1 @@
+"""Compatibility front-ends for users of other EDM packages (``pyedmcl.compat.pyedm``)."""

@@ -1,0 +1,334 @@
+"""Drop-in replacement for pyEDM's functional API: ``import pyedmcl.compat.pyedm as EDM``.
+
+Same function names, keyword arguments, defaults and DataFrames as pyEDM 2.5
+(``Simplex``, ``SMap``, ``CCM``, ``EmbedDimension``, ``PredictInterval``,
+``PredictNonlinear``, ``PredictExclusionRadius``, ``Embed``, ``ComputeError``),
+*including pyEDM's sign of tau* (``tau=-1``: lags into the past). The
+computation runs on pyedmcl's OpenCL kernels; pick a device with the extra
+keyword ``device=`` or ``PYEDMCL_DEVICE``.
+
+Supported: univariate time-delay embeddings (one column; ``embedded=False``),
+every lib/pred form pyEDM takes. Not supported (raise NotImplementedError):
+``embedded=True`` / several columns, ``validLib``, ``generateSteps``,
+``Multiview`` (multivariate). Plot arguments are accepted and ignored;
+``numProcess``/``mpMethod``/``kdWorkers``/``parallel`` have no meaning here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
+           "PredictInterval", "PredictNonlinear", "SMap", "Simplex"]
+
+
+def _names(v: Any) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return v.split()
+    return [str(c) for c in v]
+
+
+def _column(df: pd.DataFrame, columns: Any, what: str) -> str:
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError("dataFrame must be a pandas DataFrame")
+    cols = _names(columns)
+    if not cols:
+        raise ValueError(f"{what} required: name a column of dataFrame")
+    if len(cols) > 1:
+        raise NotImplementedError(f"{what}={cols}: multivariate embeddings are not supported by "
+                                  "pyedmcl.compat.pyedm yet; use one column")
+    if cols[0] not in df.columns:
+        raise ValueError(f"{what} {cols[0]!r} not found in dataFrame columns {list(df.columns)}")
+    return cols[0]
+
+
+def _unsupported(embedded=False, validLib=(), generateSteps=0, **_):
+    if embedded:
+        raise NotImplementedError("embedded=True is not supported by pyedmcl.compat.pyedm yet")
+    if validLib is not None and len(validLib):
+        raise NotImplementedError("validLib is not supported by pyedmcl.compat.pyedm yet")
+    if generateSteps:
+        raise NotImplementedError("generateSteps is not supported by pyedmcl.compat.pyedm yet")
+
+
+def _range(v: Any) -> Any:
+    """pyEDM's lib/pred: '' or [] means unset; our API then uses the whole series."""
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    if not isinstance(v, str) and hasattr(v, "__len__") and len(v) == 0:
+        return None
+    return v
+
+
+def _series(df: pd.DataFrame, name: str) -> np.ndarray:
+    return df[name].to_numpy(dtype=np.float64)
+
+
+def _time(df: pd.DataFrame, noTime: bool) -> np.ndarray:
+    if noTime:
+        return np.arange(1, len(df) + 1)
+    return df.iloc[:, 0].to_numpy()
+
+
+def _extend_time(time: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Times of output rows; rows outside the data are extrapolated by the first step."""
+    n = time.size
+    inside = (rows >= 0) & (rows < n)
+    if inside.all():
+        return time[rows]
+    try:
+        step = time[1] - time[0]
+        out = np.empty(rows.size, dtype=np.result_type(time.dtype, float)
+                       if np.issubdtype(time.dtype, np.integer) else time.dtype)
+        out[inside] = time[rows[inside]]
+        hi, lo = rows >= n, rows < 0
+        out[hi] = time[n - 1] + step * (rows[hi] - (n - 1))
+        out[lo] = time[0] + step * rows[lo]
+        return out
+    except TypeError:
+        out = np.full(rows.size, None, dtype=object)
+        out[inside] = time[rows[inside]]
+        return out
+
+
+def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp: int,
+                variance: np.ndarray | None) -> pd.DataFrame:
+    """pyEDM's Projection table: per pred segment, rows from the first prediction row
+    to the last + Tp; Observations at each row's time, Predictions placed Tp rows on."""
+    pred_rows = np.asarray(res.pred_times if getattr(res, "pred_times", None) is not None
+                           else np.asarray(res.times) - Tp)
+    lookup = {int(p): i for i, p in enumerate(pred_rows)}
+    rows_all, obs_all, pr_all, var_all = [], [], [], []
+    for seg in plan_segments:
+        if seg.size == 0:
+            continue
+        rows = np.arange(seg[0] + min(Tp, 0), seg[-1] + max(Tp, 0) + 1)
+        obs = np.full(rows.size, np.nan)
+        ok = (rows >= 0) & (rows < n)
+        obs[ok] = y[rows[ok]]
+        pr = np.full(rows.size, np.nan)
+        va = np.full(rows.size, np.nan)
+        segset = set(int(s) for s in seg)
+        for j, r in enumerate(rows):
+            p = int(r) - Tp
+            if p in segset and p in lookup:
+                pr[j] = res.predicted[lookup[p]]
+                if variance is not None:
+                    va[j] = variance[lookup[p]]
+        rows_all.append(rows)
+        obs_all.append(obs)
+        pr_all.append(pr)
+        var_all.append(va)
+    rows = np.concatenate(rows_all)
+    return pd.DataFrame({"Time": _extend_time(time, rows), "Observations": np.concatenate(obs_all),
+                         "Predictions": np.concatenate(pr_all),
+                         "Pred_Variance": np.concatenate(var_all)})
+
+
+def _segments(n: int, E: int, tau: int, Tp: int, knn: Any, R: int, lib: Any, pred: Any,
+              max_knn: int | None = None):
+    from ..edm.ranges import MAX_KNN, resolve
+    return resolve(n, E=E, tau=tau, Tp=Tp, knn=knn if knn else None, exclusion_radius=R,
+                   lib=lib, pred=pred, max_knn=max_knn or MAX_KNN).pred_segments
+
+
+def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=0, tau=-1,
+            exclusionRadius=0, embedded=False, validLib=(), noTime=False, kdWorkers=-1,
+            generateSteps=0, generateConcat=False, verbose=False, showPlot=False, ignoreNan=True,
+            returnObject=False, device=None) -> pd.DataFrame:
+    """pyEDM.Simplex: DataFrame Time, Observations, Predictions, Pred_Variance."""
+    from ..edm.simplex import simplex
+    _unsupported(embedded, validLib, generateSteps)
+    col = _column(dataFrame, columns, "columns")
+    tgt = _column(dataFrame, target, "target")
+    x, y = _series(dataFrame, col), _series(dataFrame, tgt)
+    lib, pred = _range(lib), _range(pred)
+    res = simplex(x, y, E=E, tau=-tau, Tp=Tp, knn=knn or None, exclusion_radius=exclusionRadius,
+                  lib=lib, pred=pred, device=device, variance=True)
+    segs = _segments(x.size, E, -tau, Tp, knn, exclusionRadius, lib, pred)
+    return _projection(res, segs, x.size, y, _time(dataFrame, noTime), Tp, res.variance)
+
+
+def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=0, tau=-1,
+         theta=None, exclusionRadius=0, solver=None, embedded=False, validLib=(), noTime=False,
+         kdWorkers=-1, generateSteps=0, generateConcat=False, ignoreNan=True, showPlot=False,
+         verbose=False, returnObject=False, device=None) -> dict:
+    """pyEDM.SMap: dict of 'predictions', 'coefficients' (and 'singularValues': NaN here)."""
+    from ..edm.smap import smap
+    _unsupported(embedded, validLib, generateSteps)
+    if theta is None:
+        raise ValueError("theta required for S-map (e.g. theta=2)")
+    if solver is not None:
+        raise NotImplementedError("solver= is not supported: pyedmcl solves on the device")
+    col = _column(dataFrame, columns, "columns")
+    tgt = _column(dataFrame, target, "target")
+    x, y = _series(dataFrame, col), _series(dataFrame, tgt)
+    lib, pred = _range(lib), _range(pred)
+    res = smap(x, y, E=E, tau=-tau, Tp=Tp, theta=float(theta), knn=knn or None,
+               exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device)
+    segs = _segments(x.size, E, -tau, Tp, 1, exclusionRadius, lib, pred, max_knn=10 ** 9)
+    time = _time(dataFrame, noTime)
+    proj = _projection(res, segs, x.size, y, time, Tp, getattr(res, "variance", None))
+    coef = getattr(res, "coefficients", None)
+    names = [f"C{i}" for i in range(E + 1)]
+    cdf = pd.DataFrame({"Time": proj["Time"]})
+    if coef is not None:
+        lag = "t-" if tau < 0 else "t+"
+        cnames = ["C0"] + [f"∂{tgt}/∂{col}({lag}{i * abs(tau)})" for i in range(E)]
+        pred_rows = (np.asarray(res.pred_times) if getattr(res, "pred_times", None) is not None
+                     else np.asarray(res.times) - Tp)
+        where = {int(p): i for i, p in enumerate(pred_rows)}
+        full = np.full((len(proj), E + 1), np.nan)
+        # coefficients sit on the same output row as the prediction (Tp rows on)
+        out_rows = _output_rows(segs, Tp)
+        for j, r in enumerate(out_rows):
+            i = where.get(int(r) - Tp)
+            if i is not None:
+                full[j] = coef[i]
+        for c, name in enumerate(cnames):
+            cdf[name] = full[:, c]
+    sv = pd.DataFrame({"Time": proj["Time"], **{n: np.nan for n in names}})
+    return {"predictions": proj, "coefficients": cdf, "singularValues": sv}
+
+
+def _output_rows(segs, Tp: int) -> np.ndarray:
+    return np.concatenate([np.arange(s[0] + min(Tp, 0), s[-1] + max(Tp, 0) + 1)
+                           for s in segs if s.size])
+
+
+def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0, knn=0, tau=-1,
+        exclusionRadius=0, seed=None, embedded=False, validLib=(), includeData=False,
+        noTime=False, mpMethod=None, parallel=True, sharedMB=0.01, verbose=False,
+        showPlot=False, returnObject=False, legacy=False, device=None) -> pd.DataFrame:
+    """pyEDM.CCM: DataFrame LibSize, 'col:tgt', 'tgt:col' (and *_var with includeData)."""
+    from ..edm.ccm import ccm
+    _unsupported(embedded, validLib)
+    col = _column(dataFrame, columns, "columns")
+    tgt = _column(dataFrame, target, "target")
+    if sample == 0:
+        raise ValueError("sample=0 is out of range; allowed: sample >= 1")
+    r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=-tau, Tp=Tp,
+            lib_sizes=libSizes, sample=sample, seed=seed, knn=knn or None,
+            exclusion_radius=exclusionRadius, device=device)
+    out = pd.DataFrame({"LibSize": r.lib_sizes, f"{col}:{tgt}": r.rho_xy, f"{tgt}:{col}": r.rho_yx})
+    if includeData:
+        out[f"{col}:{tgt}_var"] = np.nanvar(r.rho_xy_samples, axis=1)
+        out[f"{tgt}:{col}_var"] = np.nanvar(r.rho_yx_samples, axis=1)
+    return out
+
+
+def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred="", Tp=1, tau=-1,
+                   exclusionRadius=0, embedded=False, validLib=(), noTime=False, ignoreNan=True,
+                   verbose=False, numProcess=4, mpMethod=None, chunksize=1, kdWorkers=-1,
+                   showPlot=True, device=None) -> pd.DataFrame:
+    """pyEDM.EmbedDimension: DataFrame E, rho (all E in one device pipeline)."""
+    from ..edm.scans import embed_dimension
+    _unsupported(embedded, validLib)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE, tau=-tau,
+                        Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
+                        pred=_range(pred), device=device)
+    return pd.DataFrame({"E": s.values, "rho": s.rho})
+
+
+def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxTp=10, E=1,
+                    tau=-1, exclusionRadius=0, embedded=False, validLib=(), noTime=False,
+                    ignoreNan=True, verbose=False, numProcess=4, mpMethod=None, chunksize=1,
+                    kdWorkers=-1, showPlot=True, device=None) -> pd.DataFrame:
+    """pyEDM.PredictInterval: DataFrame Tp, rho."""
+    from ..edm.scans import predict_interval
+    _unsupported(embedded, validLib)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+    s = predict_interval(_series(dataFrame, col), _series(dataFrame, tgt), E=E, max_Tp=maxTp,
+                         tau=-tau, exclusion_radius=exclusionRadius, lib=_range(lib),
+                         pred=_range(pred), device=device)
+    return pd.DataFrame({"Tp": s.values, "rho": s.rho})
+
+
+def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="", Tp=1, E=1,
+                           tau=-1, exclusionRadius=None, embedded=False, validLib=(),
+                           noTime=False, ignoreNan=True, verbose=False, numProcess=4,
+                           mpMethod=None, chunksize=1, kdWorkers=-1, showPlot=True,
+                           device=None) -> pd.DataFrame:
+    """pyEDM.PredictExclusionRadius: DataFrame 'Exclusion radius', rho."""
+    from ..edm.scans import DEFAULT_RADII, predict_exclusion_radius
+    _unsupported(embedded, validLib)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+    radii = DEFAULT_RADII if exclusionRadius is None else exclusionRadius
+    s = predict_exclusion_radius(_series(dataFrame, col), _series(dataFrame, tgt), E=E, Tp=Tp,
+                                 tau=-tau, radii=radii, lib=_range(lib), pred=_range(pred),
+                                 device=device)
+    return pd.DataFrame({"Exclusion radius": list(s.values), "rho": s.rho})
+
+
+def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", pred="", E=1,
+                     Tp=1, knn=0, tau=-1, exclusionRadius=0, solver=None, embedded=False,
+                     validLib=(), noTime=False, ignoreNan=True, verbose=False, numProcess=4,
+                     mpMethod=None, chunksize=1, kdWorkers=-1, showPlot=True,
+                     device=None) -> pd.DataFrame:
+    """pyEDM.PredictNonlinear: DataFrame theta, rho (S-map over theta)."""
+    from ..edm.smap import predict_nonlinear
+    _unsupported(embedded, validLib)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+    if isinstance(theta, str):
+        theta = [float(t) for t in theta.split()]
+    r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=-tau, Tp=Tp,
+                          thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
+                          lib=_range(lib), pred=_range(pred), device=device)
+    return pd.DataFrame({"theta": list(r.thetas), "rho": r.rho})
+
+
+def Multiview(*args, **kwargs):
+    """Not available: Multiview needs multivariate embeddings (not supported yet)."""
+    raise NotImplementedError("Multiview needs multivariate embeddings, which "
+                              "pyedmcl.compat.pyedm does not support yet; use pyEDM.Multiview")
+
+
+def Embed(dataFrame=None, E=0, tau=-1, columns="", includeTime=False, pathIn="./",
+          dataFile=None) -> pd.DataFrame:
+    """pyEDM.Embed: time-delay embedding of columns with pyEDM's names (NaN where partial)."""
+    if dataFile is not None:
+        dataFrame = pd.read_csv(pathIn + dataFile)
+    if E < 1:
+        raise ValueError(f"E={E} is out of range; allowed: E >= 1")
+    if tau == 0:
+        raise ValueError("tau=0 is out of range; allowed: any non-zero integer")
+    cols = _names(columns)
+    if not cols:
+        raise ValueError("columns required")
+    out = {}
+    for c in cols:
+        if c not in dataFrame.columns:
+            raise ValueError(f"column {c!r} not in dataFrame")
+        for i in range(E):
+            shift = -i * tau
+            name = f"{c}(t-{i * abs(tau)})" if tau < 0 else f"{c}(t+{i * abs(tau)})"
+            out[name] = dataFrame[c].shift(shift)
+    df = pd.DataFrame(out)
+    if includeTime:
+        df = dataFrame.iloc[:, [0]].join(df)
+    return df
+
+
+def ComputeError(obs, pred, digits: int = 6) -> dict:
+    """pyEDM.ComputeError: rho, MAE, CAE, RMSE over pairs where both are finite.
+
+    pyEDM labels ``max(obs - pred)`` as MAE; this keeps pyEDM's values for
+    drop-in use (pyedmcl's own results carry the mean absolute error).
+    """
+    obs = np.asarray(obs, dtype=float)
+    pred = np.asarray(pred, dtype=float)
+    ok = np.isfinite(obs) & np.isfinite(pred)
+    obs, pred = obs[ok], pred[ok]
+    if obs.size < 5:
+        return {"rho": np.nan, "MAE": np.nan, "RMSE": np.nan}
+    err = obs - pred
+    return {"rho": round(float(np.corrcoef(obs, pred)[0, 1]), digits),
+            "MAE": round(float(np.max(err)), digits),
+            "CAE": round(float(np.abs(err).sum()), digits),
+            "RMSE": round(float(np.sqrt(np.mean(err ** 2))), digits)}

@@ -1,0 +1,120 @@
+"""CCM against pyEDM 2.5 (live) and a NumPy reference; the scans against pyEDM.
+
+pyEDM draws libraries with ``default_rng(SeedSequence(SeedSequence(seed).entropy))``
+per (direction, library size); pyedmcl does the same, so with one seed the
+sampled curves agree to float32 precision: we assert 1e-5 on every mean rho.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pyedmcl as pe
+
+pyEDM = pytest.importorskip("pyEDM")
+RHO_TOL = 1e-5
+
+
+def _coupled_logistic(n=400, bxy=0.0, byx=0.3):
+    x, y = np.empty(n), np.empty(n)
+    x[0], y[0] = 0.4, 0.2
+    for t in range(n - 1):
+        x[t + 1] = x[t] * (3.8 - 3.8 * x[t] - bxy * y[t])
+        y[t + 1] = y[t] * (3.5 - 3.5 * y[t] - byx * x[t])
+    return x, y
+
+
+def _pyedm_ccm(df, col, tgt, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pyEDM.CCM(dataFrame=df, columns=col, target=tgt, parallel=False, **kw)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(E=3, Tp=0, libSizes="10 70 20", sample=20, seed=7),
+    dict(E=2, Tp=1, libSizes=[15, 40, 78], sample=10, seed=3, exclusionRadius=2),
+])
+def test_ccm_sample_data_matches_pyedm(device, kw):
+    df = pyEDM.sampleData["sardine_anchovy_sst"]
+    ref = _pyedm_ccm(df, "anchovy", "np_sst", **kw)
+    r = pe.ccm(df["anchovy"], df["np_sst"], E=kw["E"], Tp=kw["Tp"], lib_sizes=kw["libSizes"],
+               sample=kw["sample"], seed=kw["seed"], exclusion_radius=kw.get("exclusionRadius", 0),
+               device=device)
+    np.testing.assert_array_equal(r.lib_sizes, ref["LibSize"])
+    np.testing.assert_allclose(r.rho_xy, ref["anchovy:np_sst"], atol=RHO_TOL)
+    np.testing.assert_allclose(r.rho_yx, ref["np_sst:anchovy"], atol=RHO_TOL)
+
+
+def test_ccm_generated_convergence_matches_pyedm(device):
+    x, y = _coupled_logistic()
+    df = pd.DataFrame({"t": np.arange(x.size), "x": x, "y": y})
+    ref = _pyedm_ccm(df, "x", "y", E=2, Tp=0, libSizes="20 380 60", sample=15, seed=42, tau=-2)
+    r = pe.ccm(x, y, E=2, tau=2, lib_sizes="20 380 60", sample=15, seed=42, device=device)
+    np.testing.assert_allclose(r.rho_xy, ref["x:y"], atol=RHO_TOL)
+    np.testing.assert_allclose(r.rho_yx, ref["y:x"], atol=RHO_TOL)
+    # x is driven by nothing, y by x: x cross-maps from y's manifold converges upward
+    assert r.rho_yx[-1] > r.rho_yx[0]
+
+
+def _ccm_reference(x, y, E, L, libs, k):
+    """Brute-force NumPy CCM for given sampled libraries (float64)."""
+    V = np.stack([x[(E - 1) - j: x.size - j] for j in range(E)], 1)
+    target = y[E - 1:]
+    out = []
+    for lib in libs:
+        D = np.sqrt(((V[:, None, :] - V[None, lib, :]) ** 2).sum(-1))
+        D[np.arange(V.shape[0])[:, None] == lib[None, :]] = np.inf
+        o = np.argsort(D, axis=1, kind="stable")[:, :k]
+        d = np.take_along_axis(D, o, 1)
+        w = np.exp(-d / np.where(d[:, :1] > 0, d[:, :1], 1.0))
+        pred = (w * target[lib[o]]).sum(1) / w.sum(1)
+        out.append(np.corrcoef(pred, target)[0, 1])
+    return np.array(out)
+
+
+def test_ccm_replacement_matches_numpy_reference(device):
+    x, y = _coupled_logistic(200)
+    r = pe.ccm(x, y, E=3, lib_sizes=[30, 90], sample=4, seed=5, replacement=True, device=device)
+    M = x.size - 2
+    for i, L in enumerate((30, 90)):
+        rng = np.random.default_rng(np.random.SeedSequence(np.random.SeedSequence(5).entropy))
+        libs = [np.sort(rng.choice(M, size=L, replace=True)) for _ in range(4)]
+        ref = _ccm_reference(x, y, 3, L, libs, 4)
+        np.testing.assert_allclose(r.rho_xy_samples[i], ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw, word", [
+    (dict(E=2, lib_sizes=[2, 10]), "lib_sizes"), (dict(E=2, lib_sizes=[10, 5000]), "lib_sizes"),
+    (dict(E=2, lib_sizes=[10], sample=0), "sample"), (dict(E=0, lib_sizes=[10]), "E"),
+    (dict(E=2, lib_sizes=[]), "lib_sizes"),
+])
+def test_ccm_bad_input(kw, word):
+    x, y = _coupled_logistic(100)
+    with pytest.raises((ValueError, TypeError), match=word):
+        pe.ccm(x, y, device="pocl", **kw)
+
+
+def test_scans_match_pyedm(device):
+    df = pyEDM.sampleData["TentMap"]
+    x = df["TentMap"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e_ref = pyEDM.EmbedDimension(dataFrame=df, columns="TentMap", target="TentMap", lib="1 100",
+                                     pred="201 500", maxE=6, showPlot=False, numProcess=1)
+        t_ref = pyEDM.PredictInterval(dataFrame=df, columns="TentMap", target="TentMap",
+                                      lib="1 100", pred="201 500", E=2, maxTp=5, showPlot=False,
+                                      numProcess=1)
+        x_ref = pyEDM.PredictExclusionRadius(dataFrame=df, columns="TentMap", target="TentMap",
+                                             lib="1 300", pred="1 300", E=2, showPlot=False,
+                                             numProcess=1)
+    e = pe.embed_dimension(x, lib="1 100", pred="201 500", max_E=6, device=device)
+    np.testing.assert_allclose(e.rho, e_ref["rho"], atol=RHO_TOL)
+    assert e.best == e_ref["E"][int(np.argmax(e_ref["rho"]))]
+    t = pe.predict_interval(x, lib="1 100", pred="201 500", E=2, max_Tp=5, device=device)
+    np.testing.assert_allclose(t.rho, t_ref["rho"], atol=RHO_TOL)
+    r = pe.predict_exclusion_radius(x, lib="1 300", pred="1 300", E=2, device=device)
+    np.testing.assert_allclose(r.rho, x_ref["rho"], atol=RHO_TOL)
