@@ -60,6 +60,28 @@ def run_simplex(x, E, name, device, opts, repeats, min_total=0.0, max_runs=10):
     return best, res
 
 
+def merge_models(new: list[dict], old: list[dict]) -> list[dict]:
+    """Combine two runs' entries point by point: minimum time, lower recall, higher MAPE."""
+    def key(e):
+        return (e["level"], e["key"], e["spec"]["E"], e["size"])
+    prev = {key(e): e for e in old}
+    out = []
+    for e in new:
+        o = prev.get(key(e))
+        if o is not None:
+            e = dict(e)
+            e["times"] = {b: min(t, o["times"].get(b, t)) for b, t in e["times"].items()}
+            e["recall"] = {b: min(r, o["recall"].get(b, r)) for b, r in e["recall"].items()}
+            e["relative_mape"] = {b: max(r, o["relative_mape"].get(b, r))
+                                  for b, r in e["relative_mape"].items()}
+            e["meets_bound"] = {b: r <= 1 + MAPE_BOUND for b, r in e["relative_mape"].items()}
+            good = [b for b in e["times"] if e["meets_bound"][b]]
+            if good:
+                e["params"] = {"BACKEND": min(good, key=e["times"].get)}
+        out.append(e)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None)
@@ -76,6 +98,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="faiss/k-d tree threads")
     ap.add_argument("--json", default=None, help="write all rows to this JSON file")
     ap.add_argument("--write-model", default=None, help="write a knn_backend model JSON")
+    ap.add_argument("--merge-with", default=None,
+                    help="combine with an earlier --write-model file (min time per point)")
     ap.add_argument("--level", default="device", choices=("device", "arch", "vendor_type", "global"))
     args = ap.parse_args(argv)
 
@@ -165,6 +189,8 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     if args.write_model:
+        if args.merge_with:
+            model = merge_models(model, json.loads(Path(args.merge_with).read_text())["entries"])
         Path(args.write_model).write_text(json.dumps({"format": 1, "entries": model}, indent=1))
     return 0
 

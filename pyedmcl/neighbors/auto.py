@@ -11,7 +11,8 @@ Where the choice comes from, first hit wins:
    ``vendor_type`` -> ``global`` (global entries apply only to devices of the
    entry's ``device_type``);
 3. a rule of thumb (``source="heuristic"``, from the PoCL CPU bench): on a GPU
-   the exact kernel; on a CPU the k-d tree, except IVF for E > 8 and L >= 8192.
+   the exact kernel; on a CPU exact for short series (L <= 1024, or 2048 for
+   E > 8), then the k-d tree for E <= 8 and IVF above.
 
 Within a level the entry nearest in ``(log2 L, log2 E)`` wins (E weighs double:
 the crossovers move more with E than with L). A choice whose library is not
@@ -72,11 +73,11 @@ def heuristic(info: DeviceInfo, L: int, E: int) -> str:
     """Rule of thumb when nothing was measured (kEDM paper's findings, our exact kernel)."""
     if info.is_gpu:
         return "exact"
-    if not available("kdtree"):
-        return "ivf" if E > 8 and L >= 8192 and available("ivf") else "exact"
-    if E > 8 and L >= 8192 and available("ivf"):
+    if L <= (1024 if E <= 8 else 2048):
+        return "exact"
+    if E > 8 and available("ivf"):
         return "ivf"
-    return "kdtree"
+    return "kdtree" if available("kdtree") else "exact"
 
 
 def _entry_LE(e: dict[str, Any]) -> tuple[float, float] | None:
