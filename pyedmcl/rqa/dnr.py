@@ -45,7 +45,7 @@ def _u32_limit() -> int:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 1, "PH": 1024}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -65,7 +65,7 @@ class RQALinesKernel(TunableKernel):
     template = TEMPLATE
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
-                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1), "PH": (0, 32, 1024)},
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024)},
         heuristic=_heuristic,
         constraint=_fits,
     )
