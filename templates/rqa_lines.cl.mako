@@ -1,4 +1,6 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS
+## CBITS=1 (set by the host on PoCL): clang's ctz/popcount builtins instead of OpenCL's
+## clz()/popcount(), which PoCL 3.0 runs as out-of-line calls (Oclgrind lacks the builtins).
 ## PH > 0: lengths <= PH are first counted in a private per-work-item histogram
 ## (no atomics at all; good on CPUs, where private arrays live in L1), flushed once.
 ## BITS=1: each lane first packs 32 rows of recurrences into a
@@ -89,19 +91,36 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 }
 
 % if BITS:
+/* PoCL 3.0 runs OpenCL's clz() and popcount() as out-of-line library calls (~15% of
+   the walk); clang's builtins become single instructions. Other runtimes: OpenCL's. */
+% if CBITS:
+#ifdef __has_builtin
+#  if __has_builtin(__builtin_ctzll) && __has_builtin(__builtin_popcountll)
+#    define RQA_CLANG_BITS 1
+#  endif
+#endif
+% endif
+#ifdef RQA_CLANG_BITS
+#  define RQA_INLINE inline __attribute__((always_inline))
+RQA_INLINE int ctzw(const ${WT} v) { return ${"__builtin_ctzll" if BITS == 2 else "__builtin_ctz"}(v); }  /* v != 0 */
+RQA_INLINE uint popw(const ${WT} v) { return (uint)${"__builtin_popcountll" if BITS == 2 else "__builtin_popcount"}(v); }
+#else
+#  define RQA_INLINE inline
 inline int ctzw(const ${WT} v) { return ${WB - 1} - (int)clz(v & (0${WU} - v)); }  /* v != 0 */
+inline uint popw(const ${WT} v) { return (uint)popcount(v); }
+#endif
 
 /* Runs of one column over nb (<= ${WB}) rows packed in b (bit r = row r), walked
    transition by transition: t marks every cell whose colour differs from the cell
    above, runs alternate in colour, so each run costs one ctz and one count. */
-inline void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
+RQA_INLINE void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
                         uint* ph_v, __local uint* lh_v, __global uint* gh_v,
                         uint* ph_w, __local uint* lh_w, __global uint* gh_w)
 {
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     const uint np_before = *np;
-    *np += (uint)popcount(b);
+    *np += popw(b);
     uint cur = (*vr > 0u) ? 1u : 0u;            /* colour of the run entering from above */
     ${WT} t = (b ^ ((b << 1) | (${WT})cur)) & m;
     if (t == (${WT})0) {
@@ -132,7 +151,7 @@ inline void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
 }
 
 /* Runs of one diagonal over nb (<= ${WB}) steps packed in b (same transition walk). */
-inline void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uint* lh,
+RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uint* lh,
                       __global uint* gh)
 {
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);

@@ -107,7 +107,8 @@ class LineSpec:
                 "MODE": mode, "VEC": params["VEC"], "WG": params["WG"],
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
-                "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0))}
+                "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
+                "CBITS": int(info.runtime == "pocl")}
 
 
 @dataclass
@@ -298,7 +299,8 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     be = st.be
     k = be.kernel(TEMPLATE, {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float",
                              "MODE": "diagonal", "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0,
-                             "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0},
+                             "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0,
+                             "CBITS": 0},
                   "rqa_accumulate")
     wg = min(64, be.info.max_work_group_size)
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
