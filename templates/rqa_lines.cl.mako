@@ -331,6 +331,8 @@ ${dist("acc2", "x2", "yv2", "i")}
         const int ie = min(row0 + nrows, n_cols - l0);
         for (int ib = ib0; ib < ie; ib += ${WB}) {
             const int nb = min(${WB}, ie - ib);
+            /* every cell (i, i + k) of the word inside the matrix for every lane? */
+            const int inside = (ib + l0 >= 0) && (ib + nb - 1 + klast < n_cols);
           for (int h = 0; h < ${WB // 32}; ++h) {   /* 32-step halves of the word */
             const int nh = clamp(nb - 32 * h, 0, 32);
             ${UV} bits = (${UV})0u;
@@ -346,10 +348,12 @@ ${dist("acc2", "x2", "yv2", "i")}
                 yv2[${m}] = ${vload("y2 + %d + i + l0 + %d" % (VEC, m * TAU))};
 %       endif
 %     endfor
-                const ${IV} jj = (${IV})(i) + lid;
-                const ${IV} cvalid = (jj >= (${IV})0) & (jj < (${IV})(n_cols));
 ${dist("acc", "x", "yv", "i")}
-                ${IV} rec = cvalid & ${cmp_u("acc < (%s)thr" % RV)};
+                ${IV} rec = ${cmp_u("acc < (%s)thr" % RV)};
+                if (!inside) {   /* word reaches past the matrix for some lane */
+                    const ${IV} jj = (${IV})(i) + lid;
+                    rec &= (jj >= (${IV})0) & (jj < (${IV})(n_cols));
+                }
 %     if JOINT:
 ${dist("acc2", "x2", "yv2", "i")}
                 rec &= ${cmp_u("acc2 < (%s)thr2" % RV)};
