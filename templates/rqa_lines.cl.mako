@@ -259,7 +259,7 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     if VEC == 1:
                 bits |= (rec ? 1u : 0u) << r;
 %     else:
-                bits |= (as_${UV}(rec) & (${UV})1u) << (${UV})(r);
+                bits |= as_${UV}(rec) & (${UV})(1u << r);
 %     endif
             }
 %     if VEC == 1:
@@ -361,7 +361,7 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     if VEC == 1:
                 bits |= (rec ? 1u : 0u) << r;
 %     else:
-                bits |= (as_${UV}(rec) & (${UV})1u) << (${UV})(r);
+                bits |= as_${UV}(rec) & (${UV})(1u << r);
 %     endif
             }
 %     if VEC == 1:
