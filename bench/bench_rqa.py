@@ -4,6 +4,8 @@ and pyunicorn, in one process, on the same logistic-map series. Prints times and
     python bench/bench_rqa.py --device pocl --sizes 30000 100000
     python bench/bench_rqa.py --device nvidia --sizes 100012 1000012 --pyrqa-platform NVIDIA \
         --pyrqa-max 100012
+    python bench/bench_rqa.py --device nvidia --sizes 1000000 --no-peers \
+        --params '{"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 2, "PH": 0}'
 
 PyRQA's "fastest variant" is picked by timing its variants at --pilot points
 first. pyunicorn stores the full N x N matrix: it only runs up to --pyunicorn-max.
@@ -48,6 +50,9 @@ def main() -> None:
     ap.add_argument("--radius", type=float, default=0.44)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--edge", type=int, default=None)
+    ap.add_argument("--params", default=None,
+                    help='rqa_lines tunables as JSON, e.g. \'{"VEC": 1, "WG": 128, "EDGE": 2048, '
+                         '"BITS": 2, "PH": 0}\' (default: tuned / heuristic)')
     ap.add_argument("--pyrqa-platform", default="Portable Computing Language")
     ap.add_argument("--pyrqa-max", type=int, default=30000, help="largest N run with PyRQA")
     ap.add_argument("--pyunicorn-max", type=int, default=10000)
@@ -61,6 +66,8 @@ def main() -> None:
     from pyedmcl.rqa._oracles import pyrqa_run, pyunicorn_measures, pyunicorn_rp
 
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, dtype=args.dtype, edge=args.edge)
+    if args.params:
+        kw["params"] = json.loads(args.params)
     if args.devices:
         kw["devices"] = args.devices
     else:

@@ -1,4 +1,6 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS
+## CBITS=1 (set by the host on PoCL): clang's ctz/popcount builtins instead of OpenCL's
+## clz()/popcount(), which PoCL 3.0 runs as out-of-line calls (Oclgrind lacks the builtins).
 ## PH > 0: lengths <= PH are first counted in a private per-work-item histogram
 ## (no atomics at all; good on CPUs, where private arrays live in L1), flushed once.
 ## BITS=1: each lane first packs 32 rows of recurrences into a
@@ -39,6 +41,11 @@ ${metric.real_type(REAL)}
     UV = "uint" + V
     IV = "int" + V
     LANES = "0123456789abcdef"
+    # BITS=1: 32 rows per run-walk word; BITS=2: 64 (two packed 32-row halves), so the
+    # per-word costs of the walk (loop exit misprediction, carry handling) halve.
+    WT = "ulong" if BITS == 2 else "uint"
+    WB = 64 if BITS == 2 else 32
+    WU = "UL" if BITS == 2 else "u"
     def lane(expr, l):
         return expr if VEC == 1 else "(%s).s%s" % (expr, LANES[l])
     def vload(ptr):
@@ -84,27 +91,44 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 }
 
 % if BITS:
-inline int ctz32(const uint v) { return 31 - (int)clz(v & (0u - v)); }  /* v != 0 */
+/* PoCL 3.0 runs OpenCL's clz() and popcount() as out-of-line library calls (~15% of
+   the walk); clang's builtins become single instructions. Other runtimes: OpenCL's. */
+% if CBITS:
+#ifdef __has_builtin
+#  if __has_builtin(__builtin_ctzll) && __has_builtin(__builtin_popcountll)
+#    define RQA_CLANG_BITS 1
+#  endif
+#endif
+% endif
+#ifdef RQA_CLANG_BITS
+#  define RQA_INLINE inline __attribute__((always_inline))
+RQA_INLINE int ctzw(const ${WT} v) { return ${"__builtin_ctzll" if BITS == 2 else "__builtin_ctz"}(v); }  /* v != 0 */
+RQA_INLINE uint popw(const ${WT} v) { return (uint)${"__builtin_popcountll" if BITS == 2 else "__builtin_popcount"}(v); }
+#else
+#  define RQA_INLINE inline
+inline int ctzw(const ${WT} v) { return ${WB - 1} - (int)clz(v & (0${WU} - v)); }  /* v != 0 */
+inline uint popw(const ${WT} v) { return (uint)popcount(v); }
+#endif
 
-/* Runs of one column over nb (<= 32) rows packed in b (bit r = row r), walked
+/* Runs of one column over nb (<= ${WB}) rows packed in b (bit r = row r), walked
    transition by transition: t marks every cell whose colour differs from the cell
    above, runs alternate in colour, so each run costs one ctz and one count. */
-inline void column_runs(uint b, const int nb, uint* vr, uint* wr, uint* np,
+RQA_INLINE void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
                         uint* ph_v, __local uint* lh_v, __global uint* gh_v,
                         uint* ph_w, __local uint* lh_w, __global uint* gh_w)
 {
-    const uint m = (nb >= 32) ? 0xffffffffu : ((1u << nb) - 1u);
+    const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     const uint np_before = *np;
-    *np += popcount(b);
+    *np += popw(b);
     uint cur = (*vr > 0u) ? 1u : 0u;            /* colour of the run entering from above */
-    uint t = (b ^ ((b << 1) | cur)) & m;
-    if (t == 0u) {
+    ${WT} t = (b ^ ((b << 1) | (${WT})cur)) & m;
+    if (t == (${WT})0) {
         if (cur) *vr += (uint)nb; else *wr += (uint)nb;
         return;
     }
-    int p = ctz32(t);
-    t &= t - 1u;
+    int p = ctzw(t);
+    t &= t - (${WT})1;
     if (cur) {
         hist_add(ph_v, lh_v, gh_v, *vr + (uint)p);
         *vr = 0u;
@@ -116,8 +140,8 @@ inline void column_runs(uint b, const int nb, uint* vr, uint* wr, uint* np,
     int last = p;
     cur ^= 1u;
     while (t) {
-        p = ctz32(t);
-        t &= t - 1u;
+        p = ctzw(t);
+        t &= t - (${WT})1;
         if (cur) hist_add(ph_v, lh_v, gh_v, (uint)(p - last));
         else hist_add(ph_w, lh_w, gh_w, (uint)(p - last));
         last = p;
@@ -126,26 +150,26 @@ inline void column_runs(uint b, const int nb, uint* vr, uint* wr, uint* np,
     if (cur) *vr = (uint)(nb - last); else *wr = (uint)(nb - last);
 }
 
-/* Runs of one diagonal over nb (<= 32) steps packed in b (same transition walk). */
-inline void diag_runs(uint b, const int nb, uint* dr, uint* ph, __local uint* lh,
+/* Runs of one diagonal over nb (<= ${WB}) steps packed in b (same transition walk). */
+RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uint* lh,
                       __global uint* gh)
 {
-    const uint m = (nb >= 32) ? 0xffffffffu : ((1u << nb) - 1u);
+    const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     uint cur = (*dr > 0u) ? 1u : 0u;
-    uint t = (b ^ ((b << 1) | cur)) & m;
-    if (t == 0u) {
+    ${WT} t = (b ^ ((b << 1) | (${WT})cur)) & m;
+    if (t == (${WT})0) {
         if (cur) *dr += (uint)nb;
         return;
     }
-    int p = ctz32(t);
-    t &= t - 1u;
+    int p = ctzw(t);
+    t &= t - (${WT})1;
     if (cur) { hist_add(ph, lh, gh, *dr + (uint)p); *dr = 0u; }
     int last = p;
     cur ^= 1u;
     while (t) {
-        p = ctz32(t);
-        t &= t - 1u;
+        p = ctzw(t);
+        t &= t - (${WT})1;
         if (cur) hist_add(ph, lh, gh, (uint)(p - last));
         last = p;
         cur ^= 1u;
@@ -211,16 +235,18 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 %     endif
 %   endfor
 %   if BITS:
-        uint vra[${VEC}], wra[${VEC}], npa[${VEC}], ba[${VEC}];
+        uint vra[${VEC}], wra[${VEC}], npa[${VEC}], ba[${VEC * WB // 32}];
         for (int l = 0; l < ${VEC}; ++l) {
             vra[l] = vcarry[l0 - carry0 + l]; wra[l] = wcarry[l0 - carry0 + l];
             npa[l] = npts[l0 - carry0 + l];
         }
-        for (int ib = row0; ib < row0 + nrows; ib += 32) {
-            const int nb = min(32, row0 + nrows - ib);
+        for (int ib = row0; ib < row0 + nrows; ib += ${WB}) {
+            const int nb = min(${WB}, row0 + nrows - ib);
+          for (int h = 0; h < ${WB // 32}; ++h) {   /* 32-row halves of the word */
+            const int nh = clamp(nb - 32 * h, 0, 32);
             ${UV} bits = (${UV})0u;
-            for (int r = 0; r < nb; ++r) {
-                const int i = ib + r;
+            for (int r = 0; r < nh; ++r) {
+                const int i = ib + 32 * h + r;
 ${dist("acc", "x", "yv", "i")}
                 ${IV} rec = ${cmp_u("acc < (%s)thr" % RV)};
 %     if JOINT:
@@ -233,17 +259,18 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     if VEC == 1:
                 bits |= (rec ? 1u : 0u) << r;
 %     else:
-                bits |= (as_${UV}(rec) & (${UV})1u) << (${UV})(r);
+                bits |= as_${UV}(rec) & (${UV})(1u << r);
 %     endif
             }
 %     if VEC == 1:
-            ba[0] = bits;
+            ba[h] = bits;
 %     else:
-            vstore${VEC}(bits, 0, ba);
+            vstore${VEC}(bits, h, ba);
 %     endif
+          }
             for (int l = 0; l < ${VEC}; ++l)
                 if (t0 + l < nlanes)
-                    column_runs(ba[l], nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                    column_runs(${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"}, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
         }
         for (int l = 0; l < ${VEC}; ++l) {
             vcarry[l0 - carry0 + l] = vra[l]; wcarry[l0 - carry0 + l] = wra[l];
@@ -297,16 +324,20 @@ ${dist("acc2", "x2", "yv2", "i")}
 % else:
         /* diagonal k: cell (i, i + k) is valid for 0 <= i + k < n_cols (and i < n_rows) */
 %   if BITS:
-        uint dra[${VEC}], ba[${VEC}];
+        uint dra[${VEC}], ba[${VEC * WB // 32}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
         const int klast = l0 + ${VEC - 1};
         const int ib0 = max(row0, -klast);
         const int ie = min(row0 + nrows, n_cols - l0);
-        for (int ib = ib0; ib < ie; ib += 32) {
-            const int nb = min(32, ie - ib);
+        for (int ib = ib0; ib < ie; ib += ${WB}) {
+            const int nb = min(${WB}, ie - ib);
+            /* every cell (i, i + k) of the word inside the matrix for every lane? */
+            const int inside = (ib + l0 >= 0) && (ib + nb - 1 + klast < n_cols);
+          for (int h = 0; h < ${WB // 32}; ++h) {   /* 32-step halves of the word */
+            const int nh = clamp(nb - 32 * h, 0, 32);
             ${UV} bits = (${UV})0u;
-            for (int r = 0; r < nb; ++r) {
-                const int i = ib + r;
+            for (int r = 0; r < nh; ++r) {
+                const int i = ib + 32 * h + r;
                 ${RV} yv[${E}];
 %     if JOINT:
                 ${RV} yv2[${E}];
@@ -317,10 +348,12 @@ ${dist("acc2", "x2", "yv2", "i")}
                 yv2[${m}] = ${vload("y2 + %d + i + l0 + %d" % (VEC, m * TAU))};
 %       endif
 %     endfor
-                const ${IV} jj = (${IV})(i) + lid;
-                const ${IV} cvalid = (jj >= (${IV})0) & (jj < (${IV})(n_cols));
 ${dist("acc", "x", "yv", "i")}
-                ${IV} rec = cvalid & ${cmp_u("acc < (%s)thr" % RV)};
+                ${IV} rec = ${cmp_u("acc < (%s)thr" % RV)};
+                if (!inside) {   /* word reaches past the matrix for some lane */
+                    const ${IV} jj = (${IV})(i) + lid;
+                    rec &= (jj >= (${IV})0) & (jj < (${IV})(n_cols));
+                }
 %     if JOINT:
 ${dist("acc2", "x2", "yv2", "i")}
                 rec &= ${cmp_u("acc2 < (%s)thr2" % RV)};
@@ -328,16 +361,17 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     if VEC == 1:
                 bits |= (rec ? 1u : 0u) << r;
 %     else:
-                bits |= (as_${UV}(rec) & (${UV})1u) << (${UV})(r);
+                bits |= as_${UV}(rec) & (${UV})(1u << r);
 %     endif
             }
 %     if VEC == 1:
-            ba[0] = bits;
+            ba[h] = bits;
 %     else:
-            vstore${VEC}(bits, 0, ba);
+            vstore${VEC}(bits, h, ba);
 %     endif
+          }
             for (int l = 0; l < ${VEC}; ++l)
-                if (t0 + l < nlanes) diag_runs(ba[l], nb, &dra[l], ph_d, lh_d, hist_d);
+                if (t0 + l < nlanes) diag_runs(${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"}, nb, &dra[l], ph_d, lh_d, hist_d);
         }
         for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
 %   else:

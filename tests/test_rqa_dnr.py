@@ -42,7 +42,8 @@ def test_edges_orders_vec_identical(device, dtype):
         base = _hists(pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0,
                                               "PH": 0}))
         for vec, wg, bits, ph in ((1, 16, 1, 0), (4, 8, 0, 32), (8, 2, 1, 32), (16, 4, 1, 0),
-                                  (16, 4, 0, 32)):
+                                  (16, 4, 0, 32), (1, 8, 2, 0), (8, 2, 2, 32),
+                                  (16, 4, 2, 1024)):
             r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": 300, "BITS": bits,
                                         "PH": ph})
             assert _same(_hists(r), base), (vec, wg, bits, ph, scope)
@@ -143,7 +144,7 @@ def test_oclgrind_clean():
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
         x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
-        for vec, bits, ph in ((1, 0, 0), (4, 1, 32), (1, 1, 0)):
+        for vec, bits, ph in ((1, 0, 0), (4, 1, 32), (1, 1, 0), (4, 2, 32), (1, 2, 0)):
             p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph}
             a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
                        white_border=False)

@@ -70,7 +70,7 @@ def test_numpy_reference_small(device, metric):
                                (2, "lines", False)]:
         ref = numpy_reference(x, None, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                               theiler_scope=scope, white_border=wb)
-        for edge, bits in ((7, 0), (64, 1), (1000, 1), (45, 0)):
+        for edge, bits in ((7, 0), (64, 1), (1000, 1), (45, 0), (100, 2), (33, 2)):
             r = pe.rqa(x, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                        theiler_scope=scope, white_border=wb, dtype="float64", device=device,
                        params={"VEC": 4, "WG": 4, "EDGE": edge, "BITS": bits})

@@ -45,7 +45,7 @@ def _u32_limit() -> int:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 1, "PH": 32}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -65,7 +65,7 @@ class RQALinesKernel(TunableKernel):
     template = TEMPLATE
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
-                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1), "PH": (0, 32)},
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -107,7 +107,8 @@ class LineSpec:
                 "MODE": mode, "VEC": params["VEC"], "WG": params["WG"],
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
-                "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0))}
+                "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
+                "CBITS": int(info.runtime == "pocl")}
 
 
 @dataclass
@@ -298,7 +299,8 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     be = st.be
     k = be.kernel(TEMPLATE, {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float",
                              "MODE": "diagonal", "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0,
-                             "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0},
+                             "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0,
+                             "CBITS": 0},
                   "rqa_accumulate")
     wg = min(64, be.info.max_work_group_size)
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
