@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -87,7 +88,8 @@ def test_sigkill_mid_job_then_resume_bit_identical(tmp_path):
         pe.xmap(np.load({str(tmp_path / 'x.npy')!r}), E={mixed_E(24).tolist()}, out={str(out)!r},
                 block_rows=2)
     """)
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.Popen([sys.executable, "-c", script], env=env)
     done = 0
     try:

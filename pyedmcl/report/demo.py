@@ -25,8 +25,10 @@ THETAS = [0.0, 0.1, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0]
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {"python": platform.python_version()}
-    for pkg in ("pyedmcl", "numpy", "pyopencl", "mako", "matplotlib", "pocl-binary-distribution"):
+    from .. import __version__
+
+    out = {"python": platform.python_version(), "pyedmcl": __version__}
+    for pkg in ("numpy", "pyopencl", "mako", "matplotlib", "pocl-binary-distribution"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
