@@ -41,7 +41,7 @@ GPU = {
     "rqa": ["bench_rqa.py", "--sizes", "100012", "1000012", "--pyrqa-platform", "NVIDIA",
             "--pyrqa-max", "100012", "--pyunicorn-max", "0", "--json"],
     "knn_backends": ["bench_knn_backends.py", "--L", "2^16", "2^18", "2^20", "--E", "20",
-                     "--backends", "exact", "ivf", "hnsw", "--json", "{out}/knn_backends.json"],
+                     "--backends", "exact", "ivf", "--json", "{out}/knn_backends.json"],
 }
 RATIO = re.compile(r"(ratio[^\n]*?[0-9.]+x|[0-9.]+x\b[^\n]*ratio)", re.IGNORECASE)
 
