@@ -43,7 +43,7 @@ GPU = {
     "knn_backends": ["bench_knn_backends.py", "--L", "2^16", "2^18", "2^20", "--E", "20",
                      "--backends", "exact", "ivf", "--json", "{out}/knn_backends.json"],
 }
-RATIO = re.compile(r"(ratio[^\n]*?[0-9.]+x|[0-9.]+x\b[^\n]*ratio)", re.IGNORECASE)
+RATIO = re.compile(r"(ratio[^\n]*?[0-9.]+x|[0-9.]+x\b[^\n]*ratio|_ratio=[0-9.]+)", re.IGNORECASE)
 
 
 def _plots(out: Path) -> list[str]:

@@ -22,10 +22,12 @@ __kernel void triad(__global vec_t* restrict a, __global const vec_t* restrict b
 __kernel void fma_chain(__global real_t* restrict out, const real_t s)
 {
     const int i = get_global_id(0);
-    vec_t x0 = (vec_t)(s + i), x1 = (vec_t)(s - i), x2 = (vec_t)(s * i), x3 = (vec_t)(1 + s);
-    const vec_t m = (vec_t)(0.999f), k = (vec_t)(0.001f);
+    const real_t u = (real_t)(i & 1023) * (real_t)1e-4;
+    vec_t x0 = (vec_t)(u), x1 = (vec_t)(u + s), x2 = (vec_t)(u - s), x3 = (vec_t)(s * u);
+    const vec_t k = (vec_t)(-0.25f * s);
+    /* x -> x*x + k is not an affine map, so no compiler can fold the chain. */
 % for _ in range(FMA_CHAIN):
-    x0 = x0 * m + k; x1 = x1 * m + k; x2 = x2 * m + k; x3 = x3 * m + k;
+    x0 = x0 * x0 + k; x1 = x1 * x1 + k; x2 = x2 * x2 + k; x3 = x3 * x3 + k;
 % endfor
     vec_t r = x0 + x1 + x2 + x3;
 % if VEC > 1:
