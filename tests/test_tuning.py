@@ -47,6 +47,9 @@ def test_tune_stores_and_reuses(device, tmp_path):
     # a nearby problem size of the same specialisation bucket reuses the entry
     near = lookup(SMALL, be.info, SMALL.spec_bucket({**SPEC, "E": 6}), SMALL.size_bucket(900), tmp_path)
     assert near.source == "user"
+    # ... but not a size 64x away: tuned configurations do not transfer that far
+    far = lookup(SMALL, be.info, SMALL.spec_bucket(SPEC), SMALL.size_bucket(512 * 64), tmp_path)
+    assert far.source != "user"
 
 
 def test_random_mode_is_time_boxed(tmp_path):
