@@ -16,6 +16,7 @@ from typing import Any
 COMMAND_MODULES = (
     "pyedmcl.cli.devices_cmd",
     "pyedmcl.cli.tune_cmd",
+    "pyedmcl.cli.bench_cmd",
     "pyedmcl.edm.cli",
     "pyedmcl.rqa.cli",
     "pyedmcl.xmap.cli",
