@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import TEST_DEVICES, run_under_oclgrind
 
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import numpy_reference
-from tests.conftest import TEST_DEVICES, run_under_oclgrind
 
 
 def logistic(n: int) -> np.ndarray:

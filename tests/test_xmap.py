@@ -14,9 +14,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import TEST_DEVICES, run_under_oclgrind
 
 import pyedmcl as pe
-from tests.conftest import TEST_DEVICES, run_under_oclgrind
 
 RHO_TOL = 1e-5
 

@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 import pytest
+from test_xmap import mixed_E, panel
 
 import pyedmcl as pe
-from tests.test_xmap import mixed_E, panel
 
 distributed = pytest.importorskip("distributed")
 zarr = pytest.importorskip("zarr")

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_xmap import mixed_E, panel
 
 import pyedmcl as pe
 from pyedmcl.cli.main import main as cli_main
-from tests.test_xmap import mixed_E, panel
 
 zarr = pytest.importorskip("zarr")
 
