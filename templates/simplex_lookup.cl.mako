@@ -149,3 +149,55 @@ void skill(__global const real_t* restrict pred, const int nq,
         out[(size_t)r * 4 + 3] = n;
     }
 }
+
+/* CCM: k-NN of sampled libraries + lookup fused (no k-NN table in memory).
+ * srt/sdist: every query's full-library positions and finished distances in the
+ * k-NN kernel's total order (distance, |p - l|, l); cnt[b][j]: multiplicity of
+ * position j in sampled library b. The first K admissible members of the row are
+ * that library's K nearest neighbours; weights and sums follow lookup exactly
+ * (same formula, same order), so the prediction equals lookup on the k-NN table. */
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void subset_lookup(__global const int* restrict srt, __global const real_t* restrict sdist,
+                   __global const uchar* restrict cnt, __global const int* restrict lpts,
+                   __global const int* restrict qpts, const int nq, const int nl,
+                   const int radius, __global const real_t* restrict y, const int tshift,
+                   __global real_t* restrict pred)
+{
+    const int q = get_global_id(0);
+    const int b = get_global_id(1);
+    if (q >= nq) return;
+    const int p = qpts[q];
+    __global const int* row = srt + (size_t)q * nl;
+    __global const real_t* drow = sdist + (size_t)q * nl;
+    __global const uchar* c = cnt + (size_t)b * nl;
+    __global const real_t* yt = y + tshift;
+    acc_t num = 0, den = 0;
+    real_t dmin_raw = (real_t)0;
+    int m = 0;
+    for (int t = 0; t < nl && m < K; ++t) {
+        const int j = row[t];
+        int cj = c[j];
+        if (cj == 0) continue;
+        const int l = lpts[j];
+        if ((l > p ? l - p : p - l) <= radius) continue;
+        const real_t d = drow[t];
+        if (m == 0) dmin_raw = d;
+% if WEIGHT == "simplex":
+        const real_t dmin = fmax(dmin_raw, (real_t)1e-6);
+        const acc_t w = exp(-(acc_t)d / (acc_t)dmin);
+% else:
+        const acc_t w = dmin_raw > 0 ? exp(-(acc_t)d / (acc_t)dmin_raw) : (d == 0 ? (acc_t)1 : (acc_t)0);
+% endif
+        const acc_t v = (acc_t)yt[l];
+        for (; cj > 0 && m < K; --cj, ++m) {
+            num += w * v;
+            den += w;
+        }
+    }
+% if WEIGHT == "ccm":
+    const acc_t mu = (den > 0 && m == K) ? num / den : (acc_t)NAN;
+% else:
+    const acc_t mu = den > 0 ? num / den : (acc_t)NAN;
+% endif
+    pred[(size_t)b * nq + q] = (real_t)mu;
+}
