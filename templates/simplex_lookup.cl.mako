@@ -10,7 +10,8 @@
 ## and predicts NaN when fewer than K neighbours are admissible (pyEDM CCM).
 ## A query with no admissible neighbour predicts NaN.
 ##
-## skill: one work-group per prediction row reduces Pearson rho, MAE and RMSE
+## skill: one work-group per prediction row (written at row row0 + r of out, so
+## several pipelines can share one output read back once) reduces Pearson rho, MAE and RMSE
 ## against the observations y_j[obs[q]] (obs[q] < 0: no observation) with a
 ## streaming co-moment update per work-item and pairwise (Chan et al.) merges in
 ## local memory, in ACC precision: numerically stable, no prediction leaves the
@@ -103,9 +104,10 @@ inline void merge(acc_t* a, const acc_t* b)
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void skill(__global const real_t* restrict pred, const int nq,
            __global const real_t* restrict y, const int ldy, const int nt,
-           __global const int* restrict obs, __global acc_t* restrict out)
+           __global const int* restrict obs, const int row0, __global acc_t* restrict out)
 {
     const int r = get_group_id(0);
+    __global acc_t* o = out + (size_t)(row0 + r) * 4;
     const int lid = get_local_id(0);
     const int j = r % nt;
     __global const real_t* pr = pred + (size_t)r * nq;
@@ -143,10 +145,10 @@ void skill(__global const real_t* restrict pred, const int nq,
     if (lid == 0) {
         const acc_t n = red[0][0];
         const acc_t den = sqrt(red[0][3] * red[0][4]);
-        out[(size_t)r * 4 + 0] = den > 0 ? red[0][5] / den : (acc_t)NAN;
-        out[(size_t)r * 4 + 1] = n > 0 ? red[0][6] / n : (acc_t)NAN;
-        out[(size_t)r * 4 + 2] = n > 0 ? sqrt(red[0][7] / n) : (acc_t)NAN;
-        out[(size_t)r * 4 + 3] = n;
+        o[0] = den > 0 ? red[0][5] / den : (acc_t)NAN;
+        o[1] = n > 0 ? red[0][6] / n : (acc_t)NAN;
+        o[2] = n > 0 ? sqrt(red[0][7] / n) : (acc_t)NAN;
+        o[3] = n;
     }
 }
 

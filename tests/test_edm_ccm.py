@@ -153,3 +153,33 @@ def test_ccm_oclgrind_clean():
         print("rho", r.rho_xy, r2.rho_yx)
     """)
     assert "rho" in out
+
+
+@pytest.mark.parametrize("scan, kw", [
+    ("embed_dimension", dict(max_E=6, lib="1 100", pred="101 180")),
+    ("predict_interval", dict(E=3, max_Tp=4, exclusion_radius=2)),
+    ("predict_exclusion_radius", dict(E=2, radii=[0, 3, 8])),
+])
+def test_scans_equal_one_simplex_per_value(device, scan, kw):
+    """The scan enqueues every value and reads all skills back once; each value's
+    rho / MAE / RMSE must equal a separate pyedmcl.simplex call bit for bit."""
+    x, _ = _coupled_logistic(180)
+    r = getattr(pe, scan)(x, device=device, **kw)
+    name = {"embed_dimension": "E", "predict_interval": "Tp",
+            "predict_exclusion_radius": "exclusion_radius"}[scan]
+    base = {k: v for k, v in kw.items() if k not in ("max_E", "max_Tp", "radii")}
+    for i, v in enumerate(r.values):
+        one = pe.simplex(x, device=device, **{**base, name: int(v)})
+        assert (r.rho[i], r.mae[i], r.rmse[i]) == (one.rho, one.mae, one.rmse)
+
+
+def test_scans_oclgrind_clean():
+    from conftest import run_under_oclgrind
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        x = np.sin(np.arange(50) * 0.7) + 0.1 * np.cos(np.arange(50) * 1.3)
+        r = pe.embed_dimension(x, max_E=3, lib="1 25", pred="26 50")
+        r2 = pe.predict_exclusion_radius(x, E=2, radii=[0, 4])
+        print("rho", r.rho, r2.rho)
+    """)
+    assert "rho" in out
