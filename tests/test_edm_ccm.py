@@ -125,6 +125,7 @@ def test_scans_match_pyedm(device):
     dict(E=2, tau=2, Tp=1, lib_sizes=[8, 40, 100], sample=5, exclusion_radius=3),
     dict(E=2, lib_sizes=[10, 50, 119], sample=5, replacement=True, knn=5),
     dict(E=3, lib_sizes=[30, 80], random=False),
+    dict(E=2, knn=6, lib_sizes=[4, 5, 30, 100], sample=4),  # k = 3, 4, 6, 6: three launches
 ])
 @pytest.mark.parametrize("integer", [False, True])
 def test_ccm_sorted_rows_equal_per_sample_knn(device, kw, integer, monkeypatch):

@@ -43,7 +43,7 @@ from clkernels import get_backend, round_up
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
 from .knn import hold, knn_device
-from .lookup import lookup_device, skill_device
+from .lookup import lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
 
@@ -101,20 +101,21 @@ class SortedRows:
                 "WG": self.wg, "TILE": 16, "VARIANT": "sorted", "QB": 1, "EA": 0, "INS": "reg",
                 "FLAG": 1, "SPLIT": 1}
 
-    def _counts(self, libs: np.ndarray, k: int):
+    def counts(self, libs: np.ndarray, k: int) -> np.ndarray:
+        """``(nbatch, M)`` uint8 multiplicity of each row in each library (capped at k)."""
         nb, M = libs.shape[0], self.M
         flat = (libs + (np.arange(nb) * M)[:, None]).reshape(-1)
         cnt = np.bincount(flat, minlength=nb * M).reshape(nb, M)
-        c_dev = self.be.to_device(np.minimum(cnt, k).astype(np.uint8))
-        hold(self.be, c_dev)
-        return c_dev
+        return np.minimum(cnt, k).astype(np.uint8)
 
-    def predict(self, libs: np.ndarray, k: int, q_dev, radius: int, y_dev, tshift: int):
-        """CCM predictions ``(nbatch, 1, M)`` for sampled libraries ``libs`` (row positions):
-        neighbour search and lookup fused in one launch, no k-NN table stored."""
+    def predict(self, cnt, k: int, q_dev, radius: int, y_dev, tshift: int):
+        """CCM predictions ``(nbatch, 1, M)`` for the sampled libraries given by their
+        :meth:`counts` ``cnt`` (host or device): neighbour search and lookup fused in one launch, no
+        k-NN table stored."""
         be, M = self.be, self.M
-        nb = libs.shape[0]
-        c_dev = self._counts(libs, k)
+        nb = cnt.shape[0]
+        c_dev = cnt if be.is_device_array(cnt) else be.to_device(cnt)
+        hold(be, c_dev)
         dt = np.float64 if self.real == "double" else np.float32
         pred = be.empty((nb, 1, M), dt)
         params = {"K": k, "REAL": self.real, "ACC": "double" if be.info.fp64 else "float",
@@ -167,6 +168,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     sorted_rows = None
     if (neighbors is None or getattr(neighbors, "name", None) == "exact") and M * M <= MAX_SORTED_ENTRIES:
         sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
+    groups: dict[int, list] = {}  # sorted path: every L of one k in one launch
     for i, L0 in enumerate(sizes):
         L = int(min(L0, M))
         kk = min(k, L - 1)
@@ -179,26 +181,52 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
         else:
             libs = np.arange(L)[None, :]
         ns = libs.shape[0]
+        if sorted_rows is not None:
+            groups.setdefault(kk, []).append((i, sorted_rows.counts(libs, kk)))
+            continue
         per = max(1, MAX_TABLE_ENTRIES // max(1, M * kk))
         rhos = []
         for c in range(0, ns, per):
-            if sorted_rows is not None:
-                pred = sorted_rows.predict(libs[c:c + per], kk, q_dev, radius, y_dev, off + Tp)
-                nb = pred.shape[0]
-            else:
-                chunk = pts[libs[c:c + per]]
-                search = knn_device if neighbors is None else neighbors.device_table
-                table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=chunk,
-                               radius=radius, real=real, q_dev=q_dev)
-                pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
-                nb = table.nbatch
-            sk = skill_device(be, pred, nb, M, y_dev, n, 1, obs_dev, real=real)
-            r = sk[:, 0].copy()
-            r[sk[:, 3] < 3] = np.nan
-            r[(sk[:, 3] >= 3) & np.isnan(r)] = 0.0  # zero variance: pyEDM reports 0
-            rhos.append(r)
+            chunk = pts[libs[c:c + per]]
+            search = knn_device if neighbors is None else neighbors.device_table
+            table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=chunk,
+                           radius=radius, real=real, q_dev=q_dev)
+            pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
+            rhos.append(_rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev,
+                                          real=real)))
         out[i, :ns] = np.concatenate(rhos)
+    if groups:
+        # all counts uploaded before the first launch, one skill array read back once
+        work = []
+        for kk, items in groups.items():
+            cnt = np.concatenate([c for _, c in items])
+            per = max(1, MAX_TABLE_ENTRIES // M)
+            for c in range(0, cnt.shape[0], per):
+                work.append((kk, be.to_device(cnt[c:c + per])))
+        hold(be, *(d for _, d in work))
+        total = sum(d.shape[0] for _, d in work)
+        sk_dev = skill_out(be, total)
+        row = 0
+        for kk, c_dev in work:
+            pred = sorted_rows.predict(c_dev, kk, q_dev, radius, y_dev, off + Tp)
+            skill_device(be, pred, pred.shape[0], M, y_dev, n, 1, obs_dev, real=real,
+                         out=sk_dev, row0=row)
+            row += pred.shape[0]
+        r = _rho(be.to_host(sk_dev).astype(np.float64))
+        row = 0
+        for items in groups.values():
+            for i, c in items:
+                out[i, :c.shape[0]] = r[row:row + c.shape[0]]
+                row += c.shape[0]
     return out
+
+
+def _rho(sk: np.ndarray) -> np.ndarray:
+    """rho per skill row with pyEDM's rules: < 3 pairs NaN, zero variance 0."""
+    r = sk[:, 0].copy()
+    r[sk[:, 3] < 3] = np.nan
+    r[(sk[:, 3] >= 3) & np.isnan(r)] = 0.0  # zero variance: pyEDM reports 0
+    return r
 
 
 def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int = 100,
