@@ -157,7 +157,7 @@ def case_ccm(args, be) -> None:
         tk = timed(lambda: (kedm.ccm(x32, y32, lib_sizes=sizes, sample=S, E=args.ccm_E, tau=1,
                                      Tp=0, seed=1),
                             kedm.ccm(y32, x32, lib_sizes=sizes, sample=S, E=args.ccm_E, tau=1,
-                                     Tp=0, seed=1)), 1)
+                                     Tp=0, seed=1)), args.repeat)
         line("kedm.ccm x 2 directions", tk, t)
     if not args.no_pyedm:
         import pandas as pd

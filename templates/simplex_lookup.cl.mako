@@ -10,7 +10,8 @@
 ## and predicts NaN when fewer than K neighbours are admissible (pyEDM CCM).
 ## A query with no admissible neighbour predicts NaN.
 ##
-## skill: one work-group per prediction row reduces Pearson rho, MAE and RMSE
+## skill: one work-group per prediction row (written at row row0 + r of out, so
+## several pipelines can share one output read back once) reduces Pearson rho, MAE and RMSE
 ## against the observations y_j[obs[q]] (obs[q] < 0: no observation) with a
 ## streaming co-moment update per work-item and pairwise (Chan et al.) merges in
 ## local memory, in ACC precision: numerically stable, no prediction leaves the
@@ -103,9 +104,10 @@ inline void merge(acc_t* a, const acc_t* b)
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void skill(__global const real_t* restrict pred, const int nq,
            __global const real_t* restrict y, const int ldy, const int nt,
-           __global const int* restrict obs, __global acc_t* restrict out)
+           __global const int* restrict obs, const int row0, __global acc_t* restrict out)
 {
     const int r = get_group_id(0);
+    __global acc_t* o = out + (size_t)(row0 + r) * 4;
     const int lid = get_local_id(0);
     const int j = r % nt;
     __global const real_t* pr = pred + (size_t)r * nq;
@@ -143,9 +145,61 @@ void skill(__global const real_t* restrict pred, const int nq,
     if (lid == 0) {
         const acc_t n = red[0][0];
         const acc_t den = sqrt(red[0][3] * red[0][4]);
-        out[(size_t)r * 4 + 0] = den > 0 ? red[0][5] / den : (acc_t)NAN;
-        out[(size_t)r * 4 + 1] = n > 0 ? red[0][6] / n : (acc_t)NAN;
-        out[(size_t)r * 4 + 2] = n > 0 ? sqrt(red[0][7] / n) : (acc_t)NAN;
-        out[(size_t)r * 4 + 3] = n;
+        o[0] = den > 0 ? red[0][5] / den : (acc_t)NAN;
+        o[1] = n > 0 ? red[0][6] / n : (acc_t)NAN;
+        o[2] = n > 0 ? sqrt(red[0][7] / n) : (acc_t)NAN;
+        o[3] = n;
     }
+}
+
+/* CCM: k-NN of sampled libraries + lookup fused (no k-NN table in memory).
+ * srt/sdist: every query's full-library positions and finished distances in the
+ * k-NN kernel's total order (distance, |p - l|, l); cnt[b][j]: multiplicity of
+ * position j in sampled library b. The first K admissible members of the row are
+ * that library's K nearest neighbours; weights and sums follow lookup exactly
+ * (same formula, same order), so the prediction equals lookup on the k-NN table. */
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void subset_lookup(__global const int* restrict srt, __global const real_t* restrict sdist,
+                   __global const uchar* restrict cnt, __global const int* restrict lpts,
+                   __global const int* restrict qpts, const int nq, const int nl,
+                   const int radius, __global const real_t* restrict y, const int tshift,
+                   __global real_t* restrict pred)
+{
+    const int q = get_global_id(0);
+    const int b = get_global_id(1);
+    if (q >= nq) return;
+    const int p = qpts[q];
+    __global const int* row = srt + (size_t)q * nl;
+    __global const real_t* drow = sdist + (size_t)q * nl;
+    __global const uchar* c = cnt + (size_t)b * nl;
+    __global const real_t* yt = y + tshift;
+    acc_t num = 0, den = 0;
+    real_t dmin_raw = (real_t)0;
+    int m = 0;
+    for (int t = 0; t < nl && m < K; ++t) {
+        const int j = row[t];
+        int cj = c[j];
+        if (cj == 0) continue;
+        const int l = lpts[j];
+        if ((l > p ? l - p : p - l) <= radius) continue;
+        const real_t d = drow[t];
+        if (m == 0) dmin_raw = d;
+% if WEIGHT == "simplex":
+        const real_t dmin = fmax(dmin_raw, (real_t)1e-6);
+        const acc_t w = exp(-(acc_t)d / (acc_t)dmin);
+% else:
+        const acc_t w = dmin_raw > 0 ? exp(-(acc_t)d / (acc_t)dmin_raw) : (d == 0 ? (acc_t)1 : (acc_t)0);
+% endif
+        const acc_t v = (acc_t)yt[l];
+        for (; cj > 0 && m < K; --cj, ++m) {
+            num += w * v;
+            den += w;
+        }
+    }
+% if WEIGHT == "ccm":
+    const acc_t mu = (den > 0 && m == K) ? num / den : (acc_t)NAN;
+% else:
+    const acc_t mu = den > 0 ? num / den : (acc_t)NAN;
+% endif
+    pred[(size_t)b * nq + q] = (real_t)mu;
 }

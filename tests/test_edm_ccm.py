@@ -118,3 +118,69 @@ def test_scans_match_pyedm(device):
     np.testing.assert_allclose(t.rho, t_ref["rho"], atol=RHO_TOL)
     r = pe.predict_exclusion_radius(x, lib="1 300", pred="1 300", E=2, device=device)
     np.testing.assert_allclose(r.rho, x_ref["rho"], atol=RHO_TOL)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(E=3, lib_sizes=[5, 20, 60, 118], sample=6),
+    dict(E=2, tau=2, Tp=1, lib_sizes=[8, 40, 100], sample=5, exclusion_radius=3),
+    dict(E=2, lib_sizes=[10, 50, 119], sample=5, replacement=True, knn=5),
+    dict(E=3, lib_sizes=[30, 80], random=False),
+    dict(E=2, knn=6, lib_sizes=[4, 5, 30, 100], sample=4),  # k = 3, 4, 6, 6: three launches
+])
+@pytest.mark.parametrize("integer", [False, True])
+def test_ccm_sorted_rows_equal_per_sample_knn(device, kw, integer, monkeypatch):
+    """The sorted full-library path (default) returns exactly what per-sample k-NN
+    launches of the fused kernel return: same neighbours, same tie order (integer
+    data has many exact distance ties), so identical rho samples (no tolerance)."""
+    from pyedmcl.edm import ccm as ccm_mod
+    x, y = _coupled_logistic(120)
+    if integer:
+        x, y = np.round(x * 6), np.round(y * 6)
+    fast = pe.ccm(x, y, seed=11, device=device, **kw)
+    monkeypatch.setattr(ccm_mod, "MAX_SORTED_ENTRIES", 0)
+    slow = pe.ccm(x, y, seed=11, device=device, **kw)
+    np.testing.assert_array_equal(fast.rho_xy_samples, slow.rho_xy_samples)
+    np.testing.assert_array_equal(fast.rho_yx_samples, slow.rho_yx_samples)
+
+
+def test_ccm_oclgrind_clean():
+    from conftest import run_under_oclgrind
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        x = np.sin(np.arange(40) * 0.7) + 0.1 * np.cos(np.arange(40) * 1.3)
+        y = np.cos(np.arange(40) * 0.4)
+        r = pe.ccm(x, y, E=2, tau=2, lib_sizes=[6, 20, 36], sample=3, seed=1, exclusion_radius=1)
+        r2 = pe.ccm(x, y, E=3, lib_sizes=[10, 30], sample=2, seed=2, replacement=True)
+        print("rho", r.rho_xy, r2.rho_yx)
+    """)
+    assert "rho" in out
+
+
+@pytest.mark.parametrize("scan, kw", [
+    ("embed_dimension", dict(max_E=6, lib="1 100", pred="101 180")),
+    ("predict_interval", dict(E=3, max_Tp=4, exclusion_radius=2)),
+    ("predict_exclusion_radius", dict(E=2, radii=[0, 3, 8])),
+])
+def test_scans_equal_one_simplex_per_value(device, scan, kw):
+    """The scan enqueues every value and reads all skills back once; each value's
+    rho / MAE / RMSE must equal a separate pyedmcl.simplex call bit for bit."""
+    x, _ = _coupled_logistic(180)
+    r = getattr(pe, scan)(x, device=device, **kw)
+    name = {"embed_dimension": "E", "predict_interval": "Tp",
+            "predict_exclusion_radius": "exclusion_radius"}[scan]
+    base = {k: v for k, v in kw.items() if k not in ("max_E", "max_Tp", "radii")}
+    for i, v in enumerate(r.values):
+        one = pe.simplex(x, device=device, **{**base, name: int(v)})
+        assert (r.rho[i], r.mae[i], r.rmse[i]) == (one.rho, one.mae, one.rmse)
+
+
+def test_scans_oclgrind_clean():
+    from conftest import run_under_oclgrind
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        x = np.sin(np.arange(50) * 0.7) + 0.1 * np.cos(np.arange(50) * 1.3)
+        r = pe.embed_dimension(x, max_E=3, lib="1 25", pred="26 50")
+        r2 = pe.predict_exclusion_radius(x, E=2, radii=[0, 4])
+        print("rho", r.rho, r2.rho)
+    """)
+    assert "rho" in out

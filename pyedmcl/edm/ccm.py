@@ -22,9 +22,14 @@ CCM rule (weight 1 for exact matches when the nearest distance is 0). Rows left
 with fewer than k admissible neighbours predict NaN and are dropped from rho,
 as in pyEDM.
 
-All samples of one L run as one batched k-NN launch (one library per batch
-index), then one lookup and one on-device rho reduction; only S numbers per L
-come back.
+Neighbours (exact k-NN, default back-end): every sampled library is a subset of
+the same M rows, so each direction first sorts every query's full-library row
+once (:class:`SortedRows`, kEDM's approach; O(M^2) memory, used while M^2 <=
+``MAX_SORTED_ENTRIES``); the k nearest within a sample are then the first k
+sample members of that row, found by one launch for all samples of an L. Other
+back-ends (or larger M) run all samples of one L as one batched k-NN launch (one
+library per batch index). Then one lookup and one on-device rho reduction per
+L; only S numbers per L come back.
 """
 
 from __future__ import annotations
@@ -33,17 +38,94 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import get_backend
+from clkernels import get_backend, round_up
 
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
 from .knn import hold, knn_device
-from .lookup import lookup_device, skill_device
+from .lookup import lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
 
 #: cap on k-NN table entries per batched launch (bounds device memory)
 MAX_TABLE_ENTRIES = 1 << 25
+#: the sorted full-library path holds M x M sorted neighbour rows (index + distance)
+#: on the device; above this many entries CCM falls back to per-sample k-NN launches
+MAX_SORTED_ENTRIES = 1 << 25
+
+
+class SortedRows:
+    """Every query's full-library neighbours in the k-NN total order, on the device.
+
+    Each sampled library is a subset of the same M rows, so a query's k nearest
+    within a sample are the first k sample members of its sorted full row
+    (kEDM's CCM idea). Built once per direction: one distance launch, a host sort
+    by (distance, |p - l|, l) -- the fused kernel's tie order -- and one upload.
+    Sampled tables then cost O(k / fraction) per query instead of O(L).
+    """
+
+    WG = 64
+
+    def __init__(self, be, x_dev, n: int, *, E: int, tau: int, pts: np.ndarray, q_dev,
+                 real: str, metric: str = "euclidean"):
+        self.be, self.E, self.tau, self.real, self.metric = be, E, abs(tau), real, metric
+        M = pts.size
+        self.M = M
+        dt = np.float64 if real == "double" else np.float32
+        wg = min(self.WG, be.info.max_work_group_size)
+        self.wg = wg
+        kern = be.kernel("knn.cl.mako", self._params(1), "dist_full")
+        acc = be.empty((M, M), dt)
+        fin = be.empty((M, M), dt)
+        be.launch(kern, (round_up(M, wg), M), (wg, 1), x_dev, q_dev, np.int32(M), q_dev,
+                  np.int32(M), acc, fin)
+        a = be.to_host(acc)
+        f = be.to_host(fin)
+        hold(be, acc, fin)
+        p = pts.astype(np.int64)
+        diff = p[None, :] - p[:, None]  # l - p for row q (query p), column j (point l)
+        tie = 2 * np.abs(diff) + (diff > 0)
+        if dt == np.float32:  # non-negative floats order like their bit patterns
+            key = (a.view(np.int32).astype(np.int64) << 32) | tie
+            order = np.argsort(key, axis=1)
+        else:
+            order = np.lexsort((tie, a), axis=-1)
+        order = order.astype(np.int32)
+        self.srt = be.to_device(order)
+        self.sdist = be.to_device(np.ascontiguousarray(np.take_along_axis(f, order, axis=1)))
+        self.l_dev = q_dev
+        hold(be, self.srt, self.sdist)
+
+    def _params(self, k: int) -> dict:
+        return {"E": self.E, "TAU": self.tau, "K": k, "METRIC": self.metric, "REAL": self.real,
+                "WG": self.wg, "TILE": 16, "VARIANT": "sorted", "QB": 1, "EA": 0, "INS": "reg",
+                "FLAG": 1, "SPLIT": 1}
+
+    def counts(self, libs: np.ndarray, k: int) -> np.ndarray:
+        """``(nbatch, M)`` uint8 multiplicity of each row in each library (capped at k)."""
+        nb, M = libs.shape[0], self.M
+        flat = (libs + (np.arange(nb) * M)[:, None]).reshape(-1)
+        cnt = np.bincount(flat, minlength=nb * M).reshape(nb, M)
+        return np.minimum(cnt, k).astype(np.uint8)
+
+    def predict(self, cnt, k: int, q_dev, radius: int, y_dev, tshift: int):
+        """CCM predictions ``(nbatch, 1, M)`` for the sampled libraries given by their
+        :meth:`counts` ``cnt`` (host or device): neighbour search and lookup fused in one launch, no
+        k-NN table stored."""
+        be, M = self.be, self.M
+        nb = cnt.shape[0]
+        c_dev = cnt if be.is_device_array(cnt) else be.to_device(cnt)
+        hold(be, c_dev)
+        dt = np.float64 if self.real == "double" else np.float32
+        pred = be.empty((nb, 1, M), dt)
+        params = {"K": k, "REAL": self.real, "ACC": "double" if be.info.fp64 else "float",
+                  "WG": self.wg, "WEIGHT": "ccm", "VARIANCE": 0}
+        kern = be.kernel("simplex_lookup.cl.mako", params, "subset_lookup")
+        be.launch(kern, (round_up(M, self.wg), nb), (self.wg, 1), self.srt, self.sdist, c_dev,
+                  self.l_dev, q_dev, np.int32(M), np.int32(M), np.int32(radius), y_dev,
+                  np.int32(tshift), pred)
+        hold(be, pred)
+        return pred
 
 
 def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
@@ -83,6 +165,10 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     obs_dev = be.to_device((times + Tp).astype(np.int32))
     hold(be, x_dev, y_dev, q_dev, obs_dev)
     out = np.full((sizes.size, sample), np.nan)
+    sorted_rows = None
+    if (neighbors is None or getattr(neighbors, "name", None) == "exact") and M * M <= MAX_SORTED_ENTRIES:
+        sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
+    groups: dict[int, list] = {}  # sorted path: every L of one k in one launch
     for i, L0 in enumerate(sizes):
         L = int(min(L0, M))
         kk = min(k, L - 1)
@@ -95,6 +181,9 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
         else:
             libs = np.arange(L)[None, :]
         ns = libs.shape[0]
+        if sorted_rows is not None:
+            groups.setdefault(kk, []).append((i, sorted_rows.counts(libs, kk)))
+            continue
         per = max(1, MAX_TABLE_ENTRIES // max(1, M * kk))
         rhos = []
         for c in range(0, ns, per):
@@ -103,13 +192,41 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
             table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=chunk,
                            radius=radius, real=real, q_dev=q_dev)
             pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
-            sk = skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev, real=real)
-            r = sk[:, 0].copy()
-            r[sk[:, 3] < 3] = np.nan
-            r[(sk[:, 3] >= 3) & np.isnan(r)] = 0.0  # zero variance: pyEDM reports 0
-            rhos.append(r)
+            rhos.append(_rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev,
+                                          real=real)))
         out[i, :ns] = np.concatenate(rhos)
+    if groups:
+        # all counts uploaded before the first launch, one skill array read back once
+        work = []
+        for kk, items in groups.items():
+            cnt = np.concatenate([c for _, c in items])
+            per = max(1, MAX_TABLE_ENTRIES // M)
+            for c in range(0, cnt.shape[0], per):
+                work.append((kk, be.to_device(cnt[c:c + per])))
+        hold(be, *(d for _, d in work))
+        total = sum(d.shape[0] for _, d in work)
+        sk_dev = skill_out(be, total)
+        row = 0
+        for kk, c_dev in work:
+            pred = sorted_rows.predict(c_dev, kk, q_dev, radius, y_dev, off + Tp)
+            skill_device(be, pred, pred.shape[0], M, y_dev, n, 1, obs_dev, real=real,
+                         out=sk_dev, row0=row)
+            row += pred.shape[0]
+        r = _rho(be.to_host(sk_dev).astype(np.float64))
+        row = 0
+        for items in groups.values():
+            for i, c in items:
+                out[i, :c.shape[0]] = r[row:row + c.shape[0]]
+                row += c.shape[0]
     return out
+
+
+def _rho(sk: np.ndarray) -> np.ndarray:
+    """rho per skill row with pyEDM's rules: < 3 pairs NaN, zero variance 0."""
+    r = sk[:, 0].copy()
+    r[sk[:, 3] < 3] = np.nan
+    r[(sk[:, 3] >= 3) & np.isnan(r)] = 0.0  # zero variance: pyEDM reports 0
+    return r
 
 
 def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int = 100,

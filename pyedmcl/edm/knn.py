@@ -164,8 +164,11 @@ class DeviceKnn:
 
 def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
                lpts: np.ndarray, radius: int, metric: str = "euclidean", real: str = "float",
-               params: Params | None = None, q_dev=None) -> DeviceKnn:
-    """Launch the fused kernel; ``lpts`` is (nl,) or (nbatch, nl) ascending kernel points."""
+               params: Params | None = None, q_dev=None, l_dev=None) -> DeviceKnn:
+    """Launch the fused kernel; ``lpts`` is (nl,) or (nbatch, nl) ascending kernel points.
+
+    ``q_dev`` / ``l_dev``: ``qpts`` / ``lpts`` already on the device (no upload).
+    """
     lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
     nbatch, nl = lpts.shape
     nq = int(qpts.size)
@@ -177,7 +180,8 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     dist = be.empty((nbatch, nq, k), dt)
     if q_dev is None:
         q_dev = be.to_device(np.ascontiguousarray(qpts, dtype=np.int32))
-    l_dev = be.to_device(lpts)
+    if l_dev is None:
+        l_dev = be.to_device(lpts)
     KNN.launch(be, params, spec, x_dev, q_dev, nq, l_dev, nl, nbatch, radius, idx, dist)
     hold(be, idx, dist, q_dev, l_dev)
     return DeviceKnn(idx, dist, nbatch, nq, k, keep=(q_dev, l_dev))

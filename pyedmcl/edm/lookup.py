@@ -47,18 +47,30 @@ def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshif
     return pred, (var if variance else None)
 
 
+def skill_out(be: Backend, nrows: int):
+    """A device array for ``nrows`` skill rows (rho, MAE, RMSE, count) in ACC precision."""
+    out = be.empty((nrows, 4), np.float64 if be.info.fp64 else np.float32)
+    hold(be, out)
+    return out
+
+
 def skill_device(be: Backend, pred_dev, nrows: int, nq: int, y_dev, ldy: int, nt: int,
-                 obs_dev, *, k: int = 1, real: str = "float") -> np.ndarray:
+                 obs_dev, *, k: int = 1, real: str = "float", out=None, row0: int = 0):
     """``(nrows, 4)`` host array: rho, MAE, RMSE, pair count per prediction row.
 
     Row ``r`` is compared with target ``r % nt`` at data rows ``obs[q]`` (< 0: none).
+    With ``out`` (from :func:`skill_out`) the rows are written to ``out[row0:row0 +
+    nrows]`` on the device and nothing is read back (no host sync): callers that
+    enqueue several pipelines read ``out`` once at the end.
     """
     wg = _wg(be, 256, 64)
     wg = 1 << (wg.bit_length() - 1)
     params = {"K": k, "REAL": real, "ACC": _acc(be), "WG": wg, "WEIGHT": "simplex", "VARIANCE": 0}
     kern = be.kernel(TEMPLATE, params, "skill")
-    out = be.empty((nrows, 4), np.float64 if be.info.fp64 else np.float32)
-    hold(be, out, obs_dev)
+    dst = skill_out(be, nrows) if out is None else out
+    hold(be, obs_dev)
     be.launch(kern, (nrows * wg,), (wg,), pred_dev, np.int32(nq), y_dev, np.int32(ldy),
-              np.int32(nt), obs_dev, out)
-    return be.to_host(out).astype(np.float64)
+              np.int32(nt), obs_dev, np.int32(row0), dst)
+    if out is not None:
+        return None
+    return be.to_host(dst).astype(np.float64)

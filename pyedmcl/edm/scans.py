@@ -1,9 +1,12 @@
 """Skill scans: embedding dimension, prediction interval, exclusion radius.
 
-Each scan uploads the series once and runs the k-NN + lookup + on-device skill
-pipeline per scanned value; predictions never leave the device, only rho, MAE
-and RMSE do. Semantics per value are exactly :func:`pyedmcl.simplex`'s
-(pyEDM's EmbedDimension / PredictInterval / PredictExclusionRadius).
+Each scan resolves every scanned value's plan first, uploads the series and all
+distinct point lists before any launch, enqueues the k-NN + lookup + on-device
+skill pipeline of every value with all skills landing in one device array, and
+reads that array back once: one host sync per scan, not one per value (the scan
+is launch/sync-bound on GPUs at moderate L). Predictions never leave the device.
+Semantics per value are exactly :func:`pyedmcl.simplex`'s (pyEDM's
+EmbedDimension / PredictInterval / PredictExclusionRadius).
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import numpy as np
 from clkernels import get_backend
 
 from ..validation import as_series, check_dtype, check_int
+from .knn import hold
+from .lookup import skill_out
 from .ranges import resolve
 from .results import SkillScan
-from .simplex import DeviceData, as_targets, run_plan
+from .simplex import DeviceData, as_targets, enqueue_plan, plan_arrays
 
 #: pyEDM's default exclusion radii for PredictExclusionRadius
 DEFAULT_RADII = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 25, 30)
@@ -30,14 +35,23 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     y, single = as_targets(xs if target is None else target, xs.size)
     if not single:
         raise ValueError("scans take a single target series")
+    plans = [make_plan(xs.size, v) for v in values]
     data = DeviceData.upload(be, xs, y, dt)
-    rho, mae, rmse = [], [], []
-    for v in values:
-        _, _, sk = run_plan(data, make_plan(xs.size, v), predictions=False)
-        rho.append(sk[0, 0])
-        mae.append(sk[0, 1])
-        rmse.append(sk[0, 2])
-    return SkillScan(name, np.asarray(values), np.asarray(rho), np.asarray(mae), np.asarray(rmse))
+    uploaded: dict[bytes, Any] = {}
+
+    def dev(a: np.ndarray):
+        key = a.tobytes()
+        if key not in uploaded:
+            uploaded[key] = be.to_device(a)
+        return uploaded[key]
+
+    lists = [[dev(a) for a in plan_arrays(p)] for p in plans]  # every upload before any launch
+    hold(be, *uploaded.values())
+    out = skill_out(be, len(plans) * data.nt)
+    for i, (p, (q_dev, l_dev, obs_dev)) in enumerate(zip(plans, lists, strict=True)):
+        enqueue_plan(data, p, q_dev, l_dev, obs_dev, out, i * data.nt)
+    sk = be.to_host(out).astype(np.float64)  # the scan's one host sync
+    return SkillScan(name, np.asarray(values), sk[:, 0], sk[:, 1], sk[:, 2])
 
 
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,

@@ -65,6 +65,26 @@ class DeviceData:
         return self.y_host.shape[0]
 
 
+def plan_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The int32 point lists a plan's launches read: query points, library points, obs rows."""
+    obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
+    return (np.ascontiguousarray(plan.pred_points, dtype=np.int32),
+            np.ascontiguousarray(plan.lib_points, dtype=np.int32), obs)
+
+
+def enqueue_plan(data: DeviceData, plan: Plan, q_dev, l_dev, obs_dev, out, row0: int) -> None:
+    """Enqueue k-NN + lookup + skill for ``plan`` with its point lists already on the
+    device; skill rows land in ``out[row0:row0 + nt]``. No upload, no host sync."""
+    be = data.be
+    table = knn_device(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn,
+                       qpts=plan.pred_points, lpts=plan.lib_points, radius=plan.exclusion_radius,
+                       real=data.real, q_dev=q_dev, l_dev=l_dev)
+    pred_dev, _ = lookup_device(be, table, data.y_dev, data.n, data.nt, plan.offset + plan.Tp,
+                                real=data.real)
+    skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
+                 obs_dev, real=data.real, out=out, row0=row0)
+
+
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
              weight: str = "simplex", neighbors=None):
     """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4)).
@@ -79,8 +99,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     pred_dev, var_dev = lookup_device(be, table, data.y_dev, data.n, data.nt,
                                       plan.offset + plan.Tp, weight=weight, real=data.real,
                                       variance=variance)
-    obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
-    obs_dev = be.to_device(obs)
+    obs_dev = be.to_device(plan_arrays(plan)[2])
     sk = skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
                       obs_dev, real=data.real)
     pred = be.to_host(pred_dev)[0] if predictions else None
