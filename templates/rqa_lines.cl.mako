@@ -3,7 +3,8 @@
 ## also stores its 64-row column words in sbits (word w of the row block, column j at
 ## sbits[w * sstride + SPAD + j], zero padding of SPAD columns on both sides); the
 ## diagonal launch of the same row block then gathers each diagonal's word from those
-## column words (bit r of column i + k) instead of recomputing the distances.
+## column words (bit r of column i + k) instead of recomputing the distances. Only the
+## columns the diagonals can reach are stored (j > row0 + skmin - 64).
 ## CBITS=1 (set by the host on PoCL): clang's ctz/popcount builtins instead of OpenCL's
 ## clz()/popcount(), which PoCL 3.0 runs as out-of-line calls (Oclgrind lacks the builtins).
 ## PH > 0: lengths <= PH are first counted in a private per-work-item histogram
@@ -209,6 +210,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % endif
 % if SHARE:
                  , __global ulong* restrict sbits, const int sstride  /* packed column words of the row block */
+                 , const int skmin   /* lowest diagonal of any diagonal launch */
 % endif
                  )
 {
@@ -286,7 +288,10 @@ ${dist("acc2", "x2", "yv2", "i")}
                 if (t0 + l < nlanes) {
                     const ${WT} wd = ${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"};
 %     if SHARE:
-                    sbits[((ib - row0) >> 6) * sstride + SPAD + l0 + l] = wd;
+                    /* only columns a diagonal launch of this row block can read:
+                       j >= row0 - 63 + skmin (e.g. the upper triangle, auto-RQA) */
+                    if (l0 + l > row0 + skmin - 64)
+                        sbits[((ib - row0) >> 6) * sstride + SPAD + l0 + l] = wd;
 %     endif
                     column_runs(wd, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
                 }

@@ -45,7 +45,7 @@ def _u32_limit() -> int:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -198,7 +198,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
             sstride = n_cols + 2 * (64 + st.params["VEC"])
             words = (min(st.params["EDGE"], n_rows) + 63) // 64
             sbits = st.be.to_device(np.zeros(words * sstride, np.uint64))
-            st.params["_sbits"] = (sbits, np.int32(sstride))
+            kmin = min((lo for lo, hi in diag_ranges if hi > lo), default=0)
+            st.params["_sbits"] = (sbits, np.int32(sstride), np.int32(kmin))
     # lane bands per device, for columns and for each diagonal range
     col_bands = _split(0, n_cols, len(states)) if vertical else []
     diag_bands: list[list[tuple[int, int]]] = [[] for _ in states]
