@@ -1,4 +1,10 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE
+## SHARE=1 (needs BITS=2): every cell is computed once per row block. The vertical launch
+## also stores its 64-row column words in sbits (word w of the row block, column j at
+## sbits[w * sstride + SPAD + j], zero padding of SPAD columns on both sides); the
+## diagonal launch of the same row block then gathers each diagonal's word from those
+## column words (bit r of column i + k) instead of recomputing the distances. Only the
+## columns the diagonals can reach are stored (j > row0 + skmin - 64).
 ## CBITS=1 (set by the host on PoCL): clang's ctz/popcount builtins instead of OpenCL's
 ## clz()/popcount(), which PoCL 3.0 runs as out-of-line calls (Oclgrind lacks the builtins).
 ## PH > 0: lengths <= PH are first counted in a private per-work-item histogram
@@ -46,6 +52,10 @@ ${metric.real_type(REAL)}
     WT = "ulong" if BITS == 2 else "uint"
     WB = 64 if BITS == 2 else 32
     WU = "UL" if BITS == 2 else "u"
+    if SHARE and BITS != 2:
+        raise ValueError("SHARE=1 needs BITS=2")
+    SPAD = 64 + VEC
+    ULV = "ulong" + V
     def lane(expr, l):
         return expr if VEC == 1 else "(%s).s%s" % (expr, LANES[l])
     def vload(ptr):
@@ -75,6 +85,7 @@ ${metric.real_type(REAL)}
 </%def>
 
 #define SPAN ${(E - 1) * TAU}
+#define SPAD ${SPAD}
 /* No fused multiply-add contraction: every platform rounds d*d and the sum the same
    way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
    or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
@@ -192,11 +203,16 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % if MODE == "vertical":
                  __global uint* restrict vcarry, __global uint* restrict wcarry,
                  __global uint* restrict npts,
-                 __global uint* restrict hist_v, __global uint* restrict hist_w)
+                 __global uint* restrict hist_v, __global uint* restrict hist_w
 % else:
                  __global uint* restrict dcarry,
-                 __global uint* restrict hist_d)
+                 __global uint* restrict hist_d
 % endif
+% if SHARE:
+                 , __global ulong* restrict sbits, const int sstride  /* packed column words of the row block */
+                 , const int skmin   /* lowest diagonal of any diagonal launch */
+% endif
+                 )
 {
     uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
 % if PH:
@@ -269,8 +285,16 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     endif
           }
             for (int l = 0; l < ${VEC}; ++l)
-                if (t0 + l < nlanes)
-                    column_runs(${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"}, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                if (t0 + l < nlanes) {
+                    const ${WT} wd = ${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"};
+%     if SHARE:
+                    /* only columns a diagonal launch of this row block can read:
+                       j >= row0 - 63 + skmin (e.g. the upper triangle, auto-RQA) */
+                    if (l0 + l > row0 + skmin - 64)
+                        sbits[((ib - row0) >> 6) * sstride + SPAD + l0 + l] = wd;
+%     endif
+                    column_runs(wd, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                }
         }
         for (int l = 0; l < ${VEC}; ++l) {
             vcarry[l0 - carry0 + l] = vra[l]; wcarry[l0 - carry0 + l] = wra[l];
@@ -323,7 +347,38 @@ ${dist("acc2", "x2", "yv2", "i")}
 %   endif
 % else:
         /* diagonal k: cell (i, i + k) is valid for 0 <= i + k < n_cols (and i < n_rows) */
-%   if BITS:
+%   if SHARE:
+        /* gather each diagonal's 64-row word from the column words the vertical launch
+           stored: bit r of diagonal k is bit r of column ib + r + k. Words are aligned to
+           row0 like the vertical ones; cells outside the matrix read the zero padding
+           (a diagonal run ending at the border closes there: same histogram). */
+        uint dra[${VEC}];
+        for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
+        const int klast = l0 + ${VEC - 1};
+        const int ibs = max(row0, -klast);
+        const int ie = min(row0 + nrows, n_cols - l0);
+        for (int ib = row0 + ((ibs - row0) & ~63); ib < ie; ib += 64) {
+            const int nb = min(64, row0 + nrows - ib);
+            __global const ulong* sw = sbits + ((ib - row0) >> 6) * sstride + SPAD + ib + l0;
+            ${ULV} dw = (${ULV})0UL;
+            if (nb == 64) {   /* full word: constant trip count, unrolled by the compiler */
+                for (int r = 0; r < 64; ++r)
+                    dw |= ${vload("sw + r")} & (${ULV})(1UL << r);
+            } else {
+                for (int r = 0; r < nb; ++r)
+                    dw |= ${vload("sw + r")} & (${ULV})(1UL << r);
+            }
+%     if VEC == 1:
+            if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d);
+%     else:
+            ulong da[${VEC}];
+            vstore${VEC}(dw, 0, da);
+            for (int l = 0; l < ${VEC}; ++l)
+                if (t0 + l < nlanes) diag_runs(da[l], nb, &dra[l], ph_d, lh_d, hist_d);
+%     endif
+        }
+        for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
+%   elif BITS:
         uint dra[${VEC}], ba[${VEC * WB // 32}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
         const int klast = l0 + ${VEC - 1};

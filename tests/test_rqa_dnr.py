@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from conftest import TEST_DEVICES, run_under_oclgrind
 
+import clkernels
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import numpy_reference
 
@@ -41,12 +42,15 @@ def test_edges_orders_vec_identical(device, dtype):
                   theiler_scope=scope, white_border=wb)
         base = _hists(pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0,
                                               "PH": 0}))
-        for vec, wg, bits, ph in ((1, 16, 1, 0), (4, 8, 0, 32), (8, 2, 1, 32), (16, 4, 1, 0),
-                                  (16, 4, 0, 32), (1, 8, 2, 0), (8, 2, 2, 32),
-                                  (16, 4, 2, 1024)):
-            r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": 300, "BITS": bits,
-                                        "PH": ph})
-            assert _same(_hists(r), base), (vec, wg, bits, ph, scope)
+        # SHARE=1: diagonal words gathered from the vertical launch's column words
+        for vec, wg, bits, ph, share in ((1, 16, 1, 0, 0), (4, 8, 0, 32, 0), (8, 2, 1, 32, 0),
+                                         (16, 4, 1, 0, 0), (16, 4, 0, 32, 0), (1, 8, 2, 0, 0),
+                                         (8, 2, 2, 32, 0), (16, 4, 2, 1024, 0),
+                                         (1, 8, 2, 0, 1), (8, 2, 2, 32, 1), (16, 4, 2, 1024, 1)):
+            for edge in (300, 64) if share else (300,):
+                r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": edge, "BITS": bits,
+                                            "PH": ph, "SHARE": share})
+                assert _same(_hists(r), base), (vec, wg, bits, ph, share, edge, scope)
 
 
 def test_platforms_and_multi_device_identical():
@@ -144,8 +148,9 @@ def test_oclgrind_clean():
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
         x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
-        for vec, bits, ph in ((1, 0, 0), (4, 1, 32), (1, 1, 0), (4, 2, 32), (1, 2, 0)):
-            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph}
+        for vec, bits, ph, sh in ((1, 0, 0, 0), (4, 1, 32, 0), (1, 1, 0, 0), (4, 2, 32, 0),
+                                  (1, 2, 0, 0), (4, 2, 32, 1), (1, 2, 0, 1)):
+            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph, "SHARE": sh}
             a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
                        white_border=False)
             b = pe.cross_rqa(x, x[:41] * 1.1, E=2, tau=1, radius=0.3, params=p)
@@ -164,3 +169,21 @@ def test_partial_folds_of_32bit_histograms(device, monkeypatch):
     monkeypatch.setattr(dnr, "_u32_limit", lambda: 4000)
     got = _hists(pe.rqa(x, E=2, tau=1, radius=0.3, dtype="float64", device=device, edge=50))
     assert _same(got, ref)
+
+
+def test_share_path_taken_only_where_valid(device):
+    """SHARE=1 runs on one device in row order with verticals; otherwise the plain path."""
+    from pyedmcl.rqa.dnr import LineSpec, detect_lines
+
+    be = clkernels.get_backend(device)
+    x = logistic(300).astype(np.float32)
+    p = {"VEC": 4, "WG": 4, "EDGE": 100, "BITS": 2, "PH": 32, "SHARE": 1}
+    kw = dict(spec=LineSpec(2, 1, "euclidean", "float"), n_rows=299, n_cols=299,
+              diag_ranges=[(1, 299)])
+    on = detect_lines([be], x, x, 0.09, params=p, **kw)
+    off = detect_lines([be], x, x, 0.09, params=dict(p, SHARE=0), **kw)
+    col = detect_lines([be], x, x, 0.09, params=p, order="column", **kw)
+    assert on.shared and not off.shared and not col.shared
+    for h in (off, col):
+        assert np.array_equal(on.diagonal, h.diagonal) and np.array_equal(on.vertical, h.vertical)
+        assert np.array_equal(on.white, h.white) and on.n_recurrences == h.n_recurrences

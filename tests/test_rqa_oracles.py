@@ -70,10 +70,11 @@ def test_numpy_reference_small(device, metric):
                                (2, "lines", False)]:
         ref = numpy_reference(x, None, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                               theiler_scope=scope, white_border=wb)
-        for edge, bits in ((7, 0), (64, 1), (1000, 1), (45, 0), (100, 2), (33, 2)):
+        for edge, bits, share in ((7, 0, 0), (64, 1, 0), (1000, 1, 0), (45, 0, 0), (100, 2, 0),
+                                  (33, 2, 0), (100, 2, 1), (33, 2, 1), (64, 2, 1)):
             r = pe.rqa(x, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                        theiler_scope=scope, white_border=wb, dtype="float64", device=device,
-                       params={"VEC": 4, "WG": 4, "EDGE": edge, "BITS": bits})
+                       params={"VEC": 4, "WG": 4, "EDGE": edge, "BITS": bits, "SHARE": share})
             assert _hist_eq(r.diagonal_hist, ref["diag"]), (theiler, scope, edge)
             assert _hist_eq(r.vertical_hist, ref["vert"]), (theiler, scope, edge)
             assert _hist_eq(r.white_hist, ref["white"]), (theiler, scope, wb, edge)
@@ -84,12 +85,14 @@ def test_cross_numpy_reference(device):
     x, y = logistic(120), noisy_sine(97) * 0.5 + 0.5
     for theiler in (0, 2):
         ref = numpy_reference(x, y, E=2, tau=3, radius=0.2, metric="euclidean", theiler=theiler)
-        r = pe.cross_rqa(x, y, E=2, tau=3, radius=0.2, theiler=theiler, dtype="float64",
-                         device=device, edge=13)
-        assert _hist_eq(r.diagonal_hist, ref["diag"])
-        assert _hist_eq(r.vertical_hist, ref["vert"])
-        assert _hist_eq(r.white_hist, ref["white"])
-        assert r.n_recurrences == ref["n_rec"]
+        for params in (None, {"VEC": 4, "WG": 4, "EDGE": 70, "BITS": 2, "SHARE": 1},
+                       {"VEC": 1, "WG": 2, "EDGE": 13, "BITS": 2, "SHARE": 1}):
+            r = pe.cross_rqa(x, y, E=2, tau=3, radius=0.2, theiler=theiler, dtype="float64",
+                             device=device, edge=13 if params is None else None, params=params)
+            assert _hist_eq(r.diagonal_hist, ref["diag"]), params
+            assert _hist_eq(r.vertical_hist, ref["vert"]), params
+            assert _hist_eq(r.white_hist, ref["white"]), params
+            assert r.n_recurrences == ref["n_rec"], params
 
 
 @pytest.mark.parametrize("name", ["logistic", "sine", "recorded"])

@@ -45,11 +45,12 @@ def _u32_limit() -> int:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
-    return (p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
+    return ((not p.get("SHARE", 0) or p.get("BITS", 0) == 2)
+            and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
             and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
 
 
@@ -65,7 +66,8 @@ class RQALinesKernel(TunableKernel):
     template = TEMPLATE
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
-                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024)},
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024),
+                "SHARE": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -108,7 +110,7 @@ class LineSpec:
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
-                "CBITS": int(info.runtime == "pocl")}
+                "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0))}
 
 
 @dataclass
@@ -123,6 +125,7 @@ class Histograms:
     seconds: float = 0.0
     per_device: list[str] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
+    shared: bool = False  # SHARE path taken: diagonals gathered from the vertical bit words
 
 
 @dataclass
@@ -184,6 +187,19 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         h64 = {k: be.to_device(np.zeros(hlen, np.uint64)) for k in ("d", "v", "w")}
         states.append(_DevState(be, p, xd, yd, x2d, y2d, h32, h64))
 
+    # SHARE: the diagonal launches of a row block gather their bits from the column words
+    # the vertical launch of that block stored; needs every column on one in-order queue.
+    share = vertical and order == "row" and len(states) == 1 and n_cols > 0
+    sbits = None
+    for st in states:
+        st.params["SHARE"] = int(share and bool(st.params.get("SHARE", 0))
+                                 and st.params.get("BITS", 0) == 2)
+        if st.params["SHARE"]:
+            sstride = n_cols + 2 * (64 + st.params["VEC"])
+            words = (min(st.params["EDGE"], n_rows) + 63) // 64
+            sbits = st.be.to_device(np.zeros(words * sstride, np.uint64))
+            kmin = min((lo for lo, hi in diag_ranges if hi > lo), default=0)
+            st.params["_sbits"] = (sbits, np.int32(sstride), np.int32(kmin))
     # lane bands per device, for columns and for each diagonal range
     col_bands = _split(0, n_cols, len(states)) if vertical else []
     diag_bands: list[list[tuple[int, int]]] = [[] for _ in states]
@@ -217,7 +233,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         hist = (st.h32["v"], st.h32["w"]) if mode == "vertical" else (st.h32["d"],)
         ev = be.launch(k, (gsz,), (p["WG"],), st.x, st.y, st.x2, st.y2, rdt(thr), rdt(thr2),
                   np.int32(n_rows), np.int32(n_cols), np.int32(row0), np.int32(nrows),
-                  np.int32(lane0), np.int32(nlanes), np.int32(w), np.int32(lo), *bufs, *hist)
+                  np.int32(lane0), np.int32(nlanes), np.int32(w), np.int32(lo), *bufs, *hist,
+                  *p.get("_sbits", ()))
         st.events.append(ev)
         st.cells_since_fold += cells
         st.launches += 1
@@ -244,6 +261,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                     for r0 in range(0, n_rows, e):
                         nr = min(e, n_rows - r0)
                         plan.append((l0, mode, lo, hi, bufs, r0, nr, l0, min(e, hi - l0)))
+        if st.params["SHARE"]:  # per row block: its vertical launches, then its diagonals
+            plan.sort(key=lambda t: t[0])
         plans.append(plan)
     # A bin of length L holds at most cells / L lines, so only the first
     # total_cells / 2^32 bins can ever overflow 32 bits: intermediate folds touch
@@ -283,7 +302,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     return Histograms(diag[:-1], vert[:-1], white[:-1], n_rec,
                       launches=sum(s.launches for s in states), seconds=seconds,
                       per_device=[s.be.info.selector for s in states],
-                      events=[e for s in states for e in s.events])
+                      events=[e for s in states for e in s.events],
+                      shared=any(s.params["SHARE"] for s in states))
 
 
 def _runs_hist(runs: np.ndarray, hlen: int) -> np.ndarray:
@@ -300,7 +320,7 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     k = be.kernel(TEMPLATE, {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float",
                              "MODE": "diagonal", "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0,
                              "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0,
-                             "CBITS": 0},
+                             "CBITS": 0, "SHARE": 0},
                   "rqa_accumulate")
     wg = min(64, be.info.max_work_group_size)
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
