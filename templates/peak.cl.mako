@@ -23,7 +23,14 @@ __kernel void fma_chain(__global real_t* restrict out, const real_t s)
 {
     const int i = get_global_id(0);
     const real_t u = (real_t)(i & 1023) * (real_t)1e-4;
-    vec_t x0 = (vec_t)(u), x1 = (vec_t)(u + s), x2 = (vec_t)(u - s), x3 = (vec_t)(s * u);
+% if VEC > 1:
+    /* distinct lanes: a splat vector would let the compiler compute one lane only */
+    const vec_t lane = (vec_t)(${", ".join("%d.0f" % j for j in range(VEC))}) * (real_t)1e-5;
+% else:
+    const vec_t lane = (vec_t)(0);
+% endif
+    vec_t x0 = (vec_t)(u) + lane, x1 = (vec_t)(u + s) - lane, x2 = (vec_t)(u - s) + lane,
+          x3 = (vec_t)(s * u) - lane;
     const vec_t k = (vec_t)(-0.25f * s);
     /* x -> x*x + k is not an affine map, so no compiler can fold the chain. */
 % for _ in range(FMA_CHAIN):
