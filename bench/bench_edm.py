@@ -35,11 +35,10 @@ import numpy as np
 
 
 def logistic(n: int, r: float = 3.9, x0: float = 0.4) -> np.ndarray:
-    x = np.empty(n)
-    x[0] = x0
-    for i in range(1, n):
-        x[i] = r * x[i - 1] * (1 - x[i - 1])
-    return x
+    """Logistic map from x0, no burn-in (pyedmcl.data.logistic_map)."""
+    from pyedmcl.data import logistic_map
+
+    return logistic_map(n, r=r, x0=x0, burn=0)
 
 
 def coupled(n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -35,11 +35,10 @@ from pyedmcl.edm.ranges import resolve  # noqa: E402
 
 
 def logistic(n: int, r: float = 3.9, x0: float = 0.3) -> np.ndarray:
-    x = np.empty(n)
-    x[0] = x0
-    for i in range(1, n):
-        x[i] = r * x[i - 1] * (1 - x[i - 1])
-    return x
+    """Logistic map from x0, no burn-in (pyedmcl.data.logistic_map)."""
+    from pyedmcl.data import logistic_map
+
+    return logistic_map(n, r=r, x0=x0, burn=0)
 
 
 def lorenz_x(n: int, dt: float = 0.03, skip: int = 200) -> np.ndarray:

@@ -23,11 +23,10 @@ from pyedmcl.rqa.measures import compute_measures
 
 
 def logistic(n: int, r: float = 3.9, x0: float = 0.4) -> np.ndarray:
-    x = np.empty(n)
-    x[0] = x0
-    for i in range(1, n):
-        x[i] = r * x[i - 1] * (1 - x[i - 1])
-    return x
+    """Logistic map from x0, no burn-in (pyedmcl.data.logistic_map)."""
+    from pyedmcl.data import logistic_map
+
+    return logistic_map(n, r=r, x0=x0, burn=0)
 
 
 def noisy_sine(n: int, seed: int = 0) -> np.ndarray:
