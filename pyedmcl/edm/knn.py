@@ -187,6 +187,26 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     return DeviceKnn(idx, dist, nbatch, nq, k, keep=(q_dev, l_dev))
 
 
+def check_points(x: Any, E: Any, tau: Any, lib_points: Any, query_points: Any
+                 ) -> tuple[np.ndarray, int, int, np.ndarray, np.ndarray]:
+    """Validated series, E, |tau|, sorted unique library points and query points.
+
+    Shared by every k-NN entry point (exact kernel and the other back-ends).
+    """
+    s = as_series(x, "x")
+    E = check_int(E, "E", 1, 512)
+    tau = check_int(abs(tau), "tau", 1)
+    npts = s.size - (E - 1) * tau
+    if npts < 2:
+        raise ValueError(f"x has {s.size} values, too short for E={E}, tau={tau}")
+    lp = np.arange(npts) if lib_points is None else np.unique(np.asarray(lib_points))
+    qp = np.arange(npts) if query_points is None else np.asarray(query_points)
+    for name, a in (("lib_points", lp), ("query_points", qp)):
+        if a.size == 0 or a.min() < 0 or a.max() >= npts:
+            raise ValueError(f"{name} must be non-empty kernel points in [0, {npts - 1}]")
+    return s, E, tau, lp, qp
+
+
 def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
               query_points=None, exclusion_radius: int = 0, metric: str = "euclidean",
               dtype: Any = np.float32, device: Any = None, backend: str | None = None
@@ -204,19 +224,8 @@ def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
     be = get_backend(device, backend)
     dt = check_dtype(dtype, be.info)
     metric = check_metric(metric)
-    s = as_series(x, "x")
-    E = check_int(E, "E", 1, 512)
-    tau = check_int(abs(tau), "tau", 1)
-    npts = s.size - (E - 1) * tau
-    if npts < 2:
-        raise ValueError(f"x has {s.size} values, too short for E={E}, tau={tau}")
+    s, E, tau, lp, qp = check_points(x, E, tau, lib_points, query_points)
     k = E + 1 if k is None else check_int(k, "k", 1, MAX_KNN)
-    lp = np.arange(npts) if lib_points is None else np.asarray(lib_points)
-    qp = np.arange(npts) if query_points is None else np.asarray(query_points)
-    for name, a in (("lib_points", lp), ("query_points", qp)):
-        if a.size == 0 or a.min() < 0 or a.max() >= npts:
-            raise ValueError(f"{name} must be non-empty kernel points in [0, {npts - 1}]")
-    lp = np.sort(lp)
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
     hold(be, xd)

@@ -120,22 +120,13 @@ def knn_search(x: Any, *, E: int, tau: int = 1, k: int | None = None, lib_points
     """
     from clkernels import get_backend
 
-    from ..validation import as_series, check_dtype, check_int, check_metric
+    from ..edm.knn import check_points
+    from ..validation import check_dtype, check_int, check_metric
 
     be = get_backend(device)
     dt = check_dtype(dtype, be.info)
     metric = check_metric(metric)
-    s = as_series(x, "x")
-    E = check_int(E, "E", 1, 512)
-    tau = check_int(abs(tau), "tau", 1)
-    npts = s.size - (E - 1) * tau
-    if npts < 2:
-        raise ValueError(f"x has {s.size} values, too short for E={E}, tau={tau}")
-    lp = np.arange(npts) if lib_points is None else np.unique(np.asarray(lib_points))
-    qp = np.arange(npts) if query_points is None else np.asarray(query_points)
-    for nm, a in (("lib_points", lp), ("query_points", qp)):
-        if a.size == 0 or a.min() < 0 or a.max() >= npts:
-            raise ValueError(f"{nm} must be non-empty kernel points in [0, {npts - 1}]")
+    s, E, tau, lp, qp = check_points(x, E, tau, lib_points, query_points)
     k = E + 1 if k is None else check_int(k, "k", 1)
     if k > lp.size:
         raise ValueError(f"k={k} is larger than the library ({lp.size} points); "
