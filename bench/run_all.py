@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 CPU = {
-    "edm": ["bench_edm.py", "--case", "sweep,ccm", "--L", "10000", "--Emax", "20"],
+    "edm": ["bench_edm.py", "--case", "sweep,ccm", "--L", "10000", "--Emax", "20", "--no-pyedm"],
     "smap": ["bench_smap.py", "--L", "2000", "--E", "5", "--theta", "2"],
     "xmap": ["bench_xmap.py", "--N", "100", "--L", "1000", "--E", "5"],
     "rqa": ["bench_rqa.py", "--sizes", "30000", "100000", "--pyrqa-max", "30000",
