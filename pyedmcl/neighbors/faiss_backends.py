@@ -41,15 +41,26 @@ def default_nlist(nl: int) -> int:
     return int(max(1, min(round(4 * math.sqrt(nl)), nl // 39)))
 
 
-class IVFBackend(HostBackend):
-    """faiss IndexIVFFlat; options ``nlist`` (None: sqrt rule), ``nprobe`` (None: 8 or more), ``threads``."""
+class _FaissBackend(HostBackend):
+    """What the faiss back-ends share: the faiss import and a search returning
+    (int64 indices, Euclidean float64 distances)."""
 
-    name = "ivf"
     exact = False
 
     def __init__(self, **options: Any):
         super().__init__(**options)
         self.faiss = _faiss(self.name)
+
+    @staticmethod
+    def _search(index: Any, q: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
+        d, i = index.search(np.ascontiguousarray(q, np.float32), c)
+        return i.astype(np.int64), np.sqrt(np.maximum(d, 0), dtype=np.float64)
+
+
+class IVFBackend(_FaissBackend):
+    """faiss IndexIVFFlat; options ``nlist`` (None: sqrt rule), ``nprobe`` (None: 8 or more), ``threads``."""
+
+    name = "ivf"
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -85,19 +96,13 @@ class IVFBackend(HostBackend):
     _cache: tuple | None = None
 
     def query(self, index: Any, q: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
-        d, i = index.search(np.ascontiguousarray(q, np.float32), c)
-        return i.astype(np.int64), np.sqrt(np.maximum(d, 0), dtype=np.float64)
+        return self._search(index, q, c)
 
 
-class HNSWBackend(HostBackend):
+class HNSWBackend(_FaissBackend):
     """faiss IndexHNSWFlat; options ``M`` (16), ``ef_construction`` (40), ``ef_search`` (64), ``threads``."""
 
     name = "hnsw"
-    exact = False
-
-    def __init__(self, **options: Any):
-        super().__init__(**options)
-        self.faiss = _faiss(self.name)
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -113,5 +118,4 @@ class HNSWBackend(HostBackend):
 
     def query(self, index: Any, q: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
         index.hnsw.efSearch = int(max(self.options["ef_search"], c))
-        d, i = index.search(np.ascontiguousarray(q, np.float32), c)
-        return i.astype(np.int64), np.sqrt(np.maximum(d, 0), dtype=np.float64)
+        return self._search(index, q, c)

@@ -81,6 +81,16 @@ def _backends(device: Any, devices: Any, backend: str | None) -> list[Backend]:
     return [get_backend(device, backend)]
 
 
+def _backends_and_dtype(device: Any, devices: Any, backend: str | None, dtype: Any
+                        ) -> tuple[list[Backend], np.dtype]:
+    """The devices to run on and a dtype every one of them supports."""
+    bes = _backends(device, devices, backend)
+    dt = check_dtype(dtype, None)
+    for be in bes:
+        check_dtype(dt, be.info)
+    return bes, dt
+
+
 def _check_common(l_min: int, v_min: int, w_min: int, theiler: int, theiler_scope: str,
                   order: str, edge: int | None) -> None:
     check_int(l_min, "l_min", 1)
@@ -151,10 +161,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     metric = check_metric(metric)
     n = check_embedding(s.size, E, tau, "x")
     _check_common(l_min, v_min, w_min, theiler, theiler_scope, order, edge)
-    bes = _backends(device, devices, backend)
-    dt = check_dtype(dtype, None)
-    for be in bes:
-        check_dtype(dt, be.info)
+    bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     radius = _resolve_radius(radius, recurrence_rate, s, None, E, tau, metric, dt, bes)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
@@ -195,10 +202,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     nx = check_embedding(sx.size, E, tau, "x")
     ny = check_embedding(sy.size, E, tau, "y")
     _check_common(l_min, v_min, w_min, theiler, "lines", order, edge)
-    bes = _backends(device, devices, backend)
-    dt = check_dtype(dtype, None)
-    for be in bes:
-        check_dtype(dt, be.info)
+    bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     radius = _resolve_radius(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
@@ -238,10 +242,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
         raise ValueError("radius is required for joint RQA: one number or a pair (r_x, r_y)")
     rx, ry = (radius, radius) if np.ndim(radius) == 0 else tuple(radius)
     rx, ry = check_radius(rx, "radius[0]"), check_radius(ry, "radius[1]")
-    bes = _backends(device, devices, backend)
-    dt = check_dtype(dtype, None)
-    for be in bes:
-        check_dtype(dt, be.info)
+    bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
