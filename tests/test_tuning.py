@@ -170,3 +170,24 @@ def test_cli_tune_then_reads_db(tmp_path, monkeypatch, capsys):
     assert main(args) == 0
     assert "(from DB)" in capsys.readouterr().out
     assert main(["tune", "nosuchkernel"]) == 2
+
+
+def test_merge_device_files_later_run_wins(tmp_path):
+    """Per-family tuning runs of one device merge into one shipped file; a re-run replaces."""
+    from clkernels.tuning.export import merge_device_files
+
+    def ent(kernel, sb, t):
+        return {"kernel": kernel, "spec_bucket": sb, "size_bucket": "n4096", "time_s": t}
+
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "dev.json"
+    a.write_text(json.dumps({"device": {"name": "X"}, "entries": [ent("knn", "E1", 1.0),
+                                                                  ent("smap", "E1", 2.0)]}))
+    b.write_text(json.dumps({"device": {"name": "X"}, "entries": [ent("knn", "E1", 0.5)]}))
+    assert merge_device_files([a, b], out) == 2
+    got = {e["kernel"]: e["time_s"] for e in json.loads(out.read_text())["entries"]}
+    assert got == {"knn": 0.5, "smap": 2.0}
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps({"device": {"name": "X"}, "entries": [ent("smap", "E1", 3.0)]}))
+    assert merge_device_files([c], out) == 2  # out's own entries kept, smap replaced
+    got = {e["kernel"]: e["time_s"] for e in json.loads(out.read_text())["entries"]}
+    assert got == {"knn": 0.5, "smap": 3.0}

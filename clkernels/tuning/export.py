@@ -9,6 +9,7 @@ that group, among configurations timed on all of them (each entry keeps the
 time of every candidate it timed). Run as::
 
     python -m clkernels.tuning.export tuning/device-*.json --out tuning/defaults.json
+    python -m clkernels.tuning.export run1.json run2.json --merge --out tuning/device-x.json
 """
 
 from __future__ import annotations
@@ -68,11 +69,37 @@ def derive_defaults(device_entries: list[dict[str, Any]]) -> list[dict[str, Any]
     return out
 
 
+def merge_device_files(files: list[Path], out: Path) -> int:
+    """Merge runs of one device (e.g. one tuning call per family) into one shipped file.
+
+    Later files win per (kernel, specialisation bucket, size bucket); entries of
+    ``out`` itself (when it exists) come first, so a re-tune replaces what it re-timed.
+    """
+    runs = ([out] if out.exists() else []) + list(files)
+    device: dict[str, Any] | None = None
+    merged: dict[tuple, dict[str, Any]] = {}
+    for f in runs:
+        data = json.loads(f.read_text())
+        device = data.get("device", device)
+        e = data.get("entries", [])
+        for ent in (e.values() if isinstance(e, dict) else e):
+            merged[(ent["kernel"], ent["spec_bucket"], ent["size_bucket"])] = ent
+    atomic_write_json(out, {"format": FORMAT, "device": device,
+                            "entries": [merged[k] for k in sorted(merged)]})
+    return len(merged)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", type=Path, help="shipped device-level JSON files")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--merge", action="store_true",
+                    help="merge the files (runs of ONE device) into --out instead of deriving defaults")
     a = ap.parse_args(argv)
+    if a.merge:
+        n = merge_device_files(a.files, a.out)
+        print(f"{n} device entries -> {a.out}")
+        return 0
     ents: list[dict[str, Any]] = []
     for f in a.files:
         data = json.loads(f.read_text())
