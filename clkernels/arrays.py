@@ -120,7 +120,9 @@ def _hold(be: Backend, *arrays: Any) -> None:
 
 
 def _groups(be: Backend, n: int, wg: int) -> int:
-    return max(1, min(-(-n // wg), 4 * max(1, be.info.compute_units)))
+    # one element per work-item up to 2**20 groups (measured: a short grid-stride loop
+    # over few groups ran 2-4x slower on PoCL, which vectorises across work-items)
+    return max(1, min(-(-n // wg), 1 << 20))
 
 
 def convert_check(be: Backend, obj: Any, dtype: Any = None, *, check: bool = True,

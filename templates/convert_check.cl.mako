@@ -25,12 +25,7 @@ __kernel void convert_check(__global const ${SRC}* restrict a, const ulong offse
         out[i] = (${DST})v;
 % endif
 % if CHECK:
-        if (!isfinite(v) && (int)i < first) {
-            first = (int)i;
-%   if not WRITE:
-            break;
-%   endif
-        }
+        first = isfinite(v) ? first : min(first, (int)i);   // branch-free: vectorises on CPUs
 % endif
     }
 % if CHECK:
