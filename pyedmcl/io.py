@@ -27,6 +27,8 @@ class Table:
     names: list[str]
     source: str
     time: np.ndarray | None = None
+    #: CSV columns left out because they are not numeric (named in errors if selected)
+    text_columns: tuple[str, ...] = ()
 
     def frame(self):
         """The table as a pandas DataFrame (series names as columns)."""
@@ -44,6 +46,9 @@ class Table:
                 raise ValueError(f"column index {i} is out of range for {self.source}: "
                                  f"it has {len(self.names)} columns (0..{len(self.names) - 1})")
             return i
+        if name in self.text_columns:
+            raise ValueError(f"column {name!r} in {self.source} is not numeric; "
+                             f"numeric columns: {', '.join(self.names[:30])}")
         if name not in self.names:
             raise ValueError(f"column {name!r} not found in {self.source}; "
                              f"available: {', '.join(self.names[:30])}"
@@ -54,7 +59,8 @@ class Table:
         if not columns:
             return self
         idx = [self.index(c) for c in columns]
-        return Table(self.data[:, idx], [self.names[i] for i in idx], self.source, self.time)
+        return Table(self.data[:, idx], [self.names[i] for i in idx], self.source, self.time,
+                     self.text_columns)
 
 
 def _split_dataset(path: str) -> tuple[str, str | None]:
@@ -74,10 +80,14 @@ def _from_frame(df, source: str) -> Table:
         time = df.iloc[:, 0].to_numpy()
         df = df.iloc[:, 1:]
     bad = [c for c in df.columns if df[c].dtype.kind not in "biuf"]
-    if bad:
-        raise ValueError(f"{source}: column(s) {', '.join(map(str, bad[:10]))} are not numeric; "
-                         "select numeric columns with --columns")
-    return Table(df.to_numpy(dtype=np.float64), [str(c) for c in df.columns], source, time)
+    if len(bad) == df.shape[1]:
+        raise ValueError(f"{source}: no numeric column; column(s) {', '.join(map(str, bad[:10]))} "
+                         "are not numeric")
+    # text columns (labels, comments) are set aside, not fatal: an error names them only
+    # when one is selected as a series
+    df = df.drop(columns=bad)
+    return Table(df.to_numpy(dtype=np.float64), [str(c) for c in df.columns], source, time,
+                 tuple(str(c) for c in bad))
 
 
 def read_csv(src, source: str) -> Table:
@@ -106,6 +116,17 @@ def _matrix(arr: np.ndarray, source: str) -> Table:
     return Table(arr.astype(np.float64), [str(i) for i in range(arr.shape[1])], source)
 
 
+#: (stdin object, its text): stdin can be read once, but a command may name ``-`` twice
+#: (library and target, or both series of a cross analysis)
+_STDIN: list = [None, ""]
+
+
+def _stdin_text() -> str:
+    if _STDIN[0] is not sys.stdin:
+        _STDIN[:] = [sys.stdin, sys.stdin.read()]
+    return _STDIN[1]
+
+
 def read_table(path: str | Path, columns: list[str] | None = None, *,
                dataset: str | None = None) -> Table:
     """Read series from ``path`` (``-`` = CSV on stdin), optionally selecting columns.
@@ -116,7 +137,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *,
     """
     p = str(path)
     if p == "-":
-        text = sys.stdin.read()
+        text = _stdin_text()
         if not text.strip():
             raise ValueError("stdin is empty: expected CSV with a header line")
         return read_csv(io.StringIO(text), "stdin").select(columns)

@@ -8,7 +8,11 @@ import numpy as np
 
 
 def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray:
-    """A 1-D float64 host copy of ``x`` (numpy, list, pandas Series/1-column frame)."""
+    """A 1-D float64 host copy of ``x`` (numpy, list, pandas Series/1-column frame).
+
+    Device arrays are copied to the host here (one documented copy); functions with a
+    device input path validate them on the device instead (:mod:`pyedmcl.interop`).
+    """
     if hasattr(x, "to_numpy"):
         x = x.to_numpy()
     elif hasattr(x, "get") and hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, np.ndarray):
@@ -27,9 +31,13 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
     if arr.size == 0:
         raise ValueError(f"{name} is empty; a series needs at least one value")
     if not allow_nan and not np.all(np.isfinite(arr)):
-        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(f"{name} contains NaN or inf (first at index {bad}); remove or impute them")
+        raise ValueError(nonfinite_message(name, int(np.flatnonzero(~np.isfinite(arr))[0])))
     return arr
+
+
+def nonfinite_message(name: str, index: int) -> str:
+    """The one error text for a NaN/inf in a series, whether found on the host or a device."""
+    return f"{name} contains NaN or inf (first at index {index}); remove or impute them"
 
 
 def check_int(value: Any, name: str, lo: int, hi: int | None = None) -> int:

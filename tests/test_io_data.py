@@ -52,13 +52,22 @@ def test_stdin_csv(monkeypatch):
 @pytest.mark.parametrize("content,match", [
     ("", "empty"),
     ("a,b\n", "empty"),
-    ("a,b\n1,x\n2,y\n", "not numeric"),
+    ("a,b\nu,x\nv,y\n", "no numeric column"),
 ])
 def test_bad_csv(tmp_path, content, match):
     p = tmp_path / "bad.csv"
     p.write_text(content)
     with pytest.raises(ValueError, match=match):
         read_table(p)
+
+
+def test_text_columns_are_set_aside_until_selected(tmp_path):
+    p = tmp_path / "mixed.csv"
+    p.write_text("a,label,b\n1,x,3\n2,y,4\n")
+    t = read_table(p)
+    assert t.names == ["a", "b"] and t.text_columns == ("label",)
+    with pytest.raises(ValueError, match="'label' .* is not numeric"):
+        read_table(p, ["label"])
 
 
 def test_bad_paths(tmp_path):

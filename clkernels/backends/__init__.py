@@ -13,7 +13,7 @@ import os
 from ..devices import DeviceInfo, select_device
 from .base import Backend, BuildError, Kernel, Local, round_up
 
-__all__ = ["Backend", "BuildError", "Kernel", "Local", "get_backend", "round_up"]
+__all__ = ["Backend", "BuildError", "Kernel", "Local", "backend_of", "get_backend", "round_up"]
 
 _backends: dict[tuple[str, str], Backend] = {}
 BACKEND_NAMES = ("pyopencl", "sycl")
@@ -42,3 +42,17 @@ def get_backend(device: str | DeviceInfo | Backend | None = None, backend: str |
             be = PyOpenCLBackend(info)
         _backends[key] = be
     return be
+
+
+def backend_of(array: object) -> Backend | None:
+    """The cached backend whose context holds device array ``array`` (None if none does).
+
+    Lets a caller run where the data already is: arrays made on a backend's queue
+    (``pyopencl.array.to_device(be.queue, x)``, ``be.to_device(x)``) map back to it.
+    """
+    from ..arrays import on_backend
+
+    for be in _backends.values():
+        if on_backend(be, array):
+            return be
+    return None

@@ -34,4 +34,6 @@ def run(args: argparse.Namespace) -> int:
         cmd += ["--out", args.out]
     if args.only:
         cmd += ["--only", *args.only]
-    return subprocess.call(cmd)
+    rc = subprocess.call(cmd)
+    # the CLI's exit codes: 0 ok, 2 bad usage (run_all's own), anything else a runtime failure
+    return rc if rc in (0, 2) else 1

@@ -1,7 +1,7 @@
 """``pyedmcl`` entry point: collects subcommands and maps errors to exit codes.
 
 Exit codes: 0 ok, 2 bad usage or bad input (a clear message on stderr), 1 a
-runtime failure. Each command module exposes ``add_commands(subparsers)``;
+runtime failure (a build or device error, or any unexpected exception). Each command module exposes ``add_commands(subparsers)``;
 modules of families not installed/built yet are skipped.
 """
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from importlib import import_module
 from typing import Any
 
@@ -90,6 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (BuildError, RuntimeError, OSError, MemoryError) as exc:
         print(f"pyedmcl {args.command}: failed: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a device runtime error (pyopencl.Error is no
+        # RuntimeError subclass, nor are dpctl's) or a bug: a runtime failure, exit 1
+        print(f"pyedmcl {args.command}: failed: {type(exc).__module__}.{type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        if os.environ.get("PYEDMCL_DEBUG"):
+            traceback.print_exc()
+        else:
+            print("(set PYEDMCL_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
 
 

@@ -8,7 +8,7 @@ import sys
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune", help="autotune kernels on a device and store the winners")
-    p.add_argument("kernel", help="kernel family name, or 'all' (see --list)")
+    p.add_argument("kernel", nargs="?", default=None, help="kernel family name, or 'all' (see --list)")
     p.add_argument("--device", default=None, help="device selector (default: the default device)")
     p.add_argument("--backend", default=None, choices=("pyopencl", "sycl"))
     p.add_argument("--quick", action="store_true", help="time-boxed random search, one size")
@@ -39,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
         for name, k in fams.items():
             print(f"{name:<24} {k.template:<32} tunes {', '.join(k.space.params)}")
         return 0
+    if args.kernel is None:
+        raise UsageError(f"name a kernel family to tune, or 'all', or --list; choose one of: "
+                         f"all, {', '.join(fams)}")
     names = list(fams) if args.kernel == "all" else [args.kernel]
     for n in names:
         if n not in fams:

@@ -130,10 +130,14 @@ class SortedRows:
 
 def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
     """pyEDM's libSizes: a list, or ``"start stop increment"`` (3 values, increment < stop)."""
-    if isinstance(lib_sizes, str):
-        vals = [int(v) for v in lib_sizes.replace(",", " ").split()]
-    else:
-        vals = [int(v) for v in np.atleast_1d(np.asarray(lib_sizes)).reshape(-1)]
+    try:
+        if isinstance(lib_sizes, str):
+            vals = [int(v) for v in lib_sizes.replace(",", " ").split()]
+        else:
+            vals = [int(v) for v in np.atleast_1d(np.asarray(lib_sizes)).reshape(-1)]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"lib_sizes={lib_sizes!r} is not a list of integers; allowed: e.g. "
+                         "[20, 50, 100] or 'start stop increment'") from exc
     if not vals:
         raise ValueError("lib_sizes is empty; give library sizes, e.g. [20, 50, 100]")
     if len(vals) == 3 and vals[2] < vals[1]:

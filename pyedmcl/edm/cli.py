@@ -22,7 +22,7 @@ def load_series(path: str, name: str | None) -> tuple[np.ndarray, str]:
 
 def _common(p: argparse.ArgumentParser) -> None:
     from ..cli.main import add_device_args
-    p.add_argument("path", help="input .csv (named columns) or .npy")
+    p.add_argument("path", help="input .csv (named columns), .npy, .h5, .zarr, or - (CSV on stdin)")
     p.add_argument("--column", "-c", default=None, help="library series (CSV name or .npy index)")
     p.add_argument("--target", "-t", default=None, help="target series (default: --column)")
     p.add_argument("--tau", type=int, default=1, help="lag (> 0: into the past)")
@@ -67,11 +67,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _xy(args) -> tuple[np.ndarray, np.ndarray, str, str]:
-    x, xn = load_series(args.path, args.column)
+    from ..io import read_table
+
+    t = read_table(args.path)  # once: stdin ("-") cannot be read twice
+    i = 0 if args.column is None else t.index(args.column)
+    x, xn = t.data[:, i].copy(), t.names[i]
     if args.target is None:
         return x, x, xn, xn
-    y, yn = load_series(args.path, args.target)
-    return x, y, xn, yn
+    j = t.index(args.target)
+    return x, t.data[:, j].copy(), xn, t.names[j]
 
 
 def _dev(args) -> dict[str, Any]:

@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, get_backend
+from clkernels import Backend
+from clkernels.arrays import gather
 
+from ..interop import backend_for, device_series, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
 from .knn import hold, knn_device
@@ -49,7 +51,8 @@ class DeviceData:
     n: int
     x_dev: Any
     y_dev: Any
-    y_host: np.ndarray  # (nt, n) float64
+    y_host: np.ndarray | None  # (nt, n) float64; None when the targets came as device arrays
+    n_targets: int | None = None  # set when y_host is None
 
     @classmethod
     def upload(cls, be: Backend, x: np.ndarray, y: np.ndarray, dt: np.dtype) -> DeviceData:
@@ -62,7 +65,7 @@ class DeviceData:
 
     @property
     def nt(self) -> int:
-        return self.y_host.shape[0]
+        return self.n_targets if self.y_host is None else self.y_host.shape[0]
 
 
 def plan_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,10 +89,11 @@ def enqueue_plan(data: DeviceData, plan: Plan, q_dev, l_dev, obs_dev, out, row0:
 
 
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
-             weight: str = "simplex", neighbors=None):
+             weight: str = "simplex", neighbors=None, keep_device: bool = False):
     """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4)).
 
-    ``pred``/``var`` are host arrays ``(nt, nq)`` when ``predictions`` (else None).
+    ``pred``/``var`` are host arrays ``(nt, nq)`` when ``predictions`` (else None);
+    with ``keep_device`` they are the device arrays ``(1, nt, nq)`` (no read back).
     """
     be = data.be
     qpts = plan.pred_points
@@ -102,6 +106,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     obs_dev = be.to_device(plan_arrays(plan)[2])
     sk = skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
                       obs_dev, real=data.real)
+    if keep_device:
+        return pred_dev, var_dev, sk
     pred = be.to_host(pred_dev)[0] if predictions else None
     var = be.to_host(var_dev)[0] if (variance and predictions) else None
     return pred, var, sk
@@ -118,7 +124,8 @@ def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
 def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | None = None,
             exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = None,
             device: Any = None, backend: str | None = None, variance: bool = False,
-            knn_backend: str = "exact", knn_options: dict | None = None) -> SimplexResult:
+            knn_backend: str = "exact", knn_options: dict | None = None,
+            return_device: bool = False) -> SimplexResult:
     """Simplex projection of ``target`` (default ``x``) from the embedding of ``x``.
 
     pyEDM semantics: ``lib``/``pred`` 1-based inclusive ``start stop`` pairs
@@ -128,21 +135,54 @@ def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | Non
     ``exp(-d / max(d_min, 1e-6))``. Here ``tau > 0`` lags into the past (kEDM's
     sign; pyEDM's ``tau=-1`` is ``tau=1``). ``target`` may be 2-D
     ``(n_targets, n)``: one k-NN table serves all targets.
+
+    ``x``/``target`` may be device arrays (kept on the device, validated there) and
+    ``return_device=True`` returns ``predicted``/``observed``/``variance`` as device
+    arrays in the computation dtype (see :mod:`pyedmcl.interop`).
     """
-    be = get_backend(device, backend)
+    be = backend_for((x, target), device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
-    xs = as_series(x, "x")
-    y, single = as_targets(xs if target is None else target, xs.size)
-    plan = resolve(xs.size, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+    xd = device_series(x, be, "x", dt)
+    xs = as_series(x, "x") if xd is None else None
+    n = xs.size if xd is None else int(xd.shape[0])
+    yd = None if target is None else device_series(target, be, "target", dt, ndim=(1, 2), length=n)
+    if yd is not None:
+        y, single, nt = None, len(yd.shape) == 1, (1 if len(yd.shape) == 1 else int(yd.shape[0]))
+    elif target is None and xs is None:
+        y, single, nt = None, True, 1
+    else:
+        y, single = as_targets(xs if target is None else target, n)
+        nt = y.shape[0]
+    plan = resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                    lib=lib, pred=pred)
-    data = DeviceData.upload(be, xs, y, dt)
+    if xd is None and yd is None:
+        data = DeviceData.upload(be, xs, y, dt)
+    else:  # at least one input already on the device: upload only the host one
+        x_dev = to_backend(be, xs, dt) if xd is None else xd
+        y_dev = yd if yd is not None else (x_dev if target is None else to_backend(be, y, dt))
+        hold(be, x_dev, y_dev)
+        data = DeviceData(be, "double" if dt == np.float64 else "float", n, x_dev, y_dev, y,
+                          n_targets=nt)
     nb = resolve_backend(knn_backend, be, L=plan.lib_points.size, E=plan.E,
                          nq=plan.pred_points.size, k=plan.knn, options=knn_options)
-    p, v, sk = run_plan(data, plan, variance=variance, neighbors=nb)
-    obs = observed(plan, y)
+    on_device = return_device or y is None
+    p, v, sk = run_plan(data, plan, variance=variance, neighbors=nb, keep_device=on_device)
     pick = (lambda a: a[0]) if single else (lambda a: a)
-    return SimplexResult(predicted=pick(p.astype(np.float64)), observed=pick(obs),
+    if on_device:
+        nq = plan.pred_points.size
+        shape = (nq,) if single else (nt, nq)
+        obs_idx = to_backend(be, plan_arrays(plan)[2], np.int32)
+        obs_dev = gather(be, data.y_dev, n, nt, obs_idx, nq, np.nan)
+        hold(be, obs_idx, obs_dev)
+        predicted, obs = output(be, p, return_device, shape), output(be, obs_dev, return_device, shape)
+        var = None if not variance else output(be, v, return_device, shape)
+        if not return_device:
+            predicted, obs = predicted.astype(np.float64), obs.astype(np.float64)
+            var = None if var is None else var.astype(np.float64)
+    else:
+        predicted, obs = pick(p.astype(np.float64)), pick(observed(plan, y))
+        var = None if v is None else pick(v.astype(np.float64))
+    return SimplexResult(predicted=predicted, observed=obs,
                          times=plan.target_times, rho=pick(sk[:, 0]), mae=pick(sk[:, 1]),
                          rmse=pick(sk[:, 2]), E=plan.E, tau=plan.tau, Tp=plan.Tp, knn=plan.knn,
-                         variance=None if v is None else pick(v.astype(np.float64)),
-                         pred_times=plan.pred_times, neighbors=nb.info)
+                         variance=var, pred_times=plan.pred_times, neighbors=nb.info)

@@ -402,7 +402,7 @@ def _prepare(x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge):
 def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
          knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
          ridge: float = 0.0, dtype: Any = None, device: Any = None,
-         backend: str | None = None) -> SMapResult:
+         backend: str | None = None, return_device: bool = False) -> SMapResult:
     """S-map forecast of ``target`` (default ``x``) ``Tp`` steps ahead from x's embedding.
 
     ``E`` embedding dimension, ``tau`` > 0 lag into the past (coordinates
@@ -413,13 +413,23 @@ def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
     i.e. leave-one-out; see :mod:`pyedmcl.edm.ranges`),
     ``ridge`` >= 0 Tikhonov penalty on the slopes, ``dtype`` float32 (default) or
     float64 storage of the series. Returns an :class:`SMapResult`.
+
+    Device arrays in are copied to the host once (the ill-conditioned rows are solved
+    there); ``return_device=True`` gives ``predicted`` as a device array in the storage
+    dtype (see :mod:`pyedmcl.interop`).
     """
+    from ..interop import backend_for, output, to_backend
+
+    be = backend_for((x, target), device, backend)
     xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(
         x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge)
     th = np.array([_check_float(theta, "theta")])
-    return smap_core(xs, ys, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=th, knn=knn,
-                     exclusion_radius=R, ridge=ridge, dtype=dtype, device=device,
-                     backend=backend)[0]
+    res = smap_core(xs, ys, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=th, knn=knn,
+                    exclusion_radius=R, ridge=ridge, dtype=dtype, device=be, backend=None)[0]
+    if return_device:
+        dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+        res.predicted = output(be, to_backend(be, res.predicted, dt), True)
+    return res
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, get_backend, round_up
+from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
@@ -100,29 +100,35 @@ class _DistanceCase(TuningCase):
 def pairwise_distances(x, y=None, *, E: int, tau: int = 1, metric: str = "euclidean",
                        squared: bool = False, dtype: Any = np.float32,
                        device: Any = None, backend: str | None = None,
-                       params: Params | None = None) -> np.ndarray:
+                       params: Params | None = None, return_device: bool = False) -> Any:
     """All distances between the embedded points of ``x`` and of ``y`` (default ``y = x``).
 
     Returns an ``(n_x_points, n_y_points)`` host array; Euclidean distances are
-    squared if ``squared``. Intended for small inputs (the result is N x M).
+    squared if ``squared``. Intended for small inputs (the result is N x M). Device
+    arrays in stay on the device; ``return_device=True`` returns the matrix as a device
+    array (see :mod:`pyedmcl.interop`).
     """
-    be = get_backend(device, backend)
+    from ..interop import backend_for, device_series, output
+
+    be = backend_for((x, y), device, backend)
     metric = check_metric(metric)
     dt = check_dtype(dtype, be.info)
     E = check_int(E, "E", 1, 512)
     tau = check_int(tau, "tau", 1)
-    xs = as_series(x, "x")
-    ys = xs if y is None else as_series(y, "y")
-    nx = check_embedding(xs.size, E, tau, "x")
-    ny = check_embedding(ys.size, E, tau, "y")
+    xdev, ydev = device_series(x, be, "x", dt), device_series(y, be, "y", dt)
+    xs = as_series(x, "x") if xdev is None else None
+    ys = (xs if y is None else as_series(y, "y")) if ydev is None else None
+    nx = check_embedding(xs.size if xdev is None else int(xdev.shape[0]), E, tau, "x")
+    ny = check_embedding((ys.size if ydev is None else int(ydev.shape[0])) if y is not None
+                         else (xs.size if xdev is None else int(xdev.shape[0])), E, tau, "y")
     real = "double" if dt == np.float64 else "float"
     spec = {"E": E, "TAU": tau, "METRIC": metric, "REAL": real,
             "SQRT": int(metric == "euclidean" and not squared)}
     if params is None:
         params = lookup(PAIRWISE_DISTANCE, be.info, PAIRWISE_DISTANCE.spec_bucket(spec),
                         PAIRWISE_DISTANCE.size_bucket(max(nx, ny))).params
-    xd = be.to_device(xs.astype(dt))
-    yd = xd if y is None else be.to_device(ys.astype(dt))
+    xd = be.to_device(xs.astype(dt)) if xdev is None else xdev
+    yd = xd if y is None else (be.to_device(ys.astype(dt)) if ydev is None else ydev)
     out = be.empty((nx, ny), dt)
     PAIRWISE_DISTANCE.launch(be, params, spec, xd, yd, ny, out, ny, 0, nx, 0, ny)
-    return be.to_host(out)
+    return output(be, out, return_device)

@@ -59,6 +59,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input_y")
     _common(p)
     _line_opts(p, 0)
+    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
     p.set_defaults(func=run_crqa)
 
     p = sub.add_parser("rp", help="recurrence plot image (PNG), any N")
@@ -67,6 +68,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cross", default=None, help="second series for a cross recurrence plot")
     p.add_argument("--size", type=int, default=1024, help="image edge (block density above)")
     _common(p)
+    p.add_argument("--column-y", default=None, help="column of --cross (default: --column)")
     p.set_defaults(func=run_rp)
 
 
@@ -97,7 +99,7 @@ def run_crqa(args: argparse.Namespace) -> int:
     from .core import cross_rqa
 
     x = _load(args.input_x, args.column)
-    y = _load(args.input_y, args.column)
+    y = _load(args.input_y, args.column_y or args.column)
     res = cross_rqa(x, y, E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
                     metric=args.metric, theiler=args.theiler, l_min=args.l_min,
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype, device=args.device,
@@ -110,7 +112,7 @@ def run_rp(args: argparse.Namespace) -> int:
     from .plot import recurrence_plot
 
     x = _load(args.input, args.column)
-    y = _load(args.cross, args.column) if args.cross else None
+    y = _load(args.cross, args.column_y or args.column) if args.cross else None
     img = recurrence_plot(x, y, E=args.E, tau=args.tau, radius=args.radius,
                           recurrence_rate=args.rr, metric=args.metric, size=args.size,
                           path=args.output, dtype=args.dtype, device=args.device,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import get_backend, round_up
+from clkernels import round_up
 
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from .core import _resolve_radius, check_radius, threshold_value
@@ -22,21 +22,33 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
                     radius: float | None = None, recurrence_rate: float | None = None,
                     metric: str = "euclidean", size: int = 1024, path: str | None = None,
                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
-                    cmap: str = "binary") -> np.ndarray:
+                    cmap: str = "binary", return_device: bool = False) -> Any:
     """The (cross) recurrence plot as a ``(rows, cols)`` float32 image, saved as PNG if ``path``.
 
     Rows are points of ``y`` (``x`` when ``y`` is None), columns points of ``x``;
     row 0 is drawn at the bottom (time runs up and right). Values: density of
     recurrent cells per pixel block in [0, 1] (thresholded) or the mean distance.
+    Device arrays ``x``/``y`` stay on the device (one host copy only to find the radius
+    for ``recurrence_rate``); ``return_device=True`` returns the image as a device
+    array (see :mod:`pyedmcl.interop`).
     """
-    sx = as_series(x, "x")
-    sy = sx if y is None else as_series(y, "y")
-    metric = check_metric(metric)
-    nc = check_embedding(sx.size, E, tau, "x")
-    nr = check_embedding(sy.size, E, tau, "y")
-    size = check_int(size, "size", 1, 1 << 15)
-    be = get_backend(device, backend)
+    from ..interop import backend_for, device_series, output
+
+    be = backend_for((x, y), device, backend)
     dt = check_dtype(dtype, be.info)
+    xdev, ydev = device_series(x, be, "x", dt), device_series(y, be, "y", dt)
+    if recurrence_rate is not None and (xdev is not None or ydev is not None):
+        xdev = ydev = None  # the radius search runs on the host: one documented copy
+    sx = as_series(x, "x") if xdev is None else None
+    sy = (sx if y is None else as_series(y, "y")) if ydev is None else None
+    if y is None:
+        ydev = xdev
+    nx_ = sx.size if sx is not None else int(xdev.shape[0])
+    ny_ = sy.size if sy is not None else int(ydev.shape[0])
+    metric = check_metric(metric)
+    nc = check_embedding(nx_, E, tau, "x")
+    nr = check_embedding(ny_, E, tau, "y")
+    size = check_int(size, "size", 1, 1 << 15)
     thresholded = radius is not None or recurrence_rate is not None
     if thresholded:
         r = _resolve_radius(radius, recurrence_rate, sy, None if y is None else sx, E, tau,
@@ -51,11 +63,13 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     k = be.kernel("rqa_density.cl.mako", {"E": E, "TAU": tau, "METRIC": metric, "REAL": real,
                                           "WG_X": wg[0], "WG_Y": wg[1],
                                           "THRESHOLDED": int(thresholded)}, "rqa_density")
-    xd = be.to_device(sy.astype(dt))
-    yd = be.to_device(sx.astype(dt))
+    xd = be.to_device(sy.astype(dt)) if ydev is None else ydev
+    yd = be.to_device(sx.astype(dt)) if xdev is None else xdev
     out = be.empty((height, width), np.float32)
     be.launch(k, (round_up(width, wg[0]), round_up(height, wg[1])), wg, xd, yd, np.int32(nr),
               np.int32(nc), np.int32(b), np.int32(width), np.int32(height), dt.type(thr), out)
+    if return_device and path is None:
+        return output(be, out, True)
     img = be.to_host(out)
     if path is not None:
         import matplotlib
@@ -65,4 +79,4 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
 
         mimg.imsave(path, img, cmap=cmap if thresholded else "viridis", origin="lower",
                     vmin=0.0, vmax=1.0 if thresholded else None)
-    return img
+    return output(be, out, True) if return_device else img
