@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
-from .knn import DeviceKnn, hold
+from .knn import DeviceKnn, _k_bucket, hold
 
 TEMPLATE = "simplex_lookup.cl.mako"
 
@@ -26,6 +28,70 @@ def _wg(be: Backend, gpu: int, cpu: int) -> int:
     return min(gpu if be.info.is_gpu else cpu, be.info.max_work_group_size)
 
 
+class LookupKernel(TunableKernel):
+    """Tunable family ``lookup``: work-group size of the Simplex lookup (a gather:
+    K table reads and K target reads per prediction, memory-bound)."""
+
+    name = "lookup"
+    template = TEMPLATE
+    space = TuningSpace(
+        params={"WG": (16, 32, 64, 128, 256, 512)},
+        heuristic=lambda info: {"WG": 64 if info.is_gpu else 16},
+        constraint=lambda p, info: p["WG"] <= info.max_work_group_size,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{spec.get('WEIGHT', 'simplex')}-{_k_bucket(spec['K'])}"
+
+    def default_specs(self):
+        return [{"K": k, "REAL": "float", "WEIGHT": "simplex"} for k in (2, 6, 11, 21)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [65536] if info.is_gpu else [16384]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _LookupCase(backend, spec, size)
+
+    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
+        return lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
+
+
+LOOKUP = LookupKernel()
+
+
+class _LookupCase(TuningCase):
+    """A random k-NN table (sorted distances) over ``size`` queries, one target."""
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        rng = np.random.default_rng(11)
+        k, dt = spec["K"], np.float64 if spec.get("REAL") == "double" else np.float32
+        self.be, self.spec, self.nq = be, dict(spec), size
+        idx = rng.integers(0, size, (1, size, k)).astype(np.int32)
+        dist = np.sort(rng.random((1, size, k)), axis=-1).astype(dt)
+        self.table = DeviceKnn(be.to_device(idx), be.to_device(dist), 1, size, k)
+        self.y = be.to_device(rng.standard_normal(size + 8).astype(dt))
+        self.pred = be.empty((1, 1, size), dt)
+
+    def run(self, params: Params) -> list[Any]:
+        s = self.spec
+        return [_launch_lookup(self.be, params["WG"], self.table, self.y, self.nq + 8, 1, 1,
+                               s.get("WEIGHT", "simplex"), s.get("REAL", "float"), False,
+                               self.pred, self.pred)]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.pred)
+
+
+def _launch_lookup(be: Backend, wg: int, table: DeviceKnn, y_dev, ldy: int, nt: int, tshift: int,
+                   weight: str, real: str, variance: bool, pred, var):
+    params = {"K": table.k, "REAL": real, "ACC": _acc(be), "WG": wg, "WEIGHT": weight,
+              "VARIANCE": int(variance)}
+    k = be.kernel(TEMPLATE, params, "lookup")
+    return be.launch(k, (round_up(table.nq, wg), nt, table.nbatch), (wg, 1, 1), table.idx,
+                     table.dist, np.int32(table.nq), y_dev, np.int32(ldy), np.int32(nt),
+                     np.int32(tshift), pred, var)
+
+
 def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshift: int, *,
                   weight: str = "simplex", real: str = "float", variance: bool = False
                   ) -> tuple[Any, Any]:
@@ -34,16 +100,13 @@ def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshif
     Library point ``l`` of the table contributes ``y[j, l + tshift]`` to target ``j``
     (``tshift`` = time offset of kernel point 0 plus Tp).
     """
-    wg = _wg(be, 64, 16)
-    params = {"K": table.k, "REAL": real, "ACC": _acc(be), "WG": wg, "WEIGHT": weight,
-              "VARIANCE": int(variance)}
-    k = be.kernel(TEMPLATE, params, "lookup")
+    spec = {"K": table.k, "REAL": real, "WEIGHT": weight}
+    wg = LOOKUP.params_for(be, spec, table.nq * nt * table.nbatch)["WG"]
     dt = np.float64 if real == "double" else np.float32
     pred = be.empty((table.nbatch, nt, table.nq), dt)
     var = be.empty((table.nbatch, nt, table.nq), dt) if variance else pred
     hold(be, pred, var)
-    be.launch(k, (round_up(table.nq, wg), nt, table.nbatch), (wg, 1, 1), table.idx, table.dist,
-              np.int32(table.nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift), pred, var)
+    _launch_lookup(be, wg, table, y_dev, ldy, nt, tshift, weight, real, variance, pred, var)
     return pred, (var if variance else None)
 
 
