@@ -96,9 +96,11 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
     __local real_t topd[${QB}][${KT}];
     __local int topi[${QB}][${KT}];
 
-    for (int e = lid; e < ${QB * KT}; e += ${WG}) {
-        topd[e / ${KT}][e % ${KT}] = INFINITY;
-        topi[e / ${KT}][e % ${KT}] = -1;
+    for (int i = 0; i < ${QB}; ++i) {
+        for (int e = lid; e < ${KT}; e += ${WG}) {
+            topd[i][e] = INFINITY;
+            topi[i][e] = -1;
+        }
     }
     for (int i = lid; i < ${QB}; i += ${WG}) {
         const int q = q0 + i;
@@ -163,7 +165,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % else:
         for (int task = lid; task < ${QB * EMAX}; task += ${WG}) {
             const int i = task / ${EMAX};
-            const int j = task % ${EMAX};
+            const int j = task - i * ${EMAX};
             if (j >= qem[i]) continue;
             const int p = qp[i];
             const int O = OFF[j], K = KS[j];
@@ -183,15 +185,14 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
     }
 
     /* out: (SPLIT, EMAX, nq, KMAX); SPLIT == 1 writes the finished table */
-    for (int e = lid; e < ${QB * EMAX * KMAX}; e += ${WG}) {
-        const int i = e / ${EMAX * KMAX};
-        const int j = (e / KMAX) % ${EMAX};
-        const int k = e % KMAX;
+    for (int i = 0; i < ${QB}; ++i) {
         const int q = q0 + i;
-        if (q < nq) {
-            const int l = k < KS[j] ? topi[i][OFF[j] + k] : -1;
-            const real_t d = topd[i][OFF[j] + min(k, KS[j] - 1)];
-            const size_t o = (((size_t)s * ${EMAX} + j) * nq + q) * KMAX + k;
+        if (q >= nq) break;
+% for j in range(EMAX):
+        for (int k = lid; k < KMAX; k += ${WG}) {
+            const int l = k < ${KS[j]} ? topi[i][${OFF[j]} + k] : -1;
+            const real_t d = topd[i][${OFF[j]} + min(k, ${KS[j] - 1})];
+            const size_t o = (((size_t)s * ${EMAX} + ${j}) * nq + q) * KMAX + k;
             out_idx[o] = l;
 % if SPLIT == 1:
             out_dist[o] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d")};
@@ -199,6 +200,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
             out_dist[o] = l < 0 ? INFINITY : d;
 % endif
         }
+% endfor
     }
 }
 

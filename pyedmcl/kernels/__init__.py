@@ -14,6 +14,7 @@ from clkernels.tuning import TunableKernel
 _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
     "knn": "pyedmcl.edm.knn:KNN",
+    "knn_scan": "pyedmcl.edm.scan_fused:KNN_SCAN",
     "smap": "pyedmcl.kernels.smap:SMAP",
     "rqa_lines": "pyedmcl.rqa.dnr:RQA_LINES",
     "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
