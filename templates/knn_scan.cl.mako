@@ -1,4 +1,4 @@
-## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS
+## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY
 ## Embedding-dimension scan: the exact k-NN tables of E = 1..EMAX in one pass.
 ##
 ## Works in TIME coordinates: the vector at time t is (x_t, x_{t-TAU}, ...,
@@ -23,15 +23,21 @@
 ## Tie order (pyEDM's, as knn.cl.mako): distance, then |p - l|, then l.
 ##
 ## A work-group owns QB queries (coordinates in local memory) and streams its share
-## of the library in tiles of TILE = WG * R lanes. Distance phase (branch-free, what
-## PoCL vectorises): per lane and query the partial sums over E and a candidate bit
-## mask (bit E-1: partial sum <= current threshold at E, library row at E, outside
-## the exclusion radius), stored unconditionally. Insertion phase: INS "q": the
-## work-item owning query i walks the tile's masks, recomputes the flagged lane's
-## partial sums (same operations, so the same values) and inserts into the sorted
-## top-K_E lists in local memory (a short shifting insertion); INS "qe": one
-## work-item per (query, E) list (more parallel: GPUs). Thresholds are refreshed
-## after each tile.
+## of the library in tiles of TILE = WG * R * VEC lanes. Distance phase (branch-free):
+## per lane and query the partial sums over E and a candidate bit mask (bit E-1:
+## partial sum <= current threshold at E, library row at E, outside the exclusion
+## radius), stored unconditionally. VEC > 1 (CPUs): each work-item computes VEC
+## consecutive library lanes with explicit vector types (vload, vector compares):
+## PoCL's implicit work-item-loop vectoriser picks 4 lanes here at best, explicit
+## float16 uses the full AVX-512 width. VEC == 1: one lane per work-item (GPUs).
+## ANY (VEC == 1 only): lanes with a candidate OR their mask into a per-query word
+## (local atomic_or, double-buffered per tile) so that the insertion phase skips
+## queries / (query, E) lists without candidates at once (most, after the first
+## tiles). Insertion phase: INS "q": the work-item owning query i walks the tile's
+## masks, recomputes the flagged lane's partial sums (same operations, so the same
+## values) and inserts into the sorted top-K_E lists in local memory (a short
+## shifting insertion); INS "qe": one work-item per (query, E) list (more parallel:
+## GPUs). Thresholds are refreshed after each tile.
 ##
 ## SPLIT > 1: the library is cut into SPLIT chunks (grid dimension 1), each group
 ## writes its raw (squared) partial lists to out_*; kernel knn_scan_merge merges the
@@ -44,9 +50,9 @@
     OFF = [sum(KS[:j]) for j in range(EMAX)]
     KT = sum(KS)
     KMAX = max(KS)
-    R = TILE // WG
+    R = TILE // (WG * VEC)
     PAD = (EMAX - 1) * TAU
-    assert TILE % WG == 0 and EMAX <= 32 and TAU > 0
+    assert TILE % (WG * VEC) == 0 and EMAX <= 32 and TAU > 0 and not (ANY and VEC > 1)
 %>\
 ${metric.real_type(REAL)}
 #define PAD ${PAD}
@@ -59,6 +65,16 @@ inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 __constant int KS[${EMAX}] = {${", ".join(str(k) for k in KS)}};
 __constant int OFF[${EMAX}] = {${", ".join(str(o) for o in OFF)}};
 
+<%def name="vstep(acc, a, b, T)">\
+## metric.step on vectors: the same IEEE operations per element (bit-identical)
+% if METRIC == "euclidean":
+{ const ${T} _d = (${a}) - (${b}); ${acc} += _d * _d; }\
+% elif METRIC == "maximum":
+{ ${T} _d = (${a}) - (${b}); _d = _d < 0 ? -_d : _d; ${acc} = ${acc} > _d ? ${acc} : _d; }\
+% else:
+{ const ${T} _d = (${a}) - (${b}); ${acc} += _d < 0 ? -_d : _d; }\
+% endif
+</%def>
 <%def name="insert_into(i, O, K, D, L, KEY, P)">\
 {
     const real_t kd = topd[${i}][${O} + ${K} - 1];
@@ -93,6 +109,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
     __local int qp[${QB}];
     __local int qem[${QB}];
     __local unsigned int cbits[${QB}][${TILE}];
+    __local unsigned int qany[2][${QB}];  /* OR of a tile's masks per query (double-buffered) */
     __local real_t topd[${QB}][${KT}];
     __local int topi[${QB}][${KT}];
 
@@ -108,6 +125,8 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
         const int em = q < nq ? qemax[q] : 0;
         qp[i] = p;
         qem[i] = em;
+        qany[0][i] = 0u;
+        qany[1][i] = 0u;
 % for j in range(EMAX):
         qloc[i][${j}] = x[PAD + p - ${j * TAU}];
         thr[i][${j}] = ${j} < em ? INFINITY : (real_t)-1;
@@ -116,7 +135,9 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
     barrier(CLK_LOCAL_MEM_FENCE);
 
     const int lo = s * chunk;
-    for (int base = lo; base < lo + chunk; base += ${TILE}) {
+    int cur = 0;
+    for (int base = lo; base < lo + chunk; base += ${TILE}, cur ^= 1) {
+% if VEC == 1:
 % for r in range(R):
         {
             const int t = lid + ${r * WG};
@@ -133,14 +154,50 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 ${metric.step(METRIC, "acc", "c%d" % j, "qloc[%d][%d]" % (i, j))}
                 bits |= acc <= thr[${i}][${j}] ? ${"%du" % (1 << j)} : 0u;
 % endfor
-                cbits[${i}][t] = dist_rows(qp[${i}], l) > radius ? (bits & m) : 0u;
+                const unsigned int cb = dist_rows(qp[${i}], l) > radius ? (bits & m) : 0u;
+                cbits[${i}][t] = cb;
+% if ANY:
+                if (cb) atomic_or(&qany[cur][${i}], cb);
+% endif
             }
 % endfor
         }
 % endfor
+% else:
+<% RV = "%s%d" % (REAL, VEC); IV = "int%d" % VEC; UV = "uint%d" % VEC %>\
+% for r in range(R):
+        {
+            const int t = (lid + ${r * WG}) * ${VEC};
+            const int l = t0 + base + t;
+            const ${IV} lv = (${IV})(l) + (${IV})(${", ".join(str(v) for v in range(VEC))});
+            const ${UV} m = as_${UV}(vload${VEC}(0, lmask + base + t));
+% for j in range(EMAX):
+            const ${RV} c${j} = vload${VEC}(0, x + (PAD - ${j * TAU}) + l);
+% endfor
+% for i in range(QB):
+            {
+                ${RV} acc = (${RV})0;
+                ${UV} bits = (${UV})0u;
+% for j in range(EMAX):
+                ${vstep("acc", "c%d" % j, "qloc[%d][%d]" % (i, j), RV)}
+                bits |= as_${UV}(acc <= (${RV})thr[${i}][${j}]) & (${UV})${"%du" % (1 << j)};
+% endfor
+                ${IV} dd = lv - (${IV})qp[${i}];
+                dd = dd < 0 ? -dd : dd;
+                const ${UV} cb = as_${UV}(dd > (${IV})radius) & bits & m;
+                vstore${VEC}(cb, 0, &cbits[${i}][t]);
+            }
+% endfor
+        }
+% endfor
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
 % if INS == "q":
         for (int i = lid; i < ${QB}; i += ${WG}) {
+            qany[cur ^ 1][i] = 0u;  /* the next tile's word; this one's was reset a tile ago */
+% if ANY:
+            if (qany[cur][i] == 0u) continue;
+% endif
             const int p = qp[i];
             for (int t = 0; t < ${TILE}; ++t) {
                 const unsigned int b = cbits[i][t];
@@ -166,7 +223,12 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
         for (int task = lid; task < ${QB * EMAX}; task += ${WG}) {
             const int i = task / ${EMAX};
             const int j = task - i * ${EMAX};
+            if (j == 0) qany[cur ^ 1][i] = 0u;
+% if ANY:
+            if (!((qany[cur][i] >> j) & 1u)) continue;
+% else:
             if (j >= qem[i]) continue;
+% endif
             const int p = qp[i];
             const int O = OFF[j], K = KS[j];
             for (int t = 0; t < ${TILE}; ++t) {

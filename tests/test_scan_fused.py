@@ -79,10 +79,12 @@ def test_fused_equals_per_E_simplex(device, case, integer):
 
 
 @pytest.mark.parametrize("params", [
-    {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 1, "INS": "qe"},
-    {"WG": 16, "TILE": 32, "QB": 8, "SPLIT": 3, "INS": "q"},
-    {"WG": 16, "TILE": 16, "QB": 2, "SPLIT": 2, "INS": "qe"},
-], ids=["qe", "split3", "split2-qe"])
+    {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 0},
+    {"WG": 16, "TILE": 32, "QB": 8, "SPLIT": 3, "INS": "q", "VEC": 1, "ANY": 1},
+    {"WG": 16, "TILE": 16, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
+    {"WG": 2, "TILE": 32, "QB": 3, "SPLIT": 1, "INS": "q", "VEC": 8, "ANY": 0},
+    {"WG": 4, "TILE": 64, "QB": 5, "SPLIT": 2, "INS": "qe", "VEC": 16, "ANY": 0},
+], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe"])
 def test_variants_give_identical_tables(device, params):
     """Insertion modes and library splits (merged after) keep the total order."""
     x = _series(integer=True)
@@ -137,7 +139,8 @@ def test_tuning_family_registered_and_case_runs():
     spec = {"EMAX": 4, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
     case = fam.case(be, spec, 200)
     outs = []
-    for p in (fam.space.heuristic(be.info), {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 2, "INS": "qe"}):
+    for p in (fam.space.heuristic(be.info),
+              {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1}):
         assert fam.space.constraint(p, be.info)
         be.wait(case.run(p)[-1])
         outs.append(case.output())
@@ -158,8 +161,9 @@ def test_oclgrind_clean():
         lay = fused_layout([resolve(40, E=E, lib="1 25", pred="10 40", exclusion_radius=1)
                             for E in range(1, 4)])
         out = []
-        for p in ({"WG": 8, "TILE": 8, "QB": 3, "SPLIT": 1, "INS": "q"},
-                  {"WG": 4, "TILE": 8, "QB": 2, "SPLIT": 2, "INS": "qe"}):
+        for p in ({"WG": 8, "TILE": 8, "QB": 3, "SPLIT": 1, "INS": "q", "VEC": 1, "ANY": 0},
+                  {"WG": 4, "TILE": 8, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
+                  {"WG": 2, "TILE": 16, "QB": 2, "SPLIT": 1, "INS": "q", "VEC": 4, "ANY": 0}):
             sk, pred = run_fused(clkernels.get_backend(), lay, x, None, np.float32, "float",
                                  params=p, predictions=True)
             out.append([np.nan_to_num(pred, nan=-9).tolist(), sk[:, 3].tolist()])

@@ -98,9 +98,9 @@ def fused_layout(plans: list[Plan]) -> FusedLayout | None:
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"WG": 64, "TILE": 64, "QB": 8, "SPLIT": 1, "INS": "qe"}
-    # CPUs: SIMD lanes over library rows, branch-free distance block (see template)
-    return {"WG": 16, "TILE": 16, "QB": 16, "SPLIT": 1, "INS": "q"}
+        return {"WG": 64, "TILE": 64, "QB": 8, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 1}
+    # CPUs: explicit SIMD vectors over library rows, branch-free distance block
+    return {"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0}
 
 
 def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:
@@ -110,7 +110,10 @@ def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:
 def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int = 4) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
-    if p["TILE"] % p["WG"] or p["TILE"] // p["WG"] > 4:
+    lanes = p["WG"] * p.get("VEC", 1)
+    if p.get("ANY", 0) and p.get("VEC", 1) > 1:  # the tile flags are the VEC == 1 (GPU) path's
+        return False
+    if p["TILE"] % lanes or p["TILE"] // lanes > 4:
         return False
     return _local_bytes(p, emax, kt, item) <= info.local_mem_bytes // 2
 
@@ -121,13 +124,15 @@ def _ks(emax: int, knn: int) -> list[int]:
 
 class KnnScanKernel(TunableKernel):
     """Tunable family ``knn_scan``: WG, TILE (library lanes), QB (queries per group),
-    SPLIT (library chunks per query group, merged after), INS (insertion mode)."""
+    SPLIT (library chunks per query group, merged after), INS (insertion mode), VEC
+    (explicit vector width of the distance block: CPUs)."""
 
     name = "knn_scan"
     template = TEMPLATE
     space = TuningSpace(
         params={"WG": (8, 16, 32, 64, 128, 256), "TILE": (16, 32, 64, 128, 256, 512),
-                "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8, 16), "INS": ("q", "qe")},
+                "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8, 16), "INS": ("q", "qe"),
+                "VEC": (1, 4, 8, 16), "ANY": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -149,7 +154,8 @@ class KnnScanKernel(TunableKernel):
         return _ScanCase(backend, spec, size)
 
     def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
-        p = dict(lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(max(nq, nl))).params)
+        p = {"VEC": 1, "ANY": 0, **lookup(self, be.info, self.spec_bucket(spec),
+                                self.size_bucket(max(nq, nl))).params}
         item = 8 if spec["REAL"] == "double" else 4
         kt = sum(_ks(spec["EMAX"], spec["KNN"]))
         while p["QB"] > 1 and _local_bytes(p, spec["EMAX"], kt, item) > be.info.local_mem_bytes // 2:
@@ -165,6 +171,7 @@ class KnnScanKernel(TunableKernel):
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, ints_dev, nq: int,
                t0: int, nl: int, radius: int, idx_dev, dist_dev, part=None):
         """Enqueue the scan (and the merge when SPLIT > 1; ``part`` = its scratch pair)."""
+        params = {"VEC": 1, "ANY": 0, **params}
         split = params["SPLIT"]
         chunk = round_up(-(-nl // split), params["TILE"])
         k = be.kernel(self.template, {**spec, **params}, "knn_scan")
