@@ -130,7 +130,7 @@ class KnnScanKernel(TunableKernel):
     name = "knn_scan"
     template = TEMPLATE
     space = TuningSpace(
-        params={"WG": (8, 16, 32, 64, 128, 256), "TILE": (16, 32, 64, 128, 256, 512),
+        params={"WG": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TILE": (16, 32, 64, 128, 256, 512),
                 "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8, 16), "INS": ("q", "qe"),
                 "VEC": (1, 4, 8, 16), "ANY": (0, 1)},
         heuristic=_heuristic,
