@@ -23,7 +23,7 @@ import pyedmcl as pe
 from clkernels import get_backend
 from pyedmcl.data import logistic_map
 from pyedmcl.edm.ranges import resolve
-from pyedmcl.edm.scan_fused import KNN_SCAN, fused_layout, run_fused
+from pyedmcl.edm.scan_fused import KNN_SCAN, fused_layout, run_fused, scan_layout
 
 RHO_TOL = 1e-5  # vs pyEDM (float32 data, its float64)
 
@@ -129,6 +129,26 @@ def test_target_series_and_fallbacks():
         c = pe.embed_dimension(x, max_E=4, device="pocl", **kw)  # per-E path
         d = pe.embed_dimension(x, max_E=4, device="pocl", fused=False, **kw)
         np.testing.assert_array_equal(c.rho, d.rho)
+
+
+@pytest.mark.parametrize("case", list(CASES) + ["future", "overlap", "bad_knn"])
+def test_fast_layout_equals_layout_of_resolved_plans(case):
+    """scan_layout (one resolve + per-E library rows, cached) is fused_layout of all plans."""
+    kw = {**CASES, "future": dict(tau=-1), "overlap": dict(lib="1 80 60 120"),
+          "bad_knn": dict(knn=200)}[case]
+    n, max_E = 140, 6
+    fast = scan_layout(n, max_E, **kw)
+    try:
+        ref = fused_layout([resolve(n, E=E, **kw) for E in range(1, max_E + 1)])
+    except ValueError:
+        ref = None
+    assert (fast is None) == (ref is None)
+    if ref is not None:
+        for f in ("emax", "tau", "knn", "radius", "Tp", "t0"):
+            assert getattr(fast, f) == getattr(ref, f), f
+        for f in ("qt", "qemax", "lemax", "obs"):
+            np.testing.assert_array_equal(getattr(fast, f), getattr(ref, f), err_msg=f)
+        assert scan_layout(n, max_E, **kw) is fast  # cached
 
 
 def test_tuning_family_registered_and_case_runs():

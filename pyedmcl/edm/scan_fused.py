@@ -17,6 +17,7 @@ E the rows of E=1 with enough history, one knn rule (E+1, or one fixed knn).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, loo
 
 from .knn import DeviceKnn, hold
 from .lookup import lookup_device, skill_device, skill_out
-from .ranges import Plan, resolve
+from .ranges import Plan, _embeddable, _lib_rows, check_tau, parse_ranges, resolve
 
 TEMPLATE = "knn_scan.cl.mako"
 #: candidate bits per (query, library lane) are one 32-bit word
@@ -92,6 +93,76 @@ def fused_layout(plans: list[Plan]) -> FusedLayout | None:
         lemax[lt - t0] = p.E
     obs = np.where(p1.observed_mask, p1.target_times, -1)
     return FusedLayout(emax, tau, knn, p1.exclusion_radius, p1.Tp, qt, qemax, t0, lemax, obs)
+
+
+def scan_layout(n: int, max_E: int, *, tau: Any = 1, Tp: Any = 1, knn: Any = None,
+                exclusion_radius: Any = 0, lib: Any = None, pred: Any = None) -> FusedLayout | None:
+    """:func:`fused_layout` of E = 1..max_E, cached per parameter set (host time
+    matters on GPUs: a scan there takes a few ms; scanning many series of one
+    length, e.g. xmap's automatic E, reuses it). Arrays are read-only."""
+    try:
+        key = (n, max_E, tau, Tp, knn, exclusion_radius,
+               tuple(parse_ranges(lib, "lib", n)), tuple(parse_ranges(pred, "pred", n)))
+        hash(key)
+    except (ValueError, TypeError):
+        return None
+    return _scan_layout_cached(*key)
+
+
+@lru_cache(maxsize=64)
+def _scan_layout_cached(n, max_E, tau, Tp, knn, exclusion_radius, lib, pred):
+    lay = _scan_layout(n, max_E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                       lib=list(lib), pred=list(pred))
+    if lay is not None:
+        for a in (lay.qt, lay.qemax, lay.lemax, lay.obs):
+            a.flags.writeable = False
+    return lay
+
+
+def _scan_layout(n: int, max_E: int, *, tau: Any = 1, Tp: Any = 1, knn: Any = None,
+                 exclusion_radius: Any = 0, lib: Any = None, pred: Any = None) -> FusedLayout | None:
+    """:func:`fused_layout` of E = 1..max_E without resolving every E (host time).
+
+    One :func:`resolve` at ``max_E`` validates every E (each of its checks only
+    gets stricter with E: span, knn, fewer library rows). Per E only the library
+    rows are computed (``_lib_rows``, what :func:`resolve` calls); prediction rows
+    of E are those of E=1 with ``(E-1) tau`` rows of history (``_embeddable``).
+    None where the fused scan does not apply or a parameter is invalid (the
+    caller's per-E path then raises the error of the first failing E).
+    """
+    try:
+        tau = check_tau(tau)
+        if tau <= 0 or max_E > MAX_FUSED_E:
+            return None
+        top = resolve(n, E=max_E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                      lib=lib, pred=pred)
+    except (ValueError, TypeError):
+        return None
+    default_knn = knn is None or (not isinstance(knn, bool) and isinstance(knn, int | np.integer)
+                                  and int(knn) == 0)
+    Tp = top.Tp
+    pairs = parse_ranges(lib, "lib", n)
+    lib1 = _lib_rows(pairs, n, 1, tau, Tp)
+    if lib1.size == 0 or not (np.all(np.diff(lib1) > 0) or np.unique(lib1).size == lib1.size):
+        return None
+    t0, t1 = int(lib1.min()), int(lib1.max())
+    lemax = np.zeros(t1 - t0 + 1, np.int64)
+    lemax[lib1 - t0] = 1
+    for E in range(2, max_E + 1):
+        lt = _lib_rows(pairs, n, E, tau, Tp)
+        if lt.size == 0 or lt.min() < t0 or lt.max() > t1 or np.any(lemax[lt - t0] != E - 1):
+            return None
+        if lt.size > 1 and not np.all(np.diff(lt) > 0) and np.unique(lt).size != lt.size:
+            return None
+        lemax[lt - t0] = E
+    rows = np.concatenate([np.arange(a - 1, b, dtype=np.int64)
+                           for a, b in parse_ranges(pred, "pred", n)])
+    qt = rows[_embeddable(rows, n, 0, tau)]
+    qemax = np.minimum(qt // tau + 1, max_E)
+    tt = qt + Tp
+    obs = np.where((tt >= 0) & (tt < n), tt, -1)
+    return FusedLayout(max_E, tau, 0 if default_knn else top.knn, top.exclusion_radius, Tp, qt,
+                       qemax, t0, lemax, obs)
 
 
 # --- tunable kernel family --------------------------------------------------------

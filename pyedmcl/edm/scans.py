@@ -22,7 +22,7 @@ from .knn import hold
 from .lookup import skill_out
 from .ranges import resolve
 from .results import SkillScan
-from .scan_fused import fused_layout, run_fused
+from .scan_fused import run_fused, scan_layout
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_arrays
 
 #: pyEDM's default exclusion radii for PredictExclusionRadius
@@ -80,11 +80,11 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
         y, single = as_targets(xs if target is None else target, xs.size)
         if not single:
             raise ValueError("scans take a single target series")
-        plans = [make_plan(xs.size, E) for E in values]
-        lay = fused_layout(plans)
+        lay = scan_layout(xs.size, max_E, tau=tau, Tp=Tp, knn=knn,
+                          exclusion_radius=exclusion_radius, lib=lib, pred=pred)
         if lay is None and fused:
             raise ValueError("fused=True needs nested per-E rows (tau > 0, lib pairs that do not "
-                             "overlap); use fused=None to fall back to the per-E path")
+                             "overlap, max_E <= 32); use fused=None to fall back to the per-E path")
         if lay is not None:
             real = "double" if dt == np.float64 else "float"
             sk, _ = run_fused(be, lay, xs, None if target is None else y[0], dt, real)
