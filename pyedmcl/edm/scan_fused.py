@@ -179,14 +179,27 @@ def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:
 
 
 def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int = 4) -> bool:
+    """Device limits, and a space pruned to what can win (the tuner times every
+    candidate): GPUs one lane per work-item with the candidate words (VEC 1, ANY 1,
+    WG >= 32); CPUs explicit vectors (VEC >= 8), a few work-items, no split."""
+    vec = p.get("VEC", 1)
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
-    lanes = p["WG"] * p.get("VEC", 1)
-    if p.get("ANY", 0) and p.get("VEC", 1) > 1:  # the tile flags are the VEC == 1 (GPU) path's
+    lanes = p["WG"] * vec
+    if p["TILE"] % lanes or p["TILE"] // lanes > (2 if info.is_gpu else 4):
         return False
-    if p["TILE"] % lanes or p["TILE"] // lanes > 4:
+    if info.is_gpu:
+        if vec != 1 or not p.get("ANY", 0) or p["WG"] < 32 or p["QB"] > 16:
+            return False
+    elif vec < 8 or p["WG"] > 16 or p.get("ANY", 0) or p["SPLIT"] > 2:
         return False
-    return _local_bytes(p, emax, kt, item) <= info.local_mem_bytes // 2
+    return _local_bytes(p, emax, kt, item) <= _local_budget(info)
+
+
+def _local_budget(info: DeviceInfo) -> int:
+    """Local memory one group may take: GPUs all but a margin (occupancy is tuned),
+    CPUs half (their local memory is cache)."""
+    return info.local_mem_bytes - 1024 if info.is_gpu else info.local_mem_bytes // 2
 
 
 def _ks(emax: int, knn: int) -> list[int]:
@@ -202,7 +215,7 @@ class KnnScanKernel(TunableKernel):
     template = TEMPLATE
     space = TuningSpace(
         params={"WG": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TILE": (16, 32, 64, 128, 256, 512),
-                "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8, 16), "INS": ("q", "qe"),
+                "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8), "INS": ("q", "qe"),
                 "VEC": (1, 4, 8, 16), "ANY": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
@@ -229,13 +242,13 @@ class KnnScanKernel(TunableKernel):
                                 self.size_bucket(max(nq, nl))).params}
         item = 8 if spec["REAL"] == "double" else 4
         kt = sum(_ks(spec["EMAX"], spec["KNN"]))
-        while p["QB"] > 1 and _local_bytes(p, spec["EMAX"], kt, item) > be.info.local_mem_bytes // 2:
+        while p["QB"] > 1 and _local_bytes(p, spec["EMAX"], kt, item) > _local_budget(be.info):
             p["QB"] //= 2
         if be.info.is_gpu and p["SPLIT"] == 1:
             # few queries: cut each query group's library scan so the GPU fills up
             want = be.info.compute_units * 16
             groups = -(-nq // p["QB"])
-            while p["SPLIT"] < 16 and groups * p["SPLIT"] < want and nl >= 4 * p["SPLIT"] * p["TILE"]:
+            while p["SPLIT"] < 8 and groups * p["SPLIT"] < want and nl >= 4 * p["SPLIT"] * p["TILE"]:
                 p["SPLIT"] *= 2
         return p
 
