@@ -152,16 +152,22 @@ def test_fast_layout_equals_layout_of_resolved_plans(case):
 
 
 def test_tuning_family_registered_and_case_runs():
+    import dataclasses
+
     from pyedmcl.kernels import registry
     fam = registry()["knn_scan"]
     assert fam is KNN_SCAN
     be = get_backend("pocl")
+    gpu = dataclasses.replace(be.info, device_type="gpu", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152)
+    assert fam.space.valid(fam.space.heuristic(gpu), gpu)  # the GPU default is in its space
+    assert fam.space.candidates(gpu) and all(c["VEC"] == 1 for c in fam.space.candidates(gpu))
     spec = {"EMAX": 4, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
     case = fam.case(be, spec, 200)
+    other = next(c for c in fam.space.candidates(be.info) if c["SPLIT"] == 2 and c["INS"] == "qe")
     outs = []
-    for p in (fam.space.heuristic(be.info),
-              {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1}):
-        assert fam.space.constraint(p, be.info)
+    for p in (fam.space.default(be.info), other):
+        assert fam.space.valid(p, be.info)
         be.wait(case.run(p)[-1])
         outs.append(case.output())
     assert np.isfinite(outs[0]).any()
