@@ -180,7 +180,11 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 ${UV} bits = (${UV})0u;
 % for j in range(EMAX):
                 ${vstep("acc", "c%d" % j, "qloc[%d][%d]" % (i, j), RV)}
+% if REAL == "double":
+                bits |= convert_${UV}(-(acc <= (${RV})thr[${i}][${j}])) << ${j}u;
+% else:
                 bits |= as_${UV}(acc <= (${RV})thr[${i}][${j}]) & (${UV})${"%du" % (1 << j)};
+% endif
 % endfor
                 ${IV} dd = lv - (${IV})qp[${i}];
                 dd = dd < 0 ? -dd : dd;
