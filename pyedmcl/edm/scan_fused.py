@@ -175,7 +175,7 @@ def _heuristic(info: DeviceInfo) -> Params:
 
 
 def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:
-    return p["QB"] * (2 * emax * item + 8 + p["TILE"] * 4 + kt * (item + 4))
+    return p["QB"] * (2 * emax * item + 16 + p["TILE"] * 4 + kt * (item + 4))
 
 
 def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int = 4) -> bool:
@@ -186,7 +186,7 @@ def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int 
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
     lanes = p["WG"] * vec
-    if p["TILE"] % lanes or p["TILE"] // lanes > (2 if info.is_gpu else 4):
+    if p["TILE"] % lanes or p["TILE"] // lanes > 4:
         return False
     if info.is_gpu:
         if vec != 1 or not p.get("ANY", 0) or p["WG"] < 32 or p["QB"] > 16:
