@@ -138,24 +138,35 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
     int cur = 0;
     for (int base = lo; base < lo + chunk; base += ${TILE}, cur ^= 1) {
 % if VEC == 1:
+        /* R lanes per work-item; each query coordinate / threshold is loaded once for all R */
 % for r in range(R):
-        {
-            const int t = lid + ${r * WG};
-            const int l = t0 + base + t;
-            const unsigned int m = (unsigned int)lmask[base + t];
+        const int lt${r} = lid + ${r * WG};
+        const int ll${r} = t0 + base + lt${r};
+        const unsigned int m${r} = (unsigned int)lmask[base + lt${r}];
 % for j in range(EMAX):
-            const real_t c${j} = x[PAD + l - ${j * TAU}];
+        const real_t c${r}_${j} = x[PAD + ll${r} - ${j * TAU}];
+% endfor
 % endfor
 % for i in range(QB):
-            {
-                real_t acc = (real_t)0;
-                unsigned int bits = 0u;
-% for j in range(EMAX):
-                ${metric.step(METRIC, "acc", "c%d" % j, "qloc[%d][%d]" % (i, j))}
-                bits |= acc <= thr[${i}][${j}] ? ${"%du" % (1 << j)} : 0u;
+        {
+% for r in range(R):
+            real_t acc${r} = (real_t)0;
+            unsigned int bits${r} = 0u;
 % endfor
-                const unsigned int cb = dist_rows(qp[${i}], l) > radius ? (bits & m) : 0u;
-                cbits[${i}][t] = cb;
+% for j in range(EMAX):
+            {
+                const real_t qv = qloc[${i}][${j}];
+                const real_t th = thr[${i}][${j}];
+% for r in range(R):
+                ${metric.step(METRIC, "acc%d" % r, "c%d_%d" % (r, j), "qv")}
+                bits${r} |= acc${r} <= th ? ${"%du" % (1 << j)} : 0u;
+% endfor
+            }
+% endfor
+% for r in range(R):
+            {
+                const unsigned int cb = dist_rows(qp[${i}], ll${r}) > radius ? (bits${r} & m${r}) : 0u;
+                cbits[${i}][lt${r}] = cb;
 % if ANY:
                 if (cb) atomic_or(&qany[cur][${i}], cb);
 % endif
