@@ -221,8 +221,17 @@ class KnnScanKernel(TunableKernel):
         constraint=_fits,
     )
 
+    @staticmethod
+    def _norm(spec: dict[str, Any]) -> dict[str, Any]:
+        """``pyedmcl tune --E N`` sets ``E``: here that is the scan's largest E."""
+        spec = dict(spec)
+        if "E" in spec:
+            spec["EMAX"] = spec.pop("E")
+        return spec
+
     def spec_bucket(self, spec: dict[str, Any]) -> str:
         from ..kernels.distance import e_bucket
+        spec = self._norm(spec)
         return f"{spec.get('REAL', 'float')}-{e_bucket(spec['EMAX'])}-k{spec.get('KNN', 0)}"
 
     def default_specs(self):
@@ -235,7 +244,7 @@ class KnnScanKernel(TunableKernel):
         return [5000, 32768] if info.is_gpu else [4096]
 
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
-        return _ScanCase(backend, spec, size)
+        return _ScanCase(backend, self._norm(spec), size)
 
     def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
         p = {"VEC": 1, "ANY": 0, **lookup(self, be.info, self.spec_bucket(spec),

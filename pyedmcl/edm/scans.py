@@ -1,12 +1,20 @@
 """Skill scans: embedding dimension, prediction interval, exclusion radius.
 
-Each scan resolves every scanned value's plan first, uploads the series and all
-distinct point lists before any launch, enqueues the k-NN + lookup + on-device
-skill pipeline of every value with all skills landing in one device array, and
-reads that array back once: one host sync per scan, not one per value (the scan
-is launch/sync-bound on GPUs at moderate L). Predictions never leave the device.
-Semantics per value are exactly :func:`pyedmcl.simplex`'s (pyEDM's
-EmbedDimension / PredictInterval / PredictExclusionRadius).
+``embed_dimension`` runs the fused scan (:mod:`.scan_fused`,
+``templates/knn_scan.cl.mako``): the squared distance at E extends the one at E-1
+by one coordinate, so one pass over the (query, library) pairs keeps a top-K_E
+list for every E at once; one lookup and one skill launch cover all E and one
+read brings the skills back. Where the per-E rows do not nest (future lags,
+overlapping lib pairs, max_E > 32) it falls back to the generic scan below.
+
+The generic scan (Tp, exclusion radius, and that fallback) resolves every
+scanned value's plan first, uploads the series and all distinct point lists
+before any launch, enqueues the k-NN + lookup + on-device skill pipeline of every
+value with all skills landing in one device array, and reads that array back
+once: one host sync per scan, not one per value. Predictions never leave the
+device. Semantics per value are exactly :func:`pyedmcl.simplex`'s (pyEDM's
+EmbedDimension / PredictInterval / PredictExclusionRadius); the fused tables are
+bit-identical to the per-E kernel's.
 """
 
 from __future__ import annotations
