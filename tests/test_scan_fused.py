@@ -220,3 +220,12 @@ def test_dataframe_input_ok():
     x = pd.Series(_series())
     s = pe.embed_dimension(x, max_E=3, device="pocl")
     assert s.values.tolist() == [1, 2, 3] and np.isfinite(s.rho).all()
+
+
+def test_repeated_scans_reuse_scratch_correctly():
+    """Scans of one shape reuse device scratch: each result is still its own series'."""
+    xs = [_series(), np.sin(np.arange(140) * 0.7) + 0.01 * np.arange(140)]
+    got = [pe.embed_dimension(x, max_E=4, device="pocl") for x in xs + xs[:1]]
+    for x, g in zip(xs + xs[:1], got, strict=True):
+        ref = pe.embed_dimension(x, max_E=4, device="pocl", fused=False)
+        np.testing.assert_allclose(g.rho, ref.rho, rtol=0, atol=1e-12)

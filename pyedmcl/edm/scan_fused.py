@@ -16,6 +16,8 @@ E the rows of E=1 with enough history, one knn rule (E+1, or one fixed knn).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -316,6 +318,24 @@ def upload(be: Backend, lay: FusedLayout, x: np.ndarray, dt, params: Params) -> 
     return FusedDevice(xd, idev, pad, xp.size)
 
 
+#: per backend: (name, shape, dtype, thread) -> device array reused by the next scan of
+#: that shape (the k-NN tables are tens of MB at L = 10,000: creating them per call
+#: costs ~ms on a GPU, where the whole scan takes a few). A run finishes (host sync)
+#: before it returns, so the next run of the same thread may overwrite them.
+_SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _scratch(be: Backend, name: str, shape: tuple, dtype) -> Any:
+    d = _SCRATCH.setdefault(be, {})
+    key = (name, tuple(shape), np.dtype(dtype).str, threading.get_ident())
+    a = d.get(key)
+    if a is None:
+        if len(d) >= 16:
+            d.clear()
+        a = d[key] = be.empty(shape, dtype)
+    return a
+
+
 def run_fused(be: Backend, lay: FusedLayout, x: np.ndarray, y: np.ndarray | None, dt,
               real: str, *, params: Params | None = None, predictions: bool = False):
     """Scan + lookup + skill for all E; returns (skill (Emax, 4), predictions (Emax, nq) or None).
@@ -329,12 +349,12 @@ def run_fused(be: Backend, lay: FusedLayout, x: np.ndarray, y: np.ndarray | None
         params = KNN_SCAN.params_for(be, spec, nq, nl)
     dev = upload(be, lay, x, dt, params)
     kmax = max(_ks(lay.emax, lay.knn))
-    idx = be.empty((lay.emax, nq, kmax), np.int32)
-    dist = be.empty((lay.emax, nq, kmax), dt)
+    idx = _scratch(be, "idx", (lay.emax, nq, kmax), np.int32)
+    dist = _scratch(be, "dist", (lay.emax, nq, kmax), dt)
     part = None
     if params["SPLIT"] > 1:
-        part = (be.empty((params["SPLIT"], lay.emax, nq, kmax), np.int32),
-                be.empty((params["SPLIT"], lay.emax, nq, kmax), dt))
+        part = (_scratch(be, "pidx", (params["SPLIT"], lay.emax, nq, kmax), np.int32),
+                _scratch(be, "pdist", (params["SPLIT"], lay.emax, nq, kmax), dt))
     hold(be, idx, dist, *(part or ()))
     KNN_SCAN.launch(be, params, spec, dev.x, dev.ints, nq, lay.t0, nl, lay.radius, idx, dist, part)
     table = DeviceKnn(idx, dist, lay.emax, nq, kmax, keep=(dev.x, dev.ints))
