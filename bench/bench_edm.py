@@ -2,14 +2,16 @@
 
 Cases (each prints times and the ratios peer / pyedmcl):
 
-* ``sweep``  leave-one-out Simplex for E = 1..Emax at length L (lib = pred = all),
-  the work of an embedding scan without a lib/pred split. kEDM is timed with
+* ``sweep``  leave-one-out embedding scan E = 1..Emax at length L (lib = pred = all):
+  pyedmcl.embed_dimension (the fused scan kernel, one pass for every E) and, for
+  reference, its per-E pipeline (``fused=False``), vs kEDM timed with
   ``kedm.eval_simplex(x, x, E=E)`` per E (same L x L distance work; kEDM keeps the
-  self-match, which changes nothing in the cost), alternating with pyedmcl per E
-  so both see the same load on a shared machine, and ``kedm.edim`` (its own
-  lib/pred split) for reference.
+  self-match, which changes nothing in the cost), and ``kedm.edim`` (its own
+  lib/pred split) for reference. The contenders alternate per repeat (same load
+  on a shared machine); medians are printed.
 * ``edim``   embedding scan with kEDM's split (library = first half, predictions =
-  second half): pyedmcl.embed_dimension vs kedm.edim.
+  second half): pyedmcl.embed_dimension (fused, and per-E for reference) vs
+  kedm.edim, interleaved, medians.
 * ``ccm``    CCM curve at length ``--ccm-L``: pyedmcl.ccm (both directions) vs
   kedm.ccm called for both directions vs pyEDM.CCM.
 * ``gpu``    the H100 table of the issue: Simplex at L=32,768 and 65,536 for E=1
@@ -79,33 +81,45 @@ def line(label: str, t: float, ref: float | None = None, gflop: float | None = N
     print(s, flush=True)
 
 
+def interleaved(fns: dict, repeat: int) -> dict:
+    """Median wall time of each callable, the callables alternating per repeat so all
+    see the same (shared-machine) load."""
+    times: dict = {k: [] for k in fns}
+    for _ in range(max(1, repeat)):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
 def case_sweep(args, be) -> None:
-    from pyedmcl.edm.ranges import resolve
-    from pyedmcl.edm.simplex import DeviceData, run_plan
+    import pyedmcl as pe
     L, Emax = args.L, args.Emax
     x = logistic(L)
-    print(f"\n[sweep] leave-one-out Simplex E=1..{Emax}, L={L} (lib = pred = all)")
-    data = DeviceData.upload(be, x, x[None, :], np.float32)
-
-    for E in range(1, Emax + 1):  # warm-up: compile every kernel first
-        run_plan(data, resolve(L, E=E, tau=1, Tp=1), predictions=False)
+    print(f"\n[sweep] leave-one-out Simplex E=1..{Emax}, L={L} (lib = pred = all); "
+          f"medians of {args.repeat}, interleaved")
     kedm = None if args.no_kedm else have("kedm")
     x32 = x.astype(np.float32)
+    fns = {"fused": lambda: pe.embed_dimension(x, max_E=Emax, device=be, fused=True)}
+    if args.per_e:
+        fns["per_e"] = lambda: pe.embed_dimension(x, max_E=Emax, device=be, fused=False)
     if kedm is not None:  # kEDM's first call initialises Kokkos (and JITs on a GPU): never timed
         kedm.eval_simplex(x32[:200], x32[:200], target=x32[:200], E=2, tau=1, Tp=1)
-    # ours and kEDM alternate per E, so both see the same (shared-machine) load
-    t = tk = 0.0
-    for E in range(1, Emax + 1):
-        plan = resolve(L, E=E, tau=1, Tp=1)
-        t += timed(lambda p=plan: run_plan(data, p, predictions=False), args.repeat)
-        if kedm is not None:
-            tk += timed(lambda E=E: kedm.eval_simplex(x32, x32, target=x32, E=E, tau=1, Tp=1), 1)
-    line("pyedmcl (k-NN + lookup + rho on device)", t,
-         gflop=flops(L, L, range(1, Emax + 1)))
-    if kedm is not None:
-        line("kedm.eval_simplex per E (same L x L work)", tk, t)
+        fns["kedm"] = lambda: [kedm.eval_simplex(x32, x32, target=x32, E=E, tau=1, Tp=1)
+                               for E in range(1, Emax + 1)]
+    for k in ("fused", "per_e"):  # warm-up: compile every kernel first
+        if k in fns:
+            fns[k]()
+    t = interleaved(fns, args.repeat)
+    gf = flops(L, L, range(1, Emax + 1))
+    line("pyedmcl.embed_dimension (fused scan kernel)", t["fused"], gflop=gf)
+    if "per_e" in t:
+        line("pyedmcl per-E pipeline (fused=False)", t["per_e"], t["fused"], gflop=gf)
+    if "kedm" in t:
+        line("kedm.eval_simplex per E (same L x L work)", t["kedm"], t["fused"])
         tk2 = timed(lambda: kedm.edim(x32, E_max=Emax, tau=1, Tp=1), 1)
-        line("kedm.edim (its own lib/pred split)", tk2, t)
+        line("kedm.edim (its own lib/pred split)", tk2, t["fused"])
     if not args.no_pyedm and L <= args.pyedm_max_L:
         import pandas as pd
         import pyEDM
@@ -115,7 +129,7 @@ def case_sweep(args, be) -> None:
             tp = timed(lambda: [pyEDM.Simplex(dataFrame=df, columns="x", target="x",
                                               lib=f"1 {L}", pred=f"1 {L}", E=E)
                                 for E in range(1, Emax + 1)], 1)
-        line("pyEDM.Simplex x Emax", tp, t)
+        line("pyEDM.Simplex x Emax", tp, t["fused"])
 
 
 def case_edim(args, be, L: int | None = None) -> None:
@@ -124,17 +138,27 @@ def case_edim(args, be, L: int | None = None) -> None:
     Emax = args.Emax
     x = logistic(L)
     h = L // 2
-    print(f"\n[edim] embedding scan E=1..{Emax}, L={L}: lib = first half, pred = second half")
+    print(f"\n[edim] embedding scan E=1..{Emax}, L={L}: lib = first half, pred = second half; "
+          f"medians of {args.repeat}, interleaved")
     kw = dict(max_E=Emax, lib=f"1 {h}", pred=f"{h + 1} {L}", device=be)
-    pe.embed_dimension(x, **kw)
-    t = timed(lambda: pe.embed_dimension(x, **kw), args.repeat)
-    line("pyedmcl.embed_dimension", t, gflop=flops(L - h, h, range(1, Emax + 1)))
+    fns = {"fused": lambda: pe.embed_dimension(x, fused=True, **kw)}
+    if args.per_e:
+        fns["per_e"] = lambda: pe.embed_dimension(x, fused=False, **kw)
     kedm = None if args.no_kedm else have("kedm")
     if kedm is not None:
         x32 = x.astype(np.float32)
         kedm.edim(x32, E_max=Emax, tau=1, Tp=1)  # warm-up (Kokkos init / JIT), not timed
-        tk = timed(lambda: kedm.edim(x32, E_max=Emax, tau=1, Tp=1), args.repeat)
-        line("kedm.edim", tk, t)
+        fns["kedm"] = lambda: kedm.edim(x32, E_max=Emax, tau=1, Tp=1)
+    for k in ("fused", "per_e"):
+        if k in fns:
+            fns[k]()
+    t = interleaved(fns, args.repeat)
+    gf = flops(L - h, h, range(1, Emax + 1))
+    line("pyedmcl.embed_dimension (fused scan kernel)", t["fused"], gflop=gf)
+    if "per_e" in t:
+        line("pyedmcl per-E pipeline (fused=False)", t["per_e"], t["fused"], gflop=gf)
+    if "kedm" in t:
+        line("kedm.edim", t["kedm"], t["fused"])
 
 
 def case_ccm(args, be) -> None:
@@ -212,7 +236,9 @@ def main() -> None:
     ap.add_argument("--ccm-E", type=int, default=3)
     ap.add_argument("--sample", type=int, default=100)
     ap.add_argument("--big-L", type=int, default=150000)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-per-e", dest="per_e", action="store_false",
+                    help="skip the per-E pipeline reference in sweep/edim")
     ap.add_argument("--no-kedm", action="store_true")
     ap.add_argument("--no-pyedm", action="store_true")
     ap.add_argument("--pyedm-max-L", type=int, default=20000, help="skip pyEDM above this L")

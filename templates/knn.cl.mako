@@ -15,6 +15,11 @@
 ## Rows with fewer than K admissible neighbours are padded with index -1 and
 ## distance +inf.
 ##
+## Coordinates are summed newest-first (x_t, then x_{t-tau}, ...: coordinate index
+## E-1 down to 0), so the squared distance at E extends the one at E-1 term by term
+## and knn_scan.cl.mako's incremental tables for E = 1..Emax are bit-identical to
+## this kernel's (contraction is off).
+##
 ## Early abandoning (EA > 0): coordinates are summed in chunks of EA and the rest
 ## is skipped once the partial distance exceeds the query's current k-th best
 ## (partial sums only grow, so this is exact); for large E most library points
@@ -55,7 +60,7 @@ real_t ${ACC} = (real_t)0;
             if (${ACC} <= ${THR}) {
 %   endif
 %   for k in range(c0, min(E, c0 + CH)):
-            ${metric.step(METRIC, ACC, A % k, B % k)}
+            ${metric.step(METRIC, ACC, A % (E - 1 - k), B % (E - 1 - k))}
 %   endfor
 % endfor
 % for c0 in range(CH, E, CH):
@@ -336,7 +341,7 @@ void dist_full(__global const real_t* restrict x,
     const int p = qpts[q];
     const int l = lpts[j];
     real_t acc = (real_t)0;
-% for k in range(E):
+% for k in reversed(range(E)):
     ${metric.step(METRIC, "acc", "x[l + %d]" % (k * TAU), "x[p + %d]" % (k * TAU))}
 % endfor
     out[(size_t)q * nl + j] = acc;

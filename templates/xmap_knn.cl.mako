@@ -36,7 +36,7 @@ void knn_batch(__global const real_t* restrict x, __global const int* restrict q
     const bool active = q < nq;
     const int p = active ? qpts[q] : 0;
     real_t qv[${E}];
-% for k in range(E):
+% for k in reversed(range(E)):
     qv[${k}] = xs[p + ${k * TAU}];
 % endfor
 % for k in range(K):
@@ -48,7 +48,7 @@ void knn_batch(__global const real_t* restrict x, __global const int* restrict q
             const int li = base + t;
             const int lp = li < nl ? lpts[li] : lpts[nl - 1];
             tidx[t] = li < nl ? lp : -1;
-% for k in range(E):
+% for k in reversed(range(E)):
             tile[${k}][t] = xs[lp + ${k * TAU}];
 % endfor
         }
@@ -56,7 +56,7 @@ void knn_batch(__global const real_t* restrict x, __global const int* restrict q
         const int cnt = min(${TILE}, nl - base);
         for (int t = 0; t < cnt; ++t) {
             real_t acc = (real_t)0;
-% for k in range(E):
+% for k in reversed(range(E)):
             ${metric.step("euclidean", "acc", "tile[%d][t]" % k, "qv[%d]" % k)}
 % endfor
             if (acc <= bd${K - 1}) {

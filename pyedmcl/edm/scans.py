@@ -1,12 +1,20 @@
 """Skill scans: embedding dimension, prediction interval, exclusion radius.
 
-Each scan resolves every scanned value's plan first, uploads the series and all
-distinct point lists before any launch, enqueues the k-NN + lookup + on-device
-skill pipeline of every value with all skills landing in one device array, and
-reads that array back once: one host sync per scan, not one per value (the scan
-is launch/sync-bound on GPUs at moderate L). Predictions never leave the device.
-Semantics per value are exactly :func:`pyedmcl.simplex`'s (pyEDM's
-EmbedDimension / PredictInterval / PredictExclusionRadius).
+``embed_dimension`` runs the fused scan (:mod:`.scan_fused`,
+``templates/knn_scan.cl.mako``): the squared distance at E extends the one at E-1
+by one coordinate, so one pass over the (query, library) pairs keeps a top-K_E
+list for every E at once; one lookup and one skill launch cover all E and one
+read brings the skills back. Where the per-E rows do not nest (future lags,
+overlapping lib pairs, max_E > 32) it falls back to the generic scan below.
+
+The generic scan (Tp, exclusion radius, and that fallback) resolves every
+scanned value's plan first, uploads the series and all distinct point lists
+before any launch, enqueues the k-NN + lookup + on-device skill pipeline of every
+value with all skills landing in one device array, and reads that array back
+once: one host sync per scan, not one per value. Predictions never leave the
+device. Semantics per value are exactly :func:`pyedmcl.simplex`'s (pyEDM's
+EmbedDimension / PredictInterval / PredictExclusionRadius); the fused tables are
+bit-identical to the per-E kernel's.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from .knn import hold
 from .lookup import skill_out
 from .ranges import resolve
 from .results import SkillScan
+from .scan_fused import run_fused, scan_layout
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_arrays
 
 #: pyEDM's default exclusion radii for PredictExclusionRadius
@@ -55,14 +64,40 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
 
 
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
-                    exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = None,
-                    device: Any = None, backend: str | None = None) -> SkillScan:
-    """Simplex skill for E = 1..max_E (knn = E + 1), in one call; ``.best`` is the top E."""
+                    knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
+                    dtype: Any = None, device: Any = None, backend: str | None = None,
+                    fused: bool | None = None) -> SkillScan:
+    """Simplex skill for E = 1..max_E (knn = E + 1, or ``knn`` for every E); ``.best`` is the top E.
+
+    Runs the fused scan (:mod:`.scan_fused`: every E's k-NN table from one pass over
+    the pairs, one lookup and one skill launch) whenever the per-E rows nest
+    (tau > 0, no overlapping lib pairs); else, or with ``fused=False``, one k-NN +
+    lookup + skill pipeline per E. Both give :func:`pyedmcl.simplex`'s tables.
+    """
     max_E = check_int(max_E, "max_E", 1, 64)
-    return _scan(x, target, "E", list(range(1, max_E + 1)),
-                 lambda n, E: resolve(n, E=E, tau=tau, Tp=Tp, exclusion_radius=exclusion_radius,
-                                      lib=lib, pred=pred),
-                 dtype, device, backend)
+    values = list(range(1, max_E + 1))
+
+    def make_plan(n, E):
+        return resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                       lib=lib, pred=pred)
+
+    if fused is not False:
+        be = get_backend(device, backend)
+        dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+        xs = as_series(x, "x")
+        y, single = as_targets(xs if target is None else target, xs.size)
+        if not single:
+            raise ValueError("scans take a single target series")
+        lay = scan_layout(xs.size, max_E, tau=tau, Tp=Tp, knn=knn,
+                          exclusion_radius=exclusion_radius, lib=lib, pred=pred)
+        if lay is None and fused:
+            raise ValueError("fused=True needs nested per-E rows (tau > 0, lib pairs that do not "
+                             "overlap, max_E <= 32); use fused=None to fall back to the per-E path")
+        if lay is not None:
+            real = "double" if dt == np.float64 else "float"
+            sk, _ = run_fused(be, lay, xs, None if target is None else y[0], dt, real)
+            return SkillScan("E", np.asarray(values), sk[:, 0], sk[:, 1], sk[:, 2])
+    return _scan(x, target, "E", values, make_plan, dtype, device, backend)
 
 
 def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,

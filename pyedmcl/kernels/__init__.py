@@ -15,6 +15,7 @@ _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
     "knn": "pyedmcl.edm.knn:KNN",
     "lookup": "pyedmcl.edm.lookup:LOOKUP",
+    "knn_scan": "pyedmcl.edm.scan_fused:KNN_SCAN",
     "smap": "pyedmcl.kernels.smap:SMAP",
     "rqa_lines": "pyedmcl.rqa.dnr:RQA_LINES",
     "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",

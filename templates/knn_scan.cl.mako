@@ -1,0 +1,319 @@
+## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY
+## Embedding-dimension scan: the exact k-NN tables of E = 1..EMAX in one pass.
+##
+## Works in TIME coordinates: the vector at time t is (x_t, x_{t-TAU}, ...,
+## x_{t-(E-1)TAU}) (TAU > 0, past lags), so the squared distance at E is the one at
+## E-1 plus one coordinate: per (query, library point) pair the kernel adds the
+## coordinates newest-first once and, after coordinate E, compares the partial sum
+## with that query's current K_E-th best at E (K_E = E + 1, or KNN for every E when
+## KNN > 0). ~EMAX adds + EMAX compares per pair instead of ~EMAX^2/2 for EMAX
+## separate k-NN runs. The accumulation order (x_t first) is the per-E kernel's
+## (knn.cl.mako adds coordinates newest-first too), so every table is bit-identical
+## to knn.cl.mako's for that E (contraction is off, see _metric.mako).
+##
+## x is the series padded with PAD = (EMAX-1)*TAU leading values (any finite) and
+## enough trailing ones that every lane's loads are in bounds: x[PAD + t] = x_t.
+## ints (one buffer): obs[nq] (skill's rows, unused here) | qt[nq] (query times) |
+## qemax[nq] (largest E at which the query is a prediction row) | lmask[...] (per
+## library lane li, time t0 + li: bit E-1 set iff t0 + li is a library row at E;
+## the library rows of E are nested in those of E-1, the host checks it). Lanes past
+## the library have mask 0, so the library is a dense time range: contiguous loads.
+##
+## Exclusion: library time l is skipped for query time p when |p - l| <= radius.
+## Tie order (pyEDM's, as knn.cl.mako): distance, then |p - l|, then l.
+##
+## A work-group owns QB queries (coordinates in local memory) and streams its share
+## of the library in tiles of TILE = WG * R * VEC lanes. Distance phase (branch-free):
+## per lane and query the partial sums over E and a candidate bit mask (bit E-1:
+## partial sum <= current threshold at E, library row at E, outside the exclusion
+## radius), stored unconditionally. VEC > 1 (CPUs): each work-item computes VEC
+## consecutive library lanes with explicit vector types (vload, vector compares):
+## PoCL's implicit work-item-loop vectoriser picks 4 lanes here at best, explicit
+## float16 uses the full AVX-512 width. VEC == 1: one lane per work-item (GPUs).
+## ANY (VEC == 1 only): lanes with a candidate OR their mask into a per-query word
+## (local atomic_or, double-buffered per tile) so that the insertion phase skips
+## queries / (query, E) lists without candidates at once (most, after the first
+## tiles). Insertion phase: INS "q": the work-item owning query i walks the tile's
+## masks, recomputes the flagged lane's partial sums (same operations, so the same
+## values) and inserts into the sorted top-K_E lists in local memory (a short
+## shifting insertion); INS "qe": one work-item per (query, E) list (more parallel:
+## GPUs). Thresholds are refreshed after each tile.
+##
+## SPLIT > 1: the library is cut into SPLIT chunks (grid dimension 1), each group
+## writes its raw (squared) partial lists to out_*; kernel knn_scan_merge merges the
+## SPLIT sorted lists per (E, query) by the same total order (result independent of
+## SPLIT). Output: idx (EMAX, nq, KMAX) library times, -1 past K_E / when fewer are
+## admissible; dist finished (sqrt for euclidean), +inf there.
+<%namespace name="metric" file="_metric.mako"/>
+<%
+    KS = [KNN if KNN > 0 else E + 1 for E in range(1, EMAX + 1)]
+    OFF = [sum(KS[:j]) for j in range(EMAX)]
+    KT = sum(KS)
+    KMAX = max(KS)
+    R = TILE // (WG * VEC)
+    PAD = (EMAX - 1) * TAU
+    assert TILE % (WG * VEC) == 0 and EMAX <= 32 and TAU > 0 and not (ANY and VEC > 1)
+%>\
+${metric.real_type(REAL)}
+#define PAD ${PAD}
+#define KMAX ${KMAX}
+
+/* tie key of library time l for query time p: |p - l| first, then the earlier time */
+inline int tie_key(const int p, const int l) { return 2 * (l > p ? l - p : p - l) + (l > p); }
+inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
+
+__constant int KS[${EMAX}] = {${", ".join(str(k) for k in KS)}};
+__constant int OFF[${EMAX}] = {${", ".join(str(o) for o in OFF)}};
+
+<%def name="vstep(acc, a, b, T)">\
+## metric.step on vectors: the same IEEE operations per element (bit-identical)
+% if METRIC == "euclidean":
+{ const ${T} _d = (${a}) - (${b}); ${acc} += _d * _d; }\
+% elif METRIC == "maximum":
+{ ${T} _d = (${a}) - (${b}); _d = _d < 0 ? -_d : _d; ${acc} = ${acc} > _d ? ${acc} : _d; }\
+% else:
+{ const ${T} _d = (${a}) - (${b}); ${acc} += _d < 0 ? -_d : _d; }\
+% endif
+</%def>
+<%def name="insert_into(i, O, K, D, L, KEY, P)">\
+{
+    const real_t kd = topd[${i}][${O} + ${K} - 1];
+    const int ki = topi[${i}][${O} + ${K} - 1];
+    if (${D} < kd || (${D} == kd && (ki < 0 || ${KEY} < tie_key(${P}, ki)))) {
+        int j = ${K} - 1;
+        while (j > 0 && (${D} < topd[${i}][${O} + j - 1] || (${D} == topd[${i}][${O} + j - 1]
+               && (topi[${i}][${O} + j - 1] < 0 || ${KEY} < tie_key(${P}, topi[${i}][${O} + j - 1]))))) {
+            topd[${i}][${O} + j] = topd[${i}][${O} + j - 1];
+            topi[${i}][${O} + j] = topi[${i}][${O} + j - 1];
+            --j;
+        }
+        topd[${i}][${O} + j] = ${D};
+        topi[${i}][${O} + j] = ${L};
+    }
+}\
+</%def>
+
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void knn_scan(__global const real_t* restrict x, __global const int* restrict ints,
+              const int nq, const int t0, const int chunk, const int radius,
+              __global int* restrict out_idx, __global real_t* restrict out_dist)
+{
+    const int lid = get_local_id(0);
+    const int q0 = get_group_id(0) * ${QB};
+    const int s = get_global_id(1);
+    __global const int* qt = ints + nq;
+    __global const int* qemax = ints + 2 * nq;
+    __global const int* lmask = ints + 3 * nq;
+    __local real_t qloc[${QB}][${EMAX}];
+    __local real_t thr[${QB}][${EMAX}];
+    __local int qp[${QB}];
+    __local int qem[${QB}];
+    __local unsigned int cbits[${QB}][${TILE}];
+    __local unsigned int qany[2][${QB}];  /* OR of a tile's masks per query (double-buffered) */
+    __local real_t topd[${QB}][${KT}];
+    __local int topi[${QB}][${KT}];
+
+    for (int i = 0; i < ${QB}; ++i) {
+        for (int e = lid; e < ${KT}; e += ${WG}) {
+            topd[i][e] = INFINITY;
+            topi[i][e] = -1;
+        }
+    }
+    for (int i = lid; i < ${QB}; i += ${WG}) {
+        const int q = q0 + i;
+        const int p = q < nq ? qt[q] : 0;
+        const int em = q < nq ? qemax[q] : 0;
+        qp[i] = p;
+        qem[i] = em;
+        qany[0][i] = 0u;
+        qany[1][i] = 0u;
+% for j in range(EMAX):
+        qloc[i][${j}] = x[PAD + p - ${j * TAU}];
+        thr[i][${j}] = ${j} < em ? INFINITY : (real_t)-1;
+% endfor
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    const int lo = s * chunk;
+    int cur = 0;
+    for (int base = lo; base < lo + chunk; base += ${TILE}, cur ^= 1) {
+% if VEC == 1:
+        /* R lanes per work-item; each query coordinate / threshold is loaded once for all R */
+% for r in range(R):
+        const int lt${r} = lid + ${r * WG};
+        const int ll${r} = t0 + base + lt${r};
+        const unsigned int m${r} = (unsigned int)lmask[base + lt${r}];
+% for j in range(EMAX):
+        const real_t c${r}_${j} = x[PAD + ll${r} - ${j * TAU}];
+% endfor
+% endfor
+% for i in range(QB):
+        {
+% for r in range(R):
+            real_t acc${r} = (real_t)0;
+            unsigned int bits${r} = 0u;
+% endfor
+% for j in range(EMAX):
+            {
+                const real_t qv = qloc[${i}][${j}];
+                const real_t th = thr[${i}][${j}];
+% for r in range(R):
+                ${metric.step(METRIC, "acc%d" % r, "c%d_%d" % (r, j), "qv")}
+                bits${r} |= acc${r} <= th ? ${"%du" % (1 << j)} : 0u;
+% endfor
+            }
+% endfor
+% for r in range(R):
+            {
+                const unsigned int cb = dist_rows(qp[${i}], ll${r}) > radius ? (bits${r} & m${r}) : 0u;
+                cbits[${i}][lt${r}] = cb;
+% if ANY:
+                if (cb) atomic_or(&qany[cur][${i}], cb);
+% endif
+            }
+% endfor
+        }
+% endfor
+% else:
+<% RV = "%s%d" % (REAL, VEC); IV = "int%d" % VEC; UV = "uint%d" % VEC %>\
+% for r in range(R):
+        {
+            const int t = (lid + ${r * WG}) * ${VEC};
+            const int l = t0 + base + t;
+            const ${IV} lv = (${IV})(l) + (${IV})(${", ".join(str(v) for v in range(VEC))});
+            const ${UV} m = as_${UV}(vload${VEC}(0, lmask + base + t));
+% for j in range(EMAX):
+            const ${RV} c${j} = vload${VEC}(0, x + (PAD - ${j * TAU}) + l);
+% endfor
+% for i in range(QB):
+            {
+                ${RV} acc = (${RV})0;
+                ${UV} bits = (${UV})0u;
+% for j in range(EMAX):
+                ${vstep("acc", "c%d" % j, "qloc[%d][%d]" % (i, j), RV)}
+% if REAL == "double":
+                bits |= convert_${UV}(-(acc <= (${RV})thr[${i}][${j}])) << ${j}u;
+% else:
+                bits |= as_${UV}(acc <= (${RV})thr[${i}][${j}]) & (${UV})${"%du" % (1 << j)};
+% endif
+% endfor
+                ${IV} dd = lv - (${IV})qp[${i}];
+                dd = dd < 0 ? -dd : dd;
+                const ${UV} cb = as_${UV}(dd > (${IV})radius) & bits & m;
+                vstore${VEC}(cb, 0, &cbits[${i}][t]);
+            }
+% endfor
+        }
+% endfor
+% endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+% if INS == "q":
+        for (int i = lid; i < ${QB}; i += ${WG}) {
+            qany[cur ^ 1][i] = 0u;  /* the next tile's word; this one's was reset a tile ago */
+% if ANY:
+            if (qany[cur][i] == 0u) continue;
+% endif
+            const int p = qp[i];
+            for (int t = 0; t < ${TILE}; ++t) {
+                const unsigned int b = cbits[i][t];
+                if (b == 0u) continue;
+                const int l = t0 + base + t;
+                const int key = tie_key(p, l);
+                real_t acc = (real_t)0;
+% for j in range(EMAX):
+                ${metric.step(METRIC, "acc", "x[PAD + l - %d]" % (j * TAU), "qloc[i][%d]" % j)}
+                if (b >> ${j}) {
+                    if ((b >> ${j}) & 1u) ${insert_into("i", OFF[j], KS[j], "acc", "l", "key", "p")}
+% endfor
+% for j in range(EMAX):
+                }
+% endfor
+            }
+            const int em = qem[i];
+% for j in range(EMAX):
+            thr[i][${j}] = ${j} < em ? topd[i][${OFF[j] + KS[j] - 1}] : (real_t)-1;
+% endfor
+        }
+% else:
+        for (int task = lid; task < ${QB * EMAX}; task += ${WG}) {
+            const int i = task / ${EMAX};
+            const int j = task - i * ${EMAX};
+            if (j == 0) qany[cur ^ 1][i] = 0u;
+% if ANY:
+            if (!((qany[cur][i] >> j) & 1u)) continue;
+% else:
+            if (j >= qem[i]) continue;
+% endif
+            const int p = qp[i];
+            const int O = OFF[j], K = KS[j];
+            for (int t = 0; t < ${TILE}; ++t) {
+                if (!((cbits[i][t] >> j) & 1u)) continue;
+                const int l = t0 + base + t;
+                const int key = tie_key(p, l);
+                real_t acc = (real_t)0;
+                for (int c = 0; c <= j; ++c)
+                    ${metric.step(METRIC, "acc", "x[PAD + l - c * %d]" % TAU, "qloc[i][c]")}
+                ${insert_into("i", "O", "K", "acc", "l", "key", "p")}
+            }
+            thr[i][j] = topd[i][O + K - 1];
+        }
+% endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    /* out: (SPLIT, EMAX, nq, KMAX); SPLIT == 1 writes the finished table */
+    for (int i = 0; i < ${QB}; ++i) {
+        const int q = q0 + i;
+        if (q >= nq) break;
+% for j in range(EMAX):
+        for (int k = lid; k < KMAX; k += ${WG}) {
+            const int l = k < ${KS[j]} ? topi[i][${OFF[j]} + k] : -1;
+            const real_t d = topd[i][${OFF[j]} + min(k, ${KS[j] - 1})];
+            const size_t o = (((size_t)s * ${EMAX} + ${j}) * nq + q) * KMAX + k;
+            out_idx[o] = l;
+% if SPLIT == 1:
+            out_dist[o] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d")};
+% else:
+            out_dist[o] = l < 0 ? INFINITY : d;
+% endif
+        }
+% endfor
+    }
+}
+
+% if SPLIT > 1:
+/* merge the SPLIT partial sorted lists of each (E, query) by (distance, |p - l|, l) */
+__kernel void knn_scan_merge(__global const int* restrict ints, const int nq,
+                             __global const int* restrict pidx, __global const real_t* restrict pdist,
+                             __global int* restrict out_idx, __global real_t* restrict out_dist)
+{
+    const int q = get_global_id(0);
+    const int j = get_global_id(1);
+    if (q >= nq) return;
+    const int p = ints[nq + q];
+    const int K = KS[j];
+    const size_t plane = (size_t)${EMAX} * nq * KMAX;
+    const size_t row = ((size_t)j * nq + q) * KMAX;
+    int h[${SPLIT}];
+    for (int s = 0; s < ${SPLIT}; ++s) h[s] = 0;
+    for (int k = 0; k < KMAX; ++k) {
+        int best = -1, bl = -1, bkey = 0;
+        real_t bd = INFINITY;
+        if (k < K) {
+            for (int s = 0; s < ${SPLIT}; ++s) {
+                if (h[s] >= K) continue;
+                const int l = pidx[s * plane + row + h[s]];
+                if (l < 0) continue;
+                const real_t d = pdist[s * plane + row + h[s]];
+                const int key = tie_key(p, l);
+                if (best < 0 || d < bd || (d == bd && key < bkey)) {
+                    best = s; bl = l; bd = d; bkey = key;
+                }
+            }
+        }
+        if (best >= 0) h[best] += 1;
+        out_idx[row + k] = bl;
+        out_dist[row + k] = bl < 0 ? INFINITY : ${metric.finish(METRIC, "bd")};
+    }
+}
+% endif

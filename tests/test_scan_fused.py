@@ -1,0 +1,231 @@
+"""Fused embedding-dimension scan (templates/knn_scan.cl.mako) against the per-E path.
+
+Oracles: (a) :func:`pyedmcl.simplex` per E: the fused tables are bit-identical to
+the per-E kernel's (same coordinates added in the same order, contraction off), so
+every prediction must be EXACTLY equal; skills are reduced in another order over the
+same pairs (queries without a prediction at that E are skipped), so rho / MAE /
+RMSE agree to 1e-12 with a float64 accumulator (1e-5 with float32); (b) pyEDM 2.5
+EmbedDimension, live, within 1e-5 (float32 data). Small sizes: every case compiles
+its own kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_under_oclgrind
+
+import pyedmcl as pe
+from clkernels import get_backend
+from pyedmcl.data import logistic_map
+from pyedmcl.edm.ranges import resolve
+from pyedmcl.edm.scan_fused import KNN_SCAN, fused_layout, run_fused, scan_layout
+
+RHO_TOL = 1e-5  # vs pyEDM (float32 data, its float64)
+
+CASES = {
+    "loo": dict(),
+    "disjoint": dict(lib="1 70", pred="71 140"),
+    "segments": dict(lib="1 40 55 110", pred="30 140", exclusion_radius=2),
+    "tp_radius": dict(Tp=3, exclusion_radius=4),
+    "tau2": dict(tau=2, Tp=2, lib="1 100", pred="60 140"),
+    "knn": dict(knn=4, lib="1 90", pred="91 140"),
+}
+
+
+def _series(integer: bool = False) -> np.ndarray:
+    x = logistic_map(140, r=3.9, x0=0.4, burn=0)
+    return np.floor(x * 6) if integer else x  # integer series: many tied distances
+
+
+def _skill_tol(device: str) -> float:
+    return 1e-12 if get_backend(device).info.fp64 else 1e-5
+
+
+def _fused(device, x, max_E, params=None, **kw):
+    be = get_backend(device)
+    plans = [resolve(x.size, E=E, **kw) for E in range(1, max_E + 1)]
+    lay = fused_layout(plans)
+    assert lay is not None, "these rows nest: the fused path must apply"
+    sk, pred = run_fused(be, lay, x, None, np.float32, "float", params=params, predictions=True)
+    return lay, plans, sk, pred
+
+
+@pytest.mark.parametrize("integer", [False, True], ids=["real", "ties"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_fused_equals_per_E_simplex(device, case, integer):
+    kw = CASES[case]
+    x = _series(integer)
+    max_E = 6
+    lay, plans, sk, pred = _fused(device, x, max_E, **kw)
+    for E, plan in zip(range(1, max_E + 1), plans, strict=True):
+        ref = pe.simplex(x, E=E, device=device, **kw)
+        np.testing.assert_array_equal(lay.qt[lay.qemax >= E], plan.pred_times)
+        got = pred[E - 1][lay.qemax >= E]
+        np.testing.assert_array_equal(got, ref.predicted.astype(np.float32),
+                                      err_msg=f"E={E}: fused predictions differ from simplex")
+        assert np.isnan(pred[E - 1][lay.qemax < E]).all()
+        tol = _skill_tol(device)
+        np.testing.assert_allclose(sk[E - 1, :3], [ref.rho, ref.mae, ref.rmse], rtol=0, atol=tol)
+    # the public API takes the fused path and equals the per-E pipeline
+    a = pe.embed_dimension(x, max_E=max_E, device=device, fused=True, **kw)
+    b = pe.embed_dimension(x, max_E=max_E, device=device, fused=False, **kw)
+    np.testing.assert_allclose(a.rho, b.rho, rtol=0, atol=_skill_tol(device))
+    np.testing.assert_allclose(a.rmse, b.rmse, rtol=0, atol=_skill_tol(device))
+
+
+@pytest.mark.parametrize("kw", [dict(max_E=1), dict(max_E=3, dtype=np.float64),
+                                dict(max_E=4, knn=1, exclusion_radius=2)],
+                         ids=["E1", "float64", "knn1"])
+def test_edges_and_float64(device, kw):
+    """float64 data (double vectors), a single E, knn=1: fused equals the per-E path
+    (same tables; skills to 1e-12 with a float64 accumulator, 1e-5 without)."""
+    x = _series()
+    a = pe.embed_dimension(x, device=device, fused=True, **kw)
+    b = pe.embed_dimension(x, device=device, fused=False, **kw)
+    np.testing.assert_allclose(a.rho, b.rho, rtol=0, atol=_skill_tol(device))
+    np.testing.assert_allclose(a.mae, b.mae, rtol=0, atol=_skill_tol(device))
+
+
+@pytest.mark.parametrize("params", [
+    {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 0},
+    {"WG": 16, "TILE": 32, "QB": 8, "SPLIT": 3, "INS": "q", "VEC": 1, "ANY": 1},
+    {"WG": 16, "TILE": 16, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
+    {"WG": 2, "TILE": 32, "QB": 3, "SPLIT": 1, "INS": "q", "VEC": 8, "ANY": 0},
+    {"WG": 4, "TILE": 64, "QB": 5, "SPLIT": 2, "INS": "qe", "VEC": 16, "ANY": 0},
+], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe"])
+def test_variants_give_identical_tables(device, params):
+    """Insertion modes and library splits (merged after) keep the total order."""
+    x = _series(integer=True)
+    kw = CASES["segments"]
+    _, _, sk0, p0 = _fused(device, x, 5, **kw)
+    _, _, sk1, p1 = _fused(device, x, 5, params=params, **kw)
+    np.testing.assert_array_equal(p0, p1)
+    np.testing.assert_array_equal(sk0[:, 3], sk1[:, 3])
+
+
+@pytest.mark.parametrize("kw", [
+    dict(lib="1 100", pred="201 500"),
+    dict(lib="1 300", pred="1 300", Tp=2, exclusionRadius=3),
+    dict(lib="1 300", pred="151 400", tau=-2),
+])
+def test_matches_pyedm_embed_dimension(device, kw):
+    pyEDM = pytest.importorskip("pyEDM")
+    df = pyEDM.sampleData["TentMap"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = pyEDM.EmbedDimension(dataFrame=df, columns="TentMap", target="TentMap", maxE=7,
+                                   showPlot=False, numProcess=1, **kw)
+    ours = dict(lib=kw["lib"], pred=kw["pred"], Tp=kw.get("Tp", 1),
+                exclusion_radius=kw.get("exclusionRadius", 0), tau=-kw.get("tau", -1))
+    s = pe.embed_dimension(df["TentMap"].to_numpy(), max_E=7, device=device, fused=True, **ours)
+    np.testing.assert_allclose(s.rho, ref["rho"], rtol=0, atol=RHO_TOL)
+    assert s.best == ref["E"][int(np.argmax(ref["rho"]))]
+
+
+def test_target_series_and_fallbacks():
+    """A separate target; rows that do not nest (future lags, overlapping lib pairs)
+    fall back to the per-E path, which ``fused=True`` refuses with a clear error."""
+    x = _series()
+    y = np.roll(x, 3) + 0.1 * x
+    a = pe.embed_dimension(x, y, max_E=4, lib="1 70", pred="71 140", device="pocl", fused=True)
+    b = pe.embed_dimension(x, y, max_E=4, lib="1 70", pred="71 140", device="pocl", fused=False)
+    np.testing.assert_allclose(a.rho, b.rho, rtol=0, atol=1e-12)
+    for kw in (dict(tau=-1), dict(lib="1 80 60 120")):
+        assert fused_layout([resolve(x.size, E=E, **kw) for E in range(1, 5)]) is None
+        with pytest.raises(ValueError, match="fused=True"):
+            pe.embed_dimension(x, max_E=4, device="pocl", fused=True, **kw)
+        c = pe.embed_dimension(x, max_E=4, device="pocl", **kw)  # per-E path
+        d = pe.embed_dimension(x, max_E=4, device="pocl", fused=False, **kw)
+        np.testing.assert_array_equal(c.rho, d.rho)
+
+
+@pytest.mark.parametrize("case", list(CASES) + ["future", "overlap", "bad_knn"])
+def test_fast_layout_equals_layout_of_resolved_plans(case):
+    """scan_layout (one resolve + per-E library rows, cached) is fused_layout of all plans."""
+    kw = {**CASES, "future": dict(tau=-1), "overlap": dict(lib="1 80 60 120"),
+          "bad_knn": dict(knn=200)}[case]
+    n, max_E = 140, 6
+    fast = scan_layout(n, max_E, **kw)
+    try:
+        ref = fused_layout([resolve(n, E=E, **kw) for E in range(1, max_E + 1)])
+    except ValueError:
+        ref = None
+    assert (fast is None) == (ref is None)
+    if ref is not None:
+        for f in ("emax", "tau", "knn", "radius", "Tp", "t0"):
+            assert getattr(fast, f) == getattr(ref, f), f
+        for f in ("qt", "qemax", "lemax", "obs"):
+            np.testing.assert_array_equal(getattr(fast, f), getattr(ref, f), err_msg=f)
+        assert scan_layout(n, max_E, **kw) is fast  # cached
+
+
+def test_tuning_family_registered_and_case_runs():
+    import dataclasses
+
+    from pyedmcl.kernels import registry
+    fam = registry()["knn_scan"]
+    assert fam is KNN_SCAN
+    be = get_backend("pocl")
+    gpu = dataclasses.replace(be.info, device_type="gpu", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152)
+    assert fam.space.valid(fam.space.heuristic(gpu), gpu)  # the GPU default is in its space
+    assert fam.space.candidates(gpu) and all(c["VEC"] == 1 for c in fam.space.candidates(gpu))
+    spec = {"EMAX": 4, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
+    case = fam.case(be, spec, 200)
+    other = next(c for c in fam.space.candidates(be.info) if c["SPLIT"] == 2 and c["INS"] == "qe")
+    outs = []
+    for p in (fam.space.default(be.info), other):
+        assert fam.space.valid(p, be.info)
+        be.wait(case.run(p)[-1])
+        outs.append(case.output())
+    assert np.isfinite(outs[0]).any()
+    assert case.matches(outs[1], outs[0])
+
+
+def test_oclgrind_clean():
+    """Both insertion modes and the split + merge run clean (bounds, races,
+    uninitialised values) at a tiny size and agree with PoCL bit for bit on the
+    neighbour order (predictions within float32 rounding: Oclgrind has its own libm)."""
+    code = """
+        import json, numpy as np, clkernels
+        from pyedmcl.data import logistic_map
+        from pyedmcl.edm.ranges import resolve
+        from pyedmcl.edm.scan_fused import fused_layout, run_fused
+        x = logistic_map(40, r=3.9, x0=0.4, burn=0)
+        lay = fused_layout([resolve(40, E=E, lib="1 25", pred="10 40", exclusion_radius=1)
+                            for E in range(1, 4)])
+        out = []
+        for p in ({"WG": 8, "TILE": 8, "QB": 3, "SPLIT": 1, "INS": "q", "VEC": 1, "ANY": 0},
+                  {"WG": 4, "TILE": 8, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
+                  {"WG": 2, "TILE": 16, "QB": 2, "SPLIT": 1, "INS": "q", "VEC": 4, "ANY": 0}):
+            sk, pred = run_fused(clkernels.get_backend(), lay, x, None, np.float32, "float",
+                                 params=p, predictions=True)
+            out.append([np.nan_to_num(pred, nan=-9).tolist(), sk[:, 3].tolist()])
+        print(json.dumps(out))
+    """
+    res = json.loads(run_under_oclgrind(code).strip().splitlines()[-1])
+    x = logistic_map(40, r=3.9, x0=0.4, burn=0)
+    lay, _, sk, pred = _fused("pocl", x, 3, lib="1 25", pred="10 40", exclusion_radius=1)
+    for p, n in res:
+        np.testing.assert_allclose(np.array(p), np.nan_to_num(pred, nan=-9), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(n, sk[:, 3])
+
+
+def test_dataframe_input_ok():
+    x = pd.Series(_series())
+    s = pe.embed_dimension(x, max_E=3, device="pocl")
+    assert s.values.tolist() == [1, 2, 3] and np.isfinite(s.rho).all()
+
+
+def test_repeated_scans_reuse_scratch_correctly():
+    """Scans of one shape reuse device scratch: each result is still its own series'."""
+    xs = [_series(), np.sin(np.arange(140) * 0.7) + 0.01 * np.arange(140)]
+    got = [pe.embed_dimension(x, max_E=4, device="pocl") for x in xs + xs[:1]]
+    for x, g in zip(xs + xs[:1], got, strict=True):
+        ref = pe.embed_dimension(x, max_E=4, device="pocl", fused=False)
+        np.testing.assert_allclose(g.rho, ref.rho, rtol=0, atol=1e-12)
