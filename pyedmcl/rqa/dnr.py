@@ -43,8 +43,8 @@ def _u32_limit() -> int:
 
 
 def _heuristic(info: DeviceInfo) -> Params:
-    if info.is_gpu:
-        return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
+    if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
+        return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0}
     return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1}
 
 
