@@ -98,6 +98,9 @@ ${metric.real_type(REAL)}
 </%def>
 
 #define SPAN ${(E - 1) * TAU}
+/* integer min/max inline (PoCL 3.0 calls its min()/max() out of line) */
+#define IMIN(a, b) ((a) < (b) ? (a) : (b))
+#define IMAX(a, b) ((a) > (b) ? (a) : (b))
 #define SPAD ${SPAD}
 /* No fused multiply-add contraction: every platform rounds d*d and the sum the same
    way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
@@ -126,10 +129,18 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 % endif
 #ifdef RQA_CLANG_BITS
 #  define RQA_INLINE inline __attribute__((always_inline))
+% if SHARE and VEC > 1:
+/* unaligned vector load as one instruction (PoCL's vload${VEC} is an out-of-line call) */
+typedef ${ULV} __attribute__((aligned(8))) rqa_ulongv_u;
+#  define RQA_VLOAD_UL(p) (*(__global const rqa_ulongv_u*)(p))
+% endif
 RQA_INLINE int ctzw(const ${WT} v) { return ${"__builtin_ctzll" if BITS == 2 else "__builtin_ctz"}(v); }  /* v != 0 */
 RQA_INLINE uint popw(const ${WT} v) { return (uint)${"__builtin_popcountll" if BITS == 2 else "__builtin_popcount"}(v); }
 #else
 #  define RQA_INLINE inline
+% if SHARE and VEC > 1:
+#  define RQA_VLOAD_UL(p) vload${VEC}(0, p)
+% endif
 inline int ctzw(const ${WT} v) { return ${WB - 1} - (int)clz(v & (0${WU} - v)); }  /* v != 0 */
 inline uint popw(const ${WT} v) { return (uint)popcount(v); }
 #endif
@@ -303,12 +314,12 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
     const int g = get_global_id(0);
     if (g < nlanes) {
         const int ib = row0 + 64 * g;
-        const int nr = min(64, row0 + nrows - ib);
+        const int nr = IMIN(64, row0 + nrows - ib);
         __global const ulong* sw = sbits + g * sstride + SPAD;
         uint len[64], col[64], head[64];
         ulong a[64];
         for (int c0 = ib + 1; c0 < n_cols; c0 += 64) {
-            const int nc = min(64, n_cols - c0);
+            const int nc = IMIN(64, n_cols - c0);
             for (int c = 0; c < 64; ++c) a[c] = sw[c0 + c];   /* zero padding past n_cols */
             transpose64(a);
             if (c0 == ib + 1) {   /* row r starts at bit r of the first step */
@@ -363,14 +374,14 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
         }
 %     if SYM:
         /* rows i < j of some lane only (the words below are never read) */
-        const int iend = min(row0 + nrows, l0 + ${VEC - 1});
+        const int iend = IMIN(row0 + nrows, l0 + ${VEC - 1});
 %     else:
         const int iend = row0 + nrows;
 %     endif
         for (int ib = row0; ib < iend; ib += ${WB}) {
-            const int nb = min(${WB}, row0 + nrows - ib);
+            const int nb = IMIN(${WB}, row0 + nrows - ib);
           for (int h = 0; h < ${WB // 32}; ++h) {   /* 32-row halves of the word */
-            const int nh = clamp(nb - 32 * h, 0, 32);
+            const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
             for (int r = 0; r < nh; ++r) {
                 const int i = ib + 32 * h + r;
@@ -405,7 +416,7 @@ ${dist("acc2", "x2", "yv2", "i")}
                         sbits[((ib - row0) >> 6) * sstride + SPAD + l0 + l] = wd;
 %     endif
 %     if SYM:
-                    const int nbj = min(nb, l0 + l - ib);   /* rows above the diagonal */
+                    const int nbj = IMIN(nb, l0 + l - ib);   /* rows above the diagonal */
                     if (nbj > 0)
                         column_runs(wd, nbj, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
 %     else:
@@ -472,18 +483,18 @@ ${dist("acc2", "x2", "yv2", "i")}
         uint dra[${VEC}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
         const int klast = l0 + ${VEC - 1};
-        const int ibs = max(row0, -klast);
-        const int ie = min(row0 + nrows, n_cols - l0);
+        const int ibs = IMAX(row0, -klast);
+        const int ie = IMIN(row0 + nrows, n_cols - l0);
         for (int ib = row0 + ((ibs - row0) & ~63); ib < ie; ib += 64) {
-            const int nb = min(64, row0 + nrows - ib);
+            const int nb = IMIN(64, row0 + nrows - ib);
             __global const ulong* sw = sbits + ((ib - row0) >> 6) * sstride + SPAD + ib + l0;
             ${ULV} dw = (${ULV})0UL;
             if (nb == 64) {   /* full word: constant trip count, unrolled by the compiler */
                 for (int r = 0; r < 64; ++r)
-                    dw |= ${vload("sw + r")} & (${ULV})(1UL << r);
+                    dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             } else {
                 for (int r = 0; r < nb; ++r)
-                    dw |= ${vload("sw + r")} & (${ULV})(1UL << r);
+                    dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             }
 %     if VEC == 1:
             if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d);
@@ -499,14 +510,14 @@ ${dist("acc2", "x2", "yv2", "i")}
         uint dra[${VEC}], ba[${VEC * WB // 32}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
         const int klast = l0 + ${VEC - 1};
-        const int ib0 = max(row0, -klast);
-        const int ie = min(row0 + nrows, n_cols - l0);
+        const int ib0 = IMAX(row0, -klast);
+        const int ie = IMIN(row0 + nrows, n_cols - l0);
         for (int ib = ib0; ib < ie; ib += ${WB}) {
-            const int nb = min(${WB}, ie - ib);
+            const int nb = IMIN(${WB}, ie - ib);
             /* every cell (i, i + k) of the word inside the matrix for every lane? */
             const int inside = (ib + l0 >= 0) && (ib + nb - 1 + klast < n_cols);
           for (int h = 0; h < ${WB // 32}; ++h) {   /* 32-step halves of the word */
-            const int nh = clamp(nb - 32 * h, 0, 32);
+            const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
             for (int r = 0; r < nh; ++r) {
                 const int i = ib + 32 * h + r;
@@ -553,8 +564,8 @@ ${dist("acc2", "x2", "yv2", "i")}
         ${UV} dr = vload${VEC}(0, dcarry + l0 - carry0);
 %   endif
         const int klast = l0 + ${VEC - 1};
-        const int ib = max(row0, -klast);
-        const int ie = min(row0 + nrows, n_cols - l0);
+        const int ib = IMAX(row0, -klast);
+        const int ie = IMIN(row0 + nrows, n_cols - l0);
         for (int i = ib; i < ie; ++i) {
             ${RV} yv[${E}];
 %   if JOINT:
