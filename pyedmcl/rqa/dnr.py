@@ -93,6 +93,12 @@ class RQALinesKernel(TunableKernel):
 RQA_LINES = RQALinesKernel()
 
 
+def _wg(mode: str, params: Params) -> int:
+    """Work-group size of a launch: horizontal launches have only edge/64 work-items, each
+    walking whole rows, so one per work-group lets the runtime balance them over cores."""
+    return 1 if mode == "horizontal" else int(params["WG"])
+
+
 @dataclass
 class LineSpec:
     """What shapes the generated kernel (besides the tunables)."""
@@ -107,7 +113,7 @@ class LineSpec:
 
     def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
-                "MODE": mode, "VEC": params["VEC"], "WG": params["WG"],
+                "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params),
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
@@ -243,9 +249,10 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
             _fold(st, fold_bins)
         k = be.kernel(TEMPLATE, spec.template_params(mode, p, be.info), f"rqa_{mode}")
         per_item = 1 if mode == "horizontal" else p["VEC"]  # horizontal: one 64-row word
-        gsz = round_up((nlanes + per_item - 1) // per_item, p["WG"])
+        wg = _wg(mode, p)
+        gsz = round_up((nlanes + per_item - 1) // per_item, wg)
         hist = (st.h32["d"],) if mode == "diagonal" else (st.h32["v"], st.h32["w"])
-        ev = be.launch(k, (gsz,), (p["WG"],), st.x, st.y, st.x2, st.y2, rdt(thr), rdt(thr2),
+        ev = be.launch(k, (gsz,), (wg,), st.x, st.y, st.x2, st.y2, rdt(thr), rdt(thr2),
                   np.int32(n_rows), np.int32(n_cols), np.int32(row0), np.int32(nrows),
                   np.int32(lane0), np.int32(nlanes), np.int32(w), np.int32(lo), *bufs, *hist,
                   *p.get("_sbits", ()))
