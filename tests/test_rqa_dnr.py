@@ -47,8 +47,10 @@ def test_edges_orders_vec_identical(device, dtype):
                                          (16, 4, 1, 0, 0), (16, 4, 0, 32, 0), (1, 8, 2, 0, 0),
                                          (8, 2, 2, 32, 0), (16, 4, 2, 1024, 0),
                                          (1, 8, 2, 0, 1), (8, 2, 2, 32, 1), (16, 4, 2, 1024, 1),
-                                         (1, 8, 2, 0, 2), (8, 2, 2, 32, 2), (16, 4, 2, 1024, 2)):
-            for edge in (300, 64, 1203, 97) if share == 2 else (300, 64) if share else (300,):
+                                         (1, 8, 2, 0, 2), (16, 4, 2, 1024, 2)):
+            edges = ((300, 64, 1203, 97) if (share, vec) == (2, 16) else (97,) if share == 2
+                     else (300, 64) if share else (300,))
+            for edge in edges:
                 r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": edge, "BITS": bits,
                                             "PH": ph, "SHARE": min(share, 1),
                                             "SYM": int(share == 2)})
@@ -122,11 +124,10 @@ def test_joint_and_theiler_symmetric_path_identical(device):
     Theiler windows wider than a 64-row word, under both scopes and white-border rules."""
     x = logistic(901)
     y = np.sin(np.arange(901) * 0.21) + 0.05 * np.cos(np.arange(901) * 2.3)
-    full = {"VEC": 16, "WG": 4, "EDGE": 200, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 0}
-    for edge, vec in ((200, 16), (64, 1), (333, 8)):
-        p = dict(full, EDGE=edge, VEC=vec, SYM=1)
-        for w, scope, wb in ((0, "lines", True), (70, "matrix", False), (3, "matrix", True),
-                             (130, "lines", False)):
+    full = {"VEC": 16, "WG": 4, "EDGE": 200, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 0}
+    for edge, vec, wg, ph in ((200, 16, 4, 1024), (64, 1, 8, 0)):
+        p = dict(full, EDGE=edge, VEC=vec, WG=wg, PH=ph, SYM=1)
+        for w, scope, wb in ((0, "lines", True), (70, "matrix", False), (130, "lines", False)):
             kw = dict(E=3, tau=2, radius=(0.3, 0.5), metric="maximum", theiler=w,
                       theiler_scope=scope, white_border=wb, device=device)
             assert _same(_hists(pe.joint_rqa(x, y, **kw, params=p)),
@@ -170,8 +171,7 @@ def test_oclgrind_clean():
         import numpy as np, pyedmcl as pe
         x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
         for vec, bits, ph, sh in ((1, 0, 0, 0), (4, 1, 32, 0), (1, 1, 0, 0), (4, 2, 32, 0),
-                                  (1, 2, 0, 0), (4, 2, 32, 1), (1, 2, 0, 1), (4, 2, 32, 2),
-                                  (1, 2, 0, 2)):
+                                  (1, 2, 0, 0), (4, 2, 32, 1), (1, 2, 0, 1), (4, 2, 32, 2)):
             p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph, "SHARE": min(sh, 1),
                  "SYM": int(sh == 2)}
             a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
