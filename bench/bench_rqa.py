@@ -134,8 +134,8 @@ def main() -> None:
                     cpus[label].append(time.process_time() - c)
                     rec_diff[label] = int(r.n_recurrences) - int(pr.number_of_recurrence_points)
         ours, ours_cpu = float(np.median(walls["pyedmcl"])), float(np.median(cpus["pyedmcl"]))
-        row = {"N": n, "radius": radius, "pyedmcl_s": ours, "pyedmcl_min_s": min(walls["pyedmcl"]),
-               "pyedmcl_cpu_s": ours_cpu, "RR": r.RR, "DET": r.DET, "LAM": r.LAM,
+        row = {"N": n, "pyedmcl_s": ours, "pyedmcl_min_s": min(walls["pyedmcl"]),
+               "pyedmcl_cpu_s": ours_cpu, "radius": radius, "RR": r.RR, "DET": r.DET, "LAM": r.LAM,
                "devices": r.settings["devices"], "launches": r.settings["launches"]}
         cells = 1.5 * n * n
         row["Gcells_per_s"] = cells / ours / 1e9

@@ -296,7 +296,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 {
     uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
 % if PH:
-    for (int b = 0; b < ${PH}; ++b) { ph_v[b] = 0u; ph_w[b] = 0u; ph_d[b] = 0u; }
+    for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
 % endif
 % if MODE != "diagonal":
     __local uint lh_v[${HBINS}];
