@@ -137,6 +137,31 @@ def test_joint_and_theiler_symmetric_path_identical(device):
                          _hists(pe.rqa(x, **kw, params=full))), (edge, w, scope)
 
 
+def test_symmetric_path_tiny_and_word_boundary_sizes(device):
+    """SYM=1 against the full-matrix NumPy reference at N = 1, 2, 63..65 (one point, one
+    64-row word and its borders), with Theiler windows wider than N."""
+    from pyedmcl.rqa._oracles import numpy_reference
+
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 63, 64, 65):
+        x = rng.random(n)
+        for w, scope, wb in ((0, "lines", True), (1, "matrix", False), (65, "matrix", True)):
+            ref = numpy_reference(x, None, E=1, tau=1, radius=0.3, metric="euclidean",
+                                  theiler=w, theiler_scope=scope, white_border=wb)
+            for vec, wg, ph in ((16, 4, 1024), (1, 8, 0)):
+                r = pe.rqa(x, E=1, tau=1, radius=0.3, theiler=w, theiler_scope=scope,
+                           white_border=wb, dtype="float64", device=device,
+                           params={"VEC": vec, "WG": wg, "EDGE": 64, "BITS": 2, "PH": ph,
+                                   "SHARE": 1, "SYM": 1})
+                for got, key in ((r.diagonal_hist, "diag"), (r.vertical_hist, "vert"),
+                                 (r.white_hist, "white")):
+                    exp = np.zeros(max(got.size, ref[key].size), np.int64)
+                    exp[: ref[key].size] = ref[key]
+                    assert np.array_equal(np.pad(got.astype(np.int64), (0, exp.size - got.size)),
+                                          exp), (n, w, scope, key)
+                assert r.n_recurrences == ref["n_rec"], (n, w, scope)
+
+
 def test_fixed_recurrence_rate_matches_pyunicorn_threshold(device):
     """Small N: the radius is pyunicorn's order statistic of all distances."""
     from pyunicorn.timeseries import RecurrencePlot
