@@ -192,6 +192,21 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     uint cur = (*dr > 0u) ? 1u : 0u;
+    /* isolated recurrences (lines of length 1, most diagonal runs at low RR) closed inside
+       the word: counted with one popcount and removed, so the walk skips them (the last
+       step may continue into the next word; step 0 continues the carried run) */
+    {
+        const ${WT} iso = b & ~((b << 1) | (${WT})cur) & ~(b >> 1) & (m >> 1);
+        if (iso) {
+            const uint n1 = popw(iso);
+% if PH:
+            ph[0] += n1;
+% else:
+            if (${HBINS}u >= 1u) atomic_add(&lh[0], n1);
+% endif
+            b &= ~iso;
+        }
+    }
     ${WT} t = (b ^ ((b << 1) | (${WT})cur)) & m;
     if (t == (${WT})0) {
         if (cur) *dr += (uint)nb;
