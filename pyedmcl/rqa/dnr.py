@@ -426,7 +426,7 @@ class _LinesCase(TuningCase):
     def run(self, params: Params) -> list[Any]:
         h = detect_lines([self.backend], self.x, self.x, 0.3 ** 2, spec=self.spec,
                          n_rows=self.n, n_cols=self.n, diag_ranges=[(1, self.n)],
-                         params=params)
+                         params=params, symmetric=True)
         self.out = np.concatenate([h.diagonal, h.vertical, h.white, [h.n_recurrences]])
         return h.events
 
