@@ -136,7 +136,8 @@ def main() -> None:
         ours, ours_cpu = float(np.median(walls["pyedmcl"])), float(np.median(cpus["pyedmcl"]))
         row = {"N": n, "pyedmcl_s": ours, "pyedmcl_min_s": min(walls["pyedmcl"]),
                "pyedmcl_cpu_s": ours_cpu, "radius": radius, "RR": r.RR, "DET": r.DET, "LAM": r.LAM,
-               "devices": r.settings["devices"], "launches": r.settings["launches"]}
+               "devices": r.settings["devices"], "launches": r.settings["launches"],
+               "symmetric": r.settings.get("symmetric")}
         cells = 1.5 * n * n
         row["Gcells_per_s"] = cells / ours / 1e9
         for label, _ in peers:

@@ -179,7 +179,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     return _result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
-        n_points=n, devices=h.per_device, launches=h.launches))
+        n_points=n, devices=h.per_device, launches=h.launches,
+        symmetric=h.symmetric))
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
@@ -260,7 +261,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     return _result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
         kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), n_points=n,
-        devices=h.per_device, launches=h.launches))
+        devices=h.per_device, launches=h.launches, symmetric=h.symmetric))
 
 
 def _resolve_radius(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None, E: int,
