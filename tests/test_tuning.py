@@ -196,7 +196,7 @@ def test_merge_device_files_later_run_wins(tmp_path):
 def test_prune_stale_drops_only_entries_of_old_templates(tmp_path):
     from pyedmcl.cli.tune_cmd import prune_stale
 
-    good = {"kernel": "pairwise_distance", "template_hash": PAIRWISE_DISTANCE.template_hash()}
+    good = {"kernel": "pairwise_distance", "template_hash": PAIRWISE_DISTANCE.template_hash}
     old = {"kernel": "pairwise_distance", "template_hash": "0" * 16}
     gone = {"kernel": "no_such_family", "template_hash": "1" * 16}
     f = tmp_path / "device-x.json"

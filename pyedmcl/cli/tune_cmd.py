@@ -42,7 +42,7 @@ def prune_stale(paths: list[str]) -> list[tuple[str, int, int]]:
 
     from ..kernels import registry
 
-    current = {name: fam.template_hash() for name, fam in registry().items()}
+    current = {name: fam.template_hash for name, fam in registry().items()}
     out = []
     for path in paths:
         data = json.loads(Path(path).read_text())
