@@ -3,9 +3,13 @@
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
 ## (x[p], x[p+TAU], ..., x[p+(E-1)*TAU]); the embedding is never materialised.
-## The library (kernel points lpts[b*nl .. b*nl+nl-1], ascending, one list per
-## batch b = get_global_id(1), e.g. CCM's sampled libraries) streams through local
-## memory in tiles of TILE points shared by the work-group; each work-item keeps
+## The library (kernel points lpts[b*lstride .. b*lstride+nl-1], ascending)
+## streams through local memory in tiles of TILE points shared by the work-group.
+## Batches b = get_global_id(1), set by launch arguments (one compiled kernel):
+## library lists (lstride = nl, xstride = 0: CCM's sampled libraries), or series
+## (lstride = 0, xstride = series length: the all-to-all map builds the tables of
+## many library series in one launch; x is offset by xoff + b * xstride, points
+## and output indices are the series' own). Output row (b, q). Each work-item keeps
 ## its query's K best (distance, point) in registers (an unrolled insertion
 ## network, so no L x L matrix exists anywhere: O(nq * K) output).
 ##
@@ -75,25 +79,34 @@ real_t ${ACC} = (real_t)0;
 }\
 </%def>
 
+<%def name="knn_args()">\
+__global const real_t* restrict x, const int xoff, const int xstride,
+         __global const int* restrict qpts, const int nq,
+         __global const int* restrict lpts, const int nl, const int lstride,
+         const int radius,
+         __global int* restrict out_idx, __global real_t* restrict out_dist\
+</%def>\
+<%def name="batch_setup()">\
+/* batch b: series b (x offset xoff + b * xstride) and/or library list b (lpts + b * lstride) */
+    const int b = get_global_id(1);
+    x += (size_t)xoff + (size_t)b * xstride;
+    __global const int* lib = lpts + (size_t)b * lstride;
+</%def>\
+
 /* tie key of library point l for query p: |p - l| first, then the earlier point */
 inline int tie_key(const int p, const int l) { return 2 * (l > p ? l - p : p - l) + (l > p); }
 inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 
 % if VARIANT == "rows":
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void knn(__global const real_t* restrict x,
-         __global const int* restrict qpts, const int nq,
-         __global const int* restrict lpts, const int nl,
-         const int radius,
-         __global int* restrict out_idx, __global real_t* restrict out_dist)
+void knn(${knn_args()})
 {
 <% QW = WG // SPLIT %>
     const int lid = get_local_id(0);
     const int qi = lid % ${QW};
     const int sp = lid / ${QW};
     const int q = get_group_id(0) * ${QW} + qi;
-    const int b = get_global_id(1);
-    __global const int* lib = lpts + (size_t)b * nl;
+    ${batch_setup()}
     __local real_t tile[${E}][${TILE}];
     __local int tidx[${TILE}];
 
@@ -166,16 +179,11 @@ void knn(__global const real_t* restrict x,
 % elif VARIANT == "cols":
 <% R = TILE // WG %>
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void knn(__global const real_t* restrict x,
-         __global const int* restrict qpts, const int nq,
-         __global const int* restrict lpts, const int nl,
-         const int radius,
-         __global int* restrict out_idx, __global real_t* restrict out_dist)
+void knn(${knn_args()})
 {
     const int lid = get_local_id(0);
     const int q0 = get_group_id(0) * ${QB};
-    const int b = get_global_id(1);
-    __global const int* lib = lpts + (size_t)b * nl;
+    ${batch_setup()}
     __local real_t qloc[${QB}][${E}];
     __local int qp[${QB}];
     __local real_t cand[${QB}][${TILE}];

@@ -2,12 +2,9 @@
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
 ## targets, skill reduced on the device (no prediction is ever stored).
 ##
-## shift_points: out[q] = pts[min(q, n-1)] + base for q < nout (kernel points of
-##   series `i` inside the flattened (N, n) data, base = i * n; the tail repeats
-##   the last point so a kernel reading a whole last tile reads valid points).
-## pack: turns the k-NN tables of libraries b0 + get_global_id(1) (points offset
-##   by base, distances) into local
-##   points and the lookup weights w = exp(-d / d_min), and the weight sum per
+## pack: turns the k-NN tables (series-local kernel points, distances) of
+##   libraries b0 + get_global_id(1) into the lookup weights w = exp(-d / d_min)
+##   (the points are kept, -1 where none), and the weight sum per
 ##   query (0 when the query has no valid prediction), once per library. The
 ##   arithmetic is exactly simplex_lookup.cl.mako's `lookup` (same operations in
 ##   the same order), so the fused skill below reproduces pyedmcl.ccm bit for bit.
@@ -32,15 +29,8 @@ typedef ${ACC} acc_t;
 /* no implicit contraction: the same rounding on every runtime */
 #pragma OPENCL FP_CONTRACT OFF
 
-__kernel void shift_points(__global const int* restrict pts, const int n, const int base,
-                           __global int* restrict out, const int nout)
-{
-    const int q = get_global_id(0);
-    if (q < nout) out[q] = pts[min(q, n - 1)] + base;
-}
-
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
-                   const int nq, const int b0, const int base,
+                   const int nq, const int b0,
                    __global int* restrict tidx, __global acc_t* restrict tw,
                    __global acc_t* restrict tden)
 {
@@ -67,7 +57,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
 % endif
             den += w;
         }
-        tidx[t + ${k}] = l >= 0 ? l - base : -1;
+        tidx[t + ${k}] = l >= 0 ? l : -1;
         tw[t + ${k}] = w;
     }
 % endfor

@@ -110,7 +110,15 @@ class KnnKernel(TunableKernel):
         return p
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
-               l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev):
+               l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev, *,
+               xoff: int = 0, series_stride: int = 0):
+        """Tables of ``nbatch`` batches into ``idx_dev`` / ``dist_dev`` (nbatch, nq, K).
+
+        Batch ``b`` is library list ``b`` of ``l_dev`` (nbatch, nl); or, with
+        ``series_stride`` > 0, series ``b`` of ``x_dev``, i.e. the data from
+        ``xoff + b * series_stride`` on, all batches sharing the lists ``q_dev`` /
+        ``l_dev`` (points and output indices are then the series' own).
+        """
         params = {"SPLIT": 1, **params}
         k = be.kernel(self.template, {**spec, **params}, "knn")
         if params["VARIANT"] == "rows":
@@ -118,8 +126,10 @@ class KnnKernel(TunableKernel):
             gx = (nq + qw - 1) // qw * params["WG"]
         else:
             gx = (nq + params["QB"] - 1) // params["QB"] * params["WG"]
-        return be.launch(k, (gx, nbatch), (params["WG"], 1), x_dev, q_dev,
-                         np.int32(nq), l_dev, np.int32(nl), np.int32(radius), idx_dev, dist_dev)
+        lstride = 0 if series_stride else nl
+        return be.launch(k, (gx, nbatch), (params["WG"], 1), x_dev, np.int32(xoff),
+                         np.int32(series_stride), q_dev, np.int32(nq), l_dev, np.int32(nl),
+                         np.int32(lstride), np.int32(radius), idx_dev, dist_dev)
 
 
 KNN = KnnKernel()

@@ -1,7 +1,9 @@
 """Tunable kernel families of the all-to-all map (``pyedmcl tune xmap_knn`` / ``xmap_skill``).
 
-* ``xmap_knn``: the batched k-NN kernel (``templates/xmap_knn.cl.mako``): work-group
-  size WG and library tile TILE.
+* ``xmap_knn``: the EDM k-NN kernel (``templates/knn.cl.mako``) batched over
+  library series (one launch builds the tables of many series): the same space
+  as the ``knn`` family (VARIANT, WG, TILE, ...), tuned separately because the
+  batched problem (many small tables) favours other settings than one large table.
 * ``xmap_skill``: the fused many-target lookup + rho (``templates/xmap_lookup.cl.mako``):
   TJ, the targets sharing one read of a table row. Its work-group size is not
   tuned: it fixes the reduction order, which keeps rho bit-identical to
@@ -16,47 +18,28 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, round_up
+from clkernels import Backend
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
-from ..kernels.distance import e_bucket
+from ..edm.knn import KNN, KnnKernel
 
 
 def _k_bucket(k: int) -> str:
     return next((f"K{hi}" for hi in (2, 4, 8, 16, 32) if k <= hi), "K64")
 
 
-class XmapKnnKernel(TunableKernel):
-    """Batched all-k-NN tables, one library series per batch index."""
+class XmapKnnKernel(KnnKernel):
+    """k-NN tables of a batch of library series (``knn.cl.mako``, series batching)."""
 
     name = "xmap_knn"
-    template = "xmap_knn.cl.mako"
-    space = TuningSpace(
-        params={"WG": (8, 16, 32, 64, 128, 256), "TILE": (32, 64, 128, 256, 512)},
-        heuristic=lambda info: {"WG": 128, "TILE": 256} if info.is_gpu
-        else {"WG": 16, "TILE": 128},
-        constraint=lambda p, info: (p["WG"] <= info.max_work_group_size
-                                    and p["WG"] <= info.max_work_item_sizes[0]
-                                    and p["TILE"] >= p["WG"]
-                                    and p["TILE"] * 21 * 4 <= info.local_mem_bytes),
-    )
-
-    def spec_bucket(self, spec: dict[str, Any]) -> str:
-        return f"{spec.get('REAL', 'float')}-{e_bucket(spec['E'])}-{_k_bucket(spec['K'])}"
 
     def default_specs(self):
-        return [{"E": E, "TAU": 1, "K": E + 1, "REAL": "float"} for E in (2, 5, 10, 20)]
+        return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
+                for E in (2, 5, 10, 20)]
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         return [4096] if info.is_gpu else [1024]
-
-    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
-        p = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
-        item = 8 if spec["REAL"] == "double" else 4
-        while p["TILE"] > p["WG"] and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2:
-            p = {**p, "TILE": p["TILE"] // 2}
-        return p
 
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _KnnCase(backend, spec, size)
@@ -66,7 +49,7 @@ class _KnnCase(TuningCase):
     nb = 4
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
-        self.be, self.spec, self.M = be, dict(spec), size
+        self.be, self.spec, self.M = be, {"METRIC": "euclidean", **spec}, size
         n = size + (spec["E"] - 1) * spec["TAU"]
         self.n = n
         rng = np.random.default_rng(5)
@@ -76,10 +59,8 @@ class _KnnCase(TuningCase):
         self.dist = be.empty((self.nb * size * spec["K"],), np.float32)
 
     def run(self, params: Params) -> list[Any]:
-        k = self.be.kernel(XMAP_KNN.template, {**self.spec, **params}, "knn_batch")
-        return [self.be.launch(k, (round_up(self.M, params["WG"]), self.nb), (params["WG"], 1),
-                               self.x, self.pts, np.int32(self.M), self.pts, np.int32(self.M),
-                               np.int32(0), np.int32(self.n), np.int32(0), self.idx, self.dist)]
+        return [KNN.launch(self.be, params, self.spec, self.x, self.pts, self.M, self.pts, self.M,
+                           self.nb, 0, self.idx, self.dist, series_stride=self.n)]
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.idx)
