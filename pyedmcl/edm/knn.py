@@ -46,8 +46,15 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
         return False
     if p["INS"] == "reg" and not p["FLAG"]:
         return False
+    if p["INS"] == "mask" and (p["FLAG"] or p["VARIANT"] != "cols" or p["TILE"] > 32):
+        return False  # mask: one candidate bit per lane of a tile in a 32-bit word
     if p.get("SPLIT", 1) > 1 and (p["VARIANT"] != "rows" or p["WG"] % p["SPLIT"]):
         return False
+    if p["VARIANT"] == "vec":
+        # QB = library points per explicit SIMD vector; one query per work-item
+        return (p["QB"] in (4, 8, 16) and p["TILE"] % p["QB"] == 0 and p["EA"] == 0
+                and p["INS"] == "reg" and p["FLAG"] == 1
+                and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
     if p["VARIANT"] == "rows":
         return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
                 and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
@@ -69,9 +76,9 @@ class KnnKernel(TunableKernel):
     name = "knn"
     template = "knn.cl.mako"
     space = TuningSpace(
-        params={"VARIANT": ("rows", "cols"), "WG": (8, 16, 32, 64, 128, 256),
+        params={"VARIANT": ("rows", "cols", "vec"), "WG": (8, 16, 32, 64, 128, 256),
                 "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
-                "INS": ("reg", "local"), "FLAG": (0, 1), "SPLIT": (1, 2, 4, 8, 16, 32)},
+                "INS": ("reg", "local", "mask"), "FLAG": (0, 1), "SPLIT": (1, 2, 4, 8, 16, 32)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -103,8 +110,8 @@ class KnnKernel(TunableKernel):
             while (p["SPLIT"] < 32 and nq_total * p["SPLIT"] < want and p["WG"] % (2 * p["SPLIT"]) == 0
                    and (p["WG"] * spec["K"] * (item + 4)) <= be.info.local_mem_bytes // 2):
                 p = {**p, "SPLIT": 2 * p["SPLIT"]}
-        # the rows variant's local tile holds E coordinates per point
-        while (p["VARIANT"] == "rows" and p["TILE"] > 16
+        # the rows / vec variants' local tile holds E coordinates per point
+        while (p["VARIANT"] in ("rows", "vec") and p["TILE"] > max(16, p["QB"])
                and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2):
             p = {**p, "TILE": p["TILE"] // 2}
         return p
@@ -121,7 +128,7 @@ class KnnKernel(TunableKernel):
         """
         params = {"SPLIT": 1, **params}
         k = be.kernel(self.template, {**spec, **params}, "knn")
-        if params["VARIANT"] == "rows":
+        if params["VARIANT"] in ("rows", "vec"):
             qw = params["WG"] // params.get("SPLIT", 1)
             gx = (nq + qw - 1) // qw * params["WG"]
         else:
