@@ -15,6 +15,8 @@ distances to rtol 1e-6 (the sqrt). Matrices across variants: bit-identical.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import run_under_oclgrind
@@ -149,7 +151,6 @@ def test_oclgrind_clean_vec():
             res[real] = be.to_host(idx).tolist()
         print(json.dumps(res))
     """)
-    import json
     res = json.loads(out.strip().splitlines()[-1])
     X = np.random.default_rng(1).integers(0, 4, (2, 40)).astype(float)
     assert res
@@ -157,3 +158,42 @@ def test_oclgrind_clean_vec():
         for b in range(2):
             ref_i, _ = _reference(X[b], 2, 3, 0, np.arange(39), 39)
             np.testing.assert_array_equal(np.array(got[b]), ref_i)
+
+
+SKILL = [{"TJ": 1, "VEC": 0}, {"TJ": 4, "VEC": 0}, {"TJ": 2, "VEC": 1}, {"TJ": 8, "VEC": 1},
+         {"TJ": 16, "VEC": 1}]
+
+
+def test_skill_vector_lanes_bit_identical(device, monkeypatch):
+    """The fused lookup + rho with targets as vector lanes (VEC=1) gives the scalar
+    kernel's matrix and E-scan bit for bit (every lane runs the same operations in
+    the same order); a target count that is not a multiple of TJ; a NaN-free short
+    series whose library leaves queries without a full neighbour set (NaN preds)."""
+    from pyedmcl.xmap import tuning
+    X = panel(L=60, N=11, seed=9)
+    got = []
+    for sp in SKILL:
+        monkeypatch.setattr(tuning.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
+        r = pe.xmap(X, E=[2, 3, 5] * 3 + [2, 9], block_rows=4, device=device)
+        e = pe.xmap(X[:, :5], E="auto", E_max=6, device=device)
+        got.append((r.rho, e.edim_rho))
+    for g in got[1:]:
+        np.testing.assert_array_equal(g[0], got[0][0])
+        np.testing.assert_array_equal(g[1], got[0][1])
+
+
+def test_oclgrind_clean_skill_vec():
+    """VEC=1 lookup + rho (both weights: the matrix and the E-scan) under Oclgrind."""
+    out = run_under_oclgrind("""
+        import json, numpy as np, pyedmcl as pe
+        from pyedmcl.xmap import tuning
+        tuning.XMAP_SKILL.params_for = lambda be, spec, size: {"TJ": 4, "VEC": 1}
+        X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+        r = pe.xmap(X, E="auto", E_max=2)
+        print(json.dumps([r.rho.tolist(), r.edim_rho.tolist()]))
+    """, ignore_uninitialized=True)
+    rho, edim = json.loads(out.strip().splitlines()[-1])
+    X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+    ref = pe.xmap(X, E="auto", E_max=2, device="pocl")
+    np.testing.assert_allclose(np.array(rho, np.float32), ref.rho, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(np.array(edim, np.float32), ref.edim_rho, atol=1e-5, rtol=0)

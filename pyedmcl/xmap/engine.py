@@ -118,15 +118,16 @@ class XmapEngine:
                       tgt_dev=be.to_device(targets))
 
     def _kern(self, k: int, name: str, weight: str | None = None):
-        tj = self._tj(k, weight or self.weight) if name == "xmap_skill" else 1
+        sp = self._skill_params(k, weight or self.weight) if name == "xmap_skill" else {}
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
-                  "WEIGHT": weight or self.weight, "TJ": tj}
+                  "WEIGHT": weight or self.weight, "TJ": 1, "VEC": 0, **sp}
         return self.be.kernel(TEMPLATE, params, name)
 
-    def _tj(self, k: int, weight: str) -> int:
+    def _skill_params(self, k: int, weight: str) -> dict:
         from .tuning import XMAP_SKILL
         spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
-        return int(XMAP_SKILL.params_for(self.be, spec, self.n)["TJ"])
+        p = XMAP_SKILL.params_for(self.be, spec, self.n)
+        return {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0))}
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
         """A scratch device buffer reused across launches (the queue is in order)."""
@@ -185,7 +186,7 @@ class XmapEngine:
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
                diag: bool = False) -> None:
-        groups = -(-ntg // self._tj(k, weight))
+        groups = -(-ntg // self._skill_params(k, weight)["TJ"])
         self.be.launch(self._kern(k, "xmap_skill", weight), (groups * self.wg, nb),
                        (self.wg, 1), tidx, tw, tden, np.int32(nq), self.x_dev,
                        np.int32(self.n), np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg),
