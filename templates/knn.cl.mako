@@ -426,10 +426,11 @@ void knn(${knn_args()})
 % endif
                 for (int j = 0; j < ${VW}; ++j) {
 % if PACK:
+                    const real_t a = ((real_t*)&acc)[j];
+                    if (a > as_float((uint)(s${K - 1} >> 32))) continue;
                     const int l = tidx[c * ${VW} + j];
                     const int dr = dist_rows(p, l);
-                    const ulong key = ((ulong)as_uint(((real_t*)&acc)[j]) << 32)
-                                      | (uint)(2 * dr + (l > p));
+                    const ulong key = ((ulong)as_uint(a) << 32) | (uint)(2 * dr + (l > p));
                     if (l >= 0 && dr > radius && key < s${K - 1}) {
                         ulong cv = key;
 % for k in range(K):
