@@ -391,8 +391,12 @@ void knn(${knn_args()})
 % endif
 
     for (int base = 0; base < nl; base += ${TILE}) {
+        /* points of this tile, rounded up to whole vectors (a short library loads
+           only what it has; padding lanes hold point -1) */
+        const int cnt = nl - base < ${TILE} ? nl - base : ${TILE};
+        const int cntv = (cnt + ${VW - 1}) / ${VW} * ${VW};
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int t = lid; t < ${TILE}; t += ${WG}) {
+        for (int t = lid; t < cntv; t += ${WG}) {
             const int li = base + t;
             const int lp = li < nl ? lib[li] : 0;
             tidx[t] = li < nl ? lp : -1;
@@ -401,7 +405,6 @@ void knn(${knn_args()})
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        const int cnt = nl - base < ${TILE} ? nl - base : ${TILE};
         for (int c = 0; c * ${VW} < cnt; ++c) {
             /* VW library points at once in explicit vectors (PoCL does not vectorise
                this loop across work-items); each lane does the same operations in the
