@@ -40,6 +40,17 @@
 ## replaces the per-query flag by a per-lane candidate bit mask stored
 ## unconditionally: the distance block is then free of conditional stores, which
 ## PoCL's loop vectoriser needs; Intel's vectoriser masks the flag stores fine (FLAG=1).
+## INS "mask" (cols, FLAG=0, TILE <= 32): the lane bits are transposed into one
+## candidate word per query (vectorised across queries), so the serial scan
+## visits only candidate lanes.
+## VARIANT "vec" (CPUs; QB = SIMD width 4/8/16): one query per work-item over a
+## local tile like "rows", but the distance block is written in explicit vectors
+## of QB library points (PoCL 3.0 does not vectorise the cols variant's
+## work-item loop here, and runs vload/any/fmin builtins as calls, so none is
+## used); a vector is screened by its smallest lane against the k-th distance.
+## float32 candidates go into a top-k of packed keys (distance bits << 32 | tie
+## key), whose integer order is exactly (distance, |p - l|, l), with a
+## branch-free min/max network; float64 uses the register insertion network.
 ## VARIANT "sorted" (CCM, many sampled subsets of one library; not tuned, only WG
 ## matters): kernel dist_full writes every query's (squared) distance to every
 ## point of the full library (same arithmetic as knn, so bit-identical values)
