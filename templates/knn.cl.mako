@@ -440,7 +440,13 @@ void knn(${knn_args()})
 % endif
                 for (int j = 0; j < ${VW}; ++j) {
 % if PACK:
+% if METRIC == "maximum":
+                    /* -0 + 0 = +0: the key's bit order is the value order (the max of
+                       |d| can be -0 where a coordinate difference is -0) */
+                    const real_t a = ((real_t*)&acc)[j] + (real_t)0;
+% else:
                     const real_t a = ((real_t*)&acc)[j];
+% endif
                     if (a > as_float((uint)(s${K - 1} >> 32))) continue;
                     const int l = tidx[c * ${VW} + j];
                     const int dr = dist_rows(p, l);

@@ -196,3 +196,29 @@ def test_oclgrind_clean_skill_vec():
     ref = pe.xmap(X, E="auto", E_max=2, device="pocl")
     np.testing.assert_allclose(np.array(rho, np.float32), ref.rho, atol=1e-5, rtol=0)
     np.testing.assert_allclose(np.array(edim, np.float32), ref.edim_rho, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("metric", ["maximum", "manhattan"])
+def test_vec_other_metrics_signed_zeros(device, metric):
+    """vec's packed keys with the other metrics on data holding both -0.0 and +0.0
+    (a coordinate difference -0 - 0 = -0): same table as the rows variant, which
+    compares values (so -0 == +0 ties break by |p - l|, then l)."""
+    from clkernels import get_backend
+    from pyedmcl.edm.knn import KNN
+    be = get_backend(device)
+    x = np.random.default_rng(8).integers(-1, 2, 120).astype(np.float32)
+    x[::3] = -0.0
+    x[1::7] = 0.0
+    E, k = 3, 5
+    npts = x.size - (E - 1)
+    spec = {"E": E, "TAU": 1, "K": k, "METRIC": metric, "REAL": "float"}
+    pts = be.to_device(np.arange(npts, dtype=np.int32))
+    xd = be.to_device(x)
+    out = []
+    for params in (ROWS, VEC[1]):
+        idx = be.empty((1, npts, k), np.int32)
+        dist = be.empty((1, npts, k), np.float32)
+        KNN.launch(be, params, spec, xd, pts, npts, pts, npts, 1, 0, idx, dist)
+        out.append((be.to_host(idx), be.to_host(dist)))
+    np.testing.assert_array_equal(out[1][0], out[0][0])
+    np.testing.assert_array_equal(out[1][1], out[0][1])  # -0.0 == +0.0 here
