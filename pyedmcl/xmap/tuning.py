@@ -31,8 +31,8 @@ def _k_bucket(k: int) -> str:
 
 
 def _heuristic(info: DeviceInfo) -> Params:
-    if info.is_gpu:
-        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 0, "INS": "reg",
+    if info.is_gpu:  # the old batched kernel's tuned choice on the H200 (rows, EA 0)
+        return {"VARIANT": "rows", "WG": 16, "TILE": 256, "QB": 1, "EA": 0, "INS": "reg",
                 "FLAG": 1, "SPLIT": 1}
     # CPUs: explicit float16 vectors over library points (PoCL 3.0 does not vectorise
     # the cols variant's work-item loop here; measured 2.5x faster on 2-core PoCL)
@@ -85,6 +85,8 @@ def _skill_heuristic(info: DeviceInfo) -> Params:
     # Intel's runtime vectorises the scalar code and is slower with VEC=1)
     if not info.is_gpu and info.runtime == "pocl":
         return {"TJ": 8, "VEC": 1}
+    if info.is_gpu:  # tuned on the H200 for K <= 16 before VEC existed
+        return {"TJ": 1, "VEC": 0}
     return {"TJ": 4, "VEC": 0}
 
 
