@@ -1,0 +1,118 @@
+"""Device out-of-memory fallbacks (clkernels.memory) on a simulated small device.
+
+``Backend.memory_limit`` (same as ``PYEDMCL_DEVICE_MEMORY_LIMIT``) makes every single
+allocation above the limit fail like a driver out-of-memory; each computation must
+then fall back to smaller blocks (counted in ``clkernels.memory.FALLBACKS``) and give
+results identical (bit for bit: every block computes the same per-row arithmetic) to
+the unlimited run, or fail with a clear DeviceMemoryError below its smallest block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import clkernels
+from clkernels import memory
+
+
+@pytest.fixture
+def be(monkeypatch):
+    b = clkernels.get_backend("pocl")
+    monkeypatch.delenv("PYEDMCL_DEVICE_MEMORY_LIMIT", raising=False)
+    return b
+
+
+def limited(be, monkeypatch, nbytes):
+    """Simulate a device whose largest allocation is ``nbytes``; returns a fallback counter."""
+    monkeypatch.setattr(be, "memory_limit", nbytes, raising=False)
+    start = memory.FALLBACKS
+    return lambda: memory.FALLBACKS - start
+
+
+def series(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.empty(n)
+    x[0] = 0.4
+    for i in range(1, n):  # logistic map + a little noise: a deterministic-ish system
+        x[i] = 3.8 * x[i - 1] * (1 - x[i - 1])
+    return x + 1e-3 * rng.standard_normal(n)
+
+
+# ----------------------------------------------------------------------------- generic
+
+
+def test_run_blocked_halves_and_keeps_order(be, monkeypatch):
+    calls = []
+
+    def fn(s, e):
+        calls.append((s, e))
+        if e - s > 3:
+            raise MemoryError("too big")
+        return list(range(s, e))
+
+    fallbacks = limited(be, monkeypatch, None)
+    out = memory.run_blocked(be, fn, 10, parameter="n", what="demo")
+    assert [v for blk in out for v in blk] == list(range(10))
+    assert all(e - s <= 3 for s, e in calls[-len(out):])
+    assert fallbacks() == 2  # 10 -> 5 -> 2
+
+
+def test_minimum_block_failure_is_clear(be, monkeypatch):
+    limited(be, monkeypatch, 1000)
+    with pytest.raises(clkernels.DeviceMemoryError) as ei:
+        memory.run_blocked(be, lambda s, e: be.empty((e - s) * 1000, np.float32), 8,
+                           parameter="the series length", what="demo table")
+    msg = str(ei.value)
+    for part in ("demo table", "asked 4000 bytes", be.info.name, "global memory",
+                 "per allocation", "Lower the series length", "simulated limit 1000"):
+        assert part in msg
+    assert isinstance(ei.value, MemoryError) and ei.value.requested_bytes == 4000
+
+
+def test_is_oom_recognises_backend_errors():
+    import pyopencl as cl
+
+    assert memory.is_oom(cl.MemoryError("clEnqueueNDRangeKernel failed: MEM_OBJECT_ALLOCATION_FAILURE"))
+    assert memory.is_oom(RuntimeError("SyclKernelSubmitError: UR_RESULT_ERROR_OUT_OF_RESOURCES"))
+    assert memory.is_oom(MemoryError())
+    assert not memory.is_oom(ValueError("x"))
+    assert not memory.is_oom(RuntimeError("build failed"))
+    assert not memory.is_oom(clkernels.DeviceMemoryError("final"))
+
+
+def test_precheck_against_max_alloc(be, monkeypatch):
+    with pytest.raises(memory.DeviceOutOfMemory):
+        be.empty(be.info.max_alloc_bytes // 4 + 1, np.float32)
+    monkeypatch.setenv("PYEDMCL_DEVICE_MEMORY_LIMIT", "1k")
+    with pytest.raises(memory.DeviceOutOfMemory):
+        be.to_device(np.zeros(257, np.float32))
+    be.to_device(np.zeros(256, np.float32))
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+def test_pairwise_distances_row_blocks(be, monkeypatch):
+    from pyedmcl.kernels.distance import pairwise_distances
+
+    x = series(300)
+    ref = pairwise_distances(x, E=3, device=be)
+    fallbacks = limited(be, monkeypatch, 300 * 298 * 4 // 5)
+    got = pairwise_distances(x, E=3, device=be)
+    assert fallbacks() >= 1
+    np.testing.assert_array_equal(got, ref)
+    limited(be, monkeypatch, 100)
+    with pytest.raises(clkernels.DeviceMemoryError, match="Lower"):  # even x does not fit
+        pairwise_distances(x, E=3, device=be)
+
+
+def test_recurrence_plot_row_blocks(be, monkeypatch):
+    from pyedmcl.rqa.plot import recurrence_plot
+
+    x = series(400)
+    ref = recurrence_plot(x, E=2, radius=0.1, size=200, device=be)
+    fallbacks = limited(be, monkeypatch, ref.nbytes // 3)
+    got = recurrence_plot(x, E=2, radius=0.1, size=200, device=be)
+    assert fallbacks() >= 1
+    np.testing.assert_array_equal(got, ref)
