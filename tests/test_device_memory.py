@@ -116,3 +116,67 @@ def test_recurrence_plot_row_blocks(be, monkeypatch):
     got = recurrence_plot(x, E=2, radius=0.1, size=200, device=be)
     assert fallbacks() >= 1
     np.testing.assert_array_equal(got, ref)
+
+
+# ----------------------------------------------------------------------------- EDM
+
+
+def test_simplex_query_blocks(be, monkeypatch):
+    from pyedmcl.edm.simplex import simplex
+
+    x = series(400, 1)
+    y = np.stack([x, np.roll(x, 3)])
+    ref = simplex(x, y, E=3, device=be, variance=True)
+    # the k-NN table (400 queries x 4 x (int32 + float32) = 12800 bytes per array pair)
+    # does not fit, the series (1600 bytes) and predictions (3200 bytes) do
+    fallbacks = limited(be, monkeypatch, 3200)
+    got = simplex(x, y, E=3, device=be, variance=True)
+    assert fallbacks() >= 1
+    for a in ("predicted", "variance", "rho", "mae", "rmse"):
+        np.testing.assert_array_equal(getattr(got, a), getattr(ref, a), err_msg=a)
+    # one query's table row (4 x 4 bytes) is below 17 bytes but the series is not
+    limited(be, monkeypatch, 17)
+    with pytest.raises(clkernels.DeviceMemoryError, match="Lower"):
+        simplex(x, y, E=3, device=be)
+
+
+def test_ccm_sorted_rows_and_batches(be, monkeypatch):
+    from pyedmcl.edm import ccm as ccm_mod
+
+    x = series(60, 2)
+    y = np.roll(x, 1) + 0.1 * series(60, 3)
+    kw = dict(E=2, lib_sizes=[10, 30, 50], sample=20, seed=5, device=be)
+    ref = ccm_mod.ccm(x, y, **kw)
+    M = 59  # usable rows (E=2, Tp=0)
+    # sorted M x M rows fit (M*M*4 bytes), predictions for 60 libraries x M do not
+    fallbacks = limited(be, monkeypatch, M * M * 4)
+    got = ccm_mod.ccm(x, y, **kw)
+    assert fallbacks() >= 1
+    np.testing.assert_array_equal(got.rho_xy_samples, ref.rho_xy_samples)
+    np.testing.assert_array_equal(got.rho_yx_samples, ref.rho_yx_samples)
+
+    # batched k-NN path (no sorted rows): library batches are halved
+    monkeypatch.setattr(be, "memory_limit", None)
+    monkeypatch.setattr(ccm_mod, "MAX_SORTED_ENTRIES", 0)
+    ref_b = ccm_mod.ccm(x, y, **kw)
+    fallbacks = limited(be, monkeypatch, 5 * M * 3 * 4)
+    got_b = ccm_mod.ccm(x, y, **kw)
+    assert fallbacks() >= 1
+    np.testing.assert_array_equal(got_b.rho_xy_samples, ref_b.rho_xy_samples)
+    np.testing.assert_array_equal(got_b.rho_yx_samples, ref_b.rho_yx_samples)
+
+
+def test_ccm_sorted_rows_fall_back_when_too_big(be, monkeypatch, caplog):
+    from pyedmcl.edm import ccm as ccm_mod
+
+    x = series(60, 2)
+    y = np.roll(x, 1) + 0.1 * series(60, 3)
+    kw = dict(E=2, lib_sizes=[10, 30], sample=5, seed=5, device=be)
+    monkeypatch.setattr(ccm_mod, "MAX_SORTED_ENTRIES", 0)
+    ref = ccm_mod.ccm(x, y, **kw)  # the batched path, unlimited
+    monkeypatch.setattr(ccm_mod, "MAX_SORTED_ENTRIES", 1 << 25)
+    limited(be, monkeypatch, 59 * 59 * 4 - 1)  # the sorted M x M rows do not fit
+    with caplog.at_level("INFO", logger="pyedmcl.edm.ccm"):
+        got = ccm_mod.ccm(x, y, **kw)
+    assert "do not fit" in caplog.text
+    np.testing.assert_array_equal(got.rho_xy_samples, ref.rho_xy_samples)
