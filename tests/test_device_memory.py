@@ -180,3 +180,17 @@ def test_ccm_sorted_rows_fall_back_when_too_big(be, monkeypatch, caplog):
         got = ccm_mod.ccm(x, y, **kw)
     assert "do not fit" in caplog.text
     np.testing.assert_array_equal(got.rho_xy_samples, ref.rho_xy_samples)
+
+
+@pytest.mark.parametrize("knn", [None, 6])
+def test_smap_row_blocks(be, monkeypatch, knn):
+    from pyedmcl.edm.smap import smap
+
+    x = series(300, 4)
+    ref = smap(x, E=3, theta=2.0, knn=knn, device=be)
+    # the (E+1) coefficients per row (~300 x 4 x 8 bytes) do not fit, the series does
+    fallbacks = limited(be, monkeypatch, 4000)
+    got = smap(x, E=3, theta=2.0, knn=knn, device=be)
+    assert fallbacks() >= 1
+    for a in ("predicted", "coefficients", "variance", "rho"):
+        np.testing.assert_array_equal(getattr(got, a), getattr(ref, a), err_msg=a)
