@@ -194,3 +194,29 @@ def test_smap_row_blocks(be, monkeypatch, knn):
     assert fallbacks() >= 1
     for a in ("predicted", "coefficients", "variance", "rho"):
         np.testing.assert_array_equal(getattr(got, a), getattr(ref, a), err_msg=a)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def test_cli_env_limit(tmp_path, monkeypatch, capsys):
+    """PYEDMCL_DEVICE_MEMORY_LIMIT: a small limit still completes (blocks), a tiny one is
+    a runtime failure (exit code 1) with the clear message."""
+    from pyedmcl.cli.main import main
+
+    x = series(400, 1)
+    np.save(tmp_path / "x.npy", x)
+    argv = ["simplex", str(tmp_path / "x.npy"), "-E", "3", "--device", "pocl"]
+    assert main(argv) == 0
+    ref = capsys.readouterr().out
+    assert "rho=" in ref
+    monkeypatch.setenv("PYEDMCL_DEVICE_MEMORY_LIMIT", "3200")
+    start = memory.FALLBACKS
+    assert main(argv) == 0
+    assert memory.FALLBACKS > start
+    assert capsys.readouterr().out == ref
+    monkeypatch.setenv("PYEDMCL_DEVICE_MEMORY_LIMIT", "100")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "pyedmcl simplex: failed:" in err and "PYEDMCL_DEVICE_MEMORY_LIMIT" in err
+    assert "Lower" in err and "global memory" in err
