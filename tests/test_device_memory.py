@@ -220,3 +220,25 @@ def test_cli_env_limit(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "pyedmcl simplex: failed:" in err and "PYEDMCL_DEVICE_MEMORY_LIMIT" in err
     assert "Lower" in err and "global memory" in err
+
+
+def test_blocked_launches_clean_under_oclgrind():
+    """Row-block launches (row offsets > 0, block edges) stay in bounds."""
+    from conftest import run_under_oclgrind
+
+    out = run_under_oclgrind("""
+        import numpy as np
+        import clkernels
+        from pyedmcl.kernels.distance import pairwise_distances
+        from pyedmcl.rqa.plot import recurrence_plot
+        be = clkernels.get_backend("oclgrind")
+        x = np.sin(np.arange(40) * 0.7)
+        ref_d = pairwise_distances(x, E=2, device=be)
+        ref_p = recurrence_plot(x, E=2, radius=0.3, size=16, device=be)
+        be.memory_limit = 39 * 39 * 4 // 3
+        np.testing.assert_array_equal(pairwise_distances(x, E=2, device=be), ref_d)
+        be.memory_limit = 10 * 20 * 4 // 3
+        np.testing.assert_array_equal(recurrence_plot(x, E=2, radius=0.3, size=16, device=be), ref_p)
+        print("ok")
+    """)
+    assert "ok" in out
