@@ -242,3 +242,20 @@ def test_blocked_launches_clean_under_oclgrind():
         print("ok")
     """)
     assert "ok" in out
+
+
+def test_scans_fall_back(be, monkeypatch, caplog):
+    """embed_dimension: the fused all-E tables fall back to per-E Simplex, whose tables
+    fall back to query blocks; same skill as the unlimited per-E path."""
+    import pyedmcl as pe
+
+    x = series(300, 6)
+    ref = pe.embed_dimension(x, max_E=4, device=be, fused=False)
+    fallbacks = limited(be, monkeypatch, 2400)
+    with caplog.at_level("INFO"):
+        got = pe.embed_dimension(x, max_E=4, device=be)
+    assert "running per E" in caplog.text and fallbacks() >= 1
+    np.testing.assert_array_equal(got.rho, ref.rho)
+    np.testing.assert_array_equal(got.rmse, ref.rmse)
+    with pytest.raises(clkernels.DeviceMemoryError, match="fused embed_dimension"):
+        pe.embed_dimension(x, max_E=4, device=be, fused=True)
