@@ -121,6 +121,18 @@ def test_recurrence_plot_row_blocks(be, monkeypatch):
 # ----------------------------------------------------------------------------- EDM
 
 
+def test_knn_table_query_blocks(be, monkeypatch):
+    from pyedmcl.edm.knn import knn_table
+
+    x = series(400, 1)
+    ref = knn_table(x, E=3, k=5, device=be)
+    fallbacks = limited(be, monkeypatch, 3000)
+    got = knn_table(x, E=3, k=5, device=be)
+    assert fallbacks() >= 1
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(got[1], ref[1])
+
+
 def test_simplex_query_blocks(be, monkeypatch):
     from pyedmcl.edm.simplex import simplex
 
