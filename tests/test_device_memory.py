@@ -271,3 +271,19 @@ def test_scans_fall_back(be, monkeypatch, caplog):
     np.testing.assert_array_equal(got.rmse, ref.rmse)
     with pytest.raises(clkernels.DeviceMemoryError, match="fused embed_dimension"):
         pe.embed_dimension(x, max_E=4, device=be, fused=True)
+
+
+def test_sycl_backend_limit(monkeypatch):
+    """The SYCL backend refuses over-limit allocations the same way (row blocks follow)."""
+    pytest.importorskip("dpctl")
+    from pyedmcl.kernels.distance import pairwise_distances
+
+    try:
+        sb = clkernels.get_backend("intel", backend="sycl")
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no OpenCL-backend SYCL device: {exc}")
+    x = series(200)
+    ref = pairwise_distances(x, E=2, device=sb)
+    fallbacks = limited(sb, monkeypatch, ref.nbytes // 4)
+    np.testing.assert_array_equal(pairwise_distances(x, E=2, device=sb), ref)
+    assert fallbacks() >= 1
