@@ -3,9 +3,13 @@
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
 ## (x[p], x[p+TAU], ..., x[p+(E-1)*TAU]); the embedding is never materialised.
-## The library (kernel points lpts[b*nl .. b*nl+nl-1], ascending, one list per
-## batch b = get_global_id(1), e.g. CCM's sampled libraries) streams through local
-## memory in tiles of TILE points shared by the work-group; each work-item keeps
+## The library (kernel points lpts[b*lstride .. b*lstride+nl-1], ascending)
+## streams through local memory in tiles of TILE points shared by the work-group.
+## Batches b = get_global_id(1), set by launch arguments (one compiled kernel):
+## library lists (lstride = nl, xstride = 0: CCM's sampled libraries), or series
+## (lstride = 0, xstride = series length: the all-to-all map builds the tables of
+## many library series in one launch; x is offset by xoff + b * xstride, points
+## and output indices are the series' own). Output row (b, q). Each work-item keeps
 ## its query's K best (distance, point) in registers (an unrolled insertion
 ## network, so no L x L matrix exists anywhere: O(nq * K) output).
 ##
@@ -41,6 +45,17 @@
 ## replaces the per-query flag by a per-lane candidate bit mask stored
 ## unconditionally: the distance block is then free of conditional stores, which
 ## PoCL's loop vectoriser needs; Intel's vectoriser masks the flag stores fine (FLAG=1).
+## INS "mask" (cols, FLAG=0, TILE <= 32): the lane bits are transposed into one
+## candidate word per query (vectorised across queries), so the serial scan
+## visits only candidate lanes.
+## VARIANT "vec" (CPUs; QB = SIMD width 4/8/16): one query per work-item over a
+## local tile like "rows", but the distance block is written in explicit vectors
+## of QB library points (PoCL 3.0 does not vectorise the cols variant's
+## work-item loop here, and runs vload/any/fmin builtins as calls, so none is
+## used); a vector is screened by its smallest lane against the k-th distance.
+## float32 candidates go into a top-k of packed keys (distance bits << 32 | tie
+## key), whose integer order is exactly (distance, |p - l|, l), with a
+## branch-free min/max network; float64 uses the register insertion network.
 ## VARIANT "sorted" (CCM, many sampled subsets of one library; not tuned, only WG
 ## matters): kernel dist_full writes every query's (squared) distance to every
 ## point of the full library (same arithmetic as knn, so bit-identical values)
@@ -80,25 +95,34 @@ real_t ${ACC} = (real_t)0;
 }\
 </%def>
 
+<%def name="knn_args()">\
+__global const real_t* restrict x, const int xoff, const int xstride,
+         __global const int* restrict qpts, const int nq,
+         __global const int* restrict lpts, const int nl, const int lstride,
+         const int radius,
+         __global int* restrict out_idx, __global real_t* restrict out_dist\
+</%def>\
+<%def name="batch_setup()">\
+/* batch b: series b (x offset xoff + b * xstride) and/or library list b (lpts + b * lstride) */
+    const int b = get_global_id(1);
+    x += (size_t)xoff + (size_t)b * xstride;
+    __global const int* lib = lpts + (size_t)b * lstride;
+</%def>\
+
 /* tie key of library point l for query p: |p - l| first, then the earlier point */
 inline int tie_key(const int p, const int l) { return 2 * (l > p ? l - p : p - l) + (l > p); }
 inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 
 % if VARIANT == "rows":
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void knn(__global const real_t* restrict x,
-         __global const int* restrict qpts, const int nq,
-         __global const int* restrict lpts, const int nl,
-         const int radius,
-         __global int* restrict out_idx, __global real_t* restrict out_dist)
+void knn(${knn_args()})
 {
 <% QW = WG // SPLIT %>
     const int lid = get_local_id(0);
     const int qi = lid % ${QW};
     const int sp = lid / ${QW};
     const int q = get_group_id(0) * ${QW} + qi;
-    const int b = get_global_id(1);
-    __global const int* lib = lpts + (size_t)b * nl;
+    ${batch_setup()}
     __local real_t tile[${E}][${TILE}];
     __local int tidx[${TILE}];
 
@@ -171,26 +195,24 @@ void knn(__global const real_t* restrict x,
 % elif VARIANT == "cols":
 <% R = TILE // WG %>
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void knn(__global const real_t* restrict x,
-         __global const int* restrict qpts, const int nq,
-         __global const int* restrict lpts, const int nl,
-         const int radius,
-         __global int* restrict out_idx, __global real_t* restrict out_dist)
+void knn(${knn_args()})
 {
     const int lid = get_local_id(0);
     const int q0 = get_group_id(0) * ${QB};
-    const int b = get_global_id(1);
-    __global const int* lib = lpts + (size_t)b * nl;
+    ${batch_setup()}
     __local real_t qloc[${QB}][${E}];
     __local int qp[${QB}];
     __local real_t cand[${QB}][${TILE}];
     __local int cidx[${TILE}];
     __local real_t thr[${QB}];
     __local int flag[${QB}];
-% if INS == "local" and not FLAG:
+% if INS != "reg" and not FLAG:
     __local unsigned int lanebits[${TILE}];
 % endif
-% if INS == "local":
+% if INS == "mask":
+    __local unsigned int qmask[${QB}];
+% endif
+% if INS != "reg":
     __local real_t topd[${QB}][K];
     __local int topi[${QB}][K];
     for (int i = lid; i < ${QB} * K; i += ${WG}) {
@@ -229,7 +251,7 @@ void knn(__global const real_t* restrict x,
 % for k in range(E):
             const real_t c${k} = x[lr + ${k * TAU}];
 % endfor
-% if INS == "local" and not FLAG:
+% if INS != "reg" and not FLAG:
             unsigned int bits = 0u;
 % endif
 % for i in range(QB):
@@ -244,7 +266,7 @@ void knn(__global const real_t* restrict x,
 % endif
             }
 % endfor
-% if INS == "local" and not FLAG:
+% if INS != "reg" and not FLAG:
             lanebits[t] = bits;
 % endif
         }
@@ -265,23 +287,46 @@ void knn(__global const real_t* restrict x,
             thr[lid] = bd${K - 1};
         }
 % else:
+% if INS == "mask":
+        /* transpose the lane bits: query i's candidate lanes as one word (vectorised
+           across queries), so the serial scan below visits candidates only */
+        if (lid < ${QB}) {
+            unsigned int m = 0u;
+% for t in range(TILE):
+            m |= ((lanebits[${t}] >> lid) & 1u) << ${t};
+% endfor
+            qmask[lid] = m;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+% endif
         if (lid == 0) {
-% if not FLAG:
+% if INS == "mask":
+            for (int i = 0; i < ${QB}; ++i) {
+                unsigned int m = qmask[i];
+                if (!m) continue;
+% elif not FLAG:
             unsigned int any = 0u;
             for (int t = 0; t < ${TILE}; ++t) any |= lanebits[t];
 % endif
+% if INS != "mask":
             for (int i = 0; i < ${QB}; ++i) {
+% endif
 % if FLAG:
                 if (!flag[i]) continue;
                 flag[i] = 0;
-% else:
+% elif INS != "mask":
                 if (!((any >> i) & 1u)) continue;
 % endif
                 const int pq = qp[i];
                 real_t kd = topd[i][K - 1];
                 int ki = topi[i][K - 1];
+% if INS == "mask":
+                for (; m; m &= m - 1u) {
+                    const int t = 31 - (int)clz(m & (0u - m));
+% else:
                 for (int t = 0; t < ${TILE}; ++t) {
-% if not FLAG:
+% endif
+% if not FLAG and INS != "mask":
                     if (!((lanebits[t] >> i) & 1u)) continue;
 % endif
                     const real_t d = cand[i][t];
@@ -327,6 +372,123 @@ void knn(__global const real_t* restrict x,
         }
     }
 % endif
+}
+% elif VARIANT == "vec":
+<% VW = QB %>
+typedef ${REAL}${VW} realv_t;
+#define EMPTY ((ulong)0x7F800000FFFFFFFFUL)
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void knn(${knn_args()})
+{
+    const int lid = get_local_id(0);
+    const int q = get_global_id(0);
+    ${batch_setup()}
+    /* the tile as whole vectors (aligned), written point by point */
+    __local realv_t tilev[${E}][${TILE // VW}];
+    __local int tidx[${TILE}];
+
+    const bool active = q < nq;
+    const int p = active ? qpts[q] : 0;
+% for k in range(E):
+    const realv_t qv${k} = (realv_t)(active ? x[p + ${k * TAU}] : (real_t)0);
+% endfor
+<% PACK = REAL == "float" %>\
+% if PACK:
+    /* top-k as packed keys (distance bits << 32 | tie key): the order of the keys
+       is the total order (distance, |p - l|, l), so insertion is a branch-free
+       min/max network; an empty slot is EMPTY (distance +inf, key above any) */
+% for k in range(K):
+    ulong s${k} = EMPTY;
+% endfor
+% else:
+% for k in range(K):
+    real_t bd${k} = INFINITY; int bi${k} = -1;
+% endfor
+% endif
+
+    for (int base = 0; base < nl; base += ${TILE}) {
+        /* points of this tile, rounded up to whole vectors (a short library loads
+           only what it has; padding lanes hold point -1) */
+        const int cnt = nl - base < ${TILE} ? nl - base : ${TILE};
+        const int cntv = (cnt + ${VW - 1}) / ${VW} * ${VW};
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int t = lid; t < cntv; t += ${WG}) {
+            const int li = base + t;
+            const int lp = li < nl ? lib[li] : 0;
+            tidx[t] = li < nl ? lp : -1;
+% for k in range(E):
+            ((__local real_t*)tilev[${k}])[t] = x[lp + ${k * TAU}];
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int c = 0; c * ${VW} < cnt; ++c) {
+            /* VW library points at once in explicit vectors (PoCL does not vectorise
+               this loop across work-items); each lane does the same operations in the
+               same order as the scalar kernels, so distances are identical */
+            realv_t acc = (realv_t)0;
+% for k in reversed(range(E)):
+            ${capture(metric.step, METRIC, "acc", "tilev[%d][c]" % k, "qv%d" % k).replace("real_t _d", "realv_t _d")}
+% endfor
+            /* any lane a candidate: the smallest lane against the k-th distance, by a
+               min tree of halves (PoCL 3.0 runs any()/fmin() as calls; Oclgrind's
+               uninitialised-value plugin crashes on reductions of compare masks) */
+<% w = VW; v = "acc" %>\
+% while w > 1:
+<% w //= 2 %>\
+            const ${REAL}${w if w > 1 else ""} mn${w} = ${v}.lo < ${v}.hi ? ${v}.lo : ${v}.hi;
+<% v = "mn%d" % w %>\
+% endwhile
+% if PACK:
+            if (mn1 <= as_float((uint)(s${K - 1} >> 32))) {
+% else:
+            if (mn1 <= bd${K - 1}) {
+% endif
+                for (int j = 0; j < ${VW}; ++j) {
+% if PACK:
+% if METRIC == "maximum":
+                    /* -0 + 0 = +0: the key's bit order is the value order (the max of
+                       |d| can be -0 where a coordinate difference is -0) */
+                    const real_t a = ((real_t*)&acc)[j] + (real_t)0;
+% else:
+                    const real_t a = ((real_t*)&acc)[j];
+% endif
+                    if (a > as_float((uint)(s${K - 1} >> 32))) continue;
+                    const int l = tidx[c * ${VW} + j];
+                    const int dr = dist_rows(p, l);
+                    const ulong key = ((ulong)as_uint(a) << 32) | (uint)(2 * dr + (l > p));
+                    if (l >= 0 && dr > radius && key < s${K - 1}) {
+                        ulong cv = key;
+% for k in range(K):
+                        { const ulong lo = cv < s${k} ? cv : s${k}; cv = cv < s${k} ? s${k} : cv; s${k} = lo; }
+% endfor
+                    }
+% else:
+                    const real_t a = ((real_t*)&acc)[j];
+                    const int l = tidx[c * ${VW} + j];
+                    if (a <= bd${K - 1} && l >= 0) {
+                        const int key = tie_key(p, l);
+                        if (dist_rows(p, l) > radius
+                            && (a < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
+                            ${insert('a', 'l', 'key')}
+                        }
+                    }
+% endif
+                }
+            }
+        }
+    }
+    if (active) {
+        const size_t o = ((size_t)b * nq + q) * K;
+% for k in range(K):
+% if PACK:
+        const uint key${k} = (uint)s${k};
+        const real_t bd${k} = as_float((uint)(s${k} >> 32));
+        const int bi${k} = s${k} == EMPTY ? -1 : ((key${k} & 1u) ? p + (int)(key${k} >> 1) : p - (int)(key${k} >> 1));
+% endif
+        out_idx[o + ${k}] = bi${k};
+        out_dist[o + ${k}] = bi${k} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d" % k)};
+% endfor
+    }
 }
 % elif VARIANT == "sorted":
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))

@@ -1,4 +1,13 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM
+## SYM=1 (needs SHARE=1; auto- and joint RQA, whose matrix is symmetric): only the cells on
+## and above the main diagonal are computed. Column j of the full matrix is (column j above
+## the diagonal) + (cell (j, j)) + (row j right of the diagonal, read top-down). The
+## vertical launch covers the columns j >= row0 and walks rows i < j only (the column's open
+## run at the diagonal stays in the carryovers); MODE "horizontal" transposes the stored
+## 64x64 bit tiles of the row block and walks each row i from column i + 1: its runs are the
+## vertical runs of the lower triangle. A row's first run (it touches the diagonal) is not
+## counted but returned in hhead, its open last run (touches the bottom border) in htail;
+## the host joins the column tail, the diagonal cell and the row head (dnr.py).
 ## SHARE=1 (needs BITS=2): every cell is computed once per row block. The vertical launch
 ## also stores its 64-row column words in sbits (word w of the row block, column j at
 ## sbits[w * sstride + SPAD + j], zero padding of SPAD columns on both sides); the
@@ -54,6 +63,10 @@ ${metric.real_type(REAL)}
     WU = "UL" if BITS == 2 else "u"
     if SHARE and BITS != 2:
         raise ValueError("SHARE=1 needs BITS=2")
+    if SYM and not SHARE:
+        raise ValueError("SYM=1 needs SHARE=1")
+    if MODE == "horizontal" and not SYM:
+        raise ValueError("MODE horizontal needs SYM=1")
     SPAD = 64 + VEC
     ULV = "ulong" + V
     def lane(expr, l):
@@ -85,6 +98,9 @@ ${metric.real_type(REAL)}
 </%def>
 
 #define SPAN ${(E - 1) * TAU}
+/* integer min/max inline (PoCL 3.0 calls its min()/max() out of line) */
+#define IMIN(a, b) ((a) < (b) ? (a) : (b))
+#define IMAX(a, b) ((a) > (b) ? (a) : (b))
 #define SPAD ${SPAD}
 /* No fused multiply-add contraction: every platform rounds d*d and the sum the same
    way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
@@ -113,10 +129,18 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 % endif
 #ifdef RQA_CLANG_BITS
 #  define RQA_INLINE inline __attribute__((always_inline))
+% if SHARE and VEC > 1:
+/* unaligned vector load as one instruction (PoCL's vload${VEC} is an out-of-line call) */
+typedef ${ULV} __attribute__((aligned(8))) rqa_ulongv_u;
+#  define RQA_VLOAD_UL(p) (*(__global const rqa_ulongv_u*)(p))
+% endif
 RQA_INLINE int ctzw(const ${WT} v) { return ${"__builtin_ctzll" if BITS == 2 else "__builtin_ctz"}(v); }  /* v != 0 */
 RQA_INLINE uint popw(const ${WT} v) { return (uint)${"__builtin_popcountll" if BITS == 2 else "__builtin_popcount"}(v); }
 #else
 #  define RQA_INLINE inline
+% if SHARE and VEC > 1:
+#  define RQA_VLOAD_UL(p) vload${VEC}(0, p)
+% endif
 inline int ctzw(const ${WT} v) { return ${WB - 1} - (int)clz(v & (0${WU} - v)); }  /* v != 0 */
 inline uint popw(const ${WT} v) { return (uint)popcount(v); }
 #endif
@@ -145,7 +169,7 @@ RQA_INLINE void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
         *vr = 0u;
     } else {
         const uint len = *wr + (uint)p;
-        if (len > 0u && ${"1" if WBORDER else "np_before > 0u"}) hist_add(ph_w, lh_w, gh_w, len);
+        if (${"len > 0u" if WBORDER else "len > 0u && np_before > 0u"}) hist_add(ph_w, lh_w, gh_w, len);
         *wr = 0u;
     }
     int last = p;
@@ -168,6 +192,21 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     uint cur = (*dr > 0u) ? 1u : 0u;
+    /* isolated recurrences (lines of length 1, most diagonal runs at low RR) closed inside
+       the word: counted with one popcount and removed, so the walk skips them (the last
+       step may continue into the next word; step 0 continues the carried run) */
+    {
+        const ${WT} iso = b & ~((b << 1) | (${WT})cur) & ~(b >> 1) & (m >> 1);
+        if (iso) {
+            const uint n1 = popw(iso);
+% if PH:
+            ph[0] += n1;
+% else:
+            if (${HBINS}u >= 1u) atomic_add(&lh[0], n1);
+% endif
+            b &= ~iso;
+        }
+    }
     ${WT} t = (b ^ ((b << 1) | (${WT})cur)) & m;
     if (t == (${WT})0) {
         if (cur) *dr += (uint)nb;
@@ -187,6 +226,59 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     }
     if (cur) *dr = (uint)(nb - last);
 }
+% if SYM:
+
+/* Runs of one row (left to right) over nb (<= 64) columns packed in b: black runs are
+   vertical lines of the lower triangle, white ones white vertical lines. *col is the
+   colour of the open run, *len its length; the row's first run is not counted but
+   returned in *head (length | colour << 31) once it closes. */
+RQA_INLINE void row_runs(ulong b, const int nb, uint* len, uint* col, uint* head,
+                         uint* ph_v, __local uint* lh_v, __global uint* gh_v,
+                         uint* ph_w, __local uint* lh_w, __global uint* gh_w)
+{
+    const ulong m = (nb >= 64) ? ~0UL : ((1UL << nb) - 1UL);
+    b &= m;
+    uint cur = *col;
+    ulong t = (b ^ ((b << 1) | (ulong)cur)) & m;
+    if (t == 0UL) { *len += (uint)nb; return; }
+    int p = ctzw(t);
+    t &= t - 1UL;
+    const uint closed = *len + (uint)p;
+    if (*head == 0u) *head = closed | (cur << 31);
+    else if (cur) hist_add(ph_v, lh_v, gh_v, closed);
+    else hist_add(ph_w, lh_w, gh_w, closed);
+    int last = p;
+    cur ^= 1u;
+    while (t) {
+        p = ctzw(t);
+        t &= t - 1UL;
+        if (cur) hist_add(ph_v, lh_v, gh_v, (uint)(p - last));
+        else hist_add(ph_w, lh_w, gh_w, (uint)(p - last));
+        last = p;
+        cur ^= 1u;
+    }
+    *len = (uint)(nb - last);
+    *col = cur;
+}
+
+/* In-place transpose of a 64x64 bit matrix (a[r] bit c -> a[c] bit r): swap the
+   off-diagonal blocks of 32, then of 16 inside each block, ... down to 1. */
+RQA_INLINE void transpose64(ulong* a)
+{
+<%
+    tmasks = [(32, "0x00000000FFFFFFFFUL"), (16, "0x0000FFFF0000FFFFUL"), (8, "0x00FF00FF00FF00FFUL"),
+              (4, "0x0F0F0F0F0F0F0F0FUL"), (2, "0x3333333333333333UL"), (1, "0x5555555555555555UL")]
+%>
+% for j, mk in tmasks:
+    for (int q = 0; q < 32; ++q) {
+        const int k = ((q & ~${j - 1}) << 1) | (q & ${j - 1});   /* rows with bit ${j} clear */
+        const ulong t = ((a[k] >> ${j}) ^ a[k + ${j}]) & ${mk};
+        a[k] ^= t << ${j};
+        a[k + ${j}] ^= t;
+    }
+% endfor
+}
+% endif
 % endif
 
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
@@ -204,6 +296,9 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global uint* restrict vcarry, __global uint* restrict wcarry,
                  __global uint* restrict npts,
                  __global uint* restrict hist_v, __global uint* restrict hist_w
+% elif MODE == "horizontal":
+                 __global uint* restrict hhead, __global uint* restrict htail,  /* per row */
+                 __global uint* restrict hist_v, __global uint* restrict hist_w
 % else:
                  __global uint* restrict dcarry,
                  __global uint* restrict hist_d
@@ -216,9 +311,9 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 {
     uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
 % if PH:
-    for (int b = 0; b < ${PH}; ++b) { ph_v[b] = 0u; ph_w[b] = 0u; ph_d[b] = 0u; }
+    for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
 % endif
-% if MODE == "vertical":
+% if MODE != "diagonal":
     __local uint lh_v[${HBINS}];
     __local uint lh_w[${HBINS}];
     for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) { lh_v[b] = 0u; lh_w[b] = 0u; }
@@ -228,6 +323,42 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
+% if MODE == "horizontal":
+    /* work-item g: the 64 rows of stored word g of the row block, i = row0 + 64 g + r;
+       row i is walked from column i + 1 to the last one, 64 columns per step */
+    const int g = get_global_id(0);
+    if (g < nlanes) {
+        const int ib = row0 + 64 * g;
+        const int nr = IMIN(64, row0 + nrows - ib);
+        __global const ulong* sw = sbits + g * sstride + SPAD;
+        uint len[64], col[64], head[64];
+        ulong a[64];
+        for (int c0 = ib + 1; c0 < n_cols; c0 += 64) {
+            const int nc = IMIN(64, n_cols - c0);
+            for (int c = 0; c < 64; ++c) a[c] = sw[c0 + c];   /* zero padding past n_cols */
+            transpose64(a);
+            if (c0 == ib + 1) {   /* row r starts at bit r of the first step */
+                for (int r = 0; r < nr; ++r) {
+                    len[r] = 0u; head[r] = 0u;
+                    col[r] = (uint)(a[r] >> r) & 1u;
+                    if (r < nc) row_runs(a[r] >> r, nc - r, &len[r], &col[r], &head[r],
+                                         ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                }
+            } else {
+                for (int r = 0; r < nr; ++r)
+                    row_runs(a[r], nc, &len[r], &col[r], &head[r],
+                             ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+            }
+        }
+        for (int r = 0; r < nr; ++r) {
+            const int i = ib + r;
+            if (i + 1 >= n_cols) { hhead[i] = 0u; htail[i] = 0u; continue; }
+            const uint open = len[r] | (col[r] << 31);
+            if (head[r]) { hhead[i] = head[r]; htail[i] = open; }
+            else { hhead[i] = open; htail[i] = 0u; }   /* one run: touches the diagonal and the bottom */
+        }
+    }
+% else:
     const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
     if (t0 < nlanes) {
         const int l0 = lane0 + t0;                 /* first column j / diagonal k */
@@ -256,10 +387,16 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
             vra[l] = vcarry[l0 - carry0 + l]; wra[l] = wcarry[l0 - carry0 + l];
             npa[l] = npts[l0 - carry0 + l];
         }
-        for (int ib = row0; ib < row0 + nrows; ib += ${WB}) {
-            const int nb = min(${WB}, row0 + nrows - ib);
+%     if SYM:
+        /* rows i < j of some lane only (the words below are never read) */
+        const int iend = IMIN(row0 + nrows, l0 + ${VEC - 1});
+%     else:
+        const int iend = row0 + nrows;
+%     endif
+        for (int ib = row0; ib < iend; ib += ${WB}) {
+            const int nb = IMIN(${WB}, row0 + nrows - ib);
           for (int h = 0; h < ${WB // 32}; ++h) {   /* 32-row halves of the word */
-            const int nh = clamp(nb - 32 * h, 0, 32);
+            const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
             for (int r = 0; r < nh; ++r) {
                 const int i = ib + 32 * h + r;
@@ -290,10 +427,16 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     if SHARE:
                     /* only columns a diagonal launch of this row block can read:
                        j >= row0 - 63 + skmin (e.g. the upper triangle, auto-RQA) */
-                    if (l0 + l > row0 + skmin - 64)
+                    if (${"1" if SYM else "l0 + l > row0 + skmin - 64"})
                         sbits[((ib - row0) >> 6) * sstride + SPAD + l0 + l] = wd;
 %     endif
+%     if SYM:
+                    const int nbj = IMIN(nb, l0 + l - ib);   /* rows above the diagonal */
+                    if (nbj > 0)
+                        column_runs(wd, nbj, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+%     else:
                     column_runs(wd, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+%     endif
                 }
         }
         for (int l = 0; l < ${VEC}; ++l) {
@@ -355,18 +498,18 @@ ${dist("acc2", "x2", "yv2", "i")}
         uint dra[${VEC}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
         const int klast = l0 + ${VEC - 1};
-        const int ibs = max(row0, -klast);
-        const int ie = min(row0 + nrows, n_cols - l0);
+        const int ibs = IMAX(row0, -klast);
+        const int ie = IMIN(row0 + nrows, n_cols - l0);
         for (int ib = row0 + ((ibs - row0) & ~63); ib < ie; ib += 64) {
-            const int nb = min(64, row0 + nrows - ib);
+            const int nb = IMIN(64, row0 + nrows - ib);
             __global const ulong* sw = sbits + ((ib - row0) >> 6) * sstride + SPAD + ib + l0;
             ${ULV} dw = (${ULV})0UL;
             if (nb == 64) {   /* full word: constant trip count, unrolled by the compiler */
                 for (int r = 0; r < 64; ++r)
-                    dw |= ${vload("sw + r")} & (${ULV})(1UL << r);
+                    dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             } else {
                 for (int r = 0; r < nb; ++r)
-                    dw |= ${vload("sw + r")} & (${ULV})(1UL << r);
+                    dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             }
 %     if VEC == 1:
             if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d);
@@ -382,14 +525,14 @@ ${dist("acc2", "x2", "yv2", "i")}
         uint dra[${VEC}], ba[${VEC * WB // 32}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
         const int klast = l0 + ${VEC - 1};
-        const int ib0 = max(row0, -klast);
-        const int ie = min(row0 + nrows, n_cols - l0);
+        const int ib0 = IMAX(row0, -klast);
+        const int ie = IMIN(row0 + nrows, n_cols - l0);
         for (int ib = ib0; ib < ie; ib += ${WB}) {
-            const int nb = min(${WB}, ie - ib);
+            const int nb = IMIN(${WB}, ie - ib);
             /* every cell (i, i + k) of the word inside the matrix for every lane? */
             const int inside = (ib + l0 >= 0) && (ib + nb - 1 + klast < n_cols);
           for (int h = 0; h < ${WB // 32}; ++h) {   /* 32-step halves of the word */
-            const int nh = clamp(nb - 32 * h, 0, 32);
+            const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
             for (int r = 0; r < nh; ++r) {
                 const int i = ib + 32 * h + r;
@@ -436,8 +579,8 @@ ${dist("acc2", "x2", "yv2", "i")}
         ${UV} dr = vload${VEC}(0, dcarry + l0 - carry0);
 %   endif
         const int klast = l0 + ${VEC - 1};
-        const int ib = max(row0, -klast);
-        const int ie = min(row0 + nrows, n_cols - l0);
+        const int ib = IMAX(row0, -klast);
+        const int ie = IMIN(row0 + nrows, n_cols - l0);
         for (int i = ib; i < ie; ++i) {
             ${RV} yv[${E}];
 %   if JOINT:
@@ -479,9 +622,10 @@ ${dist("acc2", "x2", "yv2", "i")}
 %   endif
 % endif
     }
+% endif
 % if PH:
     for (int b = 0; b < ${PH}; ++b) {
-%   if MODE == "vertical":
+%   if MODE != "diagonal":
         if (ph_v[b]) atomic_add(&lh_v[b], ph_v[b]);
         if (ph_w[b]) atomic_add(&lh_w[b], ph_w[b]);
 %   else:
@@ -490,7 +634,7 @@ ${dist("acc2", "x2", "yv2", "i")}
     }
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
-% if MODE == "vertical":
+% if MODE != "diagonal":
     for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {
         if (lh_v[b]) atomic_add(&hist_v[b], lh_v[b]);
         if (lh_w[b]) atomic_add(&hist_w[b], lh_w[b]);

@@ -1,13 +1,10 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
 ## targets, skill reduced on the device (no prediction is ever stored).
 ##
-## shift_points: out[q] = pts[min(q, n-1)] + base for q < nout (kernel points of
-##   series `i` inside the flattened (N, n) data, base = i * n; the tail repeats
-##   the last point so a kernel reading a whole last tile reads valid points).
-## pack: turns the k-NN tables of libraries b0 + get_global_id(1) (points offset
-##   by base, distances) into local
-##   points and the lookup weights w = exp(-d / d_min), and the weight sum per
+## pack: turns the k-NN tables (series-local kernel points, distances) of
+##   libraries b0 + get_global_id(1) into the lookup weights w = exp(-d / d_min)
+##   (the points are kept, -1 where none), and the weight sum per
 ##   query (0 when the query has no valid prediction), once per library. The
 ##   arithmetic is exactly simplex_lookup.cl.mako's `lookup` (same operations in
 ##   the same order), so the fused skill below reproduces pyedmcl.ccm bit for bit.
@@ -22,6 +19,10 @@
 ##   predicts its own series tgt[0] + b, written to column ocol[0].
 ##   WEIGHT "ccm" applies pyEDM CCM's rules: fewer than 3 pairs -> NaN, zero
 ##   variance -> 0.
+##   VEC = 1 (CPUs): the TJ targets are the lanes of explicit vectors (PoCL does
+##   not vectorise the work-item loop around the query loop); every lane runs the
+##   scalar code's operations in the same order (the update becomes a per-lane
+##   select), so the statistics, and rho, are bit-identical to VEC = 0.
 <%namespace name="metric" file="_metric.mako"/>
 ${metric.real_type(REAL)}
 % if ACC == "double" and REAL != "double":
@@ -32,15 +33,8 @@ typedef ${ACC} acc_t;
 /* no implicit contraction: the same rounding on every runtime */
 #pragma OPENCL FP_CONTRACT OFF
 
-__kernel void shift_points(__global const int* restrict pts, const int n, const int base,
-                           __global int* restrict out, const int nout)
-{
-    const int q = get_global_id(0);
-    if (q < nout) out[q] = pts[min(q, n - 1)] + base;
-}
-
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
-                   const int nq, const int b0, const int base,
+                   const int nq, const int b0,
                    __global int* restrict tidx, __global acc_t* restrict tw,
                    __global acc_t* restrict tden)
 {
@@ -67,7 +61,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
 % endif
             den += w;
         }
-        tidx[t + ${k}] = l >= 0 ? l - base : -1;
+        tidx[t + ${k}] = l >= 0 ? l : -1;
         tw[t + ${k}] = w;
     }
 % endfor
@@ -112,9 +106,62 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
     __global const acc_t* db = tden + (size_t)b * nq;
 % for t in range(TJ):
     __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
+% if not VEC:
     /* n, mean_p, mean_o, C_pp, C_oo, C_po, sum|e|, sum e^2 */
     acc_t s${t}[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+% endif
 % endfor
+% if VEC:
+<% AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ) %>\
+    ${AV} S0 = (${AV})0, S1 = (${AV})0, S2 = (${AV})0, S3 = (${AV})0, S4 = (${AV})0,
+        S5 = (${AV})0, S6 = (${AV})0, S7 = (${AV})0;
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int to = obs[q];
+        const acc_t den = db[q];
+        /* no valid prediction (den 0: NaN) or no observation: no target counts it */
+        if (!(den > 0) || to < 0) continue;
+% for k in range(K):
+        const int l${k} = ib[(size_t)q * K + ${k}];
+        const acc_t w${k} = wb[(size_t)q * K + ${k}];
+% endfor
+        ${AV} num = (${AV})0;
+% for k in range(K):
+        if (l${k} >= 0) {
+            const int i = l${k} + tshift;
+            num += (${AV})w${k} * (${AV})(${", ".join("(acc_t)y%d[i]" % t for t in range(TJ))});
+        }
+% endfor
+        ${AV} p = num / (${AV})den;
+% if REAL != ACC:
+        {   /* the prediction is rounded to real_t, as in the scalar code */
+            acc_t* pl = (acc_t*)&p;
+% for t in range(TJ):
+            pl[${t}] = (acc_t)(real_t)pl[${t}];
+% endfor
+        }
+% endif
+        const ${AV} v = (${AV})(${", ".join("(acc_t)y%d[to]" % t for t in range(TJ))});
+        const ${LV} ok = (p - p) == (${AV})0;  /* finite prediction */
+        const ${AV} n1 = S0 + (${AV})1;
+        const ${AV} dp = p - S1, dq = v - S2;
+        const ${AV} m1 = S1 + dp / n1, m2 = S2 + dq / n1;
+        const ${AV} e = p - v;
+        S3 = ok ? S3 + dp * (p - m1) : S3;
+        S4 = ok ? S4 + dq * (v - m2) : S4;
+        S5 = ok ? S5 + dp * (v - m2) : S5;
+        S6 = ok ? S6 + (e < (${AV})0 ? -e : e) : S6;
+        S7 = ok ? S7 + e * e : S7;
+        S0 = ok ? n1 : S0;
+        S1 = ok ? m1 : S1;
+        S2 = ok ? m2 : S2;
+    }
+% for t in range(TJ):
+    acc_t s${t}[8];
+% for i in range(8):
+    s${t}[${i}] = ((acc_t*)&S${i})[${t}];
+% endfor
+% endfor
+% else:
     for (int q = lid; q < nq; q += ${WG}) {
         const int to = obs[q];
         const acc_t den = db[q];
@@ -146,6 +193,7 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
         }
 % endfor
     }
+% endif
     __local acc_t red[${WG}][8];
 % for t in range(TJ):
     for (int i = 0; i < 8; ++i) red[lid][i] = s${t}[i];

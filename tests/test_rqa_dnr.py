@@ -41,14 +41,19 @@ def test_edges_orders_vec_identical(device, dtype):
                   theiler_scope=scope, white_border=wb)
         base = _hists(pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0,
                                               "PH": 0}))
-        # SHARE=1: diagonal words gathered from the vertical launch's column words
+        # SHARE=1: diagonal words gathered from the vertical launch's column words;
+        # SYM=1 (share=2 here): upper triangle only, lower verticals from row runs
         for vec, wg, bits, ph, share in ((1, 16, 1, 0, 0), (4, 8, 0, 32, 0), (8, 2, 1, 32, 0),
                                          (16, 4, 1, 0, 0), (16, 4, 0, 32, 0), (1, 8, 2, 0, 0),
                                          (8, 2, 2, 32, 0), (16, 4, 2, 1024, 0),
-                                         (1, 8, 2, 0, 1), (8, 2, 2, 32, 1), (16, 4, 2, 1024, 1)):
-            for edge in (300, 64) if share else (300,):
+                                         (1, 8, 2, 0, 1), (8, 2, 2, 32, 1), (16, 4, 2, 1024, 1),
+                                         (1, 8, 2, 0, 2), (16, 4, 2, 1024, 2)):
+            edges = ((300, 64, 1203, 97) if (share, vec) == (2, 16) else (97,) if share == 2
+                     else (300, 64) if share else (300,))
+            for edge in edges:
                 r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": edge, "BITS": bits,
-                                            "PH": ph, "SHARE": share})
+                                            "PH": ph, "SHARE": min(share, 1),
+                                            "SYM": int(share == 2)})
                 assert _same(_hists(r), base), (vec, wg, bits, ph, share, edge, scope)
 
 
@@ -114,6 +119,50 @@ def test_joint_rqa_reference(device):
     assert np.array_equal(r.diagonal_hist.astype(np.int64), dh)
 
 
+def test_joint_and_theiler_symmetric_path_identical(device):
+    """SYM=1 (upper triangle only) gives the full path's histograms for joint RQA and for
+    Theiler windows wider than a 64-row word, under both scopes and white-border rules."""
+    x = logistic(901)
+    y = np.sin(np.arange(901) * 0.21) + 0.05 * np.cos(np.arange(901) * 2.3)
+    full = {"VEC": 16, "WG": 4, "EDGE": 200, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 0}
+    for edge, vec, wg, ph in ((200, 16, 4, 1024), (64, 1, 8, 0)):
+        p = dict(full, EDGE=edge, VEC=vec, WG=wg, PH=ph, SYM=1)
+        for w, scope, wb in ((0, "lines", True), (70, "matrix", False), (130, "lines", False)):
+            kw = dict(E=3, tau=2, radius=(0.3, 0.5), metric="maximum", theiler=w,
+                      theiler_scope=scope, white_border=wb, device=device)
+            sym, ref = pe.joint_rqa(x, y, **kw, params=p), pe.joint_rqa(x, y, **kw, params=full)
+            assert sym.settings["symmetric"] and not ref.settings["symmetric"]
+            assert _same(_hists(sym), _hists(ref)), (edge, w, scope)
+            kw.update(radius=0.3, metric="manhattan")
+            assert _same(_hists(pe.rqa(x, **kw, params=p)),
+                         _hists(pe.rqa(x, **kw, params=full))), (edge, w, scope)
+
+
+def test_symmetric_path_tiny_and_word_boundary_sizes(device):
+    """SYM=1 against the full-matrix NumPy reference at N = 1, 2, 63..65 (one point, one
+    64-row word and its borders), with Theiler windows wider than N."""
+    from pyedmcl.rqa._oracles import numpy_reference
+
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 63, 64, 65):
+        x = rng.random(n)
+        for w, scope, wb in ((0, "lines", True), (1, "matrix", False), (65, "matrix", True)):
+            ref = numpy_reference(x, None, E=1, tau=1, radius=0.3, metric="euclidean",
+                                  theiler=w, theiler_scope=scope, white_border=wb)
+            for vec, wg, ph in ((16, 4, 1024), (1, 8, 0)):
+                r = pe.rqa(x, E=1, tau=1, radius=0.3, theiler=w, theiler_scope=scope,
+                           white_border=wb, dtype="float64", device=device,
+                           params={"VEC": vec, "WG": wg, "EDGE": 64, "BITS": 2, "PH": ph,
+                                   "SHARE": 1, "SYM": 1})
+                for got, key in ((r.diagonal_hist, "diag"), (r.vertical_hist, "vert"),
+                                 (r.white_hist, "white")):
+                    exp = np.zeros(max(got.size, ref[key].size), np.int64)
+                    exp[: ref[key].size] = ref[key]
+                    assert np.array_equal(np.pad(got.astype(np.int64), (0, exp.size - got.size)),
+                                          exp), (n, w, scope, key)
+                assert r.n_recurrences == ref["n_rec"], (n, w, scope)
+
+
 def test_fixed_recurrence_rate_matches_pyunicorn_threshold(device):
     """Small N: the radius is pyunicorn's order statistic of all distances."""
     from pyunicorn.timeseries import RecurrencePlot
@@ -148,8 +197,9 @@ def test_oclgrind_clean():
         import numpy as np, pyedmcl as pe
         x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
         for vec, bits, ph, sh in ((1, 0, 0, 0), (4, 1, 32, 0), (1, 1, 0, 0), (4, 2, 32, 0),
-                                  (1, 2, 0, 0), (4, 2, 32, 1), (1, 2, 0, 1)):
-            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph, "SHARE": sh}
+                                  (1, 2, 0, 0), (4, 2, 32, 1), (1, 2, 0, 1), (4, 2, 32, 2)):
+            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph, "SHARE": min(sh, 1),
+                 "SYM": int(sh == 2)}
             a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
                        white_border=False)
             b = pe.cross_rqa(x, x[:41] * 1.1, E=2, tau=1, radius=0.3, params=p)
@@ -183,6 +233,13 @@ def test_share_path_taken_only_where_valid(device):
     off = detect_lines([be], x, x, 0.09, params=dict(p, SHARE=0), **kw)
     col = detect_lines([be], x, x, 0.09, params=p, order="column", **kw)
     assert on.shared and not off.shared and not col.shared
-    for h in (off, col):
+    # SYM=1 only where the caller says the matrix is symmetric and SHARE is taken
+    ps = dict(p, SYM=1)
+    sym = detect_lines([be], x, x, 0.09, params=ps, symmetric=True, **kw)
+    nosym = [detect_lines([be], x, x, 0.09, params=ps, **kw),
+             detect_lines([be], x, x, 0.09, params=dict(ps, SHARE=0), symmetric=True, **kw),
+             detect_lines([be], x, x, 0.09, params=ps, symmetric=True, order="column", **kw)]
+    assert sym.symmetric and sym.shared and not any(h.symmetric for h in nosym)
+    for h in (off, col, sym, *nosym):
         assert np.array_equal(on.diagonal, h.diagonal) and np.array_equal(on.vertical, h.vertical)
         assert np.array_equal(on.white, h.white) and on.n_recurrences == h.n_recurrences

@@ -191,3 +191,16 @@ def test_merge_device_files_later_run_wins(tmp_path):
     assert merge_device_files([c], out) == 2  # out's own entries kept, smap replaced
     got = {e["kernel"]: e["time_s"] for e in json.loads(out.read_text())["entries"]}
     assert got == {"knn": 0.5, "smap": 3.0}
+
+
+def test_prune_stale_drops_only_entries_of_old_templates(tmp_path):
+    from pyedmcl.cli.tune_cmd import prune_stale
+
+    good = {"kernel": "pairwise_distance", "template_hash": PAIRWISE_DISTANCE.template_hash}
+    old = {"kernel": "pairwise_distance", "template_hash": "0" * 16}
+    gone = {"kernel": "no_such_family", "template_hash": "1" * 16}
+    f = tmp_path / "device-x.json"
+    f.write_text(json.dumps({"format": 1, "device": {"name": "X"}, "entries": [good, old, gone]}))
+    assert prune_stale([str(f)]) == [(str(f), 1, 2)]
+    data = json.loads(f.read_text())
+    assert data["entries"] == [good] and data["device"] == {"name": "X"}

@@ -20,9 +20,38 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true", help="list kernel families and exit")
     p.add_argument("--export", default=None, metavar="FILE",
                    help="afterwards, write this device's entries as a shipped tuning/ file")
+    p.add_argument("--prune-stale", nargs="+", default=None, metavar="FILE",
+                   help="drop entries made for another version of their template from these "
+                        "shipped tuning/ files (after a template change), then exit")
     p.add_argument("-q", "--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
+
+
+def prune_stale(paths: list[str]) -> list[tuple[str, int, int]]:
+    """Rewrite shipped tuning files without entries whose template hash is not current.
+
+    Such entries are ignored at run time anyway (with a warning per lookup); pruning
+    keeps the shipped database quiet and honest after a template change. Returns
+    ``(path, kept, dropped)`` per file.
+    """
+    import json
+    from pathlib import Path
+
+    from clkernels.tuning.database import atomic_write_json
+
+    from ..kernels import registry
+
+    current = {name: fam.template_hash for name, fam in registry().items()}
+    out = []
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        ents = data.get("entries", [])
+        ents = list(ents.values()) if isinstance(ents, dict) else ents
+        keep = [e for e in ents if current.get(e.get("kernel")) == e.get("template_hash")]
+        atomic_write_json(Path(path), {**data, "entries": keep})
+        out.append((path, len(keep), len(ents) - len(keep)))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
     from .main import UsageError, print_json
 
     fams = registry()
+    if args.prune_stale:
+        for path, kept, dropped in prune_stale(args.prune_stale):
+            print(f"{path}: kept {kept}, dropped {dropped} stale entries")
+        return 0
     if args.list:
         for name, k in fams.items():
             print(f"{name:<24} {k.template:<32} tunes {', '.join(k.space.params)}")

@@ -171,7 +171,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     xs = s.astype(dt)
     h = detect_lines(bes, xs, xs, threshold_value(radius, metric, dt), spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
-                     order=order, params=params)
+                     order=order, params=params, symmetric=True)
     diag = 2 * h.diagonal  # the matrix is symmetric: each upper diagonal has a lower twin
     if w == 0:
         diag[n - 1] += 1  # the main diagonal: d(i, i) = 0 < radius, one line of length n
@@ -179,7 +179,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     return _result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
-        n_points=n, devices=h.per_device, launches=h.launches))
+        n_points=n, devices=h.per_device, launches=h.launches,
+        symmetric=h.symmetric))
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
@@ -252,7 +253,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     h = detect_lines(bes, a, a, threshold_value(rx, metric, dt), spec=spec, n_rows=n, n_cols=n,
                      diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
                      thr2=threshold_value(ry, metric, dt), w=w, edge=edge, order=order,
-                     params=params)
+                     params=params, symmetric=True)
     diag = 2 * h.diagonal
     if w == 0:
         diag[n - 1] += 1
@@ -260,7 +261,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     return _result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
         kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), n_points=n,
-        devices=h.per_device, launches=h.launches))
+        devices=h.per_device, launches=h.launches, symmetric=h.symmetric))
 
 
 def _resolve_radius(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None, E: int,

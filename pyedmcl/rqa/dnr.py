@@ -43,13 +43,14 @@ def _u32_limit() -> int:
 
 
 def _heuristic(info: DeviceInfo) -> Params:
-    if info.is_gpu:
-        return {"VEC": 1, "WG": 128, "EDGE": 2048, "BITS": 1, "PH": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1}
+    if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
+        return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1}
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
     return ((not p.get("SHARE", 0) or p.get("BITS", 0) == 2)
+            and (not p.get("SYM", 0) or p.get("SHARE", 0))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
             and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
 
@@ -67,7 +68,7 @@ class RQALinesKernel(TunableKernel):
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024),
-                "SHARE": (0, 1)},
+                "SHARE": (0, 1), "SYM": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -92,6 +93,12 @@ class RQALinesKernel(TunableKernel):
 RQA_LINES = RQALinesKernel()
 
 
+def _wg(mode: str, params: Params) -> int:
+    """Work-group size of a launch: horizontal launches have only edge/64 work-items, each
+    walking whole rows, so one per work-group lets the runtime balance them over cores."""
+    return 1 if mode == "horizontal" else int(params["WG"])
+
+
 @dataclass
 class LineSpec:
     """What shapes the generated kernel (besides the tunables)."""
@@ -106,11 +113,12 @@ class LineSpec:
 
     def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
-                "MODE": mode, "VEC": params["VEC"], "WG": params["WG"],
+                "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params),
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
-                "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0))}
+                "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0)),
+                "SYM": int(params.get("SYM", 0))}
 
 
 @dataclass
@@ -126,6 +134,7 @@ class Histograms:
     per_device: list[str] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)
     shared: bool = False  # SHARE path taken: diagonals gathered from the vertical bit words
+    symmetric: bool = False  # SYM path taken: upper triangle only, verticals joined on the host
 
 
 @dataclass
@@ -153,13 +162,16 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  spec: LineSpec, n_rows: int, n_cols: int, diag_ranges: list[tuple[int, int]],
                  x2: np.ndarray | None = None, y2: np.ndarray | None = None, thr2: float = 0.0,
                  w: int = 0, edge: int | None = None, order: str = "row",
-                 params: Params | None = None, vertical: bool = True) -> Histograms:
+                 params: Params | None = None, vertical: bool = True,
+                 symmetric: bool = False) -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
     ``n_rows``/``n_cols`` their numbers of embedded points; ``diag_ranges`` lists
     half-open ranges of diagonals ``k = j - i`` to detect. Lanes are split into
     contiguous bands, one per backend; each band runs to completion independently.
+    ``symmetric=True`` says the matrix is symmetric (auto- and joint RQA: ``x is y``,
+    ``x2 is y2``); the ``SYM`` path then computes the upper triangle only.
     """
     if order not in ("row", "column"):
         raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
@@ -194,6 +206,10 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     for st in states:
         st.params["SHARE"] = int(share and bool(st.params.get("SHARE", 0))
                                  and st.params.get("BITS", 0) == 2)
+        # SYM: a horizontal launch walks nrows whole rows; its 32-bit counts must not overflow
+        st.params["SYM"] = int(st.params["SHARE"] and symmetric and n_rows == n_cols
+                               and bool(st.params.get("SYM", 0))
+                               and min(st.params["EDGE"], n_rows) * n_cols < _U32_SAFE)
         if st.params["SHARE"]:
             sstride = n_cols + 2 * (64 + st.params["VEC"])
             words = (min(st.params["EDGE"], n_rows) + 63) // 64
@@ -221,23 +237,31 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
             buf = be.to_device(np.zeros(hi - lo + vec, np.uint32))
             dcarry[(di, lo)] = (lo, hi, buf)
             tasks[di].append(("diagonal", lo, hi, (buf,)))
+        if st.params["SYM"]:  # per row: its first (diagonal) and last (bottom) runs
+            hrow = tuple(be.to_device(np.zeros(n_rows, np.uint32)) for _ in range(2))
+            tasks[di].append(("horizontal", 0, n_cols, hrow))
 
     def launch(st: _DevState, mode: str, lo: int, hi: int, bufs: tuple, row0: int, nrows: int,
                lane0: int, nlanes: int) -> None:
         be, p = st.be, st.params
-        cells = nrows * nlanes
+        cells = _cells(mode, row0, nrows, nlanes)
         if st.cells_since_fold + cells > _u32_limit():
             _fold(st, fold_bins)
         k = be.kernel(TEMPLATE, spec.template_params(mode, p, be.info), f"rqa_{mode}")
-        gsz = round_up((nlanes + p["VEC"] - 1) // p["VEC"], p["WG"])
-        hist = (st.h32["v"], st.h32["w"]) if mode == "vertical" else (st.h32["d"],)
-        ev = be.launch(k, (gsz,), (p["WG"],), st.x, st.y, st.x2, st.y2, rdt(thr), rdt(thr2),
+        per_item = 1 if mode == "horizontal" else p["VEC"]  # horizontal: one 64-row word
+        wg = _wg(mode, p)
+        gsz = round_up((nlanes + per_item - 1) // per_item, wg)
+        hist = (st.h32["d"],) if mode == "diagonal" else (st.h32["v"], st.h32["w"])
+        ev = be.launch(k, (gsz,), (wg,), st.x, st.y, st.x2, st.y2, rdt(thr), rdt(thr2),
                   np.int32(n_rows), np.int32(n_cols), np.int32(row0), np.int32(nrows),
                   np.int32(lane0), np.int32(nlanes), np.int32(w), np.int32(lo), *bufs, *hist,
                   *p.get("_sbits", ()))
         st.events.append(ev)
         st.cells_since_fold += cells
         st.launches += 1
+
+    def _cells(mode: str, row0: int, nrows: int, nlanes: int) -> int:
+        return nrows * (n_cols - row0) if mode == "horizontal" else nrows * nlanes
 
     import time
 
@@ -252,9 +276,14 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
             if order == "row":
                 for r0 in range(0, n_rows, e):
                     nr = min(e, n_rows - r0)
+                    if mode == "horizontal":  # the row block's 64-row words
+                        plan.append((r0, mode, lo, hi, bufs, r0, nr, 0, (nr + 63) // 64))
+                        continue
+                    # SYM: columns j < row0 have no cell above the diagonal in this block
+                    start = max(lo, r0) if st.params["SYM"] and mode == "vertical" else lo
                     # one launch per row block covering the band, chunked for 32-bit counts
                     step = max(e, (_U32_SAFE // max(nr, 1)) // 2)
-                    for l0 in range(lo, hi, step):
+                    for l0 in range(start, hi, step):
                         plan.append((r0, mode, lo, hi, bufs, r0, nr, l0, min(step, hi - l0)))
             else:
                 for l0 in range(lo, hi, e):
@@ -267,7 +296,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     # A bin of length L holds at most cells / L lines, so only the first
     # total_cells / 2^32 bins can ever overflow 32 bits: intermediate folds touch
     # those only; the final fold takes every bin.
-    total_cells = sum(t[6] * t[8] for plan in plans for t in plan)
+    total_cells = sum(_cells(t[1], t[5], t[6], t[8]) for plan in plans for t in plan)
     fold_bins = min(hlen, total_cells // _u32_limit() + 2)
     longest = max((len(p) for p in plans), default=0)
     for idx in range(longest):
@@ -290,9 +319,20 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         diag += st.be.to_host(st.h64["d"])
         vert += st.be.to_host(st.h64["v"])
         white += st.be.to_host(st.h64["w"])
+    sym = any(s.params["SYM"] for s in states)
     for di, (lo, hi, bufs) in vcarry.items():
         be = states[di].be
         vr, wr, npts = (be.to_host(b)[: hi - lo].astype(np.int64) for b in bufs)
+        if sym:
+            hrow = next(t[3] for t in tasks[di] if t[0] == "horizontal")
+            head, tail = (be.to_host(b).astype(np.int64) for b in hrow)
+            diag_black = (rdt(thr) > 0 and (not spec.joint or rdt(thr2) > 0)
+                          and not (spec.theiler_matrix and w > 0))
+            v, wh, n_rec = _join_symmetric(vr, wr, npts, head, tail, diag_black,
+                                           spec.white_border, hlen)
+            vert += v
+            white += wh
+            continue
         vert += _runs_hist(vr, hlen)
         if spec.white_border:  # open white runs touch the bottom border
             white += _runs_hist(wr, hlen)
@@ -303,7 +343,46 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                       launches=sum(s.launches for s in states), seconds=seconds,
                       per_device=[s.be.info.selector for s in states],
                       events=[e for s in states for e in s.events],
-                      shared=any(s.params["SHARE"] for s in states))
+                      shared=any(s.params["SHARE"] for s in states), symmetric=sym)
+
+
+def _join_symmetric(vr: np.ndarray, wr: np.ndarray, npts: np.ndarray, head: np.ndarray,
+                    tail: np.ndarray, diag_black: bool, white_border: bool, hlen: int
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Vertical runs of the full symmetric matrix that the SYM kernels left open.
+
+    Column ``j`` reads (column ``j`` above the diagonal: its open run ``vr``/``wr``)
+    + (cell ``(j, j)``: black unless the Theiler band is removed from the matrix)
+    + (row ``j`` right of the diagonal: its first run ``head`` and, when the row
+    has several runs, its last one ``tail``; ``length | colour << 31``). Runs of
+    one colour are joined through the diagonal cell; a white run is counted when
+    ``white_border`` or when it touches neither the top (row 0) nor the bottom.
+    Returns the vertical and white histograms of these runs and the recurrence count.
+    """
+    n = vr.size
+    j = np.arange(n, dtype=np.int64)
+    below = n - 1 - j                        # cells of column j under the diagonal
+    d = int(diag_black)
+    a = np.where(vr > 0, vr, wr)             # open run at the diagonal (0: column 0)
+    cu = (vr > 0).astype(np.int64)
+    hl, hc = head & 0x7FFFFFFF, head >> 31
+    tl, tc = tail & 0x7FFFFFFF, tail >> 31
+    up, down = (a > 0) & (cu == d), (hl > 0) & (hc == d)
+    runs = [  # (mask, colour, length, touches top, touches bottom)
+        (np.ones(n, bool), np.full(n, d), 1 + np.where(up, a, 0) + np.where(down, hl, 0),
+         (j == 0) | (up & (a == j)), (below == 0) | (down & (hl == below))),
+        ((a > 0) & (cu != d), cu, a, a == j, np.zeros(n, bool)),
+        ((hl > 0) & (hc != d), hc, hl, np.zeros(n, bool), hl == below),
+        (tl > 0, tc, tl, np.zeros(n, bool), np.ones(n, bool)),
+    ]
+    vert = np.zeros(hlen, np.uint64)
+    white = np.zeros(hlen, np.uint64)
+    for m, c, ln, top, bot in runs:
+        black = m & (c == 1)
+        wh = m & (c == 0) & (white_border | ~(top | bot))
+        vert += np.bincount(ln[black] - 1, minlength=hlen)[:hlen].astype(np.uint64)
+        white += np.bincount(ln[wh] - 1, minlength=hlen)[:hlen].astype(np.uint64)
+    return vert, white, 2 * int(npts.sum()) + n * d
 
 
 def _runs_hist(runs: np.ndarray, hlen: int) -> np.ndarray:
@@ -320,7 +399,7 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     k = be.kernel(TEMPLATE, {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float",
                              "MODE": "diagonal", "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0,
                              "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0,
-                             "CBITS": 0, "SHARE": 0},
+                             "CBITS": 0, "SHARE": 0, "SYM": 0},
                   "rqa_accumulate")
     wg = min(64, be.info.max_work_group_size)
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
@@ -347,7 +426,7 @@ class _LinesCase(TuningCase):
     def run(self, params: Params) -> list[Any]:
         h = detect_lines([self.backend], self.x, self.x, 0.3 ** 2, spec=self.spec,
                          n_rows=self.n, n_cols=self.n, diag_ranges=[(1, self.n)],
-                         params=params)
+                         params=params, symmetric=True)
         self.out = np.concatenate([h.diagonal, h.vertical, h.white, [h.n_recurrences]])
         return h.events
 

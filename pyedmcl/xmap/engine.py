@@ -13,12 +13,12 @@ Matrix convention: ``rho[i, j]`` is the skill of library (embedding of) series
 ``"i:j"`` at full library size, which is evidence that ``j`` causes ``i``. This
 is what kEDM's ``xmap`` returns.
 
-k-NN tables: ``knn_kernel="edm"`` uses the EDM fused kernel
-(:mod:`pyedmcl.edm.knn`, tuned per device, one table per launch; the CPU
-default); ``"batched"`` (``templates/xmap_knn.cl.mako``, the GPU default) builds
-the tables of a whole batch of library series in one launch so a GPU is full.
-Both give the same tables bit for bit (same distance arithmetic, same total
-neighbour order).
+k-NN tables: the EDM fused kernel (``templates/knn.cl.mako`` through
+:mod:`pyedmcl.edm.knn`) batched over series: ``knn_kernel="batched"`` (the
+default) builds the tables of a whole batch of library series in one launch with
+the ``xmap_knn`` family's tuned parameters; ``"edm"`` launches it once per series
+with the ``knn`` family's parameters (one large table). Every variant gives the
+same tables bit for bit (same distance arithmetic, same total neighbour order).
 
 The same engine serves the local multi-device scheduler and Dask workers, and a
 block's result depends only on the data and the parameters, never on which
@@ -38,10 +38,6 @@ from ..edm.knn import KNN
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 
 TEMPLATE = "xmap_lookup.cl.mako"
-KNN_TEMPLATE = "xmap_knn.cl.mako"
-
-#: point lists are padded to a multiple of the largest k-NN tile
-PAD_POINTS = 512
 #: bytes of packed tables (indices, weights, weight sums) per batch of libraries
 TABLE_BUDGET_GPU = 256 << 20
 TABLE_BUDGET_CPU = 32 << 20
@@ -66,7 +62,6 @@ class _Group:
     pts_dev: Any
     obs_dev: Any
     tgt_dev: Any
-    knn_params: dict
 
 
 class XmapEngine:
@@ -74,13 +69,16 @@ class XmapEngine:
 
     def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray | None = None, *, tau: int = 1,
                  Tp: int = 0,
-                 real: str = "float", weight: str = "ccm", knn_kernel: str | None = None):
+                 real: str = "float", weight: str = "ccm", knn_kernel: str | None = None,
+                 knn_params: dict | None = None):
         self.be, self.real, self.weight = be, real, weight
         if knn_kernel is None:
-            knn_kernel = "batched" if be.info.is_gpu else "edm"
+            knn_kernel = "batched"
         if knn_kernel not in ("batched", "edm"):
             raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: 'batched', 'edm'")
         self.knn = knn_kernel
+        #: fixed k-NN kernel parameters (tests compare variants); None: tuned per launch
+        self.knn_params = knn_params
         self.dt = np.float64 if real == "double" else np.float32
         self.acc = "double" if be.info.fp64 else "float"
         self.acc_dt = np.float64 if be.info.fp64 else np.float32
@@ -114,23 +112,22 @@ class XmapEngine:
                              f"tau={self.tau}, Tp={self.Tp}; need at least 3")
         off = point_offset(E, self.tau)
         targets = np.flatnonzero(self.E == E).astype(np.int32)
-        spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean", "REAL": self.real}
         return _Group(E=E, k=k, M=M, tshift=off + self.Tp, targets=targets,
                       pts_dev=be.to_device((times - off).astype(np.int32)),
                       obs_dev=be.to_device((times + self.Tp).astype(np.int32)),
-                      tgt_dev=be.to_device(targets),
-                      knn_params={"spec": spec, "params": KNN.params_for(be, spec, M)})
+                      tgt_dev=be.to_device(targets))
 
     def _kern(self, k: int, name: str, weight: str | None = None):
-        tj = self._tj(k, weight or self.weight) if name == "xmap_skill" else 1
+        sp = self._skill_params(k, weight or self.weight) if name == "xmap_skill" else {}
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
-                  "WEIGHT": weight or self.weight, "TJ": tj}
+                  "WEIGHT": weight or self.weight, "TJ": 1, "VEC": 0, **sp}
         return self.be.kernel(TEMPLATE, params, name)
 
-    def _tj(self, k: int, weight: str) -> int:
+    def _skill_params(self, k: int, weight: str) -> dict:
         from .tuning import XMAP_SKILL
         spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
-        return int(XMAP_SKILL.params_for(self.be, spec, self.n)["TJ"])
+        p = XMAP_SKILL.params_for(self.be, spec, self.n)
+        return {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0))}
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
         """A scratch device buffer reused across launches (the queue is in order)."""
@@ -142,63 +139,54 @@ class XmapEngine:
             self._scratch[key] = (self.be.empty((size,), dtype), size, np.dtype(dtype))
         return self._scratch[key][0]
 
-    def _shifted(self, key: str, pts_dev, n: int, base: int):
-        """``pts + base`` in a scratch buffer padded to whole k-NN tiles (the k-NN
-        kernel may read a partial last tile whole; padding repeats the last point)."""
-        nout = round_up(n, PAD_POINTS)
-        buf = self._buf(key, (nout,), np.int32)
-        self.be.launch(self._kern(1, "shift_points", "ccm"), (round_up(nout, 64),), None,
-                       pts_dev, np.int32(n), np.int32(base), buf, np.int32(nout))
-        return buf
-
-    def batch_size(self, M: int, k: int, batched: bool | None = None) -> int:
-        """Libraries per batch so that their packed tables fit the table budget."""
+    def batch_size(self, M: int, k: int) -> int:
+        """Libraries per batch so that their packed tables (and the raw k-NN tables of a
+        batched launch) fit the table budget."""
         budget = TABLE_BUDGET_GPU if self.be.info.is_gpu else TABLE_BUDGET_CPU
         per = M * k * (4 + np.dtype(self.acc_dt).itemsize) + M * np.dtype(self.acc_dt).itemsize
-        if batched or (batched is None and self.knn == "batched"):
+        if self.knn == "batched":
             per += M * k * (4 + np.dtype(self.dt).itemsize)
         return int(max(1, min(64, budget // per)))
 
     # -- steps -------------------------------------------------------------------------------
-    def _table(self, series: int, E: int, k: int, qpts_dev, nq: int, lpts_dev, nl: int,
-               radius: int, knn: dict, slot: int, tidx, tw, tden, weight: str) -> None:
-        """k-NN table of one library series, packed into batch slot ``slot``."""
-        be = self.be
-        base = series * self.n
-        gq = self._shifted("gq", qpts_dev, nq, base)
-        gl = gq if lpts_dev is qpts_dev else self._shifted("gl", lpts_dev, nl, base)
+    def _knn(self, E: int, k: int, size: int, nq_total: int) -> tuple[dict, dict]:
+        """(spec, params) of the k-NN kernel: fixed, or tuned for this device (the
+        ``xmap_knn`` family for batched launches, ``knn`` for one table per launch)."""
+        spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean", "REAL": self.real}
+        if self.knn_params is not None:
+            return spec, self.knn_params
+        if self.knn == "batched":
+            from .tuning import XMAP_KNN
+            return spec, XMAP_KNN.params_for(self.be, spec, size, nq_total=nq_total)
+        return spec, KNN.params_for(self.be, spec, size)
+
+    def _tables(self, E: int, k: int, c0: int, nb: int, qpts_dev, nq: int, lpts_dev, nl: int,
+                radius: int, tidx, tw, tden, weight: str) -> None:
+        """k-NN tables of library series ``c0 .. c0+nb-1`` (series-local kernel points),
+        packed into slots ``0 .. nb-1``: one launch for all (batched) or one per series."""
+        be, n = self.be, self.n
+        spec, p = self._knn(E, k, max(nq, nl), nq * nb)
+        pack = self._kern(k, "pack", weight)
+        if self.knn == "batched":
+            idx = self._buf("idx", (nb, nq, k), np.int32)
+            dist = self._buf("dist", (nb, nq, k), self.dt)
+            KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, nb, radius, idx,
+                       dist, xoff=c0 * n, series_stride=n)
+            be.launch(pack, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(0),
+                      tidx, tw, tden)
+            return
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
-        KNN.launch(be, knn["params"], knn["spec"], self.x_dev, gq, nq, gl, nl, 1, radius, idx,
-                   dist)
-        be.launch(self._kern(k, "pack", weight), (round_up(nq, 64), 1), None, idx, dist,
-                  np.int32(nq), np.int32(slot), np.int32(base), tidx, tw, tden)
-
-    def _tables_batched(self, E: int, k: int, c0: int, nb: int, qpts_dev, nq: int, lpts_dev,
-                        nl: int, radius: int, tidx, tw, tden, weight: str) -> None:
-        """k-NN tables of library series ``c0 .. c0+nb-1`` in one launch, packed into
-        slots ``0 .. nb-1``."""
-        be = self.be
-        p = self._batch_knn_params(E, k, max(nq, nl))
-        kern = be.kernel(KNN_TEMPLATE, {"E": E, "TAU": abs(self.tau), "K": k,
-                                        "REAL": self.real, **p}, "knn_batch")
-        idx = self._buf("bidx", (nb, nq, k), np.int32)
-        dist = self._buf("bdist", (nb, nq, k), self.dt)
-        be.launch(kern, (round_up(nq, p["WG"]), nb), (p["WG"], 1), self.x_dev, qpts_dev,
-                  np.int32(nq), lpts_dev, np.int32(nl), np.int32(c0 * self.n),
-                  np.int32(self.n), np.int32(radius), idx, dist)
-        be.launch(self._kern(k, "pack", weight), (round_up(nq, 64), nb), None, idx,
-                  dist, np.int32(nq), np.int32(0), np.int32(0), tidx, tw, tden)
-
-    def _batch_knn_params(self, E: int, k: int, size: int) -> dict:
-        from .tuning import XMAP_KNN
-        spec = {"E": E, "TAU": abs(self.tau), "K": k, "REAL": self.real}
-        return XMAP_KNN.params_for(self.be, spec, size)
+        for b in range(nb):
+            KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, 1, radius, idx, dist,
+                       xoff=(c0 + b) * n, series_stride=n)
+            be.launch(pack, (round_up(nq, 64), 1), None, idx, dist, np.int32(nq), np.int32(b),
+                      tidx, tw, tden)
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
                diag: bool = False) -> None:
-        groups = -(-ntg // self._tj(k, weight))
+        groups = -(-ntg // self._skill_params(k, weight)["TJ"])
         self.be.launch(self._kern(k, "xmap_skill", weight), (groups * self.wg, nb),
                        (self.wg, 1), tidx, tw, tden, np.int32(nq), self.x_dev,
                        np.int32(self.n), np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg),
@@ -217,13 +205,8 @@ class XmapEngine:
             tden = self._buf("tden", (B, g.M), self.acc_dt)
             for c0 in range(r0, r1, B):
                 nb = min(B, r1 - c0)
-                if self.knn == "batched":
-                    self._tables_batched(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0,
-                                         tidx, tw, tden, self.weight)
-                else:
-                    for b in range(nb):
-                        self._table(c0 + b, g.E, g.k, g.pts_dev, g.M, g.pts_dev, g.M, 0,
-                                    g.knn_params, b, tidx, tw, tden, self.weight)
+                self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw,
+                             tden, self.weight)
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, c0 - r0)
         return be.to_host(out).reshape(rows, self.N)
@@ -252,22 +235,14 @@ class XmapEngine:
             obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
             obs_dev = be.to_device(obs)
             B = self.batch_size(nq, k)
-            spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean",
-                    "REAL": self.real}
-            knn = {"spec": spec, "params": KNN.params_for(be, spec, max(nq, nl))}
             tidx = self._buf("tidx", (B, nq, k), np.int32)
             tw = self._buf("tw", (B, nq, k), self.acc_dt)
             tden = self._buf("tden", (B, nq), self.acc_dt)
             col = be.to_device(np.array([E - 1], np.int32))
             for c0 in range(r0, r1, B):
                 nb = min(B, r1 - c0)
-                if self.knn == "batched":
-                    self._tables_batched(E, k, c0, nb, q_dev, nq, l_dev, nl,
-                                         plan.exclusion_radius, tidx, tw, tden, "simplex")
-                else:
-                    for b in range(nb):
-                        self._table(c0 + b, E, k, q_dev, nq, l_dev, nl, plan.exclusion_radius,
-                                    knn, b, tidx, tw, tden, "simplex")
+                self._tables(E, k, c0, nb, q_dev, nq, l_dev, nl, plan.exclusion_radius, tidx,
+                             tw, tden, "simplex")
                 tgt = be.to_device(np.array([c0], np.int32))
                 keep += [q_dev, l_dev, obs_dev, col, tgt]
                 self._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,

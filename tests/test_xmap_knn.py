@@ -1,0 +1,224 @@
+"""The k-NN kernel's launch modes and variants the all-to-all map uses, against NumPy.
+
+* series batching (``series_stride``): batch b = series b of the flattened data,
+  shared point lists, series-local output indices;
+* the CPU ``vec`` variant (explicit SIMD vectors over library points, packed-key
+  top-k for float32), every vector width, float32 and float64, library-list
+  batching too (CCM's sampled libraries);
+* every variant builds the same xmap matrix bit for bit (the engine with fixed
+  k-NN parameters).
+
+Tolerances: integer-valued data, so squared distances are exact and the table
+(indices, ties broken by |p - l| then l) must equal the reference exactly;
+distances to rtol 1e-6 (the sqrt). Matrices across variants: bit-identical.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import run_under_oclgrind
+from test_xmap import panel
+
+import pyedmcl as pe
+
+VEC = [dict(VARIANT="vec", WG=8, TILE=32, QB=4, EA=0, INS="reg", FLAG=1),
+       dict(VARIANT="vec", WG=16, TILE=64, QB=8, EA=0, INS="reg", FLAG=1),
+       dict(VARIANT="vec", WG=4, TILE=16, QB=16, EA=0, INS="reg", FLAG=1)]
+ROWS = dict(VARIANT="rows", WG=16, TILE=32, QB=1, EA=0, INS="reg", FLAG=1)
+COLS = dict(VARIANT="cols", WG=16, TILE=32, QB=16, EA=0, INS="local", FLAG=0)
+MASK = dict(VARIANT="cols", WG=16, TILE=32, QB=8, EA=0, INS="mask", FLAG=0)
+
+
+def _reference(x: np.ndarray, E: int, k: int, R: int, lib: np.ndarray, npts: int):
+    """(indices, distances) of each query 0..npts-1 among ``lib``: distance, |p - l|, l."""
+    V = np.stack([x[j: j + npts] for j in range(E)], 1)
+    p = np.arange(npts)
+    D = np.sqrt(((V[:, None, :] - V[None, lib, :]) ** 2).sum(-1))
+    D[np.abs(p[:, None] - lib[None, :]) <= R] = np.inf
+    tie = 2 * np.abs(p[:, None] - lib[None, :]) + (lib[None, :] > p[:, None])
+    order = np.lexsort((tie, D), axis=1)[:, :k]
+    d = np.take_along_axis(D, order, 1)
+    i = np.where(np.isinf(d), -1, lib[order])
+    pad = k - order.shape[1]  # fewer library points than k: -1 / inf
+    return np.pad(i, ((0, 0), (0, pad)), constant_values=-1), \
+        np.pad(d, ((0, 0), (0, pad)), constant_values=np.inf)
+
+
+def _launch(device, params, X, E, k, R, libs, series: bool, real="float"):
+    from clkernels import get_backend
+    from pyedmcl.edm.knn import KNN
+    be = get_backend(device)
+    if real == "double" and not be.info.fp64:
+        pytest.skip("no fp64")
+    dt = np.float64 if real == "double" else np.float32
+    n = X.shape[1]
+    npts = n - (E - 1)
+    nb = X.shape[0] if series else libs.shape[0]
+    spec = {"E": E, "TAU": 1, "K": k, "METRIC": "euclidean", "REAL": real}
+    idx = be.empty((nb, npts, k), np.int32)
+    dist = be.empty((nb, npts, k), dt)
+    xd = be.to_device(np.ascontiguousarray(X, dtype=dt).reshape(-1))
+    qd = be.to_device(np.arange(npts, dtype=np.int32))
+    ld = be.to_device(np.ascontiguousarray(libs, dtype=np.int32))
+    if series:
+        KNN.launch(be, params, spec, xd, qd, npts, ld, libs.shape[-1], nb, R, idx, dist,
+                   xoff=0, series_stride=n)
+    else:
+        KNN.launch(be, params, spec, xd, qd, npts, ld, libs.shape[1], nb, R, idx, dist)
+    return be.to_host(idx), be.to_host(dist)
+
+
+@pytest.mark.parametrize("params", VEC + [ROWS, COLS, MASK],
+                         ids=lambda p: f"{p['VARIANT']}-{p['INS']}-QB{p['QB']}")
+def test_series_batches_match_numpy(device, params):
+    """Three series in one launch; integer data (many exact ties); radius 1; a library
+    shorter than the queries so rows near the end pad with -1 / inf at k=40."""
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 4, (3, 97)).astype(float)
+    E, k, R = 3, 6, 1
+    npts = X.shape[1] - (E - 1)
+    lib = np.arange(0, npts, 2)
+    got_i, got_d = _launch(device, params, X, E, k, R, lib, series=True)
+    for b in range(3):
+        ref_i, ref_d = _reference(X[b], E, k, R, lib, npts)
+        np.testing.assert_array_equal(got_i[b], ref_i)
+        np.testing.assert_allclose(got_d[b], ref_d, rtol=1e-6)
+    got_i, _ = _launch(device, params, X[:1], E, 40, R, lib[:30], series=True)
+    ref_i, _ = _reference(X[0], E, 40, R, lib[:30], npts)
+    np.testing.assert_array_equal(got_i[0], ref_i)
+
+
+@pytest.mark.parametrize("real", ["float", "double"])
+@pytest.mark.parametrize("params", VEC, ids=lambda p: f"QB{p['QB']}")
+def test_vec_library_batches_match_numpy(device, params, real):
+    """Library-list batching (CCM's sampled subsets) with the vec variant."""
+    x = np.random.default_rng(2).integers(0, 5, 150).astype(float)
+    E, k, R = 3, 6, 0
+    npts = x.size - (E - 1)
+    libs = np.stack([np.sort(np.random.default_rng(s).choice(npts, 70, replace=False))
+                     for s in range(3)])
+    got_i, got_d = _launch(device, params, x[None, :], E, k, R, libs, series=False, real=real)
+    for b in range(3):
+        ref_i, ref_d = _reference(x, E, k, R, libs[b], npts)
+        np.testing.assert_array_equal(got_i[b], ref_i)
+        np.testing.assert_allclose(got_d[b], ref_d, rtol=1e-6)
+
+
+def test_every_variant_same_matrix(device):
+    """The engine with each k-NN variant (batched and one table per launch): the same
+    matrix and E-scan bit for bit; and equal to single-pair CCM."""
+    from clkernels import get_backend
+    from pyedmcl.xmap.engine import XmapEngine
+    be = get_backend(device)
+    X = panel(L=90, N=6, seed=7).T
+    E = np.array([2, 3, 2, 4, 3, 2])
+    ref = None
+    for params in VEC + [ROWS, COLS, MASK]:
+        for kk in ("batched", "edm"):
+            eng = XmapEngine(be, X, E, knn_kernel=kk, knn_params=params)
+            got = (eng.block(0, 6), eng.edim_block(0, 6, 4))
+            if ref is None:
+                ref = got
+            np.testing.assert_array_equal(got[0], ref[0])
+            np.testing.assert_array_equal(got[1], ref[1])
+    c = pe.ccm(X[1], X[3], E=4, lib_sizes=[90], random=False, device=device)
+    assert ref[0][1, 3] == np.float32(c.rho_xy[0])
+
+
+def test_oclgrind_clean_vec():
+    """The vec variant (float32 packed keys, float64 network) and series batching run
+    clean under Oclgrind and give the NumPy table."""
+    out = run_under_oclgrind("""
+        import json, numpy as np, clkernels
+        from pyedmcl.edm.knn import KNN
+        be = clkernels.get_backend()
+        X = np.random.default_rng(1).integers(0, 4, (2, 40)).astype(np.float32)
+        res = {}
+        for real in ("float", "double"):
+            if real == "double" and not be.info.fp64:
+                continue
+            dt = np.float64 if real == "double" else np.float32
+            spec = {"E": 2, "TAU": 1, "K": 3, "METRIC": "euclidean", "REAL": real}
+            idx = be.empty((2, 39, 3), np.int32); dist = be.empty((2, 39, 3), dt)
+            pts = be.to_device(np.arange(39, dtype=np.int32))
+            KNN.launch(be, dict(VARIANT="vec", WG=4, TILE=16, QB=8, EA=0, INS="reg", FLAG=1),
+                       spec, be.to_device(X.astype(dt).reshape(-1)), pts, 39, pts, 39, 2, 0,
+                       idx, dist, series_stride=40)
+            be.finish()
+            res[real] = be.to_host(idx).tolist()
+        print(json.dumps(res))
+    """)
+    res = json.loads(out.strip().splitlines()[-1])
+    X = np.random.default_rng(1).integers(0, 4, (2, 40)).astype(float)
+    assert res
+    for got in res.values():
+        for b in range(2):
+            ref_i, _ = _reference(X[b], 2, 3, 0, np.arange(39), 39)
+            np.testing.assert_array_equal(np.array(got[b]), ref_i)
+
+
+SKILL = [{"TJ": 4, "VEC": 0}, {"TJ": 2, "VEC": 1}, {"TJ": 8, "VEC": 1}]
+
+
+def test_skill_vector_lanes_bit_identical(device, monkeypatch):
+    """The fused lookup + rho with targets as vector lanes (VEC=1) gives the scalar
+    kernel's matrix and E-scan bit for bit (every lane runs the same operations in
+    the same order); a target count that is not a multiple of TJ; a NaN-free short
+    series whose library leaves queries without a full neighbour set (NaN preds)."""
+    from pyedmcl.xmap import tuning
+    X = panel(L=60, N=11, seed=9)
+    got = []
+    for sp in SKILL:
+        monkeypatch.setattr(tuning.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
+        r = pe.xmap(X, E=[2, 3, 5] * 3 + [2, 9], block_rows=4, device=device)
+        e = pe.xmap(X[:, :5], E="auto", E_max=3, device=device)
+        got.append((r.rho, e.edim_rho))
+    for g in got[1:]:
+        np.testing.assert_array_equal(g[0], got[0][0])
+        np.testing.assert_array_equal(g[1], got[0][1])
+
+
+def test_oclgrind_clean_skill_vec():
+    """VEC=1 lookup + rho (both weights: the matrix and the E-scan) under Oclgrind."""
+    out = run_under_oclgrind("""
+        import json, numpy as np, pyedmcl as pe
+        from pyedmcl.xmap import tuning
+        tuning.XMAP_SKILL.params_for = lambda be, spec, size: {"TJ": 4, "VEC": 1}
+        X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+        r = pe.xmap(X, E="auto", E_max=2)
+        print(json.dumps([r.rho.tolist(), r.edim_rho.tolist()]))
+    """, ignore_uninitialized=True)
+    rho, edim = json.loads(out.strip().splitlines()[-1])
+    X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+    ref = pe.xmap(X, E="auto", E_max=2, device="pocl")
+    np.testing.assert_allclose(np.array(rho, np.float32), ref.rho, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(np.array(edim, np.float32), ref.edim_rho, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("metric", ["maximum", "manhattan"])
+def test_vec_other_metrics_signed_zeros(device, metric):
+    """vec's packed keys with the other metrics on data holding both -0.0 and +0.0
+    (a coordinate difference -0 - 0 = -0): same table as the rows variant, which
+    compares values (so -0 == +0 ties break by |p - l|, then l)."""
+    from clkernels import get_backend
+    from pyedmcl.edm.knn import KNN
+    be = get_backend(device)
+    x = np.random.default_rng(8).integers(-1, 2, 120).astype(np.float32)
+    x[::3] = -0.0
+    x[1::7] = 0.0
+    E, k = 3, 5
+    npts = x.size - (E - 1)
+    spec = {"E": E, "TAU": 1, "K": k, "METRIC": metric, "REAL": "float"}
+    pts = be.to_device(np.arange(npts, dtype=np.int32))
+    xd = be.to_device(x)
+    out = []
+    for params in (ROWS, VEC[1]):
+        idx = be.empty((1, npts, k), np.int32)
+        dist = be.empty((1, npts, k), np.float32)
+        KNN.launch(be, params, spec, xd, pts, npts, pts, npts, 1, 0, idx, dist)
+        out.append((be.to_host(idx), be.to_host(dist)))
+    np.testing.assert_array_equal(out[1][0], out[0][0])
+    np.testing.assert_array_equal(out[1][1], out[0][1])  # -0.0 == +0.0 here
