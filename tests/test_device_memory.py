@@ -287,3 +287,22 @@ def test_sycl_backend_limit(monkeypatch):
     fallbacks = limited(sb, monkeypatch, ref.nbytes // 4)
     np.testing.assert_array_equal(pairwise_distances(x, E=2, device=sb), ref)
     assert fallbacks() >= 1
+
+
+# ----------------------------------------------------------------------------- xmap
+
+
+def test_xmap_library_batches(be, monkeypatch):
+    """All-to-all cross map (E scan + matrix): library batches halve to fit."""
+    import pyedmcl as pe
+
+    rng = np.random.default_rng(8)
+    X = np.stack([series(120, s) for s in range(4)] * 4, axis=1)
+    X = X + 0.01 * rng.standard_normal(X.shape)  # (120 steps, 16 series)
+    ref = pe.xmap(X, E="auto", E_max=4, device=be)
+    # the series (16 x 120 float32) fit; a batch of 2+ libraries' tables does not
+    fallbacks = limited(be, monkeypatch, X.size * 4)
+    got = pe.xmap(X, E="auto", E_max=4, device=be)
+    assert fallbacks() >= 2  # the E scan and the matrix
+    np.testing.assert_array_equal(got.E, ref.E)
+    np.testing.assert_array_equal(got.rho, ref.rho)
