@@ -306,3 +306,22 @@ def test_xmap_library_batches(be, monkeypatch):
     assert fallbacks() >= 2  # the E scan and the matrix
     np.testing.assert_array_equal(got.E, ref.E)
     np.testing.assert_array_equal(got.rho, ref.rho)
+
+
+# ----------------------------------------------------------------------------- RQA
+
+
+def test_rqa_shared_bits_fall_back(be, monkeypatch, caplog):
+    """D&R RQA: memory is O(N) except the shared column bits (EDGE x N bits); when they
+    do not fit, the unshared path gives the same (exact integer) histograms."""
+    import pyedmcl as pe
+
+    x = series(600, 9)
+    p = {"VEC": 4, "WG": 4, "EDGE": 256, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 1}
+    ref = pe.rqa(x, E=2, radius=0.1, device=be, params=p)
+    limited(be, monkeypatch, 8000)  # O(N) buffers (64-bit histograms: 4.8 kB) fit, 4 x 736 words not
+    with caplog.at_level("INFO", logger="pyedmcl.rqa.dnr"):
+        got = pe.rqa(x, E=2, radius=0.1, device=be, params=p)
+    assert "do not fit" in caplog.text
+    for key in ("diagonal_hist", "vertical_hist", "white_hist", "n_recurrences"):
+        np.testing.assert_array_equal(getattr(got, key), getattr(ref, key), err_msg=key)
