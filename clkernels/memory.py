@@ -130,7 +130,8 @@ def check_alloc(be: Any, nbytes: int) -> None:
             parameter="the problem size", limit=lim)
 
 
-def describe(be: Any, requested: int, parameter: str, what: str) -> DeviceMemoryError:
+def describe(be: Any, requested: int, parameter: str, what: str,
+             cause: BaseException | None = None) -> DeviceMemoryError:
     """The final, user-facing error for ``what`` not fitting even at its smallest block."""
     info = be.info
     lim = memory_limit(be)
@@ -141,6 +142,8 @@ def describe(be: Any, requested: int, parameter: str, what: str) -> DeviceMemory
            f"({_mib(info.global_mem_bytes)}) global memory and {info.max_alloc_bytes} bytes "
            f"({_mib(info.max_alloc_bytes)}) per allocation{sim}. Lower {parameter}, "
            "or use a device with more memory")
+    if cause is not None and not isinstance(cause, DeviceOutOfMemory):
+        msg += f" (driver: {type(cause).__name__}: {cause})"  # e.g. OUT_OF_RESOURCES
     return DeviceMemoryError(msg, device=info.name, global_mem_bytes=int(info.global_mem_bytes),
                              max_alloc_bytes=int(info.max_alloc_bytes), requested_bytes=int(requested),
                              parameter=parameter, limit=lim)
@@ -174,7 +177,7 @@ def run_blocked(be: Any, fn: Callable[[int, int], Any], total: int, *, block: in
                 raise
             if e - s <= minimum:
                 asked = getattr(exc, "nbytes", 0) or (nbytes(e - s) if nbytes else 0)
-                raise describe(be, asked, parameter, what) from exc
+                raise describe(be, asked, parameter, what, exc) from exc
             b = max(minimum, (e - s) // 2)
             FALLBACKS += 1
             log.info("%s: device out of memory for %d items (%s); retrying in blocks of %d",

@@ -70,6 +70,19 @@ def test_minimum_block_failure_is_clear(be, monkeypatch):
     assert isinstance(ei.value, MemoryError) and ei.value.requested_bytes == 4000
 
 
+def test_driver_error_is_named(be):
+    """A real driver OOM (e.g. OUT_OF_RESOURCES at launch) is quoted in the final error."""
+    import pyopencl as cl
+
+    def fn(s, e):
+        raise cl.MemoryError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
+
+    with pytest.raises(clkernels.DeviceMemoryError, match="driver: .*OUT_OF_RESOURCES") as ei:
+        memory.run_blocked(be, fn, 4, parameter="n", what="demo",
+                           nbytes=lambda m: m * 10)
+    assert "asked 10 bytes" in str(ei.value)
+
+
 def test_is_oom_recognises_backend_errors():
     import pyopencl as cl
 

@@ -115,7 +115,7 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
                     raise
                 if fused:
                     raise describe(be, getattr(exc, "nbytes", 0), "max_E or the series length "
-                                   "(or use fused=None)", "fused embed_dimension scan") from exc
+                                   "(or use fused=None)", "fused embed_dimension scan", exc) from exc
                 log.info("embed_dimension: fused tables do not fit in device memory (%s); "
                          "running per E", exc)
     return _scan(x, target, "E", values, make_plan, dtype, device, backend)
