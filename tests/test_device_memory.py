@@ -101,6 +101,9 @@ def test_precheck_against_max_alloc(be, monkeypatch):
     with pytest.raises(memory.DeviceOutOfMemory):
         be.to_device(np.zeros(257, np.float32))
     be.to_device(np.zeros(256, np.float32))
+    monkeypatch.setenv("PYEDMCL_DEVICE_MEMORY_LIMIT", "lots")
+    with pytest.raises(ValueError, match="PYEDMCL_DEVICE_MEMORY_LIMIT='lots'"):
+        be.empty(4, np.float32)
 
 
 # ----------------------------------------------------------------------------- kernels
