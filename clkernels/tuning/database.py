@@ -182,8 +182,11 @@ def _usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: b
         )
         return False
     if not kernel.space.valid(entry["params"], info):
-        _warn_once(f"ignoring tuning entry for {kernel.name} in {where}: params {entry['params']} "
-                   f"are not valid on {info.name}")
+        # derived defaults (arch / vendor+type / global) span devices of other limits,
+        # e.g. a CPU winner in the global default: skipping them is expected, not news
+        if entry.get("level") in (None, "device", "user"):
+            _warn_once(f"ignoring tuning entry for {kernel.name} in {where}: params "
+                       f"{entry['params']} are not valid on {info.name}")
         return False
     return True
 

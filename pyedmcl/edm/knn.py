@@ -90,7 +90,7 @@ class KnnKernel(TunableKernel):
 
     def default_specs(self):
         return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
-                for E in (2, 5, 10, 20)]
+                for E in (2, 3, 5, 10, 20)]
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         if quick:

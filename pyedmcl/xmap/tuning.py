@@ -49,7 +49,7 @@ class XmapKnnKernel(KnnKernel):
 
     def default_specs(self):
         return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
-                for E in (2, 5, 10, 20)]
+                for E in (2, 3, 5, 10, 20)]
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         return [4096] if info.is_gpu else [1024]
