@@ -21,12 +21,14 @@ from .devices import (  # noqa: E402
     normalise_name,
     select_device,
 )
+from .memory import DeviceMemoryError, run_blocked  # noqa: E402
 from .templates import TemplateParameterError, render, template_hash  # noqa: E402
 
 __all__ = [
     "Backend",
     "BuildError",
     "DeviceInfo",
+    "DeviceMemoryError",
     "DeviceSelectionError",
     "Kernel",
     "Local",
@@ -38,6 +40,7 @@ __all__ = [
     "register_platforms",
     "render",
     "round_up",
+    "run_blocked",
     "select_device",
     "template_hash",
 ]

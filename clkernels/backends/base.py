@@ -55,6 +55,8 @@ class Backend(abc.ABC):
     """Buffers, kernel builds (cached), launches and profiling for one device."""
 
     name: str = "abstract"
+    #: simulated per-allocation limit in bytes (tests; see :mod:`clkernels.memory`)
+    memory_limit: int | None = None
 
     def __init__(self, info: DeviceInfo):
         self.info = info
@@ -89,6 +91,12 @@ class Backend(abc.ABC):
     def _get_kernel(self, program: Any, name: str) -> Any: ...
 
     # --- memory ---------------------------------------------------------------
+    def check_alloc(self, shape: int | tuple[int, ...], dtype: Any) -> None:
+        """Refuse an allocation that cannot fit (device limits or simulated limit)."""
+        from ..memory import check_alloc
+
+        check_alloc(self, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+
     @abc.abstractmethod
     def to_device(self, array: np.ndarray) -> Any:
         """Copy a host array to a new device array."""

@@ -54,9 +54,11 @@ class PyOpenCLBackend(Backend):
         return cl.Kernel(program, name)
 
     def to_device(self, array: np.ndarray) -> cla.Array:
+        self.check_alloc(np.shape(array), np.asarray(array).dtype)
         return cla.to_device(self.queue, np.ascontiguousarray(array))
 
     def empty(self, shape, dtype) -> cla.Array:
+        self.check_alloc(shape, dtype)
         return cla.empty(self.queue, shape, dtype)
 
     _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",

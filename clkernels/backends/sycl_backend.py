@@ -89,6 +89,7 @@ class SyclBackend(Backend):
 
     def empty(self, shape, dtype) -> UsmArray:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.check_alloc(shape, dtype)
         nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
         return UsmArray(self._dpm.MemoryUSMDevice(nbytes, queue=self.queue), shape, np.dtype(dtype))
 

@@ -34,11 +34,13 @@ L; only S numbers per L come back.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 
-from clkernels import get_backend, round_up
+from clkernels import get_backend, round_up, run_blocked
+from clkernels.memory import is_oom
 
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
@@ -46,6 +48,8 @@ from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
+
+log = logging.getLogger("pyedmcl.edm.ccm")
 
 #: cap on k-NN table entries per batched launch (bounds device memory)
 MAX_TABLE_ENTRIES = 1 << 25
@@ -169,9 +173,16 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     obs_dev = be.to_device((times + Tp).astype(np.int32))
     hold(be, x_dev, y_dev, q_dev, obs_dev)
     out = np.full((sizes.size, sample), np.nan)
+    item = np.dtype(dt).itemsize
     sorted_rows = None
     if (neighbors is None or getattr(neighbors, "name", None) == "exact") and M * M <= MAX_SORTED_ENTRIES:
-        sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
+        try:
+            sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
+        except Exception as exc:  # M x M rows do not fit: per-sample k-NN launches instead
+            if not is_oom(exc):
+                raise
+            log.info("CCM: sorted M x M rows (M=%d) do not fit in device memory (%s); "
+                     "using batched k-NN launches", M, exc)
     groups: dict[int, list] = {}  # sorted path: every L of one k in one launch
     for i, L0 in enumerate(sizes):
         L = int(min(L0, M))
@@ -188,34 +199,38 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
         if sorted_rows is not None:
             groups.setdefault(kk, []).append((i, sorted_rows.counts(libs, kk)))
             continue
-        per = max(1, MAX_TABLE_ENTRIES // max(1, M * kk))
-        rhos = []
-        for c in range(0, ns, per):
-            chunk = pts[libs[c:c + per]]
-            search = knn_device if neighbors is None else neighbors.device_table
-            table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=chunk,
+        search = knn_device if neighbors is None else neighbors.device_table
+
+        def batch(c0: int, c1: int, libs=libs, kk=kk, search=search):
+            # one k-NN table (samples c0:c1 x M queries x kk) + lookup + rho per sample
+            table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=pts[libs[c0:c1]],
                            radius=radius, real=real, q_dev=q_dev)
             pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
-            rhos.append(_rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev,
-                                          real=real)))
-        out[i, :ns] = np.concatenate(rhos)
+            return _rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev, real=real))
+
+        per = max(1, MAX_TABLE_ENTRIES // max(1, M * kk))
+        out[i, :ns] = np.concatenate(run_blocked(
+            be, batch, ns, block=per, parameter="sample (libraries per launch) or the series length",
+            what=f"CCM k-NN tables ({M} rows x k={kk} per library)",
+            nbytes=lambda s_, kk=kk: s_ * M * kk * (4 + item)))
     if groups:
-        # all counts uploaded before the first launch, one skill array read back once
-        work = []
-        for kk, items in groups.items():
-            cnt = np.concatenate([c for _, c in items])
-            per = max(1, MAX_TABLE_ENTRIES // M)
-            for c in range(0, cnt.shape[0], per):
-                work.append((kk, be.to_device(cnt[c:c + per])))
-        hold(be, *(d for _, d in work))
-        total = sum(d.shape[0] for _, d in work)
-        sk_dev = skill_out(be, total)
+        # one skill array read back once; the predictions (libraries x M) are made in
+        # chunks, smaller ones when they do not fit in device memory
+        cnts = [(kk, np.concatenate([c for _, c in items])) for kk, items in groups.items()]
+        sk_dev = skill_out(be, sum(c.shape[0] for _, c in cnts))
         row = 0
-        for kk, c_dev in work:
-            pred = sorted_rows.predict(c_dev, kk, q_dev, radius, y_dev, off + Tp)
-            skill_device(be, pred, pred.shape[0], M, y_dev, n, 1, obs_dev, real=real,
-                         out=sk_dev, row0=row)
-            row += pred.shape[0]
+        for kk, cnt in cnts:
+            def chunk(c0: int, c1: int, kk=kk, cnt=cnt, row=row):
+                c_dev = be.to_device(cnt[c0:c1])
+                pred = sorted_rows.predict(c_dev, kk, q_dev, radius, y_dev, off + Tp)
+                skill_device(be, pred, pred.shape[0], M, y_dev, n, 1, obs_dev, real=real,
+                             out=sk_dev, row0=row + c0)
+
+            run_blocked(be, chunk, cnt.shape[0], block=max(1, MAX_TABLE_ENTRIES // M),
+                        parameter="sample (libraries per launch) or the series length",
+                        what=f"CCM predictions ({M} rows per library)",
+                        nbytes=lambda s_: s_ * M * (1 + item))
+            row += cnt.shape[0]
         r = _rho(be.to_host(sk_dev).astype(np.float64))
         row = 0
         for items in groups.values():

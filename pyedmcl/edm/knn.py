@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, get_backend
+from clkernels import Backend, get_backend, run_blocked
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
@@ -247,6 +247,15 @@ def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
     hold(be, xd)
-    t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp, lpts=lp,
-                   radius=int(exclusion_radius), metric=metric, real=real)
-    return be.to_host(t.idx)[0], be.to_host(t.dist)[0]
+
+    def rows(q0: int, q1: int):  # query blocks when the (queries x k) table does not fit
+        t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp[q0:q1], lpts=lp,
+                       radius=int(exclusion_radius), metric=metric, real=real)
+        return be.to_host(t.idx)[0], be.to_host(t.dist)[0]
+
+    blocks = run_blocked(be, rows, qp.size, parameter="the number of query_points or k",
+                         what=f"k-NN table ({qp.size} queries x k={k})",
+                         nbytes=lambda q: q * k * (4 + dt.itemsize))
+    if len(blocks) == 1:
+        return blocks[0]
+    return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])

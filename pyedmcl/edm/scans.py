@@ -19,11 +19,13 @@ bit-identical to the per-E kernel's.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 
 from clkernels import get_backend
+from clkernels.memory import describe, is_oom
 
 from ..validation import as_series, check_dtype, check_int
 from .knn import hold
@@ -31,7 +33,9 @@ from .lookup import skill_out
 from .ranges import resolve
 from .results import SkillScan
 from .scan_fused import run_fused, scan_layout
-from .simplex import DeviceData, as_targets, enqueue_plan, plan_arrays
+from .simplex import DeviceData, as_targets, enqueue_plan, plan_arrays, run_plan
+
+log = logging.getLogger("pyedmcl.edm.scans")
 
 #: pyEDM's default exclusion radii for PredictExclusionRadius
 DEFAULT_RADII = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 25, 30)
@@ -57,9 +61,17 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     lists = [[dev(a) for a in plan_arrays(p)] for p in plans]  # every upload before any launch
     hold(be, *uploaded.values())
     out = skill_out(be, len(plans) * data.nt)
+    blocked: dict[int, np.ndarray] = {}
     for i, (p, (q_dev, l_dev, obs_dev)) in enumerate(zip(plans, lists, strict=True)):
-        enqueue_plan(data, p, q_dev, l_dev, obs_dev, out, i * data.nt)
+        try:
+            enqueue_plan(data, p, q_dev, l_dev, obs_dev, out, i * data.nt)
+        except Exception as exc:  # this plan's table does not fit: Simplex in query blocks
+            if not is_oom(exc):
+                raise
+            blocked[i] = run_plan(data, p, predictions=False)[2]
     sk = be.to_host(out).astype(np.float64)  # the scan's one host sync
+    for i, rows in blocked.items():
+        sk[i * data.nt:(i + 1) * data.nt] = rows
     return SkillScan(name, np.asarray(values), sk[:, 0], sk[:, 1], sk[:, 2])
 
 
@@ -95,8 +107,17 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
                              "overlap, max_E <= 32); use fused=None to fall back to the per-E path")
         if lay is not None:
             real = "double" if dt == np.float64 else "float"
-            sk, _ = run_fused(be, lay, xs, None if target is None else y[0], dt, real)
-            return SkillScan("E", np.asarray(values), sk[:, 0], sk[:, 1], sk[:, 2])
+            try:
+                sk, _ = run_fused(be, lay, xs, None if target is None else y[0], dt, real)
+                return SkillScan("E", np.asarray(values), sk[:, 0], sk[:, 1], sk[:, 2])
+            except Exception as exc:  # all E's tables at once do not fit: per-E path
+                if not is_oom(exc):
+                    raise
+                if fused:
+                    raise describe(be, getattr(exc, "nbytes", 0), "max_E or the series length "
+                                   "(or use fused=None)", "fused embed_dimension scan", exc) from exc
+                log.info("embed_dimension: fused tables do not fit in device memory (%s); "
+                         "running per E", exc)
     return _scan(x, target, "E", values, make_plan, dtype, device, backend)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend
+from clkernels import Backend, run_blocked
 from clkernels.arrays import gather
 
 from ..interop import backend_for, device_series, output, to_backend
@@ -98,11 +98,29 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     be = data.be
     qpts = plan.pred_points
     search = knn_device if neighbors is None else neighbors.device_table
-    table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts,
-                   lpts=plan.lib_points, radius=plan.exclusion_radius, real=data.real)
-    pred_dev, var_dev = lookup_device(be, table, data.y_dev, data.n, data.nt,
-                                      plan.offset + plan.Tp, weight=weight, real=data.real,
-                                      variance=variance)
+
+    def predict(q0: int, q1: int):
+        # k-NN table (O(queries * k)) + lookup for queries q0:q1; each query is
+        # independent, so blocks give the same predictions as one launch
+        table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn,
+                       qpts=qpts[q0:q1], lpts=plan.lib_points, radius=plan.exclusion_radius,
+                       real=data.real)
+        p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, plan.offset + plan.Tp,
+                             weight=weight, real=data.real, variance=variance)
+        if q1 - q0 == qpts.size:
+            return p, v
+        return be.to_host(p), (be.to_host(v) if variance else None)
+
+    item = 8 if data.real == "double" else 4
+    blocks = run_blocked(be, predict, qpts.size, parameter="the number of prediction rows (pred)",
+                         what=f"Simplex k-NN table ({qpts.size} queries x k={plan.knn})",
+                         nbytes=lambda q: q * plan.knn * (4 + item))
+    if len(blocks) == 1:
+        pred_dev, var_dev = blocks[0]
+    else:  # query blocks: predictions back on the device as one array for the skill
+        pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
+        var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
+        hold(be, pred_dev, var_dev)
     obs_dev = be.to_device(plan_arrays(plan)[2])
     sk = skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
                       obs_dev, real=data.real)

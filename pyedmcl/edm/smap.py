@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import get_backend
+from clkernels import get_backend, run_blocked
 from clkernels.tuning import lookup
 
 from ..kernels.smap import SMAP
@@ -191,9 +191,16 @@ def _device_candidates(x, lib_t, pred_t, E, tau, kq, be) -> np.ndarray:
     xd = be.to_device(x.astype(np.float64 if real == "double" else np.float32))
     order = np.argsort(lib_t)
     lpts = (lib_t[order] - off).astype(np.int32)
-    t = knn_device(be, xd, x.size, E=E, tau=abs(tau), k=kq, qpts=(pred_t - off).astype(np.int32),
-                   lpts=lpts, radius=-1, real=real)
-    idx = be.to_host(t.idx)[0]
+    qpts = (pred_t - off).astype(np.int32)
+
+    def rows(q0: int, q1: int) -> np.ndarray:  # query blocks when the table does not fit
+        t = knn_device(be, xd, x.size, E=E, tau=abs(tau), k=kq, qpts=qpts[q0:q1], lpts=lpts,
+                       radius=-1, real=real)
+        return be.to_host(t.idx)[0]
+
+    idx = np.concatenate(run_blocked(be, rows, qpts.size, what=f"S-map k-NN table (k={kq})",
+                                     parameter="knn or the number of prediction rows",
+                                     nbytes=lambda q: q * kq * 8))
     if np.any(idx < 0):
         return None
     pos = np.empty(x.size, dtype=np.int64)
@@ -305,27 +312,40 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     if params is None:
         params = lookup(SMAP, info, SMAP.spec_bucket(spec), SMAP.size_bucket(n_lib)).params
         params = SMAP.fit(params, info, E)   # a tuned E bucket may hold a larger E
-    args = {
+    common = {
         "x": be.to_device((x - xmean).astype(dt)),
         "ylib": be.to_device((ylib - ymean).astype(dt)),
         "lib_t": be.to_device(lib_t.astype(np.int32)), "n_lib": n_lib,
-        "pred_t": be.to_device(pred_t.astype(np.int32)),
         "thetas": be.to_device(thetas.astype(acc)), "excl_r": R, "knn": knn_eff,
-        "nbr": be.to_device(nbr.ravel() if nbr is not None else np.zeros(1, np.int32)),
         "K": 0 if nbr is None else nbr.shape[1], "ridge": ridge,
-        "out_pred": be.empty(n_theta * n_pred, acc),
-        "out_coef": be.empty(n_theta * n_pred * (E + 1), acc),
-        "out_var": be.empty(n_theta * n_pred, acc),
-        "out_status": be.empty(n_theta * n_pred, np.int32),
     }
-    ev = SMAP.launch(be, params, spec, args, n_pred, n_theta)
+
+    def rows(p0: int, p1: int):
+        # prediction rows p0:p1 (outputs are per row and theta: rows are independent)
+        m = p1 - p0
+        args = {
+            **common,
+            "pred_t": be.to_device(pred_t[p0:p1].astype(np.int32)),
+            "nbr": be.to_device(nbr[p0:p1].ravel() if nbr is not None else np.zeros(1, np.int32)),
+            "out_pred": be.empty(n_theta * m, acc),
+            "out_coef": be.empty(n_theta * m * (E + 1), acc),
+            "out_var": be.empty(n_theta * m, acc),
+            "out_status": be.empty(n_theta * m, np.int32),
+        }
+        ev = SMAP.launch(be, params, spec, args, m, n_theta)
+        secs = be.event_seconds(ev) if timing is not None else 0.0
+        return (be.to_host(args["out_pred"]).astype(np.float64).reshape(n_theta, m),
+                be.to_host(args["out_coef"]).astype(np.float64).reshape(n_theta, m, E + 1),
+                be.to_host(args["out_var"]).astype(np.float64).reshape(n_theta, m),
+                be.to_host(args["out_status"]).reshape(n_theta, m), secs)
+
+    blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
+                         what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
+                         nbytes=lambda m: n_theta * m * (E + 1) * np.dtype(acc).itemsize)
+    pred, coef, var, status = (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4))
     if timing is not None:
-        timing["kernel_s"] = be.event_seconds(ev)
+        timing["kernel_s"] = sum(b[4] for b in blocks)
         timing["params"] = dict(params)
-    pred = be.to_host(args["out_pred"]).astype(np.float64).reshape(n_theta, n_pred)
-    coef = be.to_host(args["out_coef"]).astype(np.float64).reshape(n_theta, n_pred, E + 1)
-    var = be.to_host(args["out_var"]).astype(np.float64).reshape(n_theta, n_pred)
-    status = be.to_host(args["out_status"]).reshape(n_theta, n_pred)
 
     # back from coordinates centred on the prediction point (and the target mean)
     XP = _embed_at(x, pred_t, E, tau)

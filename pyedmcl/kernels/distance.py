@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, round_up
+from clkernels import Backend, round_up, run_blocked
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
@@ -129,6 +129,21 @@ def pairwise_distances(x, y=None, *, E: int, tau: int = 1, metric: str = "euclid
                         PAIRWISE_DISTANCE.size_bucket(max(nx, ny))).params
     xd = be.to_device(xs.astype(dt)) if xdev is None else xdev
     yd = xd if y is None else (be.to_device(ys.astype(dt)) if ydev is None else ydev)
-    out = be.empty((nx, ny), dt)
-    PAIRWISE_DISTANCE.launch(be, params, spec, xd, yd, ny, out, ny, 0, nx, 0, ny)
-    return output(be, out, return_device)
+    if return_device:  # the whole matrix must live on the device: one block
+        blocks = run_blocked(be, lambda s, e: _rows(be, params, spec, xd, yd, ny, s, e, dt), nx,
+                             minimum=nx, parameter="the series length (or use return_device=False)",
+                             what=f"pairwise_distances ({nx} x {ny})")
+        return output(be, blocks[0], True)
+    # row blocks when the N x M matrix does not fit on the device (clkernels.memory)
+    blocks = run_blocked(be, lambda s, e: be.to_host(_rows(be, params, spec, xd, yd, ny, s, e, dt)),
+                         nx, parameter="the series length", what=f"pairwise_distances ({nx} x {ny})",
+                         nbytes=lambda rows: rows * ny * dt.itemsize)
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+def _rows(be: Backend, params: Params, spec: dict[str, Any], xd, yd, ny: int, r0: int, r1: int,
+          dt: np.dtype) -> Any:
+    """Distance rows ``r0:r1`` (points of x) as a new ``(r1 - r0, ny)`` device array."""
+    out = be.empty((r1 - r0, ny), dt)
+    PAIRWISE_DISTANCE.launch(be, params, spec, xd, yd, ny, out, ny, r0, r1 - r0, 0, ny)
+    return out

@@ -24,6 +24,7 @@ recombination step adds the per-device 64-bit histograms).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +32,10 @@ import numpy as np
 
 from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
+from clkernels.memory import is_oom
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
+log = logging.getLogger("pyedmcl.rqa.dnr")
 TEMPLATE = "rqa_lines.cl.mako"
 _U32_SAFE = (1 << 32) - 1
 
@@ -213,7 +216,15 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         if st.params["SHARE"]:
             sstride = n_cols + 2 * (64 + st.params["VEC"])
             words = (min(st.params["EDGE"], n_rows) + 63) // 64
-            sbits = st.be.to_device(np.zeros(words * sstride, np.uint64))
+            try:  # EDGE x n_cols bits: the one buffer that grows with sub-matrix size and N
+                sbits = st.be.to_device(np.zeros(words * sstride, np.uint64))
+            except Exception as exc:  # too big for the device: the unshared path (same counts)
+                if not is_oom(exc):
+                    raise
+                log.info("RQA: shared column bits (%d bytes) do not fit in device memory (%s); "
+                         "diagonals recompute their cells", words * sstride * 8, exc)
+                st.params["SHARE"] = st.params["SYM"] = 0
+                continue
             kmin = min((lo for lo, hi in diag_ranges if hi > lo), default=0)
             st.params["_sbits"] = (sbits, np.int32(sstride), np.int32(kmin))
     # lane bands per device, for columns and for each diagonal range

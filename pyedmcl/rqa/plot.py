@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import round_up
+from clkernels import round_up, run_blocked
 
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from .core import _resolve_radius, check_radius, threshold_value
@@ -65,12 +65,25 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
                                           "THRESHOLDED": int(thresholded)}, "rqa_density")
     xd = be.to_device(sy.astype(dt)) if ydev is None else ydev
     yd = be.to_device(sx.astype(dt)) if xdev is None else xdev
-    out = be.empty((height, width), np.float32)
-    be.launch(k, (round_up(width, wg[0]), round_up(height, wg[1])), wg, xd, yd, np.int32(nr),
-              np.int32(nc), np.int32(b), np.int32(width), np.int32(height), dt.type(thr), out)
-    if return_device and path is None:
-        return output(be, out, True)
-    img = be.to_host(out)
+
+    def rows(p0: int, p1: int):  # image rows p0:p1 as a device array
+        blk = be.empty((p1 - p0, width), np.float32)
+        be.launch(k, (round_up(width, wg[0]), round_up(p1 - p0, wg[1])), wg, xd, yd, np.int32(nr),
+                  np.int32(nc), np.int32(b), np.int32(width), np.int32(p1), dt.type(thr), blk,
+                  np.int32(p0))
+        return blk
+
+    what = f"recurrence_plot image ({height} x {width})"
+    if return_device:  # the whole image on the device: one block
+        out = run_blocked(be, rows, height, minimum=height, what=what,
+                          parameter="size (or use return_device=False)")[0]
+        if path is None:
+            return output(be, out, True)
+        img = be.to_host(out)
+    else:  # row blocks when the image does not fit on the device (clkernels.memory)
+        blocks = run_blocked(be, lambda p0, p1: be.to_host(rows(p0, p1)), height, what=what,
+                             parameter="size", nbytes=lambda n: n * width * 4)
+        img = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     if path is not None:
         import matplotlib
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, round_up
+from clkernels import Backend, round_up, run_blocked
 
 from ..edm.knn import KNN
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
@@ -199,17 +199,31 @@ class XmapEngine:
         rows = r1 - r0
         out = be.empty((rows * self.N,), np.float32)
         for g in self.groups:
-            B = self.batch_size(g.M, g.k)
-            tidx = self._buf("tidx", (B, g.M, g.k), np.int32)
-            tw = self._buf("tw", (B, g.M, g.k), self.acc_dt)
-            tden = self._buf("tden", (B, g.M), self.acc_dt)
-            for c0 in range(r0, r1, B):
-                nb = min(B, r1 - c0)
+            def batch(b0: int, b1: int, g=g) -> None:
+                # libraries r0+b0 .. r0+b1-1: tables, then their rho rows b0 .. b1-1
+                nb, c0 = b1 - b0, r0 + b0
+                tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
                 self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw,
                              tden, self.weight)
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
-                            g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, c0 - r0)
+                            g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0)
+
+            self._batched(batch, rows, g.M, g.k)
         return be.to_host(out).reshape(rows, self.N)
+
+    def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
+        """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""
+        return (self._buf("tidx", (nb, M, k), np.int32), self._buf("tw", (nb, M, k), self.acc_dt),
+                self._buf("tden", (nb, M), self.acc_dt))
+
+    def _batched(self, fn, rows: int, M: int, k: int) -> None:
+        """``fn(b0, b1)`` over batches of :meth:`batch_size` libraries, smaller ones when
+        the tables do not fit in device memory (:func:`clkernels.run_blocked`)."""
+        item = np.dtype(self.acc_dt).itemsize
+        run_blocked(self.be, fn, rows, block=self.batch_size(M, k),
+                    parameter="the series length (n) or E",
+                    what=f"cross-map k-NN tables ({M} rows x k={k} per library)",
+                    nbytes=lambda nb: nb * M * (k * (4 + item) + item))
 
     def edim_block(self, r0: int, r1: int, E_max: int, Tp: int = 1) -> np.ndarray:
         """Simplex rho ``(r1 - r0, E_max)`` of each series predicting itself ``Tp`` ahead,
@@ -234,19 +248,20 @@ class XmapEngine:
             l_dev = be.to_device(plan.lib_points)
             obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
             obs_dev = be.to_device(obs)
-            B = self.batch_size(nq, k)
-            tidx = self._buf("tidx", (B, nq, k), np.int32)
-            tw = self._buf("tw", (B, nq, k), self.acc_dt)
-            tden = self._buf("tden", (B, nq), self.acc_dt)
             col = be.to_device(np.array([E - 1], np.int32))
-            for c0 in range(r0, r1, B):
-                nb = min(B, r1 - c0)
+
+            def batch(b0: int, b1: int, E=E, k=k, nq=nq, nl=nl, plan=plan, q_dev=q_dev,
+                      l_dev=l_dev, obs_dev=obs_dev, col=col, keep=keep) -> None:
+                nb, c0 = b1 - b0, r0 + b0
+                tidx, tw, tden = self._tables_bufs(nb, nq, k)
                 self._tables(E, k, c0, nb, q_dev, nq, l_dev, nl, plan.exclusion_radius, tidx,
                              tw, tden, "simplex")
                 tgt = be.to_device(np.array([c0], np.int32))
-                keep += [q_dev, l_dev, obs_dev, col, tgt]
+                keep.extend([q_dev, l_dev, obs_dev, col, tgt])
                 self._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,
-                            col, 1, obs_dev, out, E_max, c0 - r0, diag=True)
+                            col, 1, obs_dev, out, E_max, b0, diag=True)
+
+            self._batched(batch, rows, nq, k)
         res = be.to_host(out).reshape(rows, E_max)
         be.finish()
         del keep
