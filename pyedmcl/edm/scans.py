@@ -41,13 +41,19 @@ log = logging.getLogger("pyedmcl.edm.scans")
 DEFAULT_RADII = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 25, 30)
 
 
-def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> SkillScan:
+def _inputs(x, target, dtype, device, backend):
+    """Backend, dtype, validated series and its single target (every scan takes one)."""
     be = get_backend(device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
     xs = as_series(x, "x")
     y, single = as_targets(xs if target is None else target, xs.size)
     if not single:
         raise ValueError("scans take a single target series")
+    return be, dt, xs, y
+
+
+def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> SkillScan:
+    be, dt, xs, y = _inputs(x, target, dtype, device, backend)
     plans = [make_plan(xs.size, v) for v in values]
     data = DeviceData.upload(be, xs, y, dt)
     uploaded: dict[bytes, Any] = {}
@@ -94,12 +100,7 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
                        lib=lib, pred=pred)
 
     if fused is not False:
-        be = get_backend(device, backend)
-        dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
-        xs = as_series(x, "x")
-        y, single = as_targets(xs if target is None else target, xs.size)
-        if not single:
-            raise ValueError("scans take a single target series")
+        be, dt, xs, y = _inputs(x, target, dtype, device, backend)
         lay = scan_layout(xs.size, max_E, tau=tau, Tp=Tp, knn=knn,
                           exclusion_radius=exclusion_radius, lib=lib, pred=pred)
         if lay is None and fused:
