@@ -14,11 +14,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pytest
+from conftest import run_under_oclgrind
 
 import pyedmcl as pe
 from clkernels import get_backend
 from clkernels.arrays import convert_check, gather
-from tests.conftest import run_under_oclgrind
 
 RNG = np.random.default_rng(3)
 X = np.sin(np.arange(240) * 0.37) + 0.05 * RNG.standard_normal(240)
