@@ -85,3 +85,23 @@ def run_under_oclgrind(code: str, timeout: float = 600, ignore_uninitialized: bo
     assert proc.returncode == 0, f"subprocess failed:\n{proc.stderr[-4000:]}"
     assert not bad, "Oclgrind reported errors:\n" + "\n".join(bad[:40]) + "\n" + proc.stderr[-3000:]
     return proc.stdout
+
+
+def wait_for_done_blocks(out, n: int, alive, timeout: float = 120.0) -> int:
+    """Poll an xmap Zarr store until ``n`` row blocks are marked done (or ``alive()``
+    turns false, or ``timeout``); returns the count seen. Used to kill jobs mid-way."""
+    import time
+
+    import numpy as np
+    import zarr
+
+    done, t0 = 0, time.time()
+    while time.time() - t0 < timeout and alive():
+        time.sleep(0.2)
+        try:
+            done = int(np.asarray(zarr.open_group(str(out), mode="r")["done"][:]).sum())
+        except Exception:  # noqa: BLE001 - store not created yet
+            continue
+        if done >= n:
+            break
+    return done

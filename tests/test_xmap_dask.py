@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import numpy as np
 import pytest
+from conftest import wait_for_done_blocks
 from test_xmap import mixed_E, panel
 
 import pyedmcl as pe
@@ -65,15 +65,7 @@ def test_local_cluster_bit_identical_and_worker_killed(tmp_path):
 
         th = threading.Thread(target=job)
         th.start()
-        done, t0 = 0, time.time()
-        while time.time() - t0 < 120 and th.is_alive():
-            time.sleep(0.2)
-            try:
-                done = int(np.asarray(zarr.open_group(str(out), mode="r")["done"][:]).sum())
-            except Exception:  # noqa: BLE001 - store not created yet
-                continue
-            if done >= 2:
-                break
+        done = wait_for_done_blocks(out, 2, th.is_alive)
         pids = client.run(os.getpid)
         victim = sorted(pids)[0]
         os.kill(pids[victim], signal.SIGKILL)

@@ -11,13 +11,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import wait_for_done_blocks
 from test_xmap import mixed_E, panel
 
 import pyedmcl as pe
@@ -93,15 +93,7 @@ def test_sigkill_mid_job_then_resume_bit_identical(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", script], env=env)
     done = 0
     try:
-        t0 = time.time()
-        while time.time() - t0 < 120 and proc.poll() is None:
-            time.sleep(0.2)
-            try:
-                done = int(np.asarray(zarr.open_group(str(out), mode="r")["done"][:]).sum())
-            except Exception:  # noqa: BLE001 - store not created yet
-                continue
-            if done >= 3:
-                break
+        done = wait_for_done_blocks(out, 3, lambda: proc.poll() is None)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()

@@ -119,3 +119,10 @@ class TunableKernel(abc.ABC):
     @abc.abstractmethod
     def case(self, backend: Any, spec: dict[str, Any], size: int) -> TuningCase:
         """A runnable problem instance with deterministic data."""
+
+    def params_for(self, backend: Any, spec: dict[str, Any], size: int) -> Params:
+        """Launch parameters for ``spec`` at problem ``size`` on ``backend``'s device:
+        user DB -> shipped levels -> heuristic (families add device-limit fix-ups)."""
+        from .database import lookup  # the database imports this module
+
+        return lookup(self, backend.info, self.spec_bucket(spec), self.size_bucket(size)).params

@@ -13,7 +13,7 @@ import numpy as np
 
 from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
-from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from .knn import DeviceKnn, _k_bucket, hold
 
@@ -51,9 +51,6 @@ class LookupKernel(TunableKernel):
 
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _LookupCase(backend, spec, size)
-
-    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
-        return lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
 
 
 LOOKUP = LookupKernel()

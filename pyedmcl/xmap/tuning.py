@@ -21,7 +21,7 @@ import numpy as np
 
 from clkernels import Backend
 from clkernels.devices import DeviceInfo
-from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from ..edm.knn import KNN, KnnKernel
 
@@ -107,9 +107,6 @@ class XmapSkillKernel(TunableKernel):
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         return [4096] if info.is_gpu else [1024]
-
-    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
-        return lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
 
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _SkillCase(backend, spec, size)
