@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
 ## targets, skill reduced on the device (no prediction is ever stored).
 ##
@@ -23,6 +23,15 @@
 ##   not vectorise the work-item loop around the query loop); every lane runs the
 ##   scalar code's operations in the same order (the update becomes a per-lane
 ##   select), so the statistics, and rho, are bit-identical to VEC = 0.
+##   LANES = 1 (GPUs): the targets are the work-items (LWG per work-group, TJ = 1): every
+##   work-item walks all queries of library b for its own target, so the table row is a
+##   uniform (broadcast) load and the target values are read from `y` laid out time-major
+##   (y[i * ldy + j] is target j's value at time i, j the position in tgt/ocol):
+##   coalesced, where LANES = 0 gathers one scattered value per (query, neighbour).
+##   WG keeps its meaning: the work-item streams over the WG query classes q = r (mod WG)
+##   and merges them with the WG-leaf pairwise tree of LANES = 0, evaluated in
+##   post-order with a stack (leaves in bit-reversed order), so rho is bit-identical.
+##   Not for diag (one target per library).
 <%namespace name="metric" file="_metric.mako"/>
 ${metric.real_type(REAL)}
 % if ACC == "double" and REAL != "double":
@@ -90,6 +99,74 @@ inline void merge6(acc_t* a, const acc_t* b)
     a[0] = n;
 }
 
+% if LANES:
+<% LOG = WG.bit_length() - 1 %>\
+__kernel __attribute__((reqd_work_group_size(${LWG}, 1, 1)))
+void xmap_skill(__global const int* restrict tidx, __global const acc_t* restrict tw,
+                __global const acc_t* restrict tden, const int nq,
+                __global const real_t* restrict y, const int ldy, const int tshift,
+                __global const int* restrict tgt, __global const int* restrict ocol,
+                const int ntg, __global const int* restrict obs,
+                __global float* restrict out, const int ldo, const int orow, const int diag)
+{
+    const int j = get_global_id(0);
+    const int b = get_group_id(1);
+    __global const int* ib = tidx + (size_t)b * nq * K;
+    __global const acc_t* wb = tw + (size_t)b * nq * K;
+    __global const acc_t* db = tden + (size_t)b * nq;
+    __global const real_t* yj = y + min(j, ntg - 1);
+    /* partial statistics of the finished subtrees (at most one per tree level) */
+    acc_t stk[${LOG + 1}][8];
+    int sp = 0;
+    for (int c = 0; c < ${WG}; ++c) {
+        int r = 0;  /* leaf c of the post-order walk: query class bitrev(c) */
+        for (int i = 0; i < ${LOG}; ++i) r |= ((c >> i) & 1) << (${LOG - 1} - i);
+        acc_t s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int q = r; q < nq; q += ${WG}) {
+            const int to = obs[q];
+            const acc_t den = db[q];
+            acc_t num = 0;
+% for k in range(K):
+            {
+                const int l = ib[(size_t)q * K + ${k}];
+                if (l >= 0) num += wb[(size_t)q * K + ${k}] * (acc_t)yj[(size_t)(l + tshift) * ldy];
+            }
+% endfor
+            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+            const acc_t p = pr;
+            if (to >= 0 && isfinite(p)) {
+                const acc_t v = yj[(size_t)to * ldy];
+                s[0] += 1;
+                const acc_t dp = p - s[1], dq = v - s[2];
+                s[1] += dp / s[0];
+                s[2] += dq / s[0];
+                s[3] += dp * (p - s[1]);
+                s[4] += dq * (v - s[2]);
+                s[5] += dp * (v - s[2]);
+                s[6] += fabs(p - v);
+                s[7] += (p - v) * (p - v);
+            }
+        }
+        for (int i = 0; i < 8; ++i) stk[sp][i] = s[i];
+        ++sp;
+        /* a finished subtree per trailing one bit of c: merge (left, right) */
+        for (int m = c; m & 1; m >>= 1) {
+            merge6(stk[sp - 2], stk[sp - 1]);
+            --sp;
+        }
+    }
+    if (j < ntg) {
+        const acc_t n = stk[0][0];
+        const acc_t sd = sqrt(stk[0][3] * stk[0][4]);
+        acc_t rho = sd > 0 ? stk[0][5] / sd : (acc_t)NAN;
+% if WEIGHT == "ccm":
+        if (n < 3) rho = (acc_t)NAN;
+        else if (isnan(rho)) rho = 0;
+% endif
+        out[(size_t)(orow + b) * ldo + ocol[j]] = (float)rho;
+    }
+}
+% else:
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void xmap_skill(__global const int* restrict tidx, __global const acc_t* restrict tw,
                 __global const acc_t* restrict tden, const int nq,
@@ -220,3 +297,4 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
     barrier(CLK_LOCAL_MEM_FENCE);
 % endfor
 }
+% endif

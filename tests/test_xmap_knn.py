@@ -160,14 +160,18 @@ def test_oclgrind_clean_vec():
             np.testing.assert_array_equal(np.array(got[b]), ref_i)
 
 
-SKILL = [{"TJ": 4, "VEC": 0}, {"TJ": 2, "VEC": 1}, {"TJ": 8, "VEC": 1}]
+SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES": 0, "LWG": 32},
+         {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32}, {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4},
+         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
-    """The fused lookup + rho with targets as vector lanes (VEC=1) gives the scalar
-    kernel's matrix and E-scan bit for bit (every lane runs the same operations in
-    the same order); a target count that is not a multiple of TJ; a NaN-free short
-    series whose library leaves queries without a full neighbour set (NaN preds)."""
+    """The fused lookup + rho with targets as vector lanes (VEC=1) or as work-items
+    (LANES=1: the reduction tree evaluated per work-item with a stack) gives the
+    scalar kernel's matrix and E-scan bit for bit (every lane runs the same
+    operations in the same order); a target count that is not a multiple of TJ or
+    LWG; a NaN-free short series whose library leaves queries without a full
+    neighbour set (NaN preds)."""
     from pyedmcl.xmap import tuning
     X = panel(L=60, N=11, seed=9)
     got = []
@@ -181,12 +185,16 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
         np.testing.assert_array_equal(g[1], got[0][1])
 
 
-def test_oclgrind_clean_skill_vec():
-    """VEC=1 lookup + rho (both weights: the matrix and the E-scan) under Oclgrind."""
-    out = run_under_oclgrind("""
+@pytest.mark.parametrize("sp", [{"TJ": 4, "VEC": 1, "LANES": 0, "LWG": 32},
+                                {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 2}],
+                         ids=["vec", "lanes"])
+def test_oclgrind_clean_skill_vec(sp):
+    """VEC=1 and LANES=1 lookup + rho (both weights: the matrix and the E-scan) under
+    Oclgrind, agreeing with PoCL within float32 rounding (atol 1e-5)."""
+    out = run_under_oclgrind(f"""
         import json, numpy as np, pyedmcl as pe
         from pyedmcl.xmap import tuning
-        tuning.XMAP_SKILL.params_for = lambda be, spec, size: {"TJ": 4, "VEC": 1}
+        tuning.XMAP_SKILL.params_for = lambda be, spec, size: {sp!r}
         X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
         r = pe.xmap(X, E="auto", E_max=2)
         print(json.dumps([r.rho.tolist(), r.edim_rho.tolist()]))

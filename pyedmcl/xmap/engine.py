@@ -50,6 +50,14 @@ def skill_wg(be: Backend) -> int:
     return 1 << (wg.bit_length() - 1)
 
 
+def skill_geometry(params: dict, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
+    """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
+    target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
+    if params["LANES"]:
+        return (round_up(ntg, params["LWG"]), nb), (params["LWG"], 1)
+    return (-(-ntg // params["TJ"]) * wg, nb), (wg, 1)
+
+
 @dataclass
 class _Group:
     """Targets sharing one E, and the rows CCM uses for that E."""
@@ -62,6 +70,8 @@ class _Group:
     pts_dev: Any
     obs_dev: Any
     tgt_dev: Any
+    #: the targets time-major (n, ntg) on the device, made on first use (LANES skill)
+    y_lanes: Any = None
 
 
 class XmapEngine:
@@ -83,6 +93,7 @@ class XmapEngine:
         self.acc = "double" if be.info.fp64 else "float"
         self.acc_dt = np.float64 if be.info.fp64 else np.float32
         X = np.ascontiguousarray(X, dtype=self.dt)
+        self.X = X
         self.N, self.n = X.shape
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
@@ -117,17 +128,30 @@ class XmapEngine:
                       obs_dev=be.to_device((times + self.Tp).astype(np.int32)),
                       tgt_dev=be.to_device(targets))
 
-    def _kern(self, k: int, name: str, weight: str | None = None):
-        sp = self._skill_params(k, weight or self.weight) if name == "xmap_skill" else {}
+    def _kern(self, k: int, name: str, weight: str | None = None, diag: bool = False):
+        sp = self._skill_params(k, weight or self.weight, diag) if name == "xmap_skill" else {}
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
-                  "WEIGHT": weight or self.weight, "TJ": 1, "VEC": 0, **sp}
+                  "WEIGHT": weight or self.weight, "TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64,
+                  **sp}
         return self.be.kernel(TEMPLATE, params, name)
 
-    def _skill_params(self, k: int, weight: str) -> dict:
+    def _skill_params(self, k: int, weight: str, diag: bool = False) -> dict:
+        """Tuned skill parameters; the diagonal (E-scan) mode has one target per
+        library, so it never uses target lanes."""
         from .tuning import XMAP_SKILL
         spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
         p = XMAP_SKILL.params_for(self.be, spec, self.n)
-        return {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0))}
+        out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
+               "LWG": int(p.get("LWG", 64))}
+        if diag and out["LANES"]:
+            out.update(TJ=1, VEC=0, LANES=0)
+        return out
+
+    def _lanes_y(self, g: _Group) -> Any:
+        """The group's targets time-major, ``(n, ntg)``: what the LANES skill reads."""
+        if g.y_lanes is None:
+            g.y_lanes = self.be.to_device(np.ascontiguousarray(self.X[g.targets].T))
+        return g.y_lanes
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
         """A scratch device buffer reused across launches (the queue is in order)."""
@@ -185,12 +209,14 @@ class XmapEngine:
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
-               diag: bool = False) -> None:
-        groups = -(-ntg // self._skill_params(k, weight)["TJ"])
-        self.be.launch(self._kern(k, "xmap_skill", weight), (groups * self.wg, nb),
-                       (self.wg, 1), tidx, tw, tden, np.int32(nq), self.x_dev,
-                       np.int32(self.n), np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg),
-                       obs_dev, out, np.int32(ldo), np.int32(orow), np.int32(diag))
+               diag: bool = False, group: _Group | None = None) -> None:
+        sp = self._skill_params(k, weight, diag)
+        kern = self._kern(k, "xmap_skill", weight, diag)
+        gsize, lsize = skill_geometry(sp, ntg, nb, self.wg)
+        y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
+        self.be.launch(kern, gsize, lsize, tidx, tw, tden, np.int32(nq), y, np.int32(ldy),
+                       np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg), obs_dev, out,
+                       np.int32(ldo), np.int32(orow), np.int32(diag))
 
     # -- public ------------------------------------------------------------------------------
     def block(self, r0: int, r1: int) -> np.ndarray:
@@ -206,7 +232,7 @@ class XmapEngine:
                 self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw,
                              tden, self.weight)
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
-                            g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0)
+                            g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
             self._batched(batch, rows, g.M, g.k)
         return be.to_host(out).reshape(rows, self.N)

@@ -6,9 +6,10 @@
   batched problem (many small tables) favours other settings than one large table.
 * ``xmap_skill``: the fused many-target lookup + rho (``templates/xmap_lookup.cl.mako``):
   TJ, the targets sharing one read of a table row, and VEC (those targets as
-  the lanes of explicit vectors: CPUs). Its work-group size is not
+  the lanes of explicit vectors: CPUs), or LANES (targets as work-items, LWG per
+  work-group: coalesced reads on GPUs). The reduction's work-group size WG is not
   tuned: it fixes the reduction order, which keeps rho bit-identical to
-  :func:`pyedmcl.ccm`.
+  :func:`pyedmcl.ccm` (LANES evaluates the same tree per work-item).
 
 Every candidate gives the same output bit for bit (the tuner checks it).
 """
@@ -84,10 +85,17 @@ def _skill_heuristic(info: DeviceInfo) -> Params:
     # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000;
     # Intel's runtime vectorises the scalar code and is slower with VEC=1)
     if not info.is_gpu and info.runtime == "pocl":
-        return {"TJ": 8, "VEC": 1}
-    if info.is_gpu:  # tuned on the H200 for K <= 16 before VEC existed
-        return {"TJ": 1, "VEC": 0}
-    return {"TJ": 4, "VEC": 0}
+        return {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32}
+    if info.is_gpu:  # targets as work-items: coalesced reads of the target values
+        return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 128}
+    return {"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}
+
+
+def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
+    if p["LANES"]:  # one target per work-item; LWG is the launch size
+        return p["TJ"] == 1 and not p["VEC"] and p["LWG"] <= info.max_work_group_size
+    # LWG unused: one value only; vector lanes need more than one target
+    return p["LWG"] == 32 and (p["TJ"] > 1 or not p["VEC"])
 
 
 class XmapSkillKernel(TunableKernel):
@@ -95,9 +103,9 @@ class XmapSkillKernel(TunableKernel):
 
     name = "xmap_skill"
     template = "xmap_lookup.cl.mako"
-    space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1)},
-                        heuristic=_skill_heuristic,
-                        constraint=lambda p, info: p["TJ"] > 1 or not p["VEC"])
+    space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1), "LANES": (0, 1),
+                                "LWG": (32, 64, 128, 256)},
+                        heuristic=_skill_heuristic, constraint=_skill_constraint)
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
         return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{_k_bucket(spec['K'])}"
@@ -118,7 +126,8 @@ class _SkillCase(TuningCase):
     TJ = 1 (4 x 64 made TJ = 1 win on the H100, 2x slower at N = 5,000 than TJ 4)."""
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
-        from .engine import skill_wg
+        from .engine import skill_geometry, skill_wg
+        self.geometry = skill_geometry
         self.nb, self.ntg = (16, 512) if be.info.is_gpu else (4, 64)
         self.be, self.spec, self.nq = be, dict(spec), size
         self.acc = "double" if be.info.fp64 else "float"
@@ -128,7 +137,9 @@ class _SkillCase(TuningCase):
         rng = np.random.default_rng(6)
         n = size + 1
         self.n = n
-        self.y = be.to_device(rng.standard_normal(self.ntg * n).astype(np.float32))
+        y = rng.standard_normal((self.ntg, n)).astype(np.float32)
+        self.y = be.to_device(y)
+        self.y_lanes = be.to_device(np.ascontiguousarray(y.T))
         w = rng.uniform(0.1, 1, (self.nb, size, K)).astype(adt)
         self.tidx = be.to_device(rng.integers(0, size, (self.nb, size, K)).astype(np.int32))
         self.tw = be.to_device(w)
@@ -139,13 +150,14 @@ class _SkillCase(TuningCase):
 
     def run(self, params: Params) -> list[Any]:
         p = {"K": self.spec["K"], "REAL": "float", "ACC": self.acc, "WG": self.wg,
-             "WEIGHT": self.spec.get("WEIGHT", "ccm"), "VEC": 0, **params}
+             "WEIGHT": self.spec.get("WEIGHT", "ccm"), **params}
         k = self.be.kernel(XMAP_SKILL.template, p, "xmap_skill")
-        groups = -(-self.ntg // params["TJ"])
-        return [self.be.launch(k, (groups * self.wg, self.nb), (self.wg, 1), self.tidx, self.tw,
-                               self.tden, np.int32(self.nq), self.y, np.int32(self.n),
-                               np.int32(0), self.tgt, self.tgt, np.int32(self.ntg), self.obs,
-                               self.out, np.int32(self.ntg), np.int32(0), np.int32(0))]
+        gsize, lsize = self.geometry(params, self.ntg, self.nb, self.wg)
+        y, ldy = (self.y_lanes, self.ntg) if params["LANES"] else (self.y, self.n)
+        return [self.be.launch(k, gsize, lsize, self.tidx, self.tw, self.tden,
+                               np.int32(self.nq), y, np.int32(ldy), np.int32(0), self.tgt,
+                               self.tgt, np.int32(self.ntg), self.obs, self.out,
+                               np.int32(self.ntg), np.int32(0), np.int32(0))]
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.out)
