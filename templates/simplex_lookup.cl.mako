@@ -13,16 +13,19 @@
 ## skill: one work-group per prediction row (written at row row0 + r of out, so
 ## several pipelines can share one output read back once) reduces Pearson rho, MAE and RMSE
 ## against the observations y_j[obs[q]] (obs[q] < 0: no observation) with a
-## streaming co-moment update per work-item and pairwise (Chan et al.) merges in
-## local memory, in ACC precision: numerically stable, no prediction leaves the
-## device.
+## streaming shifted-sum update per work-item and pairwise (Chan et al.) merges in
+## local memory (templates/_stats.mako), in ACC precision: numerically stable, no
+## prediction leaves the device.
 <%namespace name="metric" file="_metric.mako"/>
+<%namespace name="stats" file="_stats.mako"/>
 ${metric.real_type(REAL)}
 % if ACC == "double" and REAL != "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 typedef ${ACC} acc_t;
 #define K ${K}
+/* no implicit contraction: the same rounding on every runtime */
+#pragma OPENCL FP_CONTRACT OFF
 
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
@@ -83,24 +86,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 % endif
 }
 
-/* merge statistics (n, mean p, mean o, Cpp, Coo, Cpo) of b into a */
-inline void merge(acc_t* a, const acc_t* b)
-{
-    const acc_t n = a[0] + b[0];
-    if (b[0] == 0) return;
-    if (a[0] == 0) { for (int i = 0; i < 8; ++i) a[i] = b[i]; return; }
-    const acc_t dp = b[1] - a[1], dq = b[2] - a[2];
-    const acc_t f = a[0] * b[0] / n;
-    a[3] += b[3] + dp * dp * f;
-    a[4] += b[4] + dq * dq * f;
-    a[5] += b[5] + dp * dq * f;
-    a[1] += dp * b[0] / n;
-    a[2] += dq * b[0] / n;
-    a[6] += b[6];
-    a[7] += b[7];
-    a[0] = n;
-}
-
+${stats.functions()}
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void skill(__global const real_t* restrict pred, const int nq,
            __global const real_t* restrict y, const int ldy, const int nt,
@@ -112,32 +98,26 @@ void skill(__global const real_t* restrict pred, const int nq,
     const int j = r % nt;
     __global const real_t* pr = pred + (size_t)r * nq;
     __global const real_t* yj = y + (size_t)j * ldy;
-    /* n, mean_p, mean_o, C_pp, C_oo, C_po, sum|e|, sum e^2 */
-    acc_t s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    acc_t s[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int q = lid; q < nq; q += ${WG}) {
         const int t = obs[q];
         if (t < 0) continue;
         const acc_t p = pr[q];
         if (!isfinite(p)) continue;
-        const acc_t v = yj[t];
-        s[0] += 1;
-        const acc_t dp = p - s[1], dq = v - s[2];
-        s[1] += dp / s[0];
-        s[2] += dq / s[0];
-        s[3] += dp * (p - s[1]);
-        s[4] += dq * (v - s[2]);
-        s[5] += dp * (v - s[2]);
-        s[6] += fabs(p - v);
-        s[7] += (p - v) * (p - v);
+        ${stats.update("s", "p", "(acc_t)yj[t]")}
     }
     __local acc_t red[${WG}][8];
-    for (int i = 0; i < 8; ++i) red[lid][i] = s[i];
+    {
+        acc_t m[8];
+        stats_finish(s, m);
+        for (int i = 0; i < 8; ++i) red[lid][i] = m[i];
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
 % for h in [2 ** e for e in range(20) if 2 ** e < WG][::-1]:
     if (lid < ${h}) {
         acc_t a[8], b2[8];
         for (int i = 0; i < 8; ++i) { a[i] = red[lid][i]; b2[i] = red[lid + ${h}][i]; }
-        merge(a, b2);
+        stats_merge(a, b2);
         for (int i = 0; i < 8; ++i) red[lid][i] = a[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);

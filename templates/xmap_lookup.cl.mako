@@ -14,8 +14,8 @@
 ## xmap_skill: one work-group per (TJ targets, packed library b): the table row of
 ##   each query is read once for TJ targets; it predicts every query (weighted average of the target at the neighbours' times + tshift)
 ##   and reduces Pearson rho against the target at obs[q] (< 0: no observation),
-##   with the same per-work-item streaming co-moments and pairwise merge tree as
-##   simplex_lookup.cl.mako's `skill`. diag != 0 (embedding scans): library b
+##   with the same per-work-item streaming statistics and pairwise merge tree as
+##   simplex_lookup.cl.mako's `skill` (templates/_stats.mako). diag != 0 (embedding scans): library b
 ##   predicts its own series tgt[0] + b, written to column ocol[0].
 ##   WEIGHT "ccm" applies pyEDM CCM's rules: fewer than 3 pairs -> NaN, zero
 ##   variance -> 0.
@@ -23,9 +23,9 @@
 ##   not vectorise the work-item loop around the query loop); every lane runs the
 ##   scalar code's operations in the same order (the update becomes a per-lane
 ##   select), so the statistics, and rho, are bit-identical to VEC = 0.
-##   LANES = 1 (GPUs): the targets are the work-items (LWG per work-group, TJ = 1): every
-##   work-item walks all queries of library b for its own target, so the table row is a
-##   uniform (broadcast) load and the target values are read from `y` laid out time-major
+##   LANES = 1 (GPUs): the targets are the work-items (LWG per work-group, TJ per
+##   work-item, LWG apart): every work-item walks all queries of library b for its own
+##   targets, so the table row is a uniform (broadcast) load, once per TJ targets, and the target values are read from `y` laid out time-major
 ##   (y[i * ldy + j] is target j's value at time i, j the position in tgt/ocol):
 ##   coalesced, where LANES = 0 gathers one scattered value per (query, neighbour).
 ##   WG keeps its meaning: the work-item streams over the WG query classes q = r (mod WG)
@@ -33,6 +33,7 @@
 ##   post-order with a stack (leaves in bit-reversed order), so rho is bit-identical.
 ##   Not for diag (one target per library).
 <%namespace name="metric" file="_metric.mako"/>
+<%namespace name="stats" file="_stats.mako"/>
 ${metric.real_type(REAL)}
 % if ACC == "double" and REAL != "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -81,24 +82,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
 % endif
 }
 
-/* merge statistics (n, mean p, mean o, Cpp, Coo, Cpo) of b into a */
-inline void merge6(acc_t* a, const acc_t* b)
-{
-    const acc_t n = a[0] + b[0];
-    if (b[0] == 0) return;
-    if (a[0] == 0) { for (int i = 0; i < 8; ++i) a[i] = b[i]; return; }
-    const acc_t dp = b[1] - a[1], dq = b[2] - a[2];
-    const acc_t f = a[0] * b[0] / n;
-    a[3] += b[3] + dp * dp * f;
-    a[4] += b[4] + dq * dq * f;
-    a[5] += b[5] + dp * dq * f;
-    a[1] += dp * b[0] / n;
-    a[2] += dq * b[0] / n;
-    a[6] += b[6];
-    a[7] += b[7];
-    a[0] = n;
-}
-
+${stats.functions()}
 % if LANES:
 <% LOG = WG.bit_length() - 1 %>\
 __kernel __attribute__((reqd_work_group_size(${LWG}, 1, 1)))
@@ -109,62 +93,68 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
                 const int ntg, __global const int* restrict obs,
                 __global float* restrict out, const int ldo, const int orow, const int diag)
 {
-    const int j = get_global_id(0);
+    /* targets j0 + t * LWG, t < TJ: the table row is loaded once for TJ targets and
+       every read of a target value stays coalesced over the work-group */
+    const int j0 = get_group_id(0) * ${LWG * TJ} + get_local_id(0);
     const int b = get_group_id(1);
     __global const int* ib = tidx + (size_t)b * nq * K;
     __global const acc_t* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;
-    __global const real_t* yj = y + min(j, ntg - 1);
-    /* partial statistics of the finished subtrees (at most one per tree level) */
-    acc_t stk[${LOG + 1}][8];
+% for t in range(TJ):
+    __global const real_t* y${t} = y + min(j0 + ${t * LWG}, ntg - 1);
+    /* merge statistics of the finished subtrees (at most one per tree level) */
+    acc_t stk${t}[${LOG + 1}][8];
+% endfor
     int sp = 0;
     for (int c = 0; c < ${WG}; ++c) {
         int r = 0;  /* leaf c of the post-order walk: query class bitrev(c) */
         for (int i = 0; i < ${LOG}; ++i) r |= ((c >> i) & 1) << (${LOG - 1} - i);
-        acc_t s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+% for t in range(TJ):
+        acc_t s${t}[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+% endfor
         for (int q = r; q < nq; q += ${WG}) {
             const int to = obs[q];
             const acc_t den = db[q];
-            acc_t num = 0;
 % for k in range(K):
+            const int l${k} = ib[(size_t)q * K + ${k}];
+            const acc_t w${k} = wb[(size_t)q * K + ${k}];
+% endfor
+% for t in range(TJ):
             {
-                const int l = ib[(size_t)q * K + ${k}];
-                if (l >= 0) num += wb[(size_t)q * K + ${k}] * (acc_t)yj[(size_t)(l + tshift) * ldy];
+                acc_t num = 0;
+%   for k in range(K):
+                if (l${k} >= 0) num += w${k} * (acc_t)y${t}[(size_t)(l${k} + tshift) * ldy];
+%   endfor
+                const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+                const acc_t p = pr;
+                if (to >= 0 && isfinite(p)) ${stats.update("s%d" % t, "p", "(acc_t)y%d[(size_t)to * ldy]" % t)}
             }
 % endfor
-            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
-            const acc_t p = pr;
-            if (to >= 0 && isfinite(p)) {
-                const acc_t v = yj[(size_t)to * ldy];
-                s[0] += 1;
-                const acc_t dp = p - s[1], dq = v - s[2];
-                s[1] += dp / s[0];
-                s[2] += dq / s[0];
-                s[3] += dp * (p - s[1]);
-                s[4] += dq * (v - s[2]);
-                s[5] += dp * (v - s[2]);
-                s[6] += fabs(p - v);
-                s[7] += (p - v) * (p - v);
-            }
         }
-        for (int i = 0; i < 8; ++i) stk[sp][i] = s[i];
+% for t in range(TJ):
+        stats_finish(s${t}, stk${t}[sp]);
+% endfor
         ++sp;
         /* a finished subtree per trailing one bit of c: merge (left, right) */
         for (int m = c; m & 1; m >>= 1) {
-            merge6(stk[sp - 2], stk[sp - 1]);
+% for t in range(TJ):
+            stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
+% endfor
             --sp;
         }
     }
-    if (j < ntg) {
-        const acc_t n = stk[0][0];
-        const acc_t sd = sqrt(stk[0][3] * stk[0][4]);
-        acc_t rho = sd > 0 ? stk[0][5] / sd : (acc_t)NAN;
+% for t in range(TJ):
+    if (j0 + ${t * LWG} < ntg) {
+        const acc_t n = stk${t}[0][0];
+        const acc_t sd = sqrt(stk${t}[0][3] * stk${t}[0][4]);
+        acc_t rho = sd > 0 ? stk${t}[0][5] / sd : (acc_t)NAN;
 % if WEIGHT == "ccm":
         if (n < 3) rho = (acc_t)NAN;
         else if (isnan(rho)) rho = 0;
 % endif
-        out[(size_t)(orow + b) * ldo + ocol[j]] = (float)rho;
+        out[(size_t)(orow + b) * ldo + ocol[j0 + ${t * LWG}]] = (float)rho;
     }
+% endfor
 }
 % else:
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
@@ -184,14 +174,13 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
 % for t in range(TJ):
     __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
 % if not VEC:
-    /* n, mean_p, mean_o, C_pp, C_oo, C_po, sum|e|, sum e^2 */
-    acc_t s${t}[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    acc_t s${t}[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 % endif
 % endfor
 % if VEC:
 <% AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ) %>\
     ${AV} S0 = (${AV})0, S1 = (${AV})0, S2 = (${AV})0, S3 = (${AV})0, S4 = (${AV})0,
-        S5 = (${AV})0, S6 = (${AV})0, S7 = (${AV})0;
+        S5 = (${AV})0, S6 = (${AV})0, S7 = (${AV})0, S8 = (${AV})0, S9 = (${AV})0;
     for (int q = lid; q < nq; q += ${WG}) {
         const int to = obs[q];
         const acc_t den = db[q];
@@ -219,22 +208,11 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
 % endif
         const ${AV} v = (${AV})(${", ".join("(acc_t)y%d[to]" % t for t in range(TJ))});
         const ${LV} ok = (p - p) == (${AV})0;  /* finite prediction */
-        const ${AV} n1 = S0 + (${AV})1;
-        const ${AV} dp = p - S1, dq = v - S2;
-        const ${AV} m1 = S1 + dp / n1, m2 = S2 + dq / n1;
-        const ${AV} e = p - v;
-        S3 = ok ? S3 + dp * (p - m1) : S3;
-        S4 = ok ? S4 + dq * (v - m2) : S4;
-        S5 = ok ? S5 + dp * (v - m2) : S5;
-        S6 = ok ? S6 + (e < (${AV})0 ? -e : e) : S6;
-        S7 = ok ? S7 + e * e : S7;
-        S0 = ok ? n1 : S0;
-        S1 = ok ? m1 : S1;
-        S2 = ok ? m2 : S2;
+        ${stats.update_vec("S", "p", "v", "ok", AV)}
     }
 % for t in range(TJ):
-    acc_t s${t}[8];
-% for i in range(8):
+    acc_t s${t}[10];
+% for i in range(10):
     s${t}[${i}] = ((acc_t*)&S${i})[${t}];
 % endfor
 % endfor
@@ -254,32 +232,24 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
-            if (to >= 0 && isfinite(p)) {
-                const acc_t v = y${t}[to];
-                acc_t* s = s${t};
-                s[0] += 1;
-                const acc_t dp = p - s[1], dq = v - s[2];
-                s[1] += dp / s[0];
-                s[2] += dq / s[0];
-                s[3] += dp * (p - s[1]);
-                s[4] += dq * (v - s[2]);
-                s[5] += dp * (v - s[2]);
-                s[6] += fabs(p - v);
-                s[7] += (p - v) * (p - v);
-            }
+            if (to >= 0 && isfinite(p)) ${stats.update("s%d" % t, "p", "(acc_t)y%d[to]" % t)}
         }
 % endfor
     }
 % endif
     __local acc_t red[${WG}][8];
 % for t in range(TJ):
-    for (int i = 0; i < 8; ++i) red[lid][i] = s${t}[i];
+    {
+        acc_t m[8];
+        stats_finish(s${t}, m);
+        for (int i = 0; i < 8; ++i) red[lid][i] = m[i];
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
 %   for h in [2 ** e for e in range(20) if 2 ** e < WG][::-1]:
     if (lid < ${h}) {
         acc_t a[8], b2[8];
         for (int i = 0; i < 8; ++i) { a[i] = red[lid][i]; b2[i] = red[lid + ${h}][i]; }
-        merge6(a, b2);
+        stats_merge(a, b2);
         for (int i = 0; i < 8; ++i) red[lid][i] = a[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);

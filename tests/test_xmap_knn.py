@@ -162,7 +162,7 @@ def test_oclgrind_clean_vec():
 
 SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES": 0, "LWG": 32},
          {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32}, {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4},
-         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32}]
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 4}, {"TJ": 4, "VEC": 0, "LANES": 1, "LWG": 2}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
@@ -186,7 +186,7 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
 
 
 @pytest.mark.parametrize("sp", [{"TJ": 4, "VEC": 1, "LANES": 0, "LWG": 32},
-                                {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 2}],
+                                {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2}],
                          ids=["vec", "lanes"])
 def test_oclgrind_clean_skill_vec(sp):
     """VEC=1 and LANES=1 lookup + rho (both weights: the matrix and the E-scan) under

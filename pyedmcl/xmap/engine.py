@@ -54,7 +54,7 @@ def skill_geometry(params: dict, ntg: int, nb: int, wg: int) -> tuple[tuple, tup
     """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
     target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
     if params["LANES"]:
-        return (round_up(ntg, params["LWG"]), nb), (params["LWG"], 1)
+        return (-(-ntg // (params["LWG"] * params["TJ"])) * params["LWG"], nb), (params["LWG"], 1)
     return (-(-ntg // params["TJ"]) * wg, nb), (wg, 1)
 
 

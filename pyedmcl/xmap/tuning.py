@@ -92,8 +92,8 @@ def _skill_heuristic(info: DeviceInfo) -> Params:
 
 
 def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
-    if p["LANES"]:  # one target per work-item; LWG is the launch size
-        return p["TJ"] == 1 and not p["VEC"] and p["LWG"] <= info.max_work_group_size
+    if p["LANES"]:  # TJ targets per work-item; LWG is the launch size
+        return p["TJ"] <= 4 and not p["VEC"] and p["LWG"] <= info.max_work_group_size
     # LWG unused: one value only; vector lanes need more than one target
     return p["LWG"] == 32 and (p["TJ"] > 1 or not p["VEC"])
 
@@ -128,7 +128,7 @@ class _SkillCase(TuningCase):
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
         from .engine import skill_geometry, skill_wg
         self.geometry = skill_geometry
-        self.nb, self.ntg = (16, 512) if be.info.is_gpu else (4, 64)
+        self.nb, self.ntg = (64, 2048) if be.info.is_gpu else (4, 64)
         self.be, self.spec, self.nq = be, dict(spec), size
         self.acc = "double" if be.info.fp64 else "float"
         adt = np.float64 if be.info.fp64 else np.float32
