@@ -39,6 +39,9 @@
 ## shifting insertion); INS "qe": one work-item per (query, E) list (more parallel:
 ## GPUs). Thresholds are refreshed after each tile.
 ##
+## Series batching: grid dimension 2 runs one scan per series b (x + xoff + b * xstride, output
+## block b), all with one layout (ints): the all-to-all map's tables of many libraries.
+##
 ## SPLIT > 1: the library is cut into SPLIT chunks (grid dimension 1), each group
 ## writes its raw (squared) partial lists to out_*; kernel knn_scan_merge merges the
 ## SPLIT sorted lists per (E, query) by the same total order (result independent of
@@ -96,8 +99,17 @@ __constant int OFF[${EMAX}] = {${", ".join(str(o) for o in OFF)}};
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void knn_scan(__global const real_t* restrict x, __global const int* restrict ints,
               const int nq, const int t0, const int chunk, const int radius,
-              __global int* restrict out_idx, __global real_t* restrict out_dist)
+              __global int* restrict out_idx, __global real_t* restrict out_dist,
+              const uint xoff, const uint xstride)
 {
+    /* series batching (grid dimension 2): series b at x + xoff + b * xstride, one
+       output block (SPLIT, EMAX, nq, KMAX) per series; one layout (ints) for all */
+    {
+        const size_t b = get_global_id(2);
+        x += xoff + b * (size_t)xstride;
+        out_idx += b * ${SPLIT * EMAX} * (size_t)nq * KMAX;
+        out_dist += b * ${SPLIT * EMAX} * (size_t)nq * KMAX;
+    }
     const int lid = get_local_id(0);
     const int q0 = get_group_id(0) * ${QB};
     const int s = get_global_id(1);
@@ -290,6 +302,13 @@ __kernel void knn_scan_merge(__global const int* restrict ints, const int nq,
     const int q = get_global_id(0);
     const int j = get_global_id(1);
     if (q >= nq) return;
+    {   /* series batching (grid dimension 2), as knn_scan */
+        const size_t b = get_global_id(2), plane = (size_t)${EMAX} * nq * KMAX;
+        pidx += b * ${SPLIT} * plane;
+        pdist += b * ${SPLIT} * plane;
+        out_idx += b * plane;
+        out_dist += b * plane;
+    }
     const int p = ints[nq + q];
     const int K = KS[j];
     const size_t plane = (size_t)${EMAX} * nq * KMAX;

@@ -2,7 +2,7 @@
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
 ## targets, skill reduced on the device (no prediction is ever stored).
 ##
-## pack: turns the k-NN tables (series-local kernel points, distances) of
+## pack: turns the k-NN tables (series-local kernel points or times, distances) of
 ##   libraries b0 + get_global_id(1) into the lookup weights w = exp(-d / d_min)
 ##   (the points are kept, -1 where none), and the weight sum per
 ##   query (0 when the query has no valid prediction), once per library. The
@@ -46,12 +46,15 @@ typedef ${ACC} acc_t;
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
                    const int nq, const int b0,
                    __global int* restrict tidx, __global acc_t* restrict tw,
-                   __global acc_t* restrict tden)
+                   __global acc_t* restrict tden, const int ldk, const int bstride,
+                   const int row0)
 {
     const int q = get_global_id(0);
     const int b = b0 + get_global_id(1);
     if (q >= nq) return;
-    const size_t o = ((size_t)get_global_id(1) * nq + q) * K;
+    /* raw table of library get_global_id(1): rows of ldk entries, bstride per library
+       (a k-NN table: K, nq * K; one E of a fused scan: KMAX, EMAX * nq * KMAX) */
+    const size_t o = (size_t)get_global_id(1) * (uint)bstride + (size_t)(row0 + q) * ldk;
     const size_t t = ((size_t)b * nq + q) * K;
     const real_t dmin_raw = dist[o];
 % if WEIGHT == "simplex":

@@ -128,6 +128,74 @@ def test_every_variant_same_matrix(device):
     assert ref[0][1, 3] == np.float32(c.rho_xy[0])
 
 
+SCAN = [{"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0},
+        {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
+        {"WG": 2, "TILE": 32, "QB": 3, "SPLIT": 3, "INS": "q", "VEC": 8, "ANY": 0}]
+
+
+@pytest.mark.parametrize("tau, Tp", [(1, 0), (2, 1), (1, -2)])
+def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
+    """Mixed E through the fused multi-E scan (one knn_scan launch per library batch,
+    series batching, SPLIT merges included): the per-E batched path's matrix bit for
+    bit, for every scan configuration and for library batches that split the rows;
+    the automatic choice takes the scan for mixed E; rho equals single-pair CCM."""
+    from clkernels import get_backend
+    from pyedmcl.edm import scan_fused
+    from pyedmcl.xmap.engine import XmapEngine
+    be = get_backend(device)
+    X = panel(L=80, N=7, seed=11).T
+    E = np.array([1, 3, 2, 5, 3, 4, 1])
+    ref = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="batched").block(0, 7)
+    auto = XmapEngine(be, X, E, tau=tau, Tp=Tp)
+    assert auto._use_scan()
+    np.testing.assert_array_equal(auto.block(0, 7), ref)
+    for sp in SCAN:
+        monkeypatch.setattr(scan_fused.KNN_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
+        eng = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="scan")
+        got = np.vstack([eng.block(0, 3), eng.block(3, 7)])
+        np.testing.assert_array_equal(got, ref)
+    c = pe.ccm(X[2], X[3], E=5, tau=tau, Tp=Tp, lib_sizes=[X.shape[1]], random=False,
+               device=device)
+    assert ref[2, 3] == np.float32(c.rho_xy[0])
+
+
+def test_fused_scan_rules():
+    """The scan is not used for one E-group or negative tau, and is refused when forced
+    where it cannot apply."""
+    from clkernels import get_backend
+    from pyedmcl.xmap.engine import XmapEngine
+    be = get_backend("pocl")
+    X = panel(L=60, N=4, seed=3).T
+    assert not XmapEngine(be, X, np.full(4, 3))._use_scan()
+    assert not XmapEngine(be, X, np.array([1, 2, 3, 4]), tau=-1)._use_scan()
+    with pytest.raises(ValueError, match="tau > 0"):
+        XmapEngine(be, X, np.array([1, 2, 3, 4]), tau=-1, knn_kernel="scan").block(0, 4)
+
+
+def test_oclgrind_clean_fused_scan():
+    """Series-batched knn_scan (SPLIT 2: the batched merge too), pack from its E planes
+    and the skill, under Oclgrind: no invalid access or race, the PoCL matrix (atol
+    1e-5: Oclgrind has its own libm for the weights). Uninitialised-value reports are
+    off as in test_xmap.py's full cross-map run (the same known report on xmap_skill's
+    reads of the packed table)."""
+    out = run_under_oclgrind("""
+        import json, numpy as np, clkernels
+        from pyedmcl.edm import scan_fused
+        from pyedmcl.xmap.engine import XmapEngine
+        scan_fused.KNN_SCAN.params_for = lambda *a: {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 2,
+                                                     "INS": "qe", "VEC": 1, "ANY": 1}
+        X = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
+        eng = XmapEngine(clkernels.get_backend(), X, np.array([1, 3, 2]), knn_kernel="scan")
+        print(json.dumps(eng.block(0, 3).tolist()))
+    """, ignore_uninitialized=True)
+    got = np.array(json.loads(out.strip().splitlines()[-1]), np.float32)
+    from clkernels import get_backend
+    from pyedmcl.xmap.engine import XmapEngine
+    X = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
+    ref = XmapEngine(get_backend("pocl"), X, np.array([1, 3, 2]), knn_kernel="batched")
+    np.testing.assert_allclose(got, ref.block(0, 3), atol=1e-5, rtol=0)
+
+
 def test_oclgrind_clean_vec():
     """The vec variant (float32 packed keys, float64 network) and series batching run
     clean under Oclgrind and give the NumPy table."""

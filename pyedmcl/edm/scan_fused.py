@@ -266,20 +266,24 @@ class KnnScanKernel(TunableKernel):
         return p
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, ints_dev, nq: int,
-               t0: int, nl: int, radius: int, idx_dev, dist_dev, part=None):
-        """Enqueue the scan (and the merge when SPLIT > 1; ``part`` = its scratch pair)."""
+               t0: int, nl: int, radius: int, idx_dev, dist_dev, part=None, nseries: int = 1,
+               xoff: int = 0, xstride: int = 0):
+        """Enqueue the scan (and the merge when SPLIT > 1; ``part`` = its scratch pair).
+        ``nseries`` > 1: series ``b`` at ``x_dev + xoff + b * xstride`` (one layout for all),
+        tables ``(nseries, EMAX, nq, KMAX)`` (partials ``(nseries, SPLIT, ...)``)."""
         params = {"VEC": 1, "ANY": 0, **params}
         split = params["SPLIT"]
         chunk = round_up(-(-nl // split), params["TILE"])
         k = be.kernel(self.template, {**spec, **params}, "knn_scan")
         gx = -(-nq // params["QB"]) * params["WG"]
         oi, od = (idx_dev, dist_dev) if split == 1 else part
-        ev = be.launch(k, (gx, split), (params["WG"], 1), x_dev, ints_dev, np.int32(nq),
-                       np.int32(t0), np.int32(chunk), np.int32(radius), oi, od)
+        ev = be.launch(k, (gx, split, nseries), (params["WG"], 1, 1), x_dev, ints_dev,
+                       np.int32(nq), np.int32(t0), np.int32(chunk), np.int32(radius), oi, od,
+                       np.uint32(xoff), np.uint32(xstride))
         if split > 1:
             m = be.kernel(self.template, {**spec, **params}, "knn_scan_merge")
-            ev = be.launch(m, (round_up(nq, 64), spec["EMAX"]), (64, 1), ints_dev, np.int32(nq),
-                           oi, od, idx_dev, dist_dev)
+            ev = be.launch(m, (round_up(nq, 64), spec["EMAX"], nseries), (64, 1, 1), ints_dev,
+                           np.int32(nq), oi, od, idx_dev, dist_dev)
         return ev
 
     @staticmethod

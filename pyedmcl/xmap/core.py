@@ -160,9 +160,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
         store = XmapStore.open(out, params, overwrite=overwrite)
     elif scheduler is not None:
         raise ValueError("scheduler= needs out= (a Zarr path the workers write to)")
-    if knn_kernel not in (None, "edm", "batched"):
+    if knn_kernel not in (None, "edm", "batched", "scan"):
         raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
-                         "'batched'")
+                         "'batched', 'scan'")
     engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel}
     blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 

@@ -74,6 +74,22 @@ class _Group:
     y_lanes: Any = None
 
 
+@dataclass
+class _ScanSetup:
+    """The fused multi-E scan's inputs, shared by every library batch: one layout (all
+    E-groups' rows are the suffixes ``t >= (E-1) tau`` of E=1's contiguous CCM rows)."""
+
+    spec: dict
+    params: dict
+    nq: int
+    kmax: int
+    t0: int
+    row0: dict  # E -> first scan row of that group's rows
+    ints_dev: Any
+    xp_dev: Any  # X padded per series: (N, ldx)
+    ldx: int
+
+
 class XmapEngine:
     """Uploads ``X`` (N, n) once and computes row blocks of the cross-map matrix."""
 
@@ -82,11 +98,13 @@ class XmapEngine:
                  real: str = "float", weight: str = "ccm", knn_kernel: str | None = None,
                  knn_params: dict | None = None):
         self.be, self.real, self.weight = be, real, weight
-        if knn_kernel is None:
-            knn_kernel = "batched"
-        if knn_kernel not in ("batched", "edm"):
-            raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: 'batched', 'edm'")
-        self.knn = knn_kernel
+        if knn_kernel not in (None, "batched", "edm", "scan"):
+            raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'batched', "
+                             "'edm', 'scan'")
+        #: None: "scan" where it applies and saves work (:meth:`_use_scan`), else "batched"
+        self.knn_choice = knn_kernel
+        self.knn = knn_kernel if knn_kernel in ("batched", "edm") else "batched"
+        self._scan: _ScanSetup | None = None
         #: fixed k-NN kernel parameters (tests compare variants); None: tuned per launch
         self.knn_params = knn_params
         self.dt = np.float64 if real == "double" else np.float32
@@ -111,6 +129,7 @@ class XmapEngine:
             return
         self.E = E
         self.groups = [self._group(int(e)) for e in np.unique(E)]
+        self._scan = None
 
     # -- setup -------------------------------------------------------------------------------
     def _group(self, E: int) -> _Group:
@@ -197,7 +216,7 @@ class XmapEngine:
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, nb, radius, idx,
                        dist, xoff=c0 * n, series_stride=n)
             be.launch(pack, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(0),
-                      tidx, tw, tden)
+                      tidx, tw, tden, np.int32(k), np.int32(nq * k), np.int32(0))
             return
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
@@ -205,7 +224,7 @@ class XmapEngine:
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, 1, radius, idx, dist,
                        xoff=(c0 + b) * n, series_stride=n)
             be.launch(pack, (round_up(nq, 64), 1), None, idx, dist, np.int32(nq), np.int32(b),
-                      tidx, tw, tden)
+                      tidx, tw, tden, np.int32(k), np.int32(nq * k), np.int32(0))
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
@@ -218,12 +237,107 @@ class XmapEngine:
                        np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg), obs_dev, out,
                        np.int32(ldo), np.int32(orow), np.int32(diag))
 
+    # -- fused multi-E tables ------------------------------------------------------------------
+    def _use_scan(self) -> bool:
+        """The fused scan (``knn_scan.cl.mako``, one pass for E = 1..Emax) builds every
+        E-group's tables of a library at once; it applies with past lags (tau > 0),
+        pyEDM's K = E + 1 in every group and Emax <= 32, and by default it is used when
+        it saves distance work: the per-E kernels add sum(E_g) coordinates per pair,
+        the scan Emax (plus a compare per E), so at least two groups and
+        sum(E_g) >= 2 Emax. Tables are bit-identical either way."""
+        from ..edm.scan_fused import MAX_FUSED_E
+        if self.knn_choice in ("batched", "edm") or not self.groups:
+            return False
+        Es = [g.E for g in self.groups]
+        ok = self.tau > 0 and max(Es) <= MAX_FUSED_E and all(g.k == g.E + 1 for g in self.groups)
+        if self.knn_choice == "scan":
+            if not ok:
+                raise ValueError("knn_kernel='scan' needs tau > 0, E <= 32 and series long "
+                                 "enough for E + 1 neighbours in every E-group")
+            return True
+        return ok and len(Es) >= 2 and sum(Es) >= 2 * max(Es)
+
+    def _scan_setup(self) -> _ScanSetup:
+        if self._scan is not None:
+            return self._scan
+        from ..edm.scan_fused import KNN_SCAN
+        be, n, tau = self.be, self.n, self.tau
+        emax = max(g.E for g in self.groups)
+        qt = ccm_valid_times(n, 1, tau, self.Tp)
+        nq = int(qt.size)
+        qemax = np.minimum(qt // tau + 1, emax)
+        row0 = {}
+        for g in self.groups:
+            times = ccm_valid_times(n, g.E, tau, self.Tp)
+            r = int(np.searchsorted(qt, times[0]))
+            if not np.array_equal(qt[r:r + times.size], times):  # pragma: no cover
+                raise RuntimeError("CCM rows do not nest across E")
+            row0[g.E] = (g.E - 1) * nq + r
+        spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real}
+        # many series per launch: the GPU fills without cutting the library (SPLIT)
+        params = KNN_SCAN.params_for(be, spec, nq * 64, nq)
+        lanes = KNN_SCAN.padded_lanes(params, nq)
+        t0 = int(qt[0])
+        pad = (emax - 1) * tau
+        ldx = pad + max(n, t0 + lanes)
+        xp = np.zeros((self.N, ldx), self.dt)
+        xp[:, pad:pad + n] = self.X
+        lmask = np.zeros(lanes, np.int64)
+        lmask[:nq] = (1 << qemax) - 1  # library rows = query rows, time t0 + li
+        ints = np.concatenate([np.full(nq, -1), qt, qemax,
+                               lmask.astype(np.uint32).view(np.int32)]).astype(np.int32)
+        kmax = emax + 1
+        self._scan = _ScanSetup(spec, params, nq, kmax, t0, row0, be.to_device(ints),
+                                be.to_device(xp.reshape(-1)), ldx)
+        return self._scan
+
+    def _block_scan(self, r0: int, r1: int, out) -> None:
+        """Every E-group's rho rows of libraries ``r0 .. r1-1``: per batch of libraries one
+        fused scan launch, then per group one pack (the group's E plane and rows) and
+        one skill launch."""
+        from ..edm.scan_fused import KNN_SCAN
+        be, sc = self.be, self._scan_setup()
+        emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
+        item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
+        per_table = emax * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
+        kmax_g, mmax = max(g.k for g in self.groups), max(g.M for g in self.groups)
+        per = per_table + mmax * (kmax_g * (4 + acc) + acc)
+        budget = TABLE_BUDGET_GPU if be.info.is_gpu else TABLE_BUDGET_CPU
+        plane = emax * nq * kmax
+
+        def batch(b0: int, b1: int) -> None:
+            nb, c0 = b1 - b0, r0 + b0
+            idx = self._buf("sidx", (nb, emax, nq, kmax), np.int32)
+            dist = self._buf("sdist", (nb, emax, nq, kmax), self.dt)
+            part = None
+            if split > 1:
+                part = (self._buf("spidx", (nb, split, emax, nq, kmax), np.int32),
+                        self._buf("spdist", (nb, split, emax, nq, kmax), self.dt))
+            KNN_SCAN.launch(be, sc.params, sc.spec, sc.xp_dev, sc.ints_dev, nq, sc.t0, nq, 0,
+                            idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
+            for g in self.groups:
+                tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
+                be.launch(self._kern(g.k, "pack"), (round_up(g.M, 64), nb), None, idx, dist,
+                          np.int32(g.M), np.int32(0), tidx, tw, tden, np.int32(kmax),
+                          np.int32(plane), np.int32(sc.row0[g.E]))
+                # table entries are library times: the target value is at time + Tp
+                self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, self.Tp, g.tgt_dev,
+                            g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
+
+        run_blocked(be, batch, r1 - r0, block=int(max(1, min(64, budget // per))),
+                    parameter="the series length (n) or E",
+                    what=f"fused-scan k-NN tables (E=1..{emax}, {nq} rows per library)",
+                    nbytes=lambda nb: nb * per)
+
     # -- public ------------------------------------------------------------------------------
     def block(self, r0: int, r1: int) -> np.ndarray:
         """Rows ``r0 .. r1-1`` of the rho matrix, ``(r1 - r0, N)`` float32."""
         be = self.be
         rows = r1 - r0
         out = be.empty((rows * self.N,), np.float32)
+        if self._use_scan():
+            self._block_scan(r0, r1, out)
+            return be.to_host(out).reshape(rows, self.N)
         for g in self.groups:
             def batch(b0: int, b1: int, g=g) -> None:
                 # libraries r0+b0 .. r0+b1-1: tables, then their rho rows b0 .. b1-1
