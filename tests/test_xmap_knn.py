@@ -140,7 +140,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     bit, for every scan configuration and for library batches that split the rows;
     the automatic choice takes the scan for mixed E; rho equals single-pair CCM."""
     from clkernels import get_backend
-    from pyedmcl.edm import scan_fused
+    from pyedmcl.xmap import tuning
     from pyedmcl.xmap.engine import XmapEngine
     be = get_backend(device)
     X = panel(L=80, N=7, seed=11).T
@@ -150,7 +150,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     assert auto._use_scan()
     np.testing.assert_array_equal(auto.block(0, 7), ref)
     for sp in SCAN:
-        monkeypatch.setattr(scan_fused.KNN_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
+        monkeypatch.setattr(tuning.XMAP_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
         eng = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="scan")
         got = np.vstack([eng.block(0, 3), eng.block(3, 7)])
         np.testing.assert_array_equal(got, ref)
@@ -180,9 +180,9 @@ def test_oclgrind_clean_fused_scan():
     reads of the packed table)."""
     out = run_under_oclgrind("""
         import json, numpy as np, clkernels
-        from pyedmcl.edm import scan_fused
+        from pyedmcl.xmap import tuning
         from pyedmcl.xmap.engine import XmapEngine
-        scan_fused.KNN_SCAN.params_for = lambda *a: {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 2,
+        tuning.XMAP_SCAN.params_for = lambda *a: {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 2,
                                                      "INS": "qe", "VEC": 1, "ANY": 1}
         X = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
         eng = XmapEngine(clkernels.get_backend(), X, np.array([1, 3, 2]), knn_kernel="scan")

@@ -21,6 +21,7 @@ _FAMILIES = {
     "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
     "xmap_knn": "pyedmcl.xmap.tuning:XMAP_KNN",
     "xmap_skill": "pyedmcl.xmap.tuning:XMAP_SKILL",
+    "xmap_scan": "pyedmcl.xmap.tuning:XMAP_SCAN",
 }
 
 

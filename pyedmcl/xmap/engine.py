@@ -261,6 +261,7 @@ class XmapEngine:
         if self._scan is not None:
             return self._scan
         from ..edm.scan_fused import KNN_SCAN
+        from .tuning import XMAP_SCAN
         be, n, tau = self.be, self.n, self.tau
         emax = max(g.E for g in self.groups)
         qt = ccm_valid_times(n, 1, tau, self.Tp)
@@ -274,8 +275,7 @@ class XmapEngine:
                 raise RuntimeError("CCM rows do not nest across E")
             row0[g.E] = (g.E - 1) * nq + r
         spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real}
-        # many series per launch: the GPU fills without cutting the library (SPLIT)
-        params = KNN_SCAN.params_for(be, spec, nq * 64, nq)
+        params = XMAP_SCAN.params_for(be, spec, nq, nq)
         lanes = KNN_SCAN.padded_lanes(params, nq)
         t0 = int(qt[0])
         pad = (emax - 1) * tau
@@ -302,7 +302,9 @@ class XmapEngine:
         per_table = emax * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
         kmax_g, mmax = max(g.k for g in self.groups), max(g.M for g in self.groups)
         per = per_table + mmax * (kmax_g * (4 + acc) + acc)
-        budget = TABLE_BUDGET_GPU if be.info.is_gpu else TABLE_BUDGET_CPU
+        # all E planes of a batch: a larger budget than per-E tables, so that the skill
+        # launches (one per group and batch) stay large
+        budget = 4 * TABLE_BUDGET_GPU if be.info.is_gpu else TABLE_BUDGET_CPU
         plane = emax * nq * kmax
 
         def batch(b0: int, b1: int) -> None:

@@ -4,6 +4,10 @@
   library series (one launch builds the tables of many series): the same space
   as the ``knn`` family (VARIANT, WG, TILE, ...), tuned separately because the
   batched problem (many small tables) favours other settings than one large table.
+* ``xmap_scan``: the fused multi-E scan (``templates/knn_scan.cl.mako``) batched
+  over library series (mixed E: every E-group's tables in one pass): the
+  ``knn_scan`` space, tuned on a batch of series (a batch fills a GPU without
+  cutting the library: SPLIT 1 is the heuristic there).
 * ``xmap_skill``: the fused many-target lookup + rho (``templates/xmap_lookup.cl.mako``):
   TJ, the targets sharing one read of a table row, and VEC (those targets as
   the lanes of explicit vectors: CPUs), or LANES (targets as work-items, LWG per
@@ -25,6 +29,7 @@ from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from ..edm.knn import KNN, KnnKernel
+from ..edm.scan_fused import KNN_SCAN, KnnScanKernel
 
 
 def _k_bucket(k: int) -> str:
@@ -78,6 +83,80 @@ class _KnnCase(TuningCase):
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.idx)
+
+
+def _scan_heuristic(info: DeviceInfo) -> Params:
+    return dict(KNN_SCAN.space.heuristic(info), SPLIT=1)
+
+
+class XmapScanKernel(KnnScanKernel):
+    """Fused multi-E k-NN tables of a batch of library series (``knn_scan.cl.mako``)."""
+
+    name = "xmap_scan"
+    space = TuningSpace(params=KNN_SCAN.space.params, heuristic=_scan_heuristic,
+                        constraint=KNN_SCAN.space.constraint)
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [4096] if info.is_gpu else [1024]
+
+    def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
+        """Tuned parameters, QB lowered until the lists fit local memory."""
+        from ..edm.scan_fused import _ks, _local_budget, _local_bytes
+        p = {"VEC": 1, "ANY": 0, **TunableKernel.params_for(self, be, spec, max(nq, nl))}
+        item = 8 if spec["REAL"] == "double" else 4
+        kt = sum(_ks(spec["EMAX"], spec["KNN"]))
+        while p["QB"] > 1 and _local_bytes(p, spec["EMAX"], kt, item) > _local_budget(be.info):
+            p["QB"] //= 2
+        return p
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _ScanBatchCase(backend, self._norm(spec), size)
+
+
+class _ScanBatchCase(TuningCase):
+    """``nb`` series of ``size`` rows, leave-one-out over all rows (the map's CCM)."""
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        from ..edm.scan_fused import _ks
+        self.nb = 16 if be.info.is_gpu else 2
+        self.be, self.spec = be, dict(spec, KNN=0)
+        emax, tau = spec["EMAX"], spec["TAU"]
+        self.qt = np.arange(size, dtype=np.int64)
+        self.qemax = np.minimum(self.qt // tau + 1, emax)
+        self.pad = (emax - 1) * tau
+        self.kmax = max(_ks(emax, 0))
+        self.dt = np.float64 if spec.get("REAL") == "double" else np.float32
+        self.x = np.random.default_rng(8).standard_normal((self.nb, size))
+        shape = (self.nb, emax, size, self.kmax)
+        self.idx, self.dist = be.empty(shape, np.int32), be.empty(shape, self.dt)
+        self._dev: dict = {}
+
+    def _inputs(self, params: Params):
+        nq = self.qt.size
+        lanes = KNN_SCAN.padded_lanes(params, nq)
+        if lanes not in self._dev:
+            ldx = self.pad + max(nq, lanes)
+            xp = np.zeros((self.nb, ldx), self.dt)
+            xp[:, self.pad:self.pad + nq] = self.x
+            lmask = np.zeros(lanes, np.int64)
+            lmask[:nq] = (1 << self.qemax) - 1
+            ints = np.concatenate([np.full(nq, -1), self.qt, self.qemax,
+                                   lmask.astype(np.uint32).view(np.int32)]).astype(np.int32)
+            self._dev[lanes] = (self.be.to_device(xp.reshape(-1)), self.be.to_device(ints), ldx)
+        return self._dev[lanes]
+
+    def run(self, params: Params) -> list[Any]:
+        xp, ints, ldx = self._inputs(params)
+        part = None
+        if params["SPLIT"] > 1:
+            shape = (self.nb, params["SPLIT"]) + tuple(self.idx.shape[1:])
+            part = (self.be.empty(shape, np.int32), self.be.empty(shape, self.dt))
+        nq = self.qt.size
+        return [XMAP_SCAN.launch(self.be, params, self.spec, xp, ints, nq, 0, nq, 0, self.idx,
+                                 self.dist, part, nseries=self.nb, xstride=ldx)]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.dist)
 
 
 def _skill_heuristic(info: DeviceInfo) -> Params:
@@ -168,4 +247,5 @@ class _SkillCase(TuningCase):
 
 
 XMAP_KNN = XmapKnnKernel()
+XMAP_SCAN = XmapScanKernel()
 XMAP_SKILL = XmapSkillKernel()
