@@ -201,9 +201,11 @@ class XmapSkillKernel(TunableKernel):
 
 
 class _SkillCase(TuningCase):
-    """Libraries x targets as in a row block. On GPUs it must give thousands of
-    work-groups even at TJ = 16, else the case under-fills the device and favours
-    TJ = 1 (4 x 64 made TJ = 1 win on the H100, 2x slower at N = 5,000 than TJ 4)."""
+    """Libraries x targets as in a row block: the k-NN tables of random walks (real
+    tables: a neighbour's time is near the neighbours of the next query, which
+    decides how well the target gathers coalesce; uniform random indices made the
+    target-lane layout win here and lose 10-70% on real maps). On GPUs thousands of
+    work-groups even at TJ = 16, else the case under-fills the device."""
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
         from .engine import skill_geometry, skill_wg
@@ -214,18 +216,27 @@ class _SkillCase(TuningCase):
         adt = np.float64 if be.info.fp64 else np.float32
         self.wg = skill_wg(be)
         K = spec["K"]
+        E = max(1, K - 1)
         rng = np.random.default_rng(6)
-        n = size + 1
+        n = size + E
         self.n = n
-        y = rng.standard_normal((self.ntg, n)).astype(np.float32)
+        walk = lambda m: np.cumsum(rng.standard_normal((m, n)), axis=1).astype(np.float32)
+        y = walk(self.ntg)
         self.y = be.to_device(y)
         self.y_lanes = be.to_device(np.ascontiguousarray(y.T))
-        w = rng.uniform(0.1, 1, (self.nb, size, K)).astype(adt)
-        self.tidx = be.to_device(rng.integers(0, size, (self.nb, size, K)).astype(np.int32))
+        kspec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
+        pts = be.to_device(np.arange(size, dtype=np.int32))
+        idx = be.empty((self.nb, size, K), np.int32)
+        dist = be.empty((self.nb, size, K), np.float32)
+        KNN.launch(be, KNN.space.default(be.info), kspec, be.to_device(walk(self.nb).ravel()),
+                   pts, size, pts, size, self.nb, 0, idx, dist, series_stride=n)
+        d = be.to_host(dist).astype(adt)
+        w = np.exp(-d / np.maximum(d[..., :1], 1e-6))
+        self.tidx = be.to_device(be.to_host(idx))
         self.tw = be.to_device(w)
         self.tden = be.to_device(w.sum(-1))
         self.tgt = be.to_device(np.arange(self.ntg, dtype=np.int32))
-        self.obs = be.to_device(np.arange(size, dtype=np.int32))
+        self.obs = be.to_device(np.arange(size, dtype=np.int32) + E - 1)
         self.out = be.empty((self.nb * self.ntg,), np.float32)
 
     def run(self, params: Params) -> list[Any]:
