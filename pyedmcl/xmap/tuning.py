@@ -220,7 +220,10 @@ class _SkillCase(TuningCase):
         rng = np.random.default_rng(6)
         n = size + E
         self.n = n
-        walk = lambda m: np.cumsum(rng.standard_normal((m, n)), axis=1).astype(np.float32)
+
+        def walk(m: int) -> np.ndarray:
+            return np.cumsum(rng.standard_normal((m, n)), axis=1).astype(np.float32)
+
         y = walk(self.ntg)
         self.y = be.to_device(y)
         self.y_lanes = be.to_device(np.ascontiguousarray(y.T))
