@@ -133,7 +133,7 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
        ends at the next white start (one ctz) or stays open (bopen). */
     const ${WT} iso = ${s} & (${e} >> 1);
 % if PH:
-    ${hv[0]}[0] += popw(iso);
+    *n1 += popw(iso);   /* a register, not bin 1 of the private histogram (a store chain) */
 % else:
     if (iso) atomic_add(&${hv[1]}[0], popw(iso));
 % endif
@@ -230,7 +230,7 @@ inline uint popw(const ${WT} v) { return (uint)popcount(v); }
    above, runs alternate in colour, so each run costs one ctz and one count. */
 RQA_INLINE void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
                         uint* ph_v, __local uint* lh_v, __global uint* gh_v,
-                        uint* ph_w, __local uint* lh_w, __global uint* gh_w)
+                        uint* ph_w, __local uint* lh_w, __global uint* gh_w, uint* n1)
 {
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
@@ -280,7 +280,7 @@ ${black_start_walk("s", "e", "cur", "*vr", "*wr", "1" if WBORDER else "np_before
 
 /* Runs of one diagonal over nb (<= ${WB}) steps packed in b (same transition walk). */
 RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uint* lh,
-                      __global uint* gh)
+                      __global uint* gh, uint* n1)
 {
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
@@ -294,7 +294,7 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     ${WT} s = b & ~up;
     ${WT} e = ~b & up & m;
     const ${WT} iso = s & (e >> 1);
-    ph[0] += popw(iso);
+    *n1 += popw(iso);
     s &= ~iso;
     e &= ~(iso << 1);
     if (cur) {   /* the carried run closes at the first end, or covers the word */
@@ -327,11 +327,11 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     {
         const ${WT} iso = b & ~((b << 1) | (${WT})cur) & ~(b >> 1) & (m >> 1);
         if (iso) {
-            const uint n1 = popw(iso);
+            const uint ni = popw(iso);
 % if PH:
-            ph[0] += n1;
+            ph[0] += ni;
 % else:
-            if (${HBINS}u >= 1u) atomic_add(&lh[0], n1);
+            if (${HBINS}u >= 1u) atomic_add(&lh[0], ni);
 % endif
             b &= ~iso;
         }
@@ -364,7 +364,7 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
    returned in *head (length | colour << 31) once it closes. */
 RQA_INLINE void row_runs(ulong b, const int nb, uint* len, uint* col, uint* head,
                          uint* ph_v, __local uint* lh_v, __global uint* gh_v,
-                         uint* ph_w, __local uint* lh_w, __global uint* gh_w)
+                         uint* ph_w, __local uint* lh_w, __global uint* gh_w, uint* n1)
 {
     const ulong m = (nb >= 64) ? ~0UL : ((1UL << nb) - 1UL);
     b &= m;
@@ -463,6 +463,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % if PH:
     for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
 % endif
+    uint n_iso = 0u;   /* WALK, PH: lines of length 1 counted by popcount, added to bin 1 */
 
 % if MODE == "horizontal":
     /* work-item g: the 64 rows of stored word g of the row block, i = row0 + 64 g + r;
@@ -483,12 +484,12 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                     len[r] = 0u; head[r] = 0u;
                     col[r] = (uint)(a[r] >> r) & 1u;
                     if (r < nc) row_runs(a[r] >> r, nc - r, &len[r], &col[r], &head[r],
-                                         ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                                         ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
                 }
             } else {
                 for (int r = 0; r < nr; ++r)
                     row_runs(a[r], nc, &len[r], &col[r], &head[r],
-                             ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                             ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
             }
         }
         for (int r = 0; r < nr; ++r) {
@@ -574,9 +575,9 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     if SYM:
                     const int nbj = IMIN(nb, l0 + l - ib);   /* rows above the diagonal */
                     if (nbj > 0)
-                        column_runs(wd, nbj, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                        column_runs(wd, nbj, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
 %     else:
-                    column_runs(wd, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                    column_runs(wd, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
 %     endif
                 }
         }
@@ -653,12 +654,12 @@ ${dist("acc2", "x2", "yv2", "i")}
                     dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             }
 %     if VEC == 1:
-            if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d);
+            if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d, &n_iso);
 %     else:
             ulong da[${VEC}];
             vstore${VEC}(dw, 0, da);
             for (int l = 0; l < ${VEC}; ++l)
-                if (t0 + l < nlanes) diag_runs(da[l], nb, &dra[l], ph_d, lh_d, hist_d);
+                if (t0 + l < nlanes) diag_runs(da[l], nb, &dra[l], ph_d, lh_d, hist_d, &n_iso);
 %     endif
         }
         for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
@@ -710,7 +711,7 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     endif
           }
             for (int l = 0; l < ${VEC}; ++l)
-                if (t0 + l < nlanes) diag_runs(${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"}, nb, &dra[l], ph_d, lh_d, hist_d);
+                if (t0 + l < nlanes) diag_runs(${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"}, nb, &dra[l], ph_d, lh_d, hist_d, &n_iso);
         }
         for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
 %   else:
@@ -765,6 +766,7 @@ ${dist("acc2", "x2", "yv2", "i")}
     }
 % endif
 % if PH:
+    ${"ph_d" if MODE == "diagonal" else "ph_v"}[0] += n_iso;
     for (int b = 0; b < ${PH}; ++b) {
 %   if MODE != "diagonal":
         if (ph_v[b]) atomic_add(&lh_v[b], ph_v[b]);
