@@ -88,16 +88,20 @@ ${metric.real_type(REAL)}
         return "convert_int%d(%s)" % (VEC, expr) if REAL == "double" else "(%s)" % expr
 %>
 <%def name="dist(acc, xs, yv, xoff)">\
-    ${RV} ${acc} = (${RV})0;
+    ${RV} ${acc};   /* starts at the first term: 0 + t == t exactly (t >= +0), one add less */
 % for m in range(E):
     {
         const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * TAU}]) - ${yv}[${m}];
 %   if METRIC == "euclidean":
-        ${acc} += _d * _d;  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
+        ${acc} ${"=" if m == 0 else "+="} _d * _d;  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
 %   elif METRIC == "maximum":
+%     if m == 0:
+        ${acc} = fabs(_d);
+%     else:
         { const ${RV} _a = fabs(_d); ${acc} = ${"(_a > %s) ? _a : %s" % (acc, acc) if VEC == 1 else "select(%s, _a, _a > %s)" % (acc, acc)}; }
+%     endif
 %   elif METRIC == "manhattan":
-        ${acc} += fabs(_d);
+        ${acc} ${"=" if m == 0 else "+="} fabs(_d);
 %   else:
 <% raise ValueError("unknown METRIC %r" % METRIC) %>
 %   endif
