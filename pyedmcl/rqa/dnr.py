@@ -53,9 +53,18 @@ def _heuristic(info: DeviceInfo) -> Params:
             "WALK": 1}
 
 
-def _walk(params: Params, info: DeviceInfo) -> int:
+def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
     """WALK template value: given, else the device default (1 on CPUs, 0 on GPUs)."""
-    return int(params.get("WALK", 0 if info.is_gpu else 1)) if params.get("BITS", 0) else 0
+    if not params.get("BITS", 0) or _intel_walk_crash(params, info, wg):
+        return 0
+    return int(params.get("WALK", 0 if info.is_gpu else 1))
+
+
+def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
+    """Intel's CPU OpenCL compiler (2024.x) aborts the process building the WALK paths
+    with direct private bins (PH >= 64) in work-groups of 16 or more (it vectorises over
+    work-items); those builds use WALK=0 (same histograms)."""
+    return info.runtime == "intel" and wg >= 16 and int(params.get("PH", 0)) >= 64
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -63,6 +72,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("SYM", 0) or p.get("SHARE", 0))
             and (not p.get("WALK", 0) or p.get("BITS", 0))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
+            and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
             and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
 
@@ -130,7 +140,7 @@ class LineSpec:
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
                 "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0)),
-                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info)}
+                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params))}
 
 
 @dataclass
