@@ -1,4 +1,10 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK
+## WALK=1 (BITS=2; the CPU default): vertical runs (column and row walks) are walked black
+## run start by black run start instead of transition by transition. Black runs of length 1
+## that close inside the word (most of them at low RR) are counted with one popcount per
+## word; the walk then takes one step per white run (its length: the black start minus
+## the white start), and finds the end of the rare longer black runs with one ctz. Half
+## the steps, and no store-to-load chain on histogram bin 1. WALK=0: the transition walk.
 ## SYM=1 (needs SHARE=1; auto- and joint RQA, whose matrix is symmetric): only the cells on
 ## and above the main diagonal are computed. Column j of the full matrix is (column j above
 ## the diagonal) + (cell (j, j)) + (row j right of the diagonal, read top-down). The
@@ -67,6 +73,8 @@ ${metric.real_type(REAL)}
         raise ValueError("SYM=1 needs SHARE=1")
     if MODE == "horizontal" and not SYM:
         raise ValueError("MODE horizontal needs SYM=1")
+    if WALK == 2 and PH < 64:
+        raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
     SPAD = 64 + VEC
     ULV = "ulong" + V
     def lane(expr, l):
@@ -80,16 +88,20 @@ ${metric.real_type(REAL)}
         return "convert_int%d(%s)" % (VEC, expr) if REAL == "double" else "(%s)" % expr
 %>
 <%def name="dist(acc, xs, yv, xoff)">\
-    ${RV} ${acc} = (${RV})0;
+    ${RV} ${acc};   /* starts at the first term: 0 + t == t exactly (t >= +0), one add less */
 % for m in range(E):
     {
         const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * TAU}]) - ${yv}[${m}];
 %   if METRIC == "euclidean":
-        ${acc} += _d * _d;  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
+        ${acc} ${"=" if m == 0 else "+="} _d * _d;  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
 %   elif METRIC == "maximum":
+%     if m == 0:
+        ${acc} = fabs(_d);
+%     else:
         { const ${RV} _a = fabs(_d); ${acc} = ${"(_a > %s) ? _a : %s" % (acc, acc) if VEC == 1 else "select(%s, _a, _a > %s)" % (acc, acc)}; }
+%     endif
 %   elif METRIC == "manhattan":
-        ${acc} += fabs(_d);
+        ${acc} ${"=" if m == 0 else "+="} fabs(_d);
 %   else:
 <% raise ValueError("unknown METRIC %r" % METRIC) %>
 %   endif
@@ -117,6 +129,78 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
     else atomic_inc(&gh[len - 1u]);
 }
 
+<%def name="black_start_walk(s, e, cur, vlen, wlen, wcount, hv, hw, head=None)">\
+    /* WALK=1: the run entering the word (colour ${cur}) closes at the first run start p0.
+       Black runs of length 1 closed inside the word (a black start followed by a white
+       start) are counted with one popcount; then one step per black start p: the white
+       run before it is [last, p); an isolated p reopens white at p + 1, a longer black run
+       ends at the next white start (one ctz) or stays open (bopen). */
+    const ${WT} iso = ${s} & (${e} >> 1);
+% if PH:
+    *n1 += popw(iso);   /* a register, not bin 1 of the private histogram (a store chain) */
+% else:
+    if (iso) atomic_add(&${hv[1]}[0], popw(iso));
+% endif
+    const int p0 = ctzw(${s} | ${e});
+    {
+        const uint closed = (${cur} ? ${vlen} : ${wlen}) + (uint)p0;
+% if head:
+        if (*${head} == 0u) *${head} = closed | (${cur} << 31);
+        else if (${cur}) hist_add(${", ".join(hv)}, closed);
+        else hist_add(${", ".join(hw)}, closed);
+% else:
+        if (${cur}) hist_add(${", ".join(hv)}, closed);
+        else if (closed > 0u && ${wcount}) hist_add(${", ".join(hw)}, closed);
+% endif
+    }
+    ${WT} sw = ${s};
+    int last = p0;      /* start of the open white run (!${cur}: p0 is the first black start) */
+    int bopen = -1;     /* start of the black run left open at the word's end */
+% if WALK == 2:
+    /* steps of 8 black starts without data-dependent branches (the trip count of a
+       per-run loop is mispredicted once per word): a step past the last start has
+       p = ${WB} and adds 0 to some bin; only the rare black runs longer than 1 branch */
+    const int cnt = (int)popw(sw);
+    for (int k0 = 0; k0 < cnt; k0 += 8) {
+%   for k in range(8):
+        {
+            const int p = sw ? ctzw(sw) : ${WB};
+            sw &= sw - (${WT})1;
+            const uint ok = (uint)(p < ${WB});
+            ${hw[0]}[(uint)(p - last - 1) & ${PH - 1}u] += ok & (uint)(p > last);
+            const uint isob = (uint)(iso >> (p & ${WB - 1})) & 1u;
+            last = ok ? p + 1 : last;
+            if (ok & (isob ^ 1u)) {
+                const ${WT} above = ${e} & (~(${WT})1 << p);   /* white starts after p */
+                if (above) { last = ctzw(above); hist_add(${", ".join(hv)}, (uint)(last - p)); }
+                else bopen = p;
+            }
+        }
+%   endfor
+    }
+% else:
+    /* white runs closed inside the word are at most ${WB} long: straight to the bin */
+<%  wadd = ("%s[(uint)(p - last) - 1u] += 1u;" % hw[0]) if PH >= WB else ("hist_add(%s, (uint)(p - last));" % ", ".join(hw)) %>\
+    #define RQA_BLACK_AT(p) \
+        if ((iso >> (p)) & (${WT})1) last = (p) + 1; \
+        else { \
+            const ${WT} above = ${e} & (~(${WT})1 << (p)); /* white starts after p */ \
+            if (above) { last = ctzw(above); hist_add(${", ".join(hv)}, (uint)(last - (p))); } \
+            else bopen = (p); \
+        }
+    if (!${cur}) {      /* p0 is the first black start: no white run before it */
+        sw &= sw - (${WT})1;
+        RQA_BLACK_AT(p0)
+    }
+    while (sw) {
+        const int p = ctzw(sw);
+        sw &= sw - (${WT})1;
+        ${wadd}
+        RQA_BLACK_AT(p)
+    }
+    #undef RQA_BLACK_AT
+% endif
+</%def>
 % if BITS:
 /* PoCL 3.0 runs OpenCL's clz() and popcount() as out-of-line library calls (~15% of
    the walk); clang's builtins become single instructions. Other runtimes: OpenCL's. */
@@ -150,13 +234,25 @@ inline uint popw(const ${WT} v) { return (uint)popcount(v); }
    above, runs alternate in colour, so each run costs one ctz and one count. */
 RQA_INLINE void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
                         uint* ph_v, __local uint* lh_v, __global uint* gh_v,
-                        uint* ph_w, __local uint* lh_w, __global uint* gh_w)
+                        uint* ph_w, __local uint* lh_w, __global uint* gh_w, uint* n1)
 {
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     const uint np_before = *np;
     *np += popw(b);
     uint cur = (*vr > 0u) ? 1u : 0u;            /* colour of the run entering from above */
+% if WALK:
+    const ${WT} up = (b << 1) | (${WT})cur;      /* the cell above each cell */
+    const ${WT} s = b & ~up & m;                /* black run starts */
+    const ${WT} e = ~b & up & m;                /* white run starts (black run ends) */
+    if ((s | e) == (${WT})0) {
+        if (cur) *vr += (uint)nb; else *wr += (uint)nb;
+        return;
+    }
+${black_start_walk("s", "e", "cur", "*vr", "*wr", "1" if WBORDER else "np_before > 0u", ("ph_v", "lh_v", "gh_v"), ("ph_w", "lh_w", "gh_w"))}
+    if (bopen >= 0) { *vr = (uint)(nb - bopen); *wr = 0u; }
+    else { *wr = (uint)(nb - last); *vr = 0u; }
+% else:
     ${WT} t = (b ^ ((b << 1) | (${WT})cur)) & m;
     if (t == (${WT})0) {
         if (cur) *vr += (uint)nb; else *wr += (uint)nb;
@@ -183,26 +279,63 @@ RQA_INLINE void column_runs(${WT} b, const int nb, uint* vr, uint* wr, uint* np,
         cur ^= 1u;
     }
     if (cur) *vr = (uint)(nb - last); else *wr = (uint)(nb - last);
+% endif
 }
 
 /* Runs of one diagonal over nb (<= ${WB}) steps packed in b (same transition walk). */
 RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uint* lh,
-                      __global uint* gh)
+                      __global uint* gh, uint* n1)
 {
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     uint cur = (*dr > 0u) ? 1u : 0u;
+% if WALK and PH >= WB:
+    /* WALK: few branches (a diagonal word holds ~1 line longer than 1 at low RR, and the
+       branches of a walk over it were mispredicted most of the time). s: run starts, e:
+       run ends (the white cell after a run); lines of length 1 closed in the word: one
+       popcount; the others pair starts and ends in order, two pairs without branches. */
+    const ${WT} up = (b << 1) | (${WT})cur;
+    ${WT} s = b & ~up;
+    ${WT} e = ~b & up & m;
+    const ${WT} iso = s & (e >> 1);
+    *n1 += popw(iso);
+    s &= ~iso;
+    e &= ~(iso << 1);
+    if (cur) {   /* the carried run closes at the first end, or covers the word */
+        if (e == (${WT})0) { *dr += (uint)nb; return; }
+        hist_add(ph, lh, gh, *dr + (uint)ctzw(e));
+        e &= e - (${WT})1;
+    }
+%   for k in range(2):
+    {
+        const int ps = s ? ctzw(s) : ${WB};
+        const int pe = e ? ctzw(e) : ${WB};   /* ${WB}: no end, the run (if any) stays open */
+        ph[(uint)(pe - ps - 1) & ${PH - 1}u] += (uint)(pe < ${WB});
+        s = (pe < ${WB}) ? (s & (s - (${WT})1)) : s;
+        e &= e - (${WT})1;
+    }
+%   endfor
+    while (e) {   /* more than two lines longer than 1 in the word (rare) */
+        const int ps = ctzw(s), pe = ctzw(e);
+        ph[pe - ps - 1] += 1u;
+        s &= s - (${WT})1;
+        e &= e - (${WT})1;
+    }
+    /* the last run stays open when the word's last cell is black: s holds its start */
+    const int q = ctzw(s | ((${WT})1 << ${WB - 1}));
+    *dr = ((b >> (nb - 1)) & (${WT})1) ? (uint)(nb - q) : 0u;
+% else:
     /* isolated recurrences (lines of length 1, most diagonal runs at low RR) closed inside
        the word: counted with one popcount and removed, so the walk skips them (the last
        step may continue into the next word; step 0 continues the carried run) */
     {
         const ${WT} iso = b & ~((b << 1) | (${WT})cur) & ~(b >> 1) & (m >> 1);
         if (iso) {
-            const uint n1 = popw(iso);
+            const uint ni = popw(iso);
 % if PH:
-            ph[0] += n1;
+            ph[0] += ni;
 % else:
-            if (${HBINS}u >= 1u) atomic_add(&lh[0], n1);
+            if (${HBINS}u >= 1u) atomic_add(&lh[0], ni);
 % endif
             b &= ~iso;
         }
@@ -225,6 +358,7 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
         cur ^= 1u;
     }
     if (cur) *dr = (uint)(nb - last);
+% endif
 }
 % if SYM:
 
@@ -234,11 +368,19 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
    returned in *head (length | colour << 31) once it closes. */
 RQA_INLINE void row_runs(ulong b, const int nb, uint* len, uint* col, uint* head,
                          uint* ph_v, __local uint* lh_v, __global uint* gh_v,
-                         uint* ph_w, __local uint* lh_w, __global uint* gh_w)
+                         uint* ph_w, __local uint* lh_w, __global uint* gh_w, uint* n1)
 {
     const ulong m = (nb >= 64) ? ~0UL : ((1UL << nb) - 1UL);
     b &= m;
     uint cur = *col;
+% if WALK:
+    const ulong up = (b << 1) | (ulong)cur;
+    const ulong s = b & ~up & m, e = ~b & up & m;
+    if ((s | e) == 0UL) { *len += (uint)nb; return; }
+${black_start_walk("s", "e", "cur", "*len", "*len", None, ("ph_v", "lh_v", "gh_v"), ("ph_w", "lh_w", "gh_w"), head="head")}
+    if (bopen >= 0) { *len = (uint)(nb - bopen); *col = 1u; }
+    else { *len = (uint)(nb - last); *col = 0u; }
+% else:
     ulong t = (b ^ ((b << 1) | (ulong)cur)) & m;
     if (t == 0UL) { *len += (uint)nb; return; }
     int p = ctzw(t);
@@ -259,6 +401,7 @@ RQA_INLINE void row_runs(ulong b, const int nb, uint* len, uint* col, uint* head
     }
     *len = (uint)(nb - last);
     *col = cur;
+% endif
 }
 
 /* In-place transpose of a 64x64 bit matrix (a[r] bit c -> a[c] bit r): swap the
@@ -309,10 +452,6 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % endif
                  )
 {
-    uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
-% if PH:
-    for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
-% endif
 % if MODE != "diagonal":
     __local uint lh_v[${HBINS}];
     __local uint lh_w[${HBINS}];
@@ -322,6 +461,13 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
     for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) lh_d[b] = 0u;
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
+    /* private histograms: set up after the barrier, so that they are not live across one
+       (PoCL then keeps them on the work-item's stack, not in a per-work-group array) */
+    uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
+% if PH:
+    for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
+% endif
+    uint n_iso = 0u;   /* WALK, PH: lines of length 1 counted by popcount, added to bin 1 */
 
 % if MODE == "horizontal":
     /* work-item g: the 64 rows of stored word g of the row block, i = row0 + 64 g + r;
@@ -342,12 +488,12 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                     len[r] = 0u; head[r] = 0u;
                     col[r] = (uint)(a[r] >> r) & 1u;
                     if (r < nc) row_runs(a[r] >> r, nc - r, &len[r], &col[r], &head[r],
-                                         ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                                         ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
                 }
             } else {
                 for (int r = 0; r < nr; ++r)
                     row_runs(a[r], nc, &len[r], &col[r], &head[r],
-                             ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                             ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
             }
         }
         for (int r = 0; r < nr; ++r) {
@@ -433,9 +579,9 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     if SYM:
                     const int nbj = IMIN(nb, l0 + l - ib);   /* rows above the diagonal */
                     if (nbj > 0)
-                        column_runs(wd, nbj, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                        column_runs(wd, nbj, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
 %     else:
-                    column_runs(wd, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w);
+                    column_runs(wd, nb, &vra[l], &wra[l], &npa[l], ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
 %     endif
                 }
         }
@@ -512,12 +658,12 @@ ${dist("acc2", "x2", "yv2", "i")}
                     dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             }
 %     if VEC == 1:
-            if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d);
+            if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d, &n_iso);
 %     else:
             ulong da[${VEC}];
             vstore${VEC}(dw, 0, da);
             for (int l = 0; l < ${VEC}; ++l)
-                if (t0 + l < nlanes) diag_runs(da[l], nb, &dra[l], ph_d, lh_d, hist_d);
+                if (t0 + l < nlanes) diag_runs(da[l], nb, &dra[l], ph_d, lh_d, hist_d, &n_iso);
 %     endif
         }
         for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
@@ -569,7 +715,7 @@ ${dist("acc2", "x2", "yv2", "i")}
 %     endif
           }
             for (int l = 0; l < ${VEC}; ++l)
-                if (t0 + l < nlanes) diag_runs(${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"}, nb, &dra[l], ph_d, lh_d, hist_d);
+                if (t0 + l < nlanes) diag_runs(${"((ulong)ba[%d + l] << 32) | (ulong)ba[l]" % VEC if BITS == 2 else "ba[l]"}, nb, &dra[l], ph_d, lh_d, hist_d, &n_iso);
         }
         for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
 %   else:
@@ -624,6 +770,7 @@ ${dist("acc2", "x2", "yv2", "i")}
     }
 % endif
 % if PH:
+    ${"ph_d" if MODE == "diagonal" else "ph_v"}[0] += n_iso;
     for (int b = 0; b < ${PH}; ++b) {
 %   if MODE != "diagonal":
         if (ph_v[b]) atomic_add(&lh_v[b], ph_v[b]);

@@ -42,19 +42,24 @@ def test_edges_orders_vec_identical(device, dtype):
         base = _hists(pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0,
                                               "PH": 0}))
         # SHARE=1: diagonal words gathered from the vertical launch's column words;
-        # SYM=1 (share=2 here): upper triangle only, lower verticals from row runs
-        for vec, wg, bits, ph, share in ((1, 16, 1, 0, 0), (4, 8, 0, 32, 0), (8, 2, 1, 32, 0),
-                                         (16, 4, 1, 0, 0), (16, 4, 0, 32, 0), (1, 8, 2, 0, 0),
-                                         (8, 2, 2, 32, 0), (16, 4, 2, 1024, 0),
-                                         (1, 8, 2, 0, 1), (8, 2, 2, 32, 1), (16, 4, 2, 1024, 1),
-                                         (1, 8, 2, 0, 2), (16, 4, 2, 1024, 2)):
-            edges = ((300, 64, 1203, 97) if (share, vec) == (2, 16) else (97,) if share == 2
-                     else (300, 64) if share else (300,))
+        # SYM=1 (share=2 here): upper triangle only, lower verticals from row runs;
+        # WALK 0/1/2: transition walk / black-start walk (+ branch-light diagonals at
+        # PH >= 64) / its branch-free steps of 8
+        for vec, wg, bits, ph, share, walk in (
+                (1, 16, 1, 0, 0, 1), (4, 8, 0, 32, 0, 0), (8, 2, 1, 32, 0, 1),
+                (16, 4, 1, 0, 0, 0), (16, 4, 0, 32, 0, 0), (1, 8, 2, 0, 0, 1),
+                (8, 2, 2, 32, 0, 0), (16, 4, 2, 1024, 0, 1), (16, 4, 2, 1024, 0, 2),
+                (1, 8, 2, 0, 1, 0), (8, 2, 2, 32, 1, 1), (16, 4, 2, 1024, 1, 1),
+                (1, 8, 2, 0, 2, 1), (16, 4, 2, 1024, 2, 1), (16, 4, 2, 1024, 2, 0),
+                (4, 2, 2, 1024, 2, 2), (8, 4, 2, 32, 2, 1),
+                (16, 16, 2, 1024, 2, 1)):   # Intel's compiler: WALK=0 there (dnr._walk)
+            edges = ((300, 64, 1203, 97) if (share, vec, walk) == (2, 16, 1) else (97,)
+                     if share == 2 else (300, 64) if share else (300,))
             for edge in edges:
                 r = pe.rqa(x, **kw, params={"VEC": vec, "WG": wg, "EDGE": edge, "BITS": bits,
                                             "PH": ph, "SHARE": min(share, 1),
-                                            "SYM": int(share == 2)})
-                assert _same(_hists(r), base), (vec, wg, bits, ph, share, edge, scope)
+                                            "SYM": int(share == 2), "WALK": walk})
+                assert _same(_hists(r), base), (vec, wg, bits, ph, share, walk, edge, scope)
 
 
 def test_platforms_and_multi_device_identical():
@@ -149,11 +154,12 @@ def test_symmetric_path_tiny_and_word_boundary_sizes(device):
         for w, scope, wb in ((0, "lines", True), (1, "matrix", False), (65, "matrix", True)):
             ref = numpy_reference(x, None, E=1, tau=1, radius=0.3, metric="euclidean",
                                   theiler=w, theiler_scope=scope, white_border=wb)
-            for vec, wg, ph in ((16, 4, 1024), (1, 8, 0)):
+            for vec, wg, ph, walk in ((16, 4, 1024, 1), (1, 8, 0, 1), (8, 2, 1024, 2),
+                                      (4, 4, 1024, 0)):
                 r = pe.rqa(x, E=1, tau=1, radius=0.3, theiler=w, theiler_scope=scope,
                            white_border=wb, dtype="float64", device=device,
                            params={"VEC": vec, "WG": wg, "EDGE": 64, "BITS": 2, "PH": ph,
-                                   "SHARE": 1, "SYM": 1})
+                                   "SHARE": 1, "SYM": 1, "WALK": walk})
                 for got, key in ((r.diagonal_hist, "diag"), (r.vertical_hist, "vert"),
                                  (r.white_hist, "white")):
                     exp = np.zeros(max(got.size, ref[key].size), np.int64)
@@ -196,10 +202,12 @@ def test_oclgrind_clean():
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
         x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
-        for vec, bits, ph, sh in ((1, 0, 0, 0), (4, 1, 32, 0), (1, 1, 0, 0), (4, 2, 32, 0),
-                                  (1, 2, 0, 0), (4, 2, 32, 1), (1, 2, 0, 1), (4, 2, 32, 2)):
+        for vec, bits, ph, sh, wk in ((1, 0, 0, 0, 0), (4, 1, 32, 0, 1), (1, 1, 0, 0, 0),
+                                      (4, 2, 32, 0, 0), (1, 2, 0, 0, 1), (4, 2, 32, 1, 1),
+                                      (1, 2, 0, 1, 0), (4, 2, 32, 2, 0), (4, 2, 64, 2, 1),
+                                      (2, 2, 64, 2, 2)):
             p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph, "SHARE": min(sh, 1),
-                 "SYM": int(sh == 2)}
+                 "SYM": int(sh == 2), "WALK": wk}
             a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
                        white_border=False)
             b = pe.cross_rqa(x, x[:41] * 1.1, E=2, tau=1, radius=0.3, params=p)

@@ -70,13 +70,16 @@ def test_numpy_reference_small(device, metric):
         ref = numpy_reference(x, None, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                               theiler_scope=scope, white_border=wb)
         # share=2: SYM=1 (upper triangle only, lower-triangle verticals as row runs)
-        for edge, bits, share in ((7, 0, 0), (64, 1, 0), (1000, 1, 0), (45, 0, 0), (100, 2, 0),
-                                  (33, 2, 0), (100, 2, 1), (33, 2, 1), (64, 2, 1), (100, 2, 2),
-                                  (33, 2, 2), (64, 2, 2), (139, 2, 2)):
+        # ph/walk: private histograms of 1024 bins take the WALK paths' direct bins
+        for edge, bits, share, ph, walk in (
+                (7, 0, 0, 0, 0), (64, 1, 0, 0, 1), (1000, 1, 0, 0, 0), (45, 0, 0, 0, 0),
+                (100, 2, 0, 0, 1), (33, 2, 0, 1024, 1), (100, 2, 1, 0, 0), (33, 2, 1, 1024, 2),
+                (64, 2, 1, 1024, 1), (100, 2, 2, 0, 1), (33, 2, 2, 1024, 1), (64, 2, 2, 1024, 2),
+                (139, 2, 2, 1024, 0), (139, 2, 2, 1024, 1)):
             r = pe.rqa(x, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                        theiler_scope=scope, white_border=wb, dtype="float64", device=device,
-                       params={"VEC": 4, "WG": 4, "EDGE": edge, "BITS": bits,
-                               "SHARE": min(share, 1), "SYM": int(share == 2)})
+                       params={"VEC": 4, "WG": 4, "EDGE": edge, "BITS": bits, "PH": ph,
+                               "SHARE": min(share, 1), "SYM": int(share == 2), "WALK": walk})
             assert _hist_eq(r.diagonal_hist, ref["diag"]), (theiler, scope, edge)
             assert _hist_eq(r.vertical_hist, ref["vert"]), (theiler, scope, edge)
             assert _hist_eq(r.white_hist, ref["white"]), (theiler, scope, wb, edge)

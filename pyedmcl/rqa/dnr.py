@@ -47,13 +47,32 @@ def _u32_limit() -> int:
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
-        return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1}
+        return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
+                "WALK": 0}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1,
+            "WALK": 1}
+
+
+def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
+    """WALK template value: given, else the device default (1 on CPUs, 0 on GPUs)."""
+    if not params.get("BITS", 0) or _intel_walk_crash(params, info, wg):
+        return 0
+    return int(params.get("WALK", 0 if info.is_gpu else 1))
+
+
+def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
+    """Intel's CPU OpenCL compiler (2024.x) aborts the process building the WALK paths
+    with direct private bins (PH >= 64) in work-groups of 16 or more (it vectorises over
+    work-items); those builds use WALK=0 (same histograms)."""
+    return info.runtime == "intel" and wg >= 16 and int(params.get("PH", 0)) >= 64
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
     return ((not p.get("SHARE", 0) or p.get("BITS", 0) == 2)
             and (not p.get("SYM", 0) or p.get("SHARE", 0))
+            and (not p.get("WALK", 0) or p.get("BITS", 0))
+            and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
+            and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
             and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
 
@@ -71,7 +90,7 @@ class RQALinesKernel(TunableKernel):
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024),
-                "SHARE": (0, 1), "SYM": (0, 1)},
+                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2)},
         heuristic=_heuristic,
         constraint=_fits,
     )
@@ -121,7 +140,7 @@ class LineSpec:
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
                 "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0)),
-                "SYM": int(params.get("SYM", 0))}
+                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params))}
 
 
 @dataclass
@@ -410,7 +429,7 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     k = be.kernel(TEMPLATE, {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float",
                              "MODE": "diagonal", "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0,
                              "THEILER_MATRIX": 0, "WBORDER": 1, "BITS": 0, "PH": 0,
-                             "CBITS": 0, "SHARE": 0, "SYM": 0},
+                             "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0},
                   "rqa_accumulate")
     wg = min(64, be.info.max_work_group_size)
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
