@@ -31,7 +31,26 @@ def _entries(info, levels):
     keys = {"device": info.device_key, "arch": info.arch_key, "vendor_type": info.vendor_type_key,
             "global": "*"}
     return [{"kernel": K.name, "template_hash": K.template_hash, "level": lvl, "key": keys[lvl],
-             "spec_bucket": SB, "size_bucket": ZB, "params": P[lvl]} for lvl in levels]
+             "spec_bucket": SB, "size_bucket": ZB, "params": P[lvl],
+             **({"device_type": info.device_type} if lvl == "global" else {})} for lvl in levels]
+
+
+def test_global_default_is_per_device_type(monkeypatch, tmp_path):
+    """A global default derived from GPUs is not used on a CPU (nor one from CPUs on a
+    GPU): defaults.json keeps one per device type, and the lookup checks it."""
+    from clkernels.tuning.export import derive_defaults
+    be = get_backend("pocl")
+    ents = _entries(be.info, ("global",))
+    ents[0]["device_type"] = "gpu"
+    monkeypatch.setattr(db, "_shipped", ents)
+    monkeypatch.setattr(db, "_lookup_cache", {})
+    assert lookup(K, be.info, SB, ZB, tmp_path).source == "heuristic"
+    dev = [{"kernel": "k", "template_hash": "h", "level": "device", "spec_bucket": "s",
+            "size_bucket": "n1024", "arch_key": f"rt{i}|{t}|a", "vendor_type_key": f"rt{i}|{t}",
+            "device_name": f"d{i}", "times": {'{"A": 1}': 1.0 + i, '{"A": 2}': 2.0 - i * 0.9}}
+           for i, t in enumerate(("cpu", "gpu"))]
+    glob = {e["device_type"]: e["params"] for e in derive_defaults(dev) if e["level"] == "global"}
+    assert glob == {"cpu": {"A": 1}, "gpu": {"A": 2}}
 
 
 @pytest.mark.parametrize("levels,expect", [
@@ -60,7 +79,9 @@ def test_unknown_device_uses_global_and_runs(monkeypatch, tmp_path):
     if not ocl:
         pytest.skip("Oclgrind not installed")
     pocl = get_backend("pocl").info
-    monkeypatch.setattr(db, "_shipped", _entries(pocl, ("device", "arch", "vendor_type", "global")))
+    ents = _entries(pocl, ("device", "arch", "vendor_type", "global"))
+    ents[-1]["device_type"] = ocl[0].device_type  # the global default of its device type
+    monkeypatch.setattr(db, "_shipped", ents)
     monkeypatch.setattr(db, "_lookup_cache", {})
     ch = lookup(K, ocl[0], SB, ZB, tmp_path)
     assert ch.source == "shipped:global" and ch.params == P["global"]
@@ -80,7 +101,7 @@ def test_shipped_entry_invalid_on_device_is_skipped(monkeypatch, tmp_path):
 def test_derive_defaults_minimises_sum_of_time_over_best():
     a, b, c = (json.dumps(p, sort_keys=True) for p in (P["device"], P["arch"], P["global"]))
     dev1 = {"times": {a: 1.0, b: 1.1, c: 3.0}, "arch_key": "pocl|cpu|x", "vendor_type_key": "pocl|cpu"}
-    dev2 = {"times": {a: 5.0, b: 2.2, c: 2.0}, "arch_key": "nvidia|gpu|y", "vendor_type_key": "nvidia|gpu"}
+    dev2 = {"times": {a: 5.0, b: 2.2, c: 2.0}, "arch_key": "intel|cpu|y", "vendor_type_key": "intel|cpu"}
     base = {"kernel": K.name, "template_hash": "h", "spec_bucket": SB, "size_bucket": ZB,
             "level": "device"}
     out = derive_defaults([{**base, **dev1, "device_name": "d1"}, {**base, **dev2, "device_name": "d2"}])
@@ -89,7 +110,7 @@ def test_derive_defaults_minimises_sum_of_time_over_best():
     # sums of time/best: a = 1 + 2.5 = 3.5, b = 1.1 + 1.1 = 2.2, c = 3 + 1 = 4 -> b
     assert glob[0]["params"] == P["arch"]
     vt = {e["key"]: e["params"] for e in out if e["level"] == "vendor_type"}
-    assert vt == {"pocl|cpu": P["device"], "nvidia|gpu": P["global"]}
+    assert vt == {"pocl|cpu": P["device"], "intel|cpu": P["global"]}
 
 
 def test_export_device_entries(tmp_path):

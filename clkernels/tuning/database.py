@@ -223,6 +223,9 @@ def lookup(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucke
            user_root: Path | None = None) -> Choice:
     """Parameters for one launch: user DB -> shipped (device, arch, vendor+type, global) -> heuristic.
 
+    The global level holds one default per device type (CPU, GPU): it never hands a
+    GPU's winner to a CPU or the other way round.
+
     Cached per process; a change of the user DB file (its mtime) invalidates the cache.
     """
     udb = UserDB(info, user_root)
@@ -250,7 +253,8 @@ def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, 
     shipped = [e for e in shipped_entries() if isinstance(e, dict) and e.get("kernel") == kernel.name]
     for level in LEVELS:
         key = level_key(info, level)
-        cands = [e for e in shipped if e.get("level") == level and e.get("key") == key]
+        cands = [e for e in shipped if e.get("level") == level and e.get("key") == key
+                 and (level != "global" or e.get("device_type") == info.device_type)]
         cands = [e for e in cands if _usable(e, kernel, info, False, f"shipped tuning/ ({level})")]
         hit = _best_match(cands, spec_bucket, size_bucket)
         if hit is not None:
