@@ -60,6 +60,18 @@ def run_simplex(x, E, name, device, opts, repeats, min_total=0.0, max_runs=10):
     return best, res
 
 
+def model_entry(info, level: str, row: dict) -> dict:
+    """One crossover-model entry from a measured row (``--json`` rows carry all of it)."""
+    E, size = row["E"], row["L"]  # L + E values: L library vectors
+    return {"kernel": FAMILY, "template_hash": MODEL_VERSION, "level": level,
+            "key": level_key(info, level), "device_type": info.device_type,
+            "device_name": info.name, "driver": info.driver_version,
+            "spec_bucket": e_bucket(E), "size_bucket": pow2_bucket(size), "size": size,
+            "spec": {"E": E}, "params": {"BACKEND": row["fastest_meeting_bound"]},
+            "times": row["times"], "recall": row["recall"],
+            "relative_mape": row["relative_mape"], "meets_bound": row["meets_bound"]}
+
+
 def merge_models(new: list[dict], old: list[dict]) -> list[dict]:
     """Combine two runs' entries point by point: minimum time, lower recall, higher MAPE."""
     def key(e):
@@ -101,10 +113,23 @@ def main(argv=None) -> int:
     ap.add_argument("--merge-with", default=None,
                     help="combine with an earlier --write-model file (min time per point)")
     ap.add_argument("--level", default="device", choices=("device", "arch", "vendor_type", "global"))
+    ap.add_argument("--model-from", default=None,
+                    help="no measuring: write --write-model from an earlier run's --json rows "
+                         "(same device), merged with --merge-with if given")
     args = ap.parse_args(argv)
 
     be = get_backend(args.device)
     info = be.info
+    if args.model_from:
+        if not args.write_model:
+            ap.error("--model-from needs --write-model")
+        rows = json.loads(Path(args.model_from).read_text())
+        model = [model_entry(info, args.level, r) for r in rows if r.get("fastest_meeting_bound")]
+        if args.merge_with:
+            model = merge_models(model, json.loads(Path(args.merge_with).read_text())["entries"])
+        Path(args.write_model).write_text(json.dumps({"format": 1, "entries": model}, indent=1))
+        print(f"{len(model)} model entries -> {args.write_model}")
+        return 0
     opts = {}
     if args.threads:
         opts = {"kdtree": {"workers": args.threads}, "ivf": {"threads": args.threads},
@@ -175,13 +200,7 @@ def main(argv=None) -> int:
                    "auto_over_best": ratio, "device": info.name, "runtime": info.runtime}
             rows.append(row)
             if best:
-                model.append({"kernel": FAMILY, "template_hash": MODEL_VERSION, "level": args.level,
-                              "key": level_key(info, args.level), "device_type": info.device_type,
-                              "device_name": info.name, "driver": info.driver_version,
-                              "spec_bucket": e_bucket(E), "size_bucket": pow2_bucket(npts - 1),
-                              "size": npts - 1, "spec": {"E": E}, "params": {"BACKEND": best},
-                              "times": t, "recall": rec, "relative_mape": rel,
-                              "meets_bound": ok})
+                model.append(model_entry(info, args.level, row))
     ratios = [r["auto_over_best"] for r in rows if not math.isnan(r["auto_over_best"])]
     if ratios:
         print(f"\nauto within 10% of the fastest back-end meeting the bound at "
