@@ -48,6 +48,18 @@ def test_unavailable_choice_falls_back_to_fastest_installed(monkeypatch):
     assert A.choose(info, L=65536, E=20).backend == "kdtree"
 
 
+@pytest.mark.parametrize("kd, want", [(1.10, "kdtree"), (1.15, "kdtree"), (1.30, "ivf")])
+def test_approximate_winner_must_be_clearly_faster(kd, want):
+    """An IVF/HNSW winner gives way to an exact back-end timed within EXACT_MARGIN (1.15)
+    of it: same speed within run-to-run noise, recall 1."""
+    info = get_backend("pocl").info
+    UserDB(info).put("knn_backend/E32/n65536", _entry(
+        info, 20, 65536, "ivf", times={"ivf": 1.0, "kdtree": kd, "exact": 5.0, "hnsw": 1.5}))
+    c = A.choose(info, L=65536, E=20)
+    assert c.backend == want
+    assert c.expected_recall == 1.0 or want == "ivf"
+
+
 def test_shipped_model_and_heuristic():
     ours = [e for e in shipped_entries() if e.get("kernel") == A.FAMILY]
     assert ours, "tuning/knn_backend_default.json must ship knn_backend entries"
