@@ -14,10 +14,13 @@ Matrix convention: ``rho[i, j]`` is the skill of library (embedding of) series
 is what kEDM's ``xmap`` returns.
 
 k-NN tables: the EDM fused kernel (``templates/knn.cl.mako`` through
-:mod:`pyedmcl.edm.knn`) batched over series: ``knn_kernel="batched"`` (the
-default) builds the tables of a whole batch of library series in one launch with
-the ``xmap_knn`` family's tuned parameters; ``"edm"`` launches it once per series
-with the ``knn`` family's parameters (one large table). Every variant gives the
+:mod:`pyedmcl.edm.knn`) batched over series: ``knn_kernel="batched"`` builds the
+tables of a whole batch of library series in one launch with the ``xmap_knn``
+family's tuned parameters; ``"edm"`` launches it once per series with the ``knn``
+family's parameters (one large table); ``"scan"`` builds every E-group's tables of a
+batch of libraries in one pass of the fused multi-E scan (``templates/knn_scan.cl.mako``,
+``xmap_scan`` family). The default (None) takes the scan for mixed E where it saves
+distance work (:meth:`XmapEngine._use_scan`), else "batched". Every variant gives the
 same tables bit for bit (same distance arithmetic, same total neighbour order).
 
 The same engine serves the local multi-device scheduler and Dask workers, and a
