@@ -138,7 +138,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     """Mixed E through the fused multi-E scan (one knn_scan launch per library batch,
     series batching, SPLIT merges included): the per-E batched path's matrix bit for
     bit, for every scan configuration and for library batches that split the rows;
-    the automatic choice takes the scan for mixed E; rho equals single-pair CCM."""
+    the automatic choice takes the scan for mixed E on GPUs; rho equals single-pair CCM."""
     from clkernels import get_backend
     from pyedmcl.xmap import tuning
     from pyedmcl.xmap.engine import XmapEngine
@@ -147,7 +147,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     E = np.array([1, 3, 2, 5, 3, 4, 1])
     ref = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="batched").block(0, 7)
     auto = XmapEngine(be, X, E, tau=tau, Tp=Tp)
-    assert auto._use_scan()
+    assert auto._use_scan() == be.info.is_gpu
     np.testing.assert_array_equal(auto.block(0, 7), ref)
     for sp in SCAN:
         monkeypatch.setattr(tuning.XMAP_SCAN, "params_for", lambda *a, sp=sp: dict(sp))

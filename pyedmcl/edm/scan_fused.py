@@ -250,13 +250,18 @@ class KnnScanKernel(TunableKernel):
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _ScanCase(backend, self._norm(spec), size)
 
-    def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
+    def fitted_params(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
+        """Tuned parameters at ``size``, QB lowered until the lists fit local memory."""
         p = {"VEC": 1, "ANY": 0, **lookup(self, be.info, self.spec_bucket(spec),
-                                self.size_bucket(max(nq, nl))).params}
+                                self.size_bucket(size)).params}
         item = 8 if spec["REAL"] == "double" else 4
         kt = sum(_ks(spec["EMAX"], spec["KNN"]))
         while p["QB"] > 1 and _local_bytes(p, spec["EMAX"], kt, item) > _local_budget(be.info):
             p["QB"] //= 2
+        return p
+
+    def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
+        p = self.fitted_params(be, spec, max(nq, nl))
         if be.info.is_gpu and p["SPLIT"] == 1:
             # few queries: cut each query group's library scan so the GPU fills up
             want = be.info.compute_units * 16
@@ -294,6 +299,22 @@ class KnnScanKernel(TunableKernel):
 
 
 KNN_SCAN = KnnScanKernel()
+
+
+def batch_inputs(X: np.ndarray, qt: np.ndarray, qemax: np.ndarray, pad: int, lanes: int,
+                 dt) -> tuple[np.ndarray, np.ndarray, int]:
+    """Host inputs of a series-batched scan whose library rows are its query rows
+    (leave-one-out over contiguous times ``qt``, the all-to-all map's CCM rows):
+    the series padded per row, ``(nseries, ldx)`` flattened, the int layout
+    ``obs (unused) | qt | qemax | lmask`` and the row stride ``ldx``."""
+    nq, n = qt.size, X.shape[1]
+    ldx = pad + max(n, int(qt[0]) + lanes)
+    xp = np.zeros((X.shape[0], ldx), dt)
+    xp[:, pad:pad + n] = X
+    lmask = np.zeros(lanes, np.int64)
+    lmask[:nq] = (1 << qemax) - 1  # library lane li = time qt[0] + li
+    ints = np.concatenate([np.full(nq, -1), qt, qemax, lmask.astype(np.uint32).view(np.int32)])
+    return xp.reshape(-1), ints.astype(np.int32), ldx
 
 
 @dataclass

@@ -29,7 +29,7 @@ from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from ..edm.knn import KNN, KnnKernel
-from ..edm.scan_fused import KNN_SCAN, KnnScanKernel
+from ..edm.scan_fused import KNN_SCAN, KnnScanKernel, batch_inputs
 
 
 def _k_bucket(k: int) -> str:
@@ -100,14 +100,9 @@ class XmapScanKernel(KnnScanKernel):
         return [4096] if info.is_gpu else [1024]
 
     def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
-        """Tuned parameters, QB lowered until the lists fit local memory."""
-        from ..edm.scan_fused import _ks, _local_budget, _local_bytes
-        p = {"VEC": 1, "ANY": 0, **TunableKernel.params_for(self, be, spec, max(nq, nl))}
-        item = 8 if spec["REAL"] == "double" else 4
-        kt = sum(_ks(spec["EMAX"], spec["KNN"]))
-        while p["QB"] > 1 and _local_bytes(p, spec["EMAX"], kt, item) > _local_budget(be.info):
-            p["QB"] //= 2
-        return p
+        """Tuned parameters fitted to local memory; never an automatic SPLIT (the
+        batch of series fills the device)."""
+        return self.fitted_params(be, spec, max(nq, nl))
 
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _ScanBatchCase(backend, self._norm(spec), size)
@@ -132,17 +127,10 @@ class _ScanBatchCase(TuningCase):
         self._dev: dict = {}
 
     def _inputs(self, params: Params):
-        nq = self.qt.size
-        lanes = KNN_SCAN.padded_lanes(params, nq)
+        lanes = KNN_SCAN.padded_lanes(params, self.qt.size)
         if lanes not in self._dev:
-            ldx = self.pad + max(nq, lanes)
-            xp = np.zeros((self.nb, ldx), self.dt)
-            xp[:, self.pad:self.pad + nq] = self.x
-            lmask = np.zeros(lanes, np.int64)
-            lmask[:nq] = (1 << self.qemax) - 1
-            ints = np.concatenate([np.full(nq, -1), self.qt, self.qemax,
-                                   lmask.astype(np.uint32).view(np.int32)]).astype(np.int32)
-            self._dev[lanes] = (self.be.to_device(xp.reshape(-1)), self.be.to_device(ints), ldx)
+            xp, ints, ldx = batch_inputs(self.x, self.qt, self.qemax, self.pad, lanes, self.dt)
+            self._dev[lanes] = (self.be.to_device(xp), self.be.to_device(ints), ldx)
         return self._dev[lanes]
 
     def run(self, params: Params) -> list[Any]:
