@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
@@ -48,7 +48,7 @@
 ## INS "mask" (cols, FLAG=0, TILE <= 32): the lane bits are transposed into one
 ## candidate word per query (vectorised across queries), so the serial scan
 ## visits only candidate lanes.
-## VARIANT "vec" (CPUs; QB = SIMD width 4/8/16): one query per work-item over a
+## VARIANT "vec" (QB = SIMD width 4/8/16): one query per work-item over a
 ## local tile like "rows", but the distance block is written in explicit vectors
 ## of QB library points (PoCL 3.0 does not vectorise the cols variant's
 ## work-item loop here, and runs vload/any/fmin builtins as calls, so none is
@@ -56,6 +56,12 @@
 ## float32 candidates go into a top-k of packed keys (distance bits << 32 | tie
 ## key), whose integer order is exactly (distance, |p - l|, l), with a
 ## branch-free min/max network; float64 uses the register insertion network.
+## Options (GPUs): QQ queries per work-item share each tile vector (register
+## blocking); SPLIT work-items per query as in "rows" (more work-items in flight
+## when the queries alone leave the GPU short of them); CB > 0 buffers a
+## work-item's float32 candidates in local memory and inserts them per tile (the
+## SIMD group runs the network once per batch, not once per divergent lane).
+## None of them changes the result.
 ## VARIANT "sorted" (CCM, many sampled subsets of one library; not tuned, only WG
 ## matters): kernel dist_full writes every query's (squared) distance to every
 ## point of the full library (same arithmetic as knn, so bit-identical values)
@@ -82,14 +88,14 @@ real_t ${ACC} = (real_t)0;
             }
 % endfor
 </%def>\
-<%def name="insert(D, L, KEY)">\
+<%def name="insert(D, L, KEY, SF='', P='p')">\
 {
                     real_t cd = ${D}; int ci = ${L}; int ck = ${KEY};
 % for k in range(K):
                     {
-                        const bool sw = cd < bd${k} || (cd == bd${k} && (bi${k} < 0 || ck < tie_key(p, bi${k})));
-                        const real_t td = bd${k}; const int ti = bi${k};
-                        if (sw) { bd${k} = cd; bi${k} = ci; cd = td; ci = ti; ck = tie_key(p, ti); }
+                        const bool sw = cd < bd${k}${SF} || (cd == bd${k}${SF} && (bi${k}${SF} < 0 || ck < tie_key(${P}, bi${k}${SF})));
+                        const real_t td = bd${k}${SF}; const int ti = bi${k}${SF};
+                        if (sw) { bd${k}${SF} = cd; bi${k}${SF} = ci; cd = td; ci = ti; ck = tie_key(${P}, ti); }
                     }
 % endfor
 }\
@@ -375,34 +381,78 @@ void knn(${knn_args()})
 }
 % elif VARIANT == "vec":
 <% VW = QB %>
+<% sf = (lambda i: "") if QQ == 1 else (lambda i: "_%d" % i) %>\
 typedef ${REAL}${VW} realv_t;
 #define EMPTY ((ulong)0x7F800000FFFFFFFFUL)
+<%def name="flush(i)">\
+{
+            for (int f = 0; f < nb${sf(i)}; ++f) {
+                ulong cv = cbuf${sf(i)}[f * ${WG} + lid];
+                if (cv < s${K - 1}${sf(i)}) {
+% for k in range(K):
+                    { const ulong lo = cv < s${k}${sf(i)} ? cv : s${k}${sf(i)}; cv = cv < s${k}${sf(i)} ? s${k}${sf(i)} : cv; s${k}${sf(i)} = lo; }
+% endfor
+                }
+            }
+            nb${sf(i)} = 0;
+        }\
+</%def>\
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void knn(${knn_args()})
 {
     const int lid = get_local_id(0);
+% if QQ == 1 and SPLIT == 1:
     const int q = get_global_id(0);
+% elif SPLIT > 1:
+<% assert QQ == 1, "vec: SPLIT > 1 needs QQ = 1" %>\
+    /* SPLIT work-items per query (WG / SPLIT queries per group), each scanning every
+       SPLIT-th vector of each tile; the partial top-k lists merge at the end */
+    const int qi = lid % ${WG // SPLIT};
+    const int sp = lid / ${WG // SPLIT};
+    const int q = get_group_id(0) * ${WG // SPLIT} + qi;
+% else:
+    /* QQ queries per work-item (WG apart): each local tile vector feeds QQ distances */
+    const int q0 = get_group_id(0) * ${WG * QQ} + lid;
+% endif
     ${batch_setup()}
     /* the tile as whole vectors (aligned), written point by point */
     __local realv_t tilev[${E}][${TILE // VW}];
     __local int tidx[${TILE}];
 
-    const bool active = q < nq;
-    const int p = active ? qpts[q] : 0;
+% for i in range(QQ):
+% if QQ > 1:
+    const int q${sf(i)} = q0 + ${i * WG};
+% endif
+    const bool active${sf(i)} = q${sf(i)} < nq;
+    const int p${sf(i)} = active${sf(i)} ? qpts[q${sf(i)}] : 0;
 % for k in range(E):
-    const realv_t qv${k} = (realv_t)(active ? x[p + ${k * TAU}] : (real_t)0);
+    const realv_t qv${k}${sf(i)} = (realv_t)(active${sf(i)} ? x[p${sf(i)} + ${k * TAU}] : (real_t)0);
+% endfor
 % endfor
 <% PACK = REAL == "float" %>\
 % if PACK:
     /* top-k as packed keys (distance bits << 32 | tie key): the order of the keys
        is the total order (distance, |p - l|, l), so insertion is a branch-free
        min/max network; an empty slot is EMPTY (distance +inf, key above any) */
+% for i in range(QQ):
 % for k in range(K):
-    ulong s${k} = EMPTY;
+    ulong s${k}${sf(i)} = EMPTY;
+% endfor
+% if CB:
+    /* CB > 0: candidates that pass the (possibly stale) k-th key are appended to a
+       per-work-item buffer and inserted when it is full and at the end of each
+       tile: on a GPU the whole SIMD group runs the insertion network whenever one
+       lane inserts, so batching a lane's insertions cuts the divergent work.
+       Keys are unique, so the top-k does not depend on the insertion order. */
+    __local ulong cbuf${sf(i)}[${CB * WG}];
+    int nb${sf(i)} = 0;
+% endif
 % endfor
 % else:
+% for i in range(QQ):
 % for k in range(K):
-    real_t bd${k} = INFINITY; int bi${k} = -1;
+    real_t bd${k}${sf(i)} = INFINITY; int bi${k}${sf(i)} = -1;
+% endfor
 % endfor
 % endif
 
@@ -421,74 +471,171 @@ void knn(${knn_args()})
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+% if SPLIT > 1:
+        for (int c = sp; c * ${VW} < cnt; c += ${SPLIT}) {
+% else:
         for (int c = 0; c * ${VW} < cnt; ++c) {
+% endif
             /* VW library points at once in explicit vectors (PoCL does not vectorise
                this loop across work-items); each lane does the same operations in the
                same order as the scalar kernels, so distances are identical */
+% if QQ == 1:
             realv_t acc = (realv_t)0;
 % for k in reversed(range(E)):
             ${capture(metric.step, METRIC, "acc", "tilev[%d][c]" % k, "qv%d" % k).replace("real_t _d", "realv_t _d")}
 % endfor
+% else:
+% for i in range(QQ):
+            realv_t acc${sf(i)} = (realv_t)0;
+% endfor
+% for k in reversed(range(E)):
+            {
+                const realv_t tv = tilev[${k}][c];
+% for i in range(QQ):
+                ${capture(metric.step, METRIC, "acc" + sf(i), "tv", "qv%d%s" % (k, sf(i))).replace("real_t _d", "realv_t _d")}
+% endfor
+            }
+% endfor
+% endif
+% for i in range(QQ):
+<% acc = "acc" + sf(i); s = lambda k: "s%d%s" % (k, sf(i)); bd = lambda k: "bd%d%s" % (k, sf(i)); bi = lambda k: "bi%d%s" % (k, sf(i)); pp = "p" + sf(i) %>\
             /* any lane a candidate: the smallest lane against the k-th distance, by a
                min tree of halves (PoCL 3.0 runs any()/fmin() as calls; Oclgrind's
                uninitialised-value plugin crashes on reductions of compare masks) */
-<% w = VW; v = "acc" %>\
+<% w = VW; v = acc %>\
 % while w > 1:
 <% w //= 2 %>\
-            const ${REAL}${w if w > 1 else ""} mn${w} = ${v}.lo < ${v}.hi ? ${v}.lo : ${v}.hi;
-<% v = "mn%d" % w %>\
+            const ${REAL}${w if w > 1 else ""} mn${w}${sf(i)} = ${v}.lo < ${v}.hi ? ${v}.lo : ${v}.hi;
+<% v = "mn%d%s" % (w, sf(i)) %>\
 % endwhile
 % if PACK:
-            if (mn1 <= as_float((uint)(s${K - 1} >> 32))) {
+            if (mn1${sf(i)} <= as_float((uint)(${s(K - 1)} >> 32))) {
 % else:
-            if (mn1 <= bd${K - 1}) {
+            if (mn1${sf(i)} <= ${bd(K - 1)}) {
 % endif
                 for (int j = 0; j < ${VW}; ++j) {
 % if PACK:
 % if METRIC == "maximum":
                     /* -0 + 0 = +0: the key's bit order is the value order (the max of
                        |d| can be -0 where a coordinate difference is -0) */
-                    const real_t a = ((real_t*)&acc)[j] + (real_t)0;
+                    const real_t a = ((real_t*)&${acc})[j] + (real_t)0;
 % else:
-                    const real_t a = ((real_t*)&acc)[j];
+                    const real_t a = ((real_t*)&${acc})[j];
 % endif
-                    if (a > as_float((uint)(s${K - 1} >> 32))) continue;
+                    if (a > as_float((uint)(${s(K - 1)} >> 32))) continue;
                     const int l = tidx[c * ${VW} + j];
-                    const int dr = dist_rows(p, l);
-                    const ulong key = ((ulong)as_uint(a) << 32) | (uint)(2 * dr + (l > p));
-                    if (l >= 0 && dr > radius && key < s${K - 1}) {
+                    const int dr = dist_rows(${pp}, l);
+                    const ulong key = ((ulong)as_uint(a) << 32) | (uint)(2 * dr + (l > ${pp}));
+                    if (l >= 0 && dr > radius && key < ${s(K - 1)}) {
+% if CB:
+                        cbuf${sf(i)}[nb${sf(i)} * ${WG} + lid] = key;
+                        if (++nb${sf(i)} == ${CB}) ${flush(i)}
+% else:
                         ulong cv = key;
 % for k in range(K):
-                        { const ulong lo = cv < s${k} ? cv : s${k}; cv = cv < s${k} ? s${k} : cv; s${k} = lo; }
+                        { const ulong lo = cv < ${s(k)} ? cv : ${s(k)}; cv = cv < ${s(k)} ? ${s(k)} : cv; ${s(k)} = lo; }
 % endfor
+% endif
                     }
 % else:
-                    const real_t a = ((real_t*)&acc)[j];
+                    const real_t a = ((real_t*)&${acc})[j];
                     const int l = tidx[c * ${VW} + j];
-                    if (a <= bd${K - 1} && l >= 0) {
+                    if (a <= ${bd(K - 1)} && l >= 0) {
+% if QQ == 1:
                         const int key = tie_key(p, l);
                         if (dist_rows(p, l) > radius
                             && (a < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
                             ${insert('a', 'l', 'key')}
                         }
+% else:
+                        const int key = tie_key(${pp}, l);
+                        if (dist_rows(${pp}, l) > radius
+                            && (a < ${bd(K - 1)} || key < tie_key(${pp}, ${bi(K - 1)}) || ${bi(K - 1)} < 0)) {
+                            ${insert('a', 'l', 'key', sf(i), pp)}
+                        }
+% endif
                     }
 % endif
                 }
             }
+% endfor
         }
-    }
-    if (active) {
-        const size_t o = ((size_t)b * nq + q) * K;
-% for k in range(K):
-% if PACK:
-        const uint key${k} = (uint)s${k};
-        const real_t bd${k} = as_float((uint)(s${k} >> 32));
-        const int bi${k} = s${k} == EMPTY ? -1 : ((key${k} & 1u) ? p + (int)(key${k} >> 1) : p - (int)(key${k} >> 1));
+% if CB and PACK:
+        /* the tile's buffered candidates into the top-k */
+% for i in range(QQ):
+        ${flush(i)}
+% endfor
 % endif
-        out_idx[o + ${k}] = bi${k};
-        out_dist[o + ${k}] = bi${k} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d" % k)};
+    }
+% if SPLIT > 1:
+<% QW = WG // SPLIT %>\
+    /* merge: work-item sp = 0 of each query takes the other lists' entries in order
+       (each list is sorted, a library point is in one list only: same top-k) */
+% if PACK:
+    __local ulong pk[${SPLIT - 1}][${QW}][K];
+    if (sp > 0) {
+% for k in range(K):
+        pk[sp - 1][qi][${k}] = s${k};
 % endfor
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (sp == 0) {
+        for (int o2 = 0; o2 < ${SPLIT - 1}; ++o2) {
+            for (int j = 0; j < K; ++j) {
+                ulong cv = pk[o2][qi][j];
+                if (cv >= s${K - 1}) break;
+% for k in range(K):
+                { const ulong lo = cv < s${k} ? cv : s${k}; cv = cv < s${k} ? s${k} : cv; s${k} = lo; }
+% endfor
+            }
+        }
+    }
+% else:
+    __local real_t pd[${SPLIT - 1}][${QW}][K];
+    __local int pi[${SPLIT - 1}][${QW}][K];
+    if (sp > 0) {
+% for k in range(K):
+        pd[sp - 1][qi][${k}] = bd${k}; pi[sp - 1][qi][${k}] = bi${k};
+% endfor
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (sp == 0) {
+        for (int s2 = 0; s2 < ${SPLIT - 1}; ++s2) {
+            for (int j = 0; j < K; ++j) {
+                const real_t a = pd[s2][qi][j];
+                const int l = pi[s2][qi][j];
+                if (l < 0) break;
+                const int key = tie_key(p, l);
+                if (a < bd${K - 1} || (a == bd${K - 1} && (bi${K - 1} < 0 || key < tie_key(p, bi${K - 1}))))
+                    ${insert('a', 'l', 'key')}
+                else
+                    break;
+            }
+        }
+    }
+% endif
+% endif
+% for i in range(QQ):
+% if SPLIT > 1:
+    if (active && sp == 0) {
+% else:
+    if (active${sf(i)}) {
+% endif
+        const size_t o = ((size_t)b * nq + q${sf(i)}) * K;
+% for k in range(K):
+% if PACK:
+        const uint key${k} = (uint)s${k}${sf(i)};
+        const real_t bd${k} = as_float((uint)(s${k}${sf(i)} >> 32));
+        const int bi${k} = s${k}${sf(i)} == EMPTY ? -1 : ((key${k} & 1u) ? p${sf(i)} + (int)(key${k} >> 1) : p${sf(i)} - (int)(key${k} >> 1));
+        out_idx[o + ${k}] = bi${k};
+        out_dist[o + ${k}] = bi${k} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d" % k)};
+% else:
+        out_idx[o + ${k}] = bi${k}${sf(i)};
+        out_dist[o + ${k}] = bi${k}${sf(i)} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d%s" % (k, sf(i)))};
+% endif
+% endfor
+    }
+% endfor
 }
 % elif VARIANT == "sorted":
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))

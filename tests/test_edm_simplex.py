@@ -148,11 +148,22 @@ VARIANTS = [
     dict(VARIANT="cols", WG=16, TILE=32, QB=8, EA=0, INS="reg", FLAG=1),
     dict(VARIANT="cols", WG=16, TILE=16, QB=16, EA=2, INS="local", FLAG=1),
     dict(VARIANT="cols", WG=8, TILE=16, QB=8, EA=0, INS="local", FLAG=0),
+    dict(VARIANT="vec", WG=8, TILE=32, QB=8, EA=0, INS="reg", FLAG=1),
+    # QQ queries per work-item (register blocking): a partial last block of queries
+    dict(VARIANT="vec", WG=8, TILE=16, QB=4, EA=0, INS="reg", FLAG=1, QQ=2),
+    dict(VARIANT="vec", WG=4, TILE=32, QB=16, EA=0, INS="reg", FLAG=1, QQ=2, CB=4),
+    # candidate buffers: flushed when full (CB=1: every candidate) and per tile
+    dict(VARIANT="vec", WG=8, TILE=16, QB=4, EA=0, INS="reg", FLAG=1, CB=1),
+    dict(VARIANT="vec", WG=16, TILE=64, QB=8, EA=0, INS="reg", FLAG=1, CB=8),
+    # SPLIT work-items per query: partial lists merged (with and without buffers)
+    dict(VARIANT="vec", WG=16, TILE=32, QB=4, EA=0, INS="reg", FLAG=1, SPLIT=4),
+    dict(VARIANT="vec", WG=8, TILE=64, QB=8, EA=0, INS="reg", FLAG=1, SPLIT=2, CB=4),
 ]
 
 
 @pytest.mark.parametrize("params", VARIANTS, ids=[
-    f"{p['VARIANT']}-{p['INS']}-EA{p['EA']}-F{p['FLAG']}-S{p.get('SPLIT', 1)}" for p in VARIANTS])
+    f"{p['VARIANT']}-{p['INS']}-QB{p['QB']}-EA{p['EA']}-F{p['FLAG']}-S{p.get('SPLIT', 1)}-Q{p.get('QQ', 1)}-CB{p.get('CB', 0)}"
+    for p in VARIANTS])
 def test_knn_kernel_variants_match_numpy(device, params):
     """Every tunable configuration (GPU 'rows' ones too) gives the reference table;
     integer data (many exact ties), several batches, an exclusion radius."""
@@ -238,7 +249,9 @@ def test_oclgrind_clean():
         r = pe.simplex(x, E=3, tau=2, Tp=1, exclusion_radius=2)
         print("rho", r.rho)
         be = get_backend()
-        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2)), ("cols", dict(WG=8, TILE=16, QB=4, EA=2, INS="local", FLAG=0))):
+        for variant, params in (("rows", dict(WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2)), ("cols", dict(WG=8, TILE=16, QB=4, EA=2, INS="local", FLAG=0)),
+                                ("vec", dict(WG=8, TILE=16, QB=4, EA=0, INS="reg", FLAG=1, QQ=2, CB=2)),
+                                ("vec", dict(WG=8, TILE=16, QB=4, EA=0, INS="reg", FLAG=1, SPLIT=2, CB=2))):
             spec = {"E": 2, "TAU": 1, "K": 3, "METRIC": "euclidean", "REAL": "float"}
             xd = be.to_device(x.astype(np.float32))
             pts = be.to_device(np.arange(45, dtype=np.int32))

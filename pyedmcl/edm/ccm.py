@@ -103,7 +103,7 @@ class SortedRows:
     def _params(self, k: int) -> dict:
         return {"E": self.E, "TAU": self.tau, "K": k, "METRIC": self.metric, "REAL": self.real,
                 "WG": self.wg, "TILE": 16, "VARIANT": "sorted", "QB": 1, "EA": 0, "INS": "reg",
-                "FLAG": 1, "SPLIT": 1}
+                "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
 
     def counts(self, libs: np.ndarray, k: int) -> np.ndarray:
         """``(nbatch, M)`` uint8 multiplicity of each row in each library (capped at k)."""

@@ -39,11 +39,11 @@ def _k_bucket(k: int) -> str:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:  # the old batched kernel's tuned choice on the H200 (rows, EA 0)
         return {"VARIANT": "rows", "WG": 16, "TILE": 256, "QB": 1, "EA": 0, "INS": "reg",
-                "FLAG": 1, "SPLIT": 1}
+                "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
     # CPUs: explicit float16 vectors over library points (PoCL 3.0 does not vectorise
     # the cols variant's work-item loop here; measured 2.5x faster on 2-core PoCL)
     return {"VARIANT": "vec", "WG": 32, "TILE": 512, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
-            "SPLIT": 1}
+            "SPLIT": 1, "QQ": 1, "CB": 0}
 
 
 class XmapKnnKernel(KnnKernel):
