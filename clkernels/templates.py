@@ -71,10 +71,15 @@ def template_source(name: str) -> str:
     return template_path(name).read_text(encoding="utf-8")
 
 
+def text_hash(text: str) -> str:
+    """Hash of a template text (what tuning entries record as ``template_hash``)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 @cache
 def template_hash(name: str) -> str:
     """Hash of the template text: tuning entries made from another text are stale."""
-    return hashlib.sha256(template_source(name).encode()).hexdigest()[:16]
+    return text_hash(template_source(name))
 
 
 @cache

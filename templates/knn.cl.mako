@@ -541,19 +541,11 @@ void knn(${knn_args()})
                     const real_t a = ((real_t*)&${acc})[j];
                     const int l = tidx[c * ${VW} + j];
                     if (a <= ${bd(K - 1)} && l >= 0) {
-% if QQ == 1:
-                        const int key = tie_key(p, l);
-                        if (dist_rows(p, l) > radius
-                            && (a < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
-                            ${insert('a', 'l', 'key')}
-                        }
-% else:
                         const int key = tie_key(${pp}, l);
                         if (dist_rows(${pp}, l) > radius
                             && (a < ${bd(K - 1)} || key < tie_key(${pp}, ${bi(K - 1)}) || ${bi(K - 1)} < 0)) {
                             ${insert('a', 'l', 'key', sf(i), pp)}
                         }
-% endif
                     }
 % endif
                 }

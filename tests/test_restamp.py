@@ -3,9 +3,7 @@
 An entry moves to the current template hash only when every configuration it
 holds renders byte-identical source from the old text and the current one.
 """
-import hashlib
-
-from clkernels.templates import template_hash, template_source
+from clkernels.templates import template_hash, template_source, text_hash
 from clkernels.tuning.restamp import restamp_entries
 
 SPEC = {"E": 3, "TAU": 1, "K": 4, "METRIC": "euclidean", "REAL": "float"}
@@ -14,7 +12,7 @@ OLD_PARAMS = {"VARIANT": "vec", "WG": 8, "TILE": 32, "QB": 8, "EA": 0, "INS": "r
 
 
 def _entry(old_text: str) -> dict:
-    h = hashlib.sha256(old_text.encode()).hexdigest()[:16]
+    h = text_hash(old_text)
     key = '{"EA": 0, "FLAG": 1, "INS": "reg", "QB": 8, "SPLIT": 1, "TILE": 32, "VARIANT": "vec", "WG": 8}'
     return {"kernel": "knn", "template_hash": h, "spec": SPEC, "params": dict(OLD_PARAMS),
             "default_params": dict(OLD_PARAMS), "times": {key: 1.0}}

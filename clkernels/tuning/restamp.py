@@ -25,7 +25,7 @@ from typing import Any
 
 from mako.template import Template
 
-from ..templates import _lookup, template_hash, template_path
+from ..templates import _lookup, template_hash, template_path, text_hash
 from .database import atomic_write_json
 
 
@@ -41,7 +41,7 @@ def _old_text(template: str, rev: str) -> str:
 def restamp_entries(entries: list[dict[str, Any]], template: str, kernels: set[str],
                     old_text: str, defaults: dict[str, Any]) -> tuple[int, int]:
     """Restamp ``entries`` (in place) of ``kernels``; returns (restamped, left stale)."""
-    old_hash = __import__("hashlib").sha256(old_text.encode()).hexdigest()[:16]
+    old_hash = text_hash(old_text)
     new_hash = template_hash(template)
     old = Template(text=old_text, uri=f"restamp-old-{template}", lookup=_lookup(),
                    strict_undefined=True)
