@@ -239,6 +239,33 @@ def test_too_short_series():
         pe.simplex(np.arange(6.0), E=4, device="pocl")
 
 
+@pytest.mark.parametrize("real", ["float", "double"])
+def test_vec_options_do_not_change_the_table(device, real):
+    """The vec variant's QQ / SPLIT / CB options give the plain variant's table bit for
+    bit, in float32 (packed keys, buffered) and float64 (insertion network, merged)."""
+    from clkernels import get_backend
+    from pyedmcl.edm.knn import KNN
+    be = get_backend(device)
+    if real == "double" and not be.info.fp64:
+        pytest.skip("no fp64 on this device")
+    dt = np.float64 if real == "double" else np.float32
+    x = np.random.default_rng(4).integers(0, 5, 260).astype(dt)  # many exact ties
+    E, k = 4, 7
+    npts = x.size - (E - 1)
+    spec = {"E": E, "TAU": 1, "K": k, "METRIC": "euclidean", "REAL": real}
+    pts = be.to_device(np.arange(npts, dtype=np.int32))
+    xd = be.to_device(x)
+    out = []
+    for opt in ({}, {"QQ": 2}, {"SPLIT": 2}, {"SPLIT": 4, "CB": 4}, {"QQ": 2, "CB": 1}):
+        idx, dist = be.empty((npts, k), np.int32), be.empty((npts, k), dt)
+        KNN.launch(be, dict(VARIANT="vec", WG=16, TILE=32, QB=8, EA=0, INS="reg", FLAG=1, **opt),
+                   spec, xd, pts, npts, pts, npts, 1, 1, idx, dist)
+        out.append((be.to_host(idx), be.to_host(dist)))
+    for i, d in out[1:]:
+        np.testing.assert_array_equal(i, out[0][0])
+        np.testing.assert_array_equal(d, out[0][1])
+
+
 def test_oclgrind_clean():
     from conftest import run_under_oclgrind
     out = run_under_oclgrind("""

@@ -161,10 +161,9 @@ class _KnnCase(TuningCase):
         self.be, self.spec = be, dict(spec)
         span = (spec["E"] - 1) * spec["TAU"]
         dt = np.float64 if spec.get("REAL") == "double" else np.float32
-        # a chaotic series (logistic map), as EDM data are: how often candidates pass
-        # the k-th distance, and so the cost of the top-k, depends on it (iid noise
-        # at E=20 rated a vec configuration 2.8x faster than one that ran 2.6x
-        # slower on the benchmark's series)
+        # a chaotic series (logistic map, as the benchmarks use), not iid noise: how
+        # often candidates pass the k-th distance, and so the cost of the top-k,
+        # depends on the data
         from ..data import logistic_map
         x = logistic_map(size + span, r=3.9, x0=0.4, burn=0).astype(dt)
         self.n = size
