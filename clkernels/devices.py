@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -84,6 +85,9 @@ class DeviceInfo:
     fp64: bool
     opencl_c_version: str
     extensions: tuple[str, ...] = field(repr=False, default=())
+    #: CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: the device can build with
+    #: -cl-fp32-correctly-rounded-divide-sqrt (backends then always do)
+    correct_div_sqrt: bool = False
 
     @property
     def selector(self) -> str:
@@ -132,6 +136,26 @@ class DeviceInfo:
         return d
 
 
+def job_fma(infos: Iterable[DeviceInfo]) -> bool:
+    """Whether a job's kernels fuse multiply-adds with ``fma()`` (the FMA template value).
+
+    OpenCL's ``fma()`` is correctly rounded on every device, so results agree bit for
+    bit across the devices of a job as long as they all make the same choice; GPUs run
+    it as one instruction (faster), PoCL as a library call (2-9x slower). Default: on
+    when every device of the job is a GPU. ``PYEDMCL_FMA=0`` / ``1`` forces it off / on
+    (e.g. to compare a GPU's results bit for bit with a CPU's).
+    """
+    env = os.environ.get("PYEDMCL_FMA", "auto").strip().lower()
+    if env in ("0", "off", "false", "no"):
+        return False
+    if env in ("1", "on", "true", "yes"):
+        return True
+    if env not in ("", "auto"):
+        raise ValueError(f"PYEDMCL_FMA={env!r} is invalid; allowed: auto, 0, 1")
+    infos = list(infos)
+    return bool(infos) and all(i.is_gpu for i in infos)
+
+
 def _type_name(t: int) -> str:
     if t & cl.device_type.GPU:
         return "gpu"
@@ -169,6 +193,8 @@ def _describe(pi: int, di: int, platform: cl.Platform, dev: cl.Device) -> Device
         fp64=fp64,
         opencl_c_version=c_version,
         extensions=exts,
+        correct_div_sqrt=bool(dev.single_fp_config
+                              & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
     )
 
 

@@ -147,8 +147,13 @@ class Backend(abc.ABC):
 
     @property
     def build_options(self) -> tuple[str, ...]:
-        extra = os.environ.get("PYEDMCL_BUILD_OPTIONS", "")
-        return tuple(extra.split())
+        """Options of every build: correctly rounded float32 ``/`` and ``sqrt`` where the
+        device offers them (NVIDIA's defaults are 1-3 ulp off, so its k-NN distances,
+        weights and rho would differ in the last bits from a CPU's; with the option an
+        H100 reproduces PoCL's cross-map matrix bit for bit), then
+        ``PYEDMCL_BUILD_OPTIONS``."""
+        opts = ("-cl-fp32-correctly-rounded-divide-sqrt",) if self.info.correct_div_sqrt else ()
+        return opts + tuple(os.environ.get("PYEDMCL_BUILD_OPTIONS", "").split())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.info.runtime}:{self.info.name})"
