@@ -8,7 +8,9 @@ the old code. ``restamp`` re-renders each stale entry's configuration (its tuned
 ``spec``) from the old template text and from the current one, with ``--default``
 values for the new parameters; only when every rendered source is byte-identical
 does the entry get the current hash and the new parameters (in ``params``,
-``default_params`` and the keys of ``times``). Anything else stays stale. Run as::
+``default_params`` and the keys of ``times``). ``--spec`` names a new problem
+parameter instead (one the callers pass, e.g. knn's FMA): it is rendered the same way
+and recorded in the entry's ``spec``. Anything else stays stale. Run as::
 
     python -m clkernels.tuning.restamp knn.cl.mako --old-rev HEAD --default QQ=1 tuning/device-*.json
     python -m clkernels.tuning.export tuning/device-*.json --out tuning/defaults.json
@@ -39,8 +41,15 @@ def _old_text(template: str, rev: str) -> str:
 
 
 def restamp_entries(entries: list[dict[str, Any]], template: str, kernels: set[str],
-                    old_text: str, defaults: dict[str, Any]) -> tuple[int, int]:
-    """Restamp ``entries`` (in place) of ``kernels``; returns (restamped, left stale)."""
+                    old_text: str, defaults: dict[str, Any],
+                    spec_defaults: dict[str, Any] | None = None) -> tuple[int, int]:
+    """Restamp ``entries`` (in place) of ``kernels``; returns (restamped, left stale).
+
+    ``defaults``: new tuned parameters (added to the entry's configurations);
+    ``spec_defaults``: new problem parameters (added to the entry's ``spec``, the
+    record of what was tuned; callers pass them at run time, not the tuner).
+    """
+    spec_defaults = spec_defaults or {}
     old_hash = text_hash(old_text)
     new_hash = template_hash(template)
     old = Template(text=old_text, uri=f"restamp-old-{template}", lookup=_lookup(),
@@ -57,7 +66,7 @@ def restamp_entries(entries: list[dict[str, Any]], template: str, kernels: set[s
         configs += [json.loads(k) for k in (e.get("times") or {})]
         same = True
         for p in configs:
-            full = {**defaults, **e["spec"], **p}  # the old text ignores new names
+            full = {**defaults, **spec_defaults, **e["spec"], **p}  # old text ignores new names
             if old.render(**full) != new.render(**full):
                 same = False
                 break
@@ -65,6 +74,7 @@ def restamp_entries(entries: list[dict[str, Any]], template: str, kernels: set[s
             stale += 1
             continue
         e["template_hash"] = new_hash
+        e["spec"] = {**spec_defaults, **e["spec"]}
         e["params"] = {**defaults, **e["params"]}
         if e.get("default_params"):
             e["default_params"] = {**defaults, **e["default_params"]}
@@ -73,6 +83,17 @@ def restamp_entries(entries: list[dict[str, Any]], template: str, kernels: set[s
                           for k, v in e["times"].items()}
         done += 1
     return done, stale
+
+
+def _assignments(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for d in items:
+        name, _, val = d.partition("=")
+        try:
+            out[name] = ast.literal_eval(val)
+        except (ValueError, SyntaxError):
+            out[name] = val
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,19 +105,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="tuning family names using the template (default: all entries' kernels)")
     ap.add_argument("--default", action="append", default=[], metavar="NAME=VALUE",
                     help="value of a new parameter that renders the old code (Python literal)")
+    ap.add_argument("--spec", action="append", default=[], metavar="NAME=VALUE",
+                    help="value of a new problem (spec) parameter that renders the old code")
     a = ap.parse_args(argv)
-    defaults = {}
-    for d in a.default:
-        name, _, val = d.partition("=")
-        try:
-            defaults[name] = ast.literal_eval(val)
-        except (ValueError, SyntaxError):
-            defaults[name] = val
+    defaults, spec_defaults = _assignments(a.default), _assignments(a.spec)
     old_text = _old_text(a.template, a.old_rev)
     for f in a.files:
         data = json.loads(f.read_text())
         kernels = set(a.kernel) if a.kernel else {e.get("kernel") for e in data["entries"]}
-        done, stale = restamp_entries(data["entries"], a.template, kernels, old_text, defaults)
+        done, stale = restamp_entries(data["entries"], a.template, kernels, old_text, defaults,
+                                      spec_defaults)
         if done:
             atomic_write_json(f, data)
         print(f"{f}: {done} restamped, {stale} left stale (their code changed)")
