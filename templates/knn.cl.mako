@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
@@ -22,7 +22,8 @@
 ## Coordinates are summed newest-first (x_t, then x_{t-tau}, ...: coordinate index
 ## E-1 down to 0), so the squared distance at E extends the one at E-1 term by term
 ## and knn_scan.cl.mako's incremental tables for E = 1..Emax are bit-identical to
-## this kernel's (contraction is off).
+## this kernel's (contraction is off; FMA=1, a per-job choice, fuses each square
+## into the sum with fma() in both kernels alike, see _metric.mako).
 ##
 ## Early abandoning (EA > 0): coordinates are summed in chunks of EA and the rest
 ## is skipped once the partial distance exceeds the query's current k-th best
@@ -81,7 +82,7 @@ real_t ${ACC} = (real_t)0;
             if (${ACC} <= ${THR}) {
 %   endif
 %   for k in range(c0, min(E, c0 + CH)):
-            ${metric.step(METRIC, ACC, A % (E - 1 - k), B % (E - 1 - k))}
+            ${metric.step(METRIC, ACC, A % (E - 1 - k), B % (E - 1 - k), FMA)}
 %   endfor
 % endfor
 % for c0 in range(CH, E, CH):
@@ -482,7 +483,7 @@ void knn(${knn_args()})
 % if QQ == 1:
             realv_t acc = (realv_t)0;
 % for k in reversed(range(E)):
-            ${capture(metric.step, METRIC, "acc", "tilev[%d][c]" % k, "qv%d" % k).replace("real_t _d", "realv_t _d")}
+            ${capture(metric.step, METRIC, "acc", "tilev[%d][c]" % k, "qv%d" % k, FMA).replace("real_t _d", "realv_t _d")}
 % endfor
 % else:
 % for i in range(QQ):
@@ -492,7 +493,7 @@ void knn(${knn_args()})
             {
                 const realv_t tv = tilev[${k}][c];
 % for i in range(QQ):
-                ${capture(metric.step, METRIC, "acc" + sf(i), "tv", "qv%d%s" % (k, sf(i))).replace("real_t _d", "realv_t _d")}
+                ${capture(metric.step, METRIC, "acc" + sf(i), "tv", "qv%d%s" % (k, sf(i)), FMA).replace("real_t _d", "realv_t _d")}
 % endfor
             }
 % endfor
@@ -643,7 +644,7 @@ void dist_full(__global const real_t* restrict x,
     const int l = lpts[j];
     real_t acc = (real_t)0;
 % for k in reversed(range(E)):
-    ${metric.step(METRIC, "acc", "x[l + %d]" % (k * TAU), "x[p + %d]" % (k * TAU))}
+    ${metric.step(METRIC, "acc", "x[l + %d]" % (k * TAU), "x[p + %d]" % (k * TAU), FMA)}
 % endfor
     out[(size_t)q * nl + j] = acc;
     fin[(size_t)q * nl + j] = ${metric.finish(METRIC, "acc")};

@@ -1,4 +1,4 @@
-## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY
+## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, FMA
 ## Embedding-dimension scan: the exact k-NN tables of E = 1..EMAX in one pass.
 ##
 ## Works in TIME coordinates: the vector at time t is (x_t, x_{t-TAU}, ...,
@@ -9,7 +9,8 @@
 ## KNN > 0). ~EMAX adds + EMAX compares per pair instead of ~EMAX^2/2 for EMAX
 ## separate k-NN runs. The accumulation order (x_t first) is the per-E kernel's
 ## (knn.cl.mako adds coordinates newest-first too), so every table is bit-identical
-## to knn.cl.mako's for that E (contraction is off, see _metric.mako).
+## to knn.cl.mako's for that E (contraction is off, see _metric.mako; with FMA=1
+## both use fma() per coordinate).
 ##
 ## x is the series padded with PAD = (EMAX-1)*TAU leading values (any finite) and
 ## enough trailing ones that every lane's loads are in bounds: x[PAD + t] = x_t.
@@ -70,7 +71,9 @@ __constant int OFF[${EMAX}] = {${", ".join(str(o) for o in OFF)}};
 
 <%def name="vstep(acc, a, b, T)">\
 ## metric.step on vectors: the same IEEE operations per element (bit-identical)
-% if METRIC == "euclidean":
+% if METRIC == "euclidean" and FMA:
+{ const ${T} _d = (${a}) - (${b}); ${acc} = fma(_d, _d, ${acc}); }\
+% elif METRIC == "euclidean":
 { const ${T} _d = (${a}) - (${b}); ${acc} += _d * _d; }\
 % elif METRIC == "maximum":
 { ${T} _d = (${a}) - (${b}); _d = _d < 0 ? -_d : _d; ${acc} = ${acc} > _d ? ${acc} : _d; }\
@@ -170,7 +173,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 const real_t qv = qloc[${i}][${j}];
                 const real_t th = thr[${i}][${j}];
 % for r in range(R):
-                ${metric.step(METRIC, "acc%d" % r, "c%d_%d" % (r, j), "qv")}
+                ${metric.step(METRIC, "acc%d" % r, "c%d_%d" % (r, j), "qv", FMA)}
                 bits${r} |= acc${r} <= th ? ${"%du" % (1 << j)} : 0u;
 % endfor
             }
@@ -233,7 +236,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 const int key = tie_key(p, l);
                 real_t acc = (real_t)0;
 % for j in range(EMAX):
-                ${metric.step(METRIC, "acc", "x[PAD + l - %d]" % (j * TAU), "qloc[i][%d]" % j)}
+                ${metric.step(METRIC, "acc", "x[PAD + l - %d]" % (j * TAU), "qloc[i][%d]" % j, FMA)}
                 if (b >> ${j}) {
                     if ((b >> ${j}) & 1u) ${insert_into("i", OFF[j], KS[j], "acc", "l", "key", "p")}
 % endfor
@@ -264,7 +267,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 const int key = tie_key(p, l);
                 real_t acc = (real_t)0;
                 for (int c = 0; c <= j; ++c)
-                    ${metric.step(METRIC, "acc", "x[PAD + l - c * %d]" % TAU, "qloc[i][c]")}
+                    ${metric.step(METRIC, "acc", "x[PAD + l - c * %d]" % TAU, "qloc[i][c]", FMA)}
                 ${insert_into("i", "O", "K", "acc", "l", "key", "p")}
             }
             thr[i][j] = topd[i][O + K - 1];

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, get_backend, run_blocked
+from clkernels import Backend, get_backend, job_fma, run_blocked
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
@@ -29,6 +29,17 @@ def hold(be: Backend, *arrays) -> None:
     """Keep ``arrays`` alive for the process on Oclgrind (see ``_OCLGRIND_HOLD``)."""
     if be.info.runtime == "oclgrind":
         _OCLGRIND_HOLD.extend(arrays)
+
+
+def with_fma(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with its FMA value: the job's choice if given, else this device's own.
+
+    One-device calls take :func:`clkernels.job_fma` of their device; jobs over several
+    devices (the cross map) set FMA in the spec so that every device sums alike.
+    """
+    if "FMA" in spec:
+        return spec
+    return {**spec, "FMA": int(job_fma([be.info]))}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -141,7 +152,7 @@ class KnnKernel(TunableKernel):
         ``l_dev`` (points and output indices are then the series' own).
         """
         params = {"SPLIT": 1, "QQ": 1, "CB": 0, **params}
-        k = be.kernel(self.template, {**spec, **params}, "knn")
+        k = be.kernel(self.template, {**with_fma(be, spec), **params}, "knn")
         if params["VARIANT"] in ("rows", "vec"):
             qw = params["WG"] // params["SPLIT"] * params["QQ"]
             gx = (nq + qw - 1) // qw * params["WG"]

@@ -28,7 +28,7 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
-from .knn import DeviceKnn, hold
+from .knn import DeviceKnn, hold, with_fma
 from .lookup import lookup_device, skill_device, skill_out
 from .ranges import Plan, _embeddable, _lib_rows, check_tau, parse_ranges, resolve
 
@@ -277,6 +277,7 @@ class KnnScanKernel(TunableKernel):
         ``nseries`` > 1: series ``b`` at ``x_dev + xoff + b * xstride`` (one layout for all),
         tables ``(nseries, EMAX, nq, KMAX)`` (partials ``(nseries, SPLIT, ...)``)."""
         params = {"VEC": 1, "ANY": 0, **params}
+        spec = with_fma(be, spec)  # as knn.cl.mako's, so the tables stay bit-identical
         split = params["SPLIT"]
         chunk = round_up(-(-nl // split), params["TILE"])
         k = be.kernel(self.template, {**spec, **params}, "knn_scan")

@@ -25,6 +25,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster")
     p.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
     p.add_argument("--block-rows", type=int, default=None, help="rows per block (Zarr chunk)")
+    p.add_argument("--fma", action=argparse.BooleanOptionalAction, default=None,
+                   help="fuse the distance's multiply-adds with fma() on every device (default: "
+                        "when every device is a GPU; off on a Dask cluster; kept when resuming)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing output written with other parameters")
     add_device_args(p)
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, E_max=args.E_max, out=args.out,
                block_rows=args.block_rows, devices=devices, backend=args.backend,
                scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
-               progress=not args.quiet and not args.json)
+               fma=args.fma, progress=not args.quiet and not args.json)
     summary = {"out": args.out, "N": int(len(res.E)), "E": res.E,
                "blocks_per_device": res.blocks_per_device}
     if args.json:

@@ -113,7 +113,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
          out: str | Path | None = None, block_rows: int | None = None, devices: Any = None,
          device: Any = None, backend: str | None = None, scheduler: str | None = None,
          n_workers: int = 2, overwrite: bool = False, progress: bool = False,
-         knn_kernel: str | None = None) -> XmapResult:
+         knn_kernel: str | None = None, fma: bool | None = None) -> XmapResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
@@ -130,6 +130,12 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     ``xmap_knn`` tuning), "edm" (one table per launch, ``knn`` tuning) or "scan" (every
     E-group's tables of many libraries in one fused multi-E pass, ``xmap_scan``
     tuning; needs tau > 0); the matrix is the same bit for bit.
+    ``fma``: fuse the distance's multiply-adds with OpenCL's correctly rounded
+    ``fma()`` on every device of the job (faster on GPUs, slower on CPUs); None: the
+    stored choice when resuming, else on when every device given is a GPU
+    (:func:`clkernels.job_fma`; for a Dask cluster, the device its workers are told
+    to use as seen on this machine: give ``fma`` for a cluster of other devices).
+    Stored with the parameters: all rows of a job are computed alike.
     """
     Xr, names = as_panel(X)
     N, n = Xr.shape
@@ -139,8 +145,14 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     E_arr = _resolve_E(E, N, n)
     devs = _devices(devices if devices is not None else ([device] if device is not None
                                                           else None))
-    if block_rows is None and out is not None:  # resuming: keep the store's row blocks
-        block_rows = _stored_block_rows(out)
+    stored = _stored_params(out) if out is not None else {}
+    if block_rows is None:  # resuming: keep the store's row blocks
+        block_rows = stored.get("block_rows")
+    if fma is None:
+        fma = stored.get("fma")
+    if fma is None:
+        fma = _default_fma(devs, backend)
+    fma = bool(fma)
     if block_rows is None:
         br = DEFAULT_BLOCK_ROWS
         if scheduler is None:
@@ -155,7 +167,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     params = {"N": N, "L": n, "tau": tau, "Tp": Tp, "block_rows": br,
               "E": "auto" if E_arr is None else [int(e) for e in E_arr],
               "E_max": E_max if E_arr is None else None,
-              "data_sha256": data_checksum(Xr), "dtype": "float32",
+              "data_sha256": data_checksum(Xr), "dtype": "float32", "fma": fma,
               "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
     store = None
     if out is not None:
@@ -165,7 +177,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     if knn_kernel not in (None, "edm", "batched", "scan"):
         raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
                          "'batched', 'scan'")
-    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel}
+    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma}
     blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
     runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
@@ -227,14 +239,23 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
                       path=None if out is None else str(out), blocks_per_device=counts)
 
 
-def _stored_block_rows(out: str | Path) -> int | None:
+def _default_fma(devs: list[Any], backend: str | None) -> bool:
+    from clkernels import DeviceSelectionError, get_backend, job_fma
+    try:
+        return job_fma([get_backend(d, backend).info for d in devs])
+    except DeviceSelectionError:  # a Dask client without the workers' device
+        return False
+
+
+def _stored_params(out: str | Path) -> dict[str, Any]:
+    """The parameters of an existing store at ``out`` (resuming), else {}."""
     if not Path(out).exists():
-        return None
+        return {}
     try:
         from .store import XmapStore
-        return int(XmapStore.open_existing(out).params["block_rows"])
+        return dict(XmapStore.open_existing(out).params)
     except Exception:  # noqa: BLE001 - not a store of ours: XmapStore.open explains
-        return None
+        return {}
 
 
 def _dask_runner(scheduler: str, n_workers: int, devs: list[Any], backend: str | None):

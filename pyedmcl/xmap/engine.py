@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, round_up, run_blocked
+from clkernels import Backend, job_fma, round_up, run_blocked
 
 from ..edm.knn import KNN
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
@@ -99,8 +99,11 @@ class XmapEngine:
     def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray | None = None, *, tau: int = 1,
                  Tp: int = 0,
                  real: str = "float", weight: str = "ccm", knn_kernel: str | None = None,
-                 knn_params: dict | None = None):
+                 knn_params: dict | None = None, fma: bool | None = None):
         self.be, self.real, self.weight = be, real, weight
+        #: the job's contraction choice (FMA of knn / knn_scan), the same on every device
+        #: of a job so that their rows are bit-identical; None: this device's own
+        self.fma = int(job_fma([be.info]) if fma is None else bool(fma))
         if knn_kernel not in (None, "batched", "edm", "scan"):
             raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'batched', "
                              "'edm', 'scan'")
@@ -198,7 +201,8 @@ class XmapEngine:
     def _knn(self, E: int, k: int, size: int, nq_total: int) -> tuple[dict, dict]:
         """(spec, params) of the k-NN kernel: fixed, or tuned for this device (the
         ``xmap_knn`` family for batched launches, ``knn`` for one table per launch)."""
-        spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean", "REAL": self.real}
+        spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean", "REAL": self.real,
+                "FMA": self.fma}
         if self.knn_params is not None:
             return spec, self.knn_params
         if self.knn == "batched":
@@ -279,7 +283,8 @@ class XmapEngine:
             if not np.array_equal(qt[r:r + times.size], times):  # pragma: no cover
                 raise RuntimeError("CCM rows do not nest across E")
             row0[g.E] = (g.E - 1) * nq + r
-        spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real}
+        spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real,
+                "FMA": self.fma}
         params = XMAP_SCAN.params_for(be, spec, nq, nq)
         lanes = KNN_SCAN.padded_lanes(params, nq)
         xp, ints, ldx = batch_inputs(self.X, qt, qemax, (emax - 1) * tau, lanes, self.dt)
