@@ -230,3 +230,34 @@ def test_peak_kernels_run(device):
     p = measure_peaks(device, n_bytes=4 << 20, repeats=2)
     assert p.bandwidth_gbs > 0 and p.gflops > 0
     assert "GB/s" in report(1e9, 1e9, 1.0, p)
+
+
+def test_memory_pool_reuses_buffers_and_keeps_results(monkeypatch):
+    """GPUs allocate from a memory pool (PYEDMCL_MEMORY_POOL=1 forces it here on PoCL):
+    freed buffers are held and reused, results are unchanged, the simulated device
+    memory limit still applies, and Oclgrind never pools."""
+    import pyedmcl as pe
+    from clkernels.backends.pyopencl_backend import PyOpenCLBackend
+    from clkernels.memory import DeviceMemoryError
+    from pyedmcl.data import logistic_map
+    monkeypatch.setenv("PYEDMCL_MEMORY_POOL", "1")
+    be = PyOpenCLBackend(get_backend("pocl").info)
+    assert be.allocator is not None
+    x = logistic_map(400, r=3.9, x0=0.4, burn=0)
+    for _ in range(2):  # the second call runs on reused buffers
+        a = pe.simplex(x, E=4, device=be)
+        np.testing.assert_array_equal(a.predicted, pe.simplex(x, E=4, device="pocl").predicted)
+    buf = be.empty((4096,), np.float32)
+    del buf
+    assert be.allocator.held_blocks >= 1
+    be.free_pooled()
+    assert be.allocator.held_blocks == 0
+    monkeypatch.setenv("PYEDMCL_DEVICE_MEMORY_LIMIT", "1k")
+    with pytest.raises(DeviceMemoryError):
+        be.empty((4096,), np.float32)
+    monkeypatch.setenv("PYEDMCL_MEMORY_POOL", "0")
+    assert PyOpenCLBackend(get_backend("pocl").info).allocator is None
+    ocl = [d for d in list_devices() if d.runtime == "oclgrind"]
+    if ocl:
+        monkeypatch.setenv("PYEDMCL_MEMORY_POOL", "1")
+        assert PyOpenCLBackend(ocl[0]).allocator is None
