@@ -154,7 +154,15 @@ class Plan:
 
     @property
     def leave_one_out(self) -> bool:
-        return bool(np.intersect1d(self.lib_times, self.pred_times).size)
+        return _overlap(self.lib_times, self.pred_times, self.n)
+
+
+def _overlap(a: np.ndarray, b: np.ndarray, n: int) -> bool:
+    """Whether rows ``a`` and ``b`` (each in [0, n)) share one: a table lookup, O(n)
+    (np.intersect1d hashes both: ~15 ms at n = 32,768, more than the GPU k-NN)."""
+    seen = np.zeros(n, dtype=bool)
+    seen[a] = True
+    return bool(seen[b].any())
 
 
 def _lib_rows(pairs: list[tuple[int, int]], n: int, E: int, tau: int, Tp: int) -> np.ndarray:
@@ -215,7 +223,7 @@ def resolve(n: int, *, E: Any, tau: Any = 1, Tp: Any = 1, knn: Any = None,
     if pred_times.size == 0:
         raise ValueError(f"pred={pred!r} leaves no prediction rows for E={E}, tau={tau}: the "
                          f"first {span} rows have no full embedding; widen pred")
-    loo = bool(np.intersect1d(lib_times, pred_times).size)
+    loo = _overlap(lib_times, pred_times, n)
     avail = lib_times.size - (1 if loo else 0)
     if avail < knn:
         raise ValueError(f"knn={knn} is out of range for this library: lib={lib!r} gives "
