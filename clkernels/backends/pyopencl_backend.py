@@ -17,6 +17,10 @@ from .base import Backend, BuildError, Local, round_up, save_failed_source
 _programs: dict[tuple, cl.Program] = {}
 
 
+#: uploads up to this size return before the transfer is done (no host-device sync)
+ASYNC_UPLOAD_BYTES = 1 << 20
+
+
 def _use_pool(info: DeviceInfo) -> bool:
     env = os.environ.get("PYEDMCL_MEMORY_POOL", "").strip().lower()
     if env in ("0", "1"):
@@ -72,8 +76,16 @@ class PyOpenCLBackend(Backend):
         return cl.Kernel(program, name)
 
     def to_device(self, array: np.ndarray) -> cla.Array:
-        self.check_alloc(np.shape(array), np.asarray(array).dtype)
-        return cla.to_device(self.queue, np.ascontiguousarray(array), allocator=self.allocator)
+        a = np.asarray(array)
+        self.check_alloc(a.shape, a.dtype)
+        if a.nbytes <= ASYNC_UPLOAD_BYTES:
+            # small uploads (point lists, parameters) do not wait for the queue: the
+            # transfer reads a private copy (the caller may reuse its array at once),
+            # which pyopencl's transfer event keeps alive until the copy is done; later
+            # commands of this in-order queue see the data
+            return cla.to_device(self.queue, np.array(a, order="C", copy=True),
+                                 allocator=self.allocator, async_=True)
+        return cla.to_device(self.queue, np.ascontiguousarray(a), allocator=self.allocator)
 
     def empty(self, shape, dtype) -> cla.Array:
         self.check_alloc(shape, dtype)

@@ -21,6 +21,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,12 @@ def user_tuning_dir() -> Path:
     env = os.environ.get("PYEDMCL_TUNING_DIR")
     if env:
         return Path(env)
+    return _platform_tuning_dir()
+
+
+@cache
+def _platform_tuning_dir() -> Path:
+    # resolved once: every launch's tuning lookup checks the user file's mtime
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("pyedmcl", appauthor=False)) / "tuning"

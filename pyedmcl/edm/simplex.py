@@ -121,6 +121,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
         var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
         hold(be, pred_dev, var_dev)
+    # prepared while the k-NN runs (a small upload does not wait for the queue)
     obs_dev = be.to_device(plan_arrays(plan)[2])
     sk = skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
                       obs_dev, real=data.real)
