@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from importlib import import_module
 from pathlib import Path
 
@@ -14,7 +15,8 @@ MODULES = ["clkernels", "clkernels.devices", "clkernels.backends.base", "clkerne
 
 def section(name: str, obj) -> str:
     try:
-        sig = str(inspect.signature(obj))
+        # default values that are functions print their address: drop it (stable output)
+        sig = re.sub(r" at 0x[0-9a-f]+", "", str(inspect.signature(obj)))
     except (TypeError, ValueError):
         sig = ""
     doc = inspect.getdoc(obj) or "(no docstring)"

@@ -57,11 +57,10 @@ def test_job_fma_policy(monkeypatch):
 def _tables(device, params, fma, E=5, k=6, n=240):
     be = get_backend(device)
     x = logistic_map(n + E - 1, r=3.9, x0=0.4, burn=0).astype(np.float32)
-    npts = n
     spec = {"E": E, "TAU": 1, "K": k, "METRIC": "euclidean", "REAL": "float", "FMA": fma}
-    pts = be.to_device(np.arange(npts, dtype=np.int32))
-    idx, dist = be.empty((npts, k), np.int32), be.empty((npts, k), np.float32)
-    KNN.launch(be, params, spec, be.to_device(x), pts, npts, pts, npts, 1, 0, idx, dist)
+    pts = be.to_device(np.arange(n, dtype=np.int32))
+    idx, dist = be.empty((n, k), np.int32), be.empty((n, k), np.float32)
+    KNN.launch(be, params, spec, be.to_device(x), pts, n, pts, n, 1, 0, idx, dist)
     return be.to_host(idx), be.to_host(dist)
 
 
