@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
 ## targets, skill reduced on the device (no prediction is ever stored).
 ##
@@ -32,6 +32,11 @@
 ##   and merges them with the WG-leaf pairwise tree of LANES = 0, evaluated in
 ##   post-order with a stack (leaves in bit-reversed order), so rho is bit-identical.
 ##   Not for diag (one target per library).
+##   PF = 1 (LANES = 0, VEC = 0; GPUs): software-pipelined query loop: the next query's
+##   table row and target values are loaded while this one is computed (same values,
+##   same operations: rho bit-identical to PF = 0); hides the latency of the target
+##   gathers, which scatter when the series is noisy (neighbours of consecutive
+##   queries far apart in time).
 <%namespace name="metric" file="_metric.mako"/>
 <%namespace name="stats" file="_stats.mako"/>
 ${metric.real_type(REAL)}
@@ -55,7 +60,9 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     /* raw table of library get_global_id(1): rows of ldk entries, bstride per library
        (a k-NN table: K, nq * K; one E of a fused scan: KMAX, EMAX * nq * KMAX) */
     const size_t o = (size_t)get_global_id(1) * (uint)bstride + (size_t)(row0 + q) * ldk;
-    const size_t t = ((size_t)b * nq + q) * K;
+    /* packed: k-major per library (entry k of query q at b * nq * K + k * nq + q), so
+       consecutive queries' entries are adjacent: coalesced reads in xmap_skill */
+    const size_t t = (size_t)b * nq * K + q;
     const real_t dmin_raw = dist[o];
 % if WEIGHT == "simplex":
     const real_t dmin = fmax(dmin_raw, (real_t)1e-6);
@@ -74,8 +81,8 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
 % endif
             den += w;
         }
-        tidx[t + ${k}] = l >= 0 ? l : -1;
-        tw[t + ${k}] = w;
+        tidx[t + (size_t)${k} * nq] = l >= 0 ? l : -1;
+        tw[t + (size_t)${k} * nq] = w;
     }
 % endfor
 % if WEIGHT == "ccm":
@@ -119,8 +126,8 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
             const int to = obs[q];
             const acc_t den = db[q];
 % for k in range(K):
-            const int l${k} = ib[(size_t)q * K + ${k}];
-            const acc_t w${k} = wb[(size_t)q * K + ${k}];
+            const int l${k} = ib[(size_t)${k} * nq + q];
+            const acc_t w${k} = wb[(size_t)${k} * nq + q];
 % endfor
 % for t in range(TJ):
             {
@@ -190,8 +197,8 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
         /* no valid prediction (den 0: NaN) or no observation: no target counts it */
         if (!(den > 0) || to < 0) continue;
 % for k in range(K):
-        const int l${k} = ib[(size_t)q * K + ${k}];
-        const acc_t w${k} = wb[(size_t)q * K + ${k}];
+        const int l${k} = ib[(size_t)${k} * nq + q];
+        const acc_t w${k} = wb[(size_t)${k} * nq + q];
 % endfor
         ${AV} num = (${AV})0;
 % for k in range(K):
@@ -219,13 +226,73 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
     s${t}[${i}] = ((acc_t*)&S${i})[${t}];
 % endfor
 % endfor
+% elif PF:
+    /* software-pipelined: the next query's table row and target values are loaded
+       while this one is computed (the same values and operations as PF = 0) */
+    int nto = -1;
+    acc_t nden = 0;
+% for k in range(K):
+    int nl${k} = -1;
+    acc_t nw${k} = 0;
+% for t in range(TJ):
+    real_t ny${t}_${k} = 0;
+% endfor
+% endfor
+% for t in range(TJ):
+    real_t nyo${t} = 0;
+% endfor
+<%def name="fetch(qv)">\
+        nto = obs[${qv}];
+        nden = db[${qv}];
+% for k in range(K):
+        nl${k} = ib[(size_t)${k} * nq + ${qv}];
+        nw${k} = wb[(size_t)${k} * nq + ${qv}];
+% for t in range(TJ):
+        ny${t}_${k} = nl${k} >= 0 ? y${t}[nl${k} + tshift] : (real_t)0;
+% endfor
+% endfor
+% for t in range(TJ):
+        nyo${t} = nto >= 0 ? y${t}[nto] : (real_t)0;
+% endfor
+</%def>
+    if (lid < nq) {
+${fetch("lid")}
+    }
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int to = nto;
+        const acc_t den = nden;
+% for k in range(K):
+        const int l${k} = nl${k};
+        const acc_t w${k} = nw${k};
+% for t in range(TJ):
+        const real_t yv${t}_${k} = ny${t}_${k};
+% endfor
+% endfor
+% for t in range(TJ):
+        const real_t yo${t} = nyo${t};
+% endfor
+        if (q + ${WG} < nq) {
+${fetch("q + %d" % WG)}
+        }
+% for t in range(TJ):
+        {
+            acc_t num = 0;
+%   for k in range(K):
+            if (l${k} >= 0) num += w${k} * (acc_t)yv${t}_${k};
+%   endfor
+            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+            const acc_t p = pr;
+            if (to >= 0 && isfinite(p)) ${stats.update("s%d" % t, "p", "(acc_t)yo%d" % t)}
+        }
+% endfor
+    }
 % else:
     for (int q = lid; q < nq; q += ${WG}) {
         const int to = obs[q];
         const acc_t den = db[q];
 % for k in range(K):
-        const int l${k} = ib[(size_t)q * K + ${k}];
-        const acc_t w${k} = wb[(size_t)q * K + ${k}];
+        const int l${k} = ib[(size_t)${k} * nq + q];
+        const acc_t w${k} = wb[(size_t)${k} * nq + q];
 % endfor
 % for t in range(TJ):
         {

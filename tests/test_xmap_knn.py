@@ -230,7 +230,9 @@ def test_oclgrind_clean_vec():
 
 SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES": 0, "LWG": 32},
          {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32}, {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4},
-         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 4}, {"TJ": 4, "VEC": 0, "LANES": 1, "LWG": 2}]
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 4}, {"TJ": 4, "VEC": 0, "LANES": 1, "LWG": 2},
+         {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
+         {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
@@ -253,12 +255,40 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
         np.testing.assert_array_equal(g[1], got[0][1])
 
 
+def test_skill_pipelined_bit_identical(device, monkeypatch):
+    """PF = 1 (the next query's table row and target values loaded while this one is
+    computed) gives the PF = 0 matrix bit for bit: several passes of WG = 64 queries
+    with a ragged last one, target counts that are not multiples of TJ, a constant
+    stretch (zero distances, ties), Tp < 0 (target read before the query); and pe.ccm's
+    rho exactly."""
+    from pyedmcl.xmap import tuning
+    X = panel(L=230, N=13, seed=4)
+    X[:150, 12] = X[150:, 12].mean()  # long constant stretch: zero distances, ties
+    E = [2, 3, 5] * 4 + [4]
+    got = []
+    for sp in ({"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0},
+               {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
+               {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
+               {"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1}):
+        monkeypatch.setattr(tuning.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
+        got.append([pe.xmap(X, E=E, block_rows=5, Tp=Tp, device=device).rho for Tp in (0, -3)])
+    for g in got[1:]:
+        np.testing.assert_array_equal(g[0], got[0][0])
+        np.testing.assert_array_equal(g[1], got[0][1])
+    for i, j in ((0, 1), (5, 12), (12, 3)):
+        c = pe.ccm(X[:, i], X[:, j], E=E[j], lib_sizes=[X.shape[0]], random=False,
+                   device=device)
+        assert got[1][0][i, j] == np.float32(c.rho_xy[0])
+
+
 @pytest.mark.parametrize("sp", [{"TJ": 4, "VEC": 1, "LANES": 0, "LWG": 32},
-                                {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2}],
-                         ids=["vec", "lanes"])
+                                {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2},
+                                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1}],
+                         ids=["vec", "lanes", "pipelined"])
 def test_oclgrind_clean_skill_vec(sp):
-    """VEC=1 and LANES=1 lookup + rho (both weights: the matrix and the E-scan) under
-    Oclgrind, agreeing with PoCL within float32 rounding (atol 1e-5)."""
+    """VEC=1, LANES=1 and PF=1 (pipelined query loop) lookup + rho (both weights: the
+    matrix and the E-scan) under Oclgrind, agreeing with PoCL within float32 rounding
+    (atol 1e-5)."""
     out = run_under_oclgrind(f"""
         import json, numpy as np, pyedmcl as pe
         from pyedmcl.xmap import tuning

@@ -45,7 +45,7 @@ from clkernels.memory import is_oom
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
 from .knn import hold, knn_device, with_fma
-from .lookup import lookup_device, skill_device, skill_out
+from .lookup import ccm_skill_wg, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
 
@@ -206,7 +206,8 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
             table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=pts[libs[c0:c1]],
                            radius=radius, real=real, q_dev=q_dev)
             pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
-            return _rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev, real=real))
+            return _rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev, real=real,
+                                     wg=ccm_skill_wg(be.info)))
 
         per = max(1, MAX_TABLE_ENTRIES // max(1, M * kk))
         out[i, :ns] = np.concatenate(run_blocked(
@@ -224,7 +225,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
                 c_dev = be.to_device(cnt[c0:c1])
                 pred = sorted_rows.predict(c_dev, kk, q_dev, radius, y_dev, off + Tp)
                 skill_device(be, pred, pred.shape[0], M, y_dev, n, 1, obs_dev, real=real,
-                             out=sk_dev, row0=row + c0)
+                             out=sk_dev, row0=row + c0, wg=ccm_skill_wg(be.info))
 
             run_blocked(be, chunk, cnt.shape[0], block=max(1, MAX_TABLE_ENTRIES // M),
                         parameter="sample (libraries per launch) or the series length",

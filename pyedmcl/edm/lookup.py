@@ -114,8 +114,25 @@ def skill_out(be: Backend, nrows: int):
     return out
 
 
+#: work-group size (number of streams of the pairwise tree) of CCM's rho reduction on
+#: every device: pyedmcl.ccm and the all-to-all map (``xmap_lookup.cl.mako``) share it,
+#: so their rho agree bit for bit, and GPUs and CPUs reduce in the same order. 64, not
+#: the Simplex skill's 256 on GPUs: the map runs one reduction per (library, target),
+#: and at 256 the trees made the H100's whole map 16% slower (N=5,000 x 3,780, E=5:
+#: 1.77 s vs 1.52 s at 64)
+CCM_SKILL_WG = 64
+
+
+def ccm_skill_wg(info: DeviceInfo) -> int:
+    """CCM's rho reduction width on the device ``info`` (:data:`CCM_SKILL_WG`, or the
+    largest power of two the device allows)."""
+    wg = min(CCM_SKILL_WG, info.max_work_group_size)
+    return 1 << (wg.bit_length() - 1)
+
+
 def skill_device(be: Backend, pred_dev, nrows: int, nq: int, y_dev, ldy: int, nt: int,
-                 obs_dev, *, k: int = 1, real: str = "float", out=None, row0: int = 0):
+                 obs_dev, *, k: int = 1, real: str = "float", out=None, row0: int = 0,
+                 wg: int | None = None):
     """``(nrows, 4)`` host array: rho, MAE, RMSE, pair count per prediction row.
 
     Row ``r`` is compared with target ``r % nt`` at data rows ``obs[q]`` (< 0: none).
@@ -123,8 +140,9 @@ def skill_device(be: Backend, pred_dev, nrows: int, nq: int, y_dev, ldy: int, nt
     nrows]`` on the device and nothing is read back (no host sync): callers that
     enqueue several pipelines read ``out`` once at the end.
     """
-    wg = _wg(be, 256, 64)
-    wg = 1 << (wg.bit_length() - 1)
+    if wg is None:
+        wg = _wg(be, 256, 64)
+        wg = 1 << (wg.bit_length() - 1)
     params = {"K": k, "REAL": real, "ACC": _acc(be), "WG": wg, "WEIGHT": "simplex", "VARIANCE": 0}
     kern = be.kernel(TEMPLATE, params, "skill")
     dst = skill_out(be, nrows) if out is None else out

@@ -30,6 +30,7 @@ device or batch size computed it (bit-identical across runs on one runtime).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ import numpy as np
 from clkernels import Backend, job_fma, round_up, run_blocked
 
 from ..edm.knn import KNN
+from ..edm.lookup import ccm_skill_wg
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 
 TEMPLATE = "xmap_lookup.cl.mako"
@@ -47,10 +49,9 @@ TABLE_BUDGET_CPU = 32 << 20
 
 
 def skill_wg(be: Backend) -> int:
-    """Work-group size of the rho reduction: the same as :func:`pyedmcl.edm.lookup.skill_device`
-    (so both reduce in the same order and agree bit for bit)."""
-    wg = min(256 if be.info.is_gpu else 64, be.info.max_work_group_size)
-    return 1 << (wg.bit_length() - 1)
+    """Work-group size of the rho reduction: CCM's (:func:`pyedmcl.edm.lookup.ccm_skill_wg`),
+    so that both reduce in the same order and agree bit for bit."""
+    return ccm_skill_wg(be.info)
 
 
 def skill_geometry(params: dict, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
@@ -157,7 +158,7 @@ class XmapEngine:
         sp = self._skill_params(k, weight or self.weight, diag) if name == "xmap_skill" else {}
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
                   "WEIGHT": weight or self.weight, "TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64,
-                  **sp}
+                  "PF": 0, **sp}
         return self.be.kernel(TEMPLATE, params, name)
 
     def _skill_params(self, k: int, weight: str, diag: bool = False) -> dict:
@@ -167,7 +168,7 @@ class XmapEngine:
         spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
         p = XMAP_SKILL.params_for(self.be, spec, self.n)
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
-               "LWG": int(p.get("LWG", 64))}
+               "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0))}
         if diag and out["LANES"]:
             out.update(TJ=1, VEC=0, LANES=0)
         return out
@@ -336,12 +337,23 @@ class XmapEngine:
     # -- public ------------------------------------------------------------------------------
     def block(self, r0: int, r1: int) -> np.ndarray:
         """Rows ``r0 .. r1-1`` of the rho matrix, ``(r1 - r0, N)`` float32."""
+        return self.block_async(r0, r1)()
+
+    def block_async(self, r0: int, r1: int) -> Callable[[], np.ndarray]:
+        """Enqueue rows ``r0 .. r1-1`` of the rho matrix; returns the function that
+        waits for them and returns them (``(r1 - r0, N)`` float32). A caller that
+        enqueues the next block before fetching this one keeps the device busy
+        while the host takes the rows (the queue is in order)."""
         be = self.be
         rows = r1 - r0
         out = be.empty((rows * self.N,), np.float32)
+
+        def fetch() -> np.ndarray:
+            return be.to_host(out).reshape(rows, self.N)
+
         if self._use_scan():
             self._block_scan(r0, r1, out)
-            return be.to_host(out).reshape(rows, self.N)
+            return fetch
         for g in self.groups:
             def batch(b0: int, b1: int, g=g) -> None:
                 # libraries r0+b0 .. r0+b1-1: tables, then their rho rows b0 .. b1-1
@@ -353,7 +365,7 @@ class XmapEngine:
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
             self._batched(batch, rows, g.M, g.k)
-        return be.to_host(out).reshape(rows, self.N)
+        return fetch
 
     def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
         """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""

@@ -10,8 +10,8 @@
   cutting the library: SPLIT 1 is the heuristic there).
 * ``xmap_skill``: the fused many-target lookup + rho (``templates/xmap_lookup.cl.mako``):
   TJ, the targets sharing one read of a table row, and VEC (those targets as
-  the lanes of explicit vectors: CPUs), or LANES (targets as work-items, LWG per
-  work-group: coalesced reads on GPUs). The reduction's work-group size WG is not
+  the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
+  GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads). The reduction's work-group size WG is not
   tuned: it fixes the reduction order, which keeps rho bit-identical to
   :func:`pyedmcl.ccm` (LANES evaluates the same tree per work-item).
 
@@ -151,17 +151,21 @@ def _skill_heuristic(info: DeviceInfo) -> Params:
     # explicit vectors over targets where the runtime does not vectorise the
     # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000)
     if not info.is_gpu and info.runtime == "pocl":
-        return {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32}
-    if info.is_gpu:  # H100, N=5,000 x 3,780, E=5: 1.77 s; LANES 1.94 s (TJ 1) to 3.6 s (TJ 4)
-        return {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32}
+        return {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32, "PF": 0}
+    if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, random walks / noisy oscillators:
+        # 1.37 / 1.83 s; TJ 1 without the pipelined loop 1.39 / 3.18 s
+        return {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1}
     # Intel's CPU runtime vectorises over work-items: targets as work-items,
     # N=200 x 1,000, E=5: 0.34 s vs 0.48 s (TJ 4 queries as work-items)
-    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32}
+    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0}
 
 
 def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
     if p["LANES"]:  # TJ targets per work-item; LWG is the launch size
-        return p["TJ"] <= 4 and not p["VEC"] and p["LWG"] <= info.max_work_group_size
+        return (p["TJ"] <= 4 and not p["VEC"] and not p["PF"]
+                and p["LWG"] <= info.max_work_group_size)
+    if p["PF"]:  # the pipelined query loop: scalar targets, a register per value in flight
+        return not p["VEC"] and p["LWG"] == 32 and p["TJ"] <= 4
     # LWG unused: one value only; vector lanes need more than one target
     return p["LWG"] == 32 and (p["TJ"] > 1 or not p["VEC"])
 
@@ -172,7 +176,7 @@ class XmapSkillKernel(TunableKernel):
     name = "xmap_skill"
     template = "xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1), "LANES": (0, 1),
-                                "LWG": (32, 64, 128, 256)},
+                                "LWG": (32, 64, 128, 256), "PF": (0, 1)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint)
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -189,11 +193,13 @@ class XmapSkillKernel(TunableKernel):
 
 
 class _SkillCase(TuningCase):
-    """Libraries x targets as in a row block: the k-NN tables of random walks (real
-    tables: a neighbour's time is near the neighbours of the next query, which
-    decides how well the target gathers coalesce; uniform random indices made the
-    target-lane layout win here and lose 10-70% on real maps). On GPUs thousands of
-    work-groups even at TJ = 16, else the case under-fills the device."""
+    """Libraries x targets as in a row block: real k-NN tables, half of random walks and
+    half of noisy oscillators. How well the target gathers coalesce depends on the data:
+    in a smooth series a neighbour's time is near the neighbours of the next query, in
+    a noisy one it is not (on the H100 the scalar layout took 1.4 s on walks and 3.2 s
+    on noisy oscillators, N=5,000 x 3,780), and uniform random indices made the
+    target-lane layout win here and lose 10-70% on real maps; so the case has both kinds.
+    On GPUs thousands of work-groups even at TJ = 16, else the case under-fills the device."""
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
         from .engine import skill_geometry, skill_wg
@@ -209,22 +215,28 @@ class _SkillCase(TuningCase):
         n = size + E
         self.n = n
 
-        def walk(m: int) -> np.ndarray:
-            return np.cumsum(rng.standard_normal((m, n)), axis=1).astype(np.float32)
+        def series(m: int) -> np.ndarray:
+            """m series: the first half random walks, the rest noisy oscillators"""
+            walks = np.cumsum(rng.standard_normal((m - m // 2, n)), axis=1)
+            t = np.arange(n)[None, :]
+            osc = (np.sin(t * rng.uniform(0.05, 0.6, (m // 2, 1)) + rng.uniform(0, 6, (m // 2, 1)))
+                   + 0.2 * rng.standard_normal((m // 2, n)))
+            return np.concatenate([walks, osc]).astype(np.float32)
 
-        y = walk(self.ntg)
+        y = series(self.ntg)
         self.y = be.to_device(y)
         self.y_lanes = be.to_device(np.ascontiguousarray(y.T))
         kspec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
         pts = be.to_device(np.arange(size, dtype=np.int32))
         idx = be.empty((self.nb, size, K), np.int32)
         dist = be.empty((self.nb, size, K), np.float32)
-        KNN.launch(be, KNN.space.default(be.info), kspec, be.to_device(walk(self.nb).ravel()),
+        KNN.launch(be, KNN.space.default(be.info), kspec, be.to_device(series(self.nb).ravel()),
                    pts, size, pts, size, self.nb, 0, idx, dist, series_stride=n)
         d = be.to_host(dist).astype(adt)
         w = np.exp(-d / np.maximum(d[..., :1], 1e-6))
-        self.tidx = be.to_device(be.to_host(idx))
-        self.tw = be.to_device(w)
+        # packed layout: k-major per library (pack's)
+        self.tidx = be.to_device(np.ascontiguousarray(be.to_host(idx).transpose(0, 2, 1)))
+        self.tw = be.to_device(np.ascontiguousarray(w.transpose(0, 2, 1)))
         self.tden = be.to_device(w.sum(-1))
         self.tgt = be.to_device(np.arange(self.ntg, dtype=np.int32))
         self.obs = be.to_device(np.arange(size, dtype=np.int32) + E - 1)
