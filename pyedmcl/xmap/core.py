@@ -66,18 +66,25 @@ def as_panel(X: Any) -> tuple[np.ndarray, list[str] | None]:
         names = [str(k) for k, _ in items] if isinstance(X, dict) else None
         arr = np.stack([np.asarray(v, dtype=np.float64) for _, v in items], axis=1)
     else:
-        arr = np.asarray(X, dtype=np.float64)
+        arr = np.asarray(X)
+        if arr.dtype.kind not in "fiu":
+            arr = np.asarray(X, dtype=np.float64)
     if arr.ndim != 2:
         raise ValueError(f"X must be 2-D (time steps x series), got shape {arr.shape}")
     L, N = arr.shape
     if N < 2:
         raise ValueError(f"X has N={N} series (columns); xmap needs N >= 2")
-    bad = np.flatnonzero(~np.isfinite(arr).all(axis=0))
+    # one float32 copy, rows = series (the job's data); values beyond float32's range
+    # become inf here and are refused with the NaNs
+    with np.errstate(over="ignore"):
+        out = np.ascontiguousarray(arr.T, dtype=np.float32)
+    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
     if bad.size:
         label = [names[i] for i in bad[:10]] if names else bad[:10].tolist()
         raise ValueError(f"series {label}{' ...' if bad.size > 10 else ''} contain NaN or "
-                         "inf values; xmap needs finite series (drop or fill those columns)")
-    return np.ascontiguousarray(arr.T, dtype=np.float32), names
+                         "inf values (or values beyond float32's range); xmap needs finite "
+                         "series (drop or fill those columns)")
+    return out, names
 
 
 def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
@@ -167,7 +174,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     params = {"N": N, "L": n, "tau": tau, "Tp": Tp, "block_rows": br,
               "E": "auto" if E_arr is None else [int(e) for e in E_arr],
               "E_max": E_max if E_arr is None else None,
-              "data_sha256": data_checksum(Xr), "dtype": "float32", "fma": fma,
+              # the data's checksum guards a store's resume: only computed for one
+              # (sha256 of the whole panel: ~50 ms for 2,000 x 3,780)
+              "data_sha256": data_checksum(Xr) if out is not None else None,
+              "dtype": "float32", "fma": fma,
               "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
     store = None
     if out is not None:

@@ -76,20 +76,33 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
     bar = Progress(len(blocks), "xmap" if task == "xmap" else "optimal E", progress)
 
     def worker(dev: Any) -> None:
+        def done(b: int, fetch: Callable[[], np.ndarray]) -> None:
+            sink(b, fetch())
+            counts[name] += 1
+            bar.update()
+
         try:
             be = get_backend(dev, backend)
             eng = XmapEngine(be, X, E, **engine_kw)
             name = f"{be.info.runtime}:{be.info.name}"
             counts.setdefault(name, 0)
+            pending = None  # (block id, fetch) of the matrix block in flight
             while not stop.is_set():
                 try:
                     b, r0, r1 = todo.get_nowait()
                 except queue.Empty:
-                    return
-                rows = eng.block(r0, r1) if task == "xmap" else eng.edim_block(r0, r1, E_max)
-                sink(b, rows)
-                counts[name] += 1
-                bar.update()
+                    break
+                if task == "xmap":  # the next block is enqueued before this one is read
+                    nxt = (b, eng.block_async(r0, r1))
+                    if pending is not None:
+                        done(*pending)
+                    pending = nxt
+                else:
+                    sink(b, eng.edim_block(r0, r1, E_max))
+                    counts[name] += 1
+                    bar.update()
+            if pending is not None and not stop.is_set():
+                done(*pending)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)
             stop.set()
