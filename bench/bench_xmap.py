@@ -1,7 +1,8 @@
 """All-to-all cross map: pyedmcl vs kEDM (``kedm.xmap``) vs pyEDM (a loop of CCM), one process.
 
-Same data (N coupled logistic / noisy oscillator series of length L, float32) and
-the same E vector for everyone: ``--E 5`` (all series E=5) or ``--E mixed``
+Same data (N series of length L, float32: ``--data osc`` noisy oscillators weakly
+coupled in a ring, the default; ``--data walk`` random walks, the "random-walk-like
+series" of the kEDM timings in the xmap issue) and the same E vector for everyone: ``--E 5`` (all series E=5) or ``--E mixed``
 (E drawn uniformly from 1..20 with seed 0, kEDM's "mixed" case). The optimal-E
 scan is not timed (kEDM's benchmark passes edims too); ``--with-edim`` adds
 pyedmcl's E scan (E=1..20) as a separate line.
@@ -15,7 +16,7 @@ N^2 pairs (marked "extrapolated"). Agreement: max |pyedmcl - kedm| over the
 matrix. Throughput: library x target x query x k weighted lookups per second.
 
 Run:  python bench/bench_xmap.py --device pocl --N 100 --L 1000 --E 5
-      python bench/bench_xmap.py --device nvidia --N 2000 --L 3780 --E 5
+      python bench/bench_xmap.py --device nvidia --N 2000 --L 3780 --E 5 --data walk
       python bench/bench_xmap.py --device nvidia --N 5000 --L 3780 --E mixed
 """
 
@@ -35,6 +36,14 @@ def panel(N: int, L: int, seed: int = 0) -> np.ndarray:
     base = np.sin(t[:, None] * rng.uniform(0.05, 0.6, N)[None, :] + rng.uniform(0, 6, N))
     drive = np.roll(base, 1, axis=1) * rng.uniform(0, 0.5, N)[None, :]
     return (base + drive + 0.2 * rng.standard_normal((L, N))).astype(np.float32)
+
+
+def walks(N: int, L: int, seed: int = 0) -> np.ndarray:
+    """(L, N) float32: independent Gaussian random walks. Smooth: the neighbours of
+    consecutive query points lie at nearby times, so the fused lookup's target reads
+    are close together (noisy series scatter them; the map's time depends on it)."""
+    return np.cumsum(np.random.default_rng(seed).standard_normal((L, N)), axis=0).astype(
+        np.float32)
 
 
 def E_vector(spec: str, N: int) -> np.ndarray:
@@ -86,16 +95,18 @@ def main(argv=None) -> None:
     ap.add_argument("--peers", default="kedm,pyedm", help="comma list of kedm, pyedm")
     ap.add_argument("--pyedm-pairs", type=int, default=20)
     ap.add_argument("--with-edim", action="store_true")
+    ap.add_argument("--data", choices=("osc", "walk"), default="osc",
+                    help="noisy coupled oscillators, or random walks")
     a = ap.parse_args(argv)
 
     import clkernels
     import pyedmcl as pe
 
     be = clkernels.get_backend(a.device)
-    X = panel(a.N, a.L)
+    X = panel(a.N, a.L) if a.data == "osc" else walks(a.N, a.L)
     E = E_vector(a.E, a.N)
     print(f"device: {be.info.runtime} {be.info.name} ({be.info.compute_units} CUs)")
-    print(f"N={a.N} L={a.L} E={a.E} (groups: {np.unique(E).size})")
+    print(f"N={a.N} L={a.L} E={a.E} (groups: {np.unique(E).size}) data={a.data}")
 
     t = time.perf_counter()
     for e in np.unique(E):  # every E-group's kernels built (same L: same tuned params)
