@@ -328,3 +328,22 @@ def test_vec_other_metrics_signed_zeros(device, metric):
         out.append((be.to_host(idx), be.to_host(dist)))
     np.testing.assert_array_equal(out[1][0], out[0][0])
     np.testing.assert_array_equal(out[1][1], out[0][1])  # -0.0 == +0.0 here
+
+
+def test_scan_table_budget_scales_with_gpu_memory():
+    """The fused-scan batch budget: CPUs keep the small one; GPUs get 1/16 of their
+    memory between 4x the per-E budget and 4 GiB (the batch size only moves work
+    between launches: the matrix is the same, see the block-size tests)."""
+    import dataclasses
+
+    from clkernels import get_backend
+    from pyedmcl.xmap.engine import TABLE_BUDGET_CPU, TABLE_BUDGET_GPU, scan_table_budget
+    cpu = get_backend("pocl").info
+    assert scan_table_budget(cpu) == TABLE_BUDGET_CPU
+
+    def gpu(gib: int):
+        return dataclasses.replace(cpu, device_type="gpu", global_mem_bytes=gib << 30)
+
+    assert scan_table_budget(gpu(8)) == 4 * TABLE_BUDGET_GPU
+    assert scan_table_budget(gpu(32)) == 2 << 30
+    assert scan_table_budget(gpu(80)) == 4 << 30
