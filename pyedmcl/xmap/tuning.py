@@ -11,9 +11,10 @@
 * ``xmap_skill``: the fused many-target lookup + rho (``templates/xmap_lookup.cl.mako``):
   TJ, the targets sharing one read of a table row, and VEC (those targets as
   the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
-  GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads). The reduction's work-group size WG is not
-  tuned: it fixes the reduction order, which keeps rho bit-identical to
-  :func:`pyedmcl.ccm` (LANES evaluates the same tree per work-item).
+  GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads).
+  The reduction's work-group size WG is not tuned: it fixes the reduction order,
+  which keeps rho bit-identical to :func:`pyedmcl.ccm` (LANES evaluates the same
+  tree per work-item).
 
 Every candidate gives the same output bit for bit (the tuner checks it).
 """
