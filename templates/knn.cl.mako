@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
@@ -18,6 +18,15 @@
 ## Tie order (deterministic, pyEDM's Simplex order): distance, then |p - l|, then l.
 ## Rows with fewer than K admissible neighbours are padded with index -1 and
 ## distance +inf.
+##
+## Tile order (ORD, a caller's value, not tuned; _order.mako): ORD=0 visits the
+## library tiles in ascending order; ORD=1 starts at the tile holding the group's
+## middle query and then takes tiles by their distance from it (c, c+1, c-1, c+2,
+## ...). The top-k of a total order does not depend on the order candidates arrive
+## in, so the result is the same; in a sampled flow the nearest neighbours of a point
+## lie mostly on its own stretch of trajectory, so the k-th distance is tight after
+## the first tiles and far fewer candidates pass (in ascending order it shrinks a
+## little on every approach of the orbit).
 ##
 ## Coordinates are summed newest-first (x_t, then x_{t-tau}, ...: coordinate index
 ## E-1 down to 0), so the squared distance at E extends the one at E-1 term by term
@@ -72,6 +81,7 @@
 ## the first K admissible members of that sorted row (exact: the K first members
 ## of a subset in a total order are its top-K) and predicts from them.
 <%namespace name="metric" file="_metric.mako"/>
+<%namespace name="order" file="_order.mako"/>\
 ${metric.real_type(REAL)}
 #define K ${K}
 <%def name="distance(ACC, A, B, THR)">\
@@ -115,10 +125,40 @@ __global const real_t* restrict x, const int xoff, const int xstride,
     x += (size_t)xoff + (size_t)b * xstride;
     __global const int* lib = lpts + (size_t)b * lstride;
 </%def>\
+<%def name="tile_loop(QREF)">\
+% if ORD:
+    /* tiles nearest the group's queries first (ORD=1, see the header) */
+    const int ntile = (nl + ${TILE - 1}) / ${TILE};
+    const int ctile = min(lib_lower_bound(lib, nl, nq > 0 ? qpts[min((int)(${QREF}), nq - 1)] : 0) / ${TILE}, ntile - 1);
+    for (int it = 0; it < ntile; ++it) {
+        const int base = near_tile(it, ctile, ntile) * ${TILE};
+% else:
+    for (int base = 0; base < nl; base += ${TILE}) {
+% endif
+</%def>\
 
 /* tie key of library point l for query p: |p - l| first, then the earlier point */
 inline int tie_key(const int p, const int l) { return 2 * (l > p ? l - p : p - l) + (l > p); }
 inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
+% if ORD:
+
+/* position of point p in the ascending library (first member >= p) */
+inline int lib_lower_bound(__global const int* lib, const int nl, const int p)
+{
+    if (nl == 0) return 0;
+    /* a contiguous library (the usual case) holds p at p - lib[0]: one check */
+    const int g = p - lib[0];
+    if (g >= 0 && g < nl && lib[g] == p) return g;
+    int lo = 0, hi = nl;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (lib[mid] < p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+${order.near_tile()}
+% endif
 
 % if VARIANT == "rows":
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
@@ -143,7 +183,7 @@ void knn(${knn_args()})
     real_t bd${k} = INFINITY; int bi${k} = -1;
 % endfor
 
-    for (int base = 0; base < nl; base += ${TILE}) {
+${tile_loop("get_group_id(0) * %d + %d" % (QW, QW // 2))}\
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int t = lid; t < ${TILE}; t += ${WG}) {
             const int li = base + t;
@@ -247,7 +287,7 @@ void knn(${knn_args()})
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    for (int base = 0; base < nl; base += ${TILE}) {
+${tile_loop("q0 + %d" % (QB // 2))}\
 % for r in range(R):
         {
             const int t = lid + ${r * WG};
@@ -457,7 +497,7 @@ void knn(${knn_args()})
 % endfor
 % endif
 
-    for (int base = 0; base < nl; base += ${TILE}) {
+${tile_loop("get_group_id(0) * %d + %d" % (WG * QQ // SPLIT, WG * QQ // SPLIT // 2))}\
         /* points of this tile, rounded up to whole vectors (a short library loads
            only what it has; padding lanes hold point -1) */
         const int cnt = nl - base < ${TILE} ? nl - base : ${TILE};

@@ -1,4 +1,4 @@
-## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, FMA
+## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, FMA, ORD
 ## Embedding-dimension scan: the exact k-NN tables of E = 1..EMAX in one pass.
 ##
 ## Works in TIME coordinates: the vector at time t is (x_t, x_{t-TAU}, ...,
@@ -22,6 +22,9 @@
 ##
 ## Exclusion: library time l is skipped for query time p when |p - l| <= radius.
 ## Tie order (pyEDM's, as knn.cl.mako): distance, then |p - l|, then l.
+## Tile order ORD as knn.cl.mako's (0: ascending; 1: the tiles of a chunk nearest in
+## time to the group's queries first, which keeps the per-E thresholds tight from the
+## start on flows and smooth series; the result does not depend on it).
 ##
 ## A work-group owns QB queries (coordinates in local memory) and streams its share
 ## of the library in tiles of TILE = WG * R * VEC lanes. Distance phase (branch-free):
@@ -49,6 +52,7 @@
 ## SPLIT). Output: idx (EMAX, nq, KMAX) library times, -1 past K_E / when fewer are
 ## admissible; dist finished (sqrt for euclidean), +inf there.
 <%namespace name="metric" file="_metric.mako"/>
+<%namespace name="order" file="_order.mako"/>\
 <%
     KS = [KNN if KNN > 0 else E + 1 for E in range(1, EMAX + 1)]
     OFF = [sum(KS[:j]) for j in range(EMAX)]
@@ -65,6 +69,10 @@ ${metric.real_type(REAL)}
 /* tie key of library time l for query time p: |p - l| first, then the earlier time */
 inline int tie_key(const int p, const int l) { return 2 * (l > p ? l - p : p - l) + (l > p); }
 inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
+% if ORD:
+
+${order.near_tile()}
+% endif
 
 __constant int KS[${EMAX}] = {${", ".join(str(k) for k in KS)}};
 __constant int OFF[${EMAX}] = {${", ".join(str(o) for o in OFF)}};
@@ -151,7 +159,20 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 
     const int lo = s * chunk;
     int cur = 0;
+% if ORD:
+    /* this chunk's tiles nearest in time to the group's queries first (lane li is
+       time t0 + li) */
+    const int ntile = chunk / ${TILE};
+    int ctile;
+    {
+        const int d = qt[min(q0 + ${QB // 2}, nq - 1)] - t0 - lo;
+        ctile = d < 0 ? 0 : min(d / ${TILE}, ntile - 1);
+    }
+    for (int it = 0; it < ntile; ++it, cur ^= 1) {
+        const int base = lo + near_tile(it, ctile, ntile) * ${TILE};
+% else:
     for (int base = lo; base < lo + chunk; base += ${TILE}, cur ^= 1) {
+% endif
 % if VEC == 1:
         /* R lanes per work-item; each query coordinate / threshold is loaded once for all R */
 % for r in range(R):

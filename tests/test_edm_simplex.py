@@ -266,6 +266,35 @@ def test_vec_options_do_not_change_the_table(device, real):
         np.testing.assert_array_equal(d, out[0][1])
 
 
+@pytest.mark.parametrize("params", [VARIANTS[2], VARIANTS[5], VARIANTS[7], VARIANTS[11], VARIANTS[14]],
+                         ids=["rows-split", "cols-reg", "cols-local", "vec-cb", "vec-split-cb"])
+def test_tile_order_does_not_change_the_table(device, params):
+    """ORD=1 (library tiles nearest the queries first) gives ORD=0's table bit for bit:
+    a smooth series (where the order matters most), queries at both ends and in the
+    middle of the library, a contiguous library (the direct position lookup) and a
+    gapped one (binary search), a partial last tile."""
+    from clkernels import get_backend
+    from pyedmcl.edm.knn import KNN
+    from pyedmcl.neighbors.lorenz import lorenz63
+    be = get_backend(device)
+    x = lorenz63(410, component="x").astype(np.float32)
+    E, k = 3, 5
+    npts = x.size - (E - 1)
+    spec = {"E": E, "TAU": 1, "K": k, "METRIC": "euclidean", "REAL": "float"}
+    xd = be.to_device(x)
+    pts = be.to_device(np.arange(npts, dtype=np.int32))
+    for lib in (np.arange(npts), np.r_[0:150, 170:300, 333:npts]):
+        lib_d = be.to_device(lib.astype(np.int32))
+        out = []
+        for order in (0, 1):
+            idx, dist = be.empty((npts, k), np.int32), be.empty((npts, k), np.float32)
+            KNN.launch(be, params, {**spec, "ORD": order}, xd, pts, npts, lib_d, lib.size, 1, 0,
+                       idx, dist)
+            out.append((be.to_host(idx), be.to_host(dist)))
+        np.testing.assert_array_equal(out[1][0], out[0][0])
+        np.testing.assert_array_equal(out[1][1], out[0][1])
+
+
 def test_oclgrind_clean():
     from conftest import run_under_oclgrind
     out = run_under_oclgrind("""

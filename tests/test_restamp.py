@@ -21,17 +21,17 @@ def _entry(old_text: str) -> dict:
 def test_restamp_same_code_gets_new_hash_and_defaults():
     # the old text: the current one without its new parameters, plus a Mako comment
     old = template_source("knn.cl.mako").replace(
-        "## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA",
+        "## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD",
         "## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT\n## old")
     assert old != template_source("knn.cl.mako")
     e = _entry(old)
     done, stale = restamp_entries([e], "knn.cl.mako", {"knn"}, old, {"QQ": 1, "CB": 0},
-                                  {"FMA": 0})
+                                  {"FMA": 0, "ORD": 0})
     assert (done, stale) == (1, 0)
     assert e["template_hash"] == template_hash("knn.cl.mako")
     assert e["params"]["QQ"] == 1 and e["params"]["CB"] == 0
     # a new problem parameter is recorded in the spec, never in the tuned params
-    assert e["spec"]["FMA"] == 0 and "FMA" not in e["params"]
+    assert e["spec"]["FMA"] == 0 and "FMA" not in e["params"] and e["spec"]["ORD"] == 0
     assert e["default_params"]["CB"] == 0
     assert all('"CB": 0' in k and '"QQ": 1' in k for k in e["times"])
 
@@ -43,7 +43,7 @@ def test_restamp_changed_code_stays_stale():
     e = _entry(old)
     before = dict(e)
     done, stale = restamp_entries([e], "knn.cl.mako", {"knn"}, old, {"QQ": 1, "CB": 0},
-                                  {"FMA": 0})
+                                  {"FMA": 0, "ORD": 0})
     assert (done, stale) == (0, 1)
     assert e == before
 
@@ -51,12 +51,12 @@ def test_restamp_changed_code_stays_stale():
 def test_restamp_new_problem_parameter_must_render_the_old_code():
     """FMA=1 (fma() in the distance) is not the old code: entries stay stale."""
     # the old text: the current one before FMA was passed to the metric
-    old = template_source("knn.cl.mako").replace(", FMA)", ")").replace(", QQ, CB, FMA\n",
-                                                                         ", QQ, CB\n")
+    old = template_source("knn.cl.mako").replace(", FMA)", ")").replace(", QQ, CB, FMA, ORD\n",
+                                                                         ", QQ, CB, ORD\n")
     assert old != template_source("knn.cl.mako")
     e = _entry(old)
     done, stale = restamp_entries([e], "knn.cl.mako", {"knn"}, old, {"QQ": 1, "CB": 0},
-                                  {"FMA": 1})
+                                  {"FMA": 1, "ORD": 0})
     assert (done, stale) == (0, 1)
     assert restamp_entries([_entry(old)], "knn.cl.mako", {"knn"}, old, {"QQ": 1, "CB": 0},
-                           {"FMA": 0}) == (1, 0)
+                           {"FMA": 0, "ORD": 0}) == (1, 0)

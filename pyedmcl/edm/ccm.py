@@ -44,7 +44,7 @@ from clkernels.memory import is_oom
 
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
-from .knn import hold, knn_device, with_fma
+from .knn import hold, knn_device, launch_spec
 from .lookup import ccm_skill_wg, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
@@ -102,7 +102,7 @@ class SortedRows:
 
     def _params(self, k: int) -> dict:
         spec = {"E": self.E, "TAU": self.tau, "K": k, "METRIC": self.metric, "REAL": self.real}
-        return {**with_fma(self.be, spec), "WG": self.wg, "TILE": 16, "VARIANT": "sorted", "QB": 1, "EA": 0, "INS": "reg",
+        return {**launch_spec(self.be, spec), "WG": self.wg, "TILE": 16, "VARIANT": "sorted", "QB": 1, "EA": 0, "INS": "reg",
                 "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
 
     def counts(self, libs: np.ndarray, k: int) -> np.ndarray:

@@ -42,6 +42,18 @@ def with_fma(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "FMA": int(job_fma([be.info]))}
 
 
+#: Library tile order of the k-NN kernels (``ORD`` of knn.cl.mako / knn_scan.cl.mako):
+#: 1 visits the tiles nearest in time to a work-group's queries first. The result does
+#: not depend on it (the top-k of a total order); a spec value, so A/B runs can pass 0.
+TILE_ORDER = 1
+
+
+def launch_spec(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` completed with the caller-side values of the k-NN templates: FMA
+    (:func:`with_fma`) and the tile order ORD (:data:`TILE_ORDER` unless given)."""
+    return {"ORD": TILE_ORDER, **with_fma(be, spec)}
+
+
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1,
@@ -152,7 +164,7 @@ class KnnKernel(TunableKernel):
         ``l_dev`` (points and output indices are then the series' own).
         """
         params = {"SPLIT": 1, "QQ": 1, "CB": 0, **params}
-        k = be.kernel(self.template, {**with_fma(be, spec), **params}, "knn")
+        k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "knn")
         if params["VARIANT"] in ("rows", "vec"):
             qw = params["WG"] // params["SPLIT"] * params["QQ"]
             gx = (nq + qw - 1) // qw * params["WG"]

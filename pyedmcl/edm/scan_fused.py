@@ -28,7 +28,7 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
-from .knn import DeviceKnn, hold, with_fma
+from .knn import DeviceKnn, hold, launch_spec
 from .lookup import lookup_device, skill_device, skill_out
 from .ranges import Plan, _embeddable, _lib_rows, check_tau, parse_ranges, resolve
 
@@ -273,11 +273,12 @@ class KnnScanKernel(TunableKernel):
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, ints_dev, nq: int,
                t0: int, nl: int, radius: int, idx_dev, dist_dev, part=None, nseries: int = 1,
                xoff: int = 0, xstride: int = 0):
-        """Enqueue the scan (and the merge when SPLIT > 1; ``part`` = its scratch pair).
+        """Enqueue the scan (and the merge when SPLIT > 1; ``part`` = its scratch pair);
+        returns both events (a tuning case times their sum, not the merge alone).
         ``nseries`` > 1: series ``b`` at ``x_dev + xoff + b * xstride`` (one layout for all),
         tables ``(nseries, EMAX, nq, KMAX)`` (partials ``(nseries, SPLIT, ...)``)."""
         params = {"VEC": 1, "ANY": 0, **params}
-        spec = with_fma(be, spec)  # as knn.cl.mako's, so the tables stay bit-identical
+        spec = launch_spec(be, spec)  # as knn.cl.mako's, so the tables stay bit-identical
         split = params["SPLIT"]
         chunk = round_up(-(-nl // split), params["TILE"])
         k = be.kernel(self.template, {**spec, **params}, "knn_scan")
@@ -286,11 +287,12 @@ class KnnScanKernel(TunableKernel):
         ev = be.launch(k, (gx, split, nseries), (params["WG"], 1, 1), x_dev, ints_dev,
                        np.int32(nq), np.int32(t0), np.int32(chunk), np.int32(radius), oi, od,
                        np.uint32(xoff), np.uint32(xstride))
+        evs = [ev]
         if split > 1:
             m = be.kernel(self.template, {**spec, **params}, "knn_scan_merge")
-            ev = be.launch(m, (round_up(nq, 64), spec["EMAX"], nseries), (64, 1, 1), ints_dev,
-                           np.int32(nq), oi, od, idx_dev, dist_dev)
-        return ev
+            evs.append(be.launch(m, (round_up(nq, 64), spec["EMAX"], nseries), (64, 1, 1),
+                                 ints_dev, np.int32(nq), oi, od, idx_dev, dist_dev))
+        return evs
 
     @staticmethod
     def padded_lanes(params: Params, nl: int) -> int:
@@ -427,8 +429,8 @@ class _ScanCase(TuningCase):
         if params["SPLIT"] > 1:
             shape = (params["SPLIT"],) + tuple(self.idx.shape)
             part = (be.empty(shape, np.int32), be.empty(shape, self.dt))
-        return [KNN_SCAN.launch(be, params, self.spec, dev.x, dev.ints, lay.qt.size, lay.t0,
-                                lay.lemax.size, lay.radius, self.idx, self.dist, part)]
+        return KNN_SCAN.launch(be, params, self.spec, dev.x, dev.ints, lay.qt.size, lay.t0,
+                               lay.lemax.size, lay.radius, self.idx, self.dist, part)
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.dist)
