@@ -35,7 +35,7 @@ CPU = {
                      "--json", "{out}/knn_backends.json"],
 }
 GPU = {
-    "edm": ["bench_edm.py", "--case", "gpu"],
+    "edm": ["bench_edm.py", "--case", "gpu", "--data", "lorenz"],
     "smap": ["bench_smap.py", "--L", "10000", "--E", "20", "--theta", "2", "--peers", "kedm"],
     "xmap": ["bench_xmap.py", "--N", "2000", "--L", "3780", "--E", "5", "--peers", "kedm"],
     "rqa": ["bench_rqa.py", "--sizes", "100012", "1000012", "--repeat", "3",
