@@ -54,3 +54,57 @@ def test_parse_forms():
 def test_bad_input_names_parameter(kw, word):
     with pytest.raises((ValueError, TypeError), match=word):
         resolve(100, **kw)
+
+
+def _rows_by_masks(n, E, tau, Tp, lib_pairs, pred_pairs):
+    """The rows by explicit masks over whole ranges (the straightforward definition
+    that resolve's interval arithmetic replaces)."""
+    span = (E - 1) * abs(tau)
+    emb = (lambda r: (r >= span) & (r < n)) if tau > 0 else (lambda r: (r >= 0) & (r < n - span))
+    parts = []
+    for i, (a, b) in enumerate(lib_pairs):
+        a, b = (a + span, b) if tau > 0 else (a, b - span)
+        if Tp < 0:
+            a = max(a, a + abs(Tp) - 1)
+        elif i == len(lib_pairs) - 1:
+            b -= Tp
+        parts.append(np.arange(a - 1, b))
+    lib = np.concatenate(parts)
+    lib = lib[(lib + Tp >= 0) & (lib + Tp < n) & emb(lib)]
+    pred = np.concatenate([r[emb(r)] for r in (np.arange(a - 1, b) for a, b in pred_pairs)])
+    return lib, pred, bool(np.intersect1d(lib, pred).size)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_interval_rows_equal_mask_rows(seed):
+    """resolve's rows (interval arithmetic per pair), point lists and observed rows equal
+    the mask-based definition: several, overlapping and unordered pairs, both signs of
+    tau and Tp."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(60, 200))
+    E, tau, Tp = int(rng.integers(1, 5)), int(rng.choice([-3, -1, 1, 2])), int(rng.integers(-3, 4))
+
+    def pairs(k):
+        out = []
+        for _ in range(k):  # the series' ends often: the boundary cases
+            a = 1 if rng.random() < 0.4 else int(rng.integers(1, n - 20))
+            b = n if rng.random() < 0.4 else int(rng.integers(a + 15, n + 1))
+            out.append((a, b))
+        return out
+
+    lib_pairs, pred_pairs = pairs(int(rng.integers(1, 4))), pairs(int(rng.integers(1, 3)))
+    try:
+        plan = resolve(n, E=E, tau=tau, Tp=Tp, knn=1, lib=[v for p in lib_pairs for v in p],
+                       pred=[v for p in pred_pairs for v in p])
+    except ValueError:
+        pytest.skip("parameters leave too few rows")
+    lib, pred, loo = _rows_by_masks(n, E, tau, Tp, lib_pairs, pred_pairs)
+    np.testing.assert_array_equal(plan.lib_times, lib)
+    np.testing.assert_array_equal(plan.pred_times, pred)
+    assert plan.leave_one_out == loo
+    off = (E - 1) * tau if tau > 0 else 0
+    np.testing.assert_array_equal(plan.lib_points, lib - off)
+    np.testing.assert_array_equal(plan.pred_points, pred - off)
+    t = pred + Tp
+    np.testing.assert_array_equal(plan.observed_rows, np.where((t >= 0) & (t < n), t, -1))
+    assert not plan.lib_points.flags.writeable  # cached on the plan: read-only

@@ -180,7 +180,7 @@ def test_tile_order_does_not_change_the_scan(device, params, monkeypatch):
         monkeypatch.setattr(knn_mod, "TILE_ORDER", order)
         out.append(_fused(device, x, 6, params=params, lib="1 120 141 300", pred="20 300",
                           exclusion_radius=2)[2:])
-    for a, b in zip(out[0], out[1]):
+    for a, b in zip(out[0], out[1], strict=True):
         np.testing.assert_array_equal(a, b)
 
 

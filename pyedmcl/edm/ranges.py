@@ -33,6 +33,7 @@ Semantics follow pyEDM 2.5 (``EDM.CreateIndices``, ``EDM.RemoveNan``,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -134,27 +135,47 @@ class Plan:
     def n_points(self) -> int:
         return self.n - self.span
 
-    @property
+    # derived arrays: computed once per plan (a plan is immutable and is reused across
+    # calls; at L = 32,768 recomputing them cost ~0.3 ms per Simplex call), read-only
+
+    @cached_property
     def lib_points(self) -> np.ndarray:
-        return (self.lib_times - self.offset).astype(np.int32)
+        return _frozen(_shifted32(self.lib_times, -self.offset))
 
-    @property
+    @cached_property
     def pred_points(self) -> np.ndarray:
-        return (self.pred_times - self.offset).astype(np.int32)
+        return _frozen(_shifted32(self.pred_times, -self.offset))
 
-    @property
+    @cached_property
     def target_times(self) -> np.ndarray:
         """Time each prediction is for (``p + Tp``), possibly outside ``0..n-1``."""
-        return self.pred_times + self.Tp
+        return _frozen(self.pred_times + self.Tp)
 
-    @property
+    @cached_property
     def observed_mask(self) -> np.ndarray:
         t = self.target_times
-        return (t >= 0) & (t < self.n)
+        return _frozen((t >= 0) & (t < self.n))
 
-    @property
+    @cached_property
+    def observed_rows(self) -> np.ndarray:
+        """int32 target row of each prediction, -1 where it lies outside the series."""
+        rows = _shifted32(self.pred_times, self.Tp)
+        rows[~self.observed_mask] = -1
+        return _frozen(rows)
+
+    @cached_property
     def leave_one_out(self) -> bool:
         return _overlap(self.lib_times, self.pred_times, self.n)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def _shifted32(rows: np.ndarray, shift: int) -> np.ndarray:
+    """``rows + shift`` as int32 in one pass (rows and shift are within the series)."""
+    return np.add(rows, shift, dtype=np.int32, casting="unsafe")
 
 
 def _overlap(a: np.ndarray, b: np.ndarray, n: int) -> bool:
@@ -165,9 +186,14 @@ def _overlap(a: np.ndarray, b: np.ndarray, n: int) -> bool:
     return bool(seen[b].any())
 
 
-def _lib_rows(pairs: list[tuple[int, int]], n: int, E: int, tau: int, Tp: int) -> np.ndarray:
+def _lib_intervals(pairs: list[tuple[int, int]], n: int, E: int, tau: int,
+                   Tp: int) -> list[tuple[int, int]]:
+    """Library rows as half-open 0-based intervals, one per pair (maybe empty): the
+    pair's rows, less the embedding span and the Tp rows (see the module docstring),
+    intersected with the rows whose target is in the series and whose vector is."""
     span = (E - 1) * abs(tau)
-    rows = []
+    e0, e1 = _embeddable_bounds(n, span, tau)
+    out = []
     for r, (start, stop) in enumerate(pairs):
         if tau > 0:
             start = start + span
@@ -177,16 +203,35 @@ def _lib_rows(pairs: list[tuple[int, int]], n: int, E: int, tau: int, Tp: int) -
             start = max(start, start + abs(Tp) - 1)
         elif r == len(pairs) - 1:
             stop = stop - Tp
-        rows.append(np.arange(start - 1, stop, dtype=np.int64))
-    lib = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    valid = (lib + Tp >= 0) & (lib + Tp < n) & _embeddable(lib, n, span, tau)
-    return lib[valid]
+        out.append((max(start - 1, -Tp, e0), min(stop, n - Tp, e1)))
+    return out
+
+
+def _rows(intervals: list[tuple[int, int]]) -> np.ndarray:
+    """The int64 rows of half-open intervals, in order (empty ones skipped)."""
+    parts = [np.arange(a, b, dtype=np.int64) for a, b in intervals if b > a]
+    if not parts:
+        return np.zeros(0, np.int64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _lib_rows(pairs: list[tuple[int, int]], n: int, E: int, tau: int, Tp: int) -> np.ndarray:
+    return _rows(_lib_intervals(pairs, n, E, tau, Tp))
+
+
+def _embeddable_bounds(n: int, span: int, tau: int) -> tuple[int, int]:
+    """Rows ``[lo, hi)`` whose embedding vector lies inside the series."""
+    return (span, n) if tau > 0 else (0, n - span)
 
 
 def _embeddable(rows: np.ndarray, n: int, span: int, tau: int) -> np.ndarray:
-    if tau > 0:
-        return (rows >= span) & (rows < n)
-    return (rows >= 0) & (rows < n - span)
+    lo, hi = _embeddable_bounds(n, span, tau)
+    return (rows >= lo) & (rows < hi)
+
+
+def _intervals_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    """Whether two lists of half-open intervals share a row."""
+    return any(max(a0, b0) < min(a1, b1) for a0, a1 in a for b0, b1 in b)
 
 
 def resolve(n: int, *, E: Any, tau: Any = 1, Tp: Any = 1, knn: Any = None,
@@ -214,16 +259,18 @@ def resolve(n: int, *, E: Any, tau: Any = 1, Tp: Any = 1, knn: Any = None,
                          f"knn={knn}: needs at least (E-1)*|tau|+|Tp|+knn+1 = {need}")
     lib_pairs = parse_ranges(lib, "lib", n)
     pred_pairs = parse_ranges(pred, "pred", n)
-    lib_times = _lib_rows(lib_pairs, n, E, tau, Tp)
-    segs = []
-    for a, b in pred_pairs:
-        rows = np.arange(a - 1, b, dtype=np.int64)
-        segs.append(rows[_embeddable(rows, n, span, tau)])
-    pred_times = np.concatenate(segs)
+    lib_iv = _lib_intervals(lib_pairs, n, E, tau, Tp)
+    lib_times = _frozen(_rows(lib_iv))
+    e0, e1 = _embeddable_bounds(n, span, tau)
+    pred_iv = [(max(a - 1, e0), min(b, e1)) for a, b in pred_pairs]
+    segs = [_frozen(np.arange(a, b, dtype=np.int64)) for a, b in pred_iv]
+    pred_times = _frozen(segs[0] if len(segs) == 1 else np.concatenate(segs))
     if pred_times.size == 0:
         raise ValueError(f"pred={pred!r} leaves no prediction rows for E={E}, tau={tau}: the "
                          f"first {span} rows have no full embedding; widen pred")
-    loo = _overlap(lib_times, pred_times, n)
+    # interval arithmetic for few pairs; the O(n) table for many
+    loo = (_intervals_overlap(lib_iv, pred_iv) if len(lib_iv) * len(pred_iv) <= 4096
+           else _overlap(lib_times, pred_times, n))
     avail = lib_times.size - (1 if loo else 0)
     if avail < knn:
         raise ValueError(f"knn={knn} is out of range for this library: lib={lib!r} gives "

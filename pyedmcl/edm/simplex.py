@@ -70,9 +70,7 @@ class DeviceData:
 
 def plan_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The int32 point lists a plan's launches read: query points, library points, obs rows."""
-    obs = np.where(plan.observed_mask, plan.target_times, -1).astype(np.int32)
-    return (np.ascontiguousarray(plan.pred_points, dtype=np.int32),
-            np.ascontiguousarray(plan.lib_points, dtype=np.int32), obs)
+    return plan.pred_points, plan.lib_points, plan.observed_rows  # cached on the plan
 
 
 def enqueue_plan(data: DeviceData, plan: Plan, q_dev, l_dev, obs_dev, out, row0: int) -> None:
@@ -133,10 +131,9 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
 
 
 def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
-    t = plan.target_times
-    ok = plan.observed_mask
-    out = np.full((y.shape[0], t.size), np.nan)
-    out[:, ok] = y[:, t[ok]]
+    rows = plan.observed_rows  # -1 where the target lies outside the series
+    out = np.take(y, rows, axis=1, mode="clip")  # one gather (2-D boolean masks are slow)
+    out[:, np.flatnonzero(rows < 0)] = np.nan
     return out
 
 
