@@ -172,6 +172,21 @@ def test_cli_tune_then_reads_db(tmp_path, monkeypatch, capsys):
     assert main(["tune", "nosuchkernel"]) == 2
 
 
+def test_cli_tune_scan_E_sets_its_largest_E(tmp_path, monkeypatch):
+    """``tune knn_scan --E 3`` tunes (and records) the scan of E = 1..3: its EMAX, not a
+    stray ``E`` beside the default EMAX."""
+    from clkernels.tuning.database import UserDB
+    from pyedmcl.cli.main import main
+
+    monkeypatch.setenv("PYEDMCL_TUNING_DIR", str(tmp_path))
+    assert main(["tune", "knn_scan", "--device", "pocl", "--quick", "--budget", "1",
+                 "--sizes", "128", "--E", "3", "-q"]) == 0
+    entries = [e for e in UserDB(get_backend("pocl").info, tmp_path).load().values()
+               if isinstance(e, dict) and e.get("kernel") == "knn_scan"]
+    assert entries and all(e["spec"]["EMAX"] == 3 and "E" not in e["spec"] for e in entries)
+    assert all(e["spec_bucket"].startswith("float-E3-4") for e in entries)
+
+
 def test_merge_device_files_later_run_wins(tmp_path):
     """Per-family tuning runs of one device merge into one shipped file; a re-run replaces."""
     from clkernels.tuning.export import merge_device_files

@@ -85,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
         fam = fams[n]
         specs = list(fam.default_specs())
         if args.E_values:
-            # one specialisation per requested E (k = E + 1 where the family has a k)
-            specs = [{**s, "E": E, **({"K": E + 1} if "K" in s else {})}
+            # one specialisation per requested E (k = E + 1 where the family has a k; the
+            # scans' E is their largest, EMAX)
+            specs = [{**s, ("EMAX" if "EMAX" in s else "E"): E, **({"K": E + 1} if "K" in s else {})}
                      for E in args.E_values for s in specs[:1]]
         sizes = args.sizes or fam.default_sizes(be.info, quick=args.quick)
         for spec in specs:
