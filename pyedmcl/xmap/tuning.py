@@ -123,9 +123,9 @@ def _mixed_series(rng: np.random.Generator, m: int, n: int) -> np.ndarray:
 
 class _ScanBatchCase(TuningCase):
     """``nb`` series of ``size`` rows, leave-one-out over all rows (the map's CCM), as
-    many as the map's scan batches hold (GPUs: up to 64, as the engine's batches; with
-    16 the tuner picked SPLIT=2 to fill the H100, which the real 64-library batches do
-    not need: there SPLIT=1 was 1.3-3x faster), half random walks, half noisy
+    many as the map's scan batches hold (GPUs: up to 64, as the engine's batches; the
+    case held 16, few enough libraries that splitting each scan could pay, while with
+    the real 64 SPLIT=1 was 1.3-3x faster on the H100), half random walks, half noisy
     oscillators (:func:`_mixed_series`; the tile order gains on the first, not on
     the second)."""
 
