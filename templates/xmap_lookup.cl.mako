@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
 ## targets, skill reduced on the device (no prediction is ever stored).
 ##
@@ -37,6 +37,13 @@
 ##   same operations: rho bit-identical to PF = 0); hides the latency of the target
 ##   gathers, which scatter when the series is noisy (neighbours of consecutive
 ##   queries far apart in time).
+##   LB (LANES = 0; GPUs): LB libraries per work-group (local size (WG, LB)), all for
+##   the same TJ targets, each with its own reduction; `nb` libraries in the launch
+##   (a ragged last group computes a copy of library nb - 1 and writes nothing). The
+##   work-groups resident on one SM then gather from LB times fewer target series,
+##   which stay in its L1 (H100, N=5,000 x 3,780, E=5, noisy oscillators: 2.1 -> 0.9 s).
+##   Scalar streams (VEC = 0, LANES = 0) keep only what rho needs, in fewer registers
+##   (149 -> 128 on the H100 at TJ = 2: more work-groups per SM): see `upd`.
 <%namespace name="metric" file="_metric.mako"/>
 <%namespace name="stats" file="_stats.mako"/>
 ${metric.real_type(REAL)}
@@ -101,7 +108,8 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
                 __global const real_t* restrict y, const int ldy, const int tshift,
                 __global const int* restrict tgt, __global const int* restrict ocol,
                 const int ntg, __global const int* restrict obs,
-                __global float* restrict out, const int ldo, const int orow, const int diag)
+                __global float* restrict out, const int ldo, const int orow, const int diag,
+                const int nb)
 {
     /* targets j0 + t * LWG, t < TJ: the table row is loaded once for TJ targets and
        every read of a target value stays coalesced over the work-group */
@@ -167,26 +175,52 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
 % endfor
 }
 % else:
-__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(${WG}, ${LB}, 1)))
 void xmap_skill(__global const int* restrict tidx, __global const acc_t* restrict tw,
                 __global const acc_t* restrict tden, const int nq,
                 __global const real_t* restrict y, const int ldy, const int tshift,
                 __global const int* restrict tgt, __global const int* restrict ocol,
                 const int ntg, __global const int* restrict obs,
-                __global float* restrict out, const int ldo, const int orow, const int diag)
+                __global float* restrict out, const int ldo, const int orow, const int diag,
+                const int nb)
 {
     const int j0 = get_group_id(0) * ${TJ};
-    const int b = get_group_id(1);
     const int lid = get_local_id(0);
+    /* LB libraries per work-group (local dimension 1), all for the same TJ targets */
+    const int bl = ${"get_local_id(1)" if LB > 1 else "0"};
+    const int bg = get_group_id(1) * ${LB} + bl;
+    const int b = min(bg, nb - 1);
     __global const int* ib = tidx + (size_t)b * nq * K;
     __global const acc_t* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;
 % for t in range(TJ):
     __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
 % if not VEC:
-    acc_t s${t}[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    /* the stream of target t: the shifted sums of _stats.mako that rho needs (n, the
+       shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int and the shift in
+       real_t: both hold the same values as the acc_t stream of stats.update (the
+       shift is a prediction rounded to real_t and an observed value), in fewer
+       registers; the error sums (MAE, RMSE) are not kept: the map reports rho */
+    int n${t} = 0;
+    real_t kp${t} = 0, ko${t} = 0;
+    acc_t a${t}[5] = {0, 0, 0, 0, 0};
 % endif
 % endfor
+## one pair (p, observation o: a real_t expression) into the stream of target t:
+## stats.update's operations on the values rho needs
+<%def name="upd(t, o)">\
+{
+                const real_t o_ = ${o};
+                if (n${t} == 0) { kp${t} = pr; ko${t} = o_; }
+                const acc_t dp_ = p - (acc_t)kp${t}, do_ = (acc_t)o_ - (acc_t)ko${t};
+                n${t} += 1;
+                a${t}[0] += dp_;
+                a${t}[1] += do_;
+                a${t}[2] += dp_ * dp_;
+                a${t}[3] += do_ * do_;
+                a${t}[4] += dp_ * do_;
+            }
+</%def>
 % if VEC:
 <% AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ) %>\
     ${AV} S0 = (${AV})0, S1 = (${AV})0, S2 = (${AV})0, S3 = (${AV})0, S4 = (${AV})0,
@@ -282,7 +316,7 @@ ${fetch("q + %d" % WG)}
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
-            if (to >= 0 && isfinite(p)) ${stats.update("s%d" % t, "p", "(acc_t)yo%d" % t)}
+            if (to >= 0 && isfinite(p)) ${upd(t, "yo%d" % t)}
         }
 % endfor
     }
@@ -302,32 +336,38 @@ ${fetch("q + %d" % WG)}
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
-            if (to >= 0 && isfinite(p)) ${stats.update("s%d" % t, "p", "(acc_t)y%d[to]" % t)}
+            if (to >= 0 && isfinite(p)) ${upd(t, "y%d[to]" % t)}
         }
 % endfor
     }
 % endif
-    __local acc_t red[${WG}][8];
+% if not VEC:
+% for t in range(TJ):
+    const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a${t}[3], a${t}[4],
+                          0, 0};
+% endfor
+% endif
+    __local acc_t red[${LB}][${WG}][8];
 % for t in range(TJ):
     {
         acc_t m[8];
         stats_finish(s${t}, m);
-        for (int i = 0; i < 8; ++i) red[lid][i] = m[i];
+        for (int i = 0; i < 8; ++i) red[bl][lid][i] = m[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 %   for h in [2 ** e for e in range(20) if 2 ** e < WG][::-1]:
     if (lid < ${h}) {
         acc_t a[8], b2[8];
-        for (int i = 0; i < 8; ++i) { a[i] = red[lid][i]; b2[i] = red[lid + ${h}][i]; }
+        for (int i = 0; i < 8; ++i) { a[i] = red[bl][lid][i]; b2[i] = red[bl][lid + ${h}][i]; }
         stats_merge(a, b2);
-        for (int i = 0; i < 8; ++i) red[lid][i] = a[i];
+        for (int i = 0; i < 8; ++i) red[bl][lid][i] = a[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 %   endfor
-    if (lid == 0 && j0 + ${t} < ntg) {
-        const acc_t n = red[0][0];
-        const acc_t sd = sqrt(red[0][3] * red[0][4]);
-        acc_t rho = sd > 0 ? red[0][5] / sd : (acc_t)NAN;
+    if (lid == 0 && j0 + ${t} < ntg && bg < nb) {
+        const acc_t n = red[bl][0][0];
+        const acc_t sd = sqrt(red[bl][0][3] * red[bl][0][4]);
+        acc_t rho = sd > 0 ? red[bl][0][5] / sd : (acc_t)NAN;
 % if WEIGHT == "ccm":
         if (n < 3) rho = (acc_t)NAN;
         else if (isnan(rho)) rho = 0;

@@ -257,7 +257,9 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
 
 def test_skill_pipelined_bit_identical(device, monkeypatch):
     """PF = 1 (the next query's table row and target values loaded while this one is
-    computed) gives the PF = 0 matrix bit for bit: several passes of WG = 64 queries
+    computed) gives the PF = 0 matrix bit for bit, and so do LB = 2 and 4 libraries per
+    work-group (row blocks of 5 and 3 libraries: a ragged last group of libraries):
+    several passes of WG = 64 queries
     with a ragged last one, target counts that are not multiples of TJ, a constant
     stretch (zero distances, ties), Tp < 0 (target read before the query); and pe.ccm's
     rho exactly."""
@@ -269,7 +271,9 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
     for sp in ({"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0},
                {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
-               {"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1}):
+               {"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
+               {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
+               {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 4}):
         monkeypatch.setattr(tuning.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         got.append([pe.xmap(X, E=E, block_rows=5, Tp=Tp, device=device).rho for Tp in (0, -3)])
     for g in got[1:]:
@@ -283,10 +287,11 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
 
 @pytest.mark.parametrize("sp", [{"TJ": 4, "VEC": 1, "LANES": 0, "LWG": 32},
                                 {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2},
-                                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1}],
-                         ids=["vec", "lanes", "pipelined"])
+                                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
+                                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}],
+                         ids=["vec", "lanes", "pipelined", "pipelined-lb2"])
 def test_oclgrind_clean_skill_vec(sp):
-    """VEC=1, LANES=1 and PF=1 (pipelined query loop) lookup + rho (both weights: the
+    """VEC=1, LANES=1, PF=1 (pipelined query loop) and LB=2 lookup + rho (both weights: the
     matrix and the E-scan) under Oclgrind, agreeing with PoCL within float32 rounding
     (atol 1e-5)."""
     out = run_under_oclgrind(f"""

@@ -72,7 +72,8 @@ def skill_geometry(params: dict, ntg: int, nb: int, wg: int) -> tuple[tuple, tup
     target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
     if params["LANES"]:
         return (-(-ntg // (params["LWG"] * params["TJ"])) * params["LWG"], nb), (params["LWG"], 1)
-    return (-(-ntg // params["TJ"]) * wg, nb), (wg, 1)
+    lb = int(params.get("LB", 1))
+    return (-(-ntg // params["TJ"]) * wg, -(-nb // lb) * lb), (wg, lb)
 
 
 @dataclass
@@ -171,7 +172,7 @@ class XmapEngine:
         sp = self._skill_params(k, weight or self.weight, diag) if name == "xmap_skill" else {}
         params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
                   "WEIGHT": weight or self.weight, "TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64,
-                  "PF": 0, **sp}
+                  "PF": 0, "LB": 1, **sp}
         return self.be.kernel(TEMPLATE, params, name)
 
     def _skill_params(self, k: int, weight: str, diag: bool = False) -> dict:
@@ -181,9 +182,9 @@ class XmapEngine:
         spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
         p = XMAP_SKILL.params_for(self.be, spec, self.n)
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
-               "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0))}
+               "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1))}
         if diag and out["LANES"]:
-            out.update(TJ=1, VEC=0, LANES=0)
+            out.update(TJ=1, VEC=0, LANES=0, LB=1)
         return out
 
     def _lanes_y(self, g: _Group) -> Any:
@@ -256,7 +257,7 @@ class XmapEngine:
         y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
         self.be.launch(kern, gsize, lsize, tidx, tw, tden, np.int32(nq), y, np.int32(ldy),
                        np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg), obs_dev, out,
-                       np.int32(ldo), np.int32(orow), np.int32(diag))
+                       np.int32(ldo), np.int32(orow), np.int32(diag), np.int32(nb))
 
     # -- fused multi-E tables ------------------------------------------------------------------
     def _use_scan(self) -> bool:

@@ -11,7 +11,9 @@
 * ``xmap_skill``: the fused many-target lookup + rho (``templates/xmap_lookup.cl.mako``):
   TJ, the targets sharing one read of a table row, and VEC (those targets as
   the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
-  GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads).
+  GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads);
+  LB, the libraries of one work-group (the same targets: on GPUs the work-groups
+  resident on one SM then gather from fewer target series, which stay in its L1).
   The reduction's work-group size WG is not tuned: it fixes the reduction order,
   which keeps rho bit-identical to :func:`pyedmcl.ccm` (LANES evaluates the same
   tree per work-item).
@@ -30,6 +32,7 @@ from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from ..edm.knn import KNN, KnnKernel
+from ..edm.lookup import ccm_skill_wg
 from ..edm.scan_fused import KNN_SCAN, KnnScanKernel, batch_inputs
 
 
@@ -172,16 +175,20 @@ def _skill_heuristic(info: DeviceInfo) -> Params:
     # explicit vectors over targets where the runtime does not vectorise the
     # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000)
     if not info.is_gpu and info.runtime == "pocl":
-        return {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32, "PF": 0}
-    if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, random walks / noisy oscillators:
-        # 1.37 / 1.83 s; TJ 1 without the pipelined loop 1.39 / 3.18 s
-        return {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1}
+        return {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
+    if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, skill device time, random walks / noisy
+        # oscillators: 0.84 / 0.91 s; one library per work-group 0.95 / 2.10 s (the
+        # targets of the work-groups on one SM no longer fit its L1); TJ 1 0.94 / 1.02 s
+        return {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}
     # Intel's CPU runtime vectorises over work-items: targets as work-items,
     # N=200 x 1,000, E=5: 0.34 s vs 0.48 s (TJ 4 queries as work-items)
-    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0}
+    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1}
 
 
 def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
+    if p["LB"] > 1 and (p["LANES"] or p["VEC"] or not info.is_gpu
+                        or ccm_skill_wg(info) * p["LB"] > info.max_work_group_size):
+        return False  # libraries per work-group: the scalar layout on GPUs (L1 sharing)
     if p["LANES"]:  # TJ targets per work-item; LWG is the launch size
         return (p["TJ"] <= 4 and not p["VEC"] and not p["PF"]
                 and p["LWG"] <= info.max_work_group_size)
@@ -197,7 +204,7 @@ class XmapSkillKernel(TunableKernel):
     name = "xmap_skill"
     template = "xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1), "LANES": (0, 1),
-                                "LWG": (32, 64, 128, 256), "PF": (0, 1)},
+                                "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint)
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -264,7 +271,8 @@ class _SkillCase(TuningCase):
         return [self.be.launch(k, gsize, lsize, self.tidx, self.tw, self.tden,
                                np.int32(self.nq), y, np.int32(ldy), np.int32(0), self.tgt,
                                self.tgt, np.int32(self.ntg), self.obs, self.out,
-                               np.int32(self.ntg), np.int32(0), np.int32(0))]
+                               np.int32(self.ntg), np.int32(0), np.int32(0),
+                               np.int32(self.nb))]
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.out)
