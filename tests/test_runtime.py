@@ -261,3 +261,31 @@ def test_memory_pool_reuses_buffers_and_keeps_results(monkeypatch):
     if ocl:
         monkeypatch.setenv("PYEDMCL_MEMORY_POOL", "1")
         assert PyOpenCLBackend(ocl[0]).allocator is None
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["pageable", "pinned"])
+def test_async_reads(pinned):
+    """``to_host_async``: the read is queued behind the work and waited for later;
+    into a caller's array (no copy) or a new one; through pinned staging buffers
+    (GPUs; forced here on PoCL) that are reused; a wrong destination is refused."""
+    import pyedmcl as pe
+    from clkernels.backends.pyopencl_backend import PINNED_READ_BYTES, PyOpenCLBackend
+    be = PyOpenCLBackend(get_backend("pocl").info)
+    be.pinned_reads = pinned
+    n = PINNED_READ_BYTES // 4 + 3  # a size above the staging threshold
+    host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    dev = be.to_device(host)
+    into = np.zeros(n, np.float32)
+    waits = [be.to_host_async(dev, into), be.to_host_async(dev)]
+    got = [w() for w in waits]
+    assert got[0] is into
+    for g in got:
+        np.testing.assert_array_equal(g, host)
+    assert bool(be._staging_free) == pinned
+    again = be.to_host_async(dev, np.zeros(n, np.float32))()  # a reused staging buffer
+    np.testing.assert_array_equal(again, host)
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        be.to_host_async(dev, np.zeros(n, np.float64))
+    X = np.random.default_rng(1).standard_normal((200, 40)).astype(np.float32)
+    ref = pe.xmap(X, E=3, device="pocl")
+    np.testing.assert_array_equal(pe.xmap(X, E=3, device=be, block_rows=7).rho, ref.rho)

@@ -183,3 +183,15 @@ def test_oclgrind_clean():
     np.testing.assert_array_equal(got["edm"], got["batched"])
     ref_e = pe.xmap(X, E="auto", E_max=1, device="pocl")
     np.testing.assert_allclose(edim, ref_e.edim_rho, atol=RHO_TOL, rtol=0)
+
+
+@pytest.mark.parametrize("shape,dtype", [((1, 3), np.float32), ((257, 513), np.float64),
+                                         ((1100, 4001), np.float32)])
+def test_series_major_copy(shape, dtype):
+    """The tiled (and, for large panels, threaded) transpose equals numpy's plain one,
+    for ragged tiles and float64 input (rounded to float32 as ``astype`` does)."""
+    from pyedmcl.xmap.core import series_major_f32
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = series_major_f32(a)
+    assert got.flags.c_contiguous and got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.ascontiguousarray(a.T, dtype=np.float32))

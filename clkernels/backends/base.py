@@ -6,6 +6,7 @@ import abc
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,19 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def to_host(self, array: Any) -> np.ndarray:
         """Copy a device array back (blocking)."""
+
+    def to_host_async(self, array: Any, out: np.ndarray | None = None) -> Callable[[], np.ndarray]:
+        """Enqueue the copy of ``array`` into ``out`` (a C-contiguous host array of its
+        size and dtype; None: a new one) behind the queued work; returns the function
+        that waits for it and returns ``out``. Backends without asynchronous reads
+        copy when that function is called."""
+        def wait() -> np.ndarray:
+            host = self.to_host(array)
+            if out is None:
+                return host
+            out.reshape(-1)[...] = host.reshape(-1)
+            return out
+        return wait
 
     def is_device_array(self, obj: Any) -> bool:
         return False

@@ -19,6 +19,8 @@ _programs: dict[tuple, cl.Program] = {}
 
 #: uploads up to this size return before the transfer is done (no host-device sync)
 ASYNC_UPLOAD_BYTES = 1 << 20
+#: asynchronous reads from this size on go through pinned staging memory on GPUs
+PINNED_READ_BYTES = 64 << 10
 
 
 def _use_pool(info: DeviceInfo) -> bool:
@@ -44,6 +46,10 @@ class PyOpenCLBackend(Backend):
         #: out-of-memory surfaces at the request (the pool frees what it holds and retries
         #: first). Not on CPUs (allocation is a malloc there) nor on Oclgrind (its
         #: uninitialised-value checks need fresh buffers). PYEDMCL_MEMORY_POOL=0/1 forces.
+        #: asynchronous reads of GPU results through pinned staging buffers (see
+        #: ``to_host_async``); a few per size are kept
+        self.pinned_reads = info.is_gpu and info.runtime != "oclgrind"
+        self._staging_free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
         self.allocator = None
         if _use_pool(info):
             import pyopencl.tools as clt
@@ -116,6 +122,49 @@ class PyOpenCLBackend(Backend):
         if isinstance(array, cla.Array):
             return array.get()
         return np.asarray(array)
+
+    def to_host_async(self, array: Any, out: np.ndarray | None = None):
+        """A non-blocking read: the host may enqueue the next work while this copy
+        waits for the queued kernels, and the copy runs as soon as they end (the
+        next kernels behind it), so a row-block pipeline leaves no device gap."""
+        if not isinstance(array, cla.Array):
+            return super().to_host_async(array, out)
+        if out is None:
+            out = np.empty(array.shape, array.dtype)
+        if out.nbytes != array.nbytes or out.dtype != array.dtype or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous {array.dtype} array of {array.size} "
+                             f"values, got {out.dtype} {out.shape}")
+        if out.nbytes == 0:
+            return lambda: out
+        if not (self.pinned_reads and out.nbytes >= PINNED_READ_BYTES):
+            ev = cl.enqueue_copy(self.queue, out, array.data, is_blocking=False)
+
+            def wait() -> np.ndarray:
+                ev.wait()
+                return out
+            return wait
+        # through pinned (page-locked) staging memory: a read into pageable memory
+        # may hold the host until the queue reaches it (then no next work is queued)
+        buf, host = self._staging(out.nbytes)
+        ev = cl.enqueue_copy(self.queue, host, array.data, is_blocking=False)
+
+        def wait_pinned() -> np.ndarray:
+            ev.wait()
+            np.copyto(out.reshape(-1).view(np.uint8), host)
+            self._staging_free.setdefault(out.nbytes, []).append((buf, host))
+            return out
+        return wait_pinned
+
+    def _staging(self, nbytes: int) -> tuple[cl.Buffer, np.ndarray]:
+        """A pinned host buffer of ``nbytes`` (mapped once; reused after each read)."""
+        free = self._staging_free.get(nbytes)
+        if free:
+            return free.pop()
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
+                        nbytes)
+        host, _ = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ | cl.map_flags.WRITE,
+                                        0, (nbytes,), np.uint8, is_blocking=True)
+        return buf, host
 
     def is_device_array(self, obj: Any) -> bool:
         return isinstance(obj, cla.Array) and obj.context == self.context

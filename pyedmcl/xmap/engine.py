@@ -351,21 +351,27 @@ class XmapEngine:
         """Rows ``r0 .. r1-1`` of the rho matrix, ``(r1 - r0, N)`` float32."""
         return self.block_async(r0, r1)()
 
-    def block_async(self, r0: int, r1: int) -> Callable[[], np.ndarray]:
-        """Enqueue rows ``r0 .. r1-1`` of the rho matrix; returns the function that
-        waits for them and returns them (``(r1 - r0, N)`` float32). A caller that
-        enqueues the next block before fetching this one keeps the device busy
-        while the host takes the rows (the queue is in order)."""
+    def block_async(self, r0: int, r1: int, dst: np.ndarray | None = None
+                    ) -> Callable[[], np.ndarray]:
+        """Enqueue rows ``r0 .. r1-1`` of the rho matrix and their read into ``dst`` (a
+        C-contiguous ``(r1 - r0, N)`` float32 host array, e.g. rows of the result
+        matrix; None: a new one); returns the function that waits for the rows and
+        returns them. The read is queued right behind the block's kernels, so a
+        caller that enqueues the next block before waiting for this one leaves the
+        device no gap (the queue is in order)."""
         be = self.be
         rows = r1 - r0
         out = be.empty((rows * self.N,), np.float32)
+        if dst is not None and dst.shape != (rows, self.N):
+            raise ValueError(f"dst must have shape {(rows, self.N)}, got {dst.shape}")
 
-        def fetch() -> np.ndarray:
-            return be.to_host(out).reshape(rows, self.N)
+        def fetch() -> Callable[[], np.ndarray]:
+            wait = be.to_host_async(out, None if dst is None else dst.reshape(-1))
+            return lambda: wait().reshape(rows, self.N)
 
         if self._use_scan():
             self._block_scan(r0, r1, out)
-            return fetch
+            return fetch()
         for g in self.groups:
             def batch(b0: int, b1: int, g=g) -> None:
                 # libraries r0+b0 .. r0+b1-1: tables, then their rho rows b0 .. b1-1
@@ -377,7 +383,7 @@ class XmapEngine:
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
             self._batched(batch, rows, g.M, g.k)
-        return fetch
+        return fetch()
 
     def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
         """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""

@@ -62,10 +62,13 @@ class Progress:
 def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
               sink: Callable[[int, np.ndarray], None], *, devices: Sequence[Any],
               engine_kw: dict[str, Any], E: np.ndarray | None = None, E_max: int = 0,
-              backend: str | None = None, progress: bool = False) -> dict[str, int]:
+              backend: str | None = None, progress: bool = False,
+              dest: Callable[[int], np.ndarray] | None = None) -> dict[str, int]:
     """Run ``blocks`` = [(block id, r0, r1), ...] of ``task`` ("xmap" or "edim").
 
-    Returns how many blocks each device computed.
+    ``dest(block id)``: the host array an "xmap" block is read into (rows of the
+    caller's matrix: no copy); the sink then gets that array. Returns how many
+    blocks each device computed.
     """
     todo: queue.Queue = queue.Queue()
     for b in blocks:
@@ -93,7 +96,7 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
                 except queue.Empty:
                     break
                 if task == "xmap":  # the next block is enqueued before this one is read
-                    nxt = (b, eng.block_async(r0, r1))
+                    nxt = (b, eng.block_async(r0, r1, None if dest is None else dest(b)))
                     if pending is not None:
                         done(*pending)
                     pending = nxt
