@@ -108,3 +108,26 @@ def test_interval_rows_equal_mask_rows(seed):
     t = pred + Tp
     np.testing.assert_array_equal(plan.observed_rows, np.where((t >= 0) & (t < n), t, -1))
     assert not plan.lib_points.flags.writeable  # cached on the plan: read-only
+
+
+def test_plans_are_cached_and_immutable():
+    """``resolve`` returns the cached plan for the same parameters (plain ints, strings,
+    int lists), a new one for other values or spellings, and never caches an error;
+    a plan's arrays are read-only (it is shared by every caller)."""
+    from pyedmcl.edm.ranges import resolve
+    a = resolve(300, E=3, tau=1, Tp=1, lib="1 150", pred="151 300")
+    assert resolve(300, E=3, tau=1, Tp=1, lib="1 150", pred="151 300") is a
+    b = resolve(300, E=3, tau=1, Tp=1, lib=[1, 150], pred=[(151, 300)])
+    assert resolve(300, E=3, tau=1, Tp=1, lib=[1, 150], pred=[(151, 300)]) is b
+    np.testing.assert_array_equal(a.lib_points, b.lib_points)
+    np.testing.assert_array_equal(a.pred_points, b.pred_points)
+    assert resolve(300, E=4, tau=1, Tp=1, lib="1 150", pred="151 300") is not a
+    arr = resolve(300, E=3, lib=np.array([1, 150]), pred=np.array([151, 300]))
+    np.testing.assert_array_equal(arr.lib_points, a.lib_points)
+    for _ in range(2):  # the error is raised every time
+        with pytest.raises(ValueError, match="knn"):
+            resolve(300, E=3, knn=400)
+    with pytest.raises(ValueError):
+        a.lib_points[0] = 5
+    with pytest.raises(ValueError):
+        a.pred_times[0] = 5

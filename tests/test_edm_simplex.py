@@ -320,3 +320,30 @@ def test_oclgrind_clean():
         print("ccm", c.rho_xy)
     """)
     assert "rho" in out and "ccm" in out
+
+
+def test_repeated_call_uploads_only_its_series(monkeypatch):
+    """A repeated Simplex call reuses the plan's point lists on the device (one upload:
+    the series); results are unchanged, with a new series of the same length too; the
+    upload cache stays within its byte bound."""
+    from clkernels import get_backend
+    from pyedmcl.edm import simplex as S
+    be = get_backend("pocl")
+    x = np.sin(np.arange(500) * 0.3) + 0.01 * np.arange(500)
+    first = pe.simplex(x, E=3, device=be)
+    uploads = []
+    real = be.to_device
+    monkeypatch.setattr(be, "to_device", lambda a: uploads.append(a.shape) or real(a))
+    again = pe.simplex(x, E=3, device=be)
+    assert uploads == [(500,)]
+    np.testing.assert_array_equal(again.predicted, first.predicted)
+    y = np.cos(np.arange(500) * 0.2)
+    cached = pe.simplex(y, E=3, device=be).predicted
+    from pyedmcl.edm import ranges
+    monkeypatch.setattr(ranges, "_plans", type(ranges._plans)())
+    monkeypatch.setattr(S, "_plan_uploads", type(S._plan_uploads)())
+    np.testing.assert_array_equal(cached, pe.simplex(y, E=3, device=be).predicted)
+    monkeypatch.setattr(S, "PLAN_UPLOAD_BYTES", 1)
+    for E in (2, 4, 5):
+        pe.simplex(x, E=E, device=be)
+    assert len(S._plan_uploads) == 1

@@ -32,6 +32,7 @@ Semantics follow pyEDM 2.5 (``EDM.CreateIndices``, ``EDM.RemoveNan``,
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -234,14 +235,73 @@ def _intervals_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bo
     return any(max(a0, b0) < min(a1, b1) for a0, a1 in a for b0, b1 in b)
 
 
+#: resolved plans kept per process (a plan is immutable): repeated calls with the same
+#: series length and parameters (E / Tp sweeps, bootstraps, benchmarks) skip the work
+PLAN_CACHE_SIZE = 64
+_plans: OrderedDict[tuple, Plan] = OrderedDict()
+
+
+def _int_key(v: Any) -> Any:
+    """``v`` as a hashable cache key part, or ``_NOKEY`` when it is not a plain int/None."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | np.integer):
+        return _NOKEY
+    return int(v)
+
+
+def _ranges_key(spec: Any) -> Any:
+    """A lib/pred spec as a hashable key (None, a string, or flat ints), or ``_NOKEY``."""
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, np.ndarray):
+        if spec.dtype.kind not in "iu" or spec.size > 256:
+            return _NOKEY
+        return ("ints",) + tuple(spec.ravel().tolist())
+    if isinstance(spec, list | tuple) and len(spec) <= 256:
+        keys = []  # the structure is kept: a key stands for exactly one spelling
+        for item in spec:
+            k = (tuple(_int_key(v) for v in item) if isinstance(item, list | tuple)
+                 else _int_key(item))
+            if k is _NOKEY or k is None or (isinstance(k, tuple)
+                                            and any(v is _NOKEY or v is None for v in k)):
+                return _NOKEY
+            keys.append(k)
+        return ("seq",) + tuple(keys)
+    return _NOKEY
+
+
+_NOKEY = object()
+
+
 def resolve(n: int, *, E: Any, tau: Any = 1, Tp: Any = 1, knn: Any = None,
             exclusion_radius: Any = 0, lib: Any = None, pred: Any = None,
             max_knn: int | None = MAX_KNN) -> Plan:
     """Validate parameters for a series of length ``n`` and resolve the rows.
 
     ``knn=None`` (or 0, pyEDM's default) means ``E + 1``. Raises ValueError that
-    names the offending parameter and its allowed range.
+    names the offending parameter and its allowed range. Plans are cached per
+    process for plain int parameters (see ``PLAN_CACHE_SIZE``); an error is not.
     """
+    parts = (n, E, tau, Tp, knn, exclusion_radius, max_knn)
+    key = tuple(_int_key(v) for v in parts) + (_ranges_key(lib), _ranges_key(pred))
+    if any(k is _NOKEY for k in key):
+        return _resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                        lib=lib, pred=pred, max_knn=max_knn)
+    plan = _plans.get(key)
+    if plan is not None:
+        _plans.move_to_end(key)
+        return plan
+    plan = _resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                    lib=lib, pred=pred, max_knn=max_knn)
+    _plans[key] = plan
+    if len(_plans) > PLAN_CACHE_SIZE:
+        _plans.popitem(last=False)
+    return plan
+
+
+def _resolve(n: int, *, E: Any, tau: Any, Tp: Any, knn: Any, exclusion_radius: Any, lib: Any,
+             pred: Any, max_knn: int | None) -> Plan:
     E = check_int(E, "E", 1, 512)
     tau = check_tau(tau)
     span = (E - 1) * abs(tau)

@@ -28,12 +28,11 @@ from clkernels import get_backend
 from clkernels.memory import describe, is_oom
 
 from ..validation import as_series, check_dtype, check_int
-from .knn import hold
 from .lookup import skill_out
 from .ranges import resolve
 from .results import SkillScan
 from .scan_fused import run_fused, scan_layout
-from .simplex import DeviceData, as_targets, enqueue_plan, plan_arrays, run_plan
+from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
 
 log = logging.getLogger("pyedmcl.edm.scans")
 
@@ -56,16 +55,7 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     be, dt, xs, y = _inputs(x, target, dtype, device, backend)
     plans = [make_plan(xs.size, v) for v in values]
     data = DeviceData.upload(be, xs, y, dt)
-    uploaded: dict[bytes, Any] = {}
-
-    def dev(a: np.ndarray):
-        key = a.tobytes()
-        if key not in uploaded:
-            uploaded[key] = be.to_device(a)
-        return uploaded[key]
-
-    lists = [[dev(a) for a in plan_arrays(p)] for p in plans]  # every upload before any launch
-    hold(be, *uploaded.values())
+    lists = [plan_device(be, p) for p in plans]  # every upload before any launch
     out = skill_out(be, len(plans) * data.nt)
     blocked: dict[int, np.ndarray] = {}
     for i, (p, (q_dev, l_dev, obs_dev)) in enumerate(zip(plans, lists, strict=True)):

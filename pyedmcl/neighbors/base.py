@@ -128,7 +128,8 @@ class NeighborBackend(abc.ABC):
     @abc.abstractmethod
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
-                     real: str = "float", params: Any = None, q_dev: Any = None) -> Any:
+                     real: str = "float", params: Any = None, q_dev: Any = None,
+                     l_dev: Any = None) -> Any:
         """A :class:`~pyedmcl.edm.knn.DeviceKnn` on ``be`` (signature of ``knn_device``)."""
 
     def search(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
@@ -198,7 +199,8 @@ class HostBackend(NeighborBackend):
 
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
-                     real: str = "float", params: Any = None, q_dev: Any = None) -> Any:
+                     real: str = "float", params: Any = None, q_dev: Any = None,
+                     l_dev: Any = None) -> Any:
         from ..edm.knn import DeviceKnn
 
         x = np.asarray(be.to_host(x_dev))[:n]

@@ -18,7 +18,8 @@ class ExactBackend(NeighborBackend):
 
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
-                     real: str = "float", params: Any = None, q_dev: Any = None) -> Any:
+                     real: str = "float", params: Any = None, q_dev: Any = None,
+                     l_dev: Any = None) -> Any:
         from ..edm.knn import knn_device
         from ..edm.ranges import MAX_KNN
 
@@ -30,4 +31,5 @@ class ExactBackend(NeighborBackend):
             raise ValueError(f"k={k} is out of range for knn_backend='exact'; allowed: "
                              f"1 <= k <= {MAX_KNN} (use 'kdtree' for more)")
         return knn_device(be, x_dev, n, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
-                          metric=metric, real=real, params=params, q_dev=q_dev)
+                          metric=metric, real=real, params=params, q_dev=q_dev,
+                          l_dev=l_dev)
