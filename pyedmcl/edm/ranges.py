@@ -32,6 +32,7 @@ Semantics follow pyEDM 2.5 (``EDM.CreateIndices``, ``EDM.RemoveNan``,
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -239,6 +240,7 @@ def _intervals_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bo
 #: series length and parameters (E / Tp sweeps, bootstraps, benchmarks) skip the work
 PLAN_CACHE_SIZE = 64
 _plans: OrderedDict[tuple, Plan] = OrderedDict()
+_plans_lock = threading.Lock()  # devices of one job resolve from their own threads
 
 
 def _int_key(v: Any) -> Any:
@@ -288,15 +290,17 @@ def resolve(n: int, *, E: Any, tau: Any = 1, Tp: Any = 1, knn: Any = None,
     if any(k is _NOKEY for k in key):
         return _resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                         lib=lib, pred=pred, max_knn=max_knn)
-    plan = _plans.get(key)
-    if plan is not None:
-        _plans.move_to_end(key)
-        return plan
+    with _plans_lock:
+        plan = _plans.get(key)
+        if plan is not None:
+            _plans.move_to_end(key)
+            return plan
     plan = _resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                     lib=lib, pred=pred, max_knn=max_knn)
-    _plans[key] = plan
-    if len(_plans) > PLAN_CACHE_SIZE:
-        _plans.popitem(last=False)
+    with _plans_lock:
+        _plans[key] = plan
+        if len(_plans) > PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
     return plan
 
 

@@ -7,6 +7,7 @@ targets) -> skill reduced on the device (:mod:`.lookup`).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,21 +88,24 @@ def plan_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 #: L = 32,768: three uploads, ~0.5 ms of a 5 ms Simplex call). Bounded in bytes.
 PLAN_UPLOAD_BYTES = 64 << 20
 _plan_uploads: OrderedDict[tuple[int, int], tuple[Plan, Backend, tuple]] = OrderedDict()
+_uploads_lock = threading.Lock()
 
 
 def plan_device(be: Backend, plan: Plan) -> tuple[Any, Any, Any]:
     """``plan_arrays(plan)`` on ``be``'s device (query points, library points, obs rows)."""
     key = (id(plan), id(be))
-    hit = _plan_uploads.get(key)
-    if hit is not None:  # the entry holds plan and be, so their ids are not reused
-        _plan_uploads.move_to_end(key)
-        return hit[2]
+    with _uploads_lock:
+        hit = _plan_uploads.get(key)
+        if hit is not None:  # the entry holds plan and be, so their ids are not reused
+            _plan_uploads.move_to_end(key)
+            return hit[2]
     arrays = tuple(be.to_device(a) for a in plan_arrays(plan))
     hold(be, *arrays)
-    _plan_uploads[key] = (plan, be, arrays)
-    total = sum(_upload_bytes(p) for p, _, _ in _plan_uploads.values())
-    while total > PLAN_UPLOAD_BYTES and len(_plan_uploads) > 1:
-        total -= _upload_bytes(_plan_uploads.popitem(last=False)[1][0])
+    with _uploads_lock:
+        _plan_uploads[key] = (plan, be, arrays)
+        total = sum(_upload_bytes(p) for p, _, _ in _plan_uploads.values())
+        while total > PLAN_UPLOAD_BYTES and len(_plan_uploads) > 1:
+            total -= _upload_bytes(_plan_uploads.popitem(last=False)[1][0])
     return arrays
 
 
