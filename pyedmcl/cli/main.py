@@ -8,7 +8,6 @@ modules of families not installed/built yet are skipped.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import traceback
@@ -57,18 +56,10 @@ def add_device_args(p: argparse.ArgumentParser) -> None:
 
 
 def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=1, default=_json_default)
-    sys.stdout.write("\n")
+    """``obj`` as valid JSON on stdout: NaN/inf -> null, NumPy values -> numbers/lists."""
+    from .._outputs import dumps_json
 
-
-def _json_default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.generic):
-        return o.item()
-    return str(o)
+    sys.stdout.write(dumps_json(obj, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

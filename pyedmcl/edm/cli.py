@@ -94,7 +94,9 @@ def run_predict(args: argparse.Namespace) -> int:
         from .simplex import simplex
         r = simplex(x, y, **kw)
     if args.out:
-        r.as_dataframe().to_csv(args.out, index=False)
+        from .._outputs import atomic_file
+        with atomic_file(args.out, what="--out") as tmp:  # never a half-written CSV
+            r.as_dataframe().to_csv(tmp, index=False)
     out = {"command": args.kind, "column": xn, "target": yn, "E": args.E, "tau": args.tau,
            "Tp": args.Tp, "rho": float(r.rho), "mae": float(r.mae), "rmse": float(r.rmse),
            "n_predictions": int(np.size(r.predicted))}

@@ -1,7 +1,9 @@
 """``pyedmcl demo``: run every analysis on bundled sample data and write a report.
 
 The report folder holds one PNG per analysis, ``results.json`` (every number,
-the device and software versions) and ``index.html`` tying them together. Data
+the device and software versions; valid JSON, NaN -> null) and ``index.html`` tying
+them together. It is built in a hidden sibling folder and renamed into place when
+complete, and carries pyedmcl's ``.pyedmcl-owned`` marker (see :mod:`pyedmcl._outputs`). Data
 come from documented models (:mod:`pyedmcl.data`), so the expected answers are
 known: the CCM pair has a known causal direction, the network a known graph.
 The whole run is sized to finish in well under a minute on a 2-core CPU.
@@ -9,8 +11,6 @@ The whole run is sized to finish in well under a minute on a 2-core CPU.
 
 from __future__ import annotations
 
-import json
-import os
 import platform
 import time
 from collections.abc import Callable
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .._outputs import atomic_file, dumps_json, write_text_atomic
 
 THETAS = [0.0, 0.1, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0]
 
@@ -50,9 +52,8 @@ def _plt():
 
 def _save(fig, path: Path) -> str:
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     _plt().close(fig)
     return path.name
 
@@ -63,14 +64,35 @@ def _floats(a: Any) -> list[float]:
 
 def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
              quiet: bool = False, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the demo into folder ``out``; return the results dictionary (also in results.json)."""
+    """Run the demo into folder ``out``; return the results dictionary (also in results.json).
+
+    The report is built in a hidden sibling folder and renamed to ``out`` once complete,
+    so ``out`` never holds half a report; a report already there (one pyedmcl wrote) is
+    replaced only then. Any other existing ``out`` (a folder pyedmcl did not write, a
+    file, the current directory) is refused with a ``ValueError`` and left alone. Two
+    demos into one folder at once: the second is refused
+    (:class:`~pyedmcl._outputs.OutputBusyError`).
+    """
+    from .._outputs import DEMO_REPORT, atomic_dir, check_replaceable, output_lock
+
+    say = log or (lambda s: None if quiet else print(s, flush=True))
+    final = Path(out)
+    check_replaceable(final, DEMO_REPORT)  # before any work
+    _plt()
+    with output_lock(final, what="demo report"), atomic_dir(final, DEMO_REPORT) as tmp:
+        results, be = _build(tmp, device, backend, say)
+    say(f"[demo] report written to {final / 'index.html'} in {results['total_seconds']:.1f} s "
+        f"on {be.info.name} ({be.info.runtime})")
+    return results
+
+
+def _build(out: Path, device: Any, backend: str | None, say: Callable[[str], None]
+           ) -> tuple[dict[str, Any], Any]:
+    """Every analysis, its figure and numbers, written into the (new, empty) folder ``out``."""
     import pyedmcl as pe
     from clkernels import get_backend
     from pyedmcl.data import coupled_logistic, logistic_map, logistic_network, lorenz63
 
-    say = log or (lambda s: None if quiet else print(s, flush=True))
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     plt = _plt()
     be = get_backend(device, backend)
     dev = dict(device, backend=be.name) if (device := be.info.as_dict()) else {}
@@ -168,12 +190,8 @@ def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
 
     results["figures"] = figures
     results["total_seconds"] = round(time.perf_counter() - t_all, 3)
-    tmp = out / "results.json.tmp"
-    tmp.write_text(json.dumps(results, indent=1, default=float))
-    os.replace(tmp, out / "results.json")
+    write_text_atomic(out / "results.json", dumps_json(results, indent=1))  # NaN -> null
     from .html import write_index
 
     write_index(out, results)
-    say(f"[demo] report written to {out / 'index.html'} in {results['total_seconds']:.1f} s "
-        f"on {be.info.name} ({be.info.runtime})")
-    return results
+    return results, be

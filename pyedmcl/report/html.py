@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +58,6 @@ def write_index(out: Path, results: dict[str, Any]) -> Path:
                 parts.append(f"<h3>{TITLES['recurrence_plot']}</h3><img src='{rp}' alt='recurrence plot'>")
     parts.append("<h2>Software</h2>" + _table(results.get("versions", {})))
     parts.append("</body></html>")
-    path = out / "index.html"
-    tmp = out / "index.html.tmp"
-    tmp.write_text("\n".join(parts), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    from .._outputs import write_text_atomic
+
+    return write_text_atomic(out / "index.html", "\n".join(parts))

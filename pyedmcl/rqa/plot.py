@@ -23,7 +23,8 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
                     metric: str = "euclidean", size: int = 1024, path: str | None = None,
                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
                     cmap: str = "binary", return_device: bool = False) -> Any:
-    """The (cross) recurrence plot as a ``(rows, cols)`` float32 image, saved as PNG if ``path``.
+    """The (cross) recurrence plot as a ``(rows, cols)`` float32 image, saved as PNG if ``path``
+    (atomically: written to a temporary file next to it, then renamed into place).
 
     Rows are points of ``y`` (``x`` when ``y`` is None), columns points of ``x``;
     row 0 is drawn at the bottom (time runs up and right). Values: density of
@@ -88,8 +89,14 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
         import matplotlib
 
         matplotlib.use("Agg", force=False)
+        from pathlib import Path
+
         import matplotlib.image as mimg
 
-        mimg.imsave(path, img, cmap=cmap if thresholded else "viridis", origin="lower",
-                    vmin=0.0, vmax=1.0 if thresholded else None)
+        from .._outputs import atomic_file
+
+        fmt = Path(path).suffix[1:].lower() or "png"
+        with atomic_file(path, what="path") as tmp:  # written whole or not at all
+            mimg.imsave(tmp, img, cmap=cmap if thresholded else "viridis", origin="lower",
+                        vmin=0.0, vmax=1.0 if thresholded else None, format=fmt)
     return output(be, out, True) if return_device else img

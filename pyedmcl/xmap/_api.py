@@ -3,4 +3,6 @@
 API = {
     "xmap": "pyedmcl.xmap.core",
     "read_panel": "pyedmcl.xmap.io",
+    "xmap_open": "pyedmcl.xmap.store",
+    "xmap_verify": "pyedmcl.xmap.store",
 }

@@ -11,9 +11,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("xmap", help="all-to-all cross mapping (pairwise CCM) to Zarr, resumable",
                        description="rho[i, j] = library series i cross-maps target series j "
                                    "(CCM 'i:j' at full library size, E = E[j]). Rerunning the "
-                                   "same command resumes an interrupted job.")
-    p.add_argument("input", help="series as columns: .npy, .csv, .h5/.hdf5 or .zarr")
-    p.add_argument("-o", "--out", required=True, help="output .zarr directory")
+                                   "same command resumes an interrupted job (blocks that fail their "
+                                   "checksum are recomputed). 'pyedmcl xmap --verify OUT.zarr' "
+                                   "checks a finished store.")
+    p.add_argument("input", nargs="?", help="series as columns: .npy, .csv, .h5/.hdf5 or .zarr")
+    p.add_argument("-o", "--out", default=None, help="output .zarr directory")
+    p.add_argument("--verify", metavar="STORE", default=None,
+                   help="verify the finished store STORE against its checksums and report "
+                        "bad blocks by index (exit 1 if any), instead of computing")
     p.add_argument("--dataset", default=None, help="dataset/array name inside .h5 or .zarr")
     p.add_argument("--E", default="auto", help="'auto' (optimal E per series) or an int")
     p.add_argument("--E-max", type=int, default=20, help="largest E tried by --E auto")
@@ -29,9 +34,29 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="fuse the distance's multiply-adds with fma() on every device (default: "
                         "when every device is a GPU; off on a Dask cluster; kept when resuming)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing output written with other parameters")
+                   help="replace an existing output written with other parameters (only a "
+                        "store pyedmcl wrote; other folders and files are never deleted)")
     add_device_args(p)
     p.set_defaults(func=run)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """``--verify STORE``: 0 when every block and the E vector verify, else 1 (bad blocks named)."""
+    import sys
+
+    from ..cli.main import print_json
+    from .store import xmap_verify
+
+    if args.input is not None or args.out is not None:
+        raise ValueError("--verify STORE takes no INPUT nor -o/--out")
+    chk = xmap_verify(args.verify)
+    if args.json:
+        print_json(chk.as_dict())
+    elif chk.ok:
+        print(chk.summary())
+    if not chk.ok:
+        print(f"pyedmcl xmap: {chk.summary()}", file=sys.stderr)
+    return 0 if chk.ok else 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
     from .core import xmap
     from .io import read_panel
+
+    if args.verify is not None:
+        return run_verify(args)
+    if args.input is None or args.out is None:
+        raise ValueError("xmap needs INPUT and -o/--out OUT.zarr (or --verify OUT.zarr)")
 
     X = read_panel(args.input, dataset=args.dataset)
     E = args.E if args.E == "auto" else int(args.E)

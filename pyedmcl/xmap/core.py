@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._outputs import locks_output
 from ..edm.ranges import check_tau
 from ..validation import check_int
 
@@ -146,6 +147,7 @@ def _devices(devices: Any) -> list[Any]:
     return out
 
 
+@locks_output("out", what="xmap output")
 def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
          out: str | Path | None = None, block_rows: int | None = None, devices: Any = None,
          device: Any = None, backend: str | None = None, scheduler: str | None = None,
@@ -157,8 +159,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     = second half, Tp=1, E = 1..``E_max``, first best), one int, or N ints.
     ``tau`` > 0 lags into the past; ``Tp`` is the cross-map prediction interval
     (0: simultaneous, as in CCM). ``out``: a ``.zarr`` path to stream row blocks
-    into (rerunning the same job resumes it; different parameters are refused
-    unless ``overwrite``). ``devices``: several devices of this node (e.g.
+    into (rerunning the same job resumes it, recomputing any block that fails its
+    checksum; different parameters are refused unless ``overwrite``, which replaces
+    only a store pyedmcl wrote; a second job on the same ``out`` is refused with
+    :class:`~pyedmcl._outputs.OutputBusyError` while this one runs). ``devices``: several devices of this node (e.g.
     ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
     dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
     start a LocalCluster of ``n_workers`` processes (needs ``out``).

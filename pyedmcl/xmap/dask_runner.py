@@ -66,7 +66,9 @@ def _xmap_task(key: str, X: np.ndarray, engine_kw: dict, E: np.ndarray, path: st
     eng = _plugin().engine(key, X, engine_kw)
     eng.set_E(E)
     rows = eng.block(r0, r1)
-    XmapStore.open_existing(path).write_block(b, rows)
+    st = XmapStore.open_existing(path)
+    st.bind_E(E)  # the job's E, part of every block checksum
+    st.write_block(b, rows)
     from distributed import get_worker
     return f"{get_worker().address}:{eng.be.info.runtime}"
 
