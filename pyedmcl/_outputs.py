@@ -325,10 +325,15 @@ def output_lock(path: str | os.PathLike[str], *, what: str = "output") -> Iterat
     Raises :class:`OutputBusyError` at once (no waiting) when another job, in this
     process or another, holds it, naming the holder's pid, host, start time and
     command. The lock is an OS file lock: it vanishes with a killed process, so a
-    stale lock never blocks the next run.
+    stale lock never blocks the next run. The current directory or a parent of it is
+    refused as an output (``ValueError``).
     """
     from filelock import FileLock, Timeout
 
+    if is_cwd_or_parent(path):
+        raise ValueError(f"{what} {str(path)!r} is the current directory or one of its "
+                         "parents; pyedmcl never writes its outputs there: give a new path "
+                         "such as out.zarr")
     lockf, info = lock_paths(path)
     lockf.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lockf), timeout=0)

@@ -39,3 +39,7 @@ def test_demo_report(tmp_path):
     assert abs(m["RR"] - 0.05) < 0.01 and 0 < m["DET"] <= 1 and m["L_max"] >= 2
     html = (out / "index.html").read_text()
     assert "ccm.png" in html and "results.json" in html
+    # built aside and renamed into place (no temporaries left), marked as pyedmcl's
+    assert json.loads((out / ".pyedmcl-owned").read_text())["kind"] == "demo-report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".report.pyedmcl-lock", "report"]
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]

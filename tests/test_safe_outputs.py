@@ -1,0 +1,270 @@
+"""Safe outputs (issue #20 items 1, 3, 5): pyedmcl deletes or replaces only what it
+wrote, never the working directory; files and report folders are written atomically;
+one writer per output (a second job is refused with the holder's pid, a killed job's
+lock is taken over); JSON output is valid JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_xmap import panel
+
+import pyedmcl as pe
+from pyedmcl._outputs import (
+    DEMO_REPORT,
+    MARKER,
+    OutputBusyError,
+    atomic_dir,
+    atomic_file,
+    check_replaceable,
+    dumps_json,
+    lock_paths,
+    write_text_atomic,
+)
+from pyedmcl.cli.main import main as cli_main
+
+zarr = pytest.importorskip("zarr")
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def _no_json_constants(s: str):
+    def bad(c):
+        raise AssertionError(f"invalid JSON constant {c}")
+    return json.loads(s, parse_constant=bad)
+
+
+# -- ownership --------------------------------------------------------------------------------
+def test_cli_overwrite_never_deletes_working_directory(tmp_path, monkeypatch, capsys):
+    """The issue's data loss: `pyedmcl xmap data.csv -o . --overwrite`."""
+    X = panel(L=50, N=3, seed=1)
+    pd.DataFrame(X.astype(np.float64), columns=list("abc")).to_csv(tmp_path / "data.csv",
+                                                                   index=False)
+    (tmp_path / "notes.txt").write_text("my thesis")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    before = _tree(tmp_path)
+    for out in (".", "..", str(tmp_path)):
+        assert cli_main(["xmap", "../data.csv", "-o", out, "--E", "2", "--overwrite", "-q"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "current directory" in err[0], err
+    assert _tree(tmp_path) == before
+
+
+def test_overwrite_refuses_foreign_folder_and_file(tmp_path):
+    X = panel(L=50, N=3, seed=2)
+    d = tmp_path / "results"
+    d.mkdir()
+    (d / "keep.csv").write_text("1,2\n")
+    with pytest.raises(ValueError, match="not a pyedmcl xmap store.*no pyedmcl marker.*"
+                                         "remove it yourself"):
+        pe.xmap(X, E=2, out=d, overwrite=True)
+    f = tmp_path / "m.zarr"
+    f.write_text("a file")
+    with pytest.raises(ValueError, match="is a file"):
+        pe.xmap(X, E=2, out=f, overwrite=True)
+    assert (d / "keep.csv").read_text() == "1,2\n" and f.read_text() == "a file"
+    # a pyedmcl store into which the user put a file of their own: left alone too
+    s = tmp_path / "s.zarr"
+    pe.xmap(X, E=2, out=s)
+    (s / "mine.txt").write_text("x")
+    with pytest.raises(ValueError, match=r"pyedmcl did not write \(mine.txt\)"):
+        pe.xmap(X, E=3, out=s, overwrite=True)
+    assert (s / "mine.txt").exists()
+    (s / "mine.txt").unlink()
+    r = pe.xmap(X, E=3, out=s, overwrite=True)  # an owned store is replaced
+    np.testing.assert_array_equal(r.rho[:], pe.xmap(X, E=3).rho)
+    assert zarr.open_group(str(s), mode="r").attrs["pyedmcl_owned"]["kind"] == "xmap-store"
+
+
+def test_legacy_store_without_marker_still_replaceable(tmp_path):
+    """A store written before the marker existed (only the pyedmcl_xmap attribute)."""
+    X = panel(L=50, N=3, seed=3)
+    s = tmp_path / "old.zarr"
+    pe.xmap(X, E=2, out=s)
+    g = zarr.open_group(str(s), mode="r+")
+    del g.attrs["pyedmcl_owned"]
+    r = pe.xmap(X, E=3, out=s, overwrite=True)
+    np.testing.assert_array_equal(r.rho[:], pe.xmap(X, E=3).rho)
+
+
+def test_check_replaceable_rules(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    check_replaceable(tmp_path / "new", DEMO_REPORT)  # absent: fine
+    (tmp_path / "empty").mkdir()
+    check_replaceable(tmp_path / "empty", DEMO_REPORT)  # empty: nothing to lose
+    for p in (".", tmp_path, tmp_path.parent, "/"):
+        with pytest.raises(ValueError, match="current directory"):
+            check_replaceable(p, DEMO_REPORT)
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    with pytest.raises(ValueError, match="symbolic link"):
+        check_replaceable(tmp_path / "link", DEMO_REPORT)
+    s = tmp_path / "s.zarr"
+    pe.xmap(panel(L=50, N=3, seed=4), E=2, out=s)
+    with pytest.raises(ValueError, match="it is a pyedmcl xmap store"):
+        check_replaceable(s, DEMO_REPORT)  # ours, but of another kind
+
+
+def test_demo_refuses_foreign_folder_before_any_work(tmp_path, capsys, monkeypatch):
+    import pyedmcl.report.demo as demo
+
+    def no_work(*a, **k):
+        raise AssertionError("the analyses ran before the output was checked")
+
+    monkeypatch.setattr(demo, "_build", no_work)
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "data.csv").write_text("x\n1\n")
+    assert cli_main(["demo", "-o", str(d), "-q"]) == 2
+    assert "not a pyedmcl demo report folder" in capsys.readouterr().err
+    assert _tree(d) == {"data.csv": b"x\n1\n"}
+
+
+# -- atomic folders and files -----------------------------------------------------------------
+def test_atomic_dir_replaces_only_when_complete(tmp_path):
+    out = tmp_path / "report"
+    with atomic_dir(out, DEMO_REPORT) as tmp:
+        (tmp / "index.html").write_text("v1")
+        assert not out.exists()  # built aside
+    assert (out / "index.html").read_text() == "v1" and (out / MARKER).is_file()
+    with pytest.raises(RuntimeError, match="boom"), atomic_dir(out, DEMO_REPORT) as tmp:
+        (tmp / "index.html").write_text("half")
+        raise RuntimeError("boom")
+    assert (out / "index.html").read_text() == "v1"  # the old report is intact
+    with atomic_dir(out, DEMO_REPORT) as tmp:
+        (tmp / "index.html").write_text("v2")
+    assert (out / "index.html").read_text() == "v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no leftovers
+
+
+def test_atomic_file_keeps_old_content_on_failure(tmp_path):
+    p = tmp_path / "o.csv"
+    write_text_atomic(p, "old\n")
+    with pytest.raises(RuntimeError), atomic_file(p) as tmp:
+        tmp.write_text("partial")
+        raise RuntimeError
+    assert p.read_text() == "old\n" and os.listdir(tmp_path) == ["o.csv"]
+    assert (p.stat().st_mode & 0o777) == (0o666 & ~_umask())
+    with pytest.raises(ValueError, match="is a directory"), atomic_file(tmp_path):
+        pass
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+def test_recurrence_plot_png_is_atomic(tmp_path, monkeypatch):
+    """A failure while the PNG is being written leaves the previous image whole."""
+    import matplotlib.image as mimg
+
+    x = np.sin(np.arange(80) * 0.3)
+    p = tmp_path / "rp.png"
+    pe.recurrence_plot(x, E=2, radius=0.3, size=16, path=str(p), device="pocl")
+    good = p.read_bytes()
+    real = mimg.imsave
+
+    def broken(fname, *a, **k):
+        real(fname, *a, **k)
+        Path(fname).write_bytes(Path(fname).read_bytes()[:20])  # half written ...
+        raise OSError("disk full")  # ... then the write fails
+
+    monkeypatch.setattr(mimg, "imsave", broken)
+    with pytest.raises(OSError, match="disk full"):
+        pe.recurrence_plot(x, E=2, radius=0.2, size=16, path=str(p), device="pocl")
+    assert p.read_bytes() == good and os.listdir(tmp_path) == ["rp.png"]
+
+
+def test_cli_csv_out_is_atomic(tmp_path, monkeypatch):
+    x = np.sin(np.arange(80) * 0.3)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "pred.csv"
+    out.write_text("previous\n")
+
+    def broken(self, path, *a, **k):
+        Path(path).write_text("time,obs")  # a partial CSV, then a crash
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
+    assert cli_main(["simplex", str(tmp_path / "x.npy"), "-E", "2", "--out", str(out), "-q",
+                     "--device", "pocl"]) == 1
+    assert out.read_text() == "previous\n" and sorted(os.listdir(tmp_path)) == ["pred.csv",
+                                                                                "x.npy"]
+
+
+# -- one writer -------------------------------------------------------------------------------
+def test_second_job_refused_then_stale_lock_taken_over(tmp_path, capsys):
+    """Job A (another process) holds the output; job B is refused with A's pid and start
+    time (API and CLI); once A is killed, B takes the stale lock over and runs."""
+    X = panel(L=50, N=4, seed=5)
+    np.save(tmp_path / "x.npy", X)
+    out = tmp_path / "m.zarr"
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    code = textwrap.dedent(f"""
+        import sys, time
+        from pyedmcl._outputs import output_lock
+        with output_lock({str(out)!r}, what="xmap output"):
+            print("locked", flush=True)
+            time.sleep(60)
+    """)
+    a = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert a.stdout.readline().strip() == "locked"
+        with pytest.raises(OutputBusyError, match=rf"pid {a.pid} on .*started 20"):
+            pe.xmap(X, E=2, out=out)
+        assert cli_main(["xmap", str(tmp_path / "x.npy"), "-o", str(out), "--E", "2",
+                         "-q"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"pid {a.pid}" in err[0] and "being written" in err[0]
+        assert not out.exists()  # B touched nothing
+    finally:
+        os.kill(a.pid, signal.SIGKILL)
+        a.wait()
+    assert lock_paths(out)[1].exists()  # A's stale sidecar is still there ...
+    r = pe.xmap(X, E=2, out=out)  # ... and its lock died with it
+    np.testing.assert_array_equal(r.rho[:], pe.xmap(X, E=2).rho)
+    assert not lock_paths(out)[1].exists()  # B's own sidecar is removed when B ends
+
+
+def test_same_process_second_writer_refused(tmp_path):
+    from pyedmcl._outputs import output_lock
+
+    out = tmp_path / "m.zarr"
+    with output_lock(out):
+        info = json.loads(lock_paths(out)[1].read_text())
+        assert info["pid"] == os.getpid()
+        with pytest.raises(OutputBusyError, match=f"pid {os.getpid()}"):
+            pe.xmap(panel(L=50, N=3, seed=6), E=2, out=out)
+
+
+# -- valid JSON -------------------------------------------------------------------------------
+def test_dumps_json_nan_inf_numpy():
+    obj = {"a": float("nan"), "b": np.array([1.0, np.inf, -np.inf]), "c": np.float32(2.5),
+           "d": (np.int64(3), None), np.int32(4): "k", "e": Path("p")}
+    got = _no_json_constants(dumps_json(obj))
+    assert got == {"a": None, "b": [1.0, None, None], "c": 2.5, "d": [3, None], "4": "k",
+                   "e": "p"}
+
+
+def test_cli_json_nan_is_null(tmp_path, capsys):
+    """RQA with no diagonal lines: DET, L are NaN -> null (was a bare NaN: invalid JSON)."""
+    np.save(tmp_path / "r.npy", np.random.default_rng(0).random(50))
+    assert cli_main(["rqa", str(tmp_path / "r.npy"), "-E", "2", "--radius", "1e-9", "--json",
+                     "--device", "pocl"]) == 0
+    res = _no_json_constants(capsys.readouterr().out)
+    assert res["DET"] is None and res["L"] is None and res["RR"] > 0
