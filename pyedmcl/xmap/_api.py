@@ -5,4 +5,6 @@ API = {
     "read_panel": "pyedmcl.xmap.io",
     "xmap_open": "pyedmcl.xmap.store",
     "xmap_verify": "pyedmcl.xmap.store",
+    "StoreCorruptError": "pyedmcl.xmap.store",
+    "OutputBusyError": "pyedmcl._outputs",
 }

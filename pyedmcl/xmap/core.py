@@ -162,7 +162,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     into (rerunning the same job resumes it, recomputing any block that fails its
     checksum; different parameters are refused unless ``overwrite``, which replaces
     only a store pyedmcl wrote; a second job on the same ``out`` is refused with
-    :class:`~pyedmcl._outputs.OutputBusyError` while this one runs). ``devices``: several devices of this node (e.g.
+    :class:`pyedmcl.OutputBusyError` while this one runs). ``devices``: several devices of this node (e.g.
     ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
     dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
     start a LocalCluster of ``n_workers`` processes (needs ``out``).
@@ -302,7 +302,7 @@ def _stored_params(out: str | Path) -> dict[str, Any]:
         return {}
     try:
         from .store import XmapStore
-        return dict(XmapStore.open_existing(out).params)
+        return dict(XmapStore.open_existing(out, mode="r").params)
     except Exception:  # noqa: BLE001 - not a store of ours: XmapStore.open explains
         return {}
 
