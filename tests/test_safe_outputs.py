@@ -142,6 +142,9 @@ def test_atomic_dir_replaces_only_when_complete(tmp_path):
         (tmp / "index.html").write_text("half")
         raise RuntimeError("boom")
     assert (out / "index.html").read_text() == "v1"  # the old report is intact
+    killed = tmp_path / ".report.abc123.tmp-dir"  # the partial build of a killed run
+    killed.mkdir()
+    (killed / MARKER).write_text(json.dumps({"kind": DEMO_REPORT}))
     with atomic_dir(out, DEMO_REPORT) as tmp:
         (tmp / "index.html").write_text("v2")
     assert (out / "index.html").read_text() == "v2"
