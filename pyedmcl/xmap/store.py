@@ -199,7 +199,7 @@ class XmapStore:
         """Open the finished or running store at ``path`` (``mode="r"``: read only)."""
         zarr = _zarr()
         if not Path(path).is_dir():
-            raise ValueError(f"{str(path)!r} is not a pyedmcl xmap store (no such folder)")
+            raise ValueError(f"{str(path)!r} is not a pyedmcl xmap store (not a folder)")
         try:
             g = zarr.open_group(str(path), mode=mode)
             params = dict(g.attrs)[ATTR]
@@ -395,6 +395,9 @@ def xmap_open(path: str | Path, *, verify: bool = True) -> Any:
         chk = st.verify()
         if not chk.ok:
             raise StoreCorruptError(chk.summary(), chk)
-    E = st.saved_E() if verify else np.asarray(st.group["E"][:]) if "E" in st.group else None
+    if verify:
+        E = st.saved_E()
+    else:
+        E = np.asarray(st.group["E"][:]) if "E" in st.group else None
     er = np.asarray(st.group["edim_rho"][:]) if "edim_rho" in st.group else None
     return XmapResult(rho=st.rho, E=E, names=None, edim_rho=er, path=str(path))
