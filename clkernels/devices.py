@@ -254,6 +254,13 @@ class DeviceSelectionError(ValueError):
 class DeviceUnusableError(DeviceSelectionError):
     """The device selected cannot build kernels (its probe failed); says why."""
 
+    #: the latest one made in this process (test harnesses skip on it; see tests/conftest.py)
+    last: DeviceUnusableError | None = None
+
+    def __init__(self, *args: object):
+        super().__init__(*args)
+        DeviceUnusableError.last = self
+
 
 class NoWorkingDeviceError(DeviceUnusableError):
     """No OpenCL device can build kernels: each runtime's failure and the fix."""

@@ -55,6 +55,7 @@ def device(request) -> str:
 def pytest_runtest_call(item):
     """A test naming a device whose probe build fails (e.g. ``device="pocl"`` where
     PoCL's LLVM does not know the CPU) is skipped with the probe's reason."""
+    DeviceUnusableError.last = None
     try:
         return (yield)
     except Exception as exc:
@@ -65,6 +66,24 @@ def pytest_runtest_call(item):
         if cause is None:
             raise
         pytest.skip(str(cause).split("; devices that work")[0])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The same for CLI tests, where the error becomes a message and exit code 1: a test
+    that fails after a :class:`DeviceUnusableError` was raised in it (in this process, or
+    in a CLI subprocess whose message the failure shows) is a skip."""
+    rep = yield
+    if rep.when == "call" and rep.failed:
+        why = str(DeviceUnusableError.last) if DeviceUnusableError.last is not None else None
+        if why is None:  # a CLI subprocess: its message, if the test shows it
+            text = rep.capstderr + "\n" + rep.longreprtext
+            why = next((ln for ln in text.splitlines() if "cannot build kernels:" in ln), None)
+        if why is not None:
+            rep.outcome = "skipped"
+            rep.longrepr = (str(item.path), item.location[1] or 0,
+                            "Skipped: " + why.split("; devices that work")[0])
+    return rep
 
 
 @pytest.fixture(autouse=True)

@@ -105,13 +105,13 @@ def test_probe_verdict_keyed_on_build_env(tmp_path):
 
 @pytest.mark.skipif(not HAS_POCL, reason="needs PoCL")
 def test_corrupt_verdict_is_ignored_and_rewritten(cache_root):
-    assert usable(_pocl()).ok
+    first = usable(_pocl())
     (verdict,) = (cache_root / "probe").glob("*.json")
     verdict.write_text('{"ok": tr')  # truncated
     probe_mod._verdicts.clear()
     v = usable(_pocl())
-    assert v.ok and not v.cached
-    assert json.loads(verdict.read_text())["ok"] is True
+    assert v.ok == first.ok and not v.cached
+    assert json.loads(verdict.read_text())["ok"] is first.ok
 
 
 def _fail(info, reason: str = "clBuildProgram failed: BUILD_PROGRAM_FAILURE: "
