@@ -5,6 +5,14 @@ name, driver, limits). Its :attr:`DeviceInfo.fingerprint` keys every cache and
 tuning entry. :func:`select_device` implements the selection order of DESIGN.md:
 an explicit selector (argument or ``PYEDMCL_DEVICE``), else the fastest GPU, else
 a CPU runtime (PoCL first, then Intel), never Oclgrind unless asked for.
+
+A device is chosen only if it can build: every selection asks :func:`usable`, which
+compiles and runs a tiny probe kernel once per device and build setting (the verdict is
+cached on disk, see :mod:`clkernels.probe`). The default skips a failing device with a
+one-line note on stderr; an explicit selector naming one raises
+:class:`DeviceUnusableError` listing the devices that work; when none works,
+:class:`NoWorkingDeviceError` says what each runtime answered and how to fix it.
+``PYEDMCL_NO_PROBE=1`` turns the probe off (every device counts as usable).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .probe import Verdict, note
+from .probe import probe as _probe
 from .registration import register_platforms
 
 register_platforms()
@@ -241,6 +251,77 @@ class DeviceSelectionError(ValueError):
     """An unknown or unavailable device selector; the message lists what exists."""
 
 
+class DeviceUnusableError(DeviceSelectionError):
+    """The device selected cannot build kernels (its probe failed); says why."""
+
+    #: the latest one made in this process (test harnesses skip on it; see tests/conftest.py)
+    last: DeviceUnusableError | None = None
+
+    def __init__(self, *args: object):
+        super().__init__(*args)
+        DeviceUnusableError.last = self
+
+
+class NoWorkingDeviceError(DeviceUnusableError):
+    """No OpenCL device can build kernels: each runtime's failure and the fix."""
+
+
+#: printed under "nothing works": the commands that give a working device
+FIX_HINT = (
+    "to fix, install a runtime that builds for this machine:\n"
+    "  CPU (x86-64 Linux): pip install intel-opencl-rt intel-cmplr-lib-rt   "
+    "(or: pip install 'pyedmcl[intel]')\n"
+    "  NVIDIA GPU: the NVIDIA driver (its OpenCL ICD, libnvidia-opencl)\n"
+    "  AMD GPU: ROCm's OpenCL runtime (apt install rocm-opencl-runtime)\n"
+    "  Intel GPU: Intel's compute runtime (apt install intel-opencl-icd)\n"
+    "see docs/devices.md; PYEDMCL_NO_PROBE=1 skips this check"
+)
+
+
+def build_options(info: DeviceInfo) -> tuple[str, ...]:
+    """Options of every build on ``info``: correctly rounded float32 ``/`` and ``sqrt``
+    where the device offers them, then ``PYEDMCL_BUILD_OPTIONS``."""
+    opts = ("-cl-fp32-correctly-rounded-divide-sqrt",) if info.correct_div_sqrt else ()
+    return opts + tuple(os.environ.get("PYEDMCL_BUILD_OPTIONS", "").split())
+
+
+def usable(info: DeviceInfo) -> Verdict:
+    """Whether ``info`` builds and runs a probe kernel (cached; see :mod:`clkernels.probe`)."""
+    if os.environ.get("PYEDMCL_NO_PROBE", "").strip() not in ("", "0"):
+        return Verdict(True, "probe off (PYEDMCL_NO_PROBE)")
+    return _probe(info, cl_device(info), build_options(info))
+
+
+def _label(d: DeviceInfo) -> str:
+    return f"{d.runtime} {d.name}"
+
+
+def _working_text(devs: list[DeviceInfo]) -> str:
+    ok = [d for d in devs if usable(d).ok]
+    if not ok:
+        return "no device builds kernels"
+    return "devices that work: " + ", ".join(f"{d.selector} ({_label(d)})" for d in ok)
+
+
+def _check_usable(d: DeviceInfo, selector: str, devs: list[DeviceInfo]) -> DeviceInfo:
+    v = usable(d)
+    if not v.ok:
+        raise DeviceUnusableError(
+            f"device {selector!r} ({d.selector} {_label(d)}) cannot build kernels: {v.reason}; "
+            + _working_text(devs))
+    return d
+
+
+def _nothing_works(devs: list[DeviceInfo]) -> NoWorkingDeviceError:
+    if not devs:
+        lines = ["no OpenCL platform is visible (PoCL from pocl-binary-distribution, "
+                 "Intel's from intel-opencl-rt, a GPU driver's ICD)"]
+    else:
+        lines = [f"  {d.selector} {_label(d)}: {usable(d).reason}" for d in devs]
+        lines.insert(0, "no OpenCL device can build kernels; tried:")
+    return NoWorkingDeviceError("\n".join(lines) + "\n" + FIX_HINT)
+
+
 def _available_text(devs: list[DeviceInfo]) -> str:
     if not devs:
         return "no OpenCL devices are visible (is pocl-binary-distribution installed?)"
@@ -251,8 +332,14 @@ def _available_text(devs: list[DeviceInfo]) -> str:
     )
 
 
-def resolve_selector(selector: str, devs: list[DeviceInfo] | None = None) -> DeviceInfo:
-    """Resolve ``pocl``, ``intel:0``, ``nvidia``, ``gpu``, ``cpu:1``, ``0:1`` to one device."""
+def resolve_selector(selector: str, devs: list[DeviceInfo] | None = None, *,
+                     probe: bool = True) -> DeviceInfo:
+    """Resolve ``pocl``, ``intel:0``, ``nvidia``, ``gpu``, ``cpu:1``, ``0:1`` to one device.
+
+    With ``probe`` (the default), a device type (``gpu``, ``cpu:1``) counts only the
+    devices that build kernels, and a named device that cannot raises
+    :class:`DeviceUnusableError` saying why and listing those that can.
+    """
     devs = list_devices() if devs is None else devs
     sel = selector.strip().lower()
     m = re.fullmatch(r"(\d+)(?::(\d+))?", sel)
@@ -260,7 +347,7 @@ def resolve_selector(selector: str, devs: list[DeviceInfo] | None = None) -> Dev
         pi, di = int(m.group(1)), int(m.group(2) or 0)
         for d in devs:
             if d.platform_index == pi and d.device_index == di:
-                return d
+                return _check_usable(d, selector, devs) if probe else d
         raise DeviceSelectionError(f"device {selector!r} does not exist; " + _available_text(devs))
     name, _, idx = sel.partition(":")
     if idx and not idx.isdigit():
@@ -274,6 +361,14 @@ def resolve_selector(selector: str, devs: list[DeviceInfo] | None = None) -> Dev
             matches.sort(key=_cpu_rank)
         else:
             matches.sort(key=_speed_score, reverse=True)
+        if probe and matches:
+            working = [d for d in matches if usable(d).ok]
+            if index >= len(working):
+                raise DeviceUnusableError(
+                    f"no {name} device that builds kernels matches {selector!r}; "
+                    + "; ".join(f"{_label(d)}: {usable(d).reason}" for d in matches
+                                if not usable(d).ok) + "; " + _working_text(devs))
+            return working[index]
     else:
         matches = [d for d in devs if d.runtime == name]
         if not matches:  # substring of the device name, e.g. "h100"
@@ -282,7 +377,7 @@ def resolve_selector(selector: str, devs: list[DeviceInfo] | None = None) -> Dev
         raise DeviceSelectionError(
             f"no device matches PYEDMCL_DEVICE/device={selector!r}; " + _available_text(devs)
         )
-    return matches[index]
+    return _check_usable(matches[index], selector, devs) if probe else matches[index]
 
 
 def _cpu_rank(d: DeviceInfo) -> int:
@@ -292,21 +387,45 @@ def _cpu_rank(d: DeviceInfo) -> int:
         return len(_CPU_PREFERENCE)
 
 
-def default_device(devs: list[DeviceInfo] | None = None) -> tuple[DeviceInfo, str]:
-    """The default device and why it was chosen (fastest GPU, else a CPU runtime)."""
+def _candidates(devs: list[DeviceInfo]) -> list[tuple[DeviceInfo, str]]:
+    """Devices in default order with the reason each would be chosen."""
+    gpus = sorted((d for d in devs if d.device_type == "gpu" and d.runtime != "oclgrind"),
+                  key=_speed_score, reverse=True)
+    cpus = sorted((d for d in devs if d.runtime != "oclgrind" and d.device_type != "gpu"),
+                  key=_cpu_rank)
+    rest = [d for d in devs if d not in gpus and d not in cpus]
+    return ([(d, "fastest GPU (compute units x clock)") for d in gpus]
+            + [(d, f"no GPU; CPU runtime preference {'>'.join(_CPU_PREFERENCE)}") for d in cpus]
+            + [(d, "only device present") for d in rest[:1] if not gpus and not cpus])
+
+
+def default_device(devs: list[DeviceInfo] | None = None, *,
+                   probe: bool = True) -> tuple[DeviceInfo, str]:
+    """The default device and why it was chosen (fastest GPU, else a CPU runtime).
+
+    With ``probe``, devices that cannot build kernels are skipped (one line on stderr
+    each: the device, its compiler's first error line, what was chosen instead); if
+    none can, :class:`NoWorkingDeviceError`.
+    """
     devs = list_devices() if devs is None else devs
-    gpus = [d for d in devs if d.device_type == "gpu" and d.runtime != "oclgrind"]
-    if gpus:
-        best = max(gpus, key=_speed_score)
-        return best, "fastest GPU (compute units x clock)"
-    cpus = sorted(
-        (d for d in devs if d.runtime != "oclgrind" and d.device_type != "gpu"), key=_cpu_rank
-    )
-    if cpus:
-        return cpus[0], f"no GPU; CPU runtime preference {'>'.join(_CPU_PREFERENCE)}"
-    if devs:
-        return devs[0], "only device present"
-    raise DeviceSelectionError(_available_text(devs))
+    cands = _candidates(devs)
+    if not cands:
+        raise _nothing_works([]) if probe else DeviceSelectionError(_available_text(devs))
+    if not probe:
+        return cands[0]
+    skipped: list[tuple[DeviceInfo, str]] = []
+    for d, why in cands:
+        v = usable(d)
+        if not v.ok:
+            skipped.append((d, v.reason))
+            continue
+        for s, reason in skipped:
+            note(f"skipping {_label(s)}: it cannot build kernels ({reason}); using "
+                 f"{_label(d)} instead")
+        if skipped:
+            why += f" ({', '.join(s.runtime for s, _ in skipped)} skipped: probe build failed)"
+        return d, why
+    raise _nothing_works(devs)
 
 
 def select_device(device: str | DeviceInfo | None = None) -> DeviceInfo:

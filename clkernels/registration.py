@@ -26,6 +26,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from .userdirs import atomic_write_text, private_dir
+
 _INTEL_SUPPORT_LIBS = ("libimf.so", "libsvml.so", "libirng.so", "libintlc.so.5")
 _SYSTEM_VENDOR_DIRS = (Path("/etc/OpenCL/vendors"),)
 _done = False
@@ -57,24 +59,86 @@ def find_intel_runtime() -> Path | None:
     return None
 
 
-def _icd_dir() -> Path:
-    from platformdirs import user_cache_dir
+def _icd_lib(icd: Path) -> str | None:
+    """The library an ICD file names (its first non-empty line), or None if unreadable."""
+    try:
+        for line in icd.read_text().splitlines():
+            if line.strip():
+                return line.strip()
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
 
-    base = os.environ.get("PYEDMCL_ICD_DIR") or user_cache_dir("pyedmcl", appauthor=False)
-    d = Path(base) / "icd" / hashlib.sha1(sys.prefix.encode()).hexdigest()[:10]
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+
+def _vendor_libs(intel_lib: Path) -> list[str]:
+    """Every ICD library the loader would see, Intel's first, each once (by path).
+
+    Sources: ``OCL_ICD_VENDORS`` as found (a folder or one ``.icd`` file; in a child
+    process it is already our own folder, whose entries are read like any others, so
+    nothing is copied twice), then /etc/OpenCL/vendors.
+    """
+    libs: list[str] = [str(intel_lib)]
+    seen = {os.path.realpath(intel_lib)}
+    existing = os.environ.get("OCL_ICD_VENDORS")
+    sources = [Path(existing)] if existing else []
+    sources += list(_SYSTEM_VENDOR_DIRS)
+    for src in sources:
+        if src.is_dir():
+            icds = sorted(src.glob("*.icd"))
+        elif src.suffix == ".icd" and src.is_file():
+            icds = [src]
+        else:
+            continue
+        for icd in icds:
+            lib = _icd_lib(icd)
+            if lib is None:
+                continue
+            key = os.path.realpath(lib) if os.path.isabs(lib) else lib
+            if key not in seen:
+                seen.add(key)
+                libs.append(lib)
+    return libs
+
+
+def _icd_dir(libs: list[str]) -> Path:
+    """A folder holding one ICD file per library: named by its content (a hash of the
+    library list), so processes with different lists never share or rewrite one."""
+    digest = hashlib.sha1("\n".join([sys.prefix, *libs]).encode()).hexdigest()[:12]
+    base = os.environ.get("PYEDMCL_ICD_DIR")
+    if base:
+        d = Path(base) / "icd" / digest
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+    return private_dir("icd", digest)
+
+
+def own_pocl_cache() -> None:
+    """Point PoCL's kernel cache (``POCL_CACHE_DIR``) at a pyedmcl-owned folder unless
+    the user chose one: clkernels can then check it and drop corrupt entries
+    (:mod:`clkernels.buildcache`). Must run before PoCL loads (before pyopencl)."""
+    if os.environ.get("POCL_CACHE_DIR") or "pyopencl" in sys.modules:
+        return
+    try:
+        os.environ["POCL_CACHE_DIR"] = str(private_dir("pocl-kcache"))
+        os.environ["PYEDMCL_OWNS_POCL_CACHE"] = "1"
+    except OSError as exc:  # an unsafe cache root: leave PoCL's own default
+        warnings.warn(f"pyedmcl cache folder not usable ({exc})", stacklevel=2)
 
 
 def register_platforms() -> list[str]:
     """Register pip-installed runtimes with the ICD loader; return what was registered.
 
     Idempotent and cheap after the first call. Set ``PYEDMCL_NO_REGISTER=1`` to skip.
+    Each ICD library appears once, however many processes deep (Dask workers, CLI
+    subprocesses inherit ``OCL_ICD_VENDORS``).
     """
     global _done
-    if _done or os.environ.get("PYEDMCL_NO_REGISTER"):
+    if _done:
         return []
     _done = True
+    own_pocl_cache()
+    if os.environ.get("PYEDMCL_NO_REGISTER"):
+        return []
     registered: list[str] = []
     lib = find_intel_runtime()
     if lib is None:
@@ -92,19 +156,13 @@ def register_platforms() -> list[str]:
             support = lib.parent / name
             if support.exists():
                 ctypes.CDLL(str(support), mode=ctypes.RTLD_GLOBAL)
-        d = _icd_dir()
-        (d / "pyedmcl-intel-cpu.icd").write_text(f"{lib}\n")
-        # Keep every vendor the loader would otherwise have seen.
-        existing = os.environ.get("OCL_ICD_VENDORS")
-        sources = [Path(existing)] if existing and Path(existing).is_dir() else []
-        sources += list(_SYSTEM_VENDOR_DIRS)
-        for src in sources:
-            if not src.is_dir():
-                continue
-            for icd in src.glob("*.icd"):
-                link = d / f"sys-{icd.name}"
-                if not link.exists():
-                    link.write_text(icd.read_text())
+        libs = _vendor_libs(lib)
+        d = _icd_dir(libs)
+        for i, entry in enumerate(libs):
+            name = "pyedmcl-intel-cpu.icd" if i == 0 else f"sys-{i:02d}-{Path(entry).stem}.icd"
+            icd = d / name
+            if _icd_lib(icd) != entry:
+                atomic_write_text(icd, f"{entry}\n")
         os.environ["OCL_ICD_VENDORS"] = str(d)
         registered.append(f"intel-cpu:{lib}")
     except OSError as exc:  # a broken install must never stop PoCL from working

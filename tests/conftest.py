@@ -16,31 +16,74 @@ import textwrap
 import pytest
 
 import clkernels  # noqa: F401  (register runtimes before pyopencl)
-from clkernels.devices import list_devices
+from clkernels.devices import DeviceUnusableError, list_devices, usable
 
 
-def _test_devices() -> list[str]:
+def _device_params() -> list:
+    """One device per runtime present; a runtime whose probe build fails stays in the
+    list as a skipped parameter carrying the probe's reason (``PYEDMCL_TEST_DEVICES``
+    restricts the set)."""
     want = os.environ.get("PYEDMCL_TEST_DEVICES")
     seen, out = set(), []
     for d in list_devices():
         if d.runtime == "oclgrind" or d.runtime in seen:
             continue
+        if want and d.runtime not in want.split(","):
+            continue
         seen.add(d.runtime)
-        out.append(d.runtime)
-    if want:
-        out = [r for r in out if r in want.split(",")]
+        v = usable(d)
+        out.append(d.runtime if v.ok else pytest.param(
+            d.runtime, id=d.runtime,
+            marks=pytest.mark.skip(reason=f"{d.runtime} cannot build kernels: {v.reason}")))
     return out
 
 
-TEST_DEVICES = _test_devices()
+_DEVICE_PARAMS = _device_params()
+#: the runtimes tests run on: those whose probe build passes
+TEST_DEVICES = [p for p in _DEVICE_PARAMS if isinstance(p, str)]
 HAS_OCLGRIND = any(d.runtime == "oclgrind" for d in list_devices())
 HAS_GPU = any(d.device_type == "gpu" and d.runtime != "oclgrind" for d in list_devices())
 
 
-@pytest.fixture(params=TEST_DEVICES, ids=TEST_DEVICES)
+@pytest.fixture(params=_DEVICE_PARAMS)
 def device(request) -> str:
     """A device selector string for each OpenCL runtime present (pocl, intel, nvidia, ...)."""
     return request.param
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test naming a device whose probe build fails (e.g. ``device="pocl"`` where
+    PoCL's LLVM does not know the CPU) is skipped with the probe's reason."""
+    DeviceUnusableError.last = None
+    try:
+        return (yield)
+    except Exception as exc:
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, DeviceUnusableError):
+            # also under pytest.raises(ValueError, match=...), which it would fail
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        pytest.skip(str(cause).split("; devices that work")[0])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The same for CLI tests, where the error becomes a message and exit code 1: a test
+    that fails after a :class:`DeviceUnusableError` was raised in it (in this process, or
+    in a CLI subprocess whose message the failure shows) is a skip."""
+    rep = yield
+    if rep.when == "call" and rep.failed:
+        why = str(DeviceUnusableError.last) if DeviceUnusableError.last is not None else None
+        if why is None:  # a CLI subprocess: its message, if the test shows it
+            text = rep.capstderr + "\n" + rep.longreprtext
+            why = next((ln for ln in text.splitlines() if "cannot build kernels:" in ln), None)
+        if why is not None:
+            rep.outcome = "skipped"
+            rep.longrepr = (str(item.path), item.location[1] or 0,
+                            "Skipped: " + why.split("; devices that work")[0])
+    return rep
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import abc
 import math
-import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import DeviceInfo
+from ..devices import DeviceInfo, build_options
 from ..templates import render, source_hash
+from ..userdirs import atomic_write_text, private_dir
 
 
 def round_up(n: int, multiple: int) -> int:
@@ -45,11 +45,20 @@ class Kernel:
         return f"Kernel({self.name}, {self.source_hash})"
 
 
-def save_failed_source(source: str, log: str, fingerprint: str) -> Path:
-    d = Path(tempfile.gettempdir()) / "pyedmcl-build-failures"
-    d.mkdir(parents=True, exist_ok=True)
+def save_failed_source(source: str, log: str, fingerprint: str, captured: str = "") -> Path:
+    """Keep a failed build's source, log and compiler output for the user to read.
+
+    Written to ``<user cache>/build-failures`` (private, 0o700, never through a symlink:
+    :func:`clkernels.userdirs.private_dir`); a new private temporary folder if that fails.
+    """
+    try:
+        d = private_dir("build-failures")
+    except OSError:
+        d = Path(tempfile.mkdtemp(prefix="pyedmcl-build-failure-"))
     p = d / f"{source_hash(source)}.cl"
-    p.write_text(source + "\n/* device: " + fingerprint + "\n" + log.replace("*/", "* /") + "\n*/\n")
+    note = log + (("\ncompiler output:\n" + captured) if captured.strip() else "")
+    atomic_write_text(p, source + "\n/* device: " + fingerprint + "\n"
+                      + note.replace("*/", "* /") + "\n*/\n")
     return p
 
 
@@ -167,9 +176,9 @@ class Backend(abc.ABC):
         device offers them (NVIDIA's defaults are 1-3 ulp off, so its k-NN distances,
         weights and rho would differ in the last bits from a CPU's; with the option an
         H100 reproduces PoCL's cross-map matrix bit for bit), then
-        ``PYEDMCL_BUILD_OPTIONS``."""
-        opts = ("-cl-fp32-correctly-rounded-divide-sqrt",) if self.info.correct_div_sqrt else ()
-        return opts + tuple(os.environ.get("PYEDMCL_BUILD_OPTIONS", "").split())
+        ``PYEDMCL_BUILD_OPTIONS`` (:func:`clkernels.devices.build_options`, which the
+        device probe builds with too)."""
+        return build_options(self.info)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.info.runtime}:{self.info.name})"

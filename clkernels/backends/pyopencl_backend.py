@@ -10,11 +10,19 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from ..buildcache import check_pocl_cache, drop_pyopencl_entry, pyopencl_cache_dir
 from ..devices import DeviceInfo, cl_device
+from ..probe import Captured, first_error_line, quiet_build
 from .base import Backend, BuildError, Local, round_up, save_failed_source
 
 # Programs shared by every backend of the process: (fingerprint, context id, source, options).
 _programs: dict[tuple, cl.Program] = {}
+
+
+def _is_compile_error(exc: cl.Error) -> bool:
+    """A failure of the compiler itself (the source or the options), not of a cache."""
+    return getattr(exc, "code", None) in (cl.status_code.BUILD_PROGRAM_FAILURE, cl.status_code.INVALID_BUILD_OPTIONS,
+                    cl.status_code.COMPILER_NOT_AVAILABLE, cl.status_code.INVALID_COMPILER_OPTIONS)
 
 
 #: uploads up to this size return before the transfer is done (no host-device sync)
@@ -60,21 +68,43 @@ class PyOpenCLBackend(Backend):
         key = (self.info.fingerprint, id(self.context), source, opts)
         prog = _programs.get(key)
         if prog is None:
+            prog = self._build(source, list(opts))
+            self.build_count += 1
+            _programs[key] = prog
+        return prog
+
+    def _build(self, source: str, opts: list[str]) -> cl.Program:
+        """Build quietly (compiler output captured), through a private binary cache that
+        is repaired on a damaged entry (:mod:`clkernels.buildcache`)."""
+        if self.info.runtime == "pocl":
+            check_pocl_cache()  # once per process: damaged PoCL entries abort the process
+        cache_dir = pyopencl_cache_dir()
+        cap = Captured()
+        try:
             try:
                 with warnings.catch_warnings():
                     # Compiler chatter (PoCL/NVIDIA notes) is not an error; set
                     # PYOPENCL_COMPILER_OUTPUT=1 to see it.
                     warnings.simplefilter("ignore", cl.CompilerWarning)
-                    prog = cl.Program(self.context, source).build(options=list(opts))
-            except cl.RuntimeError as exc:
-                path = save_failed_source(source, str(exc), self.info.fingerprint)
-                raise BuildError(
-                    f"OpenCL build failed on {self.info.name} ({self.info.runtime}); "
-                    f"rendered source saved to {path}\n{exc}"
-                ) from exc
-            self.build_count += 1
-            _programs[key] = prog
-        return prog
+                    with quiet_build(self.info, cap):
+                        return cl.Program(self.context, source).build(options=opts,
+                                                                      cache_dir=cache_dir)
+            except cl.Error as exc:
+                if _is_compile_error(exc):
+                    raise
+                # A damaged cache entry (PyOpenCL raises the load's error, see buildcache):
+                # drop it and build from source, which stores a good entry again.
+                prog = cl.Program(self.context, source)
+                drop_pyopencl_entry(prog, self.context, self.device, opts, cache_dir)
+                with quiet_build(self.info, cap):
+                    return prog.build(options=opts, cache_dir=cache_dir)
+        except cl.Error as exc:
+            path = save_failed_source(source, str(exc), self.info.fingerprint, cap.text)
+            raise BuildError(
+                f"OpenCL build failed on {self.info.name} ({self.info.runtime}): "
+                f"{first_error_line(str(exc), cap.text)}\n"
+                f"rendered source and full log saved to {path}\n{exc}"
+            ) from exc
 
     def _get_kernel(self, program: cl.Program, name: str) -> cl.Kernel:
         # A fresh cl.Kernel per (backend-level) cache entry: the program may be shared by

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import DeviceInfo
+from ..probe import Captured, quiet_build
 from .base import Backend, BuildError, Local, save_failed_source
 
 _CTYPES = {
@@ -75,10 +76,12 @@ class SyclBackend(Backend):
         key = (source, opts)
         prog = self._programs.get(key)
         if prog is None:
+            cap = Captured()
             try:
-                prog = self._dpp.create_program_from_source(self.queue, source, " ".join(opts))
+                with quiet_build(self.info, cap):
+                    prog = self._dpp.create_program_from_source(self.queue, source, " ".join(opts))
             except Exception as exc:
-                path = save_failed_source(source, str(exc), self.info.fingerprint)
+                path = save_failed_source(source, str(exc), self.info.fingerprint, cap.text)
                 raise BuildError(f"SYCL build failed; rendered source saved to {path}\n{exc}") from exc
             self.build_count += 1
             self._programs[key] = prog

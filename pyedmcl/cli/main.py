@@ -1,7 +1,8 @@
 """``pyedmcl`` entry point: collects subcommands and maps errors to exit codes.
 
 Exit codes: 0 ok, 2 bad usage or bad input (a clear message on stderr), 1 a
-runtime failure (a build or device error, or any unexpected exception). Each command module exposes ``add_commands(subparsers)``;
+runtime failure (a build or device error, a device that cannot build kernels or no
+working device at all, or any unexpected exception). Each command module exposes ``add_commands(subparsers)``;
 modules of families not installed/built yet are skipped.
 """
 
@@ -64,18 +65,24 @@ def print_json(obj: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from clkernels import BuildError, DeviceSelectionError, TemplateParameterError
+    from clkernels.devices import DeviceUnusableError
 
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 on bad usage, 0 on --help
         return int(exc.code or 0)
+    if getattr(args, "quiet", False):
+        os.environ["PYEDMCL_QUIET"] = "1"  # no "compiling kernels ..." line either
     try:
         rc = args.func(args)
         return int(rc or 0)
     except KeyboardInterrupt:
         print("pyedmcl: interrupted", file=sys.stderr)
         return 130
+    except DeviceUnusableError as exc:  # the machine's runtimes, not the command line
+        print(f"pyedmcl {args.command}: failed: {exc}", file=sys.stderr)
+        return 1
     except (DeviceSelectionError, TemplateParameterError, UsageError, ValueError, TypeError,
             FileNotFoundError, KeyError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

@@ -1,0 +1,270 @@
+"""Can this device build and run a kernel? Asked once, remembered on disk; quiet builds.
+
+:func:`probe` compiles a tiny kernel on one device (its source made unique so no
+compiler cache answers for the compiler), runs it on four work-items and checks the
+result. The verdict is kept on disk (``<cache>/probe/<key>.json``, written atomically;
+an unreadable file is ignored and rewritten) under a key made of the device
+fingerprint, the build options and every environment variable that changes a build
+(``POCL_*`` but the cache folder, ``PYEDMCL_BUILD_OPTIONS``, ``PYOPENCL_BUILD_OPTIONS``,
+``CL_CONFIG_*``), so a forced failure is never hidden by a cached success, nor the
+reverse. A cached verdict costs one small file read; a cold probe one small build
+(tens of milliseconds, see docs/devices.md).
+
+The probe runs in the calling process: its only crash risks are damaged compiler
+caches, which :func:`clkernels.buildcache.check_pocl_cache` clears first, and a
+subprocess would cost a Python start and a platform enumeration (~0.5 s) per probe.
+
+:func:`quiet_build` runs a build with file descriptor 2 redirected to a temporary file:
+PoCL's clang writes "N warnings generated." there, below Python. It is re-entrant
+across threads (the first build in redirects, the last out restores) and restores on
+exceptions; the captured text goes with failure logs, or to stderr when
+``PYOPENCL_COMPILER_OUTPUT=1``. A build that runs longer than a second prints, once per
+device and process, "compiling kernels for <device> (first run only)…" (never with
+``PYEDMCL_QUIET=1``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .userdirs import atomic_write_text, private_dir
+
+#: bump when the probe kernel or the verdict format changes
+PROBE_VERSION = 1
+_ENV_PREFIXES = ("POCL_", "CL_CONFIG_")
+_ENV_NAMES = ("PYEDMCL_BUILD_OPTIONS", "PYOPENCL_BUILD_OPTIONS")
+_ENV_IGNORED = ("POCL_CACHE_DIR",)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A probe's outcome: ``ok``, and if not, the first line of the failure."""
+
+    ok: bool
+    reason: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+
+
+def build_env() -> dict[str, str]:
+    """The environment variables that can change how a kernel builds."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and k not in _ENV_IGNORED}
+
+
+def probe_key(fingerprint: str, platform_name: str, options: tuple[str, ...]) -> str:
+    """The verdict's cache key: device, build options, build environment."""
+    import pyopencl
+
+    blob = json.dumps([PROBE_VERSION, fingerprint, platform_name, list(options),
+                       build_env(), pyopencl.VERSION_TEXT])
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+_verdicts: dict[str, Verdict] = {}
+_probe_lock = threading.Lock()
+
+
+def _read_verdict(path: Any) -> Verdict | None:
+    try:
+        d = json.loads(path.read_text())
+        if isinstance(d, dict) and isinstance(d.get("ok"), bool) and isinstance(d.get("reason"), str):
+            return Verdict(ok=d["ok"], reason=d["reason"], seconds=float(d.get("seconds", 0.0)),
+                           cached=True)
+    except (OSError, ValueError, TypeError):
+        pass
+    return None  # missing or corrupt: probe again and rewrite
+
+
+def probe(info: Any, device: Any, options: tuple[str, ...] = ()) -> Verdict:
+    """Whether ``device`` (a ``pyopencl.Device`` described by ``info``) builds and runs a
+    kernel with ``options``; from memory, then disk, else by building one."""
+    key = probe_key(info.fingerprint, info.platform_name, options)
+    with _probe_lock:
+        v = _verdicts.get(key)
+        if v is not None:
+            return v
+        try:
+            path = private_dir("probe") / f"{key}.json"
+        except OSError:
+            path = None
+        v = _read_verdict(path) if path is not None else None
+        if v is None:
+            v = _run_probe(info, device, options)
+            if path is not None:
+                try:
+                    atomic_write_text(path, json.dumps({**asdict(v), "device": info.fingerprint,
+                                                        "options": list(options),
+                                                        "env": build_env()}))
+                except OSError:
+                    pass
+        _verdicts[key] = v
+        return v
+
+
+_PROBE_SRC = """__constant int pyedmcl_probe_{token} = 1;
+__kernel void pyedmcl_probe(__global float* a) {{
+    int i = get_global_id(0);
+    a[i] = 2.0f * (float)i + (float)pyedmcl_probe_{token};
+}}
+"""
+
+
+def _run_probe(info: Any, device: Any, options: tuple[str, ...]) -> Verdict:
+    import numpy as np
+    import pyopencl as cl
+
+    from .buildcache import check_pocl_cache
+
+    if info.runtime == "pocl":
+        check_pocl_cache()
+    t0 = time.perf_counter()
+    captured = Captured()
+    try:
+        ctx = cl.Context([device])
+        queue = cl.CommandQueue(ctx)
+        src = _PROBE_SRC.format(token=uuid.uuid4().hex)
+        with quiet_build(info, captured):
+            prg = cl.Program(ctx, src).build(options=list(options), cache_dir=False)
+        k = cl.Kernel(prg, "pyedmcl_probe")
+        out = np.zeros(4, np.float32)
+        buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        k(queue, (4,), None, buf)
+        cl.enqueue_copy(queue, out, buf)
+        queue.finish()
+        if not np.array_equal(out, np.array([1, 3, 5, 7], np.float32)):
+            return Verdict(False, f"probe kernel computed {out.tolist()}, not [1, 3, 5, 7]",
+                           time.perf_counter() - t0)
+    except Exception as exc:  # noqa: BLE001 - any failure means "not usable", with its reason
+        return Verdict(False, first_error_line(str(exc), captured.text), time.perf_counter() - t0)
+    return Verdict(True, "", time.perf_counter() - t0)
+
+
+def first_error_line(message: str, captured: str = "") -> str:
+    """The line of a build failure a person needs: the compiler's first diagnostic
+    (``error: unknown target CPU 'generic'``), after the status code."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    status = lines[0].split(" - ")[0] if lines else type(message).__name__
+    skip = ("Build on <", "(options:", "(source saved", "clBuildProgram failed", "=====")
+    body = [ln for ln in lines[1:] if not ln.startswith(skip)]
+    errors = [ln for ln in body if "error" in ln.lower()]
+    extra = [ln.strip() for ln in captured.splitlines() if "error" in ln.lower()]
+    detail = (errors or extra or body or [""])[0]
+    return f"{status}: {detail}" if detail else status
+
+
+# --- quiet builds ------------------------------------------------------------------
+
+class Captured:
+    """What a build wrote to file descriptor 2 (filled when :func:`quiet_build` ends)."""
+
+    text: str = ""
+
+
+_cap_lock = threading.Lock()
+_cap_depth = 0
+_cap_saved: int | None = None
+_cap_file: Any = None
+_noticed: set[str] = set()
+
+
+def _quiet() -> bool:
+    return os.environ.get("PYEDMCL_QUIET", "").strip() not in ("", "0")
+
+
+def to_terminal(text: str) -> None:
+    """Write ``text`` to the real stderr, also while a build captures descriptor 2."""
+    with _cap_lock:
+        if _cap_saved is not None:
+            try:
+                os.write(_cap_saved, text.encode(errors="replace"))
+            except OSError:
+                pass
+            return
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+@contextmanager
+def quiet_build(info: Any, captured: Captured | None = None) -> Iterator[Captured]:
+    """Redirect descriptor 2 during a build; announce a slow first build on a device."""
+    global _cap_depth, _cap_saved, _cap_file
+    captured = captured if captured is not None else Captured()
+    with _cap_lock:
+        if _cap_depth == 0:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            f = tempfile.TemporaryFile()
+            saved = os.dup(2)
+            os.dup2(f.fileno(), 2)
+            _cap_file, _cap_saved = f, saved
+        _cap_depth += 1
+        start = os.fstat(_cap_file.fileno()).st_size
+        f = _cap_file
+    timer = _notice_timer(info)
+    try:
+        yield captured
+    finally:
+        if timer is not None:
+            timer.cancel()
+        with _cap_lock:
+            end = os.fstat(f.fileno()).st_size
+            captured.text = os.pread(f.fileno(), end - start, start).decode(errors="replace")
+            _cap_depth -= 1
+            if _cap_depth == 0:
+                os.dup2(_cap_saved, 2)
+                os.close(_cap_saved)
+                _cap_file.close()
+                _cap_file, _cap_saved = None, None
+        if captured.text and os.environ.get("PYOPENCL_COMPILER_OUTPUT", "") not in ("", "0"):
+            to_terminal(captured.text)
+
+
+def _notice_timer(info: Any) -> threading.Timer | None:
+    if info is None or _quiet():
+        return None
+    name = f"{info.name} ({info.runtime})"
+    with _cap_lock:
+        if name in _noticed:
+            return None
+    try:
+        after = float(os.environ.get("PYEDMCL_BUILD_NOTICE_S", "1.0"))
+    except ValueError:
+        after = 1.0
+
+    def say() -> None:
+        with _cap_lock:
+            if name in _noticed:
+                return
+            _noticed.add(name)
+        to_terminal(f"pyedmcl: compiling kernels for {name} (first run only)…\n")
+
+    t = threading.Timer(after, say)
+    t.daemon = True
+    t.start()
+    return t
+
+
+_said: set[str] = set()
+
+
+def note(message: str) -> None:
+    """One line on stderr, once per process for each distinct message."""
+    with _probe_lock:
+        if message in _said:
+            return
+        _said.add(message)
+    to_terminal(f"pyedmcl: {message}\n")
