@@ -50,6 +50,7 @@ import numpy as np
 from clkernels import get_backend, run_blocked
 from clkernels.tuning import lookup
 
+from .._precision import prepare
 from ..kernels.smap import SMAP
 from ..validation import as_series, check_dtype, check_int
 from .knn import knn_device
@@ -290,6 +291,15 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         raise ValueError(f"accumulate={accumulate!r}; allowed: double, df, float")
     if accumulate == "double" and not info.fp64:
         raise ValueError(f"accumulate='double' needs fp64, which device {info.name} lacks")
+    # float32: x and y centred and scaled in float64 (pyedmcl._precision); the fit is
+    # mapped back below. A switch to float64 needs float64 accumulation.
+    y_data = y
+    prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
+    if prep.dtype != dt:
+        dt, accumulate = prep.dtype, "double"
+    (x, y), (fx, fy) = prep.series, prep.affine
+    sx, mx, sy, my = float(fx.scale[0]), float(fx.shift[0]), float(fy.scale[0]), float(fy.shift[0])
+    ridge = ridge / sx ** 2  # ridge ||C||^2 in data units = sy^2 (ridge / sx^2) ||C'||^2
     acc = np.float64 if accumulate == "double" else np.float32
     if acc == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
@@ -366,6 +376,16 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
             p, C, v = _row_lstsq(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb)
         pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
 
+    if not (fx.is_identity and fy.is_identity):
+        # fitted on x' = (x - mx)/sx, y' = (y - my)/sy: y' = C0' + sum_k C'_k x'_k gives
+        # y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx), i.e. C_k = (sy/sx) C'_k and
+        # C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my; variances sy^2 v'
+        pred = pred * sy + my
+        var = var * sy ** 2
+        slopes = coef[:, :, 1:] * (sy / sx)
+        coef = np.concatenate([(my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True),
+                               slopes], axis=2)
+    y = y_data
     times = pred_t + Tp
     obs = np.full(n_pred, np.nan)
     inside = (times >= 0) & (times < y.size)
