@@ -40,6 +40,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +96,21 @@ class Affine:
         return s * self._col(np.asarray(s), self.scale) ** power
 
 
+_ENABLED = [True]
+
+
+@contextmanager
+def unstandardised():
+    """Within this block float32 inputs reach the kernels as given (no centring or
+    scaling, no merge check): the plain path, e.g. the reference that device-array inputs
+    (always used as given) are compared with in the tests."""
+    _ENABLED.append(False)
+    try:
+        yield
+    finally:
+        _ENABLED.pop()
+
+
 @dataclass
 class Prepared:
     """The outcome of :func:`prepare`: the dtype to run in, the kernel inputs (float64
@@ -136,14 +152,25 @@ def merged_fraction(original: np.ndarray, cast: np.ndarray) -> np.ndarray:
     return (u0 - n_distinct(cast)) / u0
 
 
+def _round_shift(m: np.ndarray, sd: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    q = np.exp2(np.floor(np.log2(sd)))
+    return np.where(ok, np.round(m / q) * q, m)
+
+
 def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
+    """The shift is the mean rounded to a multiple of ``q``, the power of two at or below
+    the std, and the scale the power of two nearest the std: both exact in binary, so
+    integer data stay integers (exact distance ties survive, as in float64) and scaling
+    adds no rounding; the standardised std lies in [0.7, 1.4]."""
     rows = _rows(a)
-    m = rows.mean(axis=1) if shift is None else np.broadcast_to(shift, rows.shape[:1]).astype(float)
-    if scale:
-        s = rows.std(axis=1)
-        s = np.where((s > 0) & np.isfinite(s), s, 1.0)  # a constant series: centre only
-    else:
-        s = np.ones(rows.shape[0])
+    sd = rows.std(axis=1)
+    ok = (sd > 0) & np.isfinite(sd)
+    sd = np.where(ok, sd, 1.0)  # a constant series: shift only
+    if shift is None:
+        m = _round_shift(rows.mean(axis=1), sd, ok)
+    else:  # a common shift (already rounded)
+        m = np.broadcast_to(shift, rows.shape[:1]).astype(float)
+    s = np.exp2(np.round(np.log2(sd))) if scale else np.ones(rows.shape[0])
     return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64))
 
 
@@ -163,11 +190,14 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     """
     dt = np.dtype(dtype)
     arrs = [np.asarray(a, dtype=np.float64) for a in series]
-    if dt == np.float64:
+    if dt == np.float64 or not _ENABLED[-1]:
         return Prepared(dt, arrs, [Affine.identity(_rows(a).shape[0]) for a in arrs])
     shift = None
     if common_shift:
-        shift = np.array([np.mean(np.concatenate([a.reshape(-1) for a in arrs]))])
+        pool = np.concatenate([a.reshape(-1) for a in arrs])
+        sd = np.array([pool.std()])
+        ok = (sd > 0) & np.isfinite(sd)
+        shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
     affs = [_affine(a, scale, shift) for a in arrs]
     out = [f.forward(a) for f, a in zip(affs, arrs, strict=True)]
     for a, z, name in zip(arrs, out, names, strict=True):
