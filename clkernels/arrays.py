@@ -183,3 +183,21 @@ def gather(be: Backend, a: Any, lda: int, rows: int, idx: Any, m: int, fill: flo
               dt.type(fill), out)
     _hold(be, out, idx)
     return out
+
+
+def affine_rows(be: Backend, a: Any, rows: int, m: int, scale: np.ndarray,
+                shift: np.ndarray) -> Any:
+    """In place: ``a[r, i] = a[r, i] * scale[r] + shift[r]`` for a contiguous ``(rows, m)``
+    float device array (any leading shape of ``rows * m`` elements); returns ``a``. The
+    arithmetic runs in double where the device has fp64."""
+    dt = np.dtype(a.dtype)
+    if rows == 0 or m == 0:
+        return a
+    acc = np.dtype(np.float64) if be.info.fp64 else np.dtype(np.float32)
+    wg = min(64, be.info.max_work_group_size)
+    k = be.kernel("affine.cl.mako", {"CTYPE": CTYPES[dt], "ACC": CTYPES[acc]}, "affine_rows")
+    s = be.to_device(np.ascontiguousarray(np.broadcast_to(scale, (rows,)), dtype=acc))
+    t = be.to_device(np.ascontiguousarray(np.broadcast_to(shift, (rows,)), dtype=acc))
+    be.launch(k, (round_up(m, wg), rows), (wg, 1), a, np.uint32(m), s, t)
+    _hold(be, s, t)
+    return a

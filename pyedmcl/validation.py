@@ -82,8 +82,16 @@ def check_metric(metric: str) -> str:
 
 
 def check_dtype(dtype: Any, info: Any = None) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+    """``dtype`` as float32/float64 (a string, numpy type or dtype), or a ValueError naming
+    ``dtype``; float64 also needs fp64 on ``info``'s device when given. None is the
+    default, float32."""
+    if dtype is None:
+        dtype = np.float32
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype={dtype!r} is not supported; allowed: float32, float64")
     if dt == np.float64 and info is not None and not info.fp64:
         raise ValueError(f"dtype=float64 needs fp64, which device {info.name} lacks; use float32")

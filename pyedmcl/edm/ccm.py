@@ -42,6 +42,7 @@ import numpy as np
 from clkernels import get_backend, round_up, run_blocked
 from clkernels.memory import is_oom
 
+from .._precision import prepare
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_int
 from .knn import hold, knn_device, launch_spec
@@ -261,14 +262,18 @@ def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int 
     ``"start stop increment"``); ``sample`` random libraries per size (one
     contiguous library of the first L rows if ``random=False``); ``seed`` makes
     the draw reproducible (see module docstring for the exact RNG). ``tau > 0``
-    lags into the past.
+    lags into the past. ``dtype`` "float32" (default; each series centred and scaled
+    first, :mod:`pyedmcl._precision`) or "float64".
     """
     be = get_backend(device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
-    real = "double" if dt == np.float64 else "float"
     xs, ys = as_series(x, "x"), as_series(y, "y")
     if xs.size != ys.size:
         raise ValueError(f"x and y must be equally long, got {xs.size} and {ys.size}")
+    # float32: each series centred and scaled (rho is invariant; see pyedmcl._precision)
+    prep = prepare([xs, ys], dt, be.info.fp64, names=["x", "y"], what="ccm")
+    real = prep.real
+    xs, ys = prep.series
     n = xs.size
     E = check_int(E, "E", 1, 512)
     tau = check_tau(tau)

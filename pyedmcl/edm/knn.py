@@ -264,6 +264,16 @@ def check_points(x: Any, E: Any, tau: Any, lib_points: Any, query_points: Any
     return s, E, tau, lp, qp
 
 
+def centre(s: np.ndarray, dt: np.dtype, fp64: bool, what: str) -> tuple[np.ndarray, np.dtype]:
+    """A validated series as a k-NN kernel input: float32 centres it (distances in data
+    units, independent of the offset; :mod:`pyedmcl._precision`, which may switch the
+    call to float64), float64 returns it as given. Returns (series, dtype to run in)."""
+    from .._precision import prepare
+
+    prep = prepare([s], dt, fp64, names=["x"], scale=False, what=what)
+    return prep.series[0], prep.dtype
+
+
 def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
               query_points=None, exclusion_radius: int = 0, metric: str = "euclidean",
               dtype: Any = np.float32, device: Any = None, backend: str | None = None
@@ -276,13 +286,15 @@ def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
     query ``p`` when ``|p - l| <= exclusion_radius`` (-1: no exclusion). Ties
     are ordered by distance, then ``|p - l|``, then ``l`` (pyEDM's Simplex order).
     Returns ``(indices (nq, k) int32, distances (nq, k))``, -1/inf where fewer than
-    ``k`` neighbours are admissible.
+    ``k`` neighbours are admissible. In float32 ``x`` is centred (in float64) first, so
+    neither depends on the data's offset; distances stay in data units.
     """
     be = get_backend(device, backend)
     dt = check_dtype(dtype, be.info)
     metric = check_metric(metric)
     s, E, tau, lp, qp = check_points(x, E, tau, lib_points, query_points)
     k = E + 1 if k is None else check_int(k, "k", 1, MAX_KNN)
+    s, dt = centre(s, dt, be.info.fp64, "knn_table")
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
     hold(be, xd)

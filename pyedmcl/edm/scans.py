@@ -27,6 +27,7 @@ import numpy as np
 from clkernels import get_backend
 from clkernels.memory import describe, is_oom
 
+from .._precision import Affine, prepare
 from ..validation import as_series, check_dtype, check_int
 from .lookup import skill_out
 from .ranges import resolve
@@ -40,19 +41,31 @@ log = logging.getLogger("pyedmcl.edm.scans")
 DEFAULT_RADII = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 25, 30)
 
 
-def _inputs(x, target, dtype, device, backend):
-    """Backend, dtype, validated series and its single target (every scan takes one)."""
+def _inputs(x, target, dtype, device, backend, what: str = "this scan"
+            ) -> tuple[Any, np.dtype, np.ndarray, np.ndarray, Affine]:
+    """Backend, dtype, validated series and its single target (every scan takes one), as
+    kernel inputs (float32: standardised, :mod:`pyedmcl._precision`), and the target's
+    map back to data units (MAE/RMSE)."""
     be = get_backend(device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
     xs = as_series(x, "x")
     y, single = as_targets(xs if target is None else target, xs.size)
     if not single:
         raise ValueError("scans take a single target series")
-    return be, dt, xs, y
+    if target is None:
+        prep = prepare([xs], dt, be.info.fp64, names=["x"], what=what)
+        return be, prep.dtype, prep.series[0], prep.series[0][None, :], prep.affine[0]
+    prep = prepare([xs, y], dt, be.info.fp64, names=["x", "target"], what=what)
+    return be, prep.dtype, prep.series[0], prep.series[1], prep.affine[1]
+
+
+def _skills(name: str, values, sk: np.ndarray, fy: Affine) -> SkillScan:
+    return SkillScan(name, np.asarray(values), sk[:, 0], fy.back_spread(sk[:, 1]),
+                     fy.back_spread(sk[:, 2]))
 
 
 def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> SkillScan:
-    be, dt, xs, y = _inputs(x, target, dtype, device, backend)
+    be, dt, xs, y, fy = _inputs(x, target, dtype, device, backend, f"the {name} scan")
     plans = [make_plan(xs.size, v) for v in values]
     data = DeviceData.upload(be, xs, y, dt)
     lists = [plan_device(be, p) for p in plans]  # every upload before any launch
@@ -68,7 +81,7 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     sk = be.to_host(out).astype(np.float64)  # the scan's one host sync
     for i, rows in blocked.items():
         sk[i * data.nt:(i + 1) * data.nt] = rows
-    return SkillScan(name, np.asarray(values), sk[:, 0], sk[:, 1], sk[:, 2])
+    return _skills(name, values, sk, fy)
 
 
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
@@ -90,7 +103,7 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
                        lib=lib, pred=pred)
 
     if fused is not False:
-        be, dt, xs, y = _inputs(x, target, dtype, device, backend)
+        be, dt, xs, y, fy = _inputs(x, target, dtype, device, backend, "embed_dimension")
         lay = scan_layout(xs.size, max_E, tau=tau, Tp=Tp, knn=knn,
                           exclusion_radius=exclusion_radius, lib=lib, pred=pred)
         if lay is None and fused:
@@ -100,7 +113,7 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
             real = "double" if dt == np.float64 else "float"
             try:
                 sk, _ = run_fused(be, lay, xs, None if target is None else y[0], dt, real)
-                return SkillScan("E", np.asarray(values), sk[:, 0], sk[:, 1], sk[:, 2])
+                return _skills("E", values, sk, fy)
             except Exception as exc:  # all E's tables at once do not fit: per-E path
                 if not is_oom(exc):
                     raise

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, run_blocked
-from clkernels.arrays import gather
+from clkernels.arrays import affine_rows, gather
 
+from .._precision import Affine, prepare
 from ..interop import backend_for, device_series, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
@@ -206,6 +207,12 @@ def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | Non
     ``x``/``target`` may be device arrays (kept on the device, validated there) and
     ``return_device=True`` returns ``predicted``/``observed``/``variance`` as device
     arrays in the computation dtype (see :mod:`pyedmcl.interop`).
+
+    ``dtype``: "float32" (default) or "float64". In float32 each host series is
+    centred and scaled in float64 first and the results mapped back (offset- and
+    scale-invariant; see :mod:`pyedmcl._precision`, which may switch a call to
+    float64 with a :class:`~pyedmcl._precision.PrecisionWarning`); device arrays are
+    used as given.
     """
     be = backend_for((x, target), device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
@@ -222,15 +229,34 @@ def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | Non
     else:
         y, single = as_targets(target, n)
         nt = y.shape[0]
+    # float32: centre + scale the host series (x: distances; y: predictions, mapped back)
+    host, names = [], []
+    for nm, a in (("x", xs), ("target", None if target is None else y)):
+        if a is not None:
+            host.append(a)
+            names.append(nm)
+    prep = prepare(host, dt, be.info.fp64, names=names, what="simplex")
+    if prep.dtype != dt:  # float32 cannot hold the data: float64 (device inputs converted again)
+        dt = prep.dtype
+        xd = None if xd is None else device_series(x, be, "x", dt)
+        yd = None if yd is None else device_series(target, be, "target", dt, ndim=(1, 2), length=n)
+    fx = fy = Affine.identity(nt)
+    xz, yz = xs, y
+    if xs is not None:
+        xz, fx = prep.series[0], prep.affine[0]
+    if target is None and y is not None:
+        yz, fy = xz[None, :], fx
+    elif y is not None:
+        yz, fy = prep.series[-1], prep.affine[-1]
     plan = resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                    lib=lib, pred=pred)
     if xd is None and yd is None:
-        data = DeviceData.upload(be, xs, y, dt)
+        data = DeviceData.upload(be, xz, yz, dt)
     else:  # at least one input already on the device: upload only the host one
-        x_dev = to_backend(be, xs, dt) if xd is None else xd
-        y_dev = yd if yd is not None else (x_dev if target is None else to_backend(be, y, dt))
+        x_dev = to_backend(be, xz, dt) if xd is None else xd
+        y_dev = yd if yd is not None else (x_dev if target is None else to_backend(be, yz, dt))
         hold(be, x_dev, y_dev)
-        data = DeviceData(be, "double" if dt == np.float64 else "float", n, x_dev, y_dev, y,
+        data = DeviceData(be, "double" if dt == np.float64 else "float", n, x_dev, y_dev, yz,
                           n_targets=nt)
     nb = resolve_backend(knn_backend, be, L=plan.lib_points.size, E=plan.E,
                          nq=plan.pred_points.size, k=plan.knn, options=knn_options)
@@ -250,15 +276,20 @@ def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | Non
         obs_idx = plan_device(be, plan)[2]
         obs_dev = gather(be, data.y_dev, n, nt, obs_idx, nq, np.nan)
         hold(be, obs_idx, obs_dev)
+        if not fy.is_identity:  # back to data units on the device
+            affine_rows(be, p, nt, nq, fy.scale, fy.shift)
+            affine_rows(be, obs_dev, nt, nq, fy.scale, fy.shift)
+            if variance:
+                affine_rows(be, v, nt, nq, fy.scale ** 2, np.zeros(nt))
         predicted, obs = output(be, p, return_device, shape), output(be, obs_dev, return_device, shape)
         var = None if not variance else output(be, v, return_device, shape)
         if not return_device:
             predicted, obs = predicted.astype(np.float64), obs.astype(np.float64)
             var = None if var is None else var.astype(np.float64)
     else:
-        predicted, obs = pick(p.astype(np.float64)), pick(obs_host[0])
-        var = None if v is None else pick(v.astype(np.float64))
+        predicted, obs = pick(fy.back(p.astype(np.float64))), pick(obs_host[0])
+        var = None if v is None else pick(fy.back_spread(v.astype(np.float64), 2))
     return SimplexResult(predicted=predicted, observed=obs,
-                         times=plan.target_times, rho=pick(sk[:, 0]), mae=pick(sk[:, 1]),
-                         rmse=pick(sk[:, 2]), E=plan.E, tau=plan.tau, Tp=plan.Tp, knn=plan.knn,
+                         times=plan.target_times, rho=pick(sk[:, 0]),
+                         mae=pick(fy.back_spread(sk[:, 1])), rmse=pick(fy.back_spread(sk[:, 2])), E=plan.E, tau=plan.tau, Tp=plan.Tp, knn=plan.knn,
                          variance=var, pred_times=plan.pred_times, neighbors=nb.info)

@@ -50,6 +50,7 @@ import numpy as np
 from clkernels import get_backend, run_blocked
 from clkernels.tuning import lookup
 
+from .._precision import prepare
 from ..kernels.smap import SMAP
 from ..validation import as_series, check_dtype, check_int
 from .knn import knn_device
@@ -290,6 +291,17 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         raise ValueError(f"accumulate={accumulate!r}; allowed: double, df, float")
     if accumulate == "double" and not info.fp64:
         raise ValueError(f"accumulate='double' needs fp64, which device {info.name} lacks")
+    # float32: the kernel fits x and y centred and scaled in float64 (pyedmcl._precision),
+    # and its fits are mapped back below. Neighbour tables and the host fallback rows
+    # (minimum-norm SVD, which is not affine-invariant) use the data as given, as pyEDM.
+    # A switch to float64 needs float64 accumulation.
+    x_data, y_data, ridge_data = x, y, ridge
+    prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
+    if prep.dtype != dt:
+        dt, accumulate = prep.dtype, "double"
+    (x, y), (fx, fy) = prep.series, prep.affine
+    sx, mx, sy, my = float(fx.scale[0]), float(fx.shift[0]), float(fy.scale[0]), float(fy.shift[0])
+    ridge = ridge / sx ** 2  # ridge ||C||^2 in data units = sy^2 (ridge / sx^2) ||C'||^2
     acc = np.float64 if accumulate == "double" else np.float32
     if acc == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
@@ -300,7 +312,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     if knn is not None and knn_eff < n_lib - 1:
         # pyEDM's table semantics differ from "all minus the farthest" only below |lib| - 1.
         mode = "table"
-    nbr = _knn_table(x, lib_t, pred_t, E, tau, knn_eff, R, be) if mode == "table" else None
+    nbr = _knn_table(x_data, lib_t, pred_t, E, tau, knn_eff, R, be) if mode == "table" else None
     knn_used = knn_eff  # pyEDM's knn after its defaulting
 
     ylib = y[lib_t + Tp]
@@ -352,6 +364,17 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     pred += ymean
     coef[:, :, 0] = coef[:, :, 0] + ymean - np.einsum("tpk,pk->tp", coef[:, :, 1:], XP)
 
+    if not (fx.is_identity and fy.is_identity):
+        # fitted on x' = (x - mx)/sx, y' = (y - my)/sy: y' = C0' + sum_k C'_k x'_k gives
+        # y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx), i.e. C_k = (sy/sx) C'_k and
+        # C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my; variances sy^2 v'
+        pred = pred * sy + my
+        var = var * sy ** 2
+        slopes = coef[:, :, 1:] * (sy / sx)
+        coef = np.concatenate([(my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True),
+                               slopes], axis=2)
+    x, y, ridge = x_data, y_data, ridge_data
+    ylib = y[lib_t + Tp]
     if np.any(status == 3):  # cannot happen: "all" mode only drops 0 or 1 neighbour
         raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
     for ti, row in zip(*np.nonzero(status == 1), strict=True):

@@ -121,6 +121,11 @@ def pairwise_distances(x, y=None, *, E: int, tau: int = 1, metric: str = "euclid
     nx = check_embedding(xs.size if xdev is None else int(xdev.shape[0]), E, tau, "x")
     ny = check_embedding((ys.size if ydev is None else int(ydev.shape[0])) if y is not None
                          else (xs.size if xdev is None else int(xdev.shape[0])), E, tau, "y")
+    if xs is not None and ys is not None:  # float32: one common centre (offset-free distances)
+        from .._precision import prepare
+        prep = prepare([xs] if y is None else [xs, ys], dt, be.info.fp64, names=["x", "y"][:1 + (y is not None)],
+                       scale=False, common_shift=True, what="pairwise_distances")
+        dt, xs, ys = prep.dtype, prep.series[0], prep.series[-1]
     real = "double" if dt == np.float64 else "float"
     spec = {"E": E, "TAU": tau, "METRIC": metric, "REAL": real,
             "SQRT": int(metric == "euclidean" and not squared)}

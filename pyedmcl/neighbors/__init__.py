@@ -120,7 +120,7 @@ def knn_search(x: Any, *, E: int, tau: int = 1, k: int | None = None, lib_points
     """
     from clkernels import get_backend
 
-    from ..edm.knn import check_points
+    from ..edm.knn import centre, check_points
     from ..validation import check_dtype, check_int, check_metric
 
     be = get_backend(device)
@@ -132,6 +132,7 @@ def knn_search(x: Any, *, E: int, tau: int = 1, k: int | None = None, lib_points
         raise ValueError(f"k={k} is larger than the library ({lp.size} points); "
                          f"allowed: 1 <= k <= {lp.size}")
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", -1)
+    s, dt = centre(s, dt, be.info.fp64, "knn_search")  # float32: offset-free distances
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
     t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp.astype(np.int32),

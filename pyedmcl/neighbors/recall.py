@@ -37,8 +37,9 @@ def recall(approx_idx: np.ndarray, exact_idx: np.ndarray) -> float:
 def measure_recall(x: Any, *, E: int, tau: int = 1, k: int | None = None,
                    knn_backend: str = "hnsw", knn_options: dict[str, Any] | None = None,
                    exclusion_radius: int = 0, sample: int = 2000, seed: int = 0,
-                   device: Any = None) -> float:
-    """Recall of ``knn_backend`` against the exact kernel on ``sample`` random queries of ``x``."""
+                   dtype: Any = np.float32, device: Any = None) -> float:
+    """Recall of ``knn_backend`` against the exact kernel on ``sample`` random queries of ``x``
+    (both searches in ``dtype``, float32 or float64)."""
     from ..validation import as_series
     from . import knn_search
 
@@ -47,7 +48,7 @@ def measure_recall(x: Any, *, E: int, tau: int = 1, k: int | None = None,
     rng = np.random.default_rng(seed)
     q = np.sort(rng.choice(npts, size=min(sample, npts), replace=False))
     kw = dict(E=E, tau=tau, k=k, query_points=q, exclusion_radius=exclusion_radius,
-              device=device)
+              dtype=dtype, device=device)
     a = knn_search(s, knn_backend=knn_backend, knn_options=knn_options, **kw)
     e = knn_search(s, knn_backend="exact", **kw)
     return recall(a.indices, e.indices)

@@ -10,6 +10,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("demo", help="run every analysis on bundled sample data and write a report")
     p.add_argument("-o", "--out", default="pyedmcl-demo", help="report folder (default: pyedmcl-demo)")
+    p.add_argument("--dtype", default=None, choices=("float32", "float64"),
+                   help="precision of every analysis (default float32)")
     add_device_args(p)
     p.set_defaults(func=run)
 
@@ -18,7 +20,8 @@ def run(args: argparse.Namespace) -> int:
     from ..cli.main import print_json
     from .demo import run_demo
 
-    res = run_demo(args.out, device=args.device, backend=args.backend, quiet=args.quiet or args.json)
+    res = run_demo(args.out, device=args.device, backend=args.backend, quiet=args.quiet or args.json,
+                   dtype=args.dtype)
     if args.json:
         print_json(res)
     return 0

@@ -63,8 +63,11 @@ def _floats(a: Any) -> list[float]:
 
 
 def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
-             quiet: bool = False, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+             quiet: bool = False, dtype: Any = None, log: Callable[[str], None] | None = None
+             ) -> dict[str, Any]:
     """Run the demo into folder ``out``; return the results dictionary (also in results.json).
+
+    ``dtype``: every analysis's precision, float32 (default) or float64.
 
     The report is built in a hidden sibling folder and renamed to ``out`` once complete,
     so ``out`` never holds half a report; a report already there (one pyedmcl wrote) is
@@ -80,13 +83,14 @@ def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
     check_replaceable(final, DEMO_REPORT)  # before any work
     _plt()
     with output_lock(final, what="demo report"), atomic_dir(final, DEMO_REPORT) as tmp:
-        results, be = _build(tmp, device, backend, say)
+        results, be = _build(tmp, device, backend, dtype, say)
     say(f"[demo] report written to {final / 'index.html'} in {results['total_seconds']:.1f} s "
         f"on {be.info.name} ({be.info.runtime})")
     return results
 
 
-def _build(out: Path, device: Any, backend: str | None, say: Callable[[str], None]
+def _build(out: Path, device: Any, backend: str | None, dtype: Any,
+           say: Callable[[str], None]
            ) -> tuple[dict[str, Any], Any]:
     """Every analysis, its figure and numbers, written into the (new, empty) folder ``out``."""
     import pyedmcl as pe
@@ -116,7 +120,7 @@ def _build(out: Path, device: Any, backend: str | None, say: Callable[[str], Non
     # 1. embedding dimension, prediction interval, nonlinearity on Lorenz-63 x
     lz = lorenz63(1000, sample_every=10)[:, 0]
     with timed("embed_dimension"):
-        ed = pe.embed_dimension(lz, max_E=10, tau=1, Tp=1, device=be)
+        ed = pe.embed_dimension(lz, max_E=10, tau=1, Tp=1, dtype=dtype, device=be)
         best_E = int(ed.values[int(np.argmax(ed.rho))])
         sec["embed_dimension"].update(data="lorenz63 x, n=1000, sampled every 0.1 time units", E=_floats(ed.values),
                                       rho=_floats(ed.rho), best_E=best_E)
@@ -125,14 +129,14 @@ def _build(out: Path, device: Any, backend: str | None, say: Callable[[str], Non
         ax.set(xlabel="E", ylabel="Simplex rho (Tp=1)", title=f"Embedding dimension (best E={best_E})")
         figures["embed_dimension"] = _save(fig, out / "embed_dimension.png")
     with timed("predict_interval"):
-        pi = pe.predict_interval(lz, E=best_E, max_Tp=10, device=be)
+        pi = pe.predict_interval(lz, E=best_E, max_Tp=10, dtype=dtype, device=be)
         sec["predict_interval"].update(Tp=_floats(pi.values), rho=_floats(pi.rho))
         fig, ax = plt.subplots(figsize=(5, 3.4))
         ax.plot(pi.values, pi.rho, "o-")
         ax.set(xlabel="Tp", ylabel="Simplex rho", title=f"Prediction interval (E={best_E})")
         figures["predict_interval"] = _save(fig, out / "predict_interval.png")
     with timed("predict_nonlinear"):
-        nl = pe.predict_nonlinear(lz, E=best_E, thetas=THETAS, device=be)
+        nl = pe.predict_nonlinear(lz, E=best_E, thetas=THETAS, dtype=dtype, device=be)
         sec["predict_nonlinear"].update(theta=_floats(nl.thetas), rho=_floats(nl.rho),
                                         best_theta=float(nl.thetas[int(np.argmax(nl.rho))]))
         fig, ax = plt.subplots(figsize=(5, 3.4))
@@ -144,7 +148,7 @@ def _build(out: Path, device: Any, backend: str | None, say: Callable[[str], Non
     with timed("ccm"):
         xy = coupled_logistic(1000)
         sizes = list(range(20, 401, 40))
-        cc = pe.ccm(xy[:, 0], xy[:, 1], E=2, lib_sizes=sizes, sample=30, seed=7, device=be)
+        cc = pe.ccm(xy[:, 0], xy[:, 1], E=2, lib_sizes=sizes, sample=30, seed=7, dtype=dtype, device=be)
         # rho_yx: y's embedding cross-maps x -> evidence that x drives y.
         sec["ccm"].update(data="coupled logistic maps, Sugihara et al. 2012 (x drives y)",
                           lib_sizes=_floats(cc.lib_sizes), rho_x_xmap_y=_floats(cc.rho_xy),
@@ -162,7 +166,7 @@ def _build(out: Path, device: Any, backend: str | None, say: Callable[[str], Non
     if hasattr(pe, "xmap") or "xmap" in dir(pe):
         with timed("xmap"):
             X, A = logistic_network(8, 600)
-            M = pe.xmap(X, E=3, tau=1, Tp=0, device=be)
+            M = pe.xmap(X, E=3, tau=1, Tp=0, dtype=dtype, device=be)
             rho = np.asarray(getattr(M, "rho", M), dtype=float)
             sec["xmap"].update(data="8 logistic maps on a random directed graph",
                                rho=rho.tolist(), adjacency=A.tolist(),
@@ -179,13 +183,13 @@ def _build(out: Path, device: Any, backend: str | None, say: Callable[[str], Non
     # 4. RQA + recurrence plot of the logistic map
     with timed("rqa"):
         lm = logistic_map(2000, r=3.9)
-        rq = pe.rqa(lm, E=3, tau=1, recurrence_rate=0.05, device=be)
+        rq = pe.rqa(lm, E=3, tau=1, recurrence_rate=0.05, dtype=dtype, device=be)
         measures = {k: float(v) for k, v in rq.as_dict().items()
                     if isinstance(v, int | float | np.floating | np.integer)}
         sec["rqa"].update(data="logistic map r=3.9, n=2000, E=3, tau=1, RR target 0.05",
                           measures=measures)
         pe.recurrence_plot(lm[:1000], E=3, tau=1, recurrence_rate=0.05, size=512,
-                           path=str(out / "recurrence_plot.png"), device=be)
+                           path=str(out / "recurrence_plot.png"), dtype=dtype, device=be)
         figures["recurrence_plot"] = "recurrence_plot.png"
 
     results["figures"] = figures

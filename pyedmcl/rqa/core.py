@@ -26,6 +26,7 @@ import numpy as np
 
 from clkernels import Backend, get_backend
 
+from .._precision import prepare
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from .dnr import Histograms, LineSpec, detect_lines
 from .measures import MEASURES, compute_measures
@@ -132,6 +133,17 @@ def threshold_value(radius: float, metric: str, dt: np.dtype) -> float:
     return float(r * r) if metric == "euclidean" else float(r)
 
 
+def centred(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[Backend], *,
+             common: bool, what: str) -> tuple[np.dtype, list[np.ndarray]]:
+    """float32: each series minus its mean (``common``: minus one mean of all, for
+    distances *between* series), in float64, so that distances -- and every recurrence
+    decision against a radius in data units -- do not depend on where the data sit
+    (:mod:`pyedmcl._precision`; may switch the call to float64). float64: as given."""
+    prep = prepare(series, dt, all(be.info.fp64 for be in bes), names=names, scale=False,
+                   common_shift=common, what=what)
+    return prep.dtype, prep.series
+
+
 def _band_cells(n: int, w: int) -> int:
     """Cells with |i - j| < w in an n x n matrix."""
     if w <= 0:
@@ -155,13 +167,16 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     ``edge`` is the sub-matrix edge length (default: tuned per device). Float32
     distances are compared with ``radius**2`` rounded to float32: cells whose
     distance is within float32 rounding of the radius may differ from a float64
-    computation (use ``dtype="float64"`` where the device has fp64).
+    computation (use ``dtype="float64"`` where the device has fp64). In float32 the
+    series is centred (its mean subtracted in float64) first: a radius is in data units,
+    so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`).
     """
     s = as_series(x, "x")
     metric = check_metric(metric)
     n = check_embedding(s.size, E, tau, "x")
     _check_common(l_min, v_min, w_min, theiler, theiler_scope, order, edge)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
+    dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="rqa")
     radius = _resolve_radius(radius, recurrence_rate, s, None, E, tau, metric, dt, bes)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
@@ -204,6 +219,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     ny = check_embedding(sy.size, E, tau, "y")
     _check_common(l_min, v_min, w_min, theiler, "lines", order, edge)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
+    dt, (sx, sy) = centred([sx, sy], ["x", "y"], dt, bes, common=True, what="cross_rqa")
     radius = _resolve_radius(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
@@ -244,6 +260,8 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     rx, ry = (radius, radius) if np.ndim(radius) == 0 else tuple(radius)
     rx, ry = check_radius(rx, "radius[0]"), check_radius(ry, "radius[1]")
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
+    dt, (sx,) = centred([sx], ["x"], dt, bes, common=False, what="joint_rqa")
+    dt, (sy,) = centred([sy], ["y"], dt, bes, common=False, what="joint_rqa")
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),

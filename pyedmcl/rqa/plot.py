@@ -15,7 +15,7 @@ import numpy as np
 from clkernels import round_up, run_blocked
 
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from .core import _resolve_radius, check_radius, threshold_value
+from .core import _resolve_radius, centred, check_radius, threshold_value
 
 
 def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
@@ -44,6 +44,10 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     sy = (sx if y is None else as_series(y, "y")) if ydev is None else None
     if y is None:
         ydev = xdev
+    if sx is not None and sy is not None:  # float32: centred, one mean for both series
+        dt, cs = centred([sx] if y is None else [sx, sy], ["x", "y"][:1 if y is None else 2],
+                         dt, [be], common=True, what="recurrence_plot")
+        sx, sy = cs[0], cs[-1]
     nx_ = sx.size if sx is not None else int(xdev.shape[0])
     ny_ = sy.size if sy is not None else int(ydev.shape[0])
     metric = check_metric(metric)

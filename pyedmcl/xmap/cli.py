@@ -33,6 +33,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fma", action=argparse.BooleanOptionalAction, default=None,
                    help="fuse the distance's multiply-adds with fma() on every device (default: "
                         "when every device is a GPU; off on a Dask cluster; kept when resuming)")
+    p.add_argument("--dtype", default=None, choices=("float32", "float64"),
+                   help="float32 (default; series centred and scaled first) or float64 "
+                        "(needs fp64 on every device); kept when resuming")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing output written with other parameters (only a "
                         "store pyedmcl wrote; other folders and files are never deleted)")
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, E_max=args.E_max, out=args.out,
                block_rows=args.block_rows, devices=devices, backend=args.backend,
                scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
-               fma=args.fma, progress=not args.quiet and not args.json)
+               fma=args.fma, dtype=args.dtype, progress=not args.quiet and not args.json)
     summary = {"out": args.out, "N": int(len(res.E)), "E": res.E,
                "blocks_per_device": res.blocks_per_device}
     if args.json:

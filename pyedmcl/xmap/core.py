@@ -24,7 +24,7 @@ import numpy as np
 
 from .._outputs import locks_output
 from ..edm.ranges import check_tau
-from ..validation import check_int
+from ..validation import check_dtype, check_int
 
 #: default rows per block: big enough to amortise a launch, small enough to balance
 DEFAULT_BLOCK_ROWS = 32
@@ -54,13 +54,15 @@ TRANSPOSE_TILE = 256
 TRANSPOSE_THREADS = 4
 
 
-def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE) -> np.ndarray:
-    """``arr.T`` (an ``(L, N)`` table) as a C-contiguous float32 ``(N, L)`` array, copied
+def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = np.float32
+                     ) -> np.ndarray:
+    """``arr.T`` (an ``(L, N)`` table) as a C-contiguous ``dtype`` (default float32)
+    ``(N, L)`` array, copied
     in square tiles: a plain transposing copy strides through memory (5,000 x 3,780:
     96 ms on the 2-core dev box vs 27 ms in tiles of 256), and by a few threads for
     large panels (numpy copies without the GIL)."""
     L, N = arr.shape
-    out = np.empty((N, L), np.float32)
+    out = np.empty((N, L), dtype)
 
     def band(c0: int) -> None:
         for r0 in range(0, L, tile):
@@ -78,8 +80,8 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE) -> np.ndarray:
     return out
 
 
-def as_panel(X: Any) -> tuple[np.ndarray, list[str] | None]:
-    """(N, L) float32 rows = series, and column names, from an (L, N) table.
+def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | None]:
+    """(N, L) ``dtype`` rows = series, and column names, from an (L, N) table.
 
     Accepts a 2-D array (columns = series), a DataFrame, or a list / dict of 1-D
     series (which must all have the same length: no silent alignment).
@@ -105,10 +107,10 @@ def as_panel(X: Any) -> tuple[np.ndarray, list[str] | None]:
     L, N = arr.shape
     if N < 2:
         raise ValueError(f"X has N={N} series (columns); xmap needs N >= 2")
-    # one float32 copy, rows = series (the job's data); values beyond float32's range
+    # one copy, rows = series (the job's data); values beyond the dtype's range
     # become inf here and are refused with the NaNs
     with np.errstate(over="ignore"):
-        out = series_major_f32(arr)
+        out = series_major_f32(arr, dtype=dtype)
     bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
     if bad.size:
         label = [names[i] for i in bad[:10]] if names else bad[:10].tolist()
@@ -152,7 +154,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
          out: str | Path | None = None, block_rows: int | None = None, devices: Any = None,
          device: Any = None, backend: str | None = None, scheduler: str | None = None,
          n_workers: int = 2, overwrite: bool = False, progress: bool = False,
-         knn_kernel: str | None = None, fma: bool | None = None) -> XmapResult:
+         knn_kernel: str | None = None, fma: bool | None = None,
+         dtype: Any = None) -> XmapResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
@@ -177,9 +180,13 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     (:func:`clkernels.job_fma`; for a Dask cluster, the device its workers are told
     to use as seen on this machine: give ``fma`` for a cluster of other devices).
     Stored with the parameters: all rows of a job are computed alike.
+    ``dtype``: "float32" (default; each series centred and scaled in float64 first, so
+    the matrix does not depend on offsets or units, :mod:`pyedmcl._precision`) or
+    "float64" (every device of the job needs fp64). Stored with the parameters (None:
+    the stored dtype when resuming, else float32).
     """
-    Xr, names = as_panel(X)
-    N, n = Xr.shape
+    X64, names = as_panel(X, dtype=np.float64)
+    N, n = X64.shape
     tau = check_tau(tau)
     Tp = check_int(Tp, "Tp", -(n // 2), n // 2)
     E_max = check_int(E_max, "E_max", 1, 64)
@@ -194,6 +201,13 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     if fma is None:
         fma = _default_fma(devs, backend)
     fma = bool(fma)
+    dt = check_dtype(stored.get("dtype") if dtype is None else dtype)  # resuming: the store's
+    fp64 = _fp64(devs, backend, dt)
+    from .._precision import prepare
+
+    prep = prepare([X64], dt, fp64, names=["X"], what="xmap")
+    Xr = np.ascontiguousarray(prep.series[0], dtype=prep.dtype)
+    del X64
     if block_rows is None:
         br = DEFAULT_BLOCK_ROWS
         if scheduler is None:
@@ -211,7 +225,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
               # the data's checksum guards a store's resume: only computed for one
               # (sha256 of the whole panel: ~50 ms for 2,000 x 3,780)
               "data_sha256": data_checksum(Xr) if out is not None else None,
-              "dtype": "float32", "fma": fma,
+              "dtype": str(prep.dtype), "fma": fma,
               "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
     store = None
     if out is not None:
@@ -221,7 +235,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     if knn_kernel not in (None, "edm", "batched", "scan"):
         raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
                          "'batched', 'scan'")
-    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma}
+    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": prep.real}
     blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
     runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
@@ -294,6 +308,19 @@ def _default_fma(devs: list[Any], backend: str | None) -> bool:
         return job_fma([get_backend(d, backend).info for d in devs])
     except DeviceSelectionError:  # a Dask client without the workers' device
         return False
+
+
+def _fp64(devs: list[Any], backend: str | None, dt: np.dtype) -> bool:
+    """Whether every device of the job has fp64 (``dtype=float64`` is refused otherwise).
+    A Dask client that cannot see its workers' device assumes fp64 (the workers refuse)."""
+    from clkernels import DeviceSelectionError, get_backend
+    try:
+        infos = [get_backend(d, backend).info for d in devs]
+    except DeviceSelectionError:
+        return True
+    for info in infos:
+        check_dtype(dt, info)
+    return all(info.fp64 for info in infos)
 
 
 def _stored_params(out: str | Path) -> dict[str, Any]:

@@ -1,0 +1,218 @@
+"""float32 you can trust: standardise each series before it becomes a float32 kernel input.
+
+Why. float32 has a 24-bit significand: a series sitting at 1e6 with a spread of 1
+keeps about 4 significant bits of its *variation*, and the squared distances the
+k-NN kernels take cancel the rest (CCM on a coupled-logistic pair: rho 0.976;
+the same data + 1e6: rho 0.306). Every EDM quantity we compute is invariant to an
+affine change of each series (neighbours and their weights depend on distance
+*ratios*; Pearson rho is affine-invariant; predictions are weighted averages or
+local linear fits of the target, so they transform with it), so the float32 path
+computes on ``z = (x - mean) / std`` (mean and std in float64) and maps the
+answers back:
+
+* predictions and observed values: ``p * std_y + mean_y``; MAE, RMSE: ``* std_y``;
+  prediction variances ``* std_y**2``;
+* S-map coefficients of ``y = C0 + sum_k C_k x_k``: ``C_k = C'_k * std_y / std_x``
+  and ``C0 = mean_y + std_y * C'_0 - mean_x * sum_k C_k`` (derivation in
+  :func:`pyedmcl.edm.smap.smap_core`); a ridge penalty becomes ``ridge / std_x**2``;
+* RQA (a radius is in data units): centre only, ``z = x - mean``, so every
+  distance, and so every recurrence decision, is the float64 one up to float32
+  rounding of centred values (cross-RQA centres both series by one common mean).
+
+float64 is never transformed: its results are exactly those of the plain path.
+
+When float32 still cannot hold the data. Centring in float64 removes the
+"spread tiny against magnitude" problem (``std/|mean| < 1e-6`` leaves ~1e-10 of
+relative precision in float64, plenty for float32 after centring). What remains is
+a series whose values are distinct in float64 but merge once standardised and cast
+to float32 (clusters far apart with tiny spread inside each, or extreme outliers):
+new ties change neighbour sets. When more than :data:`MAX_MERGED_FRACTION` of the
+distinct values merge, the call switches to float64 with one
+:class:`PrecisionWarning` (where the device has fp64), or is refused with the
+remedy (where it has not). Below that fraction merges are float32's ordinary
+rounding (about 1e-7 of the spread): a random series of 10^6 values merges ~1% of
+its values by chance, 10^5 values ~0.1%.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: largest fraction of a series' distinct values that may merge in the float32 cast
+MAX_MERGED_FRACTION = 0.05
+
+
+class PrecisionWarning(UserWarning):
+    """float32 could not hold a series after standardising it: the call ran in float64."""
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``x = z * scale + shift`` per series (row): how a kernel input maps back to data units.
+
+    ``shift``/``scale`` are float64 arrays of shape ``(rows,)`` (one row for a 1-D series).
+    The identity (``shift`` 0, ``scale`` 1) is what float64 calls get.
+    """
+
+    shift: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def identity(cls, rows: int = 1) -> Affine:
+        return cls(np.zeros(rows), np.ones(rows))
+
+    @property
+    def is_identity(self) -> bool:
+        return bool(np.all(self.shift == 0) and np.all(self.scale == 1))
+
+    def _col(self, a: np.ndarray, v: np.ndarray) -> np.ndarray:
+        a = np.asarray(a)
+        return v[0] if a.ndim <= 1 and v.size == 1 else v.reshape((-1,) + (1,) * (a.ndim - 1))
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Data units -> the standardised values (float64)."""
+        if self.is_identity:
+            return x
+        return (x - self._col(x, self.shift)) / self._col(x, self.scale)
+
+    def back(self, z: np.ndarray) -> np.ndarray:
+        """Standardised values (predictions) -> data units (float64)."""
+        if self.is_identity:
+            return z
+        return z * self._col(z, self.scale) + self._col(z, self.shift)
+
+    def back_spread(self, s: Any, power: int = 1) -> Any:
+        """A spread (MAE, RMSE: power 1; a variance: power 2) back to data units."""
+        if self.is_identity:
+            return s
+        return s * self._col(np.asarray(s), self.scale) ** power
+
+
+_ENABLED = [True]
+
+
+@contextmanager
+def unstandardised():
+    """Within this block float32 inputs reach the kernels as given (no centring or
+    scaling, no merge check): the plain path, e.g. the reference that device-array inputs
+    (always used as given) are compared with in the tests."""
+    _ENABLED.append(False)
+    try:
+        yield
+    finally:
+        _ENABLED.pop()
+
+
+@dataclass
+class Prepared:
+    """The outcome of :func:`prepare`: the dtype to run in, the kernel inputs (float64
+    values, standardised when ``dtype`` is float32), and the map back per input."""
+
+    dtype: np.dtype
+    series: list[np.ndarray]
+    affine: list[Affine]
+
+    @property
+    def real(self) -> str:
+        return "double" if self.dtype == np.float64 else "float"
+
+
+_PKG = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the first caller outside pyedmcl (the warning points there)."""
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    return a.reshape(1, -1) if a.ndim == 1 else a
+
+
+def n_distinct(a: np.ndarray) -> np.ndarray:
+    """Distinct values per row of a 1-D or 2-D array (one sort per row, vectorised)."""
+    s = np.sort(_rows(a), axis=1)
+    return 1 + np.count_nonzero(np.diff(s, axis=1), axis=1)
+
+
+def merged_fraction(original: np.ndarray, cast: np.ndarray) -> np.ndarray:
+    """Per row: the fraction of ``original``'s distinct values lost in ``cast``."""
+    u0 = n_distinct(original)
+    return (u0 - n_distinct(cast)) / u0
+
+
+def _round_shift(m: np.ndarray, sd: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    q = np.exp2(np.floor(np.log2(sd)))
+    return np.where(ok, np.round(m / q) * q, m)
+
+
+def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
+    """The shift is the mean rounded to a multiple of ``q``, the power of two at or below
+    the std, and the scale the power of two nearest the std: both exact in binary, so
+    integer data stay integers (exact distance ties survive, as in float64) and scaling
+    adds no rounding; the standardised std lies in [0.7, 1.4]."""
+    rows = _rows(a)
+    sd = rows.std(axis=1)
+    ok = (sd > 0) & np.isfinite(sd)
+    sd = np.where(ok, sd, 1.0)  # a constant series: shift only
+    if shift is None:
+        m = _round_shift(rows.mean(axis=1), sd, ok)
+    else:  # a common shift (already rounded)
+        m = np.broadcast_to(shift, rows.shape[:1]).astype(float)
+    s = np.exp2(np.round(np.log2(sd))) if scale else np.ones(rows.shape[0])
+    return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64))
+
+
+def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
+            names: Sequence[str], scale: bool = True, common_shift: bool = False,
+            what: str = "this call") -> Prepared:
+    """Kernel inputs for validated float64 host ``series`` (1-D, or 2-D = one series per row).
+
+    float64: returned as given (identity maps). float32: each series (row) centred by
+    its mean and, with ``scale``, divided by its standard deviation, both in float64;
+    ``common_shift`` centres every series by the mean of all of them (cross-RQA: the
+    distances between two series survive a common shift only). If the float32 cast of
+    a standardised series merges more than :data:`MAX_MERGED_FRACTION` of its distinct
+    values, the whole call runs in float64 with one :class:`PrecisionWarning` (``fp64``)
+    or is refused with a ``ValueError`` naming the series and the remedy.
+    Callers cast ``Prepared.series`` to ``Prepared.dtype`` themselves.
+    """
+    dt = np.dtype(dtype)
+    arrs = [np.asarray(a, dtype=np.float64) for a in series]
+    if dt == np.float64 or not _ENABLED[-1]:
+        return Prepared(dt, arrs, [Affine.identity(_rows(a).shape[0]) for a in arrs])
+    shift = None
+    if common_shift:
+        pool = np.concatenate([a.reshape(-1) for a in arrs])
+        sd = np.array([pool.std()])
+        ok = (sd > 0) & np.isfinite(sd)
+        shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
+    affs = [_affine(a, scale, shift) for a in arrs]
+    out = [f.forward(a) for f, a in zip(affs, arrs, strict=True)]
+    for a, z, name in zip(arrs, out, names, strict=True):
+        lost = merged_fraction(a, z.astype(np.float32))
+        worst = int(np.argmax(lost))
+        if lost[worst] > MAX_MERGED_FRACTION:
+            label = name if a.ndim == 1 else f"{name}[{worst}]"
+            why = (f"{label}: {lost[worst]:.0%} of its distinct values become equal in float32 "
+                   f"even after centring and scaling (values clustered far apart, or extreme "
+                   f"outliers)")
+            if not fp64:
+                raise ValueError(f"{why}; this device lacks fp64, so {what} cannot run "
+                                 "faithfully: rescale or detrend the data, or use a device with "
+                                 "fp64 and dtype='float64'")
+            warnings.warn(f"{why}; {what} runs in float64 instead (pass dtype='float64' to "
+                          "silence this)", PrecisionWarning, stacklevel=_user_level())
+            return prepare(arrs, np.float64, fp64, names=names)
+    return Prepared(dt, out, affs)

@@ -1,0 +1,235 @@
+"""float32 you can trust (issue #20 item 4): offset/scale invariance, map-back, fallback.
+
+On main before this change, CCM on a coupled-logistic pair gave rho 0.976 and the same
+data + 1e6 gave 0.306 (float32 distances cancel the offset); xmap had no float64. Each
+test below fails there. Sizes are small: every test runs in well under a second per device.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pyedmcl as pe
+from pyedmcl._precision import MAX_MERGED_FRACTION, PrecisionWarning, prepare
+from pyedmcl.data import coupled_logistic, logistic_map
+
+XY = coupled_logistic(400)
+X, Y = XY[:, 0], XY[:, 1]
+SHIFTS = [(1e6, 1.0), (0.0, 1e-6), (0.0, 1e6)]  # (offset, scale) applied to the data
+
+
+def test_ccm_offset_invariant(device):
+    """The issue's case: + 1e6 gave rho 0.306 instead of 0.976 (float32, no warning)."""
+    kw = dict(E=2, lib_sizes=[300], sample=10, seed=1, device=device)
+    plain = pe.ccm(X, Y, **kw)
+    assert plain.rho_yx[-1] > 0.9
+    for off, sc in SHIFTS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PrecisionWarning)
+            got = pe.ccm(X * sc + off, Y * sc + off, **kw)
+        np.testing.assert_allclose(got.rho_yx, plain.rho_yx, atol=0.01)
+        np.testing.assert_allclose(got.rho_xy, plain.rho_xy, atol=0.01)
+
+
+def test_simplex_offset_scale_and_mapped_back(device):
+    """Predictions come back in data units: the float64 path's on the unshifted data,
+    shifted. (Not float64 on x * 1e-6 itself: pyEDM's weight floor exp(-d / max(d_min,
+    1e-6)) is in data units there, while the float32 path is scale-invariant.)"""
+    kw = dict(E=2, Tp=1, lib=[1, 200], pred=[201, 399], device=device)
+    plain = pe.simplex(X, Y, **kw)
+    ref = pe.simplex(X, Y, dtype="float64", **kw)
+    for off, sc in SHIFTS:
+        x, y = X * sc + off, Y * sc + off
+        got = pe.simplex(x, y, **kw)
+        assert abs(got.rho - plain.rho) < 0.01
+        spread = Y.std() * sc
+        assert np.nanmax(np.abs(got.predicted - (ref.predicted * sc + off))) < 1e-4 * spread
+        obs = np.where(np.isnan(ref.observed), np.nan, y[got.times.clip(0, y.size - 1)])
+        np.testing.assert_array_equal(got.observed, obs)
+        assert abs(got.mae - ref.mae * sc) < 1e-4 * spread
+        assert abs(got.rmse - ref.rmse * sc) < 1e-4 * spread
+        if off:  # float64 on the shifted data itself agrees too
+            r64 = pe.simplex(x, y, dtype="float64", **kw)
+            assert np.nanmax(np.abs(got.predicted - r64.predicted)) < 1e-4 * spread
+        # the device path maps back on the device (float32 output: its own rounding)
+        dev = pe.simplex(x, y, return_device=True, **kw)
+        want = ref.predicted * sc + off
+        assert np.nanmax(np.abs(dev.predicted.get() - want)) < 1e-4 * spread + 1e-7 * off
+
+
+def test_scans_offset_invariant(device):
+    plain = pe.embed_dimension(X, max_E=4, device=device)
+    ref = pe.predict_interval(X, E=2, max_Tp=3, dtype="float64", device=device)
+    for off, sc in SHIFTS:
+        got = pe.embed_dimension(X * sc + off, max_E=4, device=device)
+        np.testing.assert_allclose(got.rho, plain.rho, atol=0.01)
+        np.testing.assert_allclose(got.mae, plain.mae * sc, rtol=1e-3)
+        tp = pe.predict_interval(X * sc + off, E=2, max_Tp=3, device=device)
+        np.testing.assert_allclose(tp.rmse, ref.rmse * sc, rtol=1e-3)
+
+
+def test_smap_offset_scale_coefficients_mapped_back(device):
+    kw = dict(E=2, theta=2.0, lib=[1, 150], pred=[151, 299], device=device)
+    plain = pe.smap(X, Y, **kw)
+    for off, sc in SHIFTS + [(5.0, 3.0)]:
+        for ridge in (0.0, 0.1):
+            x, y = X * sc + off, Y * sc + off
+            got = pe.smap(x, y, ridge=ridge * sc * sc, **kw)
+            ref = pe.smap(x, y, ridge=ridge * sc * sc, dtype="float64", **kw)
+            if ridge == 0:
+                assert abs(got.rho - plain.rho) < 0.01
+            spread = Y.std() * sc
+            assert np.max(np.abs(got.predicted - ref.predicted)) < 1e-4 * spread
+            # slopes are unit-free here (x and y scaled alike); the intercept carries
+            # mean_x * sum(slopes): its float32 tolerance scales with that term
+            np.testing.assert_allclose(got.coefficients[:, 1:], ref.coefficients[:, 1:],
+                                       atol=1e-4 * np.abs(ref.coefficients[:, 1:]).max())
+            c0_scale = spread + abs(off) * np.abs(ref.coefficients[:, 1:]).sum(axis=1)
+            assert np.all(np.abs(got.coefficients[:, 0] - ref.coefficients[:, 0]) < 1e-4 * c0_scale)
+
+
+def test_xmap_offset_invariant_and_float64(device):
+    rng = np.random.default_rng(0)
+    P = np.column_stack([XY[:300], np.cumsum(rng.standard_normal(300))])
+    plain = np.asarray(pe.xmap(P, E=2, device=device).rho)
+    r64 = pe.xmap(P, E=2, device=device, dtype="float64")
+    assert np.asarray(r64.rho).dtype == np.float32  # the stored matrix stays float32
+    np.testing.assert_allclose(plain, np.asarray(r64.rho), atol=1e-4)
+    for off, sc in SHIFTS:
+        got = np.asarray(pe.xmap(P * sc + off, E=2, device=device).rho)
+        np.testing.assert_allclose(got, plain, atol=0.01)
+    # float64 needs no transform: an offset barely moves it either
+    np.testing.assert_allclose(np.asarray(pe.xmap(P + 1e6, E=2, device=device,
+                                                  dtype="float64").rho),
+                               np.asarray(r64.rho), atol=1e-5)
+
+
+def test_rqa_offset_same_recurrences(device):
+    x = logistic_map(400)
+    y = logistic_map(400, x0=0.3)
+    base = pe.rqa(x, E=2, radius=0.1, device=device)
+    ref = pe.rqa(x, E=2, radius=0.1, device=device, dtype="float64")
+    assert base.n_recurrences == ref.n_recurrences
+    for off in (1e3, 1e6):
+        got = pe.rqa(x + off, E=2, radius=0.1, device=device)
+        assert got.n_recurrences == ref.n_recurrences
+        assert abs(got.DET - base.DET) < 0.01
+        c = pe.cross_rqa(x + off, y + off, E=2, radius=0.1, device=device)
+        c64 = pe.cross_rqa(x, y, E=2, radius=0.1, device=device, dtype="float64")
+        assert c.n_recurrences == c64.n_recurrences
+        j = pe.joint_rqa(x + off, y - off, E=2, radius=0.1, device=device)
+        j64 = pe.joint_rqa(x, y, E=2, radius=0.1, device=device, dtype="float64")
+        assert j.n_recurrences == j64.n_recurrences
+        im = pe.recurrence_plot(x + off, E=2, radius=0.1, size=64, device=device)
+        np.testing.assert_array_equal(im, pe.recurrence_plot(x, E=2, radius=0.1, size=64,
+                                                             device=device))
+
+
+#: float64 results computed with the code *before* this change (commit 20a1505) on the
+#: case below, per runtime (float.hex); they must not change by one bit.
+FLOAT64_BEFORE = {
+    "pocl": {"simplex": ["0x1.33f02795bee82p-2", "0x1.1ff69bcdedb89p-3", "0x1.be2e4c001153fp-3", "0x1.4e8f973b0809fp+3", "0x1.5a7ebe1638b93p+3", "0x1.4f0f182e70856p+3", "0x1.5ab3c42a093fap+3"], "smap": ["0x1.fd7274678baddp-1", "0x1.b61f703d6ea25p-6", "0x1.0549179d1e7c4p-5", "0x1.5c1b0d3f03117p+3", "0x1.49e7da86c5f29p+3", "0x1.5939d2dc5bc7fp+3", "-0x1.2b4778bc9abfbp+3", "0x1.c73d7b287458dp-3", "0x1.a79a80d09399dp+0"], "ccm": ["0x1.cb15311fdb7edp-4", "0x1.6cc123a3c4966p-2", "0x1.4d1ec080d45a2p-1", "0x1.a75f4967c3b68p-1"], "edim": ["0x1.ffd8ec912feb1p-1", "0x1.ffa412392b661p-1", "0x1.fedafd6a33008p-1", "0x1.fbaf433d79161p-1", "0x1.e21b56d5a4829p-9", "0x1.72039f196b95ap-8", "0x1.382531d96140ep-7", "0x1.16d5b8e87ed43p-6"], "rqa": ["0x1.29de7daa3b7a2p-3", "0x1.cd7705fc02a8ep-1", "0x1.dc4f9d2b3d154p+1", "0x1.4ee29628c02dbp-6"]},  # noqa: E501
+    "intel": {"simplex": ["0x1.33f02795bee80p-2", "0x1.1ff69bcdedb8ap-3", "0x1.be2e4c0011541p-3", "0x1.4e8f973b0809fp+3", "0x1.5a7ebe1638b93p+3", "0x1.4f0f182e70856p+3", "0x1.5ab3c42a093fap+3"], "smap": ["0x1.fd7274678baddp-1", "0x1.b61f703d6ea25p-6", "0x1.0549179d1e7c4p-5", "0x1.5c1b0d3f03117p+3", "0x1.49e7da86c5f29p+3", "0x1.5939d2dc5bc7fp+3", "-0x1.2b4778bc9abefp+3", "0x1.c73d7b2874577p-3", "0x1.a79a80d093998p+0"], "ccm": ["0x1.cb15311fdb7f8p-4", "0x1.6cc123a3c4955p-2", "0x1.4d1ec080d45a1p-1", "0x1.a75f4967c3b6ap-1"], "edim": ["0x1.ffd8ec912feafp-1", "0x1.ffa412392b65fp-1", "0x1.fedafd6a33008p-1", "0x1.fbaf433d79163p-1", "0x1.e21b56d5a4845p-9", "0x1.72039f196b968p-8", "0x1.382531d96141cp-7", "0x1.16d5b8e87ed3fp-6"], "rqa": ["0x1.29de7daa3b7a2p-3", "0x1.cd7705fc02a8ep-1", "0x1.dc4f9d2b3d154p+1", "0x1.4ee29628c02dbp-6"]},  # noqa: E501
+}
+
+
+def test_float64_bit_identical_to_before(device):
+    """float64 is never transformed: the values are those of the code before the change
+    (data offset by +10 so that an accidental centring would show)."""
+    if device not in FLOAT64_BEFORE:
+        pytest.skip(f"no recorded float64 values for runtime {device}")
+    xy = coupled_logistic(150) + 10.0
+    x, y = xy[:, 0], xy[:, 1]
+    kw = dict(dtype="float64", device=device)
+    r = pe.simplex(x, y, E=2, Tp=1, lib=[1, 80], pred=[81, 149], **kw)
+    s = pe.smap(x, E=2, theta=2.0, lib=[1, 80], pred=[81, 149], **kw)
+    c = pe.ccm(x, y, E=2, lib_sizes=[20, 60], sample=5, seed=1, **kw)
+    e = pe.embed_dimension(x, max_E=4, **kw)
+    q = pe.rqa(x, E=2, radius=0.1, **kw)
+    got = {"simplex": [r.rho, r.mae, r.rmse, *r.predicted[:4]],
+           "smap": [s.rho, s.mae, s.rmse, *s.predicted[:3], *s.coefficients[0]],
+           "ccm": [*c.rho_xy, *c.rho_yx], "edim": [*e.rho, *e.mae],
+           "rqa": [q.RR, q.DET, q.L, q.LAM]}
+    for k, vals in FLOAT64_BEFORE[device].items():
+        assert [float(v).hex() for v in got[k]] == vals, k
+
+
+def _clustered(n: int = 200) -> np.ndarray:
+    """Two clusters 1 apart with a spread of 1e-9 inside each: distinct in float64, but
+    standardised values differ by ~2e-9, below float32's resolution (~1e-7)."""
+    rng = np.random.default_rng(3)
+    return np.repeat([0.0, 1.0], n // 2) + 1e-9 * logistic_map(n) + 1e-10 * rng.random(n)
+
+
+def test_warning_when_float32_would_merge_values(device):
+    x = _clustered()
+    with pytest.warns(PrecisionWarning, match="float64.*dtype='float64'"):
+        got = pe.simplex(x, E=2, device=device)
+    ref = pe.simplex(x, E=2, dtype="float64", device=device)
+    np.testing.assert_array_equal(got.predicted, ref.predicted)  # it ran in float64
+    with pytest.warns(PrecisionWarning):
+        pe.ccm(x, x[::-1].copy(), E=2, lib_sizes=[50], sample=2, seed=0, device=device)
+    with warnings.catch_warnings():  # dtype="float64" silences it
+        warnings.simplefilter("error", PrecisionWarning)
+        pe.simplex(x, E=2, dtype="float64", device=device)
+
+
+def test_merge_detection_and_refusal_without_fp64():
+    x = _clustered()
+    with pytest.raises(ValueError, match="lacks fp64.*rescale"):
+        prepare([x], np.float32, fp64=False, names=["x"])
+    # ordinary data merge far fewer values than the threshold: no switch
+    walk = np.cumsum(np.random.default_rng(0).standard_normal(20000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        p = prepare([walk + 1e6], np.float32, fp64=True, names=["x"])
+    assert p.dtype == np.float32 and MAX_MERGED_FRACTION > 0.01
+    np.testing.assert_allclose(p.affine[0].back(p.series[0]), walk + 1e6, rtol=1e-15)
+    # float64: given back unchanged (identity map)
+    q = prepare([walk], np.float64, fp64=True, names=["x"])
+    assert q.series[0] is not None and np.array_equal(q.series[0], walk)
+    assert q.affine[0].is_identity
+
+
+@pytest.mark.parametrize("bad", ["float16", "int32", "floaty", 3])
+def test_dtype_validated_everywhere(bad):
+    x = logistic_map(60)
+    calls = [
+        lambda: pe.simplex(x, E=2, dtype=bad),
+        lambda: pe.smap(x, E=2, theta=1.0, dtype=bad),
+        lambda: pe.ccm(x, x, E=2, lib_sizes=[20], sample=2, dtype=bad),
+        lambda: pe.embed_dimension(x, max_E=3, dtype=bad),
+        lambda: pe.predict_interval(x, E=2, max_Tp=2, dtype=bad),
+        lambda: pe.predict_exclusion_radius(x, E=2, radii=[0, 1], dtype=bad),
+        lambda: pe.predict_nonlinear(x, E=2, thetas=[1.0], dtype=bad),
+        lambda: pe.xmap(np.column_stack([x, x[::-1]]), E=2, dtype=bad),
+        lambda: pe.rqa(x, radius=0.1, dtype=bad),
+        lambda: pe.cross_rqa(x, x, radius=0.1, dtype=bad),
+        lambda: pe.joint_rqa(x, x, radius=0.1, dtype=bad),
+        lambda: pe.recurrence_plot(x, radius=0.1, dtype=bad),
+        lambda: pe.knn_table(x, E=2, dtype=bad),
+        lambda: pe.knn_search(x, E=2, dtype=bad),
+        lambda: pe.pairwise_distances(x, E=2, dtype=bad),
+        lambda: pe.measure_recall(x, E=2, knn_backend="exact", dtype=bad),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="dtype"):
+            call()
+
+
+def test_cli_dtype(tmp_path, capsys):
+    from pyedmcl.cli.main import main
+
+    P = np.column_stack([XY[:120], logistic_map(120)])
+    np.save(tmp_path / "p.npy", P)
+    out = tmp_path / "m.zarr"
+    assert main(["xmap", str(tmp_path / "p.npy"), "-o", str(out), "--E", "2", "--dtype",
+                 "float64", "-q", "--device", "pocl"]) == 0
+    from pyedmcl.xmap.store import XmapStore
+    assert XmapStore.open_existing(out).params["dtype"] == "float64"
+    capsys.readouterr()
+    assert main(["xmap", str(tmp_path / "p.npy"), "-o", str(out), "--dtype", "half"]) == 2
+    assert "--dtype" in capsys.readouterr().err
