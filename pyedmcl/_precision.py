@@ -81,7 +81,9 @@ class Affine:
         """Data units -> the standardised values (float64)."""
         if self.is_identity:
             return x
-        return (x - self._col(x, self.shift)) / self._col(x, self.scale)
+        z = x - self._col(x, self.shift)
+        z /= self._col(x, self.scale)  # in place: one panel-sized temporary, not two
+        return z
 
     def back(self, z: np.ndarray) -> np.ndarray:
         """Standardised values (predictions) -> data units (float64)."""
@@ -146,10 +148,23 @@ def n_distinct(a: np.ndarray) -> np.ndarray:
     return 1 + np.count_nonzero(np.diff(s, axis=1), axis=1)
 
 
-def merged_fraction(original: np.ndarray, cast: np.ndarray) -> np.ndarray:
-    """Per row: the fraction of ``original``'s distinct values lost in ``cast``."""
-    u0 = n_distinct(original)
-    return (u0 - n_distinct(cast)) / u0
+#: values per slab of rows checked at once (bounds the check's temporaries to ~0.3 MB)
+_CHECK_VALUES = 1 << 14
+
+
+def merged_fraction(original: np.ndarray) -> np.ndarray:
+    """Per row: the fraction of ``original``'s distinct values lost in its float32 cast.
+
+    Rows are checked in slabs so that the sorted copies stay small whatever the size of
+    the panel (xmap streams N x N results within a bounded host memory)."""
+    rows = _rows(original)
+    step = max(1, _CHECK_VALUES // max(rows.shape[1], 1))
+    out = np.empty(rows.shape[0])
+    for i in range(0, rows.shape[0], step):
+        part = rows[i:i + step]
+        u0 = n_distinct(part)
+        out[i:i + step] = (u0 - n_distinct(part.astype(np.float32))) / u0
+    return out
 
 
 def _round_shift(m: np.ndarray, sd: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -201,7 +216,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     affs = [_affine(a, scale, shift) for a in arrs]
     out = [f.forward(a) for f, a in zip(affs, arrs, strict=True)]
     for a, z, name in zip(arrs, out, names, strict=True):
-        lost = merged_fraction(a, z.astype(np.float32))
+        lost = merged_fraction(z)
         worst = int(np.argmax(lost))
         if lost[worst] > MAX_MERGED_FRACTION:
             label = name if a.ndim == 1 else f"{name}[{worst}]"

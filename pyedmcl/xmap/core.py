@@ -207,7 +207,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
 
     prep = prepare([X64], dt, fp64, names=["X"], what="xmap")
     Xr = np.ascontiguousarray(prep.series[0], dtype=prep.dtype)
-    del X64
+    real, dt = prep.real, prep.dtype
+    del X64, prep  # only the kernels' copy stays: host memory is bounded while N x N streams
     if block_rows is None:
         br = DEFAULT_BLOCK_ROWS
         if scheduler is None:
@@ -225,7 +226,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
               # the data's checksum guards a store's resume: only computed for one
               # (sha256 of the whole panel: ~50 ms for 2,000 x 3,780)
               "data_sha256": data_checksum(Xr) if out is not None else None,
-              "dtype": str(prep.dtype), "fma": fma,
+              "dtype": str(dt), "fma": fma,
               "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
     store = None
     if out is not None:
@@ -235,7 +236,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     if knn_kernel not in (None, "edm", "batched", "scan"):
         raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
                          "'batched', 'scan'")
-    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": prep.real}
+    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": real}
     blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
     runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
