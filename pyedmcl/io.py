@@ -137,7 +137,7 @@ def _reading(p: str, ext: str):
         yield
     except ImportError:
         raise
-    except (ValueError, OSError, KeyError, TypeError, IndexError, AttributeError,
+    except (ValueError, OSError, EOFError, KeyError, TypeError, IndexError, AttributeError,
             RuntimeError) as exc:
         msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError) and p in msg:
@@ -177,7 +177,7 @@ def read_table(path: str | Path, columns: list[str] | None = None, *,
         if ext == ".npy":
             try:
                 arr = np.load(fp, allow_pickle=False)
-            except ValueError as exc:
+            except (ValueError, EOFError, OSError) as exc:  # EOFError: an empty/truncated file
                 raise ValueError(f"{p} is not a valid .npy file: {exc}") from exc
             return _matrix(arr, p).select(columns)
         if ext in (".h5", ".hdf5"):

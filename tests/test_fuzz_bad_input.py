@@ -276,6 +276,8 @@ def test_every_entry_point_refuses_bad_integers(fp, value):
         value = -value  # small negative Tp is legal; huge positive is not
     if param == "exclusion_radius" and fn in ("knn_table", "ccm") and value == -1:
         value = -2  # -1 means "no exclusion" there
+    if param in ("theiler", "edge", "exclusion_radius") and isinstance(value, int) and value > 0:
+        value = -5 - value  # a window, edge or radius wider than the data is legal (clamped)
     if param == "seed" and isinstance(value, int) and not isinstance(value, bool) and value > 0:
         value = -value  # any seed >= 0 is valid
     if param == "sample" and isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -341,7 +343,7 @@ def _write_broken(root, fmt, kind, junk, k):
         if kind == "junk":
             text = junk.decode("latin-1")
         elif kind == "truncated":
-            text = "a,b\n" + "\n".join(f"{i},{i * 0.5}" for i in range(k)) + "\n1"
+            text = "a,b\n" + "\n".join(f"{i},{i * 0.5}" for i in range(k)) + "\n,1"  # cut row
         elif kind == "shape":
             text = "a\n" + "\n".join(["x"] * (k + 5))
         else:
