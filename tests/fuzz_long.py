@@ -1,4 +1,4 @@
-"""The long fuzz profile: ``python tests/fuzz_long.py [EXAMPLES_PER_TEST]`` (default 120).
+"""The long fuzz profile: ``python tests/fuzz_long.py [EXAMPLES_PER_TEST]`` (default 250).
 
 Runs tests/test_fuzz_bad_input.py with ``PYEDMCL_FUZZ_EXAMPLES`` set (CI uses a
 few examples per test; this uses hundreds, >= 1,000 generated inputs in all) on
@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def main() -> int:
-    n = sys.argv[1] if len(sys.argv) > 1 else "120"
+    n = sys.argv[1] if len(sys.argv) > 1 else "250"
     here = Path(__file__).resolve().parent
     with tempfile.TemporaryDirectory() as tmp:
         counts = Path(tmp) / "counts.json"
