@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import as_series, check_embedding
+from .validation import as_series, check_embedding, check_int
 
 
 def embed(x, E: int, tau: int = 1) -> np.ndarray:
     """The embedded matrix, one row per time ``t = (E-1)tau ... n-1``: ``[x_t, x_{t-tau}, ...]``."""
     s = as_series(x)
+    E, tau = check_int(E, "E", 1, 512), check_int(tau, "tau", 1)
     n_pts = check_embedding(s.size, E, tau)
     span = (E - 1) * tau
     return np.stack([s[span - k * tau: span - k * tau + n_pts] for k in range(E)], axis=1)

@@ -7,6 +7,7 @@ allowed (empty file, unknown column, non-numeric column, wrong shape).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
 from dataclasses import dataclass
@@ -127,6 +128,27 @@ def _stdin_text() -> str:
     return _STDIN[1]
 
 
+@contextlib.contextmanager
+def _reading(p: str, ext: str):
+    """Any failure to parse a broken input file (truncated, binary, wrong format: h5py's
+    OSError, zarr's JSON and metadata errors, undecodable bytes) becomes a ValueError
+    naming the file, so the CLI exits 2 with one line instead of 1 ("runtime failure")."""
+    try:
+        yield
+    except ImportError:
+        raise
+    except (ValueError, OSError, EOFError, KeyError, TypeError, IndexError, AttributeError,
+            RuntimeError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError) and p in msg:
+            raise
+        raise ValueError(f"{p} is not a readable {ext} file: {msg}") from exc
+    except Exception as exc:  # noqa: BLE001 - a reader library's own error class
+        if type(exc).__module__.split(".")[0] not in ("zarr", "h5py", "numcodecs", "json"):
+            raise
+        raise ValueError(f"{p} is not a readable {ext} file: {type(exc).__name__}: {exc}") from exc
+
+
 def read_table(path: str | Path, columns: list[str] | None = None, *,
                dataset: str | None = None) -> Table:
     """Read series from ``path`` (``-`` = CSV on stdin), optionally selecting columns.
@@ -147,42 +169,43 @@ def read_table(path: str | Path, columns: list[str] | None = None, *,
     if not fp.exists():
         raise FileNotFoundError(f"input file {p!r} does not exist")
     ext = fp.suffix.lower()
-    if ext in (".csv", ".txt"):
-        if fp.stat().st_size == 0:
-            raise ValueError(f"{p} is empty")
-        return read_csv(fp, p).select(columns)
-    if ext == ".npy":
-        try:
-            arr = np.load(fp, allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"{p} is not a valid .npy file: {exc}") from exc
-        return _matrix(arr, p).select(columns)
-    if ext in (".h5", ".hdf5"):
-        try:
-            import h5py
-        except ImportError as exc:
-            raise ImportError("reading .h5 needs h5py: pip install 'pyedmcl[io]'") from exc
-        with h5py.File(fp, "r") as f:
-            if dataset is None:
-                names: list[str] = []
-                f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-                if len(names) != 1:
-                    raise ValueError(f"{p}: name the dataset as {p}:NAME; it holds {names}")
-                dataset = names[0]
-            if dataset not in f:
-                raise ValueError(f"{p}: dataset {dataset!r} not found; it holds {list(f)}")
-            return _matrix(f[dataset][()], f"{p}:{dataset}").select(columns)
-    if ext == ".zarr":
-        try:
-            import zarr
-        except ImportError as exc:
-            raise ImportError("reading .zarr needs zarr: pip install 'pyedmcl[io]'") from exc
-        node = zarr.open(str(fp), mode="r")
-        if dataset:
-            node = node[dataset]
-        if not hasattr(node, "shape"):
-            raise ValueError(f"{p}: is a group; name the array as {p}:NAME")
-        return _matrix(node[...], p).select(columns)
+    with _reading(p, ext):
+        if ext in (".csv", ".txt"):
+            if fp.stat().st_size == 0:
+                raise ValueError(f"{p} is empty")
+            return read_csv(fp, p).select(columns)
+        if ext == ".npy":
+            try:
+                arr = np.load(fp, allow_pickle=False)
+            except (ValueError, EOFError, OSError) as exc:  # EOFError: an empty/truncated file
+                raise ValueError(f"{p} is not a valid .npy file: {exc}") from exc
+            return _matrix(arr, p).select(columns)
+        if ext in (".h5", ".hdf5"):
+            try:
+                import h5py
+            except ImportError as exc:
+                raise ImportError("reading .h5 needs h5py: pip install 'pyedmcl[io]'") from exc
+            with h5py.File(fp, "r") as f:
+                if dataset is None:
+                    names: list[str] = []
+                    f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+                    if len(names) != 1:
+                        raise ValueError(f"{p}: name the dataset as {p}:NAME; it holds {names}")
+                    dataset = names[0]
+                if dataset not in f:
+                    raise ValueError(f"{p}: dataset {dataset!r} not found; it holds {list(f)}")
+                return _matrix(f[dataset][()], f"{p}:{dataset}").select(columns)
+        if ext == ".zarr":
+            try:
+                import zarr
+            except ImportError as exc:
+                raise ImportError("reading .zarr needs zarr: pip install 'pyedmcl[io]'") from exc
+            node = zarr.open(str(fp), mode="r")
+            if dataset:
+                node = node[dataset]
+            if not hasattr(node, "shape"):
+                raise ValueError(f"{p}: is a group; name the array as {p}:NAME")
+            return _matrix(node[...], p).select(columns)
     raise ValueError(f"input {p!r} has unsupported extension {ext!r}; allowed: {', '.join(FORMATS)} or -")
 
 

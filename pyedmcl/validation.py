@@ -40,18 +40,93 @@ def nonfinite_message(name: str, index: int) -> str:
     return f"{name} contains NaN or inf (first at index {index}); remove or impute them"
 
 
-def check_int(value: Any, name: str, lo: int, hi: int | None = None) -> int:
-    """An integer in [lo, hi] (hi None = unbounded), or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise TypeError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < lo or (hi is not None and value > hi):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+def _range_text(lo: int | None, hi: int | None) -> str:
+    if lo is None and hi is None:
+        return "any integer"
+    if hi is None:
+        return f">= {lo}"
+    if lo is None:
+        return f"<= {hi}"
+    return f"in [{lo}, {hi}]"
+
+
+def as_integer(value: Any, name: str, allowed: str = "an integer") -> int:
+    """``value`` as an int if it is integral: ints and numpy ints, and floats (Python or
+    numpy) with no fractional part (``E=2.0`` is 2). ``True``, ``1.5``, ``"3"``, NaN and
+    lists are refused with a TypeError naming ``name`` and what is ``allowed``."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be an integer ({allowed}), got the boolean {value!r}")
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating) and np.isfinite(value) and float(value).is_integer():
+        return int(value)
+    raise TypeError(f"{name} must be an integer ({allowed}), got {value!r}")
+
+
+def check_int(value: Any, name: str, lo: int | None, hi: int | None = None) -> int:
+    """An integer in [lo, hi] (None = unbounded on that side), or a TypeError/ValueError
+    naming ``name`` and the allowed range. Integral floats are accepted (see
+    :func:`as_integer`)."""
+    rng = _range_text(lo, hi)
+    value = as_integer(value, name, rng)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ValueError(f"{name}={value} is out of range; allowed: {rng}")
     return value
+
+
+def check_int_array(values: Any, name: str, lo: int | None, hi: int | None = None) -> np.ndarray:
+    """Each element of ``values`` (a scalar or a sequence) checked by :func:`check_int`;
+    an int64 array. Floats must be integral, as for scalars."""
+    arr = np.atleast_1d(np.asarray(values, dtype=object))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one integer or a 1-D list of integers, got shape {arr.shape}")
+    return np.array([check_int(v, name, lo, hi) for v in arr], dtype=np.int64)
+
+
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """None (fresh entropy) or an integer >= 0."""
+    return None if seed is None else check_int(seed, name, 0)
+
+
+def available_host_memory() -> int | None:
+    """Bytes of host memory available now (Linux ``MemAvailable``, else free pages), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+#: a request may use at most this share of the host memory available when it starts
+HOST_MEMORY_SHARE = 0.5
+
+
+def check_host_memory(name: str, value: int, bytes_per_unit: float, what: str) -> None:
+    """Refuse ``name=value`` up front when it needs more than ``HOST_MEMORY_SHARE`` of the
+    available host memory (``bytes_per_unit`` each), instead of growing until the
+    machine swaps or the process is killed. The message names the largest value allowed."""
+    avail = available_host_memory()
+    if avail is None or bytes_per_unit <= 0:
+        return
+    budget = avail * HOST_MEMORY_SHARE
+    need = value * bytes_per_unit
+    if need > budget:
+        limit = max(0, int(budget // bytes_per_unit))
+        raise ValueError(
+            f"{name}={value} needs about {_gib(need)} of host memory for {what}, more than "
+            f"{HOST_MEMORY_SHARE:.0%} of the {_gib(avail)} available; allowed here: {name} <= {limit}")
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.3g} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.3g} MiB"
 
 
 def check_embedding(n: int, E: int, tau: int, name: str = "x", extra: int = 0) -> int:

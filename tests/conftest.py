@@ -88,8 +88,12 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(autouse=True)
 def _isolated_tuning_dir(tmp_path_factory, monkeypatch):
-    """Tests never read or write the developer's own tuning database."""
+    """Tests never read or write the developer's own tuning database (and each test sees
+    the tuning DB's once-per-file-and-key warnings afresh)."""
+    from clkernels.tuning import database
+
     monkeypatch.setenv("PYEDMCL_TUNING_DIR", str(tmp_path_factory.mktemp("tuning")))
+    monkeypatch.setattr(database, "_warned", set())
 
 
 OCLGRIND_ERRORS = ("Invalid read", "Invalid write", "Data race", "Uninitialized value",

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -31,12 +33,16 @@ from .space import Params, TunableKernel
 
 FORMAT = 1
 LEVELS = ("device", "arch", "vendor_type", "global")
-_warned: set[str] = set()
+_warned: set[tuple[str, str]] = set()
+#: how long a save waits for another process's save of the same file (seconds)
+LOCK_TIMEOUT_S = 60.0
 
 
-def _warn_once(msg: str) -> None:
-    if msg not in _warned:
-        _warned.add(msg)
+def warn_once(where: str, key: str, msg: str) -> None:
+    """One RuntimeWarning per (file, entry key) per process: a bad entry read on every
+    launch must not flood the terminal. ``key`` is ``""`` for the file as a whole."""
+    if (where, key) not in _warned:
+        _warned.add((where, key))
         warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
@@ -60,11 +66,41 @@ def _safe(key: str) -> str:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write JSON so that a crash leaves either the old file or the new one, never half."""
+    """Write JSON so that a crash leaves either the old file or the new one, never half.
+
+    The text goes to a uniquely named temporary file in the same directory (unique per
+    call, so two threads of one process never share it), is flushed to disk, then
+    renamed over ``path`` (``os.replace`` is atomic on POSIX and Windows).
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    text = json.dumps(obj, indent=1, sort_keys=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def db_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Any:
+    """The inter-process lock guarding read-modify-write of the tuning file ``path``.
+
+    A ``filelock.FileLock`` on ``<path>.lock``: the OS releases it when its holder dies,
+    so a crashed tuner never blocks the next one.
+    """
+    from filelock import FileLock
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path) + ".lock", timeout=timeout)
 
 
 def entry_key(kernel: str, spec_bucket: str, size_bucket: str) -> str:
@@ -81,6 +117,8 @@ class Choice:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """The parsed file, or None (one warning) if it is unreadable, not JSON, truncated or
+    of another format. A corrupted user file is rewritten by the next save."""
     try:
         data = json.loads(path.read_text())
         if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -88,8 +126,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         if not isinstance(data.get("entries"), dict | list):
             raise ValueError("no 'entries'")
         return data
-    except (OSError, ValueError) as exc:
-        _warn_once(f"ignoring corrupted tuning database {path}: {exc}")
+    except (OSError, ValueError, RecursionError) as exc:
+        warn_once(str(path), "", f"ignoring corrupted tuning database {path}: {exc} "
+                  "(the next tuning run rewrites it)")
         return None
 
 
@@ -109,10 +148,29 @@ class UserDB:
             return {}
         return data["entries"]
 
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        entries = self.load()
-        entries[key] = entry
-        atomic_write_json(self.path, {"format": FORMAT, "device": self.info.as_dict(), "entries": entries})
+    def put(self, key: str, entry: dict[str, Any]) -> bool:
+        """Add or replace one entry; True once it is on disk.
+
+        Read-modify-write under :func:`db_lock` and written atomically, so two tuners
+        (processes or threads) saving at once both keep their entries, and a crash never
+        leaves half a file. A corrupted file is replaced by a fresh one. If the file
+        cannot be locked or written (read-only directory, lock held past
+        ``LOCK_TIMEOUT_S``), the entry is dropped with a warning: a tuning database
+        never breaks a run.
+        """
+        from filelock import Timeout
+
+        try:
+            with db_lock(self.path):
+                entries = self.load()
+                entries[key] = entry
+                atomic_write_json(self.path, {"format": FORMAT, "device": self.info.as_dict(),
+                                              "entries": entries})
+            return True
+        except (OSError, Timeout) as exc:
+            warnings.warn(f"tuning entry {key} not saved to {self.path}: {exc}", RuntimeWarning,
+                          stacklevel=2)
+            return False
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.load().get(key)
@@ -171,29 +229,69 @@ def make_entry(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_b
     }
 
 
-def _usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: bool,
-            where: str) -> bool:
-    if not isinstance(entry, dict) or not isinstance(entry.get("params"), dict):
-        _warn_once(f"ignoring malformed tuning entry in {where}")
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def malformed(entry: Any, kernel: TunableKernel, *, timed: bool = False) -> str | None:
+    """Why ``entry`` is not a well-formed entry of ``kernel`` (None if it is).
+
+    Checks structure and types, not staleness: ``params`` a dict with exactly the
+    space's names, each value of its candidates' type (``32.0`` or ``True`` is no
+    ``32``; a wrong type once crashed every later launch inside the template), string
+    buckets, and with ``timed`` the times and default params :func:`tune` reuses.
+    """
+    if not isinstance(entry, dict):
+        return f"an entry must be a JSON object, got {type(entry).__name__}"
+    params = entry.get("params")
+    if not isinstance(params, dict):
+        return f"'params' must be an object, got {type(params).__name__}"
+    problem = kernel.space.type_problem(params)
+    if problem:
+        return problem
+    for f in ("spec_bucket", "size_bucket"):
+        if f in entry and not isinstance(entry[f], str):
+            return f"{f!r} must be a string, got {entry[f]!r}"
+    if timed:
+        for f in ("time_s", "default_time_s"):
+            if not _is_real(entry.get(f)):
+                return f"{f!r} must be a number, got {entry.get(f)!r}"
+        dp = entry.get("default_params")
+        if not isinstance(dp, dict) or kernel.space.type_problem(dp):
+            return f"'default_params' malformed: {dp!r}"
+    return None
+
+
+def usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: bool,
+           where: str, key: str | None = None, *, timed: bool = False) -> bool:
+    """Whether ``entry`` (key ``key`` of file ``where``) may drive a launch on ``info``.
+
+    Malformed, wrong-typed and stale (template, driver) entries are skipped with one
+    warning per (file, key) per process, never an exception.
+    """
+    if key is None:
+        key = (entry_key(str(entry.get("kernel")), str(entry.get("spec_bucket")),
+                         str(entry.get("size_bucket"))) if isinstance(entry, dict) else "?")
+    why = malformed(entry, kernel, timed=timed)
+    if why is not None:
+        warn_once(where, key, f"ignoring malformed tuning entry {key!r} in {where}: {why}")
         return False
     if entry.get("template_hash") != kernel.template_hash:
-        _warn_once(
-            f"ignoring stale tuning entry for {kernel.name} in {where}: made for template "
-            f"{entry.get('template_hash')}, current is {kernel.template_hash}"
-        )
+        warn_once(where, key,
+                  f"ignoring stale tuning entry {key!r} in {where}: made for template "
+                  f"{entry.get('template_hash')}, current is {kernel.template_hash}")
         return False
     if check_driver and entry.get("driver") != info.driver_version:
-        _warn_once(
-            f"ignoring stale tuning entry for {kernel.name} in {where}: made with driver "
-            f"{entry.get('driver')!r}, this device has {info.driver_version!r}"
-        )
+        warn_once(where, key,
+                  f"ignoring stale tuning entry {key!r} in {where}: made with driver "
+                  f"{entry.get('driver')!r}, this device has {info.driver_version!r}")
         return False
     if not kernel.space.valid(entry["params"], info):
         # derived defaults (arch / vendor+type / global) span devices of other limits,
         # e.g. a CPU winner in the global default: skipping them is expected, not news
         if entry.get("level") in (None, "device", "user"):
-            _warn_once(f"ignoring tuning entry for {kernel.name} in {where}: params "
-                       f"{entry['params']} are not valid on {info.name}")
+            warn_once(where, key, f"ignoring tuning entry {key!r} in {where}: params "
+                      f"{entry['params']} are not valid on {info.name}")
         return False
     return True
 
@@ -251,9 +349,12 @@ def lookup(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucke
 
 def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucket: str,
                      udb: UserDB) -> Choice:
-    user = [e for e in udb.load().values()
-            if isinstance(e, dict) and e.get("kernel") == kernel.name]
-    user = [e for e in user if _usable(e, kernel, info, True, str(udb.path))]
+    user = []
+    for k, e in udb.load().items():
+        mine = (e.get("kernel") == kernel.name if isinstance(e, dict)
+                else str(k).startswith(kernel.name + "/"))
+        if mine and usable(e, kernel, info, True, str(udb.path), str(k)):
+            user.append(e)
     hit = _best_match(user, spec_bucket, size_bucket)
     if hit is not None:
         return Choice(dict(hit["params"]), "user", hit)
@@ -262,7 +363,7 @@ def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, 
         key = level_key(info, level)
         cands = [e for e in shipped if e.get("level") == level and e.get("key") == key
                  and (level != "global" or e.get("device_type") == info.device_type)]
-        cands = [e for e in cands if _usable(e, kernel, info, False, f"shipped tuning/ ({level})")]
+        cands = [e for e in cands if usable(e, kernel, info, False, f"shipped tuning/ ({level})")]
         hit = _best_match(cands, spec_bucket, size_bucket)
         if hit is not None:
             return Choice(dict(hit["params"]), f"shipped:{level}", hit)

@@ -42,12 +42,32 @@ class TuningSpace:
         return out
 
     def valid(self, params: Params, info: DeviceInfo) -> bool:
-        """Known names, values the space allows, and device limits respected."""
-        if set(params) != set(self.params):
+        """Known names, values the space allows (of the candidates' type: ``32.0`` and
+        ``True`` are not ``32`` and ``1``), and device limits respected."""
+        if not isinstance(params, dict) or set(params) != set(self.params):
+            return False
+        if self.type_problem(params):
             return False
         if any(params[k] not in v for k, v in self.params.items()):
             return False
         return bool(self.constraint(params, info))
+
+    def type_problem(self, params: Params) -> str | None:
+        """Why a value of ``params`` has the wrong type for its parameter (None if none does).
+
+        A tuning file is JSON written by hand or by other versions: ``"WG": 32.0`` compares
+        equal to ``32`` but breaks the template (``range(32.0)``), so types are checked,
+        not only values.
+        """
+        for k, v in params.items():
+            cands = self.params.get(k)
+            if cands is None:
+                continue
+            kinds = {_kind(c) for c in cands}
+            if _kind(v) not in kinds:
+                want = " or ".join(sorted(kinds))
+                return f"{k}={v!r} has type {type(v).__name__}; {k} takes {want} values {list(cands)}"
+        return None
 
     def default(self, info: DeviceInfo) -> Params:
         p = self.heuristic(info)
@@ -57,6 +77,19 @@ class TuningSpace:
                 raise RuntimeError(f"no valid tuning candidate on {info.name}")
             p = cands[0]
         return p
+
+
+def _kind(v: Any) -> str:
+    """The JSON-level kind of a parameter value (bool before int: ``True`` is an int)."""
+    if isinstance(v, bool | np.bool_):
+        return "bool"
+    if isinstance(v, int | np.integer):
+        return "int"
+    if isinstance(v, float | np.floating):
+        return "float"
+    if isinstance(v, str):
+        return "str"
+    return type(v).__name__
 
 
 def pow2_bucket(n: int) -> str:

@@ -22,6 +22,7 @@ random order until ``budget_s`` seconds have passed (the reference always runs).
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Backend, BuildError
-from .database import UserDB, atomic_write_json, entry_key, make_entry
+from .database import UserDB, atomic_write_json, entry_key, make_entry, usable
 from .space import Params, TunableKernel
 
 
@@ -81,9 +82,7 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     udb = UserDB(info, user_root)
     if not force:
         hit = udb.get(key)
-        if (isinstance(hit, dict) and hit.get("template_hash") == kernel.template_hash
-                and hit.get("driver") == info.driver_version
-                and kernel.space.valid(hit.get("params", {}), info)):
+        if hit is not None and usable(hit, kernel, info, True, str(udb.path), key, timed=True):
             return TuneResult(kernel.name, info.name, sb, zb, hit["params"], hit["time_s"],
                               hit["default_params"], hit["default_time_s"], 0, [], True)
 
@@ -94,7 +93,10 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
             data = json.loads(partial_path.read_text())
             if data.get("template_hash") == kernel.template_hash:
                 done = data.get("done", {})
-        except (OSError, ValueError):
+            # a hand-edited or foreign partial file: keep only well-formed results
+            done = {k: v for k, v in done.items() if isinstance(v, str) or
+                    (isinstance(v, float) and math.isfinite(v))} if isinstance(done, dict) else {}
+        except (OSError, ValueError, AttributeError, RecursionError):
             done = {}
 
     case = kernel.case(backend, spec, size)
@@ -106,6 +108,8 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     if mode == "random":
         random.Random(seed).shuffle(cands)
     cands = [default] + [c for c in cands if c != default]
+    known = {_pkey(c) for c in cands}
+    done = {k: v for k, v in done.items() if k in known}  # results of today's candidates only
 
     for ev in check.run(default):
         backend.wait(ev)

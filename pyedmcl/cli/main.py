@@ -30,10 +30,17 @@ class UsageError(ValueError):
     """Bad command-line usage (exit code 2)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (exit 2): the usage block is what ``--help`` is for."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    p = argparse.ArgumentParser(prog="pyedmcl", description="EDM and RQA on any OpenCL device.")
+    p = _Parser(prog="pyedmcl", description="EDM and RQA on any OpenCL device.")
     p.add_argument("--version", action="version", version=f"pyedmcl {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -16,6 +16,8 @@ every lib/pred form pyEDM takes. Not supported (raise NotImplementedError):
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any
 
 import numpy as np
@@ -45,6 +47,37 @@ def _column(df: pd.DataFrame, columns: Any, what: str) -> str:
     if cols[0] not in df.columns:
         raise ValueError(f"{what} {cols[0]!r} not found in dataFrame columns {list(df.columns)}")
     return cols[0]
+
+
+#: our keyword -> pyEDM's, so an error names the argument the caller wrote
+_PYEDM_NAMES = {"max_E": "maxE", "max_Tp": "maxTp", "exclusion_radius": "exclusionRadius",
+                "lib_sizes": "libSizes"}
+_NAMES_RE = re.compile(r"\b(" + "|".join(_PYEDM_NAMES) + r")\b")
+
+
+def _pyedm_names(fn):
+    """Errors of a wrapped pyEDM function name pyEDM's arguments (``maxE=64``, not ``max_E``)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, TypeError) as exc:
+            msg = _NAMES_RE.sub(lambda m: _PYEDM_NAMES[m.group(1)], str(exc))
+            if msg == str(exc):
+                raise
+            try:
+                new = type(exc)(msg)
+            except Exception:  # noqa: BLE001 - an exception type with another signature
+                raise exc from None
+            raise new from exc
+    return wrapper
+
+
+def _neg_tau(tau: Any) -> int:
+    """pyEDM's tau (< 0: past lags) in our convention, validated first (``tau="3"`` names tau)."""
+    from ..edm.ranges import check_tau
+
+    return -check_tau(tau)
 
 
 def _unsupported(embedded=False, validLib=(), generateSteps=0, **_):
@@ -137,6 +170,7 @@ def _segments(n: int, E: int, tau: int, Tp: int, knn: Any, R: int, lib: Any, pre
                    lib=lib, pred=pred, max_knn=max_knn or MAX_KNN).pred_segments
 
 
+@_pyedm_names
 def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=0, tau=-1,
             exclusionRadius=0, embedded=False, validLib=(), noTime=False, kdWorkers=-1,
             generateSteps=0, generateConcat=False, verbose=False, showPlot=False, ignoreNan=True,
@@ -148,12 +182,13 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     lib, pred = _range(lib), _range(pred)
-    res = simplex(x, y, E=E, tau=-tau, Tp=Tp, knn=knn or None, exclusion_radius=exclusionRadius,
+    res = simplex(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, knn=knn or None, exclusion_radius=exclusionRadius,
                   lib=lib, pred=pred, device=device, variance=True)
-    segs = _segments(x.size, E, -tau, Tp, knn, exclusionRadius, lib, pred)
+    segs = _segments(x.size, E, _neg_tau(tau), Tp, knn, exclusionRadius, lib, pred)
     return _projection(res, segs, x.size, y, _time(dataFrame, noTime), Tp, res.variance)
 
 
+@_pyedm_names
 def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=0, tau=-1,
          theta=None, exclusionRadius=0, solver=None, embedded=False, validLib=(), noTime=False,
          kdWorkers=-1, generateSteps=0, generateConcat=False, ignoreNan=True, showPlot=False,
@@ -169,9 +204,9 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     lib, pred = _range(lib), _range(pred)
-    res = smap(x, y, E=E, tau=-tau, Tp=Tp, theta=float(theta), knn=knn or None,
+    res = smap(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, theta=float(theta), knn=knn or None,
                exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device)
-    segs = _segments(x.size, E, -tau, Tp, 1, exclusionRadius, lib, pred, max_knn=10 ** 9)
+    segs = _segments(x.size, E, _neg_tau(tau), Tp, 1, exclusionRadius, lib, pred, max_knn=10 ** 9)
     time = _time(dataFrame, noTime)
     proj = _projection(res, segs, x.size, y, time, Tp, getattr(res, "variance", None))
     coef = getattr(res, "coefficients", None)
@@ -201,6 +236,7 @@ def _output_rows(segs, Tp: int) -> np.ndarray:
                            for s in segs if s.size])
 
 
+@_pyedm_names
 def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0, knn=0, tau=-1,
         exclusionRadius=0, seed=None, embedded=False, validLib=(), includeData=False,
         noTime=False, mpMethod=None, parallel=True, sharedMB=0.01, verbose=False,
@@ -212,7 +248,7 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
     tgt = _column(dataFrame, target, "target")
     if sample == 0:
         raise ValueError("sample=0 is out of range; allowed: sample >= 1")
-    r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=-tau, Tp=Tp,
+    r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
             lib_sizes=libSizes, sample=sample, seed=seed, knn=knn or None,
             exclusion_radius=exclusionRadius, device=device)
     out = pd.DataFrame({"LibSize": r.lib_sizes, f"{col}:{tgt}": r.rho_xy, f"{tgt}:{col}": r.rho_yx})
@@ -222,6 +258,7 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
     return out
 
 
+@_pyedm_names
 def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred="", Tp=1, tau=-1,
                    exclusionRadius=0, embedded=False, validLib=(), noTime=False, ignoreNan=True,
                    verbose=False, numProcess=4, mpMethod=None, chunksize=1, kdWorkers=-1,
@@ -230,12 +267,13 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     from ..edm.scans import embed_dimension
     _unsupported(embedded, validLib)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE, tau=-tau,
+    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE, tau=_neg_tau(tau),
                         Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
                         pred=_range(pred), device=device)
     return pd.DataFrame({"E": s.values, "rho": s.rho})
 
 
+@_pyedm_names
 def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxTp=10, E=1,
                     tau=-1, exclusionRadius=0, embedded=False, validLib=(), noTime=False,
                     ignoreNan=True, verbose=False, numProcess=4, mpMethod=None, chunksize=1,
@@ -245,11 +283,12 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
     _unsupported(embedded, validLib)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     s = predict_interval(_series(dataFrame, col), _series(dataFrame, tgt), E=E, max_Tp=maxTp,
-                         tau=-tau, exclusion_radius=exclusionRadius, lib=_range(lib),
+                         tau=_neg_tau(tau), exclusion_radius=exclusionRadius, lib=_range(lib),
                          pred=_range(pred), device=device)
     return pd.DataFrame({"Tp": s.values, "rho": s.rho})
 
 
+@_pyedm_names
 def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="", Tp=1, E=1,
                            tau=-1, exclusionRadius=None, embedded=False, validLib=(),
                            noTime=False, ignoreNan=True, verbose=False, numProcess=4,
@@ -261,11 +300,12 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     radii = DEFAULT_RADII if exclusionRadius is None else exclusionRadius
     s = predict_exclusion_radius(_series(dataFrame, col), _series(dataFrame, tgt), E=E, Tp=Tp,
-                                 tau=-tau, radii=radii, lib=_range(lib), pred=_range(pred),
+                                 tau=_neg_tau(tau), radii=radii, lib=_range(lib), pred=_range(pred),
                                  device=device)
     return pd.DataFrame({"Exclusion radius": list(s.values), "rho": s.rho})
 
 
+@_pyedm_names
 def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", pred="", E=1,
                      Tp=1, knn=0, tau=-1, exclusionRadius=0, solver=None, embedded=False,
                      validLib=(), noTime=False, ignoreNan=True, verbose=False, numProcess=4,
@@ -277,7 +317,7 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     if isinstance(theta, str):
         theta = [float(t) for t in theta.split()]
-    r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=-tau, Tp=Tp,
+    r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
                           thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
                           lib=_range(lib), pred=_range(pred), device=device)
     return pd.DataFrame({"theta": list(r.thetas), "rho": r.rho})
@@ -289,6 +329,7 @@ def Multiview(*args, **kwargs):
                               "pyedmcl.compat.pyedm does not support yet; use pyEDM.Multiview")
 
 
+@_pyedm_names
 def Embed(dataFrame=None, E=0, tau=-1, columns="", includeTime=False, pathIn="./",
           dataFile=None) -> pd.DataFrame:
     """pyEDM.Embed: time-delay embedding of columns with pyEDM's names (NaN where partial)."""

@@ -44,7 +44,7 @@ from clkernels.memory import is_oom
 
 from .._precision import prepare
 from ..neighbors import resolve_backend
-from ..validation import as_series, check_dtype, check_int
+from ..validation import as_series, check_dtype, check_host_memory, check_int, check_seed
 from .knn import hold, knn_device, launch_spec
 from .lookup import ccm_skill_wg, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
@@ -286,8 +286,13 @@ def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int 
     if M < knn + 1:
         raise ValueError(f"series of {n} values leaves {M} usable rows for E={E}, tau={tau}, "
                          f"Tp={Tp}; needs at least knn+1 = {knn + 1}")
-    if seed is not None:
-        seed = check_int(seed, "seed", 0)
+    seed = check_seed(seed)
+    if random:
+        # every sample's library (int64 indices, transient) and its row counts / rho
+        # (kept for every size) live on the host: bound sample by the memory they need
+        per_sample = 16 * int(sizes.max()) + 8 * M + sizes.size * (M + 16)
+        check_host_memory("sample", sample, 2 * per_sample,
+                          f"{sizes.size} library sizes x M={M} rows, both directions")
     entropy = np.random.SeedSequence(seed).entropy
     if not random:
         sample = 1

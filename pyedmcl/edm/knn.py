@@ -17,7 +17,7 @@ from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 from ..validation import as_series, check_dtype, check_int, check_metric
-from .ranges import MAX_KNN
+from .ranges import MAX_KNN, check_tau
 
 #: device arrays held until process exit on Oclgrind only: it can apply a released
 #: buffer's "uninitialised" shadow state after a new buffer reuses the address,
@@ -252,7 +252,7 @@ def check_points(x: Any, E: Any, tau: Any, lib_points: Any, query_points: Any
     """
     s = as_series(x, "x")
     E = check_int(E, "E", 1, 512)
-    tau = check_int(abs(tau), "tau", 1)
+    tau = abs(check_tau(tau))
     npts = s.size - (E - 1) * tau
     if npts < 2:
         raise ValueError(f"x has {s.size} values, too short for E={E}, tau={tau}")
@@ -301,7 +301,7 @@ def knn_table(x, *, E: int, tau: int = 1, k: int | None = None, lib_points=None,
 
     def rows(q0: int, q1: int):  # query blocks when the (queries x k) table does not fit
         t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp[q0:q1], lpts=lp,
-                       radius=int(exclusion_radius), metric=metric, real=real)
+                       radius=check_int(exclusion_radius, "exclusion_radius", -1), metric=metric, real=real)
         return be.to_host(t.idx)[0], be.to_host(t.dist)[0]
 
     blocks = run_blocked(be, rows, qp.size, parameter="the number of query_points or k",

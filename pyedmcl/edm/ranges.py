@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import check_int
+from ..validation import as_integer, check_int
 
 #: largest k the fused k-NN kernel keeps per query (a compile-time register array)
 MAX_KNN = 64
@@ -80,12 +80,7 @@ def parse_ranges(spec: Any, name: str, n: int) -> list[tuple[int, int]]:
 
 def check_tau(tau: Any) -> int:
     """Non-zero integer tau (> 0: past lags, our default convention)."""
-    if isinstance(tau, bool) or not isinstance(tau, int | np.integer):
-        if isinstance(tau, float) and tau.is_integer():
-            tau = int(tau)
-        else:
-            raise TypeError(f"tau must be an integer, got {tau!r}")
-    tau = int(tau)
+    tau = as_integer(tau, "tau", "any non-zero integer")
     if tau == 0:
         raise ValueError("tau=0 is out of range; allowed: any non-zero integer "
                          "(tau > 0 lags into the past, tau < 0 into the future)")

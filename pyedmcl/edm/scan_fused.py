@@ -111,7 +111,7 @@ def scan_layout(n: int, max_E: int, *, tau: Any = 1, Tp: Any = 1, knn: Any = Non
     return _scan_layout_cached(*key)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64, typed=True)  # typed: tau=True or 2.0 must not hit the entry of 1 or 2
 def _scan_layout_cached(n, max_E, tau, Tp, knn, exclusion_radius, lib, pred):
     lay = _scan_layout(n, max_E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                        lib=list(lib), pred=list(pred))

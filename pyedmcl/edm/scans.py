@@ -28,9 +28,9 @@ from clkernels import get_backend
 from clkernels.memory import describe, is_oom
 
 from .._precision import Affine, prepare
-from ..validation import as_series, check_dtype, check_int
+from ..validation import as_integer, as_series, check_dtype, check_int
 from .lookup import skill_out
-from .ranges import resolve
+from .ranges import MAX_KNN, check_tau, resolve
 from .results import SkillScan
 from .scan_fused import run_fused, scan_layout
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
@@ -84,6 +84,19 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     return _skills(name, values, sk, fy)
 
 
+def _check_max_E(max_E: Any, knn: Any) -> int:
+    """max_E in [1, 63] with knn = E + 1 (the k-NN kernels keep at most MAX_KNN = 64
+    neighbours per point), [1, 64] with a fixed knn."""
+    default_knn = knn is None or (not isinstance(knn, bool) and knn == 0)
+    hi = MAX_KNN - 1 if default_knn else MAX_KNN
+    max_E = as_integer(max_E, "max_E", f"in [1, {hi}]")
+    if not 1 <= max_E <= hi:
+        why = (f"; Simplex at E uses knn = E + 1 neighbours and the k-NN kernels keep at most "
+               f"{MAX_KNN}" if default_knn and max_E > hi else "")
+        raise ValueError(f"max_E={max_E} is out of range; allowed: in [1, {hi}]{why}")
+    return max_E
+
+
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
                     knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
                     dtype: Any = None, device: Any = None, backend: str | None = None,
@@ -95,12 +108,21 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
     (tau > 0, no overlapping lib pairs); else, or with ``fused=False``, one k-NN +
     lookup + skill pipeline per E. Both give :func:`pyedmcl.simplex`'s tables.
     """
-    max_E = check_int(max_E, "max_E", 1, 64)
+    max_E = _check_max_E(max_E, knn)
+    tau = check_tau(tau)
+    Tp = as_integer(Tp, "Tp", "an integer with |Tp| < the series length")
+    exclusion_radius = as_integer(exclusion_radius, "exclusion_radius", "an integer >= 0")
     values = list(range(1, max_E + 1))
 
     def make_plan(n, E):
-        return resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
-                       lib=lib, pred=pred)
+        try:
+            return resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                           lib=lib, pred=pred)
+        except ValueError as exc:
+            if E == 1:
+                raise
+            raise ValueError(f"max_E={max_E} is too large for this series and library: E={E} "
+                             f"fails ({exc}); use max_E <= {E - 1}") from exc
 
     if fused is not False:
         be, dt, xs, y, fy = _inputs(x, target, dtype, device, backend, "embed_dimension")
@@ -129,7 +151,8 @@ def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
                      knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
                      dtype: Any = None, device: Any = None, backend: str | None = None) -> SkillScan:
     """Simplex skill for Tp = 1..max_Tp."""
-    max_Tp = check_int(max_Tp, "max_Tp", 1)
+    n = as_series(x, "x").size
+    max_Tp = check_int(max_Tp, "max_Tp", 1, max(1, n - 1))  # Tp >= n predicts nothing
     return _scan(x, target, "Tp", list(range(1, max_Tp + 1)),
                  lambda n, Tp: resolve(n, E=E, tau=tau, Tp=Tp, knn=knn,
                                        exclusion_radius=exclusion_radius, lib=lib, pred=pred),

@@ -37,7 +37,7 @@ import numpy as np
 
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import TunableKernel, TuningCase, TuningSpace
-from clkernels.tuning.database import LEVELS, UserDB, level_key, shipped_entries
+from clkernels.tuning.database import LEVELS, UserDB, level_key, shipped_entries, warn_once
 
 from .base import BACKENDS
 
@@ -91,19 +91,49 @@ def heuristic(info: DeviceInfo, L: int, E: int) -> str:
 
 
 def _entry_LE(e: dict[str, Any]) -> tuple[float, float] | None:
+    """The entry's (L, E), both finite and >= 1, or None."""
     try:
         L = float(e.get("size") or str(e["size_bucket"]).lstrip("n"))
         E = float((e.get("spec") or {}).get("E") or str(e["spec_bucket"]).lstrip("E").rstrip("+"))
-        return L, E
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
+    if not (math.isfinite(L) and math.isfinite(E) and L >= 1 and E >= 1):
+        return None
+    return L, E
 
 
-def _ours(e: Any) -> bool:
-    return (isinstance(e, dict) and e.get("kernel") == FAMILY
-            and e.get("template_hash") == MODEL_VERSION
-            and isinstance(e.get("params"), dict) and e["params"].get("BACKEND") in BACKENDS
-            and _entry_LE(e) is not None)
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _problem(e: dict[str, Any]) -> str | None:
+    """Why an entry of family ``knn_backend`` cannot be used (None if it can)."""
+    if e.get("template_hash") != MODEL_VERSION:
+        return f"stale: made by model {e.get('template_hash')!r}, current is {MODEL_VERSION!r}"
+    params = e.get("params")
+    if not isinstance(params, dict) or params.get("BACKEND") not in BACKENDS:
+        return f"'params' must name a back-end of {list(BACKENDS)}, got {params!r}"
+    if _entry_LE(e) is None:
+        return "its library size / E is missing or not a number >= 1"
+    for f, check in (("times", _is_num), ("recall", _is_num), ("meets_bound", lambda v: isinstance(v, bool))):
+        v = e.get(f)
+        if v is None:
+            continue
+        if not isinstance(v, dict) or not all(isinstance(k, str) and check(x) for k, x in v.items()):
+            return f"{f!r} must map back-end names to {'true/false' if f == 'meets_bound' else 'numbers'}, got {v!r}"
+    return None
+
+
+def _ours(e: Any, where: str = "", key: str | None = None) -> bool:
+    """A usable ``knn_backend`` entry; a malformed or stale one is skipped with one warning."""
+    if not (isinstance(e, dict) and e.get("kernel") == FAMILY):
+        return False
+    why = _problem(e)
+    if why is None:
+        return True
+    key = key or f"{FAMILY}/{e.get('spec_bucket')}/{e.get('size_bucket')}"
+    warn_once(where, key, f"ignoring {FAMILY} tuning entry {key!r} in {where}: {why}")
+    return False
 
 
 def _nearest(cands: list[dict[str, Any]], L: int, E: int) -> dict[str, Any] | None:
@@ -144,9 +174,10 @@ def _pick(entry: dict[str, Any]) -> str | None:
 def candidates(info: DeviceInfo) -> list[tuple[str, list[dict[str, Any]]]]:
     """Entry sets in lookup order: ("user", [...]), ("shipped:device", [...]), ..."""
     out = []
-    user = [e for e in UserDB(info).load().values() if _ours(e)]
+    udb = UserDB(info)
+    user = [e for k, e in udb.load().items() if _ours(e, str(udb.path), str(k))]
     out.append(("user", user))
-    shipped = [e for e in shipped_entries() if _ours(e)]
+    shipped = [e for e in shipped_entries() if _ours(e, "shipped tuning/")]
     for level in LEVELS:
         key = level_key(info, level)
         es = [e for e in shipped if e.get("level") == level and e.get("key") == key]
@@ -310,8 +341,16 @@ class _BackendCase(TuningCase):
 def user_recalls(info: DeviceInfo) -> dict[tuple[str, str, str], float]:
     """Recall per (E bucket, size bucket, back-end) measured by ``pyedmcl tune knn_backend``."""
     out = {}
-    for key, e in UserDB(info).load().items():
-        if key.startswith(f"{FAMILY}_recall/") and isinstance(e, dict):
-            _, eb, zb, name = key.split("/")
-            out[(eb, zb, name)] = float(e.get("recall", float("nan")))
+    udb = UserDB(info)
+    for key, e in udb.load().items():
+        if not str(key).startswith(f"{FAMILY}_recall/"):
+            continue
+        parts = str(key).split("/")
+        rec = e.get("recall") if isinstance(e, dict) else None
+        if len(parts) != 4 or not _is_num(rec) or not 0 <= rec <= 1:
+            warn_once(str(udb.path), str(key), f"ignoring malformed tuning entry {key!r} in "
+                      f"{udb.path}: want key {FAMILY}_recall/<E bucket>/<size bucket>/<back-end> "
+                      "and a 'recall' in [0, 1]")
+            continue
+        out[(parts[1], parts[2], parts[3])] = float(rec)
     return out

@@ -40,12 +40,14 @@ def measure_recall(x: Any, *, E: int, tau: int = 1, k: int | None = None,
                    dtype: Any = np.float32, device: Any = None) -> float:
     """Recall of ``knn_backend`` against the exact kernel on ``sample`` random queries of ``x``
     (both searches in ``dtype``, float32 or float64)."""
-    from ..validation import as_series
+    from ..edm.knn import check_points
+    from ..validation import check_int, check_seed
     from . import knn_search
 
-    s = as_series(x, "x")
-    npts = s.size - (E - 1) * abs(tau)
-    rng = np.random.default_rng(seed)
+    s, E, tau, _, _ = check_points(x, E, tau, None, None)  # tau: |tau|, as the k-NN uses
+    npts = s.size - (E - 1) * tau
+    sample = check_int(sample, "sample", 1)
+    rng = np.random.default_rng(check_seed(seed))
     q = np.sort(rng.choice(npts, size=min(sample, npts), replace=False))
     kw = dict(E=E, tau=tau, k=k, query_points=q, exclusion_radius=exclusion_radius,
               dtype=dtype, device=device)

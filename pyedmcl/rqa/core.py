@@ -93,18 +93,25 @@ def _backends_and_dtype(device: Any, devices: Any, backend: str | None, dtype: A
 
 
 def _check_common(l_min: int, v_min: int, w_min: int, theiler: int, theiler_scope: str,
-                  order: str, edge: int | None) -> None:
-    check_int(l_min, "l_min", 1)
-    check_int(v_min, "v_min", 1)
-    check_int(w_min, "w_min", 1)
-    check_int(theiler, "theiler", 0)
+                  order: str, edge: int | None) -> tuple[int, int, int, int, int | None]:
+    """Validated (l_min, v_min, w_min, theiler, edge) as ints (``2.0`` -> 2)."""
+    l_min = check_int(l_min, "l_min", 1)
+    v_min = check_int(v_min, "v_min", 1)
+    w_min = check_int(w_min, "w_min", 1)
+    theiler = check_int(theiler, "theiler", 0)
     if theiler_scope not in ("lines", "matrix"):
         raise ValueError(f"theiler_scope={theiler_scope!r} is not supported; allowed: 'lines' "
                          "(PyRQA/pyunicorn) or 'matrix' (CRP toolbox)")
     if order not in ("row", "column"):
         raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
     if edge is not None:
-        check_int(edge, "edge", 1)
+        edge = check_int(edge, "edge", 1)
+    return l_min, v_min, w_min, theiler, edge
+
+
+def _check_E_tau(E: Any, tau: Any) -> tuple[int, int]:
+    """E and tau as ints: integral floats accepted, the rest refused with the range."""
+    return check_int(E, "E", 1, 512), check_int(tau, "tau", 1)
 
 
 def check_radius(radius: Any, name: str = "radius") -> float:
@@ -173,8 +180,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     """
     s = as_series(x, "x")
     metric = check_metric(metric)
+    E, tau = _check_E_tau(E, tau)
     n = check_embedding(s.size, E, tau, "x")
-    _check_common(l_min, v_min, w_min, theiler, theiler_scope, order, edge)
+    l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler,
+                                                       theiler_scope, order, edge)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="rqa")
     radius = _resolve_radius(radius, recurrence_rate, s, None, E, tau, metric, dt, bes)
@@ -215,9 +224,11 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     sx = as_series(x, "x")
     sy = as_series(y, "y")
     metric = check_metric(metric)
+    E, tau = _check_E_tau(E, tau)
     nx = check_embedding(sx.size, E, tau, "x")
     ny = check_embedding(sy.size, E, tau, "y")
-    _check_common(l_min, v_min, w_min, theiler, "lines", order, edge)
+    l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler, "lines",
+                                                       order, edge)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx, sy) = centred([sx, sy], ["x", "y"], dt, bes, common=True, what="cross_rqa")
     radius = _resolve_radius(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes)
@@ -253,8 +264,10 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     if sx.size != sy.size:
         raise ValueError(f"joint RQA needs series of equal length, got x: {sx.size}, y: {sy.size}")
     metric = check_metric(metric)
+    E, tau = _check_E_tau(E, tau)
     n = check_embedding(sx.size, E, tau, "x")
-    _check_common(l_min, v_min, w_min, theiler, theiler_scope, order, edge)
+    l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler,
+                                                       theiler_scope, order, edge)
     if radius is None:
         raise ValueError("radius is required for joint RQA: one number or a pair (r_x, r_y)")
     rx, ry = (radius, radius) if np.ndim(radius) == 0 else tuple(radius)

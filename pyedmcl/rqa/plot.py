@@ -51,6 +51,7 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     nx_ = sx.size if sx is not None else int(xdev.shape[0])
     ny_ = sy.size if sy is not None else int(ydev.shape[0])
     metric = check_metric(metric)
+    E, tau = check_int(E, "E", 1, 512), check_int(tau, "tau", 1)
     nc = check_embedding(nx_, E, tau, "x")
     nr = check_embedding(ny_, E, tau, "y")
     size = check_int(size, "size", 1, 1 << 15)

@@ -33,6 +33,35 @@ def _dist(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
     return d.sum(axis=-1)
 
 
+def _too_low(rate: float, d: np.ndarray, n_cells: int, n_points: int, auto: bool,
+              sampled: bool = False) -> None:
+    """Raise the error for a rate no radius can give, with the smallest rate that can be had.
+
+    Recurrence is ``d < radius``, so the fewest recurrences any radius > 0 gives are the
+    cells at distance 0 plus those at the smallest positive distance. In auto-RQA the
+    main diagonal alone is ``N`` zero cells (d(i, i) = 0), so the smallest rate is about
+    ``1/N``: the Theiler window does not change that, it removes diagonals from the
+    line histograms (and with ``theiler_scope="matrix"`` from RR's count), not from the
+    distances the rate is taken over.
+    """
+    pos = d[d > 0]
+    if pos.size == 0:
+        raise ValueError(f"recurrence_rate={rate}: every distance is 0 (a constant series); "
+                         "no radius separates the points, use a fixed radius")
+    share = np.count_nonzero(d <= pos.min()) / d.size
+    n_min = max(1, round(share * n_cells))
+    zeros = np.count_nonzero(d == 0) / d.size
+    why = (f"the main diagonal (d(i,i) = 0 always recurs: {n_points} cells) and repeated points "
+           f"give {zeros:.3g} of the cells distance 0" if auto else
+           "recurrence is d < radius and the closest pair sets the floor")
+    est = "about " if sampled else ""
+    raise ValueError(
+        f"recurrence_rate={rate} is below the smallest rate this input allows: {why}, so the "
+        f"smallest non-zero rate is {est}{n_min}/{n_cells} = {n_min / n_cells:.3g} for "
+        f"N={n_points} embedded points (whatever the Theiler window); use recurrence_rate >= "
+        f"{n_min / n_cells:.3g} or a fixed radius")
+
+
 def radius_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E: int, tau: int,
                     metric: str, dtype: Any = np.float64, backend: Any = None,
                     seed: int = 12345) -> float:
@@ -51,6 +80,8 @@ def radius_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E
                                device=backend)
         flat = d.ravel()
         r = float(np.partition(flat, k)[k])
+        if not np.any(flat < r):  # recurrence is d < radius: not one cell would recur
+            _too_low(rate, flat, n_cells, nr, cols is None)
     else:
         rng = np.random.default_rng(seed)
         i = rng.integers(0, nr, SAMPLES)
@@ -58,6 +89,8 @@ def radius_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E
         a, b = _points(rows, E, tau), _points(cols_, E, tau)
         d = _dist(a[i], b[j], metric)
         r = float(np.partition(d, int(rate * (SAMPLES - 1)))[int(rate * (SAMPLES - 1))])
+        if not np.any(d < r):
+            _too_low(rate, d, n_cells, nr, cols is None, sampled=True)
     if not r > 0:
         raise ValueError(f"recurrence_rate={rate} gives radius {r} (too many identical points); "
                          "choose a larger rate or a fixed radius")

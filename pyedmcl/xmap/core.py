@@ -24,7 +24,7 @@ import numpy as np
 
 from .._outputs import locks_output
 from ..edm.ranges import check_tau
-from ..validation import check_dtype, check_int
+from ..validation import check_dtype, check_int, check_int_array
 
 #: default rows per block: big enough to amortise a launch, small enough to balance
 DEFAULT_BLOCK_ROWS = 32
@@ -125,14 +125,14 @@ def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
         if E != "auto":
             raise ValueError(f"E={E!r} is invalid; allowed: 'auto', an int >= 1, or N ints")
         return None
-    arr = np.atleast_1d(np.asarray(E))
+    if E is None:
+        raise TypeError("E must be 'auto', an int >= 1, or N ints; got None")
+    arr = check_int_array(E, "E", 1, min(64, n - 3))  # E=1.5 is refused, not run as 1
     if arr.size == 1:
-        arr = np.full(N, int(arr[0]))
+        arr = np.full(N, arr[0], dtype=np.int64)
     if arr.shape != (N,):
         raise ValueError(f"E has {arr.size} values for N={N} series; give one int or N ints")
-    for e in arr:
-        check_int(int(e), "E", 1, min(64, n - 3))
-    return arr.astype(np.int64)
+    return arr
 
 
 def _devices(devices: Any) -> list[Any]:
