@@ -252,6 +252,9 @@ def _notice_timer(info: Any) -> threading.Timer | None:
             _noticed.add(name)
         to_terminal(f"pyedmcl: compiling kernels for {name} (first run only)…\n")
 
+    if after <= 0:  # said at once (a timer could lose the race with a fast build)
+        say()
+        return None
     t = threading.Timer(after, say)
     t.daemon = True
     t.start()

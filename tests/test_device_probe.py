@@ -51,7 +51,8 @@ def cache_root(tmp_path, monkeypatch):
 def _env(cache: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("POCL_CACHE_DIR", "PYEDMCL_OWNS_POCL_CACHE", "PYEDMCL_DEVICE",
-                        "POCL_EXTRA_BUILD_FLAGS", "PYOPENCL_CTX", "OCL_ICD_VENDORS")}
+                        "POCL_EXTRA_BUILD_FLAGS", "PYOPENCL_CTX", "OCL_ICD_VENDORS",
+                        "PYEDMCL_QUIET")}
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     env.update({"PYEDMCL_CACHE_DIR": str(cache), "PYTHONPATH": path}, **extra)
     return env

@@ -71,16 +71,28 @@ def print_json(obj: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from clkernels import BuildError, DeviceSelectionError, TemplateParameterError
-    from clkernels.devices import DeviceUnusableError
-
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 on bad usage, 0 on --help
         return int(exc.code or 0)
+    quiet_before = os.environ.get("PYEDMCL_QUIET")
     if getattr(args, "quiet", False):
         os.environ["PYEDMCL_QUIET"] = "1"  # no "compiling kernels ..." line either
+    try:
+        return _run(args)
+    finally:  # an in-process caller's environment is left as it was
+        if quiet_before is None:
+            os.environ.pop("PYEDMCL_QUIET", None)
+        else:
+            os.environ["PYEDMCL_QUIET"] = quiet_before
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its errors mapped to exit codes (2 bad input, 1 runtime failure)."""
+    from clkernels import BuildError, DeviceSelectionError, TemplateParameterError
+    from clkernels.devices import DeviceUnusableError
+
     try:
         rc = args.func(args)
         return int(rc or 0)

@@ -93,11 +93,13 @@ def _backends_and_dtype(device: Any, devices: Any, backend: str | None, dtype: A
 
 
 def _check_common(l_min: int, v_min: int, w_min: int, theiler: int, theiler_scope: str,
-                  order: str, edge: int | None) -> tuple[int, int, int, int, int | None]:
-    """Validated (l_min, v_min, w_min, theiler, edge) as ints (``2.0`` -> 2)."""
-    l_min = check_int(l_min, "l_min", 1)
-    v_min = check_int(v_min, "v_min", 1)
-    w_min = check_int(w_min, "w_min", 1)
+                  order: str, edge: int | None, n: int) -> tuple[int, int, int, int, int | None]:
+    """Validated (l_min, v_min, w_min, theiler, edge) as ints (``2.0`` -> 2); a minimum
+    line length is at most ``n``, the longest side of the matrix (no line is longer)."""
+    n = max(n, 2)  # the defaults (2) stay valid on the tiniest series
+    l_min = check_int(l_min, "l_min", 1, n)
+    v_min = check_int(v_min, "v_min", 1, n)
+    w_min = check_int(w_min, "w_min", 1, n)
     theiler = check_int(theiler, "theiler", 0)
     if theiler_scope not in ("lines", "matrix"):
         raise ValueError(f"theiler_scope={theiler_scope!r} is not supported; allowed: 'lines' "
@@ -183,7 +185,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     E, tau = _check_E_tau(E, tau)
     n = check_embedding(s.size, E, tau, "x")
     l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler,
-                                                       theiler_scope, order, edge)
+                                                       theiler_scope, order, edge, n)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="rqa")
     radius = _resolve_radius(radius, recurrence_rate, s, None, E, tau, metric, dt, bes)
@@ -228,7 +230,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     nx = check_embedding(sx.size, E, tau, "x")
     ny = check_embedding(sy.size, E, tau, "y")
     l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler, "lines",
-                                                       order, edge)
+                                                       order, edge, max(nx, ny))
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx, sy) = centred([sx, sy], ["x", "y"], dt, bes, common=True, what="cross_rqa")
     radius = _resolve_radius(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes)
@@ -267,7 +269,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     E, tau = _check_E_tau(E, tau)
     n = check_embedding(sx.size, E, tau, "x")
     l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler,
-                                                       theiler_scope, order, edge)
+                                                       theiler_scope, order, edge, n)
     if radius is None:
         raise ValueError("radius is required for joint RQA: one number or a pair (r_x, r_y)")
     rx, ry = (radius, radius) if np.ndim(radius) == 0 else tuple(radius)
