@@ -62,11 +62,15 @@ def private_dir(*parts: str) -> Path:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
+    """Write ``text`` to ``path`` so that a crash leaves the old file or the new one, never
+    half: a uniquely named temporary in the same folder (two threads never share it),
+    flushed to disk, then renamed over ``path`` (``os.replace`` is atomic)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -19,7 +19,6 @@ import json
 import math
 import numbers
 import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 
 from ..devices import DeviceInfo
 from ..templates import data_dir
+from ..userdirs import atomic_write_text
 from .space import Params, TunableKernel
 
 FORMAT = 1
@@ -66,28 +66,10 @@ def _safe(key: str) -> str:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write JSON so that a crash leaves either the old file or the new one, never half.
-
-    The text goes to a uniquely named temporary file in the same directory (unique per
-    call, so two threads of one process never share it), is flushed to disk, then
-    renamed over ``path`` (``os.replace`` is atomic on POSIX and Windows).
-    """
+    """Write JSON so that a crash leaves either the old file or the new one, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(obj, indent=1, sort_keys=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True))
 
 
 def db_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Any:
