@@ -63,6 +63,21 @@ def as_integer(value: Any, name: str, allowed: str = "an integer") -> int:
     raise TypeError(f"{name} must be an integer ({allowed}), got {value!r}")
 
 
+def int_arg(text: str) -> int:
+    """An integer command-line value, as the API takes it: ``3`` and ``3.0`` are 3,
+    ``1.5`` or ``x`` are refused (argparse then exits 2 with one line)."""
+    import argparse
+
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return as_integer(float(text), "value")
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
 def check_int(value: Any, name: str, lo: int | None, hi: int | None = None) -> int:
     """An integer in [lo, hi] (None = unbounded on that side), or a TypeError/ValueError
     naming ``name`` and the allowed range. Integral floats are accepted (see

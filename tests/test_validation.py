@@ -80,3 +80,21 @@ def test_cli_broken_h5_is_bad_input_not_a_runtime_failure(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "x.h5 is not a readable .h5 file" in err
     assert main(["simplex", str(tmp_path / "x.h5"), "-E", "1.5"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_cli_integers_as_the_api_takes_them(tmp_path, capsys):
+    """``-E 2.0`` is 2 on the command line too (same result as ``-E 2``); ``-E 1.5`` is
+    refused with exit 2 and one line naming the option."""
+    import json
+
+    from pyedmcl.cli.main import main
+
+    np.save(tmp_path / "x.npy", np.sin(np.arange(200) * 0.3))
+    outs = []
+    for e in ("2", "2.0"):
+        assert main(["simplex", str(tmp_path / "x.npy"), "-E", e, "--json"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1]
+    assert main(["simplex", str(tmp_path / "x.npy"), "-E", "1.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "-E" in err[0] and "'1.5' is not an integer" in err[0]

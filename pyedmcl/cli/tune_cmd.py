@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..validation import int_arg
+
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune", help="autotune kernels on a device and store the winners")
@@ -13,8 +15,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default=None, choices=("pyopencl", "sycl"))
     p.add_argument("--quick", action="store_true", help="time-boxed random search, one size")
     p.add_argument("--budget", type=float, default=20.0, help="seconds per case in --quick mode")
-    p.add_argument("--sizes", type=int, nargs="+", default=None, help="problem sizes to tune")
-    p.add_argument("--E", type=int, nargs="+", default=None, dest="E_values",
+    p.add_argument("--sizes", type=int_arg, nargs="+", default=None, help="problem sizes to tune")
+    p.add_argument("--E", type=int_arg, nargs="+", default=None, dest="E_values",
                    help="embedding dimensions to tune (default: the family's buckets)")
     p.add_argument("--force", action="store_true", help="re-time even if an entry exists")
     p.add_argument("--list", action="store_true", help="list kernel families and exit")

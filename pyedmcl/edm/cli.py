@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..validation import int_arg
+
 
 def load_series(path: str, name: str | None) -> tuple[np.ndarray, str]:
     """One series from any supported file (by column name or index; default: the first series)."""
@@ -25,8 +27,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="input .csv (named columns), .npy, .h5, .zarr, or - (CSV on stdin)")
     p.add_argument("--column", "-c", default=None, help="library series (CSV name or .npy index)")
     p.add_argument("--target", "-t", default=None, help="target series (default: --column)")
-    p.add_argument("--tau", type=int, default=1, help="lag (> 0: into the past)")
-    p.add_argument("--exclusion-radius", type=int, default=0)
+    p.add_argument("--tau", type=int_arg, default=1, help="lag (> 0: into the past)")
+    p.add_argument("--exclusion-radius", type=int_arg, default=0)
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     add_device_args(p)
 
@@ -36,9 +38,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                            ("smap", "S-map (pyEDM semantics)")):
         p = sub.add_parser(name, help=helptext)
         _common(p)
-        p.add_argument("-E", type=int, required=True)
-        p.add_argument("--Tp", type=int, default=1)
-        p.add_argument("--knn", type=int, default=None)
+        p.add_argument("-E", type=int_arg, required=True)
+        p.add_argument("--Tp", type=int_arg, default=1)
+        p.add_argument("--knn", type=int_arg, default=None)
         p.add_argument("--lib", default=None, help="1-based 'start stop [start stop ...]'")
         p.add_argument("--pred", default=None, help="1-based 'start stop [start stop ...]'")
         p.add_argument("--predictions", action="store_true",
@@ -49,18 +51,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=run_predict, kind=name)
     p = sub.add_parser("ccm", help="convergent cross mapping, both directions")
     _common(p)
-    p.add_argument("-E", type=int, required=True)
-    p.add_argument("--Tp", type=int, default=0)
-    p.add_argument("--knn", type=int, default=None)
+    p.add_argument("-E", type=int_arg, required=True)
+    p.add_argument("--Tp", type=int_arg, default=0)
+    p.add_argument("--knn", type=int_arg, default=None)
     p.add_argument("--lib-sizes", required=True, help="e.g. '10 100 10' (start stop step) or '20 50 80'")
-    p.add_argument("--sample", type=int, default=100)
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--sample", type=int_arg, default=100)
+    p.add_argument("--seed", type=int_arg, default=None)
     p.add_argument("--replacement", action="store_true")
     p.set_defaults(func=run_ccm)
     p = sub.add_parser("edim", help="Simplex skill for E = 1..max-E (embedding dimension)")
     _common(p)
-    p.add_argument("--max-E", type=int, default=10)
-    p.add_argument("--Tp", type=int, default=1)
+    p.add_argument("--max-E", type=int_arg, default=10)
+    p.add_argument("--Tp", type=int_arg, default=1)
     p.add_argument("--lib", default=None)
     p.add_argument("--pred", default=None)
     p.set_defaults(func=run_edim)

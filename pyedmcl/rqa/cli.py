@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ..validation import int_arg
+
 
 def _load(path: str, column: str | None) -> np.ndarray:
     """A series from any supported file (column by name or 0-based index; default the first).
@@ -25,8 +27,8 @@ def _load(path: str, column: str | None) -> np.ndarray:
 def _common(p: argparse.ArgumentParser) -> None:
     from ..cli.main import add_device_args
 
-    p.add_argument("-E", "--E", dest="E", type=int, default=1, help="embedding dimension")
-    p.add_argument("--tau", type=int, default=1, help="embedding delay")
+    p.add_argument("-E", "--E", dest="E", type=int_arg, default=1, help="embedding dimension")
+    p.add_argument("--tau", type=int_arg, default=1, help="embedding delay")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-r", "--radius", type=float, help="fixed radius")
     g.add_argument("--rr", "--recurrence-rate", dest="rr", type=float, help="fixed recurrence rate")
@@ -37,11 +39,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _line_opts(p: argparse.ArgumentParser, theiler: int) -> None:
-    p.add_argument("--theiler", type=int, default=theiler, help="Theiler window w")
-    p.add_argument("--l-min", type=int, default=2)
-    p.add_argument("--v-min", type=int, default=2)
-    p.add_argument("--w-min", type=int, default=2)
-    p.add_argument("--edge", type=int, default=None, help="sub-matrix edge length")
+    p.add_argument("--theiler", type=int_arg, default=theiler, help="Theiler window w")
+    p.add_argument("--l-min", type=int_arg, default=2)
+    p.add_argument("--v-min", type=int_arg, default=2)
+    p.add_argument("--w-min", type=int_arg, default=2)
+    p.add_argument("--edge", type=int_arg, default=None, help="sub-matrix edge length")
     p.add_argument("--devices", default=None, help="comma-separated devices to split over")
     p.add_argument("--histograms", action="store_true", help="include histograms in --json")
 
@@ -66,7 +68,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input")
     p.add_argument("output", help="PNG path")
     p.add_argument("--cross", default=None, help="second series for a cross recurrence plot")
-    p.add_argument("--size", type=int, default=1024, help="image edge (block density above)")
+    p.add_argument("--size", type=int_arg, default=1024, help="image edge (block density above)")
     _common(p)
     p.add_argument("--column-y", default=None, help="column of --cross (default: --column)")
     p.set_defaults(func=run_rp)

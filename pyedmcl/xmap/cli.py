@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..validation import int_arg
+
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from ..cli.main import add_device_args
@@ -21,15 +23,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "bad blocks by index (exit 1 if any), instead of computing")
     p.add_argument("--dataset", default=None, help="dataset/array name inside .h5 or .zarr")
     p.add_argument("--E", default="auto", help="'auto' (optimal E per series) or an int")
-    p.add_argument("--E-max", type=int, default=20, help="largest E tried by --E auto")
-    p.add_argument("--tau", type=int, default=1, help="lag (> 0: into the past)")
-    p.add_argument("--Tp", type=int, default=0, help="cross-map prediction interval")
+    p.add_argument("--E-max", type=int_arg, default=20, help="largest E tried by --E auto")
+    p.add_argument("--tau", type=int_arg, default=1, help="lag (> 0: into the past)")
+    p.add_argument("--Tp", type=int_arg, default=0, help="cross-map prediction interval")
     p.add_argument("--devices", default=None,
                    help="comma-separated devices used at once, e.g. pocl,intel or nvidia:0,nvidia:1")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster")
-    p.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
-    p.add_argument("--block-rows", type=int, default=None, help="rows per block (Zarr chunk)")
+    p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
+    p.add_argument("--block-rows", type=int_arg, default=None, help="rows per block (Zarr chunk)")
     p.add_argument("--fma", action=argparse.BooleanOptionalAction, default=None,
                    help="fuse the distance's multiply-adds with fma() on every device (default: "
                         "when every device is a GPU; off on a Dask cluster; kept when resuming)")
