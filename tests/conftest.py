@@ -41,6 +41,9 @@ def _device_params() -> list:
 _DEVICE_PARAMS = _device_params()
 #: the runtimes tests run on: those whose probe build passes
 TEST_DEVICES = [p for p in _DEVICE_PARAMS if isinstance(p, str)]
+#: the device of tests that need "a CPU device", not a particular runtime: PoCL, else
+#: the CPU runtime that builds (Intel's where PoCL's LLVM does not know the CPU)
+CPU_DEVICE = next((r for r in ("pocl", "intel") if r in TEST_DEVICES), "pocl")
 HAS_OCLGRIND = any(d.runtime == "oclgrind" for d in list_devices())
 HAS_GPU = any(d.device_type == "gpu" and d.runtime != "oclgrind" for d in list_devices())
 

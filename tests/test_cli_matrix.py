@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import pyopencl as cl
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 from clkernels import BuildError
@@ -33,7 +34,7 @@ from clkernels.backends.pyopencl_backend import PyOpenCLBackend
 from pyedmcl.cli.main import main
 from pyedmcl.data import coupled_logistic
 
-DEV = "pocl"
+DEV = CPU_DEVICE
 N = 120
 XY = coupled_logistic(N)
 X, Y = XY[:, 0].copy(), XY[:, 1].copy()

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 pytest.importorskip("matplotlib")
 
@@ -14,13 +15,13 @@ def test_demo_report(tmp_path):
     from pyedmcl.cli.main import main
 
     out = tmp_path / "report"
-    assert main(["demo", "-o", str(out), "-q", "--device", "pocl"]) == 0
+    assert main(["demo", "-o", str(out), "-q", "--device", CPU_DEVICE]) == 0
     for name in ("index.html", "results.json", "embed_dimension.png", "predict_interval.png",
                  "predict_nonlinear.png", "ccm.png", "xmap.png", "recurrence_plot.png"):
         f = out / name
         assert f.exists() and f.stat().st_size > 200, name
     res = json.loads((out / "results.json").read_text())
-    assert res["device"]["runtime"] == "pocl" and "pyedmcl" in res["versions"]
+    assert res["device"]["runtime"] == CPU_DEVICE and "pyedmcl" in res["versions"]
     sec = res["sections"]
     assert set(sec) >= {"embed_dimension", "predict_interval", "predict_nonlinear", "ccm", "xmap", "rqa"}
     # Lorenz-63 is low-dimensional and predictable: high skill at the best E.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 import clkernels
 from clkernels import memory
@@ -18,7 +19,7 @@ from clkernels import memory
 
 @pytest.fixture
 def be(monkeypatch):
-    b = clkernels.get_backend("pocl")
+    b = clkernels.get_backend(CPU_DEVICE)
     monkeypatch.delenv("PYEDMCL_DEVICE_MEMORY_LIMIT", raising=False)
     return b
 
@@ -234,7 +235,7 @@ def test_cli_env_limit(tmp_path, monkeypatch, capsys):
 
     x = series(400, 1)
     np.save(tmp_path / "x.npy", x)
-    argv = ["simplex", str(tmp_path / "x.npy"), "-E", "3", "--device", "pocl"]
+    argv = ["simplex", str(tmp_path / "x.npy"), "-E", "3", "--device", CPU_DEVICE]
     assert main(argv) == 0
     ref = capsys.readouterr().out
     assert "rho=" in ref

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 
@@ -95,7 +96,7 @@ def test_ccm_replacement_matches_numpy_reference(device):
 def test_ccm_bad_input(kw, word):
     x, y = _coupled_logistic(100)
     with pytest.raises((ValueError, TypeError), match=word):
-        pe.ccm(x, y, device="pocl", **kw)
+        pe.ccm(x, y, device=CPU_DEVICE, **kw)
 
 
 def test_scans_match_pyedm(device):

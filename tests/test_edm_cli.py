@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 
@@ -35,26 +36,26 @@ def data(tmp_path_factory):
 def test_simplex_json_csv(data):
     d, x, y = data
     rc, out, err = _run("simplex", str(d / "d.csv"), "-c", "x", "-t", "y", "-E", "2",
-                        "--lib", "1 150", "--pred", "151 290", "--device", "pocl", "--json")
+                        "--lib", "1 150", "--pred", "151 290", "--device", CPU_DEVICE, "--json")
     assert rc == 0, err
     j = json.loads(out)
-    ref = pe.simplex(x, y, E=2, lib="1 150", pred="151 290", device="pocl")
+    ref = pe.simplex(x, y, E=2, lib="1 150", pred="151 290", device=CPU_DEVICE)
     assert abs(j["rho"] - ref.rho) < 1e-9
 
 
 def test_edim_npy_and_ccm(data):
     d, x, y = data
-    rc, out, err = _run("edim", str(d / "x.npy"), "--max-E", "4", "--device", "pocl", "--json")
+    rc, out, err = _run("edim", str(d / "x.npy"), "--max-E", "4", "--device", CPU_DEVICE, "--json")
     assert rc == 0, err
     j = json.loads(out)
-    ref = pe.embed_dimension(x, max_E=4, device="pocl")
+    ref = pe.embed_dimension(x, max_E=4, device=CPU_DEVICE)
     np.testing.assert_allclose(j["rho"], ref.rho, atol=1e-9)
     rc, out, err = _run("ccm", str(d / "d.csv"), "-c", "x", "-t", "y", "-E", "2",
                         "--lib-sizes", "20 100 40", "--sample", "5", "--seed", "1",
-                        "--device", "pocl", "--json")
+                        "--device", CPU_DEVICE, "--json")
     assert rc == 0, err
     j = json.loads(out)
-    ref = pe.ccm(x, y, E=2, lib_sizes="20 100 40", sample=5, seed=1, device="pocl")
+    ref = pe.ccm(x, y, E=2, lib_sizes="20 100 40", sample=5, seed=1, device=CPU_DEVICE)
     np.testing.assert_allclose(j["x:y"], ref.rho_xy, atol=1e-9)
 
 

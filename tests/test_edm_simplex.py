@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 from pyedmcl.edm.knn import knn_table
@@ -221,7 +222,7 @@ BAD = [
 def test_bad_input(kw, word):
     x = _logistic(100)
     with pytest.raises((ValueError, TypeError), match=word):
-        pe.simplex(x, device="pocl", **kw)
+        pe.simplex(x, device=CPU_DEVICE, **kw)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -229,14 +230,14 @@ def test_nan_inf_rejected(bad):
     x = _logistic(100)
     x[10] = bad
     with pytest.raises(ValueError, match="NaN or inf"):
-        pe.simplex(x, E=2, device="pocl")
+        pe.simplex(x, E=2, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="NaN or inf"):
-        pe.simplex(_logistic(100), x, E=2, device="pocl")
+        pe.simplex(_logistic(100), x, E=2, device=CPU_DEVICE)
 
 
 def test_too_short_series():
     with pytest.raises(ValueError, match="too short"):
-        pe.simplex(np.arange(6.0), E=4, device="pocl")
+        pe.simplex(np.arange(6.0), E=4, device=CPU_DEVICE)
 
 
 @pytest.mark.parametrize("real", ["float", "double"])
@@ -328,7 +329,7 @@ def test_repeated_call_uploads_only_its_series(monkeypatch):
     upload cache stays within its byte bound."""
     from clkernels import get_backend
     from pyedmcl.edm import simplex as S
-    be = get_backend("pocl")
+    be = get_backend(CPU_DEVICE)
     x = np.sin(np.arange(500) * 0.3) + 0.01 * np.arange(500)
     first = pe.simplex(x, E=3, device=be)
     uploads = []

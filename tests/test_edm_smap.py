@@ -26,7 +26,7 @@ import pytest
 
 pyEDM = pytest.importorskip("pyEDM")
 
-from conftest import run_under_oclgrind  # noqa: E402
+from conftest import CPU_DEVICE, run_under_oclgrind  # noqa: E402
 
 from pyedmcl.edm import smap as S  # noqa: E402
 from pyedmcl.edm.ranges import resolve  # noqa: E402
@@ -317,17 +317,17 @@ def test_result_frame_and_skill(device):
 def test_bad_input_raises_valueerror_naming_parameter(kwargs, word):
     x = logistic(100)
     with pytest.raises(ValueError, match=word):
-        S.smap(x, device="pocl", **kwargs)
+        S.smap(x, device=CPU_DEVICE, **kwargs)
 
 
 def test_bad_thetas_and_target():
     x = logistic(100)
     with pytest.raises(ValueError, match="theta"):
-        S.predict_nonlinear(x, E=2, thetas=[], device="pocl")
+        S.predict_nonlinear(x, E=2, thetas=[], device=CPU_DEVICE)
     with pytest.raises(ValueError, match="theta"):
-        S.predict_nonlinear(x, E=2, thetas=[1.0, -2.0], device="pocl")
+        S.predict_nonlinear(x, E=2, thetas=[1.0, -2.0], device=CPU_DEVICE)
     with pytest.raises(ValueError, match="target"):
-        S.smap(x, x[:50], E=2, theta=1.0, device="pocl")
+        S.smap(x, x[:50], E=2, theta=1.0, device=CPU_DEVICE)
 
 
 # ----------------------------------------------------------------------------- Oclgrind
@@ -338,7 +338,7 @@ def test_oclgrind_clean_small():
         import numpy as np
         from pyedmcl.edm import smap as S
         x = np.sin(np.arange(40) * 0.7) + 0.1 * np.cos(np.arange(40) * 2.3)
-        ref = S.smap(x, E=2, theta=2.0, dtype=np.float32, device="pocl").predicted
+        ref = S.smap(x, E=2, theta=2.0, dtype=np.float32, device=CPU_DEVICE).predicted
         for params in ({"VARIANT": "item", "WG": 2, "PV": 2}, {"VARIANT": "group", "WG": 32, "PV": 1}):
             for knn in (None, 8):
                 lib = np.arange(1, 30); pred = np.arange(20, 40)
@@ -366,9 +366,9 @@ def test_oclgrind_clean_small():
                         exclusion_radius=0, ridge=0.0, dtype=np.float32, device=None,
                         backend=None, params={"VARIANT": "group", "WG": 128, "PV": 1})[0]
         i = S.smap_core(y, y, lib, pred, E=20, tau=1, Tp=1, thetas=np.array([2.0]), knn=None,
-                        exclusion_radius=0, ridge=0.0, dtype=np.float32, device="pocl",
+                        exclusion_radius=0, ridge=0.0, dtype=np.float32, device=CPU_DEVICE,
                         backend=None, params={"VARIANT": "item", "WG": 1, "PV": 1})[0]
         assert g.n_fallback == 0 and np.allclose(g.predicted, i.predicted, rtol=1e-6, atol=1e-6)
         print("ok")
-    """)
+    """.replace("CPU_DEVICE", repr(CPU_DEVICE)))
     assert "ok" in out

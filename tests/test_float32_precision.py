@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 from pyedmcl._precision import MAX_MERGED_FRACTION, PrecisionWarning, prepare
@@ -227,7 +228,7 @@ def test_cli_dtype(tmp_path, capsys):
     np.save(tmp_path / "p.npy", P)
     out = tmp_path / "m.zarr"
     assert main(["xmap", str(tmp_path / "p.npy"), "-o", str(out), "--E", "2", "--dtype",
-                 "float64", "-q", "--device", "pocl"]) == 0
+                 "float64", "-q", "--device", CPU_DEVICE]) == 0
     from pyedmcl.xmap.store import XmapStore
     assert XmapStore.open_existing(out).params["dtype"] == "float64"
     capsys.readouterr()

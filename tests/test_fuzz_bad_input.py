@@ -26,6 +26,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +51,9 @@ def _write_counts():
     if path:
         with open(path, "w") as f:
             json.dump(dict(COUNTS), f, indent=1)
-DEVICE = "pocl"
+
+
+DEVICE = CPU_DEVICE
 N = 60
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 from pyedmcl.neighbors import BACKENDS, knn_search, neighbor_backend
@@ -73,7 +74,7 @@ def test_ann_recall_on_lorenz(name, E):
     x = lorenz63(4096 + E)
     q = np.sort(np.random.default_rng(1).choice(4096, 300, replace=False))
     ref_i, _ = brute_knn(x.astype(np.float32).astype(np.float64), E, E + 1, 0, qpts=q)
-    got = knn_search(x, E=E, query_points=q, knn_backend=name, device="pocl")
+    got = knn_search(x, E=E, query_points=q, knn_backend=name, device=CPU_DEVICE)
     assert recall(got.indices, ref_i) >= 0.9
     assert got.info.backend == name
 
@@ -82,7 +83,7 @@ def test_ann_recall_on_lorenz(name, E):
 @pytest.mark.parametrize("radius", [0, 9])
 def test_exclusion_radius_honoured(name, radius):
     x = lorenz63(1200)
-    got = knn_search(x, E=3, k=5, exclusion_radius=radius, knn_backend=name, device="pocl")
+    got = knn_search(x, E=3, k=5, exclusion_radius=radius, knn_backend=name, device=CPU_DEVICE)
     p = np.arange(got.indices.shape[0])[:, None]
     assert (got.indices >= 0).all()  # every row found k admissible neighbours
     assert (np.abs(got.indices - p) > radius).all()
@@ -94,17 +95,17 @@ def test_exclusion_radius_honoured(name, radius):
 
 def test_simplex_and_ccm_accept_knn_backend():
     x = lorenz63(1500)
-    ex = pe.simplex(x, E=3, device="pocl")
-    kd = pe.simplex(x, E=3, knn_backend="kdtree", device="pocl")
+    ex = pe.simplex(x, E=3, device=CPU_DEVICE)
+    kd = pe.simplex(x, E=3, knn_backend="kdtree", device=CPU_DEVICE)
     np.testing.assert_allclose(kd.predicted, ex.predicted, rtol=1e-5, atol=1e-5)
     assert kd.neighbors.backend == "kdtree" and ex.neighbors.backend == "exact"
     for name in ("ivf", "hnsw"):
-        r = pe.simplex(x, E=3, knn_backend=name, device="pocl")
+        r = pe.simplex(x, E=3, knn_backend=name, device=CPU_DEVICE)
         assert abs(r.rho - ex.rho) < 1e-3
-    au = pe.simplex(x, E=3, knn_backend="auto", device="pocl")
+    au = pe.simplex(x, E=3, knn_backend="auto", device=CPU_DEVICE)
     assert au.neighbors.requested == "auto" and au.neighbors.backend in BACKENDS
     y = lorenz63(400, component="x")
-    kw = dict(E=2, lib_sizes=[10, 50, 200], sample=4, seed=3, device="pocl")
+    kw = dict(E=2, lib_sizes=[10, 50, 200], sample=4, seed=3, device=CPU_DEVICE)
     a = pe.ccm(x[:400], y, **kw)
     b = pe.ccm(x[:400], y, knn_backend="kdtree", **kw)
     np.testing.assert_allclose(b.rho_xy_samples, a.rho_xy_samples, rtol=1e-4, atol=1e-5)
@@ -116,15 +117,15 @@ def test_bad_input():
     x = lorenz63(200)
     for name in BACKENDS:
         with pytest.raises(ValueError, match="k=50 is larger than the library"):
-            knn_search(x, E=2, k=50, lib_points=np.arange(20), knn_backend=name, device="pocl")
+            knn_search(x, E=2, k=50, lib_points=np.arange(20), knn_backend=name, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="knn_backend='bogus'.*allowed: exact, kdtree, ivf, hnsw, auto"):
-        knn_search(x, E=2, knn_backend="bogus", device="pocl")
+        knn_search(x, E=2, knn_backend="bogus", device=CPU_DEVICE)
     with pytest.raises(ValueError, match="metric='maximum' is not supported by knn_backend='hnsw'"):
-        knn_search(x, E=2, metric="maximum", knn_backend="hnsw", device="pocl")
+        knn_search(x, E=2, metric="maximum", knn_backend="hnsw", device=CPU_DEVICE)
     with pytest.raises(ValueError, match="nprob.*not options of knn_backend='ivf'"):
         neighbor_backend("ivf", nprob=3)
     with pytest.raises(ValueError, match="knn_backend"):
-        pe.simplex(x, E=2, knn_backend="annoy", device="pocl")
+        pe.simplex(x, E=2, knn_backend="annoy", device=CPU_DEVICE)
 
 
 def test_missing_faiss_names_the_extra(monkeypatch):

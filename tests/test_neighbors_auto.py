@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 from clkernels import get_backend
 from clkernels.tuning import tune
@@ -29,7 +30,7 @@ def _entry(info, E, L, best, times=None, recall=None):
 
 
 def test_user_db_entry_drives_the_choice():
-    info = get_backend("pocl").info
+    info = get_backend(CPU_DEVICE).info
     db = UserDB(info)
     db.put("knn_backend/E32/n65536", _entry(info, 20, 65536, "hnsw", recall={"hnsw": 0.97}))
     db.put("knn_backend/E1/n1024", _entry(info, 1, 1024, "exact"))
@@ -41,7 +42,7 @@ def test_user_db_entry_drives_the_choice():
 
 
 def test_unavailable_choice_falls_back_to_fastest_installed(monkeypatch):
-    info = get_backend("pocl").info
+    info = get_backend(CPU_DEVICE).info
     UserDB(info).put("knn_backend/E32/n65536", _entry(
         info, 20, 65536, "hnsw", times={"hnsw": 1.0, "ivf": 2.0, "kdtree": 3.0, "exact": 9.0}))
     monkeypatch.setattr(A, "available", lambda name: name in ("exact", "kdtree"))
@@ -52,7 +53,7 @@ def test_unavailable_choice_falls_back_to_fastest_installed(monkeypatch):
 def test_approximate_winner_must_be_clearly_faster(kd, want):
     """An IVF/HNSW winner gives way to an exact back-end timed within EXACT_MARGIN (1.15)
     of it: same speed within run-to-run noise, recall 1."""
-    info = get_backend("pocl").info
+    info = get_backend(CPU_DEVICE).info
     UserDB(info).put("knn_backend/E32/n65536", _entry(
         info, 20, 65536, "ivf", times={"ivf": 1.0, "kdtree": kd, "exact": 5.0, "hnsw": 1.5}))
     c = A.choose(info, L=65536, E=20)
@@ -65,7 +66,7 @@ def test_shipped_model_and_heuristic():
     assert ours, "tuning/knn_backend_default.json must ship knn_backend entries"
     assert all(e["params"]["BACKEND"] in BACKENDS and e["template_hash"] == A.MODEL_VERSION
                for e in ours)
-    cpu = get_backend("pocl").info
+    cpu = get_backend(CPU_DEVICE).info
     c = A.choose(cpu, L=50000, E=20)
     assert c.source.startswith("shipped:") and c.backend in BACKENDS
     # a GPU with no entries: the heuristic picks the exact kernel
@@ -76,7 +77,7 @@ def test_shipped_model_and_heuristic():
 
 
 def test_resolve_backend_reports_choice_and_options():
-    be = get_backend("pocl")
+    be = get_backend(CPU_DEVICE)
     nb = resolve_backend("auto", be, L=4096, E=20, options={"hnsw": {"ef_search": 99},
                                                             "ivf": {"nprobe": 3}})
     assert nb.info.requested == "auto" and nb.info.source != "requested"
@@ -87,7 +88,7 @@ def test_resolve_backend_reports_choice_and_options():
 
 
 def test_tuner_family_stores_winner_and_recalls():
-    be = get_backend("pocl")
+    be = get_backend(CPU_DEVICE)
     res = tune(A.KNN_BACKEND, be, {"E": 2}, 512, repeats=1)
     assert res.best_params["BACKEND"] in BACKENDS
     c = A.choose(be.info, L=512, E=2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import TEST_DEVICES, run_under_oclgrind
+from conftest import CPU_DEVICE, TEST_DEVICES, run_under_oclgrind
 
 import clkernels
 import pyedmcl as pe
@@ -195,7 +195,7 @@ def test_fixed_recurrence_rate_matches_pyunicorn_threshold(device):
 def test_bad_input(kwargs, match):
     x = kwargs.pop("x")
     with pytest.raises(ValueError, match=match):
-        pe.rqa(x, device="pocl", **kwargs)
+        pe.rqa(x, device=CPU_DEVICE, **kwargs)
 
 
 def test_oclgrind_clean():

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
+from clkernels import select_device
 from pyedmcl.rqa._oracles import (
     numpy_reference,
     pyrqa_measures,
@@ -20,6 +22,10 @@ from pyedmcl.rqa._oracles import (
     pyunicorn_rp,
 )
 from pyedmcl.rqa.measures import compute_measures
+
+#: PyRQA's own OpenCL platform: the one of the CPU device the tests use (PoCL, else Intel's
+#: runtime where PoCL cannot build)
+ORACLE_PLATFORM = select_device(CPU_DEVICE).platform_name
 
 
 def logistic(n: int, r: float = 3.9, x0: float = 0.4) -> np.ndarray:
@@ -129,6 +135,7 @@ def test_pyrqa(device, n):
     for metric, theiler, lmin in cases:
         radius = {"euclidean": 0.3, "maximum": 0.2, "manhattan": 0.5}[metric]
         pr, _ = pyrqa_run(x, E=3, tau=2, radius=radius, metric=metric, theiler=theiler,
+                          platform=ORACLE_PLATFORM,
                           l_min=lmin, v_min=lmin, w_min=lmin)
         r = pe.rqa(x, E=3, tau=2, radius=radius, metric=metric, theiler=theiler, l_min=lmin,
                    v_min=lmin, w_min=lmin, dtype="float64", device=device)
@@ -149,7 +156,7 @@ def test_pyrqa(device, n):
 
 def test_pyrqa_cross(device):
     x, y = logistic(1500), noisy_sine(1100) * 0.4 + 0.5
-    pr, _ = pyrqa_run(x, y=y, E=3, tau=2, radius=0.4, theiler=0)
+    pr, _ = pyrqa_run(x, y=y, E=3, tau=2, radius=0.4, theiler=0, platform=ORACLE_PLATFORM)
     r = pe.cross_rqa(x, y, E=3, tau=2, radius=0.4, theiler=0, dtype="float64", device=device)
     assert _hist_eq(r.diagonal_hist, pr.diagonal_frequency_distribution)
     assert _hist_eq(r.vertical_hist, pr.vertical_frequency_distribution)
@@ -179,7 +186,7 @@ def test_pyunicorn_n10000():
     x = f32(noisy_sine(10000 + 3))
     rp = pyunicorn_rp(x, E=2, tau=3, radius=0.3, metric="maximum")
     r = pe.rqa(x, E=2, tau=3, radius=0.3, metric="maximum", theiler=1, w_min=1,
-               dtype="float64", device="pocl")
+               dtype="float64", device=CPU_DEVICE)
     assert _hist_eq(r.diagonal_hist, rp.diagline_dist())
     assert _hist_eq(r.vertical_hist, rp.vertline_dist())
     assert _hist_eq(r.white_hist, rp.white_vertline_dist())
@@ -210,7 +217,8 @@ def test_pyrqa_joint(device):
                         similarity_measure=EuclideanMetric, theiler_corrector=1)
 
     comp = JRQAComputation.create(JointSettings(settings(x, 0.3), settings(y, 0.5)), verbose=False,
-                                  opencl=OpenCL(platform_id=pocl_platform_id(), device_ids=(0,)))
+                                  opencl=OpenCL(platform_id=pocl_platform_id(ORACLE_PLATFORM),
+                                                device_ids=(0,)))
     pr = comp.run()
     r = pe.joint_rqa(x, y, E=2, tau=1, radius=(0.3, 0.5), dtype="float64", device=device,
                      edge=333)

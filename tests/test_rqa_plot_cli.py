@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 from pyedmcl.cli.main import main
@@ -41,18 +42,18 @@ def test_cli_rqa_crqa_rp(tmp_path, capsys):
     np.savetxt(tmp_path / "y.csv", np.c_[np.arange(300), x[:300] * 0.9], delimiter=",",
                header="t,value", comments="")
     assert main(["rqa", str(tmp_path / "x.npy"), "-E", "2", "-r", "0.2", "--json",
-                 "--device", "pocl", "--dtype", "float64"]) == 0
+                 "--device", CPU_DEVICE, "--dtype", "float64"]) == 0
     out = json.loads(capsys.readouterr().out)
-    ref = pe.rqa(x, E=2, radius=0.2, device="pocl", dtype="float64")
+    ref = pe.rqa(x, E=2, radius=0.2, device=CPU_DEVICE, dtype="float64")
     for k in ("RR", "DET", "L", "L_max", "LAM", "TT", "V_max", "W", "W_max", "L_entr"):
         assert out[k] == pytest.approx(ref.measures[k], rel=1e-12)
     assert main(["crqa", str(tmp_path / "x.npy"), str(tmp_path / "y.csv"), "-r", "0.2",
-                 "--json", "--device", "pocl", "--column", "value"]) == 0
+                 "--json", "--device", CPU_DEVICE, "--column", "value"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert 0 < out["RR"] < 1
     assert main(["rp", str(tmp_path / "x.npy"), str(tmp_path / "rp.png"), "-r", "0.2",
-                 "--size", "100", "--device", "pocl", "--json"]) == 0
+                 "--size", "100", "--device", CPU_DEVICE, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["shape"] == [100, 100]
-    assert main(["rqa", str(tmp_path / "x.npy"), "--rr", "1.5", "--device", "pocl"]) == 2
+    assert main(["rqa", str(tmp_path / "x.npy"), "--rr", "1.5", "--device", CPU_DEVICE]) == 2
     assert "recurrence_rate" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 import clkernels
 from clkernels import get_backend
@@ -72,7 +73,7 @@ def test_pairwise_distance_float64(device):
 def test_every_tuning_candidate_is_correct(params):
     """Each configuration the tuner may pick computes the same distances (PoCL)."""
     x = _series(190, 4)
-    got = pairwise_distances(x, E=6, tau=2, squared=True, device="pocl", params=params)
+    got = pairwise_distances(x, E=6, tau=2, squared=True, device=CPU_DEVICE, params=params)
     ref = distance_matrix_reference(x, x, 6, 2)
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max() + 1e-6
 
@@ -142,15 +143,15 @@ def test_env_device_selection(monkeypatch):
 
 def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="too short"):
-        pairwise_distances(np.arange(5.0), E=4, tau=2, device="pocl")
+        pairwise_distances(np.arange(5.0), E=4, tau=2, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="NaN"):
-        pairwise_distances(np.array([1.0, np.nan, 2.0, 3.0]), E=1, device="pocl")
+        pairwise_distances(np.array([1.0, np.nan, 2.0, 3.0]), E=1, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="metric"):
-        pairwise_distances(np.arange(10.0), E=1, metric="cosine", device="pocl")
+        pairwise_distances(np.arange(10.0), E=1, metric="cosine", device=CPU_DEVICE)
     with pytest.raises(ValueError, match="E=0"):
-        pairwise_distances(np.arange(10.0), E=0, device="pocl")
+        pairwise_distances(np.arange(10.0), E=0, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="2-D|1-D"):
-        pairwise_distances(np.ones((4, 4)), E=1, device="pocl")
+        pairwise_distances(np.ones((4, 4)), E=1, device=CPU_DEVICE)
 
 
 def test_embed_reference_convention():
@@ -241,12 +242,12 @@ def test_memory_pool_reuses_buffers_and_keeps_results(monkeypatch):
     from clkernels.memory import DeviceMemoryError
     from pyedmcl.data import logistic_map
     monkeypatch.setenv("PYEDMCL_MEMORY_POOL", "1")
-    be = PyOpenCLBackend(get_backend("pocl").info)
+    be = PyOpenCLBackend(get_backend(CPU_DEVICE).info)
     assert be.allocator is not None
     x = logistic_map(400, r=3.9, x0=0.4, burn=0)
     for _ in range(2):  # the second call runs on reused buffers
         a = pe.simplex(x, E=4, device=be)
-        np.testing.assert_array_equal(a.predicted, pe.simplex(x, E=4, device="pocl").predicted)
+        np.testing.assert_array_equal(a.predicted, pe.simplex(x, E=4, device=CPU_DEVICE).predicted)
     buf = be.empty((4096,), np.float32)
     del buf
     assert be.allocator.held_blocks >= 1
@@ -256,7 +257,7 @@ def test_memory_pool_reuses_buffers_and_keeps_results(monkeypatch):
     with pytest.raises(DeviceMemoryError):
         be.empty((4096,), np.float32)
     monkeypatch.setenv("PYEDMCL_MEMORY_POOL", "0")
-    assert PyOpenCLBackend(get_backend("pocl").info).allocator is None
+    assert PyOpenCLBackend(get_backend(CPU_DEVICE).info).allocator is None
     ocl = [d for d in list_devices() if d.runtime == "oclgrind"]
     if ocl:
         monkeypatch.setenv("PYEDMCL_MEMORY_POOL", "1")
@@ -270,7 +271,7 @@ def test_async_reads(pinned):
     (GPUs; forced here on PoCL) that are reused; a wrong destination is refused."""
     import pyedmcl as pe
     from clkernels.backends.pyopencl_backend import PINNED_READ_BYTES, PyOpenCLBackend
-    be = PyOpenCLBackend(get_backend("pocl").info)
+    be = PyOpenCLBackend(get_backend(CPU_DEVICE).info)
     be.pinned_reads = pinned
     n = PINNED_READ_BYTES // 4 + 3  # a size above the staging threshold
     host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
@@ -287,5 +288,5 @@ def test_async_reads(pinned):
     with pytest.raises(ValueError, match="C-contiguous float32"):
         be.to_host_async(dev, np.zeros(n, np.float64))
     X = np.random.default_rng(1).standard_normal((200, 40)).astype(np.float32)
-    ref = pe.xmap(X, E=3, device="pocl")
+    ref = pe.xmap(X, E=3, device=CPU_DEVICE)
     np.testing.assert_array_equal(pe.xmap(X, E=3, device=be, block_rows=7).rho, ref.rho)

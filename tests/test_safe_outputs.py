@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CPU_DEVICE
 from test_xmap import panel
 
 import pyedmcl as pe
@@ -175,7 +176,7 @@ def test_recurrence_plot_png_is_atomic(tmp_path, monkeypatch):
 
     x = np.sin(np.arange(80) * 0.3)
     p = tmp_path / "rp.png"
-    pe.recurrence_plot(x, E=2, radius=0.3, size=16, path=str(p), device="pocl")
+    pe.recurrence_plot(x, E=2, radius=0.3, size=16, path=str(p), device=CPU_DEVICE)
     good = p.read_bytes()
     real = mimg.imsave
 
@@ -186,7 +187,7 @@ def test_recurrence_plot_png_is_atomic(tmp_path, monkeypatch):
 
     monkeypatch.setattr(mimg, "imsave", broken)
     with pytest.raises(OSError, match="disk full"):
-        pe.recurrence_plot(x, E=2, radius=0.2, size=16, path=str(p), device="pocl")
+        pe.recurrence_plot(x, E=2, radius=0.2, size=16, path=str(p), device=CPU_DEVICE)
     assert p.read_bytes() == good and os.listdir(tmp_path) == ["rp.png"]
 
 
@@ -202,7 +203,7 @@ def test_cli_csv_out_is_atomic(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
     assert cli_main(["simplex", str(tmp_path / "x.npy"), "-E", "2", "--out", str(out), "-q",
-                     "--device", "pocl"]) == 1
+                     "--device", CPU_DEVICE]) == 1
     assert out.read_text() == "previous\n" and sorted(os.listdir(tmp_path)) == ["pred.csv",
                                                                                 "x.npy"]
 
@@ -268,6 +269,6 @@ def test_cli_json_nan_is_null(tmp_path, capsys):
     """RQA with no diagonal lines: DET, L are NaN -> null (was a bare NaN: invalid JSON)."""
     np.save(tmp_path / "r.npy", np.random.default_rng(0).random(50))
     assert cli_main(["rqa", str(tmp_path / "r.npy"), "-E", "2", "--radius", "1e-9", "--json",
-                     "--device", "pocl"]) == 0
+                     "--device", CPU_DEVICE]) == 0
     res = _no_json_constants(capsys.readouterr().out)
     assert res["DET"] is None and res["L"] is None and res["RR"] > 0

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_under_oclgrind
+from conftest import CPU_DEVICE, run_under_oclgrind
 
 import pyedmcl as pe
 from clkernels import get_backend
@@ -134,15 +134,15 @@ def test_target_series_and_fallbacks():
     fall back to the per-E path, which ``fused=True`` refuses with a clear error."""
     x = _series()
     y = np.roll(x, 3) + 0.1 * x
-    a = pe.embed_dimension(x, y, max_E=4, lib="1 70", pred="71 140", device="pocl", fused=True)
-    b = pe.embed_dimension(x, y, max_E=4, lib="1 70", pred="71 140", device="pocl", fused=False)
+    a = pe.embed_dimension(x, y, max_E=4, lib="1 70", pred="71 140", device=CPU_DEVICE, fused=True)
+    b = pe.embed_dimension(x, y, max_E=4, lib="1 70", pred="71 140", device=CPU_DEVICE, fused=False)
     np.testing.assert_allclose(a.rho, b.rho, rtol=0, atol=1e-12)
     for kw in (dict(tau=-1), dict(lib="1 80 60 120")):
         assert fused_layout([resolve(x.size, E=E, **kw) for E in range(1, 5)]) is None
         with pytest.raises(ValueError, match="fused=True"):
-            pe.embed_dimension(x, max_E=4, device="pocl", fused=True, **kw)
-        c = pe.embed_dimension(x, max_E=4, device="pocl", **kw)  # per-E path
-        d = pe.embed_dimension(x, max_E=4, device="pocl", fused=False, **kw)
+            pe.embed_dimension(x, max_E=4, device=CPU_DEVICE, fused=True, **kw)
+        c = pe.embed_dimension(x, max_E=4, device=CPU_DEVICE, **kw)  # per-E path
+        d = pe.embed_dimension(x, max_E=4, device=CPU_DEVICE, fused=False, **kw)
         np.testing.assert_array_equal(c.rho, d.rho)
 
 
@@ -192,7 +192,7 @@ def test_tuning_family_registered_and_case_runs():
     from pyedmcl.kernels import registry
     fam = registry()["knn_scan"]
     assert fam is KNN_SCAN
-    be = get_backend("pocl")
+    be = get_backend(CPU_DEVICE)
     gpu = dataclasses.replace(be.info, device_type="gpu", max_work_group_size=1024,
                               max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152)
     assert fam.space.valid(fam.space.heuristic(gpu), gpu)  # the GPU default is in its space
@@ -236,7 +236,7 @@ def test_oclgrind_clean():
     """
     res = json.loads(run_under_oclgrind(code).strip().splitlines()[-1])
     x = logistic_map(40, r=3.9, x0=0.4, burn=0)
-    lay, _, sk, pred = _fused("pocl", x, 3, lib="1 25", pred="10 40", exclusion_radius=1)
+    lay, _, sk, pred = _fused(CPU_DEVICE, x, 3, lib="1 25", pred="10 40", exclusion_radius=1)
     for p, n in res:
         np.testing.assert_allclose(np.array(p), np.nan_to_num(pred, nan=-9), rtol=1e-6, atol=1e-6)
         np.testing.assert_array_equal(n, sk[:, 3])
@@ -244,14 +244,14 @@ def test_oclgrind_clean():
 
 def test_dataframe_input_ok():
     x = pd.Series(_series())
-    s = pe.embed_dimension(x, max_E=3, device="pocl")
+    s = pe.embed_dimension(x, max_E=3, device=CPU_DEVICE)
     assert s.values.tolist() == [1, 2, 3] and np.isfinite(s.rho).all()
 
 
 def test_repeated_scans_reuse_scratch_correctly():
     """Scans of one shape reuse device scratch: each result is still its own series'."""
     xs = [_series(), np.sin(np.arange(140) * 0.7) + 0.01 * np.arange(140)]
-    got = [pe.embed_dimension(x, max_E=4, device="pocl") for x in xs + xs[:1]]
+    got = [pe.embed_dimension(x, max_E=4, device=CPU_DEVICE) for x in xs + xs[:1]]
     for x, g in zip(xs + xs[:1], got, strict=True):
-        ref = pe.embed_dimension(x, max_E=4, device="pocl", fused=False)
+        ref = pe.embed_dimension(x, max_E=4, device=CPU_DEVICE, fused=False)
         np.testing.assert_allclose(g.rho, ref.rho, rtol=0, atol=1e-12)

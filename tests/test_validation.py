@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 
@@ -17,65 +18,65 @@ Y = np.cos(np.arange(120) * 0.5)
 
 def test_xmap_non_integral_E_is_refused_not_truncated():
     with pytest.raises(TypeError, match=r"E must be an integer \(in \[1, "):
-        pe.xmap(np.stack([X, Y], 1), E=1.5, device="pocl")
+        pe.xmap(np.stack([X, Y], 1), E=1.5, device=CPU_DEVICE)
     with pytest.raises(TypeError, match="E must be an integer"):
-        pe.xmap(np.stack([X, Y], 1), E=True, device="pocl")
+        pe.xmap(np.stack([X, Y], 1), E=True, device=CPU_DEVICE)
 
 
 @pytest.mark.parametrize("fn", ["rqa", "cross_rqa", "joint_rqa"])
 def test_rqa_integral_float_E_runs_as_int(fn):
     f = getattr(pe, fn)
     args = (X,) if fn == "rqa" else (X, Y)
-    a = f(*args, E=2, tau=1, l_min=2, radius=0.5, device="pocl")
-    b = f(*args, E=2.0, tau=np.float32(1), l_min=2.0, radius=0.5, device="pocl")
+    a = f(*args, E=2, tau=1, l_min=2, radius=0.5, device=CPU_DEVICE)
+    b = f(*args, E=2.0, tau=np.float32(1), l_min=2.0, radius=0.5, device=CPU_DEVICE)
     assert a.as_dict()["RR"] == b.as_dict()["RR"] and a.DET == b.DET
 
 
 def test_ccm_huge_sample_is_refused_up_front():
     with pytest.raises(ValueError, match=r"sample=1000000000 needs about .* allowed here: sample <= \d+"):
-        pe.ccm(X, Y, E=2, lib_sizes=[20, 40], sample=10**9, seed=1, device="pocl")
+        pe.ccm(X, Y, E=2, lib_sizes=[20, 40], sample=10**9, seed=1, device=CPU_DEVICE)
 
 
 def test_recurrence_rate_below_floor_is_explained():
     n = X.size - 1  # E=2
     with pytest.raises(ValueError, match=r"below the smallest rate this input allows.*main diagonal") as ei:
-        pe.rqa(X, E=2, recurrence_rate=1e-6, device="pocl")
+        pe.rqa(X, E=2, recurrence_rate=1e-6, device=CPU_DEVICE)
     floor = float(str(ei.value).split("use recurrence_rate >= ")[1].split()[0])
     assert 1 / n <= floor < 3 / n
-    q = pe.rqa(X, E=2, recurrence_rate=1.5 * floor, device="pocl")  # just above: runs
+    q = pe.rqa(X, E=2, recurrence_rate=1.5 * floor, device=CPU_DEVICE)  # just above: runs
     assert q.RR > 0
     with pytest.raises(ValueError, match="smallest non-zero rate"):  # cross: no cell recurs
-        pe.cross_rqa(X, Y, E=2, recurrence_rate=1e-9, device="pocl")
+        pe.cross_rqa(X, Y, E=2, recurrence_rate=1e-9, device=CPU_DEVICE)
 
 
 def test_max_E_beyond_the_knn_limit_is_a_clear_error():
     with pytest.raises(ValueError, match=r"max_E=64 is out of range; allowed: in \[1, 63\].*knn = E \+ 1"):
-        pe.embed_dimension(X, max_E=64, device="pocl")
+        pe.embed_dimension(X, max_E=64, device=CPU_DEVICE)
     import pyedmcl.compat.pyedm as EDM
 
     df = pd.DataFrame({"Time": np.arange(1, 121), "x": X})
     with pytest.raises(ValueError, match=r"^maxE=64 is out of range"):
         EDM.EmbedDimension(dataFrame=df, columns="x", target="x", lib="1 100", pred="101 119",
-                           maxE=64, showPlot=False, device="pocl")
+                           maxE=64, showPlot=False, device=CPU_DEVICE)
     with pytest.raises(ValueError, match=r"maxE=40 is too large .* use maxE <= \d+"):
         EDM.EmbedDimension(dataFrame=df, columns="x", target="x", lib="1 60", pred="61 119",
-                           maxE=40, showPlot=False, device="pocl")
+                           maxE=40, showPlot=False, device=CPU_DEVICE)
     with pytest.raises(TypeError, match="tau must be an integer"):
         EDM.Simplex(dataFrame=df, columns="x", target="x", lib="1 60", pred="61 119", E=2,
-                    tau="1", device="pocl")
+                    tau="1", device=CPU_DEVICE)
 
 
 def test_embed_dimension_bool_is_not_a_cached_int():
-    pe.embed_dimension(X, max_E=3, tau=1, device="pocl")  # fills the layout cache for tau=1
+    pe.embed_dimension(X, max_E=3, tau=1, device=CPU_DEVICE)  # fills the layout cache for tau=1
     with pytest.raises(TypeError, match="tau must be an integer"):
-        pe.embed_dimension(X, max_E=3, tau=True, device="pocl")
+        pe.embed_dimension(X, max_E=3, tau=True, device=CPU_DEVICE)
 
 
 def test_cli_broken_h5_is_bad_input_not_a_runtime_failure(tmp_path, capsys):
     from pyedmcl.cli.main import main
 
     (tmp_path / "x.h5").write_bytes(b"not hdf5 at all")
-    assert main(["simplex", str(tmp_path / "x.h5"), "-E", "2", "--device", "pocl"]) == 2
+    assert main(["simplex", str(tmp_path / "x.h5"), "-E", "2", "--device", CPU_DEVICE]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "x.h5 is not a readable .h5 file" in err
     assert main(["simplex", str(tmp_path / "x.h5"), "-E", "1.5"]) == 2

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TEST_DEVICES, run_under_oclgrind
+from conftest import CPU_DEVICE, TEST_DEVICES, run_under_oclgrind
 
 import pyedmcl as pe
 
@@ -169,7 +169,7 @@ def test_oclgrind_clean():
     """)
     edim = np.array(json.loads(out.strip().splitlines()[-1]), np.float32)
     X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
-    ref = pe.xmap(X, E=[1, 2, 3], device="pocl")
+    ref = pe.xmap(X, E=[1, 2, 3], device=CPU_DEVICE)
     got = {}
     for kk in ("edm", "batched"):
         out = run_under_oclgrind(f"""
@@ -181,7 +181,7 @@ def test_oclgrind_clean():
         got[kk] = np.array(json.loads(out.strip().splitlines()[-1]), np.float32)
         np.testing.assert_allclose(got[kk], ref.rho, atol=RHO_TOL, rtol=0)
     np.testing.assert_array_equal(got["edm"], got["batched"])
-    ref_e = pe.xmap(X, E="auto", E_max=1, device="pocl")
+    ref_e = pe.xmap(X, E="auto", E_max=1, device=CPU_DEVICE)
     np.testing.assert_allclose(edim, ref_e.edim_rho, atol=RHO_TOL, rtol=0)
 
 

@@ -19,7 +19,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_under_oclgrind
+from conftest import CPU_DEVICE, run_under_oclgrind
 from test_xmap import panel
 
 import pyedmcl as pe
@@ -164,7 +164,7 @@ def test_fused_scan_rules():
     where it cannot apply."""
     from clkernels import get_backend
     from pyedmcl.xmap.engine import XmapEngine
-    be = get_backend("pocl")
+    be = get_backend(CPU_DEVICE)
     X = panel(L=60, N=4, seed=3).T
     assert not XmapEngine(be, X, np.full(4, 3))._use_scan()
     assert not XmapEngine(be, X, np.array([1, 2, 3, 4]), tau=-1)._use_scan()
@@ -192,7 +192,7 @@ def test_oclgrind_clean_fused_scan():
     from clkernels import get_backend
     from pyedmcl.xmap.engine import XmapEngine
     X = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
-    ref = XmapEngine(get_backend("pocl"), X, np.array([1, 3, 2]), knn_kernel="batched")
+    ref = XmapEngine(get_backend(CPU_DEVICE), X, np.array([1, 3, 2]), knn_kernel="batched")
     np.testing.assert_allclose(got, ref.block(0, 3), atol=1e-5, rtol=0)
 
 
@@ -306,7 +306,7 @@ def test_oclgrind_clean_skill_vec(sp):
     """, ignore_uninitialized=True)
     rho, edim = json.loads(out.strip().splitlines()[-1])
     X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
-    ref = pe.xmap(X, E="auto", E_max=2, device="pocl")
+    ref = pe.xmap(X, E="auto", E_max=2, device=CPU_DEVICE)
     np.testing.assert_allclose(np.array(rho, np.float32), ref.rho, atol=1e-5, rtol=0)
     np.testing.assert_allclose(np.array(edim, np.float32), ref.edim_rho, atol=1e-5, rtol=0)
 
@@ -345,7 +345,7 @@ def test_scan_table_budget_scales_with_gpu_memory():
 
     from clkernels import get_backend
     from pyedmcl.xmap.engine import TABLE_BUDGET_CPU, TABLE_BUDGET_GPU, scan_table_budget
-    cpu = get_backend("pocl").info
+    cpu = get_backend(CPU_DEVICE).info
     assert scan_table_budget(cpu) == TABLE_BUDGET_CPU
 
     def gpu(gib: int):
