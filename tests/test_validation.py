@@ -99,3 +99,15 @@ def test_cli_integers_as_the_api_takes_them(tmp_path, capsys):
     assert main(["simplex", str(tmp_path / "x.npy"), "-E", "1.5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "-E" in err[0] and "'1.5' is not an integer" in err[0]
+
+
+def test_cli_missing_extra_is_one_line(tmp_path, capsys, monkeypatch):
+    """A command needing an extra that is not installed (Zarr for xmap -o) says which one
+    to install in one line, exit 1, no traceback hint."""
+    from pyedmcl.cli.main import main
+
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).random((40, 3)))
+    monkeypatch.setitem(__import__("sys").modules, "zarr", None)  # import zarr now fails
+    assert main(["xmap", str(tmp_path / "X.npy"), "-o", str(tmp_path / "m.zarr"), "--E", "2"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'pyedmcl[io]'" in err[0], err

@@ -107,6 +107,9 @@ def _run(args: argparse.Namespace) -> int:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"pyedmcl {args.command}: error: {msg}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:  # an optional extra not installed: say which
+        print(f"pyedmcl {args.command}: failed: {exc}", file=sys.stderr)
+        return 1
     except (BuildError, RuntimeError, OSError, MemoryError) as exc:
         print(f"pyedmcl {args.command}: failed: {exc}", file=sys.stderr)
         return 1
