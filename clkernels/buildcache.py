@@ -10,7 +10,8 @@ Two on-disk caches sit under every build:
   :func:`check_pocl_cache` checks entries *before* PoCL reads them (LLVM bitcode: the
   block lengths must add up to the file's size; ELF: the header tables must fit in
   the file) and deletes the damaged ones, which PoCL then rebuilds. Only files written
-  since the last check are read, so a warm start costs a directory walk.
+  since the last check are read, so a warm start costs a directory walk. A cache folder
+  the user chose is left alone (clkernels deletes only in folders it made).
 * PyOpenCL's binary cache (used for runtimes without their own, e.g. Intel's): a
   damaged binary makes PyOpenCL 2026.1 raise ``KeyError('PYOPENCL_CACHE_FAILURE_FATAL')``
   (exit 2 in the CLI). clkernels gives it a folder of its own
@@ -27,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from .userdirs import private_dir
+from .userdirs import cache_root, private_dir
 
 # PyOpenCL reads os.environ["PYOPENCL_CACHE_FAILURE_FATAL"] without a default; "1"
 # makes it raise the cache's real error (which the backend repairs) instead of KeyError.
@@ -106,9 +107,18 @@ def elf_ok(path: Path) -> bool:
 
 
 def pocl_cache_dir() -> Path | None:
-    """The PoCL kernel cache in use (``POCL_CACHE_DIR``), or None if unset."""
+    """PoCL's kernel cache if it is clkernels' own folder, else None.
+
+    A ``POCL_CACHE_DIR`` the user chose is never checked nor pruned: clkernels deletes
+    only in folders it made (the user's may hold anything, if misconfigured)."""
     d = os.environ.get("POCL_CACHE_DIR")
-    return Path(d) if d else None
+    if not d:
+        return None
+    try:
+        own = (cache_root() / "pocl-kcache").resolve()
+        return own if Path(d).resolve() == own else None
+    except OSError:
+        return None
 
 
 def check_pocl_cache(cache: Path | None = None) -> list[Path]:

@@ -310,3 +310,25 @@ def test_cache_folders_are_private_and_never_symlinks(cache_root, tmp_path):
     d.symlink_to(elsewhere)
     p = save_failed_source("__kernel void k() {}", "log", "fp")
     assert not list(elsewhere.iterdir()) and elsewhere not in p.parents
+
+
+def test_user_chosen_pocl_cache_is_never_pruned(tmp_path, monkeypatch):
+    """Only clkernels' own PoCL cache is checked and pruned: a folder the user set as
+    ``POCL_CACHE_DIR`` may hold anything (here a damaged-looking ``.so`` two levels down,
+    as a misconfigured home directory would) and is left byte for byte as it was."""
+    from clkernels.buildcache import check_pocl_cache, pocl_cache_dir
+
+    user = tmp_path / "mine"
+    victim = user / "projects" / "thesis"
+    victim.mkdir(parents=True)
+    (victim / "libnotes.so").write_text("not an ELF file, but the user's")
+    monkeypatch.setenv("PYEDMCL_CACHE_DIR", str(tmp_path / "root"))
+    monkeypatch.setenv("POCL_CACHE_DIR", str(user))
+    assert pocl_cache_dir() is None
+    assert check_pocl_cache() == []
+    assert (victim / "libnotes.so").read_text() == "not an ELF file, but the user's"
+    assert not (user / ".pyedmcl-checked").exists()
+    own = tmp_path / "root" / "pocl-kcache"
+    own.mkdir(parents=True)
+    monkeypatch.setenv("POCL_CACHE_DIR", str(own))
+    assert pocl_cache_dir() == own.resolve()
