@@ -267,6 +267,7 @@ def main() -> None:
     ap.add_argument("--no-pyedm", action="store_true")
     ap.add_argument("--pyedm-max-L", type=int, default=20000, help="skip pyEDM above this L")
     args = ap.parse_args()
+    import pyedmcl  # noqa: F401  (configures clkernels: PYEDMCL_* variables)
     from clkernels import get_backend
     be = get_backend(args.device)
     print(f"device: {be.info.name} [{be.info.runtime}], {be.info.compute_units} CUs; data {args.data}")

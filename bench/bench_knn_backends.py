@@ -64,7 +64,7 @@ def run_simplex(x, E, name, device, opts, repeats, min_total=0.0, max_runs=10):
 def model_entry(info, level: str, row: dict) -> dict:
     """One crossover-model entry from a measured row (``--json`` rows carry all of it)."""
     E, size = row["E"], row["L"]  # L + E values: L library vectors
-    return {"kernel": FAMILY, "template_hash": MODEL_VERSION, "level": level,
+    return {"kernel": FAMILY, "version": MODEL_VERSION, "level": level,
             "key": level_key(info, level), "device_type": info.device_type,
             "device_name": info.name, "driver": info.driver_version,
             "spec_bucket": e_bucket(E), "size_bucket": pow2_bucket(size), "size": size,

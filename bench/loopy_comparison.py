@@ -1,6 +1,6 @@
 """Measure: loopy-generated vs our Mako-templated pairwise-distance kernel.
 
-The evidence behind the loopy decision in DESIGN_NOTES.md. Needs ``pip install
+The evidence behind docs/decisions/0001-kernels-from-mako-templates.md. Needs ``pip install
 loopy`` (not a dependency of pyedmcl). Both kernels compute squared Euclidean
 distances between delay-embedded points of one series on the same device, in one
 process; the script prints both times, the ratio, and the effective bandwidth of
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-import clkernels  # noqa: F401  (register runtimes before pyopencl)
+import pyedmcl  # noqa: F401  (configures clkernels; registers runtimes before pyopencl)
 from clkernels import get_backend
 from pyedmcl.kernels.distance import PAIRWISE_DISTANCE, pairwise_distances
 

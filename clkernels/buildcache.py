@@ -28,13 +28,13 @@ import threading
 import time
 from pathlib import Path
 
+from . import settings
 from .userdirs import cache_root, private_dir
 
 # PyOpenCL reads os.environ["PYOPENCL_CACHE_FAILURE_FATAL"] without a default; "1"
 # makes it raise the cache's real error (which the backend repairs) instead of KeyError.
 os.environ.setdefault("PYOPENCL_CACHE_FAILURE_FATAL", "1")
 
-_STAMP = ".pyedmcl-checked"
 _lock = threading.Lock()
 _checked: set[str] = set()
 
@@ -133,7 +133,7 @@ def check_pocl_cache(cache: Path | None = None) -> list[Path]:
         if str(cache) in _checked:
             return []
         _checked.add(str(cache))
-        stamp = cache / _STAMP
+        stamp = cache / f".{settings.app_name()}-checked"
         try:
             since = stamp.stat().st_mtime - 2.0
         except OSError:

@@ -2,9 +2,9 @@
 
 A :class:`DeviceInfo` is a frozen record of what a device *is* (vendor, normalised
 name, driver, limits). Its :attr:`DeviceInfo.fingerprint` keys every cache and
-tuning entry. :func:`select_device` implements the selection order of DESIGN.md:
-an explicit selector (argument or ``PYEDMCL_DEVICE``), else the fastest GPU, else
-a CPU runtime (PoCL first, then Intel), never Oclgrind unless asked for.
+tuning entry. :func:`select_device` implements the selection order: an explicit
+selector (argument or ``<PREFIX>_DEVICE``, see :mod:`clkernels.settings`), else the
+fastest GPU, else a CPU runtime (PoCL first, then Intel), never Oclgrind unless asked for.
 
 A device is chosen only if it can build: every selection asks :func:`usable`, which
 compiles and runs a tiny probe kernel once per device and build setting (the verdict is
@@ -12,7 +12,7 @@ cached on disk, see :mod:`clkernels.probe`). The default skips a failing device 
 one-line note on stderr; an explicit selector naming one raises
 :class:`DeviceUnusableError` listing the devices that work; when none works,
 :class:`NoWorkingDeviceError` says what each runtime answered and how to fix it.
-``PYEDMCL_NO_PROBE=1`` turns the probe off (every device counts as usable).
+``<PREFIX>_NO_PROBE=1`` turns the probe off (every device counts as usable).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import settings
 from .probe import Verdict, note
 from .probe import probe as _probe
 from .registration import register_platforms
@@ -146,26 +146,6 @@ class DeviceInfo:
         return d
 
 
-def job_fma(infos: Iterable[DeviceInfo]) -> bool:
-    """Whether a job's kernels fuse multiply-adds with ``fma()`` (the FMA template value).
-
-    OpenCL's ``fma()`` is correctly rounded on every device, so results agree bit for
-    bit across the devices of a job as long as they all make the same choice; GPUs run
-    it as one instruction (faster), PoCL as a library call (2-9x slower). Default: on
-    when every device of the job is a GPU. ``PYEDMCL_FMA=0`` / ``1`` forces it off / on
-    (e.g. to compare a GPU's results bit for bit with a CPU's).
-    """
-    env = os.environ.get("PYEDMCL_FMA", "auto").strip().lower()
-    if env in ("0", "off", "false", "no"):
-        return False
-    if env in ("1", "on", "true", "yes"):
-        return True
-    if env not in ("", "auto"):
-        raise ValueError(f"PYEDMCL_FMA={env!r} is invalid; allowed: auto, 0, 1")
-    infos = list(infos)
-    return bool(infos) and all(i.is_gpu for i in infos)
-
-
 def _type_name(t: int) -> str:
     if t & cl.device_type.GPU:
         return "gpu"
@@ -266,29 +246,32 @@ class NoWorkingDeviceError(DeviceUnusableError):
     """No OpenCL device can build kernels: each runtime's failure and the fix."""
 
 
-#: printed under "nothing works": the commands that give a working device
-FIX_HINT = (
-    "to fix, install a runtime that builds for this machine:\n"
-    "  CPU (x86-64 Linux): pip install intel-opencl-rt intel-cmplr-lib-rt   "
-    "(or: pip install 'pyedmcl[intel]')\n"
-    "  NVIDIA GPU: the NVIDIA driver (its OpenCL ICD, libnvidia-opencl)\n"
-    "  AMD GPU: ROCm's OpenCL runtime (apt install rocm-opencl-runtime)\n"
-    "  Intel GPU: Intel's compute runtime (apt install intel-opencl-icd)\n"
-    "see docs/devices.md; PYEDMCL_NO_PROBE=1 skips this check"
-)
+def fix_hint() -> str:
+    """Printed under "nothing works": the commands that give a working device."""
+    s = settings.current()
+    extra = f"   (or: pip install '{s.extras_of}[intel]')" if s.extras_of else ""
+    see = f"{s.help_hint}; " if s.help_hint else ""
+    return (
+        "to fix, install a runtime that builds for this machine:\n"
+        f"  CPU (x86-64 Linux): pip install intel-opencl-rt intel-cmplr-lib-rt{extra}\n"
+        "  NVIDIA GPU: the NVIDIA driver (its OpenCL ICD, libnvidia-opencl)\n"
+        "  AMD GPU: ROCm's OpenCL runtime (apt install rocm-opencl-runtime)\n"
+        "  Intel GPU: Intel's compute runtime (apt install intel-opencl-icd)\n"
+        f"{see}{settings.env_name('NO_PROBE')}=1 skips this check"
+    )
 
 
 def build_options(info: DeviceInfo) -> tuple[str, ...]:
     """Options of every build on ``info``: correctly rounded float32 ``/`` and ``sqrt``
-    where the device offers them, then ``PYEDMCL_BUILD_OPTIONS``."""
+    where the device offers them, then ``<PREFIX>_BUILD_OPTIONS``."""
     opts = ("-cl-fp32-correctly-rounded-divide-sqrt",) if info.correct_div_sqrt else ()
-    return opts + tuple(os.environ.get("PYEDMCL_BUILD_OPTIONS", "").split())
+    return opts + tuple((settings.env("BUILD_OPTIONS") or "").split())
 
 
 def usable(info: DeviceInfo) -> Verdict:
     """Whether ``info`` builds and runs a probe kernel (cached; see :mod:`clkernels.probe`)."""
-    if os.environ.get("PYEDMCL_NO_PROBE", "").strip() not in ("", "0"):
-        return Verdict(True, "probe off (PYEDMCL_NO_PROBE)")
+    if settings.flag("NO_PROBE"):
+        return Verdict(True, f"probe off ({settings.env_name('NO_PROBE')})")
     return _probe(info, cl_device(info), build_options(info))
 
 
@@ -319,7 +302,7 @@ def _nothing_works(devs: list[DeviceInfo]) -> NoWorkingDeviceError:
     else:
         lines = [f"  {d.selector} {_label(d)}: {usable(d).reason}" for d in devs]
         lines.insert(0, "no OpenCL device can build kernels; tried:")
-    return NoWorkingDeviceError("\n".join(lines) + "\n" + FIX_HINT)
+    return NoWorkingDeviceError("\n".join(lines) + "\n" + fix_hint())
 
 
 def _available_text(devs: list[DeviceInfo]) -> str:
@@ -327,7 +310,8 @@ def _available_text(devs: list[DeviceInfo]) -> str:
         return "no OpenCL devices are visible (is pocl-binary-distribution installed?)"
     lines = [f"  {d.selector}  {d.runtime:<9} {d.device_type:<4} {d.name}" for d in devs]
     return (
-        "available devices (select with PYEDMCL_DEVICE=<runtime>[:i] | cpu | gpu | p:d):\n"
+        f"available devices (select with {settings.env_name('DEVICE')}"
+        "=<runtime>[:i] | cpu | gpu | p:d):\n"
         + "\n".join(lines)
     )
 
@@ -375,7 +359,8 @@ def resolve_selector(selector: str, devs: list[DeviceInfo] | None = None, *,
             matches = [d for d in devs if name in d.normalised_name]
     if index >= len(matches):
         raise DeviceSelectionError(
-            f"no device matches PYEDMCL_DEVICE/device={selector!r}; " + _available_text(devs)
+            f"no device matches {settings.env_name('DEVICE')}/device={selector!r}; "
+            + _available_text(devs)
         )
     return _check_usable(matches[index], selector, devs) if probe else matches[index]
 
@@ -429,10 +414,10 @@ def default_device(devs: list[DeviceInfo] | None = None, *,
 
 
 def select_device(device: str | DeviceInfo | None = None) -> DeviceInfo:
-    """Pick a device: explicit argument, else ``PYEDMCL_DEVICE``/``PYOPENCL_CTX``, else default."""
+    """Pick a device: explicit argument, else ``<PREFIX>_DEVICE``/``PYOPENCL_CTX``, else default."""
     if isinstance(device, DeviceInfo):
         return device
-    sel = device or os.environ.get("PYEDMCL_DEVICE") or os.environ.get("PYOPENCL_CTX")
+    sel = device or settings.env("DEVICE") or os.environ.get("PYOPENCL_CTX")
     if sel:
         return resolve_selector(sel)
     return default_device()[0]

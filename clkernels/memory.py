@@ -11,18 +11,19 @@ parameter the user can lower. Each fallback is logged on the
 
 Allocations are pre-checked by every backend (:func:`check_alloc`): a single
 buffer above the device's ``max_alloc_bytes`` (or above its global memory)
-fails here instead of in the driver. For tests, ``PYEDMCL_DEVICE_MEMORY_LIMIT``
+fails here instead of in the driver. For tests, ``<PREFIX>_DEVICE_MEMORY_LIMIT``
 (bytes; also ``Backend.memory_limit``) simulates a device whose largest single
-allocation is that many bytes, so the fallbacks can be exercised on PoCL.
-Nothing here knows about EDM or RQA.
+allocation is that many bytes, so the fallbacks can be exercised on PoCL
+(``<PREFIX>``: :mod:`clkernels.settings`). Nothing here knows about EDM or RQA.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
+
+from . import settings
 
 log = logging.getLogger("clkernels.memory")
 
@@ -90,19 +91,23 @@ def is_oom(exc: BaseException) -> bool:
 
 def memory_limit(be: Any) -> int | None:
     """The simulated per-allocation limit in bytes: ``be.memory_limit`` if set, else
-    ``PYEDMCL_DEVICE_MEMORY_LIMIT`` (an integer; suffixes k/M/G allowed), else None."""
+    ``<PREFIX>_DEVICE_MEMORY_LIMIT`` (an integer; suffixes k/M/G allowed), else None."""
     lim = getattr(be, "memory_limit", None)
     if lim is not None:
         return int(lim)
-    env = os.environ.get("PYEDMCL_DEVICE_MEMORY_LIMIT", "").strip()
+    env = (settings.env("DEVICE_MEMORY_LIMIT") or "").strip()
     if not env:
         return None
     mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(env[-1].lower(), 1)
     try:
         return int(float(env[:-1] if mult > 1 else env) * mult)
     except ValueError as exc:
-        raise ValueError(f"PYEDMCL_DEVICE_MEMORY_LIMIT={env!r} is not a byte count "
+        raise ValueError(f"{_limit_var()}={env!r} is not a byte count "
                          "(e.g. 1000000, 512k, 2G)") from exc
+
+
+def _limit_var() -> str:
+    return settings.env_name("DEVICE_MEMORY_LIMIT")
 
 
 def _mib(n: int) -> str:
@@ -121,7 +126,7 @@ def check_alloc(be: Any, nbytes: int) -> None:
         sim = lim is not None and lim == cap
         raise DeviceOutOfMemory(
             f"device allocation of {nbytes} bytes ({_mib(nbytes)}) exceeds the "
-            f"{'simulated limit (PYEDMCL_DEVICE_MEMORY_LIMIT)' if sim else 'largest allocation'} "
+            f"{f'simulated limit ({_limit_var()})' if sim else 'largest allocation'} "
             f"of {cap} bytes on {info.name} ({info.runtime}; {info.global_mem_bytes} bytes global "
             f"memory, {info.max_alloc_bytes} bytes per allocation). Lower the problem size "
             "(series length, number of rows or targets), or use a device with more memory",
@@ -135,7 +140,7 @@ def describe(be: Any, requested: int, parameter: str, what: str,
     """The final, user-facing error for ``what`` not fitting even at its smallest block."""
     info = be.info
     lim = memory_limit(be)
-    sim = f"; simulated limit {lim} bytes (PYEDMCL_DEVICE_MEMORY_LIMIT)" if lim is not None else ""
+    sim = f"; simulated limit {lim} bytes ({_limit_var()})" if lim is not None else ""
     asked = f"{requested} bytes ({_mib(requested)})" if requested else "an unknown amount"
     msg = (f"{what} does not fit in device memory even at its smallest block: asked {asked} "
            f"on {info.name} ({info.runtime}) with {info.global_mem_bytes} bytes "

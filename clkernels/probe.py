@@ -5,7 +5,7 @@ compiler cache answers for the compiler), runs it on four work-items and checks 
 result. The verdict is kept on disk (``<cache>/probe/<key>.json``, written atomically;
 an unreadable file is ignored and rewritten) under a key made of the device
 fingerprint, the build options and every environment variable that changes a build
-(``POCL_*`` but the cache folder, ``PYEDMCL_BUILD_OPTIONS``, ``PYOPENCL_BUILD_OPTIONS``,
+(``POCL_*`` but the cache folder, ``<PREFIX>_BUILD_OPTIONS``, ``PYOPENCL_BUILD_OPTIONS``,
 ``CL_CONFIG_*``), so a forced failure is never hidden by a cached success, nor the
 reverse. A cached verdict costs one small file read; a cold probe one small build
 (tens of milliseconds, see docs/devices.md).
@@ -20,7 +20,7 @@ across threads (the first build in redirects, the last out restores) and restore
 exceptions; the captured text goes with failure logs, or to stderr when
 ``PYOPENCL_COMPILER_OUTPUT=1``. A build that runs longer than a second prints, once per
 device and process, "compiling kernels for <device> (first run only)…" (never with
-``PYEDMCL_QUIET=1``).
+``<PREFIX>_QUIET=1``; ``<PREFIX>``: :mod:`clkernels.settings`).
 """
 
 from __future__ import annotations
@@ -38,12 +38,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from . import settings
 from .userdirs import atomic_write_text, private_dir
 
 #: bump when the probe kernel or the verdict format changes
 PROBE_VERSION = 1
 _ENV_PREFIXES = ("POCL_", "CL_CONFIG_")
-_ENV_NAMES = ("PYEDMCL_BUILD_OPTIONS", "PYOPENCL_BUILD_OPTIONS")
+_ENV_NAMES = ("PYOPENCL_BUILD_OPTIONS",)
 _ENV_IGNORED = ("POCL_CACHE_DIR",)
 
 
@@ -59,8 +60,9 @@ class Verdict:
 
 def build_env() -> dict[str, str]:
     """The environment variables that can change how a kernel builds."""
+    names = (*_ENV_NAMES, settings.env_name("BUILD_OPTIONS"))
     return {k: v for k, v in sorted(os.environ.items())
-            if (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES) and k not in _ENV_IGNORED}
+            if (k.startswith(_ENV_PREFIXES) or k in names) and k not in _ENV_IGNORED}
 
 
 def probe_key(fingerprint: str, platform_name: str, options: tuple[str, ...]) -> str:
@@ -113,10 +115,10 @@ def probe(info: Any, device: Any, options: tuple[str, ...] = ()) -> Verdict:
         return v
 
 
-_PROBE_SRC = """__constant int pyedmcl_probe_{token} = 1;
-__kernel void pyedmcl_probe(__global float* a) {{
+_PROBE_SRC = """__constant int clkernels_probe_{token} = 1;
+__kernel void clkernels_probe(__global float* a) {{
     int i = get_global_id(0);
-    a[i] = 2.0f * (float)i + (float)pyedmcl_probe_{token};
+    a[i] = 2.0f * (float)i + (float)clkernels_probe_{token};
 }}
 """
 
@@ -137,7 +139,7 @@ def _run_probe(info: Any, device: Any, options: tuple[str, ...]) -> Verdict:
         src = _PROBE_SRC.format(token=uuid.uuid4().hex)
         with quiet_build(info, captured):
             prg = cl.Program(ctx, src).build(options=list(options), cache_dir=False)
-        k = cl.Kernel(prg, "pyedmcl_probe")
+        k = cl.Kernel(prg, "clkernels_probe")
         out = np.zeros(4, np.float32)
         buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
         k(queue, (4,), None, buf)
@@ -180,7 +182,7 @@ _noticed: set[str] = set()
 
 
 def _quiet() -> bool:
-    return os.environ.get("PYEDMCL_QUIET", "").strip() not in ("", "0")
+    return settings.flag("QUIET")
 
 
 def to_terminal(text: str) -> None:
@@ -241,7 +243,7 @@ def _notice_timer(info: Any) -> threading.Timer | None:
         if name in _noticed:
             return None
     try:
-        after = float(os.environ.get("PYEDMCL_BUILD_NOTICE_S", "1.0"))
+        after = float(settings.env("BUILD_NOTICE_S", "1.0"))
     except ValueError:
         after = 1.0
 
@@ -250,7 +252,7 @@ def _notice_timer(info: Any) -> threading.Timer | None:
             if name in _noticed:
                 return
             _noticed.add(name)
-        to_terminal(f"pyedmcl: compiling kernels for {name} (first run only)…\n")
+        to_terminal(f"{settings.app_name()}: compiling kernels for {name} (first run only)…\n")
 
     if after <= 0:  # said at once (a timer could lose the race with a fast build)
         say()
@@ -270,4 +272,4 @@ def note(message: str) -> None:
         if message in _said:
             return
         _said.add(message)
-    to_terminal(f"pyedmcl: {message}\n")
+    to_terminal(f"{settings.app_name()}: {message}\n")

@@ -13,8 +13,10 @@ imported, without touching /etc:
    GPU registered in /etc/OpenCL/vendors stays visible);
 3. point ``OCL_ICD_VENDORS`` at that folder.
 
-It must run before the first ``import pyopencl`` in the process; ``clkernels``
-calls it on import. If PyOpenCL was imported first, a warning says so.
+It must run before the first ``import pyopencl`` in the process: it runs in
+:func:`clkernels.configure` and every clkernels module that imports PyOpenCL calls it
+first (it reads the application's settings, :mod:`clkernels.settings`). If PyOpenCL
+was imported first, a warning says so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from . import settings
 from .userdirs import atomic_write_text, private_dir
 
 _INTEL_SUPPORT_LIBS = ("libimf.so", "libsvml.so", "libirng.so", "libintlc.so.5")
@@ -104,7 +107,7 @@ def _icd_dir(libs: list[str]) -> Path:
     """A folder holding one ICD file per library: named by its content (a hash of the
     library list), so processes with different lists never share or rewrite one."""
     digest = hashlib.sha1("\n".join([sys.prefix, *libs]).encode()).hexdigest()[:12]
-    base = os.environ.get("PYEDMCL_ICD_DIR")
+    base = settings.env("ICD_DIR")
     if base:
         d = Path(base) / "icd" / digest
         d.mkdir(parents=True, exist_ok=True)
@@ -113,22 +116,23 @@ def _icd_dir(libs: list[str]) -> Path:
 
 
 def own_pocl_cache() -> None:
-    """Point PoCL's kernel cache (``POCL_CACHE_DIR``) at a pyedmcl-owned folder unless
+    """Point PoCL's kernel cache (``POCL_CACHE_DIR``) at a folder clkernels owns unless
     the user chose one: clkernels can then check it and drop corrupt entries
     (:mod:`clkernels.buildcache`). Must run before PoCL loads (before pyopencl)."""
     if os.environ.get("POCL_CACHE_DIR") or "pyopencl" in sys.modules:
         return
     try:
         os.environ["POCL_CACHE_DIR"] = str(private_dir("pocl-kcache"))
-        os.environ["PYEDMCL_OWNS_POCL_CACHE"] = "1"
+        os.environ[settings.env_name("OWNS_POCL_CACHE")] = "1"
     except OSError as exc:  # an unsafe cache root: leave PoCL's own default
-        warnings.warn(f"pyedmcl cache folder not usable ({exc})", stacklevel=2)
+        warnings.warn(f"{settings.app_name()} cache folder not usable ({exc})", stacklevel=2)
 
 
 def register_platforms() -> list[str]:
     """Register pip-installed runtimes with the ICD loader; return what was registered.
 
-    Idempotent and cheap after the first call. Set ``PYEDMCL_NO_REGISTER=1`` to skip.
+    Idempotent and cheap after the first call. Set ``<PREFIX>_NO_REGISTER=1`` to skip
+    (:mod:`clkernels.settings`).
     Each ICD library appears once, however many processes deep (Dask workers, CLI
     subprocesses inherit ``OCL_ICD_VENDORS``).
     """
@@ -136,8 +140,9 @@ def register_platforms() -> list[str]:
     if _done:
         return []
     _done = True
+    settings.mark_registered()
     own_pocl_cache()
-    if os.environ.get("PYEDMCL_NO_REGISTER"):
+    if settings.env("NO_REGISTER"):
         return []
     registered: list[str] = []
     lib = find_intel_runtime()
@@ -146,7 +151,8 @@ def register_platforms() -> list[str]:
     if "pyopencl" in sys.modules:
         warnings.warn(
             "pyopencl was imported before clkernels; Intel's pip-installed CPU runtime "
-            "cannot be registered in this process. Import pyedmcl/clkernels first.",
+            f"cannot be registered in this process. Import {settings.app_name()} "
+            "(or call clkernels.configure()) before pyopencl.",
             RuntimeWarning,
             stacklevel=2,
         )
@@ -159,7 +165,7 @@ def register_platforms() -> list[str]:
         libs = _vendor_libs(lib)
         d = _icd_dir(libs)
         for i, entry in enumerate(libs):
-            name = "pyedmcl-intel-cpu.icd" if i == 0 else f"sys-{i:02d}-{Path(entry).stem}.icd"
+            name = f"{settings.app_name()}-intel-cpu.icd" if i == 0 else f"sys-{i:02d}-{Path(entry).stem}.icd"
             icd = d / name
             if _icd_lib(icd) != entry:
                 atomic_write_text(icd, f"{entry}\n")

@@ -1,23 +1,24 @@
-"""Render OpenCL C from the Mako templates in templates/.
+"""Render OpenCL C from Mako templates.
 
-One template per operator. A template declares the specialisation values it
-needs in a leading comment line::
+A template is named by its path under a template root (``knn/knn.cl.mako``) and
+declares, in its header, the specialisation values it needs and its version::
 
     ## params: E, TAU, METRIC, WG, TILE
+    ## version: 2
 
 and :func:`render` refuses to render unless every declared parameter is given
 (naming the missing ones), so a forgotten value is an error, not a silently
 wrong kernel. Values that shape loops are passed here and become compile-time
 constants in the generated source.
 
-Templates are found in the installed wheel (``clkernels/_data/templates``) or,
-in a source checkout, in the top-level ``templates/`` folder.
+Roots: ``clkernels/templates`` (clkernels' own kernels and parts) and the folders an
+application adds with :func:`add_template_root`. Shared parts are Mako namespaces
+imported by absolute name (``<%namespace name="real" file="/_real.mako"/>``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from functools import cache
 from pathlib import Path
@@ -25,24 +26,32 @@ from typing import Any
 
 from mako.lookup import TemplateLookup
 
+from . import settings
+
 _HERE = Path(__file__).resolve().parent
 
+#: template folders, searched in order: those an application adds (its kernels), then
+#: clkernels' own (``clkernels/templates``: fills, gathers, conversions, peak probes)
+_ROOTS: list[Path] = [_HERE / "templates"]
 
-def data_dir(kind: str) -> Path:
-    """Folder of shipped data (``templates`` or ``tuning``), installed or in a checkout."""
-    installed = _HERE / "_data" / kind
-    if installed.is_dir():
-        return installed
-    checkout = _HERE.parent / kind
-    if checkout.is_dir():
-        return checkout
-    raise FileNotFoundError(f"pyedmcl data folder {kind!r} not found next to {_HERE}")
+
+def add_template_root(path: str | Path) -> None:
+    """Search ``path`` for templates (before clkernels' own); idempotent.
+
+    An application keeps its kernels in its own package data and registers the folder
+    once at import; templates there may include clkernels' parts (``/_real.mako``).
+    """
+    path = Path(path).resolve()
+    if path not in _ROOTS:
+        _ROOTS.insert(len(_ROOTS) - 1, path)
+        _lookup.cache_clear()
+        template_path.cache_clear()
 
 
 def template_dirs() -> list[Path]:
-    extra = os.environ.get("PYEDMCL_TEMPLATE_DIR")
+    extra = settings.env("TEMPLATE_DIR")
     dirs = [Path(extra)] if extra else []
-    return dirs + [data_dir("templates")]
+    return dirs + list(_ROOTS)
 
 
 class TemplateParameterError(ValueError):
@@ -58,6 +67,7 @@ def _lookup() -> TemplateLookup:
     )
 
 
+@cache
 def template_path(name: str) -> Path:
     for d in template_dirs():
         p = d / name
@@ -71,15 +81,23 @@ def template_source(name: str) -> str:
     return template_path(name).read_text(encoding="utf-8")
 
 
-def text_hash(text: str) -> str:
-    """Hash of a template text (what tuning entries record as ``template_hash``)."""
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+@cache
+def declared_version(name: str) -> int:
+    """The kernel version a template declares in its header (``## version: 3``; 1 if none).
+
+    Tuning entries are keyed by family name and this version: bump it when the kernel's
+    meaning or parameter set changes, never for a comment or a reshuffle into parts.
+    """
+    m = re.search(r"^##\s*version:\s*(\d+)\s*$", template_source(name), flags=re.MULTILINE)
+    return int(m.group(1)) if m else 1
 
 
 @cache
-def template_hash(name: str) -> str:
-    """Hash of the template text: tuning entries made from another text are stale."""
-    return text_hash(template_source(name))
+def declared_legacy_hashes(name: str) -> frozenset[str]:
+    """Hashes of the template texts whose tuning entries (stamped by text hash, before
+    versions existed) count as version 1: ``## legacy-hashes: 93f704e8c195d8c0``."""
+    m = re.search(r"^##\s*legacy-hashes:\s*(.+)$", template_source(name), flags=re.MULTILINE)
+    return frozenset(m.group(1).split()) if m else frozenset()
 
 
 @cache

@@ -1,8 +1,9 @@
 """Per-user cache folders that are safe to write: private, never a planted symlink.
 
 Everything clkernels keeps on disk between runs (probe verdicts, build-failure logs,
-the PoCL kernel cache it owns, ICD files) lives under one root: ``PYEDMCL_CACHE_DIR``
-if set, else platformdirs' user cache dir for ``pyedmcl``. Folders are created with
+the PoCL kernel cache it owns, ICD files) lives under one root: ``<PREFIX>_CACHE_DIR``
+if set, else platformdirs' user cache dir for the application
+(:mod:`clkernels.settings`). Folders are created with
 mode 0o700; a path component that is a symlink or belongs to another user is refused
 (a fixed path under /tmp could be planted by anyone). Files are written atomically
 (a temporary file in the same folder, then ``os.replace``), so a reader sees the old
@@ -16,19 +17,21 @@ import stat
 import tempfile
 from pathlib import Path
 
+from . import settings
+
 
 class UnsafeCacheDirError(OSError):
     """A cache folder is a symlink or is owned by another user."""
 
 
 def cache_root() -> Path:
-    """The root of clkernels' per-user cache (``PYEDMCL_CACHE_DIR`` overrides)."""
-    env = os.environ.get("PYEDMCL_CACHE_DIR")
+    """The root of clkernels' per-user cache (``<PREFIX>_CACHE_DIR`` overrides)."""
+    env = settings.env("CACHE_DIR")
     if env:
         return Path(env)
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("pyedmcl", appauthor=False))
+    return Path(user_cache_dir(settings.app_name(), appauthor=False))
 
 
 def _check(p: Path) -> None:

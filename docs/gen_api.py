@@ -13,6 +13,51 @@ MODULES = ["clkernels", "clkernels.devices", "clkernels.backends.base", "clkerne
            "clkernels.peak", "pyedmcl.io", "pyedmcl.data", "pyedmcl.compat.pyedm"]
 
 
+CONVENTIONS = """\
+## Conventions
+
+One spelling per concept across the public functions (checked by
+`tests/test_api_conventions.py`):
+
+- **Keyword-only options.** The data (`x`, `target`/`y`, `X`) are positional; every
+  option is keyword-only. `embed(x, E, tau)`, a NumPy helper, is the one exception.
+- **`dtype`**: `"float32"` (the default everywhere) or `"float64"` (needs fp64 on the
+  device); numpy types and dtypes are accepted too. In float32 host series are centred
+  (for predictions also scaled) in float64 before the cast, results mapped back to data
+  units; a series that float32 cannot hold runs the call in float64 with one
+  `PrecisionWarning` (see `pyedmcl._precision`). `xmap(dtype=None)`: the stored dtype when resuming, else
+  float32.
+- **`device`**: one device, on every function that runs kernels: a selector (`"pocl"`,
+  `"intel"`, `"nvidia:0"`, `"gpu"`, `"cpu"`, `"p:d"`), a `DeviceInfo` or a backend;
+  None picks the default device. **`devices`**: several devices to split one call's work
+  over (a list or a comma-separated string of selectors) on `rqa`, `cross_rqa`,
+  `joint_rqa` and `xmap`; when given it is used instead of `device`.
+- **`backend`**: the kernel runtime (`"pyopencl"`, `"sycl"`; None: the default), on every
+  function that takes `device`. Not to be confused with `knn_backend`, the neighbour
+  search (`"exact"`, `"kdtree"`, `"hnsw"`, `"ivf"`, `"auto"`), with `knn_options`.
+- **`knn`**: the number of neighbours per prediction or query (default `E + 1`; S-map:
+  every library point). **`max_E`**: the largest E a scan tries (`embed_dimension`,
+  `xmap`). Former spellings still work for one release with a `DeprecationWarning`
+  naming the new keyword: `k=` (`knn_table`, `knn_search`, `measure_recall`),
+  `E_max=` (`xmap`).
+- **`return_device`**: `True` returns the result arrays as device arrays in the
+  computation dtype (`pyedmcl.interop`), on the functions whose result is an array along
+  the series that a next device step can take as input: `simplex`, `smap`,
+  `pairwise_distances`, `recurrence_plot`. Skill scans, CCM curves, RQA measures,
+  k-NN tables (gathered on the host from query blocks sized to device memory) and xmap
+  matrices (streamed to a store) are returned as NumPy.
+- **`params`**: a dict of kernel launch parameters that replaces the tuning database's
+  choice, on the functions that run one tunable kernel family: `pairwise_distances`
+  (distance) and `rqa`, `cross_rqa`, `joint_rqa` (rqa_lines). The others run several
+  families per call and take tuned parameters per device (`pyedmcl tune`).
+- **`seed`**: an int >= 0 makes random draws repeatable; `ccm(seed=None)` draws fresh
+  libraries each call (pyEDM's behaviour), `measure_recall(seed=0)` is repeatable.
+- **`progress`**: progress bars, on `xmap` (long jobs) only.
+- **Command line**: flags mirror the keywords (`--dtype`, `--device`, `--devices`,
+  `--backend`, `--knn`, `--max-E`); a former flag (`xmap --E-max`) still parses.
+"""
+
+
 def section(name: str, obj) -> str:
     try:
         # default values that are functions print their address: drop it (stable output)
@@ -25,7 +70,7 @@ def section(name: str, obj) -> str:
 
 def main() -> None:
     out = ["# API reference", "", "Generated from docstrings by `docs/gen_api.py`.", "",
-           "## `pyedmcl` (public functions)", ""]
+           CONVENTIONS, "## `pyedmcl` (public functions)", ""]
     for name in sorted(pyedmcl.__all__):
         out.append(section(f"pyedmcl.{name}", getattr(pyedmcl, name)))
     for modname in MODULES:

@@ -1,6 +1,6 @@
 """pyedmcl — Empirical Dynamic Modeling and Recurrence Quantification Analysis on OpenCL.
 
-The public API (see DESIGN.md) is loaded lazily so ``import pyedmcl`` stays cheap
+The public API (see docs/api.md) is loaded lazily so ``import pyedmcl`` stays cheap
 and each family (EDM, RQA, all-to-all maps) lives in its own subpackage.
 """
 
@@ -9,7 +9,14 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-import clkernels as _clkernels  # noqa: F401  (registers pip-installed OpenCL runtimes first)
+import clkernels as _clkernels
+
+# First thing: clkernels reads PYEDMCL_* variables and keeps pyedmcl's per-user folders
+# (its submodules register pip-installed OpenCL runtimes before PyOpenCL loads).
+_clkernels.configure(app_name="pyedmcl", env_prefix="PYEDMCL",
+                     help_hint="see docs/devices.md", extras_of="pyedmcl")
+
+from . import kernels as _kernels  # noqa: E402, F401  (adds pyedmcl's templates and tuning data)
 
 __version__ = "0.1.0"
 

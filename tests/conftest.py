@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-import clkernels  # noqa: F401  (register runtimes before pyopencl)
+import pyedmcl  # noqa: F401  (configures clkernels as pyedmcl, PYEDMCL_* variables)
 from clkernels.devices import DeviceUnusableError, list_devices, usable
 
 
@@ -118,6 +118,7 @@ def run_under_oclgrind(code: str, timeout: float = 600, ignore_uninitialized: bo
     env = dict(os.environ)
     env.update({
         "PYEDMCL_DEVICE": "oclgrind",
+        "CLKERNELS_DEVICE": "oclgrind",  # a snippet may run clkernels alone
         "OCLGRIND_DATA_RACES": "1",
         "OCLGRIND_UNINITIALIZED": "1",
         "OCLGRIND_UNINITIALIZED_DEBUG": "0",

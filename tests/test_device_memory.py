@@ -142,9 +142,9 @@ def test_knn_table_query_blocks(be, monkeypatch):
     from pyedmcl.edm.knn import knn_table
 
     x = series(400, 1)
-    ref = knn_table(x, E=3, k=5, device=be)
+    ref = knn_table(x, E=3, knn=5, device=be)
     fallbacks = limited(be, monkeypatch, 3000)
-    got = knn_table(x, E=3, k=5, device=be)
+    got = knn_table(x, E=3, knn=5, device=be)
     assert fallbacks() >= 1
     np.testing.assert_array_equal(got[0], ref[0])
     np.testing.assert_array_equal(got[1], ref[1])
@@ -316,10 +316,10 @@ def test_xmap_library_batches(be, monkeypatch):
     rng = np.random.default_rng(8)
     X = np.stack([series(120, s) for s in range(4)] * 4, axis=1)
     X = X + 0.01 * rng.standard_normal(X.shape)  # (120 steps, 16 series)
-    ref = pe.xmap(X, E="auto", E_max=4, device=be)
+    ref = pe.xmap(X, E="auto", max_E=4, device=be)
     # the series (16 x 120 float32) fit; a batch of 2+ libraries' tables does not
     fallbacks = limited(be, monkeypatch, X.size * 4)
-    got = pe.xmap(X, E="auto", E_max=4, device=be)
+    got = pe.xmap(X, E="auto", max_E=4, device=be)
     assert fallbacks() >= 2  # the E scan and the matrix
     np.testing.assert_array_equal(got.E, ref.E)
     np.testing.assert_array_equal(got.rho, ref.rho)

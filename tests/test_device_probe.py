@@ -3,7 +3,9 @@
 PoCL's build is made to fail for real with ``POCL_EXTRA_BUILD_FLAGS`` set to an invalid
 flag (every PoCL build then fails with CL_INVALID_BUILD_OPTIONS, as every build fails on
 a CPU newer than PoCL's LLVM). Runs that need the variable set before PoCL loads, or a
-fresh process, are subprocesses; each uses its own cache root (``PYEDMCL_CACHE_DIR``).
+fresh process, are subprocesses; each uses its own cache root. In this process clkernels
+works for pyedmcl (``PYEDMCL_*`` variables); a subprocess runs either pyedmcl's CLI or
+clkernels alone, with its default settings (``CLKERNELS_*`` variables).
 """
 
 from __future__ import annotations
@@ -49,12 +51,16 @@ def cache_root(tmp_path, monkeypatch):
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
+    """A subprocess environment with cache root ``cache`` for pyedmcl and for clkernels
+    alone, no device choice, no inherited build or registration settings."""
+    own = [f"{app}_{name}" for app in ("PYEDMCL", "CLKERNELS")
+           for name in ("OWNS_POCL_CACHE", "DEVICE", "QUIET")]
     env = {k: v for k, v in os.environ.items()
-           if k not in ("POCL_CACHE_DIR", "PYEDMCL_OWNS_POCL_CACHE", "PYEDMCL_DEVICE",
-                        "POCL_EXTRA_BUILD_FLAGS", "PYOPENCL_CTX", "OCL_ICD_VENDORS",
-                        "PYEDMCL_QUIET")}
+           if k not in ("POCL_CACHE_DIR", "POCL_EXTRA_BUILD_FLAGS", "PYOPENCL_CTX",
+                        "OCL_ICD_VENDORS", *own)}
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    env.update({"PYEDMCL_CACHE_DIR": str(cache), "PYTHONPATH": path}, **extra)
+    env.update({"PYEDMCL_CACHE_DIR": str(cache), "CLKERNELS_CACHE_DIR": str(cache),
+                "PYTHONPATH": path}, **extra)
     return env
 
 
@@ -192,7 +198,9 @@ def test_child_processes_see_each_platform_once(tmp_path):
     """Registering Intel's runtime in a process whose parent registered it already
     (OCL_ICD_VENDORS inherited) adds no duplicate platform."""
     code = textwrap.dedent("""
-        import subprocess, sys, clkernels, pyopencl as cl
+        import subprocess, sys, clkernels
+        clkernels.configure()
+        import pyopencl as cl
         names = [p.name for p in cl.get_platforms()]
         depth = int(sys.argv[1])
         out = [names]
@@ -228,13 +236,13 @@ def test_compiler_output_never_reaches_the_terminal(tmp_path):
         be.wait(be.launch(k, (4,), None, a))
         print(be.to_host(a).tolist())
     """)
-    env = _env(tmp_path / "cache", PYEDMCL_BUILD_NOTICE_S="0")
+    env = _env(tmp_path / "cache", CLKERNELS_BUILD_NOTICE_S="0")
     p = _run(["-c", code], env)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[1.0, 1.0, 1.0, 1.0]"
     assert "warning" not in p.stderr and "warning" not in p.stdout, p.stderr
-    assert p.stderr.count("compiling kernels for") == 1
-    env["PYEDMCL_QUIET"] = "1"
+    assert p.stderr.count("clkernels: compiling kernels for") == 1
+    env["CLKERNELS_QUIET"] = "1"
     p = _run(["-c", code.replace("1.5", "2.5")], env)
     assert p.returncode == 0 and p.stderr == "", p.stderr
 

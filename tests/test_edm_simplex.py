@@ -132,7 +132,7 @@ def _knn_reference(x, E, tau, k, R):
 @pytest.mark.parametrize("E, tau, k, R", [(1, 1, 2, 0), (3, 2, 4, 0), (5, 1, 6, 3), (2, 1, 33, -1)])
 def test_knn_kernel_matches_numpy(device, E, tau, k, R):
     x = np.random.default_rng(3).standard_normal(300)
-    idx, d = knn_table(x, E=E, tau=tau, k=k, exclusion_radius=R, device=device)
+    idx, d = knn_table(x, E=E, tau=tau, knn=k, exclusion_radius=R, device=device)
     ref_i, ref_d, D = _knn_reference(x, E, tau, k, R)
     np.testing.assert_allclose(d, ref_d, rtol=1e-5, atol=1e-6)
     # the chosen points are truly that near (a float32 near-tie may swap two ranks)
@@ -169,7 +169,7 @@ def test_knn_kernel_variants_match_numpy(device, params):
     """Every tunable configuration (GPU 'rows' ones too) gives the reference table;
     integer data (many exact ties), several batches, an exclusion radius."""
     from clkernels import get_backend
-    from pyedmcl.edm.knn import KNN
+    from pyedmcl.kernels.knn import KNN
     be = get_backend(device)
     x = np.random.default_rng(2).integers(0, 5, 150).astype(float)
     E, k, R = 3, 6, 1
@@ -196,7 +196,7 @@ def test_knn_kernel_variants_match_numpy(device, params):
 
 def test_knn_ties_integer_series(device):
     x = np.random.default_rng(5).integers(0, 3, 200).astype(float)
-    idx, d = knn_table(x, E=2, k=10, device=device)
+    idx, d = knn_table(x, E=2, knn=10, device=device)
     ref_i, ref_d, _ = _knn_reference(x, 2, 1, 10, 0)
     np.testing.assert_array_equal(idx, ref_i)  # exact: integer distances have no rounding
 
@@ -245,7 +245,7 @@ def test_vec_options_do_not_change_the_table(device, real):
     """The vec variant's QQ / SPLIT / CB options give the plain variant's table bit for
     bit, in float32 (packed keys, buffered) and float64 (insertion network, merged)."""
     from clkernels import get_backend
-    from pyedmcl.edm.knn import KNN
+    from pyedmcl.kernels.knn import KNN
     be = get_backend(device)
     if real == "double" and not be.info.fp64:
         pytest.skip("no fp64 on this device")
@@ -275,7 +275,7 @@ def test_tile_order_does_not_change_the_table(device, params):
     middle of the library, a contiguous library (the direct position lookup) and a
     gapped one (binary search), a partial last tile."""
     from clkernels import get_backend
-    from pyedmcl.edm.knn import KNN
+    from pyedmcl.kernels.knn import KNN
     from pyedmcl.neighbors.lorenz import lorenz63
     be = get_backend(device)
     x = lorenz63(410, component="x").astype(np.float32)
@@ -300,7 +300,8 @@ def test_oclgrind_clean():
     from conftest import run_under_oclgrind
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
-        from pyedmcl.edm.knn import knn_table, KNN
+        from pyedmcl.edm.knn import knn_table
+        from pyedmcl.kernels.knn import KNN
         from clkernels import get_backend
         x = np.sin(np.arange(60) * 0.7) + 0.1 * np.cos(np.arange(60) * 1.3)
         r = pe.simplex(x, E=3, tau=2, Tp=1, exclusion_radius=2)

@@ -18,10 +18,12 @@ import pytest
 from conftest import TEST_DEVICES
 
 import pyedmcl as pe
-from clkernels import get_backend, job_fma
+from clkernels import get_backend
 from clkernels.devices import list_devices
 from pyedmcl.data import logistic_map
-from pyedmcl.edm.knn import KNN, knn_table
+from pyedmcl.edm.knn import knn_table
+from pyedmcl.kernels._fma import job_fma
+from pyedmcl.kernels.knn import KNN
 
 #: configurations of every k-NN variant (float32): the FMA=1 table must not depend on it
 CONFIGS = [
@@ -86,7 +88,7 @@ def test_fma_knn_table_matches_numpy(device, monkeypatch):
     monkeypatch.setenv("PYEDMCL_FMA", "1")
     x = np.random.default_rng(3).standard_normal(300)
     E, k = 4, 5
-    idx, d = knn_table(x, E=E, k=k, device=device)
+    idx, d = knn_table(x, E=E, knn=k, device=device)
     V = np.stack([x[j: j + x.size - E + 1] for j in range(E)], 1)
     D = np.sqrt(((V[:, None, :] - V[None, :, :]) ** 2).sum(-1))
     np.fill_diagonal(D, np.inf)

@@ -226,9 +226,9 @@ ENTRY = {
     "predict_nonlinear": (lambda **k: pe.predict_nonlinear(_X, thetas=[0, 1], device=DEVICE,
                                                            **{"E": 2, **k}), {"E": 2, "tau": 1}),
     "knn_table": (lambda **k: pe.knn_table(_X, device=DEVICE, **{"E": 2, **k}),
-                  {"E": 2, "k": 3, "exclusion_radius": 0}),
+                  {"E": 2, "knn": 3, "exclusion_radius": 0}),
     "knn_search": (lambda **k: pe.knn_search(_X, knn_backend="exact", device=DEVICE, **{"E": 2, **k}),
-                   {"E": 2, "k": 3}),
+                   {"E": 2, "knn": 3}),
     "measure_recall": (lambda **k: pe.measure_recall(_X, knn_backend="exact", device=DEVICE,
                                                      **{"E": 2, "sample": 10, **k}),
                        {"E": 2, "sample": 10, "seed": 0}),
@@ -243,7 +243,7 @@ ENTRY = {
                   {"E": 2, "w_min": 2}),
     "recurrence_plot": (lambda **k: pe.recurrence_plot(_X, radius=0.5, device=DEVICE, **{"E": 2, **k}),
                         {"E": 2, "size": 16}),
-    "xmap": (lambda **k: pe.xmap(_P, device=DEVICE, **{"E": 2, **k}), {"E": 2, "Tp": 0, "E_max": 3}),
+    "xmap": (lambda **k: pe.xmap(_P, device=DEVICE, **{"E": 2, **k}), {"E": 2, "Tp": 0, "max_E": 3}),
 }
 ENTRY_PARAMS = [(f, p) for f, (_, ps) in ENTRY.items() for p in ps]
 #: values out of range for every integer parameter above (negative where the parameter
@@ -272,8 +272,8 @@ def test_every_entry_point_refuses_bad_integers(fp, value):
     any public function: a ValueError/TypeError naming it, never a crash or a silent run."""
     _count("test_every_entry_point_refuses_bad_integers")
     fn, param = fp
-    if param in ("seed", "knn", "k", "edge") and value is None:
-        value = -7  # None is valid there (fresh entropy, the default knn / k / edge)
+    if param in ("seed", "knn", "edge") and value is None:
+        value = -7  # None is valid there (fresh entropy, the default knn / edge)
     if param == "Tp" and isinstance(value, int) and not isinstance(value, bool) and value < 0 \
             and fn != "predict_exclusion_radius":
         value = -value  # small negative Tp is legal; huge positive is not

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from clkernels import get_backend
-from pyedmcl.edm.lookup import LOOKUP, _LookupCase
+from pyedmcl.kernels.lookup import LOOKUP, _LookupCase
 
 
 def test_every_wg_same_predictions(device):
@@ -23,7 +23,7 @@ def test_every_wg_same_predictions(device):
     ref = next(iter(outs.values()))
     for wg, got in outs.items():
         np.testing.assert_array_equal(got, ref, err_msg=f"WG={wg}")
-    idx, dist, y = (be.to_host(case.table.idx)[0], be.to_host(case.table.dist)[0].astype(np.float64),
+    idx, dist, y = (be.to_host(case.idx)[0], be.to_host(case.dist)[0].astype(np.float64),
                     be.to_host(case.y).astype(np.float64))
     w = np.exp(-dist / np.maximum(dist[:, :1], 1e-6))
     want = (w * y[idx + 1]).sum(1) / w.sum(1)  # the case looks up with tshift = 1

@@ -57,7 +57,7 @@ def test_exact_backends_subsets_and_metrics(device):
     qp = np.arange(5, 240, 7)
     ref_i, _ = brute_knn(x.astype(np.float32).astype(np.float64), 4, 6, 2, qp, lp)
     for name in ("exact", "kdtree"):
-        got = knn_search(x, E=4, k=6, lib_points=lp, query_points=qp, exclusion_radius=2,
+        got = knn_search(x, E=4, knn=6, lib_points=lp, query_points=qp, exclusion_radius=2,
                          knn_backend=name, device=device)
         np.testing.assert_array_equal(got.indices, ref_i)
     # non-Euclidean metrics: the k-d tree agrees with the exact kernel
@@ -83,7 +83,7 @@ def test_ann_recall_on_lorenz(name, E):
 @pytest.mark.parametrize("radius", [0, 9])
 def test_exclusion_radius_honoured(name, radius):
     x = lorenz63(1200)
-    got = knn_search(x, E=3, k=5, exclusion_radius=radius, knn_backend=name, device=CPU_DEVICE)
+    got = knn_search(x, E=3, knn=5, exclusion_radius=radius, knn_backend=name, device=CPU_DEVICE)
     p = np.arange(got.indices.shape[0])[:, None]
     assert (got.indices >= 0).all()  # every row found k admissible neighbours
     assert (np.abs(got.indices - p) > radius).all()
@@ -116,8 +116,8 @@ def test_simplex_and_ccm_accept_knn_backend():
 def test_bad_input():
     x = lorenz63(200)
     for name in BACKENDS:
-        with pytest.raises(ValueError, match="k=50 is larger than the library"):
-            knn_search(x, E=2, k=50, lib_points=np.arange(20), knn_backend=name, device=CPU_DEVICE)
+        with pytest.raises(ValueError, match="knn=50 is larger than the library"):
+            knn_search(x, E=2, knn=50, lib_points=np.arange(20), knn_backend=name, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="knn_backend='bogus'.*allowed: exact, kdtree, ivf, hnsw, auto"):
         knn_search(x, E=2, knn_backend="bogus", device=CPU_DEVICE)
     with pytest.raises(ValueError, match="metric='maximum' is not supported by knn_backend='hnsw'"):

@@ -23,7 +23,7 @@ pytest.importorskip("scipy")
 
 
 def _entry(info, E, L, best, times=None, recall=None):
-    return {"kernel": A.FAMILY, "template_hash": A.MODEL_VERSION, "level": "device",
+    return {"kernel": A.FAMILY, "version": A.MODEL_VERSION, "level": "device",
             "key": info.device_key, "spec_bucket": A.e_bucket(E), "size_bucket": f"n{L}",
             "size": L, "spec": {"E": E}, "params": {"BACKEND": best}, "times": times or {},
             "recall": recall or {}}
@@ -64,7 +64,7 @@ def test_approximate_winner_must_be_clearly_faster(kd, want):
 def test_shipped_model_and_heuristic():
     ours = [e for e in shipped_entries() if e.get("kernel") == A.FAMILY]
     assert ours, "tuning/knn_backend_default.json must ship knn_backend entries"
-    assert all(e["params"]["BACKEND"] in BACKENDS and e["template_hash"] == A.MODEL_VERSION
+    assert all(e["params"]["BACKEND"] in BACKENDS and e["version"] == A.MODEL_VERSION
                for e in ours)
     cpu = get_backend(CPU_DEVICE).info
     c = A.choose(cpu, L=50000, E=20)

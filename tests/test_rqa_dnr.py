@@ -52,7 +52,7 @@ def test_edges_orders_vec_identical(device, dtype):
                 (1, 8, 2, 0, 1, 0), (8, 2, 2, 32, 1, 1), (16, 4, 2, 1024, 1, 1),
                 (1, 8, 2, 0, 2, 1), (16, 4, 2, 1024, 2, 1), (16, 4, 2, 1024, 2, 0),
                 (4, 2, 2, 1024, 2, 2), (8, 4, 2, 32, 2, 1),
-                (16, 16, 2, 1024, 2, 1)):   # Intel's compiler: WALK=0 there (dnr._walk)
+                (16, 16, 2, 1024, 2, 1)):   # Intel's compiler: WALK=0 there (kernels.rqa_lines._walk)
             edges = ((300, 64, 1203, 97) if (share, vec, walk) == (2, 16, 1) else (97,)
                      if share == 2 else (300, 64) if share else (300,))
             for edge in edges:
@@ -230,7 +230,8 @@ def test_partial_folds_of_32bit_histograms(device, monkeypatch):
 
 def test_share_path_taken_only_where_valid(device):
     """SHARE=1 runs on one device in row order with verticals; otherwise the plain path."""
-    from pyedmcl.rqa.dnr import LineSpec, detect_lines
+    from pyedmcl.kernels.rqa_lines import LineSpec
+    from pyedmcl.rqa.dnr import detect_lines
 
     be = clkernels.get_backend(device)
     x = logistic(300).astype(np.float32)

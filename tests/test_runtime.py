@@ -19,7 +19,7 @@ from conftest import CPU_DEVICE
 import clkernels
 from clkernels import get_backend
 from clkernels.devices import DeviceSelectionError, list_devices, normalise_name, resolve_selector
-from clkernels.templates import TemplateParameterError, data_dir, declared_params, render
+from clkernels.templates import TemplateParameterError, declared_params, render, template_path
 from pyedmcl.embedding import distance_matrix_reference, embed
 from pyedmcl.kernels.distance import PAIRWISE_DISTANCE, pairwise_distances
 
@@ -91,21 +91,21 @@ def test_program_built_once(device):
 
 def test_template_missing_parameter_is_named():
     with pytest.raises(TemplateParameterError, match="TAU"):
-        render("pairwise_distance.cl.mako", {"E": 2, "METRIC": "euclidean", "REAL": "float",
+        render("distance/pairwise_distance.cl.mako", {"E": 2, "METRIC": "euclidean", "REAL": "float",
                                              "WG_X": 8, "WG_Y": 1, "RPI": 1, "USE_LOCAL": 0,
                                              "SQRT": 0})
-    assert "TAU" in declared_params("pairwise_distance.cl.mako")
+    assert "TAU" in declared_params("distance/pairwise_distance.cl.mako")
 
 
 def test_template_rejects_unknown_metric():
     with pytest.raises(ValueError, match="METRIC"):
-        render("pairwise_distance.cl.mako", {"E": 2, "TAU": 1, "METRIC": "cosine", "REAL": "float",
+        render("distance/pairwise_distance.cl.mako", {"E": 2, "TAU": 1, "METRIC": "cosine", "REAL": "float",
                                              "WG_X": 8, "WG_Y": 1, "RPI": 1, "USE_LOCAL": 0,
                                              "SQRT": 0})
 
 
 def test_specialisation_is_compile_time():
-    src = render("pairwise_distance.cl.mako", {"E": 3, "TAU": 5, "METRIC": "euclidean",
+    src = render("distance/pairwise_distance.cl.mako", {"E": 3, "TAU": 5, "METRIC": "euclidean",
                                                "REAL": "float", "WG_X": 32, "WG_Y": 2, "RPI": 2,
                                                "USE_LOCAL": 1, "SQRT": 0})
     assert "reqd_work_group_size(32, 2, 1)" in src
@@ -206,22 +206,86 @@ def test_sycl_backend_runs_same_source():
     assert be.name == "sycl"
 
 
+REPO = Path(__file__).resolve().parents[1]
+#: the package data the runtime reads: kernels, their parts, the shipped tuning database
+PACKAGE_DATA = ("clkernels/templates/*.mako", "pyedmcl/kernels/templates/**/*.mako",
+                "pyedmcl/kernels/tuning_db/*.json")
+_FIND_DATA = ("import clkernels.templates as t, pyedmcl.kernels as k;"
+              "from clkernels.tuning import shipped_entries;"
+              "print(t.template_path('distance/pairwise_distance.cl.mako'));"
+              "print(t.template_path('fill.cl.mako')); print(len(shipped_entries()));"
+              "print(len(t.render('distance/pairwise_distance.cl.mako', {'E':2,'TAU':1,"
+              "'METRIC':'euclidean','REAL':'float','WG_X':8,'WG_Y':1,'RPI':1,'USE_LOCAL':0,"
+              "'SQRT':0})))")
+
+
+def _data_files() -> list[str]:
+    return sorted(p.relative_to(REPO).as_posix() for pat in PACKAGE_DATA for p in REPO.glob(pat))
+
+
+def _check_installed_copy(env: dict[str, str], cwd: Path) -> tuple[Path, Path]:
+    """Run :data:`_FIND_DATA` in a process outside the checkout; check what it found and
+    return the paths of a family template and of one of clkernels' own."""
+    out = subprocess.run([sys.executable, "-c", _FIND_DATA], cwd=cwd, env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    family, own = Path(out[0]), Path(out[1])
+    assert family.parts[-5:-2] == ("pyedmcl", "kernels", "templates")
+    assert own.parts[-3:-1] == ("clkernels", "templates")
+    assert int(out[2]) > 100 and int(out[3]) > 100
+    assert family.read_text() == template_path("distance/pairwise_distance.cl.mako").read_text()
+    return family, own
+
+
 def test_templates_found_from_installed_copy(tmp_path):
-    """Outside the source tree, templates and the shipped tuning DB come with the package."""
-    code = ("import clkernels.templates as t, pyedmcl.kernels.distance as d;"
-            "print(t.data_dir('templates')); print(t.data_dir('tuning'));"
-            "print(len(t.render('pairwise_distance.cl.mako', {'E':2,'TAU':1,'METRIC':'euclidean',"
-            "'REAL':'float','WG_X':8,'WG_Y':1,'RPI':1,'USE_LOCAL':0,'SQRT':0})))")
+    """Outside the source tree, each package finds its own data: clkernels its kernels,
+    pyedmcl its family templates and shipped tuning database (package data, not a
+    folder of the checkout)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     probe = subprocess.run([sys.executable, "-c", "import pyedmcl"], cwd=tmp_path, env=env,
                            capture_output=True)
     if probe.returncode != 0:
         pytest.skip("pyedmcl is not installed (run from a checkout via PYTHONPATH)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, check=True).stdout.split()
-    assert Path(out[0]).is_dir() and Path(out[1]).is_dir() and int(out[2]) > 100
-    same = (Path(out[0]) / "pairwise_distance.cl.mako").read_text()
-    assert same == (data_dir("templates") / "pairwise_distance.cl.mako").read_text()
+    _check_installed_copy(env, tmp_path)
+
+
+def test_package_data_ships_in_the_wheel_packages():
+    """Every data file lies inside a package the wheel lists and is not ignored by git
+    (hatchling leaves VCS-ignored files out of a wheel)."""
+    import tomllib
+
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())
+    packages = cfg["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    files = _data_files()
+    assert len(files) > 10
+    assert all(any(f.startswith(pkg.rstrip("/") + "/") for pkg in packages) for f in files)
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *files], cwd=REPO,
+                             capture_output=True, text=True)
+    assert ignored.returncode in (0, 1), ignored.stderr
+    assert ignored.stdout.split() == []
+
+
+def test_wheel_holds_package_data(tmp_path):
+    """A wheel built from this checkout holds every template and tuning file, and,
+    unpacked as an installation would be, finds them from its own folders."""
+    import importlib.util
+    import zipfile
+
+    if importlib.util.find_spec("hatchling") is None:
+        pytest.skip("hatchling is not installed (the wheel's build backend)")
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(dist)],
+                   cwd=REPO, check=True, capture_output=True, timeout=120)
+    (wheel,) = dist.glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        site = tmp_path / "site"
+        z.extractall(site)
+    assert [f for f in _data_files() if f not in names] == []
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    family, own = _check_installed_copy(env, tmp_path)
+    assert site in family.parents and site in own.parents
 
 
 def test_peak_kernels_run(device):

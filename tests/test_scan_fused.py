@@ -1,4 +1,4 @@
-"""Fused embedding-dimension scan (templates/knn_scan.cl.mako) against the per-E path.
+"""Fused embedding-dimension scan (knn_scan/knn_scan.cl.mako) against the per-E path.
 
 Oracles: (a) :func:`pyedmcl.simplex` per E: the fused tables are bit-identical to
 the per-E kernel's (same coordinates added in the same order, contraction off), so
@@ -24,7 +24,8 @@ from clkernels import get_backend
 from pyedmcl._precision import unstandardised
 from pyedmcl.data import logistic_map
 from pyedmcl.edm.ranges import resolve
-from pyedmcl.edm.scan_fused import KNN_SCAN, fused_layout, run_fused, scan_layout
+from pyedmcl.edm.scan_fused import fused_layout, run_fused, scan_layout
+from pyedmcl.kernels.knn_scan import KNN_SCAN
 
 RHO_TOL = 1e-5  # vs pyEDM (float32 data, its float64)
 
@@ -174,7 +175,7 @@ def test_fast_layout_equals_layout_of_resolved_plans(case):
 def test_tile_order_does_not_change_the_scan(device, params, monkeypatch):
     """ORD=1 (each chunk's tiles nearest in time to the queries first) gives ORD=0's
     tables and skills exactly, on a smooth series where the order matters most."""
-    import pyedmcl.edm.knn as knn_mod
+    import pyedmcl.kernels.knn as knn_mod
     from pyedmcl.neighbors.lorenz import lorenz63
     x = lorenz63(300, component="x")
     out = []

@@ -122,7 +122,7 @@ def _write_entry(tmp_path, be, **changes):
     return res
 
 
-@pytest.mark.parametrize("change", [{"template_hash": "0000"}, {"driver": "0.0-old"},
+@pytest.mark.parametrize("change", [{"version": 999}, {"driver": "0.0-old"},
                                     {"params": {"WG_X": 7, "WG_Y": 1, "RPI": 1, "USE_LOCAL": 0}}])
 def test_stale_entry_ignored_with_warning(tmp_path, change):
     be = get_backend("pocl")
@@ -133,6 +133,21 @@ def test_stale_entry_ignored_with_warning(tmp_path, change):
     # and tune() re-times instead of trusting it
     res = tune(SMALL, be, SPEC, 256, repeats=1, user_root=tmp_path)
     assert not res.from_db
+
+
+def test_entry_stamped_with_a_legacy_template_hash_reads_as_version_1(tmp_path):
+    """User entries written before versions existed carry the template's text hash; the
+    hashes the template declares (``## legacy-hashes``) read as version 1, others are stale."""
+    be = get_backend("pocl")
+    legacy = sorted(SMALL.legacy_hashes)[0]
+    assert SMALL.version == 1
+    res = _write_entry(tmp_path, be, version=None, template_hash=legacy)
+    ch = lookup(SMALL, be.info, SMALL.spec_bucket(SPEC), SMALL.size_bucket(256), tmp_path)
+    assert ch.source == "user" and ch.params == res.best_params
+    _write_entry(tmp_path, be, version=None, template_hash="0" * 16)
+    with pytest.warns(RuntimeWarning, match="stale"):
+        ch = lookup(SMALL, be.info, SMALL.spec_bucket(SPEC), SMALL.size_bucket(256), tmp_path)
+    assert ch.source != "user"
 
 
 def test_corrupted_db_is_ignored(tmp_path):
@@ -211,9 +226,9 @@ def test_merge_device_files_later_run_wins(tmp_path):
 def test_prune_stale_drops_only_entries_of_old_templates(tmp_path):
     from pyedmcl.cli.tune_cmd import prune_stale
 
-    good = {"kernel": "pairwise_distance", "template_hash": PAIRWISE_DISTANCE.template_hash}
-    old = {"kernel": "pairwise_distance", "template_hash": "0" * 16}
-    gone = {"kernel": "no_such_family", "template_hash": "1" * 16}
+    good = {"kernel": "pairwise_distance", "version": PAIRWISE_DISTANCE.version}
+    old = {"kernel": "pairwise_distance", "version": 0}
+    gone = {"kernel": "no_such_family", "version": 1}
     f = tmp_path / "device-x.json"
     f.write_text(json.dumps({"format": 1, "device": {"name": "X"}, "entries": [good, old, gone]}))
     assert prune_stale([str(f)]) == [(str(f), 1, 2)]

@@ -21,7 +21,7 @@ import pyedmcl as pe
 from clkernels import get_backend
 from clkernels.tuning import UserDB, lookup, tune
 from clkernels.tuning.database import entry_key, make_entry
-from pyedmcl.edm.knn import KNN
+from pyedmcl.kernels.knn import KNN
 from pyedmcl.neighbors import auto as A
 
 X = np.sin(np.arange(300) * 0.7) + 0.01 * np.arange(300)
@@ -84,12 +84,12 @@ def test_space_valid_checks_types():
     {"times": {"ivf": 1.0, "exact": 9.0}, "meets_bound": [1]},
     {"size": -5, "size_bucket": "nope", "spec": {"E": 0}, "spec_bucket": "E0"},
     {"params": {"BACKEND": "gone"}},
-    {"template_hash": "knn_backend-v0"},
+    {"version": 0},
 ])
 def test_stale_or_malformed_knn_backend_entry_is_skipped(bad):
     be = get_backend("pocl")
     udb = UserDB(be.info)
-    e = {"kernel": A.FAMILY, "template_hash": A.MODEL_VERSION, "level": "device",
+    e = {"kernel": A.FAMILY, "version": A.MODEL_VERSION, "level": "device",
          "key": be.info.device_key, "spec_bucket": "E4", "size_bucket": "n256", "size": 256,
          "spec": {"E": 3}, "params": {"BACKEND": "ivf"}, "times": {"ivf": 1.0, "exact": 9.0},
          "recall": {"ivf": 0.9}, **bad}

@@ -30,7 +30,7 @@ P = {lvl: {"WG_X": wx, "WG_Y": 1, "RPI": 1, "USE_LOCAL": 0}
 def _entries(info, levels):
     keys = {"device": info.device_key, "arch": info.arch_key, "vendor_type": info.vendor_type_key,
             "global": "*"}
-    return [{"kernel": K.name, "template_hash": K.template_hash, "level": lvl, "key": keys[lvl],
+    return [{"kernel": K.name, "version": K.version, "level": lvl, "key": keys[lvl],
              "spec_bucket": SB, "size_bucket": ZB, "params": P[lvl],
              **({"device_type": info.device_type} if lvl == "global" else {})} for lvl in levels]
 
@@ -45,7 +45,7 @@ def test_global_default_is_per_device_type(monkeypatch, tmp_path):
     monkeypatch.setattr(db, "_shipped", ents)
     monkeypatch.setattr(db, "_lookup_cache", {})
     assert lookup(K, be.info, SB, ZB, tmp_path).source == "heuristic"
-    dev = [{"kernel": "k", "template_hash": "h", "level": "device", "spec_bucket": "s",
+    dev = [{"kernel": "k", "version": 1, "level": "device", "spec_bucket": "s",
             "size_bucket": "n1024", "arch_key": f"rt{i}|{t}|a", "vendor_type_key": f"rt{i}|{t}",
             "device_name": f"d{i}", "times": {'{"A": 1}': 1.0 + i, '{"A": 2}': 2.0 - i * 0.9}}
            for i, t in enumerate(("cpu", "gpu"))]
@@ -102,7 +102,7 @@ def test_derive_defaults_minimises_sum_of_time_over_best():
     a, b, c = (json.dumps(p, sort_keys=True) for p in (P["device"], P["arch"], P["global"]))
     dev1 = {"times": {a: 1.0, b: 1.1, c: 3.0}, "arch_key": "pocl|cpu|x", "vendor_type_key": "pocl|cpu"}
     dev2 = {"times": {a: 5.0, b: 2.2, c: 2.0}, "arch_key": "intel|cpu|y", "vendor_type_key": "intel|cpu"}
-    base = {"kernel": K.name, "template_hash": "h", "spec_bucket": SB, "size_bucket": ZB,
+    base = {"kernel": K.name, "version": 1, "spec_bucket": SB, "size_bucket": ZB,
             "level": "device"}
     out = derive_defaults([{**base, **dev1, "device_name": "d1"}, {**base, **dev2, "device_name": "d2"}])
     glob = [e for e in out if e["level"] == "global"]

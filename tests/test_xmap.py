@@ -98,7 +98,8 @@ def test_block_size_and_devices_bit_identical():
     for kk in ("edm", "batched"):  # both k-NN kernels: the same tables, the same matrix
         np.testing.assert_array_equal(a, pe.xmap(X, E=E, block_rows=4, knn_kernel=kk).rho)
     if len(TEST_DEVICES) >= 2:  # the default device's contraction choice on both
-        from clkernels import get_backend, job_fma
+        from clkernels import get_backend
+        from pyedmcl.kernels._fma import job_fma
         fma = job_fma([get_backend().info])
         c = pe.xmap(X, E=E, block_rows=2, devices=TEST_DEVICES[:2], fma=fma)
         np.testing.assert_array_equal(a, c.rho)
@@ -107,8 +108,8 @@ def test_block_size_and_devices_bit_identical():
 
 def test_auto_E_is_the_embedding_scan_best():
     X = panel(L=100, N=4, seed=2)
-    r = pe.xmap(X, E="auto", E_max=5)
-    b = pe.xmap(X, E="auto", E_max=5, knn_kernel="batched")  # scan with the batched k-NN
+    r = pe.xmap(X, E="auto", max_E=5)
+    b = pe.xmap(X, E="auto", max_E=5, knn_kernel="batched")  # scan with the batched k-NN
     np.testing.assert_array_equal(r.edim_rho, b.edim_rho)
     for i in range(4):
         s = pe.embed_dimension(X[:, i], max_E=5, Tp=1, lib="1 50", pred="51 100")
@@ -181,7 +182,7 @@ def test_oclgrind_clean():
         got[kk] = np.array(json.loads(out.strip().splitlines()[-1]), np.float32)
         np.testing.assert_allclose(got[kk], ref.rho, atol=RHO_TOL, rtol=0)
     np.testing.assert_array_equal(got["edm"], got["batched"])
-    ref_e = pe.xmap(X, E="auto", E_max=1, device=CPU_DEVICE)
+    ref_e = pe.xmap(X, E="auto", max_E=1, device=CPU_DEVICE)
     np.testing.assert_allclose(edim, ref_e.edim_rho, atol=RHO_TOL, rtol=0)
 
 

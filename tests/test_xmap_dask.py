@@ -41,9 +41,9 @@ def test_local_cluster_bit_identical_and_worker_killed(tmp_path):
     ref = pe.xmap(X, E=E).rho
 
     # scheduler="local": pe.xmap starts (and closes) its own LocalCluster of 2 processes
-    r = pe.xmap(X, E="auto", E_max=3, out=tmp_path / "a.zarr", scheduler="local", n_workers=2,
+    r = pe.xmap(X, E="auto", max_E=3, out=tmp_path / "a.zarr", scheduler="local", n_workers=2,
                 block_rows=4)
-    own = pe.xmap(X, E="auto", E_max=3)
+    own = pe.xmap(X, E="auto", max_E=3)
     np.testing.assert_array_equal(r.E, own.E)
     np.testing.assert_array_equal(r.rho[:], own.rho)
     assert len(r.blocks_per_device) == 2  # both workers took blocks

@@ -49,7 +49,7 @@ def _reference(x: np.ndarray, E: int, k: int, R: int, lib: np.ndarray, npts: int
 
 def _launch(device, params, X, E, k, R, libs, series: bool, real="float"):
     from clkernels import get_backend
-    from pyedmcl.edm.knn import KNN
+    from pyedmcl.kernels.knn import KNN
     be = get_backend(device)
     if real == "double" and not be.info.fp64:
         pytest.skip("no fp64")
@@ -140,7 +140,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     bit, for every scan configuration and for library batches that split the rows;
     the automatic choice takes the scan for mixed E on GPUs; rho equals single-pair CCM."""
     from clkernels import get_backend
-    from pyedmcl.xmap import tuning
+    from pyedmcl.kernels import xmap as xk
     from pyedmcl.xmap.engine import XmapEngine
     be = get_backend(device)
     X = panel(L=80, N=7, seed=11).T
@@ -150,7 +150,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     assert auto._use_scan() == be.info.is_gpu
     np.testing.assert_array_equal(auto.block(0, 7), ref)
     for sp in SCAN:
-        monkeypatch.setattr(tuning.XMAP_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
+        monkeypatch.setattr(xk.XMAP_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
         eng = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="scan")
         got = np.vstack([eng.block(0, 3), eng.block(3, 7)])
         np.testing.assert_array_equal(got, ref)
@@ -180,10 +180,10 @@ def test_oclgrind_clean_fused_scan():
     reads of the packed table)."""
     out = run_under_oclgrind("""
         import json, numpy as np, clkernels
-        from pyedmcl.xmap import tuning
+        from pyedmcl.kernels import xmap as xk
         from pyedmcl.xmap.engine import XmapEngine
-        tuning.XMAP_SCAN.params_for = lambda *a: {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 2,
-                                                     "INS": "qe", "VEC": 1, "ANY": 1}
+        xk.XMAP_SCAN.params_for = lambda *a: {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 2,
+                                                 "INS": "qe", "VEC": 1, "ANY": 1}
         X = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
         eng = XmapEngine(clkernels.get_backend(), X, np.array([1, 3, 2]), knn_kernel="scan")
         print(json.dumps(eng.block(0, 3).tolist()))
@@ -201,7 +201,7 @@ def test_oclgrind_clean_vec():
     clean under Oclgrind and give the NumPy table."""
     out = run_under_oclgrind("""
         import json, numpy as np, clkernels
-        from pyedmcl.edm.knn import KNN
+        from pyedmcl.kernels.knn import KNN
         be = clkernels.get_backend()
         X = np.random.default_rng(1).integers(0, 4, (2, 40)).astype(np.float32)
         res = {}
@@ -244,13 +244,13 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
     4, 4 and 3 libraries, an E-scan batch of 5); a target count that is not a multiple of TJ or
     LWG; a NaN-free short series whose library leaves queries without a full
     neighbour set (NaN preds)."""
-    from pyedmcl.xmap import tuning
+    from pyedmcl.kernels import xmap as xk
     X = panel(L=60, N=11, seed=9)
     got = []
     for sp in SKILL:
-        monkeypatch.setattr(tuning.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
+        monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         r = pe.xmap(X, E=[2, 3, 5] * 3 + [2, 9], block_rows=4, device=device)
-        e = pe.xmap(X[:, :5], E="auto", E_max=3, device=device)
+        e = pe.xmap(X[:, :5], E="auto", max_E=3, device=device)
         got.append((r.rho, e.edim_rho))
     for g in got[1:]:
         np.testing.assert_array_equal(g[0], got[0][0])
@@ -265,7 +265,7 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
     with a ragged last one, target counts that are not multiples of TJ, a constant
     stretch (zero distances, ties), Tp < 0 (target read before the query); and pe.ccm's
     rho exactly."""
-    from pyedmcl.xmap import tuning
+    from pyedmcl.kernels import xmap as xk
     X = panel(L=230, N=13, seed=4)
     X[:150, 12] = X[150:, 12].mean()  # long constant stretch: zero distances, ties
     E = [2, 3, 5] * 4 + [4]
@@ -276,7 +276,7 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
                {"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
                {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 4}):
-        monkeypatch.setattr(tuning.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
+        monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         got.append([pe.xmap(X, E=E, block_rows=5, Tp=Tp, device=device).rho for Tp in (0, -3)])
     for g in got[1:]:
         np.testing.assert_array_equal(g[0], got[0][0])
@@ -298,15 +298,15 @@ def test_oclgrind_clean_skill_vec(sp):
     (atol 1e-5)."""
     out = run_under_oclgrind(f"""
         import json, numpy as np, pyedmcl as pe
-        from pyedmcl.xmap import tuning
-        tuning.XMAP_SKILL.params_for = lambda be, spec, size: {sp!r}
+        from pyedmcl.kernels import xmap as xk
+        xk.XMAP_SKILL.params_for = lambda be, spec, size: {sp!r}
         X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
-        r = pe.xmap(X, E="auto", E_max=2)
+        r = pe.xmap(X, E="auto", max_E=2)
         print(json.dumps([r.rho.tolist(), r.edim_rho.tolist()]))
     """, ignore_uninitialized=True)
     rho, edim = json.loads(out.strip().splitlines()[-1])
     X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
-    ref = pe.xmap(X, E="auto", E_max=2, device=CPU_DEVICE)
+    ref = pe.xmap(X, E="auto", max_E=2, device=CPU_DEVICE)
     np.testing.assert_allclose(np.array(rho, np.float32), ref.rho, atol=1e-5, rtol=0)
     np.testing.assert_allclose(np.array(edim, np.float32), ref.edim_rho, atol=1e-5, rtol=0)
 
@@ -317,7 +317,7 @@ def test_vec_other_metrics_signed_zeros(device, metric):
     (a coordinate difference -0 - 0 = -0): same table as the rows variant, which
     compares values (so -0 == +0 ties break by |p - l|, then l)."""
     from clkernels import get_backend
-    from pyedmcl.edm.knn import KNN
+    from pyedmcl.kernels.knn import KNN
     be = get_backend(device)
     x = np.random.default_rng(8).integers(-1, 2, 120).astype(np.float32)
     x[::3] = -0.0
@@ -344,7 +344,7 @@ def test_scan_table_budget_scales_with_gpu_memory():
     import dataclasses
 
     from clkernels import get_backend
-    from pyedmcl.xmap.engine import TABLE_BUDGET_CPU, TABLE_BUDGET_GPU, scan_table_budget
+    from pyedmcl.kernels.xmap import TABLE_BUDGET_CPU, TABLE_BUDGET_GPU, scan_table_budget
     cpu = get_backend(CPU_DEVICE).info
     assert scan_table_budget(cpu) == TABLE_BUDGET_CPU
 

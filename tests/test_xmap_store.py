@@ -28,9 +28,9 @@ zarr = pytest.importorskip("zarr")
 
 def test_zarr_attrs_and_no_recompute(tmp_path):
     X = panel(L=70, N=9, seed=4)
-    ref = pe.xmap(X, E="auto", E_max=3)
+    ref = pe.xmap(X, E="auto", max_E=3)
     out = tmp_path / "m.zarr"
-    r = pe.xmap(X, E="auto", E_max=3, out=out, block_rows=4)
+    r = pe.xmap(X, E="auto", max_E=3, out=out, block_rows=4)
     np.testing.assert_array_equal(r.rho[:], ref.rho)
     g = zarr.open_group(str(out), mode="r")
     a = g.attrs["pyedmcl_xmap"]
@@ -39,7 +39,7 @@ def test_zarr_attrs_and_no_recompute(tmp_path):
     assert g["rho"].chunks == (4, 9)
     np.testing.assert_array_equal(g["E"][:], ref.E)
     assert g["done"][:].tolist() == [1, 1, 1]
-    again = pe.xmap(X, E="auto", E_max=3, out=out)  # block_rows taken from the store
+    again = pe.xmap(X, E="auto", max_E=3, out=out)  # block_rows taken from the store
     assert again.blocks_per_device == {}  # everything was done: nothing recomputed
     np.testing.assert_array_equal(again.E, ref.E)
 

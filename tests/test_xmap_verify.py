@@ -148,7 +148,7 @@ def test_edited_params_recompute_everything(clean, tmp_path):
 def test_edited_E_vector_is_recomputed(tmp_path):
     """E='auto': an edited stored E fails its checksum; resume re-derives E and the matrix."""
     X = panel(L=60, N=5, seed=23)
-    kw = {"E": "auto", "E_max": 3, "block_rows": 2}
+    kw = {"E": "auto", "max_E": 3, "block_rows": 2}
     out = tmp_path / "e.zarr"
     ref = pe.xmap(X, **kw, out=out)
     refE, refrho = np.asarray(ref.E).copy(), np.asarray(ref.rho[:])

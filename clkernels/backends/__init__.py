@@ -2,14 +2,13 @@
 
 Kernel-calling code is written once against :class:`~clkernels.backends.base.Backend`;
 :func:`get_backend` returns the PyOpenCL backend by default or the SYCL (dpctl)
-backend when ``backend="sycl"`` or ``PYEDMCL_BACKEND=sycl``. Backends are cached
+backend when ``backend="sycl"`` or ``<PREFIX>_BACKEND=sycl`` (:mod:`clkernels.settings`). Backends are cached
 per (backend name, device), so contexts, queues and built programs are made once.
 """
 
 from __future__ import annotations
 
-import os
-
+from .. import settings
 from ..devices import DeviceInfo, select_device
 from .base import Backend, BuildError, Kernel, Local, round_up
 
@@ -23,7 +22,7 @@ def get_backend(device: str | DeviceInfo | Backend | None = None, backend: str |
     """The (cached) backend for a device selector, :class:`DeviceInfo` or existing backend."""
     if isinstance(device, Backend):
         return device
-    name = (backend or os.environ.get("PYEDMCL_BACKEND") or "pyopencl").lower()
+    name = (backend or settings.env("BACKEND") or "pyopencl").lower()
     if name in ("opencl", "cl"):
         name = "pyopencl"
     if name not in BACKEND_NAMES:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import settings
 from ..devices import DeviceInfo, build_options
 from ..templates import render, source_hash
 from ..userdirs import atomic_write_text, private_dir
@@ -54,7 +55,7 @@ def save_failed_source(source: str, log: str, fingerprint: str, captured: str = 
     try:
         d = private_dir("build-failures")
     except OSError:
-        d = Path(tempfile.mkdtemp(prefix="pyedmcl-build-failure-"))
+        d = Path(tempfile.mkdtemp(prefix=f"{settings.app_name()}-build-failure-"))
     p = d / f"{source_hash(source)}.cl"
     note = log + (("\ncompiler output:\n" + captured) if captured.strip() else "")
     atomic_write_text(p, source + "\n/* device: " + fingerprint + "\n"
@@ -176,7 +177,7 @@ class Backend(abc.ABC):
         device offers them (NVIDIA's defaults are 1-3 ulp off, so its k-NN distances,
         weights and rho would differ in the last bits from a CPU's; with the option an
         H100 reproduces PoCL's cross-map matrix bit for bit), then
-        ``PYEDMCL_BUILD_OPTIONS`` (:func:`clkernels.devices.build_options`, which the
+        ``<PREFIX>_BUILD_OPTIONS`` (:func:`clkernels.devices.build_options`, which the
         device probe builds with too)."""
         return build_options(self.info)
 

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cla
 
-from ..buildcache import check_pocl_cache, drop_pyopencl_entry, pyopencl_cache_dir
-from ..devices import DeviceInfo, cl_device
-from ..probe import Captured, first_error_line, quiet_build
-from .base import Backend, BuildError, Local, round_up, save_failed_source
+from .. import settings
+from ..registration import register_platforms
+
+register_platforms()
+import pyopencl as cl  # noqa: E402  (must follow registration)
+import pyopencl.array as cla  # noqa: E402
+
+from ..buildcache import check_pocl_cache, drop_pyopencl_entry, pyopencl_cache_dir  # noqa: E402
+from ..devices import DeviceInfo, cl_device  # noqa: E402
+from ..probe import Captured, first_error_line, quiet_build  # noqa: E402
+from .base import Backend, BuildError, Local, round_up, save_failed_source  # noqa: E402
 
 # Programs shared by every backend of the process: (fingerprint, context id, source, options).
 _programs: dict[tuple, cl.Program] = {}
@@ -32,7 +36,7 @@ PINNED_READ_BYTES = 64 << 10
 
 
 def _use_pool(info: DeviceInfo) -> bool:
-    env = os.environ.get("PYEDMCL_MEMORY_POOL", "").strip().lower()
+    env = (settings.env("MEMORY_POOL") or "").strip().lower()
     if env in ("0", "1"):
         return env == "1" and info.runtime != "oclgrind"
     return info.is_gpu and info.runtime != "oclgrind"
@@ -53,7 +57,7 @@ class PyOpenCLBackend(Backend):
         #: per Simplex call at L=32,768-65,536). Allocation is immediate, so an
         #: out-of-memory surfaces at the request (the pool frees what it holds and retries
         #: first). Not on CPUs (allocation is a malloc there) nor on Oclgrind (its
-        #: uninitialised-value checks need fresh buffers). PYEDMCL_MEMORY_POOL=0/1 forces.
+        #: uninitialised-value checks need fresh buffers). <PREFIX>_MEMORY_POOL=0/1 forces.
         #: asynchronous reads of GPU results through pinned staging buffers (see
         #: ``to_host_async``); a few per size are kept
         self.pinned_reads = info.is_gpu and info.runtime != "oclgrind"

@@ -1,4 +1,4 @@
-"""Optional SYCL backend through dpctl (``pyedmcl[sycl]``), running the same OpenCL C.
+"""Optional SYCL backend through dpctl, running the same OpenCL C.
 
 The rendered source is built with ``dpctl.program.create_program_from_source`` on
 an OpenCL-backend SYCL queue that maps to the chosen OpenCL device; buffers are
@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import settings
 from ..devices import DeviceInfo
 from ..probe import Captured, quiet_build
 from .base import Backend, BuildError, Local, save_failed_source
@@ -52,9 +53,9 @@ class SyclBackend(Backend):
             import dpctl.memory as dpm
             import dpctl.program as dpp
         except ImportError as exc:  # pragma: no cover - depends on the extra
-            raise ImportError(
-                "the SYCL backend needs dpctl: pip install 'pyedmcl[sycl]'"
-            ) from exc
+            extras = settings.current().extras_of
+            raise ImportError("the SYCL backend needs dpctl: pip install "
+                              + (f"'{extras}[sycl]'" if extras else "dpctl")) from exc
         self._dpm, self._dpp = dpm, dpp
         match = None
         for dev in dpctl.get_devices(backend="opencl"):

@@ -1,7 +1,8 @@
 """Autotuning: tunable spaces, the tuning database and the tuner."""
 
 from .database import Choice, UserDB, lookup, shipped_entries, user_tuning_dir
-from .space import Params, TunableKernel, TuningCase, TuningSpace, pow2_bucket
+from .family import TunableKernel
+from .space import Params, TuningCase, TuningSpace, pow2_bucket
 from .tuner import TuneResult, tune
 
 __all__ = [

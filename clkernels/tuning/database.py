@@ -1,14 +1,14 @@
 """The tuning database: user entries first, then the shipped ones, then a heuristic.
 
-Lookup order (CLBlast-style, DESIGN.md):
+Lookup order (CLBlast-style, docs/decisions/0021-tuning-database-levels.md):
 
 1. user DB — one JSON file per device in the platformdirs user data dir
-   (``PYEDMCL_TUNING_DIR`` overrides), written by the tuner;
+   (``<PREFIX>_TUNING_DIR`` overrides, :mod:`clkernels.settings`), written by the tuner;
 2. shipped DB — ``tuning/*.json`` in the wheel, with entries at four levels:
    ``device`` (runtime + normalised name), ``arch``, ``vendor_type`` and ``global``;
 3. the kernel's heuristic from device limits.
 
-An entry is used only if its template hash matches the current template and, at
+An entry is used only if it was made for the kernel family's current version and, at
 the device level, its driver matches; a stale or corrupted entry is skipped with a
 warning, never an error. A missing entry never fails a computation.
 """
@@ -18,18 +18,20 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import os
 import time
 import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import settings
 from ..devices import DeviceInfo
-from ..templates import data_dir
 from ..userdirs import atomic_write_text
-from .space import Params, TunableKernel
+from .space import Params
+
+if TYPE_CHECKING:
+    from .family import TunableKernel
 
 FORMAT = 1
 LEVELS = ("device", "arch", "vendor_type", "global")
@@ -47,18 +49,18 @@ def warn_once(where: str, key: str, msg: str) -> None:
 
 
 def user_tuning_dir() -> Path:
-    env = os.environ.get("PYEDMCL_TUNING_DIR")
+    env = settings.env("TUNING_DIR")
     if env:
         return Path(env)
-    return _platform_tuning_dir()
+    return _platform_tuning_dir(settings.app_name())
 
 
 @cache
-def _platform_tuning_dir() -> Path:
+def _platform_tuning_dir(app_name: str) -> Path:
     # resolved once: every launch's tuning lookup checks the user file's mtime
     from platformdirs import user_data_dir
 
-    return Path(user_data_dir("pyedmcl", appauthor=False)) / "tuning"
+    return Path(user_data_dir(app_name, appauthor=False)) / "tuning"
 
 
 def _safe(key: str) -> str:
@@ -158,16 +160,26 @@ class UserDB:
         return self.load().get(key)
 
 
+#: folders of shipped tuning files (``*.json``), added by the application that ships them
+_SHIPPED_DIRS: list[Path] = []
+
+
+def add_shipped_dir(path: str | Path) -> None:
+    """Read the shipped tuning entries of ``path/*.json`` too (idempotent)."""
+    global _shipped
+    path = Path(path).resolve()
+    if path not in _SHIPPED_DIRS:
+        _SHIPPED_DIRS.append(path)
+        _shipped = None
+        _lookup_cache.clear()
+
+
 def shipped_entries() -> list[dict[str, Any]]:
-    """Every entry of the shipped tuning/*.json files (read once per process)."""
+    """Every entry of the shipped tuning files (read once per process)."""
     global _shipped
     if _shipped is None:
         out: list[dict[str, Any]] = []
-        try:
-            folder = data_dir("tuning")
-        except FileNotFoundError:
-            folder = None
-        if folder is not None:
+        for folder in _SHIPPED_DIRS:
             for f in sorted(folder.glob("*.json")):
                 data = _read_json(f)
                 if data is None:
@@ -195,7 +207,7 @@ def make_entry(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_b
                level: str = "device", **extra: Any) -> dict[str, Any]:
     return {
         "kernel": kernel.name,
-        "template_hash": kernel.template_hash,
+        "version": kernel.version,
         "level": level,
         "key": level_key(info, level),
         "driver": info.driver_version,
@@ -258,10 +270,12 @@ def usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: bo
     if why is not None:
         warn_once(where, key, f"ignoring malformed tuning entry {key!r} in {where}: {why}")
         return False
-    if entry.get("template_hash") != kernel.template_hash:
+    made_for = kernel.entry_version(entry)
+    if made_for != kernel.version:
         warn_once(where, key,
-                  f"ignoring stale tuning entry {key!r} in {where}: made for template "
-                  f"{entry.get('template_hash')}, current is {kernel.template_hash}")
+                  f"ignoring stale tuning entry {key!r} in {where}: made for {kernel.name} "
+                  f"version {made_for if made_for is not None else '?'}, current is "
+                  f"{kernel.version}")
         return False
     if check_driver and entry.get("driver") != info.driver_version:
         warn_once(where, key,
@@ -320,7 +334,7 @@ def lookup(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucke
         stamp = udb.path.stat().st_mtime_ns
     except OSError:
         stamp = -1
-    ck = (kernel.name, kernel.template_hash, info.fingerprint, spec_bucket, size_bucket, str(udb.path))
+    ck = (kernel.name, kernel.version, info.fingerprint, spec_bucket, size_bucket, str(udb.path))
     cached = _lookup_cache.get(ck)
     if cached is not None and cached[0] == stamp:
         return cached[1]

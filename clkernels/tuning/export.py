@@ -57,17 +57,17 @@ def derive_defaults(device_entries: list[dict[str, Any]]) -> list[dict[str, Any]
         # global defaults are per device type: a GPU's winner is no default for a CPU
         # (seen: the H100's RQA entry made PoCL 2.9x slower than its own heuristic)
         dtype = str(e.get("vendor_type_key") or "").rpartition("|")[2] or None
-        base = (e["kernel"], e["template_hash"], e["spec_bucket"], e["size_bucket"])
+        base = (e["kernel"], e["version"], e["spec_bucket"], e["size_bucket"])
         groups[("arch", e.get("arch_key"), None, *base)].append(e)
         groups[("vendor_type", e.get("vendor_type_key"), None, *base)].append(e)
         groups[("global", "*", dtype, *base)].append(e)
     out = []
-    for (level, key, dtype, kernel, th, sb, zb), ents in sorted(groups.items(),
+    for (level, key, dtype, kernel, ver, sb, zb), ents in sorted(groups.items(),
                                                                key=lambda kv: str(kv[0])):
         best = _group_best(ents)
         if best is None or key is None or (level == "global" and dtype is None):
             continue
-        ent = {"kernel": kernel, "template_hash": th, "level": level, "key": key,
+        ent = {"kernel": kernel, "version": ver, "level": level, "key": key,
                "spec_bucket": sb, "size_bucket": zb, "params": best["params"],
                "mean_time_over_best": round(best["score"], 4), "from_devices": best["devices"]}
         if level == "global":

@@ -1,25 +1,19 @@
-"""What a kernel may be tuned over, and how one problem instance is run.
-
-A :class:`TunableKernel` names its template, declares a :class:`TuningSpace`
-(parameter -> candidate values, plus restrictions derived from device limits and
-a heuristic default), buckets its specialisations and problem sizes, and makes
-:class:`TuningCase` objects that run one configuration and return its output so
-the tuner can check every candidate against the reference configuration.
-"""
+"""What a kernel may be tuned over (:class:`TuningSpace`), and how one problem
+instance is run (:class:`TuningCase`) so the tuner can check every candidate's
+output against the reference configuration's."""
 
 from __future__ import annotations
 
 import abc
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..devices import DeviceInfo
-from ..templates import template_hash
 
 Params = dict[str, Any]
 
@@ -119,43 +113,3 @@ class TuningCase(abc.ABC):
         if np.issubdtype(ref.dtype, np.integer):
             return bool(np.array_equal(got, ref))
         return bool(np.allclose(got, ref, rtol=self.rtol, atol=self.atol, equal_nan=True))
-
-
-class TunableKernel(abc.ABC):
-    """A kernel family the tuner knows: template, space, buckets, cases."""
-
-    name: str
-    template: str
-    space: TuningSpace
-    #: problem size candidates are verified on (ragged on purpose: not a power of two)
-    verify_size: int = 1531
-
-    @property
-    def template_hash(self) -> str:
-        return template_hash(self.template)
-
-    @abc.abstractmethod
-    def spec_bucket(self, spec: dict[str, Any]) -> str:
-        """Bucket of the specialisation values (e.g. E, metric) a tuning entry applies to."""
-
-    def size_bucket(self, size: int) -> str:
-        return pow2_bucket(size)
-
-    @abc.abstractmethod
-    def default_specs(self) -> Iterable[dict[str, Any]]:
-        """Specialisations ``pyedmcl tune`` covers by default."""
-
-    @abc.abstractmethod
-    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
-        """Problem sizes ``pyedmcl tune`` covers by default on this device."""
-
-    @abc.abstractmethod
-    def case(self, backend: Any, spec: dict[str, Any], size: int) -> TuningCase:
-        """A runnable problem instance with deterministic data."""
-
-    def params_for(self, backend: Any, spec: dict[str, Any], size: int) -> Params:
-        """Launch parameters for ``spec`` at problem ``size`` on ``backend``'s device:
-        user DB -> shipped levels -> heuristic (families add device-limit fix-ups)."""
-        from .database import lookup  # the database imports this module
-
-        return lookup(self, backend.info, self.spec_bucket(spec), self.size_bucket(size)).params

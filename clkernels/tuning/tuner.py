@@ -32,7 +32,8 @@ from typing import Any
 
 from ..backends import Backend, BuildError
 from .database import UserDB, atomic_write_json, entry_key, make_entry, usable
-from .space import Params, TunableKernel
+from .family import TunableKernel
+from .space import Params
 
 
 @dataclass
@@ -91,7 +92,7 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     if partial_path.exists() and not force:
         try:
             data = json.loads(partial_path.read_text())
-            if data.get("template_hash") == kernel.template_hash:
+            if data.get("version") == kernel.version:
                 done = data.get("done", {})
             # a hand-edited or foreign partial file: keep only well-formed results
             done = {k: v for k, v in done.items() if isinstance(v, str) or
@@ -140,7 +141,7 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
             done[pk] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         if isinstance(done[pk], str):
             rejected.append((p, done[pk]))
-        atomic_write_json(partial_path, {"template_hash": kernel.template_hash, "done": done})
+        atomic_write_json(partial_path, {"version": kernel.version, "done": done})
     if progress:
         progress(len(cands), len(cands))
 

@@ -34,7 +34,7 @@ def prune_stale(paths: list[str]) -> list[tuple[str, int, int]]:
     """Rewrite shipped tuning files without entries whose template hash is not current.
 
     Such entries are ignored at run time anyway (with a warning per lookup); pruning
-    keeps the shipped database quiet and honest after a template change. Returns
+    keeps the shipped database quiet and honest after a version bump. Returns
     ``(path, kept, dropped)`` per file.
     """
     import json
@@ -44,13 +44,14 @@ def prune_stale(paths: list[str]) -> list[tuple[str, int, int]]:
 
     from ..kernels import registry
 
-    current = {name: fam.template_hash for name, fam in registry().items()}
+    fams = registry()
     out = []
     for path in paths:
         data = json.loads(Path(path).read_text())
         ents = data.get("entries", [])
         ents = list(ents.values()) if isinstance(ents, dict) else ents
-        keep = [e for e in ents if current.get(e.get("kernel")) == e.get("template_hash")]
+        keep = [e for e in ents if isinstance(e, dict) and e.get("kernel") in fams
+                and fams[e["kernel"]].entry_version(e) == fams[e["kernel"]].version]
         atomic_write_json(Path(path), {**data, "entries": keep})
         out.append((path, len(keep), len(ents) - len(keep)))
     return out

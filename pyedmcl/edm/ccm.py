@@ -39,14 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import get_backend, round_up, run_blocked
+from clkernels import get_backend, run_blocked
 from clkernels.memory import is_oom
 
 from .._precision import prepare
+from ..kernels.knn import KNN
+from ..kernels.lookup import LOOKUP, ccm_skill_wg
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype, check_host_memory, check_int, check_seed
-from .knn import hold, knn_device, launch_spec
-from .lookup import ccm_skill_wg, lookup_device, skill_device, skill_out
+from .knn import hold, knn_device
+from .lookup import lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
 
@@ -79,11 +81,10 @@ class SortedRows:
         dt = np.float64 if real == "double" else np.float32
         wg = min(self.WG, be.info.max_work_group_size)
         self.wg = wg
-        kern = be.kernel("knn.cl.mako", self._params(1), "dist_full")
         acc = be.empty((M, M), dt)
         fin = be.empty((M, M), dt)
-        be.launch(kern, (round_up(M, wg), M), (wg, 1), x_dev, q_dev, np.int32(M), q_dev,
-                  np.int32(M), acc, fin)
+        spec = {"E": self.E, "TAU": self.tau, "K": 1, "METRIC": self.metric, "REAL": self.real}
+        KNN.launch_sorted(be, spec, wg, x_dev, q_dev, M, q_dev, M, acc, fin)
         a = be.to_host(acc)
         f = be.to_host(fin)
         hold(be, acc, fin)
@@ -100,11 +101,6 @@ class SortedRows:
         self.sdist = be.to_device(np.ascontiguousarray(np.take_along_axis(f, order, axis=1)))
         self.l_dev = q_dev
         hold(be, self.srt, self.sdist)
-
-    def _params(self, k: int) -> dict:
-        spec = {"E": self.E, "TAU": self.tau, "K": k, "METRIC": self.metric, "REAL": self.real}
-        return {**launch_spec(self.be, spec), "WG": self.wg, "TILE": 16, "VARIANT": "sorted", "QB": 1, "EA": 0, "INS": "reg",
-                "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
 
     def counts(self, libs: np.ndarray, k: int) -> np.ndarray:
         """``(nbatch, M)`` uint8 multiplicity of each row in each library (capped at k)."""
@@ -123,12 +119,9 @@ class SortedRows:
         hold(be, c_dev)
         dt = np.float64 if self.real == "double" else np.float32
         pred = be.empty((nb, 1, M), dt)
-        params = {"K": k, "REAL": self.real, "ACC": "double" if be.info.fp64 else "float",
-                  "WG": self.wg, "WEIGHT": "ccm", "VARIANCE": 0}
-        kern = be.kernel("simplex_lookup.cl.mako", params, "subset_lookup")
-        be.launch(kern, (round_up(M, self.wg), nb), (self.wg, 1), self.srt, self.sdist, c_dev,
-                  self.l_dev, q_dev, np.int32(M), np.int32(M), np.int32(radius), y_dev,
-                  np.int32(tshift), pred)
+        LOOKUP.launch_subset(be, self.wg, {"K": k, "REAL": self.real, "WEIGHT": "ccm"},
+                             self.srt, self.sdist, c_dev, nb, self.l_dev, q_dev, M, M, radius,
+                             y_dev, tshift, pred)
         hold(be, pred)
         return pred
 
@@ -252,7 +245,7 @@ def _rho(sk: np.ndarray) -> np.ndarray:
 
 def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int = 100,
         seed: int | None = None, knn: int | None = None, exclusion_radius: int = 0,
-        random: bool = True, replacement: bool = False, dtype: Any = None, device: Any = None,
+        random: bool = True, replacement: bool = False, dtype: Any = "float32", device: Any = None,
         backend: str | None = None, knn_backend: str = "exact",
         knn_options: dict | None = None) -> CCMResult:
     """CCM curves in both directions.

@@ -63,6 +63,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("--max-E", type=int_arg, default=10)
     p.add_argument("--Tp", type=int_arg, default=1)
+    p.add_argument("--knn", type=int_arg, default=None, help="neighbours (default: E + 1 per E)")
     p.add_argument("--lib", default=None)
     p.add_argument("--pred", default=None)
     p.set_defaults(func=run_edim)
@@ -133,7 +134,7 @@ def run_edim(args: argparse.Namespace) -> int:
     from ..cli.main import print_json
     from .scans import embed_dimension
     x, y, xn, yn = _xy(args)
-    s = embed_dimension(x, y, max_E=args.max_E, tau=args.tau, Tp=args.Tp,
+    s = embed_dimension(x, y, max_E=args.max_E, tau=args.tau, Tp=args.Tp, knn=args.knn,
                         exclusion_radius=args.exclusion_radius, lib=args.lib, pred=args.pred,
                         **_dev(args))
     if args.json:

@@ -1,10 +1,10 @@
 """Fused embedding-dimension scan: k-NN tables of every E = 1..Emax in one launch.
 
 The squared distance at E is the one at E-1 plus one coordinate (time
-coordinates, past lags). ``templates/knn_scan.cl.mako`` adds the coordinates
-once per (query, library row) pair and keeps a top-K_E list for every E at once;
-one lookup launch predicts for all E (batch dimension = E) and one skill launch
-reduces all E, read back once. Tables, predictions and skills are those of
+coordinates, past lags). The ``knn_scan`` family (:mod:`pyedmcl.kernels.knn_scan`)
+adds the coordinates once per (query, library row) pair and keeps a top-K_E list
+for every E at once; one lookup launch predicts for all E (batch dimension = E) and
+one skill launch reduces all E, read back once. Tables, predictions and skills are those of
 :func:`pyedmcl.simplex` per E: the per-E kernel adds coordinates in the same
 order (newest first), so the tables are bit-identical.
 
@@ -24,17 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo
-from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+from clkernels import Backend
+from clkernels.tuning import Params
 
-from .knn import DeviceKnn, hold, launch_spec
+from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, k_per_e, scan_inputs
+from .knn import DeviceKnn, hold
 from .lookup import lookup_device, skill_device, skill_out
 from .ranges import Plan, _embeddable, _lib_rows, check_tau, parse_ranges, resolve
-
-TEMPLATE = "knn_scan.cl.mako"
-#: candidate bits per (query, library lane) are one 32-bit word
-MAX_FUSED_E = 32
 
 
 @dataclass(frozen=True)
@@ -167,159 +163,6 @@ def _scan_layout(n: int, max_E: int, *, tau: Any = 1, Tp: Any = 1, knn: Any = No
                        qemax, t0, lemax, obs)
 
 
-# --- tunable kernel family --------------------------------------------------------
-
-def _heuristic(info: DeviceInfo) -> Params:
-    if info.is_gpu:
-        # the H100 tuning winner at every (Emax, L) bucket (quick runs): few queries per
-        # work-group keep the per-(query, E) lists small enough for high occupancy
-        return {"WG": 64, "TILE": 128, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1}
-    # CPUs: explicit SIMD vectors over library rows, branch-free distance block
-    return {"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0}
-
-
-def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:
-    return p["QB"] * (2 * emax * item + 16 + p["TILE"] * 4 + kt * (item + 4))
-
-
-def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int = 4) -> bool:
-    """Device limits, and a space pruned to what can win (the tuner times every
-    candidate): GPUs one lane per work-item with the candidate words (VEC 1, ANY 1,
-    WG >= 32); CPUs explicit vectors (VEC >= 8), a few work-items, no split."""
-    vec = p.get("VEC", 1)
-    if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
-        return False
-    lanes = p["WG"] * vec
-    if p["TILE"] % lanes or p["TILE"] // lanes > 4:
-        return False
-    if info.is_gpu:
-        if vec != 1 or not p.get("ANY", 0) or p["WG"] < 32 or p["QB"] > 16:
-            return False
-    elif vec < 8 or p["WG"] > 16 or p.get("ANY", 0) or p["SPLIT"] > 2:
-        return False
-    return _local_bytes(p, emax, kt, item) <= _local_budget(info)
-
-
-def _local_budget(info: DeviceInfo) -> int:
-    """Local memory one group may take: GPUs all but a margin (occupancy is tuned),
-    CPUs half (their local memory is cache)."""
-    return info.local_mem_bytes - 1024 if info.is_gpu else info.local_mem_bytes // 2
-
-
-def _ks(emax: int, knn: int) -> list[int]:
-    return [knn if knn > 0 else E + 1 for E in range(1, emax + 1)]
-
-
-class KnnScanKernel(TunableKernel):
-    """Tunable family ``knn_scan``: WG, TILE (library lanes), QB (queries per group),
-    SPLIT (library chunks per query group, merged after), INS (insertion mode), VEC
-    (explicit vector width of the distance block: CPUs)."""
-
-    name = "knn_scan"
-    template = TEMPLATE
-    space = TuningSpace(
-        params={"WG": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TILE": (16, 32, 64, 128, 256, 512),
-                "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8), "INS": ("q", "qe"),
-                "VEC": (1, 4, 8, 16), "ANY": (0, 1)},
-        heuristic=_heuristic,
-        constraint=_fits,
-    )
-
-    @staticmethod
-    def _norm(spec: dict[str, Any]) -> dict[str, Any]:
-        """``pyedmcl tune --E N`` sets ``E``: here that is the scan's largest E."""
-        spec = dict(spec)
-        if "E" in spec:
-            spec["EMAX"] = spec.pop("E")
-        return spec
-
-    def spec_bucket(self, spec: dict[str, Any]) -> str:
-        from ..kernels.distance import e_bucket
-        spec = self._norm(spec)
-        return f"{spec.get('REAL', 'float')}-{e_bucket(spec['EMAX'])}-k{spec.get('KNN', 0)}"
-
-    def default_specs(self):
-        return [{"EMAX": e, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
-                for e in (10, 20)]
-
-    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
-        if quick:
-            return [2048]
-        return [5000, 32768] if info.is_gpu else [4096]
-
-    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
-        return _ScanCase(backend, self._norm(spec), size)
-
-    def fitted_params(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
-        """Tuned parameters at ``size``, QB lowered until the lists fit local memory."""
-        p = {"VEC": 1, "ANY": 0, **lookup(self, be.info, self.spec_bucket(spec),
-                                self.size_bucket(size)).params}
-        item = 8 if spec["REAL"] == "double" else 4
-        kt = sum(_ks(spec["EMAX"], spec["KNN"]))
-        while p["QB"] > 1 and _local_bytes(p, spec["EMAX"], kt, item) > _local_budget(be.info):
-            p["QB"] //= 2
-        return p
-
-    def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
-        p = self.fitted_params(be, spec, max(nq, nl))
-        if be.info.is_gpu and p["SPLIT"] == 1:
-            # few queries: cut each query group's library scan so the GPU fills up
-            want = be.info.compute_units * 16
-            groups = -(-nq // p["QB"])
-            while p["SPLIT"] < 8 and groups * p["SPLIT"] < want and nl >= 4 * p["SPLIT"] * p["TILE"]:
-                p["SPLIT"] *= 2
-        return p
-
-    def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, ints_dev, nq: int,
-               t0: int, nl: int, radius: int, idx_dev, dist_dev, part=None, nseries: int = 1,
-               xoff: int = 0, xstride: int = 0):
-        """Enqueue the scan (and the merge when SPLIT > 1; ``part`` = its scratch pair);
-        returns both events (a tuning case times their sum, not the merge alone).
-        ``nseries`` > 1: series ``b`` at ``x_dev + xoff + b * xstride`` (one layout for all),
-        tables ``(nseries, EMAX, nq, KMAX)`` (partials ``(nseries, SPLIT, ...)``)."""
-        params = {"VEC": 1, "ANY": 0, **params}
-        spec = launch_spec(be, spec)  # as knn.cl.mako's, so the tables stay bit-identical
-        split = params["SPLIT"]
-        chunk = round_up(-(-nl // split), params["TILE"])
-        k = be.kernel(self.template, {**spec, **params}, "knn_scan")
-        gx = -(-nq // params["QB"]) * params["WG"]
-        oi, od = (idx_dev, dist_dev) if split == 1 else part
-        ev = be.launch(k, (gx, split, nseries), (params["WG"], 1, 1), x_dev, ints_dev,
-                       np.int32(nq), np.int32(t0), np.int32(chunk), np.int32(radius), oi, od,
-                       np.uint32(xoff), np.uint32(xstride))
-        evs = [ev]
-        if split > 1:
-            m = be.kernel(self.template, {**spec, **params}, "knn_scan_merge")
-            evs.append(be.launch(m, (round_up(nq, 64), spec["EMAX"], nseries), (64, 1, 1),
-                                 ints_dev, np.int32(nq), oi, od, idx_dev, dist_dev))
-        return evs
-
-    @staticmethod
-    def padded_lanes(params: Params, nl: int) -> int:
-        """Library lanes the launch reads (``lmask`` / ``x`` must cover them)."""
-        split = params["SPLIT"]
-        return split * round_up(-(-nl // split), params["TILE"])
-
-
-KNN_SCAN = KnnScanKernel()
-
-
-def batch_inputs(X: np.ndarray, qt: np.ndarray, qemax: np.ndarray, pad: int, lanes: int,
-                 dt) -> tuple[np.ndarray, np.ndarray, int]:
-    """Host inputs of a series-batched scan whose library rows are its query rows
-    (leave-one-out over contiguous times ``qt``, the all-to-all map's CCM rows):
-    the series padded per row, ``(nseries, ldx)`` flattened, the int layout
-    ``obs (unused) | qt | qemax | lmask`` and the row stride ``ldx``."""
-    nq, n = qt.size, X.shape[1]
-    ldx = pad + max(n, int(qt[0]) + lanes)
-    xp = np.zeros((X.shape[0], ldx), dt)
-    xp[:, pad:pad + n] = X
-    lmask = np.zeros(lanes, np.int64)
-    lmask[:nq] = (1 << qemax) - 1  # library lane li = time qt[0] + li
-    ints = np.concatenate([np.full(nq, -1), qt, qemax, lmask.astype(np.uint32).view(np.int32)])
-    return xp.reshape(-1), ints.astype(np.int32), ldx
-
-
 @dataclass
 class FusedDevice:
     """Device inputs of one fused scan: padded series (also the lookup's target) and
@@ -332,18 +175,11 @@ class FusedDevice:
 
 
 def upload(be: Backend, lay: FusedLayout, x: np.ndarray, dt, params: Params) -> FusedDevice:
-    """Pad the series and pack the int arrays: two uploads."""
-    pad = (lay.emax - 1) * lay.tau
-    nl = lay.lemax.size
-    lanes = KNN_SCAN.padded_lanes(params, nl)
-    n = x.size
-    xp = np.zeros(pad + max(n, lay.t0 + lanes), dt)
-    xp[pad:pad + n] = x
-    lmask = np.zeros(lanes, np.int64)
-    lmask[:nl] = (1 << lay.lemax) - 1
-    obs = np.where(lay.obs >= 0, lay.obs + pad, -1)
-    ints = np.concatenate([obs, lay.qt, lay.qemax, lmask.astype(np.uint32).view(np.int32)])
-    xd, idev = be.to_device(xp), be.to_device(ints.astype(np.int32))
+    """Pad the series and pack the int arrays (:func:`scan_inputs`): two uploads."""
+    lanes = KNN_SCAN.padded_lanes(params, lay.lemax.size)
+    xp, ints, pad = scan_inputs(x, dt, lanes, emax=lay.emax, tau=lay.tau, t0=lay.t0, qt=lay.qt,
+                                qemax=lay.qemax, lemax=lay.lemax, obs=lay.obs)
+    xd, idev = be.to_device(xp), be.to_device(ints)
     hold(be, xd, idev)
     return FusedDevice(xd, idev, pad, xp.size)
 
@@ -378,7 +214,7 @@ def run_fused(be: Backend, lay: FusedLayout, x: np.ndarray, y: np.ndarray | None
     if params is None:
         params = KNN_SCAN.params_for(be, spec, nq, nl)
     dev = upload(be, lay, x, dt, params)
-    kmax = max(_ks(lay.emax, lay.knn))
+    kmax = max(k_per_e(lay.emax, lay.knn))
     idx = _scratch(be, "idx", (lay.emax, nq, kmax), np.int32)
     dist = _scratch(be, "dist", (lay.emax, nq, kmax), dt)
     part = None
@@ -400,37 +236,3 @@ def run_fused(be: Backend, lay: FusedLayout, x: np.ndarray, y: np.ndarray | None
     sk = be.to_host(out).astype(np.float64)  # the scan's one host sync
     pred = be.to_host(pred_dev)[:, 0, :] if predictions else None
     return sk, pred
-
-
-class _ScanCase(TuningCase):
-    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
-        self.be, self.spec = be, dict(spec)
-        rng = np.random.default_rng(7)
-        dt = np.float64 if spec.get("REAL") == "double" else np.float32
-        n = 2 * size
-        x = rng.standard_normal(n)
-        plans = [resolve(n, E=E, tau=spec["TAU"], Tp=1, lib=f"1 {size}", pred=f"{size + 1} {n}")
-                 for E in range(1, spec["EMAX"] + 1)]
-        self.lay = fused_layout(plans)
-        self.x, self.dt = x, dt
-        kmax = max(_ks(spec["EMAX"], spec["KNN"]))
-        nq = self.lay.qt.size
-        self.idx = be.empty((spec["EMAX"], nq, kmax), np.int32)
-        self.dist = be.empty((spec["EMAX"], nq, kmax), dt)
-        self._dev: dict = {}
-
-    def run(self, params: Params) -> list[Any]:
-        lay, be = self.lay, self.be
-        key = KNN_SCAN.padded_lanes(params, lay.lemax.size)
-        if key not in self._dev:
-            self._dev[key] = upload(be, lay, self.x, self.dt, params)
-        dev = self._dev[key]
-        part = None
-        if params["SPLIT"] > 1:
-            shape = (params["SPLIT"],) + tuple(self.idx.shape)
-            part = (be.empty(shape, np.int32), be.empty(shape, self.dt))
-        return KNN_SCAN.launch(be, params, self.spec, dev.x, dev.ints, lay.qt.size, lay.t0,
-                               lay.lemax.size, lay.radius, self.idx, self.dist, part)
-
-    def output(self) -> np.ndarray:
-        return self.be.to_host(self.dist)

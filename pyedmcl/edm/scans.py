@@ -1,7 +1,7 @@
 """Skill scans: embedding dimension, prediction interval, exclusion radius.
 
 ``embed_dimension`` runs the fused scan (:mod:`.scan_fused`,
-``templates/knn_scan.cl.mako``): the squared distance at E extends the one at E-1
+``knn_scan/knn_scan.cl.mako``): the squared distance at E extends the one at E-1
 by one coordinate, so one pass over the (query, library) pairs keeps a top-K_E
 list for every E at once; one lookup and one skill launch cover all E and one
 read brings the skills back. Where the per-E rows do not nest (future lags,
@@ -99,7 +99,7 @@ def _check_max_E(max_E: Any, knn: Any) -> int:
 
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
                     knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
-                    dtype: Any = None, device: Any = None, backend: str | None = None,
+                    dtype: Any = "float32", device: Any = None, backend: str | None = None,
                     fused: bool | None = None) -> SkillScan:
     """Simplex skill for E = 1..max_E (knn = E + 1, or ``knn`` for every E); ``.best`` is the top E.
 
@@ -149,7 +149,7 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
 
 def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
                      knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
-                     dtype: Any = None, device: Any = None, backend: str | None = None) -> SkillScan:
+                     dtype: Any = "float32", device: Any = None, backend: str | None = None) -> SkillScan:
     """Simplex skill for Tp = 1..max_Tp."""
     n = as_series(x, "x").size
     max_Tp = check_int(max_Tp, "max_Tp", 1, max(1, n - 1))  # Tp >= n predicts nothing
@@ -161,7 +161,7 @@ def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
 
 def predict_exclusion_radius(x, target=None, *, E: int, Tp: int = 1, tau: int = 1,
                              knn: int | None = None, radii=DEFAULT_RADII, lib=None, pred=None,
-                             dtype: Any = None, device: Any = None,
+                             dtype: Any = "float32", device: Any = None,
                              backend: str | None = None) -> SkillScan:
     """Simplex skill per exclusion radius (pyEDM's default radii 0..30)."""
     if isinstance(radii, str):

@@ -190,7 +190,7 @@ def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
 
 
 def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | None = None,
-            exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = None,
+            exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = "float32",
             device: Any = None, backend: str | None = None, variance: bool = False,
             knn_backend: str = "exact", knn_options: dict | None = None,
             return_device: bool = False) -> SimplexResult:

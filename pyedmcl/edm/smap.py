@@ -12,7 +12,7 @@ itself (and its ``exclusion_radius`` neighbourhood in time) is left out when lib
 and pred overlap.
 
 Precision. The whole batch of (E+1)x(E+1) problems is built and solved on the
-device (``templates/smap.cl.mako``). The series is stored in the requested
+device (``smap/smap.cl.mako``). The series is stored in the requested
 ``dtype`` (float32 by default, after subtracting its mean), distances are taken
 in that type, and everything downstream — weights, the weighted normal
 equations, their Cholesky solve — is accumulated in float64 wherever the device
@@ -48,10 +48,9 @@ from typing import Any
 import numpy as np
 
 from clkernels import get_backend, run_blocked
-from clkernels.tuning import lookup
 
 from .._precision import prepare
-from ..kernels.smap import SMAP
+from ..kernels.smap import SMAP, acc_dtype, accumulation
 from ..validation import as_series, check_dtype, check_int
 from .knn import knn_device
 from .ranges import MAX_KNN, resolve
@@ -283,53 +282,86 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
     be = get_backend(device, backend)
-    info = be.info
-    dt = check_dtype(np.float32 if dtype is None else dtype, info)
-    if accumulate is None:
-        accumulate = "double" if info.fp64 else "df"
-    if accumulate not in ("double", "df", "float"):
-        raise ValueError(f"accumulate={accumulate!r}; allowed: double, df, float")
-    if accumulate == "double" and not info.fp64:
-        raise ValueError(f"accumulate='double' needs fp64, which device {info.name} lacks")
-    # float32: the kernel fits x and y centred and scaled in float64 (pyedmcl._precision),
-    # and its fits are mapped back below. Neighbour tables and the host fallback rows
-    # (minimum-norm SVD, which is not affine-invariant) use the data as given, as pyEDM.
-    # A switch to float64 needs float64 accumulation.
-    x_data, y_data, ridge_data = x, y, ridge
-    prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
-    if prep.dtype != dt:
-        dt, accumulate = prep.dtype, "double"
-    (x, y), (fx, fy) = prep.series, prep.affine
-    sx, mx, sy, my = float(fx.scale[0]), float(fx.shift[0]), float(fy.scale[0]), float(fy.shift[0])
-    ridge = ridge / sx ** 2  # ridge ||C||^2 in data units = sy^2 (ridge / sx^2) ||C'||^2
-    acc = np.float64 if accumulate == "double" else np.float32
-    if acc == np.float32 and dt == np.float64:
-        raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
-    n_lib, n_pred, n_theta = lib_t.size, pred_t.size, thetas.size
+    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info)
     R = int(exclusion_radius)
-    knn_eff = n_lib - 1 if knn is None else min(int(knn), n_lib)
-    mode = "all"
-    if knn is not None and knn_eff < n_lib - 1:
-        # pyEDM's table semantics differ from "all minus the farthest" only below |lib| - 1.
-        mode = "table"
-    nbr = _knn_table(x_data, lib_t, pred_t, E, tau, knn_eff, R, be) if mode == "table" else None
-    knn_used = knn_eff  # pyEDM's knn after its defaulting
-
-    ylib = y[lib_t + Tp]
-    ymean = float(ylib.mean())
-    xmean = float(x.mean())
-    spec = {"E": E, "TAU": tau, "METRIC": "euclidean",
-            "REAL": "double" if dt == np.float64 else "float",
-            "ACC": accumulate, "MODE": mode}
+    # neighbour tables and the host fallback rows (minimum-norm SVD, which is not
+    # affine-invariant) use the data as given, as pyEDM does
+    mode, knn_eff, nbr = _neighbours(x, lib_t, pred_t, E, tau, knn, R, be)
+    spec = SMAP.spec_for(E, tau, k.dtype, k.acc, mode)
     if params is None:
-        params = lookup(SMAP, info, SMAP.spec_bucket(spec), SMAP.size_bucket(n_lib)).params
-        params = SMAP.fit(params, info, E)   # a tuned E bucket may hold a larger E
+        params = SMAP.params_for(be, spec, lib_t.size)
+    pred, coef, var, status, kernel_s = _solve_on_device(
+        be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None)
+    if timing is not None:
+        timing["kernel_s"] = kernel_s
+        timing["params"] = dict(params)
+    pred, coef, var = _to_data_units(pred, coef, var, k)
+    _host_fallback(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
+                   thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
+    return _results(pred, coef, var, status, y, pred_t, E=E, tau=tau, Tp=Tp, knn=knn_eff,
+                    thetas=thetas)
+
+
+@dataclass
+class _KernelInputs:
+    """What the kernel fits: x and y in its storage type's coordinates (float32: centred
+    and scaled in float64, :mod:`pyedmcl._precision`), the maps back to data units, the
+    storage dtype, the accumulation (ACC) and the ridge in those coordinates."""
+
+    x: np.ndarray
+    y: np.ndarray
+    fx: Any
+    fy: Any
+    dtype: np.dtype
+    acc: str
+    ridge: float
+
+
+def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
+    dt = check_dtype(np.float32 if dtype is None else dtype, info)
+    accumulate = accumulation(info, accumulate)
+    prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
+    if prep.dtype != dt:  # a switch to float64 needs float64 accumulation
+        dt, accumulate = prep.dtype, "double"
+    (xs, ys), (fx, fy) = prep.series, prep.affine
+    # ridge ||C||^2 in data units = sy^2 (ridge / sx^2) ||C'||^2
+    ridge = ridge / float(fx.scale[0]) ** 2
+    if acc_dtype(accumulate) == np.float32 and dt == np.float64:
+        raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
+    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge)
+
+
+def _neighbours(x, lib_t, pred_t, E, tau, knn, R, be) -> tuple[str, int, np.ndarray | None]:
+    """The kernel's MODE, pyEDM's knn after its defaulting, and the neighbour table.
+
+    "all": every library point outside the exclusion radius (minus the farthest when
+    knn = |lib| - 1 asks for it); "table": pyEDM's neighbour table, whose semantics
+    differ from "all minus the farthest" only for knn below |lib| - 1.
+    """
+    n_lib = lib_t.size
+    knn_eff = n_lib - 1 if knn is None else min(int(knn), n_lib)
+    if knn is not None and knn_eff < n_lib - 1:
+        return "table", knn_eff, _knn_table(x, lib_t, pred_t, E, tau, knn_eff, R, be)
+    return "all", knn_eff, None
+
+
+def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thetas, R, knn_eff,
+                     nbr, timed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """Every (theta, prediction row) problem on the device, in blocks of rows that fit
+    its memory: predictions, coefficients, variances (in the kernel's coordinates),
+    status codes (1: for the host fallback) and, if ``timed``, the summed kernel time."""
+    E = spec["E"]
+    acc = acc_dtype(spec["ACC"])
+    n_pred, n_theta = pred_t.size, thetas.size
+    ylib = k.y[lib_t + Tp]
+    ymean = float(ylib.mean())
+    xmean = float(k.x.mean())
     common = {
-        "x": be.to_device((x - xmean).astype(dt)),
-        "ylib": be.to_device((ylib - ymean).astype(dt)),
-        "lib_t": be.to_device(lib_t.astype(np.int32)), "n_lib": n_lib,
+        "x": be.to_device((k.x - xmean).astype(k.dtype)),
+        "ylib": be.to_device((ylib - ymean).astype(k.dtype)),
+        "lib_t": be.to_device(lib_t.astype(np.int32)), "n_lib": lib_t.size,
         "thetas": be.to_device(thetas.astype(acc)), "excl_r": R, "knn": knn_eff,
-        "K": 0 if nbr is None else nbr.shape[1], "ridge": ridge,
+        "K": 0 if nbr is None else nbr.shape[1], "ridge": k.ridge,
     }
 
     def rows(p0: int, p1: int):
@@ -339,42 +371,42 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
             **common,
             "pred_t": be.to_device(pred_t[p0:p1].astype(np.int32)),
             "nbr": be.to_device(nbr[p0:p1].ravel() if nbr is not None else np.zeros(1, np.int32)),
-            "out_pred": be.empty(n_theta * m, acc),
-            "out_coef": be.empty(n_theta * m * (E + 1), acc),
-            "out_var": be.empty(n_theta * m, acc),
-            "out_status": be.empty(n_theta * m, np.int32),
+            **SMAP.outputs(be, spec, m, n_theta),
         }
         ev = SMAP.launch(be, params, spec, args, m, n_theta)
-        secs = be.event_seconds(ev) if timing is not None else 0.0
-        return (be.to_host(args["out_pred"]).astype(np.float64).reshape(n_theta, m),
-                be.to_host(args["out_coef"]).astype(np.float64).reshape(n_theta, m, E + 1),
-                be.to_host(args["out_var"]).astype(np.float64).reshape(n_theta, m),
-                be.to_host(args["out_status"]).reshape(n_theta, m), secs)
+        secs = be.event_seconds(ev) if timed else 0.0
+        return (*SMAP.read_outputs(be, spec, args, m, n_theta), secs)
 
     blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
                          what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
                          nbytes=lambda m: n_theta * m * (E + 1) * np.dtype(acc).itemsize)
     pred, coef, var, status = (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4))
-    if timing is not None:
-        timing["kernel_s"] = sum(b[4] for b in blocks)
-        timing["params"] = dict(params)
-
     # back from coordinates centred on the prediction point (and the target mean)
-    XP = _embed_at(x, pred_t, E, tau)
+    XP = _embed_at(k.x, pred_t, E, spec["TAU"])
     pred += ymean
     coef[:, :, 0] = coef[:, :, 0] + ymean - np.einsum("tpk,pk->tp", coef[:, :, 1:], XP)
+    return pred, coef, var, status, sum(b[4] for b in blocks)
 
-    if not (fx.is_identity and fy.is_identity):
-        # fitted on x' = (x - mx)/sx, y' = (y - my)/sy: y' = C0' + sum_k C'_k x'_k gives
-        # y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx), i.e. C_k = (sy/sx) C'_k and
-        # C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my; variances sy^2 v'
-        pred = pred * sy + my
-        var = var * sy ** 2
-        slopes = coef[:, :, 1:] * (sy / sx)
-        coef = np.concatenate([(my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True),
-                               slopes], axis=2)
-    x, y, ridge = x_data, y_data, ridge_data
-    ylib = y[lib_t + Tp]
+
+def _to_data_units(pred, coef, var, k: _KernelInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fits on x' = (x - mx)/sx, y' = (y - my)/sy mapped back to x and y."""
+    if k.fx.is_identity and k.fy.is_identity:
+        return pred, coef, var
+    sx, mx = float(k.fx.scale[0]), float(k.fx.shift[0])
+    sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
+    # y' = C0' + sum_k C'_k x'_k gives y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx),
+    # i.e. C_k = (sy/sx) C'_k and C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my;
+    # variances sy^2 v'
+    slopes = coef[:, :, 1:] * (sy / sx)
+    coef = np.concatenate([(my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True),
+                           slopes], axis=2)
+    return pred * sy + my, coef, var * sy ** 2
+
+
+def _host_fallback(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,
+                   knn, ridge) -> None:
+    """Solve the rows the kernel marked ill-conditioned (status 1) on the host, in place,
+    from the data as given: pyEDM's SVD least squares, or the ridge system."""
     if np.any(status == 3):  # cannot happen: "all" mode only drops 0 or 1 neighbour
         raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
     for ti, row in zip(*np.nonzero(status == 1), strict=True):
@@ -382,22 +414,25 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         if nbr is not None:
             nb = nbr[row][nbr[row] >= 0]
         else:
-            nb = _row_neighbours(lib_t, tp, R, knn_eff, x, E, tau)
+            nb = _row_neighbours(lib_t, tp, R, knn, x, E, tau)
         if ridge > 0:
             p, C, v = _row_ridge(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb, ridge)
         else:
             p, C, v = _row_lstsq(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb)
         pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
 
+
+def _results(pred, coef, var, status, y, pred_t, *, E, tau, Tp, knn, thetas) -> list[SMapResult]:
+    """One :class:`SMapResult` per theta, with the observed values and skills."""
     times = pred_t + Tp
-    obs = np.full(n_pred, np.nan)
+    obs = np.full(pred_t.size, np.nan)
     inside = (times >= 0) & (times < y.size)
     obs[inside] = y[times[inside]]
     out = []
-    for i in range(n_theta):
+    for i in range(thetas.size):
         rho, mae, rmse = _skill(pred[i], obs)
         out.append(SMapResult(predicted=pred[i], observed=obs, times=times, rho=rho, mae=mae,
-                              rmse=rmse, E=E, tau=tau, Tp=Tp, knn=knn_used, variance=var[i],
+                              rmse=rmse, E=E, tau=tau, Tp=Tp, knn=knn, variance=var[i],
                               pred_times=pred_t, coefficients=coef[i], theta=float(thetas[i]),
                               n_fallback=int(np.sum(status[i] == 1))))
     return out
@@ -444,7 +479,7 @@ def _prepare(x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge):
 
 def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
          knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
-         ridge: float = 0.0, dtype: Any = None, device: Any = None,
+         ridge: float = 0.0, dtype: Any = "float32", device: Any = None,
          backend: str | None = None, return_device: bool = False) -> SMapResult:
     """S-map forecast of ``target`` (default ``x``) ``Tp`` steps ahead from x's embedding.
 
@@ -494,7 +529,7 @@ class PredictNonlinearResult:
 
 def predict_nonlinear(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, thetas=None,
                       knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
-                      ridge: float = 0.0, dtype: Any = None, device: Any = None,
+                      ridge: float = 0.0, dtype: Any = "float32", device: Any = None,
                       backend: str | None = None) -> PredictNonlinearResult:
     """S-map skill over many theta values in one device launch (default: pyEDM's thetas)."""
     xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(

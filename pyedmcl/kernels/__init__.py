@@ -7,21 +7,32 @@ theirs to :data:`REGISTRY` by listing them in :func:`registry`.
 from __future__ import annotations
 
 from importlib import import_module
+from pathlib import Path
 
+from clkernels.templates import add_template_root
 from clkernels.tuning import TunableKernel
+from clkernels.tuning.database import add_shipped_dir
+
+_HERE = Path(__file__).resolve().parent
+#: the family templates (``templates/<family>/``, shared parts in ``templates/common/``)
+TEMPLATES = _HERE / "templates"
+#: the shipped tuning database, one JSON file per measured device plus the defaults
+TUNING_DB = _HERE / "tuning_db"
+add_template_root(TEMPLATES)
+add_shipped_dir(TUNING_DB)
 
 #: kernel name -> "module:attribute" of its TunableKernel instance (imported lazily)
 _FAMILIES = {
     "pairwise_distance": "pyedmcl.kernels.distance:PAIRWISE_DISTANCE",
-    "knn": "pyedmcl.edm.knn:KNN",
-    "lookup": "pyedmcl.edm.lookup:LOOKUP",
-    "knn_scan": "pyedmcl.edm.scan_fused:KNN_SCAN",
+    "knn": "pyedmcl.kernels.knn:KNN",
+    "lookup": "pyedmcl.kernels.lookup:LOOKUP",
+    "knn_scan": "pyedmcl.kernels.knn_scan:KNN_SCAN",
     "smap": "pyedmcl.kernels.smap:SMAP",
-    "rqa_lines": "pyedmcl.rqa.dnr:RQA_LINES",
+    "rqa_lines": "pyedmcl.kernels.rqa_lines:RQA_LINES",
     "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
-    "xmap_knn": "pyedmcl.xmap.tuning:XMAP_KNN",
-    "xmap_skill": "pyedmcl.xmap.tuning:XMAP_SKILL",
-    "xmap_scan": "pyedmcl.xmap.tuning:XMAP_SCAN",
+    "xmap_knn": "pyedmcl.kernels.xmap:XMAP_KNN",
+    "xmap_skill": "pyedmcl.kernels.xmap:XMAP_SKILL",
+    "xmap_scan": "pyedmcl.kernels.xmap:XMAP_SCAN",
 }
 
 

@@ -40,7 +40,7 @@ def e_bucket(E: int) -> str:
 
 class PairwiseDistanceKernel(TunableKernel):
     name = "pairwise_distance"
-    template = "pairwise_distance.cl.mako"
+    template = "distance/pairwise_distance.cl.mako"
     space = TuningSpace(
         params={"WG_X": (8, 16, 32, 64, 128, 256), "WG_Y": (1, 2, 4, 8), "RPI": (1, 2, 4, 8),
                 "USE_LOCAL": (0, 1)},
@@ -98,7 +98,7 @@ class _DistanceCase(TuningCase):
 
 
 def pairwise_distances(x, y=None, *, E: int, tau: int = 1, metric: str = "euclidean",
-                       squared: bool = False, dtype: Any = np.float32,
+                       squared: bool = False, dtype: Any = "float32",
                        device: Any = None, backend: str | None = None,
                        params: Params | None = None, return_device: bool = False) -> Any:
     """All distances between the embedded points of ``x`` and of ``y`` (default ``y = x``).

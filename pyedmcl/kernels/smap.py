@@ -1,4 +1,5 @@
-"""The S-map kernel family (``templates/smap.cl.mako``): tuning space, cases, launcher.
+"""The S-map kernel family (``smap/smap.cl.mako`` and its parts in ``templates/smap/``):
+specialisation (spec, accumulation), tuning space and case, parameters, launcher.
 
 One launch solves every (prediction point, theta) weighted least-squares problem
 of an S-map; see the template's header for the numerics. Tunables: the variant
@@ -61,6 +62,26 @@ def effective(params: Params, E: int) -> Params:
     return out
 
 
+#: the accumulation precisions the kernel is specialised for (template parameter ACC)
+ACCUMULATIONS = ("double", "df", "float")
+
+
+def accumulation(info: DeviceInfo, requested: str | None = None) -> str:
+    """The ACC to run: ``requested``, or "double" where the device has fp64, else "df"."""
+    if requested is None:
+        return "double" if info.fp64 else "df"
+    if requested not in ACCUMULATIONS:
+        raise ValueError(f"accumulate={requested!r}; allowed: {', '.join(ACCUMULATIONS)}")
+    if requested == "double" and not info.fp64:
+        raise ValueError(f"accumulate='double' needs fp64, which device {info.name} lacks")
+    return requested
+
+
+def acc_dtype(acc: str) -> type:
+    """NumPy type of the kernel's acc_t (thetas, ridge and the outputs) for ACC ``acc``."""
+    return np.float64 if acc == "double" else np.float32
+
+
 def e_bucket(E: int) -> str:
     for hi in (2, 4, 8, 16, 32):
         if E <= hi:
@@ -70,7 +91,7 @@ def e_bucket(E: int) -> str:
 
 class SMapKernel(TunableKernel):
     name = "smap"
-    template = "smap.cl.mako"
+    template = "smap/smap.cl.mako"
     space = TuningSpace(
         params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8),
                 "UNROLL": ("auto", 0, 1)},
@@ -93,6 +114,16 @@ class SMapKernel(TunableKernel):
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _SMapCase(backend, spec, size)
 
+    def spec_for(self, E: int, tau: int, real: Any, acc: str, mode: str) -> dict[str, Any]:
+        """The specialisation of one S-map: storage type ``real`` (NumPy), ACC, MODE."""
+        return {"E": E, "TAU": tau, "METRIC": "euclidean",
+                "REAL": "double" if real == np.float64 else "float", "ACC": acc, "MODE": mode}
+
+    def params_for(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
+        """Tuned (or heuristic) parameters for ``spec`` at ``size`` library points, fitted
+        to spec's E on this device (a tuned E bucket may hold a larger E)."""
+        return self.fit(super().params_for(backend, spec, size), backend.info, spec["E"])
+
     def valid_for(self, params: Params, info: DeviceInfo, E: int) -> bool:
         """Whether ``params`` can run this E on this device (local memory grows with E)."""
         return _fits(params, info, E)
@@ -107,6 +138,23 @@ class SMapKernel(TunableKernel):
                 return p
         return {"VARIANT": "item", "WG": 1, "PV": 1, "UNROLL": "auto"}
 
+    def outputs(self, backend: Backend, spec: dict[str, Any], n_pred: int, n_theta: int
+                ) -> dict[str, Any]:
+        """Device buffers for one launch's outputs (the ``out_*`` entries of its args)."""
+        acc, n = acc_dtype(spec["ACC"]), n_theta * n_pred
+        return {"out_pred": backend.empty(n, acc), "out_coef": backend.empty(n * (spec["E"] + 1), acc),
+                "out_var": backend.empty(n, acc), "out_status": backend.empty(n, np.int32)}
+
+    def read_outputs(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
+                     n_pred: int, n_theta: int) -> tuple[np.ndarray, ...]:
+        """Host copies of the outputs, (theta, row[, coefficient]): predictions, coefficients
+        and variances in float64 (centred on the prediction point), status codes."""
+        E = spec["E"]
+        return (backend.to_host(args["out_pred"]).astype(np.float64).reshape(n_theta, n_pred),
+                backend.to_host(args["out_coef"]).astype(np.float64).reshape(n_theta, n_pred, E + 1),
+                backend.to_host(args["out_var"]).astype(np.float64).reshape(n_theta, n_pred),
+                backend.to_host(args["out_status"]).reshape(n_theta, n_pred))
+
     def launch(self, backend: Backend, params: Params, spec: dict[str, Any], args: dict[str, Any],
                n_pred: int, n_theta: int):
         """Enqueue one S-map launch; ``args`` holds the device buffers and scalars."""
@@ -117,7 +165,7 @@ class SMapKernel(TunableKernel):
             gsize = (round_up(-(-n_pred // params["PV"]), wg), n_theta)
         else:
             gsize = (n_pred * wg, n_theta)
-        acc = np.float64 if spec["ACC"] == "double" else np.float32
+        acc = acc_dtype(spec["ACC"])
         return backend.launch(
             k, gsize, (wg, 1),
             args["x"], args["ylib"], args["lib_t"], np.int32(args["n_lib"]),
@@ -134,8 +182,8 @@ class _SMapCase(TuningCase):
 
     def __init__(self, backend: Backend, spec: dict[str, Any], size: int):
         self.backend, self.spec = backend, dict(spec)
-        if self.spec.get("ACC") == "double" and not backend.info.fp64:
-            self.spec["ACC"] = "df"  # what smap() runs on a device without fp64
+        if self.spec.get("ACC") == "double":
+            self.spec["ACC"] = accumulation(backend.info)  # what smap() runs on this device
         spec = self.spec
         E, tau = spec["E"], spec["TAU"]
         span = (E - 1) * tau
@@ -144,7 +192,7 @@ class _SMapCase(TuningCase):
         for i in range(1, x.size):
             x[i] = 3.8 * x[i - 1] * (1 - x[i - 1])
         real = np.float64 if spec.get("REAL") == "double" else np.float32
-        acc = np.float64 if spec.get("ACC") == "double" else np.float32
+        acc = acc_dtype(spec["ACC"])
         t = np.arange(span, span + size, dtype=np.int32)
         y = x[t + 1]
         be = backend
@@ -155,8 +203,7 @@ class _SMapCase(TuningCase):
             "lib_t": be.to_device(t), "n_lib": size, "pred_t": be.to_device(t),
             "thetas": be.to_device(np.array([2.0], acc)), "excl_r": 0, "knn": size - 1,
             "nbr": be.to_device(np.zeros(1, np.int32)), "K": 0, "ridge": 0.0,
-            "out_pred": be.empty(size, acc), "out_coef": be.empty(size * (E + 1), acc),
-            "out_var": be.empty(size, acc), "out_status": be.empty(size, np.int32),
+            **SMAP.outputs(be, spec, size, 1),
         }
         self.rtol, self.atol = (1e-8, 1e-8) if acc == np.float64 else (1e-3, 1e-4)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_keywords
 from .base import BACKENDS, CHOICES, NeighborBackend, NeighborInfo
 
 __all__ = ["BACKENDS", "CHOICES", "NeighborBackend", "NeighborInfo", "KnnSearchResult",
@@ -108,29 +109,32 @@ class KnnSearchResult:
         return iter((self.indices, self.distances))
 
 
-def knn_search(x: Any, *, E: int, tau: int = 1, k: int | None = None, lib_points: Any = None,
+@renamed_keywords(k="knn")
+def knn_search(x: Any, *, E: int, tau: int = 1, knn: int | None = None, lib_points: Any = None,
                query_points: Any = None, exclusion_radius: int = 0, metric: str = "euclidean",
                knn_backend: str = "auto", knn_options: dict[str, Any] | None = None,
-               dtype: Any = np.float32, device: Any = None) -> KnnSearchResult:
+               dtype: Any = "float32", device: Any = None, backend: str | None = None
+               ) -> KnnSearchResult:
     """All-k-NN table of the time-delay embedding of ``x`` with any back-end.
 
     Same conventions as :func:`pyedmcl.edm.knn.knn_table` (kernel points, exclusion
     ``|p - l| <= exclusion_radius``, -1 disables it; ties by distance then
-    ``|p - l|``). ``k`` defaults to ``E + 1`` and must not exceed the library.
+    ``|p - l|``). ``knn`` (neighbours per query) defaults to ``E + 1`` and must not
+    exceed the library.
     """
     from clkernels import get_backend
 
     from ..edm.knn import centre, check_points
     from ..validation import check_dtype, check_int, check_metric
 
-    be = get_backend(device)
+    be = get_backend(device, backend)
     dt = check_dtype(dtype, be.info)
     metric = check_metric(metric)
     s, E, tau, lp, qp = check_points(x, E, tau, lib_points, query_points)
-    k = E + 1 if k is None else check_int(k, "k", 1)
+    k = E + 1 if knn is None else check_int(knn, "knn", 1)
     if k > lp.size:
-        raise ValueError(f"k={k} is larger than the library ({lp.size} points); "
-                         f"allowed: 1 <= k <= {lp.size}")
+        raise ValueError(f"knn={k} is larger than the library ({lp.size} points); "
+                         f"allowed: 1 <= knn <= {lp.size}")
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", -1)
     s, dt = centre(s, dt, be.info.fp64, "knn_search")  # float32: offset-free distances
     real = "double" if dt == np.float64 else "float"

@@ -43,7 +43,7 @@ from .base import BACKENDS
 
 FAMILY = "knn_backend"
 #: bump when the meaning of an entry changes (stale entries are then ignored)
-MODEL_VERSION = "knn_backend-v1"
+MODEL_VERSION = 1
 #: the quality bound a back-end must meet to be chosen: Simplex MAPE <= (1 + this) x exact
 MAPE_BOUND = 0.01
 #: an approximate back-end is chosen only if every exact one timed slower by more than this
@@ -108,8 +108,8 @@ def _is_num(v: Any) -> bool:
 
 def _problem(e: dict[str, Any]) -> str | None:
     """Why an entry of family ``knn_backend`` cannot be used (None if it can)."""
-    if e.get("template_hash") != MODEL_VERSION:
-        return f"stale: made by model {e.get('template_hash')!r}, current is {MODEL_VERSION!r}"
+    if KNN_BACKEND.entry_version(e) != MODEL_VERSION:
+        return f"stale: made by model version {e.get('version')!r}, current is {MODEL_VERSION}"
     params = e.get("params")
     if not isinstance(params, dict) or params.get("BACKEND") not in BACKENDS:
         return f"'params' must name a back-end of {list(BACKENDS)}, got {params!r}"
@@ -257,12 +257,14 @@ class KnnBackendFamily(TunableKernel):
     """
 
     name = FAMILY
-    template = "knn.cl.mako"  # what the 'exact' candidate runs (shown by `tune --list`)
+    template = "knn/knn.cl.mako"  # what the 'exact' candidate runs (shown by `tune --list`)
     space = TuningSpace(params={"BACKEND": BACKENDS}, heuristic=lambda info: {"BACKEND": "exact"},
                         constraint=_installed)
 
+    legacy_hashes = frozenset({"knn_backend-v1"})
+
     @property
-    def template_hash(self) -> str:  # entries depend on the model, not on one template
+    def version(self) -> int:  # entries depend on the selection model, not on one template
         return MODEL_VERSION
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_keywords
+
 
 def recall(approx_idx: np.ndarray, exact_idx: np.ndarray) -> float:
     """Mean over queries of ``|found ∩ true| / |true|`` (``-1`` entries are "none")."""
@@ -34,10 +36,12 @@ def recall(approx_idx: np.ndarray, exact_idx: np.ndarray) -> float:
     return float(per.mean())
 
 
-def measure_recall(x: Any, *, E: int, tau: int = 1, k: int | None = None,
+@renamed_keywords(k="knn")
+def measure_recall(x: Any, *, E: int, tau: int = 1, knn: int | None = None,
                    knn_backend: str = "hnsw", knn_options: dict[str, Any] | None = None,
                    exclusion_radius: int = 0, sample: int = 2000, seed: int = 0,
-                   dtype: Any = np.float32, device: Any = None) -> float:
+                   dtype: Any = "float32", device: Any = None, backend: str | None = None
+                   ) -> float:
     """Recall of ``knn_backend`` against the exact kernel on ``sample`` random queries of ``x``
     (both searches in ``dtype``, float32 or float64)."""
     from ..edm.knn import check_points
@@ -49,8 +53,8 @@ def measure_recall(x: Any, *, E: int, tau: int = 1, k: int | None = None,
     sample = check_int(sample, "sample", 1)
     rng = np.random.default_rng(check_seed(seed))
     q = np.sort(rng.choice(npts, size=min(sample, npts), replace=False))
-    kw = dict(E=E, tau=tau, k=k, query_points=q, exclusion_radius=exclusion_radius,
-              dtype=dtype, device=device)
+    kw = dict(E=E, tau=tau, knn=knn, query_points=q, exclusion_radius=exclusion_radius,
+              dtype=dtype, device=device, backend=backend)
     a = knn_search(s, knn_backend=knn_backend, knn_options=knn_options, **kw)
     e = knn_search(s, knn_backend="exact", **kw)
     return recall(a.indices, e.indices)

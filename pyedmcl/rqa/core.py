@@ -27,8 +27,9 @@ import numpy as np
 from clkernels import Backend, get_backend
 
 from .._precision import prepare
+from ..kernels.rqa_lines import LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from .dnr import Histograms, LineSpec, detect_lines
+from .dnr import Histograms, detect_lines
 from .measures import MEASURES, compute_measures
 
 

@@ -2,7 +2,7 @@
 
 When N exceeds the image size, each pixel is the density of recurrences in its
 ``b x b`` block (``b = ceil(N / size)``), computed on the device
-(``templates/rqa_density.cl.mako``); memory is O(size^2). Without a radius or
+(:mod:`pyedmcl.kernels.rqa_density`); memory is O(size^2). Without a radius or
 rate, the unthresholded distance plot (block mean distance) is drawn.
 """
 
@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import round_up, run_blocked
+from clkernels import run_blocked
 
+from ..kernels import rqa_density
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from .core import _resolve_radius, centred, check_radius, threshold_value
 
@@ -64,19 +65,15 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
         thr = 0.0
     b = max(1, -(-max(nr, nc) // size))
     width, height = -(-nc // b), -(-nr // b)
-    real = "double" if dt == np.float64 else "float"
-    wg = (8, 8) if be.info.max_work_group_size >= 64 else (1, 1)
-    k = be.kernel("rqa_density.cl.mako", {"E": E, "TAU": tau, "METRIC": metric, "REAL": real,
-                                          "WG_X": wg[0], "WG_Y": wg[1],
-                                          "THRESHOLDED": int(thresholded)}, "rqa_density")
+    spec = rqa_density.spec(E, tau, metric, "double" if dt == np.float64 else "float",
+                            thresholded)
     xd = be.to_device(sy.astype(dt)) if ydev is None else ydev
     yd = be.to_device(sx.astype(dt)) if xdev is None else xdev
 
     def rows(p0: int, p1: int):  # image rows p0:p1 as a device array
         blk = be.empty((p1 - p0, width), np.float32)
-        be.launch(k, (round_up(width, wg[0]), round_up(p1 - p0, wg[1])), wg, xd, yd, np.int32(nr),
-                  np.int32(nc), np.int32(b), np.int32(width), np.int32(p1), dt.type(thr), blk,
-                  np.int32(p0))
+        rqa_density.launch(be, spec, xd, yd, n_rows=nr, n_cols=nc, b=b, width=width, height=p1,
+                           thr=thr, out=blk, py0=p0)
         return blk
 
     what = f"recurrence_plot image ({height} x {width})"

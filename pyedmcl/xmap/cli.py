@@ -23,7 +23,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "bad blocks by index (exit 1 if any), instead of computing")
     p.add_argument("--dataset", default=None, help="dataset/array name inside .h5 or .zarr")
     p.add_argument("--E", default="auto", help="'auto' (optimal E per series) or an int")
-    p.add_argument("--E-max", type=int_arg, default=20, help="largest E tried by --E auto")
+    p.add_argument("--max-E", type=int_arg, default=20, help="largest E tried by --E auto")
+    p.add_argument("--E-max", dest="max_E", type=int_arg, default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)  # the former spelling, kept as an alias
     p.add_argument("--tau", type=int_arg, default=1, help="lag (> 0: into the past)")
     p.add_argument("--Tp", type=int_arg, default=0, help="cross-map prediction interval")
     p.add_argument("--devices", default=None,
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     X = read_panel(args.input, dataset=args.dataset)
     E = args.E if args.E == "auto" else int(args.E)
     devices = args.devices if args.devices else ([args.device] if args.device else None)
-    res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, E_max=args.E_max, out=args.out,
+    res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, max_E=args.max_E, out=args.out,
                block_rows=args.block_rows, devices=devices, backend=args.backend,
                scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
                fma=args.fma, dtype=args.dtype, progress=not args.quiet and not args.json)

@@ -16,37 +16,21 @@ with ``E[j]`` (pyEDM CCM column ``"i:j"``): high values suggest ``j`` drives ``i
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import check_tau
 from ..validation import check_dtype, check_int, check_int_array
+from .results import XmapResult
 
 #: default rows per block: big enough to amortise a launch, small enough to balance
 DEFAULT_BLOCK_ROWS = 32
 #: on a GPU: a batch of 64 library series fills the device (and one Zarr chunk)
 GPU_BLOCK_ROWS = 64
-
-
-@dataclass
-class XmapResult:
-    """``rho`` (N, N) float32 (a NumPy array, or the Zarr array when written to ``out``),
-    ``E`` (N,) the embedding dimension used for each target, ``names`` of the series."""
-
-    rho: Any
-    E: np.ndarray
-    names: list[str] | None = None
-    edim_rho: np.ndarray | None = None
-    path: str | None = None
-    blocks_per_device: dict[str, int] = field(default_factory=dict)
-
-    def __array__(self, dtype=None, copy=None):
-        a = np.asarray(self.rho[...])
-        return a if dtype is None else a.astype(dtype)
 
 
 #: edge of the square tiles of the (L, N) -> (N, L) copy, and its threads
@@ -149,17 +133,18 @@ def _devices(devices: Any) -> list[Any]:
     return out
 
 
+@renamed_keywords(E_max="max_E")
 @locks_output("out", what="xmap output")
-def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
-         out: str | Path | None = None, block_rows: int | None = None, devices: Any = None,
-         device: Any = None, backend: str | None = None, scheduler: str | None = None,
+def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
+         out: str | Path | None = None, block_rows: int | None = None, device: Any = None,
+         devices: Any = None, backend: str | None = None, scheduler: str | None = None,
          n_workers: int = 2, overwrite: bool = False, progress: bool = False,
          knn_kernel: str | None = None, fma: bool | None = None,
          dtype: Any = None) -> XmapResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
-    = second half, Tp=1, E = 1..``E_max``, first best), one int, or N ints.
+    = second half, Tp=1, E = 1..``max_E``, first best), one int, or N ints.
     ``tau`` > 0 lags into the past; ``Tp`` is the cross-map prediction interval
     (0: simultaneous, as in CCM). ``out``: a ``.zarr`` path to stream row blocks
     into (rerunning the same job resumes it, recomputing any block that fails its
@@ -177,7 +162,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     ``fma``: fuse the distance's multiply-adds with OpenCL's correctly rounded
     ``fma()`` on every device of the job (faster on GPUs, slower on CPUs); None: the
     stored choice when resuming, else on when every device given is a GPU
-    (:func:`clkernels.job_fma`; for a Dask cluster, the device its workers are told
+    (:func:`pyedmcl.kernels._fma.job_fma`; for a Dask cluster, the device its workers are told
     to use as seen on this machine: give ``fma`` for a cluster of other devices).
     Stored with the parameters: all rows of a job are computed alike.
     ``dtype``: "float32" (default; each series centred and scaled in float64 first, so
@@ -189,7 +174,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
     N, n = X64.shape
     tau = check_tau(tau)
     Tp = check_int(Tp, "Tp", -(n // 2), n // 2)
-    E_max = check_int(E_max, "E_max", 1, 64)
+    E_max = check_int(max_E, "max_E", 1, 64)
     E_arr = _resolve_E(E, N, n)
     devs = _devices(devices if devices is not None else ([device] if device is not None
                                                           else None))
@@ -304,7 +289,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, E_max: int = 20,
 
 
 def _default_fma(devs: list[Any], backend: str | None) -> bool:
-    from clkernels import DeviceSelectionError, get_backend, job_fma
+    from clkernels import DeviceSelectionError, get_backend
+
+    from ..kernels._fma import job_fma
     try:
         return job_fma([get_backend(d, backend).info for d in devs])
     except DeviceSelectionError:  # a Dask client without the workers' device

@@ -6,19 +6,20 @@ resolves the rows of every E-group once, and then computes any block of rows
 and each E-group ``g`` (the targets whose optimal E is ``E_g``) it builds one
 k-NN table, packs it into weights once, and a single fused launch cross-maps every target of the group
 from a batch of libraries with rho reduced on the device
-(``templates/xmap_lookup.cl.mako``). Only rho comes back.
+(``xmap_lookup/xmap_lookup.cl.mako``, the ``xmap_skill`` family of
+:mod:`pyedmcl.kernels.xmap`). Only rho comes back.
 
 Matrix convention: ``rho[i, j]`` is the skill of library (embedding of) series
 ``i`` cross-mapping target series ``j`` with ``E = E[j]``, i.e. pyEDM's CCM column
 ``"i:j"`` at full library size, which is evidence that ``j`` causes ``i``. This
 is what kEDM's ``xmap`` returns.
 
-k-NN tables: the EDM fused kernel (``templates/knn.cl.mako`` through
+k-NN tables: the EDM fused kernel (``knn/knn.cl.mako`` through
 :mod:`pyedmcl.edm.knn`) batched over series: ``knn_kernel="batched"`` builds the
 tables of a whole batch of library series in one launch with the ``xmap_knn``
 family's tuned parameters; ``"edm"`` launches it once per series with the ``knn``
 family's parameters (one large table); ``"scan"`` builds every E-group's tables of a
-batch of libraries in one pass of the fused multi-E scan (``templates/knn_scan.cl.mako``,
+batch of libraries in one pass of the fused multi-E scan (``knn_scan/knn_scan.cl.mako``,
 ``xmap_scan`` family). The default (None) takes the scan for mixed E on GPUs where it
 saves distance work (:meth:`XmapEngine._use_scan`), else "batched". Every variant gives the
 same tables bit for bit (same distance arithmetic, same total neighbour order).
@@ -36,44 +37,19 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, job_fma, round_up, run_blocked
-from clkernels.devices import DeviceInfo
+from clkernels import Backend, run_blocked
 
-from ..edm.knn import KNN
-from ..edm.lookup import ccm_skill_wg
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
-
-TEMPLATE = "xmap_lookup.cl.mako"
-#: bytes of packed tables (indices, weights, weight sums) per batch of libraries
-TABLE_BUDGET_GPU = 256 << 20
-TABLE_BUDGET_CPU = 32 << 20
-
-
-def scan_table_budget(info: DeviceInfo) -> int:
-    """Bytes for a fused-scan batch (every E plane of its libraries, the partial lists of
-    a split scan, the packed tables of one group): larger than the per-E budget, so that
-    the scan and the skill launches (one per group and batch) stay large; on GPUs with
-    memory to spare up to 1/16 of it (at most 4 GiB). H100, E mixed 1..20, random walks:
-    1 GiB (26 libraries per batch) -> 4 GiB (64): N=5,000 x 3,780 13.4 -> 12.4 s,
-    N=1,000 x 10,608 11.3 -> 9.7 s, the same matrix."""
-    if not info.is_gpu:
-        return TABLE_BUDGET_CPU
-    return max(4 * TABLE_BUDGET_GPU, min(info.global_mem_bytes // 16, 4 << 30))
-
-
-def skill_wg(be: Backend) -> int:
-    """Work-group size of the rho reduction: CCM's (:func:`pyedmcl.edm.lookup.ccm_skill_wg`),
-    so that both reduce in the same order and agree bit for bit."""
-    return ccm_skill_wg(be.info)
-
-
-def skill_geometry(params: dict, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
-    """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
-    target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
-    if params["LANES"]:
-        return (-(-ntg // (params["LWG"] * params["TJ"])) * params["LWG"], nb), (params["LWG"], 1)
-    lb = int(params.get("LB", 1))
-    return (-(-ntg // params["TJ"]) * wg, -(-nb // lb) * lb), (wg, lb)
+from ..kernels._fma import job_fma
+from ..kernels.knn import KNN
+from ..kernels.xmap import (
+    TABLE_BUDGET_CPU,
+    TABLE_BUDGET_GPU,
+    XMAP_KNN,
+    XMAP_SCAN,
+    XMAP_SKILL,
+    scan_table_budget,
+)
 
 
 @dataclass
@@ -136,7 +112,6 @@ class XmapEngine:
         self.N, self.n = X.shape
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
-        self.wg = skill_wg(be)
         self._scratch: dict[tuple, Any] = {}
         self.groups: list[_Group] = []
         self.E = None
@@ -168,24 +143,9 @@ class XmapEngine:
                       obs_dev=be.to_device((times + self.Tp).astype(np.int32)),
                       tgt_dev=be.to_device(targets))
 
-    def _kern(self, k: int, name: str, weight: str | None = None, diag: bool = False):
-        sp = self._skill_params(k, weight or self.weight, diag) if name == "xmap_skill" else {}
-        params = {"K": k, "REAL": self.real, "ACC": self.acc, "WG": self.wg,
-                  "WEIGHT": weight or self.weight, "TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64,
-                  "PF": 0, "LB": 1, **sp}
-        return self.be.kernel(TEMPLATE, params, name)
-
-    def _skill_params(self, k: int, weight: str, diag: bool = False) -> dict:
-        """Tuned skill parameters; the diagonal (E-scan) mode has one target per
-        library, so it never uses target lanes."""
-        from .tuning import XMAP_SKILL
-        spec = {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight}
-        p = XMAP_SKILL.params_for(self.be, spec, self.n)
-        out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
-               "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1))}
-        if diag and out["LANES"]:
-            out.update(TJ=1, VEC=0, LANES=0, LB=1)
-        return out
+    def _skill_spec(self, k: int, weight: str | None = None) -> dict:
+        """The ``xmap_skill`` family's spec (``pack`` and ``xmap_skill``) for tables of k."""
+        return {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight or self.weight}
 
     def _lanes_y(self, g: _Group) -> Any:
         """The group's targets time-major, ``(n, ntg)``: what the LANES skill reads."""
@@ -221,7 +181,6 @@ class XmapEngine:
         if self.knn_params is not None:
             return spec, self.knn_params
         if self.knn == "batched":
-            from .tuning import XMAP_KNN
             return spec, XMAP_KNN.params_for(self.be, spec, size, nq_total=nq_total)
         return spec, KNN.params_for(self.be, spec, size)
 
@@ -231,43 +190,39 @@ class XmapEngine:
         packed into slots ``0 .. nb-1``: one launch for all (batched) or one per series."""
         be, n = self.be, self.n
         spec, p = self._knn(E, k, max(nq, nl), nq * nb)
-        pack = self._kern(k, "pack", weight)
+        sspec = self._skill_spec(k, weight)
         if self.knn == "batched":
             idx = self._buf("idx", (nb, nq, k), np.int32)
             dist = self._buf("dist", (nb, nq, k), self.dt)
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, nb, radius, idx,
                        dist, xoff=c0 * n, series_stride=n)
-            be.launch(pack, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(0),
-                      tidx, tw, tden, np.int32(k), np.int32(nq * k), np.int32(0))
+            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, nb, 0, tidx, tw, tden)
             return
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
         for b in range(nb):
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, 1, radius, idx, dist,
                        xoff=(c0 + b) * n, series_stride=n)
-            be.launch(pack, (round_up(nq, 64), 1), None, idx, dist, np.int32(nq), np.int32(b),
-                      tidx, tw, tden, np.int32(k), np.int32(nq * k), np.int32(0))
+            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, 1, b, tidx, tw, tden)
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
                diag: bool = False, group: _Group | None = None) -> None:
-        sp = self._skill_params(k, weight, diag)
-        kern = self._kern(k, "xmap_skill", weight, diag)
-        gsize, lsize = skill_geometry(sp, ntg, nb, self.wg)
+        spec = self._skill_spec(k, weight)
+        sp = XMAP_SKILL.layout(self.be, spec, self.n, diag)
         y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
-        self.be.launch(kern, gsize, lsize, tidx, tw, tden, np.int32(nq), y, np.int32(ldy),
-                       np.int32(tshift), tgt_dev, ocol_dev, np.int32(ntg), obs_dev, out,
-                       np.int32(ldo), np.int32(orow), np.int32(diag), np.int32(nb))
+        XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
+                          ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
 
     # -- fused multi-E tables ------------------------------------------------------------------
     def _use_scan(self) -> bool:
-        """The fused scan (``knn_scan.cl.mako``, one pass for E = 1..Emax) builds every
+        """The fused scan (``knn_scan/knn_scan.cl.mako``, one pass for E = 1..Emax) builds every
         E-group's tables of a library at once; it applies with past lags (tau > 0),
         pyEDM's K = E + 1 in every group and Emax <= 32, and by default it is used when
         it saves distance work on a GPU: the per-E kernels add sum(E_g) coordinates per
         pair, the scan Emax (plus a compare per E), so at least two groups and
         sum(E_g) >= 2 Emax. Tables are bit-identical either way."""
-        from ..edm.scan_fused import MAX_FUSED_E
+        from ..kernels.knn_scan import MAX_FUSED_E
         if self.knn_choice in ("batched", "edm") or not self.groups:
             return False
         Es = [g.E for g in self.groups]
@@ -284,8 +239,7 @@ class XmapEngine:
     def _scan_setup(self) -> _ScanSetup:
         if self._scan is not None:
             return self._scan
-        from ..edm.scan_fused import KNN_SCAN, batch_inputs
-        from .tuning import XMAP_SCAN
+        from ..kernels.knn_scan import KNN_SCAN, batch_inputs
         be, n, tau = self.be, self.n, self.tau
         emax = max(g.E for g in self.groups)
         qt = ccm_valid_times(n, 1, tau, self.Tp)
@@ -312,7 +266,7 @@ class XmapEngine:
         """Every E-group's rho rows of libraries ``r0 .. r1-1``: per batch of libraries one
         fused scan launch, then per group one pack (the group's E plane and rows) and
         one skill launch."""
-        from ..edm.scan_fused import KNN_SCAN
+        from ..kernels.knn_scan import KNN_SCAN
         be, sc = self.be, self._scan_setup()
         emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
         item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
@@ -334,9 +288,8 @@ class XmapEngine:
                             idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
             for g in self.groups:
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
-                be.launch(self._kern(g.k, "pack"), (round_up(g.M, 64), nb), None, idx, dist,
-                          np.int32(g.M), np.int32(0), tidx, tw, tden, np.int32(kmax),
-                          np.int32(plane), np.int32(sc.row0[g.E]))
+                XMAP_SKILL.pack(be, self._skill_spec(g.k), idx, dist, kmax, plane, sc.row0[g.E],
+                                g.M, nb, 0, tidx, tw, tden)
                 # table entries are library times: the target value is at time + Tp
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, self.Tp, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)

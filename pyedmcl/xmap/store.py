@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from .._outputs import XMAP_STORE, check_replaceable, marker_info, owned_kind, remove_owned
+from .results import XmapResult
 
 ATTR = "pyedmcl_xmap"
 E_ATTR = "pyedmcl_E_sha256"
@@ -381,15 +382,13 @@ def xmap_verify(path: str | Path) -> StoreCheck:
 
 
 def xmap_open(path: str | Path, *, verify: bool = True) -> Any:
-    """Open a finished xmap store read-only as an :class:`~pyedmcl.xmap.core.XmapResult`
+    """Open a finished xmap store read-only as an :class:`~pyedmcl.xmap.results.XmapResult`
     (``rho`` is the Zarr array, ``E`` the embedding dimensions).
 
     With ``verify`` (default) every block is checked first (:func:`xmap_verify`) and a
     store with bad or unwritten blocks is refused with a :class:`StoreCorruptError`
     (a ``ValueError``) naming them, so damaged numbers are never used silently.
     """
-    from .core import XmapResult
-
     st = XmapStore.open_existing(path, mode="r")
     if verify:
         chk = st.verify()

@@ -1,0 +1,207 @@
+"""The k-NN kernel family (``knn/knn.cl.mako``): fused embedding + distance + top-k.
+
+One launch builds exact k-NN tables (for each query: its k nearest library points
+and their distances, in the total order distance, |p - l|, l) of a batch of library
+lists or of series; see the template's header for the variants. This module holds
+the specialisation space and its rules, :meth:`KnnKernel.params_for` (tuning lookup
+and device fix-ups), the launchers (:meth:`KnnKernel.launch`, and
+:meth:`KnnKernel.launch_sorted` for CCM's full distance rows) and the tuning case.
+The algorithms (:mod:`pyedmcl.edm.knn` and its users) allocate and call these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+
+from ..data import logistic_map
+from ._fma import job_fma
+from .distance import e_bucket
+
+
+def with_fma(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with its FMA value: the job's choice if given, else this device's own.
+
+    One-device calls take :func:`pyedmcl.kernels._fma.job_fma` of their device; jobs over several
+    devices (the cross map) set FMA in the spec so that every device sums alike.
+    """
+    if "FMA" in spec:
+        return spec
+    return {**spec, "FMA": int(job_fma([be.info]))}
+
+
+#: Library tile order of the k-NN kernels (``ORD`` of knn.cl.mako / knn_scan.cl.mako):
+#: 1 visits the tiles nearest in time to a work-group's queries first. The result does
+#: not depend on it (the top-k of a total order); a spec value, so A/B runs can pass 0.
+TILE_ORDER = 1
+
+
+def launch_spec(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` completed with the caller-side values of the k-NN templates: FMA
+    (:func:`with_fma`) and the tile order ORD (:data:`TILE_ORDER` unless given)."""
+    return {"ORD": TILE_ORDER, **with_fma(be, spec)}
+
+
+def _heuristic(info: DeviceInfo) -> Params:
+    if info.is_gpu:
+        return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1,
+                "SPLIT": 1, "QQ": 1, "CB": 0}
+    # CPUs: explicit SIMD vectors over library points (the cols variant's work-item
+    # loop is not vectorised by PoCL 3.0 here; vec measured 2.5-3.5x faster than the
+    # tuned cols on PoCL and Intel for one table of 8,192 points, E=5)
+    return {"VARIANT": "vec", "WG": 32, "TILE": 512, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
+            "SPLIT": 1, "QQ": 1, "CB": 0}
+
+
+def _fits(p: Params, info: DeviceInfo) -> bool:
+    if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
+        return False
+    if p["INS"] == "reg" and not p["FLAG"]:
+        return False
+    if p["INS"] == "mask" and (p["FLAG"] or p["VARIANT"] != "cols" or p["TILE"] > 32):
+        return False  # mask: one candidate bit per lane of a tile in a 32-bit word
+    if p.get("SPLIT", 1) > 1 and (p["VARIANT"] == "cols" or p["WG"] % p["SPLIT"]):
+        return False
+    if p["VARIANT"] == "vec" and p.get("SPLIT", 1) > 1 and (p.get("QQ", 1) > 1 or p["SPLIT"] > 8):
+        return False  # vec splits a query over at most 8 work-items, one query each
+    if (p.get("QQ", 1) > 1 or p.get("CB", 0)) and p["VARIANT"] != "vec":
+        return False  # queries per work-item, candidate buffers: vec-variant options
+    if p["VARIANT"] == "vec":
+        # QB = library points per explicit SIMD vector; QQ queries per work-item
+        return (p["QB"] in (4, 8, 16) and p["TILE"] % p["QB"] == 0 and p["EA"] == 0
+                and p["INS"] == "reg" and p["FLAG"] == 1
+                and (p["TILE"] * 4 * 33 + p.get("CB", 0) * p["WG"] * 8 * p.get("QQ", 1)
+                     + (p["WG"] * 32 * 8 if p.get("SPLIT", 1) > 1 else 0)  # merge lists, K <= 32
+                     <= info.local_mem_bytes))
+    if p["VARIANT"] == "rows":
+        return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
+                and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
+    # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
+    return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= min(p["WG"], 32)
+            and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
+
+
+def k_bucket(k: int) -> str:
+    for hi in (2, 4, 8, 16, 32, 64):
+        if k <= hi:
+            return f"K{hi}"
+    return "K64+"
+
+
+class KnnKernel(TunableKernel):
+    """Tunable family ``knn``: work-group size WG and library tile TILE."""
+
+    name = "knn"
+    template = "knn/knn.cl.mako"
+    space = TuningSpace(
+        params={"VARIANT": ("rows", "cols", "vec"), "WG": (8, 16, 32, 64, 128, 256),
+                "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
+                "INS": ("reg", "local", "mask"), "FLAG": (0, 1), "SPLIT": (1, 2, 4, 8, 16, 32),
+                "QQ": (1, 2), "CB": (0, 4, 8)},
+        heuristic=_heuristic,
+        constraint=_fits,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{e_bucket(spec['E'])}-{k_bucket(spec['K'])}"
+
+    def default_specs(self):
+        return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
+                for E in (2, 3, 5, 10, 20)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        if quick:
+            return [2048]
+        return [8192, 32768] if info.is_gpu else [4096]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _KnnCase(backend, spec, size)
+
+    def params_for(self, be: Backend, spec: dict[str, Any], size: int,
+                   nq_total: int | None = None) -> Params:
+        p = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
+        p = {"SPLIT": 1, "QQ": 1, "CB": 0, **p}
+        item = 8 if spec["REAL"] == "double" else 4
+        # rows only: the vec variant's SPLIT is tuned (splitting there admits more
+        # candidates in all: 7-10 ms instead of 4.8 ms at L=32,768, E=20 on the H100)
+        split_max = 32 if p["VARIANT"] == "rows" else 1
+        if be.info.is_gpu and p["SPLIT"] == 1 and nq_total is not None:
+            # few queries: split each query's library scan so the GPU fills up
+            want = be.info.compute_units * 1024
+            while (p["SPLIT"] < split_max and nq_total * p["SPLIT"] < want
+                   and p["WG"] % (2 * p["SPLIT"]) == 0
+                   and (p["WG"] * spec["K"] * (item + 4)) <= be.info.local_mem_bytes // 2):
+                p = {**p, "SPLIT": 2 * p["SPLIT"]}
+        while p["SPLIT"] > 1 and p["WG"] * spec["K"] * (item + 4) > be.info.local_mem_bytes // 2:
+            p = {**p, "SPLIT": p["SPLIT"] // 2}  # the partial lists must fit local memory
+        # the rows / vec variants' local tile holds E coordinates per point
+        while (p["VARIANT"] in ("rows", "vec") and p["TILE"] > max(16, p["QB"])
+               and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2):
+            p = {**p, "TILE": p["TILE"] // 2}
+        return p
+
+    def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
+               l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev, *,
+               xoff: int = 0, series_stride: int = 0):
+        """Tables of ``nbatch`` batches into ``idx_dev`` / ``dist_dev`` (nbatch, nq, K).
+
+        Batch ``b`` is library list ``b`` of ``l_dev`` (nbatch, nl); or, with
+        ``series_stride`` > 0, series ``b`` of ``x_dev``, i.e. the data from
+        ``xoff + b * series_stride`` on, all batches sharing the lists ``q_dev`` /
+        ``l_dev`` (points and output indices are then the series' own).
+        """
+        params = {"SPLIT": 1, "QQ": 1, "CB": 0, **params}
+        k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "knn")
+        if params["VARIANT"] in ("rows", "vec"):
+            qw = params["WG"] // params["SPLIT"] * params["QQ"]
+            gx = (nq + qw - 1) // qw * params["WG"]
+        else:
+            gx = (nq + params["QB"] - 1) // params["QB"] * params["WG"]
+        lstride = 0 if series_stride else nl
+        return be.launch(k, (gx, nbatch), (params["WG"], 1), x_dev, np.int32(xoff),
+                         np.int32(series_stride), q_dev, np.int32(nq), l_dev, np.int32(nl),
+                         np.int32(lstride), np.int32(radius), idx_dev, dist_dev)
+
+    def launch_sorted(self, be: Backend, spec: dict[str, Any], wg: int, x_dev, q_dev, nq: int,
+                      l_dev, nl: int, acc_dev, fin_dev):
+        """Every query's distance to every library point (VARIANT "sorted", kernel
+        ``dist_full``): ``acc_dev`` (nq, nl) the raw (squared) values, ``fin_dev`` the
+        finished distances; the arithmetic of :meth:`launch`, so the same values."""
+        params = {"VARIANT": "sorted", "WG": wg, "TILE": 16, "QB": 1, "EA": 0, "INS": "reg",
+                  "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
+        k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "dist_full")
+        return be.launch(k, (round_up(nl, wg), nq), (wg, 1), x_dev, q_dev, np.int32(nq), l_dev,
+                         np.int32(nl), acc_dev, fin_dev)
+
+
+KNN = KnnKernel()
+
+
+class _KnnCase(TuningCase):
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        self.be, self.spec = be, dict(spec)
+        span = (spec["E"] - 1) * spec["TAU"]
+        dt = np.float64 if spec.get("REAL") == "double" else np.float32
+        # a chaotic series (logistic map, as the benchmarks use), not iid noise: how
+        # often candidates pass the k-th distance, and so the cost of the top-k,
+        # depends on the data
+        x = logistic_map(size + span, r=3.9, x0=0.4, burn=0).astype(dt)
+        self.n = size
+        self.x = be.to_device(x)
+        self.pts = be.to_device(np.arange(size, dtype=np.int32))
+        self.idx = be.empty((size, spec["K"]), np.int32)
+        self.dist = be.empty((size, spec["K"]), dt)
+
+    def run(self, params: Params) -> list[Any]:
+        return [KNN.launch(self.be, params, self.spec, self.x, self.pts, self.n, self.pts, self.n,
+                           1, 0, self.idx, self.dist)]
+
+    def output(self) -> np.ndarray:
+        # distances, not indices: a float32 near-tie may legitimately swap two ranks
+        # between configurations that contract multiply-adds differently
+        return self.be.to_host(self.dist)

@@ -1,0 +1,151 @@
+"""The lookup kernel family (``lookup/simplex_lookup.cl.mako``): space, case, launchers.
+
+One template, three kernels, each with its launcher here:
+
+* ``lookup`` (:meth:`LookupKernel.launch`): Simplex predictions from k-NN tables (the
+  weighted average of the neighbours' targets), batched over targets and tables; a
+  gather (K table reads and K target reads per prediction, memory-bound) whose
+  work-group size WG is tuned.
+* ``skill`` (:meth:`LookupKernel.launch_skill`): Pearson rho / MAE / RMSE per
+  prediction row reduced on the device; its WG is the width of the reduction tree,
+  which fixes the summation order (:func:`ccm_skill_wg`, :func:`skill_wg`).
+* ``subset_lookup`` (:meth:`LookupKernel.launch_subset`): CCM's k-NN of sampled
+  libraries and lookup fused, from every query's sorted full-library row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+
+from .knn import k_bucket as _k_bucket
+
+TEMPLATE = "lookup/simplex_lookup.cl.mako"
+
+#: work-group size (number of streams of the pairwise tree) of CCM's rho reduction on
+#: every device: pyedmcl.ccm and the all-to-all map (``xmap_lookup/xmap_lookup.cl.mako``) share it,
+#: so their rho agree bit for bit, and GPUs and CPUs reduce in the same order. 64, not
+#: the Simplex skill's 256 on GPUs: the map runs one reduction per (library, target),
+#: and at 256 the trees made the H100's whole map 16% slower (N=5,000 x 3,780, E=5:
+#: 1.77 s vs 1.52 s at 64)
+CCM_SKILL_WG = 64
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def ccm_skill_wg(info: DeviceInfo) -> int:
+    """CCM's rho reduction width on the device ``info`` (:data:`CCM_SKILL_WG`, or the
+    largest power of two the device allows)."""
+    return _pow2_floor(min(CCM_SKILL_WG, info.max_work_group_size))
+
+
+def skill_wg(info: DeviceInfo) -> int:
+    """The Simplex skill's reduction width: 256 streams on GPUs, 64 on CPUs (a power of
+    two the device allows)."""
+    return _pow2_floor(min(256 if info.is_gpu else 64, info.max_work_group_size))
+
+
+def acc_type(info: DeviceInfo) -> str:
+    """The accumulation type of the lookup kernels on the device ``info``."""
+    return "double" if info.fp64 else "float"
+
+
+class LookupKernel(TunableKernel):
+    """Tunable family ``lookup``: work-group size of the Simplex lookup.
+
+    A spec holds ``K`` (neighbours per query), ``REAL`` ("float" / "double"), ``WEIGHT``
+    ("simplex" / "ccm": pyEDM's zero-distance rule) and, for :meth:`launch`, ``VARIANCE``
+    (0 / 1: also pyEDM's prediction variance).
+    """
+
+    name = "lookup"
+    template = TEMPLATE
+    space = TuningSpace(
+        params={"WG": (16, 32, 64, 128, 256, 512)},
+        heuristic=lambda info: {"WG": 64 if info.is_gpu else 16},
+        constraint=lambda p, info: p["WG"] <= info.max_work_group_size,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{spec.get('WEIGHT', 'simplex')}-{_k_bucket(spec['K'])}"
+
+    def default_specs(self):
+        return [{"K": k, "REAL": "float", "WEIGHT": "simplex"} for k in (2, 6, 11, 21)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [65536] if info.is_gpu else [16384]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _LookupCase(backend, spec, size)
+
+    def _kernel(self, be: Backend, spec: dict[str, Any], wg: int, name: str):
+        params = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
+                  "WG": wg, "WEIGHT": spec.get("WEIGHT", "simplex"),
+                  "VARIANCE": int(spec.get("VARIANCE", 0))}
+        return be.kernel(self.template, params, name)
+
+    def launch(self, be: Backend, params: Params, spec: dict[str, Any], idx, dist, nq: int,
+               nbatch: int, y_dev, ldy: int, nt: int, tshift: int, pred, var):
+        """Predictions ``pred`` ``(nbatch, nt, nq)`` from the k-NN tables ``idx`` /
+        ``dist`` ``(nbatch, nq, K)`` for targets ``0 .. nt-1`` (rows of ``y_dev``, ``ldy``
+        apart), and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is
+        not written; pass any buffer). Library point ``l`` contributes
+        ``y[j, l + tshift]`` to target ``j``."""
+        wg = params["WG"]
+        k = self._kernel(be, spec, wg, "lookup")
+        return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
+                         np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
+                         pred, var)
+
+    def launch_skill(self, be: Backend, wg: int, spec: dict[str, Any], pred_dev, nrows: int,
+                     nq: int, y_dev, ldy: int, nt: int, obs_dev, row0: int, out):
+        """Skill rows (rho, MAE, RMSE, pair count) of the ``nrows`` prediction rows of
+        ``pred_dev`` (``nq`` each) into ``out[row0:row0 + nrows]``; row ``r`` is compared
+        with target ``r % nt`` at data rows ``obs[q]`` (< 0: none). ``wg``: the
+        reduction width (:func:`skill_wg`, :func:`ccm_skill_wg`)."""
+        k = self._kernel(be, {**spec, "WEIGHT": "simplex", "VARIANCE": 0}, wg, "skill")
+        return be.launch(k, (nrows * wg,), (wg,), pred_dev, np.int32(nq), y_dev,
+                         np.int32(ldy), np.int32(nt), obs_dev, np.int32(row0), out)
+
+    def launch_subset(self, be: Backend, wg: int, spec: dict[str, Any], srt, sdist, cnt,
+                      nbatch: int, lpts, qpts, nq: int, nl: int, radius: int, y_dev,
+                      tshift: int, pred):
+        """CCM predictions ``pred`` ``(nbatch, nq)`` of ``nbatch`` sampled libraries:
+        ``srt`` / ``sdist`` ``(nq, nl)`` hold every query's full-library positions and
+        distances in the k-NN order, ``cnt`` ``(nbatch, nl)`` (uint8) each position's
+        multiplicity in each library; ``lpts`` / ``qpts`` the library and query points
+        (exclusion ``radius``)."""
+        k = self._kernel(be, {**spec, "VARIANCE": 0}, wg, "subset_lookup")
+        return be.launch(k, (round_up(nq, wg), nbatch), (wg, 1), srt, sdist, cnt, lpts, qpts,
+                         np.int32(nq), np.int32(nl), np.int32(radius), y_dev,
+                         np.int32(tshift), pred)
+
+
+LOOKUP = LookupKernel()
+
+
+class _LookupCase(TuningCase):
+    """A random k-NN table (sorted distances) over ``size`` queries, one target."""
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        rng = np.random.default_rng(11)
+        k, dt = spec["K"], np.float64 if spec.get("REAL") == "double" else np.float32
+        self.be, self.spec, self.nq = be, {"WEIGHT": "simplex", **spec, "VARIANCE": 0}, size
+        self.idx = be.to_device(rng.integers(0, size, (1, size, k)).astype(np.int32))
+        self.dist = be.to_device(np.sort(rng.random((1, size, k)), axis=-1).astype(dt))
+        self.y = be.to_device(rng.standard_normal(size + 8).astype(dt))
+        self.pred = be.empty((1, 1, size), dt)
+
+    def run(self, params: Params) -> list[Any]:
+        return [LOOKUP.launch(self.be, params, self.spec, self.idx, self.dist, self.nq, 1,
+                              self.y, self.nq + 8, 1, 1, self.pred, self.pred)]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.pred)

@@ -1,0 +1,239 @@
+"""The RQA line-detection kernel family (``rqa_lines/rqa_lines.cl.mako``).
+
+One launch detects the diagonal, vertical and white vertical lines of one set of
+sub-matrices of the recurrence matrix (a row block times a band of lanes), continuing
+the runs held in the carryover buffers; ``rqa_accumulate`` folds the launch's 32-bit
+histograms into 64-bit totals. The Divide & Recombine schedule that drives these
+launches is :mod:`pyedmcl.rqa.dnr`.
+
+Tunables: VEC lanes per work-item, WG work-group size, EDGE sub-matrix edge, BITS
+(bit-packed runs, 32/64-row words), PH (private histogram bins), SHARE (diagonals
+gathered from the vertical launch's bit words), SYM (upper triangle only), WALK
+(run-walk variant); the template's header explains each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+
+#: the carryover buffers of a launch, per mode (horizontal: per row of the matrix)
+CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
+#: template values of the fold kernel (it depends on none of them)
+_FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
+                "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
+                "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0}
+
+
+def _heuristic(info: DeviceInfo) -> Params:
+    if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
+        return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
+                "WALK": 0}
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1,
+            "WALK": 1}
+
+
+def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
+    """WALK template value: given, else the device default (1 on CPUs, 0 on GPUs)."""
+    if not params.get("BITS", 0) or _intel_walk_crash(params, info, wg):
+        return 0
+    return int(params.get("WALK", 0 if info.is_gpu else 1))
+
+
+def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
+    """Intel's CPU OpenCL compiler (2024.x) aborts the process building the WALK paths
+    with direct private bins (PH >= 64) in work-groups of 16 or more (it vectorises over
+    work-items); those builds use WALK=0 (same histograms)."""
+    return info.runtime == "intel" and wg >= 16 and int(params.get("PH", 0)) >= 64
+
+
+def _fits(p: Params, info: DeviceInfo) -> bool:
+    return ((not p.get("SHARE", 0) or p.get("BITS", 0) == 2)
+            and (not p.get("SYM", 0) or p.get("SHARE", 0))
+            and (not p.get("WALK", 0) or p.get("BITS", 0))
+            and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
+            and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
+            and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
+            and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
+
+
+def hist_bins(info: DeviceInfo) -> int:
+    """Line lengths kept in the work-group-local histogram (longer ones go global)."""
+    return 1024 if info.local_mem_bytes >= 3 * 1024 * 4 * 2 else 256
+
+
+def _wg(mode: str, params: Params) -> int:
+    """Work-group size of a launch: horizontal launches have only edge/64 work-items, each
+    walking whole rows, so one per work-group lets the runtime balance them over cores."""
+    return 1 if mode == "horizontal" else int(params["WG"])
+
+
+@dataclass
+class LineSpec:
+    """What shapes the generated kernel (besides the tunables)."""
+
+    E: int
+    tau: int
+    metric: str
+    real: str  # "float" | "double"
+    joint: bool = False
+    theiler_matrix: bool = False
+    white_border: bool = True
+
+    @property
+    def dtype(self) -> type:
+        """The working real type (series, thresholds)."""
+        return np.float64 if self.real == "double" else np.float32
+
+    def tuning_spec(self) -> dict[str, Any]:
+        """The specialisation values tuning entries are bucketed by."""
+        return {"E": self.E, "REAL": self.real, "METRIC": self.metric}
+
+    def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
+        return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
+                "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params),
+                "HBINS": hist_bins(info), "JOINT": int(self.joint),
+                "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
+                "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
+                "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0)),
+                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params))}
+
+
+class RQALinesKernel(TunableKernel):
+    """Tunable family: lanes per work-item (VEC), work-group size, sub-matrix edge."""
+
+    name = "rqa_lines"
+    template = "rqa_lines/rqa_lines.cl.mako"
+    #: the Divide & Recombine run the tuning case times (the schedule decides how the
+    #: launches overlap, so the case tunes what users run); the algorithm layer provides
+    #: it (:mod:`pyedmcl.rqa.dnr` sets it when imported, as ``import pyedmcl`` does)
+    schedule: Callable[..., Any] | None = None
+    space = TuningSpace(
+        params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024),
+                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2)},
+        heuristic=_heuristic,
+        constraint=_fits,
+    )
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        e = spec["E"]
+        eb = "E1-2" if e <= 2 else "E3-8" if e <= 8 else "E9+"
+        return f"{spec.get('REAL', 'float')}-{spec.get('METRIC', 'euclidean')}-{eb}"
+
+    def default_specs(self):
+        return [{"E": 5, "TAU": 3, "METRIC": "euclidean", "REAL": "float"}]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        if quick:
+            return [4096]
+        return [100_000] if info.is_gpu else [8192]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _LinesCase(backend, spec, size)
+
+    # -- device buffers in the layout the kernels read -------------------------------
+
+    def series(self, backend: Backend, params: Params, spec: LineSpec, x: np.ndarray,
+               y: np.ndarray, x2: np.ndarray | None = None,
+               y2: np.ndarray | None = None) -> tuple[Any, Any, Any, Any]:
+        """Row and column series (x, y, x2, y2) on the device; column series are padded by
+        VEC zeros on both sides (a work-item loads VEC lanes at once). Without JOINT the
+        second pair is the first."""
+        dt = spec.dtype
+        pad = np.zeros(params["VEC"], dtype=dt)
+        xd = backend.to_device(np.ascontiguousarray(x, dtype=dt))
+        yd = backend.to_device(np.concatenate([pad, np.asarray(y, dtype=dt), pad]))
+        if not spec.joint:
+            return xd, yd, xd, yd
+        x2d = backend.to_device(np.ascontiguousarray(x2, dtype=dt))
+        y2d = backend.to_device(np.concatenate([pad, np.asarray(y2, dtype=dt), pad]))
+        return xd, yd, x2d, y2d
+
+    def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
+        """Zeroed carryover buffers of a band of ``n`` lanes (columns: open black run, open
+        white run, recurrence count; diagonals: open run) or, horizontal, of ``n`` rows
+        (a row's first and last runs)."""
+        size = n if mode == "horizontal" else n + params["VEC"]
+        return tuple(backend.to_device(np.zeros(size, np.uint32))
+                     for _ in range(CARRY_BUFFERS[mode]))
+
+    @staticmethod
+    def shared_layout(params: Params, n_rows: int, n_cols: int) -> tuple[int, int]:
+        """SHARE: (64-row words per row block, stride of a word's columns) of the column
+        bit buffer (zero padding of 64 + VEC columns on both sides)."""
+        return (min(params["EDGE"], n_rows) + 63) // 64, n_cols + 2 * (64 + params["VEC"])
+
+    # -- launches ---------------------------------------------------------------------
+
+    def launch(self, backend: Backend, params: Params, spec: LineSpec, mode: str, *,
+               series: tuple[Any, Any, Any, Any], thr: float, thr2: float, n_rows: int,
+               n_cols: int, row0: int, nrows: int, lane0: int, nlanes: int, w: int,
+               carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
+               sbits: Any = None, sstride: int = 0, skmin: int = 0) -> Any:
+        """Enqueue one ``rqa_<mode>`` launch: rows ``row0 .. row0 + nrows - 1`` of lanes
+        ``lane0 .. lane0 + nlanes - 1`` (columns, diagonals ``k = j - i``; horizontal: the
+        row block's 64-row words). ``carry`` holds the band's carryover buffers, lane
+        ``carry0`` first (see :meth:`carry`); ``hist`` the 32-bit histograms (vertical,
+        horizontal: black and white vertical lines; diagonal: diagonal lines). SHARE:
+        ``sbits`` (the column words, :meth:`shared_layout`), ``skmin`` the lowest
+        diagonal of any diagonal launch."""
+        k = backend.kernel(self.template, spec.template_params(mode, params, backend.info),
+                           f"rqa_{mode}")
+        per_item = 1 if mode == "horizontal" else params["VEC"]  # horizontal: one 64-row word
+        wg = _wg(mode, params)
+        gsz = round_up((nlanes + per_item - 1) // per_item, wg)
+        real = spec.dtype
+        shared = () if sbits is None else (sbits, np.int32(sstride), np.int32(skmin))
+        return backend.launch(k, (gsz,), (wg,), *series, real(thr), real(thr2),
+                              np.int32(n_rows), np.int32(n_cols), np.int32(row0),
+                              np.int32(nrows), np.int32(lane0), np.int32(nlanes), np.int32(w),
+                              np.int32(carry0), *carry, *hist, *shared)
+
+    def fold(self, backend: Backend, pairs: list[tuple[Any, Any]], n: int) -> None:
+        """Add bins ``0 .. n - 1`` of each 32-bit histogram into its 64-bit total and clear
+        them (``pairs``: (h32, h64) device arrays)."""
+        k = backend.kernel(self.template, _FOLD_PARAMS, "rqa_accumulate")
+        wg = min(64, backend.info.max_work_group_size)
+        for h32, h64 in pairs:
+            backend.launch(k, (round_up(n, wg),), (wg,), h32, h64, np.int32(n))
+
+
+RQA_LINES = RQALinesKernel()
+
+
+class _LinesCase(TuningCase):
+    """Auto-RQA of a logistic-map series (E, tau from the spec, RR about 0.1), the whole
+    Divide & Recombine run (:attr:`RQALinesKernel.schedule`)."""
+
+    def __init__(self, backend: Backend, spec: dict[str, Any], size: int):
+        self.backend = backend
+        self.spec = LineSpec(spec["E"], spec["TAU"], spec["METRIC"], spec.get("REAL", "float"))
+        n = size + (spec["E"] - 1) * spec["TAU"]
+        s = np.empty(n)
+        s[0] = 0.4
+        for i in range(1, n):
+            s[i] = 3.9 * s[i - 1] * (1 - s[i - 1])
+        self.x = s
+        self.n = size
+        self.out: np.ndarray | None = None
+
+    def run(self, params: Params) -> list[Any]:
+        if RQA_LINES.schedule is None:
+            raise RuntimeError("the rqa_lines tuning case needs its schedule: import pyedmcl.rqa")
+        h = RQA_LINES.schedule([self.backend], self.x, self.x, 0.3 ** 2, spec=self.spec,
+                         n_rows=self.n, n_cols=self.n, diag_ranges=[(1, self.n)],
+                         params=params, symmetric=True)
+        self.out = np.concatenate([h.diagonal, h.vertical, h.white, [h.n_recurrences]])
+        return h.events
+
+    def output(self) -> np.ndarray:
+        assert self.out is not None
+        return self.out

@@ -1,0 +1,46 @@
+## Shared defs of the lookup kernels (lookup/simplex_lookup's `lookup`, `subset_lookup`,
+## xmap_lookup/xmap_lookup's `pack`): one definition of pyEDM's neighbour weights, so
+## every family weighs neighbours with the same operations in the same order (the
+## cross map's rho equals pyedmcl.ccm's bit for bit).
+## Import with <%namespace name="lk" file="/common/_lookup.mako"/>.
+##
+## w_i = exp(-d_i / d_min) over the admissible neighbours. WEIGHT selects pyEDM's
+## zero-distance rule: "simplex" floors d_min at 1e-6 (pyEDM Simplex); "ccm" gives
+## weight 1 to zero distances and 0 to the rest when d_min == 0, and a query with fewer
+## than K admissible neighbours has no prediction (pyEDM CCM).
+<%namespace name="metric" file="/common/_metric.mako"/>
+## types and pragmas: real_t (data), acc_t (sums, weights), K; contraction off, so
+## every runtime rounds alike
+<%def name="prelude(REAL, ACC, K)">
+${metric.real_type(REAL)}
+% if ACC == "double" and REAL != "double":
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+% endif
+typedef ${ACC} acc_t;
+#define K ${K}
+/* no implicit contraction: the same rounding on every runtime */
+#pragma OPENCL FP_CONTRACT OFF
+</%def>
+## the declaration of `dmin` (real_t) from the nearest distance `dmin_raw` ("simplex")
+<%def name="dmin(WEIGHT)">\
+% if WEIGHT == "simplex":
+const real_t dmin = fmax(dmin_raw, (real_t)1e-6);\
+% endif
+</%def>
+## the weight (acc_t expression) of a neighbour at distance `d` (a real_t expression)
+<%def name="weight(WEIGHT, d)">\
+% if WEIGHT == "simplex":
+exp(-(acc_t)${d} / (acc_t)dmin)\
+% else:
+dmin_raw > 0 ? exp(-(acc_t)${d} / (acc_t)dmin_raw) : (${d} == 0 ? (acc_t)1 : (acc_t)0)\
+% endif
+</%def>
+## whether a query with weight sum `den` has a prediction; `full`: a C expression, true
+## when the query has K admissible neighbours (what "ccm" requires)
+<%def name="valid(WEIGHT, full)">\
+% if WEIGHT == "ccm":
+(den > 0 && ${full})\
+% else:
+den > 0\
+% endif
+</%def>

@@ -1,0 +1,57 @@
+## Shared defs: exact top-k lists of the k-NN kernels (knn, knn_scan).
+## Import with <%namespace name="topk" file="/common/_topk.mako"/>; needs `real_t`.
+##
+## The k best candidates of a query are kept in the total order (distance, |p - l|, l)
+## (pyEDM's Simplex tie order); `tie_key(p, l)` ranks |p - l| first, then the earlier
+## point. The top-k of a total order does not depend on the order candidates arrive
+## in, so every list form below gives the same result. Three forms:
+##   * registers, bd0..bd{K-1} / bi0..bi{K-1} (distance / point, -1 = empty):
+##     `insert_reg`, an unrolled compare-swap network;
+##   * packed keys s0..s{K-1} (ulong: float distance bits << 32 | tie key, whose
+##     integer order is the total order): `insert_key`, a branch-free min/max network;
+##   * sorted lists in local memory (topd / topi rows): `shift_insert`, a short
+##     shifting insertion.
+
+## tie_key and dist_rows, once per kernel source
+<%def name="functions()">\
+/* tie key of library point l for query p: |p - l| first, then the earlier point */
+inline int tie_key(const int p, const int l) { return 2 * (l > p ? l - p : p - l) + (l > p); }
+inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
+</%def>
+
+## candidate (D, L) with tie key KEY into the register list bd{k}SF / bi{k}SF of K
+## entries for query P (the displaced entry moves one place down)
+<%def name="insert_reg(K, D, L, KEY, SF='', P='p')">\
+{
+                    real_t cd = ${D}; int ci = ${L}; int ck = ${KEY};
+% for k in range(K):
+                    {
+                        const bool sw = cd < bd${k}${SF} || (cd == bd${k}${SF} && (bi${k}${SF} < 0 || ck < tie_key(${P}, bi${k}${SF})));
+                        const real_t td = bd${k}${SF}; const int ti = bi${k}${SF};
+                        if (sw) { bd${k}${SF} = cd; bi${k}${SF} = ci; cd = td; ci = ti; ck = tie_key(${P}, ti); }
+                    }
+% endfor
+}\
+</%def>
+
+## packed key `cv` (a ulong lvalue, consumed) into the key list s{k}SF of K entries
+<%def name="insert_key(K, SF='')">\
+% for k in range(K):
+{ const ulong lo = cv < s${k}${SF} ? cv : s${k}${SF}; cv = cv < s${k}${SF} ? s${k}${SF} : cv; s${k}${SF} = lo; }
+% endfor
+</%def>
+
+## candidate (D, L) with tie key KEY into the sorted local list topd[I][OP j] /
+## topi[I][OP j], j < K, of query P (OP: the list's offset in its row, e.g. "O + ",
+## or ""); the caller has checked that it beats the list's last entry
+<%def name="shift_insert(I, OP, K, D, L, KEY, P)">\
+int j = ${K} - 1;
+while (j > 0 && (${D} < topd[${I}][${OP}j - 1] || (${D} == topd[${I}][${OP}j - 1]
+       && (topi[${I}][${OP}j - 1] < 0 || ${KEY} < tie_key(${P}, topi[${I}][${OP}j - 1]))))) {
+    topd[${I}][${OP}j] = topd[${I}][${OP}j - 1];
+    topi[${I}][${OP}j] = topi[${I}][${OP}j - 1];
+    --j;
+}
+topd[${I}][${OP}j] = ${D};
+topi[${I}][${OP}j] = ${L};
+</%def>

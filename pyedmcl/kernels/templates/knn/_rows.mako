@@ -1,0 +1,65 @@
+## knn.cl.mako, VARIANT "rows" (GPUs): SPLIT work-items per query (WG / SPLIT queries
+## per group), each scanning every SPLIT-th point of each tile (broadcast reads) into
+## its own register top-k; the SPLIT partial lists merge through local memory at the
+## end (same total order, so the result does not depend on SPLIT). SPLIT > 1 keeps a
+## GPU busy when there are few queries.
+<%namespace name="parts" file="/knn/_parts.mako"/>
+<%namespace name="topk" file="/common/_topk.mako"/>
+<%def name="kernel()">\
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void knn(${parts.knn_args()})
+{
+<% QW = WG // SPLIT %>
+    const int lid = get_local_id(0);
+    const int qi = lid % ${QW};
+    const int sp = lid / ${QW};
+    const int q = get_group_id(0) * ${QW} + qi;
+    ${parts.batch_setup()}
+    __local real_t tile[${E}][${TILE}];
+    __local int tidx[${TILE}];
+
+    const bool active = q < nq;
+    const int p = active ? qpts[q] : 0;
+    real_t qv[${E}];
+% for k in range(E):
+    qv[${k}] = active ? x[p + ${k * TAU}] : (real_t)0;
+% endfor
+% for k in range(K):
+    real_t bd${k} = INFINITY; int bi${k} = -1;
+% endfor
+
+${parts.tile_loop("get_group_id(0) * %d + %d" % (QW, QW // 2))}\
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int t = lid; t < ${TILE}; t += ${WG}) {
+            const int li = base + t;
+            const int lp = li < nl ? lib[li] : 0;
+            tidx[t] = li < nl ? lp : -1;
+% for k in range(E):
+            tile[${k}][t] = x[lp + ${k * TAU}];
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int cnt = min(${TILE}, nl - base);
+        for (int t = sp; t < cnt; t += ${SPLIT}) {
+            ${parts.distance("acc", "tile[%d][t]", "qv[%d]", "bd%d" % (K - 1))}
+            if (acc <= bd${K - 1}) {
+                const int l = tidx[t];
+                const int key = tie_key(p, l);
+                if (dist_rows(p, l) > radius
+                    && (acc < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
+                    ${topk.insert_reg(K, 'acc', 'l', 'key')}
+                }
+            }
+        }
+    }
+% if SPLIT > 1:
+${parts.merge_split(QW, False, "acc")}\
+% endif
+    if (active && sp == 0) {
+        const size_t o = ((size_t)b * nq + q) * K;
+% for k in range(K):
+${parts.store(k)}\
+% endfor
+    }
+}
+</%def>

@@ -1,0 +1,144 @@
+## params: K, REAL, ACC, WG, WEIGHT, VARIANCE
+## version: 1
+## legacy-hashes: bb31c34f23d69fa6
+## Simplex lookup from a k-NN table, batched over targets, and skill reduced on
+## the device.
+##
+## lookup: prediction of query q for target j from table b:
+##   w_i = exp(-d_i / d_min), sum_i w_i y_j[idx_i + tshift] / sum_i w_i
+## over the admissible neighbours (idx >= 0, finite distance). WEIGHT selects
+## pyEDM's zero-distance rule: "simplex" floors d_min at 1e-6 (pyEDM Simplex),
+## "ccm" gives weight 1 to zero distances and 0 to the rest when d_min == 0
+## and predicts NaN when fewer than K neighbours are admissible (pyEDM CCM).
+## A query with no admissible neighbour predicts NaN.
+##
+## skill: one work-group per prediction row (written at row row0 + r of out, so
+## several pipelines can share one output read back once) reduces Pearson rho, MAE and RMSE
+## against the observations y_j[obs[q]] (obs[q] < 0: no observation) with a
+## streaming shifted-sum update per work-item and pairwise (Chan et al.) merges in
+## local memory (common/_stats.mako), in ACC precision: numerically stable, no
+## prediction leaves the device.
+<%namespace name="lk" file="/common/_lookup.mako"/>
+<%namespace name="stats" file="/common/_stats.mako"/>
+${lk.prelude(REAL, ACC, K)}
+
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
+            const int nq, __global const real_t* restrict y, const int ldy, const int nt,
+            const int tshift, __global real_t* restrict pred, __global real_t* restrict var)
+{
+    const int q = get_global_id(0);
+    const int j = get_global_id(1);
+    const int b = get_global_id(2);
+    if (q >= nq) return;
+    const size_t o = ((size_t)b * nq + q) * K;
+    const real_t dmin_raw = dist[o];
+    ${lk.dmin(WEIGHT)}
+    __global const real_t* yj = y + (size_t)j * ldy + tshift;
+    acc_t num = 0, den = 0;
+% for k in range(K):
+    {
+        const int l = idx[o + ${k}];
+        const real_t d = dist[o + ${k}];
+        if (l >= 0) {
+            const acc_t w = ${lk.weight(WEIGHT, "d")};
+            num += w * (acc_t)yj[l];
+            den += w;
+        }
+    }
+% endfor
+    const acc_t mu = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? num / den : (acc_t)NAN;
+    pred[((size_t)b * nt + j) * nq + q] = (real_t)mu;
+% if VARIANCE:
+    /* pyEDM's Pred_Variance: weighted spread of the neighbours' targets */
+    acc_t v = 0;
+%   for k in range(K):
+    {
+        const int l = idx[o + ${k}];
+        const real_t d = dist[o + ${k}];
+        if (l >= 0) {
+            const acc_t w = ${lk.weight(WEIGHT, "d")};
+            const acc_t e = (acc_t)yj[l] - mu;
+            v += w * e * e;
+        }
+    }
+%   endfor
+    var[((size_t)b * nt + j) * nq + q] = den > 0 ? (real_t)(v / den) : (real_t)NAN;
+% endif
+}
+
+${stats.functions()}
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void skill(__global const real_t* restrict pred, const int nq,
+           __global const real_t* restrict y, const int ldy, const int nt,
+           __global const int* restrict obs, const int row0, __global acc_t* restrict out)
+{
+    const int r = get_group_id(0);
+    __global acc_t* o = out + (size_t)(row0 + r) * 4;
+    const int lid = get_local_id(0);
+    const int j = r % nt;
+    __global const real_t* pr = pred + (size_t)r * nq;
+    __global const real_t* yj = y + (size_t)j * ldy;
+    acc_t s[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int t = obs[q];
+        if (t < 0) continue;
+        const acc_t p = pr[q];
+        if (!isfinite(p)) continue;
+        ${stats.update("s", "p", "(acc_t)yj[t]")}
+    }
+    __local acc_t red[${WG}][8];
+${stats.reduce("s", "red", WG)}
+    if (lid == 0) {
+        const acc_t n = red[0][0];
+        const acc_t den = sqrt(red[0][3] * red[0][4]);
+        o[0] = den > 0 ? red[0][5] / den : (acc_t)NAN;
+        o[1] = n > 0 ? red[0][6] / n : (acc_t)NAN;
+        o[2] = n > 0 ? sqrt(red[0][7] / n) : (acc_t)NAN;
+        o[3] = n;
+    }
+}
+
+/* CCM: k-NN of sampled libraries + lookup fused (no k-NN table in memory).
+ * srt/sdist: every query's full-library positions and finished distances in the
+ * k-NN kernel's total order (distance, |p - l|, l); cnt[b][j]: multiplicity of
+ * position j in sampled library b. The first K admissible members of the row are
+ * that library's K nearest neighbours; weights and sums follow lookup exactly
+ * (same formula, same order), so the prediction equals lookup on the k-NN table. */
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void subset_lookup(__global const int* restrict srt, __global const real_t* restrict sdist,
+                   __global const uchar* restrict cnt, __global const int* restrict lpts,
+                   __global const int* restrict qpts, const int nq, const int nl,
+                   const int radius, __global const real_t* restrict y, const int tshift,
+                   __global real_t* restrict pred)
+{
+    const int q = get_global_id(0);
+    const int b = get_global_id(1);
+    if (q >= nq) return;
+    const int p = qpts[q];
+    __global const int* row = srt + (size_t)q * nl;
+    __global const real_t* drow = sdist + (size_t)q * nl;
+    __global const uchar* c = cnt + (size_t)b * nl;
+    __global const real_t* yt = y + tshift;
+    acc_t num = 0, den = 0;
+    real_t dmin_raw = (real_t)0;
+    int m = 0;
+    for (int t = 0; t < nl && m < K; ++t) {
+        const int j = row[t];
+        int cj = c[j];
+        if (cj == 0) continue;
+        const int l = lpts[j];
+        if ((l > p ? l - p : p - l) <= radius) continue;
+        const real_t d = drow[t];
+        if (m == 0) dmin_raw = d;
+        ${lk.dmin(WEIGHT)}
+        const acc_t w = ${lk.weight(WEIGHT, "d")};
+        const acc_t v = (acc_t)yt[l];
+        for (; cj > 0 && m < K; --cj, ++m) {
+            num += w * v;
+            den += w;
+        }
+    }
+    const acc_t mu = ${lk.valid(WEIGHT, "m == K")} ? num / den : (acc_t)NAN;
+    pred[(size_t)b * nq + q] = (real_t)mu;
+}

@@ -1,0 +1,77 @@
+## Histogram accumulation of rqa_lines: a closed line of length len goes to the private
+## per-work-item histogram (len <= PH), the work-group-local one (len <= HBINS) or the
+## launch's 32-bit global one; local (and private) counts are merged once per work-group,
+## and the host folds the 32-bit counts into 64-bit totals (rqa_accumulate).
+## Import with <%namespace name="hist" file="/rqa_lines/_hist.mako"/>.
+
+<%def name="hist_add()">\
+inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint len)
+{
+% if PH:
+    if (len <= ${PH}u) ph[len - 1u] += 1u;
+    else
+% endif
+    if (len <= ${HBINS}u) atomic_inc(&lh[len - 1u]);
+    else atomic_inc(&gh[len - 1u]);
+}
+</%def>
+
+## Kernel prologue: zeroed local histograms (lh_v, lh_w or lh_d), private ones (ph_*)
+## and n_iso, the lines of length 1 counted by popcount.
+<%def name="setup()">\
+% if MODE != "diagonal":
+    __local uint lh_v[${HBINS}];
+    __local uint lh_w[${HBINS}];
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) { lh_v[b] = 0u; lh_w[b] = 0u; }
+% else:
+    __local uint lh_d[${HBINS}];
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) lh_d[b] = 0u;
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* private histograms: set up after the barrier, so that they are not live across one
+       (PoCL then keeps them on the work-item's stack, not in a per-work-group array) */
+    uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
+% if PH:
+    for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
+% endif
+    uint n_iso = 0u;   /* WALK, PH: lines of length 1 counted by popcount, added to bin 1 */
+</%def>
+
+## Kernel epilogue: private counts (and n_iso) into the local histograms, local ones into
+## the launch's global histograms.
+<%def name="merge()">\
+% if PH:
+    ${"ph_d" if MODE == "diagonal" else "ph_v"}[0] += n_iso;
+    for (int b = 0; b < ${PH}; ++b) {
+%   if MODE != "diagonal":
+        if (ph_v[b]) atomic_add(&lh_v[b], ph_v[b]);
+        if (ph_w[b]) atomic_add(&lh_w[b], ph_w[b]);
+%   else:
+        if (ph_d[b]) atomic_add(&lh_d[b], ph_d[b]);
+%   endif
+    }
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+% if MODE != "diagonal":
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {
+        if (lh_v[b]) atomic_add(&hist_v[b], lh_v[b]);
+        if (lh_w[b]) atomic_add(&hist_w[b], lh_w[b]);
+    }
+% else:
+    for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {
+        if (lh_d[b]) atomic_add(&hist_d[b], lh_d[b]);
+    }
+% endif
+</%def>
+
+<%def name="accumulate()">\
+/* Fold a launch's 32-bit histogram into the 64-bit total and clear it. */
+__kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restrict h64, const int n)
+{
+    const int b = get_global_id(0);
+    if (b < n) {
+        const uint c = h32[b];
+        if (c) { h64[b] += (ulong)c; h32[b] = 0u; }
+    }
+}
+</%def>

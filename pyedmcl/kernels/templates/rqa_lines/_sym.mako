@@ -1,0 +1,105 @@
+## SYM=1 pieces of rqa_lines: the row run walk, the 64x64 bit transpose and the body of
+## MODE "horizontal", which walks the rows of the stored column words of a row block (the
+## vertical runs of the lower triangle). T: the names of _names.mako.
+## Import with <%namespace name="sym" file="/rqa_lines/_sym.mako"/>.
+<%namespace name="bits" file="/rqa_lines/_bits.mako"/>
+
+<%def name="functions(T)">\
+/* Runs of one row (left to right) over nb (<= 64) columns packed in b: black runs are
+   vertical lines of the lower triangle, white ones white vertical lines. *col is the
+   colour of the open run, *len its length; the row's first run is not counted but
+   returned in *head (length | colour << 31) once it closes. */
+RQA_INLINE void row_runs(ulong b, const int nb, uint* len, uint* col, uint* head,
+                         uint* ph_v, __local uint* lh_v, __global uint* gh_v,
+                         uint* ph_w, __local uint* lh_w, __global uint* gh_w, uint* n1)
+{
+    const ulong m = (nb >= 64) ? ~0UL : ((1UL << nb) - 1UL);
+    b &= m;
+    uint cur = *col;
+% if WALK:
+    const ulong up = (b << 1) | (ulong)cur;
+    const ulong s = b & ~up & m, e = ~b & up & m;
+    if ((s | e) == 0UL) { *len += (uint)nb; return; }
+${bits.black_start_walk(T, "s", "e", "cur", "*len", "*len", None, ("ph_v", "lh_v", "gh_v"), ("ph_w", "lh_w", "gh_w"), head="head")}
+    if (bopen >= 0) { *len = (uint)(nb - bopen); *col = 1u; }
+    else { *len = (uint)(nb - last); *col = 0u; }
+% else:
+    ulong t = (b ^ ((b << 1) | (ulong)cur)) & m;
+    if (t == 0UL) { *len += (uint)nb; return; }
+    int p = ctzw(t);
+    t &= t - 1UL;
+    const uint closed = *len + (uint)p;
+    if (*head == 0u) *head = closed | (cur << 31);
+    else if (cur) hist_add(ph_v, lh_v, gh_v, closed);
+    else hist_add(ph_w, lh_w, gh_w, closed);
+    int last = p;
+    cur ^= 1u;
+    while (t) {
+        p = ctzw(t);
+        t &= t - 1UL;
+        if (cur) hist_add(ph_v, lh_v, gh_v, (uint)(p - last));
+        else hist_add(ph_w, lh_w, gh_w, (uint)(p - last));
+        last = p;
+        cur ^= 1u;
+    }
+    *len = (uint)(nb - last);
+    *col = cur;
+% endif
+}
+
+/* In-place transpose of a 64x64 bit matrix (a[r] bit c -> a[c] bit r): swap the
+   off-diagonal blocks of 32, then of 16 inside each block, ... down to 1. */
+RQA_INLINE void transpose64(ulong* a)
+{
+<%
+    tmasks = [(32, "0x00000000FFFFFFFFUL"), (16, "0x0000FFFF0000FFFFUL"), (8, "0x00FF00FF00FF00FFUL"),
+              (4, "0x0F0F0F0F0F0F0F0FUL"), (2, "0x3333333333333333UL"), (1, "0x5555555555555555UL")]
+%>
+% for j, mk in tmasks:
+    for (int q = 0; q < 32; ++q) {
+        const int k = ((q & ~${j - 1}) << 1) | (q & ${j - 1});   /* rows with bit ${j} clear */
+        const ulong t = ((a[k] >> ${j}) ^ a[k + ${j}]) & ${mk};
+        a[k] ^= t << ${j};
+        a[k + ${j}] ^= t;
+    }
+% endfor
+}
+</%def>
+
+## MODE "horizontal": the kernel body of work-item g.
+<%def name="horizontal()">\
+    /* work-item g: the 64 rows of stored word g of the row block, i = row0 + 64 g + r;
+       row i is walked from column i + 1 to the last one, 64 columns per step */
+    const int g = get_global_id(0);
+    if (g < nlanes) {
+        const int ib = row0 + 64 * g;
+        const int nr = IMIN(64, row0 + nrows - ib);
+        __global const ulong* sw = sbits + g * sstride + SPAD;
+        uint len[64], col[64], head[64];
+        ulong a[64];
+        for (int c0 = ib + 1; c0 < n_cols; c0 += 64) {
+            const int nc = IMIN(64, n_cols - c0);
+            for (int c = 0; c < 64; ++c) a[c] = sw[c0 + c];   /* zero padding past n_cols */
+            transpose64(a);
+            if (c0 == ib + 1) {   /* row r starts at bit r of the first step */
+                for (int r = 0; r < nr; ++r) {
+                    len[r] = 0u; head[r] = 0u;
+                    col[r] = (uint)(a[r] >> r) & 1u;
+                    if (r < nc) row_runs(a[r] >> r, nc - r, &len[r], &col[r], &head[r],
+                                         ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
+                }
+            } else {
+                for (int r = 0; r < nr; ++r)
+                    row_runs(a[r], nc, &len[r], &col[r], &head[r],
+                             ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
+            }
+        }
+        for (int r = 0; r < nr; ++r) {
+            const int i = ib + r;
+            if (i + 1 >= n_cols) { hhead[i] = 0u; htail[i] = 0u; continue; }
+            const uint open = len[r] | (col[r] << 31);
+            if (head[r]) { hhead[i] = head[r]; htail[i] = open; }
+            else { hhead[i] = open; htail[i] = 0u; }   /* one run: touches the diagonal and the bottom */
+        }
+    }
+</%def>

@@ -1,0 +1,162 @@
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK
+## version: 1
+## legacy-hashes: 2e7fe6f705ceb46a
+## WALK=1 (BITS=2; the CPU default): vertical runs (column and row walks) are walked black
+## run start by black run start instead of transition by transition. Black runs of length 1
+## that close inside the word (most of them at low RR) are counted with one popcount per
+## word; the walk then takes one step per white run (its length: the black start minus
+## the white start), and finds the end of the rare longer black runs with one ctz. Half
+## the steps, and no store-to-load chain on histogram bin 1. WALK=0: the transition walk.
+## SYM=1 (needs SHARE=1; auto- and joint RQA, whose matrix is symmetric): only the cells on
+## and above the main diagonal are computed. Column j of the full matrix is (column j above
+## the diagonal) + (cell (j, j)) + (row j right of the diagonal, read top-down). The
+## vertical launch covers the columns j >= row0 and walks rows i < j only (the column's open
+## run at the diagonal stays in the carryovers); MODE "horizontal" transposes the stored
+## 64x64 bit tiles of the row block and walks each row i from column i + 1: its runs are the
+## vertical runs of the lower triangle. A row's first run (it touches the diagonal) is not
+## counted but returned in hhead, its open last run (touches the bottom border) in htail;
+## the host joins the column tail, the diagonal cell and the row head (dnr.py).
+## SHARE=1 (needs BITS=2): every cell is computed once per row block. The vertical launch
+## also stores its 64-row column words in sbits (word w of the row block, column j at
+## sbits[w * sstride + SPAD + j], zero padding of SPAD columns on both sides); the
+## diagonal launch of the same row block then gathers each diagonal's word from those
+## column words (bit r of column i + k) instead of recomputing the distances. Only the
+## columns the diagonals can reach are stored (j > row0 + skmin - 64).
+## CBITS=1 (set by the host on PoCL): clang's ctz/popcount builtins instead of OpenCL's
+## clz()/popcount(), which PoCL 3.0 runs as out-of-line calls (Oclgrind lacks the builtins).
+## PH > 0: lengths <= PH are first counted in a private per-work-item histogram
+## (no atomics at all; good on CPUs, where private arrays live in L1), flushed once.
+## BITS=1: each lane first packs 32 rows of recurrences into a
+## bit word (branch-free vector code), then walks the word run by run with clz,
+## so the histogram work is per run, not per cell.
+## Line detection for RQA by Divide & Recombine (Rawald et al.), one sub-matrix
+## set per launch. The recurrence matrix R[i][j] (i: row = point of x, j: column
+## = point of y) is never stored: every cell is recomputed from the raw series.
+##
+## MODE "vertical": a work-item owns VEC consecutive columns j and walks the rows
+##   row0 .. row0+nrows-1 of the launch, tracking per column the black (vertical
+##   line) run, the white (recurrence-time) run and the recurrence-point count.
+##   Runs crossing the sub-matrix's lower border continue through the carryover
+##   buffers vcarry / wcarry / npts (one element per column).
+## MODE "diagonal": a work-item owns VEC consecutive diagonals k = j - i and walks
+##   the same rows; a diagonal's run continues through dcarry (one per diagonal).
+##   The diagonal sub-matrix is (row block) x (diagonal block): carries only flow
+##   from one row block to the next, so all sub-matrices of a row block are
+##   independent (and may run on different devices).
+##
+## Line lengths <= HBINS go to a work-group-local histogram (uncontended local
+## atomics) merged once per work-group into the launch's 32-bit global histogram;
+## longer (rare) lines go straight to global atomics. The host folds each launch's
+## 32-bit counts into 64-bit totals (accumulate kernel), so counts never overflow.
+##
+## Recurrence: d < thr, where d is the *squared* Euclidean distance (thr = r^2,
+## no sqrt) or the maximum / Manhattan distance (thr = r). JOINT=1: R = R1 & R2
+## from a second pair of series (joint recurrence). THEILER_MATRIX=1: cells with
+## |i - j| < w are not recurrent for vertical/white lines and counts (CRP-toolbox
+## convention); otherwise w only enters the diagonal range chosen by the host.
+## WBORDER=0 drops white lines that touch the top or bottom border of a column.
+##
+## Parts (this folder): _names (type names per REAL/VEC/BITS), _recurrence (distance and
+## recurrence decision, bit packing), _hist (histogram accumulation), _bits (bit-word
+## primitives, black-start walk), _runs (column and diagonal run walks), _sym (SYM: row
+## walk, transpose, MODE "horizontal"), _vertical and _diagonal (the mode bodies).
+<%namespace name="metric" file="/common/_metric.mako"/>
+<%namespace name="names" file="/rqa_lines/_names.mako"/>
+<%namespace name="hist" file="/rqa_lines/_hist.mako"/>
+<%namespace name="bits" file="/rqa_lines/_bits.mako"/>
+<%namespace name="runs" file="/rqa_lines/_runs.mako"/>
+<%namespace name="sym" file="/rqa_lines/_sym.mako"/>
+<%namespace name="vertical" file="/rqa_lines/_vertical.mako"/>
+<%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>
+${metric.real_type(REAL)}
+<%
+    if SHARE and BITS != 2:
+        raise ValueError("SHARE=1 needs BITS=2")
+    if SYM and not SHARE:
+        raise ValueError("SYM=1 needs SHARE=1")
+    if MODE == "horizontal" and not SYM:
+        raise ValueError("MODE horizontal needs SYM=1")
+    if WALK == 2 and PH < 64:
+        raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
+    T = names.attr.Names(REAL, VEC, BITS)
+    IV = T.IV
+%>
+
+#define SPAN ${(E - 1) * TAU}
+/* integer min/max inline (PoCL 3.0 calls its min()/max() out of line) */
+#define IMIN(a, b) ((a) < (b) ? (a) : (b))
+#define IMAX(a, b) ((a) > (b) ? (a) : (b))
+#define SPAD ${T.SPAD}
+/* No fused multiply-add contraction: every platform rounds d*d and the sum the same
+   way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
+   or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
+#pragma OPENCL FP_CONTRACT OFF
+
+${hist.hist_add()}
+% if BITS:
+${bits.builtins(T)}
+
+${runs.column_runs(T)}
+
+${runs.diag_runs(T)}
+% if SYM:
+
+${sym.functions(T)}
+% endif
+% endif
+
+
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
+                 __global const real_t* restrict y,     /* column series, padded by VEC on the left */
+                 __global const real_t* restrict x2,    /* JOINT: second row series */
+                 __global const real_t* restrict y2,    /* JOINT: second column series (padded) */
+                 const real_t thr, const real_t thr2,
+                 const int n_rows, const int n_cols,    /* embedded points of x and y */
+                 const int row0, const int nrows,       /* rows of this launch */
+                 const int lane0, const int nlanes,     /* first column (vertical) / diagonal k */
+                 const int w,                           /* Theiler window */
+                 const int carry0,                      /* lane of carry element 0 */
+% if MODE == "vertical":
+                 __global uint* restrict vcarry, __global uint* restrict wcarry,
+                 __global uint* restrict npts,
+                 __global uint* restrict hist_v, __global uint* restrict hist_w
+% elif MODE == "horizontal":
+                 __global uint* restrict hhead, __global uint* restrict htail,  /* per row */
+                 __global uint* restrict hist_v, __global uint* restrict hist_w
+% else:
+                 __global uint* restrict dcarry,
+                 __global uint* restrict hist_d
+% endif
+% if SHARE:
+                 , __global ulong* restrict sbits, const int sstride  /* packed column words of the row block */
+                 , const int skmin   /* lowest diagonal of any diagonal launch */
+% endif
+                 )
+{
+${hist.setup()}
+
+% if MODE == "horizontal":
+${sym.horizontal()}\
+% else:
+    const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
+    if (t0 < nlanes) {
+        const int l0 = lane0 + t0;                 /* first column j / diagonal k */
+% if VEC == 1:
+        const ${IV} lid = l0;
+        const ${IV} lvalid = (${IV})(t0 < nlanes);
+% else:
+        const ${IV} lid = (${IV})(l0) + (${IV})(${", ".join(str(l) for l in range(VEC))});
+        const ${IV} lvalid = ((${IV})(t0) + (${IV})(${", ".join(str(l) for l in range(VEC))})) < (${IV})(nlanes);
+% endif
+% if MODE == "vertical":
+${vertical.body(T)}\
+% else:
+${diagonal.body(T)}\
+% endif
+    }
+% endif
+${hist.merge()}\
+}
+
+${hist.accumulate()}

@@ -1,0 +1,225 @@
+## S-map part: VARIANT "group", one work-group per (row, theta); a tile of WG library
+## points' augmented vectors is staged in local memory and each work-item owns one or
+## more (entry, part) slots of the Gram matrix (GPUs).
+<%namespace name="metric" file="/common/_metric.mako"/>
+<%namespace name="dfa" file="/smap/_df.mako"/>
+<%namespace name="solver" file="/smap/_solve.mako"/>
+<%def name="distance(out, tj)">\
+    real_t ${out};
+    {
+        real_t _acc = (real_t)0;
+% for k in range(E):
+        ${metric.step(METRIC, "_acc", "x[%s - %d]" % (tj, k * TAU), "xp[%d]" % k)}
+% endfor
+        ${out} = ${metric.finish(METRIC, "_acc")};
+    }
+</%def>
+
+## The neighbour loop header: defines j (lib position) and tj, skips excluded points.
+<%def name="for_neighbours(start, step)">\
+% if MODE == "all":
+    for (int j = ${start}; j < n_lib; j += ${step}) {
+        const int tj = lib_t[j];
+        if (abs(tj - tp) <= excl_r) continue;
+% else:
+    for (int q = ${start}; q < K; q += ${step}) {
+        const int j = nbr[(size_t)row * K + q];
+        if (j < 0) continue;
+        const int tj = lib_t[j];
+% endif
+</%def>
+
+## Gram entry -> (row, column) of the augmented upper triangle, as constant tables.
+<%def name="entry_tables(NENT, pairs)">\
+/* Gram entry -> (row, column) of the augmented upper triangle */
+__constant ushort KA[${NENT}] = {${", ".join(str(k) for k, l in pairs)}};
+__constant ushort KB[${NENT}] = {${", ".join(str(l) for k, l in pairs)}};
+</%def>
+
+## The kernel body: N unknowns, M = N + 1 augmented entries, NENT Gram entries; the
+## Gram slots are NENT entries x NPART parts (the parts split the tile's points).
+<%def name="body(N, M, NENT)">\
+<%
+NPART = max(1, WG // NENT)
+NSLOT = NENT * NPART
+SPT = (NSLOT + WG - 1) // WG
+TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
+%>\
+    const int row = get_group_id(0);
+    const int ti = get_group_id(1);
+    const int lid = get_local_id(0);
+    __local real_t xp[${E}];
+    __local acc_t tile[${TILE_LEN}];
+    __local acc_t redA[${WG}], redB[${WG}], redC[${WG}];
+    __local int redI[${WG}], redJ[${WG}];
+    __local ${"float2" if ACC == "df" else "acc_t"} G[${NENT}];
+    const acc_t theta = thetas[ti];
+    const int tp = pred_t[row];
+    if (lid < ${E}) xp[lid] = x[tp - lid * ${TAU}];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* pass 1 */
+    acc_t dsum = (acc_t)0, dmax = (acc_t)-1;
+    int cnt = 0, jmax = -1;
+    ${for_neighbours("lid", WG)}
+        ${distance("d", "tj")}
+        dsum += (acc_t)d;
+        ++cnt;
+        if ((acc_t)d > dmax || ((acc_t)d == dmax && j > jmax)) { dmax = (acc_t)d; jmax = j; }
+    }
+    redA[lid] = dsum; redB[lid] = dmax; redI[lid] = cnt; redJ[lid] = jmax;
+    barrier(CLK_LOCAL_MEM_FENCE);
+% for s in [2 ** i for i in range(20) if 2 ** i < WG][::-1]:
+    if (lid < ${s}) {
+        redA[lid] += redA[lid + ${s}];
+        redI[lid] += redI[lid + ${s}];
+        const acc_t m2 = redB[lid + ${s}];
+        const int j2 = redJ[lid + ${s}];
+        if (m2 > redB[lid] || (m2 == redB[lid] && j2 > redJ[lid])) { redB[lid] = m2; redJ[lid] = j2; }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% endfor
+    dsum = redA[0]; cnt = redI[0]; dmax = redB[0]; jmax = redJ[0];
+    barrier(CLK_LOCAL_MEM_FENCE);   /* everyone has read before redA.. are reused */
+% if MODE == "all":
+    const int drop = cnt - min(knn, cnt);
+% else:
+    const int drop = 0;
+% endif
+    const int status0 = cnt - drop <= 0 ? 2 : (drop > 1 ? 3 : 0);
+    if (status0) {          /* uniform across the work-group */
+        if (lid == 0) ${solver.empty_row()}
+        return;
+    }
+    if (drop) { dsum -= dmax; --cnt; }
+    const int skip = drop ? jmax : -1;
+    const acc_t scale = theta == (acc_t)0 ? (acc_t)0 : theta / (dsum / (acc_t)cnt);
+
+    /* pass 2: tiles of WG library points; slot s = part * NENT + entry */
+    acc_t acc[${SPT}];
+% for q in range(SPT):
+    acc[${q}] = (acc_t)0;
+% endfor
+% if ACC == "df":
+    acc_t acclo[${SPT}];
+% for q in range(SPT):
+    acclo[${q}] = (acc_t)0;
+% endfor
+% endif
+    /* each work-item's slots, decoded once: (entry row, entry column, part) */
+    int ska[${SPT}], skb[${SPT}], spart[${SPT}];
+% for q in range(SPT):
+    {
+        const int s = min(lid + ${q * WG}, ${NSLOT - 1});
+        /* no div/rem pair: LLVM would insert a freeze that Oclgrind cannot check */
+        const int part = ${"0" if NPART == 1 else "s / %d" % NENT};
+        const int e = s - part * ${NENT};
+        ska[${q}] = KA[e]; skb[${q}] = KB[e]; spart[${q}] = part;
+    }
+% endfor
+    acc_t sw = (acc_t)0, swy = (acc_t)0, swyy = (acc_t)0;
+% if MODE == "all":
+    const int n_items = n_lib;
+% else:
+    const int n_items = K;
+% endif
+    for (int base = 0; base < n_items; base += ${WG}) {
+        {
+            const int q = base + lid;
+            acc_t a[${M}];
+% for k in range(M):
+            a[${k}] = (acc_t)0;
+% endfor
+% if MODE == "all":
+            const int j = q;
+            if (q < n_items) {
+% else:
+            const int j = q < n_items ? nbr[(size_t)row * K + q] : -1;
+            if (j >= 0) {
+% endif
+                const int tj = lib_t[j];
+% if MODE == "all":
+                if (abs(tj - tp) > excl_r && j != skip) {
+% else:
+                {
+% endif
+                    ${distance("d", "tj")}
+                    const acc_t w = exp(-scale * (acc_t)d);
+                    const acc_t yv = (acc_t)ylib[j];
+                    sw += w; swy += w * yv; swyy += w * yv * yv;
+                    a[0] = w;
+% for k in range(E):
+                    a[${k + 1}] = w * (acc_t)(x[tj - ${k * TAU}] - xp[${k}]);
+% endfor
+                    a[${N}] = w * yv;
+                }
+            }
+% for k in range(M):
+            tile[lid * ${M} + ${k}] = a[${k}];
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+% for q in range(SPT):
+%   if (q + 1) * WG > NSLOT:
+        if (lid + ${q * WG} < ${NSLOT}) {
+%   else:
+        {
+%   endif
+            acc_t t_acc = acc[${q}];
+% if ACC == "df":
+            acc_t t_lo = acclo[${q}];
+% endif
+            for (int t = spart[${q}]; t < ${WG}; t += ${NPART})
+                ${dfa.accum("acc_t", "t_acc", "t_lo", "tile[t * %d + ska[%d]]" % (M, q), "tile[t * %d + skb[%d]]" % (M, q))}
+            acc[${q}] = t_acc;
+% if ACC == "df":
+            acclo[${q}] = t_lo;
+% endif
+        }
+% endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    /* combine the parts of each entry, and the variance sums */
+% for q in range(SPT):
+%   if (q + 1) * WG > NSLOT:
+    if (lid + ${q * WG} < ${NSLOT}) {
+%   else:
+    {
+%   endif
+        tile[lid + ${q * WG}] = acc[${q}];
+% if ACC == "df":
+        tile[${NSLOT} + lid + ${q * WG}] = acclo[${q}];
+% endif
+    }
+% endfor
+    redA[lid] = sw; redB[lid] = swy; redC[lid] = swyy;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < ${NENT}; e += ${WG}) {
+% if ACC == "df":
+        float2 s = (float2)(0.0f, 0.0f);
+        for (int part = 0; part < ${NPART}; ++part)
+            s = df_add(s, df_qts(tile[part * ${NENT} + e], tile[${NSLOT} + part * ${NENT} + e]));
+        G[e] = s;
+% else:
+        acc_t s = (acc_t)0;
+        for (int part = 0; part < ${NPART}; ++part) s += tile[part * ${NENT} + e];
+        G[e] = s;
+% endif
+    }
+% for s in [2 ** i for i in range(20) if 2 ** i < WG][::-1]:
+    if (lid < ${s}) {
+        redA[lid] += redA[lid + ${s}];
+        redB[lid] += redB[lid + ${s}];
+        redC[lid] += redC[lid + ${s}];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% endfor
+    if (lid == 0) {
+        sw = redA[0]; swy = redB[0]; swyy = redC[0];
+% if ACC == "df":
+        ${solver.solve_df("G", "sw", "swy", "swyy")}
+% else:
+        ${solver.solve("G", "sw", "swy", "swyy")}
+% endif
+    }
+</%def>

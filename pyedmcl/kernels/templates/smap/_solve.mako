@@ -1,0 +1,118 @@
+## S-map part: the solver of one (prediction point, theta) problem, written by one
+## work-item. Uses the kernel's N, M, IDX, PIVOT_TOL, acc_t and its row/ti/n_pred and
+## output arguments; solve_df() also the df helpers (_df.mako functions()).
+
+## Solve the Jacobi-scaled normal equations held in G (upper triangle, IDX) and
+## write prediction (centred), coefficients (centred), variance and status.
+<%def name="solve(G, sw, swy, swyy)">\
+    {
+        const size_t o = (size_t)ti * n_pred + row;
+        int status = 0;
+        acc_t sc[N];
+        for (int k = 0; k < N; ++k) {
+            const acc_t g = ${G}[IDX(k, k)] + (k > 0 ? ridge : (acc_t)0);
+            if (!(g > (acc_t)0)) status = 1;
+            sc[k] = status ? (acc_t)0 : (acc_t)1 / sqrt(g);
+            ${G}[IDX(k, k)] = g;
+        }
+        acc_t c[N];
+        if (!status) {
+            for (int k = 0; k < N; ++k)
+                for (int l = k; l < M; ++l)
+                    ${G}[IDX(k, l)] *= sc[k] * (l < N ? sc[l] : (acc_t)1);
+            for (int k = 0; k < N && !status; ++k) {
+                acc_t dk = ${G}[IDX(k, k)];
+                for (int i = 0; i < k; ++i) dk -= ${G}[IDX(i, k)] * ${G}[IDX(i, k)];
+                if (!(dk > (acc_t)PIVOT_TOL)) { status = 1; break; }
+                const acc_t u = sqrt(dk);
+                ${G}[IDX(k, k)] = u;
+                for (int l = k + 1; l < M; ++l) {   /* l == N: forward substitution of the rhs */
+                    acc_t s = ${G}[IDX(k, l)];
+                    for (int i = 0; i < k; ++i) s -= ${G}[IDX(i, k)] * ${G}[IDX(i, l)];
+                    ${G}[IDX(k, l)] = s / u;
+                }
+            }
+        }
+        if (!status) {
+            for (int k = N - 1; k >= 0; --k) {
+                acc_t s = ${G}[IDX(k, N)];
+                for (int l = k + 1; l < N; ++l) s -= ${G}[IDX(k, l)] * c[l];
+                c[k] = s / ${G}[IDX(k, k)];
+            }
+            for (int k = 0; k < N; ++k) {
+                c[k] *= sc[k];
+                out_coef[o * N + k] = c[k];
+            }
+            const acc_t p = c[0];
+            out_pred[o] = p;
+            out_var[o] = (${swyy} - (acc_t)2 * p * ${swy} + p * p * ${sw}) / ${sw};
+        } else {
+            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
+            out_pred[o] = (acc_t)NAN;
+            out_var[o] = (acc_t)NAN;
+        }
+        out_status[o] = status;
+    }
+</%def>
+
+## The df twin of solve(): G holds float2 (hi, lo) entries; the Jacobi scaling is
+## by powers of two, so it is exact in df arithmetic.
+<%def name="solve_df(G, sw, swy, swyy)">\
+    {
+        const size_t o = (size_t)ti * n_pred + row;
+        int status = 0;
+        float sc[N];
+        for (int k = 0; k < N; ++k) {
+            const float2 g = k > 0 ? df_add(${G}[IDX(k, k)], (float2)(ridge, 0.0f)) : ${G}[IDX(k, k)];
+            if (!(g.x > 0.0f)) status = 1;
+            sc[k] = status ? 0.0f : ldexp(1.0f, -(ilogb(g.x) / 2));
+            ${G}[IDX(k, k)] = g;
+        }
+        float2 c[N];
+        if (!status) {
+            for (int k = 0; k < N; ++k)
+                for (int l = k; l < M; ++l) {
+                    const float f = sc[k] * (l < N ? sc[l] : 1.0f);   /* a power of two: exact */
+                    ${G}[IDX(k, l)] *= f;
+                }
+            for (int k = 0; k < N && !status; ++k) {
+                float2 dk = ${G}[IDX(k, k)];
+                for (int i = 0; i < k; ++i) dk = df_sub(dk, df_mul(${G}[IDX(i, k)], ${G}[IDX(i, k)]));
+                if (!(dk.x > PIVOT_TOL)) { status = 1; break; }
+                const float2 u = df_sqrt(dk);
+                ${G}[IDX(k, k)] = u;
+                for (int l = k + 1; l < M; ++l) {
+                    float2 t = ${G}[IDX(k, l)];
+                    for (int i = 0; i < k; ++i) t = df_sub(t, df_mul(${G}[IDX(i, k)], ${G}[IDX(i, l)]));
+                    ${G}[IDX(k, l)] = df_div(t, u);
+                }
+            }
+        }
+        if (!status) {
+            for (int k = N - 1; k >= 0; --k) {
+                float2 t = ${G}[IDX(k, N)];
+                for (int l = k + 1; l < N; ++l) t = df_sub(t, df_mul(${G}[IDX(k, l)], c[l]));
+                c[k] = df_div(t, ${G}[IDX(k, k)]);
+            }
+            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (c[k].x + c[k].y) * sc[k];
+            const float p = (c[0].x + c[0].y) * sc[0];
+            out_pred[o] = p;
+            out_var[o] = (${swyy} - 2.0f * p * ${swy} + p * p * ${sw}) / ${sw};
+        } else {
+            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
+            out_pred[o] = (acc_t)NAN;
+            out_var[o] = (acc_t)NAN;
+        }
+        out_status[o] = status;
+    }
+</%def>
+
+<%def name="empty_row()">\
+    {
+        const size_t o = (size_t)ti * n_pred + row;
+        for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
+        out_pred[o] = (acc_t)NAN;
+        out_var[o] = (acc_t)NAN;
+        out_status[o] = status0;
+    }
+</%def>

@@ -1,0 +1,212 @@
+## xmap_skill with LANES = 0: one work-group per (TJ targets, LB libraries), WG
+## queries per library: every work-item streams the queries q = lid (mod WG) of its
+## library for the TJ targets (the table row read once for all), and the work-group
+## reduces each target's streams with common/_stats.mako's pairwise tree.
+##   Scalar streams (VEC = 0) keep only what rho needs, in fewer registers (149 -> 128
+##   on the H100 at TJ = 2: more work-groups per SM): see `upd`.
+##   VEC = 1 (CPUs): the TJ targets are the lanes of explicit vectors (PoCL does not
+##   vectorise the work-item loop around the query loop); every lane runs the scalar
+##   code's operations in the same order (the update becomes a per-lane select), so the
+##   statistics, and rho, are bit-identical to VEC = 0.
+##   PF = 1 (VEC = 0; GPUs): software-pipelined query loop: the next query's table row
+##   and target values are loaded while this one is computed (same values, same
+##   operations: rho bit-identical to PF = 0); hides the latency of the target gathers,
+##   which scatter when the series is noisy (neighbours of consecutive queries far
+##   apart in time).
+##   LB (GPUs): LB libraries per work-group (local size (WG, LB)), all for the same TJ
+##   targets, each with its own reduction; `nb` libraries in the launch (a ragged last
+##   group computes a copy of library nb - 1 and writes nothing). The work-groups
+##   resident on one SM then gather from LB times fewer target series, which stay in
+##   its L1 (H100, N=5,000 x 3,780, E=5, noisy oscillators: 2.1 -> 0.9 s).
+<%namespace name="stats" file="/common/_stats.mako"/>
+<%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%def name="kernel()">
+__kernel __attribute__((reqd_work_group_size(${WG}, ${LB}, 1)))
+${skill.signature()}
+{
+    const int j0 = get_group_id(0) * ${TJ};
+    const int lid = get_local_id(0);
+    /* LB libraries per work-group (local dimension 1), all for the same TJ targets */
+    const int bl = ${"get_local_id(1)" if LB > 1 else "0"};
+    const int bg = get_group_id(1) * ${LB} + bl;
+    const int b = min(bg, nb - 1);
+    __global const int* ib = tidx + (size_t)b * nq * K;
+    __global const acc_t* wb = tw + (size_t)b * nq * K;
+    __global const acc_t* db = tden + (size_t)b * nq;
+% for t in range(TJ):
+    __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
+% if not VEC:
+    /* the stream of target t: the shifted sums of _stats.mako that rho needs (n, the
+       shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int and the shift in
+       real_t: both hold the same values as the acc_t stream of stats.update (the
+       shift is a prediction rounded to real_t and an observed value), in fewer
+       registers; the error sums (MAE, RMSE) are not kept: the map reports rho */
+    int n${t} = 0;
+    real_t kp${t} = 0, ko${t} = 0;
+    acc_t a${t}[5] = {0, 0, 0, 0, 0};
+% endif
+% endfor
+% if VEC:
+${vec_loop()}
+% elif PF:
+${pf_loop()}
+% else:
+${scalar_loop()}
+% endif
+% if not VEC:
+% for t in range(TJ):
+    const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a${t}[3], a${t}[4],
+                          0, 0};
+% endfor
+% endif
+    __local acc_t red[${LB}][${WG}][8];
+% for t in range(TJ):
+${stats.reduce("s%d" % t, "red[bl]", WG)}
+    if (lid == 0 && j0 + ${t} < ntg && bg < nb) {
+${skill.rho("red[bl][0]", "j0 + %d" % t)}
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% endfor
+}
+</%def>
+## VEC = 1: the TJ targets' streams as the lanes of vectors S0..S9 (stats.update_vec)
+<%def name="vec_loop()">\
+<% AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ) %>\
+    ${AV} S0 = (${AV})0, S1 = (${AV})0, S2 = (${AV})0, S3 = (${AV})0, S4 = (${AV})0,
+        S5 = (${AV})0, S6 = (${AV})0, S7 = (${AV})0, S8 = (${AV})0, S9 = (${AV})0;
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int to = obs[q];
+        const acc_t den = db[q];
+        /* no valid prediction (den 0: NaN) or no observation: no target counts it */
+        if (!(den > 0) || to < 0) continue;
+% for k in range(K):
+        const int l${k} = ib[(size_t)${k} * nq + q];
+        const acc_t w${k} = wb[(size_t)${k} * nq + q];
+% endfor
+        ${AV} num = (${AV})0;
+% for k in range(K):
+        if (l${k} >= 0) {
+            const int i = l${k} + tshift;
+            num += (${AV})w${k} * (${AV})(${", ".join("(acc_t)y%d[i]" % t for t in range(TJ))});
+        }
+% endfor
+        ${AV} p = num / (${AV})den;
+% if REAL != ACC:
+        {   /* the prediction is rounded to real_t, as in the scalar code */
+            acc_t* pl = (acc_t*)&p;
+% for t in range(TJ):
+            pl[${t}] = (acc_t)(real_t)pl[${t}];
+% endfor
+        }
+% endif
+        const ${AV} v = (${AV})(${", ".join("(acc_t)y%d[to]" % t for t in range(TJ))});
+        const ${LV} ok = (p - p) == (${AV})0;  /* finite prediction */
+        ${stats.update_vec("S", "p", "v", "ok", AV)}
+    }
+% for t in range(TJ):
+    acc_t s${t}[10];
+% for i in range(10):
+    s${t}[${i}] = ((acc_t*)&S${i})[${t}];
+% endfor
+% endfor
+</%def>
+## PF = 1: the query loop software-pipelined (`fetch` loads query qv's values)
+<%def name="pf_loop()">\
+    /* software-pipelined: the next query's table row and target values are loaded
+       while this one is computed (the same values and operations as PF = 0) */
+    int nto = -1;
+    acc_t nden = 0;
+% for k in range(K):
+    int nl${k} = -1;
+    acc_t nw${k} = 0;
+% for t in range(TJ):
+    real_t ny${t}_${k} = 0;
+% endfor
+% endfor
+% for t in range(TJ):
+    real_t nyo${t} = 0;
+% endfor
+    if (lid < nq) {
+${fetch("lid")}
+    }
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int to = nto;
+        const acc_t den = nden;
+% for k in range(K):
+        const int l${k} = nl${k};
+        const acc_t w${k} = nw${k};
+% for t in range(TJ):
+        const real_t yv${t}_${k} = ny${t}_${k};
+% endfor
+% endfor
+% for t in range(TJ):
+        const real_t yo${t} = nyo${t};
+% endfor
+        if (q + ${WG} < nq) {
+${fetch("q + %d" % WG)}
+        }
+% for t in range(TJ):
+        {
+            acc_t num = 0;
+%   for k in range(K):
+            if (l${k} >= 0) num += w${k} * (acc_t)yv${t}_${k};
+%   endfor
+            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+            const acc_t p = pr;
+            if (to >= 0 && isfinite(p)) ${upd(t, "yo%d" % t)}
+        }
+% endfor
+    }
+</%def>
+## loads query `qv`'s observation time, table row and target values into the n* registers
+<%def name="fetch(qv)">\
+        nto = obs[${qv}];
+        nden = db[${qv}];
+% for k in range(K):
+        nl${k} = ib[(size_t)${k} * nq + ${qv}];
+        nw${k} = wb[(size_t)${k} * nq + ${qv}];
+% for t in range(TJ):
+        ny${t}_${k} = nl${k} >= 0 ? y${t}[nl${k} + tshift] : (real_t)0;
+% endfor
+% endfor
+% for t in range(TJ):
+        nyo${t} = nto >= 0 ? y${t}[nto] : (real_t)0;
+% endfor
+</%def>
+## the scalar query loop
+<%def name="scalar_loop()">\
+    for (int q = lid; q < nq; q += ${WG}) {
+        const int to = obs[q];
+        const acc_t den = db[q];
+% for k in range(K):
+        const int l${k} = ib[(size_t)${k} * nq + q];
+        const acc_t w${k} = wb[(size_t)${k} * nq + q];
+% endfor
+% for t in range(TJ):
+        {
+            acc_t num = 0;
+%   for k in range(K):
+            if (l${k} >= 0) num += w${k} * (acc_t)y${t}[l${k} + tshift];
+%   endfor
+            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+            const acc_t p = pr;
+            if (to >= 0 && isfinite(p)) ${upd(t, "y%d[to]" % t)}
+        }
+% endfor
+    }
+</%def>
+## one pair (p, observation o: a real_t expression) into the stream of target t:
+## stats.update's operations on the values rho needs
+<%def name="upd(t, o)">\
+{
+                const real_t o_ = ${o};
+                if (n${t} == 0) { kp${t} = pr; ko${t} = o_; }
+                const acc_t dp_ = p - (acc_t)kp${t}, do_ = (acc_t)o_ - (acc_t)ko${t};
+                n${t} += 1;
+                a${t}[0] += dp_;
+                a${t}[1] += do_;
+                a${t}[2] += dp_ * dp_;
+                a${t}[3] += do_ * do_;
+                a${t}[4] += dp_ * do_;
+            }
+</%def>

@@ -1,0 +1,74 @@
+## xmap_skill with LANES = 1 (GPUs): the targets are the work-items (LWG per
+## work-group, TJ per work-item, LWG apart): every work-item walks all queries of
+## library b for its own targets, so the table row is a uniform (broadcast) load, once
+## per TJ targets, and the target values are read from `y` laid out time-major
+## (y[i * ldy + j] is target j's value at time i, j the position in tgt/ocol):
+## coalesced, where LANES = 0 gathers one scattered value per (query, neighbour).
+## WG keeps its meaning: the work-item streams over the WG query classes q = r (mod WG)
+## and merges them with the WG-leaf pairwise tree of LANES = 0 (common/_stats.mako's
+## `reduce`), evaluated in post-order with a stack (leaves in bit-reversed order), so
+## rho is bit-identical. Not for diag (one target per library).
+<%namespace name="stats" file="/common/_stats.mako"/>
+<%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%def name="kernel()">
+<% LOG = WG.bit_length() - 1 %>\
+__kernel __attribute__((reqd_work_group_size(${LWG}, 1, 1)))
+${skill.signature()}
+{
+    /* targets j0 + t * LWG, t < TJ: the table row is loaded once for TJ targets and
+       every read of a target value stays coalesced over the work-group */
+    const int j0 = get_group_id(0) * ${LWG * TJ} + get_local_id(0);
+    const int b = get_group_id(1);
+    __global const int* ib = tidx + (size_t)b * nq * K;
+    __global const acc_t* wb = tw + (size_t)b * nq * K;
+    __global const acc_t* db = tden + (size_t)b * nq;
+% for t in range(TJ):
+    __global const real_t* y${t} = y + min(j0 + ${t * LWG}, ntg - 1);
+    /* merge statistics of the finished subtrees (at most one per tree level) */
+    acc_t stk${t}[${LOG + 1}][8];
+% endfor
+    int sp = 0;
+    for (int c = 0; c < ${WG}; ++c) {
+        int r = 0;  /* leaf c of the post-order walk: query class bitrev(c) */
+        for (int i = 0; i < ${LOG}; ++i) r |= ((c >> i) & 1) << (${LOG - 1} - i);
+% for t in range(TJ):
+        acc_t s${t}[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+% endfor
+        for (int q = r; q < nq; q += ${WG}) {
+            const int to = obs[q];
+            const acc_t den = db[q];
+% for k in range(K):
+            const int l${k} = ib[(size_t)${k} * nq + q];
+            const acc_t w${k} = wb[(size_t)${k} * nq + q];
+% endfor
+% for t in range(TJ):
+            {
+                acc_t num = 0;
+%   for k in range(K):
+                if (l${k} >= 0) num += w${k} * (acc_t)y${t}[(size_t)(l${k} + tshift) * ldy];
+%   endfor
+                const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+                const acc_t p = pr;
+                if (to >= 0 && isfinite(p)) ${stats.update("s%d" % t, "p", "(acc_t)y%d[(size_t)to * ldy]" % t)}
+            }
+% endfor
+        }
+% for t in range(TJ):
+        stats_finish(s${t}, stk${t}[sp]);
+% endfor
+        ++sp;
+        /* a finished subtree per trailing one bit of c: merge (left, right) */
+        for (int m = c; m & 1; m >>= 1) {
+% for t in range(TJ):
+            stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
+% endfor
+            --sp;
+        }
+    }
+% for t in range(TJ):
+    if (j0 + ${t * LWG} < ntg) {
+${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
+    }
+% endfor
+}
+</%def>

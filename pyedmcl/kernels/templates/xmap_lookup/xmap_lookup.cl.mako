@@ -1,0 +1,73 @@
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB
+## version: 1
+## legacy-hashes: 2d017211375239c9
+## All-to-all cross mapping: one k-NN table per library series, reused for many
+## targets, skill reduced on the device (no prediction is ever stored).
+##
+## pack: turns the k-NN tables (series-local kernel points or times, distances) of
+##   libraries b0 + get_global_id(1) into the lookup weights w = exp(-d / d_min)
+##   (the points are kept, -1 where none), and the weight sum per
+##   query (0 when the query has no valid prediction), once per library. The
+##   weights are common/_lookup.mako's, as in simplex_lookup.cl.mako's `lookup` (same
+##   operations in the same order), so the fused skill below reproduces pyedmcl.ccm
+##   bit for bit. WEIGHT "ccm": zero distances get weight 1 (others 0) when
+##   d_min == 0 and a query with fewer than K admissible neighbours predicts NaN
+##   (pyEDM CCM); "simplex": d_min floored at 1e-6 (pyEDM Simplex).
+## xmap_skill: one work-group per (TJ targets, packed library b): the table row of
+##   each query is read once for TJ targets; it predicts every query (weighted average
+##   of the target at the neighbours' times + tshift) and reduces Pearson rho against
+##   the target at obs[q] (< 0: no observation), with the same per-work-item streaming
+##   statistics and pairwise merge tree as simplex_lookup.cl.mako's `skill`
+##   (common/_stats.mako). diag != 0 (embedding scans): library b predicts its own
+##   series tgt[0] + b, written to column ocol[0]. WEIGHT "ccm" applies pyEDM CCM's
+##   rules: fewer than 3 pairs -> NaN, zero variance -> 0.
+##   Two layouts, parts of this folder: LANES = 0 (_groups.mako: targets per
+##   work-group; scalar, VEC vector lanes or PF pipelined query loop; LB libraries per
+##   work-group) and LANES = 1 (_lanes.mako: targets as work-items, coalesced reads);
+##   both give the same rho bit for bit.
+<%namespace name="lk" file="/common/_lookup.mako"/>
+<%namespace name="stats" file="/common/_stats.mako"/>
+<%namespace name="groups" file="/xmap_lookup/_groups.mako"/>
+<%namespace name="lanes" file="/xmap_lookup/_lanes.mako"/>
+${lk.prelude(REAL, ACC, K)}
+
+__kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
+                   const int nq, const int b0,
+                   __global int* restrict tidx, __global acc_t* restrict tw,
+                   __global acc_t* restrict tden, const int ldk, const int bstride,
+                   const int row0)
+{
+    const int q = get_global_id(0);
+    const int b = b0 + get_global_id(1);
+    if (q >= nq) return;
+    /* raw table of library get_global_id(1): rows of ldk entries, bstride per library
+       (a k-NN table: K, nq * K; one E of a fused scan: KMAX, EMAX * nq * KMAX) */
+    const size_t o = (size_t)get_global_id(1) * (uint)bstride + (size_t)(row0 + q) * ldk;
+    /* packed: k-major per library (entry k of query q at b * nq * K + k * nq + q), so
+       consecutive queries' entries are adjacent: coalesced reads in xmap_skill */
+    const size_t t = (size_t)b * nq * K + q;
+    const real_t dmin_raw = dist[o];
+    ${lk.dmin(WEIGHT)}
+    acc_t den = 0;
+% for k in range(K):
+    {
+        const int l = idx[o + ${k}];
+        const real_t d = dist[o + ${k}];
+        acc_t w = 0;
+        if (l >= 0) {
+            w = ${lk.weight(WEIGHT, "d")};
+            den += w;
+        }
+        tidx[t + (size_t)${k} * nq] = l >= 0 ? l : -1;
+        tw[t + (size_t)${k} * nq] = w;
+    }
+% endfor
+    tden[(size_t)b * nq + q] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
+}
+
+${stats.functions()}
+% if LANES:
+${lanes.kernel()}
+% else:
+${groups.kernel()}
+% endif

@@ -1,0 +1,364 @@
+"""The all-to-all map's kernel families (``pyedmcl tune xmap_knn`` / ``xmap_scan`` / ``xmap_skill``).
+
+One module for the three because they exist for the cross map's batching and share its
+tuning data (:func:`_mixed_series`) and batch budgets: the k-NN families reuse the
+``knn`` / ``knn_scan`` kernels and launchers, tuned apart on batches of series; the
+skill family owns the ``xmap_lookup`` template (``pack`` and ``xmap_skill``) and its
+launchers.
+
+* ``xmap_knn``: the EDM k-NN kernel (``knn/knn.cl.mako``) batched over
+  library series (one launch builds the tables of many series): the same space
+  as the ``knn`` family (VARIANT, WG, TILE, ...), tuned separately because the
+  batched problem (many small tables) favours other settings than one large table.
+* ``xmap_scan``: the fused multi-E scan (``knn_scan/knn_scan.cl.mako``) batched
+  over library series (mixed E: every E-group's tables in one pass): the
+  ``knn_scan`` space, tuned on a batch of series (a batch fills a GPU without
+  cutting the library: SPLIT 1 is the heuristic there).
+* ``xmap_skill``: the fused many-target lookup + rho (``xmap_lookup/xmap_lookup.cl.mako``;
+  its ``pack`` kernel, which turns k-NN tables into weights, has nothing to tune):
+  TJ, the targets sharing one read of a table row, and VEC (those targets as
+  the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
+  GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads);
+  LB, the libraries of one work-group (the same targets: on GPUs the work-groups
+  resident on one SM then gather from fewer target series, which stay in its L1).
+  The reduction's work-group size WG is not tuned: it fixes the reduction order,
+  which keeps rho bit-identical to :func:`pyedmcl.ccm` (LANES evaluates the same
+  tree per work-item).
+
+Every candidate gives the same output bit for bit (the tuner checks it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, round_up
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+
+from .knn import KNN, KnnKernel
+from .knn_scan import KNN_SCAN, KnnScanKernel, batch_inputs
+from .knn_scan import k_per_e as _ks
+from .lookup import acc_type, ccm_skill_wg
+
+#: bytes of packed tables (indices, weights, weight sums) per batch of libraries
+TABLE_BUDGET_GPU = 256 << 20
+TABLE_BUDGET_CPU = 32 << 20
+
+
+def scan_table_budget(info: DeviceInfo) -> int:
+    """Bytes for a fused-scan batch (every E plane of its libraries, the partial lists of
+    a split scan, the packed tables of one group): larger than the per-E budget, so that
+    the scan and the skill launches (one per group and batch) stay large; on GPUs with
+    memory to spare up to 1/16 of it (at most 4 GiB). H100, E mixed 1..20, random walks:
+    1 GiB (26 libraries per batch) -> 4 GiB (64): N=5,000 x 3,780 13.4 -> 12.4 s,
+    N=1,000 x 10,608 11.3 -> 9.7 s, the same matrix."""
+    if not info.is_gpu:
+        return TABLE_BUDGET_CPU
+    return max(4 * TABLE_BUDGET_GPU, min(info.global_mem_bytes // 16, 4 << 30))
+
+
+def _k_bucket(k: int) -> str:
+    return next((f"K{hi}" for hi in (2, 4, 8, 16, 32) if k <= hi), "K64")
+
+
+def _heuristic(info: DeviceInfo) -> Params:
+    if info.is_gpu:  # the batched kernel's tuned choice on the H200 (rows, EA 0)
+        return {"VARIANT": "rows", "WG": 16, "TILE": 256, "QB": 1, "EA": 0, "INS": "reg",
+                "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
+    # CPUs: explicit float16 vectors over library points (PoCL 3.0 does not vectorise
+    # the cols variant's work-item loop here; measured 2.5x faster on 2-core PoCL)
+    return {"VARIANT": "vec", "WG": 32, "TILE": 512, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
+            "SPLIT": 1, "QQ": 1, "CB": 0}
+
+
+class XmapKnnKernel(KnnKernel):
+    """k-NN tables of a batch of library series (``knn/knn.cl.mako``, series batching)."""
+
+    name = "xmap_knn"
+    space = TuningSpace(params=KNN.space.params, heuristic=_heuristic,
+                        constraint=KNN.space.constraint)
+
+    def default_specs(self):
+        return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
+                for E in (2, 3, 5, 10, 20)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [4096] if info.is_gpu else [1024]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _KnnCase(backend, spec, size)
+
+
+class _KnnCase(TuningCase):
+    nb = 4
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        self.be, self.spec, self.M = be, {"METRIC": "euclidean", **spec}, size
+        n = size + (spec["E"] - 1) * spec["TAU"]
+        self.n = n
+        rng = np.random.default_rng(5)
+        self.x = be.to_device(rng.standard_normal(self.nb * n).astype(np.float32))
+        self.pts = be.to_device(np.arange(size, dtype=np.int32))
+        self.idx = be.empty((self.nb * size * spec["K"],), np.int32)
+        self.dist = be.empty((self.nb * size * spec["K"],), np.float32)
+
+    def run(self, params: Params) -> list[Any]:
+        return [KNN.launch(self.be, params, self.spec, self.x, self.pts, self.M, self.pts, self.M,
+                           self.nb, 0, self.idx, self.dist, series_stride=self.n)]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.idx)
+
+
+def _scan_heuristic(info: DeviceInfo) -> Params:
+    return dict(KNN_SCAN.space.heuristic(info), SPLIT=1)
+
+
+class XmapScanKernel(KnnScanKernel):
+    """Fused multi-E k-NN tables of a batch of library series (``knn_scan/knn_scan.cl.mako``)."""
+
+    name = "xmap_scan"
+    space = TuningSpace(params=KNN_SCAN.space.params, heuristic=_scan_heuristic,
+                        constraint=KNN_SCAN.space.constraint)
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [4096] if info.is_gpu else [1024]
+
+    def params_for(self, be: Backend, spec: dict[str, Any], nq: int, nl: int) -> Params:
+        """Tuned parameters fitted to local memory; never an automatic SPLIT (the
+        batch of series fills the device)."""
+        return self.fitted_params(be, spec, max(nq, nl))
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _ScanBatchCase(backend, self._norm(spec), size)
+
+
+def _mixed_series(rng: np.random.Generator, m: int, n: int) -> np.ndarray:
+    """``(m, n)`` float32 tuning data: the first half random walks, the rest noisy
+    oscillators. The cross map's kernels run at data-dependent speeds (smooth series:
+    coalesced target gathers, tight k-NN thresholds early; noisy ones: neither), so
+    their tuning cases hold both kinds."""
+    walks = np.cumsum(rng.standard_normal((m - m // 2, n)), axis=1)
+    t = np.arange(n)[None, :]
+    osc = (np.sin(t * rng.uniform(0.05, 0.6, (m // 2, 1)) + rng.uniform(0, 6, (m // 2, 1)))
+           + 0.2 * rng.standard_normal((m // 2, n)))
+    return np.concatenate([walks, osc]).astype(np.float32)
+
+
+class _ScanBatchCase(TuningCase):
+    """``nb`` series of ``size`` rows, leave-one-out over all rows (the map's CCM), as
+    many as the map's scan batches hold (GPUs: up to 64, as the engine's batches: with
+    16 libraries splitting each scan could pay, with the real 64 SPLIT=1 is 1.3-3x
+    faster on the H100), half random walks, half noisy
+    oscillators (:func:`_mixed_series`; the tile order gains on the first, not on
+    the second)."""
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        self.be, self.spec = be, dict(spec, KNN=0)
+        emax, tau = spec["EMAX"], spec["TAU"]
+        self.kmax = max(_ks(emax, 0))
+        self.dt = np.float64 if spec.get("REAL") == "double" else np.float32
+        # one library's tables (indices + distances), twice for a split scan's partials
+        per = 2 * emax * size * self.kmax * (4 + np.dtype(self.dt).itemsize)
+        self.nb = int(min(64, max(8, scan_table_budget(be.info) // per))) if be.info.is_gpu else 2
+        self.qt = np.arange(size, dtype=np.int64)
+        self.qemax = np.minimum(self.qt // tau + 1, emax)
+        self.pad = (emax - 1) * tau
+        self.x = _mixed_series(np.random.default_rng(8), self.nb, size)
+        shape = (self.nb, emax, size, self.kmax)
+        self.idx, self.dist = be.empty(shape, np.int32), be.empty(shape, self.dt)
+        self._dev: dict = {}
+
+    def _inputs(self, params: Params):
+        lanes = KNN_SCAN.padded_lanes(params, self.qt.size)
+        if lanes not in self._dev:
+            xp, ints, ldx = batch_inputs(self.x, self.qt, self.qemax, self.pad, lanes, self.dt)
+            self._dev[lanes] = (self.be.to_device(xp), self.be.to_device(ints), ldx)
+        return self._dev[lanes]
+
+    def run(self, params: Params) -> list[Any]:
+        xp, ints, ldx = self._inputs(params)
+        part = None
+        if params["SPLIT"] > 1:
+            shape = (self.nb, params["SPLIT"]) + tuple(self.idx.shape[1:])
+            part = (self.be.empty(shape, np.int32), self.be.empty(shape, self.dt))
+        nq = self.qt.size
+        return XMAP_SCAN.launch(self.be, params, self.spec, xp, ints, nq, 0, nq, 0, self.idx,
+                                self.dist, part, nseries=self.nb, xstride=ldx)
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.dist)
+
+
+def _skill_heuristic(info: DeviceInfo) -> Params:
+    # explicit vectors over targets where the runtime does not vectorise the
+    # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000)
+    if not info.is_gpu and info.runtime == "pocl":
+        return {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
+    if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, skill device time, random walks / noisy
+        # oscillators: 0.84 / 0.91 s; one library per work-group 0.95 / 2.10 s (the
+        # targets of the work-groups on one SM no longer fit its L1); TJ 1 0.94 / 1.02 s
+        return {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}
+    # Intel's CPU runtime vectorises over work-items: targets as work-items,
+    # N=200 x 1,000, E=5: 0.34 s vs 0.48 s (TJ 4 queries as work-items)
+    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1}
+
+
+def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
+    if p["LB"] > 1 and (p["LANES"] or p["VEC"] or not info.is_gpu
+                        or ccm_skill_wg(info) * p["LB"] > info.max_work_group_size):
+        return False  # libraries per work-group: the scalar layout on GPUs (L1 sharing)
+    if p["LANES"]:  # TJ targets per work-item; LWG is the launch size
+        return (p["TJ"] <= 4 and not p["VEC"] and not p["PF"]
+                and p["LWG"] <= info.max_work_group_size)
+    if p["PF"]:  # the pipelined query loop: scalar targets, a register per value in flight
+        return not p["VEC"] and p["LWG"] == 32 and p["TJ"] <= 4
+    # LWG unused: one value only; vector lanes need more than one target
+    return p["LWG"] == 32 and (p["TJ"] > 1 or not p["VEC"])
+
+
+#: the layout values of a kernel rendered without tuned ones (``pack``)
+_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1}
+
+
+def skill_geometry(params: Params, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
+    """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
+    target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
+    if params["LANES"]:
+        return (-(-ntg // (params["LWG"] * params["TJ"])) * params["LWG"], nb), (params["LWG"], 1)
+    lb = int(params.get("LB", 1))
+    return (-(-ntg // params["TJ"]) * wg, -(-nb // lb) * lb), (wg, lb)
+
+
+class XmapSkillKernel(TunableKernel):
+    """Fused lookup + rho for TJ targets per work-group, and the table packing before it.
+
+    A spec holds ``K``, ``REAL``, ``WEIGHT`` ("ccm" / "simplex") and, for the tuning
+    bucket, ``ACC``. The reduction's work-group size is CCM's
+    (:func:`pyedmcl.kernels.lookup.ccm_skill_wg`), so that both reduce in the same
+    order and agree bit for bit.
+    """
+
+    name = "xmap_skill"
+    template = "xmap_lookup/xmap_lookup.cl.mako"
+    space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1), "LANES": (0, 1),
+                                "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4)},
+                        heuristic=_skill_heuristic, constraint=_skill_constraint)
+
+    def spec_bucket(self, spec: dict[str, Any]) -> str:
+        return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{_k_bucket(spec['K'])}"
+
+    def default_specs(self):
+        return [{"K": K, "REAL": "float", "WEIGHT": "ccm"} for K in (3, 6, 11, 21)]
+
+    def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
+        return [4096] if info.is_gpu else [1024]
+
+    def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
+        return _SkillCase(backend, spec, size)
+
+    def layout(self, be: Backend, spec: dict[str, Any], size: int, diag: bool = False) -> Params:
+        """The tuned layout (:meth:`params_for`) with every key set; the diagonal
+        (E-scan) mode has one target per library, so it never uses target lanes."""
+        p = self.params_for(be, spec, size)
+        out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
+               "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1))}
+        if diag and out["LANES"]:
+            out.update(TJ=1, VEC=0, LANES=0, LB=1)
+        return out
+
+    def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
+        p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
+             "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
+             **params}
+        return be.kernel(self.template, p, name)
+
+    def pack(self, be: Backend, spec: dict[str, Any], idx, dist, ldk: int, bstride: int,
+             row0: int, nq: int, nb: int, b0: int, tidx, tw, tden):
+        """Weights of ``nb`` raw k-NN tables into packed slots ``b0 .. b0+nb-1``.
+
+        Table ``b`` holds rows of ``ldk`` entries from ``b * bstride + row0 * ldk`` on
+        (a k-NN table: ``K``, ``nq * K``, 0; one E of a fused scan: ``KMAX``,
+        ``EMAX * nq * KMAX``, its first row); the first ``K`` entries of ``nq`` rows
+        are packed: ``tidx`` / ``tw`` ``(slots, K, nq)``, ``tden`` ``(slots, nq)``.
+        """
+        k = self._kernel(be, spec, {}, "pack")
+        return be.launch(k, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(b0),
+                         tidx, tw, tden, np.int32(ldk), np.int32(bstride), np.int32(row0))
+
+    def launch(self, be: Backend, params: Params, spec: dict[str, Any], tidx, tw, tden,
+               nq: int, nb: int, y_dev, ldy: int, tshift: int, tgt, ocol, ntg: int, obs,
+               out, ldo: int, orow: int, diag: bool = False):
+        """rho of packed libraries ``0 .. nb-1`` cross-mapping targets ``tgt`` (``ntg``)
+        into ``out[(orow + b) * ldo + ocol[j]]`` (float32).
+
+        A target's value at time ``i`` is ``y_dev[tgt[j] * ldy + i]``, or with LANES
+        ``y_dev[i * ldy + j]`` (the targets time-major); neighbour ``l`` predicts from
+        time ``l + tshift``, query ``q`` is observed at time ``obs[q]`` (< 0: none).
+        ``diag``: library ``b`` predicts series ``tgt[0] + b`` into column ``ocol[0]``.
+        """
+        k = self._kernel(be, spec, params, "xmap_skill")
+        gsize, lsize = skill_geometry(params, ntg, nb, ccm_skill_wg(be.info))
+        return be.launch(k, gsize, lsize, tidx, tw, tden, np.int32(nq), y_dev, np.int32(ldy),
+                         np.int32(tshift), tgt, ocol, np.int32(ntg), obs, out, np.int32(ldo),
+                         np.int32(orow), np.int32(diag), np.int32(nb))
+
+
+class _SkillCase(TuningCase):
+    """Libraries x targets as in a row block: real k-NN tables, half of random walks and
+    half of noisy oscillators. How well the target gathers coalesce depends on the data:
+    in a smooth series a neighbour's time is near the neighbours of the next query, in
+    a noisy one it is not (on the H100 the scalar layout took 1.4 s on walks and 3.2 s
+    on noisy oscillators, N=5,000 x 3,780), and uniform random indices made the
+    target-lane layout win here and lose 10-70% on real maps; so the case has both kinds.
+    On GPUs thousands of work-groups even at TJ = 16, else the case under-fills the device."""
+
+    def __init__(self, be: Backend, spec: dict[str, Any], size: int):
+        self.nb, self.ntg = (64, 2048) if be.info.is_gpu else (4, 64)
+        self.be, self.nq = be, size
+        self.spec = {"K": spec["K"], "REAL": "float", "WEIGHT": spec.get("WEIGHT", "ccm")}
+        adt = np.float64 if be.info.fp64 else np.float32
+        K = spec["K"]
+        E = max(1, K - 1)
+        rng = np.random.default_rng(6)
+        n = size + E
+        self.n = n
+
+        y = _mixed_series(rng, self.ntg, n)
+        self.y = be.to_device(y)
+        self.y_lanes = be.to_device(np.ascontiguousarray(y.T))
+        kspec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
+        pts = be.to_device(np.arange(size, dtype=np.int32))
+        idx = be.empty((self.nb, size, K), np.int32)
+        dist = be.empty((self.nb, size, K), np.float32)
+        KNN.launch(be, KNN.space.default(be.info), kspec, be.to_device(_mixed_series(rng, self.nb, n).ravel()),
+                   pts, size, pts, size, self.nb, 0, idx, dist, series_stride=n)
+        d = be.to_host(dist).astype(adt)
+        w = np.exp(-d / np.maximum(d[..., :1], 1e-6))
+        # packed layout: k-major per library (pack's)
+        self.tidx = be.to_device(np.ascontiguousarray(be.to_host(idx).transpose(0, 2, 1)))
+        self.tw = be.to_device(np.ascontiguousarray(w.transpose(0, 2, 1)))
+        self.tden = be.to_device(w.sum(-1))
+        self.tgt = be.to_device(np.arange(self.ntg, dtype=np.int32))
+        self.obs = be.to_device(np.arange(size, dtype=np.int32) + E - 1)
+        self.out = be.empty((self.nb * self.ntg,), np.float32)
+
+    def run(self, params: Params) -> list[Any]:
+        y, ldy = (self.y_lanes, self.ntg) if params["LANES"] else (self.y, self.n)
+        return [XMAP_SKILL.launch(self.be, params, self.spec, self.tidx, self.tw, self.tden,
+                                  self.nq, self.nb, y, ldy, 0, self.tgt, self.tgt, self.ntg,
+                                  self.obs, self.out, self.ntg, 0)]
+
+    def output(self) -> np.ndarray:
+        return self.be.to_host(self.out)
+
+    def matches(self, got: np.ndarray, ref: np.ndarray) -> bool:
+        return bool(np.array_equal(got, ref, equal_nan=True))
+
+
+XMAP_KNN = XmapKnnKernel()
+XMAP_SCAN = XmapScanKernel()
+XMAP_SKILL = XmapSkillKernel()
