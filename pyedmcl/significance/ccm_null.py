@@ -24,7 +24,7 @@ import numpy as np
 
 from clkernels import run_blocked
 
-from .._precision import prepare
+from .._precision import _affine
 from ..edm.knn import hold, knn_device
 from ..edm.lookup import lookup_device, skill_device
 from ..edm.ranges import ccm_valid_times, point_offset
@@ -153,11 +153,14 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
     return out
 
 
-def kernel_series(S: np.ndarray, prep_dtype: np.dtype, fp64: bool) -> np.ndarray:
-    """Surrogate rows as the kernels take them: standardised per row in float64 for
-    float32 calls (as the data, :mod:`pyedmcl._precision`), as given for float64."""
-    p = prepare([S], prep_dtype, fp64, names=["surrogates"], what="the surrogate null")
-    return p.series[0]
+def kernel_series(S: np.ndarray, prep_dtype: np.dtype) -> np.ndarray:
+    """Surrogate rows as the kernels take them: for float32 calls each row centred and
+    scaled in float64 by :mod:`pyedmcl._precision`'s exact power-of-two rule (rho is
+    invariant to it; the call's precision was settled on the data, so no merge check
+    here), as given for float64 calls."""
+    if np.dtype(prep_dtype) == np.float64:
+        return S
+    return _affine(S, True, None).forward(np.array(S, dtype=np.float64))
 
 
 def ccm_significance(be, prep_dtype: np.dtype, real: str, raw_x: np.ndarray,
@@ -173,9 +176,8 @@ def ccm_significance(be, prep_dtype: np.dtype, real: str, raw_x: np.ndarray,
     opts = dict(options or {})
     S_y = generate(raw_y, method, n, surrogate_rng(entropy, 0), **opts)
     S_x = generate(raw_x, method, n, surrogate_rng(entropy, 1), **opts)
-    fp64 = be.info.fp64
-    null_xy = null_curves(be, real, xs, kernel_series(S_y, prep_dtype, fp64), **kw)
-    null_yx = null_curves(be, real, ys, kernel_series(S_x, prep_dtype, fp64), **kw)
+    null_xy = null_curves(be, real, xs, kernel_series(S_y, prep_dtype), **kw)
+    null_yx = null_curves(be, real, ys, kernel_series(S_x, prep_dtype), **kw)
     m_xy, q_xy = null_summary(null_xy, NULL_QUANTILE)
     m_yx, q_yx = null_summary(null_yx, NULL_QUANTILE)
     return CCMSignificance(method=method, n=n, null_xy=null_xy, null_yx=null_yx,
