@@ -274,6 +274,10 @@ def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int 
     if xs.size != ys.size:
         raise ValueError(f"x and y must be equally long, got {xs.size} and {ys.size}")
     surrogates = check_int(surrogates, "surrogates", 0)
+    if surrogates:
+        from ..significance.surrogates import check_method, check_options
+        surrogate_method = check_method(surrogate_method, "surrogate_method")
+        check_options(surrogate_options, "surrogate_options")
     raw = (xs, ys)  # surrogates are made from the series as given
     # float32: each series centred and scaled (rho is invariant; see pyedmcl._precision)
     prep = prepare([xs, ys], dt, be.info.fp64, names=["x", "y"], what="ccm")

@@ -51,6 +51,22 @@ def check_method(method: Any, name: str = "method") -> str:
     return m
 
 
+#: the keyword options of :func:`surrogates` (method-specific)
+OPTIONS = ("smooth", "alpha", "E", "tau", "threshold", "recurrence_rate", "min_dist")
+
+
+def check_options(options: Any, name: str = "options") -> dict[str, Any]:
+    """A dict of :data:`OPTIONS` keywords (None: none), or a ValueError naming the bad key."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"{name} must be a dict of surrogate options, got {type(options).__name__}")
+    bad = sorted(set(options) - set(OPTIONS))
+    if bad:
+        raise ValueError(f"{name} has unknown keys {bad}; allowed: {', '.join(OPTIONS)}")
+    return dict(options)
+
+
 def _check_float(value: Any, name: str, lo: float, allowed: str) -> float:
     try:
         v = float(value)
@@ -91,6 +107,7 @@ def generate(x: np.ndarray, method: str, n: int, rng: np.random.Generator,
              **options: Any) -> np.ndarray:
     """:func:`surrogates` for a validated float64 series and a generator (internal: CCM
     and xmap derive one generator per series from their seed)."""
+    check_options(options)
     L = x.size
     if method == "random_shuffle":
         if L < 2:
