@@ -53,7 +53,6 @@ def test_null_of_the_data_is_the_observed_curve(device, dtype):
     libraries, same neighbours, same weights (float64: bit for bit; float32: the data's
     standardisation is the same, so also equal)."""
     from clkernels import get_backend
-
     from pyedmcl._precision import prepare
     from pyedmcl.significance.ccm_null import kernel_series, null_curves
     x, y = _pair(300)
