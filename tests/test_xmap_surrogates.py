@@ -22,7 +22,6 @@ def _net(N=6, n=300, seed=3):
 
 def test_rho_unchanged_and_null_matches_the_ccm_null(device):
     from clkernels import get_backend
-
     from pyedmcl.significance.ccm_null import null_curves
     from pyedmcl.significance.stats import null_summary, surrogate_p
     from pyedmcl.significance.xmap_null import surrogate_panel

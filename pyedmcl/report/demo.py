@@ -148,16 +148,24 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any,
     with timed("ccm"):
         xy = coupled_logistic(1000)
         sizes = list(range(20, 401, 40))
-        cc = pe.ccm(xy[:, 0], xy[:, 1], E=2, lib_sizes=sizes, sample=30, seed=7, dtype=dtype, device=be)
+        cc = pe.ccm(xy[:, 0], xy[:, 1], E=2, lib_sizes=sizes, sample=30, seed=7, dtype=dtype,
+                    device=be, surrogates=49)
+        sig, conv = cc.significance, cc.convergence
         # rho_yx: y's embedding cross-maps x -> evidence that x drives y.
         sec["ccm"].update(data="coupled logistic maps, Sugihara et al. 2012 (x drives y)",
                           lib_sizes=_floats(cc.lib_sizes), rho_x_xmap_y=_floats(cc.rho_xy),
                           rho_y_xmap_x=_floats(cc.rho_yx),
                           detected_driver="x" if cc.rho_yx[-1] > cc.rho_xy[-1] else "y",
-                          expected_driver="x")
+                          expected_driver="x", surrogates=f"{sig.n} {sig.method}",
+                          p_y_xmap_x=_floats(sig.p_yx), p_x_xmap_y=_floats(sig.p_xy),
+                          kendall_tau_y_xmap_x=conv.tau_yx, kendall_p_y_xmap_x=conv.p_yx,
+                          kendall_tau_x_xmap_y=conv.tau_xy, kendall_p_x_xmap_y=conv.p_xy)
         fig, ax = plt.subplots(figsize=(5, 3.4))
-        ax.plot(cc.lib_sizes, cc.rho_yx, "o-", label="y xmap x (x drives y)")
-        ax.plot(cc.lib_sizes, cc.rho_xy, "s-", label="x xmap y (y drives x)")
+        for d, mark, lab in (("yx", "o-", "y xmap x (x drives y)"),
+                             ("xy", "s-", "x xmap y (y drives x)")):
+            line, = ax.plot(cc.lib_sizes, getattr(cc, f"rho_{d}"), mark, label=lab)
+            lo, hi = sig.band(d)  # the surrogates' 5-95% band: the null
+            ax.fill_between(cc.lib_sizes, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         ax.set(xlabel="library size", ylabel="cross-map rho", title="CCM convergence")
         ax.legend()
         figures["ccm"] = _save(fig, out / "ccm.png")
