@@ -90,7 +90,8 @@ def surrogates(x: Any, method: str = "ebisuzaki", n: int = 100, seed: int | None
     the noise's standard deviation (None: range / 5; 0: no noise). ``twin``: embedding
     dimension ``E`` and lag ``tau`` of the states (state t = x[t], x[t + tau], ...),
     recurrence radius ``threshold`` in the max norm (None: the distance below which a
-    fraction ``recurrence_rate`` of the state pairs recur), twins at least
+    fraction ``recurrence_rate`` of the state pairs recur; estimated from 2^22 pairs for
+    long series), twins at least
     ``min_dist + 1`` steps apart.
     """
     xs = as_series(x, "x")
@@ -174,26 +175,46 @@ def twin_states(x: np.ndarray, E: int, tau: int) -> np.ndarray:
 
 
 def recurrence_matrix(states: np.ndarray, threshold: float) -> np.ndarray:
-    """Boolean ``(ns, ns)``: max-norm distance <= ``threshold`` (the diagonal is True)."""
+    """Boolean ``(ns, ns)``: max-norm distance <= ``threshold`` (the diagonal is True),
+    one coordinate at a time over row slabs (no (ns, ns, E) temporary)."""
     ns = states.shape[0]
-    R = np.empty((ns, ns), dtype=bool)
-    step = max(1, (1 << 22) // max(1, ns * states.shape[1]))
+    R = np.ones((ns, ns), dtype=bool)
+    step = max(1, (1 << 22) // max(1, ns))
     for a in range(0, ns, step):
-        d = np.abs(states[a:a + step, None, :] - states[None, :, :]).max(axis=2)
-        R[a:a + step] = d <= threshold
+        blk = R[a:a + step]
+        for c in states.T:
+            blk &= np.abs(c[a:a + step, None] - c[None, :]) <= threshold
     return R
 
 
+#: distances above which :func:`default_threshold` estimates the quantile from the rows
+#: of randomly chosen states (a fixed generator: deterministic; bounds its memory)
+THRESHOLD_PAIRS = 1 << 23
+
+
 def default_threshold(states: np.ndarray, rate: float) -> float:
-    """The max-norm radius at which a fraction ``rate`` of the distinct state pairs recur."""
+    """The max-norm radius at which a fraction ``rate`` of the distinct state pairs recur
+    (over the rows of ``THRESHOLD_PAIRS / ns`` states drawn with a fixed seed when there
+    are more pairs than :data:`THRESHOLD_PAIRS`)."""
     ns = states.shape[0]
-    iu = np.triu_indices(ns, 1)
-    d = np.zeros(iu[0].size)
-    step = max(1, (1 << 22) // max(1, states.shape[1]))
-    for a in range(0, d.size, step):
-        i, j = iu[0][a:a + step], iu[1][a:a + step]
-        d[a:a + step] = np.abs(states[i] - states[j]).max(axis=1)
-    return float(np.quantile(d, rate)) if d.size else 0.0
+    if ns < 2:
+        return 0.0
+    rows = np.arange(ns)
+    sampled = ns * (ns - 1) // 2 > THRESHOLD_PAIRS
+    if sampled:
+        rows = np.sort(np.random.default_rng(0).choice(ns, THRESHOLD_PAIRS // ns,
+                                                       replace=False))
+    parts = []
+    step = max(1, (1 << 22) // ns)
+    for a in range(0, rows.size, step):
+        r = rows[a:a + step]
+        d = np.zeros((r.size, ns))
+        for c in states.T:
+            np.maximum(d, np.abs(c[r, None] - c[None, :]), out=d)
+        cols = np.arange(ns)[None, :]
+        # every pair once (all rows), or every partner of the sampled rows; never self
+        parts.append(d[cols != r[:, None]] if sampled else d[cols > r[:, None]])
+    return float(np.quantile(np.concatenate(parts), rate))
 
 
 def find_twins(R: np.ndarray, min_dist: int) -> tuple[np.ndarray, np.ndarray]:
