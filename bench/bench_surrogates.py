@@ -109,11 +109,11 @@ def xmap_throughput(args, pe) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None)
-    ap.add_argument("--seeds", type=int, default=200, help="independent pairs (FP rate)")
+    ap.add_argument("--seeds", type=int, default=100, help="independent pairs (FP rate)")
     ap.add_argument("--L", type=int, default=300, help="series length")
     ap.add_argument("--sample", type=int, default=10, help="libraries per size")
     ap.add_argument("--fp-surrogates", type=int, default=99)
-    ap.add_argument("--methods", default="random_shuffle,ebisuzaki,twin")
+    ap.add_argument("--methods", default="ebisuzaki,random_shuffle")
     ap.add_argument("--ccm-surrogates", type=int, default=200)
     ap.add_argument("--N", type=int, default=50, help="series of the xmap throughput run")
     ap.add_argument("--xmap-surrogates", type=int, default=100)

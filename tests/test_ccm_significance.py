@@ -97,6 +97,19 @@ def test_surrogate_p():
     assert np.isnan(surrogate_p([np.nan], null[:1]))[0]
 
 
+def test_null_summary_matches_numpy():
+    from pyedmcl.significance.stats import null_summary
+    a = np.random.default_rng(2).standard_normal((4, 5, 37))
+    a[0, 1, :5] = np.nan
+    a[1, 2, :] = np.nan
+    a[2, 3, 1:] = np.nan  # one finite value
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        ref_m, ref_q = np.nanmean(a, axis=-1), np.nanquantile(a, 0.95, axis=-1)
+    m, q = null_summary(a, 0.95)
+    np.testing.assert_allclose(m, ref_m, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(q, ref_q, rtol=1e-13, atol=1e-15)
+
+
 def test_kendall_tau_matches_scipy():
     st = pytest.importorskip("scipy.stats")
     rng = np.random.default_rng(0)

@@ -29,7 +29,7 @@ from ..edm.knn import hold, knn_device
 from ..edm.lookup import lookup_device, skill_device
 from ..edm.ranges import ccm_valid_times, point_offset
 from ..kernels.lookup import ccm_skill_wg
-from .stats import _quiet, null_summary, surrogate_p
+from .stats import _quiet, nan_quantile, null_summary, surrogate_p
 from .surrogates import check_method, generate
 
 #: device entries (k-NN table + predictions) per launch: bounds device memory
@@ -66,8 +66,7 @@ class CCMSignificance:
         if direction not in ("xy", "yx"):
             raise ValueError(f"direction={direction!r} is invalid; allowed: 'xy', 'yx'")
         null = self.null_xy if direction == "xy" else self.null_yx
-        with _quiet():
-            return (np.nanquantile(null, q[0], axis=1), np.nanquantile(null, q[1], axis=1))
+        return nan_quantile(null, q[0]), nan_quantile(null, q[1])
 
 
 def draw_libraries(M: int, L: int, sample: int, entropy: int, random: bool,
