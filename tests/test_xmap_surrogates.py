@@ -85,6 +85,12 @@ def test_causal_network_finds_the_drivers():
                                    "null_mean", "null_q95"]
     assert (edges["q_value"] <= 0.05).all() and (edges["q_value"] >= edges["p_value"]).all()
     assert len(pe.causal_network(r, method="none")) >= len(edges)
+    # p = 1/20 (19 surrogates, none above rho) is significant at 0.05 despite float32
+    r19 = pe.xmap(X, E=2, surrogates=19, seed=1, device=CPU_DEVICE)
+    e19 = pe.causal_network(r19, method="none")
+    assert len(e19) >= 4 and (e19["p_value"] <= 0.0500001).all()
+    off = ~np.eye(6, dtype=bool)
+    assert len(e19) == int((r19.p_value[off] <= 0.0500001).sum())
     assert len(pe.causal_network(r, method="bonferroni")) <= len(edges)
     with pytest.raises(ValueError, match="alpha=1.5 is out of range"):
         pe.causal_network(r, alpha=1.5)

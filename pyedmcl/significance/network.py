@@ -20,6 +20,9 @@ import numpy as np
 
 from .stats import bh_adjust
 
+#: relative tolerance of the ``q <= alpha`` test (p-values are stored as float32)
+F32_TOL = 2.0 ** -22
+
 #: multiple-testing corrections :func:`causal_network` knows
 CORRECTIONS = ("bh", "bonferroni", "none")
 
@@ -66,7 +69,9 @@ def causal_network(result_or_store: Any, *, alpha: float = 0.05, method: str = "
         q = np.minimum(p * np.isfinite(p).sum(), 1.0)
     else:
         q = p
-    i, j = np.nonzero(np.isfinite(q) & (q <= a))
+    # p-values are stored in float32: k / (n + 1) at alpha (e.g. 1/20 at 0.05) must not
+    # fail by its float32 rounding, so the comparison allows float32's relative precision
+    i, j = np.nonzero(np.isfinite(q) & (q <= a * (1 + F32_TOL)))
     labels = list(names) if names is not None else list(range(N))
     import pandas as pd
     df = pd.DataFrame({"source": [labels[v] for v in j], "target": [labels[v] for v in i],
