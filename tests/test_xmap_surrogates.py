@@ -120,6 +120,8 @@ def test_bad_surrogate_arguments():
         pe.xmap(X, E=2, surrogates=3, surrogate_method="x", device=CPU_DEVICE)
     with pytest.raises(ValueError, match="not supported with scheduler"):
         pe.xmap(X, E=2, surrogates=3, scheduler="local", out="unused.zarr")
+    with pytest.raises(ValueError, match="largest allocation|host memory"):
+        pe.xmap(X, E=2, surrogates=10**9, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="seed=-1"):
         pe.xmap(X, E=2, surrogates=3, seed=-1, device=CPU_DEVICE)
 

@@ -29,6 +29,7 @@ from ..edm.knn import hold, knn_device
 from ..edm.lookup import lookup_device, skill_device
 from ..edm.ranges import ccm_valid_times, point_offset
 from ..kernels.lookup import ccm_skill_wg
+from ..validation import check_host_memory
 from .stats import _quiet, nan_quantile, null_summary, surrogate_p
 from .surrogates import check_method, generate
 
@@ -173,6 +174,8 @@ def ccm_significance(be, prep_dtype: np.dtype, real: str, raw_x: np.ndarray,
     """
     method = check_method(method, "surrogate_method")
     opts = dict(options or {})
+    check_host_memory("surrogates", n, 3 * 8 * raw_x.size,
+                      f"surrogates of two series of {raw_x.size} values")
     S_y = generate(raw_y, method, n, surrogate_rng(entropy, 0), **opts)
     S_x = generate(raw_x, method, n, surrogate_rng(entropy, 1), **opts)
     null_xy = null_curves(be, real, xs, kernel_series(S_y, prep_dtype), **kw)

@@ -40,6 +40,31 @@ def surrogate_panel(X64: np.ndarray, n: int, method: str, options: dict | None, 
     return out
 
 
+def check_panel_memory(N: int, L: int, n: int, itemsize: int, devices: list[Any],
+                       backend: str | None) -> None:
+    """Refuse ``surrogates=n`` up front when the extended panel (N (1 + n) series of L
+    values, uploaded as one buffer) exceeds a device's largest allocation, or the host
+    copies (surrogates + the extended panel) half the available host memory."""
+    from clkernels import DeviceSelectionError, get_backend
+
+    from ..validation import check_host_memory
+    check_host_memory("surrogates", n, 2.0 * N * L * itemsize,
+                      f"the surrogate panel ({N} series x {L} values each)")
+    need = N * (1 + n) * L * itemsize
+    for d in devices:
+        try:
+            info = get_backend(d, backend).info
+        except DeviceSelectionError:  # pragma: no cover - checked by the caller already
+            continue
+        cap = int(getattr(info, "max_alloc_bytes", 0) or 0)
+        if cap and need > cap:
+            most = max(0, cap // (N * L * itemsize) - 1)
+            raise ValueError(f"surrogates={n} needs one {need / 2**30:.3g} GiB buffer on "
+                             f"{info.name} ({N} x (1 + {n}) series of {L} values), more than "
+                             f"its largest allocation ({cap / 2**30:.3g} GiB); allowed "
+                             f"here: surrogates <= {most}")
+
+
 def extend_E(E: np.ndarray, n: int) -> np.ndarray:
     """E of the extended panel: the N series' E, then each series' E for its n surrogates."""
     E = np.asarray(E, dtype=np.int64)

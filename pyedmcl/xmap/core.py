@@ -216,7 +216,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
             seed = int(np.random.SeedSequence().entropy % (1 << 63))
     surr_panel = None
     if surrogates:
-        from ..significance.xmap_null import surrogate_panel
+        from ..significance.xmap_null import check_panel_memory, surrogate_panel
+        check_panel_memory(N, n, surrogates, np.dtype(dt).itemsize, devs, backend)
         surr_panel = surrogate_panel(X64, surrogates, surrogate_method, surrogate_options,
                                      seed, dt)
     del X64, prep  # only the kernels' copy stays: host memory is bounded while N x N streams
