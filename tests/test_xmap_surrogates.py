@@ -112,14 +112,15 @@ def test_graph_needs_networkx_or_gives_a_digraph():
         assert g.number_of_edges() == len(pe.causal_network(r, method="none"))
 
 
-def test_bad_surrogate_arguments():
+def test_bad_surrogate_arguments(tmp_path):
     X, _ = _net(3, 100)
     with pytest.raises(ValueError, match="surrogates=-2 is out of range"):
         pe.xmap(X, E=2, surrogates=-2, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="surrogate_method='x' is invalid"):
         pe.xmap(X, E=2, surrogates=3, surrogate_method="x", device=CPU_DEVICE)
     with pytest.raises(ValueError, match="not supported with scheduler"):
-        pe.xmap(X, E=2, surrogates=3, scheduler="local", out="unused.zarr")
+        pe.xmap(X, E=2, surrogates=3, scheduler="local",
+                out=tmp_path / "unused.zarr")
     with pytest.raises(ValueError, match="largest allocation|host memory"):
         pe.xmap(X, E=2, surrogates=10**9, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="seed=-1"):
