@@ -50,8 +50,9 @@ def test_true_direction_significant_reverse_and_independent_not(device):
 def test_null_of_the_data_is_the_observed_curve(device, dtype):
     """The null pipeline (one k-NN table per sampled library, every target looked up
     from it) given copies of the data as targets returns the observed curve: same
-    libraries, same neighbours, same weights (float64: bit for bit; float32: the data's
-    standardisation is the same, so also equal)."""
+    libraries, same neighbours, same weights. Tolerances: 1e-12 in float64 (the two
+    paths sum in the same order; bit-identical on the Intel CPU runtime), 1e-6 in
+    float32 (float32 rho rounding)."""
     from clkernels import get_backend
     from pyedmcl._precision import prepare
     from pyedmcl.significance.ccm_null import kernel_series, null_curves
@@ -67,7 +68,7 @@ def test_null_of_the_data_is_the_observed_curve(device, dtype):
                        sizes=np.array([30, 120, 290]), sample=6,
                        entropy=np.random.SeedSequence(4).entropy, random=True,
                        replacement=False)
-    tol = 0 if dtype == "float64" else 1e-6
+    tol = 1e-12 if dtype == "float64" else 1e-6
     assert np.abs(null - r.rho_xy[:, None]).max() <= tol
 
 
