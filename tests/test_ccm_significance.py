@@ -32,7 +32,11 @@ def test_true_direction_significant_reverse_and_independent_not(device):
     # rho_yx: y's manifold cross-maps x, evidence that x drives y (true)
     assert s.p_yx[-1] < 0.05 and r.rho_yx[-1] > s.null_yx_q95[-1]
     assert s.p_xy[-1] > 0.05  # y does not drive x
-    assert r.convergence.p_yx < 0.05 and r.convergence.tau_yx > 0.9
+    conv = r.convergence
+    assert conv.p_yx < 0.05 and conv.tau_yx > 0.9
+    cdf = conv.as_dataframe()
+    assert list(cdf["direction"]) == ["x:y", "y:x"] and cdf["p_value"][1] == conv.p_yx
+    assert np.abs(conv.fitted(r.lib_sizes, "yx") - r.rho_yx).max() < 0.1  # a fitted curve
     z = logistic_map(400, r=4.0, x0=0.3141)  # independent of x
     ri = pe.ccm(x, z, E=2, lib_sizes=SIZES, sample=20, seed=2, surrogates=99,
                 surrogate_method="random_shuffle", device=device)
