@@ -33,7 +33,8 @@ def _register(names: dict[str, str]) -> None:
     _API.update(names)
 
 
-for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors"):
+for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors",
+             "pyedmcl.significance"):
     try:
         _register(import_module(_mod + "._api").API)
     except ModuleNotFoundError as _exc:  # a family not built yet

@@ -20,7 +20,8 @@ import pyedmcl as pe
 from pyedmcl._deprecation import RENAMED
 
 #: public functions that run no kernel (NumPy helpers, files, device listing)
-HOST_ONLY = {"embed", "read_panel", "xmap_open", "xmap_verify", "list_devices", "select_device"}
+HOST_ONLY = {"embed", "read_panel", "xmap_open", "xmap_verify", "list_devices", "select_device",
+             "surrogates", "causal_network", "kendall_tau"}
 #: positional data arguments; everything else is keyword-only
 DATA = {"x", "y", "target", "X"}
 DEVICES = {"rqa", "cross_rqa", "joint_rqa", "xmap"}

@@ -80,8 +80,28 @@ class CCMResult:
     rho_yx_samples: np.ndarray | None = None
     #: which k-NN back-end ran and its expected recall (pyedmcl.neighbors.NeighborInfo)
     neighbors: Any = field(default=None, repr=False)
+    #: the surrogate test (``ccm(..., surrogates=n)``): a
+    #: :class:`pyedmcl.significance.ccm_null.CCMSignificance`, else None
+    significance: Any = field(default=None, repr=False)
+
+    @property
+    def convergence(self) -> Any:
+        """Does rho grow with library size? Kendall's tau of rho over L per direction, its
+        one-sided p-value and a fitted ``rho_inf (1 - exp(-gamma L))``
+        (:class:`pyedmcl.significance.convergence.Convergence`)."""
+        from ..significance.convergence import convergence
+        return convergence(self.lib_sizes, self.rho_xy, self.rho_yx)
 
     def as_dataframe(self, x_name: str = "x", y_name: str = "y"):
+        """One row per library size: rho of both directions (pyEDM's columns) and, with
+        surrogates, each direction's p-value and null mean / 95% quantile
+        (``"x:y p"``, ``"x:y null_mean"``, ``"x:y null_q95"``)."""
         import pandas as pd
-        return pd.DataFrame({"LibSize": self.lib_sizes, f"{x_name}:{y_name}": self.rho_xy,
-                             f"{y_name}:{x_name}": self.rho_yx})
+        xy, yx = f"{x_name}:{y_name}", f"{y_name}:{x_name}"
+        d = {"LibSize": self.lib_sizes, xy: self.rho_xy, yx: self.rho_yx}
+        sig = self.significance
+        if sig is not None:
+            for col, p, m, q in ((xy, sig.p_xy, sig.null_xy_mean, sig.null_xy_q95),
+                                 (yx, sig.p_yx, sig.null_yx_mean, sig.null_yx_q95)):
+                d.update({f"{col} p": p, f"{col} null_mean": m, f"{col} null_q95": q})
+        return pd.DataFrame(d)

@@ -40,6 +40,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", default=None, choices=("float32", "float64"),
                    help="float32 (default; series centred and scaled first) or float64 "
                         "(needs fp64 on every device); kept when resuming")
+    p.add_argument("--surrogates", type=int_arg, default=0, metavar="N",
+                   help="also cross-map N surrogates of every target: per pair the p-value "
+                        "and the null's mean and 95%% quantile are stored beside rho")
+    p.add_argument("--surrogate-method", default="ebisuzaki",
+                   choices=("ebisuzaki", "random_shuffle", "seasonal", "twin"),
+                   help="surrogate method (default ebisuzaki)")
+    p.add_argument("--seed", type=int_arg, default=None,
+                   help="seed of the surrogates (default: fresh, stored; kept when resuming)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing output written with other parameters (only a "
                         "store pyedmcl wrote; other folders and files are never deleted)")
@@ -83,9 +91,16 @@ def run(args: argparse.Namespace) -> int:
     res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, max_E=args.max_E, out=args.out,
                block_rows=args.block_rows, devices=devices, backend=args.backend,
                scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
-               fma=args.fma, dtype=args.dtype, progress=not args.quiet and not args.json)
+               fma=args.fma, dtype=args.dtype, progress=not args.quiet and not args.json,
+               surrogates=args.surrogates, surrogate_method=args.surrogate_method,
+               seed=args.seed)
     summary = {"out": args.out, "N": int(len(res.E)), "E": res.E,
                "blocks_per_device": res.blocks_per_device}
+    edges = None
+    if res.surrogates:
+        from ..significance.network import causal_network
+        edges = len(causal_network(res))
+        summary.update({"surrogates": res.surrogates, "fdr_edges_at_0.05": edges})
     if args.json:
         from ..cli.main import print_json
         print_json(summary)
@@ -93,5 +108,7 @@ def run(args: argparse.Namespace) -> int:
         E_u, E_c = np.unique(res.E, return_counts=True)
         print(f"wrote {args.out}: {len(res.E)} x {len(res.E)} rho; E groups "
               + ", ".join(f"E={e}: {c}" for e, c in zip(E_u, E_c, strict=True))
-              + f"; blocks per device {res.blocks_per_device}")
+              + f"; blocks per device {res.blocks_per_device}"
+              + ("" if edges is None else f"; {res.surrogates} surrogates per target, "
+                 f"{edges} edges at FDR 0.05 (pyedmcl.causal_network)"))
     return 0

@@ -24,7 +24,7 @@ import numpy as np
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import check_tau
-from ..validation import check_dtype, check_int, check_int_array
+from ..validation import check_dtype, check_int, check_int_array, check_seed
 from .results import XmapResult
 
 #: default rows per block: big enough to amortise a launch, small enough to balance
@@ -140,7 +140,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
          devices: Any = None, backend: str | None = None, scheduler: str | None = None,
          n_workers: int = 2, overwrite: bool = False, progress: bool = False,
          knn_kernel: str | None = None, fma: bool | None = None,
-         dtype: Any = None) -> XmapResult:
+         dtype: Any = None, surrogates: int = 0, surrogate_method: str = "ebisuzaki",
+         surrogate_options: dict | None = None, seed: int | None = None) -> XmapResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
@@ -169,6 +170,13 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     the matrix does not depend on offsets or units, :mod:`pyedmcl._precision`) or
     "float64" (every device of the job needs fp64). Stored with the parameters (None:
     the stored dtype when resuming, else float32).
+    ``surrogates=n`` > 0: every target series is also cross-mapped as ``n`` surrogates
+    of ``surrogate_method`` (``surrogate_options``: see :func:`pyedmcl.surrogates`) from
+    the same library k-NN tables (:mod:`pyedmcl.significance.xmap_null`), and the result
+    (and the store) holds per pair the p-value and the null's mean and 95% quantile
+    beside rho; :func:`pyedmcl.causal_network` gives the FDR-controlled edges. ``seed``
+    makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
+    one, stored). Not with ``scheduler``.
     """
     X64, names = as_panel(X, dtype=np.float64)
     N, n = X64.shape
@@ -176,6 +184,15 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     Tp = check_int(Tp, "Tp", -(n // 2), n // 2)
     E_max = check_int(max_E, "max_E", 1, 64)
     E_arr = _resolve_E(E, N, n)
+    surrogates = check_int(surrogates, "surrogates", 0)
+    if surrogates:
+        from ..significance.surrogates import check_method, check_options
+        surrogate_method = check_method(surrogate_method, "surrogate_method")
+        surrogate_options = check_options(surrogate_options, "surrogate_options")
+        if scheduler is not None:
+            raise ValueError("surrogates= is not supported with scheduler= (a Dask "
+                             "cluster) yet; run on this node's devices (devices=)")
+    seed = check_seed(seed)
     devs = _devices(devices if devices is not None else ([device] if device is not None
                                                           else None))
     stored = _stored_params(out) if out is not None else {}
@@ -193,6 +210,16 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     prep = prepare([X64], dt, fp64, names=["X"], what="xmap")
     Xr = np.ascontiguousarray(prep.series[0], dtype=prep.dtype)
     real, dt = prep.real, prep.dtype
+    if surrogates and seed is None:  # resuming: the store's; else fresh, and stored
+        seed = stored.get("seed")
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (1 << 63))
+    surr_panel = None
+    if surrogates:
+        from ..significance.xmap_null import check_panel_memory, surrogate_panel
+        check_panel_memory(N, n, surrogates, np.dtype(dt).itemsize, devs, backend)
+        surr_panel = surrogate_panel(X64, surrogates, surrogate_method, surrogate_options,
+                                     seed, dt)
     del X64, prep  # only the kernels' copy stays: host memory is bounded while N x N streams
     if block_rows is None:
         br = DEFAULT_BLOCK_ROWS
@@ -213,6 +240,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
               "data_sha256": data_checksum(Xr) if out is not None else None,
               "dtype": str(dt), "fma": fma,
               "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
+    if surrogates:  # only then: the parameters (and checksums) of other jobs are unchanged
+        params.update({"surrogates": surrogates, "surrogate_method": surrogate_method,
+                       "surrogate_options": surrogate_options, "seed": seed})
     store = None
     if out is not None:
         store = XmapStore.open(out, params, overwrite=overwrite)
@@ -256,6 +286,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         store.save_E(E_arr)
 
     # (2, 3) the matrix, by row blocks
+    if surrogates:
+        return _xmap_surrogates(Xr, surr_panel, blocks, E_arr, store, devs, engine_kw,
+                                backend, progress, names, edim_rho, out, surrogates)
     if store is not None:
         pend = set(store.pending())
         todo = [b for b in blocks if b[0] in pend]
@@ -286,6 +319,49 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     rho = store.rho if store is not None else mat
     return XmapResult(rho=rho, E=E_arr, names=names, edim_rho=edim_rho,
                       path=None if out is None else str(out), blocks_per_device=counts)
+
+
+def _xmap_surrogates(Xr: np.ndarray, S: np.ndarray, blocks: list, E_arr: np.ndarray,
+                     store: Any, devs: list[Any], engine_kw: dict, backend: str | None,
+                     progress: bool, names: list[str] | None, edim_rho: np.ndarray | None,
+                     out: Any, n_surr: int) -> XmapResult:
+    """The map with surrogate targets (:mod:`pyedmcl.significance.xmap_null`): row blocks
+    of the extended panel, each reduced to rho, p-value and null summary as it arrives."""
+    from ..significance.xmap_null import extend_E, reduce_block
+    from .scheduler import run_local
+
+    N = Xr.shape[0]
+    X_ext = np.concatenate([Xr, S])
+    del S
+    mats = None
+    if store is not None:
+        pend = set(store.pending())
+        todo = [b for b in blocks if b[0] in pend]
+
+        def sink(b: int, rows: np.ndarray) -> None:
+            rho, extra = reduce_block(rows, N, n_surr)
+            store.write_block(b, rho, extra)
+    else:
+        todo = blocks
+        mats = {k: np.empty((N, N), np.float32) for k in ("rho", "p_value", "null_mean",
+                                                         "null_q95")}
+
+        def sink(b: int, rows: np.ndarray) -> None:
+            r0 = blocks[b][1]
+            rho, extra = reduce_block(rows, N, n_surr)
+            for k, v in {"rho": rho, **extra}.items():
+                mats[k][r0:r0 + v.shape[0]] = v
+
+    counts: dict[str, int] = {}
+    if todo:
+        counts = run_local(X_ext, todo, "xmap", sink, devices=devs, engine_kw=engine_kw,
+                           E=extend_E(E_arr, n_surr), backend=backend, progress=progress)
+    arrs = ({k: store.group[k] for k in ("rho", "p_value", "null_mean", "null_q95")}
+            if store is not None else mats)
+    return XmapResult(rho=arrs["rho"], E=E_arr, names=names, edim_rho=edim_rho,
+                      path=None if out is None else str(out), blocks_per_device=counts,
+                      surrogates=n_surr, p_value=arrs["p_value"], null_mean=arrs["null_mean"],
+                      null_q95=arrs["null_q95"])
 
 
 def _default_fma(devs: list[Any], backend: str | None) -> bool:

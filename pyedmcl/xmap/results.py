@@ -11,7 +11,10 @@ import numpy as np
 @dataclass
 class XmapResult:
     """``rho`` (N, N) float32 (a NumPy array, or the Zarr array when written to ``out``),
-    ``E`` (N,) the embedding dimension used for each target, ``names`` of the series."""
+    ``E`` (N,) the embedding dimension used for each target, ``names`` of the series.
+    With surrogates (``xmap(..., surrogates=n)``): ``p_value``, ``null_mean`` and
+    ``null_q95`` (N, N) beside rho (:func:`pyedmcl.causal_network` turns them into edges).
+    """
 
     rho: Any
     E: np.ndarray
@@ -19,6 +22,11 @@ class XmapResult:
     edim_rho: np.ndarray | None = None
     path: str | None = None
     blocks_per_device: dict[str, int] = field(default_factory=dict)
+    #: surrogates per target series (None: no surrogate test)
+    surrogates: int | None = None
+    p_value: Any = None
+    null_mean: Any = None
+    null_q95: Any = None
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self.rho[...])

@@ -12,6 +12,10 @@ Layout of ``OUT.zarr`` (a Zarr group):
   and its checksum are completely written. A block is written first, its checksum
   second, marked third, so a block cut off mid-write is never marked and is
   recomputed on resume.
+- with surrogates (``xmap(..., surrogates=n)``): ``p_value``, ``null_mean``,
+  ``null_q95`` (N, N) float32, chunked like ``rho``: per pair the surrogate test's
+  p-value and its null's mean and 95% quantile (:mod:`pyedmcl.significance`); a block's
+  checksum then covers them too (stores without surrogates keep the former checksum).
 - ``E``    (N,) int32: the embedding dimension of each target series;
   ``edim_rho`` (N, E_max) float32 when E was chosen automatically.
 - attributes: ``pyedmcl_owned`` (the ownership marker: ``overwrite`` deletes only
@@ -49,6 +53,8 @@ ATTR = "pyedmcl_xmap"
 E_ATTR = "pyedmcl_E_sha256"
 OWNED_ATTR = "pyedmcl_owned"
 DIGEST = "block_sha256"
+#: per-pair arrays of a job with surrogates, beside ``rho`` (same shape and chunks)
+SURROGATE_ARRAYS = ("p_value", "null_mean", "null_q95")
 
 log = logging.getLogger("pyedmcl.xmap.store")
 
@@ -139,6 +145,8 @@ class XmapStore:
         self.path = str(path) if path is not None else str(getattr(group.store, "root", ""))
         self.N = int(params["N"])
         self.block_rows = int(params["block_rows"])
+        #: the per-pair arrays beside rho (a job with surrogates), in checksum order
+        self.extras: tuple[str, ...] = SURROGATE_ARRAYS if params.get("surrogates") else ()
         self._key: bytes | None = None
 
     # -- open / create ------------------------------------------------------------------------
@@ -187,6 +195,10 @@ class XmapStore:
         nblocks = -(-N // br)
         g.create_array("rho", shape=(N, N), chunks=(br, N), dtype="float32",
                        fill_value=np.nan)
+        if params.get("surrogates"):
+            for name in SURROGATE_ARRAYS:
+                g.create_array(name, shape=(N, N), chunks=(br, N), dtype="float32",
+                               fill_value=np.nan)
         g.create_array(DIGEST, shape=(nblocks, 32), chunks=(1, 32), dtype="uint8",
                        fill_value=0)
         g.create_array("done", shape=(nblocks,), chunks=(1,), dtype="uint8", fill_value=0)
@@ -215,6 +227,7 @@ class XmapStore:
         """The arrays must have the shapes the parameters imply (else: damaged store)."""
         g, nb = self.group, self.n_blocks
         want = {"rho": (self.N, self.N), "done": (nb,)}
+        want.update({name: (self.N, self.N) for name in self.extras})
         for name, shape in want.items():
             if name not in g or tuple(g[name].shape) != shape:
                 raise ValueError(f"xmap store {self.path!r} is damaged: array {name!r} is "
@@ -249,8 +262,10 @@ class XmapStore:
         assert self._key is not None
         return self._key
 
-    def block_digest(self, b: int, rows: np.ndarray) -> bytes:
-        """sha256 of block ``b``'s float32 rows, its index and rows, and the job key."""
+    def block_digest(self, b: int, rows: np.ndarray,
+                     extra: dict[str, np.ndarray] | None = None) -> bytes:
+        """sha256 of block ``b``'s float32 rows, its index and rows, and the job key; with
+        surrogates also of the block's rows of every array in :attr:`extras` (in order)."""
         r0, r1 = self.block_range(b)
         a = np.ascontiguousarray(rows, dtype=np.float32)
         h = hashlib.sha256(b"pyedmcl-xmap-block\0")
@@ -258,6 +273,12 @@ class XmapStore:
         h.update(np.array([b, r0, r1, a.shape[0], a.shape[1] if a.ndim == 2 else -1],
                           np.int64).tobytes())
         h.update(memoryview(a).cast("B"))
+        for name in self.extras:
+            e = np.ascontiguousarray((extra or {})[name], dtype=np.float32)
+            if e.shape != a.shape:
+                raise ValueError(f"block {b}: {name} has shape {e.shape}, rho {a.shape}")
+            h.update(name.encode() + b"\0")
+            h.update(memoryview(e).cast("B"))
         return h.digest()
 
     def _per_block(self, name: str, sl: Any = slice(None)) -> list[Any]:
@@ -290,7 +311,10 @@ class XmapStore:
                 r0, r1 = self.block_range(b)
                 try:
                     rows = np.asarray(self.group["rho"][r0:r1, :])
-                    ok = bytes(np.asarray(digests[b], np.uint8)) == self.block_digest(b, rows)
+                    extra = {name: np.asarray(self.group[name][r0:r1, :])
+                             for name in self.extras}
+                    ok = bytes(np.asarray(digests[b], np.uint8)) == self.block_digest(
+                        b, rows, extra)
                 except Exception:  # noqa: BLE001 - a truncated / undecodable chunk
                     ok = False
             if not ok:
@@ -305,11 +329,17 @@ class XmapStore:
                         self.path, _ranges(bad, self.block_rows, self.N))
         return sorted(bad + incomplete)
 
-    def write_block(self, b: int, rows: np.ndarray) -> None:
+    def write_block(self, b: int, rows: np.ndarray,
+                    extra: dict[str, np.ndarray] | None = None) -> None:
+        """Block ``b``'s rho rows (and, with surrogates, its rows of every array in
+        :attr:`extras`, given in ``extra``), then its checksum, then its done flag."""
         r0, r1 = self.block_range(b)
         rows = np.asarray(rows, dtype=np.float32)
+        digest = self.block_digest(b, rows, extra)  # also checks that every extra is there
+        for name in self.extras:
+            self.group[name][r0:r1, :] = np.asarray(extra[name], dtype=np.float32)
         self.group["rho"][r0:r1, :] = rows
-        self.group[DIGEST][b, :] = np.frombuffer(self.block_digest(b, rows), np.uint8)
+        self.group[DIGEST][b, :] = np.frombuffer(digest, np.uint8)
         self.group["done"][b] = 1
 
     def verify(self) -> StoreCheck:
@@ -399,4 +429,6 @@ def xmap_open(path: str | Path, *, verify: bool = True) -> Any:
     else:
         E = np.asarray(st.group["E"][:]) if "E" in st.group else None
     er = np.asarray(st.group["edim_rho"][:]) if "edim_rho" in st.group else None
-    return XmapResult(rho=st.rho, E=E, names=None, edim_rho=er, path=str(path))
+    sig = {name: st.group[name] for name in st.extras}
+    return XmapResult(rho=st.rho, E=E, names=None, edim_rho=er, path=str(path),
+                      surrogates=int(st.params.get("surrogates") or 0) or None, **sig)

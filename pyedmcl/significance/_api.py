@@ -1,0 +1,7 @@
+"""Public significance names -> the module that defines them (imported lazily by pyedmcl)."""
+
+API = {
+    "surrogates": "pyedmcl.significance.surrogates",
+    "causal_network": "pyedmcl.significance.network",
+    "kendall_tau": "pyedmcl.significance.stats",
+}
