@@ -29,7 +29,8 @@ CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 #: template values of the fold kernel (it depends on none of them)
 _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-                "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0}
+                "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
+                "FMA": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -86,6 +87,7 @@ class LineSpec:
     joint: bool = False
     theiler_matrix: bool = False
     white_border: bool = True
+    fma: bool = False  # Euclidean squares summed by fma() (PyRQA's contracted kernels)
 
     @property
     def dtype(self) -> type:
@@ -103,7 +105,8 @@ class LineSpec:
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
                 "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0)),
-                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params))}
+                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params)),
+                "FMA": int(self.fma and self.metric == "euclidean")}
 
 
 class RQALinesKernel(TunableKernel):

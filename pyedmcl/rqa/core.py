@@ -4,8 +4,11 @@ Conventions (see ``docs`` in each function):
 
 * Embedding: point ``j = (s[j], s[j+tau], ..., s[j+(E-1)tau])`` as in PyRQA and
   pyunicorn, so cell ``(i, j)`` here is cell ``(i, j)`` there.
-* Recurrence: ``d(i, j) < radius`` (strict, as both oracles); Euclidean compares
-  the squared distance with ``radius**2`` computed in the working precision (no sqrt).
+* Recurrence: ``d(i, j) < radius`` (strict, as both oracles), decided at ties as the
+  chosen oracle does (``threshold_rule``, :mod:`pyedmcl.rqa.threshold`): ``"distance"``
+  (default, pyunicorn: ``fl64(sqrt(d2)) < radius``) or ``"squared"`` (PyRQA's kernels:
+  ``d2 < fl(radius * radius)`` in the working precision). Either way the kernels compare
+  the squared distance with one precomputed value (no sqrt per cell).
 * Theiler window ``w`` (``theiler``): diagonal lines are taken from diagonals with
   ``|i - j| >= w`` only. ``theiler_scope="lines"`` (default; PyRQA's
   ``theiler_corrector`` and pyunicorn, which is ``w = 1``): the window only
@@ -31,6 +34,7 @@ from ..kernels.rqa_lines import LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from .dnr import Histograms, detect_lines
 from .measures import MEASURES, compute_measures
+from .threshold import check_threshold_rule, kernel_threshold
 
 
 @dataclass
@@ -137,10 +141,10 @@ def check_rate(rate: Any) -> float:
     return rr
 
 
-def threshold_value(radius: float, metric: str, dt: np.dtype) -> float:
-    """What the kernel compares with: radius**2 (Euclidean, in the working dtype) or radius."""
-    r = dt.type(radius)
-    return float(r * r) if metric == "euclidean" else float(r)
+def threshold_value(radius: float, metric: str, dt: np.dtype, rule: str = "distance") -> float:
+    """What the kernel compares ``d`` (squared for Euclidean) with by ``d < thr`` under
+    ``rule`` (:func:`pyedmcl.rqa.threshold.kernel_threshold`)."""
+    return kernel_threshold(radius, metric, dt, rule)
 
 
 def centred(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[Backend], *,
@@ -167,7 +171,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
         theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
         devices: Any = None, backend: str | None = None, edge: int | None = None,
-        order: str = "row", params: dict[str, Any] | None = None) -> RQAResult:
+        order: str = "row", params: dict[str, Any] | None = None,
+        threshold_rule: str = "distance") -> RQAResult:
     """Recurrence quantification analysis of one series by Divide & Recombine.
 
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
@@ -180,6 +185,9 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     computation (use ``dtype="float64"`` where the device has fp64). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,
     so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`).
+    ``threshold_rule`` decides cells whose distance equals the radius (ties on quantized
+    data) as pyunicorn (``"distance"``, default) or PyRQA's kernels (``"squared"``).
+    With ``recurrence_rate`` the achieved rate is ``RR``; the target is in ``settings``.
     """
     s = as_series(x, "x")
     metric = check_metric(metric)
@@ -189,14 +197,16 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                                                        theiler_scope, order, edge, n)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="rqa")
-    radius = _resolve_radius(radius, recurrence_rate, s, None, E, tau, metric, dt, bes)
+    rule = check_threshold_rule(threshold_rule)
+    radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
+                                     rule)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border))
+                    white_border=bool(white_border), fma=(rule == "squared"))
     kmin = max(w, 1)
     xs = s.astype(dt)
-    h = detect_lines(bes, xs, xs, threshold_value(radius, metric, dt), spec=spec, n_rows=n,
+    h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
                      order=order, params=params, symmetric=True)
     diag = 2 * h.diagonal  # the matrix is symmetric: each upper diagonal has a lower twin
@@ -207,7 +217,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
         n_points=n, devices=h.per_device, launches=h.launches,
-        symmetric=h.symmetric))
+        symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
@@ -215,7 +225,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               white_border: bool = True, device: Any = None, devices: Any = None,
               backend: str | None = None, edge: int | None = None, order: str = "row",
-              params: dict[str, Any] | None = None) -> RQAResult:
+              params: dict[str, Any] | None = None, threshold_rule: str = "distance") -> RQAResult:
     """Cross-RQA of two series (lengths may differ), as PyRQA's cross analysis.
 
     The cross recurrence matrix has one column per embedded point of ``x`` and one
@@ -234,33 +244,40 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
                                                        order, edge, max(nx, ny))
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx, sy) = centred([sx, sy], ["x", "y"], dt, bes, common=True, what="cross_rqa")
-    radius = _resolve_radius(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes)
+    rule = check_threshold_rule(threshold_rule)
+    radius, thr = _resolve_threshold(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes,
+                                     rule)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                    white_border=bool(white_border))
+                    white_border=bool(white_border), fma=(rule == "squared"))
     n_rows, n_cols = ny, nx  # rows: points of y; columns: points of x
     if w == 0:
         ranges = [(-(n_rows - 1), n_cols)]
     else:
         ranges = [r for r in ((-(n_rows - 1), -w + 1), (w, n_cols)) if r[1] > r[0]]
-    h = detect_lines(bes, sy.astype(dt), sx.astype(dt), threshold_value(radius, metric, dt),
-                     spec=spec, n_rows=n_rows, n_cols=n_cols, diag_ranges=ranges, w=w,
+    h = detect_lines(bes, sy.astype(dt), sx.astype(dt), thr, spec=spec, n_rows=n_rows, n_cols=n_cols, diag_ranges=ranges, w=w,
                      edge=edge, order=order, params=params)
     return _result(h, h.diagonal.copy(), nx * ny, radius, l_min, v_min, w_min, dict(
         kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min, v_min=v_min,
         w_min=w_min, dtype=str(dt), white_border=white_border, n_points_x=nx, n_points_y=ny,
-        devices=h.per_device, launches=h.launches))
+        devices=h.per_device, launches=h.launches, threshold_rule=rule,
+        recurrence_rate=recurrence_rate))
 
 
 def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
-              metric: str = "euclidean", theiler: int = 1, l_min: int = 2, v_min: int = 2,
-              w_min: int = 2, dtype: Any = "float32", theiler_scope: str = "lines",
-              white_border: bool = True, device: Any = None, devices: Any = None,
-              backend: str | None = None, edge: int | None = None, order: str = "row",
-              params: dict[str, Any] | None = None) -> RQAResult:
+              recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
+              l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
+              theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+              devices: Any = None, backend: str | None = None, edge: int | None = None,
+              order: str = "row", params: dict[str, Any] | None = None,
+              threshold_rule: str = "distance") -> RQAResult:
     """Joint RQA: ``JR = R_x & R_y`` (same length series, same E/tau/metric).
 
-    ``radius`` is one number for both series or a pair ``(r_x, r_y)``.
+    ``radius`` is one number for both series or a pair ``(r_x, r_y)``; or
+    ``recurrence_rate``, one rate or a pair, fixes each series' own recurrence rate
+    (pyunicorn's ``JointRecurrencePlot(recurrence_rate=(rr_x, rr_y))``: each radius is
+    the order statistic of its own distances), so the joint rate is lower. The radii
+    used are ``result.radius`` (a pair).
     """
     sx = as_series(x, "x")
     sy = as_series(y, "y")
@@ -271,23 +288,26 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     n = check_embedding(sx.size, E, tau, "x")
     l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler,
                                                        theiler_scope, order, edge, n)
-    if radius is None:
-        raise ValueError("radius is required for joint RQA: one number or a pair (r_x, r_y)")
-    rx, ry = (radius, radius) if np.ndim(radius) == 0 else tuple(radius)
-    rx, ry = check_radius(rx, "radius[0]"), check_radius(ry, "radius[1]")
+    rule = check_threshold_rule(threshold_rule)
+    if (radius is None) == (recurrence_rate is None):
+        raise ValueError("give exactly one of radius= (one number or a pair (r_x, r_y)) or "
+                         "recurrence_rate= (one rate or a pair) for joint RQA")
+    rx, ry = _pair(radius, "radius")
+    qx, qy = _pair(recurrence_rate, "recurrence_rate")
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx,) = centred([sx], ["x"], dt, bes, common=False, what="joint_rqa")
     dt, (sy,) = centred([sy], ["y"], dt, bes, common=False, what="joint_rqa")
+    rx, thr_x = _resolve_threshold(rx, qx, sx, None, E, tau, metric, dt, bes, rule)
+    ry, thr_y = _resolve_threshold(ry, qy, sy, None, E, tau, metric, dt, bes, rule)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border))
+                    white_border=bool(white_border), fma=(rule == "squared"))
     kmin = max(w, 1)
     a, b = sx.astype(dt), sy.astype(dt)
-    h = detect_lines(bes, a, a, threshold_value(rx, metric, dt), spec=spec, n_rows=n, n_cols=n,
+    h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
                      diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
-                     thr2=threshold_value(ry, metric, dt), w=w, edge=edge, order=order,
-                     params=params, symmetric=True)
+                     thr2=thr_y, w=w, edge=edge, order=order, params=params, symmetric=True)
     diag = 2 * h.diagonal
     if w == 0:
         diag[n - 1] += 1
@@ -295,20 +315,42 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     return _result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
         kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), n_points=n,
-        devices=h.per_device, launches=h.launches, symmetric=h.symmetric))
+        devices=h.per_device, launches=h.launches, symmetric=h.symmetric,
+        threshold_rule=rule, recurrence_rate=recurrence_rate))
+
+
+def _pair(value: Any, name: str) -> tuple[Any, Any]:
+    """One value for both series, or a pair; ``(None, None)`` for None."""
+    if value is None:
+        return None, None
+    if np.ndim(value) == 0:
+        return value, value
+    v = tuple(value)
+    if len(v) != 2:
+        raise ValueError(f"{name} must be one number or a pair (x, y), got {value!r}")
+    return v[0], v[1]
 
 
 def _resolve_radius(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None, E: int,
                     tau: int, metric: str, dt: np.dtype, bes: list[Backend]) -> float:
+    return _resolve_threshold(radius, rate, rows, cols, E, tau, metric, dt, bes)[0]
+
+
+def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None,
+                       E: int, tau: int, metric: str, dt: np.dtype, bes: list[Backend],
+                       rule: str = "distance") -> tuple[float, float]:
+    """``(radius, thr)``: the radius (given, or found for the rate) and the kernels'
+    threshold under ``rule``."""
     if (radius is None) == (rate is None):
         raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
                          "(fixed recurrence rate)")
     if radius is not None:
-        return check_radius(radius)
-    from .radius import radius_for_rate
+        r = check_radius(radius)
+        return r, kernel_threshold(r, metric, dt, rule)
+    from .radius import threshold_for_rate
 
-    return radius_for_rate(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric, dtype=dt,
-                           backend=bes[0])
+    return threshold_for_rate(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric,
+                              dtype=dt, backend=bes[0], rule=rule)
 
 
 def _result(h: Histograms, diag: np.ndarray, n_cells: int, radius: Any, l_min: int, v_min: int,

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## WALK=1 (BITS=2; the CPU default): vertical runs (column and row walks) are walked black
@@ -49,8 +49,9 @@
 ## longer (rare) lines go straight to global atomics. The host folds each launch's
 ## 32-bit counts into 64-bit totals (accumulate kernel), so counts never overflow.
 ##
-## Recurrence: d < thr, where d is the *squared* Euclidean distance (thr = r^2,
-## no sqrt) or the maximum / Manhattan distance (thr = r). JOINT=1: R = R1 & R2
+## Recurrence: d < thr, where d is the *squared* Euclidean distance (thr: the host's
+## threshold for the chosen rule, pyedmcl/rqa/threshold.py; no sqrt; FMA=1 sums the squares
+## by fma() as PyRQA's contracted kernels do) or the maximum / Manhattan distance (thr = r). JOINT=1: R = R1 & R2
 ## from a second pair of series (joint recurrence). THEILER_MATRIX=1: cells with
 ## |i - j| < w are not recurrent for vertical/white lines and counts (CRP-toolbox
 ## convention); otherwise w only enters the diagonal range chosen by the host.
