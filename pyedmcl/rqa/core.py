@@ -172,7 +172,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
         devices: Any = None, backend: str | None = None, edge: int | None = None,
         order: str = "row", params: dict[str, Any] | None = None,
-        threshold_rule: str = "distance") -> RQAResult:
+        threshold_rule: str = "distance", window: int | None = None,
+        step: int | None = None) -> Any:
     """Recurrence quantification analysis of one series by Divide & Recombine.
 
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
@@ -188,7 +189,23 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     ``threshold_rule`` decides cells whose distance equals the radius (ties on quantized
     data) as pyunicorn (``"distance"``, default) or PyRQA's kernels (``"squared"``).
     With ``recurrence_rate`` the achieved rate is ``RR``; the target is in ``settings``.
+
+    Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
+    ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
+    (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
+    ``recurrence_rate``).
     """
+    if window is not None or step is not None:
+        if window is None:
+            raise ValueError("step= needs window= (the number of embedded points per window)")
+        from .windowed import windowed_rqa
+
+        return windowed_rqa(x, window=window, step=step, E=E, tau=tau, radius=radius,
+                            recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
+                            l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
+                            theiler_scope=theiler_scope, white_border=white_border,
+                            device=device, devices=devices, backend=backend, edge=edge,
+                            order=order, params=params, threshold_rule=threshold_rule)
     s = as_series(x, "x")
     metric = check_metric(metric)
     E, tau = _check_E_tau(E, tau)
