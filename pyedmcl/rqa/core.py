@@ -173,7 +173,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         devices: Any = None, backend: str | None = None, edge: int | None = None,
         order: str = "row", params: dict[str, Any] | None = None,
         threshold_rule: str = "distance", window: int | None = None,
-        step: int | None = None) -> Any:
+        step: int | None = None, threshold_std: float | None = None,
+        embedded: bool = False) -> Any:
     """Recurrence quantification analysis of one series by Divide & Recombine.
 
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
@@ -190,11 +191,25 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     data) as pyunicorn (``"distance"``, default) or PyRQA's kernels (``"squared"``).
     With ``recurrence_rate`` the achieved rate is ``RR``; the target is in ``settings``.
 
+    ``threshold_std`` gives the radius in units of the series' standard deviation
+    (pyunicorn's ``threshold_std``; population std in float64 of all values given).
+    ``embedded=True``: ``x`` is a 2-D array of state vectors, one row per point and one
+    column per coordinate (pyEDM's multivariate embedding: the columns are the state
+    vector); ``E``/``tau`` are then taken from it (E = columns) and must be left at 1.
+
     Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
     ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
     (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
     ``recurrence_rate``).
     """
+    if threshold_std is not None:
+        if radius is not None or recurrence_rate is not None:
+            raise ValueError("give one of radius=, recurrence_rate= or threshold_std=")
+        radius = check_radius(threshold_std, "threshold_std") * _std_of(x, embedded)
+    if embedded:
+        x, E, tau = _state_vectors(x, E, tau)
+        if window is not None:
+            raise ValueError("window= with embedded=True is not supported; slice the rows")
     if window is not None or step is not None:
         if window is None:
             raise ValueError("step= needs window= (the number of embedded points per window)")
@@ -235,6 +250,37 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
         n_points=n, devices=h.per_device, launches=h.launches,
         symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
+
+
+def _std_of(x: Any, embedded: bool) -> float:
+    """Population std of every value given (pyunicorn: ``time_series.std()``)."""
+    a = np.asarray(x, dtype=np.float64) if embedded else as_series(x, "x")
+    sd = float(a.std())
+    if not (np.isfinite(sd) and sd > 0):
+        raise ValueError("threshold_std needs a series with positive, finite std")
+    return sd
+
+
+def _state_vectors(x: Any, E: Any, tau: Any) -> tuple[np.ndarray, int, int]:
+    """``(series, E, tau)`` whose delay embedding is the rows of the 2-D ``x``: the columns
+    one after another (column-major), ``tau`` = rows, so point ``i`` is
+    ``(s[i], s[i + n], ..., s[i + (E-1) n])`` = row ``i``."""
+    if hasattr(x, "to_numpy"):
+        x = x.to_numpy()
+    a = np.asarray(x)
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2 or a.dtype.kind not in "biuf":
+        raise ValueError(f"embedded=True needs a 2-D array of state vectors (rows: points, "
+                         f"columns: coordinates), got shape {a.shape} of dtype {a.dtype}")
+    if _check_E_tau(E, tau) != (1, 1):
+        raise ValueError("embedded=True takes E and tau from the state vectors: leave E=1, tau=1")
+    n, d = a.shape
+    if d > 512 or n < 1:
+        raise ValueError(f"embedded=True: {d} coordinates x {n} points is out of range; "
+                         "allowed: 1..512 coordinates, at least 1 point")
+    s = as_series(np.ascontiguousarray(a.T, dtype=np.float64).reshape(-1), "x")
+    return s, d, max(n, 1)
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
