@@ -32,12 +32,15 @@
 </%def>
 
 ## Coordinates yv (and yv2, JOINT) of the VEC column points starting at index `at`
-## (y is padded by VEC on the left).
+## (y is padded by VEC on the left); PERCOL: their thresholds tv (tcol, padded alike).
 <%def name="coords(T, at)">\
 <% RV, VEC = T.RV, T.VEC %>\
         ${RV} yv[${E}];
 % if JOINT:
         ${RV} yv2[${E}];
+% endif
+% if PERCOL:
+        const ${RV} tv = ${T.vload("tcol + %d + %s" % (VEC, at))};   /* the columns' thresholds */
 % endif
 % for m in range(E):
         yv[${m}] = ${T.vload("y + %d + %s + %d" % (VEC, at, m * TAU))};
@@ -50,7 +53,7 @@
 ## rec: the lanes of row i closer than thr (masked by `mask`, e.g. "lvalid & ").
 <%def name="recurrent(T, mask='')">\
 ${dist(T, "acc", "x", "yv", "i")}
-            ${T.IV} rec = ${mask}${T.cmp_u("acc < (%s)thr" % T.RV)};
+            ${T.IV} rec = ${mask}${T.cmp_u("acc < tv" if PERCOL else "acc < (%s)thr" % T.RV)};
 </%def>
 
 ## JOINT: rec &= the second pair's decision.
