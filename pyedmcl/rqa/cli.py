@@ -121,7 +121,7 @@ def run_rqa(args: argparse.Namespace) -> int:
 
     if args.window is None:
         raise ValueError("--step needs --window (embedded points per window)")
-    df = windowed_rqa(x, window=args.window, step=args.step, progress=not args.quiet, **kw)
+    df = windowed_rqa(rqa, x, window=args.window, step=args.step, progress=not args.quiet, **kw)
     if args.json:
         print_json(df.reset_index().to_dict(orient="records"))
     else:

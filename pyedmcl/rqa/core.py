@@ -232,7 +232,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
             raise ValueError("step= needs window= (the number of embedded points per window)")
         from .windowed import windowed_rqa
 
-        return windowed_rqa(x, window=window, step=step, E=E, tau=tau, radius=radius,
+        return windowed_rqa(rqa, x, window=window, step=step, E=E, tau=tau, radius=radius,
                             recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
                             l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
                             theiler_scope=theiler_scope, white_border=white_border,

@@ -15,6 +15,7 @@ fewer cells for ``step << window``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,19 +29,18 @@ def window_bounds(n_points: int, window: int, step: int) -> list[tuple[int, int]
     return [(s, s + window - 1) for s in range(0, n_points - window + 1, step)]
 
 
-def windowed_rqa(x: Any, *, window: Any, step: Any = None, E: Any = 1, tau: Any = 1,
-                 progress: bool = False, **kwargs: Any) -> Any:
+def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = None,
+                 E: Any = 1, tau: Any = 1, progress: bool = False, **kwargs: Any) -> Any:
     """Every measure per window as a ``pandas.DataFrame`` indexed by the window's first and
     last embedded point (``start``, ``end``); ``step`` defaults to ``window`` (epochs
     that do not overlap). Other keywords as :func:`pyedmcl.rqa.core.rqa`. Columns: the
     measures, ``n_recurrences``, ``n_cells`` and ``radius`` (found per window with
-    ``recurrence_rate``)."""
+    ``recurrence_rate``). ``one`` is the single-window analysis
+    (:func:`pyedmcl.rqa.core.rqa`, which calls this with itself)."""
     import pandas as pd
 
-    from .core import _check_E_tau, rqa
-
     s = as_series(x, "x")
-    E, tau = _check_E_tau(E, tau)
+    E, tau = check_int(E, "E", 1, 512), check_int(tau, "tau", 1)
     n = check_embedding(s.size, E, tau, "x")
     window = check_int(window, "window", 2, n)
     step = window if step is None else check_int(step, "step", 1)
@@ -53,7 +53,7 @@ def windowed_rqa(x: Any, *, window: Any, step: Any = None, E: Any = 1, tau: Any 
 
         bar = tqdm(total=len(bounds), desc="windows", unit="window")
     for a, b in bounds:
-        res = rqa(s[a: b + 1 + span], E=E, tau=tau, **kwargs)
+        res = one(s[a: b + 1 + span], E=E, tau=tau, **kwargs)
         row = {k: res.measures[k] for k in MEASURES}
         row.update(n_recurrences=res.n_recurrences, n_cells=res.n_cells, radius=res.radius)
         rows.append(row)
