@@ -1,4 +1,4 @@
-"""FAN (``neighbourhood="fan"``, each column's k nearest) against pyunicorn's
+"""FAN (``neighbourhood="fan"``, each column's knn nearest) against pyunicorn's
 ``local_recurrence_rate`` matrix (its row i is our column i: compared transposed, every
 histogram through the NumPy run reference) and a NumPy reference of the decision.
 Counts and histograms exactly (float64, quantized data with ties at the k-th distance).
@@ -38,7 +38,7 @@ def test_fan_pyunicorn_local_recurrence_rate(device, metric):
                             silence_level=3)
         R = rp.R.T.astype(bool)  # our columns are pyunicorn's rows
         ref = matrix_histograms(R, theiler)
-        r = pe.rqa(x, E=2, neighbourhood="fan", k=k, metric=metric, theiler=theiler,
+        r = pe.rqa(x, E=2, neighbourhood="fan", knn=k, metric=metric, theiler=theiler,
                    dtype="float64", device=device)
         assert r.n_recurrences == ref["n_rec"], (k, theiler)
         assert (R.sum(axis=0) <= k).all() and (R.sum(axis=0) < k).any()  # ties exercised
@@ -63,7 +63,7 @@ def test_fan_numpy_reference_float32(device):
         else:
             R = np.sqrt(d.astype(np.float64)) < np.sqrt(kth.astype(np.float64))[None, :]
         ref = matrix_histograms(R, 1)
-        r = pe.rqa(x, E=3, neighbourhood="fan", k=k, dtype="float32", threshold_rule=rule,
+        r = pe.rqa(x, E=3, neighbourhood="fan", knn=k, dtype="float32", threshold_rule=rule,
                    device=device, edge=64)
         assert r.settings["dtype"] == "float32"
         assert r.n_recurrences == ref["n_rec"], rule
@@ -72,13 +72,13 @@ def test_fan_numpy_reference_float32(device):
 
 def test_fan_bad_values():
     x = np.arange(40.0)
-    with pytest.raises(ValueError, match="needs k"):
+    with pytest.raises(ValueError, match="needs knn"):
         pe.rqa(x, neighbourhood="fan")
-    with pytest.raises(ValueError, match="k="):
-        pe.rqa(x, neighbourhood="fan", k=5, radius=1.0)
-    with pytest.raises(ValueError, match="k=40"):
-        pe.rqa(x, neighbourhood="fan", k=40)
+    with pytest.raises(ValueError, match="knn="):
+        pe.rqa(x, neighbourhood="fan", knn=5, radius=1.0)
+    with pytest.raises(ValueError, match="knn=40"):
+        pe.rqa(x, neighbourhood="fan", knn=40)
     with pytest.raises(ValueError, match="neighbourhood"):
         pe.rqa(x, neighbourhood="corridor", radius=1.0)
     with pytest.raises(ValueError, match="for neighbourhood='fan'"):
-        pe.rqa(x, radius=1.0, k=3)
+        pe.rqa(x, radius=1.0, knn=3)

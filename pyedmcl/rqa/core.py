@@ -174,7 +174,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         order: str = "row", params: dict[str, Any] | None = None,
         threshold_rule: str = "distance", window: int | None = None,
         step: int | None = None, threshold_std: float | None = None,
-        embedded: bool = False, neighbourhood: str = "radius", k: int | None = None) -> Any:
+        embedded: bool = False, neighbourhood: str = "radius", knn: int | None = None) -> Any:
     """Recurrence quantification analysis of one series by Divide & Recombine.
 
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
@@ -197,9 +197,9 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     column per coordinate (pyEDM's multivariate embedding: the columns are the state
     vector); ``E``/``tau`` are then taken from it (E = columns) and must be left at 1.
 
-    ``neighbourhood="fan"`` with ``k``: a fixed amount of nearest neighbours, column
-    ``j`` holding the ``k`` points nearest to point ``j`` (itself included; CRP toolbox
-    ``fan``, pyunicorn's ``local_recurrence_rate`` with ``k = int(lrr * (N - 1))``); no
+    ``neighbourhood="fan"`` with ``knn``: a fixed amount of nearest neighbours, column
+    ``j`` holding the ``knn`` points nearest to point ``j`` (itself included; CRP toolbox
+    ``fan``, pyunicorn's ``local_recurrence_rate`` with ``knn = int(lrr * (N - 1))``); no
     radius then, ``result.radius`` holds each column's radius (:mod:`pyedmcl.rqa.fan`).
 
     Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
@@ -212,13 +212,13 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                          "(fixed radius or rate) or 'fan' (k nearest neighbours per column)")
     if neighbourhood == "fan":
         if radius is not None or recurrence_rate is not None or threshold_std is not None:
-            raise ValueError("neighbourhood='fan' takes k=, not radius=, recurrence_rate= or "
-                             "threshold_std=")
-        if k is None:
-            raise ValueError("neighbourhood='fan' needs k= (neighbours per column, itself "
+            raise ValueError("neighbourhood='fan' takes knn=, not radius=, recurrence_rate= "
+                             "or threshold_std=")
+        if knn is None:
+            raise ValueError("neighbourhood='fan' needs knn= (neighbours per column, itself "
                              "included)")
-    elif k is not None:
-        raise ValueError("k= is for neighbourhood='fan'")
+    elif knn is not None:
+        raise ValueError("knn= is for neighbourhood='fan'")
     if threshold_std is not None:
         if radius is not None or recurrence_rate is not None:
             raise ValueError("give one of radius=, recurrence_rate= or threshold_std=")
@@ -238,7 +238,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                             theiler_scope=theiler_scope, white_border=white_border,
                             device=device, devices=devices, backend=backend, edge=edge,
                             order=order, params=params, threshold_rule=threshold_rule,
-                            neighbourhood=neighbourhood, k=k)
+                            neighbourhood=neighbourhood, knn=knn)
     s = as_series(x, "x")
     metric = check_metric(metric)
     E, tau = _check_E_tau(E, tau)
@@ -250,7 +250,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     rule = check_threshold_rule(threshold_rule)
     w = int(theiler)
     if neighbourhood == "fan":
-        return _fan_rqa(s, k, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
+        return _fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
                         edge, order, params, l_min, v_min, w_min)
     radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
                                      rule)
@@ -282,7 +282,7 @@ def _fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: n
 
     if n < 2:
         raise ValueError("neighbourhood='fan' needs at least 2 embedded points")
-    k = check_int(k, "k", 1, n - 1)
+    k = check_int(k, "knn", 1, n - 1)
     v = column_order_statistics(s, E, tau, k, metric, dt)
     tcol = kernel_thresholds(v, metric, rule)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
@@ -298,7 +298,7 @@ def _fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: n
     n_cells = n * n - (_band_cells(n, w) if spec.theiler_matrix else 0)
     radii = np.sqrt(v.astype(np.float64)) if metric == "euclidean" else v.astype(np.float64)
     return _result(h, h.diagonal.copy(), n_cells, radii, l_min, v_min, w_min, dict(
-        kind="rqa", neighbourhood="fan", k=k, E=E, tau=tau, metric=metric, theiler=w,
+        kind="rqa", neighbourhood="fan", knn=k, E=E, tau=tau, metric=metric, theiler=w,
         theiler_scope=theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt),
         white_border=white_border, n_points=n, devices=h.per_device, launches=h.launches,
         threshold_rule=rule))
