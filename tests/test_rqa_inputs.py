@@ -44,6 +44,16 @@ def test_threshold_std_pyunicorn(device):
     assert r.radius == pytest.approx(0.4 * x.std(), rel=1e-15)
 
 
+def test_threshold_max_numpy(device):
+    x = _states()[:, 0]
+    a = np.stack([x[:-1], x[1:]], axis=1)
+    dmax = np.sqrt(((a[:, None, :] - a[None, :, :]) ** 2).sum(-1).max())
+    r = pe.rqa(x, E=2, threshold_max=0.1, dtype="float64", device=device)
+    assert r.radius == pytest.approx(0.1 * dmax, rel=1e-15)
+    assert r.n_recurrences == pe.rqa(x, E=2, radius=r.radius, dtype="float64",
+                                     device=device).n_recurrences
+
+
 def test_integral_floats_and_bad_values():
     x = _states()[:, 0]
     assert pe.rqa(x, E=2.0, tau=1.0, radius=0.5).n_recurrences == \
@@ -56,5 +66,7 @@ def test_integral_floats_and_bad_values():
         pe.rqa(np.zeros((2, 2, 2)), embedded=True, radius=0.5)
     with pytest.raises(ValueError, match="threshold_std"):
         pe.rqa(x, threshold_std=0.5, radius=0.5)
+    with pytest.raises(ValueError, match="threshold_max"):
+        pe.rqa(x, threshold_max=0.1, threshold_std=0.5)
     with pytest.raises(ValueError, match="threshold_std"):
         pe.rqa(x, threshold_std=-1)

@@ -103,3 +103,24 @@ def test_cli_window_and_jrqa(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     ref = pe.joint_rqa(x, y, E=2, recurrence_rate=(0.1, 0.2), dtype="float64")
     assert out["n_recurrences"] == ref.n_recurrences
+
+
+def test_cross_every_measure_pyrqa_default_theiler(device):
+    """Cross-RQA: every measure PyRQA reports, with PyRQA's Theiler corrector left at its
+    default (1: PyRQA applies it to cross analyses too)."""
+    from conftest import CPU_DEVICE
+
+    from clkernels import select_device
+    from pyedmcl.rqa._oracles import pyrqa_measures, pyrqa_run
+
+    x, y = quantized(500, 1), quantized(420, 2)
+    pr, _ = pyrqa_run(x, y=y, E=2, tau=1, radius=0.5, theiler=1,
+                      platform=select_device(CPU_DEVICE).platform_name)
+    r = pe.cross_rqa(x, y, E=2, radius=0.5, theiler=1, dtype="float64",
+                     threshold_rule="squared", device=device)
+    assert r.n_recurrences == int(pr.number_of_recurrence_points)
+    for k, v in pyrqa_measures(pr).items():  # PyRQA reports float32
+        assert r.measures[k] == pytest.approx(float(v), rel=2e-6), k
+    r0 = pe.cross_rqa(x, y, E=2, radius=0.5, dtype="float64", threshold_rule="squared",
+                      device=device)  # our default theiler=0 keeps the i == j diagonal
+    assert r0.diagonal_hist.sum() > r.diagonal_hist.sum()

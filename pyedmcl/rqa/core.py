@@ -174,7 +174,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         order: str = "row", params: dict[str, Any] | None = None,
         threshold_rule: str = "distance", window: int | None = None,
         step: int | None = None, threshold_std: float | None = None,
-        embedded: bool = False, neighbourhood: str = "radius", knn: int | None = None) -> Any:
+        embedded: bool = False, neighbourhood: str = "radius", knn: int | None = None,
+        threshold_max: float | None = None) -> Any:
     """Recurrence quantification analysis of one series by Divide & Recombine.
 
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
@@ -193,6 +194,9 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
 
     ``threshold_std`` gives the radius in units of the series' standard deviation
     (pyunicorn's ``threshold_std``; population std in float64 of all values given).
+    ``threshold_max`` gives it as a fraction of the largest distance between two
+    embedded points (the attractor's diameter; CRP toolbox's max-norm radius), found on
+    the host in float64 in ``O(N^2 E)`` (:func:`pyedmcl.rqa.fan.max_distance`).
     ``embedded=True``: ``x`` is a 2-D array of state vectors, one row per point and one
     column per coordinate (pyEDM's multivariate embedding: the columns are the state
     vector); ``E``/``tau`` are then taken from it (E = columns) and must be left at 1.
@@ -211,20 +215,35 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "
                          "(fixed radius or rate) or 'fan' (k nearest neighbours per column)")
     if neighbourhood == "fan":
-        if radius is not None or recurrence_rate is not None or threshold_std is not None:
-            raise ValueError("neighbourhood='fan' takes knn=, not radius=, recurrence_rate= "
-                             "or threshold_std=")
+        if radius is not None or recurrence_rate is not None or threshold_std is not None \
+                or threshold_max is not None:
+            raise ValueError("neighbourhood='fan' takes knn=, not radius=, recurrence_rate=, "
+                             "threshold_std= or threshold_max=")
         if knn is None:
             raise ValueError("neighbourhood='fan' needs knn= (neighbours per column, itself "
                              "included)")
     elif knn is not None:
         raise ValueError("knn= is for neighbourhood='fan'")
+    given = [n for n, v in (("radius", radius), ("recurrence_rate", recurrence_rate),
+                            ("threshold_std", threshold_std), ("threshold_max", threshold_max))
+             if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one of radius=, recurrence_rate=, threshold_std= or "
+                         f"threshold_max=, got {', '.join(given)}")
     if threshold_std is not None:
-        if radius is not None or recurrence_rate is not None:
-            raise ValueError("give one of radius=, recurrence_rate= or threshold_std=")
         radius = check_radius(threshold_std, "threshold_std") * _std_of(x, embedded)
     if embedded:
         x, E, tau = _state_vectors(x, E, tau)
+    if threshold_max is not None:
+        from .fan import max_distance
+
+        f = check_radius(threshold_max, "threshold_max")
+        E_, tau_ = _check_E_tau(E, tau)
+        s_ = as_series(x, "x")
+        check_embedding(s_.size, E_, tau_, "x")
+        radius = f * max_distance(s_, E_, tau_, check_metric(metric))
+        if not radius > 0:
+            raise ValueError("threshold_max: every distance is 0 (a constant series)")
         if window is not None:
             raise ValueError("window= with embedded=True is not supported; slice the rows")
     if window is not None or step is not None:

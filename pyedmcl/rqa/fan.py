@@ -76,3 +76,15 @@ def kernel_thresholds(v: np.ndarray, metric: str, rule: str) -> np.ndarray:
         t = np.where(move, down, t)
         down = np.nextafter(t, dt(0))
     return t
+
+
+def max_distance(s: np.ndarray, E: int, tau: int, metric: str) -> float:
+    """The largest distance between two embedded points (float64; Euclidean: the sqrt of
+    the largest squared sum), in row blocks: ``O(N^2 E)`` host work."""
+    pts = _points(np.asarray(s, dtype=np.float64), E, tau)
+    n = pts.shape[0]
+    step = max(1, BLOCK_CELLS // n)
+    best = 0.0
+    for r0 in range(0, n, step):
+        best = max(best, float(kernel_distances(pts[r0: r0 + step], pts, metric).max()))
+    return float(np.sqrt(best)) if metric == "euclidean" else best
