@@ -82,3 +82,43 @@ def test_fan_bad_values():
         pe.rqa(x, neighbourhood="corridor", radius=1.0)
     with pytest.raises(ValueError, match="for neighbourhood='fan'"):
         pe.rqa(x, radius=1.0, knn=3)
+
+
+def test_fan_variants_identical(device):
+    """Every run-walk variant, lane width, edge and order gives the reference histograms
+    (per-column thresholds are read per lane in the vertical and the diagonal walks)."""
+    from pyedmcl._precision import prepare
+
+    x = quantized(140, seed=6)
+    xs = prepare([x], np.float32, True, names=["x"], scale=False).series[0].astype(np.float32)
+    pts = np.stack([xs[:-2], xs[2:]], axis=1)
+    d = kernel_distances(pts, pts, "euclidean")
+    R = d < np.partition(d, 9, axis=0)[9][None, :]
+    ref = matrix_histograms(R, 2, "matrix", white_border=False)
+    for vec, bits, ph, sh, wk in ((1, 0, 0, 0, 0), (4, 1, 32, 0, 1), (4, 2, 32, 1, 1),
+                                  (1, 2, 0, 1, 0), (2, 2, 64, 1, 2)):
+        p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph, "SHARE": sh, "SYM": 0,
+             "WALK": wk}
+        for order in ("row", "column"):
+            r = pe.rqa(x, E=2, tau=2, neighbourhood="fan", knn=9, threshold_rule="squared",
+                       theiler=2, theiler_scope="matrix", white_border=False, params=p,
+                       order=order, device=device)
+            assert r.n_recurrences == ref["n_rec"], (p, order)
+            assert _eq(r.diagonal_hist, ref["diag"]) and _eq(r.vertical_hist, ref["vert"])
+            assert _eq(r.white_hist, ref["white"]), (p, order)
+
+
+def test_fan_and_fma_oclgrind_clean():
+    from conftest import run_under_oclgrind
+
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        x = np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)
+        for vec, bits, ph, sh, wk in ((1, 0, 0, 0, 0), (4, 1, 32, 0, 1), (4, 2, 32, 1, 1)):
+            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": ph, "SHARE": sh,
+                 "SYM": 0, "WALK": wk}
+            a = pe.rqa(x, E=2, tau=2, neighbourhood="fan", knn=7, params=p, theiler=2)
+            b = pe.rqa(x, E=3, radius=0.3, threshold_rule="squared", params=p)
+            print(a.n_recurrences, b.n_recurrences)
+    """)
+    assert out.strip()
