@@ -183,9 +183,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     :func:`pyedmcl.rqa.radius.radius_for_rate`). ``devices`` (a list or a
     comma-separated string of selectors) splits the work over several devices.
     ``edge`` is the sub-matrix edge length (default: tuned per device). Float32
-    distances are compared with ``radius**2`` rounded to float32: cells whose
-    distance is within float32 rounding of the radius may differ from a float64
-    computation (use ``dtype="float64"`` where the device has fp64). In float32 the
+    squared distances are summed in float32: cells whose distance is within float32
+    rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,
     so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`).
     ``threshold_rule`` decides cells whose distance equals the radius (ties on quantized
