@@ -35,7 +35,7 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     last embedded point (``start``, ``end``); ``step`` defaults to ``window`` (epochs
     that do not overlap). Other keywords as :func:`pyedmcl.rqa.core.rqa`. Columns: the
     measures, ``n_recurrences``, ``n_cells`` and ``radius`` (found per window with
-    ``recurrence_rate``). ``one`` is the single-window analysis
+    ``recurrence_rate``; NaN with ``neighbourhood="fan"``, whose radii are per column). ``one`` is the single-window analysis
     (:func:`pyedmcl.rqa.core.rqa`, which calls this with itself)."""
     import pandas as pd
 
@@ -55,7 +55,8 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     for a, b in bounds:
         res = one(s[a: b + 1 + span], E=E, tau=tau, **kwargs)
         row = {k: res.measures[k] for k in MEASURES}
-        row.update(n_recurrences=res.n_recurrences, n_cells=res.n_cells, radius=res.radius)
+        radius = float("nan") if np.ndim(res.radius) else res.radius  # FAN: one per column
+        row.update(n_recurrences=res.n_recurrences, n_cells=res.n_cells, radius=radius)
         rows.append(row)
         if bar is not None:
             bar.update()
