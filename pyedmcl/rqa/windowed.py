@@ -35,8 +35,9 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     last embedded point (``start``, ``end``); ``step`` defaults to ``window`` (epochs
     that do not overlap). Other keywords as :func:`pyedmcl.rqa.core.rqa`. Columns: the
     measures, ``n_recurrences``, ``n_cells`` and ``radius`` (found per window with
-    ``recurrence_rate``; NaN with ``neighbourhood="fan"``, whose radii are per column). ``one`` is the single-window analysis
-    (:func:`pyedmcl.rqa.core.rqa`, which calls this with itself)."""
+    ``recurrence_rate``; NaN with ``neighbourhood="fan"``, whose radii are per column).
+    ``one`` is the single-window analysis (:func:`pyedmcl.rqa.core.rqa`, which calls
+    this with itself)."""
     import pandas as pd
 
     s = as_series(x, "x")
