@@ -31,6 +31,17 @@ def quantized(n: int, step: float = 0.1, seed: int = 3) -> np.ndarray:
     return x.astype(np.float32).astype(np.float64)
 
 
+def recorded_quantized() -> np.ndarray:
+    """A real record on a 0.1 grid: weekly flow S12CD+S333 (Everglades, pyEDM's data),
+    z-scored and rounded to one decimal, as float32 values."""
+    import importlib.resources
+
+    path = importlib.resources.files("pyEDM") / "data" / "S12CD-S333-SumFlow_1980-2005.csv"
+    s = np.loadtxt(str(path), delimiter=",", skiprows=1, usecols=1)
+    z = np.round((s - s.mean()) / s.std(), 1)
+    return z.astype(np.float32).astype(np.float64)
+
+
 def tied_radii(x: np.ndarray, E: int, metric: str, k: int = 3) -> list[float]:
     """The ``k`` most frequent positive distances (pyunicorn's values): radii with ties."""
     d = pyunicorn_rp(x, E=E, tau=1, radius=1.0, metric=metric).distance_matrix(UNI[metric])
@@ -70,6 +81,17 @@ def test_kernel_threshold_decides_like_the_rule():
 @pytest.mark.parametrize("metric", ["euclidean", "maximum", "manhattan"])
 def test_ties_pyunicorn_float64(device, metric):
     x = quantized(500)
+    assert _ties_pyunicorn(device, metric, x) or metric != "euclidean"  # rules disagree
+
+
+def test_ties_pyunicorn_recorded(device):
+    """The held-out real record (quantized): every measure as pyunicorn's, Euclidean."""
+    _ties_pyunicorn(device, "euclidean", recorded_quantized()[:700])
+
+
+def _ties_pyunicorn(device, metric, x) -> bool:
+    """Every tied radius as pyunicorn; returns whether the "squared" rule disagreed
+    somewhere (the data then exercise a tie the rules decide differently)."""
     differs = False
     for E in (2, 3):
         for r in tied_radii(x, E, metric):
@@ -85,8 +107,7 @@ def test_ties_pyunicorn_float64(device, metric):
             sq = pe.rqa(x, E=E, radius=r, metric=metric, dtype="float64",
                         threshold_rule="squared", device=device)
             differs |= sq.n_recurrences != res.n_recurrences
-    if metric == "euclidean":  # the data do exercise the tie: the rules disagree somewhere
-        assert differs
+    return differs
 
 
 def test_ties_pyunicorn_float32(device):
