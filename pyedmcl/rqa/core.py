@@ -22,7 +22,6 @@ Conventions (see ``docs`` in each function):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,48 +31,10 @@ from clkernels import Backend, get_backend
 from .._precision import prepare
 from ..kernels.rqa_lines import LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from .dnr import Histograms, detect_lines
-from .measures import MEASURES, compute_measures
+from .dnr import detect_lines
+from .inputs import state_vectors, std_of
+from .result import RQAResult, band_cells, make_result
 from .threshold import check_threshold_rule, kernel_threshold
-
-
-@dataclass
-class RQAResult:
-    """Every RQA measure (attributes, :meth:`as_dict`) plus the line histograms."""
-
-    measures: dict[str, float]
-    diagonal_hist: np.ndarray
-    vertical_hist: np.ndarray
-    white_hist: np.ndarray
-    n_recurrences: int
-    n_cells: int
-    radius: float
-    settings: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def __getattr__(self, name: str) -> Any:
-        m = self.__dict__.get("measures")
-        if m is not None and name in m:
-            return m[name]
-        raise AttributeError(name)
-
-    def as_dict(self, histograms: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.measures)
-        out.update(n_recurrences=self.n_recurrences, n_cells=self.n_cells, radius=self.radius,
-                   seconds=self.seconds, settings=self.settings)
-        if histograms:
-            out.update(diagonal_hist=_trim(self.diagonal_hist), vertical_hist=_trim(self.vertical_hist),
-                       white_hist=_trim(self.white_hist))
-        return out
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{k}={self.measures[k]:.6g}" for k in MEASURES)
-        return f"RQAResult({body})"
-
-
-def _trim(h: np.ndarray) -> list[int]:
-    nz = np.flatnonzero(h)
-    return h[: (nz[-1] + 1) if nz.size else 0].tolist()
 
 
 def _backends(device: Any, devices: Any, backend: str | None) -> list[Backend]:
@@ -158,14 +119,6 @@ def centred(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[
     return prep.dtype, prep.series
 
 
-def _band_cells(n: int, w: int) -> int:
-    """Cells with |i - j| < w in an n x n matrix."""
-    if w <= 0:
-        return 0
-    w = min(w, n)
-    return n + 2 * sum(n - k for k in range(1, w))
-
-
 def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         recurrence_rate: float | None = None, metric: str = "euclidean", theiler: int = 1,
         l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
@@ -230,9 +183,9 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         raise ValueError(f"give one of radius=, recurrence_rate=, threshold_std= or "
                          f"threshold_max=, got {', '.join(given)}")
     if threshold_std is not None:
-        radius = check_radius(threshold_std, "threshold_std") * _std_of(x, embedded)
+        radius = check_radius(threshold_std, "threshold_std") * std_of(x, embedded)
     if embedded:
-        x, E, tau = _state_vectors(x, E, tau)
+        x, E, tau = state_vectors(x, E, tau)
     if threshold_max is not None:
         from .fan import max_distance
 
@@ -268,7 +221,9 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     rule = check_threshold_rule(threshold_rule)
     w = int(theiler)
     if neighbourhood == "fan":
-        return _fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
+        from .fan import fan_rqa
+
+        return fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
                         edge, order, params, l_min, v_min, w_min)
     radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
                                      rule)
@@ -283,74 +238,12 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     diag = 2 * h.diagonal  # the matrix is symmetric: each upper diagonal has a lower twin
     if w == 0:
         diag[n - 1] += 1  # the main diagonal: d(i, i) = 0 < radius, one line of length n
-    n_cells = n * n - (_band_cells(n, w) if spec.theiler_matrix else 0)
-    return _result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
+    n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
+    return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
         n_points=n, devices=h.per_device, launches=h.launches,
         symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
-
-
-def _fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: np.dtype,
-             rule: str, w: int, theiler_scope: str, white_border: bool, bes: list[Backend],
-             edge: int | None, order: str, params: Any, l_min: int, v_min: int,
-             w_min: int) -> RQAResult:
-    """FAN (:mod:`pyedmcl.rqa.fan`): column j holds the k points nearest to point j."""
-    from .fan import column_order_statistics, kernel_thresholds
-
-    if n < 2:
-        raise ValueError("neighbourhood='fan' needs at least 2 embedded points")
-    k = check_int(k, "knn", 1, n - 1)
-    v = column_order_statistics(s, E, tau, k, metric, dt)
-    tcol = kernel_thresholds(v, metric, rule)
-    spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                    theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border), percol=True)
-    if w == 0:
-        ranges = [(-(n - 1), n)]
-    else:
-        ranges = [r for r in ((-(n - 1), -w + 1), (w, n)) if r[1] > r[0]]
-    xs = s.astype(dt)
-    h = detect_lines(bes, xs, xs, 0.0, spec=spec, n_rows=n, n_cols=n, diag_ranges=ranges, w=w,
-                     edge=edge, order=order, params=params, tcol=tcol)
-    n_cells = n * n - (_band_cells(n, w) if spec.theiler_matrix else 0)
-    radii = np.sqrt(v.astype(np.float64)) if metric == "euclidean" else v.astype(np.float64)
-    return _result(h, h.diagonal.copy(), n_cells, radii, l_min, v_min, w_min, dict(
-        kind="rqa", neighbourhood="fan", knn=k, E=E, tau=tau, metric=metric, theiler=w,
-        theiler_scope=theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt),
-        white_border=white_border, n_points=n, devices=h.per_device, launches=h.launches,
-        threshold_rule=rule))
-
-
-def _std_of(x: Any, embedded: bool) -> float:
-    """Population std of every value given (pyunicorn: ``time_series.std()``)."""
-    a = np.asarray(x, dtype=np.float64) if embedded else as_series(x, "x")
-    sd = float(a.std())
-    if not (np.isfinite(sd) and sd > 0):
-        raise ValueError("threshold_std needs a series with positive, finite std")
-    return sd
-
-
-def _state_vectors(x: Any, E: Any, tau: Any) -> tuple[np.ndarray, int, int]:
-    """``(series, E, tau)`` whose delay embedding is the rows of the 2-D ``x``: the columns
-    one after another (column-major), ``tau`` = rows, so point ``i`` is
-    ``(s[i], s[i + n], ..., s[i + (E-1) n])`` = row ``i``."""
-    if hasattr(x, "to_numpy"):
-        x = x.to_numpy()
-    a = np.asarray(x)
-    if a.ndim == 1:
-        a = a[:, None]
-    if a.ndim != 2 or a.dtype.kind not in "biuf":
-        raise ValueError(f"embedded=True needs a 2-D array of state vectors (rows: points, "
-                         f"columns: coordinates), got shape {a.shape} of dtype {a.dtype}")
-    if _check_E_tau(E, tau) != (1, 1):
-        raise ValueError("embedded=True takes E and tau from the state vectors: leave E=1, tau=1")
-    n, d = a.shape
-    if d > 512 or n < 1:
-        raise ValueError(f"embedded=True: {d} coordinates x {n} points is out of range; "
-                         "allowed: 1..512 coordinates, at least 1 point")
-    s = as_series(np.ascontiguousarray(a.T, dtype=np.float64).reshape(-1), "x")
-    return s, d, max(n, 1)
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
@@ -390,7 +283,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
         ranges = [r for r in ((-(n_rows - 1), -w + 1), (w, n_cols)) if r[1] > r[0]]
     h = detect_lines(bes, sy.astype(dt), sx.astype(dt), thr, spec=spec, n_rows=n_rows, n_cols=n_cols, diag_ranges=ranges, w=w,
                      edge=edge, order=order, params=params)
-    return _result(h, h.diagonal.copy(), nx * ny, radius, l_min, v_min, w_min, dict(
+    return make_result(h, h.diagonal.copy(), nx * ny, radius, l_min, v_min, w_min, dict(
         kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min, v_min=v_min,
         w_min=w_min, dtype=str(dt), white_border=white_border, n_points_x=nx, n_points_y=ny,
         devices=h.per_device, launches=h.launches, threshold_rule=rule,
@@ -444,8 +337,8 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     diag = 2 * h.diagonal
     if w == 0:
         diag[n - 1] += 1
-    n_cells = n * n - (_band_cells(n, w) if spec.theiler_matrix else 0)
-    return _result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
+    n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
+    return make_result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
         kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), n_points=n,
         devices=h.per_device, launches=h.launches, symmetric=h.symmetric,
@@ -486,8 +379,3 @@ def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarra
                               dtype=dt, backend=bes[0], rule=rule)
 
 
-def _result(h: Histograms, diag: np.ndarray, n_cells: int, radius: Any, l_min: int, v_min: int,
-            w_min: int, settings: dict[str, Any]) -> RQAResult:
-    m = compute_measures(h.n_recurrences, n_cells, diag, h.vertical, h.white, l_min, v_min, w_min)
-    return RQAResult(m, diag, h.vertical, h.white, h.n_recurrences, n_cells, radius, settings,
-                     h.seconds)

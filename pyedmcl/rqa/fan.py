@@ -19,7 +19,16 @@ the kernels' arithmetic (coordinate differences, squares summed in order, no fma
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from clkernels import Backend
+
+from ..kernels.rqa_lines import LineSpec
+from ..validation import check_int
+from .dnr import detect_lines
+from .result import RQAResult, band_cells, make_result
 
 #: cells per host block of the column search
 BLOCK_CELLS = 1 << 22
@@ -88,3 +97,32 @@ def max_distance(s: np.ndarray, E: int, tau: int, metric: str) -> float:
     for r0 in range(0, n, step):
         best = max(best, float(kernel_distances(pts[r0: r0 + step], pts, metric).max()))
     return float(np.sqrt(best)) if metric == "euclidean" else best
+
+
+def fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: np.dtype,
+             rule: str, w: int, theiler_scope: str, white_border: bool, bes: list[Backend],
+             edge: int | None, order: str, params: Any, l_min: int, v_min: int,
+             w_min: int) -> RQAResult:
+    """FAN (:mod:`pyedmcl.rqa.fan`): column j holds the k points nearest to point j."""
+    if n < 2:
+        raise ValueError("neighbourhood='fan' needs at least 2 embedded points")
+    k = check_int(k, "knn", 1, n - 1)
+    v = column_order_statistics(s, E, tau, k, metric, dt)
+    tcol = kernel_thresholds(v, metric, rule)
+    spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
+                    theiler_matrix=(theiler_scope == "matrix" and w > 0),
+                    white_border=bool(white_border), percol=True)
+    if w == 0:
+        ranges = [(-(n - 1), n)]
+    else:
+        ranges = [r for r in ((-(n - 1), -w + 1), (w, n)) if r[1] > r[0]]
+    xs = s.astype(dt)
+    h = detect_lines(bes, xs, xs, 0.0, spec=spec, n_rows=n, n_cols=n, diag_ranges=ranges, w=w,
+                     edge=edge, order=order, params=params, tcol=tcol)
+    n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
+    radii = np.sqrt(v.astype(np.float64)) if metric == "euclidean" else v.astype(np.float64)
+    return make_result(h, h.diagonal.copy(), n_cells, radii, l_min, v_min, w_min, dict(
+        kind="rqa", neighbourhood="fan", knn=k, E=E, tau=tau, metric=metric, theiler=w,
+        theiler_scope=theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt),
+        white_border=white_border, n_points=n, devices=h.per_device, launches=h.launches,
+        threshold_rule=rule))
