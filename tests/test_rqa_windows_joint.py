@@ -124,3 +124,24 @@ def test_cross_every_measure_pyrqa_default_theiler(device):
     r0 = pe.cross_rqa(x, y, E=2, radius=0.5, dtype="float64", threshold_rule="squared",
                       device=device)  # our default theiler=0 keeps the i == j diagonal
     assert r0.diagonal_hist.sum() > r.diagonal_hist.sum()
+
+
+def test_cli_fan_std_and_network(tmp_path, capsys):
+    from pyedmcl.cli.main import main
+
+    x = quantized(300, 1)
+    np.save(tmp_path / "x.npy", x)
+    f = str(tmp_path / "x.npy")
+    assert main(["rqa", f, "-E", "2", "--knn", "8", "--dtype", "float64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_recurrences"] == pe.rqa(x, E=2, neighbourhood="fan", knn=8,
+                                          dtype="float64").n_recurrences
+    assert main(["rqa", f, "-E", "2", "--threshold-std", "0.2", "--dtype", "float64",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["radius"] == pytest.approx(0.2 * x.std())
+    assert main(["rn", f, "-E", "2", "-r", "0.5", "--dtype", "float64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    net = pe.recurrence_network(x, E=2, radius=0.5, dtype="float64")
+    assert out["n_links"] == net.n_links and out["transitivity"] == net.transitivity
+    assert main(["rqa", f, "--knn", "8", "-r", "0.5"]) == 2  # bad input: one line on stderr
+    assert "knn" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``pyedmcl rqa | crqa | jrqa | rp``: RQA measures (``--json``) and recurrence-plot images."""
+"""``pyedmcl rqa | crqa | jrqa | rn | rp``: RQA measures (``--json``) and recurrence-plot images."""
 
 from __future__ import annotations
 
@@ -60,7 +60,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="windowed RQA: embedded points per window (one row per window)")
     p.add_argument("--step", type=int_arg, default=None,
                    help="windowed RQA: points between window starts (default: --window)")
+    p.add_argument("--knn", type=int_arg, default=None,
+                   help="FAN: each column's KNN nearest points (itself included), no radius")
+    p.add_argument("--threshold-std", type=float, default=None,
+                   help="radius in units of the series' standard deviation")
+    p.add_argument("--threshold-max", type=float, default=None,
+                   help="radius as a fraction of the largest distance")
     p.set_defaults(func=run_rqa)
+
+    p = sub.add_parser("rn", help="recurrence network measures of one series")
+    p.add_argument("input", help=".npy or CSV file")
+    _common(p)
+    p.add_argument("--no-paths", action="store_true",
+                   help="skip the average path length (O(N x links))")
+    p.set_defaults(func=run_rn)
 
     p = sub.add_parser("crqa", help="cross recurrence quantification analysis of two series")
     p.add_argument("input_x")
@@ -101,7 +114,7 @@ def _report(res: Any, args: argparse.Namespace) -> int:
         return 0
     for k, v in res.measures.items():
         print(f"{k:<8} {v:.10g}")
-    print(f"radius   {res.radius}")
+    print(f"radius   {res.radius if np.ndim(res.radius) == 0 else 'per column (FAN)'}")
     return 0
 
 
@@ -113,7 +126,9 @@ def run_rqa(args: argparse.Namespace) -> int:
               metric=args.metric, theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,
               w_min=args.w_min, dtype=args.dtype, theiler_scope=args.theiler_scope,
               device=args.device, devices=args.devices, backend=args.backend, edge=args.edge,
-              threshold_rule=args.threshold_rule)
+              threshold_rule=args.threshold_rule, threshold_std=args.threshold_std,
+              threshold_max=args.threshold_max,
+              **({"neighbourhood": "fan", "knn": args.knn} if args.knn is not None else {}))
     if args.window is None and args.step is None:
         return _report(rqa(x, **kw), args)
     from ..cli.main import print_json
@@ -176,4 +191,24 @@ def run_rp(args: argparse.Namespace) -> int:
         print_json(info)
     else:
         print(f"wrote {args.output} ({img.shape[1]}x{img.shape[0]})")
+    return 0
+
+
+def run_rn(args: argparse.Namespace) -> int:
+    from ..cli.main import print_json
+    from .network import recurrence_network
+
+    x = _load(args.input, args.column)
+    net = recurrence_network(x, E=args.E, tau=args.tau, radius=args.radius,
+                             recurrence_rate=args.rr, metric=args.metric, dtype=args.dtype,
+                             device=args.device, backend=args.backend,
+                             threshold_rule=args.threshold_rule,
+                             path_lengths=False if args.no_paths else None)
+    out = net.as_dict()
+    if args.json:
+        print_json(out)
+    else:
+        for k, v in out.items():
+            if k != "settings":
+                print(f"{k:<20} {v:.10g}" if isinstance(v, float) else f"{k:<20} {v}")
     return 0
