@@ -60,7 +60,15 @@ def as_integer(value: Any, name: str, allowed: str = "an integer") -> int:
         return int(value)
     if isinstance(value, float | np.floating) and np.isfinite(value) and float(value).is_integer():
         return int(value)
+    if isinstance(value, float | np.floating):
+        raise NonIntegralError(f"{name} must be an integer ({allowed}), got {value!r}")
     raise TypeError(f"{name} must be an integer ({allowed}), got {value!r}")
+
+
+class NonIntegralError(TypeError, ValueError):
+    """A number with a fractional part (or NaN/inf) where an integer is needed (``E=1.5``):
+    a wrong *value* of an accepted type, so both ``except ValueError`` and, as before,
+    ``except TypeError`` catch it."""
 
 
 def int_arg(text: str) -> int:

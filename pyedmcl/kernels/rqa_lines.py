@@ -29,7 +29,8 @@ CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 #: template values of the fold kernel (it depends on none of them)
 _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-                "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0}
+                "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
+                "FMA": 0, "PERCOL": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -86,6 +87,8 @@ class LineSpec:
     joint: bool = False
     theiler_matrix: bool = False
     white_border: bool = True
+    fma: bool = False  # Euclidean squares summed by fma() (PyRQA's contracted kernels)
+    percol: bool = False  # one threshold per column (FAN): the series tuple carries them
 
     @property
     def dtype(self) -> type:
@@ -103,7 +106,8 @@ class LineSpec:
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
                 "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0)),
-                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params))}
+                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params)),
+                "FMA": int(self.fma and self.metric == "euclidean"), "PERCOL": int(self.percol)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -143,19 +147,26 @@ class RQALinesKernel(TunableKernel):
 
     def series(self, backend: Backend, params: Params, spec: LineSpec, x: np.ndarray,
                y: np.ndarray, x2: np.ndarray | None = None,
-               y2: np.ndarray | None = None) -> tuple[Any, Any, Any, Any]:
+               y2: np.ndarray | None = None,
+               tcol: np.ndarray | None = None) -> tuple[Any, ...]:
         """Row and column series (x, y, x2, y2) on the device; column series are padded by
         VEC zeros on both sides (a work-item loads VEC lanes at once). Without JOINT the
-        second pair is the first."""
+        second pair is the first. PERCOL: the per-column thresholds ``tcol`` follow,
+        padded alike (the kernels take them right after y2)."""
         dt = spec.dtype
         pad = np.zeros(params["VEC"], dtype=dt)
         xd = backend.to_device(np.ascontiguousarray(x, dtype=dt))
         yd = backend.to_device(np.concatenate([pad, np.asarray(y, dtype=dt), pad]))
+        extra: tuple[Any, ...] = ()
+        if spec.percol:
+            if tcol is None:
+                raise ValueError("a PERCOL spec needs the per-column thresholds tcol")
+            extra = (backend.to_device(np.concatenate([pad, np.asarray(tcol, dtype=dt), pad])),)
         if not spec.joint:
-            return xd, yd, xd, yd
+            return (xd, yd, xd, yd, *extra)
         x2d = backend.to_device(np.ascontiguousarray(x2, dtype=dt))
         y2d = backend.to_device(np.concatenate([pad, np.asarray(y2, dtype=dt), pad]))
-        return xd, yd, x2d, y2d
+        return (xd, yd, x2d, y2d, *extra)
 
     def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
         """Zeroed carryover buffers of a band of ``n`` lanes (columns: open black run, open
@@ -174,7 +185,7 @@ class RQALinesKernel(TunableKernel):
     # -- launches ---------------------------------------------------------------------
 
     def launch(self, backend: Backend, params: Params, spec: LineSpec, mode: str, *,
-               series: tuple[Any, Any, Any, Any], thr: float, thr2: float, n_rows: int,
+               series: tuple[Any, ...], thr: float, thr2: float, n_rows: int,
                n_cols: int, row0: int, nrows: int, lane0: int, nlanes: int, w: int,
                carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
                sbits: Any = None, sstride: int = 0, skmin: int = 0) -> Any:

@@ -5,4 +5,5 @@ API = {
     "cross_rqa": "pyedmcl.rqa.core",
     "joint_rqa": "pyedmcl.rqa.core",
     "recurrence_plot": "pyedmcl.rqa.plot",
+    "recurrence_network": "pyedmcl.rqa.network",
 }

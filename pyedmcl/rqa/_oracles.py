@@ -118,6 +118,13 @@ def numpy_reference(x: np.ndarray, y: np.ndarray | None, *, E: int, tau: int, ra
         R = np.abs(diff).max(-1) < radius
     else:
         R = np.abs(diff).sum(-1) < radius
+    return matrix_histograms(R, theiler, theiler_scope, white_border)
+
+
+def matrix_histograms(R: np.ndarray, theiler: int, theiler_scope: str = "lines",
+                      white_border: bool = True) -> dict[str, Any]:
+    """Line histograms and counts of a given boolean recurrence matrix (rows: points of
+    y / rows; columns: points of x), the conventions of :mod:`pyedmcl.rqa.core`."""
     nr, nc = R.shape
     ii, jj = np.indices(R.shape)
     band = np.abs(ii - jj) < theiler

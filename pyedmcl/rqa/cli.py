@@ -1,4 +1,4 @@
-"""``pyedmcl rqa | crqa | rp``: RQA measures (``--json``) and recurrence-plot images."""
+"""``pyedmcl rqa | crqa | jrqa | rn | rp``: RQA measures (``--json``) and recurrence-plot images."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("-r", "--radius", type=float, help="fixed radius")
     g.add_argument("--rr", "--recurrence-rate", dest="rr", type=float, help="fixed recurrence rate")
     p.add_argument("--metric", default="euclidean", help="euclidean | maximum | manhattan")
+    p.add_argument("--threshold-rule", default="distance", choices=("distance", "squared"),
+                   help="ties at the radius: sqrt(d2) < r (pyunicorn) or d2 < r*r (PyRQA)")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     p.add_argument("--column", default=None, help="CSV column (name or index)")
     add_device_args(p)
@@ -54,7 +56,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _line_opts(p, 1)
     p.add_argument("--theiler-scope", default="lines", choices=("lines", "matrix"))
+    p.add_argument("--window", type=int_arg, default=None,
+                   help="windowed RQA: embedded points per window (one row per window)")
+    p.add_argument("--step", type=int_arg, default=None,
+                   help="windowed RQA: points between window starts (default: --window)")
+    p.add_argument("--knn", type=int_arg, default=None,
+                   help="FAN: each column's KNN nearest points (itself included), no radius")
+    p.add_argument("--threshold-std", type=float, default=None,
+                   help="radius in units of the series' standard deviation")
+    p.add_argument("--threshold-max", type=float, default=None,
+                   help="radius as a fraction of the largest distance")
     p.set_defaults(func=run_rqa)
+
+    p = sub.add_parser("rn", help="recurrence network measures of one series")
+    p.add_argument("input", help=".npy or CSV file")
+    _common(p)
+    p.add_argument("--no-paths", action="store_true",
+                   help="skip the average path length (O(N x links))")
+    p.set_defaults(func=run_rn)
 
     p = sub.add_parser("crqa", help="cross recurrence quantification analysis of two series")
     p.add_argument("input_x")
@@ -63,6 +82,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _line_opts(p, 0)
     p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
     p.set_defaults(func=run_crqa)
+
+    p = sub.add_parser("jrqa", help="joint recurrence quantification analysis of two series")
+    p.add_argument("input_x")
+    p.add_argument("input_y")
+    _common(p)
+    _line_opts(p, 1)
+    p.add_argument("--theiler-scope", default="lines", choices=("lines", "matrix"))
+    p.add_argument("--radius-y", type=float, default=None,
+                   help="radius of y (default: --radius, the radius of x)")
+    p.add_argument("--rr-y", type=float, default=None,
+                   help="recurrence rate of y (default: --rr, the rate of x)")
+    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
+    p.set_defaults(func=run_jrqa)
 
     p = sub.add_parser("rp", help="recurrence plot image (PNG), any N")
     p.add_argument("input")
@@ -82,7 +114,7 @@ def _report(res: Any, args: argparse.Namespace) -> int:
         return 0
     for k, v in res.measures.items():
         print(f"{k:<8} {v:.10g}")
-    print(f"radius   {res.radius}")
+    print(f"radius   {res.radius if np.ndim(res.radius) == 0 else 'per column (FAN)'}")
     return 0
 
 
@@ -90,11 +122,26 @@ def run_rqa(args: argparse.Namespace) -> int:
     from .core import rqa
 
     x = _load(args.input, args.column)
-    res = rqa(x, E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
+    kw = dict(E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
               metric=args.metric, theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,
               w_min=args.w_min, dtype=args.dtype, theiler_scope=args.theiler_scope,
-              device=args.device, devices=args.devices, backend=args.backend, edge=args.edge)
-    return _report(res, args)
+              device=args.device, devices=args.devices, backend=args.backend, edge=args.edge,
+              threshold_rule=args.threshold_rule, threshold_std=args.threshold_std,
+              threshold_max=args.threshold_max,
+              **({"neighbourhood": "fan", "knn": args.knn} if args.knn is not None else {}))
+    if args.window is None and args.step is None:
+        return _report(rqa(x, **kw), args)
+    from ..cli.main import print_json
+    from .windowed import windowed_rqa
+
+    if args.window is None:
+        raise ValueError("--step needs --window (embedded points per window)")
+    df = windowed_rqa(rqa, x, window=args.window, step=args.step, progress=not args.quiet, **kw)
+    if args.json:
+        print_json(df.reset_index().to_dict(orient="records"))
+    else:
+        print(df.to_csv(), end="")
+    return 0
 
 
 def run_crqa(args: argparse.Namespace) -> int:
@@ -105,7 +152,27 @@ def run_crqa(args: argparse.Namespace) -> int:
     res = cross_rqa(x, y, E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
                     metric=args.metric, theiler=args.theiler, l_min=args.l_min,
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype, device=args.device,
-                    devices=args.devices, backend=args.backend, edge=args.edge)
+                    devices=args.devices, backend=args.backend, edge=args.edge,
+                    threshold_rule=args.threshold_rule)
+    return _report(res, args)
+
+
+def run_jrqa(args: argparse.Namespace) -> int:
+    from .core import joint_rqa
+
+    x = _load(args.input_x, args.column)
+    y = _load(args.input_y, args.column_y or args.column)
+    radius = None if args.radius is None else (
+        args.radius, args.radius if args.radius_y is None else args.radius_y)
+    rate = None if args.rr is None else (args.rr, args.rr if args.rr_y is None else args.rr_y)
+    if (args.radius_y is not None and radius is None) or (args.rr_y is not None and rate is None):
+        raise ValueError("--radius-y needs --radius, --rr-y needs --rr (the values for x)")
+    res = joint_rqa(x, y, E=args.E, tau=args.tau, radius=radius, recurrence_rate=rate,
+                    metric=args.metric, theiler=args.theiler, l_min=args.l_min,
+                    v_min=args.v_min, w_min=args.w_min, dtype=args.dtype,
+                    theiler_scope=args.theiler_scope, device=args.device,
+                    devices=args.devices, backend=args.backend, edge=args.edge,
+                    threshold_rule=args.threshold_rule)
     return _report(res, args)
 
 
@@ -118,10 +185,30 @@ def run_rp(args: argparse.Namespace) -> int:
     img = recurrence_plot(x, y, E=args.E, tau=args.tau, radius=args.radius,
                           recurrence_rate=args.rr, metric=args.metric, size=args.size,
                           path=args.output, dtype=args.dtype, device=args.device,
-                          backend=args.backend)
+                          backend=args.backend, threshold_rule=args.threshold_rule)
     info = {"path": args.output, "shape": list(img.shape), "mean": float(img.mean())}
     if args.json:
         print_json(info)
     else:
         print(f"wrote {args.output} ({img.shape[1]}x{img.shape[0]})")
+    return 0
+
+
+def run_rn(args: argparse.Namespace) -> int:
+    from ..cli.main import print_json
+    from .network import recurrence_network
+
+    x = _load(args.input, args.column)
+    net = recurrence_network(x, E=args.E, tau=args.tau, radius=args.radius,
+                             recurrence_rate=args.rr, metric=args.metric, dtype=args.dtype,
+                             device=args.device, backend=args.backend,
+                             threshold_rule=args.threshold_rule,
+                             path_lengths=False if args.no_paths else None)
+    out = net.as_dict()
+    if args.json:
+        print_json(out)
+    else:
+        for k, v in out.items():
+            if k != "settings":
+                print(f"{k:<20} {v:.10g}" if isinstance(v, float) else f"{k:<20} {v}")
     return 0

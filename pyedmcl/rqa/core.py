@@ -4,8 +4,11 @@ Conventions (see ``docs`` in each function):
 
 * Embedding: point ``j = (s[j], s[j+tau], ..., s[j+(E-1)tau])`` as in PyRQA and
   pyunicorn, so cell ``(i, j)`` here is cell ``(i, j)`` there.
-* Recurrence: ``d(i, j) < radius`` (strict, as both oracles); Euclidean compares
-  the squared distance with ``radius**2`` computed in the working precision (no sqrt).
+* Recurrence: ``d(i, j) < radius`` (strict, as both oracles), decided at ties as the
+  chosen oracle does (``threshold_rule``, :mod:`pyedmcl.rqa.threshold`): ``"distance"``
+  (default, pyunicorn: ``fl64(sqrt(d2)) < radius``) or ``"squared"`` (PyRQA's kernels:
+  ``d2 < fl(radius * radius)`` in the working precision). Either way the kernels compare
+  the squared distance with one precomputed value (no sqrt per cell).
 * Theiler window ``w`` (``theiler``): diagonal lines are taken from diagonals with
   ``|i - j| >= w`` only. ``theiler_scope="lines"`` (default; PyRQA's
   ``theiler_corrector`` and pyunicorn, which is ``w = 1``): the window only
@@ -19,7 +22,6 @@ Conventions (see ``docs`` in each function):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,47 +31,10 @@ from clkernels import Backend, get_backend
 from .._precision import prepare
 from ..kernels.rqa_lines import LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from .dnr import Histograms, detect_lines
-from .measures import MEASURES, compute_measures
-
-
-@dataclass
-class RQAResult:
-    """Every RQA measure (attributes, :meth:`as_dict`) plus the line histograms."""
-
-    measures: dict[str, float]
-    diagonal_hist: np.ndarray
-    vertical_hist: np.ndarray
-    white_hist: np.ndarray
-    n_recurrences: int
-    n_cells: int
-    radius: float
-    settings: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def __getattr__(self, name: str) -> Any:
-        m = self.__dict__.get("measures")
-        if m is not None and name in m:
-            return m[name]
-        raise AttributeError(name)
-
-    def as_dict(self, histograms: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.measures)
-        out.update(n_recurrences=self.n_recurrences, n_cells=self.n_cells, radius=self.radius,
-                   seconds=self.seconds, settings=self.settings)
-        if histograms:
-            out.update(diagonal_hist=_trim(self.diagonal_hist), vertical_hist=_trim(self.vertical_hist),
-                       white_hist=_trim(self.white_hist))
-        return out
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{k}={self.measures[k]:.6g}" for k in MEASURES)
-        return f"RQAResult({body})"
-
-
-def _trim(h: np.ndarray) -> list[int]:
-    nz = np.flatnonzero(h)
-    return h[: (nz[-1] + 1) if nz.size else 0].tolist()
+from .dnr import detect_lines
+from .inputs import state_vectors, std_of
+from .result import RQAResult, band_cells, make_result
+from .threshold import check_threshold_rule, kernel_threshold
 
 
 def _backends(device: Any, devices: Any, backend: str | None) -> list[Backend]:
@@ -137,10 +102,10 @@ def check_rate(rate: Any) -> float:
     return rr
 
 
-def threshold_value(radius: float, metric: str, dt: np.dtype) -> float:
-    """What the kernel compares with: radius**2 (Euclidean, in the working dtype) or radius."""
-    r = dt.type(radius)
-    return float(r * r) if metric == "euclidean" else float(r)
+def threshold_value(radius: float, metric: str, dt: np.dtype, rule: str = "distance") -> float:
+    """What the kernel compares ``d`` (squared for Euclidean) with by ``d < thr`` under
+    ``rule`` (:func:`pyedmcl.rqa.threshold.kernel_threshold`)."""
+    return kernel_threshold(radius, metric, dt, rule)
 
 
 def centred(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[Backend], *,
@@ -154,20 +119,16 @@ def centred(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[
     return prep.dtype, prep.series
 
 
-def _band_cells(n: int, w: int) -> int:
-    """Cells with |i - j| < w in an n x n matrix."""
-    if w <= 0:
-        return 0
-    w = min(w, n)
-    return n + 2 * sum(n - k for k in range(1, w))
-
-
 def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         recurrence_rate: float | None = None, metric: str = "euclidean", theiler: int = 1,
         l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
         theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
         devices: Any = None, backend: str | None = None, edge: int | None = None,
-        order: str = "row", params: dict[str, Any] | None = None) -> RQAResult:
+        order: str = "row", params: dict[str, Any] | None = None,
+        threshold_rule: str = "distance", window: int | None = None,
+        step: int | None = None, threshold_std: float | None = None,
+        embedded: bool = False, neighbourhood: str = "radius", knn: int | None = None,
+        threshold_max: float | None = None) -> Any:
     """Recurrence quantification analysis of one series by Divide & Recombine.
 
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
@@ -175,12 +136,80 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     :func:`pyedmcl.rqa.radius.radius_for_rate`). ``devices`` (a list or a
     comma-separated string of selectors) splits the work over several devices.
     ``edge`` is the sub-matrix edge length (default: tuned per device). Float32
-    distances are compared with ``radius**2`` rounded to float32: cells whose
-    distance is within float32 rounding of the radius may differ from a float64
-    computation (use ``dtype="float64"`` where the device has fp64). In float32 the
+    squared distances are summed in float32: cells whose distance is within float32
+    rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,
     so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`).
+    ``threshold_rule`` decides cells whose distance equals the radius (ties on quantized
+    data) as pyunicorn (``"distance"``, default) or PyRQA's kernels (``"squared"``).
+    With ``recurrence_rate`` the achieved rate is ``RR``; the target is in ``settings``.
+
+    ``threshold_std`` gives the radius in units of the series' standard deviation
+    (pyunicorn's ``threshold_std``; population std in float64 of all values given).
+    ``threshold_max`` gives it as a fraction of the largest distance between two
+    embedded points (the attractor's diameter; CRP toolbox's max-norm radius), found on
+    the host in float64 in ``O(N^2 E)`` (:func:`pyedmcl.rqa.fan.max_distance`).
+    ``embedded=True``: ``x`` is a 2-D array of state vectors, one row per point and one
+    column per coordinate (pyEDM's multivariate embedding: the columns are the state
+    vector); ``E``/``tau`` are then taken from it (E = columns) and must be left at 1.
+
+    ``neighbourhood="fan"`` with ``knn``: a fixed amount of nearest neighbours, column
+    ``j`` holding the ``knn`` points nearest to point ``j`` (itself included; CRP toolbox
+    ``fan``, pyunicorn's ``local_recurrence_rate`` with ``knn = int(lrr * (N - 1))``); no
+    radius then, ``result.radius`` holds each column's radius (:mod:`pyedmcl.rqa.fan`).
+
+    Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
+    ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
+    (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
+    ``recurrence_rate``).
     """
+    if neighbourhood not in ("radius", "fan"):
+        raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "
+                         "(fixed radius or rate) or 'fan' (k nearest neighbours per column)")
+    if neighbourhood == "fan":
+        if radius is not None or recurrence_rate is not None or threshold_std is not None \
+                or threshold_max is not None:
+            raise ValueError("neighbourhood='fan' takes knn=, not radius=, recurrence_rate=, "
+                             "threshold_std= or threshold_max=")
+        if knn is None:
+            raise ValueError("neighbourhood='fan' needs knn= (neighbours per column, itself "
+                             "included)")
+    elif knn is not None:
+        raise ValueError("knn= is for neighbourhood='fan'")
+    given = [n for n, v in (("radius", radius), ("recurrence_rate", recurrence_rate),
+                            ("threshold_std", threshold_std), ("threshold_max", threshold_max))
+             if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one of radius=, recurrence_rate=, threshold_std= or "
+                         f"threshold_max=, got {', '.join(given)}")
+    if threshold_std is not None:
+        radius = check_radius(threshold_std, "threshold_std") * std_of(x, embedded)
+    if embedded:
+        x, E, tau = state_vectors(x, E, tau)
+    if threshold_max is not None:
+        from .fan import max_distance
+
+        f = check_radius(threshold_max, "threshold_max")
+        E_, tau_ = _check_E_tau(E, tau)
+        s_ = as_series(x, "x")
+        check_embedding(s_.size, E_, tau_, "x")
+        radius = f * max_distance(s_, E_, tau_, check_metric(metric))
+        if not radius > 0:
+            raise ValueError("threshold_max: every distance is 0 (a constant series)")
+        if window is not None:
+            raise ValueError("window= with embedded=True is not supported; slice the rows")
+    if window is not None or step is not None:
+        if window is None:
+            raise ValueError("step= needs window= (the number of embedded points per window)")
+        from .windowed import windowed_rqa
+
+        return windowed_rqa(rqa, x, window=window, step=step, E=E, tau=tau, radius=radius,
+                            recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
+                            l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
+                            theiler_scope=theiler_scope, white_border=white_border,
+                            device=device, devices=devices, backend=backend, edge=edge,
+                            order=order, params=params, threshold_rule=threshold_rule,
+                            neighbourhood=neighbourhood, knn=knn)
     s = as_series(x, "x")
     metric = check_metric(metric)
     E, tau = _check_E_tau(E, tau)
@@ -189,25 +218,32 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                                                        theiler_scope, order, edge, n)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="rqa")
-    radius = _resolve_radius(radius, recurrence_rate, s, None, E, tau, metric, dt, bes)
+    rule = check_threshold_rule(threshold_rule)
     w = int(theiler)
+    if neighbourhood == "fan":
+        from .fan import fan_rqa
+
+        return fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
+                        edge, order, params, l_min, v_min, w_min)
+    radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
+                                     rule)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border))
+                    white_border=bool(white_border), fma=(rule == "squared"))
     kmin = max(w, 1)
     xs = s.astype(dt)
-    h = detect_lines(bes, xs, xs, threshold_value(radius, metric, dt), spec=spec, n_rows=n,
+    h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
                      order=order, params=params, symmetric=True)
     diag = 2 * h.diagonal  # the matrix is symmetric: each upper diagonal has a lower twin
     if w == 0:
         diag[n - 1] += 1  # the main diagonal: d(i, i) = 0 < radius, one line of length n
-    n_cells = n * n - (_band_cells(n, w) if spec.theiler_matrix else 0)
-    return _result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
+    n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
+    return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
         n_points=n, devices=h.per_device, launches=h.launches,
-        symmetric=h.symmetric))
+        symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
@@ -215,7 +251,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               white_border: bool = True, device: Any = None, devices: Any = None,
               backend: str | None = None, edge: int | None = None, order: str = "row",
-              params: dict[str, Any] | None = None) -> RQAResult:
+              params: dict[str, Any] | None = None, threshold_rule: str = "distance") -> RQAResult:
     """Cross-RQA of two series (lengths may differ), as PyRQA's cross analysis.
 
     The cross recurrence matrix has one column per embedded point of ``x`` and one
@@ -234,33 +270,40 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
                                                        order, edge, max(nx, ny))
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx, sy) = centred([sx, sy], ["x", "y"], dt, bes, common=True, what="cross_rqa")
-    radius = _resolve_radius(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes)
+    rule = check_threshold_rule(threshold_rule)
+    radius, thr = _resolve_threshold(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes,
+                                     rule)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                    white_border=bool(white_border))
+                    white_border=bool(white_border), fma=(rule == "squared"))
     n_rows, n_cols = ny, nx  # rows: points of y; columns: points of x
     if w == 0:
         ranges = [(-(n_rows - 1), n_cols)]
     else:
         ranges = [r for r in ((-(n_rows - 1), -w + 1), (w, n_cols)) if r[1] > r[0]]
-    h = detect_lines(bes, sy.astype(dt), sx.astype(dt), threshold_value(radius, metric, dt),
-                     spec=spec, n_rows=n_rows, n_cols=n_cols, diag_ranges=ranges, w=w,
+    h = detect_lines(bes, sy.astype(dt), sx.astype(dt), thr, spec=spec, n_rows=n_rows, n_cols=n_cols, diag_ranges=ranges, w=w,
                      edge=edge, order=order, params=params)
-    return _result(h, h.diagonal.copy(), nx * ny, radius, l_min, v_min, w_min, dict(
+    return make_result(h, h.diagonal.copy(), nx * ny, radius, l_min, v_min, w_min, dict(
         kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min, v_min=v_min,
         w_min=w_min, dtype=str(dt), white_border=white_border, n_points_x=nx, n_points_y=ny,
-        devices=h.per_device, launches=h.launches))
+        devices=h.per_device, launches=h.launches, threshold_rule=rule,
+        recurrence_rate=recurrence_rate))
 
 
 def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
-              metric: str = "euclidean", theiler: int = 1, l_min: int = 2, v_min: int = 2,
-              w_min: int = 2, dtype: Any = "float32", theiler_scope: str = "lines",
-              white_border: bool = True, device: Any = None, devices: Any = None,
-              backend: str | None = None, edge: int | None = None, order: str = "row",
-              params: dict[str, Any] | None = None) -> RQAResult:
+              recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
+              l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
+              theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+              devices: Any = None, backend: str | None = None, edge: int | None = None,
+              order: str = "row", params: dict[str, Any] | None = None,
+              threshold_rule: str = "distance") -> RQAResult:
     """Joint RQA: ``JR = R_x & R_y`` (same length series, same E/tau/metric).
 
-    ``radius`` is one number for both series or a pair ``(r_x, r_y)``.
+    ``radius`` is one number for both series or a pair ``(r_x, r_y)``; or
+    ``recurrence_rate``, one rate or a pair, fixes each series' own recurrence rate
+    (pyunicorn's ``JointRecurrencePlot(recurrence_rate=(rr_x, rr_y))``: each radius is
+    the order statistic of its own distances), so the joint rate is lower. The radii
+    used are ``result.radius`` (a pair).
     """
     sx = as_series(x, "x")
     sy = as_series(y, "y")
@@ -271,48 +314,68 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     n = check_embedding(sx.size, E, tau, "x")
     l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler,
                                                        theiler_scope, order, edge, n)
-    if radius is None:
-        raise ValueError("radius is required for joint RQA: one number or a pair (r_x, r_y)")
-    rx, ry = (radius, radius) if np.ndim(radius) == 0 else tuple(radius)
-    rx, ry = check_radius(rx, "radius[0]"), check_radius(ry, "radius[1]")
+    rule = check_threshold_rule(threshold_rule)
+    if (radius is None) == (recurrence_rate is None):
+        raise ValueError("give exactly one of radius= (one number or a pair (r_x, r_y)) or "
+                         "recurrence_rate= (one rate or a pair) for joint RQA")
+    rx, ry = _pair(radius, "radius")
+    qx, qy = _pair(recurrence_rate, "recurrence_rate")
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx,) = centred([sx], ["x"], dt, bes, common=False, what="joint_rqa")
     dt, (sy,) = centred([sy], ["y"], dt, bes, common=False, what="joint_rqa")
+    rx, thr_x = _resolve_threshold(rx, qx, sx, None, E, tau, metric, dt, bes, rule)
+    ry, thr_y = _resolve_threshold(ry, qy, sy, None, E, tau, metric, dt, bes, rule)
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border))
+                    white_border=bool(white_border), fma=(rule == "squared"))
     kmin = max(w, 1)
     a, b = sx.astype(dt), sy.astype(dt)
-    h = detect_lines(bes, a, a, threshold_value(rx, metric, dt), spec=spec, n_rows=n, n_cols=n,
+    h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
                      diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
-                     thr2=threshold_value(ry, metric, dt), w=w, edge=edge, order=order,
-                     params=params, symmetric=True)
+                     thr2=thr_y, w=w, edge=edge, order=order, params=params, symmetric=True)
     diag = 2 * h.diagonal
     if w == 0:
         diag[n - 1] += 1
-    n_cells = n * n - (_band_cells(n, w) if spec.theiler_matrix else 0)
-    return _result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
+    n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
+    return make_result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
         kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), n_points=n,
-        devices=h.per_device, launches=h.launches, symmetric=h.symmetric))
+        devices=h.per_device, launches=h.launches, symmetric=h.symmetric,
+        threshold_rule=rule, recurrence_rate=recurrence_rate))
+
+
+def _pair(value: Any, name: str) -> tuple[Any, Any]:
+    """One value for both series, or a pair; ``(None, None)`` for None."""
+    if value is None:
+        return None, None
+    if np.ndim(value) == 0:
+        return value, value
+    v = tuple(value)
+    if len(v) != 2:
+        raise ValueError(f"{name} must be one number or a pair (x, y), got {value!r}")
+    return v[0], v[1]
 
 
 def _resolve_radius(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None, E: int,
                     tau: int, metric: str, dt: np.dtype, bes: list[Backend]) -> float:
+    return _resolve_threshold(radius, rate, rows, cols, E, tau, metric, dt, bes)[0]
+
+
+def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None,
+                       E: int, tau: int, metric: str, dt: np.dtype, bes: list[Backend],
+                       rule: str = "distance") -> tuple[float, float]:
+    """``(radius, thr)``: the radius (given, or found for the rate) and the kernels'
+    threshold under ``rule``."""
     if (radius is None) == (rate is None):
         raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
                          "(fixed recurrence rate)")
     if radius is not None:
-        return check_radius(radius)
-    from .radius import radius_for_rate
+        r = check_radius(radius)
+        return r, kernel_threshold(r, metric, dt, rule)
+    from .radius import threshold_for_rate
 
-    return radius_for_rate(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric, dtype=dt,
-                           backend=bes[0])
+    return threshold_for_rate(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric,
+                              dtype=dt, backend=bes[0], rule=rule)
 
 
-def _result(h: Histograms, diag: np.ndarray, n_cells: int, radius: Any, l_min: int, v_min: int,
-            w_min: int, settings: dict[str, Any]) -> RQAResult:
-    m = compute_measures(h.n_recurrences, n_cells, diag, h.vertical, h.white, l_min, v_min, w_min)
-    return RQAResult(m, diag, h.vertical, h.white, h.n_recurrences, n_cells, radius, settings,
-                     h.seconds)

@@ -130,7 +130,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  x2: np.ndarray | None = None, y2: np.ndarray | None = None, thr2: float = 0.0,
                  w: int = 0, edge: int | None = None, order: str = "row",
                  params: Params | None = None, vertical: bool = True,
-                 symmetric: bool = False) -> Histograms:
+                 symmetric: bool = False, tcol: np.ndarray | None = None) -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
@@ -138,12 +138,15 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     half-open ranges of diagonals ``k = j - i`` to detect. Lanes are split into
     contiguous bands, one per backend; each band runs to completion independently.
     ``symmetric=True`` says the matrix is symmetric (auto- and joint RQA: ``x is y``,
-    ``x2 is y2``); the ``SYM`` path then computes the upper triangle only.
+    ``x2 is y2``); the ``SYM`` path then computes the upper triangle only. ``tcol``
+    (with ``spec.percol``): one threshold per column instead of ``thr`` (FAN).
     """
     if order not in ("row", "column"):
         raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
     m = _Matrix(spec, n_rows, n_cols, thr, thr2, w)
-    states = [_device_state(be, m, x, y, x2, y2, params, edge) for be in backends]
+    if spec.percol and symmetric:
+        raise ValueError("per-column thresholds make the matrix asymmetric: symmetric=False")
+    states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
     share = vertical and order == "row" and len(states) == 1 and n_cols > 0
@@ -158,13 +161,13 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
 
 def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
                   x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
-                  edge: int | None) -> _DevState:
+                  edge: int | None, tcol: np.ndarray | None = None) -> _DevState:
     """One device's launch parameters, series on the device and zeroed histograms."""
     p = dict(params) if params is not None else dict(
         RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
     if edge is not None:
         p["EDGE"] = int(edge)
-    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2)
+    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol)
     h32 = {k: be.to_device(np.zeros(m.hlen, np.uint32)) for k in ("d", "v", "w")}
     h64 = {k: be.to_device(np.zeros(m.hlen, np.uint64)) for k in ("d", "v", "w")}
     return _DevState(be, p, series, h32, h64)

@@ -16,14 +16,16 @@ from clkernels import run_blocked
 
 from ..kernels import rqa_density
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from .core import _resolve_radius, centred, check_radius, threshold_value
+from .core import _resolve_threshold, centred
+from .threshold import check_threshold_rule
 
 
 def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
                     radius: float | None = None, recurrence_rate: float | None = None,
                     metric: str = "euclidean", size: int = 1024, path: str | None = None,
                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
-                    cmap: str = "binary", return_device: bool = False) -> Any:
+                    cmap: str = "binary", return_device: bool = False,
+                    threshold_rule: str = "distance") -> Any:
     """The (cross) recurrence plot as a ``(rows, cols)`` float32 image, saved as PNG if ``path``
     (atomically: written to a temporary file next to it, then renamed into place).
 
@@ -32,7 +34,8 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     recurrent cells per pixel block in [0, 1] (thresholded) or the mean distance.
     Device arrays ``x``/``y`` stay on the device (one host copy only to find the radius
     for ``recurrence_rate``); ``return_device=True`` returns the image as a device
-    array (see :mod:`pyedmcl.interop`).
+    array (see :mod:`pyedmcl.interop`). ``threshold_rule`` decides cells at the radius
+    as :func:`pyedmcl.rqa.core.rqa` does.
     """
     from ..interop import backend_for, device_series, output
 
@@ -58,9 +61,8 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     size = check_int(size, "size", 1, 1 << 15)
     thresholded = radius is not None or recurrence_rate is not None
     if thresholded:
-        r = _resolve_radius(radius, recurrence_rate, sy, None if y is None else sx, E, tau,
-                            metric, dt, [be])
-        thr = threshold_value(check_radius(r), metric, dt)
+        _, thr = _resolve_threshold(radius, recurrence_rate, sy, None if y is None else sx, E,
+                                    tau, metric, dt, [be], check_threshold_rule(threshold_rule))
     else:
         thr = 0.0
     b = max(1, -(-max(nr, nc) // size))

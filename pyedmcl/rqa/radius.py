@@ -2,7 +2,13 @@
 
 pyunicorn's definition is used: sort all ``n_rows * n_cols`` distances and take
 ``threshold = sorted[int(rate * (n_cells - 1))]``; recurrence is then
-``d < threshold``. For ``n_cells <= EXACT_CELLS`` the distances are computed on
+``d < threshold``, so exactly ``k = int(rate * (n_cells - 1))`` cells recur unless the
+k-th smallest distance is tied with the one below it (then the cells tied at the
+threshold are left out, as pyunicorn does; the achieved RR is reported). The distances
+are the kernels' own (squared for Euclidean, same summation order, working precision),
+so the threshold handed to the kernels (:func:`pyedmcl.rqa.threshold.kernel_threshold`)
+admits exactly the cells below the order statistic: no cell at the threshold slips in
+through the rounding of ``r * r``. For ``n_cells <= EXACT_CELLS`` the distances are computed on
 the device in blocks and the order statistic is exact. Above that, the
 quantile is estimated from ``SAMPLES`` random pairs (deterministic seed, float64 on
 the host), so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
@@ -25,9 +31,10 @@ def _points(s: np.ndarray, E: int, tau: int) -> np.ndarray:
 
 
 def _dist(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
+    """Distances as the kernels compare them (Euclidean: squared)."""
     d = np.abs(a - b)
     if metric == "euclidean":
-        return np.sqrt((d * d).sum(axis=-1))
+        return (d * d).sum(axis=-1)
     if metric == "maximum":
         return d.max(axis=-1)
     return d.sum(axis=-1)
@@ -66,32 +73,47 @@ def radius_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E
                     metric: str, dtype: Any = np.float64, backend: Any = None,
                     seed: int = 12345) -> float:
     """The radius whose recurrence rate is ``rate`` (exact order statistic for small inputs)."""
+    return threshold_for_rate(rows, cols, rate, E=E, tau=tau, metric=metric, dtype=dtype,
+                              backend=backend, seed=seed)[0]
+
+
+def threshold_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E: int,
+                       tau: int, metric: str, dtype: Any = np.float64, backend: Any = None,
+                       seed: int = 12345, rule: str = "distance") -> tuple[float, float]:
+    """``(radius, thr)``: the radius for ``rate`` (pyunicorn's order statistic of the
+    distances, float64 sqrt of the squared ones for Euclidean) and the value the kernels
+    compare with under ``rule`` (:mod:`pyedmcl.rqa.threshold`): ``thr`` admits exactly
+    the cells whose distance is below the order statistic (``rule="squared"``: the
+    squared order statistic itself, so ``d2 < thr``)."""
     from ..kernels.distance import pairwise_distances
+    from .threshold import kernel_threshold
 
     cols_ = rows if cols is None else cols
     nr = rows.size - (E - 1) * tau
     nc = cols_.size - (E - 1) * tau
     n_cells = nr * nc
-    k = int(rate * (n_cells - 1))
+    dt = np.dtype(np.float64 if np.dtype(dtype) == np.float64 and
+                  (backend is None or backend.info.fp64) else np.float32)
     if n_cells <= EXACT_CELLS:
         d = pairwise_distances(rows, None if cols is None else cols_, E=E, tau=tau, metric=metric,
-                               dtype=np.float64 if np.dtype(dtype) == np.float64 and
-                               (backend is None or backend.info.fp64) else np.float32,
-                               device=backend)
+                               squared=True, dtype=dt, device=backend)
         flat = d.ravel()
-        r = float(np.partition(flat, k)[k])
-        if not np.any(flat < r):  # recurrence is d < radius: not one cell would recur
-            _too_low(rate, flat, n_cells, nr, cols is None)
+        sampled = False
+        k = int(rate * (n_cells - 1))
     else:
         rng = np.random.default_rng(seed)
         i = rng.integers(0, nr, SAMPLES)
         j = rng.integers(0, nc, SAMPLES)
         a, b = _points(rows, E, tau), _points(cols_, E, tau)
-        d = _dist(a[i], b[j], metric)
-        r = float(np.partition(d, int(rate * (SAMPLES - 1)))[int(rate * (SAMPLES - 1))])
-        if not np.any(d < r):
-            _too_low(rate, d, n_cells, nr, cols is None, sampled=True)
+        flat = _dist(a[i], b[j], metric).astype(dt)
+        sampled = True
+        k = int(rate * (SAMPLES - 1))
+    v = np.partition(flat, k)[k]
+    r = float(np.sqrt(np.float64(v))) if metric == "euclidean" else float(v)
+    thr = float(v) if rule == "squared" else kernel_threshold(r, metric, dt, rule)
+    if not np.any(flat < flat.dtype.type(thr)):  # recurrence is d < thr: not one cell would recur
+        _too_low(rate, flat, n_cells, nr, cols is None, sampled=sampled)
     if not r > 0:
         raise ValueError(f"recurrence_rate={rate} gives radius {r} (too many identical points); "
                          "choose a larger rate or a fixed radius")
-    return r
+    return r, thr

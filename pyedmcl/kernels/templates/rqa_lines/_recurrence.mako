@@ -4,14 +4,17 @@
 ## Import with <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>.
 
 ## Distance between row point xoff of xs and the column coordinates yv, into acc (declared
-## here; squared for euclidean).
+## here; squared for euclidean). FMA=1: the squares after the first
+## are added by fma(), one rounding each (OpenCL's fma is correctly rounded everywhere).
 <%def name="dist(T, acc, xs, yv, xoff)">\
 <% RV, VEC = T.RV, T.VEC %>\
     ${RV} ${acc};   /* starts at the first term: 0 + t == t exactly (t >= +0), one add less */
 % for m in range(E):
     {
         const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * TAU}]) - ${yv}[${m}];
-%   if METRIC == "euclidean":
+%   if METRIC == "euclidean" and m > 0 and FMA:
+        ${acc} = fma(_d, _d, ${acc});  /* FMA=1: PyRQA's kernels, whose `sum += diff * diff` OpenCL compilers contract */
+%   elif METRIC == "euclidean":
         ${acc} ${"=" if m == 0 else "+="} _d * _d;  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
 %   elif METRIC == "maximum":
 %     if m == 0:
@@ -29,12 +32,15 @@
 </%def>
 
 ## Coordinates yv (and yv2, JOINT) of the VEC column points starting at index `at`
-## (y is padded by VEC on the left).
+## (y is padded by VEC on the left); PERCOL: their thresholds tv (tcol, padded alike).
 <%def name="coords(T, at)">\
 <% RV, VEC = T.RV, T.VEC %>\
         ${RV} yv[${E}];
 % if JOINT:
         ${RV} yv2[${E}];
+% endif
+% if PERCOL:
+        const ${RV} tv = ${T.vload("tcol + %d + %s" % (VEC, at))};   /* the columns' thresholds */
 % endif
 % for m in range(E):
         yv[${m}] = ${T.vload("y + %d + %s + %d" % (VEC, at, m * TAU))};
@@ -47,7 +53,7 @@
 ## rec: the lanes of row i closer than thr (masked by `mask`, e.g. "lvalid & ").
 <%def name="recurrent(T, mask='')">\
 ${dist(T, "acc", "x", "yv", "i")}
-            ${T.IV} rec = ${mask}${T.cmp_u("acc < (%s)thr" % T.RV)};
+            ${T.IV} rec = ${mask}${T.cmp_u("acc < tv" if PERCOL else "acc < (%s)thr" % T.RV)};
 </%def>
 
 ## JOINT: rec &= the second pair's decision.

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## WALK=1 (BITS=2; the CPU default): vertical runs (column and row walks) are walked black
@@ -49,8 +49,10 @@
 ## longer (rare) lines go straight to global atomics. The host folds each launch's
 ## 32-bit counts into 64-bit totals (accumulate kernel), so counts never overflow.
 ##
-## Recurrence: d < thr, where d is the *squared* Euclidean distance (thr = r^2,
-## no sqrt) or the maximum / Manhattan distance (thr = r). JOINT=1: R = R1 & R2
+## Recurrence: d < thr, where d is the *squared* Euclidean distance (thr: the host's
+## threshold for the chosen rule, pyedmcl/rqa/threshold.py; no sqrt; FMA=1 sums the squares
+## by fma() as PyRQA's contracted kernels do; PERCOL=1: column j's threshold is tcol[j]
+## instead of thr -- FAN, each column's k nearest, an asymmetric matrix) or the maximum / Manhattan distance (thr = r). JOINT=1: R = R1 & R2
 ## from a second pair of series (joint recurrence). THEILER_MATRIX=1: cells with
 ## |i - j| < w are not recurrent for vertical/white lines and counts (CRP-toolbox
 ## convention); otherwise w only enters the diagonal range chosen by the host.
@@ -74,6 +76,8 @@ ${metric.real_type(REAL)}
         raise ValueError("SHARE=1 needs BITS=2")
     if SYM and not SHARE:
         raise ValueError("SYM=1 needs SHARE=1")
+    if PERCOL and SYM:
+        raise ValueError("PERCOL=1 (an asymmetric matrix) excludes SYM=1")
     if MODE == "horizontal" and not SYM:
         raise ValueError("MODE horizontal needs SYM=1")
     if WALK == 2 and PH < 64:
@@ -111,6 +115,9 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global const real_t* restrict y,     /* column series, padded by VEC on the left */
                  __global const real_t* restrict x2,    /* JOINT: second row series */
                  __global const real_t* restrict y2,    /* JOINT: second column series (padded) */
+% if PERCOL:
+                 __global const real_t* restrict tcol,  /* PERCOL: one threshold per column (padded like y) */
+% endif
                  const real_t thr, const real_t thr2,
                  const int n_rows, const int n_cols,    /* embedded points of x and y */
                  const int row0, const int nrows,       /* rows of this launch */

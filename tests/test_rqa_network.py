@@ -1,0 +1,46 @@
+"""Recurrence network measures against pyunicorn's RecurrenceNetwork (same recurrence
+matrix on quantized float32-representable data, float64): degrees exactly, the
+clustering coefficients, transitivity and average path length to 1e-12 relative
+(different summation orders of the same integer counts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyedmcl as pe
+
+
+def quantized(n: int, seed: int = 2) -> np.ndarray:
+    x = np.round(np.cumsum(np.random.default_rng(seed).standard_normal(n)) * 3) / 10
+    return x.astype(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "maximum"])
+def test_network_pyunicorn(metric):
+    from pyunicorn.timeseries import RecurrenceNetwork
+
+    x = quantized(400)
+    um = {"euclidean": "euclidean", "maximum": "supremum"}[metric]
+    for kw, ours in (({"threshold": 0.5}, {"radius": 0.5}),
+                     ({"recurrence_rate": 0.05}, {"recurrence_rate": 0.05})):
+        net = RecurrenceNetwork(x, metric=um, dim=2, tau=1, silence_level=3, **kw)
+        r = pe.recurrence_network(x, E=2, metric=metric, dtype="float64", **ours)
+        assert np.array_equal(r.degree, net.degree())
+        assert r.link_density == pytest.approx(net.link_density, rel=1e-12)
+        np.testing.assert_allclose(r.local_clustering, net.local_clustering(), rtol=1e-12,
+                                   atol=0)
+        assert r.global_clustering == pytest.approx(net.global_clustering(), rel=1e-12)
+        assert r.transitivity == pytest.approx(net.transitivity(), rel=1e-12)
+        assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)
+
+
+def test_network_disconnected_and_limits():
+    """Two far-apart clusters: paths only within each (igraph's unconn=True)."""
+    from pyunicorn.timeseries import RecurrenceNetwork
+
+    x = np.concatenate([quantized(60, 1), quantized(60, 3) + 100.0]).astype(np.float32).astype(float)
+    net = RecurrenceNetwork(x, metric="euclidean", threshold=0.6, silence_level=3)
+    r = pe.recurrence_network(x, radius=0.6, dtype="float64")
+    assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)
+    assert np.isnan(pe.recurrence_network(x, radius=0.6, path_lengths=False).average_path_length)
