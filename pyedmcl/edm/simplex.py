@@ -230,7 +230,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     (pyEDM's ``validLib``). These paths take host arrays and the exact k-NN
     (:mod:`pyedmcl.edm.statespace`).
     """
-    if is_multivariate(x, columns, embedded, valid_lib):
+    if is_multivariate(x, columns, embedded, valid_lib, target):
         if return_device or knn_backend != "exact":
             raise ValueError("return_device=True and knn_backend other than 'exact' take a "
                              "finite 1-D series; state spaces (2-D x, columns, embedded, "

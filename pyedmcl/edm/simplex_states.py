@@ -100,9 +100,9 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     if sub.pred_times.size:
         keep = _KeepTables()
         p, v, _ = run_plan(data, sub, variance=variance, neighbors=keep)
-        p = fy.back(p[0].astype(np.float64))
+        p = fy.back(p.astype(np.float64))
         if variance:
-            v = fy.back_spread(v[0].astype(np.float64), 2)
+            v = fy.back_spread(v.astype(np.float64), 2)
         # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
         tshift = sub.offset + sub.Tp
         lib_rows = sub.lib_times + sub.Tp

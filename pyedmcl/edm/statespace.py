@@ -54,11 +54,23 @@ class StateSpace:
 
 
 def is_multivariate(x: Any, columns: Any = None, embedded: bool = False,
-                    valid_lib: Any = None) -> bool:
+                    valid_lib: Any = None, target: Any = None) -> bool:
     """Whether a call needs the state-space path (several columns, a column choice,
-    ``embedded``, a library mask, or missing values in a host series)."""
+    ``embedded``, a library mask, a target named by column, or missing values in a host
+    series or target)."""
     if columns is not None or embedded or valid_lib is not None:
         return True
+    if isinstance(target, str) or (isinstance(target, int | np.integer)
+                                   and not isinstance(target, bool)):
+        return True  # a column of x by name or position
+    if isinstance(target, list | tuple) and target and all(isinstance(t, str) for t in target):
+        return True
+    if target is not None and not _is_device(target):
+        try:
+            if _has_nan(np.asarray(target.to_numpy() if hasattr(target, "to_numpy") else target)):
+                return True
+        except Exception:
+            pass
     if hasattr(x, "columns") and hasattr(x, "to_numpy"):
         return len(x.columns) > 1 or _has_nan(x.to_numpy())
     if _is_device(x):
