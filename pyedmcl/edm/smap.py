@@ -98,7 +98,7 @@ class SMapResult(SimplexResult):
     coefficients: np.ndarray | None = None
     theta: float = 0.0
     n_fallback: int = 0
-    #: a state space's column names (its coefficients: each column's lags in turn)
+    #: a state space's column names (coefficients: every column at lag 0, then lag 1, ...)
     columns: tuple[str, ...] | None = None
 
     def coefficient_names(self, target: str = "x", column: str = "x") -> list[str]:
@@ -108,7 +108,7 @@ class SMapResult(SimplexResult):
         cols = self.columns or (column,)
         lags = (self.coefficients.shape[1] - 1) // len(cols) if self.columns else self.E
         return ["C0"] + [f"∂{target}/∂{c}(t{sign(k)}{k * abs(self.tau)})"
-                         for c in cols for k in range(lags)]
+                         for k in range(lags) for c in cols]
 
     def as_dataframe(self, coefficients: bool = False):
         """time, observed, predicted, variance (+ the coefficient columns)."""
@@ -160,9 +160,9 @@ def _pyedm_exclusion_active(lib_t: np.ndarray, pred_t: np.ndarray, R: int, overl
 
 def _embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
     """State vectors at rows ``t``: ``E`` lags of a series, or of each column of a 2-D
-    ``(L, m)`` state space in pyEDM's order (column 1's lags, then column 2's, ...)."""
+    ``(L, m)`` state space in pyEDM's Embed order (every column at lag 0, then lag 1, ...)."""
     if x.ndim == 2:
-        return np.stack([x[t - k * tau, c] for c in range(x.shape[1]) for k in range(E)], axis=1)
+        return np.stack([x[t - k * tau, c] for k in range(E) for c in range(x.shape[1])], axis=1)
     return np.stack([x[t - k * tau] for k in range(E)], axis=1)
 
 
@@ -451,7 +451,7 @@ def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
     if k.x.ndim == 2:
         sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
         slopes = coef[:, :, 1:] * sy
-        mxv = np.repeat(k.fx.shift, lags)
+        mxv = np.tile(k.fx.shift, lags)
         coef = np.concatenate([(my + sy * coef[:, :, :1]) - (slopes * mxv).sum(axis=2, keepdims=True),
                                slopes], axis=2)
         return pred * sy + my, coef, var * sy ** 2
@@ -562,8 +562,8 @@ def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, the
     State spaces, missing data and ``valid_lib`` as in :func:`pyedmcl.simplex`: ``x``
     2-D or a DataFrame, ``columns``, ``target`` a column or a series, ``E`` lags of each
     column or ``embedded=True``; ``coefficients`` then hold ``C0`` and one slope per
-    state-vector component, each column's lags in turn (pyEDM's order: the Jacobian
-    row of the target). A NaN target at a library row leaves that row out of the fit
+    state-vector component in pyEDM's Embed order (every column at lag 0, then at
+    lag 1, ...): the Jacobian row of the target. A NaN target at a library row leaves that row out of the fit
     but not of the neighbours' mean distance (pyEDM's rule; such calls are solved on
     the host, row by row).
     """

@@ -1,8 +1,9 @@
 """State spaces of several columns, missing data and library masks (pyEDM's semantics).
 
 A *state space* is a matrix of ``m`` columns over ``L`` rows (time). The state at row
-``t`` is, for ``E`` lags (pyEDM's ``Embed``), ``c1(t), c1(t-tau), ..., c1(t-(E-1)tau),
-c2(t), ...``, or with ``embedded=True`` the row itself (the columns are the state
+``t`` is, for ``E`` lags, ``c1(t), c2(t), ..., cm(t), c1(t-tau), ..., cm(t-(E-1)tau)``
+(the order of pyEDM 2.5.7's ``Embed``, lag-major: it sets the order of S-map
+coefficients), or with ``embedded=True`` the row itself (the columns are the state
 vector). The kernels read the matrix row-major and embed it implicitly (the knn
 family's ``NC`` columns, :mod:`pyedmcl.kernels.knn`); nothing is materialised.
 

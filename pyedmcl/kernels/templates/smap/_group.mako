@@ -10,7 +10,7 @@
     {
         real_t _acc = (real_t)0;
 % for k in range(E):
-        ${metric.step(METRIC, "_acc", "x[%s]" % pts.attr.back(tj, k, TAU, NC, E // NC), "xp[%d]" % k)}
+        ${metric.step(METRIC, "_acc", "x[%s]" % pts.attr.back(tj, k, TAU, NC), "xp[%d]" % k)}
 % endfor
         ${out} = ${metric.finish(METRIC, "_acc")};
     }
@@ -59,7 +59,7 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
 % if NC == 1:
     if (lid < ${E}) xp[lid] = x[tp - lid * ${TAU}];
 % else:
-    if (lid < ${E}) xp[lid] = x[tp * ${NC} + lid / ${E // NC} - (lid % ${E // NC}) * ${TAU * NC}];
+    if (lid < ${E}) xp[lid] = x[tp * ${NC} + lid % ${NC} - (lid / ${NC}) * ${TAU * NC}];
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -154,7 +154,7 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
                     sw += w; swy += w * yv; swyy += w * yv * yv;
                     a[0] = w;
 % for k in range(E):
-                    a[${k + 1}] = w * (acc_t)(x[${pts.attr.back('tj', k, TAU, NC, E // NC)}] - xp[${k}]);
+                    a[${k + 1}] = w * (acc_t)(x[${pts.attr.back('tj', k, TAU, NC)}] - xp[${k}]);
 % endfor
                     a[${N}] = w * yv;
                 }

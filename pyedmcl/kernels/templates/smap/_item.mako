@@ -15,7 +15,7 @@
 % if MODE == "all":
         const int tj = lib_t[j];
 %   for k in range(E):
-        const real_t xj${k} = x[${pts.attr.back('tj', k, TAU, NC, E // NC)}];
+        const real_t xj${k} = x[${pts.attr.back('tj', k, TAU, NC)}];
 %   endfor
         const accV yv = (accV)((acc_t)ylib[j]);
         const maskV out = fabs((accV)((acc_t)tj) - tpv) <= excl;
@@ -33,7 +33,7 @@
             const int jj = max(jl, 0);
             const int tj = lib_t[jj];
 %     for k in range(E):
-            ${lane("xj%d" % k, l)} = x[${pts.attr.back('tj', k, TAU, NC, E // NC)}];
+            ${lane("xj%d" % k, l)} = x[${pts.attr.back('tj', k, TAU, NC)}];
 %     endfor
             ${lane("yv", l)} = (acc_t)ylib[jj];
             ${lane("out", l)} = jl < 0 ? ${-1 if PV > 1 else 1} : 0;
@@ -75,7 +75,7 @@
         const int tp = pred_t[r];
         ${lane("tpv", l)} = (acc_t)tp;
 %   for k in range(E):
-        ${lane("xp[%d]" % k, l)} = x[${pts.attr.back('tp', k, TAU, NC, E // NC)}];
+        ${lane("xp[%d]" % k, l)} = x[${pts.attr.back('tp', k, TAU, NC)}];
 %   endfor
     }
 % endfor
