@@ -59,7 +59,6 @@ class DeviceData:
     y_dev: Any
     y_host: np.ndarray | None  # (nt, n) float64; None when the targets came as device arrays
     n_targets: int | None = None  # set when y_host is None
-    nc: int = 1  # columns of x_dev: 1 a series, > 1 a row-major (n, nc) state space
 
     @classmethod
     def upload(cls, be: Backend, x: np.ndarray, y: np.ndarray, dt: np.dtype) -> DeviceData:
@@ -150,8 +149,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         q_dev, l_dev, _ = plan_device(be, plan) if q1 - q0 == qpts.size else (None, None, None)
         table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn,
                        qpts=qpts[q0:q1], lpts=plan.lib_points, radius=plan.exclusion_radius,
-                       real=data.real, q_dev=q_dev, l_dev=l_dev,
-                       **({"nc": data.nc} if data.nc != 1 else {}))
+                       real=data.real, q_dev=q_dev, l_dev=l_dev)
         p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, plan.offset + plan.Tp,
                              weight=weight, real=data.real, variance=variance)
         if q1 - q0 == qpts.size:

@@ -14,26 +14,17 @@ from typing import Any
 
 import numpy as np
 
+from clkernels import run_blocked
+
 from .._precision import prepare
 from ..interop import backend_for
 from ..neighbors import resolve_backend
 from ..validation import check_dtype, check_int
 from .knn import hold, knn_device
+from .lookup import lookup_device
 from .ranges import Plan, resolve
 from .results import SimplexResult
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
-
-
-@dataclasses.dataclass
-class _KeepTables:
-    """An exact k-NN search that keeps the tables it made (to read their indices back)."""
-
-    tables: list = dataclasses.field(default_factory=list)
-
-    def device_table(self, be, x_dev, n, **kw):
-        t = knn_device(be, x_dev, n, **kw)
-        self.tables.append(t)
-        return t
 
 
 def admitted(ss: StateSpace, plan: Plan, lags: int, valid_lib: np.ndarray | None
@@ -89,17 +80,13 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     yz = np.ascontiguousarray(prep.series[1], dtype=dt)
     fy = prep.affine[1]
     nt = ss.targets.shape[0]
-    from .simplex import DeviceData, observed, run_plan
-
     x_dev, y_dev = be.to_device(xz), be.to_device(yz)
     hold(be, x_dev, y_dev)
-    data = DeviceData(be, prep.real, ss.n, x_dev, y_dev, prep.series[1], nc=ss.nc)
     nq = plan.pred_times.size
     pred_all = np.full((nt, nq), np.nan)
     var_all = np.full((nt, nq), np.nan) if variance else None
     if sub.pred_times.size:
-        keep = _KeepTables()
-        p, v, _ = run_plan(data, sub, variance=variance, neighbors=keep)
+        p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance)
         p = fy.back(p.astype(np.float64))
         if variance:
             v = fy.back_spread(v.astype(np.float64), 2)
@@ -107,7 +94,6 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
         tshift = sub.offset + sub.Tp
         lib_rows = sub.lib_times + sub.Tp
         if np.isnan(ss.targets[:, lib_rows]).any():
-            idx = np.concatenate([be.to_host(t.idx)[0] for t in keep.tables])
             rows = np.where(idx >= 0, idx + tshift, 0)
             for j in range(nt):
                 nan_hit = (np.isnan(ss.targets[j][rows]) & (idx >= 0)).any(axis=1)
@@ -117,7 +103,9 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
         pred_all[:, qmask] = p
         if variance:
             var_all[:, qmask] = v
-    obs = observed(plan, ss.targets)
+    rows = plan.observed_rows  # -1 where the target lies outside the data
+    obs = np.take(ss.targets, rows, axis=1, mode="clip")
+    obs[:, rows < 0] = np.nan
     rho, mae, rmse = skill(obs, pred_all)
     nb = resolve_backend("exact", be, L=sub.lib_points.size, E=lags * ss.nc, nq=nq, k=sub.knn)
     pick = (lambda a: a[0]) if ss.single else (lambda a: a)
@@ -126,3 +114,26 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
                          Tp=plan.Tp, knn=plan.knn,
                          variance=None if var_all is None else pick(var_all),
                          pred_times=plan.pred_times, neighbors=nb.info)
+
+
+def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
+             variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """k-NN table + lookup for ``plan``'s queries, in query blocks that fit the device:
+    predictions and variances ``(nt, nq)`` and the table's kernel points ``(nq, k)``."""
+    qpts = plan.pred_points
+    item = 8 if real == "double" else 4
+
+    def block(q0: int, q1: int):
+        t = knn_device(be, x_dev, n, E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts[q0:q1],
+                       lpts=plan.lib_points, radius=plan.exclusion_radius, real=real, nc=nc)
+        pd_, vd = lookup_device(be, t, y_dev, n, nt, plan.offset + plan.Tp, real=real,
+                                variance=variance)
+        return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
+                be.to_host(t.idx)[0])
+
+    blocks = run_blocked(be, block, qpts.size, parameter="the number of prediction rows (pred)",
+                         what=f"Simplex k-NN table ({qpts.size} queries x k={plan.knn})",
+                         nbytes=lambda q: q * plan.knn * (4 + item))
+    p = np.concatenate([b[0] for b in blocks], axis=-1)
+    v = np.concatenate([b[1] for b in blocks], axis=-1) if variance else None
+    return p, v, np.concatenate([b[2] for b in blocks])
