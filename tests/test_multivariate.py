@@ -197,3 +197,46 @@ def test_bad_input_named():
         pe.simplex(df, columns="x y", E=2)
     with pytest.raises(ValueError, match="E is required"):
         pe.simplex(frame(100), columns="x y")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("E,knn,lib,pred", [(3, 150, [1, 300], [301, 399]),  # disjoint
+                                            (2, 120, [1, 399], [1, 399]),   # leave-one-out
+                                            (66, 0, [1, 300], [301, 399])])  # default E + 1
+def test_simplex_knn_beyond_fused_kernel(device, dtype, E, knn, lib, pred):
+    """knn above the fused kernel's 64: full sorted distance rows, pyEDM's results."""
+    df = frame(400)
+    ref = quiet(pyEDM.Simplex, dataFrame=df, columns="x", target="x", lib=lib, pred=pred, E=E,
+                knn=knn)
+    res = pe.simplex(df["x"].to_numpy(), E=E, knn=knn or None, lib=lib, pred=pred, dtype=dtype,
+                     device=device, variance=True)
+    assert res.knn == (knn or E + 1) > 64
+    close(*on_times(res, ref, "Predictions"), TOL[dtype])
+    close(*on_times(res, ref, "Pred_Variance", res.variance), 10 * TOL[dtype])
+
+
+def test_knn_table_beyond_fused_kernel(device):
+    """knn_table above 64 neighbours: the total order (distance, |p - l|, l) by NumPy."""
+    x = np.round(lorenz63(150)[:, 0], 1)  # quantised: many exact ties
+    idx, dist = pe.knn_table(x, E=2, knn=100, exclusion_radius=3, dtype="float64", device=device)
+    P = np.stack([x[:-1], x[1:]], axis=1)
+    n = P.shape[0]
+    for p in (0, 37, n - 1):
+        d = np.sqrt(((P - P[p]) ** 2).sum(1))
+        lib = [l for l in range(n) if abs(p - l) > 3]
+        want = sorted(lib, key=lambda l: (d[l], abs(p - l), l))[:100]
+        np.testing.assert_array_equal(idx[p], want)
+        np.testing.assert_allclose(dist[p], d[want], rtol=1e-15)
+
+
+def test_embed_dimension_max_E_100(device):
+    """max_E beyond the fused kernels' knn: E > 63 run per E (pyEDM prints rho to 6
+    decimals: the tolerance)."""
+    x = frame(260)["x"].to_numpy()
+    df = pd.DataFrame({"Time": np.arange(1, 261), "x": x})
+    ref = quiet(pyEDM.EmbedDimension, dataFrame=df, columns="x", target="x", maxE=100,
+                lib=[1, 230], pred=[231, 259], numProcess=1, showPlot=False)
+    res = pe.embed_dimension(x, max_E=100, lib=[1, 230], pred=[231, 259], dtype="float64",
+                             device=device)
+    np.testing.assert_array_equal(res.values, np.arange(1, 101))
+    np.testing.assert_allclose(res.rho, ref["rho"], rtol=0, atol=5.1e-7)

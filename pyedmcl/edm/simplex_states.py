@@ -20,9 +20,9 @@ from .._precision import prepare
 from ..interop import backend_for
 from ..neighbors import resolve_backend
 from ..validation import check_dtype, check_int
-from .knn import hold, knn_device
+from .knn import hold, knn_device, knn_rows_sorted
 from .lookup import lookup_device
-from .ranges import Plan, resolve
+from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
 
@@ -68,7 +68,7 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     if knn is None or (isinstance(knn, int | np.integer) and not isinstance(knn, bool) and knn == 0):
         knn = ss.default_knn(E)
     plan = resolve(ss.n, E=lags, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
-                   lib=lib, pred=pred)
+                   lib=lib, pred=pred, max_knn=None)
     vl = check_valid_lib(valid_lib, ss.n)
     sub, qmask = admitted(ss, plan, lags, vl)
     # float32: each column centred in float64 (distances are shift-invariant per
@@ -86,7 +86,11 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     pred_all = np.full((nt, nq), np.nan)
     var_all = np.full((nt, nq), np.nan) if variance else None
     if sub.pred_times.size:
-        p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance)
+        if sub.knn > MAX_KNN:  # more neighbours than the fused kernel keeps: slower path
+            p, v, idx = _predict_sorted(be, prep.real, x_dev, prep.series[1], ss.n, ss.nc, sub,
+                                        variance)
+        else:
+            p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance)
         p = fy.back(p.astype(np.float64))
         if variance:
             v = fy.back_spread(v.astype(np.float64), 2)
@@ -137,3 +141,24 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
     p = np.concatenate([b[0] for b in blocks], axis=-1)
     v = np.concatenate([b[1] for b in blocks], axis=-1) if variance else None
     return p, v, np.concatenate([b[2] for b in blocks])
+
+
+def _predict_sorted(be, real: str, x_dev, y: np.ndarray, n: int, nc: int, plan: Plan,
+                    variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`_predict` for any knn: the table from full sorted distance rows
+    (:func:`.knn.knn_rows_sorted`) and the Simplex lookup on the host in float64 (the
+    lookup kernel's weights exp(-d / max(d_min, 1e-6)) over the admissible slots)."""
+    idx, dist = knn_rows_sorted(be, x_dev, n, E=plan.E, tau=plan.tau, k=plan.knn,
+                                qpts=plan.pred_points, lpts=plan.lib_points,
+                                radius=plan.exclusion_radius, real=real, nc=nc)
+    ok = idx >= 0
+    d = np.where(ok, dist.astype(np.float64), np.inf)
+    dmin = np.maximum(np.where(np.isfinite(d[:, :1]), d[:, :1], 1.0), 1e-6)
+    w = np.where(ok, np.exp(-d / dmin), 0.0)
+    wsum = w.sum(axis=1)
+    rows = np.where(ok, idx + plan.offset + plan.Tp, 0)
+    yk = y[:, rows]  # (nt, nq, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = (w * yk).sum(axis=2) / wsum
+        v = (w * (yk - p[:, :, None]) ** 2).sum(axis=2) / wsum if variance else None
+    return p, v, idx
