@@ -8,6 +8,10 @@ Tolerances (stated, not tuned to pass), normwise: ``max|ours - pyEDM| / max|pyED
   a few ulp of the data, measured <= 5e-8); S-map coefficients 1e-3 (normal equations
   square the local condition number, as in tests/test_edm_smap.py; measured <= 2e-5);
   CCM rho 1e-5 absolute (measured <= 5e-7).
+* Kernel variants with NC > 1 columns against NumPy: k-NN tables exact (integer data,
+  the total order decides ties); S-map coefficients 1e-7 relative in float64 (normal
+  equations against SVD least squares, as in tests/test_edm_smap.py).
+* pyEDM's EmbedDimension rounds rho to 6 decimals: 5.1e-7 there.
 """
 
 from __future__ import annotations
@@ -240,3 +244,64 @@ def test_embed_dimension_max_E_100(device):
                              device=device)
     np.testing.assert_array_equal(res.values, np.arange(1, 101))
     np.testing.assert_allclose(res.rho, ref["rho"], rtol=0, atol=5.1e-7)
+
+
+KNN_VARIANTS = [
+    {"VARIANT": "rows", "WG": 32, "TILE": 64, "QB": 1, "EA": 0, "INS": "reg", "FLAG": 1},
+    {"VARIANT": "rows", "WG": 32, "TILE": 64, "QB": 1, "EA": 2, "INS": "reg", "FLAG": 1,
+     "SPLIT": 4},
+    {"VARIANT": "cols", "WG": 16, "TILE": 32, "QB": 4, "EA": 0, "INS": "reg", "FLAG": 1},
+    {"VARIANT": "vec", "WG": 16, "TILE": 64, "QB": 8, "EA": 0, "INS": "reg", "FLAG": 1},
+    {"VARIANT": "vec", "WG": 16, "TILE": 64, "QB": 4, "EA": 0, "INS": "reg", "FLAG": 1, "QQ": 2},
+]
+
+
+@pytest.mark.parametrize("real", ["double", "float"])
+@pytest.mark.parametrize("params", KNN_VARIANTS, ids=lambda p: f"{p['VARIANT']}-ea{p['EA']}")
+def test_knn_variants_read_columns(device, params, real):
+    """Every knn variant with NC = 3 columns x 2 lags gives NumPy's table (total order)."""
+    from clkernels import get_backend
+
+    from pyedmcl.edm.knn import knn_device
+
+    be = get_backend(device)
+    if real == "double" and not be.info.fp64:
+        pytest.skip("no fp64")
+    X = np.round(lorenz63(180), 0)  # integers: exact distances, many ties
+    dt = np.float64 if real == "double" else np.float32
+    xd = be.to_device(np.ascontiguousarray(X, dtype=dt))
+    pts = np.arange(X.shape[0] - 2, dtype=np.int32)  # window p: rows p, p + 2 (tau 2)
+    t = knn_device(be, xd, X.shape[0], E=2, tau=2, k=7, qpts=pts, lpts=pts, radius=1, real=real,
+                   params={"SPLIT": 1, "QQ": 1, "CB": 0, **params}, nc=3)
+    idx = be.to_host(t.idx)[0]
+    S = np.concatenate([X[:-2], X[2:]], axis=1)
+    for p in range(0, pts.size, 13):
+        d = np.sqrt(((S - S[p]) ** 2).sum(1))
+        want = sorted((lv for lv in pts if abs(p - lv) > 1), key=lambda lv: (d[lv], abs(p - lv), lv))
+        np.testing.assert_array_equal(idx[p], want[:7])
+
+
+@pytest.mark.parametrize("params", [{"VARIANT": "item", "WG": 2, "PV": 4},
+                                    {"VARIANT": "group", "WG": 32, "PV": 1}],
+                         ids=["item", "group"])
+@pytest.mark.parametrize("knn", [None, 30])
+def test_smap_variants_read_columns(device, params, knn):
+    """Both S-map variants with lags of 2 columns (pyEDM's Embed order) give the NumPy
+    least-squares fit of every row."""
+    from pyedmcl.edm import smap as S
+
+    X = lorenz63(160)[:, :2]
+    lib_t, pred_t = np.arange(2, 120), np.arange(120, 158)
+    r = S.smap_core(X, X[:, 0], lib_t, pred_t, E=2, tau=2, Tp=1, thetas=np.array([1.5]),
+                    knn=knn, exclusion_radius=0, ridge=0.0, dtype=np.float64, device=device,
+                    backend=None, params=params)[0]
+    emb = lambda t: np.stack([X[t, 0], X[t, 1], X[t - 2, 0], X[t - 2, 1]], axis=-1)  # noqa: E731
+    L = emb(lib_t)
+    for i, tp in enumerate(pred_t):
+        d = np.sqrt(((L - emb(tp)) ** 2).sum(1))
+        nb = np.argsort(d, kind="stable")[:(lib_t.size - 1 if knn is None else knn)]
+        w = np.exp(-1.5 * d[nb] / d[nb].mean())
+        A = np.column_stack([w, w[:, None] * L[nb]])
+        C = np.linalg.lstsq(A, w * X[lib_t[nb] + 1, 0], rcond=None)[0]
+        np.testing.assert_allclose(r.coefficients[i], C, rtol=1e-7, atol=1e-9)
+        assert r.predicted[i] == pytest.approx(C[0] + C[1:] @ emb(tp), rel=1e-10)
