@@ -261,7 +261,6 @@ KNN_VARIANTS = [
 def test_knn_variants_read_columns(device, params, real):
     """Every knn variant with NC = 3 columns x 2 lags gives NumPy's table (total order)."""
     from clkernels import get_backend
-
     from pyedmcl.edm.knn import knn_device
 
     be = get_backend(device)
