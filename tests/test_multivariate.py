@@ -227,8 +227,8 @@ def test_knn_table_beyond_fused_kernel(device):
     n = P.shape[0]
     for p in (0, 37, n - 1):
         d = np.sqrt(((P - P[p]) ** 2).sum(1))
-        lib = [l for l in range(n) if abs(p - l) > 3]
-        want = sorted(lib, key=lambda l: (d[l], abs(p - l), l))[:100]
+        lib = [lv for lv in range(n) if abs(p - lv) > 3]
+        want = sorted(lib, key=lambda lv: (d[lv], abs(p - lv), lv))[:100]
         np.testing.assert_array_equal(idx[p], want)
         np.testing.assert_allclose(dist[p], d[want], rtol=1e-15)
 
