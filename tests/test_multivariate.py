@@ -304,3 +304,16 @@ def test_smap_variants_read_columns(device, params, knn):
         C = np.linalg.lstsq(A, w * X[lib_t[nb] + 1, 0], rcond=None)[0]
         np.testing.assert_allclose(r.coefficients[i], C, rtol=1e-7, atol=1e-9)
         assert r.predicted[i] == pytest.approx(C[0] + C[1:] @ emb(tp), rel=1e-10)
+
+
+def test_ccm_knn_beyond_fused_kernel(device):
+    """CCM with knn above 64 runs through the sorted full-library rows."""
+    df = frame(300)
+    ref = pyEDM.CCM(dataFrame=df, columns="x y", target="z", E=2, knn=90, libSizes=[120, 250],
+                    sample=4, seed=3, parallel=False)
+    res = pe.ccm(df, columns="x y", target="z", E=2, knn=90, lib_sizes=[120, 250], sample=4,
+                 seed=3, dtype="float64", device=device)
+    np.testing.assert_allclose(res.rho_xy, ref["x:z"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(res.rho_yx, ref["z:x"], rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="knn=400 is out of range"):
+        pe.ccm(df["x"].to_numpy(), df["z"].to_numpy(), E=2, knn=400, lib_sizes=[120], device=device)

@@ -57,6 +57,9 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     ``nc`` > 1: ``x_dev`` is a row-major ``(n, nc)`` matrix and a point holds ``E`` lags
     of each of its ``nc`` columns (see :mod:`.statespace`).
     """
+    if k > MAX_KNN:
+        raise ValueError(f"knn={k} is out of range for the fused k-NN kernel; allowed: 1 <= knn "
+                         f"<= {MAX_KNN} (larger knn: knn_rows_sorted, full sorted rows)")
     lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
     nbatch, nl = lpts.shape
     nq = int(qpts.size)
