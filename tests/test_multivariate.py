@@ -317,3 +317,24 @@ def test_ccm_knn_beyond_fused_kernel(device):
     np.testing.assert_allclose(res.rho_yx, ref["z:x"], rtol=0, atol=1e-9)
     with pytest.raises(ValueError, match="knn=400 is out of range"):
         pe.ccm(df["x"].to_numpy(), df["z"].to_numpy(), E=2, knn=400, lib_sizes=[120], device=device)
+
+
+def test_scans_of_state_spaces(device):
+    """EmbedDimension / PredictInterval / PredictNonlinear with several columns (pyEDM
+    rounds rho to 6 decimals: 5.1e-7)."""
+    df = frame(260)
+    kw = dict(lib=[1, 180], pred=[181, 250], numProcess=1, showPlot=False)
+    ref = quiet(pyEDM.EmbedDimension, dataFrame=df, columns="x y", target="z", maxE=4, **kw)
+    r = pe.embed_dimension(df, "z", columns="x y", max_E=4, lib=[1, 180], pred=[181, 250],
+                           dtype="float64", device=device)
+    np.testing.assert_allclose(r.rho, ref["rho"], rtol=0, atol=5.1e-7)
+    ref = quiet(pyEDM.PredictInterval, dataFrame=df, columns="x y", target="z", E=2, maxTp=4,
+                **kw)
+    r = pe.predict_interval(df, "z", columns="x y", E=2, max_Tp=4, lib=[1, 180],
+                            pred=[181, 250], dtype="float64", device=device)
+    np.testing.assert_allclose(r.rho, ref["rho"], rtol=0, atol=5.1e-7)
+    ref = quiet(pyEDM.PredictNonlinear, dataFrame=df, columns="x y z", target="x", E=3,
+                embedded=True, theta=[0.5, 2.0, 4.0], **kw)
+    r = pe.predict_nonlinear(df, "x", columns="x y z", embedded=True, thetas=[0.5, 2.0, 4.0],
+                             lib=[1, 180], pred=[181, 250], dtype="float64", device=device)
+    np.testing.assert_allclose(r.rho, ref["rho"], rtol=0, atol=5.1e-7)

@@ -34,6 +34,7 @@ from .ranges import MAX_KNN, check_tau, resolve
 from .results import SkillScan
 from .scan_fused import run_fused, scan_layout
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
+from .statespace import is_multivariate, state_space
 
 log = logging.getLogger("pyedmcl.edm.scans")
 
@@ -105,7 +106,8 @@ def _check_max_E(max_E: Any, knn: Any) -> tuple[int, int]:
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
                     knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
-                    fused: bool | None = None) -> SkillScan:
+                    fused: bool | None = None, columns: Any = None,
+                    valid_lib: Any = None) -> SkillScan:
     """Simplex skill for E = 1..max_E (knn = E + 1, or ``knn`` for every E); ``.best`` is the top E.
 
     Runs the fused scan (:mod:`.scan_fused`: every E's k-NN table from one pass over
@@ -113,11 +115,16 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
     (tau > 0, no overlapping lib pairs); else, or with ``fused=False``, one k-NN +
     lookup + skill pipeline per E. Both give :func:`pyedmcl.simplex`'s tables. E whose
     knn (default E + 1) exceeds the fused kernels' 64 neighbours run one
-    :func:`pyedmcl.simplex` each (full sorted distance rows: slower).
+    :func:`pyedmcl.simplex` each (full sorted distance rows: slower). State spaces
+    (``columns``, E lags of each), missing data and ``valid_lib`` as in
+    :func:`pyedmcl.simplex`: one Simplex per E.
     """
     max_E, fast = _check_max_E(max_E, knn)
     kw = dict(tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius, lib=lib, pred=pred,
               dtype=dtype, device=device, backend=backend)
+    if is_multivariate(x, columns, False, valid_lib, target):
+        return _per_value(x, target, "E", range(1, max_E + 1), columns=columns,
+                          valid_lib=valid_lib, **kw)
     if fast < max_E:
         head = _embed_dimension(x, target, fast, max_E, fused=fused, **kw) if fast else None
         return _beyond_fused(head, x, target, range(fast + 1, max_E + 1), max_E, **kw)
@@ -166,6 +173,15 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
     return _scan(x, target, "E", values, make_plan, dtype, device, backend)
 
 
+def _per_value(x, target, name: str, values, **kw) -> SkillScan:
+    """One :func:`pyedmcl.simplex` per value of parameter ``name`` (the state-space path)."""
+    from .simplex import simplex
+
+    rows = [simplex(x, target, **{**kw, name: v}) for v in values]
+    return SkillScan(name, np.asarray(list(values)), np.array([float(r.rho) for r in rows]),
+                     np.array([float(r.mae) for r in rows]), np.array([float(r.rmse) for r in rows]))
+
+
 def _beyond_fused(head: SkillScan | None, x, target, Es, max_E: int, **kw) -> SkillScan:
     """``head`` extended by one Simplex per E of ``Es`` (the slow path of large knn)."""
     from .simplex import simplex
@@ -188,10 +204,22 @@ def _beyond_fused(head: SkillScan | None, x, target, Es, max_E: int, **kw) -> Sk
                      np.concatenate([head.rmse, rmse]))
 
 
-def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
+def predict_interval(x, target=None, *, E: int | None = None, max_Tp: int = 10, tau: int = 1,
                      knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
-                     dtype: Any = "float32", device: Any = None, backend: str | None = None) -> SkillScan:
-    """Simplex skill for Tp = 1..max_Tp."""
+                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
+                     columns: Any = None, embedded: bool = False,
+                     valid_lib: Any = None) -> SkillScan:
+    """Simplex skill for Tp = 1..max_Tp (state spaces, missing data and ``valid_lib`` as
+    in :func:`pyedmcl.simplex`: one Simplex per Tp)."""
+    if is_multivariate(x, columns, embedded, valid_lib, target):
+        n = state_space(x, target, columns=columns, embedded=embedded).n
+        max_Tp = check_int(max_Tp, "max_Tp", 1, max(1, n - 1))
+        return _per_value(x, target, "Tp", range(1, max_Tp + 1), E=E, tau=tau, knn=knn,
+                          exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype=dtype,
+                          device=device, backend=backend, columns=columns, embedded=embedded,
+                          valid_lib=valid_lib)
+    if E is None:
+        raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
     n = as_series(x, "x").size
     max_Tp = check_int(max_Tp, "max_Tp", 1, max(1, n - 1))  # Tp >= n predicts nothing
     return _scan(x, target, "Tp", list(range(1, max_Tp + 1)),
@@ -200,16 +228,24 @@ def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
                  dtype, device, backend)
 
 
-def predict_exclusion_radius(x, target=None, *, E: int, Tp: int = 1, tau: int = 1,
+def predict_exclusion_radius(x, target=None, *, E: int | None = None, Tp: int = 1, tau: int = 1,
                              knn: int | None = None, radii=DEFAULT_RADII, lib=None, pred=None,
                              dtype: Any = "float32", device: Any = None,
-                             backend: str | None = None) -> SkillScan:
-    """Simplex skill per exclusion radius (pyEDM's default radii 0..30)."""
+                             backend: str | None = None, columns: Any = None,
+                             embedded: bool = False, valid_lib: Any = None) -> SkillScan:
+    """Simplex skill per exclusion radius (pyEDM's default radii 0..30); state spaces,
+    missing data and ``valid_lib`` as in :func:`pyedmcl.simplex` (one Simplex per radius)."""
     if isinstance(radii, str):
         radii = [int(r) for r in radii.split()]
     radii = [check_int(r, "radii", 0) for r in radii]
     if not radii:
         raise ValueError("radii is empty; give exclusion radii >= 0")
+    if is_multivariate(x, columns, embedded, valid_lib, target):
+        return _per_value(x, target, "exclusion_radius", radii, E=E, Tp=Tp, tau=tau, knn=knn,
+                          lib=lib, pred=pred, dtype=dtype, device=device, backend=backend,
+                          columns=columns, embedded=embedded, valid_lib=valid_lib)
+    if E is None:
+        raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
     return _scan(x, target, "exclusion_radius", radii,
                  lambda n, r: resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=r,
                                       lib=lib, pred=pred),
