@@ -221,7 +221,8 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     ``columns`` picks its columns (names or indices; default all), ``target`` a column
     name/index of ``x`` or a series (default the first column); the state is ``E`` lags
     of each column (pyEDM's ``Embed`` order) or, with ``embedded=True``, the columns
-    themselves (``E`` then defaults to the column count, ``knn`` to ``E + 1``).
+    themselves (``E`` is then the column count, as in pyEDM, and ``knn`` defaults to
+    ``E + 1``).
     Missing data: rows whose state vector holds a NaN are no library vectors and predict
     NaN, and a neighbour with a NaN target makes a prediction NaN (pyEDM 2.5.7); skill
     uses the finite pairs. ``valid_lib``: a boolean mask of rows allowed in the library

@@ -59,8 +59,8 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     """Simplex of ``ss.targets`` from the state space ``ss`` (see the module docstring)."""
     be = backend_for((), device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
-    if ss.embedded:
-        E = ss.nc if E is None else E
+    if ss.embedded:  # pyEDM: E is the column count
+        E = ss.nc
     elif E is None:
         raise ValueError("E is required (the number of lags of each column) unless embedded=True")
     E = check_int(E, "E", 1, 512)
@@ -86,18 +86,19 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     pred_all = np.full((nt, nq), np.nan)
     var_all = np.full((nt, nq), np.nan) if variance else None
     if sub.pred_times.size:
+        # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
+        nan_targets = bool(np.isnan(ss.targets[:, sub.lib_times + sub.Tp]).any())
         if sub.knn > MAX_KNN:  # more neighbours than the fused kernel keeps: slower path
             p, v, idx = _predict_sorted(be, prep.real, x_dev, prep.series[1], ss.n, ss.nc, sub,
                                         variance)
         else:
-            p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance)
+            p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance,
+                                 nan_targets)
         p = fy.back(p.astype(np.float64))
         if variance:
             v = fy.back_spread(v.astype(np.float64), 2)
-        # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
         tshift = sub.offset + sub.Tp
-        lib_rows = sub.lib_times + sub.Tp
-        if np.isnan(ss.targets[:, lib_rows]).any():
+        if nan_targets:
             rows = np.where(idx >= 0, idx + tshift, 0)
             for j in range(nt):
                 nan_hit = (np.isnan(ss.targets[j][rows]) & (idx >= 0)).any(axis=1)
@@ -121,9 +122,10 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
 
 
 def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
-             variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+             variance: bool, with_idx: bool) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """k-NN table + lookup for ``plan``'s queries, in query blocks that fit the device:
-    predictions and variances ``(nt, nq)`` and the table's kernel points ``(nq, k)``."""
+    predictions and variances ``(nt, nq)`` and, ``with_idx``, the table's kernel points
+    ``(nq, k)`` (else None)."""
     qpts = plan.pred_points
     item = 8 if real == "double" else 4
 
@@ -133,14 +135,14 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
         pd_, vd = lookup_device(be, t, y_dev, n, nt, plan.offset + plan.Tp, real=real,
                                 variance=variance)
         return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
-                be.to_host(t.idx)[0])
+                be.to_host(t.idx)[0] if with_idx else None)
 
     blocks = run_blocked(be, block, qpts.size, parameter="the number of prediction rows (pred)",
                          what=f"Simplex k-NN table ({qpts.size} queries x k={plan.knn})",
                          nbytes=lambda q: q * plan.knn * (4 + item))
     p = np.concatenate([b[0] for b in blocks], axis=-1)
     v = np.concatenate([b[1] for b in blocks], axis=-1) if variance else None
-    return p, v, np.concatenate([b[2] for b in blocks])
+    return p, v, (np.concatenate([b[2] for b in blocks]) if with_idx else None)
 
 
 def _predict_sorted(be, real: str, x_dev, y: np.ndarray, n: int, nc: int, plan: Plan,

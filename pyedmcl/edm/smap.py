@@ -643,8 +643,8 @@ def smap_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, theta: Any, knn: A
     theta of ``theta`` (a number or a list: one launch for all)."""
     if ss.targets.shape[0] != 1:
         raise ValueError("S-map takes one target; pass a single column name or series")
-    if ss.embedded:
-        E = ss.nc if E is None else E
+    if ss.embedded:  # pyEDM: E is the column count
+        E = ss.nc
     elif E is None:
         raise ValueError("E is required (the number of lags of each column) unless embedded=True")
     E = check_int(E, "E", 1, MAX_E)
