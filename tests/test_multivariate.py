@@ -201,6 +201,19 @@ def test_bad_input_named():
         pe.simplex(df, columns="x y", E=2)
     with pytest.raises(ValueError, match="E is required"):
         pe.simplex(frame(100), columns="x y")
+    df = frame(100)
+    with pytest.raises(ValueError, match="target 'w' is not a column"):
+        pe.simplex(df, target="w", columns="x y", E=2)
+    with pytest.raises(ValueError, match="columns index 7 is out of range; allowed: 0..3"):
+        pe.smap(df.to_numpy(), columns=[0, 7], E=2, theta=1.0)
+    with pytest.raises(ValueError, match="no library rows left"):
+        pe.simplex(df, columns="x y", E=2, valid_lib=np.zeros(100, bool))
+    with pytest.raises(ValueError, match="knn=90 is out of range"):
+        pe.simplex(df, columns="x y", E=2, knn=90, lib=[1, 50])
+    with pytest.raises(TypeError, match="x must hold real numbers"):
+        pe.simplex(df.assign(s="a"), columns="x s", E=2)
+    with pytest.raises(ValueError, match="S-map takes one target"):
+        pe.smap(df, target=["x", "y"], columns="x y", E=2, theta=1.0)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
