@@ -100,19 +100,24 @@ def test_smap_multivariate_coefficients(device, dtype, knn):
         close(*on_times(res, C, name, res.coefficients[:, j]), COEF_TOL[dtype])
 
 
-def test_smap_lags_of_columns(device):
+@pytest.mark.parametrize("tau,names,ref_lib", [
+    (1, ["x(t-0)", "y(t-0)", "x(t-1)", "y(t-1)"], [1, 180]),
+    # future lags: pyEDM's embedded library keeps the rows whose vectors reach past the
+    # lib end, its non-embedded one (ours) does not: the same rows need lib [1, 178]
+    (-2, ["x(t+0)", "y(t+0)", "x(t+2)", "y(t+2)"], [1, 178])])
+def test_smap_lags_of_columns(device, tau, names, ref_lib):
     """E lags of two columns (pyEDM only takes these pre-embedded: the same state)."""
     df = frame(250)
-    emb = pyEDM.Embed(dataFrame=df, E=2, tau=-1, columns="x y")
+    emb = pyEDM.Embed(dataFrame=df, E=2, tau=-tau, columns="x y")
     emb.insert(0, "Time", df["Time"])
     emb["z"] = df["z"]
     ref = quiet(pyEDM.SMap, dataFrame=emb, columns=list(emb.columns[1:5]), target="z",
-                lib=[1, 180], pred=[181, 249], E=4, theta=1.5, embedded=True)
-    res = pe.smap(df, target="z", columns="x y", E=2, lib=[1, 180], pred=[181, 249],
+                lib=ref_lib, pred=[181, 245], E=4, theta=1.5, embedded=True)
+    res = pe.smap(df, target="z", columns="x y", E=2, tau=tau, lib=[1, 180], pred=[181, 245],
                   theta=1.5, dtype="float64", device=device)
     P, C = ref["predictions"], ref["coefficients"]
     close(*on_times(res, P, "Predictions"), 1e-9)
-    assert list(emb.columns[1:5]) == ["x(t-0)", "y(t-0)", "x(t-1)", "y(t-1)"]  # pyEDM's order
+    assert list(emb.columns[1:5]) == names  # pyEDM's order: lag-major
     for j, name in enumerate(C.columns[1:]):
         close(*on_times(res, C, name, res.coefficients[:, j]), 1e-9)
 
