@@ -356,3 +356,34 @@ def test_scans_of_state_spaces(device):
     r = pe.predict_nonlinear(df, "x", columns="x y z", embedded=True, thetas=[0.5, 2.0, 4.0],
                              lib=[1, 180], pred=[181, 250], dtype="float64", device=device)
     np.testing.assert_allclose(r.rho, ref["rho"], rtol=0, atol=5.1e-7)
+
+
+def test_oclgrind_clean():
+    """The NC > 1 kernels (every knn variant, the sorted rows, both S-map variants) make
+    no invalid access, race or uninitialised read (tiny sizes)."""
+    from conftest import run_under_oclgrind
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        from clkernels import get_backend
+        from pyedmcl.edm import smap as S
+        from pyedmcl.edm.knn import knn_device, knn_rows_sorted
+        be = get_backend()
+        t = np.arange(50)
+        X = np.stack([np.sin(t * 0.7), np.cos(t * 1.3), np.sin(t * 0.3 + 1)], axis=1)
+        xd = be.to_device(np.ascontiguousarray(X, dtype=np.float32))
+        pts = np.arange(46, dtype=np.int32)
+        for params in (dict(VARIANT="rows", WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1, SPLIT=2),
+                       dict(VARIANT="cols", WG=8, TILE=16, QB=4, EA=2, INS="local", FLAG=0),
+                       dict(VARIANT="vec", WG=8, TILE=16, QB=4, EA=0, INS="reg", FLAG=1, QQ=2)):
+            tb = knn_device(be, xd, 50, E=3, tau=2, k=3, qpts=pts, lpts=pts, radius=0,
+                            params={"SPLIT": 1, "QQ": 1, "CB": 0, **params}, nc=3)
+            print(params["VARIANT"], be.to_host(tb.idx)[0, :2].tolist())
+        print("sorted", knn_rows_sorted(be, xd, 50, E=3, tau=2, k=70, qpts=pts[:5], lpts=pts,
+                                        radius=0, nc=3)[0][:, :3].tolist())
+        for params in ({"VARIANT": "item", "WG": 2, "PV": 2}, {"VARIANT": "group", "WG": 32, "PV": 1}):
+            r = S.smap_core(X[:, :2], X[:, 2], np.arange(2, 35), np.arange(35, 48), E=2, tau=1,
+                            Tp=1, thetas=np.array([2.0]), knn=None, exclusion_radius=0,
+                            ridge=0.0, dtype=np.float32, device=be, backend=None, params=params)[0]
+            print("smap", params["VARIANT"], r.coefficients.shape)
+    """)
+    assert out.count("smap") == 2 and "sorted" in out
