@@ -51,6 +51,7 @@ from clkernels import get_backend, run_blocked
 
 from .._precision import prepare
 from ..kernels.smap import SMAP, acc_dtype, accumulation
+from ..report.display import Displayable
 from ..validation import as_series, check_dtype, check_int
 from .knn import knn_device
 from .ranges import MAX_KNN, resolve
@@ -511,7 +512,7 @@ def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
 
 
 @dataclass
-class PredictNonlinearResult:
+class PredictNonlinearResult(Displayable):
     """S-map skill per theta (pyEDM's PredictNonlinear), plus every per-theta result."""
 
     thetas: np.ndarray

@@ -119,6 +119,11 @@ def ccm(lib_sizes: Sequence[int], rho_xy: Sequence[float], rho_yx: Sequence[floa
                      + (f"(converges: evidence that {tgt} drives {lib})" if conv
                         else "(no clear convergence)"))
     s = "; ".join(parts) + "."
+    a, b = float(r_yx[-1] - r_yx[0]), float(r_xy[-1] - r_xy[0])
+    if max(a, b) > CCM_RISE and abs(float(r_yx[-1]) - float(r_xy[-1])) > 0.1:
+        strong = (y, x) if r_yx[-1] > r_xy[-1] else (x, y)
+        s += (f" The stronger curve, {strong[0]} xmap {strong[1]}, points to {strong[1]} "
+              f"driving {strong[0]} (the weaker one may reflect feedback or synchrony).")
     s += (" Convergence with library size, not a high rho alone, is CCM's criterion "
           "(Sugihara et al. 2012); no significance test was run here.")
     return s

@@ -28,13 +28,14 @@ from clkernels import Backend, get_backend
 
 from .._precision import prepare
 from ..kernels.rqa_lines import LineSpec
+from ..report.display import Displayable
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from .dnr import Histograms, detect_lines
 from .measures import MEASURES, compute_measures
 
 
 @dataclass
-class RQAResult:
+class RQAResult(Displayable):
     """Every RQA measure (attributes, :meth:`as_dict`) plus the line histograms."""
 
     measures: dict[str, float]
