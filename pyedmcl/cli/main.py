@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "pyedmcl.cli.devices_cmd",
     "pyedmcl.cli.tune_cmd",
     "pyedmcl.cli.bench_cmd",
+    "pyedmcl.cli.sample_cmd",
     "pyedmcl.edm.cli",
     "pyedmcl.rqa.cli",
     "pyedmcl.xmap.cli",
@@ -27,7 +28,7 @@ COMMAND_MODULES = (
 
 
 #: commands that draw their own counted progress bar (rate and ETA)
-OWN_PROGRESS = frozenset({"xmap", "demo", "tune", "bench", "devices"})
+OWN_PROGRESS = frozenset({"xmap", "demo", "tune", "bench", "devices", "sample"})
 
 
 class UsageError(ValueError):
