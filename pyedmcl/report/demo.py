@@ -178,7 +178,7 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any, progress: bo
                                       reading=reading.embed_dimension(ed.values, ed.rho))
         fig, ax = plt.subplots(figsize=(5.2, 3.4))
         ed.plot(ax)
-        ax.set(title=f"Simplex skill vs E (Tp = 1 step = 0.1 time units)")
+        ax.set(title="Simplex skill vs E (Tp = 1 step = 0.1 time units)")
         figures["embed_dimension"] = _save(fig, out / "embed_dimension.png")
     with timed("predict_interval"):
         pi = pe.predict_interval(lz, E=best_E, max_Tp=10, dtype=dtype, device=be)
@@ -244,8 +244,7 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any, progress: bo
         fig, axs = plt.subplots(1, 2, figsize=(9.5, 4.0))
         shown = rho[np.ix_(order, order)].copy()
         np.fill_diagonal(shown, np.nan)
-        cmap = plt.get_cmap("viridis").copy()
-        cmap.set_bad("0.85")
+        cmap = plt.get_cmap("viridis").with_extremes(bad="0.85")
         off = shown[np.isfinite(shown)]
         im = axs[0].imshow(shown, cmap=cmap, vmin=float(np.min(off)), vmax=float(np.max(off)))
         ticks = range(len(order))
@@ -258,8 +257,7 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any, progress: bo
         fig.colorbar(im, ax=axs[0], label="rho")
         truth = np.asarray(A).T[np.ix_(order, order)].astype(float)
         np.fill_diagonal(truth, np.nan)
-        gmap = plt.get_cmap("Greys").copy()
-        gmap.set_bad("0.85")
+        gmap = plt.get_cmap("Greys").with_extremes(bad="0.85")
         axs[1].imshow(truth, cmap=gmap, vmin=0, vmax=1.3)
         axs[1].set(title="true links (black: j drives i)", xlabel="driver j", ylabel="driven i")
         figures["xmap"] = _save(fig, out / "xmap.png")
