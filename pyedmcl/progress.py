@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -26,6 +27,8 @@ from typing import Any
 DELAY_S = 1.0
 #: refresh period of an :func:`activity` line
 REFRESH_S = 0.5
+#: ... when stderr is a log file, not a terminal
+LOG_REFRESH_S = 10.0
 
 _local = threading.local()
 
@@ -56,7 +59,8 @@ def _tqdm(**kw: Any):
         from tqdm.auto import tqdm
     else:
         from tqdm import tqdm
-    return tqdm(file=sys.stderr, delay=DELAY_S, dynamic_ncols=True, leave=False, **kw)
+    kw.setdefault("file", sys.stderr)
+    return tqdm(delay=DELAY_S, dynamic_ncols=True, leave=False, **kw)
 
 
 class Progress:
@@ -70,7 +74,13 @@ class Progress:
         self.total, self.done = int(total), 0
         self.enabled = bool(enabled) and self.total > 0
         self.lock = threading.Lock()
-        self.bar = _tqdm(total=self.total, desc=desc, unit=unit) if self.enabled else None
+        self.bar = None
+        if self.enabled:
+            from clkernels import probe
+
+            term = _Terminal()
+            self._hook = probe.set_line_prefix(term.clear_prefix)
+            self.bar = _tqdm(total=self.total, desc=desc, unit=unit, file=term)
 
     def update(self, n: int = 1) -> None:
         with self.lock:
@@ -84,8 +94,11 @@ class Progress:
 
     def close(self) -> None:
         if self.bar is not None:
+            from clkernels import probe
+
             self.bar.close()
             self.bar = None
+            probe.set_line_prefix(self._hook)
 
     def __enter__(self) -> Progress:
         return self
@@ -94,23 +107,77 @@ class Progress:
         self.close()
 
 
+class _Terminal:
+    """A file for tqdm that reaches the terminal also while a kernel build captures
+    descriptor 2 (clkernels' quiet builds), so the line keeps moving during builds."""
+
+    def __init__(self) -> None:
+        self.drawn = False  # a line without its newline is on screen
+        self.tty = sys.stderr.isatty()  # now: a build later points descriptor 2 to a file
+
+    def write(self, text: str) -> int:
+        from clkernels import probe
+
+        hook = probe.set_line_prefix(None)  # the bar's own writes need no clean line
+        try:
+            probe.to_terminal(text)
+        finally:
+            probe.set_line_prefix(hook)
+        self.drawn = bool(text.strip("\r\n ")) and not text.endswith("\n")
+        return len(text)
+
+    def clear_prefix(self) -> str:
+        """Before another message: erase the drawn line (terminal) or end it (log file)."""
+        if not self.drawn:
+            return ""
+        self.drawn = False
+        return "\r\033[K" if self.tty else "\n"
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
 @contextlib.contextmanager
 def activity(desc: str, enabled: bool) -> Iterator[None]:
-    """An elapsed-time line ``desc [12.3s]`` while the block runs (shown after DELAY_S).
+    """An elapsed-time line ``desc [00:12]`` while the block runs (shown after DELAY_S).
 
-    Nested activities (a CLI command calling a public function that has its own) draw
-    only the outermost line.
+    While kernels are being built the line says so (clkernels' own one-line build notice
+    is held back meanwhile); other messages (a skipped device) get a clean line of their
+    own. Nested activities (a CLI command calling a public function that has its own)
+    draw only the outermost line.
     """
     if not enabled or getattr(_local, "active", False):
         yield
         return
+    from clkernels import probe, settings
+
     _local.active = True
-    bar = _tqdm(total=None, desc=desc, bar_format="{desc} [{elapsed}]")
+    notice_var = settings.env_name("BUILD_NOTICE_S")
+    notice_before = os.environ.get(notice_var)
+    os.environ[notice_var] = "1e9"  # this line announces builds instead
+    term = _Terminal()
+    hook_before = probe.set_line_prefix(term.clear_prefix)
     stop = threading.Event()
+    bars: list[Any] = []
 
     def tick() -> None:
-        while not stop.wait(REFRESH_S):
+        if stop.wait(DELAY_S):
+            return
+        from tqdm import tqdm
+
+        bar = tqdm(total=None, desc=desc, bar_format="{desc} [{elapsed}]", file=term,
+                   leave=False, dynamic_ncols=True, mininterval=0, delay=1e-9)
+        bar.start_t -= DELAY_S  # the job began DELAY_S ago (tqdm's own clock)
+        bars.append(bar)
+        while True:
+            bar.set_description_str(f"{desc} (compiling kernels, first run only)"
+                                    if probe.building() else desc, refresh=False)
             bar.refresh()
+            if stop.wait(REFRESH_S if term.tty else LOG_REFRESH_S):
+                return
 
     th = threading.Thread(target=tick, name="pyedmcl-progress", daemon=True)
     th.start()
@@ -119,8 +186,16 @@ def activity(desc: str, enabled: bool) -> Iterator[None]:
     finally:
         stop.set()
         th.join()
-        bar.close()
+        for bar in bars:
+            bar.close()
+            if term.drawn:  # tqdm clears only what it knows it printed
+                term.write("\r\033[K" if term.tty else "\n")
+        probe.set_line_prefix(hook_before)
         _local.active = False
+        if notice_before is None:
+            os.environ.pop(notice_var, None)
+        else:
+            os.environ[notice_var] = notice_before
 
 
 def with_progress(fn: Callable[..., Any], desc: str) -> Callable[..., Any]:

@@ -65,7 +65,8 @@ def add_device_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="device selector: pocl, intel, nvidia:0, gpu, cpu, p:d")
     p.add_argument("--backend", default=None, choices=("pyopencl", "sycl"), help="kernel backend")
     p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress lines on stderr (results and errors still print)")
+                   help="no progress lines on stderr (drawn only when stderr is a terminal; "
+                        "results and errors still print)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
@@ -99,6 +100,12 @@ def check_output(path: str, allowed: tuple[str, ...], what: str = "--out") -> st
         raise ValueError(f"{what} {path!r}: this command writes {' or '.join(allowed)} "
                          f"(the format follows the extension), not {ext or 'a name without one'!r}")
     return path
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress lines on stderr: when it is a terminal and ``-q`` is not given (a log file
+    or a pipe gets results and errors only)."""
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
 def print_json(obj: Any) -> None:
@@ -137,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
     # (xmap blocks, demo sections, tuning candidates) draw their own bar instead
     own_bar = args.command in OWN_PROGRESS or not hasattr(args, "quiet")
     try:
-        with activity(f"pyedmcl {args.command}", not own_bar and not args.quiet):
+        with activity(f"pyedmcl {args.command}", not own_bar and show_progress(args)):
             rc = args.func(args)
         return int(rc or 0)
     except KeyboardInterrupt:

@@ -63,11 +63,12 @@ def _floats(a: Any) -> list[float]:
 
 
 def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
-             quiet: bool = False, dtype: Any = None, log: Callable[[str], None] | None = None
-             ) -> dict[str, Any]:
+             quiet: bool = False, dtype: Any = None, log: Callable[[str], None] | None = None,
+             progress: bool | None = None) -> dict[str, Any]:
     """Run the demo into folder ``out``; return the results dictionary (also in results.json).
 
-    ``dtype``: every analysis's precision, float32 (default) or float64.
+    ``dtype``: every analysis's precision, float32 (default) or float64. ``progress``: a
+    bar over the sections on stderr (``None``: unless ``quiet``).
 
     The report is built in a hidden sibling folder and renamed to ``out`` once complete,
     so ``out`` never holds half a report; a report already there (one pyedmcl wrote) is
@@ -83,7 +84,8 @@ def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
     check_replaceable(final, DEMO_REPORT)  # before any work
     _plt()
     with output_lock(final, what="demo report"), atomic_dir(final, DEMO_REPORT) as tmp:
-        results, be = _build(tmp, device, backend, dtype, not quiet)
+        results, be = _build(tmp, device, backend, dtype,
+                             not quiet if progress is None else progress)
     say(f"[demo] report written to {final / 'index.html'} in {results['total_seconds']:.1f} s "
         f"on {be.info.name} ({be.info.runtime})")
     return results

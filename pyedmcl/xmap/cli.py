@@ -71,7 +71,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..cli.main import check_output, time_column
+    from ..cli.main import check_output, show_progress, time_column
     from ..io import read_table
     from .core import xmap
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, max_E=args.max_E, out=args.out,
                block_rows=args.block_rows, devices=devices, backend=args.backend,
                scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
-               fma=args.fma, dtype=args.dtype, progress=not args.quiet)
+               fma=args.fma, dtype=args.dtype, progress=show_progress(args))
     summary = {"out": args.out, "N": int(len(res.E)), "E": res.E,
                "blocks_per_device": res.blocks_per_device}
     if args.json:
