@@ -20,6 +20,8 @@ import pytest
 from conftest import CPU_DEVICE
 
 ROOT = Path(__file__).resolve().parents[1]
+#: PyRQA (docs/from_pyrqa.md) calls a PyOpenCL keyword deprecated since 2022
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pyrqa")
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON = {"python", "py", "python3"}
 SHELL = {"bash", "sh", "shell", "console"}
@@ -93,3 +95,24 @@ def test_every_block_runs(path, tmp_path, monkeypatch, capsys):
                 rc = main(argv[1:])
                 err = capsys.readouterr().err
                 assert rc == 0, f"{where}: {cmd!r} exited {rc}: {err}"
+
+
+def test_cli_reference_is_current():
+    """docs/cli.md (``python docs/gen_cli.py``) names every command and every option of
+    the parser (compared by names: argparse's layout differs between Python versions)."""
+    import argparse
+
+    from pyedmcl.cli.main import build_parser
+
+    text = (ROOT / "docs" / "cli.md").read_text()
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, p in sub.choices.items():
+        head = f"## pyedmcl {name}\n"
+        if head not in text:
+            missing.append(name)
+            continue
+        section = text.split(head, 1)[1].split("\n## ", 1)[0]
+        missing += [f"{name} {o}" for a in p._actions for o in a.option_strings
+                    if a.help != argparse.SUPPRESS and o not in section]
+    assert not missing, f"regenerate docs/cli.md (python docs/gen_cli.py): {missing}"

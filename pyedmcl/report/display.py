@@ -47,8 +47,9 @@ def _scan_xy(r: Any) -> tuple[str, np.ndarray, np.ndarray]:
     return r.parameter, np.asarray(r.values), np.asarray(r.rho, dtype=float)
 
 
-def plot_result(r: Any, ax: Any = None) -> Any:
-    """Draw ``r`` on ``ax`` (a new figure when None); returns the axes."""
+def plot_result(r: Any, ax: Any = None, names: tuple[str, str] = ("x", "y")) -> Any:
+    """Draw ``r`` on ``ax`` (a new figure when None); returns the axes. ``names``: the two
+    series of a CCM result, for its legend."""
     plt = _pyplot()
     kind = _kind(r)
     if ax is None:
@@ -61,8 +62,9 @@ def plot_result(r: Any, ax: Any = None) -> Any:
         ax.set(xlabel=AXIS.get(name, name), ylabel="forecast skill rho (observed vs predicted)")
         ax.legend(loc="best")
     elif kind == "ccm":
-        ax.plot(r.lib_sizes, r.rho_yx, "o-", label="y xmap x (evidence x drives y)")
-        ax.plot(r.lib_sizes, r.rho_xy, "s-", label="x xmap y (evidence y drives x)")
+        x, y = names
+        ax.plot(r.lib_sizes, r.rho_yx, "o-", label=f"{y} xmap {x} (evidence {x} drives {y})")
+        ax.plot(r.lib_sizes, r.rho_xy, "s-", label=f"{x} xmap {y} (evidence {y} drives {x})")
         ax.set(xlabel="library size L (points)", ylabel="cross-map skill rho")
         ax.legend(loc="best")
     elif kind == "prediction":
@@ -123,9 +125,10 @@ def html_result(r: Any) -> str:
 class Displayable:
     """Mixin: ``result.plot(ax=None)`` draws it, notebooks show ``_repr_html_``."""
 
-    def plot(self, ax: Any = None) -> Any:
-        """Draw this result with matplotlib (on ``ax``, or a new figure); returns the axes."""
-        return plot_result(self, ax)
+    def plot(self, ax: Any = None, names: tuple[str, str] = ("x", "y")) -> Any:
+        """Draw this result with matplotlib (on ``ax``, or a new figure); returns the axes.
+        ``names`` label a CCM result's two series."""
+        return plot_result(self, ax, names)
 
     def _repr_html_(self) -> str:
         return html_result(self)
