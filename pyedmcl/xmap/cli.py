@@ -79,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
         return run_verify(args)
     if args.input is None or args.out is None:
         raise ValueError("xmap needs INPUT and -o/--out OUT.zarr (or --verify OUT.zarr)")
-    check_output(args.out, (".zarr",), "-o/--out")
+    from pathlib import Path
+
+    if not Path(args.out).exists():  # an existing store (resumed, or refused by the core) keeps its name
+        check_output(args.out, (".zarr",), "-o/--out")
 
     X = read_table(args.input, dataset=args.dataset, time_column=time_column(args)).frame()
     if args.E != "auto" and not args.E.isdigit():
