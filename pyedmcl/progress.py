@@ -9,7 +9,7 @@ Two shapes, both drawn by tqdm on stderr and both silent for work that ends with
 
 Public functions take ``progress: bool | None``: ``True`` draws, ``False`` never,
 ``None`` (default) draws only inside a Jupyter notebook (:func:`in_notebook`), where a
-long call otherwise looks hung. The CLI passes ``True`` unless ``-q``.
+long call otherwise looks hung. The CLI draws when stderr is a terminal, unless ``-q``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ REFRESH_S = 0.5
 LOG_REFRESH_S = 10.0
 
 _local = threading.local()
+#: counted bars open now (any thread): an activity line gives way to them
+_open_bars = [0]
+_bars_lock = threading.Lock()
 
 
 def in_notebook() -> bool:
@@ -67,7 +70,8 @@ class Progress:
     """A counted bar (rate, ETA) over ``total`` steps; a no-op when not ``enabled``.
 
     Thread-safe ``update``: xmap's device workers report blocks from several threads.
-    Inside an :func:`activity`, the activity line is paused while this bar runs.
+    Inside an :func:`activity` (a CLI command), the activity line gives way while this
+    bar is open.
     """
 
     def __init__(self, total: int, desc: str, enabled: bool, unit: str = "step"):
@@ -79,6 +83,8 @@ class Progress:
             from clkernels import probe
 
             term = _Terminal()
+            with _bars_lock:
+                _open_bars[0] += 1
             self._hook = probe.set_line_prefix(term.clear_prefix)
             self.bar = _tqdm(total=self.total, desc=desc, unit=unit, file=term)
 
@@ -99,6 +105,8 @@ class Progress:
             self.bar.close()
             self.bar = None
             probe.set_line_prefix(self._hook)
+            with _bars_lock:
+                _open_bars[0] -= 1
 
     def __enter__(self) -> Progress:
         return self
@@ -173,6 +181,12 @@ def activity(desc: str, enabled: bool) -> Iterator[None]:
         bar.start_t -= DELAY_S  # the job began DELAY_S ago (tqdm's own clock)
         bars.append(bar)
         while True:
+            if _open_bars[0]:  # a counted bar (with its ETA) has the line
+                if term.drawn:
+                    term.write("\r\033[K" if term.tty else "\n")
+                if stop.wait(REFRESH_S):
+                    return
+                continue
             bar.set_description_str(f"{desc} (compiling kernels, first run only)"
                                     if probe.building() else desc, refresh=False)
             bar.refresh()

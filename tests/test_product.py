@@ -176,3 +176,19 @@ def test_link_auc_equals_mann_whitney():
     truth, score = A.T.astype(bool)[off], rho[off]
     u = mannwhitneyu(score[truth], score[~truth]).statistic
     assert link_auc(rho, A) == pytest.approx(u / (truth.sum() * (~truth).sum()), abs=1e-12)
+
+
+def test_counted_bar_takes_the_line_from_an_activity(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "DELAY_S", 0.02)
+    monkeypatch.setattr(progress, "REFRESH_S", 0.02)
+    monkeypatch.setattr(progress, "LOG_REFRESH_S", 0.02)
+    with progress.activity("outer", True):
+        time.sleep(0.1)
+        capsys.readouterr()
+        with progress.Progress(3, "windows", True, unit="window") as bar:
+            time.sleep(0.1)
+            during = capsys.readouterr().err
+            for _ in range(3):
+                bar.update()
+        assert progress._open_bars[0] == 0
+    assert "outer [" not in during.split("\n", 1)[-1]  # at most the line being cleared
