@@ -55,6 +55,7 @@ def _public(name: str, mod: str) -> Any:
         from .progress import with_progress
 
         obj = with_progress(obj, _PROGRESS[name])
+        obj.__module__, obj.__qualname__ = __name__, name  # pickles as pyedmcl.NAME
         globals()[name] = obj  # one wrapper per name: ``pe.rqa is pe.rqa``
     return obj
 

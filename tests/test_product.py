@@ -192,3 +192,12 @@ def test_counted_bar_takes_the_line_from_an_activity(monkeypatch, capsys):
                 bar.update()
         assert progress._open_bars[0] == 0
     assert "outer [" not in during.split("\n", 1)[-1]  # at most the line being cleared
+
+
+def test_public_functions_pickle():
+    """multiprocessing sends functions by name: the wrapped public ones must resolve."""
+    import pickle
+
+    for name in ("simplex", "ccm", "rqa", "embed_dimension"):
+        fn = getattr(pe, name)
+        assert pickle.loads(pickle.dumps(fn)) is fn
