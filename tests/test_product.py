@@ -201,3 +201,18 @@ def test_public_functions_pickle():
     for name in ("simplex", "ccm", "rqa", "embed_dimension"):
         fn = getattr(pe, name)
         assert pickle.loads(pickle.dumps(fn)) is fn
+
+
+def test_time_guess_agrees_with_pyedm_sample_data():
+    """pyEDM takes the first column as time unless noTime: every sample it ships with a
+    time column is guessed so, and its one file without (circle_noTime) is not."""
+    import glob
+    import os
+
+    pyEDM = pytest.importorskip("pyEDM")
+    files = sorted(glob.glob(os.path.join(os.path.dirname(pyEDM.__file__), "data", "*.csv")))
+    assert len(files) >= 5
+    for f in files:
+        first = pd.read_csv(f, nrows=1).columns[0]
+        want = None if "noTime" in f else first
+        assert read_table(f).time_name == want, f
