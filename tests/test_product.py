@@ -216,3 +216,13 @@ def test_time_guess_agrees_with_pyedm_sample_data():
         first = pd.read_csv(f, nrows=1).columns[0]
         want = None if "noTime" in f else first
         assert read_table(f).time_name == want, f
+
+
+def test_nonlinearity_reading_rule():
+    from pyedmcl.report.reading import is_nonlinear
+
+    th = [0, 0.5, 1, 2, 4]
+    assert is_nonlinear(th, [0.90, 0.92, 0.95, 0.96, 0.95])       # +0.06 over linear
+    assert is_nonlinear(th, [0.997, 0.998, 0.999, 0.9995, 0.999])  # closes most of the gap to 1
+    assert not is_nonlinear(th, [0.83, 0.835, 0.839, 0.83, 0.82])  # +0.009 of a 0.17 gap
+    assert not is_nonlinear(th, [0.9, 0.89, 0.88, 0.87, 0.86])     # best at theta = 0

@@ -86,11 +86,14 @@ def plot_result(r: Any, ax: Any = None, names: tuple[str, str] = ("x", "y")) -> 
     return ax
 
 
-def _table(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> str:
-    th = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in head) if any(head) else ""
-    body = "".join(f"<tr><td>{html.escape(a)}</td><td style='text-align:right'>{html.escape(b)}"
-                   "</td></tr>" for a, b in rows)
-    return f"<table>{'<tr>' + th + '</tr>' if th else ''}{body}</table>"
+def _table(rows: list[tuple[str, ...]], head: tuple[str, ...] = ()) -> str:
+    """Rows of cells: the first column left-aligned (names), the others right (numbers)."""
+    def cells(row: tuple[str, ...], tag: str) -> str:
+        return "".join(f"<{tag} style='text-align:{'left' if i == 0 else 'right'}'>"
+                       f"{html.escape(c)}</{tag}>" for i, c in enumerate(row))
+    th = f"<tr>{cells(head, 'th')}</tr>" if head else ""
+    body = "".join("<tr>" + cells(r, "td") + "</tr>" for r in rows)
+    return f"<table>{th}{body}</table>"
 
 
 def html_result(r: Any) -> str:
@@ -102,13 +105,13 @@ def html_result(r: Any) -> str:
         text = (reading.predict_nonlinear(x, y) if name == "theta" else
                 reading.embed_dimension(x, y) if name == "E" else
                 reading.predict_interval(x, y) if name == "Tp" else "")
-        rows = [(f"{name} = {v:g}", reading.rho(float(p))) for v, p in zip(x, y, strict=True)]
+        rows = [(f"{v:g}", reading.rho(float(p))) for v, p in zip(x, y, strict=True)]
         tab = _table(rows, (name, "rho"))
     elif kind == "ccm":
         text = reading.ccm(r.lib_sizes, r.rho_xy, r.rho_yx)
-        rows = [(str(int(L)), f"{reading.rho(a)} / {reading.rho(b)}")
+        rows = [(str(int(L)), reading.rho(a), reading.rho(b))
                 for L, a, b in zip(r.lib_sizes, r.rho_yx, r.rho_xy, strict=True)]
-        tab = _table(rows, ("library size", "y xmap x / x xmap y"))
+        tab = _table(rows, ("library size", "y xmap x", "x xmap y"))
     elif kind == "prediction":
         text = (f"E = {r.E}, tau = {r.tau}, Tp = {r.Tp}: {np.size(r.predicted)} predictions.")
         tab = _table([("rho", reading.rho(float(np.mean(r.rho)))),

@@ -85,7 +85,11 @@ def _finding(name: str, sec: dict[str, Any]) -> str:
         return (f"Forecast skill decays from {rho(sec['rho'][0])} (Tp = 1) to "
                 f"{rho(sec['rho'][-1])} (Tp = {int(sec['Tp'][-1])}): chaos.")
     if name == "predict_nonlinear":
-        return f"S-map skill peaks at theta = {sec['best_theta']:g}: nonlinear dynamics."
+        from .reading import is_nonlinear
+
+        nl = is_nonlinear(sec["theta"], sec["rho"])
+        return (f"S-map skill peaks at theta = {sec['best_theta']:g}: "
+                + ("nonlinear dynamics." if nl else "no sign of nonlinearity."))
     if name == "ccm":
         ok = sec["detected_driver"] == sec["expected_driver"]
         return (f"CCM finds {sec['detected_driver']} driving the other series"

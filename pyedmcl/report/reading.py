@@ -16,8 +16,11 @@ import numpy as np
 #: rho printed with this many decimals: float32 kernels and finite samples make the
 #: fourth decimal noise (sampling error of rho at n = 1000 is ~0.03 near rho = 0)
 RHO_DECIMALS = 3
-#: a rise of S-map skill over theta = 0 larger than this reads as nonlinearity
+#: a rise of S-map skill over theta = 0 larger than this reads as nonlinearity ...
 NONLINEAR_GAIN = 0.01
+#: ... and so does a smaller rise that closes this share of the gap to rho = 1 (skill
+#: already near 1 at theta = 0, e.g. a finely sampled attractor, leaves little to gain)
+NONLINEAR_GAP_SHARE = 0.25
 #: a CCM curve rising by more than this from the smallest to the largest library converges
 CCM_RISE = 0.05
 
@@ -91,15 +94,27 @@ def predict_interval(Tp: Sequence[int], rhos: Sequence[float]) -> str:
             "autocorrelation).")
 
 
+def is_nonlinear(thetas: Sequence[float], rhos: Sequence[float]) -> bool:
+    """S-map skill at its best theta > 0 beats the linear model (theta = 0, or the
+    smallest theta tried) by NONLINEAR_GAIN, or closes NONLINEAR_GAP_SHARE of the gap to 1."""
+    th, r = np.asarray(thetas, dtype=float), np.asarray(rhos, dtype=float)
+    i = int(np.nanargmax(r))
+    lin = float(r[np.argmin(th)])
+    gain = float(r[i]) - lin
+    if th[i] <= th.min() or not np.isfinite(gain):
+        return False
+    return gain > NONLINEAR_GAIN or (gain > 1e-3 and gain >= NONLINEAR_GAP_SHARE * (1 - lin))
+
+
 def predict_nonlinear(thetas: Sequence[float], rhos: Sequence[float]) -> str:
     """Nonlinearity from S-map skill over theta (Sugihara 1994)."""
     th, r = np.asarray(thetas, dtype=float), np.asarray(rhos, dtype=float)
     i = int(np.nanargmax(r))
     lin = float(r[np.argmin(th)])
     gain = float(r[i]) - lin
-    if gain > NONLINEAR_GAIN and th[i] > 0:
-        return (f"S-map skill rises from rho = {rho(lin)} with a global linear model (theta = 0) "
-                f"to {rho(float(r[i]))} at theta = {th[i]:g}: a state-dependent, nonlinear "
+    if is_nonlinear(th, r):
+        return (f"S-map skill rises from rho = {rho(lin)} with a global linear model (theta = "
+                f"{th.min():g}) to {rho(float(r[i]))} at theta = {th[i]:g}: a state-dependent, nonlinear "
                 "system (local models forecast better than one linear map).")
     return (f"S-map skill is best near theta = {th[i]:g} (rho = {rho(float(r[i]))}, gain over "
             f"linear {gain:+.3f}): no evidence of nonlinearity; a linear (possibly stochastic) "
