@@ -70,8 +70,9 @@ class Progress:
     """A counted bar (rate, ETA) over ``total`` steps; a no-op when not ``enabled``.
 
     Thread-safe ``update``: xmap's device workers report blocks from several threads.
-    Inside an :func:`activity` (a CLI command), the activity line gives way while this
-    bar is open.
+    A thread keeps the elapsed time moving between steps and says "compiling kernels"
+    while a build runs (a first step can take minutes on a fresh cache). Inside an
+    :func:`activity` (a CLI command), the activity line gives way while this bar is open.
     """
 
     def __init__(self, total: int, desc: str, enabled: bool, unit: str = "step"):
@@ -87,6 +88,26 @@ class Progress:
                 _open_bars[0] += 1
             self._hook = probe.set_line_prefix(term.clear_prefix)
             self.bar = _tqdm(total=self.total, desc=desc, unit=unit, file=term)
+            self._term, self._stop = term, threading.Event()
+            self._ticker = threading.Thread(target=self._tick, name="pyedmcl-progress",
+                                            daemon=True)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        from clkernels import probe
+
+        if self._stop.wait(DELAY_S):
+            return
+        while True:
+            with self.lock:
+                bar = self.bar
+                if bar is None:
+                    return
+                bar.set_postfix_str("compiling kernels, first run only" if probe.building()
+                                    else "", refresh=False)
+                bar.refresh()
+            if self._stop.wait(REFRESH_S if self._term.tty else LOG_REFRESH_S):
+                return
 
     def update(self, n: int = 1) -> None:
         with self.lock:
@@ -102,8 +123,13 @@ class Progress:
         if self.bar is not None:
             from clkernels import probe
 
-            self.bar.close()
-            self.bar = None
+            self._stop.set()
+            self._ticker.join()
+            with self.lock:
+                self.bar.close()
+                self.bar = None
+            if self._term.drawn:  # tqdm clears only what it knows it printed
+                self._term.write("\r\033[K" if self._term.tty else "\n")
             probe.set_line_prefix(self._hook)
             with _bars_lock:
                 _open_bars[0] -= 1
