@@ -185,8 +185,29 @@ def _quiet() -> bool:
     return settings.flag("QUIET")
 
 
+#: a progress display's hook: returns what to write before a message so that the message
+#: starts on a clean line (its own line is redrawn on its next refresh); None: nothing
+_line_prefix: Any = None
+
+
+def set_line_prefix(fn: Any) -> Any:
+    """Install ``fn() -> str`` (or None) as the display hook; returns the previous one."""
+    global _line_prefix
+    prev, _line_prefix = _line_prefix, fn
+    return prev
+
+
+def building() -> bool:
+    """Whether a kernel build is running now (descriptor 2 captured): a progress display
+    can say so instead of looking stalled."""
+    return _cap_depth > 0
+
+
 def to_terminal(text: str) -> None:
     """Write ``text`` to the real stderr, also while a build captures descriptor 2."""
+    hook = _line_prefix
+    if hook is not None:
+        text = hook() + text
     with _cap_lock:
         if _cap_saved is not None:
             try:

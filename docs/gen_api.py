@@ -52,9 +52,14 @@ One spelling per concept across the public functions (checked by
   families per call and take tuned parameters per device (`pyedmcl tune`).
 - **`seed`**: an int >= 0 makes random draws repeatable; `ccm(seed=None)` draws fresh
   libraries each call (pyEDM's behaviour), `measure_recall(seed=0)` is repeatable.
-- **`progress`**: progress bars, on `xmap` (long jobs) only.
+- **`progress`**: `True` draws a line on stderr for calls longer than a second (an
+  elapsed-time line; `xmap`: a bar over blocks with its ETA), `False` never; `None` (the
+  default of every analysis but `xmap`, whose default is `False`) draws only inside a
+  Jupyter notebook (`pyedmcl.progress`).
 - **Command line**: flags mirror the keywords (`--dtype`, `--device`, `--devices`,
-  `--backend`, `--knn`, `--max-E`); a former flag (`xmap --E-max`) still parses.
+  `--backend`, `--knn`, `--max-E`) and are spelled alike in every command (`-E/--E`,
+  `--tau`, `-c/--column`, `-o/--out`, `--time-column`/`--no-time`, `-q`); a former flag
+  (`xmap --E-max`) still parses.
 """
 
 

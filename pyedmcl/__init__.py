@@ -41,19 +41,39 @@ for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors",
         if _exc.name is None or not _exc.name.startswith(_mod):
             raise
 
+#: public functions drawing an elapsed-time line with ``progress=True`` (pyedmcl.progress)
+_PROGRESS = {
+    "simplex": "Simplex", "smap": "S-map", "ccm": "CCM", "embed_dimension": "embedding scan",
+    "predict_interval": "Tp scan", "predict_exclusion_radius": "exclusion-radius scan",
+    "predict_nonlinear": "theta scan", "rqa": "RQA", "cross_rqa": "cross-RQA",
+    "joint_rqa": "joint RQA", "recurrence_plot": "recurrence plot",
+}
+
+
+def _public(name: str, mod: str) -> Any:
+    obj = getattr(import_module(mod), name)
+    if name in _PROGRESS:
+        from .progress import with_progress
+
+        obj = with_progress(obj, _PROGRESS[name])
+        obj.__module__, obj.__qualname__ = __name__, name  # pickles as pyedmcl.NAME
+        globals()[name] = obj  # one wrapper per name: ``pe.rqa is pe.rqa``
+    return obj
+
+
 # A public function named like its subpackage (``rqa``, ``xmap``) would be shadowed:
 # importing ``pyedmcl.rqa`` binds the *package* as the attribute ``pyedmcl.rqa``. Bind
 # those functions eagerly so ``pe.rqa(...)`` is always the function.
 for _name, _mod in list(_API.items()):
     if _mod.startswith(f"pyedmcl.{_name}.") or _mod == f"pyedmcl.{_name}":
-        globals()[_name] = getattr(import_module(_mod), _name)
+        globals()[_name] = _public(_name, _mod)
 
 
 def __getattr__(name: str) -> Any:
     mod = _API.get(name)
     if mod is None:
         raise AttributeError(f"module 'pyedmcl' has no attribute {name!r}")
-    return getattr(import_module(mod), name)
+    return _public(name, mod)
 
 
 def __dir__() -> list[str]:

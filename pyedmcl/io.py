@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
-#: a first CSV column with one of these names is the time axis, not a series (pyEDM layout)
-TIME_NAMES = ("time", "index", "date", "t")
+#: a first CSV column with one of these names (any case; a unit in brackets ignored, as in
+#: "Time (s)") is the time axis, not a series; so is a first column holding dates. The
+#: pyEDM compatibility layer keeps pyEDM's own rule instead (first column unless noTime).
+TIME_NAMES = ("time", "times", "t", "index", "date", "dates", "datetime", "timestamp",
+              "year", "years", "month", "day", "doy", "step")
 
 
 @dataclass
@@ -30,6 +36,18 @@ class Table:
     time: np.ndarray | None = None
     #: CSV columns left out because they are not numeric (named in errors if selected)
     text_columns: tuple[str, ...] = ()
+
+    #: the name of the time column in the file (None without one)
+    time_name: str | None = None
+
+    def times_at(self, rows: np.ndarray) -> np.ndarray:
+        """The time of each 0-based data row; rows past either end are extrapolated by the
+        series' first step (numbers and dates), else left empty. Without a time column,
+        the rows themselves."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.time is None:
+            return rows
+        return extend_time(self.time, rows)
 
     def frame(self):
         """The table as a pandas DataFrame (series names as columns)."""
@@ -61,7 +79,7 @@ class Table:
             return self
         idx = [self.index(c) for c in columns]
         return Table(self.data[:, idx], [self.names[i] for i in idx], self.source, self.time,
-                     self.text_columns)
+                     self.text_columns, self.time_name)
 
 
 def _split_dataset(path: str) -> tuple[str, str | None]:
@@ -73,13 +91,62 @@ def _split_dataset(path: str) -> tuple[str, str | None]:
     return path, None
 
 
-def _from_frame(df, source: str) -> Table:
+def _time_name(name: Any) -> bool:
+    """True for a column name that says "time": ``year``, ``Date``, ``Time (s)``, ``t``."""
+    base = re.sub(r"[\(\[].*$", "", str(name)).strip().lower().replace(" ", "_")
+    return base in TIME_NAMES
+
+
+def _holds_dates(col) -> bool:
+    """True for a column of datetimes, or of text that parses as dates in every row."""
+    import pandas as pd
+
+    if col.dtype.kind == "M":
+        return True
+    if col.dtype.kind != "O":
+        return False
+    sample = col.dropna().astype(str)
+    if sample.empty or not sample.str.contains(r"\d").all():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            pd.to_datetime(sample, errors="raise", format="mixed")
+        except (ValueError, TypeError, OverflowError):
+            return False
+    return True
+
+
+def _time_position(df, source: str, time_column: str | int | bool | None) -> int | None:
+    """Which column is the time axis: the named one, none, or the guess on the first."""
+    if time_column is False:
+        return None
+    if time_column is None or time_column is True:
+        if df.shape[1] > 1 and (_time_name(df.columns[0]) or _holds_dates(df.iloc[:, 0])):
+            return 0
+        if time_column is True:
+            raise ValueError(f"{source}: no time column found (its first column "
+                             f"{str(df.columns[0])!r} is neither named like a time nor holds "
+                             "dates); name it with --time-column NAME")
+        return None
+    names = [str(c) for c in df.columns]
+    if str(time_column) in names:
+        return names.index(str(time_column))
+    raise ValueError(f"time column {time_column!r} not found in {source}; "
+                     f"columns: {', '.join(names[:30])}")
+
+
+def _from_frame(df, source: str, time_column: str | int | bool | None = None) -> Table:
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ValueError(f"{source} is empty: no rows or no columns")
-    time = None
-    if df.shape[1] > 1 and str(df.columns[0]).strip().lower() in TIME_NAMES:
-        time = df.iloc[:, 0].to_numpy()
-        df = df.iloc[:, 1:]
+    time, time_name = None, None
+    j = _time_position(df, source, time_column)
+    if j is not None:
+        if df.shape[1] == 1:
+            raise ValueError(f"{source}: the time column {str(df.columns[j])!r} is its only "
+                             "column; no series left (use --no-time)")
+        time, time_name = df.iloc[:, j].to_numpy(), str(df.columns[j])
+        df = df.drop(columns=df.columns[j])
     bad = [c for c in df.columns if df[c].dtype.kind not in "biuf"]
     if len(bad) == df.shape[1]:
         raise ValueError(f"{source}: no numeric column; column(s) {', '.join(map(str, bad[:10]))} "
@@ -88,10 +155,42 @@ def _from_frame(df, source: str) -> Table:
     # when one is selected as a series
     df = df.drop(columns=bad)
     return Table(df.to_numpy(dtype=np.float64), [str(c) for c in df.columns], source, time,
-                 tuple(str(c) for c in bad))
+                 tuple(str(c) for c in bad), time_name)
 
 
-def read_csv(src, source: str) -> Table:
+def extend_time(time: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``time[rows]``, rows outside ``0..n-1`` extrapolated by the first step (numbers,
+    dates written as in the file) or empty (text that is not a date)."""
+    n = time.size
+    rows = np.asarray(rows, dtype=np.int64)
+    inside = (rows >= 0) & (rows < n)
+    if inside.all():
+        return time[rows]
+    out = np.full(rows.size, None, dtype=object)
+    out[inside] = time[rows[inside]]
+    if n < 2:
+        return out
+    if time.dtype.kind in "iuf":
+        step = time[1] - time[0]
+        outside = ~inside
+        out[outside] = time[0] + step * rows[outside]
+        return out.astype(np.result_type(time.dtype, type(step)))
+    import pandas as pd
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stamps = pd.to_datetime(pd.Series(time[:2]).astype(str), format="mixed")
+    except (ValueError, TypeError, OverflowError):
+        return out
+    step = stamps.iloc[1] - stamps.iloc[0]
+    fmt = "%Y-%m-%d" if all(s == s.normalize() for s in stamps) else "%Y-%m-%d %H:%M:%S"
+    for i in np.flatnonzero(~inside):
+        out[i] = (stamps.iloc[0] + step * int(rows[i])).strftime(fmt)
+    return out
+
+
+def read_csv(src, source: str, time_column: str | int | bool | None = None) -> Table:
     import pandas as pd
 
     try:
@@ -100,7 +199,7 @@ def read_csv(src, source: str) -> Table:
         raise ValueError(f"{source} is empty") from exc
     except pd.errors.ParserError as exc:
         raise ValueError(f"{source} is not valid CSV: {exc}") from exc
-    return _from_frame(df, source)
+    return _from_frame(df, source, time_column)
 
 
 def _matrix(arr: np.ndarray, source: str) -> Table:
@@ -150,30 +249,37 @@ def _reading(p: str, ext: str):
 
 
 def read_table(path: str | Path, columns: list[str] | None = None, *,
-               dataset: str | None = None) -> Table:
+               dataset: str | None = None,
+               time_column: str | int | bool | None = None) -> Table:
     """Read series from ``path`` (``-`` = CSV on stdin), optionally selecting columns.
 
-    CSV: a header line; a first column named time/index/date/t is the time axis
-    (``Table.time``), not a series. ``.h5``/``.zarr`` take a dataset as ``dataset=``
-    or after a colon (``data.h5:/x``); 2-D arrays are time x series.
+    CSV: a header line; a first column named like a time (:data:`TIME_NAMES`, any case:
+    ``year``, ``Date``, ``Time (s)``, ...) or holding dates is the time axis
+    (``Table.time``), not a series. ``time_column``: ``None`` guesses so, ``False``
+    reads every column as a series, a name makes that column the time axis.
+    ``.h5``/``.zarr`` take a dataset as ``dataset=`` or after a colon
+    (``data.h5:/x``); 2-D arrays are time x series (no time axis).
     """
     p = str(path)
     if p == "-":
         text = _stdin_text()
         if not text.strip():
             raise ValueError("stdin is empty: expected CSV with a header line")
-        return read_csv(io.StringIO(text), "stdin").select(columns)
+        return read_csv(io.StringIO(text), "stdin", time_column).select(columns)
     p, ds = _split_dataset(p)
     dataset = dataset or ds
     fp = Path(p)
     if not fp.exists():
         raise FileNotFoundError(f"input file {p!r} does not exist")
     ext = fp.suffix.lower()
+    if ext not in (".csv", ".txt") and time_column not in (None, False):
+        raise ValueError(f"time_column applies to CSV input; {p} has no named columns "
+                         "(its rows are the time axis)")
     with _reading(p, ext):
         if ext in (".csv", ".txt"):
             if fp.stat().st_size == 0:
                 raise ValueError(f"{p} is empty")
-            return read_csv(fp, p).select(columns)
+            return read_csv(fp, p, time_column).select(columns)
         if ext == ".npy":
             try:
                 arr = np.load(fp, allow_pickle=False)
@@ -210,8 +316,9 @@ def read_table(path: str | Path, columns: list[str] | None = None, *,
 
 
 def read_series(path: str | Path, column: str | int | None = None, *,
-                dataset: str | None = None) -> tuple[np.ndarray, str]:
+                dataset: str | None = None,
+                time_column: str | int | bool | None = None) -> tuple[np.ndarray, str]:
     """One series and its name: ``column`` by name or 0-based index; default the first series."""
-    t = read_table(path, dataset=dataset)
+    t = read_table(path, dataset=dataset, time_column=time_column)
     j = 0 if column is None else t.index(column)
     return t.data[:, j].copy(), t.names[j]

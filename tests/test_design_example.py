@@ -37,7 +37,7 @@ def test_worked_example_family(tmp_path, device, monkeypatch):
     (pkg / "embed.py").write_text(module)
     add_template_root(tmp_path / "templates")
     monkeypatch.syspath_prepend(str(tmp_path))
-    name, target = re.match(r'\s*"(\w+)": "([\w.:]+)",', registration).groups()
+    name, target = re.search(r'^\s*"(\w+)": "([\w.:]+)",', registration, re.M).groups()
     assert (name, target) == ("embed", "pyedmcl.kernels.embed:EMBED")
     monkeypatch.setitem(kernels._FAMILIES, name, "example_pkg.embed:EMBED")
     monkeypatch.setenv("PYEDMCL_TUNING_DIR", str(tmp_path / "tuning"))

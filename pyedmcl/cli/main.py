@@ -19,11 +19,16 @@ COMMAND_MODULES = (
     "pyedmcl.cli.devices_cmd",
     "pyedmcl.cli.tune_cmd",
     "pyedmcl.cli.bench_cmd",
+    "pyedmcl.cli.sample_cmd",
     "pyedmcl.edm.cli",
     "pyedmcl.rqa.cli",
     "pyedmcl.xmap.cli",
     "pyedmcl.report.cli",
 )
+
+
+#: commands that draw their own counted progress bar (rate and ETA)
+OWN_PROGRESS = frozenset({"xmap", "demo", "tune", "bench", "devices", "sample"})
 
 
 class UsageError(ValueError):
@@ -59,8 +64,48 @@ def add_device_args(p: argparse.ArgumentParser) -> None:
     """Options every compute subcommand shares."""
     p.add_argument("--device", default=None, help="device selector: pocl, intel, nvidia:0, gpu, cpu, p:d")
     p.add_argument("--backend", default=None, choices=("pyopencl", "sycl"), help="kernel backend")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress lines on stderr (drawn only when stderr is a terminal; "
+                        "results and errors still print)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def add_input_args(p: argparse.ArgumentParser) -> None:
+    """``--time-column NAME`` / ``--no-time``: which CSV column is the time axis."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--time-column", default=None, metavar="NAME",
+                   help="CSV column holding the time (default: the first column when it is "
+                        "named like a time - time, t, year, date, datetime, index, ... - or "
+                        "holds dates)")
+    g.add_argument("--no-time", action="store_true",
+                   help="no time column: every CSV column is a series")
+
+
+def time_column(args: argparse.Namespace) -> str | bool | None:
+    """The ``time_column`` argument of :func:`pyedmcl.io.read_table` for these options."""
+    if getattr(args, "no_time", False):
+        return False
+    return getattr(args, "time_column", None)
+
+
+def check_output(path: str, allowed: tuple[str, ...], what: str = "--out") -> str:
+    """``path`` if its extension is one this command writes, else a ValueError saying which.
+
+    Formats follow the file name; nothing is written in a format the name does not say.
+    """
+    from pathlib import Path
+
+    ext = Path(path.rstrip("/")).suffix.lower()
+    if ext not in allowed:
+        raise ValueError(f"{what} {path!r}: this command writes {' or '.join(allowed)} "
+                         f"(the format follows the extension), not {ext or 'a name without one'!r}")
+    return path
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress lines on stderr: when it is a terminal and ``-q`` is not given (a log file
+    or a pipe gets results and errors only)."""
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
 def print_json(obj: Any) -> None:
@@ -93,8 +138,14 @@ def _run(args: argparse.Namespace) -> int:
     from clkernels import BuildError, DeviceSelectionError, TemplateParameterError
     from clkernels.devices import DeviceUnusableError
 
+    from ..progress import activity
+
+    # one elapsed-time line on stderr for any job past 1 s; commands with counted steps
+    # (xmap blocks, demo sections, tuning candidates) draw their own bar instead
+    own_bar = args.command in OWN_PROGRESS or not hasattr(args, "quiet")
     try:
-        rc = args.func(args)
+        with activity(f"pyedmcl {args.command}", not own_bar and show_progress(args)):
+            rc = args.func(args)
         return int(rc or 0)
     except KeyboardInterrupt:
         print("pyedmcl: interrupted", file=sys.stderr)

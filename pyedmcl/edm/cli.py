@@ -1,8 +1,10 @@
 """``pyedmcl simplex|smap|ccm|edim``: EDM from .csv (named columns) or .npy files.
 
 Series are chosen with ``--column``/``--target`` (a CSV column name, or a column
-index of a 2-D .npy; a 1-D .npy is the series itself). ``tau`` follows pyedmcl's
-sign (> 0: lags into the past). ``--json`` prints the result as JSON.
+index of a 2-D .npy; a 1-D .npy is the series itself). A CSV's time column (guessed,
+or ``--time-column``/``--no-time``) is not a series; ``-o/--out`` CSV files carry its
+values. ``tau`` follows pyedmcl's sign (> 0: lags into the past). ``--json`` prints
+the result as JSON.
 """
 
 from __future__ import annotations
@@ -22,14 +24,20 @@ def load_series(path: str, name: str | None) -> tuple[np.ndarray, str]:
     return read_series(path, name)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    from ..cli.main import add_device_args
+def _common(p: argparse.ArgumentParser, E: bool = True) -> None:
+    from ..cli.main import add_device_args, add_input_args
     p.add_argument("path", help="input .csv (named columns), .npy, .h5, .zarr, or - (CSV on stdin)")
-    p.add_argument("--column", "-c", default=None, help="library series (CSV name or .npy index)")
-    p.add_argument("--target", "-t", default=None, help="target series (default: --column)")
+    p.add_argument("-c", "--column", default=None, help="library series (CSV name or .npy index)")
+    p.add_argument("-t", "--target", default=None, help="target series (default: --column)")
+    if E:
+        p.add_argument("-E", "--E", dest="E", type=int_arg, required=True,
+                       help="embedding dimension")
     p.add_argument("--tau", type=int_arg, default=1, help="lag (> 0: into the past)")
-    p.add_argument("--exclusion-radius", type=int_arg, default=0)
+    p.add_argument("--exclusion-radius", type=int_arg, default=0,
+                   help="neighbours within this many rows of the prediction are excluded")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument("-o", "--out", default=None, help="write the result table as CSV (.csv)")
+    add_input_args(p)
     add_device_args(p)
 
 
@@ -38,21 +46,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                            ("smap", "S-map (pyEDM semantics)")):
         p = sub.add_parser(name, help=helptext)
         _common(p)
-        p.add_argument("-E", type=int_arg, required=True)
-        p.add_argument("--Tp", type=int_arg, default=1)
+        p.add_argument("--Tp", type=int_arg, default=1, help="prediction interval (rows ahead)")
         p.add_argument("--knn", type=int_arg, default=None)
         p.add_argument("--lib", default=None, help="1-based 'start stop [start stop ...]'")
         p.add_argument("--pred", default=None, help="1-based 'start stop [start stop ...]'")
         p.add_argument("--predictions", action="store_true",
                        help="include predictions in --json output")
-        p.add_argument("--out", default=None, help="write time/observed/predicted as CSV")
         if name == "smap":
-            p.add_argument("--theta", type=float, required=True)
+            p.add_argument("--theta", type=float, required=True,
+                           help="localisation (0: a global linear map; larger: more local)")
         p.set_defaults(func=run_predict, kind=name)
     p = sub.add_parser("ccm", help="convergent cross mapping, both directions")
     _common(p)
-    p.add_argument("-E", type=int_arg, required=True)
-    p.add_argument("--Tp", type=int_arg, default=0)
+    p.add_argument("--Tp", type=int_arg, default=0, help="cross-map prediction interval")
     p.add_argument("--knn", type=int_arg, default=None)
     p.add_argument("--lib-sizes", required=True, help="e.g. '10 100 10' (start stop step) or '20 50 80'")
     p.add_argument("--sample", type=int_arg, default=100)
@@ -60,7 +66,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replacement", action="store_true")
     p.set_defaults(func=run_ccm)
     p = sub.add_parser("edim", help="Simplex skill for E = 1..max-E (embedding dimension)")
-    _common(p)
+    _common(p, E=False)
     p.add_argument("--max-E", type=int_arg, default=10)
     p.add_argument("--Tp", type=int_arg, default=1)
     p.add_argument("--knn", type=int_arg, default=None, help="neighbours (default: E + 1 per E)")
@@ -70,15 +76,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _xy(args) -> tuple[np.ndarray, np.ndarray, str, str]:
+    x, y, xn, yn, _ = _xyt(args)
+    return x, y, xn, yn
+
+
+def _xyt(args) -> tuple[np.ndarray, np.ndarray, str, str, Any]:
+    """Library and target series, their names and the table (for its time values)."""
+    from ..cli.main import check_output, time_column
     from ..io import read_table
 
-    t = read_table(args.path)  # once: stdin ("-") cannot be read twice
+    if getattr(args, "out", None):
+        check_output(args.out, (".csv",))  # before any work
+    t = read_table(args.path, time_column=time_column(args))  # once: stdin cannot be re-read
     i = 0 if args.column is None else t.index(args.column)
     x, xn = t.data[:, i].copy(), t.names[i]
     if args.target is None:
-        return x, x, xn, xn
+        return x, x, xn, xn, t
     j = t.index(args.target)
-    return x, t.data[:, j].copy(), xn, t.names[j]
+    return x, t.data[:, j].copy(), xn, t.names[j], t
+
+
+def _write_csv(frame, path: str) -> None:
+    from .._outputs import atomic_file
+    with atomic_file(path, what="--out") as tmp:  # never a half-written CSV
+        frame.to_csv(tmp, index=False)
 
 
 def _dev(args) -> dict[str, Any]:
@@ -87,7 +108,7 @@ def _dev(args) -> dict[str, Any]:
 
 def run_predict(args: argparse.Namespace) -> int:
     from ..cli.main import print_json
-    x, y, xn, yn = _xy(args)
+    x, y, xn, yn, table = _xyt(args)
     kw = dict(E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn,
               exclusion_radius=args.exclusion_radius, lib=args.lib, pred=args.pred, **_dev(args))
     if args.kind == "smap":
@@ -96,15 +117,16 @@ def run_predict(args: argparse.Namespace) -> int:
     else:
         from .simplex import simplex
         r = simplex(x, y, **kw)
+    times = table.times_at(r.times)  # the file's time values (rows past the data extrapolated)
     if args.out:
-        from .._outputs import atomic_file
-        with atomic_file(args.out, what="--out") as tmp:  # never a half-written CSV
-            r.as_dataframe().to_csv(tmp, index=False)
+        df = r.as_dataframe()
+        df["time"] = times
+        _write_csv(df.rename(columns={"time": table.time_name or "time"}), args.out)
     out = {"command": args.kind, "column": xn, "target": yn, "E": args.E, "tau": args.tau,
            "Tp": args.Tp, "rho": float(r.rho), "mae": float(r.mae), "rmse": float(r.rmse),
            "n_predictions": int(np.size(r.predicted))}
     if args.predictions:
-        out.update(times=r.times, predicted=r.predicted, observed=r.observed)
+        out.update(times=times, predicted=r.predicted, observed=r.observed)
     if args.json:
         print_json(out)
     else:
@@ -122,6 +144,8 @@ def run_ccm(args: argparse.Namespace) -> int:
     r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn, lib_sizes=args.lib_sizes,
             sample=args.sample, seed=args.seed, exclusion_radius=args.exclusion_radius,
             replacement=args.replacement, **_dev(args))
+    if args.out:
+        _write_csv(r.as_dataframe(xn, yn), args.out)
     if args.json:
         print_json({"command": "ccm", "lib_sizes": r.lib_sizes, f"{xn}:{yn}": r.rho_xy,
                     f"{yn}:{xn}": r.rho_yx})
@@ -137,6 +161,8 @@ def run_edim(args: argparse.Namespace) -> int:
     s = embed_dimension(x, y, max_E=args.max_E, tau=args.tau, Tp=args.Tp, knn=args.knn,
                         exclusion_radius=args.exclusion_radius, lib=args.lib, pred=args.pred,
                         **_dev(args))
+    if args.out:
+        _write_csv(s.as_dataframe(), args.out)
     if args.json:
         print_json({"command": "edim", "E": s.values, "rho": s.rho, "mae": s.mae, "rmse": s.rmse,
                     "best_E": int(s.best)})

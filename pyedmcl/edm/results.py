@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from ..report.display import Displayable
+
 
 @dataclass
-class SimplexResult:
+class SimplexResult(Displayable):
     """Predictions and skill of one Simplex (or S-map) run.
 
     ``times`` are the 0-based data rows each prediction is *for* (prediction row
@@ -44,7 +46,7 @@ class SimplexResult:
 
 
 @dataclass
-class SkillScan:
+class SkillScan(Displayable):
     """Skill over a scanned parameter (E, Tp, exclusion radius, theta)."""
 
     parameter: str
@@ -55,8 +57,9 @@ class SkillScan:
 
     @property
     def best(self):
-        """The parameter value with the highest rho (first on ties)."""
-        return self.values[int(np.nanargmax(self.rho))]
+        """The parameter value with the highest rho (first on ties), a plain Python number:
+        ``embed_dimension(x).best`` is the best E; its skill is ``rho.max()``."""
+        return self.values[int(np.nanargmax(self.rho))].item()
 
     def as_dataframe(self):
         import pandas as pd
@@ -65,7 +68,7 @@ class SkillScan:
 
 
 @dataclass
-class CCMResult:
+class CCMResult(Displayable):
     """CCM skill per library size, both directions.
 
     ``rho_xy``: x's embedding cross-maps y (pyEDM column ``x:y``; evidence that

@@ -51,6 +51,7 @@ from clkernels import get_backend, run_blocked
 
 from .._precision import prepare
 from ..kernels.smap import SMAP, acc_dtype, accumulation
+from ..report.display import Displayable
 from ..validation import as_series, check_dtype, check_int
 from .knn import knn_device
 from .ranges import MAX_KNN, resolve
@@ -592,7 +593,7 @@ def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, the
 
 
 @dataclass
-class PredictNonlinearResult:
+class PredictNonlinearResult(Displayable):
     """S-map skill per theta (pyEDM's PredictNonlinear), plus every per-theta result."""
 
     thetas: np.ndarray

@@ -17,11 +17,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli.main import print_json
+    from ..cli.main import print_json, show_progress
     from .demo import run_demo
 
     res = run_demo(args.out, device=args.device, backend=args.backend, quiet=args.quiet or args.json,
-                   dtype=args.dtype)
+                   dtype=args.dtype, progress=show_progress(args))
     if args.json:
         print_json(res)
     return 0

@@ -63,11 +63,12 @@ def _floats(a: Any) -> list[float]:
 
 
 def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
-             quiet: bool = False, dtype: Any = None, log: Callable[[str], None] | None = None
-             ) -> dict[str, Any]:
+             quiet: bool = False, dtype: Any = None, log: Callable[[str], None] | None = None,
+             progress: bool | None = None) -> dict[str, Any]:
     """Run the demo into folder ``out``; return the results dictionary (also in results.json).
 
-    ``dtype``: every analysis's precision, float32 (default) or float64.
+    ``dtype``: every analysis's precision, float32 (default) or float64. ``progress``: a
+    bar over the sections on stderr (``None``: unless ``quiet``).
 
     The report is built in a hidden sibling folder and renamed to ``out`` once complete,
     so ``out`` never holds half a report; a report already there (one pyedmcl wrote) is
@@ -83,65 +84,123 @@ def run_demo(out: str | Path, *, device: Any = None, backend: str | None = None,
     check_replaceable(final, DEMO_REPORT)  # before any work
     _plt()
     with output_lock(final, what="demo report"), atomic_dir(final, DEMO_REPORT) as tmp:
-        results, be = _build(tmp, device, backend, dtype, say)
+        results, be = _build(tmp, device, backend, dtype,
+                             not quiet if progress is None else progress)
     say(f"[demo] report written to {final / 'index.html'} in {results['total_seconds']:.1f} s "
         f"on {be.info.name} ({be.info.runtime})")
     return results
 
 
-def _build(out: Path, device: Any, backend: str | None, dtype: Any,
-           say: Callable[[str], None]
+#: demo sections, in order, with the progress bar's label
+SECTIONS = (("embed_dimension", "embedding dimension"), ("predict_interval", "prediction interval"),
+            ("predict_nonlinear", "nonlinearity"), ("ccm", "CCM"), ("xmap", "all-to-all map"),
+            ("rqa", "RQA and recurrence plot"))
+
+
+def cluster_order(sim: np.ndarray) -> list[int]:
+    """Series ordered by average-linkage agglomerative clustering of a similarity matrix.
+
+    The two most similar clusters (mean of the symmetrised similarity over their members,
+    diagonal ignored) merge first; the final order lists each merged cluster's members
+    together, so related series sit side by side in a heatmap. Deterministic, NumPy only.
+    """
+    S = np.asarray(sim, dtype=float)
+    S = np.nan_to_num((S + S.T) / 2, nan=-np.inf)
+    clusters: list[list[int]] = [[i] for i in range(S.shape[0])]
+    while len(clusters) > 1:
+        best, pair = -np.inf, (0, 1)
+        for a in range(len(clusters)):
+            for b in range(a + 1, len(clusters)):
+                v = S[np.ix_(clusters[a], clusters[b])].mean()
+                if v > best:
+                    best, pair = v, (a, b)
+        a, b = pair
+        clusters[a] = clusters[a] + clusters[b]
+        del clusters[b]
+    return clusters[0]
+
+
+def link_auc(rho: np.ndarray, adjacency: np.ndarray) -> float:
+    """Probability that a true link j -> i has a higher rho[i, j] than a non-link (ROC AUC,
+    Mann-Whitney, ties counted half; the diagonal left out)."""
+    n = rho.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    truth = np.asarray(adjacency).T.astype(bool)[off]  # adjacency[j, i]: j drives i
+    score = np.asarray(rho, dtype=float)[off]
+    pos, neg = score[truth], score[~truth]
+    if pos.size == 0 or neg.size == 0:
+        return float("nan")
+    gt = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(gt / (pos.size * neg.size))
+
+
+def _build(out: Path, device: Any, backend: str | None, dtype: Any, progress: bool
            ) -> tuple[dict[str, Any], Any]:
-    """Every analysis, its figure and numbers, written into the (new, empty) folder ``out``."""
+    """Every analysis, its figure, reading and numbers, written into the (new) folder ``out``."""
     import pyedmcl as pe
     from clkernels import get_backend
     from pyedmcl.data import coupled_logistic, logistic_map, logistic_network, lorenz63
 
+    from ..progress import Progress
+    from . import reading
+
     plt = _plt()
     be = get_backend(device, backend)
     dev = dict(device, backend=be.name) if (device := be.info.as_dict()) else {}
-    results: dict[str, Any] = {"device": dev, "versions": _versions(), "sections": {}}
+    results: dict[str, Any] = {"device": dev, "versions": _versions(), "sections": {},
+                               "dtype": str(dtype or "float32")}
     sec = results["sections"]
     figures: dict[str, str] = {}
     t_all = time.perf_counter()
+    bar = Progress(len(SECTIONS) + 1, "pyedmcl demo", progress, unit="section")
+    labels = dict(SECTIONS)
 
-    def timed(name: str):
-        class _T:
-            def __enter__(self_inner):
-                self_inner.t = time.perf_counter()
-                say(f"[demo] {name} ...")
+    class timed:
+        def __init__(self, name: str):
+            self.name = name
+            sec[name] = {}
 
-            def __exit__(self_inner, *exc):
-                if exc[0] is None:
-                    sec[name]["seconds"] = round(time.perf_counter() - self_inner.t, 3)
-        sec[name] = {}
-        return _T()
+        def __enter__(self):
+            self.t = time.perf_counter()
+            bar.set_description(f"pyedmcl demo: {labels[self.name]}")
+
+        def __exit__(self, *exc):
+            if exc[0] is None:
+                sec[self.name]["seconds"] = round(time.perf_counter() - self.t, 2)
+                bar.update()
 
     # 1. embedding dimension, prediction interval, nonlinearity on Lorenz-63 x
     lz = lorenz63(1000, sample_every=10)[:, 0]
+    lz_data = "Lorenz (1963) attractor, x coordinate, 1000 points sampled every 0.1 time units"
     with timed("embed_dimension"):
         ed = pe.embed_dimension(lz, max_E=10, tau=1, Tp=1, dtype=dtype, device=be)
-        best_E = int(ed.values[int(np.argmax(ed.rho))])
-        sec["embed_dimension"].update(data="lorenz63 x, n=1000, sampled every 0.1 time units", E=_floats(ed.values),
-                                      rho=_floats(ed.rho), best_E=best_E)
-        fig, ax = plt.subplots(figsize=(5, 3.4))
-        ax.plot(ed.values, ed.rho, "o-")
-        ax.set(xlabel="E", ylabel="Simplex rho (Tp=1)", title=f"Embedding dimension (best E={best_E})")
+        best_E = int(ed.best)
+        sec["embed_dimension"].update(data=lz_data, E=_floats(ed.values), rho=_floats(ed.rho),
+                                      best_E=best_E,
+                                      reading=reading.embed_dimension(ed.values, ed.rho))
+        fig, ax = plt.subplots(figsize=(5.2, 3.4))
+        ed.plot(ax)
+        ax.set(title="Simplex skill vs E (Tp = 1 step = 0.1 time units)")
         figures["embed_dimension"] = _save(fig, out / "embed_dimension.png")
     with timed("predict_interval"):
         pi = pe.predict_interval(lz, E=best_E, max_Tp=10, dtype=dtype, device=be)
-        sec["predict_interval"].update(Tp=_floats(pi.values), rho=_floats(pi.rho))
-        fig, ax = plt.subplots(figsize=(5, 3.4))
+        sec["predict_interval"].update(data=lz_data, E=best_E, Tp=_floats(pi.values),
+                                       rho=_floats(pi.rho),
+                                       reading=reading.predict_interval(pi.values, pi.rho))
+        fig, ax = plt.subplots(figsize=(5.2, 3.4))
         ax.plot(pi.values, pi.rho, "o-")
-        ax.set(xlabel="Tp", ylabel="Simplex rho", title=f"Prediction interval (E={best_E})")
+        ax.set(xlabel="prediction interval Tp (steps of 0.1 time units)",
+               ylabel="forecast skill rho", title=f"Simplex skill vs horizon (E = {best_E})")
         figures["predict_interval"] = _save(fig, out / "predict_interval.png")
     with timed("predict_nonlinear"):
         nl = pe.predict_nonlinear(lz, E=best_E, thetas=THETAS, dtype=dtype, device=be)
-        sec["predict_nonlinear"].update(theta=_floats(nl.thetas), rho=_floats(nl.rho),
-                                        best_theta=float(nl.thetas[int(np.argmax(nl.rho))]))
-        fig, ax = plt.subplots(figsize=(5, 3.4))
-        ax.plot(nl.thetas, nl.rho, "o-")
-        ax.set(xlabel="theta", ylabel="S-map rho", title="Nonlinearity (rho rising with theta)")
+        sec["predict_nonlinear"].update(data=lz_data, E=best_E, theta=_floats(nl.thetas),
+                                        rho=_floats(nl.rho),
+                                        best_theta=float(nl.thetas[int(np.argmax(nl.rho))]),
+                                        reading=reading.predict_nonlinear(nl.thetas, nl.rho))
+        fig, ax = plt.subplots(figsize=(5.2, 3.4))
+        nl.plot(ax)
+        ax.set(title=f"S-map skill vs localisation (E = {best_E}, Tp = 1)")
         figures["predict_nonlinear"] = _save(fig, out / "predict_nonlinear.png")
 
     # 2. CCM on the coupled logistic pair (x drives y)
@@ -152,48 +211,70 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any,
                     device=be, surrogates=49)
         sig, conv = cc.significance, cc.convergence
         # rho_yx: y's embedding cross-maps x -> evidence that x drives y.
-        sec["ccm"].update(data="coupled logistic maps, Sugihara et al. 2012 (x drives y)",
+        sec["ccm"].update(data="two coupled logistic maps (Sugihara et al. 2012): x drives y "
+                               "(coupling 0.1), y feeds back weakly on x (0.02); E = 2, "
+                               "30 random libraries per size",
                           lib_sizes=_floats(cc.lib_sizes), rho_x_xmap_y=_floats(cc.rho_xy),
                           rho_y_xmap_x=_floats(cc.rho_yx),
                           detected_driver="x" if cc.rho_yx[-1] > cc.rho_xy[-1] else "y",
                           expected_driver="x", surrogates=f"{sig.n} {sig.method}",
                           p_y_xmap_x=_floats(sig.p_yx), p_x_xmap_y=_floats(sig.p_xy),
                           kendall_tau_y_xmap_x=conv.tau_yx, kendall_p_y_xmap_x=conv.p_yx,
-                          kendall_tau_x_xmap_y=conv.tau_xy, kendall_p_x_xmap_y=conv.p_xy)
-        fig, ax = plt.subplots(figsize=(5, 3.4))
-        for d, mark, lab in (("yx", "o-", "y xmap x (x drives y)"),
-                             ("xy", "s-", "x xmap y (y drives x)")):
-            line, = ax.plot(cc.lib_sizes, getattr(cc, f"rho_{d}"), mark, label=lab)
+                          kendall_tau_x_xmap_y=conv.tau_xy, kendall_p_x_xmap_y=conv.p_xy,
+                          reading=reading.ccm(cc.lib_sizes, cc.rho_xy, cc.rho_yx))
+        fig, ax = plt.subplots(figsize=(5.2, 3.4))
+        cc.plot(ax)
+        for d, color in (("yx", "C0"), ("xy", "C1")):
             lo, hi = sig.band(d)  # the surrogates' 5-95% band: the null
-            ax.fill_between(cc.lib_sizes, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
-        ax.set(xlabel="library size", ylabel="cross-map rho", title="CCM convergence")
-        ax.legend()
+            ax.fill_between(cc.lib_sizes, lo, hi, color=color, alpha=0.2, lw=0)
+        ax.set(title=f"CCM convergence (bands: 5-95% of {sig.n} surrogates)")
         figures["ccm"] = _save(fig, out / "ccm.png")
 
     # 3. all-to-all causal map on a logistic network with a known graph
-    if hasattr(pe, "xmap") or "xmap" in dir(pe):
-        with timed("xmap"):
-            X, A = logistic_network(8, 600)
-            M = pe.xmap(X, E=3, tau=1, Tp=0, dtype=dtype, device=be, surrogates=199, seed=1)
-            rho = np.asarray(getattr(M, "rho", M), dtype=float)
-            edges = pe.causal_network(M)  # BH at 0.05: edge j -> i where rho[i, j] beats its null
-            sec["xmap"].update(data="8 logistic maps on a random directed graph",
-                               rho=rho.tolist(), adjacency=A.tolist(),
-                               note="rho[i, j]: library i cross-maps target j "
-                                    "(high when j drives i)",
-                               edges_fdr_0_05=[[int(a), int(b)] for a, b in
-                                               zip(edges["source"], edges["target"], strict=True)],
-                               p_value=np.asarray(M.p_value, dtype=float).tolist())
-            fig, axs = plt.subplots(1, 2, figsize=(8, 3.6))
-            im = axs[0].imshow(rho, vmin=0, vmax=1, cmap="viridis")
-            axs[0].set(title="cross-map rho", xlabel="target j", ylabel="library i")
-            fig.colorbar(im, ax=axs[0])
-            axs[1].imshow(A.T, cmap="Greys")
-            axs[1].plot(edges["source"], edges["target"], "o", mfc="none", mec="tab:red",
-                        ms=11, label="found (199 surrogates, FDR 0.05)")
-            axs[1].set(title="true graph (j drives i)", xlabel="j", ylabel="i")
-            axs[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7)
-            figures["xmap"] = _save(fig, out / "xmap.png")
+    with timed("xmap"):
+        X, A = logistic_network(8, 600)
+        M = pe.xmap(X, E=3, tau=1, Tp=0, dtype=dtype, device=be, surrogates=199, seed=1)
+        rho = np.asarray(getattr(M, "rho", M), dtype=float)
+        edges = pe.causal_network(M)  # BH at 0.05: edge j -> i where rho[i, j] beats its null
+        order = cluster_order(rho)
+        auc = link_auc(rho, A)
+        sec["xmap"].update(data="8 logistic maps coupled along a random directed graph "
+                                f"({int(np.sum(A))} links), 600 steps, E = 3",
+                           rho=rho.tolist(), adjacency=A.tolist(), order=order, link_auc=auc,
+                           note="rho[i, j]: library i cross-maps target j (high when j drives i)",
+                           edges_fdr_0_05=[[int(a), int(b)] for a, b in
+                                           zip(edges["source"], edges["target"], strict=True)],
+                           p_value=np.asarray(M.p_value, dtype=float).tolist(),
+                           reading=(f"A true link j -> i gets a higher rho[i, j] than a "
+                                    f"non-link in {100 * auc:.0f}% of pairs (ROC AUC "
+                                    f"{auc:.2f}; 50% is chance). {len(edges)} links pass "
+                                    "199 surrogates at a false-discovery rate of 5% (circled). "
+                                    "Series are ordered by clustering of rho; the diagonal "
+                                    "(a series mapping itself) is left blank."))
+        fig, axs = plt.subplots(1, 2, figsize=(9.5, 4.0))
+        shown = rho[np.ix_(order, order)].copy()
+        np.fill_diagonal(shown, np.nan)
+        cmap = plt.get_cmap("viridis").with_extremes(bad="0.85")
+        off = shown[np.isfinite(shown)]
+        im = axs[0].imshow(shown, cmap=cmap, vmin=float(np.min(off)), vmax=float(np.max(off)))
+        ticks = range(len(order))
+        names = [f"s{i}" for i in order]
+        for a in axs:
+            a.set_xticks(list(ticks), names)
+            a.set_yticks(list(ticks), names)
+        axs[0].set(title="cross-map skill rho[i, j]", xlabel="target series j (cause?)",
+                   ylabel="library series i (effect?)")
+        fig.colorbar(im, ax=axs[0], label="rho")
+        truth = np.asarray(A).T[np.ix_(order, order)].astype(float)
+        np.fill_diagonal(truth, np.nan)
+        gmap = plt.get_cmap("Greys").with_extremes(bad="0.85")
+        axs[1].imshow(truth, cmap=gmap, vmin=0, vmax=1.3)
+        pos = {int(s): i for i, s in enumerate(order)}
+        axs[1].plot([pos[int(j)] for j in edges["source"]], [pos[int(i)] for i in edges["target"]],
+                    "o", mfc="none", mec="tab:red", ms=11, label="found (FDR 0.05)")
+        axs[1].set(title="true links (black: j drives i)", xlabel="driver j", ylabel="driven i")
+        axs[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7)
+        figures["xmap"] = _save(fig, out / "xmap.png")
 
     # 4. RQA + recurrence plot of the logistic map
     with timed("rqa"):
@@ -201,16 +282,27 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any,
         rq = pe.rqa(lm, E=3, tau=1, recurrence_rate=0.05, dtype=dtype, device=be)
         measures = {k: float(v) for k, v in rq.as_dict().items()
                     if isinstance(v, int | float | np.floating | np.integer)}
-        sec["rqa"].update(data="logistic map r=3.9, n=2000, E=3, tau=1, RR target 0.05",
-                          measures=measures)
-        pe.recurrence_plot(lm[:1000], E=3, tau=1, recurrence_rate=0.05, size=512,
-                           path=str(out / "recurrence_plot.png"), dtype=dtype, device=be)
-        figures["recurrence_plot"] = "recurrence_plot.png"
+        sec["rqa"].update(data="logistic map at r = 3.9 (chaotic), 2000 steps, E = 3, tau = 1, "
+                               "radius chosen for a 5% recurrence rate",
+                          measures=measures, reading=reading.rqa(measures))
+        n_rp = 500
+        img = np.asarray(pe.recurrence_plot(lm[:n_rp], E=3, tau=1, recurrence_rate=0.05,
+                                            size=512, dtype=dtype, device=be))
+        n_vec = n_rp - 2
+        fig, ax = plt.subplots(figsize=(4.6, 4.3))
+        ax.imshow(img, cmap="binary", origin="lower", extent=(0, n_vec, 0, n_vec),
+                  interpolation="nearest", vmin=0, vmax=1)
+        ax.set(xlabel="time i (steps)", ylabel="time j (steps)",
+               title=f"Recurrence plot, first {n_rp} steps")
+        figures["recurrence_plot"] = _save(fig, out / "recurrence_plot.png")
 
+    bar.set_description("pyedmcl demo: writing the report")
     results["figures"] = figures
-    results["total_seconds"] = round(time.perf_counter() - t_all, 3)
+    results["total_seconds"] = round(time.perf_counter() - t_all, 2)
     write_text_atomic(out / "results.json", dumps_json(results, indent=1))  # NaN -> null
     from .html import write_index
 
     write_index(out, results)
+    bar.update()
+    bar.close()
     return results, be

@@ -10,22 +10,24 @@ import numpy as np
 from ..validation import int_arg
 
 
-def _load(path: str, column: str | None) -> np.ndarray:
+def _load(path: str, column: str | None, args: argparse.Namespace | None = None) -> np.ndarray:
     """A series from any supported file (column by name or 0-based index; default the first).
 
     ``--column`` names a CSV column; a file holding a single series ignores it, so
-    ``crqa x.npy y.csv --column value`` works.
+    ``crqa x.npy y.csv --column value`` works. A CSV's time column is not a series
+    (``--time-column``/``--no-time``).
     """
+    from ..cli.main import time_column
     from ..io import read_table
 
-    t = read_table(path)
+    t = read_table(path, time_column=time_column(args) if args is not None else None)
     if len(t.names) == 1:
         return t.data[:, 0].copy()
     return t.column(0 if column is None else column).copy()
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from ..cli.main import add_device_args
+    from ..cli.main import add_device_args, add_input_args
 
     p.add_argument("-E", "--E", dest="E", type=int_arg, default=1, help="embedding dimension")
     p.add_argument("--tau", type=int_arg, default=1, help="embedding delay")
@@ -36,7 +38,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold-rule", default="distance", choices=("distance", "squared"),
                    help="ties at the radius: sqrt(d2) < r (pyunicorn) or d2 < r*r (PyRQA)")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    p.add_argument("--column", default=None, help="CSV column (name or index)")
+    p.add_argument("-c", "--column", default=None, help="CSV column (name or index)")
+    add_input_args(p)
     add_device_args(p)
 
 
@@ -98,7 +101,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("rp", help="recurrence plot image (PNG), any N")
     p.add_argument("input")
-    p.add_argument("output", help="PNG path")
+    p.add_argument("output", help="image path (.png)")
     p.add_argument("--cross", default=None, help="second series for a cross recurrence plot")
     p.add_argument("--size", type=int_arg, default=1024, help="image edge (block density above)")
     _common(p)
@@ -121,7 +124,7 @@ def _report(res: Any, args: argparse.Namespace) -> int:
 def run_rqa(args: argparse.Namespace) -> int:
     from .core import rqa
 
-    x = _load(args.input, args.column)
+    x = _load(args.input, args.column, args)
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
               metric=args.metric, theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,
               w_min=args.w_min, dtype=args.dtype, theiler_scope=args.theiler_scope,
@@ -131,12 +134,12 @@ def run_rqa(args: argparse.Namespace) -> int:
               **({"neighbourhood": "fan", "knn": args.knn} if args.knn is not None else {}))
     if args.window is None and args.step is None:
         return _report(rqa(x, **kw), args)
-    from ..cli.main import print_json
+    from ..cli.main import print_json, show_progress
     from .windowed import windowed_rqa
 
     if args.window is None:
         raise ValueError("--step needs --window (embedded points per window)")
-    df = windowed_rqa(rqa, x, window=args.window, step=args.step, progress=not args.quiet, **kw)
+    df = windowed_rqa(rqa, x, window=args.window, step=args.step, progress=show_progress(args), **kw)
     if args.json:
         print_json(df.reset_index().to_dict(orient="records"))
     else:
@@ -147,8 +150,8 @@ def run_rqa(args: argparse.Namespace) -> int:
 def run_crqa(args: argparse.Namespace) -> int:
     from .core import cross_rqa
 
-    x = _load(args.input_x, args.column)
-    y = _load(args.input_y, args.column_y or args.column)
+    x = _load(args.input_x, args.column, args)
+    y = _load(args.input_y, args.column_y or args.column, args)
     res = cross_rqa(x, y, E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
                     metric=args.metric, theiler=args.theiler, l_min=args.l_min,
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype, device=args.device,
@@ -160,8 +163,8 @@ def run_crqa(args: argparse.Namespace) -> int:
 def run_jrqa(args: argparse.Namespace) -> int:
     from .core import joint_rqa
 
-    x = _load(args.input_x, args.column)
-    y = _load(args.input_y, args.column_y or args.column)
+    x = _load(args.input_x, args.column, args)
+    y = _load(args.input_y, args.column_y or args.column, args)
     radius = None if args.radius is None else (
         args.radius, args.radius if args.radius_y is None else args.radius_y)
     rate = None if args.rr is None else (args.rr, args.rr if args.rr_y is None else args.rr_y)
@@ -177,11 +180,12 @@ def run_jrqa(args: argparse.Namespace) -> int:
 
 
 def run_rp(args: argparse.Namespace) -> int:
-    from ..cli.main import print_json
+    from ..cli.main import check_output, print_json
     from .plot import recurrence_plot
 
-    x = _load(args.input, args.column)
-    y = _load(args.cross, args.column_y or args.column) if args.cross else None
+    check_output(args.output, (".png",), "OUTPUT")
+    x = _load(args.input, args.column, args)
+    y = _load(args.cross, args.column_y or args.column, args) if args.cross else None
     img = recurrence_plot(x, y, E=args.E, tau=args.tau, radius=args.radius,
                           recurrence_rate=args.rr, metric=args.metric, size=args.size,
                           path=args.output, dtype=args.dtype, device=args.device,
@@ -198,7 +202,7 @@ def run_rn(args: argparse.Namespace) -> int:
     from ..cli.main import print_json
     from .network import recurrence_network
 
-    x = _load(args.input, args.column)
+    x = _load(args.input, args.column, args)
     net = recurrence_network(x, E=args.E, tau=args.tau, radius=args.radius,
                              recurrence_rate=args.rr, metric=args.metric, dtype=args.dtype,
                              device=args.device, backend=args.backend,

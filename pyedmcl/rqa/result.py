@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from ..report.display import Displayable
 from .dnr import Histograms
 from .measures import MEASURES, compute_measures
 
 
 @dataclass
-class RQAResult:
+class RQAResult(Displayable):
     """Every RQA measure (attributes, :meth:`as_dict`) plus the line histograms."""
 
     measures: dict[str, float]

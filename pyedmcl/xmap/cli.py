@@ -8,7 +8,7 @@ from ..validation import int_arg
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from ..cli.main import add_device_args
+    from ..cli.main import add_device_args, add_input_args
 
     p = sub.add_parser("xmap", help="all-to-all cross mapping (pairwise CCM) to Zarr, resumable",
                        description="rho[i, j] = library series i cross-maps target series j "
@@ -22,7 +22,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="verify the finished store STORE against its checksums and report "
                         "bad blocks by index (exit 1 if any), instead of computing")
     p.add_argument("--dataset", default=None, help="dataset/array name inside .h5 or .zarr")
-    p.add_argument("--E", default="auto", help="'auto' (optimal E per series) or an int")
+    p.add_argument("-E", "--E", dest="E", default="auto",
+                   help="'auto' (optimal E per series) or an int")
     p.add_argument("--max-E", type=int_arg, default=20, help="largest E tried by --E auto")
     p.add_argument("--E-max", dest="max_E", type=int_arg, default=argparse.SUPPRESS,
                    help=argparse.SUPPRESS)  # the former spelling, kept as an alias
@@ -51,6 +52,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing output written with other parameters (only a "
                         "store pyedmcl wrote; other folders and files are never deleted)")
+    add_input_args(p)
     add_device_args(p)
     p.set_defaults(func=run)
 
@@ -77,21 +79,28 @@ def run_verify(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ..cli.main import check_output, show_progress, time_column
+    from ..io import read_table
     from .core import xmap
-    from .io import read_panel
 
     if args.verify is not None:
         return run_verify(args)
     if args.input is None or args.out is None:
         raise ValueError("xmap needs INPUT and -o/--out OUT.zarr (or --verify OUT.zarr)")
+    from pathlib import Path
 
-    X = read_panel(args.input, dataset=args.dataset)
+    if not Path(args.out).exists():  # an existing store (resumed, or refused by the core) keeps its name
+        check_output(args.out, (".zarr",), "-o/--out")
+
+    X = read_table(args.input, dataset=args.dataset, time_column=time_column(args)).frame()
+    if args.E != "auto" and not args.E.isdigit():
+        raise ValueError(f"-E/--E must be 'auto' or a positive integer, got {args.E!r}")
     E = args.E if args.E == "auto" else int(args.E)
     devices = args.devices if args.devices else ([args.device] if args.device else None)
     res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, max_E=args.max_E, out=args.out,
                block_rows=args.block_rows, devices=devices, backend=args.backend,
                scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
-               fma=args.fma, dtype=args.dtype, progress=not args.quiet and not args.json,
+               fma=args.fma, dtype=args.dtype, progress=show_progress(args),
                surrogates=args.surrogates, surrogate_method=args.surrogate_method,
                seed=args.seed)
     summary = {"out": args.out, "N": int(len(res.E)), "E": res.E,

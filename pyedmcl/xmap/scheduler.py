@@ -11,9 +11,7 @@ in-memory matrix) from the worker thread, as they finish.
 from __future__ import annotations
 
 import queue
-import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,42 +19,15 @@ import numpy as np
 
 from clkernels import get_backend
 
+from ..progress import Progress as _Progress
 from .engine import XmapEngine
 
 
-class Progress:
-    """A minimal progress line with rate and ETA (tqdm when available)."""
+class Progress(_Progress):
+    """A bar over row blocks with rate and ETA (:class:`pyedmcl.progress.Progress`)."""
 
     def __init__(self, total: int, desc: str, enabled: bool):
-        self.total, self.done, self.t0 = total, 0, time.perf_counter()
-        self.bar = None
-        self.enabled = enabled and total > 0
-        if self.enabled:
-            try:
-                from tqdm.auto import tqdm
-                self.bar = tqdm(total=total, desc=desc, unit="block", file=sys.stderr)
-            except ModuleNotFoundError:
-                self.desc = desc
-        self.lock = threading.Lock()
-
-    def update(self, n: int = 1) -> None:
-        with self.lock:
-            self.done += n
-            if not self.enabled:
-                return
-            if self.bar is not None:
-                self.bar.update(n)
-                return
-            el = time.perf_counter() - self.t0
-            eta = el / self.done * (self.total - self.done)
-            print(f"\r{self.desc}: {self.done}/{self.total} blocks, ETA {eta:.0f} s",
-                  end="", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.enabled:
-            print(file=sys.stderr)
+        super().__init__(total, desc, enabled, unit="block")
 
 
 def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
