@@ -203,11 +203,10 @@ def test_pyrqa_joint(device):
     from pyrqa.computation import JRQAComputation
     from pyrqa.metric import EuclideanMetric
     from pyrqa.neighbourhood import FixedRadius
-    from pyrqa.opencl import OpenCL
     from pyrqa.settings import JointSettings, Settings
     from pyrqa.time_series import TimeSeries
 
-    from pyedmcl.rqa._oracles import pocl_platform_id
+    from pyedmcl.rqa._oracles import pyrqa_opencl
 
     x, y = logistic(1200), noisy_sine(1200)
 
@@ -217,8 +216,7 @@ def test_pyrqa_joint(device):
                         similarity_measure=EuclideanMetric, theiler_corrector=1)
 
     comp = JRQAComputation.create(JointSettings(settings(x, 0.3), settings(y, 0.5)), verbose=False,
-                                  opencl=OpenCL(platform_id=pocl_platform_id(ORACLE_PLATFORM),
-                                                device_ids=(0,)))
+                                  opencl=pyrqa_opencl(ORACLE_PLATFORM))
     pr = comp.run()
     r = pe.joint_rqa(x, y, E=2, tau=1, radius=(0.3, 0.5), dtype="float64", device=device,
                      edge=333)

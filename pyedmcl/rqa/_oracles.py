@@ -26,6 +26,20 @@ def pocl_platform_id(name: str = "Portable Computing Language") -> int:
     raise RuntimeError(f"OpenCL platform {name!r} not found")
 
 
+def pyrqa_opencl(platform: str = "Portable Computing Language") -> Any:
+    """PyRQA's OpenCL context on ``platform``'s first device, with its config file named by
+    absolute path (PyRQA's default is relative to the working directory at import time,
+    so it breaks once the process changes directory)."""
+    import os
+
+    import pyrqa
+    from pyrqa.opencl import OpenCL
+
+    config = os.path.join(os.path.dirname(os.path.abspath(pyrqa.__file__)), "config.ini")
+    return OpenCL(platform_id=pocl_platform_id(platform), device_ids=(0,),
+                  config_file_path=config)
+
+
 def pyrqa_run(x: np.ndarray, *, E: int, tau: int, radius: float, metric: str = "euclidean",
               theiler: int = 1, l_min: int = 2, v_min: int = 2, w_min: int = 2,
               dtype: Any = np.float64, y: np.ndarray | None = None, variant: str | None = None,
@@ -37,7 +51,6 @@ def pyrqa_run(x: np.ndarray, *, E: int, tau: int, radius: float, metric: str = "
     from pyrqa.analysis_type import Classic, Cross
     from pyrqa.computation import RQAComputation
     from pyrqa.neighbourhood import FixedRadius
-    from pyrqa.opencl import OpenCL
     from pyrqa.settings import Settings
     from pyrqa.time_series import TimeSeries
 
@@ -48,7 +61,7 @@ def pyrqa_run(x: np.ndarray, *, E: int, tau: int, radius: float, metric: str = "
                         neighbourhood=FixedRadius(radius),
                         similarity_measure=getattr(pm, PYRQA_METRICS[metric]),
                         theiler_corrector=theiler)
-    kw: dict[str, Any] = {"opencl": OpenCL(platform_id=pocl_platform_id(platform), device_ids=(0,)),
+    kw: dict[str, Any] = {"opencl": pyrqa_opencl(platform),
                           "verbose": False, "edge_length": edge_length,
                           "variants_kwargs": {"optimisations_enabled": optimisations}}
     if variant is not None:
