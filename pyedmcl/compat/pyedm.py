@@ -23,7 +23,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
+from ._sample_data import SampleData
+
+#: computation dtype of every call: float64 by default, as pyEDM, whose users compare
+#: printed decimals; set ``pyedmcl.compat.pyedm.dtype = "float32"`` for speed on GPUs
+#: without fast float64 (results then agree with pyEDM to float32 precision).
+dtype = "float64"
+
+#: pyEDM's example data sets by pyEDM's names (read from an installed pyEDM)
+sampleData = SampleData()
+
+__all__ = ["sampleData", "dtype", "CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
            "PredictInterval", "PredictNonlinear", "SMap", "Simplex"]
 
 
@@ -170,20 +180,65 @@ def _segments(n: int, E: int, tau: int, Tp: int, knn: Any, R: int, lib: Any, pre
                    lib=lib, pred=pred, max_knn=max_knn or MAX_KNN).pred_segments
 
 
+def _has_nan(df: pd.DataFrame, names: list[str]) -> bool:
+    return bool(df[names].isna().to_numpy().any())
+
+
+def _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
+             solver=None) -> bool:
+    """True where pyEDM's full object model is needed (see :mod:`._pyedm_run`): several
+    columns or targets, ``embedded``, ``validLib``, ``generateSteps``, ``returnObject``,
+    a ``solver``, NaN in the data, or a Time column that is not numbers."""
+    if (embedded or generateSteps or returnObject or solver is not None
+            or (validLib is not None and len(validLib))):
+        return True
+    if not isinstance(dataFrame, pd.DataFrame):
+        return False  # the core path raises pyEDM's error
+    cols, tgts = _names(columns), _names(target)
+    if len(cols) != 1 or len(tgts) != 1 or not set(cols + tgts) <= set(dataFrame.columns):
+        return len(cols) > 1 or len(tgts) > 1
+    return _has_nan(dataFrame, cols + tgts) or dataFrame.iloc[:, 0].dtype.kind not in "iuf"
+
+
+def _run(name: str, dataFrame, returnObject: bool, **kw):
+    from ._pyedm_run import PyEDMRun, generate
+    run = PyEDMRun(name, dataFrame, **kw)
+    if kw.get("generateSteps"):
+        generate(run)
+    else:
+        run.tieBreak = name == "Simplex"  # pyEDM's deterministic Simplex tie order
+        run.run()
+    if returnObject:
+        return run
+    if name == "Simplex":
+        return run.Projection
+    return {"predictions": run.Projection, "coefficients": run.Coefficients,
+            "singularValues": run.SingularValues}
+
+
 @_pyedm_names
 def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=0, tau=-1,
             exclusionRadius=0, embedded=False, validLib=(), noTime=False, kdWorkers=-1,
             generateSteps=0, generateConcat=False, verbose=False, showPlot=False, ignoreNan=True,
             returnObject=False, device=None) -> pd.DataFrame:
-    """pyEDM.Simplex: DataFrame Time, Observations, Predictions, Pred_Variance."""
+    """pyEDM.Simplex: DataFrame Time, Observations, Predictions, Pred_Variance.
+
+    ``returnObject=True`` returns the run object with pyEDM's attributes
+    (``Projection``, ``knn_neighbors``, ``knn_distances``, ``lib_i``, ``pred_i``, ...).
+    """
     from ..edm.simplex import simplex
-    _unsupported(embedded, validLib, generateSteps)
+    if _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject):
+        return _run("Simplex", dataFrame, returnObject, columns=columns, target=target, lib=lib,
+                    pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
+                    embedded=embedded, validLib=validLib, noTime=noTime,
+                    generateSteps=generateSteps, generateConcat=generateConcat,
+                    ignoreNan=ignoreNan, device=device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     lib, pred = _range(lib), _range(pred)
     res = simplex(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, knn=knn or None, exclusion_radius=exclusionRadius,
-                  lib=lib, pred=pred, device=device, variance=True)
+                  lib=lib, pred=pred, device=device, variance=True, dtype=dtype)
     segs = _segments(x.size, E, _neg_tau(tau), Tp, knn, exclusionRadius, lib, pred)
     return _projection(res, segs, x.size, y, _time(dataFrame, noTime), Tp, res.variance)
 
@@ -193,19 +248,31 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
          theta=None, exclusionRadius=0, solver=None, embedded=False, validLib=(), noTime=False,
          kdWorkers=-1, generateSteps=0, generateConcat=False, ignoreNan=True, showPlot=False,
          verbose=False, returnObject=False, device=None) -> dict:
-    """pyEDM.SMap: dict of 'predictions', 'coefficients' (and 'singularValues': NaN here)."""
+    """pyEDM.SMap: dict of 'predictions', 'coefficients', 'singularValues'.
+
+    ``solver``: None (pyedmcl's device solver where the case allows it, else numpy's
+    lstsq as pyEDM) or a scikit-learn linear model instance (``Ridge()``,
+    ``LassoCV()``, ... as pyEDM accepts; needs ``pip install pyedmcl[sklearn]``).
+    ``returnObject=True`` returns the run object with pyEDM's attributes.
+    """
     from ..edm.smap import smap
-    _unsupported(embedded, validLib, generateSteps)
+    if solver is not None:
+        _check_solver(solver)
     if theta is None:
         raise ValueError("theta required for S-map (e.g. theta=2)")
-    if solver is not None:
-        raise NotImplementedError("solver= is not supported: pyedmcl solves on the device")
+    if _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
+                solver):
+        return _run("SMap", dataFrame, returnObject, columns=columns, target=target, lib=lib,
+                    pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, theta=theta,
+                    exclusionRadius=exclusionRadius, solver=solver, embedded=embedded,
+                    validLib=validLib, noTime=noTime, generateSteps=generateSteps,
+                    generateConcat=generateConcat, ignoreNan=ignoreNan, device=device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     lib, pred = _range(lib), _range(pred)
     res = smap(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, theta=float(theta), knn=knn or None,
-               exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device)
+               exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device, dtype=dtype)
     segs = _segments(x.size, E, _neg_tau(tau), Tp, 1, exclusionRadius, lib, pred, max_knn=10 ** 9)
     time = _time(dataFrame, noTime)
     proj = _projection(res, segs, x.size, y, time, Tp, getattr(res, "variance", None))
@@ -231,6 +298,22 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     return {"predictions": proj, "coefficients": cdf, "singularValues": sv}
 
 
+#: scikit-learn estimators pyEDM 2.5 accepts as ``solver`` (plus numpy's lstsq)
+SUPPORTED_SOLVERS = ("function", "lstsq", "LinearRegression", "SGDRegressor", "Ridge", "RidgeCV",
+                     "Lasso", "LassoCV", "Lars", "LarsCV", "LassoLars", "LassoLarsCV",
+                     "LassoLarsIC", "ElasticNet", "ElasticNetCV", "OrthogonalMatchingPursuit",
+                     "OrthogonalMatchingPursuitCV")
+
+
+def _check_solver(solver: Any) -> None:
+    kind = type(solver).__name__
+    if kind not in SUPPORTED_SOLVERS and getattr(solver, "__name__", "") != "lstsq":
+        raise ValueError(f"solver={solver!r} is not supported; allowed: numpy.linalg.lstsq or a "
+                         f"scikit-learn estimator instance of {list(SUPPORTED_SOLVERS[2:])}")
+    if kind not in ("function", "_ArrayFunctionDispatcher") and not hasattr(solver, "fit"):
+        raise ValueError(f"solver={solver!r} has no fit(); pass an estimator instance, e.g. Ridge()")
+
+
 def _output_rows(segs, Tp: int) -> np.ndarray:
     return np.concatenate([np.arange(s[0] + min(Tp, 0), s[-1] + max(Tp, 0) + 1)
                            for s in segs if s.size])
@@ -250,7 +333,7 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
         raise ValueError("sample=0 is out of range; allowed: sample >= 1")
     r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
             lib_sizes=libSizes, sample=sample, seed=seed, knn=knn or None,
-            exclusion_radius=exclusionRadius, device=device)
+            exclusion_radius=exclusionRadius, device=device, dtype=dtype)
     out = pd.DataFrame({"LibSize": r.lib_sizes, f"{col}:{tgt}": r.rho_xy, f"{tgt}:{col}": r.rho_yx})
     if includeData:
         out[f"{col}:{tgt}_var"] = np.nanvar(r.rho_xy_samples, axis=1)
@@ -269,7 +352,7 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE, tau=_neg_tau(tau),
                         Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
-                        pred=_range(pred), device=device)
+                        pred=_range(pred), device=device, dtype=dtype)
     return pd.DataFrame({"E": s.values, "rho": s.rho})
 
 
@@ -284,7 +367,7 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     s = predict_interval(_series(dataFrame, col), _series(dataFrame, tgt), E=E, max_Tp=maxTp,
                          tau=_neg_tau(tau), exclusion_radius=exclusionRadius, lib=_range(lib),
-                         pred=_range(pred), device=device)
+                         pred=_range(pred), device=device, dtype=dtype)
     return pd.DataFrame({"Tp": s.values, "rho": s.rho})
 
 
@@ -301,7 +384,7 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
     radii = DEFAULT_RADII if exclusionRadius is None else exclusionRadius
     s = predict_exclusion_radius(_series(dataFrame, col), _series(dataFrame, tgt), E=E, Tp=Tp,
                                  tau=_neg_tau(tau), radii=radii, lib=_range(lib), pred=_range(pred),
-                                 device=device)
+                                 device=device, dtype=dtype)
     return pd.DataFrame({"Exclusion radius": list(s.values), "rho": s.rho})
 
 
@@ -319,7 +402,7 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
         theta = [float(t) for t in theta.split()]
     r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
                           thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
-                          lib=_range(lib), pred=_range(pred), device=device)
+                          lib=_range(lib), pred=_range(pred), device=device, dtype=dtype)
     return pd.DataFrame({"theta": list(r.thetas), "rho": r.rho})
 
 
