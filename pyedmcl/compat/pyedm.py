@@ -406,10 +406,96 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     return pd.DataFrame({"theta": list(r.thetas), "rho": r.rho})
 
 
-def Multiview(*args, **kwargs):
-    """Not available: Multiview needs multivariate embeddings (not supported yet)."""
-    raise NotImplementedError("Multiview needs multivariate embeddings, which "
-                              "pyedmcl.compat.pyedm does not support yet; use pyEDM.Multiview")
+class MultiviewResult:
+    """pyEDM's Multiview object (``returnObject=True``): ``Projection``, ``View``,
+    ``combos``, ``topRankCombos``, ``topRankProjections``, ``topRankStats``, ``D``, ..."""
+
+    def __init__(self, **kw: Any) -> None:
+        self.__dict__.update(kw)
+
+
+@_pyedm_names
+def Multiview(dataFrame=None, columns="", target="", lib="", pred="", D=0, E=1, Tp=1, knn=0,
+              tau=-1, multiview=0, exclusionRadius=0, trainLib=True, excludeTarget=False,
+              ignoreNan=True, verbose=False, numProcess=4, mpMethod=None, chunksize=1,
+              kdWorkers=-1, showPlot=False, returnObject=False, device=None) -> dict:
+    """pyEDM.Multiview (Ye & Sugihara 2016): every ``D``-subset of the ``E`` lags of the
+    columns ranked by in-sample Simplex rho; the top ``multiview`` views averaged.
+
+    Returns ``{'Predictions': Time/Observations/Predictions, 'View': Columns, rho, MAE,
+    CAE, RMSE}`` (or the object with ``returnObject``). Each view's neighbours are
+    searched on the device; ``knn`` is D + 1 as in pyEDM (the argument is unused there too).
+    """
+    from itertools import combinations
+    from math import floor, sqrt
+    from warnings import warn
+
+    from ._pyedm_run import PyEDMRun, embed_frame
+    cols = _names(columns)
+    if not cols:
+        raise ValueError("Multiview: columns required")
+    tgts = _names(target)
+    if not tgts:
+        raise ValueError("Multiview: target required")
+    if not isinstance(dataFrame, pd.DataFrame):
+        raise ValueError("Multiview: dataFrame must be a pandas DataFrame")
+    for c in cols + tgts:
+        if c not in dataFrame.columns:
+            raise ValueError(f"Multiview: column {c!r} not found in dataFrame")
+    tgt = tgts[0] + "(t-0)"
+    lib, pred = (list(lib) if _iterable(lib) else [int(v) for v in str(lib).split()],
+                 list(pred) if _iterable(pred) else [int(v) for v in str(pred).split()])
+    if not trainLib and (not lib or not pred):
+        raise ValueError("Multiview: trainLib=False requires lib and pred")
+    if trainLib and not lib and not pred:
+        n = dataFrame.shape[0]
+        lib, pred = [1, floor(n / 2)], [floor(n / 2) + 1, n]
+    if D == 0:
+        D = len(cols)
+    if D > len(cols) * E:
+        warn(f"Validate() Multiview: D = {D} exceeds number of columns in the embedding: "
+             f"{len(cols) * E}. D set to {len(cols) * E}")
+        D = len(cols) * E
+    combo_cols = [c for c in cols if c not in tgts] if excludeTarget else cols
+    emb = embed_frame(dataFrame, E, tau, combo_cols)
+    combos = list(combinations(emb.columns, D))
+    if multiview < 1:
+        multiview = floor(sqrt(len(combos)))
+    if multiview > len(combos):
+        warn(f"Validate() Multiview: multiview ensembles {multiview} exceeds the number of "
+             f"available combinations: {len(combos)}. Set to {len(combos)}.")
+        multiview = len(combos)
+
+    def view(combo, pred_rows):
+        run = PyEDMRun("Simplex", emb, columns=list(combo), target=tgt, lib=lib, pred=pred_rows,
+                       E=D, Tp=Tp, tau=tau, exclusionRadius=exclusionRadius, embedded=True,
+                       noTime=True, ignoreNan=ignoreNan, device=device)
+        run.tieBreak = True
+        return run.run().Projection
+
+    rank_pred = lib if trainLib else pred
+    rho = np.array([ComputeError(p["Observations"], p["Predictions"])["rho"]
+                    for p in (view(c, rank_pred) for c in combos)], dtype=float)
+    top = [combos[i] for i in np.argsort(rho)[::-1][:multiview]]
+    proj = {c: view(c, pred) for c in top}
+    first = next(iter(proj.values()))
+    mean = pd.concat(list(proj.values()), axis=1)["Predictions"].mean(axis=1)
+    out = pd.DataFrame({"Time": first["Time"], "Observations": first["Observations"],
+                        "Predictions": mean})
+    stats = {c: ComputeError(p["Observations"], p["Predictions"]) for c, p in proj.items()}
+    view_df = pd.concat([pd.DataFrame({"Columns": list(proj)}), pd.DataFrame(list(stats.values()))],
+                        axis=1)
+    if returnObject:
+        return MultiviewResult(name="Multiview", Data=dataFrame, Embedding=emb, columns=cols,
+                               target=[tgt], lib=lib, pred=pred, D=D, E=E, Tp=Tp, tau=tau,
+                               knn=D + 1, multiview=multiview, combos=combos, topRankCombos=top,
+                               topRankProjections=proj, topRankStats=stats, Projection=out,
+                               View=view_df)
+    return {"Predictions": out, "View": view_df}
+
+
+def _iterable(v: Any) -> bool:
+    return not isinstance(v, str) and hasattr(v, "__iter__")
 
 
 @_pyedm_names
