@@ -326,7 +326,9 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
         showPlot=False, returnObject=False, legacy=False, device=None) -> pd.DataFrame:
     """pyEDM.CCM: DataFrame LibSize, 'col:tgt', 'tgt:col' (and *_var with includeData)."""
     from ..edm.ccm import ccm
-    _unsupported(embedded, validLib)
+    if _ccm_general(dataFrame, columns, target, embedded, validLib):
+        return _ccm_pyedm(dataFrame, _names(columns), _names(target), libSizes, sample, E, Tp,
+                          knn, tau, exclusionRadius, seed, embedded, validLib, includeData, device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     if sample == 0:
@@ -339,6 +341,49 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
         out[f"{col}:{tgt}_var"] = np.nanvar(r.rho_xy_samples, axis=1)
         out[f"{tgt}:{col}_var"] = np.nanvar(r.rho_yx_samples, axis=1)
     return out
+
+
+def _ccm_general(df, columns, target, embedded, validLib) -> bool:
+    if embedded or (validLib is not None and len(validLib)):
+        return True
+    cols, tgts = _names(columns), _names(target)
+    if len(cols) > 1 or len(tgts) > 1:
+        return True
+    if isinstance(df, pd.DataFrame) and set(cols + tgts) <= set(df.columns):
+        return _has_nan(df, cols + tgts)
+    return False
+
+
+def _ccm_pyedm(df, cols, tgts, libSizes, sample, E, Tp, knn, tau, R, seed, embedded, validLib,
+               includeData, device) -> pd.DataFrame:
+    """pyEDM's CCM for multivariate / embedded / NaN / validLib input (:mod:`._pyedm_ccm`)."""
+    from ._pyedm_ccm import ccm_general
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError("dataFrame must be a pandas DataFrame")
+    if not cols or not tgts:
+        raise ValueError("columns and target required")
+    for c in cols + tgts:
+        if c not in df.columns:
+            raise ValueError(f"column {c!r} not found in dataFrame columns {list(df.columns)}")
+    if not embedded and (tau == 0 or E < 1):
+        raise ValueError(f"E={E}, tau={tau} out of range; allowed: E >= 1, tau != 0")
+    if sample == 0:
+        raise ValueError("sample=0 is out of range; allowed: sample >= 1")
+    Eeff = len(cols) if embedded else E
+    sizes = [int(v) for v in (libSizes.split() if isinstance(libSizes, str) else libSizes)]
+    if not sizes:
+        raise ValueError("libSizes required")
+    if len(sizes) == 3 and sizes[2] < sizes[1]:
+        start, stop, inc = sizes
+        if inc < 1 or start > stop or start < max(Eeff, 3):
+            raise ValueError(f"libSizes={sizes} out of range; allowed: 'start stop increment' "
+                             f"with increment >= 1 and {max(Eeff, 3)} <= start <= stop")
+        sizes = list(range(start, stop + 1, inc))
+    n = df.shape[0]
+    if sizes[-1] > n or sizes[0] < Eeff + 2:
+        raise ValueError(f"libSizes={sizes} out of range; allowed: {Eeff + 2} <= libSize <= {n}")
+    return ccm_general(df, cols, tgts, sizes, sample, E, Tp, knn, tau, R, seed, embedded, validLib,
+                       includeData, device)
 
 
 @_pyedm_names
