@@ -90,12 +90,12 @@ def test_embed_matches():
         pd.testing.assert_frame_equal(got[ref.columns], ref, check_dtype=False)
 
 
-def test_unsupported_are_explicit():
+def test_bad_columns_are_named():
     df = pyEDM.sampleData["block_3sp"]
-    with pytest.raises(NotImplementedError):
-        EDM.Simplex(dataFrame=df, columns="x_t y_t", target="x_t", lib="1 100", pred="101 190", E=2)
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="columns required"):
         EDM.Multiview(dataFrame=df)
+    with pytest.raises(ValueError, match="not found"):
+        EDM.Simplex(dataFrame=df, columns="x_t nope", target="x_t", lib="1 100", pred="101 190", E=2)
     with pytest.raises(ValueError, match="not found"):
         EDM.Simplex(dataFrame=df, columns="nope", target="x_t", lib="1 100", pred="101 190", E=2)
 

@@ -214,7 +214,7 @@ class PyEDMRun:
     def prediction_valid(self) -> None:
         if len(self.pred_i) == 0:
             warn(f"{self.name}: PredictionValid() No valid prediction indices. Examine pred, E, "
-                 "tau, Tp parameters and/or nan.")
+                 "tau, Tp parameters and/or nan.", stacklevel=2)
 
     # -- pyEDM EDM.EmbedData / RemoveNan ------------------------------------
     def embed_data(self) -> None:
@@ -302,10 +302,10 @@ class PyEDMRun:
         if (finite_counts < knn).any():
             warn(f"{self.name}: FindNeighbors() : Fewer than knn={knn} neighbors outside "
                  f"exclusionRadius {R} for some predictions; those rows use fewer neighbors. "
-                 "Consider reducing knn or exclusionRadius.")
+                 "Consider reducing knn or exclusionRadius.", stacklevel=2)
         if (finite_counts == 0).any():
             warn(f"{self.name}: FindNeighbors() : Some predictions have no valid neighbors "
-                 f"outside exclusionRadius {R}; those predictions are nan.")
+                 f"outside exclusionRadius {R}; those predictions are nan.", stacklevel=2)
         self.knn_neighbors, self.knn_distances = nbr, dist
 
     # -- projections --------------------------------------------------------
@@ -392,7 +392,7 @@ class PyEDMRun:
     # -- pyEDM Formatting ----------------------------------------------------
     def format_projection(self) -> None:
         if len(self.pred_i) == 0:
-            warn(f"{self.name}: FormatProjection() No valid prediction indices.")
+            warn(f"{self.name}: FormatProjection() No valid prediction indices.", stacklevel=2)
             self.Projection = pd.DataFrame({"Time": [], "Observations": [], "Predictions": [],
                                             "Pred_Variance": []})
             return
@@ -430,7 +430,7 @@ class PyEDMRun:
         if len(self.pred_i) != len(pred_out):
             k = len(pred_out)
             keys = self.pred_i_all[-k:] if self.tau < 0 else self.pred_i_all[:k]
-            where = dict(zip(keys.tolist(), pred_out.tolist()))
+            where = dict(zip(keys.tolist(), pred_out.tolist(), strict=False))
             pred_out = np.array([where[i] for i in self.pred_i.tolist()], dtype=int)
         if Tp > 0:
             obs_out = np.arange(len(obs_i) if obs_i[-1] + Tp > nrows - 1 else out_size)

@@ -499,7 +499,7 @@ def Multiview(dataFrame=None, columns="", target="", lib="", pred="", D=0, E=1, 
         D = len(cols)
     if D > len(cols) * E:
         warn(f"Validate() Multiview: D = {D} exceeds number of columns in the embedding: "
-             f"{len(cols) * E}. D set to {len(cols) * E}")
+             f"{len(cols) * E}. D set to {len(cols) * E}", stacklevel=2)
         D = len(cols) * E
     combo_cols = [c for c in cols if c not in tgts] if excludeTarget else cols
     emb = embed_frame(dataFrame, E, tau, combo_cols)
@@ -508,7 +508,7 @@ def Multiview(dataFrame=None, columns="", target="", lib="", pred="", D=0, E=1, 
         multiview = floor(sqrt(len(combos)))
     if multiview > len(combos):
         warn(f"Validate() Multiview: multiview ensembles {multiview} exceeds the number of "
-             f"available combinations: {len(combos)}. Set to {len(combos)}.")
+             f"available combinations: {len(combos)}. Set to {len(combos)}.", stacklevel=2)
         multiview = len(combos)
 
     def view(combo, pred_rows):

@@ -1,0 +1,104 @@
+"""compat.pyedm's general path (multivariate, embedded, NaN, validLib, generateSteps,
+Multiview, S-map solvers, CCM) against pyEDM on data and settings pyEDM's own tests
+do not use.
+
+Both run in float64 (compat's default) on the same frames. Tolerance 1e-9 absolute
+on predictions, coefficients and rho: the same float64 arithmetic, except that the
+neighbour distances come from the OpenCL kernel (summation order may differ by an
+ulp). CCM: 1e-9 on data without exact distance ties (pyEDM's KDTree orders exact
+ties by its tree traversal, which no other search reproduces).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pyedmcl.compat.pyedm as EDM
+
+pyEDM = pytest.importorskip("pyEDM")
+TOL = 1e-9
+
+
+def _ref(fn, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **kw)
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame, cols):
+    assert list(a.columns) == list(b.columns)
+    assert len(a) == len(b)
+    for c in cols:
+        np.testing.assert_allclose(a[c].to_numpy(float), b[c].to_numpy(float), atol=TOL,
+                                   rtol=0, equal_nan=True, err_msg=c)
+
+
+@pytest.fixture(scope="module")
+def lorenz():
+    return pyEDM.sampleData["Lorenz5D"].iloc[:400].copy()
+
+
+def test_simplex_multivariate_and_nan(lorenz, device):
+    d = lorenz.copy()
+    d.iloc[[20, 21, 150], 2] = np.nan
+    d.iloc[[90], 4] = np.nan
+    kw = dict(columns="V2 V4", target="V3", lib="1 200", pred="201 390", E=3, Tp=2, tau=-2,
+              exclusionRadius=3)
+    _same(_ref(pyEDM.Simplex, d, **kw), _ref(EDM.Simplex, d, device=device, **kw),
+          ["Time", "Observations", "Predictions", "Pred_Variance"])
+
+
+def test_simplex_embedded_valid_lib_object(lorenz, device):
+    valid = (lorenz["V1"] > -5).to_numpy()
+    kw = dict(columns=["V1", "V3", "V5"], target="V2", lib=[1, 300], pred=[250, 390], knn=6,
+              embedded=True, validLib=valid, returnObject=True)
+    a, b = _ref(pyEDM.Simplex, lorenz, **kw), _ref(EDM.Simplex, lorenz, device=device, **kw)
+    np.testing.assert_array_equal(a.knn_neighbors, b.knn_neighbors)
+    np.testing.assert_allclose(a.knn_distances, b.knn_distances, atol=TOL, rtol=0)
+    np.testing.assert_array_equal(a.pred_i, b.pred_i)
+    assert a.libOverlap == b.libOverlap
+    _same(a.Projection, b.Projection, ["Predictions", "Pred_Variance"])
+
+
+@pytest.mark.parametrize("solver", [None, "Ridge"])
+def test_smap_embedded_coefficients_and_solver(lorenz, solver, device):
+    if solver is not None:
+        sk = pytest.importorskip("sklearn.linear_model")
+        solver = getattr(sk, solver)(alpha=0.05)
+    kw = dict(columns="V1 V2 V4", target="V1", lib="1 250", pred="260 330", E=3, theta=2.5,
+              embedded=True, solver=solver)
+    a, b = _ref(pyEDM.SMap, lorenz, **kw), _ref(EDM.SMap, lorenz, device=device, **kw)
+    _same(a["predictions"], b["predictions"], ["Observations", "Predictions"])
+    _same(a["coefficients"], b["coefficients"], list(a["coefficients"].columns[1:]))
+
+
+def test_generate_steps_match(device):
+    d = pyEDM.sampleData["circleNoise"]
+    for fn, extra in ((pyEDM.Simplex, {}), (pyEDM.SMap, {"theta": 2.0})):
+        kw = dict(columns="x", target="x", lib=[1, 150], pred=[1, 2], E=3, generateSteps=12,
+                  generateConcat=False, **extra)
+        a = _ref(fn, d, **kw)
+        b = _ref(getattr(EDM, fn.__name__), d, device=device, **kw)
+        a, b = (a, b) if fn is pyEDM.Simplex else (a["predictions"], b["predictions"])
+        _same(a, b, ["Time", "Predictions", "Pred_Variance"])
+
+
+def test_multiview_matches(lorenz, device):
+    kw = dict(columns="V1 V3 V4", target="V3", lib=[1, 200], pred=[201, 320], D=3, E=2,
+              Tp=1, trainLib=False, numProcess=1)
+    a, b = _ref(pyEDM.Multiview, lorenz, **kw), _ref(EDM.Multiview, lorenz, device=device, **kw)
+    assert list(a["View"]["Columns"]) == list(b["View"]["Columns"])
+    _same(a["View"], b["View"], ["rho", "MAE", "RMSE"])
+    _same(a["Predictions"], b["Predictions"], ["Observations", "Predictions"])
+
+
+def test_ccm_multivariate_matches(lorenz, device):
+    kw = dict(columns="V2 V4", target="V1", libSizes=[30, 150, 300], sample=6, E=2, Tp=1,
+              tau=-2, seed=5)
+    a = _ref(pyEDM.CCM, lorenz, parallel=False, **kw)
+    b = _ref(EDM.CCM, lorenz, device=device, **kw)
+    _same(a, b, list(a.columns))
