@@ -391,14 +391,34 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
                    exclusionRadius=0, embedded=False, validLib=(), noTime=False, ignoreNan=True,
                    verbose=False, numProcess=4, mpMethod=None, chunksize=1, kdWorkers=-1,
                    showPlot=True, device=None) -> pd.DataFrame:
-    """pyEDM.EmbedDimension: DataFrame E, rho (all E in one device pipeline)."""
+    """pyEDM.EmbedDimension: DataFrame E, rho.
+
+    E up to the fused kernel's limit (knn = E + 1 <= 64) in one device pipeline; larger
+    E (``maxE`` up to the library size) one Simplex each through the general path.
+    """
+    from ..edm.ranges import MAX_KNN
     from ..edm.scans import embed_dimension
     _unsupported(embedded, validLib)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE, tau=_neg_tau(tau),
-                        Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
+    maxE = _int_arg(maxE, "maxE")
+    fused = min(maxE, MAX_KNN - 1)
+    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=fused,
+                        tau=_neg_tau(tau), Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
                         pred=_range(pred), device=device, dtype=dtype)
-    return pd.DataFrame({"E": s.values, "rho": s.rho})
+    Es, rho = list(s.values), list(s.rho)
+    for E in range(fused + 1, maxE + 1):
+        df = Simplex(dataFrame, columns=col, target=tgt, lib=lib, pred=pred, E=E, Tp=Tp, tau=tau,
+                     exclusionRadius=exclusionRadius, noTime=noTime, ignoreNan=ignoreNan,
+                     returnObject=True, device=device).Projection
+        Es.append(E)
+        rho.append(ComputeError(df["Observations"], df["Predictions"])["rho"])
+    return pd.DataFrame({"E": Es, "rho": rho})
+
+
+def _int_arg(v: Any, name: str) -> int:
+    if isinstance(v, bool) or not float(v).is_integer() or v < 1:
+        raise ValueError(f"{name}={v!r} is out of range; allowed: an integer >= 1")
+    return int(v)
 
 
 @_pyedm_names
