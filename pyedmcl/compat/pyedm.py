@@ -7,11 +7,14 @@ Same function names, keyword arguments, defaults and DataFrames as pyEDM 2.5
 computation runs on pyedmcl's OpenCL kernels; pick a device with the extra
 keyword ``device=`` or ``PYEDMCL_DEVICE``.
 
-Supported: univariate time-delay embeddings (one column; ``embedded=False``),
-every lib/pred form pyEDM takes. Not supported (raise NotImplementedError):
-``embedded=True`` / several columns, ``validLib``, ``generateSteps``,
-``Multiview`` (multivariate). Plot arguments are accepted and ignored;
-``numProcess``/``mpMethod``/``kdWorkers``/``parallel`` have no meaning here.
+Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN rows,
+``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
+``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
+device pipeline; the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
+:mod:`._pyedm_ccm`) with the neighbour search on the device. The module-level
+``dtype`` ("float64" by default, as pyEDM) sets the computation precision. Plot
+arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/
+``parallel`` have no meaning here.
 """
 
 from __future__ import annotations
