@@ -248,10 +248,48 @@ def case_gpu(args, be) -> None:
     line(f"Simplex leave-one-out L={L} E=20 (no L x L)", t, gflop=flops(L, L, [20]))
 
 
+def case_multivariate(args, be) -> None:
+    """Multivariate Simplex (3 columns x E lags) and embedded S-map (coefficients) of
+    Lorenz-63 (x, y, z) vs pyEDM's Simplex / SMap on the same frame (lib = first half)."""
+    import pandas as pd
+
+    import pyedmcl as pe
+    from pyedmcl.data import lorenz63
+
+    L, E = args.mv_L, args.mv_E
+    X = lorenz63(L)
+    df = pd.DataFrame({"Time": np.arange(1, L + 1), "x": X[:, 0], "y": X[:, 1], "z": X[:, 2]})
+    lib, pred = [1, L // 2], [L // 2 + 1, L - 1]
+    print(f"multivariate: L={L}, columns x y z, E={E} lags (Simplex), embedded (S-map)")
+    dev = be.info.runtime
+    sx = lambda: pe.simplex(df, target="z", columns="x y z", E=E, lib=lib, pred=pred,  # noqa: E731
+                            device=dev)
+    sm = lambda: pe.smap(df, target="x", columns="x y z", embedded=True, theta=2.0,  # noqa: E731
+                         lib=lib, pred=pred, device=dev)
+    sx(), sm()  # builds
+    t = interleaved({"simplex": sx, "smap": sm}, args.repeat)
+    line("pyedmcl.simplex (3 columns)", t["simplex"])
+    line("pyedmcl.smap (embedded, coefficients)", t["smap"])
+    if not args.no_pyedm and have("pyEDM") and L <= args.pyedm_max_L:
+        import warnings
+
+        import pyEDM
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tp = timed(lambda: pyEDM.Simplex(dataFrame=df, columns="x y z", target="z", E=E,
+                                             lib=lib, pred=pred), args.repeat)
+            line("pyEDM.Simplex (3 columns)", tp, t["simplex"])
+            tp = timed(lambda: pyEDM.SMap(dataFrame=df, columns="x y z", target="x", E=3,
+                                          theta=2.0, embedded=True, lib=lib, pred=pred),
+                       args.repeat)
+            line("pyEDM.SMap (embedded)", tp, t["smap"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default=None, help="pyedmcl device selector (pocl, intel, nvidia, ...)")
-    ap.add_argument("--case", default="sweep,ccm", help="comma list of: sweep, edim, ccm, gpu")
+    ap.add_argument("--case", default="sweep,ccm",
+                    help="comma list of: sweep, edim, ccm, gpu, multivariate")
     ap.add_argument("--L", type=int, default=10000)
     ap.add_argument("--data", choices=("logistic", "lorenz"), default="logistic",
                     help="series: logistic map (r=3.9) or Lorenz-63 x (the issue's H100 setting)")
@@ -260,6 +298,8 @@ def main() -> None:
     ap.add_argument("--ccm-E", type=int, default=3)
     ap.add_argument("--sample", type=int, default=100)
     ap.add_argument("--big-L", type=int, default=150000)
+    ap.add_argument("--mv-L", type=int, default=4000, help="multivariate case: rows")
+    ap.add_argument("--mv-E", type=int, default=2, help="multivariate case: lags per column")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-per-e", dest="per_e", action="store_false",
                     help="skip the per-E pipeline reference in sweep/edim")
@@ -272,7 +312,8 @@ def main() -> None:
     be = get_backend(args.device)
     print(f"device: {be.info.name} [{be.info.runtime}], {be.info.compute_units} CUs; data {args.data}")
     for c in args.case.split(","):
-        {"sweep": case_sweep, "edim": case_edim, "ccm": case_ccm, "gpu": case_gpu}[c.strip()](args, be)
+        {"sweep": case_sweep, "edim": case_edim, "ccm": case_ccm, "gpu": case_gpu,
+         "multivariate": case_multivariate}[c.strip()](args, be)
 
 
 if __name__ == "__main__":

@@ -116,6 +116,9 @@ def test_bad_series(bad, fn):
         "ccm": lambda: pe.ccm(x, _good_series(len(x)) if x.ndim == 1 and x.dtype.kind == "f" else x,
                               E=3, lib_sizes=[10, 20], sample=2, seed=1, device=DEVICE),
     }
+    if kind == "nan" and fn in ("simplex", "smap", "ccm"):
+        calls[fn]()  # missing data, not bad input: pyEDM's NaN rules (test_multivariate.py)
+        return
     _expect_clear_error(calls[fn], *SERIES_WORDS)
 
 

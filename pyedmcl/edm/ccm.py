@@ -51,6 +51,7 @@ from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
+from .statespace import bad_points, check_valid_lib, filled, is_multivariate, state_space
 
 log = logging.getLogger("pyedmcl.edm.ccm")
 
@@ -74,7 +75,7 @@ class SortedRows:
     WG = 64
 
     def __init__(self, be, x_dev, n: int, *, E: int, tau: int, pts: np.ndarray, q_dev,
-                 real: str, metric: str = "euclidean"):
+                 real: str, metric: str = "euclidean", nc: int = 1):
         self.be, self.E, self.tau, self.real, self.metric = be, E, abs(tau), real, metric
         M = pts.size
         self.M = M
@@ -84,6 +85,8 @@ class SortedRows:
         acc = be.empty((M, M), dt)
         fin = be.empty((M, M), dt)
         spec = {"E": self.E, "TAU": self.tau, "K": 1, "METRIC": self.metric, "REAL": self.real}
+        if nc != 1:  # a state space: E lags of nc columns (the kernel's E counts coordinates)
+            spec = {**spec, "E": self.E * nc, "NC": nc}
         KNN.launch_sorted(be, spec, wg, x_dev, q_dev, M, q_dev, M, acc, fin)
         a = be.to_host(acc)
         f = be.to_host(fin)
@@ -153,11 +156,18 @@ def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
 
 def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: int, k: int,
                radius: int, sizes: np.ndarray, sample: int, entropy: int, random: bool,
-               replacement: bool, neighbors=None) -> np.ndarray:
-    """rho samples ``(len(sizes), sample)`` for x's embedding cross-mapping y."""
-    n = x.size
+               replacement: bool, neighbors=None, valid: np.ndarray | None = None) -> np.ndarray:
+    """rho samples ``(len(sizes), sample)`` for x's embedding cross-mapping y.
+
+    ``x`` a series or an ``(n, m)`` state space (``E`` lags of each column); ``valid``:
+    a mask over rows allowed at all (complete state, finite target, ``valid_lib``)."""
+    n = x.shape[0]
+    nc = 1 if x.ndim == 1 else x.shape[1]
+    extra = {} if nc == 1 else {"nc": nc}
     dt = np.float64 if real == "double" else np.float32
     times = ccm_valid_times(n, E, tau, Tp)
+    if valid is not None:
+        times = times[valid[times]]
     M = times.size
     off = point_offset(E, tau)
     pts = (times - off).astype(np.int32)
@@ -171,7 +181,8 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     sorted_rows = None
     if (neighbors is None or getattr(neighbors, "name", None) == "exact") and M * M <= MAX_SORTED_ENTRIES:
         try:
-            sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
+            sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real,
+                                     nc=nc)
         except Exception as exc:  # M x M rows do not fit: per-sample k-NN launches instead
             if not is_oom(exc):
                 raise
@@ -198,7 +209,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
         def batch(c0: int, c1: int, libs=libs, kk=kk, search=search):
             # one k-NN table (samples c0:c1 x M queries x kk) + lookup + rho per sample
             table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=pts[libs[c0:c1]],
-                           radius=radius, real=real, q_dev=q_dev)
+                           radius=radius, real=real, q_dev=q_dev, **extra)
             pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
             return _rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev, real=real,
                                      wg=ccm_skill_wg(be.info)))
@@ -243,11 +254,12 @@ def _rho(sk: np.ndarray) -> np.ndarray:
     return r
 
 
-def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int = 100,
-        seed: int | None = None, knn: int | None = None, exclusion_radius: int = 0,
-        random: bool = True, replacement: bool = False, dtype: Any = "float32", device: Any = None,
-        backend: str | None = None, knn_backend: str = "exact",
-        knn_options: dict | None = None) -> CCMResult:
+def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes: Any,
+        sample: int = 100, seed: int | None = None, knn: int | None = None,
+        exclusion_radius: int = 0, random: bool = True, replacement: bool = False,
+        dtype: Any = "float32", device: Any = None, backend: str | None = None,
+        knn_backend: str = "exact", knn_options: dict | None = None, columns: Any = None,
+        target: Any = None, embedded: bool = False, valid_lib: Any = None) -> CCMResult:
     """CCM curves in both directions.
 
     ``rho_xy`` (pyEDM column ``x:y``): x's embedding cross-maps y; ``rho_yx``:
@@ -257,7 +269,24 @@ def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int 
     the draw reproducible (see module docstring for the exact RNG). ``tau > 0``
     lags into the past. ``dtype`` "float32" (default; each series centred and scaled
     first, :mod:`pyedmcl._precision`) or "float64".
+
+    Multivariate libraries (pyEDM's CCM): ``x`` and ``y`` may be 2-D ``(L, m)`` or
+    DataFrames (``columns`` picks x's columns; with ``y=None``, ``target`` names the
+    columns of ``x`` that form y). Each side's state is ``E`` lags of each of its
+    columns (or, ``embedded=True``, the columns); ``rho_xy`` cross-maps y's first
+    column from x's state and ``rho_yx`` x's first column from y's state, with ``knn``
+    defaulting to E + 1 (E = x's column count when embedded), as pyEDM. Rows with a NaN in
+    a state vector or target, or outside ``valid_lib``, are left out (pyEDM's rule).
     """
+    if y is None or is_multivariate(x, columns, embedded, valid_lib, None) \
+            or is_multivariate(y):
+        return _ccm_states(x, y, E=E, tau=tau, Tp=Tp, lib_sizes=lib_sizes, sample=sample,
+                           seed=seed, knn=knn, exclusion_radius=exclusion_radius, random=random,
+                           replacement=replacement, dtype=dtype, device=device, backend=backend,
+                           knn_backend=knn_backend, columns=columns, target=target,
+                           embedded=embedded, valid_lib=valid_lib)
+    if E is None:
+        raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
     be = get_backend(device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
     xs, ys = as_series(x, "x"), as_series(y, "y")
@@ -298,3 +327,74 @@ def ccm(x, y, *, E: int, tau: int = 1, Tp: int = 0, lib_sizes: Any, sample: int 
     return CCMResult(lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=1),
                      rho_yx=np.nanmean(s_yx, axis=1), rho_xy_samples=s_xy, rho_yx_samples=s_yx,
                      neighbors=kw["neighbors"].info)
+
+
+def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_radius, random,
+                replacement, dtype, device, backend, knn_backend, columns, target, embedded,
+                valid_lib) -> CCMResult:
+    """CCM between two state spaces (see :func:`ccm`)."""
+    if knn_backend != "exact":
+        raise ValueError("multivariate CCM runs the exact k-NN; pass knn_backend='exact'")
+    if y is None:
+        if target is None:
+            raise ValueError("ccm needs y, or target= naming columns of x")
+        sy = state_space(x, columns=target, embedded=embedded)
+    else:
+        sy = state_space(y, columns=target, embedded=embedded)
+    sx = state_space(x, columns=columns, embedded=embedded)
+    if sx.n != sy.n:
+        raise ValueError(f"x and y must be equally long, got {sx.n} and {sy.n}")
+    be = get_backend(device, backend)
+    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+    n = sx.n
+    if embedded:
+        E = 1
+    elif E is None:
+        raise ValueError("E is required (the number of lags of each column) unless embedded=True")
+    E = check_int(E, "E", 1, 512)
+    tau = check_tau(tau)
+    Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
+    sample = check_int(sample, "sample", 1)
+    exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
+    vl = check_valid_lib(valid_lib, n)
+    seed = check_seed(seed)
+    entropy = np.random.SeedSequence(seed).entropy
+    # float32: each column centred (no scaling: distances across columns), float64 as given
+    prep = prepare([filled(sx.data, 0).T, filled(sy.data, 0).T], dt, be.info.fp64,
+                   names=["x", "y"], scale=False, what="ccm")
+    xz, yz = (np.ascontiguousarray(a.T) for a in prep.series)
+    xz = xz[:, 0] if xz.shape[1] == 1 else xz
+    yz = yz[:, 0] if yz.shape[1] == 1 else yz
+    sizes = parse_lib_sizes(lib_sizes, n, E)
+
+    def valid(state: np.ndarray, tgt: np.ndarray) -> np.ndarray:
+        ok = np.zeros(n, dtype=bool)
+        span = (E - 1) * abs(tau)
+        off = point_offset(E, tau)
+        ok[off: off + n - span] = ~bad_points(state, E, tau)
+        rows = np.arange(n) + Tp
+        inside = (rows >= 0) & (rows < n)
+        ok &= inside
+        ok[inside] &= ~np.isnan(tgt[rows[inside]])
+        return ok if vl is None else ok & vl
+
+    # pyEDM 2.5.7 sets knn = E + 1 in Validate (E = x's column count when embedded)
+    # before its per-direction "state dimension + 1" default could apply: both
+    # directions use it
+    k = (sx.default_knn(E) if knn is None or knn == 0 else check_int(knn, "knn", 1, MAX_KNN))
+    out = []
+    for a, az, b, bz in ((sx, xz, sy, yz), (sy, yz, sx, xz)):
+        ok = valid(a.data, b.data[:, 0])
+        if int(ok.sum()) < k + 1:
+            raise ValueError(f"{int(ok.sum())} usable rows (complete state, finite target) for "
+                             f"E={E}, tau={tau}, Tp={Tp}; need at least knn+1 = {k + 1}")
+        tz = bz if bz.ndim == 1 else np.ascontiguousarray(bz[:, 0])
+        out.append(_direction(be, prep.real, az, tz, E=E, tau=tau, Tp=Tp, k=k,
+                              radius=exclusion_radius, sizes=sizes, sample=1 if not random else sample,
+                              entropy=entropy, random=random, replacement=replacement,
+                              neighbors=None, valid=ok))
+    s_xy, s_yx = out
+    nb = resolve_backend("exact", be, L=int(sizes.max()), E=E * sx.nc, nq=n, k=k)
+    return CCMResult(lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=1),
+                     rho_yx=np.nanmean(s_yx, axis=1), rho_xy_samples=s_xy, rho_yx_samples=s_yx,
+                     neighbors=nb.info)

@@ -50,15 +50,19 @@ class DeviceKnn:
 
 def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
                lpts: np.ndarray, radius: int, metric: str = "euclidean", real: str = "float",
-               params: Params | None = None, q_dev=None, l_dev=None) -> DeviceKnn:
+               params: Params | None = None, q_dev=None, l_dev=None, nc: int = 1) -> DeviceKnn:
     """Launch the fused kernel; ``lpts`` is (nl,) or (nbatch, nl) ascending kernel points.
 
     ``q_dev`` / ``l_dev``: ``qpts`` / ``lpts`` already on the device (no upload).
+    ``nc`` > 1: ``x_dev`` is a row-major ``(n, nc)`` matrix and a point holds ``E`` lags
+    of each of its ``nc`` columns (see :mod:`.statespace`).
     """
     lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
     nbatch, nl = lpts.shape
     nq = int(qpts.size)
     spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
+    if nc != 1:  # the kernel's E counts coordinates: E lags of nc columns
+        spec = {**spec, "E": E * nc, "NC": nc}
     if params is None:
         params = KNN.params_for(be, spec, max(nq, nl), nq_total=nq * nbatch)
     dt = np.float64 if real == "double" else np.float32

@@ -26,6 +26,8 @@ from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device, skill_out
 from .ranges import Plan, resolve
 from .results import SimplexResult
+from .simplex_states import simplex_states
+from .statespace import is_multivariate, state_space
 
 
 def as_targets(target: Any, n: int) -> tuple[np.ndarray, bool]:
@@ -189,11 +191,12 @@ def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | None = None,
-            exclusion_radius: int = 0, lib=None, pred=None, dtype: Any = "float32",
-            device: Any = None, backend: str | None = None, variance: bool = False,
-            knn_backend: str = "exact", knn_options: dict | None = None,
-            return_device: bool = False) -> SimplexResult:
+def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
+            knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
+            dtype: Any = "float32", device: Any = None, backend: str | None = None,
+            variance: bool = False, knn_backend: str = "exact", knn_options: dict | None = None,
+            return_device: bool = False, columns: Any = None, embedded: bool = False,
+            valid_lib: Any = None) -> SimplexResult:
     """Simplex projection of ``target`` (default ``x``) from the embedding of ``x``.
 
     pyEDM semantics: ``lib``/``pred`` 1-based inclusive ``start stop`` pairs
@@ -213,7 +216,29 @@ def simplex(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, knn: int | Non
     scale-invariant; see :mod:`pyedmcl._precision`, which may switch a call to
     float64 with a :class:`~pyedmcl._precision.PrecisionWarning`); device arrays are
     used as given.
+
+    State spaces (pyEDM's multivariate embedding): ``x`` 2-D ``(L, m)`` or a DataFrame,
+    ``columns`` picks its columns (names or indices; default all), ``target`` a column
+    name/index of ``x`` or a series (default the first column); the state is ``E`` lags
+    of each column (pyEDM's ``Embed`` order) or, with ``embedded=True``, the columns
+    themselves (``E`` then defaults to the column count, ``knn`` to ``E + 1``).
+    Missing data: rows whose state vector holds a NaN are no library vectors and predict
+    NaN, and a neighbour with a NaN target makes a prediction NaN (pyEDM 2.5.7); skill
+    uses the finite pairs. ``valid_lib``: a boolean mask of rows allowed in the library
+    (pyEDM's ``validLib``). These paths take host arrays and the exact k-NN
+    (:mod:`pyedmcl.edm.statespace`).
     """
+    if is_multivariate(x, columns, embedded, valid_lib, target):
+        if return_device or knn_backend != "exact":
+            raise ValueError("return_device=True and knn_backend other than 'exact' take a "
+                             "finite 1-D series; state spaces (2-D x, columns, embedded, "
+                             "valid_lib, NaN) run on host arrays with the exact k-NN")
+        ss = state_space(x, target, columns=columns, embedded=embedded)
+        return simplex_states(ss, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                              lib=lib, pred=pred, valid_lib=valid_lib, dtype=dtype, device=device,
+                              backend=backend, variance=variance)
+    if E is None:
+        raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
     be = backend_for((x, target), device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
     xd = device_series(x, be, "x", dt)

@@ -55,6 +55,14 @@ from ..validation import as_series, check_dtype, check_int
 from .knn import knn_device
 from .ranges import MAX_KNN, resolve
 from .results import SimplexResult
+from .statespace import (
+    StateSpace,
+    bad_points,
+    check_valid_lib,
+    filled,
+    is_multivariate,
+    state_space,
+)
 
 #: largest E the S-map kernel is specialised for (its (E+2)(E+3)/2 accumulators are unrolled)
 MAX_E = 50
@@ -90,11 +98,17 @@ class SMapResult(SimplexResult):
     coefficients: np.ndarray | None = None
     theta: float = 0.0
     n_fallback: int = 0
+    #: a state space's column names (coefficients: every column at lag 0, then lag 1, ...)
+    columns: tuple[str, ...] | None = None
 
     def coefficient_names(self, target: str = "x", column: str = "x") -> list[str]:
-        """pyEDM's coefficient column names (``∂x/∂x(t-0)``, ...) in our tau sign."""
+        """pyEDM's coefficient column names (``∂x/∂x(t-0)``, ...) in our tau sign; a
+        state space names each of its columns' lags (``∂x/∂y(t-0)``, ...)."""
         sign = lambda k: "-" if self.tau > 0 or k == 0 else "+"  # noqa: E731  (pyEDM: t-0 first)
-        return ["C0"] + [f"∂{target}/∂{column}(t{sign(k)}{k * abs(self.tau)})" for k in range(self.E)]
+        cols = self.columns or (column,)
+        lags = (self.coefficients.shape[1] - 1) // len(cols) if self.columns else self.E
+        return ["C0"] + [f"∂{target}/∂{c}(t{sign(k)}{k * abs(self.tau)})"
+                         for k in range(lags) for c in cols]
 
     def as_dataframe(self, coefficients: bool = False):
         """time, observed, predicted, variance (+ the coefficient columns)."""
@@ -145,6 +159,10 @@ def _pyedm_exclusion_active(lib_t: np.ndarray, pred_t: np.ndarray, R: int, overl
 
 
 def _embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
+    """State vectors at rows ``t``: ``E`` lags of a series, or of each column of a 2-D
+    ``(L, m)`` state space in pyEDM's Embed order (every column at lag 0, then lag 1, ...)."""
+    if x.ndim == 2:
+        return np.stack([x[t - k * tau, c] for k in range(E) for c in range(x.shape[1])], axis=1)
     return np.stack([x[t - k * tau] for k in range(E)], axis=1)
 
 
@@ -194,8 +212,8 @@ def _device_candidates(x, lib_t, pred_t, E, tau, kq, be) -> np.ndarray:
     qpts = (pred_t - off).astype(np.int32)
 
     def rows(q0: int, q1: int) -> np.ndarray:  # query blocks when the table does not fit
-        t = knn_device(be, xd, x.size, E=E, tau=abs(tau), k=kq, qpts=qpts[q0:q1], lpts=lpts,
-                       radius=-1, real=real)
+        t = knn_device(be, xd, x.shape[0], E=E, tau=abs(tau), k=kq, qpts=qpts[q0:q1],
+                       lpts=lpts, radius=-1, real=real, **_nc(x))
         return be.to_host(t.idx)[0]
 
     idx = np.concatenate(run_blocked(be, rows, qpts.size, what=f"S-map k-NN table (k={kq})",
@@ -203,7 +221,7 @@ def _device_candidates(x, lib_t, pred_t, E, tau, kq, be) -> np.ndarray:
                                      nbytes=lambda q: q * kq * 8))
     if np.any(idx < 0):
         return None
-    pos = np.empty(x.size, dtype=np.int64)
+    pos = np.empty(x.shape[0], dtype=np.int64)
     pos[lib_t - off] = np.arange(lib_t.size)
     return pos[idx]
 
@@ -232,22 +250,29 @@ def _row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarr
     XL = _embed_at(x, lib_t[nbrs], E, tau)
     xp = _embed_at(x, np.array([tp]), E, tau)[0]
     d = np.sqrt(((XL - xp) ** 2).sum(1))
+    none = (float("nan"), np.full(XL.shape[1] + 1, np.nan), float("nan"))
     if d.size == 0:
-        return float("nan"), np.full(E + 1, np.nan), float("nan")
+        return none
     W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
+    yn = ylib[nbrs]
+    fin = np.isfinite(yn)
+    if not fin.all():  # pyEDM: weights from every neighbour, the fit over finite targets
+        if not fin.any():
+            return none
+        W, XL, yn = W[fin], XL[fin], yn[fin]
     A = np.column_stack([W, W[:, None] * XL])
-    b = W * ylib[nbrs]
+    b = W * yn
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
         # theta > 0 with every neighbour at distance 0 (mean distance 0): pyEDM's
         # weights are NaN there too; no fit exists
-        return float("nan"), np.full(E + 1, np.nan), float("nan")
+        return none
     with np.errstate(all="ignore"):
         try:
             C = np.linalg.lstsq(A, b, rcond=None)[0]
         except np.linalg.LinAlgError:
-            return float("nan"), np.full(E + 1, np.nan), float("nan")
+            return none
     p = C[0] + C[1:] @ xp
-    var = float(np.sum(W * (ylib[nbrs] - p) ** 2) / np.sum(W))
+    var = float(np.sum(W * (yn - p) ** 2) / np.sum(W))
     return float(p), C, var
 
 
@@ -287,7 +312,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     # neighbour tables and the host fallback rows (minimum-norm SVD, which is not
     # affine-invariant) use the data as given, as pyEDM does
     mode, knn_eff, nbr = _neighbours(x, lib_t, pred_t, E, tau, knn, R, be)
-    spec = SMAP.spec_for(E, tau, k.dtype, k.acc, mode)
+    nc = 1 if x.ndim == 1 else x.shape[1]
+    spec = SMAP.spec_for(E * nc, tau, k.dtype, k.acc, mode, nc)
     if params is None:
         params = SMAP.params_for(be, spec, lib_t.size)
     pred, coef, var, status, kernel_s = _solve_on_device(
@@ -295,7 +321,9 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     if timing is not None:
         timing["kernel_s"] = kernel_s
         timing["params"] = dict(params)
-    pred, coef, var = _to_data_units(pred, coef, var, k)
+    pred, coef, var = _to_data_units(pred, coef, var, k, E)
+    if np.isnan(y[lib_t + Tp]).any():  # NaN targets: pyEDM's rule, on the host
+        status[status == 0] = 1
     _host_fallback(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
     return _results(pred, coef, var, status, y, pred_t, E=E, tau=tau, Tp=Tp, knn=knn_eff,
@@ -320,6 +348,9 @@ class _KernelInputs:
 def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
     dt = check_dtype(np.float32 if dtype is None else dtype, info)
     accumulate = accumulation(info, accumulate)
+    y = filled(y, 0)  # NaN targets: rows the host solves (pyEDM's rule); never on the device
+    if x.ndim == 2:  # a state space: columns centred, not scaled (distances across columns)
+        return _state_inputs(x, y, ridge, dt, accumulate, info)
     prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
     if prep.dtype != dt:  # a switch to float64 needs float64 accumulation
         dt, accumulate = prep.dtype, "double"
@@ -329,6 +360,28 @@ def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
     if acc_dtype(accumulate) == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
     return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge)
+
+
+def _state_inputs(x, y, ridge, dt, accumulate, info) -> _KernelInputs:
+    """:func:`_kernel_inputs` of an ``(L, m)`` state space: each column centred in
+    float64 (distances are shift-invariant per column), the target standardised."""
+    px = prepare([x.T], dt, info.fp64, names=["x"], scale=False, what="S-map")
+    py = prepare([y], px.dtype, info.fp64, names=["target"], what="S-map")
+    if py.dtype != px.dtype:
+        px = prepare([x.T], py.dtype, info.fp64, names=["x"], scale=False, what="S-map")
+    dt = py.dtype
+    if dt == np.float64:
+        accumulate = "double"
+    if acc_dtype(accumulate) == np.float32 and dt == np.float64:
+        raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
+    fy = py.affine[0]
+    return _KernelInputs(np.ascontiguousarray(px.series[0].T), py.series[0], px.affine[0], fy,
+                         dt, accumulate, ridge)
+
+
+def _nc(x: np.ndarray) -> dict:
+    """knn_device's column count of ``x`` (a series: nothing to pass)."""
+    return {} if x.ndim == 1 else {"nc": x.shape[1]}
 
 
 def _neighbours(x, lib_t, pred_t, E, tau, knn, R, be) -> tuple[str, int, np.ndarray | None]:
@@ -355,7 +408,7 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
     n_pred, n_theta = pred_t.size, thetas.size
     ylib = k.y[lib_t + Tp]
     ymean = float(ylib.mean())
-    xmean = float(k.x.mean())
+    xmean = float(k.x.mean()) if k.x.ndim == 1 else k.x.mean(axis=0)
     common = {
         "x": be.to_device((k.x - xmean).astype(k.dtype)),
         "ylib": be.to_device((ylib - ymean).astype(k.dtype)),
@@ -382,17 +435,26 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
                          nbytes=lambda m: n_theta * m * (E + 1) * np.dtype(acc).itemsize)
     pred, coef, var, status = (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4))
     # back from coordinates centred on the prediction point (and the target mean)
-    XP = _embed_at(k.x, pred_t, E, spec["TAU"])
+    XP = _embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"])
     pred += ymean
     coef[:, :, 0] = coef[:, :, 0] + ymean - np.einsum("tpk,pk->tp", coef[:, :, 1:], XP)
     return pred, coef, var, status, sum(b[4] for b in blocks)
 
 
-def _to_data_units(pred, coef, var, k: _KernelInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fits on x' = (x - mx)/sx, y' = (y - my)/sy mapped back to x and y."""
+def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fits on x' = (x - mx)/sx, y' = (y - my)/sy mapped back to x and y (a state space:
+    one shift per column, ``lags`` coefficients each, no scale)."""
     if k.fx.is_identity and k.fy.is_identity:
         return pred, coef, var
     sx, mx = float(k.fx.scale[0]), float(k.fx.shift[0])
+    if k.x.ndim == 2:
+        sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
+        slopes = coef[:, :, 1:] * sy
+        mxv = np.tile(k.fx.shift, lags)
+        coef = np.concatenate([(my + sy * coef[:, :, :1]) - (slopes * mxv).sum(axis=2, keepdims=True),
+                               slopes], axis=2)
+        return pred * sy + my, coef, var * sy ** 2
     sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
     # y' = C0' + sum_k C'_k x'_k gives y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx),
     # i.e. C_k = (sy/sx) C'_k and C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my;
@@ -447,8 +509,8 @@ def _row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, n
     A = np.column_stack([W, W[:, None] * XL])
     b = W * ylib[nbrs]
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
-        return float("nan"), np.full(E + 1, np.nan), float("nan")
-    G = A.T @ A + ridge * np.diag([0.0] + [1.0] * E)
+        return float("nan"), np.full(XL.shape[1] + 1, np.nan), float("nan")
+    G = A.T @ A + ridge * np.diag([0.0] + [1.0] * XL.shape[1])
     C = np.linalg.lstsq(G, A.T @ b, rcond=None)[0]
     p = C[0] + C[1:] @ xp
     return float(p), C, float(np.sum(W * (ylib[nbrs] - p) ** 2) / np.sum(W))
@@ -477,10 +539,11 @@ def _prepare(x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge):
             plan.pred_times, knn)
 
 
-def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
+def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, theta: float,
          knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
          ridge: float = 0.0, dtype: Any = "float32", device: Any = None,
-         backend: str | None = None, return_device: bool = False) -> SMapResult:
+         backend: str | None = None, return_device: bool = False, columns: Any = None,
+         embedded: bool = False, valid_lib: Any = None) -> SMapResult:
     """S-map forecast of ``target`` (default ``x``) ``Tp`` steps ahead from x's embedding.
 
     ``E`` embedding dimension, ``tau`` > 0 lag into the past (coordinates
@@ -495,9 +558,27 @@ def smap(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, theta: float,
     Device arrays in are copied to the host once (the ill-conditioned rows are solved
     there); ``return_device=True`` gives ``predicted`` as a device array in the storage
     dtype (see :mod:`pyedmcl.interop`).
+
+    State spaces, missing data and ``valid_lib`` as in :func:`pyedmcl.simplex`: ``x``
+    2-D or a DataFrame, ``columns``, ``target`` a column or a series, ``E`` lags of each
+    column or ``embedded=True``; ``coefficients`` then hold ``C0`` and one slope per
+    state-vector component in pyEDM's Embed order (every column at lag 0, then at
+    lag 1, ...): the Jacobian row of the target. A NaN target at a library row leaves that row out of the fit
+    but not of the neighbours' mean distance (pyEDM's rule; such calls are solved on
+    the host, row by row).
     """
     from ..interop import backend_for, output, to_backend
 
+    if is_multivariate(x, columns, embedded, valid_lib, target):
+        if return_device:
+            raise ValueError("return_device=True takes a finite 1-D series; state spaces "
+                             "(2-D x, columns, embedded, valid_lib, NaN) return host arrays")
+        ss = state_space(x, target, columns=columns, embedded=embedded)
+        return smap_states(ss, E=E, tau=tau, Tp=Tp, theta=theta, knn=knn,
+                           exclusion_radius=exclusion_radius, lib=lib, pred=pred, ridge=ridge,
+                           valid_lib=valid_lib, dtype=dtype, device=device, backend=backend)
+    if E is None:
+        raise ValueError(f"E is required (the embedding dimension, 1 <= E <= {MAX_E})")
     be = backend_for((x, target), device, backend)
     xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(
         x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge)
@@ -539,3 +620,60 @@ def predict_nonlinear(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, thet
                     exclusion_radius=R, ridge=ridge, dtype=dtype, device=device, backend=backend)
     return PredictNonlinearResult(th, np.array([r.rho for r in res]), np.array([r.mae for r in res]),
                                   np.array([r.rmse for r in res]), res)
+
+
+def smap_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, theta: float, knn: Any,
+                exclusion_radius: int, lib: Any, pred: Any, ridge: float, valid_lib: Any,
+                dtype: Any, device: Any, backend: str | None) -> SMapResult:
+    """S-map of one target from the state space ``ss`` (see :func:`smap`)."""
+    if ss.targets.shape[0] != 1:
+        raise ValueError("S-map takes one target; pass a single column name or series")
+    if ss.embedded:
+        E = ss.nc if E is None else E
+    elif E is None:
+        raise ValueError("E is required (the number of lags of each column) unless embedded=True")
+    E = check_int(E, "E", 1, MAX_E)
+    lags = ss.lags(E)
+    if lags * ss.nc > MAX_E:
+        raise ValueError(f"E={E} lags of {ss.nc} columns give {lags * ss.nc} state components; "
+                         f"allowed: at most {MAX_E}")
+    ridge = _check_float(ridge, "ridge")
+    th = np.array([_check_float(theta, "theta")])
+    plan = resolve(ss.n, E=lags, tau=tau, Tp=Tp, knn=1, exclusion_radius=exclusion_radius,
+                   lib=lib, pred=pred, max_knn=None)
+    bad = bad_points(ss.data, lags, plan.tau)
+    keep = ~bad[plan.lib_points]
+    vl = check_valid_lib(valid_lib, ss.n)
+    if vl is not None:
+        keep &= vl[plan.lib_times]
+    lib_t = plan.lib_times[keep]
+    qmask = ~bad[plan.pred_points]
+    pred_t = plan.pred_times[qmask]
+    if lib_t.size < 2:
+        raise ValueError(f"{lib_t.size} library rows remain after removing NaN state vectors "
+                         "and rows valid_lib excludes; allowed: at least 2")
+    if knn is not None and not (isinstance(knn, int | np.integer) and int(knn) == 0):
+        knn = check_int(knn, "knn", 1, int(lib_t.size))
+    else:
+        knn = None
+    nq, D = plan.pred_times.size, lags * ss.nc
+    pred_all, var_all = np.full(nq, np.nan), np.full(nq, np.nan)
+    coef_all = np.full((nq, D + 1), np.nan)
+    y = ss.targets[0]
+    n_fb, knn_eff = 0, (lib_t.size - 1 if knn is None else knn)
+    if pred_t.size:
+        X = filled(ss.data, 0) if ss.nc > 1 else filled(ss.data, 0)[:, 0]
+        r = smap_core(X, y, lib_t, pred_t, E=lags, tau=plan.tau, Tp=plan.Tp, thetas=th,
+                      knn=knn, exclusion_radius=plan.exclusion_radius, ridge=ridge, dtype=dtype,
+                      device=device, backend=backend)[0]
+        pred_all[qmask], var_all[qmask], coef_all[qmask] = r.predicted, r.variance, r.coefficients
+        n_fb, knn_eff = r.n_fallback, r.knn
+    times = plan.pred_times + plan.Tp
+    obs = np.full(nq, np.nan)
+    inside = (times >= 0) & (times < ss.n)
+    obs[inside] = y[times[inside]]
+    rho, mae, rmse = _skill(pred_all, obs)
+    return SMapResult(predicted=pred_all, observed=obs, times=times, rho=rho, mae=mae, rmse=rmse,
+                      E=E, tau=plan.tau, Tp=plan.Tp, knn=knn_eff, variance=var_all,
+                      pred_times=plan.pred_times, coefficients=coef_all, theta=float(th[0]),
+                      n_fallback=n_fb, columns=ss.names)

@@ -43,8 +43,9 @@ TILE_ORDER = 1
 
 def launch_spec(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` completed with the caller-side values of the k-NN templates: FMA
-    (:func:`with_fma`) and the tile order ORD (:data:`TILE_ORDER` unless given)."""
-    return {"ORD": TILE_ORDER, **with_fma(be, spec)}
+    (:func:`with_fma`), the tile order ORD (:data:`TILE_ORDER` unless given) and the
+    data's column count NC (1, a series, unless given)."""
+    return {"ORD": TILE_ORDER, "NC": 1, **with_fma(be, spec)}
 
 
 def _heuristic(info: DeviceInfo) -> Params:

@@ -114,10 +114,13 @@ class SMapKernel(TunableKernel):
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _SMapCase(backend, spec, size)
 
-    def spec_for(self, E: int, tau: int, real: Any, acc: str, mode: str) -> dict[str, Any]:
-        """The specialisation of one S-map: storage type ``real`` (NumPy), ACC, MODE."""
+    def spec_for(self, E: int, tau: int, real: Any, acc: str, mode: str, nc: int = 1
+                 ) -> dict[str, Any]:
+        """The specialisation of one S-map: storage type ``real`` (NumPy), ACC, MODE; ``E``
+        regressors, ``E / nc`` lags of each of ``nc`` columns (row-major data)."""
         return {"E": E, "TAU": tau, "METRIC": "euclidean",
-                "REAL": "double" if real == np.float64 else "float", "ACC": acc, "MODE": mode}
+                "REAL": "double" if real == np.float64 else "float", "ACC": acc, "MODE": mode,
+                "NC": nc}
 
     def params_for(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
         """Tuned (or heuristic) parameters for ``spec`` at ``size`` library points, fitted
@@ -159,7 +162,7 @@ class SMapKernel(TunableKernel):
                n_pred: int, n_theta: int):
         """Enqueue one S-map launch; ``args`` holds the device buffers and scalars."""
         params = effective(params, spec["E"])
-        k = backend.kernel(self.template, {**spec, **params}, "smap")
+        k = backend.kernel(self.template, {"NC": 1, **spec, **params}, "smap")
         wg = params["WG"]
         if params["VARIANT"] == "item":
             gsize = (round_up(-(-n_pred // params["PV"]), wg), n_theta)

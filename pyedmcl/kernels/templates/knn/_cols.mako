@@ -12,6 +12,7 @@
 ## INS "mask" (FLAG=0, TILE <= 32): the lane bits are transposed into one candidate
 ## word per query (vectorised across queries), so the serial scan visits only
 ## candidate lanes.
+<%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
@@ -49,7 +50,7 @@ void knn(${parts.knn_args()})
         const int pp = q < nq ? qpts[q] : 0;
         qp[i] = q < nq ? pp : -1;
 % for k in range(E):
-        qloc[i][${k}] = x[pp + ${k * TAU}];
+        qloc[i][${k}] = x[${pts.attr.fwd('pp', k, TAU, NC)}];
 % endfor
         thr[i] = INFINITY;
         flag[i] = 0;
@@ -72,7 +73,7 @@ ${parts.tile_loop("q0 + %d" % (QB // 2))}\
             const int lr = l < 0 ? 0 : l;
             cidx[t] = l;
 % for k in range(E):
-            const real_t c${k} = x[lr + ${k * TAU}];
+            const real_t c${k} = x[${pts.attr.fwd('lr', k, TAU, NC)}];
 % endfor
 % if INS != "reg" and not FLAG:
             unsigned int bits = 0u;

@@ -3,6 +3,7 @@
 ## its own register top-k; the SPLIT partial lists merge through local memory at the
 ## end (same total order, so the result does not depend on SPLIT). SPLIT > 1 keeps a
 ## GPU busy when there are few queries.
+<%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
 <%def name="kernel()">\
@@ -22,7 +23,7 @@ void knn(${parts.knn_args()})
     const int p = active ? qpts[q] : 0;
     real_t qv[${E}];
 % for k in range(E):
-    qv[${k}] = active ? x[p + ${k * TAU}] : (real_t)0;
+    qv[${k}] = active ? x[${pts.attr.fwd('p', k, TAU, NC)}] : (real_t)0;
 % endfor
 % for k in range(K):
     real_t bd${k} = INFINITY; int bi${k} = -1;
@@ -35,7 +36,7 @@ ${parts.tile_loop("get_group_id(0) * %d + %d" % (QW, QW // 2))}\
             const int lp = li < nl ? lib[li] : 0;
             tidx[t] = li < nl ? lp : -1;
 % for k in range(E):
-            tile[${k}][t] = x[lp + ${k * TAU}];
+            tile[${k}][t] = x[${pts.attr.fwd('lp', k, TAU, NC)}];
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);

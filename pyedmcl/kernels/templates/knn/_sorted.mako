@@ -5,6 +5,7 @@
 ## (distance, |p - l|, l); simplex_lookup's subset_lookup then takes, per query and
 ## per sampled library, the first K admissible members of that sorted row (exact: the
 ## K first members of a subset in a total order are its top-K) and predicts from them.
+<%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%def name="kernel()">\
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
@@ -20,7 +21,7 @@ void dist_full(__global const real_t* restrict x,
     const int l = lpts[j];
     real_t acc = (real_t)0;
 % for k in reversed(range(E)):
-    ${metric.step(METRIC, "acc", "x[l + %d]" % (k * TAU), "x[p + %d]" % (k * TAU), FMA)}
+    ${metric.step(METRIC, "acc", "x[%s]" % pts.attr.fwd("l", k, TAU, NC), "x[%s]" % pts.attr.fwd("p", k, TAU, NC), FMA)}
 % endfor
     out[(size_t)q * nl + j] = acc;
     fin[(size_t)q * nl + j] = ${metric.finish(METRIC, "acc")};

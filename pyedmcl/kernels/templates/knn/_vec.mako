@@ -12,6 +12,7 @@
 ## float32 candidates in local memory and inserts them per tile (the SIMD group runs
 ## the network once per batch, not once per divergent lane). None of them changes
 ## the result.
+<%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
@@ -61,7 +62,7 @@ void knn(${parts.knn_args()})
     const bool active${sf(i)} = q${sf(i)} < nq;
     const int p${sf(i)} = active${sf(i)} ? qpts[q${sf(i)}] : 0;
 % for k in range(E):
-    const realv_t qv${k}${sf(i)} = (realv_t)(active${sf(i)} ? x[p${sf(i)} + ${k * TAU}] : (real_t)0);
+    const realv_t qv${k}${sf(i)} = (realv_t)(active${sf(i)} ? x[${pts.attr.fwd('p' + sf(i), k, TAU, NC)}] : (real_t)0);
 % endfor
 % endfor
 <% PACK = REAL == "float" %>\
@@ -102,7 +103,7 @@ ${parts.tile_loop("get_group_id(0) * %d + %d" % (WG * QQ // SPLIT, WG * QQ // SP
             const int lp = li < nl ? lib[li] : 0;
             tidx[t] = li < nl ? lp : -1;
 % for k in range(E):
-            ((__local real_t*)tilev[${k}])[t] = x[lp + ${k * TAU}];
+            ((__local real_t*)tilev[${k}])[t] = x[${pts.attr.fwd('lp', k, TAU, NC)}];
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);

@@ -1,10 +1,13 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD, NC
 ## version: 1
 ## legacy-hashes: 93f704e8c195d8c0
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
 ##
 ## Query q is the raw-series window at kernel point qpts[q]:
 ## (x[p], x[p+TAU], ..., x[p+(E-1)*TAU]); the embedding is never materialised.
+## NC > 1: x is a row-major (rows, NC) matrix of NC columns and a point has E
+## coordinates, E / NC lags of every column (rows p, p+TAU, ...; common/_points.mako);
+## NC = 1 is a series. Point indices, exclusion and ties stay in rows.
 ## The library (kernel points lpts[b*lstride .. b*lstride+nl-1], ascending)
 ## streams through local memory in tiles of TILE points shared by the work-group.
 ## Batches b = get_global_id(1), set by launch arguments (one compiled kernel):

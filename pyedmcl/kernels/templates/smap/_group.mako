@@ -1,6 +1,7 @@
 ## S-map part: VARIANT "group", one work-group per (row, theta); a tile of WG library
 ## points' augmented vectors is staged in local memory and each work-item owns one or
 ## more (entry, part) slots of the Gram matrix (GPUs).
+<%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="dfa" file="/smap/_df.mako"/>
 <%namespace name="solver" file="/smap/_solve.mako"/>
@@ -9,7 +10,7 @@
     {
         real_t _acc = (real_t)0;
 % for k in range(E):
-        ${metric.step(METRIC, "_acc", "x[%s - %d]" % (tj, k * TAU), "xp[%d]" % k)}
+        ${metric.step(METRIC, "_acc", "x[%s]" % pts.attr.back(tj, k, TAU, NC), "xp[%d]" % k)}
 % endfor
         ${out} = ${metric.finish(METRIC, "_acc")};
     }
@@ -55,7 +56,11 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
     __local ${"float2" if ACC == "df" else "acc_t"} G[${NENT}];
     const acc_t theta = thetas[ti];
     const int tp = pred_t[row];
+% if NC == 1:
     if (lid < ${E}) xp[lid] = x[tp - lid * ${TAU}];
+% else:
+    if (lid < ${E}) xp[lid] = x[tp * ${NC} + lid % ${NC} - (lid / ${NC}) * ${TAU * NC}];
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
     /* pass 1 */
@@ -149,7 +154,7 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
                     sw += w; swy += w * yv; swyy += w * yv * yv;
                     a[0] = w;
 % for k in range(E):
-                    a[${k + 1}] = w * (acc_t)(x[tj - ${k * TAU}] - xp[${k}]);
+                    a[${k + 1}] = w * (acc_t)(x[${pts.attr.back('tj', k, TAU, NC)}] - xp[${k}]);
 % endfor
                     a[${N}] = w * yv;
                 }

@@ -1,5 +1,6 @@
 ## S-map part: VARIANT "item", PV prediction points per work-item (one per SIMD lane
 ## of an OpenCL vector: realV, accV, maskV), private accumulators (CPUs).
+<%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="dfa" file="/smap/_df.mako"/>
 <%namespace name="solver" file="/smap/_solve.mako"/>
 <%def name="lane(e, l)">${e if PV == 1 else "(%s).s%x" % (e, l)}</%def>
@@ -14,7 +15,7 @@
 % if MODE == "all":
         const int tj = lib_t[j];
 %   for k in range(E):
-        const real_t xj${k} = x[tj - ${k * TAU}];
+        const real_t xj${k} = x[${pts.attr.back('tj', k, TAU, NC)}];
 %   endfor
         const accV yv = (accV)((acc_t)ylib[j]);
         const maskV out = fabs((accV)((acc_t)tj) - tpv) <= excl;
@@ -32,7 +33,7 @@
             const int jj = max(jl, 0);
             const int tj = lib_t[jj];
 %     for k in range(E):
-            ${lane("xj%d" % k, l)} = x[tj - ${k * TAU}];
+            ${lane("xj%d" % k, l)} = x[${pts.attr.back('tj', k, TAU, NC)}];
 %     endfor
             ${lane("yv", l)} = (acc_t)ylib[jj];
             ${lane("out", l)} = jl < 0 ? ${-1 if PV > 1 else 1} : 0;
@@ -74,7 +75,7 @@
         const int tp = pred_t[r];
         ${lane("tpv", l)} = (acc_t)tp;
 %   for k in range(E):
-        ${lane("xp[%d]" % k, l)} = x[tp - ${k * TAU}];
+        ${lane("xp[%d]" % k, l)} = x[${pts.attr.back('tp', k, TAU, NC)}];
 %   endfor
     }
 % endfor

@@ -1,7 +1,10 @@
-## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL
+## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL, NC
 ## version: 1
 ## legacy-hashes: 9f49ff6482c790c2
 ## S-map: one small weighted least-squares problem per (prediction point, theta).
+## NC > 1: x is a row-major (rows, NC) matrix and the E regressors are E / NC lags of
+## each column in pyEDM's Embed order (every column at lag 0, then at lag 1, ...;
+## common/_points.mako).
 ##
 ## For prediction point p (time tp, embedded vector xp) and library points j
 ## (times tj, embedded vectors xj, targets yj = y[tj + Tp], centred on the host),

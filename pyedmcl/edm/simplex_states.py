@@ -1,0 +1,139 @@
+"""Simplex over a state space of several columns, with missing data and a library mask.
+
+The path :func:`pyedmcl.simplex` takes for 2-D input, ``columns=``, ``embedded=True``,
+``valid_lib=`` or NaN in the data (:func:`.statespace.is_multivariate`); a plain finite
+series keeps the 1-D path. The same k-NN and lookup kernels run (the knn family reads
+the row-major matrix with ``NC`` columns); here: which rows are library vectors and
+queries (NaN, ``valid_lib``), pyEDM's NaN rules on the results, and host skill.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from clkernels import run_blocked
+
+from .._precision import prepare
+from ..interop import backend_for
+from ..neighbors import resolve_backend
+from ..validation import check_dtype, check_int
+from .knn import hold, knn_device
+from .lookup import lookup_device
+from .ranges import Plan, resolve
+from .results import SimplexResult
+from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
+
+
+def admitted(ss: StateSpace, plan: Plan, lags: int, valid_lib: np.ndarray | None
+             ) -> tuple[Plan, np.ndarray]:
+    """``plan`` restricted to library rows whose state vector is complete and that
+    ``valid_lib`` allows, and to queries whose state vector is complete; and the mask of
+    ``plan``'s prediction rows that remain (the others predict NaN)."""
+    bad = bad_points(ss.data, lags, plan.tau)
+    lp = plan.lib_points
+    keep = ~bad[lp]
+    if valid_lib is not None:
+        keep &= valid_lib[plan.lib_times]
+    qmask = ~bad[plan.pred_points]
+    lib_times = plan.lib_times[keep]
+    if lib_times.size == 0:
+        raise ValueError("no library rows left: every library row has a NaN in its state "
+                         "vector or is excluded by valid_lib")
+    loo = bool(np.isin(lib_times, plan.pred_times[qmask]).any())
+    if lib_times.size - loo < plan.knn:
+        raise ValueError(f"knn={plan.knn} is out of range for this library: {lib_times.size} "
+                         f"library rows remain after removing NaN state vectors and rows "
+                         f"valid_lib excludes; allowed: knn <= {lib_times.size - loo}")
+    pred_times = plan.pred_times[qmask]
+    sub = dataclasses.replace(plan, lib_times=lib_times, pred_times=pred_times,
+                              pred_segments=[pred_times])
+    return sub, qmask
+
+
+def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
+                   exclusion_radius: int, lib: Any, pred: Any, valid_lib: Any, dtype: Any,
+                   device: Any, backend: str | None, variance: bool) -> SimplexResult:
+    """Simplex of ``ss.targets`` from the state space ``ss`` (see the module docstring)."""
+    be = backend_for((), device, backend)
+    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+    if ss.embedded:
+        E = ss.nc if E is None else E
+    elif E is None:
+        raise ValueError("E is required (the number of lags of each column) unless embedded=True")
+    E = check_int(E, "E", 1, 512)
+    lags = ss.lags(E)
+    if knn is None or (isinstance(knn, int | np.integer) and not isinstance(knn, bool) and knn == 0):
+        knn = ss.default_knn(E)
+    plan = resolve(ss.n, E=lags, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                   lib=lib, pred=pred)
+    vl = check_valid_lib(valid_lib, ss.n)
+    sub, qmask = admitted(ss, plan, lags, vl)
+    # float32: each column centred in float64 (distances are shift-invariant per
+    # column, not scale-invariant across columns: no scaling), targets likewise
+    prep = prepare([filled(ss.data, 0).T, filled(ss.targets, 1)], dt, be.info.fp64,
+                   names=["x", "target"], scale=False, what="simplex")
+    dt = prep.dtype
+    xz = np.ascontiguousarray(prep.series[0].T, dtype=dt)
+    yz = np.ascontiguousarray(prep.series[1], dtype=dt)
+    fy = prep.affine[1]
+    nt = ss.targets.shape[0]
+    x_dev, y_dev = be.to_device(xz), be.to_device(yz)
+    hold(be, x_dev, y_dev)
+    nq = plan.pred_times.size
+    pred_all = np.full((nt, nq), np.nan)
+    var_all = np.full((nt, nq), np.nan) if variance else None
+    if sub.pred_times.size:
+        p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance)
+        p = fy.back(p.astype(np.float64))
+        if variance:
+            v = fy.back_spread(v.astype(np.float64), 2)
+        # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
+        tshift = sub.offset + sub.Tp
+        lib_rows = sub.lib_times + sub.Tp
+        if np.isnan(ss.targets[:, lib_rows]).any():
+            rows = np.where(idx >= 0, idx + tshift, 0)
+            for j in range(nt):
+                nan_hit = (np.isnan(ss.targets[j][rows]) & (idx >= 0)).any(axis=1)
+                p[j, nan_hit] = np.nan
+                if variance:
+                    v[j, nan_hit] = np.nan
+        pred_all[:, qmask] = p
+        if variance:
+            var_all[:, qmask] = v
+    rows = plan.observed_rows  # -1 where the target lies outside the data
+    obs = np.take(ss.targets, rows, axis=1, mode="clip")
+    obs[:, rows < 0] = np.nan
+    rho, mae, rmse = skill(obs, pred_all)
+    nb = resolve_backend("exact", be, L=sub.lib_points.size, E=lags * ss.nc, nq=nq, k=sub.knn)
+    pick = (lambda a: a[0]) if ss.single else (lambda a: a)
+    return SimplexResult(predicted=pick(pred_all), observed=pick(obs), times=plan.target_times,
+                         rho=pick(rho), mae=pick(mae), rmse=pick(rmse), E=E, tau=plan.tau,
+                         Tp=plan.Tp, knn=plan.knn,
+                         variance=None if var_all is None else pick(var_all),
+                         pred_times=plan.pred_times, neighbors=nb.info)
+
+
+def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
+             variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """k-NN table + lookup for ``plan``'s queries, in query blocks that fit the device:
+    predictions and variances ``(nt, nq)`` and the table's kernel points ``(nq, k)``."""
+    qpts = plan.pred_points
+    item = 8 if real == "double" else 4
+
+    def block(q0: int, q1: int):
+        t = knn_device(be, x_dev, n, E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts[q0:q1],
+                       lpts=plan.lib_points, radius=plan.exclusion_radius, real=real, nc=nc)
+        pd_, vd = lookup_device(be, t, y_dev, n, nt, plan.offset + plan.Tp, real=real,
+                                variance=variance)
+        return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
+                be.to_host(t.idx)[0])
+
+    blocks = run_blocked(be, block, qpts.size, parameter="the number of prediction rows (pred)",
+                         what=f"Simplex k-NN table ({qpts.size} queries x k={plan.knn})",
+                         nbytes=lambda q: q * plan.knn * (4 + item))
+    p = np.concatenate([b[0] for b in blocks], axis=-1)
+    v = np.concatenate([b[1] for b in blocks], axis=-1) if variance else None
+    return p, v, np.concatenate([b[2] for b in blocks])
