@@ -102,3 +102,22 @@ def test_ccm_multivariate_matches(lorenz, device):
     a = _ref(pyEDM.CCM, lorenz, parallel=False, **kw)
     b = _ref(EDM.CCM, lorenz, device=device, **kw)
     _same(a, b, list(a.columns))
+
+
+def test_scans_on_the_general_path(lorenz, device):
+    d = lorenz.copy()
+    d.iloc[[30, 31, 222], 1] = np.nan
+    valid = (lorenz["V2"] > -4).to_numpy()
+    common = dict(lib="1 200", pred="201 380", showPlot=False, numProcess=1)
+    cases = [
+        ("EmbedDimension", dict(columns="V1", target="V2", maxE=4)),
+        ("PredictInterval", dict(columns="V1 V4", target="V2", maxTp=3, E=2, validLib=valid)),
+        ("PredictExclusionRadius", dict(columns="V1 V3", target="V2", E=2,
+                                        exclusionRadius=[0, 4, 12])),
+        ("PredictNonlinear", dict(columns="V1 V3", target="V1", theta=[0.5, 3], E=2,
+                                  embedded=True)),
+    ]
+    for name, kw in cases:
+        ref = _ref(getattr(pyEDM, name), d, **common, **kw)
+        got = _ref(getattr(EDM, name), d, device=device, **common, **kw)
+        _same(ref, got, list(ref.columns))

@@ -93,15 +93,6 @@ def _neg_tau(tau: Any) -> int:
     return -check_tau(tau)
 
 
-def _unsupported(embedded=False, validLib=(), generateSteps=0, **_):
-    if embedded:
-        raise NotImplementedError("embedded=True is not supported by pyedmcl.compat.pyedm yet")
-    if validLib is not None and len(validLib):
-        raise NotImplementedError("validLib is not supported by pyedmcl.compat.pyedm yet")
-    if generateSteps:
-        raise NotImplementedError("generateSteps is not supported by pyedmcl.compat.pyedm yet")
-
-
 def _range(v: Any) -> Any:
     """pyEDM's lib/pred: '' or [] means unset; our API then uses the whole series."""
     if v is None or (isinstance(v, str) and not v.strip()):
@@ -389,6 +380,20 @@ def _ccm_pyedm(df, cols, tgts, libSizes, sample, E, Tp, knn, tau, R, seed, embed
                        includeData, device)
 
 
+def _scan_general(name: str, dataFrame, values, vary: str, showName: str, **kw) -> pd.DataFrame:
+    """A pyEDM scan through the general path: one pyEDM Simplex (S-map for theta) per
+    value, rho from :func:`ComputeError` (pyEDM's ``PoolFunc``)."""
+    rho = []
+    for v in values:
+        run_kw = {**kw, vary: v}
+        if name == "SMap":
+            df = SMap(dataFrame, returnObject=True, **run_kw).Projection
+        else:
+            df = Simplex(dataFrame, returnObject=True, **run_kw).Projection
+        rho.append(ComputeError(df["Observations"], df["Predictions"])["rho"])
+    return pd.DataFrame({showName: list(values), "rho": rho})
+
+
 @_pyedm_names
 def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred="", Tp=1, tau=-1,
                    exclusionRadius=0, embedded=False, validLib=(), noTime=False, ignoreNan=True,
@@ -401,9 +406,13 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     """
     from ..edm.ranges import MAX_KNN
     from ..edm.scans import embed_dimension
-    _unsupported(embedded, validLib)
-    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     maxE = _int_arg(maxE, "maxE")
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+        return _scan_general("Simplex", dataFrame, range(1, maxE + 1), "E", "E", columns=columns,
+                             target=target, lib=lib, pred=pred, Tp=Tp, tau=tau,
+                             exclusionRadius=exclusionRadius, embedded=embedded,
+                             validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     fused = min(maxE, MAX_KNN - 1)
     s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=fused,
                         tau=_neg_tau(tau), Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
@@ -431,7 +440,11 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
                     kdWorkers=-1, showPlot=True, device=None) -> pd.DataFrame:
     """pyEDM.PredictInterval: DataFrame Tp, rho."""
     from ..edm.scans import predict_interval
-    _unsupported(embedded, validLib)
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+        return _scan_general("Simplex", dataFrame, range(1, _int_arg(maxTp, "maxTp") + 1), "Tp",
+                             "Tp", columns=columns, target=target, lib=lib, pred=pred, E=E,
+                             tau=tau, exclusionRadius=exclusionRadius, embedded=embedded,
+                             validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     s = predict_interval(_series(dataFrame, col), _series(dataFrame, tgt), E=E, max_Tp=maxTp,
                          tau=_neg_tau(tau), exclusion_radius=exclusionRadius, lib=_range(lib),
@@ -447,9 +460,15 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
                            device=None) -> pd.DataFrame:
     """pyEDM.PredictExclusionRadius: DataFrame 'Exclusion radius', rho."""
     from ..edm.scans import DEFAULT_RADII, predict_exclusion_radius
-    _unsupported(embedded, validLib)
-    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     radii = DEFAULT_RADII if exclusionRadius is None else exclusionRadius
+    if isinstance(radii, str):
+        radii = [int(v) for v in radii.split()]
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+        return _scan_general("Simplex", dataFrame, list(radii), "exclusionRadius",
+                             "Exclusion radius", columns=columns, target=target, lib=lib,
+                             pred=pred, E=E, Tp=Tp, tau=tau, embedded=embedded,
+                             validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     s = predict_exclusion_radius(_series(dataFrame, col), _series(dataFrame, tgt), E=E, Tp=Tp,
                                  tau=_neg_tau(tau), radii=radii, lib=_range(lib), pred=_range(pred),
                                  device=device, dtype=dtype)
@@ -463,11 +482,17 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
                      mpMethod=None, chunksize=1, kdWorkers=-1, showPlot=True,
                      device=None) -> pd.DataFrame:
     """pyEDM.PredictNonlinear: DataFrame theta, rho (S-map over theta)."""
-    from ..edm.smap import predict_nonlinear
-    _unsupported(embedded, validLib)
-    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+    from ..edm.smap import DEFAULT_THETAS, predict_nonlinear
     if isinstance(theta, str):
         theta = [float(t) for t in theta.split()]
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False, solver):
+        return _scan_general("SMap", dataFrame, list(DEFAULT_THETAS if theta is None else
+                                                     np.atleast_1d(theta)), "theta", "theta",
+                             columns=columns, target=target, lib=lib, pred=pred, E=E, Tp=Tp,
+                             knn=knn, tau=tau, exclusionRadius=exclusionRadius, solver=solver,
+                             embedded=embedded, validLib=validLib, noTime=noTime,
+                             ignoreNan=ignoreNan, device=device)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
                           thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
                           lib=_range(lib), pred=_range(pred), device=device, dtype=dtype)
