@@ -28,18 +28,20 @@ def _host(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int, radius: in
     L = emb[lib]
     nbr = np.full((pred.size, k), -1, dtype=np.int64)
     dist = np.full((pred.size, k), np.inf)
-    step = max(1, _HOST_BLOCK_BYTES // max(1, L.size * 8))
+    step = max(1, _HOST_BLOCK_BYTES // max(1, L.size * 8 * 3))
     for q0 in range(0, pred.size, step):
         p = pred[q0:q0 + step]
         d = np.sqrt(((emb[p][:, None, :] - L[None, :, :]) ** 2).sum(axis=2))
         prox = np.abs(p[:, None] - lib[None, :])
         if radius >= 0:
             d = np.where(prox <= radius, np.inf, d)
-        for r in range(p.size):
-            order = np.lexsort((lib, prox[r], d[r]))[:k]
-            ok = np.isfinite(d[r, order])
-            nbr[q0 + r, :ok.sum()] = lib[order[ok]]
-            dist[q0 + r, :ok.sum()] = d[r, order[ok]]
+        # per row: order by distance, then |p - l|, then l (lexsort's last key is primary)
+        order = np.lexsort((np.broadcast_to(lib, d.shape), prox, d), axis=-1)[:, :k]
+        dk = np.take_along_axis(d, order, axis=1)
+        ok = np.isfinite(dk)  # inf (excluded) sort last, so finite slots come first
+        w = order.shape[1]
+        nbr[q0:q0 + p.size, :w] = np.where(ok, lib[order], -1)
+        dist[q0:q0 + p.size, :w] = np.where(ok, dk, np.inf)
     return nbr, dist
 
 
