@@ -3,10 +3,13 @@
 pyEDM 2.5's ``Simplex.Generate`` / ``SMap.Generate``: the library stays ``lib``; step
 ``s`` predicts from the row ``lib_end - 1 + s`` (0-based, ``lib_end`` the last library
 row, 1-based) of the series grown by the ``s`` earlier forecasts, and appends that
-forecast as the series' next value. Each step is one device call of
-:func:`~pyedmcl.edm.simplex.simplex` / :func:`~pyedmcl.edm.smap.smap` (k-NN and
-lookup, or the local linear fit, on the device); the one new value returns to the
-host between steps, because the next query window needs it.
+forecast as the series' next value. Simplex runs on the device end to end: the series (with room for the forecasts) is
+uploaded once, each step enqueues the k-NN of one query window against the fixed
+library, the lookup, and a device-to-device copy of the forecast into the series,
+so the next window reads it without a host round trip; the forecasts are read back
+once at the end (backends without a device copy, e.g. SYCL, take the S-map route).
+S-map runs one :func:`~pyedmcl.edm.smap.smap` call per step (its local fit on the
+device; the new value returns to the host between steps).
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ def generate(x, *, E: int, steps: int, tau: int = 1, Tp: int = 1, knn: int | Non
     if end < 2:
         raise ValueError(f"lib must end at row 2 or later to generate, got {end}")
     if method == "simplex":
+        done = _simplex_on_device(s, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+                                  lib=flat, steps=steps, dtype=dtype, device=device, backend=backend)
+        if done is not None:
+            out, times = done
+            return GenerateResult(predicted=out, times=times, series=np.concatenate([s, out]),
+                                  method=method, E=E, tau=tau, Tp=Tp)
         from .simplex import simplex as fn
         extra: dict = {}
     else:
@@ -78,3 +87,50 @@ def generate(x, *, E: int, steps: int, tau: int = 1, Tp: int = 1, knn: int | Non
         grown[n + k] = value
     return GenerateResult(predicted=out, times=times, series=grown, method=method, E=E, tau=tau,
                           Tp=Tp)
+
+
+def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib, steps, dtype,
+                       device, backend) -> tuple[np.ndarray, np.ndarray] | None:
+    """Simplex generation with the feedback on the device; None where the backend has no
+    device-to-device copy. float32 standardises the input once (its affine maps the
+    forecasts back; Simplex is affine-equivariant)."""
+    from clkernels import Backend, get_backend
+
+    from .._precision import prepare
+    from ..validation import check_dtype
+    from .knn import hold, knn_device
+    from .lookup import lookup_device
+    from .ranges import resolve
+
+    be = get_backend(device, backend)
+    if type(be).copy_within is Backend.copy_within:  # this backend has no device copy
+        return None
+    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+    n, end = s.size, lib[-1]
+    plan = resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius, lib=lib,
+                   pred=[end - 1, end])
+    first = np.flatnonzero(plan.pred_times == end - 1)
+    if first.size == 0:
+        raise ValueError(f"lib ending at row {end} leaves no full embedding to start from "
+                         f"(E={E}, tau={tau})")
+    q0 = int(plan.pred_points[first[0]])
+    prep = prepare([s], dt, be.info.fp64, names=["x"], what="generate")
+    dt, z, f = prep.dtype, prep.series[0], prep.affine[0]
+    real = "double" if dt == np.float64 else "float"
+    size = n + steps
+    x_dev = be.to_device(np.concatenate([z, np.zeros(steps)]).astype(dt))
+    l_dev = be.to_device(np.ascontiguousarray(np.atleast_2d(plan.lib_points), dtype=np.int32))
+    hold(be, x_dev, l_dev)
+    keep = []
+    for k in range(steps):
+        q = np.array([q0 + k], dtype=np.int32)
+        table = knn_device(be, x_dev, size, E=plan.E, tau=plan.tau, k=plan.knn, qpts=q,
+                           lpts=plan.lib_points, radius=plan.exclusion_radius, real=real,
+                           q_dev=be.to_device(q), l_dev=l_dev)
+        pred_dev, _ = lookup_device(be, table, x_dev, size, 1, plan.offset + plan.Tp, real=real)
+        be.copy_within(x_dev, n + k, pred_dev, 0, 1)
+        keep.append((table, pred_dev))  # alive until the queue has run them
+    grown = be.to_host(x_dev).astype(np.float64)
+    keep.clear()
+    out = f.back(grown[None, n:])[0]
+    return out, np.arange(end - 1, end - 1 + steps) + Tp
