@@ -1,4 +1,4 @@
-"""Multiview benchmark: pyedmcl.compat.pyedm.Multiview vs pyEDM.Multiview, ratio printed.
+"""Multiview benchmark: pyedmcl's compat Multiview and pe.multiview vs pyEDM.Multiview.
 
 Data: ``m`` coupled Lorenz-63 coordinates plus lags (pyedmcl.data.lorenz63, x y z and
 their sums), ``L`` rows; ``E`` lags of each column, every ``D``-subset ranked by
@@ -63,6 +63,14 @@ def main(argv: list[str] | None = None) -> None:
             return
         ref = pyEDM.Multiview(df, numProcess=a.numProcess, **kw)
         t_ref = best_of(lambda: pyEDM.Multiview(df, numProcess=a.numProcess, **kw), a.repeats)
+    import pyedmcl as pe
+
+    core_kw = dict(columns="x y z xy", E=a.E, D=a.D, lib=[1, half], pred=[half + 1, a.L],
+                   train_lib=False, device=a.device)
+    t_core = {}
+    for dt in ("float64", "float32"):
+        pe.multiview(df, "x", dtype=dt, **core_kw)  # warm-up
+        t_core[dt] = best_of(lambda dt=dt: pe.multiview(df, "x", dtype=dt, **core_kw), a.repeats)
     same = list(ours["View"]["Columns"]) == list(ref["View"]["Columns"])
     diff = float(np.nanmax(np.abs(ours["Predictions"]["Predictions"].to_numpy()
                                   - ref["Predictions"]["Predictions"].to_numpy())))
@@ -72,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"pyedmcl {t_ours:.3f} s   pyEDM (numProcess={a.numProcess}) {t_ref:.3f} s   "
           f"ratio pyEDM/pyedmcl {t_ref / t_ours:.2f}x   same ranking: {same}   "
           f"max |pred diff| {diff:.1e}")
+    for dt, t in t_core.items():
+        print(f"pe.multiview ({dt}) {t:.3f} s   ratio pyEDM/pe.multiview {t_ref / t:.2f}x")
 
 
 if __name__ == "__main__":
