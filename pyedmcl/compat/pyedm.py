@@ -319,6 +319,14 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
         noTime=False, mpMethod=None, parallel=True, sharedMB=0.01, verbose=False,
         showPlot=False, returnObject=False, legacy=False, device=None) -> pd.DataFrame:
     """pyEDM.CCM: DataFrame LibSize, 'col:tgt', 'tgt:col' (and *_var with includeData)."""
+    if returnObject:  # pyEDM's CCM object: its frame is ``libMeans``
+        frame = CCM(dataFrame, columns, target, libSizes, sample, E, Tp, knn, tau,
+                    exclusionRadius, seed, embedded, validLib, includeData, noTime,
+                    device=device)
+        return PyEDMObject(name="CCM", Data=dataFrame, columns=_names(columns),
+                               target=_names(target), E=len(_names(columns)) if embedded else E,
+                               Tp=Tp, tau=tau, sample=sample, seed=seed,
+                               libSizes=list(frame["LibSize"]), libMeans=frame)
     from ..edm.ccm import ccm
     if _ccm_general(dataFrame, columns, target, embedded, validLib):
         return _ccm_pyedm(dataFrame, _names(columns), _names(target), libSizes, sample, E, Tp,
@@ -499,9 +507,10 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     return pd.DataFrame({"theta": list(r.thetas), "rho": r.rho})
 
 
-class MultiviewResult:
-    """pyEDM's Multiview object (``returnObject=True``): ``Projection``, ``View``,
-    ``combos``, ``topRankCombos``, ``topRankProjections``, ``topRankStats``, ``D``, ..."""
+class PyEDMObject:
+    """A pyEDM object returned for ``returnObject=True``: Multiview's (``Projection``,
+    ``View``, ``combos``, ``topRankCombos``, ``topRankProjections``, ``topRankStats``,
+    ``D``, ...) or CCM's (``libMeans``, ``libSizes``, ``E``, ...)."""
 
     def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
@@ -579,7 +588,7 @@ def Multiview(dataFrame=None, columns="", target="", lib="", pred="", D=0, E=1, 
     view_df = pd.concat([pd.DataFrame({"Columns": list(proj)}), pd.DataFrame(list(stats.values()))],
                         axis=1)
     if returnObject:
-        return MultiviewResult(name="Multiview", Data=dataFrame, Embedding=emb, columns=cols,
+        return PyEDMObject(name="Multiview", Data=dataFrame, Embedding=emb, columns=cols,
                                target=[tgt], lib=lib, pred=pred, D=D, E=E, Tp=Tp, tau=tau,
                                knn=D + 1, multiview=multiview, combos=combos, topRankCombos=top,
                                topRankProjections=proj, topRankStats=stats, Projection=out,
