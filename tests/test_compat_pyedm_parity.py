@@ -121,3 +121,34 @@ def test_scans_on_the_general_path(lorenz, device):
         ref = _ref(getattr(pyEDM, name), d, **common, **kw)
         got = _ref(getattr(EDM, name), d, device=device, **common, **kw)
         _same(ref, got, list(ref.columns))
+
+
+@pytest.mark.parametrize("method", ["random_shuffle", "ebisuzaki", "seasonal"])
+def test_surrogate_data_properties(method):
+    """Random draws (pyEDM's are unseeded): same frame layout as pyEDM, the properties
+    each method promises (a permutation; the amplitude spectrum up to one common scale,
+    1e-6, and the standard deviation, 1e-7; a trend plus noise of about the
+    data's spread), and reproducible with ``seed``."""
+    if method == "seasonal":
+        pytest.importorskip("scipy")
+    d = pyEDM.sampleData["circleNoise"]
+    got = EDM.SurrogateData(d, "x", method=method, numSurrogates=3, seed=4)
+    ref = _ref(pyEDM.SurrogateData, d, "x", method=method, numSurrogates=3)
+    assert list(got.columns) == list(ref.columns) and got.shape == ref.shape
+    pd.testing.assert_frame_equal(got, EDM.SurrogateData(d, "x", method=method,
+                                                         numSurrogates=3, seed=4))
+    x = d["x"].to_numpy()
+    s = got["x_1"].to_numpy()
+    if method == "random_shuffle":
+        np.testing.assert_array_equal(np.sort(s), np.sort(x))
+    elif method == "ebisuzaki":
+        np.testing.assert_allclose(np.std(s), np.std(x), rtol=1e-7)
+        # frequencies 2..98: pyEDM redraws the last FFT term (index n-1, the partner of
+        # frequency 1) instead of the Nyquist term; compat keeps pyEDM's surrogates
+        amp_s, amp_x = np.abs(np.fft.fft(s))[2:99], np.abs(np.fft.fft(x))[2:99]
+        ratio = amp_s / amp_x
+        np.testing.assert_allclose(ratio, ratio[0], rtol=1e-6)  # one common scale
+    else:
+        assert 0.5 < np.std(s) / np.std(x) < 3
+    with pytest.raises(RuntimeError, match="Embed"):
+        EDM.MakeBlock(d, E=2)

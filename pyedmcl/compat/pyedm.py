@@ -36,7 +36,8 @@ dtype = "float64"
 #: pyEDM's example data sets by pyEDM's names (read from an installed pyEDM)
 sampleData = SampleData()
 
-__all__ = ["sampleData", "dtype", "CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
+__all__ = ["sampleData", "dtype", "MakeBlock", "SurrogateData", "PlotObsPred", "PlotCoeff",
+           "CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
            "PredictInterval", "PredictNonlinear", "SMap", "Simplex"]
 
 
@@ -625,6 +626,92 @@ def Embed(dataFrame=None, E=0, tau=-1, columns="", includeTime=False, pathIn="./
     if includeTime:
         df = dataFrame.iloc[:, [0]].join(df)
     return df
+
+
+def MakeBlock(dataFrame, E=0, tau=-1, columnNames=(), deletePartial=False):
+    """pyEDM.MakeBlock: removed in pyEDM 2 (raises, as pyEDM does); use :func:`Embed`."""
+    raise RuntimeError("MakeBlock() deprecated. Use Embed().")
+
+
+def SurrogateData(dataFrame=None, column=None, method="ebisuzaki", numSurrogates=10,
+                  alpha=None, smooth=0.8, outputFile=None, seed=None) -> pd.DataFrame:
+    """pyEDM.SurrogateData: ``numSurrogates`` surrogate series of ``column``.
+
+    ``random_shuffle`` (a permutation), ``ebisuzaki`` (Ebisuzaki 1997: random Fourier
+    phases, the power spectrum kept, rescaled to the data's standard deviation) or
+    ``seasonal`` (a smoothing spline plus resampled residuals plus Gaussian noise of
+    standard deviation ``alpha``, default range / 5; needs scipy). Columns
+    ``column_1 ...`` after the time column, rounded to 8 decimals as pyEDM. For an even
+    length pyEDM redraws the last Fourier term (the partner of frequency 1, where the
+    Nyquist term was meant); compat draws the same way. ``seed``
+    (an extra keyword) makes the draws reproducible; pyEDM's are not.
+    """
+    if dataFrame is None:
+        raise ValueError("SurrogateData(): dataFrame required")
+    if column is None or column not in dataFrame.columns:
+        raise ValueError(f"SurrogateData(): column {column!r} not found in dataFrame")
+    n_sur = _int_arg(numSurrogates, "numSurrogates")
+    rng = np.random.default_rng(seed)
+    y = dataFrame[column].to_numpy(dtype=np.float64)
+    n = y.size
+    cols = {}
+    kind = str(method).lower()
+    if kind == "random_shuffle":
+        for s in range(n_sur):
+            cols[s] = rng.permutation(y)
+    elif kind == "ebisuzaki":
+        n2 = n // 2
+        sigma = np.std(y)
+        amp = np.abs(np.fft.fft(y))
+        amp[0] = 0.0
+        for s in range(n_sur):
+            th = 2 * np.pi * rng.uniform(0, 1, n2 - 1)
+            angles = np.concatenate([[0.0], th, [0.0], -th[::-1]])[:n]
+            z = amp * np.exp(1j * angles)
+            if n % 2 == 0:
+                z[-1] = complex(np.sqrt(2) * amp[-1] * np.cos(2 * np.pi * rng.uniform(0, 1)))
+            real = (np.fft.ifft(z) / n).real
+            cols[s] = sigma * real / np.std(real)
+    elif kind == "seasonal":
+        from scipy.interpolate import UnivariateSpline
+        x = np.arange(n)
+        spline = UnivariateSpline(x, y)
+        spline.set_smoothing_factor(smooth)
+        trend = spline(x)
+        resid = y - trend
+        a = np.ptp(y) / 5 if alpha is None else alpha
+        for s in range(n_sur):
+            cols[s] = trend + rng.permutation(resid) + rng.normal(0.0, a, n)
+    else:
+        raise ValueError(f"method={method!r} is not one of 'random_shuffle', 'ebisuzaki', "
+                         "'seasonal'")
+    df = pd.DataFrame(dataFrame.iloc[:, 0])
+    for s in range(n_sur):
+        df[f"{column}_{s + 1}"] = cols[s]
+    df = df.round(8)
+    if outputFile:
+        from .._outputs import write_text_atomic
+        write_text_atomic(outputFile, df.to_csv(index=False), what="surrogate data")
+    return df
+
+
+def PlotObsPred(df, dataName="", E=0, Tp=0, block=True):
+    """pyEDM.PlotObsPred: observations and predictions over time (needs matplotlib)."""
+    import matplotlib.pyplot as plt
+    stats = ComputeError(df["Observations"], df["Predictions"])
+    title = (f"{dataName}\nE={E} Tp={Tp}  ρ={round(stats['rho'], 3)} "
+             f"RMSE={round(stats['RMSE'], 3)}")
+    df.plot(df.columns[0], ["Observations", "Predictions"], title=title, linewidth=3)
+    plt.show(block=block)
+
+
+def PlotCoeff(df, dataName="", E=0, Tp=0, block=True):
+    """pyEDM.PlotCoeff: S-map coefficients over time, one panel each (needs matplotlib)."""
+    import matplotlib.pyplot as plt
+    t = df.columns[0]
+    df.plot(t, [c for c in df.columns if t not in c], title=f"{dataName}\nE={E} Tp={Tp}  "
+            "S-Map Coefficients", linewidth=3, subplots=True)
+    plt.show(block=block)
 
 
 def ComputeError(obs, pred, digits: int = 6) -> dict:
