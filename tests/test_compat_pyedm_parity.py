@@ -152,3 +152,20 @@ def test_surrogate_data_properties(method):
         assert 0.5 < np.std(s) / np.std(x) < 3
     with pytest.raises(RuntimeError, match="Embed"):
         EDM.MakeBlock(d, E=2)
+
+
+def test_crossmap_matrix_matches_pyedm(lorenz, device):
+    """pyEDM's CrossMap_Matrix is N*N pyEDM Simplex calls + ComputeError (its code, run
+    here without its process pool); compat's rows are one device Simplex each."""
+    d = lorenz[["Time", "V1", "V2", "V4"]].iloc[:250]
+    cols = ["V1", "V2", "V4"]
+    Es = [2, 3, 2]
+    ref = np.full((3, 3), np.nan)
+    for j, c in enumerate(cols):
+        for i, t in enumerate(cols):
+            if i != j:
+                df = _ref(pyEDM.Simplex, d, columns=c, target=t, lib=[1, 250], pred=[1, 250],
+                          E=Es[i], Tp=1, tau=-1)
+                ref[j, i] = pyEDM.ComputeError(df["Observations"], df["Predictions"])["rho"]
+    got = EDM.CrossMap_Matrix(d, E=Es, device=device)
+    np.testing.assert_allclose(got, ref, atol=1.01e-6, equal_nan=True)  # both 6-digit rho

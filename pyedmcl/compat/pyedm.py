@@ -36,7 +36,7 @@ dtype = "float64"
 #: pyEDM's example data sets by pyEDM's names (read from an installed pyEDM)
 sampleData = SampleData()
 
-__all__ = ["sampleData", "dtype", "MakeBlock", "SurrogateData", "PlotObsPred", "PlotCoeff",
+__all__ = ["sampleData", "dtype", "CrossMap_Matrix", "MakeBlock", "SurrogateData", "PlotObsPred", "PlotCoeff",
            "CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
            "PredictInterval", "PredictNonlinear", "SMap", "Simplex"]
 
@@ -626,6 +626,68 @@ def Embed(dataFrame=None, E=0, tau=-1, columns="", includeTime=False, pathIn="./
     if includeTime:
         df = dataFrame.iloc[:, [0]].join(df)
     return df
+
+
+def CrossMap_Matrix(data, E=0, Tp=1, tau=-1, exclusionRadius=0, lib=None, pred=None,
+                    threshold=None, cores=5, mpMethod=None, chunksize=1, returnValue="matrix",
+                    outputFile=None, noTime=False, verbose=False, plot=False, title=None,
+                    figsize=(5, 5), dpi=150, device=None):
+    """pyEDM.CrossMap_Matrix: Simplex cross-map rho of every column pair, ``(N, N)``.
+
+    Row ``j`` maps from column ``j``'s embedding to every column (pyEDM's order; the
+    pair's E is the *target's* entry of ``E``, as pyEDM zips them), diagonal NaN,
+    values below ``threshold`` NaN. One k-NN table per row and E serves all its
+    targets on the device (pyEDM runs N*N Simplex calls). rho as pyEDM's
+    ComputeError (6 digits). ``returnValue``: 'matrix' or 'dataframe'.
+    """
+    if "dataframe" not in returnValue and "matrix" not in returnValue:
+        raise ValueError(f"returnValue={returnValue!r} is not one of 'matrix', 'dataframe'")
+    if outputFile and not (outputFile.endswith(".csv") or outputFile.endswith(".feather")):
+        raise ValueError(f"outputFile={outputFile!r} must end in .csv or .feather")
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError("data must be a pandas DataFrame")
+    n = data.shape[0]
+    lib = lib or [1, n]
+    pred = pred or [1, n]
+    cols = data.columns.to_list() if noTime else data.columns[1:].to_list()
+    N = len(cols)
+    Es = [E] * N if isinstance(E, int | np.integer) else list(E)
+    if len(Es) == 1:
+        Es = Es * N
+    if len(Es) != N:
+        raise ValueError(f"E must be one value or one per data column ({N}), got {len(Es)}")
+    mat = np.full((N, N), np.nan)
+    if _has_nan(data, cols):  # pyEDM's NaN rules: one general-path Simplex per pair
+        for j, c in enumerate(cols):
+            for i, t in enumerate(cols):
+                df = Simplex(data, columns=c, target=t, lib=lib, pred=pred, E=Es[i], Tp=Tp,
+                             tau=tau, exclusionRadius=exclusionRadius, noTime=noTime,
+                             returnObject=True, device=device).Projection
+                mat[j, i] = ComputeError(df["Observations"], df["Predictions"])["rho"]
+    else:
+        from ..edm.simplex import simplex
+        Y = data[cols].to_numpy(dtype=np.float64).T
+        for j in range(N):
+            for e in sorted(set(Es)):
+                idx = [i for i in range(N) if Es[i] == e]
+                r = simplex(Y[j], Y[idx], E=e, tau=_neg_tau(tau), Tp=Tp,
+                            exclusion_radius=exclusionRadius, lib=_range(lib), pred=_range(pred),
+                            dtype=dtype, device=device)
+                mat[j, idx] = np.round(np.atleast_1d(r.rho), 6)
+    np.fill_diagonal(mat, np.nan)
+    if threshold is not None:
+        mat[mat < threshold] = np.nan
+    frame = pd.DataFrame(mat, index=cols, columns=cols)
+    if outputFile:
+        from .._outputs import write_bytes_atomic, write_text_atomic
+        if outputFile.endswith(".csv"):
+            write_text_atomic(outputFile, frame.to_csv(index_label="variable"), what="cross-map matrix")
+        else:
+            import io
+            buf = io.BytesIO()
+            frame.to_feather(buf)
+            write_bytes_atomic(outputFile, buf.getvalue(), what="cross-map matrix")
+    return mat if "matrix" in returnValue else frame
 
 
 def MakeBlock(dataFrame, E=0, tau=-1, columnNames=(), deletePartial=False):
