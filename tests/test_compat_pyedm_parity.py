@@ -169,3 +169,18 @@ def test_crossmap_matrix_matches_pyedm(lorenz, device):
                 ref[j, i] = pyEDM.ComputeError(df["Observations"], df["Predictions"])["rho"]
     got = EDM.CrossMap_Matrix(d, E=Es, device=device)
     np.testing.assert_allclose(got, ref, atol=1.01e-6, equal_nan=True)  # both 6-digit rho
+
+
+@pytest.mark.parametrize("firstMax", [False, True])
+def test_embeddim_columns_matches_pyedm(lorenz, firstMax, device):
+    from pyEDM.apps.EmbedDim_Columns import _ColumnSweep
+
+    d = lorenz[["Time", "V1", "V3"]].iloc[:300]
+    params = dict(minE=1, maxE=5, lib=[1, 300], pred=[1, 300], Tp=1, tau=-1,
+                  exclusionRadius=0, validLib=[], noTime=False, ignoreNan=True,
+                  firstMax=firstMax)
+    ref = [_ref(_ColumnSweep, (i, c, c, d[["Time", c]], params))[1:]
+           for i, c in enumerate(["V1", "V3"])]  # pyEDM's per-column worker, no pool
+    got = EDM.EmbedDim_Columns(d, maxE=5, firstMax=firstMax, device=device)
+    assert [tuple(r) for r in got[["column", "target", "E"]].to_numpy()] == [r[:3] for r in ref]
+    np.testing.assert_allclose(got["rho"].to_numpy(float), [r[3] for r in ref], atol=1e-6)

@@ -36,7 +36,7 @@ dtype = "float64"
 #: pyEDM's example data sets by pyEDM's names (read from an installed pyEDM)
 sampleData = SampleData()
 
-__all__ = ["sampleData", "dtype", "CrossMap_Matrix", "MakeBlock", "SurrogateData", "PlotObsPred", "PlotCoeff",
+__all__ = ["sampleData", "dtype", "CrossMap_Matrix", "EmbedDim_Columns", "MakeBlock", "SurrogateData", "PlotObsPred", "PlotCoeff",
            "CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
            "PredictInterval", "PredictNonlinear", "SMap", "Simplex"]
 
@@ -688,6 +688,58 @@ def CrossMap_Matrix(data, E=0, Tp=1, tau=-1, exclusionRadius=0, lib=None, pred=N
             frame.to_feather(buf)
             write_bytes_atomic(outputFile, buf.getvalue(), what="cross-map matrix")
     return mat if "matrix" in returnValue else frame
+
+
+def EmbedDim_Columns(data, target=None, maxE=15, minE=1, lib=None, pred=None, Tp=1, tau=-1,
+                     exclusionRadius=0, firstMax=False, validLib=(), noTime=False,
+                     ignoreNan=True, nWorkers=None, mpMethod=None, chunksize=1, outputFile=None,
+                     verbose=False, logPct=5, plot=False, device=None) -> pd.DataFrame:
+    """pyEDM.EmbedDim_Columns: the best E of every column (each predicting itself or
+    ``target``) from an E scan ``minE..maxE``: the global maximum of rho (ties: the
+    smaller E) or with ``firstMax`` the first local maximum. DataFrame ``column``,
+    ``target``, ``E`` (uint16; 0 where no rho), ``rho`` (float32, 4 digits)."""
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError("data must be a pandas DataFrame")
+    minE = max(1, int(minE))
+    if maxE < minE:
+        raise ValueError(f"maxE={maxE} is out of range; allowed: maxE >= minE ({minE})")
+    cols = data.columns.to_list()
+    feats = cols if noTime else cols[1:]
+    if not feats:
+        raise ValueError("data has no feature columns after the time column (noTime=False)")
+    if target is not None and target not in cols:
+        raise ValueError(f"target {target!r} is not a column of data")
+    n = len(data)
+    lib, pred = lib or [1, n], pred or [1, n]
+    rows = []
+    for f in feats:
+        tgt = f if target is None else target
+        try:
+            scan = EmbedDimension(data, columns=f, target=tgt, maxE=maxE, lib=lib, pred=pred, Tp=Tp,
+                                  tau=tau, exclusionRadius=exclusionRadius, validLib=validLib,
+                                  noTime=noTime, ignoreNan=ignoreNan, device=device)
+        except (ValueError, RuntimeError):  # pyEDM: a failing column gives E 0, rho NaN
+            rows.append((f, tgt, np.uint16(0), np.nan))
+            continue
+        er = [(int(e), round(float(r), 6)) for e, r in zip(scan["E"], scan["rho"], strict=True)
+              if e >= minE and np.isfinite(r)]
+        if not er:
+            rows.append((f, tgt, np.uint16(0), np.nan))
+            continue
+        if firstMax:
+            best = er[-1]
+            for (e0, r0), (_, r1) in zip(er, er[1:], strict=False):
+                if r1 < r0:
+                    best = (e0, r0)
+                    break
+        else:
+            best = max(er, key=lambda t: (t[1], -t[0]))
+        rows.append((f, tgt, np.uint16(max(best[0], minE)), np.float32(round(best[1], 4))))
+    out = pd.DataFrame(rows, columns=["column", "target", "E", "rho"])
+    if outputFile:
+        from .._outputs import write_text_atomic
+        write_text_atomic(outputFile, out.to_csv(index=False), what="embedding dimensions")
+    return out
 
 
 def MakeBlock(dataFrame, E=0, tau=-1, columnNames=(), deletePartial=False):
