@@ -845,3 +845,19 @@ def ComputeError(obs, pred, digits: int = 6) -> dict:
             "MAE": round(float(np.max(err)), digits),
             "CAE": round(float(np.abs(err).sum()), digits),
             "RMSE": round(float(np.sqrt(np.mean(err ** 2))), digits)}
+
+
+#: pyEDM 2.5 public names compat does not provide, with where to go instead
+_NOT_PROVIDED = {
+    "CCM_Matrix": "pyEDM's CCM_Matrix app (all-pairs CCM with convergence fits) is not in "
+                  "pyedmcl.compat.pyedm; pyedmcl.xmap computes all-to-all cross-map skill on "
+                  "the device, or call pyEDM.CCM_Matrix",
+    "Examples": "pyEDM.Examples() prints pyEDM's own demo calls; run them with "
+                "pyedmcl.compat.pyedm imported as EDM",
+}
+
+
+def __getattr__(name: str):
+    if name in _NOT_PROVIDED:
+        raise AttributeError(_NOT_PROVIDED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
