@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..validation import as_series, check_int
-from .ranges import parse_ranges
+from .ranges import check_tau, parse_ranges
 
 
 @dataclass
@@ -49,7 +49,13 @@ def generate(x, *, E: int, steps: int, tau: int = 1, Tp: int = 1, knn: int | Non
     :func:`~pyedmcl.edm.simplex.simplex`.
     """
     s = as_series(x, "x")
-    steps = check_int(steps, "steps", 1)
+    steps = check_int(steps, "steps", 1, 10**7)
+    E = check_int(E, "E", 1, s.size)
+    tau = check_tau(tau)
+    if (E - 1) * abs(tau) >= s.size:
+        raise ValueError(f"E={E}, tau={tau} leave no full embedding in {s.size} values; "
+                         f"allowed: (E - 1) * |tau| < {s.size}")
+    Tp = check_int(Tp, "Tp", -s.size, s.size)
     if method not in ("simplex", "smap"):
         raise ValueError(f"method={method!r} is not one of 'simplex', 'smap'")
     if method == "smap" and theta is None:

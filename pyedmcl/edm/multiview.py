@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..validation import check_int
+from .ranges import check_tau
 
 
 @dataclass
@@ -66,7 +67,11 @@ def multiview(x, target, *, E: int, D: int | None = None, tau: int = 1, Tp: int 
     for c in cols + [tgt]:
         if c not in df.columns:
             raise ValueError(f"column {c!r} not found; x has {list(df.columns)}")
-    E = check_int(E, "E", 1)
+    E = check_int(E, "E", 1, len(df))
+    tau = check_tau(tau)
+    if (E - 1) * abs(tau) >= len(df):
+        raise ValueError(f"E={E}, tau={tau} leave no full embedding in {len(df)} rows; allowed: "
+                         f"(E - 1) * |tau| < {len(df)}")
     use = [c for c in cols if c != tgt] if exclude_target else cols
     if not use:
         raise ValueError("no columns left to combine (exclude_target removed the only one)")
@@ -74,8 +79,8 @@ def multiview(x, target, *, E: int, D: int | None = None, tau: int = 1, Tp: int 
     D = len(cols) if D is None else check_int(D, "D", 1, frame.shape[1])
     D = min(D, frame.shape[1])
     views = list(combinations(frame.columns, D))
-    n_views = floor(sqrt(len(views))) if n_views is None else check_int(n_views, "n_views", 1)
-    n_views = max(1, min(n_views, len(views)))
+    n_views = (max(1, floor(sqrt(len(views)))) if n_views is None
+               else check_int(n_views, "n_views", 1, len(views)))
     y = df[tgt].to_numpy(dtype=np.float64)
     from .simplex import simplex
 
