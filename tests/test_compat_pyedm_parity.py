@@ -184,3 +184,9 @@ def test_embeddim_columns_matches_pyedm(lorenz, firstMax, device):
     got = EDM.EmbedDim_Columns(d, maxE=5, firstMax=firstMax, device=device)
     assert [tuple(r) for r in got[["column", "target", "E"]].to_numpy()] == [r[:3] for r in ref]
     np.testing.assert_allclose(got["rho"].to_numpy(float), [r[3] for r in ref], atol=1e-6)
+
+
+def test_simplex_knn_beyond_the_fused_kernel(lorenz, device):
+    kw = dict(columns="V1", target="V1", lib="1 250", pred="251 380", E=3, knn=100)
+    _same(_ref(pyEDM.Simplex, lorenz, **kw), _ref(EDM.Simplex, lorenz, device=device, **kw),
+          ["Time", "Observations", "Predictions", "Pred_Variance"])

@@ -221,8 +221,10 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     ``returnObject=True`` returns the run object with pyEDM's attributes
     (``Projection``, ``knn_neighbors``, ``knn_distances``, ``lib_i``, ``pred_i``, ...).
     """
+    from ..edm.ranges import MAX_KNN
     from ..edm.simplex import simplex
-    if _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject):
+    if (_general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject)
+            or (isinstance(knn, int | np.integer) and knn > MAX_KNN)):  # beyond the fused kernel
         return _run("Simplex", dataFrame, returnObject, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
                     embedded=embedded, validLib=validLib, noTime=noTime,
