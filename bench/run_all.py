@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 
 CPU = {
     "edm": ["bench_edm.py", "--case", "sweep,ccm", "--L", "10000", "--Emax", "20", "--no-pyedm"],
+    "edm_multivariate": ["bench_edm.py", "--case", "multivariate", "--mv-L", "4000"],
     "smap": ["bench_smap.py", "--L", "2000", "--E", "5", "--theta", "2"],
     "xmap": ["bench_xmap.py", "--N", "100", "--L", "1000", "--E", "5"],
     "rqa": ["bench_rqa.py", "--sizes", "30000", "100000", "--repeat", "3", "--pyrqa-max", "30000",
@@ -36,6 +37,7 @@ CPU = {
 }
 GPU = {
     "edm": ["bench_edm.py", "--case", "gpu", "--data", "lorenz"],
+    "edm_multivariate": ["bench_edm.py", "--case", "multivariate", "--mv-L", "20000"],
     "smap": ["bench_smap.py", "--L", "10000", "--E", "20", "--theta", "2", "--peers", "kedm"],
     "xmap": ["bench_xmap.py", "--N", "2000", "--L", "3780", "--E", "5", "--peers", "kedm"],
     "rqa": ["bench_rqa.py", "--sizes", "100012", "1000012", "--repeat", "3",

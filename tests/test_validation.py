@@ -49,15 +49,19 @@ def test_recurrence_rate_below_floor_is_explained():
         pe.cross_rqa(X, Y, E=2, recurrence_rate=1e-9, device=CPU_DEVICE)
 
 
-def test_max_E_beyond_the_knn_limit_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"max_E=64 is out of range; allowed: in \[1, 63\].*knn = E \+ 1"):
-        pe.embed_dimension(X, max_E=64, device=CPU_DEVICE)
+def test_max_E_out_of_range_is_a_clear_error():
+    """max_E beyond the fused kernels' knn limit runs (slower path, tests/test_multivariate.py);
+    beyond the kernels' E it is an error, and too large for the series names the E."""
+    with pytest.raises(ValueError, match=r"max_E=513 is out of range; allowed: in \[1, 512\]"):
+        pe.embed_dimension(X, max_E=513, device=CPU_DEVICE)
+    with pytest.raises(ValueError, match=r"max_E=100 is too large for this series"):
+        pe.embed_dimension(X, max_E=100, device=CPU_DEVICE)
     import pyedmcl.compat.pyedm as EDM
 
     df = pd.DataFrame({"Time": np.arange(1, 121), "x": X})
-    with pytest.raises(ValueError, match=r"^maxE=64 is out of range"):
+    with pytest.raises(ValueError, match=r"^maxE=513 is out of range"):
         EDM.EmbedDimension(dataFrame=df, columns="x", target="x", lib="1 100", pred="101 119",
-                           maxE=64, showPlot=False, device=CPU_DEVICE)
+                           maxE=513, showPlot=False, device=CPU_DEVICE)
     with pytest.raises(ValueError, match=r"maxE=40 is too large .* use maxE <= \d+"):
         EDM.EmbedDimension(dataFrame=df, columns="x", target="x", lib="1 60", pred="61 119",
                            maxE=40, showPlot=False, device=CPU_DEVICE)

@@ -110,7 +110,10 @@ class SortedRows:
         nb, M = libs.shape[0], self.M
         flat = (libs + (np.arange(nb) * M)[:, None]).reshape(-1)
         cnt = np.bincount(flat, minlength=nb * M).reshape(nb, M)
-        return np.minimum(cnt, k).astype(np.uint8)
+        if k > 255 and cnt.max() > 255:  # uint8 counts: only with replacement, k > 255
+            raise ValueError(f"knn={k} with a row drawn {cnt.max()} times (replacement=True): "
+                             "allowed: knn <= 255 with replacement")
+        return np.minimum(cnt, min(k, 255)).astype(np.uint8)
 
     def predict(self, cnt, k: int, q_dev, radius: int, y_dev, tshift: int):
         """CCM predictions ``(nbatch, 1, M)`` for the sampled libraries given by their
@@ -246,6 +249,17 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     return out
 
 
+def check_ccm_knn(knn: int, M: int, knn_backend: Any) -> None:
+    """knn beyond the fused kernel's MAX_KNN runs through the sorted full-library rows
+    (exact back-end, M x M rows within MAX_SORTED_ENTRIES); else it is an error."""
+    sorted_ok = knn_backend == "exact" and M * M <= MAX_SORTED_ENTRIES
+    hi = max(M - 1, 1) if sorted_ok else MAX_KNN
+    if knn > max(hi, MAX_KNN):
+        why = ("" if sorted_ok else f"; above {MAX_KNN} CCM needs knn_backend='exact' and at most "
+               f"{int(MAX_SORTED_ENTRIES ** 0.5)} usable rows (sorted full-library rows)")
+        raise ValueError(f"knn={knn} is out of range; allowed: 1 <= knn <= {max(hi, MAX_KNN)}{why}")
+
+
 def _rho(sk: np.ndarray) -> np.ndarray:
     """rho per skill row with pyEDM's rules: < 3 pairs NaN, zero variance 0."""
     r = sk[:, 0].copy()
@@ -300,11 +314,12 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     E = check_int(E, "E", 1, 512)
     tau = check_tau(tau)
     Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
-    knn = E + 1 if knn is None or knn == 0 else check_int(knn, "knn", 1, MAX_KNN)
+    knn = E + 1 if knn is None or knn == 0 else check_int(knn, "knn", 1, None)
     sample = check_int(sample, "sample", 1)
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
     sizes = parse_lib_sizes(lib_sizes, n, E)
     M = ccm_valid_times(n, E, tau, Tp).size
+    check_ccm_knn(knn, M, knn_backend)
     if M < knn + 1:
         raise ValueError(f"series of {n} values leaves {M} usable rows for E={E}, tau={tau}, "
                          f"Tp={Tp}; needs at least knn+1 = {knn + 1}")
@@ -381,10 +396,11 @@ def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_rad
     # pyEDM 2.5.7 sets knn = E + 1 in Validate (E = x's column count when embedded)
     # before its per-direction "state dimension + 1" default could apply: both
     # directions use it
-    k = (sx.default_knn(E) if knn is None or knn == 0 else check_int(knn, "knn", 1, MAX_KNN))
+    k = (sx.default_knn(E) if knn is None or knn == 0 else check_int(knn, "knn", 1, None))
     out = []
     for a, az, b, bz in ((sx, xz, sy, yz), (sy, yz, sx, xz)):
         ok = valid(a.data, b.data[:, 0])
+        check_ccm_knn(k, int(ok.sum()), "exact")
         if int(ok.sum()) < k + 1:
             raise ValueError(f"{int(ok.sum())} usable rows (complete state, finite target) for "
                              f"E={E}, tau={tau}, Tp={Tp}; need at least knn+1 = {k + 1}")

@@ -57,6 +57,9 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     ``nc`` > 1: ``x_dev`` is a row-major ``(n, nc)`` matrix and a point holds ``E`` lags
     of each of its ``nc`` columns (see :mod:`.statespace`).
     """
+    if k > MAX_KNN:
+        raise ValueError(f"knn={k} is out of range for the fused k-NN kernel; allowed: 1 <= knn "
+                         f"<= {MAX_KNN} (larger knn: knn_rows_sorted, full sorted rows)")
     lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
     nbatch, nl = lpts.shape
     nq = int(qpts.size)
@@ -75,6 +78,61 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     KNN.launch(be, params, spec, x_dev, q_dev, nq, l_dev, nl, nbatch, radius, idx, dist)
     hold(be, idx, dist, q_dev, l_dev)
     return DeviceKnn(idx, dist, nbatch, nq, k, keep=(q_dev, l_dev))
+
+
+def knn_rows_sorted(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
+                    lpts: np.ndarray, radius: int, metric: str = "euclidean", real: str = "float",
+                    nc: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The k-NN table for any ``k`` (the fused kernel keeps at most ``MAX_KNN``): every
+    query's distances to the whole library from the knn family's ``sorted`` variant (the
+    fused kernel's arithmetic, so the same distances), sorted on the host in the same
+    total order (distance, |p - l|, l), in query blocks that fit the device.
+
+    Returns host ``(idx (nq, k) int32 kernel points, dist (nq, k))``, -1/inf where fewer
+    than ``k`` library points are admissible (``|p - l| > radius``). O(nq * nl) work and
+    transfer: the slow path for large ``k``.
+    """
+    lpts = np.ascontiguousarray(lpts, dtype=np.int32).reshape(-1)
+    qpts = np.ascontiguousarray(qpts, dtype=np.int32).reshape(-1)
+    nl = lpts.size
+    spec = {"E": E, "TAU": abs(tau), "K": 1, "METRIC": metric, "REAL": real}
+    if nc != 1:
+        spec = {**spec, "E": E * nc, "NC": nc}
+    dt = np.float64 if real == "double" else np.float32
+    wg = min(64, be.info.max_work_group_size)
+    l_dev = be.to_device(lpts)
+    hold(be, l_dev)
+    kk = min(k, nl)
+
+    def rows(q0: int, q1: int) -> tuple[np.ndarray, np.ndarray]:
+        m = q1 - q0
+        q_dev = be.to_device(qpts[q0:q1])
+        acc, fin = be.empty((m, nl), dt), be.empty((m, nl), dt)
+        hold(be, q_dev, acc, fin)
+        KNN.launch_sorted(be, spec, wg, x_dev, q_dev, m, l_dev, nl, acc, fin)
+        a, f = be.to_host(acc), be.to_host(fin)
+        diff = lpts[None, :].astype(np.int64) - qpts[q0:q1, None].astype(np.int64)
+        excluded = np.abs(diff) <= radius
+        tie = 2 * np.abs(diff) + (diff > 0)
+        if dt == np.float32:  # non-negative floats order like their bit patterns
+            key = (a.view(np.int32).astype(np.int64) << 32) | tie
+            key[excluded] = np.iinfo(np.int64).max
+            order = np.argsort(key, axis=1, kind="stable")[:, :kk]
+        else:
+            a = np.where(excluded, np.inf, a)
+            order = np.lexsort((tie, a), axis=-1)[:, :kk]
+        bad = np.take_along_axis(excluded, order, axis=1)
+        idx = np.where(bad, -1, lpts[order]).astype(np.int32)
+        dist = np.where(bad, np.inf, np.take_along_axis(f, order, axis=1))
+        if kk < k:
+            idx = np.pad(idx, ((0, 0), (0, k - kk)), constant_values=-1)
+            dist = np.pad(dist, ((0, 0), (0, k - kk)), constant_values=np.inf)
+        return idx, dist
+
+    blocks = run_blocked(be, rows, qpts.size, parameter="the number of query points",
+                         what=f"full distance rows ({qpts.size} queries x {nl} library points)",
+                         nbytes=lambda m: 2 * m * nl * np.dtype(dt).itemsize)
+    return (np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks]))
 
 
 def check_points(x: Any, E: Any, tau: Any, lib_points: Any, query_points: Any
@@ -119,7 +177,8 @@ def knn_table(x, *, E: int, tau: int = 1, knn: int | None = None, lib_points=Non
     ``query_points`` default to every point; library point ``l`` is skipped for
     query ``p`` when ``|p - l| <= exclusion_radius`` (-1: no exclusion). Ties
     are ordered by distance, then ``|p - l|``, then ``l`` (pyEDM's Simplex order).
-    ``knn`` neighbours per query (default ``E + 1``).
+    ``knn`` neighbours per query (default ``E + 1``; up to the library size: above
+    ``MAX_KNN`` = 64 full distance rows are sorted instead, slower, same order).
     Returns ``(indices (nq, knn) int32, distances (nq, knn))``, -1/inf where fewer than
     ``knn`` neighbours are admissible. In float32 ``x`` is centred (in float64) first, so
     neither depends on the data's offset; distances stay in data units.
@@ -128,11 +187,16 @@ def knn_table(x, *, E: int, tau: int = 1, knn: int | None = None, lib_points=Non
     dt = check_dtype(dtype, be.info)
     metric = check_metric(metric)
     s, E, tau, lp, qp = check_points(x, E, tau, lib_points, query_points)
-    k = E + 1 if knn is None else check_int(knn, "knn", 1, MAX_KNN)
+    k = E + 1 if knn is None else check_int(knn, "knn", 1, lp.size)
     s, dt = centre(s, dt, be.info.fp64, "knn_table")
     real = "double" if dt == np.float64 else "float"
     xd = be.to_device(s.astype(dt))
     hold(be, xd)
+
+    if k > MAX_KNN:  # more than the fused kernel keeps: full sorted distance rows
+        return knn_rows_sorted(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp, lpts=lp,
+                               radius=check_int(exclusion_radius, "exclusion_radius", -1),
+                               metric=metric, real=real)
 
     def rows(q0: int, q1: int):  # query blocks when the (queries x k) table does not fit
         t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp[q0:q1], lpts=lp,

@@ -34,6 +34,7 @@ from .ranges import MAX_KNN, check_tau, resolve
 from .results import SkillScan
 from .scan_fused import run_fused, scan_layout
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
+from .statespace import is_multivariate, state_space
 
 log = logging.getLogger("pyedmcl.edm.scans")
 
@@ -84,31 +85,56 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     return _skills(name, values, sk, fy)
 
 
-def _check_max_E(max_E: Any, knn: Any) -> int:
-    """max_E in [1, 63] with knn = E + 1 (the k-NN kernels keep at most MAX_KNN = 64
-    neighbours per point), [1, 64] with a fixed knn."""
+#: largest max_E (the k-NN kernels are specialised for E <= 512 coordinates)
+MAX_SCAN_E = 512
+
+
+def _check_max_E(max_E: Any, knn: Any) -> tuple[int, int]:
+    """max_E in [1, MAX_SCAN_E], and the largest E the fused k-NN kernels serve (knn, or
+    its default E + 1, at most MAX_KNN = 64); larger E run per E on the slower path."""
     default_knn = knn is None or (not isinstance(knn, bool) and knn == 0)
-    hi = MAX_KNN - 1 if default_knn else MAX_KNN
-    max_E = as_integer(max_E, "max_E", f"in [1, {hi}]")
-    if not 1 <= max_E <= hi:
-        why = (f"; Simplex at E uses knn = E + 1 neighbours and the k-NN kernels keep at most "
-               f"{MAX_KNN}" if default_knn and max_E > hi else "")
-        raise ValueError(f"max_E={max_E} is out of range; allowed: in [1, {hi}]{why}")
-    return max_E
+    max_E = as_integer(max_E, "max_E", f"in [1, {MAX_SCAN_E}]")
+    if not 1 <= max_E <= MAX_SCAN_E:
+        raise ValueError(f"max_E={max_E} is out of range; allowed: in [1, {MAX_SCAN_E}]")
+    if default_knn:
+        fast = min(max_E, MAX_KNN - 1)
+    else:
+        fast = max_E if isinstance(knn, int | np.integer) and int(knn) <= MAX_KNN else 0
+    return max_E, fast
 
 
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
                     knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
-                    fused: bool | None = None) -> SkillScan:
+                    fused: bool | None = None, columns: Any = None,
+                    valid_lib: Any = None) -> SkillScan:
     """Simplex skill for E = 1..max_E (knn = E + 1, or ``knn`` for every E); ``.best`` is the top E.
 
     Runs the fused scan (:mod:`.scan_fused`: every E's k-NN table from one pass over
     the pairs, one lookup and one skill launch) whenever the per-E rows nest
     (tau > 0, no overlapping lib pairs); else, or with ``fused=False``, one k-NN +
-    lookup + skill pipeline per E. Both give :func:`pyedmcl.simplex`'s tables.
+    lookup + skill pipeline per E. Both give :func:`pyedmcl.simplex`'s tables. E whose
+    knn (default E + 1) exceeds the fused kernels' 64 neighbours run one
+    :func:`pyedmcl.simplex` each (full sorted distance rows: slower). State spaces
+    (``columns``, E lags of each), missing data and ``valid_lib`` as in
+    :func:`pyedmcl.simplex`: one Simplex per E.
     """
-    max_E = _check_max_E(max_E, knn)
+    max_E, fast = _check_max_E(max_E, knn)
+    kw = dict(tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius, lib=lib, pred=pred,
+              dtype=dtype, device=device, backend=backend)
+    if is_multivariate(x, columns, False, valid_lib, target):
+        return _per_value(x, target, "E", range(1, max_E + 1), columns=columns,
+                          valid_lib=valid_lib, **kw)
+    if fast < max_E:
+        head = _embed_dimension(x, target, fast, max_E, fused=fused, **kw) if fast else None
+        return _beyond_fused(head, x, target, range(fast + 1, max_E + 1), max_E, **kw)
+    return _embed_dimension(x, target, max_E, max_E, fused=fused, **kw)
+
+
+def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, exclusion_radius,
+                     lib, pred, dtype, device, backend, fused) -> SkillScan:
+    """:func:`embed_dimension` for E = 1..max_E on the fused kernels (errors name the
+    user's ``shown_max_E``)."""
     tau = check_tau(tau)
     Tp = as_integer(Tp, "Tp", "an integer with |Tp| < the series length")
     exclusion_radius = as_integer(exclusion_radius, "exclusion_radius", "an integer >= 0")
@@ -121,8 +147,8 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
         except ValueError as exc:
             if E == 1:
                 raise
-            raise ValueError(f"max_E={max_E} is too large for this series and library: E={E} "
-                             f"fails ({exc}); use max_E <= {E - 1}") from exc
+            raise ValueError(f"max_E={shown_max_E} is too large for this series and library: "
+                             f"E={E} fails ({exc}); use max_E <= {E - 1}") from exc
 
     if fused is not False:
         be, dt, xs, y, fy = _inputs(x, target, dtype, device, backend, "embed_dimension")
@@ -147,10 +173,53 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
     return _scan(x, target, "E", values, make_plan, dtype, device, backend)
 
 
-def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
+def _per_value(x, target, name: str, values, **kw) -> SkillScan:
+    """One :func:`pyedmcl.simplex` per value of parameter ``name`` (the state-space path)."""
+    from .simplex import simplex
+
+    rows = [simplex(x, target, **{**kw, name: v}) for v in values]
+    return SkillScan(name, np.asarray(list(values)), np.array([float(r.rho) for r in rows]),
+                     np.array([float(r.mae) for r in rows]), np.array([float(r.rmse) for r in rows]))
+
+
+def _beyond_fused(head: SkillScan | None, x, target, Es, max_E: int, **kw) -> SkillScan:
+    """``head`` extended by one Simplex per E of ``Es`` (the slow path of large knn)."""
+    from .simplex import simplex
+
+    rows = []
+    for E in Es:
+        try:
+            r = simplex(x, target, E=E, **kw)
+        except ValueError as exc:
+            if E == 1:
+                raise
+            raise ValueError(f"max_E={max_E} is too large for this series and library: E={E} "
+                             f"fails ({exc}); use max_E <= {E - 1}") from exc
+        rows.append((E, float(r.rho), float(r.mae), float(r.rmse)))
+    v, rho, mae, rmse = (np.array([row[i] for row in rows]) for i in range(4))
+    if head is None:
+        return SkillScan("E", v.astype(int), rho, mae, rmse)
+    return SkillScan("E", np.concatenate([head.values, v.astype(int)]),
+                     np.concatenate([head.rho, rho]), np.concatenate([head.mae, mae]),
+                     np.concatenate([head.rmse, rmse]))
+
+
+def predict_interval(x, target=None, *, E: int | None = None, max_Tp: int = 10, tau: int = 1,
                      knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
-                     dtype: Any = "float32", device: Any = None, backend: str | None = None) -> SkillScan:
-    """Simplex skill for Tp = 1..max_Tp."""
+                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
+                     columns: Any = None, embedded: bool = False,
+                     valid_lib: Any = None) -> SkillScan:
+    """Simplex skill for Tp = 1..max_Tp (state spaces, missing data and ``valid_lib`` as
+    in :func:`pyedmcl.simplex`: one Simplex per Tp)."""
+    if is_multivariate(x, columns, embedded, valid_lib, target):
+        n = state_space(x, target, columns=columns, embedded=embedded).n
+        max_Tp = check_int(max_Tp, "max_Tp", 1, max(1, n - 1))
+        return _per_value(x, target, "Tp", range(1, max_Tp + 1), E=E, tau=tau, knn=knn,
+                          exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype=dtype,
+                          device=device, backend=backend, columns=columns, embedded=embedded,
+                          valid_lib=valid_lib)
+    if E is None:
+        raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
     n = as_series(x, "x").size
     max_Tp = check_int(max_Tp, "max_Tp", 1, max(1, n - 1))  # Tp >= n predicts nothing
     return _scan(x, target, "Tp", list(range(1, max_Tp + 1)),
@@ -159,16 +228,24 @@ def predict_interval(x, target=None, *, E: int, max_Tp: int = 10, tau: int = 1,
                  dtype, device, backend)
 
 
-def predict_exclusion_radius(x, target=None, *, E: int, Tp: int = 1, tau: int = 1,
+def predict_exclusion_radius(x, target=None, *, E: int | None = None, Tp: int = 1, tau: int = 1,
                              knn: int | None = None, radii=DEFAULT_RADII, lib=None, pred=None,
                              dtype: Any = "float32", device: Any = None,
-                             backend: str | None = None) -> SkillScan:
-    """Simplex skill per exclusion radius (pyEDM's default radii 0..30)."""
+                             backend: str | None = None, columns: Any = None,
+                             embedded: bool = False, valid_lib: Any = None) -> SkillScan:
+    """Simplex skill per exclusion radius (pyEDM's default radii 0..30); state spaces,
+    missing data and ``valid_lib`` as in :func:`pyedmcl.simplex` (one Simplex per radius)."""
     if isinstance(radii, str):
         radii = [int(r) for r in radii.split()]
     radii = [check_int(r, "radii", 0) for r in radii]
     if not radii:
         raise ValueError("radii is empty; give exclusion radii >= 0")
+    if is_multivariate(x, columns, embedded, valid_lib, target):
+        return _per_value(x, target, "exclusion_radius", radii, E=E, Tp=Tp, tau=tau, knn=knn,
+                          lib=lib, pred=pred, dtype=dtype, device=device, backend=backend,
+                          columns=columns, embedded=embedded, valid_lib=valid_lib)
+    if E is None:
+        raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
     return _scan(x, target, "exclusion_radius", radii,
                  lambda n, r: resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=r,
                                       lib=lib, pred=pred),

@@ -27,7 +27,7 @@ from .lookup import lookup_device, skill_device, skill_out
 from .ranges import Plan, resolve
 from .results import SimplexResult
 from .simplex_states import simplex_states
-from .statespace import is_multivariate, state_space
+from .statespace import beyond_fused_knn, is_multivariate, state_space
 
 
 def as_targets(target: Any, n: int) -> tuple[np.ndarray, bool]:
@@ -221,14 +221,16 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     ``columns`` picks its columns (names or indices; default all), ``target`` a column
     name/index of ``x`` or a series (default the first column); the state is ``E`` lags
     of each column (pyEDM's ``Embed`` order) or, with ``embedded=True``, the columns
-    themselves (``E`` then defaults to the column count, ``knn`` to ``E + 1``).
+    themselves (``E`` is then the column count, as in pyEDM, and ``knn`` defaults to
+    ``E + 1``).
     Missing data: rows whose state vector holds a NaN are no library vectors and predict
     NaN, and a neighbour with a NaN target makes a prediction NaN (pyEDM 2.5.7); skill
     uses the finite pairs. ``valid_lib``: a boolean mask of rows allowed in the library
     (pyEDM's ``validLib``). These paths take host arrays and the exact k-NN
-    (:mod:`pyedmcl.edm.statespace`).
+    (:mod:`pyedmcl.edm.statespace`). ``knn`` may be up to the library size: above 64
+    (the fused kernel's limit) full distance rows are sorted instead (slower).
     """
-    if is_multivariate(x, columns, embedded, valid_lib, target):
+    if is_multivariate(x, columns, embedded, valid_lib, target) or beyond_fused_knn(knn, E):
         if return_device or knn_backend != "exact":
             raise ValueError("return_device=True and knn_backend other than 'exact' take a "
                              "finite 1-D series; state spaces (2-D x, columns, embedded, "

@@ -20,9 +20,9 @@ from .._precision import prepare
 from ..interop import backend_for
 from ..neighbors import resolve_backend
 from ..validation import check_dtype, check_int
-from .knn import hold, knn_device
+from .knn import hold, knn_device, knn_rows_sorted
 from .lookup import lookup_device
-from .ranges import Plan, resolve
+from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
 
@@ -59,8 +59,8 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     """Simplex of ``ss.targets`` from the state space ``ss`` (see the module docstring)."""
     be = backend_for((), device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
-    if ss.embedded:
-        E = ss.nc if E is None else E
+    if ss.embedded:  # pyEDM: E is the column count
+        E = ss.nc
     elif E is None:
         raise ValueError("E is required (the number of lags of each column) unless embedded=True")
     E = check_int(E, "E", 1, 512)
@@ -68,7 +68,7 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     if knn is None or (isinstance(knn, int | np.integer) and not isinstance(knn, bool) and knn == 0):
         knn = ss.default_knn(E)
     plan = resolve(ss.n, E=lags, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
-                   lib=lib, pred=pred)
+                   lib=lib, pred=pred, max_knn=None)
     vl = check_valid_lib(valid_lib, ss.n)
     sub, qmask = admitted(ss, plan, lags, vl)
     # float32: each column centred in float64 (distances are shift-invariant per
@@ -86,14 +86,19 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     pred_all = np.full((nt, nq), np.nan)
     var_all = np.full((nt, nq), np.nan) if variance else None
     if sub.pred_times.size:
-        p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance)
+        # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
+        nan_targets = bool(np.isnan(ss.targets[:, sub.lib_times + sub.Tp]).any())
+        if sub.knn > MAX_KNN:  # more neighbours than the fused kernel keeps: slower path
+            p, v, idx = _predict_sorted(be, prep.real, x_dev, prep.series[1], ss.n, ss.nc, sub,
+                                        variance)
+        else:
+            p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance,
+                                 nan_targets)
         p = fy.back(p.astype(np.float64))
         if variance:
             v = fy.back_spread(v.astype(np.float64), 2)
-        # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
         tshift = sub.offset + sub.Tp
-        lib_rows = sub.lib_times + sub.Tp
-        if np.isnan(ss.targets[:, lib_rows]).any():
+        if nan_targets:
             rows = np.where(idx >= 0, idx + tshift, 0)
             for j in range(nt):
                 nan_hit = (np.isnan(ss.targets[j][rows]) & (idx >= 0)).any(axis=1)
@@ -117,9 +122,10 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
 
 
 def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
-             variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+             variance: bool, with_idx: bool) -> tuple[np.ndarray, np.ndarray | None, Any]:
     """k-NN table + lookup for ``plan``'s queries, in query blocks that fit the device:
-    predictions and variances ``(nt, nq)`` and the table's kernel points ``(nq, k)``."""
+    predictions and variances ``(nt, nq)`` and, ``with_idx``, the table's kernel points
+    ``(nq, k)`` (else None)."""
     qpts = plan.pred_points
     item = 8 if real == "double" else 4
 
@@ -129,11 +135,32 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
         pd_, vd = lookup_device(be, t, y_dev, n, nt, plan.offset + plan.Tp, real=real,
                                 variance=variance)
         return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
-                be.to_host(t.idx)[0])
+                be.to_host(t.idx)[0] if with_idx else None)
 
     blocks = run_blocked(be, block, qpts.size, parameter="the number of prediction rows (pred)",
                          what=f"Simplex k-NN table ({qpts.size} queries x k={plan.knn})",
                          nbytes=lambda q: q * plan.knn * (4 + item))
     p = np.concatenate([b[0] for b in blocks], axis=-1)
     v = np.concatenate([b[1] for b in blocks], axis=-1) if variance else None
-    return p, v, np.concatenate([b[2] for b in blocks])
+    return p, v, (np.concatenate([b[2] for b in blocks]) if with_idx else None)
+
+
+def _predict_sorted(be, real: str, x_dev, y: np.ndarray, n: int, nc: int, plan: Plan,
+                    variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`_predict` for any knn: the table from full sorted distance rows
+    (:func:`.knn.knn_rows_sorted`) and the Simplex lookup on the host in float64 (the
+    lookup kernel's weights exp(-d / max(d_min, 1e-6)) over the admissible slots)."""
+    idx, dist = knn_rows_sorted(be, x_dev, n, E=plan.E, tau=plan.tau, k=plan.knn,
+                                qpts=plan.pred_points, lpts=plan.lib_points,
+                                radius=plan.exclusion_radius, real=real, nc=nc)
+    ok = idx >= 0
+    d = np.where(ok, dist.astype(np.float64), np.inf)
+    dmin = np.maximum(np.where(np.isfinite(d[:, :1]), d[:, :1], 1.0), 1e-6)
+    w = np.where(ok, np.exp(-d / dmin), 0.0)
+    wsum = w.sum(axis=1)
+    rows = np.where(ok, idx + plan.offset + plan.Tp, 0)
+    yk = y[:, rows]  # (nt, nq, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = (w * yk).sum(axis=2) / wsum
+        v = (w * (yk - p[:, :, None]) ** 2).sum(axis=2) / wsum if variance else None
+    return p, v, idx

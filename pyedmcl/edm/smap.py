@@ -574,9 +574,9 @@ def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, the
             raise ValueError("return_device=True takes a finite 1-D series; state spaces "
                              "(2-D x, columns, embedded, valid_lib, NaN) return host arrays")
         ss = state_space(x, target, columns=columns, embedded=embedded)
-        return smap_states(ss, E=E, tau=tau, Tp=Tp, theta=theta, knn=knn,
+        return smap_states(ss, E=E, tau=tau, Tp=Tp, theta=_check_float(theta, "theta"), knn=knn,
                            exclusion_radius=exclusion_radius, lib=lib, pred=pred, ridge=ridge,
-                           valid_lib=valid_lib, dtype=dtype, device=device, backend=backend)
+                           valid_lib=valid_lib, dtype=dtype, device=device, backend=backend)[0]
     if E is None:
         raise ValueError(f"E is required (the embedding dimension, 1 <= E <= {MAX_E})")
     be = backend_for((x, target), device, backend)
@@ -608,11 +608,25 @@ class PredictNonlinearResult:
                              "rmse": self.rmse})
 
 
-def predict_nonlinear(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, thetas=None,
-                      knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
-                      ridge: float = 0.0, dtype: Any = "float32", device: Any = None,
-                      backend: str | None = None) -> PredictNonlinearResult:
-    """S-map skill over many theta values in one device launch (default: pyEDM's thetas)."""
+def predict_nonlinear(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
+                      thetas=None, knn: int | None = None, exclusion_radius: int = 0, lib=None,
+                      pred=None, ridge: float = 0.0, dtype: Any = "float32", device: Any = None,
+                      backend: str | None = None, columns: Any = None, embedded: bool = False,
+                      valid_lib: Any = None) -> PredictNonlinearResult:
+    """S-map skill over many theta values in one device launch (default: pyEDM's thetas).
+
+    State spaces, missing data and ``valid_lib`` as in :func:`smap`."""
+    if is_multivariate(x, columns, embedded, valid_lib, target):
+        ss = state_space(x, target, columns=columns, embedded=embedded)
+        th = _check_thetas(DEFAULT_THETAS if thetas is None else thetas)
+        res = smap_states(ss, E=E, tau=tau, Tp=Tp, theta=th, knn=knn,
+                          exclusion_radius=exclusion_radius, lib=lib, pred=pred, ridge=ridge,
+                          valid_lib=valid_lib, dtype=dtype, device=device, backend=backend)
+        return PredictNonlinearResult(th, np.array([r.rho for r in res]),
+                                      np.array([r.mae for r in res]),
+                                      np.array([r.rmse for r in res]), res)
+    if E is None:
+        raise ValueError(f"E is required (the embedding dimension, 1 <= E <= {MAX_E})")
     xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(
         x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge)
     th = _check_thetas(DEFAULT_THETAS if thetas is None else thetas)
@@ -622,14 +636,15 @@ def predict_nonlinear(x, target=None, *, E: int, tau: int = 1, Tp: int = 1, thet
                                   np.array([r.rmse for r in res]), res)
 
 
-def smap_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, theta: float, knn: Any,
+def smap_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, theta: Any, knn: Any,
                 exclusion_radius: int, lib: Any, pred: Any, ridge: float, valid_lib: Any,
-                dtype: Any, device: Any, backend: str | None) -> SMapResult:
-    """S-map of one target from the state space ``ss`` (see :func:`smap`)."""
+                dtype: Any, device: Any, backend: str | None) -> list[SMapResult]:
+    """S-map of one target from the state space ``ss`` (see :func:`smap`), one result per
+    theta of ``theta`` (a number or a list: one launch for all)."""
     if ss.targets.shape[0] != 1:
         raise ValueError("S-map takes one target; pass a single column name or series")
-    if ss.embedded:
-        E = ss.nc if E is None else E
+    if ss.embedded:  # pyEDM: E is the column count
+        E = ss.nc
     elif E is None:
         raise ValueError("E is required (the number of lags of each column) unless embedded=True")
     E = check_int(E, "E", 1, MAX_E)
@@ -638,7 +653,7 @@ def smap_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, theta: float, knn:
         raise ValueError(f"E={E} lags of {ss.nc} columns give {lags * ss.nc} state components; "
                          f"allowed: at most {MAX_E}")
     ridge = _check_float(ridge, "ridge")
-    th = np.array([_check_float(theta, "theta")])
+    th = _check_thetas(theta)
     plan = resolve(ss.n, E=lags, tau=tau, Tp=Tp, knn=1, exclusion_radius=exclusion_radius,
                    lib=lib, pred=pred, max_knn=None)
     bad = bad_points(ss.data, lags, plan.tau)
@@ -657,23 +672,28 @@ def smap_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, theta: float, knn:
     else:
         knn = None
     nq, D = plan.pred_times.size, lags * ss.nc
-    pred_all, var_all = np.full(nq, np.nan), np.full(nq, np.nan)
-    coef_all = np.full((nq, D + 1), np.nan)
     y = ss.targets[0]
-    n_fb, knn_eff = 0, (lib_t.size - 1 if knn is None else knn)
-    if pred_t.size:
-        X = filled(ss.data, 0) if ss.nc > 1 else filled(ss.data, 0)[:, 0]
-        r = smap_core(X, y, lib_t, pred_t, E=lags, tau=plan.tau, Tp=plan.Tp, thetas=th,
-                      knn=knn, exclusion_radius=plan.exclusion_radius, ridge=ridge, dtype=dtype,
-                      device=device, backend=backend)[0]
-        pred_all[qmask], var_all[qmask], coef_all[qmask] = r.predicted, r.variance, r.coefficients
-        n_fb, knn_eff = r.n_fallback, r.knn
+    X = filled(ss.data, 0) if ss.nc > 1 else filled(ss.data, 0)[:, 0]
+    rs = (smap_core(X, y, lib_t, pred_t, E=lags, tau=plan.tau, Tp=plan.Tp, thetas=th, knn=knn,
+                    exclusion_radius=plan.exclusion_radius, ridge=ridge, dtype=dtype,
+                    device=device, backend=backend) if pred_t.size else [None] * th.size)
     times = plan.pred_times + plan.Tp
     obs = np.full(nq, np.nan)
     inside = (times >= 0) & (times < ss.n)
     obs[inside] = y[times[inside]]
-    rho, mae, rmse = _skill(pred_all, obs)
-    return SMapResult(predicted=pred_all, observed=obs, times=times, rho=rho, mae=mae, rmse=rmse,
-                      E=E, tau=plan.tau, Tp=plan.Tp, knn=knn_eff, variance=var_all,
-                      pred_times=plan.pred_times, coefficients=coef_all, theta=float(th[0]),
-                      n_fallback=n_fb, columns=ss.names)
+    out = []
+    for theta_i, r in zip(th, rs, strict=True):
+        pred_all, var_all = np.full(nq, np.nan), np.full(nq, np.nan)
+        coef_all = np.full((nq, D + 1), np.nan)
+        n_fb, knn_eff = 0, (lib_t.size - 1 if knn is None else knn)
+        if r is not None:
+            pred_all[qmask], var_all[qmask] = r.predicted, r.variance
+            coef_all[qmask] = r.coefficients
+            n_fb, knn_eff = r.n_fallback, r.knn
+        rho, mae, rmse = _skill(pred_all, obs)
+        out.append(SMapResult(predicted=pred_all, observed=obs, times=times, rho=rho, mae=mae,
+                              rmse=rmse, E=E, tau=plan.tau, Tp=plan.Tp, knn=knn_eff,
+                              variance=var_all, pred_times=plan.pred_times,
+                              coefficients=coef_all, theta=float(theta_i), n_fallback=n_fb,
+                              columns=ss.names))
+    return out

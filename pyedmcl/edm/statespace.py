@@ -85,6 +85,18 @@ def is_multivariate(x: Any, columns: Any = None, embedded: bool = False,
     return _has_nan(arr)
 
 
+def beyond_fused_knn(knn: Any, E: Any) -> bool:
+    """Whether ``knn`` (or its default E + 1) exceeds the fused k-NN kernel's MAX_KNN."""
+    from .ranges import MAX_KNN
+
+    def plain_int(v: Any) -> bool:
+        return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+    if plain_int(knn) and int(knn) > 0:
+        return int(knn) > MAX_KNN
+    return plain_int(E) and int(E) + 1 > MAX_KNN
+
+
 def _is_device(x: Any) -> bool:
     return hasattr(x, "get") and hasattr(x, "shape") and not isinstance(x, np.ndarray) \
         and not hasattr(x, "to_numpy")
