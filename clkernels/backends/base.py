@@ -130,6 +130,12 @@ class Backend(abc.ABC):
     def to_host(self, array: Any) -> np.ndarray:
         """Copy a device array back (blocking)."""
 
+    def copy_within(self, dst: Any, dst_index: int, src: Any, src_index: int, count: int) -> None:
+        """Enqueue a copy of ``count`` elements of ``src`` (from flat index ``src_index``)
+        into ``dst`` (from ``dst_index``), device to device, behind the queued work: a
+        result fed back into a later launch's input without a host round trip."""
+        raise NotImplementedError(f"{type(self).__name__} has no device-to-device copy")
+
     def to_host_async(self, array: Any, out: np.ndarray | None = None) -> Callable[[], np.ndarray]:
         """Enqueue the copy of ``array`` into ``out`` (a C-contiguous host array of its
         size and dtype; None: a new one) behind the queued work; returns the function

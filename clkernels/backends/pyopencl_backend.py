@@ -152,6 +152,19 @@ class PyOpenCLBackend(Backend):
         self.launch(k, (round_up(array.size, wg),), (wg,), array, array.dtype.type(value),
                     np.uint64(array.size))
 
+    def copy_within(self, dst: cla.Array, dst_index: int, src: cla.Array, src_index: int,
+                    count: int) -> None:
+        if src.dtype != dst.dtype:
+            raise ValueError(f"copy_within needs one dtype, got {src.dtype} -> {dst.dtype}")
+        if (min(dst_index, src_index, count) < 0 or dst_index + count > dst.size
+                or src_index + count > src.size):
+            raise ValueError(f"copy_within: {count} elements from {src_index} (of {src.size}) "
+                             f"to {dst_index} (of {dst.size}) leave the arrays")
+        if count:
+            item = dst.dtype.itemsize
+            cl.enqueue_copy(self.queue, dst.data, src.data, byte_count=count * item,
+                            src_offset=src_index * item, dst_offset=dst_index * item)
+
     def to_host(self, array: Any) -> np.ndarray:
         if isinstance(array, cla.Array):
             return array.get()

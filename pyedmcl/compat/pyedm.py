@@ -7,11 +7,14 @@ Same function names, keyword arguments, defaults and DataFrames as pyEDM 2.5
 computation runs on pyedmcl's OpenCL kernels; pick a device with the extra
 keyword ``device=`` or ``PYEDMCL_DEVICE``.
 
-Supported: univariate time-delay embeddings (one column; ``embedded=False``),
-every lib/pred form pyEDM takes. Not supported (raise NotImplementedError):
-``embedded=True`` / several columns, ``validLib``, ``generateSteps``,
-``Multiview`` (multivariate). Plot arguments are accepted and ignored;
-``numProcess``/``mpMethod``/``kdWorkers``/``parallel`` have no meaning here.
+Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN rows,
+``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
+``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
+device pipeline; the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
+:mod:`._pyedm_ccm`) with the neighbour search on the device. The module-level
+``dtype`` ("float64" by default, as pyEDM) sets the computation precision. Plot
+arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/
+``parallel`` have no meaning here.
 """
 
 from __future__ import annotations
@@ -23,7 +26,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
+from ._sample_data import SampleData
+
+#: computation dtype of every call: float64 by default, as pyEDM, whose users compare
+#: printed decimals; set ``pyedmcl.compat.pyedm.dtype = "float32"`` for speed on GPUs
+#: without fast float64 (results then agree with pyEDM to float32 precision).
+dtype = "float64"
+
+#: pyEDM's example data sets by pyEDM's names (read from an installed pyEDM)
+sampleData = SampleData()
+
+__all__ = ["sampleData", "dtype", "CrossMap_Matrix", "EmbedDim_Columns", "MakeBlock", "SurrogateData", "PlotObsPred", "PlotCoeff",
+           "CCM", "ComputeError", "Embed", "EmbedDimension", "Multiview", "PredictExclusionRadius",
            "PredictInterval", "PredictNonlinear", "SMap", "Simplex"]
 
 
@@ -78,15 +92,6 @@ def _neg_tau(tau: Any) -> int:
     from ..edm.ranges import check_tau
 
     return -check_tau(tau)
-
-
-def _unsupported(embedded=False, validLib=(), generateSteps=0, **_):
-    if embedded:
-        raise NotImplementedError("embedded=True is not supported by pyedmcl.compat.pyedm yet")
-    if validLib is not None and len(validLib):
-        raise NotImplementedError("validLib is not supported by pyedmcl.compat.pyedm yet")
-    if generateSteps:
-        raise NotImplementedError("generateSteps is not supported by pyedmcl.compat.pyedm yet")
 
 
 def _range(v: Any) -> Any:
@@ -170,20 +175,67 @@ def _segments(n: int, E: int, tau: int, Tp: int, knn: Any, R: int, lib: Any, pre
                    lib=lib, pred=pred, max_knn=max_knn or MAX_KNN).pred_segments
 
 
+def _has_nan(df: pd.DataFrame, names: list[str]) -> bool:
+    return bool(df[names].isna().to_numpy().any())
+
+
+def _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
+             solver=None) -> bool:
+    """True where pyEDM's full object model is needed (see :mod:`._pyedm_run`): several
+    columns or targets, ``embedded``, ``validLib``, ``generateSteps``, ``returnObject``,
+    a ``solver``, NaN in the data, or a Time column that is not numbers."""
+    if (embedded or generateSteps or returnObject or solver is not None
+            or (validLib is not None and len(validLib))):
+        return True
+    if not isinstance(dataFrame, pd.DataFrame):
+        return False  # the core path raises pyEDM's error
+    cols, tgts = _names(columns), _names(target)
+    if len(cols) != 1 or len(tgts) != 1 or not set(cols + tgts) <= set(dataFrame.columns):
+        return len(cols) > 1 or len(tgts) > 1
+    return _has_nan(dataFrame, cols + tgts) or dataFrame.iloc[:, 0].dtype.kind not in "iuf"
+
+
+def _run(name: str, dataFrame, returnObject: bool, **kw):
+    from ._pyedm_run import PyEDMRun, generate
+    run = PyEDMRun(name, dataFrame, **kw)
+    if kw.get("generateSteps"):
+        generate(run)
+    else:
+        run.tieBreak = name == "Simplex"  # pyEDM's deterministic Simplex tie order
+        run.run()
+    if returnObject:
+        return run
+    if name == "Simplex":
+        return run.Projection
+    return {"predictions": run.Projection, "coefficients": run.Coefficients,
+            "singularValues": run.SingularValues}
+
+
 @_pyedm_names
 def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=0, tau=-1,
             exclusionRadius=0, embedded=False, validLib=(), noTime=False, kdWorkers=-1,
             generateSteps=0, generateConcat=False, verbose=False, showPlot=False, ignoreNan=True,
             returnObject=False, device=None) -> pd.DataFrame:
-    """pyEDM.Simplex: DataFrame Time, Observations, Predictions, Pred_Variance."""
+    """pyEDM.Simplex: DataFrame Time, Observations, Predictions, Pred_Variance.
+
+    ``returnObject=True`` returns the run object with pyEDM's attributes
+    (``Projection``, ``knn_neighbors``, ``knn_distances``, ``lib_i``, ``pred_i``, ...).
+    """
+    from ..edm.ranges import MAX_KNN
     from ..edm.simplex import simplex
-    _unsupported(embedded, validLib, generateSteps)
+    if (_general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject)
+            or (isinstance(knn, int | np.integer) and knn > MAX_KNN)):  # beyond the fused kernel
+        return _run("Simplex", dataFrame, returnObject, columns=columns, target=target, lib=lib,
+                    pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
+                    embedded=embedded, validLib=validLib, noTime=noTime,
+                    generateSteps=generateSteps, generateConcat=generateConcat,
+                    ignoreNan=ignoreNan, device=device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     lib, pred = _range(lib), _range(pred)
     res = simplex(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, knn=knn or None, exclusion_radius=exclusionRadius,
-                  lib=lib, pred=pred, device=device, variance=True)
+                  lib=lib, pred=pred, device=device, variance=True, dtype=dtype)
     segs = _segments(x.size, E, _neg_tau(tau), Tp, knn, exclusionRadius, lib, pred)
     return _projection(res, segs, x.size, y, _time(dataFrame, noTime), Tp, res.variance)
 
@@ -193,19 +245,31 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
          theta=None, exclusionRadius=0, solver=None, embedded=False, validLib=(), noTime=False,
          kdWorkers=-1, generateSteps=0, generateConcat=False, ignoreNan=True, showPlot=False,
          verbose=False, returnObject=False, device=None) -> dict:
-    """pyEDM.SMap: dict of 'predictions', 'coefficients' (and 'singularValues': NaN here)."""
+    """pyEDM.SMap: dict of 'predictions', 'coefficients', 'singularValues'.
+
+    ``solver``: None (pyedmcl's device solver where the case allows it, else numpy's
+    lstsq as pyEDM) or a scikit-learn linear model instance (``Ridge()``,
+    ``LassoCV()``, ... as pyEDM accepts; needs ``pip install pyedmcl[sklearn]``).
+    ``returnObject=True`` returns the run object with pyEDM's attributes.
+    """
     from ..edm.smap import smap
-    _unsupported(embedded, validLib, generateSteps)
+    if solver is not None:
+        _check_solver(solver)
     if theta is None:
         raise ValueError("theta required for S-map (e.g. theta=2)")
-    if solver is not None:
-        raise NotImplementedError("solver= is not supported: pyedmcl solves on the device")
+    if _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
+                solver):
+        return _run("SMap", dataFrame, returnObject, columns=columns, target=target, lib=lib,
+                    pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, theta=theta,
+                    exclusionRadius=exclusionRadius, solver=solver, embedded=embedded,
+                    validLib=validLib, noTime=noTime, generateSteps=generateSteps,
+                    generateConcat=generateConcat, ignoreNan=ignoreNan, device=device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     lib, pred = _range(lib), _range(pred)
     res = smap(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, theta=float(theta), knn=knn or None,
-               exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device)
+               exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device, dtype=dtype)
     segs = _segments(x.size, E, _neg_tau(tau), Tp, 1, exclusionRadius, lib, pred, max_knn=10 ** 9)
     time = _time(dataFrame, noTime)
     proj = _projection(res, segs, x.size, y, time, Tp, getattr(res, "variance", None))
@@ -231,6 +295,22 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     return {"predictions": proj, "coefficients": cdf, "singularValues": sv}
 
 
+#: scikit-learn estimators pyEDM 2.5 accepts as ``solver`` (plus numpy's lstsq)
+SUPPORTED_SOLVERS = ("function", "lstsq", "LinearRegression", "SGDRegressor", "Ridge", "RidgeCV",
+                     "Lasso", "LassoCV", "Lars", "LarsCV", "LassoLars", "LassoLarsCV",
+                     "LassoLarsIC", "ElasticNet", "ElasticNetCV", "OrthogonalMatchingPursuit",
+                     "OrthogonalMatchingPursuitCV")
+
+
+def _check_solver(solver: Any) -> None:
+    kind = type(solver).__name__
+    if kind not in SUPPORTED_SOLVERS and getattr(solver, "__name__", "") != "lstsq":
+        raise ValueError(f"solver={solver!r} is not supported; allowed: numpy.linalg.lstsq or a "
+                         f"scikit-learn estimator instance of {list(SUPPORTED_SOLVERS[2:])}")
+    if kind not in ("function", "_ArrayFunctionDispatcher") and not hasattr(solver, "fit"):
+        raise ValueError(f"solver={solver!r} has no fit(); pass an estimator instance, e.g. Ridge()")
+
+
 def _output_rows(segs, Tp: int) -> np.ndarray:
     return np.concatenate([np.arange(s[0] + min(Tp, 0), s[-1] + max(Tp, 0) + 1)
                            for s in segs if s.size])
@@ -242,15 +322,25 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
         noTime=False, mpMethod=None, parallel=True, sharedMB=0.01, verbose=False,
         showPlot=False, returnObject=False, legacy=False, device=None) -> pd.DataFrame:
     """pyEDM.CCM: DataFrame LibSize, 'col:tgt', 'tgt:col' (and *_var with includeData)."""
+    if returnObject:  # pyEDM's CCM object: its frame is ``libMeans``
+        frame = CCM(dataFrame, columns, target, libSizes, sample, E, Tp, knn, tau,
+                    exclusionRadius, seed, embedded, validLib, includeData, noTime,
+                    device=device)
+        return PyEDMObject(name="CCM", Data=dataFrame, columns=_names(columns),
+                               target=_names(target), E=len(_names(columns)) if embedded else E,
+                               Tp=Tp, tau=tau, sample=sample, seed=seed,
+                               libSizes=list(frame["LibSize"]), libMeans=frame)
     from ..edm.ccm import ccm
-    _unsupported(embedded, validLib)
+    if _ccm_general(dataFrame, columns, target, embedded, validLib):
+        return _ccm_pyedm(dataFrame, _names(columns), _names(target), libSizes, sample, E, Tp,
+                          knn, tau, exclusionRadius, seed, embedded, validLib, includeData, device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     if sample == 0:
         raise ValueError("sample=0 is out of range; allowed: sample >= 1")
     r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
             lib_sizes=libSizes, sample=sample, seed=seed, knn=knn or None,
-            exclusion_radius=exclusionRadius, device=device)
+            exclusion_radius=exclusionRadius, device=device, dtype=dtype)
     out = pd.DataFrame({"LibSize": r.lib_sizes, f"{col}:{tgt}": r.rho_xy, f"{tgt}:{col}": r.rho_yx})
     if includeData:
         out[f"{col}:{tgt}_var"] = np.nanvar(r.rho_xy_samples, axis=1)
@@ -258,19 +348,100 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
     return out
 
 
+def _ccm_general(df, columns, target, embedded, validLib) -> bool:
+    if embedded or (validLib is not None and len(validLib)):
+        return True
+    cols, tgts = _names(columns), _names(target)
+    if len(cols) > 1 or len(tgts) > 1:
+        return True
+    if isinstance(df, pd.DataFrame) and set(cols + tgts) <= set(df.columns):
+        return _has_nan(df, cols + tgts)
+    return False
+
+
+def _ccm_pyedm(df, cols, tgts, libSizes, sample, E, Tp, knn, tau, R, seed, embedded, validLib,
+               includeData, device) -> pd.DataFrame:
+    """pyEDM's CCM for multivariate / embedded / NaN / validLib input (:mod:`._pyedm_ccm`)."""
+    from ._pyedm_ccm import ccm_general
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError("dataFrame must be a pandas DataFrame")
+    if not cols or not tgts:
+        raise ValueError("columns and target required")
+    for c in cols + tgts:
+        if c not in df.columns:
+            raise ValueError(f"column {c!r} not found in dataFrame columns {list(df.columns)}")
+    if not embedded and (tau == 0 or E < 1):
+        raise ValueError(f"E={E}, tau={tau} out of range; allowed: E >= 1, tau != 0")
+    if sample == 0:
+        raise ValueError("sample=0 is out of range; allowed: sample >= 1")
+    Eeff = len(cols) if embedded else E
+    sizes = [int(v) for v in (libSizes.split() if isinstance(libSizes, str) else libSizes)]
+    if not sizes:
+        raise ValueError("libSizes required")
+    if len(sizes) == 3 and sizes[2] < sizes[1]:
+        start, stop, inc = sizes
+        if inc < 1 or start > stop or start < max(Eeff, 3):
+            raise ValueError(f"libSizes={sizes} out of range; allowed: 'start stop increment' "
+                             f"with increment >= 1 and {max(Eeff, 3)} <= start <= stop")
+        sizes = list(range(start, stop + 1, inc))
+    n = df.shape[0]
+    if sizes[-1] > n or sizes[0] < Eeff + 2:
+        raise ValueError(f"libSizes={sizes} out of range; allowed: {Eeff + 2} <= libSize <= {n}")
+    return ccm_general(df, cols, tgts, sizes, sample, E, Tp, knn, tau, R, seed, embedded, validLib,
+                       includeData, device)
+
+
+def _scan_general(name: str, dataFrame, values, vary: str, showName: str, **kw) -> pd.DataFrame:
+    """A pyEDM scan through the general path: one pyEDM Simplex (S-map for theta) per
+    value, rho from :func:`ComputeError` (pyEDM's ``PoolFunc``)."""
+    rho = []
+    for v in values:
+        run_kw = {**kw, vary: v}
+        if name == "SMap":
+            df = SMap(dataFrame, returnObject=True, **run_kw).Projection
+        else:
+            df = Simplex(dataFrame, returnObject=True, **run_kw).Projection
+        rho.append(ComputeError(df["Observations"], df["Predictions"])["rho"])
+    return pd.DataFrame({showName: list(values), "rho": rho})
+
+
 @_pyedm_names
 def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred="", Tp=1, tau=-1,
                    exclusionRadius=0, embedded=False, validLib=(), noTime=False, ignoreNan=True,
                    verbose=False, numProcess=4, mpMethod=None, chunksize=1, kdWorkers=-1,
                    showPlot=True, device=None) -> pd.DataFrame:
-    """pyEDM.EmbedDimension: DataFrame E, rho (all E in one device pipeline)."""
+    """pyEDM.EmbedDimension: DataFrame E, rho.
+
+    E up to the fused kernel's limit (knn = E + 1 <= 64) in one device pipeline; larger
+    E (``maxE`` up to the library size) one Simplex each through the general path.
+    """
+    from ..edm.ranges import MAX_KNN
     from ..edm.scans import embed_dimension
-    _unsupported(embedded, validLib)
+    maxE = _int_arg(maxE, "maxE")
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+        return _scan_general("Simplex", dataFrame, range(1, maxE + 1), "E", "E", columns=columns,
+                             target=target, lib=lib, pred=pred, Tp=Tp, tau=tau,
+                             exclusionRadius=exclusionRadius, embedded=embedded,
+                             validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE, tau=_neg_tau(tau),
-                        Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
-                        pred=_range(pred), device=device)
-    return pd.DataFrame({"E": s.values, "rho": s.rho})
+    fused = min(maxE, MAX_KNN - 1)
+    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=fused,
+                        tau=_neg_tau(tau), Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
+                        pred=_range(pred), device=device, dtype=dtype)
+    Es, rho = list(s.values), list(s.rho)
+    for E in range(fused + 1, maxE + 1):
+        df = Simplex(dataFrame, columns=col, target=tgt, lib=lib, pred=pred, E=E, Tp=Tp, tau=tau,
+                     exclusionRadius=exclusionRadius, noTime=noTime, ignoreNan=ignoreNan,
+                     returnObject=True, device=device).Projection
+        Es.append(E)
+        rho.append(ComputeError(df["Observations"], df["Predictions"])["rho"])
+    return pd.DataFrame({"E": Es, "rho": rho})
+
+
+def _int_arg(v: Any, name: str) -> int:
+    if isinstance(v, bool) or not float(v).is_integer() or v < 1:
+        raise ValueError(f"{name}={v!r} is out of range; allowed: an integer >= 1")
+    return int(v)
 
 
 @_pyedm_names
@@ -280,11 +451,15 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
                     kdWorkers=-1, showPlot=True, device=None) -> pd.DataFrame:
     """pyEDM.PredictInterval: DataFrame Tp, rho."""
     from ..edm.scans import predict_interval
-    _unsupported(embedded, validLib)
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+        return _scan_general("Simplex", dataFrame, range(1, _int_arg(maxTp, "maxTp") + 1), "Tp",
+                             "Tp", columns=columns, target=target, lib=lib, pred=pred, E=E,
+                             tau=tau, exclusionRadius=exclusionRadius, embedded=embedded,
+                             validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     s = predict_interval(_series(dataFrame, col), _series(dataFrame, tgt), E=E, max_Tp=maxTp,
                          tau=_neg_tau(tau), exclusion_radius=exclusionRadius, lib=_range(lib),
-                         pred=_range(pred), device=device)
+                         pred=_range(pred), device=device, dtype=dtype)
     return pd.DataFrame({"Tp": s.values, "rho": s.rho})
 
 
@@ -296,12 +471,18 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
                            device=None) -> pd.DataFrame:
     """pyEDM.PredictExclusionRadius: DataFrame 'Exclusion radius', rho."""
     from ..edm.scans import DEFAULT_RADII, predict_exclusion_radius
-    _unsupported(embedded, validLib)
-    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     radii = DEFAULT_RADII if exclusionRadius is None else exclusionRadius
+    if isinstance(radii, str):
+        radii = [int(v) for v in radii.split()]
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+        return _scan_general("Simplex", dataFrame, list(radii), "exclusionRadius",
+                             "Exclusion radius", columns=columns, target=target, lib=lib,
+                             pred=pred, E=E, Tp=Tp, tau=tau, embedded=embedded,
+                             validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     s = predict_exclusion_radius(_series(dataFrame, col), _series(dataFrame, tgt), E=E, Tp=Tp,
                                  tau=_neg_tau(tau), radii=radii, lib=_range(lib), pred=_range(pred),
-                                 device=device)
+                                 device=device, dtype=dtype)
     return pd.DataFrame({"Exclusion radius": list(s.values), "rho": s.rho})
 
 
@@ -312,21 +493,114 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
                      mpMethod=None, chunksize=1, kdWorkers=-1, showPlot=True,
                      device=None) -> pd.DataFrame:
     """pyEDM.PredictNonlinear: DataFrame theta, rho (S-map over theta)."""
-    from ..edm.smap import predict_nonlinear
-    _unsupported(embedded, validLib)
-    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+    from ..edm.smap import DEFAULT_THETAS, predict_nonlinear
     if isinstance(theta, str):
         theta = [float(t) for t in theta.split()]
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False, solver):
+        return _scan_general("SMap", dataFrame, list(DEFAULT_THETAS if theta is None else
+                                                     np.atleast_1d(theta)), "theta", "theta",
+                             columns=columns, target=target, lib=lib, pred=pred, E=E, Tp=Tp,
+                             knn=knn, tau=tau, exclusionRadius=exclusionRadius, solver=solver,
+                             embedded=embedded, validLib=validLib, noTime=noTime,
+                             ignoreNan=ignoreNan, device=device)
+    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
     r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
                           thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
-                          lib=_range(lib), pred=_range(pred), device=device)
+                          lib=_range(lib), pred=_range(pred), device=device, dtype=dtype)
     return pd.DataFrame({"theta": list(r.thetas), "rho": r.rho})
 
 
-def Multiview(*args, **kwargs):
-    """Not available: Multiview needs multivariate embeddings (not supported yet)."""
-    raise NotImplementedError("Multiview needs multivariate embeddings, which "
-                              "pyedmcl.compat.pyedm does not support yet; use pyEDM.Multiview")
+class PyEDMObject:
+    """A pyEDM object returned for ``returnObject=True``: Multiview's (``Projection``,
+    ``View``, ``combos``, ``topRankCombos``, ``topRankProjections``, ``topRankStats``,
+    ``D``, ...) or CCM's (``libMeans``, ``libSizes``, ``E``, ...)."""
+
+    def __init__(self, **kw: Any) -> None:
+        self.__dict__.update(kw)
+
+
+@_pyedm_names
+def Multiview(dataFrame=None, columns="", target="", lib="", pred="", D=0, E=1, Tp=1, knn=0,
+              tau=-1, multiview=0, exclusionRadius=0, trainLib=True, excludeTarget=False,
+              ignoreNan=True, verbose=False, numProcess=4, mpMethod=None, chunksize=1,
+              kdWorkers=-1, showPlot=False, returnObject=False, device=None) -> dict:
+    """pyEDM.Multiview (Ye & Sugihara 2016): every ``D``-subset of the ``E`` lags of the
+    columns ranked by in-sample Simplex rho; the top ``multiview`` views averaged.
+
+    Returns ``{'Predictions': Time/Observations/Predictions, 'View': Columns, rho, MAE,
+    CAE, RMSE}`` (or the object with ``returnObject``). Each view's neighbours are
+    searched on the device; ``knn`` is D + 1 as in pyEDM (the argument is unused there too).
+    """
+    from itertools import combinations
+    from math import floor, sqrt
+    from warnings import warn
+
+    from ._pyedm_run import PyEDMRun, embed_frame
+    cols = _names(columns)
+    if not cols:
+        raise ValueError("Multiview: columns required")
+    tgts = _names(target)
+    if not tgts:
+        raise ValueError("Multiview: target required")
+    if not isinstance(dataFrame, pd.DataFrame):
+        raise ValueError("Multiview: dataFrame must be a pandas DataFrame")
+    for c in cols + tgts:
+        if c not in dataFrame.columns:
+            raise ValueError(f"Multiview: column {c!r} not found in dataFrame")
+    tgt = tgts[0] + "(t-0)"
+    lib, pred = (list(lib) if _iterable(lib) else [int(v) for v in str(lib).split()],
+                 list(pred) if _iterable(pred) else [int(v) for v in str(pred).split()])
+    if not trainLib and (not lib or not pred):
+        raise ValueError("Multiview: trainLib=False requires lib and pred")
+    if trainLib and not lib and not pred:
+        n = dataFrame.shape[0]
+        lib, pred = [1, floor(n / 2)], [floor(n / 2) + 1, n]
+    if D == 0:
+        D = len(cols)
+    if D > len(cols) * E:
+        warn(f"Validate() Multiview: D = {D} exceeds number of columns in the embedding: "
+             f"{len(cols) * E}. D set to {len(cols) * E}", stacklevel=2)
+        D = len(cols) * E
+    combo_cols = [c for c in cols if c not in tgts] if excludeTarget else cols
+    emb = embed_frame(dataFrame, E, tau, combo_cols)
+    combos = list(combinations(emb.columns, D))
+    if multiview < 1:
+        multiview = floor(sqrt(len(combos)))
+    if multiview > len(combos):
+        warn(f"Validate() Multiview: multiview ensembles {multiview} exceeds the number of "
+             f"available combinations: {len(combos)}. Set to {len(combos)}.", stacklevel=2)
+        multiview = len(combos)
+
+    def view(combo, pred_rows):
+        run = PyEDMRun("Simplex", emb, columns=list(combo), target=tgt, lib=lib, pred=pred_rows,
+                       E=D, Tp=Tp, tau=tau, exclusionRadius=exclusionRadius, embedded=True,
+                       noTime=True, ignoreNan=ignoreNan, device=device)
+        run.tieBreak = True
+        return run.run().Projection
+
+    rank_pred = lib if trainLib else pred
+    rho = np.array([ComputeError(p["Observations"], p["Predictions"])["rho"]
+                    for p in (view(c, rank_pred) for c in combos)], dtype=float)
+    top = [combos[i] for i in np.argsort(rho)[::-1][:multiview]]
+    proj = {c: view(c, pred) for c in top}
+    first = next(iter(proj.values()))
+    mean = pd.concat(list(proj.values()), axis=1)["Predictions"].mean(axis=1)
+    out = pd.DataFrame({"Time": first["Time"], "Observations": first["Observations"],
+                        "Predictions": mean})
+    stats = {c: ComputeError(p["Observations"], p["Predictions"]) for c, p in proj.items()}
+    view_df = pd.concat([pd.DataFrame({"Columns": list(proj)}), pd.DataFrame(list(stats.values()))],
+                        axis=1)
+    if returnObject:
+        return PyEDMObject(name="Multiview", Data=dataFrame, Embedding=emb, columns=cols,
+                               target=[tgt], lib=lib, pred=pred, D=D, E=E, Tp=Tp, tau=tau,
+                               knn=D + 1, multiview=multiview, combos=combos, topRankCombos=top,
+                               topRankProjections=proj, topRankStats=stats, Projection=out,
+                               View=view_df)
+    return {"Predictions": out, "View": view_df}
+
+
+def _iterable(v: Any) -> bool:
+    return not isinstance(v, str) and hasattr(v, "__iter__")
 
 
 @_pyedm_names
@@ -356,6 +630,206 @@ def Embed(dataFrame=None, E=0, tau=-1, columns="", includeTime=False, pathIn="./
     return df
 
 
+def CrossMap_Matrix(data, E=0, Tp=1, tau=-1, exclusionRadius=0, lib=None, pred=None,
+                    threshold=None, cores=5, mpMethod=None, chunksize=1, returnValue="matrix",
+                    outputFile=None, noTime=False, verbose=False, plot=False, title=None,
+                    figsize=(5, 5), dpi=150, device=None):
+    """pyEDM.CrossMap_Matrix: Simplex cross-map rho of every column pair, ``(N, N)``.
+
+    Row ``j`` maps from column ``j``'s embedding to every column (pyEDM's order; the
+    pair's E is the *target's* entry of ``E``, as pyEDM zips them), diagonal NaN,
+    values below ``threshold`` NaN. One k-NN table per row and E serves all its
+    targets on the device (pyEDM runs N*N Simplex calls). rho as pyEDM's
+    ComputeError (6 digits). ``returnValue``: 'matrix' or 'dataframe'.
+    """
+    if "dataframe" not in returnValue and "matrix" not in returnValue:
+        raise ValueError(f"returnValue={returnValue!r} is not one of 'matrix', 'dataframe'")
+    if outputFile and not (outputFile.endswith(".csv") or outputFile.endswith(".feather")):
+        raise ValueError(f"outputFile={outputFile!r} must end in .csv or .feather")
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError("data must be a pandas DataFrame")
+    n = data.shape[0]
+    lib = lib or [1, n]
+    pred = pred or [1, n]
+    cols = data.columns.to_list() if noTime else data.columns[1:].to_list()
+    N = len(cols)
+    Es = [E] * N if isinstance(E, int | np.integer) else list(E)
+    if len(Es) == 1:
+        Es = Es * N
+    if len(Es) != N:
+        raise ValueError(f"E must be one value or one per data column ({N}), got {len(Es)}")
+    mat = np.full((N, N), np.nan)
+    if _has_nan(data, cols):  # pyEDM's NaN rules: one general-path Simplex per pair
+        for j, c in enumerate(cols):
+            for i, t in enumerate(cols):
+                df = Simplex(data, columns=c, target=t, lib=lib, pred=pred, E=Es[i], Tp=Tp,
+                             tau=tau, exclusionRadius=exclusionRadius, noTime=noTime,
+                             returnObject=True, device=device).Projection
+                mat[j, i] = ComputeError(df["Observations"], df["Predictions"])["rho"]
+    else:
+        from ..edm.simplex import simplex
+        Y = data[cols].to_numpy(dtype=np.float64).T
+        for j in range(N):
+            for e in sorted(set(Es)):
+                idx = [i for i in range(N) if Es[i] == e]
+                r = simplex(Y[j], Y[idx], E=e, tau=_neg_tau(tau), Tp=Tp,
+                            exclusion_radius=exclusionRadius, lib=_range(lib), pred=_range(pred),
+                            dtype=dtype, device=device)
+                mat[j, idx] = np.round(np.atleast_1d(r.rho), 6)
+    np.fill_diagonal(mat, np.nan)
+    if threshold is not None:
+        mat[mat < threshold] = np.nan
+    frame = pd.DataFrame(mat, index=cols, columns=cols)
+    if outputFile:
+        from .._outputs import write_bytes_atomic, write_text_atomic
+        if outputFile.endswith(".csv"):
+            write_text_atomic(outputFile, frame.to_csv(index_label="variable"), what="cross-map matrix")
+        else:
+            import io
+            buf = io.BytesIO()
+            frame.to_feather(buf)
+            write_bytes_atomic(outputFile, buf.getvalue(), what="cross-map matrix")
+    return mat if "matrix" in returnValue else frame
+
+
+def EmbedDim_Columns(data, target=None, maxE=15, minE=1, lib=None, pred=None, Tp=1, tau=-1,
+                     exclusionRadius=0, firstMax=False, validLib=(), noTime=False,
+                     ignoreNan=True, nWorkers=None, mpMethod=None, chunksize=1, outputFile=None,
+                     verbose=False, logPct=5, plot=False, device=None) -> pd.DataFrame:
+    """pyEDM.EmbedDim_Columns: the best E of every column (each predicting itself or
+    ``target``) from an E scan ``minE..maxE``: the global maximum of rho (ties: the
+    smaller E) or with ``firstMax`` the first local maximum. DataFrame ``column``,
+    ``target``, ``E`` (uint16; 0 where no rho), ``rho`` (float32, 4 digits)."""
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError("data must be a pandas DataFrame")
+    minE = max(1, int(minE))
+    if maxE < minE:
+        raise ValueError(f"maxE={maxE} is out of range; allowed: maxE >= minE ({minE})")
+    cols = data.columns.to_list()
+    feats = cols if noTime else cols[1:]
+    if not feats:
+        raise ValueError("data has no feature columns after the time column (noTime=False)")
+    if target is not None and target not in cols:
+        raise ValueError(f"target {target!r} is not a column of data")
+    n = len(data)
+    lib, pred = lib or [1, n], pred or [1, n]
+    rows = []
+    for f in feats:
+        tgt = f if target is None else target
+        try:
+            scan = EmbedDimension(data, columns=f, target=tgt, maxE=maxE, lib=lib, pred=pred, Tp=Tp,
+                                  tau=tau, exclusionRadius=exclusionRadius, validLib=validLib,
+                                  noTime=noTime, ignoreNan=ignoreNan, device=device)
+        except (ValueError, RuntimeError):  # pyEDM: a failing column gives E 0, rho NaN
+            rows.append((f, tgt, np.uint16(0), np.nan))
+            continue
+        er = [(int(e), round(float(r), 6)) for e, r in zip(scan["E"], scan["rho"], strict=True)
+              if e >= minE and np.isfinite(r)]
+        if not er:
+            rows.append((f, tgt, np.uint16(0), np.nan))
+            continue
+        if firstMax:
+            best = er[-1]
+            for (e0, r0), (_, r1) in zip(er, er[1:], strict=False):
+                if r1 < r0:
+                    best = (e0, r0)
+                    break
+        else:
+            best = max(er, key=lambda t: (t[1], -t[0]))
+        rows.append((f, tgt, np.uint16(max(best[0], minE)), np.float32(round(best[1], 4))))
+    out = pd.DataFrame(rows, columns=["column", "target", "E", "rho"])
+    if outputFile:
+        from .._outputs import write_text_atomic
+        write_text_atomic(outputFile, out.to_csv(index=False), what="embedding dimensions")
+    return out
+
+
+def MakeBlock(dataFrame, E=0, tau=-1, columnNames=(), deletePartial=False):
+    """pyEDM.MakeBlock: removed in pyEDM 2 (raises, as pyEDM does); use :func:`Embed`."""
+    raise RuntimeError("MakeBlock() deprecated. Use Embed().")
+
+
+def SurrogateData(dataFrame=None, column=None, method="ebisuzaki", numSurrogates=10,
+                  alpha=None, smooth=0.8, outputFile=None, seed=None) -> pd.DataFrame:
+    """pyEDM.SurrogateData: ``numSurrogates`` surrogate series of ``column``.
+
+    ``random_shuffle`` (a permutation), ``ebisuzaki`` (Ebisuzaki 1997: random Fourier
+    phases, the power spectrum kept, rescaled to the data's standard deviation) or
+    ``seasonal`` (a smoothing spline plus resampled residuals plus Gaussian noise of
+    standard deviation ``alpha``, default range / 5; needs scipy). Columns
+    ``column_1 ...`` after the time column, rounded to 8 decimals as pyEDM. For an even
+    length pyEDM redraws the last Fourier term (the partner of frequency 1, where the
+    Nyquist term was meant); compat draws the same way. ``seed``
+    (an extra keyword) makes the draws reproducible; pyEDM's are not.
+    """
+    if dataFrame is None:
+        raise ValueError("SurrogateData(): dataFrame required")
+    if column is None or column not in dataFrame.columns:
+        raise ValueError(f"SurrogateData(): column {column!r} not found in dataFrame")
+    n_sur = _int_arg(numSurrogates, "numSurrogates")
+    rng = np.random.default_rng(seed)
+    y = dataFrame[column].to_numpy(dtype=np.float64)
+    n = y.size
+    cols = {}
+    kind = str(method).lower()
+    if kind == "random_shuffle":
+        for s in range(n_sur):
+            cols[s] = rng.permutation(y)
+    elif kind == "ebisuzaki":
+        n2 = n // 2
+        sigma = np.std(y)
+        amp = np.abs(np.fft.fft(y))
+        amp[0] = 0.0
+        for s in range(n_sur):
+            th = 2 * np.pi * rng.uniform(0, 1, n2 - 1)
+            angles = np.concatenate([[0.0], th, [0.0], -th[::-1]])[:n]
+            z = amp * np.exp(1j * angles)
+            if n % 2 == 0:
+                z[-1] = complex(np.sqrt(2) * amp[-1] * np.cos(2 * np.pi * rng.uniform(0, 1)))
+            real = (np.fft.ifft(z) / n).real
+            cols[s] = sigma * real / np.std(real)
+    elif kind == "seasonal":
+        from scipy.interpolate import UnivariateSpline
+        x = np.arange(n)
+        spline = UnivariateSpline(x, y)
+        spline.set_smoothing_factor(smooth)
+        trend = spline(x)
+        resid = y - trend
+        a = np.ptp(y) / 5 if alpha is None else alpha
+        for s in range(n_sur):
+            cols[s] = trend + rng.permutation(resid) + rng.normal(0.0, a, n)
+    else:
+        raise ValueError(f"method={method!r} is not one of 'random_shuffle', 'ebisuzaki', "
+                         "'seasonal'")
+    df = pd.DataFrame(dataFrame.iloc[:, 0])
+    for s in range(n_sur):
+        df[f"{column}_{s + 1}"] = cols[s]
+    df = df.round(8)
+    if outputFile:
+        from .._outputs import write_text_atomic
+        write_text_atomic(outputFile, df.to_csv(index=False), what="surrogate data")
+    return df
+
+
+def PlotObsPred(df, dataName="", E=0, Tp=0, block=True):
+    """pyEDM.PlotObsPred: observations and predictions over time (needs matplotlib)."""
+    import matplotlib.pyplot as plt
+    stats = ComputeError(df["Observations"], df["Predictions"])
+    title = (f"{dataName}\nE={E} Tp={Tp}  ρ={round(stats['rho'], 3)} "
+             f"RMSE={round(stats['RMSE'], 3)}")
+    df.plot(df.columns[0], ["Observations", "Predictions"], title=title, linewidth=3)
+    plt.show(block=block)
+
+
+def PlotCoeff(df, dataName="", E=0, Tp=0, block=True):
+    """pyEDM.PlotCoeff: S-map coefficients over time, one panel each (needs matplotlib)."""
+    import matplotlib.pyplot as plt
+    t = df.columns[0]
+    df.plot(t, [c for c in df.columns if t not in c], title=f"{dataName}\nE={E} Tp={Tp}  "
+            "S-Map Coefficients", linewidth=3, subplots=True)
+    plt.show(block=block)
+
+
 def ComputeError(obs, pred, digits: int = 6) -> dict:
     """pyEDM.ComputeError: rho, MAE, CAE, RMSE over pairs where both are finite.
 
@@ -375,33 +849,17 @@ def ComputeError(obs, pred, digits: int = 6) -> dict:
             "RMSE": round(float(np.sqrt(np.mean(err ** 2))), digits)}
 
 
-def SurrogateData(dataFrame=None, column=None, method="ebisuzaki", numSurrogates=10,
-                  alpha=None, smooth=0.8, outputFile=None, *, seed=None):
-    """pyEDM's ``SurrogateData``: a DataFrame of the frame's first (time) column, then
-    ``numSurrogates`` columns ``<column>_1 .. <column>_n`` (the original series is not
-    included), rounded to 8 decimals as pyEDM does; ``outputFile`` writes it as CSV
-    (atomically). Methods "ebisuzaki", "random_shuffle", "seasonal" (pyEDM's spline
-    cycle + shuffled residuals + Gaussian noise of sd ``alpha``, default range / 5,
-    spline smoothing ``smooth``), and pyedmcl's "twin". Made by
-    :func:`pyedmcl.surrogates` (NumPy's generator; the extra keyword ``seed`` makes them
-    reproducible): values differ from pyEDM's draws, and "ebisuzaki" keeps the amplitude
-    spectrum and mean exactly where pyEDM rescales to the data's standard deviation with
-    mean 0 (and supports odd lengths, which pyEDM's does not).
-    """
-    from ..significance.surrogates import surrogates
+#: pyEDM 2.5 public names compat does not provide, with where to go instead
+_NOT_PROVIDED = {
+    "CCM_Matrix": "pyEDM's CCM_Matrix app (all-pairs CCM with convergence fits) is not in "
+                  "pyedmcl.compat.pyedm; pyedmcl.xmap computes all-to-all cross-map skill on "
+                  "the device, or call pyEDM.CCM_Matrix",
+    "Examples": "pyEDM.Examples() prints pyEDM's own demo calls; run them with "
+                "pyedmcl.compat.pyedm imported as EDM",
+}
 
-    if not isinstance(dataFrame, pd.DataFrame) or dataFrame.shape[1] < 2:
-        raise ValueError("dataFrame must be a pandas DataFrame with a time column and data")
-    if column is None or column not in dataFrame.columns:
-        raise ValueError(f"column {column!r} not found in dataFrame columns "
-                         f"{list(dataFrame.columns)}; name the series to make surrogates of")
-    S = surrogates(dataFrame[column].to_numpy(), str(method), numSurrogates, seed,
-                   alpha=alpha, smooth=smooth)
-    df = pd.DataFrame(dataFrame.iloc[:, 0])
-    cols = pd.DataFrame(S.T, index=dataFrame.index,
-                        columns=[f"{column}_{i + 1}" for i in range(S.shape[0])])
-    df = pd.concat([df, cols], axis=1).round(8)
-    if outputFile:
-        from .._outputs import write_text_atomic
-        write_text_atomic(outputFile, df.to_csv(index=False), what="SurrogateData outputFile")
-    return df
+
+def __getattr__(name: str):
+    if name in _NOT_PROVIDED:
+        raise AttributeError(_NOT_PROVIDED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,4 +10,6 @@ API = {
     "smap": "pyedmcl.edm.smap",
     "predict_nonlinear": "pyedmcl.edm.smap",
     "embed": "pyedmcl.embedding",
+    "generate": "pyedmcl.edm.generate",
+    "multiview": "pyedmcl.edm.multiview",
 }

@@ -1,0 +1,192 @@
+"""compat.pyedm's general path (multivariate, embedded, NaN, validLib, generateSteps,
+Multiview, S-map solvers, CCM) against pyEDM on data and settings pyEDM's own tests
+do not use.
+
+Both run in float64 (compat's default) on the same frames. Tolerance 1e-9 absolute
+on predictions, coefficients and rho: the same float64 arithmetic, except that the
+neighbour distances come from the OpenCL kernel (summation order may differ by an
+ulp). CCM: 1e-9 on data without exact distance ties (pyEDM's KDTree orders exact
+ties by its tree traversal, which no other search reproduces).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pyedmcl.compat.pyedm as EDM
+
+pyEDM = pytest.importorskip("pyEDM")
+TOL = 1e-9
+
+
+def _ref(fn, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **kw)
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame, cols):
+    assert list(a.columns) == list(b.columns)
+    assert len(a) == len(b)
+    for c in cols:
+        np.testing.assert_allclose(a[c].to_numpy(float), b[c].to_numpy(float), atol=TOL,
+                                   rtol=0, equal_nan=True, err_msg=c)
+
+
+@pytest.fixture(scope="module")
+def lorenz():
+    return pyEDM.sampleData["Lorenz5D"].iloc[:400].copy()
+
+
+def test_simplex_multivariate_and_nan(lorenz, device):
+    d = lorenz.copy()
+    d.iloc[[20, 21, 150], 2] = np.nan
+    d.iloc[[90], 4] = np.nan
+    kw = dict(columns="V2 V4", target="V3", lib="1 200", pred="201 390", E=3, Tp=2, tau=-2,
+              exclusionRadius=3)
+    _same(_ref(pyEDM.Simplex, d, **kw), _ref(EDM.Simplex, d, device=device, **kw),
+          ["Time", "Observations", "Predictions", "Pred_Variance"])
+
+
+def test_simplex_embedded_valid_lib_object(lorenz, device):
+    valid = (lorenz["V1"] > -5).to_numpy()
+    kw = dict(columns=["V1", "V3", "V5"], target="V2", lib=[1, 300], pred=[250, 390], knn=6,
+              embedded=True, validLib=valid, returnObject=True)
+    a, b = _ref(pyEDM.Simplex, lorenz, **kw), _ref(EDM.Simplex, lorenz, device=device, **kw)
+    np.testing.assert_array_equal(a.knn_neighbors, b.knn_neighbors)
+    np.testing.assert_allclose(a.knn_distances, b.knn_distances, atol=TOL, rtol=0)
+    np.testing.assert_array_equal(a.pred_i, b.pred_i)
+    assert a.libOverlap == b.libOverlap
+    _same(a.Projection, b.Projection, ["Predictions", "Pred_Variance"])
+
+
+@pytest.mark.parametrize("solver", [None, "Ridge"])
+def test_smap_embedded_coefficients_and_solver(lorenz, solver, device):
+    if solver is not None:
+        sk = pytest.importorskip("sklearn.linear_model")
+        solver = getattr(sk, solver)(alpha=0.05)
+    kw = dict(columns="V1 V2 V4", target="V1", lib="1 250", pred="260 330", E=3, theta=2.5,
+              embedded=True, solver=solver)
+    a, b = _ref(pyEDM.SMap, lorenz, **kw), _ref(EDM.SMap, lorenz, device=device, **kw)
+    _same(a["predictions"], b["predictions"], ["Observations", "Predictions"])
+    _same(a["coefficients"], b["coefficients"], list(a["coefficients"].columns[1:]))
+
+
+def test_generate_steps_match(device):
+    d = pyEDM.sampleData["circleNoise"]
+    for fn, extra in ((pyEDM.Simplex, {}), (pyEDM.SMap, {"theta": 2.0})):
+        kw = dict(columns="x", target="x", lib=[1, 150], pred=[1, 2], E=3, generateSteps=12,
+                  generateConcat=False, **extra)
+        a = _ref(fn, d, **kw)
+        b = _ref(getattr(EDM, fn.__name__), d, device=device, **kw)
+        a, b = (a, b) if fn is pyEDM.Simplex else (a["predictions"], b["predictions"])
+        _same(a, b, ["Time", "Predictions", "Pred_Variance"])
+
+
+def test_multiview_matches(lorenz, device):
+    kw = dict(columns="V1 V3 V4", target="V3", lib=[1, 200], pred=[201, 320], D=3, E=2,
+              Tp=1, trainLib=False, numProcess=1)
+    a, b = _ref(pyEDM.Multiview, lorenz, **kw), _ref(EDM.Multiview, lorenz, device=device, **kw)
+    assert list(a["View"]["Columns"]) == list(b["View"]["Columns"])
+    _same(a["View"], b["View"], ["rho", "MAE", "RMSE"])
+    _same(a["Predictions"], b["Predictions"], ["Observations", "Predictions"])
+
+
+def test_ccm_multivariate_matches(lorenz, device):
+    kw = dict(columns="V2 V4", target="V1", libSizes=[30, 150, 300], sample=6, E=2, Tp=1,
+              tau=-2, seed=5)
+    a = _ref(pyEDM.CCM, lorenz, parallel=False, **kw)
+    b = _ref(EDM.CCM, lorenz, device=device, **kw)
+    _same(a, b, list(a.columns))
+
+
+def test_scans_on_the_general_path(lorenz, device):
+    d = lorenz.copy()
+    d.iloc[[30, 31, 222], 1] = np.nan
+    valid = (lorenz["V2"] > -4).to_numpy()
+    common = dict(lib="1 200", pred="201 380", showPlot=False, numProcess=1)
+    cases = [
+        ("EmbedDimension", dict(columns="V1", target="V2", maxE=4)),
+        ("PredictInterval", dict(columns="V1 V4", target="V2", maxTp=3, E=2, validLib=valid)),
+        ("PredictExclusionRadius", dict(columns="V1 V3", target="V2", E=2,
+                                        exclusionRadius=[0, 4, 12])),
+        ("PredictNonlinear", dict(columns="V1 V3", target="V1", theta=[0.5, 3], E=2,
+                                  embedded=True)),
+    ]
+    for name, kw in cases:
+        ref = _ref(getattr(pyEDM, name), d, **common, **kw)
+        got = _ref(getattr(EDM, name), d, device=device, **common, **kw)
+        _same(ref, got, list(ref.columns))
+
+
+@pytest.mark.parametrize("method", ["random_shuffle", "ebisuzaki", "seasonal"])
+def test_surrogate_data_properties(method):
+    """Random draws (pyEDM's are unseeded): same frame layout as pyEDM, the properties
+    each method promises (a permutation; the amplitude spectrum up to one common scale,
+    1e-6, and the standard deviation, 1e-7; a trend plus noise of about the
+    data's spread), and reproducible with ``seed``."""
+    if method == "seasonal":
+        pytest.importorskip("scipy")
+    d = pyEDM.sampleData["circleNoise"]
+    got = EDM.SurrogateData(d, "x", method=method, numSurrogates=3, seed=4)
+    ref = _ref(pyEDM.SurrogateData, d, "x", method=method, numSurrogates=3)
+    assert list(got.columns) == list(ref.columns) and got.shape == ref.shape
+    pd.testing.assert_frame_equal(got, EDM.SurrogateData(d, "x", method=method,
+                                                         numSurrogates=3, seed=4))
+    x = d["x"].to_numpy()
+    s = got["x_1"].to_numpy()
+    if method == "random_shuffle":
+        np.testing.assert_array_equal(np.sort(s), np.sort(x))
+    elif method == "ebisuzaki":
+        np.testing.assert_allclose(np.std(s), np.std(x), rtol=1e-7)
+        # frequencies 2..98: pyEDM redraws the last FFT term (index n-1, the partner of
+        # frequency 1) instead of the Nyquist term; compat keeps pyEDM's surrogates
+        amp_s, amp_x = np.abs(np.fft.fft(s))[2:99], np.abs(np.fft.fft(x))[2:99]
+        ratio = amp_s / amp_x
+        np.testing.assert_allclose(ratio, ratio[0], rtol=1e-6)  # one common scale
+    else:
+        assert 0.5 < np.std(s) / np.std(x) < 3
+    with pytest.raises(RuntimeError, match="Embed"):
+        EDM.MakeBlock(d, E=2)
+
+
+def test_crossmap_matrix_matches_pyedm(lorenz, device):
+    """pyEDM's CrossMap_Matrix is N*N pyEDM Simplex calls + ComputeError (its code, run
+    here without its process pool); compat's rows are one device Simplex each."""
+    d = lorenz[["Time", "V1", "V2", "V4"]].iloc[:250]
+    cols = ["V1", "V2", "V4"]
+    Es = [2, 3, 2]
+    ref = np.full((3, 3), np.nan)
+    for j, c in enumerate(cols):
+        for i, t in enumerate(cols):
+            if i != j:
+                df = _ref(pyEDM.Simplex, d, columns=c, target=t, lib=[1, 250], pred=[1, 250],
+                          E=Es[i], Tp=1, tau=-1)
+                ref[j, i] = pyEDM.ComputeError(df["Observations"], df["Predictions"])["rho"]
+    got = EDM.CrossMap_Matrix(d, E=Es, device=device)
+    np.testing.assert_allclose(got, ref, atol=1.01e-6, equal_nan=True)  # both 6-digit rho
+
+
+@pytest.mark.parametrize("firstMax", [False, True])
+def test_embeddim_columns_matches_pyedm(lorenz, firstMax, device):
+    from pyEDM.apps.EmbedDim_Columns import _ColumnSweep
+
+    d = lorenz[["Time", "V1", "V3"]].iloc[:300]
+    params = dict(minE=1, maxE=5, lib=[1, 300], pred=[1, 300], Tp=1, tau=-1,
+                  exclusionRadius=0, validLib=[], noTime=False, ignoreNan=True,
+                  firstMax=firstMax)
+    ref = [_ref(_ColumnSweep, (i, c, c, d[["Time", c]], params))[1:]
+           for i, c in enumerate(["V1", "V3"])]  # pyEDM's per-column worker, no pool
+    got = EDM.EmbedDim_Columns(d, maxE=5, firstMax=firstMax, device=device)
+    assert [tuple(r) for r in got[["column", "target", "E"]].to_numpy()] == [r[:3] for r in ref]
+    np.testing.assert_allclose(got["rho"].to_numpy(float), [r[3] for r in ref], atol=1e-6)
+
+
+def test_simplex_knn_beyond_the_fused_kernel(lorenz, device):
+    kw = dict(columns="V1", target="V1", lib="1 250", pred="251 380", E=3, knn=100)
+    _same(_ref(pyEDM.Simplex, lorenz, **kw), _ref(EDM.Simplex, lorenz, device=device, **kw),
+          ["Time", "Observations", "Predictions", "Pred_Variance"])
