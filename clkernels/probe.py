@@ -288,7 +288,10 @@ _said: set[str] = set()
 
 
 def note(message: str) -> None:
-    """One line on stderr, once per process for each distinct message."""
+    """One line on stderr, once per process for each distinct message (none with
+    ``<PREFIX>_QUIET=1``: a quiet run prints results and errors only)."""
+    if _quiet():
+        return
     with _probe_lock:
         if message in _said:
             return

@@ -64,6 +64,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sample", type=int_arg, default=100)
     p.add_argument("--seed", type=int_arg, default=None)
     p.add_argument("--replacement", action="store_true")
+    p.add_argument("--surrogates", type=int_arg, default=0,
+                   help="surrogate drivers per direction: p-values, null bands and the "
+                        "convergence test (0: none)")
+    p.add_argument("--surrogate-method", default="ebisuzaki",
+                   choices=("ebisuzaki", "random_shuffle", "seasonal", "twin"))
     p.set_defaults(func=run_ccm)
     p = sub.add_parser("edim", help="Simplex skill for E = 1..max-E (embedding dimension)")
     _common(p, E=False)
@@ -143,14 +148,22 @@ def run_ccm(args: argparse.Namespace) -> int:
         raise ValueError("ccm needs --column and --target (two different series)")
     r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn, lib_sizes=args.lib_sizes,
             sample=args.sample, seed=args.seed, exclusion_radius=args.exclusion_radius,
-            replacement=args.replacement, **_dev(args))
+            replacement=args.replacement, surrogates=args.surrogates,
+            surrogate_method=args.surrogate_method, **_dev(args))
     if args.out:
         _write_csv(r.as_dataframe(xn, yn), args.out)
+    conv = r.convergence.as_dataframe(xn, yn)
     if args.json:
-        print_json({"command": "ccm", "lib_sizes": r.lib_sizes, f"{xn}:{yn}": r.rho_xy,
-                    f"{yn}:{xn}": r.rho_yx})
+        out = {"command": "ccm", "lib_sizes": r.lib_sizes, f"{xn}:{yn}": r.rho_xy,
+               f"{yn}:{xn}": r.rho_yx, "convergence": conv.to_dict(orient="records")}
+        if r.significance is not None:
+            out.update({f"{xn}:{yn} p": r.significance.p_xy, f"{yn}:{xn} p": r.significance.p_yx,
+                        "surrogates": args.surrogates,
+                        "surrogate_method": args.surrogate_method})
+        print_json(out)
     else:
         print(r.as_dataframe(xn, yn).to_string(index=False))
+        print(conv.to_string(index=False))
     return 0
 
 
