@@ -59,6 +59,21 @@ def test_edim_npy_and_ccm(data):
     np.testing.assert_allclose(j["x:y"], ref.rho_xy, atol=1e-9)
 
 
+def test_ccm_surrogates(data):
+    """--surrogates gives the API's p-values and convergence test for the same seed."""
+    d, x, y = data
+    rc, out, err = _run("ccm", str(d / "d.csv"), "-c", "x", "-t", "y", "-E", "2",
+                        "--lib-sizes", "20 100 40", "--sample", "5", "--seed", "1",
+                        "--surrogates", "19", "--device", CPU_DEVICE, "--json")
+    assert rc == 0, err
+    j = json.loads(out)
+    ref = pe.ccm(x, y, E=2, lib_sizes="20 100 40", sample=5, seed=1, surrogates=19,
+                 device=CPU_DEVICE)
+    np.testing.assert_array_equal(j["x:y p"], ref.significance.p_xy)
+    np.testing.assert_array_equal(j["y:x p"], ref.significance.p_yx)
+    assert j["surrogates"] == 19 and j["convergence"][0]["kendall_tau"] == ref.convergence.tau_xy
+
+
 def test_bad_input_exit_code_2(data):
     d, _, _ = data
     # the default device: bad input is reported whichever device would have run it
