@@ -415,7 +415,6 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     E up to the fused kernel's limit (knn = E + 1 <= 64) in one device pipeline; larger
     E (``maxE`` up to the library size) one Simplex each through the general path.
     """
-    from ..edm.ranges import MAX_KNN
     from ..edm.scans import embed_dimension
     maxE = _int_arg(maxE, "maxE")
     if _general(dataFrame, columns, target, embedded, validLib, 0, False):
@@ -424,17 +423,10 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
                              exclusionRadius=exclusionRadius, embedded=embedded,
                              validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    fused = min(maxE, MAX_KNN - 1)
-    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=fused,
+    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE,
                         tau=_neg_tau(tau), Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
                         pred=_range(pred), device=device, dtype=dtype)
     Es, rho = list(s.values), list(s.rho)
-    for E in range(fused + 1, maxE + 1):
-        df = Simplex(dataFrame, columns=col, target=tgt, lib=lib, pred=pred, E=E, Tp=Tp, tau=tau,
-                     exclusionRadius=exclusionRadius, noTime=noTime, ignoreNan=ignoreNan,
-                     returnObject=True, device=device).Projection
-        Es.append(E)
-        rho.append(ComputeError(df["Observations"], df["Predictions"])["rho"])
     return pd.DataFrame({"E": Es, "rho": rho})
 
 
