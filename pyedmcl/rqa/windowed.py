@@ -7,10 +7,20 @@ toolbox's windowed RQA), i.e. the raw samples ``k * step .. k * step + window - 
 in float32 each window is centred by its own mean), so a row equals ``rqa()`` of that
 window exactly.
 
-Computation: one Divide & Recombine run per window (its own launches, kernels built
-once and cached), not yet the single pass over the band of the matrix the windows
-cover, which would share the cells of overlapping windows (``window / step`` times
-fewer cells for ``step << window``).
+Computation (``method``):
+
+* ``"band"``: one pass over the band of the matrix the windows cover, every cell computed
+  once however many windows hold it (``window / step`` times fewer cells), each window's
+  histograms assembled exactly from per-tile run summaries (:mod:`pyedmcl.rqa.band`).
+  Needs one threshold for every window and the same working values in every window:
+  a fixed radius (``radius``/``threshold_std``) with ``dtype="float64"`` (float32 windows
+  are each centred by their own mean, so a cell's float32 distance differs from window
+  to window), ``neighbourhood="radius"``, and tiles ``gcd(window, step) >= 32`` with
+  overlapping windows.
+* ``"windows"``: one Divide & Recombine run per window (kernels built once and cached);
+  the reference, and the path for everything else (``recurrence_rate``: one radius per
+  window; FAN: per-column radii per window; float32; small ``gcd(window, step)``).
+* ``"auto"`` (default): ``"band"`` where it applies, else ``"windows"``.
 """
 
 from __future__ import annotations
@@ -20,8 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import as_series, check_embedding, check_int
+from ..validation import as_series, check_embedding, check_int, check_metric
 from .measures import MEASURES
+
+METHODS = ("auto", "band", "windows")
 
 
 def window_bounds(n_points: int, window: int, step: int) -> list[tuple[int, int]]:
@@ -30,14 +42,17 @@ def window_bounds(n_points: int, window: int, step: int) -> list[tuple[int, int]
 
 
 def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = None,
-                 E: Any = 1, tau: Any = 1, progress: bool = False, **kwargs: Any) -> Any:
+                 E: Any = 1, tau: Any = 1, progress: bool = False, method: str = "auto",
+                 **kwargs: Any) -> Any:
     """Every measure per window as a ``pandas.DataFrame`` indexed by the window's first and
     last embedded point (``start``, ``end``); ``step`` defaults to ``window`` (epochs
     that do not overlap). Other keywords as :func:`pyedmcl.rqa.core.rqa`. Columns: the
     measures, ``n_recurrences``, ``n_cells`` and ``radius`` (found per window with
     ``recurrence_rate``; NaN with ``neighbourhood="fan"``, whose radii are per column).
     ``one`` is the single-window analysis (:func:`pyedmcl.rqa.core.rqa`, which calls
-    this with itself)."""
+    this with itself). ``method``: ``"auto"``, ``"band"`` (one pass over the band; a
+    ValueError says why where it cannot run) or ``"windows"`` (one run per window); every
+    method gives the same rows. The frame's ``attrs["method"]`` says which one ran."""
     import pandas as pd
 
     s = as_series(x, "x")
@@ -46,6 +61,24 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     window = check_int(window, "window", 2, n)
     step = window if step is None else check_int(step, "step", 1)
     bounds = window_bounds(n, window, step)
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not supported; allowed: {', '.join(METHODS)}")
+    index = pd.MultiIndex.from_tuples(bounds, names=["start", "end"])
+    cols = [*MEASURES, "n_recurrences", "n_cells", "radius"]
+    if method != "windows":
+        why = _band_refusal(window, step, kwargs)
+        if why is None:
+            rows_b = _band_rows(s, n, window, step, E, tau, **kwargs)
+            if rows_b is not None or method == "band":
+                if rows_b is None:
+                    raise ValueError("method='band' needs dtype='float64' (float32 windows are "
+                                     "each centred by their own mean)")
+                df = pd.DataFrame(rows_b, index=index, columns=cols).astype(
+                    {"n_recurrences": np.int64, "n_cells": np.int64})
+                df.attrs["method"] = "band"
+                return df
+        elif method == "band":
+            raise ValueError(f"method='band' cannot run here: {why}")
     span = (E - 1) * tau
     rows: list[dict[str, Any]] = []
     bar = None
@@ -63,7 +96,57 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
             bar.update()
     if bar is not None:
         bar.close()
-    index = pd.MultiIndex.from_tuples(bounds, names=["start", "end"])
-    return pd.DataFrame(rows, index=index,
-                        columns=[*MEASURES, "n_recurrences", "n_cells", "radius"]).astype(
+    df = pd.DataFrame(rows, index=index, columns=cols).astype(
         {"n_recurrences": np.int64, "n_cells": np.int64})
+    df.attrs["method"] = "windows"
+    return df
+
+
+def _band_refusal(window: int, step: int, kw: dict[str, Any]) -> str | None:
+    """Why the one-pass band cannot give these windows (None: it can, given float64)."""
+    from .band import MIN_TILE, band_applies
+
+    if kw.get("neighbourhood", "radius") != "radius":
+        return "neighbourhood='fan' has per-column radii per window"
+    if kw.get("recurrence_rate") is not None:
+        return "recurrence_rate= finds one radius per window"
+    if kw.get("radius") is None:
+        return "it needs a fixed radius (radius= or threshold_std=)"
+    if not band_applies(window, step):
+        return (f"windows must overlap (step < window) on tiles gcd(window, step) >= "
+                f"{MIN_TILE}, got window={window}, step={step}")
+    return None
+
+
+def _band_rows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, *,
+               radius: Any, metric: str = "euclidean", theiler: Any = 1, l_min: Any = 2,
+               v_min: Any = 2, w_min: Any = 2, dtype: Any = "float32",
+               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+               devices: Any = None, backend: str | None = None, edge: Any = None,
+               order: str = "row", threshold_rule: str = "distance",
+               **_: Any) -> list[dict[str, Any]] | None:
+    """Rows of the one-pass band (None where the working dtype is float32). ``edge``,
+    ``order`` and ``params`` shape the per-window D&R runs only (same results)."""
+    from .band import band_histograms, band_rows
+    from .core import _backends_and_dtype, _check_common, check_radius
+    from .threshold import check_threshold_rule, kernel_threshold
+
+    metric = check_metric(metric)
+    l_min, v_min, w_min, theiler, _edge = _check_common(l_min, v_min, w_min, theiler,
+                                                        theiler_scope, order, edge, window)
+    bes, dt = _backends_and_dtype(device, devices, backend, dtype)
+    if dt != np.float64:
+        return None
+    rule = check_threshold_rule(threshold_rule)
+    r = check_radius(radius)
+    w = int(theiler)
+    tm = theiler_scope == "matrix" and w > 0
+    hists = band_histograms(bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule),
+                            E=E, tau=tau, metric=metric, real="double",
+                            fma=(rule == "squared"), theiler_matrix=tm, w=w,
+                            white_border=bool(white_border), n_points=n, window=window,
+                            step=step)
+    rows = band_rows(hists, window, w, tm, l_min, v_min, w_min)
+    for row in rows:
+        row["radius"] = r
+    return rows
