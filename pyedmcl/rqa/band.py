@@ -41,7 +41,6 @@ from .result import band_cells
 #: the band pass is used when the tile edge G = gcd(window, step) is at least this (host
 #: work per window grows as W^2 / G; smaller G, or m = 1, use one RQA per window)
 MIN_TILE = 32
-_BATCH = 1 << 19  # window-lane elements per vectorised host step
 
 
 def tile_edge(window: int, step: int) -> int:
@@ -96,55 +95,180 @@ def _run(bes: list[Backend], spec: BandSpec, mode: str, xs: np.ndarray, thr: flo
     return TileSummary(*cat, nrec)
 
 
-class _Chain:
-    """Runs of many lanes joined piece by piece (vectorised), emitted into histograms."""
+class _Runs:
+    """Maximal runs of many lanes, each lane a sequence of pieces (tile lane segments).
 
-    def __init__(self, shape: tuple[int, int], hlen: int, whites: bool = True):
-        self.whites = whites  # diagonal chains count black runs only
-        self.ol = np.zeros(shape, np.int64)   # open run: length, colour, touches the top
-        self.oc = np.zeros(shape, np.int64)
-        self.ot = np.zeros(shape, bool)
-        self.rows = np.arange(shape[0], dtype=np.int64)[:, None] * hlen
-        self.hlen = hlen
-        self.black = np.zeros(shape[0] * hlen, np.int64)
-        self.white = np.zeros(shape[0] * hlen, np.int64)
-        self.white_border = True
+    ``first``/``last`` (lane, piece): the pieces' first and last runs as the kernels give
+    them, ``plen`` the pieces' lengths, ``pos0`` their first position (row), ``valid``
+    which pieces exist. A piece's first run joins the previous segment of its lane when
+    that ends right before it in the same colour; its last run (if the piece is not one
+    run) starts a new run. Gives every maximal run (``lane``, ``s``, ``e``, ``col``) and,
+    per piece, the run holding its first (``first_id``) and last (``last_id``) cell.
+    """
 
-    def _emit(self, mask: np.ndarray, ln: np.ndarray, col: np.ndarray, top: np.ndarray,
-              bottom: bool) -> None:
-        b = mask & (col == 1)
-        self.black += np.bincount((self.rows + ln - 1)[b], minlength=self.black.size)
-        if not self.whites:
-            return
-        wh = mask & (col == 0)
-        if not self.white_border:
-            wh &= ~top if not bottom else np.zeros_like(wh)
-        self.white += np.bincount((self.rows + ln - 1)[wh], minlength=self.white.size)
-
-    def piece(self, first: np.ndarray, last: np.ndarray, plen: Any, valid: np.ndarray,
-              start: bool) -> None:
-        """Append one piece (a tile's lane segment of length ``plen``) to every valid lane;
-        ``start``: the lanes' first piece (its first run touches the window's top)."""
+    def __init__(self, first: np.ndarray, last: np.ndarray, plen: Any, pos0: np.ndarray,
+                 valid: np.ndarray):
         fl, fc = (first & 0x7FFFFFFF).astype(np.int64), (first >> 31).astype(np.int64)
         ll, lc = (last & 0x7FFFFFFF).astype(np.int64), (last >> 31).astype(np.int64)
         full = fl == plen
-        if start:
-            join = np.zeros_like(valid)
-            ml, mt = fl, np.ones_like(valid)
-        else:
-            join = fc == self.oc
-            ml, mt = np.where(join, self.ol + fl, fl), np.where(join, self.ot, False)
-            self._emit(valid & ~join, self.ol, self.oc, self.ot, False)
-        self._emit(valid & ~full, ml, fc, mt, False)
-        self.ol = np.where(valid, np.where(full, ml, ll), self.ol)
-        self.oc = np.where(valid, np.where(full, fc, lc), self.oc)
-        self.ot = np.where(valid, full & mt, self.ot)
+        start = np.stack([np.broadcast_to(pos0, fl.shape), pos0 + plen - ll], axis=-1)
+        length = np.stack([fl, ll], axis=-1)
+        col = np.stack([fc, lc], axis=-1)
+        ok = np.stack([valid, valid & ~full], axis=-1)
+        lane = np.broadcast_to(np.arange(first.shape[0])[:, None, None], ok.shape)
+        seg2 = np.broadcast_to(np.array([False, True]), ok.shape)
+        st, ln, co, la, s2 = (a[ok] for a in (start, length, col, lane, seg2))
+        en = st + ln - 1
+        new = np.ones(st.size, bool)
+        new[1:] = s2[1:] | (la[1:] != la[:-1]) | (co[1:] != co[:-1]) | (st[1:] != en[:-1] + 1)
+        gid = np.cumsum(new) - 1
+        gs = np.flatnonzero(new)
+        ge = np.append(gs[1:], st.size) - 1
+        self.lane, self.s, self.e, self.col = la[gs], st[gs], en[ge], co[gs]
+        ids = np.full(ok.shape, -1, np.int64)
+        ids[ok] = gid
+        self.first_id = ids[..., 0]
+        self.last_id = np.where(ok[..., 1], ids[..., 1], ids[..., 0])
 
-    def close(self) -> tuple[np.ndarray, np.ndarray]:
-        """Emit the open runs (they touch the window's bottom border); the histograms."""
-        self._emit(self.ol > 0, self.ol, self.oc, self.ot, True)
-        n = self.rows.shape[0]
-        return self.black.reshape(n, self.hlen), self.white.reshape(n, self.hlen)
+
+class _Windows:
+    """Per-window histograms by difference arrays over the window index: a run (or a
+    tile's histogram) inside windows ``klo .. khi`` is added at ``klo`` and removed at
+    ``khi + 1``; the cumulative sum over windows gives every window's counts."""
+
+    def __init__(self, nw: int, W: int, S: int):
+        self.nw, self.W, self.S = nw, W, S
+        self.diff = np.zeros((nw + 1) * W, np.int64)
+
+    def krange(self, lo_row: np.ndarray, hi_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Windows ``k`` with ``lo_row <= k * S <= hi_row``."""
+        return np.maximum(-(-lo_row // self.S), 0), np.minimum(hi_row // self.S, self.nw - 1)
+
+    def add_runs(self, klo: np.ndarray, khi: np.ndarray, length: np.ndarray) -> None:
+        m = klo <= khi
+        klo, khi, li = klo[m], khi[m], length[m] - 1
+        n = self.diff.size
+        self.diff += np.bincount(klo * self.W + li, minlength=n)
+        self.diff -= np.bincount((khi + 1) * self.W + li, minlength=n)
+
+    def add_hists(self, klo: np.ndarray, khi: np.ndarray, hist: np.ndarray) -> None:
+        m = klo <= khi
+        klo, khi, h = klo[m], khi[m], hist[m].astype(np.float64)  # exact: counts < 2^53
+        g = np.arange(h.shape[1])
+        n = self.diff.size
+        for k, sign in ((klo, 1), (khi + 1, -1)):
+            idx = (k[:, None] * self.W + g[None, :]).ravel()
+            self.diff += sign * np.rint(np.bincount(idx, weights=h.ravel(),
+                                                    minlength=n)).astype(np.int64)
+
+    def add_cut(self, length: np.ndarray, mask: np.ndarray) -> None:
+        """Runs cut by a window's border: ``length`` (window, lane), where ``mask``."""
+        k = np.broadcast_to(np.arange(self.nw)[:, None], length.shape)[mask]
+        self.add_runs(k, k, length[mask])
+
+    def hist(self) -> np.ndarray:
+        return np.cumsum(self.diff.reshape(self.nw + 1, self.W), axis=0)[: self.nw]
+
+
+def _tile_windows(lo: np.ndarray, hi: np.ndarray, sb: int, nw: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Windows ``k`` whose first tile ``k * sb`` lies in ``lo .. hi``."""
+    return np.maximum(-(-lo // sb), 0), np.minimum(hi // sb, nw - 1)
+
+
+def _cut(black: _Windows, white: _Windows | None, runs: _Runs, top: np.ndarray,
+         bot: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+    """The runs each window cuts: ``top`` (window, lane) holds the lane's first cell in the
+    window (position ``first``), ``bot`` its last (``last``); ``white`` None: white runs
+    touching the border are not counted."""
+    st, et, ct = runs.s[top], runs.e[top], runs.col[top]
+    cut_t = st < first
+    lt = np.minimum(et, last) - first + 1
+    sb_, eb, cb = runs.s[bot], runs.e[bot], runs.col[bot]
+    cut_b = (eb > last) & (sb_ >= first)
+    lb = last - sb_ + 1
+    for win, colour in ((black, 1), (white, 0)):
+        if win is not None:
+            win.add_cut(lt, cut_t & (ct == colour))
+            win.add_cut(lb, cut_b & (cb == colour))
+
+
+def _assemble(starts: np.ndarray, tiles: _Tiles, vs: TileSummary, ds: TileSummary, G: int,
+              m: int, W: int, S: int, kmin: int, w: int, white_border: bool
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per window: recurrences and diagonal, vertical, white histograms (window, W)."""
+    nw = starts.size
+    sb = S // G  # window step in tiles
+    k0 = starts // G
+    nb = tiles.vid.shape[0]
+    ends = starts + W - 1
+    black, white, diag = _Windows(nw, W, S), _Windows(nw, W, S), _Windows(nw, W, S)
+    # -- tiles: interior runs and recurrences, in the windows k0 in [max(a,b) - m + 1, min(a,b)]
+    a, b = tiles.va, tiles.vb
+    klo, khi = _tile_windows(np.maximum(a, b) - m + 1, np.minimum(a, b), sb, nw)
+    black.add_hists(klo, khi, vs.hb)
+    white.add_hists(klo, khi, vs.hw)
+    nrec = np.zeros(nw + 1, np.int64)
+    mk = klo <= khi
+    np.add.at(nrec, klo[mk], vs.nrec[mk])
+    np.add.at(nrec, khi[mk] + 1, -vs.nrec[mk])
+    nrec = np.cumsum(nrec)[:nw]
+    klo, khi = _tile_windows(tiles.db - m + 1, tiles.da, sb, nw)
+    diag.add_hists(klo, khi, ds.hb)
+    # -- vertical runs across tile rows: column j, pieces a = j // G - m + 1 + o
+    j = np.arange(int(ends[-1]) + 1)
+    jb, jc = j // G, j % G
+    o = np.arange(2 * m - 1)
+    ar = jb[:, None] - (m - 1) + o[None, :]
+    tid = tiles.vid[np.clip(ar, 0, nb - 1), (2 * m - 2 - o)[None, :]]
+    valid = (ar >= 0) & (ar < nb) & (tid >= 0)
+    tid = np.where(valid, tid, 0)
+    runs = _Runs(vs.first[tid, jc[:, None]], vs.last[tid, jc[:, None]], G, ar * G, valid)
+    ln = runs.e - runs.s + 1
+    bl = runs.col == 1
+    klo, khi = black.krange(np.maximum(runs.e, runs.lane) - W + 1, np.minimum(runs.s, runs.lane))
+    black.add_runs(klo[bl], khi[bl], ln[bl])
+    if not white_border:  # white runs touching the window's top or bottom are dropped
+        klo, khi = white.krange(np.maximum(runs.e + 1, runs.lane) - W + 1,
+                                np.minimum(runs.s - 1, runs.lane))
+    white.add_runs(klo[~bl], khi[~bl], ln[~bl])
+    jj = starts[:, None] + np.arange(W)[None, :]              # (window, column)
+    ot = k0[:, None] - jb[jj] + m - 1                         # piece of the window's top row
+    _cut(black, white if white_border else None, runs, runs.first_id[jj, ot],
+         runs.last_id[jj, ot + m - 1], starts[:, None], ends[:, None])
+    # -- diagonal runs d = qd * G + t0 along i: A(a) = tile (a, a + qd), lane t0 + G - 1,
+    #    rows aG .. aG + G - t0 - 1; B(a) = tile (a, a + qd + 1), lane t0 - 1, the t0 rows after
+    d = np.arange(kmin, W)
+    if d.size:
+        nd = d.size
+        qd, t0 = d // G, d % G
+        arow = np.arange(nb)
+        ncol = tiles.did.shape[1]
+        ta = tiles.did[arow[None, :], (qd + m - 1)[:, None]]
+        tb = np.where((qd + m < ncol)[:, None],
+                      tiles.did[arow[None, :], np.minimum(qd + m, ncol - 1)[:, None]], -1)
+        va, vb = ta >= 0, (tb >= 0) & (t0 > 0)[:, None]
+        ta, tb = np.where(va, ta, 0), np.where(vb, tb, 0)
+        la, lb = (t0 + G - 1)[:, None], np.maximum(t0 - 1, 0)[:, None]
+
+        def inter(u: Any, v: Any) -> np.ndarray:  # A(0), B(0), A(1), ... per diagonal
+            return np.stack(np.broadcast_arrays(u, v), axis=-1).reshape(nd, 2 * nb)
+
+        runs = _Runs(inter(ds.first[ta, la], ds.first[tb, lb]),
+                     inter(ds.last[ta, la], ds.last[tb, lb]),
+                     inter((G - t0)[:, None] + 0 * ta, t0[:, None] + 0 * tb),
+                     inter(arow[None, :] * G + 0 * ta, arow[None, :] * G + (G - t0)[:, None]),
+                     inter(va, vb))
+        bl = runs.col == 1
+        klo, khi = diag.krange(runs.e + d[runs.lane] - W + 1, runs.s)
+        diag.add_runs(klo[bl], khi[bl], (runs.e - runs.s + 1)[bl])
+        top = runs.first_id[np.arange(nd)[None, :], 2 * k0[:, None]]    # (window, diagonal)
+        bot = runs.last_id[np.arange(nd)[None, :], 2 * (k0[:, None] + m - 1 - qd[None, :])]
+        _cut(diag, None, runs, top, bot, starts[:, None], ends[:, None] - d[None, :])
+    dh = 2 * diag.hist()
+    if w == 0:
+        dh[:, W - 1] += 1  # the main diagonal: one line of length W
+    return nrec, dh, black.hist(), white.hist()
 
 
 def band_histograms(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, tau: int,
@@ -165,67 +289,9 @@ def band_histograms(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, t
     kmin = max(w, 1)
     vs = _run(bes, spec, "vertical", xs, thr, tiles.va, tiles.vb, w, kmin)
     ds = _run(bes, spec, "diagonal", xs, thr, tiles.da, tiles.db, w, kmin)
-    out: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
-    per = max(1, _BATCH // W)
-    for b0 in range(0, k0.size, per):
-        kb = k0[b0: b0 + per]
-        out += _assemble(kb, tiles, vs, ds, G, m, W, kmin, w, white_border)
-    return out
-
-
-def _assemble(kb: np.ndarray, tiles: _Tiles, vs: TileSummary, ds: TileSummary, G: int,
-              m: int, W: int, kmin: int, w: int, white_border: bool
-              ) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
-    """Histograms of the windows whose first tile row/column is ``kb``."""
-    nw = kb.size
-    hlen = W
-    # -- vertical and white lines: column q of the window in tile column q // G
-    q = np.arange(W)
-    qb, qc = q // G, q % G
-    ch = _Chain((nw, W), hlen)
-    ch.white_border = white_border
-    every = np.ones((nw, W), bool)
-    for p in range(m):
-        tid = tiles.vid[(kb + p)[:, None], (qb - p + m - 1)[None, :]]
-        ch.piece(vs.first[tid, qc], vs.last[tid, qc], G, every, start=(p == 0))
-    vert, white = ch.close()
-    nrec = np.zeros(nw, np.int64)
-    diag_in = np.zeros((nw, hlen), np.int64)
-    for p in range(m):
-        for pq in range(m):
-            tid = tiles.vid[kb + p, pq - p + m - 1]
-            vert[:, :G] += vs.hb[tid]
-            white[:, :G] += vs.hw[tid]
-            nrec += vs.nrec[tid]
-            if pq >= p:
-                diag_in[:, :G] += ds.hb[tiles.did[kb + p, pq - p + m - 1]]
-    # -- diagonal lines: d = qd * G + t0 in pieces A (tile (a, a + qd), lane t0 + G - 1)
-    #    and B (tile (a, a + qd + 1), lane t0 - 1), a = k0, k0 + 1, ...
-    d = np.arange(kmin, W)
-    diag = np.zeros((nw, hlen), np.int64)
-    if d.size:
-        qd, t0 = d // G, d % G
-        ch = _Chain((nw, d.size), hlen, whites=False)
-        ncol = tiles.did.shape[1]
-        for u in range(m):
-            va = np.broadcast_to(u <= m - 1 - qd, (nw, d.size))
-            tid = tiles.did[(kb + u)[:, None], np.minimum(qd + m - 1, ncol - 1)[None, :]]
-            tid = np.where(va, tid, 0)
-            ch.piece(ds.first[tid, t0 + G - 1], ds.last[tid, t0 + G - 1], G - t0, va,
-                     start=(u == 0))
-            vb = np.broadcast_to((t0 > 0) & (u <= m - 2 - qd), (nw, d.size))
-            if not vb.any():
-                continue
-            tid = tiles.did[(kb + u)[:, None], np.minimum(qd + m, ncol - 1)[None, :]]
-            tid = np.where(vb, tid, 0)
-            ch.piece(ds.first[tid, np.maximum(t0 - 1, 0)], ds.last[tid, np.maximum(t0 - 1, 0)],
-                     t0, vb, start=False)
-        diag, _ = ch.close()
-    diag = 2 * (diag + diag_in)
-    if w == 0:
-        diag[:, W - 1] += 1  # the main diagonal: one line of length W
-    return [(int(nrec[i]), diag[i].astype(np.uint64), vert[i].astype(np.uint64),
-             white[i].astype(np.uint64)) for i in range(nw)]
+    nrec, dh, vh, wh = _assemble(starts, tiles, vs, ds, G, m, W, S, kmin, w, white_border)
+    return [(int(nrec[k]), dh[k].astype(np.uint64), vh[k].astype(np.uint64),
+             wh[k].astype(np.uint64)) for k in range(starts.size)]
 
 
 def band_rows(hists: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]], W: int, w: int,
