@@ -11,15 +11,14 @@ Computation (``method``):
 
 * ``"band"``: one pass over the band of the matrix the windows cover, every cell computed
   once however many windows hold it (``window / step`` times fewer cells), each window's
-  histograms assembled exactly from per-tile run summaries (:mod:`pyedmcl.rqa.band`).
+  histograms exact from every lane's maximal runs (:mod:`pyedmcl.rqa.band`).
   Needs one threshold for every window and the same working values in every window:
   a fixed radius (``radius``/``threshold_std``) with ``dtype="float64"`` (float32 windows
   are each centred by their own mean, so a cell's float32 distance differs from window
-  to window), ``neighbourhood="radius"``, and tiles ``gcd(window, step) >= 32`` with
-  overlapping windows.
+  to window) and ``neighbourhood="radius"``; any ``window`` and ``step``.
 * ``"windows"``: one Divide & Recombine run per window (kernels built once and cached);
   the reference, and the path for everything else (``recurrence_rate``: one radius per
-  window; FAN: per-column radii per window; float32; small ``gcd(window, step)``).
+  window; FAN: per-column radii per window; float32).
 * ``"auto"`` (default): ``"band"`` where it applies, else ``"windows"``.
 """
 
@@ -104,17 +103,12 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
 
 def _band_refusal(window: int, step: int, kw: dict[str, Any]) -> str | None:
     """Why the one-pass band cannot give these windows (None: it can, given float64)."""
-    from .band import MIN_TILE, band_applies
-
     if kw.get("neighbourhood", "radius") != "radius":
         return "neighbourhood='fan' has per-column radii per window"
     if kw.get("recurrence_rate") is not None:
         return "recurrence_rate= finds one radius per window"
     if kw.get("radius") is None:
         return "it needs a fixed radius (radius= or threshold_std=)"
-    if not band_applies(window, step):
-        return (f"windows must overlap (step < window) on tiles gcd(window, step) >= "
-                f"{MIN_TILE}, got window={window}, step={step}")
     return None
 
 
@@ -141,12 +135,12 @@ def _band_rows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, 
     r = check_radius(radius)
     w = int(theiler)
     tm = theiler_scope == "matrix" and w > 0
-    hists = band_histograms(bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule),
+    nrec, d, v, wh = band_histograms(bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule),
                             E=E, tau=tau, metric=metric, real="double",
                             fma=(rule == "squared"), theiler_matrix=tm, w=w,
                             white_border=bool(white_border), n_points=n, window=window,
                             step=step)
-    rows = band_rows(hists, window, w, tm, l_min, v_min, w_min)
+    rows = band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
     for row in rows:
         row["radius"] = r
     return rows
