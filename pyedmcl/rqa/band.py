@@ -43,8 +43,7 @@ def _lanes_on(be: Backend, spec: BandSpec, xs: np.ndarray, thr: float, jobs: lis
     h = {k: be.zeros(n, np.int32) for k in ("v", "w", "d")}
     for mode, l0, nl in jobs:
         hb, hw = (h["v"], h["w"]) if mode == "vertical" else (h["d"], h["w"])
-        launch(be, spec, mode, x, thr, lane0=l0, nlanes=nl, window=W, step=S, n_windows=nw,
-               w=w, hb=hb, hw=hw)
+        launch(be, spec, mode, x, thr, lane0=l0, nlanes=nl, n_windows=nw, w=w, hb=hb, hw=hw)
     return tuple(be.to_host(h[k]).astype(np.int64) for k in ("d", "v", "w"))  # type: ignore
 
 
@@ -60,7 +59,7 @@ def band_histograms(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, t
     W, S = int(window), int(step)
     nw = (n_points - W) // S + 1
     spec = BandSpec(E, tau, metric, real, fma=fma, theiler_matrix=theiler_matrix,
-                    white_border=white_border)
+                    white_border=white_border, window=W, step=S)
     kmin = max(w, 1)
     ncols = (nw - 1) * S + W
     jobs = [("vertical", l0, min(_LANES, ncols - l0)) for l0 in range(0, ncols, _LANES)]
