@@ -16,7 +16,6 @@ from conftest import TEST_DEVICES, run_under_oclgrind
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import pyunicorn_measures, pyunicorn_rp
 from pyedmcl.rqa.core import rqa
-from pyedmcl.rqa.measures import MEASURES
 from pyedmcl.rqa.windowed import windowed_rqa
 
 
@@ -99,14 +98,16 @@ def _numpy_windows(x, E, tau, r, W, S, w):
     return res
 
 
-def test_band_histograms_numpy_reference(device):
+def test_band_histograms_numpy_reference(device, monkeypatch):
     from clkernels import get_backend
+    from pyedmcl.rqa import band
     from pyedmcl.rqa.band import band_histograms
     from pyedmcl.rqa.threshold import kernel_threshold
 
     x = quantized(140, seed=11)
     E, tau, r, W, S = 2, 3, 0.6, 45, 10
-    for w in (0, 1, 4):
+    for w, bins in ((0, 1 << 23), (1, 3 * W), (4, 5 * W)):  # 1, 2 and 4 windows per pass
+        monkeypatch.setattr(band, "_HIST_BINS", bins)
         n = x.size - (E - 1) * tau
         nrec, d, v, wh = band_histograms(
             [get_backend(device)], x, kernel_threshold(r, "euclidean", np.dtype(np.float64)),

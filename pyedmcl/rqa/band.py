@@ -21,6 +21,7 @@ recurrences are the cells of the vertical lines. Host work: a cumulative sum ove
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -33,6 +34,9 @@ from .result import band_cells
 
 #: lanes per launch (a long launch holds the queue; several keep the devices balanced)
 _LANES = 1 << 14
+#: difference-histogram bins per pass ((windows + 1) x window int32, three of them on the
+#: device); more windows run in several passes over consecutive parts of the series
+_HIST_BINS = 1 << 23
 
 
 def _lanes_on(be: Backend, spec: BandSpec, xs: np.ndarray, thr: float, jobs: list, *,
@@ -56,8 +60,36 @@ def band_histograms(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, t
     ``xs`` (working dtype, ``n_points`` embedded points), each equal to
     :func:`pyedmcl.rqa.core.rqa` of the window's samples when the working values are the
     same in every window (float64). Lanes are split over ``bes``."""
+    parts = list(band_passes(bes, xs, thr, E=E, tau=tau, metric=metric, real=real, fma=fma,
+                             theiler_matrix=theiler_matrix, w=w, white_border=white_border,
+                             n_points=n_points, window=window, step=step))
+    nrec, d, v, wh = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    return nrec, d, v, wh
+
+
+def band_passes(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, tau: int,
+                metric: str, real: str, fma: bool, theiler_matrix: bool, w: int,
+                white_border: bool, n_points: int, window: int, step: int
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`band_histograms` pass by pass: consecutive groups of windows (as many as
+    :data:`_HIST_BINS` difference bins hold), each one pass over its part of the series."""
     W, S = int(window), int(step)
     nw = (n_points - W) // S + 1
+    span = (E - 1) * tau
+    per = max(1, _HIST_BINS // W - 1)  # windows per pass: (per + 1) x W difference bins
+    for ka in range(0, nw, per):
+        kb = min(nw, ka + per)
+        a = ka * S
+        yield _one_pass(bes, xs[a: a + (kb - ka - 1) * S + W + span], thr, E=E, tau=tau,
+                        metric=metric, real=real, fma=fma, theiler_matrix=theiler_matrix,
+                        w=w, white_border=white_border, nw=kb - ka, W=W, S=S)
+
+
+def _one_pass(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, tau: int,
+              metric: str, real: str, fma: bool, theiler_matrix: bool, w: int,
+              white_border: bool, nw: int, W: int, S: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`band_histograms` of the ``nw`` windows of ``xs`` (window 0 at its start)."""
     spec = BandSpec(E, tau, metric, real, fma=fma, theiler_matrix=theiler_matrix,
                     white_border=white_border, window=W, step=S)
     kmin = max(w, 1)
@@ -84,7 +116,7 @@ def band_histograms(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, t
 def band_rows(nrec: np.ndarray, d: np.ndarray, v: np.ndarray, wh: np.ndarray, W: int, w: int,
               theiler_matrix: bool, l_min: int, v_min: int, w_min: int
               ) -> list[dict[str, float]]:
-    """Every measure per window from :func:`band_histograms`."""
+    """Every measure per window from the histograms of :func:`band_passes`."""
     n_cells = W * W - (band_cells(W, w) if theiler_matrix else 0)
     rows = []
     for k in range(nrec.size):

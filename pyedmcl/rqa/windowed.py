@@ -121,7 +121,7 @@ def _band_rows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, 
                **_: Any) -> list[dict[str, Any]] | None:
     """Rows of the one-pass band (None where the working dtype is float32). ``edge``,
     ``order`` and ``params`` shape the per-window D&R runs only (same results)."""
-    from .band import band_histograms, band_rows
+    from .band import band_passes, band_rows
     from .core import _backends_and_dtype, _check_common, check_radius
     from .threshold import check_threshold_rule, kernel_threshold
 
@@ -135,12 +135,12 @@ def _band_rows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, 
     r = check_radius(radius)
     w = int(theiler)
     tm = theiler_scope == "matrix" and w > 0
-    nrec, d, v, wh = band_histograms(bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule),
-                            E=E, tau=tau, metric=metric, real="double",
-                            fma=(rule == "squared"), theiler_matrix=tm, w=w,
-                            white_border=bool(white_border), n_points=n, window=window,
-                            step=step)
-    rows = band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
+    rows: list[dict[str, Any]] = []
+    for nrec, d, v, wh in band_passes(
+            bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule), E=E, tau=tau,
+            metric=metric, real="double", fma=(rule == "squared"), theiler_matrix=tm, w=w,
+            white_border=bool(white_border), n_points=n, window=window, step=step):
+        rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
     for row in rows:
         row["radius"] = r
     return rows
