@@ -15,8 +15,13 @@ from conftest import TEST_DEVICES, run_under_oclgrind
 
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import pyunicorn_measures, pyunicorn_rp
-from pyedmcl.rqa.core import rqa
-from pyedmcl.rqa.windowed import windowed_rqa
+from pyedmcl.rqa.core import _band_windows, rqa
+from pyedmcl.rqa.windowed import windowed_rqa as _windowed_rqa
+
+
+def windowed_rqa(one, x, **kw):
+    """The windowed path with the band runner rqa() gives it (``method`` chooses)."""
+    return _windowed_rqa(one, x, band=_band_windows, **kw)
 
 
 def quantized(n: int, seed: int = 3) -> np.ndarray:
@@ -162,19 +167,19 @@ def test_band_two_devices_identical():
     assert _same_frames(one, two)
 
 
-@pytest.mark.slow
 def test_band_kernels_under_oclgrind():
     # Oclgrind's uninitialised-value plugin stops at LLVM's `freeze` (emitted for the
     # divisions by the constant step) and leaves the histograms empty: it is off here;
     # invalid accesses, data races and barrier divergence are still checked.
     out = run_under_oclgrind("""
         import numpy as np
-        from pyedmcl.rqa.core import rqa
+        from pyedmcl.rqa.core import _band_windows, rqa
         from pyedmcl.rqa.windowed import windowed_rqa
         x = np.round(np.sin(np.arange(90) * 0.37) * 10) / 10
         for kw in (dict(window=30, step=7), dict(window=20, step=25, theiler=0,
                    theiler_scope="matrix", white_border=False), dict(window=16, step=1)):
-            a = windowed_rqa(rqa, x, E=2, radius=0.3, dtype="float64", method="band", **kw)
+            a = windowed_rqa(rqa, x, E=2, radius=0.3, dtype="float64", method="band",
+                             band=_band_windows, **kw)
             b = windowed_rqa(rqa, x, E=2, radius=0.3, dtype="float64", method="windows", **kw)
             va, vb = a.to_numpy(float), b.to_numpy(float)
             print(bool(((va == vb) | (np.isnan(va) & np.isnan(vb))).all()))

@@ -161,7 +161,9 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
     ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
     (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
-    ``recurrence_rate``).
+    ``recurrence_rate``). With a fixed radius in float64 the windows are computed in one
+    pass over the band of the matrix they cover (each cell once, rows identical to one
+    ``rqa()`` per window); otherwise one run per window.
     """
     if neighbourhood not in ("radius", "fan"):
         raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "
@@ -203,8 +205,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
             raise ValueError("step= needs window= (the number of embedded points per window)")
         from .windowed import windowed_rqa
 
-        return windowed_rqa(rqa, x, window=window, step=step, E=E, tau=tau, radius=radius,
-                            recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
+        return windowed_rqa(rqa, x, band=_band_windows, window=window, step=step, E=E,
+                            tau=tau, radius=radius, recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
                             l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
                             theiler_scope=theiler_scope, white_border=white_border,
                             device=device, devices=devices, backend=backend, edge=edge,
@@ -379,3 +381,35 @@ def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarra
                               dtype=dt, backend=bes[0], rule=rule)
 
 
+def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, *,
+                   radius: Any, metric: str = "euclidean", theiler: Any = 1, l_min: Any = 2,
+                   v_min: Any = 2, w_min: Any = 2, dtype: Any = "float32",
+                   theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+                   devices: Any = None, backend: str | None = None, edge: Any = None,
+                   order: str = "row", threshold_rule: str = "distance",
+                       **_: Any) -> list[dict[str, Any]] | None:
+    """Rows of the windows of ``s`` (``n`` embedded points) from one pass over the band
+    (:mod:`pyedmcl.rqa.band`), validated as :func:`rqa` validates them; None where the
+    working dtype is float32 (each window is then centred by its own mean: one run per
+    window). ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
+    from .band import band_passes, band_rows
+
+    metric = check_metric(metric)
+    l_min, v_min, w_min, theiler, _edge = _check_common(l_min, v_min, w_min, theiler,
+                                                        theiler_scope, order, edge, window)
+    bes, dt = _backends_and_dtype(device, devices, backend, dtype)
+    if dt != np.float64:
+        return None
+    rule = check_threshold_rule(threshold_rule)
+    r = check_radius(radius)
+    w = int(theiler)
+    tm = theiler_scope == "matrix" and w > 0
+    rows: list[dict[str, Any]] = []
+    for nrec, d, v, wh in band_passes(
+            bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule), E=E, tau=tau,
+            metric=metric, real="double", fma=(rule == "squared"), theiler_matrix=tm, w=w,
+            white_border=bool(white_border), n_points=n, window=window, step=step):
+        rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
+    for row in rows:
+        row["radius"] = r
+    return rows

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import as_series, check_embedding, check_int, check_metric
+from ..validation import as_series, check_embedding, check_int
 from .measures import MEASURES
 
 METHODS = ("auto", "band", "windows")
@@ -42,16 +42,18 @@ def window_bounds(n_points: int, window: int, step: int) -> list[tuple[int, int]
 
 def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = None,
                  E: Any = 1, tau: Any = 1, progress: bool = False, method: str = "auto",
-                 **kwargs: Any) -> Any:
+                 band: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
     """Every measure per window as a ``pandas.DataFrame`` indexed by the window's first and
     last embedded point (``start``, ``end``); ``step`` defaults to ``window`` (epochs
     that do not overlap). Other keywords as :func:`pyedmcl.rqa.core.rqa`. Columns: the
     measures, ``n_recurrences``, ``n_cells`` and ``radius`` (found per window with
     ``recurrence_rate``; NaN with ``neighbourhood="fan"``, whose radii are per column).
     ``one`` is the single-window analysis (:func:`pyedmcl.rqa.core.rqa`, which calls
-    this with itself). ``method``: ``"auto"``, ``"band"`` (one pass over the band; a
-    ValueError says why where it cannot run) or ``"windows"`` (one run per window); every
-    method gives the same rows. The frame's ``attrs["method"]`` says which one ran."""
+    this with itself) and ``band`` the one pass over many windows
+    (``pyedmcl.rqa.core._band_windows``, also passed by ``rqa``; None: one run per
+    window). ``method``: ``"auto"``, ``"band"`` (one pass over the band; a ValueError
+    says why where it cannot run) or ``"windows"`` (one run per window); every method
+    gives the same rows. The frame's ``attrs["method"]`` says which one ran."""
     import pandas as pd
 
     s = as_series(x, "x")
@@ -65,9 +67,9 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     index = pd.MultiIndex.from_tuples(bounds, names=["start", "end"])
     cols = [*MEASURES, "n_recurrences", "n_cells", "radius"]
     if method != "windows":
-        why = _band_refusal(window, step, kwargs)
+        why = _band_refusal(kwargs) if band is not None else "no band runner given (band=)"
         if why is None:
-            rows_b = _band_rows(s, n, window, step, E, tau, **kwargs)
+            rows_b = band(s, n, window, step, E, tau, **kwargs)
             if rows_b is not None or method == "band":
                 if rows_b is None:
                     raise ValueError("method='band' needs dtype='float64' (float32 windows are "
@@ -101,7 +103,7 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     return df
 
 
-def _band_refusal(window: int, step: int, kw: dict[str, Any]) -> str | None:
+def _band_refusal(kw: dict[str, Any]) -> str | None:
     """Why the one-pass band cannot give these windows (None: it can, given float64)."""
     if kw.get("neighbourhood", "radius") != "radius":
         return "neighbourhood='fan' has per-column radii per window"
@@ -110,37 +112,3 @@ def _band_refusal(window: int, step: int, kw: dict[str, Any]) -> str | None:
     if kw.get("radius") is None:
         return "it needs a fixed radius (radius= or threshold_std=)"
     return None
-
-
-def _band_rows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, *,
-               radius: Any, metric: str = "euclidean", theiler: Any = 1, l_min: Any = 2,
-               v_min: Any = 2, w_min: Any = 2, dtype: Any = "float32",
-               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
-               devices: Any = None, backend: str | None = None, edge: Any = None,
-               order: str = "row", threshold_rule: str = "distance",
-               **_: Any) -> list[dict[str, Any]] | None:
-    """Rows of the one-pass band (None where the working dtype is float32). ``edge``,
-    ``order`` and ``params`` shape the per-window D&R runs only (same results)."""
-    from .band import band_passes, band_rows
-    from .core import _backends_and_dtype, _check_common, check_radius
-    from .threshold import check_threshold_rule, kernel_threshold
-
-    metric = check_metric(metric)
-    l_min, v_min, w_min, theiler, _edge = _check_common(l_min, v_min, w_min, theiler,
-                                                        theiler_scope, order, edge, window)
-    bes, dt = _backends_and_dtype(device, devices, backend, dtype)
-    if dt != np.float64:
-        return None
-    rule = check_threshold_rule(threshold_rule)
-    r = check_radius(radius)
-    w = int(theiler)
-    tm = theiler_scope == "matrix" and w > 0
-    rows: list[dict[str, Any]] = []
-    for nrec, d, v, wh in band_passes(
-            bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule), E=E, tau=tau,
-            metric=metric, real="double", fma=(rule == "squared"), theiler_matrix=tm, w=w,
-            white_border=bool(white_border), n_points=n, window=window, step=step):
-        rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
-    for row in rows:
-        row["radius"] = r
-    return rows
