@@ -1,6 +1,6 @@
 """Windowed RQA in one pass over the band (pyedmcl.rqa.band, kernel family rqa_band).
 
-Oracles: the per-window path (one rqa() per window, ``method="windows"``), equal in every
+float64 and float32 (each window prepared as rqa() prepares it). Oracles: the per-window path (one rqa() per window, ``method="windows"``), equal in every
 measure and count (exact: same decisions, integer histograms, the same measure code); a
 NumPy reference of each window's line histograms built from the full recurrence matrix;
 pyunicorn on whole windows (counts exact, ratios to 1e-9 relative: it adds 1e-8 to its
@@ -8,6 +8,8 @@ denominators). Oclgrind: no invalid access, race or barrier divergence in the ke
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -139,18 +141,42 @@ def test_band_windows_match_pyunicorn(device):
             assert row[k] == pytest.approx(val, rel=1e-9, abs=0), (a, k)
 
 
+@pytest.mark.parametrize("shape", ["logistic", "spikes"])
+def test_band_float32_windows_prepared_as_rqa(device, shape):
+    """float32: each window is centred as rqa() centres it (or run in float64 where its
+    values would merge); windows prepared alike share a pass, rows equal per window."""
+    from pyedmcl.data import logistic_map
+
+    if shape == "logistic":
+        x = logistic_map(900, r=3.9, x0=0.4, burn=0) * 1000 + 5e4
+        kw = dict(E=3, radius=40.0, window=150, step=30, threshold_rule="squared")
+    else:  # windows holding a spike switch to float64 (PrecisionWarning), the rest float32
+        x = 1e4 + np.round(np.random.default_rng(5).standard_normal(900), 3) * 1e-1
+        x[[300, 620]] += 1e9
+        kw = dict(E=2, radius=0.05, window=100, step=25, theiler=0)
+    with warnings.catch_warnings(record=True) as wb:
+        warnings.simplefilter("always")
+        band = windowed_rqa(rqa, x, method="band", device=device, **kw)
+    with warnings.catch_warnings(record=True) as ww:
+        warnings.simplefilter("always")
+        per = windowed_rqa(rqa, x, method="windows", device=device, **kw)
+    assert _same_frames(band, per)
+    assert len(wb) == len(ww) and (len(wb) > 0) == (shape == "spikes")
+
+
 def test_method_choice_and_refusals():
     x = quantized(200, seed=2)
     kw = dict(E=2, window=60, step=20)
-    # float32 windows are each centred by their own mean: one run per window
-    assert pe.rqa(x, radius=0.5, **kw).attrs["method"] == "windows"
+    assert pe.rqa(x, radius=0.5, **kw).attrs["method"] == "band"  # float32, shared centring
     df = pe.rqa(x, recurrence_rate=0.1, dtype="float64", **kw)
     assert df.attrs["method"] == "windows" and df["radius"].nunique() > 1
-    for extra, what in ((dict(radius=0.5), "float64"),
-                        (dict(recurrence_rate=0.1, dtype="float64"), "recurrence_rate"),
-                        (dict(neighbourhood="fan", knn=5, dtype="float64"), "fan")):
+    ramp = np.arange(300) * 10.0  # every window centred differently in float32
+    assert pe.rqa(ramp, radius=5.0, **kw).attrs["method"] == "windows"
+    for xx, extra, what in ((ramp, dict(radius=5.0), "float64"),
+                            (x, dict(recurrence_rate=0.1, dtype="float64"), "recurrence_rate"),
+                            (x, dict(neighbourhood="fan", knn=5, dtype="float64"), "fan")):
         with pytest.raises(ValueError, match=what):
-            windowed_rqa(rqa, x, method="band", **kw, **extra)
+            windowed_rqa(rqa, xx, method="band", **kw, **extra)
     with pytest.raises(ValueError, match="method"):
         windowed_rqa(rqa, x, method="tiles", radius=0.5, **kw)
     with pytest.raises(ValueError, match="l_min"):

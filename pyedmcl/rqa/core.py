@@ -382,34 +382,58 @@ def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarra
 
 
 def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, *,
-                   radius: Any, metric: str = "euclidean", theiler: Any = 1, l_min: Any = 2,
-                   v_min: Any = 2, w_min: Any = 2, dtype: Any = "float32",
-                   theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
-                   devices: Any = None, backend: str | None = None, edge: Any = None,
-                   order: str = "row", threshold_rule: str = "distance",
-                       **_: Any) -> list[dict[str, Any]] | None:
+                  radius: Any, metric: str = "euclidean", theiler: Any = 1, l_min: Any = 2,
+                  v_min: Any = 2, w_min: Any = 2, dtype: Any = "float32",
+                  theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+                  devices: Any = None, backend: str | None = None, edge: Any = None,
+                  order: str = "row", threshold_rule: str = "distance",
+                  **_: Any) -> list[dict[str, Any]] | None:
     """Rows of the windows of ``s`` (``n`` embedded points) from one pass over the band
-    (:mod:`pyedmcl.rqa.band`), validated as :func:`rqa` validates them; None where the
-    working dtype is float32 (each window is then centred by its own mean: one run per
-    window). ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
+    (:mod:`pyedmcl.rqa.band`), validated as :func:`rqa` validates them. In float32 each
+    window is prepared as :func:`rqa` prepares it (centred by its mean rounded to a power
+    of two at or below its std, or run in float64 where float32 would merge its values):
+    consecutive windows prepared alike share one pass over the same working values.
+    None (one run per window instead) where fewer than two windows share a preparation on
+    average. ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
+    from .._precision import Affine, prepare
     from .band import band_passes, band_rows
 
     metric = check_metric(metric)
     l_min, v_min, w_min, theiler, _edge = _check_common(l_min, v_min, w_min, theiler,
                                                         theiler_scope, order, edge, window)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
-    if dt != np.float64:
-        return None
     rule = check_threshold_rule(threshold_rule)
     r = check_radius(radius)
     w = int(theiler)
     tm = theiler_scope == "matrix" and w > 0
+    span = (E - 1) * tau
+    starts = range(0, n - window + 1, step)
+    keys: list[tuple[Any, float, float]] = []
+    fp64 = all(be.info.fp64 for be in bes)
+    for a in starts:
+        if dt == np.float64:
+            keys.append((np.dtype(np.float64), 0.0, 1.0))
+            continue
+        prep = prepare([s[a: a + window + span]], dt, fp64, names=["x"], scale=False,
+                       what="rqa")
+        keys.append((prep.dtype, float(prep.affine[0].shift[0]),
+                     float(prep.affine[0].scale[0])))
+    groups = [k for k in range(len(keys)) if k == 0 or keys[k] != keys[k - 1]]
+    if 2 * len(groups) > len(keys):
+        return None
     rows: list[dict[str, Any]] = []
-    for nrec, d, v, wh in band_passes(
-            bes, s.astype(np.float64), kernel_threshold(r, metric, dt, rule), E=E, tau=tau,
-            metric=metric, real="double", fma=(rule == "squared"), theiler_matrix=tm, w=w,
-            white_border=bool(white_border), n_points=n, window=window, step=step):
-        rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
+    for ka, kb in zip(groups, [*groups[1:], len(keys)], strict=True):
+        gdt, shift, scale = keys[ka]
+        pts = (kb - ka - 1) * step + window
+        seg = s[ka * step: ka * step + pts + span]
+        if gdt != np.float64:
+            seg = Affine(np.array([shift]), np.array([scale])).forward(seg.copy())
+        for nrec, d, v, wh in band_passes(
+                bes, seg.astype(gdt), kernel_threshold(r, metric, gdt, rule), E=E, tau=tau,
+                metric=metric, real="double" if gdt == np.float64 else "float",
+                fma=(rule == "squared"), theiler_matrix=tm, w=w,
+                white_border=bool(white_border), n_points=pts, window=window, step=step):
+            rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
     for row in rows:
         row["radius"] = r
     return rows

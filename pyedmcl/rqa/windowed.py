@@ -72,8 +72,9 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
             rows_b = band(s, n, window, step, E, tau, **kwargs)
             if rows_b is not None or method == "band":
                 if rows_b is None:
-                    raise ValueError("method='band' needs dtype='float64' (float32 windows are "
-                                     "each centred by their own mean)")
+                    raise ValueError("method='band' cannot run here: in float32 most windows "
+                                     "are centred differently (fewer than two windows per "
+                                     "shared centring); use dtype='float64'")
                 df = pd.DataFrame(rows_b, index=index, columns=cols).astype(
                     {"n_recurrences": np.int64, "n_cells": np.int64})
                 df.attrs["method"] = "band"
