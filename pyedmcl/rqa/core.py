@@ -161,9 +161,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
     ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
     (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
-    ``recurrence_rate``). With a fixed radius in float64 the windows are computed in one
-    pass over the band of the matrix they cover (each cell once, rows identical to one
-    ``rqa()`` per window); otherwise one run per window.
+    ``recurrence_rate``). With a fixed radius the windows are computed in one pass over
+    the band of the matrix they cover (each cell once; in float32 one pass per run of
+    windows centred alike), rows identical to one ``rqa()`` per window; otherwise one run
+    per window.
     """
     if neighbourhood not in ("radius", "fan"):
         raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "

@@ -12,13 +12,16 @@ Computation (``method``):
 * ``"band"``: one pass over the band of the matrix the windows cover, every cell computed
   once however many windows hold it (``window / step`` times fewer cells), each window's
   histograms exact from every lane's maximal runs (:mod:`pyedmcl.rqa.band`).
-  Needs one threshold for every window and the same working values in every window:
-  a fixed radius (``radius``/``threshold_std``) with ``dtype="float64"`` (float32 windows
-  are each centred by their own mean, so a cell's float32 distance differs from window
-  to window) and ``neighbourhood="radius"``; any ``window`` and ``step``.
+  Needs one threshold for every window and the same working values wherever windows
+  share a pass: a fixed radius (``radius``/``threshold_std``), ``neighbourhood="radius"``,
+  any ``window`` and ``step``. float64: one pass. float32: each window is prepared as
+  ``rqa()`` prepares it (its mean, rounded to a power of two at or below its std,
+  subtracted; float64 where float32 would merge its values); consecutive windows
+  prepared alike share a pass, so a stationary record takes one or a few passes.
 * ``"windows"``: one Divide & Recombine run per window (kernels built once and cached);
   the reference, and the path for everything else (``recurrence_rate``: one radius per
-  window; FAN: per-column radii per window; float32).
+  window; FAN: per-column radii per window; float32 records whose windows are mostly
+  centred differently, e.g. a strong trend).
 * ``"auto"`` (default): ``"band"`` where it applies, else ``"windows"``.
 """
 
