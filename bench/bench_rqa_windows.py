@@ -1,7 +1,7 @@
 """Windowed RQA benchmark: pyedmcl ``rqa(window=W, step=S)`` in one pass over the band
 (``method="band"``) vs one D&R run per window (``method="windows"``) vs a pyunicorn loop
 (one RecurrencePlot and its 12 measures per window), on the same float32-representable
-logistic-map series in float64. Prints times, ratios and whether the rows agree exactly
+logistic-map series (float64 unless ``--dtype float32``). Prints times, ratios and whether the rows agree exactly
 (band vs per-window: every measure; pyunicorn: every window's recurrence count).
 
     python bench/bench_rqa_windows.py --device intel --n 100000 --peer-n 20000
@@ -36,6 +36,9 @@ def main() -> None:
     ap.add_argument("--E", type=int, default=3)
     ap.add_argument("--tau", type=int, default=1)
     ap.add_argument("--radius", type=float, default=0.1)
+    ap.add_argument("--dtype", default="float64",
+                    help="float32: windows prepared as rqa() prepares each (pyunicorn decides "
+                         "in float64, so its counts may differ at the radius)")
     args = ap.parse_args()
 
     import pyedmcl as pe
@@ -46,7 +49,7 @@ def main() -> None:
 
     x = logistic_map(args.n, r=3.9, x0=0.4, burn=0).astype(np.float32).astype(np.float64)
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, window=args.window, step=args.step,
-              dtype="float64", device=args.device, w_min=1)
+              dtype=args.dtype, device=args.device, w_min=1)
     for method in ("band", "windows"):  # kernel builds outside the timing
         windowed_rqa(rqa, x[: args.window * 3], method=method, band=_band_windows, **kw)
     times = {}
@@ -72,7 +75,7 @@ def main() -> None:
     t_uni_full = t_uni / max(len(rows), 1) * len(band)
     note = "" if len(rows) == len(band) else f" (extrapolated from {len(rows)} windows, N={peer_n})"
     print(f"windows: N={args.n} W={args.window} S={args.step} E={args.E} tau={args.tau} "
-          f"r={args.radius} float64, {len(band)} windows, device={args.device or 'default'}")
+          f"r={args.radius} {args.dtype}, {len(band)} windows, device={args.device or 'default'}")
     print(f"one pass (band):       {times['band']:8.2f} s  ({1e3 * times['band'] / len(band):.2f} "
           f"ms per window)")
     print(f"one run per window:    {times['windows']:8.2f} s  -> band {times['windows'] / times['band']:.1f}x "

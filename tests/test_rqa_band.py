@@ -211,3 +211,18 @@ def test_band_kernels_under_oclgrind():
             print(bool(((va == vb) | (np.isnan(va) & np.isnan(vb))).all()))
     """, ignore_uninitialized=True)
     assert out.split() == ["True"] * 3
+
+
+def test_cli_window_takes_the_band(tmp_path, capsys):
+    import json
+
+    from pyedmcl.cli.main import main
+
+    x = quantized(300, seed=4)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["rqa", str(tmp_path / "x.npy"), "-E", "2", "-r", "0.5", "--window", "90",
+                 "--step", "30", "-q", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    per = windowed_rqa(rqa, x, E=2, radius=0.5, window=90, step=30, method="windows")
+    assert [r["n_recurrences"] for r in rows] == list(per["n_recurrences"])
+    assert [r["DET"] for r in rows] == pytest.approx(list(per["DET"]), rel=0, abs=0)

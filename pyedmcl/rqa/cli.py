@@ -119,7 +119,7 @@ def _report(res: Any, args: argparse.Namespace) -> int:
 
 
 def run_rqa(args: argparse.Namespace) -> int:
-    from .core import rqa
+    from .core import _band_windows, rqa
 
     x = _load(args.input, args.column)
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
@@ -136,7 +136,8 @@ def run_rqa(args: argparse.Namespace) -> int:
 
     if args.window is None:
         raise ValueError("--step needs --window (embedded points per window)")
-    df = windowed_rqa(rqa, x, window=args.window, step=args.step, progress=not args.quiet, **kw)
+    df = windowed_rqa(rqa, x, band=_band_windows, window=args.window, step=args.step,
+                      progress=not args.quiet, **kw)
     if args.json:
         print_json(df.reset_index().to_dict(orient="records"))
     else:
