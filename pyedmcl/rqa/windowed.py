@@ -70,7 +70,8 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     index = pd.MultiIndex.from_tuples(bounds, names=["start", "end"])
     cols = [*MEASURES, "n_recurrences", "n_cells", "radius"]
     if method != "windows":
-        why = _band_refusal(kwargs) if band is not None else "no band runner given (band=)"
+        why = (_band_refusal(window, kwargs) if band is not None
+               else "no band runner given (band=)")
         if why is None:
             rows_b = band(s, n, window, step, E, tau, **kwargs)
             if rows_b is not None or method == "band":
@@ -107,8 +108,16 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     return df
 
 
-def _band_refusal(kw: dict[str, Any]) -> str | None:
-    """Why the one-pass band cannot give these windows (None: it can, given float64)."""
+#: the band's 32-bit difference bins hold any count of a window of at most this many
+#: points (W^2 < 2^31 cells)
+MAX_BAND_WINDOW = 46340
+
+
+def _band_refusal(window: int, kw: dict[str, Any]) -> str | None:
+    """Why the one-pass band cannot give these windows (None: it can, given the working
+    values of :func:`pyedmcl.rqa.core._band_windows`)."""
+    if window > MAX_BAND_WINDOW:
+        return f"window={window} > {MAX_BAND_WINDOW} could overflow its 32-bit counts"
     if kw.get("neighbourhood", "radius") != "radius":
         return "neighbourhood='fan' has per-column radii per window"
     if kw.get("recurrence_rate") is not None:
