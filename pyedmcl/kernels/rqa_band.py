@@ -41,20 +41,23 @@ class BandSpec:
     def dtype(self) -> type:
         return np.float64 if self.real == "double" else np.float32
 
-    def template_params(self, mode: str, wg: int) -> dict[str, Any]:
+    def template_params(self, mode: str, wg: int, local_ints: int = 4096) -> dict[str, Any]:
+        """Template values; ``local_ints``: the local histogram budget (ints)."""
         W, S = self.window, self.step
         ch = chunk_rows(W)
         span = (W + wg - 2) if mode == "vertical" else (ch + W - 2)
         nk = span // S + 3  # windows a work-group's runs can touch (diff rows)
         nh = 2 if mode == "vertical" else 1
-        lb = min(64, W, _LOCAL_INTS // (nh * nk))
+        lb = min(64, W, local_ints // (nh * nk))
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
                 "FMA": int(self.fma and self.metric == "euclidean"), "MODE": mode,
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "W": W, "S": S, "WG": wg, "CH": ch, "NK": nk, "LB": lb if lb >= 4 else 0}
 
 
-_LOCAL_INTS = 4096  # local histogram budget of a work-group (16 KiB)
+def local_ints(backend: Backend) -> int:
+    """Local histogram budget of a work-group: 16 KiB, at most half the device's."""
+    return min(4096, int(backend.info.local_mem_bytes) // 8)
 
 
 def chunk_rows(window: int) -> int:
@@ -72,7 +75,8 @@ def launch(backend: Backend, spec: BandSpec, mode: str, x: Any, thr: float, *, l
     series ``x`` (device, the spec's dtype) into the difference histograms ``hb`` (black:
     vertical or diagonal lines) and ``hw`` (white vertical lines; unused for diagonals)."""
     wg = work_group(backend)
-    k = backend.kernel(TEMPLATE, spec.template_params(mode, wg), f"rqa_band_{mode}")
+    k = backend.kernel(TEMPLATE, spec.template_params(mode, wg, local_ints(backend)),
+                       f"rqa_band_{mode}")
     gsz: tuple[int, ...] = (round_up(int(nlanes), wg),)
     lsz: tuple[int, ...] = (wg,)
     if mode == "diagonal":

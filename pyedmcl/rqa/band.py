@@ -19,6 +19,7 @@ Diagonal lines are those of the upper triangle, doubled, plus the main diagonal 
 line of length ``W`` when ``w = 0`` (as :func:`pyedmcl.rqa.core.rqa` counts them); the
 recurrences are the cells of the vertical lines. Host work: a cumulative sum over ``nw x W``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
