@@ -122,7 +122,7 @@ def _report(res: Any, args: argparse.Namespace) -> int:
 
 
 def run_rqa(args: argparse.Namespace) -> int:
-    from .core import rqa
+    from .core import _band_windows, rqa
 
     x = _load(args.input, args.column, args)
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
@@ -139,7 +139,8 @@ def run_rqa(args: argparse.Namespace) -> int:
 
     if args.window is None:
         raise ValueError("--step needs --window (embedded points per window)")
-    df = windowed_rqa(rqa, x, window=args.window, step=args.step, progress=show_progress(args), **kw)
+    df = windowed_rqa(rqa, x, band=_band_windows, window=args.window, step=args.step,
+                      progress=show_progress(args), **kw)
     if args.json:
         print_json(df.reset_index().to_dict(orient="records"))
     else:

@@ -161,7 +161,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
     ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
     (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
-    ``recurrence_rate``).
+    ``recurrence_rate``). With a fixed radius the windows are computed in one pass over
+    the band of the matrix they cover (each cell once; in float32 one pass per run of
+    windows centred alike), rows identical to one ``rqa()`` per window; otherwise one run
+    per window.
     """
     if neighbourhood not in ("radius", "fan"):
         raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "
@@ -203,8 +206,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
             raise ValueError("step= needs window= (the number of embedded points per window)")
         from .windowed import windowed_rqa
 
-        return windowed_rqa(rqa, x, window=window, step=step, E=E, tau=tau, radius=radius,
-                            recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
+        return windowed_rqa(rqa, x, band=_band_windows, window=window, step=step, E=E,
+                            tau=tau, radius=radius, recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
                             l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
                             theiler_scope=theiler_scope, white_border=white_border,
                             device=device, devices=devices, backend=backend, edge=edge,
@@ -379,3 +382,59 @@ def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarra
                               dtype=dt, backend=bes[0], rule=rule)
 
 
+def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, *,
+                  radius: Any, metric: str = "euclidean", theiler: Any = 1, l_min: Any = 2,
+                  v_min: Any = 2, w_min: Any = 2, dtype: Any = "float32",
+                  theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+                  devices: Any = None, backend: str | None = None, edge: Any = None,
+                  order: str = "row", threshold_rule: str = "distance",
+                  **_: Any) -> list[dict[str, Any]] | None:
+    """Rows of the windows of ``s`` (``n`` embedded points) from one pass over the band
+    (:mod:`pyedmcl.rqa.band`), validated as :func:`rqa` validates them. In float32 each
+    window is prepared as :func:`rqa` prepares it (centred by its mean rounded to a power
+    of two at or below its std, or run in float64 where float32 would merge its values):
+    consecutive windows prepared alike share one pass over the same working values.
+    None (one run per window instead) where fewer than two windows share a preparation on
+    average. ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
+    from .._precision import Affine, prepare
+    from .band import band_passes, band_rows
+
+    metric = check_metric(metric)
+    l_min, v_min, w_min, theiler, _edge = _check_common(l_min, v_min, w_min, theiler,
+                                                        theiler_scope, order, edge, window)
+    bes, dt = _backends_and_dtype(device, devices, backend, dtype)
+    rule = check_threshold_rule(threshold_rule)
+    r = check_radius(radius)
+    w = int(theiler)
+    tm = theiler_scope == "matrix" and w > 0
+    span = (E - 1) * tau
+    starts = range(0, n - window + 1, step)
+    keys: list[tuple[Any, float, float]] = []
+    fp64 = all(be.info.fp64 for be in bes)
+    for a in starts:
+        if dt == np.float64:
+            keys.append((np.dtype(np.float64), 0.0, 1.0))
+            continue
+        prep = prepare([s[a: a + window + span]], dt, fp64, names=["x"], scale=False,
+                       what="rqa")
+        keys.append((prep.dtype, float(prep.affine[0].shift[0]),
+                     float(prep.affine[0].scale[0])))
+    groups = [k for k in range(len(keys)) if k == 0 or keys[k] != keys[k - 1]]
+    if 2 * len(groups) > len(keys):
+        return None
+    rows: list[dict[str, Any]] = []
+    for ka, kb in zip(groups, [*groups[1:], len(keys)], strict=True):
+        gdt, shift, scale = keys[ka]
+        pts = (kb - ka - 1) * step + window
+        seg = s[ka * step: ka * step + pts + span]
+        if gdt != np.float64:
+            seg = Affine(np.array([shift]), np.array([scale])).forward(seg.copy())
+        for nrec, d, v, wh in band_passes(
+                bes, seg.astype(gdt), kernel_threshold(r, metric, gdt, rule), E=E, tau=tau,
+                metric=metric, real="double" if gdt == np.float64 else "float",
+                fma=(rule == "squared"), theiler_matrix=tm, w=w,
+                white_border=bool(white_border), n_points=pts, window=window, step=step):
+            rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
+    for row in rows:
+        row["radius"] = r
+    return rows
