@@ -147,7 +147,14 @@ def test_results_plot_and_html():
     assert "DET" in q._repr_html_() and q.plot().get_xlabel() == "line length (steps)"
     c = pe.ccm(x, np.roll(x, 1), E=2, lib_sizes=[20, 100], sample=5, seed=1, device=CPU_DEVICE)
     assert "library grows" in c._repr_html_()
+    assert "no significance test was run" in c._repr_html_()
     assert c.plot().get_xlabel() == "library size L (points)"
+    s = pe.ccm(x, np.roll(x, 1), E=2, lib_sizes=[20, 100], sample=5, seed=1, surrogates=19,
+               device=CPU_DEVICE)
+    p_yx = float(s.significance.p_yx[-1])
+    verdict = "is above its null" if p_yx < 0.05 else "is not above its null"
+    assert "Against 19 ebisuzaki surrogates" in s._repr_html_()
+    assert f"y xmap x {verdict} at L = 100" in s._repr_html_()
 
 
 def test_cluster_order_keeps_blocks_together():

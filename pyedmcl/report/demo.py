@@ -221,7 +221,8 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any, progress: bo
                           p_y_xmap_x=_floats(sig.p_yx), p_x_xmap_y=_floats(sig.p_xy),
                           kendall_tau_y_xmap_x=conv.tau_yx, kendall_p_y_xmap_x=conv.p_yx,
                           kendall_tau_x_xmap_y=conv.tau_xy, kendall_p_x_xmap_y=conv.p_xy,
-                          reading=reading.ccm(cc.lib_sizes, cc.rho_xy, cc.rho_yx))
+                          reading=reading.ccm(cc.lib_sizes, cc.rho_xy, cc.rho_yx,
+                                              significance=sig, convergence=conv))
         fig, ax = plt.subplots(figsize=(5.2, 3.4))
         cc.plot(ax)
         for d, color in (("yx", "C0"), ("xy", "C1")):

@@ -108,7 +108,9 @@ def html_result(r: Any) -> str:
         rows = [(f"{v:g}", reading.rho(float(p))) for v, p in zip(x, y, strict=True)]
         tab = _table(rows, (name, "rho"))
     elif kind == "ccm":
-        text = reading.ccm(r.lib_sizes, r.rho_xy, r.rho_yx)
+        text = reading.ccm(r.lib_sizes, r.rho_xy, r.rho_yx,
+                            significance=getattr(r, "significance", None),
+                            convergence=getattr(r, "convergence", None))
         rows = [(str(int(L)), reading.rho(a), reading.rho(b))
                 for L, a, b in zip(r.lib_sizes, r.rho_yx, r.rho_xy, strict=True)]
         tab = _table(rows, ("library size", "y xmap x", "x xmap y"))

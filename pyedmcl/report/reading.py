@@ -10,6 +10,7 @@ significance.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -122,8 +123,10 @@ def predict_nonlinear(thetas: Sequence[float], rhos: Sequence[float]) -> str:
 
 
 def ccm(lib_sizes: Sequence[int], rho_xy: Sequence[float], rho_yx: Sequence[float],
-        x: str = "x", y: str = "y") -> str:
-    """Which direction converges: ``y xmap x`` rising with L is evidence that x drives y."""
+        x: str = "x", y: str = "y", significance: Any = None, convergence: Any = None) -> str:
+    """Which direction converges: ``y xmap x`` rising with L is evidence that x drives y;
+    with a surrogate test (``significance``, ``convergence`` of a CCM result), whether each
+    direction beats its null at the largest library and rises significantly."""
     r_xy, r_yx = np.asarray(rho_xy, dtype=float), np.asarray(rho_yx, dtype=float)
     parts = []
     for r, lib, tgt in ((r_yx, y, x), (r_xy, x, y)):
@@ -139,9 +142,19 @@ def ccm(lib_sizes: Sequence[int], rho_xy: Sequence[float], rho_yx: Sequence[floa
         strong = (y, x) if r_yx[-1] > r_xy[-1] else (x, y)
         s += (f" The stronger curve, {strong[0]} xmap {strong[1]}, points to {strong[1]} "
               f"driving {strong[0]} (the weaker one may reflect feedback or synchrony).")
-    s += (" Convergence with library size, not a high rho alone, is CCM's criterion "
-          "(Sugihara et al. 2012); no significance test was run here.")
-    return s
+    s += " Convergence with library size, not a high rho alone, is CCM's criterion (Sugihara et al. 2012)"
+    if significance is None:
+        return s + "; no significance test was run here (surrogates=n runs one)."
+    tests = []
+    for d, lib, tgt in (("yx", y, x), ("xy", x, y)):
+        p = float(np.asarray(getattr(significance, f"p_{d}"))[-1])
+        verdict = "above its null" if p < 0.05 else "not above its null"
+        t = f"{lib} xmap {tgt} is {verdict} at L = {int(lib_sizes[-1])} (p = {sig(p, 2)}"
+        if convergence is not None:
+            t += f"; Kendall's tau of rho over L: p = {sig(float(getattr(convergence, f'p_{d}')), 2)}"
+        tests.append(t + ")")
+    return (s + f". Against {significance.n} {significance.method} surrogates of the driver: "
+            + "; ".join(tests) + ".")
 
 
 def rqa(measures: dict[str, float]) -> str:
