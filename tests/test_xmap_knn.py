@@ -139,7 +139,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     """Mixed E through the fused multi-E scan (one knn_scan launch per library batch,
     series batching, SPLIT merges included): the per-E batched path's matrix bit for
     bit, for every scan configuration and for library batches that split the rows;
-    the automatic choice takes the scan for mixed E on GPUs; rho equals single-pair CCM."""
+    the automatic choice takes the scan for mixed E; rho equals single-pair CCM."""
     from clkernels import get_backend
     from pyedmcl.kernels import xmap as xk
     from pyedmcl.xmap.engine import XmapEngine
@@ -148,7 +148,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     E = np.array([1, 3, 2, 5, 3, 4, 1])
     ref = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="batched").block(0, 7)
     auto = XmapEngine(be, X, E, tau=tau, Tp=Tp)
-    assert auto._use_scan() == be.info.is_gpu
+    assert auto._use_scan()  # GPUs, and CPUs through the private-list scan (INS "key")
     np.testing.assert_array_equal(auto.block(0, 7), ref)
     for sp in SCAN:
         monkeypatch.setattr(xk.XMAP_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
@@ -355,3 +355,21 @@ def test_scan_table_budget_scales_with_gpu_memory():
     assert scan_table_budget(gpu(8)) == 4 * TABLE_BUDGET_GPU
     assert scan_table_budget(gpu(32)) == 2 << 30
     assert scan_table_budget(gpu(80)) == 4 << 30
+
+
+def test_small_groups_take_fewer_target_lanes(device, monkeypatch):
+    """A CPU's target-lane skill (LANES) runs as many work-items as a small E-group has
+    targets (at least 8): the matrix equals the tuned width's bit for bit."""
+    from clkernels import get_backend
+    from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap import engine as eng_mod
+    p = {"TJ": 1, "LWG": 32}
+    assert [xk.lanes_for(p, n) for n in (1, 9, 16, 17, 100)] == [8, 16, 16, 32, 32]
+    assert xk.lanes_for({"TJ": 2, "LWG": 64}, 40) == 32
+    be = get_backend(device)
+    X = panel(L=70, N=12, seed=5).T
+    E = np.array([1, 2, 3, 2, 1, 3, 2, 2, 1, 3, 2, 2])
+    ref = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 12)
+    monkeypatch.setattr(eng_mod, "lanes_for", lambda params, ntg: params["LWG"])
+    got = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 12)
+    np.testing.assert_array_equal(got, ref)

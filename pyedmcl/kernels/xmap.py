@@ -238,6 +238,15 @@ def skill_geometry(params: Params, ntg: int, nb: int, wg: int) -> tuple[tuple, t
     return (-(-ntg // params["TJ"]) * wg, -(-nb // lb) * lb), (wg, lb)
 
 
+def lanes_for(params: Params, ntg: int) -> int:
+    """Work-items per work-group of a target-lane skill (LANES) on a CPU for ``ntg``
+    targets: the tuned LWG, lowered to the targets there are (at least 8, a power of
+    two) so that a small E-group of a mixed-E map does not run 32 lanes for a few
+    targets. Each target is its own work-item, so the result does not change."""
+    want = max(8, 1 << max(0, (-(-ntg // params["TJ"]) - 1).bit_length()))
+    return int(min(params["LWG"], want))
+
+
 class XmapSkillKernel(TunableKernel):
     """Fused lookup + rho for TJ targets per work-group, and the table packing before it.
 

@@ -155,8 +155,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
     dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
     start a LocalCluster of ``n_workers`` processes (needs ``out``).
-    ``knn_kernel``: None (default: "scan" for mixed E on GPUs where it saves work,
-    else "batched"), "batched" (the k-NN tables of many library series per launch,
+    ``knn_kernel``: None (default: "scan" for mixed E where it saves work, on CPUs
+    with the scan's private-list variant, else "batched"), "batched" (the k-NN tables of many library series per launch,
     ``xmap_knn`` tuning), "edm" (one table per launch, ``knn`` tuning) or "scan" (every
     E-group's tables of many libraries in one fused multi-E pass, ``xmap_scan``
     tuning; needs tau > 0); the matrix is the same bit for bit.
