@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import CPU_DEVICE
 
 from clkernels import get_backend
 from clkernels import runtime_choice as rc
@@ -16,8 +17,6 @@ from clkernels.probe import Verdict
 from clkernels.tuning.database import UserDB, entry_key, make_entry
 from pyedmcl.kernels.rqa_lines import RQA_LINES
 from pyedmcl.kernels.xmap import XMAP_SKILL
-
-from conftest import CPU_DEVICE
 
 
 def _fake(runtime: str):
