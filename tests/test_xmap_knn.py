@@ -358,18 +358,28 @@ def test_scan_table_budget_scales_with_gpu_memory():
 
 
 def test_small_groups_take_fewer_target_lanes(device, monkeypatch):
-    """A CPU's target-lane skill (LANES) runs as many work-items as a small E-group has
-    targets (at least 8): the matrix equals the tuned width's bit for bit."""
+    """A CPU's target-lane skill (LANES) runs as many work-items as an E-group has
+    targets (at least 8), or one query per work-item for a few targets: the matrix
+    equals the tuned layout's bit for bit."""
     from clkernels import get_backend
     from pyedmcl.kernels import xmap as xk
     from pyedmcl.xmap import engine as eng_mod
     p = {"TJ": 1, "LWG": 32}
     assert [xk.lanes_for(p, n) for n in (1, 9, 16, 17, 100)] == [8, 16, 16, 32, 32]
     assert xk.lanes_for({"TJ": 2, "LWG": 64}, 40) == 32
+    lanes = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1}
+    assert xk.cpu_layout(lanes, 5) == xk.SCALAR_LAYOUT
+    assert xk.cpu_layout(lanes, 40)["LWG"] == 32 and xk.cpu_layout(lanes, 24)["LWG"] == 32
+    assert xk.cpu_layout(dict(lanes, LANES=0, TJ=8, VEC=1), 5)["TJ"] == 8
     be = get_backend(device)
-    X = panel(L=70, N=12, seed=5).T
-    E = np.array([1, 2, 3, 2, 1, 3, 2, 2, 1, 3, 2, 2])
-    ref = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 12)
-    monkeypatch.setattr(eng_mod, "lanes_for", lambda params, ntg: params["LWG"])
-    got = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 12)
+    X = panel(L=70, N=40, seed=5).T
+    E = np.where(np.arange(40) < 30, 2, np.arange(40) % 3 + 1)  # groups of 33, 4 and 3
+    orig = xk.XMAP_SKILL.layout
+
+    def forced(be, spec, size, diag=False):
+        return orig(be, spec, size, diag) if diag else dict(lanes)
+    monkeypatch.setattr(xk.XMAP_SKILL, "layout", forced)
+    got = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
+    monkeypatch.setattr(eng_mod, "cpu_layout", lambda params, ntg: params)
+    ref = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
     np.testing.assert_array_equal(got, ref)

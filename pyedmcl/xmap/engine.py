@@ -48,7 +48,7 @@ from ..kernels.xmap import (
     XMAP_KNN,
     XMAP_SCAN,
     XMAP_SKILL,
-    lanes_for,
+    cpu_layout,
     scan_table_budget,
 )
 
@@ -211,8 +211,8 @@ class XmapEngine:
                diag: bool = False, group: _Group | None = None) -> None:
         spec = self._skill_spec(k, weight)
         sp = XMAP_SKILL.layout(self.be, spec, self.n, diag)
-        if sp["LANES"] and not self.be.info.is_gpu:
-            sp["LWG"] = lanes_for(sp, ntg)
+        if not self.be.info.is_gpu and not diag:
+            sp = cpu_layout(sp, ntg)
         y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
