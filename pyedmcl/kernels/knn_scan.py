@@ -32,8 +32,10 @@ def _heuristic(info: DeviceInfo) -> Params:
         # the H100 tuning winner at every (Emax, L) bucket (quick runs): few queries per
         # work-group keep the per-(query, E) lists small enough for high occupancy
         return {"WG": 64, "TILE": 128, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1}
-    # CPUs: explicit SIMD vectors over library rows, branch-free distance block
-    return {"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0}
+    # CPUs: one query per work-item, its lists of every E in private memory (INS "key");
+    # Intel's runtime, 2-core Zen 5, E=1..20: tuning case n=5,000 0.31 s vs 0.78 s for
+    # the local-memory lists ("q", WG 4, TILE 64, QB 16), the same tables
+    return {"WG": 32, "TILE": 512, "QB": 32, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0}
 
 
 def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:

@@ -114,11 +114,9 @@ class _KnnCase(TuningCase):
 
 
 def _scan_heuristic(info: DeviceInfo) -> Params:
-    if not info.is_gpu:
-        # one query per work-item, its lists of every E in private memory (INS "key"):
-        # Intel's runtime, 2-core Zen 5, E=1..10, n=1,000: 2.3 vs 8.1 ns per
-        # (query, library row) for the local-memory lists ("q"); E=1..20 15 vs 33 ns
-        return {"WG": 32, "TILE": 512, "QB": 32, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0}
+    # CPUs: knn_scan's private lists (INS "key"); Intel's runtime, 2-core Zen 5, batch
+    # case E=1..10, n=1,000: 2.3 vs 8.1 ns per (query, library row) for the
+    # local-memory lists ("q"); E=1..20 15 vs 33 ns
     return dict(KNN_SCAN.space.heuristic(info), SPLIT=1)
 
 
