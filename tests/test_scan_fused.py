@@ -278,3 +278,27 @@ def test_repeated_scans_reuse_scratch_correctly():
     for x, g in zip(xs + xs[:1], got, strict=True):
         ref = pe.embed_dimension(x, max_E=4, device=CPU_DEVICE, fused=False)
         np.testing.assert_allclose(g.rho, ref.rho, rtol=0, atol=1e-12)
+
+
+def test_oclgrind_clean_key_lists():
+    """The private-list variant (INS "key") runs without invalid accesses or races under
+    Oclgrind and gives the local-memory lists' tables. Its uninitialised-value plugin is
+    off: it crashes on reductions of vector compare masks (as for knn's vec variant)."""
+    code = """
+        import json, numpy as np, clkernels
+        from pyedmcl.data import logistic_map
+        from pyedmcl.edm.ranges import resolve
+        from pyedmcl.edm.scan_fused import fused_layout, run_fused
+        x = logistic_map(40, r=3.9, x0=0.4, burn=0)
+        lay = fused_layout([resolve(40, E=E, lib="1 25", pred="10 40", exclusion_radius=1)
+                            for E in range(1, 4)])
+        p = {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0}
+        sk, pred = run_fused(clkernels.get_backend(), lay, x, None, np.float32, "float",
+                             params=p, predictions=True)
+        print(json.dumps([np.nan_to_num(pred, nan=-9).tolist(), sk[:, 3].tolist()]))
+    """
+    p, n = json.loads(run_under_oclgrind(code, ignore_uninitialized=True).strip().splitlines()[-1])
+    x = logistic_map(40, r=3.9, x0=0.4, burn=0)
+    lay, _, sk, pred = _fused(CPU_DEVICE, x, 3, lib="1 25", pred="10 40", exclusion_radius=1)
+    np.testing.assert_allclose(np.array(p), np.nan_to_num(pred, nan=-9), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(n, sk[:, 3])
