@@ -111,7 +111,10 @@ def main(argv: list[str] | None = None) -> None:
     peers = [p for p in args.peers.split(",") if p and p != "none"]
     if "kedm" in peers:
         try:
-            import kedm
+            from peers import import_peer
+            kedm = import_peer("kedm")  # the CPU mask restored: kEDM's import pins to one core
+            if kedm is None:
+                raise ModuleNotFoundError("kedm")
             xs = x.astype(np.float32)
             kfn = lambda: kedm.smap(xs[:L], xs[L:], E=E, tau=tau, Tp=Tp, theta=theta)  # noqa: E731
             kfn()

@@ -34,6 +34,7 @@ CPU = {
             "--pyunicorn-max", "0", "--json"],
     "knn_backends": ["bench_knn_backends.py", "--L", "2^10", "2^12", "2^14", "2^16", "--E", "1", "20",
                      "--json", "{out}/knn_backends.json"],
+    "cpu_goals": ["bench_cpu.py", "--repeat", "5"],  # issue 27's four rows as ratios
 }
 GPU = {
     "edm": ["bench_edm.py", "--case", "gpu", "--data", "lorenz"],

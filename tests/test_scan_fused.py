@@ -100,7 +100,9 @@ def test_edges_and_float64(device, kw):
     {"WG": 16, "TILE": 16, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
     {"WG": 2, "TILE": 32, "QB": 3, "SPLIT": 1, "INS": "q", "VEC": 8, "ANY": 0},
     {"WG": 4, "TILE": 64, "QB": 5, "SPLIT": 2, "INS": "qe", "VEC": 16, "ANY": 0},
-], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe"])
+    {"WG": 4, "TILE": 32, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0},
+    {"WG": 1, "TILE": 16, "QB": 1, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0},
+], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe", "key16", "key4"])
 def test_variants_give_identical_tables(device, params):
     """Insertion modes and library splits (merged after) keep the total order."""
     x = _series(integer=True)
@@ -109,6 +111,26 @@ def test_variants_give_identical_tables(device, params):
     _, _, sk1, p1 = _fused(device, x, 5, params=params, **kw)
     np.testing.assert_array_equal(p0, p1)
     np.testing.assert_array_equal(sk0[:, 3], sk1[:, 3])
+
+
+@pytest.mark.parametrize("case", ["loo", "knn", "tau2"])
+@pytest.mark.parametrize("real", ["float", "double"])
+def test_key_lists_equal_local_lists(device, case, real):
+    """INS "key" (CPUs: private lists, first thresholds from lane minima) gives the tables
+    of the local-memory lists bit for bit: float32 packed keys and the float64 network,
+    k-NN per E, tau 2, ties (integer series); max_E 17 with 8-lane vectors covers E with
+    K above one vector of lane minima (two vectors), and above two (no first threshold)."""
+    x = _series(integer=True)
+    be = get_backend(device)
+    dt = np.float64 if real == "double" else np.float32
+    kw = CASES[case]
+    lay = fused_layout([resolve(x.size, E=E, **kw) for E in range(1, 18)])
+    ref = {"WG": 4, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "q", "VEC": 8, "ANY": 0}
+    key = {"WG": 2, "TILE": 32, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0}
+    sk0, p0 = run_fused(be, lay, x, None, dt, real, params=ref, predictions=True)
+    sk1, p1 = run_fused(be, lay, x, None, dt, real, params=key, predictions=True)
+    np.testing.assert_array_equal(p0, p1)
+    np.testing.assert_array_equal(sk0, sk1)
 
 
 @pytest.mark.parametrize("kw", [
@@ -256,3 +278,27 @@ def test_repeated_scans_reuse_scratch_correctly():
     for x, g in zip(xs + xs[:1], got, strict=True):
         ref = pe.embed_dimension(x, max_E=4, device=CPU_DEVICE, fused=False)
         np.testing.assert_allclose(g.rho, ref.rho, rtol=0, atol=1e-12)
+
+
+def test_oclgrind_clean_key_lists():
+    """The private-list variant (INS "key") runs without invalid accesses or races under
+    Oclgrind and gives the local-memory lists' tables. Its uninitialised-value plugin is
+    off: it crashes on reductions of vector compare masks (as for knn's vec variant)."""
+    code = """
+        import json, numpy as np, clkernels
+        from pyedmcl.data import logistic_map
+        from pyedmcl.edm.ranges import resolve
+        from pyedmcl.edm.scan_fused import fused_layout, run_fused
+        x = logistic_map(40, r=3.9, x0=0.4, burn=0)
+        lay = fused_layout([resolve(40, E=E, lib="1 25", pred="10 40", exclusion_radius=1)
+                            for E in range(1, 4)])
+        p = {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0}
+        sk, pred = run_fused(clkernels.get_backend(), lay, x, None, np.float32, "float",
+                             params=p, predictions=True)
+        print(json.dumps([np.nan_to_num(pred, nan=-9).tolist(), sk[:, 3].tolist()]))
+    """
+    p, n = json.loads(run_under_oclgrind(code, ignore_uninitialized=True).strip().splitlines()[-1])
+    x = logistic_map(40, r=3.9, x0=0.4, burn=0)
+    lay, _, sk, pred = _fused(CPU_DEVICE, x, 3, lib="1 25", pred="10 40", exclusion_radius=1)
+    np.testing.assert_allclose(np.array(p), np.nan_to_num(pred, nan=-9), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(n, sk[:, 3])

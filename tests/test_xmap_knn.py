@@ -130,7 +130,8 @@ def test_every_variant_same_matrix(device):
 
 SCAN = [{"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0},
         {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
-        {"WG": 2, "TILE": 32, "QB": 3, "SPLIT": 3, "INS": "q", "VEC": 8, "ANY": 0}]
+        {"WG": 2, "TILE": 32, "QB": 3, "SPLIT": 3, "INS": "q", "VEC": 8, "ANY": 0},
+        {"WG": 4, "TILE": 32, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0}]
 
 
 @pytest.mark.parametrize("tau, Tp", [(1, 0), (2, 1), (1, -2)])
@@ -138,7 +139,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     """Mixed E through the fused multi-E scan (one knn_scan launch per library batch,
     series batching, SPLIT merges included): the per-E batched path's matrix bit for
     bit, for every scan configuration and for library batches that split the rows;
-    the automatic choice takes the scan for mixed E on GPUs; rho equals single-pair CCM."""
+    the automatic choice takes the scan for mixed E; rho equals single-pair CCM."""
     from clkernels import get_backend
     from pyedmcl.kernels import xmap as xk
     from pyedmcl.xmap.engine import XmapEngine
@@ -147,7 +148,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     E = np.array([1, 3, 2, 5, 3, 4, 1])
     ref = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="batched").block(0, 7)
     auto = XmapEngine(be, X, E, tau=tau, Tp=Tp)
-    assert auto._use_scan() == be.info.is_gpu
+    assert auto._use_scan()  # GPUs, and CPUs through the private-list scan (INS "key")
     np.testing.assert_array_equal(auto.block(0, 7), ref)
     for sp in SCAN:
         monkeypatch.setattr(xk.XMAP_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
@@ -354,3 +355,31 @@ def test_scan_table_budget_scales_with_gpu_memory():
     assert scan_table_budget(gpu(8)) == 4 * TABLE_BUDGET_GPU
     assert scan_table_budget(gpu(32)) == 2 << 30
     assert scan_table_budget(gpu(80)) == 4 << 30
+
+
+def test_small_groups_take_fewer_target_lanes(device, monkeypatch):
+    """A CPU's target-lane skill (LANES) runs as many work-items as an E-group has
+    targets (at least 8), or one query per work-item for a few targets: the matrix
+    equals the tuned layout's bit for bit."""
+    from clkernels import get_backend
+    from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap import engine as eng_mod
+    p = {"TJ": 1, "LWG": 32}
+    assert [xk.lanes_for(p, n) for n in (1, 9, 16, 17, 100)] == [8, 16, 16, 32, 32]
+    assert xk.lanes_for({"TJ": 2, "LWG": 64}, 40) == 32
+    lanes = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1}
+    assert xk.cpu_layout(lanes, 5) == xk.SCALAR_LAYOUT
+    assert xk.cpu_layout(lanes, 40)["LWG"] == 32 and xk.cpu_layout(lanes, 24)["LWG"] == 32
+    assert xk.cpu_layout(dict(lanes, LANES=0, TJ=8, VEC=1), 5)["TJ"] == 8
+    be = get_backend(device)
+    X = panel(L=70, N=40, seed=5).T
+    E = np.where(np.arange(40) < 30, 2, np.arange(40) % 3 + 1)  # groups of 33, 4 and 3
+    orig = xk.XMAP_SKILL.layout
+
+    def forced(be, spec, size, diag=False):
+        return orig(be, spec, size, diag) if diag else dict(lanes)
+    monkeypatch.setattr(xk.XMAP_SKILL, "layout", forced)
+    got = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
+    monkeypatch.setattr(eng_mod, "cpu_layout", lambda params, ntg: params)
+    ref = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
+    np.testing.assert_array_equal(got, ref)

@@ -32,11 +32,15 @@ def _heuristic(info: DeviceInfo) -> Params:
         # the H100 tuning winner at every (Emax, L) bucket (quick runs): few queries per
         # work-group keep the per-(query, E) lists small enough for high occupancy
         return {"WG": 64, "TILE": 128, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1}
-    # CPUs: explicit SIMD vectors over library rows, branch-free distance block
-    return {"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0}
+    # CPUs: one query per work-item, its lists of every E in private memory (INS "key");
+    # Intel's runtime, 2-core Zen 5, E=1..20: tuning case n=5,000 0.31 s vs 0.78 s for
+    # the local-memory lists ("q", WG 4, TILE 64, QB 16), the same tables
+    return {"WG": 32, "TILE": 512, "QB": 32, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0}
 
 
 def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:
+    if p["INS"] == "key":  # lists in private memory, the library read from the series
+        return 0
     return p["QB"] * (2 * emax * item + 16 + p["TILE"] * 4 + kt * (item + 4))
 
 
@@ -47,6 +51,9 @@ def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int 
     vec = p.get("VEC", 1)
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
+    if p["INS"] == "key":  # CPUs: one query per work-item, TILE lanes per tile-order step
+        return (not info.is_gpu and p["QB"] == p["WG"] and vec >= 8 and p["SPLIT"] == 1
+                and not p.get("ANY", 0) and p["TILE"] % (2 * vec) == 0 and p["TILE"] // vec <= 64)
     lanes = p["WG"] * vec
     if p["TILE"] % lanes or p["TILE"] // lanes > 4:
         return False
@@ -78,7 +85,7 @@ class KnnScanKernel(TunableKernel):
     template = TEMPLATE
     space = TuningSpace(
         params={"WG": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TILE": (16, 32, 64, 128, 256, 512),
-                "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8), "INS": ("q", "qe"),
+                "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8), "INS": ("q", "qe", "key"),
                 "VEC": (1, 4, 8, 16), "ANY": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,

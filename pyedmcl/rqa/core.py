@@ -45,6 +45,11 @@ def _backends(device: Any, devices: Any, backend: str | None) -> list[Backend]:
         if not bes:
             raise ValueError("devices= is empty; give at least one device selector")
         return bes
+    if device is None:  # the default: among CPU runtimes, the one measured faster here
+        from clkernels.runtime_choice import default_for
+
+        from ..kernels.rqa_lines import RQA_LINES
+        device = default_for((RQA_LINES,))
     return [get_backend(device, backend)]
 
 

@@ -119,6 +119,15 @@ def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
     return arr
 
 
+def _default_device() -> Any:
+    """The CPU runtime that tuning measured fastest for the map's kernel families on this
+    machine, where several work and no GPU is the default (None: the ordinary default)."""
+    from clkernels.runtime_choice import default_for
+
+    from ..kernels.xmap import XMAP_KNN, XMAP_SCAN, XMAP_SKILL
+    return default_for((XMAP_KNN, XMAP_SCAN, XMAP_SKILL))
+
+
 def _devices(devices: Any) -> list[Any]:
     if devices is None:
         return [None]
@@ -155,8 +164,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
     dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
     start a LocalCluster of ``n_workers`` processes (needs ``out``).
-    ``knn_kernel``: None (default: "scan" for mixed E on GPUs where it saves work,
-    else "batched"), "batched" (the k-NN tables of many library series per launch,
+    ``knn_kernel``: None (default: "scan" for mixed E where it saves work, on CPUs
+    with the scan's private-list variant, else "batched"), "batched" (the k-NN tables of many library series per launch,
     ``xmap_knn`` tuning), "edm" (one table per launch, ``knn`` tuning) or "scan" (every
     E-group's tables of many libraries in one fused multi-E pass, ``xmap_scan``
     tuning; needs tau > 0); the matrix is the same bit for bit.
@@ -195,6 +204,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     seed = check_seed(seed)
     devs = _devices(devices if devices is not None else ([device] if device is not None
                                                           else None))
+    if devs == [None] and not scheduler:  # the default: the CPU runtime measured faster here
+        devs = [_default_device()]
     stored = _stored_params(out) if out is not None else {}
     if block_rows is None:  # resuming: keep the store's row blocks
         block_rows = stored.get("block_rows")

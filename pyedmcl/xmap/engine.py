@@ -21,7 +21,7 @@ family's tuned parameters; ``"edm"`` launches it once per series with the ``knn`
 family's parameters (one large table); ``"scan"`` builds every E-group's tables of a
 batch of libraries in one pass of the fused multi-E scan (``knn_scan/knn_scan.cl.mako``,
 ``xmap_scan`` family). The default (None) takes the scan for mixed E on GPUs where it
-saves distance work (:meth:`XmapEngine._use_scan`), else "batched". Every variant gives the
+saves distance work, on CPUs with the scan's private-list variant (:meth:`XmapEngine._use_scan`), else "batched". Every variant gives the
 same tables bit for bit (same distance arithmetic, same total neighbour order).
 
 The same engine serves the local multi-device scheduler and Dask workers, and a
@@ -48,6 +48,7 @@ from ..kernels.xmap import (
     XMAP_KNN,
     XMAP_SCAN,
     XMAP_SKILL,
+    cpu_layout,
     scan_table_budget,
 )
 
@@ -210,6 +211,8 @@ class XmapEngine:
                diag: bool = False, group: _Group | None = None) -> None:
         spec = self._skill_spec(k, weight)
         sp = XMAP_SKILL.layout(self.be, spec, self.n, diag)
+        if not self.be.info.is_gpu and not diag:
+            sp = cpu_layout(sp, ntg)
         y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
@@ -232,9 +235,18 @@ class XmapEngine:
                 raise ValueError("knn_kernel='scan' needs tau > 0, E <= 32 and series long "
                                  "enough for E + 1 neighbours in every E-group")
             return True
-        # GPUs only by default: on the 2-core PoCL CPU the per-E batched kernel was faster
-        # (N=100 x 1,000, E mixed 1..20: 2.8 s vs 3.2 s with the scan)
-        return ok and self.be.info.is_gpu and len(Es) >= 2 and sum(Es) >= 2 * max(Es)
+        if not (ok and len(Es) >= 2 and sum(Es) >= 2 * max(Es)):
+            return False
+        if self.be.info.is_gpu:
+            return True
+        # CPUs: with the private-list scan (INS "key"); the local-memory lists lost to the
+        # per-E batched kernel there (2-core PoCL, N=100 x 1,000, E mixed 1..20: 3.2 vs
+        # 2.8 s). Intel's runtime, 2-core Zen 5, E mixed 1..10: k-NN device time
+        # 0.34 s ("key") vs 0.95 s (per E)
+        spec = {"EMAX": max(Es), "TAU": self.tau, "KNN": 0, "METRIC": "euclidean",
+                "REAL": self.real}
+        nq = int(ccm_valid_times(self.n, 1, self.tau, self.Tp).size)
+        return XMAP_SCAN.params_for(self.be, spec, nq, nq)["INS"] == "key"
 
     def _scan_setup(self) -> _ScanSetup:
         if self._scan is not None:

@@ -54,13 +54,17 @@
 ## SPLIT). Output: idx (EMAX, nq, KMAX) library times, -1 past K_E / when fewer are
 ## admissible; dist finished (sqrt for euclidean), +inf there.
 ##
-## Parts: the distance phase in _distance.mako, the merge kernel in _merge.mako; the
-## tie order and the sorted lists' insertion in common/_topk.mako (shared with knn).
+## INS "key" (CPUs): one query per work-item, every E's list in private memory, the
+## library in explicit vectors straight from the series (_keys.mako).
+##
+## Parts: the distance phase in _distance.mako, the merge kernel in _merge.mako, the
+## "key" kernel in _keys.mako; the tie order and the sorted lists' insertion in common/_topk.mako (shared with knn).
 <%namespace name="metric" file="/common/_metric.mako"/>\
 <%namespace name="order" file="/common/_order.mako"/>\
 <%namespace name="topk" file="/common/_topk.mako"/>\
 <%namespace name="distance" file="/knn_scan/_distance.mako"/>\
 <%namespace name="merge" file="/knn_scan/_merge.mako"/>\
+<%namespace name="keys" file="/knn_scan/_keys.mako"/>\
 <%
     KS = [KNN if KNN > 0 else E + 1 for E in range(1, EMAX + 1)]
     OFF = [sum(KS[:j]) for j in range(EMAX)]
@@ -68,7 +72,7 @@
     KMAX = max(KS)
     R = TILE // (WG * VEC)
     PAD = (EMAX - 1) * TAU
-    assert TILE % (WG * VEC) == 0 and EMAX <= 32 and TAU > 0 and not (ANY and VEC > 1)
+    assert (INS == "key" or TILE % (WG * VEC) == 0) and EMAX <= 32 and TAU > 0 and not (ANY and VEC > 1)
 %>\
 ${metric.real_type(REAL)}
 #define PAD ${PAD}
@@ -80,6 +84,9 @@ ${topk.functions()}\
 ${order.near_tile()}
 % endif
 
+% if INS == "key":
+${keys.kernel(KS)}\
+% else:
 __constant int KS[${EMAX}] = {${", ".join(str(k) for k in KS)}};
 __constant int OFF[${EMAX}] = {${", ".join(str(o) for o in OFF)}};
 
@@ -239,4 +246,5 @@ ${distance.phase(R)}\
 
 % if SPLIT > 1:
 ${merge.kernel()}
+% endif
 % endif

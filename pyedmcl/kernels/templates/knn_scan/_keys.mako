@@ -1,0 +1,229 @@
+## knn_scan.cl.mako, INS "key" (CPUs): one query per work-item (QB == WG), its lists of
+## every E in private memory, no local memory and no barriers. The library is read
+## straight from the padded series in explicit vectors of VEC consecutive times (past
+## lags: coordinate j of lane l is x[PAD + l - j TAU], so each coordinate is one
+## contiguous load). Per vector: the partial sums over E newest-first (the per-E
+## kernel's order), a candidate bit per (lane, E) against the list's current k-th
+## distance, the library-row and exclusion masks; an OR tree of halves skips the
+## vector when no lane is a candidate at any E (almost all once the lists are full).
+## A candidate lane's partial sums are recomputed in scalars (same operations, so the
+## same values) and inserted into the lists whose bit it has: float32 as packed keys
+## (distance bits << 32 | tie key, whose integer order is the total order) through
+## the branch-free min/max network, float64 through the register network; both are
+## the knn "vec" variant's (common/_topk.mako). TILE: library lanes per step of the
+## tile order ORD (visited nearest to this work-item's query first). SPLIT == 1.
+<%namespace name="metric" file="/common/_metric.mako"/>
+<%namespace name="topk" file="/common/_topk.mako"/>
+<%def name="kernel(KS)">\
+<%
+    PACK = REAL == "float"
+    VW = VEC
+    NV = TILE // VW
+    RV = "%s%d" % (REAL, VW); IV = "int%d" % VW; UV = "uint%d" % VW
+    KMAX_ = max(KS)
+    NM = 2 if KMAX_ > VW else 1  # lane-minimum vectors per E (K <= NM * VW gets a first threshold)
+    CT = "long" if REAL == "double" else "int"
+    IVC = "%s%d" % (CT, VW)
+    assert QB == WG and SPLIT == 1 and VW > 1 and TILE % (NM * VW) == 0
+%>\
+#define EMPTY ((ulong)0x7F800000FFFFFFFFUL)
+/* vec_type_hint: the work is already in explicit vectors; without it Intel's CPU
+   compiler also vectorises across work-items and runs every lane's divergent
+   insertion path for all of them (measured 2.4x slower, E=1..10, n=1,000) */
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1))) __attribute__((vec_type_hint(${RV})))
+void knn_scan(__global const real_t* restrict x, __global const int* restrict ints,
+              const int nq, const int t0, const int chunk, const int radius,
+              __global int* restrict out_idx, __global real_t* restrict out_dist,
+              const uint xoff, const uint xstride)
+{
+    {
+        const size_t b = get_global_id(2);
+        x += xoff + b * (size_t)xstride;
+        out_idx += b * ${EMAX} * (size_t)nq * KMAX;
+        out_dist += b * ${EMAX} * (size_t)nq * KMAX;
+    }
+    const int q = get_global_id(0);
+    if (q >= nq) return;  /* no barriers: a work-item past the queries leaves */
+    __global const int* lmask = ints + 3 * nq;
+    const int p = ints[nq + q];
+    const int em = ints[2 * nq + q];
+% for j in range(EMAX):
+    const real_t qv${j} = x[PAD + p - ${j * TAU}];
+    /* the k-th distance at E = ${j + 1}; -1: not a prediction row at that E */
+    real_t th${j} = ${j} < em ? INFINITY : (real_t)-1;
+% endfor
+% for j in range(EMAX):
+% for k in range(KS[j]):
+% if PACK:
+    ulong s${k}_${j} = EMPTY;
+% else:
+    real_t bd${k}_${j} = INFINITY; int bi${k}_${j} = -1;
+% endif
+% endfor
+% endfor
+
+    /* first thresholds: per E the K-th smallest of the lane minima (lane i of a vector
+       takes the minimum over the library rows at lanes i, i + VW, ...: times VW
+       apart, so a smooth series' nearest rows spread over the lanes). Each lane
+       minimum is a distinct admissible row, so the K-th smallest of them bounds the
+       list's K-th distance from above: every row of the final list passes it and the
+       main pass inserts ~K rows per E instead of ~K ln(n / K). */
+    {
+% for j in range(EMAX):
+% for h in range(NM):
+        ${RV} mn${h}_${j} = (${RV})INFINITY;
+% endfor
+% endfor
+        for (int c = 0; c < chunk / ${VW}; c += ${NM}) {
+% for h in range(NM):
+            {
+                const int l = t0 + (c + ${h}) * ${VW};
+                ${IV} dd = ((${IV})(l) + (${IV})(${", ".join(str(v) for v in range(VW))})) - (${IV})p;
+                dd = dd < 0 ? -dd : dd;
+                const ${UV} m = as_${UV}(dd > (${IV})radius) & as_${UV}(vload${VW}(0, lmask + l - t0));
+                ${RV} acc = (${RV})0;
+% for j in range(EMAX):
+                {
+                    const ${RV} cj = vload${VW}(0, x + (PAD - ${j * TAU}) + l);
+                    ${metric.step(METRIC, "acc", "cj", "(%s)qv%d" % (RV, j), FMA, RV)}
+                    const ${RV} a = convert_${IVC}((m & (${UV})${"%du" % (1 << j)}) != (${UV})0u) ? acc : (${RV})INFINITY;
+                    mn${h}_${j} = a < mn${h}_${j} ? a : mn${h}_${j};
+                }
+% endfor
+            }
+% endfor
+        }
+% for j in range(EMAX):
+% if KS[j] <= NM * VW:
+        if (${j} < em) {
+            /* the smallest lane minimum v with at least K of them <= v */
+            real_t t = INFINITY;
+% for h in range(NM):
+            for (int i = 0; i < ${VW}; ++i) {
+                const real_t v = ((const real_t*)&mn${h}_${j})[i];
+                ${IVC} cnt = ${" + ".join("(%s)(mn%d_%d <= (%s)v)" % (IVC, g, j, RV) for g in range(NM))};
+<% w = VW; v = "cnt" %>\
+% while w > 1:
+<% w //= 2 %>\
+                const ${CT}${w if w > 1 else ""} cs${w} = ${v}.lo + ${v}.hi;
+<% v = "cs%d" % w %>\
+% endwhile
+                if (-cs1 >= ${KS[j]} && v < t) t = v;
+            }
+% endfor
+            th${j} = t;
+        }
+% endif
+% endfor
+    }
+
+% if ORD:
+    const int ntile = chunk / ${TILE};
+    int ctile;
+    {
+        const int d = p - t0;
+        ctile = d < 0 ? 0 : min(d / ${TILE}, ntile - 1);
+    }
+    for (int it = 0; it < ntile; ++it) {
+        const int base = near_tile(it, ctile, ntile) * ${TILE};
+% else:
+    for (int base = 0; base < chunk; base += ${TILE}) {
+% endif
+        for (int c = 0; c < ${NV}; ++c) {
+            const int li = base + c * ${VW};
+            const int l = t0 + li;
+            ${RV} acc = (${RV})0;
+            ${UV} cand = (${UV})0u;
+% for j in range(EMAX):
+            {
+                const ${RV} cj = vload${VW}(0, x + (PAD - ${j * TAU}) + l);
+                ${metric.step(METRIC, "acc", "cj", "(%s)qv%d" % (RV, j), FMA, RV)}
+% if REAL == "double":
+                cand |= convert_${UV}(-(acc <= (${RV})th${j})) << ${j}u;
+% else:
+                cand |= as_${UV}(acc <= (${RV})th${j}) & (${UV})${"%du" % (1 << j)};
+% endif
+            }
+% endfor
+            {
+                ${IV} dd = ((${IV})(l) + (${IV})(${", ".join(str(v) for v in range(VW))})) - (${IV})p;
+                dd = dd < 0 ? -dd : dd;
+                cand &= as_${UV}(dd > (${IV})radius) & as_${UV}(vload${VW}(0, lmask + li));
+            }
+            /* any lane a candidate at any E: an OR tree of halves */
+<% w = VW; v = "cand" %>\
+% while w > 1:
+<% w //= 2 %>\
+            const uint${w if w > 1 else ""} any${w} = ${v}.lo | ${v}.hi;
+<% v = "any%d" % w %>\
+% endwhile
+            if (any1 == 0u) continue;
+            for (int lane = 0; lane < ${VW}; ++lane) {
+                const uint bits = ((const uint*)&cand)[lane];
+                if (bits == 0u) continue;
+                const int ll = l + lane;
+                const int dr = dist_rows(p, ll);
+                const uint tk = (uint)(2 * dr + (ll > p));
+                real_t a = (real_t)0;
+% for j in range(EMAX):
+                ${metric.step(METRIC, "a", "x[PAD + ll - %d]" % (j * TAU), "qv%d" % j, FMA)}
+                if (bits >> ${j}) {
+                    if ((bits >> ${j}) & 1u) {
+% if PACK:
+% if METRIC == "maximum":
+                        /* -0 + 0 = +0: the key's bit order is the value order */
+                        ulong cv = ((ulong)as_uint(a + (real_t)0) << 32) | tk;
+% else:
+                        ulong cv = ((ulong)as_uint(a) << 32) | tk;
+% endif
+                        if (cv < s${KS[j] - 1}_${j}) {
+                            ${topk.insert_key(KS[j], "_%d" % j)}
+                            {   /* never above the first threshold (the list fills up first) */
+                                const real_t kd = as_float((uint)(s${KS[j] - 1}_${j} >> 32));
+                                th${j} = kd < th${j} ? kd : th${j};
+                            }
+                        }
+% else:
+                        if (a < bd${KS[j] - 1}_${j} || (a == bd${KS[j] - 1}_${j} && (bi${KS[j] - 1}_${j} < 0 || (int)tk < tie_key(p, bi${KS[j] - 1}_${j})))) {
+                            const int key = (int)tk;
+                            ${topk.insert_reg(KS[j], "a", "ll", "key", "_%d" % j, "p")}
+                            th${j} = bd${KS[j] - 1}_${j} < th${j} ? bd${KS[j] - 1}_${j} : th${j};
+                        }
+% endif
+                    }
+% endfor
+% for j in range(EMAX):
+                }
+% endfor
+            }
+        }
+    }
+
+    /* out: (EMAX, nq, KMAX), the finished tables */
+% for j in range(EMAX):
+    {
+        const size_t o = ((size_t)${j} * nq + q) * KMAX;
+% for k in range(max(KS)):
+% if k < KS[j]:
+% if PACK:
+        {
+            const ulong v = s${k}_${j};
+            const uint key = (uint)v;
+            const int l = v == EMPTY ? -1 : ((key & 1u) ? p + (int)(key >> 1) : p - (int)(key >> 1));
+            const real_t d = as_float((uint)(v >> 32));
+            out_idx[o + ${k}] = l;
+            out_dist[o + ${k}] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d")};
+        }
+% else:
+        out_idx[o + ${k}] = bi${k}_${j};
+        out_dist[o + ${k}] = bi${k}_${j} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d_%d" % (k, j))};
+% endif
+% else:
+        out_idx[o + ${k}] = -1;
+        out_dist[o + ${k}] = INFINITY;
+% endif
+% endfor
+    }
+% endfor
+}
+</%def>
