@@ -393,14 +393,14 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
                   theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
                   devices: Any = None, backend: str | None = None, edge: Any = None,
                   order: str = "row", threshold_rule: str = "distance",
-                  **_: Any) -> list[dict[str, Any]] | None:
+                  **_: Any) -> list[dict[str, Any]] | str:
     """Rows of the windows of ``s`` (``n`` embedded points) from one pass over the band
     (:mod:`pyedmcl.rqa.band`), validated as :func:`rqa` validates them. In float32 each
     window is prepared as :func:`rqa` prepares it (centred by its mean rounded to a power
     of two at or below its std, or run in float64 where float32 would merge its values):
     consecutive windows prepared alike share one pass over the same working values.
-    None (one run per window instead) where fewer than two windows share a preparation on
-    average. ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
+    A string (why; one run per window instead) where fewer than two windows share a
+    preparation on average, or on a GPU. ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
     from .._precision import Affine, prepare
     from .band import band_passes, band_rows
 
@@ -408,6 +408,9 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
     l_min, v_min, w_min, theiler, _edge = _check_common(l_min, v_min, w_min, theiler,
                                                         theiler_scope, order, edge, window)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
+    if any(be.info.is_gpu and be.info.runtime != "oclgrind" for be in bes):  # simulator: checked
+        return ("the band kernel disagrees with one rqa() per window on an NVIDIA H100 "
+                "(docs/decisions/0055); on GPUs windows run one by one")
     rule = check_threshold_rule(threshold_rule)
     r = check_radius(radius)
     w = int(theiler)
@@ -426,7 +429,8 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
                      float(prep.affine[0].scale[0])))
     groups = [k for k in range(len(keys)) if k == 0 or keys[k] != keys[k - 1]]
     if 2 * len(groups) > len(keys):
-        return None
+        return ("in float32 most windows are centred differently (fewer than two windows "
+                "per shared centring); use dtype='float64'")
     rows: list[dict[str, Any]] = []
     for ka, kb in zip(groups, [*groups[1:], len(keys)], strict=True):
         gdt, shift, scale = keys[ka]

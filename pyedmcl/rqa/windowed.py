@@ -74,11 +74,10 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
                else "no band runner given (band=)")
         if why is None:
             rows_b = band(s, n, window, step, E, tau, **kwargs)
-            if rows_b is not None or method == "band":
-                if rows_b is None:
-                    raise ValueError("method='band' cannot run here: in float32 most windows "
-                                     "are centred differently (fewer than two windows per "
-                                     "shared centring); use dtype='float64'")
+            if isinstance(rows_b, str):  # why the band cannot give these windows
+                if method == "band":
+                    raise ValueError(f"method='band' cannot run here: {rows_b}")
+            else:
                 df = pd.DataFrame(rows_b, index=index, columns=cols).astype(
                     {"n_recurrences": np.int64, "n_cells": np.int64})
                 df.attrs["method"] = "band"
