@@ -332,25 +332,47 @@ class PyEDMRun:
             pad = knn - order.shape[1]
             nbr = np.hstack([nbr, np.repeat(nbr[:, :1], pad, axis=1)])
             dist = np.hstack([dist, np.full((n, pad), np.inf)])
-        emb_lib = emb[lib]
-        for i in flagged:
-            p = pred[i]
-            d = np.sqrt(np.sum((emb_lib - emb[p]) ** 2, axis=1))
-            if excl:
-                keep = np.abs(p - lib) > self.exclusionRadius
-            elif self.libOverlap:
-                keep = lib != p
+        if flagged.size:
+            self._full_scan(emb, flagged, nbr, dist, excl)
+        return nbr, dist
+
+    def _full_scan(self, emb, flagged, nbr, dist, excl) -> None:
+        """pyEDM's ``_FullScanRow`` for the ``flagged`` rows, in place: the knn nearest
+        admissible library rows by (distance, |p - l|, l), slots beyond the admissible
+        count padded with the nearest (distance inf). The device gives the exact order
+        for rows without a tie among their knn + 1 nearest; rows with one are scanned
+        on the host in pyEDM's arithmetic, so near-equal sums decide as pyEDM's do."""
+        from ._state_knn import host_distances, state_neighbors, tied_rows
+
+        knn, lib, pred = self.knn, np.asarray(self.lib_i), np.asarray(self.pred_i)
+        radius = self.exclusionRadius if excl else (0 if self.libOverlap else -1)
+        p_rows = pred[flagged]
+        dev, _ = state_neighbors(emb, lib, p_rows, min(knn + 1, lib.size), radius,
+                                 device=self.device)
+        dev_d = host_distances(emb, p_rows, dev)
+        host = tied_rows(dev_d)
+        for j, i in enumerate(flagged):
+            if host[j]:
+                p = pred[i]
+                d = np.sqrt(np.sum((emb[lib] - emb[p]) ** 2, axis=1))
+                if excl:
+                    keep = np.abs(p - lib) > self.exclusionRadius
+                elif self.libOverlap:
+                    keep = lib != p
+                else:
+                    keep = np.ones(lib.size, bool)
+                nbr_c, d_c = lib[keep], d[keep]
+                sel = np.lexsort((nbr_c, np.abs(p - nbr_c), d_c))[:knn]
+                found, found_d = nbr_c[sel], d_c[sel]
             else:
-                keep = np.ones(lib.size, bool)
-            nbr_c, d_c = lib[keep], d[keep]
-            sel = np.lexsort((nbr_c, np.abs(p - nbr_c), d_c))[:knn]
-            t = sel.size
-            nbr[i, :t], dist[i, :t] = nbr_c[sel], d_c[sel]
+                ok = dev[j, :knn] >= 0
+                found, found_d = dev[j, :knn][ok], dev_d[j, :knn][ok]
+            t = found.size
+            nbr[i, :t], dist[i, :t] = found, found_d
             if t < knn:
                 if t:
-                    nbr[i, t:] = nbr_c[sel[0]]
+                    nbr[i, t:] = found[0]
                 dist[i, t:] = np.inf
-        return nbr, dist
 
     # -- projections --------------------------------------------------------
     def project_simplex(self) -> None:
