@@ -3,10 +3,9 @@ Multiview, S-map solvers, CCM) against pyEDM on data and settings pyEDM's own te
 do not use.
 
 Both run in float64 (compat's default) on the same frames. Tolerance 1e-9 absolute
-on predictions, coefficients and rho: the same float64 arithmetic, except that the
-neighbour distances come from the OpenCL kernel (summation order may differ by an
-ulp). CCM: 1e-9 on data without exact distance ties (pyEDM's KDTree orders exact
-ties by its tree traversal, which no other search reproduces).
+on predictions, coefficients and rho: the same float64 arithmetic on distances
+recomputed as pyEDM computes them. Distance ties (decided in scipy KDTree's order, as
+pyEDM) are tested on quantised data in test_compat_ties.py.
 """
 
 from __future__ import annotations

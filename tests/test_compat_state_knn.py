@@ -45,3 +45,28 @@ def test_nan_in_a_used_row_is_an_error(device):
     emb[4, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         state_neighbors(emb, np.arange(8), np.array([4]), 2, 0, device=device)
+
+
+@pytest.mark.parametrize("D,k,leafsize", [(1, 4, None), (3, 7, 20), (2, 80, 20)])
+def test_kdtree_candidates_are_scipys(D, k, leafsize, device, monkeypatch):
+    """pyEDM's candidate list: scipy KDTree's rows (its tie order) and distances, row for
+    row, on quantized data; without scipy, the device's documented order."""
+    KDTree = pytest.importorskip("scipy.spatial").KDTree
+    from pyedmcl.compat import _state_knn
+
+    rng = np.random.default_rng(D * 7 + k)
+    emb = np.round(rng.random((150, D)) * 4) / 4  # quantized: many exact ties
+    lib = np.arange(0, 120)
+    pred = np.arange(60, 150)
+    tree = (KDTree(emb[lib]) if leafsize is None else
+            KDTree(emb[lib], leafsize=leafsize, compact_nodes=True, balanced_tree=True))
+    d, i = tree.query(emb[pred], k=k, eps=0, p=2)
+    d, i = d.reshape(pred.size, k), i.reshape(pred.size, k)
+    rows, dist = _state_knn.kdtree_candidates(emb, lib, pred, k, leafsize, device=device)
+    np.testing.assert_array_equal(rows, lib[i])
+    np.testing.assert_array_equal(dist, d)
+    device_order = state_neighbors(emb, lib, pred, k, -1, device=device)[0]
+    assert (device_order != rows).any()  # the ties are real: the orders differ
+    monkeypatch.setattr(_state_knn, "scipy_available", lambda: False)
+    rows, _ = _state_knn.kdtree_candidates(emb, lib, pred, k, leafsize, device=device)
+    np.testing.assert_array_equal(rows, device_order)

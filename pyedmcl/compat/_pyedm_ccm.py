@@ -5,8 +5,9 @@ of every variable's ``E`` lags), ``embedded=True``, NaN rows and ``validLib``,
 following pyEDM's ``CCM.Embed`` / ``_ccm_for_libsize``: the same seeded random
 libraries (``SeedSequence(seed).spawn``, ``rng.choice(M, L, replace=False)``), the
 same candidate filter (self-match, exclusion radius in data rows) and weights. The
-neighbour candidates of each sample come from the device
-(:func:`._state_knn.state_neighbors`).
+neighbour candidates of each sample come from the device; rows whose candidates tie
+take scipy KDTree's order, as pyEDM (:func:`._state_knn.kdtree_candidates`; without
+scipy the device's order decides ties).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._state_knn import state_neighbors
+from ._state_knn import kdtree_candidates
 
 
 def _embedding(df: pd.DataFrame, names: list[str], E: int, tau: int) -> np.ndarray:
@@ -61,7 +62,8 @@ def _libsize(emb, vals, times, L, S, k, R, rng, device) -> np.ndarray:
     rows = np.arange(M)[:, None]
     for s in range(S):
         lib = np.sort(rng.choice(M, size=L, replace=False))
-        nbr, dist = state_neighbors(emb, lib, np.arange(M), kq, -1, device=device)
+        # pyEDM: KDTree(emb[lib]).query(emb, k=kq), scipy's default tree
+        nbr, dist = kdtree_candidates(emb, lib, np.arange(M), kq, None, device=device)
         mask = nbr == rows
         if R > 0:
             mask |= np.abs(times[:, None] - times[nbr]) <= R

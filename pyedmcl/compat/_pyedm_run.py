@@ -8,12 +8,16 @@ rows, ``validLib``, ``returnObject`` (the object with ``knn_neighbors``,
 ``generateSteps`` and scikit-learn ``solver=`` objects give pyEDM's frames.
 
 The neighbour search (the O(N_pred x N_lib) part) runs on the OpenCL device
-through :func:`pyedmcl.knn_table`: an (N, D) state space is laid out row after row
-as one series, so the window of ``E=D, tau=1`` at point ``D*i`` is row ``i``; the
-device orders ties by distance, then ``|p - l|``, then ``l`` -- pyEDM's Simplex
-order. Where ``knn`` exceeds the fused kernel's limit (S-map's default, the whole
-library) the distances are taken on the host in float64. Weights and the S-map
-least-squares solve follow pyEDM's float64 arithmetic on the host.
+through :func:`pyedmcl.knn_table` (:mod:`._state_knn`: an (N, D) state space laid
+out row after row as one series). Ties are decided as pyEDM decides them: pyEDM keeps
+equidistant candidates in scipy KDTree's order, so the query rows whose candidates tie
+are asked again of a KDTree built as pyEDM builds it
+(:func:`._state_knn.kdtree_candidates`), and Simplex's tie-break (distance, ``|p - l|``,
+``l``, full library scans where a tie straddles the candidates) is pyEDM's own. Without
+scipy the device's documented order (distance, ``|p - l|``, ``l``) decides every tie.
+Where ``knn`` exceeds the fused kernel's limit (S-map's default, the whole library)
+the distances are taken on the host in float64. Weights and the S-map least-squares
+solve follow pyEDM's float64 arithmetic on the host.
 """
 
 from __future__ import annotations
@@ -241,7 +245,7 @@ class PyEDMRun:
 
     # -- pyEDM Neighbors.FindNeighbors --------------------------------------
     def find_neighbors(self) -> None:
-        from ._state_knn import state_neighbors
+        from ._state_knn import kdtree_candidates
 
         R = self.exclusionRadius
         excl = False
@@ -267,26 +271,26 @@ class PyEDMRun:
                                  "most the valid library size, or widen validLib / check the "
                                  "library for nan.")
             self.lib_i = lib_valid
-        # exclusion rule of the candidate filter: |p - l| <= R, or the self-match only
-        radius = R if excl else (0 if self.libOverlap else -1)
         emb = self.Embedding.to_numpy(dtype=np.float64)
         knn = self.knn
+        kq = knn
+        if excl:
+            kq = min(knn * self.xRadKnnFactor, len(self.lib_i))
+        elif self.libOverlap:
+            kq = kq + 1
+        if len(self.validLib):
+            kq = len(self.lib_i)
+        if self.tieBreak and len(self.lib_i) > knn:
+            kq = min(max(kq, knn + 1), len(self.lib_i))  # a look-ahead column for boundary ties
+        # pyEDM's KDTree(emb[lib_i], leafsize=20).query(emb[pred_i], kq), ties in its order
+        cand, cdist = kdtree_candidates(emb, self.lib_i, self.pred_i, kq, 20, device=self.device)
+        kq = cand.shape[1]
+        mask = (np.abs(self.pred_i[:, None] - cand) <= R if excl else
+                (self.pred_i[:, None] == cand if self.libOverlap else np.zeros(cand.shape, bool)))
         if self.tieBreak:
-            # pyEDM's tie-break path is exact: (distance, |p - l|, l) over the whole library
-            nbr, dist = state_neighbors(emb, self.lib_i, self.pred_i, knn, radius,
-                                        device=self.device)
+            nbr, dist = self._tie_break_select(emb, cand, cdist, mask, kq, excl)
         else:
-            kq = knn
-            if excl:
-                kq = min(knn * self.xRadKnnFactor, len(self.lib_i))
-            elif self.libOverlap:
-                kq = kq + 1
-            if len(self.validLib):
-                kq = len(self.lib_i)
-            # the kq nearest candidates, then the exclusion filter inside them (pyEDM)
-            cand, cdist = state_neighbors(emb, self.lib_i, self.pred_i, kq, -1, device=self.device)
-            mask = (np.abs(self.pred_i[:, None] - cand) <= R if excl else
-                    (self.pred_i[:, None] == cand if self.libOverlap else np.zeros(cand.shape, bool)))
+            # the first knn candidates outside the exclusion, in candidate order (pyEDM)
             valid = ~mask
             order = np.argsort(~valid, axis=1, kind="stable")[:, :min(knn, kq)]
             rows = np.arange(len(self.pred_i))[:, None]
@@ -307,6 +311,68 @@ class PyEDMRun:
             warn(f"{self.name}: FindNeighbors() : Some predictions have no valid neighbors "
                  f"outside exclusionRadius {R}; those predictions are nan.", stacklevel=2)
         self.knn_neighbors, self.knn_distances = nbr, dist
+
+    def _tie_break_select(self, emb, cand, cdist, mask, kq, excl):
+        """pyEDM's ``_TieBreakSelect`` (Simplex): order the candidates by (distance,
+        |p - l|, l); rows whose knn-th candidate reaches the last one returned (a tie
+        may straddle it) or that lack knn admissible candidates are scanned over the
+        whole library in pyEDM's arithmetic."""
+        knn, lib, pred = self.knn, np.asarray(self.lib_i), np.asarray(self.pred_i)
+        n = cand.shape[0]
+        key = np.where(mask, np.inf, cdist)
+        order = np.lexsort((cand, np.abs(pred[:, None] - cand), key), axis=-1)[:, :knn]
+        rows = np.arange(n)[:, None]
+        nbr, dist, sel_key = cand[rows, order], cdist[rows, order].copy(), key[rows, order]
+        knnth = sel_key[:, -1]
+        max_ret = np.where(np.isfinite(cdist), cdist, -np.inf).max(axis=1)
+        deficient = ~np.isfinite(knnth) | (order.shape[1] < knn)
+        straddle = (kq < lib.size) & np.isfinite(knnth) & (knnth >= max_ret)
+        flagged = np.flatnonzero(straddle | deficient)
+        if flagged.size and order.shape[1] < knn:
+            pad = knn - order.shape[1]
+            nbr = np.hstack([nbr, np.repeat(nbr[:, :1], pad, axis=1)])
+            dist = np.hstack([dist, np.full((n, pad), np.inf)])
+        if flagged.size:
+            self._full_scan(emb, flagged, nbr, dist, excl)
+        return nbr, dist
+
+    def _full_scan(self, emb, flagged, nbr, dist, excl) -> None:
+        """pyEDM's ``_FullScanRow`` for the ``flagged`` rows, in place: the knn nearest
+        admissible library rows by (distance, |p - l|, l), slots beyond the admissible
+        count padded with the nearest (distance inf). The device gives the exact order
+        for rows without a tie among their knn + 1 nearest; rows with one are scanned
+        on the host in pyEDM's arithmetic, so near-equal sums decide as pyEDM's do."""
+        from ._state_knn import host_distances, state_neighbors, tied_rows
+
+        knn, lib, pred = self.knn, np.asarray(self.lib_i), np.asarray(self.pred_i)
+        radius = self.exclusionRadius if excl else (0 if self.libOverlap else -1)
+        p_rows = pred[flagged]
+        dev, _ = state_neighbors(emb, lib, p_rows, min(knn + 1, lib.size), radius,
+                                 device=self.device)
+        dev_d = host_distances(emb, p_rows, dev)
+        host = tied_rows(dev_d)
+        for j, i in enumerate(flagged):
+            if host[j]:
+                p = pred[i]
+                d = np.sqrt(np.sum((emb[lib] - emb[p]) ** 2, axis=1))
+                if excl:
+                    keep = np.abs(p - lib) > self.exclusionRadius
+                elif self.libOverlap:
+                    keep = lib != p
+                else:
+                    keep = np.ones(lib.size, bool)
+                nbr_c, d_c = lib[keep], d[keep]
+                sel = np.lexsort((nbr_c, np.abs(p - nbr_c), d_c))[:knn]
+                found, found_d = nbr_c[sel], d_c[sel]
+            else:
+                ok = dev[j, :knn] >= 0
+                found, found_d = dev[j, :knn][ok], dev_d[j, :knn][ok]
+            t = found.size
+            nbr[i, :t], dist[i, :t] = found, found_d
+            if t < knn:
+                if t:
+                    nbr[i, t:] = found[0]
+                dist[i, t:] = np.inf
 
     # -- projections --------------------------------------------------------
     def project_simplex(self) -> None:

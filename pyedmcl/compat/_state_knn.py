@@ -11,6 +11,12 @@ a point.
 
 ``k`` beyond the kernel's limit (``pyedmcl.edm.ranges.MAX_KNN``) takes the host
 path: float64 distances in blocks of query rows, ordered by the same key.
+
+:func:`kdtree_candidates` is pyEDM's candidate list instead: the order in which scipy's
+``KDTree`` returns equidistant points (quantised data tie often), which pyEDM's S-map,
+CCM, Multiview and the candidate filters keep. The device finds the candidates; only
+query rows with a tie among them are asked again of a ``KDTree`` built as pyEDM
+builds it.
 """
 
 from __future__ import annotations
@@ -75,3 +81,88 @@ def state_neighbors(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int, 
     idx = np.asarray(idx, dtype=np.int64)
     rows = np.where(idx >= 0, idx // D, -1)
     return rows, np.where(idx >= 0, np.asarray(dist, dtype=np.float64), np.inf)
+
+
+#: two candidate distances closer than this (relative) count as a tie. Exact ties in
+#: pyEDM's float64 arithmetic are what matters; device and host sums may differ in the
+#: last bits, so near-ties are flagged too (a flagged row only costs a KDTree query).
+TIE_RTOL = 1e-9
+
+
+def host_distances(emb: np.ndarray, pred: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Distances from each ``pred`` row to its ``rows`` in pyEDM's arithmetic (numpy's
+    ``sqrt(sum((a - b)**2))``, which is also scipy KDTree's value); row -1 gives inf."""
+    out = np.full(rows.shape, np.inf)
+    if rows.size == 0:
+        return out
+    step = max(1, _HOST_BLOCK_BYTES // max(1, rows.shape[1] * emb.shape[1] * 8 * 2))
+    for q0 in range(0, pred.size, step):
+        r = rows[q0:q0 + step]
+        ok = r >= 0
+        d = np.sqrt(((emb[pred[q0:q0 + step]][:, None, :] - emb[np.where(ok, r, 0)]) ** 2
+                     ).sum(axis=2))
+        out[q0:q0 + step] = np.where(ok, d, np.inf)
+    return out
+
+
+def tied_rows(dist: np.ndarray) -> np.ndarray:
+    """True for each row of ascending ``dist`` with two (near-)equal finite neighbours."""
+    if dist.shape[1] < 2:
+        return np.zeros(dist.shape[0], dtype=bool)
+    a, b = dist[:, :-1], dist[:, 1:]
+    with np.errstate(invalid="ignore"):
+        close = np.abs(b - a) <= TIE_RTOL * np.abs(b)
+    return (close & np.isfinite(b)).any(axis=1)
+
+
+def _kdtree_query(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int,
+                  leafsize: int | None) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.spatial import KDTree
+
+    if leafsize is None:  # pyEDM's CCM: KDTree(data), scipy's defaults
+        tree = KDTree(emb[lib])
+    else:
+        tree = KDTree(emb[lib], leafsize=leafsize, compact_nodes=True, balanced_tree=True)
+    dist, local = tree.query(emb[pred], k=k, eps=0, p=2)
+    if k == 1:
+        dist, local = dist[:, None], local[:, None]
+    return lib[local], dist
+
+
+def scipy_available() -> bool:
+    """Whether scipy's KDTree (pyEDM's neighbour search) can be imported."""
+    try:
+        import scipy.spatial  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def kdtree_candidates(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int,
+                      leafsize: int | None, device: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """pyEDM's ``KDTree(emb[lib], leafsize).query(emb[pred], k)`` as library rows.
+
+    The ``k`` nearest rows of ``lib`` to each row of ``pred`` (no exclusion), in scipy
+    KDTree's order, with pyEDM's float64 distances. The device k-NN finds ``k + 1``
+    candidates (one more to see a tie at the boundary of the set); a row whose
+    candidates hold two equal distances (:data:`TIE_RTOL`) is where the device's tie
+    order (|p - l|, then l) and KDTree's traversal order may differ, so exactly those
+    rows are queried again from a KDTree built as pyEDM builds it (``leafsize``:
+    20, compact, balanced in pyEDM's Simplex/S-map; None: ``KDTree(data)`` with
+    scipy's defaults, as pyEDM's CCM). The tree's leaf size shapes its traversal, so
+    it decides the order of ties. Other rows have one nearest set, ordered by distance in both. Without
+    scipy the device's order is kept (documented total order, not pyEDM's).
+    """
+    lib = np.asarray(lib, dtype=np.int64)
+    pred = np.asarray(pred, dtype=np.int64)
+    emb = np.asarray(emb, dtype=np.float64)
+    k = min(k, lib.size)
+    if pred.size == 0 or k < 1:
+        return np.zeros((pred.size, max(k, 0)), np.int64), np.zeros((pred.size, max(k, 0)))
+    rows, _ = state_neighbors(emb, lib, pred, min(k + 1, lib.size), -1, device=device)
+    dist = host_distances(emb, pred, rows)
+    flagged = tied_rows(dist)
+    rows, dist = rows[:, :k].copy(), dist[:, :k].copy()
+    if flagged.any() and scipy_available():
+        rows[flagged], dist[flagged] = _kdtree_query(emb, lib, pred[flagged], k, leafsize)
+    return rows, dist

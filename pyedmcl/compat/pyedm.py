@@ -11,7 +11,10 @@ Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN r
 ``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
 ``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
 device pipeline; the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
-:mod:`._pyedm_ccm`) with the neighbour search on the device. The module-level
+:mod:`._pyedm_ccm`) with the neighbour search on the device, where equal distances are
+decided as pyEDM decides them: query rows whose candidates tie are asked again of a
+scipy KDTree built as pyEDM builds it. scipy is optional: without it the device's
+order (distance, ``|p - l|``, ``l``) decides those ties. The module-level
 ``dtype`` ("float64" by default, as pyEDM) sets the computation precision. Plot
 arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/
 ``parallel`` have no meaning here.
