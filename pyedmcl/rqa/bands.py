@@ -31,6 +31,7 @@ from clkernels import Backend
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES
+from . import dnr
 from .dnr import (
     _U32_SAFE,
     _device_state,
@@ -40,7 +41,6 @@ from .dnr import (
     _launch,
     _Matrix,
     _Task,
-    _u32_limit,
     task_open_runs,
 )
 
@@ -75,10 +75,10 @@ def _diagonal_cells(m: _Matrix, lo: int, hi: int) -> int:
 def default_width(m: _Matrix, n_devices: int, vertical: bool,
                   diag_ranges: list[tuple[int, int]]) -> int:
     """Lanes per band: about :data:`BANDS_PER_DEVICE` bands per device over all lanes,
-    at least :data:`MIN_BAND`, a multiple of 64."""
+    at least :data:`MIN_BAND` (a multiple of 64 above 64)."""
     lanes = (m.n_cols if vertical else 0) + sum(max(0, hi - lo) for lo, hi in diag_ranges)
     width = -(-lanes // max(1, n_devices * BANDS_PER_DEVICE))
-    return max(MIN_BAND, -(-width // 64) * 64)
+    return max(MIN_BAND, -(-width // 64) * 64 if width > 64 else width)
 
 
 def plan_bands(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]],
@@ -118,7 +118,7 @@ def band_launches(task: _Task, e: int, m: _Matrix) -> list[_Launch]:
 def fold_bins(m: _Matrix, bands: list[Band]) -> int:
     """Bins an intermediate fold must take: a bin of length L holds at most cells / L
     lines, so only the first ``cells / 2^32`` bins of the whole job can overflow."""
-    return min(m.hlen, sum(b.cells for b in bands) // _u32_limit() + 2)
+    return min(m.hlen, sum(b.cells for b in bands) // dnr._u32_limit() + 2)
 
 
 class BandDevice:

@@ -1,0 +1,181 @@
+"""RQA lane bands over several devices and Dask workers: the recombined histograms
+equal the one-device run (row order, SHARE/SYM paths) bit for bit, whichever device
+ran which band, for every band width, edge and N (auto-, cross- and joint RQA)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import clkernels
+import pyedmcl as pe
+from pyedmcl.rqa import bands as bands_mod  # (pe.rqa is the function; the module differs)
+from pyedmcl.rqa import dnr
+
+_SECOND: dict[str, object] = {}
+
+
+def two_backends(device: str) -> list:
+    """Two independent backends (contexts, queues) of one device; the second lives for
+    the session (the program cache is keyed by context identity)."""
+    be = clkernels.get_backend(device)
+    if device not in _SECOND:
+        _SECOND[device] = type(be)(be.info)
+    return [be, _SECOND[device]]
+
+
+def logistic(n: int) -> np.ndarray:
+    from pyedmcl.data import logistic_map
+
+    return logistic_map(n, r=3.9, x0=0.4, burn=0)
+
+
+def _hists(r):
+    return (r.diagonal_hist.copy(), r.vertical_hist.copy(), r.white_hist.copy(), r.n_recurrences)
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
+
+
+@pytest.fixture
+def small_bands(monkeypatch):
+    """Default widths of a few lanes, so that small tests have many bands."""
+    monkeypatch.setattr(bands_mod, "MIN_BAND", 1)
+    monkeypatch.setattr(bands_mod, "BANDS_PER_DEVICE", 5)
+
+
+def _dtypes(device: str) -> list[str]:
+    return ["float32", "float64"] if pe.select_device(device).fp64 else ["float32"]
+
+
+def test_two_backends_identical_to_one(device, small_bands):
+    """Auto-, cross- and joint RQA on two backends: the one-device histograms."""
+    bes = two_backends(device)
+    for dtype in _dtypes(device):
+        for n, edge in ((40, None), (301, 64), (900, 97)):
+            x = logistic(n + 6)
+            for kw in (dict(theiler=1), dict(theiler=3, theiler_scope="matrix", white_border=False),
+                       dict(theiler=0)):
+                kw.update(E=3, tau=3, radius=0.3, dtype=dtype, edge=edge)
+                ref = pe.rqa(x, device=bes[0], **kw)
+                got = pe.rqa(x, devices=bes, **kw)
+                assert _same(_hists(got), _hists(ref)), (dtype, n, kw)
+                assert sum(got.settings["device_tasks"]) > 2
+            y = 0.9 * logistic(n // 2 + 20)[::-1].copy()
+            for w in (0, 4):
+                kw = dict(E=2, tau=2, radius=0.25, dtype=dtype, theiler=w, edge=edge)
+                ref = pe.cross_rqa(x, y, device=bes[0], **kw)
+                got = pe.cross_rqa(x, y, devices=bes, **kw)
+                assert _same(_hists(got), _hists(ref)), (dtype, n, "cross", w)
+            kw = dict(E=2, tau=1, radius=(0.3, 0.4), dtype=dtype, edge=edge)
+            ref = pe.joint_rqa(x, x[::-1].copy(), device=bes[0], **kw)
+            got = pe.joint_rqa(x, x[::-1].copy(), devices=bes, **kw)
+            assert _same(_hists(got), _hists(ref)), (dtype, n, "joint")
+
+
+def test_band_widths_and_partial_folds(device, monkeypatch):
+    """Explicit band widths (one lane up to wider than the matrix) on one and two
+    backends, and many partial 32->64-bit folds: the row-order histograms."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    bes = two_backends(device)
+    n = 250
+    x = logistic(n + 1).astype(np.float32)
+    kw = dict(spec=LineSpec(2, 1, "euclidean", "float"), n_rows=n, n_cols=n,
+              diag_ranges=[(1, n)], edge=60)
+    ref = dnr.detect_lines(bes[:1], x, x, 0.09, symmetric=True, **kw)
+    for devs in (bes[:1], bes):
+        for band in (1, 7, 64, 1000):
+            h = dnr.detect_lines(devs, x, x, 0.09, band=band, **kw)
+            assert _same((h.diagonal, h.vertical, h.white, h.n_recurrences),
+                         (ref.diagonal, ref.vertical, ref.white, ref.n_recurrences)), band
+    monkeypatch.setattr(dnr, "_u32_limit", lambda: 3000)
+    h = dnr.detect_lines(bes, x, x, 0.09, band=30, **kw)
+    assert _same((h.diagonal, h.vertical, h.white, h.n_recurrences),
+                 (ref.diagonal, ref.vertical, ref.white, ref.n_recurrences))
+    with pytest.raises(ValueError, match="band width"):
+        dnr.detect_lines(bes, x, x, 0.09, band=0, **kw)
+
+
+def test_slow_device_takes_fewer_bands(device, small_bands, monkeypatch):
+    """Dynamic balance: a device slowed down on the host takes fewer bands than the
+    other, and the histograms do not change."""
+    bes = two_backends(device)
+    slow = bes[0]
+    run = bands_mod.BandDevice.run
+
+    def run_slowly(self, band):
+        if self.be is slow:
+            time.sleep(0.05)
+        return run(self, band)
+
+    x = logistic(606)
+    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[1])
+    monkeypatch.setattr(bands_mod.BandDevice, "run", run_slowly)
+    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes)
+    assert _same(_hists(got), _hists(ref))
+    fast, slow_n = got.settings["device_tasks"][1], got.settings["device_tasks"][0]
+    assert fast > slow_n, got.settings["device_tasks"]
+
+
+def test_plan_covers_every_lane_once():
+    """Bands partition the lanes; cells add up to the matrix's (diagonal ranges too)."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    m = dnr._Matrix(LineSpec(1, 1, "euclidean", "float"), 37, 23, 0.1, 0.0, 0)
+    ranges = [(-36, -2), (3, 23)]
+    for width in (1, 5, 100):
+        bs = bands_mod.plan_bands(m, True, ranges, width)
+        cols = sorted((b.lo, b.hi) for b in bs if b.mode == "vertical")
+        assert cols[0][0] == 0 and cols[-1][1] == 23
+        assert all(a[1] == b[0] for a, b in zip(cols, cols[1:], strict=False))
+        diags = np.concatenate([np.arange(b.lo, b.hi) for b in bs if b.mode == "diagonal"])
+        assert sorted(diags.tolist()) == list(range(-36, -2)) + list(range(3, 23))
+        cells = sum(b.cells for b in bs if b.mode == "diagonal")
+        i, j = np.indices((37, 23))
+        k = j - i
+        assert cells == int((((k >= -36) & (k < -2)) | ((k >= 3) & (k < 23))).sum())
+        assert [b.cells for b in bs] == sorted((b.cells for b in bs), reverse=True)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(scheduler=123), "scheduler"),
+    (dict(scheduler=""), "scheduler"),
+    (dict(scheduler="local", n_workers=0), "n_workers"),
+    (dict(scheduler="local", window=100), "scheduler"),
+    (dict(scheduler="local", neighbourhood="fan", knn=5, radius=None), "scheduler"),
+])
+def test_bad_scheduler_input(kwargs, match):
+    kw = dict(E=2, tau=1, radius=0.3)
+    kw.update(kwargs)
+    if kw.get("radius") is None:
+        kw.pop("radius")
+    with pytest.raises(ValueError, match=match):
+        pe.rqa(logistic(300), **kw)
+
+
+def test_dask_local_cluster_identical():
+    """Bands as Dask tasks on a LocalCluster of 2 in-process workers (each its own
+    context): the one-device histograms for auto-, cross- and joint RQA."""
+    distributed = pytest.importorskip("distributed")
+    x = logistic(700)
+    y = 0.9 * logistic(500)[::-1].copy()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for kw in (dict(theiler=1), dict(theiler=2, theiler_scope="matrix", white_border=False)):
+            ref = pe.rqa(x, E=3, tau=2, radius=0.3, **kw)
+            got = pe.rqa(x, E=3, tau=2, radius=0.3, scheduler=client, **kw)
+            assert _same(_hists(got), _hists(ref)), kw
+            assert sum(got.settings["device_tasks"]) >= 2
+        ref = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3)
+        got = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, scheduler=client)
+        assert _same(_hists(got), _hists(ref))
+        ref = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2)
+        got = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, scheduler=client)
+        assert _same(_hists(got), _hists(ref))
+    assert threading.active_count() < 50
