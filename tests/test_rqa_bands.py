@@ -179,3 +179,23 @@ def test_dask_local_cluster_identical():
         got = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, scheduler=client)
         assert _same(_hists(got), _hists(ref))
     assert threading.active_count() < 50
+
+
+def test_cli_devices_and_scheduler_flags(tmp_path, capsys):
+    """``--devices`` (two selectors of one device) gives the one-device histograms;
+    ``--scheduler`` with ``--window`` is refused in one line."""
+    import json
+
+    from pyedmcl.cli.main import main
+
+    np.save(tmp_path / "x.npy", logistic(400))
+    args = ["rqa", str(tmp_path / "x.npy"), "-E", "2", "-r", "0.2", "--json", "--histograms"]
+    assert main(args) == 0
+    one = json.loads(capsys.readouterr().out)
+    sel = pe.select_device(None).selector
+    assert main(args + ["--devices", f"{sel},{sel}"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    for k in ("diagonal_hist", "vertical_hist", "white_hist", "n_recurrences"):
+        assert both[k] == one[k], k
+    assert main(args + ["--scheduler", "local", "--window", "100"]) == 2
+    assert "--scheduler" in capsys.readouterr().err
