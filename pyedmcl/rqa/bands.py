@@ -7,10 +7,9 @@ one another: any device may take any band, in any order, and the recombined
 histograms are integer sums of the same counts (bit-identical to one device).
 
 :func:`run_threads` gives every device a thread that takes the next band (largest
-first) from a shared queue as soon as its device has finished the band before the
-one it is running (one band of look-ahead keeps the device busy while the host
-enqueues), so a fast device takes more bands than a slow one and none idles while
-work is left. :mod:`pyedmcl.rqa.dask_rqa` runs the same bands as Dask tasks.
+first) from a shared queue as soon as the band it enqueued is nearly done (a bounded
+number of launches in flight keeps the device busy while the host enqueues), so a
+fast device takes more bands than a slow one and none idles while work is left. :mod:`pyedmcl.rqa.dask_rqa` runs the same bands as Dask tasks.
 
 SHARE and SYM (one device, row order: the diagonal launch reads the column words the
 vertical launch of the same row block stored) need every lane of a row block on one
@@ -22,6 +21,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,9 @@ from .dnr import (
 BANDS_PER_DEVICE = 8
 #: narrowest default band (lanes): narrower launches leave a GPU's cores idle
 MIN_BAND = 256
+#: launches a device may have queued before its thread waits for the oldest: enough to
+#: hide the host's enqueue time, far below the queue depth at which a driver blocks
+MAX_IN_FLIGHT = 64
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class BandDevice:
         self.st: _DevState = _device_state(be, m, x, y, x2, y2, params, edge, tcol)
         self.st.params["SHARE"] = self.st.params["SYM"] = 0
         self.bands = 0
+        self.window: deque = deque()  # events of the launches in flight
 
     @property
     def be(self) -> Backend:
@@ -155,6 +159,9 @@ class BandDevice:
         n0 = len(st.events)
         for ln in band_launches(task, st.params["EDGE"], self.m):
             _launch(st, ln, self.m, self.n_fold)
+            self.window.append(st.events[-1])
+            if len(self.window) > MAX_IN_FLIGHT:  # a driver may block a full queue's
+                st.be.wait(self.window.popleft())  # enqueue with the GIL held: never fill it
         self.bands += 1
         return task, (st.events[-1] if len(st.events) > n0 else None)
 
@@ -179,7 +186,9 @@ class BandDevice:
 
 def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:
     """Run ``bands`` over ``devices``, one host thread per device taking the next band
-    from a shared queue when its device has finished all but the band just enqueued."""
+    from a shared queue when its device has at most :data:`MAX_IN_FLIGHT` launches
+    left to run (so a device never idles while bands are left, and a slow device does
+    not hold bands a fast one could run)."""
     todo: queue.Queue = queue.Queue()
     for b in bands:
         todo.put(b)
@@ -188,16 +197,12 @@ def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:
 
     def worker(dev: BandDevice) -> None:
         try:
-            pending = None
             while not stop.is_set():
                 try:
                     band = todo.get_nowait()
                 except queue.Empty:
                     break
-                _, last = dev.run(band)
-                if pending is not None:  # device now busy with `band`; wait for the one before
-                    dev.be.wait(pending)
-                pending = last if last is not None else pending
+                dev.run(band)
             dev.finish()
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)
