@@ -84,6 +84,9 @@ class _Trace:
             return
         t0 = min(e.profile.queued for e in evs)
         for st in self.states:
+            if not st.events:
+                print(f"    {st.be.info.selector:>6} {st.be.info.name[:28]:<28} took no band")
+                continue
             p = np.array([(e.profile.queued, e.profile.start, e.profile.end) for e in st.events],
                          np.float64)
             p = (p - t0) * 1e-9
@@ -110,6 +113,8 @@ def main() -> None:
     ap.add_argument("--edge", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace", action="store_true", help="per-device busy time of each run")
+    ap.add_argument("--one-band", action="store_true",
+                    help="also time the band path (no SHARE/SYM) on one device")
     ap.add_argument("--project", type=int, default=10_000_000,
                     help="N to project the time of from the measured cell rate")
     args = ap.parse_args()
@@ -151,6 +156,14 @@ def main() -> None:
         return med, r
 
     t1, r1 = timed(f"1 device ({bes[0].info.selector})", device=bes[0])
+    if args.one_band:  # the band path on one device: what several devices each run
+        core = importlib.import_module("pyedmcl.rqa.core")
+        rows = core.detect_lines
+        core.detect_lines = lambda *a, **k: rows(*a, **{**k, "band": 0})  # default width
+        tb, rb = timed("1 device, lane bands", device=bes[0])
+        core.detect_lines = rows
+        print(f"  band path / row path on 1 device: {tb / t1:.2f}x the time  identical: "
+              f"{_same(_hists(rb), _hists(r1))}")
     tn, rn = timed(f"{len(bes)} devices", devices=bes)
     print(f"speed-up {len(bes)} devices / 1: {t1 / tn:.2f}x   identical histograms: "
           f"{_same(_hists(rn), _hists(r1))}")

@@ -89,7 +89,7 @@ def test_band_widths_and_partial_folds(device, monkeypatch):
               diag_ranges=[(1, n)], edge=60)
     ref = dnr.detect_lines(bes[:1], x, x, 0.09, symmetric=True, **kw)
     for devs in (bes[:1], bes):
-        for band in (1, 7, 64, 1000):
+        for band in (0, 1, 7, 64, 1000):
             h = dnr.detect_lines(devs, x, x, 0.09, band=band, **kw)
             assert _same((h.diagonal, h.vertical, h.white, h.n_recurrences),
                          (ref.diagonal, ref.vertical, ref.white, ref.n_recurrences)), band
@@ -98,7 +98,7 @@ def test_band_widths_and_partial_folds(device, monkeypatch):
     assert _same((h.diagonal, h.vertical, h.white, h.n_recurrences),
                  (ref.diagonal, ref.vertical, ref.white, ref.n_recurrences))
     with pytest.raises(ValueError, match="band width"):
-        dnr.detect_lines(bes, x, x, 0.09, band=0, **kw)
+        dnr.detect_lines(bes, x, x, 0.09, band=-1, **kw)
 
 
 def test_slow_device_takes_fewer_bands(device, small_bands, monkeypatch):

@@ -7,9 +7,9 @@ one another: any device may take any band, in any order, and the recombined
 histograms are integer sums of the same counts (bit-identical to one device).
 
 :func:`run_threads` gives every device a thread that takes the next band (largest
-first) from a shared queue as soon as the band it enqueued is nearly done (a bounded
-number of launches in flight keeps the device busy while the host enqueues), so a
-fast device takes more bands than a slow one and none idles while work is left. :mod:`pyedmcl.rqa.dask_rqa` runs the same bands as Dask tasks.
+first) from a shared queue as soon as its device starts on the band last enqueued
+(one band of look-ahead, a bounded number of launches in flight), so a fast device
+takes more bands than a slow one and none idles while work is left. :mod:`pyedmcl.rqa.dask_rqa` runs the same bands as Dask tasks.
 
 SHARE and SYM (one device, row order: the diagonal launch reads the column words the
 vertical launch of the same row block stored) need every lane of a row block on one
@@ -186,9 +186,10 @@ class BandDevice:
 
 def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:
     """Run ``bands`` over ``devices``, one host thread per device taking the next band
-    from a shared queue when its device has at most :data:`MAX_IN_FLIGHT` launches
-    left to run (so a device never idles while bands are left, and a slow device does
-    not hold bands a fast one could run)."""
+    from a shared queue once its device has finished the band before the one just
+    enqueued (and never more than :data:`MAX_IN_FLIGHT` launches ahead), so a device
+    never idles while bands are left and a slow device does not hold bands a fast one
+    could run."""
     todo: queue.Queue = queue.Queue()
     for b in bands:
         todo.put(b)
@@ -197,12 +198,16 @@ def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:
 
     def worker(dev: BandDevice) -> None:
         try:
+            before = None  # last event of the band before the one just enqueued
             while not stop.is_set():
                 try:
                     band = todo.get_nowait()
                 except queue.Empty:
                     break
-                dev.run(band)
+                _, last = dev.run(band)
+                if before is not None:  # the device is on `band` now: take the next
+                    dev.be.wait(before)
+                before = last if last is not None else before
             dev.finish()
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)

@@ -141,9 +141,10 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     half-open ranges of diagonals ``k = j - i`` to detect. One device runs row block
     by row block (``order``). Several devices, or a Dask ``scheduler`` (an address,
     ``"local"`` for a LocalCluster of ``n_workers`` processes, or a
-    ``distributed.Client``), run lane bands of ``band`` lanes (default: about
+    ``distributed.Client``), run lane bands of ``band`` lanes (None or 0: about
     :data:`~pyedmcl.rqa.bands.BANDS_PER_DEVICE` per device) as independent tasks,
-    dynamically balanced (:mod:`pyedmcl.rqa.bands`, :mod:`pyedmcl.rqa.dask_rqa`).
+    dynamically balanced (:mod:`pyedmcl.rqa.bands`, :mod:`pyedmcl.rqa.dask_rqa`);
+    ``band`` given runs bands on one device too.
     ``symmetric=True`` says the matrix is symmetric (auto- and joint RQA: ``x is y``,
     ``x2 is y2``); the ``SYM`` path then computes the upper triangle only. ``tcol``
     (with ``spec.percol``): one threshold per column instead of ``thr`` (FAN).
@@ -179,7 +180,7 @@ def _detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndar
     from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
 
     n_dev = n_workers if scheduler is not None else len(backends)
-    width = default_width(m, n_dev, vertical, diag_ranges) if band is None else int(band)
+    width = default_width(m, n_dev, vertical, diag_ranges) if not band else int(band)
     bands = plan_bands(m, vertical, diag_ranges, width)
     if scheduler is not None:
         from .dask_rqa import run_dask
