@@ -152,7 +152,14 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
     radius is chosen so that the recurrence rate is close to it, see
     :func:`pyedmcl.rqa.radius.radius_for_rate`). ``devices`` (a list or a
-    comma-separated string of selectors) splits the work over several devices.
+    comma-separated string of selectors) splits the work over several devices: lane
+    bands of the matrix, each device taking the next when it is free
+    (:mod:`pyedmcl.rqa.bands`). ``scheduler`` runs the same bands as Dask tasks: a
+    scheduler address, ``"local"`` (a LocalCluster of ``n_workers`` processes) or a
+    ``distributed.Client``; worker ``i`` uses device ``i`` of ``devices`` (round
+    robin) or the default device (:mod:`pyedmcl.rqa.dask_rqa`). The histograms equal
+    the one-device run's bit for bit either way; the radius for ``recurrence_rate``
+    is found on this process's first device.
     ``edge`` is the sub-matrix edge length (default: tuned per device). Float32
     squared distances are summed in float32: cells whose distance is within float32
     rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
@@ -283,7 +290,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     row per point of ``y``: vertical (and white) lines run along ``y`` for a fixed
     point of ``x`` (PyRQA's orientation). Diagonal lines are taken on diagonals
     with ``|i - j| >= theiler`` (default 0: every diagonal). RR divides by
-    ``n_x * n_y``.
+    ``n_x * n_y``. ``devices``, ``scheduler`` and ``n_workers`` as in :func:`rqa`.
     """
     sx = as_series(x, "x")
     sy = as_series(y, "y")
@@ -331,7 +338,8 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     ``recurrence_rate``, one rate or a pair, fixes each series' own recurrence rate
     (pyunicorn's ``JointRecurrencePlot(recurrence_rate=(rr_x, rr_y))``: each radius is
     the order statistic of its own distances), so the joint rate is lower. The radii
-    used are ``result.radius`` (a pair).
+    used are ``result.radius`` (a pair). ``devices``, ``scheduler`` and ``n_workers``
+    as in :func:`rqa`.
     """
     sx = as_series(x, "x")
     sy = as_series(y, "y")
