@@ -144,9 +144,9 @@ class BandDevice:
     def build(self, modes: tuple[str, ...] = ("vertical", "diagonal")) -> None:
         """Build this device's kernels now (in the calling thread: builds print nothing
         and are cached; worker threads then only enqueue)."""
-        spec, p, be = self.m.spec, self.st.params, self.st.be
         for mode in modes:
-            be.kernel(RQA_LINES.template, spec.template_params(mode, p, be.info), f"rqa_{mode}")
+            self.st.kernels[mode] = RQA_LINES.kernel(self.st.be, self.st.params, self.m.spec,
+                                                     mode)
         _fold(self.st, 1, final=True)  # builds the fold kernel (the histograms are zero)
 
     def run(self, band: Band) -> tuple[_Task, Any]:

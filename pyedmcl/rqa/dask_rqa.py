@@ -127,7 +127,9 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
         sent: dict[int, Any] = {}  # auto-RQA: x is y, sent once
         for a in data:
             if a is not None and id(a) not in sent:
-                sent[id(a)] = client.scatter(a, broadcast=True)
+                # hash=False: a fresh key, so that releasing an earlier job's copy of
+                # equal data (same content hash) cannot delete this job's input
+                sent[id(a)] = client.scatter(a, broadcast=True, hash=False)
         data_f = [None if a is None else sent[id(a)] for a in data]
         futs = [client.submit(_band_task, key, job, data_f, b, key=f"pyedmcl-rqa-{key}-{i}",
                               retries=3, priority=len(bands) - i)

@@ -115,6 +115,7 @@ class _DevState:
     h64: dict[str, Any]
     shared: dict[str, Any] = field(default_factory=dict)  # SHARE: sbits, sstride, skmin
     tasks: list[_Task] = field(default_factory=list)
+    kernels: dict[str, Any] = field(default_factory=dict)  # per mode, looked up once
     cells_since_fold: int = 0
     launches: int = 0
     events: list[Any] = field(default_factory=list)
@@ -314,10 +315,14 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
         _fold(st, fold_bins)
     mode = ln.task.mode
     hist = (st.h32["d"],) if mode == "diagonal" else (st.h32["v"], st.h32["w"])
+    k = st.kernels.get(mode)
+    if k is None:
+        k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
     ev = RQA_LINES.launch(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                           thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, row0=ln.row0,
                           nrows=ln.nrows, lane0=ln.lane0, nlanes=ln.nlanes, w=m.w,
-                          carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **st.shared)
+                          carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **st.shared,
+                          kernel=k)
     st.events.append(ev)
     st.cells_since_fold += cells
     st.launches += 1
