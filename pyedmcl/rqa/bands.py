@@ -213,10 +213,13 @@ def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:
             errors.append(exc)
             stop.set()
 
-    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if len(devices) == 1:  # in the calling thread (Oclgrind must not see a queue
+        worker(devices[0])  # used from a thread other than the one that made it)
+    else:
+        threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     if errors:
         raise errors[0]
