@@ -181,6 +181,8 @@ class BandDevice:
             st.be.fill(st.h64[k], 0)
         d, v, w, n = task_open_runs(st.be, task, self.m)
         st.tasks.remove(task)
+        st.events.clear()  # a worker runs many bands: keep no finished event
+        self.window.clear()
         return out[0] + d, out[1] + v, out[2] + w, n
 
 
