@@ -31,6 +31,7 @@ from clkernels import Backend, get_backend
 from .._precision import prepare
 from ..kernels.rqa_lines import LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
+from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import detect_lines
 from .inputs import state_vectors, std_of
 from .result import RQAResult, band_cells, make_result

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -39,6 +40,11 @@ from ..kernels.rqa_lines import RQA_LINES, LineSpec
 
 log = logging.getLogger("pyedmcl.rqa.dnr")
 _U32_SAFE = (1 << 32) - 1
+
+
+#: runs lane bands over several devices or Dask (:func:`pyedmcl.rqa.multi.detect_bands`;
+#: the algorithm layer sets it when imported, as ``import pyedmcl`` does)
+BAND_RUNNER: Callable[..., Histograms] | None = None
 
 
 def _u32_limit() -> int:
@@ -157,8 +163,11 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         raise ValueError("per-column thresholds make the matrix asymmetric: symmetric=False")
     backends = list(dict.fromkeys(backends))  # one queue is never driven by two threads
     if scheduler is not None or len(backends) > 1 or band is not None:
-        return _detect_bands(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
-                             diag_ranges, scheduler, n_workers, band)
+        if BAND_RUNNER is None:
+            raise RuntimeError("several devices and Dask need the band runner: import "
+                               "pyedmcl.rqa.multi (import pyedmcl does)")
+        return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
+                           diag_ranges, scheduler, n_workers, band)
     states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
@@ -170,33 +179,6 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     _run(states, [_plan(st, m, order) for st in states], m)
     seconds = time.perf_counter() - t0
     return _recombine(states, m, seconds)
-
-
-def _detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
-                  x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
-                  edge: int | None, tcol: np.ndarray | None, vertical: bool,
-                  diag_ranges: list[tuple[int, int]], scheduler: Any, n_workers: int,
-                  band: int | None) -> Histograms:
-    """Lane bands as tasks over several devices (threads) or a Dask cluster."""
-    from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
-
-    n_dev = n_workers if scheduler is not None else len(backends)
-    width = default_width(m, n_dev, vertical, diag_ranges) if not band else int(band)
-    bands = plan_bands(m, vertical, diag_ranges, width)
-    if scheduler is not None:
-        from .dask_rqa import run_dask
-
-        return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
-                        backends[0].name, m, (x, y, x2, y2, tcol), params, edge, bands)
-    n_fold = fold_bins(m, bands)
-    devs = [BandDevice(be, m, x, y, x2, y2, params, edge, tcol, n_fold) for be in backends]
-    for dev in devs:
-        dev.build()
-    t0 = time.perf_counter()
-    run_threads(devs, bands)
-    h = _recombine([d.st for d in devs], m, time.perf_counter() - t0)
-    h.device_tasks = [d.bands for d in devs]
-    return h
 
 
 def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
