@@ -17,7 +17,7 @@ from clkernels.tuning import Params
 
 from . import dnr
 from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
-from .dnr import Histograms, _Matrix, _recombine
+from .dnr import Histograms, _Matrix
 
 
 def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
@@ -41,7 +41,7 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
         dev.build()
     t0 = time.perf_counter()
     run_threads(devs, bands)
-    h = _recombine([d.st for d in devs], m, time.perf_counter() - t0)
+    h = dnr._recombine([d.st for d in devs], m, time.perf_counter() - t0)
     h.device_tasks = [d.bands for d in devs]
     return h
 
