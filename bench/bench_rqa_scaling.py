@@ -17,8 +17,9 @@ equal to the one-device run's.
 
 ``--trace`` prints each device's busy time (sum of its launches' profiled device
 time), its launches and bands, and the span from the run's first enqueue to the
-device's last end: a device whose busy time is far below the wall time waited (for
-the host, a fold, or work the split did not give it). With no ``--devices`` and no
+device's last end, and its device time per launch mode (vertical, diagonal, SYM's
+horizontal): a device whose busy time is far below the wall time waited (for the
+host, a fold, or work the split did not give it). With no ``--devices`` and no
 GPU, the default device is used twice (two contexts): on one physical device the
 speed-up cannot show, but serialisation in the host code does.
 """
@@ -77,6 +78,13 @@ class _Trace:
             self.states = list(states)
             return orig(states, m, seconds)
         self.dnr._recombine = recombine
+        self.modes: dict[int, list[str]] = {}  # per device state: each launch's mode
+        launch = self.dnr._launch
+
+        def launch_noting(st, ln, m, fold_bins):
+            self.modes.setdefault(id(st), []).append(ln.task.mode)
+            return launch(st, ln, m, fold_bins)
+        self.dnr._launch = launch_noting
 
     def report(self, wall: float) -> None:
         evs = [e for st in self.states for e in st.events]
@@ -95,6 +103,11 @@ class _Trace:
             print(f"    {st.be.info.selector:>6} {st.be.info.name[:28]:<28} busy {busy:7.3f} s "
                   f"({busy / wall:5.1%} of wall)  launches {len(st.events):6d}  bands {bands:4d}"
                   f"  last enqueue {p[:, 0].max():7.3f} s  last end {p[:, 2].max():7.3f} s")
+            modes = self.modes.get(id(st), [])[-len(st.events):]
+            if len(modes) == len(st.events):  # device time per launch mode
+                per = {md: float(sum(p[i, 2] - p[i, 1] for i in range(len(modes))
+                                     if modes[i] == md)) for md in dict.fromkeys(modes)}
+                print("           " + "  ".join(f"{md} {t:.3f} s" for md, t in per.items()))
 
 
 def main() -> None:

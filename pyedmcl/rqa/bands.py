@@ -38,7 +38,6 @@ from .dnr import (
     _DevState,
     _fold,
     _Launch,
-    _launch,
     _Matrix,
     _Task,
     task_open_runs,
@@ -158,7 +157,7 @@ class BandDevice:
         st.tasks.append(task)
         n0 = len(st.events)
         for ln in band_launches(task, st.params["EDGE"], self.m):
-            _launch(st, ln, self.m, self.n_fold)
+            dnr._launch(st, ln, self.m, self.n_fold)
             self.window.append(st.events[-1])
             if len(self.window) > MAX_IN_FLIGHT:  # a driver may block a full queue's
                 st.be.wait(self.window.popleft())  # enqueue with the GIL held: never fill it
