@@ -140,7 +140,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  params: Params | None = None, vertical: bool = True,
                  symmetric: bool = False, tcol: np.ndarray | None = None,
                  scheduler: Any = None, n_workers: int = 2,
-                 band: int | None = None) -> Histograms:
+                 band: int | None = None, split: str = "lanes") -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
@@ -167,7 +167,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
             raise RuntimeError("several devices and Dask need the band runner: import "
                                "pyedmcl.rqa.multi (import pyedmcl does)")
         return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
-                           diag_ranges, scheduler, n_workers, band)
+                           diag_ranges, scheduler, n_workers, band, split)
     states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.

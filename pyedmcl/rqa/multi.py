@@ -18,13 +18,14 @@ from clkernels.tuning import Params
 from . import dnr
 from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
 from .dnr import Histograms, _Matrix
+from .ranges import RangeDevice, plan_ranges
 
 
 def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
                  x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                  edge: int | None, tcol: np.ndarray | None, vertical: bool,
                  diag_ranges: list[tuple[int, int]], scheduler: Any, n_workers: int,
-                 band: int | None) -> Histograms:
+                 band: int | None, split: str = "lanes") -> Histograms:
     """Lane bands of ``band`` lanes (None or 0: :func:`~pyedmcl.rqa.bands.default_width`)
     as tasks over ``backends`` (one thread each) or, with ``scheduler``, Dask workers."""
     n_dev = n_workers if scheduler is not None else len(backends)
@@ -36,6 +37,9 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
         return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
                         backends[0].name, m, (x, y, x2, y2, tcol), params, edge, bands)
     n_fold = fold_bins(m, bands)
+    if split == "rows":
+        return _detect_ranges(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
+                              diag_ranges, n_fold, band)
     devs = [BandDevice(be, m, x, y, x2, y2, params, edge, tcol, n_fold) for be in backends]
     for dev in devs:
         dev.build()
@@ -44,6 +48,39 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
     h = dnr._recombine([d.st for d in devs], m, time.perf_counter() - t0)
     h.device_tasks = [d.bands for d in devs]
     return h
+
+
+def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
+                   x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
+                   edge: int | None, tcol: np.ndarray | None, vertical: bool,
+                   diag_ranges: list[tuple[int, int]], n_fold: int,
+                   height: int | None) -> Histograms:
+    """Row ranges (:mod:`pyedmcl.rqa.ranges`) over ``backends``, one thread each."""
+    devs = [RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical, diag_ranges,
+                        n_fold) for be in backends]
+    for dev in devs:
+        dev.build()
+    e = devs[0].st.params["EDGE"]
+    ranges = plan_ranges(m, vertical, diag_ranges, e, len(devs), height or None)
+    if any(d.st.params["EDGE"] != e for d in devs):
+        raise ValueError("row ranges need one sub-matrix edge on every device: give edge=")
+    t0 = time.perf_counter()
+    run_threads(devs, ranges)
+    seconds = time.perf_counter() - t0
+    hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
+    n_rec = 0
+    for dev in devs:
+        d, v, w, n = dev.collect()
+        hist[0] += d
+        hist[1] += v
+        hist[2] += w
+        n_rec += n
+    return Histograms(hist[0][:-1], hist[1][:-1], hist[2][:-1], n_rec,
+                      launches=sum(d.st.launches for d in devs), seconds=seconds,
+                      per_device=[d.be.info.selector for d in devs],
+                      events=[e for d in devs for e in d.st.events],
+                      shared=any(d.st.params["SHARE"] for d in devs),
+                      device_tasks=[d.ranges for d in devs])
 
 
 dnr.BAND_RUNNER = detect_bands
