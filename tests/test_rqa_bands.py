@@ -13,7 +13,7 @@ import pytest
 import clkernels
 import pyedmcl as pe
 from pyedmcl.rqa import bands as bands_mod  # (pe.rqa is the function; the module differs)
-from pyedmcl.rqa import dnr
+from pyedmcl.rqa import dnr, multi
 
 _SECOND: dict[str, object] = {}
 
@@ -52,8 +52,11 @@ def _dtypes(device: str) -> list[str]:
     return ["float32", "float64"] if pe.select_device(device).fp64 else ["float32"]
 
 
-def test_two_backends_identical_to_one(device, small_bands):
-    """Auto-, cross- and joint RQA on two backends: the one-device histograms."""
+@pytest.mark.parametrize("split", ["lanes", "rows"])
+def test_two_backends_identical_to_one(device, small_bands, split, monkeypatch):
+    """Auto-, cross- and joint RQA on two backends, lane bands or row ranges: the
+    one-device histograms."""
+    monkeypatch.setattr(multi, "SPLIT", split)
     bes = two_backends(device)
     for dtype in _dtypes(device):
         for n, edge in ((40, None), (301, 64), (900, 97)):
@@ -64,7 +67,7 @@ def test_two_backends_identical_to_one(device, small_bands):
                 ref = pe.rqa(x, device=bes[0], **kw)
                 got = pe.rqa(x, devices=bes, **kw)
                 assert _same(_hists(got), _hists(ref)), (dtype, n, kw)
-                assert sum(got.settings["device_tasks"]) > 2
+                assert sum(got.settings["device_tasks"]) > (2 if edge else 0)
             y = 0.9 * logistic(n // 2 + 20)[::-1].copy()
             for w in (0, 4):
                 kw = dict(E=2, tau=2, radius=0.25, dtype=dtype, theiler=w, edge=edge)
@@ -101,22 +104,65 @@ def test_band_widths_and_partial_folds(device, monkeypatch):
         dnr.detect_lines(bes, x, x, 0.09, band=-1, **kw)
 
 
-def test_slow_device_takes_fewer_bands(device, small_bands, monkeypatch):
-    """Dynamic balance: a device slowed down on the host takes fewer bands than the
-    other, and the histograms do not change."""
+def test_row_ranges_identical(device, monkeypatch):
+    """Row ranges keep SHARE: carries at each range's top from warm-ups (re-run for
+    lanes whose run spans them), runs at the matrix border counted once, the warm-ups'
+    recurrences subtracted: the one-device histograms (auto with the Theiler band out of
+    the matrix and white_border=False, cross with negative diagonals, joint, FAN)."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+    from pyedmcl.rqa import ranges
+
+    spans = []
+    orig = ranges._spans
+    monkeypatch.setattr(ranges, "_spans", lambda *a: spans.append(int((r := orig(*a)).sum())) or r)
+    bes = two_backends(device)
+    H = lambda h: (h.diagonal, h.vertical, h.white, h.n_recurrences)  # noqa: E731
+    x = logistic(604).astype(np.float32)
+    y = (0.9 * logistic(321)[::-1]).astype(np.float32)
+    p = {"VEC": 4, "WG": 4, "EDGE": 32, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 0, "WALK": 1}
+    auto = LineSpec(3, 2, "euclidean", "float", theiler_matrix=True, white_border=False)
+    cross = LineSpec(2, 1, "euclidean", "float")
+    joint = LineSpec(2, 1, "maximum", "float", joint=True)
+    cases = [(auto, x, x, None, None, 600, 600, [(3, 600)], 3),
+             (cross, y, x, None, None, 320, 603, [(-319, 603)], 0),
+             (joint, x, x, x[::-1].copy(), x[::-1].copy(), 600, 600, [(1, 600)], 1)]
+    for spec, a, b, a2, b2, nr, nc, dr, w in cases:
+        kw = dict(spec=spec, n_rows=nr, n_cols=nc, diag_ranges=dr, w=w, x2=a2, y2=b2,
+                  thr2=0.2, edge=32)
+        ref = dnr.detect_lines(bes[:1], a, b, 0.09, symmetric=spec is not cross, **kw)
+        for height in (32, 100):
+            for devs in (bes[:1], bes):
+                got = dnr.detect_lines(devs, a, b, 0.09, band=height, split="rows", params=p,
+                                       **kw)
+                assert got.shared and _same(H(got), H(ref)), (spec, height, len(devs))
+    assert sum(spans) > 0  # some warm-ups were run again from further up
+    monkeypatch.setattr(multi, "SPLIT", "rows")
+    kw = dict(E=2, tau=1, neighbourhood="fan", knn=15, edge=32)
+    ref = pe.rqa(x[:300], device=bes[0], **kw)
+    assert _same(_hists(pe.rqa(x[:300], devices=bes, **kw)), _hists(ref))
+
+
+@pytest.mark.parametrize("split", ["lanes", "rows"])
+def test_slow_device_takes_fewer_bands(device, small_bands, split, monkeypatch):
+    """Dynamic balance: a device slowed down on the host takes fewer tasks (bands or
+    row ranges) than the other, and the histograms do not change."""
+    from pyedmcl.rqa import ranges
+
+    monkeypatch.setattr(multi, "SPLIT", split)
     bes = two_backends(device)
     slow = bes[0]
-    run = bands_mod.BandDevice.run
+    cls = bands_mod.BandDevice if split == "lanes" else ranges.RangeDevice
+    run = cls.run
 
-    def run_slowly(self, band):
+    def run_slowly(self, task):
         if self.be is slow:
             time.sleep(0.05)
-        return run(self, band)
+        return run(self, task)
 
     x = logistic(606)
-    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[1])
-    monkeypatch.setattr(bands_mod.BandDevice, "run", run_slowly)
-    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes)
+    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[1], edge=32)
+    monkeypatch.setattr(cls, "run", run_slowly)
+    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes, edge=32)
     assert _same(_hists(got), _hists(ref))
     fast, slow_n = got.settings["device_tasks"][1], got.settings["device_tasks"][0]
     assert fast > slow_n, got.settings["device_tasks"]

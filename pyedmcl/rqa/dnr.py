@@ -140,7 +140,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  params: Params | None = None, vertical: bool = True,
                  symmetric: bool = False, tcol: np.ndarray | None = None,
                  scheduler: Any = None, n_workers: int = 2,
-                 band: int | None = None, split: str = "lanes") -> Histograms:
+                 band: int | None = None, split: str = "auto") -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
@@ -150,8 +150,10 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     ``"local"`` for a LocalCluster of ``n_workers`` processes, or a
     ``distributed.Client``), run lane bands of ``band`` lanes (None or 0: about
     :data:`~pyedmcl.rqa.bands.BANDS_PER_DEVICE` per device) as independent tasks,
-    dynamically balanced (:mod:`pyedmcl.rqa.bands`, :mod:`pyedmcl.rqa.dask_rqa`);
-    ``band`` given runs bands on one device too.
+    dynamically balanced (:mod:`pyedmcl.rqa.bands`, :mod:`pyedmcl.rqa.dask_rqa`), or
+    ``split="rows"`` (default where the devices take SHARE, not on Dask) row ranges of
+    ``band`` rows that keep the SHARE path (:mod:`pyedmcl.rqa.ranges`); ``band`` given
+    runs them on one device too (:func:`pyedmcl.rqa.multi.detect_bands`).
     ``symmetric=True`` says the matrix is symmetric (auto- and joint RQA: ``x is y``,
     ``x2 is y2``); the ``SYM`` path then computes the upper triangle only. ``tcol``
     (with ``spec.percol``): one threshold per column instead of ``thr`` (FAN).

@@ -15,6 +15,7 @@ import numpy as np
 from clkernels import Backend
 from clkernels.tuning import Params
 
+from ..kernels.rqa_lines import RQA_LINES
 from . import dnr
 from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
 from .dnr import Histograms, _Matrix
@@ -25,9 +26,17 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
                  x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                  edge: int | None, tcol: np.ndarray | None, vertical: bool,
                  diag_ranges: list[tuple[int, int]], scheduler: Any, n_workers: int,
-                 band: int | None, split: str = "lanes") -> Histograms:
-    """Lane bands of ``band`` lanes (None or 0: :func:`~pyedmcl.rqa.bands.default_width`)
-    as tasks over ``backends`` (one thread each) or, with ``scheduler``, Dask workers."""
+                 band: int | None, split: str = "auto") -> Histograms:
+    """Independent tasks over ``backends`` (one host thread each, the next task to the
+    first free device) or, with ``scheduler``, Dask workers. ``split``: ``"lanes"``
+    (lane bands of ``band`` lanes, None or 0: :func:`~pyedmcl.rqa.bands.default_width`;
+    Dask always), ``"rows"`` (row ranges of ``band`` rows, :mod:`pyedmcl.rqa.ranges`:
+    the SHARE path kept) or ``"auto"`` (:data:`SPLIT`; ``"auto"`` there: rows where
+    every device's parameters take SHARE, else lanes)."""
+    if split == "auto":
+        split = SPLIT
+    if split not in ("auto", "lanes", "rows"):
+        raise ValueError(f"split={split!r} is not supported; allowed: 'auto', 'lanes', 'rows'")
     n_dev = n_workers if scheduler is not None else len(backends)
     width = default_width(m, n_dev, vertical, diag_ranges) if not band else int(band)
     bands = plan_bands(m, vertical, diag_ranges, width)
@@ -37,6 +46,8 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
         return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
                         backends[0].name, m, (x, y, x2, y2, tcol), params, edge, bands)
     n_fold = fold_bins(m, bands)
+    if split == "auto":
+        split = "rows" if _shares(backends, m, params, vertical) else "lanes"
     if split == "rows":
         return _detect_ranges(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
                               diag_ranges, n_fold, band)
@@ -50,6 +61,22 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
     return h
 
 
+#: how several devices split the matrix by default ("auto", "lanes" or "rows")
+SPLIT = "auto"
+
+
+def _shares(backends: list[Backend], m: _Matrix, params: Params | None, vertical: bool) -> bool:
+    """Whether every device's parameters take the SHARE path (then row ranges keep it)."""
+    if not vertical or m.n_cols == 0:
+        return False
+    for be in backends:
+        p = dict(params) if params is not None else dict(
+            RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
+        if not (p.get("SHARE", 0) and p.get("BITS", 0) == 2):
+            return False
+    return True
+
+
 def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
                    x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                    edge: int | None, tcol: np.ndarray | None, vertical: bool,
@@ -60,10 +87,10 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                         n_fold) for be in backends]
     for dev in devs:
         dev.build()
-    e = devs[0].st.params["EDGE"]
-    ranges = plan_ranges(m, vertical, diag_ranges, e, len(devs), height or None)
-    if any(d.st.params["EDGE"] != e for d in devs):
-        raise ValueError("row ranges need one sub-matrix edge on every device: give edge=")
+    # range boundaries on row blocks of the first device; any other edge only chunks
+    # a range differently (same counts)
+    ranges = plan_ranges(m, vertical, diag_ranges, devs[0].st.params["EDGE"], len(devs),
+                         height or None)
     t0 = time.perf_counter()
     run_threads(devs, ranges)
     seconds = time.perf_counter() - t0
