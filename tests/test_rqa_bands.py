@@ -249,8 +249,8 @@ def test_cli_devices_and_scheduler_flags(tmp_path, capsys):
 
 def test_oclgrind_clean_bands():
     """Band launches (widths that are no multiple of VEC, row blocks skipped by diagonal
-    bands, cross-RQA's negative diagonals) make no invalid access, race or
-    uninitialised read."""
+    bands, cross-RQA's negative diagonals) and row ranges (warm-ups of lane subsets,
+    SHARE) make no invalid access, race or uninitialised read."""
     from conftest import run_under_oclgrind
 
     out = run_under_oclgrind("""
@@ -270,5 +270,11 @@ def test_oclgrind_clean_bands():
                              n_rows=40, n_cols=59, diag_ranges=[(-39, 59)], params=p,
                              band=band)
             print(a.n_recurrences, b.n_recurrences)
+        p = {"VEC": 4, "WG": 4, "EDGE": 13, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 0,
+             "WALK": 1}  # row ranges: SHARE launches, warm-ups of a few lanes
+        c = detect_lines([be], y, x, 0.09, spec=LineSpec(2, 1, "euclidean", "float"),
+                         n_rows=40, n_cols=59, diag_ranges=[(-39, 59)], params=p, band=13,
+                         split="rows")
+        print(c.n_recurrences)
     """)
     assert out.strip()
