@@ -8,8 +8,9 @@ Auto-RQA of a logistic map (r = 3.9; ``pyedmcl.data`` has no Roessler series),
 E = 3, tau = 6, the radius of recurrence rate ``--rr`` (0.05; pyunicorn's order
 statistic on a sample, found once, outside the timings). The one-device run takes
 the row-order path (SHARE/SYM where the device's parameters say so); several
-devices run lane bands dynamically balanced (pyedmcl.rqa.bands); ``--dask`` runs
-the same bands as tasks on a LocalCluster of one worker process per device
+devices run row ranges (SHARE kept, pyedmcl.rqa.ranges) or lane bands
+(pyedmcl.rqa.bands), dynamically balanced (``--split``); ``--dask`` runs lane
+bands as tasks on a LocalCluster of one worker process per device
 (pyedmcl.rqa.dask_rqa). Times are medians of ``--repeat`` runs after one warm-up
 run (kernel builds). Cell rate: N^2 matrix cells per second (the work walked is
 N^2 verticals + N^2 / 2 diagonals without SYM). Each run's histograms are checked
@@ -78,6 +79,15 @@ class _Trace:
             self.states = list(states)
             return orig(states, m, seconds)
         self.dnr._recombine = recombine
+        self.warm: dict[int, Any] = {}  # row ranges: each device's warm-up state
+        multi = importlib.import_module("pyedmcl.rqa.multi")
+        run_threads = multi.run_threads
+
+        def run_noting(devs, tasks):
+            self.states = [d.st for d in devs]
+            self.warm = {id(d.st): d.warm for d in devs if hasattr(d, "warm")}
+            return run_threads(devs, tasks)
+        multi.run_threads = run_noting
         self.modes: dict[int, list[str]] = {}  # per device state: each launch's mode
         launch = self.dnr._launch
 
@@ -99,14 +109,17 @@ class _Trace:
                          np.float64)
             p = (p - t0) * 1e-9
             busy = float((p[:, 2] - p[:, 1]).sum())
-            bands = sum(1 for t in st.tasks if t.mode != "horizontal")
             print(f"    {st.be.info.selector:>6} {st.be.info.name[:28]:<28} busy {busy:7.3f} s "
-                  f"({busy / wall:5.1%} of wall)  launches {len(st.events):6d}  bands {bands:4d}"
+                  f"({busy / wall:5.1%} of wall)  launches {len(st.events):6d}"
                   f"  last enqueue {p[:, 0].max():7.3f} s  last end {p[:, 2].max():7.3f} s")
             modes = self.modes.get(id(st), [])[-len(st.events):]
             if len(modes) == len(st.events):  # device time per launch mode
                 per = {md: float(sum(p[i, 2] - p[i, 1] for i in range(len(modes))
                                      if modes[i] == md)) for md in dict.fromkeys(modes)}
+                warm = self.warm.get(id(st))
+                if warm is not None and warm.events:
+                    per["warm-up"] = float(sum((e.profile.end - e.profile.start) * 1e-9
+                                               for e in warm.events))
                 print("           " + "  ".join(f"{md} {t:.3f} s" for md, t in per.items()))
 
 
@@ -127,7 +140,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace", action="store_true", help="per-device busy time of each run")
     ap.add_argument("--one-band", action="store_true",
-                    help="also time the band path (no SHARE/SYM) on one device")
+                    help="also time the multi-device path (--split) on one device")
+    ap.add_argument("--split", default="auto", choices=("auto", "lanes", "rows"),
+                    help="several devices: lane bands (no SHARE), row ranges (SHARE kept, "
+                         "warm-ups) or auto (rows where the devices take SHARE)")
     ap.add_argument("--project", type=int, default=10_000_000,
                     help="N to project the time of from the measured cell rate")
     args = ap.parse_args()
@@ -163,20 +179,21 @@ def main() -> None:
         med = statistics.median(ts)
         tasks = r.settings.get("device_tasks") or []
         print(f"{label:<28} {med:8.3f} s  (min {min(ts):.3f})  {cells / med:.3e} cells/s"
-              f"  RR {r.RR:.4f}  DET {r.DET:.4f}" + (f"  bands/device {tasks}" if tasks else ""))
+              f"  RR {r.RR:.4f}  DET {r.DET:.4f}" + (f"  tasks/device {tasks}" if tasks else ""))
         if trace is not None and "scheduler" not in extra:
             trace.report(ts[-1])  # the last run (its events)
         return med, r
 
     t1, r1 = timed(f"1 device ({bes[0].info.selector})", device=bes[0])
-    if args.one_band:  # the band path on one device: what several devices each run
+    importlib.import_module("pyedmcl.rqa.multi").SPLIT = args.split
+    if args.one_band:  # the multi-device path on one device: what several devices each run
         core = importlib.import_module("pyedmcl.rqa.core")
         rows = core.detect_lines
-        core.detect_lines = lambda *a, **k: rows(*a, **{**k, "band": 0})  # default width
-        tb, rb = timed("1 device, lane bands", device=bes[0])
+        core.detect_lines = lambda *a, **k: rows(*a, **{**k, "band": 0})  # default size
+        tb, rb = timed(f"1 device, split {args.split}", device=bes[0])
         core.detect_lines = rows
-        print(f"  band path / row path on 1 device: {tb / t1:.2f}x the time  identical: "
-              f"{_same(_hists(rb), _hists(r1))}")
+        print(f"  multi-device path / row path on 1 device: {tb / t1:.2f}x the time  "
+              f"identical: {_same(_hists(rb), _hists(r1))}")
     tn, rn = timed(f"{len(bes)} devices", devices=bes)
     print(f"speed-up {len(bes)} devices / 1: {t1 / tn:.2f}x   identical histograms: "
           f"{_same(_hists(rn), _hists(r1))}")
