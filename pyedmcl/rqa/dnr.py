@@ -66,7 +66,7 @@ class Histograms:
     events: list[Any] = field(default_factory=list)
     shared: bool = False  # SHARE path taken: diagonals gathered from the vertical bit words
     symmetric: bool = False  # SYM path taken: upper triangle only, verticals joined on the host
-    device_tasks: list[int] = field(default_factory=list)  # lane bands each device ran
+    device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
 
 
 @dataclass(frozen=True)
