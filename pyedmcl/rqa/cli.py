@@ -47,8 +47,8 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int) -> None:
     p.add_argument("--w-min", type=int_arg, default=2)
     p.add_argument("--edge", type=int_arg, default=None, help="sub-matrix edge length")
     p.add_argument("--devices", default=None,
-                   help="comma-separated devices used at once, e.g. nvidia:0,nvidia:1 (lane "
-                        "bands balanced over them)")
+                   help="comma-separated devices used at once, e.g. nvidia:0,nvidia:1 (the "
+                        "matrix's row ranges or lane bands balanced over them)")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster "
                         "(lane bands as tasks; worker i uses device i of --devices)")

@@ -153,9 +153,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
     radius is chosen so that the recurrence rate is close to it, see
     :func:`pyedmcl.rqa.radius.radius_for_rate`). ``devices`` (a list or a
-    comma-separated string of selectors) splits the work over several devices: lane
-    bands of the matrix, each device taking the next when it is free
-    (:mod:`pyedmcl.rqa.bands`). ``scheduler`` runs the same bands as Dask tasks: a
+    comma-separated string of selectors) splits the work over several devices:
+    independent tasks (row ranges, :mod:`pyedmcl.rqa.ranges`, or lane bands,
+    :mod:`pyedmcl.rqa.bands`), each device taking the next when it is free.
+    ``scheduler`` runs lane bands as Dask tasks: a
     scheduler address, ``"local"`` (a LocalCluster of ``n_workers`` processes) or a
     ``distributed.Client``; worker ``i`` uses device ``i`` of ``devices`` (round
     robin) or the default device (:mod:`pyedmcl.rqa.dask_rqa`). The histograms equal
