@@ -9,9 +9,8 @@ E = 3, tau = 6, the radius of recurrence rate ``--rr`` (0.05; pyunicorn's order
 statistic on a sample, found once, outside the timings). The one-device run takes
 the row-order path (SHARE/SYM where the device's parameters say so); several
 devices run row ranges (SHARE kept, pyedmcl.rqa.ranges) or lane bands
-(pyedmcl.rqa.bands), dynamically balanced (``--split``); ``--dask`` runs lane
-bands as tasks on a LocalCluster of one worker process per device
-(pyedmcl.rqa.dask_rqa). Times are medians of ``--repeat`` runs after one warm-up
+(pyedmcl.rqa.bands), dynamically balanced (``--split``); ``--dask`` runs the same
+tasks on a LocalCluster of one worker process per device (pyedmcl.rqa.dask_rqa). Times are medians of ``--repeat`` runs after one warm-up
 run (kernel builds). Cell rate: N^2 matrix cells per second (the work walked is
 N^2 verticals + N^2 / 2 diagonals without SYM). Each run's histograms are checked
 equal to the one-device run's.

@@ -204,25 +204,29 @@ def test_bad_scheduler_input(kwargs, match):
         pe.rqa(logistic(300), **kw)
 
 
-def test_dask_local_cluster_identical():
-    """Bands as Dask tasks on a LocalCluster of 2 in-process workers (each its own
-    context): the one-device histograms for auto-, cross- and joint RQA."""
+@pytest.mark.parametrize("split", ["lanes", "rows"])
+def test_dask_local_cluster_identical(split, monkeypatch):
+    """Lane bands or row ranges as Dask tasks on a LocalCluster of 2 in-process workers
+    (each its own context): the one-device histograms for auto-, cross- and joint RQA."""
     distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(multi, "SPLIT", split)
     x = logistic(700)
     y = 0.9 * logistic(500)[::-1].copy()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        for kw in (dict(theiler=1), dict(theiler=2, theiler_scope="matrix", white_border=False)):
+        for kw in (dict(theiler=1, edge=64),
+                   dict(theiler=2, theiler_scope="matrix", white_border=False, edge=97)):
             ref = pe.rqa(x, E=3, tau=2, radius=0.3, **kw)
             got = pe.rqa(x, E=3, tau=2, radius=0.3, scheduler=client, **kw)
             assert _same(_hists(got), _hists(ref)), kw
             assert sum(got.settings["device_tasks"]) >= 2
-        ref = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3)
-        got = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, scheduler=client)
+        ref = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, edge=50)
+        got = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, scheduler=client, edge=50)
         assert _same(_hists(got), _hists(ref))
-        ref = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2)
-        got = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, scheduler=client)
+        ref = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, edge=64)
+        got = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, scheduler=client,
+                           edge=64)
         assert _same(_hists(got), _hists(ref))
     assert threading.active_count() < 50
 

@@ -51,7 +51,7 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int) -> None:
                         "matrix's row ranges or lane bands balanced over them)")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster "
-                        "(lane bands as tasks; worker i uses device i of --devices)")
+                        "(row ranges or lane bands as tasks; worker i uses device i of --devices)")
     p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
     p.add_argument("--histograms", action="store_true", help="include histograms in --json")
 

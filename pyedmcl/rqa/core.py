@@ -156,7 +156,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     comma-separated string of selectors) splits the work over several devices:
     independent tasks (row ranges, :mod:`pyedmcl.rqa.ranges`, or lane bands,
     :mod:`pyedmcl.rqa.bands`), each device taking the next when it is free.
-    ``scheduler`` runs lane bands as Dask tasks: a
+    ``scheduler`` runs the same tasks on Dask workers: a
     scheduler address, ``"local"`` (a LocalCluster of ``n_workers`` processes) or a
     ``distributed.Client``; worker ``i`` uses device ``i`` of ``devices`` (round
     robin) or the default device (:mod:`pyedmcl.rqa.dask_rqa`). The histograms equal

@@ -1,10 +1,11 @@
 """Lane bands of an RQA job as Dask tasks (one worker per device).
 
-The bands of :mod:`pyedmcl.rqa.bands` are independent, so each is one task: a
+The lane bands of :mod:`pyedmcl.rqa.bands` and the row ranges of
+:mod:`pyedmcl.rqa.ranges` are independent, so each is one task: a
 :class:`RQAWorkerPlugin` gives every worker its own device context and keeps the
 job's device state (series uploaded once per worker, kernels built once); a task
-runs one band to completion and returns its line histograms (non-zero bins only)
-plus the runs its carryovers left open. The client adds them up: integer sums, in
+runs one band or range to completion and returns its line histograms (non-zero bins
+only) plus the runs its carryovers left open. The client adds them up: integer sums, in
 any order, so the result equals the one-device run bit for bit, whichever worker
 ran which band, and a band lost with a dead worker is simply rerun elsewhere.
 
@@ -24,6 +25,7 @@ from distributed import WorkerPlugin
 
 from .bands import Band, BandDevice, fold_bins
 from .dnr import Histograms, _Matrix
+from .ranges import RangeDevice, RowRange
 
 PLUGIN = "pyedmcl-rqa"
 #: private backends of this process's workers: (backend, device, selector, worker name)
@@ -70,8 +72,13 @@ class RQAWorkerPlugin(WorkerPlugin):
         """The job's device state, made (and its kernels built) on first use."""
         if self.key != key or self.dev is None:
             self.dev = None  # one job's buffers per worker at a time
-            self.dev = BandDevice(self.be, job["m"], *data[:4], job["params"], job["edge"],
-                                  data[4], job["n_fold"])
+            if job["split"] == "rows":
+                self.dev = RangeDevice(self.be, job["m"], *data[:4], job["params"],
+                                       job["edge"], data[4], job["vertical"],
+                                       job["diag_ranges"], job["n_fold"])
+            else:
+                self.dev = BandDevice(self.be, job["m"], *data[:4], job["params"],
+                                      job["edge"], data[4], job["n_fold"])
             self.dev.build()
             self.key = key
         return self.dev
@@ -82,13 +89,15 @@ def _sparse(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx.astype(np.int64), h[idx]
 
 
-def _band_task(key: str, job: dict[str, Any], data: tuple, band: Band) -> dict[str, Any]:
+def _band_task(key: str, job: dict[str, Any], data: tuple, band: Band | RowRange
+               ) -> dict[str, Any]:
+    """One task: a lane band or a row range, run to completion on this worker's device."""
     from distributed import get_worker
 
     worker = get_worker()
     dev = worker.plugins[PLUGIN].device(key, job, data)
     task, _ = dev.run(band)
-    d, v, w, n = dev.take(task)
+    d, v, w, n = dev.take() if job["split"] == "rows" else dev.take(task)
     return {"d": _sparse(d), "v": _sparse(v), "w": _sparse(w), "n": n,
             "who": f"{worker.address}:{dev.be.info.selector}"}
 
@@ -111,8 +120,10 @@ def _client(scheduler: Any, n_workers: int) -> tuple[Any, Any, bool]:
 
 def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | None,
              m: _Matrix, data: tuple, params: dict[str, Any] | None, edge: int | None,
-             bands: list[Band]) -> Histograms:
-    """Run ``bands`` as Dask tasks and recombine the histograms (largest band first)."""
+             bands: list[Band] | list[RowRange], vertical: bool = True,
+             diag_ranges: list[tuple[int, int]] | None = None) -> Histograms:
+    """Run ``bands`` (lane bands, or row ranges over ``vertical`` columns and
+    ``diag_ranges``) as Dask tasks and recombine the histograms (largest first)."""
     from dask.base import tokenize
     from distributed import as_completed
 
@@ -120,8 +131,10 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
     try:
         reg = getattr(client, "register_plugin", None) or client.register_worker_plugin
         reg(RQAWorkerPlugin(devices, None if backend == "pyopencl" else backend), name=PLUGIN)
+        rows = bool(bands) and isinstance(bands[0], RowRange)
         job = {"m": m, "params": None if params is None else dict(params), "edge": edge,
-               "n_fold": fold_bins(m, bands)}
+               "n_fold": fold_bins(m, bands), "split": "rows" if rows else "lanes",
+               "vertical": vertical, "diag_ranges": list(diag_ranges or [])}
         key = tokenize(*(a for a in data if a is not None), repr(job))
         t0 = time.perf_counter()
         sent: dict[int, Any] = {}  # auto-RQA: x is y, sent once

@@ -29,8 +29,8 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
                  band: int | None, split: str = "auto") -> Histograms:
     """Independent tasks over ``backends`` (one host thread each, the next task to the
     first free device) or, with ``scheduler``, Dask workers. ``split``: ``"lanes"``
-    (lane bands of ``band`` lanes, None or 0: :func:`~pyedmcl.rqa.bands.default_width`;
-    Dask always), ``"rows"`` (row ranges of ``band`` rows, :mod:`pyedmcl.rqa.ranges`:
+    (lane bands of ``band`` lanes, None or 0: :func:`~pyedmcl.rqa.bands.default_width`),
+    ``"rows"`` (row ranges of ``band`` rows, :mod:`pyedmcl.rqa.ranges`:
     the SHARE path kept) or ``"auto"`` (:data:`SPLIT`; ``"auto"`` there: rows where
     every device's parameters take SHARE, else lanes)."""
     if split == "auto":
@@ -40,14 +40,18 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
     n_dev = n_workers if scheduler is not None else len(backends)
     width = default_width(m, n_dev, vertical, diag_ranges) if not band else int(band)
     bands = plan_bands(m, vertical, diag_ranges, width)
-    if scheduler is not None:
-        from .dask_rqa import run_dask  # distributed: an optional dependency
-
-        return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
-                        backends[0].name, m, (x, y, x2, y2, tcol), params, edge, bands)
     n_fold = fold_bins(m, bands)
     if split == "auto":
         split = "rows" if _shares(backends, m, params, vertical) else "lanes"
+    if scheduler is not None:
+        from .dask_rqa import run_dask  # distributed: an optional dependency
+
+        tasks = bands if split == "lanes" else plan_ranges(
+            m, vertical, diag_ranges, _edge(backends[0], m, params, edge), n_dev,
+            band or None)
+        return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
+                        backends[0].name, m, (x, y, x2, y2, tcol), params, edge, tasks,
+                        vertical, diag_ranges)
     if split == "rows":
         return _detect_ranges(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
                               diag_ranges, n_fold, band)
@@ -75,6 +79,15 @@ def _shares(backends: list[Backend], m: _Matrix, params: Params | None, vertical
         if not (p.get("SHARE", 0) and p.get("BITS", 0) == 2):
             return False
     return True
+
+
+def _edge(be: Backend, m: _Matrix, params: Params | None, edge: int | None) -> int:
+    """The sub-matrix edge ``be`` would run with (range boundaries are its row blocks)."""
+    if edge is not None:
+        return int(edge)
+    p = params if params is not None else RQA_LINES.params_for(
+        be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
+    return int(p["EDGE"])
 
 
 def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,

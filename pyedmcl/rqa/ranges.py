@@ -201,6 +201,21 @@ class RangeDevice:
         return out[0], out[1], out[2], n_rec
 
 
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """:meth:`collect` of the ranges run since the last ``take``; then clears the
+        device totals and records (Dask: one range per call)."""
+        self.finish()
+        out = self.collect()
+        for k in ("d", "v", "w"):
+            self.st.be.fill(self.st.h64[k], 0)
+        self.open.clear()
+        self.seeded = 0
+        self.st.events.clear()
+        self.warm.events.clear()
+        self.window.clear()
+        return out
+
+
 def _groups(lanes: np.ndarray) -> list[tuple[int, int]]:
     """Contiguous runs ``[a, b)`` of sorted lane numbers."""
     if lanes.size == 0:
