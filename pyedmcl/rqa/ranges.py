@@ -121,36 +121,52 @@ class RangeDevice:
                                    RQA_LINES.carry(be, p, "diagonal", hi - lo)))
         return tasks
 
+    def _warm_lanes(self, task: _Task, target: _Task, lanes: np.ndarray, w0: int,
+                    r0: int) -> None:
+        """Enqueue the unshared launches of rows ``w0 .. r0 - 1`` for ``lanes`` of
+        ``task`` into the carries of ``target`` (zeroed), scratch histograms."""
+        e = self.st.params["EDGE"]
+        for a, b in _groups(lanes):
+            for ln in _blocks(_Task(task.mode, a, b, target.bufs), e, w0, r0):
+                dnr._launch(self.warm, _Launch(ln.key, target, ln.row0, ln.nrows, ln.lane0,
+                                               ln.nlanes), self.m, self.m.hlen)
+
     def _warm(self, tasks: list[_Task], r0: int) -> list[_Task]:
-        """Carries at row ``r0`` for ``tasks`` (zeroed ones of rows above r0)."""
+        """``tasks`` (zeroed carries) with the carries at row ``r0``: a warm-up over the
+        ``EDGE`` rows above, straight into their buffers (read back without stalling
+        the queue), then lanes whose run spans it again from twice as far up."""
         be, m, e = self.st.be, self.m, self.st.params["EDGE"]
-        out = []
+        w0 = max(0, r0 - e)
+        lanes = []
         for task in tasks:
-            host = [be.to_host(b) for b in task.bufs]
-            todo = np.arange(task.lo, task.hi)        # lanes whose carry is not exact yet
+            todo = np.arange(task.lo, task.hi)
             if task.mode == "diagonal":  # lanes with cells on both sides of row r0
                 todo = todo[(diagonal_end(m, todo) > r0) & (np.maximum(0, -todo) < r0)]
-            depth = e
+            self._warm_lanes(task, task, todo, w0, r0)
+            lanes.append(todo)
+        reads = [[be.to_host_async(b) for b in t.bufs] for t in tasks]
+        out = []
+        for task, todo, rd in zip(tasks, lanes, reads, strict=True):
+            host = [f() for f in rd]
+            todo = todo[_spans(task.mode, todo, host, task.lo, w0, r0, m)] if w0 else todo[:0]
+            depth, changed = 2 * e, todo.size > 0
             while todo.size:
-                w0 = max(0, r0 - depth)
+                w1 = max(0, r0 - depth)
                 scratch = _Task(task.mode, task.lo, task.hi,
                                 RQA_LINES.carry(be, self.warm.params, task.mode, task.hi - task.lo))
-                for a, b in _groups(todo):
-                    sub = _Task(task.mode, a, b, scratch.bufs)  # carry0 = task.lo below
-                    for ln in _blocks(sub, e, w0, r0):
-                        dnr._launch(self.warm, _Launch(ln.key, scratch, ln.row0, ln.nrows,
-                                                       ln.lane0, ln.nlanes), m, m.hlen)
+                self._warm_lanes(task, scratch, todo, w1, r0)
                 got = [be.to_host(b) for b in scratch.bufs]
                 idx = todo - task.lo
                 for h, g in zip(host, got, strict=True):
                     h[idx] = g[idx]
-                if w0 == 0:
+                if w1 == 0:
                     break
-                todo = todo[_spans(task.mode, todo, got, task.lo, w0, r0, m)]
+                todo = todo[_spans(task.mode, todo, got, task.lo, w1, r0, m)]
                 depth *= 2
             if task.mode == "vertical":
                 self.seeded += int(host[2][: task.hi - task.lo].astype(np.int64).sum())
-            out.append(_Task(task.mode, task.lo, task.hi, tuple(be.to_device(h) for h in host)))
+            out.append(_Task(task.mode, task.lo, task.hi, tuple(be.to_device(h) for h in host))
+                       if changed else task)
         return out
 
     def run(self, rr: RowRange) -> tuple[None, Any]:
