@@ -188,16 +188,17 @@ class RQALinesKernel(TunableKernel):
                series: tuple[Any, ...], thr: float, thr2: float, n_rows: int,
                n_cols: int, row0: int, nrows: int, lane0: int, nlanes: int, w: int,
                carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
-               sbits: Any = None, sstride: int = 0, skmin: int = 0) -> Any:
+               sbits: Any = None, sstride: int = 0, skmin: int = 0,
+               kernel: Any = None) -> Any:
         """Enqueue one ``rqa_<mode>`` launch: rows ``row0 .. row0 + nrows - 1`` of lanes
         ``lane0 .. lane0 + nlanes - 1`` (columns, diagonals ``k = j - i``; horizontal: the
         row block's 64-row words). ``carry`` holds the band's carryover buffers, lane
         ``carry0`` first (see :meth:`carry`); ``hist`` the 32-bit histograms (vertical,
         horizontal: black and white vertical lines; diagonal: diagonal lines). SHARE:
         ``sbits`` (the column words, :meth:`shared_layout`), ``skmin`` the lowest
-        diagonal of any diagonal launch."""
-        k = backend.kernel(self.template, spec.template_params(mode, params, backend.info),
-                           f"rqa_{mode}")
+        diagonal of any diagonal launch. ``kernel``: this launch's kernel from
+        :meth:`kernel` (a caller launching many times skips the cache lookup)."""
+        k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         per_item = 1 if mode == "horizontal" else params["VEC"]  # horizontal: one 64-row word
         wg = _wg(mode, params)
         gsz = round_up((nlanes + per_item - 1) // per_item, wg)
@@ -207,6 +208,11 @@ class RQALinesKernel(TunableKernel):
                               np.int32(n_rows), np.int32(n_cols), np.int32(row0),
                               np.int32(nrows), np.int32(lane0), np.int32(nlanes), np.int32(w),
                               np.int32(carry0), *carry, *hist, *shared)
+
+    def kernel(self, backend: Backend, params: Params, spec: LineSpec, mode: str) -> Any:
+        """The (built, cached) ``rqa_<mode>`` kernel of ``params`` and ``spec``."""
+        return backend.kernel(self.template, spec.template_params(mode, params, backend.info),
+                              f"rqa_{mode}")
 
     def fold(self, backend: Backend, pairs: list[tuple[Any, Any]], n: int) -> None:
         """Add bins ``0 .. n - 1`` of each 32-bit histogram into its 64-bit total and clear

@@ -49,7 +49,13 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int) -> None:
     p.add_argument("--v-min", type=int_arg, default=2)
     p.add_argument("--w-min", type=int_arg, default=2)
     p.add_argument("--edge", type=int_arg, default=None, help="sub-matrix edge length")
-    p.add_argument("--devices", default=None, help="comma-separated devices to split over")
+    p.add_argument("--devices", default=None,
+                   help="comma-separated devices used at once, e.g. nvidia:0,nvidia:1 (the "
+                        "matrix's row ranges or lane bands balanced over them)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address to join, or 'local' to start a LocalCluster "
+                        "(row ranges or lane bands as tasks; worker i uses device i of --devices)")
+    p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
     p.add_argument("--histograms", action="store_true", help="include histograms in --json")
 
 
@@ -129,7 +135,9 @@ def run_rqa(args: argparse.Namespace) -> int:
               metric=args.metric, theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,
               w_min=args.w_min, dtype=args.dtype, theiler_scope=args.theiler_scope,
               device=args.device, devices=args.devices, backend=args.backend, edge=args.edge,
-              threshold_rule=args.threshold_rule, threshold_std=args.threshold_std,
+              threshold_rule=args.threshold_rule,
+              **({"scheduler": args.scheduler, "n_workers": args.workers}
+                 if args.scheduler is not None else {}), threshold_std=args.threshold_std,
               threshold_max=args.threshold_max,
               **({"neighbourhood": "fan", "knn": args.knn} if args.knn is not None else {}))
     if args.window is None and args.step is None:
@@ -139,6 +147,9 @@ def run_rqa(args: argparse.Namespace) -> int:
 
     if args.window is None:
         raise ValueError("--step needs --window (embedded points per window)")
+    if args.scheduler is not None:
+        raise ValueError("--scheduler runs one recurrence matrix on a Dask cluster; it is not "
+                         "supported with --window/--step")
     df = windowed_rqa(rqa, x, band=_band_windows, window=args.window, step=args.step,
                       progress=show_progress(args), **kw)
     if args.json:
@@ -157,7 +168,8 @@ def run_crqa(args: argparse.Namespace) -> int:
                     metric=args.metric, theiler=args.theiler, l_min=args.l_min,
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
-                    threshold_rule=args.threshold_rule)
+                    threshold_rule=args.threshold_rule, scheduler=args.scheduler,
+                    n_workers=args.workers)
     return _report(res, args)
 
 
@@ -176,7 +188,8 @@ def run_jrqa(args: argparse.Namespace) -> int:
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype,
                     theiler_scope=args.theiler_scope, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
-                    threshold_rule=args.threshold_rule)
+                    threshold_rule=args.threshold_rule, scheduler=args.scheduler,
+                    n_workers=args.workers)
     return _report(res, args)
 
 

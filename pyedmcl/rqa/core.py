@@ -31,6 +31,7 @@ from clkernels import Backend, get_backend
 from .._precision import prepare
 from ..kernels.rqa_lines import LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
+from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import detect_lines
 from .inputs import state_vectors, std_of
 from .result import RQAResult, band_cells, make_result
@@ -87,6 +88,24 @@ def _check_E_tau(E: Any, tau: Any) -> tuple[int, int]:
     return check_int(E, "E", 1, 512), check_int(tau, "tau", 1)
 
 
+def check_scheduler(scheduler: Any, n_workers: Any) -> tuple[Any, int]:
+    """``scheduler``: None, ``"local"``, a Dask scheduler address or a
+    ``distributed.Client``; ``n_workers`` (LocalCluster processes) an int >= 1."""
+    n_workers = check_int(n_workers, "n_workers", 1)
+    if scheduler is None:
+        return None, n_workers
+    try:
+        import distributed
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError("scheduler= needs Dask: pip install 'pyedmcl[dask]'") from exc
+    if not (isinstance(scheduler, distributed.Client) or (isinstance(scheduler, str)
+                                                           and scheduler.strip())):
+        raise ValueError(f"scheduler={scheduler!r} is not supported; allowed: 'local' (a "
+                         "LocalCluster of n_workers processes), a Dask scheduler address or a "
+                         "distributed.Client")
+    return scheduler, n_workers
+
+
 def check_radius(radius: Any, name: str = "radius") -> float:
     try:
         r = float(radius)
@@ -133,13 +152,21 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         threshold_rule: str = "distance", window: int | None = None,
         step: int | None = None, threshold_std: float | None = None,
         embedded: bool = False, neighbourhood: str = "radius", knn: int | None = None,
-        threshold_max: float | None = None) -> Any:
+        threshold_max: float | None = None, scheduler: Any = None, n_workers: int = 2) -> Any:
     """Recurrence quantification analysis of one series by Divide & Recombine.
 
     Give exactly one of ``radius`` (fixed radius) or ``recurrence_rate`` (the
     radius is chosen so that the recurrence rate is close to it, see
     :func:`pyedmcl.rqa.radius.radius_for_rate`). ``devices`` (a list or a
-    comma-separated string of selectors) splits the work over several devices.
+    comma-separated string of selectors) splits the work over several devices:
+    independent tasks (row ranges, :mod:`pyedmcl.rqa.ranges`, or lane bands,
+    :mod:`pyedmcl.rqa.bands`), each device taking the next when it is free.
+    ``scheduler`` runs the same tasks on Dask workers: a
+    scheduler address, ``"local"`` (a LocalCluster of ``n_workers`` processes) or a
+    ``distributed.Client``; worker ``i`` uses device ``i`` of ``devices`` (round
+    robin) or the default device (:mod:`pyedmcl.rqa.dask_rqa`). The histograms equal
+    the one-device run's bit for bit either way; the radius for ``recurrence_rate``
+    is found on this process's first device.
     ``edge`` is the sub-matrix edge length (default: tuned per device). Float32
     squared distances are summed in float32: cells whose distance is within float32
     rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
@@ -206,6 +233,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
             raise ValueError("threshold_max: every distance is 0 (a constant series)")
         if window is not None:
             raise ValueError("window= with embedded=True is not supported; slice the rows")
+    if scheduler is not None and (window is not None or step is not None
+                                  or neighbourhood == "fan"):
+        raise ValueError("scheduler= runs one recurrence matrix on a Dask cluster; it is not "
+                         "supported with window=/step= or neighbourhood='fan'")
     if window is not None or step is not None:
         if window is None:
             raise ValueError("step= needs window= (the number of embedded points per window)")
@@ -235,6 +266,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                         edge, order, params, l_min, v_min, w_min)
     radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
                                      rule)
+    scheduler, n_workers = check_scheduler(scheduler, n_workers)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
                     white_border=bool(white_border), fma=(rule == "squared"))
@@ -242,7 +274,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     xs = s.astype(dt)
     h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
-                     order=order, params=params, symmetric=True)
+                     order=order, params=params, symmetric=True, scheduler=scheduler,
+                     n_workers=n_workers)
     diag = 2 * h.diagonal  # the matrix is symmetric: each upper diagonal has a lower twin
     if w == 0:
         diag[n - 1] += 1  # the main diagonal: d(i, i) = 0 < radius, one line of length n
@@ -250,7 +283,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
-        n_points=n, devices=h.per_device, launches=h.launches,
+        n_points=n, devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
         symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
@@ -259,14 +292,15 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               white_border: bool = True, device: Any = None, devices: Any = None,
               backend: str | None = None, edge: int | None = None, order: str = "row",
-              params: dict[str, Any] | None = None, threshold_rule: str = "distance") -> RQAResult:
+              params: dict[str, Any] | None = None, threshold_rule: str = "distance",
+              scheduler: Any = None, n_workers: int = 2) -> RQAResult:
     """Cross-RQA of two series (lengths may differ), as PyRQA's cross analysis.
 
     The cross recurrence matrix has one column per embedded point of ``x`` and one
     row per point of ``y``: vertical (and white) lines run along ``y`` for a fixed
     point of ``x`` (PyRQA's orientation). Diagonal lines are taken on diagonals
     with ``|i - j| >= theiler`` (default 0: every diagonal). RR divides by
-    ``n_x * n_y``.
+    ``n_x * n_y``. ``devices``, ``scheduler`` and ``n_workers`` as in :func:`rqa`.
     """
     sx = as_series(x, "x")
     sy = as_series(y, "y")
@@ -289,13 +323,15 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
         ranges = [(-(n_rows - 1), n_cols)]
     else:
         ranges = [r for r in ((-(n_rows - 1), -w + 1), (w, n_cols)) if r[1] > r[0]]
-    h = detect_lines(bes, sy.astype(dt), sx.astype(dt), thr, spec=spec, n_rows=n_rows, n_cols=n_cols, diag_ranges=ranges, w=w,
-                     edge=edge, order=order, params=params)
+    scheduler, n_workers = check_scheduler(scheduler, n_workers)
+    h = detect_lines(bes, sy.astype(dt), sx.astype(dt), thr, spec=spec, n_rows=n_rows,
+                     n_cols=n_cols, diag_ranges=ranges, w=w, edge=edge, order=order,
+                     params=params, scheduler=scheduler, n_workers=n_workers)
     return make_result(h, h.diagonal.copy(), nx * ny, radius, l_min, v_min, w_min, dict(
         kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min, v_min=v_min,
         w_min=w_min, dtype=str(dt), white_border=white_border, n_points_x=nx, n_points_y=ny,
-        devices=h.per_device, launches=h.launches, threshold_rule=rule,
-        recurrence_rate=recurrence_rate))
+        devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
+        threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
 def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
@@ -304,14 +340,16 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               devices: Any = None, backend: str | None = None, edge: int | None = None,
               order: str = "row", params: dict[str, Any] | None = None,
-              threshold_rule: str = "distance") -> RQAResult:
+              threshold_rule: str = "distance", scheduler: Any = None,
+              n_workers: int = 2) -> RQAResult:
     """Joint RQA: ``JR = R_x & R_y`` (same length series, same E/tau/metric).
 
     ``radius`` is one number for both series or a pair ``(r_x, r_y)``; or
     ``recurrence_rate``, one rate or a pair, fixes each series' own recurrence rate
     (pyunicorn's ``JointRecurrencePlot(recurrence_rate=(rr_x, rr_y))``: each radius is
     the order statistic of its own distances), so the joint rate is lower. The radii
-    used are ``result.radius`` (a pair).
+    used are ``result.radius`` (a pair). ``devices``, ``scheduler`` and ``n_workers``
+    as in :func:`rqa`.
     """
     sx = as_series(x, "x")
     sy = as_series(y, "y")
@@ -331,6 +369,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx,) = centred([sx], ["x"], dt, bes, common=False, what="joint_rqa")
     dt, (sy,) = centred([sy], ["y"], dt, bes, common=False, what="joint_rqa")
+    scheduler, n_workers = check_scheduler(scheduler, n_workers)
     rx, thr_x = _resolve_threshold(rx, qx, sx, None, E, tau, metric, dt, bes, rule)
     ry, thr_y = _resolve_threshold(ry, qy, sy, None, E, tau, metric, dt, bes, rule)
     w = int(theiler)
@@ -341,7 +380,8 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     a, b = sx.astype(dt), sy.astype(dt)
     h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
                      diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
-                     thr2=thr_y, w=w, edge=edge, order=order, params=params, symmetric=True)
+                     thr2=thr_y, w=w, edge=edge, order=order, params=params, symmetric=True,
+                     scheduler=scheduler, n_workers=n_workers)
     diag = 2 * h.diagonal
     if w == 0:
         diag[n - 1] += 1
@@ -349,8 +389,8 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     return make_result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
         kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), n_points=n,
-        devices=h.per_device, launches=h.launches, symmetric=h.symmetric,
-        threshold_rule=rule, recurrence_rate=recurrence_rate))
+        devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
+        symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
 def _pair(value: Any, name: str) -> tuple[Any, Any]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -39,6 +40,11 @@ from ..kernels.rqa_lines import RQA_LINES, LineSpec
 
 log = logging.getLogger("pyedmcl.rqa.dnr")
 _U32_SAFE = (1 << 32) - 1
+
+
+#: runs lane bands over several devices or Dask (:func:`pyedmcl.rqa.multi.detect_bands`;
+#: the algorithm layer sets it when imported, as ``import pyedmcl`` does)
+BAND_RUNNER: Callable[..., Histograms] | None = None
 
 
 def _u32_limit() -> int:
@@ -60,6 +66,7 @@ class Histograms:
     events: list[Any] = field(default_factory=list)
     shared: bool = False  # SHARE path taken: diagonals gathered from the vertical bit words
     symmetric: bool = False  # SYM path taken: upper triangle only, verticals joined on the host
+    device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ class _DevState:
     h64: dict[str, Any]
     shared: dict[str, Any] = field(default_factory=dict)  # SHARE: sbits, sstride, skmin
     tasks: list[_Task] = field(default_factory=list)
+    kernels: dict[str, Any] = field(default_factory=dict)  # per mode, looked up once
     cells_since_fold: int = 0
     launches: int = 0
     events: list[Any] = field(default_factory=list)
@@ -130,13 +138,22 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  x2: np.ndarray | None = None, y2: np.ndarray | None = None, thr2: float = 0.0,
                  w: int = 0, edge: int | None = None, order: str = "row",
                  params: Params | None = None, vertical: bool = True,
-                 symmetric: bool = False, tcol: np.ndarray | None = None) -> Histograms:
+                 symmetric: bool = False, tcol: np.ndarray | None = None,
+                 scheduler: Any = None, n_workers: int = 2,
+                 band: int | None = None, split: str = "auto") -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
     ``n_rows``/``n_cols`` their numbers of embedded points; ``diag_ranges`` lists
-    half-open ranges of diagonals ``k = j - i`` to detect. Lanes are split into
-    contiguous bands, one per backend; each band runs to completion independently.
+    half-open ranges of diagonals ``k = j - i`` to detect. One device runs row block
+    by row block (``order``). Several devices, or a Dask ``scheduler`` (an address,
+    ``"local"`` for a LocalCluster of ``n_workers`` processes, or a
+    ``distributed.Client``), run lane bands of ``band`` lanes (None or 0: about
+    :data:`~pyedmcl.rqa.bands.BANDS_PER_DEVICE` per device) as independent tasks,
+    dynamically balanced (:mod:`pyedmcl.rqa.bands`, :mod:`pyedmcl.rqa.dask_rqa`), or
+    ``split="rows"`` (default where the devices take SHARE, not on Dask) row ranges of
+    ``band`` rows that keep the SHARE path (:mod:`pyedmcl.rqa.ranges`); ``band`` given
+    runs them on one device too (:func:`pyedmcl.rqa.multi.detect_bands`).
     ``symmetric=True`` says the matrix is symmetric (auto- and joint RQA: ``x is y``,
     ``x2 is y2``); the ``SYM`` path then computes the upper triangle only. ``tcol``
     (with ``spec.percol``): one threshold per column instead of ``thr`` (FAN).
@@ -146,6 +163,13 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     m = _Matrix(spec, n_rows, n_cols, thr, thr2, w)
     if spec.percol and symmetric:
         raise ValueError("per-column thresholds make the matrix asymmetric: symmetric=False")
+    backends = list(dict.fromkeys(backends))  # one queue is never driven by two threads
+    if scheduler is not None or len(backends) > 1 or band is not None:
+        if BAND_RUNNER is None:
+            raise RuntimeError("several devices and Dask need the band runner: import "
+                               "pyedmcl.rqa.multi (import pyedmcl does)")
+        return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
+                           diag_ranges, scheduler, n_workers, band, split)
     states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
@@ -275,10 +299,14 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
         _fold(st, fold_bins)
     mode = ln.task.mode
     hist = (st.h32["d"],) if mode == "diagonal" else (st.h32["v"], st.h32["w"])
+    k = st.kernels.get(mode)
+    if k is None:
+        k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
     ev = RQA_LINES.launch(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                           thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, row0=ln.row0,
                           nrows=ln.nrows, lane0=ln.lane0, nlanes=ln.nlanes, w=m.w,
-                          carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **st.shared)
+                          carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **st.shared,
+                          kernel=k)
     st.events.append(ev)
     st.cells_since_fold += cells
     st.launches += 1
@@ -316,6 +344,24 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
                       symmetric=any(s.params["SYM"] for s in states))
 
 
+def task_open_runs(be: Backend, task: _Task, m: _Matrix
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Histograms (diagonal, vertical, white) of the runs a (non-SYM) task's carryovers
+    hold open after the last row block, and the recurrences its columns counted."""
+    hlen = m.hlen
+    diag = np.zeros(hlen, np.uint64)
+    vert = np.zeros(hlen, np.uint64)
+    white = np.zeros(hlen, np.uint64)
+    if task.mode == "diagonal":
+        diag += _runs_hist(be.to_host(task.bufs[0])[: task.hi - task.lo].astype(np.int64), hlen)
+        return diag, vert, white, 0
+    vr, wr, npts = (be.to_host(b)[: task.hi - task.lo].astype(np.int64) for b in task.bufs)
+    vert += _runs_hist(vr, hlen)
+    if m.spec.white_border:  # open white runs touch the bottom border
+        white += _runs_hist(wr, hlen)
+    return diag, vert, white, int(npts.sum())
+
+
 def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Histograms (diagonal, vertical, white) of the runs one device's carryovers hold
     open after the last row block, and the recurrences its columns counted."""
@@ -323,26 +369,28 @@ def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.nd
     diag = np.zeros(hlen, np.uint64)
     vert = np.zeros(hlen, np.uint64)
     white = np.zeros(hlen, np.uint64)
-    by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
+    n_rec = 0
+    sym = bool(st.params["SYM"])
     for t in st.tasks:
-        if t.mode == "diagonal":
-            diag += _runs_hist(be.to_host(t.bufs[0])[: t.hi - t.lo].astype(np.int64), hlen)
-    col = by_mode.get("vertical")
-    if col is None:
-        return diag, vert, white, 0
+        if t.mode == "horizontal" or (sym and t.mode == "vertical"):
+            continue
+        d, v, wh, n = task_open_runs(be, t, m)
+        diag += d
+        vert += v
+        white += wh
+        n_rec += n
+    if not sym:
+        return diag, vert, white, n_rec
+    by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
+    col = by_mode["vertical"]
     vr, wr, npts = (be.to_host(b)[: col.hi - col.lo].astype(np.int64) for b in col.bufs)
-    if not st.params["SYM"]:
-        vert += _runs_hist(vr, hlen)
-        if m.spec.white_border:  # open white runs touch the bottom border
-            white += _runs_hist(wr, hlen)
-        return diag, vert, white, int(npts.sum())
     head, tail = (be.to_host(b).astype(np.int64) for b in by_mode["horizontal"].bufs)
     rdt = m.spec.dtype
     diag_black = (rdt(m.thr) > 0 and (not m.spec.joint or rdt(m.thr2) > 0)
                   and not (m.spec.theiler_matrix and m.w > 0))
-    v, wh, n_rec = _join_symmetric(vr, wr, npts, head, tail, diag_black,
+    v, wh, n_sym = _join_symmetric(vr, wr, npts, head, tail, diag_black,
                                    m.spec.white_border, hlen)
-    return diag, vert + v, white + wh, n_rec
+    return diag, vert + v, white + wh, n_rec + n_sym
 
 
 def _join_symmetric(vr: np.ndarray, wr: np.ndarray, npts: np.ndarray, head: np.ndarray,

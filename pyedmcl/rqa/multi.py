@@ -1,0 +1,126 @@
+"""RQA on several devices or a Dask cluster: the band runner of
+:func:`pyedmcl.rqa.dnr.detect_lines` (set there when this module is imported).
+
+Lane bands (:mod:`pyedmcl.rqa.bands`) run on one host thread per device, or as Dask
+tasks (:mod:`pyedmcl.rqa.dask_rqa`); the histograms are recombined as integer sums.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend
+from clkernels.tuning import Params
+
+from ..kernels.rqa_lines import RQA_LINES
+from . import dnr
+from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
+from .dnr import Histograms, _Matrix
+from .ranges import RangeDevice, plan_ranges
+
+
+def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
+                 x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
+                 edge: int | None, tcol: np.ndarray | None, vertical: bool,
+                 diag_ranges: list[tuple[int, int]], scheduler: Any, n_workers: int,
+                 band: int | None, split: str = "auto") -> Histograms:
+    """Independent tasks over ``backends`` (one host thread each, the next task to the
+    first free device) or, with ``scheduler``, Dask workers. ``split``: ``"lanes"``
+    (lane bands of ``band`` lanes, None or 0: :func:`~pyedmcl.rqa.bands.default_width`),
+    ``"rows"`` (row ranges of ``band`` rows, :mod:`pyedmcl.rqa.ranges`:
+    the SHARE path kept) or ``"auto"`` (:data:`SPLIT`; ``"auto"`` there: rows where
+    every device's parameters take SHARE, else lanes)."""
+    if split == "auto":
+        split = SPLIT
+    if split not in ("auto", "lanes", "rows"):
+        raise ValueError(f"split={split!r} is not supported; allowed: 'auto', 'lanes', 'rows'")
+    n_dev = n_workers if scheduler is not None else len(backends)
+    width = default_width(m, n_dev, vertical, diag_ranges) if not band else int(band)
+    bands = plan_bands(m, vertical, diag_ranges, width)
+    n_fold = fold_bins(m, bands)
+    if split == "auto":
+        split = "rows" if _shares(backends, m, params, vertical) else "lanes"
+    if scheduler is not None:
+        from .dask_rqa import run_dask  # distributed: an optional dependency
+
+        tasks = bands if split == "lanes" else plan_ranges(
+            m, vertical, diag_ranges, _edge(backends[0], m, params, edge), n_dev,
+            band or None)
+        return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
+                        backends[0].name, m, (x, y, x2, y2, tcol), params, edge, tasks,
+                        vertical, diag_ranges)
+    if split == "rows":
+        return _detect_ranges(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
+                              diag_ranges, n_fold, band)
+    devs = [BandDevice(be, m, x, y, x2, y2, params, edge, tcol, n_fold) for be in backends]
+    for dev in devs:
+        dev.build()
+    t0 = time.perf_counter()
+    run_threads(devs, bands)
+    h = dnr._recombine([d.st for d in devs], m, time.perf_counter() - t0)
+    h.device_tasks = [d.bands for d in devs]
+    return h
+
+
+#: how several devices split the matrix by default ("auto", "lanes" or "rows")
+SPLIT = "auto"
+
+
+def _shares(backends: list[Backend], m: _Matrix, params: Params | None, vertical: bool) -> bool:
+    """Whether every device's parameters take the SHARE path (then row ranges keep it)."""
+    if not vertical or m.n_cols == 0:
+        return False
+    for be in backends:
+        p = dict(params) if params is not None else dict(
+            RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
+        if not (p.get("SHARE", 0) and p.get("BITS", 0) == 2):
+            return False
+    return True
+
+
+def _edge(be: Backend, m: _Matrix, params: Params | None, edge: int | None) -> int:
+    """The sub-matrix edge ``be`` would run with (range boundaries are its row blocks)."""
+    if edge is not None:
+        return int(edge)
+    p = params if params is not None else RQA_LINES.params_for(
+        be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
+    return int(p["EDGE"])
+
+
+def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
+                   x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
+                   edge: int | None, tcol: np.ndarray | None, vertical: bool,
+                   diag_ranges: list[tuple[int, int]], n_fold: int,
+                   height: int | None) -> Histograms:
+    """Row ranges (:mod:`pyedmcl.rqa.ranges`) over ``backends``, one thread each."""
+    devs = [RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical, diag_ranges,
+                        n_fold) for be in backends]
+    for dev in devs:
+        dev.build()
+    # range boundaries on row blocks of the first device; any other edge only chunks
+    # a range differently (same counts)
+    ranges = plan_ranges(m, vertical, diag_ranges, devs[0].st.params["EDGE"], len(devs),
+                         height or None)
+    t0 = time.perf_counter()
+    run_threads(devs, ranges)
+    seconds = time.perf_counter() - t0
+    hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
+    n_rec = 0
+    for dev in devs:
+        d, v, w, n = dev.collect()
+        hist[0] += d
+        hist[1] += v
+        hist[2] += w
+        n_rec += n
+    return Histograms(hist[0][:-1], hist[1][:-1], hist[2][:-1], n_rec,
+                      launches=sum(d.st.launches for d in devs), seconds=seconds,
+                      per_device=[d.be.info.selector for d in devs],
+                      events=[e for d in devs for e in d.st.events],
+                      shared=any(d.st.params["SHARE"] for d in devs),
+                      device_tasks=[d.ranges for d in devs])
+
+
+dnr.BAND_RUNNER = detect_bands

@@ -1,0 +1,259 @@
+"""Row ranges as independent tasks: several devices, each keeping the SHARE path.
+
+A *row range* is a run of contiguous row blocks over every lane (all columns and
+diagonals), processed in row order exactly as one device does (the diagonal launch
+of a row block gathers its bits from the column words the vertical launch stored:
+SHARE). Ranges are independent once each starts from the carryovers the rows above
+it leave, and those are found on the device itself: a *warm-up* runs the unshared
+launches over the ``EDGE`` rows above the range from zero carries into scratch
+histograms. A lane's carry is then exact unless its open run spans the whole
+warm-up (the run may have started further up); those lanes alone are warmed up
+again from twice as far up, until none spans or the warm-up reaches row 0.
+
+The range counts the runs that close inside it; runs left open at its bottom are
+dropped (the next range counts them whole) except in the last range, whose open
+runs close at the matrix border. Recurrence counts: the warm-up's counts stay in
+the carries (white lines under ``white_border=False`` need "a recurrence above")
+and are subtracted once. The histograms are integer sums of the same lines as the
+one-device run: bit-identical.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend
+from clkernels.tuning import Params
+
+from ..kernels.rqa_lines import RQA_LINES
+from . import dnr
+from .bands import MAX_IN_FLIGHT
+from .dnr import _U32_SAFE, _choose_paths, _device_state, _DevState, _Launch, _Matrix, _Task
+
+#: ranges per device the default height aims at
+RANGES_PER_DEVICE = 8
+
+
+@dataclass(frozen=True)
+class RowRange:
+    """Rows ``r0 .. r1 - 1`` over every lane; ``cells``: the cells its launches walk."""
+
+    r0: int
+    r1: int
+    cells: int
+
+
+def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], edge: int,
+                n_devices: int, height: int | None = None) -> list[RowRange]:
+    """Ranges of whole row blocks (about :data:`RANGES_PER_DEVICE` per device, or
+    ``height`` rows rounded up to blocks), largest first."""
+    blocks = -(-m.n_rows // edge)
+    per = height and -(-height // edge) or -(-blocks // max(1, n_devices * RANGES_PER_DEVICE))
+    out = []
+    for b0 in range(0, blocks, per):
+        r0, r1 = b0 * edge, min(m.n_rows, (b0 + per) * edge)
+        cells = (r1 - r0) * m.n_cols if vertical else 0
+        for lo, hi in diag_ranges:
+            i = np.arange(r0, r1, dtype=np.int64)
+            k_lo = np.maximum(lo, -i)
+            k_hi = np.minimum(hi, m.n_cols - i)
+            cells += int(np.clip(k_hi - k_lo, 0, None).sum())
+        out.append(RowRange(r0, r1, cells))
+    return sorted(out, key=lambda r: (-r.cells, r.r0))
+
+
+def _blocks(task: _Task, e: int, r0: int, r1: int) -> list[_Launch]:
+    """Row-order launches of ``task`` over rows ``r0 .. r1 - 1`` (32-bit safe chunks)."""
+    out = []
+    for b in range(r0, r1, e):
+        nr = min(e, r1 - b)
+        step = max(e, (_U32_SAFE // max(nr, 1)) // 2)
+        for l0 in range(task.lo, task.hi, step):
+            out.append(_Launch(b, task, b, nr, l0, min(step, task.hi - l0)))
+    return out
+
+
+class RangeDevice:
+    """One device: the SHARE row path over ranges, plus an unshared scratch state for
+    the warm-ups (same series on the device, its own throw-away histograms)."""
+
+    def __init__(self, be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
+                 x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
+                 edge: int | None, tcol: np.ndarray | None, vertical: bool,
+                 diag_ranges: list[tuple[int, int]], n_fold: int):
+        self.m, self.n_fold, self.vertical, self.diag_ranges = m, n_fold, vertical, diag_ranges
+        self.st: _DevState = _device_state(be, m, x, y, x2, y2, params, edge, tcol)
+        _choose_paths(self.st, m, vertical and m.n_cols > 0, False, diag_ranges)
+        p0 = dict(self.st.params, SHARE=0, SYM=0)
+        z = {k: be.to_device(np.zeros(m.hlen, np.uint32)) for k in ("d", "v", "w")}
+        z64 = {k: be.to_device(np.zeros(m.hlen, np.uint64)) for k in ("d", "v", "w")}
+        self.warm = _DevState(be, p0, self.st.series, z, z64)
+        self.ranges = 0
+        self.seeded = 0  # recurrences the warm-ups left in the carries (subtracted)
+        self.open: list[tuple[_Task, RowRange]] = []  # every range's tasks (carries)
+        self.window: deque = deque()  # events of the launches in flight
+        self.bands = 0
+
+    @property
+    def be(self) -> Backend:
+        return self.st.be
+
+    def build(self) -> None:
+        """Build the kernels (both paths) and the fold kernel in the calling thread."""
+        for st in (self.st, self.warm):
+            for mode in ("vertical", "diagonal"):
+                st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, self.m.spec, mode)
+        dnr._fold(self.st, 1, final=True)
+
+    def _tasks(self) -> list[_Task]:
+        be, p, m = self.st.be, self.st.params, self.m
+        tasks = []
+        if self.vertical and m.n_cols:
+            tasks.append(_Task("vertical", 0, m.n_cols, RQA_LINES.carry(be, p, "vertical",
+                                                                        m.n_cols)))
+        for lo, hi in self.diag_ranges:
+            if hi > lo:
+                tasks.append(_Task("diagonal", lo, hi,
+                                   RQA_LINES.carry(be, p, "diagonal", hi - lo)))
+        return tasks
+
+    def _warm_lanes(self, task: _Task, target: _Task, lanes: np.ndarray, w0: int,
+                    r0: int) -> None:
+        """Enqueue the unshared launches of rows ``w0 .. r0 - 1`` for ``lanes`` of
+        ``task`` into the carries of ``target`` (zeroed), scratch histograms."""
+        e = self.st.params["EDGE"]
+        for a, b in _groups(lanes):
+            for ln in _blocks(_Task(task.mode, a, b, target.bufs), e, w0, r0):
+                dnr._launch(self.warm, _Launch(ln.key, target, ln.row0, ln.nrows, ln.lane0,
+                                               ln.nlanes), self.m, self.m.hlen)
+
+    def _warm(self, tasks: list[_Task], r0: int) -> list[_Task]:
+        """``tasks`` (zeroed carries) with the carries at row ``r0``: a warm-up over the
+        ``EDGE`` rows above, straight into their buffers (read back without stalling
+        the queue), then lanes whose run spans it again from twice as far up."""
+        be, m, e = self.st.be, self.m, self.st.params["EDGE"]
+        w0 = max(0, r0 - e)
+        lanes = []
+        for task in tasks:
+            todo = np.arange(task.lo, task.hi)
+            if task.mode == "diagonal":  # lanes with cells on both sides of row r0
+                todo = todo[(diagonal_end(m, todo) > r0) & (np.maximum(0, -todo) < r0)]
+            self._warm_lanes(task, task, todo, w0, r0)
+            lanes.append(todo)
+        reads = [[be.to_host_async(b) for b in t.bufs] for t in tasks]
+        out = []
+        for task, todo, rd in zip(tasks, lanes, reads, strict=True):
+            host = [f() for f in rd]
+            todo = todo[_spans(task.mode, todo, host, task.lo, w0, r0, m)] if w0 else todo[:0]
+            depth, changed = 2 * e, todo.size > 0
+            while todo.size:
+                w1 = max(0, r0 - depth)
+                scratch = _Task(task.mode, task.lo, task.hi,
+                                RQA_LINES.carry(be, self.warm.params, task.mode, task.hi - task.lo))
+                self._warm_lanes(task, scratch, todo, w1, r0)
+                got = [be.to_host(b) for b in scratch.bufs]
+                idx = todo - task.lo
+                for h, g in zip(host, got, strict=True):
+                    h[idx] = g[idx]
+                if w1 == 0:
+                    break
+                todo = todo[_spans(task.mode, todo, got, task.lo, w1, r0, m)]
+                depth *= 2
+            if task.mode == "vertical":
+                self.seeded += int(host[2][: task.hi - task.lo].astype(np.int64).sum())
+            out.append(_Task(task.mode, task.lo, task.hi, tuple(be.to_device(h) for h in host))
+                       if changed else task)
+        return out
+
+    def run(self, rr: RowRange) -> tuple[None, Any]:
+        """Enqueue every launch of ``rr`` (warm-up first when it does not start at row 0);
+        returns (None, its last event) as :meth:`pyedmcl.rqa.bands.BandDevice.run`."""
+        tasks = self._tasks()
+        if rr.r0 > 0:
+            tasks = self._warm(tasks, rr.r0)
+        e = self.st.params["EDGE"]
+        plan = [ln for t in tasks for ln in _blocks(t, e, rr.r0, rr.r1)]
+        if self.st.params["SHARE"]:  # per row block: its vertical launches, then diagonals
+            plan.sort(key=lambda ln: ln.key)
+        n0 = len(self.st.events)
+        for ln in plan:
+            dnr._launch(self.st, ln, self.m, self.n_fold)
+            self.window.append(self.st.events[-1])
+            if len(self.window) > MAX_IN_FLIGHT:
+                self.st.be.wait(self.window.popleft())
+        self.open += [(t, rr) for t in tasks]
+        self.ranges += 1
+        self.bands = self.ranges
+        return None, (self.st.events[-1] if len(self.st.events) > n0 else None)
+
+    def finish(self) -> None:
+        dnr._fold(self.st, self.m.hlen, final=True)
+        self.st.be.finish()
+
+    def collect(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Histograms and recurrences of every range this device ran: device totals,
+        plus the runs that end at the matrix border inside a range (columns: the last
+        range; diagonal ``k``: the range holding its last row), minus the recurrences
+        the warm-ups seeded."""
+        be, m = self.st.be, self.m
+        out = [be.to_host(self.st.h64[k]).astype(np.uint64) for k in ("d", "v", "w")]
+        n_rec = -self.seeded
+        for task, rr in self.open:
+            if task.mode == "diagonal":
+                dr = be.to_host(task.bufs[0])[: task.hi - task.lo].astype(np.int64)
+                end = diagonal_end(m, np.arange(task.lo, task.hi))
+                dr = np.where((end > rr.r0) & (end <= rr.r1), dr, 0)
+                out[0] += dnr._runs_hist(dr, m.hlen)
+                continue
+            d, v, w, n = dnr.task_open_runs(be, task, m)
+            n_rec += n
+            if rr.r1 == m.n_rows:
+                out[1] += v
+                out[2] += w
+        return out[0], out[1], out[2], n_rec
+
+
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """:meth:`collect` of the ranges run since the last ``take``; then clears the
+        device totals and records (Dask: one range per call)."""
+        self.finish()
+        out = self.collect()
+        for k in ("d", "v", "w"):
+            self.st.be.fill(self.st.h64[k], 0)
+        self.open.clear()
+        self.seeded = 0
+        self.st.events.clear()
+        self.warm.events.clear()
+        self.window.clear()
+        return out
+
+
+def _groups(lanes: np.ndarray) -> list[tuple[int, int]]:
+    """Contiguous runs ``[a, b)`` of sorted lane numbers."""
+    if lanes.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(lanes) != 1) + 1
+    return [(int(g[0]), int(g[-1]) + 1) for g in np.split(lanes, cut)]
+
+
+def diagonal_end(m: _Matrix, k: np.ndarray) -> np.ndarray:
+    """Row after the last cell of each diagonal ``k`` (its first row is ``max(0, -k)``)."""
+    return np.minimum(m.n_rows, m.n_cols - k)
+
+
+def _spans(mode: str, lanes: np.ndarray, got: list[np.ndarray], lo: int, w0: int, r0: int,
+           m: _Matrix) -> np.ndarray:
+    """Mask of ``lanes`` whose open run at ``r0`` covers every cell from row ``w0`` on
+    while the lane has cells above ``w0`` (the run may have started further up)."""
+    idx = lanes - lo
+    if mode == "vertical":
+        vr, wr = got[0][idx].astype(np.int64), got[1][idx].astype(np.int64)
+        return np.where(vr > 0, vr, wr) == r0 - w0
+    first = np.maximum(0, -lanes)
+    cnt = np.clip(np.minimum(r0, diagonal_end(m, lanes)) - np.maximum(w0, first), 0, None)
+    dr = got[0][idx].astype(np.int64)
+    return (dr > 0) & (dr == cnt) & (first < w0)

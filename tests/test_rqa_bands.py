@@ -1,0 +1,284 @@
+"""RQA lane bands over several devices and Dask workers: the recombined histograms
+equal the one-device run (row order, SHARE/SYM paths) bit for bit, whichever device
+ran which band, for every band width, edge and N (auto-, cross- and joint RQA)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import clkernels
+import pyedmcl as pe
+from pyedmcl.rqa import bands as bands_mod  # (pe.rqa is the function; the module differs)
+from pyedmcl.rqa import dnr, multi
+
+_SECOND: dict[str, object] = {}
+
+
+def two_backends(device: str) -> list:
+    """Two independent backends (contexts, queues) of one device; the second lives for
+    the session (the program cache is keyed by context identity)."""
+    be = clkernels.get_backend(device)
+    if device not in _SECOND:
+        _SECOND[device] = type(be)(be.info)
+    return [be, _SECOND[device]]
+
+
+def logistic(n: int) -> np.ndarray:
+    from pyedmcl.data import logistic_map
+
+    return logistic_map(n, r=3.9, x0=0.4, burn=0)
+
+
+def _hists(r):
+    return (r.diagonal_hist.copy(), r.vertical_hist.copy(), r.white_hist.copy(), r.n_recurrences)
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
+
+
+@pytest.fixture
+def small_bands(monkeypatch):
+    """Default widths of a few lanes, so that small tests have many bands."""
+    monkeypatch.setattr(bands_mod, "MIN_BAND", 1)
+    monkeypatch.setattr(bands_mod, "BANDS_PER_DEVICE", 5)
+
+
+def _dtypes(device: str) -> list[str]:
+    return ["float32", "float64"] if pe.select_device(device).fp64 else ["float32"]
+
+
+@pytest.mark.parametrize("split", ["lanes", "rows"])
+def test_two_backends_identical_to_one(device, small_bands, split, monkeypatch):
+    """Auto-, cross- and joint RQA on two backends, lane bands or row ranges: the
+    one-device histograms."""
+    monkeypatch.setattr(multi, "SPLIT", split)
+    bes = two_backends(device)
+    for dtype in _dtypes(device):
+        for n, edge in ((40, None), (301, 64), (900, 97)):
+            x = logistic(n + 6)
+            for kw in (dict(theiler=1), dict(theiler=3, theiler_scope="matrix", white_border=False),
+                       dict(theiler=0)):
+                kw.update(E=3, tau=3, radius=0.3, dtype=dtype, edge=edge)
+                ref = pe.rqa(x, device=bes[0], **kw)
+                got = pe.rqa(x, devices=bes, **kw)
+                assert _same(_hists(got), _hists(ref)), (dtype, n, kw)
+                assert sum(got.settings["device_tasks"]) > (2 if edge else 0)
+            y = 0.9 * logistic(n // 2 + 20)[::-1].copy()
+            for w in (0, 4):
+                kw = dict(E=2, tau=2, radius=0.25, dtype=dtype, theiler=w, edge=edge)
+                ref = pe.cross_rqa(x, y, device=bes[0], **kw)
+                got = pe.cross_rqa(x, y, devices=bes, **kw)
+                assert _same(_hists(got), _hists(ref)), (dtype, n, "cross", w)
+            kw = dict(E=2, tau=1, radius=(0.3, 0.4), dtype=dtype, edge=edge)
+            ref = pe.joint_rqa(x, x[::-1].copy(), device=bes[0], **kw)
+            got = pe.joint_rqa(x, x[::-1].copy(), devices=bes, **kw)
+            assert _same(_hists(got), _hists(ref)), (dtype, n, "joint")
+
+
+def test_band_widths_and_partial_folds(device, monkeypatch):
+    """Explicit band widths (one lane up to wider than the matrix) on one and two
+    backends, and many partial 32->64-bit folds: the row-order histograms."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    bes = two_backends(device)
+    n = 250
+    x = logistic(n + 1).astype(np.float32)
+    kw = dict(spec=LineSpec(2, 1, "euclidean", "float"), n_rows=n, n_cols=n,
+              diag_ranges=[(1, n)], edge=60)
+    ref = dnr.detect_lines(bes[:1], x, x, 0.09, symmetric=True, **kw)
+    for devs in (bes[:1], bes):
+        for band in (0, 1, 7, 64, 1000):
+            h = dnr.detect_lines(devs, x, x, 0.09, band=band, **kw)
+            assert _same((h.diagonal, h.vertical, h.white, h.n_recurrences),
+                         (ref.diagonal, ref.vertical, ref.white, ref.n_recurrences)), band
+    monkeypatch.setattr(dnr, "_u32_limit", lambda: 3000)
+    h = dnr.detect_lines(bes, x, x, 0.09, band=30, **kw)
+    assert _same((h.diagonal, h.vertical, h.white, h.n_recurrences),
+                 (ref.diagonal, ref.vertical, ref.white, ref.n_recurrences))
+    with pytest.raises(ValueError, match="band width"):
+        dnr.detect_lines(bes, x, x, 0.09, band=-1, **kw)
+
+
+def test_row_ranges_identical(device, monkeypatch):
+    """Row ranges keep SHARE: carries at each range's top from warm-ups (re-run for
+    lanes whose run spans them), runs at the matrix border counted once, the warm-ups'
+    recurrences subtracted: the one-device histograms (auto with the Theiler band out of
+    the matrix and white_border=False, cross with negative diagonals, joint, FAN)."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+    from pyedmcl.rqa import ranges
+
+    spans = []
+    orig = ranges._spans
+    monkeypatch.setattr(ranges, "_spans", lambda *a: spans.append(int((r := orig(*a)).sum())) or r)
+    bes = two_backends(device)
+    H = lambda h: (h.diagonal, h.vertical, h.white, h.n_recurrences)  # noqa: E731
+    x = logistic(604).astype(np.float32)
+    y = (0.9 * logistic(321)[::-1]).astype(np.float32)
+    p = {"VEC": 4, "WG": 4, "EDGE": 32, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 0, "WALK": 1}
+    auto = LineSpec(3, 2, "euclidean", "float", theiler_matrix=True, white_border=False)
+    cross = LineSpec(2, 1, "euclidean", "float")
+    joint = LineSpec(2, 1, "maximum", "float", joint=True)
+    cases = [(auto, x, x, None, None, 600, 600, [(3, 600)], 3),
+             (cross, y, x, None, None, 320, 603, [(-319, 603)], 0),
+             (joint, x, x, x[::-1].copy(), x[::-1].copy(), 600, 600, [(1, 600)], 1)]
+    for spec, a, b, a2, b2, nr, nc, dr, w in cases:
+        kw = dict(spec=spec, n_rows=nr, n_cols=nc, diag_ranges=dr, w=w, x2=a2, y2=b2,
+                  thr2=0.2, edge=32)
+        ref = dnr.detect_lines(bes[:1], a, b, 0.09, symmetric=spec is not cross, **kw)
+        for height in (32, 100):
+            for devs in (bes[:1], bes):
+                got = dnr.detect_lines(devs, a, b, 0.09, band=height, split="rows", params=p,
+                                       **kw)
+                assert got.shared and _same(H(got), H(ref)), (spec, height, len(devs))
+    assert sum(spans) > 0  # some warm-ups were run again from further up
+    monkeypatch.setattr(multi, "SPLIT", "rows")
+    kw = dict(E=2, tau=1, neighbourhood="fan", knn=15, edge=32)
+    ref = pe.rqa(x[:300], device=bes[0], **kw)
+    assert _same(_hists(pe.rqa(x[:300], devices=bes, **kw)), _hists(ref))
+
+
+@pytest.mark.parametrize("split", ["lanes", "rows"])
+def test_slow_device_takes_fewer_bands(device, small_bands, split, monkeypatch):
+    """Dynamic balance: a device slowed down on the host takes fewer tasks (bands or
+    row ranges) than the other, and the histograms do not change."""
+    from pyedmcl.rqa import ranges
+
+    monkeypatch.setattr(multi, "SPLIT", split)
+    bes = two_backends(device)
+    slow = bes[0]
+    cls = bands_mod.BandDevice if split == "lanes" else ranges.RangeDevice
+    run = cls.run
+
+    def run_slowly(self, task):
+        if self.be is slow:
+            time.sleep(0.05)
+        return run(self, task)
+
+    x = logistic(606)
+    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[1], edge=32)
+    monkeypatch.setattr(cls, "run", run_slowly)
+    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes, edge=32)
+    assert _same(_hists(got), _hists(ref))
+    fast, slow_n = got.settings["device_tasks"][1], got.settings["device_tasks"][0]
+    assert fast > slow_n, got.settings["device_tasks"]
+
+
+def test_plan_covers_every_lane_once():
+    """Bands partition the lanes; cells add up to the matrix's (diagonal ranges too)."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    m = dnr._Matrix(LineSpec(1, 1, "euclidean", "float"), 37, 23, 0.1, 0.0, 0)
+    ranges = [(-36, -2), (3, 23)]
+    for width in (1, 5, 100):
+        bs = bands_mod.plan_bands(m, True, ranges, width)
+        cols = sorted((b.lo, b.hi) for b in bs if b.mode == "vertical")
+        assert cols[0][0] == 0 and cols[-1][1] == 23
+        assert all(a[1] == b[0] for a, b in zip(cols, cols[1:], strict=False))
+        diags = np.concatenate([np.arange(b.lo, b.hi) for b in bs if b.mode == "diagonal"])
+        assert sorted(diags.tolist()) == list(range(-36, -2)) + list(range(3, 23))
+        cells = sum(b.cells for b in bs if b.mode == "diagonal")
+        i, j = np.indices((37, 23))
+        k = j - i
+        assert cells == int((((k >= -36) & (k < -2)) | ((k >= 3) & (k < 23))).sum())
+        assert [b.cells for b in bs] == sorted((b.cells for b in bs), reverse=True)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(scheduler=123), "scheduler"),
+    (dict(scheduler=""), "scheduler"),
+    (dict(scheduler="local", n_workers=0), "n_workers"),
+    (dict(scheduler="local", window=100), "scheduler"),
+    (dict(scheduler="local", neighbourhood="fan", knn=5, radius=None), "scheduler"),
+])
+def test_bad_scheduler_input(kwargs, match):
+    kw = dict(E=2, tau=1, radius=0.3)
+    kw.update(kwargs)
+    if kw.get("radius") is None:
+        kw.pop("radius")
+    with pytest.raises(ValueError, match=match):
+        pe.rqa(logistic(300), **kw)
+
+
+@pytest.mark.parametrize("split", ["lanes", "rows"])
+def test_dask_local_cluster_identical(split, monkeypatch):
+    """Lane bands or row ranges as Dask tasks on a LocalCluster of 2 in-process workers
+    (each its own context): the one-device histograms for auto-, cross- and joint RQA."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(multi, "SPLIT", split)
+    x = logistic(700)
+    y = 0.9 * logistic(500)[::-1].copy()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for kw in (dict(theiler=1, edge=64),
+                   dict(theiler=2, theiler_scope="matrix", white_border=False, edge=97)):
+            ref = pe.rqa(x, E=3, tau=2, radius=0.3, **kw)
+            got = pe.rqa(x, E=3, tau=2, radius=0.3, scheduler=client, **kw)
+            assert _same(_hists(got), _hists(ref)), kw
+            assert sum(got.settings["device_tasks"]) >= 2
+        ref = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, edge=50)
+        got = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, scheduler=client, edge=50)
+        assert _same(_hists(got), _hists(ref))
+        ref = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, edge=64)
+        got = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, scheduler=client,
+                           edge=64)
+        assert _same(_hists(got), _hists(ref))
+    assert threading.active_count() < 50
+
+
+def test_cli_devices_and_scheduler_flags(tmp_path, capsys):
+    """``--devices`` (two selectors of one device) gives the one-device histograms;
+    ``--scheduler`` with ``--window`` is refused in one line."""
+    import json
+
+    from pyedmcl.cli.main import main
+
+    np.save(tmp_path / "x.npy", logistic(400))
+    args = ["rqa", str(tmp_path / "x.npy"), "-E", "2", "-r", "0.2", "--json", "--histograms"]
+    assert main(args) == 0
+    one = json.loads(capsys.readouterr().out)
+    sel = pe.select_device(None).selector
+    assert main(args + ["--devices", f"{sel},{sel}"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    for k in ("diagonal_hist", "vertical_hist", "white_hist", "n_recurrences"):
+        assert both[k] == one[k], k
+    assert main(args + ["--scheduler", "local", "--window", "100"]) == 2
+    assert "--scheduler" in capsys.readouterr().err
+
+
+def test_oclgrind_clean_bands():
+    """Band launches (widths that are no multiple of VEC, row blocks skipped by diagonal
+    bands, cross-RQA's negative diagonals) and row ranges (warm-ups of lane subsets,
+    SHARE) make no invalid access, race or uninitialised read."""
+    from conftest import run_under_oclgrind
+
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        from clkernels import get_backend
+        from pyedmcl.kernels.rqa_lines import LineSpec
+        from pyedmcl.rqa.dnr import detect_lines
+        be = get_backend("oclgrind")
+        x = (np.sin(np.arange(60) * 0.37) + 0.1 * np.cos(np.arange(60) * 1.3)).astype(np.float32)
+        y = x[:41] * np.float32(1.1)
+        for vec, bits, wk, band in ((4, 2, 1, 7), (1, 1, 0, 3)):
+            p = {"VEC": vec, "WG": 4, "EDGE": 13, "BITS": bits, "PH": 32, "SHARE": 0,
+                 "SYM": 0, "WALK": wk}
+            a = detect_lines([be], x, x, 0.09, spec=LineSpec(2, 2, "euclidean", "float"),
+                             n_rows=58, n_cols=58, diag_ranges=[(2, 58)], params=p, band=band)
+            b = detect_lines([be], y, x, 0.09, spec=LineSpec(2, 1, "euclidean", "float"),
+                             n_rows=40, n_cols=59, diag_ranges=[(-39, 59)], params=p,
+                             band=band)
+            print(a.n_recurrences, b.n_recurrences)
+        p = {"VEC": 4, "WG": 4, "EDGE": 13, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 0,
+             "WALK": 1}  # row ranges: SHARE launches, warm-ups of a few lanes
+        c = detect_lines([be], y, x, 0.09, spec=LineSpec(2, 1, "euclidean", "float"),
+                         n_rows=40, n_cols=59, diag_ranges=[(-39, 59)], params=p, band=13,
+                         split="rows")
+        print(c.n_recurrences)
+    """)
+    assert out.strip()
