@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import TEST_DEVICES, run_under_oclgrind
+from conftest import CPU_DEVICE, TEST_DEVICES, run_under_oclgrind
 
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import pyunicorn_measures, pyunicorn_rp
@@ -179,7 +179,7 @@ def test_band_float32_windows_prepared_as_rqa(device, shape):
 
 def test_method_choice_and_refusals():
     x = quantized(200, seed=2)
-    kw = dict(E=2, window=60, step=20)
+    kw = dict(E=2, window=60, step=20, device=CPU_DEVICE)  # the band runs on CPUs
     assert pe.rqa(x, radius=0.5, **kw).attrs["method"] == "band"  # float32, shared centring
     df = pe.rqa(x, recurrence_rate=0.1, dtype="float64", **kw)
     assert df.attrs["method"] == "windows" and df["radius"].nunique() > 1

@@ -97,9 +97,12 @@ def check_scheduler(scheduler: Any, n_workers: Any) -> tuple[Any, int]:
     try:
         import distributed
     except ModuleNotFoundError as exc:
-        raise ModuleNotFoundError("scheduler= needs Dask: pip install 'pyedmcl[dask]'") from exc
-    if not (isinstance(scheduler, distributed.Client) or (isinstance(scheduler, str)
-                                                           and scheduler.strip())):
+        if isinstance(scheduler, str) and scheduler.strip():
+            raise ModuleNotFoundError("scheduler= needs Dask: pip install 'pyedmcl[dask]'") \
+                from exc
+        distributed = None  # a bad value is named as such, Dask or not
+    if not ((distributed is not None and isinstance(scheduler, distributed.Client))
+            or (isinstance(scheduler, str) and scheduler.strip())):
         raise ValueError(f"scheduler={scheduler!r} is not supported; allowed: 'local' (a "
                          "LocalCluster of n_workers processes), a Dask scheduler address or a "
                          "distributed.Client")
