@@ -12,11 +12,11 @@ pyedmcl is timed warm (kernels built). Example::
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
+from bench_smap import best_of
 
 
 def frame(L: int) -> pd.DataFrame:
@@ -25,15 +25,6 @@ def frame(L: int) -> pd.DataFrame:
     xyz = lorenz63(L)
     return pd.DataFrame({"Time": np.arange(1, L + 1), "x": xyz[:, 0], "y": xyz[:, 1],
                          "z": xyz[:, 2], "xy": xyz[:, 0] + xyz[:, 1]})
-
-
-def best_of(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from test_rqa_dnr import _hists, _same, logistic  # shared helpers of the RQA tests
 
 import clkernels
 import pyedmcl as pe
@@ -26,19 +27,6 @@ def two_backends(device: str) -> list:
         _SECOND[device] = type(be)(be.info)
     return [be, _SECOND[device]]
 
-
-def logistic(n: int) -> np.ndarray:
-    from pyedmcl.data import logistic_map
-
-    return logistic_map(n, r=3.9, x0=0.4, burn=0)
-
-
-def _hists(r):
-    return (r.diagonal_hist.copy(), r.vertical_hist.copy(), r.white_hist.copy(), r.n_recurrences)
-
-
-def _same(a, b) -> bool:
-    return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
 
 
 @pytest.fixture
