@@ -24,8 +24,8 @@ import numpy as np
 #: never trips it (N rows of N distances: about N**3 * 1e-12 / 2 chance pairs).
 TIE_RTOL = 1e-12
 
-#: entries of the (rows, N) distance block held at once
-_BLOCK_ENTRIES = 1 << 22
+#: entries of the (rows, N) distance block held at once (small: tied data stop early)
+_BLOCK_ENTRIES = 1 << 18
 
 
 def delay_states(x: np.ndarray, E: int, tau: int) -> np.ndarray:
@@ -50,7 +50,9 @@ def has_distance_ties(states: np.ndarray, rtol: float = TIE_RTOL) -> bool:
     step = max(1, _BLOCK_ENTRIES // n)
     for q0 in range(0, n, step):
         q = s[q0:q0 + step]
-        d2 = ((q[:, None, :] - s[None, :, :]) ** 2).sum(axis=2)
+        d2 = np.zeros((q.shape[0], n))
+        for j in range(s.shape[1]):  # one (rows, N) temporary, not (rows, N, D)
+            d2 += (q[:, j, None] - s[None, :, j]) ** 2
         own = np.arange(q0, q0 + q.shape[0])
         d2[np.arange(q.shape[0]), own] = -1.0  # self: sorts first, never ties (distances >= 0)
         d2.sort(axis=1)
