@@ -10,7 +10,8 @@ keyword ``device=`` or ``PYEDMCL_DEVICE``.
 Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN rows,
 ``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
 ``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
-device pipeline; the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
+device pipeline (S-map, PredictNonlinear and CCM only where no two delay vectors lie
+at equal distances from a third, see :func:`_ties_decide`); the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
 :mod:`._pyedm_ccm`) with the neighbour search on the device, where equal distances are
 decided as pyEDM decides them: query rows whose candidates tie are asked again of a
 scipy KDTree built as pyEDM builds it. scipy is optional: without it the device's
