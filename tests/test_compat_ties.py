@@ -32,7 +32,7 @@ import pytest
 
 import pyedmcl.compat.pyedm as EDM
 from pyedmcl.compat._state_knn import host_distances, kdtree_candidates, state_neighbors, tied_rows
-from pyedmcl.compat._tie_check import univariate_ties
+from pyedmcl.compat._tie_check import has_distance_ties, univariate_ties
 
 pyEDM = pytest.importorskip("pyEDM")
 pytest.importorskip("scipy")
@@ -212,3 +212,14 @@ def test_untied_data_keep_the_fast_path(kind, device, monkeypatch):
     for c in cols:
         np.testing.assert_allclose(got[c].to_numpy(float), ref[c].to_numpy(float), atol=tol,
                                    rtol=0, equal_nan=True, err_msg=c)
+
+
+def test_has_distance_ties_small_cases():
+    """Hand-checked: 0 is 1 from both 1 and -1 (a tie); on 0, 1, 3 every row's two
+    distances differ (1/3, 1/2, 3/2); a duplicate point is a tie at distance 0 for a
+    third point only through equal distances to the pair."""
+    assert has_distance_ties(np.array([[0.0], [1.0], [-1.0]]))
+    assert not has_distance_ties(np.array([[0.0], [1.0], [3.0]]))
+    assert has_distance_ties(np.array([[0.0], [2.0], [2.0]]))  # 0 -> 2 twice
+    assert not has_distance_ties(np.array([[0.0, 0.0], [1.0, 0.0]]))  # fewer than 3 rows
+    assert univariate_ties(np.array([0.1, 0.2, 0.1, 0.2, 0.3]), 1, -1)
