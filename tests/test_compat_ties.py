@@ -1,4 +1,4 @@
-"""compat.pyedm's general path decides distance ties as pyEDM does (scipy KDTree's order).
+"""compat.pyedm decides distance ties as pyEDM does (scipy KDTree's order).
 
 Data: a Lorenz-63 series rounded to 1 decimal (not one of pyEDM's test sets), so
 neighbour distances tie exactly and often. Simplex, S-map and CCM through compat's
@@ -14,6 +14,12 @@ documented order (distance, |p - l|, l) disagree. With the device's order in pla
 of KDTree's, the S-map and CCM cases fail (measured: 1.8e-3, 1.6e-5); Simplex's
 tie-break is that total order in pyEDM too, so its case checks the port of pyEDM's
 tie-break (and ``knn_neighbors`` row for row).
+
+Univariate plain calls (compat's fast path, the fused pipeline) on the same data:
+S-map and CCM whose delay vectors hold equal distances are routed to the general
+path, so they agree with pyEDM to the same 1e-12; the tests show the routing is what
+makes them agree (the fast path forced on them misses by far more) and that untied
+data still take the fast path (the general path patched to fail).
 """
 
 from __future__ import annotations
@@ -26,14 +32,16 @@ import pytest
 
 import pyedmcl.compat.pyedm as EDM
 from pyedmcl.compat._state_knn import host_distances, kdtree_candidates, state_neighbors, tied_rows
+from pyedmcl.compat._tie_check import has_distance_ties, univariate_ties
 
 pyEDM = pytest.importorskip("pyEDM")
 pytest.importorskip("scipy")
 TOL = 1e-12
 
 
-def _lorenz(n: int = 320, dt: float = 0.02) -> pd.DataFrame:
-    """Lorenz-63 (sigma 10, rho 28, beta 8/3), RK4, every step kept, rounded to 1 decimal."""
+def _lorenz(n: int = 320, dt: float = 0.02, decimals: int | None = 1) -> pd.DataFrame:
+    """Lorenz-63 (sigma 10, rho 28, beta 8/3), RK4, every step kept, rounded to
+    ``decimals`` (None: not rounded, no distance ties)."""
     def f(s):
         x, y, z = s
         return np.array([10.0 * (y - x), x * (28.0 - z) - y, x * y - 8.0 / 3.0 * z])
@@ -47,7 +55,7 @@ def _lorenz(n: int = 320, dt: float = 0.02) -> pd.DataFrame:
         k4 = f(s + dt * k3)
         s = s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         out[i] = s
-    v = np.round(out[200:], 1)  # transient dropped
+    v = out[200:] if decimals is None else np.round(out[200:], decimals)  # transient dropped
     return pd.DataFrame({"Time": np.arange(1, n + 1), "x": v[:, 0], "y": v[:, 1], "z": v[:, 2]})
 
 
@@ -124,3 +132,94 @@ def test_ccm_ties_as_pyedm(data, nan, device):
     a = _ref(pyEDM.CCM, d, parallel=False, **kw)
     b = _ref(EDM.CCM, d, device=device, **kw)
     _same(a, b)
+
+
+def _forbid_general(monkeypatch) -> None:
+    def fail(*a, **kw):
+        raise AssertionError("the general path ran")
+    for name in ("_run", "_ccm_pyedm", "_scan_general"):
+        monkeypatch.setattr(EDM, name, fail)
+
+
+def _fast(kind: str, d: pd.DataFrame, device) -> pd.DataFrame:
+    kw = dict(columns="x", target="y", lib="1 250", pred="100 310", E=3, Tp=1)
+    if kind == "simplex":
+        return _ref(EDM.Simplex, d, device=device, **kw)
+    if kind in ("smap_knn12", "smap_default"):
+        knn = 12 if kind == "smap_knn12" else 0
+        r = _ref(EDM.SMap, d, theta=3.0, knn=knn, device=device, **kw)
+        return pd.concat([r["predictions"], r["coefficients"].iloc[:, 1:]], axis=1)
+    if kind == "nonlinear":
+        return _ref(EDM.PredictNonlinear, d, theta="0 2 5", knn=12, device=device, **kw)
+    return _ref(EDM.CCM, d, columns="x", target="z", libSizes=[20, 300, 70], sample=4, E=2, Tp=0,
+                seed=11, includeData=True, device=device)
+
+
+def _oracle(kind: str, d: pd.DataFrame) -> pd.DataFrame:
+    kw = dict(columns="x", target="y", lib="1 250", pred="100 310", E=3, Tp=1)
+    if kind == "simplex":
+        return _ref(pyEDM.Simplex, d, **kw)
+    if kind in ("smap_knn12", "smap_default"):
+        knn = 12 if kind == "smap_knn12" else 0
+        r = _ref(pyEDM.SMap, d, theta=3.0, knn=knn, **kw)
+        return pd.concat([r["predictions"], r["coefficients"].iloc[:, 1:]], axis=1)
+    if kind == "nonlinear":
+        return _ref(pyEDM.PredictNonlinear, d, theta="0 2 5", knn=12, showPlot=False, **kw)
+    return _ref(pyEDM.CCM, d, columns="x", target="z", libSizes=[20, 300, 70], sample=4, E=2,
+                Tp=0, seed=11, includeData=True, parallel=False)
+
+
+KINDS = ["simplex", "smap_knn12", "smap_default", "nonlinear", "ccm"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fast_path_ties_as_pyedm(data, kind, device, monkeypatch):
+    E = 2 if kind == "ccm" else 3
+    assert univariate_ties(data["x"].to_numpy(float), E, -1), "no distance ties in the data"
+    ref = _oracle(kind, data)
+    _same(ref, _fast(kind, data, device))
+    if kind in ("smap_knn12", "nonlinear", "ccm"):
+        # the fused pipeline's own tie order on these data is not pyEDM's: routing matters
+        monkeypatch.setattr(EDM, "_ties_decide", lambda *a: False)
+        forced = _fast(kind, data, device)
+        gap = max(np.nanmax(np.abs(ref[c].to_numpy(float) - forced[c].to_numpy(float)))
+                  for c in ref.columns if c != "Time")
+        assert gap > 1e-9, f"the fast path's tie order agrees with pyEDM here ({gap})"
+
+
+def test_simplex_fast_path_on_ties(data, device, monkeypatch):
+    """Simplex keeps the fast path on tied data: pyEDM's tie-break is its order."""
+    _forbid_general(monkeypatch)
+    _same(_oracle("simplex", data), _fast("simplex", data, device))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_untied_data_keep_the_fast_path(kind, device, monkeypatch):
+    """Unrounded data: no tie, so the fused pipeline runs (general path patched to fail).
+
+    Its results are those of tests/test_compat_pyedm_parity.py's tolerance (1e-9: the
+    same neighbours, float64 sums in another order on the device); rho of
+    PredictNonlinear is pyEDM's 6-digit rounding (1.01e-6). S-map coefficients are
+    left out: the fused solver and numpy's lstsq part at ~1e-7 on these correlated
+    lags (a conditioning matter, not a neighbour one)."""
+    d = _lorenz(decimals=None)
+    assert not univariate_ties(d["x"].to_numpy(float), 2 if kind == "ccm" else 3, -1)
+    ref = _oracle(kind, d)
+    _forbid_general(monkeypatch)
+    got = _fast(kind, d, device)
+    cols = [c for c in ref.columns if not c.startswith(("C0", "\u2202"))]
+    tol = 1.01e-6 if kind == "nonlinear" else 1e-9
+    for c in cols:
+        np.testing.assert_allclose(got[c].to_numpy(float), ref[c].to_numpy(float), atol=tol,
+                                   rtol=0, equal_nan=True, err_msg=c)
+
+
+def test_has_distance_ties_small_cases():
+    """Hand-checked: 0 is 1 from both 1 and -1 (a tie); on 0, 1, 3 every row's two
+    distances differ (1/3, 1/2, 3/2); a duplicate point is a tie at distance 0 for a
+    third point only through equal distances to the pair."""
+    assert has_distance_ties(np.array([[0.0], [1.0], [-1.0]]))
+    assert not has_distance_ties(np.array([[0.0], [1.0], [3.0]]))
+    assert has_distance_ties(np.array([[0.0], [2.0], [2.0]]))  # 0 -> 2 twice
+    assert not has_distance_ties(np.array([[0.0, 0.0], [1.0, 0.0]]))  # fewer than 3 rows
+    assert univariate_ties(np.array([0.1, 0.2, 0.1, 0.2, 0.3]), 1, -1)

@@ -10,7 +10,8 @@ keyword ``device=`` or ``PYEDMCL_DEVICE``.
 Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN rows,
 ``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
 ``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
-device pipeline; the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
+device pipeline (S-map, PredictNonlinear and CCM only where no two delay vectors lie
+at equal distances from a third, see :func:`_ties_decide`); the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
 :mod:`._pyedm_ccm`) with the neighbour search on the device, where equal distances are
 decided as pyEDM decides them: query rows whose candidates tie are asked again of a
 scipy KDTree built as pyEDM builds it. scipy is optional: without it the device's
@@ -198,6 +199,22 @@ def _general(dataFrame, columns, target, embedded, validLib, generateSteps, retu
     return _has_nan(dataFrame, cols + tgts) or dataFrame.iloc[:, 0].dtype.kind not in "iuf"
 
 
+def _ties_decide(E: Any, tau: Any, *series: np.ndarray) -> bool:
+    """True where a fast-path S-map/CCM call must go the general path to decide
+    neighbour ties as pyEDM: some delay vector of one of ``series`` has two equal
+    distances to two others (:func:`._tie_check.has_distance_ties`, relative 1e-12 in
+    pyEDM's float64 arithmetic), so the fused kernel's order (distance, ``|p - l|``,
+    ``l``) and scipy KDTree's may pick different neighbour sets. Only in float64 (the
+    float32 setting trades pyEDM's digits for speed) and with scipy (without it the
+    general path decides ties in the fast path's order too). Simplex needs no check:
+    pyEDM's Simplex tie-break is the fused kernel's order."""
+    from ._state_knn import scipy_available
+    from ._tie_check import univariate_ties
+    if dtype != "float64" or not scipy_available():
+        return False
+    return any(univariate_ties(s, E, tau) for s in series)
+
+
 def _run(name: str, dataFrame, returnObject: bool, **kw):
     from ._pyedm_run import PyEDMRun, generate
     run = PyEDMRun(name, dataFrame, **kw)
@@ -270,6 +287,12 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
+    if _ties_decide(E, tau, x):
+        return _run("SMap", dataFrame, False, columns=columns, target=target, lib=lib,
+                    pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, theta=theta,
+                    exclusionRadius=exclusionRadius, solver=None, embedded=False,
+                    validLib=validLib, noTime=noTime, generateSteps=0,
+                    generateConcat=generateConcat, ignoreNan=ignoreNan, device=device)
     lib, pred = _range(lib), _range(pred)
     res = smap(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, theta=float(theta), knn=knn or None,
                exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device, dtype=dtype)
@@ -341,6 +364,9 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
     tgt = _column(dataFrame, target, "target")
     if sample == 0:
         raise ValueError("sample=0 is out of range; allowed: sample >= 1")
+    if _ties_decide(E, tau, _series(dataFrame, col), _series(dataFrame, tgt)):
+        return _ccm_pyedm(dataFrame, [col], [tgt], libSizes, sample, E, Tp, knn, tau,
+                          exclusionRadius, seed, False, validLib, includeData, device)
     r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
             lib_sizes=libSizes, sample=sample, seed=seed, knn=knn or None,
             exclusion_radius=exclusionRadius, device=device, dtype=dtype)
@@ -499,6 +525,13 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
                              embedded=embedded, validLib=validLib, noTime=noTime,
                              ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+    if _ties_decide(E, tau, _series(dataFrame, col)):
+        return _scan_general("SMap", dataFrame, list(DEFAULT_THETAS if theta is None else
+                                                     np.atleast_1d(theta)), "theta", "theta",
+                             columns=columns, target=target, lib=lib, pred=pred, E=E, Tp=Tp,
+                             knn=knn, tau=tau, exclusionRadius=exclusionRadius, solver=solver,
+                             embedded=embedded, validLib=validLib, noTime=noTime,
+                             ignoreNan=ignoreNan, device=device)
     r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
                           thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
                           lib=_range(lib), pred=_range(pred), device=device, dtype=dtype)
