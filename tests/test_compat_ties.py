@@ -223,3 +223,15 @@ def test_has_distance_ties_small_cases():
     assert has_distance_ties(np.array([[0.0], [2.0], [2.0]]))  # 0 -> 2 twice
     assert not has_distance_ties(np.array([[0.0, 0.0], [1.0, 0.0]]))  # fewer than 3 rows
     assert univariate_ties(np.array([0.1, 0.2, 0.1, 0.2, 0.3]), 1, -1)
+
+
+def test_long_continuous_series_skip_the_quadratic_check():
+    """Past ALWAYS_CHECK values only quantised or repeating series are checked."""
+    from pyedmcl.compat._tie_check import ALWAYS_CHECK, may_tie, univariate_ties
+
+    rng = np.random.default_rng(0)
+    cont = rng.standard_normal(ALWAYS_CHECK + 500)
+    assert not may_tie(cont) and not univariate_ties(cont, 3, -1)
+    assert may_tie(np.round(cont, 2)) and may_tie(np.r_[cont, cont[:1]])
+    assert may_tie(cont[:ALWAYS_CHECK])
+    assert univariate_ties(np.round(cont, 1), 2, -1)  # a 0.1 grid of 2,500 values ties

@@ -11,7 +11,8 @@ both. :func:`has_distance_ties` tells, over every complete state vector of the s
 some row holds two equal distances to two other rows; a call with such a tie goes
 compat's general path, which reproduces pyEDM's order (see
 :func:`._state_knn.kdtree_candidates`). The check is O(N^2) host work in blocks of
-rows and stops at the first tie, so tied data pays little for it.
+rows and stops at the first tie, so tied data pays little for it; a long series of
+distinct values off a decimal grid skips it (:func:`may_tie`).
 """
 
 from __future__ import annotations
@@ -62,13 +63,37 @@ def has_distance_ties(states: np.ndarray, rtol: float = TIE_RTOL) -> bool:
     return False
 
 
+#: series up to this length are always checked (the O(N^2) check costs milliseconds)
+ALWAYS_CHECK = 2000
+#: decimals of the grids that make a longer series "quantised"
+GRID_DECIMALS = 6
+
+
+def may_tie(x: np.ndarray) -> bool:
+    """Whether equal distances are plausible in ``x``: short series (checked anyway), a
+    repeated value, or values on a decimal grid of at most :data:`GRID_DECIMALS`
+    decimals (quantised records: where ties happen). A long series of distinct values
+    off such a grid skips the O(N^2) check: equal float64 distances there need an exact
+    coincidence of sums."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size <= ALWAYS_CHECK or np.unique(x).size < x.size:
+        return True
+    scale = np.maximum(1.0, np.abs(x))
+    for d in range(GRID_DECIMALS + 1):
+        y = x * 10.0 ** d
+        if np.all(np.abs(y - np.round(y)) <= 1e-9 * scale * 10.0 ** d):
+            return True
+    return False
+
+
 def univariate_ties(x: np.ndarray, E: int, tau: int) -> bool:
-    """:func:`has_distance_ties` over the delay vectors of ``x``; False where ``E``/``tau``
-    are not valid (the fast path then raises its own error)."""
+    """:func:`has_distance_ties` over the delay vectors of ``x`` where :func:`may_tie`;
+    False where ``E``/``tau`` are not valid (the fast path then raises its own error)."""
     try:
         E, tau = int(E), int(tau)
     except (TypeError, ValueError):
         return False
-    if E < 1 or tau == 0:
+    if E < 1 or tau == 0 or not may_tie(x):
         return False
     return has_distance_ties(delay_states(x, E, tau))
