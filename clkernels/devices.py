@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import settings
+from .cpuclass import HOST_RUNTIMES, CpuClass, cpu_class, host_cpu_facts
 from .probe import Verdict, note
 from .probe import probe as _probe
 from .registration import register_platforms
@@ -98,6 +99,13 @@ class DeviceInfo:
     #: CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: the device can build with
     #: -cl-fp32-correctly-rounded-divide-sqrt (backends then always do)
     correct_div_sqrt: bool = False
+    #: CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: the SIMD width the runtime generates for
+    native_vector_width_float: int = 0
+    #: the host CPU's vendor, microarchitecture family and widest SIMD (bits) from the OS,
+    #: for CPU devices of host runtimes (:mod:`clkernels.cpuclass`); empty/0 if unknown
+    cpu_vendor: str = ""
+    cpu_family: str = ""
+    cpu_simd_bits: int = 0
 
     @property
     def selector(self) -> str:
@@ -114,6 +122,11 @@ class DeviceInfo:
         """Architecture tuning key: runtime + type + family (first name tokens)."""
         family = "-".join(self.normalised_name.split("-")[:2])
         return f"{self.runtime}|{self.device_type}|{family}"
+
+    @property
+    def cpu_class(self) -> CpuClass | None:
+        """The CPU class tuning entries transfer by (None for a device that is no CPU)."""
+        return cpu_class(self.as_dict())
 
     @property
     def vendor_type_key(self) -> str:
@@ -163,16 +176,23 @@ def _describe(pi: int, di: int, platform: cl.Platform, dev: cl.Device) -> Device
         c_version = dev.opencl_c_version
     except cl.Error:  # pragma: no cover - OpenCL 1.0 devices
         c_version = "OpenCL C 1.0"
+    runtime = runtime_of(platform.name)
+    dtype = _type_name(dev.type)
+    host = host_cpu_facts() if dtype == "cpu" and runtime in HOST_RUNTIMES else {}
+    try:
+        native_float = int(dev.native_vector_width_float)
+    except cl.Error:  # pragma: no cover - a runtime that does not answer
+        native_float = 0
     return DeviceInfo(
         platform_index=pi,
         device_index=di,
         platform_name=platform.name.strip(),
-        runtime=runtime_of(platform.name),
+        runtime=runtime,
         vendor=dev.vendor.strip(),
         name=dev.name.strip(),
         normalised_name=normalise_name(dev.name),
         driver_version=dev.driver_version.strip(),
-        device_type=_type_name(dev.type),
+        device_type=dtype,
         compute_units=int(dev.max_compute_units),
         clock_mhz=int(dev.max_clock_frequency),
         local_mem_bytes=int(dev.local_mem_size),
@@ -185,6 +205,10 @@ def _describe(pi: int, di: int, platform: cl.Platform, dev: cl.Device) -> Device
         extensions=exts,
         correct_div_sqrt=bool(dev.single_fp_config
                               & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
+        native_vector_width_float=native_float,
+        cpu_vendor=host.get("cpu_vendor", ""),
+        cpu_family=host.get("cpu_family", ""),
+        cpu_simd_bits=host.get("cpu_simd_bits", 0),
     )
 
 

@@ -6,6 +6,9 @@ Lookup order (CLBlast-style, docs/decisions/0021-tuning-database-levels.md):
    (``<PREFIX>_TUNING_DIR`` overrides, :mod:`clkernels.settings`), written by the tuner;
 2. shipped DB — ``tuning/*.json`` in the wheel, with entries at four levels:
    ``device`` (runtime + normalised name), ``arch``, ``vendor_type`` and ``global``;
+   between ``device`` and ``arch``, a CPU takes the device entries of the nearest CPU
+   class (:mod:`clkernels.cpuclass`: same runtime, vendor and SIMD width, then the
+   closest core count), so an unseen CPU starts from a measured neighbour;
 3. the kernel's heuristic from device limits.
 
 An entry is used only if it was made for the kernel family's current version and, at
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
+from ..cpuclass import CpuClass, cpu_class
 from ..devices import DeviceInfo
 from ..userdirs import atomic_write_text
 from .space import Params
@@ -35,6 +39,8 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 LEVELS = ("device", "arch", "vendor_type", "global")
+#: the lookup order: the CPU-class step (nearest measured CPU) between device and arch
+LOOKUP_ORDER = ("device", "cpu_class", "arch", "vendor_type", "global")
 _warned: set[tuple[str, str]] = set()
 #: how long a save waits for another process's save of the same file (seconds)
 LOCK_TIMEOUT_S = 60.0
@@ -175,7 +181,11 @@ def add_shipped_dir(path: str | Path) -> None:
 
 
 def shipped_entries() -> list[dict[str, Any]]:
-    """Every entry of the shipped tuning files (read once per process)."""
+    """Every entry of the shipped tuning files (read once per process).
+
+    An entry of a file with a ``device`` header that has no ``cpu_class`` of its own
+    carries the header as ``device_facts``, from which its CPU class is computed.
+    """
     global _shipped
     if _shipped is None:
         out: list[dict[str, Any]] = []
@@ -185,7 +195,11 @@ def shipped_entries() -> list[dict[str, Any]]:
                 if data is None:
                     continue
                 ents = data["entries"]
-                out.extend(ents.values() if isinstance(ents, dict) else ents)
+                header = data.get("device")
+                for e in (ents.values() if isinstance(ents, dict) else ents):
+                    if isinstance(e, dict) and header is not None and "cpu_class" not in e:
+                        e = {**e, "device_facts": header}
+                    out.append(e)
         _shipped = out
     return _shipped
 
@@ -219,6 +233,8 @@ def make_entry(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_b
         "default_params": default_params,
         "default_time_s": default_time_s,
         "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **({"cpu_class": cls.as_dict(), "cpu_class_key": cls.key}
+           if (cls := info.cpu_class) is not None else {}),
         **extra,
     }
 
@@ -257,11 +273,14 @@ def malformed(entry: Any, kernel: TunableKernel, *, timed: bool = False) -> str 
 
 
 def usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: bool,
-           where: str, key: str | None = None, *, timed: bool = False) -> bool:
+           where: str, key: str | None = None, *, timed: bool = False,
+           borrowed: bool = False) -> bool:
     """Whether ``entry`` (key ``key`` of file ``where``) may drive a launch on ``info``.
 
     Malformed, wrong-typed and stale (template, driver) entries are skipped with one
-    warning per (file, key) per process, never an exception.
+    warning per (file, key) per process, never an exception. ``borrowed``: the entry
+    was measured on another device (the CPU-class step), so params invalid here are
+    skipped silently, as for derived levels.
     """
     if key is None:
         key = (entry_key(str(entry.get("kernel")), str(entry.get("spec_bucket")),
@@ -285,7 +304,7 @@ def usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: bo
     if not kernel.space.valid(entry["params"], info):
         # derived defaults (arch / vendor+type / global) span devices of other limits,
         # e.g. a CPU winner in the global default: skipping them is expected, not news
-        if entry.get("level") in (None, "device", "user"):
+        if not borrowed and entry.get("level") in (None, "device", "user"):
             warn_once(where, key, f"ignoring tuning entry {key!r} in {where}: params "
                       f"{entry['params']} are not valid on {info.name}")
         return False
@@ -363,4 +382,54 @@ def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, 
         hit = _best_match(cands, spec_bucket, size_bucket)
         if hit is not None:
             return Choice(dict(hit["params"]), f"shipped:{level}", hit)
+        if level == "device":
+            hit = _nearest_class_match(kernel, info, shipped, spec_bucket, size_bucket)
+            if hit is not None:
+                return Choice(dict(hit["params"]), "shipped:cpu_class", hit)
     return Choice(kernel.space.default(info), "heuristic")
+
+
+def entry_cpu_class(entry: dict[str, Any], where: str) -> CpuClass | None:
+    """The CPU class ``entry`` was measured on: its stored ``cpu_class``, else the class of
+    its file's ``device`` header; None for a non-CPU or unknown device. Malformed class
+    data is skipped with one warning."""
+    key = entry_key(str(entry.get("kernel")), str(entry.get("spec_bucket")),
+                    str(entry.get("size_bucket")))
+    try:
+        if "cpu_class" in entry:
+            return CpuClass.from_dict(entry["cpu_class"])
+        facts = entry.get("device_facts")
+        return None if facts is None else cpu_class(facts)
+    except ValueError as exc:
+        warn_once(where, key + "#cpu_class",
+                  f"ignoring the CPU class of tuning entry {key!r} in {where}: {exc}")
+        return None
+
+
+def _nearest_class_match(kernel: TunableKernel, info: DeviceInfo, shipped: list[dict[str, Any]],
+                         spec_bucket: str, size_bucket: str) -> dict[str, Any] | None:
+    """The device entry of the nearest CPU class that has this problem (see
+    :meth:`CpuClass.distance`); None for a device that is no CPU or has no neighbour."""
+    try:
+        mine = info.cpu_class
+    except ValueError:
+        return None
+    if mine is None:
+        return None
+    where = "shipped tuning/ (cpu_class)"
+    # one group per measured CPU (device key + class: one name can cover core counts)
+    groups: dict[tuple[tuple, str, str], list[dict[str, Any]]] = {}
+    for e in shipped:
+        if e.get("level") != "device" or e.get("key") == info.device_key:
+            continue
+        theirs = entry_cpu_class(e, where)
+        dist = None if theirs is None else mine.distance(theirs)
+        if dist is None:
+            continue
+        groups.setdefault((dist, str(e.get("key")), theirs.key), []).append(e)
+    for g in sorted(groups):
+        cands = [e for e in groups[g] if usable(e, kernel, info, False, where, borrowed=True)]
+        hit = _best_match(cands, spec_bucket, size_bucket)
+        if hit is not None:
+            return hit
+    return None
