@@ -517,15 +517,11 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     from ..edm.smap import DEFAULT_THETAS, predict_nonlinear
     if isinstance(theta, str):
         theta = [float(t) for t in theta.split()]
-    if _general(dataFrame, columns, target, embedded, validLib, 0, False, solver):
-        return _scan_general("SMap", dataFrame, list(DEFAULT_THETAS if theta is None else
-                                                     np.atleast_1d(theta)), "theta", "theta",
-                             columns=columns, target=target, lib=lib, pred=pred, E=E, Tp=Tp,
-                             knn=knn, tau=tau, exclusionRadius=exclusionRadius, solver=solver,
-                             embedded=embedded, validLib=validLib, noTime=noTime,
-                             ignoreNan=ignoreNan, device=device)
-    col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    if _ties_decide(E, tau, _series(dataFrame, col)):
+    general = _general(dataFrame, columns, target, embedded, validLib, 0, False, solver)
+    if not general:
+        col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
+        general = _ties_decide(E, tau, _series(dataFrame, col))
+    if general:
         return _scan_general("SMap", dataFrame, list(DEFAULT_THETAS if theta is None else
                                                      np.atleast_1d(theta)), "theta", "theta",
                              columns=columns, target=target, lib=lib, pred=pred, E=E, Tp=Tp,

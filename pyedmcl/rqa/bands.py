@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend
+from clkernels.threads import run_per_device
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES
@@ -194,33 +195,17 @@ def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:
     todo: queue.Queue = queue.Queue()
     for b in bands:
         todo.put(b)
-    errors: list[BaseException] = []
-    stop = threading.Event()
+    def worker(dev: BandDevice, stop: threading.Event) -> None:
+        before = None  # last event of the band before the one just enqueued
+        while not stop.is_set():
+            try:
+                band = todo.get_nowait()
+            except queue.Empty:
+                break
+            _, last = dev.run(band)
+            if before is not None:  # the device is on `band` now: take the next
+                dev.be.wait(before)
+            before = last if last is not None else before
+        dev.finish()
 
-    def worker(dev: BandDevice) -> None:
-        try:
-            before = None  # last event of the band before the one just enqueued
-            while not stop.is_set():
-                try:
-                    band = todo.get_nowait()
-                except queue.Empty:
-                    break
-                _, last = dev.run(band)
-                if before is not None:  # the device is on `band` now: take the next
-                    dev.be.wait(before)
-                before = last if last is not None else before
-            dev.finish()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            errors.append(exc)
-            stop.set()
-
-    if len(devices) == 1:  # in the calling thread (Oclgrind must not see a queue
-        worker(devices[0])  # used from a thread other than the one that made it)
-    else:
-        threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    if errors:
-        raise errors[0]
+    run_per_device(worker, devices)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import get_backend
+from clkernels.threads import run_per_device
 
 from ..progress import Progress as _Progress
 from .engine import XmapEngine
@@ -45,51 +46,38 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
     for b in blocks:
         todo.put(b)
     counts: dict[str, int] = {}
-    errors: list[BaseException] = []
-    stop = threading.Event()
     bar = Progress(len(blocks), "xmap" if task == "xmap" else "optimal E", progress)
 
-    def worker(dev: Any) -> None:
+    def worker(dev: Any, stop: threading.Event) -> None:
         def done(b: int, fetch: Callable[[], np.ndarray]) -> None:
             sink(b, fetch())
             counts[name] += 1
             bar.update()
 
-        try:
-            be = get_backend(dev, backend)
-            eng = XmapEngine(be, X, E, **engine_kw)
-            name = f"{be.info.runtime}:{be.info.name}"
-            counts.setdefault(name, 0)
-            pending = None  # (block id, fetch) of the matrix block in flight
-            while not stop.is_set():
-                try:
-                    b, r0, r1 = todo.get_nowait()
-                except queue.Empty:
-                    break
-                if task == "xmap":  # the next block is enqueued before this one is read
-                    nxt = (b, eng.block_async(r0, r1, None if dest is None else dest(b)))
-                    if pending is not None:
-                        done(*pending)
-                    pending = nxt
-                else:
-                    sink(b, eng.edim_block(r0, r1, E_max))
-                    counts[name] += 1
-                    bar.update()
-            if pending is not None and not stop.is_set():
-                done(*pending)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            errors.append(exc)
-            stop.set()
+        be = get_backend(dev, backend)
+        eng = XmapEngine(be, X, E, **engine_kw)
+        name = f"{be.info.runtime}:{be.info.name}"
+        counts.setdefault(name, 0)
+        pending = None  # (block id, fetch) of the matrix block in flight
+        while not stop.is_set():
+            try:
+                b, r0, r1 = todo.get_nowait()
+            except queue.Empty:
+                break
+            if task == "xmap":  # the next block is enqueued before this one is read
+                nxt = (b, eng.block_async(r0, r1, None if dest is None else dest(b)))
+                if pending is not None:
+                    done(*pending)
+                pending = nxt
+            else:
+                sink(b, eng.edim_block(r0, r1, E_max))
+                counts[name] += 1
+                bar.update()
+        if pending is not None and not stop.is_set():
+            done(*pending)
 
-    if len(devices) == 1:  # one device: in the calling thread (some runtimes, e.g.
-        worker(devices[0])  # Oclgrind, must not see one queue used from several threads)
-    else:
-        threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    bar.close()
-    if errors:
-        raise errors[0]
+    try:
+        run_per_device(worker, devices)
+    finally:
+        bar.close()
     return counts
