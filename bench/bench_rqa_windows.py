@@ -61,6 +61,17 @@ def main() -> None:
     band = res["band"]
     assert pe.rqa(x[: args.window * 3], **kw).attrs["method"] == "band"  # rqa()'s default
 
+    print(f"windows: N={args.n} W={args.window} S={args.step} E={args.E} tau={args.tau} "
+          f"r={args.radius} {args.dtype}, {len(band)} windows, device={args.device or 'default'}")
+    print(f"one pass (band):       {times['band']:8.2f} s  ({1e3 * times['band'] / len(band):.2f} "
+          f"ms per window)")
+    print(f"one run per window:    {times['windows']:8.2f} s  -> band {times['windows'] / times['band']:.1f}x "
+          f"faster; rows identical: {_same(band, res['windows'])}")
+    try:
+        import pyunicorn  # noqa: F401
+    except ImportError:
+        print("pyunicorn loop:        skipped (pyunicorn is not installed)")
+        return
     peer_n = args.peer_n or args.n
     xp = x[:peer_n]
     span = (args.E - 1) * args.tau
@@ -74,12 +85,6 @@ def main() -> None:
     t_uni = time.perf_counter() - t
     t_uni_full = t_uni / max(len(rows), 1) * len(band)
     note = "" if len(rows) == len(band) else f" (extrapolated from {len(rows)} windows, N={peer_n})"
-    print(f"windows: N={args.n} W={args.window} S={args.step} E={args.E} tau={args.tau} "
-          f"r={args.radius} {args.dtype}, {len(band)} windows, device={args.device or 'default'}")
-    print(f"one pass (band):       {times['band']:8.2f} s  ({1e3 * times['band'] / len(band):.2f} "
-          f"ms per window)")
-    print(f"one run per window:    {times['windows']:8.2f} s  -> band {times['windows'] / times['band']:.1f}x "
-          f"faster; rows identical: {_same(band, res['windows'])}")
     print(f"pyunicorn loop:        {t_uni_full:8.2f} s{note} -> band {t_uni_full / times['band']:.1f}x "
           f"faster; recurrence counts agree: {counts == list(rows['n_recurrences'])}")
 

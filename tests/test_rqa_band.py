@@ -32,15 +32,6 @@ def quantized(n: int, seed: int = 3) -> np.ndarray:
     return x.astype(np.float32).astype(np.float64)
 
 
-def cpu_only(device: str) -> None:
-    """The band runs on CPU devices only: on an NVIDIA H100 it disagreed with one rqa() per
-    window (docs/decisions/0055), so pyedmcl refuses it on GPUs (tested below)."""
-    from clkernels import get_backend
-
-    if get_backend(device).info.is_gpu:
-        pytest.skip("the band is refused on GPUs (docs/decisions/0055)")
-
-
 def _same_frames(a, b) -> bool:
     va, vb = a.to_numpy(float), b.to_numpy(float)
     return list(a.index) == list(b.index) and bool(
@@ -63,7 +54,6 @@ CASES = [  # window, step and options: overlaps, S | W or not, S > W, S = 1, eve
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_band_equals_one_rqa_per_window(device, case):
-    cpu_only(device)
     x = quantized(300, seed=case)
     kw = dict(CASES[case], dtype="float64", device=device)
     band = windowed_rqa(rqa, x, method="band", **kw)
@@ -116,7 +106,6 @@ def _numpy_windows(x, E, tau, r, W, S, w):
 
 
 def test_band_histograms_numpy_reference(device, monkeypatch):
-    cpu_only(device)
     from clkernels import get_backend
     from pyedmcl.rqa import band
     from pyedmcl.rqa.band import band_histograms
@@ -139,7 +128,6 @@ def test_band_histograms_numpy_reference(device, monkeypatch):
 
 
 def test_band_windows_match_pyunicorn(device):
-    cpu_only(device)
     x = quantized(400, seed=5)
     E, W, S = 3, 150, 60
     df = pe.rqa(x, E=E, radius=0.5, window=W, step=S, w_min=1, dtype="float64", device=device)
@@ -157,7 +145,6 @@ def test_band_windows_match_pyunicorn(device):
 def test_band_float32_windows_prepared_as_rqa(device, shape):
     """float32: each window is centred as rqa() centres it (or run in float64 where its
     values would merge); windows prepared alike share a pass, rows equal per window."""
-    cpu_only(device)
     from pyedmcl.data import logistic_map
 
     if shape == "logistic":
@@ -241,16 +228,22 @@ def test_cli_window_takes_the_band(tmp_path, capsys):
     assert [r["DET"] for r in rows] == pytest.approx(list(per["DET"]), rel=0, abs=0)
 
 
-def test_band_refused_on_gpus(device):
-    """On a GPU the band is refused with its reason, and auto runs one rqa() per window."""
+def test_band_step_one_many_cut_runs(device):
+    """Step 1 (every run cut by many windows' borders) with a Theiler band over the matrix:
+    NVIDIA's compiler (H100, driver 580) miscounted these cuts with the run-closing
+    function inlined (decision 0055); each window's histograms equal the NumPy reference."""
     from clkernels import get_backend
+    from pyedmcl.rqa.band import band_histograms
+    from pyedmcl.rqa.threshold import kernel_threshold
 
-    if not get_backend(device).info.is_gpu:
-        pytest.skip("the band runs on CPU devices")
-    x = quantized(200)
-    kw = dict(E=2, radius=0.5, window=50, step=25, dtype="float64", device=device)
-    with pytest.raises(ValueError, match="method='band' cannot run here: .*0055"):
-        windowed_rqa(rqa, x, method="band", **kw)
-    auto = windowed_rqa(rqa, x, **kw)
-    assert auto.attrs["method"] == "windows"
-    assert _same_frames(auto, windowed_rqa(rqa, x, method="windows", **kw))
+    x = quantized(160, seed=6)
+    W, S, w = 21, 1, 2
+    nrec, d, v, wh = band_histograms(
+        [get_backend(device)], x, kernel_threshold(0.3, "euclidean", np.dtype(np.float64)),
+        E=1, tau=1, metric="euclidean", real="double", fma=False, theiler_matrix=False,
+        w=w, white_border=True, n_points=x.size, window=W, step=S)
+    ref = _numpy_windows(x, 1, 1, 0.3, W, S, w)
+    assert nrec.tolist() == [t[0] for t in ref]
+    for i, (_, rd, rv, rw) in enumerate(ref):
+        assert (d[i].tolist(), v[i].tolist(), wh[i].tolist()) == (
+            rd.tolist(), rv.tolist(), rw.tolist()), i

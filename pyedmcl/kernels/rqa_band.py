@@ -41,8 +41,10 @@ class BandSpec:
     def dtype(self) -> type:
         return np.float64 if self.real == "double" else np.float32
 
-    def template_params(self, mode: str, wg: int, local_ints: int = 4096) -> dict[str, Any]:
-        """Template values; ``local_ints``: the local histogram budget (ints)."""
+    def template_params(self, mode: str, wg: int, local_ints: int = 4096,
+                        outline: bool = False) -> dict[str, Any]:
+        """Template values; ``local_ints``: the local histogram budget (ints); ``outline``:
+        keep the run-closing function out of line (GPUs, see the template)."""
         W, S = self.window, self.step
         ch = chunk_rows(W)
         span = (W + wg - 2) if mode == "vertical" else (ch + W - 2)
@@ -52,7 +54,8 @@ class BandSpec:
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
                 "FMA": int(self.fma and self.metric == "euclidean"), "MODE": mode,
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
-                "W": W, "S": S, "WG": wg, "CH": ch, "NK": nk, "LB": lb if lb >= 4 else 0}
+                "W": W, "S": S, "WG": wg, "CH": ch, "NK": nk, "LB": lb if lb >= 4 else 0,
+                "OUTLINE": int(outline)}
 
 
 def local_ints(backend: Backend) -> int:
@@ -75,8 +78,8 @@ def launch(backend: Backend, spec: BandSpec, mode: str, x: Any, thr: float, *, l
     series ``x`` (device, the spec's dtype) into the difference histograms ``hb`` (black:
     vertical or diagonal lines) and ``hw`` (white vertical lines; unused for diagonals)."""
     wg = work_group(backend)
-    k = backend.kernel(TEMPLATE, spec.template_params(mode, wg, local_ints(backend)),
-                       f"rqa_band_{mode}")
+    params = spec.template_params(mode, wg, local_ints(backend), outline=backend.info.is_gpu)
+    k = backend.kernel(TEMPLATE, params, f"rqa_band_{mode}")
     gsz: tuple[int, ...] = (round_up(int(nlanes), wg),)
     lsz: tuple[int, ...] = (wg,)
     if mode == "diagonal":

@@ -443,7 +443,7 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
     of two at or below its std, or run in float64 where float32 would merge its values):
     consecutive windows prepared alike share one pass over the same working values.
     A string (why; one run per window instead) where fewer than two windows share a
-    preparation on average, or on a GPU. ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
+    preparation on average. ``edge``, ``order`` and ``params`` shape D&R runs only (same results)."""
     from .._precision import Affine, prepare
     from .band import band_passes, band_rows
 
@@ -451,9 +451,6 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
     l_min, v_min, w_min, theiler, _edge = _check_common(l_min, v_min, w_min, theiler,
                                                         theiler_scope, order, edge, window)
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
-    if any(be.info.is_gpu and be.info.runtime != "oclgrind" for be in bes):  # simulator: checked
-        return ("the band kernel disagrees with one rqa() per window on an NVIDIA H100 "
-                "(docs/decisions/0055); on GPUs windows run one by one")
     rule = check_threshold_rule(threshold_rule)
     r = check_radius(radius)
     w = int(theiler)

@@ -1,5 +1,5 @@
-## params: E, TAU, METRIC, REAL, FMA, MODE, THEILER_MATRIX, WBORDER, W, S, WG, CH, NK, LB
-## version: 1
+## params: E, TAU, METRIC, REAL, FMA, MODE, THEILER_MATRIX, WBORDER, W, S, WG, CH, NK, LB, OUTLINE
+## version: 2
 ## Windowed RQA in one pass over the band of the auto-recurrence matrix that the windows
 ## cover (pyedmcl/rqa/band.py). Window k is the square [kS, kS + W)^2 (k < nw). One
 ## work-item walks one lane once -- a column j over the rows of every window holding it
@@ -17,6 +17,8 @@
 ## <= LB go to local histograms first (LB = 0: none), flushed once. The recurrence
 ## decision is rqa_lines' (same distance sums, `d < thr` on one precomputed threshold,
 ## THEILER_MATRIX: |i - j| < w is not recurrent), so every window equals rqa() of it.
+## OUTLINE=1 keeps close_run a called function (GPUs): inlined into the lane walks, NVIDIA's
+## OpenCL compiler (H100, driver 580) miscounts the cut runs at S = 1 (decision 0055).
 <%namespace name="metric" file="/common/_metric.mako"/>
 ${metric.real_type(REAL)}
 
@@ -47,7 +49,7 @@ inline void whole(__global int* h, __local int* lh, const int KL, const int lo, 
    diagonal, 0 for a column), windows klo .. khi holding the lane. `inside` bounds come
    from the caller (they differ for a column's white runs without WBORDER); cut runs are
    counted when `cuts`. */
-inline void close_run(__global int* h, __local int* lh, const int KL, const int s,
+${"__attribute__((noinline))" if OUTLINE else "inline"} void close_run(__global int* h, __local int* lh, const int KL, const int s,
                       const int e, const int lo_in, const int hi_in, const int klo,
                       const int khi, const int d, const int cuts)
 {
