@@ -13,7 +13,9 @@ same SIMD width and a similar core count shape the best work-group and tile size
   ``arm-0x41-0xd0c``), else ``""``;
 - ``simd_bits``: the vector width the runtime generates code for (native float
   vector width x 32), else the widest SIMD of the CPU's flags (AVX-512: 512), else 0;
-- ``cores``: the device's compute units.
+- ``cores``: the device's compute units;
+- ``cache_kib``: the per-core cache ``/proc/cpuinfo`` states (``cache size``: L2 on
+  AMD, L3 on most Intel parts), in KiB, else 0.
 
 The same function serves writing (the tuner stores the class in each entry) and
 reading (shipped entries without a stored class get it from their file's header),
@@ -22,7 +24,8 @@ so both sides agree by construction.
 *Nearest* (:meth:`CpuClass.distance`): a candidate must have the same runtime and
 vendor, and the same SIMD width where both widths are known; among those, a known
 equal width beats an unknown one, then an equal family beats an unknown one beats a
-different one, then the closest core count (|log2 of the ratio|) wins.
+different one, then the closest core count (|log2 of the ratio|), then the closest
+cache size (|log2 of the ratio|; unknown sizes last) wins.
 """
 
 from __future__ import annotations
@@ -50,12 +53,15 @@ class CpuClass:
     family: str = ""
     simd_bits: int = 0
     cores: int = 0
+    cache_kib: int = 0
 
     @property
     def key(self) -> str:
-        """Readable key, e.g. ``intel|amd|zen5|v512|c2`` (``?`` for unknown facts)."""
+        """Readable key, e.g. ``intel|amd|zen5|v512|c2`` (``?`` for unknown facts; the
+        cache size, ``|k1024``, only where known)."""
         return "|".join([self.runtime, self.vendor or "?", self.family or "?",
-                         f"v{self.simd_bits or '?'}", f"c{self.cores or '?'}"])
+                         f"v{self.simd_bits or '?'}", f"c{self.cores or '?'}"]
+                        + ([f"k{self.cache_kib}"] if self.cache_kib else []))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,7 +73,7 @@ class CpuClass:
             raise ValueError(f"a cpu_class must be an object, got {type(d).__name__}")
         out = {}
         for name, typ in (("runtime", str), ("vendor", str), ("family", str),
-                          ("simd_bits", int), ("cores", int)):
+                          ("simd_bits", int), ("cores", int), ("cache_kib", int)):
             v = d.get(name, "" if typ is str else 0)
             if not isinstance(v, typ) or isinstance(v, bool) or (typ is int and v < 0):
                 raise ValueError(f"cpu_class field {name!r} must be a "
@@ -77,7 +83,7 @@ class CpuClass:
             raise ValueError("cpu_class field 'runtime' is empty")
         return cls(**out)
 
-    def distance(self, other: CpuClass) -> tuple[int, int, float] | None:
+    def distance(self, other: CpuClass) -> tuple[int, int, float, float] | None:
         """How far ``other`` is from this class (smaller is nearer), None if unrelated.
 
         Unrelated: another runtime, another or unknown vendor, or another SIMD width
@@ -98,7 +104,11 @@ class CpuClass:
             cores = abs(math.log2(self.cores / other.cores))
         else:
             cores = math.inf
-        return (width, fam, cores)
+        if self.cache_kib and other.cache_kib:
+            cache = abs(math.log2(self.cache_kib / other.cache_kib))
+        else:
+            cache = math.inf
+        return (width, fam, cores, cache)
 
 
 def cpu_class(facts: Mapping[str, Any]) -> CpuClass | None:
@@ -132,7 +142,7 @@ def cpu_class(facts: Mapping[str, Any]) -> CpuClass | None:
     native = _int("native_vector_width_float")
     simd = native * 32 if native > 1 else _int("cpu_simd_bits")
     return CpuClass(runtime=runtime, vendor=vendor, family=_str("cpu_family"), simd_bits=simd,
-                    cores=_int("compute_units"))
+                    cores=_int("compute_units"), cache_kib=_int("cpu_cache_kib"))
 
 
 def _vendor_from_name(name: str) -> str:
@@ -144,8 +154,9 @@ def _vendor_from_name(name: str) -> str:
 
 
 def host_cpu_facts() -> dict[str, Any]:
-    """``cpu_vendor``, ``cpu_family`` and ``cpu_simd_bits`` of this machine's CPU from
-    ``/proc/cpuinfo`` (empty values where the OS does not say, e.g. off Linux)."""
+    """``cpu_vendor``, ``cpu_family``, ``cpu_simd_bits`` and ``cpu_cache_kib`` of this
+    machine's CPU from ``/proc/cpuinfo`` (empty values where the OS does not say, e.g.
+    off Linux)."""
     return dict(_host_cpu_facts())
 
 
@@ -160,7 +171,8 @@ def _host_cpu_facts() -> tuple[tuple[str, Any], ...]:
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
-    """Vendor, microarchitecture family and widest SIMD of the first CPU in ``text``."""
+    """Vendor, microarchitecture family, widest SIMD and cache size of the first CPU in
+    ``text``."""
     first: dict[str, str] = {}
     for line in text.splitlines():
         if not line.strip():
@@ -192,7 +204,10 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
         simd = 128
     else:
         simd = 0
-    return {"cpu_vendor": vendor, "cpu_family": family, "cpu_simd_bits": simd}
+    m = re.fullmatch(r"(\d+)\s*([KMG]?)B?", first.get("cache size", "").strip(), re.I)
+    cache = int(m.group(1)) * {"": 1, "K": 1, "M": 1024, "G": 1 << 20}[m.group(2).upper()] if m else 0
+    return {"cpu_vendor": vendor, "cpu_family": family, "cpu_simd_bits": simd,
+            "cpu_cache_kib": cache}
 
 
 def _amd_family(fam: int, model: int) -> str:

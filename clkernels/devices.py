@@ -106,6 +106,8 @@ class DeviceInfo:
     cpu_vendor: str = ""
     cpu_family: str = ""
     cpu_simd_bits: int = 0
+    #: the per-core cache size /proc/cpuinfo states (KiB), 0 if unknown
+    cpu_cache_kib: int = 0
 
     @property
     def selector(self) -> str:
@@ -209,6 +211,7 @@ def _describe(pi: int, di: int, platform: cl.Platform, dev: cl.Device) -> Device
         cpu_vendor=host.get("cpu_vendor", ""),
         cpu_family=host.get("cpu_family", ""),
         cpu_simd_bits=host.get("cpu_simd_bits", 0),
+        cpu_cache_kib=host.get("cpu_cache_kib", 0),
     )
 
 

@@ -26,7 +26,8 @@ SB, ZB = K.spec_bucket(SPEC), K.size_bucket(2000)
 
 
 def fake(name: str, *, runtime: str = "intel", cores: int = 2, width: int = 16,
-         vendor: str = "", family: str = "", device_type: str = "cpu") -> DeviceInfo:
+         vendor: str = "", family: str = "", device_type: str = "cpu",
+         cache: int = 0) -> DeviceInfo:
     """A CPU as _describe would record it (width: native float vector width)."""
     return DeviceInfo(
         platform_index=0, device_index=0, platform_name=runtime, runtime=runtime,
@@ -35,7 +36,7 @@ def fake(name: str, *, runtime: str = "intel", cores: int = 2, width: int = 16,
         local_mem_bytes=262144, global_mem_bytes=2**34, max_alloc_bytes=2**33,
         max_work_group_size=8192, max_work_item_sizes=(8192, 8192, 8192), fp64=True,
         opencl_c_version="OpenCL C 3.0", native_vector_width_float=width,
-        cpu_vendor=vendor, cpu_family=family)
+        cpu_vendor=vendor, cpu_family=family, cpu_cache_kib=cache)
 
 
 def params(wg_x: int) -> dict:
@@ -108,6 +109,24 @@ def test_same_family_beats_closer_cores(shipped, tmp_path):
     shipped({"d-epyc2.json": device_file(EPYC2, 8), "d-zen5.json": device_file(zen5_16, 64)})
     c = _lookup(fake("AMD Ryzen 5 9600", cores=4, vendor="amd", family="zen5"), tmp_path)
     assert (c.source, c.params) == ("shipped:cpu_class", params(64))
+
+
+def test_cache_size_breaks_core_count_ties(shipped, tmp_path):
+    """Two measured zen5 8-core CPUs differ by cache: the unseen one takes the entry of the
+    closer size (1 MiB vs 512 KiB and 4 MiB); an unknown size ranks after a known one."""
+    small = fake("AMD EPYC 9115", cores=8, vendor="amd", family="zen5", cache=512)
+    large = fake("AMD EPYC 9575F", cores=8, vendor="amd", family="zen5", cache=4096)
+    shipped({"d-small.json": device_file(small, 8), "d-large.json": device_file(large, 64)})
+    c = _lookup(fake("AMD Ryzen 7 9700X", cores=8, vendor="amd", family="zen5", cache=1024),
+                tmp_path)
+    assert (c.source, c.params) == ("shipped:cpu_class", params(8))
+    db._lookup_cache.clear()
+    c = _lookup(fake("AMD Ryzen 9 9950X3D", cores=8, vendor="amd", family="zen5", cache=3072),
+                tmp_path)
+    assert c.params == params(64)
+    a, b = (CpuClass("intel", "amd", "zen5", 512, 8, k) for k in (1024, 0))
+    assert a.distance(a) < a.distance(b) and a.distance(b)[:3] == a.distance(a)[:3]
+    assert a.key.endswith("|k1024") and b.key == "intel|amd|zen5|v512|c8"
 
 
 def test_exact_device_still_wins(shipped, tmp_path):
@@ -198,20 +217,25 @@ ZEN5 = """processor\t: 0
 vendor_id\t: AuthenticAMD
 cpu family\t: 26
 model\t\t: 2
+cache size\t: 1024 KB
 flags\t\t: fpu sse2 avx avx2 avx512f avx512vl
 
 processor\t: 1
 vendor_id\t: GenuineIntel
 """
-SKYLAKE = "vendor_id : GenuineIntel\ncpu family : 6\nmodel : 85\nflags : sse2 avx avx2\n"
+SKYLAKE = ("vendor_id : GenuineIntel\ncpu family : 6\nmodel : 85\ncache size : 36 MB\n"
+           "flags : sse2 avx avx2\n")
 NEOVERSE = "processor : 0\nFeatures : fp asimd\nCPU implementer : 0x41\nCPU part : 0xd0c\n"
 
 
 @pytest.mark.parametrize("text,expect", [
-    (ZEN5, {"cpu_vendor": "amd", "cpu_family": "zen5", "cpu_simd_bits": 512}),
-    (SKYLAKE, {"cpu_vendor": "intel", "cpu_family": "x86-f6-m85", "cpu_simd_bits": 256}),
-    (NEOVERSE, {"cpu_vendor": "arm", "cpu_family": "arm-0x41-0xd0c", "cpu_simd_bits": 128}),
-    ("", {"cpu_vendor": "", "cpu_family": "", "cpu_simd_bits": 0}),
+    (ZEN5, {"cpu_vendor": "amd", "cpu_family": "zen5", "cpu_simd_bits": 512,
+            "cpu_cache_kib": 1024}),
+    (SKYLAKE, {"cpu_vendor": "intel", "cpu_family": "x86-f6-m85", "cpu_simd_bits": 256,
+               "cpu_cache_kib": 36 * 1024}),
+    (NEOVERSE, {"cpu_vendor": "arm", "cpu_family": "arm-0x41-0xd0c", "cpu_simd_bits": 128,
+                "cpu_cache_kib": 0}),
+    ("", {"cpu_vendor": "", "cpu_family": "", "cpu_simd_bits": 0, "cpu_cache_kib": 0}),
 ])
 def test_parse_cpuinfo(text, expect):
     """AMD family 0x1A is Zen 5 (AMD's numbering); the first CPU block is the one read."""
