@@ -7,7 +7,6 @@ import sys
 
 from ..validation import int_arg
 
-
 #: seconds per case of ``tune KERNEL --quick``
 QUICK_BUDGET_S = 20.0
 #: seconds per case of ``tune --quick`` (no kernel: the quick set)
