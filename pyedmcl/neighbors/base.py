@@ -128,7 +128,7 @@ def finish_distance(acc: np.ndarray, metric: str) -> np.ndarray:
 
 
 def rounding_margin(E: int, dtype: Any) -> float:
-    """A relative bound, with a factor 2 to spare, on how far a distance over E coordinates
+    """A relative bound, with room to spare (4x), on how far a distance over E coordinates
     computed in ``dtype`` (the kernel) and one computed in float64 (an index such as
     cKDTree, which may order its pruning differently) can each be from the true distance
     of the same points: E differences, E squares and E - 1 additions round once each."""
@@ -189,9 +189,9 @@ class HostBackend(NeighborBackend):
 
     Subclasses implement :meth:`build` (an index over library vectors) and
     :meth:`query` (``c`` candidates per query: library positions, -1 = none, and
-    Euclidean/metric distances); exclusion and tie order are handled here. An exact back-end's rows are the exact
-    kernel's rows: the same neighbours, order and distances, ties included
-    (:meth:`_kernel_order_rows`, decision 0059).
+    Euclidean/metric distances); exclusion and tie order are handled here. An exact
+    back-end's rows are the exact kernel's rows: the same neighbours, order and
+    distances, ties included (:meth:`_kernel_order_rows`, decision 0059).
     """
 
     @abc.abstractmethod
@@ -262,17 +262,22 @@ class HostBackend(NeighborBackend):
         pending = np.arange(m)
         cq = min(c + 1, nl)
         while pending.size:
-            pos, dtree = self.query(index, qv[pending], cq)
-            acc = kernel_distances(x, qpts[pending], lp[np.clip(pos, 0, None)], E, tau, metric)
-            acc = np.where(pos >= 0, acc, np.inf)
-            i, a = select_k(qpts[pending], lp, pos, acc, k, radius)
-            d = finish_distance(a, metric)
-            if cq >= nl:
-                done = np.ones(pending.size, bool)
-            else:
-                done = dtree[:, -1] * (1.0 - margin) > d[:, -1]
-            out_i[pending[done]], out_d[pending[done]] = i[done], d[done]
-            pending = pending[~done]
+            again = []
+            step = max(1, MAX_BLOCK_ENTRIES // cq)  # bounded memory as cq grows
+            for s in range(0, pending.size, step):
+                rows = pending[s:s + step]
+                pos, dtree = self.query(index, qv[rows], cq)
+                acc = kernel_distances(x, qpts[rows], lp[np.clip(pos, 0, None)], E, tau, metric)
+                acc = np.where(pos >= 0, acc, np.inf)
+                i, a = select_k(qpts[rows], lp, pos, acc, k, radius)
+                d = finish_distance(a, metric)
+                if cq >= nl:
+                    done = np.ones(rows.size, bool)
+                else:
+                    done = dtree[:, -1] * (1.0 - margin) > d[:, -1]
+                out_i[rows[done]], out_d[rows[done]] = i[done], d[done]
+                again.append(rows[~done])
+            pending = np.concatenate(again)
             cq = min(2 * cq, nl)
         return out_i, out_d
 
