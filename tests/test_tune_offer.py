@@ -39,6 +39,8 @@ def test_offer_once_and_never_with_q(monkeypatch, capsys, tmp_path):
     argv = ["simplex", str(tmp_path / "d.csv"), "-c", "x", "-E", "2", "--device", CPU_DEVICE,
             "--json"]
     monkeypatch.setattr(tune_offer, "MARKER", "other_marker.json")
+    # shown where progress lines are: stderr a terminal and no -q
+    monkeypatch.setattr("pyedmcl.cli.main.show_progress", lambda args: not args.quiet)
     capsys.readouterr()
     assert main([*argv, "-q"]) == 0
     assert "tune --quick" not in capsys.readouterr().err

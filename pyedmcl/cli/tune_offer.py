@@ -3,8 +3,8 @@
 A CPU with no tuning of its own or of its class (:func:`clkernels.tuning.database.
 has_class_tuning`) runs the heuristic or vendor-wide defaults, which fit the CPUs they
 were derived on (issue 27). The offer is shown once per device (remembered in the user
-tuning directory), never with ``-q``, and never breaks a command: any failure to look
-is silence.
+tuning directory), only where progress lines are shown (stderr a terminal, no ``-q``),
+and never breaks a command: any failure to look is silence.
 """
 
 from __future__ import annotations
