@@ -89,6 +89,9 @@ def test_ccm_cost_lines_decide_by_library_count():
         info, 3, 4096, {"exact": [5.0, 0.001], "kdtree": [0.0, 0.1]}))
     assert A.choose(info, L=4096, E=3, shape="ccm", libraries=10).backend == "kdtree"
     assert A.choose(info, L=4096, E=3, shape="ccm", libraries=100).backend == "exact"
+    UserDB(info).put("knn_backend/E4/n4096", _ccm_entry(  # approximate lines: never used
+        info, 3, 4096, {"exact": [5.0, 0.001], "kdtree": [0.0, 0.1], "ivf": [0.0, 0.0]}))
+    assert A.choose(info, L=4096, E=3, shape="ccm", libraries=10).backend == "kdtree"
     assert A.choose(info, L=4096, E=3).source != "user"
     with pytest.raises(ValueError, match="shape"):
         A.choose(info, L=4096, E=3, shape="xmap")

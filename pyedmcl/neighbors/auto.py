@@ -200,8 +200,9 @@ def _pick(entry: dict[str, Any]) -> str | None:
 
 
 def _pick_cost(entry: dict[str, Any], libraries: int) -> str | None:
-    """The installed back-end with the smallest predicted time at ``libraries`` libraries."""
-    cost = {b: v for b, v in entry["cost"].items() if b in BACKENDS and available(b)}
+    """The installed exact back-end with the smallest predicted time at ``libraries``
+    libraries (a cost line of an approximate one is never used: CCM's ``auto`` is exact)."""
+    cost = {b: v for b, v in entry["cost"].items() if b in EXACT and available(b)}
     if not cost:
         return None
     return min(cost, key=lambda b: (cost[b][0] + cost[b][1] * max(libraries, 1), b != "exact"))
