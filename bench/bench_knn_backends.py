@@ -17,6 +17,14 @@ exact: recall 1 is tested) serves as the MAPE and recall reference.
 
 ``--write-model FILE`` stores the measured winners as a ``knn_backend`` model
 (the format of ``tuning/knn_backend_default.json``) for ``auto``.
+
+``--shape ccm`` times ``pyedmcl.ccm`` instead (Lorenz-63 x cross-mapping a lagged
+function of x, one library size L, S1 and S2 sampled libraries per direction, the
+exact back-ends only) and fits each back-end's cost line, seconds fixed + seconds
+per library: the model's ``"ccm"``-shape entries (see :mod:`pyedmcl.neighbors.auto`).
+
+    python bench/bench_knn_backends.py --shape ccm --E 1 2 3 4 6 8 10 \
+        --L 1000 2000 4000 8000 16000 --level global --write-model ccm.json
 """
 
 from __future__ import annotations
@@ -59,6 +67,63 @@ def run_simplex(x, E, name, device, opts, repeats, min_total=0.0, max_runs=10):
         dt = time.perf_counter() - t0
         best, total, runs = min(best, dt), total + dt, runs + 1
     return best, res
+
+
+def ccm_pair(N: int, E: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lorenz-63 x and a lagged nonlinear function of it: a pair with a CCM signal."""
+    a = lorenz63(N + 5)
+    return a[:N], a[5:N + 5] ** 2 / 10
+
+
+def run_ccm(x, y, E, L, S, name, device, opts):
+    t0 = time.perf_counter()
+    r = pe.ccm(x, y, E=E, lib_sizes=[L], sample=S, seed=1, dtype="float64",
+               knn_backend=name, knn_options=opts.get(name), device=device)
+    return time.perf_counter() - t0, r
+
+
+def ccm_model(args, info, opts) -> list[dict]:
+    """Cost lines of the exact back-ends for CCM, one entry per (E, L)."""
+    S1, S2 = args.ccm_samples
+    names = [b for b in args.backends if b in ("exact", "kdtree")]
+    print(f"device: {info.name} ({info.runtime}), CCM, {S1} and {S2} libraries per "
+          f"direction, cost = fixed + per library (s)", flush=True)
+    x, y = ccm_pair(400, 1)
+    for E in args.E:  # warm-up: kernel builds, imports (never timed)
+        for b in names:
+            run_ccm(x, y, E, 300, 2, b, args.device, opts)
+    model = []
+    for E in args.E:
+        print(f"\nE = {E}\n{'L':>8} " + " ".join(f"{b + ' fixed':>13} {b + '/lib':>11}"
+                                                for b in names) + f" {'pick@10':>8} {'auto@10':>8}")
+        for L in parse_sizes(args.L):
+            x, y = ccm_pair(L + E + 1, E)
+            t = {(b, S): float("inf") for b in names for S in (S1, S2)}
+            rho = {}
+            for _ in range(args.repeats):  # interleaved rounds, minimum per point
+                for b in names:
+                    for S in (S1, S2):
+                        sec, r = run_ccm(x, y, E, L, S, b, args.device, opts)
+                        t[b, S] = min(t[b, S], sec)
+                        rho[b] = r.rho_xy_samples
+            if len(rho) == 2:
+                assert np.array_equal(rho["exact"], rho["kdtree"], equal_nan=True), (E, L)
+            cost = {}
+            for b in names:
+                per = max(0.0, (t[b, S2] - t[b, S1]) / (S2 - S1))
+                cost[b] = [max(0.0, t[b, S1] - per * S1), per]
+            pick = min(cost, key=lambda b: cost[b][0] + 10 * cost[b][1])
+            ch = choose(info, L=L, E=E, shape="ccm", libraries=10)
+            print(f"{L:>8} " + " ".join(f"{cost[b][0]:>13.4f} {cost[b][1]:>11.4f}" for b in names)
+                  + f" {pick:>8} {ch.backend:>8}", flush=True)
+            model.append({"kernel": FAMILY, "version": MODEL_VERSION, "level": args.level,
+                          "key": level_key(info, args.level), "device_type": info.device_type,
+                          "device_name": info.name, "driver": info.driver_version,
+                          "spec_bucket": e_bucket(E), "size_bucket": pow2_bucket(L), "size": L,
+                          "spec": {"E": E, "shape": "ccm"}, "params": {"BACKEND": pick},
+                          "cost": cost, "times": {b: t[b, S2] for b in names},
+                          "libraries": S2})
+    return model
 
 
 def model_entry(info, level: str, row: dict) -> dict:
@@ -117,10 +182,20 @@ def main(argv=None) -> int:
     ap.add_argument("--model-from", default=None,
                     help="no measuring: write --write-model from an earlier run's --json rows "
                          "(same device), merged with --merge-with if given")
+    ap.add_argument("--shape", default="simplex", choices=("simplex", "ccm"))
+    ap.add_argument("--ccm-samples", nargs=2, type=int, default=[1, 5], metavar=("S1", "S2"),
+                    help="--shape ccm: the two library counts the cost line is fitted from")
     args = ap.parse_args(argv)
 
     be = get_backend(args.device)
     info = be.info
+    if args.shape == "ccm":
+        opts = {"kdtree": {"workers": args.threads}} if args.threads else {}
+        model = ccm_model(args, info, opts)
+        if args.write_model:
+            Path(args.write_model).write_text(json.dumps({"format": 1, "entries": model},
+                                                         indent=1))
+        return 0
     if args.model_from:
         if not args.write_model:
             ap.error("--model-from needs --write-model")

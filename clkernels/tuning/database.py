@@ -433,3 +433,27 @@ def _nearest_class_match(kernel: TunableKernel, info: DeviceInfo, shipped: list[
         if hit is not None:
             return hit
     return None
+
+
+def has_class_tuning(info: DeviceInfo) -> bool:
+    """Whether tuning entries measured on this device or, for a CPU, on a CPU of its class
+    exist: the user database, shipped ``device`` entries of this device, or shipped device
+    entries the CPU-class step can borrow (:meth:`CpuClass.distance` not None). Devices
+    that are no CPU answer True: the question is whether a first-use tune is worth
+    offering, and GPUs are tuned by their own names."""
+    if info.device_type != "cpu":
+        return True
+    if UserDB(info).load():
+        return True
+    shipped = [e for e in shipped_entries() if e.get("level") == "device"]
+    if any(e.get("key") == info.device_key for e in shipped):
+        return True
+    try:
+        mine = info.cpu_class
+    except ValueError:
+        return False
+    if mine is None:
+        return False
+    where = "shipped tuning/ (cpu_class)"
+    return any((c := entry_cpu_class(e, where)) is not None and mine.distance(c) is not None
+               for e in shipped)

@@ -139,10 +139,13 @@ def _run(args: argparse.Namespace) -> int:
     from clkernels.devices import DeviceUnusableError
 
     from ..progress import activity
+    from .tune_offer import NO_OFFER, offer_quick_tune
 
     # one elapsed-time line on stderr for any job past 1 s; commands with counted steps
     # (xmap blocks, demo sections, tuning candidates) draw their own bar instead
     own_bar = args.command in OWN_PROGRESS or not hasattr(args, "quiet")
+    if hasattr(args, "quiet") and show_progress(args) and args.command not in NO_OFFER:
+        offer_quick_tune(getattr(args, "device", None), getattr(args, "backend", None))
     try:
         with activity(f"pyedmcl {args.command}", not own_bar and show_progress(args)):
             rc = args.func(args)

@@ -22,7 +22,12 @@ CCM rule (weight 1 for exact matches when the nearest distance is 0). Rows left
 with fewer than k admissible neighbours predict NaN and are dropped from rho,
 as in pyEDM.
 
-Neighbours (exact k-NN, default back-end): every sampled library is a subset of
+Neighbours: ``knn_backend="auto"`` (default) takes the exact back-end the measured
+CCM crossovers predict to be faster for this device, L, E and number of libraries
+(:mod:`pyedmcl.neighbors.auto`, shape ``"ccm"``): the exact kernel, or on CPUs at low E
+and large L the k-d tree, which returns the exact kernel's tables bit for bit (same
+neighbours, tie order and distances; decision 0059), so the choice never changes a
+result. Exact k-NN: every sampled library is a subset of
 the same M rows, so each direction first sorts every query's full-library row
 once (:class:`SortedRows`, kEDM's approach; O(M^2) memory, used while M^2 <=
 ``MAX_SORTED_ENTRIES``); the k nearest within a sample are then the first k
@@ -272,7 +277,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
         sample: int = 100, seed: int | None = None, knn: int | None = None,
         exclusion_radius: int = 0, random: bool = True, replacement: bool = False,
         dtype: Any = "float32", device: Any = None, backend: str | None = None,
-        knn_backend: str = "exact", knn_options: dict | None = None, columns: Any = None,
+        knn_backend: str = "auto", knn_options: dict | None = None, columns: Any = None,
         target: Any = None, embedded: bool = False, valid_lib: Any = None,
         surrogates: int = 0, surrogate_method: str = "ebisuzaki",
         surrogate_options: dict | None = None) -> CCMResult:
@@ -338,6 +343,8 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
     sizes = parse_lib_sizes(lib_sizes, n, E)
     M = ccm_valid_times(n, E, tau, Tp).size
+    if knn_backend == "auto" and knn > MAX_KNN:  # only the sorted exact rows take such a knn
+        knn_backend = "exact"
     check_ccm_knn(knn, M, knn_backend)
     if M < knn + 1:
         raise ValueError(f"series of {n} values leaves {M} usable rows for E={E}, tau={tau}, "
@@ -355,7 +362,8 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     kw = dict(E=E, tau=tau, Tp=Tp, k=knn, radius=exclusion_radius, sizes=sizes, sample=sample,
               entropy=entropy, random=random, replacement=replacement,
               neighbors=resolve_backend(knn_backend, be, L=int(min(sizes.max(), M)), E=E, nq=M,
-                                        k=knn, options=knn_options))
+                                        k=knn, options=knn_options, shape="ccm",
+                                        libraries=int(sizes.size * sample)))
     s_xy = _direction(be, real, xs, ys, **kw)
     s_yx = _direction(be, real, ys, xs, **kw)
     rho_xy, rho_yx = np.nanmean(s_xy, axis=1), np.nanmean(s_yx, axis=1)
@@ -373,8 +381,9 @@ def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_rad
                 replacement, dtype, device, backend, knn_backend, columns, target, embedded,
                 valid_lib) -> CCMResult:
     """CCM between two state spaces (see :func:`ccm`)."""
-    if knn_backend != "exact":
-        raise ValueError("multivariate CCM runs the exact k-NN; pass knn_backend='exact'")
+    if knn_backend not in ("exact", "auto"):
+        raise ValueError("multivariate CCM runs the exact k-NN; pass knn_backend='exact' "
+                         "(or 'auto')")
     if y is None:
         if target is None:
             raise ValueError("ccm needs y, or target= naming columns of x")

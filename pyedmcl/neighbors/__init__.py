@@ -47,11 +47,13 @@ def neighbor_backend(name: str, **options: Any) -> NeighborBackend:
 
 def resolve_backend(knn_backend: str | NeighborBackend, be: Any, *, L: int, E: int,
                     nq: int | None = None, k: int | None = None,
-                    options: dict[str, Any] | None = None) -> NeighborBackend:
+                    options: dict[str, Any] | None = None, shape: str = "simplex",
+                    libraries: int = 1) -> NeighborBackend:
     """The back-end to use for a library of ``L`` points in dimension ``E`` on ``be``'s device.
 
     ``knn_backend`` is a name from :data:`CHOICES` or a ready back-end instance.
-    ``auto`` consults the tuning database (:mod:`.auto`). ``options`` are the
+    ``auto`` consults the tuning database (:mod:`.auto`) for the workload ``shape``
+    (``"simplex"``, or ``"ccm"`` with ``libraries`` sampled libraries). ``options`` are the
     back-end's hyperparameters (for ``auto``: keyed by back-end name, e.g.
     ``{"hnsw": {"ef_search": 128}}``, or flat for whichever is chosen).
     """
@@ -68,7 +70,7 @@ def resolve_backend(knn_backend: str | NeighborBackend, be: Any, *, L: int, E: i
         return nb
     from .auto import choose
 
-    ch = choose(be.info, L=L, E=E, nq=nq, k=k)
+    ch = choose(be.info, L=L, E=E, nq=nq, k=k, shape=shape, libraries=libraries)
     per = options.get(ch.backend) if isinstance(options.get(ch.backend), dict) else None
     if per is None:
         per = {kk: v for kk, v in options.items() if kk not in CHOICES}

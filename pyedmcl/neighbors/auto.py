@@ -12,10 +12,18 @@ Where the choice comes from, first hit wins:
    entry's ``device_type``);
 3. a rule of thumb (``source="heuristic"``, from the PoCL CPU bench): on a GPU
    the exact kernel; on a CPU exact for short series (L <= 1024, or 2048 for
-   E > 8), then the k-d tree for E <= 8 and IVF above.
+   E > 8), then the k-d tree for E <= 8 and IVF above (CCM: never IVF).
 
 Within a level the entry nearest in ``(log2 L, log2 E)`` wins (E weighs double:
-the crossovers move more with E than with L). A choice whose library is not
+the crossovers move more with E than with L).
+
+Shapes: an entry's ``spec.shape`` says which workload it timed (absent:
+``"simplex"``, one library, every point a query). ``"ccm"`` entries time CCM with
+each exact back-end and store a cost line per back-end (``cost``: seconds fixed +
+seconds per sampled library: the exact kernel's sorted full-library rows are built
+once, a k-d tree once per library); ``auto`` for CCM predicts both at the call's
+library count and takes the cheaper, so it only ever chooses an exact back-end.
+A level without entries of the asked shape is skipped. A choice whose library is not
 installed (faiss) falls back to the fastest installed back-end the entry timed.
 
 An approximate back-end (IVF, HNSW) must be clearly faster to be chosen: where an
@@ -79,12 +87,17 @@ class AutoChoice:
     entry: dict[str, Any] | None = None
 
 
-def heuristic(info: DeviceInfo, L: int, E: int) -> str:
+SHAPES = ("simplex", "ccm")
+
+
+def heuristic(info: DeviceInfo, L: int, E: int, shape: str = "simplex") -> str:
     """Rule of thumb when nothing was measured (kEDM paper's findings, our exact kernel)."""
     if info.is_gpu:
         return "exact"
     if L <= (1024 if E <= 8 else 2048):
         return "exact"
+    if shape == "ccm":
+        return "kdtree" if E <= 8 and available("kdtree") else "exact"
     if E > 8 and available("ivf"):
         return "ivf"
     return "kdtree" if available("kdtree") else "exact"
@@ -102,6 +115,12 @@ def _entry_LE(e: dict[str, Any]) -> tuple[float, float] | None:
     return L, E
 
 
+def entry_shape(e: dict[str, Any]) -> Any:
+    """The workload an entry timed: ``spec.shape``, ``"simplex"`` when absent."""
+    spec = e.get("spec")
+    return spec.get("shape", "simplex") if isinstance(spec, dict) else "simplex"
+
+
 def _is_num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -115,6 +134,15 @@ def _problem(e: dict[str, Any]) -> str | None:
         return f"'params' must name a back-end of {list(BACKENDS)}, got {params!r}"
     if _entry_LE(e) is None:
         return "its library size / E is missing or not a number >= 1"
+    if entry_shape(e) not in SHAPES:
+        return f"spec 'shape' must be one of {list(SHAPES)}, got {entry_shape(e)!r}"
+    cost = e.get("cost")
+    if cost is not None and not (isinstance(cost, dict) and all(
+            isinstance(k, str) and isinstance(v, list) and len(v) == 2
+            and all(_is_num(t) and t >= 0 for t in v) for k, v in cost.items())):
+        return f"'cost' must map back-end names to [fixed s, s per library] >= 0, got {cost!r}"
+    if entry_shape(e) == "ccm" and not cost:
+        return "a 'ccm' entry needs 'cost'"
     for f, check in (("times", _is_num), ("recall", _is_num), ("meets_bound", lambda v: isinstance(v, bool))):
         v = e.get(f)
         if v is None:
@@ -171,6 +199,15 @@ def _pick(entry: dict[str, Any]) -> str | None:
     return best
 
 
+def _pick_cost(entry: dict[str, Any], libraries: int) -> str | None:
+    """The installed exact back-end with the smallest predicted time at ``libraries``
+    libraries (a cost line of an approximate one is never used: CCM's ``auto`` is exact)."""
+    cost = {b: v for b, v in entry["cost"].items() if b in EXACT and available(b)}
+    if not cost:
+        return None
+    return min(cost, key=lambda b: (cost[b][0] + cost[b][1] * max(libraries, 1), b != "exact"))
+
+
 def candidates(info: DeviceInfo) -> list[tuple[str, list[dict[str, Any]]]]:
     """Entry sets in lookup order: ("user", [...]), ("shipped:device", [...]), ..."""
     out = []
@@ -187,21 +224,28 @@ def candidates(info: DeviceInfo) -> list[tuple[str, list[dict[str, Any]]]]:
     return out
 
 
-def choose(info: DeviceInfo, *, L: int, E: int, nq: int | None = None, k: int | None = None
-           ) -> AutoChoice:
-    """The back-end ``auto`` uses for a library of ``L`` points in dimension ``E``."""
+def choose(info: DeviceInfo, *, L: int, E: int, nq: int | None = None, k: int | None = None,
+           shape: str = "simplex", libraries: int = 1) -> AutoChoice:
+    """The back-end ``auto`` uses for a library of ``L`` points in dimension ``E``.
+
+    ``shape`` names the workload (``"simplex"``: one library; ``"ccm"``: ``libraries``
+    sampled libraries of up to ``L`` points, every row a query); only entries that timed
+    that shape are read.
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"shape={shape!r} is not supported; allowed: {', '.join(SHAPES)}")
     for source, es in candidates(info):
-        hit = _nearest(es, L, E)
+        hit = _nearest([e for e in es if entry_shape(e) == shape], L, E)
         if hit is None:
             continue
-        name = _pick(hit)
+        name = _pick_cost(hit, libraries) if shape == "ccm" else _pick(hit)
         if name is None:
             continue
         rec = 1.0 if name in ("exact", "kdtree") else _recall_of(hit, name)
         if source == "user" and name not in ("exact", "kdtree"):
             rec = user_recalls(info).get((hit.get("spec_bucket"), hit.get("size_bucket"), name), rec)
         return AutoChoice(name, rec, source, hit)
-    name = heuristic(info, L, E)
+    name = heuristic(info, L, E, shape)
     return AutoChoice(name, 1.0 if name in ("exact", "kdtree") else float("nan"), "heuristic")
 
 
@@ -211,7 +255,8 @@ def expected_recall(info: DeviceInfo, name: str, *, L: int, E: int) -> float:
         return 1.0
     user = user_recalls(info)
     for source, es in candidates(info):
-        es = [e for e in es if source == "user" or name in (e.get("recall") or {})]
+        es = [e for e in es if entry_shape(e) == "simplex"
+              and (source == "user" or name in (e.get("recall") or {}))]
         hit = _nearest(es, L, E)
         if hit is None:
             continue

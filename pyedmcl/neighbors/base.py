@@ -13,7 +13,9 @@ dist, +inf = none), so the lookup and skill kernels consume any back-end's table
 unchanged. Host back-ends (k-d tree, faiss) embed the series explicitly, ask for
 ``k + (number of excluded library points)`` neighbours (an exact bound: at most
 that many can be filtered away) and filter; results are ordered like the exact
-kernel: distance, then ``|p - l|``, then ``l``.
+kernel: distance, then ``|p - l|``, then ``l``. The exact host back-end (k-d tree)
+returns the exact kernel's table itself, ties at the k-th place included: distances
+recomputed in the kernel's arithmetic, the cut widened until it is untied.
 """
 
 from __future__ import annotations
@@ -98,6 +100,42 @@ def select_k(qpts: np.ndarray, lpts: np.ndarray, pos: np.ndarray, dist: np.ndarr
     return idx, out_d
 
 
+def kernel_distances(x: np.ndarray, qpts: np.ndarray, lpts: np.ndarray, E: int, tau: int,
+                     metric: str) -> np.ndarray:
+    """The exact kernel's comparison value between query point ``qpts[i]`` and library
+    points ``lpts[i, j]`` (kernel points of the series ``x``), in ``x``'s dtype and the
+    kernel's operation order: coordinates newest first (lag E-1 down to 0), one rounding
+    per operation, no contraction (decisions 0002, 0007). Euclidean: the squared distance.
+    Bit-identical to the kernels' values wherever they do not use FMA (CPU jobs)."""
+    q = np.asarray(qpts, np.int64)[:, None]
+    lp = np.asarray(lpts, np.int64)
+    acc = np.zeros(lp.shape, x.dtype)
+    for j in reversed(range(E)):
+        d = x[lp + j * abs(tau)] - x[q + j * abs(tau)]
+        if metric == "euclidean":
+            acc += d * d
+        elif metric == "manhattan":
+            acc += np.abs(d)
+        else:
+            np.maximum(acc, np.abs(d), out=acc)
+    return acc
+
+
+def finish_distance(acc: np.ndarray, metric: str) -> np.ndarray:
+    """The distance the kernels report from their comparison value (sqrt for euclidean,
+    correctly rounded in the value's dtype as the kernels' sqrt, decision 0004)."""
+    return np.sqrt(acc) if metric == "euclidean" else acc
+
+
+def rounding_margin(E: int, dtype: Any) -> float:
+    """A relative bound, with room to spare (4x), on how far a distance over E coordinates
+    computed in ``dtype`` (the kernel) and one computed in float64 (an index such as
+    cKDTree, which may order its pruning differently) can each be from the true distance
+    of the same points: E differences, E squares and E - 1 additions round once each."""
+    u = float(np.finfo(dtype).eps) / 2 + float(np.finfo(np.float64).eps) / 2
+    return 4.0 * (2 * E + 2) * u
+
+
 class NeighborBackend(abc.ABC):
     """One k-NN algorithm. Hyperparameters are constructor keywords (see :attr:`options`)."""
 
@@ -151,7 +189,9 @@ class HostBackend(NeighborBackend):
 
     Subclasses implement :meth:`build` (an index over library vectors) and
     :meth:`query` (``c`` candidates per query: library positions, -1 = none, and
-    Euclidean/metric distances); exclusion and tie order are handled here.
+    Euclidean/metric distances); exclusion and tie order are handled here. An exact
+    back-end's rows are the exact kernel's rows: the same neighbours, order and
+    distances, ties included (:meth:`_kernel_order_rows`, decision 0059).
     """
 
     @abc.abstractmethod
@@ -190,12 +230,56 @@ class HostBackend(NeighborBackend):
             # group queries by their candidate count (most share the same one), in blocks
             for c in np.unique(need):
                 rows = np.flatnonzero(need == c)
-                step = max(1, MAX_BLOCK_ENTRIES // int(c))
+                step = max(1, MAX_BLOCK_ENTRIES // (int(c) + 1))
                 for s in range(0, rows.size, step):
                     r = rows[s:s + step]
+                    if self.exact:
+                        idx[b, r], dist[b, r] = self._kernel_order_rows(
+                            index, x, qv[r], qpts[r], lp, int(c), k, radius, E, tau, metric)
+                        continue
                     pos, d = self.query(index, qv[r], int(c))
                     idx[b, r], dist[b, r] = select_k(qpts[r], lp, pos, d, k, radius)
         return idx, dist
+
+    def _kernel_order_rows(self, index: Any, x: np.ndarray, qv: np.ndarray, qpts: np.ndarray,
+                           lp: np.ndarray, c: int, k: int, radius: int, E: int, tau: int,
+                           metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """The exact kernel's k-NN rows from an exact index: same set, order and distances.
+
+        The index finds ``c + 1`` candidates (one more than can be excluded plus k); their
+        distances are recomputed in the kernel's arithmetic (:func:`kernel_distances`) and
+        ordered by the kernel's total order. A row is final when the index's last candidate
+        is farther, beyond both arithmetics' rounding (:func:`rounding_margin`), than its
+        k-th kept neighbour: then no point the index did not return can tie with or beat
+        it in the kernel's arithmetic. Other rows (a tie, or too few admissible candidates,
+        at the cut) ask for twice as many candidates, up to the whole library.
+        """
+        nl = lp.size
+        m = qv.shape[0]
+        out_i = np.empty((m, k), np.int32)
+        out_d = np.empty((m, k), np.float64)
+        margin = rounding_margin(E, x.dtype)
+        pending = np.arange(m)
+        cq = min(c + 1, nl)
+        while pending.size:
+            again = []
+            step = max(1, MAX_BLOCK_ENTRIES // cq)  # bounded memory as cq grows
+            for s in range(0, pending.size, step):
+                rows = pending[s:s + step]
+                pos, dtree = self.query(index, qv[rows], cq)
+                acc = kernel_distances(x, qpts[rows], lp[np.clip(pos, 0, None)], E, tau, metric)
+                acc = np.where(pos >= 0, acc, np.inf)
+                i, a = select_k(qpts[rows], lp, pos, acc, k, radius)
+                d = finish_distance(a, metric)
+                if cq >= nl:
+                    done = np.ones(rows.size, bool)
+                else:
+                    done = dtree[:, -1] * (1.0 - margin) > d[:, -1]
+                out_i[rows[done]], out_d[rows[done]] = i[done], d[done]
+                again.append(rows[~done])
+            pending = np.concatenate(again)
+            cq = min(2 * cq, nl)
+        return out_i, out_d
 
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
