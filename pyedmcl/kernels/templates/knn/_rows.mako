@@ -14,8 +14,13 @@ void knn(${parts.knn_args()})
 {
 <% QW = WG // SPLIT %>
     const int lid = get_local_id(0);
+% if SLIDE:
+    const int qi = lid;  /* SPLIT = 1 */
+    const int sp = 0;
+% else:
     const int qi = lid % ${QW};
     const int sp = lid / ${QW};
+% endif
     const int q = get_group_id(0) * ${QW} + qi;
     ${parts.batch_setup()}
 % if SLIDE:

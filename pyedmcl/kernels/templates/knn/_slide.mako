@@ -31,8 +31,9 @@ def vec_width(real):
 ## the tile (raw values) and the library's first point
 <%def name="decl()">\
 <%
-    if TAU != 1 or NC != 1 or SPLIT != 1 or SLIDE % vec_width(REAL) or TILE % SLIDE or SLIDE > 32:
-        raise ValueError("SLIDE=%d needs TAU=1, NC=1, SPLIT=1, a multiple of %d up to 32 dividing "
+    if (TAU != 1 or NC != 1 or SPLIT != 1 or SLIDE % vec_width(REAL) or TILE % SLIDE
+            or SLIDE > 32 or SLIDE & (SLIDE - 1)):
+        raise ValueError("SLIDE=%d needs TAU=1, NC=1, SPLIT=1, a power of 2 from %d to 32 dividing "
                          "TILE=%d (got TAU=%d, NC=%d, SPLIT=%d)"
                          % (SLIDE, vec_width(REAL), TILE, TAU, NC, SPLIT))
     VW = vec_width(REAL)
@@ -69,9 +70,8 @@ def vec_width(real):
         return " | ".join("(a%d <= %s)" % (u, thr) for u in range(U))
 %>\
         const int cnt = min(${TILE}, nl - base);
-        const int nblk = cnt / ${U};
-        for (int bk = 0; bk < nblk; ++bk) {
-            const int t0 = bk * ${U};
+        const int tb = cnt & ${-U};  /* the end of the tile's whole blocks */
+        for (int t0 = 0; t0 < tb; t0 += ${U}) {
             __local const ${REAL}${VW}* const sb = sv + t0 / ${VW};
 % for j in range(NW):
             const ${REAL}${VW} w${j} = sb[${j}];
@@ -96,7 +96,7 @@ def vec_width(real):
                 /* the block's pairs at or below thr, offered in order */
                 uint m = 0u;
 % for u in range(U):
-                m |= (a${u} <= thr) ? ${"0x%xu" % (1 << u)} : 0u;
+                if (a${u} <= thr) m |= ${"0x%xu" % (1 << u)};
 % endfor
                 while (m != 0u) {
                     const int t = t0 + 31 - (int)clz(m & (0u - m));
@@ -108,7 +108,7 @@ def vec_width(real):
             }
 % endfor
         }
-        for (int t = nblk * ${U}; t < cnt; ++t) {
+        for (int t = tb; t < cnt; ++t) {
             ${parts.offer("s[t + %d]", "lp0 + base + t")}\
         }
 </%def>
