@@ -88,7 +88,7 @@ def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, K, EA, SLIDE, T
 
 def test_knn_device_with_forced_slide(device):
     """The algorithms' entry point with SLIDE forced on a contiguous library equals the
-    plain rows variant's table; a gapped library, tau > 1 or several columns are refused
+    plain rows variant's table, also with fewer library points than k; a gapped library, tau > 1 or several columns are refused
     (the option reads point lib[0] + i as library index i)."""
     be = get_backend(device)
     x = np.sin(np.arange(400) * 0.31) + 0.01 * np.random.default_rng(1).standard_normal(400)
@@ -96,13 +96,15 @@ def test_knn_device_with_forced_slide(device):
     q = np.arange(0, 395, 3)
     lib = np.arange(10, 380)
     rows = {**ROWS, "TILE": 64, "EA": 2, "SPLIT": 1, "QQ": 1, "CB": 0}
-    tabs = []
-    for slide in (0, 16):
-        t = knn_device(be, xd, x.size, E=4, tau=1, k=5, qpts=q, lpts=lib, radius=0,
-                       params={**rows, "SLIDE": slide})
-        tabs.append((be.to_host(t.idx), be.to_host(t.dist)))
-    np.testing.assert_array_equal(tabs[1][0], tabs[0][0])
-    np.testing.assert_array_equal(tabs[1][1], tabs[0][1])
+    for lp, k in ((lib, 5), (np.arange(10, 30), 25)):  # 20 points for 25: rows padded
+        tabs = []
+        for slide in (0, 16):
+            t = knn_device(be, xd, x.size, E=4, tau=1, k=k, qpts=q, lpts=lp, radius=0,
+                           params={**rows, "SLIDE": slide})
+            tabs.append((be.to_host(t.idx), be.to_host(t.dist)))
+        np.testing.assert_array_equal(tabs[1][0], tabs[0][0])
+        np.testing.assert_array_equal(tabs[1][1], tabs[0][1])
+    assert (tabs[1][0][..., 20:] == -1).all() and np.isinf(tabs[1][1][..., 20:]).all()
     for kw in (dict(tau=1, lpts=np.r_[10:100, 101:380]), dict(tau=2, lpts=lib)):
         with pytest.raises(ValueError, match="SLIDE"):
             knn_device(be, xd, x.size, E=4, k=5, qpts=q, radius=0, params={**rows, "SLIDE": 16},
@@ -179,3 +181,21 @@ def test_oclgrind_clean():
             print(real, "same")
     """)
     assert "float same" in out and "double same" in out
+
+
+def test_simplex_passes_library_contiguity(monkeypatch):
+    """pe.simplex's whole-series library reaches params_for as contiguous (so GPUs may
+    take SLIDE); a library of two segments does not."""
+    import pyedmcl as pe
+    seen = []
+    original = KNN.params_for
+
+    def spy(be, spec, size, nq_total=None, contiguous=False):
+        seen.append(contiguous)
+        return original(be, spec, size, nq_total=nq_total, contiguous=contiguous)
+
+    monkeypatch.setattr(KNN, "params_for", spy)
+    x = np.sin(np.arange(300) * 0.37)
+    pe.simplex(x, E=3, device=CPU_DEVICE)
+    pe.simplex(x, E=3, lib=[1, 100, 151, 300], pred=[1, 300], device=CPU_DEVICE)
+    assert seen == [True, False]
