@@ -5,7 +5,8 @@ library point, leave-one-out), E in ``--E``, in one process. For each E:
 
 * ``today``: the parameters ``pe.simplex`` takes without SLIDE (the tuned entry or the
   heuristic, SLIDE forced to 0): what the kernel did before the option existed;
-* ``rows``: the GPU heuristic's rows variant (WG 128, TILE 256, EA ``--ea``), SLIDE 0;
+* ``rows``: the GPU heuristic's rows variant (WG ``--wg`` 128, TILE ``--tile`` 256, EA
+  ``--ea``), SLIDE 0;
 * ``slide S``: the same rows parameters with SLIDE = S for each S of ``--slides``.
 
 Every case's predictions must equal the ``today`` case's bit for bit (the tables are the
@@ -37,6 +38,8 @@ def main() -> None:
                     help="SLIDE block lengths to time (8, 16, 32)")
     ap.add_argument("--ea", type=int, nargs="+", default=[4],
                     help="early-abandon chunks (EA) of the rows cases (0, 2, 4, 8)")
+    ap.add_argument("--tile", type=int, default=256, help="TILE of the rows cases")
+    ap.add_argument("--wg", type=int, default=128, help="WG of the rows cases")
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
 
@@ -54,7 +57,7 @@ def main() -> None:
         return {**p, **forced}
 
     knn_family.KNN.params_for = params_for  # this process only: the cases' parameters
-    rows = {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "INS": "reg", "FLAG": 1,
+    rows = {"VARIANT": "rows", "WG": args.wg, "TILE": args.tile, "QB": 1, "INS": "reg", "FLAG": 1,
             "SPLIT": 1, "QQ": 1, "CB": 0}
     print(f"exact Simplex, L={args.L} random walk, float32, device {be.info.name}")
     try:

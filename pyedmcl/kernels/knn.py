@@ -102,8 +102,10 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
                      + (p["WG"] * 32 * 8 if p.get("SPLIT", 1) > 1 else 0)  # merge lists, K <= 32
                      <= info.local_mem_bytes))
     if p["VARIANT"] == "rows":
+        # the tile: E <= 32 coordinates per point, or (SLIDE) TILE + E - 1 raw values
+        tile_bytes = (p["TILE"] + 64) * 8 if p.get("SLIDE", 0) else p["TILE"] * 4 * 33
         return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
-                and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
+                and tile_bytes <= info.local_mem_bytes)
     # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
     return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= min(p["WG"], 32)
             and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
