@@ -18,19 +18,20 @@ from pyedmcl.kernels.xmap import XMAP_KNN
 
 ROWS = dict(VARIANT="rows", WG=16, QB=1, INS="reg", FLAG=1)
 
-#: (E, K, EA, SLIDE, TILE, radius, REAL, METRIC): E = 1..20, K = E + 1 and larger, every
-#: EA chunking, every SLIDE block, float64 (2-wide vector loads), radius -1 (none), 0, > 0
+#: (E, K, EA, SLIDE, TILE, radius, REAL, METRIC, FMA): E = 1..20, K = E + 1 and larger,
+#: every EA chunking, every SLIDE block, float64 (2-wide vector loads), radius -1 (none),
+#: 0, > 0, the three metrics, fma() sums (GPU jobs' FMA=1) and plain ones
 CASES = [
-    (1, 2, 0, 8, 32, 0, "float", "euclidean"),
-    (2, 3, 2, 16, 32, 1, "float", "euclidean"),
-    (3, 10, 2, 8, 16, 0, "double", "euclidean"),
-    (4, 5, 2, 16, 32, 0, "float", "maximum"),
-    (5, 6, 4, 32, 64, 3, "float", "euclidean"),
-    (7, 8, 4, 16, 64, -1, "float", "euclidean"),
-    (9, 10, 4, 8, 32, 1, "float", "manhattan"),
-    (12, 13, 8, 8, 32, 0, "float", "euclidean"),
-    (20, 21, 4, 16, 64, 2, "float", "euclidean"),
-    (20, 33, 0, 8, 16, 0, "double", "euclidean"),
+    (1, 2, 0, 8, 32, 0, "float", "euclidean", 0),
+    (2, 3, 2, 16, 32, 1, "float", "euclidean", 0),
+    (3, 10, 2, 8, 16, 0, "double", "euclidean", 1),
+    (4, 5, 2, 16, 32, 0, "float", "maximum", 0),
+    (5, 6, 4, 32, 64, 3, "float", "euclidean", 0),
+    (7, 8, 4, 16, 64, -1, "float", "euclidean", 1),
+    (9, 10, 4, 8, 32, 1, "float", "manhattan", 0),
+    (12, 13, 8, 8, 32, 0, "float", "euclidean", 0),
+    (20, 21, 4, 16, 64, 2, "float", "euclidean", 1),
+    (20, 33, 0, 8, 16, 0, "double", "euclidean", 0),
 ]
 
 
@@ -60,36 +61,43 @@ def _tables(be, params, spec, x, libs, R):
     return be.to_host(idx), be.to_host(dist)
 
 
-@pytest.mark.parametrize("E, K, EA, SLIDE, TILE, R, real, metric", CASES,
-                         ids=[f"E{c[0]}-K{c[1]}-EA{c[2]}-S{c[3]}-{c[6]}-{c[7]}" for c in CASES])
+@pytest.mark.parametrize("E, K, EA, SLIDE, TILE, R, real, metric, fma", CASES,
+                         ids=[f"E{c[0]}-K{c[1]}-EA{c[2]}-S{c[3]}-{c[6]}-{c[7]}-F{c[8]}"
+                              for c in CASES])
 def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, K, EA, SLIDE, TILE, R, real,
-                                                      metric):
-    """Quantised random walk (exact ties: squared distances are small integers, exact in
-    float32), two batches of contiguous libraries starting at different points, lengths
-    no multiple of TILE or SLIDE (partial blocks and tiles), queries outside the library."""
+                                                      metric, fma):
+    """Two series: a quantised random walk (exact ties: squared distances are small
+    integers, exact in float32, so the NumPy order is exact) and a plain one (rounding:
+    only the same operations in the same order give the same bits); two batches of
+    contiguous libraries starting at different points, lengths no multiple of TILE or
+    SLIDE (partial blocks and tiles), queries outside the library."""
     be = get_backend(device)
     if real == "double" and not be.info.fp64:
         pytest.skip("no fp64 on this device")
-    x = np.round(np.cumsum(np.random.default_rng(E).standard_normal(170)) / 2)
-    npts = x.size - (E - 1)
+    walk = np.cumsum(np.random.default_rng(E).standard_normal(170))
+    npts = walk.size - (E - 1)
     nl = npts - 50 if TILE < 64 else npts - 21  # 101..149 points: never whole tiles
     libs = np.stack([np.arange(3, 3 + nl), np.arange(npts - nl, npts)])
-    spec = {"E": E, "TAU": 1, "K": K, "METRIC": metric, "REAL": real}
-    plain = _tables(be, {**ROWS, "TILE": TILE, "EA": EA}, spec, x, libs, R)
-    slide = _tables(be, {**ROWS, "TILE": TILE, "EA": EA, "SLIDE": SLIDE}, spec, x, libs, R)
-    np.testing.assert_array_equal(slide[0], plain[0])
-    np.testing.assert_array_equal(slide[1], plain[1])
-    for b in range(2 if metric == "euclidean" else 0):  # the others: same as plain rows
-        ref_i, ref_d = _reference(x, E, K, R, libs[b])
-        np.testing.assert_array_equal(slide[0][b], ref_i)  # integer distances: exact order
-        # the kernel's sqrt of the same exact squared distance, in float32 or float64
-        np.testing.assert_allclose(slide[1][b], ref_d, rtol=1e-6)
+    spec = {"E": E, "TAU": 1, "K": K, "METRIC": metric, "REAL": real, "FMA": fma}
+    for x in (np.round(walk / 2), walk):
+        plain = _tables(be, {**ROWS, "TILE": TILE, "EA": EA}, spec, x, libs, R)
+        slide = _tables(be, {**ROWS, "TILE": TILE, "EA": EA, "SLIDE": SLIDE}, spec, x, libs, R)
+        np.testing.assert_array_equal(slide[0], plain[0])
+        np.testing.assert_array_equal(slide[1], plain[1])
+        for b in range(2 if metric == "euclidean" else 0):  # the others: as plain rows
+            # the values the kernel sees, in float64: float32 rounding of the sums only,
+            # 1e-5 relative (E <= 20 squares; differences of close floats are exact)
+            ref_i, ref_d = _reference(x.astype(np.float32 if real == "float" else np.float64),
+                                      E, K, R, libs[b])
+            np.testing.assert_allclose(slide[1][b], ref_d, rtol=1e-5)
+            if x is not walk:  # integer distances: the exact order, ties included
+                np.testing.assert_array_equal(slide[0][b], ref_i)
 
 
 def test_knn_device_with_forced_slide(device):
     """The algorithms' entry point with SLIDE forced on a contiguous library equals the
-    plain rows variant's table, also with fewer library points than k; a gapped library, tau > 1 or several columns are refused
-    (the option reads point lib[0] + i as library index i)."""
+    plain rows variant's table, also with fewer library points than k; a gapped library
+    or tau > 1 is refused (the option reads point lib[0] + i as library index i)."""
     be = get_backend(device)
     x = np.sin(np.arange(400) * 0.31) + 0.01 * np.random.default_rng(1).standard_normal(400)
     xd = be.to_device(x.astype(np.float32))
