@@ -207,3 +207,16 @@ def test_simplex_passes_library_contiguity(monkeypatch):
     pe.simplex(x, E=3, device=CPU_DEVICE)
     pe.simplex(x, E=3, lib=[1, 100, 151, 300], pred=[1, 300], device=CPU_DEVICE)
     assert seen == [True, False]
+
+
+def test_entries_from_before_slide_stay_usable():
+    """Tuning entries written before SLIDE existed (no SLIDE key, as in the shipped files)
+    are valid and read as SLIDE=0, the code they measured."""
+    from clkernels.tuning import lookup
+    be = get_backend(CPU_DEVICE)
+    old = {k: v for k, v in KNN.space.default(be.info).items() if k != "SLIDE"}
+    assert KNN.space.valid(old, be.info) and KNN.space.complete(old)["SLIDE"] == 0
+    assert not KNN.space.valid({**old, "SLIDE": 0, "BOGUS": 1}, be.info)
+    spec = {"E": 3, "TAU": 1, "K": 4, "METRIC": "euclidean", "REAL": "float"}
+    choice = lookup(KNN, be.info, KNN.spec_bucket(spec), KNN.size_bucket(4096))
+    assert choice.params["SLIDE"] == 0 and KNN.space.valid(choice.params, be.info)

@@ -130,6 +130,7 @@ class KnnKernel(TunableKernel):
                 "QQ": (1, 2), "CB": (0, 4, 8), "SLIDE": (0, 8, 16, 32)},
         heuristic=_heuristic,
         constraint=_fits,
+        filled={"SLIDE": 0},  # entries from before SLIDE measured its SLIDE=0 code
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:

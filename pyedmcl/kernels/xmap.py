@@ -83,7 +83,8 @@ class XmapKnnKernel(KnnKernel):
     """k-NN tables of a batch of library series (``knn/knn.cl.mako``, series batching)."""
 
     name = "xmap_knn"
-    space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits)
+    space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
+                        filled=KNN.space.filled)
 
     def default_specs(self):
         return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
