@@ -94,6 +94,25 @@ def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, K, EA, SLIDE, T
                 np.testing.assert_array_equal(slide[0][b], ref_i)
 
 
+@pytest.mark.parametrize("split", [2, 4])
+def test_slide_with_split_queries(device, split):
+    """SPLIT work-items per query take alternate blocks and points of each tile, their
+    lists merged: the one-work-item table bit for bit (plain and quantised walks,
+    a partial last tile, a radius)."""
+    be = get_backend(device)
+    walk = np.cumsum(np.random.default_rng(9).standard_normal(300))
+    E, K, R = 5, 6, 2
+    npts = walk.size - (E - 1)
+    libs = np.arange(7, npts - 2)[None, :]
+    spec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
+    for x in (np.round(walk / 2), walk):
+        plain = _tables(be, {**ROWS, "TILE": 64, "EA": 2}, spec, x, libs, R)
+        slide = _tables(be, {**ROWS, "TILE": 64, "EA": 2, "SLIDE": 8, "SPLIT": split}, spec, x,
+                        libs, R)
+        np.testing.assert_array_equal(slide[0], plain[0])
+        np.testing.assert_array_equal(slide[1], plain[1])
+
+
 def test_knn_device_with_forced_slide(device):
     """The algorithms' entry point with SLIDE forced on a contiguous library equals the
     plain rows variant's table, also with fewer library points than k; a gapped library
@@ -138,9 +157,9 @@ def _fake_gpu():
 
 
 def test_params_for_takes_slide_only_where_it_applies():
-    """Untuned GPUs take SLIDE on a contiguous library at tau 1 with one column and one
-    work-item per query; otherwise (gapped, tau > 1, NC > 1, a split scan, CPUs, the
-    series-batched xmap family) the plain rows tile."""
+    """Untuned GPUs take SLIDE on a contiguous library at tau 1 with one column, split
+    queries too (a block per split at least); otherwise (gapped, tau > 1, NC > 1, CPUs,
+    the series-batched xmap family) the plain rows tile."""
     be = _fake_gpu()
     spec = {"E": 7, "TAU": 1, "K": 8, "METRIC": "euclidean", "REAL": "float"}
     big = 1 << 20
@@ -150,14 +169,14 @@ def test_params_for_takes_slide_only_where_it_applies():
     assert KNN.params_for(be, {**spec, "TAU": 2}, big, nq_total=big, contiguous=True)["SLIDE"] == 0
     assert KNN.params_for(be, {**spec, "E": 14, "NC": 2}, big, nq_total=big,
                           contiguous=True)["SLIDE"] == 0
-    few = KNN.params_for(be, spec, big, nq_total=64, contiguous=True)
-    assert few["SPLIT"] > 1 and few["SLIDE"] == 0
+    few = KNN.params_for(be, spec, big, nq_total=64, contiguous=True)  # split queries
+    assert few["SPLIT"] > 1 and few["SLIDE"] and KNN.space.valid(few, be.info)
     cpu = get_backend(CPU_DEVICE)
     assert KNN.params_for(cpu, spec, 4096, nq_total=4096, contiguous=True)["SLIDE"] == 0
     assert all(c["SLIDE"] == 0 for c in XMAP_KNN.space.candidates(be.info))
     slides = [c for c in KNN.space.candidates(be.info) if c["SLIDE"]]
-    assert slides and all(c["VARIANT"] == "rows" and c["SPLIT"] == 1
-                          and c["TILE"] % c["SLIDE"] == 0 for c in slides)
+    assert slides and all(c["VARIANT"] == "rows" and c["TILE"] % (c["SLIDE"] * c["SPLIT"]) == 0
+                          for c in slides)
 
 
 def test_oclgrind_clean():

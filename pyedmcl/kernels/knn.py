@@ -91,9 +91,8 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
         return False  # vec splits a query over at most 8 work-items, one query each
     if (p.get("QQ", 1) > 1 or p.get("CB", 0)) and p["VARIANT"] != "vec":
         return False  # queries per work-item, candidate buffers: vec-variant options
-    if p.get("SLIDE", 0) and (p["VARIANT"] != "rows" or p.get("SPLIT", 1) > 1
-                              or p["TILE"] % p["SLIDE"]):
-        return False  # a rows option: one work-item per query, whole blocks per tile
+    if p.get("SLIDE", 0) and (p["VARIANT"] != "rows" or p["TILE"] % (p["SLIDE"] * p.get("SPLIT", 1))):
+        return False  # a rows option: whole blocks per tile for every split of a query
     if p["VARIANT"] == "vec":
         # QB = library points per explicit SIMD vector; QQ queries per work-item
         return (p["QB"] in (4, 8, 16) and p["TILE"] % p["QB"] == 0 and p["EA"] == 0
@@ -173,7 +172,9 @@ class KnnKernel(TunableKernel):
         if (choice.source == "heuristic" and be.info.is_gpu and p["VARIANT"] == "rows"
                 and p["TILE"] % SLIDE_GPU == 0):
             p = {**p, "SLIDE": SLIDE_GPU}  # untuned GPUs: the raw-value tile where it applies
-        if p["SLIDE"] and (p["SPLIT"] > 1 or not slide_applies(spec, contiguous)):
+        while p["SLIDE"] > 8 and p["SLIDE"] * p["SPLIT"] > p["TILE"]:
+            p = {**p, "SLIDE": p["SLIDE"] // 2}  # a block per split of a query at least
+        if p["SLIDE"] and (p["TILE"] % (p["SLIDE"] * p["SPLIT"]) or not slide_applies(spec, contiguous)):
             p = {**p, "SLIDE": 0}
         # the rows / vec variants' local tile holds E coordinates per point (SLIDE: values)
         while (p["VARIANT"] in ("rows", "vec") and not p["SLIDE"] and p["TILE"] > max(16, p["QB"])

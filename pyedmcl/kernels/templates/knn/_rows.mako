@@ -14,8 +14,8 @@ void knn(${parts.knn_args()})
 {
 <% QW = WG // SPLIT %>
     const int lid = get_local_id(0);
-% if SLIDE:
-    const int qi = lid;  /* SPLIT = 1 */
+% if SLIDE and SPLIT == 1:
+    const int qi = lid;
     const int sp = 0;
 % else:
     const int qi = lid % ${QW};

@@ -1,6 +1,5 @@
 ## knn.cl.mako, VARIANT "rows" with SLIDE = U > 0: a contiguous library (library index
-## i is point lib[0] + i), TAU = 1, NC = 1, SPLIT = 1 (the host checks; see
-## KnnKernel.params_for). Library point lp0 + i has coordinates x[lp0 + i + k], so a
+## i is point lib[0] + i), TAU = 1, NC = 1 (the host checks; see KnnKernel.params_for). Library point lp0 + i has coordinates x[lp0 + i + k], so a
 ## tile of TILE points needs only the TILE + E - 1 raw values x[lp0 + base ..], not
 ## E x TILE coordinates: the tile is a vector array sv of raw values, and the points
 ## are scanned in blocks of U consecutive ones. A block reads its U + E - 1 values
@@ -19,7 +18,8 @@
 ## value) and checked against the current list exactly as the plain variant does
 ## (exclusion radius, tie order, insertion). One insertion network in the code, not U.
 ## Points past the last full block (a partial last tile) take the plain per-pair path
-## on the same tile.
+## on the same tile. SPLIT > 1: work-item sp of a query takes blocks sp, sp + SPLIT, ...
+## (and points likewise past the blocks); the lists merge as in the plain variant.
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
 <%!
@@ -31,10 +31,10 @@ def vec_width(real):
 ## the tile (raw values) and the library's first point
 <%def name="decl()">\
 <%
-    if (TAU != 1 or NC != 1 or SPLIT != 1 or SLIDE % vec_width(REAL) or TILE % SLIDE
+    if (TAU != 1 or NC != 1 or SLIDE % vec_width(REAL) or TILE % (SLIDE * SPLIT)
             or SLIDE > 32 or SLIDE & (SLIDE - 1)):
-        raise ValueError("SLIDE=%d needs TAU=1, NC=1, SPLIT=1, a power of 2 from %d to 32 dividing "
-                         "TILE=%d (got TAU=%d, NC=%d, SPLIT=%d)"
+        raise ValueError("SLIDE=%d needs TAU=1, NC=1, a power of 2 from %d to 32, SLIDE x "
+                         "SPLIT dividing TILE=%d (got TAU=%d, NC=%d, SPLIT=%d)"
                          % (SLIDE, vec_width(REAL), TILE, TAU, NC, SPLIT))
     VW = vec_width(REAL)
 %>\
@@ -71,7 +71,7 @@ def vec_width(real):
 %>\
         const int cnt = min(${TILE}, nl - base);
         const int tb = cnt & ${-U};  /* the end of the tile's whole blocks */
-        for (int t0 = 0; t0 < tb; t0 += ${U}) {
+        for (int t0 = ${"sp * %d" % U if SPLIT > 1 else "0"}; t0 < tb; t0 += ${U * SPLIT}) {
             __local const ${REAL}${VW}* const sb = sv + t0 / ${VW};
 % for j in range(NW):
             const ${REAL}${VW} w${j} = sb[${j}];
@@ -108,7 +108,7 @@ def vec_width(real):
             }
 % endfor
         }
-        for (int t = tb; t < cnt; ++t) {
+        for (int t = tb${" + sp" if SPLIT > 1 else ""}; t < cnt; t += ${SPLIT}) {
             ${parts.offer("s[t + %d]", "lp0 + base + t")}\
         }
 </%def>

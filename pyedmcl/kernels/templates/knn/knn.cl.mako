@@ -44,7 +44,7 @@
 ## (partial sums only grow, so this is exact); for large E most library points
 ## are rejected after the first chunk.
 ##
-## SLIDE > 0 (rows only; a contiguous library, TAU = 1, NC = 1, SPLIT = 1, checked on
+## SLIDE > 0 (rows only; a contiguous library, TAU = 1, NC = 1, checked on
 ## the host): the tile holds raw series values instead of E coordinates per point and
 ## is scanned in blocks of SLIDE points from vector loads (_slide.mako); the same table.
 ##
