@@ -372,7 +372,7 @@ def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, 
             user.append(e)
     hit = _best_match(user, spec_bucket, size_bucket)
     if hit is not None:
-        return Choice(dict(hit["params"]), "user", hit)
+        return Choice(kernel.space.complete(hit["params"]), "user", hit)
     shipped = [e for e in shipped_entries() if isinstance(e, dict) and e.get("kernel") == kernel.name]
     for level in LEVELS:
         key = level_key(info, level)
@@ -381,11 +381,11 @@ def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, 
         cands = [e for e in cands if usable(e, kernel, info, False, f"shipped tuning/ ({level})")]
         hit = _best_match(cands, spec_bucket, size_bucket)
         if hit is not None:
-            return Choice(dict(hit["params"]), f"shipped:{level}", hit)
+            return Choice(kernel.space.complete(hit["params"]), f"shipped:{level}", hit)
         if level == "device":
             hit = _nearest_class_match(kernel, info, shipped, spec_bucket, size_bucket)
             if hit is not None:
-                return Choice(dict(hit["params"]), "shipped:cpu_class", hit)
+                return Choice(kernel.space.complete(hit["params"]), "shipped:cpu_class", hit)
     return Choice(kernel.space.default(info), "heuristic")
 
 

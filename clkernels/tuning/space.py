@@ -25,6 +25,14 @@ class TuningSpace:
     params: dict[str, tuple[Any, ...]]
     heuristic: Callable[[DeviceInfo], Params]
     constraint: Callable[[Params, DeviceInfo], bool] = field(default=lambda p, d: True)
+    #: parameters added after entries were written, each with the value that renders the
+    #: code those entries measured: an entry without one reads as having that value
+    #: (kept valid, no re-tune and no rewrite of anyone's tuning files)
+    filled: dict[str, Any] = field(default_factory=dict)
+
+    def complete(self, params: Params) -> Params:
+        """``params`` with the :attr:`filled` values it lacks."""
+        return {**{k: v for k, v in self.filled.items() if k not in params}, **params}
 
     def candidates(self, info: DeviceInfo) -> list[Params]:
         names = list(self.params)
@@ -36,9 +44,13 @@ class TuningSpace:
         return out
 
     def valid(self, params: Params, info: DeviceInfo) -> bool:
-        """Known names, values the space allows (of the candidates' type: ``32.0`` and
-        ``True`` are not ``32`` and ``1``), and device limits respected."""
-        if not isinstance(params, dict) or set(params) != set(self.params):
+        """Known names (a :attr:`filled` one may be missing), values the space allows (of
+        the candidates' type: ``32.0`` and ``True`` are not ``32`` and ``1``), and device
+        limits respected."""
+        if not isinstance(params, dict):
+            return False
+        params = self.complete(params)
+        if set(params) != set(self.params):
             return False
         if self.type_problem(params):
             return False

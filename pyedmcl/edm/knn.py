@@ -18,7 +18,7 @@ from clkernels import Backend, get_backend, run_blocked
 from clkernels.tuning import Params
 
 from .._deprecation import renamed_keywords
-from ..kernels.knn import KNN
+from ..kernels.knn import KNN, is_contiguous, slide_applies
 from ..validation import as_series, check_dtype, check_int, check_metric
 from .ranges import MAX_KNN, check_tau
 
@@ -66,8 +66,13 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
     if nc != 1:  # the kernel's E counts coordinates: E lags of nc columns
         spec = {**spec, "E": E * nc, "NC": nc}
+    contiguous = is_contiguous(lpts)
     if params is None:
-        params = KNN.params_for(be, spec, max(nq, nl), nq_total=nq * nbatch)
+        params = KNN.params_for(be, spec, max(nq, nl), nq_total=nq * nbatch,
+                                contiguous=contiguous)
+    elif params.get("SLIDE", 0) and not slide_applies(spec, contiguous):
+        raise ValueError(f"params SLIDE={params['SLIDE']} needs contiguous library points, "
+                         f"tau=1 and one column; use SLIDE=0 for these lib_points")
     dt = np.float64 if real == "double" else np.float32
     idx = be.empty((nbatch, nq, k), np.int32)
     dist = be.empty((nbatch, nq, k), dt)

@@ -51,12 +51,31 @@ def launch_spec(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1,
-                "SPLIT": 1, "QQ": 1, "CB": 0}
+                "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
     # CPUs: explicit SIMD vectors over library points (the cols variant's work-item
     # loop is not vectorised by PoCL 3.0 here; vec measured 2.5-3.5x faster than the
     # tuned cols on PoCL and Intel for one table of 8,192 points, E=5)
     return {"VARIANT": "vec", "WG": 32, "TILE": 512, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
-            "SPLIT": 1, "QQ": 1, "CB": 0}
+            "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
+
+
+#: SLIDE block length (library points per block) that :meth:`KnnKernel.params_for` gives
+#: GPUs without a tuned entry for the problem, where the library is contiguous
+SLIDE_GPU = 16
+
+
+def slide_applies(spec: dict[str, Any], contiguous: bool) -> bool:
+    """Whether the rows variant's SLIDE option (``knn/_slide.mako``) can run ``spec``:
+    a contiguous library (library index i is point ``lib[0] + i``), lags of 1, one column."""
+    return bool(contiguous) and spec["TAU"] == 1 and spec.get("NC", 1) == 1
+
+
+def is_contiguous(lpts: np.ndarray) -> bool:
+    """Whether every row of the (nbatch, nl) ascending library lists is consecutive points."""
+    lpts = np.atleast_2d(lpts)
+    if lpts.shape[1] == 0 or np.any(lpts[:, -1].astype(np.int64) - lpts[:, 0] != lpts.shape[1] - 1):
+        return False
+    return bool(np.all(np.diff(lpts, axis=1) == 1))
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -72,6 +91,8 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
         return False  # vec splits a query over at most 8 work-items, one query each
     if (p.get("QQ", 1) > 1 or p.get("CB", 0)) and p["VARIANT"] != "vec":
         return False  # queries per work-item, candidate buffers: vec-variant options
+    if p.get("SLIDE", 0) and (p["VARIANT"] != "rows" or p["TILE"] % (p["SLIDE"] * p.get("SPLIT", 1))):
+        return False  # a rows option: whole blocks per tile for every split of a query
     if p["VARIANT"] == "vec":
         # QB = library points per explicit SIMD vector; QQ queries per work-item
         return (p["QB"] in (4, 8, 16) and p["TILE"] % p["QB"] == 0 and p["EA"] == 0
@@ -80,8 +101,10 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
                      + (p["WG"] * 32 * 8 if p.get("SPLIT", 1) > 1 else 0)  # merge lists, K <= 32
                      <= info.local_mem_bytes))
     if p["VARIANT"] == "rows":
+        # the tile: E <= 32 coordinates per point, or (SLIDE) TILE + E - 1 raw values
+        tile_bytes = (p["TILE"] + 64) * 8 if p.get("SLIDE", 0) else p["TILE"] * 4 * 33
         return (p["QB"] == 1 and p["INS"] == "reg" and p["FLAG"] == 1
-                and p["TILE"] * 4 * 33 <= info.local_mem_bytes)
+                and tile_bytes <= info.local_mem_bytes)
     # cols: TILE is a multiple of WG (R = TILE / WG points per work-item), QB <= WG
     return (p["TILE"] % p["WG"] == 0 and p["TILE"] // p["WG"] <= 4 and 1 < p["QB"] <= min(p["WG"], 32)
             and p["QB"] * p["TILE"] * 4 <= info.local_mem_bytes // 2)
@@ -103,9 +126,10 @@ class KnnKernel(TunableKernel):
         params={"VARIANT": ("rows", "cols", "vec"), "WG": (8, 16, 32, 64, 128, 256),
                 "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
                 "INS": ("reg", "local", "mask"), "FLAG": (0, 1), "SPLIT": (1, 2, 4, 8, 16, 32),
-                "QQ": (1, 2), "CB": (0, 4, 8)},
+                "QQ": (1, 2), "CB": (0, 4, 8), "SLIDE": (0, 8, 16, 32)},
         heuristic=_heuristic,
         constraint=_fits,
+        filled={"SLIDE": 0},  # entries from before SLIDE measured its SLIDE=0 code
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -124,9 +148,14 @@ class KnnKernel(TunableKernel):
         return _KnnCase(backend, spec, size)
 
     def params_for(self, be: Backend, spec: dict[str, Any], size: int,
-                   nq_total: int | None = None) -> Params:
-        p = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size)).params
-        p = {"SPLIT": 1, "QQ": 1, "CB": 0, **p}
+                   nq_total: int | None = None, contiguous: bool = False) -> Params:
+        """Launch parameters for ``spec`` at library/query size ``size``: the tuning
+        database's (or the heuristic's) choice, fixed up for this launch. ``nq_total``:
+        queries of the launch, all batches (few queries split each query's scan over
+        several work-items on GPUs); ``contiguous``: every library list is consecutive
+        points (:func:`is_contiguous`), which the rows variant's SLIDE option needs."""
+        choice = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size))
+        p = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, **choice.params}
         item = 8 if spec["REAL"] == "double" else 4
         # rows only: the vec variant's SPLIT is tuned (splitting there admits more
         # candidates in all: 7-10 ms instead of 4.8 ms at L=32,768, E=20 on the H100)
@@ -140,8 +169,15 @@ class KnnKernel(TunableKernel):
                 p = {**p, "SPLIT": 2 * p["SPLIT"]}
         while p["SPLIT"] > 1 and p["WG"] * spec["K"] * (item + 4) > be.info.local_mem_bytes // 2:
             p = {**p, "SPLIT": p["SPLIT"] // 2}  # the partial lists must fit local memory
-        # the rows / vec variants' local tile holds E coordinates per point
-        while (p["VARIANT"] in ("rows", "vec") and p["TILE"] > max(16, p["QB"])
+        if (choice.source == "heuristic" and be.info.is_gpu and p["VARIANT"] == "rows"
+                and p["TILE"] % SLIDE_GPU == 0):
+            p = {**p, "SLIDE": SLIDE_GPU}  # untuned GPUs: the raw-value tile where it applies
+        while p["SLIDE"] > 8 and p["SLIDE"] * p["SPLIT"] > p["TILE"]:
+            p = {**p, "SLIDE": p["SLIDE"] // 2}  # a block per split of a query at least
+        if p["SLIDE"] and (p["TILE"] % (p["SLIDE"] * p["SPLIT"]) or not slide_applies(spec, contiguous)):
+            p = {**p, "SLIDE": 0}
+        # the rows / vec variants' local tile holds E coordinates per point (SLIDE: values)
+        while (p["VARIANT"] in ("rows", "vec") and not p["SLIDE"] and p["TILE"] > max(16, p["QB"])
                and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2):
             p = {**p, "TILE": p["TILE"] // 2}
         return p
@@ -154,9 +190,11 @@ class KnnKernel(TunableKernel):
         Batch ``b`` is library list ``b`` of ``l_dev`` (nbatch, nl); or, with
         ``series_stride`` > 0, series ``b`` of ``x_dev``, i.e. the data from
         ``xoff + b * series_stride`` on, all batches sharing the lists ``q_dev`` /
-        ``l_dev`` (points and output indices are then the series' own).
+        ``l_dev`` (points and output indices are then the series' own). ``params`` with
+        SLIDE > 0 need contiguous library lists (the caller's check: :func:`is_contiguous`;
+        :meth:`params_for` sets SLIDE only then).
         """
-        params = {"SPLIT": 1, "QQ": 1, "CB": 0, **params}
+        params = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, **params}
         k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "knn")
         if params["VARIANT"] in ("rows", "vec"):
             qw = params["WG"] // params["SPLIT"] * params["QQ"]
@@ -174,7 +212,7 @@ class KnnKernel(TunableKernel):
         ``dist_full``): ``acc_dev`` (nq, nl) the raw (squared) values, ``fin_dev`` the
         finished distances; the arithmetic of :meth:`launch`, so the same values."""
         params = {"VARIANT": "sorted", "WG": wg, "TILE": 16, "QB": 1, "EA": 0, "INS": "reg",
-                  "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
+                  "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
         k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "dist_full")
         return be.launch(k, (round_up(nl, wg), nq), (wg, 1), x_dev, q_dev, np.int32(nq), l_dev,
                          np.int32(nl), acc_dev, fin_dev)

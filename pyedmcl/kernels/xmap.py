@@ -67,19 +67,24 @@ def _k_bucket(k: int) -> str:
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:  # the batched kernel's tuned choice on the H200 (rows, EA 0)
         return {"VARIANT": "rows", "WG": 16, "TILE": 256, "QB": 1, "EA": 0, "INS": "reg",
-                "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0}
+                "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
     # CPUs: explicit float16 vectors over library points (PoCL 3.0 does not vectorise
     # the cols variant's work-item loop here; measured 2.5x faster on 2-core PoCL)
     return {"VARIANT": "vec", "WG": 32, "TILE": 512, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
-            "SPLIT": 1, "QQ": 1, "CB": 0}
+            "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
+
+
+def _fits(p: Params, info: DeviceInfo) -> bool:
+    # SLIDE needs a contiguous library, which the engine does not promise: never tuned here
+    return p["SLIDE"] == 0 and KNN.space.constraint(p, info)
 
 
 class XmapKnnKernel(KnnKernel):
     """k-NN tables of a batch of library series (``knn/knn.cl.mako``, series batching)."""
 
     name = "xmap_knn"
-    space = TuningSpace(params=KNN.space.params, heuristic=_heuristic,
-                        constraint=KNN.space.constraint)
+    space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
+                        filled=KNN.space.filled)
 
     def default_specs(self):
         return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}

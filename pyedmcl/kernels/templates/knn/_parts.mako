@@ -23,6 +23,21 @@ real_t ${ACC} = (real_t)0;
 % endfor
 </%def>
 
+## a register-list query's offer of the library point at tile position T: its
+## distance (A % k: the point's coordinate k, early abandoning against the list's
+## last entry), then exclusion radius, tie order and insertion; L: the point
+<%def name="offer(A, L)">\
+${distance("acc", A, "qv[%d]", "bd%d" % (K - 1))}
+            if (acc <= bd${K - 1}) {
+                const int l = ${L};
+                const int key = tie_key(p, l);
+                if (dist_rows(p, l) > radius
+                    && (acc < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
+                    ${topk.insert_reg(K, 'acc', 'l', 'key')}
+                }
+            }
+</%def>
+
 <%def name="knn_args()">\
 __global const real_t* restrict x, const int xoff, const int xstride,
          __global const int* restrict qpts, const int nq,

@@ -2,22 +2,33 @@
 ## per group), each scanning every SPLIT-th point of each tile (broadcast reads) into
 ## its own register top-k; the SPLIT partial lists merge through local memory at the
 ## end (same total order, so the result does not depend on SPLIT). SPLIT > 1 keeps a
-## GPU busy when there are few queries.
+## GPU busy when there are few queries. SLIDE > 0: a contiguous library's tile as raw
+## values, scanned in blocks of SLIDE points (_slide.mako).
 <%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
+<%namespace name="slide" file="/knn/_slide.mako"/>
 <%def name="kernel()">\
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void knn(${parts.knn_args()})
 {
 <% QW = WG // SPLIT %>
     const int lid = get_local_id(0);
+% if SLIDE and SPLIT == 1:
+    const int qi = lid;
+    const int sp = 0;
+% else:
     const int qi = lid % ${QW};
     const int sp = lid / ${QW};
+% endif
     const int q = get_group_id(0) * ${QW} + qi;
     ${parts.batch_setup()}
+% if SLIDE:
+${slide.decl()}\
+% else:
     __local real_t tile[${E}][${TILE}];
     __local int tidx[${TILE}];
+% endif
 
     const bool active = q < nq;
     const int p = active ? qpts[q] : 0;
@@ -30,6 +41,10 @@ void knn(${parts.knn_args()})
 % endfor
 
 ${parts.tile_loop("get_group_id(0) * %d + %d" % (QW, QW // 2))}\
+% if SLIDE:
+${slide.load()}\
+${slide.scan()}\
+% else:
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int t = lid; t < ${TILE}; t += ${WG}) {
             const int li = base + t;
@@ -42,16 +57,9 @@ ${parts.tile_loop("get_group_id(0) * %d + %d" % (QW, QW // 2))}\
         barrier(CLK_LOCAL_MEM_FENCE);
         const int cnt = min(${TILE}, nl - base);
         for (int t = sp; t < cnt; t += ${SPLIT}) {
-            ${parts.distance("acc", "tile[%d][t]", "qv[%d]", "bd%d" % (K - 1))}
-            if (acc <= bd${K - 1}) {
-                const int l = tidx[t];
-                const int key = tie_key(p, l);
-                if (dist_rows(p, l) > radius
-                    && (acc < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
-                    ${topk.insert_reg(K, 'acc', 'l', 'key')}
-                }
-            }
+            ${parts.offer("tile[%d][t]", "tidx[t]")}\
         }
+% endif
     }
 % if SPLIT > 1:
 ${parts.merge_split(QW, False, "acc")}\

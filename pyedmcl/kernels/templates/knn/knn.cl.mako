@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD, NC
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD, NC, SLIDE
 ## version: 1
 ## legacy-hashes: 93f704e8c195d8c0
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
@@ -43,6 +43,10 @@
 ## is skipped once the partial distance exceeds the query's current k-th best
 ## (partial sums only grow, so this is exact); for large E most library points
 ## are rejected after the first chunk.
+##
+## SLIDE > 0 (rows only; a contiguous library, TAU = 1, NC = 1, checked on
+## the host): the tile holds raw series values instead of E coordinates per point and
+## is scanned in blocks of SLIDE points from vector loads (_slide.mako); the same table.
 ##
 ## Variants (VARIANT), one part each, described there: "rows" (GPUs, _rows.mako),
 ## "cols" (CPU SIMD across library points, _cols.mako), "vec" (explicit vectors,

@@ -1,0 +1,241 @@
+"""The k-NN rows variant's SLIDE option (knn/_slide.mako): a contiguous library's tile as
+raw series values, scanned in blocks. It must give the plain rows variant's table bit for
+bit (indices and distances) and the NumPy reference's; it runs on every device (the rows
+variant is a GPU default, but any OpenCL device runs it, so CPUs check it here)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from conftest import CPU_DEVICE
+
+from clkernels import get_backend
+from pyedmcl.edm.knn import knn_device
+from pyedmcl.kernels.knn import KNN, SLIDE_GPU, is_contiguous
+from pyedmcl.kernels.xmap import XMAP_KNN
+
+ROWS = dict(VARIANT="rows", WG=16, QB=1, INS="reg", FLAG=1)
+
+#: (E, K, EA, SLIDE, TILE, radius, REAL, METRIC, FMA): E = 1..20, K = E + 1 and larger,
+#: every EA chunking, every SLIDE block, float64 (2-wide vector loads), radius -1 (none),
+#: 0, > 0, the three metrics, fma() sums (GPU jobs' FMA=1) and plain ones
+CASES = [
+    (1, 2, 0, 8, 32, 0, "float", "euclidean", 0),
+    (2, 3, 2, 16, 32, 1, "float", "euclidean", 0),
+    (3, 10, 2, 8, 16, 0, "double", "euclidean", 1),
+    (4, 5, 2, 16, 32, 0, "float", "maximum", 0),
+    (5, 6, 4, 32, 64, 3, "float", "euclidean", 0),
+    (7, 8, 4, 16, 64, -1, "float", "euclidean", 1),
+    (9, 10, 4, 8, 32, 1, "float", "manhattan", 0),
+    (12, 13, 8, 8, 32, 0, "float", "euclidean", 0),
+    (20, 21, 4, 16, 64, 2, "float", "euclidean", 1),
+    (20, 33, 0, 8, 16, 0, "double", "euclidean", 0),
+]
+
+
+def _reference(x, E, K, R, lib):
+    """NumPy table for library ``lib`` (kernel points): order (distance, |p - l|, l)."""
+    npts = x.size - (E - 1)
+    V = np.stack([x[j: j + npts] for j in range(E)], 1).astype(np.float64)
+    p = np.arange(npts)
+    D2 = ((V[:, None, :] - V[None, lib, :]) ** 2).sum(-1)
+    gap = np.abs(p[:, None] - lib[None, :])
+    D2[gap <= R] = np.inf
+    tie = 2 * gap + (lib[None, :] > p[:, None])
+    order = np.lexsort((tie, D2), axis=1)[:, :K]
+    d2 = np.take_along_axis(D2, order, 1)
+    idx = np.where(np.isinf(d2), -1, lib[order])
+    return idx, np.sqrt(d2)
+
+
+def _tables(be, params, spec, x, libs, R):
+    nb, nl = libs.shape
+    npts = x.size - (spec["E"] - 1)
+    dt = np.float64 if spec["REAL"] == "double" else np.float32
+    idx = be.empty((nb, npts, spec["K"]), np.int32)
+    dist = be.empty((nb, npts, spec["K"]), dt)
+    KNN.launch(be, params, spec, be.to_device(x.astype(dt)), be.to_device(np.arange(npts, dtype=np.int32)),
+               npts, be.to_device(libs.astype(np.int32)), nl, nb, R, idx, dist)
+    return be.to_host(idx), be.to_host(dist)
+
+
+@pytest.mark.parametrize("E, K, EA, SLIDE, TILE, R, real, metric, fma", CASES,
+                         ids=[f"E{c[0]}-K{c[1]}-EA{c[2]}-S{c[3]}-{c[6]}-{c[7]}-F{c[8]}"
+                              for c in CASES])
+def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, K, EA, SLIDE, TILE, R, real,
+                                                      metric, fma):
+    """Two series: a quantised random walk (exact ties: squared distances are small
+    integers, exact in float32, so the NumPy order is exact) and a plain one (rounding:
+    only the same operations in the same order give the same bits); two batches of
+    contiguous libraries starting at different points, lengths no multiple of TILE or
+    SLIDE (partial blocks and tiles), queries outside the library."""
+    be = get_backend(device)
+    if real == "double" and not be.info.fp64:
+        pytest.skip("no fp64 on this device")
+    walk = np.cumsum(np.random.default_rng(E).standard_normal(170))
+    npts = walk.size - (E - 1)
+    nl = npts - 50 if TILE < 64 else npts - 21  # 101..149 points: never whole tiles
+    libs = np.stack([np.arange(3, 3 + nl), np.arange(npts - nl, npts)])
+    spec = {"E": E, "TAU": 1, "K": K, "METRIC": metric, "REAL": real, "FMA": fma}
+    for x in (np.round(walk / 2), walk):
+        plain = _tables(be, {**ROWS, "TILE": TILE, "EA": EA}, spec, x, libs, R)
+        slide = _tables(be, {**ROWS, "TILE": TILE, "EA": EA, "SLIDE": SLIDE}, spec, x, libs, R)
+        np.testing.assert_array_equal(slide[0], plain[0])
+        np.testing.assert_array_equal(slide[1], plain[1])
+        for b in range(2 if metric == "euclidean" else 0):  # the others: as plain rows
+            # the values the kernel sees, in float64: float32 rounding of the sums only,
+            # 1e-5 relative (E <= 20 squares; differences of close floats are exact)
+            ref_i, ref_d = _reference(x.astype(np.float32 if real == "float" else np.float64),
+                                      E, K, R, libs[b])
+            np.testing.assert_allclose(slide[1][b], ref_d, rtol=1e-5)
+            if x is not walk:  # integer distances: the exact order, ties included
+                np.testing.assert_array_equal(slide[0][b], ref_i)
+
+
+@pytest.mark.parametrize("split", [2, 4])
+def test_slide_with_split_queries(device, split):
+    """SPLIT work-items per query take alternate blocks and points of each tile, their
+    lists merged: the one-work-item table bit for bit (plain and quantised walks,
+    a partial last tile, a radius)."""
+    be = get_backend(device)
+    walk = np.cumsum(np.random.default_rng(9).standard_normal(300))
+    E, K, R = 5, 6, 2
+    npts = walk.size - (E - 1)
+    libs = np.arange(7, npts - 2)[None, :]
+    spec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
+    for x in (np.round(walk / 2), walk):
+        plain = _tables(be, {**ROWS, "TILE": 64, "EA": 2}, spec, x, libs, R)
+        slide = _tables(be, {**ROWS, "TILE": 64, "EA": 2, "SLIDE": 8, "SPLIT": split}, spec, x,
+                        libs, R)
+        np.testing.assert_array_equal(slide[0], plain[0])
+        np.testing.assert_array_equal(slide[1], plain[1])
+
+
+def test_knn_device_with_forced_slide(device):
+    """The algorithms' entry point with SLIDE forced on a contiguous library equals the
+    plain rows variant's table, also with fewer library points than k; a gapped library
+    or tau > 1 is refused (the option reads point lib[0] + i as library index i)."""
+    be = get_backend(device)
+    x = np.sin(np.arange(400) * 0.31) + 0.01 * np.random.default_rng(1).standard_normal(400)
+    xd = be.to_device(x.astype(np.float32))
+    q = np.arange(0, 395, 3)
+    lib = np.arange(10, 380)
+    rows = {**ROWS, "TILE": 64, "EA": 2, "SPLIT": 1, "QQ": 1, "CB": 0}
+    for lp, k in ((lib, 5), (np.arange(10, 30), 25)):  # 20 points for 25: rows padded
+        tabs = []
+        for slide in (0, 16):
+            t = knn_device(be, xd, x.size, E=4, tau=1, k=k, qpts=q, lpts=lp, radius=0,
+                           params={**rows, "SLIDE": slide})
+            tabs.append((be.to_host(t.idx), be.to_host(t.dist)))
+        np.testing.assert_array_equal(tabs[1][0], tabs[0][0])
+        np.testing.assert_array_equal(tabs[1][1], tabs[0][1])
+    assert (tabs[1][0][..., 20:] == -1).all() and np.isinf(tabs[1][1][..., 20:]).all()
+    for kw in (dict(tau=1, lpts=np.r_[10:100, 101:380]), dict(tau=2, lpts=lib)):
+        with pytest.raises(ValueError, match="SLIDE"):
+            knn_device(be, xd, x.size, E=4, k=5, qpts=q, radius=0, params={**rows, "SLIDE": 16},
+                       **kw)
+
+
+def test_contiguity_check():
+    assert is_contiguous(np.arange(5, 9))
+    assert is_contiguous(np.array([[0, 1, 2], [7, 8, 9]]))
+    assert not is_contiguous(np.array([0, 1, 3]))
+    assert not is_contiguous(np.array([[0, 1, 2], [7, 8, 10]]))
+    assert not is_contiguous(np.array([0, 1, 1, 3]))  # span right, a repeat and a gap
+    assert not is_contiguous(np.zeros((1, 0), np.int32))
+
+
+def _fake_gpu():
+    info = get_backend(CPU_DEVICE).info
+    gpu = dataclasses.replace(info, device_type="gpu", runtime="nvidia", name="Fake GPU 9000",
+                              normalised_name="fake-gpu-9000", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152,
+                              compute_units=132)
+    return type("FakeBackend", (), {"info": gpu})()
+
+
+def test_params_for_takes_slide_only_where_it_applies():
+    """Untuned GPUs take SLIDE on a contiguous library at tau 1 with one column, split
+    queries too (a block per split at least); otherwise (gapped, tau > 1, NC > 1, CPUs,
+    the series-batched xmap family) the plain rows tile."""
+    be = _fake_gpu()
+    spec = {"E": 7, "TAU": 1, "K": 8, "METRIC": "euclidean", "REAL": "float"}
+    big = 1 << 20
+    p = KNN.params_for(be, spec, big, nq_total=big, contiguous=True)
+    assert p["VARIANT"] == "rows" and p["SLIDE"] == SLIDE_GPU and KNN.space.valid(p, be.info)
+    assert KNN.params_for(be, spec, big, nq_total=big)["SLIDE"] == 0
+    assert KNN.params_for(be, {**spec, "TAU": 2}, big, nq_total=big, contiguous=True)["SLIDE"] == 0
+    assert KNN.params_for(be, {**spec, "E": 14, "NC": 2}, big, nq_total=big,
+                          contiguous=True)["SLIDE"] == 0
+    few = KNN.params_for(be, spec, big, nq_total=64, contiguous=True)  # split queries
+    assert few["SPLIT"] > 1 and few["SLIDE"] and KNN.space.valid(few, be.info)
+    cpu = get_backend(CPU_DEVICE)
+    assert KNN.params_for(cpu, spec, 4096, nq_total=4096, contiguous=True)["SLIDE"] == 0
+    assert all(c["SLIDE"] == 0 for c in XMAP_KNN.space.candidates(be.info))
+    slides = [c for c in KNN.space.candidates(be.info) if c["SLIDE"]]
+    assert slides and all(c["VARIANT"] == "rows" and c["TILE"] % (c["SLIDE"] * c["SPLIT"]) == 0
+                          for c in slides)
+
+
+def test_oclgrind_clean():
+    """Bounds, races and uninitialised reads: SLIDE tiles with a partial last tile and
+    block, float32 and float64 (2-wide loads), against a NumPy table (the plain rows
+    kernel is no reference here: Oclgrind 21 stops on the `freeze` LLVM puts in it)."""
+    from conftest import run_under_oclgrind
+    out = run_under_oclgrind("""
+        import numpy as np
+        from clkernels import get_backend
+        from pyedmcl.kernels.knn import KNN
+        be = get_backend()
+        x = np.sin(np.arange(60) * 0.7) + 0.1 * np.cos(np.arange(60) * 1.3)
+        V = np.stack([x[j: j + 58] for j in range(3)], 1)
+        lib = np.arange(4, 41)
+        D = np.sqrt(((V[:50, None] - V[None, lib]) ** 2).sum(-1))
+        D[np.abs(np.arange(50)[:, None] - lib[None]) <= 1] = np.inf
+        ref = np.argsort(D, axis=1, kind="stable")[:, :4]
+        for real, dt in (("float", np.float32), ("double", np.float64)):
+            spec = {"E": 3, "TAU": 1, "K": 4, "METRIC": "euclidean", "REAL": real}
+            idx = be.empty((50, 4), np.int32); dist = be.empty((50, 4), dt)
+            KNN.launch(be, dict(VARIANT="rows", WG=8, TILE=16, QB=1, EA=2, INS="reg", FLAG=1,
+                                SLIDE=8), spec, be.to_device(x.astype(dt)),
+                       be.to_device(np.arange(50, dtype=np.int32)), 50,
+                       be.to_device(lib.astype(np.int32)), lib.size, 1, 1, idx, dist)
+            be.finish()
+            assert (be.to_host(idx) == lib[ref]).all()
+            assert np.allclose(be.to_host(dist), np.take_along_axis(D, ref, 1), rtol=1e-5)
+            print(real, "same")
+    """)
+    assert "float same" in out and "double same" in out
+
+
+def test_simplex_passes_library_contiguity(monkeypatch):
+    """pe.simplex's whole-series library reaches params_for as contiguous (so GPUs may
+    take SLIDE); a library of two segments does not."""
+    import pyedmcl as pe
+    seen = []
+    original = KNN.params_for
+
+    def spy(be, spec, size, nq_total=None, contiguous=False):
+        seen.append(contiguous)
+        return original(be, spec, size, nq_total=nq_total, contiguous=contiguous)
+
+    monkeypatch.setattr(KNN, "params_for", spy)
+    x = np.sin(np.arange(300) * 0.37)
+    pe.simplex(x, E=3, device=CPU_DEVICE)
+    pe.simplex(x, E=3, lib=[1, 100, 151, 300], pred=[1, 300], device=CPU_DEVICE)
+    assert seen == [True, False]
+
+
+def test_entries_from_before_slide_stay_usable():
+    """Tuning entries written before SLIDE existed (no SLIDE key, as in the shipped files)
+    are valid and read as SLIDE=0, the code they measured."""
+    from clkernels.tuning import lookup
+    be = get_backend(CPU_DEVICE)
+    old = {k: v for k, v in KNN.space.default(be.info).items() if k != "SLIDE"}
+    assert KNN.space.valid(old, be.info) and KNN.space.complete(old)["SLIDE"] == 0
+    assert not KNN.space.valid({**old, "SLIDE": 0, "BOGUS": 1}, be.info)
+    spec = {"E": 3, "TAU": 1, "K": 4, "METRIC": "euclidean", "REAL": "float"}
+    choice = lookup(KNN, be.info, KNN.spec_bucket(spec), KNN.size_bucket(4096))
+    assert choice.params["SLIDE"] == 0 and KNN.space.valid(choice.params, be.info)
