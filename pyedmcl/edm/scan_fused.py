@@ -29,7 +29,7 @@ from clkernels.tuning import Params
 
 from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, k_per_e, scan_inputs
 from .knn import DeviceKnn, hold
-from .lookup import lookup_device, skill_device, skill_out
+from .lookup import lookup_device, lookup_requests, skill_device, skill_out
 from .ranges import Plan, _embeddable, _lib_rows, check_tau, parse_ranges, resolve
 
 
@@ -213,8 +213,11 @@ def run_fused(be: Backend, lay: FusedLayout, x: np.ndarray, y: np.ndarray | None
     nq, nl = lay.qt.size, lay.lemax.size
     if params is None:
         params = KNN_SCAN.params_for(be, spec, nq, nl)
-    dev = upload(be, lay, x, dt, params)
     kmax = max(k_per_e(lay.emax, lay.knn))
+    # the scan's, the lookup's and the skill's programs built at once, before any launch
+    be.prebuild(KNN_SCAN.requests(be, params, spec)
+                + lookup_requests(be, kmax, nq * lay.emax, real=real, skill_k=1))
+    dev = upload(be, lay, x, dt, params)
     idx = _scratch(be, "idx", (lay.emax, nq, kmax), np.int32)
     dist = _scratch(be, "dist", (lay.emax, nq, kmax), dt)
     part = None

@@ -303,22 +303,32 @@ class XmapSkillKernel(TunableKernel):
             out.update(TJ=1, VEC=0, LANES=0, LB=1)
         return out
 
-    def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
+    def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
+        """Kernel ``name`` ("pack" or "xmap_skill") of ``spec`` rendered with layout
+        ``params`` as ``(template, params, name)`` (for :meth:`clkernels.Backend.prebuild`).
+        Both kernels live in every rendering, and pack's code does not depend on the
+        layout: a pack taken with its skill's layout comes from the skill's program."""
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
              **params}
-        return be.kernel(self.template, p, name)
+        return (self.template, p, name)
+
+    def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
+        return be.kernel(*self.request(be, spec, params, name))
 
     def pack(self, be: Backend, spec: dict[str, Any], idx, dist, ldk: int, bstride: int,
-             row0: int, nq: int, nb: int, b0: int, tidx, tw, tden):
+             row0: int, nq: int, nb: int, b0: int, tidx, tw, tden, layout: Params | None = None):
         """Weights of ``nb`` raw k-NN tables into packed slots ``b0 .. b0+nb-1``.
 
         Table ``b`` holds rows of ``ldk`` entries from ``b * bstride + row0 * ldk`` on
         (a k-NN table: ``K``, ``nq * K``, 0; one E of a fused scan: ``KMAX``,
         ``EMAX * nq * KMAX``, its first row); the first ``K`` entries of ``nq`` rows
         are packed: ``tidx`` / ``tw`` ``(slots, K, nq)``, ``tden`` ``(slots, nq)``.
+        ``layout``: the skill layout that follows (its program holds this pack too, so a
+        group needs one program, not two); None: a layout-free rendering. The packed
+        tables are the same either way.
         """
-        k = self._kernel(be, spec, {}, "pack")
+        k = self._kernel(be, spec, layout or {}, "pack")
         return be.launch(k, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(b0),
                          tidx, tw, tden, np.int32(ldk), np.int32(bstride), np.int32(row0))
 

@@ -114,6 +114,8 @@ class XmapEngine:
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
         self._scratch: dict[tuple, Any] = {}
+        #: whether the map's kernels were built up front (:meth:`kernel_requests`)
+        self._prebuilt = False
         self.groups: list[_Group] = []
         self.E = None
         if E is not None:
@@ -127,6 +129,7 @@ class XmapEngine:
         self.E = E
         self.groups = [self._group(int(e)) for e in np.unique(E)]
         self._scan = None
+        self._prebuilt = False
 
     # -- setup -------------------------------------------------------------------------------
     def _group(self, E: int) -> _Group:
@@ -186,9 +189,10 @@ class XmapEngine:
         return spec, KNN.params_for(self.be, spec, size)
 
     def _tables(self, E: int, k: int, c0: int, nb: int, qpts_dev, nq: int, lpts_dev, nl: int,
-                radius: int, tidx, tw, tden, weight: str) -> None:
+                radius: int, tidx, tw, tden, weight: str, layout: dict | None = None) -> None:
         """k-NN tables of library series ``c0 .. c0+nb-1`` (series-local kernel points),
-        packed into slots ``0 .. nb-1``: one launch for all (batched) or one per series."""
+        packed into slots ``0 .. nb-1``: one launch for all (batched) or one per series.
+        ``layout``: the skill layout that follows (pack is taken from its program)."""
         be, n = self.be, self.n
         spec, p = self._knn(E, k, max(nq, nl), nq * nb)
         sspec = self._skill_spec(k, weight)
@@ -197,22 +201,30 @@ class XmapEngine:
             dist = self._buf("dist", (nb, nq, k), self.dt)
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, nb, radius, idx,
                        dist, xoff=c0 * n, series_stride=n)
-            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, nb, 0, tidx, tw, tden)
+            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, nb, 0, tidx, tw, tden,
+                            layout)
             return
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
         for b in range(nb):
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, 1, radius, idx, dist,
                        xoff=(c0 + b) * n, series_stride=n)
-            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, 1, b, tidx, tw, tden)
+            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, 1, b, tidx, tw, tden,
+                            layout)
+
+    def _layout(self, k: int, weight: str, ntg: int, diag: bool = False) -> dict:
+        """The skill's layout for tables of ``k`` and ``ntg`` targets (tuned; a CPU's
+        adjusted to the group's size, :func:`~pyedmcl.kernels.xmap.cpu_layout`)."""
+        sp = XMAP_SKILL.layout(self.be, self._skill_spec(k, weight), self.n, diag)
+        if not self.be.info.is_gpu and not diag:
+            sp = cpu_layout(sp, ntg)
+        return sp
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
                diag: bool = False, group: _Group | None = None) -> None:
         spec = self._skill_spec(k, weight)
-        sp = XMAP_SKILL.layout(self.be, spec, self.n, diag)
-        if not self.be.info.is_gpu and not diag:
-            sp = cpu_layout(sp, ntg)
+        sp = self._layout(k, weight, ntg, diag)
         y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
@@ -301,7 +313,8 @@ class XmapEngine:
             for g in self.groups:
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
                 XMAP_SKILL.pack(be, self._skill_spec(g.k), idx, dist, kmax, plane, sc.row0[g.E],
-                                g.M, nb, 0, tidx, tw, tden)
+                                g.M, nb, 0, tidx, tw, tden,
+                                self._layout(g.k, self.weight, g.targets.size))
                 # table entries are library times: the target value is at time + Tp
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, self.Tp, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
@@ -334,6 +347,9 @@ class XmapEngine:
             wait = be.to_host_async(out, None if dst is None else dst.reshape(-1))
             return lambda: wait().reshape(rows, self.N)
 
+        if not self._prebuilt:  # every kernel of the map at once, before its first launch
+            be.prebuild(self.kernel_requests(rows))
+            self._prebuilt = True
         if self._use_scan():
             self._block_scan(r0, r1, out)
             return fetch()
@@ -343,12 +359,35 @@ class XmapEngine:
                 nb, c0 = b1 - b0, r0 + b0
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
                 self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw,
-                             tden, self.weight)
+                             tden, self.weight, self._layout(g.k, self.weight, g.targets.size))
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
             self._batched(batch, rows, g.M, g.k)
         return fetch()
+
+    def kernel_requests(self, rows: int) -> list[tuple]:
+        """The kernels a block of ``rows`` library rows of the map launches, as
+        ``(template, params, name)``: :meth:`block_async` builds them all at once
+        (:meth:`clkernels.Backend.prebuild`) before its first launch, so a mixed-E map
+        does not build one program per E-group as it reaches each. Per group the pack
+        and the skill share one program (pack takes the skill's layout)."""
+        be, reqs = self.be, []
+        scan = self._use_scan()
+        if scan:
+            from ..kernels.knn_scan import KNN_SCAN
+            sc = self._scan_setup()
+            reqs += KNN_SCAN.requests(be, sc.params, sc.spec)
+        for g in self.groups:
+            if not scan:
+                nb = min(max(1, rows), self.batch_size(g.M, g.k))
+                spec, p = self._knn(g.E, g.k, g.M, g.M * nb)
+                reqs.append(KNN.request(be, p, spec))
+            sp = self._layout(g.k, self.weight, g.targets.size)
+            sspec = self._skill_spec(g.k)
+            reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
+                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
+        return reqs
 
     def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
         """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""
@@ -376,12 +415,23 @@ class XmapEngine:
         be.fill(out, np.nan)
         half = n // 2
         keep = []  # small per-call buffers stay alive until the queue has used them
+        plans = {}
         for E in range(1, E_max + 1):
             try:
-                plan = resolve(n, E=E, tau=self.tau, Tp=Tp, lib=f"1 {half}",
-                               pred=f"{half + 1} {n}")
+                plans[E] = resolve(n, E=E, tau=self.tau, Tp=Tp, lib=f"1 {half}",
+                                   pred=f"{half + 1} {n}")
             except ValueError:
                 continue
+        reqs = []  # every E's kernels built at once, before the first launch
+        for E, plan in plans.items():
+            k, nq, nl = plan.knn, plan.pred_points.size, plan.lib_points.size
+            nb = min(max(1, rows), self.batch_size(nq, k))
+            spec, p = self._knn(E, k, max(nq, nl), nq * nb)
+            sp, sspec = self._layout(k, "simplex", 1, diag=True), self._skill_spec(k, "simplex")
+            reqs += [KNN.request(be, p, spec), XMAP_SKILL.request(be, sspec, sp, "pack"),
+                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
+        be.prebuild(reqs)
+        for E, plan in plans.items():
             k, nq, nl = plan.knn, plan.pred_points.size, plan.lib_points.size
             q_dev = be.to_device(plan.pred_points)
             l_dev = be.to_device(plan.lib_points)
@@ -394,7 +444,7 @@ class XmapEngine:
                 nb, c0 = b1 - b0, r0 + b0
                 tidx, tw, tden = self._tables_bufs(nb, nq, k)
                 self._tables(E, k, c0, nb, q_dev, nq, l_dev, nl, plan.exclusion_radius, tidx,
-                             tw, tden, "simplex")
+                             tw, tden, "simplex", self._layout(k, "simplex", 1, diag=True))
                 tgt = be.to_device(np.array([c0], np.int32))
                 keep.extend([q_dev, l_dev, obs_dev, col, tgt])
                 self._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,
