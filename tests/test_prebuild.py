@@ -152,3 +152,20 @@ def test_optimal_E_and_embedding_scans_launch_only_prebuilt_kernels(device, monk
     marks.clear()
     pe.embed_dimension(X[:, 0], max_E=4, device=device)
     assert len(marks) == 1 and _only_prebuilt(be, marks)
+
+
+def test_parallel_builds_say_one_line(template, monkeypatch, capfd):
+    """Builds running at once print the build notice once and no compiler output."""
+    from clkernels import probe
+
+    monkeypatch.delenv("PYEDMCL_QUIET", raising=False)
+    monkeypatch.delenv("PYOPENCL_COMPILER_OUTPUT", raising=False)
+    monkeypatch.setenv("PYEDMCL_BUILD_NOTICE_S", "0")  # said as each build starts
+    monkeypatch.setattr(probe, "_noticed", set())
+    be = get_backend(CPU_DEVICE)
+    capfd.readouterr()
+    be.prebuild([(template, {"V": v, "W": 0, "BAD": 0}, f"put_{v}") for v in (51, 52, 53)],
+                threads=3)
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and "compiling kernels for" in err, err

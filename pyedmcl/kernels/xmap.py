@@ -245,10 +245,11 @@ def lanes_for(params: Params, ntg: int) -> int:
     return int(min(params["LWG"], want))
 
 
-#: below this many targets a CPU's target-lane skill gives way to one query per
-#: work-item (Intel's runtime, 2-core Zen 5, N=100 x 1,000, skill device time in one
-#: process: E-groups of ~10 targets 0.079 s vs 0.124 s with lanes; ~25 equal; ~50 and
-#: 100 lanes ahead, 0.042 vs 0.061 s)
+#: below this many targets a CPU's skill runs one query per work-item (Intel's runtime,
+#: 2-core Zen 5, N=100 x 1,000, skill device time in one process: E-groups of ~10
+#: targets 0.079 s vs 0.124 s with lanes; ~25 equal; ~50 and 100 lanes ahead, 0.042 vs
+#: 0.061 s; the tuned vector layouts no faster below it and slow to build, see
+#: :func:`cpu_layout`)
 FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
@@ -256,13 +257,19 @@ SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
 
 
 def cpu_layout(params: Params, ntg: int) -> Params:
-    """A CPU's skill layout for an E-group of ``ntg`` targets: target lanes (LANES)
-    sized to the group (:func:`lanes_for`), or queries as work-items below
-    :data:`FEW_TARGETS`; other layouts unchanged. Every layout gives the same rho."""
-    if not params["LANES"]:
-        return params
+    """A CPU's skill layout for an E-group of ``ntg`` targets: queries as work-items below
+    :data:`FEW_TARGETS` whatever the tuned layout, else target lanes (LANES) sized to the
+    group (:func:`lanes_for`), other layouts unchanged. Every layout gives the same rho.
+
+    Small groups are what a mixed-E map has many of, one program each: the tuned vector
+    layouts (TJ 8-16 targets per work-group) took 1-3 s each to build on Intel's runtime
+    for groups of 2-3 targets, the scalar one 0.2 s and it ran no slower (N=50 x 500, E
+    1..20: cold map 24-26 -> 7.5-8 CPU s; hot 0.31 vs 0.28 CPU s; 20 targets per group,
+    N=400: 2.95 vs 2.77 s)."""
     if ntg < FEW_TARGETS:
         return dict(SCALAR_LAYOUT)
+    if not params["LANES"]:
+        return params
     return dict(params, LWG=lanes_for(params, ntg))
 
 
