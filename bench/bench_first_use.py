@@ -18,7 +18,8 @@ in parallel, :meth:`clkernels.Backend.prebuild`). ``--threads 1`` builds one pro
 a time (``PYEDMCL_BUILD_THREADS``), to compare.
 
 Cases: ``xmap``: all-to-all cross map of N random walks of length L, E per series
-cycling 1..max_E (every E present); ``scan``: ``pyedmcl.embed_dimension`` of one
+cycling 1..max_E (every E present); ``auto``: the same map with E chosen per series
+(the optimal-E scan over 1..max_E first); ``scan``: ``pyedmcl.embed_dimension`` of one
 series, E = 1..max_E (the fused scan).
 
 Run:  python bench/bench_first_use.py --device intel
@@ -72,6 +73,8 @@ def child(args: argparse.Namespace) -> None:
     def job() -> None:
         if args.case == "xmap":
             pe.xmap(X, E=E, device=be.info.selector)
+        elif args.case == "auto":
+            pe.xmap(X, E="auto", max_E=args.max_E, device=be.info.selector)
         else:
             pe.embed_dimension(X[:, 0], max_E=args.max_E, device=be.info.selector)
 
@@ -111,7 +114,8 @@ def main() -> None:
     ap.add_argument("--N", type=int, default=50, help="series of the cross map")
     ap.add_argument("--L", type=int, default=500, help="series length")
     ap.add_argument("--max-E", type=int, default=20, help="E values 1..max_E")
-    ap.add_argument("--cases", default="xmap,scan", help="xmap, scan (comma-separated)")
+    ap.add_argument("--cases", default="xmap,auto,scan",
+                    help="xmap, auto, scan (comma-separated)")
     ap.add_argument("--threads", type=int, default=0,
                     help="programs built at once (0: clkernels' default, one per CPU)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
