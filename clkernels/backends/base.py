@@ -51,8 +51,8 @@ def kernel_key(template: str, params: dict[str, Any], kernel_name: str,
 
 def build_threads(programs: int, parallel: bool = True) -> int:
     """Threads for building ``programs`` distinct programs at once: ``<PREFIX>_BUILD_THREADS``
-    if set (1: one after the other), else one per program up to the CPU count (1 where
-    the backend cannot build in parallel)."""
+    if set (1: one after the other), else one per program up to the CPUs this process may
+    use (1 where the backend cannot build in parallel)."""
     raw = (settings.env("BUILD_THREADS") or "").strip()
     if raw:
         try:
@@ -64,8 +64,16 @@ def build_threads(programs: int, parallel: bool = True) -> int:
             raise ValueError(f"{settings.env_name('BUILD_THREADS')}={raw!r} is invalid; "
                              "allowed: an integer >= 1")
     else:
-        want = (os.cpu_count() or 1) if parallel else 1
+        want = _cpus() if parallel else 1
     return max(1, min(programs, want))
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class Kernel:
