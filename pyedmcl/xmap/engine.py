@@ -403,6 +403,82 @@ class XmapEngine:
                     what=f"cross-map k-NN tables ({M} rows x k={k} per library)",
                     nbytes=lambda nb: nb * M * (k * (4 + item) + item))
 
+    def _edim_fused(self, r0: int, r1: int, E_max: int, Tp: int, out, keep: list) -> bool:
+        """:meth:`edim_block` through the fused multi-E scan (``knn_scan``, the
+        ``xmap_scan`` family's parameters): per batch of series one scan launch gives every
+        E's k-NN table, then per E one pack (its E plane) and one diagonal skill launch.
+        One k-NN program for every E instead of one per E (a job's first run builds
+        them all); the tables, so the skills, are the per-E kernel's bit for bit. False
+        (nothing enqueued) where the scan does not apply: ``knn_kernel`` "batched" /
+        "edm", tau <= 0, E_max > 32, E_max not fitting the series, or a CPU whose scan
+        parameters are not the private-list variant (as :meth:`_use_scan`)."""
+        from ..edm.scan_fused import scan_layout
+        from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, scan_inputs
+        if self.knn_choice in ("batched", "edm") or self.tau <= 0 or E_max > MAX_FUSED_E:
+            return False
+        be, n, half = self.be, self.n, self.n // 2
+        lay = scan_layout(n, E_max, tau=self.tau, Tp=Tp, lib=f"1 {half}", pred=f"{half + 1} {n}")
+        if lay is None or lay.knn != 0:
+            return False
+        spec = {"EMAX": E_max, "TAU": self.tau, "KNN": 0, "METRIC": "euclidean",
+                "REAL": self.real, "FMA": self.fma}
+        nq, nl = lay.qt.size, lay.lemax.size
+        params = XMAP_SCAN.params_for(be, spec, nq, nl)
+        if not be.info.is_gpu and params["INS"] != "key":
+            return False
+        kmax, split = E_max + 1, params["SPLIT"]
+        # rows of E: the queries with E lags of history (a suffix: qemax is nondecreasing)
+        first = {E: int(np.searchsorted(lay.qemax, E)) for E in range(1, E_max + 1)}
+        reqs = KNN_SCAN.requests(be, params, spec)
+        for E in range(1, E_max + 1):
+            sp, sspec = self._layout(E + 1, "simplex", 1, diag=True), self._skill_spec(E + 1, "simplex")
+            reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
+                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
+        be.prebuild(reqs)
+        lanes = KNN_SCAN.padded_lanes(params, nl)
+        xp0, ints, pad = scan_inputs(self.X[r0], self.dt, lanes, emax=E_max, tau=self.tau,
+                                     t0=lay.t0, qt=lay.qt, qemax=lay.qemax, lemax=lay.lemax,
+                                     obs=lay.obs)
+        ldx = xp0.size
+        xp = np.zeros((r1 - r0, ldx), self.dt)
+        xp[:, pad:pad + n] = self.X[r0:r1]
+        xp_dev, ints_dev = be.to_device(xp.reshape(-1)), be.to_device(ints)
+        obs_dev = {E: be.to_device(lay.obs[first[E]:].astype(np.int32)) for E in first}
+        cols = {E: be.to_device(np.array([E - 1], np.int32)) for E in first}
+        keep += [xp_dev, ints_dev, *obs_dev.values(), *cols.values()]
+        item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
+        per = (E_max * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
+               + nq * (kmax * (4 + acc) + acc))
+        plane = E_max * nq * kmax
+
+        def batch(b0: int, b1: int) -> None:
+            nb, c0 = b1 - b0, r0 + b0
+            idx = self._buf("eidx", (nb, E_max, nq, kmax), np.int32)
+            dist = self._buf("edist", (nb, E_max, nq, kmax), self.dt)
+            part = None
+            if split > 1:
+                part = (self._buf("epidx", (nb, split, E_max, nq, kmax), np.int32),
+                        self._buf("epdist", (nb, split, E_max, nq, kmax), self.dt))
+            KNN_SCAN.launch(be, params, spec, xp_dev, ints_dev, nq, lay.t0, nl, lay.radius,
+                            idx, dist, part, nseries=nb, xoff=b0 * ldx, xstride=ldx)
+            tgt = be.to_device(np.array([c0], np.int32))
+            keep.append(tgt)
+            for E in range(1, E_max + 1):
+                k, m = E + 1, nq - first[E]
+                tidx, tw, tden = self._tables_bufs(nb, m, k)
+                XMAP_SKILL.pack(be, self._skill_spec(k, "simplex"), idx, dist, kmax, plane,
+                                (E - 1) * nq + first[E], m, nb, 0, tidx, tw, tden,
+                                self._layout(k, "simplex", 1, diag=True))
+                # table entries are library times: the target value is at time + Tp
+                self._skill(k, "simplex", tidx, tw, tden, m, nb, lay.Tp, tgt, cols[E], 1,
+                            obs_dev[E], out, E_max, b0, diag=True)
+
+        run_blocked(be, batch, r1 - r0, block=int(max(1, min(64, scan_table_budget(be.info) // per))),
+                    parameter="the series length (n) or max_E",
+                    what=f"fused-scan k-NN tables (E=1..{E_max}, {nq} rows per series)",
+                    nbytes=lambda nb: nb * per)
+        return True
+
     def edim_block(self, r0: int, r1: int, E_max: int, Tp: int = 1) -> np.ndarray:
         """Simplex rho ``(r1 - r0, E_max)`` of each series predicting itself ``Tp`` ahead,
         library = first half, prediction = second half (pyEDM ``EmbedDimension`` with
@@ -415,6 +491,11 @@ class XmapEngine:
         be.fill(out, np.nan)
         half = n // 2
         keep = []  # small per-call buffers stay alive until the queue has used them
+        if self._edim_fused(r0, r1, E_max, Tp, out, keep):
+            res = be.to_host(out).reshape(rows, E_max)
+            be.finish()
+            del keep
+            return res
         plans = {}
         for E in range(1, E_max + 1):
             try:
