@@ -24,6 +24,10 @@ batch of libraries in one pass of the fused multi-E scan (``knn_scan/knn_scan.cl
 saves distance work, on CPUs with the scan's private-list variant (:meth:`XmapEngine._use_scan`), else "batched". Every variant gives the
 same tables bit for bit (same distance arithmetic, same total neighbour order).
 
+The optimal-E scan (:meth:`XmapEngine.edim_block`) takes the fused scan too (one k-NN
+program for every E). Every kernel a block or scan launches is built before its first
+launch, the distinct programs at once (:meth:`clkernels.Backend.prebuild`).
+
 The same engine serves the local multi-device scheduler and Dask workers, and a
 block's result depends only on the data and the parameters, never on which
 device or batch size computed it (bit-identical across runs on one runtime).
