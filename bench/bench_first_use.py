@@ -130,12 +130,17 @@ def main() -> None:
           f"{args.threads or 'default'}")
     print(f"{'case':6} {'cold s':>8} {'cold cpu':>8} {'warm s':>8} {'hot s':>8} {'built':>6} "
           f"{'build s':>8}  device")
+    rows = []
     for case in args.cases.split(","):
         r = run_case(args, case.strip())
         c, w = r["cold"], r["warm"]
         print(f"{case:6} {c['job_s']:8.2f} {c['cpu_s']:8.2f} {w['job_s']:8.2f} {w['hot_s']:8.2f} "
               f"{c['built']:6d} "
               f"{c['build_s']:8.2f}  {c['device']}", flush=True)
+        rows.append((case, c["job_s"], w["hot_s"]))
+    for case, cold, hot in rows:
+        print(f"{case}: cold/hot ratio {cold / max(hot, 1e-9):.1f}x "
+              f"(first-use cost {cold - hot:.2f} s)")
 
 
 if __name__ == "__main__":
