@@ -35,6 +35,7 @@ CPU = {
     "knn_backends": ["bench_knn_backends.py", "--L", "2^10", "2^12", "2^14", "2^16", "--E", "1", "20",
                      "--json", "{out}/knn_backends.json"],
     "cpu_goals": ["bench_cpu.py", "--repeat", "5"],  # issue 27's four rows as ratios
+    "first_use": ["bench_first_use.py"],  # cold vs warm mixed-E jobs (kernel builds)
 }
 GPU = {
     "edm": ["bench_edm.py", "--case", "gpu", "--data", "lorenz"],
@@ -46,6 +47,7 @@ GPU = {
             "--pyrqa-max", "100012", "--pyunicorn-max", "0", "--json"],
     "knn_backends": ["bench_knn_backends.py", "--L", "2^16", "2^18", "2^20", "--E", "20",
                      "--backends", "exact", "ivf", "--json", "{out}/knn_backends.json"],
+    "first_use": ["bench_first_use.py", "--N", "1000", "--L", "1000"],
 }
 RATIO = re.compile(r"(ratio[^\n]*?[0-9.]+x|[0-9.]+x\b[^\n]*ratio|_ratio=[0-9.]+)", re.IGNORECASE)
 

@@ -8,7 +8,7 @@ the environment is then ``<PREFIX>_<NAME>``: with ``configure(app_name="myapp", 
 and per-user folders are platformdirs' folders for ``clkernels``.
 
 Settings read as ``<PREFIX>_<NAME>`` (see each module): DEVICE, BACKEND, NO_PROBE,
-QUIET, BUILD_OPTIONS, BUILD_NOTICE_S, CACHE_DIR, TUNING_DIR, TEMPLATE_DIR,
+QUIET, BUILD_OPTIONS, BUILD_NOTICE_S, BUILD_THREADS, CACHE_DIR, TUNING_DIR, TEMPLATE_DIR,
 DEVICE_MEMORY_LIMIT, MEMORY_POOL, NO_REGISTER, ICD_DIR; clkernels sets OWNS_POCL_CACHE.
 """
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import abc
 import math
+import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,46 @@ class Local:
 
 class BuildError(RuntimeError):
     """A program failed to build; the message holds the log and the rendered source's path."""
+
+
+#: one kernel a job will launch: ``(template, params, kernel_name)`` or
+#: ``(template, params, kernel_name, options)``, the arguments of :meth:`Backend.kernel`
+KernelRequest = Sequence[Any]
+
+
+def kernel_key(template: str, params: dict[str, Any], kernel_name: str,
+               options: tuple[str, ...] = ()) -> tuple:
+    """The backend's cache key of a kernel: template, parameter values (by ``repr``,
+    sorted), kernel name and build options."""
+    return (template, tuple(sorted((k, repr(v)) for k, v in params.items())), kernel_name,
+            tuple(options))
+
+
+def build_threads(programs: int, parallel: bool = True) -> int:
+    """Threads for building ``programs`` distinct programs at once: ``<PREFIX>_BUILD_THREADS``
+    if set (1: one after the other), else one per program up to the CPUs this process may
+    use (1 where the backend cannot build in parallel)."""
+    raw = (settings.env("BUILD_THREADS") or "").strip()
+    if raw:
+        try:
+            want = int(raw)
+        except ValueError:
+            raise ValueError(f"{settings.env_name('BUILD_THREADS')}={raw!r} is invalid; "
+                             "allowed: an integer >= 1") from None
+        if want < 1:
+            raise ValueError(f"{settings.env_name('BUILD_THREADS')}={raw!r} is invalid; "
+                             "allowed: an integer >= 1")
+    else:
+        want = _cpus() if parallel else 1
+    return max(1, min(programs, want))
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class Kernel:
@@ -83,13 +125,60 @@ class Backend(abc.ABC):
         Rendering and building are cached per (template, params, options) in this
         backend and per (device fingerprint, source hash) across backends of the process.
         """
-        key = (template, tuple(sorted((k, repr(v)) for k, v in params.items())), kernel_name, options)
+        key = kernel_key(template, params, kernel_name, options)
         k = self._kernels.get(key)
         if k is None:
             src = render(template, params)
-            k = self.kernel_from_source(src, kernel_name, options)
-            self._kernels[key] = k
+            k = self._kernels.setdefault(key, self.kernel_from_source(src, kernel_name, options))
         return k
+
+    #: whether this backend's programs may be built from several threads at once
+    parallel_builds: bool = False
+
+    def prebuild(self, requests: Iterable[KernelRequest], *, threads: int | None = None
+                 ) -> list[Kernel]:
+        """Build every kernel a job will launch now, before its first launch, and return them
+        (in the order of ``requests``: ``(template, params, kernel_name[, options])``).
+
+        A job that launches one specialisation per parameter value (one per embedding
+        dimension, say) would otherwise build them one at a time as it reaches them.
+        Here the distinct programs (requests that render the same source share one) are
+        built at once, ``threads`` of them in parallel (None: :func:`build_threads`), so
+        the job waits about as long as its slowest build where the compiler runs in
+        parallel. The kernels go into the caches :meth:`kernel` reads, under the same
+        keys: the job's later :meth:`kernel` calls return these objects and build
+        nothing. Requests already built cost nothing.
+        """
+        items = []
+        for req in requests:
+            template, params, name, *rest = req
+            options = tuple(rest[0]) if rest else ()
+            items.append((kernel_key(template, params, name, options), template, params, name,
+                          options))
+        todo: dict[tuple, tuple] = {}
+        programs: dict[tuple, None] = {}  # (source, options), first-use order
+        for key, template, params, name, options in items:
+            if key in self._kernels or key in todo:
+                continue
+            src = render(template, params)  # rendering stays in this thread
+            todo[key] = (src, name, options)
+            programs.setdefault((src, options), None)
+        if programs:
+            n = build_threads(len(programs), self.parallel_builds) if threads is None else threads
+            self._build_programs(list(programs), max(1, int(n)))
+        for key, (src, name, options) in todo.items():
+            self._kernels.setdefault(key, self.kernel_from_source(src, name, options))
+        return [self._kernels[it[0]] for it in items]
+
+    def _build_programs(self, programs: list[tuple[str, tuple[str, ...]]], threads: int) -> None:
+        """Build ``programs`` (source, options) into the program cache, ``threads`` at once."""
+        if threads <= 1 or len(programs) <= 1:
+            for src, options in programs:
+                self._program(src, options)
+            return
+        with ThreadPoolExecutor(threads, thread_name_prefix="kernel-build") as pool:
+            for _ in pool.map(lambda p: self._program(*p), programs):
+                pass
 
     def kernel_from_source(self, source: str, kernel_name: str,
                            options: tuple[str, ...] = ()) -> Kernel:

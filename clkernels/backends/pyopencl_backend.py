@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
+from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,6 +24,37 @@ from .base import Backend, BuildError, Local, round_up, save_failed_source  # no
 
 # Programs shared by every backend of the process: (fingerprint, context id, source, options).
 _programs: dict[tuple, cl.Program] = {}
+# Builds under way (same keys): a second thread asking for one waits for it, so a program
+# is built once however many threads ask (Backend.prebuild builds several at once).
+_building: dict[tuple, Future] = {}
+_programs_lock = threading.Lock()
+
+_warn_lock = threading.Lock()
+_warn_depth = 0
+_warn_saved: Any = None
+
+
+@contextmanager
+def _no_compiler_warnings():
+    """PyOpenCL's CompilerWarning (compiler chatter, not an error) ignored while any build
+    runs. ``warnings.catch_warnings`` saves and restores the process-wide filter list, so
+    entered by overlapping builds in several threads it could restore another thread's
+    state; here the filter is installed by the first build and removed by the last."""
+    global _warn_depth, _warn_saved
+    with _warn_lock:
+        if _warn_depth == 0:
+            _warn_saved = warnings.catch_warnings()
+            _warn_saved.__enter__()
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+        _warn_depth += 1
+    try:
+        yield
+    finally:
+        with _warn_lock:
+            _warn_depth -= 1
+            if _warn_depth == 0:
+                _warn_saved.__exit__(None, None, None)
+                _warn_saved = None
 
 
 def _is_compile_error(exc: cl.Error) -> bool:
@@ -44,6 +78,9 @@ def _use_pool(info: DeviceInfo) -> bool:
 
 class PyOpenCLBackend(Backend):
     name = "pyopencl"
+    #: clBuildProgram runs without the GIL (PyOpenCL releases it), so programs build in
+    #: parallel where the runtime's compiler does (not on Oclgrind: see __init__)
+    parallel_builds = True
 
     def __init__(self, info: DeviceInfo):
         super().__init__(info)
@@ -63,6 +100,8 @@ class PyOpenCLBackend(Backend):
         self.pinned_reads = info.is_gpu and info.runtime != "oclgrind"
         self._staging_free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
         self.allocator = None
+        if info.runtime == "oclgrind":  # a simulator: keep its builds on one thread
+            self.parallel_builds = False
         if _use_pool(info):
             import pyopencl.tools as clt
             self.allocator = clt.MemoryPool(clt.ImmediateAllocator(self.queue))
@@ -70,11 +109,28 @@ class PyOpenCLBackend(Backend):
     def _program(self, source: str, options: tuple[str, ...]) -> cl.Program:
         opts = tuple(options) + self.build_options
         key = (self.info.fingerprint, id(self.context), source, opts)
-        prog = _programs.get(key)
-        if prog is None:
+        with _programs_lock:
+            prog = _programs.get(key)
+            if prog is not None:
+                return prog
+            fut = _building.get(key)
+            owner = fut is None
+            if owner:
+                fut = _building[key] = Future()
+        if not owner:
+            return fut.result()  # another thread builds it (its error is raised here too)
+        try:
             prog = self._build(source, list(opts))
-            self.build_count += 1
+        except BaseException as exc:
+            with _programs_lock:
+                del _building[key]
+            fut.set_exception(exc)
+            raise
+        with _programs_lock:
             _programs[key] = prog
+            del _building[key]
+            self.build_count += 1
+        fut.set_result(prog)
         return prog
 
     def _build(self, source: str, opts: list[str]) -> cl.Program:
@@ -86,10 +142,9 @@ class PyOpenCLBackend(Backend):
         cap = Captured()
         try:
             try:
-                with warnings.catch_warnings():
+                with _no_compiler_warnings():
                     # Compiler chatter (PoCL/NVIDIA notes) is not an error; set
                     # PYOPENCL_COMPILER_OUTPUT=1 to see it.
-                    warnings.simplefilter("ignore", cl.CompilerWarning)
                     with quiet_build(self.info, cap):
                         return cl.Program(self.context, source).build(options=opts,
                                                                       cache_dir=cache_dir)

@@ -26,8 +26,7 @@ def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshif
     Library point ``l`` of the table contributes ``y[j, l + tshift]`` to target ``j``
     (``tshift`` = time offset of kernel point 0 plus Tp).
     """
-    spec = {"K": table.k, "REAL": real, "WEIGHT": weight}
-    params = LOOKUP.params_for(be, spec, table.nq * nt * table.nbatch)
+    spec, params = _lookup_params(be, table.k, table.nq * nt * table.nbatch, weight, real)
     dt = np.float64 if real == "double" else np.float32
     pred = be.empty((table.nbatch, nt, table.nq), dt)
     var = be.empty((table.nbatch, nt, table.nq), dt) if variance else pred
@@ -35,6 +34,26 @@ def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshif
     LOOKUP.launch(be, params, {**spec, "VARIANCE": int(variance)}, table.idx, table.dist,
                   table.nq, table.nbatch, y_dev, ldy, nt, tshift, pred, var)
     return pred, (var if variance else None)
+
+
+def _lookup_params(be: Backend, k: int, size: int, weight: str, real: str) -> tuple[dict, dict]:
+    spec = {"K": k, "REAL": real, "WEIGHT": weight}
+    return spec, LOOKUP.params_for(be, spec, size)
+
+
+def lookup_requests(be: Backend, k: int, size: int, *, weight: str = "simplex",
+                    real: str = "float", variance: bool = False, skill_k: int | None = None,
+                    wg: int | None = None) -> list[tuple]:
+    """The kernels of :func:`lookup_device` (a table of ``k`` neighbours, ``size`` =
+    queries x targets x batches) and, with ``skill_k``, of :func:`skill_device` (its
+    ``k`` and ``wg``), as ``(template, params, name)`` for
+    :meth:`clkernels.Backend.prebuild`."""
+    spec, params = _lookup_params(be, k, size, weight, real)
+    reqs = [LOOKUP.request(be, {**spec, "VARIANCE": int(variance)}, params["WG"], "lookup")]
+    if skill_k is not None:
+        reqs.append(LOOKUP.request(be, {"K": skill_k, "REAL": real},
+                                   skill_wg(be.info) if wg is None else wg, "skill"))
+    return reqs
 
 
 def skill_out(be: Backend, nrows: int):

@@ -29,7 +29,7 @@ from clkernels.tuning import Params
 
 from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, k_per_e, scan_inputs
 from .knn import DeviceKnn, hold
-from .lookup import lookup_device, skill_device, skill_out
+from .lookup import lookup_device, lookup_requests, skill_device, skill_out
 from .ranges import Plan, _embeddable, _lib_rows, check_tau, parse_ranges, resolve
 
 
@@ -189,6 +189,8 @@ def upload(be: Backend, lay: FusedLayout, x: np.ndarray, dt, params: Params) -> 
 #: costs ~ms on a GPU, where the whole scan takes a few). A run finishes (host sync)
 #: before it returns, so the next run of the same thread may overwrite them.
 _SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: per backend: the (spec, params, kmax, lookup size) whose kernels :func:`run_fused` built
+_PREBUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _scratch(be: Backend, name: str, shape: tuple, dtype) -> Any:
@@ -213,8 +215,16 @@ def run_fused(be: Backend, lay: FusedLayout, x: np.ndarray, y: np.ndarray | None
     nq, nl = lay.qt.size, lay.lemax.size
     if params is None:
         params = KNN_SCAN.params_for(be, spec, nq, nl)
-    dev = upload(be, lay, x, dt, params)
     kmax = max(k_per_e(lay.emax, lay.knn))
+    # the scan's, the lookup's and the skill's programs built at once, before the first
+    # launch (once per backend and shape: ~30 us of host time a call otherwise)
+    done = _PREBUILT.setdefault(be, set())
+    key = (tuple(sorted(spec.items())), tuple(sorted(params.items())), kmax, nq * lay.emax)
+    if key not in done:
+        be.prebuild(KNN_SCAN.requests(be, params, spec)
+                    + lookup_requests(be, kmax, nq * lay.emax, real=real, skill_k=1))
+        done.add(key)
+    dev = upload(be, lay, x, dt, params)
     idx = _scratch(be, "idx", (lay.emax, nq, kmax), np.int32)
     dist = _scratch(be, "dist", (lay.emax, nq, kmax), dt)
     part = None

@@ -182,6 +182,12 @@ class KnnKernel(TunableKernel):
             p = {**p, "TILE": p["TILE"] // 2}
         return p
 
+    def request(self, be: Backend, params: Params, spec: dict[str, Any]) -> tuple:
+        """The kernel :meth:`launch` builds, as ``(template, params, name)`` (for
+        :meth:`clkernels.Backend.prebuild`)."""
+        return (self.template, {**launch_spec(be, spec), "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0,
+                                **params}, "knn")
+
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
                l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev, *,
                xoff: int = 0, series_stride: int = 0):
@@ -194,8 +200,8 @@ class KnnKernel(TunableKernel):
         SLIDE > 0 need contiguous library lists (the caller's check: :func:`is_contiguous`;
         :meth:`params_for` sets SLIDE only then).
         """
+        k = be.kernel(*self.request(be, params, spec))
         params = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, **params}
-        k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "knn")
         if params["VARIANT"] in ("rows", "vec"):
             qw = params["WG"] // params["SPLIT"] * params["QQ"]
             gx = (nq + qw - 1) // qw * params["WG"]

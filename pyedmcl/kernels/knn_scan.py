@@ -135,6 +135,15 @@ class KnnScanKernel(TunableKernel):
                 p["SPLIT"] *= 2
         return p
 
+    def requests(self, be: Backend, params: Params, spec: dict[str, Any]) -> list[tuple]:
+        """The kernels :meth:`launch` builds for ``params`` / ``spec``, as
+        ``(template, params, name)`` (for :meth:`clkernels.Backend.prebuild`): the scan,
+        and its merge when SPLIT > 1."""
+        params = {"VEC": 1, "ANY": 0, **params}
+        full = {**launch_spec(be, spec), **params}
+        names = ("knn_scan", "knn_scan_merge") if params["SPLIT"] > 1 else ("knn_scan",)
+        return [(self.template, full, name) for name in names]
+
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, ints_dev, nq: int,
                t0: int, nl: int, radius: int, idx_dev, dist_dev, part=None, nseries: int = 1,
                xoff: int = 0, xstride: int = 0):
@@ -142,11 +151,12 @@ class KnnScanKernel(TunableKernel):
         returns both events (a tuning case times their sum, not the merge alone).
         ``nseries`` > 1: series ``b`` at ``x_dev + xoff + b * xstride`` (one layout for all),
         tables ``(nseries, EMAX, nq, KMAX)`` (partials ``(nseries, SPLIT, ...)``)."""
+        reqs = self.requests(be, params, spec)
         params = {"VEC": 1, "ANY": 0, **params}
         spec = launch_spec(be, spec)  # as knn's, so the tables stay bit-identical
         split = params["SPLIT"]
         chunk = round_up(-(-nl // split), params["TILE"])
-        k = be.kernel(self.template, {**spec, **params}, "knn_scan")
+        k = be.kernel(*reqs[0])
         gx = -(-nq // params["QB"]) * params["WG"]
         oi, od = (idx_dev, dist_dev) if split == 1 else part
         ev = be.launch(k, (gx, split, nseries), (params["WG"], 1, 1), x_dev, ints_dev,
@@ -154,7 +164,7 @@ class KnnScanKernel(TunableKernel):
                        np.uint32(xoff), np.uint32(xstride))
         evs = [ev]
         if split > 1:
-            m = be.kernel(self.template, {**spec, **params}, "knn_scan_merge")
+            m = be.kernel(*reqs[1])
             evs.append(be.launch(m, (round_up(nq, 64), spec["EMAX"], nseries), (64, 1, 1),
                                  ints_dev, np.int32(nq), oi, od, idx_dev, dist_dev))
         return evs

@@ -85,11 +85,19 @@ class LookupKernel(TunableKernel):
     def case(self, backend: Backend, spec: dict[str, Any], size: int) -> TuningCase:
         return _LookupCase(backend, spec, size)
 
-    def _kernel(self, be: Backend, spec: dict[str, Any], wg: int, name: str):
+    def request(self, be: Backend, spec: dict[str, Any], wg: int, name: str) -> tuple:
+        """Kernel ``name`` ("lookup", "skill", "subset_lookup") for ``spec`` and work-group
+        size ``wg`` as ``(template, params, name)`` (for :meth:`clkernels.Backend.prebuild`;
+        "skill" takes WEIGHT "simplex" and VARIANCE 0 as :meth:`launch_skill` does)."""
+        if name == "skill":
+            spec = {**spec, "WEIGHT": "simplex", "VARIANCE": 0}
         params = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
                   "WG": wg, "WEIGHT": spec.get("WEIGHT", "simplex"),
                   "VARIANCE": int(spec.get("VARIANCE", 0))}
-        return be.kernel(self.template, params, name)
+        return (self.template, params, name)
+
+    def _kernel(self, be: Backend, spec: dict[str, Any], wg: int, name: str):
+        return be.kernel(*self.request(be, spec, wg, name))
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], idx, dist, nq: int,
                nbatch: int, y_dev, ldy: int, nt: int, tshift: int, pred, var):

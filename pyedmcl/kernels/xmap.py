@@ -250,10 +250,11 @@ def lanes_for(params: Params, ntg: int) -> int:
     return int(min(params["LWG"], want))
 
 
-#: below this many targets a CPU's target-lane skill gives way to one query per
-#: work-item (Intel's runtime, 2-core Zen 5, N=100 x 1,000, skill device time in one
-#: process: E-groups of ~10 targets 0.079 s vs 0.124 s with lanes; ~25 equal; ~50 and
-#: 100 lanes ahead, 0.042 vs 0.061 s)
+#: below this many targets a CPU's skill runs one query per work-item (Intel's runtime,
+#: 2-core Zen 5, N=100 x 1,000, skill device time in one process: E-groups of ~10
+#: targets 0.079 s vs 0.124 s with lanes; ~25 equal; ~50 and 100 lanes ahead, 0.042 vs
+#: 0.061 s; the tuned vector layouts no faster below it and slow to build, see
+#: :func:`cpu_layout`)
 FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
@@ -261,13 +262,19 @@ SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
 
 
 def cpu_layout(params: Params, ntg: int) -> Params:
-    """A CPU's skill layout for an E-group of ``ntg`` targets: target lanes (LANES)
-    sized to the group (:func:`lanes_for`), or queries as work-items below
-    :data:`FEW_TARGETS`; other layouts unchanged. Every layout gives the same rho."""
-    if not params["LANES"]:
-        return params
+    """A CPU's skill layout for an E-group of ``ntg`` targets: queries as work-items below
+    :data:`FEW_TARGETS` whatever the tuned layout, else target lanes (LANES) sized to the
+    group (:func:`lanes_for`), other layouts unchanged. Every layout gives the same rho.
+
+    Small groups are what a mixed-E map has many of, one program each: the tuned vector
+    layouts (TJ 8-16 targets per work-group) took 1-3 s each to build on Intel's runtime
+    for groups of 2-3 targets, the scalar one 0.2 s and it ran no slower (N=50 x 500, E
+    1..20: cold map 24-26 -> 7.5-8 CPU s; hot 0.31 vs 0.28 CPU s; 20 targets per group,
+    N=400: 2.95 vs 2.77 s)."""
     if ntg < FEW_TARGETS:
         return dict(SCALAR_LAYOUT)
+    if not params["LANES"]:
+        return params
     return dict(params, LWG=lanes_for(params, ntg))
 
 
@@ -308,22 +315,32 @@ class XmapSkillKernel(TunableKernel):
             out.update(TJ=1, VEC=0, LANES=0, LB=1)
         return out
 
-    def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
+    def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
+        """Kernel ``name`` ("pack" or "xmap_skill") of ``spec`` rendered with layout
+        ``params`` as ``(template, params, name)`` (for :meth:`clkernels.Backend.prebuild`).
+        Both kernels live in every rendering, and pack's code does not depend on the
+        layout: a pack taken with its skill's layout comes from the skill's program."""
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
              **params}
-        return be.kernel(self.template, p, name)
+        return (self.template, p, name)
+
+    def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
+        return be.kernel(*self.request(be, spec, params, name))
 
     def pack(self, be: Backend, spec: dict[str, Any], idx, dist, ldk: int, bstride: int,
-             row0: int, nq: int, nb: int, b0: int, tidx, tw, tden):
+             row0: int, nq: int, nb: int, b0: int, tidx, tw, tden, layout: Params | None = None):
         """Weights of ``nb`` raw k-NN tables into packed slots ``b0 .. b0+nb-1``.
 
         Table ``b`` holds rows of ``ldk`` entries from ``b * bstride + row0 * ldk`` on
         (a k-NN table: ``K``, ``nq * K``, 0; one E of a fused scan: ``KMAX``,
         ``EMAX * nq * KMAX``, its first row); the first ``K`` entries of ``nq`` rows
         are packed: ``tidx`` / ``tw`` ``(slots, K, nq)``, ``tden`` ``(slots, nq)``.
+        ``layout``: the skill layout that follows (its program holds this pack too, so a
+        group needs one program, not two); None: a layout-free rendering. The packed
+        tables are the same either way.
         """
-        k = self._kernel(be, spec, {}, "pack")
+        k = self._kernel(be, spec, layout or {}, "pack")
         return be.launch(k, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(b0),
                          tidx, tw, tden, np.int32(ldk), np.int32(bstride), np.int32(row0))
 

@@ -24,6 +24,10 @@ batch of libraries in one pass of the fused multi-E scan (``knn_scan/knn_scan.cl
 saves distance work, on CPUs with the scan's private-list variant (:meth:`XmapEngine._use_scan`), else "batched". Every variant gives the
 same tables bit for bit (same distance arithmetic, same total neighbour order).
 
+The optimal-E scan (:meth:`XmapEngine.edim_block`) takes the fused scan too (one k-NN
+program for every E). Every kernel a block or scan launches is built before its first
+launch, the distinct programs at once (:meth:`clkernels.Backend.prebuild`).
+
 The same engine serves the local multi-device scheduler and Dask workers, and a
 block's result depends only on the data and the parameters, never on which
 device or batch size computed it (bit-identical across runs on one runtime).
@@ -114,6 +118,8 @@ class XmapEngine:
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
         self._scratch: dict[tuple, Any] = {}
+        #: whether the map's kernels were built up front (:meth:`kernel_requests`)
+        self._prebuilt = False
         self.groups: list[_Group] = []
         self.E = None
         if E is not None:
@@ -127,6 +133,7 @@ class XmapEngine:
         self.E = E
         self.groups = [self._group(int(e)) for e in np.unique(E)]
         self._scan = None
+        self._prebuilt = False
 
     # -- setup -------------------------------------------------------------------------------
     def _group(self, E: int) -> _Group:
@@ -186,9 +193,10 @@ class XmapEngine:
         return spec, KNN.params_for(self.be, spec, size)
 
     def _tables(self, E: int, k: int, c0: int, nb: int, qpts_dev, nq: int, lpts_dev, nl: int,
-                radius: int, tidx, tw, tden, weight: str) -> None:
+                radius: int, tidx, tw, tden, weight: str, layout: dict | None = None) -> None:
         """k-NN tables of library series ``c0 .. c0+nb-1`` (series-local kernel points),
-        packed into slots ``0 .. nb-1``: one launch for all (batched) or one per series."""
+        packed into slots ``0 .. nb-1``: one launch for all (batched) or one per series.
+        ``layout``: the skill layout that follows (pack is taken from its program)."""
         be, n = self.be, self.n
         spec, p = self._knn(E, k, max(nq, nl), nq * nb)
         sspec = self._skill_spec(k, weight)
@@ -197,22 +205,30 @@ class XmapEngine:
             dist = self._buf("dist", (nb, nq, k), self.dt)
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, nb, radius, idx,
                        dist, xoff=c0 * n, series_stride=n)
-            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, nb, 0, tidx, tw, tden)
+            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, nb, 0, tidx, tw, tden,
+                            layout)
             return
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
         for b in range(nb):
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, 1, radius, idx, dist,
                        xoff=(c0 + b) * n, series_stride=n)
-            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, 1, b, tidx, tw, tden)
+            XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, 1, b, tidx, tw, tden,
+                            layout)
+
+    def _layout(self, k: int, weight: str, ntg: int, diag: bool = False) -> dict:
+        """The skill's layout for tables of ``k`` and ``ntg`` targets (tuned; a CPU's
+        adjusted to the group's size, :func:`~pyedmcl.kernels.xmap.cpu_layout`)."""
+        sp = XMAP_SKILL.layout(self.be, self._skill_spec(k, weight), self.n, diag)
+        if not self.be.info.is_gpu and not diag:
+            sp = cpu_layout(sp, ntg)
+        return sp
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
                diag: bool = False, group: _Group | None = None) -> None:
         spec = self._skill_spec(k, weight)
-        sp = XMAP_SKILL.layout(self.be, spec, self.n, diag)
-        if not self.be.info.is_gpu and not diag:
-            sp = cpu_layout(sp, ntg)
+        sp = self._layout(k, weight, ntg, diag)
         y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
@@ -301,7 +317,8 @@ class XmapEngine:
             for g in self.groups:
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
                 XMAP_SKILL.pack(be, self._skill_spec(g.k), idx, dist, kmax, plane, sc.row0[g.E],
-                                g.M, nb, 0, tidx, tw, tden)
+                                g.M, nb, 0, tidx, tw, tden,
+                                self._layout(g.k, self.weight, g.targets.size))
                 # table entries are library times: the target value is at time + Tp
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, self.Tp, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
@@ -334,6 +351,9 @@ class XmapEngine:
             wait = be.to_host_async(out, None if dst is None else dst.reshape(-1))
             return lambda: wait().reshape(rows, self.N)
 
+        if not self._prebuilt:  # every kernel of the map at once, before its first launch
+            be.prebuild(self.kernel_requests(rows))
+            self._prebuilt = True
         if self._use_scan():
             self._block_scan(r0, r1, out)
             return fetch()
@@ -343,12 +363,35 @@ class XmapEngine:
                 nb, c0 = b1 - b0, r0 + b0
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
                 self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw,
-                             tden, self.weight)
+                             tden, self.weight, self._layout(g.k, self.weight, g.targets.size))
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
             self._batched(batch, rows, g.M, g.k)
         return fetch()
+
+    def kernel_requests(self, rows: int) -> list[tuple]:
+        """The kernels a block of ``rows`` library rows of the map launches, as
+        ``(template, params, name)``: :meth:`block_async` builds them all at once
+        (:meth:`clkernels.Backend.prebuild`) before its first launch, so a mixed-E map
+        does not build one program per E-group as it reaches each. Per group the pack
+        and the skill share one program (pack takes the skill's layout)."""
+        be, reqs = self.be, []
+        scan = self._use_scan()
+        if scan:
+            from ..kernels.knn_scan import KNN_SCAN
+            sc = self._scan_setup()
+            reqs += KNN_SCAN.requests(be, sc.params, sc.spec)
+        for g in self.groups:
+            if not scan:
+                nb = min(max(1, rows), self.batch_size(g.M, g.k))
+                spec, p = self._knn(g.E, g.k, g.M, g.M * nb)
+                reqs.append(KNN.request(be, p, spec))
+            sp = self._layout(g.k, self.weight, g.targets.size)
+            sspec = self._skill_spec(g.k)
+            reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
+                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
+        return reqs
 
     def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
         """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""
@@ -364,6 +407,82 @@ class XmapEngine:
                     what=f"cross-map k-NN tables ({M} rows x k={k} per library)",
                     nbytes=lambda nb: nb * M * (k * (4 + item) + item))
 
+    def _edim_fused(self, r0: int, r1: int, E_max: int, Tp: int, out, keep: list) -> bool:
+        """:meth:`edim_block` through the fused multi-E scan (``knn_scan``, the
+        ``xmap_scan`` family's parameters): per batch of series one scan launch gives every
+        E's k-NN table, then per E one pack (its E plane) and one diagonal skill launch.
+        One k-NN program for every E instead of one per E (a job's first run builds
+        them all); the tables, so the skills, are the per-E kernel's bit for bit. False
+        (nothing enqueued) where the scan does not apply: ``knn_kernel`` "batched" /
+        "edm", tau <= 0, E_max > 32, E_max not fitting the series, or a CPU whose scan
+        parameters are not the private-list variant (as :meth:`_use_scan`)."""
+        from ..edm.scan_fused import scan_layout
+        from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, scan_inputs
+        if self.knn_choice in ("batched", "edm") or self.tau <= 0 or E_max > MAX_FUSED_E:
+            return False
+        be, n, half = self.be, self.n, self.n // 2
+        lay = scan_layout(n, E_max, tau=self.tau, Tp=Tp, lib=f"1 {half}", pred=f"{half + 1} {n}")
+        if lay is None or lay.knn != 0:
+            return False
+        spec = {"EMAX": E_max, "TAU": self.tau, "KNN": 0, "METRIC": "euclidean",
+                "REAL": self.real, "FMA": self.fma}
+        nq, nl = lay.qt.size, lay.lemax.size
+        params = XMAP_SCAN.params_for(be, spec, nq, nl)
+        if not be.info.is_gpu and params["INS"] != "key":
+            return False
+        kmax, split = E_max + 1, params["SPLIT"]
+        # rows of E: the queries with E lags of history (a suffix: qemax is nondecreasing)
+        first = {E: int(np.searchsorted(lay.qemax, E)) for E in range(1, E_max + 1)}
+        reqs = KNN_SCAN.requests(be, params, spec)
+        for E in range(1, E_max + 1):
+            sp, sspec = self._layout(E + 1, "simplex", 1, diag=True), self._skill_spec(E + 1, "simplex")
+            reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
+                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
+        be.prebuild(reqs)
+        lanes = KNN_SCAN.padded_lanes(params, nl)
+        xp0, ints, pad = scan_inputs(self.X[r0], self.dt, lanes, emax=E_max, tau=self.tau,
+                                     t0=lay.t0, qt=lay.qt, qemax=lay.qemax, lemax=lay.lemax,
+                                     obs=lay.obs)
+        ldx = xp0.size
+        xp = np.zeros((r1 - r0, ldx), self.dt)
+        xp[:, pad:pad + n] = self.X[r0:r1]
+        xp_dev, ints_dev = be.to_device(xp.reshape(-1)), be.to_device(ints)
+        obs_dev = {E: be.to_device(lay.obs[first[E]:].astype(np.int32)) for E in first}
+        cols = {E: be.to_device(np.array([E - 1], np.int32)) for E in first}
+        keep += [xp_dev, ints_dev, *obs_dev.values(), *cols.values()]
+        item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
+        per = (E_max * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
+               + nq * (kmax * (4 + acc) + acc))
+        plane = E_max * nq * kmax
+
+        def batch(b0: int, b1: int) -> None:
+            nb, c0 = b1 - b0, r0 + b0
+            idx = self._buf("eidx", (nb, E_max, nq, kmax), np.int32)
+            dist = self._buf("edist", (nb, E_max, nq, kmax), self.dt)
+            part = None
+            if split > 1:
+                part = (self._buf("epidx", (nb, split, E_max, nq, kmax), np.int32),
+                        self._buf("epdist", (nb, split, E_max, nq, kmax), self.dt))
+            KNN_SCAN.launch(be, params, spec, xp_dev, ints_dev, nq, lay.t0, nl, lay.radius,
+                            idx, dist, part, nseries=nb, xoff=b0 * ldx, xstride=ldx)
+            tgt = be.to_device(np.array([c0], np.int32))
+            keep.append(tgt)
+            for E in range(1, E_max + 1):
+                k, m = E + 1, nq - first[E]
+                tidx, tw, tden = self._tables_bufs(nb, m, k)
+                XMAP_SKILL.pack(be, self._skill_spec(k, "simplex"), idx, dist, kmax, plane,
+                                (E - 1) * nq + first[E], m, nb, 0, tidx, tw, tden,
+                                self._layout(k, "simplex", 1, diag=True))
+                # table entries are library times: the target value is at time + Tp
+                self._skill(k, "simplex", tidx, tw, tden, m, nb, lay.Tp, tgt, cols[E], 1,
+                            obs_dev[E], out, E_max, b0, diag=True)
+
+        run_blocked(be, batch, r1 - r0, block=int(max(1, min(64, scan_table_budget(be.info) // per))),
+                    parameter="the series length (n) or max_E",
+                    what=f"fused-scan k-NN tables (E=1..{E_max}, {nq} rows per series)",
+                    nbytes=lambda nb: nb * per)
+        return True
+
     def edim_block(self, r0: int, r1: int, E_max: int, Tp: int = 1) -> np.ndarray:
         """Simplex rho ``(r1 - r0, E_max)`` of each series predicting itself ``Tp`` ahead,
         library = first half, prediction = second half (pyEDM ``EmbedDimension`` with
@@ -376,12 +495,28 @@ class XmapEngine:
         be.fill(out, np.nan)
         half = n // 2
         keep = []  # small per-call buffers stay alive until the queue has used them
+        if self._edim_fused(r0, r1, E_max, Tp, out, keep):
+            res = be.to_host(out).reshape(rows, E_max)
+            be.finish()
+            del keep
+            return res
+        plans = {}
         for E in range(1, E_max + 1):
             try:
-                plan = resolve(n, E=E, tau=self.tau, Tp=Tp, lib=f"1 {half}",
-                               pred=f"{half + 1} {n}")
+                plans[E] = resolve(n, E=E, tau=self.tau, Tp=Tp, lib=f"1 {half}",
+                                   pred=f"{half + 1} {n}")
             except ValueError:
                 continue
+        reqs = []  # every E's kernels built at once, before the first launch
+        for E, plan in plans.items():
+            k, nq, nl = plan.knn, plan.pred_points.size, plan.lib_points.size
+            nb = min(max(1, rows), self.batch_size(nq, k))
+            spec, p = self._knn(E, k, max(nq, nl), nq * nb)
+            sp, sspec = self._layout(k, "simplex", 1, diag=True), self._skill_spec(k, "simplex")
+            reqs += [KNN.request(be, p, spec), XMAP_SKILL.request(be, sspec, sp, "pack"),
+                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
+        be.prebuild(reqs)
+        for E, plan in plans.items():
             k, nq, nl = plan.knn, plan.pred_points.size, plan.lib_points.size
             q_dev = be.to_device(plan.pred_points)
             l_dev = be.to_device(plan.lib_points)
@@ -394,7 +529,7 @@ class XmapEngine:
                 nb, c0 = b1 - b0, r0 + b0
                 tidx, tw, tden = self._tables_bufs(nb, nq, k)
                 self._tables(E, k, c0, nb, q_dev, nq, l_dev, nl, plan.exclusion_radius, tidx,
-                             tw, tden, "simplex")
+                             tw, tden, "simplex", self._layout(k, "simplex", 1, diag=True))
                 tgt = be.to_device(np.array([c0], np.int32))
                 keep.extend([q_dev, l_dev, obs_dev, col, tgt])
                 self._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,

@@ -1,0 +1,192 @@
+"""Building a job's kernels up front (``Backend.prebuild``) and the jobs that do it.
+
+clkernels: prebuilt kernels are the objects later ``kernel`` calls return (no second
+build: ``build_count``), requests rendering one source share one program, a failed
+build raises and can be retried, the cache key of a single kernel is unchanged.
+pyedmcl: a mixed-E cross map (fused scan and per-E paths), the optimal-E scan and the
+fused E scan launch nothing their prebuild did not build, and the matrix is the same bit
+for bit with and without the prebuild.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pytest
+from conftest import CPU_DEVICE
+
+import pyedmcl as pe
+from clkernels import BuildError, get_backend
+from clkernels.backends.base import Backend, build_threads, kernel_key
+from clkernels.templates import add_template_root
+
+#: a tiny template: writes V to every element; W does not reach the source, so two
+#: requests that differ only in W share one program
+TEMPLATE = """## params: V, W, BAD
+## version: 1
+% if BAD:
+this is not OpenCL C
+% endif
+__kernel void put_${V}(__global int* out) { out[get_global_id(0)] = ${V}; }
+__kernel void put_twice_${V}(__global int* out) { out[get_global_id(0)] = 2 * ${V}; }
+"""
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("prebuild-templates")
+    (root / "prebuild_test").mkdir()
+    (root / "prebuild_test" / "put.cl.mako").write_text(TEMPLATE)
+    add_template_root(root)
+    return "prebuild_test/put.cl.mako"
+
+
+def _put(be: Backend, k, n: int = 8) -> np.ndarray:
+    out = be.empty((n,), np.int32)
+    be.launch(k, (n,), None, out)
+    return be.to_host(out)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_prebuilt_kernels_are_the_ones_launched(template, threads):
+    be = get_backend(CPU_DEVICE)
+    vals = (11, 12, 13) if threads == 1 else (21, 22, 23)  # sources new to this process
+    reqs = [(template, {"V": v, "W": 0, "BAD": 0}, f"put_{v}") for v in vals]
+    reqs += [(template, {"V": vals[0], "W": 1, "BAD": 0}, f"put_{vals[0]}"),  # same source
+             (template, {"V": vals[1], "W": 0, "BAD": 0}, f"put_twice_{vals[1]}"),  # same
+             reqs[0]]  # a duplicate
+    before = be.build_count
+    kernels = be.prebuild(reqs, threads=threads)
+    assert be.build_count - before == len(vals)  # one program per distinct source
+    assert kernels[-1] is kernels[0] and len(kernels) == len(reqs)
+    for req, k in zip(reqs, kernels, strict=True):
+        assert be.kernel(*req) is k
+    assert be.build_count - before == len(vals)  # launches build nothing
+    assert list(_put(be, kernels[0])) == [vals[0]] * 8
+    assert list(_put(be, kernels[4])) == [2 * vals[1]] * 8
+    assert be.prebuild(reqs) == kernels and be.build_count - before == len(vals)
+
+
+def test_failed_prebuild_raises_and_can_be_retried(template, monkeypatch, tmp_path):
+    monkeypatch.setenv("PYEDMCL_CACHE_DIR", str(tmp_path))  # failure logs land here
+    be = get_backend(CPU_DEVICE)
+    bad = (template, {"V": 31, "W": 0, "BAD": 1}, "put_31")
+    good = (template, {"V": 32, "W": 0, "BAD": 0}, "put_32")
+    for _ in range(2):  # the failure leaves no build marked as under way
+        with pytest.raises(BuildError):
+            be.prebuild([good, bad], threads=2)
+    assert list(_put(be, be.kernel(*good))) == [32] * 8
+
+
+def test_single_kernel_cache_key_unchanged(template):
+    be = get_backend(CPU_DEVICE)
+    params = {"W": 0, "V": 41, "BAD": 0}
+    k = be.kernel(template, params, "put_41")
+    old = (template, tuple(sorted((k_, repr(v)) for k_, v in params.items())), "put_41", ())
+    assert kernel_key(template, params, "put_41") == old
+    assert be._kernels[old] is k
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "x"])
+def test_bad_build_threads(monkeypatch, value):
+    monkeypatch.setenv("PYEDMCL_BUILD_THREADS", value)
+    with pytest.raises(ValueError, match="PYEDMCL_BUILD_THREADS"):
+        build_threads(4)
+
+
+def test_build_threads(monkeypatch):
+    monkeypatch.delenv("PYEDMCL_BUILD_THREADS", raising=False)
+    assert build_threads(1) == 1 and build_threads(3, parallel=False) == 1
+    monkeypatch.setenv("PYEDMCL_BUILD_THREADS", "2")
+    assert build_threads(5) == 2 and build_threads(1) == 1
+
+
+def _record_prebuilds(be: Backend, monkeypatch) -> list[tuple[int, int]]:
+    """Record ``be``'s build_count before and after each of its prebuilds."""
+    marks: list[tuple[int, int]] = []
+    orig = be.prebuild
+
+    def prebuild(requests, **kw):
+        start = be.build_count
+        out = orig(requests, **kw)
+        marks.append((start, be.build_count))
+        return out
+
+    monkeypatch.setattr(be, "prebuild", prebuild)
+    return marks
+
+
+def _only_prebuilt(be: Backend, marks: list[tuple[int, int]]) -> bool:
+    """Nothing was built between two prebuilds nor after the last."""
+    ends = [m[1] for m in marks]
+    return bool(marks) and all(m[0] == e for m, e in zip(marks[1:], ends, strict=False)) \
+        and be.build_count == ends[-1]
+
+
+def _panel(L: int = 90, N: int = 9) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    X = np.cumsum(rng.standard_normal((L, N)), axis=0).astype(np.float32)
+    return X, np.resize([2, 3, 4], N)  # E-groups of test_xmap (kernels shared)
+
+
+@pytest.mark.parametrize("knn_kernel", ["scan", "batched"])
+def test_mixed_E_map_launches_only_prebuilt_kernels(device, knn_kernel, monkeypatch):
+    be = get_backend(device)
+    X, E = _panel()
+    marks = _record_prebuilds(be, monkeypatch)
+    got = pe.xmap(X, E=E, device=device, knn_kernel=knn_kernel).rho
+    assert _only_prebuilt(be, marks)
+    monkeypatch.setattr(be, "prebuild", lambda requests, **kw: [])  # kernels built lazily
+    ref = pe.xmap(X, E=E, device=device, knn_kernel=knn_kernel).rho
+    np.testing.assert_array_equal(got, ref)
+    if knn_kernel == "scan":  # and against the per-E path (same tables)
+        np.testing.assert_array_equal(
+            got, pe.xmap(X, E=E, device=device, knn_kernel="batched").rho)
+
+
+def test_optimal_E_and_embedding_scans_launch_only_prebuilt_kernels(device, monkeypatch):
+    be = get_backend(device)
+    X, _ = _panel(N=3)
+    marks = _record_prebuilds(be, monkeypatch)
+    pe.xmap(X, E="auto", max_E=4, device=device)  # the E scan's prebuild, then the map's
+    assert len(marks) >= 2 and _only_prebuilt(be, marks)
+    marks.clear()
+    from pyedmcl.edm import scan_fused
+    monkeypatch.setattr(scan_fused, "_PREBUILT", weakref.WeakKeyDictionary())  # forget
+    pe.embed_dimension(X[:, 0], max_E=4, device=device)
+    assert len(marks) == 1 and _only_prebuilt(be, marks)
+
+
+def test_parallel_builds_say_one_line(template, monkeypatch, capfd):
+    """Builds running at once print the build notice once and no compiler output."""
+    from clkernels import probe
+
+    monkeypatch.delenv("PYEDMCL_QUIET", raising=False)
+    monkeypatch.delenv("PYOPENCL_COMPILER_OUTPUT", raising=False)
+    monkeypatch.setenv("PYEDMCL_BUILD_NOTICE_S", "0")  # said as each build starts
+    monkeypatch.setattr(probe, "_noticed", set())
+    be = get_backend(CPU_DEVICE)
+    capfd.readouterr()
+    be.prebuild([(template, {"V": v, "W": 0, "BAD": 0}, f"put_{v}") for v in (51, 52, 53)],
+                threads=3)
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and "compiling kernels for" in err, err
+
+
+def test_optimal_E_scan_fused_equals_per_E(device, monkeypatch):
+    """The optimal-E scan through the fused multi-E scan (one k-NN program for every E)
+    gives the per-E kernels' skills bit for bit (tau 2: lagged coordinates)."""
+    from pyedmcl.kernels.knn_scan import KNN_SCAN
+    from pyedmcl.xmap.engine import XmapEngine
+    be = get_backend(device)
+    X, _ = _panel(L=80, N=5)
+    calls = []
+    orig = KNN_SCAN.launch
+    monkeypatch.setattr(KNN_SCAN, "launch", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    got = XmapEngine(be, X.T, None, tau=2).edim_block(0, 5, 6)
+    assert calls  # the fused path ran
+    ref = XmapEngine(be, X.T, None, tau=2, knn_kernel="batched").edim_block(0, 5, 6)
+    assert not np.isnan(ref).any()
+    np.testing.assert_array_equal(got, ref)
