@@ -39,7 +39,7 @@ def _points(s: np.ndarray, E: int, tau: int) -> np.ndarray:
     return np.stack([s[m * tau: m * tau + n] for m in range(E)], axis=1)
 
 
-def kernel_distances(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
+def kernel_distances(a: np.ndarray, b: np.ndarray, metric: str, fma: bool = False) -> np.ndarray:
     """``(rows of a) x (rows of b)`` distances exactly as the line kernels compute them in
     ``a.dtype`` (Euclidean: squared, summed coordinate by coordinate)."""
     acc = None

@@ -1,0 +1,104 @@
+"""The recurrence-network kernel family (``rqa_network/rqa_network.cl.mako``).
+
+Three kernels over a bit-packed adjacency ``A = R - I`` (row ``i``: ``nw = ceil(n / 32)``
+uint words, bit ``b`` of word ``w`` the cell ``(i, 32 w + b)``), decided as the line
+kernels decide a cell (same sums, ``d < thr``):
+
+* :func:`adjacency` writes the words of a tile of rows and adds each row's popcount to
+  the degrees;
+* :func:`triangles` gives ``(A^3)_ii = sum_{j in N(i)} popcount(row_i & row_j)`` per row
+  (a work-group per row, words strided over its work-items);
+* :func:`paths` runs one breadth-first search per source by frontier bitsets (a
+  work-group per source: ``next = OR of the frontier's rows & ~visited``) and gives the
+  sum of the distances to, and the number of, the nodes each source reaches.
+
+The whole packed matrix stays on one device (``n * nw * 4`` bytes: 12.5 MB at
+``n = 10^4``, 1.25 GB at ``10^5``). Not tunable (yet): work-groups of 128 work-items on
+GPUs, 64 elsewhere (fewer where the device takes fewer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend, Local
+
+TEMPLATE = "rqa_network/rqa_network.cl.mako"
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """What shapes the generated kernels: embedding, metric, precision, fma sums."""
+
+    E: int
+    tau: int
+    metric: str
+    real: str  # "float" | "double"
+    fma: bool = False  # Euclidean squares summed by fma() (threshold_rule="squared")
+
+    @property
+    def dtype(self) -> type:
+        return np.float64 if self.real == "double" else np.float32
+
+    def template_params(self, wg: int, plocal: bool = False) -> dict[str, Any]:
+        return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
+                "FMA": int(self.fma and self.metric == "euclidean"), "WG": wg,
+                "PLOCAL": int(plocal)}
+
+
+def words(n: int) -> int:
+    """uint words per packed row of ``n`` columns."""
+    return -(-int(n) // 32)
+
+
+def work_group(backend: Backend) -> int:
+    """Work-items per work-group: 128 on GPUs, 64 elsewhere, a power of two the device
+    takes (the kernels' reductions halve it)."""
+    info = backend.info
+    cap = min(128 if info.is_gpu else 64, info.max_work_group_size, info.max_work_item_sizes[0])
+    return 1 << (max(1, cap).bit_length() - 1)
+
+
+def _kernel(backend: Backend, spec: NetworkSpec, name: str, plocal: bool = False) -> tuple[Any, int]:
+    wg = work_group(backend)
+    return backend.kernel(TEMPLATE, spec.template_params(wg, plocal), name), wg
+
+
+def adjacency(backend: Backend, spec: NetworkSpec, x: Any, n: int, thr: float, *, r0: int,
+              rows: int, adj: Any, deg: Any) -> Any:
+    """Enqueue rows ``r0 .. r0 + rows - 1`` of the packed adjacency of the ``n`` embedded
+    points of device series ``x`` (the spec's dtype) into ``adj`` (``n * nw`` uint32)
+    and add their degrees to ``deg`` (``n`` uint32, zeroed by the caller)."""
+    k, wg = _kernel(backend, spec, "rn_adjacency")
+    nw = words(n)
+    return backend.launch(k, (-(-nw // wg) * wg, int(rows)), (wg, 1), x, np.int32(n),
+                          np.int32(nw), np.int32(r0), spec.dtype(thr), adj, deg)
+
+
+def triangles(backend: Backend, spec: NetworkSpec, adj: Any, n: int, *, r0: int, rows: int,
+              tri: Any) -> Any:
+    """Enqueue ``tri[i] = (A^3)_ii`` (uint64) for rows ``r0 .. r0 + rows - 1``."""
+    k, wg = _kernel(backend, spec, "rn_triangles")
+    return backend.launch(k, (int(rows) * wg,), (wg,), adj, np.int32(words(n)), np.int32(r0),
+                          tri)
+
+
+def local_sets_fit(backend: Backend, n: int) -> bool:
+    """Whether a work-group's three sets of :func:`paths` fit in half the local memory."""
+    return 3 * words(n) * 4 + 8 * work_group(backend) <= int(backend.info.local_mem_bytes) // 2
+
+
+def paths(backend: Backend, spec: NetworkSpec, adj: Any, n: int, *, s0: int, sources: int,
+          scratch: Any, total: Any, reached: Any) -> Any:
+    """Enqueue breadth-first searches from sources ``s0 .. s0 + sources - 1``:
+    ``total[s]`` (uint64) the sum of the distances to the nodes ``s`` reaches,
+    ``reached[s]`` (uint32) their number. ``scratch``: ``sources * 3 * nw`` uint32 where
+    the sets do not fit in local memory (:func:`local_sets_fit`), else any small array."""
+    plocal = local_sets_fit(backend, n)
+    k, wg = _kernel(backend, spec, "rn_paths", plocal)
+    nw = words(n)
+    return backend.launch(k, (int(sources) * wg,), (wg,), adj, np.int32(nw), np.int32(s0),
+                          scratch, Local(3 * nw * 4 if plocal else 4), total, reached)
