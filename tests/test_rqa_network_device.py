@@ -73,11 +73,11 @@ def test_fma_emulation_matches_exact_rounding():
     a = np.round(rng.standard_normal(1500) * 30) / 10 * rng.choice([1.0, 1e-3, 7.3], 1500)
     c = np.abs(rng.standard_normal(1500)) * rng.choice([1.0, 1e3, 1e-5], 1500)
     got = fma(a, a, c)
-    want = np.array([float(Fraction(x) ** 2 + Fraction(z)) for x, z in zip(a, c)])
+    want = np.array([float(Fraction(x) ** 2 + Fraction(z)) for x, z in zip(a, c, strict=True)])
     assert np.array_equal(got, want)
     a32, c32 = a.astype(np.float32), c.astype(np.float32)
     got32 = fma(a32, a32, c32)
-    for x, z, g in zip(a32.tolist(), c32.tolist(), got32):
+    for x, z, g in zip(a32.tolist(), c32.tolist(), got32, strict=True):
         exact = Fraction(x) ** 2 + Fraction(z)
         lo = np.float32(float(exact))
         cands = [lo, np.nextafter(lo, np.float32(np.inf)), np.nextafter(lo, np.float32(-np.inf))]
