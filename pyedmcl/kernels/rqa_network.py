@@ -56,10 +56,20 @@ def words(n: int) -> int:
 
 def work_group(backend: Backend) -> int:
     """Work-items per work-group: 128 on GPUs, 64 elsewhere, a power of two the device
-    takes (the kernels' reductions halve it)."""
+    takes (the kernels' reductions halve it) whose local lists (:func:`local_fixed`) use
+    at most half the local memory."""
     info = backend.info
     cap = min(128 if info.is_gpu else 64, info.max_work_group_size, info.max_work_item_sizes[0])
-    return 1 << (max(1, cap).bit_length() - 1)
+    wg = 1 << (max(1, cap).bit_length() - 1)
+    while wg > 1 and local_fixed(wg) > int(info.local_mem_bytes) // 2:
+        wg //= 2
+    return wg
+
+
+def local_fixed(wg: int) -> int:
+    """Local bytes of a work-group besides the BFS sets: a neighbour list of 32 entries
+    per work-item, a reduction slot each, counters."""
+    return 4 * 32 * wg + 8 * wg + 16
 
 
 def _kernel(backend: Backend, spec: NetworkSpec, name: str, plocal: bool = False) -> tuple[Any, int]:
@@ -87,8 +97,9 @@ def triangles(backend: Backend, spec: NetworkSpec, adj: Any, n: int, *, r0: int,
 
 
 def local_sets_fit(backend: Backend, n: int) -> bool:
-    """Whether a work-group's three sets of :func:`paths` fit in half the local memory."""
-    return 3 * words(n) * 4 + 8 * work_group(backend) <= int(backend.info.local_mem_bytes) // 2
+    """Whether a work-group's three sets of :func:`paths` (``3 * nw`` words) fit in local
+    memory beside its lists."""
+    return 3 * words(n) * 4 + local_fixed(work_group(backend)) <= int(backend.info.local_mem_bytes)
 
 
 def paths(backend: Backend, spec: NetworkSpec, adj: Any, n: int, *, s0: int, sources: int,

@@ -63,26 +63,43 @@ void rn_adjacency(__global const real_t* restrict x, const int n, const int nw,
     if (get_local_id(0) == 0 && k) atomic_add(&deg[i], (uint)k);
 }
 
-/* Rows r0 + get_group_id(0): tri[i] = (A^3)_ii, twice the triangles through i. */
+/* Rows r0 + get_group_id(0): tri[i] = (A^3)_ii, twice the triangles through i. Row i's
+   neighbours are listed WG words at a time in local memory (each work-item lists the
+   bits of one word), then every work-item adds popcount(row_i & row_j) over its own
+   words (strided by WG) of the row's non-zero span [lo, hi). */
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rn_triangles(__global const uint* restrict adj, const int nw, const int r0,
                   __global ulong* restrict tri)
 {
     __local ulong red[${WG}];
+    __local int list[32 * ${WG}];
+    __local int span[3];   /* lo, hi, list length */
     const int i = r0 + (int)get_group_id(0), lid = get_local_id(0);
     __global const uint* ri = adj + (size_t)i * nw;
-    int lo = nw, hi = 0;   /* the row's non-zero words lie in [lo, hi) */
-    for (int v = 0; v < nw; ++v)
-        if (ri[v]) { lo = min(lo, v); hi = v + 1; }
+    if (lid == 0) { span[0] = nw; span[1] = 0; }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int v = lid; v < nw; v += ${WG})
+        if (ri[v]) { atomic_min(&span[0], v); atomic_max(&span[1], v + 1); }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int lo = span[0], hi = span[1];
     ulong acc = 0;
-    for (int v = lo; v < hi; ++v) {
-        uint word = ri[v];
-        while (word) {
-            const int j = 32 * v + low_bit(word);
-            word &= word - 1u;
-            __global const uint* rj = adj + (size_t)j * nw;
+    for (int v0 = lo; v0 < hi; v0 += ${WG}) {
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous chunk's list is read */
+        if (lid == 0) span[2] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint word = (v0 + lid < hi) ? ri[v0 + lid] : 0u;
+        if (word) {
+            int at = atomic_add(&span[2], (int)popcount(word));
+            for (; word; word &= word - 1u) list[at++] = 32 * (v0 + lid) + low_bit(word);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int m = span[2];
+        for (int t = 0; t < m; ++t) {
+            __global const uint* rj = adj + (size_t)list[t] * nw;
+            uint c = 0u;   /* at most 32 per word of this work-item: fits */
             for (int u = lo + lid; u < hi; u += ${WG})
-                acc += (ulong)popcount(ri[u] & rj[u]);
+                c += popcount(ri[u] & rj[u]);
+            acc += c;
         }
     }
     const ulong t = group_sum(red, acc);
@@ -99,6 +116,8 @@ void rn_paths(__global const uint* restrict adj, const int nw, const int s0,
               __global ulong* restrict total, __global uint* restrict reached)
 {
     __local ulong red[${WG}];
+    __local int list[32 * ${WG}];
+    __local int nlist[1];
     const int g = get_group_id(0), s = s0 + g, lid = get_local_id(0);
 % if PLOCAL:
     ${SET} uint* fr = set;
@@ -114,13 +133,20 @@ void rn_paths(__global const uint* restrict adj, const int nw, const int s0,
     ulong sum = 0, count = 0;
     for (ulong level = 1;; ++level) {
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        for (int v = 0; v < nw; ++v) {   /* every work-item walks the frontier ... */
-            uint word = fr[v];
-            while (word) {
-                const int j = 32 * v + low_bit(word);
-                word &= word - 1u;
-                __global const uint* rj = adj + (size_t)j * nw;
-                for (int u = lid; u < nw; u += ${WG})   /* ... ORing its own words */
+        for (int v0 = 0; v0 < nw; v0 += ${WG}) {   /* the frontier, WG words at a time: */
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0) nlist[0] = 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            uint word = (v0 + lid < nw) ? fr[v0 + lid] : 0u;   /* listed in local memory */
+            if (word) {
+                int at = atomic_add(&nlist[0], (int)popcount(word));
+                for (; word; word &= word - 1u) list[at++] = 32 * (v0 + lid) + low_bit(word);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const int m = nlist[0];
+            for (int t = 0; t < m; ++t) {   /* each listed row ORed into next, */
+                __global const uint* rj = adj + (size_t)list[t] * nw;
+                for (int u = lid; u < nw; u += ${WG})   /* every work-item its own words */
                     nx[u] |= rj[u];
             }
         }
