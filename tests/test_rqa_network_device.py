@@ -173,3 +173,32 @@ def test_device_disconnected_empty_and_bad_method(device):
     assert np.isnan(lone.average_path_length) and lone.global_clustering == 0.0
     with pytest.raises(ValueError, match="method"):
         pe.recurrence_network(x, radius=0.6, method="gpu")
+
+
+@pytest.mark.parametrize("local_sets", [True, False])
+def test_network_kernels_oclgrind_clean(local_sets):
+    """Every kernel, the BFS sets in local memory or in global scratch, launches cut
+    small: no invalid access, race or uninitialised read, and the host path's counts.
+    One variant per Oclgrind process: after the local-set kernel has run, Oclgrind 3's
+    uninitialised-value plugin reports the global-scratch kernel's local list (filled
+    by local atomics) as uninitialised, though that kernel alone, or run first, is clean
+    and both give the host's counts."""
+    from conftest import run_under_oclgrind
+
+    out = run_under_oclgrind(f"""
+        import numpy as np, pyedmcl as pe
+        from pyedmcl.kernels import rqa_network as K
+        from pyedmcl.rqa import network_device
+        x = np.round(np.sin(np.arange(44) * 0.1) * 10) / 10  # a chain: many BFS levels
+        network_device.WORK_PER_LAUNCH = 300
+        host = pe.recurrence_network(x, E=2, tau=3, radius=0.25, dtype="float64",
+                                     threshold_rule="squared", method="host")
+        K.local_sets_fit = lambda be, n: {local_sets}
+        dev = pe.recurrence_network(x, E=2, tau=3, radius=0.25, dtype="float64",
+                                    threshold_rule="squared", path_lengths=True)
+        assert np.array_equal(dev.degree, host.degree)
+        assert dev.transitivity == host.transitivity
+        assert dev.average_path_length == host.average_path_length
+        print(dev.n_links, dev.average_path_length)
+    """)
+    assert out.strip()
