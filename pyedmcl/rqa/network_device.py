@@ -24,8 +24,14 @@ from clkernels import Backend
 
 from ..kernels import rqa_network as K
 
-#: word operations per launch (keeps launches short: a GPU watchdog, Ctrl-C)
+#: word operations per launch on a CPU (keeps launches short: Ctrl-C, other work)
 WORK_PER_LAUNCH = 1 << 29
+#: the same on a GPU (~10-100 ms there; a watchdog may stop launches of seconds)
+GPU_WORK_PER_LAUNCH = 1 << 34
+
+
+def _budget(be: Backend) -> int:
+    return GPU_WORK_PER_LAUNCH if be.info.is_gpu else WORK_PER_LAUNCH
 
 
 def _chunks(work: np.ndarray, budget: int) -> list[tuple[int, int]]:
@@ -55,18 +61,20 @@ def device_counts(be: Backend, s: np.ndarray, E: int, tau: int, thr: float, metr
     x = be.to_device(np.ascontiguousarray(s, dtype=dt))
     adj = be.empty(n * nw, np.uint32)
     deg = be.zeros(n, np.uint32)
-    rows = max(1, WORK_PER_LAUNCH // (nw * 32))  # 32 cells a word
+    budget = _budget(be)
+    rows = max(1, budget // (nw * 32))  # 32 cells a word
     for r0 in range(0, n, rows):
         K.adjacency(be, spec, x, n, thr, r0=r0, rows=min(rows, n - r0), adj=adj, deg=deg)
     k = be.to_host(deg).astype(np.int64)
     tri = be.empty(n, np.uint64)
-    for a, b in _chunks((k + 1) * nw, WORK_PER_LAUNCH):
+    for a, b in _chunks((k + 1) * nw, budget):
         K.triangles(be, spec, adj, n, r0=a, rows=b - a, tri=tri)
     out: dict[str, Any] = {"degree": k, "tri2": be.to_host(tri).astype(np.int64),
                            "path_total": None, "path_count": None}
     if paths and n > 1:
         plocal = K.local_sets_fit(be, n)
-        per = max(1, min(n, WORK_PER_LAUNCH // (n * nw)))
+        # a source costs ~n * nw word operations; at least 8 work-groups per compute unit
+        per = min(n, max(1, budget // (n * nw), 8 * int(be.info.compute_units or 1)))
         scratch = be.empty(1 if plocal else per * 3 * nw, np.uint32)
         total = be.empty(n, np.uint64)
         reached = be.empty(n, np.uint32)
