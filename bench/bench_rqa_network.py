@@ -11,7 +11,9 @@ Per N: "counts" is degree, link density, local/global clustering and transitivit
 --recurrence-rate (found once per N by pyedmcl.rqa.radius on the float64 series; every
 library then uses that fixed radius). float64 throughout, so pyunicorn's matrix is ours
 (the series is float32-representable: pyunicorn stores float32). Device times are the
-median of --repeat runs after one warm-up (kernel builds); peers run once.
+median of --repeat runs after one warm-up (kernel builds); peers run once. Wall seconds,
+ratios of wall seconds; CPU seconds of the process (all threads) in brackets: on a
+shared machine they are less disturbed by other load.
 """
 
 from __future__ import annotations
@@ -32,10 +34,17 @@ def series(n: int, E: int, tau: int) -> np.ndarray:
     return x.astype(np.float32).astype(np.float64)
 
 
-def _timed(f, *a, **kw) -> tuple[float, object]:
-    t = time.perf_counter()
+CPU: dict[str, float] = {}
+
+
+def _timed(f, *a, key: str | None = None, **kw) -> tuple[float, object]:
+    """Wall seconds of ``f(*a, **kw)`` and its result; CPU seconds under ``key``."""
+    c, t = time.process_time(), time.perf_counter()
     out = f(*a, **kw)
-    return time.perf_counter() - t, out
+    wall = time.perf_counter() - t
+    if key:
+        CPU[key] = time.process_time() - c
+    return wall, out
 
 
 def main() -> None:
@@ -73,8 +82,9 @@ def main() -> None:
             if paths and n > args.paths_max:
                 continue
             ts = []
+            key = f"device_{'paths' if paths else 'counts'}"
             for _ in range(max(1, args.repeat)):
-                t, dev_ = _timed(pe.recurrence_network, x, path_lengths=paths, **kw)
+                t, dev_ = _timed(pe.recurrence_network, x, path_lengths=paths, key=key, **kw)
                 ts.append(t)
             row[f"device_{'paths' if paths else 'counts'}"] = float(np.median(ts))
             dev = dev_ if dev is None or paths else dev
@@ -82,19 +92,22 @@ def main() -> None:
                "global_clustering": dev.global_clustering}
         checks = []
         if n <= args.host_max:
-            t, host = _timed(pe.recurrence_network, x, path_lengths=False, method="host", **kw)
+            t, host = _timed(pe.recurrence_network, x, path_lengths=False, method="host",
+                             key="host_counts", **kw)
             row["host_counts"] = t
             checks.append(("host", np.array_equal(host.degree, ref["degree"]) and
                            host.transitivity == ref["transitivity"]))
             if n <= min(args.host_paths_max, args.paths_max):
-                t0, _ = _timed(pe.recurrence_network, x, path_lengths=True, method="host", **kw)
+                t0, _ = _timed(pe.recurrence_network, x, path_lengths=True, method="host",
+                               key="host_paths", **kw)
                 row["host_paths"] = t0 - t
+                CPU["host_paths"] -= CPU["host_counts"]
         if n <= args.pyunicorn_max:
             from pyunicorn.timeseries import RecurrenceNetwork
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                t = time.perf_counter()
+                c, t = time.process_time(), time.perf_counter()
                 net = RecurrenceNetwork(x, metric="euclidean", dim=args.E, tau=args.tau,
                                         threshold=radius, silence_level=3)
                 deg = net.degree()
@@ -102,11 +115,12 @@ def main() -> None:
                 gc = net.global_clustering()
                 tr = net.transitivity()
                 row["pyunicorn_counts"] = time.perf_counter() - t
+                CPU["pyunicorn_counts"] = time.process_time() - c
                 ok = (np.array_equal(deg, ref["degree"])
                       and abs(tr - ref["transitivity"]) <= 1e-12 * abs(tr)
                       and abs(gc - ref["global_clustering"]) <= 1e-12 * abs(gc))
                 if n <= min(args.pyunicorn_paths_max, args.paths_max):
-                    t, apl = _timed(net.average_path_length)
+                    t, apl = _timed(net.average_path_length, key="pyunicorn_paths")
                     row["pyunicorn_paths"] = t
                     ok = ok and abs(apl - dev.average_path_length) <= 1e-12 * apl
             checks.append(("pyunicorn", ok))
@@ -118,13 +132,14 @@ def main() -> None:
             d = row.get(f"device_{part}")
             if d is None:
                 continue
+            dc = CPU[f"device_{part}"]
             if part == "paths":
-                d = d - row["device_counts"]
-            line = f"  {part:6s} device {d:8.3f} s"
+                d, dc = d - row["device_counts"], dc - CPU["device_counts"]
+            line = f"  {part:6s} device {d:8.3f} s [{dc:7.2f}]"
             for peer in ("host", "pyunicorn"):
                 p = row.get(f"{peer}_{part}")
                 if p is not None:
-                    line += f" | {peer} {p:8.3f} s ({p / d:6.1f}x)"
+                    line += f" | {peer} {p:8.3f} s [{CPU[f'{peer}_{part}']:7.2f}] ({p / d:6.1f}x)"
             print(line)
 
 
