@@ -12,13 +12,21 @@ fixed-radius matrix is symmetric), decided with the same rule as :func:`pyedmcl.
 * ``average_path_length``: mean shortest path (unit links) over the ordered pairs
   ``i != j`` joined by a path (igraph's ``unconn=True``).
 
-Computed on the host: the adjacency is built in blocks of rows with the line kernels'
-arithmetic (:func:`pyedmcl.rqa.fan.kernel_distances`, working precision) into a sparse
-matrix (memory ~ ``RR * N^2`` links), triangles by sparse products, path lengths by
-breadth-first search (scipy). Path lengths cost ``O(N * links)``: computed by default
-for ``N <= PATH_MAX_N`` only. Practical limits on a CPU host: N of a few 10^4 for
-degree, clustering and transitivity at RR ~ 5%, ``PATH_MAX_N`` for paths. Needs scipy
-(``pip install 'pyedmcl[network]'``).
+Two paths give the same integer counts (degrees, ``(A^3)_ii``, sums of path lengths),
+hence the same measures bit for bit:
+
+* ``method="device"`` (default; :mod:`pyedmcl.rqa.network_device`, kernel family
+  ``rqa_network``): a bit-packed adjacency built on the device (``N^2 / 8`` bytes, one
+  allocation: the limit on N), triangles by popcounts of row ANDs (``links * N / 32``
+  word operations), path lengths by one frontier-bitset BFS per node (``N^3 / 32``:
+  computed by default for ``N <= DEVICE_PATH_MAX_N`` on a GPU, ``PATH_MAX_N``
+  elsewhere);
+* ``method="host"``, the reference: the adjacency built in blocks of rows with the line
+  kernels' arithmetic (:func:`pyedmcl.rqa.fan.kernel_distances`, working precision, fma
+  sums emulated under ``"squared"``) into a sparse matrix (memory ~ ``RR * N^2``
+  links), triangles by sparse products, path lengths by breadth-first search (scipy,
+  ``O(N * links)``, by default for ``N <= PATH_MAX_N``). Needs scipy
+  (``pip install 'pyedmcl[network]'``).
 """
 
 from __future__ import annotations
