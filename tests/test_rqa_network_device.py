@@ -10,6 +10,7 @@ agree with pyunicorn to 1e-12 relative (its own summation order of the same inte
 
 from __future__ import annotations
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -140,6 +141,41 @@ def test_device_network_pyunicorn_ties(device, metric):
         assert r.global_clustering == pytest.approx(net.global_clustering(), rel=1e-12)
         assert r.transitivity == pytest.approx(net.transitivity(), rel=1e-12)
         assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_device_network_pyrqa_squared(device, dtype):
+    """``threshold_rule="squared"`` against PyRQA's recurrence matrix (its OpenCL kernels,
+    fma-contracted sums) at a radius tied with many distances: each degree is PyRQA's
+    row sum minus the main diagonal."""
+    import pyrqa.metric as pm
+    from conftest import CPU_DEVICE
+    from pyrqa.analysis_type import Classic
+    from pyrqa.computation import RPComputation
+    from pyrqa.neighbourhood import FixedRadius
+    from pyrqa.settings import Settings
+    from pyrqa.time_series import TimeSeries
+
+    from clkernels import select_device
+    from pyedmcl.rqa._oracles import pyrqa_opencl
+
+    x = quantized(260, seed=9)
+    x -= np.round(x.mean() * 10) / 10  # centred on the grid: the float32 path shifts by 0
+    pts = _points(x, 2, 1)
+    d = np.sqrt(kernel_distances(pts, pts, "euclidean"))
+    v, cnt = np.unique(d[(d > 0) & (d < 1.0)], return_counts=True)
+    for radius in (float(v[np.argmax(cnt)]), 0.5):
+        ts = TimeSeries(x, embedding_dimension=2, time_delay=1, dtype=np.dtype(dtype))
+        st = Settings(ts, analysis_type=Classic, neighbourhood=FixedRadius(radius),
+                      similarity_measure=pm.EuclideanMetric, theiler_corrector=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            comp = RPComputation.create(
+                st, opencl=pyrqa_opencl(select_device(CPU_DEVICE).platform_name), verbose=False)
+            R = np.asarray(comp.run().recurrence_matrix_reverse)[::-1].astype(np.int64)
+        net = pe.recurrence_network(x, E=2, radius=radius, dtype=dtype, threshold_rule="squared",
+                                    device=device)
+        assert np.array_equal(net.degree, R.sum(axis=1) - np.diag(R)), radius
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
