@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from clkernels import Backend, Local
+from clkernels import Backend
 
 TEMPLATE = "rqa_network/rqa_network.cl.mako"
 
@@ -43,10 +43,10 @@ class NetworkSpec:
     def dtype(self) -> type:
         return np.float64 if self.real == "double" else np.float32
 
-    def template_params(self, wg: int, plocal: bool = False) -> dict[str, Any]:
+    def template_params(self, wg: int, lset: int = 0) -> dict[str, Any]:
+        """``lset``: words of each BFS set in local memory (0: global scratch)."""
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
-                "FMA": int(self.fma and self.metric == "euclidean"), "WG": wg,
-                "PLOCAL": int(plocal)}
+                "FMA": int(self.fma and self.metric == "euclidean"), "WG": wg, "LSET": lset}
 
 
 def words(n: int) -> int:
@@ -72,9 +72,9 @@ def local_fixed(wg: int) -> int:
     return 4 * 32 * wg + 8 * wg + 16
 
 
-def _kernel(backend: Backend, spec: NetworkSpec, name: str, plocal: bool = False) -> tuple[Any, int]:
+def _kernel(backend: Backend, spec: NetworkSpec, name: str, lset: int = 0) -> tuple[Any, int]:
     wg = work_group(backend)
-    return backend.kernel(TEMPLATE, spec.template_params(wg, plocal), name), wg
+    return backend.kernel(TEMPLATE, spec.template_params(wg, lset), name), wg
 
 
 def adjacency(backend: Backend, spec: NetworkSpec, x: Any, n: int, thr: float, *, r0: int,
@@ -96,10 +96,17 @@ def triangles(backend: Backend, spec: NetworkSpec, adj: Any, n: int, *, r0: int,
                           tri)
 
 
+def local_set_words(n: int) -> int:
+    """Words of each BFS set sized at compile time: ``nw`` rounded up to 64 (one build per
+    2,048 nodes of N)."""
+    return -(-words(n) // 64) * 64
+
+
 def local_sets_fit(backend: Backend, n: int) -> bool:
-    """Whether a work-group's three sets of :func:`paths` (``3 * nw`` words) fit in local
-    memory beside its lists."""
-    return 3 * words(n) * 4 + local_fixed(work_group(backend)) <= int(backend.info.local_mem_bytes)
+    """Whether a work-group's three sets of :func:`paths` fit in local memory beside its
+    lists."""
+    return (3 * local_set_words(n) * 4 + local_fixed(work_group(backend))
+            <= int(backend.info.local_mem_bytes))
 
 
 def paths(backend: Backend, spec: NetworkSpec, adj: Any, n: int, *, s0: int, sources: int,
@@ -108,8 +115,7 @@ def paths(backend: Backend, spec: NetworkSpec, adj: Any, n: int, *, s0: int, sou
     ``total[s]`` (uint64) the sum of the distances to the nodes ``s`` reaches,
     ``reached[s]`` (uint32) their number. ``scratch``: ``sources * 3 * nw`` uint32 where
     the sets do not fit in local memory (:func:`local_sets_fit`), else any small array."""
-    plocal = local_sets_fit(backend, n)
-    k, wg = _kernel(backend, spec, "rn_paths", plocal)
-    nw = words(n)
-    return backend.launch(k, (int(sources) * wg,), (wg,), adj, np.int32(nw), np.int32(s0),
-                          scratch, Local(3 * nw * 4 if plocal else 4), total, reached)
+    lset = local_set_words(n) if local_sets_fit(backend, n) else 0
+    k, wg = _kernel(backend, spec, "rn_paths", lset)
+    return backend.launch(k, (int(sources) * wg,), (wg,), adj, np.int32(words(n)),
+                          np.int32(s0), scratch, total, reached)

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, FMA, WG, PLOCAL
+## params: E, TAU, METRIC, REAL, FMA, WG, LSET
 ## version: 1
 ## Recurrence networks (pyedmcl/rqa/network.py) on a bit-packed adjacency A = R - I of an
 ## auto-recurrence matrix: row i is NW = ceil(n / 32) uint words, bit b of word w the cell
@@ -10,11 +10,12 @@
 ##   rn_triangles  per row i (a work-group): (A^3)_ii = sum_{j in N(i)} |N(i) & N(j)|
 ##   rn_paths      per source s (a work-group): breadth-first search by frontier bitsets
 ##                 (next = OR of the frontier's rows, minus the visited set); sum of the
-##                 distances to, and number of, the nodes reached (PLOCAL=1: frontier,
-##                 next and visited sets in local memory, else in global scratch)
+##                 distances to, and number of, the nodes reached (LSET > 0: frontier,
+##                 next and visited sets in local memory, LSET >= NW words each, sized
+##                 at compile time; LSET = 0: in global scratch)
 <%namespace name="metric" file="/common/_metric.mako"/>
 ${metric.real_type(REAL)}
-<% SET = "__local" if PLOCAL else "__global" %>
+<% SET = "__local" if LSET else "__global" %>
 
 /* index of the lowest set bit of a non-zero word (OpenCL 1.2 has clz, not ctz) */
 inline int low_bit(const uint word) { return 31 - (int)clz(word & (0u - word)); }
@@ -107,19 +108,20 @@ void rn_triangles(__global const uint* restrict adj, const int nw, const int r0,
 }
 
 /* Source s = s0 + get_group_id(0): total[s] = sum of the distances to the nodes reached
-   (s excluded), reached[s] = their number. The sets (frontier, next, visited: 3 NW words)
-   lie in set (local memory) with PLOCAL, else in scratch (3 NW words per work-group of
-   the launch). */
+   (s excluded), reached[s] = their number. The sets (frontier, next, visited: NW words
+   each) lie in local memory with LSET, else in scratch (3 NW words per work-group of the
+   launch). */
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rn_paths(__global const uint* restrict adj, const int nw, const int s0,
-              __global uint* restrict scratch, __local uint* set,
+              __global uint* restrict scratch,
               __global ulong* restrict total, __global uint* restrict reached)
 {
     __local ulong red[${WG}];
     __local int list[32 * ${WG}];
     __local int nlist[1];
     const int g = get_group_id(0), s = s0 + g, lid = get_local_id(0);
-% if PLOCAL:
+% if LSET:
+    __local uint set[${3 * LSET}];
     ${SET} uint* fr = set;
 % else:
     ${SET} uint* fr = scratch + (size_t)g * 3 * nw;
