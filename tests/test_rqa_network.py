@@ -16,8 +16,9 @@ def quantized(n: int, seed: int = 2) -> np.ndarray:
     return x.astype(np.float32).astype(np.float64)
 
 
+@pytest.mark.parametrize("method", ["device", "host"])
 @pytest.mark.parametrize("metric", ["euclidean", "maximum"])
-def test_network_pyunicorn(metric):
+def test_network_pyunicorn(metric, method):
     from pyunicorn.timeseries import RecurrenceNetwork
 
     x = quantized(400)
@@ -25,7 +26,7 @@ def test_network_pyunicorn(metric):
     for kw, ours in (({"threshold": 0.5}, {"radius": 0.5}),
                      ({"recurrence_rate": 0.05}, {"recurrence_rate": 0.05})):
         net = RecurrenceNetwork(x, metric=um, dim=2, tau=1, silence_level=3, **kw)
-        r = pe.recurrence_network(x, E=2, metric=metric, dtype="float64", **ours)
+        r = pe.recurrence_network(x, E=2, metric=metric, dtype="float64", method=method, **ours)
         assert np.array_equal(r.degree, net.degree())
         assert r.link_density == pytest.approx(net.link_density, rel=1e-12)
         np.testing.assert_allclose(r.local_clustering, net.local_clustering(), rtol=1e-12,
@@ -41,6 +42,7 @@ def test_network_disconnected_and_limits():
 
     x = np.concatenate([quantized(60, 1), quantized(60, 3) + 100.0]).astype(np.float32).astype(float)
     net = RecurrenceNetwork(x, metric="euclidean", threshold=0.6, silence_level=3)
-    r = pe.recurrence_network(x, radius=0.6, dtype="float64")
+    r = pe.recurrence_network(x, radius=0.6, dtype="float64", method="host")
     assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)
-    assert np.isnan(pe.recurrence_network(x, radius=0.6, path_lengths=False).average_path_length)
+    assert np.isnan(pe.recurrence_network(x, radius=0.6, path_lengths=False,
+                                          method="host").average_path_length)

@@ -24,6 +24,10 @@ def sycl():
         pytest.skip(f"no OpenCL-backend SYCL device: {exc}")
 
 
+def _network(net) -> np.ndarray:
+    return np.append(net.local_clustering, [net.transitivity, net.average_path_length])
+
+
 X = np.sin(np.arange(400) * 0.3) + 0.01 * np.random.default_rng(0).standard_normal(400)
 CASES = {
     "simplex": lambda d: pe.simplex(X, E=3, device=d).predicted,
@@ -31,6 +35,8 @@ CASES = {
     "ccm": lambda d: pe.ccm(X, np.roll(X, 1), E=3, lib_sizes=[50, 100], sample=3, seed=1,
                             device=d).rho_xy,
     "rqa": lambda d: np.array([pe.rqa(X, E=3, radius=0.3, device=d).DET]),
+    "rqa_network": lambda d: _network(pe.recurrence_network(X, E=3, radius=0.3, device=d,
+                                                            path_lengths=True)),
     "xmap": lambda d: np.asarray(pe.xmap(np.stack([X, np.roll(X, 2), np.cos(np.arange(400) * 0.2)], 1),
                                          E=3, device=d).rho),
 }

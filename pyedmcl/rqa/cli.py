@@ -81,7 +81,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input", help=".npy or CSV file")
     _common(p)
     p.add_argument("--no-paths", action="store_true",
-                   help="skip the average path length (O(N x links))")
+                   help="skip the average path length (device: O(N^3 / 32) word operations)")
+    p.add_argument("--method", default="device", choices=("device", "host"),
+                   help="device: bit-packed adjacency and counts on the OpenCL device "
+                        "(default); host: the scipy reference")
     p.set_defaults(func=run_rn)
 
     p = sub.add_parser("crqa", help="cross recurrence quantification analysis of two series")
@@ -221,7 +224,8 @@ def run_rn(args: argparse.Namespace) -> int:
                              recurrence_rate=args.rr, metric=args.metric, dtype=args.dtype,
                              device=args.device, backend=args.backend,
                              threshold_rule=args.threshold_rule,
-                             path_lengths=False if args.no_paths else None)
+                             path_lengths=False if args.no_paths else None,
+                             method=args.method)
     out = net.as_dict()
     if args.json:
         print_json(out)

@@ -39,13 +39,18 @@ def _points(s: np.ndarray, E: int, tau: int) -> np.ndarray:
     return np.stack([s[m * tau: m * tau + n] for m in range(E)], axis=1)
 
 
-def kernel_distances(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
+def kernel_distances(a: np.ndarray, b: np.ndarray, metric: str, fma: bool = False) -> np.ndarray:
     """``(rows of a) x (rows of b)`` distances exactly as the line kernels compute them in
-    ``a.dtype`` (Euclidean: squared, summed coordinate by coordinate)."""
+    ``a.dtype`` (Euclidean: squared, summed coordinate by coordinate; ``fma``: the squares
+    after the first added by a fused multiply-add, as the kernels' ``FMA=1``)."""
     acc = None
     for m in range(a.shape[1]):
         d = a[:, None, m] - b[None, :, m]
-        if metric == "euclidean":
+        if metric == "euclidean" and fma and acc is not None:
+            from .fma_emulation import fma as fused
+
+            acc = fused(d, d, acc)
+        elif metric == "euclidean":
             t = d * d
             acc = t if acc is None else acc + t
         else:

@@ -12,13 +12,21 @@ fixed-radius matrix is symmetric), decided with the same rule as :func:`pyedmcl.
 * ``average_path_length``: mean shortest path (unit links) over the ordered pairs
   ``i != j`` joined by a path (igraph's ``unconn=True``).
 
-Computed on the host: the adjacency is built in blocks of rows with the line kernels'
-arithmetic (:func:`pyedmcl.rqa.fan.kernel_distances`, working precision) into a sparse
-matrix (memory ~ ``RR * N^2`` links), triangles by sparse products, path lengths by
-breadth-first search (scipy). Path lengths cost ``O(N * links)``: computed by default
-for ``N <= PATH_MAX_N`` only. Practical limits on a CPU host: N of a few 10^4 for
-degree, clustering and transitivity at RR ~ 5%, ``PATH_MAX_N`` for paths. Needs scipy
-(``pip install 'pyedmcl[network]'``).
+Two paths give the same integer counts (degrees, ``(A^3)_ii``, sums of path lengths),
+hence the same measures bit for bit:
+
+* ``method="device"`` (default; :mod:`pyedmcl.rqa.network_device`, kernel family
+  ``rqa_network``): a bit-packed adjacency built on the device (``N^2 / 8`` bytes, one
+  allocation: the limit on N), triangles by popcounts of row ANDs (``links * N / 32``
+  word operations), path lengths by one frontier-bitset BFS per node (``N^3 / 32``:
+  computed by default for ``N <= DEVICE_PATH_MAX_N`` on a GPU, ``PATH_MAX_N``
+  elsewhere);
+* ``method="host"``, the reference: the adjacency built in blocks of rows with the line
+  kernels' arithmetic (:func:`pyedmcl.rqa.fan.kernel_distances`, working precision, fma
+  sums emulated under ``"squared"``) into a sparse matrix (memory ~ ``RR * N^2``
+  links), triangles by sparse products, path lengths by breadth-first search (scipy,
+  ``O(N * links)``, by default for ``N <= PATH_MAX_N``). Needs scipy
+  (``pip install 'pyedmcl[network]'``).
 """
 
 from __future__ import annotations
@@ -28,8 +36,11 @@ from typing import Any
 
 import numpy as np
 
-#: largest N whose average path length is computed unless asked for explicitly
+#: largest N whose average path length is computed unless asked for explicitly (host, and
+#: the device path on CPUs)
 PATH_MAX_N = 5000
+#: the same on a GPU (device path: N^3 / 32 word operations)
+DEVICE_PATH_MAX_N = 20000
 #: cells per host block when building the adjacency
 BLOCK_CELLS = 1 << 22
 
@@ -56,9 +67,10 @@ class RecurrenceNetworkResult:
                 "n_links": self.n_links, "radius": self.radius, "settings": self.settings}
 
 
-def adjacency(s: np.ndarray, E: int, tau: int, thr: float, metric: str, dtype: Any) -> Any:
+def adjacency(s: np.ndarray, E: int, tau: int, thr: float, metric: str, dtype: Any,
+              rule: str = "distance") -> Any:
     """Sparse (CSR, bool) ``A = R - I`` with ``R = d < thr`` (``d`` as the kernels compute
-    it in ``dtype``, squared for Euclidean)."""
+    it in ``dtype``, squared for Euclidean; summed by fma under ``rule="squared"``)."""
     import scipy.sparse as sp
 
     from .fan import _points, kernel_distances
@@ -69,7 +81,7 @@ def adjacency(s: np.ndarray, E: int, tau: int, thr: float, metric: str, dtype: A
     step = max(1, BLOCK_CELLS // n)
     blocks = []
     for r0 in range(0, n, step):
-        rec = kernel_distances(pts[r0: r0 + step], pts, metric) < t
+        rec = kernel_distances(pts[r0: r0 + step], pts, metric, fma=(rule == "squared")) < t
         rows = np.arange(r0, min(r0 + step, n))
         rec[rows - r0, rows] = False  # no self-loops
         blocks.append(sp.csr_matrix(rec))
@@ -77,55 +89,79 @@ def adjacency(s: np.ndarray, E: int, tau: int, thr: float, metric: str, dtype: A
 
 
 def network_measures(A: Any, paths: bool) -> dict[str, Any]:
-    """Every measure of the module docstring from a symmetric sparse adjacency."""
+    """Every measure of the module docstring from a symmetric sparse adjacency (host)."""
     from scipy.sparse.csgraph import shortest_path
 
     n = A.shape[0]
     Ai = A.astype(np.int64)
     k = np.asarray(Ai.sum(axis=1)).ravel()
     tri2 = np.asarray((Ai @ Ai).multiply(Ai).sum(axis=1)).ravel()  # (A^3)_ii
-    pairs = k * (k - 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        local = np.where(pairs > 0, tri2 / np.where(pairs > 0, pairs, 1), 0.0)
-    trans = float(tri2.sum() / pairs.sum()) if pairs.sum() > 0 else float("nan")
-    apl = float("nan")
+    total, count = None, None
     if paths and n > 1:
-        total, count = 0.0, 0
+        total, count = 0, 0
         step = max(1, BLOCK_CELLS // n)
         for r0 in range(0, n, step):
             d = shortest_path(A, unweighted=True, directed=False,
                               indices=np.arange(r0, min(r0 + step, n)))
             ok = np.isfinite(d) & (d > 0)
-            total += float(d[ok].sum())
+            total += int(d[ok].sum())
             count += int(ok.sum())
-        apl = total / count if count else float("nan")
+    return measures_from_counts(k, tri2, total, count)
+
+
+def measures_from_counts(k: np.ndarray, tri2: np.ndarray, path_total: int | None,
+                         path_count: int | None) -> dict[str, Any]:
+    """The measures from the integer counts: degrees ``k``, ``tri2 = (A^3)_ii``, and the
+    sum and number of the finite shortest-path lengths between ordered pairs ``i != j``
+    (``None``: not computed, average path length nan)."""
+    n = k.size
+    k = np.asarray(k, dtype=np.int64)
+    tri2 = np.asarray(tri2, dtype=np.int64)
+    pairs = k * (k - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        local = np.where(pairs > 0, tri2 / np.where(pairs > 0, pairs, 1), 0.0)
+    trans = float(tri2.sum() / pairs.sum()) if pairs.sum() > 0 else float("nan")
+    apl = float(path_total) / path_count if path_count else float("nan")
     return {"degree": k, "link_density": float(k.sum()) / (n * (n - 1)) if n > 1 else float("nan"),
             "local_clustering": local, "global_clustering": float(local.mean()),
             "transitivity": trans, "average_path_length": apl, "n_links": int(k.sum()) // 2}
 
 
+METHODS = ("device", "host")
+
+
 def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                        recurrence_rate: float | None = None, metric: str = "euclidean",
                        dtype: Any = "float32", device: Any = None, backend: str | None = None,
-                       threshold_rule: str = "distance",
-                       path_lengths: bool | None = None) -> RecurrenceNetworkResult:
+                       threshold_rule: str = "distance", path_lengths: bool | None = None,
+                       method: str = "device") -> RecurrenceNetworkResult:
     """Recurrence network measures of one series (pyunicorn's ``RecurrenceNetwork``).
 
-    ``radius`` or ``recurrence_rate`` as in :func:`pyedmcl.rqa.rqa` (same tie rule);
-    ``path_lengths`` (default: ``N <= PATH_MAX_N``) computes the average path length.
-    ``device``/``backend`` serve the radius search of ``recurrence_rate``; the distances
-    are computed on the host in ``dtype`` exactly as the line kernels compute them
-    (float32: the series centred first, as in :func:`pyedmcl.rqa.rqa`).
+    ``radius`` or ``recurrence_rate`` as in :func:`pyedmcl.rqa.rqa` (same tie rule, same
+    matrix without its main diagonal). ``method="device"`` (default) builds a bit-packed
+    adjacency on ``device`` and counts degrees, triangles and (``path_lengths``)
+    shortest paths there (:mod:`pyedmcl.rqa.network_device`): the packed matrix
+    (``N^2 / 8`` bytes) must fit in one device allocation, and path lengths cost
+    ``N^3 / 32`` word operations, so ``path_lengths`` defaults to ``N <=``
+    :data:`DEVICE_PATH_MAX_N` on a GPU and ``N <=`` :data:`PATH_MAX_N` elsewhere.
+    ``method="host"``: the reference path on the host (scipy; sparse products and BFS,
+    ``N <= PATH_MAX_N`` for paths by default), the distances computed exactly as the
+    kernels compute them. Both give the same integer counts, hence the same measures.
     """
-    try:
-        import scipy  # noqa: F401
-    except ImportError as exc:
-        raise ModuleNotFoundError("recurrence networks need scipy: pip install "
-                                  "'pyedmcl[network]'") from exc
     from ..validation import as_series, check_embedding, check_metric
     from .core import _backends_and_dtype, _check_E_tau, _resolve_threshold, centred
     from .threshold import check_threshold_rule
 
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not supported; allowed: 'device' (the "
+                         "OpenCL device, default) or 'host' (scipy, the reference)")
+    if method == "host":
+        try:
+            import scipy  # noqa: F401
+        except ImportError as exc:
+            raise ModuleNotFoundError("recurrence networks on the host need scipy: pip "
+                                      "install 'pyedmcl[network]' (or use method='device')"
+                                      ) from exc
     s = as_series(x, "x")
     metric = check_metric(metric)
     E, tau = _check_E_tau(E, tau)
@@ -134,11 +170,20 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     bes, dt = _backends_and_dtype(device, None, backend, dtype)
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="recurrence_network")
     r, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes, rule)
-    A = adjacency(s, E, tau, thr, metric, dt)
-    paths = (n <= PATH_MAX_N) if path_lengths is None else bool(path_lengths)
-    m = network_measures(A, paths)
+    if path_lengths is None:
+        gpu = method == "device" and bes[0].info.is_gpu
+        paths = n <= (DEVICE_PATH_MAX_N if gpu else PATH_MAX_N)
+    else:
+        paths = bool(path_lengths)
+    if method == "device":
+        from .network_device import device_counts
+
+        c = device_counts(bes[0], s.astype(dt), E, tau, thr, metric, dt, rule, paths)
+        m = measures_from_counts(c["degree"], c["tri2"], c["path_total"], c["path_count"])
+    else:
+        m = network_measures(adjacency(s, E, tau, thr, metric, dt, rule), paths)
     return RecurrenceNetworkResult(
         m["degree"], m["link_density"], m["local_clustering"], m["global_clustering"],
         m["transitivity"], m["average_path_length"], n, m["n_links"], r,
         dict(E=E, tau=tau, metric=metric, dtype=str(dt), threshold_rule=rule,
-             recurrence_rate=recurrence_rate))
+             recurrence_rate=recurrence_rate, method=method))
