@@ -24,7 +24,7 @@ def offer_quick_tune(device: str | None, backend: str | None = None, stream=None
         from clkernels import get_backend
         from clkernels.tuning.database import atomic_write_json, has_class_tuning, user_tuning_dir
 
-        from .tune_cmd import quick_set_seconds
+        from .quick_set import quick_set_seconds
 
         info = get_backend(device, backend).info
         if has_class_tuning(info):

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, run_blocked
+from clkernels.memory import DeviceOutOfMemory
 
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
@@ -446,7 +447,10 @@ class XmapEngine:
         ldx = xp0.size
         xp = np.zeros((r1 - r0, ldx), self.dt)
         xp[:, pad:pad + n] = self.X[r0:r1]
-        xp_dev, ints_dev = be.to_device(xp.reshape(-1)), be.to_device(ints)
+        try:  # the block's padded series in one buffer; where it does not fit, the per-E
+            xp_dev, ints_dev = be.to_device(xp.reshape(-1)), be.to_device(ints)  # path batches
+        except DeviceOutOfMemory:
+            return False
         obs_dev = {E: be.to_device(lay.obs[first[E]:].astype(np.int32)) for E in first}
         cols = {E: be.to_device(np.array([E - 1], np.int32)) for E in first}
         keep += [xp_dev, ints_dev, *obs_dev.values(), *cols.values()]
