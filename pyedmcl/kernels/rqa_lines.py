@@ -45,7 +45,16 @@ def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
     """WALK template value: given, else the device default (1 on CPUs, 0 on GPUs)."""
     if not params.get("BITS", 0) or _intel_walk_crash(params, info, wg):
         return 0
-    return int(params.get("WALK", 0 if info.is_gpu else 1))
+    walk = int(params.get("WALK", 0 if info.is_gpu else 1))
+    if walk == 3 and not _lane_walk_fits(params):
+        return 1  # the lane-vector walk needs 64-row words, vector lanes and direct bins
+    return walk
+
+
+def _lane_walk_fits(params: Params) -> bool:
+    """WALK=3 (lanes walked together in vector registers) needs BITS=2, VEC >= 2, PH >= 64."""
+    return (params.get("BITS", 0) == 2 and int(params.get("VEC", 1)) >= 2
+            and int(params.get("PH", 0)) >= 64)
 
 
 def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
@@ -60,6 +69,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("SYM", 0) or p.get("SHARE", 0))
             and (not p.get("WALK", 0) or p.get("BITS", 0))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
+            and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
             and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
@@ -122,7 +132,7 @@ class RQALinesKernel(TunableKernel):
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024),
-                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2)},
+                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3)},
         heuristic=_heuristic,
         constraint=_fits,
     )

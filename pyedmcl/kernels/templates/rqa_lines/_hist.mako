@@ -30,7 +30,8 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
     barrier(CLK_LOCAL_MEM_FENCE);
     /* private histograms: set up after the barrier, so that they are not live across one
        (PoCL then keeps them on the work-item's stack, not in a per-work-group array) */
-    uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
+<% nph = max(PH, 1) + (VEC if WALK == 3 else 0) %>\
+    uint ph_v[${nph}], ph_w[${nph}], ph_d[${max(PH, 1)}];   /* WALK=3: + a spare bin per lane */
 % if PH:
     for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
 % endif

@@ -3,6 +3,7 @@
 ## vertical runs of the lower triangle). T: the names of _names.mako.
 ## Import with <%namespace name="sym" file="/rqa_lines/_sym.mako"/>.
 <%namespace name="bits" file="/rqa_lines/_bits.mako"/>
+<%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 
 <%def name="functions(T)">\
 /* Runs of one row (left to right) over nb (<= 64) columns packed in b: black runs are
@@ -67,7 +68,7 @@ RQA_INLINE void transpose64(ulong* a)
 </%def>
 
 ## MODE "horizontal": the kernel body of work-item g.
-<%def name="horizontal()">\
+<%def name="horizontal(T)">\
     /* work-item g: the 64 rows of stored word g of the row block, i = row0 + 64 g + r;
        row i is walked from column i + 1 to the last one, 64 columns per step */
     const int g = get_global_id(0);
@@ -77,6 +78,9 @@ RQA_INLINE void transpose64(ulong* a)
         __global const ulong* sw = sbits + g * sstride + SPAD;
         uint len[64], col[64], head[64];
         ulong a[64];
+% if WALK == 3:
+${rows_lanes(T)}\
+% else:
         for (int c0 = ib + 1; c0 < n_cols; c0 += 64) {
             const int nc = IMIN(64, n_cols - c0);
             for (int c = 0; c < 64; ++c) a[c] = sw[c0 + c];   /* zero padding past n_cols */
@@ -94,6 +98,7 @@ RQA_INLINE void transpose64(ulong* a)
                              ph_v, lh_v, hist_v, ph_w, lh_w, hist_w, &n_iso);
             }
         }
+% endif
         for (int r = 0; r < nr; ++r) {
             const int i = ib + r;
             if (i + 1 >= n_cols) { hhead[i] = 0u; htail[i] = 0u; continue; }
@@ -102,4 +107,43 @@ RQA_INLINE void transpose64(ulong* a)
             else { hhead[i] = open; htail[i] = 0u; }   /* one run: touches the diagonal and the bottom */
         }
     }
+</%def>
+
+## WALK=3 in MODE "horizontal": the rows of a transposed tile walked VEC at a time, the
+## rows' open runs (len, col) and heads in the private arrays (_lanewalk.mako).
+<%def name="rows_lanes(T)">\
+<% ULV, LV, UV, VEC = T.ULV, T.LV, T.UV, T.VEC %>\
+        ${ULV} n1v = (${ULV})0UL;
+        const ${LV} rl = (${LV})(${", ".join(str(l) for l in range(VEC))});
+        for (int c0 = ib + 1; c0 < n_cols; c0 += 64) {
+            const int nc = IMIN(64, n_cols - c0);
+            for (int c = 0; c < 64; ++c) a[c] = sw[c0 + c];   /* zero padding past n_cols */
+            transpose64(a);
+            const int first = (c0 == ib + 1);   /* row r starts at bit r of the first step */
+            for (int r0 = 0; r0 < nr; r0 += ${VEC}) {
+                const ${LV} rv = rl + (${LV})(r0);
+                const ${LV} rin = rv < (${LV})(nr);
+                ${ULV} wv = vload${VEC}(0, a + r0);
+                ${LV} nbl;
+                ${UV} lnv, colv;
+                if (first) {
+                    wv >>= as_${ULV}(rv);
+                    nbl = clamp((${LV})(nc) - rv, (${LV})0, (${LV})64) & rin;
+                    lnv = (${UV})0u;
+                    colv = convert_${UV}(wv & (${ULV})1);
+                    vstore${VEC}((${UV})0u, 0, head + r0);
+                } else {
+                    nbl = (${LV})(nc) & rin;
+                    lnv = vload${VEC}(0, len + r0);
+                    colv = vload${VEC}(0, col + r0);
+                }
+                uint* hd = head + r0;
+${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
+                vstore${VEC}(lnv, 0, len + r0);
+                vstore${VEC}(colv, 0, col + r0);
+            }
+        }
+%   for l in range(VEC):
+        n_iso += (uint)${T.lane("n1v", l)};
+%   endfor
 </%def>

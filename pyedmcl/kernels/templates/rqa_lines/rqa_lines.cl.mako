@@ -82,6 +82,8 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE horizontal needs SYM=1")
     if WALK == 2 and PH < 64:
         raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
+    if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
+        raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
     IV = T.IV
 %>
@@ -144,7 +146,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 ${hist.setup()}
 
 % if MODE == "horizontal":
-${sym.horizontal()}\
+${sym.horizontal(T)}\
 % else:
     const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
     if (t0 < nlanes) {

@@ -1,0 +1,120 @@
+## WALK=3 of rqa_lines (BITS=2, VEC >= 2, PH >= 64; the CPU default): the run walk of
+## one 64-cell word per lane, VEC lanes at once in vector registers (columns of the
+## vertical launch, rows of the horizontal one) instead of lane after lane. The scalar
+## walks of WALK=1 take one data-dependent loop per lane word (its exit mispredicted once
+## per word); here every step is branch-free vector code over all lanes:
+##   * the run entering the word closes at its first transition p0 (one scalar check per
+##     lane: it may be longer than PH, or be a row's head);
+##   * black runs of length 1 closed in the word: one popcount (n1v);
+##   * white runs closed in the word pair the remaining black starts with the white starts
+##     in order (ctz of both, lowest first): length ps - pe <= 62 < PH, one private-bin
+##     increment per lane and step (lanes without a run left add to their own spare bin
+##     PH + l, so no two lanes chain on one address);
+##   * the rare longer black runs closed in the word: a scalar loop per lane that has one;
+##   * the open run at the word's end: its colour is the word's last cell, its start the
+##     highest black or white start (clz).
+## Same histograms as WALK=1 (and 0). T: the names of _names.mako.
+## Import with <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>.
+
+## The lane types of a WALK=3 walk: ULV ulongVEC (words), LV longVEC (masks).
+<%def name="ctzv(T, v)">((${T.ULV})63 - clz((${v}) & ((${T.ULV})0 - (${v}))))</%def>
+
+## Walk the words `wd` (ulongVEC) of the lanes over `nbl` cells each (longVEC, 0..64; a
+## lane with 0 is left alone). Open runs: `vr`/`wr` (uintVEC, column walk: black and white
+## length, one of them 0) or, with `head`, `ln`/`col` (uintVEC: length and colour of the
+## row's open run) and `head` (a uint array, the row's first closed run:
+## length | colour << 31). `wcount(l)`: the condition for counting lane l's carried white
+## run (column walk, WBORDER=0). Closed lines go to ph_v/ph_w (hist_add beyond PH).
+<%def name="walk(T, wd, nbl, vr=None, wr=None, ln=None, col=None, head=None, np=None, wcount=None)">\
+<% ULV, LV, UV, IV, VEC = T.ULV, T.LV, T.UV, T.IV, T.VEC %>\
+        {
+            const ${ULV} spare_ = (${ULV})(${PH}UL) + (${ULV})(${", ".join(str(l) for l in range(VEC))});
+            const ${ULV} m_ = select(((${ULV})1 << as_${ULV}(${nbl})) - (${ULV})1, ~(${ULV})0,
+                                    (${nbl}) >= (${LV})64);
+            const ${ULV} b_ = (${wd}) & m_;
+% if np:
+            const ${UV} np_before = ${np};
+            ${np} += convert_${UV}(popcount(b_));
+% endif
+% if head:
+            const ${ULV} cur_ = convert_${ULV}(${col});
+% else:
+            const ${ULV} cur_ = convert_${ULV}(${vr} > (${UV})0u) & (${ULV})1;
+% endif
+            const ${ULV} up_ = (b_ << 1) | cur_;
+            const ${ULV} s_ = b_ & ~up_ & m_;          /* black run starts */
+            const ${ULV} e_ = ~b_ & up_ & m_;          /* white run starts */
+            const ${ULV} iso_ = s_ & (e_ >> 1);        /* black runs of length 1 closed here */
+            n1v += popcount(iso_);
+            const ${ULV} se_ = s_ | e_;
+            const ${IV} tr_ = convert_${IV}(se_ != (${ULV})0);   /* the entering run closes */
+            const ${UV} p0_ = convert_${UV}(${ctzv(T, "se_")});
+% if head:
+            const ${UV} closed_ = ${ln} + p0_;
+% else:
+            const ${UV} closed_ = select(${wr}, ${vr}, ${vr} > (${UV})0u) + p0_;
+% endif
+% for l in range(VEC):
+            if (${T.lane("tr_", l)}) {
+                const uint c_ = ${T.lane("closed_", l)};
+%   if head:
+                const uint k_ = ${T.lane("cur_", l)} ? 1u : 0u;
+                if (${head}[${l}] == 0u) ${head}[${l}] = c_ | (k_ << 31);
+                else if (k_) hist_add(ph_v, lh_v, hist_v, c_);
+                else hist_add(ph_w, lh_w, hist_w, c_);
+%   else:
+                if (${T.lane("cur_", l)}) hist_add(ph_v, lh_v, hist_v, c_);
+                else if (c_ > 0u${"" if wcount is None else " && (%s)" % wcount(l)}) hist_add(ph_w, lh_w, hist_w, c_);
+%   endif
+            }
+% endfor
+            /* white runs closed in the word: the black starts after the first (if the
+               entering run is white, the first closes it) pair with the white starts */
+            const ${ULV} cm_ = (${ULV})0 - cur_;
+            ${ULV} sw_ = (s_ & cm_) | (s_ & (s_ - (${ULV})1) & ~cm_);
+            ${ULV} ew_ = e_;
+            while (any(sw_ != (${ULV})0)) {
+                const ${LV} v_ = sw_ != (${ULV})0;
+                const ${ULV} len_ = ${ctzv(T, "sw_")} - ${ctzv(T, "ew_")};
+                const ${UV} bin_ = convert_${UV}(select(spare_, len_ - (${ULV})1, v_));
+% for l in range(VEC):
+                ph_w[${T.lane("bin_", l)}] += 1u;
+% endfor
+                sw_ &= sw_ - (${ULV})1;
+                ew_ &= ew_ - (${ULV})1;
+            }
+            /* black runs longer than 1 closed in the word (rare): end at the next white start */
+            const ${ULV} lb_ = s_ & ~iso_;
+% for l in range(VEC):
+            {
+                ulong q_ = ${T.lane("lb_", l)};
+                if (q_) {
+                    const ulong el_ = ${T.lane("e_", l)};
+                    do {
+                        const int p_ = ctzw(q_);
+                        q_ &= q_ - 1UL;
+                        const ulong above_ = el_ & (~1UL << p_);
+                        if (above_) hist_add(ph_v, lh_v, hist_v, (uint)(ctzw(above_) - p_));
+                    } while (q_);
+                }
+            }
+% endfor
+            /* the open run at the word's end: colour of the last cell; started at the
+               highest black (white) start when the word has a transition */
+            const ${UV} nbu_ = convert_${UV}(${nbl});
+            const ${IV} lastb_ = convert_${IV}(((b_ >> as_${ULV}(${nbl} - (${LV})1)) & (${ULV})1) != (${ULV})0);
+            const ${UV} hs_ = convert_${UV}((${ULV})63 - clz(s_));
+            const ${UV} he_ = convert_${UV}((${ULV})63 - clz(e_));
+% if head:
+            ${ln} = select(${ln} + nbu_, nbu_ - select(he_, hs_, lastb_), tr_);
+            ${col} = select(${col}, select((${UV})0u, (${UV})1u, lastb_), tr_);
+% else:
+            const ${UV} vn_ = select(${vr} + select((${UV})0u, nbu_, ${vr} > (${UV})0u),
+                                     select((${UV})0u, nbu_ - hs_, lastb_), tr_);
+            const ${UV} wn_ = select(${wr} + select(nbu_, (${UV})0u, ${vr} > (${UV})0u),
+                                     select(nbu_ - he_, (${UV})0u, lastb_), tr_);
+            ${vr} = vn_;
+            ${wr} = wn_;
+% endif
+        }
+</%def>
