@@ -131,7 +131,7 @@ class RQALinesKernel(TunableKernel):
     schedule: Callable[..., Any] | None = None
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
-                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024),
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3)},
         heuristic=_heuristic,
         constraint=_fits,

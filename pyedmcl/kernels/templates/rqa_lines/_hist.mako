@@ -31,7 +31,7 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
     /* private histograms: set up after the barrier, so that they are not live across one
        (PoCL then keeps them on the work-item's stack, not in a per-work-group array) */
 <% nph = max(PH, 1) + (VEC if WALK == 3 else 0) %>\
-    uint ph_v[${nph}], ph_w[${nph}], ph_d[${max(PH, 1)}];   /* WALK=3: + a spare bin per lane */
+    uint ph_v[${nph}], ph_w[${nph}], ph_d[${nph}];   /* WALK=3: + a spare bin per lane */
 % if PH:
     for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
 % endif

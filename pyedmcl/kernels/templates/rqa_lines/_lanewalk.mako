@@ -118,3 +118,61 @@
 % endif
         }
 </%def>
+
+## Diagonal words `dw` (ulongVEC) of the lanes over `nb` cells (the same for every lane;
+## lanes outside the launch have `lval` 0): black runs only, the carried ones in `dr`
+## (uintVEC). Lines of length 1 closed in the word: one popcount; the carried run closing
+## at the first end and the other closed lines pair starts and ends in order, one
+## private-bin increment per lane and step (spare bin PH + l when a lane has none;
+## lines longer than PH, only possible for a carried run, take hist_add).
+<%def name="diag_walk(T, dw, nb, lval, dr)">\
+<% ULV, LV, UV, IV, VEC = T.ULV, T.LV, T.UV, T.IV, T.VEC %>\
+        {
+            const ${ULV} spare_ = (${ULV})(${PH}UL) + (${ULV})(${", ".join(str(l) for l in range(VEC))});
+            const ${ULV} m_ = ((${nb}) >= 64 ? ~(${ULV})0 : (${ULV})((1UL << (${nb})) - 1UL)) & as_${ULV}(convert_${LV}(${lval}));
+            const ${ULV} b_ = (${dw}) & m_;
+            const ${ULV} cur_ = convert_${ULV}(${dr} > (${UV})0u) & (${ULV})1;
+            const ${ULV} up_ = (b_ << 1) | cur_;
+            const ${ULV} s0_ = b_ & ~up_;              /* line starts */
+            const ${ULV} e0_ = ~b_ & up_ & m_;         /* line ends (the white cell after) */
+            const ${ULV} iso_ = s0_ & (e0_ >> 1);
+            n1v += popcount(iso_);
+            ${ULV} s_ = s0_ & ~iso_;
+            ${ULV} e_ = e0_ & ~(iso_ << 1);
+            /* the carried line closes at the first end (or covers the word) */
+            const ${LV} cc_ = (cur_ != (${ULV})0) & (e_ != (${ULV})0);
+            const ${UV} clen_ = ${dr} + convert_${UV}(${ctzv(T, "e_")});
+            const ${IV} ccl_ = convert_${IV}(cc_) & (clen_ > (${UV})${PH}u);
+            if (any(ccl_)) {   /* longer than the private bins (rare) */
+% for l in range(VEC):
+                if (${T.lane("ccl_", l)}) hist_add(ph_d, lh_d, hist_d, ${T.lane("clen_", l)});
+% endfor
+            }
+            {
+                const ${UV} bin_ = convert_${UV}(select(spare_, convert_${ULV}(clen_) - (${ULV})1,
+                                                       cc_ & ~convert_${LV}(ccl_)));
+% for l in range(VEC):
+                ph_d[${T.lane("bin_", l)}] += 1u;
+% endfor
+            }
+            e_ = select(e_, e_ & (e_ - (${ULV})1), cc_);
+            /* the other lines closed in the word (length 2 .. ${63}): starts pair with ends */
+            while (any(e_ != (${ULV})0)) {
+                const ${LV} v_ = e_ != (${ULV})0;
+                const ${ULV} len_ = ${ctzv(T, "e_")} - ${ctzv(T, "s_")};
+                const ${UV} bin_ = convert_${UV}(select(spare_, len_ - (${ULV})1, v_));
+% for l in range(VEC):
+                ph_d[${T.lane("bin_", l)}] += 1u;
+% endfor
+                s_ = select(s_, s_ & (s_ - (${ULV})1), v_);
+                e_ &= e_ - (${ULV})1;
+            }
+            /* the line left open at the word's end: its last cell is black; it started at
+               the highest start of the word, or before the word (no start: continued) */
+            const ${IV} lastb_ = convert_${IV}(((b_ >> (ulong)((${nb}) - 1)) & (${ULV})1) != (${ULV})0);
+            const ${IV} hass_ = convert_${IV}(s0_ != (${ULV})0);
+            const ${UV} hs_ = convert_${UV}((${ULV})63 - clz(s0_));
+            ${dr} = select(${dr}, select((${UV})0u, select(${dr} + (${UV})(${nb}), (${UV})(${nb}) - hs_,
+                                                        hass_), lastb_), ${lval});
+        }
+</%def>
