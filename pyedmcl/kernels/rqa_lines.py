@@ -37,8 +37,10 @@ def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
         return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
                 "WALK": 0}
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1,
-            "WALK": 1}
+    # CPUs: the lane-vector walk (WALK=3) with 128 private bins (white lines longer than a
+    # few hundred cells are rare; fewer bins to clear and merge per work-item)
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
+            "WALK": 3}
 
 
 def _walk(params: Params, info: DeviceInfo, wg: int) -> int:

@@ -3,8 +3,9 @@
 ## vertical launch, rows of the horizontal one) instead of lane after lane. The scalar
 ## walks of WALK=1 take one data-dependent loop per lane word (its exit mispredicted once
 ## per word); here every step is branch-free vector code over all lanes:
-##   * the run entering the word closes at its first transition p0 (one scalar check per
-##     lane: it may be longer than PH, or be a row's head);
+##   * the run entering the word closes at its first transition p0: one increment per
+##     lane (ph_vw holds the black and the white bins; a row's first run becomes its head;
+##     a line longer than PH takes hist_add, rare);
 ##   * black runs of length 1 closed in the word: one popcount (n1v);
 ##   * white runs closed in the word pair the remaining black starts with the white starts
 ##     in order (ctz of both, lowest first): length ps - pe <= 62 < PH, one private-bin
@@ -23,12 +24,14 @@
 ## lane with 0 is left alone). Open runs: `vr`/`wr` (uintVEC, column walk: black and white
 ## length, one of them 0) or, with `head`, `ln`/`col` (uintVEC: length and colour of the
 ## row's open run) and `head` (a uint array, the row's first closed run:
-## length | colour << 31). `wcount(l)`: the condition for counting lane l's carried white
-## run (column walk, WBORDER=0). Closed lines go to ph_v/ph_w (hist_add beyond PH).
+## length | colour << 31). `wcount`: the lanes (an intVEC mask) whose carried white run
+## counts (column walk, WBORDER=0). Closed lines go to ph_v/ph_w, both in ph_vw (hist_add
+## beyond PH).
 <%def name="walk(T, wd, nbl, vr=None, wr=None, ln=None, col=None, head=None, np=None, wcount=None)">\
-<% ULV, LV, UV, IV, VEC = T.ULV, T.LV, T.UV, T.IV, T.VEC %>\
+<% ULV, LV, UV, IV, VEC = T.ULV, T.LV, T.UV, T.IV, T.VEC; nph = PH + VEC %>\
         {
             const ${ULV} spare_ = (${ULV})(${PH}UL) + (${ULV})(${", ".join(str(l) for l in range(VEC))});
+            const ${UV} spare_w_ = convert_${UV}(spare_) + (${UV})${nph}u;
             const ${ULV} m_ = select(((${ULV})1 << as_${ULV}(${nbl})) - (${ULV})1, ~(${ULV})0,
                                     (${nbl}) >= (${LV})64);
             const ${ULV} b_ = (${wd}) & m_;
@@ -54,20 +57,32 @@
 % else:
             const ${UV} closed_ = select(${wr}, ${vr}, ${vr} > (${UV})0u) + p0_;
 % endif
+            /* the entering run's line: lanes that count it (a row's first run is its head
+               instead), into ph_v (black) or ph_w (white, ${nph} bins further in ph_vw) */
+% if head:
+            const ${UV} h0_ = vload${VEC}(0, ${head});
+            const ${IV} hz_ = tr_ & (h0_ == (${UV})0u);
+            vstore${VEC}(select(h0_, closed_ | (convert_${UV}(cur_) << 31), hz_), 0, ${head});
+            const ${IV} go_ = tr_ & ~hz_;
+% else:
+            const ${IV} go_ = tr_ & (convert_${IV}(cur_ != (${ULV})0) | ((closed_ > (${UV})0u)${"" if wcount is None else " & (%s)" % wcount}));
+% endif
+            const ${IV} big_ = go_ & (closed_ > (${UV})${PH}u);
+            if (any(big_)) {   /* longer than the private bins (rare) */
 % for l in range(VEC):
-            if (${T.lane("tr_", l)}) {
-                const uint c_ = ${T.lane("closed_", l)};
-%   if head:
-                const uint k_ = ${T.lane("cur_", l)} ? 1u : 0u;
-                if (${head}[${l}] == 0u) ${head}[${l}] = c_ | (k_ << 31);
-                else if (k_) hist_add(ph_v, lh_v, hist_v, c_);
-                else hist_add(ph_w, lh_w, hist_w, c_);
-%   else:
-                if (${T.lane("cur_", l)}) hist_add(ph_v, lh_v, hist_v, c_);
-                else if (c_ > 0u${"" if wcount is None else " && (%s)" % wcount(l)}) hist_add(ph_w, lh_w, hist_w, c_);
-%   endif
-            }
+                if (${T.lane("big_", l)}) {
+                    if (${T.lane("cur_", l)}) hist_add(ph_v, lh_v, hist_v, ${T.lane("closed_", l)});
+                    else hist_add(ph_w, lh_w, hist_w, ${T.lane("closed_", l)});
+                }
 % endfor
+            }
+            {
+                const ${UV} bin_ = select(spare_w_, closed_ - (${UV})1u + select((${UV})${nph}u, (${UV})0u, convert_${IV}(cur_ != (${ULV})0)),
+                                          go_ & ~big_);
+% for l in range(VEC):
+                ph_vw[${T.lane("bin_", l)}] += 1u;
+% endfor
+            }
             /* white runs closed in the word: the black starts after the first (if the
                entering run is white, the first closes it) pair with the white starts */
             const ${ULV} cm_ = (${ULV})0 - cur_;

@@ -140,7 +140,7 @@ ${rec.theiler(T)}\
 %   else:
             const ${LV} nbl = (${LV})(nb) & lval;
 %   endif
-${lanewalk.walk(T, "wd", "nbl", vr="vr", wr="wr", np="np", wcount=None if WBORDER else (lambda l: T.lane("np_before", l) + " > 0u"))}\
+${lanewalk.walk(T, "wd", "nbl", vr="vr", wr="wr", np="np", wcount=None if WBORDER else "np_before > (%s)0u" % UV)}\
         }
         vstore${VEC}(vr, 0, vcarry + l0 - carry0); vstore${VEC}(wr, 0, wcarry + l0 - carry0);
         vstore${VEC}(np, 0, npts + l0 - carry0);
