@@ -107,3 +107,22 @@ def test_lane_walk_needs_vector_lanes_and_bins():
                     ({"VEC": 16, "PH": 128}, 3)):
         params = {"WG": 4, "BITS": 2, "SHARE": 1, "SYM": 1, "WALK": 3, **p}
         assert spec.template_params("vertical", params, info)["WALK"] == walk, p
+
+
+def test_lane_walk_oclgrind_clean():
+    """No out-of-bounds access or race in the WALK=3 kernels (vertical, diagonal,
+    horizontal; SYM and not; lanes past the launch's end; row-block edges not 64-aligned)."""
+    from conftest import run_under_oclgrind
+
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        x = np.sin(np.arange(90) * 0.37) + 0.1 * np.cos(np.arange(90) * 1.3)
+        for vec, sym, edge in ((4, 1, 70), (2, 0, 13)):
+            p = {"VEC": vec, "WG": 4, "EDGE": edge, "BITS": 2, "PH": 64, "SHARE": 1,
+                 "SYM": sym, "WALK": 3}
+            a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p, theiler=2, theiler_scope="matrix",
+                       white_border=False)
+            b = pe.cross_rqa(x, x[:71] * 1.1, E=2, tau=1, radius=0.3, params=p)
+            print(a.n_recurrences, b.n_recurrences)
+    """)
+    assert out.strip()

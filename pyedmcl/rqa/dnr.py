@@ -209,8 +209,7 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
         return
     words, sstride = RQA_LINES.shared_layout(p, m.n_rows, m.n_cols)
     try:  # EDGE x n_cols bits: the one buffer that grows with sub-matrix size and N
-        # zeroed on the device (an enqueued fill): the host does not wait for a copy
-        sbits = st.be.zeros(words * sstride, np.uint64)
+        sbits = st.be.to_device(np.zeros(words * sstride, np.uint64))
     except Exception as exc:  # too big for the device: the unshared path (same counts)
         if not is_oom(exc):
             raise
