@@ -40,7 +40,8 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
     uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
 % endif
 % if PH:
-    for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
+<% nz = PH + (VEC if WALK == 3 else 0) %>\
+    for (int b = 0; b < ${nz}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
 % endif
     uint n_iso = 0u;   /* WALK, PH: lines of length 1 counted by popcount, added to bin 1 */
 </%def>
