@@ -9,7 +9,8 @@ launches is :mod:`pyedmcl.rqa.dnr`.
 Tunables: VEC lanes per work-item, WG work-group size, EDGE sub-matrix edge, BITS
 (bit-packed runs, 32/64-row words), PH (private histogram bins), SHARE (diagonals
 gathered from the vertical launch's bit words), SYM (upper triangle only), WALK
-(run-walk variant); the template's header explains each.
+(run-walk variant; 3: all lanes of a work-item walked at once in vector registers, the
+CPU default); the template's header explains each.
 """
 
 from __future__ import annotations
@@ -37,10 +38,13 @@ def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
         return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
                 "WALK": 0}
-    # CPUs: the lane-vector walk (WALK=3) with 128 private bins (white lines longer than a
-    # few hundred cells are rare; fewer bins to clear and merge per work-item)
-    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
-            "WALK": 3}
+    if info.runtime == "intel":  # AVX-512/AVX2 lane code: the lane-vector walk (0056), 128
+        # private bins (longer white lines are rare; fewer bins to clear and merge)
+        return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
+                "WALK": 3}
+    # other CPU runtimes (PoCL): a lane-vector walk measured slower there (rqa/README.md)
+    return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1,
+            "WALK": 1}
 
 
 def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
