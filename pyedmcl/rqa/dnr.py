@@ -330,10 +330,11 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
     white = np.zeros(m.hlen, np.uint64)
     n_rec = 0
     for st in states:
-        diag += st.be.to_host(st.h64["d"])
-        vert += st.be.to_host(st.h64["v"])
-        white += st.be.to_host(st.h64["w"])
-        d, v, wh, n = _open_runs(st, m)
+        read = _prefetch(st)
+        diag += read(st.h64["d"])
+        vert += read(st.h64["v"])
+        white += read(st.h64["w"])
+        d, v, wh, n = _open_runs(st, m, read)
         diag += d
         vert += v
         white += wh
@@ -346,25 +347,38 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
                       symmetric=any(s.params["SYM"] for s in states))
 
 
-def task_open_runs(be: Backend, task: _Task, m: _Matrix
+def _prefetch(st: _DevState) -> Callable[[Any], np.ndarray]:
+    """Non-blocking reads of every buffer the recombination needs (64-bit histograms,
+    carryovers), issued at once; the returned reader waits for one buffer's copy. One
+    queue synchronisation instead of one per buffer (each costs ~0.1 ms on CPU runtimes)."""
+    bufs = [*st.h64.values(), *(b for t in st.tasks for b in t.bufs)]
+    waits = {id(b): st.be.to_host_async(b) for b in bufs}
+    return lambda b: waits[id(b)]()
+
+
+def task_open_runs(be: Backend, task: _Task, m: _Matrix,
+                   read: Callable[[Any], np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Histograms (diagonal, vertical, white) of the runs a (non-SYM) task's carryovers
-    hold open after the last row block, and the recurrences its columns counted."""
+    hold open after the last row block, and the recurrences its columns counted
+    (``read``: how a device buffer reaches the host, default ``be.to_host``)."""
+    read = read or be.to_host
     hlen = m.hlen
     diag = np.zeros(hlen, np.uint64)
     vert = np.zeros(hlen, np.uint64)
     white = np.zeros(hlen, np.uint64)
     if task.mode == "diagonal":
-        diag += _runs_hist(be.to_host(task.bufs[0])[: task.hi - task.lo].astype(np.int64), hlen)
+        diag += _runs_hist(read(task.bufs[0])[: task.hi - task.lo].astype(np.int64), hlen)
         return diag, vert, white, 0
-    vr, wr, npts = (be.to_host(b)[: task.hi - task.lo].astype(np.int64) for b in task.bufs)
+    vr, wr, npts = (read(b)[: task.hi - task.lo].astype(np.int64) for b in task.bufs)
     vert += _runs_hist(vr, hlen)
     if m.spec.white_border:  # open white runs touch the bottom border
         white += _runs_hist(wr, hlen)
     return diag, vert, white, int(npts.sum())
 
 
-def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _open_runs(st: _DevState, m: _Matrix, read: Callable[[Any], np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Histograms (diagonal, vertical, white) of the runs one device's carryovers hold
     open after the last row block, and the recurrences its columns counted."""
     be, hlen = st.be, m.hlen
@@ -376,7 +390,7 @@ def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.nd
     for t in st.tasks:
         if t.mode == "horizontal" or (sym and t.mode == "vertical"):
             continue
-        d, v, wh, n = task_open_runs(be, t, m)
+        d, v, wh, n = task_open_runs(be, t, m, read)
         diag += d
         vert += v
         white += wh
@@ -385,8 +399,8 @@ def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.nd
         return diag, vert, white, n_rec
     by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
     col = by_mode["vertical"]
-    vr, wr, npts = (be.to_host(b)[: col.hi - col.lo].astype(np.int64) for b in col.bufs)
-    head, tail = (be.to_host(b).astype(np.int64) for b in by_mode["horizontal"].bufs)
+    vr, wr, npts = (read(b)[: col.hi - col.lo].astype(np.int64) for b in col.bufs)
+    head, tail = (read(b).astype(np.int64) for b in by_mode["horizontal"].bufs)
     rdt = m.spec.dtype
     diag_black = (rdt(m.thr) > 0 and (not m.spec.joint or rdt(m.thr2) > 0)
                   and not (m.spec.theiler_matrix and m.w > 0))
