@@ -65,6 +65,43 @@ RQA_INLINE void transpose64(ulong* a)
     }
 % endfor
 }
+% if WALK == 3:
+
+/* The same transpose on eight ulong8 vectors (WALK=3): blocks of 32, 16 and 8 rows swap
+   whole vectors, blocks of 4, 2 and 1 swap lanes (shuffle) inside each vector. */
+#define RQA_TSWAP(A, B, J, M) { const ulong8 t_ = (((A) >> (ulong)(J)) ^ (B)) & (ulong8)(M); \
+                                (A) ^= t_ << (ulong)(J); (B) ^= t_; }
+#define RQA_TLANE(V, J, M, PERM, LOW) { const ulong8 p_ = shuffle((V), (ulong8)PERM); \
+    const ulong8 lo_ = (((V) >> (ulong)(J)) ^ p_) & (ulong8)(M); \
+    const ulong8 hi_ = ((p_ >> (ulong)(J)) ^ (V)) & (ulong8)(M); \
+    (V) = select((V) ^ hi_, (V) ^ (lo_ << (ulong)(J)), (long8)LOW); }
+RQA_INLINE void transpose64v(ulong* a)
+{
+    ulong8 v0 = vload8(0, a), v1 = vload8(1, a), v2 = vload8(2, a), v3 = vload8(3, a);
+    ulong8 v4 = vload8(4, a), v5 = vload8(5, a), v6 = vload8(6, a), v7 = vload8(7, a);
+<%
+    vecstages = [(32, "0x00000000FFFFFFFFUL", ((0, 4), (1, 5), (2, 6), (3, 7))),
+                 (16, "0x0000FFFF0000FFFFUL", ((0, 2), (1, 3), (4, 6), (5, 7))),
+                 (8, "0x00FF00FF00FF00FFUL", ((0, 1), (2, 3), (4, 5), (6, 7)))]
+    lanestages = [(4, "0x0F0F0F0F0F0F0F0FUL"), (2, "0x3333333333333333UL"), (1, "0x5555555555555555UL")]
+%>
+% for j, mk, pairs in vecstages:
+%   for p, q in pairs:
+    RQA_TSWAP(v${p}, v${q}, ${j}, ${mk})
+%   endfor
+% endfor
+% for j, mk in lanestages:
+<%  perm = ", ".join(str(l ^ j) for l in range(8)); low = ", ".join("-1" if not (l & j) else "0" for l in range(8)) %>\
+%   for i in range(8):
+    RQA_TLANE(v${i}, ${j}, ${mk}, (${perm}), (${low}))
+%   endfor
+% endfor
+    vstore8(v0, 0, a); vstore8(v1, 1, a); vstore8(v2, 2, a); vstore8(v3, 3, a);
+    vstore8(v4, 4, a); vstore8(v5, 5, a); vstore8(v6, 6, a); vstore8(v7, 7, a);
+}
+#undef RQA_TSWAP
+#undef RQA_TLANE
+% endif
 </%def>
 
 ## MODE "horizontal": the kernel body of work-item g.
@@ -118,7 +155,7 @@ ${rows_lanes(T)}\
         for (int c0 = ib + 1; c0 < n_cols; c0 += 64) {
             const int nc = IMIN(64, n_cols - c0);
             for (int c = 0; c < 64; ++c) a[c] = sw[c0 + c];   /* zero padding past n_cols */
-            transpose64(a);
+            transpose64v(a);
             const int first = (c0 == ib + 1);   /* row r starts at bit r of the first step */
             for (int r0 = 0; r0 < nr; r0 += ${VEC}) {
                 const ${LV} rv = rl + (${LV})(r0);
