@@ -289,8 +289,8 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
         for st, plan in zip(states, plans, strict=True):
             if idx < len(plan):
                 _launch(st, plan[idx], m, fold_bins)
-    for st in states:
-        _fold(st, m.hlen, final=True)
+    # no final fold: the recombination reads the 32-bit histograms too and adds them
+    # (exact: no bin of them can have overflowed, see above); three launches less
     for st in states:
         st.be.finish()
 
@@ -324,16 +324,19 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
 
 
 def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histograms:
-    """Per-device 64-bit histograms plus the runs still open in the carryovers."""
+    """Per-device 64-bit histograms (and the 32-bit counts not folded into them) plus the
+    runs still open in the carryovers."""
     diag = np.zeros(m.hlen, np.uint64)
     vert = np.zeros(m.hlen, np.uint64)
     white = np.zeros(m.hlen, np.uint64)
     n_rec = 0
     for st in states:
         read = _prefetch(st)
-        diag += read(st.h64["d"])
-        vert += read(st.h64["v"])
-        white += read(st.h64["w"])
+        # 64-bit totals plus the counts still in the 32-bit histograms since their last
+        # fold (all zero where a final fold ran)
+        diag += read(st.h64["d"]) + read(st.h32["d"])
+        vert += read(st.h64["v"]) + read(st.h32["v"])
+        white += read(st.h64["w"]) + read(st.h32["w"])
         d, v, wh, n = _open_runs(st, m, read)
         diag += d
         vert += v
@@ -351,7 +354,7 @@ def _prefetch(st: _DevState) -> Callable[[Any], np.ndarray]:
     """Non-blocking reads of every buffer the recombination needs (64-bit histograms,
     carryovers), issued at once; the returned reader waits for one buffer's copy. One
     queue synchronisation instead of one per buffer (each costs ~0.1 ms on CPU runtimes)."""
-    bufs = [*st.h64.values(), *(b for t in st.tasks for b in t.bufs)]
+    bufs = [*st.h64.values(), *st.h32.values(), *(b for t in st.tasks for b in t.bufs)]
     waits = {id(b): st.be.to_host_async(b) for b in bufs}
     return lambda b: waits[id(b)]()
 
