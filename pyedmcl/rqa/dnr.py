@@ -25,7 +25,9 @@ recombination step adds the per-device 64-bit histograms).
 from __future__ import annotations
 
 import logging
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -45,6 +47,40 @@ _U32_SAFE = (1 << 32) - 1
 #: runs lane bands over several devices or Dask (:func:`pyedmcl.rqa.multi.detect_bands`;
 #: the algorithm layer sets it when imported, as ``import pyedmcl`` does)
 BAND_RUNNER: Callable[..., Histograms] | None = None
+
+
+#: the SHARE column-bit buffer of a CPU backend's last run, reused (zeroed again) by the
+#: next run of the same size: a fresh buffer's first touch costs page faults on CPUs
+#: (~1 ms for the 5 MB of N=10,000, EDGE 4096, on the critical path before the first
+#: launch; 0.08 ms to re-zero a reused one). A run takes it out of the cache while it uses
+#: it, so concurrent runs on one backend never share it. At most this many bytes are kept.
+_SBITS_KEEP_BYTES = 64 << 20
+_sbits_cache: weakref.WeakKeyDictionary[Backend, Any] = weakref.WeakKeyDictionary()
+_sbits_lock = threading.Lock()
+
+
+def _reusable_sbits(be: Backend) -> bool:
+    """CPU runtimes only (GPUs have a memory pool; Oclgrind's uninitialised-value plugin
+    misses a kernel's writes into reused memory, see :meth:`clkernels.Backend.zeros`)."""
+    return be.info.device_type == "cpu" and be.info.runtime != "oclgrind"
+
+
+def _zeroed_sbits(be: Backend, n: int) -> Any:
+    """A zeroed device array of ``n`` 64-bit words: the cached one of this backend if it
+    has that size (zeroed again on the device), else a new one."""
+    with _sbits_lock:
+        buf = _sbits_cache.pop(be, None) if _reusable_sbits(be) else None
+    if buf is not None and buf.size == n:
+        be.fill(buf, 0)
+        return buf
+    return be.zeros(n, np.uint64)
+
+
+def _keep_sbits(be: Backend, buf: Any) -> None:
+    """Return a run's column-bit buffer to the cache (see :data:`_SBITS_KEEP_BYTES`)."""
+    if _reusable_sbits(be) and buf.nbytes <= _SBITS_KEEP_BYTES:
+        with _sbits_lock:
+            _sbits_cache[be] = buf
 
 
 def _u32_limit() -> int:
@@ -180,7 +216,11 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     t0 = time.perf_counter()
     _run(states, [_plan(st, m, order) for st in states], m)
     seconds = time.perf_counter() - t0
-    return _recombine(states, m, seconds)
+    h = _recombine(states, m, seconds)
+    for st in states:  # the queue is finished: the next run may take the buffer
+        if st.shared:
+            _keep_sbits(st.be, st.shared["sbits"])
+    return h
 
 
 def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
@@ -211,7 +251,7 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
     try:  # EDGE x n_cols bits: the one buffer that grows with sub-matrix size and N
         # zeroed by a device fill: the host does not wait for a copy (5 MB at N=10,000,
         # EDGE 4096: ~1.9 ms on a 2-core CPU, a tenth of the whole run)
-        sbits = st.be.zeros(words * sstride, np.uint64)
+        sbits = _zeroed_sbits(st.be, words * sstride)
     except Exception as exc:  # too big for the device: the unshared path (same counts)
         if not is_oom(exc):
             raise
