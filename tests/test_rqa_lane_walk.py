@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import pyedmcl as pe
+from pyedmcl.kernels.rqa_lines import RQA_LINES
 from pyedmcl.rqa._oracles import numpy_reference
 
 #: the reference: the scalar transition walk, no private bins, no SHARE/SYM
@@ -128,3 +129,38 @@ def test_lane_walk_oclgrind_clean():
             print(a.n_recurrences, b.n_recurrences)
     """, ignore_uninitialized=True)
     assert out.strip()
+
+
+def test_shared_bits_reused_between_runs(device):
+    """The SHARE column-bit buffer a CPU run leaves is re-zeroed and reused by the next
+    run of its size; concurrent runs on one backend each get their own; same histograms."""
+    import threading
+
+    from pyedmcl.rqa import dnr
+
+    x = logistic(900)
+    p = _lane(16, 1, 128)
+    ref = _hists(pe.rqa(x, E=3, tau=2, radius=0.3, device=device, params=REF))
+    first = _hists(pe.rqa(x, E=3, tau=2, radius=0.3, device=device, params=p))
+    again = _hists(pe.rqa(x, E=3, tau=2, radius=0.3, device=device, params=p))
+    _assert_same(first, ref, "first")
+    _assert_same(again, ref, "reused")
+    kept = [(be, buf) for be, buf in list(dnr._sbits_cache.items())
+            if be.info.runtime == device]
+    if pe.select_device(device).device_type == "cpu":   # CPUs keep the last run's buffer
+        words, stride = RQA_LINES.shared_layout(p, x.size - 4, x.size - 4)
+        assert kept and kept[0][1].size == words * stride
+    out: list = []
+
+    def run() -> None:
+        for _ in range(3):
+            out.append(_hists(pe.rqa(x, E=3, tau=2, radius=0.3, device=device, params=p)))
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(out) == 6
+    for h in out:
+        _assert_same(h, ref, "concurrent")
+
