@@ -49,7 +49,7 @@ def test_lane_walk_auto_rqa(device, E, tau, metric, rule, kw, windows):
         base = dict(E=E, tau=tau, metric=metric, threshold_rule=rule, theiler=theiler,
                     theiler_scope=scope, white_border=wb, device=device, **kw)
         ref = _hists(pe.rqa(x, **base, params=REF))
-        for vec, sym, edge in ((16, 1, 97), (8, 1, 300), (4, 0, 64), (16, 0, 4096)):
+        for vec, sym, edge in ((16, 1, 97), (8, 1, 300), (4, 0, 64)):
             got = _hists(pe.rqa(x, **base, params=_lane(vec, sym, edge)))
             _assert_same(got, ref, (kw, theiler, scope, wb, vec, sym, edge))
 
@@ -57,7 +57,7 @@ def test_lane_walk_auto_rqa(device, E, tau, metric, rule, kw, windows):
 def test_lane_walk_oracle_and_dtypes(device):
     """The NumPy oracle (float64) and float32; dense and sparse matrices (long white and
     black runs across words); N around multiples of 64."""
-    for n, r in ((63, 0.5), (129, 0.9), (257, 0.05), (400, 0.25)):
+    for n, r in ((63, 0.5), (129, 0.9), (400, 0.05)):
         x = logistic(n + 4)
         ref = numpy_reference(x, None, E=3, tau=2, radius=r, metric="euclidean", theiler=1)
         res = pe.rqa(x, E=3, tau=2, radius=r, dtype="float64", device=device,
