@@ -9,7 +9,8 @@ launches is :mod:`pyedmcl.rqa.dnr`.
 Tunables: VEC lanes per work-item, WG work-group size, EDGE sub-matrix edge, BITS
 (bit-packed runs, 32/64-row words), PH (private histogram bins), SHARE (diagonals
 gathered from the vertical launch's bit words), SYM (upper triangle only), WALK
-(run-walk variant); the template's header explains each.
+(run-walk variant; 3: all lanes of a work-item walked at once in vector registers, the
+CPU default); the template's header explains each.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
         return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
                 "WALK": 0}
+    if info.runtime == "intel":  # AVX-512/AVX2 lane code: the lane-vector walk (0056), 128
+        # private bins (longer white lines are rare; fewer bins to clear and merge)
+        return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
+                "WALK": 3}
+    # other CPU runtimes (PoCL): a lane-vector walk measured slower there (rqa/README.md)
     return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 1024, "SHARE": 1, "SYM": 1,
             "WALK": 1}
 
@@ -45,7 +51,16 @@ def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
     """WALK template value: given, else the device default (1 on CPUs, 0 on GPUs)."""
     if not params.get("BITS", 0) or _intel_walk_crash(params, info, wg):
         return 0
-    return int(params.get("WALK", 0 if info.is_gpu else 1))
+    walk = int(params.get("WALK", 0 if info.is_gpu else 1))
+    if walk == 3 and not _lane_walk_fits(params):
+        return 1  # the lane-vector walk needs 64-row words, vector lanes and direct bins
+    return walk
+
+
+def _lane_walk_fits(params: Params) -> bool:
+    """WALK=3 (lanes walked together in vector registers) needs BITS=2, VEC >= 2, PH >= 64."""
+    return (params.get("BITS", 0) == 2 and int(params.get("VEC", 1)) >= 2
+            and int(params.get("PH", 0)) >= 64)
 
 
 def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
@@ -60,6 +75,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("SYM", 0) or p.get("SHARE", 0))
             and (not p.get("WALK", 0) or p.get("BITS", 0))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
+            and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
             and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
@@ -121,8 +137,8 @@ class RQALinesKernel(TunableKernel):
     schedule: Callable[..., Any] | None = None
     space = TuningSpace(
         params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
-                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 1024),
-                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2)},
+                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
+                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3)},
         heuristic=_heuristic,
         constraint=_fits,
     )

@@ -25,7 +25,9 @@ recombination step adds the per-device 64-bit histograms).
 from __future__ import annotations
 
 import logging
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -45,6 +47,40 @@ _U32_SAFE = (1 << 32) - 1
 #: runs lane bands over several devices or Dask (:func:`pyedmcl.rqa.multi.detect_bands`;
 #: the algorithm layer sets it when imported, as ``import pyedmcl`` does)
 BAND_RUNNER: Callable[..., Histograms] | None = None
+
+
+#: the SHARE column-bit buffer of a CPU backend's last run, reused (zeroed again) by the
+#: next run of the same size: a fresh buffer's first touch costs page faults on CPUs
+#: (~1 ms for the 5 MB of N=10,000, EDGE 4096, on the critical path before the first
+#: launch; 0.08 ms to re-zero a reused one). A run takes it out of the cache while it uses
+#: it, so concurrent runs on one backend never share it. At most this many bytes are kept.
+_SBITS_KEEP_BYTES = 64 << 20
+_sbits_cache: weakref.WeakKeyDictionary[Backend, Any] = weakref.WeakKeyDictionary()
+_sbits_lock = threading.Lock()
+
+
+def _reusable_sbits(be: Backend) -> bool:
+    """CPU runtimes only (GPUs have a memory pool; Oclgrind's uninitialised-value plugin
+    misses a kernel's writes into reused memory, see :meth:`clkernels.Backend.zeros`)."""
+    return be.info.device_type == "cpu" and be.info.runtime != "oclgrind"
+
+
+def _zeroed_sbits(be: Backend, n: int) -> Any:
+    """A zeroed device array of ``n`` 64-bit words: the cached one of this backend if it
+    has that size (zeroed again on the device), else a new one."""
+    with _sbits_lock:
+        buf = _sbits_cache.pop(be, None) if _reusable_sbits(be) else None
+    if buf is not None and buf.size == n:
+        be.fill(buf, 0)
+        return buf
+    return be.zeros(n, np.uint64)
+
+
+def _keep_sbits(be: Backend, buf: Any) -> None:
+    """Return a run's column-bit buffer to the cache (see :data:`_SBITS_KEEP_BYTES`)."""
+    if _reusable_sbits(be) and buf.nbytes <= _SBITS_KEEP_BYTES:
+        with _sbits_lock:
+            _sbits_cache[be] = buf
 
 
 def _u32_limit() -> int:
@@ -180,7 +216,11 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     t0 = time.perf_counter()
     _run(states, [_plan(st, m, order) for st in states], m)
     seconds = time.perf_counter() - t0
-    return _recombine(states, m, seconds)
+    h = _recombine(states, m, seconds)
+    for st in states:  # the queue is finished: the next run may take the buffer
+        if st.shared:
+            _keep_sbits(st.be, st.shared["sbits"])
+    return h
 
 
 def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
@@ -209,7 +249,9 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
         return
     words, sstride = RQA_LINES.shared_layout(p, m.n_rows, m.n_cols)
     try:  # EDGE x n_cols bits: the one buffer that grows with sub-matrix size and N
-        sbits = st.be.to_device(np.zeros(words * sstride, np.uint64))
+        # zeroed by a device fill: the host does not wait for a copy (5 MB at N=10,000,
+        # EDGE 4096: ~1.9 ms on a 2-core CPU, a tenth of the whole run)
+        sbits = _zeroed_sbits(st.be, words * sstride)
     except Exception as exc:  # too big for the device: the unshared path (same counts)
         if not is_oom(exc):
             raise
@@ -287,8 +329,8 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
         for st, plan in zip(states, plans, strict=True):
             if idx < len(plan):
                 _launch(st, plan[idx], m, fold_bins)
-    for st in states:
-        _fold(st, m.hlen, final=True)
+    # no final fold: the recombination reads the 32-bit histograms too and adds them
+    # (exact: no bin of them can have overflowed, see above); three launches less
     for st in states:
         st.be.finish()
 
@@ -322,16 +364,20 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
 
 
 def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histograms:
-    """Per-device 64-bit histograms plus the runs still open in the carryovers."""
+    """Per-device 64-bit histograms (and the 32-bit counts not folded into them) plus the
+    runs still open in the carryovers."""
     diag = np.zeros(m.hlen, np.uint64)
     vert = np.zeros(m.hlen, np.uint64)
     white = np.zeros(m.hlen, np.uint64)
     n_rec = 0
     for st in states:
-        diag += st.be.to_host(st.h64["d"])
-        vert += st.be.to_host(st.h64["v"])
-        white += st.be.to_host(st.h64["w"])
-        d, v, wh, n = _open_runs(st, m)
+        read = _prefetch(st)
+        # 64-bit totals plus the counts still in the 32-bit histograms since their last
+        # fold (all zero where a final fold ran)
+        diag += read(st.h64["d"]) + read(st.h32["d"])
+        vert += read(st.h64["v"]) + read(st.h32["v"])
+        white += read(st.h64["w"]) + read(st.h32["w"])
+        d, v, wh, n = _open_runs(st, m, read)
         diag += d
         vert += v
         white += wh
@@ -344,25 +390,38 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
                       symmetric=any(s.params["SYM"] for s in states))
 
 
-def task_open_runs(be: Backend, task: _Task, m: _Matrix
+def _prefetch(st: _DevState) -> Callable[[Any], np.ndarray]:
+    """Non-blocking reads of every buffer the recombination needs (64-bit histograms,
+    carryovers), issued at once; the returned reader waits for one buffer's copy. One
+    queue synchronisation instead of one per buffer (each costs ~0.1 ms on CPU runtimes)."""
+    bufs = [*st.h64.values(), *st.h32.values(), *(b for t in st.tasks for b in t.bufs)]
+    waits = {id(b): st.be.to_host_async(b) for b in bufs}
+    return lambda b: waits[id(b)]()
+
+
+def task_open_runs(be: Backend, task: _Task, m: _Matrix,
+                   read: Callable[[Any], np.ndarray] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Histograms (diagonal, vertical, white) of the runs a (non-SYM) task's carryovers
-    hold open after the last row block, and the recurrences its columns counted."""
+    hold open after the last row block, and the recurrences its columns counted
+    (``read``: how a device buffer reaches the host, default ``be.to_host``)."""
+    read = read or be.to_host
     hlen = m.hlen
     diag = np.zeros(hlen, np.uint64)
     vert = np.zeros(hlen, np.uint64)
     white = np.zeros(hlen, np.uint64)
     if task.mode == "diagonal":
-        diag += _runs_hist(be.to_host(task.bufs[0])[: task.hi - task.lo].astype(np.int64), hlen)
+        diag += _runs_hist(read(task.bufs[0])[: task.hi - task.lo].astype(np.int64), hlen)
         return diag, vert, white, 0
-    vr, wr, npts = (be.to_host(b)[: task.hi - task.lo].astype(np.int64) for b in task.bufs)
+    vr, wr, npts = (read(b)[: task.hi - task.lo].astype(np.int64) for b in task.bufs)
     vert += _runs_hist(vr, hlen)
     if m.spec.white_border:  # open white runs touch the bottom border
         white += _runs_hist(wr, hlen)
     return diag, vert, white, int(npts.sum())
 
 
-def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _open_runs(st: _DevState, m: _Matrix, read: Callable[[Any], np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Histograms (diagonal, vertical, white) of the runs one device's carryovers hold
     open after the last row block, and the recurrences its columns counted."""
     be, hlen = st.be, m.hlen
@@ -374,7 +433,7 @@ def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.nd
     for t in st.tasks:
         if t.mode == "horizontal" or (sym and t.mode == "vertical"):
             continue
-        d, v, wh, n = task_open_runs(be, t, m)
+        d, v, wh, n = task_open_runs(be, t, m, read)
         diag += d
         vert += v
         white += wh
@@ -383,8 +442,8 @@ def _open_runs(st: _DevState, m: _Matrix) -> tuple[np.ndarray, np.ndarray, np.nd
         return diag, vert, white, n_rec
     by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
     col = by_mode["vertical"]
-    vr, wr, npts = (be.to_host(b)[: col.hi - col.lo].astype(np.int64) for b in col.bufs)
-    head, tail = (be.to_host(b).astype(np.int64) for b in by_mode["horizontal"].bufs)
+    vr, wr, npts = (read(b)[: col.hi - col.lo].astype(np.int64) for b in col.bufs)
+    head, tail = (read(b).astype(np.int64) for b in by_mode["horizontal"].bufs)
     rdt = m.spec.dtype
     diag_black = (rdt(m.thr) > 0 and (not m.spec.joint or rdt(m.thr2) > 0)
                   and not (m.spec.theiler_matrix and m.w > 0))

@@ -7,6 +7,7 @@
 ## T: the names of _names.mako.
 ## Import with <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>.
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
+<%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 
 <%def name="body(T)">\
 <% UV, IV, WB, ULV, VEC = T.UV, T.IV, T.WB, T.ULV, T.VEC %>\
@@ -16,8 +17,13 @@
            stored: bit r of diagonal k is bit r of column ib + r + k. Words are aligned to
            row0 like the vertical ones; cells outside the matrix read the zero padding
            (a diagonal run ending at the border closes there: same histogram). */
+%     if WALK == 3:
+        ${UV} drv = vload${VEC}(0, dcarry + l0 - carry0);
+        ${ULV} n1v = (${ULV})0UL;
+%     else:
         uint dra[${VEC}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];
+%     endif
         const int klast = l0 + ${VEC - 1};
         const int ibs = IMAX(row0, -klast);
         const int ie = IMIN(row0 + nrows, n_cols - l0);
@@ -32,7 +38,9 @@
                 for (int r = 0; r < nb; ++r)
                     dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             }
-%     if VEC == 1:
+%     if WALK == 3:
+${lanewalk.diag_walk(T, "dw", "nb", "lvalid", "drv")}\
+%     elif VEC == 1:
             if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d, &n_iso);
 %     else:
             ulong da[${VEC}];
@@ -41,7 +49,14 @@
                 if (t0 + l < nlanes) diag_runs(da[l], nb, &dra[l], ph_d, lh_d, hist_d, &n_iso);
 %     endif
         }
+%     if WALK == 3:
+        vstore${VEC}(drv, 0, dcarry + l0 - carry0);
+%       for l in range(VEC):
+        n_iso += (uint)${T.lane("n1v", l)};
+%       endfor
+%     else:
         for (int l = 0; l < ${VEC}; ++l) dcarry[l0 - carry0 + l] = dra[l];
+%     endif
 % elif BITS:
         uint dra[${VEC}], ba[${VEC * WB // 32}];
         for (int l = 0; l < ${VEC}; ++l) dra[l] = dcarry[l0 - carry0 + l];

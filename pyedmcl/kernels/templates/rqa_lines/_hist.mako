@@ -30,9 +30,18 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
     barrier(CLK_LOCAL_MEM_FENCE);
     /* private histograms: set up after the barrier, so that they are not live across one
        (PoCL then keeps them on the work-item's stack, not in a per-work-group array) */
+% if WALK == 3:
+    /* WALK=3: a spare bin per lane after each histogram; black and white bins in one
+       array, so that one increment per lane takes either */
+    uint ph_vw[${2 * (PH + VEC)}], ph_d[${PH + VEC}];
+    uint* const ph_v = ph_vw;
+    uint* const ph_w = ph_vw + ${PH + VEC};
+% else:
     uint ph_v[${max(PH, 1)}], ph_w[${max(PH, 1)}], ph_d[${max(PH, 1)}];
+% endif
 % if PH:
-    for (int b = 0; b < ${PH}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
+<% nz = PH + (VEC if WALK == 3 else 0) %>\
+    for (int b = 0; b < ${nz}; ++b) { ${"ph_d[b] = 0u;" if MODE == "diagonal" else "ph_v[b] = 0u; ph_w[b] = 0u;"} }
 % endif
     uint n_iso = 0u;   /* WALK, PH: lines of length 1 counted by popcount, added to bin 1 */
 </%def>

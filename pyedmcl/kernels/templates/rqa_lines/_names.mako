@@ -14,6 +14,7 @@ class Names:
         self.UV = "uint" + V        # uint lanes (runs, bit words of 32 rows)
         self.IV = "int" + V         # int lanes (lane masks)
         self.ULV = "ulong" + V      # ulong lanes (SHARE: gathered 64-row words)
+        self.LV = "long" + V        # long lanes (WALK=3: masks of 64-bit lane words)
         # BITS=1: 32 rows per run-walk word; BITS=2: 64 (two packed 32-row halves), so the
         # per-word costs of the walk (loop exit misprediction, carry handling) halve.
         self.WT = "ulong" if BITS == 2 else "uint"

@@ -6,12 +6,15 @@
 ## the row block; SYM: only the rows above the diagonal). T: the names of _names.mako.
 ## Import with <%namespace name="vertical" file="/rqa_lines/_vertical.mako"/>.
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
+<%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 
 <%def name="body(T)">\
 <% UV, IV, WT, WB, VEC = T.UV, T.IV, T.WT, T.WB, T.VEC %>\
         /* column coordinates are fixed for the whole walk */
 ${rec.coords(T, "l0")}\
-% if BITS:
+% if WALK == 3:
+${body_lanes(T)}\
+% elif BITS:
         uint vra[${VEC}], wra[${VEC}], npa[${VEC}], ba[${VEC * WB // 32}];
         for (int l = 0; l < ${VEC}; ++l) {
             vra[l] = vcarry[l0 - carry0 + l]; wra[l] = wcarry[l0 - carry0 + l];
@@ -91,4 +94,57 @@ ${rec.theiler(T)}\
         vstore${VEC}(vr, 0, vcarry + l0 - carry0); vstore${VEC}(wr, 0, wcarry + l0 - carry0); vstore${VEC}(np, 0, npts + l0 - carry0);
 %   endif
 % endif
+</%def>
+
+## WALK=3: the VEC columns' carries in vector registers, each 64-row word walked for all
+## lanes at once (_lanewalk.mako); SHARE stores the words with one vector store.
+<%def name="body_lanes(T)">\
+<% UV, ULV, LV, VEC = T.UV, T.ULV, T.LV, T.VEC %>\
+        ${UV} vr = vload${VEC}(0, vcarry + l0 - carry0), wr = vload${VEC}(0, wcarry + l0 - carry0);
+        ${UV} np = vload${VEC}(0, npts + l0 - carry0);
+        ${ULV} n1v = (${ULV})0UL;
+        uint ba[${VEC * 2}];
+        const ${LV} lidl = convert_${LV}(lid);
+        const ${LV} lval = convert_${LV}(lvalid);   /* -1: lane inside the launch */
+%   if SYM:
+        /* rows i < j of some lane only (the words below are never read) */
+        const int iend = IMIN(row0 + nrows, l0 + ${VEC - 1});
+%   else:
+        const int iend = row0 + nrows;
+%   endif
+        for (int ib = row0; ib < iend; ib += 64) {
+            const int nb = IMIN(64, row0 + nrows - ib);
+<%rec:packed_halves T="${T}">\
+${rec.recurrent(T)}\
+${rec.joint(T)}\
+${rec.theiler(T)}\
+</%rec:packed_halves>\
+            const ${ULV} wd = convert_${ULV}(vload${VEC}(0, ba)) | (convert_${ULV}(vload${VEC}(1, ba)) << 32);
+%   if SHARE:
+            {   /* only columns a diagonal launch of this row block can read:
+                   j >= row0 - 63 + skmin (e.g. the upper triangle, auto-RQA) */
+                __global ulong* sp = sbits + ((ib - row0) >> 6) * sstride + SPAD + l0;
+                if (t0 + ${VEC} <= nlanes${"" if SYM else " && l0 > row0 + skmin - 64"}) {
+                    vstore${VEC}(wd, 0, sp);
+                } else {
+                    ulong wa[${VEC}];
+                    vstore${VEC}(wd, 0, wa);
+                    for (int l = 0; l < ${VEC}; ++l)
+                        if (t0 + l < nlanes && ${"1" if SYM else "l0 + l > row0 + skmin - 64"}) sp[l] = wa[l];
+                }
+            }
+%   endif
+%   if SYM:
+            /* rows above the diagonal of each lane */
+            const ${LV} nbl = clamp(lidl - (${LV})(ib), (${LV})0, (${LV})(nb)) & lval;
+%   else:
+            const ${LV} nbl = (${LV})(nb) & lval;
+%   endif
+${lanewalk.walk(T, "wd", "nbl", vr="vr", wr="wr", np="np", wcount=None if WBORDER else "np_before > (%s)0u" % UV)}\
+        }
+        vstore${VEC}(vr, 0, vcarry + l0 - carry0); vstore${VEC}(wr, 0, wcarry + l0 - carry0);
+        vstore${VEC}(np, 0, npts + l0 - carry0);
+%   for l in range(VEC):
+        n_iso += (uint)${T.lane("n1v", l)};
+%   endfor
 </%def>

@@ -1,7 +1,14 @@
 ## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
-## WALK=1 (BITS=2; the CPU default): vertical runs (column and row walks) are walked black
+## WALK=3 (BITS=2, VEC >= 2, PH >= 64; the CPU default): the VEC lanes of a work-item
+## (columns, rows of a transposed tile, SHARE diagonals) are walked together in vector
+## registers, branch-free per 64-cell word: popcount for lines of length 1, one
+## private-bin increment per lane for the run entering the word, white lines (diagonals:
+## lines) pairing starts with ends by ctz, one increment per lane and step (a lane with
+## none left adds to its spare bin PH + l); the rare longer black lines by a scalar loop
+## (_lanewalk.mako, decision 0056). Other modes and paths take WALK=1 there.
+## WALK=1 (BITS=2): vertical runs (column and row walks) are walked black
 ## run start by black run start instead of transition by transition. Black runs of length 1
 ## that close inside the word (most of them at low RR) are counted with one popcount per
 ## word; the walk then takes one step per white run (its length: the black start minus
@@ -60,8 +67,9 @@
 ##
 ## Parts (this folder): _names (type names per REAL/VEC/BITS), _recurrence (distance and
 ## recurrence decision, bit packing), _hist (histogram accumulation), _bits (bit-word
-## primitives, black-start walk), _runs (column and diagonal run walks), _sym (SYM: row
-## walk, transpose, MODE "horizontal"), _vertical and _diagonal (the mode bodies).
+## primitives, black-start walk), _runs (column and diagonal run walks), _lanewalk (WALK=3:
+## the walks over vector lanes), _sym (SYM: row walk, transpose, MODE "horizontal"),
+## _vertical and _diagonal (the mode bodies).
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="names" file="/rqa_lines/_names.mako"/>
 <%namespace name="hist" file="/rqa_lines/_hist.mako"/>
@@ -82,6 +90,8 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE horizontal needs SYM=1")
     if WALK == 2 and PH < 64:
         raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
+    if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
+        raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
     IV = T.IV
 %>
@@ -144,7 +154,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 ${hist.setup()}
 
 % if MODE == "horizontal":
-${sym.horizontal()}\
+${sym.horizontal(T)}\
 % else:
     const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
     if (t0 < nlanes) {
