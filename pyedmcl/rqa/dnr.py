@@ -71,6 +71,7 @@ def _zeroed_sbits(be: Backend, n: int) -> Any:
     with _sbits_lock:
         buf = _sbits_cache.pop(be, None) if _reusable_sbits(be) else None
     if buf is not None and buf.size == n:
+        be.check_alloc(n, np.uint64)  # a simulated memory limit still refuses it
         be.fill(buf, 0)
         return buf
     return be.zeros(n, np.uint64)
@@ -78,7 +79,7 @@ def _zeroed_sbits(be: Backend, n: int) -> Any:
 
 def _keep_sbits(be: Backend, buf: Any) -> None:
     """Return a run's column-bit buffer to the cache (see :data:`_SBITS_KEEP_BYTES`)."""
-    if _reusable_sbits(be) and buf.nbytes <= _SBITS_KEEP_BYTES:
+    if _reusable_sbits(be) and buf.size * np.dtype(np.uint64).itemsize <= _SBITS_KEEP_BYTES:
         with _sbits_lock:
             _sbits_cache[be] = buf
 
