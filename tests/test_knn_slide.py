@@ -173,7 +173,8 @@ def test_params_for_takes_slide_only_where_it_applies():
     assert few["SPLIT"] > 1 and few["SLIDE"] and KNN.space.valid(few, be.info)
     cpu = get_backend(CPU_DEVICE)
     assert KNN.params_for(cpu, spec, 4096, nq_total=4096, contiguous=True)["SLIDE"] == 0
-    assert all(c["SLIDE"] == 0 for c in XMAP_KNN.space.candidates(be.info))
+    # the series-batched family: SLIDE only from a tuned entry, never the GPU default
+    assert XMAP_KNN.params_for(be, spec, 4096, nq_total=4096 * 64, contiguous=True)["SLIDE"] == 0
     slides = [c for c in KNN.space.candidates(be.info) if c["SLIDE"]]
     assert slides and all(c["VARIANT"] == "rows" and c["TILE"] % (c["SLIDE"] * c["SPLIT"]) == 0
                           for c in slides)
@@ -239,3 +240,28 @@ def test_entries_from_before_slide_stay_usable():
     spec = {"E": 3, "TAU": 1, "K": 4, "METRIC": "euclidean", "REAL": "float"}
     choice = lookup(KNN, be.info, KNN.spec_bucket(spec), KNN.size_bucket(4096))
     assert choice.params["SLIDE"] == 0 and KNN.space.valid(choice.params, be.info)
+
+
+def test_xmap_batched_slide_same_map(device, monkeypatch):
+    """The all-to-all map's batched k-NN with the SLIDE tile (its CCM rows are contiguous,
+    which the engine passes on) gives the map of the plain tile bit for bit."""
+    import pyedmcl as pe
+    from pyedmcl.kernels import xmap as kx
+
+    rng = np.random.default_rng(4)
+    X = np.cumsum(rng.standard_normal((300, 6)), axis=0).astype(np.float32)
+    X[::7] = np.round(X[::7], 1)  # some ties
+    ref = pe.xmap(X, E=np.array([2, 3, 5, 2, 3, 5]), device=device, knn_kernel="batched").rho
+    orig = kx.XmapKnnKernel.params_for
+    seen = []
+
+    def slide(self, be, spec, size, **kw):
+        seen.append(kw.get("contiguous"))
+        p = orig(self, be, spec, size, **kw)
+        return {**p, "VARIANT": "rows", "SLIDE": 16, "TILE": 64, "WG": 16, "QB": 1, "EA": 0,
+                "CB": 0, "QQ": 1, "SPLIT": 1, "INS": "reg", "FLAG": 1}
+
+    monkeypatch.setattr(kx.XmapKnnKernel, "params_for", slide)
+    got = pe.xmap(X, E=np.array([2, 3, 5, 2, 3, 5]), device=device, knn_kernel="batched").rho
+    assert seen and all(seen)
+    assert np.array_equal(np.asarray(got), np.asarray(ref), equal_nan=True)

@@ -122,6 +122,8 @@ class KnnKernel(TunableKernel):
 
     name = "knn"
     template = "knn/knn.cl.mako"
+    #: untuned GPUs take SLIDE (measured for one large table: Simplex at L = 2^20)
+    slide_untuned_gpu = True
     space = TuningSpace(
         params={"VARIANT": ("rows", "cols", "vec"), "WG": (8, 16, 32, 64, 128, 256),
                 "TILE": (16, 32, 64, 128, 256, 512), "QB": (1, 4, 8, 16), "EA": (0, 2, 4, 8),
@@ -169,8 +171,8 @@ class KnnKernel(TunableKernel):
                 p = {**p, "SPLIT": 2 * p["SPLIT"]}
         while p["SPLIT"] > 1 and p["WG"] * spec["K"] * (item + 4) > be.info.local_mem_bytes // 2:
             p = {**p, "SPLIT": p["SPLIT"] // 2}  # the partial lists must fit local memory
-        if (choice.source == "heuristic" and be.info.is_gpu and p["VARIANT"] == "rows"
-                and p["TILE"] % SLIDE_GPU == 0):
+        if (choice.source == "heuristic" and self.slide_untuned_gpu and be.info.is_gpu
+                and p["VARIANT"] == "rows" and p["TILE"] % SLIDE_GPU == 0):
             p = {**p, "SLIDE": SLIDE_GPU}  # untuned GPUs: the raw-value tile where it applies
         while p["SLIDE"] > 8 and p["SLIDE"] * p["SPLIT"] > p["TILE"]:
             p = {**p, "SLIDE": p["SLIDE"] // 2}  # a block per split of a query at least

@@ -75,14 +75,17 @@ def _heuristic(info: DeviceInfo) -> Params:
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
-    # SLIDE needs a contiguous library, which the engine does not promise: never tuned here
-    return p["SLIDE"] == 0 and KNN.space.constraint(p, info)
+    # SLIDE: the engine passes whether its library rows are contiguous (CCM's rows are),
+    # and the tuning case's are
+    return KNN.space.constraint(p, info)
 
 
 class XmapKnnKernel(KnnKernel):
     """k-NN tables of a batch of library series (``knn/knn.cl.mako``, series batching)."""
 
     name = "xmap_knn"
+    #: many small tables: SLIDE only where a tuned entry chose it (not measured on GPUs)
+    slide_untuned_gpu = False
     space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
                         filled=KNN.space.filled)
 

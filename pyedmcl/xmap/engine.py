@@ -46,7 +46,7 @@ from clkernels.memory import DeviceOutOfMemory
 
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
-from ..kernels.knn import KNN
+from ..kernels.knn import KNN, is_contiguous
 from ..kernels.xmap import (
     TABLE_BUDGET_CPU,
     TABLE_BUDGET_GPU,
@@ -70,6 +70,8 @@ class _Group:
     pts_dev: Any
     obs_dev: Any
     tgt_dev: Any
+    #: the library rows are consecutive times (the k-NN rows variant's SLIDE tile applies)
+    contiguous: bool = False
     #: the targets time-major (n, ntg) on the device, made on first use (LANES skill)
     y_lanes: Any = None
 
@@ -148,6 +150,7 @@ class XmapEngine:
         off = point_offset(E, self.tau)
         targets = np.flatnonzero(self.E == E).astype(np.int32)
         return _Group(E=E, k=k, M=M, tshift=off + self.Tp, targets=targets,
+                      contiguous=is_contiguous(times),
                       pts_dev=be.to_device((times - off).astype(np.int32)),
                       obs_dev=be.to_device((times + self.Tp).astype(np.int32)),
                       tgt_dev=be.to_device(targets))
@@ -182,24 +185,28 @@ class XmapEngine:
         return int(max(1, min(64, budget // per)))
 
     # -- steps -------------------------------------------------------------------------------
-    def _knn(self, E: int, k: int, size: int, nq_total: int) -> tuple[dict, dict]:
+    def _knn(self, E: int, k: int, size: int, nq_total: int,
+             contiguous: bool = False) -> tuple[dict, dict]:
         """(spec, params) of the k-NN kernel: fixed, or tuned for this device (the
-        ``xmap_knn`` family for batched launches, ``knn`` for one table per launch)."""
+        ``xmap_knn`` family for batched launches, ``knn`` for one table per launch);
+        ``contiguous``: the library lists are consecutive points (SLIDE may apply)."""
         spec = {"E": E, "TAU": abs(self.tau), "K": k, "METRIC": "euclidean", "REAL": self.real,
                 "FMA": self.fma}
         if self.knn_params is not None:
             return spec, self.knn_params
         if self.knn == "batched":
-            return spec, XMAP_KNN.params_for(self.be, spec, size, nq_total=nq_total)
-        return spec, KNN.params_for(self.be, spec, size)
+            return spec, XMAP_KNN.params_for(self.be, spec, size, nq_total=nq_total,
+                                             contiguous=contiguous)
+        return spec, KNN.params_for(self.be, spec, size, contiguous=contiguous)
 
     def _tables(self, E: int, k: int, c0: int, nb: int, qpts_dev, nq: int, lpts_dev, nl: int,
-                radius: int, tidx, tw, tden, weight: str, layout: dict | None = None) -> None:
+                radius: int, tidx, tw, tden, weight: str, layout: dict | None = None,
+                contiguous: bool = False) -> None:
         """k-NN tables of library series ``c0 .. c0+nb-1`` (series-local kernel points),
         packed into slots ``0 .. nb-1``: one launch for all (batched) or one per series.
         ``layout``: the skill layout that follows (pack is taken from its program)."""
         be, n = self.be, self.n
-        spec, p = self._knn(E, k, max(nq, nl), nq * nb)
+        spec, p = self._knn(E, k, max(nq, nl), nq * nb, contiguous)
         sspec = self._skill_spec(k, weight)
         if self.knn == "batched":
             idx = self._buf("idx", (nb, nq, k), np.int32)
@@ -364,7 +371,8 @@ class XmapEngine:
                 nb, c0 = b1 - b0, r0 + b0
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
                 self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw,
-                             tden, self.weight, self._layout(g.k, self.weight, g.targets.size))
+                             tden, self.weight, self._layout(g.k, self.weight, g.targets.size),
+                             contiguous=g.contiguous)
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
@@ -386,7 +394,7 @@ class XmapEngine:
         for g in self.groups:
             if not scan:
                 nb = min(max(1, rows), self.batch_size(g.M, g.k))
-                spec, p = self._knn(g.E, g.k, g.M, g.M * nb)
+                spec, p = self._knn(g.E, g.k, g.M, g.M * nb, g.contiguous)
                 reqs.append(KNN.request(be, p, spec))
             sp = self._layout(g.k, self.weight, g.targets.size)
             sspec = self._skill_spec(g.k)
@@ -515,7 +523,7 @@ class XmapEngine:
         for E, plan in plans.items():
             k, nq, nl = plan.knn, plan.pred_points.size, plan.lib_points.size
             nb = min(max(1, rows), self.batch_size(nq, k))
-            spec, p = self._knn(E, k, max(nq, nl), nq * nb)
+            spec, p = self._knn(E, k, max(nq, nl), nq * nb, is_contiguous(plan.lib_points))
             sp, sspec = self._layout(k, "simplex", 1, diag=True), self._skill_spec(k, "simplex")
             reqs += [KNN.request(be, p, spec), XMAP_SKILL.request(be, sspec, sp, "pack"),
                      XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
@@ -533,7 +541,8 @@ class XmapEngine:
                 nb, c0 = b1 - b0, r0 + b0
                 tidx, tw, tden = self._tables_bufs(nb, nq, k)
                 self._tables(E, k, c0, nb, q_dev, nq, l_dev, nl, plan.exclusion_radius, tidx,
-                             tw, tden, "simplex", self._layout(k, "simplex", 1, diag=True))
+                             tw, tden, "simplex", self._layout(k, "simplex", 1, diag=True),
+                             contiguous=is_contiguous(plan.lib_points))
                 tgt = be.to_device(np.array([c0], np.int32))
                 keep.extend([q_dev, l_dev, obs_dev, col, tgt])
                 self._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,
