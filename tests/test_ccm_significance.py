@@ -146,3 +146,17 @@ def test_convergence_fit_recovers_a_curve():
     a, g, rmse = convergence_fit(L, rho)
     assert a == pytest.approx(0.8, rel=0.02) and g == pytest.approx(0.02, rel=0.03)
     assert rmse < 0.01
+
+
+def test_convergence_fit_keeps_rho_inf_a_correlation():
+    """A skill still rising linearly at the largest library (no saturation in range): the
+    unconstrained fit put rho_inf near 2 (seen on y:x of a CCM at N=5,000); constrained to
+    [-1, 1] it is no worse than a fine brute-force grid over that range."""
+    L = np.array([100.0, 2545.0, 4990.0])
+    rho = np.array([-0.000279, 0.069248, 0.132965])
+    a, g, rmse = convergence_fit(L, rho)
+    assert -1.0 <= a <= 1.0
+    gg = np.geomspace(0.01 / L.max(), 100 / L.min(), 4000)
+    aa = np.linspace(-1, 1, 2001)
+    sse = ((aa[None, :, None] * (1 - np.exp(-gg[:, None, None] * L)) - rho) ** 2).sum(-1)
+    assert rmse <= np.sqrt(sse.min() / L.size) * 1.01 + 1e-6

@@ -125,8 +125,10 @@ def kendall_tau(x: Any, y: Any, *, alternative: str = "two-sided") -> tuple[floa
 def convergence_fit(L: Any, rho: Any, n_grid: int = 400) -> tuple[float, float, float]:
     """Least-squares fit of ``rho(L) = rho_inf (1 - exp(-gamma L))``: ``(rho_inf, gamma,
     rmse)``. gamma is searched on a log grid of ``n_grid`` values spanning 0.01 / max(L)
-    to 100 / min(L) (rho_inf is linear: closed form for each gamma); NaN with fewer than
-    two finite points."""
+    to 100 / min(L) (rho_inf is linear: closed form for each gamma, kept within [-1, 1],
+    the range of a correlation -- a skill still rising linearly at the largest library
+    would otherwise be fitted by a tiny gamma and a rho_inf far above 1); NaN with fewer
+    than two finite points."""
     L = np.asarray(L, dtype=np.float64).reshape(-1)
     r = np.asarray(rho, dtype=np.float64).reshape(-1)
     ok = np.isfinite(L) & np.isfinite(r) & (L > 0)
@@ -135,7 +137,7 @@ def convergence_fit(L: Any, rho: Any, n_grid: int = 400) -> tuple[float, float, 
         return math.nan, math.nan, math.nan
     g = np.geomspace(0.01 / L.max(), 100.0 / L.min(), n_grid)
     f = 1.0 - np.exp(-g[:, None] * L[None, :])  # (grid, points)
-    a = (f @ r) / (f * f).sum(axis=1)
+    a = np.clip((f @ r) / (f * f).sum(axis=1), -1.0, 1.0)  # convex in a: the clip is exact
     sse = ((a[:, None] * f - r[None, :]) ** 2).sum(axis=1)
     b = int(np.argmin(sse))
     return float(a[b]), float(g[b]), float(math.sqrt(sse[b] / L.size))
