@@ -166,3 +166,17 @@ def wait_for_done_blocks(out, n: int, alive, timeout: float = 120.0) -> int:
         if done >= n:
             break
     return done
+
+
+def assert_network_matches_pyunicorn(r, net) -> None:
+    """A :func:`pyedmcl.recurrence_network` result equals pyunicorn's RecurrenceNetwork
+    ``net``: degrees exactly; densities, clusterings, transitivity and path length to
+    1e-12 relative (the same integer counts, summed in another order)."""
+    import numpy as np
+
+    assert np.array_equal(r.degree, net.degree())
+    assert r.link_density == pytest.approx(net.link_density, rel=1e-12)
+    np.testing.assert_allclose(r.local_clustering, net.local_clustering(), rtol=1e-12, atol=0)
+    assert r.global_clustering == pytest.approx(net.global_clustering(), rel=1e-12)
+    assert r.transitivity == pytest.approx(net.transitivity(), rel=1e-12)
+    assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)

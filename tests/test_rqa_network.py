@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_network_matches_pyunicorn
 
 import pyedmcl as pe
 
@@ -27,13 +28,7 @@ def test_network_pyunicorn(metric, method):
                      ({"recurrence_rate": 0.05}, {"recurrence_rate": 0.05})):
         net = RecurrenceNetwork(x, metric=um, dim=2, tau=1, silence_level=3, **kw)
         r = pe.recurrence_network(x, E=2, metric=metric, dtype="float64", method=method, **ours)
-        assert np.array_equal(r.degree, net.degree())
-        assert r.link_density == pytest.approx(net.link_density, rel=1e-12)
-        np.testing.assert_allclose(r.local_clustering, net.local_clustering(), rtol=1e-12,
-                                   atol=0)
-        assert r.global_clustering == pytest.approx(net.global_clustering(), rel=1e-12)
-        assert r.transitivity == pytest.approx(net.transitivity(), rel=1e-12)
-        assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)
+        assert_network_matches_pyunicorn(r, net)
 
 
 def test_network_disconnected_and_limits():

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from conftest import assert_network_matches_pyunicorn
 
 import pyedmcl as pe
 from clkernels import get_backend
@@ -134,13 +135,7 @@ def test_device_network_pyunicorn_ties(device, metric):
         net = RecurrenceNetwork(x, metric=UNI[metric], dim=2, tau=1, silence_level=3, **kw)
         r = pe.recurrence_network(x, E=2, metric=metric, dtype="float64", device=device, **ours)
         assert r.settings["method"] == "device"
-        assert np.array_equal(r.degree, net.degree())
-        assert r.link_density == pytest.approx(net.link_density, rel=1e-12)
-        np.testing.assert_allclose(r.local_clustering, net.local_clustering(), rtol=1e-12,
-                                   atol=0)
-        assert r.global_clustering == pytest.approx(net.global_clustering(), rel=1e-12)
-        assert r.transitivity == pytest.approx(net.transitivity(), rel=1e-12)
-        assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)
+        assert_network_matches_pyunicorn(r, net)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

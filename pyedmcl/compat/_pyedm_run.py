@@ -85,28 +85,26 @@ class PyEDMRun:
             self.time = self.Data.iloc[:, 0].to_numpy()
 
     # -- pyEDM EDM.Validate -------------------------------------------------
+    def _names(self, names, what: str, each: str) -> list:
+        """``names`` (a list, or a space-separated string) checked against the data's
+        columns, with pyEDM's messages."""
+        n = self.name
+        if not len(names):
+            raise ValueError(f"Validate() {n}: {what} required.")
+        names = list(names if _iterable(names) else names.split())
+        for c in names:
+            if c not in self.Data.columns:
+                raise ValueError(f"Validate() {n}: {each} {c} not found in dataFrame.")
+        return names
+
     def validate(self) -> None:
         n = self.name
         if self.Data is None:
             raise ValueError(f"Validate() {n}: dataFrame required.")
         if not isinstance(self.Data, pd.DataFrame):
             raise ValueError(f"Validate() {n}: dataFrame is not a Pandas DataFrame.")
-        if not len(self.columns):
-            raise ValueError(f"Validate() {n}: columns required.")
-        if not _iterable(self.columns):
-            self.columns = self.columns.split()
-        self.columns = list(self.columns)
-        for c in self.columns:
-            if c not in self.Data.columns:
-                raise ValueError(f"Validate() {n}: column {c} not found in dataFrame.")
-        if not len(self.target):
-            raise ValueError(f"Validate() {n}: target required.")
-        if not _iterable(self.target):
-            self.target = self.target.split()
-        self.target = list(self.target)
-        for c in self.target:
-            if c not in self.Data.columns:
-                raise ValueError(f"Validate() {n}: target {c} not found in dataFrame.")
+        self.columns = self._names(self.columns, "columns", "column")
+        self.target = self._names(self.target, "target", "target")
         if not self.embedded:
             if self.tau == 0:
                 raise ValueError(f"Validate() {n}: tau must be non-zero.")

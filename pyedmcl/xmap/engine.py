@@ -305,21 +305,15 @@ class XmapEngine:
         from ..kernels.knn_scan import KNN_SCAN
         be, sc = self.be, self._scan_setup()
         emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
-        item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
-        per_table = emax * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
+        acc = np.dtype(self.acc_dt).itemsize
         kmax_g, mmax = max(g.k for g in self.groups), max(g.M for g in self.groups)
-        per = per_table + mmax * (kmax_g * (4 + acc) + acc)
+        per = self._scan_bytes(emax, nq, kmax, split) + mmax * (kmax_g * (4 + acc) + acc)
         budget = scan_table_budget(be.info)
         plane = emax * nq * kmax
 
         def batch(b0: int, b1: int) -> None:
             nb, c0 = b1 - b0, r0 + b0
-            idx = self._buf("sidx", (nb, emax, nq, kmax), np.int32)
-            dist = self._buf("sdist", (nb, emax, nq, kmax), self.dt)
-            part = None
-            if split > 1:
-                part = (self._buf("spidx", (nb, split, emax, nq, kmax), np.int32),
-                        self._buf("spdist", (nb, split, emax, nq, kmax), self.dt))
+            idx, dist, part = self._scan_bufs("s", nb, emax, nq, kmax, split)
             KNN_SCAN.launch(be, sc.params, sc.spec, sc.xp_dev, sc.ints_dev, nq, sc.t0, nq, 0,
                             idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
             for g in self.groups:
@@ -402,6 +396,22 @@ class XmapEngine:
                      XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
         return reqs
 
+    def _scan_bytes(self, emax: int, nq: int, kmax: int, split: int) -> int:
+        """Device bytes of one library's raw fused-scan tables (SPLIT's partial lists too)."""
+        item = np.dtype(self.dt).itemsize
+        return emax * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
+
+    def _scan_bufs(self, tag: str, nb: int, emax: int, nq: int, kmax: int, split: int
+                   ) -> tuple[Any, Any, Any]:
+        """Raw fused-scan tables of ``nb`` libraries (index, distance) and, with SPLIT > 1,
+        the partial lists the merge reads; ``tag`` keeps a caller's buffers apart."""
+        shape = (nb, emax, nq, kmax)
+        part = None
+        if split > 1:
+            part = (self._buf(tag + "pidx", (nb, split, emax, nq, kmax), np.int32),
+                    self._buf(tag + "pdist", (nb, split, emax, nq, kmax), self.dt))
+        return self._buf(tag + "idx", shape, np.int32), self._buf(tag + "dist", shape, self.dt), part
+
     def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
         """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""
         return (self._buf("tidx", (nb, M, k), np.int32), self._buf("tw", (nb, M, k), self.acc_dt),
@@ -462,19 +472,13 @@ class XmapEngine:
         obs_dev = {E: be.to_device(lay.obs[first[E]:].astype(np.int32)) for E in first}
         cols = {E: be.to_device(np.array([E - 1], np.int32)) for E in first}
         keep += [xp_dev, ints_dev, *obs_dev.values(), *cols.values()]
-        item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
-        per = (E_max * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
-               + nq * (kmax * (4 + acc) + acc))
+        acc = np.dtype(self.acc_dt).itemsize
+        per = self._scan_bytes(E_max, nq, kmax, split) + nq * (kmax * (4 + acc) + acc)
         plane = E_max * nq * kmax
 
         def batch(b0: int, b1: int) -> None:
             nb, c0 = b1 - b0, r0 + b0
-            idx = self._buf("eidx", (nb, E_max, nq, kmax), np.int32)
-            dist = self._buf("edist", (nb, E_max, nq, kmax), self.dt)
-            part = None
-            if split > 1:
-                part = (self._buf("epidx", (nb, split, E_max, nq, kmax), np.int32),
-                        self._buf("epdist", (nb, split, E_max, nq, kmax), self.dt))
+            idx, dist, part = self._scan_bufs("e", nb, E_max, nq, kmax, split)
             KNN_SCAN.launch(be, params, spec, xp_dev, ints_dev, nq, lay.t0, nl, lay.radius,
                             idx, dist, part, nseries=nb, xoff=b0 * ldx, xstride=ldx)
             tgt = be.to_device(np.array([c0], np.int32))
