@@ -164,8 +164,8 @@ def main() -> None:
     kw = dict(E=args.E, tau=args.tau, radius=radius, edge=args.edge)
     trace = _Trace() if args.trace else None
     if args.band is not None:
-        bands = importlib.import_module("pyedmcl.rqa.bands")
-        bands.default_width = lambda *a, **k: args.band  # read by each run (and Dask's plan)
+        multi = importlib.import_module("pyedmcl.rqa.multi")
+        multi.default_width = lambda *a, **k: args.band  # read by each run (and Dask's plan)
     cells = float(args.n) ** 2
 
     def timed(label: str, **extra: Any) -> tuple[float, Any]:

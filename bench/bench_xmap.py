@@ -18,6 +18,7 @@ matrix. Throughput: library x target x query x k weighted lookups per second.
 Run:  python bench/bench_xmap.py --device pocl --N 100 --L 1000 --E 5
       python bench/bench_xmap.py --device nvidia --N 2000 --L 3780 --E 5 --data walk
       python bench/bench_xmap.py --device nvidia --N 5000 --L 3780 --E mixed
+      python bench/bench_xmap.py --device nvidia:0 --devices nvidia:0,nvidia:1 --N 10000 --E 6
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ def main(argv=None) -> None:
     ap.add_argument("--with-edim", action="store_true")
     ap.add_argument("--data", choices=("osc", "walk"), default="osc",
                     help="noisy coupled oscillators, or random walks")
+    ap.add_argument("--devices", default=None,
+                    help="also time the map on these devices at once (e.g. nvidia:0,nvidia:1) "
+                         "and print its speed-up over --device alone")
     a = ap.parse_args(argv)
 
     import clkernels
@@ -129,6 +133,26 @@ def main(argv=None) -> None:
     print(f"pyedmcl xmap: {best:.3f} s median, {min(times):.3f} s min of {a.repeat}  "
           f"({lookups / best / 1e9:.2f} G weighted lookups/s; process CPU "
           f"{np.median(cpus):.3f} s: for a CPU device, less sensitive to other load)")
+    if a.devices:
+        devs = [d for d in a.devices.split(",") if d]
+        t = time.perf_counter()
+        for d in devs:  # every device's kernels built, as for --device above
+            for e in np.unique(E):
+                pe.xmap(X[:, :2], E=int(e), device=d)
+            if np.unique(E).size > 1:
+                cols = np.unique(E, return_index=True)[1]
+                pe.xmap(X[:, cols], E=E[cols], device=d)
+        print(f"warm-up of {len(devs)} devices: {time.perf_counter() - t:.2f} s")
+        mt, same = [], True
+        for _ in range(a.repeat):
+            t = time.perf_counter()
+            r = pe.xmap(X, E=E, devices=devs, block_rows=a.block_rows)
+            mt.append(time.perf_counter() - t)
+            same = same and np.array_equal(r.rho, rho, equal_nan=True)
+        mb = float(np.median(mt))
+        print(f"pyedmcl xmap on {a.devices}: {mb:.3f} s median, {min(mt):.3f} s min   "
+              f"speed-up over one device {best / mb:.2f}x (medians)   "
+              f"matrix {'identical' if same else 'DIFFERS'} to the one-device run")
     if a.profile:
         profile(be, lambda: pe.xmap(X, E=E, device=a.device, block_rows=a.block_rows))
 

@@ -15,6 +15,7 @@ import clkernels
 import pyedmcl as pe
 from pyedmcl.rqa import bands as bands_mod  # (pe.rqa is the function; the module differs)
 from pyedmcl.rqa import dnr, multi
+from pyedmcl.rqa import ranges as ranges_mod
 
 _SECOND: dict[str, object] = {}
 
@@ -31,9 +32,11 @@ def two_backends(device: str) -> list:
 
 @pytest.fixture
 def small_bands(monkeypatch):
-    """Default widths of a few lanes, so that small tests have many bands."""
+    """Default widths of a few lanes and several row ranges per device (two contexts of
+    one device are alike), so that small tests have many tasks."""
     monkeypatch.setattr(bands_mod, "MIN_BAND", 1)
     monkeypatch.setattr(bands_mod, "BANDS_PER_DEVICE", 5)
+    monkeypatch.setattr(ranges_mod, "ALIKE_RANGES_PER_DEVICE", 5)
 
 
 def _dtypes(device: str) -> list[str]:
@@ -174,6 +177,35 @@ def test_plan_covers_every_lane_once():
         k = j - i
         assert cells == int((((k >= -36) & (k < -2)) | ((k >= 3) & (k < 23))).sum())
         assert [b.cells for b in bs] == sorted((b.cells for b in bs), reverse=True)
+
+
+def test_row_ranges_equal_cells():
+    """Row ranges partition the rows on block boundaries, their cells add up to the
+    matrix's, and with no height they hold about equal time (column cells plus
+    DIAGONAL_COST per diagonal cell; the diagonals' cells lie in the top rows: equal
+    heights would not balance); alike devices get one each."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    n, edge = 1000, 16
+    m = dnr._Matrix(LineSpec(1, 1, "euclidean", "float"), n, n, 0.1, 0.0, 0)
+    diag = [(1, n)]  # the upper triangle (symmetric auto-RQA)
+    for vertical in (True, False):
+        for count in (1, 2, 3, 7):
+            rs = sorted(ranges_mod.plan_ranges(m, vertical, diag, edge, count, per_device=1),
+                        key=lambda r: r.r0)
+            assert len(rs) == count
+            assert rs[0].r0 == 0 and rs[-1].r1 == n
+            assert all(a.r1 == b.r0 and b.r0 % edge == 0 for a, b in zip(rs, rs[1:], strict=False))
+            i = np.arange(n)
+            per_row = (n if vertical else 0) + np.clip(n - i - 1, 0, None)
+            assert [r.cells for r in rs] == [int(per_row[r.r0:r.r1].sum()) for r in rs]
+            cost = (n if vertical else 0) + ranges_mod.DIAGONAL_COST * np.clip(n - i - 1, 0, None)
+            share = cost.sum() / count
+            assert max(abs(cost[r.r0:r.r1].sum() - share) for r in rs) <= cost[:edge].sum()
+        fixed = ranges_mod.plan_ranges(m, vertical, diag, edge, 2, height=100)
+        assert sorted(r.r1 - r.r0 for r in fixed)[-1] == 112  # 100 rows rounded up to blocks
+    be = clkernels.get_backend(None)
+    assert multi._ranges_per_device([be, type(be)(be.info)]) == ranges_mod.ALIKE_RANGES_PER_DEVICE
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -233,8 +233,8 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
     if edge is not None:
         p["EDGE"] = int(edge)
     series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol)
-    h32 = {k: be.to_device(np.zeros(m.hlen, np.uint32)) for k in ("d", "v", "w")}
-    h64 = {k: be.to_device(np.zeros(m.hlen, np.uint64)) for k in ("d", "v", "w")}
+    h32 = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
+    h64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
     return _DevState(be, p, series, h32, h64)
 
 
@@ -412,13 +412,13 @@ def task_open_runs(be: Backend, task: _Task, m: _Matrix,
     vert = np.zeros(hlen, np.uint64)
     white = np.zeros(hlen, np.uint64)
     if task.mode == "diagonal":
-        diag += _runs_hist(read(task.bufs[0])[: task.hi - task.lo].astype(np.int64), hlen)
+        diag += _runs_hist(read(task.bufs[0])[: task.hi - task.lo], hlen)
         return diag, vert, white, 0
-    vr, wr, npts = (read(b)[: task.hi - task.lo].astype(np.int64) for b in task.bufs)
+    vr, wr, npts = (read(b)[: task.hi - task.lo] for b in task.bufs)
     vert += _runs_hist(vr, hlen)
     if m.spec.white_border:  # open white runs touch the bottom border
         white += _runs_hist(wr, hlen)
-    return diag, vert, white, int(npts.sum())
+    return diag, vert, white, int(npts.sum(dtype=np.int64))
 
 
 def _open_runs(st: _DevState, m: _Matrix, read: Callable[[Any], np.ndarray]
@@ -493,9 +493,14 @@ def _join_symmetric(vr: np.ndarray, wr: np.ndarray, npts: np.ndarray, head: np.n
 
 
 def _runs_hist(runs: np.ndarray, hlen: int) -> np.ndarray:
-    """Histogram (index = length - 1) of the positive run lengths in ``runs``."""
+    """Histogram (index = length - 1) of the positive run lengths in ``runs`` (any
+    integer type; counted up to the longest run, then padded to ``hlen`` bins)."""
+    out = np.zeros(hlen, np.uint64)
     r = runs[runs > 0]
-    return np.bincount(r - 1, minlength=hlen)[:hlen].astype(np.uint64)
+    if r.size:
+        h = np.bincount(r.astype(np.int64) - 1)[:hlen]
+        out[: h.size] = h
+    return out
 
 
 RQA_LINES.schedule = detect_lines  # what the family's tuning case times

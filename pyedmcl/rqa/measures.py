@@ -35,14 +35,15 @@ def _ratio(a: float, b: float) -> float:
 
 def line_stats(hist: np.ndarray, l_min: int) -> dict[str, float]:
     """Points in lines >= l_min, all points in lines, number of lines >= l_min, max, entropy."""
-    h = np.asarray(hist).astype(np.int64)  # counts and l * P(l) <= N^2 fit int64 exactly
+    h = np.asarray(hist)
+    nz = np.flatnonzero(h)
+    lmax = int(nz[-1]) + 1 if nz.size else 0
+    h = h[:lmax].astype(np.int64)  # counts and l * P(l) <= N^2 fit int64 exactly
     lengths = np.arange(1, h.size + 1, dtype=np.int64)
     pts_all = int((h * lengths).sum())
     sel = h[l_min - 1:]
     pts_min = int((sel * lengths[l_min - 1:]).sum())
     n_min = int(sel.sum())
-    nz = np.flatnonzero(h)
-    lmax = int(nz[-1]) + 1 if nz.size else 0
     p = sel[sel > 0].astype(np.float64)
     entr = float(-(p / n_min * np.log(p / n_min)).sum()) if n_min else 0.0
     return {"points_min": pts_min, "points_all": pts_all, "lines_min": n_min, "max": lmax,

@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend
+from clkernels.threads import run_per_device
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES
 from . import dnr
+from . import ranges as row_ranges
 from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
 from .dnr import Histograms, _Matrix
 from .ranges import RangeDevice, plan_ranges
@@ -48,7 +50,7 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
 
         tasks = bands if split == "lanes" else plan_ranges(
             m, vertical, diag_ranges, _edge(backends[0], m, params, edge), n_dev,
-            band or None)
+            band or None, _ranges_per_device(backends))
         return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
                         backends[0].name, m, (x, y, x2, y2, tcol), params, edge, tasks,
                         vertical, diag_ranges)
@@ -81,6 +83,14 @@ def _shares(backends: list[Backend], m: _Matrix, params: Params | None, vertical
     return True
 
 
+def _ranges_per_device(backends: list[Backend]) -> int:
+    """Row ranges per device: one when every device is the same model on the same
+    runtime (equal cells each), else several for the dynamic queue to balance."""
+    kinds = {(be.info.runtime, be.info.name, be.info.compute_units) for be in backends}
+    return (row_ranges.ALIKE_RANGES_PER_DEVICE if len(kinds) == 1
+            else row_ranges.RANGES_PER_DEVICE)
+
+
 def _edge(be: Backend, m: _Matrix, params: Params | None, edge: int | None) -> int:
     """The sub-matrix edge ``be`` would run with (range boundaries are its row blocks)."""
     if edge is not None:
@@ -103,14 +113,16 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     # range boundaries on row blocks of the first device; any other edge only chunks
     # a range differently (same counts)
     ranges = plan_ranges(m, vertical, diag_ranges, devs[0].st.params["EDGE"], len(devs),
-                         height or None)
+                         height or None, _ranges_per_device(backends))
     t0 = time.perf_counter()
     run_threads(devs, ranges)
     seconds = time.perf_counter() - t0
+    collected: dict[int, tuple] = {}  # each device's carries read back and counted at once
+    run_per_device(lambda dev, stop: collected.__setitem__(id(dev), dev.collect()), devs)
     hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
     n_rec = 0
     for dev in devs:
-        d, v, w, n = dev.collect()
+        d, v, w, n = collected[id(dev)]
         hist[0] += d
         hist[1] += v
         hist[2] += w

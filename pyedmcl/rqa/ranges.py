@@ -34,8 +34,16 @@ from . import dnr
 from .bands import MAX_IN_FLIGHT
 from .dnr import _U32_SAFE, _choose_paths, _device_state, _DevState, _Launch, _Matrix, _Task
 
-#: ranges per device the default height aims at
+#: ranges per device the default split aims at: devices of different speed (a dynamic
+#: queue evens them out with several each)
 RANGES_PER_DEVICE = 8
+#: ranges per device when every device is the same model: equal cells each, and no
+#: range costs a second warm-up and carry set on the same device
+ALIKE_RANGES_PER_DEVICE = 1
+#: time of a diagonal cell relative to a column cell on the SHARE path (the diagonal
+#: launch gathers bits the vertical launch stored): H200, N = 10^6..2*10^6, E = 3,
+#: 0.68 s for N^2 / 2 diagonal cells against 4.57 s for N^2 column cells
+DIAGONAL_COST = 0.3
 
 
 @dataclass(frozen=True)
@@ -48,21 +56,34 @@ class RowRange:
 
 
 def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], edge: int,
-                n_devices: int, height: int | None = None) -> list[RowRange]:
-    """Ranges of whole row blocks (about :data:`RANGES_PER_DEVICE` per device, or
-    ``height`` rows rounded up to blocks), largest first."""
+                n_devices: int, height: int | None = None,
+                per_device: int = RANGES_PER_DEVICE) -> list[RowRange]:
+    """Ranges of whole row blocks, largest first: ``height`` rows each (rounded up to
+    blocks), else about ``per_device`` ranges per device of equal time (column cells
+    plus :data:`DIAGONAL_COST` per diagonal cell; the diagonals' cells lie mostly in
+    the top rows, so equal heights would not balance them)."""
     blocks = -(-m.n_rows // edge)
-    per = height and -(-height // edge) or -(-blocks // max(1, n_devices * RANGES_PER_DEVICE))
+    rows = np.arange(m.n_rows, dtype=np.int64)
+    diag = np.zeros(m.n_rows, np.int64)
+    for lo, hi in diag_ranges:
+        diag += np.clip(np.minimum(hi, m.n_cols - rows) - np.maximum(lo, -rows), 0, None)
+    starts = np.arange(0, m.n_rows, edge)
+    block_diag = np.add.reduceat(diag, starts) if m.n_rows else diag
+    block_cols = np.diff(np.append(starts, m.n_rows)) * (m.n_cols if vertical else 0)
+    block_cells = block_cols + block_diag
+    if height:
+        per = -(-height // edge)
+        cuts = list(range(0, blocks, per)) + [blocks]
+    else:
+        count = max(1, min(blocks, n_devices * per_device))
+        cum = np.cumsum(block_cols + DIAGONAL_COST * block_diag)
+        total = float(cum[-1]) if blocks else 0.0
+        # block b ends range r when the time up to it reaches r / count of the total
+        ends = np.searchsorted(cum, [total * r / count for r in range(1, count)], side="left")
+        cuts = sorted({0, blocks, *(int(e) + 1 for e in ends if int(e) + 1 < blocks)})
     out = []
-    for b0 in range(0, blocks, per):
-        r0, r1 = b0 * edge, min(m.n_rows, (b0 + per) * edge)
-        cells = (r1 - r0) * m.n_cols if vertical else 0
-        for lo, hi in diag_ranges:
-            i = np.arange(r0, r1, dtype=np.int64)
-            k_lo = np.maximum(lo, -i)
-            k_hi = np.minimum(hi, m.n_cols - i)
-            cells += int(np.clip(k_hi - k_lo, 0, None).sum())
-        out.append(RowRange(r0, r1, cells))
+    for b0, b1 in zip(cuts[:-1], cuts[1:], strict=False):
+        out.append(RowRange(b0 * edge, min(m.n_rows, b1 * edge), int(block_cells[b0:b1].sum())))
     return sorted(out, key=lambda r: (-r.cells, r.r0))
 
 
@@ -89,8 +110,8 @@ class RangeDevice:
         self.st: _DevState = _device_state(be, m, x, y, x2, y2, params, edge, tcol)
         _choose_paths(self.st, m, vertical and m.n_cols > 0, False, diag_ranges)
         p0 = dict(self.st.params, SHARE=0, SYM=0)
-        z = {k: be.to_device(np.zeros(m.hlen, np.uint32)) for k in ("d", "v", "w")}
-        z64 = {k: be.to_device(np.zeros(m.hlen, np.uint64)) for k in ("d", "v", "w")}
+        z = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
+        z64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
         self.warm = _DevState(be, p0, self.st.series, z, z64)
         self.ranges = 0
         self.seeded = 0  # recurrences the warm-ups left in the carries (subtracted)
@@ -200,11 +221,11 @@ class RangeDevice:
         range; diagonal ``k``: the range holding its last row), minus the recurrences
         the warm-ups seeded."""
         be, m = self.st.be, self.m
-        out = [be.to_host(self.st.h64[k]).astype(np.uint64) for k in ("d", "v", "w")]
+        out = [be.to_host(self.st.h64[k]) for k in ("d", "v", "w")]
         n_rec = -self.seeded
         for task, rr in self.open:
             if task.mode == "diagonal":
-                dr = be.to_host(task.bufs[0])[: task.hi - task.lo].astype(np.int64)
+                dr = be.to_host(task.bufs[0])[: task.hi - task.lo]
                 end = diagonal_end(m, np.arange(task.lo, task.hi))
                 dr = np.where((end > rr.r0) & (end <= rr.r1), dr, 0)
                 out[0] += dnr._runs_hist(dr, m.hlen)
