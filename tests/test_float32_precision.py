@@ -178,6 +178,22 @@ def test_warning_when_float32_would_merge_values(device):
         pe.simplex(x, E=2, dtype="float64", device=device)
 
 
+def test_xmap_checks_float32_beside_the_map(device):
+    """In memory the map runs while the merge check sorts the series; a series float32
+    cannot hold still gives one warning and the float64 matrix, bit for bit."""
+    x = _clustered()
+    P = np.column_stack([x, logistic_map(200), x[::-1]])
+    with pytest.warns(PrecisionWarning, match="X\\[0\\].*float64") as rec:
+        got = pe.xmap(P, E=2, device=device)
+    assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
+    ref = pe.xmap(P, E=2, device=device, dtype="float64")
+    np.testing.assert_array_equal(np.asarray(got.rho), np.asarray(ref.rho))
+    with pytest.raises(ValueError, match="lacks fp64"):  # the deferred verdict refuses too
+        prepare([P.T], np.float32, fp64=False, names=["X"], deferred=True).float32_holds()
+    ok = prepare([P[:, 1:2].T], np.float32, fp64=True, names=["X"], deferred=True)
+    assert ok.float32_holds() and ok.dtype == np.float32
+
+
 def test_merge_detection_and_refusal_without_fp64():
     x = _clustered()
     with pytest.raises(ValueError, match="lacks fp64.*rescale"):

@@ -218,7 +218,11 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     fp64 = _fp64(devs, backend, dt)
     from .._precision import prepare
 
-    prep = prepare([X64], dt, fp64, names=["X"], what="xmap")
+    # in memory, the float32 merge check runs beside the map (a store or a cluster
+    # keeps it up front: their blocks must not be written in a dtype then dropped)
+    speculate = out is None and scheduler is None and not surrogates
+    prep = prepare([X64], dt, fp64, names=["X"], what="xmap", deferred=speculate)
+    float32_holds = prep.float32_holds
     Xr = np.ascontiguousarray(prep.series[0], dtype=prep.dtype)
     real, dt = prep.real, prep.dtype
     if surrogates and seed is None:  # resuming: the store's; else fresh, and stored
@@ -327,6 +331,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
                                dest=None if store is not None else rows_of)
     if runner is not None:
         runner.close()
+    if not float32_holds():  # warned: the same map in float64
+        return xmap(X, E=E, tau=tau, Tp=Tp, max_E=max_E, block_rows=block_rows,
+                    devices=devs, backend=backend, knn_kernel=knn_kernel, fma=fma,
+                    dtype="float64", progress=progress)
     rho = store.rho if store is not None else mat
     return XmapResult(rho=rho, E=E_arr, names=names, edim_rho=edim_rho,
                       path=None if out is None else str(out), blocks_per_device=counts)
