@@ -302,3 +302,30 @@ def test_oclgrind_clean_bands():
         print(c.n_recurrences)
     """)
     assert out.strip()
+
+
+def _usable_gpus() -> list:
+    from clkernels.devices import list_devices, usable
+
+    return [d for d in list_devices()
+            if d.is_gpu and d.runtime != "oclgrind" and usable(d).ok]
+
+
+@pytest.mark.skipif(len(_usable_gpus()) < 2, reason="needs two GPUs")
+def test_two_gpus_threads_and_dask_identical():
+    """Two GPUs of this node, one host thread each (one row range each when they are
+    alike) and a LocalCluster of one worker process per GPU: the histograms of one GPU,
+    bit for bit."""
+    distributed = pytest.importorskip("distributed")
+    bes = [clkernels.get_backend(d) for d in _usable_gpus()[:2]]
+    x = logistic(20_006)
+    kw = dict(E=3, tau=3, radius=0.3)
+    ref = pe.rqa(x, device=bes[0], **kw)
+    got = pe.rqa(x, devices=bes, **kw)
+    assert _same(_hists(got), _hists(ref))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        got = pe.rqa(x, devices=bes, scheduler=client, **kw)
+    assert _same(_hists(got), _hists(ref))
+    assert sum(got.settings["device_tasks"]) >= 2
