@@ -163,7 +163,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     :func:`pyedmcl.rqa.radius.radius_for_rate`). ``devices`` (a list or a
     comma-separated string of selectors) splits the work over several devices:
     independent tasks (row ranges, :mod:`pyedmcl.rqa.ranges`, or lane bands,
-    :mod:`pyedmcl.rqa.bands`), each device taking the next when it is free.
+    :mod:`pyedmcl.rqa.bands`), each device taking the next when it is free (devices
+    of one model: one row range each, of equal modelled time).
     ``scheduler`` runs the same tasks on Dask workers: a
     scheduler address, ``"local"`` (a LocalCluster of ``n_workers`` processes) or a
     ``distributed.Client``; worker ``i`` uses device ``i`` of ``devices`` (round
