@@ -115,16 +115,18 @@ def test_variants_give_identical_tables(device, params):
 
 @pytest.mark.parametrize("case", ["loo", "knn", "tau2"])
 @pytest.mark.parametrize("real", ["float", "double"])
-def test_key_lists_equal_local_lists(device, case, real):
+@pytest.mark.parametrize("emax", [10, 17])
+def test_key_lists_equal_local_lists(device, case, real, emax):
     """INS "key" (CPUs: private lists, first thresholds from lane minima) gives the tables
     of the local-memory lists bit for bit: float32 packed keys and the float64 network,
     k-NN per E, tau 2, ties (integer series); max_E 17 with 8-lane vectors covers E with
-    K above one vector of lane minima (two vectors), and above two (no first threshold)."""
+    K above one vector of lane minima (two vectors), and above two (no first threshold);
+    max_E 10 keeps every float32 list within one ulong16 (the sorted-lane lists), 17 not."""
     x = _series(integer=True)
     be = get_backend(device)
     dt = np.float64 if real == "double" else np.float32
     kw = CASES[case]
-    lay = fused_layout([resolve(x.size, E=E, **kw) for E in range(1, 18)])
+    lay = fused_layout([resolve(x.size, E=E, **kw) for E in range(1, emax + 1)])
     ref = {"WG": 4, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "q", "VEC": 8, "ANY": 0}
     key = {"WG": 2, "TILE": 32, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0}
     sk0, p0 = run_fused(be, lay, x, None, dt, real, params=ref, predictions=True)

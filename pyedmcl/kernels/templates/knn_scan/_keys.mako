@@ -25,6 +25,9 @@
     CT = "long" if REAL == "double" else "int"
     IVC = "%s%d" % (CT, VW)
     assert QB == WG and SPLIT == 1 and VW > 1 and TILE % (NM * VW) == 0
+    VL = 16 if PACK and KMAX_ <= 16 else 0  # each E's key list as one ulong16 (sorted lanes)
+    def ks(k, j):  # list entry k of E = j + 1
+        return "L%d.s%x" % (j, k) if VL else "s%d_%d" % (k, j)
 %>\
 #define EMPTY ((ulong)0x7F800000FFFFFFFFUL)
 /* vec_type_hint: the work is already in explicit vectors; without it Intel's CPU
@@ -53,8 +56,13 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
     real_t th${j} = ${j} < em ? INFINITY : (real_t)-1;
 % endfor
 % for j in range(EMAX):
+% if VL:
+    ulong16 L${j} = (ulong16)EMPTY;
+% endif
 % for k in range(KS[j]):
-% if PACK:
+% if VL:
+<% pass %>\
+% elif PACK:
     ulong s${k}_${j} = EMPTY;
 % else:
     real_t bd${k}_${j} = INFINITY; int bi${k}_${j} = -1;
@@ -176,10 +184,19 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % else:
                         ulong cv = ((ulong)as_uint(a) << 32) | tk;
 % endif
-                        if (cv < s${KS[j] - 1}_${j}) {
+                        if (cv < ${ks(KS[j] - 1, j)}) {
+% if VL:
+                            {   /* into the sorted lanes: lanes above cv take their left
+                                   neighbour or cv, whichever is larger */
+                                const ulong16 c = (ulong16)cv;
+                                const ulong16 sh = shuffle2(L${j}, (ulong16)0UL, (ulong16)(16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
+                                L${j} = select(L${j}, max(sh, c), L${j} > c);
+                            }
+% else:
                             ${topk.insert_key(KS[j], "_%d" % j)}
+% endif
                             {   /* never above the first threshold (the list fills up first) */
-                                const real_t kd = as_float((uint)(s${KS[j] - 1}_${j} >> 32));
+                                const real_t kd = as_float((uint)(${ks(KS[j] - 1, j)} >> 32));
                                 th${j} = kd < th${j} ? kd : th${j};
                             }
                         }
@@ -207,7 +224,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % if k < KS[j]:
 % if PACK:
         {
-            const ulong v = s${k}_${j};
+            const ulong v = ${ks(k, j)};
             const uint key = (uint)v;
             const int l = v == EMPTY ? -1 : ((key & 1u) ? p + (int)(key >> 1) : p - (int)(key >> 1));
             const real_t d = as_float((uint)(v >> 32));
