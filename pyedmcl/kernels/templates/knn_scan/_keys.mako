@@ -158,17 +158,18 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 dd = dd < 0 ? -dd : dd;
                 cand &= as_${UV}(dd > (${IV})radius) & as_${UV}(vload${VW}(0, lmask + li));
             }
-            /* any lane a candidate at any E: an OR tree of halves */
-<% w = VW; v = "cand" %>\
+            /* the candidate lanes as a bit mask (lane i: bit i); only those are visited */
+            const ${UV} hit = as_${UV}(cand != (${UV})0u) & (${UV})(${", ".join("%du" % (1 << v) for v in range(VW))});
+<% w = VW; v = "hit" %>\
 % while w > 1:
 <% w //= 2 %>\
             const uint${w if w > 1 else ""} any${w} = ${v}.lo | ${v}.hi;
 <% v = "any%d" % w %>\
 % endwhile
             if (any1 == 0u) continue;
-            for (int lane = 0; lane < ${VW}; ++lane) {
+            for (uint lanes = any1; lanes != 0u; lanes &= lanes - 1u) {
+                const int lane = 31 - (int)clz(lanes & (0u - lanes));
                 const uint bits = ((const uint*)&cand)[lane];
-                if (bits == 0u) continue;
                 const int ll = l + lane;
                 const int dr = dist_rows(p, ll);
                 const uint tk = (uint)(2 * dr + (ll > p));
