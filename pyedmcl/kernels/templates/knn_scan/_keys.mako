@@ -25,9 +25,13 @@
     CT = "long" if REAL == "double" else "int"
     IVC = "%s%d" % (CT, VW)
     assert QB == WG and SPLIT == 1 and VW > 1 and TILE % (NM * VW) == 0
-    VL = 16 if PACK and KMAX_ <= 16 else 0  # each E's key list as one ulong16 (sorted lanes)
+    # each E's float32 key list as sorted ulong16 lanes: one vector up to 16 keys, two
+    # (L: keys 0-15, H: 16-31) up to 32; else scalar keys
+    VL = (1 if KMAX_ <= 16 else 2) if PACK and KMAX_ <= 32 else 0
     def ks(k, j):  # list entry k of E = j + 1
-        return "L%d.s%x" % (j, k) if VL else "s%d_%d" % (k, j)
+        if not VL:
+            return "s%d_%d" % (k, j)
+        return "L%d.s%x" % (j, k) if k < 16 else "H%d.s%x" % (j, k - 16)
 %>\
 #define EMPTY ((ulong)0x7F800000FFFFFFFFUL)
 /* vec_type_hint: the work is already in explicit vectors; without it Intel's CPU
@@ -58,6 +62,9 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % for j in range(EMAX):
 % if VL:
     ulong16 L${j} = (ulong16)EMPTY;
+% endif
+% if VL and KS[j] > 16:
+    ulong16 H${j} = (ulong16)EMPTY;
 % endif
 % for k in range(KS[j]):
 % if VL:
@@ -190,6 +197,11 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                             {   /* into the sorted lanes: lanes above cv take their left
                                    neighbour or cv, whichever is larger */
                                 const ulong16 c = (ulong16)cv;
+% if KS[j] > 16:
+                                /* the upper half shifts in the lower half's last key */
+                                const ulong16 shh = shuffle2(H${j}, L${j}, (ulong16)(31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
+                                H${j} = select(H${j}, max(shh, c), H${j} > c);
+% endif
                                 const ulong16 sh = shuffle2(L${j}, (ulong16)0UL, (ulong16)(16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
                                 L${j} = select(L${j}, max(sh, c), L${j} > c);
                             }
