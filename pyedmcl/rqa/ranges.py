@@ -63,12 +63,16 @@ def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], 
     plus :data:`DIAGONAL_COST` per diagonal cell; the diagonals' cells lie mostly in
     the top rows, so equal heights would not balance them)."""
     blocks = -(-m.n_rows // edge)
-    rows = np.arange(m.n_rows, dtype=np.int64)
-    diag = np.zeros(m.n_rows, np.int64)
-    for lo, hi in diag_ranges:
-        diag += np.clip(np.minimum(hi, m.n_cols - rows) - np.maximum(lo, -rows), 0, None)
     starts = np.arange(0, m.n_rows, edge)
-    block_diag = np.add.reduceat(diag, starts) if m.n_rows else diag
+    block_diag = np.zeros(blocks, np.int64)  # diagonal cells per row block
+    step = edge * max(1, (1 << 20) // edge)  # rows per pass: bounded temporaries at any N
+    for r0 in range(0, m.n_rows, step):
+        rows = np.arange(r0, min(m.n_rows, r0 + step), dtype=np.int64)
+        diag = np.zeros(rows.size, np.int64)
+        for lo, hi in diag_ranges:
+            diag += np.clip(np.minimum(hi, m.n_cols - rows) - np.maximum(lo, -rows), 0, None)
+        block_diag[r0 // edge: r0 // edge + -(-rows.size // edge)] = np.add.reduceat(
+            diag, np.arange(0, rows.size, edge))
     block_cols = np.diff(np.append(starts, m.n_rows)) * (m.n_cols if vertical else 0)
     block_cells = block_cols + block_diag
     if height:
