@@ -41,7 +41,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -122,7 +122,7 @@ class Prepared:
     series: list[np.ndarray]
     affine: list[Affine]
     #: a deferred merge check: (its future, fp64, what), see :meth:`float32_holds`
-    _verdict: Any = None
+    _verdict: Any = field(default=None, repr=False, compare=False)
 
     @property
     def real(self) -> str:

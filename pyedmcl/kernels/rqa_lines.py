@@ -185,9 +185,9 @@ class RQALinesKernel(TunableKernel):
         return (xd, yd, x2d, y2d, *extra)
 
     def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
-        """Zeroed carryover buffers (zeroed on the device) of a band of ``n`` lanes (columns: open black run, open
-        white run, recurrence count; diagonals: open run) or, horizontal, of ``n`` rows
-        (a row's first and last runs)."""
+        """Carryover buffers, zeroed on the device, of a band of ``n`` lanes (columns:
+        open black run, open white run, recurrence count; diagonals: open run) or,
+        horizontal, of ``n`` rows (a row's first and last runs)."""
         size = n if mode == "horizontal" else n + params["VEC"]
         return tuple(backend.zeros(size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
 

@@ -4,11 +4,14 @@
 ## The k best candidates of a query are kept in the total order (distance, |p - l|, l)
 ## (pyEDM's Simplex tie order); `tie_key(p, l)` ranks |p - l| first, then the earlier
 ## point. The top-k of a total order does not depend on the order candidates arrive
-## in, so every list form below gives the same result. Three forms:
+## in, so every list form below gives the same result. Four forms:
 ##   * registers, bd0..bd{K-1} / bi0..bi{K-1} (distance / point, -1 = empty):
 ##     `insert_reg`, an unrolled compare-swap network;
 ##   * packed keys s0..s{K-1} (ulong: float distance bits << 32 | tie key, whose
 ##     integer order is the total order): `insert_key`, a branch-free min/max network;
+##   * the same keys as the sorted lanes of one ulong16 (K <= 16) or two (K <= 32,
+##     keys 16.. in the second), empty lanes EMPTY: `insert_lanes`, a lane shift, a max
+##     and a select per vector (cheaper than the network where many lists are live);
 ##   * sorted lists in local memory (topd / topi rows): `shift_insert`, a short
 ##     shifting insertion.
 
@@ -39,6 +42,22 @@ inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 % for k in range(K):
 { const ulong lo = cv < s${k}${SF} ? cv : s${k}${SF}; cv = cv < s${k}${SF} ? s${k}${SF} : cv; s${k}${SF} = lo; }
 % endfor
+</%def>
+
+## packed key `cv` (a ulong, below the list's last key) into the sorted lanes LO (keys
+## 0-15) and, where the list holds more than 16 keys, HI (keys 16-31): every lane
+## above cv takes its left neighbour or cv, whichever is larger
+<%def name="insert_lanes(LO, HI=None)">\
+{
+    const ulong16 c = (ulong16)cv;
+% if HI:
+    /* the upper half shifts in the lower half's last key */
+    const ulong16 shh = shuffle2(${HI}, ${LO}, (ulong16)(31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
+    ${HI} = select(${HI}, max(shh, c), ${HI} > c);
+% endif
+    const ulong16 sh = shuffle2(${LO}, (ulong16)0UL, (ulong16)(16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
+    ${LO} = select(${LO}, max(sh, c), ${LO} > c);
+}\
 </%def>
 
 ## candidate (D, L) with tie key KEY into the sorted local list topd[I][OP j] /

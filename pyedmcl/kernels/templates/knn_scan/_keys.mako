@@ -4,13 +4,16 @@
 ## lags: coordinate j of lane l is x[PAD + l - j TAU], so each coordinate is one
 ## contiguous load). Per vector: the partial sums over E newest-first (the per-E
 ## kernel's order), a candidate bit per (lane, E) against the list's current k-th
-## distance, the library-row and exclusion masks; an OR tree of halves skips the
-## vector when no lane is a candidate at any E (almost all once the lists are full).
-## A candidate lane's partial sums are recomputed in scalars (same operations, so the
-## same values) and inserted into the lists whose bit it has: float32 as packed keys
-## (distance bits << 32 | tie key, whose integer order is the total order) through
-## the branch-free min/max network, float64 through the register network; both are
-## the knn "vec" variant's (common/_topk.mako). TILE: library lanes per step of the
+## distance, the library-row and exclusion masks; a lane bit mask (an OR tree of
+## halves) skips the vector when no lane is a candidate at any E (almost all once the
+## lists are full) and else visits only the candidate lanes. A candidate lane's
+## partial sums are recomputed in scalars (same operations, so the same values) and
+## inserted into the lists whose bit it has: float32 as packed keys (distance bits <<
+## 32 | tie key, whose integer order is the total order) kept as the sorted lanes of
+## one or two ulong16 per E up to 32 keys (`insert_lanes`: ten lists of scalar keys
+## left too few registers for the vector loop; 0.25 -> 0.22 s for a mixed map, N=100,
+## E 1..10, Intel on Zen 5), else through the branch-free min/max network; float64
+## through the register network (common/_topk.mako). TILE: library lanes per step of the
 ## tile order ORD (visited nearest to this work-item's query first). SPLIT == 1.
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
@@ -62,19 +65,18 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % for j in range(EMAX):
 % if VL:
     ulong16 L${j} = (ulong16)EMPTY;
-% endif
-% if VL and KS[j] > 16:
+% if KS[j] > 16:
     ulong16 H${j} = (ulong16)EMPTY;
 % endif
+% else:
 % for k in range(KS[j]):
-% if VL:
-<% pass %>\
-% elif PACK:
+% if PACK:
     ulong s${k}_${j} = EMPTY;
 % else:
     real_t bd${k}_${j} = INFINITY; int bi${k}_${j} = -1;
 % endif
 % endfor
+% endif
 % endfor
 
     /* first thresholds: per E the K-th smallest of the lane minima (lane i of a vector
@@ -194,17 +196,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % endif
                         if (cv < ${ks(KS[j] - 1, j)}) {
 % if VL:
-                            {   /* into the sorted lanes: lanes above cv take their left
-                                   neighbour or cv, whichever is larger */
-                                const ulong16 c = (ulong16)cv;
-% if KS[j] > 16:
-                                /* the upper half shifts in the lower half's last key */
-                                const ulong16 shh = shuffle2(H${j}, L${j}, (ulong16)(31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
-                                H${j} = select(H${j}, max(shh, c), H${j} > c);
-% endif
-                                const ulong16 sh = shuffle2(L${j}, (ulong16)0UL, (ulong16)(16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
-                                L${j} = select(L${j}, max(sh, c), L${j} > c);
-                            }
+                            ${topk.insert_lanes("L%d" % j, "H%d" % j if KS[j] > 16 else None)}
 % else:
                             ${topk.insert_key(KS[j], "_%d" % j)}
 % endif
