@@ -253,3 +253,27 @@ def test_real_shipped_epyc_entries_transfer(monkeypatch, tmp_path):
     c = lookup(XMAP_SKILL, zen5, ent["spec_bucket"], ent["size_bucket"], tmp_path / "user")
     assert c.source == "shipped:cpu_class"
     assert c.entry["key"] == "intel|amd-epyc" and c.params == ent["params"]
+
+
+def _gpu(name: str = "NVIDIA H100 80GB HBM3") -> DeviceInfo:
+    return DeviceInfo(
+        platform_index=0, device_index=0, platform_name="NVIDIA CUDA", runtime="nvidia",
+        vendor="NVIDIA Corporation", name=name, normalised_name=normalise_name(name),
+        driver_version="580", device_type="gpu", compute_units=132, clock_mhz=1980,
+        local_mem_bytes=49152, global_mem_bytes=2**36, max_alloc_bytes=2**34,
+        max_work_group_size=1024, max_work_item_sizes=(1024, 1024, 64), fp64=True,
+        opencl_c_version="OpenCL C 1.2", native_vector_width_float=1)
+
+
+@pytest.mark.parametrize("info", [_gpu(), fake("AMD EPYC", runtime="intel"),
+                                  fake("AMD EPYC", runtime="pocl", width=8)],
+                         ids=["gpu", "intel-cpu", "pocl-cpu"])
+def test_every_heuristic_is_a_point_of_its_space(info):
+    """A heuristic outside its own space is silently replaced by the space's first
+    candidate (TuningSpace.default): e.g. a GPU heuristic naming VEC=2 in a space without
+    2 ran RQA 6x slower. Every family's heuristic must be valid on each device kind."""
+    from pyedmcl.kernels import registry
+
+    for name, fam in registry().items():
+        p = fam.space.heuristic(info)
+        assert fam.space.valid(p, info), (name, info.device_type, info.runtime, p)

@@ -35,9 +35,10 @@ _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE"
 
 
 def _heuristic(info: DeviceInfo) -> Params:
-    if info.is_gpu:  # the H200's tuned entry before SYM existed (SYM: CPU only so far)
-        return {"VEC": 1, "WG": 32, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
-                "WALK": 0}
+    if info.is_gpu:  # H100, N = 10^5 and 10^6 (rqa/README.md): two columns per work-item
+        # and the black-start walk (WALK=1) beat one column and the transition walk by 1.2x
+        return {"VEC": 2, "WG": 64, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
+                "WALK": 1}
     if info.runtime == "intel":  # AVX-512/AVX2 lane code: the lane-vector walk (0056), 128
         # private bins (longer white lines are rare; fewer bins to clear and merge)
         return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
@@ -70,8 +71,18 @@ def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
     return info.runtime == "intel" and wg >= 16 and int(params.get("PH", 0)) >= 64
 
 
+def _gpu_unfit(p: Params, info: DeviceInfo) -> bool:
+    """Paths shaped for CPUs that GPU tuning never tries nor takes from a tuning file:
+    SYM's horizontal launch has one work-item per 64-row word of a row block (EDGE / 64
+    of them, each walking whole rows: an H100 did not finish N = 10^6 in 45 s, against
+    1.1 s without SYM), and private bins (PH > 0) live in off-chip memory on GPUs (2x
+    slower on the H100). Explicit ``params`` still run them (the tests do, at small N)."""
+    return info.is_gpu and bool(p.get("SYM", 0) or p.get("PH", 0))
+
+
 def _fits(p: Params, info: DeviceInfo) -> bool:
-    return ((not p.get("SHARE", 0) or p.get("BITS", 0) == 2)
+    return (not _gpu_unfit(p, info)
+            and (not p.get("SHARE", 0) or p.get("BITS", 0) == 2)
             and (not p.get("SYM", 0) or p.get("SHARE", 0))
             and (not p.get("WALK", 0) or p.get("BITS", 0))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
@@ -136,7 +147,7 @@ class RQALinesKernel(TunableKernel):
     #: it (:mod:`pyedmcl.rqa.dnr` sets it when imported, as ``import pyedmcl`` does)
     schedule: Callable[..., Any] | None = None
     space = TuningSpace(
-        params={"VEC": (1, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
+        params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3)},
         heuristic=_heuristic,
