@@ -83,6 +83,10 @@ class Kernel:
         self.handle = handle
         self.name = name
         self.source_hash = source_hash
+        #: per argument, the NumPy dtype of a scalar (None: a buffer or local memory), as
+        #: declared to the runtime's kernel object (a backend may use it to set arguments
+        #: faster; see PyOpenCLBackend.launch)
+        self.arg_dtypes: tuple[Any, ...] | None = None
 
     def __repr__(self) -> str:
         return f"Kernel({self.name}, {self.source_hash})"
