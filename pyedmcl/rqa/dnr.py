@@ -365,24 +365,28 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
 
 
 def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histograms:
-    """Per-device 64-bit histograms (and the 32-bit counts not folded into them) plus the
-    runs still open in the carryovers."""
+    """Per-device 64-bit histograms, with the runs still open in the carryovers added on
+    the device (:func:`_finish_on_device`; SYM's verticals are joined on the host)."""
     diag = np.zeros(m.hlen, np.uint64)
     vert = np.zeros(m.hlen, np.uint64)
     white = np.zeros(m.hlen, np.uint64)
     n_rec = 0
     for st in states:
-        read = _prefetch(st)
-        # 64-bit totals plus the counts still in the 32-bit histograms since their last
-        # fold (all zero where a final fold ran)
-        diag += read(st.h64["d"]) + read(st.h32["d"])
-        vert += read(st.h64["v"]) + read(st.h32["v"])
-        white += read(st.h64["w"]) + read(st.h32["w"])
-        d, v, wh, n = _open_runs(st, m, read)
-        diag += d
-        vert += v
-        white += wh
-        n_rec += n
+        _finish_on_device(st, m)
+    for st in states:
+        sym_bufs = _sym_buffers(st)
+        cols = [t for t in st.tasks if t.mode == "vertical" and not sym_bufs]
+        read = _prefetch(st, [*st.h64.values(), *(t.bufs[2] for t in cols), *sym_bufs])
+        diag += read(st.h64["d"])
+        vert += read(st.h64["v"])
+        white += read(st.h64["w"])
+        for t in cols:  # the recurrences each column counted
+            n_rec += int(read(t.bufs[2])[: t.hi - t.lo].sum(dtype=np.int64))
+        if sym_bufs:
+            v, wh, n = _sym_open_runs(st, m, read)
+            vert += v
+            white += wh
+            n_rec += n
     return Histograms(diag[:-1], vert[:-1], white[:-1], n_rec,
                       launches=sum(s.launches for s in states), seconds=seconds,
                       per_device=[s.be.info.selector for s in states],
@@ -391,11 +395,40 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
                       symmetric=any(s.params["SYM"] for s in states))
 
 
-def _prefetch(st: _DevState) -> Callable[[Any], np.ndarray]:
-    """Non-blocking reads of every buffer the recombination needs (64-bit histograms,
-    carryovers), issued at once; the returned reader waits for one buffer's copy. One
-    queue synchronisation instead of one per buffer (each costs ~0.1 ms on CPU runtimes)."""
-    bufs = [*st.h64.values(), *st.h32.values(), *(b for t in st.tasks for b in t.bufs)]
+def _finish_on_device(st: _DevState, m: _Matrix) -> None:
+    """Fold every 32-bit count into the 64-bit totals, add the runs the carryovers hold
+    open after the last row block (diagonal tasks; vertical ones unless SYM) into the
+    emptied 32-bit histograms, and fold those too: the host then reads three histograms
+    (and the recurrence counts) instead of ten N-long buffers. N = 10^5 on the H100:
+    the host-side recombination took ~15 ms of a 26 ms run. Two folds: a bin holds
+    fewer than 2^32 counts since the last fold, but not necessarily room for the open
+    runs too (bin 1)."""
+    _fold(st, m.hlen, final=True)
+    sym = bool(st.params["SYM"])
+    for t in st.tasks:
+        n = t.hi - t.lo
+        if t.mode == "diagonal":
+            RQA_LINES.add_runs(st.be, t.bufs[0], n, st.h32["d"])
+        elif t.mode == "vertical" and not sym:
+            RQA_LINES.add_runs(st.be, t.bufs[0], n, st.h32["v"])
+            if m.spec.white_border:  # open white runs touch the bottom border
+                RQA_LINES.add_runs(st.be, t.bufs[1], n, st.h32["w"])
+    _fold(st, m.hlen, final=True)
+
+
+def _sym_buffers(st: _DevState) -> list[Any]:
+    """SYM: the vertical task's carryovers and the horizontal task's row heads / tails,
+    which the host joins through the diagonal (:func:`_join_symmetric`)."""
+    if not st.params["SYM"]:
+        return []
+    by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
+    return [*by_mode["vertical"].bufs, *by_mode["horizontal"].bufs]
+
+
+def _prefetch(st: _DevState, bufs: list[Any]) -> Callable[[Any], np.ndarray]:
+    """Non-blocking reads of the buffers the recombination needs, issued at once; the
+    returned reader waits for one buffer's copy. One queue synchronisation instead of one
+    per buffer (each costs ~0.1 ms on CPU runtimes)."""
     waits = {id(b): st.be.to_host_async(b) for b in bufs}
     return lambda b: waits[id(b)]()
 
@@ -421,26 +454,10 @@ def task_open_runs(be: Backend, task: _Task, m: _Matrix,
     return diag, vert, white, int(npts.sum(dtype=np.int64))
 
 
-def _open_runs(st: _DevState, m: _Matrix, read: Callable[[Any], np.ndarray]
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Histograms (diagonal, vertical, white) of the runs one device's carryovers hold
-    open after the last row block, and the recurrences its columns counted."""
-    be, hlen = st.be, m.hlen
-    diag = np.zeros(hlen, np.uint64)
-    vert = np.zeros(hlen, np.uint64)
-    white = np.zeros(hlen, np.uint64)
-    n_rec = 0
-    sym = bool(st.params["SYM"])
-    for t in st.tasks:
-        if t.mode == "horizontal" or (sym and t.mode == "vertical"):
-            continue
-        d, v, wh, n = task_open_runs(be, t, m, read)
-        diag += d
-        vert += v
-        white += wh
-        n_rec += n
-    if not sym:
-        return diag, vert, white, n_rec
+def _sym_open_runs(st: _DevState, m: _Matrix, read: Callable[[Any], np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray, int]:
+    """SYM: the vertical and white histograms of the runs the upper-triangle column walks
+    and the row walks left open, joined through the diagonal, and the recurrences."""
     by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
     col = by_mode["vertical"]
     vr, wr, npts = (read(b)[: col.hi - col.lo].astype(np.int64) for b in col.bufs)
@@ -448,9 +465,7 @@ def _open_runs(st: _DevState, m: _Matrix, read: Callable[[Any], np.ndarray]
     rdt = m.spec.dtype
     diag_black = (rdt(m.thr) > 0 and (not m.spec.joint or rdt(m.thr2) > 0)
                   and not (m.spec.theiler_matrix and m.w > 0))
-    v, wh, n_sym = _join_symmetric(vr, wr, npts, head, tail, diag_black,
-                                   m.spec.white_border, hlen)
-    return diag, vert + v, white + wh, n_rec + n_sym
+    return _join_symmetric(vr, wr, npts, head, tail, diag_black, m.spec.white_border, m.hlen)
 
 
 def _join_symmetric(vr: np.ndarray, wr: np.ndarray, npts: np.ndarray, head: np.ndarray,

@@ -73,6 +73,7 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 % endif
 </%def>
 
+## rqa_accumulate (fold) and rqa_add_runs (open runs of the carryovers into a histogram).
 <%def name="accumulate()">\
 /* Fold a launch's 32-bit histogram into the 64-bit total and clear it. */
 __kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restrict h64, const int n)
@@ -81,6 +82,18 @@ __kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restri
     if (b < n) {
         const uint c = h32[b];
         if (c) { h64[b] += (ulong)c; h32[b] = 0u; }
+    }
+}
+
+/* Runs a carryover buffer holds open after the last row block (lengths; 0: none) into a
+   32-bit histogram (index length - 1), so that the host reads histograms only. */
+__kernel void rqa_add_runs(__global const uint* restrict runs, const int n,
+                           __global uint* restrict h32)
+{
+    const int i = get_global_id(0);
+    if (i < n) {
+        const uint r = runs[i];
+        if (r) atomic_inc(&h32[r - 1u]);
     }
 }
 </%def>
