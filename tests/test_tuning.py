@@ -66,11 +66,11 @@ def test_tuning_resumes_from_partial(tmp_path, monkeypatch):
 
     real = tuner_mod.time_config
 
-    def flaky(case, backend, params, repeats):
+    def flaky(case, backend, params, repeats, best_so_far=float("inf")):
         calls["n"] += 1
         if calls["n"] == 4:
             raise KeyboardInterrupt
-        return real(case, backend, params, repeats)
+        return real(case, backend, params, repeats, best_so_far)
 
     monkeypatch.setattr(tuner_mod, "time_config", flaky)
     with pytest.raises(KeyboardInterrupt):
@@ -234,3 +234,33 @@ def test_prune_stale_drops_only_entries_of_old_templates(tmp_path):
     assert prune_stale([str(f)]) == [(str(f), 1, 2)]
     data = json.loads(f.read_text())
     assert data["entries"] == [good] and data["device"] == {"name": "X"}
+
+
+def test_hopeless_candidate_timed_once():
+    """A candidate whose first timed run is over HOPELESS x the best so far is not timed
+    again (it cannot win); others get every repeat and their minimum."""
+    import clkernels.tuning.tuner as tuner_mod
+
+    class Case:
+        def __init__(self, seconds):
+            self.seconds, self.runs = list(seconds), 0
+
+        def run(self, params):
+            self.runs += 1
+            return [self.seconds[min(self.runs - 1, len(self.seconds) - 1)]]
+
+    class Backend:
+        def wait(self, ev):
+            pass
+
+        def event_seconds(self, ev):
+            return ev
+
+    slow = Case([9.0, 5.0, 5.0, 5.0])  # warm-up, then 5 s runs against a best of 1 s
+    assert tuner_mod.time_config(slow, Backend(), {}, 3, best_so_far=1.0) == 5.0
+    assert slow.runs == 2  # the warm-up and one timed run
+    close = Case([9.0, 2.5, 2.0, 2.2])  # within 3x: every repeat, their minimum
+    assert tuner_mod.time_config(close, Backend(), {}, 3, best_so_far=1.0) == 2.0
+    assert close.runs == 4
+    first = Case([9.0, 5.0, 4.0, 6.0])  # nothing timed yet: every repeat
+    assert tuner_mod.time_config(first, Backend(), {}, 3) == 4.0 and first.runs == 4
