@@ -17,9 +17,10 @@ from a row block to the next one, so
 
 Orders: ``"row"`` (row block by row block, all lanes of a band per launch) and
 ``"column"`` (one lane block at a time, all its row blocks). Every order, edge
-length and device split gives bit-identical integer histograms. The carryovers
-left after the last row block are flushed into the histograms on the host (the
-recombination step adds the per-device 64-bit histograms).
+length and device split gives bit-identical integer histograms. The runs the
+carryovers hold open after the last row block are counted into the histograms on the
+device (``rqa_add_runs``; SYM's verticals are joined through the diagonal on the host),
+and the recombination step adds the per-device 64-bit histograms.
 """
 
 from __future__ import annotations
@@ -399,10 +400,10 @@ def _finish_on_device(st: _DevState, m: _Matrix) -> None:
     """Fold every 32-bit count into the 64-bit totals, add the runs the carryovers hold
     open after the last row block (diagonal tasks; vertical ones unless SYM) into the
     emptied 32-bit histograms, and fold those too: the host then reads three histograms
-    (and the recurrence counts) instead of ten N-long buffers. N = 10^5 on the H100:
-    the host-side recombination took ~15 ms of a 26 ms run. Two folds: a bin holds
-    fewer than 2^32 counts since the last fold, but not necessarily room for the open
-    runs too (bin 1)."""
+    (and the recurrence counts) instead of ten N-long buffers and bins no runs itself,
+    which made the recombination the largest host cost of a GPU run (decision 0070).
+    Two folds: a bin holds fewer than 2^32 counts since the last fold, but not
+    necessarily room for the open runs too (bin 1)."""
     _fold(st, m.hlen, final=True)
     sym = bool(st.params["SYM"])
     for t in st.tasks:
