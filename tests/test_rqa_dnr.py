@@ -252,3 +252,38 @@ def test_share_path_taken_only_where_valid(device):
     for h in (off, col, sym, *nosym):
         assert np.array_equal(on.diagonal, h.diagonal) and np.array_equal(on.vertical, h.vertical)
         assert np.array_equal(on.white, h.white) and on.n_recurrences == h.n_recurrences
+
+
+@pytest.mark.parametrize("white_border", [True, False])
+def test_open_runs_counted_on_the_device(device, white_border, monkeypatch):
+    """The runs the carryovers hold open after the last row block, counted into the
+    histograms on the device (rqa_add_runs + fold), equal the host's binning of the same
+    carryovers (task_open_runs, which the band runners keep), also with partial 32-bit
+    folds. A slow series leaves long open runs of both colours in many columns."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+    from pyedmcl.rqa import dnr
+
+    be = clkernels.get_backend(device)
+    t = np.arange(300)
+    x = (np.sin(t * 0.013) + 0.3 * np.sin(t * 0.071)).astype(np.float32)
+    spec = LineSpec(2, 2, "euclidean", "float", white_border=white_border)
+    m = dnr._Matrix(spec, 298, 298, 0.05, 0.0, 0)
+    p = {"VEC": 4, "WG": 4, "EDGE": 64, "BITS": 2, "PH": 32, "SHARE": 0, "SYM": 0}
+    for limit in (None, 5000):
+        if limit:
+            monkeypatch.setattr(dnr, "_u32_limit", lambda lim=limit: lim)
+        st = dnr._device_state(be, m, x, x, None, None, p, None)
+        dnr._choose_paths(st, m, False, False, [(1, 298)])
+        dnr._assign_tasks([st], m, True, [(1, 298)])
+        dnr._run([st], [dnr._plan(st, m, "row")], m)
+        # the host's way first: the 32-bit counts since the last fold plus the open runs
+        host = [be.to_host(st.h64[k]) + be.to_host(st.h32[k]) for k in ("d", "v", "w")]
+        n_host = 0
+        for task in st.tasks:
+            d, v, w, n = dnr.task_open_runs(be, task, m)
+            host[0], host[1], host[2] = host[0] + d, host[1] + v, host[2] + w
+            n_host += n
+        assert sum(int(h[:-1].sum()) for h in host) > 0
+        got = dnr._recombine([st], m, 0.0)
+        assert _same((got.diagonal, got.vertical, got.white, got.n_recurrences),
+                     (host[0][:-1], host[1][:-1], host[2][:-1], n_host)), limit
