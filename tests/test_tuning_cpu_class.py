@@ -277,3 +277,20 @@ def test_every_heuristic_is_a_point_of_its_space(info):
     for name, fam in registry().items():
         p = fam.space.heuristic(info)
         assert fam.space.valid(p, info), (name, info.device_type, info.runtime, p)
+
+
+@pytest.mark.parametrize("bits, ph, wg, walk", [(1, 32, 16, 0), (1, 32, 8, 1), (1, 0, 32, 1),
+                                                (2, 32, 32, 1), (2, 64, 16, 0), (1, 128, 4, 1)])
+def test_intel_walk_crash_guard(bits, ph, wg, walk):
+    """Intel's CPU compiler crashes the process on the WALK paths with direct private bins
+    (PH at least a bit word: 32 rows with BITS=1, 64 with BITS=2) in work-groups of 16 or
+    more: those builds take WALK=0 and tuning skips them; other runtimes keep WALK."""
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, LineSpec
+
+    spec = LineSpec(5, 3, "euclidean", "float")
+    p = {"VEC": 4, "WG": wg, "EDGE": 2048, "BITS": bits, "PH": ph, "SHARE": 0, "SYM": 0,
+         "WALK": 1}
+    intel, pocl = fake("AMD EPYC", runtime="intel"), fake("AMD EPYC", runtime="pocl", width=8)
+    assert spec.template_params("vertical", p, intel)["WALK"] == walk
+    assert RQA_LINES.space.valid(p, intel) == bool(walk)
+    assert spec.template_params("vertical", p, pocl)["WALK"] == 1

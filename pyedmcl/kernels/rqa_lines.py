@@ -66,9 +66,12 @@ def _lane_walk_fits(params: Params) -> bool:
 
 def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
     """Intel's CPU OpenCL compiler (2024.x) aborts the process building the WALK paths
-    with direct private bins (PH >= 64) in work-groups of 16 or more (it vectorises over
-    work-items); those builds use WALK=0 (same histograms)."""
-    return info.runtime == "intel" and wg >= 16 and int(params.get("PH", 0)) >= 64
+    with direct private bins (PH at least a bit word: 64 rows, 32 with BITS=1) in
+    work-groups of 16 or more (it vectorises over work-items; BITS=1, PH=32, WG=16 with
+    VEC 2, 4 or 16 crashed `pyedmcl tune rqa_lines`); those builds use WALK=0 (same
+    histograms)."""
+    word = 32 if int(params.get("BITS", 0)) == 1 else 64
+    return info.runtime == "intel" and wg >= 16 and int(params.get("PH", 0)) >= word
 
 
 def _gpu_unfit(p: Params, info: DeviceInfo) -> bool:
