@@ -10,9 +10,10 @@ otherwise; best of ``--repeat`` runs, the contenders interleaved:
    folder, ``CUDA_CACHE_DISABLE=1``), so every kernel the job needs is built inside the
    timed call; its warm time is printed beside it
 3. 4. the same two at N=5,000 x L=3,780
-5. RQA of N=946,303 embedded points, E=3, tau=6, radius for RR ~ 0.05 (a logistic map
-   r=3.9: ``pyedmcl.data`` has no Roessler series; the issue's figure is a Roessler
-   record of the same size and rate): time against the issue's 0.25 s, and the cell rate
+5. RQA of N=946,303 embedded points, E=3, tau=6, radius for RR ~ 0.05, of a Rössler
+   record (``pyedmcl.data.roessler``: the issue's figure is a Roessler record of that
+   size and rate) and of the logistic map r=3.9 (earlier sessions' series;
+   ``--rqa-series``): time against the issue's 0.25 s, and the cell rate
 6. RQA N=10^5, same settings: ``rqa`` vs PyRQA (its OpenCL kernels on this device's
    platform)
 7. 8. exact Simplex at L=2^20 (random walk), E=7 and E=20: time against the issue's
@@ -115,19 +116,20 @@ def row_xmap(row: int, be, device, kedm, N: int, L: int, mixed: bool, repeat: in
     report(row, label, ours, "kedm.xmap", t.get("peer"), extra)
 
 
-def _rqa_input(n: int, E: int, tau: int, rr: float, be):
-    from pyedmcl.data import logistic_map
+def _rqa_input(n: int, E: int, tau: int, rr: float, be, series: str):
+    from pyedmcl.data import logistic_map, roessler
     from pyedmcl.rqa.radius import radius_for_rate
-    x = logistic_map(n + (E - 1) * tau, r=3.9, x0=0.4, burn=0)
+    m = n + (E - 1) * tau
+    x = roessler(m) if series == "roessler" else logistic_map(m, r=3.9, x0=0.4, burn=0)
     radius = radius_for_rate(x, None, rr, E=E, tau=tau, metric="euclidean",
                              dtype=np.dtype("float32"), backend=be)
     return x, radius
 
 
-def row_rqa(be, n: int, repeat: int, peer: bool) -> None:
+def row_rqa(be, n: int, repeat: int, peer: bool, series: str) -> None:
     import pyedmcl as pe
     E, tau = 3, 6
-    x, radius = _rqa_input(n, E, tau, 0.05, be)
+    x, radius = _rqa_input(n, E, tau, 0.05, be, series)
     fns = {"ours": lambda: pe.rqa(x, E=E, tau=tau, radius=radius, dtype="float32", device=be)}
     pyrqa = import_peer("pyrqa") if peer else None
     if pyrqa is not None:
@@ -144,9 +146,9 @@ def row_rqa(be, n: int, repeat: int, peer: bool) -> None:
     rate = n * n / t["ours"]
     extra = f"   RR {res.RR:.3f}, {rate:.2e} cells/s"
     if peer:
-        report(6, f"RQA N={n:,} E=3 tau=6", t["ours"], "PyRQA", t.get("peer"), extra)
+        report(6, f"RQA N={n:,} E=3 tau=6 ({series})", t["ours"], "PyRQA", t.get("peer"), extra)
     else:
-        report(5, f"RQA N={n:,} E=3 tau=6 (logistic, RR 0.05)", t["ours"], extra=extra)
+        report(5, f"RQA N={n:,} E=3 tau=6 ({series}, RR 0.05)", t["ours"], extra=extra)
 
 
 def row_simplex(row: int, be, L: int, E: int, repeat: int) -> None:
@@ -165,6 +167,9 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rows", default="1,2,3,4,5,6,7,8", help="comma list of the rows to run")
     ap.add_argument("--scale", type=int, default=1, help="divide every size by this")
+    ap.add_argument("--rqa-series", choices=("roessler", "logistic", "both"), default="both",
+                    help="RQA rows' series: the issue's record is a Roessler flow (pyedmcl.data."
+                         "roessler); the logistic map is what earlier sessions measured")
     a = ap.parse_args(argv)
     import clkernels
     import pyedmcl  # noqa: F401  (configures clkernels before a backend exists)
@@ -178,10 +183,12 @@ def main(argv=None) -> None:
                                3: (5_000, 3_780, False), 4: (5_000, 3_780, True)}.items():
         if row in rows:
             row_xmap(row, be, a.device, kedm, max(8, N // s), max(200, L // s), mixed, a.repeat)
-    if 5 in rows:
-        row_rqa(be, 946_303 // s, a.repeat, peer=False)
-    if 6 in rows:
-        row_rqa(be, 100_000 // s, a.repeat, peer=True)
+    series = ("roessler", "logistic") if a.rqa_series == "both" else (a.rqa_series,)
+    for name in series:
+        if 5 in rows:
+            row_rqa(be, 946_303 // s, a.repeat, peer=False, series=name)
+        if 6 in rows:
+            row_rqa(be, 100_000 // s, a.repeat, peer=True, series=name)
     for row, E in ((7, 7), (8, 20)):
         if row in rows:
             row_simplex(row, be, (1 << 20) // s, E, a.repeat)

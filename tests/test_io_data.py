@@ -7,7 +7,14 @@ import io
 import numpy as np
 import pytest
 
-from pyedmcl.data import coupled_logistic, logistic_map, logistic_network, lorenz63, noisy_sine
+from pyedmcl.data import (
+    coupled_logistic,
+    logistic_map,
+    logistic_network,
+    lorenz63,
+    noisy_sine,
+    roessler,
+)
 from pyedmcl.io import read_table
 
 
@@ -93,3 +100,10 @@ def test_models_are_deterministic_and_bounded():
     X, A = logistic_network(6, 300)
     assert X.shape == (300, 6) and np.isfinite(X).all() and A.shape == (6, 6)
     assert np.all(np.diag(A) == 0)
+    r = roessler(3000)
+    np.testing.assert_array_equal(r, roessler(3000))
+    # on the attractor (x in about [-9, 12]), oscillating with period ~6 time units
+    # (60 samples of dt 0.05 x 2): about 50 upward zero crossings in 3,000 samples
+    assert r.shape == (3000,) and -12 < r.min() < -5 and 8 < r.max() < 14
+    ups = np.count_nonzero((r[:-1] < 0) & (r[1:] >= 0))
+    assert 40 <= ups <= 60
