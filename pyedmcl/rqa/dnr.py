@@ -434,13 +434,13 @@ def _prefetch(st: _DevState, bufs: list[Any]) -> Callable[[Any], np.ndarray]:
     return lambda b: waits[id(b)]()
 
 
-def task_open_runs(be: Backend, task: _Task, m: _Matrix,
-                   read: Callable[[Any], np.ndarray] | None = None
+def task_open_runs(be: Backend, task: _Task, m: _Matrix
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Histograms (diagonal, vertical, white) of the runs a (non-SYM) task's carryovers
-    hold open after the last row block, and the recurrences its columns counted
-    (``read``: how a device buffer reaches the host, default ``be.to_host``)."""
-    read = read or be.to_host
+    hold open after the last row block, and the recurrences its columns counted, binned
+    on the host (the band and range runners, which take them per band or range; one
+    device's run counts them on the device, :func:`_finish_on_device`)."""
+    read = be.to_host
     hlen = m.hlen
     diag = np.zeros(hlen, np.uint64)
     vert = np.zeros(hlen, np.uint64)
