@@ -234,14 +234,16 @@ SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES"
          {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 4}, {"TJ": 4, "VEC": 0, "LANES": 1, "LWG": 2},
          {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
          {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
-         {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}]
+         {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
+         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LMAJ": 1},
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
     """The fused lookup + rho with targets as vector lanes (VEC=1) or as work-items
     (LANES=1: the reduction tree evaluated per work-item with a stack) gives the
     scalar kernel's matrix and E-scan bit for bit (every lane runs the same
-    operations in the same order), and so does LB = 2 (libraries in pairs: row blocks of
+    operations in the same order), in either grid order (LMAJ), and so does LB = 2 (libraries in pairs: row blocks of
     4, 4 and 3 libraries, an E-scan batch of 5); a target count that is not a multiple of TJ or
     LWG; a NaN-free short series whose library leaves queries without a full
     neighbour set (NaN preds)."""
@@ -290,9 +292,10 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
 
 @pytest.mark.parametrize("sp", [{"TJ": 4, "VEC": 1, "LANES": 0, "LWG": 32},
                                 {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2},
+                                {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1},
                                 {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                                 {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}],
-                         ids=["vec", "lanes", "pipelined", "pipelined-lb2"])
+                         ids=["vec", "lanes", "lanes-lmaj", "pipelined", "pipelined-lb2"])
 def test_oclgrind_clean_skill_vec(sp):
     """VEC=1, LANES=1, PF=1 (pipelined query loop) and LB=2 lookup + rho (both weights: the
     matrix and the E-scan) under Oclgrind, agreeing with PoCL within float32 rounding

@@ -19,6 +19,11 @@ launchers.
   TJ, the targets sharing one read of a table row, and VEC (those targets as
   the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
   GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads);
+  LMAJ (with LANES), the grid's order: libraries first, so the work-groups on one
+  compute unit share their targets' slab in L1 (H100, N=10,000 x L=1,000, E=6, LWG 32,
+  skill device time: 1.60 -> 1.24 s, the tuned scalar layout 1.57 s; at L=3,780 and
+  with E mixed 1..20 the scalar layout stays ahead, 1.11 vs 1.40 s and 2.1 vs 4.6 s:
+  a tuning choice, not a default);
   LB, the libraries of one work-group (the same targets: on GPUs the work-groups
   resident on one SM then gather from fewer target series, which stay in its L1).
   The reduction's work-group size WG is not tuned: it fixes the reduction order,
@@ -222,6 +227,8 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
     if p["LB"] > 1 and (p["LANES"] or p["VEC"] or not info.is_gpu
                         or ccm_skill_wg(info) * p["LB"] > info.max_work_group_size):
         return False  # libraries per work-group: the scalar layout on GPUs (L1 sharing)
+    if p.get("LMAJ", 0) and not p["LANES"]:
+        return False  # the grid order of the target-lane layout
     if p["LANES"]:  # TJ targets per work-item; LWG is the launch size
         return (p["TJ"] <= 4 and not p["VEC"] and not p["PF"]
                 and p["LWG"] <= info.max_work_group_size)
@@ -232,14 +239,17 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
 
 
 #: the layout values of a kernel rendered without tuned ones (``pack``)
-_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1}
+_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0}
 
 
 def skill_geometry(params: Params, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
     """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
     target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
     if params["LANES"]:
-        return (-(-ntg // (params["LWG"] * params["TJ"])) * params["LWG"], nb), (params["LWG"], 1)
+        tiles = -(-ntg // (params["LWG"] * params["TJ"]))
+        if params.get("LMAJ", 0):  # libraries first (_lanes.mako)
+            return (nb * params["LWG"], tiles), (params["LWG"], 1)
+        return (tiles * params["LWG"], nb), (params["LWG"], 1)
     lb = int(params.get("LB", 1))
     return (-(-ntg // params["TJ"]) * wg, -(-nb // lb) * lb), (wg, lb)
 
@@ -261,7 +271,7 @@ def lanes_for(params: Params, ntg: int) -> int:
 FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
-SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
+SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0}
 
 
 def cpu_layout(params: Params, ntg: int) -> Params:
@@ -293,8 +303,10 @@ class XmapSkillKernel(TunableKernel):
     name = "xmap_skill"
     template = "xmap_lookup/xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1), "LANES": (0, 1),
-                                "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4)},
-                        heuristic=_skill_heuristic, constraint=_skill_constraint)
+                                "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4),
+                                "LMAJ": (0, 1)},
+                        heuristic=_skill_heuristic, constraint=_skill_constraint,
+                        filled={"LMAJ": 0})
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
         return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{_k_bucket(spec['K'])}"
@@ -313,9 +325,10 @@ class XmapSkillKernel(TunableKernel):
         (E-scan) mode has one target per library, so it never uses target lanes."""
         p = self.params_for(be, spec, size)
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
-               "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1))}
+               "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
+               "LMAJ": int(p.get("LMAJ", 0))}
         if diag and out["LANES"]:
-            out.update(TJ=1, VEC=0, LANES=0, LB=1)
+            out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0)
         return out
 
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:

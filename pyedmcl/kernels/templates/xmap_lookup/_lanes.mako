@@ -8,6 +8,10 @@
 ## and merges them with the WG-leaf pairwise tree of LANES = 0 (common/_stats.mako's
 ## `reduce`), evaluated in post-order with a stack (leaves in bit-reversed order), so
 ## rho is bit-identical. Not for diag (one target per library).
+## LMAJ = 1: the grid runs libraries first (group (b, tile) instead of (tile, b)), so
+## the work-groups resident on one compute unit read the same targets' slab of y for
+## different libraries (L1 hits where tile-first order streams y from L2 for every
+## library). Same rho.
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%def name="kernel()">
@@ -17,8 +21,8 @@ ${skill.signature()}
 {
     /* targets j0 + t * LWG, t < TJ: the table row is loaded once for TJ targets and
        every read of a target value stays coalesced over the work-group */
-    const int j0 = get_group_id(0) * ${LWG * TJ} + get_local_id(0);
-    const int b = get_group_id(1);
+    const int j0 = get_group_id(${LMAJ}) * ${LWG * TJ} + get_local_id(0);
+    const int b = get_group_id(${1 - LMAJ});
     __global const int* ib = tidx + (size_t)b * nq * K;
     __global const acc_t* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;

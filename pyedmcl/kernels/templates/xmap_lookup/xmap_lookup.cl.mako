@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
