@@ -178,6 +178,23 @@ def test_warning_when_float32_would_merge_values(device):
         pe.simplex(x, E=2, dtype="float64", device=device)
 
 
+def test_rqa_checks_float32_beside_the_device_work(device):
+    """rqa() runs while the merge check sorts the series (one process); a series float32
+    cannot hold gives one warning and the float64 result, histograms bit for bit."""
+    x = _clustered()
+    with pytest.warns(PrecisionWarning, match="x: .*float64") as rec:
+        got = pe.rqa(x, E=2, radius=0.1, device=device)
+    assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
+    ref = pe.rqa(x, E=2, radius=0.1, device=device, dtype="float64")
+    assert got.settings["dtype"] == "float64"
+    for h in ("diagonal_hist", "vertical_hist", "white_hist"):
+        np.testing.assert_array_equal(getattr(got, h), getattr(ref, h))
+    with warnings.catch_warnings():  # a series float32 holds: no warning, float32
+        warnings.simplefilter("error", PrecisionWarning)
+        assert pe.rqa(logistic_map(200), E=2, radius=0.1, device=device).settings[
+            "dtype"] == "float32"
+
+
 def test_xmap_checks_float32_beside_the_map(device):
     """In memory the map runs while the merge check sorts the series; a series float32
     cannot hold still gives one warning and the float64 matrix, bit for bit."""

@@ -36,8 +36,8 @@ def _ratio(a: float, b: float) -> float:
 def line_stats(hist: np.ndarray, l_min: int) -> dict[str, float]:
     """Points in lines >= l_min, all points in lines, number of lines >= l_min, max, entropy."""
     h = np.asarray(hist)
-    nz = np.flatnonzero(h)
-    lmax = int(nz[-1]) + 1 if nz.size else 0
+    nz = h[::-1] != 0  # the longest line: the last nonzero bin (argmax stops at the first)
+    lmax = h.size - int(np.argmax(nz)) if h.size and nz.any() else 0
     h = h[:lmax].astype(np.int64)  # counts and l * P(l) <= N^2 fit int64 exactly
     lengths = np.arange(1, h.size + 1, dtype=np.int64)
     pts_all = int((h * lengths).sum())
