@@ -178,9 +178,14 @@ def test_warning_when_float32_would_merge_values(device):
         pe.simplex(x, E=2, dtype="float64", device=device)
 
 
-def test_rqa_checks_float32_beside_the_device_work(device):
-    """rqa() runs while the merge check sorts the series (one process); a series float32
-    cannot hold gives one warning and the float64 result, histograms bit for bit."""
+@pytest.mark.parametrize("speculate", [True, False], ids=["beside", "first"])
+def test_rqa_checks_float32_beside_the_device_work(device, speculate, monkeypatch):
+    """rqa() runs while the merge check sorts the series (one process, small N) or
+    checks first (large N: SPECULATE_MAX); either way a series float32 cannot hold gives
+    one warning and the float64 result, histograms bit for bit."""
+    from pyedmcl.rqa import core
+    if not speculate:
+        monkeypatch.setattr(core, "SPECULATE_MAX", 0)
     x = _clustered()
     with pytest.warns(PrecisionWarning, match="x: .*float64") as rec:
         got = pe.rqa(x, E=2, radius=0.1, device=device)
