@@ -251,15 +251,15 @@ class RQALinesKernel(TunableKernel):
         for h32, h64 in pairs:
             backend.launch(k, (round_up(n, wg),), (wg,), h32, h64, np.int32(n))
 
-    def add_runs(self, backend: Backend, runs: Any, n: int, h32: Any) -> None:
-        """Count the positive lengths of ``runs[:n]`` (a carryover buffer: the runs left
-        open after the last row block) into the 32-bit histogram ``h32`` (index
+    def add_runs(self, backend: Backend, runs: Any, n: int, h32: Any, i0: int = 0) -> None:
+        """Count the positive lengths of ``runs[i0:i0 + n]`` (a carryover buffer: the runs
+        left open after the last row block) into the 32-bit histogram ``h32`` (index
         length - 1), on the device."""
         if n <= 0:
             return
         k = backend.kernel(self.template, _FOLD_PARAMS, "rqa_add_runs")
         wg = min(64, backend.info.max_work_group_size)
-        backend.launch(k, (round_up(n, wg),), (wg,), runs, np.int32(n), h32)
+        backend.launch(k, (round_up(n, wg),), (wg,), runs, np.int32(i0), np.int32(n), h32)
 
 
 RQA_LINES = RQALinesKernel()

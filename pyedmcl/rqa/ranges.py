@@ -225,20 +225,29 @@ class RangeDevice:
         range; diagonal ``k``: the range holding its last row), minus the recurrences
         the warm-ups seeded."""
         be, m = self.st.be, self.m
-        out = [be.to_host(self.st.h64[k]) for k in ("d", "v", "w")]
-        n_rec = -self.seeded
+        # the runs open where their lane ends: the columns' at the bottom border (the
+        # last range's), the diagonals' that end inside this range; counted on the device
+        # as one device's run counts them (dnr._finish_on_device), so no N-long carry is
+        # read back and binned on the host
+        added = False
         for task, rr in self.open:
             if task.mode == "diagonal":
-                dr = be.to_host(task.bufs[0])[: task.hi - task.lo]
-                end = diagonal_end(m, np.arange(task.lo, task.hi))
-                dr = np.where((end > rr.r0) & (end <= rr.r1), dr, 0)
-                out[0] += dnr._runs_hist(dr, m.hlen)
-                continue
-            d, v, w, n = dnr.task_open_runs(be, task, m)
-            n_rec += n
-            if rr.r1 == m.n_rows:
-                out[1] += v
-                out[2] += w
+                ka, kb = _diagonals_ending(m, task.lo, task.hi, rr)
+                RQA_LINES.add_runs(be, task.bufs[0], kb - ka, self.st.h32["d"], ka - task.lo)
+                added = True
+            elif task.mode == "vertical" and rr.r1 == m.n_rows:
+                n = task.hi - task.lo
+                RQA_LINES.add_runs(be, task.bufs[0], n, self.st.h32["v"])
+                if m.spec.white_border:  # open white runs touch the bottom border
+                    RQA_LINES.add_runs(be, task.bufs[1], n, self.st.h32["w"])
+                added = True
+        if added:
+            dnr._fold(self.st, m.hlen, final=True)
+        out = [be.to_host(self.st.h64[k]) for k in ("d", "v", "w")]
+        n_rec = -self.seeded
+        for task, _ in self.open:
+            if task.mode == "vertical":  # the recurrences its columns counted
+                n_rec += int(be.to_host(task.bufs[2])[: task.hi - task.lo].sum(dtype=np.int64))
         return out[0], out[1], out[2], n_rec
 
 
@@ -263,6 +272,15 @@ def _groups(lanes: np.ndarray) -> list[tuple[int, int]]:
         return []
     cut = np.flatnonzero(np.diff(lanes) != 1) + 1
     return [(int(g[0]), int(g[-1]) + 1) for g in np.split(lanes, cut)]
+
+
+def _diagonals_ending(m: _Matrix, lo: int, hi: int, rr: RowRange) -> tuple[int, int]:
+    """The diagonals ``k`` of ``[lo, hi)`` whose last cell lies in range ``rr``
+    (``rr.r0 < diagonal_end(k) <= rr.r1``), a run of lanes ``[ka, kb)`` since the end
+    never grows with ``k`` (empty: ``ka == kb``)."""
+    ka = lo if m.n_rows <= rr.r1 else max(lo, m.n_cols - rr.r1)
+    kb = min(hi, m.n_cols - rr.r0)
+    return ka, max(ka, kb)
 
 
 def diagonal_end(m: _Matrix, k: np.ndarray) -> np.ndarray:

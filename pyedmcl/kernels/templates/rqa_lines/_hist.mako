@@ -86,13 +86,14 @@ __kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restri
 }
 
 /* Runs a carryover buffer holds open after the last row block (lengths; 0: none) into a
-   32-bit histogram (index length - 1), so that the host reads histograms only. */
-__kernel void rqa_add_runs(__global const uint* restrict runs, const int n,
+   32-bit histogram (index length - 1), so that the host reads histograms only: the n
+   entries from i0 on (a row range's diagonals that end inside it). */
+__kernel void rqa_add_runs(__global const uint* restrict runs, const int i0, const int n,
                            __global uint* restrict h32)
 {
     const int i = get_global_id(0);
     if (i < n) {
-        const uint r = runs[i];
+        const uint r = runs[i0 + i];
         if (r) atomic_inc(&h32[r - 1u]);
     }
 }
