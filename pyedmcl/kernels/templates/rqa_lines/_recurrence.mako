@@ -74,12 +74,26 @@ ${dist(T, "acc2", "x2", "yv2", "i")}
 ## The bit words ba of one run-walk word (rows ib .. ib + nb - 1), 32 rows at a time: the
 ## caller's body sets rec for row i; bit r of lane l's half h is the cell of row
 ## ib + 32 h + r (vstore: lane l's half h at ba[h * VEC + l]).
+## UNR=1: a full half (32 rows) takes a fully unrolled copy of the row loop, so that
+## the shifts are constants, the loop's own instructions vanish and the compiler loads
+## each row value once for the E coordinates that read it (x[i + m TAU] is row i + m TAU's
+## first coordinate); the same cells in the same order.
 <%def name="packed_halves(T)">\
 <% UV, VEC = T.UV, T.VEC %>\
           for (int h = 0; h < ${T.WB // 32}; ++h) {   /* 32-row halves of the word */
             const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
+% for unrolled in ((True, False) if UNR else (False,)):
+%   if UNR and unrolled:
+            if (nh == 32) {
+            #pragma unroll
+            for (int r = 0; r < 32; ++r) {
+%   elif UNR:
+            } else {
             for (int r = 0; r < nh; ++r) {
+%   else:
+            for (int r = 0; r < nh; ++r) {
+%   endif
                 const int i = ib + 32 * h + r;
 ${caller.body()}\
 % if VEC == 1:
@@ -88,6 +102,10 @@ ${caller.body()}\
                 bits |= as_${UV}(rec) & (${UV})(1u << r);
 % endif
             }
+% endfor
+% if UNR:
+            }
+% endif
 % if VEC == 1:
             ba[h] = bits;
 % else:
