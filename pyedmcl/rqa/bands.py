@@ -41,7 +41,6 @@ from .dnr import (
     _Launch,
     _Matrix,
     _Task,
-    task_open_runs,
 )
 
 #: bands per device the default width aims at (enough for the largest-first queue to
@@ -175,15 +174,26 @@ class BandDevice:
         left open, as host arrays; the device totals are cleared (Dask: one band per
         call)."""
         self.finish()
-        st = self.st
+        st, m = self.st, self.m
+        # the runs the band leaves open at the matrix border, counted on the device
+        # (as dnr._finish_on_device does for one device's run), then folded
+        n_lanes = task.hi - task.lo
+        if task.mode == "diagonal":
+            RQA_LINES.add_runs(st.be, task.bufs[0], n_lanes, st.h32["d"])
+        else:
+            RQA_LINES.add_runs(st.be, task.bufs[0], n_lanes, st.h32["v"])
+            if m.spec.white_border:  # open white runs touch the bottom border
+                RQA_LINES.add_runs(st.be, task.bufs[1], n_lanes, st.h32["w"])
+        _fold(st, m.hlen, final=True)
         out = [st.be.to_host(st.h64[k]) for k in ("d", "v", "w")]
         for k in ("d", "v", "w"):
             st.be.fill(st.h64[k], 0)
-        d, v, w, n = task_open_runs(st.be, task, self.m)
+        n = 0 if task.mode == "diagonal" else int(
+            st.be.to_host(task.bufs[2])[:n_lanes].sum(dtype=np.int64))
         st.tasks.remove(task)
         st.events.clear()  # a worker runs many bands: keep no finished event
         self.window.clear()
-        return out[0] + d, out[1] + v, out[2] + w, n
+        return out[0], out[1], out[2], n
 
 
 def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:

@@ -438,8 +438,8 @@ def task_open_runs(be: Backend, task: _Task, m: _Matrix
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Histograms (diagonal, vertical, white) of the runs a (non-SYM) task's carryovers
     hold open after the last row block, and the recurrences its columns counted, binned
-    on the host (the band and range runners, which take them per band or range; one
-    device's run counts them on the device, :func:`_finish_on_device`)."""
+    on the host: the NumPy reference of what every runner counts on the device
+    (:func:`_finish_on_device`, the band and range runners' ``rqa_add_runs``)."""
     read = be.to_host
     hlen = m.hlen
     diag = np.zeros(hlen, np.uint64)
