@@ -435,7 +435,7 @@ def default_device(devs: list[DeviceInfo] | None = None, *,
             note(f"skipping {_label(s)}: it cannot build kernels ({reason}); using "
                  f"{_label(d)} instead")
         if skipped:
-            why += f" ({', '.join(s.runtime for s, _ in skipped)} skipped: probe build failed)"
+            why += f" ({', '.join(s.runtime for s, _ in skipped)} skipped: probe failed)"
         return d, why
     raise _nothing_works(devs)
 

@@ -41,8 +41,14 @@ from typing import Any
 from . import settings
 from .userdirs import atomic_write_text, private_dir
 
-#: bump when the probe kernel or the verdict format changes
-PROBE_VERSION = 1
+#: bump when the probe kernel, its checks or the verdict format change
+PROBE_VERSION = 2
+#: LLVM CPU names whose code may use AVX-512 (LLVM 14-20)
+_AVX512_CPUS = frozenset((
+    "knl", "knm", "skylake-avx512", "skx", "cascadelake", "cooperlake", "cannonlake",
+    "icelake-client", "icelake-server", "rocketlake", "tigerlake", "sapphirerapids",
+    "graniterapids", "graniterapids-d", "emeraldrapids", "diamondrapids", "znver4", "znver5",
+    "x86-64-v4"))
 _ENV_PREFIXES = ("POCL_", "CL_CONFIG_")
 _ENV_NAMES = ("PYOPENCL_BUILD_OPTIONS",)
 _ENV_IGNORED = ("POCL_CACHE_DIR",)
@@ -123,6 +129,30 @@ __kernel void clkernels_probe(__global float* a) {{
 """
 
 
+def pocl_target_mismatch(version: str, native_float_width: int) -> str:
+    """Why a PoCL CPU device compiles for a CPU other than the one it runs on ("" if it
+    does not).
+
+    PoCL names the LLVM CPU it generates code for at the end of its device version
+    (``HSTR: pthread-x86_64-unknown-linux-gnu-znver3``) and picks its built-in kernel
+    library from the host's features (AVX-512: a native float vector width of 16). An
+    LLVM older than the CPU takes a newer CPU for an older one: PoCL 3.0's LLVM 14 takes
+    an AMD Zen 4 (AVX-512) for ``znver3`` (no AVX-512) and links the AVX-512 library into
+    it. Tiny kernels still build and run, larger ones are lost (measured on a 2-core
+    Zen 4 EPYC: the fused k-NN scan aborts the process in the compiler with
+    ``std::bad_alloc`` after taking 13 GB, other programs build without their kernels,
+    ``INVALID_KERNEL_NAME``), so such a device must not count as usable."""
+    if "HSTR:" not in version or native_float_width < 16:
+        return ""
+    # <device>-<arch>-<vendor>-<os>-<env>-<cpu>; LLVM CPU names may hold hyphens
+    cpu = "-".join(version.split("HSTR:", 1)[1].split()[0].split("-")[5:])
+    if not cpu or cpu in _AVX512_CPUS:
+        return ""
+    return (f"PoCL compiles for LLVM CPU '{cpu}' (no AVX-512) on a CPU with AVX-512: its LLVM "
+            "does not know this CPU and large kernels fail to build or abort the process; "
+            "a newer PoCL (5 or later) or Intel's CPU runtime works")
+
+
 def _run_probe(info: Any, device: Any, options: tuple[str, ...]) -> Verdict:
     import numpy as np
     import pyopencl as cl
@@ -130,6 +160,9 @@ def _run_probe(info: Any, device: Any, options: tuple[str, ...]) -> Verdict:
     from .buildcache import check_pocl_cache
 
     if info.runtime == "pocl":
+        why = pocl_target_mismatch(str(device.version), int(device.native_vector_width_float))
+        if why:
+            return Verdict(False, why)
         check_pocl_cache()
     t0 = time.perf_counter()
     captured = Captured()

@@ -74,6 +74,14 @@ def _pocl():
     return next(d for d in list_devices() if d.runtime == "pocl")
 
 
+def _pocl_mismatch() -> str:
+    """Why the probe refuses this machine's PoCL before building ("" where it builds)."""
+    from clkernels.devices import cl_device
+
+    dev = cl_device(_pocl())
+    return probe_mod.pocl_target_mismatch(str(dev.version), int(dev.native_vector_width_float))
+
+
 # --- the probe and its cache --------------------------------------------------------
 
 _VERDICT = textwrap.dedent("""
@@ -111,6 +119,21 @@ def test_probe_verdict_keyed_on_build_env(tmp_path):
         if flags:
             assert "INVALID_BUILD_OPTIONS" in p.stdout and BAD in p.stdout
     assert len(list((cache / "probe").glob("*.json"))) == 2
+
+
+@pytest.mark.parametrize("version, width, bad", [
+    # PoCL 3.0 (LLVM 14) on an AMD Zen 4: AVX-512 library, code for znver3
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3", 16, "znver3"),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-haswell", 16, "haswell"),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3", 8, ""),  # a Zen 3
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver4", 16, ""),  # newer LLVM
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-cascadelake", 16, ""),
+    ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-skylake-avx512", 16, ""),
+    ("OpenCL 3.0 PoCL", 16, ""),  # no target named: nothing to compare
+])
+def test_pocl_compiling_for_an_older_cpu_is_unusable(version, width, bad):
+    why = probe_mod.pocl_target_mismatch(version, width)
+    assert (bad in why and "AVX-512" in why) if bad else why == ""
 
 
 @pytest.mark.skipif(not HAS_POCL, reason="needs PoCL")
@@ -195,7 +218,8 @@ def test_no_working_device_is_one_clear_error(tmp_path):
     p = _run(["-m", "pyedmcl.cli.main", "simplex", str(csv), "-E", "2"], env)
     assert p.returncode == 1, p.stderr
     assert "no OpenCL device can build kernels" in p.stderr
-    assert "pocl" in p.stderr and BAD in p.stderr
+    # the build's error, or where the probe refuses this PoCL before building, why
+    assert "pocl" in p.stderr and (BAD in p.stderr or _pocl_mismatch() in p.stderr)
     assert "pip install intel-opencl-rt" in p.stderr and "Traceback" not in p.stderr
 
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
               f"{d.name} [{d.platform_name}]")
         print(f"{'':<51}{d.fingerprint}")
         if not v.ok:
-            print(f"{'':<51}probe build failed: {v.reason}")
+            print(f"{'':<51}probe failed: {v.reason}")
     if chosen:
         print(f"\ndefault (*): {chosen.selector} {chosen.runtime} {chosen.name} — {why}")
         return 0
