@@ -131,8 +131,36 @@ def test_cache_size_breaks_core_count_ties(shipped, tmp_path):
 
 def test_exact_device_still_wins(shipped, tmp_path):
     _standard(shipped)
-    c = _lookup(fake("AMD EPYC 9654", cores=2, vendor="amd", family="zen5"), tmp_path)
+    c = _lookup(fake("AMD EPYC 9654", cores=2, vendor="amd", family="zen4"), tmp_path)
     assert (c.source, c.params) == ("shipped:device", params(16))
+    db._lookup_cache.clear()  # an unknown family: the name decides
+    c = _lookup(fake("AMD EPYC 9654", cores=2, vendor="amd"), tmp_path)
+    assert (c.source, c.params) == ("shipped:device", params(16))
+
+
+def test_same_name_other_family_is_not_this_device(shipped, tmp_path):
+    """A VM names a Zen 4 and a Zen 5 alike ("AMD EPYC"): the other family's entries under
+    this device key are borrowed as a class (nearest first), never taken as this
+    device's own; an entry of this family under the same key wins over them."""
+    zen5 = fake("AMD EPYC", cores=2, vendor="amd", family="zen5")
+    shipped({"d-epyc.json": device_file(EPYC2, 8), "defaults.json": fallback_file("intel")})
+    c = _lookup(zen5, tmp_path)
+    assert (c.source, c.params) == ("shipped:cpu_class", params(8))
+    assert not db.same_cpu({**device_file(EPYC2, 8)["entries"].popitem()[1],
+                            "cpu_class": EPYC2.cpu_class.as_dict()}, zen5)
+    # both families' entries in one device file: each CPU takes its own
+    own = device_file(zen5, 64)
+    e4 = {**device_file(EPYC2, 8)["entries"].popitem()[1], "cpu_class": EPYC2.cpu_class.as_dict(),
+          "size_bucket": ZB}
+    e5 = {**own["entries"].popitem()[1], "cpu_class": zen5.cpu_class.as_dict()}
+    shipped({"d-epyc.json": {"format": db.FORMAT, "device": zen5.as_dict(), "entries": [e5, e4]}})
+    db._shipped = None
+    db._lookup_cache.clear()
+    assert (_lookup(zen5, tmp_path).source, _lookup(zen5, tmp_path).params) == (
+        "shipped:device", params(64))
+    db._lookup_cache.clear()
+    assert (_lookup(EPYC2, tmp_path).source, _lookup(EPYC2, tmp_path).params) == (
+        "shipped:device", params(8))
 
 
 @pytest.mark.parametrize("info,source,wg", [

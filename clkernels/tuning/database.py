@@ -377,7 +377,8 @@ def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, 
     for level in LEVELS:
         key = level_key(info, level)
         cands = [e for e in shipped if e.get("level") == level and e.get("key") == key
-                 and (level != "global" or e.get("device_type") == info.device_type)]
+                 and (level != "global" or e.get("device_type") == info.device_type)
+                 and (level != "device" or same_cpu(e, info))]
         cands = [e for e in cands if usable(e, kernel, info, False, f"shipped tuning/ ({level})")]
         hit = _best_match(cands, spec_bucket, size_bucket)
         if hit is not None:
@@ -406,6 +407,25 @@ def entry_cpu_class(entry: dict[str, Any], where: str) -> CpuClass | None:
         return None
 
 
+def same_cpu(entry: dict[str, Any], info: DeviceInfo) -> bool:
+    """Whether a shipped ``device`` entry of this device's key was measured on this very
+    CPU. A CPU's device key is its runtime and name, and a cloud VM names several CPUs
+    alike ("AMD EPYC" for a Zen 4 and a Zen 5): where both microarchitecture families
+    are known and differ, the entry is another CPU's, which the CPU-class step may still
+    borrow (measured: the Zen 5's RQA line parameters ran 2.1x slower on a Zen 4 than its
+    own). Devices that are no CPU, and entries or devices of unknown family, match."""
+    if info.device_type != "cpu":
+        return True
+    try:
+        mine = info.cpu_class
+    except ValueError:
+        return True
+    theirs = entry_cpu_class(entry, "shipped tuning/ (device)")
+    if mine is None or theirs is None or not mine.family or not theirs.family:
+        return True
+    return mine.family == theirs.family
+
+
 def _nearest_class_match(kernel: TunableKernel, info: DeviceInfo, shipped: list[dict[str, Any]],
                          spec_bucket: str, size_bucket: str) -> dict[str, Any] | None:
     """The device entry of the nearest CPU class that has this problem (see
@@ -420,7 +440,7 @@ def _nearest_class_match(kernel: TunableKernel, info: DeviceInfo, shipped: list[
     # one group per measured CPU (device key + class: one name can cover core counts)
     groups: dict[tuple[tuple, str, str], list[dict[str, Any]]] = {}
     for e in shipped:
-        if e.get("level") != "device" or e.get("key") == info.device_key:
+        if e.get("level") != "device" or (e.get("key") == info.device_key and same_cpu(e, info)):
             continue
         theirs = entry_cpu_class(e, where)
         dist = None if theirs is None else mine.distance(theirs)
