@@ -49,12 +49,19 @@ def test_offer_once_and_never_with_q(monkeypatch, capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_quick_set_runs_and_stores(capsys):
-    """``tune --quick`` alone: every case of the quick set tuned once, winners stored."""
+def test_quick_set_runs_and_stores(capsys, tmp_path):
+    """``tune --quick`` alone: every case of the quick set tuned once, winners stored and,
+    with ``--export``, written as a shipped file."""
+    import json
+
     from pyedmcl.cli.tune_cmd import QUICK_SET
 
-    assert main(["tune", "--quick", "--budget", "0.2", "--device", CPU_DEVICE, "-q"]) == 0
+    out_file = tmp_path / "device.json"
+    assert main(["tune", "--quick", "--budget", "0.2", "--device", CPU_DEVICE, "-q",
+                 "--export", str(out_file)]) == 0
     out = capsys.readouterr().out
     for fam, _ in QUICK_SET:
         assert fam in out
     assert len(UserDB(get_backend(CPU_DEVICE).info).load()) >= len(QUICK_SET)
+    kernels = {e["kernel"] for e in json.loads(out_file.read_text())["entries"]}
+    assert {fam for fam, _ in QUICK_SET} <= kernels

@@ -121,14 +121,20 @@ def run(args: argparse.Namespace) -> int:
                 if bar is not None:
                     bar.close()
                 rows.append(res)
-    if args.export:
-        from pathlib import Path
-
-        from clkernels.tuning.export import export_device
-
-        n_exp = export_device(be.info, Path(args.export))
-        print(f"exported {n_exp} entries to {args.export}", file=sys.stderr)
+    export(args, be)
     return report(args, be, rows)
+
+
+def export(args: argparse.Namespace, be) -> None:
+    """``--export FILE``: this device's tuned entries as a shipped tuning/ file."""
+    if not args.export:
+        return
+    from pathlib import Path
+
+    from clkernels.tuning.export import export_device
+
+    n_exp = export_device(be.info, Path(args.export))
+    print(f"exported {n_exp} entries to {args.export}", file=sys.stderr)
 
 
 def run_quick_set(args: argparse.Namespace, fams: dict) -> int:
@@ -155,6 +161,7 @@ def run_quick_set(args: argparse.Namespace, fams: dict) -> int:
             bar.update(1)
     if bar is not None:
         bar.close()
+    export(args, be)
     return report(args, be, rows)
 
 
