@@ -230,8 +230,9 @@ def test_simplex_passes_library_contiguity(monkeypatch):
 
 
 def test_entries_from_before_slide_stay_usable():
-    """Tuning entries written before SLIDE existed (no SLIDE key, as in the shipped files)
-    are valid and read as SLIDE=0, the code they measured."""
+    """Tuning entries written before SLIDE existed (no SLIDE key, as in most shipped
+    files) are valid and read as SLIDE=0, the code they measured; a looked-up entry
+    keeps the SLIDE it was tuned with."""
     from clkernels.tuning import lookup
     be = get_backend(CPU_DEVICE)
     old = {k: v for k, v in KNN.space.default(be.info).items() if k != "SLIDE"}
@@ -239,7 +240,9 @@ def test_entries_from_before_slide_stay_usable():
     assert not KNN.space.valid({**old, "SLIDE": 0, "BOGUS": 1}, be.info)
     spec = {"E": 3, "TAU": 1, "K": 4, "METRIC": "euclidean", "REAL": "float"}
     choice = lookup(KNN, be.info, KNN.spec_bucket(spec), KNN.size_bucket(4096))
-    assert choice.params["SLIDE"] == 0 and KNN.space.valid(choice.params, be.info)
+    raw = choice.entry["params"] if choice.entry is not None else {}
+    assert choice.params["SLIDE"] == raw.get("SLIDE", 0)
+    assert KNN.space.valid(choice.params, be.info)
 
 
 def test_xmap_batched_slide_same_map(device, monkeypatch):
