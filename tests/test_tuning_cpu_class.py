@@ -150,8 +150,7 @@ def test_same_name_other_family_is_not_this_device(shipped, tmp_path):
                             "cpu_class": EPYC2.cpu_class.as_dict()}, zen5)
     # both families' entries in one device file: each CPU takes its own
     own = device_file(zen5, 64)
-    e4 = {**device_file(EPYC2, 8)["entries"].popitem()[1], "cpu_class": EPYC2.cpu_class.as_dict(),
-          "size_bucket": ZB}
+    e4 = {**device_file(EPYC2, 8)["entries"].popitem()[1], "cpu_class": EPYC2.cpu_class.as_dict()}
     e5 = {**own["entries"].popitem()[1], "cpu_class": zen5.cpu_class.as_dict()}
     shipped({"d-epyc.json": {"format": db.FORMAT, "device": zen5.as_dict(), "entries": [e5, e4]}})
     db._shipped = None
