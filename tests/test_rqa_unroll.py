@@ -9,9 +9,10 @@ import pytest
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import numpy_reference
 
-#: the GPU default's shape, the CPU default's (SYM, lane walk, private bins), 32-bit words
+#: the GPU default's shape, two columns per work-item, the CPU default's (SYM, lane walk, private bins), 32-bit words
 LAYOUTS = [
-    {"VEC": 2, "WG": 64, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 1},
+    {"VEC": 1, "WG": 64, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 1},
+    {"VEC": 2, "WG": 64, "EDGE": 128, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 1},
     {"VEC": 16, "WG": 4, "EDGE": 97, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1, "WALK": 3},
     {"VEC": 4, "WG": 8, "EDGE": 100, "BITS": 1, "PH": 0, "SHARE": 0, "SYM": 0, "WALK": 1},
     {"VEC": 1, "WG": 16, "EDGE": 64, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 0},
@@ -26,7 +27,7 @@ def _same(a, b) -> bool:
     return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
 
 
-@pytest.mark.parametrize("p", LAYOUTS, ids=["gpu", "cpu-sym-lanes", "bits1", "vec1"])
+@pytest.mark.parametrize("p", LAYOUTS, ids=["gpu", "gpu-vec2", "cpu-sym-lanes", "bits1", "vec1"])
 def test_unrolled_halves_identical(device, p):
     """Auto-RQA (N not a multiple of 32, Theiler band in the matrix, both metrics that
     differ most), cross- and joint RQA: UNR 1 equals UNR 0; auto-RQA equals the oracle."""

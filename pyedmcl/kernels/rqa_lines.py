@@ -35,12 +35,14 @@ _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE"
 
 
 def _heuristic(info: DeviceInfo) -> Params:
-    if info.is_gpu:  # H100, N = 10^5 and 10^6 (rqa/README.md): two columns per work-item
-        # and the black-start walk (WALK=1) beat one column and the transition walk by 1.2x;
-        # unrolled halves (UNR): vertical launches 0.642 -> 0.557 s (Roessler, N = 10^6),
-        # 0.791 -> 0.718 s (logistic map); VEC 1/4, WG 32/128, EDGE 1024/4096 and WALK 0
-        # then within 5% of this
-        return {"VEC": 2, "WG": 64, "EDGE": 2048, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
+    if info.is_gpu:  # H100, N = 10^5 and 10^6 (rqa/README.md): the black-start walk (WALK=1)
+        # beat the transition walk by 1.2x; unrolled halves (UNR): vertical launches 0.642 ->
+        # 0.557 s (Roessler, N = 10^6). One column per work-item (VEC 1) and EDGE 4096: at
+        # N = 10^5 a launch of two columns per work-item holds N / 2 work-items, a fifth of
+        # what the GPU keeps resident; Roessler N = 10^5, one process: 19.3 -> 16.2 ms
+        # (VEC 2, EDGE 2048 -> VEC 1, EDGE 4096), N = 946,303 0.720 -> 0.703 s; WG 32/128
+        # and EDGE 8192 then within 6%
+        return {"VEC": 1, "WG": 64, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
                 "WALK": 1, "UNR": 1}
     if info.runtime == "intel":  # AVX-512/AVX2 lane code: the lane-vector walk (0056), 128
         # private bins (longer white lines are rare; fewer bins to clear and merge)
