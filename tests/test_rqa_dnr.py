@@ -287,3 +287,61 @@ def test_open_runs_counted_on_the_device(device, white_border, monkeypatch):
         got = dnr._recombine([st], m, 0.0)
         assert _same((got.diagonal, got.vertical, got.white, got.n_recurrences),
                      (host[0][:-1], host[1][:-1], host[2][:-1], n_host)), limit
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_overlapped_row_blocks_identical(device, dtype, monkeypatch):
+    """OVL (a row block's diagonal launches in the backend's second queue, beside the next
+    block's vertical launch; column bits double-buffered) gives the histograms of one
+    queue bit for bit, with partial 32-bit folds (each histogram folded in the queue of
+    its writers) and for cross-RQA; auto-RQA equals the float64 NumPy oracle."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+    from pyedmcl.rqa import dnr
+    from pyedmcl.rqa.dnr import detect_lines
+
+    be = clkernels.get_backend(device)
+    base = {"VEC": 1, "WG": 16, "EDGE": 64, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
+            "WALK": 1, "UNR": 1}
+    x = logistic(651)
+    xs = x.astype(dtype)
+    kw = dict(spec=LineSpec(3, 2, "euclidean", "double" if dtype == "float64" else "float"),
+              n_rows=647, n_cols=647, diag_ranges=[(1, 647)])
+    one = detect_lines([be], xs, xs, 0.2, params=dict(base, OVL=0), **kw)
+    two = detect_lines([be], xs, xs, 0.2, params=dict(base, OVL=1), **kw)
+    assert two.overlapped == (be.streams > 1) and two.shared and not one.overlapped
+    for a, b in ((one.diagonal, two.diagonal), (one.vertical, two.vertical),
+                 (one.white, two.white)):
+        assert np.array_equal(a, b)
+    assert one.n_recurrences == two.n_recurrences
+    # one row block, SYM, or column order: OVL is not taken
+    assert not detect_lines([be], xs, xs, 0.2, params=dict(base, OVL=1, EDGE=1024),
+                            **kw).overlapped
+    assert not detect_lines([be], xs, xs, 0.2, params=dict(base, OVL=1, SYM=1),
+                            symmetric=True, **kw).overlapped
+    assert not detect_lines([be], xs, xs, 0.2, params=dict(base, OVL=1), order="column",
+                            **kw).overlapped
+    y = np.sin(np.arange(500) * 0.31)
+    for scope in ("lines", "matrix"):
+        rq = [_hists(pe.rqa(x, E=3, tau=2, radius=0.2, theiler=3, theiler_scope=scope,
+                            dtype=dtype, device=device, params=dict(base, OVL=o)))
+              for o in (0, 1)]
+        assert _same(*rq), scope
+    whole = _hists(pe.rqa(x, E=3, tau=2, radius=0.2, dtype=dtype, device=device,
+                          params=dict(base, OVL=0)))
+    monkeypatch.setattr(dnr, "_u32_limit", lambda: 5000)
+    folded = _hists(pe.rqa(x, E=3, tau=2, radius=0.2, dtype=dtype, device=device,
+                           params=dict(base, OVL=1)))
+    assert _same(folded, whole)
+    c = [_hists(pe.cross_rqa(x, y, E=2, tau=3, radius=0.3, dtype=dtype, device=device,
+                             params=dict(base, OVL=o))) for o in (0, 1)]
+    assert _same(*c)
+    if dtype == "float64":
+        ref = numpy_reference(x, None, E=3, tau=2, radius=0.2, metric="euclidean", theiler=1)
+        res = pe.rqa(x, E=3, tau=2, radius=0.2, dtype="float64", device=device,
+                     params=dict(base, OVL=1))
+        assert res.n_recurrences == ref["n_rec"]
+        for k, o in (("diagonal_hist", ref["diag"]), ("vertical_hist", ref["vert"]),
+                     ("white_hist", ref["white"])):
+            h = np.asarray(getattr(res, k), np.int64)
+            n = max(h.size, o.size)
+            assert np.array_equal(np.pad(h, (0, n - h.size)), np.pad(o, (0, n - o.size))), k

@@ -251,10 +251,17 @@ class Backend(abc.ABC):
         return False
 
     # --- launches -------------------------------------------------------------
+    #: in-order queues of the device a caller may spread launches over (``stream=``) so
+    #: that independent launches overlap on the device; 1: everything runs in one queue
+    streams: int = 1
+
     @abc.abstractmethod
     def launch(self, kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
-               *args: Any) -> Any:
-        """Enqueue ``kernel``; global sizes must be multiples of the local sizes. Returns an event."""
+               *args: Any, stream: int = 0, wait_for: list[Any] | None = None) -> Any:
+        """Enqueue ``kernel``; global sizes must be multiples of the local sizes. Returns an
+        event. ``stream`` (below :attr:`streams`) picks the queue; ``wait_for``: events of
+        other queues this launch must follow (a queue keeps its own order). :meth:`finish`
+        waits for every queue."""
 
     @abc.abstractmethod
     def wait(self, event: Any) -> None: ...

@@ -99,6 +99,7 @@ class PyOpenCLBackend(Backend):
         #: ``to_host_async``); a few per size are kept
         self.pinned_reads = info.is_gpu and info.runtime != "oclgrind"
         self._staging_free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
+        self._side: cl.CommandQueue | None = None  # stream 1 (see _queue)
         self.allocator = None
         if info.runtime == "oclgrind":  # a simulator: keep its builds on one thread
             self.parallel_builds = False
@@ -279,7 +280,22 @@ class PyOpenCLBackend(Backend):
             return cl.LocalMemory(a.nbytes)
         return a
 
-    def launch(self, kernel, global_size, local_size, *args) -> cl.Event:
+    #: a second in-order queue of the same context (created on first use): launches that
+    #: do not depend on each other run side by side, as CUDA streams do on NVIDIA
+    streams = 2
+
+    def _queue(self, stream: int) -> cl.CommandQueue:
+        if stream == 0:
+            return self.queue
+        if stream != 1:
+            raise ValueError(f"stream={stream} is not supported; allowed: 0, 1")
+        if self._side is None:
+            self._side = cl.CommandQueue(
+                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        return self._side
+
+    def launch(self, kernel, global_size, local_size, *args, stream: int = 0,
+               wait_for: list[cl.Event] | None = None) -> cl.Event:
         self.check_launch(global_size, local_size)
         cargs = [self._arg(a) for a in args]
         # scalar argument types declared once per kernel: PyOpenCL then packs the scalars
@@ -289,8 +305,9 @@ class PyOpenCLBackend(Backend):
         if kernel.arg_dtypes != dtypes:
             kernel.handle.set_scalar_arg_dtypes(list(dtypes))
             kernel.arg_dtypes = dtypes
-        return kernel.handle(self.queue, tuple(global_size),
-                             None if local_size is None else tuple(local_size), *cargs)
+        return kernel.handle(self._queue(stream), tuple(global_size),
+                             None if local_size is None else tuple(local_size), *cargs,
+                             wait_for=wait_for)
 
     def wait(self, event: cl.Event) -> None:
         event.wait()
@@ -300,4 +317,6 @@ class PyOpenCLBackend(Backend):
         return (event.profile.end - event.profile.start) * 1e-9
 
     def finish(self) -> None:
+        if self._side is not None:
+            self._side.finish()
         self.queue.finish()

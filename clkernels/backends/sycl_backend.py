@@ -127,7 +127,11 @@ class SyclBackend(Backend):
             return ctypes.c_void_p(0)
         return a
 
-    def launch(self, kernel, global_size, local_size, *args) -> Any:
+    def launch(self, kernel, global_size, local_size, *args, stream: int = 0,
+               wait_for: list[Any] | None = None) -> Any:
+        """One queue (``streams`` 1): ``stream`` must be 0; its order covers ``wait_for``."""
+        if stream:
+            raise ValueError(f"stream={stream}: the SYCL backend has one queue")
         self.check_launch(global_size, local_size)
         # SYCL ranges list the slowest dimension first: reverse OpenCL's (x, y, z) order,
         # so get_global_id(0) in the kernel is the fastest-varying index on both backends.

@@ -41,9 +41,9 @@ def _heuristic(info: DeviceInfo) -> Params:
         # N = 10^5 a launch of two columns per work-item holds N / 2 work-items, a fifth of
         # what the GPU keeps resident; Roessler N = 10^5, one process: 19.3 -> 16.2 ms
         # (VEC 2, EDGE 2048 -> VEC 1, EDGE 4096), N = 946,303 0.720 -> 0.703 s; WG 32/128
-        # and EDGE 8192 then within 6%
+        # and EDGE 8192 then within 6%. OVL: see RQALinesKernel
         return {"VEC": 1, "WG": 64, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
-                "WALK": 1, "UNR": 1}
+                "WALK": 1, "UNR": 1, "OVL": 1}
     if info.runtime == "intel":  # AVX-512/AVX2 lane code: the lane-vector walk (0056), 128
         # private bins (longer white lines are rare; fewer bins to clear and merge)
         return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
@@ -94,6 +94,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("SYM", 0) or p.get("SHARE", 0))
             and (not p.get("WALK", 0) or p.get("BITS", 0))
             and (not p.get("UNR", 0) or p.get("BITS", 0))
+            and (not p.get("OVL", 0) or (p.get("SHARE", 0) and not p.get("SYM", 0)))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
@@ -148,7 +149,10 @@ class LineSpec:
 
 
 class RQALinesKernel(TunableKernel):
-    """Tunable family: lanes per work-item (VEC), work-group size, sub-matrix edge."""
+    """Tunable family: lanes per work-item (VEC), work-group size, sub-matrix edge, and
+    OVL, a schedule value that shapes no kernel: SHARE's diagonal launches in a second
+    queue of the device, beside the next row block's vertical launch, the column bits
+    double-buffered (:mod:`pyedmcl.rqa.dnr`)."""
 
     name = "rqa_lines"
     template = "rqa_lines/rqa_lines.cl.mako"
@@ -159,10 +163,12 @@ class RQALinesKernel(TunableKernel):
     space = TuningSpace(
         params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
-                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1)},
+                "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
+                "OVL": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
-        filled={"UNR": 0},  # entries from before UNR measured its UNR=0 code
+        # entries from before UNR / OVL measured UNR=0 code and one queue
+        filled={"UNR": 0, "OVL": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -226,7 +232,7 @@ class RQALinesKernel(TunableKernel):
                n_cols: int, row0: int, nrows: int, lane0: int, nlanes: int, w: int,
                carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
                sbits: Any = None, sstride: int = 0, skmin: int = 0,
-               kernel: Any = None) -> Any:
+               kernel: Any = None, stream: int = 0, wait_for: list[Any] | None = None) -> Any:
         """Enqueue one ``rqa_<mode>`` launch: rows ``row0 .. row0 + nrows - 1`` of lanes
         ``lane0 .. lane0 + nlanes - 1`` (columns, diagonals ``k = j - i``; horizontal: the
         row block's 64-row words). ``carry`` holds the band's carryover buffers, lane
@@ -234,30 +240,34 @@ class RQALinesKernel(TunableKernel):
         horizontal: black and white vertical lines; diagonal: diagonal lines). SHARE:
         ``sbits`` (the column words, :meth:`shared_layout`), ``skmin`` the lowest
         diagonal of any diagonal launch. ``kernel``: this launch's kernel from
-        :meth:`kernel` (a caller launching many times skips the cache lookup)."""
+        :meth:`kernel` (a caller launching many times skips the cache lookup). ``stream``,
+        ``wait_for``: the backend queue and the events of other queues to follow."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         per_item = 1 if mode == "horizontal" else params["VEC"]  # horizontal: one 64-row word
         wg = _wg(mode, params)
         gsz = round_up((nlanes + per_item - 1) // per_item, wg)
         real = spec.dtype
         shared = () if sbits is None else (sbits, np.int32(sstride), np.int32(skmin))
+        queue = {"stream": stream, "wait_for": wait_for} if stream or wait_for else {}
         return backend.launch(k, (gsz,), (wg,), *series, real(thr), real(thr2),
                               np.int32(n_rows), np.int32(n_cols), np.int32(row0),
                               np.int32(nrows), np.int32(lane0), np.int32(nlanes), np.int32(w),
-                              np.int32(carry0), *carry, *hist, *shared)
+                              np.int32(carry0), *carry, *hist, *shared, **queue)
 
     def kernel(self, backend: Backend, params: Params, spec: LineSpec, mode: str) -> Any:
         """The (built, cached) ``rqa_<mode>`` kernel of ``params`` and ``spec``."""
         return backend.kernel(self.template, spec.template_params(mode, params, backend.info),
                               f"rqa_{mode}")
 
-    def fold(self, backend: Backend, pairs: list[tuple[Any, Any]], n: int) -> None:
+    def fold(self, backend: Backend, pairs: list[tuple[Any, Any]], n: int,
+             stream: int = 0) -> None:
         """Add bins ``0 .. n - 1`` of each 32-bit histogram into its 64-bit total and clear
-        them (``pairs``: (h32, h64) device arrays)."""
+        them (``pairs``: (h32, h64) device arrays), in the backend queue ``stream``."""
         k = backend.kernel(self.template, _FOLD_PARAMS, "rqa_accumulate")
         wg = min(64, backend.info.max_work_group_size)
+        queue = {"stream": stream} if stream else {}
         for h32, h64 in pairs:
-            backend.launch(k, (round_up(n, wg),), (wg,), h32, h64, np.int32(n))
+            backend.launch(k, (round_up(n, wg),), (wg,), h32, h64, np.int32(n), **queue)
 
     def add_runs(self, backend: Backend, runs: Any, n: int, h32: Any, i0: int = 0) -> None:
         """Count the positive lengths of ``runs[i0:i0 + n]`` (a carryover buffer: the runs

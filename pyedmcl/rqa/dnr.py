@@ -104,6 +104,7 @@ class Histograms:
     events: list[Any] = field(default_factory=list)
     shared: bool = False  # SHARE path taken: diagonals gathered from the vertical bit words
     symmetric: bool = False  # SYM path taken: upper triangle only, verticals joined on the host
+    overlapped: bool = False  # OVL taken: diagonals in a second queue, column bits doubled
     device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
 
 
@@ -163,6 +164,11 @@ class _DevState:
     cells_since_fold: int = 0
     launches: int = 0
     events: list[Any] = field(default_factory=list)
+    #: OVL: the column bits of odd row blocks (even ones use ``shared``); the diagonal
+    #: launches run in the backend's queue 1 (see :func:`_overlap`)
+    shared_odd: dict[str, Any] | None = None
+    want_overlap: bool = False  # OVL asked for (params); p["OVL"] says whether it was taken
+    last: dict[tuple[str, int], Any] = field(default_factory=dict)  # (mode, block) -> event
 
 
 def _split(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
@@ -214,6 +220,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     share = vertical and order == "row" and len(states) == 1 and n_cols > 0
     for st in states:
         _choose_paths(st, m, share, symmetric, diag_ranges)
+    if share:
+        _overlap(states[0], m)
     _assign_tasks(states, m, vertical, diag_ranges)
     t0 = time.perf_counter()
     _run(states, [_plan(st, m, order) for st in states], m)
@@ -241,8 +249,11 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
 
 def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
                   diag_ranges: list[tuple[int, int]]) -> None:
-    """Settle SHARE and SYM for one device and allocate the shared column bits."""
+    """Settle SHARE and SYM for one device and allocate the shared column bits (OVL is
+    settled after, by :func:`_overlap`, where the caller runs one device)."""
     p = st.params
+    st.want_overlap = bool(p.get("OVL", 0))
+    p["OVL"] = 0
     p["SHARE"] = int(share and bool(p.get("SHARE", 0)) and p.get("BITS", 0) == 2)
     # SYM: a horizontal launch walks nrows whole rows; its 32-bit counts must not overflow
     p["SYM"] = int(p["SHARE"] and symmetric and m.n_rows == m.n_cols and bool(p.get("SYM", 0))
@@ -263,6 +274,30 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
         return
     kmin = min((lo for lo, hi in diag_ranges if hi > lo), default=0)
     st.shared = {"sbits": sbits, "sstride": sstride, "skmin": kmin}
+
+
+def _overlap(st: _DevState, m: _Matrix) -> None:
+    """OVL: let a row block's diagonal launches (which read the column bits its vertical
+    launch stored) run beside the next block's vertical launch, in a second queue of the
+    device. Each launch alone leaves a GPU partly idle at N ~ 10^5 (one work-item per
+    column); odd and even row blocks get their own column bits so the two never share a
+    buffer. Only where the backend has a second queue, with SHARE and without SYM (whose
+    horizontal launches also read the bits), on more than one row block, and where the
+    second buffer fits; otherwise one queue, as before. Same histograms either way."""
+    p = st.params
+    if not (st.want_overlap and p["SHARE"] and not p["SYM"] and st.be.streams > 1
+            and m.n_rows > p["EDGE"]):
+        return
+    sbits = st.shared["sbits"]
+    try:
+        odd = st.be.zeros(sbits.size, np.uint64)
+    except Exception as exc:
+        if not is_oom(exc):
+            raise
+        log.info("RQA: a second column-bit buffer does not fit (%s); one queue", exc)
+        return
+    st.shared_odd = dict(st.shared, sbits=odd)
+    p["OVL"] = 1
 
 
 def _assign_tasks(states: list[_DevState], m: _Matrix, vertical: bool,
@@ -334,7 +369,9 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
     # no final fold: the recombination reads the 32-bit histograms too and adds them
     # (exact: no bin of them can have overflowed, see above); three launches less
     for st in states:
-        st.be.finish()
+        st.be.finish()  # every queue
+        st.shared_odd = None  # OVL is over: what follows runs in queue 0
+        st.last.clear()
 
 
 def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
@@ -346,11 +383,21 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
     k = st.kernels.get(mode)
     if k is None:
         k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
+    shared, queue = st.shared, {}
+    if st.shared_odd is not None:  # OVL (row order: ln.key is the block's first row)
+        blk = ln.key // st.params["EDGE"]
+        shared = st.shared_odd if blk % 2 else st.shared
+        # diagonals: after the vertical launches that stored this block's bits; verticals:
+        # after the diagonals that read this buffer two blocks ago
+        after = st.last.get(("vertical", blk) if mode == "diagonal" else ("diagonal", blk - 2))
+        queue = {"stream": int(mode == "diagonal"), "wait_for": None if after is None else [after]}
     ev = RQA_LINES.launch(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                           thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, row0=ln.row0,
                           nrows=ln.nrows, lane0=ln.lane0, nlanes=ln.nlanes, w=m.w,
-                          carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **st.shared,
-                          kernel=k)
+                          carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **shared,
+                          kernel=k, **queue)
+    if st.shared_odd is not None:
+        st.last[(mode, ln.key // st.params["EDGE"])] = ev
     st.events.append(ev)
     st.cells_since_fold += cells
     st.launches += 1
@@ -361,7 +408,11 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     if st.cells_since_fold == 0 and not final:
         return
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
-    RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("d", "v", "w")], hlen)
+    if st.shared_odd is not None:  # OVL: each histogram in the queue of its writers
+        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("v", "w")], hlen)
+        RQA_LINES.fold(st.be, [(st.h32["d"], st.h64["d"])], hlen, stream=1)
+    else:
+        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("d", "v", "w")], hlen)
     st.cells_since_fold = 0
 
 
@@ -393,7 +444,8 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
                       per_device=[s.be.info.selector for s in states],
                       events=[e for s in states for e in s.events],
                       shared=any(s.params["SHARE"] for s in states),
-                      symmetric=any(s.params["SYM"] for s in states))
+                      symmetric=any(s.params["SYM"] for s in states),
+                      overlapped=any(s.params.get("OVL", 0) for s in states))
 
 
 def _finish_on_device(st: _DevState, m: _Matrix) -> None:
