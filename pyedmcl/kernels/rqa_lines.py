@@ -40,9 +40,10 @@ def _heuristic(info: DeviceInfo) -> Params:
         # 0.557 s (Roessler, N = 10^6). One column per work-item (VEC 1) and EDGE 4096: at
         # N = 10^5 a launch of two columns per work-item holds N / 2 work-items, a fifth of
         # what the GPU keeps resident; Roessler N = 10^5, one process: 19.3 -> 16.2 ms
-        # (VEC 2, EDGE 2048 -> VEC 1, EDGE 4096), N = 946,303 0.720 -> 0.703 s; WG 32/128
-        # and EDGE 8192 then within 6%. OVL: see RQALinesKernel
-        return {"VEC": 1, "WG": 64, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
+        # (VEC 2, EDGE 2048 -> VEC 1, EDGE 4096), N = 946,303 0.720 -> 0.703 s. With OVL
+        # (see RQALinesKernel), WG 128: N = 10^5 13.5 -> 11.2 ms (WG 64; WG 256 12.2 ms,
+        # WG 128 without OVL 12.5 ms), N = 946,303 0.658 -> 0.644 s
+        return {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
                 "WALK": 1, "UNR": 1, "OVL": 1}
     if info.runtime == "intel":  # AVX-512/AVX2 lane code: the lane-vector walk (0056), 128
         # private bins (longer white lines are rare; fewer bins to clear and merge)
