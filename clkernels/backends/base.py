@@ -6,8 +6,10 @@ import abc
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,6 +122,7 @@ class Backend(abc.ABC):
         self.info = info
         self._kernels: dict[tuple, Kernel] = {}
         self.build_count = 0  # how many programs this backend compiled (tests check reuse)
+        self._zero_local = threading.local()  # .pending: the arrays zero_batch zeroes at its end
 
     # --- programs -------------------------------------------------------------
     def kernel(self, template: str, params: dict[str, Any], kernel_name: str,
@@ -214,12 +217,41 @@ class Backend(abc.ABC):
     def zeros(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
         """A zeroed device array, filled on the device (the host does not wait). Oclgrind:
         uploaded from the host instead, since its uninitialised-value plugin does not see a
-        kernel's writes into reused memory as initialising it (false reports on reads)."""
+        kernel's writes into reused memory as initialising it (false reports on reads).
+        Inside :meth:`zero_batch` the zeroing is enqueued when the block ends."""
         if self.info.runtime == "oclgrind":
             return self.to_device(np.zeros(shape, dtype))
         arr = self.empty(shape, dtype)
-        self.fill(arr, 0)
+        pending = getattr(self._zero_local, "pending", None)
+        if pending is not None and arr.nbytes % 4 == 0 and arr.size:
+            pending.append(arr)
+        else:
+            self.fill(arr, 0)
         return arr
+
+    @contextmanager
+    def zero_batch(self) -> Iterator[None]:
+        """Zero the arrays :meth:`zeros` returns inside the block (in this thread) together,
+        when it ends, in as few launches as the backend can (:meth:`_zero_all`): a setup
+        that allocates many zeroed buffers pays one launch, not one per buffer. Nothing
+        inside the block may read those arrays on the device (they are zeroed after it);
+        blocks nest (the outermost one zeroes)."""
+        local = self._zero_local
+        if getattr(local, "pending", None) is not None:
+            yield
+            return
+        local.pending = []
+        try:
+            yield
+        finally:
+            pending, local.pending = local.pending, None
+            if pending:
+                self._zero_all(pending)
+
+    def _zero_all(self, arrays: list[Any]) -> None:
+        """Zero ``arrays`` (device arrays of whole 32-bit words); one fill each here."""
+        for a in arrays:
+            self.fill(a, 0)
 
     @abc.abstractmethod
     def fill(self, array: Any, value: float) -> None: ...

@@ -208,6 +208,27 @@ class PyOpenCLBackend(Backend):
         self.launch(k, (round_up(array.size, wg),), (wg,), array, array.dtype.type(value),
                     np.uint64(array.size))
 
+    #: buffers one zeroing launch takes (kernel arguments: a pointer and an end each)
+    ZERO_BATCH = 8
+
+    def _zero_all(self, arrays: list[cla.Array]) -> None:
+        """One ``zero_words`` launch per :data:`ZERO_BATCH` arrays (their 32-bit words end
+        to end); a shorter batch repeats its first array with no words, so one program
+        serves every count. A lone array takes the plain fill."""
+        wg = min(256, self.info.max_work_group_size)
+        k = None
+        for i in range(0, len(arrays), self.ZERO_BATCH):
+            part = arrays[i:i + self.ZERO_BATCH]
+            if len(part) == 1:
+                self.fill(part[0], 0)
+                continue
+            ends = np.cumsum([a.nbytes // 4 for a in part]).astype(np.uint64)
+            pad = self.ZERO_BATCH - len(part)
+            if k is None:
+                k = self.kernel("zero.cl.mako", {"NB": self.ZERO_BATCH}, "zero_words")
+            self.launch(k, (round_up(int(ends[-1]), wg),), (wg,), *part, *[part[0]] * pad,
+                        *ends, *[ends[-1]] * pad)
+
     def copy_within(self, dst: cla.Array, dst_index: int, src: cla.Array, src_index: int,
                     count: int) -> None:
         if src.dtype != dst.dtype:

@@ -30,6 +30,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -214,15 +215,18 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                                "pyedmcl.rqa.multi (import pyedmcl does)")
         return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
                            diag_ranges, scheduler, n_workers, band, split)
-    states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
-    share = vertical and order == "row" and len(states) == 1 and n_cols > 0
-    for st in states:
-        _choose_paths(st, m, share, symmetric, diag_ranges)
-    if share:
-        _overlap(states[0], m)
-    _assign_tasks(states, m, vertical, diag_ranges)
+    share = vertical and order == "row" and len(backends) == 1 and n_cols > 0
+    with ExitStack() as setup:  # every device's zeroed buffers: one launch per 8 of them
+        for be in backends:
+            setup.enter_context(be.zero_batch())
+        states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
+        for st in states:
+            _choose_paths(st, m, share, symmetric, diag_ranges)
+        if share:
+            _overlap(states[0], m)
+        _assign_tasks(states, m, vertical, diag_ranges)
     t0 = time.perf_counter()
     _run(states, [_plan(st, m, order) for st in states], m)
     seconds = time.perf_counter() - t0
