@@ -458,10 +458,13 @@ def _finish_on_device(st: _DevState, m: _Matrix) -> None:
     emptied 32-bit histograms, and fold those too: the host then reads three histograms
     (and the recurrence counts) instead of ten N-long buffers and bins no runs itself,
     which made the recombination the largest host cost of a GPU run (decision 0070).
-    Two folds: a bin holds fewer than 2^32 counts since the last fold, but not
-    necessarily room for the open runs too (bin 1)."""
-    _fold(st, m.hlen, final=True)
+    A bin holds at most the cells walked since the last fold, and the open runs add at
+    most one count per lane: where the two may pass 2^32 - 1, the counts are folded
+    before the open runs are added too (two folds; one otherwise: three launches less)."""
     sym = bool(st.params["SYM"])
+    open_lanes = sum(t.hi - t.lo for t in st.tasks if t.mode != "horizontal")
+    if st.cells_since_fold + open_lanes > _u32_limit():
+        _fold(st, m.hlen, final=True)
     for t in st.tasks:
         n = t.hi - t.lo
         if t.mode == "diagonal":
