@@ -96,9 +96,10 @@ def test_band_widths_and_partial_folds(device, monkeypatch):
 
 
 def test_row_ranges_identical(device, monkeypatch):
-    """Row ranges keep SHARE: carries at each range's top from warm-ups (re-run for
-    lanes whose run spans them), runs at the matrix border counted once, the warm-ups'
-    recurrences subtracted: the one-device histograms (auto with the Theiler band out of
+    """Row ranges keep SHARE (and OVL: the diagonals in a second queue): carries at each
+    range's top from warm-ups (re-run for lanes whose run spans them), runs at the
+    matrix border counted once, the warm-ups' recurrences subtracted: the one-device
+    histograms (auto with the Theiler band out of
     the matrix and white_border=False, cross with negative diagonals, joint, FAN)."""
     from pyedmcl.kernels.rqa_lines import LineSpec
     from pyedmcl.rqa import ranges
@@ -123,9 +124,11 @@ def test_row_ranges_identical(device, monkeypatch):
         ref = dnr.detect_lines(bes[:1], a, b, 0.09, symmetric=spec is not cross, **kw)
         for height in (32, 100):
             for devs in (bes[:1], bes):
-                got = dnr.detect_lines(devs, a, b, 0.09, band=height, split="rows", params=p,
-                                       **kw)
-                assert got.shared and _same(H(got), H(ref)), (spec, height, len(devs))
+                for ovl in (0, 1):  # OVL: ranges one after the other on a device, too
+                    got = dnr.detect_lines(devs, a, b, 0.09, band=height, split="rows",
+                                           params=dict(p, OVL=ovl), **kw)
+                    assert got.shared and _same(H(got), H(ref)), (spec, height, len(devs))
+                    assert got.overlapped == (ovl and devs[0].streams > 1)
     assert sum(spans) > 0  # some warm-ups were run again from further up
     monkeypatch.setattr(multi, "SPLIT", "rows")
     kw = dict(E=2, tau=1, neighbourhood="fan", knn=15, edge=32)

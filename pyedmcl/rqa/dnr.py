@@ -169,6 +169,10 @@ class _DevState:
     #: launches run in the backend's queue 1 (see :func:`_overlap`)
     shared_odd: dict[str, Any] | None = None
     want_overlap: bool = False  # OVL asked for (params); p["OVL"] says whether it was taken
+    #: OVL launches in flight: set while a runner enqueues row blocks, cleared once it
+    #: has finished both queues (what follows, the open runs and folds, runs in queue 0)
+    overlapping: bool = False
+    last_side: Any = None  # the last launch enqueued in queue 1
     last: dict[tuple[str, int], Any] = field(default_factory=dict)  # (mode, block) -> event
 
 
@@ -304,6 +308,27 @@ def _overlap(st: _DevState, m: _Matrix) -> None:
     p["OVL"] = 1
 
 
+def begin_overlap(st: _DevState, row0: int) -> None:
+    """OVL: the launches enqueued next (row blocks from ``row0`` on) may use both queues.
+    The first two blocks' vertical launches write column bits that diagonal launches of
+    earlier row blocks may still read (a runner that enqueues several row ranges): they
+    wait for the last launch of queue 1."""
+    if st.shared_odd is None:
+        return
+    st.overlapping = True
+    st.last.clear()  # the range's own launches write every key its launches read
+    if st.last_side is not None:
+        blk = row0 // st.params["EDGE"]
+        st.last[("diagonal", blk - 2)] = st.last[("diagonal", blk - 1)] = st.last_side
+
+
+def end_overlap(st: _DevState) -> None:
+    """After the runner finished every queue of the device: launches go to queue 0 again."""
+    st.overlapping = False
+    st.last.clear()
+    st.last_side = None
+
+
 def _assign_tasks(states: list[_DevState], m: _Matrix, vertical: bool,
                   diag_ranges: list[tuple[int, int]]) -> None:
     """Lane bands per device (columns and each diagonal range) with their carryovers."""
@@ -366,6 +391,8 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
     # those only; the final fold takes every bin.
     total_cells = sum(ln.cells(m.n_cols) for plan in plans for ln in plan)
     fold_bins = min(m.hlen, total_cells // _u32_limit() + 2)
+    for st in states:
+        begin_overlap(st, 0)
     for idx in range(max((len(p) for p in plans), default=0)):
         for st, plan in zip(states, plans, strict=True):
             if idx < len(plan):
@@ -374,8 +401,7 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
     # (exact: no bin of them can have overflowed, see above); three launches less
     for st in states:
         st.be.finish()  # every queue
-        st.shared_odd = None  # OVL is over: what follows runs in queue 0
-        st.last.clear()
+        end_overlap(st)
 
 
 def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
@@ -388,7 +414,7 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
     if k is None:
         k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
     shared, queue = st.shared, {}
-    if st.shared_odd is not None:  # OVL (row order: ln.key is the block's first row)
+    if st.overlapping:  # OVL (row order: ln.key is the block's first row)
         blk = ln.key // st.params["EDGE"]
         shared = st.shared_odd if blk % 2 else st.shared
         # diagonals: after the vertical launches that stored this block's bits; verticals:
@@ -400,8 +426,10 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
                           nrows=ln.nrows, lane0=ln.lane0, nlanes=ln.nlanes, w=m.w,
                           carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **shared,
                           kernel=k, **queue)
-    if st.shared_odd is not None:
+    if st.overlapping:
         st.last[(mode, ln.key // st.params["EDGE"])] = ev
+        if mode == "diagonal":
+            st.last_side = ev
     st.events.append(ev)
     st.cells_since_fold += cells
     st.launches += 1
@@ -412,7 +440,7 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     if st.cells_since_fold == 0 and not final:
         return
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
-    if st.shared_odd is not None:  # OVL: each histogram in the queue of its writers
+    if st.overlapping:  # OVL: each histogram in the queue of its writers
         RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("v", "w")], hlen)
         RQA_LINES.fold(st.be, [(st.h32["d"], st.h64["d"])], hlen, stream=1)
     else:

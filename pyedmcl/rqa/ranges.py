@@ -113,6 +113,7 @@ class RangeDevice:
         self.m, self.n_fold, self.vertical, self.diag_ranges = m, n_fold, vertical, diag_ranges
         self.st: _DevState = _device_state(be, m, x, y, x2, y2, params, edge, tcol)
         _choose_paths(self.st, m, vertical and m.n_cols > 0, False, diag_ranges)
+        dnr._overlap(self.st, m)  # OVL: a range's diagonals in the device's second queue
         p0 = dict(self.st.params, SHARE=0, SYM=0)
         z = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
         z64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
@@ -204,6 +205,7 @@ class RangeDevice:
         plan = [ln for t in tasks for ln in _blocks(t, e, rr.r0, rr.r1)]
         if self.st.params["SHARE"]:  # per row block: its vertical launches, then diagonals
             plan.sort(key=lambda ln: ln.key)
+        dnr.begin_overlap(self.st, rr.r0)
         n0 = len(self.st.events)
         for ln in plan:
             dnr._launch(self.st, ln, self.m, self.n_fold)
@@ -217,7 +219,8 @@ class RangeDevice:
 
     def finish(self) -> None:
         dnr._fold(self.st, self.m.hlen, final=True)
-        self.st.be.finish()
+        self.st.be.finish()  # every queue: the open runs and folds after it use queue 0
+        dnr.end_overlap(self.st)
 
     def collect(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Histograms and recurrences of every range this device ran: device totals,
