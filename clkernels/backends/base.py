@@ -223,7 +223,8 @@ class Backend(abc.ABC):
             return self.to_device(np.zeros(shape, dtype))
         arr = self.empty(shape, dtype)
         pending = getattr(self._zero_local, "pending", None)
-        if pending is not None and arr.nbytes % 4 == 0 and arr.size:
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if pending is not None and nbytes % 4 == 0 and nbytes:
             pending.append(arr)
         else:
             self.fill(arr, 0)
