@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import pyedmcl  # noqa: F401  (configures clkernels as pyedmcl, PYEDMCL_* variables)
@@ -180,3 +181,14 @@ def assert_network_matches_pyunicorn(r, net) -> None:
     assert r.global_clustering == pytest.approx(net.global_clustering(), rel=1e-12)
     assert r.transitivity == pytest.approx(net.transitivity(), rel=1e-12)
     assert r.average_path_length == pytest.approx(net.average_path_length(), rel=1e-12)
+
+
+def assert_rqa_matches_oracle(res, ref) -> None:
+    """An RQA result's recurrences and histograms equal the NumPy full-matrix oracle's
+    (``pyedmcl.rqa._oracles.numpy_reference``), zero bins past the shorter one aside."""
+    assert res.n_recurrences == ref["n_rec"]
+    for k, o in (("diagonal_hist", ref["diag"]), ("vertical_hist", ref["vert"]),
+                 ("white_hist", ref["white"])):
+        h = np.asarray(getattr(res, k), np.int64)
+        n = max(h.size, o.size)
+        assert np.array_equal(np.pad(h, (0, n - h.size)), np.pad(o, (0, n - o.size))), k
