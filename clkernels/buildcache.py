@@ -185,20 +185,34 @@ def pyopencl_cache_dir() -> str | None:
         return None
 
 
-def drop_pyopencl_entry(program: object, context: object, device: object,
-                        options: list[str], cache_dir: str | None) -> bool:
-    """Delete the PyOpenCL cache entry that a build of ``program`` would read."""
+def _pyopencl_entry(program: object, context: object, device: object, options: list[str],
+                    cache_dir: str | None) -> Path | None:
+    """The folder of PyOpenCL's cache entry that a build of ``program`` reads or writes."""
     if cache_dir is None:
-        return False
+        return None
     try:
         from pyopencl.cache import get_cache_key
 
         options_bytes = program._process_build_options(context, options)[0]  # type: ignore[attr-defined]
         key = get_cache_key(device, options_bytes, program._source)  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - PyOpenCL internals moved: leave the entry
-        return False
-    entry = Path(cache_dir) / key
-    if entry.is_dir():
+    except Exception:  # noqa: BLE001 - PyOpenCL internals moved: no entry known
+        return None
+    return Path(cache_dir) / key
+
+
+def drop_pyopencl_entry(program: object, context: object, device: object,
+                        options: list[str], cache_dir: str | None) -> bool:
+    """Delete the PyOpenCL cache entry that a build of ``program`` would read."""
+    entry = _pyopencl_entry(program, context, device, options, cache_dir)
+    if entry is not None and entry.is_dir():
         shutil.rmtree(entry, ignore_errors=True)
         return True
     return False
+
+
+def has_pyopencl_entry(program: object, context: object, device: object,
+                       options: list[str], cache_dir: str | None) -> bool:
+    """Whether a build of ``program`` would load a binary from PyOpenCL's cache (an entry
+    exists; unknown is False)."""
+    entry = _pyopencl_entry(program, context, device, options, cache_dir)
+    return entry is not None and entry.is_dir()

@@ -378,3 +378,64 @@ def test_zero_batch_zeroes_at_the_end(device):
         assert not be.to_host(a).any(), a.dtype
     a = be.zeros(6, np.uint32)  # outside a block: zeroed at once
     assert not be.to_host(a).any()
+
+
+def test_helper_processes_compile_into_the_cache(device, monkeypatch, tmp_path):
+    """Where a runtime compiles one program at a time, `prebuild` hands shares of the
+    programs it lacks to helper processes (clkernels.buildprocs), which compile them into
+    PyOpenCL's binary cache; the kernels built here then come from that cache and run."""
+    import pyopencl as cl
+
+    from clkernels import buildprocs
+    from clkernels.backends import pyopencl_backend
+    from clkernels.buildcache import has_pyopencl_entry, pyopencl_cache_dir
+
+    be = get_backend(device)
+    if not isinstance(be, pyopencl_backend.PyOpenCLBackend) or be.info.runtime == "oclgrind":
+        pytest.skip("helper processes serve the PyOpenCL backend's real devices")
+    monkeypatch.setenv("PYEDMCL_CACHE_DIR", str(tmp_path))  # an empty binary cache
+    tag = tmp_path.name.replace("-", "_")  # sources no earlier test built
+    src = "__kernel void k_{t}_{i}(__global int* a) {{ a[get_global_id(0)] = {i}; }}"
+    programs = [(src.format(t=tag, i=i), ()) for i in range(6)]
+    opts = list(be.build_options)
+    cache = pyopencl_cache_dir()
+
+    def cached(s: str) -> bool:
+        return has_pyopencl_entry(cl.Program(be.context, s), be.context, be.device, opts, cache)
+
+    # one helper builds every other program of the first four into the cache
+    started = buildprocs.start_helpers(be.info, [(s, opts) for s, _ in programs[:4]], cache, 1)
+    buildprocs.wait_helpers(started)
+    assert [p.returncode for p, _ in started] == [0]
+    assert [cached(s) for s, _ in programs[:4]] == [False, True, False, True]
+    # prebuild's path: helpers for the programs neither built nor cached (4 of 6 here)
+    monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n: 1 if n >= 4 else 0)
+    before = be.helper_builds
+    be._build_programs(programs, 1)
+    assert be.helper_builds - before == 2  # of the 4 unknown ones, the caller kept half
+    for i, (s, _) in enumerate(programs):
+        assert cached(s)
+        k = be.kernel_from_source(s, f"k_{tag}_{i}")
+        out = be.zeros(4, np.int32)
+        be.launch(k, (4,), None, out)
+        assert (be.to_host(out) == i).all()
+
+
+def test_helper_count_rules(monkeypatch):
+    """Helpers only for serial compilers and four or more programs; the variable's bad
+    values are refused with its name and the allowed range."""
+    from clkernels import buildprocs
+
+    monkeypatch.setattr(buildprocs.os, "sched_getaffinity", lambda pid: set(range(16)),
+                        raising=False)
+    monkeypatch.delenv("PYEDMCL_BUILD_PROCESSES", raising=False)
+    assert buildprocs.helper_count("pocl", 20) == 0
+    assert buildprocs.helper_count("nvidia", 3) == 0
+    assert buildprocs.helper_count("nvidia", 21) == buildprocs.MAX_HELPERS
+    assert buildprocs.helper_count("intel", 6) == 3  # the caller builds a share too
+    monkeypatch.setenv("PYEDMCL_BUILD_PROCESSES", "0")
+    assert buildprocs.helper_count("nvidia", 21) == 0
+    for bad in ("-1", "two"):
+        monkeypatch.setenv("PYEDMCL_BUILD_PROCESSES", bad)
+        with pytest.raises(ValueError, match="PYEDMCL_BUILD_PROCESSES"):
+            buildprocs.helper_count("nvidia", 21)

@@ -17,7 +17,13 @@ register_platforms()
 import pyopencl as cl  # noqa: E402  (must follow registration)
 import pyopencl.array as cla  # noqa: E402
 
-from ..buildcache import check_pocl_cache, drop_pyopencl_entry, pyopencl_cache_dir  # noqa: E402
+from ..buildcache import (  # noqa: E402
+    check_pocl_cache,
+    drop_pyopencl_entry,
+    has_pyopencl_entry,
+    pyopencl_cache_dir,
+)
+from ..buildprocs import helper_count, start_helpers, wait_helpers  # noqa: E402
 from ..devices import DeviceInfo, cl_device  # noqa: E402
 from ..probe import Captured, first_error_line, quiet_build  # noqa: E402
 from .base import Backend, BuildError, Local, round_up, save_failed_source  # noqa: E402
@@ -100,6 +106,7 @@ class PyOpenCLBackend(Backend):
         self.pinned_reads = info.is_gpu and info.runtime != "oclgrind"
         self._staging_free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
         self._side: cl.CommandQueue | None = None  # stream 1 (see _queue)
+        self.helper_builds = 0  # programs handed to helper processes (clkernels.buildprocs)
         self.allocator = None
         if info.runtime == "oclgrind":  # a simulator: keep its builds on one thread
             self.parallel_builds = False
@@ -165,6 +172,33 @@ class PyOpenCLBackend(Backend):
                 f"{first_error_line(str(exc), cap.text)}\n"
                 f"rendered source and full log saved to {path}\n{exc}"
             ) from exc
+
+    def _build_programs(self, programs: list[tuple[str, tuple[str, ...]]], threads: int) -> None:
+        """As the base class; where the runtime compiles one program at a time per process
+        (:mod:`clkernels.buildprocs`) and several programs are neither built nor in the
+        binary cache, helper processes compile shares of them into the cache while this
+        process builds its own share, then every program is built here (the helpers'
+        from the cache)."""
+        cache_dir = pyopencl_cache_dir()
+        todo = [(src, opts) for src, opts in programs if not self._known(src, opts, cache_dir)]
+        helpers = helper_count(self.info.runtime, len(todo)) if cache_dir else 0
+        if helpers:
+            jobs = [(src, list(tuple(opts) + self.build_options)) for src, opts in todo]
+            started = start_helpers(self.info, jobs, cache_dir, helpers)
+            if started:
+                self.helper_builds += sum(n for _, n in started)
+                super()._build_programs(todo[0::helpers + 1], threads)
+                wait_helpers(started)
+        super()._build_programs(programs, threads)
+
+    def _known(self, source: str, options: tuple[str, ...], cache_dir: str | None) -> bool:
+        """Built in this process, or a binary in PyOpenCL's cache (loading it is cheap)."""
+        opts = tuple(options) + self.build_options
+        with _programs_lock:
+            if (self.info.fingerprint, id(self.context), source, opts) in _programs:
+                return True
+        return has_pyopencl_entry(cl.Program(self.context, source), self.context, self.device,
+                                  list(opts), cache_dir)
 
     def _get_kernel(self, program: cl.Program, name: str) -> cl.Kernel:
         # A fresh cl.Kernel per (backend-level) cache entry: the program may be shared by
