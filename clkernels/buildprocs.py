@@ -9,8 +9,9 @@ on sixteen, their summed build times 80 s). Separate processes compile in parall
 ``multiprocessing``: a spawned child would re-run the user's main module, and a forked
 one cannot use a GPU context its parent opened), each of which opens a context on the
 same device and builds its share of the programs into PyOpenCL's binary cache, the
-folder the backend builds through. The caller then builds every program as usual and
-loads the helpers' binaries from that cache. Helpers only save time: whatever fails in
+folder the backend builds through (NVIDIA: into the driver's compute cache, as PyOpenCL
+caches no binaries there). The caller then builds every program as usual and loads the
+helpers' binaries from that cache. Helpers only save time: whatever fails in
 them (start-up, a build error, a timeout) leaves the program to the caller's own build,
 which reports errors as always. ``<PREFIX>_BUILD_PROCESSES``: the most helpers (0: none).
 """
@@ -55,8 +56,13 @@ for source, options in job["programs"]:
 
 
 def helper_count(runtime: str, programs: int) -> int:
-    """Helpers worth starting for ``programs`` builds on ``runtime`` (0: build in-process)."""
+    """Helpers worth starting for ``programs`` builds on ``runtime`` (0: build in-process).
+
+    NVIDIA: PyOpenCL keeps no binaries there; what a helper leaves is the driver's compute
+    cache (the PTX's machine code, most of a build), so none with ``CUDA_CACHE_DISABLE=1``."""
     if runtime not in SERIAL_COMPILERS or programs < MIN_PROGRAMS:
+        return 0
+    if runtime == "nvidia" and os.environ.get("CUDA_CACHE_DISABLE", "") == "1":
         return 0
     raw = (settings.env("BUILD_PROCESSES") or "").strip()
     if raw:

@@ -433,6 +433,10 @@ def test_helper_count_rules(monkeypatch):
     assert buildprocs.helper_count("nvidia", 3) == 0
     assert buildprocs.helper_count("nvidia", 21) == buildprocs.MAX_HELPERS
     assert buildprocs.helper_count("intel", 6) == 3  # the caller builds a share too
+    monkeypatch.setenv("CUDA_CACHE_DISABLE", "1")  # NVIDIA: helpers leave the compute cache
+    assert buildprocs.helper_count("nvidia", 21) == 0
+    assert buildprocs.helper_count("intel", 21) == buildprocs.MAX_HELPERS
+    monkeypatch.delenv("CUDA_CACHE_DISABLE")
     monkeypatch.setenv("PYEDMCL_BUILD_PROCESSES", "0")
     assert buildprocs.helper_count("nvidia", 21) == 0
     for bad in ("-1", "two"):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import threading
 import warnings
 from concurrent.futures import Future
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +29,7 @@ from ..buildcache import (  # noqa: E402
 from ..buildprocs import helper_count, start_helpers, wait_helpers  # noqa: E402
 from ..devices import DeviceInfo, cl_device  # noqa: E402
 from ..probe import Captured, first_error_line, quiet_build  # noqa: E402
+from ..userdirs import private_dir  # noqa: E402
 from .base import Backend, BuildError, Local, round_up, save_failed_source  # noqa: E402
 
 # Programs shared by every backend of the process: (fingerprint, context id, source, options).
@@ -139,6 +143,11 @@ class PyOpenCLBackend(Backend):
             del _building[key]
             self.build_count += 1
         fut.set_result(prog)
+        if self.info.runtime == "nvidia":  # see _known
+            marker = self._marker(source, opts)
+            if marker is not None:
+                with contextlib.suppress(OSError):
+                    marker.touch()
         return prog
 
     def _build(self, source: str, opts: list[str]) -> cl.Program:
@@ -192,13 +201,27 @@ class PyOpenCLBackend(Backend):
         super()._build_programs(programs, threads)
 
     def _known(self, source: str, options: tuple[str, ...], cache_dir: str | None) -> bool:
-        """Built in this process, or a binary in PyOpenCL's cache (loading it is cheap)."""
+        """Built in this process, or a binary in PyOpenCL's cache (loading it is cheap), or
+        (NVIDIA, where PyOpenCL caches nothing) built on this device before (a marker)."""
         opts = tuple(options) + self.build_options
         with _programs_lock:
             if (self.info.fingerprint, id(self.context), source, opts) in _programs:
                 return True
+        if self.info.runtime == "nvidia":
+            marker = self._marker(source, opts)
+            return marker is not None and marker.exists()
         return has_pyopencl_entry(cl.Program(self.context, source), self.context, self.device,
                                   list(opts), cache_dir)
+
+    def _marker(self, source: str, opts: tuple[str, ...]) -> Path | None:
+        """The empty file that says this program was built on this device (NVIDIA: the
+        driver's compute cache then holds its machine code)."""
+        try:
+            d = private_dir("built")
+        except OSError:
+            return None
+        text = "\0".join((self.info.fingerprint, " ".join(opts), source))
+        return d / hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def _get_kernel(self, program: cl.Program, name: str) -> cl.Kernel:
         # A fresh cl.Kernel per (backend-level) cache entry: the program may be shared by
