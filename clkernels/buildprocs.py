@@ -60,8 +60,8 @@ def helper_count(runtime: str, programs: int) -> int:
 
     NVIDIA: PyOpenCL keeps no binaries there; what a helper leaves is the driver's compute
     cache (the PTX's machine code, most of a build), so none with ``CUDA_CACHE_DISABLE=1``."""
-    if runtime not in SERIAL_COMPILERS or programs < MIN_PROGRAMS:
-        return 0
+    if runtime not in SERIAL_COMPILERS or programs < MIN_PROGRAMS or getattr(sys, "frozen", False):
+        return 0  # (a frozen application's executable is not a Python interpreter)
     if runtime == "nvidia" and os.environ.get("CUDA_CACHE_DISABLE", "") == "1":
         return 0
     raw = (settings.env("BUILD_PROCESSES") or "").strip()
@@ -86,7 +86,9 @@ def start_helpers(info: Any, programs: list[tuple[str, list[str]]], cache_dir: s
     """Start ``helpers`` processes, each building every ``helpers + 1``-th program (the
     caller keeps the first share); returns (process, programs it builds) pairs."""
     cfg = settings.current()
-    env = dict(os.environ, PYOPENCL_COMPILER_OUTPUT="0")
+    # the caller's import path (a script may have added clkernels' folder itself)
+    env = dict(os.environ, PYOPENCL_COMPILER_OUTPUT="0",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     started = []
     for h in range(helpers):
         share = programs[h + 1::helpers + 1]
