@@ -64,21 +64,13 @@ def helper_count(runtime: str, programs: int) -> int:
         return 0  # (a frozen application's executable is not a Python interpreter)
     if runtime == "nvidia" and os.environ.get("CUDA_CACHE_DISABLE", "") == "1":
         return 0
-    raw = (settings.env("BUILD_PROCESSES") or "").strip()
-    if raw:
-        try:
-            most = int(raw)
-        except ValueError:
-            raise ValueError(f"{settings.env_name('BUILD_PROCESSES')}={raw!r} is invalid; "
-                             "allowed: an integer >= 0") from None
-        if most < 0:
-            raise ValueError(f"{settings.env_name('BUILD_PROCESSES')}={raw!r} is invalid; "
-                             "allowed: an integer >= 0")
-    else:
+    most = settings.env_int("BUILD_PROCESSES", 0)
+    if most is None:
         most = MAX_HELPERS
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    from .backends.base import cpus
+
     # the caller builds a share too, so one helper already halves the wait
-    return max(0, min(most, cpus - 1, programs // 2))
+    return max(0, min(most, cpus() - 1, programs // 2))
 
 
 def start_helpers(info: Any, programs: list[tuple[str, list[str]]], cache_dir: str,

@@ -79,6 +79,21 @@ def env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(env_name(name), default)
 
 
+def env_int(name: str, minimum: int) -> int | None:
+    """Setting ``name`` as an integer >= ``minimum`` (None if unset or empty); any other
+    value is refused with the variable's name and the allowed range."""
+    raw = (env(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise ValueError(f"{env_name(name)}={raw!r} is invalid; allowed: an integer >= {minimum}")
+    return value
+
+
 def flag(name: str) -> bool:
     """Whether setting ``name`` is set to something other than empty or ``0``."""
     return (env(name) or "").strip() not in ("", "0")

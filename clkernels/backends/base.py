@@ -55,22 +55,13 @@ def build_threads(programs: int, parallel: bool = True) -> int:
     """Threads for building ``programs`` distinct programs at once: ``<PREFIX>_BUILD_THREADS``
     if set (1: one after the other), else one per program up to the CPUs this process may
     use (1 where the backend cannot build in parallel)."""
-    raw = (settings.env("BUILD_THREADS") or "").strip()
-    if raw:
-        try:
-            want = int(raw)
-        except ValueError:
-            raise ValueError(f"{settings.env_name('BUILD_THREADS')}={raw!r} is invalid; "
-                             "allowed: an integer >= 1") from None
-        if want < 1:
-            raise ValueError(f"{settings.env_name('BUILD_THREADS')}={raw!r} is invalid; "
-                             "allowed: an integer >= 1")
-    else:
-        want = _cpus() if parallel else 1
+    want = settings.env_int("BUILD_THREADS", 1)
+    if want is None:
+        want = cpus() if parallel else 1
     return max(1, min(programs, want))
 
 
-def _cpus() -> int:
+def cpus() -> int:
     """CPUs this process may run on (its affinity mask where the OS has one)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
