@@ -86,16 +86,21 @@ def start_helpers(info: Any, programs: list[tuple[str, list[str]]], cache_dir: s
         share = programs[h + 1::helpers + 1]
         if not share:
             continue
-        job = {"info": info, "cache_dir": cache_dir, "programs": share}
         try:
+            payload = pickle.dumps({"info": info, "cache_dir": cache_dir, "programs": share})
             p = subprocess.Popen([sys.executable, "-c", _HELPER, cfg.app_name, cfg.env_prefix],
                                  stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            return started  # no helpers: the caller builds these itself
+        try:
             assert p.stdin is not None
-            p.stdin.write(pickle.dumps(job))
+            p.stdin.write(payload)
             p.stdin.close()
-        except OSError:
-            continue  # no helper: the caller builds these itself
+        except OSError:  # the helper died at start: its share is the caller's
+            p.kill()
+            p.wait()
+            continue
         started.append((p, len(share)))
     return started
 
