@@ -55,11 +55,17 @@ for source, options in job["programs"]:
 """
 
 
-def helper_count(runtime: str, programs: int) -> int:
+#: device memory per helper on a GPU (each opens a context there, ~0.3-0.5 GB on NVIDIA)
+GPU_BYTES_PER_HELPER = 2 << 30
+
+
+def helper_count(runtime: str, programs: int, gpu_memory: int = 0) -> int:
     """Helpers worth starting for ``programs`` builds on ``runtime`` (0: build in-process).
 
     NVIDIA: PyOpenCL keeps no binaries there; what a helper leaves is the driver's compute
-    cache (the PTX's machine code, most of a build), so none with ``CUDA_CACHE_DISABLE=1``."""
+    cache (the PTX's machine code, most of a build), so none with ``CUDA_CACHE_DISABLE=1``.
+    ``gpu_memory``: the GPU's bytes (0: not a GPU); one helper per
+    :data:`GPU_BYTES_PER_HELPER` of it at most."""
     if runtime not in SERIAL_COMPILERS or programs < MIN_PROGRAMS or getattr(sys, "frozen", False):
         return 0  # (a frozen application's executable is not a Python interpreter)
     if runtime == "nvidia" and os.environ.get("CUDA_CACHE_DISABLE", "") == "1":
@@ -69,6 +75,8 @@ def helper_count(runtime: str, programs: int) -> int:
         most = MAX_HELPERS
     from .backends.base import cpus
 
+    if gpu_memory:
+        most = min(most, max(1, gpu_memory // GPU_BYTES_PER_HELPER))
     # the caller builds a share too, so one helper already halves the wait
     return max(0, min(most, cpus() - 1, programs // 2))
 

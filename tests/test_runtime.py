@@ -409,7 +409,7 @@ def test_helper_processes_compile_into_the_cache(device, monkeypatch, tmp_path):
     assert [p.returncode for p, _ in started] == [0]
     assert [cached(s) for s, _ in programs[:4]] == [False, True, False, True]
     # prebuild's path: helpers for the programs neither built nor cached (4 of 6 here)
-    monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n: 1 if n >= 4 else 0)
+    monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n, mem: int(n >= 4))
     before = be.helper_builds
     be._build_programs(programs, 1)
     assert be.helper_builds - before == 2  # of the 4 unknown ones, the caller kept half
@@ -433,6 +433,7 @@ def test_helper_count_rules(monkeypatch):
     assert buildprocs.helper_count("nvidia", 3) == 0
     assert buildprocs.helper_count("nvidia", 21) == buildprocs.MAX_HELPERS
     assert buildprocs.helper_count("intel", 6) == 3  # the caller builds a share too
+    assert buildprocs.helper_count("nvidia", 21, gpu_memory=6 << 30) == 3  # a context each
     monkeypatch.setenv("CUDA_CACHE_DISABLE", "1")  # NVIDIA: helpers leave the compute cache
     assert buildprocs.helper_count("nvidia", 21) == 0
     assert buildprocs.helper_count("intel", 21) == buildprocs.MAX_HELPERS

@@ -190,7 +190,8 @@ class PyOpenCLBackend(Backend):
         from the cache)."""
         cache_dir = pyopencl_cache_dir()
         todo = [(src, opts) for src, opts in programs if not self._known(src, opts, cache_dir)]
-        helpers = helper_count(self.info.runtime, len(todo)) if cache_dir else 0
+        gpu_memory = self.info.global_mem_bytes if self.info.is_gpu else 0
+        helpers = helper_count(self.info.runtime, len(todo), gpu_memory) if cache_dir else 0
         if helpers:
             jobs = [(src, list(tuple(opts) + self.build_options)) for src, opts in todo]
             started = start_helpers(self.info, jobs, cache_dir, helpers)
