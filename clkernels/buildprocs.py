@@ -5,15 +5,16 @@ the number of threads asking (:meth:`clkernels.Backend.prebuild`'s thread pool g
 little there: H100, the 21 programs of a mixed-E map took 8.5 s on one thread and 6.8 s
 on sixteen, their summed build times 80 s). Separate processes compile in parallel.
 
-:func:`compile_in_helpers` starts fresh interpreters (``python -c``, never
+:func:`start_helpers` starts fresh interpreters (``python -c``, never
 ``multiprocessing``: a spawned child would re-run the user's main module, and a forked
 one cannot use a GPU context its parent opened), each of which opens a context on the
 same device and builds its share of the programs into PyOpenCL's binary cache, the
 folder the backend builds through (NVIDIA: into the driver's compute cache, as PyOpenCL
-caches no binaries there). The caller then builds every program as usual and loads the
-helpers' binaries from that cache. Helpers only save time: whatever fails in
-them (start-up, a build error, a timeout) leaves the program to the caller's own build,
-which reports errors as always. ``<PREFIX>_BUILD_PROCESSES``: the most helpers (0: none).
+caches no binaries there). The caller builds its own share meanwhile, waits
+(:func:`wait_helpers`), then builds every program as usual, loading the helpers'
+binaries from that cache. Helpers only save time: whatever fails in them (start-up, a
+build error, a timeout) leaves the program to the caller's own build, which reports
+errors as always. ``<PREFIX>_BUILD_PROCESSES``: the most helpers (0: none).
 """
 
 from __future__ import annotations
