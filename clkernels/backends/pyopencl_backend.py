@@ -188,10 +188,13 @@ class PyOpenCLBackend(Backend):
         binary cache, helper processes compile shares of them into the cache while this
         process builds its own share, then every program is built here (the helpers'
         from the cache)."""
-        cache_dir = pyopencl_cache_dir()
-        todo = [(src, opts) for src, opts in programs if not self._known(src, opts, cache_dir)]
         gpu_memory = self.info.global_mem_bytes if self.info.is_gpu else 0
-        helpers = helper_count(self.info.runtime, len(todo), gpu_memory) if cache_dir else 0
+        # (the cache is looked at only where helpers could start at all)
+        cache_dir = pyopencl_cache_dir() if helper_count(self.info.runtime, len(programs),
+                                                         gpu_memory) else None
+        todo = [(src, opts) for src, opts in programs
+                if cache_dir and not self._known(src, opts, cache_dir)]
+        helpers = helper_count(self.info.runtime, len(todo), gpu_memory) if todo else 0
         if helpers:
             jobs = [(src, list(tuple(opts) + self.build_options)) for src, opts in todo]
             started = start_helpers(self.info, jobs, cache_dir, helpers)
