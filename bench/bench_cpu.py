@@ -2,7 +2,10 @@
 
 Four rows, each pyedmcl on the default device against its peer on the same cores, in
 one process, the two interleaved (same load), best of ``--repeat`` runs after a
-warm-up (kernels built, Kokkos initialised):
+warm-up (kernels built, Kokkos initialised). Without ``--device`` each row runs where
+the library itself runs it with no ``device=`` (among several CPU runtimes, the one
+:mod:`clkernels.runtime_choice` picks for its kernel families); the line ends with
+that runtime:
 
 1. leave-one-out Simplex scan E=1..20, L=10,000: ``embed_dimension`` vs ``kedm.edim``
 2. all-to-all cross map N=100 x L=1,000, E=5: ``xmap`` vs ``kedm.xmap``
@@ -48,14 +51,27 @@ def best_interleaved(fns: dict, repeat: int) -> dict[str, float]:
     return {k: min(v) for k, v in times.items()}
 
 
-def report(row: int, label: str, ours: float, peer_name: str, peer: float | None) -> None:
+def report(row: int, label: str, ours: float, peer_name: str, peer: float | None,
+           be=None) -> None:
+    on = f"  [{be.info.runtime}]" if be is not None else ""
     if peer is None:
-        print(f"{row}. {label:<46} pyedmcl {ours:8.3f} s   {peer_name}: not installed")
+        print(f"{row}. {label:<46} pyedmcl {ours:8.3f} s   {peer_name}: not installed{on}")
         return
     r = peer / ours
     mark = "ok" if r >= GOALS[row] else "below goal"
     print(f"{row}. {label:<46} pyedmcl {ours:8.3f} s   {peer_name} {peer:8.3f} s   "
-          f"ratio {r:6.2f}x  (goal >= {GOALS[row]:.0f}x: {mark})", flush=True)
+          f"ratio {r:6.2f}x  (goal >= {GOALS[row]:.0f}x: {mark}){on}", flush=True)
+
+
+def row_backend(selector, families: tuple):
+    """The backend a row runs on: ``selector`` where one was given, else the one the
+    library itself picks for ``families`` with no ``device=`` (among several CPU
+    runtimes, the one tuning measured faster for them: what a user gets)."""
+    import clkernels
+    if selector is None:
+        from clkernels.runtime_choice import default_for
+        selector = default_for(families)
+    return clkernels.get_backend(selector)
 
 
 def panel(N: int, L: int, seed: int = 0) -> np.ndarray:
@@ -75,7 +91,7 @@ def row_scan(be, kedm, repeat: int) -> None:
     for fn in fns.values():
         fn()
     t = best_interleaved(fns, repeat)
-    report(1, "LOO Simplex scan E=1..20, L=10,000", t["ours"], "kedm.edim", t.get("peer"))
+    report(1, "LOO Simplex scan E=1..20, L=10,000", t["ours"], "kedm.edim", t.get("peer"), be)
 
 
 def row_xmap(be, kedm, repeat: int, mixed: bool) -> None:
@@ -90,7 +106,7 @@ def row_xmap(be, kedm, repeat: int, mixed: bool) -> None:
         fn()
     t = best_interleaved(fns, repeat)
     label = "all-to-all N=100 x L=1,000, " + ("E mixed 1..10" if mixed else "E=5")
-    report(3 if mixed else 2, label, t["ours"], "kedm.xmap", t.get("peer"))
+    report(3 if mixed else 2, label, t["ours"], "kedm.xmap", t.get("peer"), be)
 
 
 def row_rqa(be, repeat: int) -> None:
@@ -116,7 +132,7 @@ def row_rqa(be, repeat: int) -> None:
             fn()
         t = best_interleaved(fns, repeat)
     rr = pe.rqa(x, E=E, tau=tau, radius=radius, dtype="float32", device=be).RR
-    report(4, f"RQA N=10,000 E=5 tau=3 (RR {rr:.3f})", t["ours"], "PyRQA", t.get("peer"))
+    report(4, f"RQA N=10,000 E=5 tau=3 (RR {rr:.3f})", t["ours"], "PyRQA", t.get("peer"), be)
 
 
 def row_ccm(device, repeat: int) -> None:
@@ -169,12 +185,16 @@ def main(argv=None) -> None:
           f"{os.getloadavg()[0]:.1f}; best of {a.repeat}, interleaved", flush=True)
     if 1 in rows:
         row_scan(be, kedm, a.repeat)
+    if rows & {2, 3}:
+        from pyedmcl.kernels.xmap import XMAP_KNN, XMAP_SCAN, XMAP_SKILL
+        be_map = row_backend(a.device, (XMAP_KNN, XMAP_SCAN, XMAP_SKILL))
     if 2 in rows:
-        row_xmap(be, kedm, a.repeat, mixed=False)
+        row_xmap(be_map, kedm, a.repeat, mixed=False)
     if 3 in rows:
-        row_xmap(be, kedm, a.repeat, mixed=True)
+        row_xmap(be_map, kedm, a.repeat, mixed=True)
     if 4 in rows:
-        row_rqa(be, a.repeat)
+        from pyedmcl.kernels.rqa_lines import RQA_LINES
+        row_rqa(row_backend(a.device, (RQA_LINES,)), a.repeat)
     if 5 in rows:
         row_ccm(a.device, a.repeat)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
