@@ -173,6 +173,35 @@ def test_fused_scan_rules():
         XmapEngine(be, X, np.array([1, 2, 3, 4]), tau=-1, knn_kernel="scan").block(0, 4)
 
 
+def test_fused_scan_on_cpus_follows_tuning(monkeypatch):
+    """On a CPU the map takes the fused scan with the private-list mode ("key"), and
+    with another insertion mode only where tuning measured it on this CPU (a user
+    entry here): the heuristic's local-memory lists lose to the per-E kernels, tuned
+    ones can win. The tuned scan's matrix is the per-E path's, bit for bit."""
+    from clkernels import get_backend
+    from clkernels.tuning.database import Choice, UserDB, entry_key, make_entry
+    from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap import engine
+    be = get_backend(CPU_DEVICE)
+    X = panel(L=80, N=7, seed=11).T
+    E = np.array([1, 3, 2, 5, 3, 4, 1])
+    q = {"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0}
+    spec = {"EMAX": 5, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
+    sb, zb = xk.XMAP_SCAN.spec_bucket(spec), xk.XMAP_SCAN.size_bucket(79)
+    with monkeypatch.context() as m:  # the heuristic's "q": per-E kernels
+        m.setattr(xk.XMAP_SCAN, "params_for", lambda *a: dict(q))
+        m.setattr(engine, "lookup", lambda *a: Choice(dict(q), "heuristic"))
+        assert not engine.XmapEngine(be, X, E)._use_scan()
+    # a tuned "q" (user database of this device): the scan
+    UserDB(be.info).put(entry_key("xmap_scan", sb, zb),
+                        make_entry(xk.XMAP_SCAN, be.info, sb, zb, q, 0.001, q, 0.001))
+    assert xk.XMAP_SCAN.params_for(be, spec, 79, 79)["INS"] == "q"
+    auto = engine.XmapEngine(be, X, E)
+    assert auto._use_scan()
+    ref = engine.XmapEngine(be, X, E, knn_kernel="batched").block(0, 7)
+    np.testing.assert_array_equal(auto.block(0, 7), ref)
+
+
 def test_oclgrind_clean_fused_scan():
     """Series-batched knn_scan (SPLIT 2: the batched merge too), pack from its E planes
     and the skill, under Oclgrind: no invalid access or race, the PoCL matrix (atol

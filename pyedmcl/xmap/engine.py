@@ -43,6 +43,7 @@ import numpy as np
 
 from clkernels import Backend, run_blocked
 from clkernels.memory import DeviceOutOfMemory
+from clkernels.tuning import lookup
 
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
@@ -246,9 +247,10 @@ class XmapEngine:
         """The fused scan (``knn_scan/knn_scan.cl.mako``, one pass for E = 1..Emax) builds every
         E-group's tables of a library at once; it applies with past lags (tau > 0),
         pyEDM's K = E + 1 in every group and Emax <= 32, and by default it is used when
-        it saves distance work on a GPU: the per-E kernels add sum(E_g) coordinates per
-        pair, the scan Emax (plus a compare per E), so at least two groups and
-        sum(E_g) >= 2 Emax. Tables are bit-identical either way."""
+        it saves distance work: the per-E kernels add sum(E_g) coordinates per pair, the
+        scan Emax (plus a compare per E), so at least two groups and sum(E_g) >= 2 Emax;
+        on a CPU also only with the private-list scan or a tuned insertion mode (see
+        below). Tables are bit-identical either way."""
         from ..kernels.knn_scan import MAX_FUSED_E
         if self.knn_choice in ("batched", "edm") or not self.groups:
             return False
@@ -263,14 +265,21 @@ class XmapEngine:
             return False
         if self.be.info.is_gpu:
             return True
-        # CPUs: with the private-list scan (INS "key"); the local-memory lists lost to the
-        # per-E batched kernel there (2-core PoCL, N=100 x 1,000, E mixed 1..20: 3.2 vs
-        # 2.8 s). Intel's runtime, 2-core Zen 5, E mixed 1..10: k-NN device time
+        # CPUs: with the private-list scan (INS "key"), or with whatever insertion mode
+        # tuning measured fastest on this CPU (or its class). The local-memory lists with
+        # untuned parameters lost to the per-E batched kernel (2-core PoCL, N=100 x
+        # 1,000, E mixed 1..20: 3.2 vs 2.8 s); tuned ones win where tuning picked them
+        # (2-core Xeon, PoCL 3.0, E mixed 1..10: "q" 0.56 s, "key" 0.66 s, per E
+        # 0.83 s). Intel's runtime, 2-core Zen 5, E mixed 1..10: k-NN device time
         # 0.34 s ("key") vs 0.95 s (per E)
         spec = {"EMAX": max(Es), "TAU": self.tau, "KNN": 0, "METRIC": "euclidean",
                 "REAL": self.real}
         nq = int(ccm_valid_times(self.n, 1, self.tau, self.Tp).size)
-        return XMAP_SCAN.params_for(self.be, spec, nq, nq)["INS"] == "key"
+        if XMAP_SCAN.params_for(self.be, spec, nq, nq)["INS"] == "key":
+            return True
+        source = lookup(XMAP_SCAN, self.be.info, XMAP_SCAN.spec_bucket(spec),
+                        XMAP_SCAN.size_bucket(nq)).source
+        return source in ("user", "shipped:device", "shipped:cpu_class")
 
     def _scan_setup(self) -> _ScanSetup:
         if self._scan is not None:
