@@ -102,7 +102,10 @@ def test_edges_and_float64(device, kw):
     {"WG": 4, "TILE": 64, "QB": 5, "SPLIT": 2, "INS": "qe", "VEC": 16, "ANY": 0},
     {"WG": 4, "TILE": 32, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0},
     {"WG": 1, "TILE": 16, "QB": 1, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0},
-], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe", "key16", "key4"])
+    {"WG": 4, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0, "LPB": 64},
+    {"WG": 1, "TILE": 32, "QB": 1, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0, "LPB": 32},
+], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe", "key16", "key4",
+        "key16-lpb64", "key4-lpb32"])
 def test_variants_give_identical_tables(device, params):
     """Insertion modes and library splits (merged after) keep the total order."""
     x = _series(integer=True)
@@ -116,19 +119,23 @@ def test_variants_give_identical_tables(device, params):
 @pytest.mark.parametrize("case", ["loo", "knn", "tau2"])
 @pytest.mark.parametrize("real", ["float", "double"])
 @pytest.mark.parametrize("emax", [10, 17])
-def test_key_lists_equal_local_lists(device, case, real, emax):
+@pytest.mark.parametrize("lpb", [0, 32])
+def test_key_lists_equal_local_lists(device, case, real, emax, lpb):
     """INS "key" (CPUs: private lists, first thresholds from lane minima) gives the tables
     of the local-memory lists bit for bit: float32 packed keys and the float64 network,
     k-NN per E, tau 2, ties (integer series); max_E 17 with 8-lane vectors covers E with
     K above one vector of lane minima (two vectors), and above two (no first threshold);
-    max_E 10 keeps every float32 list within one ulong16 (the sorted-lane lists), 17 not."""
+    max_E 10 keeps every float32 list within one ulong16 (the sorted-lane lists), 17 not;
+    LPB 32: four vectors' candidate tests before one branch (candidates found against a
+    threshold that an earlier lane has lowered since)."""
     x = _series(integer=True)
     be = get_backend(device)
     dt = np.float64 if real == "double" else np.float32
     kw = CASES[case]
     lay = fused_layout([resolve(x.size, E=E, **kw) for E in range(1, emax + 1)])
     ref = {"WG": 4, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "q", "VEC": 8, "ANY": 0}
-    key = {"WG": 2, "TILE": 32, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0}
+    key = {"WG": 2, "TILE": 32, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0,
+           "LPB": lpb}
     sk0, p0 = run_fused(be, lay, x, None, dt, real, params=ref, predictions=True)
     sk1, p1 = run_fused(be, lay, x, None, dt, real, params=key, predictions=True)
     np.testing.assert_array_equal(p0, p1)
@@ -294,13 +301,18 @@ def test_oclgrind_clean_key_lists():
         x = logistic_map(40, r=3.9, x0=0.4, burn=0)
         lay = fused_layout([resolve(40, E=E, lib="1 25", pred="10 40", exclusion_radius=1)
                             for E in range(1, 4)])
-        p = {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0}
-        sk, pred = run_fused(clkernels.get_backend(), lay, x, None, np.float32, "float",
-                             params=p, predictions=True)
-        print(json.dumps([np.nan_to_num(pred, nan=-9).tolist(), sk[:, 3].tolist()]))
+        out = []
+        for lpb in (0, 8):  # one branch per vector, and per two
+            p = {"WG": 2, "TILE": 8, "QB": 2, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0,
+                 "LPB": lpb}
+            sk, pred = run_fused(clkernels.get_backend(), lay, x, None, np.float32, "float",
+                                 params=p, predictions=True)
+            out.append([np.nan_to_num(pred, nan=-9).tolist(), sk[:, 3].tolist()])
+        print(json.dumps(out))
     """
-    p, n = json.loads(run_under_oclgrind(code, ignore_uninitialized=True).strip().splitlines()[-1])
+    runs = json.loads(run_under_oclgrind(code, ignore_uninitialized=True).strip().splitlines()[-1])
     x = logistic_map(40, r=3.9, x0=0.4, burn=0)
     lay, _, sk, pred = _fused(CPU_DEVICE, x, 3, lib="1 25", pred="10 40", exclusion_radius=1)
-    np.testing.assert_allclose(np.array(p), np.nan_to_num(pred, nan=-9), rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(n, sk[:, 3])
+    for p, n in runs:
+        np.testing.assert_allclose(np.array(p), np.nan_to_num(pred, nan=-9), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(n, sk[:, 3])

@@ -131,7 +131,8 @@ def test_every_variant_same_matrix(device):
 SCAN = [{"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0},
         {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
         {"WG": 2, "TILE": 32, "QB": 3, "SPLIT": 3, "INS": "q", "VEC": 8, "ANY": 0},
-        {"WG": 4, "TILE": 32, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0}]
+        {"WG": 4, "TILE": 32, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0},
+        {"WG": 4, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0, "LPB": 64}]
 
 
 @pytest.mark.parametrize("tau, Tp", [(1, 0), (2, 1), (1, -2)])

@@ -138,7 +138,7 @@ class XmapScanKernel(KnnScanKernel):
 
     name = "xmap_scan"
     space = TuningSpace(params=KNN_SCAN.space.params, heuristic=_scan_heuristic,
-                        constraint=KNN_SCAN.space.constraint)
+                        constraint=KNN_SCAN.space.constraint, filled=KNN_SCAN.space.filled)
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         return [4096] if info.is_gpu else [1024]

@@ -1,4 +1,4 @@
-## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, FMA, ORD
+## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, LPB, FMA, ORD
 ## version: 1
 ## legacy-hashes: e8c24d86159cdd4c
 ## Embedding-dimension scan: the exact k-NN tables of E = 1..EMAX in one pass.
