@@ -249,8 +249,8 @@ class XmapEngine:
         pyEDM's K = E + 1 in every group and Emax <= 32, and by default it is used when
         it saves distance work: the per-E kernels add sum(E_g) coordinates per pair, the
         scan Emax (plus a compare per E), so at least two groups and sum(E_g) >= 2 Emax;
-        on a CPU also only with the private-list scan or a tuned insertion mode (see
-        below). Tables are bit-identical either way."""
+        on a CPU also only with the private-list scan or an insertion mode tuned on this
+        CPU (see below). Tables are bit-identical either way."""
         from ..kernels.knn_scan import MAX_FUSED_E
         if self.knn_choice in ("batched", "edm") or not self.groups:
             return False
@@ -266,7 +266,8 @@ class XmapEngine:
         if self.be.info.is_gpu:
             return True
         # CPUs: with the private-list scan (INS "key"), or with whatever insertion mode
-        # tuning measured fastest on this CPU (or its class). The local-memory lists with
+        # tuning measured fastest on this very CPU (a class's borrowed entry was timed
+        # on another CPU: it takes the per-E kernels). The local-memory lists with
         # untuned parameters lost to the per-E batched kernel (2-core PoCL, N=100 x
         # 1,000, E mixed 1..20: 3.2 vs 2.8 s); tuned ones win where tuning picked them
         # (2-core Xeon, PoCL 3.0, E mixed 1..10: "q" 0.56 s, "key" 0.66 s, per E
@@ -279,7 +280,7 @@ class XmapEngine:
             return True
         source = lookup(XMAP_SCAN, self.be.info, XMAP_SCAN.spec_bucket(spec),
                         XMAP_SCAN.size_bucket(nq)).source
-        return source in ("user", "shipped:device", "shipped:cpu_class")
+        return source in ("user", "shipped:device")
 
     def _scan_setup(self) -> _ScanSetup:
         if self._scan is not None:
