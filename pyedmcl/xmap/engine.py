@@ -122,6 +122,7 @@ class XmapEngine:
         self.tau, self.Tp = int(tau), int(Tp)
         self.x_dev = be.to_device(X.reshape(-1))
         self._scratch: dict[tuple, Any] = {}
+        self._layouts: dict[tuple, dict] = {}
         #: whether the map's kernels were built up front (:meth:`kernel_requests`)
         self._prebuilt = False
         self.groups: list[_Group] = []
@@ -227,11 +228,16 @@ class XmapEngine:
 
     def _layout(self, k: int, weight: str, ntg: int, diag: bool = False) -> dict:
         """The skill's layout for tables of ``k`` and ``ntg`` targets (tuned; a CPU's
-        adjusted to the group's size, :func:`~pyedmcl.kernels.xmap.cpu_layout`)."""
-        sp = XMAP_SKILL.layout(self.be, self._skill_spec(k, weight), self.n, diag)
-        if not self.be.info.is_gpu and not diag:
-            sp = cpu_layout(sp, ntg)
-        return sp
+        adjusted to the group's size, :func:`~pyedmcl.kernels.xmap.cpu_layout`); looked
+        up once per engine (each pack and skill launch asks: ~90 tuning lookups per
+        mixed-E map of 100 series, 5 ms of host time beside a 2-core CPU's kernels)."""
+        key = (k, weight, ntg, diag)
+        if key not in self._layouts:
+            sp = XMAP_SKILL.layout(self.be, self._skill_spec(k, weight), self.n, diag)
+            if not self.be.info.is_gpu and not diag:
+                sp = cpu_layout(sp, ntg)
+            self._layouts[key] = sp
+        return dict(self._layouts[key])
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
@@ -326,6 +332,7 @@ class XmapEngine:
             idx, dist, part = self._scan_bufs("s", nb, emax, nq, kmax, split)
             KNN_SCAN.launch(be, sc.params, sc.spec, sc.xp_dev, sc.ints_dev, nq, sc.t0, nq, 0,
                             idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
+            self._reserve_tables(nb)
             for g in self.groups:
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
                 XMAP_SKILL.pack(be, self._skill_spec(g.k), idx, dist, kmax, plane, sc.row0[g.E],
@@ -421,6 +428,16 @@ class XmapEngine:
             part = (self._buf(tag + "pidx", (nb, split, emax, nq, kmax), np.int32),
                     self._buf(tag + "pdist", (nb, split, emax, nq, kmax), self.dt))
         return self._buf(tag + "idx", shape, np.int32), self._buf(tag + "dist", shape, self.dt), part
+
+    def _reserve_tables(self, nb: int) -> None:
+        """The packed-table buffers at the size of the largest E-group's ``nb`` tables,
+        before a batch's first pack: grown group by group, each growth waits for the
+        queue (:meth:`_buf`; 18 waits per mixed-E map of 100 series, E 1..10)."""
+        mk = max(g.M * g.k for g in self.groups)
+        m = max(g.M for g in self.groups)
+        self._buf("tidx", (nb * mk,), np.int32)
+        self._buf("tw", (nb * mk,), self.acc_dt)
+        self._buf("tden", (nb * m,), self.acc_dt)
 
     def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
         """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""
