@@ -27,9 +27,12 @@ from ..edm.ranges import check_tau
 from ..validation import check_dtype, check_int, check_int_array, check_seed
 from .results import XmapResult
 
-#: default rows per block: big enough to amortise a launch, small enough to balance
+#: default rows per block over several devices: big enough to amortise a launch, small
+#: enough to balance
 DEFAULT_BLOCK_ROWS = 32
-#: on a GPU: a batch of 64 library series fills the device (and one Zarr chunk)
+#: on a GPU: a batch of 64 library series fills the device (and one Zarr chunk); on one
+#: CPU: fewer, larger launches (each block launches per E-group; 2-core Xeon, Intel, N=100
+#: x 1,000, E mixed 1..10: 0.223 -> 0.219 s)
 GPU_BLOCK_ROWS = 64
 
 
@@ -240,7 +243,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         br = DEFAULT_BLOCK_ROWS
         if scheduler is None:
             from clkernels import get_backend
-            if get_backend(devs[0], backend).info.is_gpu:
+            if len(devs) == 1 or get_backend(devs[0], backend).info.is_gpu:
                 br = GPU_BLOCK_ROWS
     else:
         br = check_int(block_rows, "block_rows", 1)
