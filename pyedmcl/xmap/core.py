@@ -30,10 +30,10 @@ from .results import XmapResult
 #: default rows per block over several devices: big enough to amortise a launch, small
 #: enough to balance
 DEFAULT_BLOCK_ROWS = 32
-#: on a GPU: a batch of 64 library series fills the device (and one Zarr chunk); on one
-#: CPU: fewer, larger launches (each block launches per E-group; 2-core Xeon, Intel, N=100
-#: x 1,000, E mixed 1..10: 0.223 -> 0.219 s)
-GPU_BLOCK_ROWS = 64
+#: on a GPU, or on one device: a batch of 64 library series fills a GPU (and one Zarr
+#: chunk); on a single CPU, fewer and larger launches (each block launches per E-group;
+#: 2-core Xeon, Intel, N=100 x 1,000, E mixed 1..10: 0.223 -> 0.219 s)
+LARGE_BLOCK_ROWS = 64
 
 
 #: edge of the square tiles of the (L, N) -> (N, L) copy, and its threads
@@ -244,7 +244,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         if scheduler is None:
             from clkernels import get_backend
             if len(devs) == 1 or get_backend(devs[0], backend).info.is_gpu:
-                br = GPU_BLOCK_ROWS
+                br = LARGE_BLOCK_ROWS
     else:
         br = check_int(block_rows, "block_rows", 1)
     br = min(br, N)
