@@ -177,8 +177,8 @@ def test_fused_scan_rules():
 def test_fused_scan_on_cpus_follows_tuning(monkeypatch):
     """On a CPU the map takes the fused scan with the private-list mode ("key"), and
     with another insertion mode only where tuning measured it on this CPU (a user
-    entry here): the heuristic's local-memory lists lose to the per-E kernels, tuned
-    ones can win. The tuned scan's matrix is the per-E path's, bit for bit."""
+    entry here; not the heuristic's, nor one borrowed from another CPU's class): the
+    untuned local-memory lists lose to the per-E kernels, tuned ones can win. The tuned scan's matrix is the per-E path's, bit for bit."""
     from clkernels import get_backend
     from clkernels.tuning.database import Choice, UserDB, entry_key, make_entry
     from pyedmcl.kernels import xmap as xk
@@ -189,10 +189,12 @@ def test_fused_scan_on_cpus_follows_tuning(monkeypatch):
     q = {"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0}
     spec = {"EMAX": 5, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
     sb, zb = xk.XMAP_SCAN.spec_bucket(spec), xk.XMAP_SCAN.size_bucket(79)
-    with monkeypatch.context() as m:  # the heuristic's "q": per-E kernels
-        m.setattr(xk.XMAP_SCAN, "params_for", lambda *a: dict(q))
-        m.setattr(engine, "lookup", lambda *a: Choice(dict(q), "heuristic"))
-        assert not engine.XmapEngine(be, X, E)._use_scan()
+    # the heuristic's "q", or one borrowed from another CPU's class: per-E kernels
+    for source in ("heuristic", "shipped:cpu_class"):
+        with monkeypatch.context() as m:
+            m.setattr(xk.XMAP_SCAN, "params_for", lambda *a: dict(q))
+            m.setattr(engine, "lookup", lambda *a, s=source: Choice(dict(q), s))
+            assert not engine.XmapEngine(be, X, E)._use_scan(), source
     # a tuned "q" (user database of this device): the scan
     UserDB(be.info).put(entry_key("xmap_scan", sb, zb),
                         make_entry(xk.XMAP_SCAN, be.info, sb, zb, q, 0.001, q, 0.001))
