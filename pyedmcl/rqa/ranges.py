@@ -40,10 +40,12 @@ RANGES_PER_DEVICE = 8
 #: ranges per device when every device is the same model: equal cells each, and no
 #: range costs a second warm-up and carry set on the same device
 ALIKE_RANGES_PER_DEVICE = 1
-#: time of a diagonal cell relative to a column cell on the SHARE path (the diagonal
-#: launch gathers bits the vertical launch stored): H200, N = 10^6..2*10^6, E = 3,
-#: 0.68 s for N^2 / 2 diagonal cells against 4.57 s for N^2 column cells
-DIAGONAL_COST = 0.3
+#: wall time a diagonal cell adds relative to a column cell on the SHARE path (the
+#: diagonal launch gathers bits the vertical launch stored, and with OVL it runs in a
+#: second queue beside the next block's verticals, so most of its time hides): two
+#: H200s, N = 2*10^6, E = 3, the devices' last launches end 1.92 / 1.94 s apart at
+#: 0.15 (1.87 / 1.99 s at 0.3, 1.77 / 2.11 s at 0.6)
+DIAGONAL_COST = 0.15
 
 
 @dataclass(frozen=True)
