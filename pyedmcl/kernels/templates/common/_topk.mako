@@ -9,9 +9,10 @@
 ##     `insert_reg`, an unrolled compare-swap network;
 ##   * packed keys s0..s{K-1} (ulong: float distance bits << 32 | tie key, whose
 ##     integer order is the total order): `insert_key`, a branch-free min/max network;
-##   * the same keys as the sorted lanes of one ulong16 (K <= 16) or two (K <= 32,
-##     keys 16.. in the second), empty lanes EMPTY: `insert_lanes`, a lane shift, a max
-##     and a select per vector (cheaper than the network where many lists are live);
+##   * the same keys as the sorted lanes of one ulongW (W of 2, 4, 8, 16, W >= K) or of
+##     two ulong16 (K <= 32, keys 16.. in the second), empty lanes EMPTY:
+##     `insert_lanes`, a lane shift, a max and a select per vector (cheaper than the
+##     network where many lists are live);
 ##   * sorted lists in local memory (topd / topi rows): `shift_insert`, a short
 ##     shifting insertion.
 
@@ -47,15 +48,16 @@ inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 ## packed key `cv` (a ulong, below the list's last key) into the sorted lanes LO (keys
 ## 0-15) and, where the list holds more than 16 keys, HI (keys 16-31): every lane
 ## above cv takes its left neighbour or cv, whichever is larger
-<%def name="insert_lanes(LO, HI=None)">\
+<%def name="insert_lanes(LO, HI=None, W=16)">\
+<% U = "ulong%d" % W %>\
 {
-    const ulong16 c = (ulong16)cv;
+    const ${U} c = (${U})cv;
 % if HI:
     /* the upper half shifts in the lower half's last key */
     const ulong16 shh = shuffle2(${HI}, ${LO}, (ulong16)(31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
-    ${HI} = select(${HI}, max(shh, c), ${HI} > c);
+    ${HI} = select(${HI}, max(shh, (ulong16)cv), ${HI} > (ulong16)cv);
 % endif
-    const ulong16 sh = shuffle2(${LO}, (ulong16)0UL, (ulong16)(16, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
+    const ${U} sh = shuffle2(${LO}, (${U})0UL, (${U})(${", ".join(str(v) for v in [W] + list(range(W - 1)))}));
     ${LO} = select(${LO}, max(sh, c), ${LO} > c);
 }\
 </%def>

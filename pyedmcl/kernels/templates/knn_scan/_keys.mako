@@ -12,7 +12,9 @@
 ## 32 | tie key, whose integer order is the total order) kept as the sorted lanes of
 ## one or two ulong16 per E up to 32 keys (`insert_lanes`: ten lists of scalar keys
 ## left too few registers for the vector loop; 0.25 -> 0.22 s for a mixed map, N=100,
-## E 1..10, Intel on Zen 5), else through the branch-free min/max network; float64
+## E 1..10, Intel on Zen 5), a list of K <= 8 keys in the narrowest ulong2/4/8 that
+## holds it (same map on a 2-core Xeon: PoCL 0.63 -> 0.52 s, Intel 0.221 -> 0.218 s),
+## else through the branch-free min/max network; float64
 ## through the register network (common/_topk.mako). TILE: library lanes per step of the
 ## tile order ORD (visited nearest to this work-item's query first). SPLIT == 1.
 ## LPB (0, or a multiple of VEC up to 64): the candidate tests of LPB library lanes
@@ -42,6 +44,9 @@
     # each E's float32 key list as sorted ulong16 lanes: one vector up to 16 keys, two
     # (L: keys 0-15, H: 16-31) up to 32; else scalar keys
     VL = (1 if KMAX_ <= 16 else 2) if PACK and KMAX_ <= 32 else 0
+    # lanes of E's lower vector: the smallest of 2, 4, 8, 16 that holds its K keys
+    # (fewer registers for the small-E lists, and half the work per insertion)
+    LW = [max(2, min(16, 1 << (k - 1).bit_length())) for k in KS]
     def ks(k, j):  # list entry k of E = j + 1
         if not VL:
             return "s%d_%d" % (k, j)
@@ -75,7 +80,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % endfor
 % for j in range(EMAX):
 % if VL:
-    ulong16 L${j} = (ulong16)EMPTY;
+    ulong${LW[j]} L${j} = (ulong${LW[j]})EMPTY;
 % if KS[j] > 16:
     ulong16 H${j} = (ulong16)EMPTY;
 % endif
@@ -221,7 +226,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % endif
                         if (cv < ${ks(KS[j] - 1, j)}) {
 % if VL:
-                            ${topk.insert_lanes("L%d" % j, "H%d" % j if KS[j] > 16 else None)}
+                            ${topk.insert_lanes("L%d" % j, "H%d" % j if KS[j] > 16 else None, LW[j])}
 % else:
                             ${topk.insert_key(KS[j], "_%d" % j)}
 % endif
