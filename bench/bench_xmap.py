@@ -48,8 +48,10 @@ def walks(N: int, L: int, seed: int = 0) -> np.ndarray:
 
 
 def E_vector(spec: str, N: int) -> np.ndarray:
-    if spec == "mixed":
-        return np.random.default_rng(0).integers(1, 21, N)
+    """``"mixed"``: E per series drawn from 1..20; ``"mixedK"``: from 1..K (bench_cpu's
+    row 3 is ``mixed10``); else one E for all."""
+    if spec.startswith("mixed"):
+        return np.random.default_rng(0).integers(1, int(spec[5:] or 20) + 1, N)
     return np.full(N, int(spec))
 
 
@@ -89,7 +91,7 @@ def main(argv=None) -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--N", type=int, default=100)
     ap.add_argument("--L", type=int, default=1000)
-    ap.add_argument("--E", default="5", help="an int, or 'mixed' (1..20)")
+    ap.add_argument("--E", default="5", help="an int, 'mixed' (1..20) or 'mixedK' (1..K)")
     ap.add_argument("--block-rows", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--profile", action="store_true", help="device time per kernel")
