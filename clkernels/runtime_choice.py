@@ -6,7 +6,8 @@ same runtime for all work, although which one is faster depends on the kernel fa
 and the CPU. :func:`default_for` instead compares the timings that tuning measured on
 each runtime of this machine (the user database and the shipped ``device``-level
 entries: timings of this device, not of a class of devices) for the families that
-dominate a piece of work, on the buckets both runtimes have, and returns the runtime
+dominate a piece of work, on every bucket both runtimes have a timing for (the
+family's default buckets and any other a tuning run wrote), and returns the runtime
 with the smaller geometric-mean time. With no common timings, with an explicit
 device selector, or with a GPU as the default, it returns None and the caller keeps
 the ordinary default.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from . import settings
 from .devices import DeviceInfo, default_device, list_devices, usable
-from .tuning.database import lookup
+from .tuning.database import UserDB, lookup, same_cpu, shipped_entries
 from .tuning.family import TunableKernel
 
 #: lookup sources that are timings of this very device (user tuning, shipped device level)
@@ -53,6 +54,18 @@ def _buckets(kernel: TunableKernel, info: DeviceInfo) -> list[tuple[str, str]]:
     return out
 
 
+def _timed_buckets(kernel: TunableKernel, info: DeviceInfo, user_root: Path | None
+                   ) -> list[tuple[str, str]]:
+    """Buckets of ``kernel`` that tuning timed on this very device: its user database and
+    the shipped ``device``-level entries measured on this CPU (a quick tune, say, times
+    other sizes than the family's default ones)."""
+    ents = [e for e in UserDB(info, user_root).load().values() if isinstance(e, dict)]
+    ents += [e for e in shipped_entries() if isinstance(e, dict) and e.get("level") == "device"
+             and e.get("key") == info.device_key and same_cpu(e, info)]
+    return [(str(e["spec_bucket"]), str(e["size_bucket"])) for e in ents
+            if e.get("kernel") == kernel.name and "spec_bucket" in e and "size_bucket" in e]
+
+
 def fastest(kernels: Sequence[TunableKernel], cpus: Sequence[DeviceInfo], *,
             timing: Callable[..., float | None] = measured_time,
             user_root: Path | None = None) -> DeviceInfo | None:
@@ -64,7 +77,9 @@ def fastest(kernels: Sequence[TunableKernel], cpus: Sequence[DeviceInfo], *,
     logs = {i: 0.0 for i in range(len(cpus))}
     common = 0
     for kernel in kernels:
-        for sb, zb in _buckets(kernel, cpus[0]):
+        buckets = list(dict.fromkeys(
+            _buckets(kernel, cpus[0]) + [b for d in cpus for b in _timed_buckets(kernel, d, user_root)]))
+        for sb, zb in buckets:
             ts = [timing(kernel, d, sb, zb, user_root) for d in cpus]
             if any(t is None for t in ts):
                 continue

@@ -108,3 +108,22 @@ def test_algorithms_run_on_the_chosen_runtime(monkeypatch):
     assert r.rho.shape == (2, 2)
     pe.rqa(x, E=2, radius=0.3)
     assert seen == [("xmap_knn", "xmap_scan", "xmap_skill"), ("rqa_lines",)]
+
+
+def test_timings_at_other_buckets_count(cpus, tmp_path):
+    """A quick tune times other sizes than the family's default buckets (RQA: n4096, the
+    default n8192): those timings decide too, where both runtimes have them."""
+    pocl, intel, _ = cpus
+    root = tmp_path / "quick"
+    sb = rc._buckets(RQA_LINES, pocl)[0][0]
+    for info, seconds in ((pocl, 0.004), (intel, 0.0025)):
+        db = UserDB(info, root)
+        p = RQA_LINES.space.default(info)
+        db.put(entry_key(RQA_LINES.name, sb, "n4096"),
+               make_entry(RQA_LINES, info, sb, "n4096", p, seconds, p, seconds))
+    assert rc.measured_time(RQA_LINES, intel, sb, rc._buckets(RQA_LINES, intel)[0][1], root) is None
+    assert rc.default_for((RQA_LINES,), [pocl, intel], user_root=root) is intel
+    rc._cache.clear()
+    # one runtime alone timed there: no shared timing, the ordinary default
+    (root / UserDB(intel, root).path.name).unlink()
+    assert rc.default_for((RQA_LINES,), [pocl, intel], user_root=root) is None
