@@ -184,7 +184,8 @@ def main(argv=None) -> None:
           f"{cores} cores in this process's mask, load average "
           f"{os.getloadavg()[0]:.1f}; best of {a.repeat}, interleaved", flush=True)
     if 1 in rows:
-        row_scan(be, kedm, a.repeat)
+        from pyedmcl.kernels.knn_scan import KNN_SCAN
+        row_scan(row_backend(a.device, (KNN_SCAN,)), kedm, a.repeat)
     if rows & {2, 3}:
         from pyedmcl.kernels.xmap import XMAP_KNN, XMAP_SCAN, XMAP_SKILL
         be_map = row_backend(a.device, (XMAP_KNN, XMAP_SCAN, XMAP_SKILL))

@@ -127,3 +127,24 @@ def test_timings_at_other_buckets_count(cpus, tmp_path):
     # one runtime alone timed there: no shared timing, the ordinary default
     (root / UserDB(intel, root).path.name).unlink()
     assert rc.default_for((RQA_LINES,), [pocl, intel], user_root=root) is None
+
+
+def test_embed_dimension_runs_where_the_fused_scan_is_fastest(monkeypatch):
+    """Without ``device=``, embed_dimension's fused scan asks the runtime choice for the
+    knn_scan family (as the map and RQA ask for theirs); an explicit device is kept."""
+    from clkernels import runtime_choice
+    from pyedmcl.edm import scans
+    from pyedmcl.kernels.knn_scan import KNN_SCAN
+
+    info = get_backend(CPU_DEVICE).info
+    asked, seen = [], []
+    monkeypatch.setattr(runtime_choice, "default_for",
+                        lambda kernels, *a, **k: asked.append(kernels) or info)
+    real_inputs = scans._inputs
+    monkeypatch.setattr(scans, "_inputs", lambda x, t, dt, device, *a: seen.append(device)
+                        or real_inputs(x, t, dt, device, *a))
+    x = np.sin(np.arange(300) * 0.3)
+    scans.embed_dimension(x, max_E=4)
+    assert asked == [(KNN_SCAN,)] and seen == [info]
+    scans.embed_dimension(x, max_E=4, device=CPU_DEVICE)
+    assert seen[-1] == CPU_DEVICE and len(asked) == 1

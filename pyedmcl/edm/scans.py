@@ -131,6 +131,15 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
     return _embed_dimension(x, target, max_E, max_E, fused=fused, **kw)
 
 
+def _fused_default() -> Any:
+    """The CPU runtime that tuning measured fastest for the fused scan on this machine,
+    where several work and no GPU is the default (None: the ordinary default)."""
+    from clkernels.runtime_choice import default_for
+
+    from ..kernels.knn_scan import KNN_SCAN
+    return default_for((KNN_SCAN,))
+
+
 def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, exclusion_radius,
                      lib, pred, dtype, device, backend, fused) -> SkillScan:
     """:func:`embed_dimension` for E = 1..max_E on the fused kernels (errors name the
@@ -151,6 +160,8 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
                              f"E={E} fails ({exc}); use max_E <= {E - 1}") from exc
 
     if fused is not False:
+        if device is None:  # the default: among CPU runtimes, the one measured faster here
+            device = _fused_default()
         be, dt, xs, y, fy = _inputs(x, target, dtype, device, backend, "embed_dimension")
         lay = scan_layout(xs.size, max_E, tau=tau, Tp=Tp, knn=knn,
                           exclusion_radius=exclusion_radius, lib=lib, pred=pred)
