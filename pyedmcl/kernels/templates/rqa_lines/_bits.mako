@@ -32,6 +32,57 @@ RQA_INLINE uint popw(const ${WT} v) { return (uint)${"__builtin_popcountll" if B
 inline int ctzw(const ${WT} v) { return ${WB - 1} - (int)clz(v & (0${WU} - v)); }  /* v != 0 */
 inline uint popw(const ${WT} v) { return (uint)popcount(v); }
 #endif
+% if WALK == 3 and VEC > 1:
+/* WALK=3's lane words: popv (bits set), hibv (index of the highest set bit, -1 for 0)
+   and ctzv (of the lowest; lanes where it counts are never 0) of every lane. PoCL runs OpenCL's vector popcount() and clz() lane by lane; there the
+   bit-count is plain vector arithmetic instead (LLVM makes it one vpopcntq where the CPU
+   has one) and the highest bit the count of the word with every lower bit set. */
+#ifdef RQA_CLANG_BITS
+RQA_INLINE ${ULV} popv(${ULV} v) {
+    v = v - ((v >> 1) & (${ULV})0x5555555555555555UL);
+    v = (v & (${ULV})0x3333333333333333UL) + ((v >> 2) & (${ULV})0x3333333333333333UL);
+    v = (v + (v >> 4)) & (${ULV})0x0f0f0f0f0f0f0f0fUL;
+    return (v * (${ULV})0x0101010101010101UL) >> 56;
+}
+RQA_INLINE ${ULV} hibv(${ULV} v) {
+    v |= v >> 1; v |= v >> 2; v |= v >> 4; v |= v >> 8; v |= v >> 16; v |= v >> 32;
+    return popv(v) - (${ULV})1;
+}
+RQA_INLINE ${ULV} ctzv(const ${ULV} v) { return popv(~v & (v - (${ULV})1)); }
+#else
+#  define popv(v) popcount(v)
+#  define hibv(v) ((${ULV})63 - clz(v))
+#  define ctzv(v) hibv((v) & ((${ULV})0 - (v)))
+#endif
+% endif
+% if VEC > 1:
+/* RQA_SELECT, RQA_ANY, RQA_CLAMP: OpenCL's select(), any() and clamp() of lane vectors.
+   PoCL calls its library's vector versions out of line (the vectors pass through memory;
+   a third of the lane walk's time); there they are the ternary operator (the same
+   most-significant-bit rule as select()), an OR of the halves and two comparisons. */
+#ifdef RQA_CLANG_BITS
+#  define RQA_SELECT(a, b, c) ((c) ? (b) : (a))
+#  define RQA_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : ((x) > (hi) ? (hi) : (x)))
+#  define RQA_ANY(m) rqa_any(m)
+%   for base in ("long", "int"):
+<%
+    steps, v, name = [], VEC, "m"
+    while v > 1:
+        v //= 2
+        steps.append("const %s%s m%d = %s.lo | %s.hi;" % (base, v if v > 1 else "", v, name, name))
+        name = "m%d" % v
+%>\
+RQA_INLINE __attribute__((overloadable)) int rqa_any(const ${base}${VEC} m) {
+    ${" ".join(steps)}
+    return ${name} < 0;
+}
+%   endfor
+#else
+#  define RQA_SELECT(a, b, c) select(a, b, c)
+#  define RQA_CLAMP(x, lo, hi) clamp(x, lo, hi)
+#  define RQA_ANY(m) any(m)
+#endif
+% endif
 </%def>
 
 ## One word of a run walk by black run starts (WALK=1, 2): s marks the black run starts,

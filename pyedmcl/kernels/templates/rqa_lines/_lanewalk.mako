@@ -18,7 +18,7 @@
 ## Import with <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>.
 
 ## The lane types of a WALK=3 walk: ULV ulongVEC (words), LV longVEC (masks).
-<%def name="ctzv(T, v)">((${T.ULV})63 - clz((${v}) & ((${T.ULV})0 - (${v}))))</%def>
+<%def name="ctzv(T, v)">ctzv(${v})</%def>
 
 ## Walk the words `wd` (ulongVEC) of the lanes over `nbl` cells each (longVEC, 0..64; a
 ## lane with 0 is left alone). Open runs: `vr`/`wr` (uintVEC, column walk: black and white
@@ -32,12 +32,12 @@
         {
             const ${ULV} spare_ = (${ULV})(${PH}UL) + (${ULV})(${", ".join(str(l) for l in range(VEC))});
             const ${UV} spare_w_ = convert_${UV}(spare_) + (${UV})${nph}u;
-            const ${ULV} m_ = select(((${ULV})1 << as_${ULV}(${nbl})) - (${ULV})1, ~(${ULV})0,
+            const ${ULV} m_ = RQA_SELECT(((${ULV})1 << as_${ULV}(${nbl})) - (${ULV})1, ~(${ULV})0,
                                     (${nbl}) >= (${LV})64);
             const ${ULV} b_ = (${wd}) & m_;
 % if np:
             const ${UV} np_before = ${np};
-            ${np} += convert_${UV}(popcount(b_));
+            ${np} += convert_${UV}(popv(b_));
 % endif
 % if head:
             const ${ULV} cur_ = convert_${ULV}(${col});
@@ -48,27 +48,27 @@
             const ${ULV} s_ = b_ & ~up_ & m_;          /* black run starts */
             const ${ULV} e_ = ~b_ & up_ & m_;          /* white run starts */
             const ${ULV} iso_ = s_ & (e_ >> 1);        /* black runs of length 1 closed here */
-            n1v += popcount(iso_);
+            n1v += popv(iso_);
             const ${ULV} se_ = s_ | e_;
             const ${IV} tr_ = convert_${IV}(se_ != (${ULV})0);   /* the entering run closes */
             const ${UV} p0_ = convert_${UV}(${ctzv(T, "se_")});
 % if head:
             const ${UV} closed_ = ${ln} + p0_;
 % else:
-            const ${UV} closed_ = select(${wr}, ${vr}, ${vr} > (${UV})0u) + p0_;
+            const ${UV} closed_ = RQA_SELECT(${wr}, ${vr}, ${vr} > (${UV})0u) + p0_;
 % endif
             /* the entering run's line: lanes that count it (a row's first run is its head
                instead), into ph_v (black) or ph_w (white, ${nph} bins further in ph_vw) */
 % if head:
             const ${UV} h0_ = vload${VEC}(0, ${head});
             const ${IV} hz_ = tr_ & (h0_ == (${UV})0u);
-            vstore${VEC}(select(h0_, closed_ | (convert_${UV}(cur_) << 31), hz_), 0, ${head});
+            vstore${VEC}(RQA_SELECT(h0_, closed_ | (convert_${UV}(cur_) << 31), hz_), 0, ${head});
             const ${IV} go_ = tr_ & ~hz_;
 % else:
             const ${IV} go_ = tr_ & (convert_${IV}(cur_ != (${ULV})0) | ((closed_ > (${UV})0u)${"" if wcount is None else " & (%s)" % wcount}));
 % endif
             const ${IV} big_ = go_ & (closed_ > (${UV})${PH}u);
-            if (any(big_)) {   /* longer than the private bins (rare) */
+            if (RQA_ANY(big_)) {   /* longer than the private bins (rare) */
 % for l in range(VEC):
                 if (${T.lane("big_", l)}) {
                     if (${T.lane("cur_", l)}) hist_add(ph_v, lh_v, hist_v, ${T.lane("closed_", l)});
@@ -77,7 +77,7 @@
 % endfor
             }
             {
-                const ${UV} bin_ = select(spare_w_, closed_ - (${UV})1u + select((${UV})${nph}u, (${UV})0u, convert_${IV}(cur_ != (${ULV})0)),
+                const ${UV} bin_ = RQA_SELECT(spare_w_, closed_ - (${UV})1u + RQA_SELECT((${UV})${nph}u, (${UV})0u, convert_${IV}(cur_ != (${ULV})0)),
                                           go_ & ~big_);
 % for l in range(VEC):
                 ph_vw[${T.lane("bin_", l)}] += 1u;
@@ -88,10 +88,10 @@
             const ${ULV} cm_ = (${ULV})0 - cur_;
             ${ULV} sw_ = (s_ & cm_) | (s_ & (s_ - (${ULV})1) & ~cm_);
             ${ULV} ew_ = e_;
-            while (any(sw_ != (${ULV})0)) {
+            while (RQA_ANY(sw_ != (${ULV})0)) {
                 const ${LV} v_ = sw_ != (${ULV})0;
                 const ${ULV} len_ = ${ctzv(T, "sw_")} - ${ctzv(T, "ew_")};
-                const ${UV} bin_ = convert_${UV}(select(spare_, len_ - (${ULV})1, v_));
+                const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                 ph_w[${T.lane("bin_", l)}] += 1u;
 % endfor
@@ -105,14 +105,14 @@
                 ${ULV} sl_ = s_ & ~iso_;
                 ${ULV} el_ = e_ & ~(iso_ << 1);
                 el_ = (el_ & ~cm_) | (el_ & (el_ - (${ULV})1) & cm_);
-                while (any(el_ != (${ULV})0)) {
+                while (RQA_ANY(el_ != (${ULV})0)) {
                     const ${LV} v_ = el_ != (${ULV})0;
                     const ${ULV} len_ = ${ctzv(T, "el_")} - ${ctzv(T, "sl_")};
-                    const ${UV} bin_ = convert_${UV}(select(spare_, len_ - (${ULV})1, v_));
+                    const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                     ph_v[${T.lane("bin_", l)}] += 1u;
 % endfor
-                    sl_ = select(sl_, sl_ & (sl_ - (${ULV})1), v_);
+                    sl_ = RQA_SELECT(sl_, sl_ & (sl_ - (${ULV})1), v_);
                     el_ &= el_ - (${ULV})1;
                 }
             }
@@ -120,16 +120,16 @@
                highest black (white) start when the word has a transition */
             const ${UV} nbu_ = convert_${UV}(${nbl});
             const ${IV} lastb_ = convert_${IV}(((b_ >> as_${ULV}(${nbl} - (${LV})1)) & (${ULV})1) != (${ULV})0);
-            const ${UV} hs_ = convert_${UV}((${ULV})63 - clz(s_));
-            const ${UV} he_ = convert_${UV}((${ULV})63 - clz(e_));
+            const ${UV} hs_ = convert_${UV}(hibv(s_));
+            const ${UV} he_ = convert_${UV}(hibv(e_));
 % if head:
-            ${ln} = select(${ln} + nbu_, nbu_ - select(he_, hs_, lastb_), tr_);
-            ${col} = select(${col}, select((${UV})0u, (${UV})1u, lastb_), tr_);
+            ${ln} = RQA_SELECT(${ln} + nbu_, nbu_ - RQA_SELECT(he_, hs_, lastb_), tr_);
+            ${col} = RQA_SELECT(${col}, RQA_SELECT((${UV})0u, (${UV})1u, lastb_), tr_);
 % else:
-            const ${UV} vn_ = select(${vr} + select((${UV})0u, nbu_, ${vr} > (${UV})0u),
-                                     select((${UV})0u, nbu_ - hs_, lastb_), tr_);
-            const ${UV} wn_ = select(${wr} + select(nbu_, (${UV})0u, ${vr} > (${UV})0u),
-                                     select(nbu_ - he_, (${UV})0u, lastb_), tr_);
+            const ${UV} vn_ = RQA_SELECT(${vr} + RQA_SELECT((${UV})0u, nbu_, ${vr} > (${UV})0u),
+                                     RQA_SELECT((${UV})0u, nbu_ - hs_, lastb_), tr_);
+            const ${UV} wn_ = RQA_SELECT(${wr} + RQA_SELECT(nbu_, (${UV})0u, ${vr} > (${UV})0u),
+                                     RQA_SELECT(nbu_ - he_, (${UV})0u, lastb_), tr_);
             ${vr} = vn_;
             ${wr} = wn_;
 % endif
@@ -153,43 +153,43 @@
             const ${ULV} s0_ = b_ & ~up_;              /* line starts */
             const ${ULV} e0_ = ~b_ & up_ & m_;         /* line ends (the white cell after) */
             const ${ULV} iso_ = s0_ & (e0_ >> 1);
-            n1v += popcount(iso_);
+            n1v += popv(iso_);
             ${ULV} s_ = s0_ & ~iso_;
             ${ULV} e_ = e0_ & ~(iso_ << 1);
             /* the carried line closes at the first end (or covers the word) */
             const ${LV} cc_ = (cur_ != (${ULV})0) & (e_ != (${ULV})0);
             const ${UV} clen_ = ${dr} + convert_${UV}(${ctzv(T, "e_")});
             const ${IV} ccl_ = convert_${IV}(cc_) & (clen_ > (${UV})${PH}u);
-            if (any(ccl_)) {   /* longer than the private bins (rare) */
+            if (RQA_ANY(ccl_)) {   /* longer than the private bins (rare) */
 % for l in range(VEC):
                 if (${T.lane("ccl_", l)}) hist_add(ph_d, lh_d, hist_d, ${T.lane("clen_", l)});
 % endfor
             }
             {
-                const ${UV} bin_ = convert_${UV}(select(spare_, convert_${ULV}(clen_) - (${ULV})1,
+                const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, convert_${ULV}(clen_) - (${ULV})1,
                                                        cc_ & ~convert_${LV}(ccl_)));
 % for l in range(VEC):
                 ph_d[${T.lane("bin_", l)}] += 1u;
 % endfor
             }
-            e_ = select(e_, e_ & (e_ - (${ULV})1), cc_);
+            e_ = RQA_SELECT(e_, e_ & (e_ - (${ULV})1), cc_);
             /* the other lines closed in the word (length 2 .. ${63}): starts pair with ends */
-            while (any(e_ != (${ULV})0)) {
+            while (RQA_ANY(e_ != (${ULV})0)) {
                 const ${LV} v_ = e_ != (${ULV})0;
                 const ${ULV} len_ = ${ctzv(T, "e_")} - ${ctzv(T, "s_")};
-                const ${UV} bin_ = convert_${UV}(select(spare_, len_ - (${ULV})1, v_));
+                const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                 ph_d[${T.lane("bin_", l)}] += 1u;
 % endfor
-                s_ = select(s_, s_ & (s_ - (${ULV})1), v_);
+                s_ = RQA_SELECT(s_, s_ & (s_ - (${ULV})1), v_);
                 e_ &= e_ - (${ULV})1;
             }
             /* the line left open at the word's end: its last cell is black; it started at
                the highest start of the word, or before the word (no start: continued) */
             const ${IV} lastb_ = convert_${IV}(((b_ >> (ulong)((${nb}) - 1)) & (${ULV})1) != (${ULV})0);
             const ${IV} hass_ = convert_${IV}(s0_ != (${ULV})0);
-            const ${UV} hs_ = convert_${UV}((${ULV})63 - clz(s0_));
-            ${dr} = select(${dr}, select((${UV})0u, select(${dr} + (${UV})(${nb}), (${UV})(${nb}) - hs_,
+            const ${UV} hs_ = convert_${UV}(hibv(s0_));
+            ${dr} = RQA_SELECT(${dr}, RQA_SELECT((${UV})0u, RQA_SELECT(${dr} + (${UV})(${nb}), (${UV})(${nb}) - hs_,
                                                         hass_), lastb_), ${lval});
         }
 </%def>
