@@ -295,6 +295,13 @@ def build_options(info: DeviceInfo) -> tuple[str, ...]:
     return opts + tuple((settings.env("BUILD_OPTIONS") or "").split())
 
 
+def inline_vector_ops(info: DeviceInfo) -> bool:
+    """Whether kernels on ``info`` take the inline forms of OpenCL's vector built-ins
+    (the ``INL`` value of ``templates/_vecops.mako``): on PoCL, which calls its kernel
+    library's select / any / max / shuffle2 / vloadN out of line."""
+    return info.runtime == "pocl"
+
+
 def usable(info: DeviceInfo) -> Verdict:
     """Whether ``info`` builds and runs a probe kernel (cached; see :mod:`clkernels.probe`)."""
     if settings.flag("NO_PROBE"):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo
+from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 #: the carryover buffers of a launch, per mode (horizontal: per row of the matrix)
@@ -145,7 +145,7 @@ class LineSpec:
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
-                "CBITS": int(info.runtime == "pocl"), "SHARE": int(params.get("SHARE", 0)),
+                "CBITS": int(inline_vector_ops(info)), "SHARE": int(params.get("SHARE", 0)),
                 "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params)),
                 "FMA": int(self.fma and self.metric == "euclidean"), "PERCOL": int(self.percol),
                 "UNR": int(params.get("UNR", 0)) if params.get("BITS", 0) else 0}

@@ -1,5 +1,6 @@
 ## Shared defs: exact top-k lists of the k-NN kernels (knn, knn_scan).
 ## Import with <%namespace name="topk" file="/common/_topk.mako"/>; needs `real_t`.
+<%namespace name="vec" file="/_vecops.mako"/>\
 ##
 ## The k best candidates of a query are kept in the total order (distance, |p - l|, l)
 ## (pyEDM's Simplex tie order); `tie_key(p, l)` ranks |p - l| first, then the earlier
@@ -47,18 +48,19 @@ inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 
 ## packed key `cv` (a ulong, below the list's last key) into the sorted lanes LO (keys
 ## 0-15) and, where the list holds more than 16 keys, HI (keys 16-31): every lane
-## above cv takes its left neighbour or cv, whichever is larger
-<%def name="insert_lanes(LO, HI=None, W=16)">\
+## above cv takes its left neighbour or cv, whichever is larger. Needs the macros of
+## /_vecops.mako (`ops(INL)`).
+<%def name="insert_lanes(LO, HI=None, W=16, INL=0)">\
 <% U = "ulong%d" % W %>\
 {
     const ${U} c = (${U})cv;
 % if HI:
     /* the upper half shifts in the lower half's last key */
-    const ulong16 shh = shuffle2(${HI}, ${LO}, (ulong16)(31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14));
-    ${HI} = select(${HI}, max(shh, (ulong16)cv), ${HI} > (ulong16)cv);
+    const ulong16 shh = ${vec.shift_in(INL, HI, LO, "ulong16", 16, first=31)};
+    ${HI} = VSELECT(${HI}, VMAXI(shh, (ulong16)cv), ${HI} > (ulong16)cv);
 % endif
-    const ${U} sh = shuffle2(${LO}, (${U})0UL, (${U})(${", ".join(str(v) for v in [W] + list(range(W - 1)))}));
-    ${LO} = select(${LO}, max(sh, c), ${LO} > c);
+    const ${U} sh = ${vec.shift_in(INL, LO, "(%s)0UL" % U, U, W)};
+    ${LO} = VSELECT(${LO}, VMAXI(sh, c), ${LO} > c);
 }\
 </%def>
 

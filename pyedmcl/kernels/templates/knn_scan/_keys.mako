@@ -30,6 +30,7 @@
 ## within noise; the same tables). A library of segments (gaps inside) keeps the masks.
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
+<%namespace name="vec" file="/_vecops.mako"/>
 ## whether the library lanes li0 .. li0 + n - 1 (C expressions) are all rows at every E
 ## and outside the exclusion radius of query p (their masks are all ones)
 <%def name="admissible(li0, n)">\
@@ -61,6 +62,7 @@ ${li0} >= lf && ${li0} + ${n} <= hf && (t0 + ${li0} + ${n - 1} < p - radius || t
             return "s%d_%d" % (k, j)
         return "L%d.s%x" % (j, k) if k < 16 else "H%d.s%x" % (j, k - 16)
 %>\
+${vec.ops(INL, types=(RV, UV, IV))}\
 #define EMPTY ((ulong)0x7F800000FFFFFFFFUL)
 /* vec_type_hint: the work is already in explicit vectors; without it Intel's CPU
    compiler also vectorises across work-items and runs every lane's divergent
@@ -91,7 +93,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
         while (hf > lf && lmask[hf - 1] != full) --hf;
         int li = lf;
         for (; li + ${VW} <= hf; li += ${VW})
-            if (any(vload${VW}(0, (__global const uint*)lmask + li) != (${UV})full)) break;
+            if (VANY(${vec.load(INL, UV, "(__global const uint*)lmask + li")} != (${UV})full)) break;
         for (; li < hf; ++li)
             if ((uint)lmask[li] != full) break;
         if (li < hf) hf = lf;
@@ -138,7 +140,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                     ${RV} acc = (${RV})0;
 % for j in range(EMAX):
                     {
-                        const ${RV} cj = vload${VW}(0, x + (PAD - ${j * TAU}) + l);
+                        const ${RV} cj = ${vec.load(INL, RV, "x + (PAD - %d) + l" % (j * TAU))};
                         ${metric.step(METRIC, "acc", "cj", "(%s)qv%d" % (RV, j), FMA, RV)}
                         mn${h}_${j} = acc < mn${h}_${j} ? acc : mn${h}_${j};
                     }
@@ -152,11 +154,11 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 const int l = t0 + (c + ${h}) * ${VW};
                 ${IV} dd = ((${IV})(l) + (${IV})(${", ".join(str(v) for v in range(VW))})) - (${IV})p;
                 dd = dd < 0 ? -dd : dd;
-                const ${UV} m = as_${UV}(dd > (${IV})radius) & as_${UV}(vload${VW}(0, lmask + l - t0));
+                const ${UV} m = as_${UV}(dd > (${IV})radius) & as_${UV}(${vec.load(INL, IV, "lmask + l - t0")});
                 ${RV} acc = (${RV})0;
 % for j in range(EMAX):
                 {
-                    const ${RV} cj = vload${VW}(0, x + (PAD - ${j * TAU}) + l);
+                    const ${RV} cj = ${vec.load(INL, RV, "x + (PAD - %d) + l" % (j * TAU))};
                     ${metric.step(METRIC, "acc", "cj", "(%s)qv%d" % (RV, j), FMA, RV)}
                     const ${RV} a = convert_${IVC}((m & (${UV})${"%du" % (1 << j)}) != (${UV})0u) ? acc : (${RV})INFINITY;
                     mn${h}_${j} = a < mn${h}_${j} ? a : mn${h}_${j};
@@ -212,7 +214,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 ${UV} cand = (${UV})0u;
 % for j in range(EMAX):
                 {
-                    const ${RV} cj = vload${VW}(0, x + (PAD - ${j * TAU}) + l);
+                    const ${RV} cj = ${vec.load(INL, RV, "x + (PAD - %d) + l" % (j * TAU))};
                     ${metric.step(METRIC, "acc", "cj", "(%s)qv%d" % (RV, j), FMA, RV)}
 % if REAL == "double":
                     cand |= convert_${UV}(-(acc <= (${RV})th${j})) << ${j}u;
@@ -225,7 +227,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                 {
                     ${IV} dd = ((${IV})(l) + (${IV})(${", ".join(str(v) for v in range(VW))})) - (${IV})p;
                     dd = dd < 0 ? -dd : dd;
-                    cand &= as_${UV}(dd > (${IV})radius) & as_${UV}(vload${VW}(0, lmask + li));
+                    cand &= as_${UV}(dd > (${IV})radius) & as_${UV}(${vec.load(INL, IV, "lmask + li")});
                 }
                 const ${UV} hit = as_${UV}(cand != (${UV})0u) & (${UV})(${", ".join("%du" % (1 << v) for v in range(VW))});
 <% w = VW; v = "hit" %>\
@@ -241,7 +243,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
             const ${MT} anyc = ${" | ".join("((%s)any%d << %d)" % (MT, h, h * VW) for h in range(CH))};
             if (anyc == 0) continue;
             for (${MT} lanes = anyc; lanes != 0; lanes &= lanes - 1) {
-                const int bit = ${MB - 1} - (int)clz(lanes & ((${MT})0 - lanes));
+                const int bit = ${vec.ctz(INL, "lanes", MT)};
                 const int hh = bit / ${VW};
                 const int lane = bit - hh * ${VW};
 % if CH == 1:
@@ -266,7 +268,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % endif
                         if (cv < ${ks(KS[j] - 1, j)}) {
 % if VL:
-                            ${topk.insert_lanes("L%d" % j, "H%d" % j if KS[j] > 16 else None, LW[j])}
+                            ${topk.insert_lanes("L%d" % j, "H%d" % j if KS[j] > 16 else None, LW[j], INL)}
 % else:
                             ${topk.insert_key(KS[j], "_%d" % j)}
 % endif

@@ -1,4 +1,4 @@
-## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, LPB, FMA, ORD
+## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, LPB, FMA, ORD, INL
 ## version: 1
 ## legacy-hashes: e8c24d86159cdd4c
 ## Embedding-dimension scan: the exact k-NN tables of E = 1..EMAX in one pass.
@@ -55,7 +55,9 @@
 ## admissible; dist finished (sqrt for euclidean), +inf there.
 ##
 ## INS "key" (CPUs): one query per work-item, every E's list in private memory, the
-## library in explicit vectors straight from the series (_keys.mako).
+## library in explicit vectors straight from the series (_keys.mako). INL (the host's
+## choice, 1 on PoCL): its vector loads, lane masks and list shifts in the inline forms
+## of /_vecops.mako.
 ##
 ## Parts: the distance phase in _distance.mako, the merge kernel in _merge.mako, the
 ## "key" kernel in _keys.mako; the tie order and the sorted lists' insertion in common/_topk.mako (shared with knn).

@@ -1,6 +1,7 @@
 ## Bit-word primitives of rqa_lines (BITS > 0): ctz/popcount of a run-walk word and the
 ## black-start walk (WALK > 0) shared by the column and row run walks. T: the names of
 ## _names.mako. Import with <%namespace name="bits" file="/rqa_lines/_bits.mako"/>.
+<%namespace name="vec" file="/_vecops.mako"/>
 
 ## ctzw/popw (CBITS=1, set by the host on PoCL: clang's builtins when the compiler has
 ## them), RQA_INLINE and, SHARE with VEC > 1, RQA_VLOAD_UL (an unaligned vector load).
@@ -55,34 +56,7 @@ RQA_INLINE ${ULV} ctzv(const ${ULV} v) { return popv(~v & (v - (${ULV})1)); }
 #  define ctzv(v) hibv((v) & ((${ULV})0 - (v)))
 #endif
 % endif
-% if VEC > 1:
-/* RQA_SELECT, RQA_ANY, RQA_CLAMP: OpenCL's select(), any() and clamp() of lane vectors.
-   PoCL calls its library's vector versions out of line (the vectors pass through memory;
-   a third of the lane walk's time); there they are the ternary operator (the same
-   most-significant-bit rule as select()), an OR of the halves and two comparisons. */
-#ifdef RQA_CLANG_BITS
-#  define RQA_SELECT(a, b, c) ((c) ? (b) : (a))
-#  define RQA_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : ((x) > (hi) ? (hi) : (x)))
-#  define RQA_ANY(m) rqa_any(m)
-%   for base in ("long", "int"):
-<%
-    steps, v, name = [], VEC, "m"
-    while v > 1:
-        v //= 2
-        steps.append("const %s%s m%d = %s.lo | %s.hi;" % (base, v if v > 1 else "", v, name, name))
-        name = "m%d" % v
-%>\
-RQA_INLINE __attribute__((overloadable)) int rqa_any(const ${base}${VEC} m) {
-    ${" ".join(steps)}
-    return ${name} < 0;
-}
-%   endfor
-#else
-#  define RQA_SELECT(a, b, c) select(a, b, c)
-#  define RQA_CLAMP(x, lo, hi) clamp(x, lo, hi)
-#  define RQA_ANY(m) any(m)
-#endif
-% endif
+${vec.ops(CBITS)}\
 </%def>
 
 ## One word of a run walk by black run starts (WALK=1, 2): s marks the black run starts,

@@ -32,7 +32,7 @@
         {
             const ${ULV} spare_ = (${ULV})(${PH}UL) + (${ULV})(${", ".join(str(l) for l in range(VEC))});
             const ${UV} spare_w_ = convert_${UV}(spare_) + (${UV})${nph}u;
-            const ${ULV} m_ = RQA_SELECT(((${ULV})1 << as_${ULV}(${nbl})) - (${ULV})1, ~(${ULV})0,
+            const ${ULV} m_ = VSELECT(((${ULV})1 << as_${ULV}(${nbl})) - (${ULV})1, ~(${ULV})0,
                                     (${nbl}) >= (${LV})64);
             const ${ULV} b_ = (${wd}) & m_;
 % if np:
@@ -55,20 +55,20 @@
 % if head:
             const ${UV} closed_ = ${ln} + p0_;
 % else:
-            const ${UV} closed_ = RQA_SELECT(${wr}, ${vr}, ${vr} > (${UV})0u) + p0_;
+            const ${UV} closed_ = VSELECT(${wr}, ${vr}, ${vr} > (${UV})0u) + p0_;
 % endif
             /* the entering run's line: lanes that count it (a row's first run is its head
                instead), into ph_v (black) or ph_w (white, ${nph} bins further in ph_vw) */
 % if head:
             const ${UV} h0_ = vload${VEC}(0, ${head});
             const ${IV} hz_ = tr_ & (h0_ == (${UV})0u);
-            vstore${VEC}(RQA_SELECT(h0_, closed_ | (convert_${UV}(cur_) << 31), hz_), 0, ${head});
+            vstore${VEC}(VSELECT(h0_, closed_ | (convert_${UV}(cur_) << 31), hz_), 0, ${head});
             const ${IV} go_ = tr_ & ~hz_;
 % else:
             const ${IV} go_ = tr_ & (convert_${IV}(cur_ != (${ULV})0) | ((closed_ > (${UV})0u)${"" if wcount is None else " & (%s)" % wcount}));
 % endif
             const ${IV} big_ = go_ & (closed_ > (${UV})${PH}u);
-            if (RQA_ANY(big_)) {   /* longer than the private bins (rare) */
+            if (VANY(big_)) {   /* longer than the private bins (rare) */
 % for l in range(VEC):
                 if (${T.lane("big_", l)}) {
                     if (${T.lane("cur_", l)}) hist_add(ph_v, lh_v, hist_v, ${T.lane("closed_", l)});
@@ -77,7 +77,7 @@
 % endfor
             }
             {
-                const ${UV} bin_ = RQA_SELECT(spare_w_, closed_ - (${UV})1u + RQA_SELECT((${UV})${nph}u, (${UV})0u, convert_${IV}(cur_ != (${ULV})0)),
+                const ${UV} bin_ = VSELECT(spare_w_, closed_ - (${UV})1u + VSELECT((${UV})${nph}u, (${UV})0u, convert_${IV}(cur_ != (${ULV})0)),
                                           go_ & ~big_);
 % for l in range(VEC):
                 ph_vw[${T.lane("bin_", l)}] += 1u;
@@ -88,10 +88,10 @@
             const ${ULV} cm_ = (${ULV})0 - cur_;
             ${ULV} sw_ = (s_ & cm_) | (s_ & (s_ - (${ULV})1) & ~cm_);
             ${ULV} ew_ = e_;
-            while (RQA_ANY(sw_ != (${ULV})0)) {
+            while (VANY(sw_ != (${ULV})0)) {
                 const ${LV} v_ = sw_ != (${ULV})0;
                 const ${ULV} len_ = ${ctzv(T, "sw_")} - ${ctzv(T, "ew_")};
-                const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, len_ - (${ULV})1, v_));
+                const ${UV} bin_ = convert_${UV}(VSELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                 ph_w[${T.lane("bin_", l)}] += 1u;
 % endfor
@@ -105,14 +105,14 @@
                 ${ULV} sl_ = s_ & ~iso_;
                 ${ULV} el_ = e_ & ~(iso_ << 1);
                 el_ = (el_ & ~cm_) | (el_ & (el_ - (${ULV})1) & cm_);
-                while (RQA_ANY(el_ != (${ULV})0)) {
+                while (VANY(el_ != (${ULV})0)) {
                     const ${LV} v_ = el_ != (${ULV})0;
                     const ${ULV} len_ = ${ctzv(T, "el_")} - ${ctzv(T, "sl_")};
-                    const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, len_ - (${ULV})1, v_));
+                    const ${UV} bin_ = convert_${UV}(VSELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                     ph_v[${T.lane("bin_", l)}] += 1u;
 % endfor
-                    sl_ = RQA_SELECT(sl_, sl_ & (sl_ - (${ULV})1), v_);
+                    sl_ = VSELECT(sl_, sl_ & (sl_ - (${ULV})1), v_);
                     el_ &= el_ - (${ULV})1;
                 }
             }
@@ -123,13 +123,13 @@
             const ${UV} hs_ = convert_${UV}(hibv(s_));
             const ${UV} he_ = convert_${UV}(hibv(e_));
 % if head:
-            ${ln} = RQA_SELECT(${ln} + nbu_, nbu_ - RQA_SELECT(he_, hs_, lastb_), tr_);
-            ${col} = RQA_SELECT(${col}, RQA_SELECT((${UV})0u, (${UV})1u, lastb_), tr_);
+            ${ln} = VSELECT(${ln} + nbu_, nbu_ - VSELECT(he_, hs_, lastb_), tr_);
+            ${col} = VSELECT(${col}, VSELECT((${UV})0u, (${UV})1u, lastb_), tr_);
 % else:
-            const ${UV} vn_ = RQA_SELECT(${vr} + RQA_SELECT((${UV})0u, nbu_, ${vr} > (${UV})0u),
-                                     RQA_SELECT((${UV})0u, nbu_ - hs_, lastb_), tr_);
-            const ${UV} wn_ = RQA_SELECT(${wr} + RQA_SELECT(nbu_, (${UV})0u, ${vr} > (${UV})0u),
-                                     RQA_SELECT(nbu_ - he_, (${UV})0u, lastb_), tr_);
+            const ${UV} vn_ = VSELECT(${vr} + VSELECT((${UV})0u, nbu_, ${vr} > (${UV})0u),
+                                     VSELECT((${UV})0u, nbu_ - hs_, lastb_), tr_);
+            const ${UV} wn_ = VSELECT(${wr} + VSELECT(nbu_, (${UV})0u, ${vr} > (${UV})0u),
+                                     VSELECT(nbu_ - he_, (${UV})0u, lastb_), tr_);
             ${vr} = vn_;
             ${wr} = wn_;
 % endif
@@ -160,28 +160,28 @@
             const ${LV} cc_ = (cur_ != (${ULV})0) & (e_ != (${ULV})0);
             const ${UV} clen_ = ${dr} + convert_${UV}(${ctzv(T, "e_")});
             const ${IV} ccl_ = convert_${IV}(cc_) & (clen_ > (${UV})${PH}u);
-            if (RQA_ANY(ccl_)) {   /* longer than the private bins (rare) */
+            if (VANY(ccl_)) {   /* longer than the private bins (rare) */
 % for l in range(VEC):
                 if (${T.lane("ccl_", l)}) hist_add(ph_d, lh_d, hist_d, ${T.lane("clen_", l)});
 % endfor
             }
             {
-                const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, convert_${ULV}(clen_) - (${ULV})1,
+                const ${UV} bin_ = convert_${UV}(VSELECT(spare_, convert_${ULV}(clen_) - (${ULV})1,
                                                        cc_ & ~convert_${LV}(ccl_)));
 % for l in range(VEC):
                 ph_d[${T.lane("bin_", l)}] += 1u;
 % endfor
             }
-            e_ = RQA_SELECT(e_, e_ & (e_ - (${ULV})1), cc_);
+            e_ = VSELECT(e_, e_ & (e_ - (${ULV})1), cc_);
             /* the other lines closed in the word (length 2 .. ${63}): starts pair with ends */
-            while (RQA_ANY(e_ != (${ULV})0)) {
+            while (VANY(e_ != (${ULV})0)) {
                 const ${LV} v_ = e_ != (${ULV})0;
                 const ${ULV} len_ = ${ctzv(T, "e_")} - ${ctzv(T, "s_")};
-                const ${UV} bin_ = convert_${UV}(RQA_SELECT(spare_, len_ - (${ULV})1, v_));
+                const ${UV} bin_ = convert_${UV}(VSELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                 ph_d[${T.lane("bin_", l)}] += 1u;
 % endfor
-                s_ = RQA_SELECT(s_, s_ & (s_ - (${ULV})1), v_);
+                s_ = VSELECT(s_, s_ & (s_ - (${ULV})1), v_);
                 e_ &= e_ - (${ULV})1;
             }
             /* the line left open at the word's end: its last cell is black; it started at
@@ -189,7 +189,7 @@
             const ${IV} lastb_ = convert_${IV}(((b_ >> (ulong)((${nb}) - 1)) & (${ULV})1) != (${ULV})0);
             const ${IV} hass_ = convert_${IV}(s0_ != (${ULV})0);
             const ${UV} hs_ = convert_${UV}(hibv(s0_));
-            ${dr} = RQA_SELECT(${dr}, RQA_SELECT((${UV})0u, RQA_SELECT(${dr} + (${UV})(${nb}), (${UV})(${nb}) - hs_,
+            ${dr} = VSELECT(${dr}, VSELECT((${UV})0u, VSELECT(${dr} + (${UV})(${nb}), (${UV})(${nb}) - hs_,
                                                         hass_), lastb_), ${lval});
         }
 </%def>

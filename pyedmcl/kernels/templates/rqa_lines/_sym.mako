@@ -165,7 +165,7 @@ ${rows_lanes(T)}\
                 ${UV} lnv, colv;
                 if (first) {
                     wv >>= as_${ULV}(rv);
-                    nbl = RQA_CLAMP((${LV})(nc) - rv, (${LV})0, (${LV})64) & rin;
+                    nbl = VCLAMPI((${LV})(nc) - rv, (${LV})0, (${LV})64) & rin;
                     lnv = (${UV})0u;
                     colv = convert_${UV}(wv & (${ULV})1);
                     vstore${VEC}((${UV})0u, 0, head + r0);

@@ -136,7 +136,7 @@ ${rec.theiler(T)}\
 %   endif
 %   if SYM:
             /* rows above the diagonal of each lane */
-            const ${LV} nbl = RQA_CLAMP(lidl - (${LV})(ib), (${LV})0, (${LV})(nb)) & lval;
+            const ${LV} nbl = VCLAMPI(lidl - (${LV})(ib), (${LV})0, (${LV})(nb)) & lval;
 %   else:
             const ${LV} nbl = (${LV})(nb) & lval;
 %   endif
