@@ -40,11 +40,21 @@ from peers import import_peer
 GOALS = {1: 5.0, 2: 5.0, 3: 5.0, 4: 30.0, 5: 1.0}
 
 
+#: seconds of idle time before each timed call (``--gap``): OpenMP runtimes (kEDM's) keep
+#: their worker threads spinning for a while after a parallel region, and OpenCL CPU
+#: runtimes keep theirs awake too; a call started right after the other library's would
+#: share the cores with those threads (on 16 cores of a Xeon, the mixed-E map's ratio
+#: varied 4.3-6.7x with no gap). Each library then runs as it does alone.
+GAP_S = 0.25
+
+
 def best_interleaved(fns: dict, repeat: int) -> dict[str, float]:
-    """Best wall time of each callable, alternating per repeat so all see the same load."""
+    """Best wall time of each callable, alternating per repeat so all see the same load,
+    each call after :data:`GAP_S` seconds of idle time."""
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(max(1, repeat)):
         for k, fn in fns.items():
+            time.sleep(GAP_S)
             t = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t)
@@ -169,11 +179,15 @@ def row_ccm(device, repeat: int) -> None:
 
 
 def main(argv=None) -> None:
+    global GAP_S
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--gap", type=float, default=GAP_S,
+                    help="idle seconds before each timed call (other threads stop spinning)")
     ap.add_argument("--rows", default="1,2,3,4,5", help="comma list of the rows to run")
     a = ap.parse_args(argv)
+    GAP_S = max(0.0, a.gap)
     import clkernels
     import pyedmcl  # noqa: F401  (configures clkernels before a backend exists)
     be = clkernels.get_backend(a.device)
@@ -182,7 +196,7 @@ def main(argv=None) -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"device: {be.info.runtime} {be.info.name} ({be.info.compute_units} CUs), "
           f"{cores} cores in this process's mask, load average "
-          f"{os.getloadavg()[0]:.1f}; best of {a.repeat}, interleaved", flush=True)
+          f"{os.getloadavg()[0]:.1f}; best of {a.repeat}, interleaved, {GAP_S:g} s idle before each call", flush=True)
     if 1 in rows:
         from pyedmcl.kernels.knn_scan import KNN_SCAN
         row_scan(row_backend(a.device, (KNN_SCAN,)), kedm, a.repeat)

@@ -268,28 +268,49 @@ SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES"
          {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
          {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
          {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LMAJ": 1},
-         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1}]
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1},
+         {"TJ": 4, "VEC": 2, "LANES": 0, "LWG": 32}, {"TJ": 16, "VEC": 2, "LANES": 0, "LWG": 32}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
-    """The fused lookup + rho with targets as vector lanes (VEC=1) or as work-items
+    """The fused lookup + rho with targets as vector lanes (VEC=1; VEC=2 read
+    time-major, TJ 4 and 16 of E-groups of 1 to 6 targets) or as work-items
     (LANES=1: the reduction tree evaluated per work-item with a stack) gives the
     scalar kernel's matrix and E-scan bit for bit (every lane runs the same
     operations in the same order), in either grid order (LMAJ), and so does LB = 2 (libraries in pairs: row blocks of
     4, 4 and 3 libraries, an E-scan batch of 5); a target count that is not a multiple of TJ or
     LWG; a NaN-free short series whose library leaves queries without a full
-    neighbour set (NaN preds)."""
+    neighbour set (NaN preds). The groups are small: CPUs keep each given layout here
+    (FEW_TARGETS 0), and their own small-group layout (scalar, or one time-major vector
+    on PoCL) gives the same again."""
     from pyedmcl.kernels import xmap as xk
     X = panel(L=60, N=11, seed=9)
     got = []
+    monkeypatch.setattr(xk, "FEW_TARGETS", 0)
     for sp in SKILL:
         monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         r = pe.xmap(X, E=[2, 3, 5] * 3 + [2, 9], block_rows=4, device=device)
         e = pe.xmap(X[:, :5], E="auto", max_E=3, device=device)
         got.append((r.rho, e.edim_rho))
+    monkeypatch.undo()
+    got.append((pe.xmap(X, E=[2, 3, 5] * 3 + [2, 9], block_rows=4, device=device).rho,
+                pe.xmap(X[:, :5], E="auto", max_E=3, device=device).edim_rho))
     for g in got[1:]:
         np.testing.assert_array_equal(g[0], got[0][0])
         np.testing.assert_array_equal(g[1], got[0][1])
+
+
+def test_cpu_small_groups_take_one_time_major_vector():
+    """Below FEW_TARGETS a CPU's E-group runs the scalar layout, or with ``time_major``
+    (PoCL) one time-major vector holding all its targets (TJ: the next power of two,
+    2 to 16)."""
+    from pyedmcl.kernels import xmap as xk
+    tuned = {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0}
+    assert xk.cpu_layout(tuned, 5) == xk.SCALAR_LAYOUT
+    assert xk.cpu_layout(tuned, 5, time_major=True) == dict(xk.SCALAR_LAYOUT, TJ=8, VEC=2)
+    assert xk.cpu_layout(tuned, 1, time_major=True)["TJ"] == 2
+    assert xk.cpu_layout(tuned, 23, time_major=True)["TJ"] == 16
+    assert xk.cpu_layout(tuned, 24, time_major=True) == tuned
 
 
 def test_skill_pipelined_bit_identical(device, monkeypatch):
@@ -323,18 +344,22 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
 
 
 @pytest.mark.parametrize("sp", [{"TJ": 4, "VEC": 1, "LANES": 0, "LWG": 32},
+                                {"TJ": 4, "VEC": 2, "LANES": 0, "LWG": 32},
                                 {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2},
                                 {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1},
                                 {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                                 {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}],
-                         ids=["vec", "lanes", "lanes-lmaj", "pipelined", "pipelined-lb2"])
+                         ids=["vec", "vec-time-major", "lanes", "lanes-lmaj", "pipelined",
+                              "pipelined-lb2"])
 def test_oclgrind_clean_skill_vec(sp):
-    """VEC=1, LANES=1, PF=1 (pipelined query loop) and LB=2 lookup + rho (both weights: the
-    matrix and the E-scan) under Oclgrind, agreeing with PoCL within float32 rounding
-    (atol 1e-5)."""
+    """VEC=1, VEC=2 (time-major), LANES=1, PF=1 (pipelined query loop) and LB=2 lookup +
+    rho (both weights: the matrix and the E-scan) under Oclgrind, agreeing with PoCL
+    within float32 rounding (atol 1e-5); the three targets keep the given layout
+    (FEW_TARGETS 0)."""
     out = run_under_oclgrind(f"""
         import json, numpy as np, pyedmcl as pe
         from pyedmcl.kernels import xmap as xk
+        xk.FEW_TARGETS = 0
         xk.XMAP_SKILL.params_for = lambda be, spec, size: {sp!r}
         X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
         r = pe.xmap(X, E="auto", max_E=2)
@@ -416,6 +441,6 @@ def test_small_groups_take_fewer_target_lanes(device, monkeypatch):
         return orig(be, spec, size, diag) if diag else dict(lanes)
     monkeypatch.setattr(xk.XMAP_SKILL, "layout", forced)
     got = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
-    monkeypatch.setattr(eng_mod, "cpu_layout", lambda params, ntg: params)
+    monkeypatch.setattr(eng_mod, "cpu_layout", lambda params, ntg, time_major=False: params)
     ref = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
     np.testing.assert_array_equal(got, ref)

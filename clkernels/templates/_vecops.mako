@@ -12,7 +12,9 @@
 ##                       the same most-significant bit of each lane of c
 ##   VANY(m)             any(m) of an integer mask vector: the sign of its OR reduction
 ##   VMAXI(a, b), VMINI(a, b), VCLAMPI(x, lo, hi)   of integer lanes
-## and the defs `shift_in` (shuffle2 moving the lanes up by one) and `load` (vloadN).
+##   ISFINITE(x)         isfinite(x) of a scalar, as a condition (non-zero: finite)
+## and the defs `shift_in` (shuffle2 moving the lanes up by one), `load` (vloadN), `ctz`
+## and `convert` (convert_T).
 ## Arguments are evaluated more than once: pass side-effect-free expressions.
 
 ## the macros, and `typedef`s of the unaligned vector types that `load` reads
@@ -29,6 +31,7 @@
 #define VMAXI(a, b) ((a) > (b) ? (a) : (b))
 #define VMINI(a, b) ((a) < (b) ? (a) : (b))
 #define VCLAMPI(x, lo, hi) ((x) < (lo) ? (lo) : ((x) > (hi) ? (hi) : (x)))
+#define ISFINITE(x) __builtin_isfinite(x)
 %   for t in dict.fromkeys(types):
 typedef ${t} __attribute__((aligned(${ALIGN[t.rstrip("0123456789")]}))) ${t}_u;
 %   endfor
@@ -38,6 +41,7 @@ typedef ${t} __attribute__((aligned(${ALIGN[t.rstrip("0123456789")]}))) ${t}_u;
 #define VMAXI(a, b) max(a, b)
 #define VMINI(a, b) min(a, b)
 #define VCLAMPI(x, lo, hi) clamp(x, lo, hi)
+#define ISFINITE(x) isfinite(x)
 % endif
 </%def>
 
@@ -75,5 +79,15 @@ vload${T.lstrip("abcdefghijklmnopqrstuvwxyz")}(0, ${ptr})\
 ${"__builtin_ctzll" if T == "ulong" else "__builtin_ctz"}(${v})\
 % else:
 (${63 if T == "ulong" else 31} - (int)clz((${v}) & ((${T})0 - (${v}))))\
+% endif
+</%def>
+
+## the vector `v` converted to the vector type T of as many lanes (convert_T, rounding
+## to nearest even)
+<%def name="convert(INL, v, T)">\
+% if INL:
+__builtin_convertvector(${v}, ${T})\
+% else:
+convert_${T}(${v})\
 % endif
 </%def>

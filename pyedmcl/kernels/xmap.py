@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo
+from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from .knn import KNN, KnnKernel
@@ -211,9 +211,11 @@ class _ScanBatchCase(TuningCase):
 
 def _skill_heuristic(info: DeviceInfo) -> Params:
     # explicit vectors over targets where the runtime does not vectorise the
-    # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000)
+    # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000), read
+    # time-major (VEC=2: one vector load per time; N=100 x 1,000, E=5, 2-core Xeon,
+    # PoCL 3: map 100 -> 93 ms)
     if not info.is_gpu and info.runtime == "pocl":
-        return {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
+        return {"TJ": 8, "VEC": 2, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
     if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, skill device time, random walks / noisy
         # oscillators: 0.84 / 0.91 s; one library per work-group 0.95 / 2.10 s (the
         # targets of the work-groups on one SM no longer fit its L1); TJ 1 0.94 / 1.02 s
@@ -234,6 +236,8 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
                 and p["LWG"] <= info.max_work_group_size)
     if p["PF"]:  # the pipelined query loop: scalar targets, a register per value in flight
         return not p["VEC"] and p["LWG"] == 32 and p["TJ"] <= 4
+    if p["VEC"] == 2 and info.is_gpu:
+        return False  # time-major vector loads: the CPUs' layout
     # LWG unused: one value only; vector lanes need more than one target
     return p["LWG"] == 32 and (p["TJ"] > 1 or not p["VEC"])
 
@@ -274,17 +278,24 @@ FEW_TARGETS = 24
 SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0}
 
 
-def cpu_layout(params: Params, ntg: int) -> Params:
+def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
     """A CPU's skill layout for an E-group of ``ntg`` targets: queries as work-items below
-    :data:`FEW_TARGETS` whatever the tuned layout, else target lanes (LANES) sized to the
-    group (:func:`lanes_for`), other layouts unchanged. Every layout gives the same rho.
+    :data:`FEW_TARGETS` whatever the tuned layout (``time_major``: all the group's
+    targets as the lanes of one time-major vector, VEC=2), else target lanes (LANES)
+    sized to the group (:func:`lanes_for`), other layouts unchanged. Every layout gives
+    the same rho.
 
     Small groups are what a mixed-E map has many of, one program each: the tuned vector
     layouts (TJ 8-16 targets per work-group) took 1-3 s each to build on Intel's runtime
     for groups of 2-3 targets, the scalar one 0.2 s and it ran no slower (N=50 x 500, E
     1..20: cold map 24-26 -> 7.5-8 CPU s; hot 0.31 vs 0.28 CPU s; 20 targets per group,
-    N=400: 2.95 vs 2.77 s)."""
+    N=400: 2.95 vs 2.77 s). On PoCL (``time_major``) the scalar layout re-reads each
+    query's table row for every target; one time-major vector of them all reads it once
+    (N=100 x 1,000, E mixed 1..10, 2-core Xeon, PoCL 3: map 277 -> 259 ms; Intel's
+    runtime 204 vs 208 ms, so it keeps the scalar one)."""
     if ntg < FEW_TARGETS:
+        if time_major:
+            return dict(SCALAR_LAYOUT, TJ=max(2, min(16, 1 << (ntg - 1).bit_length())), VEC=2)
         return dict(SCALAR_LAYOUT)
     if not params["LANES"]:
         return params
@@ -302,7 +313,7 @@ class XmapSkillKernel(TunableKernel):
 
     name = "xmap_skill"
     template = "xmap_lookup/xmap_lookup.cl.mako"
-    space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1), "LANES": (0, 1),
+    space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1, 2), "LANES": (0, 1),
                                 "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4),
                                 "LMAJ": (0, 1)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint,
@@ -327,7 +338,7 @@ class XmapSkillKernel(TunableKernel):
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
                "LMAJ": int(p.get("LMAJ", 0))}
-        if diag and out["LANES"]:
+        if diag and (out["LANES"] or out["VEC"] == 2):  # one target per library
             out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0)
         return out
 
@@ -338,7 +349,7 @@ class XmapSkillKernel(TunableKernel):
         layout: a pack taken with its skill's layout comes from the skill's program."""
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
-             **params}
+             **params, "INL": int(inline_vector_ops(be.info))}
         return (self.template, p, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
@@ -400,7 +411,10 @@ class _SkillCase(TuningCase):
 
         y = _mixed_series(rng, self.ntg, n)
         self.y = be.to_device(y)
-        self.y_lanes = be.to_device(np.ascontiguousarray(y.T))
+        self.ldy = -(-self.ntg // 16) * 16  # time-major rows padded as the engine's
+        yt = np.zeros((n, self.ldy), dtype=y.dtype)
+        yt[:, :self.ntg] = y.T
+        self.y_lanes = be.to_device(yt)
         kspec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
         pts = be.to_device(np.arange(size, dtype=np.int32))
         idx = be.empty((self.nb, size, K), np.int32)
@@ -418,7 +432,7 @@ class _SkillCase(TuningCase):
         self.out = be.empty((self.nb * self.ntg,), np.float32)
 
     def run(self, params: Params) -> list[Any]:
-        y, ldy = (self.y_lanes, self.ntg) if params["LANES"] else (self.y, self.n)
+        y, ldy = (self.y_lanes, self.ldy) if params["LANES"] or params["VEC"] == 2 else (self.y, self.n)
         return [XMAP_SKILL.launch(self.be, params, self.spec, self.tidx, self.tw, self.tden,
                                   self.nq, self.nb, y, ldy, 0, self.tgt, self.tgt, self.ntg,
                                   self.obs, self.out, self.ntg, 0)]

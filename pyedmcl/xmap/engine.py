@@ -176,10 +176,16 @@ class XmapEngine:
         """The ``xmap_skill`` family's spec (``pack`` and ``xmap_skill``) for tables of k."""
         return {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight or self.weight}
 
-    def _lanes_y(self, g: _Group) -> Any:
-        """The group's targets time-major, ``(n, ntg)``: what the LANES skill reads."""
+    def _lanes_y(self, g: _Group) -> tuple[Any, int]:
+        """The group's targets time-major, ``(n, ldy)`` with the rows zero-padded to
+        ``ldy``, a multiple of 16 (a vector load of the VEC=2 skill reads whole rows of TJ
+        targets), and ``ldy``: what the LANES and VEC=2 skills read."""
         if g.y_lanes is None:
-            g.y_lanes = self.be.to_device(np.ascontiguousarray(self.X[g.targets].T))
+            ntg = g.targets.size
+            ldy = -(-ntg // 16) * 16
+            yt = np.zeros((self.n, ldy), dtype=self.X.dtype)
+            yt[:, :ntg] = self.X[g.targets].T
+            g.y_lanes = (self.be.to_device(yt), ldy)
         return g.y_lanes
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
@@ -250,7 +256,7 @@ class XmapEngine:
         if key not in self._layouts:
             sp = XMAP_SKILL.layout(self.be, self._skill_spec(k, weight), self.n, diag)
             if not self.be.info.is_gpu and not diag:
-                sp = cpu_layout(sp, ntg)
+                sp = cpu_layout(sp, ntg, time_major=self.be.info.runtime == "pocl")
             self._layouts[key] = sp
         return dict(self._layouts[key])
 
@@ -259,7 +265,7 @@ class XmapEngine:
                diag: bool = False, group: _Group | None = None) -> None:
         spec = self._skill_spec(k, weight)
         sp = self._layout(k, weight, ntg, diag)
-        y, ldy = (self._lanes_y(group), ntg) if sp["LANES"] else (self.x_dev, self.n)
+        y, ldy = self._lanes_y(group) if sp["LANES"] or sp["VEC"] == 2 else (self.x_dev, self.n)
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
 

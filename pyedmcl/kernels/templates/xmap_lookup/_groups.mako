@@ -7,7 +7,9 @@
 ##   VEC = 1 (CPUs): the TJ targets are the lanes of explicit vectors (PoCL does not
 ##   vectorise the work-item loop around the query loop); every lane runs the scalar
 ##   code's operations in the same order (the update becomes a per-lane select), so the
-##   statistics, and rho, are bit-identical to VEC = 0.
+##   statistics, and rho, are bit-identical to VEC = 0. VEC = 2: the same with the
+##   targets time-major (y[i * ldy + j], rows zero-padded to a multiple of TJ), so the
+##   TJ values at one time are one vector load instead of TJ gathers from TJ series.
 ##   PF = 1 (VEC = 0; GPUs): software-pipelined query loop: the next query's table row
 ##   and target values are loaded while this one is computed (same values, same
 ##   operations: rho bit-identical to PF = 0); hides the latency of the target gathers,
@@ -20,6 +22,7 @@
 ##   its L1 (H100, N=5,000 x 3,780, E=5, noisy oscillators: 2.1 -> 0.9 s).
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%namespace name="vec" file="/_vecops.mako"/>
 <%def name="kernel()">
 __kernel __attribute__((reqd_work_group_size(${WG}, ${LB}, 1)))
 ${skill.signature()}
@@ -71,7 +74,7 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
 </%def>
 ## VEC = 1: the TJ targets' streams as the lanes of vectors S0..S9 (stats.update_vec)
 <%def name="vec_loop()">\
-<% AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ) %>\
+<% AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ); RV = "%s%d" % (REAL, TJ) %>\
     ${AV} S0 = (${AV})0, S1 = (${AV})0, S2 = (${AV})0, S3 = (${AV})0, S4 = (${AV})0,
         S5 = (${AV})0, S6 = (${AV})0, S7 = (${AV})0, S8 = (${AV})0, S9 = (${AV})0;
     for (int q = lid; q < nq; q += ${WG}) {
@@ -87,7 +90,11 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
 % for k in range(K):
         if (l${k} >= 0) {
             const int i = l${k} + tshift;
+% if VEC == 2:
+            num += (${AV})w${k} * ${vec.convert(INL, capture(vec.load, INL, RV, "y + (size_t)i * ldy + j0"), AV)};
+% else:
             num += (${AV})w${k} * (${AV})(${", ".join("(acc_t)y%d[i]" % t for t in range(TJ))});
+% endif
         }
 % endfor
         ${AV} p = num / (${AV})den;
@@ -99,7 +106,11 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
 % endfor
         }
 % endif
+% if VEC == 2:
+        const ${AV} v = ${vec.convert(INL, capture(vec.load, INL, RV, "y + (size_t)to * ldy + j0"), AV)};
+% else:
         const ${AV} v = (${AV})(${", ".join("(acc_t)y%d[to]" % t for t in range(TJ))});
+% endif
         const ${LV} ok = (p - p) == (${AV})0;  /* finite prediction */
         ${stats.update_vec("S", "p", "v", "ok", AV)}
     }
@@ -153,7 +164,7 @@ ${fetch("q + %d" % WG)}
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
-            if (to >= 0 && isfinite(p)) ${upd(t, "yo%d" % t)}
+            if (to >= 0 && ISFINITE(p)) ${upd(t, "yo%d" % t)}
         }
 % endfor
     }
@@ -190,7 +201,7 @@ ${fetch("q + %d" % WG)}
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
-            if (to >= 0 && isfinite(p)) ${upd(t, "y%d[to]" % t)}
+            if (to >= 0 && ISFINITE(p)) ${upd(t, "y%d[to]" % t)}
         }
 % endfor
     }

@@ -53,7 +53,7 @@ ${skill.signature()}
 %   endfor
                 const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
                 const acc_t p = pr;
-                if (to >= 0 && isfinite(p)) ${stats.update("s%d" % t, "p", "(acc_t)y%d[(size_t)to * ldy]" % t)}
+                if (to >= 0 && ISFINITE(p)) ${stats.update("s%d" % t, "p", "(acc_t)y%d[(size_t)to * ldy]" % t)}
             }
 % endfor
         }

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, INL
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -25,11 +25,15 @@
 ##   work-group; scalar, VEC vector lanes or PF pipelined query loop; LB libraries per
 ##   work-group) and LANES = 1 (_lanes.mako: targets as work-items, coalesced reads);
 ##   both give the same rho bit for bit.
+## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
+##   (PoCL calls OpenCL's out of line; /_vecops.mako).
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="groups" file="/xmap_lookup/_groups.mako"/>
 <%namespace name="lanes" file="/xmap_lookup/_lanes.mako"/>
+<%namespace name="vec" file="/_vecops.mako"/>
 ${lk.prelude(REAL, ACC, K)}
+${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
                    const int nq, const int b0,
