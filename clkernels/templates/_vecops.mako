@@ -11,6 +11,7 @@
 ##   VSELECT(a, b, c)    select(a, b, c) of vectors: the ternary operator, which takes
 ##                       the same most-significant bit of each lane of c
 ##   VANY(m)             any(m) of an integer mask vector: the sign of its OR reduction
+##                       (where the compiler has it: clang 14 and later)
 ##   VMAXI(a, b), VMINI(a, b), VCLAMPI(x, lo, hi)   of integer lanes
 ##   ISFINITE(x)         isfinite(x) of a scalar, as a condition (non-zero: finite)
 ## and the defs `shift_in` (shuffle2 moving the lanes up by one), `load` (vloadN), `ctz`
@@ -27,7 +28,11 @@
 % if INL:
 /* PoCL: inline forms of OpenCL's vector built-ins (clkernels/templates/_vecops.mako) */
 #define VSELECT(a, b, c) ((c) ? (b) : (a))
-#define VANY(m) (__builtin_reduce_or(m) < 0)
+#if defined(__has_builtin) && __has_builtin(__builtin_reduce_or)
+#  define VANY(m) (__builtin_reduce_or(m) < 0)
+#else
+#  define VANY(m) any(m)   /* clang before 14 */
+#endif
 #define VMAXI(a, b) ((a) > (b) ? (a) : (b))
 #define VMINI(a, b) ((a) < (b) ? (a) : (b))
 #define VCLAMPI(x, lo, hi) ((x) < (lo) ? (lo) : ((x) > (hi) ? (hi) : (x)))
