@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo
+from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 from ..data import logistic_map
@@ -44,8 +44,9 @@ TILE_ORDER = 1
 def launch_spec(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` completed with the caller-side values of the k-NN templates: FMA
     (:func:`with_fma`), the tile order ORD (:data:`TILE_ORDER` unless given) and the
-    data's column count NC (1, a series, unless given)."""
-    return {"ORD": TILE_ORDER, "NC": 1, **with_fma(be, spec)}
+    data's column count NC (1, a series, unless given); INL (1 on PoCL: /_vecops.mako)."""
+    return {"ORD": TILE_ORDER, "NC": 1, "INL": int(inline_vector_ops(be.info)),
+            **with_fma(be, spec)}
 
 
 def _heuristic(info: DeviceInfo) -> Params:

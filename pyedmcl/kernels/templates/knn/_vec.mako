@@ -16,6 +16,7 @@
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
+<%namespace name="vops" file="/_vecops.mako"/>
 ## the buffered candidates of the query with list suffix SF into its key list (CB > 0)
 <%def name="flush(SF)">\
 {
@@ -138,6 +139,20 @@ ${parts.tile_loop("get_group_id(0) * %d + %d" % (WG * QQ // SPLIT, WG * QQ // SP
             /* any lane a candidate: the smallest lane against the k-th distance, by a
                min tree of halves (PoCL 3.0 runs any()/fmin() as calls; Oclgrind's
                uninitialised-value plugin crashes on reductions of compare masks) */
+% if PACK and INL:
+            {   /* INL (PoCL): the candidate lanes as bits (an OR tree of halves), visited
+                   lowest first, instead of a min tree and a test of every lane */
+                const uint${VW} h_ = as_uint${VW}(${acc} <= (realv_t)as_float((uint)(${s(K - 1)} >> 32)))
+                                   & (uint${VW})(${", ".join("%du" % (1 << b) for b in range(VW))});
+<% w = VW; v = "h_" %>\
+% while w > 1:
+<% w //= 2 %>\
+                const uint${w if w > 1 else ""} o${w}_ = ${v}.lo | ${v}.hi;
+<% v = "o%d_" % w %>\
+% endwhile
+                for (uint cb_ = ${v}; cb_ != 0u; cb_ &= cb_ - 1u) {
+                    const int j = ${vops.ctz(INL, "cb_", "uint")};
+% else:
 <% w = VW; v = acc %>\
 % while w > 1:
 <% w //= 2 %>\
@@ -150,6 +165,7 @@ ${parts.tile_loop("get_group_id(0) * %d + %d" % (WG * QQ // SPLIT, WG * QQ // SP
             if (mn1${sf(i)} <= ${bd(K - 1)}) {
 % endif
                 for (int j = 0; j < ${VW}; ++j) {
+% endif
 % if PACK:
 % if METRIC == "maximum":
                     /* -0 + 0 = +0: the key's bit order is the value order (the max of

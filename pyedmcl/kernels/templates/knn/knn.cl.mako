@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD, NC, SLIDE
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD, NC, SLIDE, INL
 ## version: 1
 ## legacy-hashes: 93f704e8c195d8c0
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
