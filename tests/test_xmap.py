@@ -129,6 +129,7 @@ def test_dataframe_and_list_input():
     ([np.arange(50.0), np.arange(40.0)], "different lengths"),
     (np.ones((50, 1)), "N >= 2"),
     (np.ones(50), "2-D"),
+    (np.random.default_rng(0).random((3, 500)), r"3 time points .* pass X\.T"),  # transposed
 ])
 def test_bad_shapes(bad, match):
     with pytest.raises(ValueError, match=match):

@@ -114,6 +114,10 @@ def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
         return None
     if E is None:
         raise TypeError("E must be 'auto', an int >= 1, or N ints; got None")
+    if n - 3 < 1:
+        raise ValueError(f"X has {n} time points (rows) per series, too few for any E "
+                         f"(at least 4); X is (time, series): pass X.T if its {N} columns "
+                         "are time points")
     arr = check_int_array(E, "E", 1, min(64, n - 3))  # E=1.5 is refused, not run as 1
     if arr.size == 1:
         arr = np.full(N, arr[0], dtype=np.int64)
