@@ -25,6 +25,7 @@ for numbers to quote.
 
     python bench/bench_cpu.py                  # default device, 5 repeats
     python bench/bench_cpu.py --repeat 3 --rows 2,3
+    python bench/bench_cpu.py --gap 1          # idle seconds before each timed call (0.25)
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@
 ##                       (where the compiler has it: clang 14 and later)
 ##   VMAXI(a, b), VMINI(a, b), VCLAMPI(x, lo, hi)   of integer lanes
 ##   ISFINITE(x)         isfinite(x) of a scalar, as a condition (non-zero: finite)
-## and the defs `shift_in` (shuffle2 moving the lanes up by one), `load` (vloadN), `ctz`
-## and `convert` (convert_T).
+## and the defs `shift_in` (shuffle2 moving the lanes up by one), `load` (vloadN), `ctz`,
+## `convert` (convert_T) and `or_halves` (the OR of a vector's lanes, the same everywhere).
 ## Arguments are evaluated more than once: pass side-effect-free expressions.
 
 ## the macros, and `typedef`s of the unaligned vector types that `load` reads
@@ -95,4 +95,17 @@ __builtin_convertvector(${v}, ${T})\
 % else:
 convert_${T}(${v})\
 % endif
+</%def>
+
+## the OR of the W lanes of `v` (an integer vector of type T + W) by halves, as lines
+## `const T<w> NAME<w>_ = <previous>.lo | <previous>.hi;` down to the scalar `NAME1_`
+## (plain operators: no reduction built-in, which PoCL calls and Oclgrind's
+## uninitialised-value plugin mishandles on compare masks)
+<%def name="or_halves(v, T, W, name)">\
+<% w, prev = W, v %>\
+% while w > 1:
+<% w //= 2 %>\
+                const ${T}${w if w > 1 else ""} ${name}${w}_ = ${prev}.lo | ${prev}.hi;
+<% prev = "%s%d_" % (name, w) %>\
+% endwhile
 </%def>

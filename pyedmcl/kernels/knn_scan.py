@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo, inline_vector_ops
+from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 from .distance import e_bucket
@@ -150,7 +150,7 @@ class KnnScanKernel(TunableKernel):
         ``(template, params, name)`` (for :meth:`clkernels.Backend.prebuild`): the scan,
         and its merge when SPLIT > 1."""
         params = {"VEC": 1, "ANY": 0, "LPB": 0, **params}
-        full = {**launch_spec(be, spec), **params, "INL": int(inline_vector_ops(be.info))}
+        full = {**launch_spec(be, spec), **params}
         names = ("knn_scan", "knn_scan_merge") if params["SPLIT"] > 1 else ("knn_scan",)
         return [(self.template, full, name) for name in names]
 

@@ -144,13 +144,8 @@ ${parts.tile_loop("get_group_id(0) * %d + %d" % (WG * QQ // SPLIT, WG * QQ // SP
                    lowest first, instead of a min tree and a test of every lane */
                 const uint${VW} h_ = as_uint${VW}(${acc} <= (realv_t)as_float((uint)(${s(K - 1)} >> 32)))
                                    & (uint${VW})(${", ".join("%du" % (1 << b) for b in range(VW))});
-<% w = VW; v = "h_" %>\
-% while w > 1:
-<% w //= 2 %>\
-                const uint${w if w > 1 else ""} o${w}_ = ${v}.lo | ${v}.hi;
-<% v = "o%d_" % w %>\
-% endwhile
-                for (uint cb_ = ${v}; cb_ != 0u; cb_ &= cb_ - 1u) {
+${vops.or_halves("h_", "uint", VW, "o")}\
+                for (uint cb_ = o1_; cb_ != 0u; cb_ &= cb_ - 1u) {
                     const int j = ${vops.ctz(INL, "cb_", "uint")};
 % else:
 <% w = VW; v = acc %>\

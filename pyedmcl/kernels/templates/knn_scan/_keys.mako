@@ -230,12 +230,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                     cand &= as_${UV}(dd > (${IV})radius) & as_${UV}(${vec.load(INL, IV, "lmask + li")});
                 }
                 const ${UV} hit = as_${UV}(cand != (${UV})0u) & (${UV})(${", ".join("%du" % (1 << v) for v in range(VW))});
-<% w = VW; v = "hit" %>\
-% while w > 1:
-<% w //= 2 %>\
-                const uint${w if w > 1 else ""} any${w}_ = ${v}.lo | ${v}.hi;
-<% v = "any%d_" % w %>\
-% endwhile
+${vec.or_halves("hit", "uint", VW, "any")}\
                 cand${h} = cand;
                 any${h} = any1_;
             }
