@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo
+from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from .knn import k_bucket as _k_bucket
@@ -93,7 +93,8 @@ class LookupKernel(TunableKernel):
             spec = {**spec, "WEIGHT": "simplex", "VARIANCE": 0}
         params = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
                   "WG": wg, "WEIGHT": spec.get("WEIGHT", "simplex"),
-                  "VARIANCE": int(spec.get("VARIANCE", 0))}
+                  "VARIANCE": int(spec.get("VARIANCE", 0)),
+                  "INL": int(inline_vector_ops(be.info))}
         return (self.template, params, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], wg: int, name: str):

@@ -9,9 +9,11 @@
 ## weight 1 to zero distances and 0 to the rest when d_min == 0, and a query with fewer
 ## than K admissible neighbours has no prediction (pyEDM CCM).
 <%namespace name="metric" file="/common/_metric.mako"/>
+<%namespace name="mth" file="/_mathops.mako"/>
 ## types and pragmas: real_t (data), acc_t (sums, weights), K; contraction off, so
-## every runtime rounds alike
-<%def name="prelude(REAL, ACC, K)">
+## every runtime rounds alike; with INL (the host's choice, 1 on PoCL, whose double exp
+## is an out-of-line call) the inline exp of /_mathops.mako that `weight` then calls
+<%def name="prelude(REAL, ACC, K, INL)">
 ${metric.real_type(REAL)}
 % if ACC == "double" and REAL != "double":
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -20,6 +22,7 @@ typedef ${ACC} acc_t;
 #define K ${K}
 /* no implicit contraction: the same rounding on every runtime */
 #pragma OPENCL FP_CONTRACT OFF
+${mth.exp_fn(INL, ACC)}
 </%def>
 ## the declaration of `dmin` (real_t) from the nearest distance `dmin_raw` ("simplex")
 <%def name="dmin(WEIGHT)">\
@@ -27,12 +30,14 @@ typedef ${ACC} acc_t;
 const real_t dmin = fmax(dmin_raw, (real_t)1e-6);\
 % endif
 </%def>
-## the weight (acc_t expression) of a neighbour at distance `d` (a real_t expression)
-<%def name="weight(WEIGHT, d)">\
+## the weight (acc_t expression) of a neighbour at distance `d` (a real_t expression);
+## INL and ACC as given to `prelude`
+<%def name="weight(WEIGHT, d, INL, ACC)">\
+<% ex = capture(mth.exp, INL, ACC) %>\
 % if WEIGHT == "simplex":
-exp(-(acc_t)${d} / (acc_t)dmin)\
+${ex}(-(acc_t)${d} / (acc_t)dmin)\
 % else:
-dmin_raw > 0 ? exp(-(acc_t)${d} / (acc_t)dmin_raw) : (${d} == 0 ? (acc_t)1 : (acc_t)0)\
+dmin_raw > 0 ? ${ex}(-(acc_t)${d} / (acc_t)dmin_raw) : (${d} == 0 ? (acc_t)1 : (acc_t)0)\
 % endif
 </%def>
 ## whether a query with weight sum `den` has a prediction; `full`: a C expression, true

@@ -27,8 +27,14 @@
 <% raise ValueError("unknown METRIC %r: use euclidean, maximum or manhattan" % METRIC) %>\
 % endif
 </%def>
-<%def name="finish(METRIC, acc)">\
-% if METRIC == "euclidean":
+## the distance from its accumulated form `acc`; INL (the host's choice, 1 on PoCL) with
+## REAL, the type of `acc`: the square root as clang's built-in, which PoCL inlines (its
+## sqrt() is an out-of-line call; both are the correctly rounded IEEE square root, so
+## the bits are the same)
+<%def name="finish(METRIC, acc, INL=0, REAL='float')">\
+% if METRIC == "euclidean" and INL:
+${"__builtin_sqrtf" if REAL == "float" else "__builtin_sqrt"}(${acc})\
+% elif METRIC == "euclidean":
 sqrt(${acc})\
 % else:
 (${acc})\

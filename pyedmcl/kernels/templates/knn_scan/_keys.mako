@@ -301,11 +301,11 @@ ${vec.or_halves("hit", "uint", VW, "any")}\
             const int l = v == EMPTY ? -1 : ((key & 1u) ? p + (int)(key >> 1) : p - (int)(key >> 1));
             const real_t d = as_float((uint)(v >> 32));
             out_idx[o + ${k}] = l;
-            out_dist[o + ${k}] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d")};
+            out_dist[o + ${k}] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d", INL, REAL)};
         }
 % else:
         out_idx[o + ${k}] = bi${k}_${j};
-        out_dist[o + ${k}] = bi${k}_${j} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d_%d" % (k, j))};
+        out_dist[o + ${k}] = bi${k}_${j} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d_%d" % (k, j), INL, REAL)};
 % endif
 % else:
         out_idx[o + ${k}] = -1;

@@ -57,7 +57,7 @@
 ## INS "key" (CPUs): one query per work-item, every E's list in private memory, the
 ## library in explicit vectors straight from the series (_keys.mako). INL (the host's
 ## choice, 1 on PoCL): its vector loads, lane masks and list shifts in the inline forms
-## of /_vecops.mako.
+## of /_vecops.mako, and the tables' square roots as clang's built-in (common/_metric.mako).
 ##
 ## Parts: the distance phase in _distance.mako, the merge kernel in _merge.mako, the
 ## "key" kernel in _keys.mako; the tie order and the sorted lists' insertion in common/_topk.mako (shared with knn).

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, VARIANCE
+## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL
 ## version: 1
 ## legacy-hashes: bb31c34f23d69fa6
 ## Simplex lookup from a k-NN table, batched over targets, and skill reduced on
@@ -18,9 +18,11 @@
 ## streaming shifted-sum update per work-item and pairwise (Chan et al.) merges in
 ## local memory (common/_stats.mako), in ACC precision: numerically stable, no
 ## prediction leaves the device.
+## INL (the host's choice, 1 on PoCL): the weights' double exp inline (PoCL calls its
+## library's out of line; /_mathops.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
-${lk.prelude(REAL, ACC, K)}
+${lk.prelude(REAL, ACC, K, INL)}
 
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
@@ -41,7 +43,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
         const int l = idx[o + ${k}];
         const real_t d = dist[o + ${k}];
         if (l >= 0) {
-            const acc_t w = ${lk.weight(WEIGHT, "d")};
+            const acc_t w = ${lk.weight(WEIGHT, "d", INL, ACC)};
             num += w * (acc_t)yj[l];
             den += w;
         }
@@ -57,7 +59,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
         const int l = idx[o + ${k}];
         const real_t d = dist[o + ${k}];
         if (l >= 0) {
-            const acc_t w = ${lk.weight(WEIGHT, "d")};
+            const acc_t w = ${lk.weight(WEIGHT, "d", INL, ACC)};
             const acc_t e = (acc_t)yj[l] - mu;
             v += w * e * e;
         }
@@ -132,7 +134,7 @@ void subset_lookup(__global const int* restrict srt, __global const real_t* rest
         const real_t d = drow[t];
         if (m == 0) dmin_raw = d;
         ${lk.dmin(WEIGHT)}
-        const acc_t w = ${lk.weight(WEIGHT, "d")};
+        const acc_t w = ${lk.weight(WEIGHT, "d", INL, ACC)};
         const acc_t v = (acc_t)yt[l];
         for (; cj > 0 && m < K; --cj, ++m) {
             num += w * v;

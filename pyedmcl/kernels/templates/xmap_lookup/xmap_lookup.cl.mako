@@ -26,13 +26,15 @@
 ##   work-group) and LANES = 1 (_lanes.mako: targets as work-items, coalesced reads);
 ##   both give the same rho bit for bit.
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
-##   (PoCL calls OpenCL's out of line; /_vecops.mako).
+##   and the weights' double exp inline (PoCL calls OpenCL's out of line; /_vecops.mako,
+##   /_mathops.mako); lookup/simplex_lookup.cl.mako takes the same INL, so pyedmcl.ccm
+##   weighs neighbours alike.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="groups" file="/xmap_lookup/_groups.mako"/>
 <%namespace name="lanes" file="/xmap_lookup/_lanes.mako"/>
 <%namespace name="vec" file="/_vecops.mako"/>
-${lk.prelude(REAL, ACC, K)}
+${lk.prelude(REAL, ACC, K, INL)}
 ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
@@ -59,7 +61,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
         const real_t d = dist[o + ${k}];
         acc_t w = 0;
         if (l >= 0) {
-            w = ${lk.weight(WEIGHT, "d")};
+            w = ${lk.weight(WEIGHT, "d", INL, ACC)};
             den += w;
         }
         tidx[t + (size_t)${k} * nq] = l >= 0 ? l : -1;
