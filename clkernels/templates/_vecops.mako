@@ -14,10 +14,18 @@
 ##                       (where the compiler has it: clang 14 and later)
 ##   VMAXI(a, b), VMINI(a, b), VCLAMPI(x, lo, hi)   of integer lanes
 ##   ISFINITE(x)         isfinite(x) of a scalar, as a condition (non-zero: finite)
-## and the defs `shift_in` (shuffle2 moving the lanes up by one), `load` (vloadN), `ctz`,
+## and the defs `shift_in` (shuffle2 moving the lanes up by one), `rotate` (shuffle),
+## `load` (vloadN), `ctz`,
 ## `convert` (convert_T) and `or_halves` (the OR of a vector's lanes, the same everywhere).
 ## Arguments are evaluated more than once: pass side-effect-free expressions.
 
+<%!
+def mask_type(T):
+    """The unsigned lane type of a shuffle mask for vectors of T ("float16" -> "uint")."""
+    return {"char": "uchar", "uchar": "uchar", "short": "ushort", "ushort": "ushort",
+            "int": "uint", "uint": "uint", "float": "uint", "long": "ulong", "ulong": "ulong",
+            "double": "ulong"}[T.rstrip("0123456789")]
+%>
 ## the macros, and `typedef`s of the unaligned vector types that `load` reads
 ## (`types`: OpenCL vector type names such as "float16", "uint8")
 <%def name="ops(INL, types=())">\
@@ -56,14 +64,26 @@ typedef ${t} __attribute__((aligned(${ALIGN[t.rstrip("0123456789")]}))) ${t}_u;
 <%def name="shift_in(INL, v, fill, T, W, first=None)">\
 <%
     idx = ", ".join(str(i) for i in [W if first is None else first] + list(range(W - 1)))
-    mask = {"char": "uchar", "uchar": "uchar", "short": "ushort", "ushort": "ushort", "int": "uint",
-            "uint": "uint", "float": "uint", "long": "ulong", "ulong": "ulong",
-            "double": "ulong"}[T.rstrip("0123456789")]
+    mask = mask_type(T)
 %>\
 % if INL:
 __builtin_shufflevector(${v}, ${fill}, ${idx})\
 % else:
 shuffle2(${v}, ${fill}, (${mask}${W})(${idx}))\
+% endif
+</%def>
+
+## the W lanes of `v` (type T, a vector of W lanes) rotated down by `r` (0 < r < W): lane
+## i takes lane (i + r) mod W; shuffle(v, (i + r) mod W ...)
+<%def name="rotate(INL, v, T, W, r)">\
+<%
+    idx = ", ".join(str((i + r) % W) for i in range(W))
+    mask = mask_type(T)
+%>\
+% if INL:
+__builtin_shufflevector(${v}, ${v}, ${idx})\
+% else:
+shuffle(${v}, (${mask}${W})(${idx}))\
 % endif
 </%def>
 

@@ -170,22 +170,35 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % for j in range(EMAX):
 % if KS[j] <= NM * VW:
         if (${j} < em) {
-            /* the smallest lane minimum v with at least K of them <= v */
-            real_t t = INFINITY;
+            /* the smallest lane minimum v with at least K of them <= v, for every lane at
+               once: lane i of nb<h> counts (negated) the minima <= lane i of mn<h>, over
+               the lane rotations of every minimum vector */
 % for h in range(NM):
-            for (int i = 0; i < ${VW}; ++i) {
-                const real_t v = ((const real_t*)&mn${h}_${j})[i];
-                ${IVC} cnt = ${" + ".join("(%s)(mn%d_%d <= (%s)v)" % (IVC, g, j, RV) for g in range(NM))};
-<% w = VW; v = "cnt" %>\
-% while w > 1:
-<% w //= 2 %>\
-                const ${CT}${w if w > 1 else ""} cs${w} = ${v}.lo + ${v}.hi;
-<% v = "cs%d" % w %>\
-% endwhile
-                if (-cs1 >= ${KS[j]} && v < t) t = v;
+            ${IVC} nb${h} = (${IVC})0;
+% for g in range(NM):
+% for r in range(VW):
+% if r == 0:
+            nb${h} += mn${g}_${j} <= mn${h}_${j};
+% else:
+            nb${h} += ${vec.rotate(INL, "mn%d_%d" % (g, j), RV, VW, r)} <= mn${h}_${j};
+% endif
+% endfor
+% endfor
+% endfor
+            ${RV} c = nb0 <= (${IVC})${-KS[j]} ? mn0_${j} : (${RV})INFINITY;
+% for h in range(1, NM):
+            {
+                const ${RV} ch = nb${h} <= (${IVC})${-KS[j]} ? mn${h}_${j} : (${RV})INFINITY;
+                c = ch < c ? ch : c;
             }
 % endfor
-            th${j} = t;
+<% w = VW; v = "c" %>\
+% while w > 1:
+<% w //= 2 %>\
+            const ${REAL}${w if w > 1 else ""} c${w}_ = ${v}.lo < ${v}.hi ? ${v}.lo : ${v}.hi;
+<% v = "c%d_" % w %>\
+% endwhile
+            th${j} = c1_;
         }
 % endif
 % endfor
