@@ -99,3 +99,23 @@ def test_inline_exp_is_its_stated_operations_and_is_exp(device, rendered):
     assert y[x == np.inf][0] == np.inf and y[x == -np.inf][0] == 0.0
     assert y[x == 0.0].tolist() == [1.0, 1.0]
     assert y[x == 710.5][0] == np.inf and y[x == -746.5][0] == 0.0
+
+
+@pytest.mark.parametrize("template", ["lookup/simplex_lookup.cl.mako",
+                                      "xmap_lookup/xmap_lookup.cl.mako"])
+def test_only_float32_data_take_the_inline_exp(template):
+    """Float64 data keep the runtime's exp on PoCL (their results keep their bits);
+    float32 data take the inline one there, and only there."""
+    from clkernels.templates import render
+    from pyedmcl.kernels.fingerprints import normalised
+
+    base = {"K": 4, "ACC": "double", "WG": 64, "WEIGHT": "ccm", "VARIANCE": 0, "TJ": 2,
+            "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0}
+
+    def src(real, inl):
+        return normalised(render(template, {**base, "REAL": real, "INL": inl}))
+
+    assert "inl_exp" not in src("float", 0) and "inl_exp" not in src("double", 1)
+    assert "inl_exp(" in src("float", 1)
+    if template.startswith("lookup/"):  # INL changes nothing else there
+        assert src("double", 1) == src("double", 0)

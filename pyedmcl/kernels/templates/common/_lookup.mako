@@ -10,9 +10,17 @@
 ## than K admissible neighbours has no prediction (pyEDM CCM).
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="mth" file="/_mathops.mako"/>
+## Float32 data on PoCL (INL, the host's choice, 1 there) weigh with the inline exp of
+## /_mathops.mako: PoCL's own double exp is an out-of-line call, per neighbour. Both are
+## within 1 ulp of exp, not the same bits (5% of values differ), and a float32 prediction
+## rounds that difference away; float64 data keep PoCL's exp, so their results keep
+## their bits.
+<%!
+def inline_exp(INL, REAL):
+    return bool(INL) and REAL == "float"
+%>
 ## types and pragmas: real_t (data), acc_t (sums, weights), K; contraction off, so
-## every runtime rounds alike; with INL (the host's choice, 1 on PoCL, whose double exp
-## is an out-of-line call) the inline exp of /_mathops.mako that `weight` then calls
+## every runtime rounds alike; the inline exp where `inline_exp` (`weight` then calls it)
 <%def name="prelude(REAL, ACC, K, INL)">
 ${metric.real_type(REAL)}
 % if ACC == "double" and REAL != "double":
@@ -22,7 +30,7 @@ typedef ${ACC} acc_t;
 #define K ${K}
 /* no implicit contraction: the same rounding on every runtime */
 #pragma OPENCL FP_CONTRACT OFF
-${mth.exp_fn(INL, ACC)}
+${mth.exp_fn(inline_exp(INL, REAL), ACC)}
 </%def>
 ## the declaration of `dmin` (real_t) from the nearest distance `dmin_raw` ("simplex")
 <%def name="dmin(WEIGHT)">\
@@ -31,9 +39,9 @@ const real_t dmin = fmax(dmin_raw, (real_t)1e-6);\
 % endif
 </%def>
 ## the weight (acc_t expression) of a neighbour at distance `d` (a real_t expression);
-## INL and ACC as given to `prelude`
-<%def name="weight(WEIGHT, d, INL, ACC)">\
-<% ex = capture(mth.exp, INL, ACC) %>\
+## REAL, ACC and INL as given to `prelude`
+<%def name="weight(WEIGHT, d, REAL, ACC, INL)">\
+<% ex = capture(mth.exp, inline_exp(INL, REAL), ACC) %>\
 % if WEIGHT == "simplex":
 ${ex}(-(acc_t)${d} / (acc_t)dmin)\
 % else:

@@ -18,8 +18,8 @@
 ## streaming shifted-sum update per work-item and pairwise (Chan et al.) merges in
 ## local memory (common/_stats.mako), in ACC precision: numerically stable, no
 ## prediction leaves the device.
-## INL (the host's choice, 1 on PoCL): the weights' double exp inline (PoCL calls its
-## library's out of line; /_mathops.mako), as xmap_lookup.cl.mako's pack.
+## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
+## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 ${lk.prelude(REAL, ACC, K, INL)}
@@ -43,7 +43,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
         const int l = idx[o + ${k}];
         const real_t d = dist[o + ${k}];
         if (l >= 0) {
-            const acc_t w = ${lk.weight(WEIGHT, "d", INL, ACC)};
+            const acc_t w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
             num += w * (acc_t)yj[l];
             den += w;
         }
@@ -59,7 +59,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
         const int l = idx[o + ${k}];
         const real_t d = dist[o + ${k}];
         if (l >= 0) {
-            const acc_t w = ${lk.weight(WEIGHT, "d", INL, ACC)};
+            const acc_t w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
             const acc_t e = (acc_t)yj[l] - mu;
             v += w * e * e;
         }
@@ -134,7 +134,7 @@ void subset_lookup(__global const int* restrict srt, __global const real_t* rest
         const real_t d = drow[t];
         if (m == 0) dmin_raw = d;
         ${lk.dmin(WEIGHT)}
-        const acc_t w = ${lk.weight(WEIGHT, "d", INL, ACC)};
+        const acc_t w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
         const acc_t v = (acc_t)yt[l];
         for (; cj > 0 && m < K; --cj, ++m) {
             num += w * v;

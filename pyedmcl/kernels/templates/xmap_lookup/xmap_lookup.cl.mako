@@ -26,9 +26,9 @@
 ##   work-group) and LANES = 1 (_lanes.mako: targets as work-items, coalesced reads);
 ##   both give the same rho bit for bit.
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
-##   and the weights' double exp inline (PoCL calls OpenCL's out of line; /_vecops.mako,
-##   /_mathops.mako); lookup/simplex_lookup.cl.mako takes the same INL, so pyedmcl.ccm
-##   weighs neighbours alike.
+##   and, for float32 data, the weights' double exp inline (PoCL calls OpenCL's out of
+##   line; /_vecops.mako, common/_lookup.mako); lookup/simplex_lookup.cl.mako takes the
+##   same INL, so pyedmcl.ccm weighs neighbours alike.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="groups" file="/xmap_lookup/_groups.mako"/>
@@ -61,7 +61,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
         const real_t d = dist[o + ${k}];
         acc_t w = 0;
         if (l >= 0) {
-            w = ${lk.weight(WEIGHT, "d", INL, ACC)};
+            w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
             den += w;
         }
         tidx[t + (size_t)${k} * nq] = l >= 0 ? l : -1;
