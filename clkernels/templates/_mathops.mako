@@ -3,8 +3,9 @@
 ##
 ## PoCL calls its kernel library's double-precision exp() out of line, one scalar call
 ## per value: a loop that weighs neighbours by exp(-d / d_min) cannot be vectorised and
-## spends most of its time in the call (PoCL 3.0, AVX-512: 38 ms of a 41 ms weight pass
-## for an all-to-all map; Intel's runtime, whose exp is a vector routine, 9.5 ms). With
+## spends most of its time in the call (the weights of an all-to-all map, N = 100 x
+## 1,000, PoCL 3.0 on AVX-512: 38.5 ms, 17-20 ms inline; Intel's runtime, whose exp is a
+## vector routine: 9.5 ms). With
 ## INL=1 (the host's choice on PoCL, :func:`clkernels.devices.inline_vector_ops`)
 ## `exp_fn` defines the inline function below, `inl_exp`, and `exp` names it; elsewhere
 ## `exp_fn` is empty and `exp` names OpenCL's exp().
