@@ -16,7 +16,8 @@
 ##   ISFINITE(x)         isfinite(x) of a scalar, as a condition (non-zero: finite)
 ## and the defs `shift_in` (shuffle2 moving the lanes up by one), `rotate` (shuffle),
 ## `load` (vloadN), `ctz`,
-## `convert` (convert_T) and `or_halves` (the OR of a vector's lanes, the same everywhere).
+## `convert` (convert_T), `or_halves` (the OR of a vector's lanes, the same everywhere) and
+## `lane_bits` (a compare mask's lanes as the bits of one integer).
 ## Arguments are evaluated more than once: pass side-effect-free expressions.
 
 <%!
@@ -128,4 +129,29 @@ convert_${T}(${v})\
                 const ${T}${w if w > 1 else ""} ${name}${w}_ = ${prev}.lo | ${prev}.hi;
 <% prev = "%s%d_" % (name, w) %>\
 % endwhile
+</%def>
+
+## the lanes of the W-lane compare mask `cond` (an int vector expression: -1 true, 0
+## false) as the bits of `const uint NAME1_` (bit i: lane i), through `const uintW
+## MASK` = the lanes' bits and `or_halves`. With INL on a 16-lane mask where the compiler
+## targets AVX-512 (clang defines __AVX512F__ there), one mask move instead
+## (vpmovd2m: PoCL turned the OR tree into eight shuffles and ORs); the same bits.
+<%def name="lane_bits(INL, cond, W, MASK, NAME)">\
+<% fast = INL and W == 16 %>\
+% if fast:
+#if defined(__AVX512F__) && defined(__has_builtin)
+#if __has_builtin(__builtin_ia32_cvtd2mask512)
+#define LANE_BITS_AVX512_
+#endif
+#endif
+#ifdef LANE_BITS_AVX512_
+                const uint ${NAME}1_ = (uint)__builtin_ia32_cvtd2mask512(as_int16(${cond}));
+#else
+% endif
+                const uint${W} ${MASK} = as_uint${W}(${cond}) & (uint${W})(${", ".join("%du" % (1 << b) for b in range(W))});
+${or_halves(MASK, "uint", W, NAME)}\
+% if fast:
+#endif
+#undef LANE_BITS_AVX512_
+% endif
 </%def>

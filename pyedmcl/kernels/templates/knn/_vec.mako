@@ -142,9 +142,7 @@ ${parts.tile_loop("get_group_id(0) * %d + %d" % (WG * QQ // SPLIT, WG * QQ // SP
 % if PACK and INL:
             {   /* INL (PoCL): the candidate lanes as bits (an OR tree of halves), visited
                    lowest first, instead of a min tree and a test of every lane */
-                const uint${VW} h_ = as_uint${VW}(${acc} <= (realv_t)as_float((uint)(${s(K - 1)} >> 32)))
-                                   & (uint${VW})(${", ".join("%du" % (1 << b) for b in range(VW))});
-${vops.or_halves("h_", "uint", VW, "o")}\
+${vops.lane_bits(INL, "%s <= (realv_t)as_float((uint)(%s >> 32))" % (acc, s(K - 1)), VW, "h_", "o")}\
                 for (uint cb_ = o1_; cb_ != 0u; cb_ &= cb_ - 1u) {
                     const int j = ${vops.ctz(INL, "cb_", "uint")};
 % else:

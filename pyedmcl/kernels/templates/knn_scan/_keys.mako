@@ -242,8 +242,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
                     dd = dd < 0 ? -dd : dd;
                     cand &= as_${UV}(dd > (${IV})radius) & as_${UV}(${vec.load(INL, IV, "lmask + li")});
                 }
-                const ${UV} hit = as_${UV}(cand != (${UV})0u) & (${UV})(${", ".join("%du" % (1 << v) for v in range(VW))});
-${vec.or_halves("hit", "uint", VW, "any")}\
+${vec.lane_bits(INL, "cand != (%s)0u" % UV, VW, "hit", "any")}\
                 cand${h} = cand;
                 any${h} = any1_;
             }

@@ -1,7 +1,8 @@
-"""The inline double exp of ``clkernels/templates/_mathops.mako`` (``INL=1``: PoCL's
-lookup weights), on every OpenCL platform present.
+"""The inline forms that kernels take on PoCL (``INL=1``), on every OpenCL platform
+present: the double exp of ``clkernels/templates/_mathops.mako`` (PoCL's float32
+lookup weights) and ``_vecops.mako``'s ``lane_bits`` (a compare mask's lanes as bits).
 
-It must be the operations its header states, bit for bit (a NumPy replay of them, with
+The exp must be the operations its header states, bit for bit (a NumPy replay of them, with
 no contraction, is the reference), and it must be exp: within 1 ulp of NumPy's exp over
 the normal range, within one subnormal step below it, and exact at the edges (0, +inf,
 NaN, the underflow and overflow thresholds).
@@ -119,3 +120,31 @@ def test_only_float32_data_take_the_inline_exp(template):
     assert "inl_exp(" in src("float", 1)
     if template.startswith("lookup/"):  # INL changes nothing else there
         assert src("double", 1) == src("double", 0)
+
+
+LANE_BITS = """<%namespace name="vec" file="/_vecops.mako"/>
+${vec.ops(INL)}
+__kernel void f(__global const float* x, const float t, __global uint* out)
+{
+    const size_t i = get_global_id(0);
+    const float16 v = vload16(i, x);
+${vec.lane_bits(INL, "v <= (float16)t", 16, "m_", "b")}\\
+    out[i] = b1_;
+}
+"""
+
+
+@pytest.mark.parametrize("inl", [0, 1])
+def test_lane_bits_are_the_lanes(device, inl):
+    """Bit i of `lane_bits` is lane i of the mask, in the generic OR tree (INL 0) and in
+    the AVX-512 mask move that PoCL takes (INL 1; the OR tree where it cannot)."""
+    lookup = TemplateLookup(directories=[str(d) for d in template_dirs()], strict_undefined=True)
+    src = Template(LANE_BITS, lookup=lookup).render(INL=inl)
+    be = clkernels.get_backend(device)
+    x = np.random.default_rng(3).random(16 * 4096).astype(np.float32)
+    x[::7] = 0.5  # ties with the threshold
+    k = be.kernel_from_source(src, "f")
+    out = be.empty((4096,), np.uint32)
+    be.wait(be.launch(k, (4096,), None, be.to_device(x), np.float32(0.5), out))
+    want = ((x.reshape(-1, 16) <= np.float32(0.5)) * (1 << np.arange(16))).sum(1)
+    np.testing.assert_array_equal(be.to_host(out), want.astype(np.uint32))
