@@ -246,6 +246,17 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
 _LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0}
 
 
+def time_major(Y: np.ndarray) -> tuple[np.ndarray, int]:
+    """Series ``Y`` (ntg, n) time-major, ``(n, ldy)``, each row zero-padded to ``ldy``, the
+    next multiple of 16: what the LANES and VEC=2 skills read (a VEC=2 vector load takes
+    TJ <= 16 consecutive targets of one row)."""
+    ntg, n = Y.shape
+    ldy = -(-ntg // 16) * 16
+    yt = np.zeros((n, ldy), dtype=Y.dtype)
+    yt[:, :ntg] = Y.T
+    return yt, ldy
+
+
 def skill_geometry(params: Params, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
     """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
     target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
@@ -411,9 +422,7 @@ class _SkillCase(TuningCase):
 
         y = _mixed_series(rng, self.ntg, n)
         self.y = be.to_device(y)
-        self.ldy = -(-self.ntg // 16) * 16  # time-major rows padded as the engine's
-        yt = np.zeros((n, self.ldy), dtype=y.dtype)
-        yt[:, :self.ntg] = y.T
+        yt, self.ldy = time_major(y)  # as the engine lays its targets out
         self.y_lanes = be.to_device(yt)
         kspec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
         pts = be.to_device(np.arange(size, dtype=np.int32))

@@ -57,6 +57,7 @@ from ..kernels.xmap import (
     XMAP_SKILL,
     cpu_layout,
     scan_table_budget,
+    time_major,
 )
 
 
@@ -177,14 +178,10 @@ class XmapEngine:
         return {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight or self.weight}
 
     def _lanes_y(self, g: _Group) -> tuple[Any, int]:
-        """The group's targets time-major, ``(n, ldy)`` with the rows zero-padded to
-        ``ldy``, a multiple of 16 (a vector load of the VEC=2 skill reads whole rows of TJ
-        targets), and ``ldy``: what the LANES and VEC=2 skills read."""
+        """The group's targets time-major on the device and their row pitch
+        (:func:`~pyedmcl.kernels.xmap.time_major`): what the LANES and VEC=2 skills read."""
         if g.y_lanes is None:
-            ntg = g.targets.size
-            ldy = -(-ntg // 16) * 16
-            yt = np.zeros((self.n, ldy), dtype=self.X.dtype)
-            yt[:, :ntg] = self.X[g.targets].T
+            yt, ldy = time_major(self.X[g.targets])
             g.y_lanes = (self.be.to_device(yt), ldy)
         return g.y_lanes
 

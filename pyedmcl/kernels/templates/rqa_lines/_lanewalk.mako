@@ -17,8 +17,8 @@
 ## Same histograms as WALK=1 (and 0). T: the names of _names.mako.
 ## Import with <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>.
 
-## The lane types of a WALK=3 walk: ULV ulongVEC (words), LV longVEC (masks).
-<%def name="ctzv(T, v)">ctzv(${v})</%def>
+## The lane types of a WALK=3 walk: ULV ulongVEC (words), LV longVEC (masks); the lane
+## bit counts popv / hibv / ctzv are _bits.mako's.
 
 ## Walk the words `wd` (ulongVEC) of the lanes over `nbl` cells each (longVEC, 0..64; a
 ## lane with 0 is left alone). Open runs: `vr`/`wr` (uintVEC, column walk: black and white
@@ -51,7 +51,7 @@
             n1v += popv(iso_);
             const ${ULV} se_ = s_ | e_;
             const ${IV} tr_ = convert_${IV}(se_ != (${ULV})0);   /* the entering run closes */
-            const ${UV} p0_ = convert_${UV}(${ctzv(T, "se_")});
+            const ${UV} p0_ = convert_${UV}(ctzv(se_));
 % if head:
             const ${UV} closed_ = ${ln} + p0_;
 % else:
@@ -90,7 +90,7 @@
             ${ULV} ew_ = e_;
             while (VANY(sw_ != (${ULV})0)) {
                 const ${LV} v_ = sw_ != (${ULV})0;
-                const ${ULV} len_ = ${ctzv(T, "sw_")} - ${ctzv(T, "ew_")};
+                const ${ULV} len_ = ctzv(sw_) - ctzv(ew_);
                 const ${UV} bin_ = convert_${UV}(VSELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                 ph_w[${T.lane("bin_", l)}] += 1u;
@@ -107,7 +107,7 @@
                 el_ = (el_ & ~cm_) | (el_ & (el_ - (${ULV})1) & cm_);
                 while (VANY(el_ != (${ULV})0)) {
                     const ${LV} v_ = el_ != (${ULV})0;
-                    const ${ULV} len_ = ${ctzv(T, "el_")} - ${ctzv(T, "sl_")};
+                    const ${ULV} len_ = ctzv(el_) - ctzv(sl_);
                     const ${UV} bin_ = convert_${UV}(VSELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                     ph_v[${T.lane("bin_", l)}] += 1u;
@@ -158,7 +158,7 @@
             ${ULV} e_ = e0_ & ~(iso_ << 1);
             /* the carried line closes at the first end (or covers the word) */
             const ${LV} cc_ = (cur_ != (${ULV})0) & (e_ != (${ULV})0);
-            const ${UV} clen_ = ${dr} + convert_${UV}(${ctzv(T, "e_")});
+            const ${UV} clen_ = ${dr} + convert_${UV}(ctzv(e_));
             const ${IV} ccl_ = convert_${IV}(cc_) & (clen_ > (${UV})${PH}u);
             if (VANY(ccl_)) {   /* longer than the private bins (rare) */
 % for l in range(VEC):
@@ -176,7 +176,7 @@
             /* the other lines closed in the word (length 2 .. ${63}): starts pair with ends */
             while (VANY(e_ != (${ULV})0)) {
                 const ${LV} v_ = e_ != (${ULV})0;
-                const ${ULV} len_ = ${ctzv(T, "e_")} - ${ctzv(T, "s_")};
+                const ${ULV} len_ = ctzv(e_) - ctzv(s_);
                 const ${UV} bin_ = convert_${UV}(VSELECT(spare_, len_ - (${ULV})1, v_));
 % for l in range(VEC):
                 ph_d[${T.lane("bin_", l)}] += 1u;
