@@ -135,3 +135,13 @@ def test_cli_reference_is_current():
         missing += [f"{name} {o}" for a in p._actions for o in a.option_strings
                     if a.help != argparse.SUPPRESS and o not in section]
     assert not missing, f"regenerate docs/cli.md (python docs/gen_cli.py): {missing}"
+
+
+def test_ci_runs_the_readme_test_command():
+    """.ci/run runs the README's test command line verbatim (its second install line), so
+    CI tests what a reader runs."""
+    readme = (ROOT / "README.md").read_text()
+    lines = [ln.strip() for ln in readme.splitlines() if ln.strip().startswith("pip install")]
+    test_cmd = next(ln for ln in lines if "pytest" in ln)
+    ci = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test_cmd in ci, f"{test_cmd!r} is not a line of .ci/run"
