@@ -205,6 +205,41 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
     return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64))
 
 
+#: values from which a panel is standardised by several threads, in bands of rows
+_PARALLEL_VALUES = 1 << 22
+_STANDARDISE_THREADS = 8
+
+
+def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
+                 ) -> tuple[Affine, np.ndarray]:
+    """:func:`_affine` of ``a`` and ``a`` through it (float64). A large panel (2-D) in
+    bands of rows on a few threads (numpy releases the GIL): every row's statistics and
+    values are computed alone either way, so the result is the same bit for bit
+    (N = 5,000 x 3,780 on a 2-core VM: 0.18 -> 0.10 s; the map's host time before its
+    first kernel)."""
+    rows = _rows(a)
+    threads = min(_STANDARDISE_THREADS, os.cpu_count() or 1, rows.shape[0] // 8)
+    if a.ndim != 2 or a.size < _PARALLEL_VALUES or threads < 2:
+        f = _affine(a, scale, shift)
+        return f, f.forward(a)
+    from concurrent.futures import ThreadPoolExecutor
+    out = np.empty_like(a, dtype=np.float64)
+    step = -(-a.shape[0] // (4 * threads))
+    bands = [slice(i, i + step) for i in range(0, a.shape[0], step)]
+
+    def band(sl: slice) -> Affine:
+        f = _affine(a[sl], scale, shift)
+        out[sl] = a[sl]
+        out[sl] -= f.shift[:, None]
+        out[sl] /= f.scale[:, None]
+        return f
+
+    with ThreadPoolExecutor(threads) as ex:
+        parts = list(ex.map(band, bands))
+    return (Affine(np.concatenate([f.shift for f in parts]),
+                   np.concatenate([f.scale for f in parts])), out)
+
+
 def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             names: Sequence[str], scale: bool = True, common_shift: bool = False,
             what: str = "this call", deferred: bool = False) -> Prepared:
@@ -233,8 +268,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         sd = np.array([pool.std()])
         ok = (sd > 0) & np.isfinite(sd)
         shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
-    affs = [_affine(a, scale, shift) for a in arrs]
-    out = [f.forward(a) for f, a in zip(affs, arrs, strict=True)]
+    affs, out = zip(*(_standardise(a, scale, shift) for a in arrs), strict=True)
+    affs, out = list(affs), list(out)
 
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""

@@ -15,6 +15,7 @@ distances to rtol 1e-6 (the sqrt). Matrices across variants: bit-identical.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -23,6 +24,7 @@ from conftest import CPU_DEVICE, run_under_oclgrind
 from test_xmap import panel
 
 import pyedmcl as pe
+from clkernels import get_backend
 
 VEC = [dict(VARIANT="vec", WG=8, TILE=32, QB=4, EA=0, INS="reg", FLAG=1),
        dict(VARIANT="vec", WG=16, TILE=64, QB=8, EA=0, INS="reg", FLAG=1),
@@ -269,7 +271,10 @@ SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES"
          {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
          {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LMAJ": 1},
          {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1},
-         {"TJ": 4, "VEC": 2, "LANES": 0, "LWG": 32}, {"TJ": 16, "VEC": 2, "LANES": 0, "LWG": 32}]
+         {"TJ": 4, "VEC": 2, "LANES": 0, "LWG": 32}, {"TJ": 16, "VEC": 2, "LANES": 0, "LWG": 32},
+         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "CM": 1},
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LB": 3, "LMAJ": 1, "CM": 1},
+         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LB": 2, "CM": 0}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
@@ -277,8 +282,9 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
     time-major, TJ 4 and 16 of E-groups of 1 to 6 targets) or as work-items
     (LANES=1: the reduction tree evaluated per work-item with a stack) gives the
     scalar kernel's matrix and E-scan bit for bit (every lane runs the same
-    operations in the same order), in either grid order (LMAJ), and so does LB = 2 (libraries in pairs: row blocks of
-    4, 4 and 3 libraries, an E-scan batch of 5); a target count that is not a multiple of TJ or
+    operations in the same order), in either grid order (LMAJ), with the tables in
+    query-class order (CM) or not, and so does LB = 2 or 3 (libraries per work-group:
+    row blocks of 4, 4 and 3 libraries, ragged groups; an E-scan batch of 5); a target count that is not a multiple of TJ or
     LWG; a NaN-free short series whose library leaves queries without a full
     neighbour set (NaN preds). The groups are small: CPUs keep each given layout here
     (FEW_TARGETS 0), and their own small-group layout (scalar, or one time-major vector
@@ -300,6 +306,58 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
         np.testing.assert_array_equal(g[1], got[0][1])
 
 
+def test_wide_groups_take_target_lanes_on_gpus():
+    """On a GPU an E-group of at least ``wide_targets`` targets has its own tuning bucket
+    ("-wide"), untuned: target lanes reading class-ordered tables, 32 libraries per
+    work-group, a layout the tuning space accepts; a CPU ignores the flag (its own
+    heuristic), and the narrow buckets keep their names (and entries)."""
+    from pyedmcl.kernels import xmap as xk
+    info = get_backend(CPU_DEVICE).info
+    gpu = dataclasses.replace(info, device_type="gpu", runtime="nvidia", name="Fake GPU 9000",
+                              normalised_name="fake-gpu-9000", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), compute_units=132)
+    be = type("FakeBackend", (), {"info": gpu})()
+    assert xk.wide_targets(gpu) == 4224
+    spec = {"K": 7, "REAL": "float", "WEIGHT": "ccm"}
+    assert xk.XMAP_SKILL.spec_bucket(spec) == "float-double-K8"
+    assert xk.XMAP_SKILL.spec_bucket(dict(spec, WIDE=1)) == "float-double-K8-wide"
+    lay = xk.XMAP_SKILL.params_for(be, dict(spec, WIDE=1), 1000)
+    assert lay == xk.wide_layout(gpu) and lay["LANES"] == 1 and lay["CM"] == 1 and lay["LB"] == 32
+    assert xk.XMAP_SKILL.space.valid(lay, gpu)
+    cpu = get_backend(CPU_DEVICE)
+    assert xk.XMAP_SKILL.params_for(cpu, dict(spec, WIDE=1), 1000)["LB"] == 1
+
+
+def test_class_major_rows_is_packs_order(device):
+    """``class_major_rows`` (the tuning case's host packing) lists the queries in the
+    order pack writes CM tables: the packed rows equal the k-major tables permuted."""
+    from clkernels import get_backend as gb
+    from pyedmcl.kernels import xmap as xk
+    be = gb(device)
+    nq, k, nb = 150, 4, 3
+    rng = np.random.default_rng(2)
+    idx = rng.integers(-1, 90, (nb, nq, k)).astype(np.int32)
+    idx[..., 0] = np.abs(idx[..., 0])
+    dist = np.sort(rng.random((nb, nq, k)), axis=-1).astype(np.float32)
+    spec = {"K": k, "REAL": "float", "WEIGHT": "simplex"}
+    acc = np.float64 if be.info.fp64 else np.float32
+    out = {}
+    for cm in (0, 1):
+        lay = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 1, "LMAJ": 0, "CM": cm}
+        t = (be.empty((nb * nq * k,), np.int32), be.empty((nb * nq * k,), acc),
+             be.empty((nb * nq,), acc))
+        xk.XMAP_SKILL.pack(be, spec, be.to_device(idx.ravel()), be.to_device(dist.ravel()), k,
+                           nq * k, 0, nq, nb, 0, *t, lay)
+        out[cm] = [be.to_host(a) for a in t]
+    rows = xk.class_major_rows(nq, xk.ccm_skill_wg(be.info))
+    assert sorted(rows) == list(range(nq))
+    np.testing.assert_array_equal(out[1][0].reshape(nb, nq, k),
+                                  out[0][0].reshape(nb, k, nq).transpose(0, 2, 1)[:, rows])
+    np.testing.assert_array_equal(out[1][1].reshape(nb, nq, k),
+                                  out[0][1].reshape(nb, k, nq).transpose(0, 2, 1)[:, rows])
+    np.testing.assert_array_equal(out[1][2].reshape(nb, nq), out[0][2].reshape(nb, nq)[:, rows])
+
+
 def test_cpu_small_groups_take_one_time_major_vector():
     """Below FEW_TARGETS a CPU's E-group runs the scalar layout, or with ``time_major``
     (PoCL) one time-major vector holding all its targets (TJ: the next power of two,
@@ -316,7 +374,8 @@ def test_cpu_small_groups_take_one_time_major_vector():
 def test_skill_pipelined_bit_identical(device, monkeypatch):
     """PF = 1 (the next query's table row and target values loaded while this one is
     computed) gives the PF = 0 matrix bit for bit, and so do LB = 2 and 4 libraries per
-    work-group (row blocks of 5 and 3 libraries: a ragged last group of libraries):
+    work-group (row blocks of 5 and 3 libraries: a ragged last group of libraries), and
+    target lanes reading class-ordered tables (CM) two libraries per work-group:
     several passes of WG = 64 queries
     with a ragged last one, target counts that are not multiples of TJ, a constant
     stretch (zero distances, ties), Tp < 0 (target read before the query); and pe.ccm's
@@ -331,7 +390,8 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                {"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
-               {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 4}):
+               {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 4},
+               {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 2, "LMAJ": 1, "CM": 1}):
         monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         got.append([pe.xmap(X, E=E, block_rows=5, Tp=Tp, device=device).rho for Tp in (0, -3)])
     for g in got[1:]:
@@ -348,12 +408,14 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
                                 {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2},
                                 {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1},
                                 {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
-                                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}],
+                                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
+                                {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1, "LB": 2,
+                                 "CM": 1}],
                          ids=["vec", "vec-time-major", "lanes", "lanes-lmaj", "pipelined",
-                              "pipelined-lb2"])
+                              "pipelined-lb2", "lanes-cm-lb2"])
 def test_oclgrind_clean_skill_vec(sp):
-    """VEC=1, VEC=2 (time-major), LANES=1, PF=1 (pipelined query loop) and LB=2 lookup +
-    rho (both weights: the matrix and the E-scan) under Oclgrind, agreeing with PoCL
+    """VEC=1, VEC=2 (time-major), LANES=1 (with class-ordered tables, CM, and two
+    libraries per work-group), PF=1 (pipelined query loop) and LB=2 lookup + rho (both weights: the matrix and the E-scan) under Oclgrind, agreeing with PoCL
     within float32 rounding (atol 1e-5); the three targets keep the given layout
     (FEW_TARGETS 0)."""
     out = run_under_oclgrind(f"""

@@ -41,7 +41,7 @@ import numpy as np
 
 from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo, inline_vector_ops
-from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 from .knn import KNN, KnnKernel
 from .knn_scan import KNN_SCAN, KnnScanKernel, batch_inputs
@@ -226,14 +226,14 @@ def _skill_heuristic(info: DeviceInfo) -> Params:
 
 
 def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
-    if p["LB"] > 1 and (p["LANES"] or p["VEC"] or not info.is_gpu
-                        or ccm_skill_wg(info) * p["LB"] > info.max_work_group_size):
-        return False  # libraries per work-group: the scalar layout on GPUs (L1 sharing)
-    if p.get("LMAJ", 0) and not p["LANES"]:
-        return False  # the grid order of the target-lane layout
-    if p["LANES"]:  # TJ targets per work-item; LWG is the launch size
+    if p["LB"] > 1 and (p["VEC"] or not info.is_gpu or (not p["LANES"] and (
+            p["LB"] > 4 or ccm_skill_wg(info) * p["LB"] > info.max_work_group_size))):
+        return False  # libraries per work-group: GPUs (L1 sharing)
+    if (p.get("LMAJ", 0) or p.get("CM", 0)) and not p["LANES"]:
+        return False  # the grid order and table order of the target-lane layout
+    if p["LANES"]:  # TJ targets per work-item; LWG x LB is the work-group
         return (p["TJ"] <= 4 and not p["VEC"] and not p["PF"]
-                and p["LWG"] <= info.max_work_group_size)
+                and p["LWG"] * p["LB"] <= info.max_work_group_size)
     if p["PF"]:  # the pipelined query loop: scalar targets, a register per value in flight
         return not p["VEC"] and p["LWG"] == 32 and p["TJ"] <= 4
     if p["VEC"] == 2 and info.is_gpu:
@@ -242,8 +242,26 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
     return p["LWG"] == 32 and (p["TJ"] > 1 or not p["VEC"])
 
 
+def wide_targets(info: DeviceInfo) -> int:
+    """Targets from which an E-group's skill on the GPU ``info`` is "wide" (the ``-wide``
+    spec bucket): with a scan batch of 64 libraries the target-lane layout then fills
+    the device (64 x 32 x compute units = 2,048 work-items per unit)."""
+    return 32 * info.compute_units
+
+
+def wide_layout(info: DeviceInfo) -> Params:
+    """The untuned layout of a wide skill on a GPU: one target per work-item (LANES,
+    LWG 32), the library tables in query-class order (CM), 32 libraries per work-group
+    sharing the targets' slab in L1 (LB; 1,024 work-items) and the grid libraries first
+    (LMAJ). H100, skill device time, the same rho: N = 10,000 x L = 1,000, E = 6, 1.33 s
+    (the tuned scalar layout) -> 0.94-0.96 s; N = 5,000 x 3,780, E = 5, 0.92 -> 0.88 s
+    (docs/decisions/0080)."""
+    lb = max(1, min(32, info.max_work_group_size // 32))
+    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": lb, "LMAJ": 1, "CM": 1}
+
+
 #: the layout values of a kernel rendered without tuned ones (``pack``)
-_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0}
+_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0}
 
 
 def time_major(Y: np.ndarray) -> tuple[np.ndarray, int]:
@@ -257,15 +275,22 @@ def time_major(Y: np.ndarray) -> tuple[np.ndarray, int]:
     return yt, ldy
 
 
+def class_major_rows(nq: int, wg: int) -> np.ndarray:
+    """The query of each packed table row in pack's CM order: the queries of class 0
+    (q = 0, wg, 2 wg, ...), then class 1, ...: what one work-item of a target-lane
+    skill streams is one contiguous stretch of the table."""
+    return np.concatenate([np.arange(r, nq, wg) for r in range(min(wg, nq))]).astype(np.int64)
+
+
 def skill_geometry(params: Params, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
     """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
     target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
-    if params["LANES"]:
-        tiles = -(-ntg // (params["LWG"] * params["TJ"]))
-        if params.get("LMAJ", 0):  # libraries first (_lanes.mako)
-            return (nb * params["LWG"], tiles), (params["LWG"], 1)
-        return (tiles * params["LWG"], nb), (params["LWG"], 1)
     lb = int(params.get("LB", 1))
+    if params["LANES"]:
+        tiles, nlg, lwg = -(-ntg // (params["LWG"] * params["TJ"])), -(-nb // lb), params["LWG"]
+        if params.get("LMAJ", 0):  # libraries first (_lanes.mako)
+            return (nlg * lwg, tiles * lb), (lwg, lb)
+        return (tiles * lwg, nlg * lb), (lwg, lb)
     return (-(-ntg // params["TJ"]) * wg, -(-nb // lb) * lb), (wg, lb)
 
 
@@ -286,7 +311,7 @@ def lanes_for(params: Params, ntg: int) -> int:
 FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
-SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0}
+SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0}
 
 
 def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
@@ -325,13 +350,24 @@ class XmapSkillKernel(TunableKernel):
     name = "xmap_skill"
     template = "xmap_lookup/xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1, 2), "LANES": (0, 1),
-                                "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4),
-                                "LMAJ": (0, 1)},
+                                "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4, 8, 16, 32),
+                                "LMAJ": (0, 1), "CM": (0, 1)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint,
-                        filled={"LMAJ": 0})
+                        filled={"LMAJ": 0, "CM": 0})
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
-        return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{_k_bucket(spec['K'])}"
+        wide = "-wide" if spec.get("WIDE") else ""
+        return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{_k_bucket(spec['K'])}{wide}"
+
+    def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
+        """The tuned layout; for a wide E-group on a GPU (``spec["WIDE"]``: at least
+        :func:`wide_targets` targets) its own bucket's, else :func:`wide_layout`: the
+        scalar layouts tuned for the other buckets re-read each table row for a few
+        targets, which a wide group need not do."""
+        choice = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size))
+        if spec.get("WIDE") and be.info.is_gpu and choice.source == "heuristic":
+            return wide_layout(be.info)
+        return choice.params
 
     def default_specs(self):
         return [{"K": K, "REAL": "float", "WEIGHT": "ccm"} for K in (3, 6, 11, 21)]
@@ -348,9 +384,9 @@ class XmapSkillKernel(TunableKernel):
         p = self.params_for(be, spec, size)
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
-               "LMAJ": int(p.get("LMAJ", 0))}
+               "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0))}
         if diag and (out["LANES"] or out["VEC"] == 2):  # one target per library
-            out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0)
+            out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0, CM=0)
         return out
 
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
@@ -411,6 +447,8 @@ class _SkillCase(TuningCase):
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
         self.nb, self.ntg = (64, 2048) if be.info.is_gpu else (4, 64)
+        if spec.get("WIDE"):  # as many targets as a wide E-group has (wide_targets)
+            self.ntg = max(self.ntg, wide_targets(be.info))
         self.be, self.nq = be, size
         self.spec = {"K": spec["K"], "REAL": "float", "WEIGHT": spec.get("WEIGHT", "ccm")}
         adt = np.float64 if be.info.fp64 else np.float32
@@ -432,19 +470,25 @@ class _SkillCase(TuningCase):
                    pts, size, pts, size, self.nb, 0, idx, dist, series_stride=n)
         d = be.to_host(dist).astype(adt)
         w = np.exp(-d / np.maximum(d[..., :1], 1e-6))
-        # packed layout: k-major per library (pack's)
-        self.tidx = be.to_device(np.ascontiguousarray(be.to_host(idx).transpose(0, 2, 1)))
+        # packed as pack writes them: k-major per library, or rows by query class (CM)
+        ih = be.to_host(idx)
+        self.tidx = be.to_device(np.ascontiguousarray(ih.transpose(0, 2, 1)))
         self.tw = be.to_device(np.ascontiguousarray(w.transpose(0, 2, 1)))
         self.tden = be.to_device(w.sum(-1))
+        rows = class_major_rows(size, ccm_skill_wg(be.info))
+        self.cm = (be.to_device(np.ascontiguousarray(ih[:, rows])),
+                   be.to_device(np.ascontiguousarray(w[:, rows])),
+                   be.to_device(np.ascontiguousarray(w.sum(-1)[:, rows])))
         self.tgt = be.to_device(np.arange(self.ntg, dtype=np.int32))
         self.obs = be.to_device(np.arange(size, dtype=np.int32) + E - 1)
         self.out = be.empty((self.nb * self.ntg,), np.float32)
 
     def run(self, params: Params) -> list[Any]:
         y, ldy = (self.y_lanes, self.ldy) if params["LANES"] or params["VEC"] == 2 else (self.y, self.n)
-        return [XMAP_SKILL.launch(self.be, params, self.spec, self.tidx, self.tw, self.tden,
-                                  self.nq, self.nb, y, ldy, 0, self.tgt, self.tgt, self.ntg,
-                                  self.obs, self.out, self.ntg, 0)]
+        tidx, tw, tden = self.cm if params.get("CM", 0) else (self.tidx, self.tw, self.tden)
+        return [XMAP_SKILL.launch(self.be, params, self.spec, tidx, tw, tden, self.nq, self.nb,
+                                  y, ldy, 0, self.tgt, self.tgt, self.ntg, self.obs, self.out,
+                                  self.ntg, 0)]
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.out)

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, run_blocked
+from clkernels.arrays import gather
 from clkernels.memory import DeviceOutOfMemory
 from clkernels.tuning import lookup
 
@@ -58,6 +59,7 @@ from ..kernels.xmap import (
     cpu_layout,
     scan_table_budget,
     time_major,
+    wide_targets,
 )
 
 
@@ -179,10 +181,20 @@ class XmapEngine:
 
     def _lanes_y(self, g: _Group) -> tuple[Any, int]:
         """The group's targets time-major on the device and their row pitch
-        (:func:`~pyedmcl.kernels.xmap.time_major`): what the LANES and VEC=2 skills read."""
+        (:func:`~pyedmcl.kernels.xmap.time_major`'s layout): what the LANES and VEC=2 skills
+        read. Gathered from the panel on the device (H100, N = 5,000 x 3,780: the host's
+        transposing copy and its upload had added ~0.3 s to a 1.0 s map)."""
         if g.y_lanes is None:
-            yt, ldy = time_major(self.X[g.targets])
-            g.y_lanes = (self.be.to_device(yt), ldy)
+            ntg = g.targets.size
+            ldy = -(-ntg // 16) * 16
+            if self.N * self.n < 2 ** 31:  # gathered on the device from the panel
+                cols = np.full(ldy, -1, np.int32)  # -1: padding, zero
+                cols[:ntg] = g.targets * self.n
+                g.y_lanes = (gather(self.be, self.x_dev, 1, self.n, self.be.to_device(cols),
+                                    ldy, 0.0), ldy)
+            else:  # element offsets past int32: the host's copy
+                yt, ldy = time_major(self.X[g.targets])
+                g.y_lanes = (self.be.to_device(yt), ldy)
         return g.y_lanes
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
@@ -251,7 +263,10 @@ class XmapEngine:
         mixed-E map of 100 series, 5 ms of host time beside a 2-core CPU's kernels)."""
         key = (k, weight, ntg, diag)
         if key not in self._layouts:
-            sp = XMAP_SKILL.layout(self.be, self._skill_spec(k, weight), self.n, diag)
+            spec = self._skill_spec(k, weight)
+            if self.be.info.is_gpu and not diag and ntg >= wide_targets(self.be.info):
+                spec["WIDE"] = 1  # a wide group: its own tuning bucket (target lanes)
+            sp = XMAP_SKILL.layout(self.be, spec, self.n, diag)
             if not self.be.info.is_gpu and not diag:
                 sp = cpu_layout(sp, ntg, time_major=self.be.info.runtime == "pocl")
             self._layouts[key] = sp

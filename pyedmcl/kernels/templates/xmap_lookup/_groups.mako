@@ -3,7 +3,7 @@
 ## library for the TJ targets (the table row read once for all), and the work-group
 ## reduces each target's streams with common/_stats.mako's pairwise tree.
 ##   Scalar streams (VEC = 0) keep only what rho needs, in fewer registers (149 -> 128
-##   on the H100 at TJ = 2: more work-groups per SM): see `upd`.
+##   on the H100 at TJ = 2: more work-groups per SM): see _skill.mako's `stream`.
 ##   VEC = 1 (CPUs): the TJ targets are the lanes of explicit vectors (PoCL does not
 ##   vectorise the work-item loop around the query loop); every lane runs the scalar
 ##   code's operations in the same order (the update becomes a per-lane select), so the
@@ -39,14 +39,7 @@ ${skill.signature()}
 % for t in range(TJ):
     __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
 % if not VEC:
-    /* the stream of target t: the shifted sums of _stats.mako that rho needs (n, the
-       shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int and the shift in
-       real_t: both hold the same values as the acc_t stream of stats.update (the
-       shift is a prediction rounded to real_t and an observed value), in fewer
-       registers; the error sums (MAE, RMSE) are not kept: the map reports rho */
-    int n${t} = 0;
-    real_t kp${t} = 0, ko${t} = 0;
-    acc_t a${t}[5] = {0, 0, 0, 0, 0};
+${skill.stream(t)}
 % endif
 % endfor
 % if VEC:
@@ -58,8 +51,7 @@ ${scalar_loop()}
 % endif
 % if not VEC:
 % for t in range(TJ):
-    const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a${t}[3], a${t}[4],
-                          0, 0};
+    ${skill.stream_sums(t)}
 % endfor
 % endif
     __local acc_t red[${LB}][${WG}][8];
@@ -164,7 +156,7 @@ ${fetch("q + %d" % WG)}
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
-            if (to >= 0 && ISFINITE(p)) ${upd(t, "yo%d" % t)}
+            if (to >= 0 && ISFINITE(p)) ${skill.upd(t, "yo%d" % t)}
         }
 % endfor
     }
@@ -201,23 +193,8 @@ ${fetch("q + %d" % WG)}
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
-            if (to >= 0 && ISFINITE(p)) ${upd(t, "y%d[to]" % t)}
+            if (to >= 0 && ISFINITE(p)) ${skill.upd(t, "y%d[to]" % t)}
         }
 % endfor
     }
-</%def>
-## one pair (p, observation o: a real_t expression) into the stream of target t:
-## stats.update's operations on the values rho needs
-<%def name="upd(t, o)">\
-{
-                const real_t o_ = ${o};
-                if (n${t} == 0) { kp${t} = pr; ko${t} = o_; }
-                const acc_t dp_ = p - (acc_t)kp${t}, do_ = (acc_t)o_ - (acc_t)ko${t};
-                n${t} += 1;
-                a${t}[0] += dp_;
-                a${t}[1] += do_;
-                a${t}[2] += dp_ * dp_;
-                a${t}[3] += do_ * do_;
-                a${t}[4] += dp_ * do_;
-            }
 </%def>

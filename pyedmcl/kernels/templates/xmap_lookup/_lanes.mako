@@ -12,22 +12,26 @@
 ## the work-groups resident on one compute unit read the same targets' slab of y for
 ## different libraries (L1 hits where tile-first order streams y from L2 for every
 ## library). Same rho.
-<%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%def name="kernel()">
 <% LOG = WG.bit_length() - 1 %>\
-__kernel __attribute__((reqd_work_group_size(${LWG}, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(${LWG}, ${LB}, 1)))
 ${skill.signature()}
 {
     /* targets j0 + t * LWG, t < TJ: the table row is loaded once for TJ targets and
        every read of a target value stays coalesced over the work-group */
     const int j0 = get_group_id(${LMAJ}) * ${LWG * TJ} + get_local_id(0);
-    const int b = get_group_id(${1 - LMAJ});
+    /* LB libraries per work-group (local dimension 1), all for the same targets */
+    const int bg = get_group_id(${1 - LMAJ})${" * %d + get_local_id(1)" % LB if LB > 1 else ""};
+    const int b = min(bg, nb - 1);
     __global const int* ib = tidx + (size_t)b * nq * K;
     __global const acc_t* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;
+    const uint ldyb = (uint)ldy * (uint)sizeof(real_t);  /* bytes per time of y */
 % for t in range(TJ):
     __global const real_t* y${t} = y + min(j0 + ${t * LWG}, ntg - 1);
+    /* the same column tshift times on: neighbour l predicts from time l + tshift */
+    __global const real_t* ys${t} = y${t} + (long)tshift * ldy;
     /* merge statistics of the finished subtrees (at most one per tree level) */
     acc_t stk${t}[${LOG + 1}][8];
 % endfor
@@ -36,29 +40,48 @@ ${skill.signature()}
         int r = 0;  /* leaf c of the post-order walk: query class bitrev(c) */
         for (int i = 0; i < ${LOG}; ++i) r |= ((c >> i) & 1) << (${LOG - 1} - i);
 % for t in range(TJ):
-        acc_t s${t}[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+${skill.stream(t)}
 % endfor
+% if CM:
+        /* the class's packed rows are adjacent (pack's CM order), K entries each */
+        __global const int* ir = ib + (size_t)(${skill.class_start("r")}) * K;
+        __global const acc_t* wr = wb + (size_t)(${skill.class_start("r")}) * K;
+        __global const acc_t* dr = db + ${skill.class_start("r")};
+% endif
         for (int q = r; q < nq; q += ${WG}) {
             const int to = obs[q];
+% if CM:
+            const acc_t den = *dr++;
+% for k in range(K):
+            const int l${k} = ir[${k}];
+            const acc_t w${k} = wr[${k}];
+% endfor
+            ir += K;
+            wr += K;
+% else:
             const acc_t den = db[q];
 % for k in range(K):
             const int l${k} = ib[(size_t)${k} * nq + q];
             const acc_t w${k} = wb[(size_t)${k} * nq + q];
 % endfor
+% endif
 % for t in range(TJ):
             {
                 acc_t num = 0;
 %   for k in range(K):
-                if (l${k} >= 0) num += w${k} * (acc_t)y${t}[(size_t)(l${k} + tshift) * ldy];
+                if (l${k} >= 0) num += w${k} * (acc_t)${at("ys%d" % t, "l%d" % k)};
 %   endfor
                 const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
                 const acc_t p = pr;
-                if (to >= 0 && ISFINITE(p)) ${stats.update("s%d" % t, "p", "(acc_t)y%d[(size_t)to * ldy]" % t)}
+                if (to >= 0 && ISFINITE(p)) ${skill.upd(t, capture(at, "y%d" % t, "to"))}
             }
 % endfor
         }
 % for t in range(TJ):
-        stats_finish(s${t}, stk${t}[sp]);
+        {
+            ${skill.stream_sums(t)}
+            stats_finish(s${t}, stk${t}[sp]);
+        }
 % endfor
         ++sp;
         /* a finished subtree per trailing one bit of c: merge (left, right) */
@@ -70,9 +93,13 @@ ${skill.signature()}
         }
     }
 % for t in range(TJ):
-    if (j0 + ${t * LWG} < ntg) {
+    if (j0 + ${t * LWG} < ntg && bg < nb) {
 ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
     }
 % endfor
 }
 </%def>
+## target value at time `i` (>= 0) of the column `base` points at: a 32-bit product
+## (times x bytes per time) widened once, one multiply-add per read on GPUs where the
+## 64-bit index product took a dozen instructions (H100)
+<%def name="at(base, i)">(*(__global const real_t*)((__global const uchar*)${base} + (size_t)(uint)(${i}) * ldyb))</%def>

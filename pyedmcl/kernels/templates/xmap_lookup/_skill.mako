@@ -24,3 +24,40 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
 % endif
         out[(size_t)(orow + b) * ldo + ocol[${j}]] = (float)rho;
 </%def>
+## CM (class-major packed tables, target lanes): the first packed row of query class
+## `r` (the queries q = r mod WG, in order): classes of nq / WG rows, the first nq % WG
+## of them one more
+<%def name="class_start(r)">(${r}) * (nq / ${WG}) + min(${r}, nq % ${WG})</%def>
+## the packed row of query `q` with CM
+<%def name="cm_row(q)">${class_start("(%s) %% %d" % (q, WG))} + (${q}) / ${WG}</%def>
+## the lean stream of target t: the shifted sums of _stats.mako that rho needs (n, the
+## shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int and the shift in
+## real_t: both hold the same values as the acc_t stream of stats.update (the shift is
+## a prediction rounded to real_t and an observed value), in fewer registers and
+## instructions; the error sums (MAE, RMSE) are not kept: the map reports rho
+<%def name="stream(t)">\
+    int n${t} = 0;
+    real_t kp${t} = 0, ko${t} = 0;
+    acc_t a${t}[5] = {0, 0, 0, 0, 0};\
+</%def>
+## the lean stream of target t as stats.update's 10 sums (error sums 0), s<t>
+<%def name="stream_sums(t)">\
+const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a${t}[3], a${t}[4],
+                          0, 0};\
+</%def>
+## one pair (p = pr, the prediction rounded to real_t, as acc_t; observation o: a real_t
+## expression) into the lean stream of target t: stats.update's operations on the values
+## rho needs
+<%def name="upd(t, o)">\
+{
+                const real_t o_ = ${o};
+                if (n${t} == 0) { kp${t} = pr; ko${t} = o_; }
+                const acc_t dp_ = p - (acc_t)kp${t}, do_ = (acc_t)o_ - (acc_t)ko${t};
+                n${t} += 1;
+                a${t}[0] += dp_;
+                a${t}[1] += do_;
+                a${t}[2] += dp_ * dp_;
+                a${t}[3] += do_ * do_;
+                a${t}[4] += dp_ * do_;
+            }
+</%def>

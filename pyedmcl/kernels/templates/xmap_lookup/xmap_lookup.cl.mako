@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, INL
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, INL
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -33,6 +33,7 @@
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="groups" file="/xmap_lookup/_groups.mako"/>
 <%namespace name="lanes" file="/xmap_lookup/_lanes.mako"/>
+<%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%namespace name="vec" file="/_vecops.mako"/>
 ${lk.prelude(REAL, ACC, K, INL)}
 ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
@@ -49,9 +50,17 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     /* raw table of library get_global_id(1): rows of ldk entries, bstride per library
        (a k-NN table: K, nq * K; one E of a fused scan: KMAX, EMAX * nq * KMAX) */
     const size_t o = (size_t)get_global_id(1) * (uint)bstride + (size_t)(row0 + q) * ldk;
+% if CM:
+    /* packed: rows by query class (q mod WG, the class one work-item of _lanes.mako
+       streams), each row's K entries adjacent: a class's table is one contiguous
+       stretch, read by all the work-group's lanes at once */
+    const size_t row = (size_t)b * nq + ${skill.cm_row("q")};
+    const size_t t = row * K;
+% else:
     /* packed: k-major per library (entry k of query q at b * nq * K + k * nq + q), so
        consecutive queries' entries are adjacent: coalesced reads in xmap_skill */
     const size_t t = (size_t)b * nq * K + q;
+% endif
     const real_t dmin_raw = dist[o];
     ${lk.dmin(WEIGHT)}
     acc_t den = 0;
@@ -64,11 +73,11 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
             w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
             den += w;
         }
-        tidx[t + (size_t)${k} * nq] = l >= 0 ? l : -1;
-        tw[t + (size_t)${k} * nq] = w;
+        tidx[t + ${"%d" % k if CM else "(size_t)%d * nq" % k}] = l >= 0 ? l : -1;
+        tw[t + ${"%d" % k if CM else "(size_t)%d * nq" % k}] = w;
     }
 % endfor
-    tden[(size_t)b * nq + q] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
+    tden[${"row" if CM else "(size_t)b * nq + q"}] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
 }
 
 ${stats.functions()}
