@@ -11,7 +11,10 @@
 ## LMAJ = 1: the grid runs libraries first (group (b, tile) instead of (tile, b)), so
 ## the work-groups resident on one compute unit read the same targets' slab of y for
 ## different libraries (L1 hits where tile-first order streams y from L2 for every
-## library). Same rho.
+## library). Same rho. LB > 1: LB libraries per work-group (local dimension 1), all for
+## the same targets, so the warps resident on one compute unit share one tile of y in
+## L1 (H100: hit rate 38% -> 69%). CM = 1: the tables in query-class order (pack's):
+## each class's rows are one stretch, read with unit-stride pointers.
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%def name="kernel()">
 <% LOG = WG.bit_length() - 1 %>\

@@ -24,7 +24,9 @@
 ##   Two layouts, parts of this folder: LANES = 0 (_groups.mako: targets per
 ##   work-group; scalar, VEC vector lanes or PF pipelined query loop; LB libraries per
 ##   work-group) and LANES = 1 (_lanes.mako: targets as work-items, coalesced reads);
-##   both give the same rho bit for bit.
+##   both give the same rho bit for bit. CM (LANES = 1): pack writes each library's
+##   rows by query class (_skill.mako's class_start / cm_row), K entries per row, which
+##   the target lanes read as one stretch per class.
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
 ##   and, for float32 data, the weights' double exp inline (PoCL calls OpenCL's out of
 ##   line; /_vecops.mako, common/_lookup.mako); lookup/simplex_lookup.cl.mako takes the
