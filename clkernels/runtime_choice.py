@@ -47,6 +47,8 @@ def measured_time(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, siz
 def _buckets(kernel: TunableKernel, info: DeviceInfo) -> list[tuple[str, str]]:
     out = []
     for spec in kernel.default_specs():
+        if not kernel.applies(spec, info):
+            continue
         for size in kernel.default_sizes(info):
             b = (kernel.spec_bucket(spec), kernel.size_bucket(size))
             if b not in out:

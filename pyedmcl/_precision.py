@@ -268,8 +268,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         sd = np.array([pool.std()])
         ok = (sd > 0) & np.isfinite(sd)
         shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
-    affs, out = zip(*(_standardise(a, scale, shift) for a in arrs), strict=True)
-    affs, out = list(affs), list(out)
+    pairs = [_standardise(a, scale, shift) for a in arrs]
+    affs, out = [f for f, _ in pairs], [z for _, z in pairs]
 
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""

@@ -309,8 +309,9 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
 def test_wide_groups_take_target_lanes_on_gpus():
     """On a GPU an E-group of at least ``wide_targets`` targets has its own tuning bucket
     ("-wide"), untuned: target lanes reading class-ordered tables, 32 libraries per
-    work-group, a layout the tuning space accepts; a CPU ignores the flag (its own
-    heuristic), and the narrow buckets keep their names (and entries)."""
+    work-group, a layout the tuning space accepts, and the tuner's reference there; a
+    CPU ignores the flag (its own heuristic) and the tuning command skips wide specs on
+    it; the narrow buckets keep their names (and entries)."""
     from pyedmcl.kernels import xmap as xk
     info = get_backend(CPU_DEVICE).info
     gpu = dataclasses.replace(info, device_type="gpu", runtime="nvidia", name="Fake GPU 9000",
@@ -324,7 +325,11 @@ def test_wide_groups_take_target_lanes_on_gpus():
     lay = xk.XMAP_SKILL.params_for(be, dict(spec, WIDE=1), 1000)
     assert lay == xk.wide_layout(gpu) and lay["LANES"] == 1 and lay["CM"] == 1 and lay["LB"] == 32
     assert xk.XMAP_SKILL.space.valid(lay, gpu)
+    assert xk.XMAP_SKILL.spec_default(dict(spec, WIDE=1), gpu) == lay  # the tuner's reference
+    assert xk.XMAP_SKILL.applies(dict(spec, WIDE=1), gpu)
     cpu = get_backend(CPU_DEVICE)
+    assert not xk.XMAP_SKILL.applies(dict(spec, WIDE=1), cpu.info)  # `tune` skips it there
+    assert xk.XMAP_SKILL.applies(spec, cpu.info)
     assert xk.XMAP_SKILL.params_for(cpu, dict(spec, WIDE=1), 1000)["LB"] == 1
 
 

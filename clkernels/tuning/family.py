@@ -57,6 +57,17 @@ class TunableKernel(abc.ABC):
     def default_specs(self) -> Iterable[dict[str, Any]]:
         """Specialisations the application's tuning command covers by default."""
 
+    def spec_default(self, spec: dict[str, Any], info: DeviceInfo) -> Params:
+        """The untuned parameters of ``spec`` on ``info`` (what a launch takes without an
+        entry, and the tuner's reference and first candidate): the space's heuristic
+        unless a family knows better for some specs."""
+        return self.space.default(info)
+
+    def applies(self, spec: dict[str, Any], info: DeviceInfo) -> bool:
+        """Whether launches on ``info`` ever use ``spec``'s bucket (the tuning command skips
+        the default specs that do not apply to its device)."""
+        return True
+
     @abc.abstractmethod
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         """Problem sizes the application's tuning command covers by default on this device."""

@@ -115,7 +115,7 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     # Correctness is checked on a small, deliberately ragged problem (cheap to copy
     # back and compare, and it exercises partial work-groups); speed on the real size.
     check = kernel.case(backend, spec, min(size, kernel.verify_size)) if size > kernel.verify_size else case
-    default = kernel.space.default(info)
+    default = kernel.spec_default(spec, info)
     cands = kernel.space.candidates(info)
     if mode == "random":
         random.Random(seed).shuffle(cands)

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for n in names:
         fam = fams[n]
-        specs = list(fam.default_specs())
+        specs = [s for s in fam.default_specs() if fam.applies(s, be.info)]
         if args.E_values:
             # one specialisation per requested E (k = E + 1 where the family has a k; the
             # scans' E is their largest, EMAX)

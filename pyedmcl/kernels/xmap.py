@@ -369,12 +369,23 @@ class XmapSkillKernel(TunableKernel):
         scalar layouts tuned for the other buckets re-read each table row for a few
         targets, which a wide group need not do."""
         choice = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size))
-        if spec.get("WIDE") and be.info.is_gpu and choice.source == "heuristic":
-            return wide_layout(be.info)
+        if choice.source == "heuristic":
+            return self.spec_default(spec, be.info)
         return choice.params
 
+    def spec_default(self, spec: dict[str, Any], info: DeviceInfo) -> Params:
+        if spec.get("WIDE") and info.is_gpu:
+            return wide_layout(info)
+        return self.space.default(info)
+
     def default_specs(self):
-        return [{"K": K, "REAL": "float", "WEIGHT": "ccm"} for K in (3, 6, 11, 21)]
+        # the wide buckets after the others (``tune --quick`` indexes this list)
+        return ([{"K": K, "REAL": "float", "WEIGHT": "ccm"} for K in (3, 6, 11, 21)]
+                + [{"K": K, "REAL": "float", "WEIGHT": "ccm", "WIDE": 1} for K in (3, 6, 11, 21)])
+
+    def applies(self, spec: dict[str, Any], info: DeviceInfo) -> bool:
+        """Wide E-groups exist on GPUs only (the engine never flags a CPU's)."""
+        return info.is_gpu or not spec.get("WIDE")
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         return [4096] if info.is_gpu else [1024]
