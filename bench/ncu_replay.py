@@ -55,6 +55,23 @@ def _bytes(be, x) -> np.ndarray | None:
     return None
 
 
+def _clear_capture(out: Path) -> None:
+    """An empty capture folder ``out``: a new one, or an earlier capture's files removed
+    (only those: a folder holding anything else is refused, never emptied)."""
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"--dir {out} is a file; choose a folder")
+    if out.exists():
+        ours = re.compile(r"(arg|after)\d+\.npy|kernel\.ptx|meta\.json")
+        names = [p.name for p in out.iterdir()]
+        other = [n for n in names if not ours.fullmatch(n)]
+        if other or (names and "meta.json" not in names):
+            raise SystemExit(f"--dir {out} holds files that are not a capture "
+                             f"({', '.join(other[:3]) or 'no meta.json'}); choose another folder")
+        for n in names:
+            (out / n).unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
 def capture(args: argparse.Namespace) -> None:
     import pyopencl as cl
 
@@ -80,9 +97,7 @@ def capture(args: argparse.Namespace) -> None:
         if lsize is None:
             raise SystemExit(f"{args.kernel} was launched without a local size: the replay "
                              "needs the work-group shape")
-        if out.exists():
-            shutil.rmtree(out)
-        out.mkdir(parents=True)
+        _clear_capture(out)
         arg_meta = []
         for i, x in enumerate(a):
             host = _bytes(be, x)

@@ -364,10 +364,10 @@ class XmapSkillKernel(TunableKernel):
         return f"{spec.get('REAL', 'float')}-{spec.get('ACC', 'double')}-{_k_bucket(spec['K'])}{wide}"
 
     def params_for(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
-        """The tuned layout; for a wide E-group on a GPU (``spec["WIDE"]``: at least
-        :func:`wide_targets` targets) its own bucket's, else :func:`wide_layout`: the
-        scalar layouts tuned for the other buckets re-read each table row for a few
-        targets, which a wide group need not do."""
+        """The tuned layout, else :meth:`spec_default`. A wide E-group on a GPU
+        (``spec["WIDE"]``: at least :func:`wide_targets` targets) has its own bucket and
+        untuned takes :func:`wide_layout`: the scalar layouts tuned for the other buckets
+        re-read each table row for a few targets, which a wide group need not do."""
         choice = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size))
         if choice.source == "heuristic":
             return self.spec_default(spec, be.info)
@@ -407,8 +407,8 @@ class XmapSkillKernel(TunableKernel):
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
         """Kernel ``name`` ("pack" or "xmap_skill") of ``spec`` rendered with layout
         ``params`` as ``(template, params, name)`` (for :meth:`clkernels.Backend.prebuild`).
-        Both kernels live in every rendering, and pack's code does not depend on the
-        layout: a pack taken with its skill's layout comes from the skill's program."""
+        Both kernels live in every rendering: a pack taken with its skill's layout comes
+        from the skill's program, and writes the table order that layout reads (CM)."""
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
              **params, "INL": int(inline_vector_ops(be.info))}
@@ -424,10 +424,12 @@ class XmapSkillKernel(TunableKernel):
         Table ``b`` holds rows of ``ldk`` entries from ``b * bstride + row0 * ldk`` on
         (a k-NN table: ``K``, ``nq * K``, 0; one E of a fused scan: ``KMAX``,
         ``EMAX * nq * KMAX``, its first row); the first ``K`` entries of ``nq`` rows
-        are packed: ``tidx`` / ``tw`` ``(slots, K, nq)``, ``tden`` ``(slots, nq)``.
+        are packed: ``tidx`` / ``tw`` ``(slots, K, nq)``, ``tden`` ``(slots, nq)``; with
+        the layout's CM, rows in query-class order instead (:func:`class_major_rows`),
+        ``tidx`` / ``tw`` ``(slots, nq, K)`` and ``tden`` ``(slots, nq)`` by that order.
         ``layout``: the skill layout that follows (its program holds this pack too, so a
-        group needs one program, not two); None: a layout-free rendering. The packed
-        tables are the same either way.
+        group needs one program, not two, and the table order matches); None: a
+        layout-free rendering (k-major).
         """
         k = self._kernel(be, spec, layout or {}, "pack")
         return be.launch(k, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(b0),

@@ -47,9 +47,10 @@ ${skill.stream(t)}
 % endfor
 % if CM:
         /* the class's packed rows are adjacent (pack's CM order), K entries each */
-        __global const int* ir = ib + (size_t)(${skill.class_start("r")}) * K;
-        __global const acc_t* wr = wb + (size_t)(${skill.class_start("r")}) * K;
-        __global const acc_t* dr = db + ${skill.class_start("r")};
+        const int rs = ${skill.class_start("r")};
+        __global const int* ir = ib + (size_t)rs * K;
+        __global const acc_t* wr = wb + (size_t)rs * K;
+        __global const acc_t* dr = db + rs;
 % endif
         for (int q = r; q < nq; q += ${WG}) {
             const int to = obs[q];
