@@ -136,7 +136,12 @@ def capture(args: argparse.Namespace) -> None:
         pe.simplex(x, E=int(args.E), device=be)
     else:
         from pyedmcl.data import roessler
-        pe.rqa(roessler(args.L), E=3, tau=6, recurrence_rate=0.05, device=be)
+        from pyedmcl.kernels.rqa_lines import RQA_LINES
+        params = None
+        if args.params:  # the device's defaults with these values changed
+            spec = {"E": 3, "REAL": "float", "METRIC": "euclidean"}
+            params = {**RQA_LINES.params_for(be, spec, args.L), **json.loads(args.params)}
+        pe.rqa(roessler(args.L), E=3, tau=6, recurrence_rate=0.05, device=be, params=params)
     if seen[0] >= 0:
         raise SystemExit(f"the job launched {args.kernel} {seen[0]} times, not more than "
                          f"--skip {args.skip}")
@@ -261,6 +266,8 @@ def main() -> None:
     ap.add_argument("--L", type=int, default=1000)
     ap.add_argument("--E", default="6")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--params", default="",
+                    help='rqa: JSON of kernel values over the device defaults, e.g. \'{"PACK": 1}\'')
     args = ap.parse_args()
     {"capture": capture, "replay": replay, "sass": sass}[args.mode](args)
 

@@ -10,7 +10,8 @@ Tunables: VEC lanes per work-item, WG work-group size, EDGE sub-matrix edge, BIT
 (bit-packed runs, 32/64-row words), PH (private histogram bins), SHARE (diagonals
 gathered from the vertical launch's bit words), SYM (upper triangle only), WALK
 (run-walk variant; 3: all lanes of a work-item walked at once in vector registers, the
-CPU default); the template's header explains each.
+CPU default), PACK (one lane per work-item: a cell's bit from the sign of d - thr, the
+GPU default); the template's header explains each.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
-                "FMA": 0, "PERCOL": 0, "UNR": 0}
+                "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -42,9 +43,11 @@ def _heuristic(info: DeviceInfo) -> Params:
         # what the GPU keeps resident; Roessler N = 10^5, one process: 19.3 -> 16.2 ms
         # (VEC 2, EDGE 2048 -> VEC 1, EDGE 4096), N = 946,303 0.720 -> 0.703 s. With OVL
         # (see RQALinesKernel), WG 128: N = 10^5 13.5 -> 11.2 ms (WG 64; WG 256 12.2 ms,
-        # WG 128 without OVL 12.5 ms), N = 946,303 0.658 -> 0.644 s
+        # WG 128 without OVL 12.5 ms), N = 946,303 0.658 -> 0.644 s. PACK (sign-bit words,
+        # 16-byte row loads): vertical launches 915 -> 837 M instructions, N = 946,303
+        # 0.655 -> 0.595 s (decision 0081)
         return {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
-                "WALK": 1, "UNR": 1, "OVL": 1}
+                "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1}
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
         # (0056), 128 private bins (longer white lines are rare; fewer bins to clear and
         # merge). PoCL: with its vector select/any/popcount inline (0078), N = 10,000 on 2
@@ -97,6 +100,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("SYM", 0) or p.get("SHARE", 0))
             and (not p.get("WALK", 0) or p.get("BITS", 0))
             and (not p.get("UNR", 0) or p.get("BITS", 0))
+            and (not p.get("PACK", 0) or (p.get("BITS", 0) and p["VEC"] == 1))
             and (not p.get("OVL", 0) or (p.get("SHARE", 0) and not p.get("SYM", 0)))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
@@ -148,7 +152,9 @@ class LineSpec:
                 "CBITS": int(inline_vector_ops(info)), "SHARE": int(params.get("SHARE", 0)),
                 "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params)),
                 "FMA": int(self.fma and self.metric == "euclidean"), "PERCOL": int(self.percol),
-                "UNR": int(params.get("UNR", 0)) if params.get("BITS", 0) else 0}
+                "UNR": int(params.get("UNR", 0)) if params.get("BITS", 0) else 0,
+                "PACK": int(bool(params.get("PACK", 0)) and bool(params.get("BITS", 0))
+                            and params["VEC"] == 1)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -167,11 +173,11 @@ class RQALinesKernel(TunableKernel):
         params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
-                "OVL": (0, 1)},
+                "OVL": (0, 1), "PACK": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
-        # entries from before UNR / OVL measured UNR=0 code and one queue
-        filled={"UNR": 0, "OVL": 0},
+        # entries from before UNR / OVL / PACK measured UNR=0 code, one queue, PACK=0
+        filled={"UNR": 0, "OVL": 0, "PACK": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -197,12 +203,14 @@ class RQALinesKernel(TunableKernel):
                y2: np.ndarray | None = None,
                tcol: np.ndarray | None = None) -> tuple[Any, ...]:
         """Row and column series (x, y, x2, y2) on the device; column series are padded by
-        VEC zeros on both sides (a work-item loads VEC lanes at once). Without JOINT the
+        VEC zeros on both sides (a work-item loads VEC lanes at once), row series by 4
+        zeros at the end (PACK's 16-byte loads). Without JOINT the
         second pair is the first. PERCOL: the per-column thresholds ``tcol`` follow,
         padded alike (the kernels take them right after y2)."""
         dt = spec.dtype
         pad = np.zeros(params["VEC"], dtype=dt)
-        xd = backend.to_device(np.ascontiguousarray(x, dtype=dt))
+        tail = np.zeros(4, dtype=dt)  # PACK's 16-byte row loads may read 3 values past the end
+        xd = backend.to_device(np.concatenate([np.asarray(x, dtype=dt), tail]))
         yd = backend.to_device(np.concatenate([pad, np.asarray(y, dtype=dt), pad]))
         extra: tuple[Any, ...] = ()
         if spec.percol:
@@ -211,7 +219,7 @@ class RQALinesKernel(TunableKernel):
             extra = (backend.to_device(np.concatenate([pad, np.asarray(tcol, dtype=dt), pad])),)
         if not spec.joint:
             return (xd, yd, xd, yd, *extra)
-        x2d = backend.to_device(np.ascontiguousarray(x2, dtype=dt))
+        x2d = backend.to_device(np.concatenate([np.asarray(x2, dtype=dt), tail]))
         y2d = backend.to_device(np.concatenate([pad, np.asarray(y2, dtype=dt), pad]))
         return (xd, yd, x2d, y2d, *extra)
 

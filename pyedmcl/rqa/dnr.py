@@ -249,6 +249,11 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
         RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
     if edge is not None:
         p["EDGE"] = int(edge)
+    # PACK reads a cell as the sign of d - thr: equal to d < thr for finite thresholds
+    # (finite data give no NaN then); an infinite one takes the compare
+    thresholds = [m.thr, m.thr2] + ([] if tcol is None else [np.max(np.abs(tcol))])
+    if p.get("PACK", 0) and not np.all(np.isfinite(thresholds)):
+        p["PACK"] = 0
     series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol)
     h32 = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
     h64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}

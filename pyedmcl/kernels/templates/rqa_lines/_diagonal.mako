@@ -67,9 +67,9 @@ ${lanewalk.diag_walk(T, "dw", "nb", "lvalid", "drv")}\
             const int nb = IMIN(${WB}, ie - ib);
             /* every cell (i, i + k) of the word inside the matrix for every lane? */
             const int inside = (ib + l0 >= 0) && (ib + nb - 1 + klast < n_cols);
-<%rec:packed_halves T="${T}">\
+<%rec:packed_halves T="${T}" args="xs, xoff">\
 ${rec.coords(T, "i + l0")}\
-${rec.recurrent(T)}\
+${rec.recurrent(T, xs=xs, xoff=xoff)}\
                 if (!inside) {   /* word reaches past the matrix for some lane */
                     const ${IV} jj = (${IV})(i) + lid;
                     rec &= (jj >= (${IV})0) & (jj < (${IV})(n_cols));

@@ -50,17 +50,34 @@
 % endfor
 </%def>
 
-## rec: the lanes of row i closer than thr (masked by `mask`, e.g. "lvalid & ").
-<%def name="recurrent(T, mask='')">\
-${dist(T, "acc", "x", "yv", "i")}
+## rec: the lanes of row i closer than thr (masked by `mask`, e.g. "lvalid & "); the row's
+## values are read at xs[xoff + m TAU] (packed_halves may hold them in registers).
+## PACK=1 (VEC 1): rec is 0 or 1, the sign bit of acc - thr: acc < thr exactly when the
+## rounded difference is negative (the host takes PACK only with finite thresholds, so
+## no NaN arises from finite data), and the bit shifts straight into the word.
+<%def name="recurrent(T, mask='', xs='x', xoff='i')">\
+${dist(T, "acc", xs, "yv", xoff)}
+% if PACK:
+            uint rec = ${mask}${sign_bit(T, "acc - tv" if PERCOL else "acc - (%s)thr" % T.RV)};
+% else:
             ${T.IV} rec = ${mask}${T.cmp_u("acc < tv" if PERCOL else "acc < (%s)thr" % T.RV)};
+% endif
+</%def>
+
+## PACK=1: the sign bit of a real expression, as a uint 0 or 1.
+<%def name="sign_bit(T, expr)">\
+${"(as_uint(%s) >> 31)" % expr if T.REAL == "float" else "(uint)(as_ulong(%s) >> 63)" % expr}\
 </%def>
 
 ## JOINT: rec &= the second pair's decision.
 <%def name="joint(T)">\
 % if JOINT:
 ${dist(T, "acc2", "x2", "yv2", "i")}
+%   if PACK:
+            rec &= ${sign_bit(T, "acc2 - (%s)thr2" % T.RV)};
+%   else:
             rec &= ${T.cmp_u("acc2 < (%s)thr2" % T.RV)};
+%   endif
 % endif
 </%def>
 
@@ -72,17 +89,63 @@ ${dist(T, "acc2", "x2", "yv2", "i")}
 </%def>
 
 ## The bit words ba of one run-walk word (rows ib .. ib + nb - 1), 32 rows at a time: the
-## caller's body sets rec for row i; bit r of lane l's half h is the cell of row
-## ib + 32 h + r (vstore: lane l's half h at ba[h * VEC + l]).
+## caller's body (args xs, xoff: where it reads row i's values) sets rec for row i; bit r
+## of lane l's half h is the cell of row ib + 32 h + r (vstore: lane l's half h at
+## ba[h * VEC + l]).
 ## UNR=1: a full half (32 rows) takes a fully unrolled copy of the row loop, so that
 ## the shifts are constants, the loop's own instructions vanish and the compiler loads
 ## each row value once for the E coordinates that read it (x[i + m TAU] is row i + m TAU's
 ## first coordinate); the same cells in the same order.
+## PACK=1 (VEC 1, the GPU default): the rows are taken last to first and each cell's bit
+## (rec: 0 or 1) shifted in at the bottom, bits = (bits << 1) | rec, one funnel shift
+## where a compare, a select and an or were; with UNR, a full half whose first row is
+## 16-byte aligned reads its 32 + (E - 1) TAU row values with 16-byte loads into
+## registers first (x is padded by 4 values, so the last load stays inside).
 <%def name="packed_halves(T)">\
 <% UV, VEC = T.UV, T.VEC %>\
           for (int h = 0; h < ${T.WB // 32}; ++h) {   /* 32-row halves of the word */
             const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
+% if PACK:
+<%
+    if VEC != 1:
+        raise ValueError("PACK=1 needs VEC=1")
+    XW = 4 if REAL == "float" else 2
+    NX = -(-(32 + (E - 1) * TAU) // XW) * XW
+%>\
+%   if UNR:
+            const int xb = ib + 32 * h;
+            if (nh == 32 && (xb & ${XW - 1}) == 0) {   /* aligned full half: vector loads */
+                ${REAL} xr[${NX}];
+                __global const ${REAL}${XW}* xq = (__global const ${REAL}${XW}*)(x + xb);
+%     for q in range(NX // XW):
+                { const ${REAL}${XW} v = xq[${q}]; ${" ".join("xr[%d] = v.s%d;" % (q * XW + e, e) for e in range(XW))} }
+%     endfor
+                #pragma unroll
+                for (int r = 31; r >= 0; --r) {
+                    const int i = xb + r;
+${caller.body(xs="xr", xoff="r")}\
+                    bits = (bits << 1) | rec;
+                }
+            } else if (nh == 32) {
+                #pragma unroll
+                for (int r = 31; r >= 0; --r) {
+                    const int i = xb + r;
+${caller.body(xs="x", xoff="i")}\
+                    bits = (bits << 1) | rec;
+                }
+            } else {
+%   endif
+            for (int r = nh - 1; r >= 0; --r) {
+                const int i = ib + 32 * h + r;
+${caller.body(xs="x", xoff="i")}\
+                bits = (bits << 1) | rec;
+            }
+%   if UNR:
+            }
+%   endif
+            ba[h] = bits;
+% else:
 % for unrolled in ((True, False) if UNR else (False,)):
 %   if UNR and unrolled:
             if (nh == 32) {
@@ -95,7 +158,7 @@ ${dist(T, "acc2", "x2", "yv2", "i")}
             for (int r = 0; r < nh; ++r) {
 %   endif
                 const int i = ib + 32 * h + r;
-${caller.body()}\
+${caller.body(xs="x", xoff="i")}\
 % if VEC == 1:
                 bits |= (rec ? 1u : 0u) << r;
 % else:
@@ -110,6 +173,7 @@ ${caller.body()}\
             ba[h] = bits;
 % else:
             vstore${VEC}(bits, h, ba);
+% endif
 % endif
           }
 </%def>

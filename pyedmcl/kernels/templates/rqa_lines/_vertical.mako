@@ -28,8 +28,8 @@ ${body_lanes(T)}\
 %   endif
         for (int ib = row0; ib < iend; ib += ${WB}) {
             const int nb = IMIN(${WB}, row0 + nrows - ib);
-<%rec:packed_halves T="${T}">\
-${rec.recurrent(T)}\
+<%rec:packed_halves T="${T}" args="xs, xoff">\
+${rec.recurrent(T, xs=xs, xoff=xoff)}\
 ${rec.joint(T)}\
 ${rec.theiler(T)}\
 </%rec:packed_halves>\
@@ -114,8 +114,8 @@ ${rec.theiler(T)}\
 %   endif
         for (int ib = row0; ib < iend; ib += 64) {
             const int nb = IMIN(64, row0 + nrows - ib);
-<%rec:packed_halves T="${T}">\
-${rec.recurrent(T)}\
+<%rec:packed_halves T="${T}" args="xs, xoff">\
+${rec.recurrent(T, xs=xs, xoff=xoff)}\
 ${rec.joint(T)}\
 ${rec.theiler(T)}\
 </%rec:packed_halves>\

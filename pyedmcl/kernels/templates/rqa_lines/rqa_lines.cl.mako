@@ -1,6 +1,9 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
+## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
+## into the word with the rows taken last to first, and aligned full halves read the row
+## values with 16-byte loads (_recurrence.mako: packed_halves). The same bits as PACK=0.
 ## WALK=3 (BITS=2, VEC >= 2, PH >= 64; the CPU default): the VEC lanes of a work-item
 ## (columns, rows of a transposed tile, SHARE diagonals) are walked together in vector
 ## registers, branch-free per 64-cell word: popcount for lines of length 1, one
@@ -93,6 +96,8 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE horizontal needs SYM=1")
     if WALK == 2 and PH < 64:
         raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
+    if PACK and (not BITS or VEC != 1):
+        raise ValueError("PACK=1 needs BITS > 0 and VEC=1")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)

@@ -1,0 +1,118 @@
+"""PACK=1 (a cell's bit from the sign of d - thr, rows shifted in last to first, aligned
+full halves read by 16-byte loads: the GPU default) against PACK=0 and the NumPy
+full-matrix oracle: the same histograms, bit for bit, on every platform present."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_rqa_matches_oracle
+
+import pyedmcl as pe
+from pyedmcl.kernels.rqa_lines import RQA_LINES
+from pyedmcl.rqa._oracles import numpy_reference
+
+#: VEC 1 layouts that pack bits: the GPU default (SHARE, unrolled halves), row blocks of
+#: 98 rows (every other block starts off the 16-byte grid: the unaligned full halves),
+#: 32-row words, and the unshared diagonals (their cells packed too)
+LAYOUTS = [
+    {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 1,
+     "UNR": 1},
+    {"VEC": 1, "WG": 16, "EDGE": 98, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 1,
+     "UNR": 1},
+    {"VEC": 1, "WG": 8, "EDGE": 100, "BITS": 1, "PH": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
+     "UNR": 1},
+    {"VEC": 1, "WG": 32, "EDGE": 130, "BITS": 2, "PH": 0, "SHARE": 0, "SYM": 0, "WALK": 1,
+     "UNR": 0},
+]
+IDS = ["gpu", "unaligned-blocks", "bits1-unshared", "rolled-unshared"]
+
+
+def _hists(r):
+    return (r.diagonal_hist, r.vertical_hist, r.white_hist, r.n_recurrences)
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
+
+
+def _both(fn, p, **kw):
+    """fn's histograms with PACK 0 and 1 (and that PACK 1 found some recurrences)."""
+    a, b = (_hists(fn(params=dict(p, PACK=k), **kw)) for k in (0, 1))
+    assert b[3] > 0
+    return a, b
+
+
+@pytest.mark.parametrize("p", LAYOUTS, ids=IDS)
+def test_pack_identical(device, p):
+    """Auto-RQA in both precisions and three metrics (quantized data: many cells exactly at
+    the radius), the Theiler band in the matrix, PyRQA's fma rule, cross- and joint RQA,
+    and FAN's per-column thresholds: PACK 1 equals PACK 0; auto-RQA equals the oracle."""
+    from pyedmcl.data import logistic_map
+
+    x = logistic_map(333, r=3.9, x0=0.4, burn=0)
+    q = np.round(x * 8) / 8  # ties: distances equal to the radius
+    y = np.sin(np.arange(301) * 0.31)
+    cases = [
+        dict(E=3, tau=2, radius=0.2, metric="euclidean"),
+        dict(E=3, tau=2, radius=0.25, metric="euclidean", dtype="float64"),
+        dict(E=2, tau=1, radius=0.25, metric="maximum", theiler=3, theiler_scope="matrix",
+             white_border=False),
+        dict(E=4, tau=3, radius=0.5, metric="manhattan"),
+        dict(E=3, tau=2, radius=0.2, metric="euclidean", threshold_rule="squared"),
+        dict(E=2, tau=2, metric="euclidean", neighbourhood="fan", knn=17),
+    ]
+    for kw in cases:
+        for s in (x, q):
+            a, b = _both(lambda **k: pe.rqa(s, device=device, **k), p, **kw)
+            assert _same(a, b), kw
+    ref = numpy_reference(q, None, E=3, tau=2, radius=0.25, metric="euclidean", theiler=1)
+    res = pe.rqa(q, E=3, tau=2, radius=0.25, dtype="float64", device=device,
+                 params=dict(p, PACK=1))
+    assert_rqa_matches_oracle(res, ref)
+    assert _same(*_both(lambda **k: pe.cross_rqa(x, y, E=2, tau=3, radius=0.3,
+                                                 device=device, **k), p))
+    assert _same(*_both(lambda **k: pe.joint_rqa(x[:300], y[:300], E=2, radius=0.3,
+                                                 device=device, **k), p))
+
+
+def test_pack_needs_finite_thresholds():
+    """A radius so large that the squared threshold overflows float32 (inf): the run
+    takes the compare (PACK 0), and every cell is recurrent, as the oracle says."""
+    from pyedmcl.rqa import dnr
+
+    x = np.linspace(-1.0, 1.0, 120)
+    seen = []
+    orig = dnr._device_state
+
+    def spy(*a, **k):
+        st = orig(*a, **k)
+        seen.append(st.params.get("PACK"))
+        return st
+
+    p = dict(LAYOUTS[0], PACK=1)
+    try:
+        dnr._device_state = spy
+        res = pe.rqa(x, E=2, radius=1e20, params=p)
+    finally:
+        dnr._device_state = orig
+    assert seen == [0]
+    n = x.size - 1
+    assert res.n_recurrences == n * n
+
+
+def test_pack_template_constraints():
+    """PACK needs bit words and one lane per work-item: the template refuses other
+    layouts and the tuning space never proposes them."""
+    from clkernels.devices import DeviceInfo  # noqa: F401  (the constraint's argument type)
+    from clkernels.templates import render
+
+    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "vertical",
+            "VEC": 2, "WG": 4, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
+            "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0, "FMA": 0,
+            "PERCOL": 0, "UNR": 0, "PACK": 1}
+    with pytest.raises(ValueError, match="PACK=1 needs"):
+        render(RQA_LINES.template, base)
+    with pytest.raises(ValueError, match="PACK=1 needs"):
+        render(RQA_LINES.template, dict(base, VEC=1, BITS=0))
+    assert "bits = (bits << 1) | rec;" in render(RQA_LINES.template, dict(base, VEC=1))
