@@ -64,7 +64,7 @@ def test_pack_identical(device, p):
     ]
     for kw in cases:
         for s in (x, q):
-            a, b = _both(lambda **k: pe.rqa(s, device=device, **k), p, **kw)
+            a, b = _both(lambda s=s, **k: pe.rqa(s, device=device, **k), p, **kw)
             assert _same(a, b), kw
     ref = numpy_reference(q, None, E=3, tau=2, radius=0.25, metric="euclidean", theiler=1)
     res = pe.rqa(q, E=3, tau=2, radius=0.25, dtype="float64", device=device,
