@@ -1,6 +1,8 @@
-"""PACK=1 (a cell's bit from the sign of d - thr, rows shifted in last to first, aligned
-full halves read by 16-byte loads: the GPU default) against PACK=0 and the NumPy
-full-matrix oracle: the same histograms, bit for bit, on every platform present."""
+"""The GPU defaults' word layouts against the plain ones and the NumPy full-matrix oracle:
+PACK=1 (a cell's bit from the sign of d - thr, rows shifted in last to first, aligned
+full halves read by 16-byte loads) and PLANES=1 (column words stored as two 32-bit
+planes, diagonals gathered from the half holding their bit). The same histograms, bit
+for bit, on every platform present."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from pyedmcl.kernels.rqa_lines import RQA_LINES
 from pyedmcl.rqa._oracles import numpy_reference
 
 #: VEC 1 layouts that pack bits: the GPU default (SHARE, unrolled halves), row blocks of
-#: 98 rows (every other block starts off the 16-byte grid: the unaligned full halves),
-#: 32-row words, and the unshared diagonals (their cells packed too)
+#: 98 rows (every other block starts off the 16-byte grid: the unaligned full halves;
+#: diagonals from planes of ragged last words), 32-row words, and the unshared diagonals
+#: (their cells packed too); VARIANT: the values tried against PACK=0, PLANES=0
 LAYOUTS = [
     {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 1,
      "UNR": 1},
@@ -26,6 +29,7 @@ LAYOUTS = [
      "UNR": 0},
 ]
 IDS = ["gpu", "unaligned-blocks", "bits1-unshared", "rolled-unshared"]
+VARIANT = [{"PACK": 1, "PLANES": 1}, {"PACK": 1, "PLANES": 1}, {"PACK": 1}, {"PACK": 1}]
 
 
 def _hists(r):
@@ -36,18 +40,20 @@ def _same(a, b) -> bool:
     return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
 
 
-def _both(fn, p, **kw):
-    """fn's histograms with PACK 0 and 1 (and that PACK 1 found some recurrences)."""
-    a, b = (_hists(fn(params=dict(p, PACK=k), **kw)) for k in (0, 1))
+def _both(fn, p, v, **kw):
+    """fn's histograms with PACK 0, PLANES 0 and with the variant v (which found some
+    recurrences)."""
+    a, b = (_hists(fn(params=dict(p, **w), **kw)) for w in ({"PACK": 0, "PLANES": 0}, v))
     assert b[3] > 0
     return a, b
 
 
-@pytest.mark.parametrize("p", LAYOUTS, ids=IDS)
-def test_pack_identical(device, p):
+@pytest.mark.parametrize(("p", "v"), list(zip(LAYOUTS, VARIANT, strict=True)), ids=IDS)
+def test_pack_identical(device, p, v):
     """Auto-RQA in both precisions and three metrics (quantized data: many cells exactly at
     the radius), the Theiler band in the matrix, PyRQA's fma rule, cross- and joint RQA,
-    and FAN's per-column thresholds: PACK 1 equals PACK 0; auto-RQA equals the oracle."""
+    and FAN's per-column thresholds: the variant equals the plain layout; auto-RQA equals
+    the oracle."""
     from pyedmcl.data import logistic_map
 
     x = logistic_map(333, r=3.9, x0=0.4, burn=0)
@@ -64,16 +70,16 @@ def test_pack_identical(device, p):
     ]
     for kw in cases:
         for s in (x, q):
-            a, b = _both(lambda s=s, **k: pe.rqa(s, device=device, **k), p, **kw)
+            a, b = _both(lambda s=s, **k: pe.rqa(s, device=device, **k), p, v, **kw)
             assert _same(a, b), kw
     ref = numpy_reference(q, None, E=3, tau=2, radius=0.25, metric="euclidean", theiler=1)
     res = pe.rqa(q, E=3, tau=2, radius=0.25, dtype="float64", device=device,
-                 params=dict(p, PACK=1))
+                 params=dict(p, **v))
     assert_rqa_matches_oracle(res, ref)
     assert _same(*_both(lambda **k: pe.cross_rqa(x, y, E=2, tau=3, radius=0.3,
-                                                 device=device, **k), p))
+                                                 device=device, **k), p, v))
     assert _same(*_both(lambda **k: pe.joint_rqa(x[:300], y[:300], E=2, radius=0.3,
-                                                 device=device, **k), p))
+                                                 device=device, **k), p, v))
 
 
 def test_pack_needs_finite_thresholds():
@@ -110,9 +116,37 @@ def test_pack_template_constraints():
     base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "vertical",
             "VEC": 2, "WG": 4, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
             "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 1}
+            "PERCOL": 0, "UNR": 0, "PACK": 1, "PLANES": 0}
     with pytest.raises(ValueError, match="PACK=1 needs"):
         render(RQA_LINES.template, base)
     with pytest.raises(ValueError, match="PACK=1 needs"):
         render(RQA_LINES.template, dict(base, VEC=1, BITS=0))
     assert "bits = (bits << 1) | rec;" in render(RQA_LINES.template, dict(base, VEC=1))
+
+
+def test_planes_template_constraints():
+    """PLANES needs the shared words of one lane per work-item without SYM: the template
+    refuses other layouts; the host asks for it only where it applies."""
+    from clkernels.templates import render
+
+    from pyedmcl.kernels.rqa_lines import _planes
+
+    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
+            "VEC": 1, "WG": 4, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
+            "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 1, "SYM": 0, "WALK": 1, "FMA": 0,
+            "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 1}
+    assert "__global uint* restrict sbits" in render(RQA_LINES.template, base)
+    for bad in ({"SHARE": 0}, {"VEC": 2}, {"SYM": 1}):
+        with pytest.raises(ValueError, match="PLANES=1 needs"):
+            render(RQA_LINES.template, dict(base, **bad))
+
+    class Info:
+        is_gpu = True
+        runtime = "nvidia"
+
+    p = {"VEC": 1, "BITS": 2, "SHARE": 1, "SYM": 0, "WALK": 1, "PLANES": 1}
+    assert _planes(p, Info, 128)
+    assert not _planes(dict(p, SYM=1), Info, 128)
+    assert not _planes(dict(p, VEC=2), Info, 128)
+    assert not _planes(dict(p, SHARE=0), Info, 128)
+    assert not _planes(dict(p, VEC=16, PH=128, WALK=3), Info, 4)

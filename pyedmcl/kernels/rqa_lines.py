@@ -32,7 +32,7 @@ CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
-                "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0}
+                "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -45,9 +45,9 @@ def _heuristic(info: DeviceInfo) -> Params:
         # (see RQALinesKernel), WG 128: N = 10^5 13.5 -> 11.2 ms (WG 64; WG 256 12.2 ms,
         # WG 128 without OVL 12.5 ms), N = 946,303 0.658 -> 0.644 s. PACK (sign-bit words,
         # 16-byte row loads): vertical launches 915 -> 837 M instructions, N = 946,303
-        # 0.655 -> 0.595 s (decision 0081)
+        # 0.647 -> 0.583 s; PLANES (4-byte diagonal gathers) 0.583 -> 0.566 s (decision 0081)
         return {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
-                "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1}
+                "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1}
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
         # (0056), 128 private bins (longer white lines are rare; fewer bins to clear and
         # merge). PoCL: with its vector select/any/popcount inline (0078), N = 10,000 on 2
@@ -67,6 +67,14 @@ def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
     if walk == 3 and not _lane_walk_fits(params):
         return 1  # the lane-vector walk needs 64-row words, vector lanes and direct bins
     return walk
+
+
+def _planes(params: Params, info: DeviceInfo, wg: int) -> bool:
+    """PLANES template value: asked for, and the column words shared on a path that
+    reads them as 32-bit planes (one lane per work-item, no SYM, no lane walk)."""
+    return (bool(params.get("PLANES", 0)) and bool(params.get("SHARE", 0))
+            and params["VEC"] == 1 and not params.get("SYM", 0)
+            and _walk(params, info, wg) != 3)
 
 
 def _lane_walk_fits(params: Params) -> bool:
@@ -101,6 +109,8 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("WALK", 0) or p.get("BITS", 0))
             and (not p.get("UNR", 0) or p.get("BITS", 0))
             and (not p.get("PACK", 0) or (p.get("BITS", 0) and p["VEC"] == 1))
+            and (not p.get("PLANES", 0) or (p.get("SHARE", 0) and p["VEC"] == 1
+                                            and not p.get("SYM", 0)))
             and (not p.get("OVL", 0) or (p.get("SHARE", 0) and not p.get("SYM", 0)))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
@@ -154,7 +164,8 @@ class LineSpec:
                 "FMA": int(self.fma and self.metric == "euclidean"), "PERCOL": int(self.percol),
                 "UNR": int(params.get("UNR", 0)) if params.get("BITS", 0) else 0,
                 "PACK": int(bool(params.get("PACK", 0)) and bool(params.get("BITS", 0))
-                            and params["VEC"] == 1)}
+                            and params["VEC"] == 1),
+                "PLANES": int(_planes(params, info, _wg(mode, params)))}
 
 
 class RQALinesKernel(TunableKernel):
@@ -173,11 +184,11 @@ class RQALinesKernel(TunableKernel):
         params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
-                "OVL": (0, 1), "PACK": (0, 1)},
+                "OVL": (0, 1), "PACK": (0, 1), "PLANES": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
-        # entries from before UNR / OVL / PACK measured UNR=0 code, one queue, PACK=0
-        filled={"UNR": 0, "OVL": 0, "PACK": 0},
+        # entries from before UNR / OVL / PACK / PLANES measured the code without them
+        filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:

@@ -29,6 +29,19 @@
         const int ie = IMIN(row0 + nrows, n_cols - l0);
         for (int ib = row0 + ((ibs - row0) & ~63); ib < ie; ib += 64) {
             const int nb = IMIN(64, row0 + nrows - ib);
+%     if PLANES:
+            /* PLANES: bit r of the low (r < 32) or high plane of column ib + r + k */
+            __global const uint* sw = sbits + 2 * ((ib - row0) >> 6) * sstride + SPAD + ib + l0;
+            uint dlo = 0u, dhi = 0u;
+            if (nb == 64) {   /* full word: constant trip counts, unrolled by the compiler */
+                for (int r = 0; r < 32; ++r) dlo |= sw[r] & (1u << r);
+                for (int r = 0; r < 32; ++r) dhi |= sw[sstride + 32 + r] & (1u << r);
+            } else {
+                for (int r = 0; r < IMIN(nb, 32); ++r) dlo |= sw[r] & (1u << r);
+                for (int r = 32; r < nb; ++r) dhi |= sw[sstride + r] & (1u << (r - 32));
+            }
+            const ulong dw = ((ulong)dhi << 32) | (ulong)dlo;
+%     else:
             __global const ulong* sw = sbits + ((ib - row0) >> 6) * sstride + SPAD + ib + l0;
             ${ULV} dw = (${ULV})0UL;
             if (nb == 64) {   /* full word: constant trip count, unrolled by the compiler */
@@ -38,6 +51,7 @@
                 for (int r = 0; r < nb; ++r)
                     dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             }
+%     endif
 %     if WALK == 3:
 ${lanewalk.diag_walk(T, "dw", "nb", "lvalid", "drv")}\
 %     elif VEC == 1:

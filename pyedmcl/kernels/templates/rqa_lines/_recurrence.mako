@@ -103,6 +103,9 @@ ${dist(T, "acc2", "x2", "yv2", "i")}
 ## registers first (x is padded by 4 values, so the last load stays inside).
 <%def name="packed_halves(T)">\
 <% UV, VEC = T.UV, T.VEC %>\
+% if PACK:
+          #pragma unroll   /* ba[h] in registers */
+% endif
           for (int h = 0; h < ${T.WB // 32}; ++h) {   /* 32-row halves of the word */
             const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;

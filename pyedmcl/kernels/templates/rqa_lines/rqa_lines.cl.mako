@@ -1,9 +1,13 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
 ## into the word with the rows taken last to first, and aligned full halves read the row
 ## values with 16-byte loads (_recurrence.mako: packed_halves). The same bits as PACK=0.
+## PLANES=1 (SHARE, VEC=1, no SYM, WALK < 3; the GPU default): the column words are
+## stored as two 32-bit planes (word w's low halves at sbits[2w * sstride + SPAD + j],
+## its high halves one plane further), so that the diagonal launch gathers the half
+## holding bit r only: 4 bytes a cell through L1 instead of 8.
 ## WALK=3 (BITS=2, VEC >= 2, PH >= 64; the CPU default): the VEC lanes of a work-item
 ## (columns, rows of a transposed tile, SHARE diagonals) are walked together in vector
 ## registers, branch-free per 64-cell word: popcount for lines of length 1, one
@@ -98,6 +102,8 @@ ${metric.real_type(REAL)}
         raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
     if PACK and (not BITS or VEC != 1):
         raise ValueError("PACK=1 needs BITS > 0 and VEC=1")
+    if PLANES and (not SHARE or VEC != 1 or SYM or WALK == 3):
+        raise ValueError("PLANES=1 needs SHARE=1, VEC=1, SYM=0 and WALK < 3")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
@@ -154,7 +160,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global uint* restrict hist_d
 % endif
 % if SHARE:
-                 , __global ulong* restrict sbits, const int sstride  /* packed column words of the row block */
+                 , __global ${"uint" if PLANES else "ulong"}* restrict sbits, const int sstride  /* packed column words of the row block */
                  , const int skmin   /* lowest diagonal of any diagonal launch */
 % endif
                  )
