@@ -290,8 +290,13 @@ def fix_hint() -> str:
 
 def build_options(info: DeviceInfo) -> tuple[str, ...]:
     """Options of every build on ``info``: correctly rounded float32 ``/`` and ``sqrt``
-    where the device offers them, then ``<PREFIX>_BUILD_OPTIONS``."""
+    where the device offers them, ``-D CLKERNELS_OCLGRIND`` on Oclgrind (its interpreter
+    lacks some LLVM intrinsics, e.g. the funnel shift clang makes of
+    ``(a << 1) | (b >> 31)``: a kernel can take another form there), then
+    ``<PREFIX>_BUILD_OPTIONS``."""
     opts = ("-cl-fp32-correctly-rounded-divide-sqrt",) if info.correct_div_sqrt else ()
+    if info.runtime == "oclgrind":
+        opts += ("-D", "CLKERNELS_OCLGRIND")
     return opts + tuple((settings.env("BUILD_OPTIONS") or "").split())
 
 

@@ -116,7 +116,7 @@ def test_pack_template_constraints():
     base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "vertical",
             "VEC": 2, "WG": 4, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
             "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 1, "PLANES": 0}
+            "PERCOL": 0, "UNR": 0, "PACK": 1, "PLANES": 0, "HCH": 0}
     with pytest.raises(ValueError, match="PACK=1 needs"):
         render(RQA_LINES.template, base)
     with pytest.raises(ValueError, match="PACK=1 needs"):
@@ -125,18 +125,18 @@ def test_pack_template_constraints():
 
 
 def test_planes_template_constraints():
-    """PLANES needs the shared words of one lane per work-item without SYM: the template
-    refuses other layouts; the host asks for it only where it applies."""
+    """PLANES needs the shared words of one lane per work-item, and with SYM the chunked
+    horizontal walk: the template refuses other layouts; the host asks for it only where
+    it applies."""
     from clkernels.templates import render
-
     from pyedmcl.kernels.rqa_lines import _planes
 
     base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
             "VEC": 1, "WG": 4, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
             "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 1, "SYM": 0, "WALK": 1, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 1}
+            "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 1, "HCH": 0}
     assert "__global uint* restrict sbits" in render(RQA_LINES.template, base)
-    for bad in ({"SHARE": 0}, {"VEC": 2}, {"SYM": 1}):
+    for bad in ({"SHARE": 0}, {"VEC": 2}, {"SYM": 1, "MODE": "horizontal"}):
         with pytest.raises(ValueError, match="PLANES=1 needs"):
             render(RQA_LINES.template, dict(base, **bad))
 
@@ -146,7 +146,8 @@ def test_planes_template_constraints():
 
     p = {"VEC": 1, "BITS": 2, "SHARE": 1, "SYM": 0, "WALK": 1, "PLANES": 1}
     assert _planes(p, Info, 128)
-    assert not _planes(dict(p, SYM=1), Info, 128)
+    assert not _planes(dict(p, SYM=1), Info, 128)          # SYM's whole-row walk reads words
+    assert _planes(dict(p, SYM=1, HCH=16), Info, 128)      # its chunked walk reads planes
     assert not _planes(dict(p, VEC=2), Info, 128)
     assert not _planes(dict(p, SHARE=0), Info, 128)
     assert not _planes(dict(p, VEC=16, PH=128, WALK=3), Info, 4)

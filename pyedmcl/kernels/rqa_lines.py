@@ -32,7 +32,7 @@ CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
-                "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0}
+                "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -71,10 +71,21 @@ def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
 
 def _planes(params: Params, info: DeviceInfo, wg: int) -> bool:
     """PLANES template value: asked for, and the column words shared on a path that
-    reads them as 32-bit planes (one lane per work-item, no SYM, no lane walk)."""
+    reads them as 32-bit planes (one lane per work-item, no lane walk; with SYM, the
+    chunked horizontal walk, HCH > 0)."""
     return (bool(params.get("PLANES", 0)) and bool(params.get("SHARE", 0))
-            and params["VEC"] == 1 and not params.get("SYM", 0)
+            and params["VEC"] == 1 and (not params.get("SYM", 0) or int(params.get("HCH", 0)) > 0)
             and _walk(params, info, wg) != 3)
+
+
+def _hch(params: Params, info: DeviceInfo, mode: str) -> int:
+    """HCH template value: the chunk of the horizontal walk (64-column tiles per work-item)
+    where SYM reads 32-row planes; 0 for every other mode and path (their programs do not
+    depend on it)."""
+    if mode not in ("horizontal", "hjoin") or not params.get("SYM", 0):
+        return 0
+    hch = int(params.get("HCH", 0))
+    return hch if hch > 0 and _planes(params, info, int(params["WG"])) else 0
 
 
 def _lane_walk_fits(params: Params) -> bool:
@@ -95,11 +106,11 @@ def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
 
 def _gpu_unfit(p: Params, info: DeviceInfo) -> bool:
     """Paths shaped for CPUs that GPU tuning never tries nor takes from a tuning file:
-    SYM's horizontal launch has one work-item per 64-row word of a row block (EDGE / 64
-    of them, each walking whole rows: an H100 did not finish N = 10^6 in 45 s, against
-    1.1 s without SYM), and private bins (PH > 0) live in off-chip memory on GPUs (2x
-    slower on the H100). Explicit ``params`` still run them (the tests do, at small N)."""
-    return info.is_gpu and bool(p.get("SYM", 0) or p.get("PH", 0))
+    SYM's whole-row horizontal launch (HCH = 0) has one work-item per 64-row word of a row
+    block (EDGE / 64 of them, each walking whole rows: an H100 took 29.5 s at N = 946,303,
+    against 0.58 s without SYM), and private bins (PH > 0) live in off-chip memory on GPUs
+    (2x slower on the H100). Explicit ``params`` still run them (the tests do, at small N)."""
+    return info.is_gpu and bool((p.get("SYM", 0) and not p.get("HCH", 0)) or p.get("PH", 0))
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -110,13 +121,22 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("UNR", 0) or p.get("BITS", 0))
             and (not p.get("PACK", 0) or (p.get("BITS", 0) and p["VEC"] == 1))
             and (not p.get("PLANES", 0) or (p.get("SHARE", 0) and p["VEC"] == 1
-                                            and not p.get("SYM", 0)))
-            and (not p.get("OVL", 0) or (p.get("SHARE", 0) and not p.get("SYM", 0)))
+                                            and (not p.get("SYM", 0) or p.get("HCH", 0))))
+            and (not p.get("HCH", 0) or (p.get("SYM", 0) and p.get("PLANES", 0)))
+            and (not p.get("OVL", 0) or (p.get("SHARE", 0)
+                                         and (not p.get("SYM", 0) or p.get("HCH", 0))))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
-            and 3 * hist_bins(info) * 4 <= info.local_mem_bytes)
+            and 3 * hist_bins(info) * 4 + _hch_local_bytes(p) <= info.local_mem_bytes)
+
+
+def _hch_local_bytes(p: Params) -> int:
+    """Local memory of the chunked horizontal walk: a work-group's HCH-item groups each
+    hold 32 rows x (HCH + 1) ulong words (the padded transposed tiles)."""
+    hch = int(p.get("HCH", 0))
+    return p["WG"] // hch * 32 * (hch + 1) * 8 if hch and p.get("SYM", 0) else 0
 
 
 def hist_bins(info: DeviceInfo) -> int:
@@ -125,9 +145,12 @@ def hist_bins(info: DeviceInfo) -> int:
 
 
 def _wg(mode: str, params: Params) -> int:
-    """Work-group size of a launch: horizontal launches have only edge/64 work-items, each
-    walking whole rows, so one per work-group lets the runtime balance them over cores."""
-    return 1 if mode == "horizontal" else int(params["WG"])
+    """Work-group size of a launch: whole-row horizontal launches (HCH = 0) have only
+    edge/64 work-items, each walking whole rows, so one per work-group lets the runtime
+    balance them over cores."""
+    if mode == "horizontal" and not (params.get("SYM", 0) and params.get("HCH", 0)):
+        return 1
+    return int(params["WG"])
 
 
 @dataclass
@@ -165,7 +188,8 @@ class LineSpec:
                 "UNR": int(params.get("UNR", 0)) if params.get("BITS", 0) else 0,
                 "PACK": int(bool(params.get("PACK", 0)) and bool(params.get("BITS", 0))
                             and params["VEC"] == 1),
-                "PLANES": int(_planes(params, info, _wg(mode, params)))}
+                "PLANES": int(_planes(params, info, _wg(mode, params))),
+                "HCH": _hch(params, info, mode)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -184,11 +208,11 @@ class RQALinesKernel(TunableKernel):
         params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
-                "OVL": (0, 1), "PACK": (0, 1), "PLANES": (0, 1)},
+                "OVL": (0, 1), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32)},
         heuristic=_heuristic,
         constraint=_fits,
-        # entries from before UNR / OVL / PACK / PLANES measured the code without them
-        filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0},
+        # entries from before UNR / OVL / PACK / PLANES / HCH measured the code without them
+        filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -253,28 +277,54 @@ class RQALinesKernel(TunableKernel):
                series: tuple[Any, ...], thr: float, thr2: float, n_rows: int,
                n_cols: int, row0: int, nrows: int, lane0: int, nlanes: int, w: int,
                carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
-               sbits: Any = None, sstride: int = 0, skmin: int = 0,
+               sbits: Any = None, sstride: int = 0, skmin: int = 0, hrec: Any = None,
                kernel: Any = None, stream: int = 0, wait_for: list[Any] | None = None) -> Any:
         """Enqueue one ``rqa_<mode>`` launch: rows ``row0 .. row0 + nrows - 1`` of lanes
         ``lane0 .. lane0 + nlanes - 1`` (columns, diagonals ``k = j - i``; horizontal: the
-        row block's 64-row words). ``carry`` holds the band's carryover buffers, lane
-        ``carry0`` first (see :meth:`carry`); ``hist`` the 32-bit histograms (vertical,
-        horizontal: black and white vertical lines; diagonal: diagonal lines). SHARE:
-        ``sbits`` (the column words, :meth:`shared_layout`), ``skmin`` the lowest
-        diagonal of any diagonal launch. ``kernel``: this launch's kernel from
-        :meth:`kernel` (a caller launching many times skips the cache lookup). ``stream``,
-        ``wait_for``: the backend queue and the events of other queues to follow."""
+        row block's 64-row words, or with HCH its 32-row planes; hjoin: rows of the
+        block). ``carry`` holds the band's carryover buffers, lane ``carry0`` first (see
+        :meth:`carry`; horizontal with HCH: none; hjoin: the rows' first and last runs);
+        ``hist`` the 32-bit histograms (vertical, horizontal, hjoin: black and white
+        vertical lines; diagonal: diagonal lines). SHARE: ``sbits`` (the column words,
+        :meth:`shared_layout`), ``skmin`` the lowest diagonal of any diagonal launch.
+        HCH: ``hrec`` the pieces of the rows per chunk (:meth:`hrec_words`). ``kernel``:
+        this launch's kernel from :meth:`kernel` (a caller launching many times skips the
+        cache lookup). ``stream``, ``wait_for``: the backend queue and the events of other
+        queues to follow."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
-        per_item = 1 if mode == "horizontal" else params["VEC"]  # horizontal: one 64-row word
+        hch = _hch(params, backend.info, mode)
+        per_item = 1 if mode in ("horizontal", "hjoin") else params["VEC"]
         wg = _wg(mode, params)
-        gsz = round_up((nlanes + per_item - 1) // per_item, wg)
+        items = (nlanes + per_item - 1) // per_item
+        if hch:  # horizontal: HCH work-items per (plane, chunk); hjoin: one per (row, chunk)
+            nchm = self.hchunks(params, row0, n_cols)
+            items *= nchm * (hch if mode == "horizontal" else 1)
+            carry = (hrec, np.int32(nchm), *carry)
+        gsz = round_up(max(items, 1), wg)
         real = spec.dtype
-        shared = () if sbits is None else (sbits, np.int32(sstride), np.int32(skmin))
+        shared = () if sbits is None or mode == "hjoin" else (sbits, np.int32(sstride),
+                                                               np.int32(skmin))
         queue = {"stream": stream, "wait_for": wait_for} if stream or wait_for else {}
         return backend.launch(k, (gsz,), (wg,), *series, real(thr), real(thr2),
                               np.int32(n_rows), np.int32(n_cols), np.int32(row0),
                               np.int32(nrows), np.int32(lane0), np.int32(nlanes), np.int32(w),
                               np.int32(carry0), *carry, *hist, *shared, **queue)
+
+    @staticmethod
+    def hchunks(params: Params, row0: int, n_cols: int) -> int:
+        """HCH: chunks of the row block from ``row0`` (its first plane's, the most)."""
+        hch = int(params["HCH"])
+        return max(0, ((n_cols + 63) // 64 - (row0 + 1) // 64 + hch - 1) // hch)
+
+    def hrec_words(self, params: Params, n_rows: int, n_cols: int) -> int:
+        """HCH: 32-bit words of the piece buffer (two per row of a row block and chunk of
+        the first row block, which has the most)."""
+        return 2 * min(params["EDGE"], n_rows) * max(1, self.hchunks(params, 0, n_cols))
+
+    @staticmethod
+    def uses_hch(params: Params, info: DeviceInfo) -> bool:
+        """Whether SYM's horizontal launches of ``params`` take the chunked walk and hjoin."""
+        return _hch(params, info, "horizontal") > 0
 
     def kernel(self, backend: Backend, params: Params, spec: LineSpec, mode: str) -> Any:
         """The (built, cached) ``rqa_<mode>`` kernel of ``params`` and ``spec``."""

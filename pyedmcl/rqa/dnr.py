@@ -136,7 +136,8 @@ class _Task(NamedTuple):
 
 
 class _Launch(NamedTuple):
-    """One launch of a task: rows ``row0 ..`` x lanes ``lane0 ..``; ``key``: its wave."""
+    """One launch of a task: rows ``row0 ..`` x lanes ``lane0 ..``; ``key``: its wave;
+    ``mode``: the kernel, where it is not the task's (SYM's hjoin, of the horizontal task)."""
 
     key: int
     task: _Task
@@ -144,11 +145,20 @@ class _Launch(NamedTuple):
     nrows: int
     lane0: int
     nlanes: int
+    mode: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The kernel mode this launch runs."""
+        return self.mode or self.task.mode
 
     def cells(self, n_cols: int) -> int:
-        """Cells the launch walks (horizontal: its rows right of the diagonal, at most)."""
+        """Cells the launch walks, at most (horizontal: its rows right of the diagonal, 64
+        per lane; hjoin: two runs per row and 64 columns)."""
+        if self.kind == "hjoin":
+            return self.nlanes * max(1, (n_cols - self.row0) // 32)
         if self.task.mode == "horizontal":
-            return self.nrows * (n_cols - self.row0)
+            return min(self.nrows, 64 * self.nlanes) * (n_cols - self.row0)
         return self.nrows * self.nlanes
 
 
@@ -160,6 +170,7 @@ class _DevState:
     h32: dict[str, Any]
     h64: dict[str, Any]
     shared: dict[str, Any] = field(default_factory=dict)  # SHARE: sbits, sstride, skmin
+    hrec: Any = None  # SYM with HCH: the rows' pieces per chunk (hjoin reads them)
     tasks: list[_Task] = field(default_factory=list)
     kernels: dict[str, Any] = field(default_factory=dict)  # per mode, looked up once
     cells_since_fold: int = 0
@@ -268,9 +279,11 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
     st.want_overlap = bool(p.get("OVL", 0))
     p["OVL"] = 0
     p["SHARE"] = int(share and bool(p.get("SHARE", 0)) and p.get("BITS", 0) == 2)
-    # SYM: a horizontal launch walks nrows whole rows; its 32-bit counts must not overflow
+    # SYM: a whole-row horizontal launch (HCH = 0) walks nrows whole rows; its 32-bit
+    # counts must not overflow (chunked ones are split into launches of fewer planes)
     p["SYM"] = int(p["SHARE"] and symmetric and m.n_rows == m.n_cols and bool(p.get("SYM", 0))
-                   and min(p["EDGE"], m.n_rows) * m.n_cols < _U32_SAFE)
+                   and (RQA_LINES.uses_hch(dict(p, SYM=1), st.be.info)
+                        or min(p["EDGE"], m.n_rows) * m.n_cols < _U32_SAFE))
     if not p["SHARE"]:
         return
     words, sstride = RQA_LINES.shared_layout(p, m.n_rows, m.n_cols)
@@ -287,6 +300,27 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
         return
     kmin = min((lo for lo, hi in diag_ranges if hi > lo), default=0)
     st.shared = {"sbits": sbits, "sstride": sstride, "skmin": kmin}
+    if p["SYM"] and RQA_LINES.uses_hch(p, st.be.info):
+        _chunked_rows(st, m)
+
+
+def _chunked_rows(st: _DevState, m: _Matrix) -> None:
+    """SYM with HCH: the piece buffer the horizontal launches fill and hjoin reads, and the
+    histograms of those launches (their own: under OVL they run in the second queue, whose
+    folds must not race the vertical launches' counts). Where the buffer does not fit,
+    the whole-row walk of HCH = 0 (CPUs) is no option on a GPU: SYM is dropped (same
+    histograms)."""
+    try:
+        st.hrec = st.be.empty(RQA_LINES.hrec_words(st.params, m.n_rows, m.n_cols), np.uint32)
+    except Exception as exc:
+        if not is_oom(exc):
+            raise
+        log.info("RQA: the row pieces of SYM's horizontal walk do not fit (%s); no SYM", exc)
+        st.params["SYM"] = 0
+        return
+    for k in ("hv", "hw"):
+        st.h32[k] = st.be.zeros(m.hlen, np.uint32)
+        st.h64[k] = st.be.zeros(m.hlen, np.uint64)
 
 
 def _overlap(st: _DevState, m: _Matrix) -> None:
@@ -294,12 +328,14 @@ def _overlap(st: _DevState, m: _Matrix) -> None:
     launch stored) run beside the next block's vertical launch, in a second queue of the
     device. Each launch alone leaves a GPU partly idle at N ~ 10^5 (one work-item per
     column); odd and even row blocks get their own column bits so the two never share a
-    buffer. Only where the backend has a second queue, with SHARE and without SYM (whose
-    horizontal launches also read the bits), on more than one row block, and where the
-    second buffer fits; otherwise one queue, as before. Same histograms either way."""
+    buffer. SYM's chunked horizontal launches and joins (HCH) read the bits too: they run
+    in the second queue after the block's diagonals (one piece buffer: that queue is in
+    order). Only where the backend has a second queue, with SHARE (SYM only with HCH), on
+    more than one row block, and where the second buffer fits; otherwise one queue, as
+    before. Same histograms either way."""
     p = st.params
-    if not (st.want_overlap and p["SHARE"] and not p["SYM"] and st.be.streams > 1
-            and m.n_rows > p["EDGE"]):
+    if not (st.want_overlap and p["SHARE"] and (not p["SYM"] or st.hrec is not None)
+            and st.be.streams > 1 and m.n_rows > p["EDGE"]):
         return
     sbits = st.shared["sbits"]
     try:
@@ -324,7 +360,7 @@ def begin_overlap(st: _DevState, row0: int) -> None:
     st.last.clear()  # the range's own launches write every key its launches read
     if st.last_side is not None:
         blk = row0 // st.params["EDGE"]
-        st.last[("diagonal", blk - 2)] = st.last[("diagonal", blk - 1)] = st.last_side
+        st.last[("side", blk - 2)] = st.last[("side", blk - 1)] = st.last_side
 
 
 def end_overlap(st: _DevState) -> None:
@@ -361,7 +397,8 @@ def _plan(st: _DevState, m: _Matrix, order: str) -> list[_Launch]:
     plan: list[_Launch] = []
     for task in st.tasks:
         if order == "row":
-            plan += _row_blocks(task, e, m.n_rows, bool(st.params["SYM"]))
+            plan += _row_blocks(task, e, m, bool(st.params["SYM"]),
+                                st.hrec is not None and bool(st.params["SYM"]))
             continue
         for l0 in range(task.lo, task.hi, e):
             for r0 in range(0, m.n_rows, e):
@@ -372,11 +409,21 @@ def _plan(st: _DevState, m: _Matrix, order: str) -> list[_Launch]:
     return plan
 
 
-def _row_blocks(task: _Task, e: int, n_rows: int, sym: bool) -> list[_Launch]:
-    """Row order: per row block one launch over the band, chunked for 32-bit counts."""
+def _row_blocks(task: _Task, e: int, m: _Matrix, sym: bool, chunked: bool = False
+                ) -> list[_Launch]:
+    """Row order: per row block one launch over the band, chunked for 32-bit counts.
+    Horizontal: the row block's 64-row words, or (``chunked``: HCH) its 32-row planes in
+    launches of at most 2^31 cells, then one hjoin launch over the block's rows."""
     out = []
-    for r0 in range(0, n_rows, e):
-        nr = min(e, n_rows - r0)
+    for r0 in range(0, m.n_rows, e):
+        nr = min(e, m.n_rows - r0)
+        if task.mode == "horizontal" and chunked:
+            planes = (nr + 31) // 32
+            step = max(1, (_U32_SAFE // 2) // (32 * max(1, m.n_cols - r0)))
+            for q0 in range(0, planes, step):
+                out.append(_Launch(r0, task, r0, nr, q0, min(step, planes - q0)))
+            out.append(_Launch(r0, task, r0, nr, 0, nr, "hjoin"))
+            continue
         if task.mode == "horizontal":  # the row block's 64-row words
             out.append(_Launch(r0, task, r0, nr, 0, (nr + 63) // 64))
             continue
@@ -413,27 +460,34 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
     cells = ln.cells(m.n_cols)
     if st.cells_since_fold + cells > _u32_limit():
         _fold(st, fold_bins)
-    mode = ln.task.mode
-    hist = (st.h32["d"],) if mode == "diagonal" else (st.h32["v"], st.h32["w"])
+    mode = ln.kind
+    if mode == "diagonal":
+        hist = (st.h32["d"],)
+    elif mode != "vertical" and st.hrec is not None:  # SYM's chunked walk and its join
+        hist = (st.h32["hv"], st.h32["hw"])
+    else:
+        hist = (st.h32["v"], st.h32["w"])
     k = st.kernels.get(mode)
     if k is None:
         k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
     shared, queue = st.shared, {}
+    side = mode != "vertical"  # OVL: launches that read the block's column bits
     if st.overlapping:  # OVL (row order: ln.key is the block's first row)
         blk = ln.key // st.params["EDGE"]
         shared = st.shared_odd if blk % 2 else st.shared
-        # diagonals: after the vertical launches that stored this block's bits; verticals:
-        # after the diagonals that read this buffer two blocks ago
-        after = st.last.get(("vertical", blk) if mode == "diagonal" else ("diagonal", blk - 2))
-        queue = {"stream": int(mode == "diagonal"), "wait_for": None if after is None else [after]}
+        # side launches: after the vertical launches that stored this block's bits;
+        # verticals: after the side launches that read this buffer two blocks ago
+        after = st.last.get(("vertical", blk) if side else ("side", blk - 2))
+        queue = {"stream": int(side), "wait_for": None if after is None else [after]}
+    carry = () if mode == "horizontal" and st.hrec is not None else ln.task.bufs
     ev = RQA_LINES.launch(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                           thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, row0=ln.row0,
                           nrows=ln.nrows, lane0=ln.lane0, nlanes=ln.nlanes, w=m.w,
-                          carry0=ln.task.lo, carry=ln.task.bufs, hist=hist, **shared,
-                          kernel=k, **queue)
+                          carry0=ln.task.lo, carry=carry, hist=hist, **shared,
+                          hrec=st.hrec, kernel=k, **queue)
     if st.overlapping:
-        st.last[(mode, ln.key // st.params["EDGE"])] = ev
-        if mode == "diagonal":
+        st.last[("side" if side else "vertical", ln.key // st.params["EDGE"])] = ev
+        if side:
             st.last_side = ev
     st.events.append(ev)
     st.cells_since_fold += cells
@@ -445,11 +499,12 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
     if st.cells_since_fold == 0 and not final:
         return
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
+    side = [k for k in ("d", "hv", "hw") if k in st.h32]  # written by the side launches
     if st.overlapping:  # OVL: each histogram in the queue of its writers
         RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("v", "w")], hlen)
-        RQA_LINES.fold(st.be, [(st.h32["d"], st.h64["d"])], hlen, stream=1)
+        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in side], hlen, stream=1)
     else:
-        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("d", "v", "w")], hlen)
+        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("v", "w", *side)], hlen)
     st.cells_since_fold = 0
 
 
@@ -469,6 +524,9 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
         diag += read(st.h64["d"])
         vert += read(st.h64["v"])
         white += read(st.h64["w"])
+        if "hv" in st.h64:  # SYM's chunked horizontal walk and joins
+            vert += read(st.h64["hv"])
+            white += read(st.h64["hw"])
         for t in cols:  # the recurrences each column counted
             n_rec += int(read(t.bufs[2])[: t.hi - t.lo].sum(dtype=np.int64))
         if sym_bufs:

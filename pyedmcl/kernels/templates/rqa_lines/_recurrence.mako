@@ -64,10 +64,8 @@ ${dist(T, "acc", xs, "yv", xoff)}
 % endif
 </%def>
 
-## PACK=1: the sign bit of a real expression, as a uint 0 or 1.
-<%def name="sign_bit(T, expr)">\
-${"(as_uint(%s) >> 31)" % expr if T.REAL == "float" else "(uint)(as_ulong(%s) >> 63)" % expr}\
-</%def>
+## PACK=1: the sign bit of a real expression, as a uint 0 or 1 (RQA_SIGN, rqa_lines.cl.mako).
+<%def name="sign_bit(T, expr)">RQA_SIGN(${expr})</%def>
 
 ## JOINT: rec &= the second pair's decision.
 <%def name="joint(T)">\

@@ -48,23 +48,10 @@ ${bits.black_start_walk(T, "s", "e", "cur", "*len", "*len", None, ("ph_v", "lh_v
 % endif
 }
 
-/* In-place transpose of a 64x64 bit matrix (a[r] bit c -> a[c] bit r): swap the
-   off-diagonal blocks of 32, then of 16 inside each block, ... down to 1. */
-RQA_INLINE void transpose64(ulong* a)
-{
-<%
-    tmasks = [(32, "0x00000000FFFFFFFFUL"), (16, "0x0000FFFF0000FFFFUL"), (8, "0x00FF00FF00FF00FFUL"),
-              (4, "0x0F0F0F0F0F0F0F0FUL"), (2, "0x3333333333333333UL"), (1, "0x5555555555555555UL")]
-%>
-% for j, mk in tmasks:
-    for (int q = 0; q < 32; ++q) {
-        const int k = ((q & ~${j - 1}) << 1) | (q & ${j - 1});   /* rows with bit ${j} clear */
-        const ulong t = ((a[k] >> ${j}) ^ a[k + ${j}]) & ${mk};
-        a[k] ^= t << ${j};
-        a[k + ${j}] ^= t;
-    }
-% endfor
-}
+${transpose("transpose64", "ulong", 64)}
+% if HCH:
+${transpose("transpose32", "uint", 32)}
+% endif
 % if WALK == 3:
 
 /* The same transpose on eight ulong8 vectors (WALK=3): blocks of 32, 16 and 8 rows swap
@@ -102,6 +89,34 @@ RQA_INLINE void transpose64v(ulong* a)
 #undef RQA_TSWAP
 #undef RQA_TLANE
 % endif
+</%def>
+
+## In-place transpose of a `width` x `width` bit matrix of `ty` words (a[r] bit c -> a[c]
+## bit r): swap the off-diagonal blocks of width / 2, then of width / 4 inside each block,
+## ... down to 1. Constant trip counts: a GPU compiler unrolls them, so a[] stays in registers.
+<%def name="transpose(name, ty, width)">\
+<%
+    sfx = "UL" if width == 64 else "u"
+    masks = {32: "0x00000000FFFFFFFF", 16: "0x0000FFFF0000FFFF", 8: "0x00FF00FF00FF00FF",
+             4: "0x0F0F0F0F0F0F0F0F", 2: "0x3333333333333333", 1: "0x5555555555555555"}
+    stages = [j for j in (32, 16, 8, 4, 2, 1) if j < width]
+%>\
+/* In-place transpose of a ${width}x${width} bit matrix (a[r] bit c -> a[c] bit r): swap the
+   off-diagonal blocks of ${width // 2}, then of ${width // 4} inside each block, ... down to 1. */
+RQA_INLINE void ${name}(${ty}* a)
+{
+% for j in stages:
+%   if width == 32:
+    #pragma unroll
+%   endif
+    for (int q = 0; q < ${width // 2}; ++q) {
+        const int k = ((q & ~${j - 1}) << 1) | (q & ${j - 1});   /* rows with bit ${j} clear */
+        const ${ty} t = ((a[k] >> ${j}) ^ a[k + ${j}]) & ${("0x" + masks[j][-8:]) if width == 32 else masks[j]}${sfx};
+        a[k] ^= t << ${j};
+        a[k + ${j}] ^= t;
+    }
+% endfor
+}
 </%def>
 
 ## MODE "horizontal": the kernel body of work-item g.
@@ -183,4 +198,116 @@ ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
 %   for l in range(VEC):
         n_iso += (uint)${T.lane("n1v", l)};
 %   endfor
+</%def>
+
+## MODE "horizontal" with HCH > 0 (GPUs; the column words as 32-row planes, PLANES): a
+## group of HCH work-items takes one (plane q, chunk s): plane q holds the rows
+## i = row0 + 32 q + r (r < 32), its chunk s the HCH 64-column tiles from
+## t0 = (row0 + 32 q + 1) / 64 + s HCH (absolute tiles: every plane's tiles start on a
+## 64-column boundary). Row i starts at column i + 1. Work-item l of the group transposes
+## tile t0 + l in registers (two 32x32 bit tiles) and leaves its 32 row words in local
+## memory; then it walks rows l, l + HCH, ... across the chunk's tiles (row_runs, one
+## row's open run in registers), so no work-item holds 32 rows' state (192 registers and
+## 12% occupancy on an H100 when one did). A row's runs closed inside the chunk are
+## counted; its first and last pieces (they may continue in the neighbouring chunks) go
+## to hrec[(i - row0) nchm + s] as (first, last) = (length | colour << 31, ...), or
+## (open run | HFULL, 0) where the chunk is one run, (0, 0) where the row has no cell in
+## it; MODE "hjoin" joins them. The launch holds (lanes: planes) x nchm groups.
+<%def name="horizontal_chunks(T)">\
+    __local ulong rw[${WG // HCH * 32 * (HCH + 1)}];   /* [group][row][tile], padded */
+    const int gg = get_global_id(0) / ${HCH}, l = get_global_id(0) % ${HCH};
+    const int ingrp = gg < nlanes * nchm;
+    const int q = lane0 + (ingrp ? gg / nchm : 0), s = ingrp ? gg % nchm : 0;
+    const int ib = row0 + 32 * q;                           /* the plane's first row */
+    const int t0 = ((ib + 1) >> 6) + s * ${HCH};
+    const int nt = ingrp ? IMAX(0, IMIN(${HCH}, ((n_cols + 63) >> 6) - t0)) : 0;
+    __local ulong* rg = rw + (get_local_id(0) / ${HCH}) * ${32 * (HCH + 1)};
+    if (l < nt) {   /* transpose tile t0 + l: rg[r (HCH + 1) + l] = row r's 64 columns */
+        __global const uint* sw = sbits + q * sstride + SPAD + 64 * (t0 + l);
+        uint lo[32], hi[32];
+        #pragma unroll
+        for (int c = 0; c < 32; ++c) { lo[c] = sw[c]; hi[c] = sw[32 + c]; }
+        transpose32(lo);
+        transpose32(hi);
+        #pragma unroll
+        for (int r = 0; r < 32; ++r) rg[r * ${HCH + 1} + l] = ((ulong)hi[r] << 32) | (ulong)lo[r];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int nr = IMIN(32, row0 + nrows - ib);
+    for (int r = l; r < ${32} && nt > 0; r += ${HCH}) {
+        if (r >= nr) break;
+        uint len = 0u, col = 0u, head = 0u;
+        for (int k = 0; k < nt; ++k) {
+            const int c0 = 64 * (t0 + k), nc = IMIN(64, n_cols - c0);
+            const int st = ib + r + 1 - c0;    /* the row's first column, in the tile */
+            if (st < nc) {                     /* the row has cells in this tile */
+                const int sh = IMAX(st, 0);
+                const ulong b = rg[r * ${HCH + 1} + k] >> sh;
+                if (st >= 0 || k == 0) { len = 0u; head = 0u; col = (uint)b & 1u; }  /* its first cells here */
+                row_runs(b, nc - sh, &len, &col, &head, ph_v, lh_v, hist_v, ph_w, lh_w, hist_w,
+                         &n_iso);
+            }
+        }
+        const uint open = len | (col << 31);
+        __global uint* rec = hrec + 2 * ((ib - row0 + r) * nchm + s);
+        rec[0] = len == 0u ? 0u : (head ? head : open | HFULL);   /* len 0: no cell here */
+        rec[1] = len == 0u || !head ? 0u : open;
+    }
+</%def>
+
+## MODE "hjoin": the kernel body of work-item g = (row i = row0 + lane0 + g / nchm of the
+## row block, chunk s = g % nchm). It follows the last piece of chunk s where that piece
+## starts in the chunk (the chunk holds several runs, is the row's first, or the previous
+## chunk ends in the other colour) across the chunks that are one run of its colour, and
+## counts it, or returns it as the row's first (touching the diagonal: hhead) or last
+## (touching the bottom of the mirrored column: htail) run as MODE "horizontal" with
+## HCH = 0 does; the chunk's first piece is counted where it starts at the chunk's left
+## edge and closes inside it. The same runs as one walk of the whole row.
+<%def name="hjoin(T)">\
+    const int g = get_global_id(0);
+    if (g < nlanes * nchm) {
+        const int rr = lane0 + g / nchm, s = g % nchm;
+        const int i = row0 + rr;
+        const int tf = ((row0 + 32 * (rr >> 5) + 1) >> 6);       /* the plane's first tile */
+        const int nch = (((n_cols + 63) >> 6) - tf + ${HCH - 1}) / ${HCH};
+        const int sfirst = (((i + 1) >> 6) - tf) / ${HCH};       /* the row's first chunk */
+        __global const uint* rec = hrec + 2 * rr * nchm;
+        if (i + 1 >= n_cols) {
+            if (s == 0) { hhead[i] = 0u; htail[i] = 0u; }
+        } else if (s >= sfirst && s < nch) {
+            const uint a = rec[2 * s], b = rec[2 * s + 1];
+            const int full = (a & HFULL) != 0u;
+            const uint last = full ? a & ~HFULL : b;             /* length | colour << 31 */
+            const uint lc = last >> 31;
+            uint prev = 2u;   /* colour of the previous chunk's last piece (2: none) */
+            if (s > sfirst) {
+                const uint pa = rec[2 * s - 2], pb = rec[2 * s - 1];
+                prev = ((pa & HFULL) ? pa : pb) >> 31;
+            }
+            if (!full) {      /* the first piece closes inside the chunk */
+                if (s == sfirst) hhead[i] = a;
+                else if (prev != (a >> 31)) {
+                    if (a >> 31) hist_add(ph_v, lh_v, hist_v, a & HLEN);
+                    else hist_add(ph_w, lh_w, hist_w, a & HLEN);
+                }
+            }
+            if (!full || prev != lc) {   /* the last piece starts here: follow it */
+                uint n = last & HLEN;
+                int end = 1;             /* it reaches the row's last column */
+                for (int t = s + 1; t < nch; ++t) {
+                    const uint na = rec[2 * t];
+                    if ((na >> 31) != lc) { end = 0; break; }   /* ends at the chunk edge */
+                    n += na & HLEN;
+                    if (!(na & HFULL)) { end = 0; break; }      /* closes inside chunk t */
+                }
+                const uint run = n | (lc << 31);
+                if (full && s == sfirst) {   /* it touches the diagonal */
+                    hhead[i] = run;
+                    if (end) htail[i] = 0u;
+                } else if (end) htail[i] = run;
+                else if (lc) hist_add(ph_v, lh_v, hist_v, n);
+                else hist_add(ph_w, lh_w, hist_w, n);
+            }
+        }
+    }
 </%def>

@@ -40,7 +40,7 @@ ${rec.theiler(T)}\
                     /* only columns a diagonal launch of this row block can read:
                        j >= row0 - 63 + skmin (e.g. the upper triangle, auto-RQA) */
 %     if PLANES:
-                    if (l0 + l > row0 + skmin - 64) {
+                    if (${"1" if SYM else "l0 + l > row0 + skmin - 64"}) {
                         __global uint* sp = sbits + 2 * ((ib - row0) >> 6) * sstride + SPAD + l0 + l;
                         sp[0] = (uint)wd;                /* the low plane of word w */
                         sp[sstride] = (uint)(wd >> 32);  /* the high plane */

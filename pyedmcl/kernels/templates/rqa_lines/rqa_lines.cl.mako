@@ -1,13 +1,20 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
 ## into the word with the rows taken last to first, and aligned full halves read the row
 ## values with 16-byte loads (_recurrence.mako: packed_halves). The same bits as PACK=0.
-## PLANES=1 (SHARE, VEC=1, no SYM, WALK < 3; the GPU default): the column words are
-## stored as two 32-bit planes (word w's low halves at sbits[2w * sstride + SPAD + j],
-## its high halves one plane further), so that the diagonal launch gathers the half
-## holding bit r only: 4 bytes a cell through L1 instead of 8.
+## PLANES=1 (SHARE, VEC=1, WALK < 3; the GPU default): the column words are stored as
+## two 32-bit planes (word w's low halves at sbits[2w * sstride + SPAD + j], its high
+## halves one plane further), so that the diagonal launch gathers the half holding bit r
+## only: 4 bytes a cell through L1 instead of 8.
+## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
+## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk): each
+## transposes a tile in registers, then walks rows of the chunk from local memory, and
+## leaves each row's first and last pieces of the chunk in hrec; MODE "hjoin" (one
+## (row, chunk) per work-item) joins them into the runs that cross chunk edges and the
+## rows' first and last runs (_sym.mako). The same runs as HCH = 0, whose work-item walks
+## 64 whole rows: a few hundred of them per row block, too few for a GPU.
 ## WALK=3 (BITS=2, VEC >= 2, PH >= 64; the CPU default): the VEC lanes of a work-item
 ## (columns, rows of a transposed tile, SHARE diagonals) are walked together in vector
 ## registers, branch-free per 64-cell word: popcount for lines of length 1, one
@@ -102,8 +109,16 @@ ${metric.real_type(REAL)}
         raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
     if PACK and (not BITS or VEC != 1):
         raise ValueError("PACK=1 needs BITS > 0 and VEC=1")
-    if PLANES and (not SHARE or VEC != 1 or SYM or WALK == 3):
-        raise ValueError("PLANES=1 needs SHARE=1, VEC=1, SYM=0 and WALK < 3")
+    if PLANES and (not SHARE or VEC != 1 or WALK == 3):
+        raise ValueError("PLANES=1 needs SHARE=1, VEC=1 and WALK < 3")
+    if HCH and not (SYM and PLANES):
+        raise ValueError("HCH > 0 needs SYM=1 and PLANES=1")
+    if HCH and (HCH > 32 or 32 % HCH or WG % HCH):
+        raise ValueError("HCH must divide 32 and WG")
+    if MODE == "horizontal" and PLANES and not HCH:
+        raise ValueError("MODE horizontal with PLANES=1 needs HCH > 0")
+    if MODE == "hjoin" and not HCH:
+        raise ValueError("MODE hjoin needs HCH > 0")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
@@ -115,6 +130,20 @@ ${metric.real_type(REAL)}
 #define IMIN(a, b) ((a) < (b) ? (a) : (b))
 #define IMAX(a, b) ((a) > (b) ? (a) : (b))
 #define SPAD ${T.SPAD}
+% if PACK:
+/* PACK: a cell's bit, the sign bit of d = acc - thr (never -0: acc >= +0, thr > 0), which
+   the packing shifts in by one funnel shift. Oclgrind's interpreter has no funnel shift
+   (llvm.fshl): there the same bit from a compare. */
+#ifdef CLKERNELS_OCLGRIND
+#  define RQA_SIGN(d) ((uint)((d) < (real_t)0))
+#else
+#  define RQA_SIGN(d) ${"(as_uint(d) >> 31)" if REAL == "float" else "((uint)(as_ulong(d) >> 63))"}
+#endif
+% endif
+% if HCH:
+#define HFULL 0x40000000u   /* hrec: the chunk is one run of the row */
+#define HLEN 0x3FFFFFFFu    /* hrec: a piece's length */
+% endif
 /* No fused multiply-add contraction: every platform rounds d*d and the sum the same
    way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
    or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
@@ -152,14 +181,21 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global uint* restrict vcarry, __global uint* restrict wcarry,
                  __global uint* restrict npts,
                  __global uint* restrict hist_v, __global uint* restrict hist_w
+% elif MODE == "horizontal" and HCH:
+                 __global uint* restrict hrec, const int nchm,   /* pieces per (row, chunk) */
+                 __global uint* restrict hist_v, __global uint* restrict hist_w
 % elif MODE == "horizontal":
+                 __global uint* restrict hhead, __global uint* restrict htail,  /* per row */
+                 __global uint* restrict hist_v, __global uint* restrict hist_w
+% elif MODE == "hjoin":
+                 __global const uint* restrict hrec, const int nchm,
                  __global uint* restrict hhead, __global uint* restrict htail,  /* per row */
                  __global uint* restrict hist_v, __global uint* restrict hist_w
 % else:
                  __global uint* restrict dcarry,
                  __global uint* restrict hist_d
 % endif
-% if SHARE:
+% if SHARE and MODE != "hjoin":
                  , __global ${"uint" if PLANES else "ulong"}* restrict sbits, const int sstride  /* packed column words of the row block */
                  , const int skmin   /* lowest diagonal of any diagonal launch */
 % endif
@@ -167,8 +203,12 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 {
 ${hist.setup()}
 
-% if MODE == "horizontal":
+% if MODE == "horizontal" and HCH:
+${sym.horizontal_chunks(T)}\
+% elif MODE == "horizontal":
 ${sym.horizontal(T)}\
+% elif MODE == "hjoin":
+${sym.hjoin(T)}\
 % else:
     const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
     if (t0 < nlanes) {
