@@ -351,6 +351,22 @@ class RQALinesKernel(TunableKernel):
         wg = min(64, backend.info.max_work_group_size)
         backend.launch(k, (round_up(n, wg),), (wg,), runs, np.int32(i0), np.int32(n), h32)
 
+    def sym_join(self, backend: Backend, col: tuple[Any, Any, Any], rows: tuple[Any, Any],
+                 j0: int, nj: int, n: int, diag_black: bool, white_border: bool, hlen: int,
+                 hv: Any, hw: Any) -> Any:
+        """SYM: join the open runs of columns ``j0 .. j0 + nj - 1`` (``col``: the column
+        task's carryovers vr, wr, npts) with their rows' first and last runs (``rows``:
+        head, tail) through the diagonal, counting them into the 32-bit histograms
+        ``hv``, ``hw``, on the device. Returns the per-work-group sums of ``npts`` (64-bit;
+        the recurrences above the diagonal), which the host adds up."""
+        k = backend.kernel(self.template, dict(_FOLD_PARAMS, MODE="symjoin"), "rqa_symjoin")
+        groups = max(1, (nj + 63) // 64)
+        nsum = backend.empty(groups, np.uint64)
+        backend.launch(k, (groups * 64,), (64,), *col, *rows, np.int32(j0), np.int32(nj),
+                       np.int32(n), np.int32(diag_black), np.int32(white_border),
+                       np.int32(hlen), hv, hw, nsum)
+        return nsum
+
 
 RQA_LINES = RQALinesKernel()
 

@@ -510,17 +510,16 @@ def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
 
 def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histograms:
     """Per-device 64-bit histograms, with the runs still open in the carryovers added on
-    the device (:func:`_finish_on_device`; SYM's verticals are joined on the host)."""
+    the device (:func:`_finish_on_device`, SYM's joined through the diagonal there too)."""
     diag = np.zeros(m.hlen, np.uint64)
     vert = np.zeros(m.hlen, np.uint64)
     white = np.zeros(m.hlen, np.uint64)
     n_rec = 0
-    for st in states:
-        _finish_on_device(st, m)
-    for st in states:
-        sym_bufs = _sym_buffers(st)
-        cols = [t for t in st.tasks if t.mode == "vertical" and not sym_bufs]
-        read = _prefetch(st, [*st.h64.values(), *(t.bufs[2] for t in cols), *sym_bufs])
+    nsums = [_finish_on_device(st, m) for st in states]
+    for st, nsum in zip(states, nsums, strict=True):
+        cols = [t for t in st.tasks if t.mode == "vertical" and nsum is None]
+        extra = [] if nsum is None else [nsum]
+        read = _prefetch(st, [*st.h64.values(), *(t.bufs[2] for t in cols), *extra])
         diag += read(st.h64["d"])
         vert += read(st.h64["v"])
         white += read(st.h64["w"])
@@ -529,11 +528,9 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
             white += read(st.h64["hw"])
         for t in cols:  # the recurrences each column counted
             n_rec += int(read(t.bufs[2])[: t.hi - t.lo].sum(dtype=np.int64))
-        if sym_bufs:
-            v, wh, n = _sym_open_runs(st, m, read)
-            vert += v
-            white += wh
-            n_rec += n
+        if nsum is not None:  # SYM: twice the upper triangle, plus a black diagonal
+            ncols = sum(t.hi - t.lo for t in st.tasks if t.mode == "vertical")
+            n_rec += 2 * int(read(nsum).sum(dtype=np.uint64)) + ncols * _diag_black(m)
     return Histograms(diag[:-1], vert[:-1], white[:-1], n_rec,
                       launches=sum(s.launches for s in states), seconds=seconds,
                       per_device=[s.be.info.selector for s in states],
@@ -543,37 +540,46 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
                       overlapped=any(s.params.get("OVL", 0) for s in states))
 
 
-def _finish_on_device(st: _DevState, m: _Matrix) -> None:
+def _finish_on_device(st: _DevState, m: _Matrix) -> Any:
     """Fold every 32-bit count into the 64-bit totals, add the runs the carryovers hold
-    open after the last row block (diagonal tasks; vertical ones unless SYM) into the
-    emptied 32-bit histograms, and fold those too: the host then reads three histograms
-    (and the recurrence counts) instead of ten N-long buffers and bins no runs itself,
-    which made the recombination the largest host cost of a GPU run (decision 0070).
-    A bin holds at most the cells walked since the last fold, and the open runs add at
-    most one count per lane: where the two may pass 2^32 - 1, the counts are folded
-    before the open runs are added too (two folds; one otherwise: three launches less)."""
+    open after the last row block (diagonal tasks; vertical ones, or under SYM those
+    joined through the diagonal with the rows' first and last runs) into the emptied
+    32-bit histograms, and fold those too: the host then reads three histograms (and the
+    recurrence counts) instead of ten N-long buffers and bins no runs itself, which made
+    the recombination the largest host cost of a GPU run (decision 0070; SYM's join on
+    the host cost 0.16 s at N = 946,303 on the H100). A bin holds at most the cells walked
+    since the last fold, and the open runs add at most one count per lane (four per
+    column under SYM): where the two may pass 2^32 - 1, the counts are folded before the
+    open runs are added too (two folds; one otherwise: three launches less). Returns
+    SYM's per-work-group recurrence sums (None without SYM)."""
     sym = bool(st.params["SYM"])
-    open_lanes = sum(t.hi - t.lo for t in st.tasks if t.mode != "horizontal")
+    open_lanes = sum((4 if sym and t.mode == "vertical" else 1) * (t.hi - t.lo)
+                     for t in st.tasks if t.mode != "horizontal")
     if st.cells_since_fold + open_lanes > _u32_limit():
         _fold(st, m.hlen, final=True)
+    nsum = None
+    rows = next((t.bufs for t in st.tasks if t.mode == "horizontal"), None)
     for t in st.tasks:
         n = t.hi - t.lo
         if t.mode == "diagonal":
             RQA_LINES.add_runs(st.be, t.bufs[0], n, st.h32["d"])
-        elif t.mode == "vertical" and not sym:
+        elif t.mode == "vertical" and sym:
+            nsum = RQA_LINES.sym_join(st.be, t.bufs, rows, t.lo, n, m.n_cols, _diag_black(m),
+                                      m.spec.white_border, m.hlen, st.h32["v"], st.h32["w"])
+        elif t.mode == "vertical":
             RQA_LINES.add_runs(st.be, t.bufs[0], n, st.h32["v"])
             if m.spec.white_border:  # open white runs touch the bottom border
                 RQA_LINES.add_runs(st.be, t.bufs[1], n, st.h32["w"])
     _fold(st, m.hlen, final=True)
+    return nsum
 
 
-def _sym_buffers(st: _DevState) -> list[Any]:
-    """SYM: the vertical task's carryovers and the horizontal task's row heads / tails,
-    which the host joins through the diagonal (:func:`_join_symmetric`)."""
-    if not st.params["SYM"]:
-        return []
-    by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
-    return [*by_mode["vertical"].bufs, *by_mode["horizontal"].bufs]
+def _diag_black(m: _Matrix) -> bool:
+    """Whether the main diagonal's cells are recurrent: a positive threshold (both under
+    joint RQA) and no Theiler band removed from the matrix."""
+    rdt = m.spec.dtype
+    return bool(rdt(m.thr) > 0 and (not m.spec.joint or rdt(m.thr2) > 0)
+                and not (m.spec.theiler_matrix and m.w > 0))
 
 
 def _prefetch(st: _DevState, bufs: list[Any]) -> Callable[[Any], np.ndarray]:
@@ -605,24 +611,11 @@ def task_open_runs(be: Backend, task: _Task, m: _Matrix
     return diag, vert, white, int(npts.sum(dtype=np.int64))
 
 
-def _sym_open_runs(st: _DevState, m: _Matrix, read: Callable[[Any], np.ndarray]
-                   ) -> tuple[np.ndarray, np.ndarray, int]:
-    """SYM: the vertical and white histograms of the runs the upper-triangle column walks
-    and the row walks left open, joined through the diagonal, and the recurrences."""
-    by_mode = {t.mode: t for t in st.tasks if t.mode != "diagonal"}
-    col = by_mode["vertical"]
-    vr, wr, npts = (read(b)[: col.hi - col.lo].astype(np.int64) for b in col.bufs)
-    head, tail = (read(b).astype(np.int64) for b in by_mode["horizontal"].bufs)
-    rdt = m.spec.dtype
-    diag_black = (rdt(m.thr) > 0 and (not m.spec.joint or rdt(m.thr2) > 0)
-                  and not (m.spec.theiler_matrix and m.w > 0))
-    return _join_symmetric(vr, wr, npts, head, tail, diag_black, m.spec.white_border, m.hlen)
-
-
-def _join_symmetric(vr: np.ndarray, wr: np.ndarray, npts: np.ndarray, head: np.ndarray,
-                    tail: np.ndarray, diag_black: bool, white_border: bool, hlen: int
-                    ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Vertical runs of the full symmetric matrix that the SYM kernels left open.
+def sym_join_reference(vr: np.ndarray, wr: np.ndarray, npts: np.ndarray, head: np.ndarray,
+                        tail: np.ndarray, diag_black: bool, white_border: bool, hlen: int
+                        ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Vertical runs of the full symmetric matrix that the SYM kernels left open: the
+    NumPy reference of :meth:`RQALinesKernel.sym_join`, which joins them on the device.
 
     Column ``j`` reads (column ``j`` above the diagonal: its open run ``vr``/``wr``)
     + (cell ``(j, j)``: black unless the Theiler band is removed from the matrix)

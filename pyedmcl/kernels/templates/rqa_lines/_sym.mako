@@ -311,3 +311,61 @@ ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
         }
     }
 </%def>
+
+## MODE "symjoin" (the whole program; it depends on no other template value): the
+## vertical runs of the full symmetric matrix that SYM's launches left open, joined
+## through the diagonal on the device, so the host reads histograms only. Column j reads
+## (column j above the diagonal: its open run vr / wr) + (cell (j, j): black where
+## diag_black) + (row j right of the diagonal: its first run head[j] and, where the row
+## has several runs, its last one tail[j]; length | colour << 31). Runs of one colour
+## join through the diagonal cell; a white run counts where wborder, or where it touches
+## neither the top (row 0) nor the bottom. The recurrences the columns counted above the
+## diagonal are summed per work-group into nsum (64-bit: 2^32 cells pass at N ~ 10^5).
+<%def name="join_kernel()">\
+inline void join_add(const uint colour, const uint len, const int top, const int bot,
+                     const int wborder, const int hlen,
+                     __global uint* restrict hv, __global uint* restrict hw)
+{
+    if (len == 0u || len > (uint)hlen) return;
+    if (colour) atomic_inc(&hv[len - 1u]);
+    else if (wborder || !(top || bot)) atomic_inc(&hw[len - 1u]);
+}
+
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void rqa_symjoin(__global const uint* restrict vr, __global const uint* restrict wr,
+                 __global const uint* restrict npts,   /* column task: lanes j0 .. j0 + nj - 1 */
+                 __global const uint* restrict head, __global const uint* restrict tail,
+                 const int j0, const int nj, const int n,   /* n: columns of the matrix */
+                 const int diag_black, const int wborder, const int hlen,
+                 __global uint* restrict hv, __global uint* restrict hw,
+                 __global ulong* restrict nsum)           /* per work-group */
+{
+    __local ulong part[64];
+    const int t = get_global_id(0), lid = get_local_id(0);
+    ulong c = 0UL;
+    if (t < nj) {
+        const int j = j0 + t;
+        const uint v = vr[t], wv = wr[t];
+        const uint a = v ? v : wv, cu = v ? 1u : 0u;   /* the open run at the diagonal */
+        const uint d = (uint)diag_black;
+        const uint hd = head[j], tl = tail[j];
+        const uint hl = hd & 0x7FFFFFFFu, hc = hd >> 31;
+        const uint below = (uint)(n - 1 - j);          /* cells of column j under the diagonal */
+        const int up = a > 0u && cu == d, down = hl > 0u && hc == d;
+        join_add(d, 1u + (up ? a : 0u) + (down ? hl : 0u),
+                 j == 0 || (up && a == (uint)j), below == 0u || (down && hl == below),
+                 wborder, hlen, hv, hw);
+        if (a > 0u && cu != d) join_add(cu, a, a == (uint)j, 0, wborder, hlen, hv, hw);
+        if (hl > 0u && hc != d) join_add(hc, hl, 0, hl == below, wborder, hlen, hv, hw);
+        if (tl) join_add(tl >> 31, tl & 0x7FFFFFFFu, 0, 1, wborder, hlen, hv, hw);
+        c = (ulong)npts[t];
+    }
+    part[lid] = c;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 32; s > 0; s >>= 1) {
+        if (lid < s) part[lid] += part[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) nsum[get_group_id(0)] = part[0];
+}
+</%def>

@@ -163,6 +163,9 @@ ${sym.functions(T)}
 % endif
 
 
+% if MODE == "symjoin":
+${sym.join_kernel()}
+% else:
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global const real_t* restrict y,     /* column series, padded by VEC on the left */
@@ -229,5 +232,6 @@ ${diagonal.body(T)}\
 % endif
 ${hist.merge()}\
 }
+% endif
 
 ${hist.accumulate()}
