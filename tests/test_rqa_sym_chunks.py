@@ -144,3 +144,23 @@ def test_chunked_rows_constraints():
     assert _fits(p, Gpu) and not _gpu_unfit(p, Gpu)
     assert _gpu_unfit(dict(p, HCH=0, PLANES=0), Gpu)      # the whole-row walk
     assert not _fits(dict(p, PLANES=0), Gpu)
+
+
+def test_gpu_default_takes_sym_where_the_tiles_fit():
+    """The GPU heuristic walks the upper triangle only (SYM with HCH 32); a GPU whose local
+    memory cannot hold a work-group's row tiles beside the histograms gets SYM off (a
+    heuristic outside the tuning space would be replaced by the space's first point)."""
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, _fits
+
+    class Gpu:
+        is_gpu = True
+        runtime = "nvidia"
+        max_work_group_size = 1024
+        max_work_item_sizes = (1024, 1024, 64)
+        local_mem_bytes = 48 * 1024
+
+    small = type("SmallGpu", (Gpu,), {"local_mem_bytes": 32 * 1024})
+    big = RQA_LINES.space.heuristic(Gpu)
+    assert big["SYM"] == 1 and big["HCH"] == 32 and _fits(big, Gpu)
+    p = RQA_LINES.space.heuristic(small)
+    assert p["SYM"] == 0 and p["HCH"] == 0 and _fits(p, small)

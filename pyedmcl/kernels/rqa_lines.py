@@ -45,9 +45,14 @@ def _heuristic(info: DeviceInfo) -> Params:
         # (see RQALinesKernel), WG 128: N = 10^5 13.5 -> 11.2 ms (WG 64; WG 256 12.2 ms,
         # WG 128 without OVL 12.5 ms), N = 946,303 0.658 -> 0.644 s. PACK (sign-bit words,
         # 16-byte row loads): vertical launches 915 -> 837 M instructions, N = 946,303
-        # 0.647 -> 0.583 s; PLANES (4-byte diagonal gathers) 0.583 -> 0.566 s (decision 0081)
-        return {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0,
-                "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1}
+        # 0.647 -> 0.583 s; PLANES (4-byte diagonal gathers) 0.583 -> 0.566 s; SYM with the
+        # chunked row walk (HCH 32) and the join on the device 0.566 -> 0.475 s, N = 10^5
+        # 10.5 / 10.7 ms (best of 10; HCH 16 0.48 s, EDGE 8192 0.479 s) (decision 0081)
+        p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
+             "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32}
+        if 3 * hist_bins(info) * 4 + _hch_local_bytes(p) > info.local_mem_bytes:
+            p.update(SYM=0, HCH=0)  # the row tiles do not fit in local memory: SYM off
+        return p
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
         # (0056), 128 private bins (longer white lines are rare; fewer bins to clear and
         # merge). PoCL: with its vector select/any/popcount inline (0078), N = 10,000 on 2

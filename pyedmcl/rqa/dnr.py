@@ -256,8 +256,9 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
                   x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                   edge: int | None, tcol: np.ndarray | None = None) -> _DevState:
     """One device's launch parameters, series on the device and zeroed histograms."""
-    p = dict(params) if params is not None else dict(
-        RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
+    # given params override the device's tuned ones key by key (a partial dict is enough)
+    p = {**RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)),
+         **(params or {})}
     if edge is not None:
         p["EDGE"] = int(edge)
     # PACK reads a cell as the sign of d - thr: equal to d < thr for finite thresholds
