@@ -126,6 +126,8 @@ def test_chunked_rows_constraints():
                      ({"HCH": 0}, "PLANES=1 needs HCH")):
         with pytest.raises(ValueError, match=msg):
             render(RQA_LINES.template, dict(base, **bad))
+    with pytest.raises(ValueError, match="HCH must be 2, 4, 8, 16 or 32"):
+        render(RQA_LINES.template, dict(base, HCH=1))   # two rounds of HCH / 2 tiles
     with pytest.raises(ValueError, match="hjoin needs HCH"):
         render(RQA_LINES.template, dict(base, MODE="hjoin", HCH=0, PLANES=0))
 
@@ -159,7 +161,7 @@ def test_gpu_default_takes_sym_where_the_tiles_fit():
         max_work_item_sizes = (1024, 1024, 64)
         local_mem_bytes = 48 * 1024
 
-    small = type("SmallGpu", (Gpu,), {"local_mem_bytes": 32 * 1024})
+    small = type("SmallGpu", (Gpu,), {"local_mem_bytes": 16 * 1024})
     big = RQA_LINES.space.heuristic(Gpu)
     assert big["SYM"] == 1 and big["HCH"] == 32 and _fits(big, Gpu)
     p = RQA_LINES.space.heuristic(small)

@@ -139,9 +139,9 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
 
 def _hch_local_bytes(p: Params) -> int:
     """Local memory of the chunked horizontal walk: a work-group's HCH-item groups each
-    hold 32 rows x (HCH + 1) ulong words (the padded transposed tiles)."""
+    hold 32 rows x (HCH + 1) uint words (a round's transposed half tiles, padded)."""
     hch = int(p.get("HCH", 0))
-    return p["WG"] // hch * 32 * (hch + 1) * 8 if hch and p.get("SYM", 0) else 0
+    return p["WG"] // hch * 32 * (hch + 1) * 4 if hch and p.get("SYM", 0) else 0
 
 
 def hist_bins(info: DeviceInfo) -> int:

@@ -204,54 +204,77 @@ ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
 ## group of HCH work-items takes one (plane q, chunk s): plane q holds the rows
 ## i = row0 + 32 q + r (r < 32), its chunk s the HCH 64-column tiles from
 ## t0 = (row0 + 32 q + 1) / 64 + s HCH (absolute tiles: every plane's tiles start on a
-## 64-column boundary). Row i starts at column i + 1. Work-item l of the group transposes
-## tile t0 + l in registers (two 32x32 bit tiles) and leaves its 32 row words in local
-## memory; then it walks rows l, l + HCH, ... across the chunk's tiles (row_runs, one
-## row's open run in registers), so no work-item holds 32 rows' state (192 registers and
-## 12% occupancy on an H100 when one did). A row's runs closed inside the chunk are
-## counted; its first and last pieces (they may continue in the neighbouring chunks) go
-## to hrec[(i - row0) nchm + s] as (first, last) = (length | colour << 31, ...), or
+## 64-column boundary). Row i starts at column i + 1. The chunk goes in two rounds of
+## HCH / 2 tiles: work-item l transposes half l % 2 (32 columns) of tile l / 2 of the
+## round in registers (a 32x32 bit tile) and leaves its 32 row halves in local memory;
+## then it walks rows l, l + HCH, ... across the round's tiles (row_runs, each row's open
+## run in registers across the rounds), so no work-item holds 32 rows' state (192
+## registers and 12% occupancy on an H100 when one did) and a work-group's tiles take
+## half the local memory of a whole chunk (25% occupancy on the H100 with whole chunks
+## of two 32x32 tiles per work-item). A row's runs closed inside the chunk are counted;
+## its first and last pieces (they may continue in the neighbouring chunks) go to
+## hrec[(i - row0) nchm + s] as (first, last) = (length | colour << 31, ...), or
 ## (open run | HFULL, 0) where the chunk is one run, (0, 0) where the row has no cell in
 ## it; MODE "hjoin" joins them. The launch holds (lanes: planes) x nchm groups.
 <%def name="horizontal_chunks(T)">\
-    __local ulong rw[${WG // HCH * 32 * (HCH + 1)}];   /* [group][row][tile], padded */
+<%
+    half = HCH // 2          # tiles per round
+    rows = 32 // HCH         # rows per work-item
+    pitch = HCH + 1          # uints per row in local memory (padded)
+%>\
+    __local uint rw[${WG // HCH * 32 * pitch}];   /* [group][row][tile][half], padded */
     const int gg = get_global_id(0) / ${HCH}, l = get_global_id(0) % ${HCH};
     const int ingrp = gg < nlanes * nchm;
     const int q = lane0 + (ingrp ? gg / nchm : 0), s = ingrp ? gg % nchm : 0;
     const int ib = row0 + 32 * q;                           /* the plane's first row */
     const int t0 = ((ib + 1) >> 6) + s * ${HCH};
     const int nt = ingrp ? IMAX(0, IMIN(${HCH}, ((n_cols + 63) >> 6) - t0)) : 0;
-    __local ulong* rg = rw + (get_local_id(0) / ${HCH}) * ${32 * (HCH + 1)};
-    if (l < nt) {   /* transpose tile t0 + l: rg[r (HCH + 1) + l] = row r's 64 columns */
-        __global const uint* sw = sbits + q * sstride + SPAD + 64 * (t0 + l);
-        uint lo[32], hi[32];
-        #pragma unroll
-        for (int c = 0; c < 32; ++c) { lo[c] = sw[c]; hi[c] = sw[32 + c]; }
-        transpose32(lo);
-        transpose32(hi);
-        #pragma unroll
-        for (int r = 0; r < 32; ++r) rg[r * ${HCH + 1} + l] = ((ulong)hi[r] << 32) | (ulong)lo[r];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
     const int nr = IMIN(32, row0 + nrows - ib);
-    for (int r = l; r < ${32} && nt > 0; r += ${HCH}) {
-        if (r >= nr) break;
-        uint len = 0u, col = 0u, head = 0u;
-        for (int k = 0; k < nt; ++k) {
-            const int c0 = 64 * (t0 + k), nc = IMIN(64, n_cols - c0);
-            const int st = ib + r + 1 - c0;    /* the row's first column, in the tile */
-            if (st < nc) {                     /* the row has cells in this tile */
-                const int sh = IMAX(st, 0);
-                const ulong b = rg[r * ${HCH + 1} + k] >> sh;
-                if (st >= 0 || k == 0) { len = 0u; head = 0u; col = (uint)b & 1u; }  /* its first cells here */
-                row_runs(b, nc - sh, &len, &col, &head, ph_v, lh_v, hist_v, ph_w, lh_w, hist_w,
-                         &n_iso);
+    __local uint* rg = rw + (get_local_id(0) / ${HCH}) * ${32 * pitch};
+    uint len[${rows}], col[${rows}], head[${rows}];
+    #pragma unroll
+    for (int m = 0; m < ${rows}; ++m) { len[m] = 0u; col[m] = 0u; head[m] = 0u; }
+    for (int rnd = 0; rnd < 2; ++rnd) {
+        if (rnd) barrier(CLK_LOCAL_MEM_FENCE);              /* round 0's walks are done */
+        const int tt = rnd * ${half} + (l >> 1);
+        if (tt < nt) {   /* half l % 2 of tile t0 + tt: rg[r pitch + l] = row r's 32 columns */
+            __global const uint* sw = sbits + q * sstride + SPAD + 64 * (t0 + tt) + 32 * (l & 1);
+            uint a[32];
+            #pragma unroll
+            for (int c = 0; c < 32; ++c) a[c] = sw[c];
+            transpose32(a);
+            #pragma unroll
+            for (int r = 0; r < 32; ++r) rg[r * ${pitch} + l] = a[r];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
+        for (int m = 0; m < ${rows}; ++m) {
+            const int r = l + ${HCH} * m;
+            if (r >= nr) break;
+            for (int kk = 0; kk < ${half}; ++kk) {
+                const int k = rnd * ${half} + kk;
+                if (k >= nt) break;
+                const int c0 = 64 * (t0 + k), nc = IMIN(64, n_cols - c0);
+                const int st = ib + r + 1 - c0;    /* the row's first column, in the tile */
+                if (st < nc) {                     /* the row has cells in this tile */
+                    const int sh = IMAX(st, 0);
+                    __local const uint* w2 = rg + r * ${pitch} + 2 * kk;
+                    const ulong b = (((ulong)w2[1] << 32) | (ulong)w2[0]) >> sh;
+                    if (st >= 0 || k == 0) { len[m] = 0u; head[m] = 0u; col[m] = (uint)b & 1u; }
+                    row_runs(b, nc - sh, &len[m], &col[m], &head[m], ph_v, lh_v, hist_v, ph_w,
+                             lh_w, hist_w, &n_iso);
+                }
             }
         }
-        const uint open = len | (col << 31);
+    }
+    #pragma unroll
+    for (int m = 0; m < ${rows}; ++m) {
+        const int r = l + ${HCH} * m;
+        if (r >= nr || nt == 0) break;
+        const uint open = len[m] | (col[m] << 31);
         __global uint* rec = hrec + 2 * ((ib - row0 + r) * nchm + s);
-        rec[0] = len == 0u ? 0u : (head ? head : open | HFULL);   /* len 0: no cell here */
-        rec[1] = len == 0u || !head ? 0u : open;
+        rec[0] = len[m] == 0u ? 0u : (head[m] ? head[m] : open | HFULL);  /* len 0: no cell here */
+        rec[1] = len[m] == 0u || !head[m] ? 0u : open;
     }
 </%def>
 

@@ -9,8 +9,9 @@
 ## halves one plane further), so that the diagonal launch gathers the half holding bit r
 ## only: 4 bytes a cell through L1 instead of 8.
 ## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
-## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk): each
-## transposes a tile in registers, then walks rows of the chunk from local memory, and
+## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk), in two
+## rounds: each transposes half a tile in registers, then walks rows across the round's
+## tiles from local memory, and
 ## leaves each row's first and last pieces of the chunk in hrec; MODE "hjoin" (one
 ## (row, chunk) per work-item) joins them into the runs that cross chunk edges and the
 ## rows' first and last runs (_sym.mako). The same runs as HCH = 0, whose work-item walks
@@ -113,8 +114,8 @@ ${metric.real_type(REAL)}
         raise ValueError("PLANES=1 needs SHARE=1, VEC=1 and WALK < 3")
     if HCH and not (SYM and PLANES):
         raise ValueError("HCH > 0 needs SYM=1 and PLANES=1")
-    if HCH and (HCH > 32 or 32 % HCH or WG % HCH):
-        raise ValueError("HCH must divide 32 and WG")
+    if HCH and (HCH < 2 or HCH > 32 or 32 % HCH or WG % HCH):
+        raise ValueError("HCH must be 2, 4, 8, 16 or 32 and divide WG")
     if MODE == "horizontal" and PLANES and not HCH:
         raise ValueError("MODE horizontal with PLANES=1 needs HCH > 0")
     if MODE == "hjoin" and not HCH:
