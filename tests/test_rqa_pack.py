@@ -144,10 +144,11 @@ def test_planes_template_constraints():
         is_gpu = True
         runtime = "nvidia"
 
-    p = {"VEC": 1, "BITS": 2, "SHARE": 1, "SYM": 0, "WALK": 1, "PLANES": 1}
+    p = {"VEC": 1, "WG": 128, "BITS": 2, "SHARE": 1, "SYM": 0, "WALK": 1, "PLANES": 1}
     assert _planes(p, Info, 128)
     assert not _planes(dict(p, SYM=1), Info, 128)          # SYM's whole-row walk reads words
     assert _planes(dict(p, SYM=1, HCH=16), Info, 128)      # its chunked walk reads planes
+    assert not _planes(dict(p, SYM=1, HCH=16, WG=8), Info, 8)   # HCH must divide WG
     assert not _planes(dict(p, VEC=2), Info, 128)
     assert not _planes(dict(p, SHARE=0), Info, 128)
     assert not _planes(dict(p, VEC=16, PH=128, WALK=3), Info, 4)

@@ -114,7 +114,7 @@ def test_chunked_rows_constraints():
     """HCH needs SYM and the 32-row planes; the join needs HCH; the host asks for the
     chunked walk only where it applies, and GPUs tune SYM only with it."""
     from clkernels.templates import render
-    from pyedmcl.kernels.rqa_lines import RQA_LINES, _fits, _gpu_unfit, _hch
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, _fits, _gpu_unfit, _hch, _wg
 
     base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "horizontal",
             "VEC": 1, "WG": 32, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
@@ -143,6 +143,9 @@ def test_chunked_rows_constraints():
     assert _hch(p, Gpu, "horizontal") == 16 and _hch(p, Gpu, "hjoin") == 16
     assert _hch(p, Gpu, "vertical") == 0 and _hch(dict(p, SYM=0), Gpu, "horizontal") == 0
     assert _hch(dict(p, PLANES=0), Gpu, "horizontal") == 0
+    # an HCH the work-group cannot hold (tuned WG 8 beside HCH 16): the whole-row walk
+    assert _hch(dict(p, WG=8), Gpu, "horizontal") == 0 and _wg("horizontal", dict(p, WG=8), Gpu) == 1
+    assert _wg("horizontal", p, Gpu) == 128
     assert _fits(p, Gpu) and not _gpu_unfit(p, Gpu)
     assert _gpu_unfit(dict(p, HCH=0, PLANES=0), Gpu)      # the whole-row walk
     assert not _fits(dict(p, PLANES=0), Gpu)
@@ -166,3 +169,11 @@ def test_gpu_default_takes_sym_where_the_tiles_fit():
     assert big["SYM"] == 1 and big["HCH"] == 32 and _fits(big, Gpu)
     p = RQA_LINES.space.heuristic(small)
     assert p["SYM"] == 0 and p["HCH"] == 0 and _fits(p, small)
+
+
+def test_partial_params_named_in_the_error():
+    """``params`` is a point of the tuning space: one lacking VEC, WG or EDGE is refused
+    with the names, not a KeyError from deep inside."""
+    x = _series()["chaotic"]
+    with pytest.raises(ValueError, match="params lacks VEC, WG, EDGE"):
+        pe.rqa(x, E=2, radius=0.2, params={"SYM": 0})

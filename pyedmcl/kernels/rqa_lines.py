@@ -74,23 +74,34 @@ def _walk(params: Params, info: DeviceInfo, wg: int) -> int:
     return walk
 
 
+def _planes_fit(params: Params, info: DeviceInfo, wg: int) -> bool:
+    """PLANES asked for, on a path that can read the column words as 32-bit planes:
+    shared words, one lane per work-item, no lane walk."""
+    return (bool(params.get("PLANES", 0)) and bool(params.get("SHARE", 0))
+            and params["VEC"] == 1 and _walk(params, info, wg) != 3)
+
+
+def _chunk(params: Params, info: DeviceInfo) -> int:
+    """The chunk of SYM's horizontal walk (HCH, 64-column tiles) where it applies: SYM,
+    the planes, and an HCH the work-group holds (2..32 dividing 32 and WG); else 0 (the
+    whole-row walk). Parameters merged from several sources may name any HCH."""
+    hch, wg = int(params.get("HCH", 0)), int(params["WG"])
+    ok = 2 <= hch <= 32 and 32 % hch == 0 and wg % hch == 0
+    return hch if ok and params.get("SYM", 0) and _planes_fit(params, info, wg) else 0
+
+
 def _planes(params: Params, info: DeviceInfo, wg: int) -> bool:
     """PLANES template value: asked for, and the column words shared on a path that
-    reads them as 32-bit planes (one lane per work-item, no lane walk; with SYM, the
-    chunked horizontal walk, HCH > 0)."""
-    return (bool(params.get("PLANES", 0)) and bool(params.get("SHARE", 0))
-            and params["VEC"] == 1 and (not params.get("SYM", 0) or int(params.get("HCH", 0)) > 0)
-            and _walk(params, info, wg) != 3)
+    reads them as 32-bit planes (with SYM only where the horizontal walk is chunked)."""
+    return _planes_fit(params, info, wg) and (not params.get("SYM", 0)
+                                              or _chunk(params, info) > 0)
 
 
 def _hch(params: Params, info: DeviceInfo, mode: str) -> int:
     """HCH template value: the chunk of the horizontal walk (64-column tiles per work-item)
     where SYM reads 32-row planes; 0 for every other mode and path (their programs do not
     depend on it)."""
-    if mode not in ("horizontal", "hjoin") or not params.get("SYM", 0):
-        return 0
-    hch = int(params.get("HCH", 0))
-    return hch if hch > 0 and _planes(params, info, int(params["WG"])) else 0
+    return _chunk(params, info) if mode in ("horizontal", "hjoin") else 0
 
 
 def _lane_walk_fits(params: Params) -> bool:
@@ -149,11 +160,11 @@ def hist_bins(info: DeviceInfo) -> int:
     return 1024 if info.local_mem_bytes >= 3 * 1024 * 4 * 2 else 256
 
 
-def _wg(mode: str, params: Params) -> int:
+def _wg(mode: str, params: Params, info: DeviceInfo) -> int:
     """Work-group size of a launch: whole-row horizontal launches (HCH = 0) have only
     edge/64 work-items, each walking whole rows, so one per work-group lets the runtime
     balance them over cores."""
-    if mode == "horizontal" and not (params.get("SYM", 0) and params.get("HCH", 0)):
+    if mode == "horizontal" and not _chunk(params, info):
         return 1
     return int(params["WG"])
 
@@ -183,17 +194,17 @@ class LineSpec:
 
     def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
-                "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params),
+                "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params, info),
                 "HBINS": hist_bins(info), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
                 "CBITS": int(inline_vector_ops(info)), "SHARE": int(params.get("SHARE", 0)),
-                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params)),
+                "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params, info)),
                 "FMA": int(self.fma and self.metric == "euclidean"), "PERCOL": int(self.percol),
                 "UNR": int(params.get("UNR", 0)) if params.get("BITS", 0) else 0,
                 "PACK": int(bool(params.get("PACK", 0)) and bool(params.get("BITS", 0))
                             and params["VEC"] == 1),
-                "PLANES": int(_planes(params, info, _wg(mode, params))),
+                "PLANES": int(_planes(params, info, _wg(mode, params, info))),
                 "HCH": _hch(params, info, mode)}
 
 
@@ -299,7 +310,7 @@ class RQALinesKernel(TunableKernel):
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
         per_item = 1 if mode in ("horizontal", "hjoin") else params["VEC"]
-        wg = _wg(mode, params)
+        wg = _wg(mode, params, backend.info)
         items = (nlanes + per_item - 1) // per_item
         if hch:  # horizontal: HCH work-items per (plane, chunk); hjoin: one per (row, chunk)
             nchm = self.hchunks(params, row0, n_cols)

@@ -191,8 +191,9 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     the one-device run's bit for bit either way; the radius for ``recurrence_rate``
     is found on this process's first device.
     ``edge`` is the sub-matrix edge length (default: tuned per device); ``params``
-    overrides the device's tuned launch parameters of the line kernels key by key (e.g.
-    ``{"SYM": 0}``: the same histograms by another path). Float32
+    replaces the device's tuned launch parameters of the line kernels by a point of
+    their tuning space (``VEC``, ``WG``, ``EDGE`` required; flags left out are off:
+    the same histograms by another path). Float32
     squared distances are summed in float32: cells whose distance is within float32
     rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,

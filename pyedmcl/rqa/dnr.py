@@ -256,9 +256,15 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
                   x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                   edge: int | None, tcol: np.ndarray | None = None) -> _DevState:
     """One device's launch parameters, series on the device and zeroed histograms."""
-    # given params override the device's tuned ones key by key (a partial dict is enough)
-    p = {**RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)),
-         **(params or {})}
+    if params is None:
+        p = dict(RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
+    else:  # a point of the tuning space: flags it lacks are off, as in tuning files
+        p = dict(params)
+        missing = [k for k in ("VEC", "WG", "EDGE") if k not in p]
+        if missing:
+            raise ValueError(f"params lacks {', '.join(missing)}: give a point of the "
+                             "rqa_lines tuning space (pyedmcl.kernels.rqa_lines.RQA_LINES"
+                             ".space.params names them; flags left out are off)")
     if edge is not None:
         p["EDGE"] = int(edge)
     # PACK reads a cell as the sign of d - thr: equal to d < thr for finite thresholds
