@@ -22,6 +22,16 @@ GPU = {"VEC": 1, "WG": 32, "EDGE": 512, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0
 VARIANTS = [(8, 512, 1), (16, 512, 1), (32, 96, 1), (32, 512, 1), (8, 200, 0)]
 
 
+class Gpu:
+    """The fields of an H100's DeviceInfo that the RQA heuristic and constraints read."""
+
+    is_gpu = True
+    runtime = "nvidia"
+    max_work_group_size = 1024
+    max_work_item_sizes = (1024, 1024, 64)
+    local_mem_bytes = 48 * 1024
+
+
 def _hists(r):
     return (r.diagonal_hist, r.vertical_hist, r.white_hist, r.n_recurrences)
 
@@ -131,13 +141,6 @@ def test_chunked_rows_constraints():
     with pytest.raises(ValueError, match="hjoin needs HCH"):
         render(RQA_LINES.template, dict(base, MODE="hjoin", HCH=0, PLANES=0))
 
-    class Gpu:
-        is_gpu = True
-        runtime = "nvidia"
-        max_work_group_size = 1024
-        max_work_item_sizes = (1024, 1024, 64)
-        local_mem_bytes = 48 * 1024
-
     p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
          "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 16}
     assert _hch(p, Gpu, "horizontal") == 16 and _hch(p, Gpu, "hjoin") == 16
@@ -147,6 +150,7 @@ def test_chunked_rows_constraints():
     assert _hch(dict(p, WG=8), Gpu, "horizontal") == 0 and _wg("horizontal", dict(p, WG=8), Gpu) == 1
     assert _wg("horizontal", p, Gpu) == 128
     assert _fits(p, Gpu) and not _gpu_unfit(p, Gpu)
+    assert not _fits(dict(p, WG=8), Gpu) and _gpu_unfit(dict(p, WG=8), Gpu)  # whole rows
     assert _gpu_unfit(dict(p, HCH=0, PLANES=0), Gpu)      # the whole-row walk
     assert not _fits(dict(p, PLANES=0), Gpu)
 
@@ -156,13 +160,6 @@ def test_gpu_default_takes_sym_where_the_tiles_fit():
     memory cannot hold a work-group's row tiles beside the histograms gets SYM off (a
     heuristic outside the tuning space would be replaced by the space's first point)."""
     from pyedmcl.kernels.rqa_lines import RQA_LINES, _fits
-
-    class Gpu:
-        is_gpu = True
-        runtime = "nvidia"
-        max_work_group_size = 1024
-        max_work_item_sizes = (1024, 1024, 64)
-        local_mem_bytes = 48 * 1024
 
     small = type("SmallGpu", (Gpu,), {"local_mem_bytes": 16 * 1024})
     big = RQA_LINES.space.heuristic(Gpu)

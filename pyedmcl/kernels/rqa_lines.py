@@ -46,8 +46,9 @@ def _heuristic(info: DeviceInfo) -> Params:
         # WG 128 without OVL 12.5 ms), N = 946,303 0.658 -> 0.644 s. PACK (sign-bit words,
         # 16-byte row loads): vertical launches 915 -> 837 M instructions, N = 946,303
         # 0.647 -> 0.583 s; PLANES (4-byte diagonal gathers) 0.583 -> 0.566 s; SYM with the
-        # chunked row walk (HCH 32) and the join on the device 0.566 -> 0.475 s, N = 10^5
-        # 10.5 / 10.7 ms (best of 10; HCH 16 0.48 s, EDGE 8192 0.479 s) (decision 0081)
+        # chunked row walk (HCH 32, two rounds of half tiles) and the join on the device
+        # 0.566 -> 0.448 s (HCH 16 0.458 s, WG 256 0.474 s), N = 10^5 11.3 -> 11.8 ms (two
+        # more launches per row block) (decision 0081)
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32}
         if 3 * hist_bins(info) * 4 + _hch_local_bytes(p) > info.local_mem_bytes:
@@ -126,7 +127,7 @@ def _gpu_unfit(p: Params, info: DeviceInfo) -> bool:
     block (EDGE / 64 of them, each walking whole rows: an H100 took 29.5 s at N = 946,303,
     against 0.58 s without SYM), and private bins (PH > 0) live in off-chip memory on GPUs
     (2x slower on the H100). Explicit ``params`` still run them (the tests do, at small N)."""
-    return info.is_gpu and bool((p.get("SYM", 0) and not p.get("HCH", 0)) or p.get("PH", 0))
+    return info.is_gpu and bool((p.get("SYM", 0) and not _chunk(p, info)) or p.get("PH", 0))
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:
@@ -138,7 +139,8 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("PACK", 0) or (p.get("BITS", 0) and p["VEC"] == 1))
             and (not p.get("PLANES", 0) or (p.get("SHARE", 0) and p["VEC"] == 1
                                             and (not p.get("SYM", 0) or p.get("HCH", 0))))
-            and (not p.get("HCH", 0) or (p.get("SYM", 0) and p.get("PLANES", 0)))
+            and (not p.get("HCH", 0) or (p.get("SYM", 0) and p.get("PLANES", 0)
+                                         and p["WG"] % p["HCH"] == 0))
             and (not p.get("OVL", 0) or (p.get("SHARE", 0)
                                          and (not p.get("SYM", 0) or p.get("HCH", 0))))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
