@@ -51,7 +51,7 @@ def _heuristic(info: DeviceInfo) -> Params:
         # more launches per row block) (decision 0081)
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32}
-        if 3 * hist_bins(info) * 4 + _hch_local_bytes(p) > info.local_mem_bytes:
+        if not _local_fits(p, info):
             p.update(SYM=0, HCH=0)  # the row tiles do not fit in local memory: SYM off
         return p
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
@@ -147,7 +147,13 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
-            and 3 * hist_bins(info) * 4 + _hch_local_bytes(p) <= info.local_mem_bytes)
+            and _local_fits(p, info))
+
+
+def _local_fits(p: Params, info: DeviceInfo) -> bool:
+    """A work-group's local memory fits the device: the horizontal launches' two histograms
+    and the diagonal's (3 x hist_bins) and the chunked walk's row tiles."""
+    return 3 * hist_bins(info) * 4 + _hch_local_bytes(p) <= info.local_mem_bytes
 
 
 def _hch_local_bytes(p: Params) -> int:
