@@ -170,6 +170,12 @@ def convert_check(be: Backend, obj: Any, dtype: Any = None, *, check: bool = Tru
     return out, (-1 if first >= n else first)
 
 
+def gather_request(dtype: Any) -> tuple[str, dict[str, Any], str]:
+    """The kernel :func:`gather` launches for arrays of ``dtype``, as a request of
+    :meth:`clkernels.Backend.prebuild`."""
+    return ("gather.cl.mako", {"CTYPE": CTYPES[np.dtype(dtype)]}, "gather")
+
+
 def gather(be: Backend, a: Any, lda: int, rows: int, idx: Any, m: int, fill: float) -> Any:
     """``out[r, i] = a[r * lda + idx[i]]`` (``fill`` where ``idx[i] < 0``): a ``(rows, m)``
     device array of ``a``'s dtype; ``idx`` is an int32 device array of length ``m``."""
@@ -178,7 +184,7 @@ def gather(be: Backend, a: Any, lda: int, rows: int, idx: Any, m: int, fill: flo
     if rows == 0 or m == 0:
         return out
     wg = min(64, be.info.max_work_group_size)
-    k = be.kernel("gather.cl.mako", {"CTYPE": CTYPES[dt]}, "gather")
+    k = be.kernel(*gather_request(dt))
     be.launch(k, (round_up(m, wg), rows), (wg, 1), a, np.uint32(lda), idx, np.uint32(m),
               dt.type(fill), out)
     _hold(be, out, idx)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, run_blocked
-from clkernels.arrays import gather
+from clkernels.arrays import gather, gather_request
 from clkernels.memory import DeviceOutOfMemory
 from clkernels.tuning import lookup
 
@@ -444,6 +444,8 @@ class XmapEngine:
             sspec = self._skill_spec(g.k)
             reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
                      XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
+            if (sp["LANES"] or sp["VEC"] == 2) and self.N * self.n < 2 ** 31:
+                reqs.append(gather_request(self.x_dev.dtype))  # the targets, time-major
         return reqs
 
     def _scan_bytes(self, emax: int, nq: int, kmax: int, split: int) -> int:
