@@ -27,6 +27,18 @@ def round_up(n: int, multiple: int) -> int:
     return max(multiple, ((int(n) + multiple - 1) // multiple) * multiple)
 
 
+class Bound:
+    """A kernel with its arguments converted once (:meth:`Backend.bind`): a caller that
+    launches one kernel many times with mostly the same arguments passes only the ones
+    that change (:meth:`Backend.launch_bound`)."""
+
+    __slots__ = ("kernel", "args")
+
+    def __init__(self, kernel: Kernel, args: list[Any]):
+        self.kernel = kernel
+        self.args = args
+
+
 @dataclass(frozen=True)
 class Local:
     """A ``__local`` buffer argument of ``nbytes`` bytes."""
@@ -286,6 +298,22 @@ class Backend(abc.ABC):
         event. ``stream`` (below :attr:`streams`) picks the queue; ``wait_for``: events of
         other queues this launch must follow (a queue keeps its own order). :meth:`finish`
         waits for every queue."""
+
+    def bind(self, kernel: Kernel, *args: Any) -> Bound:
+        """``kernel`` with the arguments of :meth:`launch`, kept for
+        :meth:`launch_bound` (a backend converts them once here)."""
+        return Bound(kernel, list(args))
+
+    def launch_bound(self, bound: Bound, global_size: tuple[int, ...],
+                     local_size: tuple[int, ...] | None, changes: dict[int, Any] | None = None,
+                     *, stream: int = 0, wait_for: list[Any] | None = None) -> Any:
+        """:meth:`launch` of a bound kernel, argument ``i`` replaced by ``changes[i]``
+        (a scalar of the bound one's dtype, or a buffer) for this launch only."""
+        args = list(bound.args)
+        for i, a in (changes or {}).items():
+            args[i] = a
+        return self.launch(bound.kernel, global_size, local_size, *args, stream=stream,
+                           wait_for=wait_for)
 
     @abc.abstractmethod
     def wait(self, event: Any) -> None: ...

@@ -30,7 +30,7 @@ from ..buildprocs import helper_count, start_helpers, wait_helpers  # noqa: E402
 from ..devices import DeviceInfo, cl_device  # noqa: E402
 from ..probe import Captured, first_error_line, quiet_build  # noqa: E402
 from ..userdirs import private_dir  # noqa: E402
-from .base import Backend, BuildError, Local, round_up, save_failed_source  # noqa: E402
+from .base import Backend, Bound, BuildError, Local, round_up, save_failed_source  # noqa: E402
 
 # Programs shared by every backend of the process: (fingerprint, context id, source, options).
 _programs: dict[tuple, cl.Program] = {}
@@ -376,19 +376,46 @@ class PyOpenCLBackend(Backend):
                 self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         return self._side
 
-    def launch(self, kernel, global_size, local_size, *args, stream: int = 0,
-               wait_for: list[cl.Event] | None = None) -> cl.Event:
-        self.check_launch(global_size, local_size)
-        cargs = [self._arg(a) for a in args]
-        # scalar argument types declared once per kernel: PyOpenCL then packs the scalars
-        # itself (~0.5 us a launch) instead of one buffer-protocol set_arg per scalar (~6 us
-        # each: 70 us for RQA's 12 scalars on a 2-core EPYC, most of a small launch)
+    @staticmethod
+    def _declare(kernel, cargs: list[Any]) -> None:
+        """Scalar argument types declared once per kernel: PyOpenCL then packs the scalars
+        itself (~0.5 us a launch) instead of one buffer-protocol set_arg per scalar (~6 us
+        each: 70 us for RQA's 12 scalars on a 2-core EPYC, most of a small launch)."""
         dtypes = tuple(a.dtype if isinstance(a, np.generic) else None for a in cargs)
         if kernel.arg_dtypes != dtypes:
             kernel.handle.set_scalar_arg_dtypes(list(dtypes))
             kernel.arg_dtypes = dtypes
+
+    def launch(self, kernel, global_size, local_size, *args, stream: int = 0,
+               wait_for: list[cl.Event] | None = None) -> cl.Event:
+        self.check_launch(global_size, local_size)
+        cargs = [self._arg(a) for a in args]
+        self._declare(kernel, cargs)
         return kernel.handle(self._queue(stream), tuple(global_size),
                              None if local_size is None else tuple(local_size), *cargs,
+                             wait_for=wait_for)
+
+    def bind(self, kernel, *args) -> Bound:
+        """The arguments as PyOpenCL takes them, and their scalar types declared, once: a
+        launch through :meth:`launch_bound` then costs PyOpenCL's call alone (RQA's ~100
+        launches at N = 10^5 were paced by the host's ~30 us of argument handling each)."""
+        cargs = [self._arg(a) for a in args]
+        self._declare(kernel, cargs)
+        return Bound(kernel, cargs)
+
+    def launch_bound(self, bound, global_size, local_size, changes=None, *, stream: int = 0,
+                     wait_for: list[cl.Event] | None = None) -> cl.Event:
+        self.check_launch(global_size, local_size)
+        args = bound.args
+        if changes:
+            args = list(args)
+            for i, a in changes.items():
+                args[i] = self._arg(a)
+        kernel = bound.kernel
+        if kernel.arg_dtypes is None or len(kernel.arg_dtypes) != len(args):
+            self._declare(kernel, args)
+        return kernel.handle(self._queue(stream), tuple(global_size),
+                             None if local_size is None else tuple(local_size), *args,
                              wait_for=wait_for)
 
     def wait(self, event: cl.Event) -> None:

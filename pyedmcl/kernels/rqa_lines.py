@@ -298,47 +298,51 @@ class RQALinesKernel(TunableKernel):
     # -- launches ---------------------------------------------------------------------
 
     def launch(self, backend: Backend, params: Params, spec: LineSpec, mode: str, *,
-               series: tuple[Any, ...], thr: float, thr2: float, n_rows: int,
-               n_cols: int, row0: int, nrows: int, lane0: int, nlanes: int, w: int,
-               carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
-               sbits: Any = None, sstride: int = 0, skmin: int = 0, hrec: Any = None,
-               kernel: Any = None, stream: int = 0, wait_for: list[Any] | None = None) -> Any:
+               row0: int, nrows: int, lane0: int, nlanes: int, stream: int = 0,
+               wait_for: list[Any] | None = None, **fixed: Any) -> Any:
         """Enqueue one ``rqa_<mode>`` launch: rows ``row0 .. row0 + nrows - 1`` of lanes
         ``lane0 .. lane0 + nlanes - 1`` (columns, diagonals ``k = j - i``; horizontal: the
         row block's 64-row words, or with HCH its 32-row planes; hjoin: rows of the
-        block). ``carry`` holds the band's carryover buffers, lane ``carry0`` first (see
+        block); ``fixed``: the arguments of :meth:`launcher`. ``stream``, ``wait_for``:
+        the backend queue and the events of other queues to follow."""
+        go = self.launcher(backend, params, spec, mode, **fixed)
+        return go(row0, nrows, lane0, nlanes, stream=stream, wait_for=wait_for)
+
+    def launcher(self, backend: Backend, params: Params, spec: LineSpec, mode: str, *,
+                 series: tuple[Any, ...], thr: float, thr2: float, n_rows: int, n_cols: int,
+                 w: int, carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
+                 sbits: Any = None, sstride: int = 0, skmin: int = 0, hrec: Any = None,
+                 kernel: Any = None) -> _Launcher:
+        """The ``rqa_<mode>`` launches of one lane band, its arguments bound once: call
+        the result with ``(row0, nrows, lane0, nlanes)`` per launch (a D&R run makes ~100
+        launches at N = 10^5, each one else paying its argument handling on the host).
+        ``carry`` holds the band's carryover buffers, lane ``carry0`` first (see
         :meth:`carry`; horizontal with HCH: none; hjoin: the rows' first and last runs);
         ``hist`` the 32-bit histograms (vertical, horizontal, hjoin: black and white
         vertical lines; diagonal: diagonal lines). SHARE: ``sbits`` (the column words,
         :meth:`shared_layout`), ``skmin`` the lowest diagonal of any diagonal launch.
         HCH: ``hrec`` the pieces of the rows per chunk (:meth:`hrec_words`). ``kernel``:
-        this launch's kernel from :meth:`kernel` (a caller launching many times skips the
-        cache lookup). ``stream``, ``wait_for``: the backend queue and the events of other
-        queues to follow."""
+        this mode's kernel from :meth:`kernel` (else looked up)."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
         per_item = 1 if mode in ("horizontal", "hjoin") else params["VEC"]
-        wg = _wg(mode, params, backend.info)
-        items = (nlanes + per_item - 1) // per_item
-        if hch:  # horizontal: HCH work-items per (plane, chunk); hjoin: one per (row, chunk)
-            nchm = self.hchunks(params, row0, n_cols)
-            items *= nchm * (hch if mode == "horizontal" else 1)
-            carry = (hrec, np.int32(nchm), *carry)
-        gsz = round_up(max(items, 1), wg)
         real = spec.dtype
+        head = (*series, real(thr), real(thr2), np.int32(n_rows), np.int32(n_cols))
+        at = len(head)  # row0, nrows, lane0, nlanes follow
+        if hch:  # the chunks of a row block depend on its first row
+            carry = (hrec, np.int32(0), *carry)
         shared = () if sbits is None or mode == "hjoin" else (sbits, np.int32(sstride),
                                                                np.int32(skmin))
-        queue = {"stream": stream, "wait_for": wait_for} if stream or wait_for else {}
-        return backend.launch(k, (gsz,), (wg,), *series, real(thr), real(thr2),
-                              np.int32(n_rows), np.int32(n_cols), np.int32(row0),
-                              np.int32(nrows), np.int32(lane0), np.int32(nlanes), np.int32(w),
-                              np.int32(carry0), *carry, *hist, *shared, **queue)
+        zero = np.int32(0)
+        bound = backend.bind(k, *head, zero, zero, zero, zero, np.int32(w), np.int32(carry0),
+                             *carry, *hist, *shared)
+        return _Launcher(backend, bound, at, per_item, _wg(mode, params, backend.info), hch,
+                         hch if mode == "horizontal" else 1, n_cols)
 
     @staticmethod
     def hchunks(params: Params, row0: int, n_cols: int) -> int:
         """HCH: chunks of the row block from ``row0`` (its first plane's, the most)."""
-        hch = int(params["HCH"])
-        return max(0, ((n_cols + 63) // 64 - (row0 + 1) // 64 + hch - 1) // hch)
+        return _chunks(int(params["HCH"]), row0, n_cols)
 
     def hrec_words(self, params: Params, n_rows: int, n_cols: int) -> int:
         """HCH: 32-bit words of the piece buffer (two per row of a row block and chunk of
@@ -390,6 +394,39 @@ class RQALinesKernel(TunableKernel):
                        np.int32(n), np.int32(diag_black), np.int32(white_border),
                        np.int32(hlen), hv, hw, nsum)
         return nsum
+
+
+def _chunks(hch: int, row0: int, n_cols: int) -> int:
+    """HCH: chunks of ``hch`` 64-column tiles in the row block from ``row0`` (its first
+    plane's, the most)."""
+    return max(0, ((n_cols + 63) // 64 - (row0 + 1) // 64 + hch - 1) // hch)
+
+
+class _Launcher:
+    """One lane band's ``rqa_<mode>`` launches (:meth:`RQALinesKernel.launcher`): per call
+    only the rows and lanes (and HCH's chunk count) change."""
+
+    __slots__ = ("backend", "bound", "at", "per_item", "wg", "hch", "per_chunk", "n_cols")
+
+    def __init__(self, backend: Backend, bound: Any, at: int, per_item: int, wg: int,
+                 hch: int, per_chunk: int, n_cols: int):
+        self.backend, self.bound, self.at = backend, bound, at
+        self.per_item, self.wg = per_item, wg
+        self.hch, self.per_chunk, self.n_cols = hch, per_chunk, n_cols
+
+    def __call__(self, row0: int, nrows: int, lane0: int, nlanes: int, *, stream: int = 0,
+                 wait_for: list[Any] | None = None) -> Any:
+        at = self.at
+        changes = {at: np.int32(row0), at + 1: np.int32(nrows), at + 2: np.int32(lane0),
+                   at + 3: np.int32(nlanes)}
+        items = (nlanes + self.per_item - 1) // self.per_item
+        if self.hch:  # horizontal: HCH work-items per (plane, chunk); hjoin: per (row, chunk)
+            nchm = _chunks(self.hch, row0, self.n_cols)
+            items *= nchm * self.per_chunk
+            changes[at + 7] = np.int32(nchm)  # after w, carry0 and hrec
+        gsz = round_up(max(items, 1), self.wg)
+        return self.backend.launch_bound(self.bound, (gsz,), (self.wg,), changes,
+                                         stream=stream, wait_for=wait_for)
 
 
 RQA_LINES = RQALinesKernel()

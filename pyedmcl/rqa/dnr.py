@@ -173,6 +173,8 @@ class _DevState:
     hrec: Any = None  # SYM with HCH: the rows' pieces per chunk (hjoin reads them)
     tasks: list[_Task] = field(default_factory=list)
     kernels: dict[str, Any] = field(default_factory=dict)  # per mode, looked up once
+    #: (mode, id(task), odd block) -> (task, its bound launches): see :func:`_launcher`
+    launchers: dict[tuple, Any] = field(default_factory=dict)
     cells_since_fold: int = 0
     launches: int = 0
     events: list[Any] = field(default_factory=list)
@@ -474,24 +476,17 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
         hist = (st.h32["hv"], st.h32["hw"])
     else:
         hist = (st.h32["v"], st.h32["w"])
-    k = st.kernels.get(mode)
-    if k is None:
-        k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
-    shared, queue = st.shared, {}
+    odd, queue = 0, {}
     side = mode != "vertical"  # OVL: launches that read the block's column bits
     if st.overlapping:  # OVL (row order: ln.key is the block's first row)
         blk = ln.key // st.params["EDGE"]
-        shared = st.shared_odd if blk % 2 else st.shared
+        odd = blk % 2
         # side launches: after the vertical launches that stored this block's bits;
         # verticals: after the side launches that read this buffer two blocks ago
         after = st.last.get(("vertical", blk) if side else ("side", blk - 2))
         queue = {"stream": int(side), "wait_for": None if after is None else [after]}
-    carry = () if mode == "horizontal" and st.hrec is not None else ln.task.bufs
-    ev = RQA_LINES.launch(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
-                          thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, row0=ln.row0,
-                          nrows=ln.nrows, lane0=ln.lane0, nlanes=ln.nlanes, w=m.w,
-                          carry0=ln.task.lo, carry=carry, hist=hist, **shared,
-                          hrec=st.hrec, kernel=k, **queue)
+    ev = _launcher(st, ln.task, mode, odd, hist, m)(ln.row0, ln.nrows, ln.lane0, ln.nlanes,
+                                                    **queue)
     if st.overlapping:
         st.last[("side" if side else "vertical", ln.key // st.params["EDGE"])] = ev
         if side:
@@ -499,6 +494,32 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
     st.events.append(ev)
     st.cells_since_fold += cells
     st.launches += 1
+
+
+def _launcher(st: _DevState, task: _Task, mode: str, odd: int, hist: tuple, m: _Matrix
+              ) -> Callable[..., Any]:
+    """The bound launches (:meth:`RQALinesKernel.launcher`) of ``mode`` over ``task``, with
+    the column bits of odd or even row blocks: made once per task of ``st.tasks`` (the
+    entries of tasks no longer there are dropped then, with the buffers they hold),
+    each time for any other task (a warm-up's)."""
+    key = (mode, id(task), odd)
+    hit = st.launchers.get(key)
+    if hit is not None and hit[0] is task:
+        return hit[1]
+    k = st.kernels.get(mode)
+    if k is None:
+        k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
+    carry = () if mode == "horizontal" and st.hrec is not None else task.bufs
+    go = RQA_LINES.launcher(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
+                            thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
+                            carry0=task.lo, carry=carry, hist=hist,
+                            **(st.shared_odd if odd else st.shared), hrec=st.hrec, kernel=k)
+    if any(t is task for t in st.tasks):
+        live = {id(t) for t in st.tasks}
+        for stale in [k for k in st.launchers if k[1] not in live]:
+            del st.launchers[stale]
+        st.launchers[key] = (task, go)
+    return go
 
 
 def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
