@@ -44,6 +44,23 @@ def test_bound_launch_equals_launch(device):
     np.testing.assert_array_equal(ref[1][1], [23, -5, 27, 20])  # row 1 of lda 20
 
 
+def test_bound_launch_after_another_declaration(device):
+    """A plain launch of the same kernel with other scalar types in between (PyOpenCL
+    re-declares the kernel's scalar types) does not change what a bound launch passes."""
+    be = get_backend(device)
+    a = be.to_device(np.arange(40, dtype=np.float32))
+    idx = be.to_device(np.array([3, -1, 7, 0], np.int32))
+    k = be.kernel(*gather_request(np.float32))
+    out, other = be.empty((2, 4), np.float32), be.empty((2, 4), np.float32)
+    bound = be.bind(k, a, np.uint32(10), idx, np.uint32(4), np.float32(-5.0), out)
+    be.launch(k, (4, 2), (1, 1), a, np.int32(20), idx, np.int32(4), np.float32(1.0), other)
+    be.launch_bound(bound, (4, 2), (1, 1))
+    if bound.dtypes is not None:
+        assert k.arg_dtypes == bound.dtypes
+    np.testing.assert_array_equal(be.to_host(out), [[3, -5, 7, 0], [13, -5, 17, 10]])
+    np.testing.assert_array_equal(be.to_host(other), [[3, 1, 7, 0], [23, 1, 27, 20]])
+
+
 def test_base_bound_launch_passes_the_arguments():
     """The interface's default (backends without their own) launches the full list."""
     seen = []

@@ -32,11 +32,13 @@ class Bound:
     launches one kernel many times with mostly the same arguments passes only the ones
     that change (:meth:`Backend.launch_bound`)."""
 
-    __slots__ = ("kernel", "args")
+    __slots__ = ("kernel", "args", "dtypes")
 
-    def __init__(self, kernel: Kernel, args: list[Any]):
+    def __init__(self, kernel: Kernel, args: list[Any], dtypes: tuple[Any, ...] | None = None):
         self.kernel = kernel
         self.args = args
+        #: the scalar types a backend declared for these arguments (None: none declared)
+        self.dtypes = dtypes
 
 
 @dataclass(frozen=True)

@@ -377,14 +377,16 @@ class PyOpenCLBackend(Backend):
         return self._side
 
     @staticmethod
-    def _declare(kernel, cargs: list[Any]) -> None:
+    def _declare(kernel, cargs: list[Any]) -> tuple[Any, ...]:
         """Scalar argument types declared once per kernel: PyOpenCL then packs the scalars
         itself (~0.5 us a launch) instead of one buffer-protocol set_arg per scalar (~6 us
-        each: 70 us for RQA's 12 scalars on a 2-core EPYC, most of a small launch)."""
+        each: 70 us for RQA's 12 scalars on a 2-core EPYC, most of a small launch).
+        Returns the types."""
         dtypes = tuple(a.dtype if isinstance(a, np.generic) else None for a in cargs)
         if kernel.arg_dtypes != dtypes:
             kernel.handle.set_scalar_arg_dtypes(list(dtypes))
             kernel.arg_dtypes = dtypes
+        return dtypes
 
     def launch(self, kernel, global_size, local_size, *args, stream: int = 0,
                wait_for: list[cl.Event] | None = None) -> cl.Event:
@@ -400,8 +402,7 @@ class PyOpenCLBackend(Backend):
         launch through :meth:`launch_bound` then costs PyOpenCL's call alone (RQA's ~100
         launches at N = 10^5 were paced by the host's ~30 us of argument handling each)."""
         cargs = [self._arg(a) for a in args]
-        self._declare(kernel, cargs)
-        return Bound(kernel, cargs)
+        return Bound(kernel, cargs, self._declare(kernel, cargs))
 
     def launch_bound(self, bound, global_size, local_size, changes=None, *, stream: int = 0,
                      wait_for: list[cl.Event] | None = None) -> cl.Event:
@@ -412,8 +413,9 @@ class PyOpenCLBackend(Backend):
             for i, a in changes.items():
                 args[i] = self._arg(a)
         kernel = bound.kernel
-        if kernel.arg_dtypes is None or len(kernel.arg_dtypes) != len(args):
-            self._declare(kernel, args)
+        if kernel.arg_dtypes != bound.dtypes:  # another launch of the kernel re-declared them
+            kernel.handle.set_scalar_arg_dtypes(list(bound.dtypes))
+            kernel.arg_dtypes = bound.dtypes
         return kernel.handle(self._queue(stream), tuple(global_size),
                              None if local_size is None else tuple(local_size), *args,
                              wait_for=wait_for)

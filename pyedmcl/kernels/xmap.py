@@ -268,6 +268,12 @@ def wide_layout(info: DeviceInfo) -> Params:
 _LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0}
 
 
+def reads_time_major(params: Params) -> bool:
+    """Whether a skill layout reads its targets time-major (:func:`time_major`): target
+    lanes (LANES) and the vector-lane layout (VEC = 2)."""
+    return bool(params["LANES"] or params["VEC"] == 2)
+
+
 def time_major(Y: np.ndarray) -> tuple[np.ndarray, int]:
     """Series ``Y`` (ntg, n) time-major, ``(n, ldy)``, each row zero-padded to ``ldy``, the
     next multiple of 16: what the LANES and VEC=2 skills read (a VEC=2 vector load takes
@@ -400,7 +406,7 @@ class XmapSkillKernel(TunableKernel):
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
                "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0))}
-        if diag and (out["LANES"] or out["VEC"] == 2):  # one target per library
+        if diag and reads_time_major(out):  # one target per library
             out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0, CM=0)
         return out
 
@@ -504,7 +510,7 @@ class _SkillCase(TuningCase):
         self.out = be.empty((self.nb * self.ntg,), np.float32)
 
     def run(self, params: Params) -> list[Any]:
-        y, ldy = (self.y_lanes, self.ldy) if params["LANES"] or params["VEC"] == 2 else (self.y, self.n)
+        y, ldy = (self.y_lanes, self.ldy) if reads_time_major(params) else (self.y, self.n)
         tidx, tw, tden = self.cm if params.get("CM", 0) else (self.tidx, self.tw, self.tden)
         return [XMAP_SKILL.launch(self.be, params, self.spec, tidx, tw, tden, self.nq, self.nb,
                                   y, ldy, 0, self.tgt, self.tgt, self.ntg, self.obs, self.out,

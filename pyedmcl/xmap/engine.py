@@ -57,6 +57,7 @@ from ..kernels.xmap import (
     XMAP_SCAN,
     XMAP_SKILL,
     cpu_layout,
+    reads_time_major,
     scan_table_budget,
     time_major,
     wide_targets,
@@ -179,6 +180,12 @@ class XmapEngine:
         """The ``xmap_skill`` family's spec (``pack`` and ``xmap_skill``) for tables of k."""
         return {"K": k, "REAL": self.real, "ACC": self.acc, "WEIGHT": weight or self.weight}
 
+    @property
+    def _gathers_targets(self) -> bool:
+        """Time-major targets are gathered on the device from the panel (element offsets
+        within int32), else copied from the host."""
+        return self.N * self.n < 2 ** 31
+
     def _lanes_y(self, g: _Group) -> tuple[Any, int]:
         """The group's targets time-major on the device and their row pitch
         (:func:`~pyedmcl.kernels.xmap.time_major`'s layout): what the LANES and VEC=2 skills
@@ -187,7 +194,7 @@ class XmapEngine:
         if g.y_lanes is None:
             ntg = g.targets.size
             ldy = -(-ntg // 16) * 16
-            if self.N * self.n < 2 ** 31:  # gathered on the device from the panel
+            if self._gathers_targets:  # gathered on the device from the panel
                 cols = np.full(ldy, -1, np.int32)  # -1: padding, zero
                 cols[:ntg] = g.targets * self.n
                 g.y_lanes = (gather(self.be, self.x_dev, 1, self.n, self.be.to_device(cols),
@@ -277,7 +284,7 @@ class XmapEngine:
                diag: bool = False, group: _Group | None = None) -> None:
         spec = self._skill_spec(k, weight)
         sp = self._layout(k, weight, ntg, diag)
-        y, ldy = self._lanes_y(group) if sp["LANES"] or sp["VEC"] == 2 else (self.x_dev, self.n)
+        y, ldy = self._lanes_y(group) if reads_time_major(sp) else (self.x_dev, self.n)
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
 
@@ -444,7 +451,7 @@ class XmapEngine:
             sspec = self._skill_spec(g.k)
             reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
                      XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
-            if (sp["LANES"] or sp["VEC"] == 2) and self.N * self.n < 2 ** 31:
+            if reads_time_major(sp) and self._gathers_targets:
                 reqs.append(gather_request(self.x_dev.dtype))  # the targets, time-major
         return reqs
 
