@@ -516,7 +516,7 @@ def _launcher(st: _DevState, task: _Task, mode: str, odd: int, hist: tuple, m: _
                             **(st.shared_odd if odd else st.shared), hrec=st.hrec, kernel=k)
     if any(t is task for t in st.tasks):
         live = {id(t) for t in st.tasks}
-        for stale in [k for k in st.launchers if k[1] not in live]:
+        for stale in [key_ for key_ in st.launchers if key_[1] not in live]:
             del st.launchers[stale]
         st.launchers[key] = (task, go)
     return go
