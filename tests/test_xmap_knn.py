@@ -274,7 +274,9 @@ SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES"
          {"TJ": 4, "VEC": 2, "LANES": 0, "LWG": 32}, {"TJ": 16, "VEC": 2, "LANES": 0, "LWG": 32},
          {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "CM": 1},
          {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LB": 3, "LMAJ": 1, "CM": 1},
-         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LB": 2, "CM": 0}]
+         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LB": 2, "CM": 0},
+         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LB": 2, "LMAJ": 1, "CM": 1, "ST": 1, "CH": 1},
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LB": 3, "CM": 1, "ST": 1, "CH": 16}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
@@ -283,7 +285,8 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
     (LANES=1: the reduction tree evaluated per work-item with a stack) gives the
     scalar kernel's matrix and E-scan bit for bit (every lane runs the same
     operations in the same order), in either grid order (LMAJ), with the tables in
-    query-class order (CM) or not, and so does LB = 2 or 3 (libraries per work-group:
+    query-class order (CM) or not, staged in local memory (ST: one row at a time, or
+    every row of a class at once) or not, and so does LB = 2 or 3 (libraries per work-group:
     row blocks of 4, 4 and 3 libraries, ragged groups; an E-scan batch of 5); a target count that is not a multiple of TJ or
     LWG; a NaN-free short series whose library leaves queries without a full
     neighbour set (NaN preds). The groups are small: CPUs keep each given layout here
@@ -308,8 +311,8 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
 
 def test_wide_groups_take_target_lanes_on_gpus():
     """On a GPU an E-group of at least ``wide_targets`` targets has its own tuning bucket
-    ("-wide"), untuned: target lanes reading class-ordered tables, 32 libraries per
-    work-group, a layout the tuning space accepts, and the tuner's reference there; a
+    ("-wide"), untuned: target lanes reading class-ordered tables staged in local
+    memory, a layout the tuning space accepts, and the tuner's reference there; a
     CPU ignores the flag (its own heuristic) and the tuning command skips wide specs on
     it; the narrow buckets keep their names (and entries)."""
     from pyedmcl.kernels import xmap as xk
@@ -323,7 +326,7 @@ def test_wide_groups_take_target_lanes_on_gpus():
     assert xk.XMAP_SKILL.spec_bucket(spec) == "float-double-K8"
     assert xk.XMAP_SKILL.spec_bucket(dict(spec, WIDE=1)) == "float-double-K8-wide"
     lay = xk.XMAP_SKILL.params_for(be, dict(spec, WIDE=1), 1000)
-    assert lay == xk.wide_layout(gpu) and lay["LANES"] == 1 and lay["CM"] == 1 and lay["LB"] == 32
+    assert lay == xk.wide_layout(gpu) and lay["LANES"] == 1 and lay["CM"] == 1 and lay["ST"] == 1
     assert xk.XMAP_SKILL.space.valid(lay, gpu)
     assert xk.XMAP_SKILL.spec_default(dict(spec, WIDE=1), gpu) == lay  # the tuner's reference
     assert xk.XMAP_SKILL.applies(dict(spec, WIDE=1), gpu)
@@ -363,6 +366,64 @@ def test_class_major_rows_is_packs_order(device):
     np.testing.assert_array_equal(out[1][2].reshape(nb, nq), out[0][2].reshape(nb, nq)[:, rows])
 
 
+def test_staged_skill_bit_identical_with_empty_slots(device):
+    """The staged skill (ST: table rows in local memory, CH at a time) gives the
+    unstaged one's rho bit for bit on tables with empty slots (-1: fewer than K
+    neighbours): "ccm" (such a query has no prediction; its empty slots read time 0
+    with weight 0, no test) and "simplex" (it predicts from the neighbours it has; the
+    empty slots are skipped), with a shift (tshift), unobserved queries, a ragged class
+    count (nq = 150: classes of 2 and 3 rows), ragged libraries (LB 2 of 3) and targets
+    (LWG x TJ 4 of 7), CH 1, 2 and 16."""
+    from clkernels import get_backend as gb
+    from pyedmcl.kernels import xmap as xk
+    be = gb(device)
+    nq, k, nb, ntg, n = 150, 4, 3, 7, 200
+    rng = np.random.default_rng(5)
+    idx = np.sort(rng.integers(0, 150, (nb, nq, k)), axis=-1).astype(np.int32)
+    idx[:, ::7, 2:] = -1  # queries with 2 of 4 neighbours
+    idx[1, ::11, 1:] = -1
+    dist = np.sort(rng.random((nb, nq, k)), axis=-1).astype(np.float32)
+    dist[idx < 0] = np.inf
+    acc = np.float64 if be.info.fp64 else np.float32
+    yt, ldy = xk.time_major(rng.standard_normal((ntg, n)).astype(np.float32))
+    y = be.to_device(yt)
+    obs = np.arange(nq, dtype=np.int32) + 40
+    obs[::13] = -1
+    tgt = be.to_device(np.arange(ntg, dtype=np.int32))
+    rows = xk.class_major_rows(nq, xk.ccm_skill_wg(be.info))
+    assert min(np.bincount(rows % xk.ccm_skill_wg(be.info))) >= 2
+    for weight in ("ccm", "simplex"):
+        spec = {"K": k, "REAL": "float", "WEIGHT": weight}
+        got = []
+        for st, ch in ((0, 16), (1, 1), (1, 2), (1, 16)):
+            lay = {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "PF": 0, "LB": 2, "LMAJ": 1,
+                   "CM": 1, "ST": st, "CH": ch}
+            t = (be.empty((nb * nq * k,), np.int32), be.empty((nb * nq * k,), acc),
+                 be.empty((nb * nq,), acc))
+            xk.XMAP_SKILL.pack(be, spec, be.to_device(idx.ravel()), be.to_device(dist.ravel()),
+                               k, nq * k, 0, nq, nb, 0, *t, lay)
+            out = be.to_device(np.full(nb * ntg, -7, np.float32))
+            xk.XMAP_SKILL.launch(be, lay, spec, *t, nq, nb, y, ldy, 5, tgt, tgt, ntg,
+                                 be.to_device(obs), out, ntg, 0)
+            got.append(be.to_host(out))
+        assert np.isfinite(got[0]).all() and (got[0] != -7).all()
+        for g in got[1:]:
+            np.testing.assert_array_equal(g, got[0])
+
+
+def test_staged_rows_fit_local_memory():
+    """``staged_rows``: the layout's CH where LB libraries' staged rows fit 32 KiB of
+    local memory, fewer where they would not (never below one row)."""
+    from pyedmcl.kernels import xmap as xk
+    info = get_backend(CPU_DEVICE).info
+    gpu = dataclasses.replace(info, device_type="gpu", local_mem_bytes=49152, fp64=True)
+    assert xk.staged_rows(16, 7, 1, gpu) == 16
+    assert xk.staged_rows(32, 21, 8, gpu) == 32768 // (8 * (21 * 12 + 8) + 4)
+    assert xk.staged_rows(16, 33, 64, gpu) == 1
+    small = dataclasses.replace(gpu, local_mem_bytes=4096)
+    assert xk.staged_rows(16, 33, 2, small) == 4096 // (2 * (33 * 12 + 8) + 4) == 5
+
+
 def test_cpu_small_groups_take_one_time_major_vector():
     """Below FEW_TARGETS a CPU's E-group runs the scalar layout, or with ``time_major``
     (PoCL) one time-major vector holding all its targets (TJ: the next power of two,
@@ -380,8 +441,9 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
     """PF = 1 (the next query's table row and target values loaded while this one is
     computed) gives the PF = 0 matrix bit for bit, and so do LB = 2 and 4 libraries per
     work-group (row blocks of 5 and 3 libraries: a ragged last group of libraries), and
-    target lanes reading class-ordered tables (CM) two libraries per work-group:
-    several passes of WG = 64 queries
+    target lanes reading class-ordered tables (CM) two libraries per work-group, also
+    staged in local memory (ST) three rows at a time (classes of 3-4 rows: a short last
+    stage) and 32 at a time (one stage): several passes of WG = 64 queries
     with a ragged last one, target counts that are not multiples of TJ, a constant
     stretch (zero distances, ties), Tp < 0 (target read before the query); and pe.ccm's
     rho exactly."""
@@ -396,7 +458,11 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
                {"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
                {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 4},
-               {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 2, "LMAJ": 1, "CM": 1}):
+               {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 2, "LMAJ": 1, "CM": 1},
+               {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 2, "LMAJ": 1, "CM": 1,
+                "ST": 1, "CH": 3},
+               {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 8, "PF": 0, "LB": 1, "LMAJ": 1, "CM": 1,
+                "ST": 1, "CH": 32}):
         monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         got.append([pe.xmap(X, E=E, block_rows=5, Tp=Tp, device=device).rho for Tp in (0, -3)])
     for g in got[1:]:
@@ -415,9 +481,11 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
                                 {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1},
                                 {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2},
                                 {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1, "LB": 2,
-                                 "CM": 1}],
+                                 "CM": 1},
+                                {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1, "LB": 2,
+                                 "CM": 1, "ST": 1, "CH": 2}],
                          ids=["vec", "vec-time-major", "lanes", "lanes-lmaj", "pipelined",
-                              "pipelined-lb2", "lanes-cm-lb2"])
+                              "pipelined-lb2", "lanes-cm-lb2", "lanes-staged"])
 def test_oclgrind_clean_skill_vec(sp):
     """VEC=1, VEC=2 (time-major), LANES=1 (with class-ordered tables, CM, and two
     libraries per work-group), PF=1 (pipelined query loop) and LB=2 lookup + rho (both weights: the matrix and the E-scan) under Oclgrind, agreeing with PoCL

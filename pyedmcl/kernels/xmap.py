@@ -235,6 +235,10 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
         return False  # libraries per work-group: GPUs (L1 sharing)
     if (p.get("LMAJ", 0) or p.get("CM", 0)) and not p["LANES"]:
         return False  # the grid order and table order of the target-lane layout
+    if p.get("ST", 0) and not (p.get("CM", 0) and info.is_gpu):
+        return False  # staged table rows: a class's rows are one stretch (CM); GPUs
+    if not p.get("ST", 0) and p.get("CH", 16) != 16:
+        return False  # CH unused: one value only
     if p["LANES"]:  # TJ targets per work-item; LWG x LB is the work-group
         return (p["TJ"] <= 4 and not p["VEC"] and not p["PF"]
                 and p["LWG"] * p["LB"] <= info.max_work_group_size)
@@ -254,18 +258,32 @@ def wide_targets(info: DeviceInfo) -> int:
 
 
 def wide_layout(info: DeviceInfo) -> Params:
-    """The untuned layout of a wide skill on a GPU: one target per work-item (LANES,
-    LWG 32), the library tables in query-class order (CM), 32 libraries per work-group
-    sharing the targets' slab in L1 (LB; 1,024 work-items) and the grid libraries first
-    (LMAJ). H100, skill device time, the same rho: N = 10,000 x L = 1,000, E = 6, 1.33 s
-    (the tuned scalar layout) -> 0.94-0.96 s; N = 5,000 x 3,780, E = 5, 0.92 -> 0.88 s
-    (docs/decisions/0080)."""
-    lb = max(1, min(32, info.max_work_group_size // 32))
-    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": lb, "LMAJ": 1, "CM": 1}
+    """The untuned layout of a wide skill on a GPU: one target per work-item (LANES),
+    the library tables in query-class order (CM) staged in local memory 16 rows at a
+    time (ST, CH), one library per work-group of 64 targets, the grid libraries first
+    (LMAJ). H100, 64 libraries x 8,192 targets x 1,000 queries, the same rho: K = 7
+    4.95 -> 4.2 ms, K = 21 10.1 -> 6.6 ms against the layout before (LWG 32, 32
+    libraries per work-group sharing the targets' slab in L1, tables read from global
+    memory; docs/decisions/0080, 0082)."""
+    lwg = max(1, min(64, info.max_work_group_size))
+    return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": lwg, "PF": 0, "LB": 1, "LMAJ": 1, "CM": 1,
+            "ST": 1, "CH": 16}
+
+
+def staged_rows(ch: int, k: int, lb: int, info: DeviceInfo) -> int:
+    """Table rows a staged skill (ST) holds in local memory at once: the layout's CH,
+    fewer where LB libraries' rows of ``k`` entries (a time and a weight each) and
+    weight sums would not fit the device's local memory (at most 32 KiB of it, so that
+    two work-groups fit a compute unit)."""
+    acc = 8 if info.fp64 else 4
+    budget = min(info.local_mem_bytes, 32768)
+    per_row = lb * (k * (4 + acc) + acc) + 4
+    return int(max(1, min(ch, budget // per_row)))
 
 
 #: the layout values of a kernel rendered without tuned ones (``pack``)
-_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0}
+_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0,
+           "ST": 0, "CH": 16}
 
 
 def reads_time_major(params: Params) -> bool:
@@ -321,7 +339,8 @@ def lanes_for(params: Params, ntg: int) -> int:
 FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
-SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0}
+SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0,
+                 "ST": 0, "CH": 16}
 
 
 def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
@@ -361,9 +380,9 @@ class XmapSkillKernel(TunableKernel):
     template = "xmap_lookup/xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1, 2), "LANES": (0, 1),
                                 "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4, 8, 16, 32),
-                                "LMAJ": (0, 1), "CM": (0, 1)},
+                                "LMAJ": (0, 1), "CM": (0, 1), "ST": (0, 1), "CH": (8, 16, 32)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint,
-                        filled={"LMAJ": 0, "CM": 0})
+                        filled={"LMAJ": 0, "CM": 0, "ST": 0, "CH": 16})
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
         wide = "-wide" if spec.get("WIDE") else ""
@@ -405,9 +424,10 @@ class XmapSkillKernel(TunableKernel):
         p = self.params_for(be, spec, size)
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
-               "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0))}
+               "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0)),
+               "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16))}
         if diag and reads_time_major(out):  # one target per library
-            out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0, CM=0)
+            out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16)
         return out
 
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
@@ -418,6 +438,10 @@ class XmapSkillKernel(TunableKernel):
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
              **params, "INL": int(inline_vector_ops(be.info))}
+        if p["ST"]:
+            p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info)
+        else:
+            p["CH"] = _LAYOUT["CH"]  # unused: one rendering
         return (self.template, p, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
