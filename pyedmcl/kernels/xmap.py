@@ -27,9 +27,12 @@ launchers.
   LB, the libraries of one work-group (the same targets: on GPUs the work-groups
   resident on one SM then gather from fewer target series, which stay in its L1);
   CM (with LANES), pack's table rows in query-class order, so that the rows one
-  work-item streams are adjacent. On GPUs an E-group of at least :func:`wide_targets`
-  targets has its own spec bucket ("-wide"; untuned: :func:`wide_layout`, target lanes,
-  H100 N=10,000 x L=1,000, E=6 skill 1.33 -> 0.95 s, decision 0080).
+  work-item streams are adjacent; ST (with CM, GPUs), those rows staged in local
+  memory CH at a time, read there by every work-item of the library instead of one
+  global load per entry and work-item (:func:`staged_rows`). On GPUs an E-group of at
+  least :func:`wide_targets` targets has its own spec bucket ("-wide"; untuned:
+  :func:`wide_layout`, staged target lanes; H100 N=10,000 x L=1,000, E=6 skill 1.33 ->
+  0.95 s with target lanes, decision 0080, -> 0.77 s staged, decision 0082).
   The reduction's work-group size WG is not tuned: it fixes the reduction order,
   which keeps rho bit-identical to :func:`pyedmcl.ccm` (LANES evaluates the same
   tree per work-item).
