@@ -276,7 +276,10 @@ SKILL = [{"TJ": 4, "VEC": 0, "LANES": 0, "LWG": 32}, {"TJ": 2, "VEC": 1, "LANES"
          {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LB": 3, "LMAJ": 1, "CM": 1},
          {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LB": 2, "CM": 0},
          {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LB": 2, "LMAJ": 1, "CM": 1, "ST": 1, "CH": 1},
-         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LB": 3, "CM": 1, "ST": 1, "CH": 16}]
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LB": 3, "CM": 1, "ST": 1, "CH": 16},
+         {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "LB": 2, "LMAJ": 1, "CM": 1, "ST": 1, "CH": 2,
+          "SPL": 4},
+         {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LB": 1, "CM": 1, "ST": 1, "CH": 16, "SPL": 8}]
 
 
 def test_skill_vector_lanes_bit_identical(device, monkeypatch):
@@ -286,7 +289,8 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
     scalar kernel's matrix and E-scan bit for bit (every lane runs the same
     operations in the same order), in either grid order (LMAJ), with the tables in
     query-class order (CM) or not, staged in local memory (ST: one row at a time, or
-    every row of a class at once) or not, and so does LB = 2 or 3 (libraries per work-group:
+    every row of a class at once) or not, the classes split into 4 or 8 subtrees
+    streamed apart (SPL), and so does LB = 2 or 3 (libraries per work-group:
     row blocks of 4, 4 and 3 libraries, ragged groups; an E-scan batch of 5); a target count that is not a multiple of TJ or
     LWG; a NaN-free short series whose library leaves queries without a full
     neighbour set (NaN preds). The groups are small: CPUs keep each given layout here
@@ -373,7 +377,7 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
     with weight 0, no test) and "simplex" (it predicts from the neighbours it has; the
     empty slots are skipped), with a shift (tshift), unobserved queries, a ragged class
     count (nq = 150: classes of 2 and 3 rows), ragged libraries (LB 2 of 3) and targets
-    (LWG x TJ 4 of 7), CH 1, 2 and 16."""
+    (LWG x TJ 4 of 7), CH 1, 2 and 16, the classes split into 2 or 8 subtrees (SPL)."""
     from clkernels import get_backend as gb
     from pyedmcl.kernels import xmap as xk
     be = gb(device)
@@ -395,9 +399,9 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
     for weight in ("ccm", "simplex"):
         spec = {"K": k, "REAL": "float", "WEIGHT": weight}
         got = []
-        for st, ch in ((0, 16), (1, 1), (1, 2), (1, 16)):
+        for st, ch, spl in ((0, 16, 1), (1, 1, 1), (1, 2, 1), (1, 16, 1), (1, 2, 2), (1, 16, 8)):
             lay = {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "PF": 0, "LB": 2, "LMAJ": 1,
-                   "CM": 1, "ST": st, "CH": ch}
+                   "CM": 1, "ST": st, "CH": ch, "SPL": spl}
             t = (be.empty((nb * nq * k,), np.int32), be.empty((nb * nq * k,), acc),
                  be.empty((nb * nq,), acc))
             xk.XMAP_SKILL.pack(be, spec, be.to_device(idx.ravel()), be.to_device(dist.ravel()),
@@ -412,14 +416,24 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
 
 
 def test_staged_rows_fit_local_memory():
-    """``staged_rows``: the layout's CH where LB libraries' staged rows fit 32 KiB of
-    local memory, fewer where they would not (never below one row)."""
+    """``staged_rows``: the layout's CH where LB libraries' (and SPL subtrees') staged
+    rows fit 32 KiB of local memory beside a split's roots, fewer where they would not
+    (never below one row); the tuning space keeps a split's roots within 16 KiB and
+    splits only staged layouts."""
     from pyedmcl.kernels import xmap as xk
     info = get_backend(CPU_DEVICE).info
     gpu = dataclasses.replace(info, device_type="gpu", local_mem_bytes=49152, fp64=True)
     assert xk.staged_rows(16, 7, 1, gpu) == 16
     assert xk.staged_rows(32, 21, 8, gpu) == 32768 // (8 * (21 * 12 + 8) + 4)
     assert xk.staged_rows(16, 33, 64, gpu) == 1
+    # a split's roots (SPL 8 x LWG 32 x 8 float64 statistics: 16 KiB) leave the rest
+    roots = xk.split_roots_bytes({"SPL": 8, "LB": 1, "LWG": 32, "TJ": 1}, gpu)
+    assert roots == 16384
+    assert xk.staged_rows(16, 21, 1, gpu, 8, roots) == 16384 // (8 * (21 * 12 + 8) + 32) == 7
+    space = xk.XMAP_SKILL.space
+    lay = dict(xk.wide_layout(gpu), LWG=32, SPL=8)
+    assert space.valid(lay, gpu) and not space.valid(dict(lay, LWG=64), gpu)  # 32 KiB roots
+    assert not space.valid(dict(lay, ST=0, CH=16), gpu)  # a split needs staged rows
     small = dataclasses.replace(gpu, local_mem_bytes=4096)
     assert xk.staged_rows(16, 33, 2, small) == 4096 // (2 * (33 * 12 + 8) + 4) == 5
 
@@ -443,7 +457,8 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
     work-group (row blocks of 5 and 3 libraries: a ragged last group of libraries), and
     target lanes reading class-ordered tables (CM) two libraries per work-group, also
     staged in local memory (ST) three rows at a time (classes of 3-4 rows: a short last
-    stage) and 32 at a time (one stage): several passes of WG = 64 queries
+    stage) and 32 at a time (one stage), and split into 2 or 8 subtrees of classes
+    (SPL): several passes of WG = 64 queries
     with a ragged last one, target counts that are not multiples of TJ, a constant
     stretch (zero distances, ties), Tp < 0 (target read before the query); and pe.ccm's
     rho exactly."""
@@ -462,7 +477,11 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
                {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 2, "LMAJ": 1, "CM": 1,
                 "ST": 1, "CH": 3},
                {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 8, "PF": 0, "LB": 1, "LMAJ": 1, "CM": 1,
-                "ST": 1, "CH": 32}):
+                "ST": 1, "CH": 32},
+               {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 2, "LMAJ": 1, "CM": 1,
+                "ST": 1, "CH": 3, "SPL": 2},
+               {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 1,
+                "ST": 1, "CH": 16, "SPL": 8}):
         monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         got.append([pe.xmap(X, E=E, block_rows=5, Tp=Tp, device=device).rho for Tp in (0, -3)])
     for g in got[1:]:
@@ -483,9 +502,11 @@ def test_skill_pipelined_bit_identical(device, monkeypatch):
                                 {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1, "LB": 2,
                                  "CM": 1},
                                 {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1, "LB": 2,
-                                 "CM": 1, "ST": 1, "CH": 2}],
+                                 "CM": 1, "ST": 1, "CH": 2},
+                                {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "LMAJ": 1, "LB": 2,
+                                 "CM": 1, "ST": 1, "CH": 2, "SPL": 4}],
                          ids=["vec", "vec-time-major", "lanes", "lanes-lmaj", "pipelined",
-                              "pipelined-lb2", "lanes-cm-lb2", "lanes-staged"])
+                              "pipelined-lb2", "lanes-cm-lb2", "lanes-staged", "lanes-split"])
 def test_oclgrind_clean_skill_vec(sp):
     """VEC=1, VEC=2 (time-major), LANES=1 (with class-ordered tables, CM, and two
     libraries per work-group), PF=1 (pipelined query loop) and LB=2 lookup + rho (both weights: the matrix and the E-scan) under Oclgrind, agreeing with PoCL

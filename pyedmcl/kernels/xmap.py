@@ -242,9 +242,11 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
         return False  # staged table rows: a class's rows are one stretch (CM); GPUs
     if not p.get("ST", 0) and p.get("CH", 16) != 16:
         return False  # CH unused: one value only
+    if p.get("SPL", 1) > 1 and (not p.get("ST", 0) or split_roots_bytes(p, info) > 16384):
+        return False  # subtrees a target: staged rows, their roots in 16 KiB
     if p["LANES"]:  # TJ targets per work-item; LWG x LB is the work-group
         return (p["TJ"] <= 4 and not p["VEC"] and not p["PF"]
-                and p["LWG"] * p["LB"] <= info.max_work_group_size)
+                and p["LWG"] * p["LB"] * p.get("SPL", 1) <= info.max_work_group_size)
     if p["PF"]:  # the pipelined query loop: scalar targets, a register per value in flight
         return not p["VEC"] and p["LWG"] == 32 and p["TJ"] <= 4
     if p["VEC"] == 2 and info.is_gpu:
@@ -273,20 +275,31 @@ def wide_layout(info: DeviceInfo) -> Params:
             "ST": 1, "CH": 16}
 
 
-def staged_rows(ch: int, k: int, lb: int, info: DeviceInfo) -> int:
+def split_roots_bytes(p: Params, info: DeviceInfo) -> int:
+    """Local memory for the subtree roots of a split skill (SPL > 1): 8 statistics per
+    subtree, target and library of the work-group (0 without a split)."""
+    spl = int(p.get("SPL", 1))
+    if spl <= 1:
+        return 0
+    return spl * int(p["LB"]) * int(p["LWG"]) * int(p["TJ"]) * 8 * (8 if info.fp64 else 4)
+
+
+def staged_rows(ch: int, k: int, lb: int, info: DeviceInfo, spl: int = 1,
+                fixed: int = 0) -> int:
     """Table rows a staged skill (ST) holds in local memory at once: the layout's CH,
-    fewer where LB libraries' rows of ``k`` entries (a time and a weight each) and
-    weight sums would not fit the device's local memory (at most 32 KiB of it, so that
-    two work-groups fit a compute unit)."""
+    fewer where the rows of ``k`` entries (a time and a weight each) and weight sums of
+    LB libraries x SPL subtrees, beside ``fixed`` bytes (a split's roots), would not fit
+    the device's local memory (at most 32 KiB of it, so that two work-groups fit a
+    compute unit)."""
     acc = 8 if info.fp64 else 4
-    budget = min(info.local_mem_bytes, 32768)
-    per_row = lb * (k * (4 + acc) + acc) + 4
+    budget = min(info.local_mem_bytes, 32768) - fixed
+    per_row = lb * spl * (k * (4 + acc) + acc) + 4 * spl
     return int(max(1, min(ch, budget // per_row)))
 
 
 #: the layout values of a kernel rendered without tuned ones (``pack``)
 _LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0,
-           "ST": 0, "CH": 16}
+           "ST": 0, "CH": 16, "SPL": 1}
 
 
 def reads_time_major(params: Params) -> bool:
@@ -319,9 +332,10 @@ def skill_geometry(params: Params, ntg: int, nb: int, wg: int) -> tuple[tuple, t
     lb = int(params.get("LB", 1))
     if params["LANES"]:
         tiles, nlg, lwg = -(-ntg // (params["LWG"] * params["TJ"])), -(-nb // lb), params["LWG"]
+        nl = lb * (min(int(params.get("SPL", 1)), wg) if params.get("ST", 0) else 1)
         if params.get("LMAJ", 0):  # libraries first (_lanes.mako)
-            return (nlg * lwg, tiles * lb), (lwg, lb)
-        return (tiles * lwg, nlg * lb), (lwg, lb)
+            return (nlg * lwg, tiles * nl), (lwg, nl)
+        return (tiles * lwg, nlg * nl), (lwg, nl)
     return (-(-ntg // params["TJ"]) * wg, -(-nb // lb) * lb), (wg, lb)
 
 
@@ -343,7 +357,7 @@ FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
 SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0,
-                 "ST": 0, "CH": 16}
+                 "ST": 0, "CH": 16, "SPL": 1}
 
 
 def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
@@ -383,9 +397,10 @@ class XmapSkillKernel(TunableKernel):
     template = "xmap_lookup/xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1, 2), "LANES": (0, 1),
                                 "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4, 8, 16, 32),
-                                "LMAJ": (0, 1), "CM": (0, 1), "ST": (0, 1), "CH": (8, 16, 32)},
+                                "LMAJ": (0, 1), "CM": (0, 1), "ST": (0, 1), "CH": (8, 16, 32),
+                                "SPL": (1, 2, 4, 8)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint,
-                        filled={"LMAJ": 0, "CM": 0, "ST": 0, "CH": 16})
+                        filled={"LMAJ": 0, "CM": 0, "ST": 0, "CH": 16, "SPL": 1})
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
         wide = "-wide" if spec.get("WIDE") else ""
@@ -428,9 +443,9 @@ class XmapSkillKernel(TunableKernel):
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
                "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0)),
-               "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16))}
+               "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16)), "SPL": int(p.get("SPL", 1))}
         if diag and reads_time_major(out):  # one target per library
-            out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16)
+            out.update(TJ=1, VEC=0, LANES=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16, SPL=1)
         return out
 
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
@@ -442,9 +457,11 @@ class XmapSkillKernel(TunableKernel):
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
              **params, "INL": int(inline_vector_ops(be.info))}
         if p["ST"]:
-            p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info)
+            p["SPL"] = min(p["SPL"], p["WG"])  # at least one query class a subtree
+            p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info, p["SPL"],
+                                  split_roots_bytes(p, be.info))
         else:
-            p["CH"] = _LAYOUT["CH"]  # unused: one rendering
+            p["CH"], p["SPL"] = _LAYOUT["CH"], 1  # unused: one rendering
         return (self.template, p, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):

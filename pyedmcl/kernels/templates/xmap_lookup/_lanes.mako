@@ -25,23 +25,39 @@
 ## of a test per entry. Same operations on the same values: the same rho bit for bit.
 ## H100, 64 libraries x 8,192 targets x 1,000 queries: K = 7 4.95 -> 4.2 ms, K = 21
 ## 10.1 -> 6.6 ms (LWG 64-128, LB 1).
+## SPL > 1 (with ST): the WG-leaf tree is cut into SPL subtrees of WG / SPL query classes
+## each (the aligned blocks of leaves of the post-order walk: complete subtrees), streamed
+## by SPL work-items per target and library (local dimension 1: LB x SPL), which meet in
+## local memory, where the first merges the subtree roots by the same post-order walk:
+## the same merges in the same order, so the same rho, with SPL times the work-items
+## (E-groups of a few hundred targets fill a GPU).
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%def name="kernel()">
-<% LOG = WG.bit_length() - 1 %>\
-__kernel __attribute__((reqd_work_group_size(${LWG}, ${LB}, 1)))
+<%
+    LOG = WG.bit_length() - 1
+    M = WG // SPL  # classes a subtree
+    LOGM = M.bit_length() - 1
+    NL = LB * SPL  # rows of work-items (local dimension 1)
+%>\
+__kernel __attribute__((reqd_work_group_size(${LWG}, ${NL}, 1)))
 ${skill.signature()}
 {
 % if ST:
-    __local int st_t[${LB}][${CH * K}];
-    __local acc_t st_w[${LB}][${CH * K}];
-    __local acc_t st_d[${LB}][${CH}];
-    __local int st_o[${CH}];
+    __local int st_t[${NL}][${CH * K}];
+    __local acc_t st_w[${NL}][${CH * K}];
+    __local acc_t st_d[${NL}][${CH}];
+    __local int st_o[${SPL}][${CH}];
+% endif
+% if SPL > 1:
+    /* the subtree roots of every target, library and subtree, for the final merges */
+    __local acc_t roots[${SPL}][${LB * LWG * TJ}][8];
+    const int sub = get_local_id(1) / ${LB};  /* this work-item's subtree */
 % endif
     /* targets j0 + t * LWG, t < TJ: the table row is loaded once for TJ targets and
        every read of a target value stays coalesced over the work-group */
     const int j0 = get_group_id(${LMAJ}) * ${LWG * TJ} + get_local_id(0);
     /* LB libraries per work-group (local dimension 1), all for the same targets */
-    const int bg = get_group_id(${1 - LMAJ})${" * %d + get_local_id(1)" % LB if LB > 1 else ""};
+    const int bg = get_group_id(${1 - LMAJ})${(" * %d + get_local_id(1)" % LB + (" %% %d" % LB if SPL > 1 else "")) if LB > 1 else ""};
     const int b = min(bg, nb - 1);
     __global const int* ib = tidx + (size_t)b * nq * K;
     __global const acc_t* wb = tw + (size_t)b * nq * K;
@@ -55,7 +71,11 @@ ${skill.signature()}
     acc_t stk${t}[${LOG + 1}][8];
 % endfor
     int sp = 0;
+% if SPL > 1:
+    for (int c = sub * ${M}; c < (sub + 1) * ${M}; ++c) {
+% else:
     for (int c = 0; c < ${WG}; ++c) {
+% endif
         int r = 0;  /* leaf c of the post-order walk: query class bitrev(c) */
         for (int i = 0; i < ${LOG}; ++i) r |= ((c >> i) & 1) << (${LOG - 1} - i);
 % for t in range(TJ):
@@ -108,16 +128,20 @@ ${staged()}
         }
 % endfor
         ++sp;
-        /* a finished subtree per trailing one bit of c: merge (left, right) */
-        for (int m = c; m & 1; m >>= 1) {
+        /* a finished subtree per trailing one bit of c (within this work-item's
+           subtree): merge (left, right) */
+        for (int m = c${" %% %d" % M if SPL > 1 else ""}; m & 1; m >>= 1) {
 % for t in range(TJ):
             stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
 % endfor
             --sp;
         }
     }
+% if SPL > 1:
+${split_merge()}
+% endif
 % for t in range(TJ):
-    if (j0 + ${t * LWG} < ntg && bg < nb) {
+    if (j0 + ${t * LWG} < ntg && bg < nb${" && sub == 0" if SPL > 1 else ""}) {
 ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
     }
 % endfor
@@ -131,8 +155,10 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 <%def name="staged()">
         const int cnt = nq / ${WG} + (r < nq % ${WG} ? 1 : 0);  /* the class's rows */
         const int li = get_local_id(0), lj = get_local_id(1);
-        for (int i0 = 0; i0 < cnt; i0 += ${CH}) {
-            const int m = min(${CH}, cnt - i0);
+        /* every subtree's class has at most cmax rows: the same stages everywhere */
+        const int cmax = nq / ${WG} + (nq % ${WG} ? 1 : 0);
+        for (int i0 = 0; i0 < cmax; i0 += ${CH}) {
+            const int m = clamp(cnt - i0, 0, ${CH});
             barrier(CLK_LOCAL_MEM_FENCE);  /* the previous rows are read */
             for (int e = li; e < m * K; e += ${LWG}) {
                 const int l = ir[(size_t)i0 * K + e];
@@ -145,11 +171,11 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
             }
             for (int e = li; e < m; e += ${LWG}) {
                 st_d[lj][e] = dr[i0 + e];
-                if (lj == 0) st_o[e] = obs[r + (i0 + e) * ${WG}];
+                if (lj % ${LB} == 0) st_o[${"sub" if SPL > 1 else "0"}][e] = obs[r + (i0 + e) * ${WG}];
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             for (int i = 0; i < m; ++i) {
-                const int to = st_o[i];
+                const int to = st_o[${"sub" if SPL > 1 else "0"}][i];
                 const acc_t den = st_d[lj][i];
 % for t in range(TJ):
                 acc_t num${t} = 0;
@@ -176,4 +202,30 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 % endfor
             }
         }
+</%def>
+## SPL > 1: every work-item leaves its subtree's root (stk<t>[0]) in `roots`; those of
+## subtree 0 then walk the SPL roots as the leaves of the tree's top in post-order
+<%def name="split_merge()">
+    {
+        const int slot = (get_local_id(1) % ${LB}) * ${LWG * TJ} + get_local_id(0);
+% for t in range(TJ):
+        for (int i = 0; i < 8; ++i) roots[sub][slot + ${t * LWG}][i] = stk${t}[0][i];
+% endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sub == 0) {
+            sp = 1;  /* subtree 0's root is stk<t>[0] already */
+            for (int c = 1; c < ${SPL}; ++c) {
+% for t in range(TJ):
+                for (int i = 0; i < 8; ++i) stk${t}[sp][i] = roots[c][slot + ${t * LWG}][i];
+% endfor
+                ++sp;
+                for (int m = c; m & 1; m >>= 1) {
+% for t in range(TJ):
+                    stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
+% endfor
+                    --sp;
+                }
+            }
+        }
+    }
 </%def>

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, INL
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -27,7 +27,8 @@
 ##   both give the same rho bit for bit. CM (LANES = 1): pack writes each library's
 ##   rows by query class (_skill.mako's class_start / cm_row), K entries per row, which
 ##   the target lanes read as one stretch per class. ST = 1 (with CM): the work-group
-##   stages each class's rows in local memory, CH at a time (_lanes.mako).
+##   stages each class's rows in local memory, CH at a time; SPL > 1 (with ST): SPL
+##   work-items a target and library stream a subtree of the classes each (_lanes.mako).
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
 ##   and, for float32 data, the weights' double exp inline (PoCL calls OpenCL's out of
 ##   line; /_vecops.mako, common/_lookup.mako); lookup/simplex_lookup.cl.mako takes the
