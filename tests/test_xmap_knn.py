@@ -438,6 +438,23 @@ def test_staged_rows_fit_local_memory():
     assert xk.staged_rows(16, 33, 2, small) == 4096 // (2 * (33 * 12 + 8) + 4) == 5
 
 
+def test_gpu_small_groups_take_queries_as_work_items():
+    """Below FEW_TARGETS_GPU a GPU's E-group whose tuned layout is target lanes runs the
+    GPU heuristic's layout (queries as work-items); from it on, and for a layout that is
+    not target lanes, the tuned one stays."""
+    from pyedmcl.kernels import xmap as xk
+    info = get_backend(CPU_DEVICE).info
+    gpu = dataclasses.replace(info, device_type="gpu", runtime="nvidia", name="Fake GPU 9000",
+                              normalised_name="fake-gpu-9000", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), compute_units=132)
+    lanes = dict(xk.wide_layout(gpu), LWG=32, SPL=4)
+    small = xk.gpu_layout(lanes, xk.FEW_TARGETS_GPU - 1, gpu)
+    assert small == dict(xk._LAYOUT, **xk._skill_heuristic(gpu)) and not small["LANES"]
+    assert xk.XMAP_SKILL.space.valid(small, gpu)
+    assert xk.gpu_layout(lanes, xk.FEW_TARGETS_GPU, gpu) == lanes
+    assert xk.gpu_layout(xk.SCALAR_LAYOUT, 5, gpu) == xk.SCALAR_LAYOUT
+
+
 def test_cpu_small_groups_take_one_time_major_vector():
     """Below FEW_TARGETS a CPU's E-group runs the scalar layout, or with ``time_major``
     (PoCL) one time-major vector holding all its targets (TJ: the next power of two,

@@ -360,6 +360,24 @@ SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LM
                  "ST": 0, "CH": 16, "SPL": 1}
 
 
+#: below this many targets a GPU's E-group runs queries as work-items, whatever the tuned
+#: target-lane layout (H100, 64 libraries x 1,000 queries, device time, the GPU
+#: heuristic against the staged target lanes tuned at 512 targets: K = 21, 32 targets
+#: 0.14 vs 0.50 ms, 128 targets 0.36 vs 0.48 ms, 256 targets 0.51 vs 0.34 ms; K = 7,
+#: 128 targets 0.18 vs 0.22 ms): a few targets leave most lanes of a tile idle
+FEW_TARGETS_GPU = 256
+
+
+def gpu_layout(params: Params, ntg: int, info: DeviceInfo) -> Params:
+    """A GPU's skill layout for an E-group of ``ntg`` targets: below
+    :data:`FEW_TARGETS_GPU` a target-lane layout gives way to the GPU heuristic's
+    (queries as work-items, :func:`_skill_heuristic`); other layouts unchanged. Every
+    layout gives the same rho."""
+    if ntg < FEW_TARGETS_GPU and params["LANES"]:
+        return dict(_LAYOUT, **_skill_heuristic(info))
+    return params
+
+
 def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
     """A CPU's skill layout for an E-group of ``ntg`` targets: queries as work-items below
     :data:`FEW_TARGETS` whatever the tuned layout (``time_major``: all the group's
@@ -510,10 +528,13 @@ class _SkillCase(TuningCase):
     a noisy one it is not (on the H100 the scalar layout took 1.4 s on walks and 3.2 s
     on noisy oscillators, N=5,000 x 3,780), and uniform random indices made the
     target-lane layout win here and lose 10-70% on real maps; so the case has both kinds.
-    On GPUs thousands of work-groups even at TJ = 16, else the case under-fills the device."""
+    On GPUs a narrow E-group's case holds 512 targets, the size of a mixed-E map's
+    groups (N = 10,000, E 1..20): the layouts' order changes with the group's size
+    (H100, K = 7: the tuned scalar layout 0.50 ms at 512 targets, 1.77 ms at 2,048;
+    staged target lanes in 4 subtrees 0.49 / 1.16 ms)."""
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
-        self.nb, self.ntg = (64, 2048) if be.info.is_gpu else (4, 64)
+        self.nb, self.ntg = (64, 512) if be.info.is_gpu else (4, 64)
         if spec.get("WIDE"):
             # a wide E-group has from wide_targets targets up to the whole panel: twice
             # the least (on the H100 the K = 21 layout tuned at the least, 4,224 targets,

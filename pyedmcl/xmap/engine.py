@@ -57,6 +57,7 @@ from ..kernels.xmap import (
     XMAP_SCAN,
     XMAP_SKILL,
     cpu_layout,
+    gpu_layout,
     reads_time_major,
     scan_table_budget,
     time_major,
@@ -265,7 +266,8 @@ class XmapEngine:
 
     def _layout(self, k: int, weight: str, ntg: int, diag: bool = False) -> dict:
         """The skill's layout for tables of ``k`` and ``ntg`` targets (tuned; a CPU's
-        adjusted to the group's size, :func:`~pyedmcl.kernels.xmap.cpu_layout`); looked
+        adjusted to the group's size, :func:`~pyedmcl.kernels.xmap.cpu_layout`, a GPU's
+        small groups scalar, :func:`~pyedmcl.kernels.xmap.gpu_layout`); looked
         up once per engine (each pack and skill launch asks: ~90 tuning lookups per
         mixed-E map of 100 series, 5 ms of host time beside a 2-core CPU's kernels)."""
         key = (k, weight, ntg, diag)
@@ -276,6 +278,8 @@ class XmapEngine:
             sp = XMAP_SKILL.layout(self.be, spec, self.n, diag)
             if not self.be.info.is_gpu and not diag:
                 sp = cpu_layout(sp, ntg, time_major=self.be.info.runtime == "pocl")
+            elif not diag:
+                sp = gpu_layout(sp, ntg, self.be.info)
             self._layouts[key] = sp
         return dict(self._layouts[key])
 
