@@ -29,7 +29,10 @@ launchers.
   CM (with LANES), pack's table rows in query-class order, so that the rows one
   work-item streams are adjacent; ST (with CM, GPUs), those rows staged in local
   memory CH at a time, read there by every work-item of the library instead of one
-  global load per entry and work-item (:func:`staged_rows`). On GPUs an E-group of at
+  global load per entry and work-item (:func:`staged_rows`); SPL (with ST), the query
+  classes' reduction tree cut into subtrees streamed by separate work-items, so that
+  groups of a few hundred targets fill a GPU (below :data:`FEW_TARGETS_GPU` a GPU's
+  group runs queries as work-items, :func:`gpu_layout`). On GPUs an E-group of at
   least :func:`wide_targets` targets has its own spec bucket ("-wide"; untuned:
   :func:`wide_layout`, staged target lanes; H100 N=10,000 x L=1,000, E=6 skill 1.33 ->
   0.95 s with target lanes, decision 0080, -> 0.77 s staged, decision 0082).
