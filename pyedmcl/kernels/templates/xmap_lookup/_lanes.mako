@@ -36,7 +36,6 @@
 <%
     LOG = WG.bit_length() - 1
     M = WG // SPL  # classes a subtree
-    LOGM = M.bit_length() - 1
     NL = LB * SPL  # rows of work-items (local dimension 1)
 %>\
 __kernel __attribute__((reqd_work_group_size(${LWG}, ${NL}, 1)))
@@ -56,7 +55,8 @@ ${skill.signature()}
     /* targets j0 + t * LWG, t < TJ: the table row is loaded once for TJ targets and
        every read of a target value stays coalesced over the work-group */
     const int j0 = get_group_id(${LMAJ}) * ${LWG * TJ} + get_local_id(0);
-    /* LB libraries per work-group (local dimension 1), all for the same targets */
+    /* LB libraries per work-group (local dimension 1, its index mod LB), all for the
+       same targets */
     const int bg = get_group_id(${1 - LMAJ})${(" * %d + get_local_id(1)" % LB + (" %% %d" % LB if SPL > 1 else "")) if LB > 1 else ""};
     const int b = min(bg, nb - 1);
     __global const int* ib = tidx + (size_t)b * nq * K;
