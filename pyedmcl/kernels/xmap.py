@@ -273,7 +273,7 @@ def wide_layout(info: DeviceInfo) -> Params:
     4.95 -> 4.2 ms, K = 21 10.1 -> 6.6 ms against the layout before (LWG 32, 32
     libraries per work-group sharing the targets' slab in L1, tables read from global
     memory; docs/decisions/0080, 0082)."""
-    lwg = max(1, min(64, info.max_work_group_size))
+    lwg = 64 if info.max_work_group_size >= 64 else 32  # values of the tuning space
     return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": lwg, "PF": 0, "LB": 1, "LMAJ": 1, "CM": 1,
             "ST": 1, "CH": 16}
 
