@@ -418,7 +418,7 @@ class XmapSkillKernel(TunableKernel):
     template = "xmap_lookup/xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1, 2), "LANES": (0, 1),
                                 "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4, 8, 16, 32),
-                                "LMAJ": (0, 1), "CM": (0, 1), "ST": (0, 1), "CH": (8, 16, 32),
+                                "LMAJ": (0, 1), "CM": (0, 1), "ST": (0, 1), "CH": (8, 16),
                                 "SPL": (1, 2, 4, 8)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint,
                         filled={"LMAJ": 0, "CM": 0, "ST": 0, "CH": 16, "SPL": 1})
