@@ -329,13 +329,19 @@ def class_major_rows(nq: int, wg: int) -> np.ndarray:
     return np.concatenate([np.arange(r, nq, wg) for r in range(min(wg, nq))]).astype(np.int64)
 
 
+def subtrees(params: Params, wg: int) -> int:
+    """Work-items a target and library of a skill layout (SPL): staged layouts only, at
+    most one a query class of the ``wg``-class reduction tree."""
+    return min(int(params.get("SPL", 1)), wg) if params.get("ST", 0) else 1
+
+
 def skill_geometry(params: Params, ntg: int, nb: int, wg: int) -> tuple[tuple, tuple]:
     """(global, local) size of ``xmap_skill`` for ``ntg`` targets and ``nb`` libraries:
     target lanes (LANES) or TJ targets per work-group of ``wg`` queries."""
     lb = int(params.get("LB", 1))
     if params["LANES"]:
         tiles, nlg, lwg = -(-ntg // (params["LWG"] * params["TJ"])), -(-nb // lb), params["LWG"]
-        nl = lb * (min(int(params.get("SPL", 1)), wg) if params.get("ST", 0) else 1)
+        nl = lb * subtrees(params, wg)
         if params.get("LMAJ", 0):  # libraries first (_lanes.mako)
             return (nlg * lwg, tiles * nl), (lwg, nl)
         return (tiles * lwg, nlg * nl), (lwg, nl)
@@ -478,7 +484,7 @@ class XmapSkillKernel(TunableKernel):
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
              **params, "INL": int(inline_vector_ops(be.info))}
         if p["ST"]:
-            p["SPL"] = min(p["SPL"], p["WG"])  # at least one query class a subtree
+            p["SPL"] = subtrees(p, p["WG"])
             p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info, p["SPL"],
                                   split_roots_bytes(p, be.info))
         else:
