@@ -104,10 +104,14 @@ def test_edges_and_float64(device, kw):
     {"WG": 1, "TILE": 16, "QB": 1, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0},
     {"WG": 4, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0, "LPB": 64},
     {"WG": 1, "TILE": 32, "QB": 1, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0, "LPB": 32},
+    {"WG": 16, "TILE": 16, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1, "CQ": 1},
+    {"WG": 8, "TILE": 32, "QB": 5, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 1, "CQ": 1},
 ], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe", "key16", "key4",
-        "key16-lpb64", "key4-lpb32"])
+        "key16-lpb64", "key4-lpb32", "split2-qe-cq", "qe-cq-r4"])
 def test_variants_give_identical_tables(device, params):
-    """Insertion modes and library splits (merged after) keep the total order."""
+    """Insertion modes and library splits (merged after) keep the total order; so do
+    candidate lanes (CQ), which visit a tile's candidates in the order their atomics
+    ran (the lists keep the best K under a total order: any visiting order)."""
     x = _series(integer=True)
     kw = CASES["segments"]
     _, _, sk0, p0 = _fused(device, x, 5, **kw)
@@ -246,7 +250,7 @@ def test_tuning_family_registered_and_case_runs():
 
 
 def test_oclgrind_clean():
-    """Both insertion modes and the split + merge run clean (bounds, races,
+    """Both insertion modes, candidate lanes and the split + merge run clean (bounds, races,
     uninitialised values) at a tiny size and agree with PoCL bit for bit on the
     neighbour order (predictions within float32 rounding: Oclgrind has its own libm)."""
     code = """
@@ -260,6 +264,8 @@ def test_oclgrind_clean():
         out = []
         for p in ({"WG": 8, "TILE": 8, "QB": 3, "SPLIT": 1, "INS": "q", "VEC": 1, "ANY": 0},
                   {"WG": 4, "TILE": 8, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
+                  {"WG": 4, "TILE": 8, "QB": 3, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 1,
+                   "CQ": 1},
                   {"WG": 2, "TILE": 16, "QB": 2, "SPLIT": 1, "INS": "q", "VEC": 4, "ANY": 0}):
             sk, pred = run_fused(clkernels.get_backend(), lay, x, None, np.float32, "float",
                                  params=p, predictions=True)

@@ -25,14 +25,17 @@ from .knn import launch_spec
 TEMPLATE = "knn_scan/knn_scan.cl.mako"
 #: candidate bits per (query, library lane) are one 32-bit word
 MAX_FUSED_E = 32
+#: parameters an entry may omit (tuned before they existed), as they read then
+OPTIONAL = {"VEC": 1, "ANY": 0, "LPB": 0, "CQ": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        # the H100 tuning winner at every (Emax, L) bucket (quick runs): few queries per
-        # work-group keep the per-(query, E) lists small enough for high occupancy
-        return {"WG": 64, "TILE": 128, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1,
-                "LPB": 0}
+        # per-(query, E) lists over each query's candidate lanes (CQ) in small tiles: the
+        # H100's winners (E 1..10 / 1..20, L 5,000 / 32,768) hold WG 32, SPLIT 1, and
+        # TILE 64 but at E 1..10, L 32,768 (TILE 128, 4% faster than this)
+        return {"WG": 32, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 1,
+                "LPB": 0, "CQ": 1}
     # CPUs: one query per work-item, its lists of every E in private memory (INS "key");
     # Intel's runtime, 2-core Zen 5, E=1..20: tuning case n=5,000 0.31 s vs 0.78 s for
     # the local-memory lists ("q", WG 4, TILE 64, QB 16), the same tables
@@ -45,7 +48,8 @@ def _heuristic(info: DeviceInfo) -> Params:
 def _local_bytes(p: Params, emax: int, kt: int, item: int) -> int:
     if p["INS"] == "key":  # lists in private memory, the library read from the series
         return 0
-    return p["QB"] * (2 * emax * item + 16 + p["TILE"] * 4 + kt * (item + 4))
+    cq = 8 + 2 * p["TILE"] if p.get("CQ", 0) else 0  # candidate counts and lanes
+    return p["QB"] * (2 * emax * item + 16 + p["TILE"] * 4 + kt * (item + 4) + cq)
 
 
 def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int = 4) -> bool:
@@ -62,6 +66,8 @@ def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int 
                 and (lpb == 0 or (lpb > vec and p["TILE"] % lpb == 0)))
     if lpb:  # the private-list scan's branch grouping only
         return False
+    if p.get("CQ", 0) and (p["INS"] != "qe" or not p.get("ANY", 0)):
+        return False  # candidate lanes: the per-(query, E) insertion with candidate words
     lanes = p["WG"] * vec
     if p["TILE"] % lanes or p["TILE"] // lanes > 4:
         return False
@@ -95,10 +101,10 @@ class KnnScanKernel(TunableKernel):
     space = TuningSpace(
         params={"WG": (1, 2, 4, 8, 16, 32, 64, 128, 256), "TILE": (16, 32, 64, 128, 256, 512),
                 "QB": (2, 4, 8, 16, 32), "SPLIT": (1, 2, 4, 8), "INS": ("q", "qe", "key"),
-                "VEC": (1, 4, 8, 16), "ANY": (0, 1), "LPB": (0, 32, 64)},
+                "VEC": (1, 4, 8, 16), "ANY": (0, 1), "LPB": (0, 32, 64), "CQ": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
-        filled={"LPB": 0},
+        filled={"LPB": 0, "CQ": 0},
     )
 
     @staticmethod
@@ -127,7 +133,7 @@ class KnnScanKernel(TunableKernel):
 
     def fitted_params(self, be: Backend, spec: dict[str, Any], size: int) -> Params:
         """Tuned parameters at ``size``, QB lowered until the lists fit local memory."""
-        p = {"VEC": 1, "ANY": 0, "LPB": 0, **lookup(self, be.info, self.spec_bucket(spec),
+        p = {**OPTIONAL, **lookup(self, be.info, self.spec_bucket(spec),
                                 self.size_bucket(size)).params}
         item = 8 if spec["REAL"] == "double" else 4
         kt = sum(k_per_e(spec["EMAX"], spec["KNN"]))
@@ -149,7 +155,7 @@ class KnnScanKernel(TunableKernel):
         """The kernels :meth:`launch` builds for ``params`` / ``spec``, as
         ``(template, params, name)`` (for :meth:`clkernels.Backend.prebuild`): the scan,
         and its merge when SPLIT > 1."""
-        params = {"VEC": 1, "ANY": 0, "LPB": 0, **params}
+        params = {**OPTIONAL, **params}
         full = {**launch_spec(be, spec), **params}
         names = ("knn_scan", "knn_scan_merge") if params["SPLIT"] > 1 else ("knn_scan",)
         return [(self.template, full, name) for name in names]
@@ -162,7 +168,7 @@ class KnnScanKernel(TunableKernel):
         ``nseries`` > 1: series ``b`` at ``x_dev + xoff + b * xstride`` (one layout for all),
         tables ``(nseries, EMAX, nq, KMAX)`` (partials ``(nseries, SPLIT, ...)``)."""
         reqs = self.requests(be, params, spec)
-        params = {"VEC": 1, "ANY": 0, "LPB": 0, **params}
+        params = {**OPTIONAL, **params}
         spec = launch_spec(be, spec)  # as knn's, so the tables stay bit-identical
         split = params["SPLIT"]
         chunk = round_up(-(-nl // split), params["TILE"])

@@ -139,7 +139,11 @@ class _KnnCase(TuningCase):
 def _scan_heuristic(info: DeviceInfo) -> Params:
     # CPUs: knn_scan's private lists (INS "key"); Intel's runtime, 2-core Zen 5, batch
     # case E=1..10, n=1,000: 2.3 vs 8.1 ns per (query, library row) for the
-    # local-memory lists ("q"); E=1..20 15 vs 33 ns
+    # local-memory lists ("q"); E=1..20 15 vs 33 ns. GPUs: the H100's winners at
+    # E 1..10 / 1..20 and 1,024 / 4,096 rows, batches of 64 series, take one tile per
+    # 32 work-items (QB 4 at E 1..20, 8 at E 1..10)
+    if info.is_gpu:
+        return dict(KNN_SCAN.space.heuristic(info), SPLIT=1, TILE=32)
     return dict(KNN_SCAN.space.heuristic(info), SPLIT=1)
 
 

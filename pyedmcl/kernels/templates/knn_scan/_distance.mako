@@ -36,7 +36,12 @@
             {
                 const unsigned int cb = dist_rows(qp[${i}], ll${r}) > radius ? (bits${r} & m${r}) : 0u;
                 cbits[${i}][lt${r}] = cb;
-% if ANY:
+% if CQ:
+                if (cb) {
+                    atomic_or(&qany[cur][${i}], cb);
+                    clist[${i}][atomic_inc(&ncand[cur][${i}])] = (ushort)lt${r};
+                }
+% elif ANY:
                 if (cb) atomic_or(&qany[cur][${i}], cb);
 % endif
             }

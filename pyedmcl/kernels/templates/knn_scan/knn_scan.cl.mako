@@ -1,4 +1,4 @@
-## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, LPB, FMA, ORD, INL
+## params: EMAX, TAU, KNN, METRIC, REAL, WG, TILE, QB, SPLIT, INS, VEC, ANY, LPB, FMA, ORD, INL, CQ
 ## version: 1
 ## legacy-hashes: e8c24d86159cdd4c
 ## Embedding-dimension scan: the exact k-NN tables of E = 1..EMAX in one pass.
@@ -75,6 +75,7 @@
     R = TILE // (WG * VEC)
     PAD = (EMAX - 1) * TAU
     assert (INS == "key" or TILE % (WG * VEC) == 0) and EMAX <= 32 and TAU > 0 and not (ANY and VEC > 1)
+    assert not CQ or (INS == "qe" and ANY and TILE <= 65536)
 %>\
 ${metric.real_type(REAL)}
 #define PAD ${PAD}
@@ -130,6 +131,10 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
     __local int qem[${QB}];
     __local unsigned int cbits[${QB}][${TILE}];
     __local unsigned int qany[2][${QB}];  /* OR of a tile's masks per query (double-buffered) */
+% if CQ:
+    __local int ncand[2][${QB}];  /* a tile's candidate lanes per query (double-buffered) */
+    __local ushort clist[${QB}][${TILE}];  /* ... and the lanes, in any order */
+% endif
     __local real_t topd[${QB}][${KT}];
     __local int topi[${QB}][${KT}];
 
@@ -147,6 +152,10 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
         qem[i] = em;
         qany[0][i] = 0u;
         qany[1][i] = 0u;
+% if CQ:
+        ncand[0][i] = 0;
+        ncand[1][i] = 0;
+% endif
 % for j in range(EMAX):
         qloc[i][${j}] = x[PAD + p - ${j * TAU}];
         thr[i][${j}] = ${j} < em ? INFINITY : (real_t)-1;
@@ -203,7 +212,11 @@ ${distance.phase(R)}\
         for (int task = lid; task < ${QB * EMAX}; task += ${WG}) {
             const int i = task / ${EMAX};
             const int j = task - i * ${EMAX};
+% if CQ:
+            if (j == 0) { qany[cur ^ 1][i] = 0u; ncand[cur ^ 1][i] = 0; }
+% else:
             if (j == 0) qany[cur ^ 1][i] = 0u;
+% endif
 % if ANY:
             if (!((qany[cur][i] >> j) & 1u)) continue;
 % else:
@@ -211,7 +224,15 @@ ${distance.phase(R)}\
 % endif
             const int p = qp[i];
             const int O = OFF[j], K = KS[j];
+% if CQ:
+            /* only the lanes with a candidate for this query; the lists hold the best K
+               of the candidates under a total order, so the visiting order is free */
+            const int nc = ncand[cur][i];
+            for (int c = 0; c < nc; ++c) {
+                const int t = clist[i][c];
+% else:
             for (int t = 0; t < ${TILE}; ++t) {
+% endif
                 if (!((cbits[i][t] >> j) & 1u)) continue;
                 const int l = t0 + base + t;
                 const int key = tie_key(p, l);
