@@ -94,7 +94,8 @@ class KnnScanKernel(TunableKernel):
     """Tunable family ``knn_scan``: WG, TILE (library lanes), QB (queries per group),
     SPLIT (library chunks per query group, merged after), INS (insertion mode), VEC
     (explicit vector width of the distance block: CPUs), LPB (INS "key": library lanes
-    whose candidate tests share one branch; 0: one vector's)."""
+    whose candidate tests share one branch; 0: one vector's), CQ (INS "qe" with ANY:
+    each query's candidate lanes listed, so an insertion visits only those: GPUs)."""
 
     name = "knn_scan"
     template = TEMPLATE
