@@ -136,6 +136,78 @@ def test_row_ranges_identical(device, monkeypatch):
     assert _same(_hists(pe.rqa(x[:300], devices=bes, **kw)), _hists(ref))
 
 
+#: the row path with SYM: whole-row walks (CPUs, HCH 0) and the GPU's chunked walks with
+#: their joins (HCH 8: 512 columns a chunk, several per row at these sizes)
+SYM_PARAMS = [
+    {"VEC": 4, "WG": 4, "EDGE": 32, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 1, "WALK": 1},
+    {"VEC": 1, "WG": 32, "EDGE": 64, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1, "WALK": 1,
+     "UNR": 1, "PACK": 1, "PLANES": 1, "HCH": 8},
+]
+
+
+@pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked"])
+def test_row_ranges_symmetric(device, p):
+    """SYM on row ranges (upper triangle only; each range joins its columns through the
+    diagonal with its own rows' runs): on one device and on two, with and without OVL,
+    the histograms and recurrences of the one-device SYM run and of the whole matrix
+    (SYM 0); auto-RQA with laminar stretches (runs across ranges and chunks), the Theiler
+    band removed from the matrix with white lines at the border dropped, and joint RQA."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    bes = two_backends(device)
+    H = lambda h: (h.diagonal, h.vertical, h.white, h.n_recurrences)  # noqa: E731
+    x = logistic(702).astype(np.float32)
+    x[100:180] = 0.5  # black across those rows and columns
+    x[400:430] = 0.05
+    auto = LineSpec(2, 1, "euclidean", "float")
+    theiler = LineSpec(3, 2, "euclidean", "float", theiler_matrix=True, white_border=False)
+    joint = LineSpec(2, 1, "maximum", "float", joint=True)
+    cases = [(auto, x, None, 700, [(1, 700)], 0), (theiler, x, None, 698, [(3, 698)], 3),
+             (joint, x, x[::-1].copy(), 700, [(1, 700)], 1)]
+    for spec, a, a2, n, dr, w in cases:
+        kw = dict(spec=spec, n_rows=n, n_cols=n, diag_ranges=dr, w=w, x2=a2, y2=a2, thr2=0.2)
+        whole = dnr.detect_lines(bes[:1], a, a, 0.09, params=dict(p, SYM=0), **kw)
+        ref = dnr.detect_lines(bes[:1], a, a, 0.09, symmetric=True, params=p, **kw)
+        assert ref.symmetric and _same(H(ref), H(whole)), spec
+        for height in (p["EDGE"], 200):
+            for devs in (bes[:1], bes):
+                for ovl in (0, 1):
+                    got = dnr.detect_lines(devs, a, a, 0.09, band=height, split="rows",
+                                           symmetric=True, params=dict(p, OVL=ovl), **kw)
+                    assert got.symmetric, (spec, height, len(devs), ovl)
+                    assert _same(H(got), H(ref)), (spec, height, len(devs), ovl)
+    # the ranges a two-device run cuts by time (no height): alike devices, one each
+    got = dnr.detect_lines(bes, x, x, 0.09, split="rows", symmetric=True, params=p,
+                           spec=auto, n_rows=700, n_cols=700, diag_ranges=[(1, 700)])
+    ref = dnr.detect_lines(bes[:1], x, x, 0.09, symmetric=True, params=p, spec=auto,
+                           n_rows=700, n_cols=700, diag_ranges=[(1, 700)])
+    assert got.symmetric and _same(H(got), H(ref))
+
+
+def test_row_ranges_symmetric_cost():
+    """SYM ranges: a block's column cells are its columns from its first row on, its row
+    walks add HORIZONTAL_COST of them; equal time per range within a block's time."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    n, edge = 1000, 16
+    m = dnr._Matrix(LineSpec(1, 1, "euclidean", "float"), n, n, 0.1, 0.0, 0)
+    diag = [(1, n)]
+    starts = np.arange(0, n, edge)
+    cols = np.minimum(edge, n - starts) * (n - starts)
+    i = np.arange(n)
+    dcells = np.add.reduceat(np.clip(n - i - 1, 0, None), starts)
+    cost = (1 + ranges_mod.HORIZONTAL_COST) * cols + ranges_mod.DIAGONAL_COST * dcells
+    for count in (2, 3, 5):
+        rs = sorted(ranges_mod.plan_ranges(m, True, diag, edge, count, per_device=1, sym=True),
+                    key=lambda r: r.r0)
+        assert len(rs) == count and rs[0].r0 == 0 and rs[-1].r1 == n
+        b = [(r.r0 // edge, -(-r.r1 // edge)) for r in rs]
+        assert [r.cells for r in rs] == [int(cols[u:v].sum() + dcells[u:v].sum()) for u, v in b]
+        share = cost.sum() / count
+        assert max(abs(cost[u:v].sum() - share) for u, v in b) <= cost[0]
+        assert rs[0].r1 - rs[0].r0 < rs[-1].r1 - rs[-1].r0  # the top rows hold more cells
+
+
 @pytest.mark.parametrize("split", ["lanes", "rows"])
 def test_slow_device_takes_fewer_bands(device, small_bands, split, monkeypatch):
     """Dynamic balance: a device slowed down on the host takes fewer tasks (bands or

@@ -231,7 +231,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
             raise RuntimeError("several devices and Dask need the band runner: import "
                                "pyedmcl.rqa.multi (import pyedmcl does)")
         return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
-                           diag_ranges, scheduler, n_workers, band, split)
+                           diag_ranges, scheduler, n_workers, band, split, symmetric=symmetric)
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
     share = vertical and order == "row" and len(backends) == 1 and n_cols > 0
@@ -418,14 +418,17 @@ def _plan(st: _DevState, m: _Matrix, order: str) -> list[_Launch]:
     return plan
 
 
-def _row_blocks(task: _Task, e: int, m: _Matrix, sym: bool, chunked: bool = False
-                ) -> list[_Launch]:
+def _row_blocks(task: _Task, e: int, m: _Matrix, sym: bool, chunked: bool = False,
+                rows: tuple[int, int] | None = None) -> list[_Launch]:
     """Row order: per row block one launch over the band, chunked for 32-bit counts.
     Horizontal: the row block's 64-row words, or (``chunked``: HCH) its 32-row planes in
-    launches of at most 2^31 cells, then one hjoin launch over the block's rows."""
+    launches of at most 2^31 cells, then one hjoin launch over the block's rows.
+    ``rows``: the blocks of rows ``r0 .. r1 - 1`` only (a row range; ``r0`` on a block
+    boundary), else every row."""
+    lo_row, hi_row = rows if rows is not None else (0, m.n_rows)
     out = []
-    for r0 in range(0, m.n_rows, e):
-        nr = min(e, m.n_rows - r0)
+    for r0 in range(lo_row, hi_row, e):
+        nr = min(e, hi_row - r0)
         if task.mode == "horizontal" and chunked:
             planes = (nr + 31) // 32
             step = max(1, (_U32_SAFE // 2) // (32 * max(1, m.n_cols - r0)))

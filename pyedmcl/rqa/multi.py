@@ -28,13 +28,16 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
                  x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                  edge: int | None, tcol: np.ndarray | None, vertical: bool,
                  diag_ranges: list[tuple[int, int]], scheduler: Any, n_workers: int,
-                 band: int | None, split: str = "auto") -> Histograms:
+                 band: int | None, split: str = "auto", *, symmetric: bool = False
+                 ) -> Histograms:
     """Independent tasks over ``backends`` (one host thread each, the next task to the
     first free device) or, with ``scheduler``, Dask workers. ``split``: ``"lanes"``
     (lane bands of ``band`` lanes, None or 0: :func:`~pyedmcl.rqa.bands.default_width`),
     ``"rows"`` (row ranges of ``band`` rows, :mod:`pyedmcl.rqa.ranges`:
     the SHARE path kept) or ``"auto"`` (:data:`SPLIT`; ``"auto"`` there: rows where
-    every device's parameters take SHARE, else lanes)."""
+    every device's parameters take SHARE, else lanes). ``symmetric``: the matrix is
+    symmetric; row ranges on threads then take SYM where every device's parameters do
+    (Dask workers and lane bands walk the whole matrix)."""
     if split == "auto":
         split = SPLIT
     if split not in ("auto", "lanes", "rows"):
@@ -56,7 +59,7 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
                         vertical, diag_ranges)
     if split == "rows":
         return _detect_ranges(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
-                              diag_ranges, n_fold, band)
+                              diag_ranges, n_fold, band, symmetric)
     devs = [BandDevice(be, m, x, y, x2, y2, params, edge, tcol, n_fold) for be in backends]
     for dev in devs:
         dev.build()
@@ -104,16 +107,24 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                    x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                    edge: int | None, tcol: np.ndarray | None, vertical: bool,
                    diag_ranges: list[tuple[int, int]], n_fold: int,
-                   height: int | None) -> Histograms:
-    """Row ranges (:mod:`pyedmcl.rqa.ranges`) over ``backends``, one thread each."""
-    devs = [RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical, diag_ranges,
-                        n_fold) for be in backends]
+                   height: int | None, symmetric: bool = False) -> Histograms:
+    """Row ranges (:mod:`pyedmcl.rqa.ranges`) over ``backends``, one thread each; SYM
+    (``symmetric``) only where every device takes it (a range joins its columns through
+    the diagonal with its own rows' runs: one device walking the whole matrix beside one
+    walking the upper triangle would count the lower triangle twice)."""
+    def devices(sym: bool) -> list[RangeDevice]:
+        return [RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical, diag_ranges,
+                            n_fold, symmetric=sym) for be in backends]
+
+    devs = devices(symmetric)
+    if symmetric and not all(d.sym for d in devs) and any(d.sym for d in devs):
+        devs = devices(False)
     for dev in devs:
         dev.build()
     # range boundaries on row blocks of the first device; any other edge only chunks
     # a range differently (same counts)
     ranges = plan_ranges(m, vertical, diag_ranges, devs[0].st.params["EDGE"], len(devs),
-                         height or None, _ranges_per_device(backends))
+                         height or None, _ranges_per_device(backends), sym=devs[0].sym)
     t0 = time.perf_counter()
     run_threads(devs, ranges)
     seconds = time.perf_counter() - t0
@@ -132,6 +143,7 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                       per_device=[d.be.info.selector for d in devs],
                       events=[e for d in devs for e in d.st.events],
                       shared=any(d.st.params["SHARE"] for d in devs),
+                      symmetric=any(d.sym for d in devs),
                       overlapped=any(d.st.params.get("OVL", 0) for d in devs),
                       device_tasks=[d.ranges for d in devs])
 

@@ -16,6 +16,15 @@ runs close at the matrix border. Recurrence counts: the warm-up's counts stay in
 the carries (white lines under ``white_border=False`` need "a recurrence above")
 and are subtracted once. The histograms are integer sums of the same lines as the
 one-device run: bit-identical.
+
+SYM (a symmetric matrix, every device on the SYM path): a range walks the upper
+triangle of its rows, its rows' horizontal runs right of the diagonal, and joins each
+of its columns ``j`` (``r0 <= j < r1``: the range holds that column's diagonal cell)
+through the diagonal with row ``j``'s first and last runs (``rqa_symjoin``), as one
+device joins every column. Columns right of the range need the carries the rows above
+leave (warm-ups, as above: those cells are all above the diagonal); columns left of
+it have no cell in the range. Recurrences: twice the range's (above the diagonal) plus
+its diagonal cells.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from clkernels.tuning import Params
 from ..kernels.rqa_lines import RQA_LINES
 from . import dnr
 from .bands import MAX_IN_FLIGHT
-from .dnr import _U32_SAFE, _choose_paths, _device_state, _DevState, _Launch, _Matrix, _Task
+from .dnr import _choose_paths, _device_state, _DevState, _Launch, _Matrix, _Task
 
 #: ranges per device the default split aims at: devices of different speed (a dynamic
 #: queue evens them out with several each)
@@ -46,6 +55,10 @@ ALIKE_RANGES_PER_DEVICE = 1
 #: H200s, N = 2*10^6, E = 3, the devices' last launches end 1.92 / 1.94 s apart at
 #: 0.15 (1.87 / 1.99 s at 0.3, 1.77 / 2.11 s at 0.6)
 DIAGONAL_COST = 0.15
+#: SYM: wall time a row's horizontal walk and join add per upper-triangle cell relative
+#: to the vertical launch's (H100, N = 946,303, Roessler, one device: vertical 0.123 s,
+#: row walks and joins 0.097 s over the same cells)
+HORIZONTAL_COST = 0.8
 
 
 @dataclass(frozen=True)
@@ -59,11 +72,13 @@ class RowRange:
 
 def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], edge: int,
                 n_devices: int, height: int | None = None,
-                per_device: int = RANGES_PER_DEVICE) -> list[RowRange]:
+                per_device: int = RANGES_PER_DEVICE, sym: bool = False) -> list[RowRange]:
     """Ranges of whole row blocks, largest first: ``height`` rows each (rounded up to
     blocks), else about ``per_device`` ranges per device of equal time (column cells
     plus :data:`DIAGONAL_COST` per diagonal cell; the diagonals' cells lie mostly in
-    the top rows, so equal heights would not balance them)."""
+    the top rows, so equal heights would not balance them). ``sym``: the column cells
+    are a block's columns from its first row on, and its rows' walks
+    (:data:`HORIZONTAL_COST`) add as many."""
     blocks = -(-m.n_rows // edge)
     starts = np.arange(0, m.n_rows, edge)
     block_diag = np.zeros(blocks, np.int64)  # diagonal cells per row block
@@ -75,33 +90,29 @@ def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], 
             diag += np.clip(np.minimum(hi, m.n_cols - rows) - np.maximum(lo, -rows), 0, None)
         block_diag[r0 // edge: r0 // edge + -(-rows.size // edge)] = np.add.reduceat(
             diag, np.arange(0, rows.size, edge))
-    block_cols = np.diff(np.append(starts, m.n_rows)) * (m.n_cols if vertical else 0)
-    block_cells = block_cols + block_diag
+    heights = np.diff(np.append(starts, m.n_rows))
+    if sym and vertical:  # columns j >= the block's first row (the launches' lanes)
+        block_cols = heights * np.maximum(0, m.n_cols - starts)
+        block_cells = (1 + HORIZONTAL_COST) * block_cols
+    else:
+        block_cols = heights * (m.n_cols if vertical else 0)
+        block_cells = block_cols
+    block_cells = block_cells + block_diag
     if height:
         per = -(-height // edge)
         cuts = list(range(0, blocks, per)) + [blocks]
     else:
         count = max(1, min(blocks, n_devices * per_device))
-        cum = np.cumsum(block_cols + DIAGONAL_COST * block_diag)
+        cum = np.cumsum(block_cells - block_diag + DIAGONAL_COST * block_diag)
         total = float(cum[-1]) if blocks else 0.0
         # block b ends range r when the time up to it reaches r / count of the total
         ends = np.searchsorted(cum, [total * r / count for r in range(1, count)], side="left")
         cuts = sorted({0, blocks, *(int(e) + 1 for e in ends if int(e) + 1 < blocks)})
     out = []
     for b0, b1 in zip(cuts[:-1], cuts[1:], strict=False):
-        out.append(RowRange(b0 * edge, min(m.n_rows, b1 * edge), int(block_cells[b0:b1].sum())))
+        out.append(RowRange(b0 * edge, min(m.n_rows, b1 * edge),
+                            int((block_cols[b0:b1] + block_diag[b0:b1]).sum())))
     return sorted(out, key=lambda r: (-r.cells, r.r0))
-
-
-def _blocks(task: _Task, e: int, r0: int, r1: int) -> list[_Launch]:
-    """Row-order launches of ``task`` over rows ``r0 .. r1 - 1`` (32-bit safe chunks)."""
-    out = []
-    for b in range(r0, r1, e):
-        nr = min(e, r1 - b)
-        step = max(e, (_U32_SAFE // max(nr, 1)) // 2)
-        for l0 in range(task.lo, task.hi, step):
-            out.append(_Launch(b, task, b, nr, l0, min(step, task.hi - l0)))
-    return out
 
 
 class RangeDevice:
@@ -111,10 +122,15 @@ class RangeDevice:
     def __init__(self, be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
                  x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                  edge: int | None, tcol: np.ndarray | None, vertical: bool,
-                 diag_ranges: list[tuple[int, int]], n_fold: int):
+                 diag_ranges: list[tuple[int, int]], n_fold: int, symmetric: bool = False):
         self.m, self.n_fold, self.vertical, self.diag_ranges = m, n_fold, vertical, diag_ranges
         self.st: _DevState = _device_state(be, m, x, y, x2, y2, params, edge, tcol)
-        _choose_paths(self.st, m, vertical and m.n_cols > 0, False, diag_ranges)
+        _choose_paths(self.st, m, vertical and m.n_cols > 0, symmetric, diag_ranges)
+        #: SYM: the rows' first and last runs right of the diagonal (every range's rows)
+        self.rows: _Task | None = None
+        if self.st.params["SYM"]:
+            self.rows = _Task("horizontal", 0, m.n_cols,
+                              RQA_LINES.carry(be, self.st.params, "horizontal", m.n_rows))
         dnr._overlap(self.st, m)  # OVL: a range's diagonals in the device's second queue
         p0 = dict(self.st.params, SHARE=0, SYM=0)
         z = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
@@ -130,11 +146,21 @@ class RangeDevice:
     def be(self) -> Backend:
         return self.st.be
 
+    @property
+    def sym(self) -> bool:
+        """Whether this device runs the SYM path (the caller keeps every device alike)."""
+        return self.rows is not None
+
     def build(self) -> None:
         """Build the kernels (both paths) and the fold kernel in the calling thread."""
         for st in (self.st, self.warm):
             for mode in ("vertical", "diagonal"):
                 st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, self.m.spec, mode)
+        if self.sym:
+            modes = ("horizontal", "hjoin") if self.st.hrec is not None else ("horizontal",)
+            for mode in modes:
+                self.st.kernels[mode] = RQA_LINES.kernel(self.be, self.st.params, self.m.spec,
+                                                         mode)
         dnr._fold(self.st, 1, final=True)
 
     def _tasks(self) -> list[_Task]:
@@ -155,7 +181,8 @@ class RangeDevice:
         ``task`` into the carries of ``target`` (zeroed), scratch histograms."""
         e = self.st.params["EDGE"]
         for a, b in _groups(lanes):
-            for ln in _blocks(_Task(task.mode, a, b, target.bufs), e, w0, r0):
+            for ln in dnr._row_blocks(_Task(task.mode, a, b, target.bufs), e, self.m, False,
+                                      rows=(w0, r0)):
                 dnr._launch(self.warm, _Launch(ln.key, target, ln.row0, ln.nrows, ln.lane0,
                                                ln.nlanes), self.m, self.m.hlen)
 
@@ -170,6 +197,8 @@ class RangeDevice:
             todo = np.arange(task.lo, task.hi)
             if task.mode == "diagonal":  # lanes with cells on both sides of row r0
                 todo = todo[(diagonal_end(m, todo) > r0) & (np.maximum(0, -todo) < r0)]
+            elif self.sym:  # SYM: columns left of the range have no cell in it
+                todo = todo[todo >= r0]
             self._warm_lanes(task, task, todo, w0, r0)
             lanes.append(todo)
         reads = [[be.to_host_async(b) for b in t.bufs] for t in tasks]
@@ -203,10 +232,12 @@ class RangeDevice:
         tasks = self._tasks()
         if rr.r0 > 0:
             tasks = self._warm(tasks, rr.r0)
-        e = self.st.params["EDGE"]
-        plan = [ln for t in tasks for ln in _blocks(t, e, rr.r0, rr.r1)]
+        e, sym = self.st.params["EDGE"], self.sym
+        chunked = sym and self.st.hrec is not None
+        plan = [ln for t in tasks + ([self.rows] if sym else [])
+                for ln in dnr._row_blocks(t, e, self.m, sym, chunked, rows=(rr.r0, rr.r1))]
         if self.st.params["SHARE"]:  # per row block: its vertical launches, then diagonals
-            plan.sort(key=lambda ln: ln.key)
+            plan.sort(key=lambda ln: ln.key)  # (then SYM's row walks: a stable sort)
         dnr.begin_overlap(self.st, rr.r0)
         n0 = len(self.st.events)
         for ln in plan:
@@ -240,6 +271,9 @@ class RangeDevice:
                 ka, kb = _diagonals_ending(m, task.lo, task.hi, rr)
                 RQA_LINES.add_runs(be, task.bufs[0], kb - ka, self.st.h32["d"], ka - task.lo)
                 added = True
+            elif task.mode == "vertical" and self.sym:
+                self._join(task, rr)
+                added = True
             elif task.mode == "vertical" and rr.r1 == m.n_rows:
                 n = task.hi - task.lo
                 RQA_LINES.add_runs(be, task.bufs[0], n, self.st.h32["v"])
@@ -249,11 +283,35 @@ class RangeDevice:
         if added:
             dnr._fold(self.st, m.hlen, final=True)
         out = [be.to_host(self.st.h64[k]) for k in ("d", "v", "w")]
+        if "hv" in self.st.h64:  # SYM's chunked row walks and joins
+            out[1] = out[1] + be.to_host(self.st.h64["hv"])
+            out[2] = out[2] + be.to_host(self.st.h64["hw"])
         n_rec = -self.seeded
         for task, _ in self.open:
             if task.mode == "vertical":  # the recurrences its columns counted
                 n_rec += int(be.to_host(task.bufs[2])[: task.hi - task.lo].sum(dtype=np.int64))
+        if self.sym:  # above the diagonal, mirrored; plus the ranges' diagonal cells
+            rows = sum(rr.r1 - rr.r0 for t, rr in self.open if t.mode == "vertical")
+            n_rec = 2 * n_rec + rows * int(dnr._diag_black(m))
         return out[0], out[1], out[2], n_rec
+
+    def _join(self, task: _Task, rr: RowRange) -> None:
+        """SYM: columns ``rr.r0 .. rr.r1 - 1`` (their diagonal cells are this range's)
+        joined through the diagonal with their rows' first and last runs, counted into
+        the 32-bit histograms (the column carries copied out at the range's first column:
+        the join reads them from its first lane)."""
+        be, m, n = self.be, self.m, rr.r1 - rr.r0
+        col, a = [], rr.r0 - task.lo
+        for buf in task.bufs:
+            try:
+                part = be.empty(n, np.uint32)
+                be.copy_within(part, 0, buf, a, n)
+            except NotImplementedError:  # a backend without device copies: via the host
+                part = be.to_device(np.ascontiguousarray(be.to_host(buf)[a:a + n]))
+            col.append(part)
+        RQA_LINES.sym_join(be, tuple(col), self.rows.bufs, rr.r0, n, m.n_cols,
+                           dnr._diag_black(m), m.spec.white_border, m.hlen,
+                           self.st.h32["v"], self.st.h32["w"])
 
 
     def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -261,7 +319,7 @@ class RangeDevice:
         device totals and records (Dask: one range per call)."""
         self.finish()
         out = self.collect()
-        for k in ("d", "v", "w"):
+        for k in self.st.h64:
             self.st.be.fill(self.st.h64[k], 0)
         self.open.clear()
         self.seeded = 0
