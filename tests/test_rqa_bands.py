@@ -176,6 +176,8 @@ def test_row_ranges_symmetric(device, p):
                                            symmetric=True, params=dict(p, OVL=ovl), **kw)
                     assert got.symmetric, (spec, height, len(devs), ovl)
                     assert _same(H(got), H(ref)), (spec, height, len(devs), ovl)
+                    # OVL with SYM: the chunked row walks in the second queue
+                    assert got.overlapped == bool(ovl and "HCH" in p and devs[0].streams > 1)
     # the ranges a two-device run cuts by time (no height): alike devices, one each
     got = dnr.detect_lines(bes, x, x, 0.09, split="rows", symmetric=True, params=p,
                            spec=auto, n_rows=700, n_cols=700, diag_ranges=[(1, 700)])
