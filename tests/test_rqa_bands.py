@@ -318,6 +318,9 @@ def test_dask_local_cluster_identical(split, monkeypatch):
             got = pe.rqa(x, E=3, tau=2, radius=0.3, scheduler=client, **kw)
             assert _same(_hists(got), _hists(ref)), kw
             assert sum(got.settings["device_tasks"]) >= 2
+            # row ranges keep SYM where the one-device run takes it (decision 0084)
+            assert bool(got.settings.get("symmetric")) == (
+                split == "rows" and bool(ref.settings.get("symmetric"))), kw
         ref = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, edge=50)
         got = pe.cross_rqa(x, y, E=2, tau=1, radius=0.2, theiler=3, scheduler=client, edge=50)
         assert _same(_hists(got), _hists(ref))
@@ -326,6 +329,60 @@ def test_dask_local_cluster_identical(split, monkeypatch):
                            edge=64)
         assert _same(_hists(got), _hists(ref))
     assert threading.active_count() < 50
+
+
+def test_dask_ranges_mixed_sym_run_again(monkeypatch):
+    """Row ranges on Dask whose workers do not all take SYM (here: one worker's device
+    refuses it) are run again without SYM: the one-device histograms, not a mix of the
+    upper-triangle and whole-matrix walks."""
+    distributed = pytest.importorskip("distributed")
+    from pyedmcl.rqa import ranges
+
+    monkeypatch.setattr(multi, "SPLIT", "rows")
+    init = ranges.RangeDevice.__init__
+    made = []
+
+    def one_refuses(self, *a, symmetric=False, **kw):
+        made.append(symmetric)
+        init(self, *a, symmetric=symmetric and len(made) != 2, **kw)
+
+    monkeypatch.setattr(ranges.RangeDevice, "__init__", one_refuses)
+    x = logistic(700)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for p in SYM_PARAMS:
+            kw = dict(E=3, tau=2, radius=0.3, theiler=1, params=p)
+            ref = pe.rqa(x, **kw)
+            assert ref.settings.get("symmetric")
+            made.clear()
+            got = pe.rqa(x, scheduler=client, **kw)
+            assert _same(_hists(got), _hists(ref))
+            # the first two devices were asked for SYM, the second refused; run again
+            assert made[:2] == [True, True] and made[2:] and not any(made[2:])
+            assert not got.settings.get("symmetric")
+
+
+@pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked"])
+def test_dask_ranges_symmetric(p, monkeypatch):
+    """Row ranges as Dask tasks keep SYM (each worker joins its ranges' columns): the
+    one-device histograms, auto- and joint RQA, the Theiler band in the matrix."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(multi, "SPLIT", "rows")
+    x = logistic(700)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for kw in (dict(theiler=1), dict(theiler=2, theiler_scope="matrix", white_border=False)):
+            ref = pe.rqa(x, E=3, tau=2, radius=0.3, params=p, **kw)
+            got = pe.rqa(x, E=3, tau=2, radius=0.3, params=p, scheduler=client, **kw)
+            assert ref.settings.get("symmetric") and got.settings.get("symmetric"), kw
+            assert _same(_hists(got), _hists(ref)), kw
+            assert sum(got.settings["device_tasks"]) >= 2
+        ref = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, params=p)
+        got = pe.joint_rqa(x, x[::-1].copy(), E=2, tau=1, radius=0.2, params=p,
+                           scheduler=client)
+        assert got.settings.get("symmetric") and _same(_hists(got), _hists(ref))
 
 
 def test_cli_devices_and_scheduler_flags(tmp_path, capsys):
@@ -400,6 +457,8 @@ def test_two_gpus_threads_and_dask_identical():
     ref = pe.rqa(x, device=bes[0], **kw)
     got = pe.rqa(x, devices=bes, **kw)
     assert _same(_hists(got), _hists(ref))
+    # the two ranges keep the one GPU's upper-triangle walk (decision 0084)
+    assert bool(got.settings.get("symmetric")) == bool(ref.settings.get("symmetric"))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:

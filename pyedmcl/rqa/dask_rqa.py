@@ -17,6 +17,7 @@ uses device ``devices[i % len(devices)]``; workers with other names use the firs
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -26,6 +27,8 @@ from distributed import WorkerPlugin
 from .bands import Band, BandDevice, fold_bins
 from .dnr import Histograms, _Matrix
 from .ranges import RangeDevice, RowRange
+
+log = logging.getLogger("pyedmcl.rqa.dask")
 
 PLUGIN = "pyedmcl-rqa"
 #: private backends of this process's workers: (backend, device, selector, worker name)
@@ -75,7 +78,8 @@ class RQAWorkerPlugin(WorkerPlugin):
             if job["split"] == "rows":
                 self.dev = RangeDevice(self.be, job["m"], *data[:4], job["params"],
                                        job["edge"], data[4], job["vertical"],
-                                       job["diag_ranges"], job["n_fold"])
+                                       job["diag_ranges"], job["n_fold"],
+                                       symmetric=job.get("symmetric", False))
             else:
                 self.dev = BandDevice(self.be, job["m"], *data[:4], job["params"],
                                       job["edge"], data[4], job["n_fold"])
@@ -99,7 +103,8 @@ def _band_task(key: str, job: dict[str, Any], data: tuple, band: Band | RowRange
     task, _ = dev.run(band)
     d, v, w, n = dev.take() if job["split"] == "rows" else dev.take(task)
     return {"d": _sparse(d), "v": _sparse(v), "w": _sparse(w), "n": n,
-            "who": f"{worker.address}:{dev.be.info.selector}"}
+            "who": f"{worker.address}:{dev.be.info.selector}",
+            "sym": bool(getattr(dev, "sym", False))}
 
 
 def _client(scheduler: Any, n_workers: int) -> tuple[Any, Any, bool]:
@@ -121,9 +126,13 @@ def _client(scheduler: Any, n_workers: int) -> tuple[Any, Any, bool]:
 def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | None,
              m: _Matrix, data: tuple, params: dict[str, Any] | None, edge: int | None,
              bands: list[Band] | list[RowRange], vertical: bool = True,
-             diag_ranges: list[tuple[int, int]] | None = None) -> Histograms:
+             diag_ranges: list[tuple[int, int]] | None = None, symmetric: bool = False
+             ) -> Histograms:
     """Run ``bands`` (lane bands, or row ranges over ``vertical`` columns and
-    ``diag_ranges``) as Dask tasks and recombine the histograms (largest first)."""
+    ``diag_ranges``) as Dask tasks and recombine the histograms (largest first).
+    ``symmetric`` (row ranges): each worker's device takes SYM where its parameters do
+    (:mod:`pyedmcl.rqa.ranges`); a job whose ranges did not all take it is run again
+    without (the two walks of one matrix must not be mixed)."""
     from dask.base import tokenize
     from distributed import as_completed
 
@@ -134,7 +143,8 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
         rows = bool(bands) and isinstance(bands[0], RowRange)
         job = {"m": m, "params": None if params is None else dict(params), "edge": edge,
                "n_fold": fold_bins(m, bands), "split": "rows" if rows else "lanes",
-               "vertical": vertical, "diag_ranges": list(diag_ranges or [])}
+               "vertical": vertical, "diag_ranges": list(diag_ranges or []),
+               "symmetric": bool(symmetric and rows)}
         key = tokenize(*(a for a in data if a is not None), repr(job))
         t0 = time.perf_counter()
         sent: dict[int, Any] = {}  # auto-RQA: x is y, sent once
@@ -150,6 +160,7 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
         hist = {k: np.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
         n_rec = 0
         counts: dict[str, int] = {}
+        syms = set()
         for fut in as_completed(futs):
             out = fut.result()
             for k in hist:
@@ -157,7 +168,12 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
                 hist[k][idx] += val
             n_rec += out["n"]
             counts[out["who"]] = counts.get(out["who"], 0) + 1
+            syms.add(out.get("sym", False))
         seconds = time.perf_counter() - t0
+        if len(syms) > 1:  # some workers walked the upper triangle, some the whole matrix
+            log.info("RQA on Dask: not every worker took SYM; run again without it")
+            return run_dask(client, n_workers, devices, backend, m, data, params, edge, bands,
+                            vertical, diag_ranges, symmetric=False)
     finally:
         if own:
             client.close()
@@ -165,4 +181,4 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
             cluster.close()
     return Histograms(hist["d"][:-1], hist["v"][:-1], hist["w"][:-1], n_rec,
                       launches=0, seconds=seconds, per_device=list(counts),
-                      device_tasks=list(counts.values()))
+                      device_tasks=list(counts.values()), symmetric=syms == {True})

@@ -36,8 +36,8 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
     ``"rows"`` (row ranges of ``band`` rows, :mod:`pyedmcl.rqa.ranges`:
     the SHARE path kept) or ``"auto"`` (:data:`SPLIT`; ``"auto"`` there: rows where
     every device's parameters take SHARE, else lanes). ``symmetric``: the matrix is
-    symmetric; row ranges on threads then take SYM where every device's parameters do
-    (Dask workers and lane bands walk the whole matrix)."""
+    symmetric; row ranges then take SYM where every device's parameters do (lane bands
+    walk the whole matrix)."""
     if split == "auto":
         split = SPLIT
     if split not in ("auto", "lanes", "rows"):
@@ -53,10 +53,11 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
 
         tasks = bands if split == "lanes" else plan_ranges(
             m, vertical, diag_ranges, _edge(backends[0], m, params, edge), n_dev,
-            band or None, _ranges_per_device(backends))
+            band or None, _ranges_per_device(backends),
+            sym=symmetric and _sym_params(backends, m, params))
         return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
                         backends[0].name, m, (x, y, x2, y2, tcol), params, edge, tasks,
-                        vertical, diag_ranges)
+                        vertical, diag_ranges, symmetric=symmetric and split == "rows")
     if split == "rows":
         return _detect_ranges(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
                               diag_ranges, n_fold, band, symmetric)
@@ -82,6 +83,19 @@ def _shares(backends: list[Backend], m: _Matrix, params: Params | None, vertical
         p = dict(params) if params is not None else dict(
             RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
         if not (p.get("SHARE", 0) and p.get("BITS", 0) == 2):
+            return False
+    return True
+
+
+def _sym_params(backends: list[Backend], m: _Matrix, params: Params | None) -> bool:
+    """Whether every device's parameters ask for SYM on this (square) matrix: the cost
+    model of the ranges planned before the Dask workers settle their paths."""
+    if m.n_rows != m.n_cols:
+        return False
+    for be in backends:
+        p = params if params is not None else RQA_LINES.params_for(
+            be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
+        if not p.get("SYM", 0):
             return False
     return True
 
