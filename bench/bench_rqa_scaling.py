@@ -12,7 +12,8 @@ devices run row ranges (SHARE kept, pyedmcl.rqa.ranges) or lane bands
 (pyedmcl.rqa.bands), dynamically balanced (``--split``); ``--dask`` runs the same
 tasks on a LocalCluster of one worker process per device (pyedmcl.rqa.dask_rqa). Times are medians of ``--repeat`` runs after one warm-up
 run (kernel builds). Cell rate: N^2 matrix cells per second (the work walked is
-N^2 verticals + N^2 / 2 diagonals without SYM). Each run's histograms are checked
+N^2 verticals + N^2 / 2 diagonals without SYM; "SYM 1": the run walked the upper
+triangle only, as row ranges can too, decision 0084). Each run's histograms are checked
 equal to the one-device run's.
 
 ``--trace`` prints each device's busy time (sum of its launches' profiled device
@@ -178,7 +179,8 @@ def main() -> None:
         med = statistics.median(ts)
         tasks = r.settings.get("device_tasks") or []
         print(f"{label:<28} {med:8.3f} s  (min {min(ts):.3f})  {cells / med:.3e} cells/s"
-              f"  RR {r.RR:.4f}  DET {r.DET:.4f}" + (f"  tasks/device {tasks}" if tasks else ""))
+              f"  RR {r.RR:.4f}  DET {r.DET:.4f}  SYM {int(bool(r.settings.get('symmetric')))}"
+              + (f"  tasks/device {tasks}" if tasks else ""))
         if trace is not None and "scheduler" not in extra:
             trace.report(ts[-1])  # the last run (its events)
         return med, r
