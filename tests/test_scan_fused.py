@@ -233,6 +233,13 @@ def test_tuning_family_registered_and_case_runs():
                               max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152)
     assert fam.space.valid(fam.space.heuristic(gpu), gpu)  # the GPU default is in its space
     assert fam.space.candidates(gpu) and all(c["VEC"] == 1 for c in fam.space.candidates(gpu))
+    # candidate lanes (CQ) only with the per-(query, E) insertion and candidate words:
+    # GPUs have both kinds, CPUs none (their private-list scan cannot take them)
+    gpu_cq = [c for c in fam.space.candidates(gpu) if c["CQ"]]
+    assert gpu_cq and all(c["INS"] == "qe" and c["ANY"] for c in gpu_cq)
+    assert any(not c["CQ"] for c in fam.space.candidates(gpu))
+    assert not any(c["CQ"] for c in fam.space.candidates(be.info))
+    assert not fam.space.valid(dict(fam.space.default(be.info), CQ=1), be.info)
     spec = {"EMAX": 4, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
     case = fam.case(be, spec, 200)
     other = next(c for c in fam.space.candidates(be.info) if c["SPLIT"] == 2 and c["INS"] == "qe")

@@ -151,7 +151,8 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
                 done[pk] = time_config(case, backend, p, repeats, fastest)
                 timed += 1
         except (BuildError, Exception) as exc:  # a candidate that fails is skipped, not fatal
-            done[pk] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            first = (str(exc).splitlines() or [""])[0][:200]  # (an assert has no message)
+            done[pk] = f"failed: {type(exc).__name__}: {first}"
         if isinstance(done[pk], str):
             rejected.append((p, done[pk]))
         atomic_write_json(partial_path, {"version": kernel.version, "done": done})

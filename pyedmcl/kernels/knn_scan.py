@@ -60,14 +60,14 @@ def _fits(p: Params, info: DeviceInfo, emax: int = 20, kt: int = 230, item: int 
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
     lpb = p.get("LPB", 0)
+    if p.get("CQ", 0) and (p["INS"] != "qe" or not p.get("ANY", 0)):
+        return False  # candidate lanes: the per-(query, E) insertion with candidate words
     if p["INS"] == "key":  # CPUs: one query per work-item, TILE lanes per tile-order step
         return (not info.is_gpu and p["QB"] == p["WG"] and vec >= 8 and p["SPLIT"] == 1
                 and not p.get("ANY", 0) and p["TILE"] % (2 * vec) == 0 and p["TILE"] // vec <= 64
                 and (lpb == 0 or (lpb > vec and p["TILE"] % lpb == 0)))
     if lpb:  # the private-list scan's branch grouping only
         return False
-    if p.get("CQ", 0) and (p["INS"] != "qe" or not p.get("ANY", 0)):
-        return False  # candidate lanes: the per-(query, E) insertion with candidate words
     lanes = p["WG"] * vec
     if p["TILE"] % lanes or p["TILE"] // lanes > 4:
         return False
