@@ -313,6 +313,25 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
         np.testing.assert_array_equal(g[1], got[0][1])
 
 
+def test_escan_layout_has_one_target_slot(monkeypatch):
+    """The diagonal (E-scan) mode predicts one target per library: whatever the tuned
+    layout, it runs one target slot without target or vector lanes (more slots computed
+    the same target again); the tuned libraries per work-group stay unless they were a
+    target-lane layout's."""
+    from pyedmcl.kernels import xmap as xk
+    be = get_backend(CPU_DEVICE)
+    spec = {"K": 18, "REAL": "float", "WEIGHT": "simplex"}
+    for tuned, lb in ((dict(xk.SCALAR_LAYOUT, TJ=8, LB=2), 2),
+                      (dict(xk.SCALAR_LAYOUT, TJ=4, VEC=4, PF=1), 1),
+                      (dict(xk.SCALAR_LAYOUT, TJ=16, VEC=2), 1),
+                      (dict(xk.SCALAR_LAYOUT, LANES=1, LWG=32, LB=8, CM=1, ST=1, SPL=4), 1)):
+        monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, p=tuned: p)
+        d = xk.XMAP_SKILL.layout(be, spec, 1000, diag=True)
+        assert (d["TJ"], d["VEC"], d["LANES"], d["CM"], d["ST"], d["SPL"]) == (1, 0, 0, 0, 0, 1)
+        assert d["LB"] == lb and d["PF"] == tuned["PF"]
+        assert xk.XMAP_SKILL.layout(be, spec, 1000)["TJ"] == tuned["TJ"]  # the map's: as tuned
+
+
 def test_wide_groups_take_target_lanes_on_gpus():
     """On a GPU an E-group of at least ``wide_targets`` targets has its own tuning bucket
     ("-wide"), untuned: target lanes reading class-ordered tables staged in local
