@@ -25,6 +25,7 @@ from test_xmap import panel
 
 import pyedmcl as pe
 from clkernels import get_backend
+from clkernels.backends.base import render
 
 VEC = [dict(VARIANT="vec", WG=8, TILE=32, QB=4, EA=0, INS="reg", FLAG=1),
        dict(VARIANT="vec", WG=16, TILE=64, QB=8, EA=0, INS="reg", FLAG=1),
@@ -316,20 +317,52 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
 def test_escan_layout_has_one_target_slot(monkeypatch):
     """The diagonal (E-scan) mode predicts one target per library: whatever the tuned
     layout, it runs one target slot without target or vector lanes (more slots computed
-    the same target again); the tuned libraries per work-group stay unless they were a
-    target-lane layout's."""
+    the same target again), one library per work-group, no pipelining, K an argument
+    (KR: one program for every E)."""
     from pyedmcl.kernels import xmap as xk
     be = get_backend(CPU_DEVICE)
     spec = {"K": 18, "REAL": "float", "WEIGHT": "simplex"}
-    for tuned, lb in ((dict(xk.SCALAR_LAYOUT, TJ=8, LB=2), 2),
-                      (dict(xk.SCALAR_LAYOUT, TJ=4, VEC=4, PF=1), 1),
-                      (dict(xk.SCALAR_LAYOUT, TJ=16, VEC=2), 1),
-                      (dict(xk.SCALAR_LAYOUT, LANES=1, LWG=32, LB=8, CM=1, ST=1, SPL=4), 1)):
+    for tuned in (dict(xk.SCALAR_LAYOUT, TJ=8, LB=2), dict(xk.SCALAR_LAYOUT, TJ=4, VEC=4, PF=1),
+                  dict(xk.SCALAR_LAYOUT, TJ=16, VEC=2),
+                  dict(xk.SCALAR_LAYOUT, LANES=1, LWG=32, LB=8, CM=1, ST=1, SPL=4)):
         monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, p=tuned: p)
         d = xk.XMAP_SKILL.layout(be, spec, 1000, diag=True)
-        assert (d["TJ"], d["VEC"], d["LANES"], d["CM"], d["ST"], d["SPL"]) == (1, 0, 0, 0, 0, 1)
-        assert d["LB"] == lb and d["PF"] == tuned["PF"]
-        assert xk.XMAP_SKILL.layout(be, spec, 1000)["TJ"] == tuned["TJ"]  # the map's: as tuned
+        assert {k: d[k] for k in ("TJ", "VEC", "LANES", "PF", "LB", "CM", "ST", "SPL", "KR")} == dict(
+            TJ=1, VEC=0, LANES=0, PF=0, LB=1, CM=0, ST=0, SPL=1, KR=1)
+        m = xk.XMAP_SKILL.layout(be, spec, 1000)  # the map's: as tuned
+        assert m["TJ"] == tuned["TJ"] and not m.get("KR", 0)
+
+
+def test_escan_runtime_k_same_rows_one_program(device, monkeypatch):
+    """The E-scan's pack and skill with K as an argument (KR) give the unrolled kernels'
+    rows bit for bit (fused scan and per-E path, simplex weights, a ragged batch, ties),
+    and every E of the scan takes the same program."""
+    from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap import engine as eng
+    be = get_backend(device)
+    X = panel(L=90, N=7, seed=4)
+    X[:, 2] = np.round(X[:, 2] * 4) / 4  # quantized: tied distances
+    layout = xk.XMAP_SKILL.layout
+    rows = {}
+    for kr in (1, 0):
+        monkeypatch.setattr(xk.XMAP_SKILL, "layout",
+                            lambda be_, spec, size, diag=False, kr=kr: dict(
+                                layout(be_, spec, size, diag), **({"KR": 0} if not kr else {})))
+        e = eng.XmapEngine(be, np.ascontiguousarray(X.T))
+        fused = e.edim_block(0, 7, 9)
+        monkeypatch.setattr(eng.XmapEngine, "_edim_fused", lambda *a, **k: False)
+        per_e = e.edim_block(0, 7, 9)
+        monkeypatch.undo()
+        rows[kr] = (fused, per_e)
+    for a, b in zip(rows[1], rows[0], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(rows[1][0], rows[1][1])
+    srcs = {render(*xk.XMAP_SKILL.request(be, {"K": k, "REAL": "float", "WEIGHT": "simplex"},
+                                          layout(be, {"K": k, "REAL": "float",
+                                                      "WEIGHT": "simplex"}, 90, True),
+                                          "xmap_skill")[:2])
+            for k in (2, 5, 9, 17, 21)}
+    assert len(srcs) == 1  # one program for every E
 
 
 def test_wide_groups_take_target_lanes_on_gpus():

@@ -472,17 +472,18 @@ class XmapSkillKernel(TunableKernel):
         mode has one target per library: its layout holds one target slot and no target
         lanes or vector lanes (each would compute that one target again: a tuned TJ 8
         did the E-scan's work eight times, and its program took 1.2-1.4 s to build on
-        Intel's runtime against 0.3 s), and one library per work-group where the tuned
-        layout was a target-lane one (its LB counts lanes' libraries)."""
+        Intel's runtime against 0.3 s), one library per work-group, and K as a kernel
+        argument (KR): one program for every E of the scan instead of one each, the same
+        results (the scan's skill is a small part of its work; 20 programs were most of
+        an auto-E map's first run)."""
         p = self.params_for(be, spec, size)
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
                "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0)),
                "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16)), "SPL": int(p.get("SPL", 1))}
-        if diag:  # one target per library
-            if reads_time_major(out):
-                out["LB"] = 1
-            out.update(TJ=1, VEC=0, LANES=0, LMAJ=0, CM=0, ST=0, CH=16, SPL=1)
+        if diag:  # one target per library, one program for every K
+            out.update(TJ=1, VEC=0, LANES=0, PF=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16, SPL=1,
+                       KR=1)
         return out
 
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
@@ -492,7 +493,7 @@ class XmapSkillKernel(TunableKernel):
         from the skill's program, and writes the table order that layout reads (CM)."""
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
-             **params, "INL": int(inline_vector_ops(be.info))}
+             "KR": 0, **params, "INL": int(inline_vector_ops(be.info))}  # (KR: not tuned)
         if p["ST"]:
             p["SPL"] = subtrees(p, p["WG"])
             p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info, p["SPL"],
@@ -519,8 +520,9 @@ class XmapSkillKernel(TunableKernel):
         layout-free rendering (k-major).
         """
         k = self._kernel(be, spec, layout or {}, "pack")
+        kr = (np.int32(spec["K"]),) if (layout or {}).get("KR", 0) else ()  # K an argument
         return be.launch(k, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(b0),
-                         tidx, tw, tden, np.int32(ldk), np.int32(bstride), np.int32(row0))
+                         tidx, tw, tden, np.int32(ldk), np.int32(bstride), np.int32(row0), *kr)
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], tidx, tw, tden,
                nq: int, nb: int, y_dev, ldy: int, tshift: int, tgt, ocol, ntg: int, obs,
@@ -535,9 +537,10 @@ class XmapSkillKernel(TunableKernel):
         """
         k = self._kernel(be, spec, params, "xmap_skill")
         gsize, lsize = skill_geometry(params, ntg, nb, ccm_skill_wg(be.info))
+        kr = (np.int32(spec["K"]),) if params.get("KR", 0) else ()  # K an argument
         return be.launch(k, gsize, lsize, tidx, tw, tden, np.int32(nq), y_dev, np.int32(ldy),
                          np.int32(tshift), tgt, ocol, np.int32(ntg), obs, out, np.int32(ldo),
-                         np.int32(orow), np.int32(diag), np.int32(nb))
+                         np.int32(orow), np.int32(diag), np.int32(nb), *kr)
 
 
 class _SkillCase(TuningCase):

@@ -27,7 +27,9 @@ ${metric.real_type(REAL)}
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 % endif
 typedef ${ACC} acc_t;
+% if K:
 #define K ${K}
+% endif
 /* no implicit contraction: the same rounding on every runtime */
 #pragma OPENCL FP_CONTRACT OFF
 ${mth.exp_fn(inline_exp(INL, REAL), ACC)}

@@ -181,16 +181,25 @@ ${fetch("q + %d" % WG)}
     for (int q = lid; q < nq; q += ${WG}) {
         const int to = obs[q];
         const acc_t den = db[q];
+% if not KR:
 % for k in range(K):
         const int l${k} = ib[(size_t)${k} * nq + q];
         const acc_t w${k} = wb[(size_t)${k} * nq + q];
 % endfor
+% endif
 % for t in range(TJ):
         {
             acc_t num = 0;
+% if KR:
+            for (int k = 0; k < K; ++k) {  /* the slots in the unrolled loop's order */
+                const int l = ib[(size_t)k * nq + q];
+                if (l >= 0) num += wb[(size_t)k * nq + q] * (acc_t)y${t}[l + tshift];
+            }
+% else:
 %   for k in range(K):
             if (l${k} >= 0) num += w${k} * (acc_t)y${t}[l${k} + tshift];
 %   endfor
+% endif
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
             const acc_t p = pr;
             if (to >= 0 && ISFINITE(p)) ${skill.upd(t, "y%d[to]" % t)}

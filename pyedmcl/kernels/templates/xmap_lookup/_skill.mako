@@ -9,7 +9,7 @@ void xmap_skill(__global const int* restrict tidx, __global const acc_t* restric
                 __global const int* restrict tgt, __global const int* restrict ocol,
                 const int ntg, __global const int* restrict obs,
                 __global float* restrict out, const int ldo, const int orow, const int diag,
-                const int nb)\
+                const int nb${", const int K" if KR else ""})\
 </%def>
 ## rho from the merge statistics `m` (acc_t[8]) of library b's predictions of the
 ## target at position `j` (of tgt/ocol), written to out; WEIGHT "ccm" applies pyEDM

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -29,6 +29,11 @@
 ##   the target lanes read as one stretch per class. ST = 1 (with CM): the work-group
 ##   stages each class's rows in local memory, CH at a time; SPL > 1 (with ST): SPL
 ##   work-items a target and library stream a subtree of the classes each (_lanes.mako).
+## KR = 1 (the scalar query loop only: TJ targets, no VEC, PF, LANES or CM): K is the
+##   kernels' last argument instead of a constant, so one program serves every E of an
+##   embedding scan (one target per library: its skill is a small part of the scan, and
+##   20 programs were the scan's first-use cost); the loops over the K slots run the
+##   same operations in the same order, so the same weights, predictions and rho.
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
 ##   and, for float32 data, the weights' double exp inline (PoCL calls OpenCL's out of
 ##   line; /_vecops.mako, common/_lookup.mako); lookup/simplex_lookup.cl.mako takes the
@@ -39,14 +44,15 @@
 <%namespace name="lanes" file="/xmap_lookup/_lanes.mako"/>
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%namespace name="vec" file="/_vecops.mako"/>
-${lk.prelude(REAL, ACC, K, INL)}
+<% assert not KR or not (VEC or PF or LANES or CM) %>\
+${lk.prelude(REAL, ACC, 0 if KR else K, INL)}
 ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
                    const int nq, const int b0,
                    __global int* restrict tidx, __global acc_t* restrict tw,
                    __global acc_t* restrict tden, const int ldk, const int bstride,
-                   const int row0)
+                   const int row0${", const int K" if KR else ""})
 {
     const int q = get_global_id(0);
     const int b = b0 + get_global_id(1);
@@ -68,6 +74,19 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     const real_t dmin_raw = dist[o];
     ${lk.dmin(WEIGHT)}
     acc_t den = 0;
+% if KR:
+    for (int k = 0; k < K; ++k) {
+        const int l = idx[o + k];
+        const real_t d = dist[o + k];
+        acc_t w = 0;
+        if (l >= 0) {
+            w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
+            den += w;
+        }
+        tidx[t + (size_t)k * nq] = l >= 0 ? l : -1;
+        tw[t + (size_t)k * nq] = w;
+    }
+% else:
 % for k in range(K):
     {
         const int l = idx[o + ${k}];
@@ -81,6 +100,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
         tw[t + ${"%d" % k if CM else "(size_t)%d * nq" % k}] = w;
     }
 % endfor
+% endif
     tden[${"row" if CM else "(size_t)b * nq + q"}] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
 }
 
