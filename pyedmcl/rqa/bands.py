@@ -14,7 +14,8 @@ takes more bands than a slow one and none idles while work is left. :mod:`pyedmc
 SHARE and SYM (one device, row order: the diagonal launch reads the column words the
 vertical launch of the same row block stored) need every lane of a row block on one
 queue, so band runs take the unshared path; one device keeps the row-order path of
-:func:`pyedmcl.rqa.dnr.detect_lines`.
+:func:`pyedmcl.rqa.dnr.detect_lines`, and row ranges (:mod:`pyedmcl.rqa.ranges`) keep
+both on several.
 """
 
 from __future__ import annotations
