@@ -240,6 +240,9 @@ def test_tuning_family_registered_and_case_runs():
     assert any(not c["CQ"] for c in fam.space.candidates(gpu))
     assert not any(c["CQ"] for c in fam.space.candidates(be.info))
     assert not fam.space.valid(dict(fam.space.default(be.info), CQ=1), be.info)
+    from pyedmcl.kernels.xmap import XMAP_SCAN  # the map's scan: same space, its own default
+    assert XMAP_SCAN.space.valid(XMAP_SCAN.space.heuristic(gpu), gpu)
+    assert XMAP_SCAN.space.heuristic(gpu)["CQ"] == 1
     spec = {"EMAX": 4, "TAU": 1, "KNN": 0, "METRIC": "euclidean", "REAL": "float"}
     case = fam.case(be, spec, 200)
     other = next(c for c in fam.space.candidates(be.info) if c["SPLIT"] == 2 and c["INS"] == "qe")
