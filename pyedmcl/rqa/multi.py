@@ -79,25 +79,14 @@ def _shares(backends: list[Backend], m: _Matrix, params: Params | None, vertical
     """Whether every device's parameters take the SHARE path (then row ranges keep it)."""
     if not vertical or m.n_cols == 0:
         return False
-    for be in backends:
-        p = dict(params) if params is not None else dict(
-            RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
-        if not (p.get("SHARE", 0) and p.get("BITS", 0) == 2):
-            return False
-    return True
+    return all(p.get("SHARE", 0) and p.get("BITS", 0) == 2
+               for p in (_params(be, m, params) for be in backends))
 
 
 def _sym_params(backends: list[Backend], m: _Matrix, params: Params | None) -> bool:
     """Whether every device's parameters ask for SYM on this (square) matrix: the cost
     model of the ranges planned before the Dask workers settle their paths."""
-    if m.n_rows != m.n_cols:
-        return False
-    for be in backends:
-        p = params if params is not None else RQA_LINES.params_for(
-            be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
-        if not p.get("SYM", 0):
-            return False
-    return True
+    return m.n_rows == m.n_cols and all(_params(be, m, params).get("SYM", 0) for be in backends)
 
 
 def _ranges_per_device(backends: list[Backend]) -> int:
@@ -110,11 +99,15 @@ def _ranges_per_device(backends: list[Backend]) -> int:
 
 def _edge(be: Backend, m: _Matrix, params: Params | None, edge: int | None) -> int:
     """The sub-matrix edge ``be`` would run with (range boundaries are its row blocks)."""
-    if edge is not None:
-        return int(edge)
-    p = params if params is not None else RQA_LINES.params_for(
-        be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
-    return int(p["EDGE"])
+    return int(edge) if edge is not None else int(_params(be, m, params)["EDGE"])
+
+
+def _params(be: Backend, m: _Matrix, params: Params | None) -> Params:
+    """The line-detection parameters ``be`` runs ``m`` with: the given ones, else its
+    tuned ones."""
+    if params is not None:
+        return params
+    return RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
 
 
 def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
