@@ -48,6 +48,21 @@
 ${lk.prelude(REAL, ACC, 0 if KR else K, INL)}
 ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
+## one slot of pack: entry `k` (a number, or the loop variable's name with KR) of the
+## raw row into the packed tables
+<%def name="pack_slot(k)">\
+{
+        const int l = idx[o + ${k}];
+        const real_t d = dist[o + ${k}];
+        acc_t w = 0;
+        if (l >= 0) {
+            w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
+            den += w;
+        }
+        tidx[t + ${"%s" % k if CM else "(size_t)%s * nq" % k}] = l >= 0 ? l : -1;
+        tw[t + ${"%s" % k if CM else "(size_t)%s * nq" % k}] = w;
+    }\
+</%def>
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
                    const int nq, const int b0,
                    __global int* restrict tidx, __global acc_t* restrict tw,
@@ -75,30 +90,10 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     ${lk.dmin(WEIGHT)}
     acc_t den = 0;
 % if KR:
-    for (int k = 0; k < K; ++k) {
-        const int l = idx[o + k];
-        const real_t d = dist[o + k];
-        acc_t w = 0;
-        if (l >= 0) {
-            w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
-            den += w;
-        }
-        tidx[t + (size_t)k * nq] = l >= 0 ? l : -1;
-        tw[t + (size_t)k * nq] = w;
-    }
+    for (int k = 0; k < K; ++k) ${pack_slot("k")}
 % else:
 % for k in range(K):
-    {
-        const int l = idx[o + ${k}];
-        const real_t d = dist[o + ${k}];
-        acc_t w = 0;
-        if (l >= 0) {
-            w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
-            den += w;
-        }
-        tidx[t + ${"%d" % k if CM else "(size_t)%d * nq" % k}] = l >= 0 ? l : -1;
-        tw[t + ${"%d" % k if CM else "(size_t)%d * nq" % k}] = w;
-    }
+    ${pack_slot(k)}
 % endfor
 % endif
     tden[${"row" if CM else "(size_t)b * nq + q"}] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
