@@ -89,6 +89,30 @@ def test_program_built_once(device):
     assert get_backend(device) is be
 
 
+def test_programs_belong_to_their_backends_context():
+    """Backends created and dropped one after another (a new context may take a freed
+    one's id()) each get programs of their own context: a program cache keyed by the
+    context's id handed a later backend a program of a released context
+    (INVALID_CONTEXT from Intel's runtime when its kernel was made)."""
+    import gc
+
+    import pyopencl as cl
+
+    from clkernels.backends.pyopencl_backend import PyOpenCLBackend
+    info = get_backend(CPU_DEVICE).info
+    src = "__kernel void twice(__global float *x) { x[get_global_id(0)] *= 2.0f; }"
+    for _ in range(12):  # CPython reuses a freed context's id() within a few rounds
+        be = PyOpenCLBackend(info)
+        k = be.kernel_from_source(src, "twice")
+        prog = be._program(src, ())
+        assert prog.get_info(cl.program_info.CONTEXT) == be.context
+        x = be.to_device(np.arange(8, dtype=np.float32))
+        be.launch(k, (8,), None, x.data)
+        np.testing.assert_array_equal(be.to_host(x), 2 * np.arange(8, dtype=np.float32))
+        del be, k, prog, x
+        gc.collect()
+
+
 def test_template_missing_parameter_is_named():
     with pytest.raises(TemplateParameterError, match="TAU"):
         render("distance/pairwise_distance.cl.mako", {"E": 2, "METRIC": "euclidean", "REAL": "float",

@@ -32,13 +32,6 @@ from ..probe import Captured, first_error_line, quiet_build  # noqa: E402
 from ..userdirs import private_dir  # noqa: E402
 from .base import Backend, Bound, BuildError, Local, round_up, save_failed_source  # noqa: E402
 
-# Programs shared by every backend of the process: (fingerprint, context id, source, options).
-_programs: dict[tuple, cl.Program] = {}
-# Builds under way (same keys): a second thread asking for one waits for it, so a program
-# is built once however many threads ask (Backend.prebuild builds several at once).
-_building: dict[tuple, Future] = {}
-_programs_lock = threading.Lock()
-
 _warn_lock = threading.Lock()
 _warn_depth = 0
 _warn_saved: Any = None
@@ -112,6 +105,15 @@ class PyOpenCLBackend(Backend):
         self._side: cl.CommandQueue | None = None  # stream 1 (see _queue)
         self.helper_builds = 0  # programs handed to helper processes (clkernels.buildprocs)
         self.allocator = None
+        #: built programs of this backend's context, by (source, options). Per backend, not
+        #: per process: a program belongs to the context it was built in, and a key holding
+        #: a context's id() would hand a later context (same id, the first one freed) a
+        #: program of a context that no longer exists.
+        self._programs: dict[tuple, cl.Program] = {}
+        #: builds under way (same keys): a second thread asking for one waits for it, so a
+        #: program is built once however many threads ask (prebuild builds several at once)
+        self._building: dict[tuple, Future] = {}
+        self._programs_lock = threading.Lock()
         if info.runtime == "oclgrind":  # a simulator: keep its builds on one thread
             self.parallel_builds = False
         if _use_pool(info):
@@ -120,27 +122,27 @@ class PyOpenCLBackend(Backend):
 
     def _program(self, source: str, options: tuple[str, ...]) -> cl.Program:
         opts = tuple(options) + self.build_options
-        key = (self.info.fingerprint, id(self.context), source, opts)
-        with _programs_lock:
-            prog = _programs.get(key)
+        key = (source, opts)
+        with self._programs_lock:
+            prog = self._programs.get(key)
             if prog is not None:
                 return prog
-            fut = _building.get(key)
+            fut = self._building.get(key)
             owner = fut is None
             if owner:
-                fut = _building[key] = Future()
+                fut = self._building[key] = Future()
         if not owner:
             return fut.result()  # another thread builds it (its error is raised here too)
         try:
             prog = self._build(source, list(opts))
         except BaseException as exc:
-            with _programs_lock:
-                del _building[key]
+            with self._programs_lock:
+                del self._building[key]
             fut.set_exception(exc)
             raise
-        with _programs_lock:
-            _programs[key] = prog
-            del _building[key]
+        with self._programs_lock:
+            self._programs[key] = prog
+            del self._building[key]
             self.build_count += 1
         fut.set_result(prog)
         if self.info.runtime == "nvidia":  # see _known
@@ -208,8 +210,8 @@ class PyOpenCLBackend(Backend):
         """Built in this process, or a binary in PyOpenCL's cache (loading it is cheap), or
         (NVIDIA, where PyOpenCL caches nothing) built on this device before (a marker)."""
         opts = tuple(options) + self.build_options
-        with _programs_lock:
-            if (self.info.fingerprint, id(self.context), source, opts) in _programs:
+        with self._programs_lock:
+            if (source, opts) in self._programs:
                 return True
         if self.info.runtime == "nvidia":
             marker = self._marker(source, opts)

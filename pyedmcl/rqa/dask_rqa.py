@@ -61,8 +61,8 @@ class RQAWorkerPlugin(WorkerPlugin):
         be = get_backend(self.devices[_worker_index(worker) % len(self.devices)], self.backend)
         # a context of its own: workers of one process (processes=False) never share a
         # queue or a kernel object (kernel arguments are set per call). Kept for the
-        # process's life and reused when the plugin is registered again: the program
-        # cache of clkernels is keyed by id(context), which a new context could reuse.
+        # process's life and reused when the plugin is registered again, so a second job
+        # on the worker builds nothing (programs are cached per backend).
         key = (be.name, be.info.fingerprint, be.info.selector, getattr(worker, "name", None))
         self.be = _PRIVATE.get(key)
         if self.be is None:
