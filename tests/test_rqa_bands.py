@@ -22,7 +22,7 @@ _SECOND: dict[str, object] = {}
 
 def two_backends(device: str) -> list:
     """Two independent backends (contexts, queues) of one device; the second lives for
-    the session (the program cache is keyed by context identity)."""
+    the session (each backend builds its own programs: built once, not per test)."""
     be = clkernels.get_backend(device)
     if device not in _SECOND:
         _SECOND[device] = type(be)(be.info)

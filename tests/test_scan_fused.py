@@ -120,6 +120,31 @@ def test_variants_give_identical_tables(device, params):
     np.testing.assert_array_equal(sk0[:, 3], sk1[:, 3])
 
 
+@pytest.mark.parametrize("params", [
+    {"WG": 8, "TILE": 8, "QB": 6, "SPLIT": 3, "INS": "qe", "VEC": 1, "ANY": 1, "CQ": 1},
+    {"WG": 8, "TILE": 16, "QB": 3, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 0},
+    {"WG": 2, "TILE": 64, "QB": 4, "SPLIT": 2, "INS": "qe", "VEC": 16, "ANY": 0},
+], ids=["qe-cq", "qe", "qe-vec16"])
+@pytest.mark.parametrize("real", ["float", "double"])
+def test_per_list_insertion_exact_on_real_valued_series(device, params, real):
+    """INS "qe" recomputes a candidate's partial sum in the (query, E) work-item: the
+    same coordinates in the same order as the distance phase and the per-E kernel, so
+    the same bits on series whose sums round (random walks, E up to 12, several
+    tau and exclusion radii), not only on integer series. A loop to E there was
+    compiled by Intel's CPU runtime into a sum in another order (an ulp off)."""
+    be = get_backend(device)
+    rng = np.random.default_rng(0)
+    dt = np.float64 if real == "double" else np.float32
+    ref = {"WG": 4, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "q", "VEC": 8, "ANY": 0}
+    for n, emax, kw in ((702, 8, {}), (400, 12, dict(tau=2, exclusion_radius=3))):
+        x = np.cumsum(rng.standard_normal(n))
+        lay = fused_layout([resolve(n, E=E, **kw) for E in range(1, emax + 1)])
+        sk0, p0 = run_fused(be, lay, x, None, dt, real, params=ref, predictions=True)
+        sk1, p1 = run_fused(be, lay, x, None, dt, real, params=params, predictions=True)
+        np.testing.assert_array_equal(p0, p1)
+        np.testing.assert_array_equal(sk0, sk1)
+
+
 @pytest.mark.parametrize("case", ["loo", "knn", "tau2"])
 @pytest.mark.parametrize("real", ["float", "double"])
 @pytest.mark.parametrize("emax", [10, 17])

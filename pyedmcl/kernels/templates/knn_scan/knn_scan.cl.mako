@@ -242,8 +242,16 @@ ${distance.phase(R)}\
                 const int l = t0 + base + t;
                 const int key = tie_key(p, l);
                 real_t acc = (real_t)0;
-                for (int c = 0; c <= j; ++c)
-                    ${metric.step(METRIC, "acc", "x[PAD + l - c * %d]" % TAU, "qloc[i][c]", FMA)}
+                /* coordinates 0..j newest-first, unrolled and nested as the "q" walk's: a
+                   loop to j (a runtime bound) was compiled by Intel's CPU runtime into a
+                   sum in another order (tables an ulp off the per-E kernel's) */
+% for c in range(EMAX):
+                ${metric.step(METRIC, "acc", "x[PAD + l - %d]" % (c * TAU), "qloc[i][%d]" % c, FMA)}
+% if c < EMAX - 1:
+                if (j > ${c}) {
+% endif
+% endfor
+                ${"}" * (EMAX - 1)}
                 ${insert_into("i", "O", "K", "acc", "l", "key", "p")}
             }
             thr[i][j] = topd[i][O + K - 1];
