@@ -154,6 +154,25 @@ def test_bad_parameters(kw, match):
         pe.xmap(panel(L=50, N=4), **kw)
 
 
+def test_e_too_large_for_the_series_refused():
+    """rho[i, j] is pe.ccm's, which refuses a library of fewer than E + 2 usable rows
+    (E + 1 neighbours and the query): so does the map, naming the largest E that fits
+    (it used to cross-map such a target with fewer neighbours); that E runs and equals
+    pe.ccm."""
+    X = panel(L=48, N=3)
+    with pytest.raises(ValueError, match=r"E=20 is too large .* 9 usable rows.*E <= 15 fits"):
+        pe.xmap(X, E=[20, 3, 5], tau=2, Tp=1, device=CPU_DEVICE)
+    r = pe.xmap(X, E=[15, 3, 5], tau=2, Tp=1, device=CPU_DEVICE)
+    c = pe.ccm(X[:, 1], X[:, 0], E=15, tau=2, Tp=1, lib_sizes=[48], random=False,
+               device=CPU_DEVICE)
+    assert r.rho[1, 0] == np.float32(c.rho_xy[0])
+    with pytest.raises(ValueError, match="E=16"):
+        pe.ccm(X[:, 1], X[:, 0], E=16, tau=2, Tp=1, lib_sizes=[48], random=False,
+               device=CPU_DEVICE)
+    with pytest.raises(ValueError, match="E=16 is too large"):
+        pe.xmap(X, E=16, tau=2, Tp=1, device=CPU_DEVICE)
+
+
 def test_oclgrind_clean():
     """Every xmap kernel (both k-NN kernels, both weights, pack, fused skill, the
     diagonal embedding-scan mode) runs without invalid accesses or data races, and

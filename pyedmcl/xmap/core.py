@@ -23,7 +23,7 @@ import numpy as np
 
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
-from ..edm.ranges import check_tau
+from ..edm.ranges import ccm_valid_times, check_tau
 from ..validation import check_dtype, check_int, check_int_array, check_seed
 from .results import XmapResult
 
@@ -126,6 +126,21 @@ def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
     return arr
 
 
+def _check_rows(E_arr: np.ndarray, n: int, tau: int, Tp: int) -> None:
+    """Every given E leaves its E + 1 neighbours and the query among the usable rows, as
+    :func:`pyedmcl.ccm` requires (rho[i, j] is that CCM's); else a ValueError naming the
+    largest E that does (the map used to cross-map such a target with fewer neighbours)."""
+    for E in np.unique(E_arr):
+        M = int(ccm_valid_times(n, int(E), tau, Tp).size)
+        if M >= E + 2:
+            continue
+        fits = [e for e in range(1, int(E)) if ccm_valid_times(n, e, tau, Tp).size >= e + 2]
+        hint = f"E <= {fits[-1]} fits" if fits else "no E fits"
+        raise ValueError(f"E={int(E)} is too large for series of {n} values (tau={tau}, "
+                         f"Tp={Tp}): {M} usable rows, needs at least E+2 = {int(E) + 2} "
+                         f"(E+1 neighbours and the query); {hint}")
+
+
 def _default_device() -> Any:
     """The CPU runtime that tuning measured fastest for the map's kernel families on this
     machine, where several work and no GPU is the default (None: the ordinary default)."""
@@ -161,7 +176,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
-    = second half, Tp=1, E = 1..``max_E``, first best), one int, or N ints.
+    = second half, Tp=1, E = 1..``max_E``, first best), one int, or N ints; a given E
+    must leave E + 2 usable rows (E + 1 neighbours and the query, as ``pyedmcl.ccm``).
     ``tau`` > 0 lags into the past; ``Tp`` is the cross-map prediction interval
     (0: simultaneous, as in CCM). ``out``: a ``.zarr`` path to stream row blocks
     into (rerunning the same job resumes it, recomputing any block that fails its
@@ -200,6 +216,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     Tp = check_int(Tp, "Tp", -(n // 2), n // 2)
     E_max = check_int(max_E, "max_E", 1, 64)
     E_arr = _resolve_E(E, N, n)
+    if E_arr is not None:
+        _check_rows(E_arr, n, tau, Tp)
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
         from ..significance.surrogates import check_method, check_options

@@ -167,10 +167,10 @@ class XmapEngine:
         be = self.be
         times = ccm_valid_times(self.n, E, self.tau, self.Tp)
         M = int(times.size)
-        k = min(E + 1, M - 1)
-        if k < 1 or M < 3:
+        k = E + 1  # CCM's neighbours; too few rows for them is refused (as pyedmcl.ccm)
+        if M < k + 1:
             raise ValueError(f"series of {self.n} values leave {M} usable rows for E={E}, "
-                             f"tau={self.tau}, Tp={self.Tp}; need at least 3")
+                             f"tau={self.tau}, Tp={self.Tp}; needs at least E+2 = {k + 1}")
         off = point_offset(E, self.tau)
         targets = np.flatnonzero(self.E == E).astype(np.int32)
         return _Group(be=be, E=E, k=k, M=M, tshift=off + self.Tp, targets=targets,
