@@ -26,8 +26,12 @@ makes the prediction the intercept itself and removes the dominant
 ill-conditioning, (2) Jacobi-scale the system before Cholesky, and (3) send any
 row whose scaled pivot falls below 1e-11 (float64; 1e-10 double-float; 1e-5 float) to
 the host, where it is solved exactly as pyEDM does (SVD ``numpy.linalg.lstsq``,
-minimum-norm on rank deficiency). The measured agreement of each path is stated
-in ``tests/test_edm_smap.py``.
+minimum-norm on rank deficiency). Rows with no more neighbours than coefficients
+(``knn <= E + 1``: square or underdetermined systems, whose answer is pyEDM's SVD one)
+go to the host whatever their pivots. The measured agreement of each path is stated
+in ``tests/test_edm_smap.py``; with ``knn`` just above ``E + 1`` the local systems are
+ill-conditioned and device rows agree with pyEDM's SVD to about 1e-5 (pyEDM's Lorenz5D
+columns, random settings), to ~1e-8 with pyEDM's default knn (the whole library).
 
 Layout on the device: CPUs run one work-item per 8 prediction points, one per
 SIMD lane (explicit OpenCL vectors, library values broadcast); GPUs one
@@ -325,6 +329,12 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     pred, coef, var = _to_data_units(pred, coef, var, k, E)
     if np.isnan(y[lib_t + Tp]).any():  # NaN targets: pyEDM's rule, on the host
         status[status == 0] = 1
+    if ridge == 0:
+        # no more neighbours than coefficients: a square or underdetermined system, whose
+        # answer pyEDM takes from the SVD (the minimum-norm one where it is not unique);
+        # the device's normal equations can pass their pivot test there and give another
+        few = _few_neighbours(nbr, knn_eff, spec["E"] + 1, pred_t.size)
+        status[:, few] = np.where(status[:, few] == 0, 1, status[:, few])
     _host_fallback(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
     return _results(pred, coef, var, status, y, pred_t, E=E, tau=tau, Tp=Tp, knn=knn_eff,
@@ -397,6 +407,15 @@ def _neighbours(x, lib_t, pred_t, E, tau, knn, R, be) -> tuple[str, int, np.ndar
     if knn is not None and knn_eff < n_lib - 1:
         return "table", knn_eff, _knn_table(x, lib_t, pred_t, E, tau, knn_eff, R, be)
     return "all", knn_eff, None
+
+
+def _few_neighbours(nbr: np.ndarray | None, knn_eff: int, unknowns: int, n_pred: int
+                    ) -> np.ndarray:
+    """Rows whose local regression has no more neighbours than ``unknowns`` coefficients
+    (from the neighbour table where there is one, else the knn every row has)."""
+    if nbr is not None:
+        return (nbr >= 0).sum(axis=1) <= unknowns
+    return np.full(n_pred, knn_eff <= unknowns)
 
 
 def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thetas, R, knn_eff,
