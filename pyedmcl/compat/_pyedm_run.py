@@ -46,6 +46,43 @@ def embed_frame(df: pd.DataFrame, E: int, tau: int, columns: list[str]) -> pd.Da
     return out
 
 
+def library_rows(name: str, lib_pairs: list[tuple[int, int]], E: int, tau: int, Tp: int,
+                 embedded: bool) -> np.ndarray:
+    """pyEDM's ``CreateIndices`` library rows (0-based) of 1-based ``lib_pairs``, with its
+    checks and messages: start after end, indices below 1, and an embedding span
+    (``|tau| (E - 1)`` and ``Tp``) longer than the rows left."""
+    for a, b in lib_pairs:
+        if a > b:
+            raise ValueError(f"{name}: CreateIndices() lib start  {a} exceeds lib end {b}.")
+        if a < 1 or b < 1:
+            raise ValueError(f"{name}: CreateIndices() lib indices  less than 1 not allowed.")
+    shift = abs(tau) * (E - 1)
+    parts = []
+    for r, (start, stop) in enumerate(lib_pairs):
+        if not embedded:
+            if tau < 0:
+                start += shift
+            else:
+                stop -= shift
+        if Tp < 0:
+            if not embedded:
+                start = max(start, start + abs(Tp) - 1)
+        elif r == len(lib_pairs) - 1:
+            stop -= Tp
+        parts.append(np.arange(start - 1, stop, dtype=int))
+    rows = np.concatenate(parts)
+    if embedded:
+        if len(rows) < abs(Tp):
+            raise ValueError(f"{name}: CreateIndices(): embbeded True Tp = {Tp} is invalid "
+                             "for the library.")
+    else:
+        vs, ve = max(-shift, 0, Tp), min(-shift, 0, Tp)
+        if abs(vs - ve) + 1 > len(rows):
+            raise ValueError(f"{name}: CreateIndices(): Combination of E = {E}  Tp = "
+                             f"{Tp}  tau = {tau} is invalid for the library.")
+    return rows
+
+
 class PyEDMRun:
     """One pyEDM Simplex or S-map call; attributes carry pyEDM's names."""
 
@@ -155,36 +192,9 @@ class PyEDMRun:
             raise ValueError(f"{n}: CreateIndices() lib must be an even number of elements. "
                              "Lib start : stop pairs")
         lib_pairs = [(self.lib[i], self.lib[i + 1]) for i in range(0, len(self.lib), 2)]
-        for a, b in lib_pairs:
-            if a > b:
-                raise ValueError(f"{n}: CreateIndices() lib start  {a} exceeds lib end {b}.")
-            if a < 1 or b < 1:
-                raise ValueError(f"{n}: CreateIndices() lib indices  less than 1 not allowed.")
+        self.lib_i = library_rows(n, lib_pairs, self.E, self.tau, self.Tp, self.embedded)
         shift = abs(self.tau) * (self.E - 1)
-        parts = []
-        for r, (start, stop) in enumerate(lib_pairs):
-            if not self.embedded:
-                if self.tau < 0:
-                    start += shift
-                else:
-                    stop -= shift
-            if self.Tp < 0:
-                if not self.embedded:
-                    start = max(start, start + abs(self.Tp) - 1)
-            elif r == len(lib_pairs) - 1:
-                stop -= self.Tp
-            parts.append(np.arange(start - 1, stop, dtype=int))
-        self.lib_i = np.concatenate(parts)
-        self.disjointLib = len(parts) > 1
-        if self.embedded:
-            if len(self.lib_i) < abs(self.Tp):
-                raise ValueError(f"{n}: CreateIndices(): embbeded True Tp = {self.Tp} is invalid "
-                                 "for the library.")
-        else:
-            vs, ve = max(-shift, 0, self.Tp), min(-shift, 0, self.Tp)
-            if abs(vs - ve) + 1 > len(self.lib_i):
-                raise ValueError(f"{n}: CreateIndices(): Combination of E = {self.E}  Tp = "
-                                 f"{self.Tp}  tau = {self.tau} is invalid for the library.")
+        self.disjointLib = len(lib_pairs) > 1
         if len(self.pred) % 2:
             raise ValueError(f"{n}: CreateIndices() pred must be an even number of elements. "
                              "Pred start : stop pairs")

@@ -107,6 +107,24 @@ def _range(v: Any) -> Any:
     return v
 
 
+def _check_library(name: str, lib: Any, E: Any, tau: Any, Tp: Any) -> None:
+    """pyEDM's library checks (``CreateIndices``) on the fast path, with its messages: an
+    embedding span ``|tau| (E - 1)`` plus ``Tp`` longer than the library rows left is
+    refused there, though enough neighbours may remain (the core would run it)."""
+    from ._pyedm_run import library_rows
+    if lib is None or not all(isinstance(v, int | np.integer) and not isinstance(v, bool)
+                              for v in (E, tau, Tp)) or E < 1 or tau == 0:
+        return  # unset (the whole series), or parameters the core names itself
+    try:
+        vals = [int(v) for v in (lib.split() if isinstance(lib, str) else lib)]
+    except (TypeError, ValueError):
+        return  # the core names a malformed lib
+    if len(vals) % 2:
+        return
+    library_rows(name, list(zip(vals[0::2], vals[1::2], strict=True)), int(E), int(tau),
+                 int(Tp), False)
+
+
 def _series(df: pd.DataFrame, name: str) -> np.ndarray:
     return df[name].to_numpy(dtype=np.float64)
 
@@ -141,7 +159,8 @@ def _extend_time(time: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp: int,
                 variance: np.ndarray | None) -> pd.DataFrame:
     """pyEDM's Projection table: per pred segment, rows from the first prediction row
-    to the last + Tp; Observations at each row's time, Predictions placed Tp rows on."""
+    to the last + Tp; Observations at each row's time (the Tp rows past the segment's
+    end all or none, as pyEDM), Predictions placed Tp rows on."""
     pred_rows = np.asarray(res.pred_times if getattr(res, "pred_times", None) is not None
                            else np.asarray(res.times) - Tp)
     lookup = {int(p): i for i, p in enumerate(pred_rows)}
@@ -152,6 +171,10 @@ def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp:
         rows = np.arange(seg[0] + min(Tp, 0), seg[-1] + max(Tp, 0) + 1)
         obs = np.full(rows.size, np.nan)
         ok = (rows >= 0) & (rows < n)
+        # pyEDM's FormatProjection: the Tp rows past a segment's end are observed only if
+        # all of them are in the data, else none of them
+        if Tp > 0 and seg[-1] + Tp >= n:
+            ok &= rows <= seg[-1]
         obs[ok] = y[rows[ok]]
         pr = np.full(rows.size, np.nan)
         va = np.full(rows.size, np.nan)
@@ -254,6 +277,7 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     lib, pred = _range(lib), _range(pred)
+    _check_library("Simplex", lib, E, tau, Tp)
     res = simplex(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, knn=knn or None, exclusion_radius=exclusionRadius,
                   lib=lib, pred=pred, device=device, variance=True, dtype=dtype)
     segs = _segments(x.size, E, _neg_tau(tau), Tp, knn, exclusionRadius, lib, pred)
@@ -294,6 +318,7 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
                     validLib=validLib, noTime=noTime, generateSteps=0,
                     generateConcat=generateConcat, ignoreNan=ignoreNan, device=device)
     lib, pred = _range(lib), _range(pred)
+    _check_library("SMap", lib, E, tau, Tp)
     res = smap(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, theta=float(theta), knn=knn or None,
                exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device, dtype=dtype)
     segs = _segments(x.size, E, _neg_tau(tau), Tp, 1, exclusionRadius, lib, pred, max_knn=10 ** 9)
