@@ -235,3 +235,19 @@ def test_library_too_short_for_the_embedding_refused_as_pyedm(device):
         with pytest.raises(ValueError) as got:
             _ref(getattr(EDM, fn), d, device=device, **kw, **extra)
         assert str(got.value) == str(ref.value)
+
+
+def test_scans_on_the_fast_path_as_pyedm(device):
+    """The fast path's scans give pyEDM's frames to 1e-9: rho rounded to 6 decimals as
+    pyEDM's ComputeError does, and with a pred segment ending within Tp rows of the
+    data's end its last Tp predictions left out of the skill (pyEDM shows them without
+    observations): the core's skill follows that rule too (pyedmcl.edm.ranges.observed)."""
+    d = _frame(249)
+    common = dict(lib="1 124", pred="125 248", tau=-2, showPlot=False, numProcess=1)
+    cases = [("EmbedDimension", dict(columns="V3", target="V1", maxE=7, Tp=2)),
+             ("PredictInterval", dict(columns="V1", target="V2", maxTp=4, E=1)),
+             ("PredictNonlinear", dict(columns="V3", target="V2", E=4, Tp=2))]
+    for name, kw in cases:
+        ref = _ref(getattr(pyEDM, name), d, **common, **kw)
+        got = _ref(getattr(EDM, name), d, device=device, **common, **kw)
+        _same(ref, got, list(ref.columns))

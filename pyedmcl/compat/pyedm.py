@@ -481,7 +481,13 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
                         tau=_neg_tau(tau), Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
                         pred=_range(pred), device=device, dtype=dtype)
     Es, rho = list(s.values), list(s.rho)
-    return pd.DataFrame({"E": Es, "rho": rho})
+    return pd.DataFrame({"E": Es, "rho": _rounded(rho)})
+
+
+def _rounded(rho: Any, digits: int = 6) -> list[float]:
+    """Skills as pyEDM's scans report them: each rho from ``ComputeError``, rounded to
+    ``digits`` decimals by Python's round (NaN kept)."""
+    return [round(float(r), digits) if np.isfinite(r) else float("nan") for r in rho]
 
 
 def _int_arg(v: Any, name: str) -> int:
@@ -506,7 +512,7 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
     s = predict_interval(_series(dataFrame, col), _series(dataFrame, tgt), E=E, max_Tp=maxTp,
                          tau=_neg_tau(tau), exclusion_radius=exclusionRadius, lib=_range(lib),
                          pred=_range(pred), device=device, dtype=dtype)
-    return pd.DataFrame({"Tp": s.values, "rho": s.rho})
+    return pd.DataFrame({"Tp": s.values, "rho": _rounded(s.rho)})
 
 
 @_pyedm_names
@@ -529,7 +535,7 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
     s = predict_exclusion_radius(_series(dataFrame, col), _series(dataFrame, tgt), E=E, Tp=Tp,
                                  tau=_neg_tau(tau), radii=radii, lib=_range(lib), pred=_range(pred),
                                  device=device, dtype=dtype)
-    return pd.DataFrame({"Exclusion radius": list(s.values), "rho": s.rho})
+    return pd.DataFrame({"Exclusion radius": list(s.values), "rho": _rounded(s.rho)})
 
 
 @_pyedm_names
@@ -556,7 +562,7 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
                           thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
                           lib=_range(lib), pred=_range(pred), device=device, dtype=dtype)
-    return pd.DataFrame({"theta": list(r.thetas), "rho": r.rho})
+    return pd.DataFrame({"theta": list(r.thetas), "rho": _rounded(r.rho)})
 
 
 class PyEDMObject:

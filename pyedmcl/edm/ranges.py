@@ -23,7 +23,9 @@ Semantics follow pyEDM 2.5 (``EDM.CreateIndices``, ``EDM.RemoveNan``,
 * Prediction rows: every row of ``pred`` whose vector exists (rows without a
   full embedding are dropped, as pyEDM's RemoveNan does). The prediction made
   from row ``p`` is for time ``p + Tp``; its observation is ``y[p + Tp]`` where
-  that lies inside the data, NaN otherwise.
+  that lies inside the data, NaN otherwise; as in pyEDM's output table, the ``Tp``
+  times past a pred segment's last row are observed all or none (a segment ending
+  within ``Tp`` rows of the data's end has none of them: pyEDM's skill leaves them out).
 * Neighbours: a library row ``l`` is a candidate for prediction row ``p`` unless
   ``|p - l| <= exclusion_radius``; with radius 0 this is exactly pyEDM's
   leave-one-out (the self-match is dropped when lib and pred overlap; when they
@@ -101,6 +103,23 @@ def point_offset(E: int, tau: int) -> int:
     return (E - 1) * tau if tau > 0 else 0
 
 
+def observed(segments: list[np.ndarray], Tp: int, n: int) -> np.ndarray:
+    """Which predictions from the rows of ``segments`` (pred segments, in order) have an
+    observation: the target time ``p + Tp`` inside ``0..n-1``, and for ``Tp > 0`` pyEDM's
+    rule for the times past a segment's last row: all observed where all lie inside the
+    data, else none (pyEDM's output table, from which its skill is computed)."""
+    rows = np.concatenate(segments) if segments else np.zeros(0, np.int64)
+    t = rows + Tp
+    ok = (t >= 0) & (t < n)
+    if Tp > 0:
+        i = 0
+        for seg in segments:
+            if seg.size and seg[-1] + Tp >= n:
+                ok[i:i + seg.size] &= t[i:i + seg.size] <= seg[-1]
+            i += seg.size
+    return ok
+
+
 @dataclass(frozen=True)
 class Plan:
     """Resolved rows for one (series length, E, tau, Tp, knn, lib, pred, radius).
@@ -150,8 +169,10 @@ class Plan:
 
     @cached_property
     def observed_mask(self) -> np.ndarray:
-        t = self.target_times
-        return _frozen((t >= 0) & (t < self.n))
+        """Predictions with an observation: the target time inside the data, and for
+        ``Tp > 0`` pyEDM's rule for the rows predicted past a pred segment's last row:
+        all of them observed where all lie inside the data, else none."""
+        return _frozen(observed(self.pred_segments, self.Tp, self.n))
 
     @cached_property
     def observed_rows(self) -> np.ndarray:

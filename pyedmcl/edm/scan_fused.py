@@ -30,7 +30,7 @@ from clkernels.tuning import Params
 from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, k_per_e, scan_inputs
 from .knn import DeviceKnn, hold
 from .lookup import lookup_device, lookup_requests, skill_device, skill_out
-from .ranges import Plan, _embeddable, _lib_rows, check_tau, parse_ranges, resolve
+from .ranges import Plan, _embeddable, _lib_rows, check_tau, observed, parse_ranges, resolve
 
 
 @dataclass(frozen=True)
@@ -153,12 +153,11 @@ def _scan_layout(n: int, max_E: int, *, tau: Any = 1, Tp: Any = 1, knn: Any = No
         if lt.size > 1 and not np.all(np.diff(lt) > 0) and np.unique(lt).size != lt.size:
             return None
         lemax[lt - t0] = E
-    rows = np.concatenate([np.arange(a - 1, b, dtype=np.int64)
-                           for a, b in parse_ranges(pred, "pred", n)])
-    qt = rows[_embeddable(rows, n, 0, tau)]
+    segs = [r[_embeddable(r, n, 0, tau)] for r in (np.arange(a - 1, b, dtype=np.int64)
+                                                   for a, b in parse_ranges(pred, "pred", n))]
+    qt = np.concatenate(segs)
     qemax = np.minimum(qt // tau + 1, max_E)
-    tt = qt + Tp
-    obs = np.where((tt >= 0) & (tt < n), tt, -1)
+    obs = np.where(observed(segs, Tp, n), qt + Tp, -1)
     return FusedLayout(max_E, tau, 0 if default_knn else top.knn, top.exclusion_radius, Tp, qt,
                        qemax, t0, lemax, obs)
 

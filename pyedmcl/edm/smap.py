@@ -300,7 +300,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
               tau: int, Tp: int, thetas: np.ndarray, knn: int | None, exclusion_radius: int,
               ridge: float, dtype: Any, device: Any, backend: str | None,
               params: dict | None = None, accumulate: str | None = None,
-              timing: dict | None = None) -> list[SMapResult]:
+              timing: dict | None = None,
+              observed_ok: np.ndarray | None = None) -> list[SMapResult]:
     """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
 
     ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
@@ -337,7 +338,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         status[:, few] = np.where(status[:, few] == 0, 1, status[:, few])
     _host_fallback(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
-    return _results(pred, coef, var, status, y, pred_t, E=E, tau=tau, Tp=Tp, knn=knn_eff,
+    return _results(pred, coef, var, status, y, pred_t, observed_ok, E=E, tau=tau, Tp=Tp,
+                    knn=knn_eff,
                     thetas=thetas)
 
 
@@ -504,11 +506,16 @@ def _host_fallback(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, t
         pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
 
 
-def _results(pred, coef, var, status, y, pred_t, *, E, tau, Tp, knn, thetas) -> list[SMapResult]:
-    """One :class:`SMapResult` per theta, with the observed values and skills."""
+def _results(pred, coef, var, status, y, pred_t, observed_ok, *, E, tau, Tp, knn, thetas
+             ) -> list[SMapResult]:
+    """One :class:`SMapResult` per theta, with the observed values and skills
+    (``observed_ok``: the plan's rule, :func:`pyedmcl.edm.ranges.observed`; None: every
+    target time inside the data)."""
     times = pred_t + Tp
     obs = np.full(pred_t.size, np.nan)
     inside = (times >= 0) & (times < y.size)
+    if observed_ok is not None:
+        inside &= observed_ok
     obs[inside] = y[times[inside]]
     out = []
     for i in range(thetas.size):
@@ -556,7 +563,7 @@ def _prepare(x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge):
     else:
         knn = None  # pyEDM's S-map default: every library point
     return (xs, ys, plan.E, plan.tau, plan.Tp, plan.exclusion_radius, ridge, plan.lib_times,
-            plan.pred_times, knn)
+            plan.pred_times, knn, plan.observed_mask)
 
 
 def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, theta: float,
@@ -600,11 +607,12 @@ def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, the
     if E is None:
         raise ValueError(f"E is required (the embedding dimension, 1 <= E <= {MAX_E})")
     be = backend_for((x, target), device, backend)
-    xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(
+    xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn, seen = _prepare(
         x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge)
     th = np.array([_check_float(theta, "theta")])
     res = smap_core(xs, ys, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=th, knn=knn,
-                    exclusion_radius=R, ridge=ridge, dtype=dtype, device=be, backend=None)[0]
+                    exclusion_radius=R, ridge=ridge, dtype=dtype, device=be, backend=None,
+                    observed_ok=seen)[0]
     if return_device:
         dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
         res.predicted = output(be, to_backend(be, res.predicted, dt), True)
@@ -647,11 +655,12 @@ def predict_nonlinear(x, target=None, *, E: int | None = None, tau: int = 1, Tp:
                                       np.array([r.rmse for r in res]), res)
     if E is None:
         raise ValueError(f"E is required (the embedding dimension, 1 <= E <= {MAX_E})")
-    xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn = _prepare(
+    xs, ys, E, tau, Tp, R, ridge, lib_t, pred_t, knn, seen = _prepare(
         x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge)
     th = _check_thetas(DEFAULT_THETAS if thetas is None else thetas)
     res = smap_core(xs, ys, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=th, knn=knn,
-                    exclusion_radius=R, ridge=ridge, dtype=dtype, device=device, backend=backend)
+                    exclusion_radius=R, ridge=ridge, dtype=dtype, device=device, backend=backend,
+                    observed_ok=seen)
     return PredictNonlinearResult(th, np.array([r.rho for r in res]), np.array([r.mae for r in res]),
                                   np.array([r.rmse for r in res]), res)
 
@@ -699,7 +708,7 @@ def smap_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, theta: Any, knn: A
                     device=device, backend=backend) if pred_t.size else [None] * th.size)
     times = plan.pred_times + plan.Tp
     obs = np.full(nq, np.nan)
-    inside = (times >= 0) & (times < ss.n)
+    inside = plan.observed_mask
     obs[inside] = y[times[inside]]
     out = []
     for theta_i, r in zip(th, rs, strict=True):
