@@ -339,8 +339,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     _host_fallback(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
     return _results(pred, coef, var, status, y, pred_t, observed_ok, E=E, tau=tau, Tp=Tp,
-                    knn=knn_eff,
-                    thetas=thetas)
+                    knn=knn_eff, thetas=thetas)
 
 
 @dataclass
@@ -513,9 +512,7 @@ def _results(pred, coef, var, status, y, pred_t, observed_ok, *, E, tau, Tp, knn
     target time inside the data)."""
     times = pred_t + Tp
     obs = np.full(pred_t.size, np.nan)
-    inside = (times >= 0) & (times < y.size)
-    if observed_ok is not None:
-        inside &= observed_ok
+    inside = observed_ok if observed_ok is not None else (times >= 0) & (times < y.size)
     obs[inside] = y[times[inside]]
     out = []
     for i in range(thetas.size):
