@@ -105,8 +105,9 @@ def test_row_ranges_identical(device, monkeypatch):
     from pyedmcl.rqa import ranges
 
     spans = []
-    orig = ranges._spans
+    orig, first = ranges._spans, ranges._first_spans
     monkeypatch.setattr(ranges, "_spans", lambda *a: spans.append(int((r := orig(*a)).sum())) or r)
+    monkeypatch.setattr(ranges, "_first_spans", lambda *a: spans.append((r := first(*a)).size) or r)
     bes = two_backends(device)
     H = lambda h: (h.diagonal, h.vertical, h.white, h.n_recurrences)  # noqa: E731
     x = logistic(604).astype(np.float32)
@@ -208,6 +209,58 @@ def test_row_ranges_symmetric_cost():
         share = cost.sum() / count
         assert max(abs(cost[u:v].sum() - share) for u, v in b) <= cost[0]
         assert rs[0].r1 - rs[0].r0 < rs[-1].r1 - rs[-1].r0  # the top rows hold more cells
+
+
+def test_block_diagonal_cells_closed_form():
+    """The diagonal cells per row block, summed as arithmetic series, equal the per-row
+    count (random shapes, edges and diagonal ranges: empty, negative, past the matrix)."""
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        nr, nc, edge = (int(v) for v in rng.integers(1, 200, 3))
+        drs = []
+        for _ in range(int(rng.integers(0, 3))):
+            lo = int(rng.integers(-nr - 5, nc + 5))
+            drs.append((lo, int(rng.integers(lo - 3, nc + 8))))
+        m = dnr._Matrix(None, nr, nc, 0.1, 0.0, 0)
+        rows = np.arange(nr)
+        per_row = sum((np.clip(np.minimum(hi, nc - rows) - np.maximum(lo, -rows), 0, None)
+                       for lo, hi in drs), np.zeros(nr, np.int64))
+        want = np.add.reduceat(per_row, np.arange(0, nr, edge))
+        assert np.array_equal(ranges_mod.block_diagonal_cells(m, drs, edge), want), (nr, nc, drs)
+
+
+def test_warm_up_lanes_as_intervals():
+    """The warm-up's lane interval and first span test (32-bit comparisons, no lane
+    arrays) pick the lanes the per-lane masks pick, on random carries holding zeros,
+    the warm-up's height and other counts; columns and diagonals, SYM or not, square
+    and wide matrices, ranges starting at the top, inside and near the bottom."""
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    rng = np.random.default_rng(7)
+    spec = LineSpec(1, 1, "euclidean", "float")
+    for n_rows, n_cols, lo, hi in ((300, 300, 1, 300), (200, 450, -199, 450), (450, 200, -449, 200)):
+        m = dnr._Matrix(spec, n_rows, n_cols, 0.1, 0.0, 0)
+        for r0 in (1, 17, 64, n_rows - 3, n_rows - 1):
+            for w0 in {0, max(0, r0 - 16), r0 - 1}:
+                height = r0 - w0
+                for mode, sym in (("vertical", False), ("vertical", True), ("diagonal", False)):
+                    a0, b0 = (0, n_cols) if mode == "vertical" else (lo, hi)
+                    task = dnr._Task(mode, a0, b0, ())
+                    a, b = ranges_mod._warm_interval(m, task, r0, sym)
+                    lanes = np.arange(a0, b0)
+                    if mode == "diagonal":
+                        want = lanes[(ranges_mod.diagonal_end(m, lanes) > r0)
+                                     & (np.maximum(0, -lanes) < r0)]
+                    else:
+                        want = lanes[lanes >= r0] if sym else lanes
+                    assert np.array_equal(np.arange(a, b), want), (mode, sym, r0)
+                    if w0 == 0:
+                        continue
+                    got = [rng.choice([0, height, max(0, height - 1), 3], b0 - a0)
+                           .astype(np.uint32) for _ in range(3)]
+                    spans = want[ranges_mod._spans(mode, want, got, a0, w0, r0, m)]
+                    assert np.array_equal(
+                        ranges_mod._first_spans(mode, got, a0, a, b, w0, r0), spans)
 
 
 @pytest.mark.parametrize("split", ["lanes", "rows"])

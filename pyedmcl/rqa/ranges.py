@@ -81,15 +81,7 @@ def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], 
     (:data:`HORIZONTAL_COST`) add as many."""
     blocks = -(-m.n_rows // edge)
     starts = np.arange(0, m.n_rows, edge)
-    block_diag = np.zeros(blocks, np.int64)  # diagonal cells per row block
-    step = edge * max(1, (1 << 20) // edge)  # rows per pass: bounded temporaries at any N
-    for r0 in range(0, m.n_rows, step):
-        rows = np.arange(r0, min(m.n_rows, r0 + step), dtype=np.int64)
-        diag = np.zeros(rows.size, np.int64)
-        for lo, hi in diag_ranges:
-            diag += np.clip(np.minimum(hi, m.n_cols - rows) - np.maximum(lo, -rows), 0, None)
-        block_diag[r0 // edge: r0 // edge + -(-rows.size // edge)] = np.add.reduceat(
-            diag, np.arange(0, rows.size, edge))
+    block_diag = block_diagonal_cells(m, diag_ranges, edge)
     heights = np.diff(np.append(starts, m.n_rows))
     if sym and vertical:  # columns j >= the block's first row (the launches' lanes)
         block_cols = heights * np.maximum(0, m.n_cols - starts)
@@ -113,6 +105,46 @@ def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], 
         out.append(RowRange(b0 * edge, min(m.n_rows, b1 * edge),
                             int((block_cols[b0:b1] + block_diag[b0:b1]).sum())))
     return sorted(out, key=lambda r: (-r.cells, r.r0))
+
+
+def block_diagonal_cells(m: _Matrix, diag_ranges: list[tuple[int, int]], edge: int
+                         ) -> np.ndarray:
+    """Cells of the diagonals ``diag_ranges`` in each block of ``edge`` rows (int64),
+    summed in closed form: row ``r`` holds ``max(0, min(hi, n_cols - r) - max(lo, -r))``
+    cells of ``lo <= k < hi``, a linear function of ``r`` between the rows ``n_cols - hi``
+    and ``-lo``, so each block is at most three arithmetic series (no per-row arrays:
+    those took 23-36 ms at N = 2*10^6, on the critical path of a multi-GPU run)."""
+    blocks = -(-m.n_rows // edge)
+    out = np.zeros(blocks, np.int64)
+    for lo, hi in diag_ranges:
+        if hi <= lo:
+            continue
+        knots = sorted({m.n_cols - hi, -lo})
+        for b in range(blocks):
+            r0, r1 = b * edge, min(m.n_rows, (b + 1) * edge)
+            cuts = [r0, *(k for k in knots if r0 < k < r1), r1]
+            out[b] += sum(_positive_sum(lo, hi, m.n_cols, u, v)
+                          for u, v in zip(cuts[:-1], cuts[1:], strict=False))
+    return out
+
+
+def _positive_sum(lo: int, hi: int, n_cols: int, u: int, v: int) -> int:
+    """``sum(max(0, g(r)) for r in range(u, v))`` with ``g(r) = min(hi, n_cols - r) -
+    max(lo, -r)`` linear on ``[u, v)`` (no knot inside): slope -1, 0 or +1."""
+    def g(r: int) -> int:
+        return min(hi, n_cols - r) - max(lo, -r)
+    if v <= u:
+        return 0
+    g0 = g(u)
+    slope = g(u + 1) - g0 if v - u > 1 else 0
+    if slope == 0:
+        return (v - u) * max(0, g0)
+    if slope < 0:  # positive while r < u + g0
+        c = min(v, u + g0) - u
+        return c * g0 - c * (c - 1) // 2 if c > 0 else 0
+    r1 = max(u, u - g0 + 1)  # slope +1: positive from r1 on
+    c = v - r1
+    return c * g(r1) + c * (c - 1) // 2 if c > 0 else 0
 
 
 class RangeDevice:
@@ -175,12 +207,13 @@ class RangeDevice:
                                    RQA_LINES.carry(be, p, "diagonal", hi - lo)))
         return tasks
 
-    def _warm_lanes(self, task: _Task, target: _Task, lanes: np.ndarray, w0: int,
+    def _warm_lanes(self, task: _Task, target: _Task, groups: list[tuple[int, int]], w0: int,
                     r0: int) -> None:
-        """Enqueue the unshared launches of rows ``w0 .. r0 - 1`` for ``lanes`` of
-        ``task`` into the carries of ``target`` (zeroed), scratch histograms."""
+        """Enqueue the unshared launches of rows ``w0 .. r0 - 1`` for the lanes
+        ``[a, b)`` of ``groups`` of ``task`` into the carries of ``target`` (zeroed),
+        scratch histograms."""
         e = self.st.params["EDGE"]
-        for a, b in _groups(lanes):
+        for a, b in groups:
             for ln in dnr._row_blocks(_Task(task.mode, a, b, target.bufs), e, self.m, False,
                                       rows=(w0, r0)):
                 dnr._launch(self.warm, _Launch(ln.key, target, ln.row0, ln.nrows, ln.lane0,
@@ -189,29 +222,31 @@ class RangeDevice:
     def _warm(self, tasks: list[_Task], r0: int) -> list[_Task]:
         """``tasks`` (zeroed carries) with the carries at row ``r0``: a warm-up over the
         ``EDGE`` rows above, straight into their buffers (read back without stalling
-        the queue), then lanes whose run spans it again from twice as far up."""
+        the queue), then lanes whose run spans it again from twice as far up.
+
+        The lanes warmed are one interval per task and the first span test compares
+        32-bit counts with the warm-up's height: no lane-number array of N entries is
+        made (at N = 2*10^6 those made the warm-up 0.13 s of host time on the H100 host,
+        the second device's start delayed by as much)."""
         be, m, e = self.st.be, self.m, self.st.params["EDGE"]
         w0 = max(0, r0 - e)
-        lanes = []
+        spans = []
         for task in tasks:
-            todo = np.arange(task.lo, task.hi)
-            if task.mode == "diagonal":  # lanes with cells on both sides of row r0
-                todo = todo[(diagonal_end(m, todo) > r0) & (np.maximum(0, -todo) < r0)]
-            elif self.sym:  # SYM: columns left of the range have no cell in it
-                todo = todo[todo >= r0]
-            self._warm_lanes(task, task, todo, w0, r0)
-            lanes.append(todo)
+            a, b = _warm_interval(m, task, r0, self.sym)
+            self._warm_lanes(task, task, [(a, b)] if b > a else [], w0, r0)
+            spans.append((a, b))
         reads = [[be.to_host_async(b) for b in t.bufs] for t in tasks]
         out = []
-        for task, todo, rd in zip(tasks, lanes, reads, strict=True):
+        for task, (a, b), rd in zip(tasks, spans, reads, strict=True):
             host = [f() for f in rd]
-            todo = todo[_spans(task.mode, todo, host, task.lo, w0, r0, m)] if w0 else todo[:0]
+            todo = _first_spans(task.mode, host, task.lo, a, b, w0, r0) if w0 else \
+                np.zeros(0, np.int64)
             depth, changed = 2 * e, todo.size > 0
             while todo.size:
                 w1 = max(0, r0 - depth)
                 scratch = _Task(task.mode, task.lo, task.hi,
                                 RQA_LINES.carry(be, self.warm.params, task.mode, task.hi - task.lo))
-                self._warm_lanes(task, scratch, todo, w1, r0)
+                self._warm_lanes(task, scratch, _groups(todo), w1, r0)
                 got = [be.to_host(b) for b in scratch.bufs]
                 idx = todo - task.lo
                 for h, g in zip(host, got, strict=True):
@@ -221,7 +256,7 @@ class RangeDevice:
                 todo = todo[_spans(task.mode, todo, got, task.lo, w1, r0, m)]
                 depth *= 2
             if task.mode == "vertical":
-                self.seeded += int(host[2][: task.hi - task.lo].astype(np.int64).sum())
+                self.seeded += int(host[2][: task.hi - task.lo].sum(dtype=np.int64))
             out.append(_Task(task.mode, task.lo, task.hi, tuple(be.to_device(h) for h in host))
                        if changed else task)
         return out
@@ -282,14 +317,17 @@ class RangeDevice:
                 added = True
         if added:
             dnr._fold(self.st, m.hlen, final=True)
-        out = [be.to_host(self.st.h64[k]) for k in ("d", "v", "w")]
-        if "hv" in self.st.h64:  # SYM's chunked row walks and joins
-            out[1] = out[1] + be.to_host(self.st.h64["hv"])
-            out[2] = out[2] + be.to_host(self.st.h64["hw"])
+        h64 = self.st.h64
+        cols = [task for task, _ in self.open if task.mode == "vertical"]
+        # every read issued at once (pinned where the backend has them), one wait each
+        read = dnr._prefetch(self.st, [*h64.values(), *(t.bufs[2] for t in cols)])
+        out = [read(h64[k]) for k in ("d", "v", "w")]
+        if "hv" in h64:  # SYM's chunked row walks and joins
+            out[1] = out[1] + read(h64["hv"])
+            out[2] = out[2] + read(h64["hw"])
         n_rec = -self.seeded
-        for task, _ in self.open:
-            if task.mode == "vertical":  # the recurrences its columns counted
-                n_rec += int(be.to_host(task.bufs[2])[: task.hi - task.lo].sum(dtype=np.int64))
+        for task in cols:  # the recurrences its columns counted
+            n_rec += int(read(task.bufs[2])[: task.hi - task.lo].sum(dtype=np.int64))
         if self.sym:  # above the diagonal, mirrored; plus the ranges' diagonal cells
             rows = sum(rr.r1 - rr.r0 for t, rr in self.open if t.mode == "vertical")
             n_rec = 2 * n_rec + rows * int(dnr._diag_black(m))
@@ -327,6 +365,39 @@ class RangeDevice:
         self.warm.events.clear()
         self.window.clear()
         return out
+
+
+def _warm_interval(m: _Matrix, task: _Task, r0: int, sym: bool) -> tuple[int, int]:
+    """The lanes ``[a, b)`` of ``task`` a warm-up above row ``r0`` walks: diagonals with
+    cells on both sides of ``r0`` (first row ``max(0, -k) < r0``, end ``n_cols - k > r0``
+    and ``n_rows > r0``), under SYM the columns ``j >= r0`` (those left of the range have
+    no cell in it), else every column."""
+    if task.mode == "diagonal":
+        if m.n_rows <= r0:
+            return task.lo, task.lo
+        a, b = max(task.lo, 1 - r0), min(task.hi, m.n_cols - r0)
+    elif sym:
+        a, b = max(task.lo, r0), task.hi
+    else:
+        a, b = task.lo, task.hi
+    return a, max(a, b)
+
+
+def _first_spans(mode: str, got: list[np.ndarray], lo: int, a: int, b: int, w0: int,
+                 r0: int) -> np.ndarray:
+    """Lanes of ``[a, b)`` (lane numbers) whose open run spans the first warm-up (rows
+    ``w0 .. r0 - 1``, ``w0 > 0``), as :func:`_spans` finds them, from 32-bit comparisons
+    only: a column spans where its open black run, or with none its open white run, is
+    the warm-up's height; a diagonal with cells on both sides of ``r0`` (the interval)
+    spans where it starts above ``w0`` (``k > -w0``) and its open run is that height."""
+    height = r0 - w0
+    if mode == "vertical":
+        vr, wr = got[0][a - lo:b - lo], got[1][a - lo:b - lo]
+        hit = (vr == height) | ((vr == 0) & (wr == height))
+    else:
+        a = max(a, 1 - w0)
+        hit = got[0][a - lo:max(a, b) - lo] == height
+    return a + np.flatnonzero(hit)
 
 
 def _groups(lanes: np.ndarray) -> list[tuple[int, int]]:
