@@ -187,28 +187,40 @@ def test_row_ranges_symmetric(device, p):
     assert got.symmetric and _same(H(got), H(ref))
 
 
-def test_row_ranges_symmetric_cost():
+@pytest.mark.parametrize("block_lanes", [0, 200])
+def test_row_ranges_symmetric_cost(block_lanes, monkeypatch):
     """SYM ranges: a block's column cells are its columns from its first row on, its row
-    walks add HORIZONTAL_COST of them; equal time per range within a block's time."""
+    walks add HORIZONTAL_COST of them, each block BLOCK_LANES columns' time; equal time
+    per range within a block's time; the blocks' fixed time makes the top range taller."""
     from pyedmcl.kernels.rqa_lines import LineSpec
 
     n, edge = 1000, 16
     m = dnr._Matrix(LineSpec(1, 1, "euclidean", "float"), n, n, 0.1, 0.0, 0)
     diag = [(1, n)]
     starts = np.arange(0, n, edge)
-    cols = np.minimum(edge, n - starts) * (n - starts)
+    heights = np.minimum(edge, n - starts)
+    cols = heights * (n - starts)
     i = np.arange(n)
     dcells = np.add.reduceat(np.clip(n - i - 1, 0, None), starts)
-    cost = (1 + ranges_mod.HORIZONTAL_COST) * cols + ranges_mod.DIAGONAL_COST * dcells
+    cost = ((1 + ranges_mod.HORIZONTAL_COST) * cols + ranges_mod.DIAGONAL_COST * dcells
+            + heights * block_lanes)
+
+    def plan(count: int) -> list:
+        return sorted(ranges_mod.plan_ranges(m, True, diag, edge, count, per_device=1, sym=True),
+                      key=lambda r: r.r0)
+    monkeypatch.setattr(ranges_mod, "BLOCK_LANES", 0)
+    without = {count: plan(count) for count in (2, 3, 5)}
+    monkeypatch.setattr(ranges_mod, "BLOCK_LANES", block_lanes)
     for count in (2, 3, 5):
-        rs = sorted(ranges_mod.plan_ranges(m, True, diag, edge, count, per_device=1, sym=True),
-                    key=lambda r: r.r0)
+        rs = plan(count)
         assert len(rs) == count and rs[0].r0 == 0 and rs[-1].r1 == n
         b = [(r.r0 // edge, -(-r.r1 // edge)) for r in rs]
         assert [r.cells for r in rs] == [int(cols[u:v].sum() + dcells[u:v].sum()) for u, v in b]
         share = cost.sum() / count
         assert max(abs(cost[u:v].sum() - share) for u, v in b) <= cost[0]
         assert rs[0].r1 - rs[0].r0 < rs[-1].r1 - rs[-1].r0  # the top rows hold more cells
+        if block_lanes:
+            assert rs[0].r1 > without[count][0].r1
 
 
 def test_block_diagonal_cells_closed_form():
@@ -329,7 +341,8 @@ def test_row_ranges_equal_cells():
             i = np.arange(n)
             per_row = (n if vertical else 0) + np.clip(n - i - 1, 0, None)
             assert [r.cells for r in rs] == [int(per_row[r.r0:r.r1].sum()) for r in rs]
-            cost = (n if vertical else 0) + ranges_mod.DIAGONAL_COST * np.clip(n - i - 1, 0, None)
+            cost = ((n if vertical else 0) + ranges_mod.DIAGONAL_COST * np.clip(n - i - 1, 0, None)
+                    + ranges_mod.BLOCK_LANES)
             share = cost.sum() / count
             assert max(abs(cost[r.r0:r.r1].sum() - share) for r in rs) <= cost[:edge].sum()
         fixed = ranges_mod.plan_ranges(m, vertical, diag, edge, 2, height=100)

@@ -59,6 +59,12 @@ DIAGONAL_COST = 0.15
 #: to the vertical launch's (H100, N = 946,303, Roessler, one device: vertical 0.123 s,
 #: row walks and joins 0.097 s over the same cells)
 HORIZONTAL_COST = 0.8
+#: a row block's fixed time (its five or so launches' start, and the tail of launches
+#: too narrow to fill a GPU) as that of this many more columns: the bottom range of a
+#: SYM split holds many narrow blocks. Two H100s, N = 946,303 / 2*10^6 (E = 3, RR
+#: 0.05): cuts moved down by 3-6 / 6 blocks from equal cells ran 0.387-0.384 /
+#: 1.679 s against 0.405 / 1.697 s; this constant moves them by 5 / 4
+BLOCK_LANES = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,8 @@ def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], 
     plus :data:`DIAGONAL_COST` per diagonal cell; the diagonals' cells lie mostly in
     the top rows, so equal heights would not balance them). ``sym``: the column cells
     are a block's columns from its first row on, and its rows' walks
-    (:data:`HORIZONTAL_COST`) add as many."""
+    (:data:`HORIZONTAL_COST`) add as many. Each block adds :data:`BLOCK_LANES` columns'
+    time (its launches' fixed cost)."""
     blocks = -(-m.n_rows // edge)
     starts = np.arange(0, m.n_rows, edge)
     block_diag = block_diagonal_cells(m, diag_ranges, edge)
@@ -95,7 +102,8 @@ def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], 
         cuts = list(range(0, blocks, per)) + [blocks]
     else:
         count = max(1, min(blocks, n_devices * per_device))
-        cum = np.cumsum(block_cells - block_diag + DIAGONAL_COST * block_diag)
+        cum = np.cumsum(block_cells - block_diag + DIAGONAL_COST * block_diag
+                        + heights * BLOCK_LANES)
         total = float(cum[-1]) if blocks else 0.0
         # block b ends range r when the time up to it reaches r / count of the total
         ends = np.searchsorted(cum, [total * r / count for r in range(1, count)], side="left")
