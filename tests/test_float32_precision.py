@@ -292,3 +292,26 @@ def test_panel_standardised_in_bands_bit_identical(monkeypatch):
     np.testing.assert_array_equal(z, one.forward(X))
     f, z = P._standardise(X, False, np.array([0.5]))
     np.testing.assert_array_equal(z, P._affine(X, False, np.array([0.5])).forward(X))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf - inf, in threads
+def test_long_rows_checked_in_value_buckets(monkeypatch):
+    """A long row's merge check sorts value buckets on several threads (keyed by the
+    float32 cast, so values that merge share a bucket): the same fraction as the one
+    sort, with ties, clusters that merge, NaNs and infinities, a constant row."""
+    from pyedmcl import _precision
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    rows = [logistic_map(n), np.round(rng.standard_normal(n), 2),
+            np.concatenate([1e3 + 1e-9 * rng.standard_normal(n // 2), rng.standard_normal(n // 2)]),
+            np.where(rng.random(n) < 0.02, np.nan, rng.standard_normal(n)),
+            np.full(n, np.nan), np.full(n, 2.5),
+            np.concatenate([[np.inf, -np.inf, np.inf], rng.standard_normal(n)])]
+    monkeypatch.setattr(_precision, "_BUCKETED_VALUES", 1000)
+    for r in rows:
+        one_sort = _precision._merged_slab(r[None])[0]
+        for threads in (2, 3, 8):
+            assert _precision._merged_row_bucketed(r, threads) == one_sort
+        assert _precision.merged_fraction(np.stack([r, r[::-1]])).tolist() == [one_sort] * 2
+    assert _precision._merged_slab(rows[2][None])[0] > 0.4  # the clusters do merge
