@@ -251,3 +251,32 @@ def test_scans_on_the_fast_path_as_pyedm(device):
         ref = _ref(getattr(pyEDM, name), d, **common, **kw)
         got = _ref(getattr(EDM, name), d, device=device, **common, **kw)
         _same(ref, got, list(ref.columns))
+
+
+def test_negative_tp_before_the_data_start_keeps_each_prediction_at_its_time(device):
+    """The one table compat does not copy: a negative Tp whose first prediction lies
+    before the data's first row (pred_i[0] + Tp < 0). pyEDM 2.5.7 then shifts its
+    predictions against its Time and Observations by pred_i[0] rows (here E = 3: the
+    prediction made at Time 3 for Time 0 stands at Time 2), so its skill pairs each
+    prediction with another time's observation. compat keeps every prediction at time
+    p + Tp, as every other Tp: the same prediction values, two rows more."""
+    n = 60
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"Time": np.arange(1, n + 1),
+                      "x": np.sin(np.arange(n) * 0.4) + 0.1 * rng.standard_normal(n)})
+    kw = dict(columns="x", target="x", lib="1 60", pred="1 30", E=3, Tp=-3)
+    ref, got = _ref(pyEDM.Simplex, d, **kw), _ref(EDM.Simplex, d, device=device, **kw)
+    pred_ref = ref["Predictions"].to_numpy(float)
+    pred_got = got["Predictions"].to_numpy(float)
+    np.testing.assert_allclose(pred_got[~np.isnan(pred_got)], pred_ref[~np.isnan(pred_ref)],
+                               atol=TOL, rtol=0)
+    assert ref["Time"].iloc[0] == 2 and got["Time"].iloc[0] == 0  # pyEDM's shift
+    # compat: the prediction made from Time t (rows 3 .. 30) stands at Time t - 3, and each
+    # row's observation is the data at its time
+    times = got["Time"].to_numpy()
+    made = np.flatnonzero(~np.isnan(pred_got))
+    assert times[made].tolist() == list(range(0, 28))
+    inside = (times >= 1) & (times <= 30)
+    np.testing.assert_array_equal(got["Observations"].to_numpy(float)[inside],
+                                  d["x"].to_numpy()[times[inside].astype(int) - 1])
+    assert np.isnan(got["Observations"].to_numpy(float)[~inside]).all()

@@ -18,7 +18,9 @@ scipy KDTree built as pyEDM builds it. scipy is optional: without it the device'
 order (distance, ``|p - l|``, ``l``) decides those ties. The module-level
 ``dtype`` ("float64" by default, as pyEDM) sets the computation precision. Plot
 arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/
-``parallel`` have no meaning here.
+``parallel`` have no meaning here. One table differs on purpose: a negative ``Tp`` whose
+first prediction lies before the data's first row, where pyEDM 2.5.7 shifts its
+predictions against their times; here each stays at its time (docs/from_pyedm.md).
 """
 
 from __future__ import annotations
