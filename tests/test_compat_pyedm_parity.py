@@ -280,3 +280,24 @@ def test_negative_tp_before_the_data_start_keeps_each_prediction_at_its_time(dev
     np.testing.assert_array_equal(got["Observations"].to_numpy(float)[inside],
                                   d["x"].to_numpy()[times[inside].astype(int) - 1])
     assert np.isnan(got["Observations"].to_numpy(float)[~inside]).all()
+
+
+def test_negative_tp_library_targets_before_the_data_left_out(device):
+    """The other place compat does not copy pyEDM 2.5.7: with E = 1 and a negative Tp,
+    pyEDM's library keeps row |Tp| - 1, whose target lies before the first row, and
+    reads the series' last value there (a negative index wraps around). compat leaves
+    the row out: its table is pyEDM's for the library without it (lib starting at 2)."""
+    n = 95
+    rng = np.random.default_rng(2)
+    for Tp in (-1, -2, -3):
+        d = pd.DataFrame({"Time": np.arange(1, n + 1), "x": rng.standard_normal(n).cumsum(),
+                          "y": rng.standard_normal(n)})
+        d.loc[n - 1, "y"] = 50.0  # what pyEDM's wrapped index reads
+        wrapped_row = -Tp - 1  # made the nearest neighbour of pred row 30
+        d.loc[wrapped_row, "x"] = d.loc[30, "x"] + 1e-6
+        kw = dict(columns="x", target="y", E=1, tau=-1, Tp=Tp, pred="15 63")
+        got = _ref(EDM.Simplex, d, device=device, lib="1 92", **kw)
+        _same(_ref(pyEDM.Simplex, d, lib="2 92", **kw), got,
+              ["Time", "Observations", "Predictions", "Pred_Variance"])
+        assert got["Predictions"].max() < 49.0
+        assert _ref(pyEDM.Simplex, d, lib="1 92", **kw)["Predictions"].max() > 49.0

@@ -18,9 +18,11 @@ scipy KDTree built as pyEDM builds it. scipy is optional: without it the device'
 order (distance, ``|p - l|``, ``l``) decides those ties. The module-level
 ``dtype`` ("float64" by default, as pyEDM) sets the computation precision. Plot
 arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/
-``parallel`` have no meaning here. One table differs on purpose: a negative ``Tp`` whose
-first prediction lies before the data's first row, where pyEDM 2.5.7 shifts its
-predictions against their times; here each stays at its time (docs/from_pyedm.md).
+``parallel`` have no meaning here. Two results differ on purpose, both with a negative
+``Tp`` at the data's start, where pyEDM 2.5.7 shifts its predictions against their
+times (first prediction before the first row) or, with ``E=1``, reads the series' last
+value as a library row's target (a wrapped index); here each prediction stays at its
+time and such rows are left out of the library (docs/from_pyedm.md).
 """
 
 from __future__ import annotations
