@@ -283,10 +283,11 @@ def test_negative_tp_before_the_data_start_keeps_each_prediction_at_its_time(dev
 
 
 def test_negative_tp_library_targets_before_the_data_left_out(device):
-    """The other place compat does not copy pyEDM 2.5.7: with E = 1 and a negative Tp,
-    pyEDM's library keeps row |Tp| - 1, whose target lies before the first row, and
-    reads the series' last value there (a negative index wraps around). compat leaves
-    the row out: its table is pyEDM's for the library without it (lib starting at 2)."""
+    """The other place compat does not copy pyEDM 2.5.7: with a negative Tp and no lag
+    before the first row (E = 1, or pyEDM's tau > 0), pyEDM's library keeps row
+    |Tp| - 1, whose target lies before the first row, and reads the series' last value
+    there (a negative index wraps around). compat leaves the row out: its table is
+    pyEDM's for the library without it (lib starting at 2)."""
     n = 95
     rng = np.random.default_rng(2)
     for Tp in (-1, -2, -3):
@@ -301,3 +302,8 @@ def test_negative_tp_library_targets_before_the_data_left_out(device):
               ["Time", "Observations", "Predictions", "Pred_Variance"])
         assert got["Predictions"].max() < 49.0
         assert _ref(pyEDM.Simplex, d, lib="1 92", **kw)["Predictions"].max() > 49.0
+        # future lags (pyEDM's tau > 0) leave the first rows in the library too
+        kw.update(E=3, tau=1)
+        _same(_ref(pyEDM.Simplex, d, lib="2 92", **kw),
+              _ref(EDM.Simplex, d, device=device, lib="1 92", **kw),
+              ["Time", "Observations", "Predictions", "Pred_Variance"])
