@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -188,10 +189,11 @@ def test_row_ranges_symmetric(device, p):
 
 
 @pytest.mark.parametrize("block_lanes", [0, 200])
-def test_row_ranges_symmetric_cost(block_lanes, monkeypatch):
+def test_row_ranges_symmetric_cost(block_lanes):
     """SYM ranges: a block's column cells are its columns from its first row on, its row
-    walks add HORIZONTAL_COST of them, each block BLOCK_LANES columns' time; equal time
-    per range within a block's time; the blocks' fixed time makes the top range taller."""
+    walks add HORIZONTAL_COST of them, each block ``block_lanes`` columns' time (GPUs);
+    equal time per range within a block's time; the blocks' fixed time makes the top
+    range taller. GPUs take BLOCK_LANES, CPUs none."""
     from pyedmcl.kernels.rqa_lines import LineSpec
 
     n, edge = 1000, 16
@@ -205,14 +207,12 @@ def test_row_ranges_symmetric_cost(block_lanes, monkeypatch):
     cost = ((1 + ranges_mod.HORIZONTAL_COST) * cols + ranges_mod.DIAGONAL_COST * dcells
             + heights * block_lanes)
 
-    def plan(count: int) -> list:
-        return sorted(ranges_mod.plan_ranges(m, True, diag, edge, count, per_device=1, sym=True),
-                      key=lambda r: r.r0)
-    monkeypatch.setattr(ranges_mod, "BLOCK_LANES", 0)
-    without = {count: plan(count) for count in (2, 3, 5)}
-    monkeypatch.setattr(ranges_mod, "BLOCK_LANES", block_lanes)
+    def plan(count: int, lanes: int) -> list:
+        return sorted(ranges_mod.plan_ranges(m, True, diag, edge, count, per_device=1, sym=True,
+                                             block_lanes=lanes), key=lambda r: r.r0)
+    without = {count: plan(count, 0) for count in (2, 3, 5)}
     for count in (2, 3, 5):
-        rs = plan(count)
+        rs = plan(count, block_lanes)
         assert len(rs) == count and rs[0].r0 == 0 and rs[-1].r1 == n
         b = [(r.r0 // edge, -(-r.r1 // edge)) for r in rs]
         assert [r.cells for r in rs] == [int(cols[u:v].sum() + dcells[u:v].sum()) for u, v in b]
@@ -221,6 +221,9 @@ def test_row_ranges_symmetric_cost(block_lanes, monkeypatch):
         assert rs[0].r1 - rs[0].r0 < rs[-1].r1 - rs[-1].r0  # the top rows hold more cells
         if block_lanes:
             assert rs[0].r1 > without[count][0].r1
+    gpu, cpu = (types.SimpleNamespace(info=types.SimpleNamespace(is_gpu=g)) for g in (1, 0))
+    assert multi._block_lanes([gpu, gpu]) == ranges_mod.BLOCK_LANES
+    assert multi._block_lanes([gpu, cpu]) == multi._block_lanes([cpu, cpu]) == 0
 
 
 def test_block_diagonal_cells_closed_form():
@@ -341,8 +344,7 @@ def test_row_ranges_equal_cells():
             i = np.arange(n)
             per_row = (n if vertical else 0) + np.clip(n - i - 1, 0, None)
             assert [r.cells for r in rs] == [int(per_row[r.r0:r.r1].sum()) for r in rs]
-            cost = ((n if vertical else 0) + ranges_mod.DIAGONAL_COST * np.clip(n - i - 1, 0, None)
-                    + ranges_mod.BLOCK_LANES)
+            cost = (n if vertical else 0) + ranges_mod.DIAGONAL_COST * np.clip(n - i - 1, 0, None)
             share = cost.sum() / count
             assert max(abs(cost[r.r0:r.r1].sum() - share) for r in rs) <= cost[:edge].sum()
         fixed = ranges_mod.plan_ranges(m, vertical, diag, edge, 2, height=100)

@@ -54,7 +54,8 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
         tasks = bands if split == "lanes" else plan_ranges(
             m, vertical, diag_ranges, _edge(backends[0], m, params, edge), n_dev,
             band or None, _ranges_per_device(backends),
-            sym=symmetric and _sym_params(backends, m, params))
+            sym=symmetric and _sym_params(backends, m, params),
+            block_lanes=_block_lanes(backends))
         return run_dask(scheduler, n_workers, [be.info.selector for be in backends],
                         backends[0].name, m, (x, y, x2, y2, tcol), params, edge, tasks,
                         vertical, diag_ranges, symmetric=symmetric and split == "rows")
@@ -97,6 +98,12 @@ def _ranges_per_device(backends: list[Backend]) -> int:
             else row_ranges.RANGES_PER_DEVICE)
 
 
+def _block_lanes(backends: list[Backend]) -> int:
+    """A row block's fixed cost in the range plan: :data:`~pyedmcl.rqa.ranges.BLOCK_LANES`
+    where every device is a GPU, none on CPUs."""
+    return row_ranges.BLOCK_LANES if all(be.info.is_gpu for be in backends) else 0
+
+
 def _edge(be: Backend, m: _Matrix, params: Params | None, edge: int | None) -> int:
     """The sub-matrix edge ``be`` would run with (range boundaries are its row blocks)."""
     return int(edge) if edge is not None else int(_params(be, m, params)["EDGE"])
@@ -131,7 +138,8 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     # range boundaries on row blocks of the first device; any other edge only chunks
     # a range differently (same counts)
     ranges = plan_ranges(m, vertical, diag_ranges, devs[0].st.params["EDGE"], len(devs),
-                         height or None, _ranges_per_device(backends), sym=devs[0].sym)
+                         height or None, _ranges_per_device(backends), sym=devs[0].sym,
+                         block_lanes=_block_lanes(backends))
     t0 = time.perf_counter()
     run_threads(devs, ranges)
     seconds = time.perf_counter() - t0

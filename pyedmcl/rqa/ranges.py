@@ -59,11 +59,12 @@ DIAGONAL_COST = 0.15
 #: to the vertical launch's (H100, N = 946,303, Roessler, one device: vertical 0.123 s,
 #: row walks and joins 0.097 s over the same cells)
 HORIZONTAL_COST = 0.8
-#: a row block's fixed time (its five or so launches' start, and the tail of launches
-#: too narrow to fill a GPU) as that of this many more columns: the bottom range of a
-#: SYM split holds many narrow blocks. Two H100s, N = 946,303 / 2*10^6 (E = 3, RR
-#: 0.05): cuts moved down by 3-6 / 6 blocks from equal cells ran 0.387-0.384 /
-#: 1.679 s against 0.405 / 1.697 s; this constant moves them by 5 / 4
+#: on GPUs, a row block's fixed time (its five or so launches' start, and the tail of
+#: launches too narrow to fill the GPU) as that of this many more columns: the bottom
+#: range of a SYM split holds many narrow blocks. Two H100s, N = 946,303 / 2*10^6 (E = 3,
+#: RR 0.05): cuts moved down by 3-6 / 6 blocks from equal cells ran 0.387-0.384 /
+#: 1.679 s against 0.405 / 1.697 s; this constant moves them by 5 / 4. CPUs take none
+#: (a narrow launch there only ends sooner)
 BLOCK_LANES = 1 << 17
 
 
@@ -78,14 +79,15 @@ class RowRange:
 
 def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], edge: int,
                 n_devices: int, height: int | None = None,
-                per_device: int = RANGES_PER_DEVICE, sym: bool = False) -> list[RowRange]:
+                per_device: int = RANGES_PER_DEVICE, sym: bool = False,
+                block_lanes: int = 0) -> list[RowRange]:
     """Ranges of whole row blocks, largest first: ``height`` rows each (rounded up to
     blocks), else about ``per_device`` ranges per device of equal time (column cells
     plus :data:`DIAGONAL_COST` per diagonal cell; the diagonals' cells lie mostly in
     the top rows, so equal heights would not balance them). ``sym``: the column cells
     are a block's columns from its first row on, and its rows' walks
-    (:data:`HORIZONTAL_COST`) add as many. Each block adds :data:`BLOCK_LANES` columns'
-    time (its launches' fixed cost)."""
+    (:data:`HORIZONTAL_COST`) add as many. Each block adds ``block_lanes`` columns' time
+    (its launches' fixed cost: :data:`BLOCK_LANES` on GPUs)."""
     blocks = -(-m.n_rows // edge)
     starts = np.arange(0, m.n_rows, edge)
     block_diag = block_diagonal_cells(m, diag_ranges, edge)
@@ -103,7 +105,7 @@ def plan_ranges(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]], 
     else:
         count = max(1, min(blocks, n_devices * per_device))
         cum = np.cumsum(block_cells - block_diag + DIAGONAL_COST * block_diag
-                        + heights * BLOCK_LANES)
+                        + heights * block_lanes)
         total = float(cum[-1]) if blocks else 0.0
         # block b ends range r when the time up to it reaches r / count of the total
         ends = np.searchsorted(cum, [total * r / count for r in range(1, count)], side="left")
