@@ -307,3 +307,10 @@ def test_negative_tp_library_targets_before_the_data_left_out(device):
         _same(_ref(pyEDM.Simplex, d, lib="2 92", **kw),
               _ref(EDM.Simplex, d, device=device, lib="1 92", **kw),
               ["Time", "Observations", "Predictions", "Pred_Variance"])
+    # the scans' skill comes from such tables: pyEDM's for the library one row later
+    kw = dict(columns="x", target="y", maxE=4, tau=1, Tp=-1, pred="40 90")
+    ref = _ref(pyEDM.EmbedDimension, d, lib="2 60", showPlot=False, numProcess=1, **kw)
+    got = _ref(EDM.EmbedDimension, d, lib="1 60", device=device, **kw)
+    np.testing.assert_allclose(got["rho"], ref["rho"], atol=1e-6, rtol=0)
+    wrapped = _ref(pyEDM.EmbedDimension, d, lib="1 60", showPlot=False, numProcess=1, **kw)
+    assert np.abs(wrapped["rho"].to_numpy() - got["rho"].to_numpy()).max() > 1e-3
