@@ -402,6 +402,12 @@ def test_zero_batch_zeroes_at_the_end(device):
         assert not be.to_host(a).any(), a.dtype
     a = be.zeros(6, np.uint32)  # outside a block: zeroed at once
     assert not be.to_host(a).any()
+    if hasattr(be, "_zero_words"):  # the batched kernel (GPUs' zero_batch) on every device
+        for part in (sizes[:6], sizes[:-1]):  # a padded batch; a full one and a lone array
+            arrs = [be.to_device(np.full(n, 7, dt)) for n, dt in part]
+            be._zero_words(arrs)
+            for a in arrs:
+                assert not be.to_host(a).any(), a.dtype
 
 
 def test_helper_processes_compile_into_the_cache(device, monkeypatch, tmp_path):

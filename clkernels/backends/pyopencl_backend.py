@@ -275,6 +275,17 @@ class PyOpenCLBackend(Backend):
     ZERO_BATCH = 8
 
     def _zero_all(self, arrays: list[cla.Array]) -> None:
+        """GPUs: :meth:`_zero_words` (one launch per :data:`ZERO_BATCH` arrays, a launch's
+        host time saved per array). CPUs: one fill each, as the base class: a fill is a
+        short launch there, and the batched kernel's chain of per-word branches runs ten
+        times slower on Intel's CPU runtime (11 arrays of 10^6 words: 266 ms against 20 ms
+        in fills)."""
+        if not self.info.is_gpu:
+            super()._zero_all(arrays)
+            return
+        self._zero_words(arrays)
+
+    def _zero_words(self, arrays: list[cla.Array]) -> None:
         """One ``zero_words`` launch per :data:`ZERO_BATCH` arrays (their 32-bit words end
         to end); a shorter batch repeats its first array with no words, so one program
         serves every count. A lone array takes the plain fill."""
