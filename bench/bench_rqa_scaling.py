@@ -83,10 +83,10 @@ class _Trace:
         multi = importlib.import_module("pyedmcl.rqa.multi")
         run_threads = multi.run_threads
 
-        def run_noting(devs, tasks):
+        def run_noting(devs, tasks, **kw):
             self.states = [d.st for d in devs]
             self.warm = {id(d.st): d.warm for d in devs if hasattr(d, "warm")}
-            return run_threads(devs, tasks)
+            return run_threads(devs, tasks, **kw)
         multi.run_threads = run_noting
         self.modes: dict[int, list[str]] = {}  # per device state: each launch's mode
         launch = self.dnr._launch

@@ -304,6 +304,36 @@ def test_slow_device_takes_fewer_bands(device, small_bands, split, monkeypatch):
     assert fast > slow_n, got.settings["device_tasks"]
 
 
+@pytest.mark.parametrize("split", ["lanes", "rows"])
+def test_each_device_takes_a_task_however_late_its_thread(device, split, monkeypatch):
+    """With as many tasks as devices (alike devices' row ranges: one each) a thread that
+    starts late still gets one: the first thread, done enqueuing a short task at once,
+    does not take the other device's too (it did: tasks/device [2, 0] on two contexts).
+    With more tasks than devices a thread still looks one task ahead."""
+    monkeypatch.setattr(multi, "SPLIT", split)
+    monkeypatch.setattr(bands_mod, "BANDS_PER_DEVICE", 1)
+    monkeypatch.setattr(bands_mod, "MIN_BAND", 1)
+    bes = two_backends(device)
+    per_device = bands_mod.run_per_device
+
+    def second_thread_late(work, devices):
+        def late(dev, stop):
+            if dev.be is bes[1]:
+                time.sleep(0.3)  # reaches the queue after the first has enqueued its task
+            return work(dev, stop)
+        return per_device(late, devices)
+
+    x = logistic(606)
+    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[0], edge=32)
+    monkeypatch.setattr(bands_mod, "run_per_device", second_thread_late)
+    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes, edge=32)
+    assert _same(_hists(got), _hists(ref))
+    tasks = got.settings["device_tasks"]
+    assert min(tasks) >= 1, tasks
+    if split == "rows":
+        assert tasks == [1, 1], tasks
+
+
 def test_plan_covers_every_lane_once():
     """Bands partition the lanes; cells add up to the matrix's (diagonal ranges too)."""
     from pyedmcl.kernels.rqa_lines import LineSpec

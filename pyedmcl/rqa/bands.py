@@ -20,9 +20,9 @@ both on several.
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,26 +197,44 @@ class BandDevice:
         return out[0], out[1], out[2], n
 
 
-def run_threads(devices: list[BandDevice], bands: list[Band]) -> None:
+def run_threads(devices: list[BandDevice], bands: list[Band],
+                after: Callable[[Any], None] | None = None) -> None:
     """Run ``bands`` over ``devices``, one host thread per device taking the next band
     from a shared queue once its device has finished the band before the one just
     enqueued (and never more than :data:`MAX_IN_FLIGHT` launches ahead), so a device
     never idles while bands are left and a slow device does not hold bands a fast one
-    could run."""
-    todo: queue.Queue = queue.Queue()
-    for b in bands:
-        todo.put(b)
+    could run. A thread takes a band beyond its first only while more are left than
+    threads yet to take one: with one band per device (alike devices' row ranges) each
+    device runs its own, however late its thread starts (a fast thread enqueued a short
+    range and took the other device's too). ``after(device)`` runs in a device's thread
+    once its device has finished (its read-back then overlaps the devices still at
+    work)."""
+    todo = deque(bands)
+    lock = threading.Lock()
+    waiting = [len(devices)]  # threads that have taken no band yet
+
+    def take(first: bool) -> Band | None:
+        with lock:
+            if not todo or (not first and len(todo) <= waiting[0]):
+                return None
+            if first:
+                waiting[0] -= 1
+            return todo.popleft()
+
     def worker(dev: BandDevice, stop: threading.Event) -> None:
         before = None  # last event of the band before the one just enqueued
+        first = True
         while not stop.is_set():
-            try:
-                band = todo.get_nowait()
-            except queue.Empty:
+            band = take(first)
+            if band is None:
                 break
+            first = False
             _, last = dev.run(band)
             if before is not None:  # the device is on `band` now: take the next
                 dev.be.wait(before)
             before = last if last is not None else before
         dev.finish()
+        if after is not None and not stop.is_set():
+            after(dev)
 
     run_per_device(worker, devices)

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend
-from clkernels.threads import run_per_device
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES
@@ -141,10 +140,9 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                          height or None, _ranges_per_device(backends), sym=devs[0].sym,
                          block_lanes=_block_lanes(backends))
     t0 = time.perf_counter()
-    run_threads(devs, ranges)
+    collected: dict[int, tuple] = {}  # each device's counts, read back in its own thread
+    run_threads(devs, ranges, after=lambda dev: collected.__setitem__(id(dev), dev.collect()))
     seconds = time.perf_counter() - t0
-    collected: dict[int, tuple] = {}  # each device's carries read back and counted at once
-    run_per_device(lambda dev, stop: collected.__setitem__(id(dev), dev.collect()), devs)
     hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
     n_rec = 0
     for dev in devs:
