@@ -180,7 +180,7 @@ def _merged_row_bucketed(row: np.ndarray, threads: int) -> float:
     go to buckets by their float32 cast (splitters from a strided sample), so equal
     values, and values whose casts are equal, share a bucket; bucket by bucket the
     distinct counts then add up to the whole row's exactly (NaNs, in no bucket, count
-    one each, as the whole sort counts them). 2*10^6 values: 114 -> 60 ms on 2 cores."""
+    one each, as the whole sort counts them). 2*10^6 values: 128 -> 85 ms on 2 cores."""
     from concurrent.futures import ThreadPoolExecutor
 
     r32 = row.astype(np.float32)
