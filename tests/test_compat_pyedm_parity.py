@@ -254,8 +254,8 @@ def test_scans_on_the_fast_path_as_pyedm(device):
 
 
 def test_negative_tp_before_the_data_start_keeps_each_prediction_at_its_time(device):
-    """The one table compat does not copy: a negative Tp whose first prediction lies
-    before the data's first row (pred_i[0] + Tp < 0). pyEDM 2.5.7 then shifts its
+    """One of two places compat does not copy pyEDM: a negative Tp whose first prediction
+    lies before the data's first row (pred_i[0] + Tp < 0). pyEDM 2.5.7 then shifts its
     predictions against its Time and Observations by pred_i[0] rows (here E = 3: the
     prediction made at Time 3 for Time 0 stands at Time 2), so its skill pairs each
     prediction with another time's observation. compat keeps every prediction at time

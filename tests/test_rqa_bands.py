@@ -278,6 +278,17 @@ def test_warm_up_lanes_as_intervals():
                         ranges_mod._first_spans(mode, got, a0, a, b, w0, r0), spans)
 
 
+def _two_devices_as_one(bes: list, patch) -> object:
+    """pe.rqa on both backends after ``patch()`` (which slows or delays one of them), its
+    histograms checked equal to one backend's run before the patch; the result."""
+    x = logistic(606)
+    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[1], edge=32)
+    patch()
+    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes, edge=32)
+    assert _same(_hists(got), _hists(ref))
+    return got
+
+
 @pytest.mark.parametrize("split", ["lanes", "rows"])
 def test_slow_device_takes_fewer_bands(device, small_bands, split, monkeypatch):
     """Dynamic balance: a device slowed down on the host takes fewer tasks (bands or
@@ -295,11 +306,7 @@ def test_slow_device_takes_fewer_bands(device, small_bands, split, monkeypatch):
             time.sleep(0.05)
         return run(self, task)
 
-    x = logistic(606)
-    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[1], edge=32)
-    monkeypatch.setattr(cls, "run", run_slowly)
-    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes, edge=32)
-    assert _same(_hists(got), _hists(ref))
+    got = _two_devices_as_one(bes, lambda: monkeypatch.setattr(cls, "run", run_slowly))
     fast, slow_n = got.settings["device_tasks"][1], got.settings["device_tasks"][0]
     assert fast > slow_n, got.settings["device_tasks"]
 
@@ -308,8 +315,7 @@ def test_slow_device_takes_fewer_bands(device, small_bands, split, monkeypatch):
 def test_each_device_takes_a_task_however_late_its_thread(device, split, monkeypatch):
     """With as many tasks as devices (alike devices' row ranges: one each) a thread that
     starts late still gets one: the first thread, done enqueuing a short task at once,
-    does not take the other device's too (it did: tasks/device [2, 0] on two contexts).
-    With more tasks than devices a thread still looks one task ahead."""
+    does not take the other device's too (it did: tasks/device [2, 0] on two contexts)."""
     monkeypatch.setattr(multi, "SPLIT", split)
     monkeypatch.setattr(bands_mod, "BANDS_PER_DEVICE", 1)
     monkeypatch.setattr(bands_mod, "MIN_BAND", 1)
@@ -323,11 +329,8 @@ def test_each_device_takes_a_task_however_late_its_thread(device, split, monkeyp
             return work(dev, stop)
         return per_device(late, devices)
 
-    x = logistic(606)
-    ref = pe.rqa(x, E=3, tau=3, radius=0.3, device=bes[0], edge=32)
-    monkeypatch.setattr(bands_mod, "run_per_device", second_thread_late)
-    got = pe.rqa(x, E=3, tau=3, radius=0.3, devices=bes, edge=32)
-    assert _same(_hists(got), _hists(ref))
+    got = _two_devices_as_one(
+        bes, lambda: monkeypatch.setattr(bands_mod, "run_per_device", second_thread_late))
     tasks = got.settings["device_tasks"]
     assert min(tasks) >= 1, tasks
     if split == "rows":

@@ -22,8 +22,8 @@ arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/
 ``Tp`` at the data's start, where pyEDM 2.5.7 shifts its predictions against their
 times (first prediction before the first row) or, with no lag before the first row
 (``E=1`` or ``tau > 0``), reads the series' last value as a library row's target (a
-wrapped index); here each prediction stays at its
-time and such rows are left out of the library (docs/from_pyedm.md).
+wrapped index); here each prediction stays at its time and such rows are left out of
+the library (docs/from_pyedm.md).
 """
 
 from __future__ import annotations
