@@ -30,9 +30,13 @@ def _series(decimals):
     return y if decimals is None else np.round(y, decimals)
 
 
+@pytest.mark.parametrize("fma", ["auto", "1"])
 @pytest.mark.parametrize("decimals", [None, 1, 0])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kdtree_table_is_the_exact_kernels(device, decimals, dtype):
+def test_kdtree_table_is_the_exact_kernels(device, decimals, dtype, fma, monkeypatch):
+    """Also with fused multiply-adds forced (``PYEDMCL_FMA=1``: a GPU's default, where
+    the kernel's sums round differently; the tree's distances follow them)."""
+    monkeypatch.setenv("PYEDMCL_FMA", fma)
     x = _series(decimals).astype(dtype)
     E, k = 3, 4
     npts = x.size - (E - 1)

@@ -26,6 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..kernels._fma import job_fma
+from ..kernels.fma_emulation import fma as fused
+
 #: every concrete back-end name, and what ``knn_backend=`` accepts
 BACKENDS = ("exact", "kdtree", "ivf", "hnsw")
 CHOICES = (*BACKENDS, "auto")
@@ -101,18 +104,21 @@ def select_k(qpts: np.ndarray, lpts: np.ndarray, pos: np.ndarray, dist: np.ndarr
 
 
 def kernel_distances(x: np.ndarray, qpts: np.ndarray, lpts: np.ndarray, E: int, tau: int,
-                     metric: str) -> np.ndarray:
+                     metric: str, fma: bool = False) -> np.ndarray:
     """The exact kernel's comparison value between query point ``qpts[i]`` and library
     points ``lpts[i, j]`` (kernel points of the series ``x``), in ``x``'s dtype and the
     kernel's operation order: coordinates newest first (lag E-1 down to 0), one rounding
-    per operation, no contraction (decisions 0002, 0007). Euclidean: the squared distance.
-    Bit-identical to the kernels' values wherever they do not use FMA (CPU jobs)."""
+    per operation, no contraction (decisions 0002, 0007). Euclidean: the squared distance;
+    ``fma``: each square added by a fused multiply-add, as the kernels' ``FMA=1`` (GPU
+    jobs, :func:`pyedmcl.kernels._fma.job_fma`). Bit-identical to the kernels' values."""
     q = np.asarray(qpts, np.int64)[:, None]
     lp = np.asarray(lpts, np.int64)
     acc = np.zeros(lp.shape, x.dtype)
     for j in reversed(range(E)):
         d = x[lp + j * abs(tau)] - x[q + j * abs(tau)]
-        if metric == "euclidean":
+        if metric == "euclidean" and fma:
+            acc = fused(d, d, acc)
+        elif metric == "euclidean":
             acc += d * d
         elif metric == "manhattan":
             acc += np.abs(d)
@@ -206,9 +212,11 @@ class HostBackend(NeighborBackend):
         return np.float32
 
     def search_host(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
-                    lpts: np.ndarray, radius: int, metric: str = "euclidean"
+                    lpts: np.ndarray, radius: int, metric: str = "euclidean", fma: bool = False
                     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(nbatch, nq, k)`` indices and distances from the host series ``x``."""
+        """``(nbatch, nq, k)`` indices and distances from the host series ``x``; ``fma``:
+        an exact back-end's distances in the arithmetic of kernels that fuse
+        multiply-adds (:func:`kernel_distances`)."""
         self.check_metric(metric)
         lpts = np.atleast_2d(np.asarray(lpts, dtype=np.int64))
         qpts = np.asarray(qpts, dtype=np.int64)
@@ -235,7 +243,8 @@ class HostBackend(NeighborBackend):
                     r = rows[s:s + step]
                     if self.exact:
                         idx[b, r], dist[b, r] = self._kernel_order_rows(
-                            index, x, qv[r], qpts[r], lp, int(c), k, radius, E, tau, metric)
+                            index, x, qv[r], qpts[r], lp, int(c), k, radius, E, tau, metric,
+                            fma)
                         continue
                     pos, d = self.query(index, qv[r], int(c))
                     idx[b, r], dist[b, r] = select_k(qpts[r], lp, pos, d, k, radius)
@@ -243,7 +252,7 @@ class HostBackend(NeighborBackend):
 
     def _kernel_order_rows(self, index: Any, x: np.ndarray, qv: np.ndarray, qpts: np.ndarray,
                            lp: np.ndarray, c: int, k: int, radius: int, E: int, tau: int,
-                           metric: str) -> tuple[np.ndarray, np.ndarray]:
+                           metric: str, fma: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The exact kernel's k-NN rows from an exact index: same set, order and distances.
 
         The index finds ``c + 1`` candidates (one more than can be excluded plus k); their
@@ -267,7 +276,8 @@ class HostBackend(NeighborBackend):
             for s in range(0, pending.size, step):
                 rows = pending[s:s + step]
                 pos, dtree = self.query(index, qv[rows], cq)
-                acc = kernel_distances(x, qpts[rows], lp[np.clip(pos, 0, None)], E, tau, metric)
+                acc = kernel_distances(x, qpts[rows], lp[np.clip(pos, 0, None)], E, tau, metric,
+                                       fma)
                 acc = np.where(pos >= 0, acc, np.inf)
                 i, a = select_k(qpts[rows], lp, pos, acc, k, radius)
                 d = finish_distance(a, metric)
@@ -288,8 +298,9 @@ class HostBackend(NeighborBackend):
         from ..edm.knn import DeviceKnn
 
         x = np.asarray(be.to_host(x_dev))[:n]
+        # the exact kernel's arithmetic on this device (its one-device FMA choice)
         idx, dist = self.search_host(x, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
-                                     metric=metric)
+                                     metric=metric, fma=job_fma([be.info]))
         dt = np.float64 if real == "double" else np.float32
         nbatch, nq, _ = idx.shape
         return DeviceKnn(be.to_device(idx), be.to_device(dist.astype(dt)), nbatch, nq, k)
@@ -297,5 +308,9 @@ class HostBackend(NeighborBackend):
     def search(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
                lpts: np.ndarray, radius: int, metric: str = "euclidean", device: Any = None
                ) -> tuple[np.ndarray, np.ndarray]:
+        """As the exact back-end's :meth:`NeighborBackend.search` on ``device`` (the
+        default one if None): its rows and, for an exact index, its distances' bits."""
+        from clkernels import get_backend
+
         return self.search_host(x, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
-                                metric=metric)
+                                metric=metric, fma=job_fma([get_backend(device).info]))
