@@ -413,7 +413,9 @@ def test_zero_batch_zeroes_at_the_end(device):
 def test_helper_processes_compile_into_the_cache(device, monkeypatch, tmp_path):
     """Where a runtime compiles one program at a time, `prebuild` hands shares of the
     programs it lacks to helper processes (clkernels.buildprocs), which compile them into
-    PyOpenCL's binary cache; the kernels built here then come from that cache and run."""
+    PyOpenCL's binary cache; the kernels built here then come from that cache and run.
+    NVIDIA: PyOpenCL caches no binaries there; a helper's build fills the driver's compute
+    cache (a fresh one here), and this process knows its own builds by markers."""
     import pyopencl as cl
 
     from clkernels import buildprocs
@@ -426,7 +428,10 @@ def test_helper_processes_compile_into_the_cache(device, monkeypatch, tmp_path):
     if be.info.runtime not in buildprocs.SERIAL_COMPILERS:
         # PoCL compiles in parallel and keeps its own binaries (PyOpenCL caches none there)
         pytest.skip(f"no helper processes on {be.info.runtime}: its compiler is not serial")
+    nvidia = be.info.runtime == "nvidia"
     monkeypatch.setenv("PYEDMCL_CACHE_DIR", str(tmp_path))  # an empty binary cache
+    nv_cache = tmp_path / "nv"
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(nv_cache))  # the helpers' compute cache
     tag = tmp_path.name.replace("-", "_")  # sources no earlier test built
     src = "__kernel void k_{t}_{i}(__global int* a) {{ a[get_global_id(0)] = {i}; }}"
     programs = [(src.format(t=tag, i=i), ()) for i in range(6)]
@@ -434,18 +439,25 @@ def test_helper_processes_compile_into_the_cache(device, monkeypatch, tmp_path):
     cache = pyopencl_cache_dir()
 
     def cached(s: str) -> bool:
+        if nvidia:  # built here (a marker), else unknown
+            return be._known(s, (), cache)
         return has_pyopencl_entry(cl.Program(be.context, s), be.context, be.device, opts, cache)
 
     # one helper builds every other program of the first four into the cache
     started = buildprocs.start_helpers(be.info, [(s, opts) for s, _ in programs[:4]], cache, 1)
     buildprocs.wait_helpers(started)
     assert [p.returncode for p, _ in started] == [0]
-    assert [cached(s) for s, _ in programs[:4]] == [False, True, False, True]
-    # prebuild's path: helpers for the programs neither built nor cached (4 of 6 here)
+    if nvidia:
+        assert [cached(s) for s, _ in programs[:4]] == [False] * 4
+        assert any(f.is_file() for f in nv_cache.rglob("*")), "no compute-cache entry"
+    else:
+        assert [cached(s) for s, _ in programs[:4]] == [False, True, False, True]
+    # prebuild's path: helpers for the programs neither built nor cached (4 of 6 here;
+    # NVIDIA: all 6, the helpers' builds being unknown to this process)
     monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n, mem: int(n >= 4))
     before = be.helper_builds
     be._build_programs(programs, 1)
-    assert be.helper_builds - before == 2  # of the 4 unknown ones, the caller kept half
+    assert be.helper_builds - before == (3 if nvidia else 2)  # the caller kept half
     for i, (s, _) in enumerate(programs):
         assert cached(s)
         k = be.kernel_from_source(s, f"k_{tag}_{i}")
