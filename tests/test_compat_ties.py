@@ -31,7 +31,13 @@ import pandas as pd
 import pytest
 
 import pyedmcl.compat.pyedm as EDM
-from pyedmcl.compat._state_knn import host_distances, kdtree_candidates, state_neighbors, tied_rows
+from pyedmcl.compat._state_knn import (
+    host_distances,
+    kdtree_candidates,
+    row_distances,
+    state_neighbors,
+    tied_rows,
+)
 from pyedmcl.compat._tie_check import has_distance_ties, univariate_ties
 
 pyEDM = pytest.importorskip("pyEDM")
@@ -187,10 +193,60 @@ def test_fast_path_ties_as_pyedm(data, kind, device, monkeypatch):
         assert gap > 1e-9, f"the fast path's tie order agrees with pyEDM here ({gap})"
 
 
-def test_simplex_fast_path_on_ties(data, device, monkeypatch):
-    """Simplex keeps the fast path on tied data: pyEDM's tie-break is its order."""
-    _forbid_general(monkeypatch)
-    _same(_oracle("simplex", data), _fast("simplex", data, device))
+#: library rows 4 and 6 (E = 3) lie at squared distances 0.4999999999999999 and
+#: 0.49999999999999994 from query row 10: one square root
+SQRT_TIE = [0.4, 0.4, 0.6, 0.7, 0.3, 0.9, 0.6, 0.5, 0.3, 0.2, 0.7]
+
+
+def test_simplex_ties_after_the_square_root(data, device, monkeypatch):
+    """Simplex and its scans go the general path on tied data: pyEDM breaks ties by time
+    among equal square roots of sums that it adds in another order than the fused
+    kernel, which compares the sums themselves; here pyEDM takes library row 6 (nearer
+    in time), the kernel row 4 (the smaller sum)."""
+    d = pd.DataFrame({"Time": np.arange(1, 12), "x": SQRT_TIE})
+    kw = dict(columns="x", target="x", lib="1 8", pred="9 11")
+    ref = _ref(pyEDM.Simplex, d, E=3, **kw)
+    _same(ref, _ref(EDM.Simplex, d, E=3, device=device, **kw))
+    scan = dict(columns="x", target="y", lib="1 250", pred="100 310")  # the tied Lorenz data
+    for name, extra in (("EmbedDimension", dict(maxE=6)), ("PredictInterval", dict(E=3, maxTp=3)),
+                        ("PredictExclusionRadius", dict(E=3, exclusionRadius=[0, 5]))):
+        want = _ref(getattr(pyEDM, name), data, showPlot=False, numProcess=1, **extra, **scan)
+        got = _ref(getattr(EDM, name), data, device=device, **extra, **scan)
+        assert np.isfinite(want["rho"].to_numpy(float)).all()
+        _same(want, got)
+        if name == "EmbedDimension":
+            want_E = want
+    monkeypatch.setattr(EDM, "_ties_decide", lambda *a: False)  # the fused kernel's order
+    forced = _ref(EDM.Simplex, d, E=3, device=device, **kw)
+    gap = np.nanmax(np.abs(forced.Predictions.to_numpy(float) - ref.Predictions.to_numpy(float)))
+    assert gap > 1e-3, gap
+    forced = _ref(EDM.EmbedDimension, data, maxE=6, device=device, **scan)  # measured: 2.2e-5
+    assert np.abs(forced["rho"].to_numpy(float) - want_E["rho"].to_numpy(float)).max() > 1e-6
+
+
+def test_state_space_distances_added_left_to_right(device):
+    """An ``embedded`` frame of 8 columns on a 0.1 grid: pyEDM adds a row's squares left to
+    right (its column-major array; NumPy would add 8 or more contiguous values pairwise),
+    and the one-ulp difference decides the tie at the neighbours' edge for time 14."""
+    rng = np.random.default_rng(7)
+    cols = [f"c{j}" for j in range(8)]
+    M = [[0.6, 0.8, 0.6, 1.0, -0.0, 0.4, 0.2, -0.9], [0.8, -0.1, -0.1, 0.2, -0.7, -0.2, 0.4, -0.6],
+         [0.0, 0.2, -0.4, -0.5, 0.8, 0.1, 0.8, -0.0], [0.1, -0.3, 0.2, 0.3, 0.4, 0.4, 1.0, -0.6],
+         [0.7, -0.1, 0.1, 0.2, 0.4, -0.7, 0.1, 0.1], [0.9, 0.7, -0.2, -0.2, -0.5, 0.0, -0.1, 0.5],
+         [0.7, -0.1, -0.6, 0.3, -0.8, 0.6, 0.5, 0.8], [0.9, 0.1, 0.5, 0.5, 0.6, 0.7, -0.2, -0.8],
+         [-0.3, 0.3, -0.2, 0.6, 0.1, -0.7, 0.9, -0.4], [0.8, 0.9, 0.6, -0.7, -0.2, 0.2, 1.0, -0.6],
+         [0.8, 0.4, 0.4, -0.2, -0.3, 0.9, -0.6, -0.3], [0.6, 0.6, 0.5, -0.6, 0.1, 0.5, 0.9, -0.6],
+         [0.5, 0.2, 0.2, 0.9, 0.4, 0.8, 0.6, 0.3], [-0.2, -0.5, 0.2, -0.7, 0.6, 0.8, 0.3, 0.8]]
+    d = pd.DataFrame(M, columns=cols)
+    d.insert(0, "Time", np.arange(1, 15))
+    kw = dict(columns=" ".join(cols), target="c0", lib="1 12", pred="13 14", E=8, embedded=True)
+    a = _ref(pyEDM.Simplex, d, returnObject=True, **kw)
+    b = _ref(EDM.Simplex, d, returnObject=True, device=device, **kw)
+    np.testing.assert_array_equal(np.asarray(b.knn_neighbors), np.asarray(a.knn_neighbors))
+    _same(a.Projection, b.Projection)
+    diff = rng.standard_normal((50, 12))  # row_distances is NumPy's column-major sum
+    np.testing.assert_array_equal(row_distances(diff),
+                                  np.sqrt(np.sum(np.asfortranarray(diff) ** 2, axis=1)))
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -350,7 +350,7 @@ class PyEDMRun:
         count padded with the nearest (distance inf). The device gives the exact order
         for rows without a tie among their knn + 1 nearest; rows with one are scanned
         on the host in pyEDM's arithmetic, so near-equal sums decide as pyEDM's do."""
-        from ._state_knn import host_distances, state_neighbors, tied_rows
+        from ._state_knn import host_distances, row_distances, state_neighbors, tied_rows
 
         knn, lib, pred = self.knn, np.asarray(self.lib_i), np.asarray(self.pred_i)
         radius = self.exclusionRadius if excl else (0 if self.libOverlap else -1)
@@ -362,7 +362,7 @@ class PyEDMRun:
         for j, i in enumerate(flagged):
             if host[j]:
                 p = pred[i]
-                d = np.sqrt(np.sum((emb[lib] - emb[p]) ** 2, axis=1))
+                d = row_distances(emb[lib] - emb[p])
                 if excl:
                     keep = np.abs(p - lib) > self.exclusionRadius
                 elif self.libOverlap:

@@ -10,8 +10,8 @@ keyword ``device=`` or ``PYEDMCL_DEVICE``.
 Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN rows,
 ``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
 ``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
-device pipeline (S-map, PredictNonlinear and CCM only where no two delay vectors lie
-at equal distances from a third, see :func:`_ties_decide`); the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
+device pipeline where no two delay vectors lie at (nearly) equal distances from a
+third (:func:`_ties_decide`); the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
 :mod:`._pyedm_ccm`) with the neighbour search on the device, where equal distances are
 decided as pyEDM decides them: query rows whose candidates tie are asked again of a
 scipy KDTree built as pyEDM builds it. scipy is optional: without it the device's
@@ -228,19 +228,22 @@ def _general(dataFrame, columns, target, embedded, validLib, generateSteps, retu
 
 
 def _ties_decide(E: Any, tau: Any, *series: np.ndarray) -> bool:
-    """True where a fast-path S-map/CCM call must go the general path to decide
-    neighbour ties as pyEDM: some delay vector of one of ``series`` has two equal
-    distances to two others (:func:`._tie_check.has_distance_ties`, relative 1e-12 in
-    pyEDM's float64 arithmetic), so the fused kernel's order (distance, ``|p - l|``,
-    ``l``) and scipy KDTree's may pick different neighbour sets. Only in float64 (the
-    float32 setting trades pyEDM's digits for speed) and with scipy (without it the
-    general path decides ties in the fast path's order too). Simplex needs no check:
-    pyEDM's Simplex tie-break is the fused kernel's order."""
+    """True where a fast-path call must go the general path to decide neighbour ties as
+    pyEDM: some delay vector of one of ``series`` has two (near-)equal distances to two
+    others (:func:`._tie_check.has_distance_ties`, relative 1e-12 in pyEDM's float64
+    arithmetic). S-map and CCM: the fused kernel's order (distance, ``|p - l|``, ``l``)
+    and scipy KDTree's may pick different neighbour sets. Simplex: pyEDM's tie-break is
+    that order, but on the square roots of sums added in another order than the fused
+    kernel's, so squared distances one ulp apart tie there and not in the kernel (0.5
+    and 0.49999999999999994 have one square root). ``E``: one value or several (a scan).
+    Only in float64 (the float32 setting trades pyEDM's digits for speed) and with scipy
+    (without it the general path decides ties in the fast path's order too)."""
     from ._state_knn import scipy_available
     from ._tie_check import univariate_ties
     if dtype != "float64" or not scipy_available():
         return False
-    return any(univariate_ties(s, E, tau) for s in series)
+    Es = E if isinstance(E, range | list | tuple) else (E,)
+    return any(univariate_ties(s, e, tau) for e in Es for s in series)
 
 
 def _run(name: str, dataFrame, returnObject: bool, **kw):
@@ -281,6 +284,11 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
+    if _ties_decide(E, tau, x):
+        return _run("Simplex", dataFrame, False, columns=columns, target=target, lib=lib,
+                    pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
+                    embedded=False, validLib=validLib, noTime=noTime, generateSteps=0,
+                    generateConcat=generateConcat, ignoreNan=ignoreNan, device=device)
     lib, pred = _range(lib), _range(pred)
     _check_library("Simplex", lib, E, tau, Tp)
     res = simplex(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, knn=knn or None, exclusion_radius=exclusionRadius,
@@ -476,7 +484,8 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     """
     from ..edm.scans import embed_dimension
     maxE = _int_arg(maxE, "maxE")
-    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False) or _ties_decide(
+            range(1, maxE + 1), tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
         return _scan_general("Simplex", dataFrame, range(1, maxE + 1), "E", "E", columns=columns,
                              target=target, lib=lib, pred=pred, Tp=Tp, tau=tau,
                              exclusionRadius=exclusionRadius, embedded=embedded,
@@ -508,7 +517,8 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
                     kdWorkers=-1, showPlot=True, device=None) -> pd.DataFrame:
     """pyEDM.PredictInterval: DataFrame Tp, rho."""
     from ..edm.scans import predict_interval
-    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False) or _ties_decide(
+            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
         return _scan_general("Simplex", dataFrame, range(1, _int_arg(maxTp, "maxTp") + 1), "Tp",
                              "Tp", columns=columns, target=target, lib=lib, pred=pred, E=E,
                              tau=tau, exclusionRadius=exclusionRadius, embedded=embedded,
@@ -531,7 +541,8 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
     radii = DEFAULT_RADII if exclusionRadius is None else exclusionRadius
     if isinstance(radii, str):
         radii = [int(v) for v in radii.split()]
-    if _general(dataFrame, columns, target, embedded, validLib, 0, False):
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False) or _ties_decide(
+            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
         return _scan_general("Simplex", dataFrame, list(radii), "exclusionRadius",
                              "Exclusion radius", columns=columns, target=target, lib=lib,
                              pred=pred, E=E, Tp=Tp, tau=tau, embedded=embedded,
