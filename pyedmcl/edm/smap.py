@@ -24,9 +24,15 @@ predictions and 9e-2 in coefficients on smooth flows. Normal equations square th
 condition number, so we (1) centre the regressors on the prediction point, which
 makes the prediction the intercept itself and removes the dominant
 ill-conditioning, (2) Jacobi-scale the system before Cholesky, and (3) send any
-row whose scaled pivot falls below 1e-11 (float64; 1e-10 double-float; 1e-5 float) to
-the host, where it is solved exactly as pyEDM does (SVD ``numpy.linalg.lstsq``,
-minimum-norm on rank deficiency). Rows with no more neighbours than coefficients
+row whose scaled pivot falls below 1e-11 (float64; 1e-10 double-float; 1e-5 float), or
+whose scaled system has trace(G^-1) (between 1 and N times its inverse smallest
+eigenvalue) above the inverse of the same bound, to the host, where it is solved exactly
+as pyEDM does (SVD ``numpy.linalg.lstsq``, minimum-norm on rank deficiency). The pivots
+alone missed nearly rank-deficient fits (future lags of a one-dimensional map: smallest
+pivot 1e-8 at a condition of 6e15), whose device answer was 0.1 off pyEDM's. Where a
+local fit is that close to singular, pyEDM's own answer hangs on its SVD's cut-off
+(rcond) and the last bits of its weights: rows solved on the host agree with it to
+~1e-4 there, not to rounding. Rows with no more neighbours than coefficients
 (``knn <= E + 1``: square or underdetermined systems, whose answer is pyEDM's SVD one)
 go to the host whatever their pivots. The measured agreement of each path is stated
 in ``tests/test_edm_smap.py``; with ``knn`` just above ``E + 1`` the local systems are

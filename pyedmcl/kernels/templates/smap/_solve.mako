@@ -33,6 +33,7 @@
                 }
             }
         }
+${inverse_check(G, "")}
         if (!status) {
             for (int k = N - 1; k >= 0; --k) {
                 acc_t s = ${G}[IDX(k, N)];
@@ -88,6 +89,7 @@
                 }
             }
         }
+${inverse_check(G, ".x")}
         if (!status) {
             for (int k = N - 1; k >= 0; --k) {
                 float2 t = ${G}[IDX(k, N)];
@@ -115,4 +117,27 @@
         out_var[o] = (acc_t)NAN;
         out_status[o] = status0;
     }
+</%def>
+
+## After the Cholesky factorisation (upper factor U in G's upper triangle, the system
+## Jacobi-scaled to a unit diagonal): the row goes to the host (status 1) where
+## trace(G^-1) = ||U^-T||_F^2 exceeds 1 / INV_TOL. That trace lies between 1 / lambda_min
+## and N / lambda_min; the smallest pivot only bounds lambda_min from above, and on
+## nearly rank-deficient local fits (a target almost a function of one lag) it was 1e-8
+## at a condition of 6e15, where the normal equations' answer and pyEDM's minimum-norm
+## SVD one differed by 0.1 in a prediction. HI: ".x" for df entries (the hi part).
+<%def name="inverse_check(G, HI)">\
+        if (!status) {
+            acc_t tr = (acc_t)0;
+            for (int j = 0; j < N; ++j) {
+                acc_t w[N];
+                for (int i = j; i < N; ++i) {
+                    acc_t s = i == j ? (acc_t)1 : (acc_t)0;
+                    for (int k = j; k < i; ++k) s -= ${G}[IDX(k, i)]${HI} * w[k];
+                    w[i] = s / ${G}[IDX(i, i)]${HI};
+                    tr += w[i] * w[i];
+                }
+            }
+            if (!(tr * (acc_t)INV_TOL < (acc_t)1)) status = 1;
+        }
 </%def>

@@ -22,8 +22,9 @@
 ## prediction variance. The (E+1)x(E+1) system is Jacobi-scaled and solved by
 ## Cholesky in ACC precision: "double", "float", or "df" (double-float: float32
 ## (hi, lo) pairs, Dot2-style accumulation and a df Cholesky, for devices without
-## fp64); a pivot below PIVOT_TOL marks the row (status 1) for the host's SVD
-## least-squares fallback, which has pyEDM's exact semantics.
+## fp64); a pivot below PIVOT_TOL, or trace(G^-1) of the scaled system above 1 / INV_TOL
+## (an estimate of its condition within a factor N), marks the row (status 1) for the
+## host's SVD least-squares fallback, which has pyEDM's exact semantics.
 ##
 ## MODE "all": every library point outside |tj - tp| <= excl_r (which removes the
 ## point itself when lib and pred overlap), minus the farthest if knn asks for it.
@@ -62,13 +63,16 @@ ${metric.real_type(REAL)}
 % endif
 typedef double acc_t;
 #define PIVOT_TOL 1e-11
+#define INV_TOL 1e-11
 % elif ACC == "df":
 typedef float acc_t;
 #define PIVOT_TOL 1e-10f
+#define INV_TOL 1e-10f
 ${dfa.functions()}
 % else:
 typedef float acc_t;
 #define PIVOT_TOL 1e-5f
+#define INV_TOL 1e-5f
 % endif
 % if PV > 1:
 typedef ${REAL}${PV} realV;
