@@ -212,6 +212,21 @@ def test_smap_few_neighbours_as_pyedm(device, n, kw):
     _same(a["predictions"], b["predictions"], ["Time", "Observations", "Predictions"])
 
 
+@pytest.mark.parametrize("pred, Tp", [("31 35 36 40", 1), ("31 35 37 40", 2)],
+                         ids=["touching", "gap_below_tp"])
+def test_smap_coefficients_of_adjacent_prediction_segments(device, pred, Tp):
+    """Two prediction segments whose output windows touch (or overlap with a gap below
+    Tp) repeat a time; the later segment's first row is padding (NaN), coefficients too,
+    as in pyEDM (they took the earlier segment's last coefficients)."""
+    x = np.sin(np.arange(60) * 0.7) + 0.3 * np.sin(np.arange(60) * 1.9)
+    d = pd.DataFrame({"Time": np.arange(1, 61), "x": x})
+    kw = dict(columns="x", target="x", lib="1 30", pred=pred, E=2, Tp=Tp, theta=2)
+    a, b = _ref(pyEDM.SMap, d, **kw), _ref(EDM.SMap, d, device=device, **kw)
+    _same(a["predictions"], b["predictions"], ["Time", "Observations", "Predictions"])
+    _same(a["coefficients"], b["coefficients"], list(a["coefficients"].columns))
+    assert a["coefficients"].iloc[:, 1:].isna().any(axis=1).sum() >= 2
+
+
 def test_simplex_observations_past_the_end_as_pyedm(device):
     """pyEDM shows the Tp rows after a pred segment's end observed only if all of them are
     in the data: pred ending 1 row before the end with Tp = 3 leaves all three NaN."""

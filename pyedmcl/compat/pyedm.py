@@ -347,12 +347,19 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
                      else np.asarray(res.times) - Tp)
         where = {int(p): i for i, p in enumerate(pred_rows)}
         full = np.full((len(proj), E + 1), np.nan)
-        # coefficients sit on the same output row as the prediction (Tp rows on)
-        out_rows = _output_rows(segs, Tp)
-        for j, r in enumerate(out_rows):
-            i = where.get(int(r) - Tp)
-            if i is not None:
-                full[j] = coef[i]
+        # coefficients sit on the same output row as the prediction (Tp rows on), from a
+        # prediction row of the output row's own segment (adjacent segments repeat a
+        # time: the later one's first row is padding, as in pyEDM)
+        j = 0
+        for seg in segs:
+            if not seg.size:
+                continue
+            rows = _output_rows([seg], Tp)
+            for r in rows:
+                i = where.get(int(r) - Tp)
+                if i is not None and seg[0] <= int(r) - Tp <= seg[-1]:
+                    full[j] = coef[i]
+                j += 1
         for c, name in enumerate(cnames):
             cdf[name] = full[:, c]
     sv = pd.DataFrame({"Time": proj["Time"], **{n: np.nan for n in names}})
