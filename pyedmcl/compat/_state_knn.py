@@ -31,14 +31,30 @@ _HOST_BLOCK_BYTES = 64 << 20
 
 def row_distances(diff: np.ndarray) -> np.ndarray:
     """Euclidean norms over the last axis of ``diff``, its squares added left to right:
-    pyEDM's arithmetic. Its full scans sum a column-major array (pandas' ``to_numpy()``
-    of a frame's one block), which NumPy adds column by column, and scipy's ``KDTree``
-    adds coordinates in order; NumPy's sum over a contiguous last axis of 8 or more
-    would add pairwise, and a one-ulp difference decides a tie on quantised data."""
+    pyEDM's full scans (``_FullScanRow``), which sum a column-major array (pandas'
+    ``to_numpy()`` of a frame's one block) that NumPy adds column by column. NumPy's
+    sum over a contiguous last axis of 8 or more adds pairwise, and one ulp decides a
+    tie on quantised data."""
     acc = diff[..., 0] ** 2
     for c in range(1, diff.shape[-1]):
         acc = acc + diff[..., c] ** 2
     return np.sqrt(acc)
+
+
+def kdtree_distances(diff: np.ndarray) -> np.ndarray:
+    """Euclidean norms over the last axis of ``diff`` as scipy's ``KDTree`` computes the
+    distances it returns (pyEDM's ``knn_distances``): four running sums over coordinates
+    ``4m + 0..3``, added as ``((s0 + s1) + s2) + s3``, then the remaining coordinates one
+    by one. Below 8 coordinates that is :func:`row_distances`' order."""
+    n = diff.shape[-1]
+    full = n - n % 4
+    acc = [np.zeros(diff.shape[:-1]) for _ in range(4)]
+    for c in range(full):
+        acc[c % 4] = acc[c % 4] + diff[..., c] ** 2
+    s = ((acc[0] + acc[1]) + acc[2]) + acc[3]
+    for c in range(full, n):
+        s = s + diff[..., c] ** 2
+    return np.sqrt(s)
 
 
 def _host(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int, radius: int
@@ -49,7 +65,7 @@ def _host(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int, radius: in
     step = max(1, _HOST_BLOCK_BYTES // max(1, L.size * 8 * 3))
     for q0 in range(0, pred.size, step):
         p = pred[q0:q0 + step]
-        d = row_distances(emb[p][:, None, :] - L[None, :, :])
+        d = kdtree_distances(emb[p][:, None, :] - L[None, :, :])
         prox = np.abs(p[:, None] - lib[None, :])
         if radius >= 0:
             d = np.where(prox <= radius, np.inf, d)
@@ -102,8 +118,8 @@ TIE_RTOL = 1e-9
 
 
 def host_distances(emb: np.ndarray, pred: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Distances from each ``pred`` row to its ``rows`` in pyEDM's arithmetic
-    (:func:`row_distances`, also scipy KDTree's value); row -1 gives inf."""
+    """Distances from each ``pred`` row to its ``rows`` as pyEDM's ``knn_distances``
+    hold them (scipy KDTree's value, :func:`kdtree_distances`); row -1 gives inf."""
     out = np.full(rows.shape, np.inf)
     if rows.size == 0:
         return out
@@ -111,7 +127,7 @@ def host_distances(emb: np.ndarray, pred: np.ndarray, rows: np.ndarray) -> np.nd
     for q0 in range(0, pred.size, step):
         r = rows[q0:q0 + step]
         ok = r >= 0
-        d = row_distances(emb[pred[q0:q0 + step]][:, None, :] - emb[np.where(ok, r, 0)])
+        d = kdtree_distances(emb[pred[q0:q0 + step]][:, None, :] - emb[np.where(ok, r, 0)])
         out[q0:q0 + step] = np.where(ok, d, np.inf)
     return out
 
