@@ -95,6 +95,60 @@ def test_multiview_matches(lorenz, device):
     _same(a["Predictions"], b["Predictions"], ["Observations", "Predictions"])
 
 
+def test_multiview_exclude_target(lorenz, device):
+    """``excludeTarget=True`` leaves the target's lags out of every view (pyEDM 2.5.7's
+    test never matches, so its views keep them: a documented difference); each view still
+    predicts the target, as pyEDM's Simplex on that view's embedded columns does."""
+    kw = dict(columns="V1 V3 V4", target="V3", lib=[1, 200], pred=[201, 320], D=2, E=2,
+              Tp=1, trainLib=False, numProcess=1, excludeTarget=True)
+    obj = _ref(EDM.Multiview, lorenz, device=device, returnObject=True, **kw)
+    views = list(obj.View["Columns"])
+    assert views and all(len(v) == 2 and not any(c.startswith("V3(") for c in v) for v in views)
+    emb = pyEDM.Embed(dataFrame=lorenz, E=2, tau=-1, columns="V1 V3 V4")
+    emb.insert(0, "Time", lorenz["Time"].to_numpy())
+    for view, proj in obj.topRankProjections.items():
+        ref = _ref(pyEDM.Simplex, emb, columns=" ".join(view), target="V3(t-0)", lib=[1, 200],
+                   pred=[201, 320], E=2, Tp=1, embedded=True)
+        np.testing.assert_allclose(proj["Predictions"].to_numpy(float),
+                                   ref["Predictions"].to_numpy(float), atol=TOL, equal_nan=True)
+    with pytest.raises(ValueError, match="excludeTarget=True leaves no columns"):
+        EDM.Multiview(dataFrame=lorenz, columns="V3", target="V3", lib=[1, 200], pred=[201, 320],
+                      D=1, E=2, trainLib=False, excludeTarget=True, device=device)
+    with pytest.warns(UserWarning, match="D set to 4"):  # 4 lags left of V1 and V4
+        EDM.Multiview(dataFrame=lorenz, columns="V1 V3 V4", target="V3", lib=[1, 200],
+                      pred=[201, 320], D=5, E=2, trainLib=False, excludeTarget=True, device=device)
+
+
+def test_multiview_single_view(lorenz, device):
+    """One view (pyEDM 2.5.7 fails there in pandas: "No axis named 1"): the average is
+    that view's prediction."""
+    kw = dict(columns="V1 V3", target="V3", lib=[1, 200], pred=[201, 320], D=2, E=1,
+              trainLib=False, numProcess=1)
+    obj = _ref(EDM.Multiview, lorenz, device=device, returnObject=True, **kw)
+    (proj,) = obj.topRankProjections.values()
+    np.testing.assert_array_equal(obj.Projection["Predictions"].to_numpy(float),
+                                  proj["Predictions"].to_numpy(float))
+
+
+@pytest.mark.parametrize("fn", ["Simplex", "SMap", "EmbedDimension"])
+def test_ignore_nan_false_as_pyedm(device, fn):
+    """``ignoreNan=False``: pyEDM refuses the first rows' partial lags in ``pred``, and
+    compat does too (its fast path answered); rows past them give pyEDM's results."""
+    x = np.sin(np.arange(100) * 0.7) + 0.2 * np.cos(np.arange(100) * 1.3)
+    d = pd.DataFrame({"Time": np.arange(1, 101), "x": x})
+    kw = dict(columns="x", target="x", lib="1 50", ignoreNan=False)
+    kw.update({"Simplex": dict(E=3), "SMap": dict(E=3, theta=1.0),
+               "EmbedDimension": dict(maxE=4, showPlot=False)}[fn])
+    with pytest.raises(ValueError):
+        _ref(getattr(pyEDM, fn), d, pred="1 90", **kw)
+    with pytest.raises(ValueError, match="ignoreNan"):
+        _ref(getattr(EDM, fn), d, pred="1 90", device=device, **kw)
+    a = _ref(getattr(pyEDM, fn), d, pred="10 90", **kw)
+    b = _ref(getattr(EDM, fn), d, pred="10 90", device=device, **kw)
+    a, b = (a["predictions"], b["predictions"]) if fn == "SMap" else (a, b)
+    _same(a, b, list(a.columns))
+
+
 def test_ccm_multivariate_matches(lorenz, device):
     kw = dict(columns="V2 V4", target="V1", libSizes=[30, 150, 300], sample=6, E=2, Tp=1,
               tau=-2, seed=5)

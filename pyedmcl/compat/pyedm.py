@@ -23,7 +23,9 @@ arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/
 times (first prediction before the first row) or, with no lag before the first row
 (``E=1`` or ``tau > 0``), reads the series' last value as a library row's target (a
 wrapped index); here each prediction stays at its time and such rows are left out of
-the library (docs/from_pyedm.md).
+the library. ``Multiview(excludeTarget=True)`` leaves the target's lags out of the views,
+as pyEDM documents it (pyEDM 2.5.7 never leaves one out), and S-map's fused path returns
+NaN ``singularValues`` (docs/from_pyedm.md).
 """
 
 from __future__ import annotations
@@ -212,11 +214,12 @@ def _has_nan(df: pd.DataFrame, names: list[str]) -> bool:
 
 
 def _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
-             solver=None) -> bool:
+             solver=None, ignoreNan=True) -> bool:
     """True where pyEDM's full object model is needed (see :mod:`._pyedm_run`): several
     columns or targets, ``embedded``, ``validLib``, ``generateSteps``, ``returnObject``,
-    a ``solver``, NaN in the data, or a Time column that is not numbers."""
-    if (embedded or generateSteps or returnObject or solver is not None
+    a ``solver``, ``ignoreNan=False`` (pyEDM then refuses the partial lags of the first
+    rows), NaN in the data, or a Time column that is not numbers."""
+    if (embedded or generateSteps or returnObject or solver is not None or not ignoreNan
             or (validLib is not None and len(validLib))):
         return True
     if not isinstance(dataFrame, pd.DataFrame):
@@ -274,7 +277,8 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     """
     from ..edm.ranges import MAX_KNN
     from ..edm.simplex import simplex
-    if (_general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject)
+    if (_general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
+                 ignoreNan=ignoreNan)
             or (isinstance(knn, int | np.integer) and knn > MAX_KNN)):  # beyond the fused kernel
         return _run("Simplex", dataFrame, returnObject, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
@@ -315,7 +319,7 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     if theta is None:
         raise ValueError("theta required for S-map (e.g. theta=2)")
     if _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
-                solver):
+                solver, ignoreNan):
         return _run("SMap", dataFrame, returnObject, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, theta=theta,
                     exclusionRadius=exclusionRadius, solver=solver, embedded=embedded,
@@ -491,7 +495,8 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     """
     from ..edm.scans import embed_dimension
     maxE = _int_arg(maxE, "maxE")
-    if _general(dataFrame, columns, target, embedded, validLib, 0, False) or _ties_decide(
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False,
+                ignoreNan=ignoreNan) or _ties_decide(
             range(1, maxE + 1), tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
         return _scan_general("Simplex", dataFrame, range(1, maxE + 1), "E", "E", columns=columns,
                              target=target, lib=lib, pred=pred, Tp=Tp, tau=tau,
@@ -524,7 +529,8 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
                     kdWorkers=-1, showPlot=True, device=None) -> pd.DataFrame:
     """pyEDM.PredictInterval: DataFrame Tp, rho."""
     from ..edm.scans import predict_interval
-    if _general(dataFrame, columns, target, embedded, validLib, 0, False) or _ties_decide(
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False,
+                ignoreNan=ignoreNan) or _ties_decide(
             E, tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
         return _scan_general("Simplex", dataFrame, range(1, _int_arg(maxTp, "maxTp") + 1), "Tp",
                              "Tp", columns=columns, target=target, lib=lib, pred=pred, E=E,
@@ -548,7 +554,8 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
     radii = DEFAULT_RADII if exclusionRadius is None else exclusionRadius
     if isinstance(radii, str):
         radii = [int(v) for v in radii.split()]
-    if _general(dataFrame, columns, target, embedded, validLib, 0, False) or _ties_decide(
+    if _general(dataFrame, columns, target, embedded, validLib, 0, False,
+                ignoreNan=ignoreNan) or _ties_decide(
             E, tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
         return _scan_general("Simplex", dataFrame, list(radii), "exclusionRadius",
                              "Exclusion radius", columns=columns, target=target, lib=lib,
@@ -571,7 +578,7 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     from ..edm.smap import DEFAULT_THETAS, predict_nonlinear
     if isinstance(theta, str):
         theta = [float(t) for t in theta.split()]
-    general = _general(dataFrame, columns, target, embedded, validLib, 0, False, solver)
+    general = _general(dataFrame, columns, target, embedded, validLib, 0, False, solver, ignoreNan)
     if not general:
         col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
         general = _ties_decide(E, tau, _series(dataFrame, col))
@@ -639,9 +646,21 @@ def Multiview(dataFrame=None, columns="", target="", lib="", pred="", D=0, E=1, 
         warn(f"Validate() Multiview: D = {D} exceeds number of columns in the embedding: "
              f"{len(cols) * E}. D set to {len(cols) * E}", stacklevel=2)
         D = len(cols) * E
-    combo_cols = [c for c in cols if c not in tgts] if excludeTarget else cols
-    emb = embed_frame(dataFrame, E, tau, combo_cols)
-    combos = list(combinations(emb.columns, D))
+    # excludeTarget: the views leave the target's lags out (pyEDM 2.5.7 compares the
+    # columns with the target's embedded name, so it never leaves one out); the target
+    # stays in the embedding as what each view predicts
+    emb = embed_frame(dataFrame, E, tau, cols)
+    pool = [c for c in emb.columns
+            if not (excludeTarget and c.rsplit("(", 1)[0] in tgts)]
+    if not pool:
+        raise ValueError(f"Multiview: excludeTarget=True leaves no columns to combine "
+                         f"(columns={columns!r}, target={target!r}); add columns other "
+                         "than the target or set excludeTarget=False")
+    if D > len(pool):
+        warn(f"Multiview: D = {D} exceeds the {len(pool)} embedding columns left without "
+             f"the target's lags. D set to {len(pool)}", stacklevel=2)
+        D = len(pool)
+    combos = list(combinations(pool, D))
     if multiview < 1:
         multiview = floor(sqrt(len(combos)))
     if multiview > len(combos):
@@ -662,7 +681,8 @@ def Multiview(dataFrame=None, columns="", target="", lib="", pred="", D=0, E=1, 
     top = [combos[i] for i in np.argsort(rho)[::-1][:multiview]]
     proj = {c: view(c, pred) for c in top}
     first = next(iter(proj.values()))
-    mean = pd.concat(list(proj.values()), axis=1)["Predictions"].mean(axis=1)
+    # (pyEDM 2.5.7 fails on a single view here: pandas' "No axis named 1")
+    mean = pd.concat([p["Predictions"] for p in proj.values()], axis=1).mean(axis=1)
     out = pd.DataFrame({"Time": first["Time"], "Observations": first["Observations"],
                         "Predictions": mean})
     stats = {c: ComputeError(p["Observations"], p["Predictions"]) for c, p in proj.items()}
