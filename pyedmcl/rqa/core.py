@@ -344,8 +344,12 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     The cross recurrence matrix has one column per embedded point of ``x`` and one
     row per point of ``y``: vertical (and white) lines run along ``y`` for a fixed
     point of ``x`` (PyRQA's orientation). Diagonal lines are taken on diagonals
-    with ``|i - j| >= theiler`` (default 0: every diagonal). RR divides by
-    ``n_x * n_y``. ``devices``, ``scheduler`` and ``n_workers`` as in :func:`rqa`.
+    with ``|i - j| >= theiler`` (default 0: every diagonal), on both sides of the main
+    diagonal as pyunicorn's cross plot and PyRQA's Python baseline; PyRQA 8's OpenCL
+    kernels leave out only ``0 <= j - i < theiler`` (an unsigned difference wraps on the
+    other side), so their diagonal histograms differ from these for ``theiler >= 2``.
+    RR divides by ``n_x * n_y``. ``devices``, ``scheduler`` and ``n_workers`` as in
+    :func:`rqa`.
     """
     sx = as_series(x, "x")
     sy = as_series(y, "y")
