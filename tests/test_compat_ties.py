@@ -187,7 +187,7 @@ def test_fast_path_ties_as_pyedm(data, kind, device, monkeypatch):
     _same(ref, _fast(kind, data, device))
     if kind in ("smap_knn12", "nonlinear", "ccm"):
         # the fused pipeline's own tie order on these data is not pyEDM's: routing matters
-        monkeypatch.setattr(EDM, "_ties_decide", lambda *a: False)
+        monkeypatch.setattr(EDM, "_ties_decide", lambda *a, **k: False)
         forced = _fast(kind, data, device)
         gap = max(np.nanmax(np.abs(ref[c].to_numpy(float) - forced[c].to_numpy(float)))
                   for c in ref.columns if c != "Time")
@@ -217,12 +217,30 @@ def test_simplex_ties_after_the_square_root(data, device, monkeypatch):
         _same(want, got)
         if name == "EmbedDimension":
             want_E = want
-    monkeypatch.setattr(EDM, "_ties_decide", lambda *a: False)  # the fused kernel's order
+    monkeypatch.setattr(EDM, "_ties_decide", lambda *a, **k: False)  # the fused kernel's order
     forced = _ref(EDM.Simplex, d, E=3, device=device, **kw)
     gap = np.nanmax(np.abs(forced.Predictions.to_numpy(float) - ref.Predictions.to_numpy(float)))
     assert gap > 1e-3, gap
     forced = _ref(EDM.EmbedDimension, data, maxE=6, device=device, **scan)  # measured: 2.2e-5
     assert np.abs(forced["rho"].to_numpy(float) - want_E["rho"].to_numpy(float)).max() > 1e-6
+
+
+def test_simplex_skips_the_quadratic_check_on_continuous_data(device, monkeypatch):
+    """Simplex's ties need equal true distances (quantised or repeated values): a short
+    series of distinct values off a decimal grid runs no O(N^2) check (it took 25 times
+    the call at N = 2,000), while S-map still checks every short series."""
+    from pyedmcl.compat import _tie_check
+
+    def fail(*a, **kw):
+        raise AssertionError("the quadratic tie check ran")
+
+    monkeypatch.setattr(_tie_check, "has_distance_ties", fail)
+    d = _lorenz(decimals=None)
+    kw = dict(columns="x", target="y", lib="1 250", pred="100 310")
+    EDM.Simplex(d, E=3, device=device, **kw)
+    EDM.EmbedDimension(d, maxE=4, device=device, **kw)
+    with pytest.raises(AssertionError, match="quadratic"):
+        EDM.SMap(d, E=3, theta=2.0, device=device, **kw)
 
 
 def test_state_space_distances_added_left_to_right(device):

@@ -69,15 +69,15 @@ ALWAYS_CHECK = 2000
 GRID_DECIMALS = 6
 
 
-def may_tie(x: np.ndarray) -> bool:
-    """Whether equal distances are plausible in ``x``: short series (checked anyway), a
-    repeated value, or values on a decimal grid of at most :data:`GRID_DECIMALS`
-    decimals (quantised records: where ties happen). A long series of distinct values
-    off such a grid skips the O(N^2) check: equal float64 distances there need an exact
-    coincidence of sums."""
+def may_tie(x: np.ndarray, always: int = ALWAYS_CHECK) -> bool:
+    """Whether equal distances are plausible in ``x``: series of up to ``always`` values
+    (checked anyway), a repeated value, or values on a decimal grid of at most
+    :data:`GRID_DECIMALS` decimals (quantised records: where ties happen). A longer
+    series of distinct values off such a grid skips the O(N^2) check: equal float64
+    distances there need an exact coincidence of sums."""
     x = np.asarray(x, dtype=np.float64)
     x = x[np.isfinite(x)]
-    if x.size <= ALWAYS_CHECK or np.unique(x).size < x.size:
+    if x.size <= always or np.unique(x).size < x.size:
         return True
     scale = np.maximum(1.0, np.abs(x))
     for d in range(GRID_DECIMALS + 1):
@@ -87,13 +87,14 @@ def may_tie(x: np.ndarray) -> bool:
     return False
 
 
-def univariate_ties(x: np.ndarray, E: int, tau: int) -> bool:
-    """:func:`has_distance_ties` over the delay vectors of ``x`` where :func:`may_tie`;
-    False where ``E``/``tau`` are not valid (the fast path then raises its own error)."""
+def univariate_ties(x: np.ndarray, E: int, tau: int, always: int = ALWAYS_CHECK) -> bool:
+    """:func:`has_distance_ties` over the delay vectors of ``x`` where :func:`may_tie`
+    (``always`` as there); False where ``E``/``tau`` are not valid (the fast path then
+    raises its own error)."""
     try:
         E, tau = int(E), int(tau)
     except (TypeError, ValueError):
         return False
-    if E < 1 or tau == 0 or not may_tie(x):
+    if E < 1 or tau == 0 or not may_tie(x, always):
         return False
     return has_distance_ties(delay_states(x, E, tau))

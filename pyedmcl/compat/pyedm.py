@@ -230,7 +230,7 @@ def _general(dataFrame, columns, target, embedded, validLib, generateSteps, retu
     return _has_nan(dataFrame, cols + tgts) or dataFrame.iloc[:, 0].dtype.kind not in "iuf"
 
 
-def _ties_decide(E: Any, tau: Any, *series: np.ndarray) -> bool:
+def _ties_decide(E: Any, tau: Any, *series: np.ndarray, simplex: bool = False) -> bool:
     """True where a fast-path call must go the general path to decide neighbour ties as
     pyEDM: some delay vector of one of ``series`` has two (near-)equal distances to two
     others (:func:`._tie_check.has_distance_ties`, relative 1e-12 in pyEDM's float64
@@ -238,15 +238,19 @@ def _ties_decide(E: Any, tau: Any, *series: np.ndarray) -> bool:
     and scipy KDTree's may pick different neighbour sets. Simplex: pyEDM's tie-break is
     that order, but on the square roots of sums added in another order than the fused
     kernel's, so squared distances one ulp apart tie there and not in the kernel (0.5
-    and 0.49999999999999994 have one square root). ``E``: one value or several (a scan).
-    Only in float64 (the float32 setting trades pyEDM's digits for speed) and with scipy
+    and 0.49999999999999994 have one square root); that needs equal true distances, so
+    ``simplex`` checks only series with repeated values or on a decimal grid (quantised
+    records), not every short one (the O(N^2) check took 150 ms at N = 2,000 on 2 cores,
+    25 times the whole Simplex call). ``E``: one value or several (a scan). Only in
+    float64 (the float32 setting trades pyEDM's digits for speed) and with scipy
     (without it the general path decides ties in the fast path's order too)."""
     from ._state_knn import scipy_available
-    from ._tie_check import univariate_ties
+    from ._tie_check import ALWAYS_CHECK, univariate_ties
     if dtype != "float64" or not scipy_available():
         return False
     Es = E if isinstance(E, range | list | tuple) else (E,)
-    return any(univariate_ties(s, e, tau) for e in Es for s in series)
+    always = 0 if simplex else ALWAYS_CHECK
+    return any(univariate_ties(s, e, tau, always) for e in Es for s in series)
 
 
 def _run(name: str, dataFrame, returnObject: bool, **kw):
@@ -288,7 +292,7 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
-    if _ties_decide(E, tau, x):
+    if _ties_decide(E, tau, x, simplex=True):
         return _run("Simplex", dataFrame, False, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
                     embedded=False, validLib=validLib, noTime=noTime, generateSteps=0,
@@ -497,7 +501,8 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     maxE = _int_arg(maxE, "maxE")
     if _general(dataFrame, columns, target, embedded, validLib, 0, False,
                 ignoreNan=ignoreNan) or _ties_decide(
-            range(1, maxE + 1), tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
+            range(1, maxE + 1), tau, _series(dataFrame, _column(dataFrame, columns, "columns")),
+            simplex=True):
         return _scan_general("Simplex", dataFrame, range(1, maxE + 1), "E", "E", columns=columns,
                              target=target, lib=lib, pred=pred, Tp=Tp, tau=tau,
                              exclusionRadius=exclusionRadius, embedded=embedded,
@@ -531,7 +536,7 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
     from ..edm.scans import predict_interval
     if _general(dataFrame, columns, target, embedded, validLib, 0, False,
                 ignoreNan=ignoreNan) or _ties_decide(
-            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
+            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns")), simplex=True):
         return _scan_general("Simplex", dataFrame, range(1, _int_arg(maxTp, "maxTp") + 1), "Tp",
                              "Tp", columns=columns, target=target, lib=lib, pred=pred, E=E,
                              tau=tau, exclusionRadius=exclusionRadius, embedded=embedded,
@@ -556,7 +561,7 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
         radii = [int(v) for v in radii.split()]
     if _general(dataFrame, columns, target, embedded, validLib, 0, False,
                 ignoreNan=ignoreNan) or _ties_decide(
-            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns"))):
+            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns")), simplex=True):
         return _scan_general("Simplex", dataFrame, list(radii), "exclusionRadius",
                              "Exclusion radius", columns=columns, target=target, lib=lib,
                              pred=pred, E=E, Tp=Tp, tau=tau, embedded=embedded,
