@@ -149,6 +149,24 @@ def test_ignore_nan_false_as_pyedm(device, fn):
     _same(a, b, list(a.columns))
 
 
+@pytest.mark.parametrize("fn, extra", [
+    ("PredictInterval", dict(E=2, maxTp=6)), ("EmbedDimension", dict(maxE=4, Tp=4)),
+    ("PredictExclusionRadius", dict(E=2, Tp=4)), ("PredictNonlinear", dict(E=2, Tp=4, theta="1 2"))])
+def test_scans_rho_nan_below_five_pairs(device, fn, extra):
+    """A scan value whose table holds fewer than 5 observed predictions has rho NaN, as
+    pyEDM's ComputeError gives (the fused scans returned a rho from 2-4 pairs)."""
+    x = np.empty(100)
+    x[0] = 0.3
+    for i in range(1, 100):
+        x[i] = 3.9 * x[i - 1] * (1 - x[i - 1])
+    d = pd.DataFrame({"Time": np.arange(1, 101), "x": x})
+    kw = dict(columns="x", target="x", lib="1 90", pred="93 99", **extra)
+    a = _ref(getattr(pyEDM, fn), d, showPlot=False, numProcess=1, **kw)["rho"].to_numpy(float)
+    b = _ref(getattr(EDM, fn), d, device=device, **kw)["rho"].to_numpy(float)
+    assert np.isnan(a).any()
+    np.testing.assert_allclose(b, a, atol=1.01e-6, rtol=0, equal_nan=True)
+
+
 def test_ccm_multivariate_matches(lorenz, device):
     kw = dict(columns="V2 V4", target="V1", libSizes=[30, 150, 300], sample=6, E=2, Tp=1,
               tau=-2, seed=5)

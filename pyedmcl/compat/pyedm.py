@@ -175,13 +175,8 @@ def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp:
     for seg in plan_segments:
         if seg.size == 0:
             continue
-        rows = np.arange(seg[0] + min(Tp, 0), seg[-1] + max(Tp, 0) + 1)
+        rows, ok = _observed_rows(seg, n, Tp)
         obs = np.full(rows.size, np.nan)
-        ok = (rows >= 0) & (rows < n)
-        # pyEDM's FormatProjection: the Tp rows past a segment's end are observed only if
-        # all of them are in the data, else none of them
-        if Tp > 0 and seg[-1] + Tp >= n:
-            ok &= rows <= seg[-1]
         obs[ok] = y[rows[ok]]
         pr = np.full(rows.size, np.nan)
         va = np.full(rows.size, np.nan)
@@ -200,6 +195,17 @@ def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp:
     return pd.DataFrame({"Time": _extend_time(time, rows), "Observations": np.concatenate(obs_all),
                          "Predictions": np.concatenate(pr_all),
                          "Pred_Variance": np.concatenate(var_all)})
+
+
+def _observed_rows(seg: np.ndarray, n: int, Tp: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pred segment's output rows (first prediction row to the last + Tp) and which of
+    them hold an observation: pyEDM's FormatProjection observes the Tp rows past a
+    segment's end only if all of them are in the data, else none of them."""
+    rows = np.arange(seg[0] + min(Tp, 0), seg[-1] + max(Tp, 0) + 1)
+    ok = (rows >= 0) & (rows < n)
+    if Tp > 0 and seg[-1] + Tp >= n:
+        ok &= rows <= seg[-1]
+    return rows, ok
 
 
 def _segments(n: int, E: int, tau: int, Tp: int, knn: Any, R: int, lib: Any, pred: Any,
@@ -508,17 +514,34 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
                              exclusionRadius=exclusionRadius, embedded=embedded,
                              validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    s = embed_dimension(_series(dataFrame, col), _series(dataFrame, tgt), max_E=maxE,
+    x = _series(dataFrame, col)
+    s = embed_dimension(x, _series(dataFrame, tgt), max_E=maxE,
                         tau=_neg_tau(tau), Tp=Tp, exclusion_radius=exclusionRadius, lib=_range(lib),
                         pred=_range(pred), device=device, dtype=dtype)
     Es, rho = list(s.values), list(s.rho)
-    return pd.DataFrame({"E": Es, "rho": _rounded(rho)})
+    pairs = [_pairs(x, int(e), _neg_tau(tau), Tp, exclusionRadius, _range(lib), _range(pred))
+             for e in Es]
+    return pd.DataFrame({"E": Es, "rho": _rounded(rho, pairs=pairs)})
 
 
-def _rounded(rho: Any, digits: int = 6) -> list[float]:
+def _rounded(rho: Any, digits: int = 6, pairs: Any = None) -> list[float]:
     """Skills as pyEDM's scans report them: each rho from ``ComputeError``, rounded to
-    ``digits`` decimals by Python's round (NaN kept)."""
-    return [round(float(r), digits) if np.isfinite(r) else float("nan") for r in rho]
+    ``digits`` decimals by Python's round (NaN kept), NaN where its ``pairs`` (finite
+    observation and prediction pairs, if given) are fewer than 5, as ``ComputeError``."""
+    pairs = [5] * len(rho) if pairs is None else list(pairs)
+    return [round(float(r), digits) if np.isfinite(r) and k >= 5 else float("nan")
+            for r, k in zip(rho, pairs, strict=True)]
+
+
+def _pairs(x: np.ndarray, E: int, tau: int, Tp: int, R: int, lib: Any, pred: Any) -> int:
+    """Rows of a fast-path call's table (finite data) with an observation and a
+    prediction: the pairs pyEDM's ``ComputeError`` counts. ``tau`` in pyedmcl's sign."""
+    n, count = x.size, 0
+    for seg in _segments(n, E, tau, Tp, None, R, lib, pred, max_knn=10 ** 9):
+        if seg.size:
+            rows, ok = _observed_rows(seg, n, Tp)
+            count += int(np.count_nonzero(ok & np.isin(rows - Tp, seg)))
+    return count
 
 
 def _int_arg(v: Any, name: str) -> int:
@@ -542,10 +565,13 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
                              tau=tau, exclusionRadius=exclusionRadius, embedded=embedded,
                              validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    s = predict_interval(_series(dataFrame, col), _series(dataFrame, tgt), E=E, max_Tp=maxTp,
+    x = _series(dataFrame, col)
+    s = predict_interval(x, _series(dataFrame, tgt), E=E, max_Tp=maxTp,
                          tau=_neg_tau(tau), exclusion_radius=exclusionRadius, lib=_range(lib),
                          pred=_range(pred), device=device, dtype=dtype)
-    return pd.DataFrame({"Tp": s.values, "rho": _rounded(s.rho)})
+    pairs = [_pairs(x, E, _neg_tau(tau), int(tp), exclusionRadius, _range(lib), _range(pred))
+             for tp in s.values]
+    return pd.DataFrame({"Tp": s.values, "rho": _rounded(s.rho, pairs=pairs)})
 
 
 @_pyedm_names
@@ -567,10 +593,13 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
                              pred=pred, E=E, Tp=Tp, tau=tau, embedded=embedded,
                              validLib=validLib, noTime=noTime, ignoreNan=ignoreNan, device=device)
     col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-    s = predict_exclusion_radius(_series(dataFrame, col), _series(dataFrame, tgt), E=E, Tp=Tp,
+    x = _series(dataFrame, col)
+    s = predict_exclusion_radius(x, _series(dataFrame, tgt), E=E, Tp=Tp,
                                  tau=_neg_tau(tau), radii=radii, lib=_range(lib), pred=_range(pred),
                                  device=device, dtype=dtype)
-    return pd.DataFrame({"Exclusion radius": list(s.values), "rho": _rounded(s.rho)})
+    pairs = [_pairs(x, E, _neg_tau(tau), Tp, 0, _range(lib), _range(pred))] * len(s.values)
+    return pd.DataFrame({"Exclusion radius": list(s.values),
+                         "rho": _rounded(s.rho, pairs=pairs)})
 
 
 @_pyedm_names
@@ -594,10 +623,13 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
                              knn=knn, tau=tau, exclusionRadius=exclusionRadius, solver=solver,
                              embedded=embedded, validLib=validLib, noTime=noTime,
                              ignoreNan=ignoreNan, device=device)
-    r = predict_nonlinear(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
+    x = _series(dataFrame, col)
+    r = predict_nonlinear(x, _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
                           thetas=theta, knn=knn or None, exclusion_radius=exclusionRadius,
                           lib=_range(lib), pred=_range(pred), device=device, dtype=dtype)
-    return pd.DataFrame({"theta": list(r.thetas), "rho": _rounded(r.rho)})
+    pairs = [_pairs(x, E, _neg_tau(tau), Tp, exclusionRadius, _range(lib), _range(pred))]
+    return pd.DataFrame({"theta": list(r.thetas),
+                         "rho": _rounded(r.rho, pairs=pairs * len(r.thetas))})
 
 
 class PyEDMObject:
