@@ -167,6 +167,21 @@ def test_scans_rho_nan_below_five_pairs(device, fn, extra):
     np.testing.assert_allclose(b, a, atol=1.01e-6, rtol=0, equal_nan=True)
 
 
+@pytest.mark.parametrize("decimals", [None, 1], ids=["untied", "tied"])
+@pytest.mark.parametrize("fn", ["Simplex", "SMap"])
+def test_lib_and_pred_required_as_pyedm(device, fn, decimals):
+    """pyEDM refuses a Simplex or S-map call without ``lib`` (or ``pred``); compat did only
+    on tied data (pyEDM's bookkeeping) and took the whole series on the fused path."""
+    v = np.sin(np.arange(200) * 0.37)
+    d = pd.DataFrame({"Time": np.arange(1, 201), "x": v if decimals is None else np.round(v, 1)})
+    kw = dict(columns="x", target="x", E=3, **({"theta": 2.0} if fn == "SMap" else {}))
+    for missing, given in (("lib", dict(pred="101 190")), ("pred", dict(lib="1 100"))):
+        with pytest.raises(ValueError, match=f"{missing} required"):
+            _ref(getattr(pyEDM, fn), d, **kw, **given)
+        with pytest.raises(ValueError, match=f"{missing} required"):
+            _ref(getattr(EDM, fn), d, device=device, **kw, **given)
+
+
 def test_ccm_multivariate_matches(lorenz, device):
     kw = dict(columns="V2 V4", target="V1", libSizes=[30, 150, 300], sample=6, E=2, Tp=1,
               tau=-2, seed=5)

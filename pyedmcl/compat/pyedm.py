@@ -114,6 +114,16 @@ def _range(v: Any) -> Any:
     return v
 
 
+def _required(name: str, lib: Any, pred: Any) -> None:
+    """pyEDM's Validate: Simplex and S-map need ``lib`` and ``pred`` (its messages; the
+    fused path would otherwise take the whole series, and tied data, which go pyEDM's
+    bookkeeping, would not)."""
+    if _range(lib) is None:
+        raise ValueError(f"Validate() {name}: lib required.")
+    if _range(pred) is None:
+        raise ValueError(f"Validate() {name}: pred required.")
+
+
 def _check_library(name: str, lib: Any, E: Any, tau: Any, Tp: Any) -> None:
     """pyEDM's library checks (``CreateIndices``) on the fast path, with its messages: an
     embedding span ``|tau| (E - 1)`` plus ``Tp`` longer than the library rows left is
@@ -297,6 +307,7 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
                     ignoreNan=ignoreNan, device=device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
+    _required("Simplex", lib, pred)
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     if _ties_decide(E, tau, x, simplex=True):
         return _run("Simplex", dataFrame, False, columns=columns, target=target, lib=lib,
@@ -337,6 +348,7 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
                     generateConcat=generateConcat, ignoreNan=ignoreNan, device=device)
     col = _column(dataFrame, columns, "columns")
     tgt = _column(dataFrame, target, "target")
+    _required("SMap", lib, pred)
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
     if _ties_decide(E, tau, x):
         return _run("SMap", dataFrame, False, columns=columns, target=target, lib=lib,
