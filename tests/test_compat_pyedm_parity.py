@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import pyedmcl as pe
 import pyedmcl.compat.pyedm as EDM
 
 pyEDM = pytest.importorskip("pyEDM")
@@ -180,6 +181,25 @@ def test_lib_and_pred_required_as_pyedm(device, fn, decimals):
             _ref(getattr(pyEDM, fn), d, **kw, **given)
         with pytest.raises(ValueError, match=f"{missing} required"):
             _ref(getattr(EDM, fn), d, device=device, **kw, **given)
+
+
+def test_no_prediction_rows_as_pyedm(device):
+    """``pred`` in the last rows with pyEDM's ``tau > 0`` (future lags): no row has a full
+    embedding for E = 4. pyEDM answers an empty table, and NaN skill for those E in a scan;
+    compat did not answer (the fused path's message also said "first rows")."""
+    x = np.sin(np.arange(100) * 0.37) + 0.3 * np.sin(np.arange(100) * 1.3)
+    d = pd.DataFrame({"Time": np.arange(1, 101), "x": x})
+    kw = dict(columns="x", target="x", lib="1 80", pred="95 100", tau=2, Tp=0)
+    a = _ref(pyEDM.Simplex, d, E=4, **kw)
+    b = _ref(EDM.Simplex, d, E=4, device=device, **kw)
+    assert len(a) == len(b) == 0 and list(a.columns) == list(b.columns)
+    a = _ref(pyEDM.EmbedDimension, d, maxE=4, showPlot=False, numProcess=1, **kw)
+    b = _ref(EDM.EmbedDimension, d, maxE=4, device=device, **kw)
+    assert np.isnan(a["rho"].to_numpy(float)[1:]).all()
+    _same(a, b, ["E", "rho"])
+    from pyedmcl.edm.ranges import NoPredictionRows
+    with pytest.raises(NoPredictionRows, match="the last 6 rows"):
+        pe.simplex(x, E=4, tau=-2, Tp=0, lib=[1, 80], pred=[95, 100], device=device)
 
 
 def test_ccm_multivariate_matches(lorenz, device):

@@ -114,6 +114,22 @@ def _range(v: Any) -> Any:
     return v
 
 
+def _no_pred_rows(dataFrame, E: Any, tau: Any, Tp: Any, lib: Any, pred: Any) -> bool:
+    """Whether ``pred`` holds no row with a full embedding for ``E`` (pyEDM's ``tau``):
+    pyEDM then answers an empty table (a scan: NaN skill), which its bookkeeping here
+    reproduces; the fused path refuses such a call. Other invalid input: False (the
+    fused path raises its own error)."""
+    from ..edm.ranges import NoPredictionRows, resolve
+    try:
+        resolve(len(dataFrame), E=int(E), tau=_neg_tau(tau), Tp=int(Tp), lib=_range(lib),
+                pred=_range(pred), max_knn=10 ** 9)
+    except NoPredictionRows:
+        return True
+    except (ValueError, TypeError):
+        return False
+    return False
+
+
 def _required(name: str, lib: Any, pred: Any) -> None:
     """pyEDM's Validate: Simplex and S-map need ``lib`` and ``pred`` (its messages; the
     fused path would otherwise take the whole series, and tied data, which go pyEDM's
@@ -309,7 +325,7 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     tgt = _column(dataFrame, target, "target")
     _required("Simplex", lib, pred)
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
-    if _ties_decide(E, tau, x, simplex=True):
+    if _ties_decide(E, tau, x, simplex=True) or _no_pred_rows(dataFrame, E, tau, Tp, lib, pred):
         return _run("Simplex", dataFrame, False, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
                     embedded=False, validLib=validLib, noTime=noTime, generateSteps=0,
@@ -350,7 +366,7 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     tgt = _column(dataFrame, target, "target")
     _required("SMap", lib, pred)
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
-    if _ties_decide(E, tau, x):
+    if _ties_decide(E, tau, x) or _no_pred_rows(dataFrame, E, tau, Tp, lib, pred):
         return _run("SMap", dataFrame, False, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, theta=theta,
                     exclusionRadius=exclusionRadius, solver=None, embedded=False,
@@ -520,7 +536,7 @@ def EmbedDimension(dataFrame=None, columns="", target="", maxE=10, lib="", pred=
     if _general(dataFrame, columns, target, embedded, validLib, 0, False,
                 ignoreNan=ignoreNan) or _ties_decide(
             range(1, maxE + 1), tau, _series(dataFrame, _column(dataFrame, columns, "columns")),
-            simplex=True):
+            simplex=True) or _no_pred_rows(dataFrame, maxE, tau, Tp, lib, pred):
         return _scan_general("Simplex", dataFrame, range(1, maxE + 1), "E", "E", columns=columns,
                              target=target, lib=lib, pred=pred, Tp=Tp, tau=tau,
                              exclusionRadius=exclusionRadius, embedded=embedded,
@@ -571,7 +587,8 @@ def PredictInterval(dataFrame=None, columns="", target="", lib="", pred="", maxT
     from ..edm.scans import predict_interval
     if _general(dataFrame, columns, target, embedded, validLib, 0, False,
                 ignoreNan=ignoreNan) or _ties_decide(
-            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns")), simplex=True):
+            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns")), simplex=True
+    ) or _no_pred_rows(dataFrame, E, tau, 1, lib, pred):
         return _scan_general("Simplex", dataFrame, range(1, _int_arg(maxTp, "maxTp") + 1), "Tp",
                              "Tp", columns=columns, target=target, lib=lib, pred=pred, E=E,
                              tau=tau, exclusionRadius=exclusionRadius, embedded=embedded,
@@ -599,7 +616,8 @@ def PredictExclusionRadius(dataFrame=None, columns="", target="", lib="", pred="
         radii = [int(v) for v in radii.split()]
     if _general(dataFrame, columns, target, embedded, validLib, 0, False,
                 ignoreNan=ignoreNan) or _ties_decide(
-            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns")), simplex=True):
+            E, tau, _series(dataFrame, _column(dataFrame, columns, "columns")), simplex=True
+    ) or _no_pred_rows(dataFrame, E, tau, Tp, lib, pred):
         return _scan_general("Simplex", dataFrame, list(radii), "exclusionRadius",
                              "Exclusion radius", columns=columns, target=target, lib=lib,
                              pred=pred, E=E, Tp=Tp, tau=tau, embedded=embedded,
@@ -627,7 +645,8 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     general = _general(dataFrame, columns, target, embedded, validLib, 0, False, solver, ignoreNan)
     if not general:
         col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-        general = _ties_decide(E, tau, _series(dataFrame, col))
+        general = (_ties_decide(E, tau, _series(dataFrame, col))
+                   or _no_pred_rows(dataFrame, E, tau, Tp, lib, pred))
     if general:
         return _scan_general("SMap", dataFrame, list(DEFAULT_THETAS if theta is None else
                                                      np.atleast_1d(theta)), "theta", "theta",

@@ -120,6 +120,11 @@ def observed(segments: list[np.ndarray], Tp: int, n: int) -> np.ndarray:
     return ok
 
 
+class NoPredictionRows(ValueError):
+    """``pred`` holds no row with a full embedding (pyEDM's compat answers an empty
+    table there, as pyEDM does)."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """Resolved rows for one (series length, E, tau, Tp, knn, lib, pred, radius).
@@ -346,8 +351,9 @@ def _resolve(n: int, *, E: Any, tau: Any, Tp: Any, knn: Any, exclusion_radius: A
     segs = [_frozen(np.arange(a, b, dtype=np.int64)) for a, b in pred_iv]
     pred_times = _frozen(segs[0] if len(segs) == 1 else np.concatenate(segs))
     if pred_times.size == 0:
-        raise ValueError(f"pred={pred!r} leaves no prediction rows for E={E}, tau={tau}: the "
-                         f"first {span} rows have no full embedding; widen pred")
+        raise NoPredictionRows(
+            f"pred={pred!r} leaves no prediction rows for E={E}, tau={tau}: the "
+            f"{'first' if tau > 0 else 'last'} {span} rows have no full embedding; widen pred")
     # interval arithmetic for few pairs; the O(n) table for many
     loo = (_intervals_overlap(lib_iv, pred_iv) if len(lib_iv) * len(pred_iv) <= 4096
            else _overlap(lib_times, pred_times, n))
