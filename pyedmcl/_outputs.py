@@ -16,6 +16,9 @@ into one output, and JSON output must parse everywhere.
   pyedmcl writes there (an empty folder is fine too); a plain file, a symlink, a
   foreign folder, the current directory or one of its parents are refused with a
   ``ValueError`` that says why.
+- **Plain files** (the CLI's CSV and PNG outputs): an existing file is replaced only
+  with ``--overwrite`` and an input file never (:func:`pyedmcl.cli.main.check_new_file`):
+  a file carries no marker, so pyedmcl cannot tell its own from the user's.
 - **Atomic folders** (:func:`atomic_dir`): a report is built in a hidden sibling
   folder and renamed into place once complete; an owned old folder is swapped out
   only then.

@@ -203,9 +203,36 @@ def test_cli_csv_out_is_atomic(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
     assert cli_main(["simplex", str(tmp_path / "x.npy"), "-E", "2", "--out", str(out), "-q",
-                     "--device", CPU_DEVICE]) == 1
+                     "--overwrite", "--device", CPU_DEVICE]) == 1
     assert out.read_text() == "previous\n" and sorted(os.listdir(tmp_path)) == ["pred.csv",
                                                                                 "x.npy"]
+
+
+def test_cli_files_never_replace_the_input_nor_unasked(tmp_path, capsys):
+    """A CSV or PNG output that exists is replaced only with --overwrite, and the input
+    never: ``simplex data.csv -o data.csv`` replaced the user's data with the result."""
+    data = tmp_path / "data.csv"
+    rows = "time,x\n" + "".join(f"{i},{np.sin(0.3 * i):.6f}\n" for i in range(120))
+    data.write_text(rows)
+    mine = tmp_path / "mine.png"
+    mine.write_bytes(b"user's picture")
+    dev = ["--device", CPU_DEVICE, "-q"]
+    for argv in (["simplex", str(data), "-c", "x", "-E", "2", "-o", str(data), "--overwrite"],
+                 ["simplex", str(data), "-c", "x", "-E", "2", "-o", str(data)],
+                 ["rp", str(data), str(mine), "-c", "x", "-E", "2", "--rr", "0.1"],
+                 ["sample", "lorenz63", "-o", str(data), "-n", "20"]):
+        assert cli_main(argv + (dev if argv[0] != "sample" else [])) == 2, argv
+    err = capsys.readouterr().err
+    assert "is the input file" in err and "exists; pass --overwrite" in err
+    assert data.read_text() == rows and mine.read_bytes() == b"user's picture"
+    out = tmp_path / "pred.csv"
+    out.write_text("old\n")
+    assert cli_main(["simplex", str(data), "-c", "x", "-E", "2", "-o", str(out),
+                     "--overwrite"] + dev) == 0
+    assert out.read_text().startswith("time,")
+    assert cli_main(["rp", str(data), str(mine), "-c", "x", "-E", "2", "--rr", "0.1",
+                     "--overwrite"] + dev) == 0
+    assert mine.read_bytes().startswith(b"\x89PNG")
 
 
 # -- one writer -------------------------------------------------------------------------------

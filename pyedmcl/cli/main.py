@@ -102,6 +102,30 @@ def check_output(path: str, allowed: tuple[str, ...], what: str = "--out") -> st
     return path
 
 
+def check_new_file(path: str, overwrite: bool, inputs: tuple[Any, ...] = (),
+                   what: str = "--out") -> str:
+    """``path`` if writing a file there loses nothing: never one of ``inputs`` (the data
+    being read), and an existing file only with ``overwrite`` (pyedmcl cannot tell a
+    file it wrote from the user's own). A ValueError says why otherwise."""
+    from pathlib import Path
+
+    out = Path(path)
+    for src in inputs:
+        if src in (None, "-"):
+            continue
+        try:
+            same = out.exists() and out.samefile(src)
+        except OSError:
+            same = False
+        if same:
+            raise ValueError(f"{what} {path!r} is the input file {str(src)!r}; write the "
+                             "result to another path")
+    if out.exists() and not out.is_dir() and not overwrite:
+        raise ValueError(f"{what} {path!r} exists; pass --overwrite to replace it, or choose "
+                         "another path")
+    return path
+
+
 def show_progress(args: argparse.Namespace) -> bool:
     """Progress lines on stderr: when it is a terminal and ``-q`` is not given (a log file
     or a pipe gets results and errors only)."""

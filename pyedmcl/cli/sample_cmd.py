@@ -26,6 +26,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", choices=sorted(SAMPLES), help="which data set")
     p.add_argument("-o", "--out", required=True, help="output .csv")
     p.add_argument("-n", "--length", type=int_arg, default=1000, help="time steps (rows)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=run)
 
 
@@ -51,9 +52,10 @@ def frame(name: str, n: int):
 
 def run(args: argparse.Namespace) -> int:
     from .._outputs import atomic_file
-    from .main import check_output
+    from .main import check_new_file, check_output
 
     check_output(args.out, (".csv",))
+    check_new_file(args.out, args.overwrite)
     df = frame(args.name, args.length)
     with atomic_file(args.out, what="--out") as tmp:
         df.to_csv(tmp, index=False)

@@ -37,6 +37,8 @@ def _common(p: argparse.ArgumentParser, E: bool = True) -> None:
                    help="neighbours within this many rows of the prediction are excluded")
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     p.add_argument("-o", "--out", default=None, help="write the result table as CSV (.csv)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out file (never the input)")
     add_input_args(p)
     add_device_args(p)
 
@@ -87,11 +89,12 @@ def _xy(args) -> tuple[np.ndarray, np.ndarray, str, str]:
 
 def _xyt(args) -> tuple[np.ndarray, np.ndarray, str, str, Any]:
     """Library and target series, their names and the table (for its time values)."""
-    from ..cli.main import check_output, time_column
+    from ..cli.main import check_new_file, check_output, time_column
     from ..io import read_table
 
     if getattr(args, "out", None):
         check_output(args.out, (".csv",))  # before any work
+        check_new_file(args.out, args.overwrite, (args.path,))
     t = read_table(args.path, time_column=time_column(args))  # once: stdin cannot be re-read
     i = 0 if args.column is None else t.index(args.column)
     x, xn = t.data[:, i].copy(), t.names[i]

@@ -113,6 +113,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output", help="image path (.png)")
     p.add_argument("--cross", default=None, help="second series for a cross recurrence plot")
     p.add_argument("--size", type=int_arg, default=1024, help="image edge (block density above)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing OUTPUT file (never an input)")
     _common(p)
     p.add_argument("--column-y", default=None, help="column of --cross (default: --column)")
     p.set_defaults(func=run_rp)
@@ -197,10 +199,11 @@ def run_jrqa(args: argparse.Namespace) -> int:
 
 
 def run_rp(args: argparse.Namespace) -> int:
-    from ..cli.main import check_output, print_json
+    from ..cli.main import check_new_file, check_output, print_json
     from .plot import recurrence_plot
 
     check_output(args.output, (".png",), "OUTPUT")
+    check_new_file(args.output, args.overwrite, (args.input, args.cross), "OUTPUT")
     x = _load(args.input, args.column, args)
     y = _load(args.cross, args.column_y or args.column, args) if args.cross else None
     img = recurrence_plot(x, y, E=args.E, tau=args.tau, radius=args.radius,
