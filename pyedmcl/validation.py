@@ -32,7 +32,26 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
         raise ValueError(f"{name} is empty; a series needs at least one value")
     if not allow_nan and not np.all(np.isfinite(arr)):
         raise ValueError(nonfinite_message(name, int(np.flatnonzero(~np.isfinite(arr))[0])))
+    check_magnitude(arr, name)
     return arr
+
+
+#: largest |value| a series may hold: squared differences of E coordinates stay far inside
+#: float64 (two values of 1e150 differ by at most 2e150; its square 4e300)
+MAX_MAGNITUDE = 1e150
+
+
+def check_magnitude(arr: np.ndarray, name: str) -> None:
+    """Refuse a series whose squared distances would overflow float64 (every distance,
+    weight and skill would be inf or NaN): a ValueError naming it and the allowed range."""
+    with np.errstate(invalid="ignore"):
+        big = np.abs(arr) > MAX_MAGNITUDE
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise ValueError(f"{name} holds values up to {float(np.nanmax(np.abs(arr))):.3g} "
+                         f"(first at index {i}); allowed: |value| <= {MAX_MAGNITUDE:.0e}, "
+                         "beyond which squared distances overflow: rescale the series "
+                         "(e.g. divide it by a power of ten)")
 
 
 def nonfinite_message(name: str, index: int) -> str:

@@ -115,3 +115,18 @@ def test_cli_missing_extra_is_one_line(tmp_path, capsys, monkeypatch):
     assert main(["xmap", str(tmp_path / "X.npy"), "-o", str(tmp_path / "m.zarr"), "--E", "2"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'pyedmcl[io]'" in err[0], err
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: pe.simplex(x, E=2, device=CPU_DEVICE),
+    lambda x: pe.smap(x, E=2, theta=2.0, device=CPU_DEVICE),
+    lambda x: pe.rqa(x, E=2, radius=0.1, device=CPU_DEVICE),
+    lambda x: pe.ccm(x, x[::-1].copy(), E=2, lib_sizes=[20, 40], sample=2, device=CPU_DEVICE),
+], ids=["simplex", "smap", "rqa", "ccm"])
+def test_values_whose_squares_overflow_are_refused(call):
+    """Values of 1e300 made every squared distance inf: the calls answered NaN (rho, DET)
+    with no error. Now a ValueError names the series and the allowed magnitude."""
+    x = np.sin(np.arange(60) * 0.7) * 1e300
+    with pytest.raises(ValueError, match=r"x holds values up to 9.98e\+299 .*allowed: \|value\| <= 1e\+150"):
+        call(x)
+    call(x * 1e-160)  # 1e140: allowed, and it runs
