@@ -47,6 +47,10 @@ from typing import Any
 
 import numpy as np
 
+#: largest |value| a float32 kernel input may hold: squares of differences of E such
+#: values stay finite in float32 (max 3.4e38)
+FLOAT32_MAX_INPUT = 1e18
+
 #: largest fraction of a series' distinct values that may merge in the float32 cast
 MAX_MERGED_FRACTION = 0.05
 
@@ -317,6 +321,13 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
     pairs = [_standardise(a, scale, shift) for a in arrs]
     affs, out = [f for f, _ in pairs], [z for _, z in pairs]
+    for z, name in zip(out, names, strict=True):
+        top = float(np.nanmax(np.abs(z))) if z.size else 0.0
+        if top > FLOAT32_MAX_INPUT:  # centred only (RQA) and far from zero
+            _fall_back(f"{name}: values up to {top:.3g} after centring are beyond float32's "
+                       f"range for squared distances (|value| <= {FLOAT32_MAX_INPUT:.0e})",
+                       fp64, what)
+            return prepare(arrs, np.float64, fp64, names=names)
 
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""

@@ -130,3 +130,17 @@ def test_values_whose_squares_overflow_are_refused(call):
     with pytest.raises(ValueError, match=r"x holds values up to 9.98e\+299 .*allowed: \|value\| <= 1e\+150"):
         call(x)
     call(x * 1e-160)  # 1e140: allowed, and it runs
+
+
+def test_rqa_beyond_float32_squares_runs_in_float64():
+    """RQA centres its series (a radius is in data units) but does not scale them: values
+    of 1e20 squared overflow float32, and the rate's radius search and the kernels saw
+    inf. Such a call runs in float64 with a PrecisionWarning and equals the float64 run."""
+    from pyedmcl._precision import PrecisionWarning
+
+    x = np.sin(np.arange(80) * 0.7) * 1e20
+    with pytest.warns(PrecisionWarning, match="beyond float32's range"):
+        r = pe.rqa(x, E=2, recurrence_rate=0.35, device=CPU_DEVICE)
+    ref = pe.rqa(x, E=2, recurrence_rate=0.35, dtype="float64", device=CPU_DEVICE)
+    assert r.n_recurrences == ref.n_recurrences > 0
+    np.testing.assert_array_equal(r.diagonal_hist, ref.diagonal_hist)
