@@ -20,7 +20,8 @@ import numpy as np
 
 FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
 #: a first CSV column with one of these names (any case; a unit in brackets ignored, as in
-#: "Time (s)") is the time axis, not a series; so is a first column holding dates. The
+#: "Time (s)") is the time axis, not a series; so is a first column holding dates, and an
+#: unnamed one of increasing integers (the row index pandas' ``to_csv()`` writes). The
 #: pyEDM compatibility layer keeps pyEDM's own rule instead (first column unless noTime).
 TIME_NAMES = ("time", "times", "t", "index", "date", "dates", "datetime", "timestamp",
               "year", "years", "month", "day", "doy", "step")
@@ -117,12 +118,24 @@ def _holds_dates(col) -> bool:
     return True
 
 
+def _pandas_index(df) -> bool:
+    """True for a first column without a name (pandas reads it as ``Unnamed: 0``) holding
+    strictly increasing integers: the row index ``DataFrame.to_csv()`` writes, not a
+    series."""
+    name, col = str(df.columns[0]), df.iloc[:, 0]
+    if not (name == "" or re.fullmatch(r"Unnamed: 0", name)) or col.dtype.kind not in "iu":
+        return False
+    v = col.to_numpy()
+    return v.size > 0 and bool(np.all(np.diff(v) > 0))
+
+
 def _time_position(df, source: str, time_column: str | int | bool | None) -> int | None:
     """Which column is the time axis: the named one, none, or the guess on the first."""
     if time_column is False:
         return None
     if time_column is None or time_column is True:
-        if df.shape[1] > 1 and (_time_name(df.columns[0]) or _holds_dates(df.iloc[:, 0])):
+        if df.shape[1] > 1 and (_time_name(df.columns[0]) or _holds_dates(df.iloc[:, 0])
+                                or _pandas_index(df)):
             return 0
         if time_column is True:
             raise ValueError(f"{source}: no time column found (its first column "
@@ -254,7 +267,8 @@ def read_table(path: str | Path, columns: list[str] | None = None, *,
     """Read series from ``path`` (``-`` = CSV on stdin), optionally selecting columns.
 
     CSV: a header line; a first column named like a time (:data:`TIME_NAMES`, any case:
-    ``year``, ``Date``, ``Time (s)``, ...) or holding dates is the time axis
+    ``year``, ``Date``, ``Time (s)``, ...), holding dates, or unnamed with increasing
+    integers (pandas' row index) is the time axis
     (``Table.time``), not a series. ``time_column``: ``None`` guesses so, ``False``
     reads every column as a series, a name makes that column the time axis.
     ``.h5``/``.zarr`` take a dataset as ``dataset=`` or after a colon

@@ -107,3 +107,19 @@ def test_models_are_deterministic_and_bounded():
     assert r.shape == (3000,) and -12 < r.min() < -5 and 8 < r.max() < 14
     ups = np.count_nonzero((r[:-1] < 0) & (r[1:] >= 0))
     assert 40 <= ups <= 60
+
+
+def test_pandas_row_index_column_is_not_a_series(tmp_path):
+    """``DataFrame.to_csv()`` writes its row index as an unnamed first column: it is the
+    time axis, not a series (xmap mapped it as series 0, rho 0.999999 with itself). An
+    unnamed column that is not increasing integers stays a series."""
+    import pandas as pd
+
+    df = pd.DataFrame({"x": np.sin(np.arange(30) * 0.4), "y": np.cos(np.arange(30) * 0.3)})
+    df.to_csv(tmp_path / "a.csv")
+    t = read_table(tmp_path / "a.csv")
+    assert t.names == ["x", "y"] and t.data.shape == (30, 2)
+    np.testing.assert_array_equal(np.asarray(t.time), np.arange(30))
+    df.insert(0, "", np.arange(30)[::-1])  # unnamed but decreasing: data
+    df.to_csv(tmp_path / "b.csv", index=False)
+    assert read_table(tmp_path / "b.csv").data.shape == (30, 3)
