@@ -299,3 +299,16 @@ def test_cli_json_nan_is_null(tmp_path, capsys):
                      "--device", CPU_DEVICE]) == 0
     res = _no_json_constants(capsys.readouterr().out)
     assert res["DET"] is None and res["L"] is None and res["RR"] > 0
+
+
+def test_xmap_unknown_device_makes_no_store(tmp_path, capsys):
+    """An unknown device is refused before the store is created (an empty store was left
+    behind, which --verify then reported as unwritten blocks)."""
+    X = panel(L=40, N=3, seed=2)
+    np.save(tmp_path / "x.npy", X)
+    for opt in (["--device", "nope"], ["--devices", "nope"], ["--device", "9:9"]):
+        out = tmp_path / "m.zarr"
+        assert cli_main(["xmap", str(tmp_path / "x.npy"), "-o", str(out), "-E", "2", "-q"]
+                        + opt) == 2, opt
+        assert not out.exists(), opt
+    assert "no device" in capsys.readouterr().err.lower()

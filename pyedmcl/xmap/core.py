@@ -231,6 +231,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
                                                           else None))
     if devs == [None] and not scheduler:  # the default: the CPU runtime measured faster here
         devs = [_default_device()]
+    if not scheduler:  # an unknown device is refused before a store is made
+        from clkernels import get_backend
+        for d in devs:
+            get_backend(d, backend)
     stored = _stored_params(out) if out is not None else {}
     if block_rows is None:  # resuming: keep the store's row blocks
         block_rows = stored.get("block_rows")
