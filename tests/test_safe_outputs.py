@@ -312,3 +312,15 @@ def test_xmap_unknown_device_makes_no_store(tmp_path, capsys):
                         + opt) == 2, opt
         assert not out.exists(), opt
     assert "no device" in capsys.readouterr().err.lower()
+
+
+def test_cli_warnings_are_one_line(tmp_path, capsys):
+    """A warning from a CLI command is one stderr line like its errors (Python's default
+    format added the source file and a line of pyedmcl's code)."""
+    x = np.sin(np.arange(80) * 0.7) * 1e20  # RQA in float32 cannot hold it: float64
+    data = tmp_path / "big.csv"
+    data.write_text("time,x\n" + "".join(f"{i},{v:.17g}\n" for i, v in enumerate(x)))
+    assert cli_main(["rqa", str(data), "-c", "x", "-E", "2", "--rr", "0.35", "-q",
+                     "--device", CPU_DEVICE]) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("pyedmcl rqa: warning (PrecisionWarning): x:")

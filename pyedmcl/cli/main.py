@@ -9,9 +9,11 @@ modules of families not installed/built yet are skipped.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import traceback
+import warnings
 from importlib import import_module
 from typing import Any
 
@@ -157,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["PYEDMCL_QUIET"] = quiet_before
 
 
+def _one_line_warning(command: str, message: Any, category: type, filename: str,
+                      lineno: int, file: Any = None, line: str | None = None) -> None:
+    """A warning as one line on stderr, as the errors are (Python's default adds the
+    source file and the line of code: noise on a terminal)."""
+    kind = "" if category is UserWarning else f" ({category.__name__})"
+    print(f"pyedmcl {command}: warning{kind}: {message}", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
     """The command, its errors mapped to exit codes (2 bad input, 1 runtime failure)."""
     from clkernels import BuildError, DeviceSelectionError, TemplateParameterError
@@ -171,7 +181,9 @@ def _run(args: argparse.Namespace) -> int:
     if hasattr(args, "quiet") and show_progress(args) and args.command not in NO_OFFER:
         offer_quick_tune(getattr(args, "device", None), getattr(args, "backend", None))
     try:
-        with activity(f"pyedmcl {args.command}", not own_bar and show_progress(args)):
+        with warnings.catch_warnings(), \
+                activity(f"pyedmcl {args.command}", not own_bar and show_progress(args)):
+            warnings.showwarning = functools.partial(_one_line_warning, args.command)
             rc = args.func(args)
         return int(rc or 0)
     except KeyboardInterrupt:
