@@ -201,8 +201,13 @@ def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp:
     for seg in plan_segments:
         if seg.size == 0:
             continue
-        rows, ok = _observed_rows(seg, n, Tp)
+        rows = np.arange(seg[0] + min(Tp, 0), seg[-1] + max(Tp, 0) + 1)
         obs = np.full(rows.size, np.nan)
+        ok = (rows >= 0) & (rows < n)
+        # pyEDM's FormatProjection: the Tp rows past a segment's end are observed only if
+        # all of them are in the data, else none of them
+        if Tp > 0 and seg[-1] + Tp >= n:
+            ok &= rows <= seg[-1]
         obs[ok] = y[rows[ok]]
         pr = np.full(rows.size, np.nan)
         va = np.full(rows.size, np.nan)
@@ -221,17 +226,6 @@ def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp:
     return pd.DataFrame({"Time": _extend_time(time, rows), "Observations": np.concatenate(obs_all),
                          "Predictions": np.concatenate(pr_all),
                          "Pred_Variance": np.concatenate(var_all)})
-
-
-def _observed_rows(seg: np.ndarray, n: int, Tp: int) -> tuple[np.ndarray, np.ndarray]:
-    """A pred segment's output rows (first prediction row to the last + Tp) and which of
-    them hold an observation: pyEDM's FormatProjection observes the Tp rows past a
-    segment's end only if all of them are in the data, else none of them."""
-    rows = np.arange(seg[0] + min(Tp, 0), seg[-1] + max(Tp, 0) + 1)
-    ok = (rows >= 0) & (rows < n)
-    if Tp > 0 and seg[-1] + Tp >= n:
-        ok &= rows <= seg[-1]
-    return rows, ok
 
 
 def _segments(n: int, E: int, tau: int, Tp: int, knn: Any, R: int, lib: Any, pred: Any,
@@ -562,14 +556,12 @@ def _rounded(rho: Any, digits: int = 6, pairs: Any = None) -> list[float]:
 
 
 def _pairs(x: np.ndarray, E: int, tau: int, Tp: int, R: int, lib: Any, pred: Any) -> int:
-    """Rows of a fast-path call's table (finite data) with an observation and a
-    prediction: the pairs pyEDM's ``ComputeError`` counts. ``tau`` in pyedmcl's sign."""
-    n, count = x.size, 0
-    for seg in _segments(n, E, tau, Tp, None, R, lib, pred, max_knn=10 ** 9):
-        if seg.size:
-            rows, ok = _observed_rows(seg, n, Tp)
-            count += int(np.count_nonzero(ok & np.isin(rows - Tp, seg)))
-    return count
+    """Predictions of a fast-path call (finite data) with an observation (the plan's
+    ``observed_mask``): the pairs pyEDM's ``ComputeError`` counts. ``tau`` in pyedmcl's
+    sign."""
+    from ..edm.ranges import resolve
+    return int(resolve(x.size, E=E, tau=tau, Tp=Tp, exclusion_radius=R, lib=lib, pred=pred,
+                       max_knn=10 ** 9).observed_mask.sum())
 
 
 def _int_arg(v: Any, name: str) -> int:
