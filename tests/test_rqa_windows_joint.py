@@ -103,6 +103,10 @@ def test_cli_window_and_jrqa(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     ref = pe.joint_rqa(x, y, E=2, recurrence_rate=(0.1, 0.2), dtype="float64")
     assert out["n_recurrences"] == ref.n_recurrences
+    # a bad value's error names the flag the user typed
+    assert main(["jrqa", str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), "--rr", "0.1",
+                 "--rr-y", "1.5"]) == 2
+    assert "--rr-y=1.5 is out of range" in capsys.readouterr().err
 
 
 def test_cross_every_measure_pyrqa_default_theiler(device):

@@ -147,3 +147,12 @@ def test_rqa_beyond_float32_squares_runs_in_float64():
     ref = pe.rqa(x, E=2, recurrence_rate=0.35, dtype="float64", device=CPU_DEVICE)
     assert r.n_recurrences == ref.n_recurrences > 0
     np.testing.assert_array_equal(r.diagonal_hist, ref.diagonal_hist)
+
+
+def test_joint_rqa_names_the_series_of_a_bad_pair_value():
+    """A pair's bad radius or rate says which series it belongs to."""
+    x = np.sin(np.arange(300) * 0.3)
+    with pytest.raises(ValueError, match="recurrence_rate of y=2"):
+        pe.joint_rqa(x, x, recurrence_rate=(0.1, 2))
+    with pytest.raises(ValueError, match="radius of x=-1"):
+        pe.joint_rqa(x, x, radius=(-1, 2))

@@ -188,6 +188,13 @@ def run_jrqa(args: argparse.Namespace) -> int:
     rate = None if args.rr is None else (args.rr, args.rr if args.rr_y is None else args.rr_y)
     if (args.radius_y is not None and radius is None) or (args.rr_y is not None and rate is None):
         raise ValueError("--radius-y needs --radius, --rr-y needs --rr (the values for x)")
+    from .core import check_radius, check_rate
+
+    for flag, value, check in (("--radius", args.radius, check_radius),
+                               ("--radius-y", args.radius_y, check_radius),
+                               ("--rr", args.rr, check_rate), ("--rr-y", args.rr_y, check_rate)):
+        if value is not None:  # the error names the flag, not joint_rqa's parameter
+            check(value, flag)
     res = joint_rqa(x, y, E=args.E, tau=args.tau, radius=radius, recurrence_rate=rate,
                     metric=args.metric, theiler=args.theiler, l_min=args.l_min,
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype,

@@ -119,13 +119,13 @@ def check_radius(radius: Any, name: str = "radius") -> float:
     return r
 
 
-def check_rate(rate: Any) -> float:
+def check_rate(rate: Any, name: str = "recurrence_rate") -> float:
     try:
         rr = float(rate)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"recurrence_rate must be a number in (0, 1), got {rate!r}") from exc
+        raise TypeError(f"{name} must be a number in (0, 1), got {rate!r}") from exc
     if not (0.0 < rr < 1.0):
-        raise ValueError(f"recurrence_rate={rate!r} is out of range; allowed: 0 < recurrence_rate < 1")
+        raise ValueError(f"{name}={rate!r} is out of range; allowed: a number strictly between 0 and 1")
     return rr
 
 
@@ -415,6 +415,11 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
                          "recurrence_rate= (one rate or a pair) for joint RQA")
     rx, ry = _pair(radius, "radius")
     qx, qy = _pair(recurrence_rate, "recurrence_rate")
+    for name, check, pair in (("radius", check_radius, (rx, ry)),
+                              ("recurrence_rate", check_rate, (qx, qy))):
+        for series, value in zip("xy", pair, strict=True):
+            if value is not None:  # the error names the series (a pair's said neither)
+                check(value, f"{name} of {series}")
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     dt, (sx,) = centred([sx], ["x"], dt, bes, common=False, what="joint_rqa")
     dt, (sy,) = centred([sy], ["y"], dt, bes, common=False, what="joint_rqa")
