@@ -260,23 +260,28 @@ ${distance.phase(R)}\
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
-    /* out: (SPLIT, EMAX, nq, KMAX); SPLIT == 1 writes the finished table */
+    /* out: (SPLIT, EMAX, nq, KMAX); SPLIT == 1 writes the finished table. A loop over E,
+       not unrolled: 20 inlined copies of the correctly rounded square root were most of
+       the program (H100, EMAX 20: 148 KB of PTX and a 1.2 s build against 57 KB and
+       0.35 s, the same kernel time) */
     for (int i = 0; i < ${QB}; ++i) {
         const int q = q0 + i;
         if (q >= nq) break;
-% for j in range(EMAX):
-        for (int k = lid; k < KMAX; k += ${WG}) {
-            const int l = k < ${KS[j]} ? topi[i][${OFF[j]} + k] : -1;
-            const real_t d = topd[i][${OFF[j]} + min(k, ${KS[j] - 1})];
-            const size_t o = (((size_t)s * ${EMAX} + ${j}) * nq + q) * KMAX + k;
-            out_idx[o] = l;
+        #pragma unroll 1
+        for (int j = 0; j < ${EMAX}; ++j) {
+            const int O = OFF[j], K = KS[j];
+            for (int k = lid; k < KMAX; k += ${WG}) {
+                const int l = k < K ? topi[i][O + k] : -1;
+                const real_t d = topd[i][O + min(k, K - 1)];
+                const size_t o = (((size_t)s * ${EMAX} + j) * nq + q) * KMAX + k;
+                out_idx[o] = l;
 % if SPLIT == 1:
-            out_dist[o] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d")};
+                out_dist[o] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d")};
 % else:
-            out_dist[o] = l < 0 ? INFINITY : d;
+                out_dist[o] = l < 0 ? INFINITY : d;
 % endif
+            }
         }
-% endfor
     }
 }
 

@@ -48,8 +48,8 @@
 ${lk.prelude(REAL, ACC, 0 if KR else K, INL)}
 ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
-## one slot of pack: entry `k` (a number, or the loop variable's name with KR) of the
-## raw row into the packed tables
+## one slot of pack: entry `k` (the loop variable's name) of the raw row into the
+## packed tables
 <%def name="pack_slot(k)">\
 {
         const int l = idx[o + ${k}];
@@ -89,13 +89,11 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     const real_t dmin_raw = dist[o];
     ${lk.dmin(WEIGHT)}
     acc_t den = 0;
-% if KR:
+    /* a loop over the K slots, not unrolled: K inlined copies of the double exp and the
+       correctly rounded division were most of a skill program (its build time), and
+       pack is a short memory-bound launch; the same operations in the same order */
+    #pragma unroll 1
     for (int k = 0; k < K; ++k) ${pack_slot("k")}
-% else:
-% for k in range(K):
-    ${pack_slot(k)}
-% endfor
-% endif
     tden[${"row" if CM else "(size_t)b * nq + q"}] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
 }
 
