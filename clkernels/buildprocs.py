@@ -8,21 +8,30 @@ on sixteen, their summed build times 80 s). Separate processes compile in parall
 :func:`start_helpers` starts fresh interpreters (``python -c``, never
 ``multiprocessing``: a spawned child would re-run the user's main module, and a forked
 one cannot use a GPU context its parent opened), each of which opens a context on the
-same device and builds its share of the programs into PyOpenCL's binary cache, the
-folder the backend builds through (NVIDIA: into the driver's compute cache, as PyOpenCL
-caches no binaries there). The caller builds its own share meanwhile, waits
-(:func:`wait_helpers`), then builds every program as usual, loading the helpers'
-binaries from that cache. Helpers only save time: whatever fails in them (start-up, a
-build error, a timeout) leaves the program to the caller's own build, which reports
-errors as always. ``<PREFIX>_BUILD_PROCESSES``: the most helpers (0: none).
+same device and builds programs into PyOpenCL's binary cache, the folder the backend
+builds through (NVIDIA: into the driver's compute cache, as PyOpenCL caches no binaries
+there). The programs are a queue (:class:`BuildQueue`, a file per claim in a private
+folder): the caller and every helper take the next unclaimed one until none is left, so
+the caller, which needs no start-up, builds the first programs while the helpers still
+open their contexts (about 1.1-1.4 s each on an H200, longer when eight start at once),
+and a fast helper takes more than a slow one. The caller then waits for the programs
+the helpers claimed (:func:`wait_helpers`, not for helpers still starting, which it
+stops) and builds every program as usual, loading the helpers' binaries from that
+cache. Helpers only save time: whatever fails in them (start-up, a build error, a
+timeout) leaves the program to the caller's own build, which reports errors as always.
+``<PREFIX>_BUILD_PROCESSES``: the most helpers (0: none).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 from . import settings
@@ -44,16 +53,71 @@ _HELPER = r"""
 import pickle, sys
 import clkernels
 clkernels.configure(sys.argv[1], sys.argv[2])  # before the job's DeviceInfo imports PyOpenCL
-job = pickle.load(sys.stdin.buffer)
+with open(sys.argv[3], "rb") as f:
+    job = pickle.load(f)
 import pyopencl as cl
+from clkernels.buildprocs import BuildQueue
 from clkernels.devices import cl_device
 ctx = cl.Context([cl_device(job["info"])])
-for source, options in job["programs"]:
+queue = BuildQueue(job["queue"])
+for i, (source, options) in enumerate(job["programs"]):
+    if not queue.claim(i):
+        continue
     try:
         cl.Program(ctx, source).build(options=options, cache_dir=job["cache_dir"])
     except Exception:
         pass  # the caller builds it and reports the error
+    finally:
+        queue.done(i)
 """
+
+
+class BuildQueue:
+    """Programs 0 .. n-1 claimed one at a time by the caller and the helpers: the first to
+    create ``<i>.claim`` in the folder (exclusively) builds program i and then creates
+    ``<i>.done``."""
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder)
+
+    @classmethod
+    def create(cls) -> BuildQueue:
+        """A queue in a new private temporary folder (:meth:`remove` deletes it)."""
+        return cls(tempfile.mkdtemp(prefix="clkernels-build-queue-"))
+
+    def claim(self, i: int) -> bool:
+        """Whether this process takes program ``i`` (nobody had)."""
+        try:
+            os.close(os.open(self.folder / f"{i}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                             0o600))
+            return True
+        except FileExistsError:
+            return False
+
+    def done(self, i: int) -> None:
+        """Program ``i`` built (or failed: the caller builds it again and reports why)."""
+        try:
+            os.close(os.open(self.folder / f"{i}.done", os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError:
+            pass  # the caller stops waiting at its deadline and builds it itself
+
+    def pending(self) -> list[float]:
+        """Claim times (mtime) of the programs claimed and not done."""
+        out = []
+        for c in self.folder.glob("*.claim"):
+            if not c.with_suffix(".done").exists():
+                try:
+                    out.append(c.stat().st_mtime)
+                except OSError:
+                    continue
+        return out
+
+    def claimed(self) -> int:
+        """How many programs were claimed."""
+        return sum(1 for _ in self.folder.glob("*.claim"))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 #: device memory per helper on a GPU (each opens a context there, ~0.3-0.5 GB on NVIDIA)
@@ -83,43 +147,55 @@ def helper_count(runtime: str, programs: int, gpu_memory: int = 0) -> int:
 
 
 def start_helpers(info: Any, programs: list[tuple[str, list[str]]], cache_dir: str,
-                  helpers: int) -> list[tuple[subprocess.Popen, int]]:
-    """Start ``helpers`` processes, each building every ``helpers + 1``-th program (the
-    caller keeps the first share); returns (process, programs it builds) pairs."""
+                  helpers: int, queue: BuildQueue) -> list[subprocess.Popen]:
+    """Start ``helpers`` processes, each taking programs from ``queue`` (every helper gets
+    the whole list; the queue decides who builds what); returns the processes."""
     cfg = settings.current()
     # the caller's import path (a script may have added clkernels' folder itself)
     env = dict(os.environ, PYOPENCL_COMPILER_OUTPUT="0",
                PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    job = queue.folder / "job.pickle"  # a file: a pipe would block each start on the last
+    try:
+        job.write_bytes(pickle.dumps({"info": info, "cache_dir": cache_dir,
+                                      "programs": programs, "queue": str(queue.folder)}))
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        return []  # no helpers: the caller builds everything itself
     started = []
-    for h in range(helpers):
-        share = programs[h + 1::helpers + 1]
-        if not share:
-            continue
+    for _ in range(helpers):
         try:
-            payload = pickle.dumps({"info": info, "cache_dir": cache_dir, "programs": share})
-            p = subprocess.Popen([sys.executable, "-c", _HELPER, cfg.app_name, cfg.env_prefix],
-                                 stdin=subprocess.PIPE,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
-            return started  # no helpers: the caller builds these itself
-        try:
-            assert p.stdin is not None
-            p.stdin.write(payload)
-            p.stdin.close()
-        except OSError:  # the helper died at start: its share is the caller's
-            p.kill()
-            p.wait()
-            continue
-        started.append((p, len(share)))
+            started.append(subprocess.Popen(
+                [sys.executable, "-c", _HELPER, cfg.app_name, cfg.env_prefix, str(job)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=env))
+        except OSError:
+            break
     return started
 
 
-def wait_helpers(started: list[tuple[subprocess.Popen, int]]) -> None:
-    """Wait for the helpers (stopping any that overrun :data:`SECONDS_PER_PROGRAM` per
-    program)."""
-    for p, n in started:
-        try:
-            p.wait(timeout=SECONDS_PER_PROGRAM * n)
-        except subprocess.TimeoutExpired:
+def build_claimed(queue: BuildQueue, programs: list[Any], build) -> int:
+    """The caller's part: ``build(program)`` for every program of ``programs`` it claims
+    from ``queue`` in order (the helpers take the others); returns how many it built."""
+    mine = 0
+    for i, prog in enumerate(programs):
+        if queue.claim(i):
+            try:
+                build(prog)
+            finally:
+                queue.done(i)
+            mine += 1
+    return mine
+
+
+def wait_helpers(started: list[subprocess.Popen], queue: BuildQueue) -> None:
+    """Wait until every program the helpers claimed is done (at most
+    :data:`SECONDS_PER_PROGRAM` after its claim, or until no helper runs), then stop the
+    helpers: those left are starting up or finding nothing to claim."""
+    while any(p.poll() is None for p in started):
+        pending = queue.pending()
+        if not pending or time.time() - min(pending) > SECONDS_PER_PROGRAM:
+            break
+        time.sleep(0.005)
+    for p in started:
+        if p.poll() is None:
             p.kill()
-            p.wait()
+        p.wait()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -443,21 +444,35 @@ def test_helper_processes_compile_into_the_cache(device, monkeypatch, tmp_path):
             return be._known(s, (), cache)
         return has_pyopencl_entry(cl.Program(be.context, s), be.context, be.device, opts, cache)
 
-    # one helper builds every other program of the first four into the cache
-    started = buildprocs.start_helpers(be.info, [(s, opts) for s, _ in programs[:4]], cache, 1)
-    buildprocs.wait_helpers(started)
-    assert [p.returncode for p, _ in started] == [0]
+    # one helper builds the first four into the cache, except program 1, which this
+    # process claimed first (a queue: whoever claims a program builds it)
+    queue = buildprocs.BuildQueue.create()
+    try:
+        assert queue.claim(1) and not queue.claim(1)
+        started = buildprocs.start_helpers(be.info, [(s, opts) for s, _ in programs[:4]], cache,
+                                           1, queue)
+        while len(list(queue.folder.glob("*.done"))) < 3 and started[0].poll() is None:
+            time.sleep(0.01)
+        queue.done(1)
+        assert started[0].wait(timeout=120) == 0  # nothing left to claim: it exits
+        buildprocs.wait_helpers(started, queue)
+        assert queue.claimed() == 4 and not queue.pending()
+    finally:
+        queue.remove()
+    assert not queue.folder.exists()
     if nvidia:
         assert [cached(s) for s, _ in programs[:4]] == [False] * 4
         assert any(f.is_file() for f in nv_cache.rglob("*")), "no compute-cache entry"
     else:
-        assert [cached(s) for s, _ in programs[:4]] == [False, True, False, True]
-    # prebuild's path: helpers for the programs neither built nor cached (4 of 6 here;
-    # NVIDIA: all 6, the helpers' builds being unknown to this process)
-    monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n, mem: int(n >= 4))
+        assert [cached(s) for s, _ in programs[:4]] == [True, False, True, True]
+    # prebuild's path: helpers and this process share the programs neither built nor
+    # cached (3 of 6 here; NVIDIA: all 6, the helpers' builds being unknown to this
+    # process); how many each takes depends on the helper's start-up
+    monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n, mem: int(n >= 3))
     before = be.helper_builds
     be._build_programs(programs, 1)
-    assert be.helper_builds - before == (3 if nvidia else 2)  # the caller kept half
+    todo = 6 if nvidia else 3
+    assert 0 <= be.helper_builds - before <= todo
     for i, (s, _) in enumerate(programs):
         assert cached(s)
         k = be.kernel_from_source(s, f"k_{tag}_{i}")

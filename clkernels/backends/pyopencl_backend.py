@@ -26,7 +26,13 @@ from ..buildcache import (  # noqa: E402
     has_pyopencl_entry,
     pyopencl_cache_dir,
 )
-from ..buildprocs import helper_count, start_helpers, wait_helpers  # noqa: E402
+from ..buildprocs import (  # noqa: E402
+    BuildQueue,
+    build_claimed,
+    helper_count,
+    start_helpers,
+    wait_helpers,
+)
 from ..devices import DeviceInfo, cl_device  # noqa: E402
 from ..probe import Captured, first_error_line, quiet_build  # noqa: E402
 from ..userdirs import private_dir  # noqa: E402
@@ -187,9 +193,9 @@ class PyOpenCLBackend(Backend):
     def _build_programs(self, programs: list[tuple[str, tuple[str, ...]]], threads: int) -> None:
         """As the base class; where the runtime compiles one program at a time per process
         (:mod:`clkernels.buildprocs`) and several programs are neither built nor in the
-        binary cache, helper processes compile shares of them into the cache while this
-        process builds its own share, then every program is built here (the helpers'
-        from the cache)."""
+        binary cache, helper processes and this process take them from one queue, the
+        helpers compiling into the cache, then every program is built here (the
+        helpers' from the cache)."""
         gpu_memory = self.info.global_mem_bytes if self.info.is_gpu else 0
         # (the cache is looked at only where helpers could start at all)
         cache_dir = pyopencl_cache_dir() if helper_count(self.info.runtime, len(programs),
@@ -199,11 +205,17 @@ class PyOpenCLBackend(Backend):
         helpers = helper_count(self.info.runtime, len(todo), gpu_memory) if todo else 0
         if helpers:
             jobs = [(src, list(tuple(opts) + self.build_options)) for src, opts in todo]
-            started = start_helpers(self.info, jobs, cache_dir, helpers)
-            if started:
-                self.helper_builds += sum(n for _, n in started)
-                super()._build_programs(todo[0::helpers + 1], threads)
-                wait_helpers(started)
+            queue = BuildQueue.create()
+            try:
+                started = start_helpers(self.info, jobs, cache_dir, helpers, queue)
+                if started:
+                    # one at a time here: the compiler is serial in this process, and a
+                    # thread waiting for it would hold a claim a helper could take
+                    mine = build_claimed(queue, todo, lambda p: self._program(*p))
+                    wait_helpers(started, queue)
+                    self.helper_builds += len(todo) - mine
+            finally:
+                queue.remove()
         super()._build_programs(programs, threads)
 
     def _known(self, source: str, options: tuple[str, ...], cache_dir: str | None) -> bool:
