@@ -52,6 +52,12 @@ def test_threshold_max_numpy(device):
     assert r.radius == pytest.approx(0.1 * dmax, rel=1e-15)
     assert r.n_recurrences == pe.rqa(x, E=2, radius=r.radius, dtype="float64",
                                      device=device).n_recurrences
+    # windows take the whole series' diameter: one radius, rows as rqa() per window
+    df = pe.rqa(x, E=2, threshold_max=0.1, window=40, step=30, dtype="float64", device=device)
+    assert (df["radius"] == r.radius).all()
+    for (a, b), row in df.iterrows():
+        one = pe.rqa(x[a:b + 2], E=2, radius=r.radius, dtype="float64", device=device)
+        assert row["n_recurrences"] == one.n_recurrences and row["DET"] == one.DET
 
 
 def test_integral_floats_and_bad_values():

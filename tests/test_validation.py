@@ -46,10 +46,54 @@ def test_recurrence_rate_below_floor_is_explained():
         pe.rqa(X, E=2, recurrence_rate=1e-6, device=CPU_DEVICE)
     floor = float(str(ei.value).split("use recurrence_rate >= ")[1].split()[0])
     assert 1 / n <= floor < 3 / n
-    q = pe.rqa(X, E=2, recurrence_rate=1.5 * floor, device=CPU_DEVICE)  # just above: runs
+    q = pe.rqa(X, E=2, recurrence_rate=floor, device=CPU_DEVICE)  # the rate named runs
     assert q.RR > 0
     with pytest.raises(ValueError, match="smallest non-zero rate"):  # cross: no cell recurs
         pe.cross_rqa(X, Y, E=2, recurrence_rate=1e-9, device=CPU_DEVICE)
+
+
+def _suggested(call) -> float:
+    with pytest.raises(ValueError, match="below the smallest rate") as ei:
+        call(1e-6)
+    return float(str(ei.value).split("use recurrence_rate >= ")[1].split()[0])
+
+
+def test_recurrence_rate_floor_is_the_least_rate_that_runs():
+    """The rate the refusal names is accepted and reaches the fewest recurrences (the cells
+    at the smallest distance: the zeros of repeated points and the main diagonal, or a
+    cross plot's closest pairs); below c / (n_cells - 1) no rate is. Ties: pyunicorn's
+    order statistic, int(rate * (n_cells - 1))."""
+    x = np.array([0., 0, 1, 1, 2, 2, 3, 3])  # 16 zero cells of 64; floor 16/63
+    floor = _suggested(lambda r: pe.rqa(x, recurrence_rate=r, dtype="float64",
+                                        device=CPU_DEVICE))
+    assert 16 / 63 <= floor < 16 / 63 * 1.01
+    assert pe.rqa(x, recurrence_rate=floor, dtype="float64", device=CPU_DEVICE).RR == 16 / 64
+    with pytest.raises(ValueError, match="16/64 = 0.25 for the 8 x 8"):
+        pe.rqa(x, recurrence_rate=0.99 * 16 / 63, dtype="float64", device=CPU_DEVICE)
+    xc, yc = np.array([0., 1, 2, 3]), np.array([0.5, 10, 20])  # two closest pairs of 12
+    floor = _suggested(lambda r: pe.cross_rqa(xc, yc, recurrence_rate=r, dtype="float64",
+                                              device=CPU_DEVICE))
+    assert 2 / 11 <= floor < 2 / 11 * 1.01
+    assert pe.cross_rqa(xc, yc, recurrence_rate=floor, dtype="float64",
+                        device=CPU_DEVICE).RR == 2 / 12
+
+
+def test_rqa_errors_name_the_window_and_the_series():
+    """A windowed run's refusal names its window; joint RQA's names the series; line
+    minima beyond a window say so; path_lengths takes a bool or None."""
+    x = np.round(np.cumsum(np.random.default_rng(1).standard_normal(300)) * 3) / 10
+    x[100:170] = x[100]  # one window of a constant stretch
+    with pytest.raises(ValueError, match=r"window \(100, 149\) of the embedded points: "
+                                         r"recurrence_rate=0.1: every distance is 0"):
+        pe.rqa(x, recurrence_rate=0.1, window=50, step=50, dtype="float64", device=CPU_DEVICE)
+    ys = np.round(np.sin(np.arange(200) * 0.1))
+    with pytest.raises(ValueError, match="^series y: recurrence_rate=0.05 is below"):
+        pe.joint_rqa(np.sin(np.arange(200) * 0.3), ys, recurrence_rate=(0.05, 0.05),
+                     device=CPU_DEVICE)
+    with pytest.raises(ValueError, match=r"w_min=5 .* a window of 3 embedded points"):
+        pe.rqa(x, radius=0.5, window=3, w_min=5, device=CPU_DEVICE)
+    with pytest.raises(TypeError, match="path_lengths must be True, False or None"):
+        pe.recurrence_network(x[:100], radius=0.3, path_lengths="no", device=CPU_DEVICE)
 
 
 def test_max_E_out_of_range_is_a_clear_error():

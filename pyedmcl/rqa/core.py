@@ -69,9 +69,12 @@ def _check_common(l_min: int, v_min: int, w_min: int, theiler: int, theiler_scop
     """Validated (l_min, v_min, w_min, theiler, edge) as ints (``2.0`` -> 2); a minimum
     line length is at most ``n``, the longest side of the matrix (no line is longer)."""
     n = max(n, 2)  # the defaults (2) stay valid on the tiniest series
-    l_min = check_int(l_min, "l_min", 1, n)
-    v_min = check_int(v_min, "v_min", 1, n)
-    w_min = check_int(w_min, "w_min", 1, n)
+    try:
+        l_min = check_int(l_min, "l_min", 1, n)
+        v_min = check_int(v_min, "v_min", 1, n)
+        w_min = check_int(w_min, "w_min", 1, n)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (no line is longer than the {n} embedded points)") from None
     theiler = check_int(theiler, "theiler", 0)
     if theiler_scope not in ("lines", "matrix"):
         raise ValueError(f"theiler_scope={theiler_scope!r} is not supported; allowed: 'lines' "
@@ -219,7 +222,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     Returns an :class:`RQAResult`; with ``window`` (and ``step``, default ``window``) a
     ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
     (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
-    ``recurrence_rate``). With a fixed radius the windows are computed in one pass over
+    ``recurrence_rate``, while ``threshold_std`` and ``threshold_max`` take the whole
+    series' standard deviation or diameter: one radius for every window). With a fixed radius the windows are computed in one pass over
     the band of the matrix they cover (each cell once; in float32 one pass per run of
     windows centred alike), rows identical to one ``rqa()`` per window; otherwise one run
     per window.
@@ -257,8 +261,6 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         radius = f * max_distance(s_, E_, tau_, check_metric(metric))
         if not radius > 0:
             raise ValueError("threshold_max: every distance is 0 (a constant series)")
-        if window is not None:
-            raise ValueError("window= with embedded=True is not supported; slice the rows")
     if scheduler is not None and (window is not None or step is not None
                                   or neighbourhood == "fan"):
         raise ValueError("scheduler= runs one recurrence matrix on a Dask cluster; it is not "
@@ -424,8 +426,13 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     dt, (sx,) = centred([sx], ["x"], dt, bes, common=False, what="joint_rqa")
     dt, (sy,) = centred([sy], ["y"], dt, bes, common=False, what="joint_rqa")
     scheduler, n_workers = check_scheduler(scheduler, n_workers)
-    rx, thr_x = _resolve_threshold(rx, qx, sx, None, E, tau, metric, dt, bes, rule)
-    ry, thr_y = _resolve_threshold(ry, qy, sy, None, E, tau, metric, dt, bes, rule)
+    thr = {}
+    for name, r, q, s in (("x", rx, qx, sx), ("y", ry, qy, sy)):
+        try:
+            thr[name] = _resolve_threshold(r, q, s, None, E, tau, metric, dt, bes, rule)
+        except ValueError as exc:  # (a rate below the floor of one series): say which
+            raise ValueError(f"series {name}: {exc}") from None
+    (rx, thr_x), (ry, thr_y) = thr["x"], thr["y"]
     w = int(theiler)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),

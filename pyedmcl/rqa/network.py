@@ -173,8 +173,11 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     if path_lengths is None:
         gpu = method == "device" and bes[0].info.is_gpu
         paths = n <= (DEVICE_PATH_MAX_N if gpu else PATH_MAX_N)
-    else:
+    elif isinstance(path_lengths, bool | np.bool_):
         paths = bool(path_lengths)
+    else:
+        raise TypeError(f"path_lengths must be True, False or None (by the network's size), "
+                        f"got {path_lengths!r}")
     if method == "device":
         from .network_device import device_counts
 

@@ -40,33 +40,48 @@ def _dist(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
     return d.sum(axis=-1)
 
 
-def _too_low(rate: float, d: np.ndarray, n_cells: int, n_points: int, auto: bool,
+def _too_low(rate: float, d: np.ndarray, n_cells: int, shape: tuple[int, int], auto: bool,
               sampled: bool = False) -> None:
     """Raise the error for a rate no radius can give, with the smallest rate that can be had.
 
-    Recurrence is ``d < radius``, so the fewest recurrences any radius > 0 gives are the
-    cells at distance 0 plus those at the smallest positive distance. In auto-RQA the
-    main diagonal alone is ``N`` zero cells (d(i, i) = 0), so the smallest rate is about
-    ``1/N``: the Theiler window does not change that, it removes diagonals from the
-    line histograms (and with ``theiler_scope="matrix"`` from RR's count), not from the
-    distances the rate is taken over.
+    Recurrence is ``d < threshold`` with the threshold the ``int(rate * (n_cells - 1))``-th
+    smallest distance (0-based), so the fewest recurrences any rate gives are the ``c``
+    cells at the smallest distance (distance 0 where there are any): the threshold is then
+    the next larger distance, reached from ``rate >= c / (n_cells - 1)``, and RR is
+    ``c / n_cells``. In auto-RQA the main diagonal alone is ``N`` zero cells (d(i, i) = 0),
+    so the smallest rate is about ``1/N``: the Theiler window does not change that, it
+    removes diagonals from the line histograms (and with ``theiler_scope="matrix"`` from
+    RR's count), not from the distances the rate is taken over. ``d``: the distances
+    (``sampled``: a random sample of them, so the rates are estimates).
     """
     pos = d[d > 0]
     if pos.size == 0:
         raise ValueError(f"recurrence_rate={rate}: every distance is 0 (a constant series); "
                          "no radius separates the points, use a fixed radius")
-    share = np.count_nonzero(d <= pos.min()) / d.size
-    n_min = max(1, round(share * n_cells))
+    share = np.count_nonzero(d == d.min()) / d.size  # the cells at the smallest distance
+    c = max(1, round(share * n_cells))
+    least = _least_rate(c, n_cells) if n_cells > 1 else 1.0
     zeros = np.count_nonzero(d == 0) / d.size
-    why = (f"the main diagonal (d(i,i) = 0 always recurs: {n_points} cells) and repeated points "
-           f"give {zeros:.3g} of the cells distance 0" if auto else
-           "recurrence is d < radius and the closest pair sets the floor")
+    why = (f"the main diagonal (d(i,i) = 0 always recurs: {shape[0]} cells) and repeated "
+           f"points give {zeros:.3g} of the cells distance 0" if auto else
+           "recurrence is d < radius and the closest pairs set the floor")
     est = "about " if sampled else ""
     raise ValueError(
         f"recurrence_rate={rate} is below the smallest rate this input allows: {why}, so the "
-        f"smallest non-zero rate is {est}{n_min}/{n_cells} = {n_min / n_cells:.3g} for "
-        f"N={n_points} embedded points (whatever the Theiler window); use recurrence_rate >= "
-        f"{n_min / n_cells:.3g} or a fixed radius")
+        f"smallest non-zero rate is {est}{c}/{n_cells} = {c / n_cells:.3g} for the "
+        f"{shape[0]} x {shape[1]} recurrence matrix (whatever the Theiler window); use "
+        f"recurrence_rate >= {least:.3g} or a fixed radius")
+
+
+def _least_rate(c: int, n_cells: int) -> float:
+    """The smallest rate with 3 significant digits whose threshold index
+    ``int(rate * (n_cells - 1))`` reaches ``c`` (the rate the error suggests is accepted)."""
+    x = c / (n_cells - 1)
+    step = 10.0 ** (int(np.floor(np.log10(x))) - 2)
+    r = float(f"{np.floor(x / step) * step:.3g}")
+    while int(r * (n_cells - 1)) < c:
+        r = float(f"{r + step:.3g}")
+    return r
 
 
 def radius_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E: int, tau: int,
@@ -112,7 +127,7 @@ def threshold_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *
     r = float(np.sqrt(np.float64(v))) if metric == "euclidean" else float(v)
     thr = float(v) if rule == "squared" else kernel_threshold(r, metric, dt, rule)
     if not np.any(flat < flat.dtype.type(thr)):  # recurrence is d < thr: not one cell would recur
-        _too_low(rate, flat, n_cells, nr, cols is None, sampled=sampled)
+        _too_low(rate, flat, n_cells, (nr, nc), cols is None, sampled=sampled)
     if not r > 0:
         raise ValueError(f"recurrence_rate={rate} gives radius {r} (too many identical points); "
                          "choose a larger rate or a fixed radius")

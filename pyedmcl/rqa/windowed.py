@@ -64,6 +64,13 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     n = check_embedding(s.size, E, tau, "x")
     window = check_int(window, "window", 2, n)
     step = window if step is None else check_int(step, "step", 1)
+    for name in ("l_min", "v_min", "w_min"):  # a window's lines: at most its own points
+        if kwargs.get(name) is not None:
+            try:
+                check_int(kwargs[name], name, 1, window)
+            except ValueError as exc:
+                raise ValueError(f"{exc} (no line is longer than a window of {window} "
+                                 "embedded points)") from None
     bounds = window_bounds(n, window, step)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; allowed: {', '.join(METHODS)}")
@@ -92,7 +99,10 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
 
         bar = tqdm(total=len(bounds), desc="windows", unit="window")
     for a, b in bounds:
-        res = one(s[a: b + 1 + span], E=E, tau=tau, **kwargs)
+        try:
+            res = one(s[a: b + 1 + span], E=E, tau=tau, **kwargs)
+        except ValueError as exc:  # (a rate no radius gives in one window, say): say which
+            raise ValueError(f"window ({a}, {b}) of the embedded points: {exc}") from None
         row = {k: res.measures[k] for k in MEASURES}
         radius = float("nan") if np.ndim(res.radius) else res.radius  # FAN: one per column
         row.update(n_recurrences=res.n_recurrences, n_cells=res.n_cells, radius=radius)
