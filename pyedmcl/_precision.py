@@ -18,6 +18,13 @@ answers back:
 * RQA (a radius is in data units): centre only, ``z = x - mean``, so every
   distance, and so every recurrence decision, is the float64 one up to float32
   rounding of centred values (cross-RQA centres both series by one common mean).
+* Simplex (predictions, scans, generation, the cross map and its E scan): centre only
+  too. pyEDM floors the nearest distance at 1e-6 in data units (``exp(-d / max(d_min,
+  1e-6))``), so Simplex is not scale-invariant where neighbours are closer than that;
+  scaling by a power of two would move the floor (a series at 1e-5 of its units: rho
+  3.5e-4 off pyEDM and float64). Dividing by a power of two is exact, so it changed
+  nothing else; a spread below :data:`FLOAT32_MIN_SPREAD` (squared distances would
+  underflow) runs in float64, as data beyond :data:`FLOAT32_MAX_INPUT` do.
 
 float64 is never transformed: its results are exactly those of the plain path.
 
@@ -50,6 +57,9 @@ import numpy as np
 #: largest |value| a float32 kernel input may hold: squares of differences of E such
 #: values stay finite in float32 (max 3.4e38)
 FLOAT32_MAX_INPUT = 1e18
+#: the least spread (std) a centred-only (not scaled) float32 input may have: squared
+#: distances between close points must stay above float32's smallest normal, 1.2e-38
+FLOAT32_MIN_SPREAD = 1e-12
 
 #: largest fraction of a series' distinct values that may merge in the float32 cast
 MAX_MERGED_FRACTION = 0.05
@@ -323,10 +333,16 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     affs, out = [f for f, _ in pairs], [z for _, z in pairs]
     for z, name in zip(out, names, strict=True):
         top = float(np.nanmax(np.abs(z))) if z.size else 0.0
-        if top > FLOAT32_MAX_INPUT:  # centred only (RQA) and far from zero
+        if top > FLOAT32_MAX_INPUT:  # centred only (RQA, Simplex) and far from zero
             _fall_back(f"{name}: values up to {top:.3g} after centring are beyond float32's "
                        f"range for squared distances (|value| <= {FLOAT32_MAX_INPUT:.0e})",
                        fp64, what)
+            return prepare(arrs, np.float64, fp64, names=names)
+        spread = float(np.nanmax(_rows(z).std(axis=1))) if z.size and not scale else 1.0
+        if 0 < spread < FLOAT32_MIN_SPREAD:  # centred only and tiny: squared distances
+            _fall_back(f"{name}: values spread over {spread:.3g} (std), below "  # underflow
+                       f"float32's range for squared distances (std >= "
+                       f"{FLOAT32_MIN_SPREAD:.0e})", fp64, what)
             return prepare(arrs, np.float64, fp64, names=names)
 
     def check() -> str | None:

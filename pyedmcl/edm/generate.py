@@ -98,8 +98,8 @@ def generate(x, *, E: int, steps: int, tau: int = 1, Tp: int = 1, knn: int | Non
 def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib, steps, dtype,
                        device, backend) -> tuple[np.ndarray, np.ndarray] | None:
     """Simplex generation with the feedback on the device; None where the backend has no
-    device-to-device copy. float32 standardises the input once (its affine maps the
-    forecasts back; Simplex is affine-equivariant)."""
+    device-to-device copy. float32 centres the input once (its shift maps the forecasts
+    back; Simplex's distance floor is in data units, so the input is not scaled)."""
     from clkernels import Backend, get_backend
 
     from .._precision import prepare
@@ -120,7 +120,7 @@ def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib,
         raise ValueError(f"lib ending at row {end} leaves no full embedding to start from "
                          f"(E={E}, tau={tau})")
     q0 = int(plan.pred_points[first[0]])
-    prep = prepare([s], dt, be.info.fp64, names=["x"], what="generate")
+    prep = prepare([s], dt, be.info.fp64, names=["x"], scale=False, what="generate")
     dt, z, f = prep.dtype, prep.series[0], prep.affine[0]
     real = "double" if dt == np.float64 else "float"
     size = n + steps

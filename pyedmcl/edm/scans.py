@@ -45,8 +45,8 @@ DEFAULT_RADII = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 25, 30)
 def _inputs(x, target, dtype, device, backend, what: str = "this scan"
             ) -> tuple[Any, np.dtype, np.ndarray, np.ndarray, Affine]:
     """Backend, dtype, validated series and its single target (every scan takes one), as
-    kernel inputs (float32: standardised, :mod:`pyedmcl._precision`), and the target's
-    map back to data units (MAE/RMSE)."""
+    kernel inputs (float32: centred, :mod:`pyedmcl._precision`; Simplex's distance floor
+    is in data units), and the target's map back to data units (MAE/RMSE)."""
     be = get_backend(device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
     xs = as_series(x, "x")
@@ -54,9 +54,9 @@ def _inputs(x, target, dtype, device, backend, what: str = "this scan"
     if not single:
         raise ValueError("scans take a single target series")
     if target is None:
-        prep = prepare([xs], dt, be.info.fp64, names=["x"], what=what)
+        prep = prepare([xs], dt, be.info.fp64, names=["x"], scale=False, what=what)
         return be, prep.dtype, prep.series[0], prep.series[0][None, :], prep.affine[0]
-    prep = prepare([xs, y], dt, be.info.fp64, names=["x", "target"], what=what)
+    prep = prepare([xs, y], dt, be.info.fp64, names=["x", "target"], scale=False, what=what)
     return be, prep.dtype, prep.series[0], prep.series[1], prep.affine[1]
 
 

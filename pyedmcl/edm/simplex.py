@@ -212,10 +212,10 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     arrays in the computation dtype (see :mod:`pyedmcl.interop`).
 
     ``dtype``: "float32" (default) or "float64". In float32 each host series is
-    centred and scaled in float64 first and the results mapped back (offset- and
-    scale-invariant; see :mod:`pyedmcl._precision`, which may switch a call to
-    float64 with a :class:`~pyedmcl._precision.PrecisionWarning`); device arrays are
-    used as given.
+    centred in float64 first and the results mapped back (offset-invariant; not scaled,
+    so the distance floor above is in data units as in float64 and pyEDM; see
+    :mod:`pyedmcl._precision`, which may switch a call to float64 with a
+    :class:`~pyedmcl._precision.PrecisionWarning`); device arrays are used as given.
 
     State spaces (pyEDM's multivariate embedding): ``x`` 2-D ``(L, m)`` or a DataFrame,
     ``columns`` picks its columns (names or indices; default all), ``target`` a column
@@ -262,7 +262,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
         if a is not None:
             host.append(a)
             names.append(nm)
-    prep = prepare(host, dt, be.info.fp64, names=names, what="simplex")
+    prep = prepare(host, dt, be.info.fp64, names=names, scale=False, what="simplex")
     if prep.dtype != dt:  # float32 cannot hold the data: float64 (device inputs converted again)
         dt = prep.dtype
         xd = None if xd is None else device_series(x, be, "x", dt)

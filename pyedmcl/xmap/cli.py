@@ -39,7 +39,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="fuse the distance's multiply-adds with fma() on every device (default: "
                         "when every device is a GPU; off on a Dask cluster; kept when resuming)")
     p.add_argument("--dtype", default=None, choices=("float32", "float64"),
-                   help="float32 (default; series centred and scaled first) or float64 "
+                   help="float32 (default; series centred first) or float64 "
                         "(needs fp64 on every device); kept when resuming")
     p.add_argument("--surrogates", type=int_arg, default=0, metavar="N",
                    help="also cross-map N surrogates of every target: per pair the p-value "

@@ -198,8 +198,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     (:func:`pyedmcl.kernels._fma.job_fma`; for a Dask cluster, the device its workers are told
     to use as seen on this machine: give ``fma`` for a cluster of other devices).
     Stored with the parameters: all rows of a job are computed alike.
-    ``dtype``: "float32" (default; each series centred and scaled in float64 first, so
-    the matrix does not depend on offsets or units, :mod:`pyedmcl._precision`) or
+    ``dtype``: "float32" (default; each series centred in float64 first, so the matrix
+    does not depend on offsets, nor, CCM's weights having no floor, on units; the E scan's
+    Simplex floor is in data units as pyEDM's, :mod:`pyedmcl._precision`) or
     "float64" (every device of the job needs fp64). Stored with the parameters (None:
     the stored dtype when resuming, else float32).
     ``surrogates=n`` > 0: every target series is also cross-mapped as ``n`` surrogates
@@ -250,7 +251,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     # in memory, the float32 merge check runs beside the map (a store or a cluster
     # keeps it up front: their blocks must not be written in a dtype then dropped)
     speculate = out is None and scheduler is None and not surrogates
-    prep = prepare([X64], dt, fp64, names=["X"], what="xmap", deferred=speculate)
+    # centred only: the E scan's Simplex weights floor d_min at 1e-6 in data units (the
+    # map's CCM weights and rho are the same either way: a power-of-two scale is exact)
+    prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
+                   deferred=speculate)
     float32_holds = prep.float32_holds
     Xr = np.ascontiguousarray(prep.series[0], dtype=prep.dtype)
     real, dt = prep.real, prep.dtype
