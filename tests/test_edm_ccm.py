@@ -185,3 +185,20 @@ def test_scans_oclgrind_clean():
         print("rho", r.rho, r2.rho)
     """)
     assert "rho" in out
+
+
+def test_ccm_nan_sizes_say_why():
+    """Where no sample of a library size predicts (an exclusion radius leaving fewer than
+    knn admissible neighbours), rho is NaN with one warning naming the sizes and the
+    reason, not numpy's 'Mean of empty slice'; sizes that predict stay quiet."""
+    rng = np.random.default_rng(0)
+    x, y = np.cumsum(rng.normal(size=100)), np.cumsum(rng.normal(size=100))
+    kw = dict(E=2, lib_sizes=[50, 99], sample=3, seed=1, device=CPU_DEVICE)
+    with pytest.warns(RuntimeWarning, match=r"rho is NaN at library sizes \[50, 99\].*"
+                                            r"exclusion_radius=98") as rec:
+        r = pe.ccm(x, y, exclusion_radius=98, **kw)
+    assert len(rec) == 1 and "Mean of empty slice" not in str(rec[0].message)
+    assert np.isnan(r.rho_xy).all() and np.isnan(r.rho_yx).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isfinite(pe.ccm(x, y, exclusion_radius=10, **kw).rho_xy).all()

@@ -40,6 +40,7 @@ L; only S numbers per L come back.
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 import numpy as np
@@ -366,7 +367,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
                                         libraries=int(sizes.size * sample)))
     s_xy = _direction(be, real, xs, ys, **kw)
     s_yx = _direction(be, real, ys, xs, **kw)
-    rho_xy, rho_yx = np.nanmean(s_xy, axis=1), np.nanmean(s_yx, axis=1)
+    rho_xy, rho_yx = _sample_means(s_xy, s_yx, sizes, exclusion_radius)
     sig = None
     if surrogates:
         from ..significance.ccm_null import ccm_significance
@@ -375,6 +376,24 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
                                options=surrogate_options, entropy=entropy, kw=kw)
     return CCMResult(lib_sizes=sizes, rho_xy=rho_xy, rho_yx=rho_yx, rho_xy_samples=s_xy,
                      rho_yx_samples=s_yx, neighbors=kw["neighbors"].info, significance=sig)
+
+
+def _sample_means(s_xy: np.ndarray, s_yx: np.ndarray, sizes: np.ndarray,
+                  exclusion_radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """rho per library size, the mean over its samples' rho (NaN samples left out; NaN
+    where every sample is NaN, with one warning that says which sizes and why, instead
+    of numpy's 'Mean of empty slice')."""
+    empty = np.isnan(s_xy).all(axis=1) & np.isnan(s_yx).all(axis=1)
+    if empty.any():
+        from .._precision import _user_level
+
+        why = (f"exclusion_radius={exclusion_radius} leaves fewer admissible neighbours "
+               "than knn" if exclusion_radius else "too few admissible neighbours or pairs")
+        warnings.warn(f"rho is NaN at library sizes {sizes[empty].tolist()}: no sample there "
+                      f"predicted ({why})", RuntimeWarning, stacklevel=_user_level())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(s_xy, axis=1), np.nanmean(s_yx, axis=1)
 
 
 def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_radius, random,
