@@ -200,3 +200,15 @@ def test_joint_rqa_names_the_series_of_a_bad_pair_value():
         pe.joint_rqa(x, x, recurrence_rate=(0.1, 2))
     with pytest.raises(ValueError, match="radius of x=-1"):
         pe.joint_rqa(x, x, radius=(-1, 2))
+
+
+def test_ccm_and_xmap_refuse_what_they_would_cut():
+    """A fractional library size is refused, not cut to an integer; xmap's n_workers is
+    checked with or without a cluster."""
+    with pytest.raises(ValueError, match=r"lib_sizes=\[20.7\] is not a list of integers"):
+        pe.ccm(X, Y, E=2, lib_sizes=[20.7], sample=2, seed=1, device=CPU_DEVICE)
+    np.testing.assert_array_equal(
+        pe.ccm(X, Y, E=2, lib_sizes=np.array([20.0, 30.0]), sample=2, seed=1,
+               device=CPU_DEVICE).lib_sizes, [20, 30])
+    with pytest.raises(ValueError, match=r"n_workers=0 is out of range"):
+        pe.xmap(np.stack([X, Y], axis=1), E=2, n_workers=0, device=CPU_DEVICE)

@@ -52,7 +52,14 @@ from .._precision import prepare
 from ..kernels.knn import KNN
 from ..kernels.lookup import LOOKUP, ccm_skill_wg
 from ..neighbors import resolve_backend
-from ..validation import as_series, check_dtype, check_host_memory, check_int, check_seed
+from ..validation import (
+    as_integer,
+    as_series,
+    check_dtype,
+    check_host_memory,
+    check_int,
+    check_seed,
+)
 from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
@@ -143,8 +150,9 @@ def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
     try:
         if isinstance(lib_sizes, str):
             vals = [int(v) for v in lib_sizes.replace(",", " ").split()]
-        else:
-            vals = [int(v) for v in np.atleast_1d(np.asarray(lib_sizes)).reshape(-1)]
+        else:  # integral numbers only: 20.7 is refused, not cut to 20
+            vals = [as_integer(v.item() if isinstance(v, np.generic) else v, "lib_sizes")
+                    for v in np.atleast_1d(np.asarray(lib_sizes, dtype=object)).reshape(-1)]
     except (TypeError, ValueError) as exc:
         raise ValueError(f"lib_sizes={lib_sizes!r} is not a list of integers; allowed: e.g. "
                          "[20, 50, 100] or 'start stop increment'") from exc
