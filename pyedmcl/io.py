@@ -40,6 +40,9 @@ class Table:
 
     #: the name of the time column in the file (None without one)
     time_name: str | None = None
+    #: CSV header names that appear more than once (pandas reads them as x, x.1, ...):
+    #: naming one is ambiguous, so it is an error
+    repeated: tuple[str, ...] = ()
 
     def times_at(self, rows: np.ndarray) -> np.ndarray:
         """The time of each 0-based data row; rows past either end are extrapolated by the
@@ -66,6 +69,10 @@ class Table:
                 raise ValueError(f"column index {i} is out of range for {self.source}: "
                                  f"it has {len(self.names)} columns (0..{len(self.names) - 1})")
             return i
+        if name in self.repeated:
+            raise ValueError(f"column {name!r} appears more than once in the header of "
+                             f"{self.source}; rename the columns so that each name is one "
+                             f"series")
         if name in self.text_columns:
             raise ValueError(f"column {name!r} in {self.source} is not numeric; "
                              f"numeric columns: {', '.join(self.names[:30])}")
@@ -80,7 +87,7 @@ class Table:
             return self
         idx = [self.index(c) for c in columns]
         return Table(self.data[:, idx], [self.names[i] for i in idx], self.source, self.time,
-                     self.text_columns, self.time_name)
+                     self.text_columns, self.time_name, self.repeated)
 
 
 def _split_dataset(path: str) -> tuple[str, str | None]:
@@ -212,7 +219,26 @@ def read_csv(src, source: str, time_column: str | int | bool | None = None) -> T
         raise ValueError(f"{source} is empty") from exc
     except pd.errors.ParserError as exc:
         raise ValueError(f"{source} is not valid CSV: {exc}") from exc
-    return _from_frame(df, source, time_column)
+    table = _from_frame(df, source, time_column)
+    table.repeated = _repeated_names(src)
+    return table
+
+
+def _repeated_names(src) -> tuple[str, ...]:
+    """Names that appear more than once in the CSV header line of ``src`` (a path or a
+    StringIO), as pandas keeps the first of them."""
+    import csv
+
+    try:
+        if isinstance(src, io.StringIO):
+            line = src.getvalue().split("\n", 1)[0]
+        else:
+            with open(src, newline="", encoding="utf-8-sig", errors="replace") as f:
+                line = f.readline()
+        names = next(csv.reader([line]))
+    except (OSError, StopIteration, csv.Error):
+        return ()
+    return tuple(sorted({n for n in names if n and names.count(n) > 1}))
 
 
 def _matrix(arr: np.ndarray, source: str) -> Table:

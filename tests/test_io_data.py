@@ -123,3 +123,19 @@ def test_pandas_row_index_column_is_not_a_series(tmp_path):
     df.insert(0, "", np.arange(30)[::-1])  # unnamed but decreasing: data
     df.to_csv(tmp_path / "b.csv", index=False)
     assert read_table(tmp_path / "b.csv").data.shape == (30, 3)
+
+
+def test_repeated_header_names_are_not_guessed(tmp_path):
+    """A name that appears twice in a CSV header is refused when named (pandas would read
+    the first as that name and the second as x.1); the other columns and the mangled name
+    itself still read."""
+    p = tmp_path / "dup.csv"
+    p.write_text("t,x,x,y\n0,1,5,9\n1,2,6,8\n2,3,7,7\n")
+    t = read_table(p)
+    assert t.repeated == ("x",)
+    with pytest.raises(ValueError, match="column 'x' appears more than once in the header"):
+        read_table(p, ["x"])
+    np.testing.assert_array_equal(read_table(p, ["x.1", "y"]).data, [[5, 9], [6, 8], [7, 7]])
+    ok = tmp_path / "ok.csv"
+    ok.write_text("t,x,y\n0,1,2\n1,2,3\n")
+    assert read_table(ok).repeated == ()
