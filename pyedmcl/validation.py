@@ -54,6 +54,27 @@ def check_magnitude(arr: np.ndarray, name: str) -> None:
                          "(e.g. divide it by a power of ten)")
 
 
+def warn_constant(rows: np.ndarray, names: Any, what: str) -> None:
+    """One warning naming the constant series among ``rows`` (1-D: one series; 2-D: one
+    per row): every point of a constant series coincides, so its neighbours are chosen
+    by the tie order alone and a skill computed from them means nothing (pyEDM returns a
+    number all the same; so does pyedmcl, with this warning)."""
+    import warnings
+
+    from ._precision import _user_level
+
+    r = np.atleast_2d(rows)
+    flat = np.flatnonzero(np.ptp(r, axis=1) == 0) if r.shape[1] else np.array([], int)
+    if flat.size == 0:
+        return
+    labels = [str(names[i]) if names is not None else str(i) for i in flat[:10]]
+    more = f" and {flat.size - 10} more" if flat.size > 10 else ""
+    verb = "is" if flat.size == 1 else "are"
+    warnings.warn(f"{what}: series {', '.join(labels)}{more} {verb} constant: the points of a "
+                  "constant series all coincide, so its neighbours are chosen by tie order "
+                  "alone and its skill means nothing", UserWarning, stacklevel=_user_level())
+
+
 def nonfinite_message(name: str, index: int) -> str:
     """The one error text for a NaN/inf in a series, whether found on the host or a device."""
     return f"{name} contains NaN or inf (first at index {index}); remove or impute them"

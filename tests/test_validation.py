@@ -212,3 +212,16 @@ def test_ccm_and_xmap_refuse_what_they_would_cut():
                device=CPU_DEVICE).lib_sizes, [20, 30])
     with pytest.raises(ValueError, match=r"n_workers=0 is out of range"):
         pe.xmap(np.stack([X, Y], axis=1), E=2, n_workers=0, device=CPU_DEVICE)
+
+
+def test_constant_series_are_named_in_a_warning():
+    """ccm and xmap with a given E still run a constant series (pyEDM does) but say that
+    its skill is tie order alone; E="auto" refuses it."""
+    y = np.cumsum(np.random.default_rng(0).normal(size=100))
+    with pytest.warns(UserWarning, match="ccm: series x is constant"):
+        pe.ccm(np.ones(100), y, E=2, lib_sizes=[50], sample=2, seed=1, device=CPU_DEVICE)
+    X = np.stack([y, np.ones(100), y[::-1]], axis=1)
+    with pytest.warns(UserWarning, match="xmap: series 1 is constant"):
+        pe.xmap(X, E=2, device=CPU_DEVICE)
+    with pytest.raises(ValueError, match="too short or constant"):
+        pe.xmap(X, E="auto", max_E=3, device=CPU_DEVICE)

@@ -59,6 +59,7 @@ from ..validation import (
     check_host_memory,
     check_int,
     check_seed,
+    warn_constant,
 )
 from .knn import hold, knn_device
 from .lookup import lookup_device, skill_device, skill_out
@@ -333,6 +334,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     xs, ys = as_series(x, "x"), as_series(y, "y")
     if xs.size != ys.size:
         raise ValueError(f"x and y must be equally long, got {xs.size} and {ys.size}")
+    warn_constant(np.stack([xs, ys]), ["x", "y"], "ccm")
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
         from ..significance.surrogates import check_method, check_options

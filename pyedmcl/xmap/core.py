@@ -24,7 +24,7 @@ import numpy as np
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import ccm_valid_times, check_tau
-from ..validation import check_dtype, check_int, check_int_array, check_seed
+from ..validation import check_dtype, check_int, check_int_array, check_seed, warn_constant
 from .results import XmapResult
 
 #: default rows per block over several devices: big enough to amortise a launch, small
@@ -219,6 +219,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     n_workers = check_int(n_workers, "n_workers", 1)  # (checked with or without a cluster)
     E_max = check_int(max_E, "max_E", 1, 64)
     E_arr = _resolve_E(E, N, n)
+    if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
+        warn_constant(X64, names, "xmap")
     if E_arr is not None:
         _check_rows(E_arr, n, tau, Tp)
     surrogates = check_int(surrogates, "surrogates", 0)
