@@ -195,6 +195,11 @@ def wait_helpers(started: list[subprocess.Popen], queue: BuildQueue) -> None:
         if not pending or time.time() - min(pending) > SECONDS_PER_PROGRAM:
             break
         time.sleep(0.005)
+    stop_helpers(started)
+
+
+def stop_helpers(started: list[subprocess.Popen]) -> None:
+    """Stop the helpers still running (starting up, or finding nothing left to claim)."""
     for p in started:
         if p.poll() is None:
             p.kill()

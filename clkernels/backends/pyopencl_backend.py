@@ -31,6 +31,7 @@ from ..buildprocs import (  # noqa: E402
     build_claimed,
     helper_count,
     start_helpers,
+    stop_helpers,
     wait_helpers,
 )
 from ..devices import DeviceInfo, cl_device  # noqa: E402
@@ -206,6 +207,7 @@ class PyOpenCLBackend(Backend):
         if helpers:
             jobs = [(src, list(tuple(opts) + self.build_options)) for src, opts in todo]
             queue = BuildQueue.create()
+            started = []
             try:
                 started = start_helpers(self.info, jobs, cache_dir, helpers, queue)
                 if started:
@@ -214,7 +216,8 @@ class PyOpenCLBackend(Backend):
                     mine = build_claimed(queue, todo, lambda p: self._program(*p))
                     wait_helpers(started, queue)
                     self.helper_builds += len(todo) - mine
-            finally:
+            finally:  # (a build error here: no helper outlives the call)
+                stop_helpers(started)
                 queue.remove()
         super()._build_programs(programs, threads)
 
