@@ -338,8 +338,9 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
                        f"range for squared distances (|value| <= {FLOAT32_MAX_INPUT:.0e})",
                        fp64, what)
             return prepare(arrs, np.float64, fp64, names=names)
-        spread = float(np.nanmax(_rows(z).std(axis=1))) if z.size and not scale else 1.0
-        if 0 < spread < FLOAT32_MIN_SPREAD:  # centred only and tiny: squared distances
+        sds = _rows(z).std(axis=1) if z.size and not scale else np.ones(1)
+        spread = float(np.nanmin(sds[sds > 0])) if np.any(sds > 0) else 1.0
+        if spread < FLOAT32_MIN_SPREAD:  # centred only and tiny (any series): squared distances
             _fall_back(f"{name}: values spread over {spread:.3g} (std), below "  # underflow
                        f"float32's range for squared distances (std >= "
                        f"{FLOAT32_MIN_SPREAD:.0e})", fp64, what)

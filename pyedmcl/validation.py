@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -59,8 +60,6 @@ def warn_constant(rows: np.ndarray, names: Any, what: str) -> None:
     per row): every point of a constant series coincides, so its neighbours are chosen
     by the tie order alone and a skill computed from them means nothing (pyEDM returns a
     number all the same; so does pyedmcl, with this warning)."""
-    import warnings
-
     from ._precision import _user_level
 
     r = np.atleast_2d(rows)

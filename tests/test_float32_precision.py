@@ -62,7 +62,7 @@ def test_simplex_offset_scale_and_mapped_back(device):
 
 def test_simplex_float32_floor_in_data_units(device):
     """A series at 1e-5 of its units (a logistic map): float32 gives float64's and pyEDM's
-    rho, 0.99939843 (scaling it would have given 0.99974994, the unscaled series')."""
+    rho (0.99939843; scaling it would have given 0.99974994, the unscaled series')."""
     x = np.empty(200)
     x[0] = 0.4
     for t in range(199):
@@ -71,7 +71,13 @@ def test_simplex_float32_floor_in_data_units(device):
     kw = dict(E=2, Tp=1, lib=[1, 100], pred=[101, 200], device=device)
     got = pe.simplex(x, **kw).rho
     assert got == pytest.approx(pe.simplex(x, dtype="float64", **kw).rho, abs=1e-6)
-    assert got == pytest.approx(0.99939843, abs=1e-6)
+    assert got != pytest.approx(pe.simplex(x * 1e5, **kw).rho, abs=1e-5)  # the floor binds
+    pyEDM = pytest.importorskip("pyEDM")
+    import pandas as pd
+    out = pyEDM.Simplex(dataFrame=pd.DataFrame({"time": np.arange(1, 201), "x": x}),
+                        columns="x", target="x", lib="1 100", pred="101 200", E=2, Tp=1)
+    ok = out[["Observations", "Predictions"]].dropna().to_numpy()
+    assert got == pytest.approx(np.corrcoef(ok[:, 0], ok[:, 1])[0, 1], abs=1e-6)
 
 
 def test_scans_offset_invariant(device):
@@ -334,3 +340,20 @@ def test_long_rows_checked_in_value_buckets(monkeypatch):
             assert _precision._merged_row_bucketed(r, threads) == one_sort
         assert _precision.merged_fraction(np.stack([r, r[::-1]])).tolist() == [one_sort] * 2
     assert _precision._merged_slab(rows[2][None])[0] > 0.4  # the clusters do merge
+
+
+def test_centred_only_tiny_spread_runs_in_float64():
+    """A centred-only (Simplex, xmap) float32 input whose spread would put squared
+    distances among float32's subnormals runs in float64, with one warning, even where
+    it is one row of a panel whose other rows are fine."""
+    X = np.stack([X_SINE, X_SINE * 1e-14])
+    with pytest.warns(PrecisionWarning, match=r"X: values spread over .*\(std >= 1e-12\)"):
+        p = prepare([X], np.float32, True, names=["X"], scale=False)
+    assert p.dtype == np.float64
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        assert prepare([X[:1]], np.float32, True, names=["X"], scale=False).dtype == np.float32
+        assert prepare([X], np.float32, True, names=["X"]).dtype == np.float32  # scaled: fine
+
+
+X_SINE = np.sin(np.arange(300) * 0.3)

@@ -223,10 +223,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     ``pandas.DataFrame`` of every measure per window of ``window`` embedded points
     (:func:`pyedmcl.rqa.windowed.windowed_rqa`; the radius is found per window with
     ``recurrence_rate``, while ``threshold_std`` and ``threshold_max`` take the whole
-    series' standard deviation or diameter: one radius for every window). With a fixed radius the windows are computed in one pass over
-    the band of the matrix they cover (each cell once; in float32 one pass per run of
-    windows centred alike), rows identical to one ``rqa()`` per window; otherwise one run
-    per window.
+    series' standard deviation or diameter: one radius for every window). With a fixed
+    radius the windows are computed in one pass over the band of the matrix they cover
+    (each cell once; in float32 one pass per run of windows centred alike), rows
+    identical to one ``rqa()`` per window; otherwise one run per window.
     """
     if neighbourhood not in ("radius", "fan"):
         raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "

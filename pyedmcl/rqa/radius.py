@@ -69,8 +69,9 @@ def _too_low(rate: float, d: np.ndarray, n_cells: int, shape: tuple[int, int], a
     raise ValueError(
         f"recurrence_rate={rate} is below the smallest rate this input allows: {why}, so the "
         f"smallest non-zero rate is {est}{c}/{n_cells} = {c / n_cells:.3g} for the "
-        f"{shape[0]} x {shape[1]} recurrence matrix (whatever the Theiler window); use "
-        f"recurrence_rate >= {least:.3g} or a fixed radius")
+        f"{shape[0]} x {shape[1]} recurrence matrix (whatever the Theiler window); "
+        + (f"use recurrence_rate >= {least:.3g} or a fixed radius" if least < 1 else
+           "no rate below 1 reaches it: use a fixed radius"))
 
 
 def _least_rate(c: int, n_cells: int) -> float:

@@ -48,21 +48,6 @@
 ${lk.prelude(REAL, ACC, 0 if KR else K, INL)}
 ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
-## one slot of pack: entry `k` (the loop variable's name) of the raw row into the
-## packed tables
-<%def name="pack_slot(k)">\
-{
-        const int l = idx[o + ${k}];
-        const real_t d = dist[o + ${k}];
-        acc_t w = 0;
-        if (l >= 0) {
-            w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
-            den += w;
-        }
-        tidx[t + ${"%s" % k if CM else "(size_t)%s * nq" % k}] = l >= 0 ? l : -1;
-        tw[t + ${"%s" % k if CM else "(size_t)%s * nq" % k}] = w;
-    }\
-</%def>
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
                    const int nq, const int b0,
                    __global int* restrict tidx, __global acc_t* restrict tw,
@@ -93,7 +78,17 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
        correctly rounded division were most of a skill program (its build time), and
        pack is a short memory-bound launch; the same operations in the same order */
     #pragma unroll 1
-    for (int k = 0; k < K; ++k) ${pack_slot("k")}
+    for (int k = 0; k < K; ++k) {
+        const int l = idx[o + k];
+        const real_t d = dist[o + k];
+        acc_t w = 0;
+        if (l >= 0) {
+            w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
+            den += w;
+        }
+        tidx[t + ${"k" if CM else "(size_t)k * nq"}] = l >= 0 ? l : -1;
+        tw[t + ${"k" if CM else "(size_t)k * nq"}] = w;
+    }
     tden[${"row" if CM else "(size_t)b * nq + q"}] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
 }
 
