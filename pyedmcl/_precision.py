@@ -39,6 +39,14 @@ distinct values merge, the call switches to float64 with one
 remedy (where it has not). Below that fraction merges are float32's ordinary
 rounding (about 1e-7 of the spread): a random series of 10^6 values merges ~1% of
 its values by chance, 10^5 values ~0.1%.
+
+Rows float32 cannot hold. Even with no merged value, Simplex's weights
+``exp(-d_i / d_min)`` amplify float32's distance error where neighbours are far closer
+than the data's magnitude (states that nearly repeat, dense libraries at E = 1): a
+prediction can then be off by percents of the target's spread while rho moves by 1e-7.
+float32 Simplex therefore bounds each prediction's error on the device and recomputes the
+predictions beyond 1e-5 of the target's standard deviation in float64
+(:mod:`pyedmcl.edm.row_check`, the lookup template's CHECK).
 """
 
 from __future__ import annotations

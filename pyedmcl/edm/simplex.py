@@ -23,9 +23,10 @@ from ..interop import backend_for, device_series, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
 from .knn import hold, knn_device
-from .lookup import lookup_device, skill_device, skill_out
+from .lookup import lookup_checked, lookup_device, skill_device, skill_out
 from .ranges import Plan, resolve
 from .results import SimplexResult
+from .row_check import RowCheck, flagged_queries, host_skill, redo_float64, row_check
 from .simplex_states import simplex_states
 from .statespace import beyond_fused_knn, is_multivariate, state_space
 
@@ -131,41 +132,63 @@ def enqueue_plan(data: DeviceData, plan: Plan, q_dev, l_dev, obs_dev, out, row0:
 
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
              weight: str = "simplex", neighbors=None, keep_device: bool = False,
-             while_busy: Callable[[], None] | None = None):
-    """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4)).
+             while_busy: Callable[[], None] | None = None, check: RowCheck | None = None):
+    """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4),
+    flags).
 
     ``pred``/``var`` are host arrays ``(nt, nq)`` when ``predictions`` (else None);
     with ``keep_device`` they are the device arrays ``(1, nt, nq)`` (no read back).
     ``while_busy`` runs on the host once everything is enqueued, before the first
-    wait for the device (host work that then overlaps the kernels).
+    wait for the device (host work that then overlaps the kernels). ``check`` (float32
+    Simplex): the lookup also bounds each prediction's float32 error, and ``flags`` is
+    the host array ``(1, nt, nq)`` of those beyond the tolerance (:mod:`.row_check`);
+    else None.
     """
     be = data.be
     qpts = plan.pred_points
     search = knn_device if neighbors is None else neighbors.device_table
+    k = plan.knn + (1 if check is not None and check.widen else 0)
+    thr_dev: list = []  # uploaded once, after the first k-NN launch
 
     def predict(q0: int, q1: int):
         # k-NN table (O(queries * k)) + lookup for queries q0:q1; each query is
         # independent, so blocks give the same predictions as one launch
         q_dev, l_dev, _ = plan_device(be, plan) if q1 - q0 == qpts.size else (None, None, None)
-        table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=plan.knn,
+        table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=k,
                        qpts=qpts[q0:q1], lpts=plan.lib_points, radius=plan.exclusion_radius,
                        real=data.real, q_dev=q_dev, l_dev=l_dev)
-        p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, plan.offset + plan.Tp,
-                             weight=weight, real=data.real, variance=variance)
+        tshift = plan.offset + plan.Tp
+        if check is None:
+            p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, tshift,
+                                 weight=weight, real=data.real, variance=variance)
+            f = None
+        else:  # the check's host work runs while the k-NN kernel does
+            if not thr_dev:
+                thr_dev.append(be.to_device(
+                    check.thr.astype(np.float64 if be.info.fp64 else np.float32)))
+            p, v, f = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
+                                     be.to_device(check.qnorm[q0:q1]), thr_dev[0], check.E,
+                                     variance=variance)
         if q1 - q0 == qpts.size:
-            return p, v
-        return be.to_host(p), (be.to_host(v) if variance else None)
+            return p, v, f
+        return (be.to_host(p), (be.to_host(v) if variance else None),
+                (None if f is None else be.to_host(f)))
 
     item = 8 if data.real == "double" else 4
     blocks = run_blocked(be, predict, qpts.size, parameter="the number of prediction rows (pred)",
-                         what=f"Simplex k-NN table ({qpts.size} queries x k={plan.knn})",
-                         nbytes=lambda q: q * plan.knn * (4 + item))
+                         what=f"Simplex k-NN table ({qpts.size} queries x k={k})",
+                         nbytes=lambda q: q * k * (4 + item))
     if len(blocks) == 1:
-        pred_dev, var_dev = blocks[0]
+        pred_dev, var_dev, flag_dev = blocks[0]
+        flag_read = None if flag_dev is None else be.to_host_async(flag_dev)
     else:  # query blocks: predictions back on the device as one array for the skill
         pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
         var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
         hold(be, pred_dev, var_dev)
+        flag_read = None
+        if check is not None:
+            flags = np.concatenate([b[2] for b in blocks], axis=-1)
+            flag_read = lambda: flags  # noqa: E731
     obs_dev = plan_device(be, plan)[2]
     out = skill_out(be, data.nt)
     skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
@@ -176,12 +199,13 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     if while_busy is not None:
         while_busy()
     sk = be.to_host(out).astype(np.float64)
+    flags = None if flag_read is None else flag_read()
     if keep_device:
-        return pred_dev, var_dev, sk
+        return pred_dev, var_dev, sk, flags
     got = [r()[0] for r in reads]
     pred = got[0] if predictions else None
     var = got[1] if (variance and predictions) else None
-    return pred, var, sk
+    return pred, var, sk, flags
 
 
 def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
@@ -216,6 +240,10 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     so the distance floor above is in data units as in float64 and pyEDM; see
     :mod:`pyedmcl._precision`, which may switch a call to float64 with a
     :class:`~pyedmcl._precision.PrecisionWarning`); device arrays are used as given.
+    Each float32 prediction's rounding error is bounded on the device, and those whose
+    bound exceeds 1e-5 of the target's standard deviation (near-repeating states, dense
+    libraries at small E) are recomputed in float64, as is the skill then
+    (:mod:`pyedmcl.edm.row_check`).
 
     State spaces (pyEDM's multivariate embedding): ``x`` 2-D ``(L, m)`` or a DataFrame,
     ``columns`` picks its columns (names or indices; default all), ``target`` a column
@@ -294,8 +322,17 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
         if not on_device:
             obs_host.append(observed(plan, y))
 
-    p, v, sk = run_plan(data, plan, variance=variance, neighbors=nb, keep_device=on_device,
-                        while_busy=host_observed)
+    # float32 from host series: predictions float32 cannot hold are redone in float64
+    check = (row_check(plan, xz, yz, nb.exact) if dt == np.float32 and xs is not None
+             and y is not None else None)
+    p, v, sk, flags = run_plan(data, plan, variance=variance, neighbors=nb,
+                               keep_device=on_device, while_busy=host_observed, check=check)
+    rows = np.empty(0, np.int64) if flags is None else flagged_queries(flags)
+    fixed = None
+    if rows.size:
+        fixed = redo_float64(be, plan, xs, y, rows, nb, variance)
+        if on_device:  # patch the device arrays (centred units, as the rest)
+            p, v = _patched_device(be, p, v, rows, fixed, fy)
     pick = (lambda a: a[0]) if single else (lambda a: a)
     if on_device:
         nq = plan.pred_points.size
@@ -313,10 +350,42 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
         if not return_device:
             predicted, obs = predicted.astype(np.float64), obs.astype(np.float64)
             var = None if var is None else var.astype(np.float64)
+        if fixed is not None:  # the skill of the patched predictions (now in data units)
+            sk = host_skill(_patched(be.to_host(p)[0].astype(np.float64), rows, fixed[0]),
+                            observed(plan, y))
     else:
-        predicted, obs = pick(fy.back(p.astype(np.float64))), pick(obs_host[0])
-        var = None if v is None else pick(fy.back_spread(v.astype(np.float64), 2))
+        pred_all = _patched(fy.back(p.astype(np.float64)), rows, None if fixed is None else fixed[0])
+        predicted, obs = pick(pred_all), pick(obs_host[0])
+        var = None if v is None else pick(_patched(fy.back_spread(v.astype(np.float64), 2), rows,
+                                                   None if fixed is None else fixed[1]))
+        if fixed is not None:
+            sk = host_skill(pred_all, obs_host[0])
+    if fixed is None:  # the device's skill, in centred units
+        sk = np.column_stack([sk[:, 0], fy.back_spread(sk[:, 1]), fy.back_spread(sk[:, 2]),
+                              sk[:, 3]])
     return SimplexResult(predicted=predicted, observed=obs,
                          times=plan.target_times, rho=pick(sk[:, 0]),
-                         mae=pick(fy.back_spread(sk[:, 1])), rmse=pick(fy.back_spread(sk[:, 2])), E=plan.E, tau=plan.tau, Tp=plan.Tp, knn=plan.knn,
-                         variance=var, pred_times=plan.pred_times, neighbors=nb.info)
+                         mae=pick(sk[:, 1]), rmse=pick(sk[:, 2]), E=plan.E, tau=plan.tau,
+                         Tp=plan.Tp, knn=plan.knn, variance=var, pred_times=plan.pred_times,
+                         neighbors=nb.info)
+
+
+def _patched(a: np.ndarray, rows: np.ndarray, values: np.ndarray | None) -> np.ndarray:
+    """``a`` ``(nt, nq)`` with its columns ``rows`` replaced by ``values`` (if any)."""
+    if values is not None and rows.size:
+        a[:, rows] = values
+    return a
+
+
+def _patched_device(be: Backend, p, v, rows: np.ndarray, fixed: tuple, fy: Affine):
+    """Device predictions (and variances) ``(1, nt, nq)`` with the queries ``rows``
+    replaced by the float64 ones ``fixed`` (data units), in the arrays' centred units."""
+    ph = be.to_host(p)
+    ph[0][:, rows] = fy.forward(fixed[0].copy())
+    p = be.to_device(ph)
+    if v is not None:
+        vh = be.to_host(v)
+        vh[0][:, rows] = fixed[1] / (fy.scale[:, None] ** 2 if not fy.is_identity else 1.0)
+        v = be.to_device(vh)
+    hold(be, p, v)
+    return p, v

@@ -94,24 +94,35 @@ class LookupKernel(TunableKernel):
         params = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
                   "WG": wg, "WEIGHT": spec.get("WEIGHT", "simplex"),
                   "VARIANCE": int(spec.get("VARIANCE", 0)),
-                  "INL": int(inline_vector_ops(be.info))}
+                  "INL": int(inline_vector_ops(be.info)),
+                  "KS": spec.get("KS", spec["K"]), "CHECK": int(spec.get("CHECK", 0))}
         return (self.template, params, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], wg: int, name: str):
         return be.kernel(*self.request(be, spec, wg, name))
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], idx, dist, nq: int,
-               nbatch: int, y_dev, ldy: int, nt: int, tshift: int, pred, var):
+               nbatch: int, y_dev, ldy: int, nt: int, tshift: int, pred, var,
+               check: tuple | None = None):
         """Predictions ``pred`` ``(nbatch, nt, nq)`` from the k-NN tables ``idx`` /
-        ``dist`` ``(nbatch, nq, K)`` for targets ``0 .. nt-1`` (rows of ``y_dev``, ``ldy``
-        apart), and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is
-        not written; pass any buffer). Library point ``l`` contributes
-        ``y[j, l + tshift]`` to target ``j``."""
+        ``dist`` ``(nbatch, nq, KS)`` (``spec["KS"]``, default ``K``: the first ``K``
+        columns are used) for targets ``0 .. nt-1`` (rows of ``y_dev``, ``ldy`` apart),
+        and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
+        pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
+        ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
+        thr, erel, flag)``, the query points' norms (float32, ``nq``), each target's
+        tolerance (ACC, ``nt``), ``E + 4`` and the flags written (uint8, ``(nbatch, nt,
+        nq)``); see the template's header."""
         wg = params["WG"]
         k = self._kernel(be, spec, wg, "lookup")
+        extra = ()
+        if spec.get("CHECK"):
+            qnorm, thr, erel, flag = check
+            acc = np.float64 if acc_type(be.info) == "double" else np.float32
+            extra = (qnorm, thr, acc(erel), flag)
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
                          np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
-                         pred, var)
+                         pred, var, *extra)
 
     def launch_skill(self, be: Backend, wg: int, spec: dict[str, Any], pred_dev, nrows: int,
                      nq: int, y_dev, ldy: int, nt: int, obs_dev, row0: int, out):

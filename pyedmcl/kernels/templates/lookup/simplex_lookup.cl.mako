@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL
+## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL, KS, CHECK
 ## version: 1
 ## legacy-hashes: bb31c34f23d69fa6
 ## Simplex lookup from a k-NN table, batched over targets, and skill reduced on
@@ -18,6 +18,17 @@
 ## streaming shifted-sum update per work-item and pairwise (Chan et al.) merges in
 ## local memory (common/_stats.mako), in ACC precision: numerically stable, no
 ## prediction leaves the device.
+## KS: the table's row length (K, or K + 1 where CHECK reads the next neighbour).
+## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also writes flag[b][j][q] = 1 where
+## float32's first-order error bound on the prediction exceeds thr[j] (target j's
+## tolerance in data units); the caller recomputes those queries in float64. The bound
+## (pyedmcl/_precision.py, "Rows float32 cannot hold"): a float32 distance d_i is within
+## D_i = 2u (2 |q| + erel d_i) of the exact one (u = 2^-24, |q| the query point's norm,
+## erel = E + 4), which moves w_i / W, so the prediction mu by at most
+## sum_i w_i / W |y_i - mu| (D_i + d_i D_0 / d_0) / f (the last term where the nearest
+## distance d_0 is the scale f, not the 1e-6 floor), plus w_{K-1} / W |y_{K-1} - y_K|
+## where neighbours K-1 and K (the table's extra one) are within D_{K-1} + D_K of each
+## other (float32 may take either).
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
@@ -27,23 +38,32 @@ ${lk.prelude(REAL, ACC, K, INL)}
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
             const int nq, __global const real_t* restrict y, const int ldy, const int nt,
-            const int tshift, __global real_t* restrict pred, __global real_t* restrict var)
+<% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict thr, "
+                  "const acc_t erel, __global uchar* restrict flag") if CHECK else "" %>\
+            const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
     const int j = get_global_id(1);
     const int b = get_global_id(2);
     if (q >= nq) return;
-    const size_t o = ((size_t)b * nq + q) * K;
+    const size_t o = ((size_t)b * nq + q) * ${"K" if KS == K else KS};
     const real_t dmin_raw = dist[o];
     ${lk.dmin(WEIGHT)}
     __global const real_t* yj = y + (size_t)j * ldy + tshift;
     acc_t num = 0, den = 0;
 % for k in range(K):
+%   if CHECK:
+    acc_t w${k} = 0, y${k} = 0;
+%   endif
     {
         const int l = idx[o + ${k}];
         const real_t d = dist[o + ${k}];
         if (l >= 0) {
             const acc_t w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
+%   if CHECK:
+            w${k} = w;
+            y${k} = (acc_t)yj[l];
+%   endif
             num += w * (acc_t)yj[l];
             den += w;
         }
@@ -51,6 +71,33 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 % endfor
     const acc_t mu = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? num / den : (acc_t)NAN;
     pred[((size_t)b * nt + j) * nq + q] = (real_t)mu;
+% if CHECK:
+    {
+        const acc_t u2 = (acc_t)1.1920928955078125e-07;  /* 2u = 2^-23 */
+        const acc_t qn2 = 2 * (acc_t)qnorm[q];
+        const acc_t f = (acc_t)dmin;
+        const acc_t d0 = (acc_t)dmin_raw;
+        /* where the nearest distance is the scale, its error moves every weight */
+        const acc_t g = dmin_raw >= (real_t)1e-6 ? u2 * (qn2 + erel * d0) / f : 0;
+        acc_t bnd = 0;
+%   for k in range(K):
+        bnd += w${k} * fabs(y${k} - mu) * (u2 * (qn2 + erel * (acc_t)dist[o + ${k}])
+                                          + (acc_t)dist[o + ${k}] * g);
+%   endfor
+        bnd /= den * f;
+%   if KS > K:
+        {
+            const int la = idx[o + K - 1], lb = idx[o + K];
+            if (la >= 0 && lb >= 0) {
+                const acc_t da = (acc_t)dist[o + K - 1], db = (acc_t)dist[o + K];
+                if (db - da <= u2 * (2 * qn2 + erel * (da + db)))
+                    bnd += w${K - 1} / den * fabs(y${K - 1} - (acc_t)yj[lb]);
+            }
+        }
+%   endif
+        flag[((size_t)b * nt + j) * nq + q] = (den > 0 && !(bnd <= thr[j])) ? 1 : 0;
+    }
+% endif
 % if VARIANCE:
     /* pyEDM's Pred_Variance: weighted spread of the neighbours' targets */
     acc_t v = 0;

@@ -1,0 +1,198 @@
+"""float32 Simplex predictions that float32 cannot hold, found per row and redone in float64.
+
+Why. Centring keeps float32 distances within ``2u (2 |q| + (E + 4) d)`` of the exact ones
+(``u`` = 2^-24, ``|q|`` the query point's norm). Simplex weighs neighbours by
+``exp(-d_i / d_min)``: where neighbours are much closer than the data's magnitude (dense
+libraries at E = 1, states that nearly repeat), that error moves the weights, and a
+prediction can be off by a few percent of the target's spread (Lorenz x, L = 10^4, E = 1:
+up to 3.7e-2 of its standard deviation) while rho barely moves (1e-7). float32 also
+breaks some exact float64 ties at the k-th place the other way.
+
+What. The lookup kernel bounds each prediction's float32 error to first order (its CHECK
+variant, from a k-NN table one neighbour wider, see the template's header) and flags the
+predictions whose bound exceeds :data:`PREDICTION_TOL` times the target's standard
+deviation. Those queries are recomputed in float64 from the original data, on the device
+(the float64 call's kernels: the same values as ``dtype="float64"``) or, on a device
+without fp64, on the host (the k-d tree's exact table and pyEDM's weights), and the skill
+is then taken on the host from the patched predictions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend
+
+from .ranges import MAX_KNN, Plan
+
+#: largest first-order float32 error bound a prediction may have, as a fraction of its
+#: target's standard deviation; beyond it the prediction is recomputed in float64.
+#: Ordinary data stay far below (median error 3e-8 of the deviation): the flagged rows
+#: are those of near-repeating states and dense one-dimensional libraries.
+PREDICTION_TOL = 1e-5
+
+
+_ENABLED = [True]
+
+
+@contextmanager
+def unchecked() -> Iterator[None]:
+    """Within this block float32 Simplex takes every prediction from float32 (no bound,
+    no float64 redo): what the scans compute (:mod:`.scans`, :mod:`.scan_fused`), and the
+    reference the tests compare them with."""
+    _ENABLED.append(False)
+    try:
+        yield
+    finally:
+        _ENABLED.pop()
+
+
+@dataclass
+class RowCheck:
+    """What the checked lookup needs besides the table, computed when first asked (the
+    caller asks once the k-NN kernel is queued: the host work then overlaps it)."""
+
+    plan: Plan
+    xz: np.ndarray  # the kernel's library series (centred, float64)
+    yz: np.ndarray  # its targets (nt, n)
+
+    @property
+    def E(self) -> int:
+        """Coordinates per point."""
+        return self.plan.E
+
+    @property
+    def widen(self) -> bool:
+        """Whether the k-NN table holds one neighbour more than knn (the next one)."""
+        return self.plan.knn < MAX_KNN
+
+    @cached_property
+    def qnorm(self) -> np.ndarray:
+        """``(nq,)`` float32: the query points' norms in the kernel's units."""
+        p = self.plan
+        return point_norms(self.xz, p.pred_points, p.E, p.tau).astype(np.float32)
+
+    @cached_property
+    def thr(self) -> np.ndarray:
+        """``(nt,)``: each target's tolerance in the kernel's units."""
+        return PREDICTION_TOL * np.std(self.yz, axis=1)
+
+
+def point_norms(z: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndarray:
+    """Euclidean norm of each delay vector ``(z[p], z[p + |tau|], ...)`` of ``z``, from
+    running sums of squares along each residue class mod ``|tau|`` (O(n), not O(n E));
+    their cancellation error, below 1e-15 of the series' total square, is far inside the
+    bound's factor of two."""
+    t = abs(tau)
+    z2 = np.asarray(z, np.float64) ** 2
+    p = np.asarray(points, np.int64)
+    if t == 1:
+        c = np.empty(z2.size + 1)
+        c[0] = 0.0
+        np.cumsum(z2, out=c[1:])
+        if p.size and p[-1] - p[0] == p.size - 1:  # a run of points: slices, no gather
+            d = c[p[0] + E:p[-1] + E + 1] - c[p[0]:p[-1] + 1]
+        else:
+            d = c[p + E] - c[p]
+    else:
+        rows = -(-z2.size // t)
+        c = np.zeros((rows + 1, t))
+        c[1:].reshape(-1)[:z2.size] = z2
+        np.cumsum(c, axis=0, out=c)
+        r, i = p % t, p // t
+        d = c[i + E, r] - c[i, r]
+    return np.sqrt(np.maximum(d, 0.0))
+
+
+def exact_in_float32(z: np.ndarray, E: int) -> bool:
+    """Whether every float32 squared distance between ``E``-point windows of ``z`` is exact:
+    integer values (centring keeps integers integral, :func:`pyedmcl._precision.prepare`)
+    whose squared differences sum below 2^24. Then float32 orders neighbours as float64
+    does, ties included, and only the square root rounds (weights within 3e-6)."""
+    if z.size == 0 or not np.all(np.isfinite(z)):
+        return False
+    lo, hi = float(z.min()), float(z.max())
+    return E * (hi - lo) ** 2 < 2.0 ** 24 and bool(np.all(z == np.round(z)))
+
+
+def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:
+    """The check for a float32 Simplex of centred ``xz`` (1-D) and ``yz`` ``(nt, n)``;
+    None where the neighbours are not the exact kernel's (an approximate back-end) or
+    float32's distances are exact (:func:`exact_in_float32`)."""
+    if not exact or not _ENABLED[-1] or exact_in_float32(xz, plan.E):
+        return None
+    return RowCheck(plan, xz, yz)
+
+
+def flagged_queries(flags: np.ndarray) -> np.ndarray:
+    """Query positions with a flag for any target (``flags`` ``(nbatch, nt, nq)``)."""
+    f = np.asarray(flags)
+    return np.flatnonzero(f.reshape(-1, f.shape[-1]).any(axis=0))
+
+
+def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
+                 neighbors: Any, variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """float64 predictions ``(nt, rows.size)`` (and variances) of the queries ``rows`` of
+    ``plan`` from the original series ``x`` and targets ``y`` ``(nt, n)``."""
+    qpts = plan.pred_points[rows]
+    shift = plan.offset + plan.Tp
+    if be.info.fp64:
+        from .lookup import lookup_device
+
+        xd = be.to_device(np.ascontiguousarray(x, np.float64))
+        yd = be.to_device(np.ascontiguousarray(y, np.float64))
+        table = neighbors.device_table(be, xd, x.size, E=plan.E, tau=plan.tau, k=plan.knn,
+                                       qpts=qpts, lpts=plan.lib_points,
+                                       radius=plan.exclusion_radius, real="double")
+        p, v = lookup_device(be, table, yd, x.size, y.shape[0], shift, real="double",
+                             variance=variance)
+        return be.to_host(p)[0], (be.to_host(v)[0] if variance else None)
+    from ..neighbors import neighbor_backend
+
+    idx, dist = neighbor_backend("kdtree").search_host(
+        np.asarray(x, np.float64), E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts,
+        lpts=plan.lib_points, radius=plan.exclusion_radius)
+    return host_lookup(idx[0], dist[0], y, shift, variance)
+
+
+def host_lookup(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
+                variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """pyEDM's Simplex predictions (and variances) ``(nt, nq)`` from a host table."""
+    ok = idx >= 0
+    d = np.where(ok, dist, np.inf).astype(np.float64)
+    w = np.where(ok, np.exp(-d / np.maximum(d[:, :1], 1e-6)), 0.0)
+    vals = np.where(ok[None], y[:, np.clip(idx + shift, 0, y.shape[1] - 1)], 0.0)
+    den = w.sum(axis=1)
+    good = den > 0
+    mu = np.where(good, (w * vals).sum(axis=2) / np.where(good, den, 1), np.nan)
+    if not variance:
+        return mu, None
+    var = (w * (vals - mu[..., None]) ** 2).sum(axis=2) / np.where(good, den, 1)
+    return mu, np.where(good, var, np.nan)
+
+
+def host_skill(pred: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    """``(nt, 4)`` rho, MAE, RMSE and pair count of predictions against observations
+    over the pairs where both are finite (the skill kernel's pairs), in float64."""
+    out = np.full((pred.shape[0], 4), np.nan)
+    for j in range(pred.shape[0]):
+        p, o = pred[j], obs[j]
+        ok = np.isfinite(p) & np.isfinite(o)
+        if not ok.all():
+            p, o = p[ok], o[ok]
+        out[j, 3] = p.size
+        if p.size == 0:
+            continue
+        e = p - o
+        out[j, 1] = np.abs(e).sum() / p.size
+        out[j, 2] = np.sqrt((e @ e) / p.size)
+        dp, do = p - p.mean(), o - o.mean()
+        den = np.sqrt((dp @ dp) * (do @ do))
+        out[j, 0] = (dp @ do) / den if den > 0 else np.nan
+    return out
