@@ -38,6 +38,33 @@ from .ranges import MAX_KNN, Plan
 PREDICTION_TOL = 1e-5
 
 
+def point_norms(sq: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndarray:
+    """Euclidean norm of each delay vector (lags ``p, p + |tau|, ..., p + (E-1)|tau|``)
+    from ``sq``, each time step's squared coordinates (summed over a state space's
+    columns), by running sums along each residue class mod ``|tau|`` (O(n), not O(n E));
+    their cancellation error, below 1e-15 of the total, is far inside the bound's factor
+    of two."""
+    t = abs(tau)
+    sq = np.asarray(sq, np.float64)
+    p = np.asarray(points, np.int64)
+    if t == 1:
+        c = np.empty(sq.size + 1)
+        c[0] = 0.0
+        np.cumsum(sq, out=c[1:])
+        if p.size and p[-1] - p[0] == p.size - 1:  # a run of points: slices, no gather
+            d = c[p[0] + E:p[-1] + E + 1] - c[p[0]:p[-1] + 1]
+        else:
+            d = c[p + E] - c[p]
+    else:
+        rows = -(-sq.size // t)
+        c = np.zeros((rows + 1, t))
+        c[1:].reshape(-1)[:sq.size] = sq
+        np.cumsum(c, axis=0, out=c)
+        r, i = p % t, p // t
+        d = c[i + E, r] - c[i, r]
+    return np.sqrt(np.maximum(d, 0.0))
+
+
 _ENABLED = [True]
 
 
@@ -59,13 +86,13 @@ class RowCheck:
     caller asks once the k-NN kernel is queued: the host work then overlaps it)."""
 
     plan: Plan
-    xz: np.ndarray  # the kernel's library series (centred, float64)
-    yz: np.ndarray  # its targets (nt, n)
+    xz: np.ndarray  # the kernel's library data, centred: (n,) or (n, columns)
+    yz: np.ndarray  # its targets (nt, n), for their spread
 
     @property
     def E(self) -> int:
-        """Coordinates per point."""
-        return self.plan.E
+        """Coordinates per point (lags x columns)."""
+        return self.plan.E * (1 if self.xz.ndim == 1 else self.xz.shape[1])
 
     @property
     def widen(self) -> bool:
@@ -75,59 +102,37 @@ class RowCheck:
     @cached_property
     def qnorm(self) -> np.ndarray:
         """``(nq,)`` float32: the query points' norms in the kernel's units."""
+        z = np.asarray(self.xz, np.float64)
+        sq = z * z if z.ndim == 1 else (z * z).sum(axis=1)
         p = self.plan
-        return point_norms(self.xz, p.pred_points, p.E, p.tau).astype(np.float32)
+        return point_norms(sq, p.pred_points, p.E, p.tau).astype(np.float32)
 
     @cached_property
     def thr(self) -> np.ndarray:
         """``(nt,)``: each target's tolerance in the kernel's units."""
-        return PREDICTION_TOL * np.std(self.yz, axis=1)
+        return PREDICTION_TOL * np.nanstd(self.yz, axis=1)
 
 
-def point_norms(z: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndarray:
-    """Euclidean norm of each delay vector ``(z[p], z[p + |tau|], ...)`` of ``z``, from
-    running sums of squares along each residue class mod ``|tau|`` (O(n), not O(n E));
-    their cancellation error, below 1e-15 of the series' total square, is far inside the
-    bound's factor of two."""
-    t = abs(tau)
-    z2 = np.asarray(z, np.float64) ** 2
-    p = np.asarray(points, np.int64)
-    if t == 1:
-        c = np.empty(z2.size + 1)
-        c[0] = 0.0
-        np.cumsum(z2, out=c[1:])
-        if p.size and p[-1] - p[0] == p.size - 1:  # a run of points: slices, no gather
-            d = c[p[0] + E:p[-1] + E + 1] - c[p[0]:p[-1] + 1]
-        else:
-            d = c[p + E] - c[p]
-    else:
-        rows = -(-z2.size // t)
-        c = np.zeros((rows + 1, t))
-        c[1:].reshape(-1)[:z2.size] = z2
-        np.cumsum(c, axis=0, out=c)
-        r, i = p % t, p // t
-        d = c[i + E, r] - c[i, r]
-    return np.sqrt(np.maximum(d, 0.0))
-
-
-def exact_in_float32(z: np.ndarray, E: int) -> bool:
-    """Whether every float32 squared distance between ``E``-point windows of ``z`` is exact:
-    integer values (centring keeps integers integral, :func:`pyedmcl._precision.prepare`)
-    whose squared differences sum below 2^24. Then float32 orders neighbours as float64
-    does, ties included, and only the square root rounds (weights within 3e-6)."""
+def exact_in_float32(z: np.ndarray, coords: int) -> bool:
+    """Whether every float32 squared distance between points of ``coords`` coordinates
+    from ``z`` is exact: integer values (centring keeps integers integral,
+    :func:`pyedmcl._precision.prepare`) whose squared differences sum below 2^24. Then
+    float32 orders neighbours as float64 does, ties included, and only the square root
+    rounds (weights within 3e-6)."""
     if z.size == 0 or not np.all(np.isfinite(z)):
         return False
     lo, hi = float(z.min()), float(z.max())
-    return E * (hi - lo) ** 2 < 2.0 ** 24 and bool(np.all(z == np.round(z)))
+    return coords * (hi - lo) ** 2 < 2.0 ** 24 and bool(np.all(z == np.round(z)))
 
 
 def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:
-    """The check for a float32 Simplex of centred ``xz`` (1-D) and ``yz`` ``(nt, n)``;
-    None where the neighbours are not the exact kernel's (an approximate back-end) or
-    float32's distances are exact (:func:`exact_in_float32`)."""
-    if not exact or not _ENABLED[-1] or exact_in_float32(xz, plan.E):
+    """The check for a float32 Simplex of centred ``xz`` ((n,) or (n, columns)) and
+    targets ``yz`` ``(nt, n)``; None where the neighbours are not the exact kernel's (an
+    approximate back-end) or float32's distances are exact (:func:`exact_in_float32`)."""
+    if not exact or not _ENABLED[-1]:
         return None
-    return RowCheck(plan, xz, yz)
+    check = RowCheck(plan, xz, yz)
+    return None if exact_in_float32(xz, check.E) else check
 
 
 def flagged_queries(flags: np.ndarray) -> np.ndarray:
@@ -139,20 +144,27 @@ def flagged_queries(flags: np.ndarray) -> np.ndarray:
 def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
                  neighbors: Any, variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """float64 predictions ``(nt, rows.size)`` (and variances) of the queries ``rows`` of
-    ``plan`` from the original series ``x`` and targets ``y`` ``(nt, n)``."""
+    ``plan`` from the original data ``x`` (a series, or ``(n, columns)`` of a state
+    space: ``neighbors`` None, the exact kernel) and targets ``y`` ``(nt, n)``. Without
+    fp64 on the device: the host's k-d tree (a series only)."""
     qpts = plan.pred_points[rows]
     shift = plan.offset + plan.Tp
+    n = x.shape[0]
     if be.info.fp64:
+        from .knn import knn_device
         from .lookup import lookup_device
 
         xd = be.to_device(np.ascontiguousarray(x, np.float64))
         yd = be.to_device(np.ascontiguousarray(y, np.float64))
-        table = neighbors.device_table(be, xd, x.size, E=plan.E, tau=plan.tau, k=plan.knn,
-                                       qpts=qpts, lpts=plan.lib_points,
-                                       radius=plan.exclusion_radius, real="double")
-        p, v = lookup_device(be, table, yd, x.size, y.shape[0], shift, real="double",
+        kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
+                  radius=plan.exclusion_radius, real="double")
+        table = (knn_device(be, xd, n, nc=1 if x.ndim == 1 else x.shape[1], **kw)
+                 if neighbors is None else neighbors.device_table(be, xd, n, **kw))
+        p, v = lookup_device(be, table, yd, n, y.shape[0], shift, real="double",
                              variance=variance)
         return be.to_host(p)[0], (be.to_host(v)[0] if variance else None)
+    if x.ndim != 1:
+        raise ValueError("a state space's float64 redo needs a device with fp64")
     from ..neighbors import neighbor_backend
 
     idx, dist = neighbor_backend("kdtree").search_host(

@@ -21,9 +21,10 @@ from ..interop import backend_for
 from ..neighbors import resolve_backend
 from ..validation import check_dtype, check_int
 from .knn import hold, knn_device, knn_rows_sorted
-from .lookup import lookup_device
+from .lookup import lookup_checked, lookup_device
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
+from .row_check import RowCheck, flagged_queries, redo_float64, row_check
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
 
 
@@ -88,15 +89,28 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
     if sub.pred_times.size:
         # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
         nan_targets = bool(np.isnan(ss.targets[:, sub.lib_times + sub.Tp]).any())
+        # float32 predictions float32 cannot hold are redone in float64 (.row_check;
+        # the redo of a state space runs on the device: fp64 needed)
+        check = (row_check(sub, prep.series[0].T, prep.series[1], True)
+                 if dt == np.float32 and sub.knn <= MAX_KNN
+                 and (be.info.fp64 or ss.nc == 1) else None)
+        redo = None
         if sub.knn > MAX_KNN:  # more neighbours than the fused kernel keeps: slower path
             p, v, idx = _predict_sorted(be, prep.real, x_dev, prep.series[1], ss.n, ss.nc, sub,
                                         variance)
         else:
-            p, v, idx = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub, variance,
-                                 nan_targets)
+            p, v, idx, redo = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub,
+                                       variance, nan_targets, check)
         p = fy.back(p.astype(np.float64))
         if variance:
             v = fy.back_spread(v.astype(np.float64), 2)
+        if redo is not None and redo.size:
+            x64 = filled(ss.data, 0)
+            fixed = redo_float64(be, sub, x64 if ss.nc > 1 else x64[:, 0],
+                                 filled(ss.targets, 1), redo, None, variance)
+            p[:, redo] = fixed[0]
+            if variance:
+                v[:, redo] = fixed[1]
         tshift = sub.offset + sub.Tp
         if nan_targets:
             rows = np.where(idx >= 0, idx + tshift, 0)
@@ -122,27 +136,43 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
 
 
 def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
-             variance: bool, with_idx: bool) -> tuple[np.ndarray, np.ndarray | None, Any]:
+             variance: bool, with_idx: bool, check: RowCheck | None = None
+             ) -> tuple[np.ndarray, np.ndarray | None, Any, np.ndarray | None]:
     """k-NN table + lookup for ``plan``'s queries, in query blocks that fit the device:
-    predictions and variances ``(nt, nq)`` and, ``with_idx``, the table's kernel points
-    ``(nq, k)`` (else None)."""
+    predictions and variances ``(nt, nq)``, with ``with_idx`` the table's kernel points
+    ``(nq, k)`` (else None), and with ``check`` the queries whose float32 bound exceeds
+    the tolerance (:mod:`.row_check`; else None)."""
     qpts = plan.pred_points
     item = 8 if real == "double" else 4
+    k = plan.knn + (1 if check is not None and check.widen else 0)
+    thr_dev: list = []
+    tshift = plan.offset + plan.Tp
 
     def block(q0: int, q1: int):
-        t = knn_device(be, x_dev, n, E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts[q0:q1],
+        t = knn_device(be, x_dev, n, E=plan.E, tau=plan.tau, k=k, qpts=qpts[q0:q1],
                        lpts=plan.lib_points, radius=plan.exclusion_radius, real=real, nc=nc)
-        pd_, vd = lookup_device(be, t, y_dev, n, nt, plan.offset + plan.Tp, real=real,
-                                variance=variance)
+        f = None
+        if check is None:
+            pd_, vd = lookup_device(be, t, y_dev, n, nt, tshift, real=real, variance=variance)
+        else:  # the check's host work runs while the k-NN kernel does
+            if not thr_dev:
+                thr_dev.append(be.to_device(
+                    check.thr.astype(np.float64 if be.info.fp64 else np.float32)))
+            pd_, vd, f = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
+                                        be.to_device(check.qnorm[q0:q1]), thr_dev[0], check.E,
+                                        variance=variance)
         return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
-                be.to_host(t.idx)[0] if with_idx else None)
+                be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None,
+                None if f is None else be.to_host(f))
 
     blocks = run_blocked(be, block, qpts.size, parameter="the number of prediction rows (pred)",
-                         what=f"Simplex k-NN table ({qpts.size} queries x k={plan.knn})",
-                         nbytes=lambda q: q * plan.knn * (4 + item))
+                         what=f"Simplex k-NN table ({qpts.size} queries x k={k})",
+                         nbytes=lambda q: q * k * (4 + item))
     p = np.concatenate([b[0] for b in blocks], axis=-1)
     v = np.concatenate([b[1] for b in blocks], axis=-1) if variance else None
-    return p, v, (np.concatenate([b[2] for b in blocks]) if with_idx else None)
+    redo = (None if check is None else
+            flagged_queries(np.concatenate([b[3] for b in blocks], axis=-1)))
+    return p, v, (np.concatenate([b[2] for b in blocks]) if with_idx else None), redo
 
 
 def _predict_sorted(be, real: str, x_dev, y: np.ndarray, n: int, nc: int, plan: Plan,
