@@ -46,7 +46,10 @@ def generate(x, *, E: int, steps: int, tau: int = 1, Tp: int = 1, knn: int | Non
     ``method``: "simplex" or "smap" (``theta`` required). ``lib``: pyEDM's 1-based
     ``start stop`` pairs (default the whole series); it stays fixed while the series
     grows, as in pyEDM. ``tau > 0`` lags into the past. Other arguments as
-    :func:`~pyedmcl.edm.simplex.simplex`.
+    :func:`~pyedmcl.edm.simplex.simplex`. In float32 each Simplex step's rounding error
+    is bounded as Simplex's (:mod:`pyedmcl.edm.row_check`); if a step's bound exceeds
+    1e-5 of the series' standard deviation the generation runs again in float64
+    (forecasts feed back, so one step off moves all that follow).
     """
     s = as_series(x, "x")
     steps = check_int(steps, "steps", 1, 10**7)
@@ -104,9 +107,10 @@ def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib,
 
     from .._precision import prepare
     from ..validation import check_dtype
+    from . import row_check
     from .knn import hold, knn_device
-    from .lookup import lookup_device
-    from .ranges import resolve
+    from .lookup import lookup_checked, lookup_device
+    from .ranges import MAX_KNN, resolve
 
     be = get_backend(device, backend)
     if type(be).copy_within is Backend.copy_within:  # this backend has no device copy
@@ -127,16 +131,39 @@ def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib,
     x_dev = be.to_device(np.concatenate([z, np.zeros(steps)]).astype(dt))
     l_dev = be.to_device(np.ascontiguousarray(np.atleast_2d(plan.lib_points), dtype=np.int32))
     hold(be, x_dev, l_dev)
+    # float32: each step's error bounded as Simplex's (.row_check); a forecast is a
+    # weighted mean of library values, so sqrt(E) max|z| bounds every query's norm
+    check = (real == "float" and row_check.enabled()
+             and not row_check.exact_in_float32(z, plan.E))
+    kn = plan.knn + (1 if check and plan.knn < MAX_KNN else 0)
+    if check:
+        qn_dev = be.to_device(np.array([np.sqrt(plan.E) * np.abs(z).max()], np.float32))
+        thr_dev = be.to_device(np.array([row_check.PREDICTION_TOL * z.std()],
+                                        np.float64 if be.info.fp64 else np.float32))
+        flags = be.empty((steps,), np.uint8)
+        hold(be, qn_dev, thr_dev, flags)
     keep = []
     for k in range(steps):
         q = np.array([q0 + k], dtype=np.int32)
-        table = knn_device(be, x_dev, size, E=plan.E, tau=plan.tau, k=plan.knn, qpts=q,
+        table = knn_device(be, x_dev, size, E=plan.E, tau=plan.tau, k=kn, qpts=q,
                            lpts=plan.lib_points, radius=plan.exclusion_radius, real=real,
                            q_dev=be.to_device(q), l_dev=l_dev)
-        pred_dev, _ = lookup_device(be, table, x_dev, size, 1, plan.offset + plan.Tp, real=real)
+        tshift = plan.offset + plan.Tp
+        if check:
+            pred_dev, _, flag = lookup_checked(be, table, plan.knn, x_dev, size, 1, tshift,
+                                               qn_dev, thr_dev, plan.E)
+            be.copy_within(flags, k, flag, 0, 1)
+            keep.append(flag)
+        else:
+            pred_dev, _ = lookup_device(be, table, x_dev, size, 1, tshift, real=real)
         be.copy_within(x_dev, n + k, pred_dev, 0, 1)
         keep.append((table, pred_dev))  # alive until the queue has run them
     grown = be.to_host(x_dev).astype(np.float64)
+    if check and be.to_host(flags).any():  # a step float32 cannot hold: all in float64
+        keep.clear()
+        return _simplex_on_device(s, E=E, tau=tau, Tp=Tp, knn=knn,
+                                  exclusion_radius=exclusion_radius, lib=lib, steps=steps,
+                                  dtype="float64", device=device, backend=backend)
     keep.clear()
     out = f.back(grown[None, n:])[0]
     return out, np.arange(end - 1, end - 1 + steps) + Tp

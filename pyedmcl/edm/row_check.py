@@ -80,6 +80,11 @@ def unchecked() -> Iterator[None]:
         _ENABLED.pop()
 
 
+def enabled() -> bool:
+    """Whether float32 Simplex checks its rows here (not inside :func:`unchecked`)."""
+    return _ENABLED[-1]
+
+
 @dataclass
 class RowCheck:
     """What the checked lookup needs besides the table, computed when first asked (the
