@@ -160,7 +160,9 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
         from .lookup import lookup_device
 
         xd = be.to_device(np.ascontiguousarray(x, np.float64))
-        yd = be.to_device(np.ascontiguousarray(y, np.float64))
+        same = (x.ndim == 1 and y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts x
+                and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
+        yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
         kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
                   radius=plan.exclusion_radius, real="double")
         table = (knn_device(be, xd, n, nc=1 if x.ndim == 1 else x.shape[1], **kw)
