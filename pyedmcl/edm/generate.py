@@ -138,10 +138,11 @@ def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib,
     kn = plan.knn + (1 if check and plan.knn < MAX_KNN else 0)
     if check:
         qn_dev = be.to_device(np.array([np.sqrt(plan.E) * np.abs(z).max()], np.float32))
-        thr_dev = be.to_device(np.array([row_check.PREDICTION_TOL * z.std()],
-                                        np.float64 if be.info.fp64 else np.float32))
+        acc = np.float64 if be.info.fp64 else np.float32
+        thr_dev = be.to_device(np.array([row_check.PREDICTION_TOL * z.std()], acc))
+        span_dev = be.to_device(np.array([np.ptp(z)], acc))
         flags = be.empty((steps,), np.uint8)
-        hold(be, qn_dev, thr_dev, flags)
+        hold(be, qn_dev, thr_dev, span_dev, flags)
     keep = []
     for k in range(steps):
         q = np.array([q0 + k], dtype=np.int32)
@@ -151,7 +152,7 @@ def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib,
         tshift = plan.offset + plan.Tp
         if check:
             pred_dev, _, flag = lookup_checked(be, table, plan.knn, x_dev, size, 1, tshift,
-                                               qn_dev, thr_dev, plan.E)
+                                               qn_dev, thr_dev, span_dev, plan.E)
             be.copy_within(flags, k, flag, 0, 1)
             keep.append(flag)
         else:

@@ -37,23 +37,24 @@ def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshif
 
 
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
-                   tshift: int, qnorm_dev, thr_dev, E: int, *, variance: bool = False
-                   ) -> tuple[Any, Any, Any]:
+                   tshift: int, qnorm_dev, thr_dev, span_dev, E: int, *,
+                   variance: bool = False) -> tuple[Any, Any, Any]:
     """:func:`lookup_device` for float32 Simplex from the first ``k`` neighbours of
     ``table`` (``table.k`` is ``k`` or ``k + 1``: the extra one tells where float32 may
     pick another ``k``-th), with float32's error bound per prediction (the template's
     CHECK): returns ``(pred, var, flag)``, ``flag`` ``(nbatch, nt, nq)`` uint8 device
     array, 1 where the bound exceeds ``thr_dev[j]`` (see :mod:`pyedmcl._precision`).
-    ``qnorm_dev``: each query point's norm (float32); ``E``: the coordinates per point.
+    ``qnorm_dev``: each query point's norm (float32); ``thr_dev`` / ``span_dev``: each
+    target's tolerance and span (max - min); ``E``: the coordinates per point.
     """
     spec, params = _lookup_params(be, k, table.nq * nt * table.nbatch, "simplex", "float")
     spec = {**spec, "KS": table.k, "CHECK": 1, "VARIANCE": int(variance)}
     pred = be.empty((table.nbatch, nt, table.nq), np.float32)
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
-    hold(be, pred, var, flag, qnorm_dev, thr_dev)
+    hold(be, pred, var, flag, qnorm_dev, thr_dev, span_dev)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
-                  nt, tshift, pred, var, check=(qnorm_dev, thr_dev, E + 4, flag))
+                  nt, tshift, pred, var, check=(qnorm_dev, thr_dev, span_dev, E + 4, flag))
     return pred, (var if variance else None), flag
 
 

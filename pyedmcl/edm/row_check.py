@@ -117,17 +117,38 @@ class RowCheck:
         """``(nt,)``: each target's tolerance in the kernel's units."""
         return PREDICTION_TOL * np.nanstd(self.yz, axis=1)
 
+    @cached_property
+    def span(self) -> np.ndarray:
+        """``(nt,)``: each target's max - min (what a neighbour swapped at the k-th place
+        can move a prediction by, times its weight)."""
+        return np.nanmax(self.yz, axis=1) - np.nanmin(self.yz, axis=1)
+
+    def device_targets(self, be: Backend) -> tuple[Any, Any]:
+        """``thr`` and ``span`` on ``be``'s device in its accumulation precision."""
+        acc = np.float64 if be.info.fp64 else np.float32
+        return be.to_device(self.thr.astype(acc)), be.to_device(self.span.astype(acc))
+
 
 def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     """Whether every float32 squared distance between points of ``coords`` coordinates
-    from ``z`` is exact: integer values (centring keeps integers integral,
-    :func:`pyedmcl._precision.prepare`) whose squared differences sum below 2^24. Then
-    float32 orders neighbours as float64 does, ties included, and only the square root
-    rounds (weights within 3e-6)."""
+    from ``z`` is exact: values on a binary grid ``2^-m`` (m <= 12; integers are m = 0,
+    and centring keeps such values on their grid, :func:`pyedmcl._precision.prepare`)
+    whose squared differences, in grid steps, sum below 2^24. Then float32 orders
+    neighbours as float64 does, ties included, and only the square root rounds (weights
+    within 3e-6)."""
     if z.size == 0 or not np.all(np.isfinite(z)):
         return False
-    lo, hi = float(z.min()), float(z.max())
-    return coords * (hi - lo) ** 2 < 2.0 ** 24 and bool(np.all(z == np.round(z)))
+    lo, hi = float(np.min(z)), float(np.max(z))
+    head = np.ravel(z)[:1024]  # the grid is found on a prefix, then checked on all
+    for m in range(13):
+        step = 2.0 ** m
+        if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
+            return False
+        g = head * step
+        if np.all(g == np.round(g)):
+            g = z * step
+            return bool(np.all(g == np.round(g)))
+    return False
 
 
 def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:

@@ -164,10 +164,9 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             f = None
         else:  # the check's host work runs while the k-NN kernel does
             if not thr_dev:
-                thr_dev.append(be.to_device(
-                    check.thr.astype(np.float64 if be.info.fp64 else np.float32)))
+                thr_dev.extend(check.device_targets(be))
             p, v, f = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                                     be.to_device(check.qnorm[q0:q1]), thr_dev[0], check.E,
+                                     be.to_device(check.qnorm[q0:q1]), *thr_dev, check.E,
                                      variance=variance)
         if q1 - q0 == qpts.size:
             return p, v, f

@@ -156,10 +156,9 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
             pd_, vd = lookup_device(be, t, y_dev, n, nt, tshift, real=real, variance=variance)
         else:  # the check's host work runs while the k-NN kernel does
             if not thr_dev:
-                thr_dev.append(be.to_device(
-                    check.thr.astype(np.float64 if be.info.fp64 else np.float32)))
+                thr_dev.extend(check.device_targets(be))
             pd_, vd, f = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
-                                        be.to_device(check.qnorm[q0:q1]), thr_dev[0], check.E,
+                                        be.to_device(check.qnorm[q0:q1]), *thr_dev, check.E,
                                         variance=variance)
         return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
                 be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None,

@@ -26,9 +26,9 @@
 ## D_i = 2u (2 |q| + erel d_i) of the exact one (u = 2^-24, |q| the query point's norm,
 ## erel = E + 4), which moves w_i / W, so the prediction mu by at most
 ## sum_i w_i / W |y_i - mu| (D_i + d_i D_0 / d_0) / f (the last term where the nearest
-## distance d_0 is the scale f, not the 1e-6 floor), plus w_{K-1} / W |y_{K-1} - y_K|
-## where neighbours K-1 and K (the table's extra one) are within D_{K-1} + D_K of each
-## other (float32 may take either).
+## distance d_0 is the scale f, not the 1e-6 floor), plus w_i / W span[j] for each
+## neighbour i within D_i + D_K of the table's extra one, K (float32 may rank either
+## first, or any point tied with them: span[j] is target j's max - min).
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
@@ -39,7 +39,8 @@ __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
             const int nq, __global const real_t* restrict y, const int ldy, const int nt,
 <% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict thr, "
-                  "const acc_t erel, __global uchar* restrict flag") if CHECK else "" %>\
+                  "__global const acc_t* restrict span, const acc_t erel, "
+                  "__global uchar* restrict flag") if CHECK else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
@@ -86,13 +87,15 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 %   endfor
         bnd /= den * f;
 %   if KS > K:
-        {
-            const int la = idx[o + K - 1], lb = idx[o + K];
-            if (la >= 0 && lb >= 0) {
-                const acc_t da = (acc_t)dist[o + K - 1], db = (acc_t)dist[o + K];
-                if (db - da <= u2 * (2 * qn2 + erel * (da + db)))
-                    bnd += w${K - 1} / den * fabs(y${K - 1} - (acc_t)yj[lb]);
-            }
+        if (idx[o + K] >= 0) {
+            /* a neighbour float32 may rank in place of the next one (K + 1), or of any
+               point as far within rounding, may be any other library point: its
+               target can differ by the target's whole span */
+            const acc_t db = (acc_t)dist[o + K];
+%     for k in range(K):
+            if (db - (acc_t)dist[o + ${k}] <= u2 * (2 * qn2 + erel * ((acc_t)dist[o + ${k}] + db)))
+                bnd += w${k} / den * span[j];
+%     endfor
         }
 %   endif
         flag[((size_t)b * nt + j) * nq + q] = (den > 0 && !(bnd <= thr[j])) ? 1 : 0;
