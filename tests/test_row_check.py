@@ -97,9 +97,13 @@ def lorenz_x(n: int) -> np.ndarray:
     return lorenz63(n, component="x")
 
 
-@pytest.mark.parametrize("case", ["near_repeats", "dense_1d"])
+@pytest.mark.parametrize("case", ["near_repeats", "dense_1d", "decimals"])
 def test_float32_predictions_within_tolerance(device, case, monkeypatch):
-    x, E = (near_repeats(), 3) if case == "near_repeats" else (lorenz_x(3000), 1)
+    """Repeating states, a dense library at E = 1, and data with one decimal (distances
+    tie on a lattice in exact arithmetic: float32 and float64 break the ties apart, and
+    the k-th neighbour may be any of several tied points)."""
+    x, E = {"near_repeats": (near_repeats(), 3), "dense_1d": (lorenz_x(3000), 1),
+            "decimals": (np.round(lorenz_x(3000), 1), 2)}[case]
     redone = []
     real = row_check.redo_float64
     monkeypatch.setattr("pyedmcl.edm.simplex.redo_float64",
@@ -199,3 +203,16 @@ def test_generate_runs_in_float64_when_a_step_cannot_hold(device):
     with row_check.unchecked():
         np.testing.assert_array_equal(plain.predicted,
                                       pe.generate(y, E=2, steps=10, device=device).predicted)
+
+
+def test_binary_grid_data_are_exact(device, monkeypatch):
+    """Values on a binary grid (here halves) keep every float32 distance exact: nothing
+    is checked or redone, and float32 equals float64 but for the weights' rounding."""
+    x = np.round(lorenz_x(2000) * 2) / 2
+    assert row_check.exact_in_float32(x - 4.0, 3)
+    assert not row_check.exact_in_float32(np.round(lorenz_x(2000), 1), 3)
+    monkeypatch.setattr("pyedmcl.edm.simplex.redo_float64",
+                        lambda *a, **k: pytest.fail("an exact float32 call redid rows"))
+    r32 = pe.simplex(x, E=3, device=device)
+    r64 = pe.simplex(x, E=3, device=device, dtype="float64")
+    assert np.nanmax(np.abs(r32.predicted - r64.predicted)) <= 1e-6 * np.std(x)
