@@ -157,13 +157,6 @@ def test_host_redo_equals_device_float64(device):
     np.testing.assert_allclose(v_host, v_dev, rtol=1e-9, atol=1e-24)
 
 
-def test_host_skill_equals_device_skill(device):
-    x = _logistic(500)
-    r = pe.simplex(x, E=2, device=device, dtype="float64")
-    sk = row_check.host_skill(np.asarray(r.predicted)[None], np.asarray(r.observed)[None])
-    np.testing.assert_allclose(sk[0, :3], [r.rho, r.mae, r.rmse], rtol=1e-12)
-
-
 @pytest.mark.parametrize("case", ["columns", "nan"])
 def test_state_space_predictions_within_tolerance(device, case, monkeypatch):
     """The state-space path (several columns, NaN in the data) checks and redoes alike

@@ -13,8 +13,9 @@ variant, from a k-NN table one neighbour wider, see the template's header) and f
 predictions whose bound exceeds :data:`PREDICTION_TOL` times the target's standard
 deviation. Those queries are recomputed in float64 from the original data, on the device
 (the float64 call's kernels: the same values as ``dtype="float64"``) or, on a device
-without fp64, on the host (the k-d tree's exact table and pyEDM's weights), and the skill
-is then taken on the host from the patched predictions.
+without fp64, on the host (the k-d tree's exact table and pyEDM's weights); the skill
+kernel then runs again on the patched predictions (rounded to float32 like the rest).
+Exact float32 data (values on a binary grid, :func:`exact_in_float32`) are not checked.
 """
 
 from __future__ import annotations
@@ -215,24 +216,3 @@ def host_lookup(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
         return mu, None
     var = (w * (vals - mu[..., None]) ** 2).sum(axis=2) / np.where(good, den, 1)
     return mu, np.where(good, var, np.nan)
-
-
-def host_skill(pred: np.ndarray, obs: np.ndarray) -> np.ndarray:
-    """``(nt, 4)`` rho, MAE, RMSE and pair count of predictions against observations
-    over the pairs where both are finite (the skill kernel's pairs), in float64."""
-    out = np.full((pred.shape[0], 4), np.nan)
-    for j in range(pred.shape[0]):
-        p, o = pred[j], obs[j]
-        ok = np.isfinite(p) & np.isfinite(o)
-        if not ok.all():
-            p, o = p[ok], o[ok]
-        out[j, 3] = p.size
-        if p.size == 0:
-            continue
-        e = p - o
-        out[j, 1] = np.abs(e).sum() / p.size
-        out[j, 2] = np.sqrt((e @ e) / p.size)
-        dp, do = p - p.mean(), o - o.mean()
-        den = np.sqrt((dp @ dp) * (do @ do))
-        out[j, 0] = (dp @ do) / den if den > 0 else np.nan
-    return out

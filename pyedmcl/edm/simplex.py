@@ -26,7 +26,7 @@ from .knn import hold, knn_device
 from .lookup import lookup_checked, lookup_device, skill_device, skill_out
 from .ranges import Plan, resolve
 from .results import SimplexResult
-from .row_check import RowCheck, flagged_queries, host_skill, redo_float64, row_check
+from .row_check import RowCheck, flagged_queries, redo_float64, row_check
 from .simplex_states import simplex_states
 from .statespace import beyond_fused_knn, is_multivariate, state_space
 
@@ -241,8 +241,8 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     :class:`~pyedmcl._precision.PrecisionWarning`); device arrays are used as given.
     Each float32 prediction's rounding error is bounded on the device, and those whose
     bound exceeds 1e-5 of the target's standard deviation (near-repeating states, dense
-    libraries at small E) are recomputed in float64, as is the skill then
-    (:mod:`pyedmcl.edm.row_check`).
+    libraries at small E, ties of decimal data) are recomputed in float64 and the skill
+    taken again (:mod:`pyedmcl.edm.row_check`).
 
     State spaces (pyEDM's multivariate embedding): ``x`` 2-D ``(L, m)`` or a DataFrame,
     ``columns`` picks its columns (names or indices; default all), ``target`` a column
@@ -332,6 +332,11 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
         fixed = redo_float64(be, plan, xs, y, rows, nb, variance)
         if on_device:  # patch the device arrays (centred units, as the rest)
             p, v = _patched_device(be, p, v, rows, fixed, fy)
+            sk = _skill_again(data, plan, p)
+        else:  # the skill again on the device, of the patched predictions in float32
+            ph = p.copy()
+            ph[:, rows] = fy.forward(fixed[0].copy())
+            sk = _skill_again(data, plan, be.to_device(ph[None]))
     pick = (lambda a: a[0]) if single else (lambda a: a)
     if on_device:
         nq = plan.pred_points.size
@@ -349,24 +354,28 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
         if not return_device:
             predicted, obs = predicted.astype(np.float64), obs.astype(np.float64)
             var = None if var is None else var.astype(np.float64)
-        if fixed is not None:  # the skill of the patched predictions (now in data units)
-            sk = host_skill(_patched(be.to_host(p)[0].astype(np.float64), rows, fixed[0]),
-                            observed(plan, y))
     else:
         pred_all = _patched(fy.back(p.astype(np.float64)), rows, None if fixed is None else fixed[0])
         predicted, obs = pick(pred_all), pick(obs_host[0])
         var = None if v is None else pick(_patched(fy.back_spread(v.astype(np.float64), 2), rows,
                                                    None if fixed is None else fixed[1]))
-        if fixed is not None:
-            sk = host_skill(pred_all, obs_host[0])
-    if fixed is None:  # the device's skill, in centred units
-        sk = np.column_stack([sk[:, 0], fy.back_spread(sk[:, 1]), fy.back_spread(sk[:, 2]),
-                              sk[:, 3]])
     return SimplexResult(predicted=predicted, observed=obs,
                          times=plan.target_times, rho=pick(sk[:, 0]),
-                         mae=pick(sk[:, 1]), rmse=pick(sk[:, 2]), E=plan.E, tau=plan.tau,
+                         mae=pick(fy.back_spread(sk[:, 1])), rmse=pick(fy.back_spread(sk[:, 2])),
+                         E=plan.E, tau=plan.tau,
                          Tp=plan.Tp, knn=plan.knn, variance=var, pred_times=plan.pred_times,
                          neighbors=nb.info)
+
+
+def _skill_again(data: DeviceData, plan: Plan, pred_dev) -> np.ndarray:
+    """The skill rows ``(nt, 4)`` of device predictions ``(1, nt, nq)`` (centred units):
+    :func:`run_plan`'s skill launch, for predictions patched after it."""
+    be = data.be
+    out = skill_out(be, data.nt)
+    hold(be, pred_dev)
+    skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
+                 plan_device(be, plan)[2], real=data.real, out=out)
+    return be.to_host(out).astype(np.float64)
 
 
 def _patched(a: np.ndarray, rows: np.ndarray, values: np.ndarray | None) -> np.ndarray:
