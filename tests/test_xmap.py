@@ -80,8 +80,9 @@ def test_matches_kedm_xmap(device):
 
 
 def test_tp_matches_own_ccm(device):
+    """Any Tp ccm takes (|Tp| < n; beyond n / 2 too, which xmap used to refuse)."""
     X = panel(L=80, N=4, seed=5)
-    for Tp in (-2, 3):
+    for Tp in (-2, 3, 55, -60):
         r = pe.xmap(X, E=3, Tp=Tp, tau=2, device=device)
         for i, j in ((0, 1), (2, 3), (1, 1)):
             c = pe.ccm(X[:, i], X[:, j], E=3, tau=2, Tp=Tp, lib_sizes=[80], random=False,

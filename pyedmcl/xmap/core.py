@@ -215,7 +215,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     X64, names = as_panel(X, dtype=np.float64)
     N, n = X64.shape
     tau = check_tau(tau)
-    Tp = check_int(Tp, "Tp", -(n // 2), n // 2)
+    Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
     n_workers = check_int(n_workers, "n_workers", 1)  # (checked with or without a cluster)
     E_max = check_int(max_E, "max_E", 1, 64)
     E_arr = _resolve_E(E, N, n)
