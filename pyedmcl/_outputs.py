@@ -80,6 +80,8 @@ def _fsync_dir(d: Path) -> None:
 def atomic_file(path: str | os.PathLike[str], *, what: str = "output") -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success it replaces ``path`` atomically.
 
+    Missing parent folders are created (as for folder outputs).
+
     The temporary keeps ``path``'s suffix (writers that pick a format from it, such as
     matplotlib, still do), is fsynced, and is renamed over ``path``; on an exception it
     is removed and ``path`` is left as it was. The new file gets the permissions a
@@ -89,8 +91,7 @@ def atomic_file(path: str | os.PathLike[str], *, what: str = "output") -> Iterat
     if path.is_dir():
         raise ValueError(f"{what} {str(path)!r} is a directory; give a file path")
     parent = path.parent
-    if not parent.is_dir():
-        raise FileNotFoundError(f"{what} {str(path)!r}: folder {str(parent)!r} does not exist")
+    parent.mkdir(parents=True, exist_ok=True)  # as folder outputs do (atomic_dir)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=parent)
     os.close(fd)
     tmp = Path(name)

@@ -235,6 +235,26 @@ def test_cli_files_never_replace_the_input_nor_unasked(tmp_path, capsys):
     assert mine.read_bytes().startswith(b"\x89PNG")
 
 
+def test_cli_file_outputs_create_folders_and_refuse_unwritable_paths_first(tmp_path, capsys,
+                                                                          monkeypatch):
+    """A file output's missing folders are made, as a folder output's are (``simplex``
+    refused them only when writing, after the work); a path under a file is refused
+    before any work."""
+    data = tmp_path / "data.csv"
+    data.write_text("time,x\n" + "".join(f"{i},{np.sin(0.3 * i):.6f}\n" for i in range(120)))
+    dev = ["--device", CPU_DEVICE, "-q"]
+    out = tmp_path / "new" / "sub" / "pred.csv"
+    assert cli_main(["simplex", str(data), "-c", "x", "-E", "2", "-o", str(out)] + dev) == 0
+    assert out.read_text().startswith("time,")
+    (tmp_path / "afile").write_text("mine")
+    import pyedmcl.io
+    monkeypatch.setattr(pyedmcl.io, "read_table", lambda *a, **k: pytest.fail("work started"))
+    assert cli_main(["simplex", str(data), "-c", "x", "-E", "2", "-o",
+                     str(tmp_path / "afile" / "x" / "p.csv")] + dev) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
 # -- one writer -------------------------------------------------------------------------------
 def test_second_job_refused_then_stale_lock_taken_over(tmp_path, capsys):
     """Job A (another process) holds the output; job B is refused with A's pid and start

@@ -125,7 +125,23 @@ def check_new_file(path: str, overwrite: bool, inputs: tuple[Any, ...] = (),
     if out.exists() and not out.is_dir() and not overwrite:
         raise ValueError(f"{what} {path!r} exists; pass --overwrite to replace it, or choose "
                          "another path")
+    check_writable(path, what)
     return path
+
+
+def check_writable(path: str, what: str = "--out") -> None:
+    """A ValueError, before any work, where ``path`` cannot be written: its nearest
+    existing folder is a file or not writable (missing folders are created on writing)."""
+    import os
+    from pathlib import Path
+
+    folder = Path(path).absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{what} {path!r}: {str(folder)!r} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {path!r}: no permission to write in {str(folder)!r}")
 
 
 def show_progress(args: argparse.Namespace) -> bool:
