@@ -209,3 +209,28 @@ def test_binary_grid_data_are_exact(device, monkeypatch):
     r32 = pe.simplex(x, E=3, device=device)
     r64 = pe.simplex(x, E=3, device=device, dtype="float64")
     assert np.nanmax(np.abs(r32.predicted - r64.predicted)) <= 1e-6 * np.std(x)
+
+
+def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch):
+    """Where a sample says most rows would be redone (ties of one-decimal data), the call
+    is the float64 one, without a float32 pass and a redo of most of it; ordinary data
+    keep float32."""
+    from pyedmcl.edm import simplex as S
+
+    monkeypatch.setattr(S, "SAMPLE_FROM", 256)
+    monkeypatch.setattr(S, "SAMPLE_QUERIES", 128)
+    monkeypatch.setattr(S, "redo_float64", lambda *a, **k: pytest.fail("redone after all"))
+    x = np.round(lorenz_x(3000), 1)
+    if not get_backend(device).info.fp64:
+        pytest.skip("float64 from the start needs fp64")
+    r32 = pe.simplex(x, E=2, device=device)
+    r64 = pe.simplex(x, E=2, device=device, dtype="float64")
+    np.testing.assert_array_equal(r32.predicted, r64.predicted)
+    assert r32.rho == r64.rho
+    fractions = []
+    real = S.sampled_flag_fraction
+    monkeypatch.setattr(S, "sampled_flag_fraction",
+                        lambda *a: fractions.append(real(*a)) or fractions[-1])
+    monkeypatch.setattr(S, "redo_float64", row_check.redo_float64)
+    pe.simplex(_logistic(3000), E=3, device=device)
+    assert fractions and fractions[0] < S.MOSTLY_FLAGGED
