@@ -360,10 +360,10 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             lost = merged_fraction(z)
             worst = int(np.argmax(lost))
             if lost[worst] > MAX_MERGED_FRACTION:
-                label = name if a.ndim == 1 else f"{name}[{worst}]"
+                label = name if a.ndim == 1 or a.shape[0] == 1 else f"{name}[{worst}]"
                 return (f"{label}: {lost[worst]:.0%} of its distinct values become equal in "
-                        "float32 even after centring and scaling (values clustered far apart, "
-                        "or extreme outliers)")
+                        "float32 even after centring (values closer than float32 resolves: "
+                        "near repeats, clusters far apart, or extreme outliers)")
         return None
 
     prep = Prepared(dt, out, affs)

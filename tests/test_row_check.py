@@ -169,12 +169,14 @@ def test_state_space_predictions_within_tolerance(device, case, monkeypatch):
         data[[5, 100, 400]] = np.nan
         s = np.nanstd(data)
     redone = []
-    real = row_check.redo_float64
-    monkeypatch.setattr("pyedmcl.edm.simplex_states.redo_float64",
-                        lambda *a, **k: redone.append(a[4].size) or real(*a, **k))
+    from pyedmcl.edm import simplex_states
+
+    real = simplex_states._redo
+    monkeypatch.setattr("pyedmcl.edm.simplex_states._redo",
+                        lambda *a, **k: redone.append(a[3].size) or real(*a, **k))
     r32 = pe.simplex(data, device=device, variance=True, **kw)
     r64 = pe.simplex(data, device=device, variance=True, dtype="float64", **kw)
-    if not get_backend(device).info.fp64 and case == "columns":
+    if not get_backend(device).info.fp64:
         return  # no float64 redo of a state space there (documented)
     assert redone and redone[0] > 0
     err = np.abs(r32.predicted - r64.predicted)
@@ -234,3 +236,64 @@ def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch)
     monkeypatch.setattr(S, "redo_float64", row_check.redo_float64)
     pe.simplex(_logistic(3000), E=3, device=device)
     assert fractions and fractions[0] < S.MOSTLY_FLAGGED
+
+
+@pytest.mark.parametrize("nan_row", [13, 41])
+def test_nan_targets_follow_the_float64_neighbours(device, nan_row):
+    """A redone row takes the NaN rule (a neighbour with a NaN target predicts NaN) from
+    its float64 neighbours: float32 gave NaN where float64 does not, and a value from the
+    filled target where float64 gives NaN (found by random comparison)."""
+    if not get_backend(device).info.fp64:
+        pytest.skip("the state-space redo needs fp64")
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(2, 3, 60), rng.standard_normal(60)
+    x[10], x[30], x[40] = 0.5, 0.6, 0.7
+    x[12] = 0.7 + 1e-9  # ties row 40 in float32, nearer in time
+    y[nan_row] = np.nan
+    kw = dict(E=1, knn=2, lib=[1, 60], pred=[11, 11], device=device)
+    np.testing.assert_array_equal(pe.simplex(x, y, **kw).predicted,
+                                  pe.simplex(x, y, dtype="float64", **kw).predicted)
+
+
+@pytest.mark.parametrize("knn", [63, 64, 65, 80])
+def test_knn_at_and_beyond_the_fused_kernel(device, knn):
+    """knn = 64 (the fused kernel keeps no next neighbour) and knn > 64 (sorted rows, the
+    bound taken on the host) are checked too: a float32 tie at the knn-th place moved the
+    prediction by 5e-2 of the deviation there (found by random comparison)."""
+    if not get_backend(device).info.fp64:
+        pytest.skip("the state-space redo needs fp64")
+    rng = np.random.default_rng(1)
+    n, q = 300, 150
+    x = rng.uniform(5, 6, n) * rng.choice([-1, 1], n)
+    y = rng.standard_normal(n)
+    x[q] = 0.0
+    near = rng.choice(np.r_[0:140, 160:n - 1], 80, replace=False)
+    x[near] = np.sort(rng.uniform(0.1, 0.2, 80))
+    kth = near[knn - 1]
+    x[kth] = float(np.float32(x[kth]))
+    x[q + 3] = x[kth] + 1e-12  # equal to the knn-th in float32, nearer in time
+    y[kth + 1], y[q + 4] = -3.0, 3.0
+    kw = dict(E=1, knn=knn, lib=[1, n], pred=[q + 1, q + 1], device=device)
+    a = pe.simplex(x, y, **kw).predicted
+    b = pe.simplex(x, y, dtype="float64", **kw).predicted
+    assert np.abs(a - b).max() <= row_check.PREDICTION_TOL * np.std(y)
+
+
+def test_host_flags_equal_the_numpy_bound():
+    """The sorted rows' host bound is the kernel's (this file's NumPy reference)."""
+    rng = np.random.default_rng(7)
+    nq, K, E, n = 500, 4, 3, 800
+    dist = np.sort(rng.random((nq, K + 1)) * 1e-3, axis=1)
+    dist[::7, 0] = rng.random(dist[::7].shape[0]) * 1e-7
+    dist[::5, K] = dist[::5, K - 1] + 1e-9
+    dist = dist.astype(np.float32)
+    idx = rng.integers(0, n - 2, (nq, K + 1)).astype(np.int32)
+    idx[::11, K] = -1
+    y = rng.standard_normal((1, n))
+    qnorm = (rng.random(nq) * 3).astype(np.float32)
+    thr, span = np.array([1e-5]), np.ptp(y, axis=1)
+    b = numpy_bound(idx, dist, y[0], 1, qnorm, E, K, span[0])
+    got = row_check.host_flags(idx, dist, y, 1, qnorm, E, thr, span, K)
+    clear = np.abs(b - thr[0]) > 1e-6 * thr[0]
+    np.testing.assert_array_equal(got[clear], (b > thr[0])[clear])
+    assert 0 < got.sum() < nq

@@ -162,6 +162,39 @@ def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowChe
     return None if exact_in_float32(xz, check.E) else check
 
 
+def host_flags(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
+               qnorm: np.ndarray, coords: int, thr: np.ndarray, span: np.ndarray,
+               k: int) -> np.ndarray:
+    """The lookup template's CHECK 1 on the host, for tables from sorted rows: ``idx`` /
+    ``dist`` ``(nq, k or k + 1)`` (float32 distances; -1 / inf where none), targets ``y``
+    ``(nt, n)`` in the kernel's units (library point ``l`` predicts ``y[:, l + shift]``).
+    Returns ``(nq,)`` bool: the bound exceeds ``thr[j]`` for some target ``j``."""
+    u2 = 2.0 ** -23
+    d_all = np.asarray(dist, np.float64)
+    ok = idx[:, :k] >= 0
+    d = np.where(ok, d_all[:, :k], 0.0)
+    f = np.maximum(d[:, :1], 1e-6)
+    w = np.where(ok, np.exp(-d / f), 0.0)
+    den = w.sum(axis=1)
+    qn2 = 2.0 * np.asarray(qnorm, np.float64)[:, None]
+    g = np.where(d[:, :1] >= np.float32(1e-6), u2 * (qn2 + (coords + 4) * d[:, :1]) / f, 0.0)
+    move = u2 * (qn2 + (coords + 4) * d) + d * g
+    near = np.zeros_like(ok)
+    if idx.shape[1] > k:  # neighbours within rounding of the next one
+        has = idx[:, k:k + 1] >= 0
+        db = np.where(has, d_all[:, k:k + 1], 0.0)
+        near = ok & has & (db - d <= u2 * (2 * qn2 + (coords + 4) * (d + db)))
+    yk = np.where(ok[None], y[:, np.clip(idx[:, :k] + shift, 0, y.shape[1] - 1)], 0.0)
+    out = np.zeros(idx.shape[0], bool)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for j in range(y.shape[0]):
+            mu = (w * yk[j]).sum(axis=1) / den
+            bnd = (w * np.abs(yk[j] - mu[:, None]) * move).sum(axis=1) / (den * f[:, 0])
+            bnd += (np.where(near, w, 0.0).sum(axis=1) / den) * span[j]
+            out |= (den > 0) & ~(bnd <= thr[j])
+    return out
+
+
 def flagged_queries(flags: np.ndarray) -> np.ndarray:
     """Query positions with a flag for any target (``flags`` ``(nbatch, nt, nq)``)."""
     f = np.asarray(flags)

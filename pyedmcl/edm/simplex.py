@@ -20,14 +20,14 @@ from clkernels import Backend, run_blocked
 from clkernels.arrays import affine_rows, gather
 
 from .._precision import Affine, prepare
-from ..interop import backend_for, device_series, output, to_backend
+from ..interop import backend_for, device_series, is_device_array, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
 from .knn import hold, knn_device
 from .lookup import lookup_checked, lookup_device, skill_device, skill_out
-from .ranges import Plan, resolve
+from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
-from .row_check import RowCheck, flagged_queries, redo_float64, row_check
+from .row_check import RowCheck, enabled, flagged_queries, redo_float64, row_check
 from .simplex_states import simplex_states
 from .statespace import beyond_fused_knn, is_multivariate, state_space
 
@@ -258,7 +258,8 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     (:mod:`pyedmcl.edm.statespace`). ``knn`` may be up to the library size: above 64
     (the fused kernel's limit) full distance rows are sorted instead (slower).
     """
-    if is_multivariate(x, columns, embedded, valid_lib, target) or beyond_fused_knn(knn, E):
+    if (is_multivariate(x, columns, embedded, valid_lib, target) or beyond_fused_knn(knn, E)
+            or _check_needs_sorted_rows(x, target, knn, E, dtype, return_device, knn_backend)):
         if return_device or knn_backend != "exact":
             raise ValueError("return_device=True and knn_backend other than 'exact' take a "
                              "finite 1-D series; state spaces (2-D x, columns, embedded, "
@@ -397,6 +398,26 @@ def sampled_flag_fraction(data: DeviceData, plan: Plan, check: RowCheck, neighbo
     flags = run_plan(data, sub, predictions=False, neighbors=neighbors,
                      check=RowCheck(sub, check.xz, check.yz))[3]
     return flagged_queries(flags).size / times.size
+
+
+def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
+                             return_device: bool, knn_backend: str) -> bool:
+    """Whether a float32 call of host series at the fused kernel's MAX_KNN neighbours takes
+    the sorted rows (:mod:`.simplex_states`): the row check reads one neighbour more."""
+    if return_device or knn_backend != "exact" or not enabled():
+        return False
+    if any(is_device_array(a) for a in (x, target)):
+        return False
+    try:
+        if np.dtype(np.float32 if dtype is None else dtype) != np.float32:
+            return False
+    except TypeError:
+        return False  # validated (and refused) later
+    def plain(v: Any) -> bool:
+        return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+    k = int(knn) if plain(knn) and knn > 0 else (int(E) + 1 if plain(E) else None)
+    return k == MAX_KNN
 
 
 def _skill_again(data: DeviceData, plan: Plan, pred_dev) -> np.ndarray:

@@ -24,7 +24,7 @@ from .knn import hold, knn_device, knn_rows_sorted
 from .lookup import lookup_checked, lookup_device
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
-from .row_check import RowCheck, flagged_queries, redo_float64, row_check
+from .row_check import RowCheck, flagged_queries, host_flags, row_check
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
 
 
@@ -90,27 +90,26 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
         # pyEDM: a neighbour whose target (row l + Tp) is NaN makes the prediction NaN
         nan_targets = bool(np.isnan(ss.targets[:, sub.lib_times + sub.Tp]).any())
         # float32 predictions float32 cannot hold are redone in float64 (.row_check;
-        # the redo of a state space runs on the device: fp64 needed)
+        # on the device: fp64 needed)
         check = (row_check(sub, prep.series[0].T, prep.series[1], True)
-                 if dt == np.float32 and sub.knn <= MAX_KNN
-                 and (be.info.fp64 or ss.nc == 1) else None)
-        redo = None
-        if sub.knn > MAX_KNN:  # more neighbours than the fused kernel keeps: slower path
-            p, v, idx = _predict_sorted(be, prep.real, x_dev, prep.series[1], ss.n, ss.nc, sub,
-                                        variance)
+                 if dt == np.float32 and be.info.fp64 else None)
+        # the fused kernel keeps MAX_KNN neighbours; the check reads one more
+        sorted_rows = sub.knn > MAX_KNN or (check is not None and not check.widen)
+        if sorted_rows:  # more neighbours than the fused kernel keeps: slower path
+            p, v, idx, redo = _predict_sorted(be, prep.real, x_dev, prep.series[1], ss.n,
+                                              ss.nc, sub, variance, check)
         else:
             p, v, idx, redo = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub,
                                        variance, nan_targets, check)
         p = fy.back(p.astype(np.float64))
         if variance:
             v = fy.back_spread(v.astype(np.float64), 2)
-        if redo is not None and redo.size:
-            x64 = filled(ss.data, 0)
-            fixed = redo_float64(be, sub, x64 if ss.nc > 1 else x64[:, 0],
-                                 filled(ss.targets, 1), redo, None, variance)
-            p[:, redo] = fixed[0]
+        if redo is not None and redo.size:  # the float64 call's values, and neighbours
+            p[:, redo], v64, idx64 = _redo(be, ss, sub, redo, variance, sorted_rows)
             if variance:
-                v[:, redo] = fixed[1]
+                v[:, redo] = v64
+            if idx is not None:
+                idx[redo] = idx64
         tshift = sub.offset + sub.Tp
         if nan_targets:
             rows = np.where(idx >= 0, idx + tshift, 0)
@@ -174,14 +173,43 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
     return p, v, (np.concatenate([b[2] for b in blocks]) if with_idx else None), redo
 
 
+def _redo(be, ss: StateSpace, plan: Plan, rows: np.ndarray, variance: bool,
+          sorted_rows: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """The float64 call's predictions, variances and k-NN table rows (kernel points) of
+    the queries ``rows`` of ``plan``, from the data as given."""
+    x64 = np.ascontiguousarray(filled(ss.data, 0), dtype=np.float64)
+    y64 = np.ascontiguousarray(filled(ss.targets, 1), dtype=np.float64)
+    times = plan.pred_times[rows]
+    part = dataclasses.replace(plan, pred_times=times, pred_segments=[times])
+    x_dev = be.to_device(x64)
+    hold(be, x_dev)
+    if sorted_rows:
+        p, v, idx, _ = _predict_sorted(be, "double", x_dev, y64, ss.n, ss.nc, part, variance)
+    else:
+        y_dev = be.to_device(y64)
+        hold(be, y_dev)
+        p, v, idx, _ = _predict(be, "double", x_dev, y_dev, ss.n, y64.shape[0], ss.nc, part,
+                                variance, True)
+    return p, v, idx
+
+
 def _predict_sorted(be, real: str, x_dev, y: np.ndarray, n: int, nc: int, plan: Plan,
-                    variance: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+                    variance: bool, check: RowCheck | None = None
+                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray | None]:
     """:func:`_predict` for any knn: the table from full sorted distance rows
     (:func:`.knn.knn_rows_sorted`) and the Simplex lookup on the host in float64 (the
-    lookup kernel's weights exp(-d / max(d_min, 1e-6)) over the admissible slots)."""
-    idx, dist = knn_rows_sorted(be, x_dev, n, E=plan.E, tau=plan.tau, k=plan.knn,
+    lookup kernel's weights exp(-d / max(d_min, 1e-6)) over the admissible slots); with
+    ``check``, the float32 bound of each prediction taken on the host from one neighbour
+    more (:func:`.row_check.host_flags`) and the queries beyond the tolerance."""
+    k = plan.knn + (1 if check is not None else 0)
+    idx, dist = knn_rows_sorted(be, x_dev, n, E=plan.E, tau=plan.tau, k=k,
                                 qpts=plan.pred_points, lpts=plan.lib_points,
                                 radius=plan.exclusion_radius, real=real, nc=nc)
+    redo = None
+    if check is not None:
+        redo = np.flatnonzero(host_flags(idx, dist, y, plan.offset + plan.Tp, check.qnorm,
+                                         check.E, check.thr, check.span, plan.knn))
+        idx, dist = idx[:, :plan.knn], dist[:, :plan.knn]
     ok = idx >= 0
     d = np.where(ok, dist.astype(np.float64), np.inf)
     dmin = np.maximum(np.where(np.isfinite(d[:, :1]), d[:, :1], 1.0), 1e-6)
@@ -192,4 +220,4 @@ def _predict_sorted(be, real: str, x_dev, y: np.ndarray, n: int, nc: int, plan: 
     with np.errstate(invalid="ignore", divide="ignore"):
         p = (w * yk).sum(axis=2) / wsum
         v = (w * (yk - p[:, :, None]) ** 2).sum(axis=2) / wsum if variance else None
-    return p, v, idx
+    return p, v, idx, redo
