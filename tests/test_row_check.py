@@ -297,3 +297,14 @@ def test_host_flags_equal_the_numpy_bound():
     clear = np.abs(b - thr[0]) > 1e-6 * thr[0]
     np.testing.assert_array_equal(got[clear], (b > thr[0])[clear])
     assert 0 < got.sum() < nq
+
+
+def test_knn_equal_to_the_library(device):
+    """A library of exactly knn points has no next neighbour: the table is not widened
+    (it was, and the exact back-end refused k = knn + 1; found by random comparison)."""
+    x = np.round(_logistic(185) * 2.53, 2) + 1e4
+    for knn, lib in ((63, "1 68"), (8, "1 13")):
+        kw = dict(E=2, tau=2, Tp=3, knn=knn, lib=lib, pred="69 185", device=device)
+        a = pe.simplex(x, **kw).predicted
+        b = pe.simplex(x, dtype="float64", **kw).predicted
+        assert np.nanmax(np.abs(a - b)) <= row_check.PREDICTION_TOL * np.std(x)

@@ -102,8 +102,9 @@ class RowCheck:
 
     @property
     def widen(self) -> bool:
-        """Whether the k-NN table holds one neighbour more than knn (the next one)."""
-        return self.plan.knn < MAX_KNN
+        """Whether the k-NN table holds one neighbour more than knn (the next one): where
+        the fused kernel keeps it and the library has it."""
+        return self.plan.knn < min(MAX_KNN, self.plan.lib_points.size)
 
     @cached_property
     def qnorm(self) -> np.ndarray:
