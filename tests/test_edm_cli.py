@@ -57,6 +57,12 @@ def test_edim_npy_and_ccm(data):
     j = json.loads(out)
     ref = pe.ccm(x, y, E=2, lib_sizes="20 100 40", sample=5, seed=1, device=CPU_DEVICE)
     np.testing.assert_allclose(j["x:y"], ref.rho_xy, atol=1e-9)
+    # unquoted sizes are the same sizes (they were "unrecognized arguments")
+    rc, out2, err = _run("ccm", str(d / "d.csv"), "-c", "x", "-t", "y", "-E", "2",
+                         "--lib-sizes", "20", "100", "40", "--sample", "5", "--seed", "1",
+                         "--device", CPU_DEVICE, "--json")
+    assert rc == 0, err
+    assert json.loads(out2)["x:y"] == j["x:y"]
 
 
 def test_ccm_surrogates(data):

@@ -62,7 +62,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("--Tp", type=int_arg, default=0, help="cross-map prediction interval")
     p.add_argument("--knn", type=int_arg, default=None)
-    p.add_argument("--lib-sizes", required=True, help="e.g. '10 100 10' (start stop step) or '20 50 80'")
+    p.add_argument("--lib-sizes", required=True, nargs="+", metavar="SIZE",
+                   help="pyEDM's libSizes, quoted or not: 10 100 10 (start stop step, the "
+                        "third below the second) or 20 50 80 (the sizes)")
     p.add_argument("--sample", type=int_arg, default=100)
     p.add_argument("--seed", type=int_arg, default=None)
     p.add_argument("--replacement", action="store_true")
@@ -149,7 +151,7 @@ def run_ccm(args: argparse.Namespace) -> int:
     x, y, xn, yn = _xy(args)
     if args.target is None:
         raise ValueError("ccm needs --column and --target (two different series)")
-    r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn, lib_sizes=args.lib_sizes,
+    r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn, lib_sizes=" ".join(args.lib_sizes),
             sample=args.sample, seed=args.seed, exclusion_radius=args.exclusion_radius,
             replacement=args.replacement, surrogates=args.surrogates,
             surrogate_method=args.surrogate_method, **_dev(args))
