@@ -41,6 +41,12 @@ def test_simplex_json_csv(data):
     j = json.loads(out)
     ref = pe.simplex(x, y, E=2, lib="1 150", pred="151 290", device=CPU_DEVICE)
     assert abs(j["rho"] - ref.rho) < 1e-9
+    # unquoted rows are the same rows (they were "unrecognized arguments")
+    rc, out2, err = _run("simplex", str(d / "d.csv"), "-c", "x", "-t", "y", "-E", "2",
+                         "--lib", "1", "150", "--pred", "151", "290", "--device", CPU_DEVICE,
+                         "--json")
+    assert rc == 0, err
+    assert json.loads(out2)["rho"] == j["rho"]
 
 
 def test_edim_npy_and_ccm(data):

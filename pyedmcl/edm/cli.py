@@ -50,8 +50,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         _common(p)
         p.add_argument("--Tp", type=int_arg, default=1, help="prediction interval (rows ahead)")
         p.add_argument("--knn", type=int_arg, default=None)
-        p.add_argument("--lib", default=None, help="1-based 'start stop [start stop ...]'")
-        p.add_argument("--pred", default=None, help="1-based 'start stop [start stop ...]'")
+        _rows_args(p)
         p.add_argument("--predictions", action="store_true",
                        help="include predictions in --json output")
         if name == "smap":
@@ -79,8 +78,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-E", type=int_arg, default=10)
     p.add_argument("--Tp", type=int_arg, default=1)
     p.add_argument("--knn", type=int_arg, default=None, help="neighbours (default: E + 1 per E)")
-    p.add_argument("--lib", default=None)
-    p.add_argument("--pred", default=None)
+    _rows_args(p)
     p.set_defaults(func=run_edim)
 
 
@@ -106,6 +104,18 @@ def _xyt(args) -> tuple[np.ndarray, np.ndarray, str, str, Any]:
     return x, t.data[:, j].copy(), xn, t.names[j], t
 
 
+def _rows_args(p: argparse.ArgumentParser) -> None:
+    """--lib / --pred: pyEDM's 1-based row pairs, quoted or not."""
+    for flag in ("--lib", "--pred"):
+        p.add_argument(flag, default=None, nargs="+", metavar="ROW",
+                       help="1-based start stop [start stop ...] (pyEDM's format)")
+
+
+def _joined(v: list[str] | None) -> str | None:
+    """Values given as several arguments (or one quoted) as pyEDM's one string."""
+    return None if v is None else " ".join(v)
+
+
 def _write_csv(frame, path: str) -> None:
     from .._outputs import atomic_file
     with atomic_file(path, what="--out") as tmp:  # never a half-written CSV
@@ -120,7 +130,8 @@ def run_predict(args: argparse.Namespace) -> int:
     from ..cli.main import print_json
     x, y, xn, yn, table = _xyt(args)
     kw = dict(E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn,
-              exclusion_radius=args.exclusion_radius, lib=args.lib, pred=args.pred, **_dev(args))
+              exclusion_radius=args.exclusion_radius, lib=_joined(args.lib),
+              pred=_joined(args.pred), **_dev(args))
     if args.kind == "smap":
         from .smap import smap
         r = smap(x, y, theta=args.theta, **kw)
@@ -151,7 +162,7 @@ def run_ccm(args: argparse.Namespace) -> int:
     x, y, xn, yn = _xy(args)
     if args.target is None:
         raise ValueError("ccm needs --column and --target (two different series)")
-    r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn, lib_sizes=" ".join(args.lib_sizes),
+    r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn, lib_sizes=_joined(args.lib_sizes),
             sample=args.sample, seed=args.seed, exclusion_radius=args.exclusion_radius,
             replacement=args.replacement, surrogates=args.surrogates,
             surrogate_method=args.surrogate_method, **_dev(args))
@@ -177,8 +188,8 @@ def run_edim(args: argparse.Namespace) -> int:
     from .scans import embed_dimension
     x, y, xn, yn = _xy(args)
     s = embed_dimension(x, y, max_E=args.max_E, tau=args.tau, Tp=args.Tp, knn=args.knn,
-                        exclusion_radius=args.exclusion_radius, lib=args.lib, pred=args.pred,
-                        **_dev(args))
+                        exclusion_radius=args.exclusion_radius, lib=_joined(args.lib),
+                        pred=_joined(args.pred), **_dev(args))
     if args.out:
         _write_csv(s.as_dataframe(), args.out)
     if args.json:
