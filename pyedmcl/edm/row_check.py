@@ -15,7 +15,10 @@ deviation. Those queries are recomputed in float64 from the original data, on th
 (the float64 call's kernels: the same values as ``dtype="float64"``) or, on a device
 without fp64, on the host (the k-d tree's exact table and pyEDM's weights); the skill
 kernel then runs again on the patched predictions (rounded to float32 like the rest).
-Exact float32 data (values on a binary grid, :func:`exact_in_float32`) are not checked.
+Tables from sorted rows (knn >= 64) take the same bound on the host (:func:`host_flags`).
+Exact float32 data (values on a binary grid, :func:`exact_in_float32`) are not checked;
+a large call whose sample is mostly flagged runs in float64 from the start
+(:func:`pyedmcl.edm.simplex.sampled_flag_fraction`).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from .ranges import MAX_KNN, Plan
 #: largest first-order float32 error bound a prediction may have, as a fraction of its
 #: target's standard deviation; beyond it the prediction is recomputed in float64.
 #: Ordinary data stay far below (median error 3e-8 of the deviation): the flagged rows
-#: are those of near-repeating states and dense one-dimensional libraries.
+#: are those of near-repeating states, dense one-dimensional libraries and the distance
+#: ties of decimal data.
 PREDICTION_TOL = 1e-5
 
 
