@@ -413,6 +413,7 @@ def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
             return False
     except TypeError:
         return False  # validated (and refused) later
+
     def plain(v: Any) -> bool:
         return isinstance(v, int | np.integer) and not isinstance(v, bool)
 
