@@ -162,10 +162,10 @@ def run_ccm(args: argparse.Namespace) -> int:
     x, y, xn, yn = _xy(args)
     if args.target is None:
         raise ValueError("ccm needs --column and --target (two different series)")
-    r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn, lib_sizes=_joined(args.lib_sizes),
-            sample=args.sample, seed=args.seed, exclusion_radius=args.exclusion_radius,
-            replacement=args.replacement, surrogates=args.surrogates,
-            surrogate_method=args.surrogate_method, **_dev(args))
+    r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn,
+            lib_sizes=_joined(args.lib_sizes), sample=args.sample, seed=args.seed,
+            exclusion_radius=args.exclusion_radius, replacement=args.replacement,
+            surrogates=args.surrogates, surrogate_method=args.surrogate_method, **_dev(args))
     if args.out:
         _write_csv(r.as_dataframe(xn, yn), args.out)
     conv = r.convergence.as_dataframe(xn, yn)

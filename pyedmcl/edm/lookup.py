@@ -36,6 +36,24 @@ def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshif
     return pred, (var if variance else None)
 
 
+def lookup_host(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
+                variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The lookup kernel's predictions (and pyEDM's variances) ``(nt, nq)`` on the host in
+    float64, from a host table ``idx`` / ``dist`` ``(nq, k)`` (-1 / inf where none) and
+    targets ``y`` ``(nt, n)``: library point ``l`` predicts ``y[:, l + shift]``; weights
+    ``exp(-d / max(d_min, 1e-6))`` over the admissible slots; no neighbour: NaN."""
+    ok = idx >= 0
+    d = np.where(ok, np.asarray(dist, np.float64), np.inf)
+    dmin = np.maximum(np.where(np.isfinite(d[:, :1]), d[:, :1], 1.0), 1e-6)
+    w = np.where(ok, np.exp(-d / dmin), 0.0)
+    wsum = w.sum(axis=1)
+    yk = y[:, np.where(ok, idx + shift, 0)]  # (nt, nq, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = (w * yk).sum(axis=2) / wsum
+        v = (w * (yk - p[:, :, None]) ** 2).sum(axis=2) / wsum if variance else None
+    return p, v
+
+
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
                    tshift: int, qnorm_dev, thr_dev, span_dev, E: int, *,
                    variance: bool = False) -> tuple[Any, Any, Any]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -98,6 +98,7 @@ class RowCheck:
     plan: Plan
     xz: np.ndarray  # the kernel's library data, centred: (n,) or (n, columns)
     yz: np.ndarray  # its targets (nt, n), for their spread
+    _targets: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def E(self) -> int:
@@ -130,9 +131,13 @@ class RowCheck:
         return np.nanmax(self.yz, axis=1) - np.nanmin(self.yz, axis=1)
 
     def device_targets(self, be: Backend) -> tuple[Any, Any]:
-        """``thr`` and ``span`` on ``be``'s device in its accumulation precision."""
-        acc = np.float64 if be.info.fp64 else np.float32
-        return be.to_device(self.thr.astype(acc)), be.to_device(self.span.astype(acc))
+        """``thr`` and ``span`` on ``be``'s device in its accumulation precision (uploaded
+        once per check, at the first query block)."""
+        if self._targets is None:
+            acc = np.float64 if be.info.fp64 else np.float32
+            self._targets = (be.to_device(self.thr.astype(acc)),
+                             be.to_device(self.span.astype(acc)))
+        return self._targets
 
 
 def exact_in_float32(z: np.ndarray, coords: int) -> bool:
@@ -209,48 +214,25 @@ def flagged_queries(flags: np.ndarray) -> np.ndarray:
 def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
                  neighbors: Any, variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """float64 predictions ``(nt, rows.size)`` (and variances) of the queries ``rows`` of
-    ``plan`` from the original data ``x`` (a series, or ``(n, columns)`` of a state
-    space: ``neighbors`` None, the exact kernel) and targets ``y`` ``(nt, n)``. Without
-    fp64 on the device: the host's k-d tree (a series only)."""
+    ``plan`` from the original series ``x`` and targets ``y`` ``(nt, n)``: the float64
+    call's kernels through ``neighbors`` (its k-NN back-end), or on a device without fp64
+    the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`."""
+    from .lookup import lookup_device, lookup_host
+
     qpts = plan.pred_points[rows]
     shift = plan.offset + plan.Tp
-    n = x.shape[0]
-    if be.info.fp64:
-        from .knn import knn_device
-        from .lookup import lookup_device
+    kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
+              radius=plan.exclusion_radius)
+    if not be.info.fp64:
+        from ..neighbors import neighbor_backend
 
-        xd = be.to_device(np.ascontiguousarray(x, np.float64))
-        same = (x.ndim == 1 and y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts x
-                and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
-        yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
-        kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
-                  radius=plan.exclusion_radius, real="double")
-        table = (knn_device(be, xd, n, nc=1 if x.ndim == 1 else x.shape[1], **kw)
-                 if neighbors is None else neighbors.device_table(be, xd, n, **kw))
-        p, v = lookup_device(be, table, yd, n, y.shape[0], shift, real="double",
-                             variance=variance)
-        return be.to_host(p)[0], (be.to_host(v)[0] if variance else None)
-    if x.ndim != 1:
-        raise ValueError("a state space's float64 redo needs a device with fp64")
-    from ..neighbors import neighbor_backend
-
-    idx, dist = neighbor_backend("kdtree").search_host(
-        np.asarray(x, np.float64), E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts,
-        lpts=plan.lib_points, radius=plan.exclusion_radius)
-    return host_lookup(idx[0], dist[0], y, shift, variance)
-
-
-def host_lookup(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
-                variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """pyEDM's Simplex predictions (and variances) ``(nt, nq)`` from a host table."""
-    ok = idx >= 0
-    d = np.where(ok, dist, np.inf).astype(np.float64)
-    w = np.where(ok, np.exp(-d / np.maximum(d[:, :1], 1e-6)), 0.0)
-    vals = np.where(ok[None], y[:, np.clip(idx + shift, 0, y.shape[1] - 1)], 0.0)
-    den = w.sum(axis=1)
-    good = den > 0
-    mu = np.where(good, (w * vals).sum(axis=2) / np.where(good, den, 1), np.nan)
-    if not variance:
-        return mu, None
-    var = (w * (vals - mu[..., None]) ** 2).sum(axis=2) / np.where(good, den, 1)
-    return mu, np.where(good, var, np.nan)
+        idx, dist = neighbor_backend("kdtree").search_host(np.asarray(x, np.float64), **kw)
+        return lookup_host(idx[0], dist[0], y, shift, variance)
+    xd = be.to_device(np.ascontiguousarray(x, np.float64))
+    same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
+            and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
+    yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
+    table = neighbors.device_table(be, xd, x.size, real="double", **kw)
+    p, v = lookup_device(be, table, yd, x.size, y.shape[0], shift, real="double",
+                         variance=variance)
+    return be.to_host(p)[0], (be.to_host(v)[0] if variance else None)

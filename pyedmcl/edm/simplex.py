@@ -29,7 +29,7 @@ from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
 from .row_check import RowCheck, enabled, flagged_queries, redo_float64, row_check
 from .simplex_states import simplex_states
-from .statespace import beyond_fused_knn, is_multivariate, state_space
+from .statespace import beyond_fused_knn, is_multivariate, requested_knn, state_space
 
 
 def as_targets(target: Any, n: int) -> tuple[np.ndarray, bool]:
@@ -149,7 +149,6 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     qpts = plan.pred_points
     search = knn_device if neighbors is None else neighbors.device_table
     k = plan.knn + (1 if check is not None and check.widen else 0)
-    thr_dev: list = []  # uploaded once, after the first k-NN launch
 
     def predict(q0: int, q1: int):
         # k-NN table (O(queries * k)) + lookup for queries q0:q1; each query is
@@ -164,10 +163,9 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
                                  weight=weight, real=data.real, variance=variance)
             f = None
         else:  # the check's host work runs while the k-NN kernel does
-            if not thr_dev:
-                thr_dev.extend(check.device_targets(be))
+            thr, span = check.device_targets(be)
             p, v, f = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                                     be.to_device(check.qnorm[q0:q1]), *thr_dev, check.E,
+                                     be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
                                      variance=variance)
         if q1 - q0 == qpts.size:
             return p, v, f
@@ -364,10 +362,11 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
             predicted, obs = predicted.astype(np.float64), obs.astype(np.float64)
             var = None if var is None else var.astype(np.float64)
     else:
-        pred_all = _patched(fy.back(p.astype(np.float64)), rows, None if fixed is None else fixed[0])
-        predicted, obs = pick(pred_all), pick(obs_host[0])
-        var = None if v is None else pick(_patched(fy.back_spread(v.astype(np.float64), 2), rows,
-                                                   None if fixed is None else fixed[1]))
+        fix_p, fix_v = (None, None) if fixed is None else fixed  # float64 redo, data units
+        predicted = pick(_patched(fy.back(p.astype(np.float64)), rows, fix_p))
+        obs = pick(obs_host[0])
+        var = None if v is None else pick(_patched(fy.back_spread(v.astype(np.float64), 2),
+                                                   rows, fix_v))
     return SimplexResult(predicted=predicted, observed=obs,
                          times=plan.target_times, rho=pick(sk[:, 0]),
                          mae=pick(fy.back_spread(sk[:, 1])), rmse=pick(fy.back_spread(sk[:, 2])),
@@ -413,12 +412,7 @@ def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
             return False
     except TypeError:
         return False  # validated (and refused) later
-
-    def plain(v: Any) -> bool:
-        return isinstance(v, int | np.integer) and not isinstance(v, bool)
-
-    k = int(knn) if plain(knn) and knn > 0 else (int(E) + 1 if plain(E) else None)
-    return k == MAX_KNN
+    return requested_knn(knn, E) == MAX_KNN
 
 
 def _skill_again(data: DeviceData, plan: Plan, pred_dev) -> np.ndarray:

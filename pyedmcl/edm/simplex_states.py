@@ -21,7 +21,7 @@ from ..interop import backend_for
 from ..neighbors import resolve_backend
 from ..validation import check_dtype, check_int
 from .knn import hold, knn_device, knn_rows_sorted
-from .lookup import lookup_checked, lookup_device
+from .lookup import lookup_checked, lookup_device, lookup_host
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
 from .row_check import RowCheck, flagged_queries, host_flags, row_check
@@ -144,7 +144,6 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
     qpts = plan.pred_points
     item = 8 if real == "double" else 4
     k = plan.knn + (1 if check is not None and check.widen else 0)
-    thr_dev: list = []
     tshift = plan.offset + plan.Tp
 
     def block(q0: int, q1: int):
@@ -154,10 +153,9 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
         if check is None:
             pd_, vd = lookup_device(be, t, y_dev, n, nt, tshift, real=real, variance=variance)
         else:  # the check's host work runs while the k-NN kernel does
-            if not thr_dev:
-                thr_dev.extend(check.device_targets(be))
+            thr, span = check.device_targets(be)
             pd_, vd, f = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
-                                        be.to_device(check.qnorm[q0:q1]), *thr_dev, check.E,
+                                        be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
                                         variance=variance)
         return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
                 be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None,
@@ -210,14 +208,5 @@ def _predict_sorted(be, real: str, x_dev, y: np.ndarray, n: int, nc: int, plan: 
         redo = np.flatnonzero(host_flags(idx, dist, y, plan.offset + plan.Tp, check.qnorm,
                                          check.E, check.thr, check.span, plan.knn))
         idx, dist = idx[:, :plan.knn], dist[:, :plan.knn]
-    ok = idx >= 0
-    d = np.where(ok, dist.astype(np.float64), np.inf)
-    dmin = np.maximum(np.where(np.isfinite(d[:, :1]), d[:, :1], 1.0), 1e-6)
-    w = np.where(ok, np.exp(-d / dmin), 0.0)
-    wsum = w.sum(axis=1)
-    rows = np.where(ok, idx + plan.offset + plan.Tp, 0)
-    yk = y[:, rows]  # (nt, nq, k)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = (w * yk).sum(axis=2) / wsum
-        v = (w * (yk - p[:, :, None]) ** 2).sum(axis=2) / wsum if variance else None
+    p, v = lookup_host(idx, dist, y, plan.offset + plan.Tp, variance)
     return p, v, idx, redo

@@ -85,16 +85,23 @@ def is_multivariate(x: Any, columns: Any = None, embedded: bool = False,
     return _has_nan(arr)
 
 
-def beyond_fused_knn(knn: Any, E: Any) -> bool:
-    """Whether ``knn`` (or its default E + 1) exceeds the fused k-NN kernel's MAX_KNN."""
-    from .ranges import MAX_KNN
-
+def requested_knn(knn: Any, E: Any) -> int | None:
+    """The neighbours a call asks for: ``knn``, or its default E + 1; None where neither
+    is a plain integer yet (validated later)."""
     def plain_int(v: Any) -> bool:
         return isinstance(v, int | np.integer) and not isinstance(v, bool)
 
     if plain_int(knn) and int(knn) > 0:
-        return int(knn) > MAX_KNN
-    return plain_int(E) and int(E) + 1 > MAX_KNN
+        return int(knn)
+    return int(E) + 1 if plain_int(E) else None
+
+
+def beyond_fused_knn(knn: Any, E: Any) -> bool:
+    """Whether ``knn`` (or its default E + 1) exceeds the fused k-NN kernel's MAX_KNN."""
+    from .ranges import MAX_KNN
+
+    k = requested_knn(knn, E)
+    return k is not None and k > MAX_KNN
 
 
 def _is_device(x: Any) -> bool:

@@ -22,7 +22,7 @@
 ## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also writes flag[b][j][q] = 1 where
 ## float32's first-order error bound on the prediction exceeds thr[j] (target j's
 ## tolerance in data units); the caller recomputes those queries in float64. The bound
-## (pyedmcl/_precision.py, "Rows float32 cannot hold"): a float32 distance d_i is within
+## (pyedmcl/edm/row_check.py, decision 0089): a float32 distance d_i is within
 ## D_i = 2u (2 |q| + erel d_i) of the exact one (u = 2^-24, |q| the query point's norm,
 ## erel = E + 4), which moves w_i / W, so the prediction mu by at most
 ## sum_i w_i / W |y_i - mu| (D_i + d_i D_0 / d_0) / f (the last term where the nearest
@@ -82,8 +82,9 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
         const acc_t g = dmin_raw >= (real_t)1e-6 ? u2 * (qn2 + erel * d0) / f : 0;
         acc_t bnd = 0;
 %   for k in range(K):
-        bnd += w${k} * fabs(y${k} - mu) * (u2 * (qn2 + erel * (acc_t)dist[o + ${k}])
-                                          + (acc_t)dist[o + ${k}] * g);
+        if (w${k} > 0)  /* an empty slot's distance is inf */
+            bnd += w${k} * fabs(y${k} - mu) * (u2 * (qn2 + erel * (acc_t)dist[o + ${k}])
+                                              + (acc_t)dist[o + ${k}] * g);
 %   endfor
         bnd /= den * f;
 %   if KS > K:
