@@ -18,7 +18,8 @@ Run on a machine with an NVIDIA GPU (the job's device must be NVIDIA's OpenCL)::
 
 ``--job``: ``xmap`` (the all-to-all map of ``bench_xmap.panel``, E an int or
 ``mixed``), ``simplex`` (``pe.simplex`` of one series of length L, E), ``rqa``
-(``pe.rqa`` of a Roessler trajectory of L points). ``--skip`` launches of the kernel
+(``pe.rqa`` of a Roessler trajectory of L points; its launches are bound ones,
+``Backend.launch_bound``, captured alike). ``--skip`` launches of the kernel
 are let through first (e.g. a ragged first batch). The capture (``--dir``, default
 ``ncu_capture``) holds the PTX, the arguments as ``.npy`` files and ``meta.json``.
 """
@@ -48,7 +49,7 @@ def _bytes(be, x) -> np.ndarray | None:
     import pyopencl.array as cla
     if isinstance(x, cla.Array):
         return np.ascontiguousarray(x.get()).view(np.uint8).reshape(-1)
-    if isinstance(x, cl.Buffer):
+    if isinstance(x, (cl.Buffer, cl.MemoryObjectHolder)):  # pooled buffers too
         host = np.empty(x.size, np.uint8)
         cl.enqueue_copy(be.queue, host, x)
         return host
@@ -125,7 +126,23 @@ def capture(args: argparse.Namespace) -> None:
               f"{len(a)} arguments, OpenCL device time {meta['opencl_seconds']:.4f} s -> {out}")
         return ev
 
+    orig_bound = be.launch_bound
+
+    def launch_bound(bound, gsize, lsize, changes=None, **kw):
+        # a bound launch (RQA's): its converted arguments, as launch would pass them
+        if bound.kernel.name != args.kernel or seen[0] < 0:
+            return orig_bound(bound, gsize, lsize, changes, **kw)
+        a = list(bound.args)
+        for i, x in (changes or {}).items():
+            a[i] = be._arg(x)
+        kernel = bound.kernel
+        if kernel.arg_dtypes != bound.dtypes:
+            kernel.handle.set_scalar_arg_dtypes(list(bound.dtypes))
+            kernel.arg_dtypes = bound.dtypes
+        return launch(kernel, gsize, lsize, *a, **kw)
+
     be.launch = launch
+    be.launch_bound = launch_bound
     if args.job == "xmap":
         from bench_xmap import panel
         X = panel(args.N, args.L)
