@@ -221,7 +221,6 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     E_arr = _resolve_E(E, N, n)
     if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
         warn_constant(X64, names, "xmap")
-    if E_arr is not None:
         _check_rows(E_arr, n, tau, Tp)
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
