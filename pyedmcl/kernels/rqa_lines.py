@@ -11,7 +11,8 @@ Tunables: VEC lanes per work-item, WG work-group size, EDGE sub-matrix edge, BIT
 gathered from the vertical launch's bit words), SYM (upper triangle only), WALK
 (run-walk variant; 3: all lanes of a work-item walked at once in vector registers, the
 CPU default), PACK (one lane per work-item: a cell's bit from the sign of d - thr, the
-GPU default); the template's header explains each.
+GPU default), SHFL (the diagonal words by a barrel shift over warp shuffles, NVIDIA's
+default); the template's header explains each.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
-                "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0}
+                "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
+                "SHFL": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -48,9 +50,12 @@ def _heuristic(info: DeviceInfo) -> Params:
         # 0.647 -> 0.583 s; PLANES (4-byte diagonal gathers) 0.583 -> 0.566 s; SYM with the
         # chunked row walk (HCH 32, two rounds of half tiles) and the join on the device
         # 0.566 -> 0.448 s (HCH 16 0.458 s, WG 256 0.474 s), N = 10^5 11.3 -> 11.8 ms (two
-        # more launches per row block) (decision 0081)
+        # more launches per row block) (decision 0081). SHFL (NVIDIA: the diagonal words by
+        # warp shuffles): diagonal launches 109.2 -> 86.3 ms, N = 946,303 Roessler 452 ->
+        # 433 ms, logistic 653 -> 636 ms; N = 10^5 unchanged (decision 0091)
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
-             "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32}
+             "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32,
+             "SHFL": 1 if info.runtime == "nvidia" else 0}
         if not _local_fits(p, info):
             p.update(SYM=0, HCH=0)  # the row tiles do not fit in local memory: SYM off
         return p
@@ -105,6 +110,18 @@ def _hch(params: Params, info: DeviceInfo, mode: str) -> int:
     return _chunk(params, info) if mode in ("horizontal", "hjoin") else 0
 
 
+def _shfl(params: Params, info: DeviceInfo, mode: str) -> int:
+    """SHFL template value: the diagonal launch's words by a barrel shift over warp
+    shuffles (1: NVIDIA's shfl.sync, the only runtime that has them; 2: through local
+    memory, any device) where the column words are read as planes in work-groups of whole
+    32-lane warps; 0 (the gather) for every other mode and path, and SHFL=1 elsewhere."""
+    shfl = int(params.get("SHFL", 0))
+    wg = _wg(mode, params, info)
+    if mode != "diagonal" or not _planes(params, info, wg) or wg % 32:
+        return 0
+    return shfl if shfl == 2 or (shfl == 1 and info.runtime == "nvidia") else 0
+
+
 def _lane_walk_fits(params: Params) -> bool:
     """WALK=3 (lanes walked together in vector registers) needs BITS=2, VEC >= 2, PH >= 64."""
     return (params.get("BITS", 0) == 2 and int(params.get("VEC", 1)) >= 2
@@ -143,6 +160,8 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
                                          and p["WG"] % p["HCH"] == 0))
             and (not p.get("OVL", 0) or (p.get("SHARE", 0)
                                          and (not p.get("SYM", 0) or p.get("HCH", 0))))
+            and (not p.get("SHFL", 0) or (p.get("PLANES", 0) and p["WG"] % 32 == 0
+                                          and (p["SHFL"] == 2 or info.runtime == "nvidia")))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
@@ -213,7 +232,7 @@ class LineSpec:
                 "PACK": int(bool(params.get("PACK", 0)) and bool(params.get("BITS", 0))
                             and params["VEC"] == 1),
                 "PLANES": int(_planes(params, info, _wg(mode, params, info))),
-                "HCH": _hch(params, info, mode)}
+                "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -232,11 +251,13 @@ class RQALinesKernel(TunableKernel):
         params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
-                "OVL": (0, 1), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32)},
+                "OVL": (0, 1), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
+                "SHFL": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
-        # entries from before UNR / OVL / PACK / PLANES / HCH measured the code without them
-        filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0},
+        # entries from before UNR / OVL / PACK / PLANES / HCH / SHFL measured the code
+        # without them
+        filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
@@ -8,6 +8,11 @@
 ## two 32-bit planes (word w's low halves at sbits[2w * sstride + SPAD + j], its high
 ## halves one plane further), so that the diagonal launch gathers the half holding bit r
 ## only: 4 bytes a cell through L1 instead of 8.
+## SHFL=1 (PLANES, MODE diagonal; NVIDIA): a warp builds its 32 diagonals' words from
+## four coalesced plane loads per work-item and a barrel shift through warp shuffles
+## (PTX shfl.sync), instead of 64 gathers each (_diagonal.mako: body_shfl); SHFL=2 the
+## same through local memory (any device; the tests' check of the bit moves). The same
+## bits as the gather.
 ## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
 ## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk), in two
 ## rounds: each transposes half a tile in registers, then walks rows across the round's
@@ -120,6 +125,8 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE horizontal with PLANES=1 needs HCH > 0")
     if MODE == "hjoin" and not HCH:
         raise ValueError("MODE hjoin needs HCH > 0")
+    if SHFL and not (MODE == "diagonal" and PLANES and WG % 32 == 0):
+        raise ValueError("SHFL > 0 needs MODE diagonal, PLANES=1 and WG a multiple of 32")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
@@ -140,6 +147,28 @@ ${metric.real_type(REAL)}
 #else
 #  define RQA_SIGN(d) ${"(as_uint(d) >> 31)" if REAL == "float" else "((uint)(as_ulong(d) >> 63))"}
 #endif
+% endif
+% if SHFL == 1:
+/* SHFL=1: lane `from` of the warp's v (PTX shfl.sync: every lane of the warp runs it;
+   volatile, so that the compiler moves it into no branch) */
+inline uint rqa_shfl(const uint v, const int from)
+{
+    uint r;
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(from));
+    return r;
+}
+#define RQA_SHFL(v, from) rqa_shfl(v, from)
+% elif SHFL == 2:
+/* SHFL=2: the shuffle through local memory (every work-item of the group runs it) */
+inline uint rqa_shfl_local(__local uint* shx, const uint v, const int from)
+{
+    const int l = get_local_id(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    shx[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return shx[(l & ~31) + from];
+}
+#define RQA_SHFL(v, from) rqa_shfl_local(shx, v, from)
 % endif
 % if HCH:
 #define HFULL 0x40000000u   /* hrec: the chunk is one run of the row */
@@ -206,6 +235,9 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  )
 {
 ${hist.setup()}
+% if SHFL == 2:
+    __local uint shx[${WG}];   /* SHFL=2: the shuffles' exchange */
+% endif
 
 % if MODE == "horizontal" and HCH:
 ${sym.horizontal_chunks(T)}\
@@ -215,7 +247,11 @@ ${sym.horizontal(T)}\
 ${sym.hjoin(T)}\
 % else:
     const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
+% if SHFL:
+    {   /* SHFL: every work-item runs the shuffles (it walks only lanes t0 < nlanes) */
+% else:
     if (t0 < nlanes) {
+% endif
         const int l0 = lane0 + t0;                 /* first column j / diagonal k */
 % if VEC == 1:
         const ${IV} lid = l0;

@@ -1,0 +1,106 @@
+"""SHFL: the diagonal launch builds its 64-row words from four column-plane loads per
+work-item and a barrel shift over the 32 lanes of a warp, instead of 64 gathers per word.
+SHFL=2 runs the shuffles through local memory and so checks the bit moves on every
+platform present; SHFL=1 (NVIDIA's shfl.sync) runs where an NVIDIA device is. Both give
+the gather's histograms (SHFL=0), bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyedmcl as pe
+from pyedmcl.data import logistic_map
+
+#: the GPU default's shape in small row blocks (several blocks, planes and warps at a few
+#: hundred points); SYM with the chunked row walk, as the GPU default
+GPU = {"VEC": 1, "WG": 32, "EDGE": 512, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1, "WALK": 1,
+       "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0}
+#: (WG, EDGE, SYM): one warp per group; two (SHFL=2's bounds are the group's, SHFL=1's
+#: the warp's); row blocks of 96 rows (not a multiple of 64) and 200; the full matrix
+VARIANTS = [(32, 512, 1), (64, 512, 1), (32, 96, 1), (64, 200, 0), (128, 512, 0)]
+
+
+def _hists(r):
+    return (r.diagonal_hist, r.vertical_hist, r.white_hist, r.n_recurrences)
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
+
+
+def _shfl_values(device: str) -> list[int]:
+    return [2, 1] if device == "nvidia" else [2]
+
+
+@pytest.mark.parametrize(("wg", "edge", "sym"), VARIANTS,
+                         ids=[f"wg{w}-edge{e}-sym{s}" for w, e, s in VARIANTS])
+def test_shuffled_diagonal_words_identical(device, wg, edge, sym):
+    """Auto-RQA (chaotic, quantized with many distances at the radius, three metrics,
+    both precisions, Theiler windows), cross-RQA of series of different lengths (negative
+    diagonals, words past the columns' end) and joint RQA: the shuffled words give the
+    gather's histograms."""
+    x = logistic_map(700, r=3.9, x0=0.4, burn=0)
+    y = np.sin(np.arange(523) * 0.31) + 0.05 * np.cos(np.arange(523) * 1.7)
+    plain = dict(GPU, WG=wg, EDGE=edge, SYM=sym, HCH=8 if sym else 0)
+    cases = [
+        (lambda p: pe.rqa(x, E=2, tau=1, radius=0.2, device=device, params=p)),
+        (lambda p: pe.rqa(np.round(x * 8) / 8, E=3, tau=2, radius=0.25, metric="maximum",
+                          theiler=4, dtype="float64", device=device, params=p)),
+        (lambda p: pe.rqa(x, E=1, radius=0.125, metric="manhattan", theiler=3,
+                          theiler_scope="matrix", device=device, params=p)),
+        (lambda p: pe.cross_rqa(x, y, E=2, tau=3, radius=0.3, theiler=0, device=device,
+                                params=dict(p, SYM=0, HCH=0))),
+        (lambda p: pe.cross_rqa(y, x, E=2, radius=0.3, theiler=0, device=device,
+                                params=dict(p, SYM=0, HCH=0))),
+        (lambda p: pe.joint_rqa(x, np.resize(y, 700), E=2, radius=0.3, device=device,
+                                params=p)),
+    ]
+    for i, run in enumerate(cases):
+        want = _hists(run(plain))
+        for shfl in _shfl_values(device):
+            assert _same(_hists(run(dict(plain, SHFL=shfl))), want), (i, shfl)
+
+
+def test_shfl_template_value():
+    """SHFL reaches the diagonal launch only on the path it reads (the planes, whole
+    warps per work-group), SHFL=1 only on NVIDIA; every other launch renders without it."""
+    from pyedmcl.kernels.rqa_lines import _fits, _shfl
+
+    class Info:
+        is_gpu = True
+        runtime = "nvidia"
+        max_work_group_size = 1024
+        max_work_item_sizes = (1024, 1024, 64)
+        local_mem_bytes = 48 * 1024
+
+    class Amd(Info):
+        runtime = "amd"
+
+    p = dict(GPU, WG=128, SHFL=1)
+    assert _shfl(p, Info, "diagonal") == 1 and _fits(p, Info)
+    assert _shfl(p, Info, "vertical") == 0 and _shfl(p, Info, "horizontal") == 0
+    assert _shfl(p, Amd, "diagonal") == 0 and not _fits(p, Amd)   # the gather there
+    assert _shfl(dict(p, SHFL=2), Amd, "diagonal") == 2
+    assert _shfl(dict(p, WG=16), Info, "diagonal") == 0   # not whole warps
+    assert _shfl(dict(p, PLANES=0, HCH=0, SYM=0), Info, "diagonal") == 0
+
+
+def test_shfl_oclgrind_clean():
+    """No out-of-bounds access or race in the shuffled words (SHFL=2: local memory and
+    barriers): auto-RQA with a ragged last row block, and cross-RQA with negative
+    diagonals."""
+    from conftest import run_under_oclgrind
+
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        x = np.sin(np.arange(230) * 0.37) + 0.1 * np.cos(np.arange(230) * 1.3)
+        y = np.cos(np.arange(150) * 0.41)
+        p = {"VEC": 1, "WG": 64, "EDGE": 96, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
+             "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 2}
+        a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p)
+        q = dict(p, SYM=0, HCH=0)
+        c = pe.cross_rqa(x, y, E=2, radius=0.3, theiler=0, params=q)
+        print(a.n_recurrences, c.n_recurrences, a.settings.get("symmetric"))
+    """, ignore_uninitialized=True)
+    assert out.split()[-1] == "True"
