@@ -152,7 +152,7 @@ def test_row_ranges_identical(device, monkeypatch):
 SYM_PARAMS = [
     {"VEC": 4, "WG": 4, "EDGE": 32, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 1, "WALK": 1},
     {"VEC": 1, "WG": 32, "EDGE": 64, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1, "WALK": 1,
-     "UNR": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0},
+     "UNR": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0},
 ]
 
 

@@ -228,6 +228,54 @@ def test_partial_folds_of_32bit_histograms(device, monkeypatch):
     assert _same(got, ref)
 
 
+def _fold_trace(monkeypatch, run, limit: int) -> tuple[tuple, list[dict[str, int]]]:
+    """``run()``'s histograms with the fold limit lowered to ``limit``, and each group's
+    cells since its last fold after every launch; checks each launch's bookkeeping."""
+    from pyedmcl.rqa import dnr
+
+    seen: list[dict[str, int]] = []
+    launch = dnr._launch
+
+    def spy(st, ln, m, fold_bins):
+        before = dict(st.cells_since_fold)
+        launch(st, ln, m, fold_bins)
+        after = dict(st.cells_since_fold)
+        seen.append(after)
+        cells = ln.cells(m.n_cols)
+        g = ("d" if ln.kind == "diagonal" else
+             "h" if ln.kind != "vertical" and st.hrec is not None else "vw")
+        # the launch's group: its earlier cells folded first where they would pass
+        assert after[g] == (before.get(g, 0) + cells
+                            if before.get(g, 0) + cells <= limit else cells)
+        assert all(after[k] == v for k, v in before.items() if k != g)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(dnr, "_u32_limit", lambda: limit)
+        mp.setattr(dnr, "_launch", spy)
+        return _hists(run()), seen
+
+
+def test_folds_per_histogram_group(device, monkeypatch):
+    """Each kind of launch (vertical, diagonal, SYM's chunked row walk) counts into its
+    own 32-bit histograms and folds them on its own cells: after every launch no group
+    has passed the limit since its last fold, a fold empties only the group about to pass
+    it, and the histograms equal those of one fold at the end."""
+    x = logistic(700)
+    gpu = {"VEC": 1, "WG": 32, "EDGE": 64, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
+           "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8}
+    for p in (gpu, dict(gpu, SYM=0, HCH=0)):
+        def run(p=p):
+            return pe.rqa(x, E=2, tau=1, radius=0.3, device=device, params=p)
+
+        # launches of ~45,000 cells: each group folds every two or three of its launches
+        got, seen = _fold_trace(monkeypatch, run, 100_000)
+        assert _same(got, _hists(run()))
+        assert len({g for s in seen for g in s}) >= 2   # several groups counted apart
+        # a group folds (its count drops) while another keeps its unfolded cells
+        assert any(b[g] < a[g] and any(b[h] > 0 for h in b if h != g)
+                   for a, b in zip(seen, seen[1:], strict=False) for g in a if g in b)
+
+
 def test_share_path_taken_only_where_valid(device):
     """SHARE=1 runs on one device in row order with verticals; otherwise the plain path."""
     from pyedmcl.kernels.rqa_lines import LineSpec

@@ -15,7 +15,7 @@ from pyedmcl.rqa._oracles import numpy_reference
 #: the GPU default's shape (OVL: the walks and joins in a second queue) in small row
 #: blocks, so that a few hundred points make several blocks, planes and chunks
 GPU = {"VEC": 1, "WG": 32, "EDGE": 512, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0, "WALK": 1,
-       "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 0, "SHFL": 0}
+       "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 0, "SHFL": 0, "DPAIR": 0}
 #: (HCH, EDGE, WALK): chunks of 8 tiles (512 columns: rows cross chunk edges, whole
 #: chunks one run), 16, and 32 (one chunk a row at this size); row blocks of 96 rows
 #: (three planes), of 200 (not a multiple of 32 rows); the transition walk
@@ -113,7 +113,7 @@ def test_chunked_rows_oclgrind_clean():
         x = np.sin(np.arange(230) * 0.37) + 0.1 * np.cos(np.arange(230) * 1.3)
         x[60:140] = 0.2
         p = {"VEC": 1, "WG": 32, "EDGE": 96, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
-             "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0}
+             "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0}
         a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p)
         print(a.n_recurrences, a.settings.get("symmetric"))
     """, ignore_uninitialized=True)
@@ -129,7 +129,7 @@ def test_chunked_rows_constraints():
     base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "horizontal",
             "VEC": 1, "WG": 32, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
             "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 1, "SYM": 1, "WALK": 1, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0}
+            "PERCOL": 0, "UNR": 0, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0}
     assert "transpose32" in render(RQA_LINES.template, base)
     assert "hhead[i] = a;" in render(RQA_LINES.template, dict(base, MODE="hjoin"))
     for bad, msg in (({"SYM": 0}, "needs SYM=1"), ({"PLANES": 0}, "HCH > 0 needs"),
@@ -142,7 +142,7 @@ def test_chunked_rows_constraints():
         render(RQA_LINES.template, dict(base, MODE="hjoin", HCH=0, PLANES=0))
 
     p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
-         "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 16, "SHFL": 0}
+         "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 16, "SHFL": 0, "DPAIR": 0}
     assert _hch(p, Gpu, "horizontal") == 16 and _hch(p, Gpu, "hjoin") == 16
     assert _hch(p, Gpu, "vertical") == 0 and _hch(dict(p, SYM=0), Gpu, "horizontal") == 0
     assert _hch(dict(p, PLANES=0), Gpu, "horizontal") == 0

@@ -34,7 +34,7 @@ _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE"
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
-                "SHFL": 0}
+                "SHFL": 0, "DPAIR": 0}
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -55,7 +55,7 @@ def _heuristic(info: DeviceInfo) -> Params:
         # 433 ms, logistic 653 -> 636 ms; N = 10^5 unchanged (decision 0091)
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32,
-             "SHFL": 1 if info.runtime == "nvidia" else 0}
+             "SHFL": 1 if info.runtime == "nvidia" else 0, "DPAIR": 1}
         if not _local_fits(p, info):
             p.update(SYM=0, HCH=0)  # the row tiles do not fit in local memory: SYM off
         return p
@@ -122,6 +122,13 @@ def _shfl(params: Params, info: DeviceInfo, mode: str) -> int:
     return shfl if shfl == 2 or (shfl == 1 and info.runtime == "nvidia") else 0
 
 
+def _dpair(params: Params, info: DeviceInfo, mode: str) -> int:
+    """DPAIR template value: asked for, on the black-start walk (WALK=1) without private
+    bins (PH=0, the GPU path); else 0."""
+    ok = _walk(params, info, _wg(mode, params, info)) == 1 and not int(params.get("PH", 0))
+    return int(bool(params.get("DPAIR", 0)) and ok)
+
+
 def _lane_walk_fits(params: Params) -> bool:
     """WALK=3 (lanes walked together in vector registers) needs BITS=2, VEC >= 2, PH >= 64."""
     return (params.get("BITS", 0) == 2 and int(params.get("VEC", 1)) >= 2
@@ -162,6 +169,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
                                          and (not p.get("SYM", 0) or p.get("HCH", 0))))
             and (not p.get("SHFL", 0) or (p.get("PLANES", 0) and p["WG"] % 32 == 0
                                           and (p["SHFL"] == 2 or info.runtime == "nvidia")))
+            and (not p.get("DPAIR", 0) or (p.get("WALK", 0) == 1 and not p.get("PH", 0)))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
@@ -232,7 +240,8 @@ class LineSpec:
                 "PACK": int(bool(params.get("PACK", 0)) and bool(params.get("BITS", 0))
                             and params["VEC"] == 1),
                 "PLANES": int(_planes(params, info, _wg(mode, params, info))),
-                "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode)}
+                "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
+                "DPAIR": _dpair(params, info, mode)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -252,12 +261,13 @@ class RQALinesKernel(TunableKernel):
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
                 "OVL": (0, 1), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
-                "SHFL": (0, 1)},
+                "SHFL": (0, 1), "DPAIR": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
-        # entries from before UNR / OVL / PACK / PLANES / HCH / SHFL measured the code
-        # without them
-        filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0},
+        # entries from before UNR / OVL / PACK / PLANES / HCH / SHFL / DPAIR measured the
+        # code without them
+        filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0,
+                "DPAIR": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:

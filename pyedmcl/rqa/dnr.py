@@ -175,7 +175,9 @@ class _DevState:
     kernels: dict[str, Any] = field(default_factory=dict)  # per mode, looked up once
     #: (mode, id(task), odd block) -> (task, its bound launches): see :func:`_launcher`
     launchers: dict[tuple, Any] = field(default_factory=dict)
-    cells_since_fold: int = 0
+    #: cells walked since the last fold, per histogram group (_FOLD_GROUPS): each group
+    #: is folded when its own launches may have filled a 32-bit bin
+    cells_since_fold: dict[str, int] = field(default_factory=dict)
     launches: int = 0
     events: list[Any] = field(default_factory=list)
     #: OVL: the column bits of odd row blocks (even ones use ``shared``); the diagonal
@@ -470,15 +472,16 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
 
 def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
     cells = ln.cells(m.n_cols)
-    if st.cells_since_fold + cells > _u32_limit():
-        _fold(st, fold_bins)
     mode = ln.kind
     if mode == "diagonal":
-        hist = (st.h32["d"],)
+        group = "d"
     elif mode != "vertical" and st.hrec is not None:  # SYM's chunked walk and its join
-        hist = (st.h32["hv"], st.h32["hw"])
+        group = "h"
     else:
-        hist = (st.h32["v"], st.h32["w"])
+        group = "vw"
+    if st.cells_since_fold.get(group, 0) + cells > _u32_limit():
+        _fold(st, fold_bins, groups=(group,))
+    hist = tuple(st.h32[k] for k in _FOLD_GROUPS[group])
     odd, queue = 0, {}
     side = mode != "vertical"  # OVL: launches that read the block's column bits
     if st.overlapping:  # OVL (row order: ln.key is the block's first row)
@@ -495,7 +498,7 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
         if side:
             st.last_side = ev
     st.events.append(ev)
-    st.cells_since_fold += cells
+    st.cells_since_fold[group] = st.cells_since_fold.get(group, 0) + cells
     st.launches += 1
 
 
@@ -525,18 +528,32 @@ def _launcher(st: _DevState, task: _Task, mode: str, odd: int, hist: tuple, m: _
     return go
 
 
-def _fold(st: _DevState, hlen: int, final: bool = False) -> None:
-    """Add the first ``hlen`` bins of the 32-bit histograms into the 64-bit totals."""
-    if st.cells_since_fold == 0 and not final:
-        return
+#: the 32-bit histograms each kind of launch counts into: vertical launches (and
+#: whole-row horizontal ones), diagonal launches, SYM's chunked row walks and joins
+_FOLD_GROUPS = {"vw": ("v", "w"), "d": ("d",), "h": ("hv", "hw")}
+
+
+def _fold(st: _DevState, hlen: int, final: bool = False,
+          groups: tuple[str, ...] = tuple(_FOLD_GROUPS)) -> None:
+    """Add the first ``hlen`` bins of the 32-bit histograms of ``groups`` (all: every
+    histogram) into the 64-bit totals. A group is folded only when its own launches
+    may have filled a bin (``final``: always): each kind of launch writes its own
+    histograms, so one group's cells do not count against another's."""
+    if not final:
+        groups = tuple(g for g in groups if st.cells_since_fold.get(g, 0))
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
-    side = [k for k in ("d", "hv", "hw") if k in st.h32]  # written by the side launches
-    if st.overlapping:  # OVL: each histogram in the queue of its writers
-        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("v", "w")], hlen)
-        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in side], hlen, stream=1)
+    keys = {g: [k for k in _FOLD_GROUPS[g] if k in st.h32] for g in groups}
+    if st.overlapping:  # OVL: each histogram in the queue of its writers (side: stream 1)
+        for g in groups:
+            pairs = [(st.h32[k], st.h64[k]) for k in keys[g]]
+            if pairs:
+                RQA_LINES.fold(st.be, pairs, hlen, stream=int(g != "vw"))
     else:
-        RQA_LINES.fold(st.be, [(st.h32[k], st.h64[k]) for k in ("v", "w", *side)], hlen)
-    st.cells_since_fold = 0
+        pairs = [(st.h32[k], st.h64[k]) for g in groups for k in keys[g]]
+        if pairs:
+            RQA_LINES.fold(st.be, pairs, hlen)
+    for g in groups:
+        st.cells_since_fold[g] = 0
 
 
 def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histograms:
@@ -586,7 +603,7 @@ def _finish_on_device(st: _DevState, m: _Matrix) -> Any:
     sym = bool(st.params["SYM"])
     open_lanes = sum((4 if sym and t.mode == "vertical" else 1) * (t.hi - t.lo)
                      for t in st.tasks if t.mode != "horizontal")
-    if st.cells_since_fold + open_lanes > _u32_limit():
+    if max(st.cells_since_fold.values(), default=0) + open_lanes > _u32_limit():
         _fold(st, m.hlen, final=True)
     nsum = None
     rows = next((t.bufs for t in st.tasks if t.mode == "horizontal"), None)

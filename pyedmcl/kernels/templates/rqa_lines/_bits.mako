@@ -73,7 +73,7 @@ ${vec.ops(CBITS)}\
        run before it is [last, p); an isolated p reopens white at p + 1, a longer black run
        ends at the next white start (one ctz) or stays open (bopen). */
     const ${WT} iso = ${s} & (${e} >> 1);
-% if PH:
+% if PH or DPAIR:
     *n1 += popw(iso);   /* a register, not bin 1 of the private histogram (a store chain) */
 % else:
     if (iso) atomic_add(&${hv[1]}[0], popw(iso));

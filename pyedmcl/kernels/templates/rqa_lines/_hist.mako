@@ -60,6 +60,9 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 %   endif
     }
 % endif
+% if DPAIR and not PH:
+    if (n_iso) atomic_add(&${"lh_d" if MODE == "diagonal" else "lh_v"}[0], n_iso);   /* DPAIR */
+% endif
     barrier(CLK_LOCAL_MEM_FENCE);
 % if MODE != "diagonal":
     for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {

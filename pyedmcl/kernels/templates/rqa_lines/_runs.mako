@@ -69,7 +69,31 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     const ${WT} m = (nb >= ${WB}) ? ~(${WT})0 : (((${WT})1 << nb) - (${WT})1);
     b &= m;
     uint cur = (*dr > 0u) ? 1u : 0u;
-% if WALK and PH >= WB:
+% if WALK and DPAIR:
+    /* DPAIR (GPUs, no private bins): one step per black run, from its start s to its end
+       e (the white cell after it); lines of length 1 closed in the word by one popcount
+       into a register (n1), the white runs never visited. */
+    const ${WT} up = (b << 1) | (${WT})cur;
+    ${WT} s = b & ~up;
+    ${WT} e = ~b & up & m;
+    const ${WT} iso = s & (e >> 1);
+    *n1 += popw(iso);
+    s &= ~iso;
+    e &= ~(iso << 1);
+    if (cur) {   /* the carried run closes at the first end, or covers the word */
+        if (e == (${WT})0) { *dr += (uint)nb; return; }
+        hist_add(ph, lh, gh, *dr + (uint)ctzw(e));
+        e &= e - (${WT})1;
+    }
+    while (e) {
+        hist_add(ph, lh, gh, (uint)(ctzw(e) - ctzw(s)));
+        s &= s - (${WT})1;
+        e &= e - (${WT})1;
+    }
+    /* the last run stays open when the word's last cell is black: s holds its start */
+    const int q = ctzw(s | ((${WT})1 << ${WB - 1}));
+    *dr = ((b >> (nb - 1)) & (${WT})1) ? (uint)(nb - q) : 0u;
+% elif WALK and PH >= WB:
     /* WALK: few branches (a diagonal word holds ~1 line longer than 1 at low RR, and the
        branches of a walk over it were mispredicted most of the time). s: run starts, e:
        run ends (the white cell after a run); lines of length 1 closed in the word: one

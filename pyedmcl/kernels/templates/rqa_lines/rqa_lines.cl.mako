@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
@@ -13,6 +13,10 @@
 ## (PTX shfl.sync), instead of 64 gathers each (_diagonal.mako: body_shfl); SHFL=2 the
 ## same through local memory (any device; the tests' check of the bit moves). The same
 ## bits as the gather.
+## DPAIR=1 (WALK=1, PH=0; GPUs): the diagonal walk takes one step per black run (start
+## to end) instead of one per colour change, and every walk counts its lines of length 1
+## in a register, added to the local bin once per work-item, instead of one local atomic
+## per word (_runs.mako: diag_runs, _bits.mako, _hist.mako). The same histograms.
 ## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
 ## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk), in two
 ## rounds: each transposes half a tile in registers, then walks rows across the round's
@@ -127,6 +131,8 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE hjoin needs HCH > 0")
     if SHFL and not (MODE == "diagonal" and PLANES and WG % 32 == 0):
         raise ValueError("SHFL > 0 needs MODE diagonal, PLANES=1 and WG a multiple of 32")
+    if DPAIR and (WALK != 1 or PH):
+        raise ValueError("DPAIR=1 needs WALK=1 and PH=0")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)

@@ -1,8 +1,13 @@
-"""SHFL: the diagonal launch builds its 64-row words from four column-plane loads per
+"""The GPU paths of rqa_lines, on every platform present, against the paths they replace:
+the same histograms, bit for bit.
+
+SHFL: the diagonal launch builds its 64-row words from four column-plane loads per
 work-item and a barrel shift over the 32 lanes of a warp, instead of 64 gathers per word.
-SHFL=2 runs the shuffles through local memory and so checks the bit moves on every
-platform present; SHFL=1 (NVIDIA's shfl.sync) runs where an NVIDIA device is. Both give
-the gather's histograms (SHFL=0), bit for bit."""
+SHFL=2 runs the shuffles through local memory and so checks the bit moves everywhere;
+SHFL=1 (NVIDIA's shfl.sync) runs where an NVIDIA device is.
+
+DPAIR: the diagonal walk steps from black run start to end, and every walk counts its
+lines of length 1 in a register."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from pyedmcl.data import logistic_map
 #: the GPU default's shape in small row blocks (several blocks, planes and warps at a few
 #: hundred points); SYM with the chunked row walk, as the GPU default
 GPU = {"VEC": 1, "WG": 32, "EDGE": 512, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1, "WALK": 1,
-       "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0}
+       "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0}
 #: (WG, EDGE, SYM): one warp per group; two (SHFL=2's bounds are the group's, SHFL=1's
 #: the warp's); row blocks of 96 rows (not a multiple of 64) and 200; the full matrix
 VARIANTS = [(32, 512, 1), (64, 512, 1), (32, 96, 1), (64, 200, 0), (128, 512, 0)]
@@ -60,6 +65,64 @@ def test_shuffled_diagonal_words_identical(device, wg, edge, sym):
         want = _hists(run(plain))
         for shfl in _shfl_values(device):
             assert _same(_hists(run(dict(plain, SHFL=shfl))), want), (i, shfl)
+
+
+def _laminar() -> np.ndarray:
+    """Chaotic data with flat stretches: long black lines (across several 64-row words
+    and row blocks) beside many isolated recurrences."""
+    x = logistic_map(900, r=3.9, x0=0.3, burn=0)
+    x[100:260] = 0.5
+    x[300:340] = 0.05
+    x[600:800] = 0.5
+    return x
+
+
+@pytest.mark.parametrize(("wg", "edge", "sym"), VARIANTS,
+                         ids=[f"wg{w}-edge{e}-sym{s}" for w, e, s in VARIANTS])
+def test_paired_walk_identical(device, wg, edge, sym):
+    """DPAIR (with and without SHFL): auto-RQA of chaotic, quantized and laminar data,
+    cross-RQA (both orders) and a Theiler band in the matrix give the histograms of the
+    transition walk."""
+    x, lam = logistic_map(700, r=3.9, x0=0.4, burn=0), _laminar()
+    y = np.sin(np.arange(523) * 0.31) + 0.05 * np.cos(np.arange(523) * 1.7)
+    plain = dict(GPU, WG=wg, EDGE=edge, SYM=sym, HCH=8 if sym else 0)
+    cases = [
+        (lambda p: pe.rqa(x, E=2, tau=1, radius=0.2, device=device, params=p)),
+        (lambda p: pe.rqa(lam, E=2, tau=2, radius=0.1, device=device, params=p)),
+        (lambda p: pe.rqa(np.round(lam * 8) / 8, E=1, radius=0.2, metric="maximum",
+                          theiler=2, theiler_scope="matrix", white_border=False,
+                          dtype="float64", device=device, params=p)),
+        (lambda p: pe.cross_rqa(lam, y, E=2, radius=0.3, theiler=0, device=device,
+                                params=dict(p, SYM=0, HCH=0))),
+        (lambda p: pe.cross_rqa(y, lam, E=2, radius=0.3, theiler=0, device=device,
+                                params=dict(p, SYM=0, HCH=0))),
+    ]
+    for i, run in enumerate(cases):
+        want = _hists(run(plain))
+        for shfl in [0, *_shfl_values(device)]:
+            got = _hists(run(dict(plain, DPAIR=1, SHFL=shfl)))
+            assert _same(got, want), (i, shfl)
+
+
+def test_dpair_template_value():
+    """DPAIR reaches the black-start walk without private bins only (the GPU path)."""
+    from clkernels.templates import render
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, _dpair
+
+    class Info:
+        is_gpu = True
+        runtime = "nvidia"
+
+    p = dict(GPU, DPAIR=1)
+    assert all(_dpair(p, Info, m) == 1 for m in ("vertical", "diagonal", "horizontal"))
+    assert _dpair(dict(p, PH=128), Info, "diagonal") == 0
+    assert _dpair(dict(p, WALK=0), Info, "diagonal") == 0
+    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
+            "VEC": 1, "WG": 32, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
+            "BITS": 2, "PH": 64, "CBITS": 0, "SHARE": 1, "SYM": 0, "WALK": 1, "FMA": 0,
+            "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0, "DPAIR": 1}
+    with pytest.raises(ValueError, match="DPAIR=1 needs WALK=1 and PH=0"):
+        render(RQA_LINES.template, base)
 
 
 def test_shfl_template_value():
