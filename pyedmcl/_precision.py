@@ -151,6 +151,11 @@ class Prepared:
     def real(self) -> str:
         return "double" if self.dtype == np.float64 else "float"
 
+    def speculation(self) -> Speculation | None:
+        """The deferred merge check as seen by work that runs before its verdict (None:
+        no check was deferred): :class:`Speculation`."""
+        return None if self._verdict is None else Speculation(self._verdict[0])
+
     def float32_holds(self) -> bool:
         """The deferred merge check's verdict (waits for it): True when the inputs hold
         in float32 (or no check was deferred); False after warning that the call runs
@@ -163,6 +168,22 @@ class Prepared:
             return True
         _fall_back(why, fp64, what)
         return False
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """A deferred merge check, asked without waiting by work that runs in float32 before
+    its verdict (e.g. RQA's launches): ``pending()`` while it runs, ``failed()`` once it
+    has found that float32 cannot hold the inputs (the work may stop then: the caller
+    runs again in float64 after :meth:`Prepared.float32_holds`)."""
+
+    future: Any
+
+    def pending(self) -> bool:
+        return not self.future.done()
+
+    def failed(self) -> bool:
+        return self.future.done() and self.future.result() is not None
 
 
 _PKG = os.path.dirname(os.path.abspath(__file__))

@@ -203,19 +203,66 @@ def test_warning_when_float32_would_merge_values(device):
         pe.simplex(x, E=2, dtype="float64", device=device)
 
 
-@pytest.mark.parametrize("speculate", [True, False], ids=["beside", "first"])
-def test_rqa_checks_float32_beside_the_device_work(device, speculate, monkeypatch):
-    """rqa() runs while the merge check sorts the series (one process, small N) or
-    checks first (large N: SPECULATE_MAX); either way a series float32 cannot hold gives
-    one warning and the float64 result, histograms bit for bit."""
-    from pyedmcl.rqa import core
-    if not speculate:
-        monkeypatch.setattr(core, "SPECULATE_MAX", 0)
+class _SlowCheck:
+    """A stand-in for the merge check's future: it answers after ``polls`` calls of
+    ``done()`` (None: only when asked for the result), so that a test decides when a
+    speculating RQA run learns the verdict."""
+
+    def __init__(self, fn, polls):
+        self.fn, self.polls, self.value, self.ran = fn, polls, None, False
+
+    def done(self) -> bool:
+        if self.polls is None:
+            return self.ran
+        self.polls -= 1
+        return self.polls < 0
+
+    def result(self):
+        if not self.ran:
+            self.value, self.ran = self.fn(), True
+        return self.value
+
+
+@pytest.mark.parametrize("polls", [0, 3, None], ids=["first", "during", "after"])
+def test_rqa_checks_float32_beside_the_device_work(device, polls, monkeypatch):
+    """rqa() runs float32 while the merge check sorts the series. Where the check fails
+    before the first launch, during the run (the run stops: the launches already made
+    are all it cost) or after it, the call gives one warning and the float64 result,
+    histograms bit for bit."""
+    from pyedmcl import _precision
+    from pyedmcl.rqa import dnr
+
+    class Pool:
+        def submit(self, fn):
+            return _SlowCheck(fn, polls)
+
+    monkeypatch.setattr(_precision, "_check_pool", Pool)
+    monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
+    launches, stopped = [], []
+    launch = dnr._launch
+
+    def spy(st, ln, m, fold_bins):
+        try:
+            launch(st, ln, m, fold_bins)
+        except dnr.SpeculationFailed:
+            stopped.append(len(launches))
+            raise
+        launches.append(m.spec.real)
+
+    monkeypatch.setattr(dnr, "_launch", spy)
     x = _clustered()
+    p = {"VEC": 4, "WG": 4, "EDGE": 25, "BITS": 2, "PH": 64, "SHARE": 1}  # many launches
     with pytest.warns(PrecisionWarning, match="x: .*float64") as rec:
-        got = pe.rqa(x, E=2, radius=0.1, device=device)
+        got = pe.rqa(x, E=2, radius=0.1, device=device, params=p)
     assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
-    ref = pe.rqa(x, E=2, radius=0.1, device=device, dtype="float64")
+    f32 = launches.count("float")
+    if polls == 0:   # failed at the first launch
+        assert stopped == [0] and f32 == 0
+    elif polls == 3:  # the verdict at the second launch's poll: stopped at the third
+        assert stopped == [2] and f32 == 2
+    else:            # the float32 run was complete before the verdict
+        assert not stopped and f32 >= 10, f32
+    ref = pe.rqa(x, E=2, radius=0.1, device=device, dtype="float64", params=p)
     assert got.settings["dtype"] == "float64"
     for h in ("diagonal_hist", "vertical_hist", "white_hist"):
         np.testing.assert_array_equal(getattr(got, h), getattr(ref, h))

@@ -32,7 +32,7 @@ from .._precision import Prepared, prepare
 from ..kernels.rqa_lines import LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
-from .dnr import detect_lines
+from .dnr import SpeculationFailed, detect_lines
 from .inputs import state_vectors, std_of
 from .result import RQAResult, band_cells, make_result
 from .threshold import check_threshold_rule, kernel_threshold
@@ -136,16 +136,6 @@ def threshold_value(radius: float, metric: str, dt: np.dtype, rule: str = "dista
     """What the kernel compares ``d`` (squared for Euclidean) with by ``d < thr`` under
     ``rule`` (:func:`pyedmcl.rqa.threshold.kernel_threshold`)."""
     return kernel_threshold(radius, metric, dt, rule)
-
-
-#: rqa() runs float32 before its merge check has answered (:func:`centring`,
-#: ``deferred``) up to this many points: there the check is a large share of the call
-#: (H100, N = 10^5: ~10 ms of a 22 ms call) and float32 rarely fails. Above it the check
-#: comes first: it is a small share of the O(N^2) device work, and a failed speculation
-#: would double the call (N = 2*10^6 logistic map: 6% of its values merge in float32;
-#: the wasted float32 run took 4.0 s before the 4.5 s float64 run). A Dask job always
-#: checks first.
-SPECULATE_MAX = 1 << 18
 
 
 def centred(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[Backend], *,
@@ -286,14 +276,18 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     scheduler, n_workers = check_scheduler(scheduler, n_workers)
     prep = centring([s], ["x"], dt, bes, common=False, what="rqa",
-                    deferred=scheduler is None and n <= SPECULATE_MAX)
+                    deferred=scheduler is None)
     opts = dict(E=E, tau=tau, n=n, radius=radius, recurrence_rate=recurrence_rate,
                 metric=metric, theiler=theiler, theiler_scope=theiler_scope, l_min=l_min,
                 v_min=v_min, w_min=w_min, white_border=white_border, edge=edge, order=order,
                 params=params, threshold_rule=threshold_rule, neighbourhood=neighbourhood,
                 knn=knn, scheduler=scheduler, n_workers=n_workers)
-    res = _rqa_prepared(prep.series[0], prep.dtype, bes, **opts)
-    if prep.float32_holds():
+    try:
+        res = _rqa_prepared(prep.series[0], prep.dtype, bes, **opts,
+                            speculation=prep.speculation())
+    except SpeculationFailed:  # the check failed while the devices ran: stopped early
+        res = None
+    if prep.float32_holds() and res is not None:
         return res
     return _rqa_prepared(s, np.dtype(np.float64), bes, **opts)  # warned: float64
 
@@ -303,8 +297,11 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
                   theiler: int, theiler_scope: str, l_min: int, v_min: int, w_min: int,
                   white_border: bool, edge: int | None, order: str,
                   params: dict[str, Any] | None, threshold_rule: str, neighbourhood: str,
-                  knn: Any, scheduler: Any, n_workers: int) -> RQAResult:
-    """:func:`rqa` of the validated series ``s`` (centred for float32) in dtype ``dt``."""
+                  knn: Any, scheduler: Any, n_workers: int,
+                  speculation: Any = None) -> RQAResult:
+    """:func:`rqa` of the validated series ``s`` (centred for float32) in dtype ``dt``;
+    ``speculation``: the float32 merge check still running (the line detection stops
+    with :class:`~pyedmcl.rqa.dnr.SpeculationFailed` once it fails)."""
     rule = check_threshold_rule(threshold_rule)
     w = int(theiler)
     if neighbourhood == "fan":
@@ -322,7 +319,7 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
     h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
                      order=order, params=params, symmetric=True, scheduler=scheduler,
-                     n_workers=n_workers)
+                     n_workers=n_workers, speculation=speculation)
     diag = 2 * h.diagonal  # the matrix is symmetric: each upper diagonal has a lower twin
     if w == 0:
         diag[n - 1] += 1  # the main diagonal: d(i, i) = 0 < radius, one line of length n

@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -109,9 +110,21 @@ class Histograms:
     device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
 
 
+class SpeculationFailed(Exception):  # noqa: N818 - a signal, not an error
+    """The float32 merge check a run went ahead of has failed: the run stopped (its
+    devices finished what they held) and the caller runs again in float64."""
+
+
+#: launches a device keeps in flight while the merge check a run went ahead of is still
+#: running (~5 ms of device work at N = 10^6 on an H100): what a failed check wastes
+SPECULATION_AHEAD = 16
+
+
 @dataclass(frozen=True)
 class _Matrix:
-    """The recurrence matrix of one run: kernel spec, shape, thresholds, Theiler window."""
+    """The recurrence matrix of one run: kernel spec, shape, thresholds, Theiler window;
+    ``speculation``: the float32 merge check the run goes ahead of
+    (:class:`pyedmcl._precision.Speculation`), or None."""
 
     spec: LineSpec
     n_rows: int
@@ -119,6 +132,7 @@ class _Matrix:
     thr: float
     thr2: float
     w: int
+    speculation: Any = field(default=None, compare=False)
 
     @property
     def hlen(self) -> int:
@@ -171,6 +185,8 @@ class _DevState:
     h64: dict[str, Any]
     shared: dict[str, Any] = field(default_factory=dict)  # SHARE: sbits, sstride, skmin
     hrec: Any = None  # SYM with HCH: the rows' pieces per chunk (hjoin reads them)
+    #: the launches in flight while a speculation is pending (SPECULATION_AHEAD at most)
+    inflight: deque = field(default_factory=deque)
     tasks: list[_Task] = field(default_factory=list)
     kernels: dict[str, Any] = field(default_factory=dict)  # per mode, looked up once
     #: (mode, id(task), odd block) -> (task, its bound launches): see :func:`_launcher`
@@ -204,7 +220,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  params: Params | None = None, vertical: bool = True,
                  symmetric: bool = False, tcol: np.ndarray | None = None,
                  scheduler: Any = None, n_workers: int = 2,
-                 band: int | None = None, split: str = "auto") -> Histograms:
+                 band: int | None = None, split: str = "auto",
+                 speculation: Any = None) -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
@@ -221,10 +238,15 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     ``symmetric=True`` says the matrix is symmetric (auto- and joint RQA: ``x is y``,
     ``x2 is y2``); the ``SYM`` path then computes the upper triangle only. ``tcol``
     (with ``spec.percol``): one threshold per column instead of ``thr`` (FAN).
+    ``speculation``: a float32 merge check still running
+    (:class:`pyedmcl._precision.Speculation`; not with Dask): the launches stay few
+    ahead of the devices until it answers, and :class:`SpeculationFailed` is raised once
+    it has failed.
     """
     if order not in ("row", "column"):
         raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
-    m = _Matrix(spec, n_rows, n_cols, thr, thr2, w)
+    m = _Matrix(spec, n_rows, n_cols, thr, thr2, w,
+                speculation=None if scheduler is not None else speculation)
     if spec.percol and symmetric:
         raise ValueError("per-column thresholds make the matrix asymmetric: symmetric=False")
     backends = list(dict.fromkeys(backends))  # one queue is never driven by two threads
@@ -470,7 +492,28 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
         end_overlap(st)
 
 
+def _speculating(st: _DevState, m: _Matrix) -> bool:
+    """Where the run goes ahead of a float32 merge check: stop once it has failed (the
+    device first finishes what it holds: its buffers may be reused), and while it is
+    pending keep at most :data:`SPECULATION_AHEAD` launches in flight, so that a failed
+    check wastes little device time. Whether the check is still pending."""
+    sp = m.speculation
+    if sp is None:
+        return False
+    if sp.failed():
+        st.be.finish()
+        st.inflight.clear()
+        raise SpeculationFailed
+    if not sp.pending():
+        st.inflight.clear()
+        return False
+    while len(st.inflight) >= SPECULATION_AHEAD:
+        st.be.wait(st.inflight.popleft())
+    return True
+
+
 def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
+    pending = _speculating(st, m)
     cells = ln.cells(m.n_cols)
     mode = ln.kind
     if mode == "diagonal":
@@ -498,6 +541,8 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
         if side:
             st.last_side = ev
     st.events.append(ev)
+    if pending:
+        st.inflight.append(ev)
     st.cells_since_fold[group] = st.cells_since_fold.get(group, 0) + cells
     st.launches += 1
 
