@@ -4,8 +4,8 @@
     python bench/bench_rqa_scaling.py --devices nvidia:0,nvidia:1 --dask
     python bench/bench_rqa_scaling.py --n 20000 --trace            # here: 2 contexts, 1 CPU
 
-Auto-RQA of a logistic map (r = 3.9; ``pyedmcl.data`` has no Roessler series),
-E = 3, tau = 6, the radius of recurrence rate ``--rr`` (0.05; pyunicorn's order
+Auto-RQA of a logistic map (r = 3.9) or, ``--series roessler``, of the Roessler
+system's x coordinate (issue 24's shape), E = 3, tau = 6, the radius of recurrence rate ``--rr`` (0.05; pyunicorn's order
 statistic on a sample, found once, outside the timings). The one-device run takes
 the row-order path (SHARE/SYM where the device's parameters say so); several
 devices run row ranges (SHARE kept, pyedmcl.rqa.ranges) or lane bands
@@ -41,6 +41,15 @@ def logistic(n: int) -> np.ndarray:
     from pyedmcl.data import logistic_map
 
     return logistic_map(n, r=3.9, x0=0.4, burn=0)
+
+
+def series(name: str, n: int) -> np.ndarray:
+    """``n`` values of the logistic map or of the Roessler system's x coordinate."""
+    if name == "roessler":
+        from pyedmcl.data import roessler
+
+        return roessler(n)
+    return logistic(n)
 
 
 def _devices(spec: str | None) -> tuple[list[Any], str]:
@@ -127,6 +136,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=2_000_000, help="embedded points N")
+    ap.add_argument("--series", default="logistic", choices=("logistic", "roessler"))
     ap.add_argument("--E", type=int, default=3)
     ap.add_argument("--tau", type=int, default=6)
     ap.add_argument("--rr", type=float, default=0.05, help="recurrence rate the radius gives")
@@ -152,7 +162,7 @@ def main() -> None:
     import pyedmcl as pe
     from pyedmcl.rqa.radius import radius_for_rate
 
-    x = logistic(args.n + (args.E - 1) * args.tau)
+    x = series(args.series, args.n + (args.E - 1) * args.tau)
     bes, why = _devices(args.devices)
     print(f"devices ({why}):")
     for be in bes:

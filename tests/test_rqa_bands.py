@@ -197,6 +197,38 @@ def test_row_ranges_symmetric(device, p):
     assert got.symmetric and _same(H(got), H(ref))
 
 
+def test_row_ranges_bind_each_task_once(device, monkeypatch):
+    """A row range's launches reuse one bound launcher per task, mode and column-bit
+    buffer (binding one per launch cost ~40 us of host time each), with the same
+    histograms."""
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, LineSpec
+
+    p = SYM_PARAMS[1]
+    x = logistic(702).astype(np.float32)
+    kw = dict(spec=LineSpec(2, 1, "euclidean", "float"), n_rows=700, n_cols=700,
+              diag_ranges=[(1, 700)], symmetric=True, params=p)
+    ref = dnr.detect_lines(two_backends(device)[:1], x, x, 0.09, **kw)
+    made = []
+    launcher = RQA_LINES.launcher
+
+    def counting(*a, **k):
+        made.append(a[3])
+        return launcher(*a, **k)
+
+    monkeypatch.setattr(RQA_LINES, "launcher", counting)
+    launches = []
+    launch = dnr._launch
+    monkeypatch.setattr(dnr, "_launch", lambda st, ln, m, f: (launches.append(ln.kind),
+                                                              launch(st, ln, m, f)))
+    got = dnr.detect_lines(two_backends(device)[:1], x, x, 0.09, band=200, split="rows", **kw)
+    assert _same((got.diagonal, got.vertical, got.white, got.n_recurrences),
+                 (ref.diagonal, ref.vertical, ref.white, ref.n_recurrences))
+    # four ranges of 200 rows, three to four row blocks each: per range one launcher per
+    # task, mode and column-bit buffer (even, odd blocks); the warm-ups' launches
+    # (scratch carries) bind their own
+    assert len(made) < len(launches) / 2, (len(made), len(launches))
+
+
 @pytest.mark.parametrize("block_lanes", [0, 200])
 def test_row_ranges_symmetric_cost(block_lanes):
     """SYM ranges: a block's column cells are its columns from its first row on, its row

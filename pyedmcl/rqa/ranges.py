@@ -285,6 +285,9 @@ class RangeDevice:
         if self.st.params["SHARE"]:  # per row block: its vertical launches, then diagonals
             plan.sort(key=lambda ln: ln.key)  # (then SYM's row walks: a stable sort)
         dnr.begin_overlap(self.st, rr.r0)
+        # the range's tasks: their bound launches are made once (dnr._launcher), not per
+        # launch (~40 us of host time each, with two devices' threads sharing the GIL)
+        self.st.tasks = tasks + ([self.rows] if sym else [])
         n0 = len(self.st.events)
         for ln in plan:
             dnr._launch(self.st, ln, self.m, self.n_fold)
