@@ -142,7 +142,8 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
         reg(RQAWorkerPlugin(devices, None if backend == "pyopencl" else backend), name=PLUGIN)
         rows = bool(bands) and isinstance(bands[0], RowRange)
         job = {"m": m, "params": None if params is None else dict(params), "edge": edge,
-               "n_fold": fold_bins(m, bands), "split": "rows" if rows else "lanes",
+               "n_fold": fold_bins(m, vertical, list(diag_ranges or [])),
+               "split": "rows" if rows else "lanes",
                "vertical": vertical, "diag_ranges": list(diag_ranges or []),
                "symmetric": bool(symmetric and rows)}
         key = tokenize(*(a for a in data if a is not None), repr(job))

@@ -43,10 +43,12 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
         raise ValueError(f"split={split!r} is not supported; allowed: 'auto', 'lanes', 'rows'")
     n_dev = n_workers if scheduler is not None else len(backends)
     width = default_width(m, n_dev, vertical, diag_ranges) if not band else int(band)
-    bands = plan_bands(m, vertical, diag_ranges, width)
-    n_fold = fold_bins(m, bands)
+    if width < 1:
+        raise ValueError(f"band width={width} is out of range; allowed: >= 1 lanes")
+    n_fold = fold_bins(m, vertical, diag_ranges)
     if split == "auto":
         split = "rows" if _shares(backends, m, params, vertical) else "lanes"
+    bands = plan_bands(m, vertical, diag_ranges, width) if split == "lanes" else []
     if scheduler is not None:
         from .dask_rqa import run_dask  # distributed: an optional dependency
 
