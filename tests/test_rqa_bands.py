@@ -107,17 +107,17 @@ def test_band_widths_and_partial_folds(device, monkeypatch):
 
 def test_row_ranges_identical(device, monkeypatch):
     """Row ranges keep SHARE (and OVL: the diagonals in a second queue): carries at each
-    range's top from warm-ups (re-run for lanes whose run spans them), runs at the
+    range's top from warm-ups (each lane walked up until its open run began), runs at the
     matrix border counted once, the warm-ups' recurrences subtracted: the one-device
     histograms (auto with the Theiler band out of
     the matrix and white_border=False, cross with negative diagonals, joint, FAN)."""
     from pyedmcl.kernels.rqa_lines import LineSpec
     from pyedmcl.rqa import ranges
 
-    spans = []
-    orig, first = ranges._spans, ranges._first_spans
-    monkeypatch.setattr(ranges, "_spans", lambda *a: spans.append(int((r := orig(*a)).sum())) or r)
-    monkeypatch.setattr(ranges, "_first_spans", lambda *a: spans.append((r := first(*a)).size) or r)
+    warmed = []
+    orig = ranges.RangeDevice._warm
+    monkeypatch.setattr(ranges.RangeDevice, "_warm",
+                        lambda self, t, r0: warmed.append(r0) or orig(self, t, r0))
     bes = two_backends(device)
     H = lambda h: (h.diagonal, h.vertical, h.white, h.n_recurrences)  # noqa: E731
     x = logistic(604).astype(np.float32)
@@ -140,7 +140,7 @@ def test_row_ranges_identical(device, monkeypatch):
                                            params=dict(p, OVL=ovl), **kw)
                     assert got.shared and _same(H(got), H(ref)), (spec, height, len(devs))
                     assert got.overlapped == (ovl and devs[0].streams > 1)
-    assert sum(spans) > 0  # some warm-ups were run again from further up
+    assert warmed and min(warmed) > 0  # ranges below the top found their carries
     monkeypatch.setattr(multi, "SPLIT", "rows")
     kw = dict(E=2, tau=1, neighbourhood="fan", knn=15, edge=32)
     ref = pe.rqa(x[:300], device=bes[0], **kw)
@@ -285,39 +285,61 @@ def test_block_diagonal_cells_closed_form():
         assert np.array_equal(ranges_mod.block_diagonal_cells(m, drs, edge), want), (nr, nc, drs)
 
 
-def test_warm_up_lanes_as_intervals():
-    """The warm-up's lane interval and first span test (32-bit comparisons, no lane
-    arrays) pick the lanes the per-lane masks pick, on random carries holding zeros,
-    the warm-up's height and other counts; columns and diagonals, SYM or not, square
-    and wide matrices, ranges starting at the top, inside and near the bottom."""
-    from pyedmcl.kernels.rqa_lines import LineSpec
+def _warm_reference(R: np.ndarray, r0: int, k_lo: int, k_hi: int):
+    """The carries at row ``r0`` of the boolean matrix ``R``, by NumPy: per column the
+    open run's colour and length and whether a recurrence lies above it; per diagonal
+    ``k`` its open black run."""
+    vr, wr, np_ = [], [], []
+    for j in range(R.shape[1]):
+        col = R[:r0, j][::-1]
+        n = int(np.argmax(col != col[0])) if (col != col[0]).any() else len(col)
+        vr.append(n if col[0] else 0)
+        wr.append(0 if col[0] else n)
+        np_.append(n if col[0] else int(col.any()))
+    dr = []
+    for k in range(k_lo, k_hi):
+        run, i = 0, r0 - 1
+        while i >= 0 and 0 <= i + k < R.shape[1] and R[i, i + k]:
+            run, i = run + 1, i - 1
+        dr.append(run)
+    return vr, wr, np_, dr
 
-    rng = np.random.default_rng(7)
-    spec = LineSpec(1, 1, "euclidean", "float")
-    for n_rows, n_cols, lo, hi in ((300, 300, 1, 300), (200, 450, -199, 450), (450, 200, -449, 200)):
-        m = dnr._Matrix(spec, n_rows, n_cols, 0.1, 0.0, 0)
-        for r0 in (1, 17, 64, n_rows - 3, n_rows - 1):
-            for w0 in {0, max(0, r0 - 16), r0 - 1}:
-                height = r0 - w0
-                for mode, sym in (("vertical", False), ("vertical", True), ("diagonal", False)):
-                    a0, b0 = (0, n_cols) if mode == "vertical" else (lo, hi)
-                    task = dnr._Task(mode, a0, b0, ())
-                    a, b = ranges_mod._warm_interval(m, task, r0, sym)
-                    lanes = np.arange(a0, b0)
-                    if mode == "diagonal":
-                        want = lanes[(ranges_mod.diagonal_end(m, lanes) > r0)
-                                     & (np.maximum(0, -lanes) < r0)]
-                    else:
-                        want = lanes[lanes >= r0] if sym else lanes
-                    assert np.array_equal(np.arange(a, b), want), (mode, sym, r0)
-                    if w0 == 0:
-                        continue
-                    got = [rng.choice([0, height, max(0, height - 1), 3], b0 - a0)
-                           .astype(np.uint32) for _ in range(3)]
-                    spans = want[ranges_mod._spans(mode, want, got, a0, w0, r0, m)]
-                    assert np.array_equal(
-                        ranges_mod._first_spans(mode, got, a0, a, b, w0, r0), spans)
 
+@pytest.mark.parametrize("vec", [1, 4])
+def test_warm_carries_against_numpy(device, vec):
+    """MODE warmcol / warmdiag: the carries a row range starts from equal NumPy's walk of
+    the recurrence matrix (float64, the Theiler band out of the matrix, a flat stretch
+    whose runs reach the top; ranges starting at row 1, inside and at the last row)."""
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, LineSpec
+
+    be = clkernels.get_backend(device)
+    x = logistic(260)
+    x[30:90] = 0.5
+    y = np.concatenate([x[:150], 0.9 * logistic(50)])
+    E, thr, w = 2, 0.01, 2
+    nr, nc = len(x) - E + 1, len(y) - E + 1
+    ex = np.stack([x[m:m + nr] for m in range(E)], 1)
+    ey = np.stack([y[m:m + nc] for m in range(E)], 1)
+    d2 = sum((ex[:, None, m] - ey[None, :, m]) ** 2 for m in range(E))
+    plain = d2 < thr      # the diagonal launches see no Theiler band (the host's ranges
+    ii, jj = np.indices(plain.shape)  # of diagonals leave it out), the columns do
+    R = plain & (np.abs(ii - jj) >= w)
+    spec = LineSpec(E, 1, "euclidean", "double", theiler_matrix=True)
+    p = {"VEC": vec, "WG": 4}
+    series = RQA_LINES.series(be, p, spec, x, y)
+    for r0 in (1, 57, nr - 1):
+        vr, wr, np_, _ = _warm_reference(R, r0, 1 - r0, nc - r0)
+        dr = _warm_reference(plain, r0, 1 - r0, nc - r0)[3]
+        cols = RQA_LINES.carry(be, p, "vertical", nc)
+        diag = RQA_LINES.carry(be, p, "diagonal", nc - 1)
+        hist = tuple(be.zeros(max(nr, nc) + 1, np.uint32) for _ in range(2))
+        kw = dict(series=series, thr=thr, thr2=0.0, n_rows=nr, n_cols=nc, w=w)
+        RQA_LINES.launcher(be, p, spec, "warmcol", carry0=0, carry=cols, hist=hist,
+                           **kw)(r0, 0, 0, nc)
+        RQA_LINES.launcher(be, p, spec, "warmdiag", carry0=1 - r0, carry=diag, hist=hist[:1],
+                           **kw)(r0, 0, 1 - r0, nc - 1)
+        got = [be.to_host(b)[:nc].tolist() for b in cols] + [be.to_host(diag[0])[:nc - 1].tolist()]
+        assert got == [vr, wr, np_, dr], r0
 
 def _two_devices_as_one(bes: list, patch) -> object:
     """pe.rqa on both backends after ``patch()`` (which slows or delays one of them), its

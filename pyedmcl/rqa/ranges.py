@@ -41,7 +41,7 @@ from clkernels.tuning import Params
 from ..kernels.rqa_lines import RQA_LINES
 from . import dnr
 from .bands import MAX_IN_FLIGHT
-from .dnr import _choose_paths, _device_state, _DevState, _Launch, _Matrix, _Task
+from .dnr import _choose_paths, _device_state, _DevState, _Matrix, _Task
 
 #: ranges per device the default split aims at: devices of different speed (a dynamic
 #: queue evens them out with several each)
@@ -180,7 +180,7 @@ class RangeDevice:
         z64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
         self.warm = _DevState(be, p0, self.st.series, z, z64)
         self.ranges = 0
-        self.seeded = 0  # recurrences the warm-ups left in the carries (subtracted)
+        self.seeds: list[Any] = []  # the seeded column counts of each warm-up (subtracted)
         self.open: list[tuple[_Task, RowRange]] = []  # every range's tasks (carries)
         self.window: deque = deque()  # events of the launches in flight
         self.bands = 0
@@ -196,9 +196,11 @@ class RangeDevice:
 
     def build(self) -> None:
         """Build the kernels (both paths) and the fold kernel in the calling thread."""
-        for st in (self.st, self.warm):
-            for mode in ("vertical", "diagonal"):
-                st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, self.m.spec, mode)
+        for mode in ("vertical", "diagonal"):
+            self.st.kernels[mode] = RQA_LINES.kernel(self.be, self.st.params, self.m.spec, mode)
+        for mode in ("warmcol", "warmdiag"):
+            self.warm.kernels[mode] = RQA_LINES.kernel(self.be, self.warm.params, self.m.spec,
+                                                       mode)
         if self.sym:
             modes = ("horizontal", "hjoin") if self.st.hrec is not None else ("horizontal",)
             for mode in modes:
@@ -218,59 +220,39 @@ class RangeDevice:
                                    RQA_LINES.carry(be, p, "diagonal", hi - lo)))
         return tasks
 
-    def _warm_lanes(self, task: _Task, target: _Task, groups: list[tuple[int, int]], w0: int,
-                    r0: int) -> None:
-        """Enqueue the unshared launches of rows ``w0 .. r0 - 1`` for the lanes
-        ``[a, b)`` of ``groups`` of ``task`` into the carries of ``target`` (zeroed),
-        scratch histograms."""
-        e = self.st.params["EDGE"]
-        for a, b in groups:
-            for ln in dnr._row_blocks(_Task(task.mode, a, b, target.bufs), e, self.m, False,
-                                      rows=(w0, r0)):
-                dnr._launch(self.warm, _Launch(ln.key, target, ln.row0, ln.nrows, ln.lane0,
-                                               ln.nlanes), self.m, self.m.hlen)
-
     def _warm(self, tasks: list[_Task], r0: int) -> list[_Task]:
-        """``tasks`` (zeroed carries) with the carries at row ``r0``: a warm-up over the
-        ``EDGE`` rows above, straight into their buffers (read back without stalling
-        the queue), then lanes whose run spans it again from twice as far up.
-
-        The lanes warmed are one interval per task and the first span test compares
-        32-bit counts with the warm-up's height: no lane-number array of N entries is
-        made (at N = 2*10^6 those made the warm-up 0.13 s of host time on the H100 host,
-        the second device's start delayed by as much)."""
-        be, m, e = self.st.be, self.m, self.st.params["EDGE"]
-        w0 = max(0, r0 - e)
-        spans = []
+        """``tasks`` (zeroed carries) with the carries at row ``r0``: one launch per task
+        (MODE ``warmcol`` / ``warmdiag``) walks each lane of its warm interval up from
+        row ``r0 - 1`` until its open run began, straight into the carry buffers, in the
+        device's queue before the range's own launches: no read-back, no host wait. The
+        recurrences the column carries were seeded with are copied aside on the device
+        and subtracted when the range is collected."""
+        be, m, st = self.st.be, self.m, self.warm
         for task in tasks:
             a, b = _warm_interval(m, task, r0, self.sym)
-            self._warm_lanes(task, task, [(a, b)] if b > a else [], w0, r0)
-            spans.append((a, b))
-        reads = [[be.to_host_async(b) for b in t.bufs] for t in tasks]
-        out = []
-        for task, (a, b), rd in zip(tasks, spans, reads, strict=True):
-            host = [f() for f in rd]
-            todo = _first_spans(task.mode, host, task.lo, a, b, w0, r0) if w0 else \
-                np.zeros(0, np.int64)
-            depth, changed = 2 * e, todo.size > 0
-            while todo.size:
-                w1 = max(0, r0 - depth)
-                scratch = _Task(task.mode, task.lo, task.hi,
-                                RQA_LINES.carry(be, self.warm.params, task.mode, task.hi - task.lo))
-                self._warm_lanes(task, scratch, _groups(todo), w1, r0)
-                got = [be.to_host(b) for b in scratch.bufs]
-                idx = todo - task.lo
-                for h, g in zip(host, got, strict=True):
-                    h[idx] = g[idx]
-                if w1 == 0:
-                    break
-                todo = todo[_spans(task.mode, todo, got, task.lo, w1, r0, m)]
-                depth *= 2
+            if b <= a:
+                continue
+            mode = "warmcol" if task.mode == "vertical" else "warmdiag"
+            hist = (st.h32["v"], st.h32["w"]) if task.mode == "vertical" else (st.h32["d"],)
+            go = RQA_LINES.launcher(be, st.params, m.spec, mode, series=st.series, thr=m.thr,
+                                    thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
+                                    carry0=task.lo, carry=task.bufs, hist=hist,
+                                    kernel=st.kernels.get(mode))
+            st.events.append(go(r0, 0, a, b - a))
             if task.mode == "vertical":
-                self.seeded += int(host[2][: task.hi - task.lo].sum(dtype=np.int64))
-            out.append(_Task(task.mode, task.lo, task.hi, tuple(be.to_device(h) for h in host))
-                       if changed else task)
-        return out
+                self.seeds.append(self._snapshot(task.bufs[2], a - task.lo, b - a))
+        return tasks
+
+    def _snapshot(self, buf: Any, at: int, n: int) -> Any:
+        """A device copy of ``buf[at:at + n]`` (the seeded recurrence counts), read when
+        the range is collected; a backend without device copies reads it now."""
+        be = self.st.be
+        try:
+            part = be.empty(n, np.uint32)
+            be.copy_within(part, 0, buf, at, n)
+            return part
+        except NotImplementedError:
+            return be.to_host(buf)[at:at + n].copy()
 
     def run(self, rr: RowRange) -> tuple[None, Any]:
         """Enqueue every launch of ``rr`` (warm-up first when it does not start at row 0);
@@ -339,7 +321,8 @@ class RangeDevice:
         if "hv" in h64:  # SYM's chunked row walks and joins
             out[1] = out[1] + read(h64["hv"])
             out[2] = out[2] + read(h64["hw"])
-        n_rec = -self.seeded
+        n_rec = -sum(int((b if isinstance(b, np.ndarray) else be.to_host(b)).sum(dtype=np.int64))
+                     for b in self.seeds)
         for task in cols:  # the recurrences its columns counted
             n_rec += int(read(task.bufs[2])[: task.hi - task.lo].sum(dtype=np.int64))
         if self.sym:  # above the diagonal, mirrored; plus the ranges' diagonal cells
@@ -374,7 +357,7 @@ class RangeDevice:
         for k in self.st.h64:
             self.st.be.fill(self.st.h64[k], 0)
         self.open.clear()
-        self.seeded = 0
+        self.seeds.clear()
         self.st.events.clear()
         self.warm.events.clear()
         self.window.clear()
@@ -397,31 +380,6 @@ def _warm_interval(m: _Matrix, task: _Task, r0: int, sym: bool) -> tuple[int, in
     return a, max(a, b)
 
 
-def _first_spans(mode: str, got: list[np.ndarray], lo: int, a: int, b: int, w0: int,
-                 r0: int) -> np.ndarray:
-    """Lanes of ``[a, b)`` (lane numbers) whose open run spans the first warm-up (rows
-    ``w0 .. r0 - 1``, ``w0 > 0``), as :func:`_spans` finds them, from 32-bit comparisons
-    only: a column spans where its open black run, or with none its open white run, is
-    the warm-up's height; a diagonal with cells on both sides of ``r0`` (the interval)
-    spans where it starts above ``w0`` (``k > -w0``) and its open run is that height."""
-    height = r0 - w0
-    if mode == "vertical":
-        vr, wr = got[0][a - lo:b - lo], got[1][a - lo:b - lo]
-        hit = (vr == height) | ((vr == 0) & (wr == height))
-    else:
-        a = max(a, 1 - w0)
-        hit = got[0][a - lo:max(a, b) - lo] == height
-    return a + np.flatnonzero(hit)
-
-
-def _groups(lanes: np.ndarray) -> list[tuple[int, int]]:
-    """Contiguous runs ``[a, b)`` of sorted lane numbers."""
-    if lanes.size == 0:
-        return []
-    cut = np.flatnonzero(np.diff(lanes) != 1) + 1
-    return [(int(g[0]), int(g[-1]) + 1) for g in np.split(lanes, cut)]
-
-
 def _diagonals_ending(m: _Matrix, lo: int, hi: int, rr: RowRange) -> tuple[int, int]:
     """The diagonals ``k`` of ``[lo, hi)`` whose last cell lies in range ``rr``
     (``rr.r0 < diagonal_end(k) <= rr.r1``), a run of lanes ``[ka, kb)`` since the end
@@ -436,15 +394,3 @@ def diagonal_end(m: _Matrix, k: np.ndarray) -> np.ndarray:
     return np.minimum(m.n_rows, m.n_cols - k)
 
 
-def _spans(mode: str, lanes: np.ndarray, got: list[np.ndarray], lo: int, w0: int, r0: int,
-           m: _Matrix) -> np.ndarray:
-    """Mask of ``lanes`` whose open run at ``r0`` covers every cell from row ``w0`` on
-    while the lane has cells above ``w0`` (the run may have started further up)."""
-    idx = lanes - lo
-    if mode == "vertical":
-        vr, wr = got[0][idx].astype(np.int64), got[1][idx].astype(np.int64)
-        return np.where(vr > 0, vr, wr) == r0 - w0
-    first = np.maximum(0, -lanes)
-    cnt = np.clip(np.minimum(r0, diagonal_end(m, lanes)) - np.maximum(w0, first), 0, None)
-    dr = got[0][idx].astype(np.int64)
-    return (dr > 0) & (dr == cnt) & (first < w0)

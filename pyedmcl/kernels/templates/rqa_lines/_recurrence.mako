@@ -32,9 +32,10 @@
 </%def>
 
 ## Coordinates yv (and yv2, JOINT) of the VEC column points starting at index `at`
-## (y is padded by VEC on the left); PERCOL: their thresholds tv (tcol, padded alike).
-<%def name="coords(T, at)">\
-<% RV, VEC = T.RV, T.VEC %>\
+## (y is padded by VEC on the left, or by `pad` where the buffers are laid out for
+## another VEC); PERCOL: their thresholds tv (tcol, padded alike).
+<%def name="coords(T, at, pad=None)">\
+<% RV, VEC = T.RV, (T.VEC if pad is None else pad) %>\
         ${RV} yv[${E}];
 % if JOINT:
         ${RV} yv2[${E}];

@@ -17,6 +17,10 @@
 ## to end) instead of one per colour change, and every walk counts its lines of length 1
 ## in a register, added to the local bin once per work-item, instead of one local atomic
 ## per word (_runs.mako: diag_runs, _bits.mako, _hist.mako). The same histograms.
+## MODE "warmcol" / "warmdiag" (row ranges, pyedmcl.rqa.ranges): the carries a lane
+## holds at row row0, found by walking up from row row0 - 1 cell by cell until its open
+## run began (a column: black or white; a diagonal: black), one work-item per lane, no
+## histogram (_warm.mako).
 ## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
 ## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk), in two
 ## rounds: each transposes half a tile in registers, then walks rows across the round's
@@ -105,6 +109,7 @@
 <%namespace name="sym" file="/rqa_lines/_sym.mako"/>
 <%namespace name="vertical" file="/rqa_lines/_vertical.mako"/>
 <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>
+<%namespace name="warm" file="/rqa_lines/_warm.mako"/>
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -129,6 +134,8 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE horizontal with PLANES=1 needs HCH > 0")
     if MODE == "hjoin" and not HCH:
         raise ValueError("MODE hjoin needs HCH > 0")
+    if MODE in ("warmcol", "warmdiag") and (BITS or PACK or SHARE or SYM):
+        raise ValueError("MODE warmcol/warmdiag walks cells: BITS, PACK, SHARE and SYM off")
     if SHFL and not (MODE == "diagonal" and PLANES and WG % 32 == 0):
         raise ValueError("SHFL > 0 needs MODE diagonal, PLANES=1 and WG a multiple of 32")
     if DPAIR and (WALK != 1 or PH):
@@ -216,7 +223,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  const int lane0, const int nlanes,     /* first column (vertical) / diagonal k */
                  const int w,                           /* Theiler window */
                  const int carry0,                      /* lane of carry element 0 */
-% if MODE == "vertical":
+% if MODE in ("vertical", "warmcol"):
                  __global uint* restrict vcarry, __global uint* restrict wcarry,
                  __global uint* restrict npts,
                  __global uint* restrict hist_v, __global uint* restrict hist_w
@@ -240,6 +247,10 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % endif
                  )
 {
+% if MODE in ("warmcol", "warmdiag"):
+${warm.body(T)}\
+}
+% else:
 ${hist.setup()}
 % if SHFL == 2:
     __local uint shx[${WG}];   /* SHFL=2: the shuffles' exchange */
@@ -275,6 +286,7 @@ ${diagonal.body(T)}\
 % endif
 ${hist.merge()}\
 }
+% endif
 % endif
 
 ${hist.accumulate()}
