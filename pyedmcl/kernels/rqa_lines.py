@@ -55,7 +55,9 @@ def _heuristic(info: DeviceInfo) -> Params:
         # 0.566 -> 0.448 s (HCH 16 0.458 s, WG 256 0.474 s), N = 10^5 11.3 -> 11.8 ms (two
         # more launches per row block) (decision 0081). SHFL (NVIDIA: the diagonal words by
         # warp shuffles): diagonal launches 109.2 -> 86.3 ms, N = 946,303 Roessler 452 ->
-        # 433 ms, logistic 653 -> 636 ms; N = 10^5 unchanged (decision 0091)
+        # 433 ms, logistic 653 -> 636 ms; N = 10^5 unchanged. DPAIR (the diagonal walk one
+        # step per black run): diagonal launches 86.3 -> 83.5 ms (Roessler), 131.1 ->
+        # 117.4 ms (logistic), the call 636 -> 613 ms (logistic) (decision 0091)
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32,
              "SHFL": 1 if info.runtime == "nvidia" else 0, "DPAIR": 1}

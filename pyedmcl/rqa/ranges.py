@@ -4,11 +4,10 @@ A *row range* is a run of contiguous row blocks over every lane (all columns and
 diagonals), processed in row order exactly as one device does (the diagonal launch
 of a row block gathers its bits from the column words the vertical launch stored:
 SHARE). Ranges are independent once each starts from the carryovers the rows above
-it leave, and those are found on the device itself: a *warm-up* runs the unshared
-launches over the ``EDGE`` rows above the range from zero carries into scratch
-histograms. A lane's carry is then exact unless its open run spans the whole
-warm-up (the run may have started further up); those lanes alone are warmed up
-again from twice as far up, until none spans or the warm-up reaches row 0.
+it leave, and those are found on the device itself: a *warm-up* (MODE ``warmcol`` /
+``warmdiag``) walks each lane up from the range's first row, cell by cell, until its
+open run began, and writes the carries straight into the range's buffers, queued
+before the range's own launches (no read-back: the host never waits for it).
 
 The range counts the runs that close inside it; runs left open at its bottom are
 dropped (the next range counts them whole) except in the last range, whose open
