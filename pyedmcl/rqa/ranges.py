@@ -5,8 +5,8 @@ diagonals), processed in row order exactly as one device does (the diagonal laun
 of a row block gathers its bits from the column words the vertical launch stored:
 SHARE). Ranges are independent once each starts from the carryovers the rows above
 it leave, and those are found on the device itself: a *warm-up* (MODE ``warmcol`` /
-``warmdiag``) walks each lane up from the range's first row, cell by cell, until its
-open run began, and writes the carries straight into the range's buffers, queued
+``warmdiag``) walks each lane up from the range's first row, 32 cells a step, until
+its open run began, and writes the carries straight into the range's buffers, queued
 before the range's own launches (no read-back: the host never waits for it).
 
 The range counts the runs that close inside it; runs left open at its bottom are

@@ -1,8 +1,9 @@
 ## MODE "warmcol" / "warmdiag" of rqa_lines: the carries of lanes lane0 .. lane0 + nlanes - 1
-## at row row0 (a row range's start), each work-item walking its lane up from row row0 - 1
-## cell by cell: the same recurrence decision as the vertical (columns: JOINT, the Theiler
-## band of THEILER_MATRIX) and diagonal launches (JOINT), one cell at a time (the series
-## are padded by VEC as theirs are). A column's open run is black or white: its length goes
+## at row row0 (a row range's start), each work-item walking its lane up from row row0 - 1,
+## 32 cells a step packed in a word (the run ends at the word's first cell of the other
+## colour: one ctz): the same recurrence decision as the vertical (columns: JOINT, the
+## Theiler band of THEILER_MATRIX) and diagonal launches (JOINT), one lane per work-item
+## (the series are padded by VEC as theirs are). A column's open run is black or white: its length goes
 ## to vcarry or wcarry, and npts gets the recurrences the walk saw (the black run's length;
 ## for a white run 1 if a recurrence lies above it, else 0: the white-border rule asks only
 ## whether one does, and the host subtracts what the carries were seeded with). A
@@ -19,30 +20,46 @@
         const int l0 = lane0 + t;        /* column j */
         const int lid = l0;
 ${rec.coords(T1, "l0", pad=VEC)}\
+        /* 32 rows a step, walking up: bit r of b is row top - r; the run of the first
+           cell's colour ends at the first bit of the other colour (one ctz) */
         uint colour = 2u, len = 0u;      /* 2: no cell seen yet */
-        int i = row0 - 1;
-        for (; i >= 0; --i) {
+        int reached = 1;                 /* the run reaches row 0 */
+        for (int top = row0 - 1; top >= 0; top -= 32) {
+            const int nb = IMIN(32, top + 1);
+            uint b = 0u;
+            for (int r = 0; r < nb; ++r) {
+                const int i = top - r;
 ${rec.recurrent(T1)}\
 ${rec.joint(T1)}\
 ${rec.theiler(T1)}\
-            const uint c = rec ? 1u : 0u;
-            if (colour == 2u) colour = c;
-            else if (c != colour) break;
-            ++len;
+                b |= (rec ? 1u : 0u) << r;
+            }
+            if (colour == 2u) colour = b & 1u;
+            const uint other = (colour ? ~b : b) & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
+            if (other) { len += (uint)(31 - (int)clz(other & (0u - other))); reached = 0; break; }
+            len += (uint)nb;
         }
         vcarry[l0 - carry0] = colour == 1u ? len : 0u;
         wcarry[l0 - carry0] = colour == 0u ? len : 0u;
-        npts[l0 - carry0] = colour == 1u ? len : (i >= 0 ? 1u : 0u);
+        npts[l0 - carry0] = colour == 1u ? len : (reached ? 0u : 1u);
 % else:
         const int k = lane0 + t;         /* diagonal k: cell (i, i + k) */
         uint len = 0u;
-        for (int i = row0 - 1; i >= 0 && i + k >= 0; --i) {
-            if (i + k >= n_cols) break;  /* not reached: the host walks diagonals with a cell at row0 - 1 */
+        /* the host walks diagonals with a cell at row row0 - 1: i + k < n_cols on the way */
+        const int first = IMAX(0, -k);   /* the diagonal's first row */
+        for (int top = row0 - 1; top >= first; top -= 32) {
+            const int nb = IMIN(32, top - first + 1);
+            uint b = 0u;
+            for (int r = 0; r < nb; ++r) {
+                const int i = top - r;
 ${rec.coords(T1, "i + k", pad=VEC)}\
 ${rec.recurrent(T1)}\
 ${rec.joint(T1)}\
-            if (!rec) break;
-            ++len;
+                b |= (rec ? 1u : 0u) << r;
+            }
+            const uint white = ~b & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
+            if (white) { len += (uint)(31 - (int)clz(white & (0u - white))); break; }
+            len += (uint)nb;
         }
         dcarry[k - carry0] = len;
 % endif

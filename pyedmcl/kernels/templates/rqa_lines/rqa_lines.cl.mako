@@ -18,9 +18,9 @@
 ## in a register, added to the local bin once per work-item, instead of one local atomic
 ## per word (_runs.mako: diag_runs, _bits.mako, _hist.mako). The same histograms.
 ## MODE "warmcol" / "warmdiag" (row ranges, pyedmcl.rqa.ranges): the carries a lane
-## holds at row row0, found by walking up from row row0 - 1 cell by cell until its open
-## run began (a column: black or white; a diagonal: black), one work-item per lane, no
-## histogram (_warm.mako).
+## holds at row row0, found by walking up from row row0 - 1, 32 cells a step, until its
+## open run began (a column: black or white; a diagonal: black), one work-item per lane,
+## no histogram (_warm.mako).
 ## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
 ## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk), in two
 ## rounds: each transposes half a tile in registers, then walks rows across the round's
