@@ -192,3 +192,35 @@ def assert_rqa_matches_oracle(res, ref) -> None:
         h = np.asarray(getattr(res, k), np.int64)
         n = max(h.size, o.size)
         assert np.array_equal(np.pad(h, (0, n - h.size)), np.pad(o, (0, n - o.size))), k
+
+
+class SlowCheck:
+    """A stand-in for the merge check's future: it answers after ``polls`` calls of
+    ``done()`` (None: only when asked for the result), so that a test decides when a
+    speculating RQA run learns the verdict."""
+
+    def __init__(self, fn, polls):
+        self.fn, self.polls, self.value, self.ran = fn, polls, None, False
+
+    def done(self) -> bool:
+        if self.polls is None:
+            return self.ran
+        self.polls -= 1
+        return self.polls < 0
+
+    def result(self):
+        if not self.ran:
+            self.value, self.ran = self.fn(), True
+        return self.value
+
+
+class SlowCheckPool:
+    """A stand-in for :func:`pyedmcl._precision._check_pool`'s executor: each check it
+    is given answers as :class:`SlowCheck` does after ``polls`` polls."""
+
+    def __init__(self, polls):
+        self.polls = polls
+
+    def submit(self, fn):
+        return SlowCheck(fn, self.polls)
+

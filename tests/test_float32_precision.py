@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE
+from conftest import CPU_DEVICE, SlowCheckPool
 
 import pyedmcl as pe
 from pyedmcl._precision import MAX_MERGED_FRACTION, PrecisionWarning, prepare
@@ -203,26 +203,6 @@ def test_warning_when_float32_would_merge_values(device):
         pe.simplex(x, E=2, dtype="float64", device=device)
 
 
-class _SlowCheck:
-    """A stand-in for the merge check's future: it answers after ``polls`` calls of
-    ``done()`` (None: only when asked for the result), so that a test decides when a
-    speculating RQA run learns the verdict."""
-
-    def __init__(self, fn, polls):
-        self.fn, self.polls, self.value, self.ran = fn, polls, None, False
-
-    def done(self) -> bool:
-        if self.polls is None:
-            return self.ran
-        self.polls -= 1
-        return self.polls < 0
-
-    def result(self):
-        if not self.ran:
-            self.value, self.ran = self.fn(), True
-        return self.value
-
-
 @pytest.mark.parametrize("polls", [0, 3, None], ids=["first", "during", "after"])
 def test_rqa_checks_float32_beside_the_device_work(device, polls, monkeypatch):
     """rqa() runs float32 while the merge check sorts the series. Where the check fails
@@ -232,11 +212,7 @@ def test_rqa_checks_float32_beside_the_device_work(device, polls, monkeypatch):
     from pyedmcl import _precision
     from pyedmcl.rqa import dnr
 
-    class Pool:
-        def submit(self, fn):
-            return _SlowCheck(fn, polls)
-
-    monkeypatch.setattr(_precision, "_check_pool", Pool)
+    monkeypatch.setattr(_precision, "_check_pool", lambda: SlowCheckPool(polls))
     monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
     launches, stopped = [], []
     launch = dnr._launch

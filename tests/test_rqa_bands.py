@@ -197,6 +197,42 @@ def test_row_ranges_symmetric(device, p):
     assert got.symmetric and _same(H(got), H(ref))
 
 
+@pytest.mark.parametrize("split", ["rows", "lanes"])
+def test_failed_merge_check_stops_every_device(device, split, monkeypatch):
+    """rqa() on two devices goes ahead of the float32 merge check; where it fails
+    mid-run every device stops (each finishes what it holds first) and the call gives
+    one warning and the float64 histograms."""
+    from conftest import SlowCheckPool
+
+    from pyedmcl import _precision
+    from pyedmcl._precision import PrecisionWarning
+
+    monkeypatch.setattr(_precision, "_check_pool", lambda: SlowCheckPool(6))
+    monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
+    monkeypatch.setattr(multi, "SPLIT", split)
+    stopped = []
+    launch = dnr._launch
+
+    def spy(st, ln, m, fold_bins):
+        try:
+            launch(st, ln, m, fold_bins)
+        except dnr.SpeculationFailed:
+            stopped.append(m.spec.real)
+            raise
+
+    monkeypatch.setattr(dnr, "_launch", spy)
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.random(300), 1e9 + rng.random(300)])  # float32 merges these
+    bes = two_backends(device)
+    p = {"VEC": 4, "WG": 4, "EDGE": 32, "BITS": 2, "PH": 32, "SHARE": 1}
+    with pytest.warns(PrecisionWarning, match="float64") as rec:
+        got = pe.rqa(x, E=2, radius=0.1, devices=bes, params=p)
+    assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
+    assert stopped and set(stopped) == {"float"}
+    ref = pe.rqa(x, E=2, radius=0.1, device=bes[0], params=p, dtype="float64")
+    assert got.settings["dtype"] == "float64" and _same(_hists(got), _hists(ref))
+
+
 def test_row_ranges_bind_each_task_once(device, monkeypatch):
     """A row range's launches reuse one bound launcher per task, mode and column-bit
     buffer (binding one per launch cost ~40 us of host time each), with the same
