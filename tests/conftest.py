@@ -224,3 +224,23 @@ class SlowCheckPool:
     def submit(self, fn):
         return SlowCheck(fn, self.polls)
 
+
+class GpuInfo:
+    """The fields of an H100's DeviceInfo that the RQA heuristics and constraints read."""
+
+    is_gpu = True
+    runtime = "nvidia"
+    max_work_group_size = 1024
+    max_work_item_sizes = (1024, 1024, 64)
+    local_mem_bytes = 48 * 1024
+
+
+def rqa_template_params(**values) -> dict:
+    """Every value the rqa_lines template declares, for rendering tests: a float32
+    Euclidean E = 2 kernel with every option off, ``values`` over it."""
+    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "vertical",
+            "VEC": 1, "WG": 32, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
+            "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0, "FMA": 0,
+            "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0, "DPAIR": 0}
+    return dict(base, **values)
+

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import GpuInfo, rqa_template_params
 
 import pyedmcl as pe
 from pyedmcl.data import logistic_map
@@ -109,18 +110,12 @@ def test_dpair_template_value():
     from clkernels.templates import render
     from pyedmcl.kernels.rqa_lines import RQA_LINES, _dpair
 
-    class Info:
-        is_gpu = True
-        runtime = "nvidia"
-
+    Info = GpuInfo
     p = dict(GPU, DPAIR=1)
     assert all(_dpair(p, Info, m) == 1 for m in ("vertical", "diagonal", "horizontal"))
     assert _dpair(dict(p, PH=128), Info, "diagonal") == 0
     assert _dpair(dict(p, WALK=0), Info, "diagonal") == 0
-    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
-            "VEC": 1, "WG": 32, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-            "BITS": 2, "PH": 64, "CBITS": 0, "SHARE": 1, "SYM": 0, "WALK": 1, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0, "DPAIR": 1}
+    base = rqa_template_params(MODE="diagonal", PH=64, SHARE=1, WALK=1, DPAIR=1)
     with pytest.raises(ValueError, match="DPAIR=1 needs WALK=1 and PH=0"):
         render(RQA_LINES.template, base)
 
@@ -130,14 +125,9 @@ def test_shfl_template_value():
     warps per work-group), SHFL=1 only on NVIDIA; every other launch renders without it."""
     from pyedmcl.kernels.rqa_lines import _fits, _shfl
 
-    class Info:
-        is_gpu = True
-        runtime = "nvidia"
-        max_work_group_size = 1024
-        max_work_item_sizes = (1024, 1024, 64)
-        local_mem_bytes = 48 * 1024
+    Info = GpuInfo
 
-    class Amd(Info):
+    class Amd(GpuInfo):
         runtime = "amd"
 
     p = dict(GPU, WG=128, SHFL=1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_rqa_matches_oracle
+from conftest import assert_rqa_matches_oracle, rqa_template_params
 
 import pyedmcl as pe
 from pyedmcl.kernels.rqa_lines import RQA_LINES
@@ -113,10 +113,7 @@ def test_pack_template_constraints():
     from clkernels.devices import DeviceInfo  # noqa: F401  (the constraint's argument type)
     from clkernels.templates import render
 
-    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "vertical",
-            "VEC": 2, "WG": 4, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-            "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 1, "PLANES": 0, "HCH": 0, "SHFL": 0, "DPAIR": 0}
+    base = rqa_template_params(VEC=2, WG=4, PACK=1)
     with pytest.raises(ValueError, match="PACK=1 needs"):
         render(RQA_LINES.template, base)
     with pytest.raises(ValueError, match="PACK=1 needs"):
@@ -131,10 +128,7 @@ def test_planes_template_constraints():
     from clkernels.templates import render
     from pyedmcl.kernels.rqa_lines import _planes
 
-    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
-            "VEC": 1, "WG": 4, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-            "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 1, "SYM": 0, "WALK": 1, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 1, "HCH": 0, "SHFL": 0, "DPAIR": 0}
+    base = rqa_template_params(MODE="diagonal", WG=4, SHARE=1, WALK=1, PLANES=1)
     assert "__global uint* restrict sbits" in render(RQA_LINES.template, base)
     for bad in ({"SHARE": 0}, {"VEC": 2}, {"SYM": 1, "MODE": "horizontal"}):
         with pytest.raises(ValueError, match="PLANES=1 needs"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_rqa_matches_oracle
+from conftest import GpuInfo, assert_rqa_matches_oracle, rqa_template_params
 
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import numpy_reference
@@ -22,14 +22,7 @@ GPU = {"VEC": 1, "WG": 32, "EDGE": 512, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 0
 VARIANTS = [(8, 512, 1), (16, 512, 1), (32, 96, 1), (32, 512, 1), (8, 200, 0)]
 
 
-class Gpu:
-    """The fields of an H100's DeviceInfo that the RQA heuristic and constraints read."""
-
-    is_gpu = True
-    runtime = "nvidia"
-    max_work_group_size = 1024
-    max_work_item_sizes = (1024, 1024, 64)
-    local_mem_bytes = 48 * 1024
+Gpu = GpuInfo
 
 
 def _hists(r):
@@ -126,10 +119,8 @@ def test_chunked_rows_constraints():
     from clkernels.templates import render
     from pyedmcl.kernels.rqa_lines import RQA_LINES, _fits, _gpu_unfit, _hch, _wg
 
-    base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "horizontal",
-            "VEC": 1, "WG": 32, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-            "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 1, "SYM": 1, "WALK": 1, "FMA": 0,
-            "PERCOL": 0, "UNR": 0, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0}
+    base = rqa_template_params(MODE="horizontal", SHARE=1, SYM=1, WALK=1, PACK=1, PLANES=1,
+                                HCH=8)
     assert "transpose32" in render(RQA_LINES.template, base)
     assert "hhead[i] = a;" in render(RQA_LINES.template, dict(base, MODE="hjoin"))
     for bad, msg in (({"SYM": 0}, "needs SYM=1"), ({"PLANES": 0}, "HCH > 0 needs"),
