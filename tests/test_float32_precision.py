@@ -248,6 +248,45 @@ def test_rqa_checks_float32_beside_the_device_work(device, polls, monkeypatch):
             "dtype"] == "float32"
 
 
+@pytest.mark.parametrize("kind", ["cross", "joint", "joint-y"])
+def test_cross_and_joint_rqa_check_float32_beside_the_device_work(device, kind, monkeypatch):
+    """cross_rqa() and joint_rqa() run float32 beside the merge check as rqa() does: a
+    series float32 cannot hold (either one of a joint pair) stops the run a few launches
+    in, gives one warning naming it and the float64 histograms."""
+    from pyedmcl import _precision
+    from pyedmcl.rqa import dnr
+
+    monkeypatch.setattr(_precision, "_check_pool", lambda: SlowCheckPool(3))
+    monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
+    stopped = []
+    launch = dnr._launch
+
+    def spy(st, ln, m, fold_bins):
+        try:
+            launch(st, ln, m, fold_bins)
+        except dnr.SpeculationFailed:
+            stopped.append(m.spec.real)
+            raise
+
+    monkeypatch.setattr(dnr, "_launch", spy)
+    p = {"VEC": 4, "WG": 4, "EDGE": 25, "BITS": 2, "PH": 64, "SHARE": 1}
+    x, ok = _clustered(), logistic_map(200)
+    if kind == "cross":
+        fn, name = (lambda **k: pe.cross_rqa(x, ok[:150], E=2, radius=0.1, **k)), "x"
+    elif kind == "joint":
+        fn, name = (lambda **k: pe.joint_rqa(x, ok, E=2, radius=0.1, **k)), "x"
+    else:
+        fn, name = (lambda **k: pe.joint_rqa(ok, x, E=2, radius=0.1, **k)), "y"
+    with pytest.warns(PrecisionWarning, match=f"{name}: .*float64") as rec:
+        got = fn(device=device, params=p)
+    assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
+    assert stopped == ["float"]
+    ref = fn(device=device, params=p, dtype="float64")
+    assert got.settings["dtype"] == "float64"
+    for h in ("diagonal_hist", "vertical_hist", "white_hist"):
+        np.testing.assert_array_equal(getattr(got, h), getattr(ref, h))
+
+
 def test_xmap_checks_float32_beside_the_map(device):
     """In memory the map runs while the merge check sorts the series; a series float32
     cannot hold still gives one warning and the float64 matrix, bit for bit."""

@@ -22,6 +22,7 @@ Conventions (see ``docs`` in each function):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -282,14 +283,23 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                 v_min=v_min, w_min=w_min, white_border=white_border, edge=edge, order=order,
                 params=params, threshold_rule=threshold_rule, neighbourhood=neighbourhood,
                 knn=knn, scheduler=scheduler, n_workers=n_workers)
+    return _beside_the_check(prep, [s], lambda dt, xs, sp: _rqa_prepared(
+        xs[0], dt, bes, **opts, speculation=sp))
+
+
+def _beside_the_check(prep: Prepared, raw: list[np.ndarray],
+                      run: Callable[[np.dtype, list[np.ndarray], Any], RQAResult]) -> RQAResult:
+    """``run(dtype, series, speculation)`` on ``prep``'s series while its float32 merge
+    check runs (``speculation``: the check, for the launches to stop at once if it
+    fails: :class:`~pyedmcl.rqa.dnr.SpeculationFailed`); where the check fails, warned,
+    ``run`` again in float64 on the ``raw`` series."""
     try:
-        res = _rqa_prepared(prep.series[0], prep.dtype, bes, **opts,
-                            speculation=prep.speculation())
+        res = run(prep.dtype, prep.series, prep.speculation())
     except SpeculationFailed:  # the check failed while the devices ran: stopped early
         res = None
     if prep.float32_holds() and res is not None:
         return res
-    return _rqa_prepared(s, np.dtype(np.float64), bes, **opts)  # warned: float64
+    return run(np.dtype(np.float64), raw, None)  # warned: float64
 
 
 def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, tau: int,
@@ -359,27 +369,34 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     l_min, v_min, w_min, theiler, edge = _check_common(l_min, v_min, w_min, theiler, "lines",
                                                        order, edge, max(nx, ny))
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
-    dt, (sx, sy) = centred([sx, sy], ["x", "y"], dt, bes, common=True, what="cross_rqa")
     rule = check_threshold_rule(threshold_rule)
-    radius, thr = _resolve_threshold(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes,
-                                     rule)
+    scheduler, n_workers = check_scheduler(scheduler, n_workers)
+    prep = centring([sx, sy], ["x", "y"], dt, bes, common=True, what="cross_rqa",
+                    deferred=scheduler is None)
     w = int(theiler)
-    spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                    white_border=bool(white_border), fma=(rule == "squared"))
     n_rows, n_cols = ny, nx  # rows: points of y; columns: points of x
     if w == 0:
         ranges = [(-(n_rows - 1), n_cols)]
     else:
         ranges = [r for r in ((-(n_rows - 1), -w + 1), (w, n_cols)) if r[1] > r[0]]
-    scheduler, n_workers = check_scheduler(scheduler, n_workers)
-    h = detect_lines(bes, sy.astype(dt), sx.astype(dt), thr, spec=spec, n_rows=n_rows,
-                     n_cols=n_cols, diag_ranges=ranges, w=w, edge=edge, order=order,
-                     params=params, scheduler=scheduler, n_workers=n_workers)
-    return make_result(h, h.diagonal.copy(), nx * ny, radius, l_min, v_min, w_min, dict(
-        kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min, v_min=v_min,
-        w_min=w_min, dtype=str(dt), white_border=white_border, n_points_x=nx, n_points_y=ny,
-        devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
-        threshold_rule=rule, recurrence_rate=recurrence_rate))
+
+    def run(dt: np.dtype, series: list[np.ndarray], speculation: Any) -> RQAResult:
+        cx, cy = series
+        radius_, thr = _resolve_threshold(radius, recurrence_rate, cy, cx, E, tau, metric, dt,
+                                          bes, rule)
+        spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
+                        white_border=bool(white_border), fma=(rule == "squared"))
+        h = detect_lines(bes, cy.astype(dt), cx.astype(dt), thr, spec=spec, n_rows=n_rows,
+                         n_cols=n_cols, diag_ranges=ranges, w=w, edge=edge, order=order,
+                         params=params, scheduler=scheduler, n_workers=n_workers,
+                         speculation=speculation)
+        return make_result(h, h.diagonal.copy(), nx * ny, radius_, l_min, v_min, w_min, dict(
+            kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min,
+            v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
+            n_points_x=nx, n_points_y=ny, devices=h.per_device, launches=h.launches,
+            device_tasks=h.device_tasks, threshold_rule=rule, recurrence_rate=recurrence_rate))
+
+    return _beside_the_check(prep, [sx, sy], run)
 
 
 def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
@@ -420,35 +437,42 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
             if value is not None:  # the error names the series (a pair's said neither)
                 check(value, f"{name} of {series}")
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
-    dt, (sx,) = centred([sx], ["x"], dt, bes, common=False, what="joint_rqa")
-    dt, (sy,) = centred([sy], ["y"], dt, bes, common=False, what="joint_rqa")
     scheduler, n_workers = check_scheduler(scheduler, n_workers)
-    thr = {}
-    for name, r, q, s in (("x", rx, qx, sx), ("y", ry, qy, sy)):
-        try:
-            thr[name] = _resolve_threshold(r, q, s, None, E, tau, metric, dt, bes, rule)
-        except ValueError as exc:  # (a rate below the floor of one series): say which
-            raise ValueError(f"series {name}: {exc}") from None
-    (rx, thr_x), (ry, thr_y) = thr["x"], thr["y"]
+    # each series centred by its own mean; float64 for both where either cannot hold
+    prep = centring([sx, sy], ["x", "y"], dt, bes, common=False, what="joint_rqa",
+                    deferred=scheduler is None)
     w = int(theiler)
-    spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
-                    theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border), fma=(rule == "squared"))
     kmin = max(w, 1)
-    a, b = sx.astype(dt), sy.astype(dt)
-    h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
-                     diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
-                     thr2=thr_y, w=w, edge=edge, order=order, params=params, symmetric=True,
-                     scheduler=scheduler, n_workers=n_workers)
-    diag = 2 * h.diagonal
-    if w == 0:
-        diag[n - 1] += 1
-    n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
-    return make_result(h, diag, n_cells, (rx, ry), l_min, v_min, w_min, dict(
-        kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
-        l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), n_points=n,
-        devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
-        symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
+
+    def run(dt: np.dtype, series: list[np.ndarray], speculation: Any) -> RQAResult:
+        thr = {}
+        for name, r, q, s in (("x", rx, qx, series[0]), ("y", ry, qy, series[1])):
+            try:
+                thr[name] = _resolve_threshold(r, q, s, None, E, tau, metric, dt, bes, rule)
+            except ValueError as exc:  # (a rate below the floor of one series): say which
+                raise ValueError(f"series {name}: {exc}") from None
+        (rx_, thr_x), (ry_, thr_y) = thr["x"], thr["y"]
+        spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
+                        theiler_matrix=(theiler_scope == "matrix" and w > 0),
+                        white_border=bool(white_border), fma=(rule == "squared"))
+        a, b = series[0].astype(dt), series[1].astype(dt)
+        h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
+                         diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
+                         thr2=thr_y, w=w, edge=edge, order=order, params=params,
+                         symmetric=True, scheduler=scheduler, n_workers=n_workers,
+                         speculation=speculation)
+        diag = 2 * h.diagonal
+        if w == 0:
+            diag[n - 1] += 1
+        n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
+        return make_result(h, diag, n_cells, (rx_, ry_), l_min, v_min, w_min, dict(
+            kind="joint_rqa", E=E, tau=tau, metric=metric, theiler=w,
+            theiler_scope=theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt),
+            n_points=n, devices=h.per_device, launches=h.launches,
+            device_tasks=h.device_tasks, symmetric=h.symmetric, threshold_rule=rule,
+            recurrence_rate=recurrence_rate))
+
+    return _beside_the_check(prep, [sx, sy], run)
 
 
 def _pair(value: Any, name: str) -> tuple[Any, Any]:
