@@ -214,6 +214,33 @@ class SlowCheck:
         return self.value
 
 
+def failing_check(monkeypatch, polls) -> tuple[list, list]:
+    """RQA calls made after this run beside a float32 merge check that answers after
+    ``polls`` polls (:class:`SlowCheck`), with one launch in flight while it is
+    pending. Returns (launches, stopped): the real type of every launch made, and for
+    every run the check stopped the number of launches made before it."""
+    import importlib
+
+    from pyedmcl import _precision
+
+    dnr = importlib.import_module("pyedmcl.rqa.dnr")
+    monkeypatch.setattr(_precision, "_check_pool", lambda: SlowCheckPool(polls))
+    monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
+    launches, stopped = [], []
+    launch = dnr._launch
+
+    def spy(st, ln, m, fold_bins):
+        try:
+            launch(st, ln, m, fold_bins)
+        except dnr.SpeculationFailed:
+            stopped.append(len(launches))
+            raise
+        launches.append(m.spec.real)
+
+    monkeypatch.setattr(dnr, "_launch", spy)
+    return launches, stopped
+
+
 class SlowCheckPool:
     """A stand-in for :func:`pyedmcl._precision._check_pool`'s executor: each check it
     is given answers as :class:`SlowCheck` does after ``polls`` polls."""

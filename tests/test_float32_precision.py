@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE, SlowCheckPool
+from conftest import CPU_DEVICE, failing_check
 
 import pyedmcl as pe
 from pyedmcl._precision import MAX_MERGED_FRACTION, PrecisionWarning, prepare
@@ -209,23 +209,7 @@ def test_rqa_checks_float32_beside_the_device_work(device, polls, monkeypatch):
     before the first launch, during the run (the run stops: the launches already made
     are all it cost) or after it, the call gives one warning and the float64 result,
     histograms bit for bit."""
-    from pyedmcl import _precision
-    from pyedmcl.rqa import dnr
-
-    monkeypatch.setattr(_precision, "_check_pool", lambda: SlowCheckPool(polls))
-    monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
-    launches, stopped = [], []
-    launch = dnr._launch
-
-    def spy(st, ln, m, fold_bins):
-        try:
-            launch(st, ln, m, fold_bins)
-        except dnr.SpeculationFailed:
-            stopped.append(len(launches))
-            raise
-        launches.append(m.spec.real)
-
-    monkeypatch.setattr(dnr, "_launch", spy)
+    launches, stopped = failing_check(monkeypatch, polls)
     x = _clustered()
     p = {"VEC": 4, "WG": 4, "EDGE": 25, "BITS": 2, "PH": 64, "SHARE": 1}  # many launches
     with pytest.warns(PrecisionWarning, match="x: .*float64") as rec:
@@ -253,22 +237,7 @@ def test_cross_and_joint_rqa_check_float32_beside_the_device_work(device, kind, 
     """cross_rqa() and joint_rqa() run float32 beside the merge check as rqa() does: a
     series float32 cannot hold (either one of a joint pair) stops the run a few launches
     in, gives one warning naming it and the float64 histograms."""
-    from pyedmcl import _precision
-    from pyedmcl.rqa import dnr
-
-    monkeypatch.setattr(_precision, "_check_pool", lambda: SlowCheckPool(3))
-    monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
-    stopped = []
-    launch = dnr._launch
-
-    def spy(st, ln, m, fold_bins):
-        try:
-            launch(st, ln, m, fold_bins)
-        except dnr.SpeculationFailed:
-            stopped.append(m.spec.real)
-            raise
-
-    monkeypatch.setattr(dnr, "_launch", spy)
+    launches, stopped = failing_check(monkeypatch, 3)
     p = {"VEC": 4, "WG": 4, "EDGE": 25, "BITS": 2, "PH": 64, "SHARE": 1}
     x, ok = _clustered(), logistic_map(200)
     if kind == "cross":
@@ -280,7 +249,7 @@ def test_cross_and_joint_rqa_check_float32_beside_the_device_work(device, kind, 
     with pytest.warns(PrecisionWarning, match=f"{name}: .*float64") as rec:
         got = fn(device=device, params=p)
     assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
-    assert stopped == ["float"]
+    assert stopped == [2] and launches[:2] == ["float", "float"]  # stopped at the third
     ref = fn(device=device, params=p, dtype="float64")
     assert got.settings["dtype"] == "float64"
     for h in ("diagonal_hist", "vertical_hist", "white_hist"):

@@ -202,25 +202,12 @@ def test_failed_merge_check_stops_every_device(device, split, monkeypatch):
     """rqa() on two devices goes ahead of the float32 merge check; where it fails
     mid-run every device stops (each finishes what it holds first) and the call gives
     one warning and the float64 histograms."""
-    from conftest import SlowCheckPool
+    from conftest import failing_check
 
-    from pyedmcl import _precision
     from pyedmcl._precision import PrecisionWarning
 
-    monkeypatch.setattr(_precision, "_check_pool", lambda: SlowCheckPool(6))
-    monkeypatch.setattr(dnr, "SPECULATION_AHEAD", 1)
+    launches, stopped = failing_check(monkeypatch, 6)
     monkeypatch.setattr(multi, "SPLIT", split)
-    stopped = []
-    launch = dnr._launch
-
-    def spy(st, ln, m, fold_bins):
-        try:
-            launch(st, ln, m, fold_bins)
-        except dnr.SpeculationFailed:
-            stopped.append(m.spec.real)
-            raise
-
-    monkeypatch.setattr(dnr, "_launch", spy)
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.random(300), 1e9 + rng.random(300)])  # float32 merges these
     bes = two_backends(device)
@@ -228,7 +215,7 @@ def test_failed_merge_check_stops_every_device(device, split, monkeypatch):
     with pytest.warns(PrecisionWarning, match="float64") as rec:
         got = pe.rqa(x, E=2, radius=0.1, devices=bes, params=p)
     assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
-    assert stopped and set(stopped) == {"float"}
+    assert stopped and set(launches[:max(stopped)]) == {"float"}  # stopped in float32
     ref = pe.rqa(x, E=2, radius=0.1, device=bes[0], params=p, dtype="float64")
     assert got.settings["dtype"] == "float64" and _same(_hists(got), _hists(ref))
 
