@@ -88,13 +88,13 @@ class _Trace:
             self.states = list(states)
             return orig(states, m, seconds)
         self.dnr._recombine = recombine
-        self.warm: dict[int, Any] = {}  # row ranges: each device's warm-up state
+        self.warm: dict[int, Any] = {}  # row ranges: each device's walk-up launches
         multi = importlib.import_module("pyedmcl.rqa.multi")
         run_threads = multi.run_threads
 
         def run_noting(devs, tasks, **kw):
             self.states = [d.st for d in devs]
-            self.warm = {id(d.st): d.warm for d in devs if hasattr(d, "warm")}
+            self.warm = {id(d.st): d.warm_events for d in devs if hasattr(d, "warm_events")}
             return run_threads(devs, tasks, **kw)
         multi.run_threads = run_noting
         self.modes: dict[int, list[str]] = {}  # per device state: each launch's mode
@@ -126,9 +126,9 @@ class _Trace:
                 per = {md: float(sum(p[i, 2] - p[i, 1] for i in range(len(modes))
                                      if modes[i] == md)) for md in dict.fromkeys(modes)}
                 warm = self.warm.get(id(st))
-                if warm is not None and warm.events:
+                if warm:
                     per["warm-up"] = float(sum((e.profile.end - e.profile.start) * 1e-9
-                                               for e in warm.events))
+                                               for e in warm))
                 print("           " + "  ".join(f"{md} {t:.3f} s" for md, t in per.items()))
 
 

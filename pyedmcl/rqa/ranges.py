@@ -37,7 +37,7 @@ import numpy as np
 from clkernels import Backend
 from clkernels.tuning import Params
 
-from ..kernels.rqa_lines import RQA_LINES
+from ..kernels.rqa_lines import RQA_LINES, WARM_MODES
 from . import dnr
 from .bands import MAX_IN_FLIGHT
 from .dnr import _choose_paths, _device_state, _DevState, _Matrix, _Task
@@ -158,8 +158,8 @@ def _cells_above(x: np.ndarray, lo: int, hi: int, n_rows: int, n_cols: int) -> n
 
 
 class RangeDevice:
-    """One device: the SHARE row path over ranges, plus an unshared scratch state for
-    the warm-ups (same series on the device, its own throw-away histograms)."""
+    """One device: the SHARE row path over ranges, each range's carries found by the
+    walk-up launches (:meth:`_warm`)."""
 
     def __init__(self, be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
                  x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
@@ -174,10 +174,7 @@ class RangeDevice:
             self.rows = _Task("horizontal", 0, m.n_cols,
                               RQA_LINES.carry(be, self.st.params, "horizontal", m.n_rows))
         dnr._overlap(self.st, m)  # OVL: a range's diagonals in the device's second queue
-        p0 = dict(self.st.params, SHARE=0, SYM=0)
-        z = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
-        z64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
-        self.warm = _DevState(be, p0, self.st.series, z, z64)
+        self.warm_events: list[Any] = []  # the walk-up launches (traces time them)
         self.ranges = 0
         self.seeds: list[Any] = []  # the seeded column counts of each warm-up (subtracted)
         self.open: list[tuple[_Task, RowRange]] = []  # every range's tasks (carries)
@@ -195,11 +192,8 @@ class RangeDevice:
 
     def build(self) -> None:
         """Build the kernels (both paths) and the fold kernel in the calling thread."""
-        for mode in ("vertical", "diagonal"):
+        for mode in ("vertical", "diagonal", *WARM_MODES):
             self.st.kernels[mode] = RQA_LINES.kernel(self.be, self.st.params, self.m.spec, mode)
-        for mode in ("warmcol", "warmdiag"):
-            self.warm.kernels[mode] = RQA_LINES.kernel(self.be, self.warm.params, self.m.spec,
-                                                       mode)
         if self.sym:
             modes = ("horizontal", "hjoin") if self.st.hrec is not None else ("horizontal",)
             for mode in modes:
@@ -219,14 +213,15 @@ class RangeDevice:
                                    RQA_LINES.carry(be, p, "diagonal", hi - lo)))
         return tasks
 
-    def _warm(self, tasks: list[_Task], r0: int) -> list[_Task]:
-        """``tasks`` (zeroed carries) with the carries at row ``r0``: one launch per task
+    def _warm(self, tasks: list[_Task], r0: int) -> None:
+        """Set the carries of ``tasks`` (zeroed) at row ``r0``: one launch per task
         (MODE ``warmcol`` / ``warmdiag``) walks each lane of its warm interval up from
         row ``r0 - 1`` until its open run began, straight into the carry buffers, in the
         device's queue before the range's own launches: no read-back, no host wait. The
         recurrences the column carries were seeded with are copied aside on the device
-        and subtracted when the range is collected."""
-        be, m, st = self.st.be, self.m, self.warm
+        and subtracted when the range is collected. The walk-up kernels read no
+        histogram: their histogram arguments are the range's own, never written."""
+        be, m, st = self.st.be, self.m, self.st
         for task in tasks:
             a, b = _warm_interval(m, task, r0, self.sym)
             if b <= a:
@@ -237,10 +232,9 @@ class RangeDevice:
                                     thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
                                     carry0=task.lo, carry=task.bufs, hist=hist,
                                     kernel=st.kernels.get(mode))
-            st.events.append(go(r0, 0, a, b - a))
+            self.warm_events.append(go(r0, 0, a, b - a))
             if task.mode == "vertical":
                 self.seeds.append(self._snapshot(task.bufs[2], a - task.lo, b - a))
-        return tasks
 
     def _snapshot(self, buf: Any, at: int, n: int) -> Any:
         """A device copy of ``buf[at:at + n]`` (the seeded recurrence counts), read when
@@ -258,7 +252,7 @@ class RangeDevice:
         returns (None, its last event) as :meth:`pyedmcl.rqa.bands.BandDevice.run`."""
         tasks = self._tasks()
         if rr.r0 > 0:
-            tasks = self._warm(tasks, rr.r0)
+            self._warm(tasks, rr.r0)
         e, sym = self.st.params["EDGE"], self.sym
         chunked = sym and self.st.hrec is not None
         plan = [ln for t in tasks + ([self.rows] if sym else [])
@@ -358,7 +352,7 @@ class RangeDevice:
         self.open.clear()
         self.seeds.clear()
         self.st.events.clear()
-        self.warm.events.clear()
+        self.warm_events.clear()
         self.window.clear()
         return out
 
