@@ -29,9 +29,8 @@ from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 #: the carryover buffers of a launch, per mode (horizontal: per row of the matrix)
 CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
-#: the modes that find a row range's carries by walking lanes up (column, diagonal
-#: carries), per lane mode
-WARM_MODES = {"warmcol": "vertical", "warmdiag": "diagonal"}
+#: per lane mode, the mode that finds a row range's carries by walking its lanes up
+WARM_MODES = {"vertical": "warmcol", "diagonal": "warmdiag"}
 #: template values of the fold kernel (it depends on none of them)
 _FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
@@ -119,7 +118,8 @@ def _shfl(params: Params, info: DeviceInfo, mode: str) -> int:
     """SHFL template value: the diagonal launch's words by a barrel shift over warp
     shuffles (1: NVIDIA's shfl.sync, the only runtime that has them; 2: through local
     memory, any device) where the column words are read as planes in work-groups of whole
-    32-lane warps; 0 (the gather) for every other mode and path, and SHFL=1 elsewhere."""
+    32-lane warps; else 0 (the gather): every other mode and path, and SHFL=1 on a
+    runtime other than NVIDIA's."""
     shfl = int(params.get("SHFL", 0))
     wg = _wg(mode, params, info)
     if mode != "diagonal" or not _planes(params, info, wg) or wg % 32:
@@ -233,7 +233,7 @@ class LineSpec:
         return {"E": self.E, "REAL": self.real, "METRIC": self.metric}
 
     def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
-        if mode in WARM_MODES:  # cell by cell: no bit words, shared words or lane walks
+        if mode in WARM_MODES.values():  # walk-ups: no shared words, planes or lane walks
             params = {"VEC": params["VEC"], "WG": params["WG"]}
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
                 "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params, info),
@@ -363,7 +363,7 @@ class RQALinesKernel(TunableKernel):
         this mode's kernel from :meth:`kernel` (else looked up)."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
-        per_item = 1 if mode in ("horizontal", "hjoin", *WARM_MODES) else params["VEC"]
+        per_item = 1 if mode in ("horizontal", "hjoin", *WARM_MODES.values()) else params["VEC"]
         real = spec.dtype
         head = (*series, real(thr), real(thr2), np.int32(n_rows), np.int32(n_cols))
         at = len(head)  # row0, nrows, lane0, nlanes follow

@@ -93,12 +93,18 @@ def default_width(m: _Matrix, n_devices: int, vertical: bool,
     return max(MIN_BAND, -(-width // 64) * 64 if width > 64 else width)
 
 
+def check_width(width: int) -> int:
+    """``width`` (lanes per band, rows per range) when it is at least 1; else the error."""
+    if width < 1:
+        raise ValueError(f"band width={width} is out of range; allowed: >= 1 lanes")
+    return width
+
+
 def plan_bands(m: _Matrix, vertical: bool, diag_ranges: list[tuple[int, int]],
                width: int) -> list[Band]:
     """Every band of the job, largest first (ties: columns, then by lane), so that the
     last bands a dynamic queue hands out are the small ones."""
-    if width < 1:
-        raise ValueError(f"band width={width} is out of range; allowed: >= 1 lanes")
+    check_width(width)
     out: list[Band] = []
     if vertical:
         out += [Band("vertical", lo, min(lo + width, m.n_cols), m.n_rows * (min(lo + width, m.n_cols) - lo))

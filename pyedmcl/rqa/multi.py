@@ -18,7 +18,7 @@ from clkernels.tuning import Params
 from ..kernels.rqa_lines import RQA_LINES
 from . import dnr
 from . import ranges as row_ranges
-from .bands import BandDevice, default_width, fold_bins, plan_bands, run_threads
+from .bands import BandDevice, check_width, default_width, fold_bins, plan_bands, run_threads
 from .dnr import Histograms, _Matrix
 from .ranges import RangeDevice, plan_ranges
 
@@ -42,9 +42,8 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
     if split not in ("auto", "lanes", "rows"):
         raise ValueError(f"split={split!r} is not supported; allowed: 'auto', 'lanes', 'rows'")
     n_dev = n_workers if scheduler is not None else len(backends)
-    width = default_width(m, n_dev, vertical, diag_ranges) if not band else int(band)
-    if width < 1:
-        raise ValueError(f"band width={width} is out of range; allowed: >= 1 lanes")
+    width = check_width(default_width(m, n_dev, vertical, diag_ranges) if not band
+                        else int(band))
     n_fold = fold_bins(m, vertical, diag_ranges)
     if split == "auto":
         split = "rows" if _shares(backends, m, params, vertical) else "lanes"

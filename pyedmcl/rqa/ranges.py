@@ -192,7 +192,7 @@ class RangeDevice:
 
     def build(self) -> None:
         """Build the kernels (both paths) and the fold kernel in the calling thread."""
-        for mode in ("vertical", "diagonal", *WARM_MODES):
+        for mode in ("vertical", "diagonal", *WARM_MODES.values()):
             self.st.kernels[mode] = RQA_LINES.kernel(self.be, self.st.params, self.m.spec, mode)
         if self.sym:
             modes = ("horizontal", "hjoin") if self.st.hrec is not None else ("horizontal",)
@@ -226,7 +226,7 @@ class RangeDevice:
             a, b = _warm_interval(m, task, r0, self.sym)
             if b <= a:
                 continue
-            mode = "warmcol" if task.mode == "vertical" else "warmdiag"
+            mode = WARM_MODES[task.mode]
             hist = (st.h32["v"], st.h32["w"]) if task.mode == "vertical" else (st.h32["d"],)
             go = RQA_LINES.launcher(be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                                     thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
