@@ -145,15 +145,10 @@ ${rec.joint(T)}\
 ## warp's rows (the shuffles need all 32); a work-item walks only its own words, the
 ## same words and bits as the gather.
 <%def name="body_shfl(T)">\
-<%
-    if not PLANES or VEC != 1 or WG % 32:
-        raise ValueError("SHFL > 0 needs PLANES=1, VEC=1 and WG a multiple of 32")
-%>\
         const int wl = t0 & 31;                  /* lane in the warp */
         const int kw = lane0 + (t0 - wl);        /* the warp's first diagonal */
         const int mine = t0 < nlanes;
-        uint dra[1];
-        dra[0] = mine ? dcarry[l0 - carry0] : 0u;
+        uint dr = mine ? dcarry[l0 - carry0] : 0u;
         const int ibo = row0 + ((IMAX(row0, -l0) - row0) & ~63);   /* this diagonal's words */
         const int ieo = IMIN(row0 + nrows, n_cols - l0);
 % if SHFL == 2:
@@ -190,9 +185,9 @@ ${plane_loads("ib + 64")}\
             }
 % endfor
             if (mine && ib >= ibo && ib < ieo)
-                diag_runs(((ulong)hi_a << 32) | (ulong)lo_a, nb, &dra[0], ph_d, lh_d, hist_d, &n_iso);
+                diag_runs(((ulong)hi_a << 32) | (ulong)lo_a, nb, &dr, ph_d, lh_d, hist_d, &n_iso);
         }
-        if (mine) dcarry[l0 - carry0] = dra[0];
+        if (mine) dcarry[l0 - carry0] = dr;
 </%def>
 
 ## SHFL: the plane values of the word at row `at` that work-item wl loads: columns

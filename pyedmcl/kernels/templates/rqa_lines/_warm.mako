@@ -1,13 +1,13 @@
-## MODE "warmcol" / "warmdiag" of rqa_lines: the carries of lanes lane0 .. lane0 + nlanes - 1
-## at row row0 (a row range's start), each work-item walking its lane up from row row0 - 1,
-## 32 cells a step packed in a word (the run ends at the word's first cell of the other
-## colour: one ctz): the same recurrence decision as the vertical (columns: JOINT, the
-## Theiler band of THEILER_MATRIX) and diagonal launches (JOINT), one lane per work-item
-## (the series are padded by VEC as theirs are). A column's open run is black or white: its length goes
-## to vcarry or wcarry, and npts gets the recurrences the walk saw (the black run's length;
-## for a white run 1 if a recurrence lies above it, else 0: the white-border rule asks only
-## whether one does, and the host subtracts what the carries were seeded with). A
-## diagonal's carry is its open black run. T: the names of _names.mako.
+## MODE "warmcol" / "warmdiag" of rqa_lines: the carries of lanes lane0 .. lane0 +
+## nlanes - 1 at row row0 (a row range's start), each work-item walking its lane up from
+## row row0 - 1, 32 cells a step packed in a word (the run ends at the word's first cell
+## of the other colour: one ctz), with the vertical launch's recurrence decision
+## (columns: JOINT, the Theiler band of THEILER_MATRIX) or the diagonal launch's (JOINT);
+## the series are padded by VEC as theirs are. A column's open run is black or white:
+## its length goes to vcarry or wcarry, and npts gets the recurrences the walk saw (the
+## black run's length; for a white run 1 if a recurrence lies above it, else 0: the
+## white-border rule asks only whether one does, and the host subtracts what the carries
+## were seeded with). A diagonal's carry is its open black run. T: _names.mako's names.
 ## Import with <%namespace name="warm" file="/rqa_lines/_warm.mako"/>.
 <%namespace name="names" file="/rqa_lines/_names.mako"/>
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
