@@ -87,6 +87,9 @@ class Affine:
 
     shift: np.ndarray
     scale: np.ndarray
+    #: each row's std in data units where :func:`_affine` measured it (None otherwise):
+    #: the spread check of :func:`prepare` reads it instead of a second pass over the data
+    spread: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def identity(cls, rows: int = 1) -> Affine:
@@ -105,7 +108,8 @@ class Affine:
         if self.is_identity:
             return x
         z = x - self._col(x, self.shift)
-        z /= self._col(x, self.scale)  # in place: one panel-sized temporary, not two
+        if not np.all(self.scale == 1):  # centred only (RQA, Simplex): no pass dividing by 1
+            z /= self._col(x, self.scale)  # in place: one panel-sized temporary, not two
         return z
 
     def back(self, z: np.ndarray) -> np.ndarray:
@@ -284,15 +288,15 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
     integer data stay integers (exact distance ties survive, as in float64) and scaling
     adds no rounding; the standardised std lies in [0.7, 1.4]."""
     rows = _rows(a)
-    sd = rows.std(axis=1)
-    ok = (sd > 0) & np.isfinite(sd)
-    sd = np.where(ok, sd, 1.0)  # a constant series: shift only
+    spread = rows.std(axis=1)
+    ok = (spread > 0) & np.isfinite(spread)
+    sd = np.where(ok, spread, 1.0)  # a constant series: shift only
     if shift is None:
         m = _round_shift(rows.mean(axis=1), sd, ok)
     else:  # a common shift (already rounded)
         m = np.broadcast_to(shift, rows.shape[:1]).astype(float)
     s = np.exp2(np.round(np.log2(sd))) if scale else np.ones(rows.shape[0])
-    return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64))
+    return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64), spread)
 
 
 #: values from which a panel is standardised by several threads, in bands of rows
@@ -327,7 +331,8 @@ def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
     with ThreadPoolExecutor(threads) as ex:
         parts = list(ex.map(band, bands))
     return (Affine(np.concatenate([f.shift for f in parts]),
-                   np.concatenate([f.scale for f in parts])), out)
+                   np.concatenate([f.scale for f in parts]),
+                   np.concatenate([f.spread for f in parts])), out)
 
 
 def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
@@ -360,14 +365,15 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
     pairs = [_standardise(a, scale, shift) for a in arrs]
     affs, out = [f for f, _ in pairs], [z for _, z in pairs]
-    for z, name in zip(out, names, strict=True):
-        top = float(np.nanmax(np.abs(z))) if z.size else 0.0
+    for z, aff, name in zip(out, affs, names, strict=True):
+        top = float(max(np.nanmax(z), -np.nanmin(z))) if z.size else 0.0  # no |z| temporary
         if top > FLOAT32_MAX_INPUT:  # centred only (RQA, Simplex) and far from zero
             _fall_back(f"{name}: values up to {top:.3g} after centring are beyond float32's "
                        f"range for squared distances (|value| <= {FLOAT32_MAX_INPUT:.0e})",
                        fp64, what)
             return prepare(arrs, np.float64, fp64, names=names)
-        sds = _rows(z).std(axis=1) if z.size and not scale else np.ones(1)
+        sds = (aff.spread if aff.spread is not None else _rows(z).std(axis=1)) \
+            if z.size and not scale else np.ones(1)
         spread = float(np.nanmin(sds[sds > 0])) if np.any(sds > 0) else 1.0
         if spread < FLOAT32_MIN_SPREAD:  # centred only and tiny (any series): squared distances
             _fall_back(f"{name}: values spread over {spread:.3g} (std), below "  # underflow
