@@ -272,13 +272,17 @@ class Backend(abc.ABC):
         result fed back into a later launch's input without a host round trip."""
         raise NotImplementedError(f"{type(self).__name__} has no device-to-device copy")
 
-    def to_host_async(self, array: Any, out: np.ndarray | None = None) -> Callable[[], np.ndarray]:
+    def to_host_async(self, array: Any, out: np.ndarray | None = None,
+                      count: int | None = None) -> Callable[[], np.ndarray]:
         """Enqueue the copy of ``array`` into ``out`` (a C-contiguous host array of its
         size and dtype; None: a new one) behind the queued work; returns the function
-        that waits for it and returns ``out``. Backends without asynchronous reads
-        copy when that function is called."""
+        that waits for it and returns ``out``. ``count``: only the first ``count``
+        elements of the flat ``array`` (``out`` of that size). Backends without
+        asynchronous reads copy when that function is called."""
         def wait() -> np.ndarray:
             host = self.to_host(array)
+            if count is not None:
+                host = host.reshape(-1)[:count].copy()
             if out is None:
                 return host
             out.reshape(-1)[...] = host.reshape(-1)

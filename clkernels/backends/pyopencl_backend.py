@@ -336,16 +336,21 @@ class PyOpenCLBackend(Backend):
             return array.get()
         return np.asarray(array)
 
-    def to_host_async(self, array: Any, out: np.ndarray | None = None):
+    def to_host_async(self, array: Any, out: np.ndarray | None = None,
+                      count: int | None = None):
         """A non-blocking read: the host may enqueue the next work while this copy
         waits for the queued kernels, and the copy runs as soon as they end (the
-        next kernels behind it), so a row-block pipeline leaves no device gap."""
+        next kernels behind it), so a row-block pipeline leaves no device gap.
+        ``count``: the first ``count`` elements of the flat array only."""
         if not isinstance(array, cla.Array):
-            return super().to_host_async(array, out)
+            return super().to_host_async(array, out, count)
+        size = array.size if count is None else count
+        if not 0 <= size <= array.size:
+            raise ValueError(f"count must be in 0 .. {array.size}, got {count}")
         if out is None:
-            out = np.empty(array.shape, array.dtype)
-        if out.nbytes != array.nbytes or out.dtype != array.dtype or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous {array.dtype} array of {array.size} "
+            out = np.empty(array.shape if count is None else (size,), array.dtype)
+        if out.size != size or out.dtype != array.dtype or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous {array.dtype} array of {size} "
                              f"values, got {out.dtype} {out.shape}")
         if out.nbytes == 0:
             return lambda: out
@@ -359,17 +364,21 @@ class PyOpenCLBackend(Backend):
         # through pinned (page-locked) staging memory: a read into pageable memory
         # may hold the host until the queue reaches it (then no next work is queued)
         buf, host = self._staging(out.nbytes)
-        ev = cl.enqueue_copy(self.queue, host, array.data, is_blocking=False)
+        part = host[:out.nbytes]
+        ev = cl.enqueue_copy(self.queue, part, array.data, is_blocking=False)
 
         def wait_pinned() -> np.ndarray:
             ev.wait()
-            np.copyto(out.reshape(-1).view(np.uint8), host)
-            self._staging_free.setdefault(out.nbytes, []).append((buf, host))
+            np.copyto(out.reshape(-1).view(np.uint8), part)
+            self._staging_free.setdefault(host.nbytes, []).append((buf, host))
             return out
         return wait_pinned
 
     def _staging(self, nbytes: int) -> tuple[cl.Buffer, np.ndarray]:
-        """A pinned host buffer of ``nbytes`` (mapped once; reused after each read)."""
+        """A pinned host buffer of at least ``nbytes`` (mapped once; reused after each
+        read): sizes are powers of two, so reads of varying sizes (histograms read up to
+        their last used bin) share a few buffers instead of pinning one per size."""
+        nbytes = 1 << max(0, nbytes - 1).bit_length()
         free = self._staging_free.get(nbytes)
         if free:
             return free.pop()

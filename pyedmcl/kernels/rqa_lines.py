@@ -417,6 +417,29 @@ class RQALinesKernel(TunableKernel):
         wg = min(64, backend.info.max_work_group_size)
         backend.launch(k, (round_up(n, wg),), (wg,), runs, np.int32(i0), np.int32(n), h32)
 
+    def collect(self, backend: Backend, d: Any, v: Any, w: Any, rows: tuple[Any, Any] | None,
+                n: int) -> Any:
+        """Make a run's 64-bit totals ready to read (bins ``0 .. n - 1``): ``rows`` (SYM's
+        row-walk totals hv, hw) added into ``v`` and ``w`` on the device; returns a device
+        uint32[3], one past the last nonzero bin of ``d``, ``v`` and ``w`` (0: empty), so
+        that the host reads only those bins (:func:`pyedmcl.rqa.dnr.read_totals`)."""
+        k = backend.kernel(self.template, dict(_FOLD_PARAMS, MODE="collect"), "rqa_collect")
+        ext = backend.zeros(3, np.uint32)
+        hv, hw = rows if rows is not None else (d, d)  # read only where merged
+        wg = min(64, backend.info.max_work_group_size)
+        backend.launch(k, (round_up(max(n, 1), wg),), (wg,), d, v, w, hv, hw,
+                       np.int32(rows is not None), np.int32(n), ext)
+        return ext
+
+    def count_sums(self, backend: Backend, counts: Any, i0: int, n: int) -> Any:
+        """The sum of the uint32 ``counts[i0:i0 + n]`` (a column task's recurrences), as a
+        device uint64 array of partial sums (one per 1,024 entries) for the host to add."""
+        k = backend.kernel(self.template, dict(_FOLD_PARAMS, MODE="collect"), "rqa_count_sums")
+        groups = max(1, (n + 1023) // 1024)
+        sums = backend.empty(groups, np.uint64)
+        backend.launch(k, (groups * 64,), (64,), counts, np.int32(i0), np.int32(n), sums)
+        return sums
+
     def sym_join(self, backend: Backend, col: tuple[Any, Any, Any], rows: tuple[Any, Any],
                  j0: int, nj: int, n: int, diag_black: bool, white_border: bool, hlen: int,
                  hv: Any, hw: Any) -> Any:

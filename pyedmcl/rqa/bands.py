@@ -203,11 +203,12 @@ class BandDevice:
             if m.spec.white_border:  # open white runs touch the bottom border
                 RQA_LINES.add_runs(st.be, task.bufs[1], n_lanes, st.h32["w"])
         _fold(st, m.hlen, final=True)
-        out = [st.be.to_host(st.h64[k]) for k in ("d", "v", "w")]
+        sums = [] if task.mode == "diagonal" else [
+            RQA_LINES.count_sums(st.be, task.bufs[2], 0, n_lanes)]
+        out, totals = dnr.read_totals(st, m, sums)
         for k in ("d", "v", "w"):
             st.be.fill(st.h64[k], 0)
-        n = 0 if task.mode == "diagonal" else int(
-            st.be.to_host(task.bufs[2])[:n_lanes].sum(dtype=np.int64))
+        n = sum(totals)
         st.tasks.remove(task)
         st.events.clear()  # a worker runs many bands: keep no finished event
         self.window.clear()

@@ -147,10 +147,9 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
     n_rec = 0
     for dev in devs:
-        d, v, w, n = collected[id(dev)]
-        hist[0] += d
-        hist[1] += v
-        hist[2] += w
+        *parts, n = collected[id(dev)]
+        for total, part in zip(hist, parts, strict=True):  # each read up to its last bin
+            total[:part.size] += part
         n_rec += n
     return Histograms(hist[0][:-1], hist[1][:-1], hist[2][:-1], n_rec,
                       launches=sum(d.st.launches for d in devs), seconds=seconds,

@@ -218,8 +218,9 @@ class RangeDevice:
         (MODE ``warmcol`` / ``warmdiag``) walks each lane of its warm interval up from
         row ``r0 - 1`` until its open run began, straight into the carry buffers, in the
         device's queue before the range's own launches: no read-back, no host wait. The
-        recurrences the column carries were seeded with are copied aside on the device
-        and subtracted when the range is collected. The walk-up kernels read no
+        recurrences the column carries were seeded with are summed on the device
+        (:meth:`~pyedmcl.kernels.rqa_lines.RQALinesKernel.count_sums`) and subtracted when
+        the range is collected. The walk-up kernels read no
         histogram: their histogram arguments are the range's own, never written."""
         be, m, st = self.st.be, self.m, self.st
         for task in tasks:
@@ -234,18 +235,7 @@ class RangeDevice:
                                     kernel=st.kernels.get(mode))
             self.warm_events.append(go(r0, 0, a, b - a))
             if task.mode == "vertical":
-                self.seeds.append(self._snapshot(task.bufs[2], a - task.lo, b - a))
-
-    def _snapshot(self, buf: Any, at: int, n: int) -> Any:
-        """A device copy of ``buf[at:at + n]`` (the seeded recurrence counts), read when
-        the range is collected; a backend without device copies reads it now."""
-        be = self.st.be
-        try:
-            part = be.empty(n, np.uint32)
-            be.copy_within(part, 0, buf, at, n)
-            return part
-        except NotImplementedError:
-            return be.to_host(buf)[at:at + n].copy()
+                self.seeds.append(RQA_LINES.count_sums(be, task.bufs[2], a - task.lo, b - a))
 
     def run(self, rr: RowRange) -> tuple[None, Any]:
         """Enqueue every launch of ``rr`` (warm-up first when it does not start at row 0);
@@ -306,18 +296,11 @@ class RangeDevice:
                 added = True
         if added:
             dnr._fold(self.st, m.hlen, final=True)
-        h64 = self.st.h64
         cols = [task for task, _ in self.open if task.mode == "vertical"]
-        # every read issued at once (pinned where the backend has them), one wait each
-        read = dnr._prefetch(self.st, [*h64.values(), *(t.bufs[2] for t in cols)])
-        out = [read(h64[k]) for k in ("d", "v", "w")]
-        if "hv" in h64:  # SYM's chunked row walks and joins
-            out[1] = out[1] + read(h64["hv"])
-            out[2] = out[2] + read(h64["hw"])
-        n_rec = -sum(int((b if isinstance(b, np.ndarray) else be.to_host(b)).sum(dtype=np.int64))
-                     for b in self.seeds)
-        for task in cols:  # the recurrences its columns counted
-            n_rec += int(read(task.bufs[2])[: task.hi - task.lo].sum(dtype=np.int64))
+        # the recurrences its columns counted, and those the warm-ups seeded (subtracted)
+        sums = [RQA_LINES.count_sums(be, t.bufs[2], 0, t.hi - t.lo) for t in cols]
+        out, totals = dnr.read_totals(self.st, m, [*sums, *self.seeds])
+        n_rec = sum(totals[:len(sums)]) - sum(totals[len(sums):])
         if self.sym:  # above the diagonal, mirrored; plus the ranges' diagonal cells
             rows = sum(rr.r1 - rr.r0 for t, rr in self.open if t.mode == "vertical")
             n_rec = 2 * n_rec + rows * int(dnr._diag_black(m))

@@ -101,3 +101,56 @@ __kernel void rqa_add_runs(__global const uint* restrict runs, const int i0, con
     }
 }
 </%def>
+
+## MODE "collect" (the whole program; it depends on no other template value): a run's
+## 64-bit totals made ready for the host to read only their used bins, and the column
+## tasks' recurrence counts summed.
+<%def name="collect_kernel()">\
+/* The end of a run, one work-item per bin b: where `merge` is set, SYM's row-walk totals
+   (hv, hw: their own histograms while the row walks ran beside the vertical launches)
+   are added into the vertical and white totals; then ext[0..2] (zeroed by the host)
+   become one past the last nonzero bin of d, v and w, so that the host reads those bins
+   only (a few thousand of N: the longest line of each kind). */
+__kernel void rqa_collect(__global const ulong* restrict d, __global ulong* restrict v,
+                          __global ulong* restrict w, __global const ulong* restrict hv,
+                          __global const ulong* restrict hw, const int merge, const int n,
+                          __global uint* restrict ext)
+{
+    const int b = get_global_id(0);
+    if (b >= n)
+        return;
+    ulong cv = v[b], cw = w[b];
+    if (merge) {
+        const ulong av = hv[b], aw = hw[b];
+        if (av) { cv += av; v[b] = cv; }
+        if (aw) { cw += aw; w[b] = cw; }
+    }
+    const uint end = (uint)b + 1u;
+    if (d[b]) atomic_max(&ext[0], end);
+    if (cv) atomic_max(&ext[1], end);
+    if (cw) atomic_max(&ext[2], end);
+}
+
+/* The recurrences a column task counted (its npts carry), summed on the device: entries
+   i0 .. i0 + n - 1 of `a`, 1024 per work-group, into sums[group] (64-bit), so that the
+   host reads n / 1024 sums instead of n counts. */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void rqa_count_sums(__global const uint* restrict a, const int i0, const int n,
+                    __global ulong* restrict sums)
+{
+    __local ulong part[64];
+    const int lid = get_local_id(0), base = get_group_id(0) * 1024;
+    ulong c = 0UL;
+    for (int k = 0; k < 16; ++k) {
+        const int i = base + k * 64 + lid;
+        if (i < n) c += (ulong)a[i0 + i];
+    }
+    part[lid] = c;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 32; s > 0; s >>= 1) {
+        if (lid < s) part[lid] += part[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) sums[get_group_id(0)] = part[0];
+}
+</%def>

@@ -208,6 +208,8 @@ ${sym.functions(T)}
 
 % if MODE == "symjoin":
 ${sym.join_kernel()}
+% elif MODE == "collect":
+${hist.collect_kernel()}
 % else:
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
