@@ -21,7 +21,7 @@ from pyedmcl.data import logistic_map
 #: the GPU default's shape in small row blocks (several blocks, planes and warps at a few
 #: hundred points); SYM with the chunked row walk, as the GPU default
 GPU = {"VEC": 1, "WG": 32, "EDGE": 512, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1, "WALK": 1,
-       "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0}
+       "UNR": 1, "OVL": 2, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0}
 #: (WG, EDGE, SYM): one warp per group; two (SHFL=2's bounds are the group's, SHFL=1's
 #: the warp's); row blocks of 96 rows (not a multiple of 64) and 200; the full matrix
 VARIANTS = [(32, 512, 1), (64, 512, 1), (32, 96, 1), (64, 200, 0), (128, 512, 0)]

@@ -109,7 +109,7 @@ class PyOpenCLBackend(Backend):
         #: ``to_host_async``); a few per size are kept
         self.pinned_reads = info.is_gpu and info.runtime != "oclgrind"
         self._staging_free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
-        self._side: cl.CommandQueue | None = None  # stream 1 (see _queue)
+        self._sides: dict[int, cl.CommandQueue] = {}  # streams 1 .. (see _queue)
         self.helper_builds = 0  # programs handed to helper processes (clkernels.buildprocs)
         self.allocator = None
         #: built programs of this backend's context, by (source, options). Per backend, not
@@ -399,19 +399,21 @@ class PyOpenCLBackend(Backend):
             return cl.LocalMemory(a.nbytes)
         return a
 
-    #: a second in-order queue of the same context (created on first use): launches that
+    #: more in-order queues of the same context (created on first use): launches that
     #: do not depend on each other run side by side, as CUDA streams do on NVIDIA
-    streams = 2
+    streams = 3
 
     def _queue(self, stream: int) -> cl.CommandQueue:
         if stream == 0:
             return self.queue
-        if stream != 1:
-            raise ValueError(f"stream={stream} is not supported; allowed: 0, 1")
-        if self._side is None:
-            self._side = cl.CommandQueue(
+        if not 0 < stream < self.streams:
+            raise ValueError(f"stream={stream} is not supported; allowed: 0 .. "
+                             f"{self.streams - 1}")
+        side = self._sides.get(stream)
+        if side is None:
+            side = self._sides[stream] = cl.CommandQueue(
                 self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        return self._side
+        return side
 
     @staticmethod
     def _declare(kernel, cargs: list[Any]) -> tuple[Any, ...]:
@@ -465,6 +467,6 @@ class PyOpenCLBackend(Backend):
         return (event.profile.end - event.profile.start) * 1e-9
 
     def finish(self) -> None:
-        if self._side is not None:
-            self._side.finish()
+        for side in self._sides.values():
+            side.finish()
         self.queue.finish()

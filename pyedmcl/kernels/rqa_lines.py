@@ -58,10 +58,10 @@ def _heuristic(info: DeviceInfo) -> Params:
         # step per black run): diagonal launches 86.3 -> 83.5 ms (Roessler), 131.1 ->
         # 117.4 ms (logistic), the call 636 -> 613 ms (logistic) (decision 0091)
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
-             "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 32,
+             "WALK": 1, "UNR": 1, "OVL": 2, "PACK": 1, "PLANES": 1, "HCH": 32,
              "SHFL": 1 if info.runtime == "nvidia" else 0, "DPAIR": 1}
         if not _local_fits(p, info):
-            p.update(SYM=0, HCH=0)  # the row tiles do not fit in local memory: SYM off
+            p.update(SYM=0, HCH=0, OVL=1)  # the row tiles do not fit in local memory: SYM off
         return p
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
         # (0056), 128 private bins (longer white lines are rare; fewer bins to clear and
@@ -172,6 +172,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
                                          and p["WG"] % p["HCH"] == 0))
             and (not p.get("OVL", 0) or (p.get("SHARE", 0)
                                          and (not p.get("SYM", 0) or p.get("HCH", 0))))
+            and (p.get("OVL", 0) != 2 or (p.get("SYM", 0) and p.get("HCH", 0)))
             and (not p.get("SHFL", 0) or (p.get("PLANES", 0) and p["WG"] % 32 == 0
                                           and (p["SHFL"] == 2 or info.runtime == "nvidia")))
             and (not p.get("DPAIR", 0) or (p.get("WALK", 0) == 1 and not p.get("PH", 0)))
@@ -255,7 +256,8 @@ class RQALinesKernel(TunableKernel):
     """Tunable family: lanes per work-item (VEC), work-group size, sub-matrix edge, and
     OVL, a schedule value that shapes no kernel: SHARE's diagonal launches in a second
     queue of the device, beside the next row block's vertical launch, the column bits
-    double-buffered (:mod:`pyedmcl.rqa.dnr`)."""
+    double-buffered; OVL 2 (SYM with HCH): the chunked row walks and joins in a third
+    queue, beside both (:mod:`pyedmcl.rqa.dnr`)."""
 
     name = "rqa_lines"
     template = "rqa_lines/rqa_lines.cl.mako"
@@ -267,7 +269,7 @@ class RQALinesKernel(TunableKernel):
         params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
                 "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
-                "OVL": (0, 1), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
+                "OVL": (0, 1, 2), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
                 "SHFL": (0, 1), "DPAIR": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,

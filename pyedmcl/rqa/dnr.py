@@ -106,7 +106,9 @@ class Histograms:
     events: list[Any] = field(default_factory=list)
     shared: bool = False  # SHARE path taken: diagonals gathered from the vertical bit words
     symmetric: bool = False  # SYM path taken: upper triangle only, verticals joined on the host
-    overlapped: bool = False  # OVL taken: diagonals in a second queue, column bits doubled
+    #: the OVL taken (0: one queue; 1: diagonals and row walks in a second queue, column
+    #: bits doubled; 2: the row walks in a third)
+    overlapped: int = 0
     device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
 
 
@@ -199,12 +201,12 @@ class _DevState:
     #: OVL: the column bits of odd row blocks (even ones use ``shared``); the diagonal
     #: launches run in the backend's queue 1 (see :func:`_overlap`)
     shared_odd: dict[str, Any] | None = None
-    want_overlap: bool = False  # OVL asked for (params); p["OVL"] says whether it was taken
+    want_overlap: int = 0  # OVL asked for (params); p["OVL"] says what was taken
     #: OVL launches in flight: set while a runner enqueues row blocks, cleared once it
-    #: has finished both queues (what follows, the open runs and folds, runs in queue 0)
+    #: has finished every queue (what follows, the open runs and folds, runs in queue 0)
     overlapping: bool = False
-    last_side: Any = None  # the last launch enqueued in queue 1
-    last: dict[tuple[str, int], Any] = field(default_factory=dict)  # (mode, block) -> event
+    last_side: dict[int, Any] = field(default_factory=dict)  # side queue -> its last launch
+    last: dict[tuple[int, int], Any] = field(default_factory=dict)  # (queue, block) -> event
 
 
 def _split(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
@@ -309,7 +311,7 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
     """Settle SHARE and SYM for one device and allocate the shared column bits (OVL is
     settled after, by :func:`_overlap`, where the caller runs one device)."""
     p = st.params
-    st.want_overlap = bool(p.get("OVL", 0))
+    st.want_overlap = int(p.get("OVL", 0))
     p["OVL"] = 0
     p["SHARE"] = int(share and bool(p.get("SHARE", 0)) and p.get("BITS", 0) == 2)
     # SYM: a whole-row horizontal launch (HCH = 0) walks nrows whole rows; its 32-bit
@@ -379,7 +381,7 @@ def _overlap(st: _DevState, m: _Matrix) -> None:
         log.info("RQA: a second column-bit buffer does not fit (%s); one queue", exc)
         return
     st.shared_odd = dict(st.shared, sbits=odd)
-    p["OVL"] = 1
+    p["OVL"] = 2 if st.want_overlap >= 2 and st.hrec is not None and st.be.streams > 2 else 1
 
 
 def begin_overlap(st: _DevState, row0: int) -> None:
@@ -391,16 +393,25 @@ def begin_overlap(st: _DevState, row0: int) -> None:
         return
     st.overlapping = True
     st.last.clear()  # the range's own launches write every key its launches read
-    if st.last_side is not None:
-        blk = row0 // st.params["EDGE"]
-        st.last[("side", blk - 2)] = st.last[("side", blk - 1)] = st.last_side
+    blk = row0 // st.params["EDGE"]
+    for q, ev in st.last_side.items():
+        st.last[(q, blk - 2)] = st.last[(q, blk - 1)] = ev
 
 
 def end_overlap(st: _DevState) -> None:
     """After the runner finished every queue of the device: launches go to queue 0 again."""
     st.overlapping = False
     st.last.clear()
-    st.last_side = None
+    st.last_side.clear()
+
+
+def _queue_of(st: _DevState, group: str) -> int:
+    """OVL: the queue of a histogram group's launches (and folds): the vertical ones in
+    queue 0, the diagonals in queue 1, SYM's row walks and joins in queue 1 behind them
+    (OVL 1) or in a third queue of their own (OVL 2)."""
+    if group == "vw":
+        return 0
+    return 2 if group == "h" and st.params.get("OVL", 0) == 2 else 1
 
 
 def _assign_tasks(states: list[_DevState], m: _Matrix, vertical: bool,
@@ -525,21 +536,24 @@ def _launch(st: _DevState, ln: _Launch, m: _Matrix, fold_bins: int) -> None:
     if st.cells_since_fold.get(group, 0) + cells > _u32_limit():
         _fold(st, fold_bins, groups=(group,))
     hist = tuple(st.h32[k] for k in _FOLD_GROUPS[group])
-    odd, queue = 0, {}
-    side = mode != "vertical"  # OVL: launches that read the block's column bits
+    odd, queue, q = 0, {}, 0
     if st.overlapping:  # OVL (row order: ln.key is the block's first row)
         blk = ln.key // st.params["EDGE"]
         odd = blk % 2
-        # side launches: after the vertical launches that stored this block's bits;
-        # verticals: after the side launches that read this buffer two blocks ago
-        after = st.last.get(("vertical", blk) if side else ("side", blk - 2))
-        queue = {"stream": int(side), "wait_for": None if after is None else [after]}
+        q = _queue_of(st, group)
+        # side launches (they read the block's column bits): after the vertical launches
+        # that stored them; verticals: after the side launches that read this buffer two
+        # blocks ago
+        after = ([st.last.get((0, blk))] if q else
+                 [st.last.get((s, blk - 2)) for s in range(1, st.params["OVL"] + 1)])
+        after = [ev for ev in after if ev is not None]
+        queue = {"stream": q, "wait_for": after or None}
     ev = _launcher(st, ln.task, mode, odd, hist, m)(ln.row0, ln.nrows, ln.lane0, ln.nlanes,
                                                     **queue)
     if st.overlapping:
-        st.last[("side" if side else "vertical", ln.key // st.params["EDGE"])] = ev
-        if side:
-            st.last_side = ev
+        st.last[(q, ln.key // st.params["EDGE"])] = ev
+        if q:
+            st.last_side[q] = ev
     st.events.append(ev)
     if pending:
         st.inflight.append(ev)
@@ -588,11 +602,11 @@ def _fold(st: _DevState, hlen: int, final: bool = False,
         groups = tuple(g for g in groups if st.cells_since_fold.get(g, 0))
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
     keys = {g: [k for k in _FOLD_GROUPS[g] if k in st.h32] for g in groups}
-    if st.overlapping:  # OVL: each histogram in the queue of its writers (side: stream 1)
+    if st.overlapping:  # OVL: each histogram in the queue of its writers
         for g in groups:
             pairs = [(st.h32[k], st.h64[k]) for k in keys[g]]
             if pairs:
-                RQA_LINES.fold(st.be, pairs, hlen, stream=int(g != "vw"))
+                RQA_LINES.fold(st.be, pairs, hlen, stream=_queue_of(st, g))
     else:
         pairs = [(st.h32[k], st.h64[k]) for g in groups for k in keys[g]]
         if pairs:

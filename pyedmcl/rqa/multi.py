@@ -157,7 +157,7 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                       events=[e for d in devs for e in d.st.events],
                       shared=any(d.st.params["SHARE"] for d in devs),
                       symmetric=any(d.sym for d in devs),
-                      overlapped=any(d.st.params.get("OVL", 0) for d in devs),
+                      overlapped=max(int(d.st.params.get("OVL", 0)) for d in devs),
                       device_tasks=[d.ranges for d in devs])
 
 
