@@ -376,6 +376,14 @@ def test_async_reads(pinned):
     np.testing.assert_array_equal(again, host)
     with pytest.raises(ValueError, match="C-contiguous float32"):
         be.to_host_async(dev, np.zeros(n, np.float64))
+    # the first `count` values only (histograms up to their last used bin); staging
+    # buffers come in power-of-two sizes, so reads of many sizes share a few
+    for count in (n - 1, n - 2, 5, 0):
+        np.testing.assert_array_equal(be.to_host_async(dev, count=count)(), host[:count])
+    assert all(size & (size - 1) == 0 for size in be._staging_free)
+    assert len(be._staging_free) <= 1
+    with pytest.raises(ValueError, match="count must be in 0 .. "):
+        be.to_host_async(dev, count=n + 1)
     X = np.random.default_rng(1).standard_normal((200, 40)).astype(np.float32)
     ref = pe.xmap(X, E=3, device=CPU_DEVICE)
     np.testing.assert_array_equal(pe.xmap(X, E=3, device=be, block_rows=7).rho, ref.rho)
