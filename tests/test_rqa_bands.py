@@ -105,15 +105,28 @@ def test_band_widths_and_partial_folds(device, monkeypatch):
         dnr.detect_lines(bes, x, x, 0.09, band=-1, **kw)
 
 
-def test_row_ranges_identical(device, monkeypatch):
+def _warm_items(monkeypatch, items: int) -> None:
+    """Walk-ups with ``items`` work-items per lane (WARM; 0: one) on any device (the
+    default: 32 on GPUs only)."""
+    from pyedmcl.kernels import rqa_lines
+
+    if items:
+        monkeypatch.setattr(rqa_lines, "_warm", lambda mode, info: items
+                            if mode in rqa_lines.WARM_MODES.values() else 0)
+
+
+@pytest.mark.parametrize("warm", [0, 32], ids=["warm-serial", "warm-coop"])
+def test_row_ranges_identical(device, monkeypatch, warm):
     """Row ranges keep SHARE (and OVL: the diagonals in a second queue): carries at each
-    range's top from warm-ups (each lane walked up until its open run began), runs at the
-    matrix border counted once, the warm-ups' recurrences subtracted: the one-device
-    histograms (auto with the Theiler band out of
-    the matrix and white_border=False, cross with negative diagonals, joint, FAN)."""
+    range's top from warm-ups (each lane walked up until its open run began, by one
+    work-item or by a work-group of 32, a row each), runs at the matrix border counted
+    once, the warm-ups' recurrences subtracted: the one-device histograms (auto with the
+    Theiler band out of the matrix and white_border=False, cross with negative diagonals,
+    joint, FAN)."""
     from pyedmcl.kernels.rqa_lines import LineSpec
     from pyedmcl.rqa import ranges
 
+    _warm_items(monkeypatch, warm)
     warmed = []
     orig = ranges.RangeDevice._warm
     monkeypatch.setattr(ranges.RangeDevice, "_warm",
@@ -156,8 +169,9 @@ SYM_PARAMS = [
 ]
 
 
+@pytest.mark.parametrize("warm", [0, 32], ids=["warm-serial", "warm-coop"])
 @pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked"])
-def test_row_ranges_symmetric(device, p):
+def test_row_ranges_symmetric(device, p, warm, monkeypatch):
     """SYM on row ranges (upper triangle only; each range joins its columns through the
     diagonal with its own rows' runs): on one device and on two, with and without OVL,
     the histograms and recurrences of the one-device SYM run and of the whole matrix
@@ -165,6 +179,7 @@ def test_row_ranges_symmetric(device, p):
     band removed from the matrix with white lines at the border dropped, and joint RQA."""
     from pyedmcl.kernels.rqa_lines import LineSpec
 
+    _warm_items(monkeypatch, warm)
     bes = two_backends(device)
     H = lambda h: (h.diagonal, h.vertical, h.white, h.n_recurrences)  # noqa: E731
     x = logistic(702).astype(np.float32)
@@ -622,7 +637,13 @@ def test_oclgrind_clean_bands():
         c = detect_lines([be], y, x, 0.09, spec=LineSpec(2, 1, "euclidean", "float"),
                          n_rows=40, n_cols=59, diag_ranges=[(-39, 59)], params=p, band=13,
                          split="rows")
-        print(c.n_recurrences)
+        from pyedmcl.kernels import rqa_lines  # the GPUs' walk-ups: 32 work-items a lane
+        rqa_lines._warm = lambda mode, info: 32 if mode in rqa_lines.WARM_MODES.values() else 0
+        z = np.concatenate([x, x[::-1], x]).astype(np.float32)  # runs longer than a step
+        d = detect_lines([be], z, z, 0.3, spec=LineSpec(2, 1, "euclidean", "float"),
+                         n_rows=179, n_cols=179, diag_ranges=[(1, 179)], params=p, band=78,
+                         split="rows", symmetric=True)
+        print(c.n_recurrences, d.n_recurrences)
     """)
     assert out.strip()
 

@@ -204,10 +204,18 @@ def hist_bins(info: DeviceInfo) -> int:
 def _wg(mode: str, params: Params, info: DeviceInfo) -> int:
     """Work-group size of a launch: whole-row horizontal launches (HCH = 0) have only
     edge/64 work-items, each walking whole rows, so one per work-group lets the runtime
-    balance them over cores."""
+    balance them over cores; a GPU's walk-ups, one lane per work-group (:func:`_warm`)."""
     if mode == "horizontal" and not _chunk(params, info):
         return 1
-    return int(params["WG"])
+    return _warm(mode, info) or int(params["WG"])
+
+
+def _warm(mode: str, info: DeviceInfo) -> int:
+    """WARM: work-items walking one lane together in a walk-up launch (MODE ``warmcol`` /
+    ``warmdiag``): 32 on GPUs, a row each per 32-row step (one work-item per lane held its
+    warp until the longest of its 32 lanes ended: two H100s, N = 946,303, Roessler, the
+    walk-up above the second range took 26 ms), else 0 (one work-item per lane)."""
+    return 32 if mode in WARM_MODES.values() and info.is_gpu else 0
 
 
 @dataclass
@@ -249,7 +257,7 @@ class LineSpec:
                             and params["VEC"] == 1),
                 "PLANES": int(_planes(params, info, _wg(mode, params, info))),
                 "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
-                "DPAIR": _dpair(params, info, mode)}
+                "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -377,7 +385,8 @@ class RQALinesKernel(TunableKernel):
         bound = backend.bind(k, *head, zero, zero, zero, zero, np.int32(w), np.int32(carry0),
                              *carry, *hist, *shared)
         return _Launcher(backend, bound, at, per_item, _wg(mode, params, backend.info), hch,
-                         hch if mode == "horizontal" else 1, n_cols)
+                         hch if mode == "horizontal" else 1, n_cols,
+                         _warm(mode, backend.info) or 1)
 
     @staticmethod
     def hchunks(params: Params, row0: int, n_cols: int) -> int:
@@ -469,20 +478,22 @@ class _Launcher:
     """One lane band's ``rqa_<mode>`` launches (:meth:`RQALinesKernel.launcher`): per call
     only the rows and lanes (and HCH's chunk count) change."""
 
-    __slots__ = ("backend", "bound", "at", "per_item", "wg", "hch", "per_chunk", "n_cols")
+    __slots__ = ("backend", "bound", "at", "per_item", "wg", "hch", "per_chunk", "n_cols",
+                 "lane_items")
 
     def __init__(self, backend: Backend, bound: Any, at: int, per_item: int, wg: int,
-                 hch: int, per_chunk: int, n_cols: int):
+                 hch: int, per_chunk: int, n_cols: int, lane_items: int = 1):
         self.backend, self.bound, self.at = backend, bound, at
         self.per_item, self.wg = per_item, wg
         self.hch, self.per_chunk, self.n_cols = hch, per_chunk, n_cols
+        self.lane_items = lane_items  # WARM: work-items per lane
 
     def __call__(self, row0: int, nrows: int, lane0: int, nlanes: int, *, stream: int = 0,
                  wait_for: list[Any] | None = None) -> Any:
         at = self.at
         changes = {at: np.int32(row0), at + 1: np.int32(nrows), at + 2: np.int32(lane0),
                    at + 3: np.int32(nlanes)}
-        items = (nlanes + self.per_item - 1) // self.per_item
+        items = (nlanes + self.per_item - 1) // self.per_item * self.lane_items
         if self.hch:  # horizontal: HCH work-items per (plane, chunk); hjoin: per (row, chunk)
             nchm = _chunks(self.hch, row0, self.n_cols)
             items *= nchm * self.per_chunk

@@ -62,9 +62,12 @@ HORIZONTAL_COST = 0.8
 #: launches too narrow to fill the GPU) as that of this many more columns: the bottom
 #: range of a SYM split holds many narrow blocks. Two H100s, N = 946,303 / 2*10^6 (E = 3,
 #: RR 0.05): cuts moved down by 3-6 / 6 blocks from equal cells ran 0.387-0.384 /
-#: 1.679 s against 0.405 / 1.697 s; this constant moves them by 5 / 4. CPUs take none
-#: (a narrow launch there only ends sooner)
-BLOCK_LANES = 1 << 17
+#: 1.679 s against 0.405 / 1.697 s. Since the walk-ups take a work-group per lane (26 ->
+#: 6 ms above the second range, Roessler) and the row walks a third queue, the first
+#: device ended last by 5 ms (Roessler) and 13 ms (logistic map) at 1 << 17 (N = 946,303):
+#: this constant moves the cut by 4 blocks from equal cells (1 << 17: 5; a block moves
+#: ~2.4 ms of one H100's time). CPUs take none (a narrow launch there only ends sooner)
+BLOCK_LANES = 3 << 15
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 ## MODE "warmcol" / "warmdiag" of rqa_lines: the carries of lanes lane0 .. lane0 +
-## nlanes - 1 at row row0 (a row range's start), each work-item walking its lane up from
-## row row0 - 1, 32 cells a step packed in a word (the run ends at the word's first cell
-## of the other colour: one ctz), with the vertical launch's recurrence decision
+## nlanes - 1 at row row0 (a row range's start), each lane walked up from row row0 - 1
+## (WARM 0: by one work-item; WARM 32: by a work-group of 32, a row each), 32 cells a step
+## packed in a word (the run ends at the word's first cell of the other colour: one ctz), with the vertical launch's recurrence decision
 ## (columns: JOINT, the Theiler band of THEILER_MATRIX) or the diagonal launch's (JOINT);
 ## the series are padded by VEC as theirs are. A column's open run is black or white:
 ## its length goes to vcarry or wcarry, and npts gets the recurrences the walk saw (the
@@ -13,6 +13,16 @@
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
 
 <%def name="body(T)">\
+% if WARM:
+${coop_body(T)}\
+% else:
+${serial_body(T)}\
+% endif
+</%def>
+
+## WARM = 0: one work-item walks its lane, 32 cells a step (CPUs: lanes in vector
+## registers walk as far as their longest one; few such lanes per core)
+<%def name="serial_body(T)">\
 <% T1 = names.attr.Names(REAL, 1, 0) %>\
     const int t = get_global_id(0);
     if (t < nlanes) {
@@ -62,6 +72,74 @@ ${rec.joint(T1)}\
             len += (uint)nb;
         }
         dcarry[k - carry0] = len;
+% endif
+    }
+</%def>
+
+## WARM = 32 (GPUs): a work-group of 32 walks one lane, a row each, 32 rows a step; the
+## step's word is gathered by local atomics. One work-item walking a lane alone held its
+## warp until the longest of its 32 lanes ended (Roessler, N = 946,303: the open white
+## runs above a range's first row are long and of very different lengths). The word and
+## the walk are those of the serial body: the same carries. Three words in turn: the one a
+## step resets (for the step after next) is no longer read and not yet written.
+<%def name="coop_body(T)">\
+<% T1 = names.attr.Names(REAL, 1, 0) %>\
+    __local uint word[3];
+    const int t = get_group_id(0);       /* the lane (uniform in the work-group) */
+    const int r = get_local_id(0);       /* this work-item's row of each step */
+    if (r == 0) { word[0] = 0u; word[1] = 0u; }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t < nlanes) {
+        int s = 0;
+% if MODE == "warmcol":
+        const int l0 = lane0 + t;        /* column j */
+        const int lid = l0;
+${rec.coords(T1, "l0", pad=VEC)}\
+        uint colour = 2u, len = 0u;      /* 2: no cell seen yet */
+        int reached = 1;                 /* the run reaches row 0 */
+        for (int top = row0 - 1; top >= 0; top -= 32, s = s == 2 ? 0 : s + 1) {
+            const int nb = IMIN(32, top + 1);
+            if (r == 0) word[s == 0 ? 1 : (s == 1 ? 2 : 0)] = 0u;   /* the next step's */
+            if (r < nb) {
+                const int i = top - r;
+${rec.recurrent(T1)}\
+${rec.joint(T1)}\
+${rec.theiler(T1)}\
+                if (rec) atomic_or(&word[s], 1u << r);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const uint b = word[s];
+            if (colour == 2u) colour = b & 1u;
+            const uint other = (colour ? ~b : b) & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
+            if (other) { len += (uint)(31 - (int)clz(other & (0u - other))); reached = 0; break; }
+            len += (uint)nb;
+        }
+        if (r == 0) {
+            vcarry[l0 - carry0] = colour == 1u ? len : 0u;
+            wcarry[l0 - carry0] = colour == 0u ? len : 0u;
+            npts[l0 - carry0] = colour == 1u ? len : (reached ? 0u : 1u);
+        }
+% else:
+        const int k = lane0 + t;         /* diagonal k: cell (i, i + k) */
+        uint len = 0u;
+        const int first = IMAX(0, -k);   /* the diagonal's first row */
+        for (int top = row0 - 1; top >= first; top -= 32, s = s == 2 ? 0 : s + 1) {
+            const int nb = IMIN(32, top - first + 1);
+            if (r == 0) word[s == 0 ? 1 : (s == 1 ? 2 : 0)] = 0u;   /* the next step's */
+            if (r < nb) {
+                const int i = top - r;
+${rec.coords(T1, "i + k", pad=VEC)}\
+${rec.recurrent(T1)}\
+${rec.joint(T1)}\
+                if (rec) atomic_or(&word[s], 1u << r);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const uint white = ~word[s] & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
+            if (white) { len += (uint)(31 - (int)clz(white & (0u - white))); break; }
+            len += (uint)nb;
+        }
+        if (r == 0)
+            dcarry[k - carry0] = len;
 % endif
     }
 </%def>
