@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
@@ -19,8 +19,12 @@
 ## per word (_runs.mako: diag_runs, _bits.mako, _hist.mako). The same histograms.
 ## MODE "warmcol" / "warmdiag" (row ranges, pyedmcl.rqa.ranges): the carries a lane
 ## holds at row row0, found by walking up from row row0 - 1, 32 cells a step, until its
-## open run began (a column: black or white; a diagonal: black), one work-item per lane,
-## no histogram (_warm.mako).
+## open run began (a column: black or white; a diagonal: black), one work-item per lane
+## (WARM 0) or a work-group of WARM = 32 per lane, a row each (GPUs), no histogram
+## (_warm.mako).
+## MODE "collect" (the end of a run; no other value shapes it): SYM's row totals merged
+## into the vertical and white ones, each histogram's last used bin, the column counts
+## summed (_hist.mako: collect_kernel).
 ## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
 ## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk), in two
 ## rounds: each transposes half a tile in registers, then walks rows across the round's
