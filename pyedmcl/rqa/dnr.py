@@ -110,6 +110,8 @@ class Histograms:
     #: bits doubled; 2: the row walks in a third)
     overlapped: int = 0
     device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
+    #: one past the last nonzero bin of diagonal, vertical and white (None: not known)
+    used: tuple[int, int, int] | None = None
 
 
 class SpeculationFailed(Exception):  # noqa: N818 - a signal, not an error
@@ -622,6 +624,7 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
     vert = np.zeros(m.hlen, np.uint64)
     white = np.zeros(m.hlen, np.uint64)
     n_rec = 0
+    used = [0, 0, 0]
     nsums = [_finish_on_device(st, m) for st in states]
     for st, nsum in zip(states, nsums, strict=True):
         cols = [t for t in st.tasks if t.mode == "vertical"]
@@ -633,6 +636,7 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
         diag[:d.size] += d
         vert[:v.size] += v
         white[:w.size] += w
+        used = [max(u, part.size) for u, part in zip(used, (d, v, w), strict=True)]
         if nsum is None:
             n_rec += sum(totals)
         else:  # SYM: twice the upper triangle, plus a black diagonal
@@ -643,7 +647,8 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
                       events=[e for s in states for e in s.events],
                       shared=any(s.params["SHARE"] for s in states),
                       symmetric=any(s.params["SYM"] for s in states),
-                      overlapped=max(int(s.params.get("OVL", 0)) for s in states))
+                      overlapped=max(int(s.params.get("OVL", 0)) for s in states),
+                      used=(used[0], used[1], used[2]))
 
 
 def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()

@@ -146,10 +146,12 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     seconds = time.perf_counter() - t0
     hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
     n_rec = 0
+    used = [0, 0, 0]
     for dev in devs:
         *parts, n = collected[id(dev)]
         for total, part in zip(hist, parts, strict=True):  # each read up to its last bin
             total[:part.size] += part
+        used = [max(u, part.size) for u, part in zip(used, parts, strict=True)]
         n_rec += n
     return Histograms(hist[0][:-1], hist[1][:-1], hist[2][:-1], n_rec,
                       launches=sum(d.st.launches for d in devs), seconds=seconds,
@@ -158,6 +160,7 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                       shared=any(d.st.params["SHARE"] for d in devs),
                       symmetric=any(d.sym for d in devs),
                       overlapped=max(int(d.st.params.get("OVL", 0)) for d in devs),
+                      used=(used[0], used[1], used[2]),
                       device_tasks=[d.ranges for d in devs])
 
 
