@@ -127,8 +127,12 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     the diagonal with its own rows' runs: one device walking the whole matrix beside one
     walking the upper triangle would count the lower triangle twice)."""
     def devices(sym: bool) -> list[RangeDevice]:
-        return [RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical, diag_ranges,
-                            n_fold, symmetric=sym) for be in backends]
+        out = []
+        for be in backends:  # each device's zeroed buffers: one launch per 8 of them
+            with be.zero_batch():
+                out.append(RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical,
+                                       diag_ranges, n_fold, symmetric=sym))
+        return out
 
     devs = devices(symmetric)
     if symmetric and not all(d.sym for d in devs) and any(d.sym for d in devs):
