@@ -366,10 +366,12 @@ def _overlap(st: _DevState, m: _Matrix) -> None:
     device. Each launch alone leaves a GPU partly idle at N ~ 10^5 (one work-item per
     column); odd and even row blocks get their own column bits so the two never share a
     buffer. SYM's chunked horizontal launches and joins (HCH) read the bits too: they run
-    in the second queue after the block's diagonals (one piece buffer: that queue is in
-    order). Only where the backend has a second queue, with SHARE (SYM only with HCH), on
-    more than one row block, and where the second buffer fits; otherwise one queue, as
-    before. Same histograms either way."""
+    in the second queue after the block's diagonals (OVL 1) or, where OVL 2 is asked and
+    the backend has a third queue, in that one, beside both (one piece buffer: either
+    queue is in order; the verticals of block b + 2 wait for both side queues' launches
+    of block b). Only where the backend has a second queue, with SHARE (SYM only with
+    HCH), on more than one row block, and where the second buffer fits; otherwise one
+    queue, as before. Same histograms either way."""
     p = st.params
     if not (st.want_overlap and p["SHARE"] and (not p["SYM"] or st.hrec is not None)
             and st.be.streams > 1 and m.n_rows > p["EDGE"]):
