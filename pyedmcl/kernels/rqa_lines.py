@@ -31,8 +31,9 @@ from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 #: per lane mode, the mode that finds a row range's carries by walking its lanes up
 WARM_MODES = {"vertical": "warmcol", "diagonal": "warmdiag"}
-#: template values of the fold kernel (it depends on none of them)
-_FOLD_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "diagonal",
+#: template values of the run's bookkeeping kernels, one small program (MODE collect:
+#: folds, open runs, the end of a run; SYM's join as MODE symjoin): they depend on none
+_COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "collect",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
@@ -412,7 +413,7 @@ class RQALinesKernel(TunableKernel):
              stream: int = 0) -> None:
         """Add bins ``0 .. n - 1`` of each 32-bit histogram into its 64-bit total and clear
         them (``pairs``: (h32, h64) device arrays), in the backend queue ``stream``."""
-        k = backend.kernel(self.template, _FOLD_PARAMS, "rqa_accumulate")
+        k = backend.kernel(self.template, _COLLECT_PARAMS, "rqa_accumulate")
         wg = min(64, backend.info.max_work_group_size)
         queue = {"stream": stream} if stream else {}
         for h32, h64 in pairs:
@@ -424,7 +425,7 @@ class RQALinesKernel(TunableKernel):
         length - 1), on the device."""
         if n <= 0:
             return
-        k = backend.kernel(self.template, _FOLD_PARAMS, "rqa_add_runs")
+        k = backend.kernel(self.template, _COLLECT_PARAMS, "rqa_add_runs")
         wg = min(64, backend.info.max_work_group_size)
         backend.launch(k, (round_up(n, wg),), (wg,), runs, np.int32(i0), np.int32(n), h32)
 
@@ -434,7 +435,7 @@ class RQALinesKernel(TunableKernel):
         row-walk totals hv, hw) added into ``v`` and ``w`` on the device; returns a device
         uint32[3], one past the last nonzero bin of ``d``, ``v`` and ``w`` (0: empty), so
         that the host reads only those bins (:func:`pyedmcl.rqa.dnr.read_totals`)."""
-        k = backend.kernel(self.template, dict(_FOLD_PARAMS, MODE="collect"), "rqa_collect")
+        k = backend.kernel(self.template, _COLLECT_PARAMS, "rqa_collect")
         ext = backend.zeros(3, np.uint32)
         hv, hw = rows if rows is not None else (d, d)  # read only where merged
         wg = min(64, backend.info.max_work_group_size)
@@ -445,7 +446,7 @@ class RQALinesKernel(TunableKernel):
     def count_sums(self, backend: Backend, counts: Any, i0: int, n: int) -> Any:
         """The sum of the uint32 ``counts[i0:i0 + n]`` (a column task's recurrences), as a
         device uint64 array of partial sums (one per 1,024 entries) for the host to add."""
-        k = backend.kernel(self.template, dict(_FOLD_PARAMS, MODE="collect"), "rqa_count_sums")
+        k = backend.kernel(self.template, _COLLECT_PARAMS, "rqa_count_sums")
         groups = max(1, (n + 1023) // 1024)
         sums = backend.empty(groups, np.uint64)
         backend.launch(k, (groups * 64,), (64,), counts, np.int32(i0), np.int32(n), sums)
@@ -459,7 +460,7 @@ class RQALinesKernel(TunableKernel):
         head, tail) through the diagonal, counting them into the 32-bit histograms
         ``hv``, ``hw``, on the device. Returns the per-work-group sums of ``npts`` (64-bit;
         the recurrences above the diagonal), which the host adds up."""
-        k = backend.kernel(self.template, dict(_FOLD_PARAMS, MODE="symjoin"), "rqa_symjoin")
+        k = backend.kernel(self.template, dict(_COLLECT_PARAMS, MODE="symjoin"), "rqa_symjoin")
         groups = max(1, (nj + 63) // 64)
         nsum = backend.empty(groups, np.uint64)
         backend.launch(k, (groups * 64,), (64,), *col, *rows, np.int32(j0), np.int32(nj),

@@ -22,9 +22,10 @@
 ## open run began (a column: black or white; a diagonal: black), one work-item per lane
 ## (WARM 0) or a work-group of WARM = 32 per lane, a row each (GPUs), no histogram
 ## (_warm.mako).
-## MODE "collect" (the end of a run; no other value shapes it): SYM's row totals merged
-## into the vertical and white ones, each histogram's last used bin, the column counts
-## summed (_hist.mako: collect_kernel).
+## MODE "collect" (no other value shapes it): SYM's row totals merged into the vertical
+## and white ones, each histogram's last used bin, the column counts summed (_hist.mako:
+## collect_kernel); the host takes the folds and open-run counts every program ends with
+## (rqa_accumulate, rqa_add_runs) from this small program too.
 ## HCH > 0 (SYM and PLANES; GPUs): MODE "horizontal" walks the rows of a row block in
 ## chunks of HCH 64-column tiles, HCH work-items per (32-row plane, chunk), in two
 ## rounds: each transposes half a tile in registers, then walks rows across the round's
