@@ -200,3 +200,33 @@ def test_fixed_rate_exact_count(device):
 def test_bad_rule():
     with pytest.raises(ValueError, match="threshold_rule"):
         pe.rqa(np.arange(20.0), radius=1.0, threshold_rule="sqrt")
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "maximum", "manhattan"])
+def test_sampled_rate_distances(metric, monkeypatch):
+    """Above ``EXACT_CELLS`` the rate's order statistic comes from random pairs: their
+    distances are the kernels' (coordinates summed in order, E = 9 included, where a
+    NumPy row sum would pair them up), and the threshold is their order statistic, taken
+    from the same pairs as before (the seed's stream)."""
+    from pyedmcl.rqa import radius
+
+    x = np.random.default_rng(3).standard_normal(3000)
+    y = np.random.default_rng(4).standard_normal(2000)
+    for E, tau in ((3, 2), (9, 1)):
+        nr, nc = x.size - (E - 1) * tau, y.size - (E - 1) * tau
+        g = np.random.default_rng(12345)
+        i, j = g.integers(0, nr, 5000), g.integers(0, nc, 5000)
+        want = np.zeros(5000) if metric != "maximum" else None
+        for m in range(E):
+            d = np.abs(x[i + m * tau] - y[j + m * tau])
+            term = d * d if metric == "euclidean" else d
+            want = term if want is None else (np.maximum(want, term) if metric == "maximum"
+                                              else want + term)
+        got = radius._sampled_dist(x, y, i, j, E, tau, metric)
+        assert np.array_equal(got, want), (E, metric)
+        monkeypatch.setattr(radius, "EXACT_CELLS", 1000)
+        monkeypatch.setattr(radius, "SAMPLES", 5000)
+        r, thr = radius.threshold_for_rate(x, y, 0.1, E=E, tau=tau, metric=metric)
+        k = int(0.1 * (5000 - 1))
+        v = np.partition(want, k)[k]
+        assert r == (float(np.sqrt(v)) if metric == "euclidean" else float(v))
