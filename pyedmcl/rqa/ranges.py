@@ -361,15 +361,9 @@ def _warm_interval(m: _Matrix, task: _Task, r0: int, sym: bool) -> tuple[int, in
 
 def _diagonals_ending(m: _Matrix, lo: int, hi: int, rr: RowRange) -> tuple[int, int]:
     """The diagonals ``k`` of ``[lo, hi)`` whose last cell lies in range ``rr``
-    (``rr.r0 < diagonal_end(k) <= rr.r1``), a run of lanes ``[ka, kb)`` since the end
-    never grows with ``k`` (empty: ``ka == kb``)."""
+    (``rr.r0 < end(k) <= rr.r1``, ``end(k) = min(n_rows, n_cols - k)`` the row after the
+    diagonal's last cell), a run of lanes ``[ka, kb)`` since the end never grows with
+    ``k`` (empty: ``ka == kb``)."""
     ka = lo if m.n_rows <= rr.r1 else max(lo, m.n_cols - rr.r1)
     kb = min(hi, m.n_cols - rr.r0)
     return ka, max(ka, kb)
-
-
-def diagonal_end(m: _Matrix, k: np.ndarray) -> np.ndarray:
-    """Row after the last cell of each diagonal ``k`` (its first row is ``max(0, -k)``)."""
-    return np.minimum(m.n_rows, m.n_cols - k)
-
-
