@@ -157,3 +157,35 @@ def test_shfl_oclgrind_clean():
         print(a.n_recurrences, c.n_recurrences, a.settings.get("symmetric"))
     """, ignore_uninitialized=True)
     assert out.split()[-1] == "True"
+
+
+def test_untuned_gpu_edge_by_size(monkeypatch):
+    """An untuned GPU takes the larger row blocks up to GPU_SMALL_N embedded points and
+    the heuristic's edge above; a tuned entry and a CPU keep theirs."""
+    import dataclasses
+
+    from conftest import CPU_DEVICE
+
+    import pyedmcl.kernels.rqa_lines as rl
+    from clkernels import get_backend
+    from clkernels.tuning import Choice
+
+    cpu = get_backend(CPU_DEVICE)
+    gpu = dataclasses.replace(cpu.info, device_type="gpu", runtime="nvidia", name="Fake GPU 9000",
+                              normalised_name="fake-gpu-9000", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152,
+                              compute_units=132)
+    be = type("FakeBackend", (), {"info": gpu})()
+    spec = {"E": 3, "REAL": "float", "METRIC": "euclidean"}
+    default = rl._heuristic(gpu)
+    small = rl.RQA_LINES.params_for(be, spec, 100_000)
+    assert small == {**rl.RQA_LINES.space.complete(default), "EDGE": rl.GPU_SMALL_EDGE}
+    assert rl.RQA_LINES.space.valid(small, gpu)
+    assert rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N)["EDGE"] == rl.GPU_SMALL_EDGE
+    assert rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N + 1)["EDGE"] == default["EDGE"]
+    cpu_edge = rl.lookup(rl.RQA_LINES, cpu.info, rl.RQA_LINES.spec_bucket(spec),
+                         rl.RQA_LINES.size_bucket(100_000)).params["EDGE"]
+    assert rl.RQA_LINES.params_for(cpu, spec, 100_000)["EDGE"] == cpu_edge
+    tuned = dict(default, EDGE=2048)
+    monkeypatch.setattr(rl, "lookup", lambda *a, **k: Choice(tuned, "user"))
+    assert rl.RQA_LINES.params_for(be, spec, 100_000)["EDGE"] == 2048

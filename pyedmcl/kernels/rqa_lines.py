@@ -25,7 +25,7 @@ import numpy as np
 
 from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo, inline_vector_ops
-from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 #: the carryover buffers of a launch, per mode (horizontal: per row of the matrix)
 CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
@@ -38,6 +38,17 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
                 "SHFL": 0, "DPAIR": 0, "WARM": 0}
+
+
+#: untuned GPUs up to this many embedded points take :data:`GPU_SMALL_EDGE`: fewer row
+#: blocks, so fewer launches and fewer waits between the queues of OVL, for the same
+#: cells. H100, best of 9 (logistic / Roessler, ms, EDGE 4096 -> 8192): N = 2*10^4 3.10 ->
+#: 2.89 / 3.07 -> 2.82, 5*10^4 5.58 -> 5.26 / 4.81 -> 4.55, 10^5 12.50 -> 11.64 / 9.84 ->
+#: 9.30, 2*10^5 34.4 -> 33.2 / 26.0 -> 24.7; 4*10^5 114.2 -> 115.6 / 81.8 -> 82.0 and
+#: 946,303 572 -> 579 / 405 -> 404 (no gain: the default edge stays). EDGE 16384 and
+#: 32768 gained at N <= 5*10^4 only, and tied or lost from 10^5 on.
+GPU_SMALL_N = 1 << 18
+GPU_SMALL_EDGE = 8192
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -276,7 +287,7 @@ class RQALinesKernel(TunableKernel):
     schedule: Callable[..., Any] | None = None
     space = TuningSpace(
         params={"VEC": (1, 2, 4, 8, 16), "WG": (4, 8, 16, 32, 64, 128, 256),
-                "EDGE": (512, 1024, 2048, 4096), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
+                "EDGE": (512, 1024, 2048, 4096, 8192, 16384), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
                 "OVL": (0, 1, 2), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
                 "SHFL": (0, 1), "DPAIR": (0, 1)},
@@ -295,6 +306,14 @@ class RQALinesKernel(TunableKernel):
 
     def default_specs(self):
         return [{"E": 5, "TAU": 3, "METRIC": "euclidean", "REAL": "float"}]
+
+    def params_for(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
+        """The tuned parameters, else the heuristic's; an untuned GPU takes
+        :data:`GPU_SMALL_EDGE` up to :data:`GPU_SMALL_N` embedded points."""
+        choice = lookup(self, backend.info, self.spec_bucket(spec), self.size_bucket(size))
+        if choice.source == "heuristic" and backend.info.is_gpu and size <= GPU_SMALL_N:
+            return {**choice.params, "EDGE": max(choice.params["EDGE"], GPU_SMALL_EDGE)}
+        return choice.params
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         if quick:
