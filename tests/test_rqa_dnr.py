@@ -332,7 +332,7 @@ def test_open_runs_counted_on_the_device(device, white_border, monkeypatch):
             host[0], host[1], host[2] = host[0] + d, host[1] + v, host[2] + w
             n_host += n
         assert sum(int(h[:-1].sum()) for h in host) > 0
-        got = dnr._recombine([st], m, 0.0)
+        got = dnr._recombine([st], m)
         assert _same((got.diagonal, got.vertical, got.white, got.n_recurrences),
                      (host[0][:-1], host[1][:-1], host[2][:-1], n_host)), limit
 

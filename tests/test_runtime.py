@@ -114,6 +114,34 @@ def test_programs_belong_to_their_backends_context():
         gc.collect()
 
 
+def test_join_streams_orders_queue_zero_after_the_others(device):
+    """Launches in the side queues, then join_streams, then a launch in queue 0 that reads
+    their output: it sees every side launch's writes (no host wait in between). The side
+    kernels spin long enough that an unordered read would see zeros."""
+    be = get_backend(device)
+    src = """
+    __kernel void slow_fill(__global uint *out, uint value, uint spins) {
+        uint acc = get_global_id(0);
+        for (uint i = 0; i < spins; ++i) acc = acc * 1664525u + 1013904223u;
+        out[get_global_id(0)] = value + (acc == 0xFFFFFFFFu);
+    }
+    __kernel void total(__global const uint *a, __global const uint *b, __global uint *out) {
+        size_t i = get_global_id(0);
+        out[i] = a[i] + b[i];
+    }"""
+    fill, total = be.kernel_from_source(src, "slow_fill"), be.kernel_from_source(src, "total")
+    n = 64
+    sides = [be.zeros(n, np.uint32) for _ in range(2)]
+    out = be.zeros(n, np.uint32)
+    be.finish()
+    for q, buf in zip(range(1, min(3, be.streams)), sides, strict=False):
+        be.launch(fill, (n,), None, buf, np.uint32(q), np.uint32(200_000), stream=q)
+    be.join_streams()
+    be.launch(total, (n,), None, *sides, out)
+    want = sum(range(1, min(3, be.streams)))
+    assert (be.to_host(out) == want).all()
+
+
 def test_template_missing_parameter_is_named():
     with pytest.raises(TemplateParameterError, match="TAU"):
         render("distance/pairwise_distance.cl.mako", {"E": 2, "METRIC": "euclidean", "REAL": "float",

@@ -331,6 +331,14 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def finish(self) -> None: ...
 
+    def join_streams(self) -> None:
+        """Order queue 0's later commands after everything enqueued so far in every queue,
+        without a host wait: work that follows launches spread over :attr:`streams` (and
+        reads their results) may then go to queue 0 alone. Here by :meth:`finish` (a
+        backend with queue-to-queue barriers does without it); one queue: nothing to do."""
+        if self.streams > 1:
+            self.finish()
+
     # --- helpers --------------------------------------------------------------
     @staticmethod
     def check_launch(global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:

@@ -470,3 +470,12 @@ class PyOpenCLBackend(Backend):
         for side in self._sides.values():
             side.finish()
         self.queue.finish()
+
+    def join_streams(self) -> None:
+        """A marker in each side queue and a barrier on them in queue 0 (OpenCL 1.2's
+        wait-list barrier): the device runs what follows right after the side queues'
+        last launches, instead of after a host round trip (the end of an RQA of 10^5
+        points on the H100 waited ~0.5 ms for the host to see the queues finished)."""
+        marks = [cl.enqueue_marker(side) for side in self._sides.values()]
+        if marks:
+            cl.enqueue_barrier(self.queue, wait_for=marks)

@@ -274,8 +274,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         _assign_tasks(states, m, vertical, diag_ranges)
     t0 = time.perf_counter()
     _run(states, [_plan(st, m, order) for st in states], m)
-    seconds = time.perf_counter() - t0
-    h = _recombine(states, m, seconds)
+    h = _recombine(states, m)
+    h.seconds = time.perf_counter() - t0
     for st in states:  # the queue is finished: the next run may take the buffer
         if st.shared:
             _keep_sbits(st.be, st.shared["sbits"])
@@ -501,9 +501,11 @@ def _run(states: list[_DevState], plans: list[list[_Launch]], m: _Matrix) -> Non
             if idx < len(plan):
                 _launch(st, plan[idx], m, fold_bins)
     # no final fold: the recombination reads the 32-bit histograms too and adds them
-    # (exact: no bin of them can have overflowed, see above); three launches less
+    # (exact: no bin of them can have overflowed, see above); three launches less.
+    # What follows (the end of the run, the reads) goes to queue 0, after every queue's
+    # launches on the device: the host enqueues it without waiting for them
     for st in states:
-        st.be.finish()  # every queue
+        st.be.join_streams()
         end_overlap(st)
 
 
@@ -619,7 +621,7 @@ def _fold(st: _DevState, hlen: int, final: bool = False,
         st.cells_since_fold[g] = 0
 
 
-def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histograms:
+def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
     """Per-device 64-bit histograms, with the runs still open in the carryovers added on
     the device (:func:`_finish_on_device`, SYM's joined through the diagonal there too)."""
     diag = np.zeros(m.hlen, np.uint64)
@@ -644,7 +646,7 @@ def _recombine(states: list[_DevState], m: _Matrix, seconds: float) -> Histogram
         else:  # SYM: twice the upper triangle, plus a black diagonal
             n_rec += 2 * totals[0] + sum(t.hi - t.lo for t in cols) * _diag_black(m)
     return Histograms(diag[:-1], vert[:-1], white[:-1], n_rec,
-                      launches=sum(s.launches for s in states), seconds=seconds,
+                      launches=sum(s.launches for s in states),
                       per_device=[s.be.info.selector for s in states],
                       events=[e for s in states for e in s.events],
                       shared=any(s.params["SHARE"] for s in states),

@@ -67,7 +67,8 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
         dev.build()
     t0 = time.perf_counter()
     run_threads(devs, bands)
-    h = dnr._recombine([d.st for d in devs], m, time.perf_counter() - t0)
+    h = dnr._recombine([d.st for d in devs], m)
+    h.seconds = time.perf_counter() - t0
     h.device_tasks = [d.bands for d in devs]
     return h
 

@@ -269,7 +269,7 @@ class RangeDevice:
 
     def finish(self) -> None:
         dnr._fold(self.st, self.m.hlen, final=True)
-        self.st.be.finish()  # every queue: the open runs and folds after it use queue 0
+        self.st.be.join_streams()  # the open runs and reads after it use queue 0 alone
         dnr.end_overlap(self.st)
 
     def collect(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
