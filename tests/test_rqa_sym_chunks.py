@@ -165,3 +165,29 @@ def test_partial_params_named_in_the_error():
     x = _series()["chaotic"]
     with pytest.raises(ValueError, match="params lacks VEC, WG, EDGE"):
         pe.rqa(x, E=2, radius=0.2, params={"SYM": 0})
+
+
+@pytest.mark.parametrize(("bad", "match"), [
+    ({"VEC": 3}, "VEC=3 is not allowed; VEC takes 1, 2, 4, 8, 16"),
+    ({"HCH": 64}, "HCH=64 is not allowed"),
+    ({"WG": 5}, "WG=5 is not allowed"),
+    ({"OVL": 5}, "OVL=5 is not allowed"),
+    ({"FOO": 1}, "unknown name"),
+    ({"SYM": True}, "SYM=True has type bool"),
+    ({"EDGE": 0}, "EDGE=0 must be a positive integer"),
+    ({"EDGE": 2.5}, "EDGE=2.5 must be a positive integer"),
+])
+def test_params_outside_the_space_refused(bad, match):
+    """A value the tuning space does not hold is refused, naming the parameter and what it
+    takes: VEC 3 built a kernel that counted wrong histograms without a word. EDGE shapes
+    no kernel: any positive integer runs (the same histograms as the tuned edge)."""
+    x = _series()["chaotic"]
+    base = {"VEC": 1, "WG": 32, "EDGE": 512, "BITS": 2, "SHARE": 1}
+    with pytest.raises(ValueError, match=match):
+        pe.rqa(x, E=2, radius=0.2, params={**base, **bad})
+    with pytest.raises(ValueError, match="must be a dict"):
+        pe.rqa(x, E=2, radius=0.2, params=[("VEC", 1)])
+    ref = pe.rqa(x, E=2, radius=0.2, params=base)
+    odd = pe.rqa(x, E=2, radius=0.2, params={**base, "EDGE": 100, "VEC": np.int64(1)})
+    for k in ("diagonal_hist", "vertical_hist", "white_hist"):
+        np.testing.assert_array_equal(getattr(odd, k), getattr(ref, k))

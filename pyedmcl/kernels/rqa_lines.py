@@ -40,6 +40,11 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "SHFL": 0, "DPAIR": 0, "WARM": 0}
 
 
+#: values the kernels implement (and the tests run) that the tuner does not try: work-groups
+#: of 1 and 2 work-items and above 256, SHFL 2 (the shuffles through local memory, which
+#: checks the bit moves on any device)
+SUPPORTED_BEYOND_SPACE = {"WG": (1, 2, 512, 1024), "SHFL": (2,)}
+
 #: untuned GPUs up to this many embedded points take :data:`GPU_SMALL_EDGE`: fewer row
 #: blocks, so fewer launches and fewer waits between the queues of OVL, for the same
 #: cells. H100, best of 9 (logistic / Roessler, ms, EDGE 4096 -> 8192): N = 2*10^4 3.10 ->
@@ -314,6 +319,41 @@ class RQALinesKernel(TunableKernel):
         if choice.source == "heuristic" and backend.info.is_gpu and size <= GPU_SMALL_N:
             return {**choice.params, "EDGE": max(choice.params["EDGE"], GPU_SMALL_EDGE)}
         return choice.params
+
+    def check_params(self, params: Any) -> Params:
+        """``params`` given by a caller (``rqa(params=...)``) as a point of :attr:`space`:
+        a dict of known names holding VEC, WG and EDGE, each value one the space allows
+        (EDGE any positive integer: it shapes no kernel; also the values beyond the
+        tuner's the kernels implement, :data:`SUPPORTED_BEYOND_SPACE`), of the space's
+        type. Flags left out are off. A ValueError names the parameter and what it
+        allows: another value may build a kernel that counts wrongly (VEC 3 did)."""
+        if not isinstance(params, dict):
+            raise ValueError(f"params must be a dict of rqa_lines tuning parameters, got "
+                             f"{type(params).__name__}")
+        allowed = self.space.params
+        unknown = sorted(str(k) for k in params if k not in allowed)
+        if unknown:
+            raise ValueError(f"params: unknown name(s) {', '.join(unknown)}; allowed: "
+                             f"{', '.join(allowed)}")
+        missing = [k for k in ("VEC", "WG", "EDGE") if k not in params]
+        if missing:
+            raise ValueError(f"params lacks {', '.join(missing)}: give a point of the "
+                             "rqa_lines tuning space (pyedmcl.kernels.rqa_lines.RQA_LINES"
+                             ".space.params names them; flags left out are off)")
+        edge = params["EDGE"]
+        if isinstance(edge, bool) or not isinstance(edge, int | np.integer) or edge < 1:
+            raise ValueError(f"params: EDGE={edge!r} must be a positive integer (rows per "
+                             "sub-matrix)")
+        rest = {k: v for k, v in params.items() if k != "EDGE"}
+        why = self.space.type_problem(rest)
+        if why is not None:
+            raise ValueError(f"params: {why}")
+        for k, v in rest.items():
+            ok = sorted({*allowed[k], *SUPPORTED_BEYOND_SPACE.get(k, ())})
+            if v not in ok:
+                raise ValueError(f"params: {k}={v!r} is not allowed; {k} takes "
+                                 f"{', '.join(map(str, ok))}")
+        return {k: int(v) for k, v in params.items()}
 
     def default_sizes(self, info: DeviceInfo, quick: bool = False) -> list[int]:
         if quick:

@@ -30,7 +30,7 @@ import numpy as np
 from clkernels import Backend, get_backend
 
 from .._precision import Prepared, prepare
-from ..kernels.rqa_lines import LineSpec
+from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import Histograms, SpeculationFailed, detect_lines
@@ -187,7 +187,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     ``edge`` is the sub-matrix edge length (default: tuned per device); ``params``
     replaces the device's tuned launch parameters of the line kernels by a point of
     their tuning space (``VEC``, ``WG``, ``EDGE`` required; flags left out are off:
-    the same histograms by another path). Float32
+    the same histograms by another path; a name or value outside the space is refused,
+    EDGE may be any positive integer). Float32
     squared distances are summed in float32: cells whose distance is within float32
     rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,
@@ -261,6 +262,8 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
             raise ValueError("step= needs window= (the number of embedded points per window)")
         from .windowed import windowed_rqa
 
+        if params is not None:  # the one pass over the band takes none: refused alike
+            RQA_LINES.check_params(params)
         return windowed_rqa(rqa, x, band=_band_windows, window=window, step=step, E=E,
                             tau=tau, radius=radius, recurrence_rate=recurrence_rate, metric=metric, theiler=theiler,
                             l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,

@@ -249,6 +249,8 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     """
     if order not in ("row", "column"):
         raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
+    if params is not None:
+        params = RQA_LINES.check_params(params)
     m = _Matrix(spec, n_rows, n_cols, thr, thr2, w,
                 speculation=None if scheduler is not None else speculation)
     if spec.percol and symmetric:
@@ -289,12 +291,7 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
     if params is None:
         p = dict(RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols)))
     else:  # a point of the tuning space: flags it lacks are off, as in tuning files
-        p = dict(params)
-        missing = [k for k in ("VEC", "WG", "EDGE") if k not in p]
-        if missing:
-            raise ValueError(f"params lacks {', '.join(missing)}: give a point of the "
-                             "rqa_lines tuning space (pyedmcl.kernels.rqa_lines.RQA_LINES"
-                             ".space.params names them; flags left out are off)")
+        p = dict(params)  # checked by detect_lines
     if edge is not None:
         p["EDGE"] = int(edge)
     # PACK reads a cell as the sign of d - thr: equal to d < thr for finite thresholds
