@@ -84,9 +84,9 @@ class _Trace:
         self.states: list[Any] = []
         orig = self.dnr._recombine
 
-        def recombine(states, m, seconds):
+        def recombine(states, *rest):
             self.states = list(states)
-            return orig(states, m, seconds)
+            return orig(states, *rest)
         self.dnr._recombine = recombine
         self.warm: dict[int, Any] = {}  # row ranges: each device's walk-up launches
         multi = importlib.import_module("pyedmcl.rqa.multi")
