@@ -13,7 +13,8 @@ otherwise; best of ``--repeat`` runs, the contenders interleaved:
 5. RQA of N=946,303 embedded points, E=3, tau=6, radius for RR ~ 0.05, of a Rössler
    record (``pyedmcl.data.roessler``: the issue's figure is a Roessler record of that
    size and rate) and of the logistic map r=3.9 (earlier sessions' series;
-   ``--rqa-series``): time against the issue's 0.25 s, and the cell rate
+   ``--rqa-series``): time against the issue's 0.25 s, and the cell rate against the
+   direct-distance ceiling (:func:`predicate_ceiling`, from the FMA rate measured here)
 6. RQA N=10^5, same settings: ``rqa`` vs PyRQA (its OpenCL kernels on this device's
    platform)
 7. 8. exact Simplex at L=2^20 (random walk), E=7 and E=20: time against the issue's
@@ -130,6 +131,20 @@ def _rqa_input(n: int, E: int, tau: int, rr: float, be, series: str):
     return x, radius
 
 
+def predicate_ceiling(be, E: int, symmetric: bool) -> float:
+    """Matrix cells per second at which this device could decide every cell's recurrence
+    by its direct distance and do nothing else: 3E float32 instructions a computed cell
+    (E differences, E squares, E - 1 sums, one compare) at the FMA issue rate measured in
+    this process (:func:`clkernels.peak.measure_peaks`: an FMA is two flops and one
+    instruction). The symmetric path computes the upper triangle alone: twice as many
+    matrix cells. The line walks, the bit moves and the histograms come on top, so a
+    full RQA stays below it; a kernel that reused squared differences across cells could
+    pass it."""
+    from clkernels.peak import measure_peaks
+    instructions = measure_peaks(be).gflops * 1e9 / 2
+    return instructions / (3 * E) * (2 if symmetric else 1)
+
+
 def row_rqa(be, n: int, repeat: int, peer: bool, series: str) -> None:
     import pyedmcl as pe
     E, tau = 3, 6
@@ -148,7 +163,9 @@ def row_rqa(be, n: int, repeat: int, peer: bool, series: str) -> None:
         t = best_interleaved(fns, repeat)
         res = pe.rqa(x, E=E, tau=tau, radius=radius, dtype="float32", device=be)
     rate = n * n / t["ours"]
-    extra = f"   RR {res.RR:.3f}, {rate:.2e} cells/s"
+    ceiling = predicate_ceiling(be, E, bool(res.settings.get("symmetric")))
+    extra = (f"   RR {res.RR:.3f}, {rate:.2e} cells/s = {rate / ceiling:.0%} of the direct-"
+             f"distance ceiling {ceiling:.2e}")
     if peer:
         report(6, f"RQA N={n:,} E=3 tau=6 ({series})", t["ours"], "PyRQA", t.get("peer"), extra)
     else:
