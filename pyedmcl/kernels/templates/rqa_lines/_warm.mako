@@ -44,14 +44,9 @@ ${rec.joint(T1)}\
 ${rec.theiler(T1)}\
                 b |= (rec ? 1u : 0u) << r;
             }
-            if (colour == 2u) colour = b & 1u;
-            const uint other = (colour ? ~b : b) & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
-            if (other) { len += (uint)(31 - (int)clz(other & (0u - other))); reached = 0; break; }
-            len += (uint)nb;
+${col_step()}\
         }
-        vcarry[l0 - carry0] = colour == 1u ? len : 0u;
-        wcarry[l0 - carry0] = colour == 0u ? len : 0u;
-        npts[l0 - carry0] = colour == 1u ? len : (reached ? 0u : 1u);
+${col_store(8)}\
 % else:
         const int k = lane0 + t;         /* diagonal k: cell (i, i + k) */
         uint len = 0u;
@@ -67,9 +62,7 @@ ${rec.recurrent(T1)}\
 ${rec.joint(T1)}\
                 b |= (rec ? 1u : 0u) << r;
             }
-            const uint white = ~b & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
-            if (white) { len += (uint)(31 - (int)clz(white & (0u - white))); break; }
-            len += (uint)nb;
+${diag_step("b")}\
         }
         dcarry[k - carry0] = len;
 % endif
@@ -109,15 +102,10 @@ ${rec.theiler(T1)}\
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             const uint b = word[s];
-            if (colour == 2u) colour = b & 1u;
-            const uint other = (colour ? ~b : b) & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
-            if (other) { len += (uint)(31 - (int)clz(other & (0u - other))); reached = 0; break; }
-            len += (uint)nb;
+${col_step()}\
         }
         if (r == 0) {
-            vcarry[l0 - carry0] = colour == 1u ? len : 0u;
-            wcarry[l0 - carry0] = colour == 0u ? len : 0u;
-            npts[l0 - carry0] = colour == 1u ? len : (reached ? 0u : 1u);
+${col_store(12)}\
         }
 % else:
         const int k = lane0 + t;         /* diagonal k: cell (i, i + k) */
@@ -134,12 +122,36 @@ ${rec.joint(T1)}\
                 if (rec) atomic_or(&word[s], 1u << r);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            const uint white = ~word[s] & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
-            if (white) { len += (uint)(31 - (int)clz(white & (0u - white))); break; }
-            len += (uint)nb;
+${diag_step("word[s]")}\
         }
         if (r == 0)
             dcarry[k - carry0] = len;
 % endif
     }
+</%def>
+
+## A column's step once its word b (32 cells, bit r = row top - r, nb of them) is known:
+## the run of the first cell's colour ends at the first bit of the other colour (one ctz)
+<%def name="col_step()">\
+            if (colour == 2u) colour = b & 1u;
+            const uint other = (colour ? ~b : b) & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
+            if (other) { len += (uint)(31 - (int)clz(other & (0u - other))); reached = 0; break; }
+            len += (uint)nb;
+</%def>
+
+## A column's carries from its walk (`indent` spaces deep): the open black or white run,
+## and the recurrences seen (see the file's head)
+<%def name="col_store(indent)">\
+<% pad = " " * indent %>\
+${pad}vcarry[l0 - carry0] = colour == 1u ? len : 0u;
+${pad}wcarry[l0 - carry0] = colour == 0u ? len : 0u;
+${pad}npts[l0 - carry0] = colour == 1u ? len : (reached ? 0u : 1u);
+</%def>
+
+## A diagonal's step once its word (`word`, an expression) is known: the black run ends at
+## the first white cell
+<%def name="diag_step(word)">\
+            const uint white = ~${word} & (nb == 32 ? 0xFFFFFFFFu : ((1u << nb) - 1u));
+            if (white) { len += (uint)(31 - (int)clz(white & (0u - white))); break; }
+            len += (uint)nb;
 </%def>
