@@ -31,9 +31,13 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
     arr = arr.astype(np.float64, copy=False)
     if arr.size == 0:
         raise ValueError(f"{name} is empty; a series needs at least one value")
-    if not allow_nan and not (np.isfinite(arr.min()) and np.isfinite(arr.max())):  # no temporaries
-        raise ValueError(nonfinite_message(name, int(np.flatnonzero(~np.isfinite(arr))[0])))
-    check_magnitude(arr, name)
+    top = None
+    if not allow_nan:  # two reductions, no temporaries; finite, they bound |value| too
+        lo, hi = float(arr.min()), float(arr.max())
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(nonfinite_message(name, int(np.flatnonzero(~np.isfinite(arr))[0])))
+        top = max(hi, -lo)
+    check_magnitude(arr, name, top)
     return arr
 
 
@@ -42,14 +46,16 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
 MAX_MAGNITUDE = 1e150
 
 
-def check_magnitude(arr: np.ndarray, name: str) -> None:
+def check_magnitude(arr: np.ndarray, name: str, top: float | None = None) -> None:
     """Refuse a series whose squared distances would overflow float64 (every distance,
-    weight and skill would be inf or NaN): a ValueError naming it and the allowed range."""
+    weight and skill would be inf or NaN): a ValueError naming it and the allowed range.
+    ``top``: the largest |value| where the caller has it (a finite series' max and -min)."""
     if arr.size == 0:
         return
-    # the largest |value| from two reductions that skip NaN (no N-long temporaries: an
-    # RQA of 10^6 points spent ~2 ms of host time here before its first launch)
-    top = max(float(np.fmax.reduce(arr, axis=None)), -float(np.fmin.reduce(arr, axis=None)))
+    if top is None:
+        # the largest |value| from two reductions that skip NaN (no N-long temporaries: an
+        # RQA of 10^6 points spent ~2 ms of host time here before its first launch)
+        top = max(float(np.fmax.reduce(arr, axis=None)), -float(np.fmin.reduce(arr, axis=None)))
     if top > MAX_MAGNITUDE:
         with np.errstate(invalid="ignore"):
             i = int(np.flatnonzero(np.abs(arr) > MAX_MAGNITUDE)[0])

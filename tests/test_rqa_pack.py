@@ -146,3 +146,46 @@ def test_planes_template_constraints():
     assert not _planes(dict(p, VEC=2), Info, 128)
     assert not _planes(dict(p, SHARE=0), Info, 128)
     assert not _planes(dict(p, VEC=16, PH=128, WALK=3), Info, 4)
+
+
+@pytest.mark.parametrize("vec", [1, 16])
+@pytest.mark.parametrize("share", ["auto", "cross", "no-device-copy"])
+def test_series_layout(device, vec, share):
+    """The kernels' series buffers: y (and y2, tcol) padded by VEC zeros on the left and
+    max(VEC, 4) on the right, x (x2) followed by 4 zeros. Auto- and joint RQA's row series
+    (``x is y``) is copied on the device from the padded column series, the same values
+    as an upload; a backend without device copies uploads it."""
+    import clkernels
+    from pyedmcl.kernels.rqa_lines import LineSpec
+
+    x = np.sin(np.arange(301) * 0.7)
+    y = x if share != "cross" else np.cos(np.arange(211) * 0.3)
+    tcol = np.linspace(0.1, 0.2, len(y))
+    spec = LineSpec(2, 1, "euclidean", "float", joint=True, percol=True)
+    be = _Copies(clkernels.get_backend(device), share != "no-device-copy")
+    out = RQA_LINES.series(be, {"VEC": vec}, spec, x, y, x, y, tcol)
+    xd, yd, x2d, y2d, td = (np.asarray(be.to_host(a)) for a in out)
+    f = np.float32
+    want_y = np.concatenate([np.zeros(vec, f), y.astype(f), np.zeros(max(vec, 4), f)])
+    want_x = np.concatenate([x.astype(f), np.zeros(4, f)])
+    assert np.array_equal(yd, want_y) and np.array_equal(y2d, want_y)
+    assert np.array_equal(xd, want_x) and np.array_equal(x2d, want_x)
+    assert np.array_equal(td, np.concatenate([np.zeros(vec, f), tcol.astype(f),
+                                              np.zeros(max(vec, 4), f)]))
+    assert be.copies == (2 if share == "auto" else 0)  # x and x2 copied on the device
+
+
+class _Copies:
+    """A backend that counts its device copies, or has none (``copy=False``)."""
+
+    def __init__(self, be, copy: bool):
+        self.be, self.copy, self.copies = be, copy, 0
+
+    def __getattr__(self, name):
+        return getattr(self.be, name)
+
+    def copy_within(self, *args):
+        if not self.copy:
+            raise NotImplementedError
+        self.copies += 1
+        return self.be.copy_within(*args)

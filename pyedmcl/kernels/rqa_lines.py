@@ -370,25 +370,25 @@ class RQALinesKernel(TunableKernel):
                y2: np.ndarray | None = None,
                tcol: np.ndarray | None = None) -> tuple[Any, ...]:
         """Row and column series (x, y, x2, y2) on the device; column series are padded by
-        VEC zeros on both sides (a work-item loads VEC lanes at once), row series by 4
-        zeros at the end (PACK's 16-byte loads). Without JOINT the
-        second pair is the first. PERCOL: the per-column thresholds ``tcol`` follow,
-        padded alike (the kernels take them right after y2)."""
-        dt = spec.dtype
-        pad = np.zeros(params["VEC"], dtype=dt)
-        tail = np.zeros(4, dtype=dt)  # PACK's 16-byte row loads may read 3 values past the end
-        xd = backend.to_device(np.concatenate([np.asarray(x, dtype=dt), tail]))
-        yd = backend.to_device(np.concatenate([pad, np.asarray(y, dtype=dt), pad]))
+        VEC zeros on the left and at least 4 on the right (a work-item loads VEC lanes at
+        once), row series by 4 zeros at the end (PACK's 16-byte loads). A row series that
+        is its column series (auto- and joint RQA: ``x is y``) is copied from it on the
+        device: one upload instead of two (at N = 946,303 the host's part of each is ~1 ms
+        on an H100 host, before the first launch). Without JOINT the second pair is the
+        first. PERCOL: the per-column thresholds ``tcol`` follow, padded alike (the
+        kernels take them right after y2)."""
+        dt, vec = spec.dtype, params["VEC"]
+        yd = backend.to_device(_padded(y, dt, vec, max(vec, 4)))
+        xd = _rows(backend, x, y, yd, dt, vec)
         extra: tuple[Any, ...] = ()
         if spec.percol:
             if tcol is None:
                 raise ValueError("a PERCOL spec needs the per-column thresholds tcol")
-            extra = (backend.to_device(np.concatenate([pad, np.asarray(tcol, dtype=dt), pad])),)
+            extra = (backend.to_device(_padded(tcol, dt, vec, max(vec, 4))),)
         if not spec.joint:
             return (xd, yd, xd, yd, *extra)
-        x2d = backend.to_device(np.concatenate([np.asarray(x2, dtype=dt), tail]))
-        y2d = backend.to_device(np.concatenate([pad, np.asarray(y2, dtype=dt), pad]))
-        return (xd, yd, x2d, y2d, *extra)
+        y2d = backend.to_device(_padded(y2, dt, vec, max(vec, 4)))
+        return (xd, yd, _rows(backend, x2, y2, y2d, dt, vec), y2d, *extra)
 
     def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
         """Carryover buffers, zeroed on the device, of a band of ``n`` lanes (columns:
@@ -532,6 +532,30 @@ def _chunks(hch: int, row0: int, n_cols: int) -> int:
     """HCH: chunks of ``hch`` 64-column tiles in the row block from ``row0`` (its first
     plane's, the most)."""
     return max(0, ((n_cols + 63) // 64 - (row0 + 1) // 64 + hch - 1) // hch)
+
+
+def _padded(a: np.ndarray, dt: type, left: int, right: int) -> np.ndarray:
+    """``a`` as ``dt`` between ``left`` and ``right`` zeros, cast in one pass."""
+    n = len(a)
+    out = np.empty(left + n + right, dtype=dt)
+    out[:left] = 0
+    out[left:left + n] = a
+    out[left + n:] = 0
+    return out
+
+
+def _rows(backend: Backend, x: np.ndarray, y: np.ndarray, yd: Any, dt: type, vec: int) -> Any:
+    """The row series ``x`` on the device with 4 zeros after it: copied on the device from
+    ``yd`` (``y`` padded, :meth:`RQALinesKernel.series`) where ``x is y``, else uploaded."""
+    if x is y:
+        n = len(x) + 4  # y's right padding holds at least 4 zeros
+        xd = backend.empty(n, dt)
+        try:
+            backend.copy_within(xd, 0, yd, vec, n)
+            return xd
+        except NotImplementedError:  # a backend without device copies
+            pass
+    return backend.to_device(_padded(x, dt, 0, 4))
 
 
 class _Launcher:
