@@ -428,8 +428,10 @@ def default_device(devs: list[DeviceInfo] | None = None, *,
     """The default device and why it was chosen (fastest GPU, else a CPU runtime).
 
     With ``probe``, devices that cannot build kernels are skipped (one line on stderr
-    each: the device, its compiler's first error line, what was chosen instead); if
-    none can, :class:`NoWorkingDeviceError`.
+    each where its probe ran in this process: the device, its compiler's first error
+    line, what was chosen instead; a verdict read from the probe cache skips it quietly,
+    so the line comes on the first run only, as the compile notice does); if none can,
+    :class:`NoWorkingDeviceError`.
     """
     devs = list_devices() if devs is None else devs
     cands = _candidates(devs)
@@ -437,17 +439,18 @@ def default_device(devs: list[DeviceInfo] | None = None, *,
         raise _nothing_works([]) if probe else DeviceSelectionError(_available_text(devs))
     if not probe:
         return cands[0]
-    skipped: list[tuple[DeviceInfo, str]] = []
+    skipped: list[tuple[DeviceInfo, str, bool]] = []
     for d, why in cands:
         v = usable(d)
         if not v.ok:
-            skipped.append((d, v.reason))
+            skipped.append((d, v.reason, v.cached))
             continue
-        for s, reason in skipped:
-            note(f"skipping {_label(s)}: it cannot build kernels ({reason}); using "
-                 f"{_label(d)} instead")
+        for s, reason, cached in skipped:
+            if not cached:
+                note(f"skipping {_label(s)}: it cannot build kernels ({reason}); using "
+                     f"{_label(d)} instead")
         if skipped:
-            why += f" ({', '.join(s.runtime for s, _ in skipped)} skipped: probe failed)"
+            why += f" ({', '.join(s.runtime for s, _, _ in skipped)} skipped: probe failed)"
         return d, why
     raise _nothing_works(devs)
 

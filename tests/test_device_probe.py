@@ -148,11 +148,12 @@ def test_corrupt_verdict_is_ignored_and_rewritten(cache_root):
 
 
 def _fail(info, reason: str = "clBuildProgram failed: BUILD_PROGRAM_FAILURE: "
-          "error: unknown target CPU 'generic'") -> None:
+          "error: unknown target CPU 'generic'", cached: bool = False) -> None:
     """Record a failed probe verdict for ``info`` in this process (the real failure is
-    exercised in subprocesses below; PoCL cannot be made to fail and recover in-process)."""
+    exercised in subprocesses below; PoCL cannot be made to fail and recover in-process);
+    ``cached``: as if read from the probe cache (a verdict of an earlier process)."""
     key = probe_mod.probe_key(info.fingerprint, info.platform_name, build_options(info))
-    probe_mod._verdicts[key] = probe_mod.Verdict(False, reason)
+    probe_mod._verdicts[key] = probe_mod.Verdict(False, reason, cached=cached)
 
 
 @needs_both
@@ -167,6 +168,19 @@ def test_default_skips_failing_pocl_with_one_line(cache_root, monkeypatch, capfd
     assert "skipping pocl" in err[0] and "unknown target CPU" in err[0]
     assert "using intel" in err[0]
     assert resolve_selector("cpu", devs).runtime == "intel"  # a type counts working ones
+
+
+@needs_both
+def test_default_skips_a_cached_failure_quietly(cache_root, monkeypatch, capfd):
+    """A failure an earlier process found (read from the probe cache) is skipped without
+    the line: it is said on the run whose probe found it, as the compile notice is; the
+    reason stays in the choice's explanation (``pyedmcl devices``)."""
+    monkeypatch.setattr(probe_mod, "_said", set())
+    _fail(_pocl(), cached=True)
+    devs = [d for d in list_devices() if d.device_type == "cpu"]
+    chosen, why = default_device(devs)
+    assert chosen.runtime == "intel" and "pocl skipped" in why
+    assert capfd.readouterr().err == ""
 
 
 @needs_both
@@ -202,6 +216,10 @@ def test_cli_falls_back_to_intel_when_pocl_cannot_build(tmp_path):
     q = _run(["-m", "pyedmcl.cli.main", "simplex", str(csv), "-E", "3", "--json", "-q"],
              _env(tmp_path / "cache", POCL_EXTRA_BUILD_FLAGS=BAD))
     assert q.returncode == 0 and q.stdout == p.stdout and q.stderr == "", q.stderr  # -q: silent
+    # the next run reads the verdict from the probe cache: the same answer, no line
+    r = _run(["-m", "pyedmcl.cli.main", "simplex", str(csv), "-E", "3", "--json"],
+             _env(tmp_path / "cache", POCL_EXTRA_BUILD_FLAGS=BAD))
+    assert r.returncode == 0 and r.stdout == p.stdout and r.stderr == "", r.stderr
 
 
 @pytest.mark.skipif(not HAS_POCL, reason="needs PoCL")
