@@ -205,8 +205,9 @@ ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
 ## i = row0 + 32 q + r (r < 32), its chunk s the HCH 64-column tiles from
 ## t0 = (row0 + 32 q + 1) / 64 + s HCH (absolute tiles: every plane's tiles start on a
 ## 64-column boundary). Row i starts at column i + 1. The chunk goes in two rounds of
-## HCH / 2 tiles: work-item l transposes half l % 2 (32 columns) of tile l / 2 of the
-## round in registers (a 32x32 bit tile) and leaves its 32 row halves in local memory;
+## HCH / 2 tiles: the group reads the round's column words coalesced into local memory,
+## then work-item l transposes half l % 2 (32 columns) of tile l / 2 of the round in
+## registers (a 32x32 bit tile) and leaves its 32 row halves in local memory;
 ## then it walks rows l, l + HCH, ... across the round's tiles (row_runs, each row's open
 ## run in registers across the rounds), so no work-item holds 32 rows' state (192
 ## registers and 12% occupancy on an H100 when one did) and a work-group's tiles take
@@ -237,11 +238,27 @@ ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
     for (int rnd = 0; rnd < 2; ++rnd) {
         if (rnd) barrier(CLK_LOCAL_MEM_FENCE);              /* round 0's walks are done */
         const int tt = rnd * ${half} + (l >> 1);
-        if (tt < nt) {   /* half l % 2 of tile t0 + tt: rg[r pitch + l] = row r's 32 columns */
-            __global const uint* sw = sbits + q * sstride + SPAD + 64 * (t0 + tt) + 32 * (l & 1);
-            uint a[32];
+        /* the round's HCH half tiles are HCH x 32 consecutive column words (half l % 2 of
+           tile t0 + tt is the l-th 32 of them): read coalesced, word w by work-item
+           w % HCH, into local memory as rg[(w / 32) 33 + w % 32] (its 32-word block at a
+           pitch of 33: the reads below hit 32 banks); a work-item reading its own 32
+           words straight from global memory made each load touch 32 cache lines */
+        {
+            __global const uint* sw = sbits + q * sstride + SPAD + 64 * (t0 + rnd * ${half});
             #pragma unroll
-            for (int c = 0; c < 32; ++c) a[c] = sw[c];
+            for (int c = 0; c < 32; ++c) {
+                const int wd = c * ${HCH} + l;
+                if (rnd * ${half} + (wd >> 6) < nt) rg[(wd >> 5) * 33 + (wd & 31)] = sw[wd];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint a[32];
+        if (tt < nt) {
+            #pragma unroll
+            for (int c = 0; c < 32; ++c) a[c] = rg[l * 33 + c];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);                       /* the staged words are read */
+        if (tt < nt) {   /* half l % 2 of tile t0 + tt: rg[r pitch + l] = row r's 32 columns */
             transpose32(a);
             #pragma unroll
             for (int r = 0; r < 32; ++r) rg[r * ${pitch} + l] = a[r];
