@@ -239,10 +239,11 @@ ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
         if (rnd) barrier(CLK_LOCAL_MEM_FENCE);              /* round 0's walks are done */
         const int tt = rnd * ${half} + (l >> 1);
         /* the round's HCH half tiles are HCH x 32 consecutive column words (half l % 2 of
-           tile t0 + tt is the l-th 32 of them): read coalesced, word w by work-item
-           w % HCH, into local memory as rg[(w / 32) 33 + w % 32] (its 32-word block at a
-           pitch of 33: the reads below hit 32 banks); a work-item reading its own 32
-           words straight from global memory made each load touch 32 cache lines */
+           tile t0 + tt is the l-th 32 of them), staged through the group's tile area: word
+           w read by work-item w % HCH (coalesced; a work-item's own 32 words share one
+           cache line, so reading them itself makes every warp load touch 32 lines) into
+           rg[(w / 32) 33 + w % 32] (HCH x 33 <= 32 (HCH + 1) words; at a pitch of 33 the
+           reads below hit 32 banks) */
         {
             __global const uint* sw = sbits + q * sstride + SPAD + 64 * (t0 + rnd * ${half});
             #pragma unroll
