@@ -583,15 +583,18 @@ class _SkillCase(TuningCase):
                    pts, size, pts, size, self.nb, 0, idx, dist, series_stride=n)
         d = be.to_host(dist).astype(adt)
         w = np.exp(-d / np.maximum(d[..., :1], 1e-6))
+        den = w.sum(-1)
+        if self.spec["WEIGHT"] == "ccm":  # pack's normalised float32 weights
+            w = (w / den[..., None]).astype(np.float32)
         # packed as pack writes them: k-major per library, or rows by query class (CM)
         ih = be.to_host(idx)
         self.tidx = be.to_device(np.ascontiguousarray(ih.transpose(0, 2, 1)))
         self.tw = be.to_device(np.ascontiguousarray(w.transpose(0, 2, 1)))
-        self.tden = be.to_device(w.sum(-1))
+        self.tden = be.to_device(den)
         rows = class_major_rows(size, ccm_skill_wg(be.info))
         self.cm = (be.to_device(np.ascontiguousarray(ih[:, rows])),
                    be.to_device(np.ascontiguousarray(w[:, rows])),
-                   be.to_device(np.ascontiguousarray(w.sum(-1)[:, rows])))
+                   be.to_device(np.ascontiguousarray(den[:, rows])))
         self.tgt = be.to_device(np.arange(self.ntg, dtype=np.int32))
         self.obs = be.to_device(np.arange(size, dtype=np.int32) + E - 1)
         self.out = be.empty((self.nb * self.ntg,), np.float32)

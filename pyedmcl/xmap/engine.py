@@ -486,7 +486,10 @@ class XmapEngine:
         self._buf("tden", (nb * m,), self.acc_dt)
 
     def _tables_bufs(self, nb: int, M: int, k: int) -> tuple[Any, Any, Any]:
-        """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows."""
+        """Packed-table scratch buffers for ``nb`` libraries of ``M`` rows. The weights'
+        buffer has the accumulation type, which WEIGHT "simplex" packs; "ccm" packs its
+        normalised weights in the data type (common/_lookup.mako), never wider, into the
+        same buffer, so that maps and scans share it without reallocating."""
         return (self._buf("tidx", (nb, M, k), np.int32), self._buf("tw", (nb, M, k), self.acc_dt),
                 self._buf("tden", (nb, M), self.acc_dt))
 

@@ -59,3 +59,18 @@ dmin_raw > 0 ? ${ex}(-(acc_t)${d} / (acc_t)dmin_raw) : (${d} == 0 ? (acc_t)1 : (
 den > 0\
 % endif
 </%def>
+## CCM's prediction ("ccm", decision 0096): each weight divided by the query's weight
+## sum once (acc_t), rounded to real_t, and the prediction the real_t sum, in slot
+## order from 0, of those weights times the neighbours' targets (each product and sum
+## rounded to real_t: contraction is off). pack (xmap_lookup), lookup and subset_lookup
+## (simplex_lookup) use it alike, so the map's rho stays pyedmcl.ccm's bit for bit; the
+## map's skill then reads real_t weights and divides nothing per target. "simplex"
+## keeps the acc_t sum divided by the weight sum (Simplex and the scans).
+<%!
+def normalised(WEIGHT):
+    return WEIGHT == "ccm"
+%>
+## the type of a packed weight (real_t where normalised)
+<%def name="wtype(WEIGHT)">${"real_t" if normalised(WEIGHT) else "acc_t"}</%def>
+## a normalised weight: acc_t `w` over the weight sum `den`, as real_t
+<%def name="norm(w, den)">(real_t)((${w}) / (${den}))</%def>

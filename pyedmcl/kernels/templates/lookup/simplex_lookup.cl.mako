@@ -6,7 +6,9 @@
 ##
 ## lookup: prediction of query q for target j from table b:
 ##   w_i = exp(-d_i / d_min), sum_i w_i y_j[idx_i + tshift] / sum_i w_i
-## over the admissible neighbours (idx >= 0, finite distance). WEIGHT selects
+## over the admissible neighbours (idx >= 0, finite distance); WEIGHT "ccm" sums
+## w_i / sum_i w_i (rounded to real_t) times y in real_t instead (common/_lookup.mako's
+## normalised weights, as xmap_lookup's map). WEIGHT selects
 ## pyEDM's zero-distance rule: "simplex" floors d_min at 1e-6 (pyEDM Simplex),
 ## "ccm" gives weight 1 to zero distances and 0 to the rest when d_min == 0
 ## and predicts NaN when fewer than K neighbours are admissible (pyEDM CCM).
@@ -51,10 +53,13 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
     const real_t dmin_raw = dist[o];
     ${lk.dmin(WEIGHT)}
     __global const real_t* yj = y + (size_t)j * ldy + tshift;
-    acc_t num = 0, den = 0;
+<% assert not (CHECK and WEIGHT == "ccm") %>\
+    acc_t ${"" if WEIGHT == "ccm" else "num = 0, "}den = 0;
 % for k in range(K):
 %   if CHECK:
     acc_t w${k} = 0, y${k} = 0;
+%   elif WEIGHT == "ccm":
+    acc_t w${k} = 0;
 %   endif
     {
         const int l = idx[o + ${k}];
@@ -64,13 +69,26 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 %   if CHECK:
             w${k} = w;
             y${k} = (acc_t)yj[l];
+%   elif WEIGHT == "ccm":
+            w${k} = w;
 %   endif
+%   if WEIGHT != "ccm":
             num += w * (acc_t)yj[l];
+%   endif
             den += w;
         }
     }
 % endfor
+% if WEIGHT == "ccm":
+    /* the normalised weights' real_t sum (common/_lookup.mako), as xmap_lookup's skill */
+    real_t pn = 0;
+%   for k in range(K):
+    if (idx[o + ${k}] >= 0) pn += ${lk.norm("w%d" % k, "den")} * yj[idx[o + ${k}]];
+%   endfor
+    const acc_t mu = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? (acc_t)pn : (acc_t)NAN;
+% else:
     const acc_t mu = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? num / den : (acc_t)NAN;
+% endif
     pred[((size_t)b * nt + j) * nq + q] = (real_t)mu;
 % if CHECK:
     {
@@ -173,9 +191,13 @@ void subset_lookup(__global const int* restrict srt, __global const real_t* rest
     __global const real_t* drow = sdist + (size_t)q * nl;
     __global const uchar* c = cnt + (size_t)b * nl;
     __global const real_t* yt = y + tshift;
-    acc_t num = 0, den = 0;
+    acc_t ${"" if WEIGHT == "ccm" else "num = 0, "}den = 0;
     real_t dmin_raw = (real_t)0;
     int m = 0;
+% if WEIGHT == "ccm":
+    acc_t ws[K];   /* slot m's weight and target, for the normalised sum below */
+    real_t vs[K];
+% endif
     for (int t = 0; t < nl && m < K; ++t) {
         const int j = row[t];
         int cj = c[j];
@@ -186,12 +208,25 @@ void subset_lookup(__global const int* restrict srt, __global const real_t* rest
         if (m == 0) dmin_raw = d;
         ${lk.dmin(WEIGHT)}
         const acc_t w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
+% if WEIGHT != "ccm":
         const acc_t v = (acc_t)yt[l];
+% endif
         for (; cj > 0 && m < K; --cj, ++m) {
+% if WEIGHT == "ccm":
+            ws[m] = w;
+            vs[m] = yt[l];
+% else:
             num += w * v;
+% endif
             den += w;
         }
     }
+% if WEIGHT == "ccm":
+    real_t pn = 0;   /* as lookup: the normalised weights' real_t sum */
+    for (int i = 0; i < m; ++i) pn += ${lk.norm("ws[i]", "den")} * vs[i];
+    const acc_t mu = ${lk.valid(WEIGHT, "m == K")} ? (acc_t)pn : (acc_t)NAN;
+% else:
     const acc_t mu = ${lk.valid(WEIGHT, "m == K")} ? num / den : (acc_t)NAN;
+% endif
     pred[(size_t)b * nq + q] = (real_t)mu;
 }

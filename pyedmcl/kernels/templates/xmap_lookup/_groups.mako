@@ -23,7 +23,9 @@
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%namespace name="vec" file="/_vecops.mako"/>
+<%namespace name="lk" file="/common/_lookup.mako"/>
 <%def name="kernel()">
+<% assert not (KR and WEIGHT == "ccm") %>\
 __kernel __attribute__((reqd_work_group_size(${WG}, ${LB}, 1)))
 ${skill.signature()}
 {
@@ -34,7 +36,7 @@ ${skill.signature()}
     const int bg = get_group_id(1) * ${LB} + bl;
     const int b = min(bg, nb - 1);
     __global const int* ib = tidx + (size_t)b * nq * K;
-    __global const acc_t* wb = tw + (size_t)b * nq * K;
+    __global const ${lk.wtype(WEIGHT)}* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;
 % for t in range(TJ):
     __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
@@ -66,7 +68,10 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
 </%def>
 ## VEC = 1: the TJ targets' streams as the lanes of vectors S0..S9 (stats.update_vec)
 <%def name="vec_loop()">\
-<% AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ); RV = "%s%d" % (REAL, TJ) %>\
+<%
+    AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ); RV = "%s%d" % (REAL, TJ)
+    CCM = WEIGHT == "ccm"; NV = RV if CCM else AV  # normalised weights: real_t sums
+%>\
     ${AV} S0 = (${AV})0, S1 = (${AV})0, S2 = (${AV})0, S3 = (${AV})0, S4 = (${AV})0,
         S5 = (${AV})0, S6 = (${AV})0, S7 = (${AV})0, S8 = (${AV})0, S9 = (${AV})0;
     for (int q = lid; q < nq; q += ${WG}) {
@@ -76,21 +81,29 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
         if (!(den > 0) || to < 0) continue;
 % for k in range(K):
         const int l${k} = ib[(size_t)${k} * nq + q];
-        const acc_t w${k} = wb[(size_t)${k} * nq + q];
+        const ${lk.wtype(WEIGHT)} w${k} = wb[(size_t)${k} * nq + q];
 % endfor
-        ${AV} num = (${AV})0;
+        ${NV} num = (${NV})0;
 % for k in range(K):
         if (l${k} >= 0) {
             const int i = l${k} + tshift;
-% if VEC == 2:
+% if VEC == 2 and CCM:
+            num += (${RV})w${k} * ${vec.load(INL, RV, "y + (size_t)i * ldy + j0")};
+% elif VEC == 2:
             num += (${AV})w${k} * ${vec.convert(INL, capture(vec.load, INL, RV, "y + (size_t)i * ldy + j0"), AV)};
+% elif CCM:
+            num += (${RV})w${k} * (${RV})(${", ".join("y%d[i]" % t for t in range(TJ))});
 % else:
             num += (${AV})w${k} * (${AV})(${", ".join("(acc_t)y%d[i]" % t for t in range(TJ))});
 % endif
         }
 % endfor
+% if CCM:
+        ${AV} p = ${vec.convert(INL, "num", AV)};
+% else:
         ${AV} p = num / (${AV})den;
-% if REAL != ACC:
+% endif
+% if REAL != ACC and not CCM:
         {   /* the prediction is rounded to real_t, as in the scalar code */
             acc_t* pl = (acc_t*)&p;
 % for t in range(TJ):
@@ -121,7 +134,7 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
     acc_t nden = 0;
 % for k in range(K):
     int nl${k} = -1;
-    acc_t nw${k} = 0;
+    ${lk.wtype(WEIGHT)} nw${k} = 0;
 % for t in range(TJ):
     real_t ny${t}_${k} = 0;
 % endfor
@@ -137,7 +150,7 @@ ${fetch("lid")}
         const acc_t den = nden;
 % for k in range(K):
         const int l${k} = nl${k};
-        const acc_t w${k} = nw${k};
+        const ${lk.wtype(WEIGHT)} w${k} = nw${k};
 % for t in range(TJ):
         const real_t yv${t}_${k} = ny${t}_${k};
 % endfor
@@ -150,11 +163,7 @@ ${fetch("q + %d" % WG)}
         }
 % for t in range(TJ):
         {
-            acc_t num = 0;
-%   for k in range(K):
-            if (l${k} >= 0) num += w${k} * (acc_t)yv${t}_${k};
-%   endfor
-            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+${skill.predict("yv%d_{k}" % t)}
             const acc_t p = pr;
             if (to >= 0 && ISFINITE(p)) ${skill.upd(t, "yo%d" % t)}
         }
@@ -184,23 +193,21 @@ ${fetch("q + %d" % WG)}
 % if not KR:
 % for k in range(K):
         const int l${k} = ib[(size_t)${k} * nq + q];
-        const acc_t w${k} = wb[(size_t)${k} * nq + q];
+        const ${lk.wtype(WEIGHT)} w${k} = wb[(size_t)${k} * nq + q];
 % endfor
 % endif
 % for t in range(TJ):
         {
-            acc_t num = 0;
 % if KR:
+            acc_t num = 0;
             for (int k = 0; k < K; ++k) {  /* the slots in the unrolled loop's order */
                 const int l = ib[(size_t)k * nq + q];
                 if (l >= 0) num += wb[(size_t)k * nq + q] * (acc_t)y${t}[l + tshift];
             }
-% else:
-%   for k in range(K):
-            if (l${k} >= 0) num += w${k} * (acc_t)y${t}[l${k} + tshift];
-%   endfor
-% endif
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+% else:
+${skill.predict("y%d[l{k} + tshift]" % t)}
+% endif
             const acc_t p = pr;
             if (to >= 0 && ISFINITE(p)) ${skill.upd(t, "y%d[to]" % t)}
         }

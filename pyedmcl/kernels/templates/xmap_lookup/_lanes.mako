@@ -32,9 +32,11 @@
 ## the same merges in the same order, so the same rho, with SPL times the work-items
 ## (E-groups of a few hundred targets fill a GPU).
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%namespace name="lk" file="/common/_lookup.mako"/>
 <%def name="kernel()">
 <%
     LOG = WG.bit_length() - 1
+    WT = capture(lk.wtype, WEIGHT)  # real_t: normalised weights
     M = WG // SPL  # classes a subtree
     NL = LB * SPL  # rows of work-items (local dimension 1)
 %>\
@@ -43,7 +45,7 @@ ${skill.signature()}
 {
 % if ST:
     __local int st_t[${NL}][${CH * K}];
-    __local acc_t st_w[${NL}][${CH * K}];
+    __local ${WT} st_w[${NL}][${CH * K}];
     __local acc_t st_d[${NL}][${CH}];
     __local int st_o[${SPL}][${CH}];
 % endif
@@ -60,7 +62,7 @@ ${skill.signature()}
     const int bg = get_group_id(${1 - LMAJ})${(" * %d + get_local_id(1)" % LB + (" %% %d" % LB if SPL > 1 else "")) if LB > 1 else ""};
     const int b = min(bg, nb - 1);
     __global const int* ib = tidx + (size_t)b * nq * K;
-    __global const acc_t* wb = tw + (size_t)b * nq * K;
+    __global const ${WT}* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;
     const uint ldyb = (uint)ldy * (uint)sizeof(real_t);  /* bytes per time of y */
 % for t in range(TJ):
@@ -85,11 +87,11 @@ ${skill.stream(t)}
         /* the class's packed rows are adjacent (pack's CM order), K entries each */
         const int rs = ${skill.class_start("r")};
         __global const int* ir = ib + (size_t)rs * K;
-        __global const acc_t* wr = wb + (size_t)rs * K;
+        __global const ${WT}* wr = wb + (size_t)rs * K;
         __global const acc_t* dr = db + rs;
 % endif
 % if ST:
-${staged()}
+${staged(WT)}
 % else:
         for (int q = r; q < nq; q += ${WG}) {
             const int to = obs[q];
@@ -97,7 +99,7 @@ ${staged()}
             const acc_t den = *dr++;
 % for k in range(K):
             const int l${k} = ir[${k}];
-            const acc_t w${k} = wr[${k}];
+            const ${WT} w${k} = wr[${k}];
 % endfor
             ir += K;
             wr += K;
@@ -105,16 +107,12 @@ ${staged()}
             const acc_t den = db[q];
 % for k in range(K):
             const int l${k} = ib[(size_t)${k} * nq + q];
-            const acc_t w${k} = wb[(size_t)${k} * nq + q];
+            const ${WT} w${k} = wb[(size_t)${k} * nq + q];
 % endfor
 % endif
 % for t in range(TJ):
             {
-                acc_t num = 0;
-%   for k in range(K):
-                if (l${k} >= 0) num += w${k} * (acc_t)${at("ys%d" % t, "l%d" % k)};
-%   endfor
-                const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+${skill.predict(capture(at, "ys%d" % t, "l{k}"))}
                 const acc_t p = pr;
                 if (to >= 0 && ISFINITE(p)) ${skill.upd(t, capture(at, "y%d" % t, "to"))}
             }
@@ -152,7 +150,7 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 ## 64-bit index product took a dozen instructions (H100)
 <%def name="at(base, i)">(*(__global const real_t*)((__global const uchar*)${base} + (size_t)(uint)(${i}) * ldyb))</%def>
 ## ST's query loop of class r (the rows from rs on): stage CH rows, then predict them
-<%def name="staged()">
+<%def name="staged(WT)">
         const int cnt = nq / ${WG} + (r < nq % ${WG} ? 1 : 0);  /* the class's rows */
         const int li = get_local_id(0), lj = get_local_id(1);
         /* every subtree's class has at most cmax rows: the same stages everywhere */
@@ -178,15 +176,15 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
                 const int to = st_o[${"sub" if SPL > 1 else "0"}][i];
                 const acc_t den = st_d[lj][i];
 % for t in range(TJ):
-                acc_t num${t} = 0;
+                ${"real_t" if WEIGHT == "ccm" else "acc_t"} num${t} = 0;
 % endfor
 % for k in range(K):
                 {
                     const int tl = st_t[lj][i * K + ${k}];
-                    const acc_t w = st_w[lj][i * K + ${k}];
+                    const ${WT} w = st_w[lj][i * K + ${k}];
 % for t in range(TJ):
 % if WEIGHT == "ccm":
-                    num${t} += w * (acc_t)${at("y%d" % t, "tl")};
+                    num${t} += w * ${at("y%d" % t, "tl")};
 % else:
                     if (tl >= 0) num${t} += w * (acc_t)${at("y%d" % t, "tl")};
 % endif
@@ -195,7 +193,11 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 % endfor
 % for t in range(TJ):
                 {
+% if WEIGHT == "ccm":
+                    const real_t pr = den > 0 ? num${t} : (real_t)NAN;
+% else:
                     const real_t pr = den > 0 ? (real_t)(num${t} / den) : (real_t)NAN;
+% endif
                     const acc_t p = pr;
                     if (to >= 0 && ISFINITE(p)) ${skill.upd(t, capture(at, "y%d" % t, "to"))}
                 }

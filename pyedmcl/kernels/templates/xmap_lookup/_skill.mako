@@ -1,9 +1,10 @@
 ## Shared defs of the two xmap_skill variants (_lanes.mako, _groups.mako): the kernel's
-## signature (one argument list for both, so the launcher names each argument once)
-## and the final rho of a target.
+## signature (one argument list for both, so the launcher names each argument once),
+## a query's prediction and the final rho of a target.
+<%namespace name="lk" file="/common/_lookup.mako"/>
 ## the signature of xmap_skill (what XMAP_SKILL.launch passes)
 <%def name="signature()">\
-void xmap_skill(__global const int* restrict tidx, __global const acc_t* restrict tw,
+void xmap_skill(__global const int* restrict tidx, __global const ${lk.wtype(WEIGHT)}* restrict tw,
                 __global const acc_t* restrict tden, const int nq,
                 __global const real_t* restrict y, const int ldy, const int tshift,
                 __global const int* restrict tgt, __global const int* restrict ocol,
@@ -60,4 +61,22 @@ const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a$
                 a${t}[3] += do_ * do_;
                 a${t}[4] += dp_ * do_;
             }
+</%def>
+## the prediction pr (real_t) of query slots l<k>, w<k> (unrolled); yfmt.format(k=k):
+## slot k's target value (real_t). "ccm": the real_t sum of the normalised weights times
+## the targets (common/_lookup.mako); else the acc_t sum over the weight sum den
+<%def name="predict(yfmt)">\
+% if WEIGHT == "ccm":
+            real_t num = 0;
+%   for k in range(K):
+            if (l${k} >= 0) num += w${k} * ${yfmt.format(k=k)};
+%   endfor
+            const real_t pr = den > 0 ? num : (real_t)NAN;
+% else:
+            acc_t num = 0;
+%   for k in range(K):
+            if (l${k} >= 0) num += w${k} * (acc_t)${yfmt.format(k=k)};
+%   endfor
+            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+% endif
 </%def>

@@ -7,7 +7,9 @@
 ## pack: turns the k-NN tables (series-local kernel points or times, distances) of
 ##   libraries b0 + get_global_id(1) into the lookup weights w = exp(-d / d_min)
 ##   (the points are kept, -1 where none), and the weight sum per
-##   query (0 when the query has no valid prediction), once per library. The
+##   query (0 when the query has no valid prediction), once per library; WEIGHT "ccm"
+##   packs the weights over their sum in real_t instead (common/_lookup.mako's `norm`:
+##   the skill then sums weight x target in real_t and divides nothing). The
 ##   weights are common/_lookup.mako's, as in simplex_lookup.cl.mako's `lookup` (same
 ##   operations in the same order), so the fused skill below reproduces pyedmcl.ccm
 ##   bit for bit. WEIGHT "ccm": zero distances get weight 1 (others 0) when
@@ -50,7 +52,7 @@ ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
 __kernel void pack(__global const int* restrict idx, __global const real_t* restrict dist,
                    const int nq, const int b0,
-                   __global int* restrict tidx, __global acc_t* restrict tw,
+                   __global int* restrict tidx, __global ${lk.wtype(WEIGHT)}* restrict tw,
                    __global acc_t* restrict tden, const int ldk, const int bstride,
                    const int row0${", const int K" if KR else ""})
 {
@@ -87,9 +89,25 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
             den += w;
         }
         tidx[t + ${"k" if CM else "(size_t)k * nq"}] = l >= 0 ? l : -1;
+% if WEIGHT != "ccm":
         tw[t + ${"k" if CM else "(size_t)k * nq"}] = w;
+% endif
     }
-    tden[${"row" if CM else "(size_t)b * nq + q"}] = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? den : (acc_t)0;
+    const int ok = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")};
+% if WEIGHT == "ccm":
+    /* the weights over their sum, as real_t (common/_lookup.mako's `norm`): the skill
+       sums their products with the targets and divides nothing; the same weights as
+       above (the same operations), 0 where the query has no prediction */
+    #pragma unroll 1
+    for (int k = 0; k < K; ++k) {
+        const int l = idx[o + k];
+        const real_t d = dist[o + k];
+        acc_t w = 0;
+        if (l >= 0) w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
+        tw[t + ${"k" if CM else "(size_t)k * nq"}] = ok ? ${lk.norm("w", "den")} : (real_t)0;
+    }
+% endif
+    tden[${"row" if CM else "(size_t)b * nq + q"}] = ok ? den : (acc_t)0;
 }
 
 ${stats.functions()}
