@@ -62,6 +62,8 @@ from typing import Any
 
 import numpy as np
 
+from ._bands import THREADS, map_bands, row_bands
+
 #: largest |value| a float32 kernel input may hold: squares of differences of E such
 #: values stay finite in float32 (max 3.4e38)
 FLOAT32_MAX_INPUT = 1e18
@@ -269,7 +271,7 @@ def merged_fraction(original: np.ndarray) -> np.ndarray:
     sort faster than whole panels (they stay in cache; threads measured slower). A long
     row is sorted in value buckets on several threads (:func:`_merged_row_bucketed`)."""
     rows = _rows(original)
-    threads = min(_STANDARDISE_THREADS, os.cpu_count() or 1)
+    threads = min(THREADS, os.cpu_count() or 1)
     if rows.shape[1] >= _BUCKETED_VALUES and threads >= 2:
         return np.array([_merged_row_bucketed(r, threads) for r in rows])
     step = max(1, _CHECK_VALUES // max(rows.shape[1], 1))
@@ -299,9 +301,6 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
     return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64), spread)
 
 
-#: values from which a panel is standardised by several threads, in bands of rows
-_PARALLEL_VALUES = 1 << 22
-_STANDARDISE_THREADS = 8
 
 
 def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
@@ -311,15 +310,11 @@ def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
     values are computed alone either way, so the result is the same bit for bit
     (N = 5,000 x 3,780 on a 2-core VM: 0.18 -> 0.10 s; the map's host time before its
     first kernel)."""
-    rows = _rows(a)
-    threads = min(_STANDARDISE_THREADS, os.cpu_count() or 1, rows.shape[0] // 8)
-    if a.ndim != 2 or a.size < _PARALLEL_VALUES or threads < 2:
+    bands, threads = row_bands(a)
+    if threads == 1:
         f = _affine(a, scale, shift)
         return f, f.forward(a)
-    from concurrent.futures import ThreadPoolExecutor
     out = np.empty_like(a, dtype=np.float64)
-    step = -(-a.shape[0] // (4 * threads))
-    bands = [slice(i, i + step) for i in range(0, a.shape[0], step)]
 
     def band(sl: slice) -> Affine:
         f = _affine(a[sl], scale, shift)
@@ -328,11 +323,22 @@ def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
         out[sl] /= f.scale[:, None]
         return f
 
+    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(threads) as ex:
         parts = list(ex.map(band, bands))
     return (Affine(np.concatenate([f.shift for f in parts]),
                    np.concatenate([f.scale for f in parts]),
                    np.concatenate([f.spread for f in parts])), out)
+
+
+def _largest_magnitude(z: np.ndarray) -> float:
+    """max |z| without a |z| temporary (NaNs ignored, NaN where every value is one; fmax
+    and fmin skip NaNs without nanmax's warning), by bands of rows on a few threads for
+    a large panel: the same value as one pass."""
+    parts = map_bands(lambda b: (np.fmax.reduce(b, axis=None), np.fmin.reduce(b, axis=None)), z)
+    hi = np.fmax.reduce(np.array([p[0] for p in parts]))
+    lo = np.fmin.reduce(np.array([p[1] for p in parts]))
+    return float(max(hi, -lo))
 
 
 def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
@@ -366,7 +372,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     pairs = [_standardise(a, scale, shift) for a in arrs]
     affs, out = [f for f, _ in pairs], [z for _, z in pairs]
     for z, aff, name in zip(out, affs, names, strict=True):
-        top = float(max(np.nanmax(z), -np.nanmin(z))) if z.size else 0.0  # no |z| temporary
+        top = _largest_magnitude(z) if z.size else 0.0
         if top > FLOAT32_MAX_INPUT:  # centred only (RQA, Simplex) and far from zero
             _fall_back(f"{name}: values up to {top:.3g} after centring are beyond float32's "
                        f"range for squared distances (|value| <= {FLOAT32_MAX_INPUT:.0e})",

@@ -70,10 +70,12 @@ def warn_constant(rows: np.ndarray, names: Any, what: str) -> None:
     per row): every point of a constant series coincides, so its neighbours are chosen
     by the tie order alone and a skill computed from them means nothing (pyEDM returns a
     number all the same; so does pyedmcl, with this warning)."""
+    from ._bands import rowwise
     from ._precision import _user_level
 
     r = np.atleast_2d(rows)
-    flat = np.flatnonzero(np.ptp(r, axis=1) == 0) if r.shape[1] else np.array([], int)
+    flat = (np.flatnonzero(rowwise(lambda b: np.ptp(b, axis=1), r) == 0) if r.shape[1]
+            else np.array([], int))
     if flat.size == 0:
         return
     labels = [str(names[i]) if names is not None else str(i) for i in flat[:10]]

@@ -342,8 +342,10 @@ def test_panel_standardised_in_bands_bit_identical(monkeypatch):
     X[9] *= 1e6
     X[11] += 1e4
     one = P._affine(X, True, None)
-    monkeypatch.setattr(P, "_PARALLEL_VALUES", 1)
-    monkeypatch.setattr(P.os, "cpu_count", lambda: 4)
+    from pyedmcl import _bands
+    monkeypatch.setattr(_bands, "PARALLEL_VALUES", 1)
+    monkeypatch.setattr(_bands.os, "cpu_count", lambda: 4)
+    assert _bands.row_bands(X)[1] == 4   # the bands are what runs
     f, z = P._standardise(X, True, None)
     np.testing.assert_array_equal(f.shift, one.shift)
     np.testing.assert_array_equal(f.scale, one.scale)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._bands import cast_rows, rowwise
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import ccm_valid_times, check_tau
@@ -98,7 +99,7 @@ def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | N
     # become inf here and are refused with the NaNs
     with np.errstate(over="ignore"):
         out = series_major_f32(arr, dtype=dtype)
-    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
+    bad = np.flatnonzero(~rowwise(lambda r: np.isfinite(r).all(axis=1), out))
     if bad.size:
         label = [names[i] for i in bad[:10]] if names else bad[:10].tolist()
         raise ValueError(f"series {label}{' ...' if bad.size > 10 else ''} contain NaN or "
@@ -259,7 +260,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
                    deferred=speculate)
     float32_holds = prep.float32_holds
-    Xr = np.ascontiguousarray(prep.series[0], dtype=prep.dtype)
+    Xr = cast_rows(prep.series[0], prep.dtype)
     real, dt = prep.real, prep.dtype
     if surrogates and seed is None:  # resuming: the store's; else fresh, and stored
         seed = stored.get("seed")

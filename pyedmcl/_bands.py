@@ -1,0 +1,68 @@
+"""Row-wise work on a large 2-D panel in bands of rows, on a few threads.
+
+numpy releases the GIL in its loops, so bands of rows run in parallel. Every row's
+result is computed alone either way (a reduction along axis 1 reduces each row by
+itself; a cast or copy is elementwise), so the result is the same bit for bit as one
+call on the whole panel. Small panels, or a machine of one core, take one call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+#: panels from this many values are split into bands
+PARALLEL_VALUES = 1 << 22
+#: at most this many threads
+THREADS = 8
+
+
+def row_bands(a: np.ndarray) -> tuple[list[slice], int]:
+    """The bands of rows of ``a`` (four per thread) and the threads to run them on; one
+    band of all rows where splitting does not pay."""
+    rows = a.shape[0] if a.ndim else 1
+    threads = min(THREADS, os.cpu_count() or 1, rows // 8)
+    if a.ndim != 2 or a.size < PARALLEL_VALUES or threads < 2:
+        return [slice(0, rows)], 1
+    step = -(-rows // (4 * threads))
+    return [slice(i, i + step) for i in range(0, rows, step)], threads
+
+
+def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray) -> list[Any]:
+    """``fn`` of each band of rows of ``a``, in row order (one call on ``a`` where it is
+    small)."""
+    bands, threads = row_bands(a)
+    if threads == 1:
+        return [fn(a)]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(threads) as ex:
+        return list(ex.map(lambda sl: fn(a[sl]), bands))
+
+
+def rowwise(fn: Callable[[np.ndarray], np.ndarray], a: np.ndarray) -> np.ndarray:
+    """A per-row result ``fn(a)`` (``fn`` reduces along axis 1) computed by bands."""
+    return np.concatenate(map_bands(fn, a))
+
+
+def cast_rows(a: np.ndarray, dtype: Any) -> np.ndarray:
+    """``a`` as a C-contiguous ``dtype`` array (a copy where the dtype differs), cast by
+    bands."""
+    dt = np.dtype(dtype)
+    if a.dtype == dt and a.flags.c_contiguous:
+        return a
+    out = np.empty(a.shape, dt)
+    bands, threads = row_bands(a)
+    if threads == 1:
+        out[...] = a
+        return out
+
+    def band(sl: slice) -> None:
+        out[sl] = a[sl]
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(threads) as ex:
+        list(ex.map(band, bands))
+    return out

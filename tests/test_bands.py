@@ -1,0 +1,63 @@
+"""Row-wise host work by bands of rows on threads (pyedmcl._bands): the same values bit
+for bit as one call on the whole panel, where the bands run (forced here on small
+panels) and where they do not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pyedmcl import _bands, _precision
+
+
+@pytest.fixture
+def banded(monkeypatch):
+    monkeypatch.setattr(_bands, "PARALLEL_VALUES", 1)
+    monkeypatch.setattr(_bands.os, "cpu_count", lambda: 4)
+
+
+def _panel() -> np.ndarray:
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((157, 211)).cumsum(axis=1) * 1e3
+    X[3] = 7.0
+    X[40, 5] = np.nan
+    X[41] = np.nan           # a row of NaNs: a band's nanmax of it is NaN
+    X[90, 7] = np.inf
+    return X
+
+
+def test_row_bands_cover_every_row_once(banded):
+    X = _panel()
+    bands, threads = _bands.row_bands(X)
+    assert threads == 4 and len(bands) > threads
+    assert np.array_equal(np.concatenate([np.arange(X.shape[0])[b] for b in bands]),
+                          np.arange(X.shape[0]))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf - inf, in threads
+@pytest.mark.parametrize("fn", [lambda r: np.isfinite(r).all(axis=1),
+                                lambda r: np.ptp(r, axis=1),
+                                lambda r: r.sum(axis=1), lambda r: r.std(axis=1)])
+def test_rowwise_equals_one_call(banded, fn):
+    X = _panel()
+    np.testing.assert_array_equal(_bands.rowwise(fn, X), fn(X))
+
+
+def test_cast_rows_equals_astype(banded):
+    X = _panel()
+    got = _bands.cast_rows(X, np.float32)
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, X.astype(np.float32))
+    same = np.ascontiguousarray(X)
+    assert _bands.cast_rows(same, np.float64) is same   # nothing to cast: no copy
+
+
+def test_largest_magnitude_ignores_nan_bands(banded, monkeypatch):
+    X = np.nan_to_num(_panel(), posinf=0.0)
+    X[41] = np.nan
+    X[120, 3] = -5e7     # the largest magnitude, negative, in a late band
+    assert _precision._largest_magnitude(X) == 5e7
+    monkeypatch.setattr(_bands, "PARALLEL_VALUES", 1 << 40)   # one call
+    assert _precision._largest_magnitude(X) == 5e7
+    assert np.isnan(_precision._largest_magnitude(np.full((40, 5), np.nan)))
+    assert _precision._largest_magnitude(np.array([3.0, np.nan, -4.0])) == 4.0   # 1-D
