@@ -301,8 +301,6 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
     return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64), spread)
 
 
-
-
 def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
                  ) -> tuple[Affine, np.ndarray]:
     """:func:`_affine` of ``a`` and ``a`` through it (float64). A large panel (2-D) in
