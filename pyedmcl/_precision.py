@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from ._bands import THREADS, map_bands, row_bands
+from ._bands import THREADS, largest_magnitude, row_bands
 
 #: largest |value| a float32 kernel input may hold: squares of differences of E such
 #: values stay finite in float32 (max 3.4e38)
@@ -329,16 +329,6 @@ def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
                    np.concatenate([f.spread for f in parts])), out)
 
 
-def _largest_magnitude(z: np.ndarray) -> float:
-    """max |z| without a |z| temporary (NaNs ignored, NaN where every value is one; fmax
-    and fmin skip NaNs without nanmax's warning), by bands of rows on a few threads for
-    a large panel: the same value as one pass."""
-    parts = map_bands(lambda b: (np.fmax.reduce(b, axis=None), np.fmin.reduce(b, axis=None)), z)
-    hi = np.fmax.reduce(np.array([p[0] for p in parts]))
-    lo = np.fmin.reduce(np.array([p[1] for p in parts]))
-    return float(max(hi, -lo))
-
-
 def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             names: Sequence[str], scale: bool = True, common_shift: bool = False,
             what: str = "this call", deferred: bool = False) -> Prepared:
@@ -370,7 +360,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     pairs = [_standardise(a, scale, shift) for a in arrs]
     affs, out = [f for f, _ in pairs], [z for _, z in pairs]
     for z, aff, name in zip(out, affs, names, strict=True):
-        top = _largest_magnitude(z) if z.size else 0.0
+        top = largest_magnitude(z) if z.size else 0.0
         if top > FLOAT32_MAX_INPUT:  # centred only (RQA, Simplex) and far from zero
             _fall_back(f"{name}: values up to {top:.3g} after centring are beyond float32's "
                        f"range for squared distances (|value| <= {FLOAT32_MAX_INPUT:.0e})",
