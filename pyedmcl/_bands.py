@@ -20,21 +20,22 @@ PARALLEL_VALUES = 1 << 22
 THREADS = 8
 
 
-def row_bands(a: np.ndarray) -> tuple[list[slice], int]:
-    """The bands of rows of ``a`` (four per thread) and the threads to run them on; one
-    band of all rows where splitting does not pay."""
+def row_bands(a: np.ndarray, max_threads: int = THREADS) -> tuple[list[slice], int]:
+    """The bands of rows of ``a`` (four per thread) and the threads (at most
+    ``max_threads``) to run them on; one band of all rows where splitting does not pay."""
     rows = a.shape[0] if a.ndim else 1
-    threads = min(THREADS, os.cpu_count() or 1, rows // 8)
+    threads = min(max_threads, os.cpu_count() or 1, rows // 8)
     if a.ndim != 2 or a.size < PARALLEL_VALUES or threads < 2:
         return [slice(0, rows)], 1
     step = -(-rows // (4 * threads))
     return [slice(i, i + step) for i in range(0, rows, step)], threads
 
 
-def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray) -> list[Any]:
+def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray,
+              max_threads: int = THREADS) -> list[Any]:
     """``fn`` of each band of rows of ``a``, in row order (one call on ``a`` where it is
     small)."""
-    bands, threads = row_bands(a)
+    bands, threads = row_bands(a, max_threads)
     if threads == 1:
         return [fn(a)]
     from concurrent.futures import ThreadPoolExecutor
@@ -42,9 +43,10 @@ def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray) -> list[Any]:
         return list(ex.map(lambda sl: fn(a[sl]), bands))
 
 
-def rowwise(fn: Callable[[np.ndarray], np.ndarray], a: np.ndarray) -> np.ndarray:
+def rowwise(fn: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
+            max_threads: int = THREADS) -> np.ndarray:
     """A per-row result ``fn(a)`` (``fn`` reduces along axis 1) computed by bands."""
-    return np.concatenate(map_bands(fn, a))
+    return np.concatenate(map_bands(fn, a, max_threads))
 
 
 def cast_rows(a: np.ndarray, dtype: Any) -> np.ndarray:

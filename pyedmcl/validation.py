@@ -66,17 +66,21 @@ def check_magnitude(arr: np.ndarray, name: str, top: float | None = None) -> Non
                          "(e.g. divide it by a power of ten)")
 
 
-def warn_constant(rows: np.ndarray, names: Any, what: str) -> None:
+def warn_constant(rows: np.ndarray, names: Any, what: str,
+                  ptp: np.ndarray | None = None) -> None:
     """One warning naming the constant series among ``rows`` (1-D: one series; 2-D: one
     per row): every point of a constant series coincides, so its neighbours are chosen
     by the tie order alone and a skill computed from them means nothing (pyEDM returns a
-    number all the same; so does pyedmcl, with this warning)."""
+    number all the same; so does pyedmcl, with this warning). ``ptp``: each row's
+    max - min where the caller has it already (no pass over ``rows``)."""
     from ._bands import rowwise
     from ._precision import _user_level
 
     r = np.atleast_2d(rows)
-    flat = (np.flatnonzero(rowwise(lambda b: np.ptp(b, axis=1), r) == 0) if r.shape[1]
-            else np.array([], int))
+    if ptp is None:
+        ptp = (rowwise(lambda b: np.ptp(b, axis=1), r) if r.shape[1]
+               else np.ones(r.shape[0]))
+    flat = np.flatnonzero(np.asarray(ptp) == 0) if r.shape[1] else np.array([], int)
     if flat.size == 0:
         return
     labels = [str(names[i]) if names is not None else str(i) for i in flat[:10]]

@@ -61,3 +61,19 @@ def test_largest_magnitude_ignores_nan_bands(banded, monkeypatch):
     assert _bands.largest_magnitude(X) == 5e7
     assert np.isnan(_bands.largest_magnitude(np.full((40, 5), np.nan)))
     assert _bands.largest_magnitude(np.array([3.0, np.nan, -4.0])) == 4.0   # 1-D
+
+
+def test_merge_check_by_bands_equals_one_pass(banded):
+    """The float32 merge check of a panel by bands of slabs on threads gives every row's
+    fraction as the whole panel's one pass does (quantized rows, near repeats far from
+    zero, a constant row)."""
+    from pyedmcl import _precision
+    rng = np.random.default_rng(5)
+    X = np.round(rng.standard_normal((157, 211)), 3)
+    X[::5] += 1.0e5  # values 0.001 apart: float32 merges some (its step there ~0.008)
+    X[7] = 3.0
+    assert len(_bands.row_bands(X, _precision.CHECK_THREADS)[0]) > 1
+    got = _precision.merged_fraction(X)
+    one = np.concatenate([_precision._merged_slab(X[i:i + 1]) for i in range(X.shape[0])])
+    np.testing.assert_array_equal(got, one)
+    assert got[::5].min() > 0 and got[7] == 0

@@ -217,3 +217,51 @@ def test_series_major_copy(shape, dtype):
     got = series_major_f32(a)
     assert got.flags.c_contiguous and got.dtype == np.float32
     np.testing.assert_array_equal(got, np.ascontiguousarray(a.T, dtype=np.float32))
+
+
+@pytest.mark.parametrize("shape,dtype", [((1, 3), np.float32), ((257, 513), np.float64),
+                                         ((1100, 4001), np.float32)])
+def test_series_major_extremes(shape, dtype):
+    """The rows' largest and smallest values reduced tile by tile during the copy equal
+    max / min over each row of the copy, NaN where the row holds one (inf kept)."""
+    from pyedmcl.xmap.core import series_major_f32
+    a = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    a[0, 0] = np.nan
+    a[-1, -1] = np.inf
+    a[shape[0] // 2, min(1, shape[1] - 1)] = -np.inf
+    out, hi, lo = series_major_f32(a, dtype=np.float64, extremes=True)
+    np.testing.assert_array_equal(out, np.ascontiguousarray(a.T, dtype=np.float64))
+    np.testing.assert_array_equal(hi, out.max(axis=1))
+    np.testing.assert_array_equal(lo, out.min(axis=1))
+
+
+@pytest.mark.parametrize("scale", [False, True])
+@pytest.mark.parametrize("offset", [0.0, -3.0e4, 1.0e9])
+def test_largest_standardised_from_extremes(scale, offset):
+    """prepare's largest magnitude after centring (and scaling), taken from the raw rows'
+    extremes, is largest_magnitude of the standardised panel bit for bit: quantized
+    data, constant rows, large offsets and rows whose extremes round alike."""
+    from pyedmcl._bands import largest_magnitude
+    from pyedmcl._precision import _largest_standardised, _standardise
+    rng = np.random.default_rng(2)
+    a = np.round(rng.standard_normal((40, 300)) * 10 ** rng.uniform(-3, 3, (40, 1)), 2) + offset
+    a[3] = offset  # a constant row
+    a[5, :] = offset + np.array([1e-9, -1e-9] * 150)  # extremes that round to one value
+    for rows in (a, a[7]):  # a panel and one 1-D series
+        aff, z = _standardise(rows, scale, None)
+        got = _largest_standardised((np.atleast_2d(rows).max(axis=1),
+                                     np.atleast_2d(rows).min(axis=1)), aff, scale)
+        assert got == largest_magnitude(z)
+
+
+def test_xmap_constant_and_nonfinite_from_extremes():
+    """The map's constant-series warning and its refusal of non-finite series, both
+    decided from the copy's row extremes, name the right series."""
+    X = np.random.default_rng(3).standard_normal((60, 4))
+    X[:, 2] = 1.5
+    with pytest.warns(UserWarning, match="series 2 is constant"):
+        pe.xmap(X, E=2, device=CPU_DEVICE)
+    X[10, 1] = np.inf
+    X[0, 3] = np.nan
+    with pytest.raises(ValueError, match=r"series \[1, 3\] contain NaN or inf"):
+        pe.xmap(X, E=2, device=CPU_DEVICE)

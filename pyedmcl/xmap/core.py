@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._bands import cast_rows, rowwise
+from .._bands import cast_rows
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import ccm_valid_times, check_tau
@@ -42,19 +42,30 @@ TRANSPOSE_TILE = 256
 TRANSPOSE_THREADS = 4
 
 
-def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = np.float32
-                     ) -> np.ndarray:
+def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = np.float32,
+                     extremes: bool = False) -> Any:
     """``arr.T`` (an ``(L, N)`` table) as a C-contiguous ``dtype`` (default float32)
     ``(N, L)`` array, copied
     in square tiles: a plain transposing copy strides through memory (5,000 x 3,780:
     96 ms on the 2-core dev box vs 27 ms in tiles of 256), and by a few threads for
-    large panels (numpy copies without the GIL)."""
+    large panels (numpy copies without the GIL).
+
+    ``extremes``: also each row's largest and smallest value, ``(out, hi, lo)``, reduced
+    from every tile while it is in cache (NaN where the row holds one): the finite
+    check, the constant-series check and the largest magnitude after centring follow
+    from them without three more passes over the panel (decision 0098)."""
     L, N = arr.shape
     out = np.empty((N, L), dtype)
+    hi = np.full(N, -np.inf, dtype) if extremes else None
+    lo = np.full(N, np.inf, dtype) if extremes else None
 
     def band(c0: int) -> None:
         for r0 in range(0, L, tile):
-            out[c0:c0 + tile, r0:r0 + tile] = arr[r0:r0 + tile, c0:c0 + tile].T
+            blk = out[c0:c0 + tile, r0:r0 + tile]
+            blk[...] = arr[r0:r0 + tile, c0:c0 + tile].T
+            if extremes:  # maximum / minimum propagate NaN, like max / min
+                np.maximum(hi[c0:c0 + tile], blk.max(axis=1), out=hi[c0:c0 + tile])
+                np.minimum(lo[c0:c0 + tile], blk.min(axis=1), out=lo[c0:c0 + tile])
 
     bands = range(0, N, tile)
     workers = min(TRANSPOSE_THREADS, os.cpu_count() or 1, len(bands))
@@ -65,7 +76,7 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
     else:
         for c0 in bands:
             band(c0)
-    return out
+    return (out, hi, lo) if extremes else out
 
 
 def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | None]:
@@ -74,6 +85,15 @@ def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | N
     Accepts a 2-D array (columns = series), a DataFrame, or a list / dict of 1-D
     series (which must all have the same length: no silent alignment).
     """
+    out, names, _ = panel_with_extremes(X, dtype)
+    return out, names
+
+
+def panel_with_extremes(X: Any, dtype: Any = np.float64
+                        ) -> tuple[np.ndarray, list[str] | None, tuple[np.ndarray, np.ndarray]]:
+    """:func:`as_panel`'s rows and names, and each row's largest and smallest value
+    ``(hi, lo)`` (:func:`series_major_f32`'s ``extremes``): the map's constant-series
+    check and its float32 range check take them instead of passes of their own."""
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         names = [str(c) for c in X.columns]
@@ -98,14 +118,18 @@ def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | N
     # one copy, rows = series (the job's data); values beyond the dtype's range
     # become inf here and are refused with the NaNs
     with np.errstate(over="ignore"):
-        out = series_major_f32(arr, dtype=dtype)
-    bad = np.flatnonzero(~rowwise(lambda r: np.isfinite(r).all(axis=1), out))
+        if L:
+            out, hi, lo = series_major_f32(arr, dtype=dtype, extremes=True)
+        else:  # no values: nothing to refuse (the callers refuse the length)
+            out = series_major_f32(arr, dtype=dtype)
+            hi = lo = np.zeros(N, out.dtype)
+    bad = np.flatnonzero(~(np.isfinite(hi) & np.isfinite(lo)))
     if bad.size:
         label = [names[i] for i in bad[:10]] if names else bad[:10].tolist()
         raise ValueError(f"series {label}{' ...' if bad.size > 10 else ''} contain NaN or "
                          "inf values (or values beyond float32's range); xmap needs finite "
                          "series (drop or fill those columns)")
-    return out, names
+    return out, names, (hi, lo)
 
 
 def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
@@ -213,7 +237,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
     one, stored). Not with ``scheduler``.
     """
-    X64, names = as_panel(X, dtype=np.float64)
+    X64, names, extremes = panel_with_extremes(X, dtype=np.float64)
     N, n = X64.shape
     tau = check_tau(tau)
     Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
@@ -221,7 +245,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     E_max = check_int(max_E, "max_E", 1, 64)
     E_arr = _resolve_E(E, N, n)
     if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
-        warn_constant(X64, names, "xmap")
+        warn_constant(X64, names, "xmap", ptp=extremes[0] - extremes[1])
         _check_rows(E_arr, n, tau, Tp)
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
@@ -258,7 +282,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     # centred only: the E scan's Simplex weights floor d_min at 1e-6 in data units (the
     # map's CCM weights and rho are the same either way: a power-of-two scale is exact)
     prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
-                   deferred=speculate)
+                   deferred=speculate, extremes=[extremes])
     float32_holds = prep.float32_holds
     Xr = cast_rows(prep.series[0], prep.dtype)
     real, dt = prep.real, prep.dtype
