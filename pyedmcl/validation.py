@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ._bands import largest_magnitude, rowwise
+
 
 def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray:
     """A 1-D float64 host copy of ``x`` (numpy, list, pandas Series/1-column frame).
@@ -55,7 +57,6 @@ def check_magnitude(arr: np.ndarray, name: str, top: float | None = None) -> Non
     if top is None:
         # no N-long temporaries: an RQA of 10^6 points spent ~2 ms of host time here
         # before its first launch
-        from ._bands import largest_magnitude
         top = largest_magnitude(arr)
     if top > MAX_MAGNITUDE:
         with np.errstate(invalid="ignore"):
@@ -73,14 +74,14 @@ def warn_constant(rows: np.ndarray, names: Any, what: str,
     by the tie order alone and a skill computed from them means nothing (pyEDM returns a
     number all the same; so does pyedmcl, with this warning). ``ptp``: each row's
     max - min where the caller has it already (no pass over ``rows``)."""
-    from ._bands import rowwise
     from ._precision import _user_level
 
     r = np.atleast_2d(rows)
+    if not r.shape[1]:  # no values: nothing is constant
+        return
     if ptp is None:
-        ptp = (rowwise(lambda b: np.ptp(b, axis=1), r) if r.shape[1]
-               else np.ones(r.shape[0]))
-    flat = np.flatnonzero(np.asarray(ptp) == 0) if r.shape[1] else np.array([], int)
+        ptp = rowwise(lambda b: np.ptp(b, axis=1), r)
+    flat = np.flatnonzero(np.asarray(ptp) == 0)
     if flat.size == 0:
         return
     labels = [str(names[i]) if names is not None else str(i) for i in flat[:10]]

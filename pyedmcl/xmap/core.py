@@ -89,7 +89,7 @@ def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | N
     return out, names
 
 
-def panel_with_extremes(X: Any, dtype: Any = np.float64
+def panel_with_extremes(X: Any, dtype: Any = np.float32
                         ) -> tuple[np.ndarray, list[str] | None, tuple[np.ndarray, np.ndarray]]:
     """:func:`as_panel`'s rows and names, and each row's largest and smallest value
     ``(hi, lo)`` (:func:`series_major_f32`'s ``extremes``): the map's constant-series
