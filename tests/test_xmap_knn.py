@@ -434,11 +434,17 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
     with weight 0, no test) and "simplex" (it predicts from the neighbours it has; the
     empty slots are skipped), with a shift (tshift), unobserved queries, a ragged class
     count (nq = 150: classes of 2 and 3 rows), ragged libraries (LB 2 of 3) and targets
-    (LWG x TJ 4 of 7), CH 1, 2 and 16, the classes split into 2 or 8 subtrees (SPL)."""
+    (LWG x TJ 4 of 7), CH 1, 2 and 16, the classes split into 2 or 8 subtrees (SPL), the
+    entries staged as byte offsets (O32) or as times, K even and odd."""
     from clkernels import get_backend as gb
     from pyedmcl.kernels import xmap as xk
     be = gb(device)
-    nq, k, nb, ntg, n = 150, 4, 3, 7, 200
+    for k in (4, 5):
+        _staged_case(be, xk, k)
+
+
+def _staged_case(be, xk, k):
+    nq, nb, ntg, n = 150, 3, 7, 200
     rng = np.random.default_rng(5)
     idx = np.sort(rng.integers(0, 150, (nb, nq, k)), axis=-1).astype(np.int32)
     idx[:, ::7, 2:] = -1  # queries with 2 of 4 neighbours
@@ -456,9 +462,10 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
     for weight in ("ccm", "simplex"):
         spec = {"K": k, "REAL": "float", "WEIGHT": weight}
         got = []
-        for st, ch, spl in ((0, 16, 1), (1, 1, 1), (1, 2, 1), (1, 16, 1), (1, 2, 2), (1, 16, 8)):
+        for st, ch, spl, o32 in ((0, 16, 1, 1), (1, 1, 1, 1), (1, 2, 1, 1), (1, 16, 1, 1),
+                                 (1, 2, 2, 1), (1, 16, 8, 1), (1, 16, 1, 0), (1, 2, 2, 0)):
             lay = {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "PF": 0, "LB": 2, "LMAJ": 1,
-                   "CM": 1, "ST": st, "CH": ch, "SPL": spl}
+                   "CM": 1, "ST": st, "CH": ch, "SPL": spl, "O32": o32}
             t = (be.empty((nb * nq * k,), np.int32), be.empty((nb * nq * k,), acc),
                  be.empty((nb * nq,), acc))
             xk.XMAP_SKILL.pack(be, spec, be.to_device(idx.ravel()), be.to_device(dist.ravel()),

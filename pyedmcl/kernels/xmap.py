@@ -309,6 +309,13 @@ _LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0
            "ST": 0, "CH": 16, "SPL": 1}
 
 
+def offsets_fit(y_dev: Any) -> bool:
+    """Whether every byte offset into the target array ``y_dev`` fits 32 bits: a staged
+    skill (ST) then stages each table entry as the offset it reads (``O32``)."""
+    size, dtype = int(getattr(y_dev, "size", 0)), getattr(y_dev, "dtype", None)
+    return dtype is not None and 0 < size * np.dtype(dtype).itemsize <= 1 << 32
+
+
 def reads_time_major(params: Params) -> bool:
     """Whether a skill layout reads its targets time-major (:func:`time_major`): target
     lanes (LANES) and the vector-lane layout (VEC = 2)."""
@@ -493,7 +500,8 @@ class XmapSkillKernel(TunableKernel):
         from the skill's program, and writes the table order that layout reads (CM)."""
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
-             "KR": 0, **params, "INL": int(inline_vector_ops(be.info))}  # (KR: not tuned)
+             "KR": 0, "O32": 1, **params,
+             "INL": int(inline_vector_ops(be.info))}  # (KR, O32: not tuned)
         if p["ST"]:
             p["SPL"] = subtrees(p, p["WG"])
             p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info, p["SPL"],
@@ -535,6 +543,8 @@ class XmapSkillKernel(TunableKernel):
         time ``l + tshift``, query ``q`` is observed at time ``obs[q]`` (< 0: none).
         ``diag``: library ``b`` predicts series ``tgt[0] + b`` into column ``ocol[0]``.
         """
+        if params.get("ST", 0) and not offsets_fit(y_dev):
+            params = dict(params, O32=0)  # staged reads by times (64-bit products)
         k = self._kernel(be, spec, params, "xmap_skill")
         gsize, lsize = skill_geometry(params, ntg, nb, ccm_skill_wg(be.info))
         kr = (np.int32(spec["K"]),) if params.get("KR", 0) else ()  # K an argument

@@ -64,6 +64,16 @@ from ..kernels.xmap import (
     wide_targets,
 )
 
+#: libraries per batch (one k-NN, pack and skill launch per E-group): on GPUs 128, which
+#: fill an H100's launches better than 64 (the map's 128-row blocks, GPU_BLOCK_ROWS);
+#: on CPUs 64 (a batch's tables stay in cache-sized budgets, decision 0076)
+MAX_BATCH_GPU, MAX_BATCH_CPU = 128, 64
+
+
+def max_batch(info: Any) -> int:
+    """Most libraries of one batch on device ``info`` (tables permitting)."""
+    return MAX_BATCH_GPU if info.is_gpu else MAX_BATCH_CPU
+
 
 @dataclass
 class _Group:
@@ -222,7 +232,7 @@ class XmapEngine:
         per = M * k * (4 + np.dtype(self.acc_dt).itemsize) + M * np.dtype(self.acc_dt).itemsize
         if self.knn == "batched":
             per += M * k * (4 + np.dtype(self.dt).itemsize)
-        return int(max(1, min(64, budget // per)))
+        return int(max(1, min(max_batch(self.be.info), budget // per)))
 
     # -- steps -------------------------------------------------------------------------------
     def _knn(self, E: int, k: int, size: int, nq_total: int,
@@ -386,7 +396,7 @@ class XmapEngine:
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, self.Tp, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
-        run_blocked(be, batch, r1 - r0, block=int(max(1, min(64, budget // per))),
+        run_blocked(be, batch, r1 - r0, block=int(max(1, min(max_batch(be.info), budget // per))),
                     parameter="the series length (n) or E",
                     what=f"fused-scan k-NN tables (E=1..{emax}, {nq} rows per library)",
                     nbytes=lambda nb: nb * per)
@@ -569,7 +579,8 @@ class XmapEngine:
                 self._skill(k, "simplex", tidx, tw, tden, m, nb, lay.Tp, tgt, cols[E], 1,
                             obs_dev[E], out, E_max, b0, diag=True)
 
-        run_blocked(be, batch, r1 - r0, block=int(max(1, min(64, scan_table_budget(be.info) // per))),
+        run_blocked(be, batch, r1 - r0,
+                    block=int(max(1, min(max_batch(be.info), scan_table_budget(be.info) // per))),
                     parameter="the series length (n) or max_E",
                     what=f"fused-scan k-NN tables (E=1..{E_max}, {nq} rows per series)",
                     nbytes=lambda nb: nb * per)

@@ -44,10 +44,10 @@ __kernel __attribute__((reqd_work_group_size(${LWG}, ${NL}, 1)))
 ${skill.signature()}
 {
 % if ST:
-    __local int st_t[${NL}][${CH * K}];
+    __local ${"uint" if O32 else "int"} st_t[${NL}][${CH * K}];
     __local ${WT} st_w[${NL}][${CH * K}];
     __local acc_t st_d[${NL}][${CH}];
-    __local int st_o[${SPL}][${CH}];
+    __local ${"uint" if O32 else "int"} st_o[${SPL}][${CH}];
 % endif
 % if SPL > 1:
     /* the subtree roots of every target, library and subtree, for the final merges */
@@ -149,8 +149,20 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 ## (times x bytes per time) widened once, one multiply-add per read on GPUs where the
 ## 64-bit index product took a dozen instructions (H100)
 <%def name="at(base, i)">(*(__global const real_t*)((__global const uchar*)${base} + (size_t)(uint)(${i}) * ldyb))</%def>
-## ST's query loop of class r (the rows from rs on): stage CH rows, then predict them
+## ST's query loop of class r (the rows from rs on): stage CH rows, then predict them.
+## O32: each entry staged as the byte offset of the time it reads (time x ldyb, the host
+## checks that y's bytes fit 32 bits), so a read adds it to the target's column pointer
+## instead of a 64-bit product (as bytes: an element index would be merged with the
+## column's own index into one 64-bit sum, scaled at every read). The same values in the
+## same operations: the same rho.
 <%def name="staged(WT)">
+<%
+    NONE = "0xffffffffu" if O32 else "-1"  # no observation (or, "simplex", no entry)
+    def off(t):  # the staged read position of time t (>= 0)
+        return "(uint)(%s) * ldyb" % t if O32 else t
+    def val(col, e):  # the target value a staged entry reads
+        return "(*(__global const real_t*)((__global const uchar*)%s + %s))" % (col, e) if O32 else capture(at, col, e)
+%>
         const int cnt = nq / ${WG} + (r < nq % ${WG} ? 1 : 0);  /* the class's rows */
         const int li = get_local_id(0), lj = get_local_id(1);
         /* every subtree's class has at most cmax rows: the same stages everywhere */
@@ -161,32 +173,36 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
             for (int e = li; e < m * K; e += ${LWG}) {
                 const int l = ir[(size_t)i0 * K + e];
 % if WEIGHT == "ccm":
-                st_t[lj][e] = l >= 0 ? l + tshift : 0;  /* empty: den = 0, no prediction */
+                /* empty: den = 0, no prediction; time 0 with weight 0 */
+                st_t[lj][e] = l >= 0 ? ${off("l + tshift")} : 0;
 % else:
-                st_t[lj][e] = l >= 0 ? l + tshift : -1;
+                st_t[lj][e] = l >= 0 ? ${off("l + tshift")} : ${NONE};
 % endif
                 st_w[lj][e] = wr[(size_t)i0 * K + e];
             }
             for (int e = li; e < m; e += ${LWG}) {
                 st_d[lj][e] = dr[i0 + e];
-                if (lj % ${LB} == 0) st_o[${"sub" if SPL > 1 else "0"}][e] = obs[r + (i0 + e) * ${WG}];
+                if (lj % ${LB} == 0) {
+                    const int to = obs[r + (i0 + e) * ${WG}];
+                    st_o[${"sub" if SPL > 1 else "0"}][e] = to >= 0 ? ${off("to")} : ${NONE};
+                }
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             for (int i = 0; i < m; ++i) {
-                const int to = st_o[${"sub" if SPL > 1 else "0"}][i];
+                const ${"uint" if O32 else "int"} to = st_o[${"sub" if SPL > 1 else "0"}][i];
                 const acc_t den = st_d[lj][i];
 % for t in range(TJ):
                 ${"real_t" if WEIGHT == "ccm" else "acc_t"} num${t} = 0;
 % endfor
 % for k in range(K):
                 {
-                    const int tl = st_t[lj][i * K + ${k}];
+                    const ${"uint" if O32 else "int"} tl = st_t[lj][i * K + ${k}];
                     const ${WT} w = st_w[lj][i * K + ${k}];
 % for t in range(TJ):
 % if WEIGHT == "ccm":
-                    num${t} += w * ${at("y%d" % t, "tl")};
+                    num${t} += w * ${val("y%d" % t, "tl")};
 % else:
-                    if (tl >= 0) num${t} += w * (acc_t)${at("y%d" % t, "tl")};
+                    if (tl != ${NONE}) num${t} += w * (acc_t)${val("y%d" % t, "tl")};
 % endif
 % endfor
                 }
@@ -199,7 +215,7 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
                     const real_t pr = den > 0 ? (real_t)(num${t} / den) : (real_t)NAN;
 % endif
                     const acc_t p = pr;
-                    if (to >= 0 && ISFINITE(p)) ${skill.upd(t, capture(at, "y%d" % t, "to"))}
+                    if (to != ${NONE} && ISFINITE(p)) ${skill.upd(t, val("y%d" % t, "to"))}
                 }
 % endfor
             }

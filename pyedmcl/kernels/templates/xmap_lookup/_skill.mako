@@ -32,13 +32,13 @@ void xmap_skill(__global const int* restrict tidx, __global const ${lk.wtype(WEI
 ## the packed row of query `q` with CM
 <%def name="cm_row(q)">${class_start("(%s) %% %d" % (q, WG))} + (${q}) / ${WG}</%def>
 ## the lean stream of target t: the shifted sums of _stats.mako that rho needs (n, the
-## shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int and the shift in
-## real_t: both hold the same values as the acc_t stream of stats.update (the shift is
-## a prediction rounded to real_t and an observed value), in fewer registers and
-## instructions; the error sums (MAE, RMSE) are not kept: the map reports rho
+## shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int: the same values as
+## the acc_t stream of stats.update, in fewer registers and instructions; the shift is
+## kept in acc_t (a prediction rounded to real_t and an observed value, converted once,
+## not at every pair); the error sums (MAE, RMSE) are not kept: the map reports rho
 <%def name="stream(t)">\
     int n${t} = 0;
-    real_t kp${t} = 0, ko${t} = 0;
+    acc_t kp${t} = 0, ko${t} = 0;
     acc_t a${t}[5] = {0, 0, 0, 0, 0};\
 </%def>
 ## the lean stream of target t as stats.update's 10 sums (error sums 0), s<t>
@@ -51,9 +51,9 @@ const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a$
 ## rho needs
 <%def name="upd(t, o)">\
 {
-                const real_t o_ = ${o};
-                if (n${t} == 0) { kp${t} = pr; ko${t} = o_; }
-                const acc_t dp_ = p - (acc_t)kp${t}, do_ = (acc_t)o_ - (acc_t)ko${t};
+                const acc_t o_ = (acc_t)(${o});
+                if (n${t} == 0) { kp${t} = p; ko${t} = o_; }
+                const acc_t dp_ = p - kp${t}, do_ = o_ - ko${t};
                 n${t} += 1;
                 a${t}[0] += dp_;
                 a${t}[1] += do_;

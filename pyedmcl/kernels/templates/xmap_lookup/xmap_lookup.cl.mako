@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR, O32
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -31,6 +31,9 @@
 ##   the target lanes read as one stretch per class. ST = 1 (with CM): the work-group
 ##   stages each class's rows in local memory, CH at a time; SPL > 1 (with ST): SPL
 ##   work-items a target and library stream a subtree of the classes each (_lanes.mako).
+## O32 (ST, the host's choice: 1 where the targets' bytes fit 32 bits): staged entries
+##   hold the byte offset each reads (time x bytes per time) instead of the time
+##   (_lanes.mako).
 ## KR = 1 (the scalar query loop only: TJ targets, no VEC, PF, LANES or CM): K is the
 ##   kernels' last argument instead of a constant, so one program serves every E of an
 ##   embedding scan (one target per library: its skill is a small part of the scan, and
