@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from ._bands import THREADS, largest_magnitude, row_bands, rowwise
+from ._bands import THREADS, cast_rows, largest_magnitude, row_bands, rowwise
 
 #: largest |value| a float32 kernel input may hold: squares of differences of E such
 #: values stay finite in float32 (max 3.4e38)
@@ -150,12 +150,21 @@ class Prepared:
     dtype: np.dtype
     series: list[np.ndarray]
     affine: list[Affine]
+    #: the series already cast to ``dtype`` (``prepare(cast=True)``), else None
+    cast: list[np.ndarray] | None = field(default=None, repr=False, compare=False)
     #: a deferred merge check: (its future, fp64, what), see :meth:`float32_holds`
     _verdict: Any = field(default=None, repr=False, compare=False)
 
     @property
     def real(self) -> str:
         return "double" if self.dtype == np.float64 else "float"
+
+    def kernel_input(self, i: int = 0) -> np.ndarray:
+        """Series ``i`` as a C-contiguous ``dtype`` array: the cast :func:`prepare` made
+        beside the standardisation, else a cast now."""
+        if self.cast is not None:
+            return self.cast[i]
+        return cast_rows(self.series[i], self.dtype)
 
     def speculation(self) -> Speculation | None:
         """The deferred merge check as seen by work that runs before its verdict (None:
@@ -314,32 +323,55 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
     return Affine(np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64), spread)
 
 
-def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None
-                 ) -> tuple[Affine, np.ndarray]:
-    """:func:`_affine` of ``a`` and ``a`` through it (float64). A large panel (2-D) in
-    bands of rows on a few threads (numpy releases the GIL): every row's statistics and
-    values are computed alone either way, so the result is the same bit for bit
-    (N = 5,000 x 3,780 on a 2-core VM: 0.18 -> 0.10 s; the map's host time before its
-    first kernel)."""
+#: values of one chunk of rows that :func:`_standardise` takes through every step (the
+#: statistics, the subtraction, the cast) before the next: 8 MiB of float64 bound the
+#: temporaries of numpy's std (a copy of its input); smaller chunks, each a dozen numpy
+#: calls under the GIL, were slower on many threads (16-core host, N = 5,000 x 3,780:
+#: 2^16 values 62-93 ms, 2^18 33-39 ms, 2^20 28-31 ms, one chunk a band 27-28 ms)
+_CHUNK_VALUES = 1 << 20
+
+
+def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None,
+                 cast: Any = None) -> tuple[Affine, np.ndarray, np.ndarray | None]:
+    """:func:`_affine` of ``a``, ``a`` through it (float64) and, with ``cast``, that
+    cast to the ``cast`` dtype (else None). A panel (2-D) goes by chunks of rows
+    (:data:`_CHUNK_VALUES`), each through the statistics, the subtraction and the cast
+    before the next, a large one in bands of rows on a few threads (numpy releases the
+    GIL). Every row's statistics and values are computed alone either way, so the
+    result is the same bit for bit. The map's host time before its first kernel: N =
+    5,000 x 3,780 on a 2-core VM 0.18 -> 0.10 s by bands; with the cast here instead of
+    a pass of its own, 65-83 -> 44-54 ms there, 34-38 -> 28-31 ms on 16 cores (medians)."""
+    if a.ndim != 2 or not a.size:
+        f = _affine(a, scale, shift)
+        z = f.forward(a)
+        return f, z, None if cast is None else z.astype(cast)
+    out = np.empty_like(a, dtype=np.float64)
+    out_c = None if cast is None else np.empty(a.shape, cast)
+    step = max(1, _CHUNK_VALUES // max(a.shape[1], 1))
+
+    def band(sl: slice) -> list[Affine]:
+        parts = []
+        for i in range(sl.start or 0, sl.stop if sl.stop is not None else a.shape[0], step):
+            c = slice(i, min(i + step, sl.stop if sl.stop is not None else a.shape[0]))
+            f = _affine(a[c], scale, shift)
+            np.subtract(a[c], f.shift[:, None], out=out[c])
+            if scale:  # centred only: no pass dividing by 1
+                out[c] /= f.scale[:, None]
+            if out_c is not None:
+                out_c[c] = out[c]
+            parts.append(f)
+        return parts
+
     bands, threads = row_bands(a)
     if threads == 1:
-        f = _affine(a, scale, shift)
-        return f, f.forward(a)
-    out = np.empty_like(a, dtype=np.float64)
-
-    def band(sl: slice) -> Affine:
-        f = _affine(a[sl], scale, shift)
-        np.subtract(a[sl], f.shift[:, None], out=out[sl])
-        if scale:  # centred only: no pass dividing by 1
-            out[sl] /= f.scale[:, None]
-        return f
-
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(threads) as ex:
-        parts = list(ex.map(band, bands))
+        parts = band(slice(0, a.shape[0]))
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(threads) as ex:
+            parts = [f for fs in ex.map(band, bands) for f in fs]
     return (Affine(np.concatenate([f.shift for f in parts]),
                    np.concatenate([f.scale for f in parts]),
-                   np.concatenate([f.spread for f in parts])), out)
+                   np.concatenate([f.spread for f in parts])), out, out_c)
 
 
 def _largest_standardised(extremes: tuple[np.ndarray, np.ndarray], aff: Affine,
@@ -356,7 +388,8 @@ def _largest_standardised(extremes: tuple[np.ndarray, np.ndarray], aff: Affine,
 def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             names: Sequence[str], scale: bool = True, common_shift: bool = False,
             what: str = "this call", deferred: bool = False,
-            extremes: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> Prepared:
+            extremes: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+            cast: bool = False) -> Prepared:
     """Kernel inputs for validated float64 host ``series`` (1-D, or 2-D = one series per row).
 
     float64: returned as given (identity maps). float32: each series (row) centred by
@@ -375,7 +408,9 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     rounding of x - m, and of its division by a positive scale, keeps the order of the
     values, so the largest and smallest standardised values are those of the largest and
     smallest raw ones), not from a pass over the standardised series.
-    Callers cast ``Prepared.series`` to ``Prepared.dtype`` themselves.
+    ``cast``: the float32 series are also cast while each chunk of rows is in cache
+    (:meth:`Prepared.kernel_input`); otherwise callers cast ``Prepared.series`` to
+    ``Prepared.dtype`` themselves.
     """
     dt = np.dtype(dtype)
     arrs = [np.asarray(a, dtype=np.float64) for a in series]
@@ -387,8 +422,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         sd = np.array([pool.std()])
         ok = (sd > 0) & np.isfinite(sd)
         shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
-    pairs = [_standardise(a, scale, shift) for a in arrs]
-    affs, out = [f for f, _ in pairs], [z for _, z in pairs]
+    parts = [_standardise(a, scale, shift, dt if cast else None) for a in arrs]
+    affs, out = [f for f, _, _ in parts], [z for _, z, _ in parts]
     for i, (z, aff, name) in enumerate(zip(out, affs, names, strict=True)):
         if not z.size:
             top = 0.0
@@ -422,7 +457,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
                         "near repeats, clusters far apart, or extreme outliers)")
         return None
 
-    prep = Prepared(dt, out, affs)
+    prep = Prepared(dt, out, affs, [c for _, _, c in parts] if cast else None)
     if deferred:
         prep._verdict = (_check_pool().submit(check), fp64, what)
         return prep

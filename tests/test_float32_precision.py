@@ -332,9 +332,12 @@ def test_cli_dtype(tmp_path, capsys):
     assert "--dtype" in capsys.readouterr().err
 
 
-def test_panel_standardised_in_bands_bit_identical(monkeypatch):
-    """A large panel is standardised in bands of rows on threads: the same shifts, scales
-    and values bit for bit as in one piece (constant, offset and wide-range rows too)."""
+@pytest.mark.parametrize("cpus", [1, 4])
+def test_panel_standardised_in_bands_bit_identical(monkeypatch, cpus):
+    """A panel is standardised by chunks of rows (ragged: 2 rows of 300 a chunk, 203
+    rows), a large one in bands of rows on threads: the same shifts, scales and values
+    bit for bit as in one piece (constant, offset and wide-range rows too), and the cast
+    made beside it is the cast of those values."""
     from pyedmcl import _precision as P
     rng = np.random.default_rng(5)
     X = rng.standard_normal((203, 300)).cumsum(axis=1)
@@ -344,13 +347,18 @@ def test_panel_standardised_in_bands_bit_identical(monkeypatch):
     one = P._affine(X, True, None)
     from pyedmcl import _bands
     monkeypatch.setattr(_bands, "PARALLEL_VALUES", 1)
-    monkeypatch.setattr(_bands.os, "cpu_count", lambda: 4)
-    assert _bands.row_bands(X)[1] == 4   # the bands are what runs
-    f, z = P._standardise(X, True, None)
+    monkeypatch.setattr(_bands.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(P, "_CHUNK_VALUES", 700)
+    assert _bands.row_bands(X)[1] == cpus   # the bands are what runs
+    f, z, z32 = P._standardise(X, True, None, np.float32)
     np.testing.assert_array_equal(f.shift, one.shift)
     np.testing.assert_array_equal(f.scale, one.scale)
+    np.testing.assert_array_equal(f.spread, one.spread)
     np.testing.assert_array_equal(z, one.forward(X))
-    f, z = P._standardise(X, False, np.array([0.5]))
+    assert z32.dtype == np.float32 and z32.flags.c_contiguous
+    np.testing.assert_array_equal(z32, one.forward(X).astype(np.float32))
+    f, z, none = P._standardise(X, False, np.array([0.5]))
+    assert none is None
     np.testing.assert_array_equal(z, P._affine(X, False, np.array([0.5])).forward(X))
 
 

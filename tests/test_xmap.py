@@ -248,7 +248,7 @@ def test_largest_standardised_from_extremes(scale, offset):
     a[3] = offset  # a constant row
     a[5, :] = offset + np.array([1e-9, -1e-9] * 150)  # extremes that round to one value
     for rows in (a, a[7]):  # a panel and one 1-D series
-        aff, z = _standardise(rows, scale, None)
+        aff, z, _ = _standardise(rows, scale, None)
         got = _largest_standardised((np.atleast_2d(rows).max(axis=1),
                                      np.atleast_2d(rows).min(axis=1)), aff, scale)
         assert got == largest_magnitude(z)

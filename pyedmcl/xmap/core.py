@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from .._bands import cast_rows
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import ccm_valid_times, check_tau
@@ -286,9 +285,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     # centred only: the E scan's Simplex weights floor d_min at 1e-6 in data units (the
     # map's CCM weights and rho are the same either way: a power-of-two scale is exact)
     prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
-                   deferred=speculate, extremes=[extremes])
+                   deferred=speculate, extremes=[extremes], cast=True)
     float32_holds = prep.float32_holds
-    Xr = cast_rows(prep.series[0], prep.dtype)
+    Xr = prep.kernel_input(0)
     real, dt = prep.real, prep.dtype
     if surrogates and seed is None:  # resuming: the store's; else fresh, and stored
         seed = stored.get("seed")
