@@ -40,9 +40,11 @@ LARGE_BLOCK_ROWS = 64
 GPU_BLOCK_ROWS = 128
 
 
-#: edge of the square tiles of the (L, N) -> (N, L) copy, and its threads
+#: edge of the square tiles of the (L, N) -> (N, L) copy, and its threads (at most the
+#: cores; two H200s' 32-core host, N = 5,000 x 3,780 float64: 4 threads 26-28 ms, 8
+#: threads 21 ms, 16 threads 32-36 ms)
 TRANSPOSE_TILE = 256
-TRANSPOSE_THREADS = 4
+TRANSPOSE_THREADS = 8
 
 
 def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = np.float32,
