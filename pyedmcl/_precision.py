@@ -351,8 +351,9 @@ def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None,
 
     def band(sl: slice) -> list[Affine]:
         parts = []
-        for i in range(sl.start or 0, sl.stop if sl.stop is not None else a.shape[0], step):
-            c = slice(i, min(i + step, sl.stop if sl.stop is not None else a.shape[0]))
+        lo, hi, _ = sl.indices(a.shape[0])
+        for i in range(lo, hi, step):
+            c = slice(i, min(i + step, hi))
             f = _affine(a[c], scale, shift)
             np.subtract(a[c], f.shift[:, None], out=out[c])
             if scale:  # centred only: no pass dividing by 1
@@ -408,9 +409,9 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     rounding of x - m, and of its division by a positive scale, keeps the order of the
     values, so the largest and smallest standardised values are those of the largest and
     smallest raw ones), not from a pass over the standardised series.
-    ``cast``: the float32 series are also cast while each chunk of rows is in cache
-    (:meth:`Prepared.kernel_input`); otherwise callers cast ``Prepared.series`` to
-    ``Prepared.dtype`` themselves.
+    ``cast``: each chunk of rows is also cast to float32 right after it is standardised
+    (:meth:`Prepared.kernel_input`), not in a pass of its own; otherwise callers cast
+    ``Prepared.series`` to ``Prepared.dtype`` themselves.
     """
     dt = np.dtype(dtype)
     arrs = [np.asarray(a, dtype=np.float64) for a in series]

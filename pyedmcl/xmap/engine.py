@@ -64,9 +64,9 @@ from ..kernels.xmap import (
     wide_targets,
 )
 
-#: libraries per batch (one k-NN, pack and skill launch per E-group): on GPUs 128, which
-#: fill an H100's launches better than 64 (the map's 128-row blocks, GPU_BLOCK_ROWS);
-#: on CPUs 64 (a batch's tables stay in cache-sized budgets, decision 0076)
+#: most libraries a batch (one k-NN, pack and skill launch per E-group): on GPUs 128, which
+#: fill an H100's launches better than 64 (decision 0099; the map's 128-row blocks,
+#: GPU_BLOCK_ROWS); on CPUs 64, the block their map was measured with (decision 0076)
 MAX_BATCH_GPU, MAX_BATCH_CPU = 128, 64
 
 
