@@ -365,6 +365,31 @@ def test_escan_runtime_k_same_rows_one_program(device, monkeypatch):
     assert len(srcs) == 1  # one program for every E
 
 
+def test_map_runtime_k_same_matrix_one_program(device, monkeypatch):
+    """The map's pack and skill with K as an argument (KR, CCM's normalised weights: a
+    CPU's small E-groups) give the unrolled kernels' matrix bit for bit (E mixed, a
+    ragged row block, tied distances, queries without a full neighbour set), and every
+    E-group takes the same program."""
+    from pyedmcl.kernels import xmap as xk
+    X = panel(L=70, N=9, seed=6)
+    X[:, 3] = np.round(X[:, 3] * 4) / 4  # quantized: tied distances
+    E = [1, 2, 3, 5, 8, 2, 3, 13, 4]
+    monkeypatch.setattr(xk, "FEW_TARGETS", 0)
+    got = []
+    for kr in (0, 1):
+        monkeypatch.setattr(xk.XMAP_SKILL, "params_for",
+                            lambda be, spec, size, kr=kr: dict(xk.SCALAR_LAYOUT, KR=kr))
+        got.append(pe.xmap(X, E=E, block_rows=4, device=device).rho)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(got[1], got[0])
+    assert np.isfinite(got[0]).any()
+    be = get_backend(device)
+    srcs = {render(*xk.XMAP_SKILL.request(be, {"K": k, "REAL": "float", "WEIGHT": "ccm"},
+                                          dict(xk.SCALAR_LAYOUT, KR=1), name)[:2])
+            for k in (2, 5, 9, 21) for name in ("pack", "xmap_skill")}
+    assert len(srcs) == 1  # one program (pack and skill) for every E
+
+
 def test_wide_groups_take_target_lanes_on_gpus():
     """On a GPU an E-group of at least ``wide_targets`` targets has its own tuning bucket
     ("-wide"), untuned: target lanes reading class-ordered tables staged in local
@@ -520,12 +545,12 @@ def test_gpu_small_groups_take_queries_as_work_items():
 
 
 def test_cpu_small_groups_take_one_time_major_vector():
-    """Below FEW_TARGETS a CPU's E-group runs the scalar layout, or with ``time_major``
-    (PoCL) one time-major vector holding all its targets (TJ: the next power of two,
-    2 to 16)."""
+    """Below FEW_TARGETS a CPU's E-group runs the scalar layout with K an argument (one
+    program for every small group), or with ``time_major`` (PoCL) one time-major vector
+    holding all its targets (TJ: the next power of two, 2 to 16)."""
     from pyedmcl.kernels import xmap as xk
     tuned = {"TJ": 8, "VEC": 1, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0}
-    assert xk.cpu_layout(tuned, 5) == xk.SCALAR_LAYOUT
+    assert xk.cpu_layout(tuned, 5) == dict(xk.SCALAR_LAYOUT, KR=1)
     assert xk.cpu_layout(tuned, 5, time_major=True) == dict(xk.SCALAR_LAYOUT, TJ=8, VEC=2)
     assert xk.cpu_layout(tuned, 1, time_major=True)["TJ"] == 2
     assert xk.cpu_layout(tuned, 23, time_major=True)["TJ"] == 16
@@ -665,10 +690,10 @@ def test_small_groups_take_fewer_target_lanes(device, monkeypatch):
     assert [xk.lanes_for(p, n) for n in (1, 9, 16, 17, 100)] == [8, 16, 16, 32, 32]
     assert xk.lanes_for({"TJ": 2, "LWG": 64}, 40) == 32
     lanes = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1}
-    assert xk.cpu_layout(lanes, 5) == xk.SCALAR_LAYOUT
+    assert xk.cpu_layout(lanes, 5) == dict(xk.SCALAR_LAYOUT, KR=1)
     assert xk.cpu_layout(lanes, 40)["LWG"] == 32 and xk.cpu_layout(lanes, 24)["LWG"] == 32
     vec = dict(lanes, LANES=0, TJ=8, VEC=1)  # small groups: scalar whatever the tuned layout
-    assert xk.cpu_layout(vec, 5) == xk.SCALAR_LAYOUT and xk.cpu_layout(vec, 24) == vec
+    assert xk.cpu_layout(vec, 5) == dict(xk.SCALAR_LAYOUT, KR=1) and xk.cpu_layout(vec, 24) == vec
     be = get_backend(device)
     X = panel(L=70, N=40, seed=5).T
     E = np.where(np.arange(40) < 30, 2, np.arange(40) % 3 + 1)  # groups of 33, 4 and 3

@@ -25,7 +25,6 @@
 <%namespace name="vec" file="/_vecops.mako"/>
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%def name="kernel()">
-<% assert not (KR and WEIGHT == "ccm") %>\
 __kernel __attribute__((reqd_work_group_size(${WG}, ${LB}, 1)))
 ${skill.signature()}
 {
@@ -198,7 +197,14 @@ ${skill.predict("yv%d_{k}" % t)}
 % endif
 % for t in range(TJ):
         {
-% if KR:
+% if KR and WEIGHT == "ccm":
+            real_t num = 0;
+            for (int k = 0; k < K; ++k) {  /* the slots in the unrolled loop's order */
+                const int l = ib[(size_t)k * nq + q];
+                if (l >= 0) num += wb[(size_t)k * nq + q] * y${t}[l + tshift];
+            }
+            const real_t pr = den > 0 ? num : (real_t)NAN;
+% elif KR:
             acc_t num = 0;
             for (int k = 0; k < K; ++k) {  /* the slots in the unrolled loop's order */
                 const int l = ib[(size_t)k * nq + q];

@@ -37,8 +37,9 @@
 ## KR = 1 (the scalar query loop only: TJ targets, no VEC, PF, LANES or CM): K is the
 ##   kernels' last argument instead of a constant, so one program serves every E of an
 ##   embedding scan (one target per library: its skill is a small part of the scan, and
-##   20 programs were the scan's first-use cost); the loops over the K slots run the
-##   same operations in the same order, so the same weights, predictions and rho.
+##   20 programs were the scan's first-use cost) and every small E-group of a map on a
+##   CPU (WEIGHT "ccm"); the loops over the K slots run the same operations in the same
+##   order, so the same weights, predictions and rho.
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
 ##   and, for float32 data, the weights' double exp inline (PoCL calls OpenCL's out of
 ##   line; /_vecops.mako, common/_lookup.mako); lookup/simplex_lookup.cl.mako takes the
