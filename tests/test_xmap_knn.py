@@ -365,27 +365,39 @@ def test_escan_runtime_k_same_rows_one_program(device, monkeypatch):
     assert len(srcs) == 1  # one program for every E
 
 
-def test_map_runtime_k_same_matrix_one_program(device, monkeypatch):
+@pytest.mark.parametrize("lay", [dict(TJ=1), dict(TJ=2, LB=2)])
+def test_map_runtime_k_same_matrix_one_program(device, monkeypatch, lay):
     """The map's pack and skill with K as an argument (KR, CCM's normalised weights: a
-    CPU's small E-groups) give the unrolled kernels' matrix bit for bit (E mixed, a
-    ragged row block, tied distances, queries without a full neighbour set), and every
-    E-group takes the same program."""
+    CPU's small E-groups) give the unrolled kernels' matrix bit for bit (one or two
+    targets a work-group, two libraries a work-group; E mixed, a ragged row block, tied
+    distances, queries without a full neighbour set), and every E-group takes the same
+    program."""
     from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap import engine as eng
     X = panel(L=70, N=9, seed=6)
     X[:, 3] = np.round(X[:, 3] * 4) / 4  # quantized: tied distances
     E = [1, 2, 3, 5, 8, 2, 3, 13, 4]
-    monkeypatch.setattr(xk, "FEW_TARGETS", 0)
+    used = []
+
+    def layout_kr(kr):
+        def f(params, ntg, time_major=False):
+            p = dict(xk.SCALAR_LAYOUT, **lay, KR=kr)
+            used.append(p)
+            return p
+        return f
+
     got = []
     for kr in (0, 1):
-        monkeypatch.setattr(xk.XMAP_SKILL, "params_for",
-                            lambda be, spec, size, kr=kr: dict(xk.SCALAR_LAYOUT, KR=kr))
+        monkeypatch.setattr(eng, "cpu_layout", layout_kr(kr))
+        monkeypatch.setattr(eng, "gpu_layout", lambda params, ntg, info, kr=kr: layout_kr(kr)(params, ntg))
         got.append(pe.xmap(X, E=E, block_rows=4, device=device).rho)
     monkeypatch.undo()
+    assert {p["KR"] for p in used} == {0, 1}
     np.testing.assert_array_equal(got[1], got[0])
     assert np.isfinite(got[0]).any()
     be = get_backend(device)
     srcs = {render(*xk.XMAP_SKILL.request(be, {"K": k, "REAL": "float", "WEIGHT": "ccm"},
-                                          dict(xk.SCALAR_LAYOUT, KR=1), name)[:2])
+                                          dict(xk.SCALAR_LAYOUT, **lay, KR=1), name)[:2])
             for k in (2, 5, 9, 21) for name in ("pack", "xmap_skill")}
     assert len(srcs) == 1  # one program (pack and skill) for every E
 
