@@ -197,20 +197,14 @@ ${skill.predict("yv%d_{k}" % t)}
 % endif
 % for t in range(TJ):
         {
-% if KR and WEIGHT == "ccm":
-            real_t num = 0;
+% if KR:
+<% ccm = WEIGHT == "ccm" %>\
+            ${"real_t" if ccm else "acc_t"} num = 0;
             for (int k = 0; k < K; ++k) {  /* the slots in the unrolled loop's order */
                 const int l = ib[(size_t)k * nq + q];
-                if (l >= 0) num += wb[(size_t)k * nq + q] * y${t}[l + tshift];
+                if (l >= 0) num += wb[(size_t)k * nq + q] * ${"" if ccm else "(acc_t)"}y${t}[l + tshift];
             }
-            const real_t pr = den > 0 ? num : (real_t)NAN;
-% elif KR:
-            acc_t num = 0;
-            for (int k = 0; k < K; ++k) {  /* the slots in the unrolled loop's order */
-                const int l = ib[(size_t)k * nq + q];
-                if (l >= 0) num += wb[(size_t)k * nq + q] * (acc_t)y${t}[l + tshift];
-            }
-            const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
+            const real_t pr = den > 0 ? ${"num" if ccm else "(real_t)(num / den)"} : (real_t)NAN;
 % else:
 ${skill.predict("y%d[l{k} + tshift]" % t)}
 % endif
