@@ -272,6 +272,27 @@ class Backend(abc.ABC):
         result fed back into a later launch's input without a host round trip."""
         raise NotImplementedError(f"{type(self).__name__} has no device-to-device copy")
 
+    #: whether :meth:`write_async` copies into device arrays behind the queue
+    writes_async: bool = False
+
+    def write_async(self, dst: Any, host: np.ndarray, offset: int = 0) -> Any:
+        """Enqueue the copy of ``host`` (C-contiguous, ``dst``'s dtype) into the flat
+        device array ``dst`` from element ``offset`` on; later commands of the queue see
+        it. A caller that fills a large input band by band uploads each band as it is
+        ready, not the whole after the last. Returns the copy's handle: ``host`` must
+        stay unchanged while it is held (dropping it waits for the copy). Thread-safe.
+        Only where :attr:`writes_async`."""
+        h = np.asarray(host).reshape(-1)
+        if not host.flags.c_contiguous or h.dtype != dst.dtype \
+                or not 0 <= offset <= offset + h.size <= dst.size:
+            raise ValueError(f"write_async: {h.size} {h.dtype} values at {offset} (C-contiguous:"
+                             f" {host.flags.c_contiguous}) do not fit the {dst.size} "
+                             f"{dst.dtype} values of the device array")
+        return self._write(dst, h, offset)
+
+    def _write(self, dst: Any, host: np.ndarray, offset: int) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no writes into device arrays")
+
     def to_host_async(self, array: Any, out: np.ndarray | None = None,
                       count: int | None = None) -> Callable[[], np.ndarray]:
         """Enqueue the copy of ``array`` into ``out`` (a C-contiguous host array of its

@@ -108,6 +108,8 @@ class PyOpenCLBackend(Backend):
         #: asynchronous reads of GPU results through pinned staging buffers (see
         #: ``to_host_async``); a few per size are kept
         self.pinned_reads = info.is_gpu and info.runtime != "oclgrind"
+        # (Oclgrind must not see its queue used from another thread than its maker's)
+        self.writes_async = info.runtime != "oclgrind"
         self._staging_free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
         self._sides: dict[int, cl.CommandQueue] = {}  # streams 1 .. (see _queue)
         self.helper_builds = 0  # programs handed to helper processes (clkernels.buildprocs)
@@ -330,6 +332,15 @@ class PyOpenCLBackend(Backend):
             item = dst.dtype.itemsize
             cl.enqueue_copy(self.queue, dst.data, src.data, byte_count=count * item,
                             src_offset=src_index * item, dst_offset=dst_index * item)
+
+    writes_async = True
+
+    def _write(self, dst: cla.Array, host: np.ndarray, offset: int) -> Any:
+        if not host.size:
+            return None
+        # pyopencl's event keeps ``host`` alive and waits for the copy when dropped
+        return cl.enqueue_copy(self.queue, dst.data, host, dst_offset=offset * host.itemsize,
+                               is_blocking=False)
 
     def to_host(self, array: Any) -> np.ndarray:
         if isinstance(array, cla.Array):
