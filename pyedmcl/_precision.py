@@ -55,7 +55,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -331,48 +331,87 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
 _CHUNK_VALUES = 1 << 20
 
 
+class RowStandardiser:
+    """Rows of a float64 panel through :func:`_affine` and the shift (and scale), band by
+    band, into a float64 copy and, with ``cast``, its cast to that dtype: whatever pass
+    produces the rows (the map's transposing copy, :func:`pyedmcl.xmap.core.series_major_f32`)
+    hands each band over while it is still in cache instead of a pass of its own. Each
+    band goes by chunks of rows (:data:`_CHUNK_VALUES`), each through the statistics, the
+    subtraction and the cast before the next. Every row's statistics and values are
+    computed alone, so the result does not depend on the bands; bands may come from
+    several threads at once."""
+
+    def __init__(self, shape: tuple[int, int], scale: bool, shift: np.ndarray | None = None,
+                 cast: Any = None, out: np.ndarray | None = None):
+        """``out``: the float64 ``shape`` array the standardised rows go to (default a new
+        one); it may be the array whose rows are handed over (in place: a chunk's
+        statistics are taken before its values change)."""
+        self.scale, self.shift = scale, shift
+        self.out = np.empty(shape, np.float64) if out is None else out
+        self.out_c = None if cast is None else np.empty(shape, cast)
+        self.step = max(1, _CHUNK_VALUES // max(shape[1], 1))
+        self._parts: dict[int, list[Affine]] = {}
+
+    def __call__(self, rows: np.ndarray, sl: slice) -> None:
+        """Standardise ``rows``, the panel's rows ``sl`` (a step-1 slice). Rows that
+        are not finite, or leave float32's range, pass quietly: the callers refuse or
+        fall back on them (the map's copy hands over rows before its NaN check)."""
+        lo, hi, _ = sl.indices(self.out.shape[0])
+        parts = []
+        with np.errstate(invalid="ignore", over="ignore"):
+            self._chunks(rows, lo, hi, parts)
+        self._parts[lo] = parts
+
+    def _chunks(self, rows: np.ndarray, lo: int, hi: int, parts: list[Affine]) -> None:
+        for i in range(lo, hi, self.step):
+            c, src = slice(i, min(i + self.step, hi)), rows[i - lo:i - lo + self.step]
+            f = _affine(src, self.scale, self.shift)
+            np.subtract(src, f.shift[:, None], out=self.out[c])
+            if self.scale:  # centred only: no pass dividing by 1
+                self.out[c] /= f.scale[:, None]
+            if self.out_c is not None:
+                self.out_c[c] = self.out[c]
+            parts.append(f)
+
+    def result(self) -> tuple[Affine, np.ndarray, np.ndarray | None]:
+        """The affine maps of every row, the standardised rows and their cast (or None),
+        once every band has been handed over."""
+        fs = [f for lo in sorted(self._parts) for f in self._parts[lo]]
+        if sum(f.shift.size for f in fs) != self.out.shape[0]:
+            raise RuntimeError("RowStandardiser.result before every row was standardised")
+        return (Affine(np.concatenate([f.shift for f in fs]),
+                       np.concatenate([f.scale for f in fs]),
+                       np.concatenate([f.spread for f in fs])), self.out, self.out_c)
+
+
 def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None,
                  cast: Any = None) -> tuple[Affine, np.ndarray, np.ndarray | None]:
     """:func:`_affine` of ``a``, ``a`` through it (float64) and, with ``cast``, that
-    cast to the ``cast`` dtype (else None). A panel (2-D) goes by chunks of rows
-    (:data:`_CHUNK_VALUES`), each through the statistics, the subtraction and the cast
-    before the next, a large one in bands of rows on a few threads (numpy releases the
-    GIL). Every row's statistics and values are computed alone either way, so the
-    result is the same bit for bit. The map's host time before its first kernel: N =
-    5,000 x 3,780 on a 2-core VM 0.18 -> 0.10 s by bands; with the cast here instead of
-    a pass of its own, 65-83 -> 44-54 ms there, 34-38 -> 28-31 ms on 16 cores (medians)."""
+    cast to the ``cast`` dtype (else None). A panel (2-D) goes through a
+    :class:`RowStandardiser`, a large one in bands of rows on a few threads (numpy
+    releases the GIL); the result is the same bit for bit. The map's host time before
+    its first kernel: N = 5,000 x 3,780 on a 2-core VM 0.18 -> 0.10 s by bands; with the
+    cast here instead of a pass of its own, 65-83 -> 44-54 ms there, 34-38 -> 28-31 ms
+    on 16 cores (medians)."""
     if a.ndim != 2 or not a.size:
         f = _affine(a, scale, shift)
         z = f.forward(a)
         return f, z, None if cast is None else z.astype(cast)
-    out = np.empty_like(a, dtype=np.float64)
-    out_c = None if cast is None else np.empty(a.shape, cast)
-    step = max(1, _CHUNK_VALUES // max(a.shape[1], 1))
-
-    def band(sl: slice) -> list[Affine]:
-        parts = []
-        lo, hi, _ = sl.indices(a.shape[0])
-        for i in range(lo, hi, step):
-            c = slice(i, min(i + step, hi))
-            f = _affine(a[c], scale, shift)
-            np.subtract(a[c], f.shift[:, None], out=out[c])
-            if scale:  # centred only: no pass dividing by 1
-                out[c] /= f.scale[:, None]
-            if out_c is not None:
-                out_c[c] = out[c]
-            parts.append(f)
-        return parts
-
+    std = RowStandardiser(a.shape, scale, shift, cast)
     bands, threads = row_bands(a)
     if threads == 1:
-        parts = band(slice(0, a.shape[0]))
+        std(a, slice(0, a.shape[0]))
     else:
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(threads) as ex:
-            parts = [f for fs in ex.map(band, bands) for f in fs]
-    return (Affine(np.concatenate([f.shift for f in parts]),
-                   np.concatenate([f.scale for f in parts]),
-                   np.concatenate([f.spread for f in parts])), out, out_c)
+            list(ex.map(lambda sl: std(a[sl], sl), bands))
+    return std.result()
+
+
+def standardises(dtype: Any) -> bool:
+    """Whether :func:`prepare` standardises inputs run in ``dtype`` (float32, unless
+    :func:`unstandardised` is in force)."""
+    return np.dtype(dtype) != np.float64 and _ENABLED[-1]
 
 
 def _largest_standardised(extremes: tuple[np.ndarray, np.ndarray], aff: Affine,
@@ -390,7 +429,9 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             names: Sequence[str], scale: bool = True, common_shift: bool = False,
             what: str = "this call", deferred: bool = False,
             extremes: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
-            cast: bool = False) -> Prepared:
+            cast: bool = False,
+            standardised: Sequence[tuple[Affine, np.ndarray, np.ndarray | None]] | None = None,
+            raw: Callable[[], list[np.ndarray]] | None = None) -> Prepared:
     """Kernel inputs for validated float64 host ``series`` (1-D, or 2-D = one series per row).
 
     float64: returned as given (identity maps). float32: each series (row) centred by
@@ -412,10 +453,15 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     ``cast``: each chunk of rows is also cast to float32 right after it is standardised
     (:meth:`Prepared.kernel_input`), not in a pass of its own; otherwise callers cast
     ``Prepared.series`` to ``Prepared.dtype`` themselves.
+    ``standardised``: per series, :meth:`RowStandardiser.result` of a standardisation the
+    caller ran already (with the same ``scale``, no common shift, and the cast where
+    ``cast``); used where float32 is standardised (:func:`standardises`), else ignored.
+    ``raw``: where that standardisation overwrote ``series`` (given standardised), the
+    raw series again for a fall-back to float64.
     """
     dt = np.dtype(dtype)
     arrs = [np.asarray(a, dtype=np.float64) for a in series]
-    if dt == np.float64 or not _ENABLED[-1]:
+    if not standardises(dt):
         return Prepared(dt, arrs, [Affine.identity(_rows(a).shape[0]) for a in arrs])
     shift = None
     if common_shift:
@@ -423,7 +469,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         sd = np.array([pool.std()])
         ok = (sd > 0) & np.isfinite(sd)
         shift = _round_shift(np.array([pool.mean()]), np.where(ok, sd, 1.0), ok)
-    parts = [_standardise(a, scale, shift, dt if cast else None) for a in arrs]
+    parts = list(standardised) if standardised is not None and not common_shift else \
+        [_standardise(a, scale, shift, dt if cast else None) for a in arrs]
     affs, out = [f for f, _, _ in parts], [z for _, z, _ in parts]
     for i, (z, aff, name) in enumerate(zip(out, affs, names, strict=True)):
         if not z.size:
@@ -436,7 +483,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             _fall_back(f"{name}: values up to {top:.3g} after centring are beyond float32's "
                        f"range for squared distances (|value| <= {FLOAT32_MAX_INPUT:.0e})",
                        fp64, what)
-            return prepare(arrs, np.float64, fp64, names=names)
+            return prepare(arrs if raw is None else raw(), np.float64, fp64, names=names)
         sds = (aff.spread if aff.spread is not None else _rows(z).std(axis=1)) \
             if z.size and not scale else np.ones(1)
         spread = float(np.nanmin(sds[sds > 0])) if np.any(sds > 0) else 1.0
@@ -444,7 +491,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             _fall_back(f"{name}: values spread over {spread:.3g} (std), below "  # underflow
                        f"float32's range for squared distances (std >= "
                        f"{FLOAT32_MIN_SPREAD:.0e})", fp64, what)
-            return prepare(arrs, np.float64, fp64, names=names)
+            return prepare(arrs if raw is None else raw(), np.float64, fp64, names=names)
 
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""
@@ -466,7 +513,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     if why is None:
         return prep
     _fall_back(why, fp64, what)
-    return prepare(arrs, np.float64, fp64, names=names)
+    return prepare(arrs if raw is None else raw(), np.float64, fp64, names=names)
 
 
 _pool: tuple[int, Any] | None = None  # (pid, executor) of the deferred checks

@@ -107,6 +107,37 @@ def test_block_size_and_devices_bit_identical():
         assert sum(c.blocks_per_device.values()) == 6
 
 
+@pytest.mark.parametrize("E", ["auto", "mixed"])
+def test_xmap_panel_uploaded_band_by_band(monkeypatch, E):
+    """Where the float32 panel goes to the devices band by band while the host prepares
+    it (GPUs; forced on CPUs too: bands of 256 series on several threads, one or two
+    devices), the embedding scan and the map are the same bit for bit as with the
+    engine's own upload, and every band was written once per device."""
+    from clkernels import get_backend
+    from pyedmcl.xmap import core
+    X = panel(L=60, N=600, seed=3)
+    kw = {"E": "auto", "max_E": 3} if E == "auto" else {"E": mixed_E(600)}
+    kw["fma"] = False  # one contraction choice for every device set (a GPU with a CPU)
+    devs = [d for d in TEST_DEVICES if d != "oclgrind"][:2]
+    ref = pe.xmap(X, device=devs[0], **kw)
+    monkeypatch.setattr(core, "uploads_early", lambda be: be.writes_async)
+    monkeypatch.setattr(core, "PARALLEL_BYTES", 1)
+    offsets = []
+    for name in devs:
+        be = get_backend(name)
+        write = be.write_async
+        monkeypatch.setattr(be, "write_async",
+                            lambda dst, h, o=0, w=write: offsets.append(o) or w(dst, h, o))
+    for d in (devs[:1], devs) if len(devs) > 1 else (devs,):
+        offsets.clear()
+        got = pe.xmap(X, devices=d, **kw)
+        np.testing.assert_array_equal(got.rho, ref.rho)
+        np.testing.assert_array_equal(got.E, ref.E)
+        if E == "auto":
+            np.testing.assert_array_equal(got.edim_rho, ref.edim_rho)
+        assert sorted(offsets) == sorted([b * 60 for b in (0, 256, 512)] * len(d))
+
+
 def test_auto_E_is_the_embedding_scan_best():
     X = panel(L=100, N=4, seed=2)
     r = pe.xmap(X, E="auto", max_E=5)
@@ -219,20 +250,105 @@ def test_series_major_copy(shape, dtype):
     np.testing.assert_array_equal(got, np.ascontiguousarray(a.T, dtype=np.float32))
 
 
+@pytest.mark.parametrize("then", [None, lambda rows, sl: None])
 @pytest.mark.parametrize("shape,dtype", [((1, 3), np.float32), ((257, 513), np.float64),
                                          ((1100, 4001), np.float32)])
-def test_series_major_extremes(shape, dtype):
-    """The rows' largest and smallest values reduced tile by tile during the copy equal
-    max / min over each row of the copy, NaN where the row holds one (inf kept)."""
+def test_series_major_extremes(shape, dtype, then):
+    """The rows' largest and smallest values reduced tile by tile during the copy (band
+    by band where each band is handed on) equal max / min over each row of the copy,
+    NaN where the row holds one (inf kept)."""
     from pyedmcl.xmap.core import series_major_f32
     a = np.random.default_rng(1).standard_normal(shape).astype(dtype)
     a[0, 0] = np.nan
     a[-1, -1] = np.inf
     a[shape[0] // 2, min(1, shape[1] - 1)] = -np.inf
-    out, hi, lo = series_major_f32(a, dtype=np.float64, extremes=True)
+    out, hi, lo = series_major_f32(a, dtype=np.float64, extremes=True, then=then)
     np.testing.assert_array_equal(out, np.ascontiguousarray(a.T, dtype=np.float64))
     np.testing.assert_array_equal(hi, out.max(axis=1))
     np.testing.assert_array_equal(lo, out.min(axis=1))
+
+
+@pytest.mark.parametrize("scale", [False, True])
+@pytest.mark.parametrize("shape,threads", [((300, 7), 1), ((1100, 700), 3)])
+def test_series_major_copy_standardises_each_band(monkeypatch, scale, shape, threads):
+    """The copy hands every band of rows to a RowStandardiser as it writes it (ragged
+    last band, chunks of a few rows, bands from several threads): the same shifts,
+    scales, values and float32 cast bit for bit as standardising the finished copy."""
+    from pyedmcl import _precision as P
+    from pyedmcl.xmap import core
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(shape).cumsum(axis=0) * 10 ** rng.uniform(-3, 6, shape[1]) + 1e4
+    a[:, 1] = 2.5  # a constant series
+    monkeypatch.setattr(P, "_CHUNK_VALUES", 3 * shape[0])
+    monkeypatch.setattr(core.os, "cpu_count", lambda: threads)
+    monkeypatch.setattr(core, "PARALLEL_BYTES", 1)
+    std = P.RowStandardiser((shape[1], shape[0]), scale, cast=np.float32)
+    bands = []
+
+    def then(rows, sl):
+        bands.append(sl.start)
+        std(rows, sl)
+
+    out = core.series_major_f32(a, dtype=np.float64, then=then)
+    assert sorted(bands) == list(range(0, shape[1], core.TRANSPOSE_TILE))
+    f, z, z32 = std.result()
+    ref_f, ref_z, ref_32 = P._standardise(out, scale, None, np.float32)
+    np.testing.assert_array_equal(out, a.T)
+    for got, ref in ((f.shift, ref_f.shift), (f.scale, ref_f.scale), (f.spread, ref_f.spread),
+                     (z, ref_z), (z32, ref_32)):
+        np.testing.assert_array_equal(got, ref)
+    with pytest.raises(RuntimeError, match="before every row"):
+        P.RowStandardiser((4, 3), scale).result()
+    # in place (the map's float32 path): the copy itself becomes the standardised rows
+    dst = np.empty((shape[1], shape[0]))
+    std = P.RowStandardiser(dst.shape, scale, cast=np.float32, out=dst)
+    core.series_major_f32(a, dtype=np.float64, then=std, out=dst)
+    f, z, z32 = std.result()
+    assert z is dst
+    for got, ref in ((f.shift, ref_f.shift), (f.scale, ref_f.scale), (z, ref_z), (z32, ref_32)):
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_xmap_float64_fall_back_from_the_raw_panel():
+    """One series too narrow for float32's squared distances (std 1e-14) sends the whole
+    map to float64 with one warning, run on the raw panel (the float32 path centres its
+    copy in place): the same matrix bit for bit as asking for float64."""
+    from pyedmcl._precision import PrecisionWarning
+    X = np.random.default_rng(6).standard_normal((200, 4)).cumsum(axis=0)
+    X[:, 2] *= 1e-14
+    X[:, [0, 3]] += [1e5 + 0.3, -7e3]
+    with pytest.warns(PrecisionWarning, match="spread over"):
+        got = pe.xmap(X, E=2, device=CPU_DEVICE)
+    ref = pe.xmap(X, E=2, device=CPU_DEVICE, dtype="float64")
+    np.testing.assert_array_equal(got.rho, ref.rho)
+    # the fall-back's kernel input is the raw panel, not the copy centred in place
+    from pyedmcl._precision import RowStandardiser, prepare
+    z = np.ascontiguousarray(X.T)
+    std = RowStandardiser(z.shape, False, cast=np.float32, out=z)
+    std(z, slice(0, 4))
+    with pytest.warns(PrecisionWarning, match="spread over"):
+        p = prepare([z], np.float32, True, names=["X"], scale=False, cast=True,
+                    standardised=[std.result()], raw=lambda: [np.ascontiguousarray(X.T)])
+    assert p.dtype == np.float64
+    np.testing.assert_array_equal(p.kernel_input(0), X.T)
+
+
+@pytest.mark.parametrize("N,rows,devices", [(5000, 128, 2), (10000, 128, 2), (100, 64, 1),
+                                            (7, 2, 3), (1, 4, 2), (2, 128, 4)])
+def test_even_blocks(N, rows, devices):
+    """The in-memory map's row blocks: consecutive, covering every row once, at most
+    ``rows`` rows, sizes within one row, their number a multiple of the devices where
+    N allows (N = 5,000 on two GPUs: 40 blocks of 125, not 39 of 128 and one of 8)."""
+    from pyedmcl.xmap.core import even_blocks
+    b = even_blocks(N, rows, devices)
+    assert [x[0] for x in b] == list(range(len(b)))
+    assert b[0][1] == 0 and b[-1][2] == N
+    assert all(x[2] == y[1] for x, y in zip(b, b[1:], strict=False))
+    sizes = [x[2] - x[1] for x in b]
+    assert max(sizes) <= rows and max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
+    assert len(b) % devices == 0 or len(b) == N
+    if (N, rows, devices) == (5000, 128, 2):
+        assert sizes == [125] * 40
 
 
 @pytest.mark.parametrize("scale", [False, True])

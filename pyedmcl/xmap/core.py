@@ -16,6 +16,7 @@ with ``E[j]`` (pyEDM CCM column ``"i:j"``): high values suggest ``j`` drives ``i
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,18 @@ GPU_BLOCK_ROWS = 128
 #: threads 21 ms, 16 threads 32-36 ms)
 TRANSPOSE_TILE = 256
 TRANSPOSE_THREADS = 8
+#: copies from this size (bytes) run on threads
+PARALLEL_BYTES = 16 << 20
+#: threads of the copy where each band is also standardised (``then``): more work per
+#: byte than the copy alone (two H200s' host, N = 5,000 x 3,780: 8 threads 37-38 ms,
+#: 12 threads 32-33 ms, 16 threads 33 ms; the copy and then the standardisation 59 ms)
+FUSED_THREADS = 12
 
 
 def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = np.float32,
-                     extremes: bool = False) -> Any:
+                     extremes: bool = False,
+                     then: Callable[[np.ndarray, slice], Any] | None = None,
+                     out: np.ndarray | None = None) -> Any:
     """``arr.T`` (an ``(L, N)`` table) as a C-contiguous ``dtype`` (default float32)
     ``(N, L)`` array, copied
     in square tiles: a plain transposing copy strides through memory (5,000 x 3,780:
@@ -58,9 +67,14 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
     ``extremes``: also each row's largest and smallest value, ``(out, hi, lo)``, reduced
     from every tile while it is in cache (NaN where the row holds one): the finite
     check, the constant-series check and the largest magnitude after centring follow
-    from them without three more passes over the panel (decision 0098)."""
+    from them without three more passes over the panel (decision 0098).
+
+    ``then(rows, sl)``: called with each band of rows ``sl`` of the copy as soon as it is
+    written, in the thread that wrote it (e.g. a :class:`pyedmcl._precision.RowStandardiser`:
+    the standardisation reads the band from cache, not in a pass of its own). ``out``:
+    the ``(N, L)`` ``dtype`` array to copy into (default a new one)."""
     L, N = arr.shape
-    out = np.empty((N, L), dtype)
+    out = np.empty((N, L), dtype) if out is None else out
     hi = np.full(N, -np.inf, dtype) if extremes else None
     lo = np.full(N, np.inf, dtype) if extremes else None
 
@@ -68,13 +82,21 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
         for r0 in range(0, L, tile):
             blk = out[c0:c0 + tile, r0:r0 + tile]
             blk[...] = arr[r0:r0 + tile, c0:c0 + tile].T
-            if extremes:  # maximum / minimum propagate NaN, like max / min
+            if extremes and then is None:  # maximum / minimum propagate NaN, like max / min
                 np.maximum(hi[c0:c0 + tile], blk.max(axis=1), out=hi[c0:c0 + tile])
                 np.minimum(lo[c0:c0 + tile], blk.min(axis=1), out=lo[c0:c0 + tile])
+        if then is not None:
+            # the band's extremes in two calls (four per tile: on many threads the GIL's
+            # hand-overs between small calls cost more than reading the band again)
+            rows = out[c0:c0 + tile]
+            if extremes:
+                hi[c0:c0 + tile], lo[c0:c0 + tile] = rows.max(axis=1), rows.min(axis=1)
+            then(rows, slice(c0, min(N, c0 + tile)))
 
     bands = range(0, N, tile)
-    workers = min(TRANSPOSE_THREADS, os.cpu_count() or 1, len(bands))
-    if workers > 1 and out.nbytes >= 16 << 20:
+    workers = min(FUSED_THREADS if then is not None else TRANSPOSE_THREADS,
+                  os.cpu_count() or 1, len(bands))
+    if workers > 1 and out.nbytes >= PARALLEL_BYTES:
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(workers) as ex:
             list(ex.map(band, bands))
@@ -82,6 +104,25 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
         for c0 in bands:
             band(c0)
     return (out, hi, lo) if extremes else out
+
+
+def uploads_early(be: Any) -> bool:
+    """Whether the map sends its float32 panel to device ``be`` band by band while the
+    host prepares it (GPUs: the upload leaves the path to the first launch), rather
+    than its engine uploading the finished panel (CPUs: a copy in the same memory)."""
+    return be.info.is_gpu and be.writes_async
+
+
+def even_blocks(N: int, rows: int, devices: int) -> list[tuple[int, int, int]]:
+    """Row blocks ``(id, r0, r1)`` of an N-row matrix: at most ``rows`` rows each, their
+    number a multiple of ``devices`` where N allows, their sizes within one row of each
+    other. Devices of one speed then take equal shares and finish together; blocks of
+    ``rows`` and a short last one left one device a block behind (two H200s, N = 5,000,
+    128-row blocks: 2,560 rows on one, 2,440 on the other, ~12 ms of one idle)."""
+    count = -(-N // rows)
+    count = min(N, -(-count // devices) * devices)
+    edges = [N * b // count for b in range(count + 1)]
+    return [(b, edges[b], edges[b + 1]) for b in range(count)]
 
 
 def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | None]:
@@ -94,11 +135,16 @@ def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | N
     return out, names
 
 
-def panel_with_extremes(X: Any, dtype: Any = np.float32
+def panel_with_extremes(X: Any, dtype: Any = np.float32,
+                        then: Callable[[np.ndarray], Callable[[np.ndarray, slice], Any]]
+                        | None = None
                         ) -> tuple[np.ndarray, list[str] | None, tuple[np.ndarray, np.ndarray]]:
     """:func:`as_panel`'s rows and names, and each row's largest and smallest value
     ``(hi, lo)`` (:func:`series_major_f32`'s ``extremes``): the map's constant-series
-    check and its float32 range check take them instead of passes of their own."""
+    check and its float32 range check take them instead of passes of their own.
+    ``then(rows)``: given the ``(N, L)`` array the copy is about to fill, the function
+    each band of rows is handed to as the copy writes it (:func:`series_major_f32`'s
+    ``then``; the extremes are those of the copied values, taken before it runs)."""
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
         names = [str(c) for c in X.columns]
@@ -124,7 +170,9 @@ def panel_with_extremes(X: Any, dtype: Any = np.float32
     # become inf here and are refused with the NaNs
     with np.errstate(over="ignore"):
         if L:
-            out, hi, lo = series_major_f32(arr, dtype=dtype, extremes=True)
+            out = np.empty((N, L), dtype)
+            out, hi, lo = series_major_f32(arr, dtype=dtype, extremes=True, out=out,
+                                           then=None if then is None else then(out))
         else:  # no values: nothing to refuse (the callers refuse the length)
             out = series_major_f32(arr, dtype=dtype)
             hi = lo = np.zeros(N, out.dtype)
@@ -242,16 +290,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
     one, stored). Not with ``scheduler``.
     """
-    X64, names, extremes = panel_with_extremes(X, dtype=np.float64)
-    N, n = X64.shape
-    tau = check_tau(tau)
-    Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
     n_workers = check_int(n_workers, "n_workers", 1)  # (checked with or without a cluster)
     E_max = check_int(max_E, "max_E", 1, 64)
-    E_arr = _resolve_E(E, N, n)
-    if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
-        warn_constant(X64, names, "xmap", ptp=extremes[0] - extremes[1])
-        _check_rows(E_arr, n, tau, Tp)
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
         from ..significance.surrogates import check_method, check_options
@@ -265,8 +305,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
                                                           else None))
     if devs == [None] and not scheduler:  # the default: the CPU runtime measured faster here
         devs = [_default_device()]
+    from clkernels import get_backend
     if not scheduler:  # an unknown device is refused before a store is made
-        from clkernels import get_backend
         for d in devs:
             get_backend(d, backend)
     stored = _stored_params(out) if out is not None else {}
@@ -279,7 +319,40 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     fma = bool(fma)
     dt = check_dtype(stored.get("dtype") if dtype is None else dtype)  # resuming: the store's
     fp64 = _fp64(devs, backend, dt)
-    from .._precision import prepare
+    from .._precision import RowStandardiser, prepare, standardises
+
+    # float32: each band of the copy is centred in place and cast while it is in cache
+    # (the standardisation is not a pass of its own, nor a second float64 panel; a
+    # fall-back to float64 copies the raw panel again; the surrogates start from it)
+    stz: list[RowStandardiser] = []
+    # and each band's cast goes to the GPUs of the job as soon as it is made: their
+    # engines start without uploading the panel (two H200s, N = 5,000 x 3,780: 13-18 ms)
+    early = [] if scheduler is not None or surrogates else \
+        [be for be in (get_backend(d, backend) for d in devs) if uploads_early(be)]
+    uploads: list[Any] = []
+    writes: list[Any] = []  # their copies' handles: held until the map has run
+
+    def standardiser(rows: np.ndarray) -> Callable[[np.ndarray, slice], None]:
+        std = RowStandardiser(rows.shape, scale=False, cast=dt, out=rows)
+        stz.append(std)
+        uploads[:] = [be.empty(rows.size, dt) for be in early]
+        L = rows.shape[1]
+
+        def band(r: np.ndarray, sl: slice) -> None:
+            std(r, sl)
+            for be, buf in zip(early, uploads, strict=True):
+                writes.append(be.write_async(buf, std.out_c[sl], sl.start * L))
+        return band
+
+    X64, names, extremes = panel_with_extremes(
+        X, dtype=np.float64, then=standardiser if standardises(dt) and not surrogates else None)
+    N, n = X64.shape
+    tau = check_tau(tau)
+    Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
+    E_arr = _resolve_E(E, N, n)
+    if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
+        warn_constant(X64, names, "xmap", ptp=extremes[0] - extremes[1])
+        _check_rows(E_arr, n, tau, Tp)
 
     # in memory, the float32 merge check runs beside the map (a store or a cluster
     # keeps it up front: their blocks must not be written in a dtype then dropped)
@@ -287,9 +360,20 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     # centred only: the E scan's Simplex weights floor d_min at 1e-6 in data units (the
     # map's CCM weights and rho are the same either way: a power-of-two scale is exact)
     prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
-                   deferred=speculate, extremes=[extremes], cast=True)
+                   deferred=speculate, extremes=[extremes], cast=True,
+                   standardised=[stz[0].result()] if stz else None,
+                   raw=(lambda: [panel_with_extremes(X, dtype=np.float64)[0]]) if stz else None)
     float32_holds = prep.float32_holds
     Xr = prep.kernel_input(0)
+    # per device of the job, the kernel input already there (None: the engine uploads it)
+    on_device = None
+    if uploads and Xr is stz[0].out_c:
+        on_device = [uploads[early.index(be)] if be in early else None
+                     for be in (get_backend(d, backend) for d in devs)]
+    else:
+        writes.clear()
+    stz.clear()  # (the copies stay with prep only: freed with it below)
+    uploads.clear()
     real, dt = prep.real, prep.dtype
     if surrogates and seed is None:  # resuming: the store's; else fresh, and stored
         seed = stored.get("seed")
@@ -302,10 +386,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         surr_panel = surrogate_panel(X64, surrogates, surrogate_method, surrogate_options,
                                      seed, dt)
     del X64, prep  # only the kernels' copy stays: host memory is bounded while N x N streams
+    auto_rows = block_rows is None
     if block_rows is None:
         br = DEFAULT_BLOCK_ROWS
         if scheduler is None:
-            from clkernels import get_backend
             if get_backend(devs[0], backend).info.is_gpu:
                 br = GPU_BLOCK_ROWS
             elif len(devs) == 1:
@@ -335,7 +419,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
                          "'batched', 'scan'")
     engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": real}
-    blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
+    if auto_rows and out is None and scheduler is None:  # nothing stored: balance the devices
+        blocks = even_blocks(N, br, len(devs))
+    else:  # a store's blocks are block_rows each (resuming finds them by number)
+        blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
     runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
     # (1) optimal E
@@ -356,7 +443,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
             else:
                 from .scheduler import run_local
                 run_local(Xr, blocks, "edim", put_edim, devices=devs, engine_kw=engine_kw,
-                          E_max=E_max, backend=backend, progress=progress)
+                          E_max=E_max, backend=backend, progress=progress,
+                          uploaded=on_device)
             if np.isnan(edim_rho).all(axis=1).any():
                 bad = np.flatnonzero(np.isnan(edim_rho).all(axis=1))[:10].tolist()
                 raise ValueError(f"series {bad} are too short or constant for any E in "
@@ -396,7 +484,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
             from .scheduler import run_local
             counts = run_local(Xr, todo, "xmap", sink, devices=devs, engine_kw=engine_kw,
                                E=E_arr, backend=backend, progress=progress,
-                               dest=None if store is not None else rows_of)
+                               dest=None if store is not None else rows_of,
+                               uploaded=on_device)
     if runner is not None:
         runner.close()
     if not float32_holds():  # warned: the same map in float64

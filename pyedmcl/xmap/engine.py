@@ -131,7 +131,10 @@ class XmapEngine:
     def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray | None = None, *, tau: int = 1,
                  Tp: int = 0,
                  real: str = "float", weight: str = "ccm", knn_kernel: str | None = None,
-                 knn_params: dict | None = None, fma: bool | None = None):
+                 knn_params: dict | None = None, fma: bool | None = None,
+                 x_dev: Any = None):
+        """``x_dev``: ``X`` already on this device, flat (e.g. uploaded band by band while
+        the host prepared it, :meth:`clkernels.Backend.write_async`); else uploaded here."""
         self.be, self.real, self.weight = be, real, weight
         #: the job's contraction choice (FMA of knn / knn_scan), the same on every device
         #: of a job so that their rows are bit-identical; None: this device's own
@@ -152,7 +155,10 @@ class XmapEngine:
         self.X = X
         self.N, self.n = X.shape
         self.tau, self.Tp = int(tau), int(Tp)
-        self.x_dev = be.to_device(X.reshape(-1))
+        if x_dev is not None and (x_dev.size != X.size or x_dev.dtype != X.dtype):
+            raise ValueError(f"x_dev holds {x_dev.size} {x_dev.dtype} values; X is "
+                             f"{X.shape} {X.dtype}")
+        self.x_dev = be.to_device(X.reshape(-1)) if x_dev is None else x_dev
         self._scratch: dict[tuple, Any] = {}
         self._layouts: dict[tuple, dict] = {}
         #: whether the map's kernels were built up front (:meth:`kernel_requests`)

@@ -35,12 +35,14 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
               sink: Callable[[int, np.ndarray], None], *, devices: Sequence[Any],
               engine_kw: dict[str, Any], E: np.ndarray | None = None, E_max: int = 0,
               backend: str | None = None, progress: bool = False,
-              dest: Callable[[int], np.ndarray] | None = None) -> dict[str, int]:
+              dest: Callable[[int], np.ndarray] | None = None,
+              uploaded: Sequence[Any] | None = None) -> dict[str, int]:
     """Run ``blocks`` = [(block id, r0, r1), ...] of ``task`` ("xmap" or "edim").
 
     ``dest(block id)``: the host array an "xmap" block is read into (rows of the
-    caller's matrix: no copy); the sink then gets that array. Returns how many
-    blocks each device computed.
+    caller's matrix: no copy); the sink then gets that array. ``uploaded``: per device
+    of ``devices``, ``X`` already on it (:class:`XmapEngine`'s ``x_dev``) or None.
+    Returns how many blocks each device computed.
     """
     todo: queue.Queue = queue.Queue()
     for b in blocks:
@@ -55,7 +57,8 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
             bar.update()
 
         be = get_backend(dev, backend)
-        eng = XmapEngine(be, X, E, **engine_kw)
+        x_dev = None if uploaded is None else uploaded[list(devices).index(dev)]
+        eng = XmapEngine(be, X, E, x_dev=x_dev, **engine_kw)
         name = f"{be.info.runtime}:{be.info.name}"
         counts.setdefault(name, 0)
         pending = None  # (block id, fetch) of the matrix block in flight
