@@ -55,6 +55,12 @@ import clkernels
 clkernels.configure(sys.argv[1], sys.argv[2])  # before the job's DeviceInfo imports PyOpenCL
 with open(sys.argv[3], "rb") as f:
     job = pickle.load(f)
+if job.get("nice"):  # behind a job: its own work comes first
+    import os
+    try:
+        os.nice(10)
+    except (AttributeError, OSError):
+        pass
 import pyopencl as cl
 from clkernels.buildprocs import BuildQueue
 from clkernels.devices import cl_device
@@ -65,6 +71,7 @@ for i, (source, options) in enumerate(job["programs"]):
         continue
     try:
         cl.Program(ctx, source).build(options=options, cache_dir=job["cache_dir"])
+        queue.built(i)
     except Exception:
         pass  # the caller builds it and reports the error
     finally:
@@ -93,6 +100,23 @@ class BuildQueue:
             return True
         except FileExistsError:
             return False
+
+    def built(self, i: int) -> None:
+        """Program ``i`` built (a helper's: :meth:`done` follows failures too)."""
+        try:
+            os.close(os.open(self.folder / f"{i}.built", os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError:
+            pass
+
+    def was_built(self, i: int) -> bool:
+        return (self.folder / f"{i}.built").exists()
+
+    def close(self, n: int) -> None:
+        """Claim programs 0 .. n-1 that nobody has, as done without building them: the
+        helpers find nothing more to take, and only builds under way are pending."""
+        for i in range(n):
+            if self.claim(i):
+                self.done(i)
 
     def done(self, i: int) -> None:
         """Program ``i`` built (or failed: the caller builds it again and reports why)."""
@@ -147,16 +171,17 @@ def helper_count(runtime: str, programs: int, gpu_memory: int = 0) -> int:
 
 
 def start_helpers(info: Any, programs: list[tuple[str, list[str]]], cache_dir: str,
-                  helpers: int, queue: BuildQueue) -> list[subprocess.Popen]:
+                  helpers: int, queue: BuildQueue, nice: bool = False) -> list[subprocess.Popen]:
     """Start ``helpers`` processes, each taking programs from ``queue`` (every helper gets
-    the whole list; the queue decides who builds what); returns the processes."""
+    the whole list; the queue decides who builds what); returns the processes.
+    ``nice``: at a lower CPU priority (builds behind a job that runs meanwhile)."""
     cfg = settings.current()
     # the caller's import path (a script may have added clkernels' folder itself)
     env = dict(os.environ, PYOPENCL_COMPILER_OUTPUT="0",
                PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     job = queue.folder / "job.pickle"  # a file: a pipe would block each start on the last
     try:
-        job.write_bytes(pickle.dumps({"info": info, "cache_dir": cache_dir,
+        job.write_bytes(pickle.dumps({"info": info, "cache_dir": cache_dir, "nice": nice,
                                       "programs": programs, "queue": str(queue.folder)}))
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         return []  # no helpers: the caller builds everything itself

@@ -190,3 +190,46 @@ def test_optimal_E_scan_fused_equals_per_E(device, monkeypatch):
     ref = XmapEngine(be, X.T, None, tau=2, knn_kernel="batched").edim_block(0, 5, 6)
     assert not np.isnan(ref).any()
     np.testing.assert_array_equal(got, ref)
+
+
+def test_build_behind_leaves_programs_for_later_jobs(template, monkeypatch, tmp_path):
+    """``build_behind`` hands the programs of requests that are not ``known`` to helper
+    processes while this process goes on; once they are built (here: waited for) and it
+    is ended, they are known and a prebuild takes them from the cache (counted as helper
+    builds). Ended at once, it drops what no helper began and returns; a second end does
+    nothing. Runtimes without helpers build nothing behind."""
+    import time
+
+    from clkernels import buildprocs
+    from clkernels.backends import pyopencl_backend
+
+    be = get_backend(CPU_DEVICE)
+    if not isinstance(be, pyopencl_backend.PyOpenCLBackend) or \
+            be.info.runtime not in buildprocs.SERIAL_COMPILERS:
+        assert be.build_behind([(template, {"V": 40, "W": 0, "BAD": 0}, "put_40")])() is None
+        assert be.build_behind([])(wait=True) is None
+        pytest.skip(f"no helper processes on {be.info.runtime}")
+    monkeypatch.setenv("PYEDMCL_CACHE_DIR", str(tmp_path))  # an empty binary cache
+    monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n, mem: 1)
+    reqs = [(template, {"V": v, "W": 0, "BAD": 0}, f"put_{v}") for v in (71, 72, 73)]  # new here
+    assert not any(be.known([r]) for r in reqs)
+    before = be.helper_builds
+    end = be.build_behind(reqs)
+    deadline = time.monotonic() + 120
+    while not be.known(reqs) and time.monotonic() < deadline:  # the binary cache fills
+        time.sleep(0.05)
+    end(wait=True)
+    end()  # (idempotent)
+    assert be.known(reqs) and be.helper_builds - before == 3
+    built = be.build_count
+    kernels = be.prebuild(reqs)
+    assert list(_put(be, kernels[1])) == [72] * 8
+    assert be.build_count - built == 3  # loaded from the cache
+    # ended at once: what no helper began is dropped, the call returns
+    late = [(template, {"V": v, "W": 0, "BAD": 0}, f"put_{v}") for v in range(81, 89)]
+    t = time.monotonic()
+    be.build_behind(late)()  # returns at once; the builds under way end behind it
+    assert time.monotonic() - t < 5
+    be.build_behind(late)(wait=True)  # (those it ends are dropped or built: no wait after)
+    assert time.monotonic() - t < 60
+    assert list(_put(be, be.prebuild(late)[0])) == [81] * 8

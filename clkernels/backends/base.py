@@ -182,6 +182,33 @@ class Backend(abc.ABC):
             self._kernels.setdefault(key, self.kernel_from_source(src, name, options))
         return [self._kernels[it[0]] for it in items]
 
+    def _programs_of(self, requests: Iterable[KernelRequest]) -> list[tuple[str, tuple[str, ...]]]:
+        """The distinct programs (source, options) of ``requests``, in first-use order."""
+        programs: dict[tuple[str, tuple[str, ...]], None] = {}
+        for req in requests:
+            template, params, _name, *rest = req
+            programs.setdefault((render(template, params), tuple(rest[0]) if rest else ()), None)
+        return list(programs)
+
+    def known(self, requests: Iterable[KernelRequest]) -> bool:
+        """Whether every program of ``requests`` is built in this process or cheap to load
+        (a binary cache entry; NVIDIA: built on this device before), so that building them
+        costs the job little. Base: built in this process."""
+        return all(self._known_program(src, opts) for src, opts in self._programs_of(requests))
+
+    def _known_program(self, source: str, options: tuple[str, ...]) -> bool:
+        return any(k.source_hash == source_hash(source) for k in self._kernels.values())
+
+    def build_behind(self, requests: Iterable[KernelRequest]) -> Callable[..., None]:
+        """Start building the programs of ``requests`` that are not :meth:`known` in
+        helper processes, while this process runs a job on other programs (a job that
+        can run on a few generic programs now and on specialised ones later); returns
+        the function that ends it, ``end(wait=False)``: those not begun are dropped, the
+        builds under way finish behind the caller (``wait``: before it returns), and what
+        was built is known to later jobs. Base (and runtimes without helpers): nothing
+        is built."""
+        return lambda wait=False: None
+
     def _build_programs(self, programs: list[tuple[str, tuple[str, ...]]], threads: int) -> None:
         """Build ``programs`` (source, options) into the program cache, ``threads`` at once."""
         if threads <= 1 or len(programs) <= 1:
