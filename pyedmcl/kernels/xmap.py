@@ -517,7 +517,8 @@ class XmapSkillKernel(TunableKernel):
         return be.kernel(*self.request(be, spec, params, name))
 
     def pack(self, be: Backend, spec: dict[str, Any], idx, dist, ldk: int, bstride: int,
-             row0: int, nq: int, nb: int, b0: int, tidx, tw, tden, layout: Params | None = None):
+             row0: int, nq: int, nb: int, b0: int, tidx, tw, tden, layout: Params | None = None,
+             k: int | None = None):
         """Weights of ``nb`` raw k-NN tables into packed slots ``b0 .. b0+nb-1``.
 
         Table ``b`` holds rows of ``ldk`` entries from ``b * bstride + row0 * ldk`` on
@@ -528,18 +529,21 @@ class XmapSkillKernel(TunableKernel):
         ``tidx`` / ``tw`` ``(slots, nq, K)`` and ``tden`` ``(slots, nq)`` by that order.
         ``layout``: the skill layout that follows (its program holds this pack too, so a
         group needs one program, not two, and the table order matches); None: a
-        layout-free rendering (k-major).
+        layout-free rendering (k-major). ``k``: with the layout's KR, the tables' K where
+        ``spec["K"]`` only bounds it (staged target lanes: one program for every E-group
+        of a map, :func:`runtime_k_layout`); None: ``spec["K"]``.
         """
-        k = self._kernel(be, spec, layout or {}, "pack")
-        kr = (np.int32(spec["K"]),) if (layout or {}).get("KR", 0) else ()  # K an argument
-        return be.launch(k, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq), np.int32(b0),
-                         tidx, tw, tden, np.int32(ldk), np.int32(bstride), np.int32(row0), *kr)
+        kern = self._kernel(be, spec, layout or {}, "pack")
+        kr = (np.int32(spec["K"] if k is None else k),) if (layout or {}).get("KR", 0) else ()
+        return be.launch(kern, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq),
+                         np.int32(b0), tidx, tw, tden, np.int32(ldk), np.int32(bstride),
+                         np.int32(row0), *kr)
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], tidx, tw, tden,
                nq: int, nb: int, y_dev, ldy: int, tshift: int, tgt, ocol, ntg: int, obs,
-               out, ldo: int, orow: int, diag: bool = False):
+               out, ldo: int, orow: int, diag: bool = False, k: int | None = None):
         """rho of packed libraries ``0 .. nb-1`` cross-mapping targets ``tgt`` (``ntg``)
-        into ``out[(orow + b) * ldo + ocol[j]]`` (float32).
+        into ``out[(orow + b) * ldo + ocol[j]]`` (float32). ``k``: as :meth:`pack`'s.
 
         A target's value at time ``i`` is ``y_dev[tgt[j] * ldy + i]``, or with LANES
         ``y_dev[i * ldy + j]`` (the targets time-major); neighbour ``l`` predicts from
@@ -548,10 +552,10 @@ class XmapSkillKernel(TunableKernel):
         """
         if params.get("ST", 0) and not offsets_fit(y_dev):
             params = dict(params, O32=0)  # staged reads by times (64-bit products)
-        k = self._kernel(be, spec, params, "xmap_skill")
+        kern = self._kernel(be, spec, params, "xmap_skill")
         gsize, lsize = skill_geometry(params, ntg, nb, ccm_skill_wg(be.info))
-        kr = (np.int32(spec["K"]),) if params.get("KR", 0) else ()  # K an argument
-        return be.launch(k, gsize, lsize, tidx, tw, tden, np.int32(nq), y_dev, np.int32(ldy),
+        kr = (np.int32(spec["K"] if k is None else k),) if params.get("KR", 0) else ()
+        return be.launch(kern, gsize, lsize, tidx, tw, tden, np.int32(nq), y_dev, np.int32(ldy),
                          np.int32(tshift), tgt, ocol, np.int32(ntg), obs, out, np.int32(ldo),
                          np.int32(orow), np.int32(diag), np.int32(nb), *kr)
 

@@ -15,6 +15,8 @@
 ## the same targets, so the warps resident on one compute unit share one tile of y in
 ## L1 (H100: hit rate 38% -> 69%). CM = 1: the tables in query-class order (pack's):
 ## each class's rows are one stretch, read with unit-stride pointers.
+## KR (with ST): K is the kernel's argument, the template's K the most it may be (the
+## staged rows' size); the slots' loop runs in the same order: the same rho.
 ## ST = 1 (with CM): the work-group stages each class's table rows in local memory, CH
 ## rows at a time (the host's CH fits them in the budget, XMAP_SKILL.request): each
 ## library's LWG work-items copy its rows with coalesced loads and turn every entry into
@@ -194,10 +196,16 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 % for t in range(TJ):
                 ${"real_t" if WEIGHT == "ccm" else "acc_t"} num${t} = 0;
 % endfor
-% for k in range(K):
+% for k in ([None] if KR else range(K)):
+% if KR:
+                for (int k = 0; k < K; ++k) {  /* K: the argument (at most the rows' ${K}) */
+                    const ${"uint" if O32 else "int"} tl = st_t[lj][i * K + k];
+                    const ${WT} w = st_w[lj][i * K + k];
+% else:
                 {
                     const ${"uint" if O32 else "int"} tl = st_t[lj][i * K + ${k}];
                     const ${WT} w = st_w[lj][i * K + ${k}];
+% endif
 % for t in range(TJ):
 % if WEIGHT == "ccm":
                     num${t} += w * ${val("y%d" % t, "tl")};

@@ -34,12 +34,14 @@
 ## O32 (ST, the host's choice: 1 where the targets' bytes fit 32 bits): staged entries
 ##   hold the byte offset each reads (time x bytes per time) instead of the time
 ##   (_lanes.mako).
-## KR = 1 (the scalar query loop only: TJ targets, no VEC, PF, LANES or CM): K is the
-##   kernels' last argument instead of a constant, so one program serves every E of an
-##   embedding scan (one target per library: its skill is a small part of the scan, and
-##   20 programs were the scan's first-use cost) and every small E-group of a map on a
-##   CPU (WEIGHT "ccm"); the loops over the K slots run the same operations in the same
-##   order, so the same weights, predictions and rho.
+## KR = 1 (the scalar query loop: TJ targets, no VEC, PF, LANES or CM; or staged target
+##   lanes: LANES, CM and ST): K is the kernels' last argument instead of a constant, so
+##   one program serves every E of an embedding scan (one target per library: its skill
+##   is a small part of the scan, and 20 programs were the scan's first-use cost), every
+##   small E-group of a map on a CPU (WEIGHT "ccm") and, staged, the E-groups of a GPU's
+##   mixed-E map (the template's K then bounds the argument: it sizes the staged rows);
+##   the loops over the K slots run the same operations in the same order, so the same
+##   weights, predictions and rho.
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
 ##   and, for float32 data, the weights' double exp inline (PoCL calls OpenCL's out of
 ##   line; /_vecops.mako, common/_lookup.mako); lookup/simplex_lookup.cl.mako takes the
@@ -50,7 +52,7 @@
 <%namespace name="lanes" file="/xmap_lookup/_lanes.mako"/>
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
 <%namespace name="vec" file="/_vecops.mako"/>
-<% assert not KR or not (VEC or PF or LANES or CM) %>\
+<% assert not KR or not (VEC or PF) and (not (LANES or CM) or (LANES and CM and ST)) %>\
 ${lk.prelude(REAL, ACC, 0 if KR else K, INL)}
 ${vec.ops(INL, types=(("%s%d" % (REAL, TJ),) if VEC == 2 else ()))}
 
