@@ -138,6 +138,47 @@ def test_xmap_panel_uploaded_band_by_band(monkeypatch, E):
         assert sorted(offsets) == sorted([b * 60 for b in (0, 256, 512)] * len(d))
 
 
+def test_first_use_map_runs_staged_groups_on_one_runtime_k_program(monkeypatch):
+    """Where a map's E-groups on staged target lanes (a GPU's wide groups; here forced
+    on the CPU device) have programs that are not built yet, they run on one program with
+    K an argument, rendered for their largest K, while their own programs build behind
+    the job (ended when it ends); the matrix is the same bit for bit as with their own
+    programs, which a map whose programs are known takes."""
+    from clkernels import get_backend
+    from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap import engine as xe
+    staged = dict(xk._LAYOUT, TJ=1, LANES=1, LWG=32, LB=1, LMAJ=1, CM=1, ST=1, CH=16, SPL=2)
+    monkeypatch.setattr(xe, "cpu_layout", lambda p, ntg, time_major=False: dict(staged))
+    X = panel(L=90, N=24, seed=4)
+    E = np.resize([1, 2, 3, 4, 6], 24)  # five groups, K 2 .. 7
+    be = get_backend(CPU_DEVICE)
+    behind, ended, programs = [], [], []
+    launch = xk.XMAP_SKILL.launch
+
+    def spy(be_, params, spec, *a, k=None, **kw):
+        programs.append((params.get("KR", 0), spec["K"], k))
+        return launch(be_, params, spec, *a, k=k, **kw)
+
+    monkeypatch.setattr(xk.XMAP_SKILL, "launch", spy)
+    monkeypatch.setattr(be, "build_behind",
+                        lambda reqs: behind.append(list(reqs)) or (lambda: ended.append(1)))
+    for known in (True, False):
+        monkeypatch.setattr(be, "known", lambda reqs, known=known: known)
+        programs.clear()
+        got = pe.xmap(X, E=E, device=CPU_DEVICE, fma=False)
+        if known:
+            ref = got
+            assert {p[0] for p in programs} == {0} and not behind
+        else:
+            np.testing.assert_array_equal(got.rho, ref.rho)
+            assert {(kr, K) for kr, K, _ in programs} == {(1, 7)}  # one program, K <= 7
+            assert {k for *_, k in programs} == {2, 3, 4, 5, 7}  # each group's own K
+            assert len(behind) == 1 and ended == [1]
+            own = {(r[1]["K"], r[2]) for r in behind[0]}
+            assert own == {(K, n) for K in (2, 3, 4, 5, 7) for n in ("pack", "xmap_skill")}
+            assert all(not r[1].get("KR") for r in behind[0])
+
+
 def test_auto_E_is_the_embedding_scan_best():
     X = panel(L=100, N=4, seed=2)
     r = pe.xmap(X, E="auto", max_E=5)

@@ -26,7 +26,9 @@ same tables bit for bit (same distance arithmetic, same total neighbour order).
 
 The optimal-E scan (:meth:`XmapEngine.edim_block`) takes the fused scan too (one k-NN
 program for every E). Every kernel a block or scan launches is built before its first
-launch, the distinct programs at once (:meth:`clkernels.Backend.prebuild`).
+launch, the distinct programs at once (:meth:`clkernels.Backend.prebuild`). A first-use
+map's E-groups on staged target lanes (a GPU's) share one program with K an argument
+while their own build behind the job for the next (:meth:`XmapEngine._choose_runtime_k`).
 
 The same engine serves the local multi-device scheduler and Dask workers, and a
 block's result depends only on the data and the parameters, never on which
@@ -68,6 +70,16 @@ from ..kernels.xmap import (
 #: fill an H100's launches better than 64 (decision 0099; the map's 128-row blocks,
 #: GPU_BLOCK_ROWS); on CPUs 64, the block their map was measured with (decision 0076)
 MAX_BATCH_GPU, MAX_BATCH_CPU = 128, 64
+
+
+#: E-groups on staged target lanes from which a first-use map takes one runtime-K program
+#: for them all (:meth:`XmapEngine.kernel_requests`)
+RUNTIME_K_GROUPS = 4
+
+
+def _staged_lanes(layout: dict) -> bool:
+    """Whether a skill layout is staged target lanes (where K may be an argument, KR)."""
+    return bool(layout.get("LANES") and layout.get("CM") and layout.get("ST"))
 
 
 def max_batch(info: Any) -> int:
@@ -132,7 +144,7 @@ class XmapEngine:
                  Tp: int = 0,
                  real: str = "float", weight: str = "ccm", knn_kernel: str | None = None,
                  knn_params: dict | None = None, fma: bool | None = None,
-                 x_dev: Any = None):
+                 x_dev: Any = None, specialise_later: bool = False):
         """``x_dev``: ``X`` already on this device, flat (e.g. uploaded band by band while
         the host prepared it, :meth:`clkernels.Backend.write_async`); else uploaded here."""
         self.be, self.real, self.weight = be, real, weight
@@ -161,6 +173,15 @@ class XmapEngine:
         self.x_dev = be.to_device(X.reshape(-1)) if x_dev is None else x_dev
         self._scratch: dict[tuple, Any] = {}
         self._layouts: dict[tuple, dict] = {}
+        #: whether kernel_requests may run a first-use map's staged E-groups on one
+        #: runtime-K program while their own programs build behind the job; the caller then
+        #: calls finish_builds() when the job ends
+        self.specialise_later = specialise_later
+        #: the layout keys (LWG, LB, SPL) of that runtime-K program, its largest K, and the
+        #: function that ends the builds behind (None: the groups' own programs)
+        self._runtime_k: dict | None = None
+        self._k_bound = 0
+        self._behind: Callable[[], None] | None = None
         #: whether the map's kernels were built up front (:meth:`kernel_requests`)
         self._prebuilt = False
         self.groups: list[_Group] = []
@@ -177,6 +198,8 @@ class XmapEngine:
         self.groups = [self._group(int(e)) for e in np.unique(E)]
         self._scan = None
         self._prebuilt = False
+        self.finish_builds()
+        self._runtime_k, self._layouts = None, {}
 
     # -- setup -------------------------------------------------------------------------------
     def _group(self, E: int) -> _Group:
@@ -263,14 +286,14 @@ class XmapEngine:
         ``layout``: the skill layout that follows (pack is taken from its program)."""
         be, n = self.be, self.n
         spec, p = self._knn(E, k, max(nq, nl), nq * nb, contiguous)
-        sspec = self._skill_spec(k, weight)
+        sspec, kr = self._program_spec(k, weight, layout or {})
         if self.knn == "batched":
             idx = self._buf("idx", (nb, nq, k), np.int32)
             dist = self._buf("dist", (nb, nq, k), self.dt)
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, nb, radius, idx,
                        dist, xoff=c0 * n, series_stride=n)
             XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, nb, 0, tidx, tw, tden,
-                            layout)
+                            layout, k=kr)
             return
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
@@ -278,7 +301,7 @@ class XmapEngine:
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, 1, radius, idx, dist,
                        xoff=(c0 + b) * n, series_stride=n)
             XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, 1, b, tidx, tw, tden,
-                            layout)
+                            layout, k=kr)
 
     def _layout(self, k: int, weight: str, ntg: int, diag: bool = False) -> dict:
         """The skill's layout for tables of ``k`` and ``ntg`` targets (tuned; a CPU's
@@ -296,17 +319,29 @@ class XmapEngine:
                 sp = cpu_layout(sp, ntg, time_major=self.be.info.runtime == "pocl")
             elif not diag:
                 sp = gpu_layout(sp, ntg, self.be.info)
+            if self._runtime_k and not diag and _staged_lanes(sp):
+                sp = dict(sp, KR=1, **self._runtime_k)  # (GPUs: _choose_runtime_k)
             self._layouts[key] = sp
         return dict(self._layouts[key])
+
+    def _program_spec(self, k: int, weight: str, sp: dict) -> tuple[dict, int | None]:
+        """The spec the skill program of tables of ``k`` with layout ``sp`` is rendered
+        with, and the K its launches pass (None: the spec's): staged target lanes with K
+        an argument render the largest K of the map's groups (one program for all)."""
+        spec = self._skill_spec(k, weight)
+        if sp.get("KR") and sp.get("LANES"):
+            spec["K"] = self._k_bound
+            return spec, k
+        return spec, None
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
                diag: bool = False, group: _Group | None = None) -> None:
-        spec = self._skill_spec(k, weight)
         sp = self._layout(k, weight, ntg, diag)
+        spec, kr = self._program_spec(k, weight, sp)
         y, ldy = self._lanes_y(group) if reads_time_major(sp) else (self.x_dev, self.n)
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
-                          ocol_dev, ntg, obs_dev, out, ldo, orow, diag)
+                          ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr)
 
     # -- fused multi-E tables ------------------------------------------------------------------
     def _use_scan(self) -> bool:
@@ -395,9 +430,10 @@ class XmapEngine:
             self._reserve_tables(nb)
             for g in self.groups:
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
-                XMAP_SKILL.pack(be, self._skill_spec(g.k), idx, dist, kmax, plane, sc.row0[g.E],
-                                g.M, nb, 0, tidx, tw, tden,
-                                self._layout(g.k, self.weight, g.targets.size))
+                sp = self._layout(g.k, self.weight, g.targets.size)
+                sspec, kr = self._program_spec(g.k, self.weight, sp)
+                XMAP_SKILL.pack(be, sspec, idx, dist, kmax, plane, sc.row0[g.E], g.M, nb, 0,
+                                tidx, tw, tden, sp, k=kr)
                 # table entries are library times: the target value is at time + Tp
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, self.Tp, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
@@ -457,6 +493,8 @@ class XmapEngine:
         does not build one program per E-group as it reaches each. Per group the pack
         and the skill share one program (pack takes the skill's layout)."""
         be, reqs = self.be, []
+        if self.specialise_later and self._behind is None and self._runtime_k is None:
+            self._choose_runtime_k()
         scan = self._use_scan()
         if scan:
             from ..kernels.knn_scan import KNN_SCAN
@@ -468,12 +506,48 @@ class XmapEngine:
                 spec, p = self._knn(g.E, g.k, g.M, g.M * nb, g.contiguous)
                 reqs.append(KNN.request(be, p, spec))
             sp = self._layout(g.k, self.weight, g.targets.size)
-            sspec = self._skill_spec(g.k)
+            sspec, _ = self._program_spec(g.k, self.weight, sp)
             reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
                      XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
             if reads_time_major(sp) and self._gathers_targets:
                 reqs.append(gather_request(self.x_dev.dtype))  # the targets, time-major
         return reqs
+
+    def _choose_runtime_k(self) -> None:
+        """A first-use map's staged E-groups on one program. A GPU's wide E-groups each
+        take a program of their own (K unrolled, layout tuned per K bucket): a mixed-E
+        map builds ~20, most of its first run (H100, N = 10,000 x 1,000, E 1..20: 22
+        programs, 2.9 s of a 4.5-5.4 s run, the map itself 1.65 s). Where at least
+        :data:`RUNTIME_K_GROUPS` groups are on staged target lanes and their programs
+        are not :meth:`~clkernels.Backend.known`, those groups run on one program with K
+        an argument (KR, rendered for their largest K, the largest group's tuned layout;
+        the same rho bit for bit) while their own programs build in helper processes
+        behind the job (:meth:`~clkernels.Backend.build_behind`), so the next map takes
+        them (decision 0102: first run 4.4-4.9 -> 3.2-3.3 s; later runs as before)."""
+        lanes = [g for g in self.groups
+                 if _staged_lanes(self._layout(g.k, self.weight, g.targets.size))]
+        if len(lanes) < RUNTIME_K_GROUPS:
+            return
+        own = []
+        for g in lanes:
+            sp = self._layout(g.k, self.weight, g.targets.size)
+            own += [XMAP_SKILL.request(self.be, self._skill_spec(g.k), sp, name)
+                    for name in ("pack", "xmap_skill")]
+        if self.be.known(own):
+            return
+        top = max(lanes, key=lambda g: g.k)
+        sp = self._layout(top.k, self.weight, top.targets.size)
+        self._runtime_k = {key: sp[key] for key in ("LWG", "LB", "SPL")}
+        self._k_bound = top.k
+        self._layouts = {}
+        self._behind = self.be.build_behind(own)
+
+    def finish_builds(self) -> None:
+        """End the builds behind the job (:meth:`_choose_runtime_k`): those under way
+        finish, the rest are dropped. Idempotent."""
+        if self._behind is not None:
+            end, self._behind = self._behind, None
+            end()
 
     def _scan_bytes(self, emax: int, nq: int, kmax: int, split: int) -> int:
         """Device bytes of one library's raw fused-scan tables (SPLIT's partial lists too)."""

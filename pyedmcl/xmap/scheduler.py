@@ -51,16 +51,24 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
     bar = Progress(len(blocks), "xmap" if task == "xmap" else "optimal E", progress)
 
     def worker(dev: Any, stop: threading.Event) -> None:
+        be = get_backend(dev, backend)
+        x_dev = None if uploaded is None else uploaded[list(devices).index(dev)]
+        # a first-use map may run on generic programs while its own build behind it
+        eng = XmapEngine(be, X, E, x_dev=x_dev, specialise_later=task == "xmap", **engine_kw)
+        try:
+            work(eng, be, stop)
+        finally:
+            eng.finish_builds()
+
+    def work(eng: XmapEngine, be: Any, stop: threading.Event) -> None:
+        name = f"{be.info.runtime}:{be.info.name}"
+        counts.setdefault(name, 0)
+
         def done(b: int, fetch: Callable[[], np.ndarray]) -> None:
             sink(b, fetch())
             counts[name] += 1
             bar.update()
 
-        be = get_backend(dev, backend)
-        x_dev = None if uploaded is None else uploaded[list(devices).index(dev)]
-        eng = XmapEngine(be, X, E, x_dev=x_dev, **engine_kw)
-        name = f"{be.info.runtime}:{be.info.name}"
-        counts.setdefault(name, 0)
         pending = None  # (block id, fetch) of the matrix block in flight
         while not stop.is_set():
             try:
