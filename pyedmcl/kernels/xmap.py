@@ -531,7 +531,7 @@ class XmapSkillKernel(TunableKernel):
         group needs one program, not two, and the table order matches); None: a
         layout-free rendering (k-major). ``k``: with the layout's KR, the tables' K where
         ``spec["K"]`` only bounds it (staged target lanes: one program for every E-group
-        of a map, :func:`runtime_k_layout`); None: ``spec["K"]``.
+        of a map, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`); None: ``spec["K"]``.
         """
         kern = self._kernel(be, spec, layout or {}, "pack")
         kr = (np.int32(spec["K"] if k is None else k),) if (layout or {}).get("KR", 0) else ()
