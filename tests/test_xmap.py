@@ -143,7 +143,8 @@ def test_first_use_map_runs_staged_groups_on_one_runtime_k_program(monkeypatch):
     on the CPU device) have programs that are not built yet, they run on one program with
     K an argument, rendered for their largest K, while their own programs build behind
     the job (ended when it ends); the matrix is the same bit for bit as with their own
-    programs, which a map whose programs are known takes."""
+    programs, which a map whose programs are known takes, as does one where no helper
+    could build them behind (they would never be built otherwise)."""
     from clkernels import get_backend
     from pyedmcl.kernels import xmap as xk
     from pyedmcl.xmap import engine as xe
@@ -160,13 +161,19 @@ def test_first_use_map_runs_staged_groups_on_one_runtime_k_program(monkeypatch):
         return launch(be_, params, spec, *a, k=k, **kw)
 
     monkeypatch.setattr(xk.XMAP_SKILL, "launch", spy)
-    monkeypatch.setattr(be, "build_behind",
-                        lambda reqs: behind.append(list(reqs)) or (lambda: ended.append(1)))
-    for known in (True, False):
-        monkeypatch.setattr(be, "known", lambda reqs, known=known: known)
+    monkeypatch.setattr(be, "build_behind", lambda reqs: behind.append(list(reqs)))  # None
+    ref = None
+    for known in (True, None, False):
+        monkeypatch.setattr(be, "known", lambda reqs, known=known: bool(known))
         programs.clear()
         got = pe.xmap(X, E=E, device=CPU_DEVICE, fma=False)
-        if known:
+        if known is None:  # not known, but no helper could build them behind: their own now
+            np.testing.assert_array_equal(got.rho, ref.rho)
+            assert {p[0] for p in programs} == {0} and len(behind) == 1 and not ended
+            behind.clear()
+            monkeypatch.setattr(be, "build_behind", lambda reqs: behind.append(list(reqs))
+                                or (lambda: ended.append(1)))
+        elif known:
             ref = got
             assert {p[0] for p in programs} == {0} and not behind
         else:

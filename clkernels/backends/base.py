@@ -199,15 +199,16 @@ class Backend(abc.ABC):
     def _known_program(self, source: str, options: tuple[str, ...]) -> bool:
         return any(k.source_hash == source_hash(source) for k in self._kernels.values())
 
-    def build_behind(self, requests: Iterable[KernelRequest]) -> Callable[..., None]:
+    def build_behind(self, requests: Iterable[KernelRequest]) -> Callable[..., None] | None:
         """Start building the programs of ``requests`` that are not :meth:`known` in
         helper processes, while this process runs a job on other programs (a job that
         can run on a few generic programs now and on specialised ones later); returns
         the function that ends it, ``end(wait=False)``: those not begun are dropped, the
         builds under way finish behind the caller (``wait``: before it returns), and what
-        was built is known to later jobs. Base (and runtimes without helpers): nothing
-        is built."""
-        return lambda wait=False: None
+        was built is known to later jobs. None where nothing is built behind (no helper
+        processes for this runtime, or nothing to build): a caller that would otherwise
+        never build those programs builds them itself. Base: None."""
+        return None
 
     def _build_programs(self, programs: list[tuple[str, tuple[str, ...]]], threads: int) -> None:
         """Build ``programs`` (source, options) into the program cache, ``threads`` at once."""

@@ -249,7 +249,7 @@ class PyOpenCLBackend(Backend):
         helpers = helper_count(self.info.runtime, 2 * len(todo), gpu_memory) if todo else 0
         helpers = min(helpers, BEHIND_HELPERS)
         if not helpers:
-            return lambda wait=False: None
+            return None
         jobs = [(src, list(tuple(opts) + self.build_options)) for src, opts in todo]
         queue = BuildQueue.create()
         try:
@@ -259,7 +259,7 @@ class PyOpenCLBackend(Backend):
             raise
         if not started:
             queue.remove()
-            return lambda wait=False: None
+            return None
         lock = threading.Lock()
         state = {"ended": False, "cleaned": False}
 

@@ -522,8 +522,8 @@ class XmapEngine:
         are not :meth:`~clkernels.Backend.known`, those groups run on one program with K
         an argument (KR, rendered for their largest K, the largest group's tuned layout;
         the same rho bit for bit) while their own programs build in helper processes
-        behind the job (:meth:`~clkernels.Backend.build_behind`), so the next map takes
-        them (decision 0102: first run 4.4-4.9 -> 3.2-3.3 s; later runs as before)."""
+        behind the job (:meth:`~clkernels.Backend.build_behind`; where no helper can, the
+        groups build their own programs now), so the next map takes them (decision 0102: first run 4.4-4.9 -> 3.2-3.3 s; later runs as before)."""
         lanes = [g for g in self.groups
                  if _staged_lanes(self._layout(g.k, self.weight, g.targets.size))]
         if len(lanes) < RUNTIME_K_GROUPS:
@@ -535,12 +535,15 @@ class XmapEngine:
                     for name in ("pack", "xmap_skill")]
         if self.be.known(own):
             return
+        behind = self.be.build_behind(own)
+        if behind is None:  # nothing would ever build them: the groups build their own now
+            return
         top = max(lanes, key=lambda g: g.k)
         sp = self._layout(top.k, self.weight, top.targets.size)
         self._runtime_k = {key: sp[key] for key in ("LWG", "LB", "SPL")}
         self._k_bound = top.k
         self._layouts = {}
-        self._behind = self.be.build_behind(own)
+        self._behind = behind
 
     def finish_builds(self) -> None:
         """End the builds behind the job (:meth:`_choose_runtime_k`): those under way
