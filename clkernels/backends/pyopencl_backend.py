@@ -418,8 +418,6 @@ class PyOpenCLBackend(Backend):
             cl.enqueue_copy(self.queue, dst.data, src.data, byte_count=count * item,
                             src_offset=src_index * item, dst_offset=dst_index * item)
 
-    writes_async = True
-
     def _write(self, dst: cla.Array, host: np.ndarray, offset: int) -> Any:
         if not host.size:
             return None
