@@ -8,8 +8,7 @@ Each case runs three times, every run a fresh process except the last:
   cache and PoCL's kernel cache; ``CUDA_CACHE_PATH`` a new folder, NVIDIA's own cache,
   which PyOpenCL relies on there). The job builds every program (on GPUs whose compiler
   builds one program at a time, NVIDIA's, a mixed-E map's wide E-groups share one
-  runtime-K program, theirs built behind
-  the job by helper processes: decision 0102).
+  runtime-K program, theirs built behind the job by helper processes: decision 0102).
 * warm: a new process on the caches the cold run filled (binaries loaded, not compiled).
 * hot: the same job again in the warm run's process (nothing built: compute alone).
 
