@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import threading
 import warnings
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,7 +39,15 @@ from ..buildprocs import (  # noqa: E402
 from ..devices import DeviceInfo, cl_device  # noqa: E402
 from ..probe import Captured, first_error_line, quiet_build  # noqa: E402
 from ..userdirs import private_dir  # noqa: E402
-from .base import Backend, Bound, BuildError, Local, round_up, save_failed_source  # noqa: E402
+from .base import (  # noqa: E402
+    Backend,
+    Bound,
+    BuildError,
+    KernelRequest,
+    Local,
+    round_up,
+    save_failed_source,
+)
 
 _warn_lock = threading.Lock()
 _warn_depth = 0
@@ -233,7 +242,7 @@ class PyOpenCLBackend(Backend):
     def _known_program(self, source: str, options: tuple[str, ...]) -> bool:
         return self._known(source, options, pyopencl_cache_dir())
 
-    def build_behind(self, requests):
+    def build_behind(self, requests: Iterable[KernelRequest]) -> Callable[..., None] | None:
         """As the base class, where the runtime compiles one program at a time per process
         (:mod:`clkernels.buildprocs`): helpers take the programs from one queue, this
         process none; ending claims what no helper took, waits for the builds under way
