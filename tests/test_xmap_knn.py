@@ -472,7 +472,8 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
     empty slots are skipped), with a shift (tshift), unobserved queries, a ragged class
     count (nq = 150: classes of 2 and 3 rows), ragged libraries (LB 2 of 3) and targets
     (LWG x TJ 4 of 7), CH 1, 2 and 16, the classes split into 2 or 8 subtrees (SPL), the
-    entries staged as byte offsets (O32) or as times, K even and odd."""
+    entries staged as byte offsets (O32) or as times, K even and odd, K unrolled or a
+    kernel argument (KR, the program rendered for a larger K)."""
     from clkernels import get_backend as gb
     from pyedmcl.kernels import xmap as xk
     be = gb(device)
@@ -499,17 +500,21 @@ def _staged_case(be, xk, k):
     for weight in ("ccm", "simplex"):
         spec = {"K": k, "REAL": "float", "WEIGHT": weight}
         got = []
-        for st, ch, spl, o32 in ((0, 16, 1, 1), (1, 1, 1, 1), (1, 2, 1, 1), (1, 16, 1, 1),
-                                 (1, 2, 2, 1), (1, 16, 8, 1), (1, 16, 1, 0), (1, 2, 2, 0)):
+        # (KR: K an argument, the program rendered for K + 3, a mixed-E map's first use)
+        for st, ch, spl, o32, kr in ((0, 16, 1, 1, 0), (1, 1, 1, 1, 0), (1, 2, 1, 1, 0),
+                                     (1, 16, 1, 1, 0), (1, 2, 2, 1, 0), (1, 16, 8, 1, 0),
+                                     (1, 16, 1, 0, 0), (1, 2, 2, 0, 0), (1, 16, 1, 1, 1),
+                                     (1, 2, 2, 0, 1), (1, 1, 8, 1, 1)):
             lay = {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "PF": 0, "LB": 2, "LMAJ": 1,
-                   "CM": 1, "ST": st, "CH": ch, "SPL": spl, "O32": o32}
+                   "CM": 1, "ST": st, "CH": ch, "SPL": spl, "O32": o32, "KR": kr}
+            prog = dict(spec, K=k + 3) if kr else spec
             t = (be.empty((nb * nq * k,), np.int32), be.empty((nb * nq * k,), acc),
                  be.empty((nb * nq,), acc))
-            xk.XMAP_SKILL.pack(be, spec, be.to_device(idx.ravel()), be.to_device(dist.ravel()),
-                               k, nq * k, 0, nq, nb, 0, *t, lay)
+            xk.XMAP_SKILL.pack(be, prog, be.to_device(idx.ravel()), be.to_device(dist.ravel()),
+                               k, nq * k, 0, nq, nb, 0, *t, lay, k=k)
             out = be.to_device(np.full(nb * ntg, -7, np.float32))
-            xk.XMAP_SKILL.launch(be, lay, spec, *t, nq, nb, y, ldy, 5, tgt, tgt, ntg,
-                                 be.to_device(obs), out, ntg, 0)
+            xk.XMAP_SKILL.launch(be, lay, prog, *t, nq, nb, y, ldy, 5, tgt, tgt, ntg,
+                                 be.to_device(obs), out, ntg, 0, k=k)
             got.append(be.to_host(out))
         assert np.isfinite(got[0]).all() and (got[0] != -7).all()
         for g in got[1:]:

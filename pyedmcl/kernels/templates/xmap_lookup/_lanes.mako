@@ -198,7 +198,12 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 % endfor
 % for k in ([None] if KR else range(K)):
 % if KR:
-                for (int k = 0; k < K; ++k) {  /* K: the argument (at most the rows' ${K}) */
+                /* K: the argument, at most the template's ${K}: unrolled to that bound and
+                   left at K (uniform), straight-line sums in slot order as the constant-K
+                   form (a loop's sum Intel's CPU compiler reassociated: last-bit changes) */
+                #pragma unroll
+                for (int k = 0; k < ${K}; ++k) {
+                    if (k >= K) break;
                     const ${"uint" if O32 else "int"} tl = st_t[lj][i * K + k];
                     const ${WT} w = st_w[lj][i * K + k];
 % else:
