@@ -524,24 +524,20 @@ class XmapEngine:
         the same rho bit for bit) while their own programs build in helper processes
         behind the job (:meth:`~clkernels.Backend.build_behind`; where no helper can, the
         groups build their own programs now), so the next map takes them (decision 0102: first run 4.4-4.9 -> 3.2-3.3 s; later runs as before)."""
-        lanes = [g for g in self.groups
-                 if _staged_lanes(self._layout(g.k, self.weight, g.targets.size))]
+        lanes = {g.k: sp for g in self.groups
+                 if _staged_lanes(sp := self._layout(g.k, self.weight, g.targets.size))}
         if len(lanes) < RUNTIME_K_GROUPS:
             return
-        own = []
-        for g in lanes:
-            sp = self._layout(g.k, self.weight, g.targets.size)
-            own += [XMAP_SKILL.request(self.be, self._skill_spec(g.k), sp, name)
-                    for name in ("pack", "xmap_skill")]
+        own = [XMAP_SKILL.request(self.be, self._skill_spec(k), sp, name)
+               for k, sp in lanes.items() for name in ("pack", "xmap_skill")]
         if self.be.known(own):
             return
         behind = self.be.build_behind(own)
         if behind is None:  # nothing would ever build them: the groups build their own now
             return
-        top = max(lanes, key=lambda g: g.k)
-        sp = self._layout(top.k, self.weight, top.targets.size)
-        self._runtime_k = {key: sp[key] for key in ("LWG", "LB", "SPL")}
-        self._k_bound = top.k
+        top = max(lanes)
+        self._runtime_k = {key: lanes[top][key] for key in ("LWG", "LB", "SPL")}
+        self._k_bound = top
         self._layouts = {}
         self._behind = behind
 
