@@ -464,6 +464,28 @@ def test_class_major_rows_is_packs_order(device):
     np.testing.assert_array_equal(out[1][2].reshape(nb, nq), out[0][2].reshape(nb, nq)[:, rows])
 
 
+def test_time_major_targets_line_aligned_on_device_and_host(device, monkeypatch):
+    """The targets a target-lane skill reads, time-major: gathered on the device from the
+    panel and copied from the host alike, bit for bit, each row padded with zeros to a
+    pitch of whole 128-byte lines of float32 (a 32-lane tile reads one line, not two)."""
+    from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap.engine import XmapEngine
+    be = get_backend(device)
+    X = panel(L=90, N=37).T.astype(np.float32)  # (series, times), as the engine holds them
+    eng = XmapEngine(be, X, np.array([2, 3] * 18 + [2]))
+    assert xk.time_major_pitch(37) == 64 and xk.time_major_pitch(64) == 64
+    for g in eng.groups:
+        y, ldy = eng._lanes_y(g)
+        ref, ref_ldy = xk.time_major(X[g.targets])
+        assert ldy == ref_ldy and ldy % 32 == 0 and ldy >= g.targets.size
+        np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)
+        assert not ref[:, g.targets.size:].any()
+    monkeypatch.setattr(XmapEngine, "_gathers_targets", property(lambda self: False))
+    host = XmapEngine(be, X, np.array([2, 3] * 18 + [2]))
+    for g, h in zip(eng.groups, host.groups, strict=True):
+        np.testing.assert_array_equal(be.to_host(host._lanes_y(h)[0]), be.to_host(eng._lanes_y(g)[0]))
+
+
 def test_staged_skill_bit_identical_with_empty_slots(device):
     """The staged skill (ST: table rows in local memory, CH at a time) gives the
     unstaged one's rho bit for bit on tables with empty slots (-1: fewer than K

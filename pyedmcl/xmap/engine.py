@@ -63,6 +63,7 @@ from ..kernels.xmap import (
     reads_time_major,
     scan_table_budget,
     time_major,
+    time_major_pitch,
     wide_targets,
 )
 
@@ -233,7 +234,7 @@ class XmapEngine:
         transposing copy and its upload had added ~0.3 s to a 1.0 s map)."""
         if g.y_lanes is None:
             ntg = g.targets.size
-            ldy = -(-ntg // 16) * 16
+            ldy = time_major_pitch(ntg)
             if self._gathers_targets:  # gathered on the device from the panel
                 cols = np.full(ldy, -1, np.int32)  # -1: padding, zero
                 cols[:ntg] = g.targets * self.n
