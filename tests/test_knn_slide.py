@@ -173,8 +173,15 @@ def test_params_for_takes_slide_only_where_it_applies():
     assert few["SPLIT"] > 1 and few["SLIDE"] and KNN.space.valid(few, be.info)
     cpu = get_backend(CPU_DEVICE)
     assert KNN.params_for(cpu, spec, 4096, nq_total=4096, contiguous=True)["SLIDE"] == 0
-    # the series-batched family: SLIDE only from a tuned entry, never the GPU default
-    assert XMAP_KNN.params_for(be, spec, 4096, nq_total=4096 * 64, contiguous=True)["SLIDE"] == 0
+    # the series-batched family on a GPU: its SLIDE layout where it applies and the entry
+    # (here the shipped GPU default, measured before SLIDE) did not measure SLIDE
+    xp = XMAP_KNN.params_for(be, spec, 4096, nq_total=4096 * 64, contiguous=True)
+    assert xp == {**XMAP_KNN.SLIDE_LAYOUT_GPU} and XMAP_KNN.space.valid(xp, be.info)
+    for other in ({"contiguous": False}, {"spec": {**spec, "TAU": 2}}):
+        args = {"spec": spec, "contiguous": True, **other}
+        got = XMAP_KNN.params_for(be, args["spec"], 4096, nq_total=4096 * 64,
+                                  contiguous=args["contiguous"])
+        assert got["SLIDE"] == 0 and got != {**XMAP_KNN.SLIDE_LAYOUT_GPU, "SLIDE": 0}
     slides = [c for c in KNN.space.candidates(be.info) if c["SLIDE"]]
     assert slides and all(c["VARIANT"] == "rows" and c["TILE"] % (c["SLIDE"] * c["SPLIT"]) == 0
                           for c in slides)
@@ -268,3 +275,23 @@ def test_xmap_batched_slide_same_map(device, monkeypatch):
     got = pe.xmap(X, E=np.array([2, 3, 5, 2, 3, 5]), device=device, knn_kernel="batched").rho
     assert seen and all(seen)
     assert np.array_equal(np.asarray(got), np.asarray(ref), equal_nan=True)
+
+
+def test_xmap_knn_keeps_an_entry_that_measured_slide():
+    """A GPU entry of the series-batched family that measured SLIDE (a re-tune) is taken
+    as it is, SLIDE 0 included; one without SLIDE, or the heuristic, gives way to
+    ``SLIDE_LAYOUT_GPU`` where SLIDE applies, and never on CPUs."""
+    from clkernels.tuning.database import Choice
+    be = _fake_gpu()
+    spec = {"E": 5, "TAU": 1, "K": 6, "METRIC": "euclidean", "REAL": "float"}
+    vec = {"VARIANT": "vec", "WG": 32, "TILE": 256, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
+           "SPLIT": 1, "QQ": 1, "CB": 0}
+    tuned = Choice({**vec, "SLIDE": 0}, "shipped:device", {"params": {**vec, "SLIDE": 0}})
+    assert XMAP_KNN.chosen(be.info, tuned, spec, True) == {**vec, "SLIDE": 0}
+    old = Choice({**vec, "SLIDE": 0}, "shipped:device", {"params": dict(vec)})
+    assert XMAP_KNN.chosen(be.info, old, spec, True) == XMAP_KNN.SLIDE_LAYOUT_GPU
+    assert XMAP_KNN.chosen(be.info, old, spec, False) == {**vec, "SLIDE": 0}
+    assert XMAP_KNN.chosen(be.info, Choice({**vec, "SLIDE": 0}, "heuristic"), spec,
+                           True) == XMAP_KNN.SLIDE_LAYOUT_GPU
+    cpu = get_backend(CPU_DEVICE).info
+    assert XMAP_KNN.chosen(cpu, old, spec, True) == {**vec, "SLIDE": 0}

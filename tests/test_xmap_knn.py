@@ -114,12 +114,14 @@ def test_every_variant_same_matrix(device):
     """The engine with each k-NN variant (batched and one table per launch): the same
     matrix and E-scan bit for bit; and equal to single-pair CCM."""
     from clkernels import get_backend
+    from pyedmcl.kernels.xmap import XMAP_KNN
     from pyedmcl.xmap.engine import XmapEngine
     be = get_backend(device)
     X = panel(L=90, N=6, seed=7).T
     E = np.array([2, 3, 2, 4, 3, 2])
     ref = None
-    for params in VEC + [ROWS, COLS, MASK]:
+    # (and a GPU's layout for contiguous libraries: SLIDE blocks of raw values)
+    for params in VEC + [ROWS, COLS, MASK, XMAP_KNN.SLIDE_LAYOUT_GPU]:
         for kk in ("batched", "edm"):
             eng = XmapEngine(be, X, E, knn_kernel=kk, knn_params=params)
             got = (eng.block(0, 6), eng.edim_block(0, 6, 4))

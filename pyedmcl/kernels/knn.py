@@ -158,7 +158,8 @@ class KnnKernel(TunableKernel):
         several work-items on GPUs); ``contiguous``: every library list is consecutive
         points (:func:`is_contiguous`), which the rows variant's SLIDE option needs."""
         choice = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size))
-        p = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, **choice.params}
+        p = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0,
+             **self.chosen(be.info, choice, spec, contiguous)}
         item = 8 if spec["REAL"] == "double" else 4
         # rows only: the vec variant's SPLIT is tuned (splitting there admits more
         # candidates in all: 7-10 ms instead of 4.8 ms at L=32,768, E=20 on the H100)
@@ -184,6 +185,12 @@ class KnnKernel(TunableKernel):
                and p["TILE"] * (spec["E"] + 1) * item > be.info.local_mem_bytes // 2):
             p = {**p, "TILE": p["TILE"] // 2}
         return p
+
+    def chosen(self, info: DeviceInfo, choice: Any, spec: dict[str, Any],
+               contiguous: bool) -> Params:
+        """The parameters :meth:`params_for` starts from: the lookup's ``choice``
+        (:class:`clkernels.tuning.Choice`); a family may put a measured layout in its place."""
+        return choice.params
 
     def request(self, be: Backend, params: Params, spec: dict[str, Any]) -> tuple:
         """The kernel :meth:`launch` builds, as ``(template, params, name)`` (for

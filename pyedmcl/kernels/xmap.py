@@ -53,7 +53,7 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
-from .knn import KNN, KnnKernel
+from .knn import KNN, KnnKernel, slide_applies
 from .knn_scan import KNN_SCAN, KnnScanKernel, batch_inputs
 from .knn_scan import k_per_e as _ks
 from .lookup import acc_type, ccm_skill_wg
@@ -99,8 +99,29 @@ class XmapKnnKernel(KnnKernel):
     """k-NN tables of a batch of library series (``knn/knn.cl.mako``, series batching)."""
 
     name = "xmap_knn"
-    #: many small tables: SLIDE only where a tuned entry chose it (not measured on GPUs)
+    #: many small tables: SLIDE only where a tuned entry chose it, or on GPUs by
+    #: :data:`SLIDE_LAYOUT_GPU` (:meth:`chosen`)
     slide_untuned_gpu = False
+    #: a GPU's layout for a batch of contiguous libraries (TAU 1: SLIDE applies) where its
+    #: entry never measured SLIDE (every GPU entry shipped predates it) or none exists: the
+    #: rows variant on a tile of raw values, blocks of 16 points (``knn/_slide.mako``; the
+    #: same tables bit for bit). H100, the map's k-NN device time, tuned entry -> this:
+    #: N = 5,000 x 3,780 E = 3 92 -> 39 ms, E = 5 90 -> 57 ms, E = 10 285 -> 115 ms;
+    #: N = 2,000 x 3,780 E = 20 495 -> 103 ms; N = 10,000 x 1,000 E = 6 34 -> 20 ms
+    #: (decision 0104)
+    SLIDE_LAYOUT_GPU: Params = {"VARIANT": "rows", "WG": 32, "TILE": 256, "QB": 1, "EA": 0,
+                                "INS": "reg", "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0,
+                                "SLIDE": 16}
+
+    def chosen(self, info: DeviceInfo, choice: Any, spec: dict[str, Any],
+               contiguous: bool) -> Params:
+        """:data:`SLIDE_LAYOUT_GPU` on a GPU where SLIDE applies (contiguous libraries,
+        TAU 1) and the choice did not measure SLIDE (an entry without it, or the
+        heuristic); else the choice's parameters."""
+        measured = choice.entry is not None and "SLIDE" in choice.entry.get("params", {})
+        if info.is_gpu and not measured and slide_applies(spec, contiguous):
+            return dict(self.SLIDE_LAYOUT_GPU)
+        return choice.params
     space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
                         filled=KNN.space.filled)
 
