@@ -102,6 +102,8 @@ class XmapKnnKernel(KnnKernel):
     #: many small tables: SLIDE only where a tuned entry chose it, or on GPUs by
     #: :data:`SLIDE_LAYOUT_GPU` (:meth:`chosen`)
     slide_untuned_gpu = False
+    space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
+                        filled=KNN.space.filled)
     #: a GPU's layout for a batch of contiguous libraries (TAU 1: SLIDE applies) where its
     #: entry never measured SLIDE (every GPU entry shipped predates it) or none exists: the
     #: rows variant on a tile of raw values, blocks of 16 points (``knn/_slide.mako``; the
@@ -122,8 +124,6 @@ class XmapKnnKernel(KnnKernel):
         if info.is_gpu and not measured and slide_applies(spec, contiguous):
             return dict(self.SLIDE_LAYOUT_GPU)
         return choice.params
-    space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
-                        filled=KNN.space.filled)
 
     def default_specs(self):
         return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
