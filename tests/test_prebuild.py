@@ -198,6 +198,7 @@ def test_build_behind_leaves_programs_for_later_jobs(template, monkeypatch, tmp_
     is ended, they are known and a prebuild takes them from the cache (counted as helper
     builds). Ended at once, it drops what no helper began and returns; a second end does
     nothing. With nothing to build, or on runtimes without helpers, it returns None."""
+    import threading
     import time
 
     from clkernels import buildprocs
@@ -227,9 +228,22 @@ def test_build_behind_leaves_programs_for_later_jobs(template, monkeypatch, tmp_
     # ended at once: what no helper began is dropped, the call returns
     late = [(template, {"V": v, "W": 0, "BAD": 0}, f"put_{v}") for v in range(81, 89)]
     assert be.build_behind(reqs) is None  # nothing left to build
-    t = time.monotonic()
-    be.build_behind(late)()  # returns at once; the builds under way end behind it
-    assert time.monotonic() - t < 5
-    be.build_behind(late)(wait=True)  # (those it ends are dropped or built: no wait after)
-    assert time.monotonic() - t < 60
+    # the end's wait for the builds under way held until released: end() returns with
+    # that wait still pending in its thread; end(wait=True) joins it
+    gate, waits = threading.Event(), []
+    real_wait = pyopencl_backend.wait_helpers
+
+    def held(started, queue):
+        waits.append(1)
+        gate.wait()
+        real_wait(started, queue)
+
+    monkeypatch.setattr(pyopencl_backend, "wait_helpers", held)
+    end = be.build_behind(late)
+    end()
+    behind = [t for t in threading.enumerate() if t.name == "clkernels-build-behind"]
+    assert behind and all(t.is_alive() for t in behind) and not gate.is_set()
+    gate.set()
+    end(wait=True)
+    assert not any(t.is_alive() for t in behind) and waits == [1]
     assert list(_put(be, be.prebuild(late)[0])) == [81] * 8

@@ -197,7 +197,8 @@ class Backend(abc.ABC):
         return all(self._known_program(src, opts) for src, opts in self._programs_of(requests))
 
     def _known_program(self, source: str, options: tuple[str, ...]) -> bool:
-        return any(k.source_hash == source_hash(source) for k in self._kernels.values())
+        h = source_hash(source)
+        return any(k.source_hash == h for k in self._kernels.values())
 
     def build_behind(self, requests: Iterable[KernelRequest]) -> Callable[..., None] | None:
         """Start building the programs of ``requests`` that are not :meth:`known` in

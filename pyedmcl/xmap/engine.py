@@ -524,7 +524,8 @@ class XmapEngine:
         an argument (KR, rendered for their largest K, the largest group's tuned layout;
         the same rho bit for bit) while their own programs build in helper processes
         behind the job (:meth:`~clkernels.Backend.build_behind`; where no helper can, the
-        groups build their own programs now), so the next map takes them (decision 0102: first run 4.4-4.9 -> 3.2-3.3 s; later runs as before)."""
+        groups build their own programs now), so the next map takes them (decision 0102:
+        first run 4.3-5.0 -> 3.4-3.5 s; later runs as before)."""
         lanes = {g.k: sp for g in self.groups
                  if _staged_lanes(sp := self._layout(g.k, self.weight, g.targets.size))}
         if len(lanes) < RUNTIME_K_GROUPS:
