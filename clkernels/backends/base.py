@@ -381,6 +381,13 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def finish(self) -> None: ...
 
+    def flush(self) -> None:
+        """Hand the commands enqueued so far to the device without waiting for them
+        (``clFlush``): OpenCL lets a runtime hold enqueued commands back until a flush or
+        a blocking call, so work enqueued ahead while the host is busy with something
+        else might not start. Nothing to do where commands go out as they are enqueued."""
+        return None
+
     def join_streams(self) -> None:
         """Order queue 0's later commands after everything enqueued so far in every queue,
         without a host wait: work that follows launches spread over :attr:`streams` (and

@@ -574,6 +574,11 @@ class PyOpenCLBackend(Backend):
             side.finish()
         self.queue.finish()
 
+    def flush(self) -> None:
+        for side in self._sides.values():
+            side.flush()
+        self.queue.flush()
+
     def join_streams(self) -> None:
         """A marker in each side queue and a barrier on them in queue 0 (OpenCL 1.2's
         wait-list barrier): the device runs what follows right after the side queues'

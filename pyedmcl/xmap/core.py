@@ -26,6 +26,7 @@ from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import ccm_valid_times, check_tau
 from ..validation import check_dtype, check_int, check_int_array, check_seed, warn_constant
+from .head_start import HeadStart, engine_maker
 from .results import XmapResult
 
 #: default rows per block over several devices: big enough to amortise a launch, small
@@ -123,6 +124,56 @@ def even_blocks(N: int, rows: int, devices: int) -> list[tuple[int, int, int]]:
     count = min(N, -(-count // devices) * devices)
     edges = [N * b // count for b in range(count + 1)]
     return [(b, edges[b], edges[b + 1]) for b in range(count)]
+
+
+def _row_blocks(N: int, block_rows: Any, devs: list[Any], backend: str | None, out: Any,
+                scheduler: Any) -> tuple[int, list[tuple[int, int, int]]]:
+    """The map's rows per block and its blocks ``(id, r0, r1)``: given ``block_rows``,
+    else by device kind; in memory even blocks (:func:`even_blocks`: balanced devices),
+    a store's or a cluster's ``block_rows`` each (resuming finds them by number)."""
+    from clkernels import get_backend
+
+    if block_rows is None:
+        br = DEFAULT_BLOCK_ROWS
+        if scheduler is None:
+            if get_backend(devs[0], backend).info.is_gpu:
+                br = GPU_BLOCK_ROWS
+            elif len(devs) == 1:
+                br = LARGE_BLOCK_ROWS
+    else:
+        br = check_int(block_rows, "block_rows", 1)
+    br = min(br, N)
+    if block_rows is None and out is None and scheduler is None:
+        return br, even_blocks(N, br, len(devs))
+    return br, [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
+
+
+def _head_start(early: list[Any], uploads: list[Any], devs: list[Any], rows: np.ndarray,
+                *, E: Any, tau: Any, Tp: Any, block_rows: Any, backend: str | None,
+                knn_kernel: Any, fma: bool) -> tuple[HeadStart, dict[str, Any]] | None:
+    """A head start for an in-memory map on GPUs that take the panel band by band
+    (``early``, every device of the job; ``uploads`` their panel buffers), with ``E``
+    given (``rows``: the float32 panel that the pass fills), and what it assumed (the
+    blocks, E, the engines' parameters), which the map checks before it takes the head
+    start's engines; None where it does not apply, or where a parameter is invalid (the
+    map refuses it after the pass, in its usual order)."""
+    if not early or len(early) != len(devs) or knn_kernel not in (None, "edm", "batched",
+                                                                   "scan"):
+        return None
+    N, n = rows.shape
+    try:
+        tau, Tp = check_tau(tau), check_int(Tp, "Tp", -(n - 1), n - 1)
+        E_arr = _resolve_E(E, N, n)
+        if E_arr is None:
+            return None
+        _check_rows(E_arr, n, tau, Tp)
+        _, blocks = _row_blocks(N, block_rows, devs, backend, None, None)
+    except (ValueError, TypeError):
+        return None
+    kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": "float"}
+    head = HeadStart([engine_maker(be, rows, E_arr, buf, kw)
+                      for be, buf in zip(early, uploads, strict=True)], blocks, N)
+    return head, {"blocks": blocks, "E": E_arr, "engine_kw": kw, "X": rows}
 
 
 def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | None]:
@@ -290,6 +341,29 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
     one, stored). Not with ``scheduler``.
     """
+    heads: list[tuple[HeadStart, dict[str, Any]]] = []  # (the map's head start, if any)
+    try:
+        return _xmap(X, heads, E=E, tau=tau, Tp=Tp, max_E=max_E, out=out,
+                     block_rows=block_rows, device=device, devices=devices,
+                     backend=backend, scheduler=scheduler,
+                     n_workers=n_workers, overwrite=overwrite,
+                     progress=progress, knn_kernel=knn_kernel, fma=fma,
+                     dtype=dtype, surrogates=surrogates,
+                     surrogate_method=surrogate_method,
+                     surrogate_options=surrogate_options, seed=seed)
+    finally:
+        for head, _ in heads:
+            head.release()
+
+
+def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau: int, Tp: int,
+          max_E: int, out: str | Path | None, block_rows: int | None, device: Any,
+          devices: Any, backend: str | None, scheduler: str | None, n_workers: int,
+          overwrite: bool, progress: bool, knn_kernel: str | None, fma: bool | None,
+          dtype: Any, surrogates: int, surrogate_method: str, surrogate_options: dict | None,
+          seed: int | None) -> XmapResult:
+    """:func:`xmap`'s work; the head start it makes (:func:`_head_start`) goes to ``heads``,
+    which :func:`xmap` releases whatever happens (its engines and their tables)."""
     n_workers = check_int(n_workers, "n_workers", 1)  # (checked with or without a cluster)
     E_max = check_int(max_E, "max_E", 1, 64)
     surrogates = check_int(surrogates, "surrogates", 0)
@@ -338,10 +412,20 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         uploads[:] = [be.empty(rows.size, dt) for be in early]
         L = rows.shape[1]
 
+        # the GPUs start the k-NN tables of blocks whose rows are there (E given, in memory)
+        made = None if out is not None else _head_start(
+            early, uploads, devs, std.out_c, E=E, tau=tau, Tp=Tp, block_rows=block_rows,
+            backend=backend, knn_kernel=knn_kernel, fma=fma)
+        head = None if made is None else made[0]
+        if made is not None:
+            heads.append(made)
+
         def band(r: np.ndarray, sl: slice) -> None:
             std(r, sl)
             for be, buf in zip(early, uploads, strict=True):
                 writes.append(be.write_async(buf, std.out_c[sl], sl.start * L))
+            if head is not None:
+                head.written(sl)
         return band
 
     X64, names, extremes = panel_with_extremes(
@@ -386,17 +470,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         surr_panel = surrogate_panel(X64, surrogates, surrogate_method, surrogate_options,
                                      seed, dt)
     del X64, prep  # only the kernels' copy stays: host memory is bounded while N x N streams
-    auto_rows = block_rows is None
-    if block_rows is None:
-        br = DEFAULT_BLOCK_ROWS
-        if scheduler is None:
-            if get_backend(devs[0], backend).info.is_gpu:
-                br = GPU_BLOCK_ROWS
-            elif len(devs) == 1:
-                br = LARGE_BLOCK_ROWS
-    else:
-        br = check_int(block_rows, "block_rows", 1)
-    br = min(br, N)
+    br, blocks = _row_blocks(N, block_rows, devs, backend, out, scheduler)
     from .store import XmapStore, data_checksum
 
     params = {"N": N, "L": n, "tau": tau, "Tp": Tp, "block_rows": br,
@@ -419,10 +493,6 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
         raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
                          "'batched', 'scan'")
     engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": real}
-    if auto_rows and out is None and scheduler is None:  # nothing stored: balance the devices
-        blocks = even_blocks(N, br, len(devs))
-    else:  # a store's blocks are block_rows each (resuming finds them by number)
-        blocks = [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
     runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
     # (1) optimal E
@@ -482,10 +552,19 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
             counts = runner.xmap(Xr, todo, engine_kw, E_arr, str(out), progress)
         else:
             from .scheduler import run_local
+            engines = claimed = None
+            if heads:  # the head start's engines and blocks, where it assumed this map
+                head, assumed = heads[0]
+                head.close()
+                if (assumed["X"] is Xr and assumed["blocks"] == todo and assumed["engine_kw"]
+                        == engine_kw and np.array_equal(assumed["E"], E_arr)):
+                    engines, claimed = head.engines, head.claimed
+                else:  # (e.g. float64 after all): its tables are freed now
+                    head.release()
             counts = run_local(Xr, todo, "xmap", sink, devices=devs, engine_kw=engine_kw,
                                E=E_arr, backend=backend, progress=progress,
                                dest=None if store is not None else rows_of,
-                               uploaded=on_device)
+                               uploaded=on_device, engines=engines, claimed=claimed)
     if runner is not None:
         runner.close()
     if not float32_holds():  # warned: the same map in float64

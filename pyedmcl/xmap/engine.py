@@ -78,6 +78,22 @@ MAX_BATCH_GPU, MAX_BATCH_CPU = 128, 64
 RUNTIME_K_GROUPS = 4
 
 
+#: distance terms (rows x rows x E, summed over the E-groups) of one library's k-NN from
+#: which a map makes tables ahead (:meth:`XmapEngine.tables_ahead`): each block costs the
+#: host's GIL-bound pass ~0.3 ms of Python, and the skill then reads tables no longer in
+#: L2, so light k-NN loses (decision 0105; H100, the map with / without, medians of 16 or
+#: 12: N = 5,000 x 3,780, E = 5, 7.1e7 terms, 512 / 518 ms; N = 10,000 x 1,000, E = 6,
+#: 5.9e6 terms, 661 / 646 ms)
+AHEAD_MIN_TERMS = 1 << 25
+
+
+def ahead_budget(info: Any) -> int:
+    """Device bytes a map's tables made ahead may take (:meth:`XmapEngine.tables_ahead`):
+    as the fused scan's tables (at most 1/16 of a GPU's memory; N = 5,000 x 3,780, E = 5:
+    ~38 MB a block of 125 libraries)."""
+    return scan_table_budget(info)
+
+
 def _staged_lanes(layout: dict) -> bool:
     """Whether a skill layout is staged target lanes (where K may be an argument, KR)."""
     return bool(layout.get("LANES") and layout.get("CM") and layout.get("ST"))
@@ -185,6 +201,10 @@ class XmapEngine:
         self._behind: Callable[[], None] | None = None
         #: whether the map's kernels were built up front (:meth:`kernel_requests`)
         self._prebuilt = False
+        #: packed tables made ahead (:meth:`tables_ahead`) by (first library, libraries, E),
+        #: and the bytes all tables made ahead took
+        self._ahead: dict[tuple[int, int, int], tuple] = {}
+        self._ahead_bytes = 0
         self.groups: list[_Group] = []
         self.E = None
         if E is not None:
@@ -199,6 +219,7 @@ class XmapEngine:
         self.groups = [self._group(int(e)) for e in np.unique(E)]
         self._scan = None
         self._prebuilt = False
+        self._ahead.clear()
         self.finish_builds()
         self._runtime_k, self._layouts = None, {}
 
@@ -467,25 +488,75 @@ class XmapEngine:
             wait = be.to_host_async(out, None if dst is None else dst.reshape(-1))
             return lambda: wait().reshape(rows, self.N)
 
-        if not self._prebuilt:  # every kernel of the map at once, before its first launch
-            be.prebuild(self.kernel_requests(rows))
-            self._prebuilt = True
+        self.prebuild(rows)
         if self._use_scan():
             self._block_scan(r0, r1, out)
             return fetch()
+        spent = []  # tables made ahead: freed once the block's rows are back
         for g in self.groups:
             def batch(b0: int, b1: int, g=g) -> None:
                 # libraries r0+b0 .. r0+b1-1: tables, then their rho rows b0 .. b1-1
                 nb, c0 = b1 - b0, r0 + b0
-                tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
-                self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw,
-                             tden, self.weight, self._layout(g.k, self.weight, g.targets.size),
-                             contiguous=g.contiguous)
-                self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, g.tshift, g.tgt_dev,
+                tables = self._ahead.pop((c0, nb, g.E), None)
+                if tables is None:
+                    tables = self._tables_bufs(nb, g.M, g.k)
+                    self._group_tables(g, c0, nb, *tables)
+                else:
+                    spent.append(tables)
+                self._skill(g.k, self.weight, *tables, g.M, nb, g.tshift, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
 
             self._batched(batch, rows, g.M, g.k)
-        return fetch()
+        if not spent:
+            return fetch()
+        wait = fetch()
+
+        def rows_then_free() -> np.ndarray:
+            res = wait()
+            spent.clear()
+            return res
+        return rows_then_free
+
+    def prebuild(self, rows: int) -> None:
+        """Build every kernel a block of ``rows`` rows launches, once, before the first."""
+        if not self._prebuilt:
+            self.be.prebuild(self.kernel_requests(rows))
+            self._prebuilt = True
+
+    def _group_tables(self, g: _Group, c0: int, nb: int, tidx, tw, tden) -> None:
+        """The packed k-NN tables of libraries ``c0 .. c0+nb-1`` for group ``g``."""
+        self._tables(g.E, g.k, c0, nb, g.pts_dev, g.M, g.pts_dev, g.M, 0, tidx, tw, tden,
+                     self.weight, self._layout(g.k, self.weight, g.targets.size),
+                     contiguous=g.contiguous)
+
+    def tables_ahead(self, r0: int, r1: int) -> bool:
+        """Enqueue the k-NN tables of block ``r0 .. r1-1`` now, into buffers of their own
+        that :meth:`block_async` of that block takes instead of making them: a map's head
+        start, while the host still prepares (and uploads) the rest of the panel (only
+        these rows need to be on the device; the skill reads every target). False, with
+        nothing enqueued, where it does not apply: the fused scan's tables (it reads the
+        whole padded panel), a library's k-NN lighter than :data:`AHEAD_MIN_TERMS`, or the
+        tables past :func:`ahead_budget`."""
+        if self._use_scan() or sum(g.M * g.M * g.E for g in self.groups) < AHEAD_MIN_TERMS:
+            return False
+        plan = []
+        for g in self.groups:
+            bs = self.batch_size(g.M, g.k)
+            plan += [(g, c0, min(r1, c0 + bs) - c0) for c0 in range(r0, r1, bs)]
+        item = np.dtype(self.acc_dt).itemsize
+        need = sum(nb * g.M * (g.k * (4 + item) + item) for g, _, nb in plan)
+        if self._ahead_bytes + need > ahead_budget(self.be.info):
+            return False
+        self.prebuild(r1 - r0)
+        for g, c0, nb in plan:
+            tables = (self.be.empty((nb * g.M * g.k,), np.int32),
+                      self.be.empty((nb * g.M * g.k,), self.acc_dt),
+                      self.be.empty((nb * g.M,), self.acc_dt))
+            self._group_tables(g, c0, nb, *tables)
+            self._ahead[(c0, nb, g.E)] = tables
+        self._ahead_bytes += need
+        self.be.flush()  # (the host is busy with the panel: nothing else would send them)
+        return True
 
     def kernel_requests(self, rows: int) -> list[tuple]:
         """The kernels a block of ``rows`` library rows of the map launches, as

@@ -36,33 +36,55 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
               engine_kw: dict[str, Any], E: np.ndarray | None = None, E_max: int = 0,
               backend: str | None = None, progress: bool = False,
               dest: Callable[[int], np.ndarray] | None = None,
-              uploaded: Sequence[Any] | None = None) -> dict[str, int]:
+              uploaded: Sequence[Any] | None = None,
+              engines: Sequence[XmapEngine | None] | None = None,
+              claimed: Sequence[Sequence[tuple[int, int, int]]] | None = None
+              ) -> dict[str, int]:
     """Run ``blocks`` = [(block id, r0, r1), ...] of ``task`` ("xmap" or "edim").
 
     ``dest(block id)``: the host array an "xmap" block is read into (rows of the
     caller's matrix: no copy); the sink then gets that array. ``uploaded``: per device
     of ``devices``, ``X`` already on it (:class:`XmapEngine`'s ``x_dev``) or None.
-    Returns how many blocks each device computed.
+    ``engines``: per device, its engine made already (a map's head start,
+    :class:`~pyedmcl.xmap.head_start.HeadStart`) or None; ``claimed``: per device, the
+    blocks of ``blocks`` that it computes itself, first (their tables are on it), before
+    it takes from the shared queue. Returns how many blocks each device computed.
     """
+    devices = list(devices)
+    own = [list(c) for c in claimed] if claimed is not None else [[] for _ in devices]
+    taken = {b[0] for c in own for b in c}
     todo: queue.Queue = queue.Queue()
     for b in blocks:
-        todo.put(b)
+        if b[0] not in taken:
+            todo.put(b)
     counts: dict[str, int] = {}
     bar = Progress(len(blocks), "xmap" if task == "xmap" else "optimal E", progress)
 
-    def worker(dev: Any, stop: threading.Event) -> None:
+    def worker(i_dev: tuple[int, Any], stop: threading.Event) -> None:
+        i, dev = i_dev
         be = get_backend(dev, backend)
-        x_dev = None if uploaded is None else uploaded[list(devices).index(dev)]
-        # a first-use map may run on generic programs while its own build behind it
-        eng = XmapEngine(be, X, E, x_dev=x_dev, specialise_later=task == "xmap", **engine_kw)
+        eng = engines[i] if engines is not None else None
+        if eng is None:
+            x_dev = None if uploaded is None else uploaded[i]
+            # a first-use map may run on generic programs while its own build behind it
+            eng = XmapEngine(be, X, E, x_dev=x_dev, specialise_later=task == "xmap",
+                             **engine_kw)
         try:
-            work(eng, be, stop)
+            work(eng, be, own[i], stop)
         finally:
             eng.finish_builds()
 
-    def work(eng: XmapEngine, be: Any, stop: threading.Event) -> None:
+    def work(eng: XmapEngine, be: Any, mine: list, stop: threading.Event) -> None:
         name = f"{be.info.runtime}:{be.info.name}"
         counts.setdefault(name, 0)
+
+        def next_block() -> tuple[int, int, int] | None:
+            if mine:
+                return mine.pop(0)
+            try:
+                return todo.get_nowait()
+            except queue.Empty:
+                return None
 
         def done(b: int, fetch: Callable[[], np.ndarray]) -> None:
             sink(b, fetch())
@@ -71,10 +93,10 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
 
         pending = None  # (block id, fetch) of the matrix block in flight
         while not stop.is_set():
-            try:
-                b, r0, r1 = todo.get_nowait()
-            except queue.Empty:
+            blk = next_block()
+            if blk is None:
                 break
+            b, r0, r1 = blk
             if task == "xmap":  # the next block is enqueued before this one is read
                 nxt = (b, eng.block_async(r0, r1, None if dest is None else dest(b)))
                 if pending is not None:
@@ -88,7 +110,7 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
             done(*pending)
 
     try:
-        run_per_device(worker, devices)
+        run_per_device(worker, list(enumerate(devices)))
     finally:
         bar.close()
     return counts
