@@ -30,6 +30,10 @@ launch, the distinct programs at once (:meth:`clkernels.Backend.prebuild`). A fi
 map's E-groups on staged target lanes (a GPU's) share one program with K an argument
 while their own build behind the job for the next (:meth:`XmapEngine._choose_runtime_k`).
 
+A map's head start (:mod:`pyedmcl.xmap.head_start`) enqueues the tables of a block whose
+rows are on the device while the host still prepares the rest of the panel
+(:meth:`XmapEngine.tables_ahead`); the block then takes them.
+
 The same engine serves the local multi-device scheduler and Dask workers, and a
 block's result depends only on the data and the parameters, never on which
 device or batch size computed it (bit-identical across runs on one runtime).
