@@ -39,7 +39,7 @@ class HeadStart:
     def __init__(self, engines: Sequence[Callable[[], XmapEngine] | None],
                  blocks: Sequence[tuple[int, int, int]], N: int):
         self._written = np.zeros(N, bool)
-        self._lock = threading.Lock()  # guards _written and _closed
+        self._lock = threading.Lock()  # guards _written, _closed and _todo
         self._closed = False
         self._makers = list(engines)
         D = len(engines)
@@ -67,8 +67,8 @@ class HeadStart:
             return todo[0]
 
     def _feed(self, d: int) -> None:
-        """Enqueue device ``d``'s ready blocks, unless another thread is at it; a block
-        that becomes ready while that thread lets go is taken on the next call."""
+        """Enqueue device ``d``'s ready blocks, unless another thread is at it (that one
+        looks again once it lets go, so a block that became ready meanwhile is taken)."""
         while self._next(d) is not None:
             if not self._feeding[d].acquire(blocking=False):
                 return
@@ -76,14 +76,17 @@ class HeadStart:
                 while (blk := self._next(d)) is not None:
                     if self.engines[d] is None:
                         self.engines[d] = self._makers[d]()
-                    if not self.engines[d].tables_ahead(blk[1], blk[2]):
-                        self._todo[d].clear()
-                        return
-                    self._todo[d].pop(0)
-                    self.claimed[d].append(blk)
+                    taken = self.engines[d].tables_ahead(blk[1], blk[2])
+                    with self._lock:
+                        if not taken:
+                            self._todo[d].clear()
+                            return
+                        self._todo[d].pop(0)
+                        self.claimed[d].append(blk)
             except BaseException as exc:  # noqa: BLE001 - re-raised by close()
                 self._errors.append(exc)
-                self._todo[d].clear()
+                with self._lock:
+                    self._todo[d].clear()
                 return
             finally:
                 self._feeding[d].release()
