@@ -224,6 +224,7 @@ class XmapEngine:
         self._scan = None
         self._prebuilt = False
         self._ahead.clear()
+        self._ahead_bytes = 0
         self.finish_builds()
         self._runtime_k, self._layouts = None, {}
 
