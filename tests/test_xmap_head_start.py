@@ -1,7 +1,9 @@
 """The map's head start (:mod:`pyedmcl.xmap.head_start`): a block's k-NN tables enqueued
 while the host still prepares the rest of the panel.
 
-* the engine (every platform): tables made ahead for some blocks, then every block,
+* the engine (every platform): its kernels built before the panel is written give the
+  matrix of an engine made on the finished panel (the scan and the per-E kernels);
+  tables made ahead for some blocks, then every block,
   give the matrix of an engine that made none, bit for bit (one E; mixed E on the
   per-E kernels; blocks of several batches); nothing is enqueued ahead for the fused
   scan's tables or past the budget;
@@ -56,6 +58,29 @@ def test_tables_made_ahead_give_the_same_blocks(device, case, monkeypatch):
     got = np.vstack([eng.block(r0, r1) for r0, r1 in blocks])
     np.testing.assert_array_equal(got, ref)
     assert not eng._ahead  # every table made ahead was taken by its block
+
+
+@pytest.mark.parametrize("knn", ["scan", "batched"])
+def test_kernels_built_before_the_panel_is_written(knn):
+    """A head start's engine is made, and may build its kernels, before the pass has
+    written the panel: nothing the map computes may be taken from the panel then (the
+    scan's padded series are read at the first block), so the matrix is that of an engine
+    made on the finished panel."""
+    be = get_backend(TEST_DEVICES[0])
+    if not be.writes_async:
+        pytest.skip("the runtime has no asynchronous writes (the head start's uploads)")
+    X = np.ascontiguousarray(panel(L=70, N=12, seed=2).T, np.float32)
+    E = mixed_E(12)
+    kw = {"knn_kernel": knn, "fma": False, "real": "float"}
+    ref = XmapEngine(be, X, E, **kw).block(0, 12)
+    rows = np.zeros_like(X)  # the pass's panel, not yet written
+    buf = be.empty(rows.size, rows.dtype)
+    eng = XmapEngine(be, rows, E, x_dev=buf, specialise_later=True, **kw)
+    eng.prebuild(12)
+    rows[:] = X  # the pass, then its upload
+    be.write_async(buf, rows, 0)
+    np.testing.assert_array_equal(eng.block(0, 12), ref)
+    eng.finish_builds()
 
 
 def test_no_tables_ahead_for_the_scan_light_k_nn_or_past_the_budget(monkeypatch):

@@ -153,9 +153,12 @@ class _ScanSetup:
     kmax: int
     t0: int
     row0: dict  # E -> first scan row of that group's rows
-    ints_dev: Any
-    xp_dev: Any  # X padded per series: (N, ldx)
-    ldx: int
+    qt: np.ndarray  # the scan's query times
+    qemax: np.ndarray  # per query, the largest E whose history it has
+    # the data (None until the first block: the kernels are known before the panel is)
+    ints_dev: Any = None
+    xp_dev: Any = None  # X padded per series: (N, ldx)
+    ldx: int = 0
 
 
 class XmapEngine:
@@ -410,10 +413,23 @@ class XmapEngine:
                         XMAP_SCAN.size_bucket(nq)).source
         return source in ("user", "shipped:device")
 
-    def _scan_setup(self) -> _ScanSetup:
-        if self._scan is not None:
-            return self._scan
-        from ..kernels.knn_scan import KNN_SCAN, batch_inputs
+    def _scan_setup(self, inputs: bool = True) -> _ScanSetup:
+        """The scan's layout and kernel parameters and, with ``inputs``, its padded series on
+        the device, read from ``X`` at the first block: the kernels (:meth:`kernel_requests`)
+        are known before the panel is complete (a head start's engine is made while the
+        host still writes it)."""
+        if self._scan is None:
+            self._scan = self._scan_layout()
+        sc = self._scan
+        if inputs and sc.xp_dev is None:
+            from ..kernels.knn_scan import KNN_SCAN, batch_inputs
+            lanes = KNN_SCAN.padded_lanes(sc.params, sc.nq)
+            xp, ints, sc.ldx = batch_inputs(self.X, sc.qt, sc.qemax,
+                                            (sc.spec["EMAX"] - 1) * self.tau, lanes, self.dt)
+            sc.ints_dev, sc.xp_dev = self.be.to_device(ints), self.be.to_device(xp)
+        return sc
+
+    def _scan_layout(self) -> _ScanSetup:
         be, n, tau = self.be, self.n, self.tau
         emax = max(g.E for g in self.groups)
         qt = ccm_valid_times(n, 1, tau, self.Tp)
@@ -429,12 +445,7 @@ class XmapEngine:
         spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real,
                 "FMA": self.fma}
         params = XMAP_SCAN.params_for(be, spec, nq, nq)
-        lanes = KNN_SCAN.padded_lanes(params, nq)
-        xp, ints, ldx = batch_inputs(self.X, qt, qemax, (emax - 1) * tau, lanes, self.dt)
-        kmax = emax + 1
-        self._scan = _ScanSetup(spec, params, nq, kmax, int(qt[0]), row0, be.to_device(ints),
-                                be.to_device(xp), ldx)
-        return self._scan
+        return _ScanSetup(spec, params, nq, emax + 1, int(qt[0]), row0, qt, qemax)
 
     def _block_scan(self, r0: int, r1: int, out) -> None:
         """Every E-group's rho rows of libraries ``r0 .. r1-1``: per batch of libraries one
@@ -575,7 +586,7 @@ class XmapEngine:
         scan = self._use_scan()
         if scan:
             from ..kernels.knn_scan import KNN_SCAN
-            sc = self._scan_setup()
+            sc = self._scan_setup(inputs=False)
             reqs += KNN_SCAN.requests(be, sc.params, sc.spec)
         for g in self.groups:
             if not scan:
