@@ -545,6 +545,39 @@ def _staged_case(be, xk, k):
             np.testing.assert_array_equal(g, got[0])
 
 
+@pytest.mark.parametrize("nq_of_wg", [(0, 5), (1, 0), (2, 3), (3, 0)])
+def test_class_major_pack_order(device, nq_of_wg):
+    """pack with CM writes packed row r of each library from query class_major_rows[r]
+    (one work-item a packed row): the same entries, weights and weight sums as the
+    k-major pack, permuted (query counts below one work-group of classes, a multiple
+    of it, and with a remainder)."""
+    from pyedmcl.kernels import xmap as xk
+    be = get_backend(device)
+    wg = xk.ccm_skill_wg(be.info)
+    nq, k, nb = nq_of_wg[0] * wg + nq_of_wg[1], 4, 3
+    rng = np.random.default_rng(9)
+    idx = rng.integers(0, 500, (nb, nq, k)).astype(np.int32)
+    idx[:, ::7, -1] = -1  # rows without a full neighbour list
+    dist = np.sort(rng.random((nb, nq, k)), axis=2).astype(np.float32)
+    acc = np.float64 if be.info.fp64 else np.float32
+    spec = {"K": k, "REAL": "float", "WEIGHT": "ccm"}
+    out = {}
+    for cm in (0, 1):
+        lay = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 1, "LMAJ": 0, "CM": cm}
+        t = (be.empty((nb * nq * k,), np.int32), be.empty((nb * nq * k,), acc),
+             be.empty((nb * nq,), acc))
+        xk.XMAP_SKILL.pack(be, spec, be.to_device(idx.ravel()), be.to_device(dist.ravel()),
+                           k, nq * k, 0, nq, nb, 0, *t, lay)
+        tidx, tw, tden = (be.to_host(a) for a in t)
+        # ("ccm" packs its normalised weights in the data type, float32, into that buffer)
+        out[cm] = [tidx, tw.view(np.float32)[:nb * nq * k], tden]
+    rows = xk.class_major_rows(nq, wg)
+    for a, b in zip(out[0][:2], out[1][:2], strict=True):  # k-major against class-major
+        np.testing.assert_array_equal(a.reshape(nb, k, nq).transpose(0, 2, 1)[:, rows],
+                                      b.reshape(nb, nq, k))
+    np.testing.assert_array_equal(out[0][2].reshape(nb, nq)[:, rows], out[1][2].reshape(nb, nq))
+
+
 def test_staged_rows_fit_local_memory():
     """``staged_rows``: the layout's CH where LB libraries' (and SPL subtrees') staged
     rows fit 32 KiB of local memory beside a split's roots, fewer where they would not

@@ -27,7 +27,7 @@
 ##   work-group; scalar, VEC vector lanes or PF pipelined query loop; LB libraries per
 ##   work-group) and LANES = 1 (_lanes.mako: targets as work-items, coalesced reads);
 ##   both give the same rho bit for bit. CM (LANES = 1): pack writes each library's
-##   rows by query class (_skill.mako's class_start / cm_row), K entries per row, which
+##   rows by query class (_skill.mako's class_start / cm_query), K entries per row, which
 ##   the target lanes read as one stretch per class. ST = 1 (with CM): the work-group
 ##   stages each class's rows in local memory, CH at a time; SPL > 1 (with ST): SPL
 ##   work-items a target and library stream a subtree of the classes each (_lanes.mako).
@@ -62,9 +62,18 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
                    __global acc_t* restrict tden, const int ldk, const int bstride,
                    const int row0${", const int K" if KR else ""})
 {
+% if CM:
+    /* one packed row per work-item, in the packed order: consecutive work-items write
+       consecutive rows (coalesced; by query, a warp's rows lay nq / WG apart), each
+       reading its query's raw row */
+    const int r = get_global_id(0);
+    if (r >= nq) return;
+${skill.cm_query("r", "q")}
+% else:
     const int q = get_global_id(0);
-    const int b = b0 + get_global_id(1);
     if (q >= nq) return;
+% endif
+    const int b = b0 + get_global_id(1);
     /* raw table of library get_global_id(1): rows of ldk entries, bstride per library
        (a k-NN table: K, nq * K; one E of a fused scan: KMAX, EMAX * nq * KMAX) */
     const size_t o = (size_t)get_global_id(1) * (uint)bstride + (size_t)(row0 + q) * ldk;
@@ -72,7 +81,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     /* packed: rows by query class (q mod WG, the class one work-item of _lanes.mako
        streams), each row's K entries adjacent: a class's table is one contiguous
        stretch, read by all the work-group's lanes at once */
-    const size_t row = (size_t)b * nq + ${skill.cm_row("q")};
+    const size_t row = (size_t)b * nq + r;
     const size_t t = row * K;
 % else:
     /* packed: k-major per library (entry k of query q at b * nq * K + k * nq + q), so
