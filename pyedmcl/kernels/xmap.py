@@ -418,11 +418,11 @@ SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LM
 #: heuristic against the staged target lanes tuned at 512 targets: K = 21, 32 targets
 #: 0.14 vs 0.50 ms, 128 targets 0.36 vs 0.48 ms, 256 targets 0.51 vs 0.34 ms; K = 7,
 #: 128 targets 0.18 vs 0.22 ms): a few targets leave most lanes of a tile idle. The
-#: mixed-E map at L = 3,780 (E 1..20, H100, hot, pack + skill, the same rho; decision
-#: 0107): groups of 250 targets on lanes 2.77-2.88 vs 2.82 s (random walks), 3.66 vs
-#: 3.92 s (noisy oscillators), and their first use 4.9-5.5 vs 6.2 s (one runtime-K
-#: program, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`); 180 targets 1.95
-#: vs 1.85 s, 128 targets 1.37 vs 1.20 s (walks)
+#: mixed-E map at L = 3,780 (E 1..20, H100, hot, the same rho; decision 0107): groups
+#: of 250 targets on lanes 2.68-2.85 vs 2.80-2.81 s (random walks; device time 2.58 vs
+#: 2.72 s), 3.56 vs 3.94 s (noisy oscillators), and their first use 4.9-5.6 vs 6.2 s
+#: (one runtime-K program, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`);
+#: 180 targets 1.88 vs 1.87 s, 128 targets 1.32 vs 1.21 s (walks)
 FEW_TARGETS_GPU = 200
 
 
