@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import textwrap
 
 import numpy as np
 import pytest
@@ -581,40 +580,46 @@ def test_class_major_pack_order(device, nq_of_wg):
 
 def test_class_major_pack_clean_under_oclgrind():
     """The class-major pack (a work-item a packed row, its query found from the row) runs
-    clean under Oclgrind, K unrolled and in a loop, and packs what the CPU device packs."""
-    code = """
+    clean under Oclgrind, for "ccm" and "simplex" weights and K = 4 and 40, and packs
+    the k-major pack's entries, weights and sums in class_major_rows order (both packs
+    on Oclgrind: the same libm, so bit for bit)."""
+    out = run_under_oclgrind("""
         import json, numpy as np, clkernels
         from pyedmcl.kernels import xmap as xk
         be = clkernels.get_backend()
         wg = xk.ccm_skill_wg(be.info)
+        acc = np.float64 if be.info.fp64 else np.float32
         res = []
         for nq, k, weight in ((2 * wg + 3, 4, "ccm"), (wg + 5, 40, "simplex")):
             rng = np.random.default_rng(9)
             idx = rng.integers(0, 500, (2, nq, k)).astype(np.int32)
             idx[:, ::7, -1] = -1
             dist = np.sort(rng.random((2, nq, k)), axis=2).astype(np.float32)
-            acc = np.float64 if be.info.fp64 else np.float32
-            lay = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 1}
-            t = (be.empty((2 * nq * k,), np.int32), be.empty((2 * nq * k,), acc),
-                 be.empty((2 * nq,), acc))
-            xk.XMAP_SKILL.pack(be, {"K": k, "REAL": "float", "WEIGHT": weight},
-                               be.to_device(idx.ravel()), be.to_device(dist.ravel()), k,
-                               nq * k, 0, nq, 2, 0, *t, lay)
-            tidx, tw, tden = (be.to_host(a) for a in t)
-            if weight == "ccm":  # (its normalised weights: float32 in that buffer)
-                tw = tw.view(np.float32)[:2 * nq * k]
-            res.append([tidx.tolist(), tw.tolist(), tden.tolist()])
+            case = {}
+            for cm in (0, 1):
+                lay = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 1, "LMAJ": 0,
+                       "CM": cm}
+                t = (be.empty((2 * nq * k,), np.int32), be.empty((2 * nq * k,), acc),
+                     be.empty((2 * nq,), acc))
+                xk.XMAP_SKILL.pack(be, {"K": k, "REAL": "float", "WEIGHT": weight},
+                                   be.to_device(idx.ravel()), be.to_device(dist.ravel()),
+                                   k, nq * k, 0, nq, 2, 0, *t, lay)
+                tidx, tw, tden = (be.to_host(a) for a in t)
+                if weight == "ccm":  # (its normalised weights: float32 in that buffer)
+                    tw = tw.view(np.float32)[:2 * nq * k]
+                case[cm] = [tidx.tolist(), tw.tolist(), tden.tolist()]
+            res.append([nq, k, wg, case[0], case[1]])
         print(json.dumps(res))
-    """
-    got = json.loads(run_under_oclgrind(code).strip().splitlines()[-1])
-    here: dict = {}
-    exec(textwrap.dedent(code).replace("clkernels.get_backend()",
-                                       f"clkernels.get_backend({CPU_DEVICE!r})")
-         .replace("print(json.dumps(res))", "out['res'] = res"), {"out": here})
-    for (gi, gw, gd), (ri, rw, rd) in zip(got, here["res"], strict=True):
-        assert gi == ri  # the entries where they belong; the weights within Oclgrind's libm
-        np.testing.assert_allclose(gw, rw, rtol=1e-5, atol=1e-7)
-        np.testing.assert_allclose(gd, rd, rtol=1e-5, atol=1e-7)
+    """)
+    from pyedmcl.kernels import xmap as xk
+    for nq, k, wg, kmaj, cmaj in json.loads(out.strip().splitlines()[-1]):
+        rows = xk.class_major_rows(nq, wg)
+        for a, b in zip(kmaj[:2], cmaj[:2], strict=True):
+            np.testing.assert_array_equal(
+                np.array(a).reshape(2, k, nq).transpose(0, 2, 1)[:, rows],
+                np.array(b).reshape(2, nq, k))
+        np.testing.assert_array_equal(np.array(kmaj[2]).reshape(2, nq)[:, rows],
+                                      np.array(cmaj[2]).reshape(2, nq))
 
 
 def test_staged_rows_fit_local_memory():
