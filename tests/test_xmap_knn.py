@@ -545,16 +545,19 @@ def _staged_case(be, xk, k):
             np.testing.assert_array_equal(g, got[0])
 
 
-@pytest.mark.parametrize("nq_of_wg", [(0, 5), (1, 0), (2, 3), (3, 0)])
-def test_class_major_pack_order(device, nq_of_wg):
+@pytest.mark.parametrize("nq_of_wg,k", [((0, 5), 4), ((1, 0), 4), ((2, 3), 4), ((3, 0), 4),
+                                        ((9, 3), 4), ((2, 3), 40)])
+def test_class_major_pack_order(device, nq_of_wg, k):
     """pack with CM writes packed row r of each library from query class_major_rows[r]
-    (one work-item a packed row): the same entries, weights and weight sums as the
-    k-major pack, permuted (query counts below one work-group of classes, a multiple
-    of it, and with a remainder)."""
+    (tiles of 8 query classes x pack_tile rows, staged in local memory: 8 rows, and 4
+    at K = 40): the same entries, weights and weight sums as the k-major pack, permuted
+    (query counts below one row of classes, a multiple of it, with a remainder, and
+    classes of more rows than a tile takes)."""
     from pyedmcl.kernels import xmap as xk
     be = get_backend(device)
     wg = xk.ccm_skill_wg(be.info)
-    nq, k, nb = nq_of_wg[0] * wg + nq_of_wg[1], 4, 3
+    nq, nb = nq_of_wg[0] * wg + nq_of_wg[1], 3
+    assert xk.pack_tile({"CM": 1, "K": k}) == (8 if k == 4 else 4)
     rng = np.random.default_rng(9)
     idx = rng.integers(0, 500, (nb, nq, k)).astype(np.int32)
     idx[:, ::7, -1] = -1  # rows without a full neighbour list
@@ -579,8 +582,8 @@ def test_class_major_pack_order(device, nq_of_wg):
 
 
 def test_class_major_pack_clean_under_oclgrind():
-    """The class-major pack (a work-item a packed row, its query found from the row) runs
-    clean under Oclgrind, for "ccm" and "simplex" weights and K = 4 and 40, and packs
+    """The class-major pack (tiles of 8 query classes x pack_tile rows staged in local
+    memory, a barrier, partial tiles) runs clean under Oclgrind, for "ccm" and "simplex" weights and K = 4 and 40, and packs
     the k-major pack's entries, weights and sums in class_major_rows order (both packs
     on Oclgrind: the same libm, so bit for bit)."""
     out = run_under_oclgrind("""

@@ -366,6 +366,25 @@ def time_major(Y: np.ndarray) -> tuple[np.ndarray, int]:
     return yt, ldy
 
 
+def pack_tile(params: Params) -> int:
+    """Rows of each of 8 query classes that a class-major ``pack`` work-group takes (CM;
+    0 without): 8 where the tile's 64 rows of K entries (an index and a weight each, at
+    most 12 bytes) fit 24 KiB in local memory, else 4 (at most 25 KiB: K up to 65). The
+    8 classes' queries of a row index are consecutive (their raw rows read together);
+    a class's rows are one stretch of the packed table (written whole)."""
+    if not params.get("CM", 0):
+        return 0
+    return 8 if 64 * params["K"] * 12 <= 24 << 10 else 4
+
+
+def pack_geometry(nq: int, wg: int, piw: int) -> int:
+    """Work-items along a class-major ``pack``'s first dimension: a work-group of
+    ``8 * piw`` per tile of 8 query classes (of ``wg``) x ``piw`` rows of each (classes
+    hold ``ceil(nq / wg)`` rows at most)."""
+    rows = -(-nq // wg)  # the largest class
+    return -(-wg // 8) * -(-rows // piw) * 8 * piw
+
+
 def class_major_rows(nq: int, wg: int) -> np.ndarray:
     """The query of each packed table row in pack's CM order: the queries of class 0
     (q = 0, wg, 2 wg, ...), then class 1, ...: what one work-item of a target-lane
@@ -542,13 +561,14 @@ class XmapSkillKernel(TunableKernel):
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
              "KR": 0, "O32": 1, **params,
-             "INL": int(inline_vector_ops(be.info))}  # (KR, O32: not tuned)
+             "INL": int(inline_vector_ops(be.info))}  # (KR, O32, PIW: not tuned)
         if p["ST"]:
             p["SPL"] = subtrees(p, p["WG"])
             p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info, p["SPL"],
                                   split_roots_bytes(p, be.info))
         else:
             p["CH"], p["SPL"] = _LAYOUT["CH"], 1  # unused: one rendering
+        p["PIW"] = pack_tile(p)
         return (self.template, p, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
@@ -571,9 +591,13 @@ class XmapSkillKernel(TunableKernel):
         ``spec["K"]`` only bounds it (staged target lanes: one program for every E-group
         of a map, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`); None: ``spec["K"]``.
         """
-        kern = self._kernel(be, spec, layout or {}, "pack")
+        req = self.request(be, spec, layout or {}, "pack")
+        kern = be.kernel(*req)
         kr = (np.int32(spec["K"] if k is None else k),) if (layout or {}).get("KR", 0) else ()
-        return be.launch(kern, (round_up(nq, 64), nb), None, idx, dist, np.int32(nq),
+        piw = req[1]["PIW"]  # (CM: tiles of 8 query classes x piw rows)
+        geo = ((pack_geometry(nq, req[1]["WG"], piw), nb), (8 * piw, 1)) if piw else \
+            ((round_up(nq, 64), nb), None)
+        return be.launch(kern, *geo, idx, dist, np.int32(nq),
                          np.int32(b0), tidx, tw, tden, np.int32(ldk), np.int32(bstride),
                          np.int32(row0), *kr)
 

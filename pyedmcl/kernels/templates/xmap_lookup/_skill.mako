@@ -29,12 +29,9 @@ void xmap_skill(__global const int* restrict tidx, __global const ${lk.wtype(WEI
 ## `r` (the queries q = r mod WG, in order): classes of nq / WG rows, the first nq % WG
 ## of them one more
 <%def name="class_start(r)">(${r}) * (nq / ${WG}) + min(${r}, nq % ${WG})</%def>
-## the query `q` (declared here) of packed row `r` with CM: row class_start(q mod WG) +
-## q / WG holds query q (classes of nq / WG + 1 rows first, nq % WG of them, then of
-## nq / WG)
-<%def name="cm_query(r, q)">    const int cs_ = nq / ${WG}, cr_ = nq % ${WG}, big_ = cr_ * (cs_ + 1);
-    const int c_ = ${r} < big_ ? ${r} / (cs_ + 1) : cr_ + (${r} - big_) / max(cs_, 1);
-    const int ${q} = c_ + (${r} - (${class_start("c_")})) * ${WG};</%def>
+## CM: whether query class `c` (< WG) has a row `i` (nq / WG rows, the first nq % WG
+## classes one more)
+<%def name="in_class(c, i)">(${c}) < ${WG} && (${i}) < nq / ${WG} + ((${c}) < nq % ${WG})</%def>
 ## the lean stream of target t: the shifted sums of _stats.mako that rho needs (n, the
 ## shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int: the same values as
 ## the acc_t stream of stats.update, in fewer registers and instructions; the shift is

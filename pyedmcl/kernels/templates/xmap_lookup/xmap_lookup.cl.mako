@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR, O32
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR, O32, PIW
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -27,10 +27,12 @@
 ##   work-group; scalar, VEC vector lanes or PF pipelined query loop; LB libraries per
 ##   work-group) and LANES = 1 (_lanes.mako: targets as work-items, coalesced reads);
 ##   both give the same rho bit for bit. CM (LANES = 1): pack writes each library's
-##   rows by query class (_skill.mako's class_start / cm_query), K entries per row, which
+##   rows by query class (_skill.mako's class_start / in_class), K entries per row, which
 ##   the target lanes read as one stretch per class. ST = 1 (with CM): the work-group
 ##   stages each class's rows in local memory, CH at a time; SPL > 1 (with ST): SPL
 ##   work-items a target and library stream a subtree of the classes each (_lanes.mako).
+## PIW (CM, the host's choice, :func:`pyedmcl.kernels.xmap.pack_tile`; 0 without CM):
+##   pack takes tiles of 8 query classes x PIW rows of each, staged in local memory.
 ## O32 (ST, the host's choice: 1 where the targets' bytes fit 32 bits): staged entries
 ##   hold the byte offset each reads (time x bytes per time) instead of the time
 ##   (_lanes.mako).
@@ -63,30 +65,41 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
                    const int row0${", const int K" if KR else ""})
 {
 % if CM:
-    /* one packed row per work-item, in the packed order: consecutive work-items write
-       consecutive rows (coalesced; by query, a warp's rows lay nq / WG apart), each
-       reading its query's raw row */
-    const int r = get_global_id(0);
-    if (r >= nq) return;
-${skill.cm_query("r", "q")}
+<% PR = 8 * PIW %>\
+    /* a tile of 8 query classes x PIW rows of each (a work-group of ${PR}): a row index's
+       8 classes are consecutive queries (their raw rows read together), and a class's
+       PIW rows one stretch of the packed table (staged in local memory, then written
+       whole); rows by class: class c's row i holds query c + i WG (class_start) */
+    __local int sidx[${PR} * ${K}];
+    __local ${lk.wtype(WEIGHT)} sw[${PR} * ${K}];
+    __local acc_t sden[${PR}];
+    /* (unsigned: a quotient and remainder of the same value are not a signed pair, which
+       LLVM would freeze, an instruction Oclgrind does not run) */
+    const uint lid = get_local_id(0), tile = get_group_id(0);
+    const int c0 = (int)(tile % ${(WG + 7) // 8}u) * 8;
+    const int i0 = (int)(tile / ${(WG + 7) // 8}u) * ${PIW};
+    const int lc = (int)(lid & 7u), li = (int)(lid >> 3);
+    const int live = ${skill.in_class("c0 + lc", "i0 + li")};  /* (no return before the barrier) */
+    const int q = live ? c0 + lc + (i0 + li) * ${WG} : 0;
+    const int t = (lc * ${PIW} + li) * K;  /* staged by class, then row */
 % else:
     const int q = get_global_id(0);
-    if (q >= nq) return;
 % endif
     const int b = b0 + get_global_id(1);
+% if not CM:
+    if (q >= nq) return;
+% endif
     /* raw table of library get_global_id(1): rows of ldk entries, bstride per library
        (a k-NN table: K, nq * K; one E of a fused scan: KMAX, EMAX * nq * KMAX) */
     const size_t o = (size_t)get_global_id(1) * (uint)bstride + (size_t)(row0 + q) * ldk;
-% if CM:
-    /* packed: rows by query class (q mod WG, the class one work-item of _lanes.mako
-       streams), each row's K entries adjacent: a class's table is one contiguous
-       stretch, read by all the work-group's lanes at once */
-    const size_t row = (size_t)b * nq + r;
-    const size_t t = row * K;
-% else:
+% if not CM:
     /* packed: k-major per library (entry k of query q at b * nq * K + k * nq + q), so
        consecutive queries' entries are adjacent: coalesced reads in xmap_skill */
     const size_t t = (size_t)b * nq * K + q;
+% endif
+<% ti, tws, at = ("sidx", "sw", "k") if CM else ("tidx", "tw", "(size_t)k * nq") %>\
+% if CM:
+    if (live) {
 % endif
     const real_t dmin_raw = dist[o];
     ${lk.dmin(WEIGHT)}
@@ -103,9 +116,9 @@ ${skill.cm_query("r", "q")}
             w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
             den += w;
         }
-        tidx[t + ${"k" if CM else "(size_t)k * nq"}] = l >= 0 ? l : -1;
+        ${ti}[t + ${at}] = l >= 0 ? l : -1;
 % if WEIGHT != "ccm":
-        tw[t + ${"k" if CM else "(size_t)k * nq"}] = w;
+        ${tws}[t + ${at}] = w;
 % endif
     }
     const int ok = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")};
@@ -119,10 +132,32 @@ ${skill.cm_query("r", "q")}
         const real_t d = dist[o + k];
         acc_t w = 0;
         if (l >= 0) w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
-        tw[t + ${"k" if CM else "(size_t)k * nq"}] = ok ? ${lk.norm("w", "den")} : (real_t)0;
+        ${tws}[t + ${at}] = ok ? ${lk.norm("w", "den")} : (real_t)0;
     }
 % endif
-    tden[${"row" if CM else "(size_t)b * nq + q"}] = ok ? den : (acc_t)0;
+% if CM:
+    sden[lc * ${PIW} + li] = ok ? den : (acc_t)0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* each class's rows i0 .. i0 + PIW - 1 that it has: one stretch from its row i0 */
+    for (int lc2 = 0; lc2 < 8; ++lc2) {
+        const int c = c0 + lc2;
+        const int rows = c < ${WG} ? clamp(nq / ${WG} + (c < nq % ${WG}) - i0, 0, ${PIW}) : 0;
+        const size_t g = ((size_t)b * nq + ${skill.class_start("c")} + i0) * K;
+        const int s0 = lc2 * ${PIW} * K;
+        for (int e = (int)lid; e < rows * K; e += ${PR}) {
+            tidx[g + e] = sidx[s0 + e];
+            tw[g + e] = sw[s0 + e];
+        }
+    }
+    {
+        const int c = c0 + lid / ${PIW}, i = i0 + lid % ${PIW};
+        if (${skill.in_class("c", "i")})
+            tden[(size_t)b * nq + ${skill.class_start("c")} + i] = sden[lid];
+    }
+% else:
+    tden[(size_t)b * nq + q] = ok ? den : (acc_t)0;
+% endif
 }
 
 ${stats.functions()}
