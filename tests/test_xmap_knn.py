@@ -583,9 +583,9 @@ def test_class_major_pack_order(device, nq_of_wg, k):
 
 def test_class_major_pack_clean_under_oclgrind():
     """The class-major pack (tiles of 8 query classes x pack_tile rows staged in local
-    memory, a barrier, partial tiles) runs clean under Oclgrind, for "ccm" and "simplex" weights and K = 4 and 40, and packs
-    the k-major pack's entries, weights and sums in class_major_rows order (both packs
-    on Oclgrind: the same libm, so bit for bit)."""
+    memory, a barrier, partial tiles) runs clean under Oclgrind, for "ccm" and "simplex"
+    weights and K = 4 and 40, and packs the k-major pack's entries, weights and sums in
+    class_major_rows order (both packs on Oclgrind: the same libm, so bit for bit)."""
     out = run_under_oclgrind("""
         import json, numpy as np, clkernels
         from pyedmcl.kernels import xmap as xk
