@@ -66,15 +66,28 @@ inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 
 ## candidate (D, L) with tie key KEY into the sorted local list topd[I][OP j] /
 ## topi[I][OP j], j < K, of query P (OP: the list's offset in its row, e.g. "O + ",
-## or ""); the caller has checked that it beats the list's last entry
-<%def name="shift_insert(I, OP, K, D, L, KEY, P)">\
+## or ""); the caller has checked that it beats the list's last entry.
+## FILL (an int lvalue, optional): the entries the list holds, its empty ones (-1) all
+## after them; the walk then starts at the first empty entry instead of the last one
+## (filling a list of K took ~K^2/2 moves of empty entries) and FILL counts the new
+## entry. The same list either way.
+<%def name="shift_insert(I, OP, K, D, L, KEY, P, FILL=None)">\
+% if FILL:
+int j = min((int)${FILL}, ${K} - 1);
+while (j > 0 && (${D} < topd[${I}][${OP}j - 1] || (${D} == topd[${I}][${OP}j - 1]
+       && ${KEY} < tie_key(${P}, topi[${I}][${OP}j - 1])))) {  /* entries below j: none empty */
+% else:
 int j = ${K} - 1;
 while (j > 0 && (${D} < topd[${I}][${OP}j - 1] || (${D} == topd[${I}][${OP}j - 1]
        && (topi[${I}][${OP}j - 1] < 0 || ${KEY} < tie_key(${P}, topi[${I}][${OP}j - 1]))))) {
+% endif
     topd[${I}][${OP}j] = topd[${I}][${OP}j - 1];
     topi[${I}][${OP}j] = topi[${I}][${OP}j - 1];
     --j;
 }
 topd[${I}][${OP}j] = ${D};
 topi[${I}][${OP}j] = ${L};
+% if FILL:
+${FILL} = min(${FILL} + 1, ${K});
+% endif
 </%def>

@@ -42,8 +42,8 @@
 ## tiles). Insertion phase: INS "q": the work-item owning query i walks the tile's
 ## masks, recomputes the flagged lane's partial sums (same operations, so the same
 ## values) and inserts into the sorted top-K_E lists in local memory (a short
-## shifting insertion); INS "qe": one work-item per (query, E) list (more parallel:
-## GPUs). Thresholds are refreshed after each tile. CQ (with "qe" and ANY): a lane
+## shifting insertion from the list's first empty entry: `fill` counts each list's
+## entries); INS "qe": one work-item per (query, E) list (more parallel: GPUs). Thresholds are refreshed after each tile. CQ (with "qe" and ANY): a lane
 ## with a candidate for a query also appends its tile index to that query's list
 ## (clist, a local atomic_inc on ncand, double-buffered like qany), and a (query, E)
 ## work-item visits only those lanes instead of the whole tile. They come in the order
@@ -98,13 +98,14 @@ ${keys.kernel(KS)}\
 __constant int KS[${EMAX}] = {${", ".join(str(k) for k in KS)}};
 __constant int OFF[${EMAX}] = {${", ".join(str(o) for o in OFF)}};
 
-## candidate (D, L) with tie key KEY into query I's sorted list at offset O of K entries
-<%def name="insert_into(I, O, K, D, L, KEY, P)">\
+## candidate (D, L) with tie key KEY into query I's sorted list at offset O of K entries,
+## of which FILL (an int lvalue) are filled
+<%def name="insert_into(I, O, K, D, L, KEY, P, FILL)">\
 {
     const real_t kd = topd[${I}][${O} + ${K} - 1];
     const int ki = topi[${I}][${O} + ${K} - 1];
     if (${D} < kd || (${D} == kd && (ki < 0 || ${KEY} < tie_key(${P}, ki)))) {
-        ${topk.shift_insert(I, "%s + " % O, K, D, L, KEY, P)}
+        ${topk.shift_insert(I, "%s + " % O, K, D, L, KEY, P, FILL)}
     }
 }\
 </%def>
@@ -142,6 +143,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % endif
     __local real_t topd[${QB}][${KT}];
     __local int topi[${QB}][${KT}];
+    __local ushort fill[${QB}][${EMAX}];  /* entries each list holds, its empty ones after them */
 
     for (int i = 0; i < ${QB}; ++i) {
         for (int e = lid; e < ${KT}; e += ${WG}) {
@@ -164,6 +166,7 @@ void knn_scan(__global const real_t* restrict x, __global const int* restrict in
 % for j in range(EMAX):
         qloc[i][${j}] = x[PAD + p - ${j * TAU}];
         thr[i][${j}] = ${j} < em ? INFINITY : (real_t)-1;
+        fill[i][${j}] = 0;
 % endfor
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -202,7 +205,7 @@ ${distance.phase(R)}\
 % for j in range(EMAX):
                 ${metric.step(METRIC, "acc", "x[PAD + l - %d]" % (j * TAU), "qloc[i][%d]" % j, FMA)}
                 if (b >> ${j}) {
-                    if ((b >> ${j}) & 1u) ${insert_into("i", OFF[j], KS[j], "acc", "l", "key", "p")}
+                    if ((b >> ${j}) & 1u) ${insert_into("i", OFF[j], KS[j], "acc", "l", "key", "p", "fill[i][%d]" % j)}
 % endfor
 % for j in range(EMAX):
                 }
@@ -229,6 +232,7 @@ ${distance.phase(R)}\
 % endif
             const int p = qp[i];
             const int O = OFF[j], K = KS[j];
+            int f = fill[i][j];
 % if CQ:
             /* only the lanes with a candidate for this query; the lists hold the best K
                of the candidates under a total order, so the visiting order is free */
@@ -252,8 +256,9 @@ ${distance.phase(R)}\
 % endif
 % endfor
                 ${"}" * (EMAX - 1)}
-                ${insert_into("i", "O", "K", "acc", "l", "key", "p")}
+                ${insert_into("i", "O", "K", "acc", "l", "key", "p", "f")}
             }
+            fill[i][j] = (ushort)f;
             thr[i][j] = topd[i][O + K - 1];
         }
 % endif
