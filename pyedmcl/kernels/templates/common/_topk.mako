@@ -69,22 +69,28 @@ inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 ## or ""); the caller has checked that it beats the list's last entry.
 ## FILL (an int lvalue, optional): the entries the list holds, its empty ones (-1) all
 ## after them; the walk then starts at the first empty entry instead of the last one
-## (filling a list of K took ~K^2/2 moves of empty entries) and FILL counts the new
-## entry. The same list either way.
+## (filling a list of K took ~K^2/2 moves of empty entries), reads each entry it passes
+## once (distance and point, kept for the move) and leaves at the first one the
+## candidate does not precede; FILL counts the new entry. The same list either way.
 <%def name="shift_insert(I, OP, K, D, L, KEY, P, FILL=None)">\
 % if FILL:
 int j = min((int)${FILL}, ${K} - 1);
-while (j > 0 && (${D} < topd[${I}][${OP}j - 1] || (${D} == topd[${I}][${OP}j - 1]
-       && ${KEY} < tie_key(${P}, topi[${I}][${OP}j - 1])))) {  /* entries below j: none empty */
+for (; j > 0; --j) {  /* entries below j: none empty */
+    const real_t dj = topd[${I}][${OP}j - 1];
+    const int ij = topi[${I}][${OP}j - 1];
+    if (!(${D} < dj || (${D} == dj && ${KEY} < tie_key(${P}, ij)))) break;
+    topd[${I}][${OP}j] = dj;
+    topi[${I}][${OP}j] = ij;
+}
 % else:
 int j = ${K} - 1;
 while (j > 0 && (${D} < topd[${I}][${OP}j - 1] || (${D} == topd[${I}][${OP}j - 1]
        && (topi[${I}][${OP}j - 1] < 0 || ${KEY} < tie_key(${P}, topi[${I}][${OP}j - 1]))))) {
-% endif
     topd[${I}][${OP}j] = topd[${I}][${OP}j - 1];
     topi[${I}][${OP}j] = topi[${I}][${OP}j - 1];
     --j;
 }
+% endif
 topd[${I}][${OP}j] = ${D};
 topi[${I}][${OP}j] = ${L};
 % if FILL:
