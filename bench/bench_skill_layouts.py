@@ -9,8 +9,9 @@ its wait, best of ``--repeat`` (one kernel: the device time plus ~30 us of launc
 
 Layouts: ``tuned`` (what the map takes for that many targets: the tuned entry of the
 narrow or wide bucket, after :func:`~pyedmcl.kernels.xmap.gpu_layout` /
-``cpu_layout``), ``heuristic`` (the device's untuned layout), ``staged:LWG.LB.SPL``
-(target lanes, tables staged in local memory, SPL subtrees a target; decision 0082)
+``cpu_layout``), ``heuristic`` (the device's untuned layout), ``staged:LWG.LB.SPL[.TJ]``
+(target lanes, tables staged in local memory, SPL subtrees a target, TJ targets a
+work-item; decision 0082)
 and ``lanes:LWG.LB`` (target lanes reading the tables from global memory, decision 0080).
 
 Run:  python bench/bench_skill_layouts.py --device nvidia --K 7 21 --targets 256 512 2048 8192
@@ -43,9 +44,9 @@ def layouts(names: list[str], be, xk, spec: dict, nq: int, ntg: int) -> list[tup
             f = [int(x) for x in v.split(".")]
             p = dict(xk._LAYOUT, TJ=1, LANES=1, LWG=f[0], LB=f[1], LMAJ=1, CM=1)
             if kind == "staged":
-                p.update(ST=1, CH=16, SPL=f[2] if len(f) > 2 else 1)
+                p.update(ST=1, CH=16, SPL=f[2] if len(f) > 2 else 1, TJ=f[3] if len(f) > 3 else 1)
         else:
-            raise SystemExit(f"--layouts: {name!r} is not tuned, heuristic, staged:LWG.LB.SPL "
+            raise SystemExit(f"--layouts: {name!r} is not tuned, heuristic, staged:LWG.LB.SPL[.TJ] "
                              "or lanes:LWG.LB")
         out.append((name, p))
     return out
