@@ -545,19 +545,37 @@ def _staged_case(be, xk, k):
             np.testing.assert_array_equal(g, got[0])
 
 
+def test_pack_tile_fits_local_memory():
+    """The class-major pack's tile shrinks with K and with the device's local memory (8,
+    4, 2, 1 rows a class), so a large K builds where 8 rows would not fit; no tile
+    without CM."""
+    import dataclasses
+
+    from pyedmcl.kernels import xmap as xk
+    info = get_backend(CPU_DEVICE).info
+    big = dataclasses.replace(info, local_mem_bytes=65536)
+    small = dataclasses.replace(info, local_mem_bytes=16384)
+    assert [xk.pack_tile({"CM": 1, "K": k}, big) for k in (4, 31, 32, 63, 64, 101, 300)] == \
+        [8, 8, 4, 4, 2, 2, 1]
+    assert [xk.pack_tile({"CM": 1, "K": k}, small) for k in (4, 21, 101)] == [8, 4, 1]
+    assert xk.pack_tile({"CM": 0, "K": 7}, big) == 0
+    for k, piw in ((31, 8), (63, 4), (101, 2)):  # the tile's bytes within the budget
+        assert 8 * piw * (12 * k + 8) <= xk.PACK_TILE_BYTES
+
+
 @pytest.mark.parametrize("nq_of_wg,k", [((0, 5), 4), ((1, 0), 4), ((2, 3), 4), ((3, 0), 4),
-                                        ((9, 3), 4), ((2, 3), 40)])
+                                        ((9, 3), 4), ((2, 3), 40), ((3, 1), 101)])
 def test_class_major_pack_order(device, nq_of_wg, k):
     """pack with CM writes packed row r of each library from query class_major_rows[r]
-    (tiles of 8 query classes x pack_tile rows, staged in local memory: 8 rows, and 4
-    at K = 40): the same entries, weights and weight sums as the k-major pack, permuted
+    (tiles of 8 query classes x pack_tile rows, staged in local memory: 8 rows, 4 at
+    K = 40, 2 at K = 101): the same entries, weights and weight sums as the k-major pack, permuted
     (query counts below one row of classes, a multiple of it, with a remainder, and
     classes of more rows than a tile takes)."""
     from pyedmcl.kernels import xmap as xk
     be = get_backend(device)
     wg = xk.ccm_skill_wg(be.info)
     nq, nb = nq_of_wg[0] * wg + nq_of_wg[1], 3
-    assert xk.pack_tile({"CM": 1, "K": k}) == (8 if k == 4 else 4)
+    assert xk.pack_tile({"CM": 1, "K": k}, be.info) == {4: 8, 40: 4, 101: 2}[k]
     rng = np.random.default_rng(9)
     idx = rng.integers(0, 500, (nb, nq, k)).astype(np.int32)
     idx[:, ::7, -1] = -1  # rows without a full neighbour list

@@ -366,15 +366,23 @@ def time_major(Y: np.ndarray) -> tuple[np.ndarray, int]:
     return yt, ldy
 
 
-def pack_tile(params: Params) -> int:
+#: local memory a class-major ``pack`` work-group's tile may take (bytes; less where the
+#: device has less)
+PACK_TILE_BYTES = 24 << 10
+
+
+def pack_tile(params: Params, info: DeviceInfo) -> int:
     """Rows of each of 8 query classes that a class-major ``pack`` work-group takes (CM;
-    0 without): 8 where the tile's 64 rows of K entries (an index and a weight each, at
-    most 12 bytes) fit 24 KiB in local memory, else 4 (at most 25 KiB: K up to 65). The
-    8 classes' queries of a row index are consecutive (their raw rows read together);
-    a class's rows are one stretch of the packed table (written whole)."""
+    0 without): the most of 8, 4, 2, 1 whose tile (8 x that many rows of K entries, an
+    index and a weight each, at most 12 bytes, and a weight sum) fits
+    :data:`PACK_TILE_BYTES` of the device's local memory (8 up to K = 31, 4 up to 63).
+    The 8 classes' queries of a row index are consecutive (their raw rows read
+    together); a class's rows are one stretch of the packed table (written whole)."""
     if not params.get("CM", 0):
         return 0
-    return 8 if 64 * params["K"] * 12 <= 24 << 10 else 4
+    budget = min(PACK_TILE_BYTES, info.local_mem_bytes)
+    row = params["K"] * 12 + 8
+    return next((piw for piw in (8, 4, 2) if 8 * piw * row <= budget), 1)
 
 
 def pack_geometry(nq: int, wg: int, piw: int) -> int:
@@ -568,7 +576,7 @@ class XmapSkillKernel(TunableKernel):
                                   split_roots_bytes(p, be.info))
         else:
             p["CH"], p["SPL"] = _LAYOUT["CH"], 1  # unused: one rendering
-        p["PIW"] = pack_tile(p)
+        p["PIW"] = pack_tile(p, be.info)
         return (self.template, p, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
