@@ -548,19 +548,27 @@ def _staged_case(be, xk, k):
 def test_pack_tile_fits_local_memory():
     """The class-major pack's tile shrinks with K and with the device's local memory (8,
     4, 2, 1 rows a class), so a large K builds where 8 rows would not fit; no tile
-    without CM."""
+    without CM. The built pack's own local memory (the runtime's count, "simplex": the
+    widest weights) stays within the budget."""
     import dataclasses
 
+    import pyopencl as cl
+
     from pyedmcl.kernels import xmap as xk
-    info = get_backend(CPU_DEVICE).info
-    big = dataclasses.replace(info, local_mem_bytes=65536)
-    small = dataclasses.replace(info, local_mem_bytes=16384)
+    be = get_backend(CPU_DEVICE)
+    big = dataclasses.replace(be.info, local_mem_bytes=65536)
+    small = dataclasses.replace(be.info, local_mem_bytes=16384)
     assert [xk.pack_tile({"CM": 1, "K": k}, big) for k in (4, 31, 32, 63, 64, 101, 300)] == \
         [8, 8, 4, 4, 2, 2, 1]
     assert [xk.pack_tile({"CM": 1, "K": k}, small) for k in (4, 21, 101)] == [8, 4, 1]
     assert xk.pack_tile({"CM": 0, "K": 7}, big) == 0
-    for k, piw in ((31, 8), (63, 4), (101, 2)):  # the tile's bytes within the budget
-        assert 8 * piw * (12 * k + 8) <= xk.PACK_TILE_BYTES
+    lay = {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 4, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 1}
+    budget = min(xk.PACK_TILE_BYTES, be.info.local_mem_bytes)
+    for k in (4, 31, 32, 63, 64, 101):
+        req = xk.XMAP_SKILL.request(be, {"K": k, "REAL": "float", "WEIGHT": "simplex"}, lay, "pack")
+        used = be.kernel(*req).handle.get_work_group_info(
+            cl.kernel_work_group_info.LOCAL_MEM_SIZE, be.device)
+        assert 0 < used <= budget, (k, req[1]["PIW"], used)
 
 
 @pytest.mark.parametrize("nq_of_wg,k", [((0, 5), 4), ((1, 0), 4), ((2, 3), 4), ((3, 0), 4),
@@ -568,9 +576,9 @@ def test_pack_tile_fits_local_memory():
 def test_class_major_pack_order(device, nq_of_wg, k):
     """pack with CM writes packed row r of each library from query class_major_rows[r]
     (tiles of 8 query classes x pack_tile rows, staged in local memory: 8 rows, 4 at
-    K = 40, 2 at K = 101): the same entries, weights and weight sums as the k-major pack, permuted
-    (query counts below one row of classes, a multiple of it, with a remainder, and
-    classes of more rows than a tile takes)."""
+    K = 40, 2 at K = 101): the same entries, weights and weight sums as the k-major
+    pack, permuted (query counts below one row of classes, a multiple of it, with a
+    remainder, and classes of more rows than a tile takes)."""
     from pyedmcl.kernels import xmap as xk
     be = get_backend(device)
     wg = xk.ccm_skill_wg(be.info)

@@ -43,8 +43,9 @@
 ## masks, recomputes the flagged lane's partial sums (same operations, so the same
 ## values) and inserts into the sorted top-K_E lists in local memory (a short
 ## shifting insertion from the list's first empty entry: `fill` counts each list's
-## entries); INS "qe": one work-item per (query, E) list (more parallel: GPUs). Thresholds are refreshed after each tile. CQ (with "qe" and ANY): a lane
-## with a candidate for a query also appends its tile index to that query's list
+## entries); INS "qe": one work-item per (query, E) list (more parallel: GPUs).
+## Thresholds are refreshed after each tile. CQ (with "qe" and ANY): a lane with a
+## candidate for a query also appends its tile index to that query's list
 ## (clist, a local atomic_inc on ncand, double-buffered like qany), and a (query, E)
 ## work-item visits only those lanes instead of the whole tile. They come in the order
 ## the atomics ran; a sorted top-K under a total order holds the best K of its
