@@ -43,7 +43,8 @@
 ## masks, recomputes the flagged lane's partial sums (same operations, so the same
 ## values) and inserts into the sorted top-K_E lists in local memory (a short
 ## shifting insertion from the list's first empty entry: `fill` counts each list's
-## entries); INS "qe": one work-item per (query, E) list (more parallel: GPUs).
+## entries); INS "qe": one work-item per (query, E) list (more parallel: GPUs), the
+## tasks E-major (a warp's lists of one E).
 ## Thresholds are refreshed after each tile. CQ (with "qe" and ANY): a lane with a
 ## candidate for a query also appends its tile index to that query's list
 ## (clist, a local atomic_inc on ncand, double-buffered like qany), and a (query, E)
@@ -218,9 +219,12 @@ ${distance.phase(R)}\
 % endfor
         }
 % else:
+        /* tasks E-major: consecutive work-items take the same E of consecutive queries,
+           so a warp's lists have one K and one recompute length (H100, N = 5,000 x
+           3,780, E 1..20: the scan 1.28 -> 1.10 s against query-major tasks) */
         for (int task = lid; task < ${QB * EMAX}; task += ${WG}) {
-            const int i = task / ${EMAX};
-            const int j = task - i * ${EMAX};
+            const int j = task / ${QB};
+            const int i = task - j * ${QB};
 % if CQ:
             if (j == 0) { qany[cur ^ 1][i] = 0u; ncand[cur ^ 1][i] = 0; }
 % else:
