@@ -404,6 +404,37 @@ def test_map_runtime_k_same_matrix_one_program(device, monkeypatch, lay):
     assert len(srcs) == 1  # one program (pack and skill) for every E
 
 
+@pytest.mark.parametrize("K", [5, 64, 70])
+def test_runtime_k_pack_kept_weights_same_tables(device, K):
+    """CCM's pack keeps each weight for its normalisation instead of computing it twice;
+    the runtime-K pack (one source for every K) keeps 64 slots and computes any slot
+    beyond them again: its tables equal the constant-K pack's bit for bit on both sides
+    of that bound (missing neighbours, zero distances and a query with no prediction
+    included)."""
+    from pyedmcl.kernels import xmap as xk
+    be = get_backend(device)
+    rng = np.random.default_rng(K)
+    nb, nq = 3, 37
+    idx = rng.integers(0, 500, (nb, nq, K)).astype(np.int32)
+    dist = np.sort(rng.random((nb, nq, K)).astype(np.float32), axis=2)
+    dist[0, :4, :2] = 0  # zero distances (d_min 0: those get weight 1)
+    idx[1, 5, K - 3:] = -1  # fewer than K neighbours: no prediction
+    dist[1, 5, K - 3:] = np.inf
+    spec = {"K": K, "REAL": "float", "WEIGHT": "ccm"}
+    got = []
+    for kr in (0, 1):
+        tidx = be.empty((nb, K, nq), np.int32)
+        tw = be.empty((nb, K, nq), np.float32)
+        tden = be.empty((nb, nq), np.float64 if be.info.fp64 else np.float32)
+        xk.XMAP_SKILL.pack(be, spec, be.to_device(idx), be.to_device(dist), K, nq * K, 0, nq,
+                           nb, 0, tidx, tw, tden, dict(xk.SCALAR_LAYOUT, KR=kr))
+        got.append([np.asarray(be.to_host(a)) for a in (tidx, tw, tden)])
+    for a, b in zip(*got, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert (got[0][2][1, 5] == 0) and np.all(got[0][1][1, :, 5] == 0)
+    assert np.all(got[0][1][0, :2, :4] == np.float32(0.5))  # two zero distances share 1
+
+
 def test_wide_groups_take_target_lanes_on_gpus():
     """On a GPU an E-group of at least ``wide_targets`` targets has its own tuning bucket
     ("-wide"), untuned: target lanes reading class-ordered tables staged in local

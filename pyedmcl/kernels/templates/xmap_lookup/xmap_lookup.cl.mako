@@ -132,12 +132,20 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     const real_t dmin_raw = ${raw_d("0")};
     ${lk.dmin(WEIGHT)}
     acc_t den = 0;
-<% KEEPW = WEIGHT == "ccm" and not KR %>\
+<%
+    # "ccm": the weights kept for their normalisation below instead of computed twice.
+    # KB slots: K, or with KR the template's K where it bounds the argument (staged
+    # lanes); a scalar KR program serves every K from one source: 64 slots kept, any
+    # slot beyond them computed again (the same weight either way)
+    KEEPW = WEIGHT == "ccm"
+    KB = 64 if KR and not LANES else K
+    GUARD = KR and not LANES and WEIGHT == "ccm"
+%>\
 % if KEEPW:
-    /* "ccm": the weights kept for their normalisation below instead of computed twice
-       (H100, mixed-E maps: the packs 0.146 -> 0.131 s at 5,000 x 3,780, 0.085 -> 0.072 s
-       at 10,000 x 1,000; the same weights) */
-    acc_t wk[${K}];
+    /* (H100, mixed-E maps: the packs 0.146 -> 0.131 s at 5,000 x 3,780, 0.085 -> 0.072 s
+       at 10,000 x 1,000; Intel's CPU runtime, the runtime-K pack of 16 libraries x 1,000
+       queries: 1.7-1.9x) */
+    acc_t wk[${KB}];
 % endif
     /* a loop over the K slots, not unrolled: K inlined copies of the double exp and the
        correctly rounded division were most of a skill program (its build time), and
@@ -152,7 +160,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
             den += w;
         }
 % if KEEPW:
-        wk[k] = w;
+        ${"if (k < %d) " % KB if GUARD else ""}wk[k] = w;
 % endif
         ${ti}[t + ${at}] = l >= 0 ? l : -1;
 % if WEIGHT != "ccm":
@@ -165,17 +173,21 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
        sums their products with the targets and divides nothing; the same weights as
        above (the same operations), 0 where the query has no prediction */
     #pragma unroll 1
-    for (int k = 0; k < K; ++k) {
-% if KEEPW:
+    for (int k = 0; k < ${"min(K, %d)" % KB if GUARD else "K"}; ++k) {
         const acc_t w = wk[k];
-% else:
+        ${tws}[t + ${at}] = ok ? ${lk.norm("w", "den")} : (real_t)0;
+    }
+% if GUARD:
+    /* slots beyond the kept ones: their weights computed again */
+    #pragma unroll 1
+    for (int k = ${KB}; k < K; ++k) {
         const int l = ${raw_l("k")};
         const real_t d = ${raw_d("k")};
         acc_t w = 0;
         if (l >= 0) w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
-% endif
         ${tws}[t + ${at}] = ok ? ${lk.norm("w", "den")} : (real_t)0;
     }
+% endif
 % endif
 % if CM:
     sden[lc * ${PIW} + li] = ok ? den : (acc_t)0;
