@@ -374,7 +374,8 @@ PACK_TILE_BYTES = 24 << 10
 def pack_tile(params: Params, info: DeviceInfo) -> int:
     """Rows of each of 8 query classes that a class-major ``pack`` work-group takes (CM;
     0 without): the most of 8, 4, 2, 1 whose tile (8 x that many rows of K entries, an
-    index and a weight each, at most 12 bytes, and a weight sum) fits
+    index and a weight each, at most 12 bytes, first holding the raw row's index and
+    distance, and a weight sum) fits
     :data:`PACK_TILE_BYTES` of the device's local memory (8 up to K = 31, 4 up to 63).
     The 8 classes' queries of a row index are consecutive (their raw rows read
     together); a class's rows are one stretch of the packed table (written whole)."""

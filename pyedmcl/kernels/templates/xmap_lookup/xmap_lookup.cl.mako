@@ -99,8 +99,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     const size_t t = (size_t)b * nq * K + q;
 % endif
 <% ti, tws, at = ("sidx", "sw", "k") if CM else ("tidx", "tw", "(size_t)k * nq") %>\
-<% STIN = CM %>\
-% if STIN:
+% if CM:
     /* the tile's raw rows read together before any is used: a row index's 8 classes are
        consecutive queries, whose raw rows are adjacent, read with consecutive work-items
        on consecutive entries, each entry once, into the work-item's own staged row (entry
@@ -122,9 +121,9 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
 % endif
 <%
     def raw_l(k):
-        return "sidx[t + %s]" % k if STIN else "idx[o + %s]" % k
+        return "sidx[t + %s]" % k if CM else "idx[o + %s]" % k
     def raw_d(k):
-        return "(real_t)sw[t + %s]" % k if STIN else "dist[o + %s]" % k
+        return "(real_t)sw[t + %s]" % k if CM else "dist[o + %s]" % k
 %>\
 % if CM:
     if (live) {
@@ -137,11 +136,10 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     # KB slots: K, or with KR the template's K where it bounds the argument (staged
     # lanes); a scalar KR program serves every K from one source: 64 slots kept, any
     # slot beyond them computed again (the same weight either way)
-    KEEPW = WEIGHT == "ccm"
-    KB = 64 if KR and not LANES else K
-    GUARD = KR and not LANES and WEIGHT == "ccm"
+    GUARD = KR and not LANES
+    KB = 64 if GUARD else K
 %>\
-% if KEEPW:
+% if WEIGHT == "ccm":
     /* (H100, mixed-E maps: the packs 0.146 -> 0.131 s at 5,000 x 3,780, 0.085 -> 0.072 s
        at 10,000 x 1,000; Intel's CPU runtime, the runtime-K pack of 16 libraries x 1,000
        queries: 1.7-1.9x) */
@@ -159,7 +157,7 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
             w = ${lk.weight(WEIGHT, "d", REAL, ACC, INL)};
             den += w;
         }
-% if KEEPW:
+% if WEIGHT == "ccm":
         ${"if (k < %d) " % KB if GUARD else ""}wk[k] = w;
 % endif
         ${ti}[t + ${at}] = l >= 0 ? l : -1;
