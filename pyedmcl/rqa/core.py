@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, get_backend
+from clkernels.collector import quiet_collector
 
 from .._precision import Prepared, prepare
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
@@ -159,6 +160,7 @@ def centring(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list
                    common_shift=common, what=what, deferred=deferred)
 
 
+@quiet_collector
 def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         recurrence_rate: float | None = None, metric: str = "euclidean", theiler: int = 1,
         l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",

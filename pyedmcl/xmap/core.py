@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from clkernels.collector import collector_quiet
 
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
@@ -342,15 +345,19 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     one, stored). Not with ``scheduler``.
     """
     heads: list[tuple[HeadStart, dict[str, Any]]] = []  # (the map's head start, if any)
+    # in memory, no full collection stalls the host's feeding of the devices (a store's
+    # job may run for hours: its collector is left alone)
+    quiet = collector_quiet() if out is None and scheduler is None else nullcontext()
     try:
-        return _xmap(X, heads, E=E, tau=tau, Tp=Tp, max_E=max_E, out=out,
-                     block_rows=block_rows, device=device, devices=devices,
-                     backend=backend, scheduler=scheduler,
-                     n_workers=n_workers, overwrite=overwrite,
-                     progress=progress, knn_kernel=knn_kernel, fma=fma,
-                     dtype=dtype, surrogates=surrogates,
-                     surrogate_method=surrogate_method,
-                     surrogate_options=surrogate_options, seed=seed)
+        with quiet:
+            return _xmap(X, heads, E=E, tau=tau, Tp=Tp, max_E=max_E, out=out,
+                         block_rows=block_rows, device=device, devices=devices,
+                         backend=backend, scheduler=scheduler,
+                         n_workers=n_workers, overwrite=overwrite,
+                         progress=progress, knn_kernel=knn_kernel, fma=fma,
+                         dtype=dtype, surrogates=surrogates,
+                         surrogate_method=surrogate_method,
+                         surrogate_options=surrogate_options, seed=seed)
     finally:
         for head, _ in heads:
             head.release()
