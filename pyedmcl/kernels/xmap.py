@@ -110,8 +110,11 @@ class XmapKnnKernel(KnnKernel):
     #: same tables bit for bit). H100, the map's k-NN device time, tuned entry -> this:
     #: N = 5,000 x 3,780 E = 3 92 -> 39 ms, E = 5 90 -> 57 ms, E = 10 285 -> 115 ms;
     #: N = 2,000 x 3,780 E = 20 495 -> 103 ms; N = 10,000 x 1,000 E = 6 34 -> 20 ms
-    #: (decision 0104)
-    SLIDE_LAYOUT_GPU: Params = {"VARIANT": "rows", "WG": 32, "TILE": 256, "QB": 1, "EA": 0,
+    #: (decision 0104). Each pair's partial sum checked against the query's threshold
+    #: every two coordinates (EA 0 -> 2, the same tables): E = 3 32.1 -> 30.0 ms, E = 5
+    #: 49 -> 41.5 ms, E = 10 95.8 -> 77 ms, E = 20 88.9 -> 72.9 ms, E = 6 (10,000 x 1,000)
+    #: 23.2 -> 23.3 ms (decision 0112)
+    SLIDE_LAYOUT_GPU: Params = {"VARIANT": "rows", "WG": 32, "TILE": 256, "QB": 1, "EA": 2,
                                 "INS": "reg", "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0,
                                 "SLIDE": 16}
 
