@@ -30,7 +30,7 @@ DEFERRED = 1 << 30
 
 _lock = threading.Lock()
 _active = 0  # jobs inside collector_quiet
-_saved: tuple[int, ...] | None = None  # the thresholds to restore (None: none changed)
+_saved: tuple[int, int, int] | None = None  # the thresholds to restore (None: none changed)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,7 +43,7 @@ def collector_quiet() -> Iterator[None]:
         if _active == 0:
             th = gc.get_threshold()
             _saved = None
-            if gc.isenabled() and th[0] > 0 and len(th) == 3 and th[2] < DEFERRED:
+            if gc.isenabled() and th[0] > 0 and th[2] < DEFERRED:
                 _saved = th
                 gc.set_threshold(th[0], th[1], DEFERRED)
         _active += 1
