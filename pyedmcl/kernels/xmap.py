@@ -286,6 +286,21 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
     return p["LWG"] == 32 and (p["TJ"] > 1 or not p["VEC"])
 
 
+#: streams of the embedding scan's skill reduction (``diag``: each library predicting its
+#: own series; the rho that picks each series' E). Its own width, not CCM's: the scan's
+#: rho need agree only across devices, and its one-target libraries have no target
+#: lanes, so a library's streams are all the work-items there are; the scan runs one
+#: small launch per E and batch, whose time is one work-item's stream (H100, 1,000 x
+#: 1,000, E 1..20: the scan's skill 22 ms at 64 streams, 42-51 ms at 16)
+SCAN_SKILL_WG = 64
+
+
+def scan_skill_wg(info: DeviceInfo) -> int:
+    """The embedding scan's reduction width on the device ``info`` (:data:`SCAN_SKILL_WG`,
+    or the largest power of two the device allows)."""
+    return 1 << (min(SCAN_SKILL_WG, info.max_work_group_size).bit_length() - 1)
+
+
 def wide_targets(info: DeviceInfo) -> int:
     """Targets from which an E-group's skill on the GPU ``info`` is "wide" (the ``-wide``
     spec bucket): with a scan batch of 64 libraries the target-lane layout then fills
@@ -498,9 +513,10 @@ class XmapSkillKernel(TunableKernel):
     """Fused lookup + rho for TJ targets per work-group, and the table packing before it.
 
     A spec holds ``K``, ``REAL``, ``WEIGHT`` ("ccm" / "simplex") and, for the tuning
-    bucket, ``ACC``. The reduction's work-group size is CCM's
+    bucket, ``ACC``. The reduction's width is CCM's
     (:func:`pyedmcl.kernels.lookup.ccm_skill_wg`), so that both reduce in the same
-    order and agree bit for bit.
+    order and agree bit for bit; the embedding scan's (``diag``) is its own
+    (:func:`scan_skill_wg`, the layout's ``WG``).
     """
 
     name = "xmap_skill"
@@ -554,15 +570,16 @@ class XmapSkillKernel(TunableKernel):
         Intel's runtime against 0.3 s), one library per work-group, and K as a kernel
         argument (KR): one program for every E of the scan instead of one each, the same
         results (the scan's skill is a small part of its work; 20 programs were most of
-        an auto-E map's first run)."""
+        an auto-E map's first run), and the scan's own reduction width
+        (:data:`SCAN_SKILL_WG`, as ``WG``)."""
         p = self.params_for(be, spec, size)
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
                "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0)),
                "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16)), "SPL": int(p.get("SPL", 1))}
-        if diag:  # one target per library, one program for every K
+        if diag:  # one target per library, one program for every K, the scan's width
             out.update(TJ=1, VEC=0, LANES=0, PF=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16, SPL=1,
-                       KR=1)
+                       KR=1, WG=scan_skill_wg(be.info))
         return out
 
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
@@ -627,7 +644,7 @@ class XmapSkillKernel(TunableKernel):
         if params.get("ST", 0) and not offsets_fit(y_dev):
             params = dict(params, O32=0)  # staged reads by times (64-bit products)
         kern = self._kernel(be, spec, params, "xmap_skill")
-        gsize, lsize = skill_geometry(params, ntg, nb, ccm_skill_wg(be.info))
+        gsize, lsize = skill_geometry(params, ntg, nb, params.get("WG") or ccm_skill_wg(be.info))
         kr = (np.int32(spec["K"] if k is None else k),) if params.get("KR", 0) else ()
         return be.launch(kern, gsize, lsize, tidx, tw, tden, np.int32(nq), y_dev, np.int32(ldy),
                          np.int32(tshift), tgt, ocol, np.int32(ntg), obs, out, np.int32(ldo),
