@@ -186,6 +186,36 @@ def test_first_use_map_runs_staged_groups_on_one_runtime_k_program(monkeypatch):
             assert all(not r[1].get("KR") for r in behind[0])
 
 
+def test_scan_skill_reduces_over_its_own_width(monkeypatch):
+    """The embedding scan's skill (``diag``) launches work-groups of SCAN_SKILL_WG
+    streams whatever CCM's width (decision 0113: at CCM's 16 the scan's small launches,
+    each as long as one stream, were 2x slower), so its rho, and the E they choose, stay
+    the same when CCM's width changes; the cross map reduces over CCM's."""
+    from clkernels import get_backend
+    from pyedmcl.kernels import lookup
+    from pyedmcl.kernels import xmap as xk
+    be = get_backend(CPU_DEVICE)
+    seen = []  # (diag, local size) of each skill launch
+    launch = be.launch
+
+    def spy(kernel, gsize, lsize, *args, **kw):
+        if kernel.name == "xmap_skill":
+            seen.append((int(args[14]), tuple(lsize)))  # (argument 14: diag)
+        return launch(kernel, gsize, lsize, *args, **kw)
+
+    monkeypatch.setattr(be, "launch", spy)
+    X = panel(L=120, N=6, seed=7)
+    ref = pe.xmap(X, E="auto", max_E=4, device=CPU_DEVICE)
+    assert {ls for diag, ls in seen if diag} == {(xk.scan_skill_wg(be.info), 1)}
+    assert xk.scan_skill_wg(be.info) == 64 and any(not diag for diag, _ in seen)
+    seen.clear()
+    monkeypatch.setattr(lookup, "CCM_SKILL_WG", 4)
+    got = pe.xmap(X, E="auto", max_E=4, device=CPU_DEVICE)
+    assert {ls for diag, ls in seen if diag} == {(64, 1)}
+    np.testing.assert_array_equal(got.edim_rho, ref.edim_rho)
+    np.testing.assert_array_equal(got.E, ref.E)
+
+
 def test_auto_E_is_the_embedding_scan_best():
     X = panel(L=100, N=4, seed=2)
     r = pe.xmap(X, E="auto", max_E=5)

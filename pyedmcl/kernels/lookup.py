@@ -40,20 +40,21 @@ TEMPLATE = "lookup/simplex_lookup.cl.mako"
 CCM_SKILL_WG = 16
 
 
-def _pow2_floor(n: int) -> int:
+def pow2_floor(n: int) -> int:
+    """The largest power of two not above ``n`` (>= 1): a reduction width a device allows."""
     return 1 << (n.bit_length() - 1)
 
 
 def ccm_skill_wg(info: DeviceInfo) -> int:
     """CCM's rho reduction width on the device ``info`` (:data:`CCM_SKILL_WG`, or the
     largest power of two the device allows)."""
-    return _pow2_floor(min(CCM_SKILL_WG, info.max_work_group_size))
+    return pow2_floor(min(CCM_SKILL_WG, info.max_work_group_size))
 
 
 def skill_wg(info: DeviceInfo) -> int:
     """The Simplex skill's reduction width: 256 streams on GPUs, 64 on CPUs (a power of
     two the device allows)."""
-    return _pow2_floor(min(256 if info.is_gpu else 64, info.max_work_group_size))
+    return pow2_floor(min(256 if info.is_gpu else 64, info.max_work_group_size))
 
 
 def acc_type(info: DeviceInfo) -> str:

@@ -56,7 +56,7 @@ from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, loo
 from .knn import KNN, KnnKernel, slide_applies
 from .knn_scan import KNN_SCAN, KnnScanKernel, batch_inputs
 from .knn_scan import k_per_e as _ks
-from .lookup import acc_type, ccm_skill_wg
+from .lookup import acc_type, ccm_skill_wg, pow2_floor
 
 #: bytes of packed tables (indices, weights, weight sums) per batch of libraries
 TABLE_BUDGET_GPU = 256 << 20
@@ -298,7 +298,7 @@ SCAN_SKILL_WG = 64
 def scan_skill_wg(info: DeviceInfo) -> int:
     """The embedding scan's reduction width on the device ``info`` (:data:`SCAN_SKILL_WG`,
     or the largest power of two the device allows)."""
-    return 1 << (min(SCAN_SKILL_WG, info.max_work_group_size).bit_length() - 1)
+    return pow2_floor(min(SCAN_SKILL_WG, info.max_work_group_size))
 
 
 def wide_targets(info: DeviceInfo) -> int:
