@@ -158,7 +158,7 @@ def test_rqa_offset_same_recurrences(device):
 #: case below, per runtime (float.hex); they must not change by one bit. "ccm" was
 #: re-recorded for CCM's normalised weights (decision 0096, a deliberate change of its
 #: arithmetic) and again for its reduction on 16 streams (decision 0113, a new summation
-#: order): each time the code before the change still gave the recorded values on both
+#: order, pinned against its NumPy model in test_ccm_reduction.py): each time the code before the change still gave the recorded values on both
 #: runtimes (PoCL 3's values of 0113 taken on the Zen 4 with its usability check
 #: bypassed, where that code and Simplex reproduced the recorded PoCL values).
 FLOAT64_BEFORE = {
