@@ -656,7 +656,11 @@ class XmapSkillKernel(TunableKernel):
         kern = self._kernel(be, spec, params, "xmap_skill")
         gsize, lsize = skill_geometry(params, ntg, nb, params.get("WG") or ccm_skill_wg(be.info))
         kr = (np.int32(spec["K"] if k is None else k),) if params.get("KR", 0) else ()
-        fs = (shift,) if fixed_shift(spec, params) else ()
+        fs = ()
+        if fixed_shift(spec, params):
+            if shift is None:
+                raise ValueError("a CCM skill (FS) needs its targets' shifts (ccm_shifts)")
+            fs = (shift,)
         return be.launch(kern, gsize, lsize, tidx, tw, tden, np.int32(nq), y_dev, np.int32(ldy),
                          np.int32(tshift), tgt, ocol, np.int32(ntg), obs, out, np.int32(ldo),
                          np.int32(orow), np.int32(diag), np.int32(nb), *fs, *kr)
