@@ -94,3 +94,35 @@ def test_ccm_reduction_matches_its_model(device, offset):
     for r in range(rows):
         want = _model(pred[r], y[r % nt], obs, wg)
         assert [float(v).hex() for v in got[r]] == [float(v).hex() for v in want], r
+
+
+def _first_finite(y: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    """The shift by its definition: each row's first finite value at ``obs`` in order."""
+    out = np.zeros(y.shape[0])
+    for i, row in enumerate(y):
+        for q in obs[obs >= 0]:
+            if np.isfinite(row[q]):
+                out[i] = row[q]
+                break
+    return out
+
+
+def test_ccm_shifts_are_each_targets_first_finite_observation():
+    """``ccm_shifts`` reads columns in growing chunks (1, 4, 16 ...) and only for the rows
+    still without a finite value: rows whose first finite value lies in a later chunk, rows
+    with none (shift 0), skipped times (< 0) and a row selection all match the definition."""
+    rng = np.random.default_rng(7)
+    y = rng.standard_normal((6, 40))
+    y[1, :3] = np.nan  # the first finite value in the second chunk
+    y[2, :30] = np.nan  # ... in the fourth
+    y[3] = np.nan  # none: 0
+    y[4, rng.permutation(40)[:25]] = np.nan
+    obs = rng.permutation(40)
+    obs[[0, 5]] = -1
+    want = _first_finite(y, obs)
+    assert np.array_equal(ccm_shifts(y, obs), want)
+    assert want[3] == 0 and np.isfinite(want).all()
+    rows = np.array([5, 2, 2, 0])
+    assert np.array_equal(ccm_shifts(y, obs, rows=rows), want[rows])
+    assert np.array_equal(ccm_shifts(y[2], obs), want[2:3])  # one series
+    assert ccm_shifts(y, obs, fp64=False).dtype == np.float32

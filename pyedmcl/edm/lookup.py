@@ -104,23 +104,34 @@ def skill_out(be: Backend, nrows: int):
     return out
 
 
-def ccm_shifts(y: np.ndarray, obs: np.ndarray, fp64: bool = True) -> np.ndarray:
+def ccm_shifts(y: np.ndarray, obs: np.ndarray, fp64: bool = True,
+               rows: np.ndarray | None = None) -> np.ndarray:
     """CCM's shift of each target row of ``y`` (``(nt, n)`` or ``(n,)``, the values the
-    kernels read): its first finite value at the observation times ``obs`` (``obs[q] <
-    0``: none) in query order, 0 where there is none, in the accumulation type (float64,
-    float32 without ``fp64``). Every stream of a target's rho reduction is shifted by it
-    (``ccm=True`` in :func:`skill_device`; the all-to-all map alike), so the streams' sums
-    add exactly; a value of the target keeps the sums small whatever its offset."""
-    rows = np.atleast_2d(np.asarray(y))
+    kernels read; ``rows``: only these rows of ``y``, in this order): its first finite value
+    at the observation times ``obs`` (``obs[q] < 0``: none) in query order, 0 where there is
+    none, in the accumulation type (float64, float32 without ``fp64``). Every stream of a
+    target's rho reduction is shifted by it (``ccm=True`` in :func:`skill_device`; the
+    all-to-all map alike), so the streams' sums add exactly; a value of the target keeps
+    the sums small whatever its offset.
+
+    Reads only the columns it needs (one per row without NaN), never a copy of ``y``: the
+    all-to-all map asks this of every target of a matrix of 10^7 values and more."""
+    y2 = np.atleast_2d(np.asarray(y))
+    idx = np.arange(y2.shape[0]) if rows is None else np.asarray(rows)
     t = np.asarray(obs)
     t = t[t >= 0]
-    out = np.zeros(rows.shape[0])
-    if t.size:
-        v = rows[:, t]
+    out = np.zeros(idx.size)
+    todo = np.arange(idx.size)
+    pos, step = 0, 1
+    while todo.size and pos < t.size:  # columns in growing chunks, rows still without one
+        v = y2[np.ix_(idx[todo], t[pos:pos + step])]
         ok = np.isfinite(v)
         first = ok.argmax(axis=1)
-        has = ok[np.arange(rows.shape[0]), first]
-        out[has] = v[np.arange(rows.shape[0]), first][has]
+        pick = np.arange(todo.size)
+        has = ok[pick, first]
+        out[todo[has]] = v[pick, first][has]
+        todo = todo[~has]
+        pos, step = pos + step, min(4 * step, 4096)
     return out.astype(np.float64 if fp64 else np.float32)
 
 

@@ -377,7 +377,7 @@ class XmapEngine:
         if group is not None and not diag:
             if group.shift is None:  # CCM's shift of each target (as pyedmcl.ccm's)
                 group.shift = self.be.to_device(
-                    ccm_shifts(self.X[group.targets], group.obs, self.be.info.fp64))
+                    ccm_shifts(self.X, group.obs, self.be.info.fp64, rows=group.targets))
             shift = group.shift
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr, shift=shift)
