@@ -537,6 +537,7 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
 
 
 def _staged_case(be, xk, k):
+    from pyedmcl.edm.lookup import ccm_shifts
     nq, nb, ntg, n = 150, 3, 7, 200
     rng = np.random.default_rng(5)
     idx = np.sort(rng.integers(0, 150, (nb, nq, k)), axis=-1).astype(np.int32)
@@ -550,6 +551,7 @@ def _staged_case(be, xk, k):
     obs = np.arange(nq, dtype=np.int32) + 40
     obs[::13] = -1
     tgt = be.to_device(np.arange(ntg, dtype=np.int32))
+    shift = be.to_device(ccm_shifts(yt[:, :ntg].T, obs, be.info.fp64))  # (FS: "ccm")
     rows = xk.class_major_rows(nq, xk.ccm_skill_wg(be.info))
     assert min(np.bincount(rows % xk.ccm_skill_wg(be.info))) >= 2
     for weight in ("ccm", "simplex"):
@@ -569,7 +571,7 @@ def _staged_case(be, xk, k):
                                k, nq * k, 0, nq, nb, 0, *t, lay, k=k)
             out = be.to_device(np.full(nb * ntg, -7, np.float32))
             xk.XMAP_SKILL.launch(be, lay, prog, *t, nq, nb, y, ldy, 5, tgt, tgt, ntg,
-                                 be.to_device(obs), out, ntg, 0, k=k)
+                                 be.to_device(obs), out, ntg, 0, k=k, shift=shift)
             got.append(be.to_host(out))
         assert np.isfinite(got[0]).all() and (got[0] != -7).all()
         for g in got[1:]:

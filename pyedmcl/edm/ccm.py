@@ -50,7 +50,7 @@ from clkernels.memory import is_oom
 
 from .._precision import prepare
 from ..kernels.knn import KNN
-from ..kernels.lookup import LOOKUP, ccm_skill_wg
+from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
 from ..validation import (
     as_integer,
@@ -62,7 +62,7 @@ from ..validation import (
     warn_constant,
 )
 from .knn import hold, knn_device
-from .lookup import lookup_device, skill_device, skill_out
+from .lookup import ccm_shifts, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
 from .statespace import bad_points, check_valid_lib, filled, is_multivariate, state_space
@@ -193,6 +193,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     y_dev = be.to_device(y.astype(dt))
     q_dev = be.to_device(pts)
     obs_dev = be.to_device((times + Tp).astype(np.int32))
+    shift = ccm_shifts(y.astype(dt), times + Tp, be.info.fp64)  # the target's (skill_device)
     hold(be, x_dev, y_dev, q_dev, obs_dev)
     out = np.full((sizes.size, sample), np.nan)
     item = np.dtype(dt).itemsize
@@ -230,7 +231,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
                            radius=radius, real=real, q_dev=q_dev, **extra)
             pred, _ = lookup_device(be, table, y_dev, n, 1, off + Tp, weight="ccm", real=real)
             return _rho(skill_device(be, pred, table.nbatch, M, y_dev, n, 1, obs_dev, real=real,
-                                     wg=ccm_skill_wg(be.info)))
+                                     ccm=True, shift=shift))
 
         per = max(1, MAX_TABLE_ENTRIES // max(1, M * kk))
         out[i, :ns] = np.concatenate(run_blocked(
@@ -248,7 +249,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
                 c_dev = be.to_device(cnt[c0:c1])
                 pred = sorted_rows.predict(c_dev, kk, q_dev, radius, y_dev, off + Tp)
                 skill_device(be, pred, pred.shape[0], M, y_dev, n, 1, obs_dev, real=real,
-                             out=sk_dev, row0=row + c0, wg=ccm_skill_wg(be.info))
+                             out=sk_dev, row0=row + c0, ccm=True, shift=shift)
 
             run_blocked(be, chunk, cnt.shape[0], block=max(1, MAX_TABLE_ENTRIES // M),
                         parameter="sample (libraries per launch) or the series length",

@@ -14,7 +14,7 @@ import numpy as np
 
 from clkernels import Backend
 
-from ..kernels.lookup import LOOKUP, skill_wg
+from ..kernels.lookup import LOOKUP, ccm_skill_wg, skill_wg
 from .knn import DeviceKnn, hold
 
 
@@ -83,16 +83,17 @@ def _lookup_params(be: Backend, k: int, size: int, weight: str, real: str) -> tu
 
 def lookup_requests(be: Backend, k: int, size: int, *, weight: str = "simplex",
                     real: str = "float", variance: bool = False, skill_k: int | None = None,
-                    wg: int | None = None) -> list[tuple]:
+                    ccm: bool = False) -> list[tuple]:
     """The kernels of :func:`lookup_device` (a table of ``k`` neighbours, ``size`` =
     queries x targets x batches) and, with ``skill_k``, of :func:`skill_device` (its
-    ``k`` and ``wg``), as ``(template, params, name)`` for
+    ``k`` and ``ccm``), as ``(template, params, name)`` for
     :meth:`clkernels.Backend.prebuild`."""
     spec, params = _lookup_params(be, k, size, weight, real)
     reqs = [LOOKUP.request(be, {**spec, "VARIANCE": int(variance)}, params["WG"], "lookup")]
     if skill_k is not None:
-        reqs.append(LOOKUP.request(be, {"K": skill_k, "REAL": real},
-                                   skill_wg(be.info) if wg is None else wg, "skill"))
+        reqs.append(LOOKUP.request(be, {"K": skill_k, "REAL": real, "FS": int(ccm)},
+                                   ccm_skill_wg(be.info) if ccm else skill_wg(be.info),
+                                   "skill"))
     return reqs
 
 
@@ -103,21 +104,64 @@ def skill_out(be: Backend, nrows: int):
     return out
 
 
+def ccm_shifts(y: np.ndarray, obs: np.ndarray, fp64: bool = True,
+               rows: np.ndarray | None = None) -> np.ndarray:
+    """CCM's shift of each target row of ``y`` (``(nt, n)`` or ``(n,)``, the values the
+    kernels read; ``rows``: only these rows of ``y``, in this order): its first finite value
+    at the observation times ``obs`` (``obs[q] < 0``: none) in query order, 0 where there is
+    none, in the accumulation type (float64, float32 without ``fp64``). Every stream of a
+    target's rho reduction is shifted by it (``ccm=True`` in :func:`skill_device`; the
+    all-to-all map alike), so the streams' sums add exactly; a value of the target keeps
+    the sums small whatever its offset.
+
+    Reads only the columns it needs (one per row without NaN), never a copy of ``y``: the
+    all-to-all map asks this of every target of a matrix of 10^7 values and more."""
+    y2 = np.atleast_2d(np.asarray(y))
+    idx = np.arange(y2.shape[0]) if rows is None else np.asarray(rows)
+    t = np.asarray(obs)
+    t = t[t >= 0]
+    out = np.zeros(idx.size)
+    todo = np.arange(idx.size)
+    pos, step = 0, 1
+    while todo.size and pos < t.size:  # columns in growing chunks, rows still without one
+        v = y2[np.ix_(idx[todo], t[pos:pos + step])]
+        ok = np.isfinite(v)
+        first = ok.argmax(axis=1)
+        pick = np.arange(todo.size)
+        has = ok[pick, first]
+        out[todo[has]] = v[pick, first][has]
+        todo = todo[~has]
+        pos, step = pos + step, min(4 * step, 4096)
+    return out.astype(np.float64 if fp64 else np.float32)
+
+
 def skill_device(be: Backend, pred_dev, nrows: int, nq: int, y_dev, ldy: int, nt: int,
                  obs_dev, *, k: int = 1, real: str = "float", out=None, row0: int = 0,
-                 wg: int | None = None):
+                 ccm: bool = False, shift: np.ndarray | None = None):
     """``(nrows, 4)`` host array: rho, MAE, RMSE, pair count per prediction row.
 
     Row ``r`` is compared with target ``r % nt`` at data rows ``obs[q]`` (< 0: none).
     With ``out`` (from :func:`skill_out`) the rows are written to ``out[row0:row0 +
     nrows]`` on the device and nothing is read back (no host sync): callers that
-    enqueue several pipelines read ``out`` once at the end. ``wg``: the reduction
-    width (default :func:`pyedmcl.kernels.lookup.skill_wg`).
+    enqueue several pipelines read ``out`` once at the end. ``ccm``: CCM's reduction
+    (:func:`pyedmcl.kernels.lookup.ccm_skill_wg` streams of one shift, as the all-to-all
+    map's, so the two agree bit for bit), else Simplex's
+    (:func:`pyedmcl.kernels.lookup.skill_wg` streams); ``shift``: with ``ccm``, the
+    targets' shifts (:func:`ccm_shifts`, ``nt`` values).
     """
+    if ccm and (shift is None or len(shift) != nt):
+        raise ValueError("skill_device(ccm=True) needs the targets' shifts (ccm_shifts)")
     dst = skill_out(be, nrows) if out is None else out
     hold(be, obs_dev)
-    LOOKUP.launch_skill(be, skill_wg(be.info) if wg is None else wg, {"K": k, "REAL": real},
-                        pred_dev, nrows, nq, y_dev, ldy, nt, obs_dev, row0, dst)
+    shift_dev = None
+    if ccm:
+        shift_dev = be.to_device(np.ascontiguousarray(
+            shift, dtype=np.float64 if be.info.fp64 else np.float32))
+        hold(be, shift_dev)
+    LOOKUP.launch_skill(be, ccm_skill_wg(be.info) if ccm else skill_wg(be.info),
+                        {"K": k, "REAL": real, "FS": int(ccm)},
+                        pred_dev, nrows, nq, y_dev, ldy, nt, obs_dev, row0, dst,
+                        shift=shift_dev)
     if out is not None:
         return None
     return be.to_host(dst).astype(np.float64)

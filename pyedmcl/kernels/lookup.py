@@ -100,7 +100,8 @@ class LookupKernel(TunableKernel):
                   "WG": wg, "WEIGHT": spec.get("WEIGHT", "simplex"),
                   "VARIANCE": int(spec.get("VARIANCE", 0)),
                   "INL": int(inline_vector_ops(be.info)),
-                  "KS": spec.get("KS", spec["K"]), "CHECK": int(spec.get("CHECK", 0))}
+                  "KS": spec.get("KS", spec["K"]), "CHECK": int(spec.get("CHECK", 0)),
+                  "FS": int(spec.get("FS", 0)) if name == "skill" else 0}
         return (self.template, params, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], wg: int, name: str):
@@ -131,14 +132,17 @@ class LookupKernel(TunableKernel):
                          pred, var, *extra)
 
     def launch_skill(self, be: Backend, wg: int, spec: dict[str, Any], pred_dev, nrows: int,
-                     nq: int, y_dev, ldy: int, nt: int, obs_dev, row0: int, out):
+                     nq: int, y_dev, ldy: int, nt: int, obs_dev, row0: int, out,
+                     shift=None):
         """Skill rows (rho, MAE, RMSE, pair count) of the ``nrows`` prediction rows of
         ``pred_dev`` (``nq`` each) into ``out[row0:row0 + nrows]``; row ``r`` is compared
         with target ``r % nt`` at data rows ``obs[q]`` (< 0: none). ``wg``: the
-        reduction width (:func:`skill_wg`, :func:`ccm_skill_wg`)."""
+        reduction width (:func:`skill_wg`, :func:`ccm_skill_wg`); ``spec["FS"]``: CCM's
+        reduction (streams of one shift each target, ``shift``: a device array of ``nt``)."""
         k = self._kernel(be, {**spec, "WEIGHT": "simplex", "VARIANCE": 0}, wg, "skill")
+        extra = (shift,) if spec.get("FS") else ()
         return be.launch(k, (nrows * wg,), (wg,), pred_dev, np.int32(nq), y_dev,
-                         np.int32(ldy), np.int32(nt), obs_dev, np.int32(row0), out)
+                         np.int32(ldy), np.int32(nt), obs_dev, np.int32(row0), out, *extra)
 
     def launch_subset(self, be: Backend, wg: int, spec: dict[str, Any], srt, sdist, cnt,
                       nbatch: int, lpts, qpts, nq: int, nl: int, radius: int, y_dev,

@@ -301,6 +301,13 @@ def scan_skill_wg(info: DeviceInfo) -> int:
     return pow2_floor(min(SCAN_SKILL_WG, info.max_work_group_size))
 
 
+def fixed_shift(spec: dict[str, Any], params: Params) -> int:
+    """Whether a skill reduces as CCM does (``FS``: each target's streams shifted by its
+    ``shift``, :func:`pyedmcl.edm.lookup.ccm_shifts`): WEIGHT "ccm" outside the embedding
+    scan, whose layout sets ``FS`` 0 (its own reduction, :data:`SCAN_SKILL_WG`)."""
+    return int(params.get("FS", spec.get("WEIGHT", "ccm") == "ccm"))
+
+
 def wide_targets(info: DeviceInfo) -> int:
     """Targets from which an E-group's skill on the GPU ``info`` is "wide" (the ``-wide``
     spec bucket): with a scan batch of 64 libraries the target-lane layout then fills
@@ -579,7 +586,7 @@ class XmapSkillKernel(TunableKernel):
                "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16)), "SPL": int(p.get("SPL", 1))}
         if diag:  # one target per library, one program for every K, the scan's width
             out.update(TJ=1, VEC=0, LANES=0, PF=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16, SPL=1,
-                       KR=1, WG=scan_skill_wg(be.info))
+                       KR=1, WG=scan_skill_wg(be.info), FS=0)
         return out
 
     def request(self, be: Backend, spec: dict[str, Any], params: Params, name: str) -> tuple:
@@ -589,8 +596,8 @@ class XmapSkillKernel(TunableKernel):
         from the skill's program, and writes the table order that layout reads (CM)."""
         p = {"K": spec["K"], "REAL": spec.get("REAL", "float"), "ACC": acc_type(be.info),
              "WG": ccm_skill_wg(be.info), "WEIGHT": spec.get("WEIGHT", "ccm"), **_LAYOUT,
-             "KR": 0, "O32": 1, **params,
-             "INL": int(inline_vector_ops(be.info))}  # (KR, O32, PIW: not tuned)
+             "KR": 0, "O32": 1, "FS": fixed_shift(spec, params), **params,
+             "INL": int(inline_vector_ops(be.info))}  # (KR, O32, PIW, FS: not tuned)
         if p["ST"]:
             p["SPL"] = subtrees(p, p["WG"])
             p["CH"] = staged_rows(p["CH"], p["K"], p["LB"], be.info, p["SPL"],
@@ -632,7 +639,8 @@ class XmapSkillKernel(TunableKernel):
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], tidx, tw, tden,
                nq: int, nb: int, y_dev, ldy: int, tshift: int, tgt, ocol, ntg: int, obs,
-               out, ldo: int, orow: int, diag: bool = False, k: int | None = None):
+               out, ldo: int, orow: int, diag: bool = False, k: int | None = None,
+               shift=None):
         """rho of packed libraries ``0 .. nb-1`` cross-mapping targets ``tgt`` (``ntg``)
         into ``out[(orow + b) * ldo + ocol[j]]`` (float32). ``k``: as :meth:`pack`'s.
 
@@ -640,15 +648,22 @@ class XmapSkillKernel(TunableKernel):
         ``y_dev[i * ldy + j]`` (the targets time-major); neighbour ``l`` predicts from
         time ``l + tshift``, query ``q`` is observed at time ``obs[q]`` (< 0: none).
         ``diag``: library ``b`` predicts series ``tgt[0] + b`` into column ``ocol[0]``.
+        ``shift``: where the skill reduces as CCM (:func:`fixed_shift`), the targets'
+        shifts (a device array of ``ntg`` in the accumulation type).
         """
         if params.get("ST", 0) and not offsets_fit(y_dev):
             params = dict(params, O32=0)  # staged reads by times (64-bit products)
         kern = self._kernel(be, spec, params, "xmap_skill")
         gsize, lsize = skill_geometry(params, ntg, nb, params.get("WG") or ccm_skill_wg(be.info))
         kr = (np.int32(spec["K"] if k is None else k),) if params.get("KR", 0) else ()
+        fs = ()
+        if fixed_shift(spec, params):
+            if shift is None:
+                raise ValueError("a CCM skill (FS) needs its targets' shifts (ccm_shifts)")
+            fs = (shift,)
         return be.launch(kern, gsize, lsize, tidx, tw, tden, np.int32(nq), y_dev, np.int32(ldy),
                          np.int32(tshift), tgt, ocol, np.int32(ntg), obs, out, np.int32(ldo),
-                         np.int32(orow), np.int32(diag), np.int32(nb), *kr)
+                         np.int32(orow), np.int32(diag), np.int32(nb), *fs, *kr)
 
 
 class _SkillCase(TuningCase):
@@ -705,6 +720,7 @@ class _SkillCase(TuningCase):
                    be.to_device(np.ascontiguousarray(den[:, rows])))
         self.tgt = be.to_device(np.arange(self.ntg, dtype=np.int32))
         self.obs = be.to_device(np.arange(size, dtype=np.int32) + E - 1)
+        self.shift = be.to_device(y[:, E - 1].astype(adt))  # the first observation (FS)
         self.out = be.empty((self.nb * self.ntg,), np.float32)
 
     def run(self, params: Params) -> list[Any]:
@@ -712,7 +728,7 @@ class _SkillCase(TuningCase):
         tidx, tw, tden = self.cm if params.get("CM", 0) else (self.tidx, self.tw, self.tden)
         return [XMAP_SKILL.launch(self.be, params, self.spec, tidx, tw, tden, self.nq, self.nb,
                                   y, ldy, 0, self.tgt, self.tgt, self.ntg, self.obs, self.out,
-                                  self.ntg, 0)]
+                                  self.ntg, 0, shift=self.shift)]
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.out)

@@ -26,9 +26,8 @@ from clkernels import run_blocked
 
 from .._precision import _affine
 from ..edm.knn import hold, knn_device
-from ..edm.lookup import lookup_device, skill_device
+from ..edm.lookup import ccm_shifts, lookup_device, skill_device
 from ..edm.ranges import ccm_valid_times, point_offset
-from ..kernels.lookup import ccm_skill_wg
 from ..validation import check_host_memory
 from .stats import _quiet, nan_quantile, null_summary, surrogate_p
 from .surrogates import check_method, generate
@@ -112,6 +111,7 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
     x_dev = be.to_device(np.ascontiguousarray(x, dtype=dt))
     q_dev = be.to_device(pts)
     obs_dev = be.to_device((times + Tp).astype(np.int32))
+    shifts = ccm_shifts(np.asarray(ys, dtype=dt), times + Tp, be.info.fp64)
     # targets in chunks whose predictions of one library fit the budget
     tchunk = max(1, MAX_ENTRIES // (2 * M))
     y_devs = [(t0, min(nt, t0 + tchunk),
@@ -119,7 +119,6 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
               for t0 in range(0, nt, tchunk)]
     hold(be, x_dev, q_dev, obs_dev, *[d for _, _, d in y_devs])
     search = knn_device if neighbors is None else neighbors.device_table
-    wg = ccm_skill_wg(be.info)
     out = np.full((sizes.size, nt), np.nan)
     for i, L0 in enumerate(sizes):
         L = int(min(L0, M))
@@ -138,7 +137,7 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
                 pred, _ = lookup_device(be, table, y_dev, n, t1 - t0, off + Tp, weight="ccm",
                                         real=real)
                 sk = skill_device(be, pred, table.nbatch * (t1 - t0), M, y_dev, n, t1 - t0,
-                                  obs_dev, real=real, wg=wg)
+                                  obs_dev, real=real, ccm=True, shift=shifts[t0:t1])
                 rho[:, t0:t1] = _rho(sk).reshape(c1 - c0, t1 - t0)
             return rho
 

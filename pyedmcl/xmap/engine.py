@@ -53,6 +53,7 @@ from clkernels.arrays import gather, gather_request
 from clkernels.memory import DeviceOutOfMemory
 from clkernels.tuning import lookup
 
+from ..edm.lookup import ccm_shifts
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
 from ..kernels.knn import KNN, is_contiguous
@@ -128,6 +129,8 @@ class _Group:
     contiguous: bool = False
     #: the targets time-major (n, ntg) on the device, made on first use (LANES skill)
     y_lanes: Any = None
+    #: CCM's shift of each target on the device (ccm_shifts), made on first use
+    shift: Any = None
 
     @cached_property
     def pts_dev(self) -> Any:
@@ -370,8 +373,14 @@ class XmapEngine:
         sp = self._layout(k, weight, ntg, diag)
         spec, kr = self._program_spec(k, weight, sp)
         y, ldy = self._lanes_y(group) if reads_time_major(sp) else (self.x_dev, self.n)
+        shift = None
+        if group is not None and not diag:
+            if group.shift is None:  # CCM's shift of each target (as pyedmcl.ccm's)
+                group.shift = self.be.to_device(
+                    ccm_shifts(self.X, group.obs, self.be.info.fp64, rows=group.targets))
+            shift = group.shift
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
-                          ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr)
+                          ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr, shift=shift)
 
     # -- fused multi-E tables ------------------------------------------------------------------
     def _use_scan(self) -> bool:

@@ -32,6 +32,14 @@ inline void stats_finish(const acc_t* s, acc_t* m)
     m[7] = s[9];
 }
 
+/* FS (streams of one shift): the shifted sums of stream b added into a's (the same
+   shift in both, so n and every sum add; the finish comes once, at the end) */
+inline void stats_add(acc_t* a, const acc_t* b)
+{
+    a[0] += b[0];
+    for (int i = 3; i < 10; ++i) a[i] += b[i];
+}
+
 /* merge statistics (n, mean p, mean o, Cpp, Coo, Cpo, S|e|, S e^2) of b into a */
 inline void stats_merge(acc_t* a, const acc_t* b)
 {
@@ -51,10 +59,12 @@ inline void stats_merge(acc_t* a, const acc_t* b)
 }
 </%def>
 ## one pair (p, o) into stream s (an acc_t[10]); p and o are acc_t expressions
-<%def name="update(s, p, o)">\
+<%def name="update(s, p, o, fs=False)">\
 {
     const acc_t p_ = ${p}, o_ = ${o};
+% if not fs:
     if (${s}[0] == 0) { ${s}[1] = p_; ${s}[2] = o_; }
+% endif
     const acc_t dp_ = p_ - ${s}[1], do_ = o_ - ${s}[2], e_ = p_ - o_;
     ${s}[0] += 1;
     ${s}[3] += dp_;
@@ -69,10 +79,14 @@ inline void stats_merge(acc_t* a, const acc_t* b)
 ## the same update on vectors of streams S0..S9 (type V, lanes are independent
 ## streams), applied only where the mask `ok` (LV) is set: lane for lane the
 ## operations of `update`, so the results are bit-identical
-<%def name="update_vec(S, p, o, ok, V)">\
+<%def name="update_vec(S, p, o, ok, V, fs=False)">\
 {
     const ${V} p_ = ${p}, o_ = ${o};
+% if fs:
+    const ${V} K1 = ${S}1, K2 = ${S}2;
+% else:
     const ${V} K1 = ${S}0 == (${V})0 ? p_ : ${S}1, K2 = ${S}0 == (${V})0 ? o_ : ${S}2;
+% endif
     const ${V} dp_ = p_ - K1, do_ = o_ - K2, e_ = p_ - o_;
     ${S}1 = ${ok} ? K1 : ${S}1;
     ${S}2 = ${ok} ? K2 : ${S}2;
@@ -93,7 +107,28 @@ inline void stats_merge(acc_t* a, const acc_t* b)
 ## levels are a loop (its bound WG a constant): unrolled, each level's barrier made the
 ## program's build longer on Intel's CPU runtime (a skill program 0.19-0.34 -> 0.14-0.32 s,
 ## a given-E mixed map's 20 of them ~1 s of CPU time), with no change in its run time
-<%def name="reduce(s, red, WG)">
+<%def name="reduce(s, red, WG, fs=False)">
+% if fs:
+    /* FS: the streams' shifted sums added by the same tree (red: local acc_t[WG][10]),
+       the root finished once into red[0][0..7] by work-item 0 (which reads it) */
+    for (int i = 0; i < 10; ++i) ${red}[lid][i] = ${s}[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = ${WG // 2}; h > 0; h >>= 1) {
+        if (lid < h) {
+            acc_t a[10], b2[10];
+            for (int i = 0; i < 10; ++i) { a[i] = ${red}[lid][i]; b2[i] = ${red}[lid + h][i]; }
+            stats_add(a, b2);
+            for (int i = 0; i < 10; ++i) ${red}[lid][i] = a[i];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        acc_t r_[10], m[8];
+        for (int i = 0; i < 10; ++i) r_[i] = ${red}[0][i];
+        stats_finish(r_, m);
+        for (int i = 0; i < 8; ++i) ${red}[0][i] = m[i];
+    }
+% else:
     {
         acc_t m[8];
         stats_finish(${s}, m);
@@ -109,4 +144,5 @@ inline void stats_merge(acc_t* a, const acc_t* b)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+% endif
 </%def>

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL, KS, CHECK
+## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL, KS, CHECK, FS
 ## version: 1
 ## legacy-hashes: bb31c34f23d69fa6
 ## Simplex lookup from a k-NN table, batched over targets, and skill reduced on
@@ -19,7 +19,10 @@
 ## against the observations y_j[obs[q]] (obs[q] < 0: no observation) with a
 ## streaming shifted-sum update per work-item and pairwise (Chan et al.) merges in
 ## local memory (common/_stats.mako), in ACC precision: numerically stable, no
-## prediction leaves the device.
+## prediction leaves the device. FS (CCM: pyedmcl.ccm, the null, as the map): every
+## stream of a row shifts by its target's shift[j] (the target's first finite
+## observation, pyedmcl.edm.lookup.ccm_shifts), so the tree adds the streams' sums and
+## one finish ends it (no merge per stream).
 ## KS: the table's row length (K, or K + 1 where CHECK reads the next neighbour).
 ## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also writes flag[b][j][q] = 1 where
 ## float32's first-order error bound on the prediction exceeds thr[j] (target j's
@@ -142,7 +145,7 @@ ${stats.functions()}
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void skill(__global const real_t* restrict pred, const int nq,
            __global const real_t* restrict y, const int ldy, const int nt,
-           __global const int* restrict obs, const int row0, __global acc_t* restrict out)
+           __global const int* restrict obs, const int row0, __global acc_t* restrict out${", __global const acc_t* restrict shift" if FS else ""})
 {
     const int r = get_group_id(0);
     __global acc_t* o = out + (size_t)(row0 + r) * 4;
@@ -151,15 +154,19 @@ void skill(__global const real_t* restrict pred, const int nq,
     __global const real_t* pr = pred + (size_t)r * nq;
     __global const real_t* yj = y + (size_t)j * ldy;
     acc_t s[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+% if FS:
+    s[1] = shift[j];  /* CCM: the target's shift (the host's ccm_shifts) */
+    s[2] = shift[j];
+% endif
     for (int q = lid; q < nq; q += ${WG}) {
         const int t = obs[q];
         if (t < 0) continue;
         const acc_t p = pr[q];
         if (!isfinite(p)) continue;
-        ${stats.update("s", "p", "(acc_t)yj[t]")}
+        ${stats.update("s", "p", "(acc_t)yj[t]", FS)}
     }
-    __local acc_t red[${WG}][8];
-${stats.reduce("s", "red", WG)}
+    __local acc_t red[${WG}][${10 if FS else 8}];
+${stats.reduce("s", "red", WG, FS)}
     if (lid == 0) {
         const acc_t n = red[0][0];
         const acc_t den = sqrt(red[0][3] * red[0][4]);

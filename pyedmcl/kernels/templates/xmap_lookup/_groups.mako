@@ -39,6 +39,9 @@ ${skill.signature()}
     __global const acc_t* db = tden + (size_t)b * nq;
 % for t in range(TJ):
     __global const real_t* y${t} = y + (size_t)(diag ? tgt[0] + b : tgt[min(j0 + ${t}, ntg - 1)]) * ldy;
+% if FS:
+    const acc_t K${t} = shift[min(j0 + ${t}, ntg - 1)];
+% endif
 % if not VEC:
 ${skill.stream(t)}
 % endif
@@ -55,9 +58,9 @@ ${scalar_loop()}
     ${skill.stream_sums(t)}
 % endfor
 % endif
-    __local acc_t red[${LB}][${WG}][8];
+    __local acc_t red[${LB}][${WG}][${10 if FS else 8}];
 % for t in range(TJ):
-${stats.reduce("s%d" % t, "red[bl]", WG)}
+${stats.reduce("s%d" % t, "red[bl]", WG, FS)}
     if (lid == 0 && j0 + ${t} < ntg && bg < nb) {
 ${skill.rho("red[bl][0]", "j0 + %d" % t)}
     }
@@ -71,7 +74,8 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
     AV = "%s%d" % (ACC, TJ); LV = ("long" if ACC == "double" else "int") + str(TJ); RV = "%s%d" % (REAL, TJ)
     CCM = WEIGHT == "ccm"; NV = RV if CCM else AV  # normalised weights: real_t sums
 %>\
-    ${AV} S0 = (${AV})0, S1 = (${AV})0, S2 = (${AV})0, S3 = (${AV})0, S4 = (${AV})0,
+<% KV = "(%s)(%s)" % (AV, ", ".join("K%d" % t for t in range(TJ))) if FS else "(%s)0" % AV %>\
+    ${AV} S0 = (${AV})0, S1 = ${KV}, S2 = ${KV}, S3 = (${AV})0, S4 = (${AV})0,
         S5 = (${AV})0, S6 = (${AV})0, S7 = (${AV})0, S8 = (${AV})0, S9 = (${AV})0;
     for (int q = lid; q < nq; q += ${WG}) {
         const int to = obs[q];
@@ -116,7 +120,7 @@ ${skill.rho("red[bl][0]", "j0 + %d" % t)}
         const ${AV} v = (${AV})(${", ".join("(acc_t)y%d[to]" % t for t in range(TJ))});
 % endif
         const ${LV} ok = (p - p) == (${AV})0;  /* finite prediction */
-        ${stats.update_vec("S", "p", "v", "ok", AV)}
+        ${stats.update_vec("S", "p", "v", "ok", AV, FS)}
     }
 % for t in range(TJ):
     acc_t s${t}[10];

@@ -34,6 +34,7 @@
 ## the same merges in the same order, so the same rho, with SPL times the work-items
 ## (E-groups of a few hundred targets fill a GPU).
 <%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%def name="kernel()">
 <%
@@ -71,8 +72,12 @@ ${skill.signature()}
     __global const real_t* y${t} = y + min(j0 + ${t * LWG}, ntg - 1);
     /* the same column tshift times on: neighbour l predicts from time l + tshift */
     __global const real_t* ys${t} = y${t} + (long)tshift * ldy;
-    /* merge statistics of the finished subtrees (at most one per tree level) */
+    /* merge statistics of the finished subtrees (at most one per tree level; FS: their
+       summed lean sums n, K, K, S dp, S do, S dp^2, S do^2, S dp*do) */
     acc_t stk${t}[${LOG + 1}][8];
+% if FS:
+    const acc_t K${t} = shift[min(j0 + ${t * LWG}, ntg - 1)];
+% endif
 % endfor
     int sp = 0;
 % if SPL > 1:
@@ -123,22 +128,37 @@ ${skill.predict(capture(at, "ys%d" % t, "l{k}"))}
 % endif
 % for t in range(TJ):
         {
+% if FS:
+            const acc_t e_[8] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a${t}[3],
+                                 a${t}[4]};
+            for (int i = 0; i < 8; ++i) stk${t}[sp][i] = e_[i];
+% else:
             ${skill.stream_sums(t)}
             stats_finish(s${t}, stk${t}[sp]);
+% endif
         }
 % endfor
         ++sp;
         /* a finished subtree per trailing one bit of c (within this work-item's
-           subtree): merge (left, right) */
+           subtree): merge (left, right); FS: add */
         for (int m = c${" %% %d" % M if SPL > 1 else ""}; m & 1; m >>= 1) {
 % for t in range(TJ):
+% if FS:
+            ${skill.add8("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t)}
+% else:
             stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
+% endif
 % endfor
             --sp;
         }
     }
 % if SPL > 1:
 ${split_merge()}
+% endif
+% if FS:
+% for t in range(TJ):
+    ${skill.finish8("stk%d[0]" % t)}
+% endfor
 % endif
 % for t in range(TJ):
     if (j0 + ${t * LWG} < ntg && bg < nb${" && sub == 0" if SPL > 1 else ""}) {
@@ -252,7 +272,11 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
                 ++sp;
                 for (int m = c; m & 1; m >>= 1) {
 % for t in range(TJ):
+% if FS:
+                    ${skill.add8("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t)}
+% else:
                     stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
+% endif
 % endfor
                     --sp;
                 }

@@ -10,7 +10,7 @@ void xmap_skill(__global const int* restrict tidx, __global const ${lk.wtype(WEI
                 __global const int* restrict tgt, __global const int* restrict ocol,
                 const int ntg, __global const int* restrict obs,
                 __global float* restrict out, const int ldo, const int orow, const int diag,
-                const int nb${", const int K" if KR else ""})\
+                const int nb${", __global const acc_t* restrict shift" if FS else ""}${", const int K" if KR else ""})\
 </%def>
 ## rho from the merge statistics `m` (acc_t[8]) of library b's predictions of the
 ## target at position `j` (of tgt/ocol), written to out; WEIGHT "ccm" applies pyEDM
@@ -32,6 +32,9 @@ void xmap_skill(__global const int* restrict tidx, __global const ${lk.wtype(WEI
 ## CM: whether query class `c` (< WG) has a row `i` (nq / WG rows, the first nq % WG
 ## classes one more)
 <%def name="in_class(c, i)">(${c}) < ${WG} && (${i}) < nq / ${WG} + ((${c}) < nq % ${WG})</%def>
+## FS (CCM's reduction, as pyedmcl.ccm's skill): the shift is K<t> (shift[j], the
+## target's first finite observation: pyedmcl.edm.lookup.ccm_shifts), the same in every
+## stream of the target, so streams add; else each stream's first pair.
 ## the lean stream of target t: the shifted sums of _stats.mako that rho needs (n, the
 ## shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int: the same values as
 ## the acc_t stream of stats.update, in fewer registers and instructions; the shift is
@@ -39,7 +42,11 @@ void xmap_skill(__global const int* restrict tidx, __global const ${lk.wtype(WEI
 ## not at every pair); the error sums (MAE, RMSE) are not kept: the map reports rho
 <%def name="stream(t)">\
     int n${t} = 0;
+% if FS:
+    acc_t kp${t} = K${t}, ko${t} = K${t};  /* FS: the target's shift (shift[j]) */
+% else:
     acc_t kp${t} = 0, ko${t} = 0;
+% endif
     acc_t a${t}[5] = {0, 0, 0, 0, 0};\
 </%def>
 ## the lean stream of target t as stats.update's 10 sums (error sums 0), s<t>
@@ -53,7 +60,9 @@ const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a$
 <%def name="upd(t, o)">\
 {
                 const acc_t o_ = (acc_t)(${o});
+% if not FS:
                 if (n${t} == 0) { kp${t} = p; ko${t} = o_; }
+% endif
                 const acc_t dp_ = p - kp${t}, do_ = o_ - ko${t};
                 n${t} += 1;
                 a${t}[0] += dp_;
@@ -80,4 +89,20 @@ const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a$
 %   endfor
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
 % endif
+</%def>
+## FS: the lean sums of stack entry b (n, K, K, five shifted sums: acc_t[8]) added
+## into a (stats_add's operations on the slots the map keeps)
+<%def name="add8(a, b)">\
+{
+                ${a}[0] += ${b}[0];
+                for (int i_ = 3; i_ < 8; ++i_) ${a}[i_] += ${b}[i_];
+            }\
+</%def>
+## FS: the summed lean entry m (acc_t[8]) finished in place into merge statistics
+<%def name="finish8(m)">\
+{
+        const acc_t s_[10] = {${m}[0], ${m}[1], ${m}[2], ${m}[3], ${m}[4], ${m}[5], ${m}[6],
+                              ${m}[7], 0, 0};
+        stats_finish(s_, ${m});
+    }\
 </%def>

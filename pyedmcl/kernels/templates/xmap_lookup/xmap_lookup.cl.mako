@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR, O32, PIW
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR, O32, PIW, FS
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -45,6 +45,11 @@
 ##   mixed-E map (the template's K then bounds the argument: it sizes the staged rows);
 ##   the loops over the K slots run the same operations in the same order, so the same
 ##   weights, predictions and rho.
+## FS (the host's: WEIGHT "ccm" outside the embedding scan): CCM's reduction, every
+## stream of target j shifted by shift[j] (its first finite observation, the host's
+## pyedmcl.edm.lookup.ccm_shifts), the streams' sums added
+## by the tree and finished once (as pyedmcl.ccm's skill, lookup/simplex_lookup.cl.mako);
+## else each stream shifted by its first pair and finished, the tree merging (Chan).
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in
 ##   and, for float32 data, the weights' double exp inline (PoCL calls OpenCL's out of
 ##   line; /_vecops.mako, common/_lookup.mako); lookup/simplex_lookup.cl.mako takes the
