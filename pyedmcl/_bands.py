@@ -38,9 +38,19 @@ def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray,
     bands, threads = row_bands(a, max_threads)
     if threads == 1:
         return [fn(a)]
+    return map_slices(lambda sl: fn(a[sl]), a, max_threads)
+
+
+def map_slices(fn: Callable[[slice], Any], a: np.ndarray, max_threads: int = THREADS,
+               ) -> list[Any]:
+    """``fn`` of the row slice of each band of ``a`` (2-D), in row order: for work that
+    reads the same rows of several arrays of ``a``'s shape."""
+    bands, threads = row_bands(a, max_threads)
+    if threads == 1:
+        return [fn(bands[0])]
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(threads) as ex:
-        return list(ex.map(lambda sl: fn(a[sl]), bands))
+        return list(ex.map(fn, bands))
 
 
 def rowwise(fn: Callable[[np.ndarray], np.ndarray], a: np.ndarray,

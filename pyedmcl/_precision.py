@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from ._bands import THREADS, cast_rows, largest_magnitude, row_bands, rowwise
+from ._bands import THREADS, cast_rows, largest_magnitude, map_slices, row_bands, rowwise
 
 #: largest |value| a float32 kernel input may hold: squares of differences of E such
 #: values stay finite in float32 (max 3.4e38)
@@ -301,6 +301,56 @@ def merged_fraction(original: np.ndarray) -> np.ndarray:
     return rowwise(slabs, rows, CHECK_THREADS)
 
 
+def _merged_bound_slab(part: np.ndarray, part32: np.ndarray,
+                       limit: float) -> tuple[np.ndarray, bool]:
+    """Per row of a slab: at most ``limit`` where the float32 cast ``part32`` has so few
+    equal values that no more than ``limit`` of the distinct values can have merged, else
+    the exact fraction (:func:`_merged_slab`). A row of n values whose cast has u32
+    distinct ones merged u0 - u32 <= n - u32 of its u0 <= n distinct values, a fraction
+    <= (n - u32) / n: that bound needs only the sort of the float32 cast (half the bytes of
+    the float64 sort: N = 5,000 x 3,780 random walks 0.50 -> 0.27 s on one Zen 4 core).
+    Also returns whether some row needed the exact fraction."""
+    n = part.shape[1]
+    if n == 0:
+        return np.zeros(part.shape[0]), False
+    s32 = np.sort(part32, axis=1)
+    bound = (n - 1 - np.count_nonzero(np.diff(s32, axis=1), axis=1)) / n
+    over = bound > limit
+    if over.any():
+        bound[over] = _merged_slab(part[over])
+    return bound, bool(over.any())
+
+
+def merged_beyond(original: np.ndarray, limit: float,
+                  cast: np.ndarray | None = None) -> np.ndarray:
+    """Per row: :func:`merged_fraction` wherever it exceeds ``limit`` (exactly), a value
+    <= ``limit`` elsewhere; the rows beyond ``limit`` are those of
+    :func:`merged_fraction`. ``cast``: ``original``'s float32 cast where the caller made it
+    (the kernels' input), else cast slab by slab. Where a slab needed the exact fraction
+    for some row, the band's next slab takes it directly (quantized data: no sort twice).
+    By bands of slabs on :data:`CHECK_THREADS` threads, as :func:`merged_fraction`."""
+    rows = _rows(original)
+    if rows.shape[1] >= _BUCKETED_VALUES:  # long rows: value buckets on threads
+        return merged_fraction(rows)
+    c32 = None if cast is None else _rows(cast)
+    step = max(1, _CHECK_VALUES // max(rows.shape[1], 1))
+
+    def band(sl: slice) -> np.ndarray:
+        lo, hi, _ = sl.indices(rows.shape[0])
+        parts, exact = [], False
+        for i in range(lo, hi, step):
+            part = rows[i:min(i + step, hi)]
+            if exact:
+                parts.append(_merged_slab(part))
+                continue
+            part32 = part.astype(np.float32) if c32 is None else c32[i:min(i + step, hi)]
+            got, exact = _merged_bound_slab(part, part32, limit)
+            parts.append(got)
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    return np.concatenate(map_slices(band, rows, CHECK_THREADS))
+
+
 def _round_shift(m: np.ndarray, sd: np.ndarray, ok: np.ndarray) -> np.ndarray:
     q = np.exp2(np.floor(np.log2(sd)))
     return np.where(ok, np.round(m / q) * q, m)
@@ -493,10 +543,13 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
                        f"{FLOAT32_MIN_SPREAD:.0e})", fp64, what)
             return prepare(arrs if raw is None else raw(), np.float64, fp64, names=names)
 
+    # the float32 casts made beside the standardisation (the check's bound sorts them)
+    casts = [c if c is not None and c.dtype == np.float32 else None for _, _, c in parts]
+
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""
-        for a, z, name in zip(arrs, out, names, strict=True):
-            lost = merged_fraction(z)
+        for a, z, c, name in zip(arrs, out, casts, names, strict=True):
+            lost = merged_beyond(z, MAX_MERGED_FRACTION, c)
             worst = int(np.argmax(lost))
             if lost[worst] > MAX_MERGED_FRACTION:
                 label = name if a.ndim == 1 or a.shape[0] == 1 else f"{name}[{worst}]"

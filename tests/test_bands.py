@@ -77,3 +77,33 @@ def test_merge_check_by_bands_equals_one_pass(banded):
     one = np.concatenate([_precision._merged_slab(X[i:i + 1]) for i in range(X.shape[0])])
     np.testing.assert_array_equal(got, one)
     assert got[::5].min() > 0 and got[7] == 0
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_merge_check_bound_is_exact_beyond_its_limit(monkeypatch, split):
+    """The map's merge check (``merged_beyond``) sorts the float32 cast and bounds the
+    merged fraction by the cast's equal values; every row whose fraction exceeds the limit
+    gets it exactly, every other row a value within the limit, by bands or in one call,
+    with the caller's cast or its own: random walks (a few float32 ties), quantized rows,
+    near repeats far from zero, NaNs, infinities, a constant row and an empty panel."""
+    from pyedmcl import _precision
+    if split:
+        monkeypatch.setattr(_bands, "PARALLEL_VALUES", 1)
+        monkeypatch.setattr(_bands.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((157, 400)).cumsum(axis=1)
+    X[10:30] = np.round(X[10:30], 1)  # quantized: many equal values in both dtypes
+    X[40:50] = 1.0e5 + np.round(rng.standard_normal((10, 400)), 3)  # float32 merges them
+    X[60:62] = 1.0e4 + 1.5 * rng.standard_normal((2, 400))  # merges some: a few %
+    X[70, ::7] = np.nan
+    X[71, :3] = [np.inf, -np.inf, np.inf]
+    X[80] = 3.0
+    exact = _precision.merged_fraction(X)
+    for limit in (0.0, 0.01, 0.05, 0.5):
+        for cast in (None, X.astype(np.float32)):
+            got = _precision.merged_beyond(X, limit, cast)
+            over = exact > limit
+            np.testing.assert_array_equal(got[over], exact[over])
+            assert (got[~over] <= limit).all() and (got[~over] >= exact[~over]).all()
+    assert (exact[40:50] > 0.2).all() and 0 < exact[60:62].max() < 0.2, exact[60:62]
+    assert _precision.merged_beyond(X[:, :0], 0.05).tolist() == [0.0] * 157
