@@ -166,6 +166,32 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     assert ref[2, 3] == np.float32(c.rho_xy[0])
 
 
+@pytest.mark.parametrize("tau", [1, 3])
+def test_fused_scan_padded_panel_on_device_and_host(device, monkeypatch, tau):
+    """The fused scan's padded panel (each series after (Emax - 1) tau zeros, rows of
+    ``ldx``), gathered on the device from the panel already there and copied from the
+    host (offsets past int32) alike, bit for bit, with the same int layout; the matrix
+    the same either way."""
+    from clkernels import get_backend
+    from pyedmcl.kernels.knn_scan import KNN_SCAN, batch_inputs
+    from pyedmcl.xmap.engine import XmapEngine
+    be = get_backend(device)
+    X = panel(L=70, N=9, seed=4).T.astype(np.float32)
+    E = np.array([1, 3, 2, 5, 3, 4, 1, 2, 6])
+    eng = XmapEngine(be, X, E, tau=tau, knn_kernel="scan")
+    got = eng.block(0, 9)
+    sc = eng._scan_setup()
+    lanes = KNN_SCAN.padded_lanes(sc.params, sc.nq)
+    xp, ints, ldx = batch_inputs(X, sc.qt, sc.qemax, 5 * tau, lanes, np.float32)
+    assert sc.ldx == ldx and ldx >= 5 * tau + X.shape[1]
+    np.testing.assert_array_equal(be.to_host(sc.xp_dev).reshape(-1), xp)
+    np.testing.assert_array_equal(be.to_host(sc.ints_dev), ints)
+    monkeypatch.setattr(XmapEngine, "_gathers_targets", property(lambda self: False))
+    host = XmapEngine(be, X, E, tau=tau, knn_kernel="scan")
+    np.testing.assert_array_equal(host.block(0, 9), got)
+    np.testing.assert_array_equal(be.to_host(host._scan_setup().xp_dev).reshape(-1), xp)
+
+
 def test_fused_scan_rules():
     """The scan is not used for one E-group or negative tau, and is refused when forced
     where it cannot apply."""

@@ -216,20 +216,37 @@ def scan_inputs(x: np.ndarray, dt, lanes: int, *, emax: int, tau: int, t0: int,
     return xp, ints.astype(np.int32), pad
 
 
+def padded_columns(n: int, qt: np.ndarray, pad: int, lanes: int) -> tuple[np.ndarray, int]:
+    """The padded row of :func:`batch_inputs` as columns of a series of ``n`` values:
+    ``cols[c]`` = the value's index, -1 where the row is padding (zero), and the row
+    stride ``ldx``; a device gather of a panel already uploaded makes the padded panel
+    (:func:`clkernels.arrays.gather`) without the host's copy."""
+    ldx = pad + max(n, int(qt[0]) + lanes)
+    cols = np.full(ldx, -1, np.int32)
+    cols[pad:pad + n] = np.arange(n, dtype=np.int32)
+    return cols, ldx
+
+
+def batch_ints(qt: np.ndarray, qemax: np.ndarray, lanes: int) -> np.ndarray:
+    """The int layout of :func:`batch_inputs`: ``obs (unused) | qt | qemax | lmask``."""
+    nq = qt.size
+    lmask = np.zeros(lanes, np.int64)
+    lmask[:nq] = (1 << qemax) - 1  # library lane li = time qt[0] + li
+    ints = np.concatenate([np.full(nq, -1), qt, qemax, lmask.astype(np.uint32).view(np.int32)])
+    return ints.astype(np.int32)
+
+
 def batch_inputs(X: np.ndarray, qt: np.ndarray, qemax: np.ndarray, pad: int, lanes: int,
                  dt) -> tuple[np.ndarray, np.ndarray, int]:
     """Host inputs of a series-batched scan whose library rows are its query rows
     (leave-one-out over contiguous times ``qt``, the all-to-all map's CCM rows):
-    the series padded per row, ``(nseries, ldx)`` flattened, the int layout
-    ``obs (unused) | qt | qemax | lmask`` and the row stride ``ldx``."""
-    nq, n = qt.size, X.shape[1]
-    ldx = pad + max(n, int(qt[0]) + lanes)
+    the series padded per row, ``(nseries, ldx)`` flattened (:func:`padded_columns`),
+    the int layout (:func:`batch_ints`) and the row stride ``ldx``."""
+    n = X.shape[1]
+    _, ldx = padded_columns(n, qt, pad, lanes)
     xp = np.zeros((X.shape[0], ldx), dt)
     xp[:, pad:pad + n] = X
-    lmask = np.zeros(lanes, np.int64)
-    lmask[:nq] = (1 << qemax) - 1  # library lane li = time qt[0] + li
-    ints = np.concatenate([np.full(nq, -1), qt, qemax, lmask.astype(np.uint32).view(np.int32)])
-    return xp.reshape(-1), ints.astype(np.int32), ldx
+    return xp.reshape(-1), batch_ints(qt, qemax, lanes), ldx
 
 
 class _ScanCase(TuningCase):

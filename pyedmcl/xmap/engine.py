@@ -431,11 +431,18 @@ class XmapEngine:
             self._scan = self._scan_layout()
         sc = self._scan
         if inputs and sc.xp_dev is None:
-            from ..kernels.knn_scan import KNN_SCAN, batch_inputs
+            from ..kernels.knn_scan import KNN_SCAN, batch_inputs, batch_ints, padded_columns
             lanes = KNN_SCAN.padded_lanes(sc.params, sc.nq)
-            xp, ints, sc.ldx = batch_inputs(self.X, sc.qt, sc.qemax,
-                                            (sc.spec["EMAX"] - 1) * self.tau, lanes, self.dt)
-            sc.ints_dev, sc.xp_dev = self.be.to_device(ints), self.be.to_device(xp)
+            pad = (sc.spec["EMAX"] - 1) * self.tau
+            if self._gathers_targets:  # padded on the device from the panel already there
+                cols, sc.ldx = padded_columns(self.n, sc.qt, pad, lanes)
+                sc.xp_dev = gather(self.be, self.x_dev, self.n, self.N,
+                                   self.be.to_device(cols), sc.ldx, 0.0)
+                ints = batch_ints(sc.qt, sc.qemax, lanes)
+            else:  # element offsets past int32: the host's padded copy
+                xp, ints, sc.ldx = batch_inputs(self.X, sc.qt, sc.qemax, pad, lanes, self.dt)
+                sc.xp_dev = self.be.to_device(xp)
+            sc.ints_dev = self.be.to_device(ints)
         return sc
 
     def _scan_layout(self) -> _ScanSetup:
@@ -597,6 +604,8 @@ class XmapEngine:
             from ..kernels.knn_scan import KNN_SCAN
             sc = self._scan_setup(inputs=False)
             reqs += KNN_SCAN.requests(be, sc.params, sc.spec)
+            if self._gathers_targets:
+                reqs.append(gather_request(self.x_dev.dtype))  # the padded panel
         for g in self.groups:
             if not scan:
                 nb = min(max(1, rows), self.batch_size(g.M, g.k))
