@@ -607,12 +607,31 @@ class XmapSkillKernel(TunableKernel):
         p["PIW"] = pack_tile(p, be.info)
         return (self.template, p, name)
 
-    def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str):
-        return be.kernel(*self.request(be, spec, params, name))
+    def _kernel(self, be: Backend, spec: dict[str, Any], params: Params, name: str,
+                memo: dict | None = None):
+        return self._resolved(be, spec, params, name, memo)[1]
+
+    def _resolved(self, be: Backend, spec: dict[str, Any], params: Params, name: str,
+                  memo: dict | None = None) -> tuple[tuple, Any]:
+        """:meth:`request` and its kernel; with ``memo`` (a dict that the caller keeps
+        for one job on one backend, e.g. a map's engine) remembered there by spec and
+        layout: a mixed-E map launches a pack and a skill per E-group and batch
+        (N = 10,000 x 1,000, E 1..20: 3,160 launches), and the request and the kernel's
+        cache key took ~11 us of host time each (2.5 us remembered), under the GIL that
+        a job's device threads share."""
+        if memo is None:
+            req = self.request(be, spec, params, name)
+            return req, be.kernel(*req)
+        key = (name, tuple(spec.items()), tuple(params.items()))
+        hit = memo.get(key)
+        if hit is None:
+            req = self.request(be, spec, params, name)
+            hit = memo[key] = (req, be.kernel(*req))
+        return hit
 
     def pack(self, be: Backend, spec: dict[str, Any], idx, dist, ldk: int, bstride: int,
              row0: int, nq: int, nb: int, b0: int, tidx, tw, tden, layout: Params | None = None,
-             k: int | None = None):
+             k: int | None = None, memo: dict | None = None):
         """Weights of ``nb`` raw k-NN tables into packed slots ``b0 .. b0+nb-1``.
 
         Table ``b`` holds rows of ``ldk`` entries from ``b * bstride + row0 * ldk`` on
@@ -626,9 +645,9 @@ class XmapSkillKernel(TunableKernel):
         layout-free rendering (k-major). ``k``: with the layout's KR, the tables' K where
         ``spec["K"]`` only bounds it (staged target lanes: one program for every E-group
         of a map, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`); None: ``spec["K"]``.
+        ``memo``: as :meth:`_resolved`'s.
         """
-        req = self.request(be, spec, layout or {}, "pack")
-        kern = be.kernel(*req)
+        req, kern = self._resolved(be, spec, layout or {}, "pack", memo)
         kr = (np.int32(spec["K"] if k is None else k),) if (layout or {}).get("KR", 0) else ()
         piw = req[1]["PIW"]  # (CM: tiles of 8 query classes x piw rows)
         geo = ((pack_geometry(nq, req[1]["WG"], piw), nb), (8 * piw, 1)) if piw else \
@@ -640,7 +659,7 @@ class XmapSkillKernel(TunableKernel):
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], tidx, tw, tden,
                nq: int, nb: int, y_dev, ldy: int, tshift: int, tgt, ocol, ntg: int, obs,
                out, ldo: int, orow: int, diag: bool = False, k: int | None = None,
-               shift=None):
+               shift=None, memo: dict | None = None):
         """rho of packed libraries ``0 .. nb-1`` cross-mapping targets ``tgt`` (``ntg``)
         into ``out[(orow + b) * ldo + ocol[j]]`` (float32). ``k``: as :meth:`pack`'s.
 
@@ -649,11 +668,12 @@ class XmapSkillKernel(TunableKernel):
         time ``l + tshift``, query ``q`` is observed at time ``obs[q]`` (< 0: none).
         ``diag``: library ``b`` predicts series ``tgt[0] + b`` into column ``ocol[0]``.
         ``shift``: where the skill reduces as CCM (:func:`fixed_shift`), the targets'
-        shifts (a device array of ``ntg`` in the accumulation type).
+        shifts (a device array of ``ntg`` in the accumulation type). ``memo``: as
+        :meth:`_resolved`'s.
         """
         if params.get("ST", 0) and not offsets_fit(y_dev):
             params = dict(params, O32=0)  # staged reads by times (64-bit products)
-        kern = self._kernel(be, spec, params, "xmap_skill")
+        kern = self._kernel(be, spec, params, "xmap_skill", memo)
         gsize, lsize = skill_geometry(params, ntg, nb, params.get("WG") or ccm_skill_wg(be.info))
         kr = (np.int32(spec["K"] if k is None else k),) if params.get("KR", 0) else ()
         fs = ()

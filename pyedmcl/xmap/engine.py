@@ -200,6 +200,8 @@ class XmapEngine:
         self.x_dev = be.to_device(X.reshape(-1)) if x_dev is None else x_dev
         self._scratch: dict[tuple, Any] = {}
         self._layouts: dict[tuple, dict] = {}
+        #: the skill family's requests and kernels of this engine's launches (its memo)
+        self._kernels: dict[tuple, tuple] = {}
         #: whether kernel_requests may run a first-use map's staged E-groups on one
         #: runtime-K program while their own programs build behind the job; the caller then
         #: calls finish_builds() when the job ends
@@ -232,7 +234,7 @@ class XmapEngine:
         self._ahead.clear()
         self._ahead_bytes = 0
         self.finish_builds()
-        self._runtime_k, self._layouts = None, {}
+        self._runtime_k, self._layouts, self._kernels = None, {}, {}
 
     # -- setup -------------------------------------------------------------------------------
     def _group(self, E: int) -> _Group:
@@ -326,7 +328,7 @@ class XmapEngine:
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, nb, radius, idx,
                        dist, xoff=c0 * n, series_stride=n)
             XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, nb, 0, tidx, tw, tden,
-                            layout, k=kr)
+                            layout, k=kr, memo=self._kernels)
             return
         idx = self._buf("idx", (nq, k), np.int32)
         dist = self._buf("dist", (nq, k), self.dt)
@@ -334,7 +336,7 @@ class XmapEngine:
             KNN.launch(be, p, spec, self.x_dev, qpts_dev, nq, lpts_dev, nl, 1, radius, idx, dist,
                        xoff=(c0 + b) * n, series_stride=n)
             XMAP_SKILL.pack(be, sspec, idx, dist, k, nq * k, 0, nq, 1, b, tidx, tw, tden,
-                            layout, k=kr)
+                            layout, k=kr, memo=self._kernels)
 
     def _layout(self, k: int, weight: str, ntg: int, diag: bool = False) -> dict:
         """The skill's layout for tables of ``k`` and ``ntg`` targets (tuned; a CPU's
@@ -380,7 +382,8 @@ class XmapEngine:
                     ccm_shifts(self.X, group.obs, self.be.info.fp64, rows=group.targets))
             shift = group.shift
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
-                          ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr, shift=shift)
+                          ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr, shift=shift,
+                          memo=self._kernels)
 
     # -- fused multi-E tables ------------------------------------------------------------------
     def _use_scan(self) -> bool:
@@ -487,7 +490,7 @@ class XmapEngine:
                 sp = self._layout(g.k, self.weight, g.targets.size)
                 sspec, kr = self._program_spec(g.k, self.weight, sp)
                 XMAP_SKILL.pack(be, sspec, idx, dist, kmax, plane, sc.row0[g.E], g.M, nb, 0,
-                                tidx, tw, tden, sp, k=kr)
+                                tidx, tw, tden, sp, k=kr, memo=self._kernels)
                 # table entries are library times: the target value is at time + Tp
                 self._skill(g.k, self.weight, tidx, tw, tden, g.M, nb, self.Tp, g.tgt_dev,
                             g.tgt_dev, g.targets.size, g.obs_dev, out, self.N, b0, group=g)
@@ -760,7 +763,7 @@ class XmapEngine:
                 tidx, tw, tden = self._tables_bufs(nb, m, k)
                 XMAP_SKILL.pack(be, self._skill_spec(k, "simplex"), idx, dist, kmax, plane,
                                 (E - 1) * nq + first[E], m, nb, 0, tidx, tw, tden,
-                                self._layout(k, "simplex", 1, diag=True))
+                                self._layout(k, "simplex", 1, diag=True), memo=self._kernels)
                 # table entries are library times: the target value is at time + Tp
                 self._skill(k, "simplex", tidx, tw, tden, m, nb, lay.Tp, tgt, cols[E], 1,
                             obs_dev[E], out, E_max, b0, diag=True)
