@@ -41,6 +41,7 @@ device or batch size computed it (bit-identical across runs on one runtime).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -281,7 +282,7 @@ class XmapEngine:
 
     def _buf(self, key: str, shape: tuple[int, ...], dtype) -> Any:
         """A scratch device buffer reused across launches (the queue is in order)."""
-        size = int(np.prod(shape))
+        size = math.prod(shape)  # (np.prod: ~3 us a call, per launch)
         have = self._scratch.get(key)
         if have is None or have[1] < size or have[2] != np.dtype(dtype):
             if have is not None:
