@@ -224,8 +224,9 @@ def _merged_slab(part: np.ndarray) -> np.ndarray:
     """Per row of a slab: the fraction of distinct values its float32 cast merges. One
     sort: rounding to float32 is monotone, so the cast of the sorted row is sorted."""
     s = np.sort(part, axis=1)
-    u0 = 1 + np.count_nonzero(np.diff(s, axis=1), axis=1)
-    u32 = 1 + np.count_nonzero(np.diff(s.astype(np.float32), axis=1), axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, a difference (as NaNs count)
+        u0 = 1 + np.count_nonzero(np.diff(s, axis=1), axis=1)
+        u32 = 1 + np.count_nonzero(np.diff(s.astype(np.float32), axis=1), axis=1)
     return (u0 - u32) / u0
 
 
@@ -314,7 +315,8 @@ def _merged_bound_slab(part: np.ndarray, part32: np.ndarray,
     if n == 0:
         return np.zeros(part.shape[0]), False
     s32 = np.sort(part32, axis=1)
-    bound = (n - 1 - np.count_nonzero(np.diff(s32, axis=1), axis=1)) / n
+    with np.errstate(invalid="ignore"):  # (as in _merged_slab)
+        bound = (n - 1 - np.count_nonzero(np.diff(s32, axis=1), axis=1)) / n
     over = bound > limit
     if over.any():
         bound[over] = _merged_slab(part[over])
