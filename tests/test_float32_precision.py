@@ -386,6 +386,11 @@ def test_long_rows_checked_in_value_buckets(monkeypatch):
         for threads in (2, 3, 8):
             assert _precision._merged_row_bucketed(r, threads) == one_sort
         assert _precision.merged_fraction(np.stack([r, r[::-1]])).tolist() == [one_sort] * 2
+        for limit in (0.0, 0.01, 0.05, 0.5):  # the map's and RQA's check: a bound first
+            got = _precision._merged_row_bucketed(r, 3, limit)
+            assert got == one_sort if one_sort > limit else one_sort <= got <= limit
+            got = _precision.merged_beyond(r, limit)[0]
+            assert got == one_sort if one_sort > limit else one_sort <= got <= limit
     assert _precision._merged_slab(rows[2][None])[0] > 0.4  # the clusters do merge
 
 
