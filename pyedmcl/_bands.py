@@ -38,7 +38,7 @@ def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray,
     bands, threads = row_bands(a, max_threads)
     if threads == 1:
         return [fn(a)]
-    return map_slices(lambda sl: fn(a[sl]), a, max_threads)
+    return _on_threads(lambda sl: fn(a[sl]), bands, threads)
 
 
 def map_slices(fn: Callable[[slice], Any], a: np.ndarray, max_threads: int = THREADS,
@@ -46,8 +46,10 @@ def map_slices(fn: Callable[[slice], Any], a: np.ndarray, max_threads: int = THR
     """``fn`` of the row slice of each band of ``a`` (2-D), in row order: for work that
     reads the same rows of several arrays of ``a``'s shape."""
     bands, threads = row_bands(a, max_threads)
-    if threads == 1:
-        return [fn(bands[0])]
+    return [fn(bands[0])] if threads == 1 else _on_threads(fn, bands, threads)
+
+
+def _on_threads(fn: Callable[[slice], Any], bands: list[slice], threads: int) -> list[Any]:
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(threads) as ex:
         return list(ex.map(fn, bands))

@@ -17,7 +17,7 @@ import pytest
 
 import pyedmcl  # noqa: F401  (before pyopencl)
 from clkernels import get_backend
-from pyedmcl.edm.lookup import ccm_shifts, skill_device
+from pyedmcl.edm.lookup import ccm_shifts, ccm_shifts_device, skill_device
 from pyedmcl.kernels.lookup import ccm_skill_wg
 
 
@@ -89,7 +89,7 @@ def test_ccm_reduction_matches_its_model(device, offset):
             + rng.standard_normal((rows, nq)).astype(np.float32)).astype(np.float32)
     pred[2, [5, 9]] = np.nan
     got = skill_device(be, be.to_device(pred), rows, nq, be.to_device(y), nq + 10, nt,
-                       be.to_device(obs), ccm=True, shift=ccm_shifts(y, obs))
+                       be.to_device(obs), ccm=True, shift=ccm_shifts_device(be, y, obs))
     wg = ccm_skill_wg(be.info)
     for r in range(rows):
         want = _model(pred[r], y[r % nt], obs, wg)

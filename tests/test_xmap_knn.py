@@ -563,7 +563,7 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
 
 
 def _staged_case(be, xk, k):
-    from pyedmcl.edm.lookup import ccm_shifts
+    from pyedmcl.edm.lookup import ccm_shifts_device
     nq, nb, ntg, n = 150, 3, 7, 200
     rng = np.random.default_rng(5)
     idx = np.sort(rng.integers(0, 150, (nb, nq, k)), axis=-1).astype(np.int32)
@@ -577,7 +577,7 @@ def _staged_case(be, xk, k):
     obs = np.arange(nq, dtype=np.int32) + 40
     obs[::13] = -1
     tgt = be.to_device(np.arange(ntg, dtype=np.int32))
-    shift = be.to_device(ccm_shifts(yt[:, :ntg].T, obs, be.info.fp64))  # (FS: "ccm")
+    shift = ccm_shifts_device(be, yt[:, :ntg].T, obs)  # (FS: "ccm")
     rows = xk.class_major_rows(nq, xk.ccm_skill_wg(be.info))
     assert min(np.bincount(rows % xk.ccm_skill_wg(be.info))) >= 2
     for weight in ("ccm", "simplex"):

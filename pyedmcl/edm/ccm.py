@@ -62,7 +62,7 @@ from ..validation import (
     warn_constant,
 )
 from .knn import hold, knn_device
-from .lookup import ccm_shifts, lookup_device, skill_device, skill_out
+from .lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
 from .statespace import bad_points, check_valid_lib, filled, is_multivariate, state_space
@@ -193,7 +193,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     y_dev = be.to_device(y.astype(dt))
     q_dev = be.to_device(pts)
     obs_dev = be.to_device((times + Tp).astype(np.int32))
-    shift = ccm_shifts(y.astype(dt), times + Tp, be.info.fp64)  # the target's (skill_device)
+    shift = ccm_shifts_device(be, y.astype(dt), times + Tp)  # the target's (skill_device)
     hold(be, x_dev, y_dev, q_dev, obs_dev)
     out = np.full((sizes.size, sample), np.nan)
     item = np.dtype(dt).itemsize

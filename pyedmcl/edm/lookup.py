@@ -135,6 +135,15 @@ def ccm_shifts(y: np.ndarray, obs: np.ndarray, fp64: bool = True,
     return out.astype(np.float64 if fp64 else np.float32)
 
 
+def ccm_shifts_device(be: Backend, y: np.ndarray, obs: np.ndarray,
+                      rows: np.ndarray | None = None):
+    """:func:`ccm_shifts` of ``y`` (``rows``: as there) on the device ``be`` in its
+    accumulation type, held there: uploaded once for every skill launch of a job."""
+    dev = be.to_device(ccm_shifts(y, obs, be.info.fp64, rows))
+    hold(be, dev)
+    return dev
+
+
 def skill_device(be: Backend, pred_dev, nrows: int, nq: int, y_dev, ldy: int, nt: int,
                  obs_dev, *, k: int = 1, real: str = "float", out=None, row0: int = 0,
                  ccm: bool = False, shift: np.ndarray | None = None):
@@ -147,21 +156,17 @@ def skill_device(be: Backend, pred_dev, nrows: int, nq: int, y_dev, ldy: int, nt
     (:func:`pyedmcl.kernels.lookup.ccm_skill_wg` streams of one shift, as the all-to-all
     map's, so the two agree bit for bit), else Simplex's
     (:func:`pyedmcl.kernels.lookup.skill_wg` streams); ``shift``: with ``ccm``, the
-    targets' shifts (:func:`ccm_shifts`, ``nt`` values).
+    targets' shifts on the device (:func:`ccm_shifts_device`, ``nt`` values).
     """
-    if ccm and (shift is None or len(shift) != nt):
-        raise ValueError("skill_device(ccm=True) needs the targets' shifts (ccm_shifts)")
+    if ccm and (shift is None or shift.size != nt):
+        raise ValueError("skill_device(ccm=True) needs the targets' shifts "
+                         "(ccm_shifts_device)")
     dst = skill_out(be, nrows) if out is None else out
     hold(be, obs_dev)
-    shift_dev = None
-    if ccm:
-        shift_dev = be.to_device(np.ascontiguousarray(
-            shift, dtype=np.float64 if be.info.fp64 else np.float32))
-        hold(be, shift_dev)
     LOOKUP.launch_skill(be, ccm_skill_wg(be.info) if ccm else skill_wg(be.info),
                         {"K": k, "REAL": real, "FS": int(ccm)},
                         pred_dev, nrows, nq, y_dev, ldy, nt, obs_dev, row0, dst,
-                        shift=shift_dev)
+                        shift=shift if ccm else None)
     if out is not None:
         return None
     return be.to_host(dst).astype(np.float64)

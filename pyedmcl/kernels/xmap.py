@@ -619,16 +619,10 @@ class XmapSkillKernel(TunableKernel):
         (N = 10,000 x 1,000, E 1..20: 3,160 launches), and the request and the kernel's
         cache key took ~11 us of host time each (2.5 us remembered), under the GIL that
         a job's device threads share."""
-        key = None
-        if memo is not None:
-            try:
-                key = (name, tuple(spec.items()), tuple(params.items()))
-                hash(key)
-            except TypeError:  # a value that cannot be a key (none today): not remembered
-                key = None
-        if key is None:
+        if memo is None:
             req = self.request(be, spec, params, name)
             return req, be.kernel(*req)
+        key = (name, tuple(spec.items()), tuple(params.items()))  # (ints and strings)
         hit = memo.get(key)
         if hit is None:
             req = self.request(be, spec, params, name)

@@ -26,7 +26,7 @@ from clkernels import run_blocked
 
 from .._precision import _affine
 from ..edm.knn import hold, knn_device
-from ..edm.lookup import ccm_shifts, lookup_device, skill_device
+from ..edm.lookup import ccm_shifts_device, lookup_device, skill_device
 from ..edm.ranges import ccm_valid_times, point_offset
 from ..validation import check_host_memory
 from .stats import _quiet, nan_quantile, null_summary, surrogate_p
@@ -111,13 +111,13 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
     x_dev = be.to_device(np.ascontiguousarray(x, dtype=dt))
     q_dev = be.to_device(pts)
     obs_dev = be.to_device((times + Tp).astype(np.int32))
-    shifts = ccm_shifts(np.asarray(ys, dtype=dt), times + Tp, be.info.fp64)
-    # targets in chunks whose predictions of one library fit the budget
+    # targets in chunks whose predictions of one library fit the budget, with their shifts
     tchunk = max(1, MAX_ENTRIES // (2 * M))
     y_devs = [(t0, min(nt, t0 + tchunk),
-               be.to_device(np.ascontiguousarray(ys[t0:t0 + tchunk], dtype=dt)))
+               be.to_device(np.ascontiguousarray(ys[t0:t0 + tchunk], dtype=dt)),
+               ccm_shifts_device(be, np.asarray(ys[t0:t0 + tchunk], dtype=dt), times + Tp))
               for t0 in range(0, nt, tchunk)]
-    hold(be, x_dev, q_dev, obs_dev, *[d for _, _, d in y_devs])
+    hold(be, x_dev, q_dev, obs_dev, *[d for _, _, d, _ in y_devs])
     search = knn_device if neighbors is None else neighbors.device_table
     out = np.full((sizes.size, nt), np.nan)
     for i, L0 in enumerate(sizes):
@@ -133,11 +133,11 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
             table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=pts[libs[c0:c1]],
                            radius=radius, real=real, q_dev=q_dev)
             rho = np.empty((c1 - c0, nt))
-            for t0, t1, y_dev in y_devs:  # the table is reused for every surrogate target
+            for t0, t1, y_dev, shift in y_devs:  # the table serves every surrogate target
                 pred, _ = lookup_device(be, table, y_dev, n, t1 - t0, off + Tp, weight="ccm",
                                         real=real)
                 sk = skill_device(be, pred, table.nbatch * (t1 - t0), M, y_dev, n, t1 - t0,
-                                  obs_dev, real=real, ccm=True, shift=shifts[t0:t1])
+                                  obs_dev, real=real, ccm=True, shift=shift)
                 rho[:, t0:t1] = _rho(sk).reshape(c1 - c0, t1 - t0)
             return rho
 

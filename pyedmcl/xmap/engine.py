@@ -54,7 +54,7 @@ from clkernels.arrays import gather, gather_request
 from clkernels.memory import DeviceOutOfMemory
 from clkernels.tuning import lookup
 
-from ..edm.lookup import ccm_shifts
+from ..edm.lookup import ccm_shifts_device
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
 from ..kernels.knn import KNN, is_contiguous
@@ -65,6 +65,7 @@ from ..kernels.xmap import (
     XMAP_SCAN,
     XMAP_SKILL,
     cpu_layout,
+    fixed_shift,
     gpu_layout,
     reads_time_major,
     scan_table_budget,
@@ -130,7 +131,7 @@ class _Group:
     contiguous: bool = False
     #: the targets time-major (n, ntg) on the device, made on first use (LANES skill)
     y_lanes: Any = None
-    #: CCM's shift of each target on the device (ccm_shifts), made on first use
+    #: CCM's shift of each target on the device (ccm_shifts_device), made on first use
     shift: Any = None
 
     @cached_property
@@ -377,10 +378,9 @@ class XmapEngine:
         spec, kr = self._program_spec(k, weight, sp)
         y, ldy = self._lanes_y(group) if reads_time_major(sp) else (self.x_dev, self.n)
         shift = None
-        if group is not None and not diag:
-            if group.shift is None:  # CCM's shift of each target (as pyedmcl.ccm's)
-                group.shift = self.be.to_device(
-                    ccm_shifts(self.X, group.obs, self.be.info.fp64, rows=group.targets))
+        if fixed_shift(spec, sp):  # CCM's reduction: each target's shift (as pyedmcl.ccm's)
+            if group.shift is None:
+                group.shift = ccm_shifts_device(self.be, self.X, group.obs, group.targets)
             shift = group.shift
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr, shift=shift,

@@ -35,10 +35,7 @@ inline void stats_finish(const acc_t* s, acc_t* m)
 /* FS (streams of one shift): the shifted sums of stream b added into a's (the same
    shift in both, so n and every sum add; the finish comes once, at the end) */
 inline void stats_add(acc_t* a, const acc_t* b)
-{
-    a[0] += b[0];
-    for (int i = 3; i < 10; ++i) a[i] += b[i];
-}
+${add_sums("a", "b", 10)}
 
 /* merge statistics (n, mean p, mean o, Cpp, Coo, Cpo, S|e|, S e^2) of b into a */
 inline void stats_merge(acc_t* a, const acc_t* b)
@@ -57,6 +54,15 @@ inline void stats_merge(acc_t* a, const acc_t* b)
     a[7] += b[7];
     a[0] = n;
 }
+</%def>
+## FS: the shifted sums of b added into a, the first n slots of the stream layout (10:
+## stats_add; 8: the map's lean entries, n, K, K and five sums): n and every sum add, the
+## shifts (slots 1, 2) are the same in both
+<%def name="add_sums(a, b, n)">\
+{
+    ${a}[0] += ${b}[0];
+    for (int i_ = 3; i_ < ${n}; ++i_) ${a}[i_] += ${b}[i_];
+}\
 </%def>
 ## one pair (p, o) into stream s (an acc_t[10]); p and o are acc_t expressions
 <%def name="update(s, p, o, fs=False)">\

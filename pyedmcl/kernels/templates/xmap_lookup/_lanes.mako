@@ -144,7 +144,7 @@ ${skill.predict(capture(at, "ys%d" % t, "l{k}"))}
         for (int m = c${" %% %d" % M if SPL > 1 else ""}; m & 1; m >>= 1) {
 % for t in range(TJ):
 % if FS:
-            ${skill.add8("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t)}
+            ${stats.add_sums("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t, 8)}
 % else:
             stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
 % endif
@@ -273,7 +273,7 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
                 for (int m = c; m & 1; m >>= 1) {
 % for t in range(TJ):
 % if FS:
-                    ${skill.add8("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t)}
+                    ${stats.add_sums("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t, 8)}
 % else:
                     stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
 % endif

@@ -90,14 +90,6 @@ const acc_t s${t}[10] = {n${t}, kp${t}, ko${t}, a${t}[0], a${t}[1], a${t}[2], a$
             const real_t pr = den > 0 ? (real_t)(num / den) : (real_t)NAN;
 % endif
 </%def>
-## FS: the lean sums of stack entry b (n, K, K, five shifted sums: acc_t[8]) added
-## into a (stats_add's operations on the slots the map keeps)
-<%def name="add8(a, b)">\
-{
-                ${a}[0] += ${b}[0];
-                for (int i_ = 3; i_ < 8; ++i_) ${a}[i_] += ${b}[i_];
-            }\
-</%def>
 ## FS: the summed lean entry m (acc_t[8]) finished in place into merge statistics
 <%def name="finish8(m)">\
 {
