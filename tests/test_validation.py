@@ -228,3 +228,37 @@ def test_constant_series_are_named_in_a_warning():
         pe.xmap(X, E=2, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="too short or constant"):
         pe.xmap(X, E="auto", max_E=3, device=CPU_DEVICE)
+
+
+def _each(values, lo, hi):
+    """check_int_array's element-by-element reading (the reference of its fast path)."""
+    from pyedmcl.validation import check_int
+
+    arr = np.atleast_1d(np.asarray(values, dtype=object))
+    if arr.ndim != 1:
+        raise ValueError(f"E must be one integer or a 1-D list of integers, got shape {arr.shape}")
+    return np.array([check_int(v, "E", lo, hi) for v in arr], dtype=np.int64)
+
+
+@pytest.mark.parametrize("values", [
+    np.arange(1, 21), np.arange(1, 21, dtype=np.uint8), np.arange(1, 21).astype(np.float32),
+    np.array([3.0, 2.0, -0.0 + 1]), np.array(5), np.array([], dtype=np.int64),
+    np.array([1, 65]), np.array([0, 3]), np.array([2.5, 3.0]), np.array([3.0, np.nan]),
+    np.array([np.inf]), np.array([2.0 ** 70]), np.array([2 ** 63], dtype=np.uint64),
+    np.array([True, False]), np.array([[1, 2]]), [1, 2.0, np.int8(3)], (4,), 7, 7.0,
+])
+def test_int_array_check_reads_numeric_arrays_as_element_by_element(values):
+    """The whole-array check of a numeric E returns what the element check returns, and
+    refuses what it refuses with the same message (the first bad element's)."""
+    from pyedmcl.validation import check_int_array
+
+    try:
+        want = _each(values, 1, 64)
+    except (TypeError, ValueError) as exc:
+        with pytest.raises(type(exc)) as got:
+            check_int_array(values, "E", 1, 64)
+        assert str(got.value) == str(exc)
+        return
+    got = check_int_array(values, "E", 1, 64)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
