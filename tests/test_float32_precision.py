@@ -409,3 +409,56 @@ def test_centred_only_tiny_spread_runs_in_float64():
 
 
 X_SINE = np.sin(np.arange(300) * 0.3)
+
+
+def test_gated_check_starts_when_opened_or_asked(monkeypatch):
+    """A gated merge check starts at start_check() (once) or at the first question, and
+    gives the verdict the immediate check gives."""
+    import pyedmcl._precision as prec
+
+    submitted = []
+    pool = prec._check_pool()
+
+    class Counting:
+        def submit(self, fn):
+            submitted.append(fn)
+            return pool.submit(fn)
+    monkeypatch.setattr(prec, "_check_pool", lambda: Counting())
+    x = _clustered()
+    bad = prepare([x], np.float32, fp64=True, names=["x"], deferred="gated")
+    assert bad.dtype == np.float32 and submitted == []
+    bad.start_check()
+    bad.start_check()
+    assert len(submitted) == 1
+    with pytest.warns(PrecisionWarning, match="x: .*float64"):
+        assert not bad.float32_holds()
+    good = prepare([logistic_map(500)], np.float32, fp64=True, names=["x"], deferred="gated")
+    assert good.float32_holds() and len(submitted) == 2  # asked: started then
+    with pytest.raises(ValueError, match="deferred='soon' is invalid"):
+        prepare([x], np.float32, fp64=True, names=["x"], deferred="soon")
+
+
+def test_xmap_opens_its_merge_check_once_every_device_has_a_block(monkeypatch, device):
+    """The in-memory map gates its merge check: it starts once, after each device of the
+    job queued its first block (the check's threads no longer slow the map's start)."""
+    import pyedmcl._precision as prec
+    from pyedmcl.xmap import scheduler
+    from pyedmcl.xmap.engine import XmapEngine
+
+    events = []
+    real_start, real_block = prec.Prepared.start_check, XmapEngine.block_async
+
+    def start_check(self):
+        events.append("start" if self._gated is not None else "again")
+        return real_start(self)
+
+    def block_async(self, *a, **k):
+        events.append("block")
+        return real_block(self, *a, **k)
+    monkeypatch.setattr(prec.Prepared, "start_check", start_check)
+    monkeypatch.setattr(scheduler.XmapEngine, "block_async", block_async)
+    P = np.column_stack([logistic_map(300, r=3.7 + 0.05 * i) for i in range(6)])
+    got = pe.xmap(P, E=2, device=device, block_rows=2)
+    assert events[0] == "block" and events.count("start") == 1
+    assert events.index("start") == 1  # right after the one device's first block
+    assert events.count("block") == 3 and np.asarray(got.rho).dtype == np.float32

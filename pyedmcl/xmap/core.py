@@ -451,10 +451,11 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
     # centred only: the E scan's Simplex weights floor d_min at 1e-6 in data units (the
     # map's CCM weights and rho are the same either way: a power-of-two scale is exact)
     prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
-                   deferred=speculate, extremes=[extremes], cast=True,
+                   deferred="gated" if speculate else False, extremes=[extremes], cast=True,
                    standardised=[stz[0].result()] if stz else None,
                    raw=(lambda: [panel_with_extremes(X, dtype=np.float64)[0]]) if stz else None)
-    float32_holds = prep.float32_holds
+    # (its check starts once every device has its first block queued: run_local)
+    float32_holds, start_check = prep.float32_holds, prep.start_check
     Xr = prep.kernel_input(0)
     # per device of the job, the kernel input already there (None: the engine uploads it)
     on_device = None
@@ -521,7 +522,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
                 from .scheduler import run_local
                 run_local(Xr, blocks, "edim", put_edim, devices=devs, engine_kw=engine_kw,
                           E_max=E_max, backend=backend, progress=progress,
-                          uploaded=on_device)
+                          uploaded=on_device, on_started=start_check)
             if np.isnan(edim_rho).all(axis=1).any():
                 bad = np.flatnonzero(np.isnan(edim_rho).all(axis=1))[:10].tolist()
                 raise ValueError(f"series {bad} are too short or constant for any E in "
@@ -571,7 +572,8 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
             counts = run_local(Xr, todo, "xmap", sink, devices=devs, engine_kw=engine_kw,
                                E=E_arr, backend=backend, progress=progress,
                                dest=None if store is not None else rows_of,
-                               uploaded=on_device, engines=engines, claimed=claimed)
+                               uploaded=on_device, engines=engines, claimed=claimed,
+                               on_started=start_check)
     if runner is not None:
         runner.close()
     if not float32_holds():  # warned: the same map in float64

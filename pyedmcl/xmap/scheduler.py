@@ -31,6 +31,24 @@ class Progress(_Progress):
         super().__init__(total, desc, enabled, unit="block")
 
 
+class _Latch:
+    """Calls ``fn`` once, when each of ``n`` devices has arrived (:meth:`arrive`)."""
+
+    def __init__(self, n: int, fn: Callable[[], None] | None):
+        self._left, self._fn = set(range(n)), fn
+        self._lock = threading.Lock()
+
+    def arrive(self, i: int) -> None:
+        """Device ``i`` has its first block queued, or none to take (idempotent)."""
+        with self._lock:
+            if i not in self._left:
+                return
+            self._left.discard(i)
+            now = not self._left
+        if now and self._fn is not None:
+            self._fn()
+
+
 def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
               sink: Callable[[int, np.ndarray], None], *, devices: Sequence[Any],
               engine_kw: dict[str, Any], E: np.ndarray | None = None, E_max: int = 0,
@@ -38,8 +56,8 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
               dest: Callable[[int], np.ndarray] | None = None,
               uploaded: Sequence[Any] | None = None,
               engines: Sequence[XmapEngine | None] | None = None,
-              claimed: Sequence[Sequence[tuple[int, int, int]]] | None = None
-              ) -> dict[str, int]:
+              claimed: Sequence[Sequence[tuple[int, int, int]]] | None = None,
+              on_started: Callable[[], None] | None = None) -> dict[str, int]:
     """Run ``blocks`` = [(block id, r0, r1), ...] of ``task`` ("xmap" or "edim").
 
     ``dest(block id)``: the host array an "xmap" block is read into (rows of the
@@ -48,7 +66,10 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
     ``engines``: per device, its engine made already (a map's head start,
     :class:`~pyedmcl.xmap.head_start.HeadStart`) or None; ``claimed``: per device, the
     blocks of ``blocks`` that it computes itself, first (their tables are on it), before
-    it takes from the shared queue. Returns how many blocks each device computed.
+    it takes from the shared queue. ``on_started``: called once, when every device has
+    its first block queued (or has none): host work beside the map that would slow the
+    devices' start (e.g. a gated float32 merge check) starts there. Returns how many
+    blocks each device computed.
     """
     devices = list(devices)
     own = [list(c) for c in claimed] if claimed is not None else [[] for _ in devices]
@@ -59,6 +80,7 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
             todo.put(b)
     counts: dict[str, int] = {}
     bar = Progress(len(blocks), "xmap" if task == "xmap" else "optimal E", progress)
+    latch = _Latch(len(devices), on_started)
 
     def worker(i_dev: tuple[int, Any], stop: threading.Event) -> None:
         i, dev = i_dev
@@ -70,11 +92,13 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
             eng = XmapEngine(be, X, E, x_dev=x_dev, specialise_later=task == "xmap",
                              **engine_kw)
         try:
-            work(eng, be, own[i], stop)
+            work(eng, be, own[i], stop, lambda: latch.arrive(i))
         finally:
+            latch.arrive(i)
             eng.finish_builds()
 
-    def work(eng: XmapEngine, be: Any, mine: list, stop: threading.Event) -> None:
+    def work(eng: XmapEngine, be: Any, mine: list, stop: threading.Event,
+             queued: Callable[[], None]) -> None:
         name = f"{be.info.runtime}:{be.info.name}"
         counts.setdefault(name, 0)
 
@@ -99,11 +123,14 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
             b, r0, r1 = blk
             if task == "xmap":  # the next block is enqueued before this one is read
                 nxt = (b, eng.block_async(r0, r1, None if dest is None else dest(b)))
+                queued()
                 if pending is not None:
                     done(*pending)
                 pending = nxt
             else:
-                sink(b, eng.edim_block(r0, r1, E_max))
+                rows = eng.edim_block(r0, r1, E_max)
+                queued()
+                sink(b, rows)
                 counts[name] += 1
                 bar.update()
         if pending is not None and not stop.is_set():
