@@ -17,7 +17,7 @@ import pytest
 
 import pyedmcl  # noqa: F401  (before pyopencl)
 from clkernels import get_backend
-from pyedmcl.edm.lookup import ccm_shifts, ccm_shifts_device, skill_device
+from pyedmcl.edm.lookup import ccm_shifts, ccm_shifts_device, ccm_shifts_groups, skill_device
 from pyedmcl.kernels.lookup import ccm_skill_wg
 
 
@@ -126,3 +126,12 @@ def test_ccm_shifts_are_each_targets_first_finite_observation():
     assert np.array_equal(ccm_shifts(y, obs, rows=rows), want[rows])
     assert np.array_equal(ccm_shifts(y[2], obs), want[2:3])  # one series
     assert ccm_shifts(y, obs, fp64=False).dtype == np.float32
+    # every group at once (the all-to-all map's E-groups): as one call per group
+    groups = [(obs, rows), (np.arange(40), np.array([1, 3, 4])), (obs[::-1], np.arange(6)),
+              (np.full(40, -1), np.array([0, 2])), (obs, np.array([], np.int64))]
+    for fp64 in (True, False):
+        got = ccm_shifts_groups(y, groups, fp64)
+        for g, (o, r) in zip(got, groups, strict=True):
+            want = ccm_shifts(y, o, fp64, r)
+            assert g.dtype == want.dtype and np.array_equal(g, want)
+    assert ccm_shifts_groups(y, []) == []

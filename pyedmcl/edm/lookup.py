@@ -135,6 +135,40 @@ def ccm_shifts(y: np.ndarray, obs: np.ndarray, fp64: bool = True,
     return out.astype(np.float64 if fp64 else np.float32)
 
 
+def ccm_shifts_groups(y: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray]],
+                      fp64: bool = True) -> list[np.ndarray]:
+    """``[ccm_shifts(y, obs, fp64, rows) for obs, rows in groups]`` in one pass: each
+    row's value at its group's first observation time, one gather for every group; only
+    rows whose value there is not finite look further (:func:`ccm_shifts`). An all-to-all
+    map asks this of each of its E-groups (20 calls had taken ~1 ms of its start, ~2.5 ms
+    with a second device's thread beside)."""
+    y2 = np.atleast_2d(np.asarray(y))
+    dt = np.float64 if fp64 else np.float32
+    rows, cols, sizes = [], [], []
+    for obs, idx in groups:
+        t = np.asarray(obs)
+        t = t[t >= 0]
+        idx = np.asarray(idx)
+        rows.append(idx)
+        cols.append(np.full(idx.size, t[0] if t.size else -1, np.int64))
+        sizes.append(idx.size)
+    if not rows:
+        return []
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    v = np.zeros(r.size)
+    has = c >= 0
+    v[has] = y2[r[has], c[has]]
+    ok = np.isfinite(v) | ~has  # (no observation: 0, as ccm_shifts)
+    out = np.split(v, np.cumsum(sizes)[:-1])
+    if not ok.all():  # rows whose first observed value is NaN: the full search
+        for g, ((obs, idx), part) in enumerate(zip(groups, np.split(ok, np.cumsum(sizes)[:-1]),
+                                                   strict=True)):
+            if not part.all():
+                bad = np.flatnonzero(~part)
+                out[g][bad] = ccm_shifts(y2, obs, True, np.asarray(idx)[bad])
+    return [o.astype(dt) for o in out]
+
+
 def ccm_shifts_device(be: Backend, y: np.ndarray, obs: np.ndarray,
                       rows: np.ndarray | None = None):
     """:func:`ccm_shifts` of ``y`` (``rows``: as there) on the device ``be`` in its

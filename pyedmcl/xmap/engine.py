@@ -54,7 +54,8 @@ from clkernels.arrays import gather, gather_request
 from clkernels.memory import DeviceOutOfMemory
 from clkernels.tuning import lookup
 
-from ..edm.lookup import ccm_shifts_device
+from ..edm.knn import hold
+from ..edm.lookup import ccm_shifts_groups
 from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
 from ..kernels.knn import KNN, is_contiguous
@@ -131,7 +132,8 @@ class _Group:
     contiguous: bool = False
     #: the targets time-major (n, ntg) on the device, made on first use (LANES skill)
     y_lanes: Any = None
-    #: CCM's shift of each target on the device (ccm_shifts_device), made on first use
+    #: CCM's shift of each target on the device (XmapEngine._upload_shifts), made at
+    #: the first skill
     shift: Any = None
 
     @cached_property
@@ -380,11 +382,21 @@ class XmapEngine:
         shift = None
         if fixed_shift(spec, sp):  # CCM's reduction: each target's shift (as pyedmcl.ccm's)
             if group.shift is None:
-                group.shift = ccm_shifts_device(self.be, self.X, group.obs, group.targets)
+                self._upload_shifts()
             shift = group.shift
         XMAP_SKILL.launch(self.be, sp, spec, tidx, tw, tden, nq, nb, y, ldy, tshift, tgt_dev,
                           ocol_dev, ntg, obs_dev, out, ldo, orow, diag, k=kr, shift=shift,
                           memo=self._kernels)
+
+    def _upload_shifts(self) -> None:
+        """Every E-group's CCM shifts on the device (:func:`ccm_shifts_groups`: one pass
+        over the groups, at their first skill; as :func:`ccm_shifts_device` would make
+        each)."""
+        host = ccm_shifts_groups(self.X, [(g.obs, g.targets) for g in self.groups],
+                                 self.be.info.fp64)
+        for g, values in zip(self.groups, host, strict=True):
+            g.shift = self.be.to_device(values)
+            hold(self.be, g.shift)
 
     # -- fused multi-E tables ------------------------------------------------------------------
     def _use_scan(self) -> bool:
