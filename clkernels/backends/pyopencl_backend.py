@@ -244,12 +244,7 @@ class PyOpenCLBackend(Backend):
         super()._build_programs(programs, threads)
 
     def _known_program(self, source: str, options: tuple[str, ...]) -> bool:
-        # built in this process: no look at the cache folder (making and checking it took
-        # ~0.1 ms a program on a GPU host, 2-3 ms of each mixed-E map's start)
-        with self._programs_lock:
-            if (source, tuple(options) + self.build_options) in self._programs:
-                return True
-        return self._known(source, options, pyopencl_cache_dir())
+        return self._known(source, options, pyopencl_cache_dir)
 
     def build_behind(self, requests: Iterable[KernelRequest]) -> Callable[..., None] | None:
         """As the base class, where the runtime compiles one program at a time per process
@@ -326,13 +321,19 @@ class PyOpenCLBackend(Backend):
         atexit.register(clean)
         return end
 
-    def _known(self, source: str, options: tuple[str, ...], cache_dir: str | None) -> bool:
+    def _known(self, source: str, options: tuple[str, ...],
+               cache_dir: str | None | Callable[[], str | None]) -> bool:
         """Built in this process, or a binary in PyOpenCL's cache (loading it is cheap), or
-        (NVIDIA, where PyOpenCL caches nothing) built on this device before (a marker)."""
+        (NVIDIA, where PyOpenCL caches nothing) built on this device before (a marker).
+        ``cache_dir`` may be the function that finds it: asked only for a program not
+        built in this process (making and checking the folder took ~0.1 ms a program on a
+        GPU host, 2-3 ms of each mixed-E map's start)."""
         opts = tuple(options) + self.build_options
         with self._programs_lock:
             if (source, opts) in self._programs:
                 return True
+        if callable(cache_dir):
+            cache_dir = cache_dir()
         if self.info.runtime == "nvidia":
             marker = self._marker(source, opts)
             return marker is not None and marker.exists()
