@@ -342,3 +342,27 @@ def test_rqa_shared_bits_fall_back(be, monkeypatch, caplog):
     assert "do not fit" in caplog.text
     for key in ("diagonal_hist", "vertical_hist", "white_hist", "n_recurrences"):
         np.testing.assert_array_equal(getattr(got, key), getattr(ref, key), err_msg=key)
+
+
+@pytest.mark.parametrize("shape, dtype", [((), np.float64), ((0,), np.int32), ((7,), np.int32),
+                                          ((3, 5), np.float32), ((16384,), np.float32),
+                                          ((16385,), np.float32), ((300000,), np.int32)])
+def test_uploads_are_copies_the_device_sees(device, shape, dtype):
+    """``to_device`` at every size path (made with the buffer up to CREATE_UPLOAD_BYTES,
+    queued up to ASYNC_UPLOAD_BYTES, waited for beyond): the device holds the values, with
+    the shape and dtype given, and a change to the host array afterwards does not reach
+    it; a kernel queued right after reads it (a gather of every element)."""
+    from clkernels import get_backend
+    from clkernels.arrays import gather
+
+    be = get_backend(device)
+    a = np.array(np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) + 1)
+    want = a.copy()
+    d = be.to_device(a)
+    a[...] = -1
+    assert d.shape == shape and d.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(d.get(), want)
+    if a.size:
+        idx = be.to_device(np.arange(a.size, dtype=np.int32))
+        got = gather(be, d.reshape(-1) if d.ndim != 1 else d, 0, 1, idx, a.size, 0)
+        np.testing.assert_array_equal(got.get().reshape(shape), want)
