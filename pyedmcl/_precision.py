@@ -518,7 +518,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             extremes: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
             cast: bool = False,
             standardised: Sequence[tuple[Affine, np.ndarray, np.ndarray | None]] | None = None,
-            raw: Callable[[], list[np.ndarray]] | None = None) -> Prepared:
+            raw: Callable[[], list[np.ndarray]] | None = None,
+            row_labels: Sequence[Sequence[str] | None] | None = None) -> Prepared:
     """Kernel inputs for validated float64 host ``series`` (1-D, or 2-D = one series per row).
 
     float64: returned as given (identity maps). float32: each series (row) centred by
@@ -547,6 +548,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     ``cast``); used where float32 is standardised (:func:`standardises`), else ignored.
     ``raw``: where that standardisation overwrote ``series`` (given standardised), the
     raw series again for a fall-back to float64.
+    ``row_labels``: per series, a label of each of its rows (e.g. the input's column
+    names), which the message adds to the row it names.
     """
     dt = np.dtype(dtype)
     arrs = [np.asarray(a, dtype=np.float64) for a in series]
@@ -587,11 +590,14 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
 
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""
-        for a, z, c, name in zip(arrs, out, casts, names, strict=True):
+        labels = row_labels if row_labels is not None else [None] * len(arrs)
+        for a, z, c, name, rows in zip(arrs, out, casts, names, labels, strict=True):
             lost = merged_beyond(z, MAX_MERGED_FRACTION, c)
             worst = int(np.argmax(lost))
             if lost[worst] > MAX_MERGED_FRACTION:
                 label = name if a.ndim == 1 or a.shape[0] == 1 else f"{name}[{worst}]"
+                if rows is not None:
+                    label += f" ({rows[worst]})"
                 return (f"{label}: {lost[worst]:.0%} of its distinct values become equal in "
                         "float32 even after centring (values closer than float32 resolves: "
                         "near repeats, clusters far apart, or extreme outliers)")

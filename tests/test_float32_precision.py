@@ -462,3 +462,15 @@ def test_xmap_opens_its_merge_check_once_every_device_has_a_block(monkeypatch, d
     assert events[0] == "block" and events.count("start") == 1
     assert events.index("start") == 1  # right after the one device's first block
     assert events.count("block") == 3 and np.asarray(got.rho).dtype == np.float32
+
+
+def test_xmap_names_the_column_float32_cannot_hold(device):
+    """A DataFrame's column that float32 cannot hold is named in the warning, beside its
+    row of the panel."""
+    import pandas as pd
+
+    x = _clustered()
+    df = pd.DataFrame({"walk": np.cumsum(np.random.default_rng(2).standard_normal(x.size)),
+                       "clusters": x})
+    with pytest.warns(PrecisionWarning, match=r"X\[1\] \(column 'clusters'\): .*float64"):
+        pe.xmap(df, E=2, device=device)

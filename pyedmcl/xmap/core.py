@@ -451,6 +451,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
     # centred only: the E scan's Simplex weights floor d_min at 1e-6 in data units (the
     # map's CCM weights and rho are the same either way: a power-of-two scale is exact)
     prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
+                   row_labels=[[f"column {c!r}" for c in names]] if names else None,
                    deferred="gated" if speculate else False, extremes=[extremes], cast=True,
                    standardised=[stz[0].result()] if stz else None,
                    raw=(lambda: [panel_with_extremes(X, dtype=np.float64)[0]]) if stz else None)
