@@ -247,3 +247,37 @@ def test_build_behind_leaves_programs_for_later_jobs(template, monkeypatch, tmp_
     end(wait=True)
     assert not any(t.is_alive() for t in behind) and waits == [1]
     assert list(_put(be, be.prebuild(late)[0])) == [81] * 8
+
+
+def test_build_behind_leaves_an_alike_devices_programs_to_it(template, monkeypatch):
+    """Two backends of alike devices (one fingerprint: a job's two GPUs of one model) share
+    binaries: a program that one builds behind its job is not handed to helpers of the
+    other, whose end function then ends nothing; once the first ends, the programs are
+    free to build again (here nothing was built: the helpers are stand-ins)."""
+    from clkernels import buildprocs
+    from clkernels.backends import pyopencl_backend
+
+    be = get_backend(CPU_DEVICE)
+    if not isinstance(be, pyopencl_backend.PyOpenCLBackend) or \
+            be.info.runtime not in buildprocs.SERIAL_COMPILERS:
+        pytest.skip(f"no helper processes on {be.info.runtime}")
+    other = type(be)(be.info)  # a second context on the same device
+    handed = []
+    monkeypatch.setattr(pyopencl_backend, "helper_count", lambda runtime, n, mem: 1)
+    monkeypatch.setattr(pyopencl_backend, "start_helpers",
+                        lambda info, jobs, *a, **k: handed.append(len(jobs)) or [object()])
+    monkeypatch.setattr(pyopencl_backend, "wait_helpers", lambda started, queue: None)
+    monkeypatch.setattr(pyopencl_backend, "stop_helpers", lambda started: None)
+    reqs = [(template, {"V": v, "W": 0, "BAD": 0}, f"put_{v}") for v in (91, 92, 93)]
+    end = be.build_behind(reqs)
+    assert handed == [3]
+    end_other = other.build_behind(reqs)
+    assert handed == [3] and end_other is not None  # left to the first: runtime-K meanwhile
+    end_other(wait=True)
+    more = other.build_behind([*reqs, (template, {"V": 94, "W": 0, "BAD": 0}, "put_94")])
+    assert handed == [3, 1]  # only the program nobody builds
+    more(wait=True)
+    end(wait=True)
+    again = other.build_behind(reqs)
+    assert handed == [3, 1, 3]
+    again(wait=True)

@@ -98,6 +98,12 @@ PINNED_READ_BYTES = 64 << 10
 #: run with eight: 3.6-4.0 s, against 3.3 s with none)
 BEHIND_HELPERS = 4
 
+#: programs that helpers build behind a job now, per device fingerprint: backends of alike
+#: devices (a job's two GPUs of one model) share the binaries, so a program one of them
+#: builds behind is not built a second time for the other
+_behind_lock = threading.Lock()
+_behind: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
+
 
 def _use_pool(info: DeviceInfo) -> bool:
     env = (settings.env("MEMORY_POOL") or "").strip().lower()
@@ -252,27 +258,41 @@ class PyOpenCLBackend(Backend):
         process none; ending claims what no helper took, waits for the builds under way
         (at most one per helper) in a thread and marks what was built (NVIDIA: the
         driver's compute cache holds it, :meth:`_known`), so the job returns at once; a
-        process that exits before stops them."""
+        process that exits before stops them. Programs that another backend of an alike
+        device (the same fingerprint) builds behind its job now are left to it: where
+        that leaves nothing, the returned function ends nothing."""
         cache_dir = pyopencl_cache_dir()
         todo = [(src, opts) for src, opts in self._programs_of(requests)
                 if not self._known(src, opts, cache_dir)]
+        with _behind_lock:
+            mine = _behind.setdefault(self.info.fingerprint, set())
+            others = [p for p in todo if p in mine]
+            todo = [p for p in todo if p not in mine]
+            mine.update(todo)  # (claimed now: an alike device's engine starting beside)
+
+        def release() -> None:
+            with _behind_lock:
+                _behind[self.info.fingerprint].difference_update(todo)
         gpu_memory = self.info.global_mem_bytes if self.info.is_gpu else 0
         # (no share of this process: as many helpers as build_programs would start for
         # twice the programs)
         helpers = helper_count(self.info.runtime, 2 * len(todo), gpu_memory) if todo else 0
         helpers = min(helpers, BEHIND_HELPERS)
         if not helpers:
-            return None
+            release()
+            return (lambda wait=False: None) if others else None
         jobs = [(src, list(tuple(opts) + self.build_options)) for src, opts in todo]
         queue = BuildQueue.create()
         try:
             started = start_helpers(self.info, jobs, cache_dir, helpers, queue, nice=True)
         except BaseException:
+            release()
             queue.remove()
             raise
         if not started:
+            release()
             queue.remove()
-            return None
+            return (lambda wait=False: None) if others else None
         lock = threading.Lock()
         state = {"ended": False, "cleaned": False}
 
@@ -284,6 +304,7 @@ class PyOpenCLBackend(Backend):
                 state["cleaned"] = True
             stop_helpers(started)
             queue.remove()
+            release()
             atexit.unregister(clean)
 
         def finish() -> None:
