@@ -172,11 +172,16 @@ def check_int_array(values: Any, name: str, lo: int | None, hi: int | None = Non
 
 
 def _int_array_fast(values: Any, lo: int | None, hi: int | None) -> np.ndarray | None:
-    """``values`` as int64 when it is a 1-D (or scalar) numpy integer or float array whose
-    every element :func:`check_int` accepts; else None (the caller checks element by
-    element: other inputs, and every refusal with its message)."""
-    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iuf" \
-            or values.ndim > 1:
+    """``values`` as int64 when it is a 1-D (or scalar) numpy integer or float array (or
+    an array-like with such a dtype: a pandas Series) whose every element
+    :func:`check_int` accepts; else None (the caller checks element by element: lists,
+    whose bools numpy would turn into numbers, other inputs, and every refusal with its
+    message)."""
+    if not isinstance(values, np.ndarray):
+        if getattr(values, "dtype", None) is None:
+            return None
+        values = np.asarray(values)
+    if values.dtype.kind not in "iuf" or values.ndim > 1:
         return None
     arr = np.atleast_1d(values)
     if arr.dtype.kind == "f":

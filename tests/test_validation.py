@@ -246,6 +246,8 @@ def _each(values, lo, hi):
     np.array([1, 65]), np.array([0, 3]), np.array([2.5, 3.0]), np.array([3.0, np.nan]),
     np.array([np.inf]), np.array([2.0 ** 70]), np.array([2 ** 63], dtype=np.uint64),
     np.array([True, False]), np.array([[1, 2]]), [1, 2.0, np.int8(3)], (4,), 7, 7.0,
+    [True, 2], pd.Series([3, 4, 5]), pd.Series([3.0, 4.5]), pd.Series([True, False]),
+    pd.Series([3, None], dtype="Int64"),
 ])
 def test_int_array_check_reads_numeric_arrays_as_element_by_element(values):
     """The whole-array check of a numeric E returns what the element check returns, and
