@@ -190,10 +190,11 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     off = point_offset(E, tau)
     pts = (times - off).astype(np.int32)
     x_dev = be.to_device(x.astype(dt))
-    y_dev = be.to_device(y.astype(dt))
+    yk = y.astype(dt)  # the values the kernels read
+    y_dev = be.to_device(yk)
     q_dev = be.to_device(pts)
     obs_dev = be.to_device((times + Tp).astype(np.int32))
-    shift = ccm_shifts_device(be, y.astype(dt), times + Tp)  # the target's (skill_device)
+    shift = ccm_shifts_device(be, yk, times + Tp)  # the target's (skill_device)
     hold(be, x_dev, y_dev, q_dev, obs_dev)
     out = np.full((sizes.size, sample), np.nan)
     item = np.dtype(dt).itemsize

@@ -113,10 +113,11 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
     obs_dev = be.to_device((times + Tp).astype(np.int32))
     # targets in chunks whose predictions of one library fit the budget, with their shifts
     tchunk = max(1, MAX_ENTRIES // (2 * M))
-    y_devs = [(t0, min(nt, t0 + tchunk),
-               be.to_device(np.ascontiguousarray(ys[t0:t0 + tchunk], dtype=dt)),
-               ccm_shifts_device(be, np.asarray(ys[t0:t0 + tchunk], dtype=dt), times + Tp))
-              for t0 in range(0, nt, tchunk)]
+    y_devs = []
+    for t0 in range(0, nt, tchunk):  # (one chunk's host copy at a time)
+        yc = np.ascontiguousarray(ys[t0:t0 + tchunk], dtype=dt)
+        y_devs.append((t0, min(nt, t0 + tchunk), be.to_device(yc),
+                       ccm_shifts_device(be, yc, times + Tp)))
     hold(be, x_dev, q_dev, obs_dev, *[d for _, _, d, _ in y_devs])
     search = knn_device if neighbors is None else neighbors.device_table
     out = np.full((sizes.size, nt), np.nan)
