@@ -56,7 +56,7 @@ def time_layout(be, xk, case, p: dict, nq: int, ntg: int, repeat: int):
     """(best time of ``repeat`` launches, rho) of layout ``p`` on ``case``'s first ``ntg``
     targets."""
     tidx, tw, tden = case.cm if p["CM"] else (case.tidx, case.tw, case.tden)
-    y, ldy = (case.y_lanes, case.ldy) if xk.reads_time_major(p) else (case.y, case.n)
+    y, ldy = case.lanes(xk.lane_tile(p)) if xk.reads_time_major(p) else (case.y, case.n)
 
     def run():
         xk.XMAP_SKILL.launch(be, p, case.spec, tidx, tw, tden, nq, case.nb, y, ldy, 0,

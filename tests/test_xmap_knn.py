@@ -543,6 +543,34 @@ def test_time_major_targets_line_aligned_on_device_and_host(device, monkeypatch)
     host = XmapEngine(be, X, np.array([2, 3] * 18 + [2]))
     for g, h in zip(eng.groups, host.groups, strict=True):
         np.testing.assert_array_equal(be.to_host(host._lanes_y(h)[0]), be.to_host(eng._lanes_y(g)[0]))
+    # a layout whose work-groups read 128 targets a row: the rows padded to hold them
+    # (the host's copy, then the device's gather)
+    assert xk.time_major_pitch(37, 128) == 128 and xk.time_major_pitch(130, 64) == 192
+    g = host.groups[0]
+    y, ldy = host._lanes_y(g, 128)
+    ref, ref_ldy = xk.time_major(X[g.targets], 128)
+    assert ldy == ref_ldy == 128
+    np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)
+    assert host._lanes_y(g, 64) == (y, ldy)  # a smaller tile: the same rows
+    g = eng.groups[0]
+    y, ldy = eng._lanes_y(g, 128)
+    np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)
+
+
+def test_staged_skill_refuses_rows_without_whole_work_groups():
+    """A staged skill reading by byte offsets reads each work-item's TJ targets at fixed
+    distances, unclamped: a time-major pitch that does not hold whole work-groups of
+    LWG x TJ targets is refused before the launch (it would read past the rows)."""
+    from pyedmcl.kernels import xmap as xk
+    lay = {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 1, "CM": 1,
+           "ST": 1, "CH": 16, "SPL": 1}
+    assert xk.lane_tile(lay) == 64 and xk.lane_tile(dict(lay, O32=0)) == 1
+    assert xk.lane_tile(dict(lay, ST=0)) == 1
+    be = get_backend(CPU_DEVICE)
+    y = be.to_device(np.zeros((10, 32), np.float32))
+    with pytest.raises(ValueError, match="ldy=32 is not a multiple"):
+        xk.XMAP_SKILL.launch(be, lay, {"K": 3, "REAL": "float", "WEIGHT": "ccm"}, None, None,
+                             None, 8, 1, y, 32, 0, None, None, 20, None, None, 20, 0)
 
 
 def test_staged_skill_bit_identical_with_empty_slots(device):
@@ -584,12 +612,14 @@ def _staged_case(be, xk, k):
         spec = {"K": k, "REAL": "float", "WEIGHT": weight}
         got = []
         # (KR: K an argument, the program rendered for K + 3, a mixed-E map's first use)
-        for st, ch, spl, o32, kr in ((0, 16, 1, 1, 0), (1, 1, 1, 1, 0), (1, 2, 1, 1, 0),
-                                     (1, 16, 1, 1, 0), (1, 2, 2, 1, 0), (1, 16, 8, 1, 0),
-                                     (1, 16, 1, 0, 0), (1, 2, 2, 0, 0), (1, 16, 1, 1, 1),
-                                     (1, 2, 2, 0, 1), (1, 1, 8, 1, 1)):
+        # (PR: the staged entries as (offset, weight) pairs, with O32 only)
+        for st, ch, spl, o32, kr, pr in (
+                (0, 16, 1, 1, 0, 0), (1, 1, 1, 1, 0, 0), (1, 2, 1, 1, 0, 0), (1, 16, 1, 1, 0, 0),
+                (1, 2, 2, 1, 0, 0), (1, 16, 8, 1, 0, 0), (1, 16, 1, 0, 0, 0), (1, 2, 2, 0, 0, 0),
+                (1, 16, 1, 1, 1, 0), (1, 2, 2, 0, 1, 0), (1, 1, 8, 1, 1, 0), (1, 16, 1, 1, 0, 1),
+                (1, 2, 2, 1, 0, 1), (1, 1, 8, 1, 1, 1), (1, 2, 2, 0, 0, 1)):
             lay = {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "PF": 0, "LB": 2, "LMAJ": 1,
-                   "CM": 1, "ST": st, "CH": ch, "SPL": spl, "O32": o32, "KR": kr}
+                   "CM": 1, "ST": st, "CH": ch, "SPL": spl, "O32": o32, "KR": kr, "PR": pr}
             prog = dict(spec, K=k + 3) if kr else spec
             t = (be.empty((nb * nq * k,), np.int32), be.empty((nb * nq * k,), acc),
                  be.empty((nb * nq,), acc))

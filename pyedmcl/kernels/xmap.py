@@ -45,6 +45,7 @@ Every candidate gives the same output bit for bit (the tuner checks it).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -273,6 +274,8 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
         return False  # staged table rows: a class's rows are one stretch (CM); GPUs
     if not p.get("ST", 0) and p.get("CH", 16) != 16:
         return False  # CH unused: one value only
+    if p.get("PR", 0) and not p.get("ST", 0):
+        return False  # staged entries as pairs: staged rows only
     if p.get("SPL", 1) > 1 and (not p.get("ST", 0) or split_roots_bytes(p, info) > 16384):
         return False  # subtrees a target: staged rows, their roots in 16 KiB
     if p["LANES"]:  # TJ targets per work-item; LWG x LB is the work-group
@@ -352,7 +355,7 @@ def staged_rows(ch: int, k: int, lb: int, info: DeviceInfo, spl: int = 1,
 
 #: the layout values of a kernel rendered without tuned ones (``pack``)
 _LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0,
-           "ST": 0, "CH": 16, "SPL": 1}
+           "ST": 0, "CH": 16, "SPL": 1, "PR": 0}
 
 
 def offsets_fit(y_dev: Any) -> bool:
@@ -375,17 +378,30 @@ def reads_time_major(params: Params) -> bool:
 TIME_MAJOR_ALIGN = 32
 
 
-def time_major_pitch(ntg: int) -> int:
-    """The row pitch (values) of ``ntg`` targets laid out time-major."""
-    a = TIME_MAJOR_ALIGN
+def time_major_pitch(ntg: int, tile: int = 1) -> int:
+    """The row pitch (values) of ``ntg`` targets laid out time-major: a multiple of
+    :data:`TIME_MAJOR_ALIGN` and of ``tile`` (:func:`lane_tile`: the targets a layout's
+    work-group reads, all of them inside the row)."""
+    a = math.lcm(TIME_MAJOR_ALIGN, max(1, int(tile)))
     return -(-ntg // a) * a
 
 
-def time_major(Y: np.ndarray) -> tuple[np.ndarray, int]:
+def lane_tile(params: Params) -> int:
+    """The targets one work-group of a skill layout reads side by side in each time-major
+    row, whether or not they exist: LWG x TJ for staged target lanes reading by byte
+    offsets (ST, O32: each work-item's TJ targets at constant distances from its first,
+    unclamped), else 1 (the last real target stands in for the missing ones)."""
+    if params.get("LANES") and params.get("ST") and params.get("O32", 1):
+        return int(params["LWG"]) * int(params["TJ"])
+    return 1
+
+
+def time_major(Y: np.ndarray, tile: int = 1) -> tuple[np.ndarray, int]:
     """Series ``Y`` (ntg, n) time-major, ``(n, ldy)``, each row zero-padded to ``ldy``
-    (:func:`time_major_pitch`): what the LANES and VEC=2 skills read."""
+    (:func:`time_major_pitch` for work-groups of ``tile`` targets): what the LANES and
+    VEC=2 skills read."""
     ntg, n = Y.shape
-    ldy = time_major_pitch(ntg)
+    ldy = time_major_pitch(ntg, tile)
     yt = np.zeros((n, ldy), dtype=Y.dtype)
     yt[:, :ntg] = Y.T
     return yt, ldy
@@ -463,7 +479,7 @@ FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
 SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0,
-                 "ST": 0, "CH": 16, "SPL": 1}
+                 "ST": 0, "CH": 16, "SPL": 1, "PR": 0}
 
 
 #: below this many targets a GPU's E-group runs queries as work-items, whatever the tuned
@@ -531,9 +547,9 @@ class XmapSkillKernel(TunableKernel):
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1, 2), "LANES": (0, 1),
                                 "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4, 8, 16, 32),
                                 "LMAJ": (0, 1), "CM": (0, 1), "ST": (0, 1), "CH": (8, 16),
-                                "SPL": (1, 2, 4, 8)},
+                                "SPL": (1, 2, 4, 8), "PR": (0, 1)},
                         heuristic=_skill_heuristic, constraint=_skill_constraint,
-                        filled={"LMAJ": 0, "CM": 0, "ST": 0, "CH": 16, "SPL": 1})
+                        filled={"LMAJ": 0, "CM": 0, "ST": 0, "CH": 16, "SPL": 1, "PR": 0})
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
         wide = "-wide" if spec.get("WIDE") else ""
@@ -583,9 +599,10 @@ class XmapSkillKernel(TunableKernel):
         out = {"TJ": int(p["TJ"]), "VEC": int(p.get("VEC", 0)), "LANES": int(p.get("LANES", 0)),
                "LWG": int(p.get("LWG", 64)), "PF": int(p.get("PF", 0)), "LB": int(p.get("LB", 1)),
                "LMAJ": int(p.get("LMAJ", 0)), "CM": int(p.get("CM", 0)),
-               "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16)), "SPL": int(p.get("SPL", 1))}
+               "ST": int(p.get("ST", 0)), "CH": int(p.get("CH", 16)), "SPL": int(p.get("SPL", 1)),
+               "PR": int(p.get("PR", 0))}
         if diag:  # one target per library, one program for every K, the scan's width
-            out.update(TJ=1, VEC=0, LANES=0, PF=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16, SPL=1,
+            out.update(TJ=1, VEC=0, LANES=0, PF=0, LB=1, LMAJ=0, CM=0, ST=0, CH=16, SPL=1, PR=0,
                        KR=1, WG=scan_skill_wg(be.info), FS=0)
         return out
 
@@ -673,6 +690,9 @@ class XmapSkillKernel(TunableKernel):
         """
         if params.get("ST", 0) and not offsets_fit(y_dev):
             params = dict(params, O32=0)  # staged reads by times (64-bit products)
+        if reads_time_major(params) and ldy % lane_tile(params):
+            raise ValueError(f"ldy={ldy} is not a multiple of the layout's {lane_tile(params)} "
+                             "targets a work-group (time_major_pitch(ntg, lane_tile(params)))")
         kern = self._kernel(be, spec, params, "xmap_skill", memo)
         gsize, lsize = skill_geometry(params, ntg, nb, params.get("WG") or ccm_skill_wg(be.info))
         kr = (np.int32(spec["K"] if k is None else k),) if params.get("KR", 0) else ()
@@ -716,8 +736,7 @@ class _SkillCase(TuningCase):
 
         y = _mixed_series(rng, self.ntg, n)
         self.y = be.to_device(y)
-        yt, self.ldy = time_major(y)  # as the engine lays its targets out
-        self.y_lanes = be.to_device(yt)
+        self._y_host, self._y_lanes = y, {}  # per lane_tile: as the engine lays them out
         kspec = {"E": E, "TAU": 1, "K": K, "METRIC": "euclidean", "REAL": "float"}
         pts = be.to_device(np.arange(size, dtype=np.int32))
         idx = be.empty((self.nb, size, K), np.int32)
@@ -744,11 +763,18 @@ class _SkillCase(TuningCase):
         self.out = be.empty((self.nb * self.ntg,), np.float32)
 
     def run(self, params: Params) -> list[Any]:
-        y, ldy = (self.y_lanes, self.ldy) if reads_time_major(params) else (self.y, self.n)
+        y, ldy = self.lanes(lane_tile(params)) if reads_time_major(params) else (self.y, self.n)
         tidx, tw, tden = self.cm if params.get("CM", 0) else (self.tidx, self.tw, self.tden)
         return [XMAP_SKILL.launch(self.be, params, self.spec, tidx, tw, tden, self.nq, self.nb,
                                   y, ldy, 0, self.tgt, self.tgt, self.ntg, self.obs, self.out,
                                   self.ntg, 0, shift=self.shift)]
+
+    def lanes(self, tile: int) -> tuple[Any, int]:
+        """The targets time-major for work-groups of ``tile`` targets (uploaded once)."""
+        if tile not in self._y_lanes:
+            yt, ldy = time_major(self._y_host, tile)
+            self._y_lanes[tile] = (self.be.to_device(yt), ldy)
+        return self._y_lanes[tile]
 
     def output(self) -> np.ndarray:
         return self.be.to_host(self.out)

@@ -68,6 +68,7 @@ from ..kernels.xmap import (
     cpu_layout,
     fixed_shift,
     gpu_layout,
+    lane_tile,
     reads_time_major,
     scan_table_budget,
     time_major,
@@ -265,21 +266,26 @@ class XmapEngine:
         within int32), else copied from the host."""
         return self.N * self.n < 2 ** 31
 
-    def _lanes_y(self, g: _Group) -> tuple[Any, int]:
+    def _lanes_y(self, g: _Group, tile: int = 1) -> tuple[Any, int]:
         """The group's targets time-major on the device and their row pitch
-        (:func:`~pyedmcl.kernels.xmap.time_major`'s layout): what the LANES and VEC=2 skills
-        read. Gathered from the panel on the device (H100, N = 5,000 x 3,780: the host's
-        transposing copy and its upload had added ~0.3 s to a 1.0 s map)."""
+        (:func:`~pyedmcl.kernels.xmap.time_major`'s layout, rows of whole work-groups of
+        ``tile`` targets): what the LANES and VEC=2 skills read. Gathered from the panel
+        on the device (H100, N = 5,000 x 3,780: the host's transposing copy and its
+        upload had added ~0.3 s to a 1.0 s map); made again only for a layout whose
+        tile the pitch does not hold."""
+        if g.y_lanes is not None and g.y_lanes[1] % tile:
+            tile = math.lcm(tile, g.y_lanes[1])
+            g.y_lanes = None
         if g.y_lanes is None:
             ntg = g.targets.size
-            ldy = time_major_pitch(ntg)
+            ldy = time_major_pitch(ntg, tile)
             if self._gathers_targets:  # gathered on the device from the panel
                 cols = np.full(ldy, -1, np.int32)  # -1: padding, zero
                 cols[:ntg] = g.targets * self.n
                 g.y_lanes = (gather(self.be, self.x_dev, 1, self.n, self.be.to_device(cols),
                                     ldy, 0.0), ldy)
             else:  # element offsets past int32: the host's copy
-                yt, ldy = time_major(self.X[g.targets])
+                yt, ldy = time_major(self.X[g.targets], tile)
                 g.y_lanes = (self.be.to_device(yt), ldy)
         return g.y_lanes
 
@@ -378,7 +384,8 @@ class XmapEngine:
                diag: bool = False, group: _Group | None = None) -> None:
         sp = self._layout(k, weight, ntg, diag)
         spec, kr = self._program_spec(k, weight, sp)
-        y, ldy = self._lanes_y(group) if reads_time_major(sp) else (self.x_dev, self.n)
+        y, ldy = (self._lanes_y(group, lane_tile(sp)) if reads_time_major(sp)
+                  else (self.x_dev, self.n))
         shift = None
         if fixed_shift(spec, sp):  # CCM's reduction: each target's shift (as pyedmcl.ccm's)
             if group.shift is None:
@@ -659,7 +666,7 @@ class XmapEngine:
         if behind is None:  # nothing would ever build them: the groups build their own now
             return
         top = max(lanes)
-        self._runtime_k = {key: lanes[top][key] for key in ("LWG", "LB", "SPL")}
+        self._runtime_k = {key: lanes[top][key] for key in ("LWG", "LB", "SPL", "TJ", "PR")}
         self._k_bound = top
         self._layouts = {}
         self._behind = behind

@@ -41,14 +41,22 @@
     LOG = WG.bit_length() - 1
     WT = capture(lk.wtype, WEIGHT)  # real_t: normalised weights
     M = WG // SPL  # classes a subtree
+    # PR (with ST, O32 and float32 weights): an entry's offset and weight as one uint2
+    PAIR = ST and PR and O32 and WT == "real_t" and REAL == "float"
     NL = LB * SPL  # rows of work-items (local dimension 1)
 %>\
 __kernel __attribute__((reqd_work_group_size(${LWG}, ${NL}, 1)))
 ${skill.signature()}
 {
-% if ST:
+% if PAIR:
+    /* each staged entry's offset and weight side by side: one 8-byte local load */
+    __local uint2 st_p[${NL}][${CH * K}];
+% endif
+% if ST and not PAIR:
     __local ${"uint" if O32 else "int"} st_t[${NL}][${CH * K}];
     __local ${WT} st_w[${NL}][${CH * K}];
+% endif
+% if ST:
     __local acc_t st_d[${NL}][${CH}];
     __local ${"uint" if O32 else "int"} st_o[${SPL}][${CH}];
 % endif
@@ -68,6 +76,12 @@ ${skill.signature()}
     __global const ${WT}* wb = tw + (size_t)b * nq * K;
     __global const acc_t* db = tden + (size_t)b * nq;
     const uint ldyb = (uint)ldy * (uint)sizeof(real_t);  /* bytes per time of y */
+% if ST and O32:
+    /* the first target's column as bytes, unclamped: y's rows hold whole tiles of
+       LWG x TJ targets (XMAP_SKILL.launch checks ldy), so a staged read is one 64-bit
+       add of the entry's offset, shared by the TJ targets at constant distances */
+    __global const uchar* yl = (__global const uchar*)(y + j0);
+% endif
 % for t in range(TJ):
     __global const real_t* y${t} = y + min(j0 + ${t * LWG}, ntg - 1);
     /* the same column tshift times on: neighbour l predicts from time l + tshift */
@@ -180,10 +194,13 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
 <%def name="staged(WT)">
 <%
     NONE = "0xffffffffu" if O32 else "-1"  # no observation (or, "simplex", no entry)
+    PAIR = PR and O32 and WT == "real_t" and REAL == "float"  # (as kernel()'s)
     def off(t):  # the staged read position of time t (>= 0)
         return "(uint)(%s) * ldyb" % t if O32 else t
-    def val(col, e):  # the target value a staged entry reads
-        return "(*(__global const real_t*)((__global const uchar*)%s + %s))" % (col, e) if O32 else capture(at, col, e)
+    def val(t, e):  # the value of target t that a staged entry reads
+        if O32:
+            return "(*(__global const real_t*)(yl + (size_t)(%s) + %d))" % (e, t * LWG * (4 if REAL == "float" else 8))
+        return capture(at, "y%d" % t, e)
 %>
         const int cnt = nq / ${WG} + (r < nq % ${WG} ? 1 : 0);  /* the class's rows */
         const int li = get_local_id(0), lj = get_local_id(1);
@@ -196,11 +213,16 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
                 const int l = ir[(size_t)i0 * K + e];
 % if WEIGHT == "ccm":
                 /* empty: den = 0, no prediction; time 0 with weight 0 */
-                st_t[lj][e] = l >= 0 ? ${off("l + tshift")} : 0;
+                const ${"uint" if O32 else "int"} tl = l >= 0 ? ${off("l + tshift")} : 0;
 % else:
-                st_t[lj][e] = l >= 0 ? ${off("l + tshift")} : ${NONE};
+                const ${"uint" if O32 else "int"} tl = l >= 0 ? ${off("l + tshift")} : ${NONE};
 % endif
+% if PAIR:
+                st_p[lj][e] = (uint2)(tl, as_uint(wr[(size_t)i0 * K + e]));
+% else:
+                st_t[lj][e] = tl;
                 st_w[lj][e] = wr[(size_t)i0 * K + e];
+% endif
             }
             for (int e = li; e < m; e += ${LWG}) {
                 st_d[lj][e] = dr[i0 + e];
@@ -224,18 +246,30 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
                 #pragma unroll
                 for (int k = 0; k < ${K}; ++k) {
                     if (k >= K) break;
+% if PAIR:
+                    const uint2 pe = st_p[lj][i * K + k];
+                    const uint tl = pe.x;
+                    const float w = as_float(pe.y);
+% else:
                     const ${"uint" if O32 else "int"} tl = st_t[lj][i * K + k];
                     const ${WT} w = st_w[lj][i * K + k];
+% endif
 % else:
                 {
+% if PAIR:
+                    const uint2 pe = st_p[lj][i * K + ${k}];
+                    const uint tl = pe.x;
+                    const float w = as_float(pe.y);
+% else:
                     const ${"uint" if O32 else "int"} tl = st_t[lj][i * K + ${k}];
                     const ${WT} w = st_w[lj][i * K + ${k}];
 % endif
+% endif
 % for t in range(TJ):
 % if WEIGHT == "ccm":
-                    num${t} += w * ${val("y%d" % t, "tl")};
+                    num${t} += w * ${val(t, "tl")};
 % else:
-                    if (tl != ${NONE}) num${t} += w * (acc_t)${val("y%d" % t, "tl")};
+                    if (tl != ${NONE}) num${t} += w * (acc_t)${val(t, "tl")};
 % endif
 % endfor
                 }
@@ -248,7 +282,7 @@ ${skill.rho("stk%d[0]" % t, "j0 + %d" % (t * LWG))}
                     const real_t pr = den > 0 ? (real_t)(num${t} / den) : (real_t)NAN;
 % endif
                     const acc_t p = pr;
-                    if (to != ${NONE} && ISFINITE(p)) ${skill.upd(t, val("y%d" % t, "to"))}
+                    if (to != ${NONE} && ISFINITE(p)) ${skill.upd(t, val(t, "to"))}
                 }
 % endfor
             }

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, INL, KR, O32, PIW, FS
+## params: K, REAL, ACC, WG, WEIGHT, TJ, VEC, LANES, LWG, PF, LB, LMAJ, CM, ST, CH, SPL, PR, INL, KR, O32, PIW, FS
 ## version: 1
 ## legacy-hashes: 2d017211375239c9
 ## All-to-all cross mapping: one k-NN table per library series, reused for many
@@ -35,8 +35,12 @@
 ##   pack takes tiles of 8 query classes x PIW rows of each, staged in local memory: the
 ##   tile's raw rows read in first (coalesced), then weighed and written in place.
 ## O32 (ST, the host's choice: 1 where the targets' bytes fit 32 bits): staged entries
-##   hold the byte offset each reads (time x bytes per time) instead of the time
-##   (_lanes.mako).
+##   hold the byte offset each reads (time x bytes per time) instead of the time, and
+##   the TJ targets of a work-item are read at constant distances from its first, whose
+##   time-major row holds whole work-groups of LWG x TJ targets (the host pads it:
+##   pyedmcl.kernels.xmap.lane_tile) (_lanes.mako).
+## PR (with ST and O32, float32 weights): each staged entry's offset and weight side by
+##   side, one 8-byte local load (H100: faster at some K and layouts, slower at others).
 ## KR = 1 (the scalar query loop: TJ targets, no VEC, PF, LANES or CM; or staged target
 ##   lanes: LANES, CM and ST): K is the kernels' last argument instead of a constant, so
 ##   one program serves every E of an embedding scan (one target per library: its skill
