@@ -474,3 +474,22 @@ def test_xmap_names_the_column_float32_cannot_hold(device):
                        "clusters": x})
     with pytest.warns(PrecisionWarning, match=r"X\[1\] \(column 'clusters'\): .*float64"):
         pe.xmap(df, E=2, device=device)
+
+
+def test_row_mean_and_std_from_one_sum_are_numpys():
+    """The standardisation takes each row's mean and std from one sum (no pass of its own
+    for the mean): bit for bit numpy's ``mean(axis=1)`` and ``std(axis=1)``, with offsets
+    far from zero, NaN and inf rows, one-value rows, and other dtypes (numpy's calls)."""
+    from pyedmcl._precision import _mean_std
+    rng = np.random.default_rng(3)
+    for shape in [(5, 1000), (17, 3780), (3, 1), (4, 2), (2, 129), (1, 100_000)]:
+        for off in (0.0, 1e6, -3e9, 1e-8):
+            a = np.cumsum(rng.standard_normal(shape) * rng.uniform(1e-3, 1e3), axis=1) + off
+            if shape[0] > 2:
+                a[0, 0], a[1, -1] = np.nan, np.inf
+            ints = np.round(np.nan_to_num(a[:, :50], posinf=0.0)).astype(np.int64)
+            for b in (a, a.astype(np.float32), ints):
+                with np.errstate(invalid="ignore", over="ignore"):
+                    m, s = _mean_std(b)
+                    np.testing.assert_array_equal(m, b.mean(axis=1))
+                    np.testing.assert_array_equal(s, b.std(axis=1))

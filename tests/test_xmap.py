@@ -387,6 +387,16 @@ def test_series_major_copy_standardises_each_band(monkeypatch, scale, shape, thr
         np.testing.assert_array_equal(got, ref)
 
 
+def test_standardising_copy_threads_follow_the_panel_size():
+    """The standardising copy takes about one thread per 12 MiB of the float64 panel,
+    8 at least and 12 at most (then the cores and bands bound them)."""
+    from pyedmcl.xmap import core
+    assert core.fused_threads(10_000 * 1_000 * 8) == 8
+    assert core.fused_threads(5_000 * 3_780 * 8) == 12
+    assert core.fused_threads(1_000) == 8 and core.fused_threads(1 << 40) == 12
+    assert core.fused_threads(10 * core.FUSED_BYTES_PER_THREAD) == 10
+
+
 def test_xmap_float64_fall_back_from_the_raw_panel():
     """One series too narrow for float32's squared distances (std 1e-14) sends the whole
     map to float64 with one warning, run on the raw panel (the float32 path centres its

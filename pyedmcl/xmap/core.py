@@ -53,9 +53,21 @@ TRANSPOSE_THREADS = 8
 #: copies from this size (bytes) run on threads
 PARALLEL_BYTES = 16 << 20
 #: threads of the copy where each band is also standardised (``then``): more work per
-#: byte than the copy alone (two H200s' host, N = 5,000 x 3,780: 8 threads 37-38 ms,
-#: 12 threads 32-33 ms, 16 threads 33 ms; the copy and then the standardisation 59 ms)
-FUSED_THREADS = 12
+#: byte than the copy alone, so more threads, but each thread's dozen numpy calls a band
+#: contend for the interpreter lock, so about one per FUSED_BYTES_PER_THREAD of the
+#: float64 panel, within FUSED_THREADS_MIN..FUSED_THREADS (two H200s' 32-core host, the
+#: pass alone, medians: N = 5,000 x 3,780 8 / 10 / 12 / 16 threads 35.6 / 32.8 / 31.6 /
+#: 31.9 ms; N = 10,000 x 1,000 6 / 8 / 10 / 12 / 16 threads 26.2 / 23.7 / 25.5 / 28.3 /
+#: 30.2 ms, and the two-GPU map, E = 6, 0.235-0.243 s at 12 against 0.229 s at 8)
+FUSED_THREADS_MIN, FUSED_THREADS = 8, 12
+FUSED_BYTES_PER_THREAD = 12 << 20
+
+
+def fused_threads(nbytes: int) -> int:
+    """Threads of the standardising copy of a ``nbytes`` float64 panel (before the
+    cores and bands bound them): :data:`FUSED_BYTES_PER_THREAD` each, within
+    :data:`FUSED_THREADS_MIN` .. :data:`FUSED_THREADS`."""
+    return int(min(FUSED_THREADS, max(FUSED_THREADS_MIN, nbytes // FUSED_BYTES_PER_THREAD)))
 
 
 def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = np.float32,
@@ -98,7 +110,7 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
             then(rows, slice(c0, min(N, c0 + tile)))
 
     bands = range(0, N, tile)
-    workers = min(FUSED_THREADS if then is not None else TRANSPOSE_THREADS,
+    workers = min(fused_threads(arr.size * 8) if then is not None else TRANSPOSE_THREADS,
                   os.cpu_count() or 1, len(bands))
     if workers > 1 and out.nbytes >= PARALLEL_BYTES:
         from concurrent.futures import ThreadPoolExecutor
