@@ -138,6 +138,35 @@ def test_xmap_panel_uploaded_band_by_band(monkeypatch, E):
         assert sorted(offsets) == sorted([b * 60 for b in (0, 256, 512)] * len(d))
 
 
+def test_map_on_staged_lanes_of_two_targets_and_paired_entries_same_rho(monkeypatch):
+    """A map on staged target lanes (a GPU's wide groups; forced on the CPU device) with
+    TJ = 2 targets a work-item read at fixed distances from one unclamped column, the
+    engine's time-major rows padded to whole work-groups (37 targets: a ragged tile), and
+    with the staged entries as (offset, weight) pairs (PR), gives the default layout's
+    rho bit for bit."""
+    from pyedmcl.kernels import xmap as xk
+    from pyedmcl.xmap import engine as xe
+    X = panel(L=90, N=37, seed=5)
+    E = np.resize([2, 4, 3], 37)  # three E-groups of 12-13 targets
+    ref = pe.xmap(X, E=E, device=CPU_DEVICE, fma=False).rho
+    tiles = []
+    lanes_y = xe.XmapEngine._lanes_y
+
+    def spy(self, g, tile=1):
+        tiles.append(tile)
+        return lanes_y(self, g, tile)
+
+    monkeypatch.setattr(xe.XmapEngine, "_lanes_y", spy)
+    for tj, pr, lwg in ((2, 0, 8), (2, 1, 4), (1, 1, 16)):
+        lay = dict(xk._LAYOUT, TJ=tj, LANES=1, LWG=lwg, LB=1, LMAJ=1, CM=1, ST=1, CH=16,
+                   SPL=2, PR=pr)
+        monkeypatch.setattr(xe, "cpu_layout", lambda p, ntg, time_major=False, lay=lay: dict(lay))
+        tiles.clear()
+        got = pe.xmap(X, E=E, device=CPU_DEVICE, fma=False).rho
+        np.testing.assert_array_equal(got, ref)
+        assert set(tiles) == {lwg * tj}
+
+
 def test_first_use_map_runs_staged_groups_on_one_runtime_k_program(monkeypatch):
     """Where a map's E-groups on staged target lanes (a GPU's wide groups; here forced
     on the CPU device) have programs that are not built yet, they run on one program with
