@@ -552,6 +552,10 @@ def test_time_major_targets_line_aligned_on_device_and_host(device, monkeypatch)
     assert ldy == ref_ldy == 128
     np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)
     assert host._lanes_y(g, 64) == (y, ldy)  # a smaller tile: the same rows
+    g2 = host.groups[1]  # 18 targets: rows of 32, made again for a tile they do not hold
+    assert host._lanes_y(g2)[1] == 32 and host._lanes_y(g2, 64)[1] == 64
+    y2 = host._lanes_y(g2, 128)
+    assert y2[1] == 128 and host._lanes_y(g2, 32) == y2 and host._lanes_y(g2, 64) == y2
     g = eng.groups[0]
     y, ldy = eng._lanes_y(g, 128)
     np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)

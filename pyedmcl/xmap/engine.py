@@ -274,7 +274,9 @@ class XmapEngine:
         upload had added ~0.3 s to a 1.0 s map); made again only for a layout whose
         tile the pitch does not hold."""
         if g.y_lanes is not None and g.y_lanes[1] % tile:
-            tile = math.lcm(tile, g.y_lanes[1])
+            # rows for both layouts (tiles are powers of two: the pitch's largest one
+            # holds the earlier layout's)
+            tile = math.lcm(tile, g.y_lanes[1] & -g.y_lanes[1])
             g.y_lanes = None
         if g.y_lanes is None:
             ntg = g.targets.size
