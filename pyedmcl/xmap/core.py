@@ -64,7 +64,7 @@ FUSED_BYTES_PER_THREAD = 12 << 20
 
 
 def fused_threads(nbytes: int) -> int:
-    """Threads of the standardising copy of a ``nbytes`` float64 panel (before the
+    """Threads of the standardising copy into a panel of ``nbytes`` (float64; before the
     cores and bands bound them): :data:`FUSED_BYTES_PER_THREAD` each, within
     :data:`FUSED_THREADS_MIN` .. :data:`FUSED_THREADS`."""
     return int(min(FUSED_THREADS, max(FUSED_THREADS_MIN, nbytes // FUSED_BYTES_PER_THREAD)))
@@ -110,7 +110,7 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
             then(rows, slice(c0, min(N, c0 + tile)))
 
     bands = range(0, N, tile)
-    workers = min(fused_threads(arr.size * 8) if then is not None else TRANSPOSE_THREADS,
+    workers = min(fused_threads(out.nbytes) if then is not None else TRANSPOSE_THREADS,
                   os.cpu_count() or 1, len(bands))
     if workers > 1 and out.nbytes >= PARALLEL_BYTES:
         from concurrent.futures import ThreadPoolExecutor
