@@ -166,11 +166,13 @@ SYM_PARAMS = [
     {"VEC": 4, "WG": 4, "EDGE": 32, "BITS": 2, "PH": 32, "SHARE": 1, "SYM": 1, "WALK": 1},
     {"VEC": 1, "WG": 32, "EDGE": 64, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1, "WALK": 1,
      "UNR": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 0, "DPAIR": 0},
+    {"VEC": 1, "WG": 32, "EDGE": 64, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1, "WALK": 1,
+     "UNR": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 2, "DPAIR": 1, "DMAJ": 1},
 ]
 
 
 @pytest.mark.parametrize("warm", [0, 32], ids=["warm-serial", "warm-coop"])
-@pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked"])
+@pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked", "diagonal-major"])
 def test_row_ranges_symmetric(device, p, warm, monkeypatch):
     """SYM on row ranges (upper triangle only; each range joins its columns through the
     diagonal with its own rows' runs): on one device and on two, with and without OVL,
@@ -567,7 +569,7 @@ def test_dask_ranges_mixed_sym_run_again(monkeypatch):
             assert not got.settings.get("symmetric")
 
 
-@pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked"])
+@pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked", "diagonal-major"])
 def test_dask_ranges_symmetric(p, monkeypatch):
     """Row ranges as Dask tasks keep SYM (each worker joins its ranges' columns): the
     one-device histograms, auto- and joint RQA, the Theiler band in the matrix."""

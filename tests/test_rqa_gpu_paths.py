@@ -7,7 +7,11 @@ SHFL=2 runs the shuffles through local memory and so checks the bit moves everyw
 SHFL=1 (NVIDIA's shfl.sync) runs where an NVIDIA device is.
 
 DPAIR: the diagonal walk steps from black run start to end, and every walk counts its
-lines of length 1 in a register."""
+lines of length 1 in a register.
+
+DMAJ: the cells computed diagonal-major by the diagonal launches (each coordinate term
+once per diagonal), the column words made from them by the barrel shift, and the column
+and row walks reading those words."""
 
 from __future__ import annotations
 
@@ -139,10 +143,99 @@ def test_shfl_template_value():
     assert _shfl(dict(p, PLANES=0, HCH=0, SYM=0), Info, "diagonal") == 0
 
 
+#: (WG, EDGE): one and four warps per group; row blocks of 96 rows (32-row halves, a
+#: ragged 64-row word) and several blocks
+DMAJ_VARIANTS = [(32, 512), (128, 512), (64, 96)]
+
+
+def _dmaj_taken(monkeypatch) -> list[int]:
+    """Records the DMAJ each run settles (pyedmcl.rqa.dnr._diagonal_major)."""
+    import importlib
+
+    dnr = importlib.import_module("pyedmcl.rqa.dnr")
+    taken: list[int] = []
+    orig = dnr._diagonal_major
+
+    def spy(st, m, ranges):
+        orig(st, m, ranges)
+        taken.append(int(st.params["DMAJ"]))
+    monkeypatch.setattr(dnr, "_diagonal_major", spy)
+    return taken
+
+
+@pytest.mark.parametrize(("wg", "edge"), DMAJ_VARIANTS,
+                         ids=[f"wg{w}-edge{e}" for w, e in DMAJ_VARIANTS])
+def test_diagonal_major_identical(device, wg, edge, monkeypatch):
+    """DMAJ (SHFL 2, and 1 on NVIDIA): auto-RQA of chaotic, laminar and quantized data,
+    three metrics, both precisions, E = 1 (no carried terms) to (E - 1) tau = 32 (the
+    most the registers carry): the histograms of the column-major cells. Where it cannot
+    apply (a Theiler window above 1: the walks would read cells no diagonal launch makes;
+    (E - 1) tau above 32; joint RQA) the run takes the column-major path, the same
+    histograms again."""
+    from pyedmcl.data import roessler
+
+    taken = _dmaj_taken(monkeypatch)
+    x, lam = logistic_map(700, r=3.9, x0=0.4, burn=0), _laminar()
+    z = roessler(900)
+    plain = dict(GPU, WG=wg, EDGE=edge, DPAIR=1)
+    applies = [
+        (lambda p: pe.rqa(x, E=2, tau=1, radius=0.2, device=device, params=p)),
+        (lambda p: pe.rqa(z, E=3, tau=6, recurrence_rate=0.05, device=device, params=p)),
+        (lambda p: pe.rqa(lam, E=2, tau=2, radius=0.1, device=device, params=p)),
+        (lambda p: pe.rqa(np.round(x * 8) / 8, E=3, tau=2, radius=0.25, metric="maximum",
+                          dtype="float64", device=device, params=p)),
+        (lambda p: pe.rqa(lam, E=1, radius=0.125, metric="manhattan", device=device,
+                          params=p)),
+        (lambda p: pe.rqa(z, E=5, tau=8, radius=2.0, white_border=False, device=device,
+                          params=p)),
+    ]
+    refused = [
+        (lambda p: pe.rqa(x, E=3, tau=2, radius=0.25, theiler=3, device=device, params=p)),
+        (lambda p: pe.rqa(z, E=6, tau=7, radius=2.0, device=device, params=p)),
+        (lambda p: pe.joint_rqa(x, x[::-1].copy(), E=2, radius=0.3, device=device,
+                                params=p)),
+    ]
+    for on, cases in ((1, applies), (0, refused)):
+        for i, run in enumerate(cases):
+            want = _hists(run(plain))
+            for shfl in _shfl_values(device):
+                taken.clear()
+                got = _hists(run(dict(plain, SHFL=shfl, DMAJ=1)))
+                assert taken == [on], (on, i, shfl)
+                assert _same(got, want), (on, i, shfl)
+
+
+def test_dmaj_template_value():
+    """DMAJ reaches the vertical, diagonal and horizontal launches of the path it needs
+    (SYM's chunked row walk over planes, PACK, the diagonal launch's shuffles, row blocks
+    on 32-row boundaries) for a matrix it can compute; the template refuses it elsewhere."""
+    from clkernels.templates import render
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, LineSpec, _fits
+
+    Info = GpuInfo
+    p = dict(GPU, WG=128, SHFL=1, DMAJ=1)
+    spec = LineSpec(3, 6, "euclidean", "float")
+    assert _fits(p, Info)
+    assert [spec.dmaj(m, p, Info) for m in ("vertical", "diagonal", "horizontal")] == [1, 1, 1]
+    assert spec.dmaj("hjoin", p, Info) == 0 and spec.dmaj("warmdiag", p, Info) == 0
+    for off in (dict(p, SYM=0, HCH=0), dict(p, PACK=0), dict(p, SHFL=0), dict(p, EDGE=4004)):
+        assert spec.dmaj("diagonal", off, Info) == 0 and not _fits(off, Info), off
+    for other in (LineSpec(3, 6, "euclidean", "float", joint=True),
+                  LineSpec(3, 6, "euclidean", "float", theiler_matrix=True),
+                  LineSpec(3, 6, "euclidean", "float", fma=True),
+                  LineSpec(6, 7, "euclidean", "float")):
+        assert not other.takes_dmaj() and other.dmaj("diagonal", p, Info) == 0
+    assert LineSpec(5, 8, "maximum", "double").takes_dmaj()
+    base = rqa_template_params(MODE="diagonal", SHARE=1, SYM=1, WALK=1, BITS=2, DMAJ=1)
+    with pytest.raises(ValueError, match="DMAJ=1 needs SYM, PLANES, PACK"):
+        render(RQA_LINES.template, base)
+
+
 def test_shfl_oclgrind_clean():
     """No out-of-bounds access or race in the shuffled words (SHFL=2: local memory and
-    barriers): auto-RQA with a ragged last row block, and cross-RQA with negative
-    diagonals."""
+    barriers): auto-RQA with a ragged last row block (with DMAJ too: its row and column
+    values read past a diagonal's cells, inside the series' padding), and cross-RQA with
+    negative diagonals."""
     from conftest import run_under_oclgrind
 
     out = run_under_oclgrind("""
@@ -152,9 +245,10 @@ def test_shfl_oclgrind_clean():
         p = {"VEC": 1, "WG": 64, "EDGE": 96, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 2}
         a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p)
+        d = pe.rqa(x, E=3, tau=5, radius=0.5, params=dict(p, DMAJ=1))
         q = dict(p, SYM=0, HCH=0)
         c = pe.cross_rqa(x, y, E=2, radius=0.3, theiler=0, params=q)
-        print(a.n_recurrences, c.n_recurrences, a.settings.get("symmetric"))
+        print(a.n_recurrences, d.n_recurrences, c.n_recurrences, a.settings.get("symmetric"))
     """, ignore_uninitialized=True)
     assert out.split()[-1] == "True"
 

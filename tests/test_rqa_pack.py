@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_rqa_matches_oracle, rqa_template_params
 
 import pyedmcl as pe
-from pyedmcl.kernels.rqa_lines import RQA_LINES
+from pyedmcl.kernels.rqa_lines import RQA_LINES, SERIES_PAD
 from pyedmcl.rqa._oracles import numpy_reference
 
 #: VEC 1 layouts that pack bits: the GPU default (SHARE, unrolled halves), row blocks of
@@ -152,8 +152,8 @@ def test_planes_template_constraints():
 @pytest.mark.parametrize("share", ["auto", "cross", "no-device-copy"])
 def test_series_layout(device, vec, share):
     """The kernels' series buffers: y (and y2, tcol) padded by VEC zeros on the left and
-    max(VEC, 4) on the right, x (x2) followed by 4 zeros. Auto- and joint RQA's row series
-    (``x is y``) is copied on the device from the padded column series, the same values
+    max(VEC, SERIES_PAD) on the right, x (x2) followed by SERIES_PAD zeros. Auto- and joint
+    RQA's row series (``x is y``) is copied on the device from the padded column series, the same values
     as an upload; a backend without device copies uploads it."""
     import clkernels
     from pyedmcl.kernels.rqa_lines import LineSpec
@@ -166,12 +166,12 @@ def test_series_layout(device, vec, share):
     out = RQA_LINES.series(be, {"VEC": vec}, spec, x, y, x, y, tcol)
     xd, yd, x2d, y2d, td = (np.asarray(be.to_host(a)) for a in out)
     f = np.float32
-    want_y = np.concatenate([np.zeros(vec, f), y.astype(f), np.zeros(max(vec, 4), f)])
-    want_x = np.concatenate([x.astype(f), np.zeros(4, f)])
+    want_y = np.concatenate([np.zeros(vec, f), y.astype(f), np.zeros(max(vec, SERIES_PAD), f)])
+    want_x = np.concatenate([x.astype(f), np.zeros(SERIES_PAD, f)])
     assert np.array_equal(yd, want_y) and np.array_equal(y2d, want_y)
     assert np.array_equal(xd, want_x) and np.array_equal(x2d, want_x)
     assert np.array_equal(td, np.concatenate([np.zeros(vec, f), tcol.astype(f),
-                                              np.zeros(max(vec, 4), f)]))
+                                              np.zeros(max(vec, SERIES_PAD), f)]))
     assert be.copies == (2 if share == "auto" else 0)  # x and x2 copied on the device
 
 

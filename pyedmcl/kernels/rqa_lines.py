@@ -27,6 +27,10 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
+#: zeros after each series on the device (at least): DMAJ's diagonal launch reads 32 +
+#: (E - 1) tau values from a row (rounded up to 16 bytes) or column start inside the
+#: series, so up to 35 past its end
+SERIES_PAD = 36
 #: the carryover buffers of a launch, per mode (horizontal: per row of the matrix)
 CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 #: per lane mode, the mode that finds a row range's carries by walking its lanes up
@@ -37,7 +41,7 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
-                "SHFL": 0, "DPAIR": 0, "WARM": 0}
+                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0}
 
 
 #: values the kernels implement (and the tests run) that the tuner does not try: work-groups
@@ -73,12 +77,16 @@ def _heuristic(info: DeviceInfo) -> Params:
         # warp shuffles): diagonal launches 109.2 -> 86.3 ms, N = 946,303 Roessler 452 ->
         # 433 ms, logistic 653 -> 636 ms; N = 10^5 unchanged. DPAIR (the diagonal walk one
         # step per black run): diagonal launches 86.3 -> 83.5 ms (Roessler), 131.1 ->
-        # 117.4 ms (logistic), the call 636 -> 613 ms (logistic) (decision 0091)
+        # 117.4 ms (logistic), the call 636 -> 613 ms (logistic) (decision 0091). DMAJ (the
+        # cells diagonal-major, where the warp shuffles are): H200, N = 946,303, Roessler
+        # 376 -> 358 ms, logistic 577 -> 540 ms, N = 10^5 9.3 -> 9.1 / 11.8 -> 11.5 ms
+        # (decision 0118)
+        nv = info.runtime == "nvidia"
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 2, "PACK": 1, "PLANES": 1, "HCH": 32,
-             "SHFL": 1 if info.runtime == "nvidia" else 0, "DPAIR": 1}
-        if not _local_fits(p, info):
-            p.update(SYM=0, HCH=0, OVL=1)  # the row tiles do not fit in local memory: SYM off
+             "SHFL": int(nv), "DPAIR": 1, "DMAJ": int(nv)}
+        if not _local_fits(p, info):  # the row tiles do not fit in local memory: SYM off
+            p.update(SYM=0, HCH=0, OVL=1, DMAJ=0)
         return p
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
         # (0056), 128 private bins (longer white lines are rare; fewer bins to clear and
@@ -151,6 +159,15 @@ def _dpair(params: Params, info: DeviceInfo, mode: str) -> int:
     return int(bool(params.get("DPAIR", 0)) and ok)
 
 
+def _dmaj_path(params: Params, info: DeviceInfo) -> bool:
+    """DMAJ asked for, on the path that can take it: SYM's chunked row walk (HCH) over
+    planes, PACK, the diagonal words' barrel shift (SHFL) in the diagonal launch, and row
+    blocks on 32-row boundaries (the row values' 16-byte loads)."""
+    return (bool(params.get("DMAJ", 0)) and bool(params.get("SYM", 0))
+            and _chunk(params, info) > 0 and bool(params.get("PACK", 0))
+            and _shfl(params, info, "diagonal") > 0 and int(params["EDGE"]) % 32 == 0)
+
+
 def _lane_walk_fits(params: Params) -> bool:
     """WALK=3 (lanes walked together in vector registers) needs BITS=2, VEC >= 2, PH >= 64."""
     return (params.get("BITS", 0) == 2 and int(params.get("VEC", 1)) >= 2
@@ -193,6 +210,8 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("SHFL", 0) or (p.get("PLANES", 0) and p["WG"] % 32 == 0
                                           and (p["SHFL"] == 2 or info.runtime == "nvidia")))
             and (not p.get("DPAIR", 0) or (p.get("WALK", 0) == 1 and not p.get("PH", 0)))
+            and (not p.get("DMAJ", 0) or (p.get("SYM", 0) and p.get("HCH", 0) and p.get("PACK", 0)
+                                          and p.get("SHFL", 0) and p["EDGE"] % 32 == 0))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
@@ -258,6 +277,20 @@ class LineSpec:
         """The specialisation values tuning entries are bucketed by."""
         return {"E": self.E, "REAL": self.real, "METRIC": self.metric}
 
+    def takes_dmaj(self) -> bool:
+        """Whether the diagonal-major cells (DMAJ) can compute this matrix: the plain
+        distance of one pair of series (no JOINT, per-column thresholds, Theiler band or
+        fma) with at most 32 carried terms ((E - 1) tau <= 32)."""
+        return (not (self.joint or self.percol or self.theiler_matrix or self.fma)
+                and (self.E - 1) * self.tau <= 32)
+
+    def dmaj(self, mode: str, params: Params, info: DeviceInfo) -> int:
+        """DMAJ template value: 1 for the modes it changes (vertical: the column walk alone;
+        diagonal: the cells; horizontal: the words read as two planes) where the path and
+        the matrix take it (:func:`_dmaj_path`, :meth:`takes_dmaj`), else 0."""
+        return int(mode in ("vertical", "diagonal", "horizontal") and self.takes_dmaj()
+                   and _dmaj_path(params, info))
+
     def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
         if mode in WARM_MODES.values():  # walk-ups: no shared words, planes or lane walks
             params = {"VEC": params["VEC"], "WG": params["WG"]}
@@ -274,7 +307,8 @@ class LineSpec:
                             and params["VEC"] == 1),
                 "PLANES": int(_planes(params, info, _wg(mode, params, info))),
                 "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
-                "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info)}
+                "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info),
+                "DMAJ": self.dmaj(mode, params, info)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -295,13 +329,13 @@ class RQALinesKernel(TunableKernel):
                 "EDGE": (512, 1024, 2048, 4096, 8192, 16384), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
                 "OVL": (0, 1, 2), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
-                "SHFL": (0, 1), "DPAIR": (0, 1)},
+                "SHFL": (0, 1), "DPAIR": (0, 1), "DMAJ": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
         # entries from before UNR / OVL / PACK / PLANES / HCH / SHFL / DPAIR measured the
         # code without them
         filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0,
-                "DPAIR": 0},
+                "DPAIR": 0, "DMAJ": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -370,24 +404,25 @@ class RQALinesKernel(TunableKernel):
                y2: np.ndarray | None = None,
                tcol: np.ndarray | None = None) -> tuple[Any, ...]:
         """Row and column series (x, y, x2, y2) on the device; column series are padded by
-        VEC zeros on the left and at least 4 on the right (a work-item loads VEC lanes at
-        once), row series by 4 zeros at the end (PACK's 16-byte loads). A row series that
+        VEC zeros on the left and at least :data:`SERIES_PAD` on the right (a work-item loads
+        VEC lanes at once; DMAJ's runs of 32 + (E - 1) tau values), row series by
+        :data:`SERIES_PAD` zeros at the end (PACK's 16-byte loads, DMAJ's). A row series that
         is its column series (auto- and joint RQA: ``x is y``) is copied from it on the
         device: one upload instead of two (at N = 946,303 the host's part of each is ~1 ms
         on an H100 host, before the first launch). Without JOINT the second pair is the
         first. PERCOL: the per-column thresholds ``tcol`` follow, padded alike (the
         kernels take them right after y2)."""
         dt, vec = spec.dtype, params["VEC"]
-        yd = backend.to_device(_padded(y, dt, vec, max(vec, 4)))
+        yd = backend.to_device(_padded(y, dt, vec, max(vec, SERIES_PAD)))
         xd = _rows(backend, x, y, yd, dt, vec)
         extra: tuple[Any, ...] = ()
         if spec.percol:
             if tcol is None:
                 raise ValueError("a PERCOL spec needs the per-column thresholds tcol")
-            extra = (backend.to_device(_padded(tcol, dt, vec, max(vec, 4))),)
+            extra = (backend.to_device(_padded(tcol, dt, vec, max(vec, SERIES_PAD))),)
         if not spec.joint:
             return (xd, yd, xd, yd, *extra)
-        y2d = backend.to_device(_padded(y2, dt, vec, max(vec, 4)))
+        y2d = backend.to_device(_padded(y2, dt, vec, max(vec, SERIES_PAD)))
         return (xd, yd, _rows(backend, x2, y2, y2d, dt, vec), y2d, *extra)
 
     def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
@@ -420,7 +455,7 @@ class RQALinesKernel(TunableKernel):
                  series: tuple[Any, ...], thr: float, thr2: float, n_rows: int, n_cols: int,
                  w: int, carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
                  sbits: Any = None, sstride: int = 0, skmin: int = 0, hrec: Any = None,
-                 kernel: Any = None) -> _Launcher:
+                 qbits: Any = None, kernel: Any = None) -> _Launcher:
         """The ``rqa_<mode>`` launches of one lane band, its arguments bound once: call
         the result with ``(row0, nrows, lane0, nlanes)`` per launch (a D&R run makes ~100
         launches at N = 10^5, each one else paying its argument handling on the host).
@@ -429,7 +464,8 @@ class RQALinesKernel(TunableKernel):
         ``hist`` the 32-bit histograms (vertical, horizontal, hjoin: black and white
         vertical lines; diagonal: diagonal lines). SHARE: ``sbits`` (the column words,
         :meth:`shared_layout`), ``skmin`` the lowest diagonal of any diagonal launch.
-        HCH: ``hrec`` the pieces of the rows per chunk (:meth:`hrec_words`). ``kernel``:
+        HCH: ``hrec`` the pieces of the rows per chunk (:meth:`hrec_words`). DMAJ: ``qbits``
+        the second partial planes (``sbits``' layout). ``kernel``:
         this mode's kernel from :meth:`kernel` (else looked up)."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
@@ -441,6 +477,10 @@ class RQALinesKernel(TunableKernel):
             carry = (hrec, np.int32(0), *carry)
         shared = () if sbits is None or mode == "hjoin" else (sbits, np.int32(sstride),
                                                                np.int32(skmin))
+        if spec.dmaj(mode, params, backend.info):
+            if qbits is None:
+                raise ValueError(f"a DMAJ {mode} launch needs the second partial planes qbits")
+            shared = (*shared, qbits)
         zero = np.int32(0)
         bound = backend.bind(k, *head, zero, zero, zero, zero, np.int32(w), np.int32(carry0),
                              *carry, *hist, *shared)
@@ -545,17 +585,18 @@ def _padded(a: np.ndarray, dt: type, left: int, right: int) -> np.ndarray:
 
 
 def _rows(backend: Backend, x: np.ndarray, y: np.ndarray, yd: Any, dt: type, vec: int) -> Any:
-    """The row series ``x`` on the device with 4 zeros after it: copied on the device from
-    ``yd`` (``y`` padded, :meth:`RQALinesKernel.series`) where ``x is y``, else uploaded."""
+    """The row series ``x`` on the device with :data:`SERIES_PAD` zeros after it: copied on
+    the device from ``yd`` (``y`` padded, :meth:`RQALinesKernel.series`) where ``x is y``,
+    else uploaded."""
     if x is y:
-        n = len(x) + 4  # y's right padding holds at least 4 zeros
+        n = len(x) + SERIES_PAD  # y's right padding holds at least SERIES_PAD zeros
         xd = backend.empty(n, dt)
         try:
             backend.copy_within(xd, 0, yd, vec, n)
             return xd
         except NotImplementedError:  # a backend without device copies
             pass
-    return backend.to_device(_padded(x, dt, 0, 4))
+    return backend.to_device(_padded(x, dt, 0, SERIES_PAD))
 
 
 class _Launcher:

@@ -336,6 +336,38 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
     st.shared = {"sbits": sbits, "sstride": sstride, "skmin": kmin}
     if p["SYM"] and RQA_LINES.uses_hch(p, st.be.info):
         _chunked_rows(st, m)
+    _diagonal_major(st, m, diag_ranges)
+
+
+def _diagonal_major(st: _DevState, m: _Matrix, diag_ranges: list[tuple[int, int]]) -> None:
+    """Settle DMAJ (the cells computed diagonal-major by the diagonal launches, which the
+    column and row walks then read, :mod:`pyedmcl.kernels.rqa_lines`): asked for, on the
+    SYM path whose diagonal launches cover the whole upper triangle (diagonals 1 .. n - 1:
+    every cell the walks read), where the kernels take it; with its second partial planes
+    (``qbits``, ``sbits``' size). Same histograms either way."""
+    p = st.params
+    ask = int(p.get("DMAJ", 0))
+    p["DMAJ"] = 0
+    ranges = [(lo, hi) for lo, hi in diag_ranges if hi > lo]
+    if not (ask and p["SYM"] and ranges == [(1, m.n_cols)]
+            and m.spec.dmaj("diagonal", dict(p, DMAJ=1), st.be.info)):
+        return
+    try:
+        qbits = st.be.zeros(st.shared["sbits"].size * 2, np.uint32)
+    except Exception as exc:
+        if not is_oom(exc):
+            raise
+        log.info("RQA: DMAJ's second planes do not fit (%s); the column-major cells", exc)
+        return
+    st.shared["qbits"] = qbits
+    p["DMAJ"] = 1
+
+
+def _head_first(tasks: list[_Task], params: Params) -> list[_Task]:
+    """A row block's tasks in launch order: the launch that computes the block's cells
+    first (vertical; DMAJ: diagonal), then the ones that read them (a stable order)."""
+    head = "diagonal" if params.get("DMAJ", 0) else "vertical"
+    return sorted(tasks, key=lambda t: t.mode != head)
 
 
 def _chunked_rows(st: _DevState, m: _Matrix) -> None:
@@ -375,13 +407,15 @@ def _overlap(st: _DevState, m: _Matrix) -> None:
         return
     sbits = st.shared["sbits"]
     try:
-        odd = st.be.zeros(sbits.size, np.uint64)
+        odd = {"sbits": st.be.zeros(sbits.size, np.uint64)}
+        if "qbits" in st.shared:  # DMAJ: the second partial planes too
+            odd["qbits"] = st.be.zeros(st.shared["qbits"].size, np.uint32)
     except Exception as exc:
         if not is_oom(exc):
             raise
         log.info("RQA: a second column-bit buffer does not fit (%s); one queue", exc)
         return
-    st.shared_odd = dict(st.shared, sbits=odd)
+    st.shared_odd = dict(st.shared, **odd)
     p["OVL"] = 2 if st.want_overlap >= 2 and st.hrec is not None and st.be.streams > 2 else 1
 
 
@@ -407,10 +441,11 @@ def end_overlap(st: _DevState) -> None:
 
 
 def _queue_of(st: _DevState, group: str) -> int:
-    """OVL: the queue of a histogram group's launches (and folds): the vertical ones in
-    queue 0, the diagonals in queue 1, SYM's row walks and joins in queue 1 behind them
+    """OVL: the queue of a histogram group's launches (and folds): the launches that
+    compute a block's cells in queue 0 (the vertical ones; DMAJ: the diagonals), the
+    other lane launches in queue 1, SYM's row walks and joins in queue 1 behind them
     (OVL 1) or in a third queue of their own (OVL 2)."""
-    if group == "vw":
+    if group == ("d" if st.params.get("DMAJ", 0) else "vw"):
         return 0
     return 2 if group == "h" and st.params.get("OVL", 0) == 2 else 1
 
@@ -434,6 +469,7 @@ def _assign_tasks(states: list[_DevState], m: _Matrix, vertical: bool,
         if st.params["SYM"]:  # per row: its first (diagonal) and last (bottom) runs
             st.tasks.append(_Task("horizontal", 0, m.n_cols,
                                   RQA_LINES.carry(st.be, st.params, "horizontal", m.n_rows)))
+        st.tasks = _head_first(st.tasks, st.params)
 
 
 def _plan(st: _DevState, m: _Matrix, order: str) -> list[_Launch]:
@@ -449,7 +485,7 @@ def _plan(st: _DevState, m: _Matrix, order: str) -> list[_Launch]:
             for r0 in range(0, m.n_rows, e):
                 plan.append(_Launch(l0, task, r0, min(e, m.n_rows - r0), l0,
                                     min(e, task.hi - l0)))
-    if st.params["SHARE"]:  # per row block: its vertical launches, then its diagonals
+    if st.params["SHARE"]:  # per row block: the launches in the tasks' order (_head_first)
         plan.sort(key=lambda t: t.key)
     return plan
 
@@ -477,7 +513,8 @@ def _row_blocks(task: _Task, e: int, m: _Matrix, sym: bool, chunked: bool = Fals
             continue
         # SYM: columns j < row0 have no cell above the diagonal in this block
         start = max(task.lo, r0) if sym and task.mode == "vertical" else task.lo
-        step = max(e, (_U32_SAFE // max(nr, 1)) // 2)
+        # (whole 128-lane multiples: DMAJ's warps of one block line up across launches)
+        step = max(e, (_U32_SAFE // max(nr, 1)) // 2 // 128 * 128)
         for l0 in range(start, task.hi, step):
             out.append(_Launch(r0, task, r0, nr, l0, min(step, task.hi - l0)))
     return out

@@ -214,7 +214,7 @@ class RangeDevice:
             if hi > lo:
                 tasks.append(_Task("diagonal", lo, hi,
                                    RQA_LINES.carry(be, p, "diagonal", hi - lo)))
-        return tasks
+        return dnr._head_first(tasks, p)
 
     def _warm(self, tasks: list[_Task], r0: int) -> None:
         """Set the carries of ``tasks`` (zeroed) at row ``r0``: one launch per task
@@ -250,8 +250,8 @@ class RangeDevice:
         chunked = sym and self.st.hrec is not None
         plan = [ln for t in tasks + ([self.rows] if sym else [])
                 for ln in dnr._row_blocks(t, e, self.m, sym, chunked, rows=(rr.r0, rr.r1))]
-        if self.st.params["SHARE"]:  # per row block: its vertical launches, then diagonals
-            plan.sort(key=lambda ln: ln.key)  # (then SYM's row walks: a stable sort)
+        if self.st.params["SHARE"]:  # per row block: the launch that computes its cells,
+            plan.sort(key=lambda ln: ln.key)  # then the others (a stable sort)
         dnr.begin_overlap(self.st, rr.r0)
         # the range's tasks: their bound launches are made once (dnr._launcher), not per
         # launch (~40 us of host time each, with two devices' threads sharing the GIL)

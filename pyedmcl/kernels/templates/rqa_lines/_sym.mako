@@ -246,10 +246,13 @@ ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
            reads below hit 32 banks) */
         {
             __global const uint* sw = sbits + q * sstride + SPAD + 64 * (t0 + rnd * ${half});
+% if DMAJ:
+            __global const uint* qw = qbits + q * sstride + SPAD + 64 * (t0 + rnd * ${half});
+% endif
             #pragma unroll
             for (int c = 0; c < 32; ++c) {
                 const int wd = c * ${HCH} + l;
-                if (rnd * ${half} + (wd >> 6) < nt) rg[(wd >> 5) * 33 + (wd & 31)] = sw[wd];
+                if (rnd * ${half} + (wd >> 6) < nt) rg[(wd >> 5) * 33 + (wd & 31)] = ${"sw[wd] | qw[wd]" if DMAJ else "sw[wd]"};
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);

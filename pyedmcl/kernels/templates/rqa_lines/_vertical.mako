@@ -10,9 +10,14 @@
 
 <%def name="body(T)">\
 <% UV, IV, WT, WB, VEC = T.UV, T.IV, T.WT, T.WB, T.VEC %>\
+% if DMAJ:
+${body_dmaj(T)}\
+% else:
         /* column coordinates are fixed for the whole walk */
 ${rec.coords(T, "l0")}\
-% if WALK == 3:
+% endif
+% if DMAJ:
+% elif WALK == 3:
 ${body_lanes(T)}\
 % elif BITS:
         uint vra[${VEC}], wra[${VEC}], npa[${VEC}], ba[${VEC * WB // 32}];
@@ -155,4 +160,22 @@ ${lanewalk.walk(T, "wd", "nbl", vr="vr", wr="wr", np="np", wcount=None if WBORDE
 %   for l in range(VEC):
         n_iso += (uint)${T.lane("n1v", l)};
 %   endfor
+</%def>
+
+
+## DMAJ=1 (rqa_lines.cl.mako): the column walk alone, over the words the row block's
+## diagonal launch left: word w of column l0 is the OR of its two partial planes (sbits,
+## qbits; low half in plane 2w, high half in 2w + 1), rows above the diagonal only (SYM).
+<%def name="body_dmaj(T)">\
+        uint vr = vcarry[l0 - carry0], wr = wcarry[l0 - carry0], np = npts[l0 - carry0];
+        const int iend = IMIN(row0 + nrows, l0);   /* rows i < j */
+        for (int ib = row0; ib < iend; ib += 64) {
+            const int c = 2 * ((ib - row0) >> 6) * sstride + SPAD + l0;
+            const uint lo = sbits[c] | qbits[c];
+            const uint hi = (ib + 32 < iend) ? (sbits[c + sstride] | qbits[c + sstride]) : 0u;
+            const int nbj = IMIN(IMIN(64, row0 + nrows - ib), l0 - ib);
+            column_runs(((ulong)hi << 32) | (ulong)lo, nbj, &vr, &wr, &np, ph_v, lh_v, hist_v,
+                        ph_w, lh_w, hist_w, &n_iso);
+        }
+        vcarry[l0 - carry0] = vr; wcarry[l0 - carry0] = wr; npts[l0 - carry0] = np;
 </%def>

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
@@ -13,6 +13,16 @@
 ## (PTX shfl.sync), instead of 64 gathers each (_diagonal.mako: body_shfl); SHFL=2 the
 ## same through local memory (any device; the tests' check of the bit moves). The same
 ## bits as the gather.
+## DMAJ=1 (SYM, PLANES, SHFL, PACK, auto-RQA's upper triangle from diagonal 1; GPUs): the
+## cells are computed diagonal-major. MODE "diagonal" is the row block's first launch: a
+## work-item owns diagonal k and keeps the coordinate terms s(i) = f(x_i - y_{i+k}) of
+## its diagonal in registers, so that a cell costs one term instead of E (cell (i, i + k)
+## sums s(i), s(i + TAU), ... in the direct distance's order: the same bits); it walks
+## its diagonal and moves the warp's 32 diagonal words into column words by a barrel
+## shift (RQA_SHFL), stored as two partial planes: sbits (the warp's own 32 columns) and
+## qbits (the 31 after them), a column's word being their OR. MODE "vertical" then walks
+## the columns from those words (no distance), and "horizontal" reads the same ORed
+## words (_diagonal.mako: body_dmaj, _vertical.mako: body_dmaj). The same histograms.
 ## DPAIR=1 (WALK=1, PH=0; GPUs): the diagonal walk takes one step per black run (start
 ## to end) instead of one per colour change, and every walk counts its lines of length 1
 ## in a register, added to the local bin once per work-item, instead of one local atomic
@@ -145,6 +155,11 @@ ${metric.real_type(REAL)}
         raise ValueError("SHFL > 0 needs MODE diagonal, PLANES=1 and WG a multiple of 32")
     if DPAIR and (WALK != 1 or PH):
         raise ValueError("DPAIR=1 needs WALK=1 and PH=0")
+    if DMAJ and not (SYM and PLANES and PACK and (SHFL or MODE != "diagonal") and not JOINT and not PERCOL
+                     and not THEILER_MATRIX and not FMA and MODE in ("vertical", "diagonal", "horizontal")):
+        raise ValueError("DMAJ=1 needs SYM, PLANES, PACK (and SHFL for MODE diagonal), no "
+                         "JOINT, PERCOL, THEILER_MATRIX or FMA, and MODE vertical, diagonal or "
+                         "horizontal")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
@@ -251,6 +266,9 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % if SHARE and MODE != "hjoin":
                  , __global ${"uint" if PLANES else "ulong"}* restrict sbits, const int sstride  /* packed column words of the row block */
                  , const int skmin   /* lowest diagonal of any diagonal launch */
+% endif
+% if DMAJ:
+                 , __global uint* restrict qbits   /* DMAJ: the second partial planes (sbits' layout) */
 % endif
                  )
 {
