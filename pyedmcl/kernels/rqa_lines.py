@@ -12,7 +12,9 @@ gathered from the vertical launch's bit words), SYM (upper triangle only), WALK
 (run-walk variant; 3: all lanes of a work-item walked at once in vector registers, the
 CPU default), PACK (one lane per work-item: a cell's bit from the sign of d - thr, the
 GPU default), SHFL (the diagonal words by a barrel shift over warp shuffles, NVIDIA's
-default); the template's header explains each.
+default), DMAJ (the cells computed diagonal-major by the diagonal launches, each
+coordinate term once per diagonal; NVIDIA's default); the template's header explains
+each.
 """
 
 from __future__ import annotations
