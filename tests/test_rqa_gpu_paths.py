@@ -166,7 +166,7 @@ def _dmaj_taken(monkeypatch) -> list[int]:
 @pytest.mark.parametrize(("wg", "edge"), DMAJ_VARIANTS,
                          ids=[f"wg{w}-edge{e}" for w, e in DMAJ_VARIANTS])
 def test_diagonal_major_identical(device, wg, edge, monkeypatch):
-    """DMAJ 1 and 2 (diagonals per work-item; SHFL 2, and 1 on NVIDIA): auto-RQA of chaotic, laminar and quantized data,
+    """DMAJ (SHFL 2, and 1 on NVIDIA): auto-RQA of chaotic, laminar and quantized data,
     three metrics, both precisions, E = 1 (no carried terms) to (E - 1) tau = 32 (the
     most the registers carry): the histograms of the column-major cells. Where it cannot
     apply (a Theiler window above 1: the walks would read cells no diagonal launch makes;
@@ -199,11 +199,10 @@ def test_diagonal_major_identical(device, wg, edge, monkeypatch):
         for i, run in enumerate(cases):
             want = _hists(run(plain))
             for shfl in _shfl_values(device):
-                for dmaj in (1, 2):  # diagonals per work-item
-                    taken.clear()
-                    got = _hists(run(dict(plain, SHFL=shfl, DMAJ=dmaj)))
-                    assert taken == [on * dmaj], (on, i, shfl, dmaj)
-                    assert _same(got, want), (on, i, shfl, dmaj)
+                taken.clear()
+                got = _hists(run(dict(plain, SHFL=shfl, DMAJ=1)))
+                assert taken == [on], (on, i, shfl)
+                assert _same(got, want), (on, i, shfl)
 
 
 def test_dmaj_template_value():
@@ -218,9 +217,6 @@ def test_dmaj_template_value():
     spec = LineSpec(3, 6, "euclidean", "float")
     assert _fits(p, Info)
     assert [spec.dmaj(m, p, Info) for m in ("vertical", "diagonal", "horizontal")] == [1, 1, 1]
-    p2 = dict(p, DMAJ=2)  # two diagonals per work-item: the diagonal launch only
-    assert _fits(p2, Info)
-    assert [spec.dmaj(m, p2, Info) for m in ("vertical", "diagonal", "horizontal")] == [1, 2, 1]
     assert spec.dmaj("hjoin", p, Info) == 0 and spec.dmaj("warmdiag", p, Info) == 0
     for off in (dict(p, SYM=0, HCH=0), dict(p, PACK=0), dict(p, SHFL=0), dict(p, EDGE=4004)):
         assert spec.dmaj("diagonal", off, Info) == 0 and not _fits(off, Info), off
@@ -231,10 +227,8 @@ def test_dmaj_template_value():
         assert not other.takes_dmaj() and other.dmaj("diagonal", p, Info) == 0
     assert LineSpec(5, 8, "maximum", "double").takes_dmaj()
     base = rqa_template_params(MODE="diagonal", SHARE=1, SYM=1, WALK=1, BITS=2, DMAJ=1)
-    with pytest.raises(ValueError, match="DMAJ needs SYM, PLANES, PACK"):
+    with pytest.raises(ValueError, match="DMAJ=1 needs SYM, PLANES, PACK"):
         render(RQA_LINES.template, base)
-    with pytest.raises(ValueError, match="DMAJ is 0, 1 or 2"):
-        render(RQA_LINES.template, dict(base, MODE="vertical", DMAJ=2))
 
 
 def test_shfl_oclgrind_clean():
@@ -252,8 +246,6 @@ def test_shfl_oclgrind_clean():
              "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": 2}
         a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p)
         d = pe.rqa(x, E=3, tau=5, radius=0.5, params=dict(p, DMAJ=1))
-        d2 = pe.rqa(x, E=3, tau=5, radius=0.5, params=dict(p, DMAJ=2))
-        assert d2.n_recurrences == d.n_recurrences
         q = dict(p, SYM=0, HCH=0)
         c = pe.cross_rqa(x, y, E=2, radius=0.3, theiler=0, params=q)
         print(a.n_recurrences, d.n_recurrences, c.n_recurrences, a.settings.get("symmetric"))

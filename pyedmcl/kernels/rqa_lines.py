@@ -287,14 +287,11 @@ class LineSpec:
                 and (self.E - 1) * self.tau <= 32)
 
     def dmaj(self, mode: str, params: Params, info: DeviceInfo) -> int:
-        """DMAJ template value for the modes it changes where the path and the matrix take
-        it (:func:`_dmaj_path`, :meth:`takes_dmaj`): diagonal, the cells, DMAJ diagonals
-        per work-item (1 or 2); vertical (the column walk alone) and horizontal (the words
-        read as two planes) 1; else 0."""
-        if not (mode in ("vertical", "diagonal", "horizontal") and self.takes_dmaj()
-                and _dmaj_path(params, info)):
-            return 0
-        return int(params["DMAJ"]) if mode == "diagonal" else 1
+        """DMAJ template value: 1 for the modes it changes (vertical: the column walk alone;
+        diagonal: the cells; horizontal: the words read as two planes) where the path and
+        the matrix take it (:func:`_dmaj_path`, :meth:`takes_dmaj`), else 0."""
+        return int(mode in ("vertical", "diagonal", "horizontal") and self.takes_dmaj()
+                   and _dmaj_path(params, info))
 
     def template_params(self, mode: str, params: Params, info: DeviceInfo) -> dict[str, Any]:
         if mode in WARM_MODES.values():  # walk-ups: no shared words, planes or lane walks
@@ -334,7 +331,7 @@ class RQALinesKernel(TunableKernel):
                 "EDGE": (512, 1024, 2048, 4096, 8192, 16384), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
                 "OVL": (0, 1, 2), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
-                "SHFL": (0, 1), "DPAIR": (0, 1), "DMAJ": (0, 1, 2)},
+                "SHFL": (0, 1), "DPAIR": (0, 1), "DMAJ": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
         # entries from before UNR / OVL / PACK / PLANES / HCH / SHFL / DPAIR measured the
@@ -475,9 +472,6 @@ class RQALinesKernel(TunableKernel):
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
         per_item = 1 if mode in ("horizontal", "hjoin", *WARM_MODES.values()) else params["VEC"]
-        dmaj = spec.dmaj(mode, params, backend.info)
-        if mode == "diagonal" and dmaj:
-            per_item = dmaj  # DMAJ diagonals per work-item
         real = spec.dtype
         head = (*series, real(thr), real(thr2), np.int32(n_rows), np.int32(n_cols))
         at = len(head)  # row0, nrows, lane0, nlanes follow
@@ -485,7 +479,7 @@ class RQALinesKernel(TunableKernel):
             carry = (hrec, np.int32(0), *carry)
         shared = () if sbits is None or mode == "hjoin" else (sbits, np.int32(sstride),
                                                                np.int32(skmin))
-        if dmaj:
+        if spec.dmaj(mode, params, backend.info):
             if qbits is None:
                 raise ValueError(f"a DMAJ {mode} launch needs the second partial planes qbits")
             shared = (*shared, qbits)

@@ -350,7 +350,7 @@ def _diagonal_major(st: _DevState, m: _Matrix, diag_ranges: list[tuple[int, int]
     p["DMAJ"] = 0
     ranges = [(lo, hi) for lo, hi in diag_ranges if hi > lo]
     if not (ask and p["SYM"] and ranges == [(1, m.n_cols)]
-            and m.spec.dmaj("diagonal", dict(p, DMAJ=ask), st.be.info)):
+            and m.spec.dmaj("diagonal", dict(p, DMAJ=1), st.be.info)):
         return
     try:
         qbits = st.be.zeros(st.shared["sbits"].size * 2, np.uint32)
@@ -360,7 +360,7 @@ def _diagonal_major(st: _DevState, m: _Matrix, diag_ranges: list[tuple[int, int]
         log.info("RQA: DMAJ's second planes do not fit (%s); the column-major cells", exc)
         return
     st.shared["qbits"] = qbits
-    p["DMAJ"] = ask
+    p["DMAJ"] = 1
 
 
 def _head_first(tasks: list[_Task], params: Params) -> list[_Task]:

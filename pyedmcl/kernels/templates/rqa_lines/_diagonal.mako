@@ -207,67 +207,52 @@ ${plane_loads("ib + 64")}\
 </%def>
 
 
-## DMAJ (rqa_lines.cl.mako; MODE diagonal, the row block's first launch): work-item g owns
-## the P = DMAJ diagonals k = lane0 + P g + p (p < P; a warp owns 32 P consecutive ones)
-## and computes their cells (i, i + k) 32 rows a half: the terms s_p(u) = f(x[hb + u] -
-## y[hb + k + u]) (f: square or magnitude), u < 32 + SPAN, of which the SPAN first carry
-## over from the half before, so each cell costs one new term (and with P = 2 the two
-## diagonals share every column value but one, and the row values); cell hb + t is
-## s_p(t) + s_p(t + TAU) + ... (maximum: their largest), summed in the direct distance's
-## order, its bit the sign of the sum minus thr (PACK), rows last to first. The 64-row
-## word of the two halves is walked (diag_runs), and each half's diagonal words become
-## column words by a five-stage barrel shift (RQA_SHFL): stage s moves the bits t with bit
-## s set from the diagonal 2^s lower, so that bit t of virtual column c' (0 <= c' < 64 P,
-## column hb + kw + c') holds diagonal kw + c' - t. Work-item wl of the warp keeps columns
-## P wl + p (A_p, stored in sbits) and 32 P + P wl + p (B_p, stored in qbits): a column's
-## word is sbits | qbits, the two warps that reach it giving one part each. The warp of the
-## lowest diagonal (skmin) writes zeros into the qbits columns no warp below it fills. The
-## row values are read 16 bytes at a time (rows start on 32-row boundaries; the series
-## carry 36 zeros after them), a column value per term (scalar: the diagonals' offsets
-## differ by one).
+## DMAJ=1 (rqa_lines.cl.mako; MODE diagonal, the row block's first launch): work-item wl
+## of a warp owns diagonal k = l0 and computes its cells (i, i + k) 32 rows a half: the
+## terms s(u) = f(x[hb + u] - y[hb + k + u]) (f: square or magnitude), u < 32 + SPAN, of
+## which the SPAN first carry over from the half before, so each cell costs one new term;
+## cell hb + t is s(t) + s(t + TAU) + ... (maximum: their largest), summed in the direct
+## distance's order, its bit the sign of the sum minus thr (PACK). Rows are taken last to
+## first, as PACK's vertical launch takes them. The 64-row word of the two halves is
+## walked (diag_runs), and each half's 32 diagonal words become column words by a
+## five-stage barrel shift (RQA_SHFL): stage s moves the bits t with bit s set from the
+## diagonal 2^s lower, so that bit t of virtual column c' (0 <= c' < 64, column
+## hb + kw + c') holds diagonal kw + c' - t. Lane wl keeps columns wl (A, stored in sbits)
+## and 32 + wl (B, stored in qbits): a column's word is sbits | qbits, the two warps that
+## reach it giving one part each. The warp of the lowest diagonal (skmin) writes zeros
+## into the qbits columns no warp below it fills. The row values are read 16 bytes at a
+## time (rows start on 32-row boundaries; the series carry 36 zeros after them), a
+## column value per term (scalar: the diagonals' offsets differ by one).
 <%def name="body_dmaj(T)">\
 <%
-    P = DMAJ
     SPAN = (E - 1) * TAU
     NS = 32 + SPAN
     XW = 4 if REAL == "float" else 2
     NX = -(-NS // XW) * XW
     if SPAN > 32:
-        raise ValueError("DMAJ keeps 32 + (E - 1) TAU terms in registers: (E - 1) TAU <= 32")
-    if P not in (1, 2):
-        raise ValueError("DMAJ is 1 or 2 diagonals per work-item")
+        raise ValueError("DMAJ=1 keeps 32 + (E - 1) TAU terms in registers: (E - 1) TAU <= 32")
     def term(d):
         return "%s * %s" % (d, d) if METRIC == "euclidean" else "fabs(%s)" % d
-    MASKS = ("0xAAAAAAAAu", "0xCCCCCCCCu", "0xF0F0F0F0u", "0xFF00FF00u", "0xFFFF0000u")
 %>\
-        const int g = get_global_id(0);                   /* work-item: diagonals d0 .. d0 + P - 1 */
-        const int wl = g & 31;
-        const int d0 = ${P} * g;                          /* launch-relative */
-        const int kd = lane0 + d0;                        /* my first diagonal */
-        const int kw = lane0 + ${P} * (g - wl);           /* the warp's first diagonal */
+        const int wl = t0 & 31;
+        const int kw = lane0 + (t0 - wl);                 /* the warp's first diagonal */
+        const int mine = t0 < nlanes;
+        uint dr = mine ? dcarry[l0 - carry0] : 0u;
 % if SHFL == 2:
-        const int kg = lane0 + ${P} * (g - (int)get_local_id(0));   /* the group runs the shuffles */
+        const int kg = lane0 + (t0 - (int)get_local_id(0));   /* the group runs the shuffles */
 % else:
         const int kg = kw;
 % endif
         const int rend = IMIN(row0 + nrows, n_rows);
         const int ie = IMIN(rend, n_cols - kg);            /* rows any diagonal of kg.. has */
-% for p in range(P):
-        const int mine${p} = d0 + ${p} < nlanes;
-        uint dr${p} = mine${p} ? dcarry[kd + ${p} - carry0] : 0u;
-        const int iem${p} = mine${p} ? IMIN(rend, n_cols - kd - ${p}) : row0;   /* its rows */
-        real_t s${p}[${NS}];
-% endfor
+        const int iem = mine ? IMIN(rend, n_cols - l0) : row0;   /* my diagonal's rows */
+        real_t s[${NS}];
         for (int ib = row0; ib < ie; ib += 64) {
-% for p in range(P):
-            uint dh${p}[2];
-% endfor
+            uint dh[2];
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int hb = ib + 32 * h;
-% for p in range(P):
-                uint D${p} = 0u;
-% endfor
+                uint D = 0u;
                 if (hb < ie) {
                     ${REAL} xr[${NX}];
                     {
@@ -276,104 +261,60 @@ ${plane_loads("ib + 64")}\
                         { const ${REAL}${XW} v = xq[${q}]; ${" ".join("xr[%d] = v.s%d;" % (q * XW + e, e) for e in range(XW))} }
 % endfor
                     }
-                    /* the column values of my diagonals (a work-item without cells here reads
+                    /* the column values of my diagonal (a lane without cells here reads
                        inside the series: its bits are masked) */
-                    __global const real_t* const yb = y + ${VEC} + IMIN(hb + kd, n_cols - 1);
+                    __global const real_t* const yb = y + ${VEC} + IMIN(hb + l0, n_cols - 1);
 % if SPAN:
                     if (hb == row0) {   /* the launch's first half: the carried terms too */
 %   for u in range(SPAN):
-                        { const real_t yu = yb[${u}];
-%     for p in range(P):
-                          { const real_t d = xr[${u}] - ${"yu" if p == 0 else "yb[%d]" % (u + p)}; s${p}[${u}] = ${term("d")}; }
-%     endfor
-                        }
+                        { const real_t d = xr[${u}] - yb[${u}]; s[${u}] = ${term("d")}; }
 %   endfor
                     }
 % endif
 % for u in range(NS - 1, SPAN - 1, -1):
-                    {
-%   for p in range(P):
-                        { const real_t d = xr[${u}] - yb[${u + p}]; s${p}[${u}] = ${term("d")}; }
-%   endfor
-                    }
+                    { const real_t d = xr[${u}] - yb[${u}]; s[${u}] = ${term("d")}; }
 % endfor
 % for t in range(31, -1, -1):
-%   for p in range(P):
                     {
-                        real_t acc = s${p}[${t}];
-%     for m in range(1, E):
-%       if METRIC == "maximum":
-                        acc = (s${p}[${t + m * TAU}] > acc) ? s${p}[${t + m * TAU}] : acc;
-%       else:
-                        acc += s${p}[${t + m * TAU}];
-%       endif
-%     endfor
-                        D${p} = (D${p} << 1) | RQA_SIGN(acc - (real_t)thr);
-                    }
+                        real_t acc = s[${t}];
+%   for m in range(1, E):
+%     if METRIC == "maximum":
+                        acc = (s[${t + m * TAU}] > acc) ? s[${t + m * TAU}] : acc;
+%     else:
+                        acc += s[${t + m * TAU}];
+%     endif
 %   endfor
-% endfor
-% for p in range(P):
-%   for u in range(SPAN):
-                    s${p}[${u}] = s${p}[${u + 32}];
-%   endfor
-                    {
-                        const int cnt = iem${p} - hb;
-                        D${p} = cnt <= 0 ? 0u : (cnt >= 32 ? D${p} : D${p} & ((1u << cnt) - 1u));
+                        D = (D << 1) | RQA_SIGN(acc - (real_t)thr);
                     }
 % endfor
+% for u in range(SPAN):
+                    s[${u}] = s[${u + 32}];
+% endfor
+                    const int cnt = iem - hb;
+                    D = cnt <= 0 ? 0u : (cnt >= 32 ? D : D & ((1u << cnt) - 1u));
                     /* the warp's diagonal words into column words (every work-item) */
-% for p in range(P):
-                    uint A${p} = D${p}, B${p} = 0u;
-% endfor
-% for st, msk in enumerate(MASKS):
-<%  S = 1 << st %>\
-%   if S >= P:
-<%    dl = S // P %>\
-                    {   /* stage ${st}: ${dl} work-item(s) lower */
-                        const int from = (wl - ${dl}) & 31;
-                        const int wrap = wl < ${dl};
-%     for p in range(P):
-                        const uint as${p} = RQA_SHFL(A${p}, from), bs${p} = RQA_SHFL(B${p}, from);
-%     endfor
-%     for p in range(P):
-                        A${p} = bitselect(A${p}, wrap ? 0u : as${p}, ${msk});
-                        B${p} = bitselect(B${p}, wrap ? as${p} : bs${p}, ${msk});
-%     endfor
+                    uint A = D, B = 0u;
+% for st, msk in enumerate(("0xAAAAAAAAu", "0xCCCCCCCCu", "0xF0F0F0F0u", "0xFF00FF00u", "0xFFFF0000u")):
+                    {
+                        const int from = (wl - ${1 << st}) & 31;
+                        const int wrap = wl < ${1 << st};
+                        const uint as = RQA_SHFL(A, from), bs = RQA_SHFL(B, from);
+                        A = bitselect(A, wrap ? 0u : as, ${msk});
+                        B = bitselect(B, wrap ? as : bs, ${msk});
                     }
-%   else:
-                    {   /* stage ${st} (P = 2): column 2 wl from the work-item below's second, 2 wl + 1 from the first */
-                        const int from = (wl - 1) & 31;
-                        const uint as1 = RQA_SHFL(A1, from), bs1 = RQA_SHFL(B1, from);
-                        const uint a0 = A0, b0 = B0;
-                        A0 = bitselect(A0, wl == 0 ? 0u : as1, ${msk});
-                        B0 = bitselect(B0, wl == 0 ? as1 : bs1, ${msk});
-                        A1 = bitselect(A1, a0, ${msk});
-                        B1 = bitselect(B1, b0, ${msk});
-                    }
-%   endif
 % endfor
                     if (hb + kw < n_cols) {   /* columns from n_cols on are never read */
-                        const int c = ((hb - row0) >> 5) * sstride + SPAD + hb + kw + ${P} * wl;
-% for p in range(P):
-                        sbits[c + ${p}] = A${p};
-                        qbits[c + ${32 * P + p}] = B${p};
-                        if (kw == skmin) qbits[c + ${p}] = 0u;   /* no warp below fills these */
-% endfor
+                        const int c = ((hb - row0) >> 5) * sstride + SPAD + hb + kw + wl;
+                        sbits[c] = A;
+                        qbits[c + 32] = B;
+                        if (kw == skmin) qbits[c] = 0u;   /* no warp below fills these */
                     }
                 }
-% for p in range(P):
-                dh${p}[h] = D${p};
-% endfor
+                dh[h] = D;
             }
-% for p in range(P):
-            {
-                const int nb = IMIN(64, iem${p} - ib);
-                if (mine${p} && nb > 0)
-                    diag_runs(((ulong)dh${p}[1] << 32) | (ulong)dh${p}[0], nb, &dr${p}, ph_d, lh_d, hist_d, &n_iso);
-            }
-% endfor
+            const int nb = IMIN(64, iem - ib);
+            if (mine && nb > 0)
+                diag_runs(((ulong)dh[1] << 32) | (ulong)dh[0], nb, &dr, ph_d, lh_d, hist_d, &n_iso);
         }
-% for p in range(P):
-        if (mine${p}) dcarry[kd + ${p} - carry0] = dr${p};
-% endfor
+        if (mine) dcarry[l0 - carry0] = dr;
 </%def>

@@ -13,17 +13,16 @@
 ## (PTX shfl.sync), instead of 64 gathers each (_diagonal.mako: body_shfl); SHFL=2 the
 ## same through local memory (any device; the tests' check of the bit moves). The same
 ## bits as the gather.
-## DMAJ=1 or 2 (SYM, PLANES, SHFL, PACK, auto-RQA's upper triangle from diagonal 1; GPUs):
-## the cells are computed diagonal-major. MODE "diagonal" is the row block's first launch:
-## a work-item owns DMAJ diagonals k and keeps the coordinate terms s(i) = f(x_i - y_{i+k})
-## of each in registers, so that a cell costs one term instead of E (cell (i, i + k) sums
-## s(i), s(i + TAU), ... in the direct distance's order: the same bits); it walks its
-## diagonals and moves the warp's diagonal words into column words by a barrel shift
-## (RQA_SHFL), stored as two partial planes: sbits (the warp's own 32 DMAJ columns) and
-## qbits (the ones after them), a column's word being their OR. MODE "vertical" then
-## walks the columns from those words (no distance), and "horizontal" reads the same ORed
-## words (_diagonal.mako: body_dmaj, _vertical.mako: body_dmaj; their DMAJ is 1). The
-## same histograms.
+## DMAJ=1 (SYM, PLANES, SHFL, PACK, auto-RQA's upper triangle from diagonal 1; GPUs): the
+## cells are computed diagonal-major. MODE "diagonal" is the row block's first launch: a
+## work-item owns diagonal k and keeps the coordinate terms s(i) = f(x_i - y_{i+k}) of
+## its diagonal in registers, so that a cell costs one term instead of E (cell (i, i + k)
+## sums s(i), s(i + TAU), ... in the direct distance's order: the same bits); it walks
+## its diagonal and moves the warp's 32 diagonal words into column words by a barrel
+## shift (RQA_SHFL), stored as two partial planes: sbits (the warp's own 32 columns) and
+## qbits (the 31 after them), a column's word being their OR. MODE "vertical" then walks
+## the columns from those words (no distance), and "horizontal" reads the same ORed
+## words (_diagonal.mako: body_dmaj, _vertical.mako: body_dmaj). The same histograms.
 ## DPAIR=1 (WALK=1, PH=0; GPUs): the diagonal walk takes one step per black run (start
 ## to end) instead of one per colour change, and every walk counts its lines of length 1
 ## in a register, added to the local bin once per work-item, instead of one local atomic
@@ -156,11 +155,9 @@ ${metric.real_type(REAL)}
         raise ValueError("SHFL > 0 needs MODE diagonal, PLANES=1 and WG a multiple of 32")
     if DPAIR and (WALK != 1 or PH):
         raise ValueError("DPAIR=1 needs WALK=1 and PH=0")
-    if DMAJ not in (0, 1, 2) or (DMAJ == 2 and MODE != "diagonal"):
-        raise ValueError("DMAJ is 0, 1 or 2 (diagonals per work-item: MODE diagonal only)")
     if DMAJ and not (SYM and PLANES and PACK and (SHFL or MODE != "diagonal") and not JOINT and not PERCOL
                      and not THEILER_MATRIX and not FMA and MODE in ("vertical", "diagonal", "horizontal")):
-        raise ValueError("DMAJ needs SYM, PLANES, PACK (and SHFL for MODE diagonal), no "
+        raise ValueError("DMAJ=1 needs SYM, PLANES, PACK (and SHFL for MODE diagonal), no "
                          "JOINT, PERCOL, THEILER_MATRIX or FMA, and MODE vertical, diagonal or "
                          "horizontal")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
