@@ -156,8 +156,8 @@ def _dmaj_taken(monkeypatch) -> list[int]:
     taken: list[int] = []
     orig = dnr._diagonal_major
 
-    def spy(st, m, ranges):
-        orig(st, m, ranges)
+    def spy(st, m, ranges, ask):
+        orig(st, m, ranges, ask)
         taken.append(int(st.params["DMAJ"]))
     monkeypatch.setattr(dnr, "_diagonal_major", spy)
     return taken

@@ -312,6 +312,8 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
     p = st.params
     st.want_overlap = int(p.get("OVL", 0))
     p["OVL"] = 0
+    want_dmaj = int(p.get("DMAJ", 0))
+    p["DMAJ"] = 0  # settled last (_diagonal_major), where the shared path is taken
     p["SHARE"] = int(share and bool(p.get("SHARE", 0)) and p.get("BITS", 0) == 2)
     # SYM: a whole-row horizontal launch (HCH = 0) walks nrows whole rows; its 32-bit
     # counts must not overflow (chunked ones are split into launches of fewer planes)
@@ -336,18 +338,18 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
     st.shared = {"sbits": sbits, "sstride": sstride, "skmin": kmin}
     if p["SYM"] and RQA_LINES.uses_hch(p, st.be.info):
         _chunked_rows(st, m)
-    _diagonal_major(st, m, diag_ranges)
+    _diagonal_major(st, m, diag_ranges, want_dmaj)
 
 
-def _diagonal_major(st: _DevState, m: _Matrix, diag_ranges: list[tuple[int, int]]) -> None:
+def _diagonal_major(st: _DevState, m: _Matrix, diag_ranges: list[tuple[int, int]],
+                    ask: int) -> None:
     """Settle DMAJ (the cells computed diagonal-major by the diagonal launches, which the
     column and row walks then read, :mod:`pyedmcl.kernels.rqa_lines`): asked for, on the
     SYM path whose diagonal launches cover the whole upper triangle (diagonals 1 .. n - 1:
     every cell the walks read), where the kernels take it; with its second partial planes
-    (``qbits``, ``sbits``' size). Same histograms either way."""
+    (``qbits``, ``sbits``' size). ``ask``: the DMAJ the parameters asked for. Same
+    histograms either way."""
     p = st.params
-    ask = int(p.get("DMAJ", 0))
-    p["DMAJ"] = 0
     ranges = [(lo, hi) for lo, hi in diag_ranges if hi > lo]
     if not (ask and p["SYM"] and ranges == [(1, m.n_cols)]
             and m.spec.dmaj("diagonal", dict(p, DMAJ=1), st.be.info)):
