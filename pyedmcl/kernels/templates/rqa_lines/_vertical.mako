@@ -17,6 +17,7 @@ ${body_dmaj(T)}\
 ${rec.coords(T, "l0")}\
 % endif
 % if DMAJ:
+## (DMAJ: body_dmaj above is the whole walk)
 % elif WALK == 3:
 ${body_lanes(T)}\
 % elif BITS:
