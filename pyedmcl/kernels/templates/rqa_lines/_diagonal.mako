@@ -231,8 +231,8 @@ ${plane_loads("ib + 64")}\
     NX = -(-NS // XW) * XW
     if SPAN > 32:
         raise ValueError("DMAJ=1 keeps 32 + (E - 1) TAU terms in registers: (E - 1) TAU <= 32")
-    def term(d):
-        return "%s * %s" % (d, d) if METRIC == "euclidean" else "fabs(%s)" % d
+    def term(d):  # the coordinate term dist() sums (_recurrence.mako)
+        return rec.attr.term(METRIC, d)
 %>\
         const int wl = t0 & 31;
         const int kw = lane0 + (t0 - wl);                 /* the warp's first diagonal */

@@ -2,6 +2,13 @@
 ## the cell's colour (threshold, JOINT second pair, THEILER_MATRIX band), and the packing
 ## of 32 cells per lane into a bit word (BITS). T: the names of _names.mako.
 ## Import with <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>.
+<%!
+def term(metric, d):
+    """A coordinate's term of the distance, from its difference ``d``: the square
+    (euclidean) or the magnitude (maximum, manhattan). dist() and DMAJ's terms along a
+    diagonal (_diagonal.mako) both take it, so that the two sum the same values."""
+    return "%s * %s" % (d, d) if metric == "euclidean" else "fabs(%s)" % d
+%>
 
 ## Distance between row point xoff of xs and the column coordinates yv, into acc (declared
 ## here; squared for euclidean). FMA=1: the squares after the first
@@ -15,15 +22,15 @@
 %   if METRIC == "euclidean" and m > 0 and FMA:
         ${acc} = fma(_d, _d, ${acc});  /* FMA=1: PyRQA's kernels, whose `sum += diff * diff` OpenCL compilers contract */
 %   elif METRIC == "euclidean":
-        ${acc} ${"=" if m == 0 else "+="} _d * _d;  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
+        ${acc} ${"=" if m == 0 else "+="} ${term(METRIC, "_d")};  /* FP_CONTRACT OFF: rounded product + sum, identical on every platform */
 %   elif METRIC == "maximum":
 %     if m == 0:
-        ${acc} = fabs(_d);
+        ${acc} = ${term(METRIC, "_d")};
 %     else:
-        { const ${RV} _a = fabs(_d); ${acc} = ${"(_a > %s) ? _a : %s" % (acc, acc) if VEC == 1 else "select(%s, _a, _a > %s)" % (acc, acc)}; }
+        { const ${RV} _a = ${term(METRIC, "_d")}; ${acc} = ${"(_a > %s) ? _a : %s" % (acc, acc) if VEC == 1 else "select(%s, _a, _a > %s)" % (acc, acc)}; }
 %     endif
 %   elif METRIC == "manhattan":
-        ${acc} ${"=" if m == 0 else "+="} fabs(_d);
+        ${acc} ${"=" if m == 0 else "+="} ${term(METRIC, "_d")};
 %   else:
 <% raise ValueError("unknown METRIC %r" % METRIC) %>
 %   endif
