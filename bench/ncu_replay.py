@@ -12,6 +12,7 @@ Run on a machine with an NVIDIA GPU (the job's device must be NVIDIA's OpenCL)::
 
     python bench/ncu_replay.py capture --kernel xmap_skill --job xmap --N 10000 --L 1000 --E 6
     python bench/ncu_replay.py replay                    # times the replay
+    python bench/ncu_replay.py replay --maxrreg 64       # ... with the JIT's registers capped
     ncu --section SpeedOfLight --section WarpStateStats --section InstructionStats \\
         python bench/ncu_replay.py replay                # the profile
     python bench/ncu_replay.py sass > skill.sass         # SASS, with CUDA's cuobjdump
@@ -170,6 +171,8 @@ def _driver() -> C.CDLL:
     V, SZ = C.c_void_p, C.c_size_t
     cu.cuCtxCreate_v2.argtypes = [C.POINTER(V), C.c_uint, C.c_int]
     cu.cuModuleLoadData.argtypes = [C.POINTER(V), C.c_char_p]
+    cu.cuModuleLoadDataEx.argtypes = [C.POINTER(V), C.c_char_p, C.c_uint, C.POINTER(C.c_int),
+                                      C.POINTER(V)]
     cu.cuModuleGetFunction.argtypes = [C.POINTER(V), V, C.c_char_p]
     cu.cuMemAlloc_v2.argtypes = [C.POINTER(C.c_uint64), SZ]
     cu.cuMemcpyHtoD_v2.argtypes = [C.c_uint64, V, SZ]
@@ -213,7 +216,11 @@ def replay(args: argparse.Namespace) -> None:
     cu = _driver()
     _context(cu)
     mod, fn = C.c_void_p(), C.c_void_p()
-    _check(cu, cu.cuModuleLoadData(C.byref(mod), _ptx(folder)), "module load")
+    if args.maxrreg:  # CU_JIT_MAX_REGISTERS (0): the JIT's register budget per thread
+        opts, vals = (C.c_int * 1)(0), (C.c_void_p * 1)(args.maxrreg)
+        _check(cu, cu.cuModuleLoadDataEx(C.byref(mod), _ptx(folder), 1, opts, vals), "module load")
+    else:
+        _check(cu, cu.cuModuleLoadData(C.byref(mod), _ptx(folder)), "module load")
     _check(cu, cu.cuModuleGetFunction(C.byref(fn), mod, meta["kernel"].encode()), "function")
     holders, bufs = [], {}
     for i, a in enumerate(meta["args"]):
@@ -242,8 +249,8 @@ def replay(args: argparse.Namespace) -> None:
         _check(cu, cu.cuCtxSynchronize(), "run")
         ms = C.c_float()
         cu.cuEventElapsedTime(C.byref(ms), e0, e1)
-        print(f"replay {meta['kernel']}: grid {grid}, block {block}: {ms.value / 1e3:.4f} s "
-              f"(OpenCL {meta['opencl_seconds']:.4f} s)")
+        print(f"replay {meta['kernel']}: grid {grid}, block {block}: {ms.value * 1e3:.1f} us "
+              f"(OpenCL {meta['opencl_seconds'] * 1e6:.1f} us)")
     same = True
     for i, (p, n) in bufs.items():
         host = np.empty(n, np.uint8)
@@ -283,6 +290,8 @@ def main() -> None:
     ap.add_argument("--L", type=int, default=1000)
     ap.add_argument("--E", default="6")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--maxrreg", type=int, default=0,
+                    help="replay: the JIT's register budget per thread (0: its own choice)")
     ap.add_argument("--params", default="",
                     help='rqa: JSON of kernel values over the device defaults, e.g. \'{"PACK": 1}\'')
     args = ap.parse_args()
