@@ -16,6 +16,11 @@ N^2 verticals + N^2 / 2 diagonals without SYM; "SYM 1": the run walked the upper
 triangle only, as row ranges can too, decision 0084). Each run's histograms are checked
 equal to the one-device run's.
 
+``--phases`` prints host stamps of the last run of each kind (ms from the call's start,
+per thread): the entry to and return from detect_lines, each row-range device's
+construction, build, run, warm-up, finish and collect, and the call's end; with
+``--trace``, where a device sat idle shows against where the host was.
+
 ``--trace`` prints each device's busy time (sum of its launches' profiled device
 time), its launches and bands, and the span from the run's first enqueue to the
 device's last end, and its device time per launch mode (vertical, diagonal, SYM's
@@ -132,6 +137,49 @@ class _Trace:
                 print("           " + "  ".join(f"{md} {t:.3f} s" for md, t in per.items()))
 
 
+class _Phases:
+    """Host stamps (ms from the call's start, per thread) of the phases of one run."""
+
+    def __init__(self) -> None:
+        import collections
+        import threading
+
+        self.stamps: dict[str, list[float]] = collections.defaultdict(list)
+        self.t0 = 0.0
+        ranges = importlib.import_module("pyedmcl.rqa.ranges")
+        core = importlib.import_module("pyedmcl.rqa.core")
+        multi = importlib.import_module("pyedmcl.rqa.multi")
+
+        def wrap(obj: Any, attr: str, name: str) -> None:
+            f = getattr(obj, attr)
+
+            def g(*a: Any, **k: Any) -> Any:
+                who = threading.current_thread().name.split(" ")[0]
+                self.stamps[f"{name} > {who}"].append(self.now())
+                try:
+                    return f(*a, **k)
+                finally:
+                    self.stamps[f"{name} < {who}"].append(self.now())
+            setattr(obj, attr, g)
+        wrap(core, "detect_lines", "detect_lines")
+        wrap(multi, "_detect_ranges", "row ranges")
+        for meth in ("__init__", "build", "run", "_warm", "finish", "collect"):
+            wrap(ranges.RangeDevice, meth, f"range device {meth}")
+
+    def now(self) -> float:
+        return 1e3 * (time.perf_counter() - self.t0)
+
+    def start(self) -> None:
+        self.stamps.clear()
+        self.t0 = time.perf_counter()
+
+    def report(self) -> None:
+        self.stamps["call end"].append(self.now())
+        for name, ts in sorted(self.stamps.items(), key=lambda kv: kv[1][0]):
+            print(f"      {name:40s} " + " ".join(f"{t:.1f}" for t in ts[:8])
+                  + (f" ... ({len(ts)})" if len(ts) > 8 else ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,6 +197,8 @@ def main() -> None:
     ap.add_argument("--edge", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace", action="store_true", help="per-device busy time of each run")
+    ap.add_argument("--phases", action="store_true",
+                    help="host stamps of the phases of each kind's last run")
     ap.add_argument("--one-band", action="store_true",
                     help="also time the multi-device path (--split) on one device")
     ap.add_argument("--split", default="auto", choices=("auto", "lanes", "rows"),
@@ -174,6 +224,7 @@ def main() -> None:
           f"{'' if args.radius is not None else f' (RR target {args.rr})'}")
     kw = dict(E=args.E, tau=args.tau, radius=radius, edge=args.edge)
     trace = _Trace() if args.trace else None
+    phases = _Phases() if args.phases else None
     if args.band is not None:
         multi = importlib.import_module("pyedmcl.rqa.multi")
         multi.default_width = lambda *a, **k: args.band  # read by each run (and Dask's plan)
@@ -183,6 +234,8 @@ def main() -> None:
         r = pe.rqa(x, **kw, **extra)  # warm-up: kernel builds, worker start-up
         ts = []
         for _ in range(args.repeat):
+            if phases is not None:
+                phases.start()
             t = time.perf_counter()
             r = pe.rqa(x, **kw, **extra)
             ts.append(time.perf_counter() - t)
@@ -193,6 +246,9 @@ def main() -> None:
               + (f"  tasks/device {tasks}" if tasks else ""))
         if trace is not None and "scheduler" not in extra:
             trace.report(ts[-1])  # the last run (its events)
+        if phases is not None and "scheduler" not in extra:
+            print("    host phases of the last run (ms):")
+            phases.report()
         return med, r
 
     t1, r1 = timed(f"1 device ({bes[0].info.selector})", device=bes[0])
