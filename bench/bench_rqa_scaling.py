@@ -17,8 +17,9 @@ triangle only, as row ranges can too, decision 0084). Each run's histograms are 
 equal to the one-device run's.
 
 ``--phases`` prints host stamps of the last run of each kind (ms from the call's start,
-per thread): the entry to and return from detect_lines, each row-range device's
-construction, build, run, warm-up, finish and collect, and the call's end; with
+per thread): the entry to and return from detect_lines, the row ranges and their device
+threads, each row-range device's construction, build, run, warm-up, finish and collect,
+and the call's end; with
 ``--trace``, where a device sat idle shows against where the host was.
 
 ``--trace`` prints each device's busy time (sum of its launches' profiled device
@@ -163,6 +164,7 @@ class _Phases:
             setattr(obj, attr, g)
         wrap(core, "detect_lines", "detect_lines")
         wrap(multi, "_detect_ranges", "row ranges")
+        wrap(multi, "run_threads", "device threads")
         for meth in ("__init__", "build", "run", "_warm", "finish", "collect"):
             wrap(ranges.RangeDevice, meth, f"range device {meth}")
 
