@@ -208,6 +208,42 @@ def test_diagonal_major_identical(device, wg, edge, monkeypatch):
                 assert _same(got, want), (on, i, shfl)
 
 
+@pytest.mark.parametrize("wg", (32, 64, 128))
+def test_diagonal_major_lane_split(device, wg, monkeypatch):
+    """DMAJ with a row block's diagonals over several launches (a lowered 32-bit budget,
+    as N ~ 10^6 splits them at ~2.6e5 lanes): launches start on whole 128-lane multiples,
+    so the second planes a launch's last warp writes meet the next launch's first warp;
+    the histograms of the column-major cells, one to four work-groups a launch."""
+    import importlib
+
+    from pyedmcl.data import roessler
+
+    dnr = importlib.import_module("pyedmcl.rqa.dnr")
+    monkeypatch.setattr(dnr, "_U32_SAFE", 40_000)   # 128 lanes a launch of 96 rows
+    monkeypatch.setattr(dnr, "_u32_limit", lambda: 40_000)
+    starts: list[int] = []
+    orig = dnr._row_blocks
+
+    def spy(task, *a, **k):
+        out = orig(task, *a, **k)
+        if task.mode == "diagonal":
+            starts.extend(ln.lane0 - task.lo for ln in out)
+        return out
+    monkeypatch.setattr(dnr, "_row_blocks", spy)
+    taken = _dmaj_taken(monkeypatch)
+    z = roessler(900)
+    plain = dict(GPU, WG=wg, EDGE=96, DPAIR=1)
+    want = _hists(pe.rqa(z, E=3, tau=6, recurrence_rate=0.05, device=device, params=plain))
+    for shfl in _shfl_values(device):
+        taken.clear()
+        starts.clear()
+        got = _hists(pe.rqa(z, E=3, tau=6, recurrence_rate=0.05, device=device,
+                            params=dict(plain, SHFL=shfl, DMAJ=1)))
+        assert taken == [1]
+        assert len(set(starts)) > 4 and all(s % 128 == 0 for s in starts), starts
+        assert _same(got, want), shfl
+
+
 def test_dmaj_template_value():
     """DMAJ reaches the vertical, diagonal and horizontal launches of the path it needs
     (SYM's chunked row walk over planes, PACK, the diagonal launch's shuffles, row blocks
