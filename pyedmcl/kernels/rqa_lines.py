@@ -167,7 +167,19 @@ def _dmaj_path(params: Params, info: DeviceInfo) -> bool:
     blocks on 32-row boundaries (the row values' 16-byte loads)."""
     return (bool(params.get("DMAJ", 0)) and bool(params.get("SYM", 0))
             and _chunk(params, info) > 0 and bool(params.get("PACK", 0))
-            and _shfl(params, info, "diagonal") > 0 and int(params["EDGE"]) % 32 == 0)
+            and _shfl(params, info, "diagonal") > 0 and int(params["EDGE"]) % 32 == 0
+            and not _pocl_dmaj_crash(params, info))
+
+
+def _pocl_dmaj_crash(params: Params, info: DeviceInfo) -> bool:
+    """PoCL (5.0, LLVM 16, Debian's; its default loop work-group method) corrupts the host's
+    heap running DMAJ's diagonal launch with the shuffles through local memory (SHFL 2)
+    in work-groups of more than one warp: the process aborts ("corrupted size vs.
+    prev_size", "double free") a few launches later. Oclgrind finds no out-of-bounds
+    access or race in the same runs, and PoCL's ``POCL_WORK_GROUP_METHOD=cbs`` runs them
+    clean: a PoCL fault. DMAJ never runs on PoCL outside explicit parameters (its tuning
+    space has no SHFL 2); those take the column-major cells there (same histograms)."""
+    return info.runtime == "pocl" and _wg("diagonal", params, info) > 32
 
 
 def _lane_walk_fits(params: Params) -> bool:
