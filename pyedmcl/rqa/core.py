@@ -354,7 +354,8 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
         n_points=n, devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
-        symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
+        symmetric=h.symmetric, fused=h.fused, threshold_rule=rule,
+        recurrence_rate=recurrence_rate))
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,

@@ -112,6 +112,7 @@ class Histograms:
     device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
     #: one past the last nonzero bin of diagonal, vertical and white (None: not known)
     used: tuple[int, int, int] | None = None
+    fused: bool = False  # FUSE path taken: cells and walks in one kernel (pyedmcl.rqa.fused)
 
 
 class SpeculationFailed(Exception):  # noqa: N818 - a signal, not an error
@@ -262,6 +263,11 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                                "pyedmcl.rqa.multi (import pyedmcl does)")
         return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
                            diag_ranges, scheduler, n_workers, band, split, symmetric=symmetric)
+    from .fused import applies, detect_fused  # it builds on this module
+
+    fused = applies(backends, m, params, vertical, symmetric, diag_ranges, order, tcol)
+    if fused is not None:  # FUSE: cells and walks in one kernel
+        return detect_fused(backends[0], m, x, fused, edge)
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
     share = vertical and order == "row" and len(backends) == 1 and n_cols > 0

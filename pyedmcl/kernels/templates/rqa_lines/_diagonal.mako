@@ -207,53 +207,21 @@ ${plane_loads("ib + 64")}\
 </%def>
 
 
-## DMAJ=1 (rqa_lines.cl.mako; MODE diagonal, the row block's first launch): work-item wl
-## of a warp owns diagonal k = l0 and computes its cells (i, i + k) 32 rows a half: the
-## terms s(u) = f(x[hb + u] - y[hb + k + u]) (f: square or magnitude), u < 32 + SPAN, of
-## which the SPAN first carry over from the half before, so each cell costs one new term;
-## cell hb + t is s(t) + s(t + TAU) + ... (maximum: their largest), summed in the direct
-## distance's order, its bit the sign of the sum minus thr (PACK). Rows are taken last to
-## first, as PACK's vertical launch takes them. The 64-row word of the two halves is
-## walked (diag_runs), and each half's 32 diagonal words become column words by a
-## five-stage barrel shift (RQA_SHFL): stage s moves the bits t with bit s set from the
-## diagonal 2^s lower, so that bit t of virtual column c' (0 <= c' < 64, column
-## hb + kw + c') holds diagonal kw + c' - t. Lane wl keeps columns wl (A, stored in sbits)
-## and 32 + wl (B, stored in qbits): a column's word is sbits | qbits, the two warps that
-## reach it giving one part each. The warp of the lowest diagonal (skmin) writes zeros
-## into the qbits columns no warp below it fills. The row values are read 16 bytes at a
-## time (rows start on 32-row boundaries; the series carry 36 zeros after them), a
-## column value per term (scalar: the diagonals' offsets differ by one).
-<%def name="body_dmaj(T)">\
+## DMAJ's cells of one 32-row half (hb): the row values xr from 16-byte loads at x + hb,
+## the column values from `ybase` (this lane's diagonal: a lane without cells here reads
+## inside the series, its bits masked later), the terms s(u) (the SPAN carried ones too on
+## the half starting at `first`), each cell's bit shifted into D (declared zero by the
+## caller) rows last to first, and the carried terms moved down for the next half. MODE
+## fused (_fused.mako) computes its cells the same way: the same bits.
+<%def name="dmaj_cells(ybase, first)">\
 <%
     SPAN = (E - 1) * TAU
     NS = 32 + SPAN
     XW = 4 if REAL == "float" else 2
     NX = -(-NS // XW) * XW
-    if SPAN > 32:
-        raise ValueError("DMAJ=1 keeps 32 + (E - 1) TAU terms in registers: (E - 1) TAU <= 32")
     def term(d):  # the coordinate term dist() sums (_recurrence.mako)
         return rec.attr.term(METRIC, d)
 %>\
-        const int wl = t0 & 31;
-        const int kw = lane0 + (t0 - wl);                 /* the warp's first diagonal */
-        const int mine = t0 < nlanes;
-        uint dr = mine ? dcarry[l0 - carry0] : 0u;
-% if SHFL == 2:
-        const int kg = lane0 + (t0 - (int)get_local_id(0));   /* the group runs the shuffles */
-% else:
-        const int kg = kw;
-% endif
-        const int rend = IMIN(row0 + nrows, n_rows);
-        const int ie = IMIN(rend, n_cols - kg);            /* rows any diagonal of kg.. has */
-        const int iem = mine ? IMIN(rend, n_cols - l0) : row0;   /* my diagonal's rows */
-        real_t s[${NS}];
-        for (int ib = row0; ib < ie; ib += 64) {
-            uint dh[2];
-            #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int hb = ib + 32 * h;
-                uint D = 0u;
-                if (hb < ie) {
                     ${REAL} xr[${NX}];
                     {
                         __global const ${REAL}${XW}* xq = (__global const ${REAL}${XW}*)(x + hb);
@@ -263,9 +231,9 @@ ${plane_loads("ib + 64")}\
                     }
                     /* the column values of my diagonal (a lane without cells here reads
                        inside the series: its bits are masked) */
-                    __global const real_t* const yb = y + ${VEC} + IMIN(hb + l0, n_cols - 1);
+                    __global const real_t* const yb = ${ybase};
 % if SPAN:
-                    if (hb == row0) {   /* the launch's first half: the carried terms too */
+                    if (hb == ${first}) {   /* the first half: the carried terms too */
 %   for u in range(SPAN):
                         { const real_t d = xr[${u}] - yb[${u}]; s[${u}] = ${term("d")}; }
 %   endfor
@@ -290,6 +258,53 @@ ${plane_loads("ib + 64")}\
 % for u in range(SPAN):
                     s[${u}] = s[${u + 32}];
 % endfor
+</%def>
+
+
+## DMAJ=1 (rqa_lines.cl.mako; MODE diagonal, the row block's first launch): work-item wl
+## of a warp owns diagonal k = l0 and computes its cells (i, i + k) 32 rows a half: the
+## terms s(u) = f(x[hb + u] - y[hb + k + u]) (f: square or magnitude), u < 32 + SPAN, of
+## which the SPAN first carry over from the half before, so each cell costs one new term;
+## cell hb + t is s(t) + s(t + TAU) + ... (maximum: their largest), summed in the direct
+## distance's order, its bit the sign of the sum minus thr (PACK). Rows are taken last to
+## first, as PACK's vertical launch takes them. The 64-row word of the two halves is
+## walked (diag_runs), and each half's 32 diagonal words become column words by a
+## five-stage barrel shift (RQA_SHFL): stage s moves the bits t with bit s set from the
+## diagonal 2^s lower, so that bit t of virtual column c' (0 <= c' < 64, column
+## hb + kw + c') holds diagonal kw + c' - t. Lane wl keeps columns wl (A, stored in sbits)
+## and 32 + wl (B, stored in qbits): a column's word is sbits | qbits, the two warps that
+## reach it giving one part each. The warp of the lowest diagonal (skmin) writes zeros
+## into the qbits columns no warp below it fills. The row values are read 16 bytes at a
+## time (rows start on 32-row boundaries; the series carry 36 zeros after them), a
+## column value per term (scalar: the diagonals' offsets differ by one).
+<%def name="body_dmaj(T)">\
+<%
+    SPAN = (E - 1) * TAU
+    NS = 32 + SPAN
+    if SPAN > 32:
+        raise ValueError("DMAJ=1 keeps 32 + (E - 1) TAU terms in registers: (E - 1) TAU <= 32")
+%>\
+        const int wl = t0 & 31;
+        const int kw = lane0 + (t0 - wl);                 /* the warp's first diagonal */
+        const int mine = t0 < nlanes;
+        uint dr = mine ? dcarry[l0 - carry0] : 0u;
+% if SHFL == 2:
+        const int kg = lane0 + (t0 - (int)get_local_id(0));   /* the group runs the shuffles */
+% else:
+        const int kg = kw;
+% endif
+        const int rend = IMIN(row0 + nrows, n_rows);
+        const int ie = IMIN(rend, n_cols - kg);            /* rows any diagonal of kg.. has */
+        const int iem = mine ? IMIN(rend, n_cols - l0) : row0;   /* my diagonal's rows */
+        real_t s[${NS}];
+        for (int ib = row0; ib < ie; ib += 64) {
+            uint dh[2];
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int hb = ib + 32 * h;
+                uint D = 0u;
+                if (hb < ie) {
+${dmaj_cells("y + %d + IMIN(hb + l0, n_cols - 1)" % VEC, "row0")}\
                     const int cnt = iem - hb;
                     D = cnt <= 0 ? 0u : (cnt >= 32 ? D : D & ((1u << cnt) - 1u));
                     /* the warp's diagonal words into column words (every work-item) */
