@@ -164,3 +164,19 @@ def test_fused_oclgrind_clean():
             print(H(pe.rqa(x, params=q, **kw)) == H(pe.rqa(x, params=p, **kw)))
     """, ignore_uninitialized=True)
     assert out.split() == ["True", "True"]
+
+
+def test_fused_with_lane_vector_parameters(device, monkeypatch):
+    """FUSE asked for beside a CPU's parameters (16 lanes a work-item, groups of 4): the
+    fused launch takes one lane a work-item and whole warps (one on devices without warp
+    shuffles), the same histograms."""
+    taken = _taken(monkeypatch)
+    x = roessler(400)
+    cpu = {"VEC": 16, "WG": 4, "EDGE": 256, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
+           "WALK": 3}
+    want = _hists(pe.rqa(x, E=3, tau=6, recurrence_rate=0.05, device=device, params=cpu))
+    taken.clear()
+    got = _hists(pe.rqa(x, E=3, tau=6, recurrence_rate=0.05, device=device,
+                        params=dict(cpu, FUSE=1, FR=64, FKW=64)))
+    assert taken == [True]
+    assert _same(got, want)

@@ -355,7 +355,7 @@ class LineSpec:
         different number of times), sign-bit cells (PACK), the tile's FR rows and FKW
         diagonals."""
         nv = info.runtime == "nvidia"
-        p = self.template_params("fused", dict(params, BITS=0, SHARE=0, SYM=0, PH=0,
+        p = self.template_params("fused", dict(params, BITS=0, SHARE=0, SYM=0, PH=0, VEC=1,
                                                WG=params["WG"] if nv else 32), info)
         p.update(PACK=1, SHFL=1 if nv else 2, WALK=0, UNR=0,
                  FR=int(params.get("FR", FUSED_ROWS)), FKW=int(params.get("FKW", FUSED_DIAGONALS)))

@@ -47,10 +47,10 @@ def applies(backends: list[Backend], m: _Matrix, params: Params | None, vertical
     be = backends[0]
     p = dict(params) if params is not None else dict(
         RQA_LINES.params_for(be, m.spec.tuning_spec(), n))
-    if not p.get("FUSE", 0) or p["WG"] % 32:
+    if not p.get("FUSE", 0):
         return None
     tp = m.spec.fused_params(p, be.info)
-    if tp["FR"] * n > dnr._u32_limit():
+    if tp["WG"] % 32 or tp["FR"] * n > dnr._u32_limit():
         return None
     return p
 
