@@ -33,7 +33,7 @@ from clkernels.collector import quiet_collector
 from .._precision import Prepared, prepare
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
+from . import fused, multi  # noqa: F401  (set detect_lines' fused and band runners)
 from .dnr import Histograms, SpeculationFailed, detect_lines
 from .inputs import state_vectors, std_of
 from .result import RQAResult, band_cells, make_result

@@ -135,3 +135,14 @@ def detect_fused(be: Backend, m: _Matrix, x: np.ndarray, params: Params,
                       seconds=time.perf_counter() - t0, per_device=[be.info.selector],
                       events=list(st.events), symmetric=True, used=(d.size, v.size, w.size),
                       fused=True)
+
+
+def run(backends: list[Backend], m: _Matrix, x: np.ndarray, params: Params | None,
+        edge: int | None, vertical: bool, symmetric: bool, diag_ranges: list[tuple[int, int]],
+        order: str, tcol: np.ndarray | None) -> Histograms | None:
+    """:func:`detect_fused` where :func:`applies`, else None (the caller's other paths)."""
+    p = applies(backends, m, params, vertical, symmetric, diag_ranges, order, tcol)
+    return None if p is None else detect_fused(backends[0], m, x, p, edge)
+
+
+dnr.FUSED_RUNNER = run

@@ -69,6 +69,11 @@ inline uint fused_walk(uint w, const int nb, const uint s, __local uint* lh, __g
 {
     uint c = FUSED_OPEN(s);
     if (w == fused_low(nb)) return (s & ~0x7FFFu) | (c + (uint)nb);
+    if (w == 0u) {   /* no cell of this colour (most words): the open run closes at bit 0 */
+        if (s & FUSED_FRESH) return c << 15;   /* the segment's first run */
+        fused_add(lh, gh, c);
+        return s & ~0x7FFFu;
+    }
     {
         const uint lone = w & ~(w << 1) & ~(w >> 1) & (fused_low(nb - 1) & ~1u);
         *n1 += popcount(lone);
