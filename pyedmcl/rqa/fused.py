@@ -85,40 +85,41 @@ def detect_fused(be: Backend, m: _Matrix, x: np.ndarray, params: Params,
     pd = be.empty(tiles * fkw, np.uint32)
     pc = be.empty(tiles * 2 * (fr + fkw), np.uint32)
     pr = be.empty(tiles * 2 * fr, np.uint32)
-    counts = be.empty(tiles // per_warp, np.uint32)
-    sums = []
-    thr = spec.dtype(m.thr)
+    blocks = range(0, nbands, nb)
+    per_launch = tiles // per_warp
+    counts = be.zeros(len(blocks) * per_launch, np.uint32)   # each launch's groups' counts
+    # the launches' arguments bound once; per launch only the block (and the counts'
+    # offset) change (~40 us of host time a launch otherwise)
+    i32 = np.int32
+    fused = be.bind(kernels["rqa_fused"], series[0], spec.dtype(m.thr), i32(n), i32(0), i32(nb),
+                    h32["d"], h32["v"], h32["w"], counts, i32(0), pd, pc, pr)
+    jdiag = be.bind(kernels["rqa_fjoin_diag"], pd, i32(n), i32(0), i32(nb), dcarry, h32["d"])
+    jcol = be.bind(kernels["rqa_fjoin_col"], pc, i32(n), i32(0), i32(nb),
+                   i32(spec.white_border), cb, cw, ctop, h32["v"], h32["w"])
+    jrow = be.bind(kernels["rqa_fjoin_row"], pr, i32(n), i32(0), i32(nb), head, tail,
+                   h32["v"], h32["w"])
     t0 = time.perf_counter()
     since = 0
-    for b0 in range(0, nbands, nb):
+    for li, b0 in enumerate(blocks):
         pending = dnr._speculating(st, m)
         nbl = min(nb, nbands - b0)
         r0, r1 = b0 * fr, min(n, (b0 + nbl) * fr)
         groups = -(-nbl * -(-(n - 1 - r0) // fkw) // per_warp)
-        cells = sum(n - 1 - i for i in (r0, r1 - 1)) * (r1 - r0) // 2 + 4 * n
+        cells = (2 * n - 1 - r0 - r1) * (r1 - r0) // 2 + 4 * n   # rows r0 .. r1 - 1, joins
         if since + cells > limit:
             dnr._fold(st, hlen, final=True)
             since = 0
-        ev = be.launch(kernels["rqa_fused"], (groups * wg,), (wg,), series[0], thr,
-                       np.int32(n), np.int32(b0), np.int32(nbl), h32["d"], h32["v"], h32["w"],
-                       counts, pd, pc, pr)
-        sums.append(RQA_LINES.count_sums(be, counts, 0, groups))
-        join = [(kernels["rqa_fjoin_diag"], n - 1, (pd, np.int32(n), np.int32(b0),
-                                                     np.int32(nbl), dcarry, h32["d"])),
-                (kernels["rqa_fjoin_col"], n, (pc, np.int32(n), np.int32(b0), np.int32(nbl),
-                                               np.int32(spec.white_border), cb, cw, ctop,
-                                               h32["v"], h32["w"])),
-                (kernels["rqa_fjoin_row"], r1 - r0, (pr, np.int32(n), np.int32(b0),
-                                                     np.int32(nbl), head, tail, h32["v"],
-                                                     h32["w"]))]
-        st.events.append(ev)
-        for k, items, args in join:
-            ev = be.launch(k, (-(-items // 64) * 64,), (64,), *args)
-            st.events.append(ev)
+        block = {3: i32(b0), 4: i32(nbl)}
+        st.events.append(be.launch_bound(fused, (groups * wg,), (wg,),
+                                         {**block, 9: i32(li * per_launch)}))
+        block = {2: i32(b0), 3: i32(nbl)}
+        for bound, items in ((jdiag, n - 1), (jcol, n), (jrow, r1 - r0)):
+            st.events.append(be.launch_bound(bound, (-(-items // 64) * 64,), (64,), block))
         if pending:
-            st.inflight.append(ev)
+            st.inflight.append(st.events[-1])
         st.launches += 4
         since += cells
+    sums = [RQA_LINES.count_sums(be, counts, 0, len(blocks) * per_launch)]
     # the diagonals' runs open at the border; each column joined through the diagonal
     # with its row (the recurrences are counted per launch: the join's are not read)
     dnr._fold(st, hlen, final=True)

@@ -116,7 +116,8 @@ void rqa_fused(__global const real_t* restrict x,   /* the series, SERIES_PAD ze
                const int band0, const int nb,         /* this launch's bands */
                __global uint* restrict hist_d, __global uint* restrict hist_v,
                __global uint* restrict hist_w,
-               __global uint* restrict counts,        /* per work-group: its recurrences */
+               __global uint* restrict counts,        /* per work-group: its recurrences, */
+               const int coff,                        /* from entry coff on */
                __global uint* restrict pd,            /* per tile: ${FKW} diagonals */
                __global uint* restrict pc,            /* per tile: ${FR + FKW} columns x 2 */
                __global uint* restrict pr)            /* per tile: ${FR} rows x 2 */
@@ -250,7 +251,7 @@ ${diagonal.dmaj_cells("x + min(hb + k, n - 1)", "r0")}\
         if (lh_v[b]) atomic_add(&hist_v[b], lh_v[b]);
         if (lh_w[b]) atomic_add(&hist_w[b], lh_w[b]);
     }
-    if (li == 0) counts[get_group_id(0)] = lcount;
+    if (li == 0) counts[coff + get_group_id(0)] = lcount;
 }
 
 /* rqa_fjoin_*: one work-item per lane links its segments of bands band0 .. band0 + nb - 1
