@@ -180,3 +180,18 @@ def test_fused_with_lane_vector_parameters(device, monkeypatch):
                         params=dict(cpu, FUSE=1, FR=64, FKW=64)))
     assert taken == [True]
     assert _same(got, want)
+
+
+@pytest.mark.parametrize("n", [2, 3, 33, 64, 97])
+def test_fused_small_and_ragged(device, n, monkeypatch):
+    """Matrices of a few points to a few tiles with ragged last bands and ranges, white
+    lines at the border counted and dropped: the column-major histograms."""
+    taken = _taken(monkeypatch)
+    x = logistic_map(n + 1, r=3.9, x0=0.4, burn=0)
+    for wb in (True, False):
+        want = _hists(pe.rqa(x, E=2, radius=0.3, white_border=wb, device=device, params=PLAIN))
+        for fr, fkw in ((32, 32), (64, 32), (32, 64)):
+            taken.clear()
+            got = _hists(pe.rqa(x, E=2, radius=0.3, white_border=wb, device=device,
+                                params=dict(PLAIN, FUSE=1, FR=fr, FKW=fkw)))
+            assert taken == [True] and _same(got, want), (wb, fr, fkw)
