@@ -195,3 +195,26 @@ def test_fused_small_and_ragged(device, n, monkeypatch):
             got = _hists(pe.rqa(x, E=2, radius=0.3, white_border=wb, device=device,
                                 params=dict(PLAIN, FUSE=1, FR=fr, FKW=fkw)))
             assert taken == [True] and _same(got, want), (wb, fr, fkw)
+
+
+def test_fused_row_ranges(device, monkeypatch):
+    """FUSE on row ranges: two contexts of one device and one device with ranges of a given
+    height (its ranges take the carries over one after the other), each range's carries
+    from the walk-ups: the one-device histograms, for chaotic data, laminar stretches
+    across ranges and white lines at the border dropped."""
+    from test_rqa_bands import two_backends
+
+    core = importlib.import_module("pyedmcl.rqa.core")
+    orig = core.detect_lines
+    banded = lambda *a, **k: orig(*a, **{**k, "band": 96})   # noqa: E731  (ranges of 96 rows)
+    bes = two_backends(device)
+    q = dict(PLAIN, FUSE=1, FR=32, FKW=64)
+    for x, kw in ((roessler(500), dict(E=3, tau=6, recurrence_rate=0.05)),
+                  (_laminar(), dict(E=2, tau=2, radius=0.1, white_border=False))):
+        want = _hists(pe.rqa(x, device=device, params=PLAIN, **kw))
+        two = pe.rqa(x, devices=bes, params=q, **kw)
+        assert two.settings["fused"] and _same(_hists(two), want)
+        monkeypatch.setattr(core, "detect_lines", banded)
+        one = pe.rqa(x, device=device, params=q, **kw)
+        monkeypatch.undo()
+        assert one.settings["fused"] and one.settings["device_tasks"] and _same(_hists(one), want)

@@ -277,18 +277,19 @@ __kernel void rqa_fjoin_diag(__global const uint* restrict pd, const int n, cons
     carry[k - 1] = open;
 }
 
-/* column c's carries (black, white; top: no black cell yet from row 0, so that its white
-   run touches the top border and is dropped unless wborder; 1 before the first launch)
-   through the launch's bands, in each band from its highest range down */
+/* column c's carries (black, white, and cnz: nonzero once a recurrence lies above, as the
+   walk-ups of row ranges leave it; while none does its white run touches the top border
+   and is dropped unless wborder) through the launch's bands, in each band from its
+   highest range down */
 __kernel void rqa_fjoin_col(__global const uint* restrict pc, const int n, const int band0,
                             const int nb, const int wborder, __global uint* restrict cb,
-                            __global uint* restrict cw, __global uint* restrict ctop,
+                            __global uint* restrict cw, __global uint* restrict cnz,
                             __global uint* restrict hv, __global uint* restrict hw)
 {
     const int c = get_global_id(0);
     if (c >= n) return;
     uint ob = cb[c], ow = cw[c];
-    int top = ctop[c] != 0u;
+    int top = cnz[c] == 0u;
     for (int b = 0; b < nb; ++b) {
         const int r0 = (band0 + b) * ${FR};
         if (r0 >= c) break;                     /* no row of the band above the diagonal */
@@ -309,7 +310,7 @@ __kernel void rqa_fjoin_col(__global const uint* restrict pc, const int n, const
     }
     cb[c] = ob;
     cw[c] = ow;
-    ctop[c] = (uint)top;
+    if (!top) cnz[c] = 1u;
 }
 
 /* row i (one band: this launch's) right to left: its run touching the diagonal (head) and,
