@@ -16,6 +16,9 @@ N^2 verticals + N^2 / 2 diagonals without SYM; "SYM 1": the run walked the upper
 triangle only, as row ranges can too, decision 0084). Each run's histograms are checked
 equal to the one-device run's.
 
+``--set JSON`` puts kernel values over every device's tuned ones (``'{"FUSE": 1}'``: the
+fused walks, decision 0120; "FUSE" marks the runs that took them).
+
 ``--phases`` prints host stamps of the last run of each kind (ms from the call's start,
 per thread): the entry to and return from detect_lines, the row ranges and their device
 threads, each row-range device's construction, build, run, warm-up, finish and collect,
@@ -206,6 +209,9 @@ def main() -> None:
     ap.add_argument("--split", default="auto", choices=("auto", "lanes", "rows"),
                     help="several devices: lane bands (no SHARE), row ranges (SHARE kept, "
                          "warm-ups) or auto (rows where the devices take SHARE)")
+    ap.add_argument("--set", default=None, metavar="JSON",
+                    help='kernel values over each device\'s tuned ones, e.g. \'{"FUSE": 1}\' '
+                         "(the fused walks, decision 0120)")
     ap.add_argument("--project", type=int, default=10_000_000,
                     help="N to project the time of from the measured cell rate")
     args = ap.parse_args()
@@ -214,6 +220,14 @@ def main() -> None:
     import pyedmcl as pe
     from pyedmcl.rqa.radius import radius_for_rate
 
+    if args.set:  # every device's tuned parameters with these values over them
+        import json
+
+        from pyedmcl.kernels.rqa_lines import RQA_LINES
+
+        over = json.loads(args.set)
+        tuned = RQA_LINES.params_for
+        RQA_LINES.params_for = lambda *a, **k: {**tuned(*a, **k), **over}
     x = series(args.series, args.n + (args.E - 1) * args.tau)
     bes, why = _devices(args.devices)
     print(f"devices ({why}):")
@@ -245,6 +259,7 @@ def main() -> None:
         tasks = r.settings.get("device_tasks") or []
         print(f"{label:<28} {med:8.3f} s  (min {min(ts):.3f})  {cells / med:.3e} cells/s"
               f"  RR {r.RR:.4f}  DET {r.DET:.4f}  SYM {int(bool(r.settings.get('symmetric')))}"
+              + ("  FUSE" if r.settings.get("fused") else "")
               + (f"  tasks/device {tasks}" if tasks else ""))
         if trace is not None and "scheduler" not in extra:
             trace.report(ts[-1])  # the last run (its events)
