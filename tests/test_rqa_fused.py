@@ -218,3 +218,18 @@ def test_fused_row_ranges(device, monkeypatch):
         one = pe.rqa(x, device=device, params=q, **kw)
         monkeypatch.undo()
         assert one.settings["fused"] and one.settings["device_tasks"] and _same(_hists(one), want)
+
+
+def test_fused_buffers_that_do_not_fit(device, monkeypatch):
+    """Where the fused path's buffers do not fit in the device's memory, the run takes the
+    other paths: the same histograms."""
+    fused = importlib.import_module("pyedmcl.rqa.fused")
+
+    def no_memory(*a, **k):
+        raise MemoryError("simulated: the pieces do not fit")
+    x = roessler(300)
+    want = _hists(pe.rqa(x, E=3, tau=6, recurrence_rate=0.05, device=device, params=PLAIN))
+    monkeypatch.setattr(fused.FusedDevice, "__init__", no_memory)
+    r = pe.rqa(x, E=3, tau=6, recurrence_rate=0.05, device=device,
+               params=dict(PLAIN, FUSE=1, FR=32, FKW=64))
+    assert not r.settings["fused"] and _same(_hists(r), want)

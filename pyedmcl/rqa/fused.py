@@ -18,18 +18,22 @@ symmetric matrix over diagonals 1 .. n - 1 whose cells DMAJ could compute
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 import numpy as np
 
 from clkernels import Backend
+from clkernels.memory import is_oom
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES, WARM_MODES
 from . import dnr
 from .dnr import Histograms, _DevState, _Matrix, _Task
 from .ranges import RowRange, _diagonals_ending, _warm_interval
+
+log = logging.getLogger("pyedmcl.rqa.fused")
 
 
 def applies(backends: list[Backend], m: _Matrix, params: Params | None, vertical: bool,
@@ -239,10 +243,11 @@ class FusedRangeDevice(FusedDevice):
 
 
 def detect_fused(be: Backend, m: _Matrix, x: np.ndarray, params: Params,
-                 edge: int | None) -> Histograms:
+                 edge: int | None, dev: FusedDevice | None = None) -> Histograms:
     """The line histograms of the symmetric matrix of ``x`` (row series = column series,
-    in the working dtype), fused (see the module's docstring) on one device."""
-    dev = FusedDevice(be, m, x, params, edge)
+    in the working dtype), fused (see the module's docstring) on one device (``dev``: its
+    buffers, made already)."""
+    dev = dev if dev is not None else FusedDevice(be, m, x, params, edge)
     n, hlen = m.n_rows, m.hlen
     t0 = time.perf_counter()
     dev.run_rows(0, n)
@@ -267,9 +272,19 @@ def detect_fused(be: Backend, m: _Matrix, x: np.ndarray, params: Params,
 def run(backends: list[Backend], m: _Matrix, x: np.ndarray, params: Params | None,
         edge: int | None, vertical: bool, symmetric: bool, diag_ranges: list[tuple[int, int]],
         order: str, tcol: np.ndarray | None) -> Histograms | None:
-    """:func:`detect_fused` where :func:`applies`, else None (the caller's other paths)."""
+    """:func:`detect_fused` where :func:`applies`, else None (the caller's other paths,
+    also where its buffers do not fit in the device's memory)."""
     p = applies(backends, m, params, vertical, symmetric, diag_ranges, order, tcol)
-    return None if p is None else detect_fused(backends[0], m, x, p, edge)
+    if p is None:
+        return None
+    try:
+        dev = FusedDevice(backends[0], m, x, p, edge)
+    except Exception as exc:
+        if not is_oom(exc):
+            raise
+        log.info("RQA: the fused path's buffers do not fit (%s); the other paths", exc)
+        return None
+    return detect_fused(backends[0], m, x, p, edge, dev)
 
 
 dnr.FUSED_RUNNER = run
