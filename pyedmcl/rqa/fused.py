@@ -103,6 +103,9 @@ class FusedDevice:
         self.count_from = 0
         self.sums: list[Any] = []
         self.since = 0
+        # a bin of length L holds at most (cells) / L runs: only the first bins can ever pass
+        # 32 bits, so only those are folded between launches (the final fold takes all)
+        self.fold_bins = min(hlen, n * (n - 1) // 2 // limit + 2)
         # the launches' arguments bound once; per launch only the block (and the counts'
         # offset) change (~40 us of host time a launch otherwise)
         i32 = np.int32
@@ -132,7 +135,7 @@ class FusedDevice:
             groups = -(-nbl * -(-(n - 1 - a) // self.fkw) // self.per_warp)
             cells = (2 * n - 1 - a - b) * (b - a) // 2 + 4 * n   # rows a .. b - 1, joins
             if self.since + cells > limit:
-                dnr._fold(st, m.hlen, final=True)
+                dnr._fold(st, self.fold_bins, final=True)
                 self.since = 0
             if (self.counted + 1) * self.per_launch > self.counts.size:
                 # ranges make more launches than blocks: the counts summed, then cleared
@@ -242,12 +245,10 @@ class FusedRangeDevice(FusedDevice):
         return d, v, w, 2 * upper + self.rows * int(dnr._diag_black(self.m))
 
 
-def detect_fused(be: Backend, m: _Matrix, x: np.ndarray, params: Params,
-                 edge: int | None, dev: FusedDevice | None = None) -> Histograms:
-    """The line histograms of the symmetric matrix of ``x`` (row series = column series,
-    in the working dtype), fused (see the module's docstring) on one device (``dev``: its
-    buffers, made already)."""
-    dev = dev if dev is not None else FusedDevice(be, m, x, params, edge)
+def detect_fused(dev: FusedDevice) -> Histograms:
+    """The line histograms of ``dev``'s symmetric matrix, fused (see the module's
+    docstring) on its one device."""
+    be, m = dev.be, dev.m
     n, hlen = m.n_rows, m.hlen
     t0 = time.perf_counter()
     dev.run_rows(0, n)
@@ -284,7 +285,7 @@ def run(backends: list[Backend], m: _Matrix, x: np.ndarray, params: Params | Non
             raise
         log.info("RQA: the fused path's buffers do not fit (%s); the other paths", exc)
         return None
-    return detect_fused(backends[0], m, x, p, edge, dev)
+    return detect_fused(dev)
 
 
 dnr.FUSED_RUNNER = run

@@ -261,6 +261,24 @@ ${plane_loads("ib + 64")}\
 </%def>
 
 
+## DMAJ's barrel shift: the warp's 32 diagonal words D into column words, A (column
+## hb + kw + wl: the diagonals' rows t <= wl) and B (column hb + kw + 32 + wl: rows t > wl);
+## stage s moves the bits t with bit s set from the diagonal 2^s lower (RQA_SHFL: every
+## work-item of the warp runs it). MODE fused takes it too.
+<%def name="dmaj_barrel()">\
+                    uint A = D, B = 0u;
+% for st, msk in enumerate(("0xAAAAAAAAu", "0xCCCCCCCCu", "0xF0F0F0F0u", "0xFF00FF00u", "0xFFFF0000u")):
+                    {
+                        const int from = (wl - ${1 << st}) & 31;
+                        const int wrap = wl < ${1 << st};
+                        const uint as = RQA_SHFL(A, from), bs = RQA_SHFL(B, from);
+                        A = bitselect(A, wrap ? 0u : as, ${msk});
+                        B = bitselect(B, wrap ? as : bs, ${msk});
+                    }
+% endfor
+</%def>
+
+
 ## DMAJ=1 (rqa_lines.cl.mako; MODE diagonal, the row block's first launch): work-item wl
 ## of a warp owns diagonal k = l0 and computes its cells (i, i + k) 32 rows a half: the
 ## terms s(u) = f(x[hb + u] - y[hb + k + u]) (f: square or magnitude), u < 32 + SPAN, of
@@ -308,16 +326,7 @@ ${dmaj_cells("y + %d + IMIN(hb + l0, n_cols - 1)" % VEC, "row0")}\
                     const int cnt = iem - hb;
                     D = cnt <= 0 ? 0u : (cnt >= 32 ? D : D & ((1u << cnt) - 1u));
                     /* the warp's diagonal words into column words (every work-item) */
-                    uint A = D, B = 0u;
-% for st, msk in enumerate(("0xAAAAAAAAu", "0xCCCCCCCCu", "0xF0F0F0F0u", "0xFF00FF00u", "0xFFFF0000u")):
-                    {
-                        const int from = (wl - ${1 << st}) & 31;
-                        const int wrap = wl < ${1 << st};
-                        const uint as = RQA_SHFL(A, from), bs = RQA_SHFL(B, from);
-                        A = bitselect(A, wrap ? 0u : as, ${msk});
-                        B = bitselect(B, wrap ? as : bs, ${msk});
-                    }
-% endfor
+${dmaj_barrel()}\
                     if (hb + kw < n_cols) {   /* columns from n_cols on are never read */
                         const int c = ((hb - row0) >> 5) * sstride + SPAD + hb + kw + wl;
                         sbits[c] = A;

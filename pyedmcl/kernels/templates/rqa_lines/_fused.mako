@@ -163,16 +163,7 @@ ${diagonal.dmaj_cells("x + min(hb + k, n - 1)", "r0")}\
                 const int cnt = iem - hb;
                 D &= fused_low(cnt);
                 if (cnt > 0) ds = fused_walk(D, min(cnt, 32), ds, lh_d, hist_d, &n1d);
-                uint A = D, B = 0u;
-% for st, msk in enumerate(("0xAAAAAAAAu", "0xCCCCCCCCu", "0xF0F0F0F0u", "0xFF00FF00u", "0xFFFF0000u")):
-                {
-                    const int from = (wl - ${1 << st}) & 31;
-                    const int wrap = wl < ${1 << st};
-                    const uint as = RQA_SHFL(A, from), bs = RQA_SHFL(B, from);
-                    A = bitselect(A, wrap ? 0u : as, ${msk});
-                    B = bitselect(B, wrap ? as : bs, ${msk});
-                }
-% endfor
+${diagonal.dmaj_barrel()}\
                 {   /* column hb + kw + 32 + wl: the tile's rows t in [lo, hi) of the half */
                     const int c = hb + kw + 32 + wl;
                     const uint Wd = B | aprev[wi][h][wl];
@@ -256,13 +247,19 @@ ${diagonal.dmaj_cells("x + min(hb + k, n - 1)", "r0")}\
 
 /* rqa_fjoin_*: one work-item per lane links its segments of bands band0 .. band0 + nb - 1
    (tiles as rqa_fused numbers them: range-major, nb bands a range) in walk order */
-inline void fused_link(uint* open, const uint s, __global uint* h)
+/* the next segment's state s after the open run: a one-run segment lengthens it (0 back);
+   otherwise the run that closes in the segment (the open one and the segment's first) is
+   returned (0: none) and the segment's last run is the open one */
+inline uint fused_next(uint* open, const uint s)
 {
     const uint last = FUSED_OPEN(s), first = FUSED_FIRST(s);
-    if (s & FUSED_FRESH) { *open += last; return; }
-    if (*open + first) atomic_inc(&h[*open + first - 1u]);
+    if (s & FUSED_FRESH) { *open += last; return 0u; }
+    const uint len = *open + first;
     *open = last;
+    return len;
 }
+
+inline void fused_count(__global uint* h, const uint len) { if (len) atomic_inc(&h[len - 1u]); }
 
 /* diagonal k's carry (its open black run) through the launch's bands */
 __kernel void rqa_fjoin_diag(__global const uint* restrict pd, const int n, const int band0,
@@ -273,7 +270,7 @@ __kernel void rqa_fjoin_diag(__global const uint* restrict pd, const int n, cons
     const int r = (k - 1) / ${FKW};
     uint open = carry[k - 1];
     for (int b = 0; b < nb && (band0 + b) * ${FR} < n - k; ++b)
-        fused_link(&open, pd[(size_t)(r * nb + b) * ${FKW} + (k - 1 - r * ${FKW})], h);
+        fused_count(h, fused_next(&open, pd[(size_t)(r * nb + b) * ${FKW} + (k - 1 - r * ${FKW})]));
     carry[k - 1] = open;
 }
 
@@ -299,13 +296,12 @@ __kernel void rqa_fjoin_col(__global const uint* restrict pc, const int n, const
         for (int r = (khi - 1) / ${FKW}; r >= (klo - 1) / ${FKW}; --r) {
             const size_t at = (size_t)(r * nb + b) * ${2 * (FR + FKW)}
                               + 2 * (c - r0 - (1 + r * ${FKW}));
-            fused_link(&ob, pc[at], hv);
-            const uint s = pc[at + 1];
-            const uint last = FUSED_OPEN(s), first = FUSED_FIRST(s);
-            if (s & FUSED_FRESH) { ow += last; continue; }
-            if (ow + first && (wborder || !top)) atomic_inc(&hw[ow + first - 1u]);
-            top = 0;
-            ow = last;
+            fused_count(hv, fused_next(&ob, pc[at]));
+            const uint s = pc[at + 1], len = fused_next(&ow, s);
+            if (!(s & FUSED_FRESH)) {   /* a black cell in the segment: the top run ends */
+                if (wborder || !top) fused_count(hw, len);
+                top = 0;
+            }
         }
     }
     cb[c] = ob;
@@ -324,27 +320,20 @@ __kernel void rqa_fjoin_row(__global const uint* restrict pr, const int n, const
     if (i >= min(n, (band0 + nb) * ${FR})) return;
     const int b = i / ${FR} - band0;
     uint ob = 0u, ow = 0u, tl = 0u;
-    int c0 = -1;
-    for (int r = (n - 2 - i) / ${FKW}; r >= 0 && i < n - 1; --r) {
+    int c0 = -1;   /* the row's colour at its right border, until its run is the tail */
+    for (int r = i < n - 1 ? (n - 2 - i) / ${FKW} : -1; r >= 0; --r) {
         const size_t at = (size_t)(r * nb + b) * ${2 * FR} + 2 * (i - (band0 + b) * ${FR});
-        const uint s2[2] = {pr[at], pr[at + 1]};
-        if (c0 < 0)   /* the row's colour at its right border */
-            c0 = ((s2[0] & FUSED_FRESH) || FUSED_FIRST(s2[0])) ? 1 : 0;
-        for (int col = 0; col < 2; ++col) {
-            const uint s = s2[col], colour = col == 0 ? 1u : 0u;
-            uint* const open = col == 0 ? &ob : &ow;
-            const uint last = FUSED_OPEN(s), first = FUSED_FIRST(s);
-            if (s & FUSED_FRESH) { *open += last; continue; }
-            const uint len = *open + first;
-            if (len) {
-                if ((int)colour == c0) {   /* the first run to close: at the right border */
-                    tl = len | (colour << 31);
-                    c0 = 2;
-                } else {
-                    atomic_inc(&(colour ? hv : hw)[len - 1u]);
-                }
+        const uint sb = pr[at];
+        if (c0 < 0)
+            c0 = ((sb & FUSED_FRESH) || FUSED_FIRST(sb)) ? 1 : 0;
+        for (int colour = 1; colour >= 0; --colour) {
+            const uint len = fused_next(colour ? &ob : &ow, colour ? sb : pr[at + 1]);
+            if (len && colour == c0) {   /* the first run to close: at the right border */
+                tl = len | ((uint)colour << 31);
+                c0 = 2;
+            } else {
+                fused_count(colour ? hv : hw, len);
             }
-            *open = last;
         }
     }
     head[i] = ob ? (ob | 0x80000000u) : ow;
