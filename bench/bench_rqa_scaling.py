@@ -16,8 +16,7 @@ N^2 verticals + N^2 / 2 diagonals without SYM; "SYM 1": the run walked the upper
 triangle only, as row ranges can too, decision 0084). Each run's histograms are checked
 equal to the one-device run's.
 
-``--set JSON`` puts kernel values over every device's tuned ones (``'{"FUSE": 1}'``: the
-fused walks, decision 0120; "FUSE" marks the runs that took them).
+``--set JSON`` puts kernel values over every device's tuned ones (``'{"EDGE": 16384}'``).
 
 ``--phases`` prints host stamps of the last run of each kind (ms from the call's start,
 per thread): the entry to and return from detect_lines, the row ranges and their device
@@ -210,8 +209,7 @@ def main() -> None:
                     help="several devices: lane bands (no SHARE), row ranges (SHARE kept, "
                          "warm-ups) or auto (rows where the devices take SHARE)")
     ap.add_argument("--set", default=None, metavar="JSON",
-                    help='kernel values over each device\'s tuned ones, e.g. \'{"FUSE": 1}\' '
-                         "(the fused walks, decision 0120)")
+                    help='kernel values over each device\'s tuned ones, e.g. \'{"EDGE": 16384}\'')
     ap.add_argument("--project", type=int, default=10_000_000,
                     help="N to project the time of from the measured cell rate")
     args = ap.parse_args()
@@ -259,7 +257,6 @@ def main() -> None:
         tasks = r.settings.get("device_tasks") or []
         print(f"{label:<28} {med:8.3f} s  (min {min(ts):.3f})  {cells / med:.3e} cells/s"
               f"  RR {r.RR:.4f}  DET {r.DET:.4f}  SYM {int(bool(r.settings.get('symmetric')))}"
-              + ("  FUSE" if r.settings.get("fused") else "")
               + (f"  tasks/device {tasks}" if tasks else ""))
         if trace is not None and "scheduler" not in extra:
             trace.report(ts[-1])  # the last run (its events)

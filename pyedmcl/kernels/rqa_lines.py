@@ -43,21 +43,13 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
-                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "FR": 0, "FKW": 0}
+                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0}
 
 
 #: values the kernels implement (and the tests run) that the tuner does not try: work-groups
 #: of 1 and 2 work-items and above 256, SHFL 2 (the shuffles through local memory, which
 #: checks the bit moves on any device)
-SUPPORTED_BEYOND_SPACE = {"WG": (1, 2, 512, 1024), "SHFL": (2,), "FUSE": (1,),
-                          "FR": tuple(range(32, 1025, 32)), "FKW": tuple(range(32, 16385, 32))}
-
-#: FUSE (decision 0120; explicit parameters only until its GPU time is measured: the
-#: tuner does not try it): a tile's rows (a band) and diagonals (a range). The prototype's
-#: best on the H100 at N = 946,303 (256.7 ms against 257.8 for 256 x 16384, 258.2 for
-#: 128 x 16384, 276.1 for 512 x 8192); a segment's state holds lengths below 2^15
-FUSED_ROWS = 256
-FUSED_DIAGONALS = 8192
+SUPPORTED_BEYOND_SPACE = {"WG": (1, 2, 512, 1024), "SHFL": (2,)}
 
 #: untuned GPUs up to this many embedded points take :data:`GPU_SMALL_EDGE`: fewer row
 #: blocks, so fewer launches and fewer waits between the queues of OVL, for the same
@@ -94,8 +86,7 @@ def _heuristic(info: DeviceInfo) -> Params:
         nv = info.runtime == "nvidia"
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 2, "PACK": 1, "PLANES": 1, "HCH": 32,
-             "SHFL": int(nv), "DPAIR": 1, "DMAJ": int(nv), "FUSE": 0, "FR": FUSED_ROWS,
-             "FKW": FUSED_DIAGONALS}
+             "SHFL": int(nv), "DPAIR": 1, "DMAJ": int(nv)}
         if not _local_fits(p, info):  # the row tiles do not fit in local memory: SYM off
             p.update(SYM=0, HCH=0, OVL=1, DMAJ=0)
         return p
@@ -235,20 +226,11 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("DPAIR", 0) or (p.get("WALK", 0) == 1 and not p.get("PH", 0)))
             and (not p.get("DMAJ", 0) or (p.get("SYM", 0) and p.get("HCH", 0) and p.get("PACK", 0)
                                           and p.get("SHFL", 0) and p["EDGE"] % 32 == 0))
-            and (not p.get("FUSE", 0) or (p["WG"] % 32 == 0 and fused_local_bytes(p, info)
-                                          <= info.local_mem_bytes))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
             and p["WG"] <= info.max_work_group_size and p["WG"] <= info.max_work_item_sizes[0]
             and _local_fits(p, info))
-
-
-def fused_local_bytes(p: Params, info: DeviceInfo) -> int:
-    """FUSE: a work-group's local memory: per warp five words a row of its band (the group
-    above's A words, two column and two row states), three histograms, the shuffles'."""
-    fr = int(p.get("FR", FUSED_ROWS))
-    return 5 * 4 * fr * (p["WG"] // 32) + 3 * 4 * hist_bins(info) + 4 * p["WG"] + 4
 
 
 def _local_fits(p: Params, info: DeviceInfo) -> bool:
@@ -340,26 +322,7 @@ class LineSpec:
                 "PLANES": int(_planes(params, info, _wg(mode, params, info))),
                 "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
                 "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info),
-                "DMAJ": self.dmaj(mode, params, info), "FR": 0, "FKW": 0}
-
-    def takes_fused(self) -> bool:
-        """Whether the fused walks (FUSE) can compute this matrix: as DMAJ (one pair of
-        series, the plain distance, (E - 1) tau <= 32); the caller also needs auto-RQA's
-        symmetric matrix over diagonals 1 .. n - 1."""
-        return self.takes_dmaj()
-
-    def fused_params(self, params: Params, info: DeviceInfo) -> dict[str, Any]:
-        """MODE ``fused``'s template values: the warp shuffles (PTX on NVIDIA, WG as
-        given; elsewhere through local memory, in work-groups of one warp: the warps of a
-        group own different tiles, whose loops would pass the shuffles' barriers a
-        different number of times), sign-bit cells (PACK), the tile's FR rows and FKW
-        diagonals."""
-        nv = info.runtime == "nvidia"
-        p = self.template_params("fused", dict(params, BITS=0, SHARE=0, SYM=0, PH=0, VEC=1,
-                                               WG=params["WG"] if nv else 32), info)
-        p.update(PACK=1, SHFL=1 if nv else 2, WALK=0, UNR=0,
-                 FR=int(params.get("FR", FUSED_ROWS)), FKW=int(params.get("FKW", FUSED_DIAGONALS)))
-        return p
+                "DMAJ": self.dmaj(mode, params, info)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -380,14 +343,13 @@ class RQALinesKernel(TunableKernel):
                 "EDGE": (512, 1024, 2048, 4096, 8192, 16384), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
                 "OVL": (0, 1, 2), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
-                "SHFL": (0, 1), "DPAIR": (0, 1), "DMAJ": (0, 1), "FUSE": (0,),
-                "FR": (FUSED_ROWS,), "FKW": (FUSED_DIAGONALS,)},
+                "SHFL": (0, 1), "DPAIR": (0, 1), "DMAJ": (0, 1)},
         heuristic=_heuristic,
         constraint=_fits,
         # entries from before UNR / OVL / PACK / PLANES / HCH / SHFL / DPAIR measured the
         # code without them
         filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0,
-                "DPAIR": 0, "DMAJ": 0, "FUSE": 0, "FR": FUSED_ROWS, "FKW": FUSED_DIAGONALS},
+                "DPAIR": 0, "DMAJ": 0},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:

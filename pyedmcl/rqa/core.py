@@ -33,7 +33,7 @@ from clkernels.collector import quiet_collector
 from .._precision import Prepared, prepare
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from . import fused, multi  # noqa: F401  (set detect_lines' fused and band runners)
+from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import Histograms, SpeculationFailed, detect_lines
 from .inputs import state_vectors, std_of
 from .result import RQAResult, band_cells, make_result
@@ -354,8 +354,7 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
         kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
         l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
         n_points=n, devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
-        symmetric=h.symmetric, fused=h.fused, threshold_rule=rule,
-        recurrence_rate=recurrence_rate))
+        symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,

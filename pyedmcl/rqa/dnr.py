@@ -50,9 +50,6 @@ _U32_SAFE = (1 << 32) - 1
 #: runs lane bands over several devices or Dask (:func:`pyedmcl.rqa.multi.detect_bands`;
 #: the algorithm layer sets it when imported, as ``import pyedmcl`` does)
 BAND_RUNNER: Callable[..., Histograms] | None = None
-#: runs the fused path where it applies, else returns None (:func:`pyedmcl.rqa.fused.run`;
-#: set when that module is imported, as ``import pyedmcl`` does)
-FUSED_RUNNER: Callable[..., Histograms | None] | None = None
 
 
 #: the SHARE column-bit buffer of a CPU backend's last run, reused (zeroed again) by the
@@ -115,7 +112,6 @@ class Histograms:
     device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
     #: one past the last nonzero bin of diagonal, vertical and white (None: not known)
     used: tuple[int, int, int] | None = None
-    fused: bool = False  # FUSE path taken: cells and walks in one kernel (pyedmcl.rqa.fused)
 
 
 class SpeculationFailed(Exception):  # noqa: N818 - a signal, not an error
@@ -266,11 +262,6 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                                "pyedmcl.rqa.multi (import pyedmcl does)")
         return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
                            diag_ranges, scheduler, n_workers, band, split, symmetric=symmetric)
-    if FUSED_RUNNER is not None:  # FUSE: cells and walks in one kernel, where it applies
-        h = FUSED_RUNNER(backends, m, x, params, edge, vertical, symmetric, diag_ranges, order,
-                         tcol)
-        if h is not None:
-            return h
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
     share = vertical and order == "row" and len(backends) == 1 and n_cols > 0

@@ -16,7 +16,7 @@ from clkernels import Backend
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES
-from . import dnr, fused
+from . import dnr
 from . import ranges as row_ranges
 from .bands import BandDevice, check_width, default_width, fold_bins, plan_bands, run_threads
 from .dnr import Histograms, _Matrix
@@ -135,14 +135,6 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                                        diag_ranges, n_fold, symmetric=sym))
         return out
 
-    # FUSE where every device's parameters ask for it and it applies (range boundaries
-    # on its bands)
-    fused_params = [fused.applies([be], m, params, vertical, symmetric, diag_ranges, "row",
-                                  tcol) for be in backends]
-    if all(p is not None for p in fused_params):
-        devs: list[Any] = [fused.FusedRangeDevice(be, m, x, p, edge)
-                           for be, p in zip(backends, fused_params, strict=True)]
-        return _run_ranges(devs, m, vertical, diag_ranges, devs[0].fr, height, backends)
     devs = devices(symmetric)
     if symmetric and not all(d.sym for d in devs) and any(d.sym for d in devs):
         devs = devices(False)
@@ -150,16 +142,7 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
         dev.build()
     # range boundaries on row blocks of the first device; any other edge only chunks
     # a range differently (same counts)
-    return _run_ranges(devs, m, vertical, diag_ranges, devs[0].st.params["EDGE"], height,
-                       backends)
-
-
-def _run_ranges(devs: list[Any], m: _Matrix, vertical: bool,
-                diag_ranges: list[tuple[int, int]], edge: int, height: int | None,
-                backends: list[Backend]) -> Histograms:
-    """Row ranges on row blocks of ``edge`` rows over ``devs`` (one thread each), their
-    counts recombined."""
-    ranges = plan_ranges(m, vertical, diag_ranges, edge, len(devs),
+    ranges = plan_ranges(m, vertical, diag_ranges, devs[0].st.params["EDGE"], len(devs),
                          height or None, _ranges_per_device(backends), sym=devs[0].sym,
                          block_lanes=_block_lanes(backends))
     t0 = time.perf_counter()
@@ -183,8 +166,7 @@ def _run_ranges(devs: list[Any], m: _Matrix, vertical: bool,
                       symmetric=any(d.sym for d in devs),
                       overlapped=max(int(d.st.params.get("OVL", 0)) for d in devs),
                       used=(used[0], used[1], used[2]),
-                      device_tasks=[d.ranges for d in devs],
-                      fused=any(getattr(d, "fused", False) for d in devs))
+                      device_tasks=[d.ranges for d in devs])
 
 
 dnr.BAND_RUNNER = detect_bands

@@ -211,8 +211,7 @@ ${plane_loads("ib + 64")}\
 ## the column values from `ybase` (this lane's diagonal: a lane without cells here reads
 ## inside the series, its bits masked later), the terms s(u) (the SPAN carried ones too on
 ## the half starting at `first`), each cell's bit shifted into D (declared zero by the
-## caller) rows last to first, and the carried terms moved down for the next half. MODE
-## fused (_fused.mako) computes its cells the same way: the same bits.
+## caller) rows last to first, and the carried terms moved down for the next half.
 <%def name="dmaj_cells(ybase, first)">\
 <%
     SPAN = (E - 1) * TAU
@@ -264,7 +263,7 @@ ${plane_loads("ib + 64")}\
 ## DMAJ's barrel shift: the warp's 32 diagonal words D into column words, A (column
 ## hb + kw + wl: the diagonals' rows t <= wl) and B (column hb + kw + 32 + wl: rows t > wl);
 ## stage s moves the bits t with bit s set from the diagonal 2^s lower (RQA_SHFL: every
-## work-item of the warp runs it). MODE fused takes it too.
+## work-item of the warp runs it).
 <%def name="dmaj_barrel()">\
                     uint A = D, B = 0u;
 % for st, msk in enumerate(("0xAAAAAAAAu", "0xCCCCCCCCu", "0xF0F0F0F0u", "0xFF00FF00u", "0xFFFF0000u")):

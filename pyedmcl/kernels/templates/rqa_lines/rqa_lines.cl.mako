@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, FR, FKW
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
@@ -125,7 +125,6 @@
 <%namespace name="vertical" file="/rqa_lines/_vertical.mako"/>
 <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
-<%namespace name="fused" file="/rqa_lines/_fused.mako"/>
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -138,7 +137,7 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE horizontal needs SYM=1")
     if WALK == 2 and PH < 64:
         raise ValueError("WALK=2 needs PH >= 64 (a power of two)")
-    if PACK and (not BITS or VEC != 1) and MODE != "fused":
+    if PACK and (not BITS or VEC != 1):
         raise ValueError("PACK=1 needs BITS > 0 and VEC=1")
     if PLANES and (not SHARE or VEC != 1 or WALK == 3):
         raise ValueError("PLANES=1 needs SHARE=1, VEC=1 and WALK < 3")
@@ -152,7 +151,7 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE hjoin needs HCH > 0")
     if MODE in ("warmcol", "warmdiag") and (BITS or PACK or SHARE or SYM):
         raise ValueError("MODE warmcol/warmdiag walks cells: BITS, PACK, SHARE and SYM off")
-    if SHFL and not ((MODE == "diagonal" and PLANES and WG % 32 == 0) or MODE == "fused"):
+    if SHFL and not (MODE == "diagonal" and PLANES and WG % 32 == 0):
         raise ValueError("SHFL > 0 needs MODE diagonal, PLANES=1 and WG a multiple of 32")
     if DPAIR and (WALK != 1 or PH):
         raise ValueError("DPAIR=1 needs WALK=1 and PH=0")
@@ -161,10 +160,6 @@ ${metric.real_type(REAL)}
         raise ValueError("DMAJ=1 needs SYM, PLANES, PACK (and SHFL for MODE diagonal), no "
                          "JOINT, PERCOL, THEILER_MATRIX or FMA, and MODE vertical, diagonal or "
                          "horizontal")
-    if MODE == "fused" and not (PACK and SHFL and WG % 32 == 0 and not JOINT and not PERCOL
-                                and not THEILER_MATRIX and not FMA and VEC == 1):
-        raise ValueError("MODE fused needs PACK, SHFL, WG a multiple of 32, VEC 1 and no "
-                         "JOINT, PERCOL, THEILER_MATRIX or FMA")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
@@ -233,9 +228,6 @@ ${sym.functions(T)}
 
 % if MODE == "symjoin":
 ${sym.join_kernel()}
-% elif MODE == "fused":
-${fused.functions()}
-${fused.kernel()}
 % elif MODE == "collect":
 ${hist.collect_kernel()}
 % else:
