@@ -51,7 +51,7 @@ import numpy as np
 
 from clkernels import Backend, run_blocked
 from clkernels.arrays import gather, gather_request
-from clkernels.memory import DeviceOutOfMemory
+from clkernels.memory import DeviceOutOfMemory, check_alloc
 from clkernels.tuning import lookup
 
 from ..edm.knn import hold
@@ -60,6 +60,7 @@ from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
 from ..kernels.knn import KNN, is_contiguous
 from ..kernels.xmap import (
+    SCALAR_LAYOUT,
     TABLE_BUDGET_CPU,
     TABLE_BUDGET_GPU,
     XMAP_KNN,
@@ -366,10 +367,24 @@ class XmapEngine:
                 sp = cpu_layout(sp, ntg, time_major=self.be.info.runtime == "pocl")
             elif not diag:
                 sp = gpu_layout(sp, ntg, self.be.info)
+            if reads_time_major(sp) and not self._time_major_fits(ntg, sp):
+                sp = dict(SCALAR_LAYOUT)   # the targets read where they lie (the same rho)
             if self._runtime_k and not diag and _staged_lanes(sp):
                 sp = dict(sp, KR=1, **self._runtime_k)  # (GPUs: _choose_runtime_k)
             self._layouts[key] = sp
         return dict(self._layouts[key])
+
+    def _time_major_fits(self, ntg: int, sp: dict) -> bool:
+        """Whether ``ntg`` targets time-major (:meth:`_lanes_y`, what layout ``sp`` reads)
+        fit in one allocation of the device: a panel padded to whole tiles, up to twice
+        the targets' own size, which does not shrink with the library batch; where it
+        does not fit the skill reads the targets row-major (:data:`SCALAR_LAYOUT`)."""
+        nbytes = time_major_pitch(ntg, lane_tile(sp)) * self.n * np.dtype(self.x_dev.dtype).itemsize
+        try:
+            check_alloc(self.be, nbytes)
+        except DeviceOutOfMemory:
+            return False
+        return True
 
     def _program_spec(self, k: int, weight: str, sp: dict) -> tuple[dict, int | None]:
         """The spec the skill program of tables of ``k`` with layout ``sp`` is rendered
