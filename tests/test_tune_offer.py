@@ -8,7 +8,7 @@ import io
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE
+from conftest import CPU_DEVICE, FAST_BUILD_CPU
 
 from clkernels import get_backend
 from clkernels.tuning.database import UserDB, has_class_tuning
@@ -57,11 +57,11 @@ def test_quick_set_runs_and_stores(capsys, tmp_path):
     from pyedmcl.cli.tune_cmd import QUICK_SET
 
     out_file = tmp_path / "device.json"
-    assert main(["tune", "--quick", "--budget", "0.2", "--device", CPU_DEVICE, "-q",
+    assert main(["tune", "--quick", "--budget", "0.2", "--device", FAST_BUILD_CPU, "-q",
                  "--export", str(out_file)]) == 0
     out = capsys.readouterr().out
     for fam, _ in QUICK_SET:
         assert fam in out
-    assert len(UserDB(get_backend(CPU_DEVICE).info).load()) >= len(QUICK_SET)
+    assert len(UserDB(get_backend(FAST_BUILD_CPU).info).load()) >= len(QUICK_SET)
     kernels = {e["kernel"] for e in json.loads(out_file.read_text())["entries"]}
     assert {fam for fam, _ in QUICK_SET} <= kernels
