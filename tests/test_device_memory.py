@@ -325,6 +325,31 @@ def test_xmap_library_batches(be, monkeypatch):
     np.testing.assert_array_equal(got.rho, ref.rho)
 
 
+@pytest.mark.parametrize("runtime", ["intel", "pocl"])
+def test_xmap_time_major_panel_too_large_reads_row_major(runtime, monkeypatch):
+    """A skill layout that reads its targets time-major (VEC=2, each E-group's targets
+    padded to a 32-target row) whose panel exceeds the device's largest allocation: the
+    skill reads the targets where they lie (the scalar layout), the same rho."""
+    from conftest import TEST_DEVICES
+
+    import pyedmcl as pe
+    from pyedmcl.kernels import xmap as xk
+
+    if runtime not in TEST_DEVICES:
+        pytest.skip(f"{runtime} does not build here")
+    b = clkernels.get_backend(runtime)
+    X = np.stack([series(120, s) for s in range(4)] * 4, axis=1)   # (120 steps, 16 series)
+    E = [2, 3] * 8
+    ref = pe.xmap(X, E=E, device=b)
+    monkeypatch.setattr(xk, "FEW_TARGETS", 0)   # the given layout, whatever the group size
+    monkeypatch.setattr(xk.XMAP_SKILL, "params_for",
+                        lambda be_, spec, size: dict(xk.SCALAR_LAYOUT, TJ=4, VEC=2))
+    assert xk.reads_time_major(dict(xk.SCALAR_LAYOUT, TJ=4, VEC=2))
+    limited(b, monkeypatch, X.size * 4)   # the series fit; 8 targets x 32-row pitch do not
+    got = pe.xmap(X, E=E, device=b)
+    np.testing.assert_array_equal(got.rho, ref.rho)
+
+
 # ----------------------------------------------------------------------------- RQA
 
 
