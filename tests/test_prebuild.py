@@ -3,8 +3,9 @@
 clkernels: prebuilt kernels are the objects later ``kernel`` calls return (no second
 build: ``build_count``), requests rendering one source share one program, a failed
 build raises and can be retried, the cache key of a single kernel is unchanged.
-pyedmcl: a mixed-E cross map (fused scan and per-E paths), the optimal-E scan and the
-fused E scan launch nothing their prebuild did not build, and the matrix is the same bit
+pyedmcl: a mixed-E cross map (fused scan and per-E paths), the optimal-E scan, the
+fused E scan and the per-value scans (E, Tp, exclusion radius) launch nothing their
+prebuild did not build, and the matrix is the same bit
 for bit with and without the prebuild.
 """
 
@@ -156,6 +157,26 @@ def test_optimal_E_and_embedding_scans_launch_only_prebuilt_kernels(device, monk
     monkeypatch.setattr(scan_fused, "_PREBUILT", weakref.WeakKeyDictionary())  # forget
     pe.embed_dimension(X[:, 0], max_E=4, device=device)
     assert len(marks) == 1 and _only_prebuilt(be, marks)
+
+
+def test_per_value_scans_launch_only_prebuilt_kernels(device, monkeypatch):
+    """The generic scans (E without the fused scan, Tp, exclusion radius) build every
+    value's k-NN, lookup and skill in one prebuild and launch nothing else, with the
+    skills of the lazy builds."""
+    be = get_backend(device)
+    x = _panel(L=120, N=1)[0][:, 0]
+    calls = [lambda: pe.embed_dimension(x, max_E=5, tau=-1, device=device),  # future lags
+             lambda: pe.predict_interval(x, E=3, max_Tp=4, device=device),
+             lambda: pe.predict_exclusion_radius(x, E=2, radii=[0, 3, 7], device=device)]
+    got = []
+    marks = _record_prebuilds(be, monkeypatch)
+    for call in calls:
+        marks.clear()
+        got.append(call().rho)
+        assert len(marks) == 1 and _only_prebuilt(be, marks)
+    monkeypatch.setattr(be, "prebuild", lambda requests, **kw: [])  # kernels built lazily
+    for call, rho in zip(calls, got, strict=True):
+        np.testing.assert_array_equal(call().rho, rho)
 
 
 def test_parallel_builds_say_one_line(template, monkeypatch, capfd):

@@ -63,14 +63,9 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
     nbatch, nl = lpts.shape
     nq = int(qpts.size)
-    spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
-    if nc != 1:  # the kernel's E counts coordinates: E lags of nc columns
-        spec = {**spec, "E": E * nc, "NC": nc}
-    contiguous = is_contiguous(lpts)
-    if params is None:
-        params = KNN.params_for(be, spec, max(nq, nl), nq_total=nq * nbatch,
-                                contiguous=contiguous)
-    elif params.get("SLIDE", 0) and not slide_applies(spec, contiguous):
+    given = params
+    spec, params, contiguous = _knn_launch(be, E, tau, k, nq, lpts, metric, real, nc, given)
+    if given is not None and given.get("SLIDE", 0) and not slide_applies(spec, contiguous):
         raise ValueError(f"params SLIDE={params['SLIDE']} needs contiguous library points, "
                          f"tau=1 and one column; use SLIDE=0 for these lib_points")
     dt = np.float64 if real == "double" else np.float32
@@ -83,6 +78,31 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     KNN.launch(be, params, spec, x_dev, q_dev, nq, l_dev, nl, nbatch, radius, idx, dist)
     hold(be, idx, dist, q_dev, l_dev)
     return DeviceKnn(idx, dist, nbatch, nq, k, keep=(q_dev, l_dev))
+
+
+def _knn_launch(be: Backend, E: int, tau: int, k: int, nq: int, lpts: np.ndarray, metric: str,
+                real: str, nc: int, params: Params | None = None
+                ) -> tuple[dict[str, Any], Params, bool]:
+    """The spec, launch parameters (``params``, else the family's choice) and library
+    contiguity of :func:`knn_device`'s launch (``lpts`` 2-D int32)."""
+    nbatch, nl = lpts.shape
+    spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
+    if nc != 1:  # the kernel's E counts coordinates: E lags of nc columns
+        spec = {**spec, "E": E * nc, "NC": nc}
+    contiguous = is_contiguous(lpts)
+    if params is None:
+        params = KNN.params_for(be, spec, max(nq, nl), nq_total=nq * nbatch,
+                                contiguous=contiguous)
+    return spec, params, contiguous
+
+
+def knn_request(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray, lpts: np.ndarray,
+                metric: str = "euclidean", real: str = "float", nc: int = 1) -> tuple:
+    """The kernel :func:`knn_device` builds for these arguments (default parameters), as
+    ``(template, params, name)`` for :meth:`clkernels.Backend.prebuild`."""
+    lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
+    spec, params, _ = _knn_launch(be, E, tau, k, int(qpts.size), lpts, metric, real, nc)
+    return KNN.request(be, params, spec)
 
 
 def knn_rows_sorted(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,

@@ -29,7 +29,8 @@ from clkernels.memory import describe, is_oom
 
 from .._precision import Affine, prepare
 from ..validation import as_integer, as_series, check_dtype, check_int
-from .lookup import skill_out
+from .knn import knn_request
+from .lookup import lookup_requests, skill_out
 from .ranges import MAX_KNN, check_tau, resolve
 from .results import SkillScan
 from .scan_fused import run_fused, scan_layout
@@ -70,6 +71,7 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     plans = [make_plan(xs.size, v) for v in values]
     data = DeviceData.upload(be, xs, y, dt)
     lists = [plan_device(be, p) for p in plans]  # every upload before any launch
+    be.prebuild(_scan_requests(be, plans, data))
     out = skill_out(be, len(plans) * data.nt)
     blocked: dict[int, np.ndarray] = {}
     for i, (p, (q_dev, l_dev, obs_dev)) in enumerate(zip(plans, lists, strict=True)):
@@ -83,6 +85,20 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
     for i, rows in blocked.items():
         sk[i * data.nt:(i + 1) * data.nt] = rows
     return _skills(name, values, sk, fy)
+
+
+def _scan_requests(be, plans, data: DeviceData) -> list[tuple]:
+    """The kernels of every plan's :func:`.simplex.enqueue_plan` (k-NN, lookup, skill), for
+    one :meth:`clkernels.Backend.prebuild`: a scan over E builds a k-NN program per E and a
+    lookup per knn, which build in parallel there instead of one by one as the
+    pipelines reach them."""
+    reqs: list[tuple] = []
+    for p in plans:
+        reqs.append(knn_request(be, E=p.E, tau=p.tau, k=p.knn, qpts=p.pred_points,
+                                lpts=p.lib_points, real=data.real))
+        reqs += lookup_requests(be, p.knn, p.pred_points.size * data.nt, real=data.real,
+                                skill_k=1)
+    return reqs
 
 
 #: largest max_E (the k-NN kernels are specialised for E <= 512 coordinates)
