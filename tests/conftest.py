@@ -51,6 +51,64 @@ CPU_DEVICE = next((r for r in ("pocl", "intel") if r in TEST_DEVICES), "pocl")
 #: run on every platform
 FAST_BUILD_CPU = "intel" if "intel" in TEST_DEVICES else CPU_DEVICE
 HAS_OCLGRIND = any(d.runtime == "oclgrind" for d in list_devices())
+#: the CPU runtimes the device fixture may hold
+CPU_RUNTIMES = ("pocl", "intel")
+
+
+def every_shape(device: str) -> bool:
+    """Whether a test of many equivalent shapes of a kernel (layouts, work-group sizes,
+    row-block edges: the same results by construction) runs them all on ``device``: on
+    GPUs and on :data:`FAST_BUILD_CPU`. Another CPU runtime runs :func:`covering`'s few,
+    so every kernel still runs on every platform and every value of every parameter
+    there: each shape is a program of its own, ~1 s to build on PoCL 3.0, and a suite
+    that built them all on both CPU runtimes took 20 minutes on two cores."""
+    return device == FAST_BUILD_CPU or device not in CPU_RUNTIMES
+
+
+def covering(cases: list, device: str) -> list:
+    """``cases`` (tuples, or dicts of parameters) on a device of :func:`every_shape`; on
+    another, the first case and then, greedily, the case that brings the most (position
+    or key, value) pairs not yet run, until every value of every parameter has run
+    (a key a dict lacks counts as its own value). Deterministic, in the given order."""
+    if every_shape(device) or len(cases) <= 1:
+        return list(cases)
+
+    def pairs(c) -> set:
+        items = c.items() if isinstance(c, dict) else enumerate(c if isinstance(c, tuple)
+                                                                  else (c,))
+        got = {(k, repr(v)) for k, v in items}
+        if isinstance(c, dict):
+            keys = set().union(*(d.keys() for d in cases))
+            got |= {(k, "absent") for k in keys - c.keys()}
+        return got
+
+    want = set().union(*(pairs(c) for c in cases))
+    chosen = [0]
+    seen = pairs(cases[0])
+    while seen != want:
+        gain = [len(pairs(c) - seen) if i not in chosen else -1 for i, c in enumerate(cases)]
+        best = gain.index(max(gain))
+        chosen.append(best)
+        seen |= pairs(cases[best])
+    return [cases[i] for i in sorted(chosen)]
+
+
+def device_cases(cases: list, ids: list[str] | None = None, gpu_paths: bool = False) -> list:
+    """Parameters ``(device, *case)`` for ``@pytest.mark.parametrize`` over the device
+    fixture's runtimes and, on each, :func:`covering`'s cases (``ids``: the cases' ids,
+    shown after the device's). ``gpu_paths``: the cases are shapes of kernels that only
+    GPUs run for users (warp shuffles, diagonal-major cells): a CPU runtime other than
+    :data:`FAST_BUILD_CPU` runs the first shape alone (every kernel there, once)."""
+    ids = ids or [str(i) for i in range(len(cases))]
+    out = []
+    for p in _DEVICE_PARAMS:
+        dev, marks = (p, ()) if isinstance(p, str) else (p.values[0], p.marks)
+        here = cases[:1] if gpu_paths and not every_shape(dev) else covering(list(cases), dev)
+        for c in here:
+            i = cases.index(c)
+            out.append(pytest.param(dev, *(c if isinstance(c, tuple) else (c,)),
+                                    id=f"{dev}-{ids[i]}", marks=marks))
+    return out
 HAS_GPU = any(d.device_type == "gpu" and d.runtime != "oclgrind" for d in list_devices())
 
 

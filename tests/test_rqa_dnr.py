@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE, TEST_DEVICES, assert_rqa_matches_oracle, run_under_oclgrind
+from conftest import (
+    CPU_DEVICE,
+    TEST_DEVICES,
+    assert_rqa_matches_oracle,
+    covering,
+    run_under_oclgrind,
+)
 
 import clkernels
 import pyedmcl as pe
@@ -26,33 +32,36 @@ def _same(a, b) -> bool:
     return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
 
 
+#: (VEC, WG, BITS, PH, SHARE, WALK) of the CPU paths' comparison. SHARE=1: diagonal words
+#: gathered from the vertical launch's column words; SHARE=2 here: SYM=1 (upper triangle
+#: only, lower verticals from row runs); WALK 0/1/2: transition walk / black-start walk
+#: (+ branch-light diagonals at PH >= 64) / its branch-free steps of 8; the last: Intel's
+#: compiler takes WALK=0 there (kernels.rqa_lines._walk)
+CPU_SHAPES = [(1, 16, 1, 0, 0, 1), (4, 8, 0, 32, 0, 0), (8, 2, 1, 32, 0, 1),
+              (16, 4, 1, 0, 0, 0), (16, 4, 0, 32, 0, 0), (1, 8, 2, 0, 0, 1),
+              (8, 2, 2, 32, 0, 0), (16, 4, 2, 1024, 0, 1), (16, 4, 2, 1024, 0, 2),
+              (1, 8, 2, 0, 1, 0), (8, 2, 2, 32, 1, 1), (16, 4, 2, 1024, 1, 1),
+              (1, 8, 2, 0, 2, 1), (16, 4, 2, 1024, 2, 1), (16, 4, 2, 1024, 2, 0),
+              (4, 2, 2, 1024, 2, 2), (8, 4, 2, 32, 2, 1), (16, 16, 2, 1024, 2, 1)]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_edges_orders_vec_identical(device, dtype):
-    """Edge lengths that do not divide N, both orders, every VEC: bit-identical histograms."""
+    """Edge lengths that do not divide N, both orders, every VEC: bit-identical histograms
+    (every shape where conftest.every_shape holds, a covering few on another CPU runtime)."""
     x = logistic(1203)
     ref = _hists(pe.rqa(x, E=4, tau=3, radius=0.35, dtype=dtype, device=device))
-    for edge in (97, 256, 333, 1000, 5000):
-        for order in ("row", "column"):
-            r = pe.rqa(x, E=4, tau=3, radius=0.35, dtype=dtype, device=device, edge=edge,
-                       order=order)
-            assert _same(_hists(r), ref), (edge, order)
+    for edge, order in covering([(e, o) for e in (97, 256, 333, 1000, 5000)
+                                 for o in ("row", "column")], device):
+        r = pe.rqa(x, E=4, tau=3, radius=0.35, dtype=dtype, device=device, edge=edge,
+                   order=order)
+        assert _same(_hists(r), ref), (edge, order)
     for scope, wb in (("lines", True), ("matrix", False)):
         kw = dict(E=4, tau=3, radius=0.35, dtype=dtype, device=device, theiler=2,
                   theiler_scope=scope, white_border=wb)
         base = _hists(pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0,
                                               "PH": 0}))
-        # SHARE=1: diagonal words gathered from the vertical launch's column words;
-        # SYM=1 (share=2 here): upper triangle only, lower verticals from row runs;
-        # WALK 0/1/2: transition walk / black-start walk (+ branch-light diagonals at
-        # PH >= 64) / its branch-free steps of 8
-        for vec, wg, bits, ph, share, walk in (
-                (1, 16, 1, 0, 0, 1), (4, 8, 0, 32, 0, 0), (8, 2, 1, 32, 0, 1),
-                (16, 4, 1, 0, 0, 0), (16, 4, 0, 32, 0, 0), (1, 8, 2, 0, 0, 1),
-                (8, 2, 2, 32, 0, 0), (16, 4, 2, 1024, 0, 1), (16, 4, 2, 1024, 0, 2),
-                (1, 8, 2, 0, 1, 0), (8, 2, 2, 32, 1, 1), (16, 4, 2, 1024, 1, 1),
-                (1, 8, 2, 0, 2, 1), (16, 4, 2, 1024, 2, 1), (16, 4, 2, 1024, 2, 0),
-                (4, 2, 2, 1024, 2, 2), (8, 4, 2, 32, 2, 1),
-                (16, 16, 2, 1024, 2, 1)):   # Intel's compiler: WALK=0 there (kernels.rqa_lines._walk)
+        for vec, wg, bits, ph, share, walk in covering(CPU_SHAPES, device):
             edges = ((300, 64, 1203, 97) if (share, vec, walk) == (2, 16, 1) else (97,)
                      if share == 2 else (300, 64) if share else (300,))
             for edge in edges:

@@ -1,5 +1,7 @@
 """The GPU paths of rqa_lines, on every platform present, against the paths they replace:
-the same histograms, bit for bit.
+the same histograms, bit for bit. Every shape on GPUs and on the CPU runtime that builds
+fastest; the first shape on another CPU runtime (conftest.device_cases: CPUs never run
+these paths for users).
 
 SHFL: the diagonal launch builds its 64-row words from four column-plane loads per
 work-item and a barrel shift over the 32 lanes of a warp, instead of 64 gathers per word.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import GpuInfo, rqa_template_params
+from conftest import GpuInfo, device_cases, every_shape, rqa_template_params
 
 import pyedmcl as pe
 from pyedmcl.data import logistic_map
@@ -43,8 +45,8 @@ def _shfl_values(device: str) -> list[int]:
     return [2, 1] if device == "nvidia" else [2]
 
 
-@pytest.mark.parametrize(("wg", "edge", "sym"), VARIANTS,
-                         ids=[f"wg{w}-edge{e}-sym{s}" for w, e, s in VARIANTS])
+@pytest.mark.parametrize(("device", "wg", "edge", "sym"), device_cases(
+    VARIANTS, [f"wg{w}-edge{e}-sym{s}" for w, e, s in VARIANTS], gpu_paths=True))
 def test_shuffled_diagonal_words_identical(device, wg, edge, sym):
     """Auto-RQA (chaotic, quantized with many distances at the radius, three metrics,
     both precisions, Theiler windows), cross-RQA of series of different lengths (negative
@@ -82,8 +84,8 @@ def _laminar() -> np.ndarray:
     return x
 
 
-@pytest.mark.parametrize(("wg", "edge", "sym"), VARIANTS,
-                         ids=[f"wg{w}-edge{e}-sym{s}" for w, e, s in VARIANTS])
+@pytest.mark.parametrize(("device", "wg", "edge", "sym"), device_cases(
+    VARIANTS, [f"wg{w}-edge{e}-sym{s}" for w, e, s in VARIANTS], gpu_paths=True))
 def test_paired_walk_identical(device, wg, edge, sym):
     """DPAIR (with and without SHFL): auto-RQA of chaotic, quantized and laminar data,
     cross-RQA (both orders) and a Theiler band in the matrix give the histograms of the
@@ -171,8 +173,8 @@ def _dmaj_taken(monkeypatch) -> list[int]:
     return taken
 
 
-@pytest.mark.parametrize(("wg", "edge"), DMAJ_VARIANTS,
-                         ids=[f"wg{w}-edge{e}" for w, e in DMAJ_VARIANTS])
+@pytest.mark.parametrize(("device", "wg", "edge"), device_cases(
+    DMAJ_VARIANTS, [f"wg{w}-edge{e}" for w, e in DMAJ_VARIANTS], gpu_paths=True))
 def test_diagonal_major_identical(device, wg, edge, monkeypatch):
     """DMAJ (SHFL 2, and 1 on NVIDIA): auto-RQA of chaotic, laminar and quantized data,
     three metrics, both precisions, E = 1 (no carried terms) to (E - 1) tau = 32 (the
@@ -180,7 +182,8 @@ def test_diagonal_major_identical(device, wg, edge, monkeypatch):
     apply (a Theiler window above 1: the walks would read cells no diagonal launch makes;
     (E - 1) tau above 32; joint RQA) the run takes the column-major path, the same
     histograms again. Every case on the first shape, two on the others (each case builds
-    its own kernels: several seconds each on PoCL)."""
+    its own kernels: several seconds each on PoCL); a CPU runtime of few shapes
+    (conftest.every_shape) runs the first shape's cases of each metric and precision."""
     from pyedmcl.data import roessler
 
     if not _dmaj_runs(device, wg):  # PoCL beyond one warp: the column-major cells on both sides
@@ -208,6 +211,8 @@ def test_diagonal_major_identical(device, wg, edge, monkeypatch):
     ]
     if (wg, edge) != DMAJ_VARIANTS[0]:  # other shapes: the issue's case and laminar runs
         applies, refused = applies[1:3], refused[:1]
+    elif not every_shape(device):  # each metric and precision, E = 1, the issue's case
+        applies, refused = applies[:2] + applies[3:5], refused[:1]
     for on, cases in ((1, applies), (0, refused)):
         for i, run in enumerate(cases):
             want = _hists(run(plain))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_rqa_matches_oracle, rqa_template_params
+from conftest import assert_rqa_matches_oracle, device_cases, rqa_template_params
 
 import pyedmcl as pe
 from pyedmcl.kernels.rqa_lines import RQA_LINES, SERIES_PAD
@@ -48,7 +48,8 @@ def _both(fn, p, v, **kw):
     return a, b
 
 
-@pytest.mark.parametrize(("p", "v"), list(zip(LAYOUTS, VARIANT, strict=True)), ids=IDS)
+@pytest.mark.parametrize(("device", "p", "v"), device_cases(
+    list(zip(LAYOUTS, VARIANT, strict=True)), IDS, gpu_paths=True))
 def test_pack_identical(device, p, v):
     """Auto-RQA in both precisions and three metrics (quantized data: many cells exactly at
     the radius), the Theiler band in the matrix, PyRQA's fma rule, cross- and joint RQA,

@@ -1,13 +1,14 @@
 """SYM with HCH > 0 (the GPU path: upper triangle only, the rows of a row block walked in
 chunks of HCH 64-column tiles from 32-row planes, then joined across chunks by MODE
 "hjoin") against the full-matrix path (SYM=0) and the NumPy oracle: the same histograms,
-bit for bit, on every platform present."""
+bit for bit, on every platform present (the first shape; every shape on GPUs and the CPU
+runtime that builds fastest: conftest.device_cases)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import GpuInfo, assert_rqa_matches_oracle, rqa_template_params
+from conftest import GpuInfo, assert_rqa_matches_oracle, device_cases, rqa_template_params
 
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import numpy_reference
@@ -48,8 +49,8 @@ def _series() -> dict[str, np.ndarray]:
     return {"chaotic": x, "quantized": np.round(x * 8) / 8, "laminar": flat}
 
 
-@pytest.mark.parametrize(("hch", "edge", "walk"), VARIANTS,
-                         ids=[f"hch{h}-edge{e}-walk{w}" for h, e, w in VARIANTS])
+@pytest.mark.parametrize(("device", "hch", "edge", "walk"), device_cases(
+    VARIANTS, [f"hch{h}-edge{e}-walk{w}" for h, e, w in VARIANTS], gpu_paths=True))
 def test_chunked_rows_identical(device, hch, edge, walk):
     """Auto-RQA in both precisions, three metrics, Theiler windows in the line ranges and
     in the matrix, white lines touching the borders dropped: SYM with chunked rows equals

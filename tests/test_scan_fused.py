@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import CPU_DEVICE, run_under_oclgrind
+from conftest import CPU_DEVICE, device_cases, run_under_oclgrind
 
 import pyedmcl as pe
 from clkernels import get_backend
@@ -95,7 +95,7 @@ def test_edges_and_float64(device, kw):
     np.testing.assert_allclose(a.mae, b.mae, rtol=0, atol=_skill_tol(device))
 
 
-@pytest.mark.parametrize("params", [
+VARIANTS = [
     {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 0},
     {"WG": 16, "TILE": 32, "QB": 8, "SPLIT": 3, "INS": "q", "VEC": 1, "ANY": 1},
     {"WG": 16, "TILE": 16, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
@@ -107,12 +107,17 @@ def test_edges_and_float64(device, kw):
     {"WG": 1, "TILE": 32, "QB": 1, "SPLIT": 1, "INS": "key", "VEC": 4, "ANY": 0, "LPB": 32},
     {"WG": 16, "TILE": 16, "QB": 2, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1, "CQ": 1},
     {"WG": 8, "TILE": 32, "QB": 5, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 1, "CQ": 1},
-], ids=["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe", "key16", "key4",
-        "key16-lpb64", "key4-lpb32", "split2-qe-cq", "qe-cq-r4"])
+]
+
+
+@pytest.mark.parametrize(("device", "params"), device_cases(
+    VARIANTS, ["qe", "split3-any", "split2-qe-any", "vec8", "vec16-split2-qe", "key16", "key4",
+               "key16-lpb64", "key4-lpb32", "split2-qe-cq", "qe-cq-r4"]))
 def test_variants_give_identical_tables(device, params):
     """Insertion modes and library splits (merged after) keep the total order; so do
     candidate lanes (CQ), which visit a tile's candidates in the order their atomics
-    ran (the lists keep the best K under a total order: any visiting order)."""
+    ran (the lists keep the best K under a total order: any visiting order). Every
+    variant where conftest.every_shape holds, a covering few on another CPU runtime."""
     x = _series(integer=True)
     kw = CASES["segments"]
     _, _, sk0, p0 = _fused(device, x, 5, **kw)
@@ -146,10 +151,12 @@ def test_per_list_insertion_exact_on_real_valued_series(device, params, real):
         np.testing.assert_array_equal(sk0, sk1)
 
 
-@pytest.mark.parametrize("case", ["loo", "knn", "tau2"])
-@pytest.mark.parametrize("real", ["float", "double"])
-@pytest.mark.parametrize("emax", [10, 17])
-@pytest.mark.parametrize("lpb", [0, 32])
+KEY_CASES = [(c, r, e, lp) for lp in (0, 32) for e in (10, 17) for r in ("float", "double")
+             for c in ("loo", "knn", "tau2")]
+
+
+@pytest.mark.parametrize(("device", "case", "real", "emax", "lpb"), device_cases(
+    KEY_CASES, ["-".join(map(str, (lp, e, r, c))) for c, r, e, lp in KEY_CASES]))
 def test_key_lists_equal_local_lists(device, case, real, emax, lpb):
     """INS "key" (CPUs: private lists, first thresholds from lane minima) gives the tables
     of the local-memory lists bit for bit: float32 packed keys and the float64 network,
@@ -157,7 +164,8 @@ def test_key_lists_equal_local_lists(device, case, real, emax, lpb):
     K above one vector of lane minima (two vectors), and above two (no first threshold);
     max_E 10 keeps every float32 list within one ulong16 (the sorted-lane lists), 17 not;
     LPB 32: four vectors' candidate tests before one branch (candidates found against a
-    threshold that an earlier lane has lowered since)."""
+    threshold that an earlier lane has lowered since). Every combination where
+    conftest.every_shape holds, a covering few on another CPU runtime."""
     x = _series(integer=True)
     be = get_backend(device)
     dt = np.float64 if real == "double" else np.float32

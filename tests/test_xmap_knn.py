@@ -20,7 +20,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE, run_under_oclgrind
+from conftest import CPU_DEVICE, covering, run_under_oclgrind
 from test_xmap import panel
 
 import pyedmcl as pe
@@ -324,12 +324,13 @@ def test_skill_vector_lanes_bit_identical(device, monkeypatch):
     LWG; a NaN-free short series whose library leaves queries without a full
     neighbour set (NaN preds). The groups are small: CPUs keep each given layout here
     (FEW_TARGETS 0), and their own small-group layout (scalar, or one time-major vector
-    on PoCL) gives the same again."""
+    on PoCL) gives the same again. Every layout where conftest.every_shape holds, a
+    covering few (every value of every parameter) on another CPU runtime."""
     from pyedmcl.kernels import xmap as xk
     X = panel(L=60, N=11, seed=9)
     got = []
     monkeypatch.setattr(xk, "FEW_TARGETS", 0)
-    for sp in SKILL:
+    for sp in covering(SKILL, device):
         monkeypatch.setattr(xk.XMAP_SKILL, "params_for", lambda be, spec, size, sp=sp: sp)
         r = pe.xmap(X, E=[2, 3, 5] * 3 + [2, 9], block_rows=4, device=device)
         e = pe.xmap(X[:, :5], E="auto", max_E=3, device=device)
@@ -577,6 +578,13 @@ def test_staged_skill_refuses_rows_without_whole_work_groups():
                              None, 8, 1, y, 32, 0, None, None, 20, None, None, 20, 0)
 
 
+#: (ST, CH, SPL, O32, KR, PR) of the staged skill's comparison; the first is unstaged
+STAGED = [(0, 16, 1, 1, 0, 0), (1, 1, 1, 1, 0, 0), (1, 2, 1, 1, 0, 0), (1, 16, 1, 1, 0, 0),
+          (1, 2, 2, 1, 0, 0), (1, 16, 8, 1, 0, 0), (1, 16, 1, 0, 0, 0), (1, 2, 2, 0, 0, 0),
+          (1, 16, 1, 1, 1, 0), (1, 2, 2, 0, 1, 0), (1, 1, 8, 1, 1, 0), (1, 16, 1, 1, 0, 1),
+          (1, 2, 2, 1, 0, 1), (1, 1, 8, 1, 1, 1), (1, 2, 2, 0, 0, 1)]
+
+
 def test_staged_skill_bit_identical_with_empty_slots(device):
     """The staged skill (ST: table rows in local memory, CH at a time) gives the
     unstaged one's rho bit for bit on tables with empty slots (-1: fewer than K
@@ -586,15 +594,16 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
     count (nq = 150: classes of 2 and 3 rows), ragged libraries (LB 2 of 3) and targets
     (LWG x TJ 4 of 7), CH 1, 2 and 16, the classes split into 2 or 8 subtrees (SPL), the
     entries staged as byte offsets (O32) or as times, K even and odd, K unrolled or a
-    kernel argument (KR, the program rendered for a larger K)."""
+    kernel argument (KR, the program rendered for a larger K). Every layout where
+    conftest.every_shape holds, a covering few on another CPU runtime."""
     from clkernels import get_backend as gb
     from pyedmcl.kernels import xmap as xk
     be = gb(device)
     for k in (4, 5):
-        _staged_case(be, xk, k)
+        _staged_case(be, xk, k, covering(STAGED, device))
 
 
-def _staged_case(be, xk, k):
+def _staged_case(be, xk, k, layouts):
     from pyedmcl.edm.lookup import ccm_shifts_device
     nq, nb, ntg, n = 150, 3, 7, 200
     rng = np.random.default_rng(5)
@@ -617,11 +626,7 @@ def _staged_case(be, xk, k):
         got = []
         # (KR: K an argument, the program rendered for K + 3, a mixed-E map's first use)
         # (PR: the staged entries as (offset, weight) pairs, with O32 only)
-        for st, ch, spl, o32, kr, pr in (
-                (0, 16, 1, 1, 0, 0), (1, 1, 1, 1, 0, 0), (1, 2, 1, 1, 0, 0), (1, 16, 1, 1, 0, 0),
-                (1, 2, 2, 1, 0, 0), (1, 16, 8, 1, 0, 0), (1, 16, 1, 0, 0, 0), (1, 2, 2, 0, 0, 0),
-                (1, 16, 1, 1, 1, 0), (1, 2, 2, 0, 1, 0), (1, 1, 8, 1, 1, 0), (1, 16, 1, 1, 0, 1),
-                (1, 2, 2, 1, 0, 1), (1, 1, 8, 1, 1, 1), (1, 2, 2, 0, 0, 1)):
+        for st, ch, spl, o32, kr, pr in layouts:
             lay = {"TJ": 2, "VEC": 0, "LANES": 1, "LWG": 2, "PF": 0, "LB": 2, "LMAJ": 1,
                    "CM": 1, "ST": st, "CH": ch, "SPL": spl, "O32": o32, "KR": kr, "PR": pr}
             prog = dict(spec, K=k + 3) if kr else spec
