@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE
+from conftest import CPU_DEVICE, covering
 
 import pyedmcl as pe
 from clkernels import select_device
@@ -67,9 +67,17 @@ def _hist_eq(ours: np.ndarray, theirs: np.ndarray) -> bool:
 SERIES = {"logistic": (logistic, 3, 2, 0.3), "sine": (noisy_sine, 2, 4, 0.4)}
 
 
+#: (EDGE, BITS, SHARE, PH, WALK) of test_numpy_reference_small
+SMALL_SHAPES = [(7, 0, 0, 0, 0), (64, 1, 0, 0, 1), (1000, 1, 0, 0, 0), (45, 0, 0, 0, 0),
+                (100, 2, 0, 0, 1), (33, 2, 0, 1024, 1), (100, 2, 1, 0, 0), (33, 2, 1, 1024, 2),
+                (64, 2, 1, 1024, 1), (100, 2, 2, 0, 1), (33, 2, 2, 1024, 1), (64, 2, 2, 1024, 2),
+                (139, 2, 2, 1024, 0), (139, 2, 2, 1024, 1)]
+
+
 @pytest.mark.parametrize("metric", ["euclidean", "maximum", "manhattan"])
 def test_numpy_reference_small(device, metric):
-    """Full-matrix reference incl. Theiler scopes, white-border option, odd edges."""
+    """Full-matrix reference incl. Theiler scopes, white-border option, odd edges (every
+    shape where conftest.every_shape holds, a covering few on another CPU runtime)."""
     x = logistic(140)
     for theiler, scope, wb in [(0, "lines", True), (1, "lines", True), (3, "matrix", False),
                                (2, "lines", False)]:
@@ -77,11 +85,7 @@ def test_numpy_reference_small(device, metric):
                               theiler_scope=scope, white_border=wb)
         # share=2: SYM=1 (upper triangle only, lower-triangle verticals as row runs)
         # ph/walk: private histograms of 1024 bins take the WALK paths' direct bins
-        for edge, bits, share, ph, walk in (
-                (7, 0, 0, 0, 0), (64, 1, 0, 0, 1), (1000, 1, 0, 0, 0), (45, 0, 0, 0, 0),
-                (100, 2, 0, 0, 1), (33, 2, 0, 1024, 1), (100, 2, 1, 0, 0), (33, 2, 1, 1024, 2),
-                (64, 2, 1, 1024, 1), (100, 2, 2, 0, 1), (33, 2, 2, 1024, 1), (64, 2, 2, 1024, 2),
-                (139, 2, 2, 1024, 0), (139, 2, 2, 1024, 1)):
+        for edge, bits, share, ph, walk in covering(SMALL_SHAPES, device):
             r = pe.rqa(x, E=3, tau=2, radius=0.3, metric=metric, theiler=theiler,
                        theiler_scope=scope, white_border=wb, dtype="float64", device=device,
                        params={"VEC": 4, "WG": 4, "EDGE": edge, "BITS": bits, "PH": ph,
