@@ -93,17 +93,23 @@ def covering(cases: list, device: str) -> list:
     return [cases[i] for i in sorted(chosen)]
 
 
-def device_cases(cases: list, ids: list[str] | None = None, gpu_paths: bool = False) -> list:
+def device_cases(cases: list, ids: list[str] | None = None, gpu_paths: bool = False,
+                 gpu_from: int | None = None) -> list:
     """Parameters ``(device, *case)`` for ``@pytest.mark.parametrize`` over the device
     fixture's runtimes and, on each, :func:`covering`'s cases (``ids``: the cases' ids,
     shown after the device's). ``gpu_paths``: the cases are shapes of kernels that only
     GPUs run for users (warp shuffles, diagonal-major cells): a CPU runtime other than
-    :data:`FAST_BUILD_CPU` runs the first shape alone (every kernel there, once)."""
+    :data:`FAST_BUILD_CPU` runs the first shape alone (every kernel there, once).
+    ``gpu_from``: the cases from this index on are such shapes, the ones before it CPU
+    paths, which that runtime covers."""
     ids = ids or [str(i) for i in range(len(cases))]
+    if gpu_paths:
+        gpu_from = 1
     out = []
     for p in _DEVICE_PARAMS:
         dev, marks = (p, ()) if isinstance(p, str) else (p.values[0], p.marks)
-        here = cases[:1] if gpu_paths and not every_shape(dev) else covering(list(cases), dev)
+        mine = list(cases) if gpu_from is None or every_shape(dev) else list(cases[:gpu_from])
+        here = covering(mine, dev)
         for c in here:
             i = cases.index(c)
             out.append(pytest.param(dev, *(c if isinstance(c, tuple) else (c,)),

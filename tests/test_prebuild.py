@@ -163,8 +163,11 @@ def test_per_value_scans_launch_only_prebuilt_kernels(device, monkeypatch):
     """The generic scans (E without the fused scan, Tp, exclusion radius) build every
     value's k-NN, lookup and skill in one prebuild and launch nothing else, with the
     skills of the lazy builds."""
+    from pyedmcl.edm import scans
+
     be = get_backend(device)
     x = _panel(L=120, N=1)[0][:, 0]
+    monkeypatch.setattr(scans, "_PREBUILT", weakref.WeakKeyDictionary())  # none prebuilt yet
     calls = [lambda: pe.embed_dimension(x, max_E=5, tau=-1, device=device),  # future lags
              lambda: pe.predict_interval(x, E=3, max_Tp=4, device=device),
              lambda: pe.predict_exclusion_radius(x, E=2, radii=[0, 3, 7], device=device)]
@@ -174,6 +177,8 @@ def test_per_value_scans_launch_only_prebuilt_kernels(device, monkeypatch):
         marks.clear()
         got.append(call().rho)
         assert len(marks) == 1 and _only_prebuilt(be, marks)
+        call()  # again: its kernels known, no second prebuild
+        assert len(marks) == 1
     monkeypatch.setattr(be, "prebuild", lambda requests, **kw: [])  # kernels built lazily
     for call, rho in zip(calls, got, strict=True):
         np.testing.assert_array_equal(call().rho, rho)

@@ -10,6 +10,7 @@ import types
 
 import numpy as np
 import pytest
+from conftest import device_cases
 from test_rqa_dnr import _hists, _same, logistic  # shared helpers of the RQA tests
 
 import clkernels
@@ -171,14 +172,20 @@ SYM_PARAMS = [
 ]
 
 
-@pytest.mark.parametrize("warm", [0, 32], ids=["warm-serial", "warm-coop"])
-@pytest.mark.parametrize("p", SYM_PARAMS, ids=["rows", "chunked", "diagonal-major"])
+SYM_CASES = [(p, w) for p in SYM_PARAMS for w in (0, 32)]
+
+
+@pytest.mark.parametrize(("device", "p", "warm"), device_cases(
+    SYM_CASES, [f"{n}-warm-{w}" for n in ("rows", "chunked", "diagonal-major")
+                for w in ("serial", "coop")], gpu_from=2))
 def test_row_ranges_symmetric(device, p, warm, monkeypatch):
     """SYM on row ranges (upper triangle only; each range joins its columns through the
     diagonal with its own rows' runs): on one device and on two, with and without OVL,
     the histograms and recurrences of the one-device SYM run and of the whole matrix
     (SYM 0); auto-RQA with laminar stretches (runs across ranges and chunks), the Theiler
-    band removed from the matrix with white lines at the border dropped, and joint RQA."""
+    band removed from the matrix with white lines at the border dropped, and joint RQA.
+    The GPU's chunked and diagonal-major walks on GPUs and the fastest-building CPU
+    runtime (conftest.device_cases)."""
     from pyedmcl.kernels.rqa_lines import LineSpec
 
     _warm_items(monkeypatch, warm)
