@@ -51,6 +51,7 @@ CPU_DEVICE = next((r for r in ("pocl", "intel") if r in TEST_DEVICES), "pocl")
 #: run on every platform
 FAST_BUILD_CPU = "intel" if "intel" in TEST_DEVICES else CPU_DEVICE
 HAS_OCLGRIND = any(d.runtime == "oclgrind" for d in list_devices())
+HAS_GPU = any(d.device_type == "gpu" and d.runtime != "oclgrind" for d in list_devices())
 #: the CPU runtimes the device fixture may hold
 CPU_RUNTIMES = ("pocl", "intel")
 
@@ -115,7 +116,6 @@ def device_cases(cases: list, ids: list[str] | None = None, gpu_paths: bool = Fa
             out.append(pytest.param(dev, *(c if isinstance(c, tuple) else (c,)),
                                     id=f"{dev}-{ids[i]}", marks=marks))
     return out
-HAS_GPU = any(d.device_type == "gpu" and d.runtime != "oclgrind" for d in list_devices())
 
 
 @pytest.fixture(params=_DEVICE_PARAMS)

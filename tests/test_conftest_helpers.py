@@ -1,0 +1,28 @@
+"""The suite's own helpers for shapes of a kernel (conftest.covering / device_cases)."""
+
+from __future__ import annotations
+
+import conftest
+from conftest import covering, device_cases
+
+
+def test_covering_keeps_the_first_case_and_every_value(monkeypatch):
+    monkeypatch.setattr(conftest, "FAST_BUILD_CPU", "intel")
+    cases = [(1, "a", 0), (1, "b", 0), (2, "a", 0), (2, "b", 1), (3, "a", 0)]
+    few = covering(cases, "pocl")
+    assert few[0] == cases[0] and len(few) < len(cases)
+    for i in range(3):
+        assert {c[i] for c in few} == {c[i] for c in cases}
+    assert covering(cases, "intel") == cases and covering(cases, "nvidia") == cases
+    dicts = [{"A": 1}, {"A": 1, "B": 2}, {"A": 3}]
+    assert covering(dicts, "pocl") == [{"A": 1}, {"A": 1, "B": 2}, {"A": 3}]  # B absent too
+
+
+def test_device_cases_take_the_first_gpu_shape_on_another_cpu_runtime(monkeypatch):
+    monkeypatch.setattr(conftest, "FAST_BUILD_CPU", "intel")
+    monkeypatch.setattr(conftest, "_DEVICE_PARAMS", ["intel", "pocl", "nvidia"])
+    cases = [(32, 512), (64, 96), (128, 200)]
+    got = [p.id for p in device_cases(cases, ["a", "b", "c"], gpu_paths=True)]
+    assert got == ["intel-a", "intel-b", "intel-c", "pocl-a", "nvidia-a", "nvidia-b", "nvidia-c"]
+    got = [p.values for p in device_cases(cases, gpu_from=2)]
+    assert ("pocl", 64, 96) in got and ("pocl", 128, 200) not in got
