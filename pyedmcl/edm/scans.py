@@ -141,8 +141,8 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
 
     Runs the fused scan (:mod:`.scan_fused`: every E's k-NN table from one pass over
     the pairs, one lookup and one skill launch) whenever the per-E rows nest
-    (tau > 0, no overlapping lib pairs); else, or with ``fused=False``, one k-NN +
-    lookup + skill pipeline per E. Both give :func:`pyedmcl.simplex`'s tables. E whose
+    (tau > 0, no overlapping lib pairs) and max_E <= 32; else, or with ``fused=False``,
+    one k-NN + lookup + skill pipeline per E, their kernels built at once. Both give :func:`pyedmcl.simplex`'s tables. E whose
     knn (default E + 1) exceeds the fused kernels' 64 neighbours run one
     :func:`pyedmcl.simplex` each (full sorted distance rows: slower). State spaces
     (``columns``, E lags of each), missing data and ``valid_lib`` as in
