@@ -11,11 +11,20 @@ into one output, and JSON output must parse everywhere.
   file or the new one, never a mix).
 - **Owned folders**: a folder pyedmcl creates carries a marker saying what it is (a
   ``.pyedmcl-owned`` JSON file; for an xmap Zarr store the group attribute
-  ``pyedmcl_owned``). :func:`check_replaceable` allows replacing a path only when it
-  carries pyedmcl's marker of the same kind and holds nothing else than what
-  pyedmcl writes there (an empty folder is fine too); a plain file, a symlink, a
-  foreign folder, the current directory or one of its parents are refused with a
-  ``ValueError`` that says why.
+  ``pyedmcl_owned``) and a **manifest** (``.pyedmcl-manifest.json``, :class:`Manifest`):
+  every file pyedmcl writes there, by its path inside the folder. A file is added to
+  the manifest (rewritten atomically) *before* it is written, so a job killed at any
+  point leaves a manifest that lists every file it wrote. :func:`check_replaceable`
+  allows replacing a folder only when it carries pyedmcl's marker of the same kind and
+  every entry inside it, at any depth, is a file of its manifest (or a temporary of
+  pyedmcl's or Zarr's atomic writes of such a file); a symlink inside is never
+  followed and always counts as foreign. Folders written by a pyedmcl without
+  manifests are recognised only by pyedmcl's exact layout (:func:`_legacy_entry`);
+  anything else inside is refused. A plain file, a symlink, a foreign folder, the
+  current directory or one of its parents are refused with a ``ValueError`` that
+  says why. Nothing is deleted before that check passes, and deletion
+  (:func:`remove_owned`) unlinks only the files the check allowed and removes folders
+  only once empty.
 - **Plain files** (the CLI's CSV and PNG outputs): an existing file is replaced only
   with ``--overwrite`` and an input file never (:func:`pyedmcl.cli.main.check_new_file`):
   a file carries no marker, so pyedmcl cannot tell its own from the user's.
@@ -33,11 +42,11 @@ into one output, and JSON output must parse everywhere.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import functools
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import sys
@@ -49,17 +58,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 MARKER = ".pyedmcl-owned"
+MANIFEST = ".pyedmcl-manifest.json"
 XMAP_STORE = "xmap-store"
 DEMO_REPORT = "demo-report"
 
-#: top-level entries each kind of folder may hold (what pyedmcl itself writes there)
-KIND_ENTRIES: dict[str, tuple[str, ...]] = {
-    XMAP_STORE: ("zarr.json", ".zgroup", ".zattrs", ".zmetadata", "rho", "done", "E",
-                 "edim_rho", "block_sha256"),
-    DEMO_REPORT: ("index.html", "results.json", "*.png"),
-}
-#: temporaries of pyedmcl's and Zarr's atomic writes, allowed in every kind
-_TEMP_ENTRIES = (MARKER, ".*.tmp*", "*.partial")
+#: the arrays an xmap store holds (its layout before manifests: see :func:`_legacy_entry`)
+XMAP_ARRAYS = ("rho", "done", "E", "edim_rho", "block_sha256", "p_value", "null_mean",
+               "null_q95")
 KIND_NAMES = {XMAP_STORE: "xmap store", DEMO_REPORT: "demo report folder"}
 
 _UMASK = os.umask(0)
@@ -174,16 +179,18 @@ def _read_json(p: Path) -> Any:
 def owned_kind(path: str | os.PathLike[str]) -> str | None:
     """The kind of pyedmcl output the folder ``path`` is (its marker), else None.
 
-    Recognised: the ``.pyedmcl-owned`` marker file; a Zarr group whose attributes hold
+    Recognised: the ``.pyedmcl-owned`` marker file; the manifest (a folder cut off
+    right after its manifest was written, before anything else); a Zarr group whose attributes hold
     ``pyedmcl_owned`` (or ``pyedmcl_xmap``: an xmap store of an earlier version); a
     report folder of an earlier version (``results.json`` with pyedmcl's sections).
     """
     p = Path(path)
     if not p.is_dir() or p.is_symlink():
         return None
-    m = _read_json(p / MARKER)
-    if isinstance(m, dict) and isinstance(m.get("kind"), str):
-        return m["kind"]
+    for f in (MARKER, MANIFEST):
+        m = _read_json(p / f)
+        if isinstance(m, dict) and isinstance(m.get("kind"), str):
+            return m["kind"]
     meta = _read_json(p / "zarr.json")
     attrs = meta.get("attributes") if isinstance(meta, dict) else _read_json(p / ".zattrs")
     if isinstance(attrs, dict):
@@ -198,19 +205,163 @@ def owned_kind(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+# -- manifests ----------------------------------------------------------------------------------
+def read_manifest(folder: str | os.PathLike[str]) -> set[str] | None:
+    """The files listed in ``folder``'s manifest (paths relative to it, ``/``-separated),
+    or None when it has none (or an unreadable one: the folder is then judged by its
+    layout, as one written before manifests)."""
+    m = _read_json(Path(folder) / MANIFEST)
+    if not isinstance(m, dict) or not isinstance(m.get("files"), list):
+        return None
+    return {f for f in m["files"] if isinstance(f, str)}
+
+
+class Manifest:
+    """The manifest of a folder output: the files pyedmcl wrote (or is about to write) there.
+
+    :meth:`add` lists files *before* they are written and rewrites the manifest
+    atomically (only when something is new), so whenever the job stops, every file it
+    wrote is listed. Listing a file that is then never written is harmless; a file
+    written without being listed would make the folder irreplaceable (never unsafe).
+    One process writes a folder's manifest (the job's output lock); workers that only
+    write files already listed never touch it.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], kind: str):
+        self.folder = Path(folder)
+        self.kind = kind
+        self.files: set[str] = read_manifest(self.folder) or set()
+
+    def add(self, *files: str) -> None:
+        """List ``files`` (paths relative to the folder, ``/``-separated) before writing them."""
+        new = set(files) - self.files
+        if new or not (self.folder / MANIFEST).is_file():
+            self.files |= new
+            self._write()
+
+    def _write(self) -> None:
+        from . import __version__
+        write_text_atomic(self.folder / MANIFEST, json.dumps(
+            {"kind": self.kind, "pyedmcl": __version__, "files": sorted(self.files)},
+            indent=0) + "\n", what="manifest")
+
+    @classmethod
+    def adopt(cls, folder: str | os.PathLike[str], kind: str) -> Manifest:
+        """The manifest of ``folder``; a folder written before manifests gets one listing
+        the files that fit pyedmcl's layout of ``kind`` (anything else stays unlisted,
+        hence foreign)."""
+        man = cls(folder, kind)
+        if read_manifest(folder) is None:
+            man.add(*(rel for rel, is_dir in _walk(Path(folder))
+                      if not is_dir and _legacy_entry(kind, rel, False)))
+        return man
+
+
+def _walk(root: Path, rel: str = "") -> Iterator[tuple[str, bool | None]]:
+    """(relative path, is a real folder) for everything under ``root``, depth first in
+    name order, never following a symlink (a symlink or special file: ``None``)."""
+    with os.scandir(root / rel if rel else root) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        r = f"{rel}/{e.name}" if rel else e.name
+        if e.is_symlink():
+            yield r, None
+        elif e.is_dir(follow_symlinks=False):
+            yield r, True
+            yield from _walk(root, r)
+        elif e.is_file(follow_symlinks=False):
+            yield r, False
+        else:
+            yield r, None
+
+
+_ARR = "|".join(XMAP_ARRAYS)
+#: an xmap store's layout before manifests: group metadata (Zarr v2 or v3), the marker,
+#: and per array its metadata and integer chunk keys (v2 ``0.1`` or ``0/1``, v3 ``c/0/1``)
+_LEGACY_FILES = {
+    XMAP_STORE: re.compile(rf"(zarr\.json|\.zgroup|\.zattrs|\.zmetadata|{re.escape(MARKER)}"
+                           rf"|({_ARR})/(zarr\.json|\.zarray|\.zattrs|\d+([./]\d+)*"
+                           rf"|c(/\d+)+))"),
+    DEMO_REPORT: re.compile(rf"(index\.html|results\.json|[^/]+\.png|{re.escape(MARKER)})"),
+}
+_LEGACY_DIRS = {XMAP_STORE: re.compile(rf"({_ARR})(/c)?(/\d+)*"),
+                DEMO_REPORT: re.compile(r"(?!)")}
+_PYEDMCL_TEMP = re.compile(r"\.(?P<name>.+)\.[^./]+\.tmp[^/]*")  # atomic_file's temporaries
+_ZARR_TEMP = re.compile(r"(?P<stem>.+)\.[0-9a-f]{32}\.partial")  # Zarr's LocalStore's
+
+
+def _legacy_entry(kind: str, rel: str, is_dir: bool) -> bool:
+    """Whether ``rel`` fits pyedmcl's layout of ``kind`` (folders written before manifests)."""
+    pat = (_LEGACY_DIRS if is_dir else _LEGACY_FILES).get(kind)
+    return bool(pat and pat.fullmatch(rel))
+
+
+def _is_temp_of(rel: str, listed: Callable[[str], bool]) -> bool:
+    """Whether file ``rel`` is a temporary of an atomic write of a listed file."""
+    d, _, name = rel.rpartition("/")
+    pre = f"{d}/" if d else ""
+    m = _PYEDMCL_TEMP.fullmatch(name)
+    if m and listed(pre + m["name"]):
+        return True
+    m = _ZARR_TEMP.fullmatch(name)
+    if m:  # Zarr's temporary replaces the last suffix of the name (c/0/1 -> 1.<hex>.partial)
+        return any(listed(pre + m["stem"] + sfx) for sfx in ("", ".json", ".zarray",
+                                                             ".zattrs", ".zgroup"))
+    return False
+
+
+def _allowed(kind: str, files: set[str] | None) -> Callable[[str, bool | None], bool]:
+    """The test an entry (relative path, is a folder) must pass to be pyedmcl's."""
+    if files is None:  # written before manifests: pyedmcl's exact layout only
+        def listed(rel: str) -> bool:
+            return rel == MANIFEST or _legacy_entry(kind, rel, False)
+        dirs: Callable[[str], bool] = lambda rel: _legacy_entry(kind, rel, True)  # noqa: E731
+    else:
+        parents = {f.rsplit("/", i)[0] for f in files for i in range(1, f.count("/") + 1)}
+
+        def listed(rel: str) -> bool:
+            return rel in files or rel in (MANIFEST, MARKER)
+        dirs = parents.__contains__
+
+    def ok(rel: str, is_dir: bool | None) -> bool:
+        if is_dir is None:  # a symlink (never followed) or a special file: never ours
+            return False
+        if is_dir:
+            return dirs(rel)
+        return listed(rel) or _is_temp_of(rel, listed)
+    return ok
+
+
+def first_foreign(path: str | os.PathLike[str], kind: str) -> str | None:
+    """The first entry inside folder ``path`` (any depth, name order) that pyedmcl did not
+    write into this ``kind`` of output, else None (see :func:`check_replaceable`)."""
+    p = Path(path)
+    ok = _allowed(kind, read_manifest(p))
+    folder = None  # a foreign folder is named only when no foreign file is found in it
+    for rel, is_dir in _walk(p):
+        if not ok(rel, is_dir):
+            if not is_dir:
+                return rel
+            folder = folder or rel + "/"
+    return folder
+
+
 def foreign_entries(path: str | os.PathLike[str], kind: str) -> list[str]:
-    """Top-level entries of folder ``path`` that pyedmcl does not write into a ``kind``."""
-    pats = KIND_ENTRIES.get(kind, ()) + _TEMP_ENTRIES
-    return sorted(e for e in os.listdir(path)
-                  if not any(fnmatch.fnmatchcase(e, pat) for pat in pats))
+    """Entries of folder ``path`` pyedmcl did not write (at most the first, see
+    :func:`first_foreign`)."""
+    bad = first_foreign(path, kind)
+    return [] if bad is None else [bad]
 
 
 def check_replaceable(path: str | os.PathLike[str], kind: str, *, param: str = "out") -> None:
     """Raise ``ValueError`` unless pyedmcl may delete or replace ``path`` for a ``kind`` output.
 
     Allowed: a path that does not exist, an empty folder, or a folder carrying
-    pyedmcl's marker of this kind that holds only what pyedmcl writes there. Never the
-    current directory or one of its parents, a plain file, or a symlink.
+    pyedmcl's marker of this kind in which every entry, at any depth, is pyedmcl's
+    (listed in its manifest, or fitting pyedmcl's layout for a folder written before
+    manifests). Never the current directory or one of its parents, a plain file, a
+    symlink, or a folder holding a symlink or a file pyedmcl did not write (the first
+    such entry is named).
     """
     p = Path(path)
     name = KIND_NAMES.get(kind, kind)
@@ -235,20 +386,49 @@ def check_replaceable(path: str | os.PathLike[str], kind: str, *, param: str = "
         raise ValueError(f"{param}={str(path)!r} exists and is not a pyedmcl {name} ({why}); "
                          "pyedmcl only replaces what it wrote itself: remove it yourself or "
                          "give another path")
-    extra = foreign_entries(p, kind)
-    if extra:
+    bad = first_foreign(p, kind)
+    if bad is not None:
+        how = ("not in its manifest" if read_manifest(p) is not None
+               else "it has no manifest and this is not pyedmcl's layout")
+        what = ("a folder" if bad.endswith("/") else "a symbolic link or special file"
+                if _is_link_or_special(p / bad) else "a file")
         raise ValueError(f"{param}={str(path)!r} is a pyedmcl {name} but also holds files "
-                         f"pyedmcl did not write ({', '.join(extra[:5])}"
-                         f"{' ...' if len(extra) > 5 else ''}); it is left alone: move "
-                         "those files out or give another path")
+                         f"pyedmcl did not write ({bad}: {what}, {how}); nothing was "
+                         "deleted: move it out of the folder (or delete the folder yourself) "
+                         "or give another path")
+
+
+def _is_link_or_special(p: Path) -> bool:
+    return p.is_symlink() or not (p.is_dir() or p.is_file())
+
+
+def _delete_checked(p: Path, kind: str) -> None:
+    """Unlink the files of folder ``p`` that pyedmcl wrote, then its folders once empty.
+
+    Each entry is judged again as it is deleted (a file added since the check is left,
+    and the folder holding it is kept: ``OSError``); symlinks are never followed.
+    """
+    ok = _allowed(kind, read_manifest(p))
+    entries = list(_walk(p))
+    for rel, is_dir in entries:
+        if is_dir is False and rel != MANIFEST:
+            if not ok(rel, is_dir):
+                raise ValueError(f"{str(p)!r}: {rel} appeared while it was being replaced; "
+                                 "it is left alone with the folder holding it")
+            (p / rel).unlink(missing_ok=True)
+    for rel, is_dir in reversed(entries):
+        if is_dir:
+            os.rmdir(p / rel)
+    (p / MANIFEST).unlink(missing_ok=True)  # last: a folder cut off here is still judged
+    os.rmdir(p)
 
 
 def remove_owned(path: str | os.PathLike[str], kind: str, *, param: str = "out") -> None:
-    """Delete ``path`` after :func:`check_replaceable` allowed it."""
+    """Delete ``path`` after :func:`check_replaceable` allowed it (only pyedmcl's files)."""
     check_replaceable(path, kind, param=param)
     p = Path(path)
     if p.is_dir():
-        shutil.rmtree(p)
+        _delete_checked(p, kind)
 
 
 def marker_info(kind: str) -> dict[str, Any]:
@@ -269,8 +449,9 @@ def atomic_dir(path: str | os.PathLike[str], kind: str, *, param: str = "out"
     """Build a folder output in a hidden sibling; rename it to ``path`` when complete.
 
     Refused up front (``ValueError``) when ``path`` may not be replaced
-    (:func:`check_replaceable`). The yielded folder already carries the marker. On
-    success an existing owned ``path`` is swapped out and deleted only after the new
+    (:func:`check_replaceable`). The yielded folder already carries the marker; its
+    manifest lists every file in it when the build completes (the folder appears
+    only then). On success an existing owned ``path`` is swapped out and deleted only after the new
     folder is complete; on an exception the partial folder is removed and ``path`` is
     untouched. Leftovers of killed runs (marked hidden siblings) are cleaned up.
     Hold :func:`output_lock` around it when two jobs may target the same path.
@@ -280,14 +461,16 @@ def atomic_dir(path: str | os.PathLike[str], kind: str, *, param: str = "out"
     parent = final.parent
     parent.mkdir(parents=True, exist_ok=True)
     for old in parent.glob(f".{final.name}.*.tmp-dir"):  # a killed run's partial build
-        if owned_kind(old) == kind:
-            shutil.rmtree(old, ignore_errors=True)
+        with contextlib.suppress(OSError, ValueError):  # one holding foreign files stays
+            if owned_kind(old) == kind and first_foreign(old, kind) is None:
+                _delete_checked(old, kind)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp-dir", dir=parent))
     old = None
     try:
         os.chmod(tmp, 0o777 & ~_UMASK)
         write_marker(tmp, kind)
         yield tmp
+        Manifest(tmp, kind).add(*(rel for rel, is_dir in _walk(tmp) if is_dir is False))
         if final.exists() or final.is_symlink():
             check_replaceable(final, kind, param=param)  # again: it may have changed since
             old = parent / f".{final.name}.{uuid.uuid4().hex[:8]}.tmp-dir"
@@ -298,7 +481,8 @@ def atomic_dir(path: str | os.PathLike[str], kind: str, *, param: str = "out"
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        with contextlib.suppress(OSError, ValueError):  # a file added meanwhile: kept
+            _delete_checked(old, kind)
 
 
 # -- one writer ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,7 +81,7 @@ def test_overwrite_refuses_foreign_folder_and_file(tmp_path):
     s = tmp_path / "s.zarr"
     pe.xmap(X, E=2, out=s)
     (s / "mine.txt").write_text("x")
-    with pytest.raises(ValueError, match=r"pyedmcl did not write \(mine.txt\)"):
+    with pytest.raises(ValueError, match=r"pyedmcl did not write \(mine.txt: a file"):
         pe.xmap(X, E=3, out=s, overwrite=True)
     assert (s / "mine.txt").exists()
     (s / "mine.txt").unlink()
@@ -344,3 +345,143 @@ def test_cli_warnings_are_one_line(tmp_path, capsys):
                      "--device", CPU_DEVICE]) == 0
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and err[0].startswith("pyedmcl rqa: warning (PrecisionWarning): x:")
+
+
+# -- manifests: only what pyedmcl wrote, at any depth -----------------------------------------
+@pytest.fixture(scope="module")
+def store_panel():
+    return panel(L=50, N=5, seed=7)
+
+
+def _store(path: Path, X, E=2) -> Path:
+    pe.xmap(X, E=E, out=path, block_rows=2)
+    return path
+
+
+def test_nested_foreign_files_refused_at_every_depth(tmp_path, store_panel):
+    """A user's file anywhere inside a store (not only at its top) stops --overwrite,
+    which names it and deletes nothing; once it is moved out the store is replaced."""
+    s = _store(tmp_path / "m.zarr", store_panel)
+    data = tmp_path / "data.npy"
+    np.save(data, store_panel)
+    for rel in ("rho/notes.txt", "done/a/r.csv", "rho/c/0/x.txt", "a/b/c/d.txt", ".hidden"):
+        f = s / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("mine")
+        before = _tree(s)
+        with pytest.raises(ValueError, match=rf"did not write \({re.escape(rel)}: a file, "
+                                             "not in its manifest\\); nothing was deleted"):
+            pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+        assert cli_main(["xmap", str(data), "-o", str(s), "-E", "3", "--overwrite", "-q",
+                         "--block-rows", "2"]) == 2
+        assert _tree(s) == before, rel
+        f.unlink()
+    (s / "a" / "b" / "c").rmdir()  # an empty folder of the user's is named too
+    with pytest.raises(ValueError, match=r"\(a/: a folder"):
+        pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+    for d in ("a/b", "a", "done/a"):
+        (s / d).rmdir()
+    r = pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+    np.testing.assert_array_equal(r.rho[:], pe.xmap(store_panel, E=3).rho)
+
+
+def test_symlink_inside_store_never_followed(tmp_path, store_panel):
+    """A symlink inside the store (to a folder or a file outside it, or in place of a
+    chunk) is foreign: refused, and neither it nor its target is touched."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep")
+    s = _store(tmp_path / "m.zarr", store_panel)
+    chunk = s / "rho" / "c" / "0" / "0"
+    assert chunk.is_file()
+    saved = chunk.read_bytes()
+    for link, target in ((s / "rho" / "lnk", outside), (s / "done" / "f", outside / "precious.txt"),
+                         (chunk, outside / "precious.txt")):
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
+        with pytest.raises(ValueError, match="symbolic link"):
+            pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+        assert link.is_symlink() and (outside / "precious.txt").read_text() == "keep"
+        link.unlink()
+    chunk.write_bytes(saved)
+    pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+    assert sorted(os.listdir(outside)) == ["precious.txt"]
+
+
+def test_crash_mid_write_leaves_valid_manifest_and_resumes(tmp_path, store_panel, monkeypatch):
+    """A job that dies between two writes of a block leaves a manifest (valid JSON) that
+    lists every file on disk; rerunning resumes to a clean run's matrix, and
+    --overwrite replaces the cut-off store."""
+    from pyedmcl._outputs import MANIFEST, first_foreign
+    from pyedmcl.xmap.store import XmapStore
+
+    real, n = XmapStore.write_block, []
+
+    def dies(self, b, rows, extra=None):
+        if len(n) == 1:  # the second block: rho written, then the process "dies"
+            self.group["rho"][slice(*self.block_range(b)), :] = rows
+            raise KeyboardInterrupt
+        n.append(b)
+        real(self, b, rows, extra)
+
+    s = tmp_path / "m.zarr"
+    monkeypatch.setattr(XmapStore, "write_block", dies)
+    with pytest.raises(KeyboardInterrupt):
+        pe.xmap(store_panel, E=2, out=s, block_rows=2)
+    monkeypatch.setattr(XmapStore, "write_block", real)
+    man = json.loads((s / MANIFEST).read_text())
+    on_disk = {str(p.relative_to(s)) for p in s.rglob("*") if p.is_file()} - {MANIFEST}
+    assert on_disk <= set(man["files"]) and man["kind"] == "xmap-store"
+    assert first_foreign(s, "xmap-store") is None
+    assert pe.xmap_verify(s).incomplete  # cut off indeed
+    r = pe.xmap(store_panel, E=2, out=s, block_rows=2)  # resume
+    np.testing.assert_array_equal(r.rho[:], pe.xmap(store_panel, E=2).rho)
+    # cut off right after the manifest, before the group: recognised as ours, recreated
+    t = tmp_path / "t.zarr"
+    t.mkdir()
+    (t / MANIFEST).write_text(json.dumps({"kind": "xmap-store", "files": ["zarr.json"]}))
+    r = pe.xmap(store_panel, E=2, out=t, block_rows=2)
+    assert pe.xmap_verify(t).ok
+
+
+def test_store_without_manifest_judged_by_layout(tmp_path, store_panel):
+    """A store of a pyedmcl without manifests: replaced when it is exactly pyedmcl's
+    layout, refused (naming the file) otherwise; resuming one gives it a manifest of its
+    pyedmcl files only."""
+    from pyedmcl._outputs import MANIFEST, read_manifest
+
+    s = _store(tmp_path / "old.zarr", store_panel)
+    (s / MANIFEST).unlink()
+    (s / "rho" / "c" / "0" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"\(rho/c/0/notes.txt: a file, it has no manifest"):
+        pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+    assert (s / "rho" / "c" / "0" / "notes.txt").read_text() == "mine"
+    pe.xmap(store_panel, E=2, out=s, block_rows=2)  # resume: adopts pyedmcl's files only
+    assert "rho/c/0/0" in read_manifest(s) and "rho/c/0/notes.txt" not in read_manifest(s)
+    with pytest.raises(ValueError, match=r"notes.txt: a file, not in its manifest"):
+        pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+    (s / "rho" / "c" / "0" / "notes.txt").unlink()
+    (s / MANIFEST).unlink()
+    r = pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)  # old clean store
+    np.testing.assert_array_equal(r.rho[:], pe.xmap(store_panel, E=3).rho)
+
+
+def test_report_folder_manifest(tmp_path):
+    """A report folder lists its files; a user's file nested in it stops the next build
+    before the old report is touched."""
+    from pyedmcl._outputs import read_manifest
+
+    out = tmp_path / "report"
+    with atomic_dir(out, DEMO_REPORT) as tmp:
+        (tmp / "index.html").write_text("v1")
+        (tmp / "fig").mkdir()
+        (tmp / "fig" / "a.png").write_bytes(b"png")
+    assert read_manifest(out) == {"index.html", "fig/a.png", MARKER}
+    (out / "fig" / "mine.txt").write_text("x")
+    with pytest.raises(ValueError, match=r"\(fig/mine.txt: a file"), \
+            atomic_dir(out, DEMO_REPORT) as tmp:
+        pytest.fail("the build started")
+    (out / "fig" / "mine.txt").unlink()
+    with atomic_dir(out, DEMO_REPORT) as tmp:
+        (tmp / "index.html").write_text("v2")
+    assert _tree(out).keys() == {"index.html", MARKER, ".pyedmcl-manifest.json"}

@@ -18,6 +18,9 @@ Layout of ``OUT.zarr`` (a Zarr group):
   checksum then covers them too (stores without surrogates keep the former checksum).
 - ``E``    (N,) int32: the embedding dimension of each target series;
   ``edim_rho`` (N, E_max) float32 when E was chosen automatically.
+- ``.pyedmcl-manifest.json``: every file of the store, each listed before it is
+  written (:class:`pyedmcl._outputs.Manifest`); ``overwrite`` deletes the store only
+  when nothing else is inside it.
 - attributes: ``pyedmcl_owned`` (the ownership marker: ``overwrite`` deletes only
   an owned store, see :mod:`pyedmcl._outputs`), ``pyedmcl_xmap`` = the job's
   parameters (data checksum included), ``pyedmcl_E_sha256`` (checksum of the
@@ -46,7 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from .._outputs import XMAP_STORE, check_replaceable, marker_info, owned_kind, remove_owned
+from .._outputs import (
+    XMAP_STORE,
+    Manifest,
+    check_replaceable,
+    marker_info,
+    owned_kind,
+    remove_owned,
+)
 from .results import XmapResult
 
 ATTR = "pyedmcl_xmap"
@@ -83,6 +93,14 @@ def _zarr():
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on extras
         raise ModuleNotFoundError("Zarr output needs zarr: pip install 'pyedmcl[io]'") from exc
     return zarr
+
+
+def array_files(name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[str]:
+    """The files Zarr v3 writes for array ``name`` (default chunk keys ``c/i/j``): its
+    metadata and every chunk of its grid, listed in the manifest before they exist."""
+    grid = [range(-(-s // c)) for s, c in zip(shape, chunks, strict=True)]
+    keys = [()] if not grid else list(np.ndindex(*[len(g) for g in grid]))
+    return [f"{name}/zarr.json"] + [f"{name}/c/" + "/".join(map(str, k)) for k in keys]
 
 
 def _ranges(idx: list[int], block_rows: int, N: int) -> str:
@@ -171,6 +189,7 @@ class XmapStore:
                 except Exception:  # noqa: BLE001 - an unreadable group: treated as damaged
                     old = None
             if old == params:
+                Manifest.adopt(path, XMAP_STORE)  # a store written before manifests
                 st = cls(zarr.open_group(str(path), mode="r+"), params, path)
                 st._check_layout()
                 return st
@@ -187,18 +206,22 @@ class XmapStore:
             remove_owned(path, XMAP_STORE)
         from .. import __version__
 
-        # the ownership marker comes with the group's first write; the parameters last,
-        # so a store cut off while being created is recognised as ours and recreated
-        g = zarr.create_group(str(path), overwrite=False,
-                              attributes={OWNED_ATTR: marker_info(XMAP_STORE)})
         N, br = int(params["N"]), int(params["block_rows"])
         nblocks = -(-N // br)
-        g.create_array("rho", shape=(N, N), chunks=(br, N), dtype="float32",
-                       fill_value=np.nan)
-        if params.get("surrogates"):
-            for name in SURROGATE_ARRAYS:
-                g.create_array(name, shape=(N, N), chunks=(br, N), dtype="float32",
-                               fill_value=np.nan)
+        # every file the job writes is listed first (its manifest names the store as
+        # ours even before the group exists); the ownership marker comes with the
+        # group's first write, the parameters last, so a store cut off while being
+        # created is recognised as ours and recreated
+        arrays = ["rho", *(SURROGATE_ARRAYS if params.get("surrogates") else ())]
+        Manifest(path, XMAP_STORE).add(
+            "zarr.json", *(f for a in arrays for f in array_files(a, (N, N), (br, N))),
+            *array_files(DIGEST, (nblocks, 32), (1, 32)),
+            *array_files("done", (nblocks,), (1,)))
+        g = zarr.create_group(str(path), overwrite=False, zarr_format=3,
+                              attributes={OWNED_ATTR: marker_info(XMAP_STORE)})
+        for name in arrays:
+            g.create_array(name, shape=(N, N), chunks=(br, N), dtype="float32",
+                           fill_value=np.nan)
         g.create_array(DIGEST, shape=(nblocks, 32), chunks=(1, 32), dtype="uint8",
                        fill_value=0)
         g.create_array("done", shape=(nblocks,), chunks=(1,), dtype="uint8", fill_value=0)
@@ -237,8 +260,13 @@ class XmapStore:
             if getattr(g.store, "read_only", False):
                 return  # an older store without checksums: verify reports every block bad
             # a store of an older pyedmcl without checksums: every block is recomputed
+            self._manifest().add(*array_files(DIGEST, (nb, 32), (1, 32)))
             g.create_array(DIGEST, shape=(nb, 32), chunks=(1, 32), dtype="uint8",
                            fill_value=0, overwrite=True)
+
+    def _manifest(self) -> Manifest:
+        """The store's manifest (one is made for a store written before manifests)."""
+        return Manifest.adopt(self.path, XMAP_STORE)
 
     # -- blocks -------------------------------------------------------------------------------
     @property
@@ -378,14 +406,20 @@ class XmapStore:
 
     def save_E(self, E: np.ndarray, edim_rho: np.ndarray | None = None) -> None:
         E = np.asarray(E, dtype=np.int32)
+        files = array_files("E", (self.N,), (self.N,))
         if edim_rho is not None:
             edim_rho = np.asarray(edim_rho, dtype=np.float32)
-            a = self.group.create_array("edim_rho", shape=edim_rho.shape, dtype="float32",
+            files += array_files("edim_rho", edim_rho.shape, edim_rho.shape)
+        self._manifest().add(*files)
+        if edim_rho is not None:
+            a = self.group.create_array("edim_rho", shape=edim_rho.shape,
+                                        chunks=edim_rho.shape, dtype="float32",
                                         overwrite=True)
             a[:] = edim_rho
         elif "edim_rho" in self.group:
             del self.group["edim_rho"]
-        a = self.group.create_array("E", shape=(self.N,), dtype="int32", overwrite=True)
+        a = self.group.create_array("E", shape=(self.N,), chunks=(self.N,), dtype="int32",
+                                    overwrite=True)
         a[:] = E
         self.group.attrs[E_ATTR] = self._E_digest(E, edim_rho)
         self.bind_E(E)
