@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -217,15 +218,55 @@ def _describe(pi: int, di: int, platform: cl.Platform, dev: cl.Device) -> Device
 
 _cache: list[tuple[DeviceInfo, cl.Device]] | None = None
 
+#: ``clGetPlatformIDs``' answer when no runtime is installed (the ICD loader finds none)
+PLATFORM_NOT_FOUND_KHR = -1001
+#: pauses (s) between the attempts at enumerating platforms: a runtime under load can
+#: fail once (out of host memory or resources) and answer the next call
+ENUM_RETRY_DELAYS = (0.1, 0.3, 0.9)
+
+
+class PlatformEnumerationError(RuntimeError):
+    """Enumerating OpenCL platforms failed with an OpenCL error other than "no platform"
+    (the runtime is there but did not answer); names the error's code and name."""
+
+
+def cl_error_text(exc: BaseException) -> str:
+    """``OUT_OF_HOST_MEMORY (-6)``: the name and code of an OpenCL error (else its text)."""
+    code = getattr(exc, "code", None)
+    if not isinstance(code, int):
+        return f"{type(exc).__name__}: {exc}"
+    try:
+        name = cl.status_code.to_string(code)
+    except ValueError:
+        name = "unknown OpenCL error"
+    return f"{name} ({code})"
+
+
+def _platforms() -> list[Any]:
+    """``cl.get_platforms()``, retried with backoff on OpenCL errors; [] when no runtime is
+    installed (``PLATFORM_NOT_FOUND_KHR``); :class:`PlatformEnumerationError` naming the
+    error when every attempt fails (never mistaken for "no runtime")."""
+    for attempt, pause in enumerate((*ENUM_RETRY_DELAYS, None)):
+        try:
+            return list(cl.get_platforms())
+        except cl.Error as exc:
+            if getattr(exc, "code", None) == PLATFORM_NOT_FOUND_KHR:
+                return []
+            if pause is None:
+                raise PlatformEnumerationError(
+                    f"enumerating OpenCL platforms failed: {cl_error_text(exc)} from "
+                    f"{getattr(exc, 'routine', None) or 'clGetPlatformIDs'} on {attempt + 1} "
+                    "attempts; an OpenCL runtime is installed but did not answer (often "
+                    "transient, under load or low memory): run the command again") from exc
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover
+
 
 def _enumerate() -> list[tuple[DeviceInfo, cl.Device]]:
     global _cache
     if _cache is None:
         found = []
-        try:
-            platforms = cl.get_platforms()
-        except cl.Error:
-            platforms = []
+        platforms = _platforms()  # an error is raised, not cached as "no platform"
         for pi, p in enumerate(platforms):
             try:
                 devs = p.get_devices()
