@@ -2,18 +2,25 @@
 
 Exit codes: 0 ok, 2 bad usage or bad input (a clear message on stderr), 1 a
 runtime failure (a build or device error, a device that cannot build kernels or no
-working device at all, or any unexpected exception). Each command module exposes ``add_commands(subparsers)``;
+working device at all, or any unexpected exception). What decides between 2 and 1 is
+*where* an error arises, not only its type: every error while a command checks its
+arguments and loads its inputs (:func:`reading_input`: a path too long, a folder given
+as a file, no permission to read, text that is not valid UTF-8, ...) is the input's
+(2); an ``OSError`` during the computation or while writing results is a runtime
+failure (1). Each command module exposes ``add_commands(subparsers)``;
 modules of families not installed/built yet are skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import sys
 import traceback
 import warnings
+from collections.abc import Iterator
 from importlib import import_module
 from typing import Any
 
@@ -35,6 +42,38 @@ OWN_PROGRESS = frozenset({"xmap", "demo", "tune", "bench", "devices", "sample"})
 
 class UsageError(ValueError):
     """Bad command-line usage (exit code 2)."""
+
+
+class InputError(UsageError):
+    """An argument or input file the command cannot use (exit 2), whatever error reading or
+    checking it raised (see :func:`reading_input`)."""
+
+
+def _short_path(p: Any, n: int = 80) -> str:
+    s = os.fsdecode(p) if isinstance(p, bytes | os.PathLike) else str(p)
+    return repr(s) if len(s) <= n else repr(s[:n - 25] + "..." + s[-20:]) + f" ({len(s)} characters)"
+
+
+@contextlib.contextmanager
+def reading_input(what: str) -> Iterator[None]:
+    """Errors raised in the block (checking the argument ``what`` -- ``INPUT``, ``--out``
+    -- or loading it) are the user's input's: a :class:`InputError` (exit 2) naming
+    ``what``, whatever their type (``OSError`` such as ENAMETOOLONG, EISDIR, EACCES;
+    ``UnicodeError``; a reader's own exception). ``ValueError``/``TypeError``/
+    ``KeyError`` pass unchanged (already exit 2, with their own message). Not the
+    input's: a missing optional module, running out of memory, an interrupt."""
+    try:
+        yield
+    except UnicodeError as exc:  # a ValueError, but one that names no file
+        raise InputError(f"{what}: not valid text ({exc})") from exc
+    except (ModuleNotFoundError, MemoryError, ValueError, TypeError, KeyError):
+        raise
+    except OSError as exc:
+        name = "" if exc.filename is None else f" {_short_path(exc.filename)}"
+        why = exc.strerror or f"{type(exc).__name__}: {exc}"
+        raise InputError(f"{what}{name}: {why}") from exc
+    except Exception as exc:  # noqa: BLE001 - e.g. a reader's own error class
+        raise InputError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,7 +150,14 @@ def check_new_file(path: str, overwrite: bool, inputs: tuple[Any, ...] = (),
     file it wrote from the user's own). A ValueError says why otherwise."""
     from pathlib import Path
 
-    out = Path(path)
+    with reading_input(what):  # e.g. a path too long for the file system: exit 2
+        _check_new_file(Path(path), overwrite, inputs, what)
+        check_writable(path, what)
+    return path
+
+
+def _check_new_file(out: Any, overwrite: bool, inputs: tuple[Any, ...], what: str) -> None:
+    path = str(out)
     for src in inputs:
         if src in (None, "-"):
             continue
@@ -125,8 +171,6 @@ def check_new_file(path: str, overwrite: bool, inputs: tuple[Any, ...] = (),
     if out.exists() and not out.is_dir() and not overwrite:
         raise ValueError(f"{what} {path!r} exists; pass --overwrite to replace it, or choose "
                          "another path")
-    check_writable(path, what)
-    return path
 
 
 def check_writable(path: str, what: str = "--out") -> None:
@@ -135,13 +179,33 @@ def check_writable(path: str, what: str = "--out") -> None:
     import os
     from pathlib import Path
 
-    folder = Path(path).absolute().parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ValueError(f"{what} {path!r}: {str(folder)!r} is a file, not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{what} {path!r}: no permission to write in {str(folder)!r}")
+    with reading_input(what):
+        full = Path(path).absolute()
+        folder = full.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise ValueError(f"{what} {path!r}: {str(folder)!r} is a file, not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"{what} {path!r}: no permission to write in {str(folder)!r}")
+        _check_name_lengths(full, folder)
+
+
+def _check_name_lengths(full: Any, folder: Any) -> None:
+    """``OSError(ENAMETOOLONG)`` where a name still to be created under the existing
+    ``folder`` (or the whole path) is longer than its file system allows: found now, not
+    after the work when the file is written."""
+    import errno
+
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+        path_max = os.pathconf(folder, "PC_PATH_MAX")
+    except (OSError, ValueError):  # a platform without pathconf: the write will tell
+        return
+    too_long = len(os.fsencode(full)) >= path_max or any(
+        len(os.fsencode(part)) > name_max for part in full.relative_to(folder).parts)
+    if too_long:
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(full))
 
 
 def show_progress(args: argparse.Namespace) -> bool:

@@ -72,13 +72,17 @@ def run(args: argparse.Namespace) -> int:
     from clkernels.tuning import tune
 
     from ..kernels import registry
-    from .main import UsageError
+    from .main import UsageError, check_writable, reading_input
 
     fams = registry()
     if args.prune_stale:
-        for path, kept, dropped in prune_stale(args.prune_stale):
+        with reading_input("--prune-stale"):  # the files named are this command's input
+            pruned = prune_stale(args.prune_stale)
+        for path, kept, dropped in pruned:
             print(f"{path}: kept {kept}, dropped {dropped} stale entries")
         return 0
+    if args.export:
+        check_writable(args.export, "--export")  # before any tuning
     if args.list:
         for name, k in fams.items():
             print(f"{name:<24} {k.template:<32} tunes {', '.join(k.space.params)}")

@@ -89,13 +89,14 @@ def _xy(args) -> tuple[np.ndarray, np.ndarray, str, str]:
 
 def _xyt(args) -> tuple[np.ndarray, np.ndarray, str, str, Any]:
     """Library and target series, their names and the table (for its time values)."""
-    from ..cli.main import check_new_file, check_output, time_column
+    from ..cli.main import check_new_file, check_output, reading_input, time_column
     from ..io import read_table
 
     if getattr(args, "out", None):
         check_output(args.out, (".csv",))  # before any work
         check_new_file(args.out, args.overwrite, (args.path,))
-    t = read_table(args.path, time_column=time_column(args))  # once: stdin cannot be re-read
+    with reading_input("INPUT"):  # once: stdin cannot be re-read
+        t = read_table(args.path, time_column=time_column(args))
     i = 0 if args.column is None else t.index(args.column)
     x, xn = t.data[:, i].copy(), t.names[i]
     if args.target is None:

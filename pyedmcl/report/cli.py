@@ -17,9 +17,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli.main import print_json, show_progress
+    from .._outputs import DEMO_REPORT, check_replaceable
+    from ..cli.main import check_writable, print_json, reading_input, show_progress
     from .demo import run_demo
 
+    with reading_input("-o/--out"):  # before any work
+        check_replaceable(args.out, DEMO_REPORT)
+        check_writable(args.out, "-o/--out")
     res = run_demo(args.out, device=args.device, backend=args.backend, quiet=args.quiet or args.json,
                    dtype=args.dtype, progress=show_progress(args))
     if args.json:

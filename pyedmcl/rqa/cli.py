@@ -17,10 +17,11 @@ def _load(path: str, column: str | None, args: argparse.Namespace | None = None)
     ``crqa x.npy y.csv --column value`` works. A CSV's time column is not a series
     (``--time-column``/``--no-time``).
     """
-    from ..cli.main import time_column
+    from ..cli.main import reading_input, time_column
     from ..io import read_table
 
-    t = read_table(path, time_column=time_column(args) if args is not None else None)
+    with reading_input("INPUT"):
+        t = read_table(path, time_column=time_column(args) if args is not None else None)
     if len(t.names) == 1:
         return t.data[:, 0].copy()
     return t.column(0 if column is None else column).copy()

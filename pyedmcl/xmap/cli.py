@@ -61,12 +61,13 @@ def run_verify(args: argparse.Namespace) -> int:
     """``--verify STORE``: 0 when every block and the E vector verify, else 1 (bad blocks named)."""
     import sys
 
-    from ..cli.main import print_json
+    from ..cli.main import print_json, reading_input
     from .store import xmap_verify
 
     if args.input is not None or args.out is not None:
         raise ValueError("--verify STORE takes no INPUT nor -o/--out")
-    chk = xmap_verify(args.verify)
+    with reading_input("--verify"):  # the store is this command's input
+        chk = xmap_verify(args.verify)
     if args.json:
         print_json(chk.as_dict())
     elif chk.ok:
@@ -79,7 +80,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..cli.main import check_output, show_progress, time_column
+    from ..cli.main import check_output, check_writable, reading_input, show_progress, time_column
     from ..io import read_table
     from .core import xmap
 
@@ -89,10 +90,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("xmap needs INPUT and -o/--out OUT.zarr (or --verify OUT.zarr)")
     from pathlib import Path
 
-    if not Path(args.out).exists():  # an existing store (resumed, or refused by the core) keeps its name
-        check_output(args.out, (".zarr",), "-o/--out")
-
-    X = read_table(args.input, dataset=args.dataset, time_column=time_column(args)).frame()
+    with reading_input("-o/--out"):
+        if not Path(args.out).exists():  # an existing store (resumed, or refused by the core) keeps its name
+            check_output(args.out, (".zarr",), "-o/--out")
+        check_writable(args.out, "-o/--out")
+    with reading_input("INPUT"):
+        X = read_table(args.input, dataset=args.dataset, time_column=time_column(args)).frame()
     if args.E != "auto" and not args.E.isdigit():
         raise ValueError(f"-E/--E must be 'auto' or a positive integer, got {args.E!r}")
     E = args.E if args.E == "auto" else int(args.E)
