@@ -436,6 +436,20 @@ def test_crash_mid_write_leaves_valid_manifest_and_resumes(tmp_path, store_panel
     assert pe.xmap_verify(s).incomplete  # cut off indeed
     r = pe.xmap(store_panel, E=2, out=s, block_rows=2)  # resume
     np.testing.assert_array_equal(r.rho[:], pe.xmap(store_panel, E=2).rho)
+    # temporaries a killed job leaves (Zarr's and pyedmcl's atomic writes) of listed files
+    # do not stop --overwrite; one of a file that is not listed does
+    hexs = "0123456789abcdef" * 2
+    (s / "rho" / "c" / "9").mkdir()
+    (s / "rho" / "c" / "9" / f"0.{hexs}.partial").write_bytes(b"x")
+    with pytest.raises(ValueError, match=rf"rho/c/9/0.{hexs}.partial: a file"):
+        pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+    (s / "rho" / "c" / "9" / f"0.{hexs}.partial").unlink()
+    (s / "rho" / "c" / "9").rmdir()
+    (s / "rho" / "c" / "1" / f"0.{hexs}.partial").write_bytes(b"x")
+    (s / f"zarr.{hexs}.partial").write_bytes(b"x")
+    (s / f".{MANIFEST}.k3j2.tmp.json").write_bytes(b"x")
+    pe.xmap(store_panel, E=3, out=s, overwrite=True, block_rows=2)
+    assert not list(s.rglob("*.partial")) and pe.xmap_verify(s).ok
     # cut off right after the manifest, before the group: recognised as ours, recreated
     t = tmp_path / "t.zarr"
     t.mkdir()
