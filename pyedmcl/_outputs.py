@@ -506,41 +506,88 @@ def _holder(info: Path) -> str:
     return "holder unknown"
 
 
+class _Busy(Exception):
+    """The lock is held by another job (internal to :func:`_held`)."""
+
+
+@contextlib.contextmanager
+def _held(lockf: Path) -> Iterator[None]:
+    """An exclusive OS lock on ``lockf`` for the block; the file is removed when the block
+    ends. POSIX: ``flock`` on the open file; after taking it, the path must still name the
+    file locked (a job that released in between unlinked it: take the new one), and the
+    holder unlinks the path *before* it unlocks, so a job that opened the old file then
+    sees it gone and retries. No file is left behind, and a killed holder's lock dies with
+    it (its file stays, and is reused). Elsewhere: ``filelock``, whose file stays."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(lockf), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise _Busy from None
+        try:
+            yield
+        finally:
+            lock.release()
+        return
+    while True:
+        fd = os.open(lockf, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise _Busy from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lockf))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # released and removed meanwhile: take the path's current file
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lockf)
+        os.close(fd)  # closing the descriptor drops the lock
+
+
 @contextlib.contextmanager
 def output_lock(path: str | os.PathLike[str], *, what: str = "output") -> Iterator[None]:
     """Hold the single-writer lock of output ``path`` for the duration of the block.
 
     Raises :class:`OutputBusyError` at once (no waiting) when another job, in this
     process or another, holds it, naming the holder's pid, host, start time and
-    command. The lock is an OS file lock: it vanishes with a killed process, so a
-    stale lock never blocks the next run. The current directory or a parent of it is
-    refused as an output (``ValueError``).
+    command. The lock is an OS file lock next to the output (so jobs on other hosts
+    sharing the file system see it where its locks work): it vanishes with a killed
+    process, so a stale lock never blocks the next run, and its files are removed when
+    the job ends. The current directory or a parent of it is refused as an output
+    (``ValueError``).
     """
-    from filelock import FileLock, Timeout
-
     if is_cwd_or_parent(path):
         raise ValueError(f"{what} {str(path)!r} is the current directory or one of its "
                          "parents; pyedmcl never writes its outputs there: give a new path "
                          "such as out.zarr")
     lockf, info = lock_paths(path)
     lockf.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(lockf), timeout=0)
     try:
-        lock.acquire()
-    except Timeout:
+        with _held(lockf):
+            try:
+                write_text_atomic(info, json.dumps({
+                    "pid": os.getpid(), "host": socket.gethostname(),
+                    "started": time.strftime("%Y-%m-%d %H:%M:%S%z"),
+                    "command": " ".join(sys.argv)[:300]}) + "\n")
+                yield
+            finally:
+                info.unlink(missing_ok=True)
+    except _Busy:
         raise OutputBusyError(
             f"{what} {str(path)!r} is being written by another pyedmcl job ({_holder(info)}); "
             "wait for it to finish or stop it (a killed job's lock is released with it)"
         ) from None
-    try:
-        write_text_atomic(info, json.dumps({
-            "pid": os.getpid(), "host": socket.gethostname(),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S%z"),
-            "command": " ".join(sys.argv)[:300]}) + "\n")
-        yield
-    finally:
-        info.unlink(missing_ok=True)
-        lock.release()
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -42,5 +42,5 @@ def test_demo_report(tmp_path):
     assert "ccm.png" in html and "results.json" in html
     # built aside and renamed into place (no temporaries left), marked as pyedmcl's
     assert json.loads((out / ".pyedmcl-owned").read_text())["kind"] == "demo-report"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".report.pyedmcl-lock", "report"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no lock file left
     assert not [p for p in out.iterdir() if ".tmp" in p.name]

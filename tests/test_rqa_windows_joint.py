@@ -103,6 +103,11 @@ def test_cli_window_and_jrqa(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     ref = pe.joint_rqa(x, y, E=2, recurrence_rate=(0.1, 0.2), dtype="float64")
     assert out["n_recurrences"] == ref.n_recurrences
+    # the text output's radius line: the pair of radii found for the two rates
+    assert main(["jrqa", str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), "-E", "2", "--rr",
+                 "0.1", "--rr-y", "0.2", "--dtype", "float64"]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("radius")]
+    assert line == [f"radius   {ref.radius[0]:.10g} {ref.radius[1]:.10g}"]
     # a bad value's error names the flag the user typed
     assert main(["jrqa", str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), "--rr", "0.1",
                  "--rr-y", "1.5"]) == 2

@@ -291,6 +291,7 @@ def test_second_job_refused_then_stale_lock_taken_over(tmp_path, capsys):
     r = pe.xmap(X, E=2, out=out)  # ... and its lock died with it
     np.testing.assert_array_equal(r.rho[:], pe.xmap(X, E=2).rho)
     assert not lock_paths(out)[1].exists()  # B's own sidecar is removed when B ends
+    assert not lock_paths(out)[0].exists()  # and so is the lock file it took over
 
 
 def test_same_process_second_writer_refused(tmp_path):
@@ -302,6 +303,9 @@ def test_same_process_second_writer_refused(tmp_path):
         assert info["pid"] == os.getpid()
         with pytest.raises(OutputBusyError, match=f"pid {os.getpid()}"):
             pe.xmap(panel(L=50, N=3, seed=6), E=2, out=out)
+    assert not [p.name for p in tmp_path.iterdir()]  # no lock file left
+    with output_lock(out):  # free again
+        pass
 
 
 # -- valid JSON -------------------------------------------------------------------------------
@@ -499,3 +503,44 @@ def test_report_folder_manifest(tmp_path):
     with atomic_dir(out, DEMO_REPORT) as tmp:
         (tmp / "index.html").write_text("v2")
     assert _tree(out).keys() == {"index.html", MARKER, ".pyedmcl-manifest.json"}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock file is removed on POSIX only")
+def test_lock_file_removed_under_a_racing_opener(tmp_path, monkeypatch):
+    """Job B opens the lock file, then job A (the holder) ends and removes it, and job C
+    takes a new one: B's lock on the removed file must not count, so B is refused while C
+    holds the output (one writer), and no lock file is left after C."""
+    import fcntl
+    import threading
+
+    from pyedmcl._outputs import output_lock
+
+    out = tmp_path / "m.zarr"
+    real = fcntl.flock
+    opened, go = threading.Event(), threading.Event()
+
+    def flock(fd, op):
+        if threading.current_thread().name == "B" and not opened.is_set():
+            opened.set()  # B has the old file open: let A end and C start
+            go.wait(10)
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    got: list[str] = []
+
+    def job_b() -> None:
+        try:
+            with output_lock(out):
+                got.append("B wrote")
+        except OutputBusyError:
+            got.append("B refused")
+
+    b = threading.Thread(target=job_b, name="B")
+    with output_lock(out):  # A
+        b.start()
+        assert opened.wait(10)
+    with output_lock(out):  # C, on a new lock file
+        go.set()
+        b.join(10)
+        assert got == ["B refused"]
+    assert not [p.name for p in tmp_path.iterdir()]

@@ -47,33 +47,38 @@ def _scan_xy(r: Any) -> tuple[str, np.ndarray, np.ndarray]:
     return r.parameter, np.asarray(r.values), np.asarray(r.rho, dtype=float)
 
 
+def _legend(ax: Any) -> None:
+    """The legend below the axes (outside the data: it hides no point or tick)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=8, frameon=False)
+
+
 def plot_result(r: Any, ax: Any = None, names: tuple[str, str] = ("x", "y")) -> Any:
     """Draw ``r`` on ``ax`` (a new figure when None); returns the axes. ``names``: the two
     series of a CCM result, for its legend."""
     plt = _pyplot()
     kind = _kind(r)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.6))
+    if ax is None:  # constrained: the axis labels and the legend below stay inside
+        _, ax = plt.subplots(figsize=(5.5, 4.2), layout="constrained")
     if kind in ("scan", "nonlinear"):
         name, x, y = _scan_xy(r)
         ax.plot(x, y, "o-")
         i = int(np.nanargmax(y))
         ax.plot([x[i]], [y[i]], "o", ms=11, mfc="none", mec="C3", label=f"best {name} = {x[i]:g}")
         ax.set(xlabel=AXIS.get(name, name), ylabel="forecast skill rho (observed vs predicted)")
-        ax.legend(loc="best")
+        _legend(ax)
     elif kind == "ccm":
         x, y = names
         ax.plot(r.lib_sizes, r.rho_yx, "o-", label=f"{y} xmap {x} (evidence {x} drives {y})")
         ax.plot(r.lib_sizes, r.rho_xy, "s-", label=f"{x} xmap {y} (evidence {y} drives {x})")
         ax.set(xlabel="library size L (points)", ylabel="cross-map skill rho")
-        ax.legend(loc="best")
+        _legend(ax)
     elif kind == "prediction":
         if np.ndim(r.predicted) != 1:
             raise ValueError("plot() needs a single target; index the result first")
         ax.plot(r.times, r.observed, "-", color="0.3", lw=1, label="observed")
         ax.plot(r.times, r.predicted, "-", color="C1", lw=1, label=f"predicted (rho {reading.rho(r.rho)})")
         ax.set(xlabel="time (row of the input)", ylabel="value (data units)")
-        ax.legend(loc="best")
+        _legend(ax)
     else:  # rqa: the line-length distributions
         for h, lab in ((r.diagonal_hist, "diagonal"), (r.vertical_hist, "vertical")):
             h = np.asarray(h)
@@ -82,7 +87,7 @@ def plot_result(r: Any, ax: Any = None, names: tuple[str, str] = ("x", "y")) -> 
             if nz.size:
                 ax.semilogy(nz, h[nz], ".-", label=f"{lab} lines")
         ax.set(xlabel="line length (steps)", ylabel="number of lines")
-        ax.legend(loc="best")
+        _legend(ax)
     return ax
 
 

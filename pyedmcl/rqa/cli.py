@@ -121,6 +121,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_rp)
 
 
+def _radius_text(res: Any) -> str:
+    """The radius line's value: one number; a pair (joint RQA: ``x y``); FAN: one radius
+    per column, summarised by its range."""
+    r = np.asarray(res.radius, dtype=float)
+    if r.ndim == 0:
+        return f"{float(r):.10g}"
+    if res.settings.get("neighbourhood") == "fan":
+        return f"per column (FAN), {r.min():.10g} .. {r.max():.10g}"
+    return " ".join(f"{v:.10g}" for v in r.ravel())
+
+
 def _report(res: Any, args: argparse.Namespace) -> int:
     from ..cli.main import print_json
 
@@ -129,7 +140,7 @@ def _report(res: Any, args: argparse.Namespace) -> int:
         return 0
     for k, v in res.measures.items():
         print(f"{k:<8} {v:.10g}")
-    print(f"radius   {res.radius if np.ndim(res.radius) == 0 else 'per column (FAN)'}")
+    print(f"radius   {_radius_text(res)}")
     return 0
 
 

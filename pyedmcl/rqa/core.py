@@ -111,6 +111,10 @@ def check_scheduler(scheduler: Any, n_workers: Any) -> tuple[Any, int]:
         raise ValueError(f"scheduler={scheduler!r} is not supported; allowed: 'local' (a "
                          "LocalCluster of n_workers processes), a Dask scheduler address or a "
                          "distributed.Client")
+    if scheduler == "local":
+        from ..dask_local import check_main_guard
+
+        check_main_guard()
     return scheduler, n_workers
 
 

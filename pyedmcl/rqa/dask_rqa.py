@@ -114,8 +114,9 @@ def _client(scheduler: Any, n_workers: int) -> tuple[Any, Any, bool]:
     if isinstance(scheduler, distributed.Client):
         return scheduler, None, False
     if scheduler == "local":
-        cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                           processes=True, dashboard_address=None)
+        from ..dask_local import local_cluster
+
+        cluster = local_cluster(n_workers)
         return distributed.Client(cluster), cluster, True
     if isinstance(scheduler, str):
         return distributed.Client(scheduler), None, True

@@ -384,6 +384,10 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
     """:func:`xmap`'s work; the head start it makes (:func:`_head_start`) goes to ``heads``,
     which :func:`xmap` releases whatever happens (its engines and their tables)."""
     n_workers = check_int(n_workers, "n_workers", 1)  # (checked with or without a cluster)
+    if scheduler == "local":  # before any output is made
+        from ..dask_local import check_main_guard
+
+        check_main_guard()
     E_max = check_int(max_E, "max_E", 1, 64)
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:

@@ -81,8 +81,9 @@ class DaskRunner:
         import distributed
         self.cluster = None
         if scheduler == "local":
-            self.cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                                    processes=True, dashboard_address=None)
+            from ..dask_local import local_cluster
+
+            self.cluster = local_cluster(n_workers)
             self.client = distributed.Client(self.cluster)
         else:
             self.client = distributed.Client(scheduler)
