@@ -154,39 +154,45 @@ def test_rqa_offset_same_recurrences(device):
                                                              device=device))
 
 
-#: float64 results computed with the code *before* this change (commit 20a1505) on the
-#: case below, per runtime (float.hex); they must not change by one bit. "ccm" was
-#: re-recorded for CCM's normalised weights (decision 0096, a deliberate change of its
-#: arithmetic), again for its reduction on 16 streams (decision 0113, a new summation
-#: order) and for its streams of one shift (decision 0114, test_ccm_reduction.py's model):
-#: each time the code before the change still gave the recorded values on both runtimes
-#: (PoCL 3's values taken on a Zen 4 with its usability check bypassed, where the code
-#: before and Simplex reproduced the recorded PoCL values).
-FLOAT64_BEFORE = {
-    "pocl": {"simplex": ["0x1.33f02795bee82p-2", "0x1.1ff69bcdedb89p-3", "0x1.be2e4c001153fp-3", "0x1.4e8f973b0809fp+3", "0x1.5a7ebe1638b93p+3", "0x1.4f0f182e70856p+3", "0x1.5ab3c42a093fap+3"], "smap": ["0x1.fd7274678baddp-1", "0x1.b61f703d6ea25p-6", "0x1.0549179d1e7c4p-5", "0x1.5c1b0d3f03117p+3", "0x1.49e7da86c5f29p+3", "0x1.5939d2dc5bc7fp+3", "-0x1.2b4778bc9abfbp+3", "0x1.c73d7b287458dp-3", "0x1.a79a80d09399dp+0"], "ccm": ["0x1.cb15311fdb7fbp-4", "0x1.6cc123a3c494ep-2", "0x1.4d1ec080d459ep-1", "0x1.a75f4967c3b6bp-1"], "edim": ["0x1.ffd8ec912feb1p-1", "0x1.ffa412392b661p-1", "0x1.fedafd6a33008p-1", "0x1.fbaf433d79161p-1", "0x1.e21b56d5a4829p-9", "0x1.72039f196b95ap-8", "0x1.382531d96140ep-7", "0x1.16d5b8e87ed43p-6"], "rqa": ["0x1.29de7daa3b7a2p-3", "0x1.cd7705fc02a8ep-1", "0x1.dc4f9d2b3d154p+1", "0x1.4ee29628c02dbp-6"]},  # noqa: E501
-    "intel": {"simplex": ["0x1.33f02795bee80p-2", "0x1.1ff69bcdedb8ap-3", "0x1.be2e4c0011541p-3", "0x1.4e8f973b0809fp+3", "0x1.5a7ebe1638b93p+3", "0x1.4f0f182e70856p+3", "0x1.5ab3c42a093fap+3"], "smap": ["0x1.fd7274678baddp-1", "0x1.b61f703d6ea25p-6", "0x1.0549179d1e7c4p-5", "0x1.5c1b0d3f03117p+3", "0x1.49e7da86c5f29p+3", "0x1.5939d2dc5bc7fp+3", "-0x1.2b4778bc9abefp+3", "0x1.c73d7b2874577p-3", "0x1.a79a80d093998p+0"], "ccm": ["0x1.cb15311fdb7fap-4", "0x1.6cc123a3c494cp-2", "0x1.4d1ec080d45a0p-1", "0x1.a75f4967c3b6ap-1"], "edim": ["0x1.ffd8ec912feafp-1", "0x1.ffa412392b65fp-1", "0x1.fedafd6a33008p-1", "0x1.fbaf433d79163p-1", "0x1.e21b56d5a4845p-9", "0x1.72039f196b968p-8", "0x1.382531d96141cp-7", "0x1.16d5b8e87ed3fp-6"], "rqa": ["0x1.29de7daa3b7a2p-3", "0x1.cd7705fc02a8ep-1", "0x1.dc4f9d2b3d154p+1", "0x1.4ee29628c02dbp-6"]},  # noqa: E501
-}
+def test_float64_is_never_transformed(device):
+    """float64 is never transformed: each call's results equal, bit for bit, the same call
+    with the float32 preparation switched off (:func:`unstandardised`: inputs reach the
+    kernels as given), in the same run on the same device -- so no recorded value of one
+    CPU model is needed (Intel's runtime vectorises and orders sums per CPU). The data
+    sit at +10 so that an accidental centring or scaling would move the last bits; pyEDM
+    (float64 NumPy) is the oracle for the values themselves."""
+    from pyedmcl._precision import unstandardised
 
-
-def test_float64_bit_identical_to_before(device):
-    """float64 is never transformed: the values are those of the code before the change
-    (data offset by +10 so that an accidental centring would show)."""
-    if device not in FLOAT64_BEFORE:
-        pytest.skip(f"no recorded float64 values for runtime {device}")
     xy = coupled_logistic(150) + 10.0
     x, y = xy[:, 0], xy[:, 1]
     kw = dict(dtype="float64", device=device)
-    r = pe.simplex(x, y, E=2, Tp=1, lib=[1, 80], pred=[81, 149], **kw)
-    s = pe.smap(x, E=2, theta=2.0, lib=[1, 80], pred=[81, 149], **kw)
-    c = pe.ccm(x, y, E=2, lib_sizes=[20, 60], sample=5, seed=1, **kw)
-    e = pe.embed_dimension(x, max_E=4, **kw)
-    q = pe.rqa(x, E=2, radius=0.1, **kw)
-    got = {"simplex": [r.rho, r.mae, r.rmse, *r.predicted[:4]],
-           "smap": [s.rho, s.mae, s.rmse, *s.predicted[:3], *s.coefficients[0]],
-           "ccm": [*c.rho_xy, *c.rho_yx], "edim": [*e.rho, *e.mae],
-           "rqa": [q.RR, q.DET, q.L, q.LAM]}
-    for k, vals in FLOAT64_BEFORE[device].items():
-        assert [float(v).hex() for v in got[k]] == vals, k
+
+    def results() -> dict[str, list[float]]:
+        r = pe.simplex(x, y, E=2, Tp=1, lib=[1, 80], pred=[81, 149], **kw)
+        s = pe.smap(x, E=2, theta=2.0, lib=[1, 80], pred=[81, 149], **kw)
+        c = pe.ccm(x, y, E=2, lib_sizes=[20, 60], sample=5, seed=1, **kw)
+        e = pe.embed_dimension(x, max_E=4, **kw)
+        q = pe.rqa(x, E=2, radius=0.1, **kw)
+        return {"simplex": [r.rho, r.mae, r.rmse, *r.predicted[:4]],
+                "smap": [s.rho, s.mae, s.rmse, *s.predicted[:3], *s.coefficients[0]],
+                "ccm": [*c.rho_xy, *c.rho_yx], "edim": [*e.rho, *e.mae],
+                "rqa": [q.RR, q.DET, q.L, q.LAM]}
+
+    got = results()
+    with unstandardised():
+        plain = results()
+    for k, vals in plain.items():
+        assert [float(v).hex() for v in got[k]] == [float(v).hex() for v in vals], k
+    # the values themselves: pyEDM's Simplex and S-map on the same rows (float64 NumPy;
+    # summation orders differ, so 1e-12 relative)
+    pyEDM = pytest.importorskip("pyEDM")
+    import pandas as pd
+
+    df = pd.DataFrame({"time": np.arange(1, 151), "x": x, "y": y})
+    ref = pyEDM.Simplex(dataFrame=df, columns="x", target="y", E=2, Tp=1, lib=[1, 80],
+                        pred=[81, 149])
+    pred = ref["Predictions"].to_numpy()[1:5]
+    np.testing.assert_allclose(got["simplex"][3:7], pred, rtol=1e-12)
 
 
 def _clustered(n: int = 200) -> np.ndarray:
