@@ -19,7 +19,8 @@ PoCL's clang writes "N warnings generated." there, below Python. It is re-entran
 across threads (the first build in redirects, the last out restores) and restores on
 exceptions; the captured text goes with failure logs, or to stderr when
 ``PYOPENCL_COMPILER_OUTPUT=1``. A build that runs longer than a second prints, once per
-device and process, "compiling kernels for <device> (first run only)…" (never with
+device and process (in a log, where stderr is no terminal: once in all), "building kernels
+for <device>; they are cached, so later runs of the same work skip this…" (never with
 ``<PREFIX>_QUIET=1``; ``<PREFIX>``: :mod:`clkernels.settings`).
 """
 
@@ -236,6 +237,41 @@ def building() -> bool:
     return _cap_depth > 0
 
 
+#: programs built and to build in the batches running now (:func:`build_batch`)
+_batch = [0, 0]
+
+
+@contextmanager
+def build_batch(total: int) -> Iterator[None]:
+    """Count a batch of ``total`` program builds (a backend's prebuild) for
+    :func:`build_status`; the backend calls :func:`built_one` after each. Batches running
+    at once (several devices) add up."""
+    with _cap_lock:
+        _batch[1] += int(total)
+    try:
+        yield
+    finally:
+        with _cap_lock:
+            _batch[1] -= int(total)
+            _batch[0] = 0 if _batch[1] <= 0 else _batch[0]
+
+
+def built_one() -> None:
+    """One program of a :func:`build_batch` is built."""
+    with _cap_lock:
+        _batch[0] += 1
+
+
+def build_status() -> str:
+    """What a progress line says about builds now: ``"building 12 of 37 kernels"`` during a
+    counted batch, ``"building kernels"`` during another build, else ``""``."""
+    with _cap_lock:
+        done, total = _batch
+    if total > 0:
+        return f"building {min(done + 1, total)} of {total} kernels"
+    return "building kernels" if _cap_depth > 0 else ""
+
+
 def to_terminal(text: str) -> None:
     """Write ``text`` to the real stderr, also while a build captures descriptor 2."""
     hook = _line_prefix
@@ -289,6 +325,16 @@ def quiet_build(info: Any, captured: Captured | None = None) -> Iterator[Capture
             to_terminal(captured.text)
 
 
+def _stderr_is_terminal() -> bool:
+    """Whether the process's stderr is a terminal (descriptor 2 as it was before a build
+    captured it)."""
+    fd = _cap_saved if _cap_saved is not None else 2
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
 def _notice_timer(info: Any) -> threading.Timer | None:
     if info is None or _quiet():
         return None
@@ -303,10 +349,12 @@ def _notice_timer(info: Any) -> threading.Timer | None:
 
     def say() -> None:
         with _cap_lock:
-            if name in _noticed:
+            # a terminal: once per device; a log (stderr not a terminal): once in all
+            if name in _noticed or (_noticed and not _stderr_is_terminal()):
                 return
             _noticed.add(name)
-        to_terminal(f"{settings.app_name()}: compiling kernels for {name} (first run only)…\n")
+        to_terminal(f"{settings.app_name()}: building kernels for {name}; they are cached, so "
+                    "later runs of the same work skip this…\n")
 
     if after <= 0:  # said at once (a timer could lose the race with a fast build)
         say()

@@ -70,8 +70,8 @@ class Progress:
     """A counted bar (rate, ETA) over ``total`` steps; a no-op when not ``enabled``.
 
     Thread-safe ``update``: xmap's device workers report blocks from several threads.
-    A thread keeps the elapsed time moving between steps and says "compiling kernels"
-    while a build runs (a first step can take minutes on a fresh cache). Inside an
+    A thread keeps the elapsed time moving between steps and says "building 12 of 37
+    kernels" while builds run (a first step can take minutes on a fresh cache). Inside an
     :func:`activity` (a CLI command), the activity line gives way while this bar is open.
     """
 
@@ -103,8 +103,7 @@ class Progress:
                 bar = self.bar
                 if bar is None:
                     return
-                bar.set_postfix_str("compiling kernels, first run only" if probe.building()
-                                    else "", refresh=False)
+                bar.set_postfix_str(probe.build_status(), refresh=False)
                 bar.refresh()
             if self._stop.wait(REFRESH_S if self._term.tty else LOG_REFRESH_S):
                 return
@@ -174,6 +173,13 @@ class _Terminal:
         return self.tty
 
 
+def shown() -> bool:
+    """Whether this thread is inside a drawn :func:`activity` (a CLI command, or a public
+    function called with ``progress=True``): work with countable steps inside it (one
+    Simplex per E of a scan) shows a counted :class:`Progress` bar."""
+    return bool(getattr(_local, "active", False))
+
+
 @contextlib.contextmanager
 def activity(desc: str, enabled: bool) -> Iterator[None]:
     """An elapsed-time line ``desc [00:12]`` while the block runs (shown after DELAY_S).
@@ -213,8 +219,8 @@ def activity(desc: str, enabled: bool) -> Iterator[None]:
                 if stop.wait(REFRESH_S):
                     return
                 continue
-            bar.set_description_str(f"{desc} (compiling kernels, first run only)"
-                                    if probe.building() else desc, refresh=False)
+            status = probe.build_status()
+            bar.set_description_str(f"{desc} ({status})" if status else desc, refresh=False)
             bar.refresh()
             if stop.wait(REFRESH_S if term.tty else LOG_REFRESH_S):
                 return

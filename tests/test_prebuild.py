@@ -11,6 +11,7 @@ for bit with and without the prebuild.
 
 from __future__ import annotations
 
+import uuid
 import weakref
 
 import numpy as np
@@ -18,7 +19,7 @@ import pytest
 from conftest import CPU_DEVICE
 
 import pyedmcl as pe
-from clkernels import BuildError, get_backend
+from clkernels import BuildError, get_backend, probe
 from clkernels.backends.base import Backend, build_threads, kernel_key
 from clkernels.templates import add_template_root
 
@@ -198,7 +199,7 @@ def test_parallel_builds_say_one_line(template, monkeypatch, capfd):
                 threads=3)
     out, err = capfd.readouterr()
     assert out == ""
-    assert err.count("\n") == 1 and "compiling kernels for" in err, err
+    assert err.count("\n") == 1 and "building kernels for" in err, err
 
 
 def test_optimal_E_scan_fused_equals_per_E(device, monkeypatch):
@@ -307,3 +308,40 @@ def test_build_behind_leaves_an_alike_devices_programs_to_it(template, monkeypat
     again = other.build_behind(reqs)
     assert handed == [3, 1, 3]
     again(wait=True)
+
+
+def test_build_notice_once_per_device_on_a_terminal_once_in_a_log(monkeypatch, capfd):
+    """The first-build notice: once per device and process on a terminal; where stderr is
+    a log (no terminal), one line in all."""
+    from types import SimpleNamespace
+
+    monkeypatch.delenv("PYEDMCL_QUIET", raising=False)
+    monkeypatch.setenv("PYEDMCL_BUILD_NOTICE_S", "0")
+    devs = [SimpleNamespace(name=f"dev{i}", runtime="pocl") for i in range(2)]
+    for tty, lines in ((True, 2), (False, 1)):
+        monkeypatch.setattr(probe, "_noticed", set())
+        monkeypatch.setattr(probe, "_stderr_is_terminal", lambda tty=tty: tty)
+        capfd.readouterr()
+        for d in devs + devs:
+            probe._notice_timer(d)
+        err = capfd.readouterr().err
+        assert err.count("building kernels for dev") == lines, err
+
+
+def test_build_status_counts_a_prebuild(monkeypatch):
+    """During a prebuild the progress line reads "building k of n kernels" (k: the one
+    being built), and nothing once the batch is done."""
+    be = get_backend(CPU_DEVICE)
+    seen: list[str] = []
+    real = type(be)._program
+
+    def program(self, src, options):
+        seen.append(probe.build_status())
+        return real(self, src, options)
+
+    monkeypatch.setattr(type(be), "_program", program)
+    tag = uuid.uuid4().hex[:8]
+    src = [f"__kernel void k(__global float* a) {{ a[0] = {v}; /* {tag} */ }}" for v in range(3)]
+    be._build_programs([(s, ()) for s in src], 1)
+    assert seen == [f"building {i} of 3 kernels" for i in (1, 2, 3)]
+    assert probe.build_status() == ""

@@ -213,13 +213,20 @@ class Backend(abc.ABC):
 
     def _build_programs(self, programs: list[tuple[str, tuple[str, ...]]], threads: int) -> None:
         """Build ``programs`` (source, options) into the program cache, ``threads`` at once."""
-        if threads <= 1 or len(programs) <= 1:
-            for src, options in programs:
-                self._program(src, options)
-            return
-        with ThreadPoolExecutor(threads, thread_name_prefix="kernel-build") as pool:
-            for _ in pool.map(lambda p: self._program(*p), programs):
-                pass
+        from ..probe import build_batch, built_one
+
+        def build(p: tuple[str, tuple[str, ...]]) -> None:
+            self._program(*p)
+            built_one()
+
+        with build_batch(len(programs)):
+            if threads <= 1 or len(programs) <= 1:
+                for p in programs:
+                    build(p)
+                return
+            with ThreadPoolExecutor(threads, thread_name_prefix="kernel-build") as pool:
+                for _ in pool.map(build, programs):
+                    pass
 
     def kernel_from_source(self, source: str, kernel_name: str,
                            options: tuple[str, ...] = ()) -> Kernel:

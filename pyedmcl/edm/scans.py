@@ -224,18 +224,22 @@ def _per_value(x, target, name: str, values, **kw) -> SkillScan:
 
 def _beyond_fused(head: SkillScan | None, x, target, Es, max_E: int, **kw) -> SkillScan:
     """``head`` extended by one Simplex per E of ``Es`` (the slow path of large knn)."""
+    from ..progress import Progress, shown
     from .simplex import simplex
 
     rows = []
-    for E in Es:
-        try:
-            r = simplex(x, target, E=E, **kw)
-        except ValueError as exc:
-            if E == 1:
-                raise
-            raise ValueError(f"max_E={max_E} is too large for this series and library: E={E} "
-                             f"fails ({exc}); use max_E <= {E - 1}") from exc
-        rows.append((E, float(r.rho), float(r.mae), float(r.rmse)))
+    Es = list(Es)
+    with Progress(len(Es), f"E {Es[0]}..{Es[-1]}" if Es else "E", shown(), unit="E") as bar:
+        for E in Es:
+            try:
+                r = simplex(x, target, E=E, **kw)
+            except ValueError as exc:
+                if E == 1:
+                    raise
+                raise ValueError(f"max_E={max_E} is too large for this series and library: "
+                                 f"E={E} fails ({exc}); use max_E <= {E - 1}") from exc
+            rows.append((E, float(r.rho), float(r.mae), float(r.rmse)))
+            bar.update()
     v, rho, mae, rmse = (np.array([row[i] for row in rows]) for i in range(4))
     if head is None:
         return SkillScan("E", v.astype(int), rho, mae, rmse)
