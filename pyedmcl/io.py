@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .time_order import CLI_REMEDY, check_time_order
+
 FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
 #: a first CSV column with one of these names (any case; a unit in brackets ignored, as in
 #: "Time (s)") is the time axis, not a series; so is a first column holding dates, and an
@@ -127,13 +129,14 @@ def _holds_dates(col) -> bool:
 
 def _pandas_index(df) -> bool:
     """True for a first column without a name (pandas reads it as ``Unnamed: 0``) holding
-    strictly increasing integers: the row index ``DataFrame.to_csv()`` writes, not a
-    series."""
+    distinct integers: the row index ``DataFrame.to_csv()`` writes, not a series. Its
+    order is checked afterwards (a frame shuffled before writing has its index
+    shuffled: :mod:`pyedmcl.time_order`)."""
     name, col = str(df.columns[0]), df.iloc[:, 0]
     if not (name == "" or re.fullmatch(r"Unnamed: 0", name)) or col.dtype.kind not in "iu":
         return False
     v = col.to_numpy()
-    return v.size > 0 and bool(np.all(np.diff(v) > 0))
+    return v.size > 0 and np.unique(v).size == v.size
 
 
 def _time_position(df, source: str, time_column: str | int | bool | None) -> int | None:
@@ -166,6 +169,7 @@ def _from_frame(df, source: str, time_column: str | int | bool | None = None) ->
             raise ValueError(f"{source}: the time column {str(df.columns[j])!r} is its only "
                              "column; no series left (use --no-time)")
         time, time_name = df.iloc[:, j].to_numpy(), str(df.columns[j])
+        check_time_order(time, time_name, CLI_REMEDY, source)
         df = df.drop(columns=df.columns[j])
     bad = [c for c in df.columns if df[c].dtype.kind not in "biuf"]
     if len(bad) == df.shape[1]:

@@ -17,6 +17,7 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
     device input path validate them on the device instead (:mod:`pyedmcl.interop`).
     """
     if hasattr(x, "to_numpy"):
+        check_frame_time(x, name)
         x = x.to_numpy()
     elif hasattr(x, "get") and hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, np.ndarray):
         x = x.get()  # a device array (pyopencl.array.Array / UsmArray)
@@ -27,7 +28,7 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (a single series), got shape {arr.shape}")
+        raise ValueError(not_one_series(name, arr.shape))
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
@@ -41,6 +42,24 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
         top = max(hi, -lo)
     check_magnitude(arr, name, top)
     return arr
+
+
+def not_one_series(name: str, shape: tuple[int, ...], remedy: str | None = None) -> str:
+    """The error text for an array of several series where one is documented: its shape,
+    and what to pass instead (one column; ``remedy`` names the argument that takes a
+    multivariate input where the function has one)."""
+    fix = remedy or "pass one column (x[:, j]) or call once per series"
+    return f"{name} must be 1-D (a single series), got shape {tuple(shape)}; {fix}"
+
+
+def check_frame_time(x: Any, name: str) -> None:
+    """A pandas input's time axis (DatetimeIndex, or a first column named like a time)
+    must strictly increase (:func:`pyedmcl.time_order.check_frame_time`)."""
+    if type(x).__module__.split(".")[0] != "pandas":
+        return
+    from .time_order import check_frame_time as check
+
+    check(x, name)
 
 
 #: largest |value| a series may hold: squared differences of E coordinates stay far inside

@@ -28,7 +28,14 @@ from clkernels.collector import collector_quiet
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import ccm_valid_times, check_tau
-from ..validation import check_dtype, check_int, check_int_array, check_seed, warn_constant
+from ..validation import (
+    check_dtype,
+    check_frame_time,
+    check_int,
+    check_int_array,
+    check_seed,
+    warn_constant,
+)
 from .head_start import HeadStart, engine_maker
 from .results import XmapResult
 
@@ -213,6 +220,7 @@ def panel_with_extremes(X: Any, dtype: Any = np.float32,
     ``then``; the extremes are those of the copied values, taken before it runs)."""
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        check_frame_time(X, "X")
         names = [str(c) for c in X.columns]
         arr = X.to_numpy(dtype=np.float64)
     elif isinstance(X, dict) or (isinstance(X, list | tuple) and X and np.ndim(X[0]) == 1):
