@@ -129,5 +129,5 @@ def warn_time_order(df: Any, what: str) -> None:
     msg = time_order_problem(df.iloc[:, 0].to_numpy(), str(df.columns[0]))
     if msg is not None:
         warnings.warn(f"{what}: {msg}; the results follow the rows' order, so predictions "
-                      f"mix unrelated moments. {COMPAT_REMEDY}", TimeOrderWarning,
+                      f"mix unrelated moments; {COMPAT_REMEDY}", TimeOrderWarning,
                       stacklevel=_user_level())
