@@ -86,6 +86,12 @@ def check_magnitude(arr: np.ndarray, name: str, top: float | None = None) -> Non
                          "(e.g. divide it by a power of ten)")
 
 
+class ConstantSeriesWarning(UserWarning):
+    """A series that is constant (also after its NaN rows are left out): every point
+    coincides with every other, so a skill or recurrence measure of it means nothing
+    (:mod:`pyedmcl.constant_series`)."""
+
+
 def warn_constant(rows: np.ndarray, names: Any, what: str,
                   ptp: np.ndarray | None = None) -> None:
     """One warning naming the constant series among ``rows`` (1-D: one series; 2-D: one
@@ -108,7 +114,8 @@ def warn_constant(rows: np.ndarray, names: Any, what: str,
     verb = "is" if flat.size == 1 else "are"
     warnings.warn(f"{what}: series {', '.join(labels)}{more} {verb} constant: the points of a "
                   "constant series all coincide, so its neighbours are chosen by tie order "
-                  "alone and its skill means nothing", UserWarning, stacklevel=_user_level())
+                  "alone and its skill means nothing", ConstantSeriesWarning,
+                  stacklevel=_user_level())
 
 
 def nonfinite_message(name: str, index: int) -> str:

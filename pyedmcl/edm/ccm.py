@@ -49,6 +49,7 @@ from clkernels import get_backend, run_blocked
 from clkernels.memory import is_oom
 
 from .._precision import prepare
+from ..constant_series import checks_constant
 from ..kernels.knn import KNN
 from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
@@ -59,7 +60,6 @@ from ..validation import (
     check_host_memory,
     check_int,
     check_seed,
-    warn_constant,
 )
 from .knn import hold, knn_device
 from .lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
@@ -285,6 +285,7 @@ def _rho(sk: np.ndarray) -> np.ndarray:
     return r
 
 
+@checks_constant("ccm", ("x", "y", "target"))
 def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes: Any,
         sample: int = 100, seed: int | None = None, knn: int | None = None,
         exclusion_radius: int = 0, random: bool = True, replacement: bool = False,
@@ -336,7 +337,6 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     xs, ys = as_series(x, "x"), as_series(y, "y")
     if xs.size != ys.size:
         raise ValueError(f"x and y must be equally long, got {xs.size} and {ys.size}")
-    warn_constant(np.stack([xs, ys]), ["x", "y"], "ccm")
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
         from ..significance.surrogates import check_method, check_options

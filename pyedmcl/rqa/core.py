@@ -31,6 +31,7 @@ from clkernels import Backend, get_backend
 from clkernels.collector import quiet_collector
 
 from .._precision import Prepared, prepare
+from ..constant_series import RQA_WHY, checks_constant
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
@@ -160,6 +161,7 @@ def centring(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list
                    common_shift=common, what=what, deferred=deferred)
 
 
+@checks_constant("rqa", ("x",), RQA_WHY, multi=False)
 @quiet_collector
 def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         recurrence_rate: float | None = None, metric: str = "euclidean", theiler: int = 1,
@@ -357,6 +359,7 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
         symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
+@checks_constant("cross_rqa", ("x", "y"), RQA_WHY, multi=False)
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
               recurrence_rate: float | None = None, metric: str = "euclidean", theiler: int = 0,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
@@ -415,6 +418,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     return _beside_the_check(prep, [sx, sy], run)
 
 
+@checks_constant("joint_rqa", ("x", "y"), RQA_WHY, multi=False)
 def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
