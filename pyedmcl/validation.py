@@ -10,8 +10,12 @@ import numpy as np
 from ._bands import largest_magnitude, rowwise
 
 
-def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray:
+def as_series(x: Any, name: str = "x", *, allow_nan: bool = False,
+              remedy: str | None = None) -> np.ndarray:
     """A 1-D float64 host copy of ``x`` (numpy, list, pandas Series/1-column frame).
+
+    Several series (a 2-D array of more than one column) are refused, naming ``name``,
+    the shape and what to pass instead (``remedy``, else one column).
 
     Device arrays are copied to the host here (one documented copy); functions with a
     device input path validate them on the device instead (:mod:`pyedmcl.interop`).
@@ -28,7 +32,7 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)
     if arr.ndim != 1:
-        raise ValueError(not_one_series(name, arr.shape))
+        raise ValueError(not_one_series(name, arr.shape, remedy))
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)

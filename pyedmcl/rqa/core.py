@@ -161,6 +161,11 @@ def centring(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list
                    common_shift=common, what=what, deferred=deferred)
 
 
+#: what to pass instead of a 2-D x (rqa reads one series, or state vectors when told so)
+EMBEDDED_REMEDY = ("pass one column (x[:, j]), or embedded=True if its rows are state "
+                   "vectors (one column per coordinate)")
+
+
 @checks_constant("rqa", ("x",), RQA_WHY, multi=False)
 @quiet_collector
 def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
@@ -275,7 +280,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                             device=device, devices=devices, backend=backend, edge=edge,
                             order=order, params=params, threshold_rule=threshold_rule,
                             neighbourhood=neighbourhood, knn=knn)
-    s = as_series(x, "x")
+    s = as_series(x, "x", remedy=EMBEDDED_REMEDY)
     metric = check_metric(metric)
     E, tau = _check_E_tau(E, tau)
     n = check_embedding(s.size, E, tau, "x")
