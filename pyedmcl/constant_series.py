@@ -82,6 +82,8 @@ def _series(args: dict[str, Any], names: tuple[str, ...],
             if xa is not None and xa.ndim == 2:
                 yield from ((f"target {c}", s) for c, s in _columns(x, xa, v))
             continue
+        if v is x and name != names[0]:
+            continue  # the same series passed twice (target = x): named once
         a = xa if v is x else _host(v)
         if a is None or a.ndim > 2:
             continue
