@@ -129,14 +129,21 @@ def _holds_dates(col) -> bool:
 
 def _pandas_index(df) -> bool:
     """True for a first column without a name (pandas reads it as ``Unnamed: 0``) holding
-    distinct integers: the row index ``DataFrame.to_csv()`` writes, not a series. Its
-    order is checked afterwards (a frame shuffled before writing has its index
-    shuffled: :mod:`pyedmcl.time_order`)."""
+    strictly increasing integers: the row index ``DataFrame.to_csv()`` writes, not a
+    series; or holding ``0..n-1`` in no monotonic order: the index of a frame shuffled
+    before it was written, refused afterwards (:mod:`pyedmcl.time_order`). A decreasing
+    unnamed column stays a series."""
     name, col = str(df.columns[0]), df.iloc[:, 0]
     if not (name == "" or re.fullmatch(r"Unnamed: 0", name)) or col.dtype.kind not in "iu":
         return False
     v = col.to_numpy()
-    return v.size > 0 and np.unique(v).size == v.size
+    if v.size == 0:
+        return False
+    d = np.diff(v)
+    if np.all(d > 0):
+        return True
+    shuffled = v.size > 2 and np.array_equal(np.sort(v), np.arange(v.size))
+    return bool(shuffled and not np.all(d < 0))
 
 
 def _time_position(df, source: str, time_column: str | int | bool | None) -> int | None:
