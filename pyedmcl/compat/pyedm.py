@@ -476,7 +476,9 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
     tgt = _column(dataFrame, target, "target")
     if sample == 0:
         raise ValueError("sample=0 is out of range; allowed: sample >= 1")
-    if _ties_decide(E, tau, _series(dataFrame, col), _series(dataFrame, tgt)):
+    same = np.array_equal(_series(dataFrame, col), _series(dataFrame, tgt), equal_nan=True)
+    # a column cross-mapping itself: pyedmcl.ccm refuses it (trivial), pyEDM runs it
+    if same or _ties_decide(E, tau, _series(dataFrame, col), _series(dataFrame, tgt)):
         return _ccm_pyedm(dataFrame, [col], [tgt], libSizes, sample, E, Tp, knn, tau,
                           exclusionRadius, seed, False, validLib, includeData, device)
     r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,

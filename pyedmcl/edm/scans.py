@@ -55,7 +55,11 @@ def _inputs(x, target, dtype, device, backend, what: str = "this scan"
     xs = as_series(x, "x")
     y, single = as_targets(xs if target is None else target, xs.size)
     if not single:
-        raise ValueError("scans take a single target series")
+        from ..validation import not_one_series
+
+        raise ValueError(not_one_series("target", np.shape(target),
+                                        "a scan predicts one target: pass one series (call "
+                                        "once per target, or use simplex, which takes several)"))
     if target is None:
         prep = prepare([xs], dt, be.info.fp64, names=["x"], scale=False, what=what)
         return be, prep.dtype, prep.series[0], prep.series[0][None, :], prep.affine[0]
