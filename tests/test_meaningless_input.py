@@ -147,6 +147,39 @@ def test_ccm_library_holding_its_target_is_refused():
                seed=1, device=CPU_DEVICE)
 
 
+def test_identical_series_are_refused():
+    with pytest.raises(ValueError, match="ccm: x and y are the same series"):
+        pe.ccm(X, X.copy(), E=2, lib_sizes=[30, 60], sample=2, seed=1, device=CPU_DEVICE)
+    with pytest.raises(ValueError, match=r"xmap: series 'a' and 'c' are identical.*drop one"):
+        pe.xmap(pd.DataFrame({"a": X, "b": Z, "c": X.copy()}), E=2, device=CPU_DEVICE)
+    with pytest.warns(ConstantSeriesWarning, match="xmap: series 2, 3 are constant"):
+        pe.xmap(np.stack([X, Z, np.ones(N), np.ones(N)], axis=1), E=2, device=CPU_DEVICE)
+
+
+def test_compat_ccm_of_a_column_with_itself_runs_as_pyedm():
+    """pyEDM maps a column onto itself when asked; the compat layer does too (through its
+    general path), while pyedmcl.ccm refuses it."""
+    import pyedmcl.compat.pyedm as EDM
+
+    df = pd.DataFrame({"Time": np.arange(1, N + 1), "x": X})
+    out = EDM.CCM(dataFrame=df, columns="x", target="x", libSizes="20 60 40", sample=3, E=2,
+                  seed=1)
+    assert list(out.columns) == ["LibSize", "x:x"] and (out["x:x"] > 0.9).all()
+
+
+def test_scan_target_two_d_names_shape_and_remedy():
+    with pytest.raises(ValueError, match=r"target must be 1-D .*shape \(80, 2\); a scan "
+                                         r"predicts one target"):
+        pe.predict_interval(X, np.stack([X, Z], axis=1), E=2, max_Tp=2, device=CPU_DEVICE)
+
+
+def test_constant_column_of_a_state_space_is_named():
+    df = pd.DataFrame({"x": X, "flat": np.full(N, 3.0)})
+    with pytest.warns(ConstantSeriesWarning, match="^smap: series x column flat is constant"):
+        r = pe.smap(df, columns=["x", "flat"], target="x", E=1, theta=1.0, device=CPU_DEVICE)
+    assert "flat" in r.notes[0]
+
+
 # --- the CLI: one line, exit 2 ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -180,3 +213,15 @@ def test_cli_refuses_meaningless_input(csvs):
                    "20", "40", *dev]), "--column and --target both name 'x'")
     rc, err = _cli(["simplex", csvs["back"], "--no-time", "-c", "x", "-E", "2", *dev])
     assert rc == 0, err  # the year is then a series: the user said so
+
+
+def test_cli_xmap_warns_of_a_constant_series_and_maps_the_rest(tmp_path):
+    """An all-to-all map of many series names a constant one and goes on (exit 0); a
+    duplicated series is refused (exit 2)."""
+    np.save(tmp_path / "p.npy", np.stack([X, Z, np.ones(N)], axis=1))
+    rc, err = _cli(["xmap", str(tmp_path / "p.npy"), "-o", str(tmp_path / "m.zarr"), "--E",
+                    "2", "-q", "--device", CPU_DEVICE])
+    assert rc == 0 and "warning (ConstantSeriesWarning): xmap: series 2 is constant" in err, err
+    np.save(tmp_path / "d.npy", np.stack([X, Z, X], axis=1))
+    _exit_2(*_cli(["xmap", str(tmp_path / "d.npy"), "-o", str(tmp_path / "d.zarr"), "--E",
+                   "2", "-q", "--device", CPU_DEVICE]), "series '0' and '2' are identical")
