@@ -53,25 +53,29 @@ def _names(v: Any) -> list[Any]:
     return list(v)
 
 
-def _columns(x: Any, a: np.ndarray, picked: Any) -> Iterator[tuple[str, np.ndarray]]:
-    """The columns of 2-D ``a`` (``x``'s values) that ``picked`` names (all if None)."""
+def _columns(x: Any, a: np.ndarray, picked: Any) -> tuple[list[str], np.ndarray] | None:
+    """The columns of 2-D ``a`` (``x``'s values) that ``picked`` names (all if None):
+    their labels and the ``(k, L)`` block of them (a view where all are taken)."""
     labels = [str(c) for c in x.columns] if hasattr(x, "columns") else None
-    idx = range(a.shape[1])
-    if picked is not None:
+    if picked is None:
+        idx = list(range(a.shape[1]))
+        block = a.T
+    else:
         try:
             idx = [labels.index(str(p)) if labels and not isinstance(p, int | np.integer)
                    else int(p) for p in _names(picked)]
         except (ValueError, TypeError):
-            return  # an unknown column: the function refuses it
-    for j in idx:
-        if 0 <= j < a.shape[1]:
-            yield (labels[j] if labels else str(j)), a[:, j]
+            return None  # an unknown column: the function refuses it
+        idx = [j for j in idx if 0 <= j < a.shape[1]]
+        block = a[:, idx].T
+    return [labels[j] if labels else str(j) for j in idx], block
 
 
 def _series(args: dict[str, Any], names: tuple[str, ...],
-            multi: bool = True) -> Iterator[tuple[str, np.ndarray]]:
-    """Each host series the call reads: ``names`` (its series arguments, the first one the
-    library ``x``), with a table's chosen ``columns`` and a ``target`` named by column."""
+            multi: bool = True) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Each block of host series the call reads, ``(labels, (k, L) values)``: ``names``
+    (its series arguments, the first one the library ``x``), with a table's chosen
+    ``columns`` and a ``target`` named by column."""
     x = args.get(names[0])
     xa = _host(x)
     for name in names:
@@ -79,8 +83,9 @@ def _series(args: dict[str, Any], names: tuple[str, ...],
         if name == "target" and v is not None and (isinstance(v, str | int | np.integer)
                                                    or (isinstance(v, list | tuple) and v
                                                        and isinstance(v[0], str))):
-            if xa is not None and xa.ndim == 2:
-                yield from ((f"target {c}", s) for c, s in _columns(x, xa, v))
+            cols = _columns(x, xa, v) if xa is not None and xa.ndim == 2 else None
+            if cols is not None:
+                yield [f"target {c}" for c in cols[0]], cols[1]
             continue
         if v is x and name != names[0]:
             continue  # the same series passed twice (target = x): named once
@@ -88,30 +93,38 @@ def _series(args: dict[str, Any], names: tuple[str, ...],
         if a is None or a.ndim > 2:
             continue
         if a.ndim == 1 or 1 in a.shape:
-            yield name, a.reshape(-1)
+            yield [name], a.reshape(1, -1)
         elif not multi:  # state vectors (RQA's embedded=True): not one series
             continue
         elif name == names[0]:
-            for c, s in _columns(x, a, args.get("columns")):
-                yield f"{name} column {c}", s
+            cols = _columns(x, a, args.get("columns"))
+            if cols is not None:
+                yield [f"{name} column {c}" for c in cols[0]], cols[1]
         else:  # targets: (n_targets, n) or (n, n_targets)
             n = xa.shape[0] if xa is not None and xa.ndim else a.shape[0]
             rows = a if a.shape[1] == n or a.shape[0] != n else a.T
-            for i, r in enumerate(rows):
-                yield f"{name}[{i}]", r
+            yield [f"{name}[{i}]" for i in range(rows.shape[0])], rows
 
 
 def constant_names(args: dict[str, Any], names: tuple[str, ...],
                    multi: bool = True) -> list[str]:
     """The labels of the constant series among a call's host inputs (NaN left out; an
-    all-NaN series is not judged: the function refuses or skips it)."""
-    out = []
-    for label, s in _series(args, names, multi):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo, hi = np.nanmin(s), np.nanmax(s)
-        if lo == hi and label not in out:
-            out.append(label)
+    all-NaN series is not judged: the function refuses or skips it). Two reductions per
+    block; the NaN-aware ones only for the rows that hold a NaN."""
+    out: list[str] = []
+    for labels, block in _series(args, names, multi):
+        if not block.shape[1]:
+            continue
+        lo, hi = block.min(axis=1), block.max(axis=1)
+        gaps = np.flatnonzero(np.isnan(lo) | np.isnan(hi)) if block.dtype.kind == "f" else ()
+        if len(gaps):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                lo[gaps], hi[gaps] = (np.nanmin(block[gaps], axis=1),
+                                      np.nanmax(block[gaps], axis=1))
+        for i in np.flatnonzero(lo == hi):
+            if labels[i] not in out:
+                out.append(labels[i])
     return out
 
 
