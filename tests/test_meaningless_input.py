@@ -126,6 +126,16 @@ def test_constant_series_warned_and_noted_rqa():
     assert r.RR == 1 and "recurrent at any radius" in r.notes[0] and "note:" in repr(r)
 
 
+def test_constant_series_warned_elsewhere():
+    c = np.ones(60)
+    with pytest.warns(ConstantSeriesWarning, match="^recurrence_plot: series x is constant"):
+        assert pe.recurrence_plot(c, radius=0.1, device=CPU_DEVICE).all()
+    with pytest.warns(ConstantSeriesWarning, match="^recurrence_network: series x"):
+        assert pe.recurrence_network(c, radius=0.1, device=CPU_DEVICE).notes
+    with pytest.warns(ConstantSeriesWarning, match="^generate: series x is constant"):
+        assert pe.generate(c, E=2, steps=3, device=CPU_DEVICE).notes
+
+
 # --- several series where one is documented; a library holding its target -----------------
 
 def test_two_d_series_refused_with_shape_and_remedy():
