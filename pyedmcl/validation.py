@@ -96,6 +96,12 @@ class ConstantSeriesWarning(UserWarning):
     (:mod:`pyedmcl.constant_series`)."""
 
 
+class SelfMapWarning(UserWarning):
+    """Two arguments that are one series (``ccm(x, x)``): the cross map is the series
+    mapped onto itself, rho near 1 whatever the dynamics. Warned, not refused: it is the
+    diagonal of an all-to-all map (:func:`pyedmcl.xmap`). The CLI refuses it."""
+
+
 def warn_constant(rows: np.ndarray, names: Any, what: str,
                   ptp: np.ndarray | None = None) -> None:
     """One warning naming the constant series among ``rows`` (1-D: one series; 2-D: one

@@ -157,8 +157,10 @@ def test_ccm_library_holding_its_target_is_refused():
                seed=1, device=CPU_DEVICE)
 
 
-def test_identical_series_are_refused():
-    with pytest.raises(ValueError, match="ccm: x and y are the same series"):
+def test_identical_series_are_named():
+    from pyedmcl.validation import SelfMapWarning
+
+    with pytest.warns(SelfMapWarning, match="ccm: x and y are the same series"):
         pe.ccm(X, X.copy(), E=2, lib_sizes=[30, 60], sample=2, seed=1, device=CPU_DEVICE)
     with pytest.raises(ValueError, match=r"xmap: series 'a' and 'c' are identical.*drop one"):
         pe.xmap(pd.DataFrame({"a": X, "b": Z, "c": X.copy()}), E=2, device=CPU_DEVICE)
@@ -200,6 +202,7 @@ def csvs(tmp_path_factory):
         "back": ("year,x,z\n", [f"{2100 - i},{X[i]},{Z[i]}\n" for i in rows]),
         "dup": ("time,x,z\n", [f"{min(i, 40)},{X[i]},{Z[i]}\n" for i in rows]),
         "const": ("time,x,c\n", [f"{i},{X[i]},1.5\n" for i in rows]),
+        "twin": ("time,x,x2\n", [f"{i},{X[i]},{X[i]}\n" for i in rows]),
     }
     out = {}
     for k, (head, body) in paths.items():
@@ -221,6 +224,8 @@ def test_cli_refuses_meaningless_input(csvs):
             "rqa: series x is constant")
     _exit_2(*_cli(["ccm", csvs["const"], "-c", "x", "-t", "x", "-E", "2", "--lib-sizes",
                    "20", "40", *dev]), "--column and --target both name 'x'")
+    _exit_2(*_cli(["ccm", csvs["twin"], "-c", "x", "-t", "x2", "-E", "2", "--lib-sizes",
+                   "20", "40", *dev]), "x and y are the same series")
     rc, err = _cli(["simplex", csvs["back"], "--no-time", "-c", "x", "-E", "2", *dev])
     assert rc == 0, err  # the year is then a series: the user said so
 

@@ -194,7 +194,7 @@ def _run(args: argparse.Namespace) -> int:
     from clkernels.devices import DeviceUnusableError
 
     from ..progress import activity
-    from ..validation import ConstantSeriesWarning
+    from ..validation import ConstantSeriesWarning, SelfMapWarning
     from .tune_offer import NO_OFFER, offer_quick_tune
 
     # one elapsed-time line on stderr for any job past 1 s; commands with counted steps
@@ -208,6 +208,7 @@ def _run(args: argparse.Namespace) -> int:
             warnings.showwarning = functools.partial(_one_line_warning, args.command)
             if args.command not in CONSTANT_WARNED:
                 warnings.simplefilter("error", ConstantSeriesWarning)
+                warnings.simplefilter("error", SelfMapWarning)
             rc = args.func(args)
         return int(rc or 0)
     except KeyboardInterrupt:
@@ -216,8 +217,12 @@ def _run(args: argparse.Namespace) -> int:
     except DeviceUnusableError as exc:  # the machine's runtimes, not the command line
         print(f"pyedmcl {args.command}: failed: {exc}", file=sys.stderr)
         return 1
+    except SelfMapWarning as exc:  # the same: a trivial rho near 1
+        print(f"pyedmcl {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except ConstantSeriesWarning as exc:  # a number printed here would read as an answer
-        chosen = ", ".join(f"--{k.replace('_', '-')} {getattr(args, k)}" for k in ("column", "target", "column_y")
+        chosen = ", ".join(f"--{k.replace('_', '-')} {getattr(args, k)}"
+                           for k in ("column", "target", "column_y")
                            if isinstance(getattr(args, k, None), str))
         given = f" (read as {chosen})" if chosen else ""
         print(f"pyedmcl {args.command}: error: {exc}{given}; choose a series that varies",

@@ -344,10 +344,13 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     xs, ys = as_series(x, "x"), as_series(y, "y")
     if xs.size != ys.size:
         raise ValueError(f"x and y must be equally long, got {xs.size} and {ys.size}")
-    if np.array_equal(xs, ys):
-        raise ValueError("ccm: x and y are the same series: each cross-maps itself "
-                         "trivially (rho near 1 whatever the dynamics); pass two different "
-                         "series")
+    if np.array_equal(xs, ys):  # xmap's diagonal is this map: warned, not refused
+        from .._precision import _user_level
+        from ..validation import SelfMapWarning
+
+        warnings.warn("ccm: x and y are the same series: each cross-maps itself trivially "
+                      "(rho near 1 whatever the dynamics); pass two different series",
+                      SelfMapWarning, stacklevel=_user_level())
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
         from ..significance.surrogates import check_method, check_options
