@@ -96,8 +96,9 @@ def check_time_order(values: Any, column: str, remedy: str, source: str | None =
 def check_frame_time(x: Any, name: str) -> None:
     """A pandas object's own time axis must run forward: a DatetimeIndex/PeriodIndex
     (or a TimedeltaIndex), and a DataFrame's first column named like a time
-    (:data:`pyedmcl.io.TIME_NAMES`) or holding dates. Anything else (arrays, a
-    RangeIndex) carries no time and is not judged."""
+    (:data:`pyedmcl.io.TIME_NAMES`) or holding dates. An integer index of distinct
+    values in no monotonic order (rows sorted by value or sampled) is refused too.
+    Anything else (arrays, a RangeIndex) carries no time and is not judged."""
     import pandas as pd
 
     if not isinstance(x, pd.Series | pd.DataFrame) or len(x) < 2:
@@ -109,12 +110,31 @@ def check_frame_time(x: Any, name: str) -> None:
             values = idx.asi8
         check_time_order(np.asarray(values), str(idx.name or "index"), API_REMEDY,
                          f"{name} (its index)")
+    elif _shuffled_integers(idx):
+        msg = time_order_problem(idx.to_numpy(), str(idx.name or "index"))
+        raise ValueError(f"{name} (its index): {msg}: its rows look shuffled (distinct "
+                         "integers in no monotonic order, as after sort_values or sample); "
+                         "sort_index() restores the order, reset_index(drop=True) keeps "
+                         "this one")
     if isinstance(x, pd.DataFrame) and x.shape[1] > 1:
         from .io import _holds_dates, _time_name
 
         first = x.columns[0]
         if _time_name(first) or _holds_dates(x.iloc[:, 0]):
             check_time_order(x.iloc[:, 0].to_numpy(), str(first), API_REMEDY, name)
+
+
+def _shuffled_integers(idx: Any) -> bool:
+    """An integer index (not a RangeIndex) of distinct values in no monotonic order: the
+    row labels of a frame reordered by value or at random. A decreasing one (a series
+    reversed on purpose) or one with repeats is not judged."""
+    import pandas as pd
+
+    if isinstance(idx, pd.RangeIndex) or idx.dtype.kind not in "iu" or len(idx) < 3:
+        return False
+    if idx.is_monotonic_increasing or idx.is_monotonic_decreasing:
+        return False
+    return bool(idx.is_unique)
 
 
 def warn_time_order(df: Any, what: str) -> None:

@@ -85,6 +85,18 @@ def test_pandas_time_axis_out_of_order_is_refused():
         pe.xmap(df, E=2, device=CPU_DEVICE)
 
 
+def test_pandas_rows_reordered_by_value_are_refused():
+    """A Series sorted by value keeps its integer labels: no longer in time order."""
+    s = pd.Series(X)
+    with pytest.raises(ValueError, match=r"x \(its index\): .*look shuffled.*sort_index"):
+        pe.simplex(s.sort_values(), E=2, device=CPU_DEVICE)
+    with pytest.raises(ValueError, match="look shuffled"):
+        pe.ccm(pd.DataFrame({"x": X, "z": Z}).sample(frac=1, random_state=0), target="z",
+               columns="x", E=2, lib_sizes=[30, 60], sample=2, seed=1, device=CPU_DEVICE)
+    for fine in (s[::-1], s[s > 0]):  # reversed on purpose; a subset in order
+        assert np.isfinite(pe.simplex(fine, E=2, device=CPU_DEVICE).rho)
+
+
 def test_compat_warns_of_time_order_as_pyedm_accepts_it():
     import pyedmcl.compat.pyedm as EDM
 
