@@ -14,21 +14,13 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from .time_order import CLI_REMEDY, check_time_order
+from .time_order import CLI_REMEDY, _holds_dates, _time_name, check_time_order
+from .time_order import TIME_NAMES  # noqa: F401  (read_table's rule, documented here)
 
 FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
-#: a first CSV column with one of these names (any case; a unit in brackets ignored, as in
-#: "Time (s)") is the time axis, not a series; so is a first column holding dates, and an
-#: unnamed one of increasing integers (the row index pandas' ``to_csv()`` writes). The
-#: pyEDM compatibility layer keeps pyEDM's own rule instead (first column unless noTime).
-TIME_NAMES = ("time", "times", "t", "index", "date", "dates", "datetime", "timestamp",
-              "year", "years", "month", "day", "doy", "step")
-
-
 @dataclass
 class Table:
     """Series as columns: ``data[:, j]`` is series ``names[j]``; ``time`` if the file had one."""
@@ -99,32 +91,6 @@ def _split_dataset(path: str) -> tuple[str, str | None]:
             head, _, ds = path.partition(ext + ":")
             return head + ext, ds
     return path, None
-
-
-def _time_name(name: Any) -> bool:
-    """True for a column name that says "time": ``year``, ``Date``, ``Time (s)``, ``t``."""
-    base = re.sub(r"[\(\[].*$", "", str(name)).strip().lower().replace(" ", "_")
-    return base in TIME_NAMES
-
-
-def _holds_dates(col) -> bool:
-    """True for a column of datetimes, or of text that parses as dates in every row."""
-    import pandas as pd
-
-    if col.dtype.kind == "M":
-        return True
-    if col.dtype.kind != "O":
-        return False
-    sample = col.dropna().astype(str)
-    if sample.empty or not sample.str.contains(r"\d").all():
-        return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            pd.to_datetime(sample, errors="raise", format="mixed")
-        except (ValueError, TypeError, OverflowError):
-            return False
-    return True
 
 
 def _pandas_index(df) -> bool:

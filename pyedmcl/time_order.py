@@ -11,10 +11,44 @@ both values. pyEDM accepts any order; :mod:`pyedmcl.compat.pyedm` warns
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
 import numpy as np
+
+#: a first CSV column with one of these names (any case; a unit in brackets ignored, as in
+#: "Time (s)") is the time axis, not a series; so is a first column holding dates, and an
+#: unnamed one of increasing integers (the row index pandas' ``to_csv()`` writes). The
+#: pyEDM compatibility layer keeps pyEDM's own rule instead (first column unless noTime).
+TIME_NAMES = ("time", "times", "t", "index", "date", "dates", "datetime", "timestamp",
+              "year", "years", "month", "day", "doy", "step")
+
+
+def _time_name(name: Any) -> bool:
+    """True for a column name that says "time": ``year``, ``Date``, ``Time (s)``, ``t``."""
+    base = re.sub(r"[\(\[].*$", "", str(name)).strip().lower().replace(" ", "_")
+    return base in TIME_NAMES
+
+
+def _holds_dates(col) -> bool:
+    """True for a column of datetimes, or of text that parses as dates in every row."""
+    import pandas as pd
+
+    if col.dtype.kind == "M":
+        return True
+    if col.dtype.kind != "O":
+        return False
+    sample = col.dropna().astype(str)
+    if sample.empty or not sample.str.contains(r"\d").all():
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            pd.to_datetime(sample, errors="raise", format="mixed")
+        except (ValueError, TypeError, OverflowError):
+            return False
+    return True
 
 
 class TimeOrderWarning(UserWarning):
@@ -96,7 +130,7 @@ def check_time_order(values: Any, column: str, remedy: str, source: str | None =
 def check_frame_time(x: Any, name: str) -> None:
     """A pandas object's own time axis must run forward: a DatetimeIndex/PeriodIndex
     (or a TimedeltaIndex), and a DataFrame's first column named like a time
-    (:data:`pyedmcl.io.TIME_NAMES`) or holding dates. An integer index of distinct
+    (:data:`TIME_NAMES`) or holding dates. An integer index of distinct
     values in no monotonic order (rows sorted by value or sampled) is refused too.
     Anything else (arrays, a RangeIndex) carries no time and is not judged."""
     import pandas as pd
@@ -117,8 +151,6 @@ def check_frame_time(x: Any, name: str) -> None:
                          "sort_index() restores the order, reset_index(drop=True) keeps "
                          "this one")
     if isinstance(x, pd.DataFrame) and x.shape[1] > 1:
-        from .io import _holds_dates, _time_name
-
         first = x.columns[0]
         if _time_name(first) or _holds_dates(x.iloc[:, 0]):
             check_time_order(x.iloc[:, 0].to_numpy(), str(first), API_REMEDY, name)
