@@ -17,8 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .time_order import CLI_REMEDY, _holds_dates, _time_name, check_time_order
-from .time_order import TIME_NAMES  # noqa: F401  (read_table's rule, documented here)
+from .time_order import (
+    CLI_REMEDY,
+    TIME_NAMES,  # noqa: F401  (read_table's rule, documented here)
+    _holds_dates,
+    _time_name,
+    check_time_order,
+)
 
 FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
 @dataclass
