@@ -62,7 +62,9 @@ def _comparable(values: Any) -> np.ndarray | None:
     import pandas as pd
 
     arr = np.asarray(values)
-    if arr.dtype.kind in "iuf":
+    if arr.dtype.kind in "iu":  # exact: epoch nanoseconds differ by less than a float's ulp
+        return arr
+    if arr.dtype.kind in "bf":
         return arr.astype(np.float64)
     if arr.dtype.kind == "M":
         return arr.astype("datetime64[ns]")
@@ -72,10 +74,12 @@ def _comparable(values: Any) -> np.ndarray | None:
             return None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            try:
-                return pd.to_datetime(s, format="mixed").to_numpy()
-            except (ValueError, TypeError, OverflowError):
-                return None
+            for fmt in (None, "mixed"):  # one inferred format (fast), else row by row
+                try:
+                    return pd.to_datetime(s, format=fmt).to_numpy()
+                except (ValueError, TypeError, OverflowError):
+                    pass
+            return None
     return None
 
 
@@ -87,7 +91,9 @@ def time_order_problem(values: Any, column: str) -> str | None:
     t = _comparable(raw)
     if t is None or t.size < 2:
         return None
-    rows = np.flatnonzero(~(np.isnat(t) if t.dtype.kind == "M" else np.isnan(t)))
+    missing = (np.isnat(t) if t.dtype.kind == "M" else np.isnan(t) if t.dtype.kind == "f"
+               else np.zeros(t.shape, bool))
+    rows = np.flatnonzero(~missing)
     if rows.size < 2:
         return None
     v = t[rows]
