@@ -23,7 +23,10 @@ def render() -> str:
     parts = ["# Command-line reference", "",
              "Generated from the parser by `python docs/gen_cli.py`; `pyedmcl COMMAND --help` "
              "prints the same. Exit codes: 0 ok, 2 bad usage or input (one line naming the "
-             "parameter and what is allowed), 1 runtime failure (build or device error; "
+             "parameter and what is allowed; also input that makes the answer "
+             "meaningless: a time column out of order or repeated, a constant series, "
+             "the same series twice, see reliability.md), 1 runtime failure (build or "
+             "device error; "
              "`PYEDMCL_DEBUG=1` prints the traceback). Progress lines go to stderr when it "
              "is a terminal (`-q` silences them); results go to stdout.", "",
              "| command | what |", "|---|---|"]

@@ -14,19 +14,18 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from .time_order import (
+    CLI_REMEDY,
+    TIME_NAMES,  # noqa: F401  (read_table's rule, documented here)
+    _holds_dates,
+    _time_name,
+    check_time_order,
+)
+
 FORMATS = (".csv", ".txt", ".npy", ".h5", ".hdf5", ".zarr")
-#: a first CSV column with one of these names (any case; a unit in brackets ignored, as in
-#: "Time (s)") is the time axis, not a series; so is a first column holding dates, and an
-#: unnamed one of increasing integers (the row index pandas' ``to_csv()`` writes). The
-#: pyEDM compatibility layer keeps pyEDM's own rule instead (first column unless noTime).
-TIME_NAMES = ("time", "times", "t", "index", "date", "dates", "datetime", "timestamp",
-              "year", "years", "month", "day", "doy", "step")
-
-
 @dataclass
 class Table:
     """Series as columns: ``data[:, j]`` is series ``names[j]``; ``time`` if the file had one."""
@@ -99,41 +98,23 @@ def _split_dataset(path: str) -> tuple[str, str | None]:
     return path, None
 
 
-def _time_name(name: Any) -> bool:
-    """True for a column name that says "time": ``year``, ``Date``, ``Time (s)``, ``t``."""
-    base = re.sub(r"[\(\[].*$", "", str(name)).strip().lower().replace(" ", "_")
-    return base in TIME_NAMES
-
-
-def _holds_dates(col) -> bool:
-    """True for a column of datetimes, or of text that parses as dates in every row."""
-    import pandas as pd
-
-    if col.dtype.kind == "M":
-        return True
-    if col.dtype.kind != "O":
-        return False
-    sample = col.dropna().astype(str)
-    if sample.empty or not sample.str.contains(r"\d").all():
-        return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            pd.to_datetime(sample, errors="raise", format="mixed")
-        except (ValueError, TypeError, OverflowError):
-            return False
-    return True
-
-
 def _pandas_index(df) -> bool:
     """True for a first column without a name (pandas reads it as ``Unnamed: 0``) holding
     strictly increasing integers: the row index ``DataFrame.to_csv()`` writes, not a
-    series."""
+    series; or holding ``0..n-1`` in no monotonic order: the index of a frame shuffled
+    before it was written, refused afterwards (:mod:`pyedmcl.time_order`). A decreasing
+    unnamed column stays a series."""
     name, col = str(df.columns[0]), df.iloc[:, 0]
     if not (name == "" or re.fullmatch(r"Unnamed: 0", name)) or col.dtype.kind not in "iu":
         return False
     v = col.to_numpy()
-    return v.size > 0 and bool(np.all(np.diff(v) > 0))
+    if v.size == 0:
+        return False
+    d = np.diff(v)
+    if np.all(d > 0):
+        return True
+    shuffled = v.size > 2 and np.array_equal(np.sort(v), np.arange(v.size))
+    return bool(shuffled and not np.all(d < 0))
 
 
 def _time_position(df, source: str, time_column: str | int | bool | None) -> int | None:
@@ -166,6 +147,7 @@ def _from_frame(df, source: str, time_column: str | int | bool | None = None) ->
             raise ValueError(f"{source}: the time column {str(df.columns[j])!r} is its only "
                              "column; no series left (use --no-time)")
         time, time_name = df.iloc[:, j].to_numpy(), str(df.columns[j])
+        check_time_order(time, time_name, CLI_REMEDY, source)
         df = df.drop(columns=df.columns[j])
     bad = [c for c in df.columns if df[c].dtype.kind not in "biuf"]
     if len(bad) == df.shape[1]:

@@ -10,13 +10,18 @@ import numpy as np
 from ._bands import largest_magnitude, rowwise
 
 
-def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray:
+def as_series(x: Any, name: str = "x", *, allow_nan: bool = False,
+              remedy: str | None = None) -> np.ndarray:
     """A 1-D float64 host copy of ``x`` (numpy, list, pandas Series/1-column frame).
+
+    Several series (a 2-D array of more than one column) are refused, naming ``name``,
+    the shape and what to pass instead (``remedy``, else one column).
 
     Device arrays are copied to the host here (one documented copy); functions with a
     device input path validate them on the device instead (:mod:`pyedmcl.interop`).
     """
     if hasattr(x, "to_numpy"):
+        check_frame_time(x, name)
         x = x.to_numpy()
     elif hasattr(x, "get") and hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, np.ndarray):
         x = x.get()  # a device array (pyopencl.array.Array / UsmArray)
@@ -27,7 +32,7 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (a single series), got shape {arr.shape}")
+        raise ValueError(not_one_series(name, arr.shape, remedy))
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
@@ -41,6 +46,24 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False) -> np.ndarray
         top = max(hi, -lo)
     check_magnitude(arr, name, top)
     return arr
+
+
+def not_one_series(name: str, shape: tuple[int, ...], remedy: str | None = None) -> str:
+    """The error text for an array of several series where one is documented: its shape,
+    and what to pass instead (one column; ``remedy`` names the argument that takes a
+    multivariate input where the function has one)."""
+    fix = remedy or "pass one column (x[:, j]) or call once per series"
+    return f"{name} must be 1-D (a single series), got shape {tuple(shape)}; {fix}"
+
+
+def check_frame_time(x: Any, name: str) -> None:
+    """A pandas input's time axis (DatetimeIndex, or a first column named like a time)
+    must strictly increase (:func:`pyedmcl.time_order.check_frame_time`)."""
+    if type(x).__module__.split(".")[0] != "pandas":
+        return
+    from .time_order import check_frame_time as check
+
+    check(x, name)
 
 
 #: largest |value| a series may hold: squared differences of E coordinates stay far inside
@@ -67,6 +90,18 @@ def check_magnitude(arr: np.ndarray, name: str, top: float | None = None) -> Non
                          "(e.g. divide it by a power of ten)")
 
 
+class ConstantSeriesWarning(UserWarning):
+    """A series that is constant (also after its NaN rows are left out): every point
+    coincides with every other, so a skill or recurrence measure of it means nothing
+    (:mod:`pyedmcl.constant_series`)."""
+
+
+class SelfMapWarning(UserWarning):
+    """Two arguments that are one series (``ccm(x, x)``): the cross map is the series
+    mapped onto itself, rho near 1 whatever the dynamics. Warned, not refused: it is the
+    diagonal of an all-to-all map (:func:`pyedmcl.xmap`). The CLI refuses it."""
+
+
 def warn_constant(rows: np.ndarray, names: Any, what: str,
                   ptp: np.ndarray | None = None) -> None:
     """One warning naming the constant series among ``rows`` (1-D: one series; 2-D: one
@@ -89,7 +124,8 @@ def warn_constant(rows: np.ndarray, names: Any, what: str,
     verb = "is" if flat.size == 1 else "are"
     warnings.warn(f"{what}: series {', '.join(labels)}{more} {verb} constant: the points of a "
                   "constant series all coincide, so its neighbours are chosen by tie order "
-                  "alone and its skill means nothing", UserWarning, stacklevel=_user_level())
+                  "alone and its skill means nothing", ConstantSeriesWarning,
+                  stacklevel=_user_level())
 
 
 def nonfinite_message(name: str, index: int) -> str:

@@ -1,6 +1,7 @@
 """``pyedmcl`` entry point: collects subcommands and maps errors to exit codes.
 
-Exit codes: 0 ok, 2 bad usage or bad input (a clear message on stderr), 1 a
+Exit codes: 0 ok, 2 bad usage or bad input (a clear message on stderr; a constant
+series, whose skill or recurrence means nothing, is bad input here), 1 a
 runtime failure (a build or device error, a device that cannot build kernels or no
 working device at all, or any unexpected exception). What decides between 2 and 1 is
 *where* an error arises, not only its type: every error while a command checks its
@@ -35,6 +36,10 @@ COMMAND_MODULES = (
     "pyedmcl.report.cli",
 )
 
+
+#: commands that warn of a constant series and go on (an all-to-all map of many series);
+#: every other command refuses one (exit 2): its one answer would mean nothing
+CONSTANT_WARNED = frozenset({"xmap"})
 
 #: commands that draw their own counted progress bar (rate and ETA)
 OWN_PROGRESS = frozenset({"xmap", "demo", "tune", "bench", "devices", "sample"})
@@ -253,6 +258,7 @@ def _run(args: argparse.Namespace) -> int:
     from clkernels.devices import DeviceUnusableError
 
     from ..progress import activity
+    from ..validation import ConstantSeriesWarning, SelfMapWarning
     from .tune_offer import NO_OFFER, offer_quick_tune
 
     # one elapsed-time line on stderr for any job past 1 s; commands with counted steps
@@ -264,6 +270,9 @@ def _run(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(), \
                 activity(f"pyedmcl {args.command}", not own_bar and show_progress(args)):
             warnings.showwarning = functools.partial(_one_line_warning, args.command)
+            if args.command not in CONSTANT_WARNED:
+                warnings.simplefilter("error", ConstantSeriesWarning)
+                warnings.simplefilter("error", SelfMapWarning)
             rc = args.func(args)
         return int(rc or 0)
     except KeyboardInterrupt:
@@ -272,6 +281,17 @@ def _run(args: argparse.Namespace) -> int:
     except DeviceUnusableError as exc:  # the machine's runtimes, not the command line
         print(f"pyedmcl {args.command}: failed: {exc}", file=sys.stderr)
         return 1
+    except SelfMapWarning as exc:  # the same: a trivial rho near 1
+        print(f"pyedmcl {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ConstantSeriesWarning as exc:  # a number printed here would read as an answer
+        chosen = ", ".join(f"--{k.replace('_', '-')} {getattr(args, k)}"
+                           for k in ("column", "target", "column_y")
+                           if isinstance(getattr(args, k, None), str))
+        given = f" (read as {chosen})" if chosen else ""
+        print(f"pyedmcl {args.command}: error: {exc}{given}; choose a series that varies",
+              file=sys.stderr)
+        return 2
     except (DeviceSelectionError, TemplateParameterError, UsageError, ValueError, TypeError,
             FileNotFoundError, KeyError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

@@ -30,7 +30,9 @@ NaN ``singularValues`` (docs/from_pyedm.md).
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import inspect
 import re
 from typing import Any
 
@@ -80,10 +82,37 @@ _PYEDM_NAMES = {"max_E": "maxE", "max_Tp": "maxTp", "exclusion_radius": "exclusi
 _NAMES_RE = re.compile(r"\b(" + "|".join(_PYEDM_NAMES) + r")\b")
 
 
+#: set while a wrapped function runs: the calls it makes of others are not checked again
+_IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("pyedm_in_call", default=False)
+
+
+def _time_order(sig: inspect.Signature, name: str, args: tuple, kwargs: dict) -> None:
+    """pyEDM's first column is time unless ``noTime``: warn where it does not strictly
+    increase (pyEDM accepts it, so this layer does too; pyedmcl's own API and CLI
+    refuse it: :mod:`pyedmcl.time_order`)."""
+    try:
+        bound = sig.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return  # the call itself raises the argument error
+    if bound.get("noTime", False):
+        return
+    from ..time_order import warn_time_order
+
+    warn_time_order(bound.get("dataFrame", bound.get("data")), name)
+
+
 def _pyedm_names(fn):
-    """Errors of a wrapped pyEDM function name pyEDM's arguments (``maxE=64``, not ``max_E``)."""
+    """Errors of a wrapped pyEDM function name pyEDM's arguments (``maxE=64``, not
+    ``max_E``); a time column out of order is warned of once per outer call."""
+    sig = inspect.signature(fn)
+    timed = "noTime" in sig.parameters
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        outer = not _IN_CALL.get()
+        if outer and timed:
+            _time_order(sig, fn.__name__, args, kwargs)
+        token = _IN_CALL.set(True)
         try:
             return fn(*args, **kwargs)
         except (ValueError, TypeError) as exc:
@@ -95,6 +124,8 @@ def _pyedm_names(fn):
             except Exception:  # noqa: BLE001 - an exception type with another signature
                 raise exc from None
             raise new from exc
+        finally:
+            _IN_CALL.reset(token)
     return wrapper
 
 
@@ -445,7 +476,9 @@ def CCM(dataFrame=None, columns="", target="", libSizes="", sample=30, E=0, Tp=0
     tgt = _column(dataFrame, target, "target")
     if sample == 0:
         raise ValueError("sample=0 is out of range; allowed: sample >= 1")
-    if _ties_decide(E, tau, _series(dataFrame, col), _series(dataFrame, tgt)):
+    same = np.array_equal(_series(dataFrame, col), _series(dataFrame, tgt), equal_nan=True)
+    # a column cross-mapping itself: pyedmcl.ccm refuses it (trivial), pyEDM runs it
+    if same or _ties_decide(E, tau, _series(dataFrame, col), _series(dataFrame, tgt)):
         return _ccm_pyedm(dataFrame, [col], [tgt], libSizes, sample, E, Tp, knn, tau,
                           exclusionRadius, seed, False, validLib, includeData, device)
     r = ccm(_series(dataFrame, col), _series(dataFrame, tgt), E=E, tau=_neg_tau(tau), Tp=Tp,
@@ -788,6 +821,7 @@ def Embed(dataFrame=None, E=0, tau=-1, columns="", includeTime=False, pathIn="./
     return df
 
 
+@_pyedm_names
 def CrossMap_Matrix(data, E=0, Tp=1, tau=-1, exclusionRadius=0, lib=None, pred=None,
                     threshold=None, cores=5, mpMethod=None, chunksize=1, returnValue="matrix",
                     outputFile=None, noTime=False, verbose=False, plot=False, title=None,
@@ -850,6 +884,7 @@ def CrossMap_Matrix(data, E=0, Tp=1, tau=-1, exclusionRadius=0, lib=None, pred=N
     return mat if "matrix" in returnValue else frame
 
 
+@_pyedm_names
 def EmbedDim_Columns(data, target=None, maxE=15, minE=1, lib=None, pred=None, Tp=1, tau=-1,
                      exclusionRadius=0, firstMax=False, validLib=(), noTime=False,
                      ignoreNan=True, nWorkers=None, mpMethod=None, chunksize=1, outputFile=None,

@@ -49,6 +49,7 @@ from clkernels import get_backend, run_blocked
 from clkernels.memory import is_oom
 
 from .._precision import prepare
+from ..constant_series import checks_constant
 from ..kernels.knn import KNN
 from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
@@ -59,13 +60,19 @@ from ..validation import (
     check_host_memory,
     check_int,
     check_seed,
-    warn_constant,
 )
 from .knn import hold, knn_device
 from .lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
 from .results import CCMResult
-from .statespace import bad_points, check_valid_lib, filled, is_multivariate, state_space
+from .statespace import (
+    StateSpace,
+    bad_points,
+    check_valid_lib,
+    filled,
+    is_multivariate,
+    state_space,
+)
 
 log = logging.getLogger("pyedmcl.edm.ccm")
 
@@ -285,6 +292,7 @@ def _rho(sk: np.ndarray) -> np.ndarray:
     return r
 
 
+@checks_constant("ccm", ("x", "y", "target"))
 def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes: Any,
         sample: int = 100, seed: int | None = None, knn: int | None = None,
         exclusion_radius: int = 0, random: bool = True, replacement: bool = False,
@@ -336,7 +344,13 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     xs, ys = as_series(x, "x"), as_series(y, "y")
     if xs.size != ys.size:
         raise ValueError(f"x and y must be equally long, got {xs.size} and {ys.size}")
-    warn_constant(np.stack([xs, ys]), ["x", "y"], "ccm")
+    if np.array_equal(xs, ys):  # xmap's diagonal is this map: warned, not refused
+        from .._precision import _user_level
+        from ..validation import SelfMapWarning
+
+        warnings.warn("ccm: x and y are the same series: each cross-maps itself trivially "
+                      "(rho near 1 whatever the dynamics); pass two different series",
+                      SelfMapWarning, stacklevel=_user_level())
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
         from ..significance.surrogates import check_method, check_options
@@ -408,6 +422,26 @@ def _sample_means(s_xy: np.ndarray, s_yx: np.ndarray, sizes: np.ndarray,
         return np.nanmean(s_xy, axis=1), np.nanmean(s_yx, axis=1)
 
 
+def check_library_target(sx: StateSpace, sy: StateSpace) -> None:
+    """Refuse a side whose library columns hold the series the other side cross-maps:
+    ``rho_xy`` predicts y's first column from x's state, so an x that contains it maps
+    it onto itself (rho near 1 whatever the coupling); likewise ``rho_yx``. A ValueError
+    names the column and the remedy."""
+    for lib, lname, tgt, tname, rho in ((sx, "x", sy, "y", "rho_xy"),
+                                         (sy, "y", sx, "x", "rho_yx")):
+        t = tgt.data[:, 0]
+        for j in range(lib.nc):
+            if np.array_equal(lib.data[:, j], t, equal_nan=True):
+                col = lib.names[j]
+                fix = ("leave it out of columns=" if lname == "x"
+                       else "leave it out of y (or of target=)")
+                raise ValueError(
+                    f"ccm: {lname}'s column {col!r} (shape of {lname}: {lib.data.shape}) is "
+                    f"the series {rho} cross-maps ({tname}'s first column {tgt.names[0]!r}): "
+                    f"a library that holds its own target maps it onto itself (rho near 1 "
+                    f"whatever the coupling); {fix}")
+
+
 def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_radius, random,
                 replacement, dtype, device, backend, knn_backend, columns, target, embedded,
                 valid_lib) -> CCMResult:
@@ -424,6 +458,7 @@ def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_rad
     sx = state_space(x, columns=columns, embedded=embedded)
     if sx.n != sy.n:
         raise ValueError(f"x and y must be equally long, got {sx.n} and {sy.n}")
+    check_library_target(sx, sy)
     be = get_backend(device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
     n = sx.n

@@ -163,6 +163,9 @@ def run_ccm(args: argparse.Namespace) -> int:
     x, y, xn, yn = _xy(args)
     if args.target is None:
         raise ValueError("ccm needs --column and --target (two different series)")
+    if xn == yn:
+        raise ValueError(f"ccm: --column and --target both name {xn!r}: a series cross-maps "
+                         "itself trivially (rho near 1); name two different series")
     r = ccm(x, y, E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn,
             lib_sizes=_joined(args.lib_sizes), sample=args.sample, seed=args.seed,
             exclusion_radius=args.exclusion_radius, replacement=args.replacement,

@@ -14,11 +14,12 @@ device; the new value returns to the host between steps).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..constant_series import checks_constant
 from ..validation import as_series, check_int
 from .ranges import check_tau, parse_ranges
 
@@ -35,8 +36,11 @@ class GenerateResult:
     E: int
     tau: int
     Tp: int
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
 
+@checks_constant("generate", ("x",))
 def generate(x, *, E: int, steps: int, tau: int = 1, Tp: int = 1, knn: int | None = None,
              exclusion_radius: int = 0, lib=None, method: str = "simplex",
              theta: float | None = None, dtype: Any = "float32", device: Any = None,

@@ -11,7 +11,7 @@ device; missing values and the first lag rows follow pyEDM's NaN rules).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from math import comb, floor, sqrt
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..constant_series import checks_constant
 from ..validation import check_int
 from .ranges import check_tau
 
@@ -35,6 +36,8 @@ class MultiviewResult:
     times: np.ndarray
     view_predictions: np.ndarray  #: (n_views, n_pred)
     n_combinations: int
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
 
 def lagged(data: pd.DataFrame, columns: list[str], E: int, tau: int) -> pd.DataFrame:
@@ -46,6 +49,7 @@ def lagged(data: pd.DataFrame, columns: list[str], E: int, tau: int) -> pd.DataF
     return pd.DataFrame(out)
 
 
+@checks_constant("multiview", ("x", "target"))
 def multiview(x, target, *, E: int, D: int | None = None, tau: int = 1, Tp: int = 1,
               lib=None, pred=None, n_views: int | None = None, train_lib: bool = True,
               exclude_target: bool = False, exclusion_radius: int = 0,

@@ -33,6 +33,8 @@ class SimplexResult(Displayable):
     pred_times: np.ndarray | None = field(default=None, repr=False)
     #: which k-NN back-end ran and its expected recall (pyedmcl.neighbors.NeighborInfo)
     neighbors: Any = field(default=None, repr=False)
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
     def as_dataframe(self):
         """A pandas DataFrame: time, observed, predicted (one target)."""
@@ -54,6 +56,8 @@ class SkillScan(Displayable):
     rho: np.ndarray
     mae: np.ndarray
     rmse: np.ndarray
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def best(self):
@@ -86,6 +90,8 @@ class CCMResult(Displayable):
     #: the surrogate test (``ccm(..., surrogates=n)``): a
     #: :class:`pyedmcl.significance.ccm_null.CCMSignificance`, else None
     significance: Any = field(default=None, repr=False)
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def convergence(self) -> Any:

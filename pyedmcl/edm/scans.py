@@ -29,6 +29,7 @@ from clkernels import get_backend
 from clkernels.memory import describe, is_oom
 
 from .._precision import Affine, prepare
+from ..constant_series import checks_constant
 from ..validation import as_integer, as_series, check_dtype, check_int
 from .knn import knn_request
 from .lookup import lookup_requests, skill_out
@@ -54,7 +55,11 @@ def _inputs(x, target, dtype, device, backend, what: str = "this scan"
     xs = as_series(x, "x")
     y, single = as_targets(xs if target is None else target, xs.size)
     if not single:
-        raise ValueError("scans take a single target series")
+        from ..validation import not_one_series
+
+        raise ValueError(not_one_series("target", np.shape(target),
+                                        "a scan predicts one target: pass one series (call "
+                                        "once per target, or use simplex, which takes several)"))
     if target is None:
         prep = prepare([xs], dt, be.info.fp64, names=["x"], scale=False, what=what)
         return be, prep.dtype, prep.series[0], prep.series[0][None, :], prep.affine[0]
@@ -132,6 +137,7 @@ def _check_max_E(max_E: Any, knn: Any) -> tuple[int, int]:
     return max_E, fast
 
 
+@checks_constant("embed_dimension", ("x", "target"))
 def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 1,
                     knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
                     dtype: Any = "float32", device: Any = None, backend: str | None = None,
@@ -248,6 +254,7 @@ def _beyond_fused(head: SkillScan | None, x, target, Es, max_E: int, **kw) -> Sk
                      np.concatenate([head.rmse, rmse]))
 
 
+@checks_constant("predict_interval", ("x", "target"))
 def predict_interval(x, target=None, *, E: int | None = None, max_Tp: int = 10, tau: int = 1,
                      knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
                      dtype: Any = "float32", device: Any = None, backend: str | None = None,
@@ -272,6 +279,7 @@ def predict_interval(x, target=None, *, E: int | None = None, max_Tp: int = 10, 
                  dtype, device, backend)
 
 
+@checks_constant("predict_exclusion_radius", ("x", "target"))
 def predict_exclusion_radius(x, target=None, *, E: int | None = None, Tp: int = 1, tau: int = 1,
                              knn: int | None = None, radii=DEFAULT_RADII, lib=None, pred=None,
                              dtype: Any = "float32", device: Any = None,

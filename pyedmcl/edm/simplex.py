@@ -20,6 +20,7 @@ from clkernels import Backend, run_blocked
 from clkernels.arrays import affine_rows, gather
 
 from .._precision import Affine, prepare
+from ..constant_series import checks_constant
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
@@ -213,6 +214,7 @@ def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
     return out
 
 
+@checks_constant("simplex", ("x", "target"))
 def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
             knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
             dtype: Any = "float32", device: Any = None, backend: str | None = None,

@@ -52,7 +52,7 @@ fits. pyEDM has no such option; ``ridge=0`` reproduces pyEDM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,7 @@ import numpy as np
 from clkernels import get_backend, run_blocked
 
 from .._precision import prepare
+from ..constant_series import checks_constant
 from ..kernels.smap import SMAP, acc_dtype, accumulation
 from ..report.display import Displayable
 from ..validation import as_series, check_dtype, check_int
@@ -264,7 +265,8 @@ def _row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarr
     none = (float("nan"), np.full(XL.shape[1] + 1, np.nan), float("nan"))
     if d.size == 0:
         return none
-    W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
+    with np.errstate(divide="ignore", invalid="ignore"):  # every distance 0: NaN weights, as pyEDM
+        W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
     yn = ylib[nbrs]
     fin = np.isfinite(yn)
     if not fin.all():  # pyEDM: weights from every neighbour, the fit over finite targets
@@ -569,6 +571,7 @@ def _prepare(x, target, E, tau, Tp, knn, exclusion_radius, lib, pred, ridge):
             plan.pred_times, knn, plan.observed_mask)
 
 
+@checks_constant("smap", ("x", "target"))
 def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, theta: float,
          knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
          ridge: float = 0.0, dtype: Any = "float32", device: Any = None,
@@ -631,6 +634,8 @@ class PredictNonlinearResult(Displayable):
     mae: np.ndarray
     rmse: np.ndarray
     results: list[SMapResult]
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
     def as_dataframe(self):
         import pandas as pd
@@ -639,6 +644,7 @@ class PredictNonlinearResult(Displayable):
                              "rmse": self.rmse})
 
 
+@checks_constant("predict_nonlinear", ("x", "target"))
 def predict_nonlinear(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                       thetas=None, knn: int | None = None, exclusion_radius: int = 0, lib=None,
                       pred=None, ridge: float = 0.0, dtype: Any = "float32", device: Any = None,

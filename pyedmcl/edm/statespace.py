@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import nonfinite_message
+from ..validation import check_frame_time, nonfinite_message
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,8 @@ def _finite_or_nan(a: np.ndarray, name: str) -> np.ndarray:
 
 def _table(x: Any) -> tuple[np.ndarray, tuple[str, ...], bool]:
     """``x`` as an (L, m) array, its column names, and whether names are real labels."""
+    if hasattr(x, "to_numpy"):
+        check_frame_time(x, "x")
     if hasattr(x, "columns") and hasattr(x, "to_numpy"):
         return np.asarray(x.to_numpy()), tuple(str(c) for c in x.columns), True
     if hasattr(x, "to_numpy"):  # a pandas Series

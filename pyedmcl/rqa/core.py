@@ -31,6 +31,7 @@ from clkernels import Backend, get_backend
 from clkernels.collector import quiet_collector
 
 from .._precision import Prepared, prepare
+from ..constant_series import RQA_WHY, checks_constant
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
@@ -164,6 +165,12 @@ def centring(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list
                    common_shift=common, what=what, deferred=deferred)
 
 
+#: what to pass instead of a 2-D x (rqa reads one series, or state vectors when told so)
+EMBEDDED_REMEDY = ("pass one column (x[:, j]), or embedded=True if its rows are state "
+                   "vectors (one column per coordinate)")
+
+
+@checks_constant("rqa", ("x",), RQA_WHY, multi=False)
 @quiet_collector
 def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
         recurrence_rate: float | None = None, metric: str = "euclidean", theiler: int = 1,
@@ -277,7 +284,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                             device=device, devices=devices, backend=backend, edge=edge,
                             order=order, params=params, threshold_rule=threshold_rule,
                             neighbourhood=neighbourhood, knn=knn)
-    s = as_series(x, "x")
+    s = as_series(x, "x", remedy=EMBEDDED_REMEDY)
     metric = check_metric(metric)
     E, tau = _check_E_tau(E, tau)
     n = check_embedding(s.size, E, tau, "x")
@@ -361,6 +368,7 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
         symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
+@checks_constant("cross_rqa", ("x", "y"), RQA_WHY, multi=False)
 def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
               recurrence_rate: float | None = None, metric: str = "euclidean", theiler: int = 0,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
@@ -419,6 +427,7 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     return _beside_the_check(prep, [sx, sy], run)
 
 
+@checks_constant("joint_rqa", ("x", "y"), RQA_WHY, multi=False)
 def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from ..constant_series import RQA_WHY, checks_constant
+
 #: largest N whose average path length is computed unless asked for explicitly (host, and
 #: the device path on CPUs)
 PATH_MAX_N = 5000
@@ -59,6 +61,8 @@ class RecurrenceNetworkResult:
     n_links: int
     radius: float
     settings: dict[str, Any] = field(default_factory=dict)
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"link_density": self.link_density, "global_clustering": self.global_clustering,
@@ -130,6 +134,7 @@ def measures_from_counts(k: np.ndarray, tri2: np.ndarray, path_total: int | None
 METHODS = ("device", "host")
 
 
+@checks_constant("recurrence_network", ("x",), RQA_WHY, multi=False)
 def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                        recurrence_rate: float | None = None, metric: str = "euclidean",
                        dtype: Any = "float32", device: Any = None, backend: str | None = None,

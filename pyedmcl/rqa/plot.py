@@ -14,12 +14,14 @@ import numpy as np
 
 from clkernels import run_blocked
 
+from ..constant_series import RQA_WHY, checks_constant
 from ..kernels import rqa_density
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from .core import _resolve_threshold, centred
 from .threshold import check_threshold_rule
 
 
+@checks_constant("recurrence_plot", ("x", "y"), RQA_WHY, multi=False)
 def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
                     radius: float | None = None, recurrence_rate: float | None = None,
                     metric: str = "euclidean", size: int = 1024, path: str | None = None,

@@ -25,6 +25,8 @@ class RQAResult(Displayable):
     radius: float
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
     def __getattr__(self, name: str) -> Any:
         m = self.__dict__.get("measures")
@@ -43,7 +45,8 @@ class RQAResult(Displayable):
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={self.measures[k]:.6g}" for k in MEASURES)
-        return f"RQAResult({body})"
+        notes = "".join(f"; note: {n}" for n in self.notes)
+        return f"RQAResult({body}{notes})"
 
 
 def _trim(h: np.ndarray) -> list[int]:

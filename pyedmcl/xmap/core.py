@@ -28,7 +28,14 @@ from clkernels.collector import collector_quiet
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
 from ..edm.ranges import ccm_valid_times, check_tau
-from ..validation import check_dtype, check_int, check_int_array, check_seed, warn_constant
+from ..validation import (
+    check_dtype,
+    check_frame_time,
+    check_int,
+    check_int_array,
+    check_seed,
+    warn_constant,
+)
 from .head_start import HeadStart, engine_maker
 from .results import XmapResult
 
@@ -213,6 +220,7 @@ def panel_with_extremes(X: Any, dtype: Any = np.float32,
     ``then``; the extremes are those of the copied values, taken before it runs)."""
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        check_frame_time(X, "X")
         names = [str(c) for c in X.columns]
         arr = X.to_numpy(dtype=np.float64)
     elif isinstance(X, dict) or (isinstance(X, list | tuple) and X and np.ndim(X[0]) == 1):
@@ -249,6 +257,32 @@ def panel_with_extremes(X: Any, dtype: Any = np.float32,
                          "inf values (or values beyond float32's range); xmap needs finite "
                          "series (drop or fill those columns)")
     return out, names, (hi, lo)
+
+
+def check_no_duplicates(X64: np.ndarray, names: Any, ptp: np.ndarray) -> None:
+    """Refuse two identical series (constant ones left to the constant-series warning):
+    each cross-maps the other from a library that holds it, rho near 1 whatever the
+    coupling, a false edge of the map. One pass (a checksum per series), then exact
+    comparison of the series whose checksums agree."""
+    live = np.flatnonzero(np.asarray(ptp) != 0)
+    if live.size < 2:
+        return
+    w = np.random.default_rng(0).standard_normal(X64.shape[1])
+    with np.errstate(all="ignore"):
+        sums = (X64 @ w)[live]
+    order = np.argsort(sums, kind="stable")
+    ranked = sums[order]
+    # BLAS may round equal rows' sums differently (their alignment): near-equal sums are
+    # candidates, decided exactly
+    tol = 1e-9 * (np.abs(ranked[1:]) + np.abs(ranked[:-1]) + 1e-300)
+    same = np.flatnonzero(np.abs(ranked[1:] - ranked[:-1]) <= tol)
+    for k in same:
+        i, j = sorted((int(live[order[k]]), int(live[order[k + 1]])))
+        if np.array_equal(X64[i], X64[j], equal_nan=True):
+            a, b = (names[i], names[j]) if names is not None else (i, j)
+            raise ValueError(f"xmap: series {a!r} and {b!r} are identical: each cross-maps "
+                             "the other from a library that holds it (rho near 1 whatever the "
+                             "dynamics); drop one of them")
 
 
 def _resolve_E(E: Any, N: int, n: int) -> np.ndarray | None:
@@ -460,6 +494,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
     if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
         warn_constant(X64, names, "xmap", ptp=extremes[0] - extremes[1])
         _check_rows(E_arr, n, tau, Tp)
+    check_no_duplicates(X64, names, extremes[0] - extremes[1])
 
     # in memory, the float32 merge check runs beside the map (a store or a cluster
     # keeps it up front: their blocks must not be written in a dtype then dropped)
