@@ -124,6 +124,44 @@ def device(request) -> str:
     return request.param
 
 
+def covered_items(items: list) -> tuple[list, list]:
+    """(kept, dropped): on a CPU runtime that is not :func:`every_shape`'s (PoCL beside
+    Intel's runtime), each test function keeps :func:`covering`'s few of its other
+    parameters' combinations -- every value of every parameter still runs there, each
+    combination on the runtime that builds fastest and on GPUs. A function's cases already
+    reduced by :func:`device_cases` pass through unchanged; functions parametrised by the
+    device alone keep their one item."""
+    groups: dict[tuple, list] = {}
+    for it in items:
+        cs = getattr(it, "callspec", None)
+        dev = cs.params.get("device") if cs is not None else None
+        if not isinstance(dev, str) or dev not in CPU_RUNTIMES or every_shape(dev):
+            continue
+        groups.setdefault((it.path, it.originalname, dev), []).append(it)
+    drop = set()
+    for group in groups.values():
+        cases = [{k: v for k, v in it.callspec.params.items() if k != "device"}
+                 for it in group]
+        keep = covering(cases, group[0].callspec.params["device"])
+        kept_ids = set()
+        for c in keep:  # the first item with those parameters
+            kept_ids.add(next(id(it) for it, d in zip(group, cases, strict=True) if d == c
+                              and id(it) not in kept_ids))
+        drop |= {id(it) for it in group if id(it) not in kept_ids}
+    return ([it for it in items if id(it) not in drop], [it for it in items if id(it) in drop])
+
+
+def pytest_collection_modifyitems(config, items):
+    """:func:`covered_items` on the whole suite (``PYEDMCL_TEST_EVERY_CASE=1``: every
+    combination on every runtime)."""
+    if os.environ.get("PYEDMCL_TEST_EVERY_CASE") == "1":
+        return
+    kept, dropped = covered_items(items)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 #: peers that tests compare with; a machine without them (the GPU host, where they do not
 #: install) skips those comparisons, CI installs them with the test extra
 OPTIONAL_ORACLES = ("pyunicorn", "pyrqa", "igraph")

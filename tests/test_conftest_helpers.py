@@ -26,3 +26,30 @@ def test_device_cases_take_the_first_gpu_shape_on_another_cpu_runtime(monkeypatc
     assert got == ["intel-a", "intel-b", "intel-c", "pocl-a", "nvidia-a", "nvidia-b", "nvidia-c"]
     got = [p.values for p in device_cases(cases, gpu_from=2)]
     assert ("pocl", 64, 96) in got and ("pocl", 128, 200) not in got
+
+
+def test_covered_items_thin_each_function_on_another_cpu_runtime(monkeypatch):
+    """The suite-wide rule: on a CPU runtime other than the fastest-building one, each
+    test function keeps a covering few of its parameter combinations (every value), the
+    first included; other runtimes and unparametrised items keep everything."""
+    from types import SimpleNamespace
+
+    from conftest import covered_items
+
+    monkeypatch.setattr(conftest, "FAST_BUILD_CPU", "intel")
+
+    def item(dev, **params):
+        return SimpleNamespace(path="t.py", originalname="test_f",
+                               callspec=SimpleNamespace(params={"device": dev, **params}))
+
+    combos = [dict(a=a, b=b) for a in (1, 2, 3) for b in ("x", "y")]
+    items = ([item("intel", **c) for c in combos] + [item("pocl", **c) for c in combos]
+             + [item("nvidia", **c) for c in combos] + [SimpleNamespace(path="u.py")])
+    kept, dropped = covered_items(items)
+    assert len(kept) + len(dropped) == len(items) and dropped
+    assert all(it.callspec.params["device"] == "pocl" for it in dropped)
+    pocl = [it.callspec.params for it in kept if getattr(it, "callspec", None)
+            and it.callspec.params["device"] == "pocl"]
+    assert pocl[0] == {"device": "pocl", **combos[0]}
+    assert {p["a"] for p in pocl} == {1, 2, 3} and {p["b"] for p in pocl} == {"x", "y"}
+    assert len(pocl) == 3  # (1, x), then two that bring a new a and b each
