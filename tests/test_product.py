@@ -68,8 +68,10 @@ def test_time_column_not_guessed_for_a_series_and_overrides(tmp_path):
     pd.DataFrame({"x": [1.0, 2, 3], "label": ["u", "v", "w"], "y": [3.0, 2, 1]}).to_csv(p, index=False)
     t = read_table(p)
     assert t.names == ["x", "y"] and t.time is None
-    t = read_table(p, time_column="y")
-    assert t.names == ["x"] and list(t.time) == [3.0, 2, 1]
+    t = read_table(p, time_column="x")
+    assert t.names == ["y"] and list(t.time) == [1.0, 2, 3]
+    with pytest.raises(ValueError, match="time column 'y' is not increasing: data row 2"):
+        read_table(p, time_column="y")  # a time axis that runs backwards is refused
     with pytest.raises(ValueError, match="time column 'zz' not found"):
         read_table(p, time_column="zz")
     np.save(tmp_path / "d.npy", np.ones((5, 2)))
