@@ -165,36 +165,42 @@ def _pandas_labels(x: Any, name: str) -> tuple[Any, Labels | None]:
     return x, Labels(idx, tname, names, None)
 
 
-def irregular_step(t: Any) -> tuple[int, Any, Any] | None:
-    """The first step of time axis ``t`` (a pandas Index) that differs from the typical
-    (median) step by more than :data:`STEP_RTOL` of it, as ``(i, step, typical)`` (step
-    ``i`` runs from ``t[i]`` to ``t[i + 1]``); None where the steps are equal or form a
-    calendar frequency pandas recognises (``MS``, ``YE``, ...)."""
+def irregular_step(t: Any) -> tuple[int, str, str] | None:
+    """The first step of time axis ``t`` (a pandas Index) that breaks its regularity, as
+    ``(i, step, typical)`` (step ``i`` runs from ``t[i]`` to ``t[i + 1]``; both steps as
+    text); None where the steps are equal within :data:`STEP_RTOL` of the typical
+    (median) step or follow a calendar frequency pandas recognises (``MS``, ``YE``, ...,
+    judged from the first three labels, so a missing month is found where it is)."""
     import pandas as pd
 
     if t is None or len(t) < 3:
         return None
-    if isinstance(t, pd.DatetimeIndex) and pd.infer_freq(t) is not None:
-        return None
-    if isinstance(t, pd.DatetimeIndex | pd.PeriodIndex | pd.TimedeltaIndex):
-        v = np.asarray(t.asi8, dtype=np.int64)
-        d = np.diff(v)
-        med = np.median(d)
-        bad = np.flatnonzero(np.abs(d - med) > STEP_RTOL * abs(med))
-        if bad.size == 0:
+    if isinstance(t, pd.DatetimeIndex):
+        if pd.infer_freq(t) is not None:
             return None
-        i = int(bad[0])
-        if isinstance(t, pd.PeriodIndex):
-            return i, int(d[i]), f"{int(med)} periods of {t.freqstr}"
-        return i, pd.Timedelta(int(d[i]), "ns"), pd.Timedelta(int(med), "ns")
-    v = np.asarray(t, dtype=np.float64)
+        freq = pd.infer_freq(t[:3])
+        if freq is not None:
+            want = pd.date_range(t[0], periods=len(t), freq=freq)
+            j = int(np.flatnonzero(np.asarray(want != t))[0])
+            return j - 1, str(t[j] - t[j - 1]), f"one {freq} period (pandas' frequency code)"
+    if isinstance(t, pd.DatetimeIndex | pd.TimedeltaIndex):
+        unit = "datetime64[ns]" if isinstance(t, pd.DatetimeIndex) else "timedelta64[ns]"
+        v = np.asarray(t.values).astype(unit).astype(np.int64)
+    elif isinstance(t, pd.PeriodIndex):
+        v = np.asarray(t.asi8, dtype=np.int64)
+    else:
+        v = np.asarray(t, dtype=np.float64)
     d = np.diff(v)
-    med = float(np.median(d))
+    med = np.median(d)
     bad = np.flatnonzero(np.abs(d - med) > STEP_RTOL * abs(med))
     if bad.size == 0:
         return None
     i = int(bad[0])
-    return i, d[i].item(), med
+    if isinstance(t, pd.DatetimeIndex | pd.TimedeltaIndex):
+        return i, str(pd.Timedelta(int(d[i]), "ns")), str(pd.Timedelta(int(med), "ns"))
+    if isinstance(t, pd.PeriodIndex):
+        return i, f"{int(d[i])} periods", f"{int(med)} period(s) of {t.freqstr}"
+    return i, f"{d[i].item():g}", f"{float(med):g}"
 
 
 def check_spacing(labels: Labels | None, name: str) -> None:
@@ -297,7 +303,10 @@ def labelled(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, allow_irregular: bool = False, **kwargs: Any) -> Any:
         if not isinstance(allow_irregular, bool | np.bool_):
             raise TypeError(f"allow_irregular must be True or False, got {allow_irregular!r}")
-        bound = sig.bind_partial(*args, **kwargs)
+        try:
+            bound = sig.bind_partial(*args, **kwargs)
+        except TypeError:  # an unknown keyword: the function's own error names it
+            return fn(*args, **kwargs)
         found: dict[str, Labels] = {}
         for arg in data:
             if arg in bound.arguments:
