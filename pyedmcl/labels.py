@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from .time_order import API_REMEDY, _holds_dates, _time_name, check_frame_time, check_time_order
+from .time_order import _holds_dates, _time_name, check_frame_time, check_time_order
 
 __all__ = ["Labels", "is_dataarray", "labelled", "require_xarray", "unwrap"]
 
@@ -96,6 +97,21 @@ class Labels:
         return pd.Index(out, name=self.time_name)
 
 
+def _freq(t: Any) -> Any:
+    """The calendar frequency pandas infers for datetime labels ``t`` (an offset), or None
+    (fewer than 3 labels, or no frequency)."""
+    import warnings
+
+    import pandas as pd
+
+    if not isinstance(t, pd.DatetimeIndex) or len(t) < 3:
+        return None
+    with warnings.catch_warnings():  # its return type changes (str -> offset) in pandas 4
+        warnings.simplefilter("ignore")
+        freq = pd.infer_freq(t)
+    return None if freq is None else pd.tseries.frequencies.to_offset(freq)
+
+
 def _steps(t: Any) -> tuple[Any, Any]:
     """The step before the first and after the last label: the inferred calendar
     frequency of a datetime axis, else its first and last differences (1 if one label)."""
@@ -103,11 +119,9 @@ def _steps(t: Any) -> tuple[Any, Any]:
 
     if len(t) < 2:
         return 1, 1
-    if isinstance(t, pd.DatetimeIndex) and len(t) >= 3:
-        freq = pd.infer_freq(t)
-        if freq is not None:
-            off = pd.tseries.frequencies.to_offset(freq)
-            return off, off
+    off = _freq(t)
+    if off is not None:
+        return off, off
     if isinstance(t, pd.PeriodIndex):
         return 1, 1
     return t[1] - t[0], t[-1] - t[-2]
@@ -176,13 +190,14 @@ def irregular_step(t: Any) -> tuple[int, str, str] | None:
     if t is None or len(t) < 3:
         return None
     if isinstance(t, pd.DatetimeIndex):
-        if pd.infer_freq(t) is not None:
+        if _freq(t) is not None:
             return None
-        freq = pd.infer_freq(t[:3])
+        freq = _freq(t[:3])
         if freq is not None:
             want = pd.date_range(t[0], periods=len(t), freq=freq)
             j = int(np.flatnonzero(np.asarray(want != t))[0])
-            return j - 1, str(t[j] - t[j - 1]), f"one {freq} period (pandas' frequency code)"
+            return (j - 1, str(t[j] - t[j - 1]),
+                    f"one {freq.freqstr} period (pandas' frequency code)")
     if isinstance(t, pd.DatetimeIndex | pd.TimedeltaIndex):
         unit = "datetime64[ns]" if isinstance(t, pd.DatetimeIndex) else "timedelta64[ns]"
         v = np.asarray(t.values).astype(unit).astype(np.int64)
