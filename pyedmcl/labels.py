@@ -339,10 +339,12 @@ def labelled(fn: Callable[..., Any]) -> Callable[..., Any]:
     else:
         params.append(extra)
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    wrapper.__doc__ = (fn.__doc__ or "") + (
-        "\n\n    Labelled data: ``xarray.DataArray`` with a ``time`` dimension (2-D: one "
-        "series per coordinate of the other dimension) and pandas objects indexed by time "
-        "are accepted; the time axis must strictly increase and be equally spaced "
-        "(``allow_irregular=True`` treats an irregular one's rows as equally spaced), and "
-        "the result carries the labels (``result.labels``; see docs/labelled_data.md).\n")
+    wrapper.__doc__ = (fn.__doc__ or "") + """
+
+    Labelled data: an ``xarray.DataArray`` with a ``time`` dimension (2-D: one series per
+    coordinate of the other dimension) or a pandas object indexed by time; its time axis
+    must strictly increase and be equally spaced (``allow_irregular=True``: treat an
+    irregular one's rows as equally spaced). The result carries the labels
+    (``result.labels``, ``as_dataframe()``/``as_xarray()``; docs/labelled_data.md).
+"""
     return wrapper
