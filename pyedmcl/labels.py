@@ -268,12 +268,31 @@ def _first_time(found: dict[str, Labels]) -> Labels | None:
     return None
 
 
-def attach(result: Any, found: dict[str, Labels]) -> Any:
+def _window_times(df: Any, lab: Labels, E: Any, tau: Any) -> Any:
+    """A windowed RQA's frame (index: each window's first and last embedded point) with
+    the time of the first and last raw sample each window covers (``time_start``,
+    ``time_end``): embedded point ``k`` spans samples ``k .. k + (E - 1) tau``."""
+    span = (int(E) - 1) * int(tau)
+    start = np.asarray(df.index.get_level_values("start"), dtype=np.int64)
+    end = np.asarray(df.index.get_level_values("end"), dtype=np.int64) + span
+    out = df.copy()
+    out.insert(0, "time_end", np.asarray(lab.at(end)))
+    out.insert(0, "time_start", np.asarray(lab.at(start)))
+    out.attrs.update(df.attrs)
+    return out
+
+
+def attach(result: Any, found: dict[str, Labels], args: dict[str, Any] | None = None) -> Any:
     """Give ``result`` the labels of the inputs (``result.labels``) where its class reads
     them: predictions their time axis (and a 2-D target's names), CCM the two series'
-    names, an all-to-all map the series' names and their dimension."""
+    names, an all-to-all map the series' names and their dimension; a windowed RQA's
+    frame gains each window's first and last time (``args``: the call's arguments)."""
     if not found:
         return result
+    if (type(result).__name__ == "DataFrame" and list(result.index.names) == ["start", "end"]
+            and _first_time(found) is not None):
+        args = args or {}
+        return _window_times(result, _first_time(found), args.get("E", 1), args.get("tau", 1))
     if isinstance(result, list | tuple):  # one result per theta, per target, ...
         for r in result:
             attach(r, found)
@@ -329,7 +348,7 @@ def labelled(fn: Callable[..., Any]) -> Callable[..., Any]:
                 bound.arguments[arg] = obj
                 if lab is not None:
                     found[arg] = lab
-        return attach(fn(*bound.args, **bound.kwargs), found)
+        return attach(fn(*bound.args, **bound.kwargs), found, bound.arguments)
 
     params = list(sig.parameters.values())
     extra = inspect.Parameter("allow_irregular", inspect.Parameter.KEYWORD_ONLY,

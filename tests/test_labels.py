@@ -198,3 +198,36 @@ def test_as_xarray_without_xarray_names_the_extra(monkeypatch, da_1d):
     monkeypatch.setitem(sys.modules, "xarray", None)
     with pytest.raises(ImportError, match=r'pip install "pyedmcl\[xarray\]"'):
         r.as_xarray()
+
+
+def test_windowed_rqa_gains_window_times(da_1d):
+    kw = dict(E=2, tau=2, radius=0.2, window=30, step=20, device=DEV)
+    w = pe.rqa(da_1d, **kw)
+    w0 = pe.rqa(DATA[:, 0], **kw)
+    assert w.drop(columns=["time_start", "time_end"]).equals(w0)
+    start = w0.index.get_level_values("start")
+    end = w0.index.get_level_values("end") + 2  # the last point's samples reach (E-1)tau on
+    assert list(w["time_start"]) == list(TIME[start])
+    assert list(w["time_end"]) == list(TIME[end])
+
+
+def test_several_targets_named_and_first_column_dates(da_2d):
+    r = pe.simplex(da_2d.sel(station="north"), da_2d.sel(station=["east", "south"]), E=3,
+                   device=DEV)
+    r0 = pe.simplex(DATA[:, 0], DATA[:, 1:].T, E=3, device=DEV)
+    _same(r.predicted, r0.predicted)
+    ds = r.as_xarray()
+    assert list(ds["target"].values) == ["east", "south"]
+    _same(ds["predicted"].sel(target="south").values, r0.predicted[1])
+    # a first column of datetimes is the time axis, as a DatetimeIndex is
+    df = pd.DataFrame({"date": TIME, "a": DATA[:, 0], "b": DATA[:, 1]})
+    g = pe.generate(df[["date", "a"]], E=2, steps=2, device=DEV)
+    assert list(g.time_index()) == [TIME[-1] + pd.Timedelta(days=k) for k in (1, 2)]
+    _same(g.predicted, pe.generate(DATA[:, 0], E=2, steps=2, device=DEV).predicted)
+
+
+def test_wrapped_functions_pickle_by_name():
+    import pickle
+
+    for name in ("generate", "xmap", "simplex"):
+        assert pickle.loads(pickle.dumps(getattr(pe, name))) is getattr(pe, name)
