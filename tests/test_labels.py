@@ -231,3 +231,13 @@ def test_wrapped_functions_pickle_by_name():
 
     for name in ("generate", "xmap", "simplex"):
         assert pickle.loads(pickle.dumps(getattr(pe, name))) is getattr(pe, name)
+
+
+def test_recurrence_network_nodes_by_time(da_1d):
+    kw = dict(E=2, tau=3, radius=0.2, device=DEV)
+    r = pe.recurrence_network(da_1d, **kw)
+    r0 = pe.recurrence_network(DATA[:, 0], **kw)
+    _same(r.degree, r0.degree)
+    df = r.as_dataframe()
+    assert list(df.index) == list(TIME[3:])  # node k: its latest sample, k + (E-1) tau
+    _same(df["degree"], r0.degree)
