@@ -144,7 +144,10 @@ def _dataarray_to_pandas(da: Any, name: str) -> tuple[Any, Labels]:
                          "select or stack the other dimensions first "
                          "(da.stack(series=[...]))")
     da = da.transpose("time", ...)
-    time = pd.Index(np.asarray(da["time"].values), name="time") if "time" in da.coords else None
+    time = None
+    if "time" in da.coords:  # its own index: a DatetimeIndex, or a CFTimeIndex (cftime dates)
+        time = da.indexes["time"] if "time" in da.indexes else pd.Index(da["time"].values)
+        time = time.rename("time")
     values = np.asarray(da.values)
     if da.ndim == 1:
         label = None if da.name is None else str(da.name)
@@ -198,6 +201,8 @@ def irregular_step(t: Any) -> tuple[int, str, str] | None:
             j = int(np.flatnonzero(np.asarray(want != t))[0])
             return (j - 1, str(t[j] - t[j - 1]),
                     f"one {freq.freqstr} period (pandas' frequency code)")
+    if t.dtype.kind == "O":
+        return _irregular_objects(t)
     if isinstance(t, pd.DatetimeIndex | pd.TimedeltaIndex):
         unit = "datetime64[ns]" if isinstance(t, pd.DatetimeIndex) else "timedelta64[ns]"
         v = np.asarray(t.values).astype(unit).astype(np.int64)
@@ -216,6 +221,32 @@ def irregular_step(t: Any) -> tuple[int, str, str] | None:
     if isinstance(t, pd.PeriodIndex):
         return i, f"{int(d[i])} periods", f"{int(med)} period(s) of {t.freqstr}"
     return i, f"{d[i].item():g}", f"{float(med):g}"
+
+
+def _irregular_objects(t: Any) -> tuple[int, str, str] | None:
+    """:func:`irregular_step` of a time axis of objects: cftime dates (climate model
+    calendars, xarray's ``CFTimeIndex``: a frequency xarray infers is regular) or other
+    objects whose differences are timedeltas or numbers; an axis of anything else is not
+    judged (None), as :mod:`pyedmcl.time_order` does not judge it."""
+    try:
+        import xarray as xr
+
+        if xr.infer_freq(t) is not None:
+            return None
+    except (ImportError, TypeError, ValueError):
+        pass
+    try:
+        d = [b - a for a, b in zip(t[:-1], t[1:], strict=True)]
+        sec = np.array([x.total_seconds() if hasattr(x, "total_seconds") else float(x)
+                        for x in d])
+    except (TypeError, ValueError):
+        return None
+    med = float(np.median(sec))
+    bad = np.flatnonzero(np.abs(sec - med) > STEP_RTOL * abs(med))
+    if bad.size == 0:
+        return None
+    i = int(bad[0])
+    return i, str(d[i]), f"{med:g} s" if hasattr(d[i], "total_seconds") else f"{med:g}"
 
 
 def check_spacing(labels: Labels | None, name: str) -> None:
