@@ -95,7 +95,9 @@ def test_series_with_datetimeindex_and_smap_xarray():
     df = r.as_dataframe(coefficients=True)
     assert df.index[0] == TIME[r0.times[0]]
     _same(df["C0"], r0.coefficients[:, 0])
-    assert r.as_xarray()["predicted"].dims == ("time",)
+    ds = r.as_xarray()
+    assert ds["predicted"].dims == ("time",)
+    _same(ds["coefficients"].sel(coefficient="C0").values, r0.coefficients[:, 0])
 
 
 def test_monthly_calendar_is_regular_and_extends_by_month():
