@@ -56,6 +56,11 @@ One spelling per concept across the public functions (checked by
   elapsed-time line; `xmap`: a bar over blocks with its ETA), `False` never; `None` (the
   default of every analysis but `xmap`, whose default is `False`) draws only inside a
   Jupyter notebook (`pyedmcl.progress`).
+- **Labelled data**: the EDM and RQA functions take an `xarray.DataArray` with a `time`
+  dimension and time-indexed pandas objects besides arrays (the same numbers, bit for
+  bit); their results carry the labels (`result.labels`, `as_dataframe()` indexed by
+  time, `as_xarray()`). **`allow_irregular`** (default `False`): an unequally spaced
+  time axis is refused unless it is `True` (docs/labelled_data.md).
 - **Command line**: flags mirror the keywords (`--dtype`, `--device`, `--devices`,
   `--backend`, `--knn`, `--max-E`) and are spelled alike in every command (`-E/--E`,
   `--tau`, `-c/--column`, `-o/--out`, `--time-column`/`--no-time`, `-q`); a former flag

@@ -50,12 +50,23 @@ _PROGRESS = {
 }
 
 
+#: public functions taking labelled data (xarray, time-indexed pandas: pyedmcl.labels)
+_LABELLED = {"simplex", "smap", "ccm", "embed_dimension", "predict_interval",
+             "predict_exclusion_radius", "predict_nonlinear", "generate", "multiview", "xmap",
+             "rqa", "cross_rqa", "joint_rqa", "recurrence_plot", "recurrence_network"}
+
+
 def _public(name: str, mod: str) -> Any:
     obj = getattr(import_module(mod), name)
+    if name in _LABELLED:
+        from .labels import labelled
+
+        obj = labelled(obj)
     if name in _PROGRESS:
         from .progress import with_progress
 
         obj = with_progress(obj, _PROGRESS[name])
+    if name in _LABELLED or name in _PROGRESS:
         obj.__module__, obj.__qualname__ = __name__, name  # pickles as pyedmcl.NAME
         globals()[name] = obj  # one wrapper per name: ``pe.rqa is pe.rqa``
     return obj

@@ -1,7 +1,7 @@
 """Device arrays in and out: run where the data already is, without a host round trip.
 
 Inputs. Every public function takes numpy arrays, lists, pandas Series/DataFrames
-and device arrays. On the *device paths* (:func:`pyedmcl.simplex`, the recurrence
+(EDM and RQA also xarray DataArrays: :mod:`pyedmcl.labels`) and device arrays. On the *device paths* (:func:`pyedmcl.simplex`, the recurrence
 plot and :func:`pyedmcl.pairwise_distances`) a ``pyopencl.array.Array`` on the
 context of the chosen backend, or on the SYCL backend a dpctl ``usm_ndarray`` /
 the backend's ``UsmArray`` on its SYCL context, stays on the device: shape and

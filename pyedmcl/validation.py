@@ -21,6 +21,10 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False,
     device input path validate them on the device instead (:mod:`pyedmcl.interop`).
     """
     if hasattr(x, "to_numpy"):
+        if type(x).__module__.split(".")[0] == "xarray":  # 2-D: its dims in time order
+            from .labels import as_pandas
+
+            x = as_pandas(x, name)
         check_frame_time(x, name)
         x = x.to_numpy()
     elif hasattr(x, "get") and hasattr(x, "dtype") and hasattr(x, "shape") and not isinstance(x, np.ndarray):

@@ -15,11 +15,12 @@ device; the new value returns to the host between steps).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..constant_series import checks_constant
+from ..labels import Labels
 from ..validation import as_series, check_int
 from .ranges import check_tau, parse_ranges
 
@@ -38,6 +39,20 @@ class GenerateResult:
     Tp: int
     #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
     notes: tuple[str, ...] = field(default=(), repr=False)
+    #: the input's time axis where it had labels (:class:`pyedmcl.labels.Labels`)
+    labels: Any = field(default=None, repr=False)
+    LABELS: ClassVar[str] = "time"
+
+    def time_index(self):
+        """The time each generated value is for: the input's time labels extended by
+        its step where it had them, else the 0-based rows ``times``."""
+        return (self.labels or Labels()).at(self.times)
+
+    def as_dataframe(self):
+        """The generated values, indexed by :meth:`time_index`."""
+        import pandas as pd
+
+        return pd.DataFrame({"predicted": self.predicted}, index=self.time_index())
 
 
 @checks_constant("generate", ("x",))

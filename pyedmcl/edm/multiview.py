@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 from math import comb, floor, sqrt
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..constant_series import checks_constant
+from ..labels import Labels
 from ..validation import check_int
 from .ranges import check_tau
 
@@ -38,6 +39,21 @@ class MultiviewResult:
     n_combinations: int
     #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
     notes: tuple[str, ...] = field(default=(), repr=False)
+    #: the input's time axis where it had labels (:class:`pyedmcl.labels.Labels`)
+    labels: Any = field(default=None, repr=False)
+    LABELS: ClassVar[str] = "time"
+
+    def time_index(self):
+        """The time of each prediction: the input's time labels where it had them,
+        else the 0-based rows ``times``."""
+        return (self.labels or Labels()).at(self.times)
+
+    def as_dataframe(self):
+        """observed and predicted (the top views' mean), indexed by :meth:`time_index`."""
+        import pandas as pd
+
+        return pd.DataFrame({"observed": self.observed, "predicted": self.predicted},
+                            index=self.time_index())
 
 
 def lagged(data: pd.DataFrame, columns: list[str], E: int, tau: int) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -35,16 +35,54 @@ class SimplexResult(Displayable):
     neighbors: Any = field(default=None, repr=False)
     #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
     notes: tuple[str, ...] = field(default=(), repr=False)
+    #: the input's time axis (and a 2-D target's names) where it had labels
+    #: (:class:`pyedmcl.labels.Labels`); None: rows only
+    labels: Any = field(default=None, repr=False)
+    LABELS: ClassVar[str] = "time"
+
+    def time_index(self):
+        """The time each prediction is for: the input's time labels (extrapolated past
+        its ends by its step) where it had them, else the 0-based rows ``times``."""
+        from ..labels import Labels
+
+        return (self.labels or Labels()).at(self.times)
 
     def as_dataframe(self):
-        """A pandas DataFrame: time, observed, predicted (one target)."""
+        """A pandas DataFrame of one target: observed, predicted (and variance). Labelled
+        input (a DataArray, a time-indexed pandas object): indexed by its time axis;
+        otherwise a ``time`` column of 0-based rows, as before."""
         import pandas as pd
         if np.ndim(self.predicted) != 1:
             raise ValueError("as_dataframe() needs a single target; index the result first")
-        d = {"time": self.times, "observed": self.observed, "predicted": self.predicted}
+        d = {"observed": self.observed, "predicted": self.predicted}
         if self.variance is not None:
             d["variance"] = self.variance
-        return pd.DataFrame(d)
+        if self.labels is not None and self.labels.time is not None:
+            return pd.DataFrame(d, index=self.time_index())
+        return pd.DataFrame({"time": self.times, **d})
+
+    def as_xarray(self):
+        """An ``xarray.Dataset``: observed, predicted (and variance) along ``time`` (the
+        input's time labels, else the rows); several targets along ``target`` (named by
+        a 2-D labelled target's coordinate). Needs xarray (``pyedmcl[xarray]``)."""
+        from ..labels import require_xarray
+
+        xr = require_xarray()
+        lab = self.labels
+        tname = lab.time_name if lab is not None else "time"
+        coords: dict[str, Any] = {tname: np.asarray(self.time_index())}
+        dims: tuple[str, ...] = (tname,)
+        if np.ndim(self.predicted) == 2:
+            dims = ("target", tname)
+            nt = np.shape(self.predicted)[0]
+            names = lab.names if lab is not None and lab.names and len(lab.names) == nt else None
+            coords["target"] = list(names) if names else np.arange(nt)
+        data = {"observed": (dims, np.asarray(self.observed)),
+                "predicted": (dims, np.asarray(self.predicted))}
+        if self.variance is not None:
+            data["variance"] = (dims, np.asarray(self.variance))
+        return xr.Dataset(data, coords=coords,
+                          attrs={"E": self.E, "tau": self.tau, "Tp": self.Tp})
 
 
 @dataclass
@@ -92,6 +130,9 @@ class CCMResult(Displayable):
     significance: Any = field(default=None, repr=False)
     #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
     notes: tuple[str, ...] = field(default=(), repr=False)
+    #: the two series' names where the input had them (``labels.names``: x's, y's)
+    labels: Any = field(default=None, repr=False)
+    LABELS: ClassVar[str] = "pair"
 
     @property
     def convergence(self) -> Any:
@@ -101,11 +142,15 @@ class CCMResult(Displayable):
         from ..significance.convergence import convergence
         return convergence(self.lib_sizes, self.rho_xy, self.rho_yx)
 
-    def as_dataframe(self, x_name: str = "x", y_name: str = "y"):
+    def as_dataframe(self, x_name: str | None = None, y_name: str | None = None):
         """One row per library size: rho of both directions (pyEDM's columns) and, with
         surrogates, each direction's p-value and null mean / 95% quantile
-        (``"x:y p"``, ``"x:y null_mean"``, ``"x:y null_q95"``)."""
+        (``"x:y p"``, ``"x:y null_mean"``, ``"x:y null_q95"``). The names default to the
+        inputs' (a named pandas Series or DataArray), else ``x`` and ``y``."""
         import pandas as pd
+        named = self.labels.names if self.labels is not None and self.labels.names else ("x", "y")
+        x_name = named[0] if x_name is None else x_name
+        y_name = named[1] if y_name is None else y_name
         xy, yx = f"{x_name}:{y_name}", f"{y_name}:{x_name}"
         d = {"LibSize": self.lib_sizes, xy: self.rho_xy, yx: self.rho_yx}
         sig = self.significance

@@ -130,6 +130,17 @@ class SMapResult(SimplexResult):
                 df[name] = self.coefficients[:, i]
         return df
 
+    def as_xarray(self):
+        """:meth:`SimplexResult.as_xarray` plus, for one target, the local linear models
+        as ``coefficients`` over (``time``, ``coefficient``), named as pyEDM names them."""
+        ds = super().as_xarray()
+        c = self.coefficients
+        if c is not None and np.ndim(self.predicted) == 1 and np.ndim(c) == 2:
+            tname = next(iter(ds["predicted"].dims))
+            ds["coefficients"] = ((tname, "coefficient"), np.asarray(c))
+            ds = ds.assign_coords(coefficient=self.coefficient_names())
+        return ds
+
 
 # --------------------------------------------------------------------------- checks
 

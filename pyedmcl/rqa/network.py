@@ -32,7 +32,7 @@ hence the same measures bit for bit:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -63,6 +63,24 @@ class RecurrenceNetworkResult:
     settings: dict[str, Any] = field(default_factory=dict)
     #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
     notes: tuple[str, ...] = field(default=(), repr=False)
+
+    #: the input's time axis where it had labels (:class:`pyedmcl.labels.Labels`)
+    labels: Any = field(default=None, repr=False)
+    LABELS: ClassVar[str] = "time"
+
+    def as_dataframe(self):
+        """One row per node (embedded point): ``degree`` and ``local_clustering``, indexed
+        by the node's time, that of its latest sample (point ``k`` spans samples
+        ``k .. k + (E - 1) tau``): the input's time labels, else the 0-based rows."""
+        import pandas as pd
+
+        from ..labels import Labels
+
+        span = (int(self.settings.get("E", 1)) - 1) * int(self.settings.get("tau", 1))
+        index = (self.labels or Labels()).at(np.arange(self.n_nodes) + span)
+        return pd.DataFrame({"degree": np.asarray(self.degree),
+                             "local_clustering": np.asarray(self.local_clustering)},
+                            index=index)
 
     def as_dict(self) -> dict[str, Any]:
         return {"link_density": self.link_density, "global_clustering": self.global_clustering,
