@@ -285,7 +285,7 @@ def _rho(sk: np.ndarray) -> np.ndarray:
     return r
 
 
-def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes: Any,
+def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes: Any,
         sample: int = 100, seed: int | None = None, knn: int | None = None,
         exclusion_radius: int = 0, random: bool = True, replacement: bool = False,
         dtype: Any = "float32", device: Any = None, backend: str | None = None,
@@ -318,7 +318,18 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     ``result.significance`` holds the null curves, p-values and null bands per library
     size (reproducible by ``seed``). ``result.convergence``: Kendall's tau of rho over
     library size, its p-value and a fitted curve.
+
+    Time-delayed CCM (Ye et al. 2015): ``Tp`` a list or range of lags (negative
+    included) cross-maps at every lag from one neighbour order per direction
+    (:mod:`pyedmcl.network.lagged`) and returns a
+    :class:`~pyedmcl.network.lagged.CCMLagResult` (skill per lag and library size, and
+    each direction's lag of highest skill); two 1-D series, no surrogates.
     """
+    lagged = np.ndim(Tp) > 0
+    if lagged and (y is None or is_multivariate(x, columns, embedded, valid_lib, None)
+                   or is_multivariate(y) or surrogates):
+        raise ValueError("Tp as a list of lags needs two 1-D series without NaN and "
+                         "surrogates=0; give one Tp for multivariate CCM or surrogates")
     if y is None or is_multivariate(x, columns, embedded, valid_lib, None) \
             or is_multivariate(y):
         if surrogates:
@@ -350,7 +361,12 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     n = xs.size
     E = check_int(E, "E", 1, 512)
     tau = check_tau(tau)
-    Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
+    if lagged:
+        from ..network.lagged import check_lags
+        lags = check_lags(Tp, n, "Tp")
+        Tp = int(lags[np.argmax(np.abs(lags))])  # the lag leaving the fewest rows
+    else:
+        Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
     knn = E + 1 if knn is None or knn == 0 else check_int(knn, "knn", 1, None)
     sample = check_int(sample, "sample", 1)
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
@@ -377,6 +393,16 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
               neighbors=resolve_backend(knn_backend, be, L=int(min(sizes.max(), M)), E=E, nq=M,
                                         k=knn, options=knn_options, shape="ccm",
                                         libraries=int(sizes.size * sample)))
+    if lagged:
+        from ..network.lagged import CCMLagResult, direction_lags
+        kw.pop("Tp")
+        s_xy = direction_lags(be, real, xs, ys, lags=lags, **kw)
+        s_yx = direction_lags(be, real, ys, xs, lags=lags, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return CCMLagResult(lags=lags, lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=2),
+                                rho_yx=np.nanmean(s_yx, axis=2), rho_xy_samples=s_xy,
+                                rho_yx_samples=s_yx, neighbors=kw["neighbors"].info)
     s_xy = _direction(be, real, xs, ys, **kw)
     s_yx = _direction(be, real, ys, xs, **kw)
     rho_xy, rho_yx = _sample_means(s_xy, s_yx, sizes, exclusion_radius)
