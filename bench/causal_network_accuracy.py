@@ -51,6 +51,8 @@ def main() -> None:
     ap.add_argument("--surrogates", type=int, default=199)
     ap.add_argument("--pairwise", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--r-range", type=float, nargs=2, default=[3.85, 3.95],
+                    help="growth rates' range (3.6 3.9: logistic_network's, with periodic windows)")
     args = ap.parse_args()
     rows, tot, tot_pw = [], {"tp": 0, "fp": 0, "fn": 0}, {"tp": 0, "fp": 0, "fn": 0}
     t0 = time.perf_counter()
@@ -59,7 +61,7 @@ def main() -> None:
         truth = set(edges)
         for c in COUPLINGS:
             for s in args.seeds:
-                X = logistic_graph(A, 1000, coupling=c, seed=s, r_range=(3.85, 3.95))
+                X = logistic_graph(A, 1000, coupling=c, seed=s, r_range=tuple(args.r_range))
                 net = pe.causal_network(X, E=2, surrogates=args.surrogates, seed=1)
                 found = set(zip(net.edges["source"], net.edges["target"], strict=True))
                 sc = score(found, truth, 4)
@@ -84,7 +86,7 @@ def main() -> None:
         return (t["tp"] / max(1, t["tp"] + t["fp"]), t["tp"] / max(1, t["tp"] + t["fn"]))
 
     p, r = pr(tot)
-    out = {"precision": p, "recall": r, "totals": tot, "seeds": args.seeds,
+    out = {"r_range": args.r_range, "precision": p, "recall": r, "totals": tot, "seeds": args.seeds,
            "surrogates": args.surrogates, "wall_s": wall, "runs": rows}
     if args.pairwise:
         out["pairwise_precision"], out["pairwise_recall"] = pr(tot_pw)
@@ -93,7 +95,8 @@ def main() -> None:
     if args.out:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
-        path = Path(args.out) / f"causal_network_accuracy_{date.today()}_{commit}.json"
+        tag = "r{:g}-{:g}".format(*args.r_range)
+        path = Path(args.out) / f"causal_network_accuracy_{date.today()}_{commit}_{tag}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(out, indent=1, default=str))
         print("wrote", path)
