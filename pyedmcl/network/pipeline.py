@@ -86,7 +86,7 @@ def check_surrogates(n: Any, alpha: float) -> int:
 def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int = 199,
                       surrogate_method: str = "ebisuzaki", surrogate_options: dict | None = None,
                       seed: int | None = None, alpha: float = 0.05, method: str = "bh",
-                      lags: Any = DEFAULT_LAGS, partial: bool = True,
+                      lags: Any = DEFAULT_LAGS, partial: bool | None = None,
                       partial_ratio: float = DEFAULT_PARTIAL_RATIO, dtype: Any = None,
                       device: Any = None, backend: str | None = None) -> CausalNetwork:
     """:class:`CausalNetwork` of ``X`` (time down the rows, one column per series); see
@@ -112,7 +112,7 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
     if partial and N < 3:
         warnings.warn(f"partial=True needs at least 3 series (X has {N}); no partial cross "
                       "maps", RuntimeWarning, stacklevel=3)
-        partial = False
+    partial = N >= 3 and partial is not False
     seed = check_seed(seed)
     if seed is None:  # one seed for the map's surrogates and the partial maps' alike
         seed = int(np.random.SeedSequence().generate_state(1)[0])

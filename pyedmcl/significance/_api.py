@@ -4,4 +4,5 @@ API = {
     "surrogates": "pyedmcl.significance.surrogates",
     "causal_network": "pyedmcl.significance.network",
     "kendall_tau": "pyedmcl.significance.stats",
+    "partial_cross_map": "pyedmcl.network.partial",
 }

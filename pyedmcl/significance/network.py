@@ -61,7 +61,7 @@ def causal_network(result_or_store: Any, *, alpha: float = 0.05, method: str = "
     it). Options (keywords): ``E`` ("auto", one int or one per series), ``tau``,
     ``surrogates`` (default 199; ``1 / (surrogates + 1) <= alpha`` is required),
     ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5),
-    ``partial`` (default True; needs 3 series), ``partial_ratio`` (default 0.7),
+    ``partial`` (default: with 3 series or more; True with fewer warns), ``partial_ratio`` (default 0.7),
     ``dtype``, ``device``, ``backend``. Returns a
     :class:`~pyedmcl.network.pipeline.CausalNetwork` (``edges``: source, target, lag,
     rho, rho_lag, p_value, q_value; ``pruned``: the same with ``reason``, ``via``,
