@@ -97,7 +97,7 @@ def test_chain_has_no_indirect_edge(chain_net):
 
 
 def test_partial_cross_map_separates_direct_from_indirect(chain):
-    t = pe.partial_cross_map(chain, [(0, 2, 1), (1, 2, 0)], E=2, lags=range(-3, 1),
+    t = pe.partial_cross_map(chain, triples=[(0, 2, 1), (1, 2, 0)], E=2, lags=range(-3, 1),
                              surrogates=19, seed=2)
     ind, direct = t.iloc[0], t.iloc[1]
     assert ind["share"] < 0.7 <= direct["share"]
@@ -131,7 +131,7 @@ def test_bad_input_names_the_argument(chain):
     with pytest.raises(ValueError, match="Tp=600 is out of range"):
         pe.ccm(chain[:, 0], chain[:, 1], E=2, Tp=[0, 600], lib_sizes=[50])
     with pytest.raises(ValueError, match="at least 3"):
-        pe.partial_cross_map(chain[:, :2], [(0, 1, 1)])
+        pe.partial_cross_map(chain[:, :2], triples=[(0, 1, 1)])
     with pytest.raises(ValueError, match="surrogates=0"):
         pe.ccm(chain[:, 0], chain[:, 1], E=2, Tp=[0, 1], lib_sizes=[50], surrogates=5)
     with pytest.warns(RuntimeWarning, match="partial=True needs at least 3 series"):

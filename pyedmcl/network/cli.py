@@ -60,7 +60,7 @@ def _lags(text: str) -> range:
 def run(args: argparse.Namespace) -> int:
     from ..cli.main import check_output, reading_input, time_column
     from ..io import read_table
-    from ..significance.network import causal_network
+    from .pipeline import causal_network
 
     if args.out is not None:
         with reading_input("-o/--out"):

@@ -44,6 +44,15 @@ def partial_rows(o: np.ndarray, d: np.ndarray, i: np.ndarray) -> tuple[np.ndarra
     return np.clip(pc, -1.0, 1.0), r_od
 
 
+def _real(dtype: Any, what: str) -> str:
+    """The kernels' type of ``dtype`` ("float32" / "float64", None: float32)."""
+    if dtype is None or str(np.dtype(dtype)) == "float32":
+        return "float"
+    if str(np.dtype(dtype)) == "float64":
+        return "double"
+    raise ValueError(f"dtype={dtype!r} is invalid for {what}; allowed: 'float32', 'float64'")
+
+
 def _longest_run(ok: np.ndarray) -> tuple[int, int]:
     """``(start, stop)`` of the longest run of True in ``ok`` (a run also breaks where
     ``ok`` is False; ``(0, 0)`` when none)."""
@@ -120,9 +129,9 @@ def pcm_table(mapper: PartialMapper, triples: list[tuple[int, int, int, int, int
     return out
 
 
-def partial_cross_map(X: Any, triples: Any, *, E: Any = 2, tau: int = 1, lags: Any = 0,
+def partial_cross_map(X: Any, *, triples: Any, E: Any = 2, tau: int = 1, lags: Any = 0,
                       surrogates: int = 0, surrogate_method: str = "ebisuzaki",
-                      seed: int | None = None, dtype: Any = None, device: Any = None,
+                      seed: int | None = None, dtype: Any = "float32", device: Any = None,
                       backend: str | None = None) -> Any:
     """Partial cross maps ``PCM(source -> target | via)`` of a data matrix (Leng et al. 2020).
 
@@ -132,18 +141,19 @@ def partial_cross_map(X: Any, triples: Any, *, E: Any = 2, tau: int = 1, lags: A
     cross-map lag) or a list / range (each pair at its lag of highest skill among them).
     ``surrogates=n``: p-values against n surrogates of each source (``seed`` makes them
     reproducible). Returns a DataFrame: source, target, via, lag_source, lag_via, rho
-    (the plain cross map at lag_source), pcm, share (pcm / rho), p_value.
+    (the plain cross map at lag_source), pcm, share (pcm / rho), p_value. ``dtype``:
+    the neighbour search's type, "float32" (series standardised first) or "float64".
     """
     import pandas as pd
 
     from clkernels import get_backend
 
+    from ..edm.ranges import check_lags
     from ..significance.surrogates import check_method, generate
     from ..significance.xmap_null import series_rng
     from ..validation import check_int, check_int_array
     from ..xmap.core import as_panel
     from .crossmap import lag_scan
-    from .lagged import check_lags
     P, names = as_panel(X, np.float64)
     N, n = P.shape
     if N < 3:
@@ -166,7 +176,7 @@ def partial_cross_map(X: Any, triples: Any, *, E: Any = 2, tau: int = 1, lags: A
     lag_arr = check_lags(lags if scan else [lags], n // 4, "lags")
     surrogates = check_int(surrogates, "surrogates", 0)
     Z = (P - P.mean(axis=1, keepdims=True)) / np.where(P.std(axis=1) > 0, P.std(axis=1), 1.0)[:, None]
-    real = "double" if (dtype is not None and np.dtype(dtype) == np.float64) else "float"
+    real = _real(dtype, "partial_cross_map")
     pm = PartialMapper(get_backend(device, backend), Z, E_arr, tau=tau, real=real)
 
     def lag_of(src: int, lib: int) -> int:

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from ..edm.ranges import check_lags
 from ..validation import check_int, check_seed
 from .crossmap import lag_scan
-from .lagged import check_lags
-from .partial import PartialMapper, pcm_table
+from .partial import PartialMapper, _real, pcm_table
 
 #: lags scanned by default (Ye et al. scan a few steps each side)
 DEFAULT_LAGS = range(-5, 6)
@@ -70,6 +70,54 @@ class CausalNetwork:
         for row in self.edges.to_dict("records"):
             g.add_edge(row.pop("source"), row.pop("target"), **row)
         return g
+
+
+def causal_network(result_or_data: Any, *, alpha: float = 0.05, method: str = "bh",
+                   graph: bool = False, **data_options: Any) -> Any:
+    """The direct causal links of a data matrix, or the significant pairs of an xmap
+    result with surrogates.
+
+    **A data matrix** ``X`` (NumPy array or DataFrame, time down the rows, one column per
+    series; a DataFrame's column names label the nodes) runs the whole pipeline
+    (docs/causal_network.md): pairwise maps with surrogates and FDR (``alpha``,
+    ``method``), a lag scan of every candidate edge (dropped when its skill peaks at a
+    positive cross-map lag: a reverse / synchrony artefact), and partial cross maps of
+    candidate indirect paths (dropped when conditioning on an intermediate removes it).
+    Options (keywords): ``E`` ("auto", one int or one per series), ``tau``,
+    ``surrogates`` (default 199; ``1 / (surrogates + 1) <= alpha`` is required),
+    ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5),
+    ``partial`` (default: with 3 series or more; True with fewer warns),
+    ``partial_ratio`` (default 0.7), ``dtype``, ``device``, ``backend``. Returns a
+    :class:`CausalNetwork` (``edges``: source, target, lag, rho, rho_lag, p_value,
+    q_value; ``pruned``: the same with ``reason``, ``via``, ``pcm``, ``pcm_p``), or with
+    ``graph=True`` a ``networkx.DiGraph`` of its direct edges.
+
+    **An xmap result** (``pe.xmap(X, surrogates=n)``) or the path of its Zarr store:
+    every pair tested on its own, as
+    :func:`pyedmcl.significance.network.causal_network` (a DataFrame edge list sorted by
+    ``q_value``: source, target, rho, p_value, q_value, null_mean, null_q95; with
+    ``graph=True`` a ``networkx.DiGraph``).
+    """
+    from ..significance.network import CORRECTIONS
+    from ..significance.network import causal_network as pairwise
+    if not _is_data(result_or_data):
+        if data_options:
+            raise TypeError(f"causal_network got {', '.join(sorted(data_options))} with an "
+                            "xmap result; these options belong to a data matrix (pass X)")
+        return pairwise(result_or_data, alpha=alpha, method=method, graph=graph)
+    if method not in CORRECTIONS:
+        raise ValueError(f"method={method!r} is invalid; allowed: {', '.join(CORRECTIONS)}")
+    net = network_from_data(result_or_data, alpha=alpha, method=method, **data_options)
+    return net.graph() if graph else net
+
+
+def _is_data(obj: Any) -> bool:
+    """A data matrix (array, DataFrame or list of series), not an xmap result or the
+    path of its store."""
+    from pathlib import Path
+    if isinstance(obj, str | Path) or hasattr(obj, "rho"):
+        return False
+    return isinstance(obj, np.ndarray | list) or hasattr(obj, "columns")
 
 
 def check_surrogates(n: Any, alpha: float) -> int:
@@ -126,7 +174,7 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
     src = np.array([pos[s] for s in cand["source"]], dtype=np.int64)
     dst = np.array([pos[t] for t in cand["target"]], dtype=np.int64)
     be = get_backend(device, backend)
-    real = "double" if (dtype is not None and np.dtype(dtype) == np.float64) else "float"
+    real = _real(dtype, "causal_network")
     Z = (P - P.mean(axis=1, keepdims=True)) / np.where(P.std(axis=1) > 0, P.std(axis=1), 1.0)[:, None]
     pm = PartialMapper(be, Z, np.asarray(res.E), tau=tau, real=real)
     lag_rho = np.full((N, N, lag_arr.size), np.nan)

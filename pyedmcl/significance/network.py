@@ -40,35 +40,9 @@ def _arrays(result_or_store: Any) -> tuple[dict[str, np.ndarray], list[str] | No
     return arrs, getattr(res, "names", None)
 
 
-def _is_data(obj: Any) -> bool:
-    """A data matrix (array or DataFrame), not an xmap result or the path of its store."""
-    if isinstance(obj, str | Path) or hasattr(obj, "rho"):
-        return False
-    return isinstance(obj, np.ndarray) or hasattr(obj, "columns") or isinstance(obj, list)
-
-
 def causal_network(result_or_store: Any, *, alpha: float = 0.05, method: str = "bh",
-                   graph: bool = False, **data_options: Any) -> Any:
-    """The significant edges ``driver -> driven`` of an xmap result with surrogates, or
-    the direct causal links of a data matrix.
-
-    **A data matrix** ``X`` (NumPy array or DataFrame, time down the rows, one column per
-    series; a DataFrame's column names label the nodes) runs the whole pipeline
-    (:mod:`pyedmcl.network.pipeline`, docs/causal_network.md): pairwise maps with
-    surrogates and FDR, a lag scan of every candidate edge (dropped when its skill peaks
-    at a positive cross-map lag: a reverse / synchrony artefact), and partial cross maps
-    of candidate indirect paths (dropped when conditioning on an intermediate removes
-    it). Options (keywords): ``E`` ("auto", one int or one per series), ``tau``,
-    ``surrogates`` (default 199; ``1 / (surrogates + 1) <= alpha`` is required),
-    ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5),
-    ``partial`` (default: with 3 series or more; True with fewer warns), ``partial_ratio`` (default 0.7),
-    ``dtype``, ``device``, ``backend``. Returns a
-    :class:`~pyedmcl.network.pipeline.CausalNetwork` (``edges``: source, target, lag,
-    rho, rho_lag, p_value, q_value; ``pruned``: the same with ``reason``, ``via``,
-    ``pcm``, ``pcm_p``), or with ``graph=True`` a ``networkx.DiGraph`` of its direct
-    edges.
-
-    **An xmap result** (pairwise only, every pair tested on its own):
+                   graph: bool = False) -> Any:
+    """The significant edges ``driver -> driven`` of an xmap result with surrogates.
 
     ``result_or_store``: an :class:`~pyedmcl.xmap.results.XmapResult` from
     ``pe.xmap(X, surrogates=n)`` or the path of its Zarr store (verified on open).
@@ -80,18 +54,11 @@ def causal_network(result_or_store: Any, *, alpha: float = 0.05, method: str = "
     ``networkx.DiGraph`` of the same edges (needs networkx). Series are named by the
     result's ``names`` (else their column index).
     """
-    if method not in CORRECTIONS:
-        raise ValueError(f"method={method!r} is invalid; allowed: {', '.join(CORRECTIONS)}")
-    if _is_data(result_or_store):
-        from ..network.pipeline import network_from_data
-        net = network_from_data(result_or_store, alpha=alpha, method=method, **data_options)
-        return net.graph() if graph else net
-    if data_options:
-        raise TypeError(f"causal_network got {', '.join(sorted(data_options))} with an xmap "
-                        "result; these options belong to a data matrix (pass X itself)")
     a = float(alpha) if isinstance(alpha, int | float) else np.nan
     if not 0 < a < 1:
         raise ValueError(f"alpha={alpha!r} is out of range; allowed: 0 < alpha < 1")
+    if method not in CORRECTIONS:
+        raise ValueError(f"method={method!r} is invalid; allowed: {', '.join(CORRECTIONS)}")
     arrs, names = _arrays(result_or_store)
     N = arrs["rho"].shape[0]
     off = ~np.eye(N, dtype=bool)
