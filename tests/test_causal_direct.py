@@ -149,3 +149,18 @@ def test_cli_network(tmp_path, chain):
     assert set(got["status"]) <= {"direct", "reverse", "indirect"}
     assert main(["network", str(f), "--surrogates", "9"]) == 2
     assert main(["network", str(f), "--lags", "3:-3"]) == 2
+
+
+def test_partial_sort_keeps_the_full_order(pair):
+    """float32 maps keep each query's nearest few rows (a partial sort); a lag wider than
+    they cover re-sorts wider; either way the table is the full sort's."""
+    from clkernels import get_backend
+    from pyedmcl.network.crossmap import LibraryMap
+    x, _ = pair
+    lm = LibraryMap(get_backend(None, None), x, E=2, real="float")
+    narrow = [lm.table(s, x.size) for s in (0, 3, -40)]  # -40: wider than kept, re-sorted
+    lm._sort(lm.times.size)
+    for (i0, w0), s in zip(narrow, (0, 3, -40), strict=True):
+        i1, w1 = lm.table(s, x.size)
+        np.testing.assert_array_equal(i0, i1)
+        np.testing.assert_array_equal(w0, w1)

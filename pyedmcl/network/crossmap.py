@@ -1,8 +1,10 @@
 """Full-library cross-map predictions of many targets and lags from one neighbour order.
 
-A :class:`LibraryMap` embeds one library series, sorts every query's full row of
-library distances once on the device (:class:`pyedmcl.edm.ccm.SortedRows`, the k-NN
-kernel's distances and tie order) and keeps the order on the host. A cross map at lag
+A :class:`LibraryMap` embeds one library series, computes every query's full row of
+library distances once on the device (the k-NN kernel's ``dist_full``, as
+:class:`pyedmcl.edm.ccm.SortedRows`) and keeps, on the host, each row's nearest few in
+the kernel's tie order (a partial sort: a lookup never reads past k plus the rows a lag
+or the exclusion radius rules out). A cross map at lag
 ``shift`` (library time t predicts target time ``t + shift``) takes each query's first
 k admissible rows of that order -- not itself (nor within the exclusion radius), and
 with the target inside the data -- and weights them by pyEDM's CCM rule. Neighbours are
@@ -17,9 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..edm.ccm import MAX_SORTED_ENTRIES, SortedRows
+from ..edm.ccm import MAX_SORTED_ENTRIES
 from ..edm.knn import hold
 from ..edm.ranges import ccm_valid_times, point_offset
+from ..kernels.knn import KNN
+
+#: rows of each query's order kept beyond k and the exclusion window (lags whose
+#: out-of-range rows need more re-sort wider)
+WIDTH_MARGIN = 16
 
 
 class LibraryMap:
@@ -32,6 +39,7 @@ class LibraryMap:
     def __init__(self, be, x: np.ndarray, *, E: int, tau: int = 1, k: int | None = None,
                  radius: int = 0, real: str = "float"):
         n = x.size
+        self._be = be
         self.E, self.tau, self.n = E, tau, n
         self.k = E + 1 if k is None else k
         self.radius = radius
@@ -44,14 +52,36 @@ class LibraryMap:
         if U < self.k + 2:
             raise ValueError(f"a series of {n} values leaves {U} rows for E={E}, tau={tau}; "
                              f"needs at least knn + 2 = {self.k + 2}")
-        dt = np.float64 if real == "double" else np.float32
-        pts = (self.times - point_offset(E, tau)).astype(np.int32)
-        x_dev, q_dev = be.to_device(np.ascontiguousarray(x, dtype=dt)), be.to_device(pts)
-        hold(be, x_dev, q_dev)
-        rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
-        self._order = be.to_host(rows.srt)
-        self._dist = be.to_host(rows.sdist).astype(np.float64)
-        self._pts = pts
+        self._x = np.ascontiguousarray(x, dtype=np.float64 if real == "double" else np.float32)
+        self.real = real
+        self._pts = (self.times - point_offset(E, tau)).astype(np.int32)
+        self._sort(min(U, self.k + 2 * radius + 1 + WIDTH_MARGIN))
+
+    def _sort(self, width: int) -> None:
+        """Each query's first ``width`` library rows in the k-NN kernel's order
+        (distance, then |row difference|, then the earlier row) and their distances."""
+        be, pts, U = self._be, self._pts, self._pts.size
+        x_dev, q_dev = be.to_device(self._x), be.to_device(pts)
+        dt = self._x.dtype
+        acc, fin = be.empty((U, U), dt), be.empty((U, U), dt)
+        spec = {"E": self.E, "TAU": abs(self.tau), "K": 1, "METRIC": "euclidean",
+                "REAL": self.real}
+        KNN.launch_sorted(be, spec, min(64, be.info.max_work_group_size), x_dev, q_dev, U,
+                          q_dev, U, acc, fin)
+        a, f = be.to_host(acc), be.to_host(fin)
+        hold(be, x_dev, q_dev, acc, fin)
+        diff = pts[None, :].astype(np.int64) - pts[:, None]
+        tie = 2 * np.abs(diff) + (diff > 0)
+        if dt == np.float32:  # non-negative floats order like their bit patterns: one key
+            key = (a.view(np.int32).astype(np.int64) << 32) | tie
+            part = np.argpartition(key, width - 1, axis=1)[:, :width] if width < U else \
+                np.broadcast_to(np.arange(U), (U, U))
+            order = np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, 1), 1), 1)
+        else:
+            order = np.lexsort((tie, a), axis=-1)[:, :width]
+        self._order = np.ascontiguousarray(order)
+        self._dist = np.take_along_axis(f, self._order, axis=1).astype(np.float64)
+        self._width = width
 
     def table(self, shift: int, n_target: int) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, weights)`` ``(U, k)``: each query's k library rows (indices into
@@ -61,6 +91,8 @@ class LibraryMap:
         ok = (self.times + shift >= 0) & (self.times + shift < n_target)
         # the first k admissible rows lie within k + (excluded rows) columns of the order
         W = min(U, k + 2 * r + 1 + int(np.count_nonzero(~ok)))
+        if W > self._width:  # a wider lag than the kept rows cover: keep more
+            self._sort(min(U, 2 * W))
         order, dist = self._order[:, :W], self._dist[:, :W]
         allowed = ok[order] & (np.abs(self._pts[order] - self._pts[:, None]) > r)
         first = np.argsort(~allowed, axis=1, kind="stable")[:, :k]
