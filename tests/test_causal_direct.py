@@ -134,6 +134,10 @@ def test_bad_input_names_the_argument(chain):
         pe.partial_cross_map(chain[:, :2], triples=[(0, 1, 1)])
     with pytest.raises(ValueError, match="surrogates=0"):
         pe.ccm(chain[:, 0], chain[:, 1], E=2, Tp=[0, 1], lib_sizes=[50], surrogates=5)
+    from pyedmcl.network.pipeline import _warn_resolution
+    with pytest.warns(RuntimeWarning, match=r"surrogates=199 is too few for 100 series.*"
+                                            r"surrogates >= 1979"):
+        _warn_resolution(100, 199, 0.05, "bh")
     with pytest.warns(RuntimeWarning, match="partial=True needs at least 3 series"):
         pe.causal_network(chain[:200, :2], E=2, surrogates=19, seed=1, partial=True)
 

@@ -120,6 +120,23 @@ def _is_data(obj: Any) -> bool:
     return isinstance(obj, np.ndarray | list) or hasattr(obj, "columns")
 
 
+def _warn_resolution(N: int, n: int, alpha: float, method: str) -> None:
+    """Warn when the correction needs more than 5 edges per series before it can return
+    any with n surrogates: BH returns k of m = N (N - 1) tests only if ``1 / (n + 1) <=
+    alpha k / m``; Bonferroni any edge only if ``1 / (n + 1) <= alpha / m``."""
+    m = N * (N - 1)
+    k_min = {"bh": m / (alpha * (n + 1)), "bonferroni": np.inf if (n + 1) * alpha < m else 1}
+    k = k_min.get(method, 1)
+    if k > 5 * N:
+        need = int(np.ceil(m / (alpha * (N if method == "bh" else 1)))) - 1
+        warnings.warn(f"surrogates={n} is too few for {N} series with method={method!r} at "
+                      f"alpha={alpha}: with {m} pairs an edge needs "
+                      + (f"at least {int(np.ceil(k))} pairs at the smallest p-value "
+                         f"1/{n + 1}" if method == "bh" else f"p <= {alpha / m:.2g}")
+                      + f"; give surrogates >= {need} (or method='none', or test fewer series)",
+                      RuntimeWarning, stacklevel=4)
+
+
 def check_surrogates(n: Any, alpha: float) -> int:
     """``surrogates`` able to reach ``alpha``: the smallest p-value is ``1 / (n + 1)``."""
     n = check_int(n, "surrogates", 1)
@@ -161,6 +178,7 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
         warnings.warn(f"partial=True needs at least 3 series (X has {N}); no partial cross "
                       "maps", RuntimeWarning, stacklevel=3)
     partial = N >= 3 and partial is not False
+    _warn_resolution(N, surrogates, a, method)
     seed = check_seed(seed)
     if seed is None:  # one seed for the map's surrogates and the partial maps' alike
         seed = int(np.random.SeedSequence().generate_state(1)[0])
