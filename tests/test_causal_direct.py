@@ -168,3 +168,15 @@ def test_partial_sort_keeps_the_full_order(pair):
         i1, w1 = lm.table(s, x.size)
         np.testing.assert_array_equal(i0, i1)
         np.testing.assert_array_equal(w0, w1)
+
+
+def test_lag_scan_without_sorted_rows_is_the_same(pair, monkeypatch):
+    """More rows than the sorted rows hold: each lag runs CCM on its own, same skill."""
+    import pyedmcl.edm.ccm as ccm_mod
+    x, y = pair
+    kw = dict(E=2, Tp=[-2, 1], lib_sizes=[30, 120], sample=3, seed=2, dtype="float64")
+    ref = pe.ccm(x, y, **kw)
+    monkeypatch.setattr(ccm_mod, "MAX_SORTED_ENTRIES", 100)
+    got = pe.ccm(x, y, **kw)
+    np.testing.assert_allclose(got.rho_xy, ref.rho_xy, rtol=0, atol=RHO_TOL)
+    np.testing.assert_allclose(got.rho_yx, ref.rho_yx, rtol=0, atol=RHO_TOL)
