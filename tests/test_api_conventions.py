@@ -59,7 +59,7 @@ def test_inventory_is_complete():
             "predict_exclusion_radius", "predict_nonlinear", "knn_table", "knn_search",
             "measure_recall", "pairwise_distances", "rqa", "cross_rqa", "joint_rqa",
             "recurrence_plot", "recurrence_network", "xmap",
-            "generate", "multiview"} == set(KERNEL)
+            "generate", "multiview", "partial_cross_map"} == set(KERNEL)
 
 
 @pytest.mark.parametrize("name", sorted(KERNEL))

@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "pyedmcl.edm.cli",
     "pyedmcl.rqa.cli",
     "pyedmcl.xmap.cli",
+    "pyedmcl.network.cli",
     "pyedmcl.report.cli",
 )
 

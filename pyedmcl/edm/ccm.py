@@ -63,8 +63,8 @@ from ..validation import (
 )
 from .knn import hold, knn_device
 from .lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
-from .ranges import MAX_KNN, ccm_valid_times, check_tau, point_offset
-from .results import CCMResult
+from .ranges import MAX_KNN, ccm_valid_times, check_lags, check_tau, point_offset
+from .results import CCMLagResult, CCMResult
 from .statespace import (
     StateSpace,
     bad_points,
@@ -273,6 +273,72 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     return out
 
 
+def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, *, E: int, tau: int,
+                   lags: np.ndarray, k: int, radius: int, sizes: np.ndarray, sample: int,
+                   entropy: int, random: bool, replacement: bool,
+                   neighbors: Any = None) -> np.ndarray:
+    """rho samples ``(len(lags), len(sizes), sample)`` of x's embedding cross-mapping y
+    at every lag (pyEDM's ``CCM(Tp=lag)`` each): time-delayed CCM (Ye et al. 2015, Sci
+    Rep 5:14750; a driver's skill peaks at a lag <= 0, a peak at a positive lag marks
+    synchrony, the reverse artefact).
+
+    A state's neighbours do not depend on the lag: the direction sorts every query's
+    full row of library distances once (:class:`SortedRows`) over all embeddable rows;
+    a lag only changes which rows may serve (a library row needs its target ``t + lag``
+    inside the data; a query without one is left out of rho: ``obs = -1``) and where
+    the lookup reads the target (``tshift = offset + lag``). Each lag's libraries are
+    drawn over its own valid rows as pyEDM's ``CCM(Tp=lag)`` draws them, so every lag's
+    skill is pyEDM's. Without sorted rows (an inexact k-NN back-end, or more rows than
+    ``MAX_SORTED_ENTRIES`` allows) each lag runs :func:`_direction` on its own."""
+    n = x.shape[0]
+    kw = dict(E=E, tau=tau, k=k, radius=radius, sizes=sizes, sample=sample, entropy=entropy,
+              random=random, replacement=replacement)
+    union = ccm_valid_times(n, E, tau, 0)  # every embeddable row (the target's own time)
+    U = union.size
+    if U * U > MAX_SORTED_ENTRIES or not getattr(neighbors, "exact", True):
+        return np.stack([_direction(be, real, x, y, Tp=int(lag), neighbors=neighbors, **kw)
+                         for lag in lags])
+    dt = np.float64 if real == "double" else np.float32
+    off = point_offset(E, tau)
+    pts = (union - off).astype(np.int32)
+    x_dev, yk = be.to_device(x.astype(dt)), y.astype(dt)
+    y_dev, q_dev = be.to_device(yk), be.to_device(pts)
+    hold(be, x_dev, y_dev, q_dev)
+    rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
+    out = np.full((lags.size, sizes.size, sample), np.nan)
+    for a, lag in enumerate(lags):
+        lag = int(lag)
+        ok = (union + lag >= 0) & (union + lag < n)
+        pos = np.flatnonzero(ok)  # this lag's valid rows, as pyEDM's CCM(Tp=lag) has them
+        M = pos.size
+        obs = np.where(ok, union + lag, -1).astype(np.int32)
+        obs_dev = be.to_device(obs)
+        shift = ccm_shifts_device(be, yk, obs)
+        hold(be, obs_dev)
+        for i, L0 in enumerate(sizes):
+            L = int(min(L0, M))
+            kk = min(k, L - 1)
+            if kk < 1:
+                continue
+            rng = np.random.default_rng(np.random.SeedSequence(entropy))
+            if random:
+                libs = np.stack([np.sort(rng.choice(M, size=L, replace=replacement))
+                                 for _ in range(sample)])
+            else:
+                libs = np.arange(L)[None, :]
+            cnt = rows.counts(pos[libs], kk)
+            ns = cnt.shape[0]
+            sk_dev = skill_out(be, ns)
+            per = max(1, MAX_TABLE_ENTRIES // U)
+            for c0 in range(0, ns, per):
+                c1 = min(ns, c0 + per)
+                pred = rows.predict(cnt[c0:c1], kk, q_dev, radius, y_dev, off + lag)
+                skill_device(be, pred, c1 - c0, U, y_dev, n, 1, obs_dev, real=real,
+                             out=sk_dev, row0=c0, ccm=True, shift=shift)
+            out[a, i, :ns] = _rho(be.to_host(sk_dev).astype(np.float64))
+    return out
+
+
 def check_ccm_knn(knn: int, M: int, knn_backend: Any) -> None:
     """knn beyond the fused kernel's MAX_KNN runs through the sorted full-library rows
     (exact back-end, M x M rows within MAX_SORTED_ENTRIES); else it is an error."""
@@ -293,7 +359,7 @@ def _rho(sk: np.ndarray) -> np.ndarray:
 
 
 @checks_constant("ccm", ("x", "y", "target"))
-def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes: Any,
+def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes: Any,
         sample: int = 100, seed: int | None = None, knn: int | None = None,
         exclusion_radius: int = 0, random: bool = True, replacement: bool = False,
         dtype: Any = "float32", device: Any = None, backend: str | None = None,
@@ -326,7 +392,18 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     ``result.significance`` holds the null curves, p-values and null bands per library
     size (reproducible by ``seed``). ``result.convergence``: Kendall's tau of rho over
     library size, its p-value and a fitted curve.
+
+    Time-delayed CCM (Ye et al. 2015): ``Tp`` a list or range of lags (negative
+    included) cross-maps at every lag from one neighbour order per direction
+    (:func:`direction_lags`) and returns a
+    :class:`~pyedmcl.edm.results.CCMLagResult` (skill per lag and library size, and
+    each direction's lag of highest skill); two 1-D series, no surrogates.
     """
+    lagged = np.ndim(Tp) > 0
+    if lagged and (y is None or is_multivariate(x, columns, embedded, valid_lib, None)
+                   or is_multivariate(y) or surrogates):
+        raise ValueError("Tp as a list of lags needs two 1-D series without NaN and "
+                         "surrogates=0; give one Tp for multivariate CCM or surrogates")
     if y is None or is_multivariate(x, columns, embedded, valid_lib, None) \
             or is_multivariate(y):
         if surrogates:
@@ -364,7 +441,11 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
     n = xs.size
     E = check_int(E, "E", 1, 512)
     tau = check_tau(tau)
-    Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
+    if lagged:
+        lags = check_lags(Tp, n, "Tp")
+        Tp = int(lags[np.argmax(np.abs(lags))])  # the lag leaving the fewest rows
+    else:
+        Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
     knn = E + 1 if knn is None or knn == 0 else check_int(knn, "knn", 1, None)
     sample = check_int(sample, "sample", 1)
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
@@ -391,6 +472,15 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: int = 0, lib_sizes
               neighbors=resolve_backend(knn_backend, be, L=int(min(sizes.max(), M)), E=E, nq=M,
                                         k=knn, options=knn_options, shape="ccm",
                                         libraries=int(sizes.size * sample)))
+    if lagged:
+        kw.pop("Tp")
+        s_xy = direction_lags(be, real, xs, ys, lags=lags, **kw)
+        s_yx = direction_lags(be, real, ys, xs, lags=lags, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return CCMLagResult(lags=lags, lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=2),
+                                rho_yx=np.nanmean(s_yx, axis=2), rho_xy_samples=s_xy,
+                                rho_yx_samples=s_yx, neighbors=kw["neighbors"].info)
     s_xy = _direction(be, real, xs, ys, **kw)
     s_yx = _direction(be, real, ys, xs, **kw)
     rho_xy, rho_yx = _sample_means(s_xy, s_yx, sizes, exclusion_radius)

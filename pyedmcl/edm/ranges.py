@@ -373,3 +373,18 @@ def ccm_valid_times(n: int, E: int, tau: int, Tp: int) -> np.ndarray:
     rows = np.arange(n, dtype=np.int64)
     ok = _embeddable(rows, n, span, tau) & (rows + Tp >= 0) & (rows + Tp < n)
     return rows[ok]
+
+
+def check_lags(lags: Any, n: int, name: str = "lags") -> np.ndarray:
+    """``lags`` (a list, range or 1-D array of integers, negative allowed) as a sorted,
+    de-duplicated int64 array; each lag within ``-(n - 1) .. n - 1`` for a series of
+    ``n`` values, else a ValueError naming ``name``."""
+    if isinstance(lags, str | bytes):
+        raise TypeError(f"{name}={lags!r} must be a list of integers, e.g. range(-5, 6)")
+    vals = np.atleast_1d(np.asarray(list(lags) if isinstance(lags, range) else lags,
+                                    dtype=object)).reshape(-1)
+    if vals.size == 0:
+        raise ValueError(f"{name} is empty; give lags, e.g. range(-5, 6)")
+    out = np.array([check_int(v.item() if isinstance(v, np.generic) else v, name,
+                              -(n - 1), n - 1) for v in vals], dtype=np.int64)
+    return np.unique(out)

@@ -159,3 +159,46 @@ class CCMResult(Displayable):
                                  (yx, sig.p_yx, sig.null_yx_mean, sig.null_yx_q95)):
                 d.update({f"{col} p": p, f"{col} null_mean": m, f"{col} null_q95": q})
         return pd.DataFrame(d)
+
+
+@dataclass
+class CCMLagResult:
+    """CCM skill per cross-map lag and library size, both directions.
+
+    ``rho_xy[a, s]``: x's embedding cross-maps y at lag ``lags[a]`` (pyEDM's column
+    ``x:y`` of ``CCM(Tp=lags[a])``) and library size ``lib_sizes[s]``; evidence that y
+    drives x where it peaks at a lag <= 0 (Ye et al. 2015). ``*_samples``:
+    ``(n_lags, n_lib_sizes, sample)``.
+    """
+
+    lags: np.ndarray
+    lib_sizes: np.ndarray
+    rho_xy: np.ndarray
+    rho_yx: np.ndarray
+    rho_xy_samples: np.ndarray | None = None
+    rho_yx_samples: np.ndarray | None = None
+    neighbors: Any = field(default=None, repr=False)
+
+    @staticmethod
+    def _best(lags: np.ndarray, rho: np.ndarray) -> int | None:
+        col = rho[:, -1]
+        return None if np.isnan(col).all() else int(lags[int(np.nanargmax(col))])
+
+    @property
+    def best_lag_xy(self) -> int | None:
+        """The lag of x:y's highest skill at the largest library size (first on ties)."""
+        return self._best(self.lags, self.rho_xy)
+
+    @property
+    def best_lag_yx(self) -> int | None:
+        """The lag of y:x's highest skill at the largest library size (first on ties)."""
+        return self._best(self.lags, self.rho_yx)
+
+    def as_dataframe(self, x_name: str = "x", y_name: str = "y"):
+        """One row per (lag, library size): ``Tp``, ``LibSize`` and both directions' rho."""
+        import pandas as pd
+        a, s = np.meshgrid(np.arange(self.lags.size), np.arange(self.lib_sizes.size),
+                           indexing="ij")
+        return pd.DataFrame({"Tp": self.lags[a.ravel()], "LibSize": self.lib_sizes[s.ravel()],
+                             f"{x_name}:{y_name}": self.rho_xy.ravel(),
+                             f"{y_name}:{x_name}": self.rho_yx.ravel()})

@@ -2,6 +2,7 @@
 
 API = {
     "surrogates": "pyedmcl.significance.surrogates",
-    "causal_network": "pyedmcl.significance.network",
+    "causal_network": "pyedmcl.network.pipeline",
     "kendall_tau": "pyedmcl.significance.stats",
+    "partial_cross_map": "pyedmcl.network.partial",
 }
