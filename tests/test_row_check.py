@@ -59,9 +59,11 @@ def test_checked_lookup_equals_numpy_bound(device):
     table = DeviceKnn(be.to_device(idx[None]), be.to_device(dist[None]), 1, nq, K + 1)
     y_dev = be.to_device(y)
     acc = np.float64 if be.info.fp64 else np.float32
-    p, _, flag = lookup_checked(be, table, K, y_dev, n, 2, 1, be.to_device(qnorm),
-                                be.to_device(thr.astype(acc)), be.to_device(span.astype(acc)), E)
+    p, _, flag, nflag = lookup_checked(be, table, K, y_dev, n, 2, 1, be.to_device(qnorm),
+                                       be.to_device(thr.astype(acc)),
+                                       be.to_device(span.astype(acc)), E)
     flags = be.to_host(flag)[0]
+    assert be.to_host(nflag)[0] == flags.sum()  # the count the caller reads first
     plain = DeviceKnn(be.to_device(np.ascontiguousarray(idx[None, :, :K])),
                       be.to_device(np.ascontiguousarray(dist[None, :, :K])), 1, nq, K)
     want_p, _ = lookup_device(be, plain, y_dev, n, 2, 1)
@@ -216,8 +218,9 @@ def test_binary_grid_data_are_exact(device, monkeypatch):
 
 def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch):
     """Where a sample says most rows would be redone (ties of one-decimal data), the call
-    is the float64 one, without a float32 pass and a redo of most of it; ordinary data
-    keep float32."""
+    is the float64 one, without a float32 pass and a redo of most of it; data off a
+    decimal grid take no sample (and keep float32), decimal data with few ties keep
+    float32 after it."""
     from pyedmcl.edm import simplex as S
 
     monkeypatch.setattr(S, "SAMPLE_FROM", 256)
@@ -236,6 +239,9 @@ def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch)
                         lambda *a: fractions.append(real(*a)) or fractions[-1])
     monkeypatch.setattr(S, "redo_float64", row_check.redo_float64)
     pe.simplex(_logistic(3000), E=3, device=device)
+    assert not fractions  # no decimal grid: no sample
+    assert not row_check.on_decimal_grid(_logistic(3000))
+    pe.simplex(np.round(_logistic(3000), 4), E=3, device=device)
     assert fractions and fractions[0] < S.MOSTLY_FLAGGED
 
 

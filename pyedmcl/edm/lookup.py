@@ -56,12 +56,14 @@ def lookup_host(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
 
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
                    tshift: int, qnorm_dev, thr_dev, span_dev, E: int, *,
-                   variance: bool = False) -> tuple[Any, Any, Any]:
+                   variance: bool = False) -> tuple[Any, Any, Any, Any]:
     """:func:`lookup_device` for float32 Simplex from the first ``k`` neighbours of
     ``table`` (``table.k`` is ``k`` or ``k + 1``: the extra one tells where float32 may
     pick another ``k``-th), with float32's error bound per prediction (the template's
-    CHECK): returns ``(pred, var, flag)``, ``flag`` ``(nbatch, nt, nq)`` uint8 device
-    array, 1 where the bound exceeds ``thr_dev[j]`` (see :mod:`pyedmcl._precision`).
+    CHECK): returns ``(pred, var, flag, nflag)``, ``flag`` ``(nbatch, nt, nq)`` uint8
+    device array, 1 where the bound exceeds ``thr_dev[j]`` (see
+    :mod:`pyedmcl._precision`), and ``nflag`` a device int32 ``(1,)``, their count (read
+    it first: the flags are worth reading only where it is not 0).
     ``qnorm_dev``: each query point's norm (float32); ``thr_dev`` / ``span_dev``: each
     target's tolerance and span (max - min); ``E``: the coordinates per point.
     """
@@ -70,10 +72,12 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     pred = be.empty((table.nbatch, nt, table.nq), np.float32)
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
-    hold(be, pred, var, flag, qnorm_dev, thr_dev, span_dev)
+    nflag = be.to_device(np.zeros(1, np.int32))  # made with its zero: no launch, no wait
+    hold(be, pred, var, flag, nflag, qnorm_dev, thr_dev, span_dev)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
-                  nt, tshift, pred, var, check=(qnorm_dev, thr_dev, span_dev, E + 4, flag))
-    return pred, (var if variance else None), flag
+                  nt, tshift, pred, var,
+                  check=(qnorm_dev, thr_dev, span_dev, E + 4, flag, nflag))
+    return pred, (var if variance else None), flag, nflag
 
 
 def _lookup_params(be: Backend, k: int, size: int, weight: str, real: str) -> tuple[dict, dict]:

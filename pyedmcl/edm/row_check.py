@@ -17,8 +17,14 @@ without fp64, on the host (the k-d tree's exact table and pyEDM's weights); the 
 kernel then runs again on the patched predictions (rounded to float32 like the rest).
 Tables from sorted rows (knn >= 64) take the same bound on the host (:func:`host_flags`).
 Exact float32 data (values on a binary grid, :func:`exact_in_float32`) are not checked;
-a large call whose sample is mostly flagged runs in float64 from the start
-(:func:`pyedmcl.edm.simplex.sampled_flag_fraction`).
+a large call of decimal data (:func:`on_decimal_grid`) whose sample is mostly flagged runs
+in float64 from the start (:func:`pyedmcl.edm.simplex.sampled_flag_fraction`).
+
+Cost. The bound is the lookup's own arithmetic on the values it holds (registers, no
+second pass); the lookup also counts its flags on the device, and the caller reads that
+count with the skill: where it is 0, the common case, no flag is read and nothing is
+redone. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`) and the query
+norms are computed on the host while the k-NN kernel runs.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ from .ranges import MAX_KNN, Plan
 #: are those of near-repeating states, dense one-dimensional libraries and the distance
 #: ties of decimal data.
 PREDICTION_TOL = 1e-5
+
+#: decimal places up to which data count as decimal (:func:`on_decimal_grid`): recorded
+#: data with few places tie often; finer grids rarely
+DECIMAL_PLACES = 4
 
 
 def point_norms(sq: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndarray:
@@ -162,6 +172,22 @@ def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     return False
 
 
+def on_decimal_grid(x: np.ndarray, places: int = DECIMAL_PLACES) -> bool:
+    """Whether the values of ``x`` (data units, not centred) are decimals of at most
+    ``places`` places, judged on a prefix of 1024 values: the data whose distances tie
+    in exact arithmetic, where float32 may flag most rows. Only they are worth a sample
+    before the float32 pass (:func:`pyedmcl.edm.simplex.sampled_flag_fraction`); a
+    wrong answer costs time, never exactness."""
+    head = np.asarray(x, np.float64).ravel()[:1024]
+    if head.size == 0 or not np.all(np.isfinite(head)):
+        return False
+    for m in range(places + 1):
+        g = head * 10.0 ** m
+        if np.all(np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))):
+            return True
+    return False
+
+
 def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:
     """The check for a float32 Simplex of centred ``xz`` ((n,) or (n, columns)) and
     targets ``yz`` ``(nt, n)``; None where the neighbours are not the exact kernel's (an
@@ -209,6 +235,15 @@ def flagged_queries(flags: np.ndarray) -> np.ndarray:
     """Query positions with a flag for any target (``flags`` ``(nbatch, nt, nq)``)."""
     f = np.asarray(flags)
     return np.flatnonzero(f.reshape(-1, f.shape[-1]).any(axis=0))
+
+
+def flagged_rows(be: Backend, flag_dev: Any, count: int) -> np.ndarray:
+    """:func:`flagged_queries` of the device flags ``flag_dev`` ``(nbatch, nt, nq)``
+    whose count (the checked lookup's ``nflag``, read back with the results) is
+    ``count``: nothing is read where it is 0, the common case."""
+    if count == 0:
+        return np.empty(0, np.int64)
+    return flagged_queries(be.to_host(flag_dev))
 
 
 def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,

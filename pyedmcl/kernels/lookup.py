@@ -116,17 +116,17 @@ class LookupKernel(TunableKernel):
         and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
         pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
         ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
-        thr, span, erel, flag)``, the query points' norms (float32, ``nq``), each
-        target's tolerance and span (max - min) (ACC, ``nt``), ``E + 4`` and the flags
-        written (uint8, ``(nbatch, nt,
-        nq)``); see the template's header."""
+        thr, span, erel, flag, nflag)``, the query points' norms (float32, ``nq``), each
+        target's tolerance and span (max - min) (ACC, ``nt``), ``E + 4``, the flags
+        written (uint8, ``(nbatch, nt, nq)``) and their count, added to ``nflag`` (int32,
+        one, zeroed by the caller); see the template's header."""
         wg = params["WG"]
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, thr, span, erel, flag = check
+            qnorm, thr, span, erel, flag, nflag = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
-            extra = (qnorm, thr, span, acc(erel), flag)
+            extra = (qnorm, thr, span, acc(erel), flag, nflag)
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
                          np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
                          pred, var, *extra)

@@ -34,6 +34,8 @@
 ## distance d_0 is the scale f, not the 1e-6 floor), plus w_i / W span[j] for each
 ## neighbour i within D_i + D_K of the table's extra one, K (float32 may rank either
 ## first, or any point tied with them: span[j] is target j's max - min).
+## nflag[0] (zeroed by the caller) counts the flags set, so that the caller reads the
+## count with the skill and the flags only where some are set.
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
@@ -45,7 +47,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
             const int nq, __global const real_t* restrict y, const int ldy, const int nt,
 <% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict thr, "
                   "__global const acc_t* restrict span, const acc_t erel, "
-                  "__global uchar* restrict flag") if CHECK else "" %>\
+                  "__global uchar* restrict flag, volatile __global int* restrict nflag") if CHECK else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
@@ -120,7 +122,10 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 %     endfor
         }
 %   endif
-        flag[((size_t)b * nt + j) * nq + q] = (den > 0 && !(bnd <= thr[j])) ? 1 : 0;
+        const int flagged = den > 0 && !(bnd <= thr[j]);
+        flag[((size_t)b * nt + j) * nq + q] = flagged ? 1 : 0;
+        if (flagged)  /* rare: the host reads flag only where this count is not 0 */
+            atomic_inc(nflag);
     }
 % endif
 % if VARIANCE:
