@@ -1,0 +1,173 @@
+"""float32 Simplex's exactness check: checked vs unchecked vs kEDM, one process, same data.
+
+Each case is a leave-one-out Simplex of a Mackey-Glass series (delay 17, the classic
+chaotic setting, sampled every time unit) at length ``L``, embedding ``E`` and lag
+``tau``:
+
+* ``checked``: ``pe.simplex(x, E=E, tau=tau)`` in float32, the default: each
+  prediction's float32 error bounded in the lookup, those beyond 1e-5 of the target's
+  spread redone in float64 (:mod:`pyedmcl.edm.row_check`);
+* ``unchecked``: the same call inside :func:`pyedmcl.edm.row_check.unchecked` (float32
+  alone, what the scans compute);
+* ``kedm``: ``kedm.eval_simplex(x, x, target=x, E=E, tau=tau, Tp=1)`` (the same
+  library x query work; kEDM keeps the self-match, which changes nothing in the cost).
+
+The contenders alternate per repeat (the same load on a shared machine); the best and
+the median of ``--repeat`` are printed with the ratios checked / unchecked and
+kEDM / pyedmcl, and the rows the check redid. ``--components`` adds the pipeline's
+parts on device-resident data (``run_plan``: unchecked, checked, checked from a table
+of ``knn`` neighbours (no extra one), unchecked from ``knn + 1``) and the float64 redo's
+own time.
+
+Run:  python bench/bench_row_check.py --cases 20000:7:2,10000:12:3
+      python bench/bench_row_check.py --device nvidia --cases 100000:7:2,50000:12:3
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+
+
+def mackey_glass(n: int, *, delay: int = 17, beta: float = 0.2, gamma: float = 0.1,
+                 power: int = 10, x0: float = 1.2, burn: int = 1000) -> np.ndarray:
+    """Mackey-Glass ``dx/dt = beta x(t - delay) / (1 + x(t - delay)^power) - gamma x``
+    by Euler steps of one time unit from a constant history ``x0``, ``burn`` steps
+    dropped."""
+    x = np.empty(n + burn + delay)
+    x[:delay + 1] = x0
+    for t in range(delay, n + burn + delay - 1):
+        xd = x[t - delay]
+        x[t + 1] = x[t] + beta * xd / (1.0 + xd ** power) - gamma * x[t]
+    return x[delay + burn:]
+
+
+def interleaved(fns: dict, repeat: int) -> dict:
+    """Each callable's times (s), the callables alternating per repeat."""
+    times: dict = {k: [] for k in fns}
+    for _ in range(max(1, repeat)):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return times
+
+
+def redone_rows(x: np.ndarray, E: int, tau: int, device) -> tuple[int, float]:
+    """Rows the checked call redid in float64 and the redo's own time (s)."""
+    import pyedmcl as pe
+    from pyedmcl.edm import simplex as S
+
+    real, got = S.redo_float64, []
+
+    def spy(*a, **k):
+        t = time.perf_counter()
+        r = real(*a, **k)
+        got.append((a[4].size, time.perf_counter() - t))
+        return r
+
+    S.redo_float64 = spy
+    try:
+        pe.simplex(x, E=E, tau=tau, device=device)
+    finally:
+        S.redo_float64 = real
+    return (got[0][0], got[0][1]) if got else (0, 0.0)
+
+
+def components(x: np.ndarray, E: int, tau: int, be, repeat: int) -> dict:
+    """Times of the pipeline's parts on device-resident data (see the module docstring)."""
+    from pyedmcl.edm import row_check as rc
+    from pyedmcl.edm import simplex as S
+    from pyedmcl.edm.ranges import resolve
+    from pyedmcl.neighbors import resolve_backend
+
+    xz = x - x.mean()
+    yz = xz[None]
+    data = S.DeviceData.upload(be, xz, yz, np.float32)
+    plan = resolve(x.size, E=E, tau=tau, Tp=1, knn=None, exclusion_radius=0, lib=None, pred=None)
+    nb = resolve_backend("exact", be, L=plan.lib_points.size, E=plan.E,
+                         nq=plan.pred_points.size, k=plan.knn, options=None)
+
+    class Narrow(rc.RowCheck):
+        widen = property(lambda self: False)
+
+    wide = dataclasses.replace(plan, knn=plan.knn + 1)
+    fns = {"run_plan unchecked": lambda: S.run_plan(data, plan, neighbors=nb),
+           "run_plan checked": lambda: S.run_plan(data, plan, neighbors=nb,
+                                                  check=rc.RowCheck(plan, xz, yz)),
+           "run_plan checked, no extra neighbour": lambda: S.run_plan(
+               data, plan, neighbors=nb, check=Narrow(plan, xz, yz)),
+           "run_plan unchecked, knn + 1": lambda: S.run_plan(data, wide, neighbors=nb)}
+    for f in fns.values():
+        f()
+    return interleaved(fns, repeat)
+
+
+def line(label: str, ts: list, ref: float | None = None, note: str = "") -> None:
+    best = min(ts)
+    s = f"  {label:<40} best {best * 1e3:9.2f} ms  median {np.median(ts) * 1e3:9.2f} ms"
+    if ref is not None:
+        s += f"  x{best / ref:6.3f}"
+    print(s + note, flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default=None, help="pyedmcl device selector (nvidia, intel, ...)")
+    ap.add_argument("--cases", default="20000:7:2,10000:12:3", help="comma list of L:E:tau")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--no-kedm", action="store_true")
+    ap.add_argument("--components", action="store_true", help="also time the pipeline's parts")
+    a = ap.parse_args(argv)
+
+    import pyedmcl as pe
+    from clkernels import get_backend
+    from pyedmcl.edm import row_check as rc
+
+    kedm = None
+    if not a.no_kedm:
+        from peers import import_peer  # the CPU mask restored after kEDM's import
+        kedm = import_peer("kedm")
+    be = get_backend(a.device)
+    print(f"device: {be.info.name} [{be.info.runtime}], {be.info.compute_units} CUs; "
+          f"kEDM {'absent' if kedm is None else getattr(kedm, '__version__', 'present')}")
+    for case in a.cases.split(","):
+        L, E, tau = (int(v) for v in case.split(":"))
+        x = mackey_glass(L)
+        x32 = x.astype(np.float32)
+
+        def unchecked(x=x, E=E, tau=tau):
+            with rc.unchecked():
+                return pe.simplex(x, E=E, tau=tau, device=be)
+
+        fns = {"checked": lambda x=x, E=E, tau=tau: pe.simplex(x, E=E, tau=tau, device=be),
+               "unchecked": unchecked}
+        if kedm is not None:
+            kedm.eval_simplex(x32[:300], x32[:300], target=x32[:300], E=2, tau=1, Tp=1)
+            fns["kedm"] = lambda v=x32, E=E, tau=tau: kedm.eval_simplex(v, v, target=v, E=E,
+                                                                       tau=tau, Tp=1)
+        for f in fns.values():  # warm-up: kernels built, tuning looked up
+            f()
+        rows, t_redo = redone_rows(x, E, tau, be)
+        rho = pe.simplex(x, E=E, tau=tau, device=be).rho
+        print(f"\nSimplex leave-one-out, Mackey-Glass L={L} E={E} tau={tau}: rho {rho:.6f}, "
+              f"{rows} rows redone in float64 ({t_redo * 1e3:.2f} ms)")
+        t = interleaved(fns, a.repeat)
+        ref = min(t["unchecked"])
+        line("pyedmcl float32 unchecked", t["unchecked"])
+        line("pyedmcl float32 checked (default)", t["checked"], ref, "  checked / unchecked")
+        if "kedm" in t:
+            k = min(t["kedm"])
+            line("kedm.eval_simplex", t["kedm"], None,
+                 f"  kEDM / checked {k / min(t['checked']):6.2f}x, / unchecked {k / ref:6.2f}x")
+        if a.components:
+            for label, ts in components(x, E, tau, be, a.repeat).items():
+                line(label, ts)
+
+
+if __name__ == "__main__":
+    main()
