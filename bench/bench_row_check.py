@@ -95,15 +95,56 @@ def components(x: np.ndarray, E: int, tau: int, be, repeat: int) -> dict:
         widen = property(lambda self: False)
 
     wide = dataclasses.replace(plan, knn=plan.knn + 1)
+    rows = S.run_plan(data, plan, neighbors=nb, check=rc.RowCheck(plan, xz, yz))[3]
+    rows = np.asarray(rows if rows is not None and rows.dtype != np.uint8 else [], np.int64)
+    redo = redo_parts(be, plan, x, rows, nb) if rows.size else {}
     fns = {"run_plan unchecked": lambda: S.run_plan(data, plan, neighbors=nb),
            "run_plan checked": lambda: S.run_plan(data, plan, neighbors=nb,
                                                   check=rc.RowCheck(plan, xz, yz)),
            "run_plan checked, no extra neighbour": lambda: S.run_plan(
                data, plan, neighbors=nb, check=Narrow(plan, xz, yz)),
            "run_plan unchecked, knn + 1": lambda: S.run_plan(data, wide, neighbors=nb)}
+    if hasattr(S, "knn_params"):  # the widened table at the next bucket's tuning, as before
+        def own_bucket():
+            real = S.knn_params
+            S.knn_params = lambda *a, **k: None
+            try:
+                S.run_plan(data, plan, neighbors=nb, check=rc.RowCheck(plan, xz, yz))
+            finally:
+                S.knn_params = real
+        fns["run_plan checked, K+1's own tuning"] = own_bucket
+    fns.update(redo)
     for f in fns.values():
         f()
     return interleaved(fns, repeat)
+
+
+def redo_parts(be, plan, x: np.ndarray, rows: np.ndarray, nb) -> dict:
+    """The float64 redo's steps, each waited for (:func:`pyedmcl.edm.row_check.redo_float64`):
+    the series' upload, the k-NN table of the rows, the lookup and its read."""
+    from pyedmcl.edm.lookup import lookup_device
+
+    x64 = np.ascontiguousarray(x, np.float64)
+    xd = be.to_device(x64)
+    kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
+              lpts=plan.lib_points, radius=plan.exclusion_radius)
+    table = nb.device_table(be, xd, x.size, real="double", **kw)
+    be.finish()
+
+    def upload():
+        be.to_device(x64)
+        be.finish()
+
+    def knn():
+        nb.device_table(be, xd, x.size, real="double", **kw)
+        be.finish()
+
+    def lookup():
+        p, _ = lookup_device(be, table, xd, x.size, 1, plan.offset + plan.Tp, real="double")
+        be.to_host(p)
+
+    return {f"redo ({rows.size} rows): x float64 upload": upload,
+            "redo: float64 k-NN of the rows": knn, "redo: lookup + read": lookup}
 
 
 def line(label: str, ts: list, ref: float | None = None, note: str = "") -> None:

@@ -247,11 +247,14 @@ def flagged_rows(be: Backend, flag_dev: Any, count: int) -> np.ndarray:
 
 
 def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
-                 neighbors: Any, variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
+                 neighbors: Any, variance: bool, l_dev: Any = None
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
     """float64 predictions ``(nt, rows.size)`` (and variances) of the queries ``rows`` of
     ``plan`` from the original series ``x`` and targets ``y`` ``(nt, n)``: the float64
     call's kernels through ``neighbors`` (its k-NN back-end), or on a device without fp64
-    the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`."""
+    the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`.
+    ``l_dev``: the plan's library points already on the device (no upload). One k-NN
+    and one lookup launch for all rows, one wait for both results."""
     from .lookup import lookup_device, lookup_host
 
     qpts = plan.pred_points[rows]
@@ -267,7 +270,9 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
             and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
     yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
-    table = neighbors.device_table(be, xd, x.size, real="double", **kw)
+    table = neighbors.device_table(be, xd, x.size, real="double", l_dev=l_dev, **kw)
     p, v = lookup_device(be, table, yd, x.size, y.shape[0], shift, real="double",
                          variance=variance)
-    return be.to_host(p)[0], (be.to_host(v)[0] if variance else None)
+    reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
+    got = [r()[0] for r in reads]
+    return got[0], (got[1] if variance else None)

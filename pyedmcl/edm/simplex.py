@@ -23,7 +23,7 @@ from .._precision import Affine, prepare
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
-from .knn import hold, knn_device
+from .knn import hold, knn_device, knn_params
 from .lookup import lookup_checked, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
@@ -154,9 +154,12 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         # k-NN table (O(queries * k)) + lookup for queries q0:q1; each query is
         # independent, so blocks give the same predictions as one launch
         q_dev, l_dev, _ = plan_device(be, plan) if q1 - q0 == qpts.size else (None, None, None)
-        table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=k,
-                       qpts=qpts[q0:q1], lpts=plan.lib_points, radius=plan.exclusion_radius,
-                       real=data.real, q_dev=q_dev, l_dev=l_dev)
+        kw = dict(E=plan.E, tau=plan.tau, k=k, qpts=qpts[q0:q1], lpts=plan.lib_points)
+        # a table widened by the check: the tuning of the table it widens
+        params = knn_params(be, **kw, bucket_k=plan.knn, real=data.real) if k > plan.knn else None
+        table = search(be, data.x_dev, data.n, **kw, radius=plan.exclusion_radius,
+                       real=data.real, params=params, q_dev=q_dev, l_dev=l_dev)
+        be.flush()  # the k-NN kernel starts while the host prepares the rest
         tshift = plan.offset + plan.Tp
         if check is None:
             p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, tshift,
@@ -340,7 +343,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     rows = np.empty(0, np.int64) if rows is None else rows
     fixed = None
     if rows.size:
-        fixed = redo_float64(be, plan, xs, y, rows, nb, variance)
+        fixed = redo_float64(be, plan, xs, y, rows, nb, variance, l_dev=plan_device(be, plan)[1])
         if on_device:  # patch the device arrays (centred units, as the rest)
             p, v = _patched_device(be, p, v, rows, fixed, fy)
             sk = _skill_again(data, plan, p)
