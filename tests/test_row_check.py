@@ -59,11 +59,17 @@ def test_checked_lookup_equals_numpy_bound(device):
     table = DeviceKnn(be.to_device(idx[None]), be.to_device(dist[None]), 1, nq, K + 1)
     y_dev = be.to_device(y)
     acc = np.float64 if be.info.fp64 else np.float32
-    p, _, flag, nflag = lookup_checked(be, table, K, y_dev, n, 2, 1, be.to_device(qnorm),
-                                       be.to_device(thr.astype(acc)),
-                                       be.to_device(span.astype(acc)), E)
-    flags = be.to_host(flag)[0]
-    assert be.to_host(nflag)[0] == flags.sum()  # the count the caller reads first
+    c = lookup_checked(be, table, K, y_dev, n, 2, 1, be.to_device(qnorm),
+                       be.to_device(thr.astype(acc)), be.to_device(span.astype(acc)), E)
+    p, flags = c.pred, be.to_host(c.flag)[0]
+    # count and list, what the caller reads: every flag once, its query listed
+    count = int(be.to_host(c.nflag)[0])
+    assert count == flags.sum()
+    listed = be.to_host(c.flagq)[:min(count, c.flagq.size)]
+    want = np.concatenate([np.flatnonzero(f) for f in flags])
+    if count <= c.flagq.size:
+        np.testing.assert_array_equal(np.sort(listed), np.sort(want))
+    np.testing.assert_array_equal(c.rows_reader(be)(), np.flatnonzero(flags.any(axis=0)))
     plain = DeviceKnn(be.to_device(np.ascontiguousarray(idx[None, :, :K])),
                       be.to_device(np.ascontiguousarray(dist[None, :, :K])), 1, nq, K)
     want_p, _ = lookup_device(be, plain, y_dev, n, 2, 1)
@@ -99,6 +105,24 @@ def lorenz_x(n: int) -> np.ndarray:
     return lorenz63(n, component="x")
 
 
+def spy_redo(monkeypatch, fail: str | None = None) -> list:
+    """The rows each float64 redo of ``pe.simplex`` takes (the device's patched redo or
+    the host's), appended to the list returned; ``fail``: a redo fails the test."""
+    from pyedmcl.edm import simplex as S
+
+    redone: list = []
+    for name in ("redo_float64", "redo_patched"):
+        real = getattr(row_check, name)
+
+        def spy(*a, _real=real, **k):
+            if fail:
+                pytest.fail(fail)
+            redone.append(a[4].size)
+            return _real(*a, **k)
+        monkeypatch.setattr(S, name, spy)
+    return redone
+
+
 @pytest.mark.parametrize("case", ["near_repeats", "dense_1d", "decimals"])
 def test_float32_predictions_within_tolerance(device, case, monkeypatch):
     """Repeating states, a dense library at E = 1, and data with one decimal (distances
@@ -106,10 +130,7 @@ def test_float32_predictions_within_tolerance(device, case, monkeypatch):
     the k-th neighbour may be any of several tied points)."""
     x, E = {"near_repeats": (near_repeats(), 3), "dense_1d": (lorenz_x(3000), 1),
             "decimals": (np.round(lorenz_x(3000), 1), 2)}[case]
-    redone = []
-    real = row_check.redo_float64
-    monkeypatch.setattr("pyedmcl.edm.simplex.redo_float64",
-                        lambda *a, **k: redone.append(a[4].size) or real(*a, **k))
+    redone = spy_redo(monkeypatch)
     r32 = pe.simplex(x, E=E, device=device, variance=True)
     r64 = pe.simplex(x, E=E, device=device, variance=True, dtype="float64")
     assert redone and redone[0] > 0  # float32 alone was off here
@@ -209,8 +230,7 @@ def test_binary_grid_data_are_exact(device, monkeypatch):
     x = np.round(lorenz_x(2000) * 2) / 2
     assert row_check.exact_in_float32(x - 4.0, 3)
     assert not row_check.exact_in_float32(np.round(lorenz_x(2000), 1), 3)
-    monkeypatch.setattr("pyedmcl.edm.simplex.redo_float64",
-                        lambda *a, **k: pytest.fail("an exact float32 call redid rows"))
+    spy_redo(monkeypatch, fail="an exact float32 call redid rows")
     r32 = pe.simplex(x, E=3, device=device)
     r64 = pe.simplex(x, E=3, device=device, dtype="float64")
     assert np.nanmax(np.abs(r32.predicted - r64.predicted)) <= 1e-6 * np.std(x)
@@ -225,7 +245,7 @@ def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch)
 
     monkeypatch.setattr(S, "SAMPLE_FROM", 256)
     monkeypatch.setattr(S, "SAMPLE_QUERIES", 128)
-    monkeypatch.setattr(S, "redo_float64", lambda *a, **k: pytest.fail("redone after all"))
+    spy_redo(monkeypatch, fail="redone after all")
     x = np.round(lorenz_x(3000), 1)
     if not get_backend(device).info.fp64:
         pytest.skip("float64 from the start needs fp64")
@@ -237,7 +257,7 @@ def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch)
     real = S.sampled_flag_fraction
     monkeypatch.setattr(S, "sampled_flag_fraction",
                         lambda *a: fractions.append(real(*a)) or fractions[-1])
-    monkeypatch.setattr(S, "redo_float64", row_check.redo_float64)
+    spy_redo(monkeypatch)
     pe.simplex(_logistic(3000), E=3, device=device)
     assert not fractions  # no decimal grid: no sample
     assert not row_check.on_decimal_grid(_logistic(3000))

@@ -237,15 +237,6 @@ def flagged_queries(flags: np.ndarray) -> np.ndarray:
     return np.flatnonzero(f.reshape(-1, f.shape[-1]).any(axis=0))
 
 
-def flagged_rows(be: Backend, flag_dev: Any, count: int) -> np.ndarray:
-    """:func:`flagged_queries` of the device flags ``flag_dev`` ``(nbatch, nt, nq)``
-    whose count (the checked lookup's ``nflag``, read back with the results) is
-    ``count``: nothing is read where it is 0, the common case."""
-    if count == 0:
-        return np.empty(0, np.int64)
-    return flagged_queries(be.to_host(flag_dev))
-
-
 def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
                  neighbors: Any, variance: bool, l_dev: Any = None
                  ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -253,26 +244,61 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     ``plan`` from the original series ``x`` and targets ``y`` ``(nt, n)``: the float64
     call's kernels through ``neighbors`` (its k-NN back-end), or on a device without fp64
     the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`.
-    ``l_dev``: the plan's library points already on the device (no upload). One k-NN
-    and one lookup launch for all rows, one wait for both results."""
-    from .lookup import lookup_device, lookup_host
+    ``l_dev``: the plan's library points already on the device (no upload)."""
+    from .lookup import lookup_host
 
-    qpts = plan.pred_points[rows]
-    shift = plan.offset + plan.Tp
-    kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
-              radius=plan.exclusion_radius)
     if not be.info.fp64:
         from ..neighbors import neighbor_backend
 
+        kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
+                  lpts=plan.lib_points, radius=plan.exclusion_radius)
         idx, dist = neighbor_backend("kdtree").search_host(np.asarray(x, np.float64), **kw)
-        return lookup_host(idx[0], dist[0], y, shift, variance)
+        return lookup_host(idx[0], dist[0], y, plan.offset + plan.Tp, variance)
+    p, v = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev)
+    reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
+    got = [r()[0] for r in reads]
+    return got[0], (got[1] if variance else None)
+
+
+def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
+                 neighbors: Any, variance: bool, l_dev: Any, pred_dev: Any, var_dev: Any,
+                 shift: np.ndarray, scale: np.ndarray, skill: Any
+                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`redo_float64` on a device with fp64, its values also written into the
+    float32 device predictions ``pred_dev`` (and variances ``var_dev``) ``(1, nt, nq)``
+    in their units (``x = z * scale + shift`` per target) and the skill taken again
+    behind them (``skill(pred_dev)`` enqueues it and returns its device rows): one
+    k-NN launch, one lookup, one patch, one skill and one wait for all. Returns the
+    float64 predictions and variances ``(nt, rows.size)`` and the skill ``(nt, 4)``."""
+    from ..kernels.lookup import LOOKUP
+    from .knn import hold
+
+    p, v = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev)
+    rows_dev = be.to_device(np.ascontiguousarray(rows, np.int32))
+    sh = be.to_device(np.asarray(shift, np.float64))
+    sc = be.to_device(np.asarray(scale, np.float64))
+    hold(be, rows_dev, sh, sc)
+    LOOKUP.launch_patch(be, "float", pred_dev, var_dev, plan.pred_points.size, y.shape[0],
+                        rows_dev, rows.size, p, v if variance else None, sh, sc)
+    out = skill(pred_dev)
+    reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
+    sk = be.to_host(out).astype(np.float64)
+    got = [r()[0] for r in reads]
+    return got[0], (got[1] if variance else None), sk
+
+
+def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
+                 neighbors: Any, variance: bool, l_dev: Any) -> tuple[Any, Any]:
+    """The float64 call's k-NN table and lookup of the queries ``rows`` enqueued: device
+    predictions (and variances) ``(1, nt, rows.size)``."""
+    from .lookup import lookup_device
+
+    kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
+              lpts=plan.lib_points, radius=plan.exclusion_radius)
     xd = be.to_device(np.ascontiguousarray(x, np.float64))
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
             and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
     yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
     table = neighbors.device_table(be, xd, x.size, real="double", l_dev=l_dev, **kw)
-    p, v = lookup_device(be, table, yd, x.size, y.shape[0], shift, real="double",
-                         variance=variance)
-    reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
-    got = [r()[0] for r in reads]
-    return got[0], (got[1] if variance else None)
+    return lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
+                         real="double", variance=variance)

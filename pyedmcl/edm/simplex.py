@@ -27,7 +27,7 @@ from .knn import hold, knn_device, knn_params
 from .lookup import lookup_checked, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
-from .row_check import RowCheck, enabled, flagged_rows, on_decimal_grid, redo_float64, row_check
+from .row_check import RowCheck, enabled, on_decimal_grid, redo_float64, redo_patched, row_check
 from .simplex_states import simplex_states
 from .statespace import beyond_fused_knn, is_multivariate, requested_knn, state_space
 
@@ -133,7 +133,8 @@ def enqueue_plan(data: DeviceData, plan: Plan, q_dev, l_dev, obs_dev, out, row0:
 
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
              weight: str = "simplex", neighbors=None, keep_device: bool = False,
-             while_busy: Callable[[], None] | None = None, check: RowCheck | None = None):
+             while_busy: Callable[[], None] | None = None, check: RowCheck | None = None,
+             device_out: list | None = None):
     """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4),
     rows).
 
@@ -142,8 +143,9 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     ``while_busy`` runs on the host once everything is enqueued, before the first
     wait for the device (host work that then overlaps the kernels). ``check`` (float32
     Simplex): the lookup also bounds each prediction's float32 error, and ``rows`` are
-    the queries of those beyond the tolerance (:mod:`.row_check`; their count comes
-    back with the skill, the flags only where it is not 0); else None.
+    the queries of those beyond the tolerance (:mod:`.row_check`; their count and list
+    come back with the skill); else None. ``device_out``: a list that receives the
+    device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the redo).
     """
     be = data.be
     qpts = plan.pred_points
@@ -167,24 +169,21 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             f = None
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
-            p, v, flag, nf = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt,
-                                            tshift, be.to_device(check.qnorm[q0:q1]), thr,
-                                            span, check.E, variance=variance)
-            f = (flag, nf)
+            c = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
+                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
+                               variance=variance)
+            p, v, f = c.pred, c.var, c.rows_reader(be)
         if q1 - q0 == qpts.size:
             return p, v, f
         got = (be.to_host(p), (be.to_host(v) if variance else None))
-        return (*got, None if f is None else q0 + flagged_rows(be, f[0], int(be.to_host(f[1])[0])))
+        return (*got, None if f is None else q0 + f())
 
     item = 8 if data.real == "double" else 4
     blocks = run_blocked(be, predict, qpts.size, parameter="the number of prediction rows (pred)",
                          what=f"Simplex k-NN table ({qpts.size} queries x k={k})",
                          nbytes=lambda q: q * k * (4 + item))
     if len(blocks) == 1:
-        pred_dev, var_dev, f = blocks[0]
-        count_read = None if f is None else be.to_host_async(f[1])
-        flag_read = None if f is None else (
-            lambda: flagged_rows(be, f[0], int(count_read()[0])))
+        pred_dev, var_dev, flag_read = blocks[0]  # count and list read with the skill
     else:  # query blocks: predictions back on the device as one array for the skill
         pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
         var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
@@ -204,6 +203,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         while_busy()
     sk = be.to_host(out).astype(np.float64)
     rows = None if flag_read is None else flag_read()
+    if device_out is not None:
+        device_out.extend((pred_dev, var_dev))
     if keep_device:
         return pred_dev, var_dev, sk, rows
     got = [r()[0] for r in reads]
@@ -338,12 +339,20 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                        exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
                        device=device, backend=backend, variance=variance,
                        knn_backend=knn_backend, knn_options=knn_options)
+    dev: list = []
     p, v, sk, rows = run_plan(data, plan, variance=variance, neighbors=nb,
-                              keep_device=on_device, while_busy=host_observed, check=check)
+                              keep_device=on_device, while_busy=host_observed, check=check,
+                              device_out=dev)
     rows = np.empty(0, np.int64) if rows is None else rows
     fixed = None
-    if rows.size:
-        fixed = redo_float64(be, plan, xs, y, rows, nb, variance, l_dev=plan_device(be, plan)[1])
+    if rows.size and be.info.fp64:  # redo, patch and skill on the device, one wait
+        *fixed, sk = redo_patched(be, plan, xs, y, rows, nb, variance, plan_device(be, plan)[1],
+                                  dev[0], dev[1], fy.shift, fy.scale,
+                                  lambda pd: _skill_enqueue(data, plan, pd))
+        if on_device:
+            p, v = dev
+    elif rows.size:
+        fixed = redo_float64(be, plan, xs, y, rows, nb, variance)
         if on_device:  # patch the device arrays (centred units, as the rest)
             p, v = _patched_device(be, p, v, rows, fixed, fy)
             sk = _skill_again(data, plan, p)
@@ -426,12 +435,17 @@ def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
 def _skill_again(data: DeviceData, plan: Plan, pred_dev) -> np.ndarray:
     """The skill rows ``(nt, 4)`` of device predictions ``(1, nt, nq)`` (centred units):
     :func:`run_plan`'s skill launch, for predictions patched after it."""
+    return data.be.to_host(_skill_enqueue(data, plan, pred_dev)).astype(np.float64)
+
+
+def _skill_enqueue(data: DeviceData, plan: Plan, pred_dev) -> Any:
+    """:func:`_skill_again`'s launch alone: its device rows ``(nt, 4)``, not waited for."""
     be = data.be
     out = skill_out(be, data.nt)
     hold(be, pred_dev)
     skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
                  plan_device(be, plan)[2], real=data.real, out=out)
-    return be.to_host(out).astype(np.float64)
+    return out
 
 
 def _patched(a: np.ndarray, rows: np.ndarray, values: np.ndarray | None) -> np.ndarray:

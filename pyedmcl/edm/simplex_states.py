@@ -24,7 +24,7 @@ from .knn import hold, knn_device, knn_rows_sorted
 from .lookup import lookup_checked, lookup_device, lookup_host
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
-from .row_check import RowCheck, flagged_rows, host_flags, row_check
+from .row_check import RowCheck, host_flags, row_check
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
 
 
@@ -154,13 +154,13 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
             pd_, vd = lookup_device(be, t, y_dev, n, nt, tshift, real=real, variance=variance)
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
-            pd_, vd, f, nf = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
-                                            be.to_device(check.qnorm[q0:q1]), thr, span,
-                                            check.E, variance=variance)
-            f = (f, be.to_host_async(nf))  # read with the predictions
+            c = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
+                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
+                               variance=variance)
+            pd_, vd, f = c.pred, c.var, c.rows_reader(be)  # read with the predictions
         got = (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
                be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None)
-        return (*got, None if f is None else q0 + flagged_rows(be, f[0], int(f[1]()[0])))
+        return (*got, None if f is None else q0 + f())
 
     blocks = run_blocked(be, block, qpts.size, parameter="the number of prediction rows (pred)",
                          what=f"Simplex k-NN table ({qpts.size} queries x k={k})",

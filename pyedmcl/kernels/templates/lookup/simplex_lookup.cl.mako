@@ -34,8 +34,14 @@
 ## distance d_0 is the scale f, not the 1e-6 floor), plus w_i / W span[j] for each
 ## neighbour i within D_i + D_K of the table's extra one, K (float32 may rank either
 ## first, or any point tied with them: span[j] is target j's max - min).
-## nflag[0] (zeroed by the caller) counts the flags set, so that the caller reads the
-## count with the skill and the flags only where some are set.
+## nflag[0] (zeroed by the caller) counts the flags set and flagq[0 .. cap-1] lists their
+## queries (in no order; a query once per target flagged), so that the caller reads count
+## and list with the skill, and the flags only where more than cap are set.
+##
+## patch: the float64 redo's predictions (and variances) p64 / v64 (ACC, (nt, m), of the
+## queries rows[0 .. m-1]) into pred / var (nt, nq) in the kernel's units: (p - shift[j])
+## / scale[j] and v / scale[j]^2 rounded to real_t, as the host's Affine.forward and a
+## float32 array's assignment do; the skill then runs on the patched predictions.
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
@@ -47,7 +53,8 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
             const int nq, __global const real_t* restrict y, const int ldy, const int nt,
 <% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict thr, "
                   "__global const acc_t* restrict span, const acc_t erel, "
-                  "__global uchar* restrict flag, volatile __global int* restrict nflag") if CHECK else "" %>\
+                  "__global uchar* restrict flag, volatile __global int* restrict nflag, "
+                  "__global int* restrict flagq, const int cap") if CHECK else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
@@ -124,8 +131,10 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 %   endif
         const int flagged = den > 0 && !(bnd <= thr[j]);
         flag[((size_t)b * nt + j) * nq + q] = flagged ? 1 : 0;
-        if (flagged)  /* rare: the host reads flag only where this count is not 0 */
-            atomic_inc(nflag);
+        if (flagged) {  /* rare: listed for the host, which reads flag only past cap */
+            const int slot = atomic_inc(nflag);
+            if (slot < cap) flagq[slot] = q;
+        }
     }
 % endif
 % if VARIANCE:
@@ -144,6 +153,21 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 %   endfor
     var[((size_t)b * nt + j) * nq + q] = den > 0 ? (real_t)(v / den) : (real_t)NAN;
 % endif
+}
+
+__kernel void patch(__global real_t* restrict pred, __global real_t* restrict var,
+                    const int nq, __global const int* restrict rows, const int m,
+                    __global const acc_t* restrict p64, __global const acc_t* restrict v64,
+                    __global const acc_t* restrict shift, __global const acc_t* restrict scale,
+                    const int with_var)
+{
+    const int i = get_global_id(0);
+    const int j = get_global_id(1);
+    if (i >= m) return;
+    const size_t o = (size_t)j * nq + rows[i];
+    pred[o] = (real_t)((p64[(size_t)j * m + i] - shift[j]) / scale[j]);
+    if (with_var)
+        var[o] = (real_t)(v64[(size_t)j * m + i] / (scale[j] * scale[j]));
 }
 
 ${stats.functions()}
