@@ -335,3 +335,48 @@ def test_knn_equal_to_the_library(device):
         a = pe.simplex(x, **kw).predicted
         b = pe.simplex(x, dtype="float64", **kw).predicted
         assert np.nanmax(np.abs(a - b)) <= row_check.PREDICTION_TOL * np.std(x)
+
+
+@pytest.mark.parametrize("tau,radius", [(1, 0), (3, 5)])
+def test_redo_table_in_lists_equals_the_single_launch(device, monkeypatch, tau, radius):
+    """The float64 redo's table from the library in several lists (one launch, merged
+    on the host) is the single launch's, bit for bit: neighbours, order and distances."""
+    be = get_backend(device)
+    if not be.info.fp64:
+        pytest.skip("the device redo needs fp64")
+    from pyedmcl.edm.knn import knn_device
+    from pyedmcl.neighbors import neighbor_backend
+
+    monkeypatch.setattr(row_check, "REDO_CHUNK", 97)
+    x = near_repeats(1500, seed=4)
+    plan = resolve(x.size, E=3, tau=tau, Tp=1, knn=None, exclusion_radius=radius, lib=None,
+                   pred=None)
+    qpts = plan.pred_points[np.r_[0:3, 400:410, plan.pred_points.size - 3:plan.pred_points.size]]
+    kw = dict(E=3, tau=tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
+              radius=plan.exclusion_radius)
+    xd = be.to_device(x)
+    merged = []
+    real = row_check.merge_tables
+    monkeypatch.setattr(row_check, "merge_tables",
+                        lambda *a: merged.append(real(*a) is not None) or real(*a))
+    got = row_check.redo_table(be, neighbor_backend("exact"), xd, x.size, kw, None)
+    want = knn_device(be, xd, x.size, real="double", **kw)
+    assert merged == [True]  # the lists were taken (no equal distances here)
+    np.testing.assert_array_equal(be.to_host(got.idx), be.to_host(want.idx))
+    np.testing.assert_array_equal(be.to_host(got.dist), be.to_host(want.dist))
+
+
+def test_merge_tables_order_and_refusal():
+    """Candidates merge in the kernel's order, a point listed twice taken once; equal
+    distances among the first k + 1 (whose squares the kernel ranked) give None."""
+    idx = np.array([[[5, 9, -1]], [[9, 7, 2]]], np.int32)
+    dist = np.array([[[0.1, 0.3, np.inf]], [[0.3, 0.2, 0.5]]])
+    i, d = row_check.merge_tables(idx, dist, np.array([6]), 3)
+    np.testing.assert_array_equal(i, [[5, 7, 9]])
+    np.testing.assert_array_equal(d, [[0.1, 0.2, 0.3]])
+    dist[1, 0, 2] = 0.3  # point 2 ties point 9 at the 4th place: order unknown here
+    assert row_check.merge_tables(idx, dist, np.array([6]), 3) is None
+    i, _ = row_check.merge_tables(idx, dist, np.array([6]), 2)  # the tie lies past k + 1
+    np.testing.assert_array_equal(i, [[5, 7]])
+    i, _ = row_check.merge_tables(idx[:, :, :2], dist[:, :, :2], np.array([6]), 1)
+    np.testing.assert_array_equal(i, [[5]])

@@ -299,6 +299,71 @@ def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
             and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
     yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
-    table = neighbors.device_table(be, xd, x.size, real="double", l_dev=l_dev, **kw)
+    table = redo_table(be, neighbors, xd, x.size, kw, l_dev)
     return lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
                          real="double", variance=variance)
+
+
+#: library points per list, at least, where the float64 redo splits the library
+REDO_CHUNK = 4096
+#: lists at most, and queries x lists at most, of that split
+REDO_LISTS, REDO_QUERY_LISTS = 64, 8192
+
+
+def redo_table(be: Backend, neighbors: Any, xd: Any, n: int, kw: dict, l_dev: Any) -> Any:
+    """The float64 k-NN table of the redo's few queries (``kw``: :func:`knn_device`'s
+    arguments, float64 series ``xd``). Few queries leave a device nearly idle while
+    each work-group walks the whole library, so the exact device kernel takes the
+    library in up to :data:`REDO_LISTS` contiguous lists at once (one launch, a table
+    per list), merged on the host in the kernel's order (:func:`merge_tables`) and
+    uploaded: the table of the single launch. Where the merge cannot tell that order
+    from the finished distances (equal ones), or the back-end is not the device
+    kernel, the single launch."""
+    from ..neighbors.exact import ExactBackend
+    from .knn import DeviceKnn
+
+    lp = np.asarray(kw["lpts"])
+    m, k = int(np.asarray(kw["qpts"]).size), int(kw["k"])
+    lists = min(REDO_LISTS, lp.size // REDO_CHUNK, REDO_QUERY_LISTS // max(m, 1))
+    if lists >= 2 and type(neighbors) is ExactBackend:
+        size = -(-lp.size // lists)
+        starts = np.minimum(np.arange(lists) * size, lp.size - size)  # the last overlaps
+        split = lp[starts[:, None] + np.arange(size)]
+        t = neighbors.device_table(be, xd, n, real="double", **{**kw, "lpts": split})
+        got = merge_tables(be.to_host(t.idx), be.to_host(t.dist), np.asarray(kw["qpts"]), k)
+        if got is not None:
+            return DeviceKnn(be.to_device(got[0][None]), be.to_device(got[1][None]), 1, m, k)
+    return neighbors.device_table(be, xd, n, real="double", l_dev=l_dev, **kw)
+
+
+def merge_tables(idx: np.ndarray, dist: np.ndarray, qpts: np.ndarray, k: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """One table ``(nq, k)`` from the tables ``(lists, nq, k)`` of disjoint (or
+    repeated) library lists: each query's candidates in the kernel's order (distance,
+    ``|p - l|``, ``l``; -1 / inf where none), a point listed twice taken once. The
+    kernel ranks by the squared distance and stores its root, which may round two
+    squares to one root: where two of a query's first ``k + 1`` candidates share a
+    distance, the order cannot be read here, and None is returned."""
+    lists, nq, _ = idx.shape
+    ci = idx.transpose(1, 0, 2).reshape(nq, -1).astype(np.int64)
+    cd = dist.transpose(1, 0, 2).reshape(nq, -1)
+    none = ci < 0
+    big = np.iinfo(np.int64).max
+    d = np.where(none, np.inf, cd)
+    key = np.where(none, big, np.abs(qpts[:, None].astype(np.int64) - ci))
+    li = np.where(none, big, ci)
+    order = np.lexsort((li, key, d), axis=-1)
+    ci, d = np.take_along_axis(li, order, 1), np.take_along_axis(d, order, 1)
+    dup = np.zeros_like(none)
+    dup[:, 1:] = (ci[:, 1:] == ci[:, :-1]) & (ci[:, 1:] != big)  # a point listed twice
+    rank = np.cumsum(~dup, axis=1) - 1
+    keep = ~dup & (rank <= k)  # the first k + 1 distinct candidates
+    r, c = np.nonzero(keep)
+    top_i = np.full((nq, k + 1), -1, np.int64)
+    top_d = np.full((nq, k + 1), np.inf)
+    top_i[r, rank[r, c]] = np.where(ci[r, c] == big, -1, ci[r, c])
+    top_d[r, rank[r, c]] = d[r, c]
+    fin = np.isfinite(top_d)
+    if np.any((top_d[:, 1:] == top_d[:, :-1]) & fin[:, 1:]):
+        return None
+    return top_i[:, :k].astype(np.int32), top_d[:, :k].astype(dist.dtype)
