@@ -155,8 +155,20 @@ def redo_parts(be, plan, x: np.ndarray, rows: np.ndarray, nb) -> dict:
         p, _ = lookup_device(be, table, xd, x.size, 1, plan.offset + plan.Tp, real="double")
         be.to_host(p)
 
-    return {f"redo ({rows.size} rows): x float64 upload": upload,
-            "redo: float64 k-NN of the rows": knn, "redo: lookup + read": lookup}
+    parts = {f"redo ({rows.size} rows): x float64 upload": upload,
+             "redo: float64 k-NN of the rows, one list": knn, "redo: lookup + read": lookup}
+    from pyedmcl.edm import row_check as rc
+    if hasattr(rc, "redo_table"):
+        def lists():
+            on_cpu = rc.REDO_LISTS_ON_CPU
+            rc.REDO_LISTS_ON_CPU = True  # the GPUs' choice, on any device
+            try:
+                rc.redo_table(be, nb, xd, x.size, kw, None)
+            finally:
+                rc.REDO_LISTS_ON_CPU = on_cpu
+            be.finish()
+        parts["redo: float64 k-NN of the rows, lists merged"] = lists
+    return parts
 
 
 def line(label: str, ts: list, ref: float | None = None, note: str = "") -> None:

@@ -348,6 +348,7 @@ def test_redo_table_in_lists_equals_the_single_launch(device, monkeypatch, tau, 
     from pyedmcl.neighbors import neighbor_backend
 
     monkeypatch.setattr(row_check, "REDO_CHUNK", 97)
+    monkeypatch.setattr(row_check, "REDO_LISTS_ON_CPU", True)
     x = near_repeats(1500, seed=4)
     plan = resolve(x.size, E=3, tau=tau, Tp=1, knn=None, exclusion_radius=radius, lib=None,
                    pred=None)

@@ -308,6 +308,10 @@ def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
 REDO_CHUNK = 4096
 #: lists at most, and queries x lists at most, of that split
 REDO_LISTS, REDO_QUERY_LISTS = 64, 8192
+#: whether CPUs split it too: there the single launch was faster (2-core EPYC, Intel's
+#: runtime, L = 20,000, 5 queries: 0.82 ms, in 4 lists merged 1.24 ms), since a CPU's
+#: few cores are busy with few queries already and the merge adds a wait
+REDO_LISTS_ON_CPU = False
 
 
 def redo_table(be: Backend, neighbors: Any, xd: Any, n: int, kw: dict, l_dev: Any) -> Any:
@@ -316,21 +320,23 @@ def redo_table(be: Backend, neighbors: Any, xd: Any, n: int, kw: dict, l_dev: An
     each work-group walks the whole library, so the exact device kernel takes the
     library in up to :data:`REDO_LISTS` contiguous lists at once (one launch, a table
     per list), merged on the host in the kernel's order (:func:`merge_tables`) and
-    uploaded: the table of the single launch. Where the merge cannot tell that order
-    from the finished distances (equal ones), or the back-end is not the device
-    kernel, the single launch."""
+    uploaded: the table of the single launch (on GPUs; CPUs see
+    :data:`REDO_LISTS_ON_CPU`). Where the merge cannot tell that order from the
+    finished distances (equal ones), or the back-end is not the device kernel, the
+    single launch."""
     from ..neighbors.exact import ExactBackend
     from .knn import DeviceKnn
 
     lp = np.asarray(kw["lpts"])
     m, k = int(np.asarray(kw["qpts"]).size), int(kw["k"])
     lists = min(REDO_LISTS, lp.size // REDO_CHUNK, REDO_QUERY_LISTS // max(m, 1))
-    if lists >= 2 and type(neighbors) is ExactBackend:
+    if lists >= 2 and type(neighbors) is ExactBackend and (be.info.is_gpu or REDO_LISTS_ON_CPU):
         size = -(-lp.size // lists)
         starts = np.minimum(np.arange(lists) * size, lp.size - size)  # the last overlaps
         split = lp[starts[:, None] + np.arange(size)]
         t = neighbors.device_table(be, xd, n, real="double", **{**kw, "lpts": split})
-        got = merge_tables(be.to_host(t.idx), be.to_host(t.dist), np.asarray(kw["qpts"]), k)
+        reads = be.to_host_async(t.idx), be.to_host_async(t.dist)  # one wait for both
+        got = merge_tables(reads[0](), reads[1](), np.asarray(kw["qpts"]), k)
         if got is not None:
             return DeviceKnn(be.to_device(got[0][None]), be.to_device(got[1][None]), 1, m, k)
     return neighbors.device_table(be, xd, n, real="double", l_dev=l_dev, **kw)
