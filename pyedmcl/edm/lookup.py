@@ -66,8 +66,8 @@ FLAG_LIST = 2048
 class CheckedLookup:
     """:func:`lookup_checked`'s device arrays: predictions ``(nbatch, nt, nq)`` (and
     variances, else None), the flags (uint8, same shape), their count ``nflag`` (int32
-    ``(1,)``) and the list ``flagq`` of the first :data:`FLAG_LIST` flagged queries (int32,
-    in no order, a query once per target flagged)."""
+    ``(1,)``) and the list ``flagq`` of the first flagged queries (int32, :data:`FLAG_LIST`
+    or as many as there are predictions; in no order, a query once per target flagged)."""
 
     pred: Any
     var: Any
@@ -83,7 +83,7 @@ class CheckedLookup:
 
         def rows() -> np.ndarray:
             c = int(count()[0])
-            if c > FLAG_LIST:
+            if c > self.flagq.size:
                 return flagged_queries(be.to_host(self.flag))
             return np.unique(listed()[:c]).astype(np.int64)
         return rows
@@ -107,7 +107,7 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
     nflag = be.to_device(np.zeros(1, np.int32))  # made with its zero: no launch, no wait
-    flagq = be.empty(FLAG_LIST, np.int32)
+    flagq = be.empty(min(FLAG_LIST, table.nbatch * nt * table.nq), np.int32)  # or all
     hold(be, pred, var, flag, nflag, flagq, qnorm_dev, thr_dev, span_dev)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
                   nt, tshift, pred, var,
