@@ -381,3 +381,17 @@ def test_merge_tables_order_and_refusal():
     np.testing.assert_array_equal(i, [[5, 7]])
     i, _ = row_check.merge_tables(idx[:, :, :2], dist[:, :, :2], np.array([6]), 1)
     np.testing.assert_array_equal(i, [[5]])
+
+
+def test_nothing_flagged_reads_no_flags(device, monkeypatch):
+    """Ordinary data flag no row: the count and list come back with the skill, and
+    neither the flags nor a redo follow (the cost of the check is the lookup's own)."""
+    from pyedmcl.edm import lookup
+
+    monkeypatch.setattr(lookup, "flagged_queries",
+                        lambda *a: pytest.fail("the flags were read"))
+    spy_redo(monkeypatch, fail="a row was redone")
+    r = pe.simplex(_logistic(800), E=3, device=device)
+    assert np.isfinite(r.rho)
+    assert row_check.on_decimal_grid(np.round(_logistic(800), 2))  # decimal data: sampled
+    assert not row_check.on_decimal_grid(_logistic(800) + 1e-9)
