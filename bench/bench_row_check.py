@@ -107,14 +107,14 @@ def components(x: np.ndarray, E: int, tau: int, be, repeat: int) -> dict:
            "run_plan checked, no extra neighbour": lambda: S.run_plan(
                data, plan, neighbors=nb, check=Narrow(plan, xz, yz)),
            "run_plan unchecked, knn + 1": lambda: S.run_plan(data, wide, neighbors=nb)}
-    if hasattr(S, "knn_params"):  # the widened table at the next bucket's tuning, as before
+    if hasattr(S, "widened_params"):  # the widened table at the next bucket's tuning, as before
         def own_bucket():
-            real = S.knn_params
-            S.knn_params = lambda *a, **k: None
+            real = S.widened_params
+            S.widened_params = lambda *a, **k: None
             try:
                 S.run_plan(data, plan, neighbors=nb, check=rc.RowCheck(plan, xz, yz))
             finally:
-                S.knn_params = real
+                S.widened_params = real
         fns["run_plan checked, K+1's own tuning"] = own_bucket
 
     def no_flush():  # the k-NN kernel not handed to the device before the host work
@@ -212,14 +212,14 @@ def main(argv: list[str] | None = None) -> None:
 
         fns = {"checked": lambda x=x, E=E, tau=tau: pe.simplex(x, E=E, tau=tau, device=be),
                "unchecked": unchecked}
-        if a.components and hasattr(S, "knn_params"):
+        if a.components and hasattr(S, "widened_params"):
             def own_tuning(x=x, E=E, tau=tau):  # the widened table at the next bucket's tuning
-                real = S.knn_params
-                S.knn_params = lambda *a, **k: None
+                real = S.widened_params
+                S.widened_params = lambda *a, **k: None
                 try:
                     return pe.simplex(x, E=E, tau=tau, device=be)
                 finally:
-                    S.knn_params = real
+                    S.widened_params = real
             fns["own"] = own_tuning
         if kedm is not None:
             kedm.eval_simplex(x32[:300], x32[:300], target=x32[:300], E=2, tau=1, Tp=1)

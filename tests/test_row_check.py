@@ -395,3 +395,25 @@ def test_nothing_flagged_reads_no_flags(device, monkeypatch):
     assert np.isfinite(r.rho)
     assert row_check.on_decimal_grid(np.round(_logistic(800), 2))  # decimal data: sampled
     assert not row_check.on_decimal_grid(_logistic(800) + 1e-9)
+
+
+def test_widened_table_tuning():
+    """The check's wider table: on GPUs the tuning of the table it widens (the next
+    bucket's was 15% slower on the H100), on CPUs its own (None: knn_device's choice)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from conftest import CPU_DEVICE
+
+    from pyedmcl.edm.knn import widened_params
+    from pyedmcl.kernels.knn import KNN
+
+    be = get_backend(CPU_DEVICE)
+    pts = np.arange(2000, dtype=np.int32)
+    kw = dict(E=7, tau=2, k=9, qpts=pts, lpts=pts, base_k=8)
+    assert widened_params(be, **kw) is None
+    gpu = SimpleNamespace(info=dataclasses.replace(be.info, device_type="gpu"))
+    spec = {"E": 7, "TAU": 2, "K": 9, "METRIC": "euclidean", "REAL": "float"}
+    want = KNN.params_for(gpu, spec, 2000, nq_total=2000, contiguous=True, bucket_k=8)
+    assert widened_params(gpu, **kw) == want
+    assert KNN.spec_bucket({**spec, "K": 8}) != KNN.spec_bucket(spec)  # another bucket

@@ -24,8 +24,8 @@ Cost. The bound is the lookup's own arithmetic on the values it holds (registers
 second pass); the lookup also counts its flags and lists their queries on the device,
 and the caller reads count and list with the skill (the flags themselves only past
 :data:`pyedmcl.edm.lookup.FLAG_LIST`): where nothing is flagged, nothing more is read or
-launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), at the tuning
-of the table it widens, and the query norms are computed on the host while the k-NN
+launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), on GPUs at the
+tuning of the table it widens (:func:`.knn.widened_params`), and the query norms are computed on the host while the k-NN
 kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
 :func:`redo_table`), one lookup, a patch of the float32 predictions and the skill again
 on the device, behind one wait (:func:`redo_patched`).

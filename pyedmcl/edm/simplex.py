@@ -23,7 +23,7 @@ from .._precision import Affine, prepare
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
-from .knn import hold, knn_device, knn_params
+from .knn import hold, knn_device, widened_params
 from .lookup import lookup_checked, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
@@ -158,7 +158,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         q_dev, l_dev, _ = plan_device(be, plan) if q1 - q0 == qpts.size else (None, None, None)
         kw = dict(E=plan.E, tau=plan.tau, k=k, qpts=qpts[q0:q1], lpts=plan.lib_points)
         # a table widened by the check: the tuning of the table it widens
-        params = knn_params(be, **kw, bucket_k=plan.knn, real=data.real) if k > plan.knn else None
+        params = widened_params(be, **kw, base_k=plan.knn, real=data.real) if k > plan.knn else None
         table = search(be, data.x_dev, data.n, **kw, radius=plan.exclusion_radius,
                        real=data.real, params=params, q_dev=q_dev, l_dev=l_dev)
         be.flush()  # the k-NN kernel starts while the host prepares the rest

@@ -20,7 +20,7 @@ from .._precision import prepare
 from ..interop import backend_for
 from ..neighbors import resolve_backend
 from ..validation import check_dtype, check_int
-from .knn import hold, knn_device, knn_params, knn_rows_sorted
+from .knn import hold, knn_device, knn_rows_sorted, widened_params
 from .lookup import lookup_checked, lookup_device, lookup_host
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
@@ -149,7 +149,7 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
     def block(q0: int, q1: int):
         kw = dict(E=plan.E, tau=plan.tau, k=k, qpts=qpts[q0:q1], lpts=plan.lib_points, nc=nc)
         # a table widened by the check: the tuning of the table it widens
-        params = knn_params(be, **kw, bucket_k=plan.knn, real=real) if k > plan.knn else None
+        params = widened_params(be, **kw, base_k=plan.knn, real=real) if k > plan.knn else None
         t = knn_device(be, x_dev, n, **kw, radius=plan.exclusion_radius, real=real,
                        params=params)
         be.flush()  # the k-NN kernel starts while the host prepares the rest
