@@ -345,21 +345,9 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                               device_out=dev)
     rows = np.empty(0, np.int64) if rows is None else rows
     fixed = None
-    if rows.size and be.info.fp64:  # redo, patch and skill on the device, one wait
-        *fixed, sk = redo_patched(be, plan, xs, y, rows, nb, variance, plan_device(be, plan)[1],
-                                  dev[0], dev[1], fy.shift, fy.scale,
-                                  lambda pd: _skill_enqueue(data, plan, pd))
-        if on_device:
-            p, v = dev
-    elif rows.size:
-        fixed = redo_float64(be, plan, xs, y, rows, nb, variance)
-        if on_device:  # patch the device arrays (centred units, as the rest)
-            p, v = _patched_device(be, p, v, rows, fixed, fy)
-            sk = _skill_again(data, plan, p)
-        else:  # the skill again on the device, of the patched predictions in float32
-            ph = p.copy()
-            ph[:, rows] = fy.forward(fixed[0].copy())
-            sk = _skill_again(data, plan, be.to_device(ph[None]))
+    if rows.size:
+        p, v, sk, fixed = _redo_flagged(data, plan, xs, y, rows, nb, variance, on_device,
+                                        (p, v), dev, fy)
     pick = (lambda a: a[0]) if single else (lambda a: a)
     if on_device:
         nq = plan.pred_points.size
@@ -430,6 +418,30 @@ def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
     except TypeError:
         return False  # validated (and refused) later
     return requested_knn(knn, E) == MAX_KNN
+
+
+def _redo_flagged(data: DeviceData, plan: Plan, x: np.ndarray, y: np.ndarray,
+                  rows: np.ndarray, nb, variance: bool, on_device: bool, got: tuple,
+                  dev: list, fy: Affine) -> tuple:
+    """The float64 redo of the flagged queries ``rows`` (:mod:`.row_check`) after
+    :func:`run_plan`'s pass (its results ``got``: predictions and variances, host or
+    device arrays; ``dev``: its device arrays): ``(pred, var, skill, (p64, v64))``, the
+    skill of the patched predictions. With fp64 the redo, its patch and the skill run
+    on the device behind one wait; without, the host's redo, patch and a skill launch."""
+    be = data.be
+    p, v = got
+    if be.info.fp64:
+        *fixed, sk = redo_patched(be, plan, x, y, rows, nb, variance, plan_device(be, plan)[1],
+                                  dev[0], dev[1], fy.shift, fy.scale,
+                                  lambda pd: _skill_enqueue(data, plan, pd))
+        return (*(dev if on_device else (p, v)), sk, fixed)
+    fixed = redo_float64(be, plan, x, y, rows, nb, variance)
+    if on_device:  # patch the device arrays (centred units, as the rest)
+        p, v = _patched_device(be, p, v, rows, fixed, fy)
+        return p, v, _skill_again(data, plan, p), fixed
+    ph = p.copy()  # the skill again on the device, of the patched predictions in float32
+    ph[:, rows] = fy.forward(fixed[0].copy())
+    return p, v, _skill_again(data, plan, be.to_device(ph[None])), fixed
 
 
 def _skill_again(data: DeviceData, plan: Plan, pred_dev) -> np.ndarray:
