@@ -225,9 +225,9 @@ def test_simplex_passes_library_contiguity(monkeypatch):
     seen = []
     original = KNN.params_for
 
-    def spy(be, spec, size, nq_total=None, contiguous=False):
+    def spy(be, spec, size, nq_total=None, contiguous=False, **kw):  # kw: bucket_k
         seen.append(contiguous)
-        return original(be, spec, size, nq_total=nq_total, contiguous=contiguous)
+        return original(be, spec, size, nq_total=nq_total, contiguous=contiguous, **kw)
 
     monkeypatch.setattr(KNN, "params_for", spy)
     x = np.sin(np.arange(300) * 0.37)

@@ -59,9 +59,17 @@ def test_checked_lookup_equals_numpy_bound(device):
     table = DeviceKnn(be.to_device(idx[None]), be.to_device(dist[None]), 1, nq, K + 1)
     y_dev = be.to_device(y)
     acc = np.float64 if be.info.fp64 else np.float32
-    p, _, flag = lookup_checked(be, table, K, y_dev, n, 2, 1, be.to_device(qnorm),
-                                be.to_device(thr.astype(acc)), be.to_device(span.astype(acc)), E)
-    flags = be.to_host(flag)[0]
+    c = lookup_checked(be, table, K, y_dev, n, 2, 1, be.to_device(qnorm),
+                       be.to_device(thr.astype(acc)), be.to_device(span.astype(acc)), E)
+    p, flags = c.pred, be.to_host(c.flag)[0]
+    # count and list, what the caller reads: every flag once, its query listed
+    count = int(be.to_host(c.nflag)[0])
+    assert count == flags.sum()
+    listed = be.to_host(c.flagq)[:min(count, c.flagq.size)]
+    want = np.concatenate([np.flatnonzero(f) for f in flags])
+    if count <= c.flagq.size:
+        np.testing.assert_array_equal(np.sort(listed), np.sort(want))
+    np.testing.assert_array_equal(c.rows_reader(be)(), np.flatnonzero(flags.any(axis=0)))
     plain = DeviceKnn(be.to_device(np.ascontiguousarray(idx[None, :, :K])),
                       be.to_device(np.ascontiguousarray(dist[None, :, :K])), 1, nq, K)
     want_p, _ = lookup_device(be, plain, y_dev, n, 2, 1)
@@ -97,6 +105,24 @@ def lorenz_x(n: int) -> np.ndarray:
     return lorenz63(n, component="x")
 
 
+def spy_redo(monkeypatch, fail: str | None = None) -> list:
+    """The rows each float64 redo of ``pe.simplex`` takes (the device's patched redo or
+    the host's), appended to the list returned; ``fail``: a redo fails the test."""
+    from pyedmcl.edm import simplex as S
+
+    redone: list = []
+    for name in ("redo_float64", "redo_patched"):
+        real = getattr(row_check, name)
+
+        def spy(*a, _real=real, **k):
+            if fail:
+                pytest.fail(fail)
+            redone.append(a[4].size)
+            return _real(*a, **k)
+        monkeypatch.setattr(S, name, spy)
+    return redone
+
+
 @pytest.mark.parametrize("case", ["near_repeats", "dense_1d", "decimals"])
 def test_float32_predictions_within_tolerance(device, case, monkeypatch):
     """Repeating states, a dense library at E = 1, and data with one decimal (distances
@@ -104,10 +130,7 @@ def test_float32_predictions_within_tolerance(device, case, monkeypatch):
     the k-th neighbour may be any of several tied points)."""
     x, E = {"near_repeats": (near_repeats(), 3), "dense_1d": (lorenz_x(3000), 1),
             "decimals": (np.round(lorenz_x(3000), 1), 2)}[case]
-    redone = []
-    real = row_check.redo_float64
-    monkeypatch.setattr("pyedmcl.edm.simplex.redo_float64",
-                        lambda *a, **k: redone.append(a[4].size) or real(*a, **k))
+    redone = spy_redo(monkeypatch)
     r32 = pe.simplex(x, E=E, device=device, variance=True)
     r64 = pe.simplex(x, E=E, device=device, variance=True, dtype="float64")
     assert redone and redone[0] > 0  # float32 alone was off here
@@ -207,8 +230,7 @@ def test_binary_grid_data_are_exact(device, monkeypatch):
     x = np.round(lorenz_x(2000) * 2) / 2
     assert row_check.exact_in_float32(x - 4.0, 3)
     assert not row_check.exact_in_float32(np.round(lorenz_x(2000), 1), 3)
-    monkeypatch.setattr("pyedmcl.edm.simplex.redo_float64",
-                        lambda *a, **k: pytest.fail("an exact float32 call redid rows"))
+    spy_redo(monkeypatch, fail="an exact float32 call redid rows")
     r32 = pe.simplex(x, E=3, device=device)
     r64 = pe.simplex(x, E=3, device=device, dtype="float64")
     assert np.nanmax(np.abs(r32.predicted - r64.predicted)) <= 1e-6 * np.std(x)
@@ -216,13 +238,14 @@ def test_binary_grid_data_are_exact(device, monkeypatch):
 
 def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch):
     """Where a sample says most rows would be redone (ties of one-decimal data), the call
-    is the float64 one, without a float32 pass and a redo of most of it; ordinary data
-    keep float32."""
+    is the float64 one, without a float32 pass and a redo of most of it; data off a
+    decimal grid take no sample (and keep float32), decimal data with few ties keep
+    float32 after it."""
     from pyedmcl.edm import simplex as S
 
     monkeypatch.setattr(S, "SAMPLE_FROM", 256)
     monkeypatch.setattr(S, "SAMPLE_QUERIES", 128)
-    monkeypatch.setattr(S, "redo_float64", lambda *a, **k: pytest.fail("redone after all"))
+    spy_redo(monkeypatch, fail="redone after all")
     x = np.round(lorenz_x(3000), 1)
     if not get_backend(device).info.fp64:
         pytest.skip("float64 from the start needs fp64")
@@ -234,8 +257,11 @@ def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch)
     real = S.sampled_flag_fraction
     monkeypatch.setattr(S, "sampled_flag_fraction",
                         lambda *a: fractions.append(real(*a)) or fractions[-1])
-    monkeypatch.setattr(S, "redo_float64", row_check.redo_float64)
+    spy_redo(monkeypatch)
     pe.simplex(_logistic(3000), E=3, device=device)
+    assert not fractions  # no decimal grid: no sample
+    assert not row_check.on_decimal_grid(_logistic(3000))
+    pe.simplex(np.round(_logistic(3000), 4), E=3, device=device)
     assert fractions and fractions[0] < S.MOSTLY_FLAGGED
 
 
@@ -309,3 +335,85 @@ def test_knn_equal_to_the_library(device):
         a = pe.simplex(x, **kw).predicted
         b = pe.simplex(x, dtype="float64", **kw).predicted
         assert np.nanmax(np.abs(a - b)) <= row_check.PREDICTION_TOL * np.std(x)
+
+
+@pytest.mark.parametrize("tau,radius", [(1, 0), (3, 5)])
+def test_redo_table_in_lists_equals_the_single_launch(device, monkeypatch, tau, radius):
+    """The float64 redo's table from the library in several lists (one launch, merged
+    on the host) is the single launch's, bit for bit: neighbours, order and distances."""
+    be = get_backend(device)
+    if not be.info.fp64:
+        pytest.skip("the device redo needs fp64")
+    from pyedmcl.edm.knn import knn_device
+    from pyedmcl.neighbors import neighbor_backend
+
+    monkeypatch.setattr(row_check, "REDO_CHUNK", 97)
+    monkeypatch.setattr(row_check, "REDO_LISTS_ON_CPU", True)
+    x = near_repeats(1500, seed=4)
+    plan = resolve(x.size, E=3, tau=tau, Tp=1, knn=None, exclusion_radius=radius, lib=None,
+                   pred=None)
+    qpts = plan.pred_points[np.r_[0:3, 400:410, plan.pred_points.size - 3:plan.pred_points.size]]
+    kw = dict(E=3, tau=tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
+              radius=plan.exclusion_radius)
+    xd = be.to_device(x)
+    merged = []
+    real = row_check.merge_tables
+    monkeypatch.setattr(row_check, "merge_tables",
+                        lambda *a: merged.append(real(*a) is not None) or real(*a))
+    got = row_check.redo_table(be, neighbor_backend("exact"), xd, x.size, kw, None)
+    want = knn_device(be, xd, x.size, real="double", **kw)
+    assert merged == [True]  # the lists were taken (no equal distances here)
+    np.testing.assert_array_equal(be.to_host(got.idx), be.to_host(want.idx))
+    np.testing.assert_array_equal(be.to_host(got.dist), be.to_host(want.dist))
+
+
+def test_merge_tables_order_and_refusal():
+    """Candidates merge in the kernel's order, a point listed twice taken once; equal
+    distances among the first k + 1 (whose squares the kernel ranked) give None."""
+    idx = np.array([[[5, 9, -1]], [[9, 7, 2]]], np.int32)
+    dist = np.array([[[0.1, 0.3, np.inf]], [[0.3, 0.2, 0.5]]])
+    i, d = row_check.merge_tables(idx, dist, np.array([6]), 3)
+    np.testing.assert_array_equal(i, [[5, 7, 9]])
+    np.testing.assert_array_equal(d, [[0.1, 0.2, 0.3]])
+    dist[1, 0, 2] = 0.3  # point 2 ties point 9 at the 4th place: order unknown here
+    assert row_check.merge_tables(idx, dist, np.array([6]), 3) is None
+    i, _ = row_check.merge_tables(idx, dist, np.array([6]), 2)  # the tie lies past k + 1
+    np.testing.assert_array_equal(i, [[5, 7]])
+    i, _ = row_check.merge_tables(idx[:, :, :2], dist[:, :, :2], np.array([6]), 1)
+    np.testing.assert_array_equal(i, [[5]])
+
+
+def test_nothing_flagged_reads_no_flags(device, monkeypatch):
+    """Ordinary data flag no row: the count and list come back with the skill, and
+    neither the flags nor a redo follow (the cost of the check is the lookup's own)."""
+    from pyedmcl.edm import lookup
+
+    monkeypatch.setattr(lookup, "flagged_queries",
+                        lambda *a: pytest.fail("the flags were read"))
+    spy_redo(monkeypatch, fail="a row was redone")
+    r = pe.simplex(_logistic(800), E=3, device=device)
+    assert np.isfinite(r.rho)
+    assert row_check.on_decimal_grid(np.round(_logistic(800), 2))  # decimal data: sampled
+    assert not row_check.on_decimal_grid(_logistic(800) + 1e-9)
+
+
+def test_widened_table_tuning():
+    """The check's wider table: on GPUs the tuning of the table it widens (the next
+    bucket's was 15% slower on the H100), on CPUs its own (None: knn_device's choice)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from conftest import CPU_DEVICE
+
+    from pyedmcl.edm.knn import widened_params
+    from pyedmcl.kernels.knn import KNN
+
+    be = get_backend(CPU_DEVICE)
+    pts = np.arange(2000, dtype=np.int32)
+    kw = dict(E=7, tau=2, k=9, qpts=pts, lpts=pts, base_k=8)
+    assert widened_params(be, **kw) is None
+    gpu = SimpleNamespace(info=dataclasses.replace(be.info, device_type="gpu"))
+    spec = {"E": 7, "TAU": 2, "K": 9, "METRIC": "euclidean", "REAL": "float"}
+    want = KNN.params_for(gpu, spec, 2000, nq_total=2000, contiguous=True, bucket_k=8)
+    assert widened_params(gpu, **kw) == want
+    assert KNN.spec_bucket({**spec, "K": 8}) != KNN.spec_bucket(spec)  # another bucket

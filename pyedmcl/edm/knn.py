@@ -96,6 +96,26 @@ def _knn_launch(be: Backend, E: int, tau: int, k: int, nq: int, lpts: np.ndarray
     return spec, params, contiguous
 
 
+def widened_params(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray,
+                   lpts: np.ndarray, base_k: int, metric: str = "euclidean",
+                   real: str = "float", nc: int = 1) -> Params | None:
+    """Launch parameters for a table of ``k`` neighbours widened from ``base_k`` (float32
+    Simplex's row check reads one more): on GPUs the tuning of ``base_k``, the table it
+    widens, not the next bucket's (H100, E = 7: 9 neighbours at the tuning of 16 took
+    15% longer than 8); None elsewhere, where :func:`knn_device` then takes the wider
+    table's own (Intel's CPU runtime, E = 7, L = 20,000: its K16 tuning is the faster
+    one, even for 8 neighbours)."""
+    if not be.info.is_gpu:
+        return None
+    lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
+    spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
+    if nc != 1:
+        spec = {**spec, "E": E * nc, "NC": nc}
+    nq = int(qpts.size)
+    return KNN.params_for(be, spec, max(nq, lpts.shape[1]), nq_total=nq * lpts.shape[0],
+                          contiguous=is_contiguous(lpts), bucket_k=base_k)
+
+
 def knn_request(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray, lpts: np.ndarray,
                 metric: str = "euclidean", real: str = "float", nc: int = 1) -> tuple:
     """The kernel :func:`knn_device` builds for these arguments (default parameters), as

@@ -8,6 +8,8 @@ The kernels are the ``lookup`` family's (:mod:`pyedmcl.kernels.lookup`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,7 @@ from clkernels import Backend
 
 from ..kernels.lookup import LOOKUP, ccm_skill_wg, skill_wg
 from .knn import DeviceKnn, hold
+from .row_check import flagged_queries
 
 
 def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshift: int, *,
@@ -54,14 +57,47 @@ def lookup_host(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
     return p, v
 
 
+#: queries the checked lookup lists for the host (read with the skill, 8 KiB); beyond
+#: it the host reads the flags themselves
+FLAG_LIST = 2048
+
+
+@dataclass
+class CheckedLookup:
+    """:func:`lookup_checked`'s device arrays: predictions ``(nbatch, nt, nq)`` (and
+    variances, else None), the flags (uint8, same shape), their count ``nflag`` (int32
+    ``(1,)``) and the list ``flagq`` of the first flagged queries (int32, :data:`FLAG_LIST`
+    or as many as there are predictions; in no order, a query once per target flagged)."""
+
+    pred: Any
+    var: Any
+    flag: Any
+    nflag: Any
+    flagq: Any
+
+    def rows_reader(self, be: Backend) -> Callable[[], np.ndarray]:
+        """Enqueue the reads of count and list (behind the queued work, no wait); the
+        function returned waits for them and returns the flagged queries, ascending (the
+        flags are read only where the list is full)."""
+        count, listed = be.to_host_async(self.nflag), be.to_host_async(self.flagq)
+
+        def rows() -> np.ndarray:
+            c = int(count()[0])
+            if c > self.flagq.size:
+                return flagged_queries(be.to_host(self.flag))
+            return np.unique(listed()[:c]).astype(np.int64)
+        return rows
+
+
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
                    tshift: int, qnorm_dev, thr_dev, span_dev, E: int, *,
-                   variance: bool = False) -> tuple[Any, Any, Any]:
+                   variance: bool = False) -> CheckedLookup:
     """:func:`lookup_device` for float32 Simplex from the first ``k`` neighbours of
     ``table`` (``table.k`` is ``k`` or ``k + 1``: the extra one tells where float32 may
     pick another ``k``-th), with float32's error bound per prediction (the template's
-    CHECK): returns ``(pred, var, flag)``, ``flag`` ``(nbatch, nt, nq)`` uint8 device
-    array, 1 where the bound exceeds ``thr_dev[j]`` (see :mod:`pyedmcl._precision`).
+    CHECK): flags 1 where the bound exceeds ``thr_dev[j]`` (see
+    :mod:`pyedmcl._precision`), counted and listed on the device (:class:`CheckedLookup`:
+    the host reads count and list with its results, the flags only past the list).
     ``qnorm_dev``: each query point's norm (float32); ``thr_dev`` / ``span_dev``: each
     target's tolerance and span (max - min); ``E``: the coordinates per point.
     """
@@ -70,10 +106,13 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     pred = be.empty((table.nbatch, nt, table.nq), np.float32)
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
-    hold(be, pred, var, flag, qnorm_dev, thr_dev, span_dev)
+    nflag = be.to_device(np.zeros(1, np.int32))  # made with its zero: no launch, no wait
+    flagq = be.empty(min(FLAG_LIST, table.nbatch * nt * table.nq), np.int32)  # or all
+    hold(be, pred, var, flag, nflag, flagq, qnorm_dev, thr_dev, span_dev)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
-                  nt, tshift, pred, var, check=(qnorm_dev, thr_dev, span_dev, E + 4, flag))
-    return pred, (var if variance else None), flag
+                  nt, tshift, pred, var,
+                  check=(qnorm_dev, thr_dev, span_dev, E + 4, flag, nflag, flagq))
+    return CheckedLookup(pred, var if variance else None, flag, nflag, flagq)
 
 
 def _lookup_params(be: Backend, k: int, size: int, weight: str, real: str) -> tuple[dict, dict]:

@@ -17,8 +17,18 @@ without fp64, on the host (the k-d tree's exact table and pyEDM's weights); the 
 kernel then runs again on the patched predictions (rounded to float32 like the rest).
 Tables from sorted rows (knn >= 64) take the same bound on the host (:func:`host_flags`).
 Exact float32 data (values on a binary grid, :func:`exact_in_float32`) are not checked;
-a large call whose sample is mostly flagged runs in float64 from the start
-(:func:`pyedmcl.edm.simplex.sampled_flag_fraction`).
+a large call of decimal data (:func:`on_decimal_grid`) whose sample is mostly flagged runs
+in float64 from the start (:func:`pyedmcl.edm.simplex.sampled_flag_fraction`).
+
+Cost. The bound is the lookup's own arithmetic on the values it holds (registers, no
+second pass); the lookup also counts its flags and lists their queries on the device,
+and the caller reads count and list with the skill (the flags themselves only past
+:data:`pyedmcl.edm.lookup.FLAG_LIST`): where nothing is flagged, nothing more is read or
+launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), on GPUs at the
+tuning of the table it widens (:func:`.knn.widened_params`), and the query norms are computed on the host while the k-NN
+kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
+:func:`redo_table`), one lookup, a patch of the float32 predictions and the skill again
+on the device, behind one wait (:func:`redo_patched`).
 """
 
 from __future__ import annotations
@@ -41,6 +51,10 @@ from .ranges import MAX_KNN, Plan
 #: are those of near-repeating states, dense one-dimensional libraries and the distance
 #: ties of decimal data.
 PREDICTION_TOL = 1e-5
+
+#: decimal places up to which data count as decimal (:func:`on_decimal_grid`): recorded
+#: data with few places tie often; finer grids rarely
+DECIMAL_PLACES = 4
 
 
 def point_norms(sq: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndarray:
@@ -162,6 +176,22 @@ def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     return False
 
 
+def on_decimal_grid(x: np.ndarray, places: int = DECIMAL_PLACES) -> bool:
+    """Whether the values of ``x`` (data units, not centred) are decimals of at most
+    ``places`` places, judged on a prefix of 1024 values: the data whose distances tie
+    in exact arithmetic, where float32 may flag most rows. Only they are worth a sample
+    before the float32 pass (:func:`pyedmcl.edm.simplex.sampled_flag_fraction`); a
+    wrong answer costs time, never exactness."""
+    head = np.asarray(x, np.float64).ravel()[:1024]
+    if head.size == 0 or not np.all(np.isfinite(head)):
+        return False
+    for m in range(places + 1):
+        g = head * 10.0 ** m
+        if np.all(np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))):
+            return True
+    return False
+
+
 def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:
     """The check for a float32 Simplex of centred ``xz`` ((n,) or (n, columns)) and
     targets ``yz`` ``(nt, n)``; None where the neighbours are not the exact kernel's (an
@@ -212,27 +242,138 @@ def flagged_queries(flags: np.ndarray) -> np.ndarray:
 
 
 def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
-                 neighbors: Any, variance: bool) -> tuple[np.ndarray, np.ndarray | None]:
+                 neighbors: Any, variance: bool, l_dev: Any = None
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
     """float64 predictions ``(nt, rows.size)`` (and variances) of the queries ``rows`` of
     ``plan`` from the original series ``x`` and targets ``y`` ``(nt, n)``: the float64
     call's kernels through ``neighbors`` (its k-NN back-end), or on a device without fp64
-    the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`."""
-    from .lookup import lookup_device, lookup_host
+    the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`.
+    ``l_dev``: the plan's library points already on the device (no upload)."""
+    from .lookup import lookup_host
 
-    qpts = plan.pred_points[rows]
-    shift = plan.offset + plan.Tp
-    kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
-              radius=plan.exclusion_radius)
     if not be.info.fp64:
         from ..neighbors import neighbor_backend
 
+        kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
+                  lpts=plan.lib_points, radius=plan.exclusion_radius)
         idx, dist = neighbor_backend("kdtree").search_host(np.asarray(x, np.float64), **kw)
-        return lookup_host(idx[0], dist[0], y, shift, variance)
+        return lookup_host(idx[0], dist[0], y, plan.offset + plan.Tp, variance)
+    p, v = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev)
+    reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
+    got = [r()[0] for r in reads]
+    return got[0], (got[1] if variance else None)
+
+
+def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
+                 neighbors: Any, variance: bool, l_dev: Any, pred_dev: Any, var_dev: Any,
+                 shift: np.ndarray, scale: np.ndarray, skill: Any
+                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`redo_float64` on a device with fp64, its values also written into the
+    float32 device predictions ``pred_dev`` (and variances ``var_dev``) ``(1, nt, nq)``
+    in their units (``x = z * scale + shift`` per target) and the skill taken again
+    behind them (``skill(pred_dev)`` enqueues it and returns its device rows): one
+    k-NN launch, one lookup, one patch, one skill and one wait for all. Returns the
+    float64 predictions and variances ``(nt, rows.size)`` and the skill ``(nt, 4)``."""
+    from ..kernels.lookup import LOOKUP
+    from .knn import hold
+
+    p, v = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev)
+    rows_dev = be.to_device(np.ascontiguousarray(rows, np.int32))
+    sh = be.to_device(np.asarray(shift, np.float64))
+    sc = be.to_device(np.asarray(scale, np.float64))
+    hold(be, rows_dev, sh, sc)
+    LOOKUP.launch_patch(be, "float", pred_dev, var_dev, plan.pred_points.size, y.shape[0],
+                        rows_dev, rows.size, p, v if variance else None, sh, sc)
+    out = skill(pred_dev)
+    reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
+    sk = be.to_host(out).astype(np.float64)
+    got = [r()[0] for r in reads]
+    return got[0], (got[1] if variance else None), sk
+
+
+def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
+                 neighbors: Any, variance: bool, l_dev: Any) -> tuple[Any, Any]:
+    """The float64 call's k-NN table and lookup of the queries ``rows`` enqueued: device
+    predictions (and variances) ``(1, nt, rows.size)``."""
+    from .lookup import lookup_device
+
+    kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
+              lpts=plan.lib_points, radius=plan.exclusion_radius)
     xd = be.to_device(np.ascontiguousarray(x, np.float64))
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
             and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
     yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
-    table = neighbors.device_table(be, xd, x.size, real="double", **kw)
-    p, v = lookup_device(be, table, yd, x.size, y.shape[0], shift, real="double",
-                         variance=variance)
-    return be.to_host(p)[0], (be.to_host(v)[0] if variance else None)
+    table = redo_table(be, neighbors, xd, x.size, kw, l_dev)
+    return lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
+                         real="double", variance=variance)
+
+
+#: library points per list, at least, where the float64 redo splits the library
+REDO_CHUNK = 4096
+#: lists at most, and queries x lists at most, of that split
+REDO_LISTS, REDO_QUERY_LISTS = 64, 8192
+#: whether CPUs split it too: there the single launch was faster (2-core EPYC, Intel's
+#: runtime, L = 20,000, 5 queries: 0.82 ms, in 4 lists merged 1.24 ms), since a CPU's
+#: few cores are busy with few queries already and the merge adds a wait
+REDO_LISTS_ON_CPU = False
+
+
+def redo_table(be: Backend, neighbors: Any, xd: Any, n: int, kw: dict, l_dev: Any) -> Any:
+    """The float64 k-NN table of the redo's few queries (``kw``: :func:`knn_device`'s
+    arguments, float64 series ``xd``). Few queries leave a device nearly idle while
+    each work-group walks the whole library, so the exact device kernel takes the
+    library in up to :data:`REDO_LISTS` contiguous lists at once (one launch, a table
+    per list), merged on the host in the kernel's order (:func:`merge_tables`) and
+    uploaded: the table of the single launch (on GPUs; CPUs see
+    :data:`REDO_LISTS_ON_CPU`). Where the merge cannot tell that order from the
+    finished distances (equal ones), or the back-end is not the device kernel, the
+    single launch."""
+    from ..neighbors.exact import ExactBackend
+    from .knn import DeviceKnn
+
+    lp = np.asarray(kw["lpts"])
+    m, k = int(np.asarray(kw["qpts"]).size), int(kw["k"])
+    lists = min(REDO_LISTS, lp.size // REDO_CHUNK, REDO_QUERY_LISTS // max(m, 1))
+    if lists >= 2 and type(neighbors) is ExactBackend and (be.info.is_gpu or REDO_LISTS_ON_CPU):
+        size = -(-lp.size // lists)
+        starts = np.minimum(np.arange(lists) * size, lp.size - size)  # the last overlaps
+        split = lp[starts[:, None] + np.arange(size)]
+        t = neighbors.device_table(be, xd, n, real="double", **{**kw, "lpts": split})
+        reads = be.to_host_async(t.idx), be.to_host_async(t.dist)  # one wait for both
+        got = merge_tables(reads[0](), reads[1](), np.asarray(kw["qpts"]), k)
+        if got is not None:
+            return DeviceKnn(be.to_device(got[0][None]), be.to_device(got[1][None]), 1, m, k)
+    return neighbors.device_table(be, xd, n, real="double", l_dev=l_dev, **kw)
+
+
+def merge_tables(idx: np.ndarray, dist: np.ndarray, qpts: np.ndarray, k: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """One table ``(nq, k)`` from the tables ``(lists, nq, k)`` of disjoint (or
+    repeated) library lists: each query's candidates in the kernel's order (distance,
+    ``|p - l|``, ``l``; -1 / inf where none), a point listed twice taken once. The
+    kernel ranks by the squared distance and stores its root, which may round two
+    squares to one root: where two of a query's first ``k + 1`` candidates share a
+    distance, the order cannot be read here, and None is returned."""
+    lists, nq, _ = idx.shape
+    ci = idx.transpose(1, 0, 2).reshape(nq, -1).astype(np.int64)
+    cd = dist.transpose(1, 0, 2).reshape(nq, -1)
+    none = ci < 0
+    big = np.iinfo(np.int64).max
+    d = np.where(none, np.inf, cd)
+    key = np.where(none, big, np.abs(qpts[:, None].astype(np.int64) - ci))
+    li = np.where(none, big, ci)
+    order = np.lexsort((li, key, d), axis=-1)
+    ci, d = np.take_along_axis(li, order, 1), np.take_along_axis(d, order, 1)
+    dup = np.zeros_like(none)
+    dup[:, 1:] = (ci[:, 1:] == ci[:, :-1]) & (ci[:, 1:] != big)  # a point listed twice
+    rank = np.cumsum(~dup, axis=1) - 1
+    keep = ~dup & (rank <= k)  # the first k + 1 distinct candidates
+    r, c = np.nonzero(keep)
+    top_i = np.full((nq, k + 1), -1, np.int64)
+    top_d = np.full((nq, k + 1), np.inf)
+    top_i[r, rank[r, c]] = np.where(ci[r, c] == big, -1, ci[r, c])
+    top_d[r, rank[r, c]] = d[r, c]
+    fin = np.isfinite(top_d)
+    if np.any((top_d[:, 1:] == top_d[:, :-1]) & fin[:, 1:]):
+        return None
+    return top_i[:, :k].astype(np.int32), top_d[:, :k].astype(dist.dtype)

@@ -24,11 +24,11 @@ from ..constant_series import checks_constant
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
 from ..neighbors import resolve_backend
 from ..validation import as_series, check_dtype
-from .knn import hold, knn_device
+from .knn import hold, knn_device, widened_params
 from .lookup import lookup_checked, lookup_device, skill_device, skill_out
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
-from .row_check import RowCheck, enabled, flagged_queries, redo_float64, row_check
+from .row_check import RowCheck, enabled, on_decimal_grid, redo_float64, redo_patched, row_check
 from .simplex_states import simplex_states
 from .statespace import beyond_fused_knn, is_multivariate, requested_knn, state_space
 
@@ -134,17 +134,19 @@ def enqueue_plan(data: DeviceData, plan: Plan, q_dev, l_dev, obs_dev, out, row0:
 
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
              weight: str = "simplex", neighbors=None, keep_device: bool = False,
-             while_busy: Callable[[], None] | None = None, check: RowCheck | None = None):
+             while_busy: Callable[[], None] | None = None, check: RowCheck | None = None,
+             device_out: list | None = None):
     """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4),
-    flags).
+    rows).
 
     ``pred``/``var`` are host arrays ``(nt, nq)`` when ``predictions`` (else None);
     with ``keep_device`` they are the device arrays ``(1, nt, nq)`` (no read back).
     ``while_busy`` runs on the host once everything is enqueued, before the first
     wait for the device (host work that then overlaps the kernels). ``check`` (float32
-    Simplex): the lookup also bounds each prediction's float32 error, and ``flags`` is
-    the host array ``(1, nt, nq)`` of those beyond the tolerance (:mod:`.row_check`);
-    else None.
+    Simplex): the lookup also bounds each prediction's float32 error, and ``rows`` are
+    the queries of those beyond the tolerance (:mod:`.row_check`; their count and list
+    come back with the skill); else None. ``device_out``: a list that receives the
+    device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the redo).
     """
     be = data.be
     qpts = plan.pred_points
@@ -155,9 +157,12 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         # k-NN table (O(queries * k)) + lookup for queries q0:q1; each query is
         # independent, so blocks give the same predictions as one launch
         q_dev, l_dev, _ = plan_device(be, plan) if q1 - q0 == qpts.size else (None, None, None)
-        table = search(be, data.x_dev, data.n, E=plan.E, tau=plan.tau, k=k,
-                       qpts=qpts[q0:q1], lpts=plan.lib_points, radius=plan.exclusion_radius,
-                       real=data.real, q_dev=q_dev, l_dev=l_dev)
+        kw = dict(E=plan.E, tau=plan.tau, k=k, qpts=qpts[q0:q1], lpts=plan.lib_points)
+        # a table widened by the check: the tuning of the table it widens
+        params = widened_params(be, **kw, base_k=plan.knn, real=data.real) if k > plan.knn else None
+        table = search(be, data.x_dev, data.n, **kw, radius=plan.exclusion_radius,
+                       real=data.real, params=params, q_dev=q_dev, l_dev=l_dev)
+        be.flush()  # the k-NN kernel starts while the host prepares the rest
         tshift = plan.offset + plan.Tp
         if check is None:
             p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, tshift,
@@ -165,29 +170,29 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             f = None
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
-            p, v, f = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                                     be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
-                                     variance=variance)
+            c = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
+                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
+                               variance=variance)
+            p, v, f = c.pred, c.var, c.rows_reader(be)
         if q1 - q0 == qpts.size:
             return p, v, f
-        return (be.to_host(p), (be.to_host(v) if variance else None),
-                (None if f is None else be.to_host(f)))
+        got = (be.to_host(p), (be.to_host(v) if variance else None))
+        return (*got, None if f is None else q0 + f())
 
     item = 8 if data.real == "double" else 4
     blocks = run_blocked(be, predict, qpts.size, parameter="the number of prediction rows (pred)",
                          what=f"Simplex k-NN table ({qpts.size} queries x k={k})",
                          nbytes=lambda q: q * k * (4 + item))
     if len(blocks) == 1:
-        pred_dev, var_dev, flag_dev = blocks[0]
-        flag_read = None if flag_dev is None else be.to_host_async(flag_dev)
+        pred_dev, var_dev, flag_read = blocks[0]  # count and list read with the skill
     else:  # query blocks: predictions back on the device as one array for the skill
         pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
         var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
         hold(be, pred_dev, var_dev)
         flag_read = None
         if check is not None:
-            flags = np.concatenate([b[2] for b in blocks], axis=-1)
-            flag_read = lambda: flags  # noqa: E731
+            rows = np.concatenate([b[2] for b in blocks])
+            flag_read = lambda: rows  # noqa: E731
     obs_dev = plan_device(be, plan)[2]
     out = skill_out(be, data.nt)
     skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
@@ -198,13 +203,15 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     if while_busy is not None:
         while_busy()
     sk = be.to_host(out).astype(np.float64)
-    flags = None if flag_read is None else flag_read()
+    rows = None if flag_read is None else flag_read()
+    if device_out is not None:
+        device_out.extend((pred_dev, var_dev))
     if keep_device:
-        return pred_dev, var_dev, sk, flags
+        return pred_dev, var_dev, sk, rows
     got = [r()[0] for r in reads]
     pred = got[0] if predictions else None
     var = got[1] if (variance and predictions) else None
-    return pred, var, sk, flags
+    return pred, var, sk, rows
 
 
 def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
@@ -326,26 +333,23 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     # float32 from host series: predictions float32 cannot hold are redone in float64
     check = (row_check(plan, xz, yz, nb.exact) if dt == np.float32 and xs is not None
              and y is not None else None)
-    if (check is not None and not return_device and be.info.fp64
+    if (check is not None and not return_device and be.info.fp64 and on_decimal_grid(xs)
             and sampled_flag_fraction(data, plan, check, nb) > MOSTLY_FLAGGED):
-        # most rows would be redone (ties of decimal data): float64 from the start
+        # most rows would be redone (ties of decimal data): float64 from the start; other
+        # data take no sample (a k-NN pass and a wait): the count comes with the skill
         return simplex(x, target, E=E, tau=tau, Tp=Tp, knn=knn,
                        exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
                        device=device, backend=backend, variance=variance,
                        knn_backend=knn_backend, knn_options=knn_options)
-    p, v, sk, flags = run_plan(data, plan, variance=variance, neighbors=nb,
-                               keep_device=on_device, while_busy=host_observed, check=check)
-    rows = np.empty(0, np.int64) if flags is None else flagged_queries(flags)
+    dev: list = []
+    p, v, sk, rows = run_plan(data, plan, variance=variance, neighbors=nb,
+                              keep_device=on_device, while_busy=host_observed, check=check,
+                              device_out=dev)
+    rows = np.empty(0, np.int64) if rows is None else rows
     fixed = None
     if rows.size:
-        fixed = redo_float64(be, plan, xs, y, rows, nb, variance)
-        if on_device:  # patch the device arrays (centred units, as the rest)
-            p, v = _patched_device(be, p, v, rows, fixed, fy)
-            sk = _skill_again(data, plan, p)
-        else:  # the skill again on the device, of the patched predictions in float32
-            ph = p.copy()
-            ph[:, rows] = fy.forward(fixed[0].copy())
-            sk = _skill_again(data, plan, be.to_device(ph[None]))
+        p, v, sk, fixed = _redo_flagged(data, plan, xs, y, rows, nb, variance, on_device,
+                                        (p, v), dev, fy)
     pick = (lambda a: a[0]) if single else (lambda a: a)
     if on_device:
         nq = plan.pred_points.size
@@ -377,10 +381,11 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                          neighbors=nb.info)
 
 
-#: the fraction of flagged rows (estimated on a sample) beyond which float32 Simplex runs
-#: in float64 from the start: redoing that many rows costs more than the float32 pass
-#: saves (H100, L = 2^20, E = 3, data with one decimal, 99% flagged: checked float32
-#: 0.87 s, float64 0.52 s)
+#: the fraction of flagged rows (estimated on a sample, for decimal data only:
+#: :func:`.row_check.on_decimal_grid`) beyond which float32 Simplex runs in float64 from
+#: the start: redoing that many rows costs more than the float32 pass saves (H100,
+#: L = 2^20, E = 3, data with one decimal, 99% flagged: checked float32 0.87 s, float64
+#: 0.52 s)
 MOSTLY_FLAGGED = 0.5
 #: queries below which the flagged fraction is not estimated first (the pass is cheap)
 SAMPLE_FROM = 1 << 15
@@ -396,9 +401,9 @@ def sampled_flag_fraction(data: DeviceData, plan: Plan, check: RowCheck, neighbo
         return 0.0
     times = plan.pred_times[::nq // SAMPLE_QUERIES]
     sub = dataclasses.replace(plan, pred_times=times, pred_segments=[times])
-    flags = run_plan(data, sub, predictions=False, neighbors=neighbors,
-                     check=RowCheck(sub, check.xz, check.yz))[3]
-    return flagged_queries(flags).size / times.size
+    rows = run_plan(data, sub, predictions=False, neighbors=neighbors,
+                    check=RowCheck(sub, check.xz, check.yz))[3]
+    return rows.size / times.size
 
 
 def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
@@ -417,15 +422,44 @@ def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
     return requested_knn(knn, E) == MAX_KNN
 
 
+def _redo_flagged(data: DeviceData, plan: Plan, x: np.ndarray, y: np.ndarray,
+                  rows: np.ndarray, nb, variance: bool, on_device: bool, got: tuple,
+                  dev: list, fy: Affine) -> tuple:
+    """The float64 redo of the flagged queries ``rows`` (:mod:`.row_check`) after
+    :func:`run_plan`'s pass (its results ``got``: predictions and variances, host or
+    device arrays; ``dev``: its device arrays): ``(pred, var, skill, (p64, v64))``, the
+    skill of the patched predictions. With fp64 the redo, its patch and the skill run
+    on the device behind one wait; without, the host's redo, patch and a skill launch."""
+    be = data.be
+    p, v = got
+    if be.info.fp64:
+        *fixed, sk = redo_patched(be, plan, x, y, rows, nb, variance, plan_device(be, plan)[1],
+                                  dev[0], dev[1], fy.shift, fy.scale,
+                                  lambda pd: _skill_enqueue(data, plan, pd))
+        return (*(dev if on_device else (p, v)), sk, fixed)
+    fixed = redo_float64(be, plan, x, y, rows, nb, variance)
+    if on_device:  # patch the device arrays (centred units, as the rest)
+        p, v = _patched_device(be, p, v, rows, fixed, fy)
+        return p, v, _skill_again(data, plan, p), fixed
+    ph = p.copy()  # the skill again on the device, of the patched predictions in float32
+    ph[:, rows] = fy.forward(fixed[0].copy())
+    return p, v, _skill_again(data, plan, be.to_device(ph[None])), fixed
+
+
 def _skill_again(data: DeviceData, plan: Plan, pred_dev) -> np.ndarray:
     """The skill rows ``(nt, 4)`` of device predictions ``(1, nt, nq)`` (centred units):
     :func:`run_plan`'s skill launch, for predictions patched after it."""
+    return data.be.to_host(_skill_enqueue(data, plan, pred_dev)).astype(np.float64)
+
+
+def _skill_enqueue(data: DeviceData, plan: Plan, pred_dev) -> Any:
+    """:func:`_skill_again`'s launch alone: its device rows ``(nt, 4)``, not waited for."""
     be = data.be
     out = skill_out(be, data.nt)
     hold(be, pred_dev)
     skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
                  plan_device(be, plan)[2], real=data.real, out=out)
-    return be.to_host(out).astype(np.float64)
+    return out
 
 
 def _patched(a: np.ndarray, rows: np.ndarray, values: np.ndarray | None) -> np.ndarray:

@@ -20,11 +20,11 @@ from .._precision import prepare
 from ..interop import backend_for
 from ..neighbors import resolve_backend
 from ..validation import check_dtype, check_int
-from .knn import hold, knn_device, knn_rows_sorted
+from .knn import hold, knn_device, knn_rows_sorted, widened_params
 from .lookup import lookup_checked, lookup_device, lookup_host
 from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
-from .row_check import RowCheck, flagged_queries, host_flags, row_check
+from .row_check import RowCheck, host_flags, row_check
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill
 
 
@@ -147,27 +147,31 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
     tshift = plan.offset + plan.Tp
 
     def block(q0: int, q1: int):
-        t = knn_device(be, x_dev, n, E=plan.E, tau=plan.tau, k=k, qpts=qpts[q0:q1],
-                       lpts=plan.lib_points, radius=plan.exclusion_radius, real=real, nc=nc)
+        kw = dict(E=plan.E, tau=plan.tau, k=k, qpts=qpts[q0:q1], lpts=plan.lib_points, nc=nc)
+        # a table widened by the check: the tuning of the table it widens
+        params = widened_params(be, **kw, base_k=plan.knn, real=real) if k > plan.knn else None
+        t = knn_device(be, x_dev, n, **kw, radius=plan.exclusion_radius, real=real,
+                       params=params)
+        be.flush()  # the k-NN kernel starts while the host prepares the rest
         f = None
         if check is None:
             pd_, vd = lookup_device(be, t, y_dev, n, nt, tshift, real=real, variance=variance)
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
-            pd_, vd, f = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
-                                        be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
-                                        variance=variance)
-        return (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
-                be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None,
-                None if f is None else be.to_host(f))
+            c = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
+                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
+                               variance=variance)
+            pd_, vd, f = c.pred, c.var, c.rows_reader(be)  # read with the predictions
+        got = (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
+               be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None)
+        return (*got, None if f is None else q0 + f())
 
     blocks = run_blocked(be, block, qpts.size, parameter="the number of prediction rows (pred)",
                          what=f"Simplex k-NN table ({qpts.size} queries x k={k})",
                          nbytes=lambda q: q * k * (4 + item))
     p = np.concatenate([b[0] for b in blocks], axis=-1)
     v = np.concatenate([b[1] for b in blocks], axis=-1) if variance else None
-    redo = (None if check is None else
-            flagged_queries(np.concatenate([b[3] for b in blocks], axis=-1)))
+    redo = None if check is None else np.concatenate([b[3] for b in blocks])
     return p, v, (np.concatenate([b[2] for b in blocks]) if with_idx else None), redo
 
 

@@ -151,13 +151,17 @@ class KnnKernel(TunableKernel):
         return _KnnCase(backend, spec, size)
 
     def params_for(self, be: Backend, spec: dict[str, Any], size: int,
-                   nq_total: int | None = None, contiguous: bool = False) -> Params:
+                   nq_total: int | None = None, contiguous: bool = False,
+                   bucket_k: int | None = None) -> Params:
         """Launch parameters for ``spec`` at library/query size ``size``: the tuning
         database's (or the heuristic's) choice, fixed up for this launch. ``nq_total``:
         queries of the launch, all batches (few queries split each query's scan over
         several work-items on GPUs); ``contiguous``: every library list is consecutive
-        points (:func:`is_contiguous`), which the rows variant's SLIDE option needs."""
-        choice = lookup(self, be.info, self.spec_bucket(spec), self.size_bucket(size))
+        points (:func:`is_contiguous`), which the rows variant's SLIDE option needs;
+        ``bucket_k``: the tuning looked up for that many neighbours instead of
+        ``spec["K"]`` (the fix-ups still take ``spec["K"]``)."""
+        bucket = self.spec_bucket(spec if bucket_k is None else {**spec, "K": bucket_k})
+        choice = lookup(self, be.info, bucket, self.size_bucket(size))
         p = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0,
              **self.chosen(be.info, choice, spec, contiguous)}
         item = 8 if spec["REAL"] == "double" else 4

@@ -116,17 +116,18 @@ class LookupKernel(TunableKernel):
         and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
         pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
         ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
-        thr, span, erel, flag)``, the query points' norms (float32, ``nq``), each
-        target's tolerance and span (max - min) (ACC, ``nt``), ``E + 4`` and the flags
-        written (uint8, ``(nbatch, nt,
-        nq)``); see the template's header."""
+        thr, span, erel, flag, nflag, flagq)``, the query points' norms (float32,
+        ``nq``), each target's tolerance and span (max - min) (ACC, ``nt``), ``E + 4``,
+        the flags written (uint8, ``(nbatch, nt, nq)``), their count, added to ``nflag``
+        (int32, one, zeroed by the caller), and the list of their first ``flagq.size``
+        queries (int32); see the template's header."""
         wg = params["WG"]
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, thr, span, erel, flag = check
+            qnorm, thr, span, erel, flag, nflag, flagq = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
-            extra = (qnorm, thr, span, acc(erel), flag)
+            extra = (qnorm, thr, span, acc(erel), flag, nflag, flagq, np.int32(flagq.size))
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
                          np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
                          pred, var, *extra)
@@ -143,6 +144,19 @@ class LookupKernel(TunableKernel):
         extra = (shift,) if spec.get("FS") else ()
         return be.launch(k, (nrows * wg,), (wg,), pred_dev, np.int32(nq), y_dev,
                          np.int32(ldy), np.int32(nt), obs_dev, np.int32(row0), out, *extra)
+
+    def launch_patch(self, be: Backend, real: str, pred, var, nq: int, nt: int,
+                     rows_dev, m: int, p64, v64, shift, scale):
+        """Write the float64 predictions ``p64`` (and variances ``v64``, if not None)
+        ``(nt, m)`` of the queries ``rows_dev`` into ``pred`` / ``var`` ``(nt, nq)`` of
+        type ``real`` in the kernel's units (``shift`` / ``scale``: ACC device arrays of
+        ``nt``; see the template's ``patch``), from the Simplex skill's program (no
+        build of its own)."""
+        spec = {"K": 1, "REAL": real, "FS": 0, "WEIGHT": "simplex", "VARIANCE": 0}
+        k = self._kernel(be, spec, skill_wg(be.info), "patch")
+        wv = v64 is not None
+        return be.launch(k, (m, nt), None, pred, var if wv else pred, np.int32(nq), rows_dev,
+                         np.int32(m), p64, v64 if wv else p64, shift, scale, np.int32(wv))
 
     def launch_subset(self, be: Backend, wg: int, spec: dict[str, Any], srt, sdist, cnt,
                       nbatch: int, lpts, qpts, nq: int, nl: int, radius: int, y_dev,

@@ -24,20 +24,14 @@
 ## observation, pyedmcl.edm.lookup.ccm_shifts), so the tree adds the streams' sums and
 ## one finish ends it (no merge per stream).
 ## KS: the table's row length (K, or K + 1 where CHECK reads the next neighbour).
-## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also writes flag[b][j][q] = 1 where
-## float32's first-order error bound on the prediction exceeds thr[j] (target j's
-## tolerance in data units); the caller recomputes those queries in float64. The bound
-## (pyedmcl/edm/row_check.py, decision 0089): a float32 distance d_i is within
-## D_i = 2u (2 |q| + erel d_i) of the exact one (u = 2^-24, |q| the query point's norm,
-## erel = E + 4), which moves w_i / W, so the prediction mu by at most
-## sum_i w_i / W |y_i - mu| (D_i + d_i D_0 / d_0) / f (the last term where the nearest
-## distance d_0 is the scale f, not the 1e-6 floor), plus w_i / W span[j] for each
-## neighbour i within D_i + D_K of the table's extra one, K (float32 may rank either
-## first, or any point tied with them: span[j] is target j's max - min).
+## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also bounds each prediction's
+## float32 error and flags, counts and lists those beyond the tolerance; patch writes
+## the float64 redo's values back (both in lookup/_check.mako).
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
+<%namespace name="ck" file="/lookup/_check.mako"/>
 ${lk.prelude(REAL, ACC, K, INL)}
 
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
@@ -45,7 +39,8 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
             const int nq, __global const real_t* restrict y, const int ldy, const int nt,
 <% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict thr, "
                   "__global const acc_t* restrict span, const acc_t erel, "
-                  "__global uchar* restrict flag") if CHECK else "" %>\
+                  "__global uchar* restrict flag, volatile __global int* restrict nflag, "
+                  "__global int* restrict flagq, const int cap") if CHECK else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
@@ -94,34 +89,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 % endif
     pred[((size_t)b * nt + j) * nq + q] = (real_t)mu;
 % if CHECK:
-    {
-        const acc_t u2 = (acc_t)1.1920928955078125e-07;  /* 2u = 2^-23 */
-        const acc_t qn2 = 2 * (acc_t)qnorm[q];
-        const acc_t f = (acc_t)dmin;
-        const acc_t d0 = (acc_t)dmin_raw;
-        /* where the nearest distance is the scale, its error moves every weight */
-        const acc_t g = dmin_raw >= (real_t)1e-6 ? u2 * (qn2 + erel * d0) / f : 0;
-        acc_t bnd = 0;
-%   for k in range(K):
-        if (w${k} > 0)  /* an empty slot's distance is inf */
-            bnd += w${k} * fabs(y${k} - mu) * (u2 * (qn2 + erel * (acc_t)dist[o + ${k}])
-                                              + (acc_t)dist[o + ${k}] * g);
-%   endfor
-        bnd /= den * f;
-%   if KS > K:
-        if (idx[o + K] >= 0) {
-            /* a neighbour float32 may rank in place of the next one (K + 1), or of any
-               point as far within rounding, may be any other library point: its
-               target can differ by the target's whole span */
-            const acc_t db = (acc_t)dist[o + K];
-%     for k in range(K):
-            if (db - (acc_t)dist[o + ${k}] <= u2 * (2 * qn2 + erel * ((acc_t)dist[o + ${k}] + db)))
-                bnd += w${k} / den * span[j];
-%     endfor
-        }
-%   endif
-        flag[((size_t)b * nt + j) * nq + q] = (den > 0 && !(bnd <= thr[j])) ? 1 : 0;
-    }
+${ck.bound()}
 % endif
 % if VARIANCE:
     /* pyEDM's Pred_Variance: weighted spread of the neighbours' targets */
@@ -141,6 +109,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 % endif
 }
 
+${ck.patch()}
 ${stats.functions()}
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void skill(__global const real_t* restrict pred, const int nq,

@@ -1,0 +1,77 @@
+## The lookup template's float32 check (simplex_lookup.cl.mako, CHECK) and the patch of
+## its float64 redo; reads K, KS from the template's context and the lookup kernel's
+## locals (q, j, b, o, mu, den, dmin, dmin_raw, w<k>, y<k>) and arguments.
+##
+## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also writes flag[b][j][q] = 1 where
+## float32's first-order error bound on the prediction exceeds thr[j] (target j's
+## tolerance in data units); the caller recomputes those queries in float64. The bound
+## (pyedmcl/edm/row_check.py, decision 0089): a float32 distance d_i is within
+## D_i = 2u (2 |q| + erel d_i) of the exact one (u = 2^-24, |q| the query point's norm,
+## erel = E + 4), which moves w_i / W, so the prediction mu by at most
+## sum_i w_i / W |y_i - mu| (D_i + d_i D_0 / d_0) / f (the last term where the nearest
+## distance d_0 is the scale f, not the 1e-6 floor), plus w_i / W span[j] for each
+## neighbour i within D_i + D_K of the table's extra one, K (float32 may rank either
+## first, or any point tied with them: span[j] is target j's max - min).
+##
+## nflag[0] (zeroed by the caller) counts the flags set and flagq[0 .. cap-1] lists their
+## queries (in no order; a query once per target flagged), so that the caller reads count
+## and list with the skill, and the flags only where more than cap are set.
+##
+## patch: the float64 redo's predictions (and variances) p64 / v64 (ACC, (nt, m), of the
+## queries rows[0 .. m-1]) into pred / var (nt, nq) in the kernel's units: (p - shift[j])
+## / scale[j] and v / scale[j]^2 rounded to real_t, as the host's Affine.forward and a
+## float32 array's assignment do; the skill then runs on the patched predictions.
+
+## the bound of prediction (b, j, q), its flag, count and list entry
+<%def name="bound()">\
+    {
+        const acc_t u2 = (acc_t)1.1920928955078125e-07;  /* 2u = 2^-23 */
+        const acc_t qn2 = 2 * (acc_t)qnorm[q];
+        const acc_t f = (acc_t)dmin;
+        const acc_t d0 = (acc_t)dmin_raw;
+        /* where the nearest distance is the scale, its error moves every weight */
+        const acc_t g = dmin_raw >= (real_t)1e-6 ? u2 * (qn2 + erel * d0) / f : 0;
+        acc_t bnd = 0;
+%   for k in range(K):
+        if (w${k} > 0)  /* an empty slot's distance is inf */
+            bnd += w${k} * fabs(y${k} - mu) * (u2 * (qn2 + erel * (acc_t)dist[o + ${k}])
+                                              + (acc_t)dist[o + ${k}] * g);
+%   endfor
+        bnd /= den * f;
+%   if KS > K:
+        if (idx[o + K] >= 0) {
+            /* a neighbour float32 may rank in place of the next one (K + 1), or of any
+               point as far within rounding, may be any other library point: its
+               target can differ by the target's whole span */
+            const acc_t db = (acc_t)dist[o + K];
+%     for k in range(K):
+            if (db - (acc_t)dist[o + ${k}] <= u2 * (2 * qn2 + erel * ((acc_t)dist[o + ${k}] + db)))
+                bnd += w${k} / den * span[j];
+%     endfor
+        }
+%   endif
+        const int flagged = den > 0 && !(bnd <= thr[j]);
+        flag[((size_t)b * nt + j) * nq + q] = flagged ? 1 : 0;
+        if (flagged) {  /* rare: listed for the host, which reads flag only past cap */
+            const int slot = atomic_inc(nflag);
+            if (slot < cap) flagq[slot] = q;
+        }
+    }
+</%def>
+
+<%def name="patch()">\
+__kernel void patch(__global real_t* restrict pred, __global real_t* restrict var,
+                    const int nq, __global const int* restrict rows, const int m,
+                    __global const acc_t* restrict p64, __global const acc_t* restrict v64,
+                    __global const acc_t* restrict shift, __global const acc_t* restrict scale,
+                    const int with_var)
+{
+    const int i = get_global_id(0);
+    const int j = get_global_id(1);
+    if (i >= m) return;
+    const size_t o = (size_t)j * nq + rows[i];
+    pred[o] = (real_t)((p64[(size_t)j * m + i] - shift[j]) / scale[j]);
+    if (with_var)
+        var[o] = (real_t)(v64[(size_t)j * m + i] / (scale[j] * scale[j]));
+}
+</%def>
