@@ -18,7 +18,6 @@ from clkernels import Backend
 
 from ..kernels.lookup import LOOKUP, ccm_skill_wg, skill_wg
 from .knn import DeviceKnn, hold
-from .row_check import flagged_queries
 
 
 def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshift: int, *,
@@ -60,6 +59,12 @@ def lookup_host(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
 #: queries the checked lookup lists for the host (read with the skill, 8 KiB); beyond
 #: it the host reads the flags themselves
 FLAG_LIST = 2048
+
+
+def flagged_queries(flags: np.ndarray) -> np.ndarray:
+    """Query positions with a flag for any target (``flags`` ``(nbatch, nt, nq)``)."""
+    f = np.asarray(flags)
+    return np.flatnonzero(f.reshape(-1, f.shape[-1]).any(axis=0))
 
 
 @dataclass

@@ -235,12 +235,6 @@ def host_flags(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
     return out
 
 
-def flagged_queries(flags: np.ndarray) -> np.ndarray:
-    """Query positions with a flag for any target (``flags`` ``(nbatch, nt, nq)``)."""
-    f = np.asarray(flags)
-    return np.flatnonzero(f.reshape(-1, f.shape[-1]).any(axis=0))
-
-
 def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
                  neighbors: Any, variance: bool, l_dev: Any = None
                  ) -> tuple[np.ndarray, np.ndarray | None]:
