@@ -34,12 +34,16 @@ def _register(names: dict[str, str]) -> None:
 
 
 for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors",
-             "pyedmcl.significance"):
+             "pyedmcl.significance", "pyedmcl.network"):
     try:
-        _register(import_module(_mod + "._api").API)
+        _api = import_module(_mod + "._api")
     except ModuleNotFoundError as _exc:  # a family not built yet
         if _exc.name is None or not _exc.name.startswith(_mod):
             raise
+        continue
+    _register(_api.API)
+    for _family, _target in getattr(_api, "FAMILIES", {}).items():  # tunables above kernels
+        _kernels.register(_family, _target)
 
 #: public functions drawing an elapsed-time line with ``progress=True`` (pyedmcl.progress)
 _PROGRESS = {

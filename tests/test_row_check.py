@@ -16,9 +16,9 @@ import pytest
 import pyedmcl as pe
 from clkernels import get_backend
 from pyedmcl.edm import row_check
-from pyedmcl.edm.knn import DeviceKnn
-from pyedmcl.edm.lookup import lookup_checked, lookup_device
-from pyedmcl.edm.ranges import resolve
+from pyedmcl.primitives.knn import DeviceKnn
+from pyedmcl.primitives.lookup import lookup_checked, lookup_device
+from pyedmcl.primitives.ranges import resolve
 
 U2 = 2.0 ** -23
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from clkernels import Backend
 
-from .ranges import MAX_KNN, Plan
+from ..primitives.ranges import MAX_KNN, Plan
 
 #: largest first-order float32 error bound a prediction may have, as a fraction of its
 #: target's standard deviation; beyond it the prediction is recomputed in float64.
@@ -217,7 +217,7 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     ``plan`` from the original series ``x`` and targets ``y`` ``(nt, n)``: the float64
     call's kernels through ``neighbors`` (its k-NN back-end), or on a device without fp64
     the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`."""
-    from .lookup import lookup_device, lookup_host
+    from ..primitives.lookup import lookup_device, lookup_host
 
     qpts = plan.pred_points[rows]
     shift = plan.offset + plan.Tp

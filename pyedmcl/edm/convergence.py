@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import convergence_fit, kendall_tau
+from ..primitives.stats import convergence_fit, kendall_tau
 
 
 @dataclass

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .ccm_null import NULL_QUANTILE, kernel_series
-from .stats import null_summary, surrogate_p
-from .surrogates import generate
+from ..edm.ccm_null import NULL_QUANTILE, kernel_series
+from ..primitives.stats import null_summary, surrogate_p
+from ..primitives.surrogates import generate
 
 
 def series_rng(seed: int, j: int) -> np.random.Generator:
