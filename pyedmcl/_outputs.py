@@ -26,7 +26,7 @@ into one output, and JSON output must parse everywhere.
   (:func:`remove_owned`) unlinks only the files the check allowed and removes folders
   only once empty.
 - **Plain files** (the CLI's CSV and PNG outputs): an existing file is replaced only
-  with ``--overwrite`` and an input file never (:func:`pyedmcl.cli.main.check_new_file`):
+  with ``--overwrite`` and an input file never (:func:`pyedmcl.cli.args.check_new_file`):
   a file carries no marker, so pyedmcl cannot tell its own from the user's.
 - **Atomic folders** (:func:`atomic_dir`): a report is built in a hidden sibling
   folder and renamed into place once complete; an owned old folder is swapped out
