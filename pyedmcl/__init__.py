@@ -16,9 +16,8 @@ import clkernels as _clkernels
 _clkernels.configure(app_name="pyedmcl", env_prefix="PYEDMCL",
                      help_hint="see docs/devices.md", extras_of="pyedmcl")
 
-from . import kernels as _kernels  # noqa: E402, F401  (adds pyedmcl's templates and tuning data)
-
-__version__ = "0.1.0"
+from . import kernels as _kernels  # noqa: E402  (adds pyedmcl's templates and tuning data)
+from ._version import __version__ as __version__  # noqa: E402
 
 #: public name -> module that defines it
 _API = {

@@ -240,7 +240,7 @@ class Manifest:
             self._write()
 
     def _write(self) -> None:
-        from . import __version__
+        from ._version import __version__
         write_text_atomic(self.folder / MANIFEST, json.dumps(
             {"kind": self.kind, "pyedmcl": __version__, "files": sorted(self.files)},
             indent=0) + "\n", what="manifest")
@@ -433,7 +433,7 @@ def remove_owned(path: str | os.PathLike[str], kind: str, *, param: str = "out")
 
 def marker_info(kind: str) -> dict[str, Any]:
     """The marker's content: kind, pyedmcl version, creation time."""
-    from . import __version__
+    from ._version import __version__
     return {"kind": kind, "pyedmcl": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
