@@ -12,7 +12,7 @@ dimension) and one ``skill`` launch reduces rho per (library, surrogate) on the 
 only those rho come back. No Python loop runs CCM per surrogate.
 
 The null curve of surrogate s at size L is the mean rho over the sampled libraries, as
-the observed curve is; the p-value is :func:`~pyedmcl.significance.stats.surrogate_p`.
+the observed curve is; the p-value is :func:`~pyedmcl.primitives.stats.surrogate_p`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ all-to-all maps. Integration point for the EDM functions::
     nb = resolve_backend(knn_backend, be, L=n_lib, E=E, nq=n_query, k=knn,
                          options=knn_options)
     table = nb.device_table(be, x_dev, n, E=..., tau=..., k=..., qpts=..., lpts=...,
-                            radius=..., real=...)   # same signature as edm.knn.knn_device
+                            radius=..., real=...)   # same signature as primitives.knn.knn_device
     nb.info  # NeighborInfo: back-end used, expected recall, where auto's choice came from
 """
 
