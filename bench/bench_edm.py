@@ -208,8 +208,8 @@ def case_ccm(args, be) -> None:
 
 def case_gpu(args, be) -> None:
     import pyedmcl as pe
-    from pyedmcl.edm.ranges import resolve
     from pyedmcl.edm.simplex import DeviceData, run_plan
+    from pyedmcl.primitives.ranges import resolve
     print("\n[gpu] the issue's H100 table (kEDM CUDA: 12/21 ms at 32,768; 51/71 ms at 65,536;"
           " scans 31 ms at 10,000, 0.86 s at 65,536)")
     kedm = None if args.no_kedm else have("kedm")

@@ -86,8 +86,8 @@ def components(x: np.ndarray, E: int, tau: int, be, repeat: int) -> dict:
     """Times of the pipeline's parts on device-resident data (see the module docstring)."""
     from pyedmcl.edm import row_check as rc
     from pyedmcl.edm import simplex as S
-    from pyedmcl.edm.ranges import resolve
     from pyedmcl.neighbors import resolve_backend
+    from pyedmcl.primitives.ranges import resolve
 
     xz = x - x.mean()
     yz = xz[None]
@@ -136,7 +136,7 @@ def components(x: np.ndarray, E: int, tau: int, be, repeat: int) -> dict:
 def redo_parts(be, plan, x: np.ndarray, rows: np.ndarray, nb) -> dict:
     """The float64 redo's steps, each waited for (:func:`pyedmcl.edm.row_check.redo_float64`):
     the series' upload, the k-NN table of the rows, the lookup and its read."""
-    from pyedmcl.edm.lookup import lookup_device
+    from pyedmcl.primitives.lookup import lookup_device
 
     x64 = np.ascontiguousarray(x, np.float64)
     xd = be.to_device(x64)

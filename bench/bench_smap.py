@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import pyedmcl  # noqa: F401  (registers OpenCL runtimes)
     from clkernels import get_backend
-    from pyedmcl.edm.ranges import resolve
     from pyedmcl.edm.smap import smap, smap_core
+    from pyedmcl.primitives.ranges import resolve
 
     L, E, tau, Tp, theta = args.L, args.E, args.tau, args.Tp, args.theta
     x = logistic(2 * L)

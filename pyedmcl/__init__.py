@@ -16,9 +16,8 @@ import clkernels as _clkernels
 _clkernels.configure(app_name="pyedmcl", env_prefix="PYEDMCL",
                      help_hint="see docs/devices.md", extras_of="pyedmcl")
 
-from . import kernels as _kernels  # noqa: E402, F401  (adds pyedmcl's templates and tuning data)
-
-__version__ = "0.1.0"
+from . import kernels as _kernels  # noqa: E402  (adds pyedmcl's templates and tuning data)
+from ._version import __version__ as __version__  # noqa: E402
 
 #: public name -> module that defines it
 _API = {
@@ -34,12 +33,16 @@ def _register(names: dict[str, str]) -> None:
 
 
 for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors",
-             "pyedmcl.significance"):
+             "pyedmcl.significance", "pyedmcl.network"):
     try:
-        _register(import_module(_mod + "._api").API)
+        _api = import_module(_mod + "._api")
     except ModuleNotFoundError as _exc:  # a family not built yet
         if _exc.name is None or not _exc.name.startswith(_mod):
             raise
+        continue
+    _register(_api.API)
+    for _family, _target in getattr(_api, "FAMILIES", {}).items():  # tunables above kernels
+        _kernels.register(_family, _target)
 
 #: public functions drawing an elapsed-time line with ``progress=True`` (pyedmcl.progress)
 _PROGRESS = {

@@ -26,7 +26,7 @@ into one output, and JSON output must parse everywhere.
   (:func:`remove_owned`) unlinks only the files the check allowed and removes folders
   only once empty.
 - **Plain files** (the CLI's CSV and PNG outputs): an existing file is replaced only
-  with ``--overwrite`` and an input file never (:func:`pyedmcl.cli.main.check_new_file`):
+  with ``--overwrite`` and an input file never (:func:`pyedmcl.cli.args.check_new_file`):
   a file carries no marker, so pyedmcl cannot tell its own from the user's.
 - **Atomic folders** (:func:`atomic_dir`): a report is built in a hidden sibling
   folder and renamed into place once complete; an owned old folder is swapped out
@@ -240,7 +240,7 @@ class Manifest:
             self._write()
 
     def _write(self) -> None:
-        from . import __version__
+        from ._version import __version__
         write_text_atomic(self.folder / MANIFEST, json.dumps(
             {"kind": self.kind, "pyedmcl": __version__, "files": sorted(self.files)},
             indent=0) + "\n", what="manifest")
@@ -433,7 +433,7 @@ def remove_owned(path: str | os.PathLike[str], kind: str, *, param: str = "out")
 
 def marker_info(kind: str) -> dict[str, Any]:
     """The marker's content: kind, pyedmcl version, creation time."""
-    from . import __version__
+    from ._version import __version__
     return {"kind": kind, "pyedmcl": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 

@@ -57,8 +57,8 @@ def test_ccm_lag_scan_equals_pyedm_at_every_lag(pair):
 
 def test_full_library_map_equals_pyedm(pair):
     from clkernels import get_backend
-    from pyedmcl.edm.ranges import ccm_valid_times
     from pyedmcl.network.crossmap import LibraryMap, lag_scan
+    from pyedmcl.primitives.ranges import ccm_valid_times
     x, y = pair
     lags = np.array([-2, 0, 3])
     lm = LibraryMap(get_backend(None, None), x, E=3, tau=2, radius=2, real="double")

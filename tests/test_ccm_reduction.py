@@ -17,8 +17,8 @@ import pytest
 
 import pyedmcl  # noqa: F401  (before pyopencl)
 from clkernels import get_backend
-from pyedmcl.edm.lookup import ccm_shifts, ccm_shifts_device, ccm_shifts_groups, skill_device
 from pyedmcl.kernels.lookup import ccm_skill_wg
+from pyedmcl.primitives.lookup import ccm_shifts, ccm_shifts_device, ccm_shifts_groups, skill_device
 
 
 def _model(pred: np.ndarray, y: np.ndarray, obs: np.ndarray, wg: int) -> tuple:

@@ -15,7 +15,7 @@ from conftest import CPU_DEVICE
 
 import pyedmcl as pe
 from pyedmcl.data import coupled_logistic, logistic_map
-from pyedmcl.significance.stats import bh_adjust, convergence_fit, kendall_tau, surrogate_p
+from pyedmcl.primitives.stats import bh_adjust, convergence_fit, kendall_tau, surrogate_p
 
 SIZES = [20, 50, 100, 200, 350]
 
@@ -59,7 +59,7 @@ def test_null_of_the_data_is_the_observed_curve(device, dtype):
     float32 (float32 rho rounding)."""
     from clkernels import get_backend
     from pyedmcl._precision import prepare
-    from pyedmcl.significance.ccm_null import kernel_series, null_curves
+    from pyedmcl.edm.ccm_null import kernel_series, null_curves
     x, y = _pair(300)
     kw = dict(E=3, tau=1, Tp=0, knn=None, exclusion_radius=1)
     r = pe.ccm(x, y, lib_sizes=[30, 120, 290], sample=6, seed=4, dtype=dtype, device=device,
@@ -103,7 +103,7 @@ def test_surrogate_p():
 
 
 def test_null_summary_matches_numpy():
-    from pyedmcl.significance.stats import null_summary
+    from pyedmcl.primitives.stats import null_summary
     a = np.random.default_rng(2).standard_normal((4, 5, 37))
     a[0, 1, :5] = np.nan
     a[1, 2, :] = np.nan

@@ -197,7 +197,7 @@ def test_no_prediction_rows_as_pyedm(device):
     b = _ref(EDM.EmbedDimension, d, maxE=4, device=device, **kw)
     assert np.isnan(a["rho"].to_numpy(float)[1:]).all()
     _same(a, b, ["E", "rho"])
-    from pyedmcl.edm.ranges import NoPredictionRows
+    from pyedmcl.primitives.ranges import NoPredictionRows
     with pytest.raises(NoPredictionRows, match="the last 6 rows"):
         pe.simplex(x, E=4, tau=-2, Tp=0, lib=[1, 80], pred=[95, 100], device=device)
 
@@ -363,7 +363,7 @@ def test_scans_on_the_fast_path_as_pyedm(device):
     """The fast path's scans give pyEDM's frames to 1e-9: rho rounded to 6 decimals as
     pyEDM's ComputeError does, and with a pred segment ending within Tp rows of the
     data's end its last Tp predictions left out of the skill (pyEDM shows them without
-    observations): the core's skill follows that rule too (pyedmcl.edm.ranges.observed)."""
+    observations): the core's skill follows that rule too (pyedmcl.primitives.ranges.observed)."""
     d = _frame(249)
     common = dict(lib="1 124", pred="125 248", tau=-2, showPlot=False, numProcess=1)
     cases = [("EmbedDimension", dict(columns="V3", target="V1", maxE=7, Tp=2)),

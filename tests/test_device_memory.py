@@ -139,7 +139,7 @@ def test_recurrence_plot_row_blocks(be, monkeypatch):
 
 
 def test_knn_table_query_blocks(be, monkeypatch):
-    from pyedmcl.edm.knn import knn_table
+    from pyedmcl.primitives.knn import knn_table
 
     x = series(400, 1)
     ref = knn_table(x, E=3, knn=5, device=be)

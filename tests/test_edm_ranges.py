@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyedmcl.edm.ranges import parse_ranges, resolve
+from pyedmcl.primitives.ranges import parse_ranges, resolve
 
 pyEDM = pytest.importorskip("pyEDM")
 
@@ -114,7 +114,7 @@ def test_plans_are_cached_and_immutable():
     """``resolve`` returns the cached plan for the same parameters (plain ints, strings,
     int lists), a new one for other values or spellings, and never caches an error;
     a plan's arrays are read-only (it is shared by every caller)."""
-    from pyedmcl.edm.ranges import resolve
+    from pyedmcl.primitives.ranges import resolve
     a = resolve(300, E=3, tau=1, Tp=1, lib="1 150", pred="151 300")
     assert resolve(300, E=3, tau=1, Tp=1, lib="1 150", pred="151 300") is a
     b = resolve(300, E=3, tau=1, Tp=1, lib=[1, 150], pred=[(151, 300)])

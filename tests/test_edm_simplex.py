@@ -13,7 +13,7 @@ import pytest
 from conftest import CPU_DEVICE
 
 import pyedmcl as pe
-from pyedmcl.edm.knn import knn_table
+from pyedmcl.primitives.knn import knn_table
 
 pyEDM = pytest.importorskip("pyEDM")
 
@@ -301,7 +301,7 @@ def test_oclgrind_clean():
     from conftest import run_under_oclgrind
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
-        from pyedmcl.edm.knn import knn_table
+        from pyedmcl.primitives.knn import knn_table
         from pyedmcl.kernels.knn import KNN
         from clkernels import get_backend
         x = np.sin(np.arange(60) * 0.7) + 0.1 * np.cos(np.arange(60) * 1.3)
@@ -344,7 +344,7 @@ def test_repeated_call_uploads_only_its_series(monkeypatch):
     np.testing.assert_array_equal(again.predicted, first.predicted)
     y = np.cos(np.arange(500) * 0.2)
     cached = pe.simplex(y, E=3, device=be).predicted
-    from pyedmcl.edm import ranges
+    from pyedmcl.primitives import ranges
     monkeypatch.setattr(ranges, "_plans", type(ranges._plans)())
     monkeypatch.setattr(S, "_plan_uploads", type(S._plan_uploads)())
     np.testing.assert_array_equal(cached, pe.simplex(y, E=3, device=be).predicted)

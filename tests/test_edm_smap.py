@@ -29,7 +29,7 @@ pyEDM = pytest.importorskip("pyEDM")
 from conftest import CPU_DEVICE, run_under_oclgrind  # noqa: E402
 
 from pyedmcl.edm import smap as S  # noqa: E402
-from pyedmcl.edm.ranges import resolve  # noqa: E402
+from pyedmcl.primitives.ranges import resolve  # noqa: E402
 
 # ----------------------------------------------------------------------------- data
 

@@ -21,9 +21,9 @@ import pyedmcl as pe
 from clkernels import get_backend
 from clkernels.devices import list_devices
 from pyedmcl.data import logistic_map
-from pyedmcl.edm.knn import knn_table
 from pyedmcl.kernels._fma import job_fma
 from pyedmcl.kernels.knn import KNN
+from pyedmcl.primitives.knn import knn_table
 
 #: configurations of every k-NN variant (float32): the FMA=1 table must not depend on it
 CONFIGS = [
@@ -99,9 +99,9 @@ def test_fma_scan_bit_identical_to_per_E_simplex(device, monkeypatch):
     """The fused scan's tables are the per-E kernel's with FMA=1 as well: every
     prediction of the scan equals Simplex's at that E exactly."""
     from pyedmcl._precision import unstandardised
-    from pyedmcl.edm.ranges import resolve
     from pyedmcl.edm.row_check import unchecked
-    from pyedmcl.edm.scan_fused import fused_layout, run_fused
+    from pyedmcl.primitives.ranges import resolve
+    from pyedmcl.primitives.scan_fused import fused_layout, run_fused
     monkeypatch.setenv("PYEDMCL_FMA", "1")
     x = logistic_map(160, r=3.9, x0=0.4, burn=0)
     kw = dict(lib="1 90", pred="60 160", Tp=2)

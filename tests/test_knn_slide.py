@@ -12,9 +12,9 @@ import pytest
 from conftest import CPU_DEVICE
 
 from clkernels import get_backend
-from pyedmcl.edm.knn import knn_device
 from pyedmcl.kernels.knn import KNN, SLIDE_GPU, is_contiguous
 from pyedmcl.kernels.xmap import XMAP_KNN
+from pyedmcl.primitives.knn import knn_device
 
 ROWS = dict(VARIANT="rows", WG=16, QB=1, INS="reg", FLAG=1)
 

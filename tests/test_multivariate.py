@@ -290,7 +290,7 @@ KNN_VARIANTS = [
 def test_knn_variants_read_columns(device, params, real):
     """Every knn variant with NC = 3 columns x 2 lags gives NumPy's table (total order)."""
     from clkernels import get_backend
-    from pyedmcl.edm.knn import knn_device
+    from pyedmcl.primitives.knn import knn_device
 
     be = get_backend(device)
     if real == "double" and not be.info.fp64:
@@ -377,7 +377,7 @@ def test_oclgrind_clean():
         import numpy as np, pyedmcl as pe
         from clkernels import get_backend
         from pyedmcl.edm import smap as S
-        from pyedmcl.edm.knn import knn_device, knn_rows_sorted
+        from pyedmcl.primitives.knn import knn_device, knn_rows_sorted
         be = get_backend()
         t = np.arange(50)
         X = np.stack([np.sin(t * 0.7), np.cos(t * 1.3), np.sin(t * 0.3 + 1)], axis=1)

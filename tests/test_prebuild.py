@@ -154,7 +154,7 @@ def test_optimal_E_and_embedding_scans_launch_only_prebuilt_kernels(device, monk
     pe.xmap(X, E="auto", max_E=4, device=device)  # the E scan's prebuild, then the map's
     assert len(marks) >= 2 and _only_prebuilt(be, marks)
     marks.clear()
-    from pyedmcl.edm import scan_fused
+    from pyedmcl.primitives import scan_fused
     monkeypatch.setattr(scan_fused, "_PREBUILT", weakref.WeakKeyDictionary())  # forget
     pe.embed_dimension(X[:, 0], max_E=4, device=device)
     assert len(marks) == 1 and _only_prebuilt(be, marks)

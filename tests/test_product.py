@@ -228,7 +228,7 @@ def test_time_guess_agrees_with_pyedm_sample_data():
 
 
 def test_nonlinearity_reading_rule():
-    from pyedmcl.report.reading import is_nonlinear
+    from pyedmcl.reading import is_nonlinear
 
     th = [0, 0.5, 1, 2, 4]
     assert is_nonlinear(th, [0.90, 0.92, 0.95, 0.96, 0.95])       # +0.06 over linear

@@ -16,9 +16,9 @@ import pytest
 import pyedmcl as pe
 from clkernels import get_backend
 from pyedmcl.edm import row_check
-from pyedmcl.edm.knn import DeviceKnn
-from pyedmcl.edm.lookup import lookup_checked, lookup_device
-from pyedmcl.edm.ranges import resolve
+from pyedmcl.primitives.knn import DeviceKnn
+from pyedmcl.primitives.lookup import lookup_checked, lookup_device
+from pyedmcl.primitives.ranges import resolve
 
 U2 = 2.0 ** -23
 
@@ -344,8 +344,8 @@ def test_redo_table_in_lists_equals_the_single_launch(device, monkeypatch, tau, 
     be = get_backend(device)
     if not be.info.fp64:
         pytest.skip("the device redo needs fp64")
-    from pyedmcl.edm.knn import knn_device
     from pyedmcl.neighbors import neighbor_backend
+    from pyedmcl.primitives.knn import knn_device
 
     monkeypatch.setattr(row_check, "REDO_CHUNK", 97)
     monkeypatch.setattr(row_check, "REDO_LISTS_ON_CPU", True)
@@ -386,7 +386,7 @@ def test_merge_tables_order_and_refusal():
 def test_nothing_flagged_reads_no_flags(device, monkeypatch):
     """Ordinary data flag no row: the count and list come back with the skill, and
     neither the flags nor a redo follow (the cost of the check is the lookup's own)."""
-    from pyedmcl.edm import lookup
+    from pyedmcl.primitives import lookup
 
     monkeypatch.setattr(lookup, "flagged_queries",
                         lambda *a: pytest.fail("the flags were read"))
@@ -405,8 +405,8 @@ def test_widened_table_tuning():
 
     from conftest import CPU_DEVICE
 
-    from pyedmcl.edm.knn import widened_params
     from pyedmcl.kernels.knn import KNN
+    from pyedmcl.primitives.knn import widened_params
 
     be = get_backend(CPU_DEVICE)
     pts = np.arange(2000, dtype=np.int32)

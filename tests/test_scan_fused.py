@@ -23,10 +23,10 @@ import pyedmcl as pe
 from clkernels import get_backend
 from pyedmcl._precision import unstandardised
 from pyedmcl.data import logistic_map
-from pyedmcl.edm.ranges import resolve
 from pyedmcl.edm.row_check import unchecked
-from pyedmcl.edm.scan_fused import fused_layout, run_fused, scan_layout
 from pyedmcl.kernels.knn_scan import KNN_SCAN
+from pyedmcl.primitives.ranges import resolve
+from pyedmcl.primitives.scan_fused import fused_layout, run_fused, scan_layout
 
 RHO_TOL = 1e-5  # vs pyEDM (float32 data, its float64)
 
@@ -300,8 +300,8 @@ def test_oclgrind_clean():
     code = """
         import json, numpy as np, clkernels
         from pyedmcl.data import logistic_map
-        from pyedmcl.edm.ranges import resolve
-        from pyedmcl.edm.scan_fused import fused_layout, run_fused
+        from pyedmcl.primitives.ranges import resolve
+        from pyedmcl.primitives.scan_fused import fused_layout, run_fused
         x = logistic_map(40, r=3.9, x0=0.4, burn=0)
         lay = fused_layout([resolve(40, E=E, lib="1 25", pred="10 40", exclusion_radius=1)
                             for E in range(1, 4)])
@@ -346,8 +346,8 @@ def test_oclgrind_clean_key_lists():
     code = """
         import json, numpy as np, clkernels
         from pyedmcl.data import logistic_map
-        from pyedmcl.edm.ranges import resolve
-        from pyedmcl.edm.scan_fused import fused_layout, run_fused
+        from pyedmcl.primitives.ranges import resolve
+        from pyedmcl.primitives.scan_fused import fused_layout, run_fused
         x = logistic_map(40, r=3.9, x0=0.4, burn=0)
         lay = fused_layout([resolve(40, E=E, lib="1 25", pred="10 40", exclusion_radius=1)
                             for E in range(1, 4)])

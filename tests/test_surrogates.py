@@ -14,7 +14,7 @@ import pytest
 
 import pyedmcl as pe
 from pyedmcl.data import coupled_logistic, logistic_map
-from pyedmcl.significance.surrogates import (
+from pyedmcl.primitives.surrogates import (
     find_twins,
     recurrence_matrix,
     seasonal_trend,

@@ -605,7 +605,7 @@ def test_staged_skill_bit_identical_with_empty_slots(device):
 
 
 def _staged_case(be, xk, k, layouts):
-    from pyedmcl.edm.lookup import ccm_shifts_device
+    from pyedmcl.primitives.lookup import ccm_shifts_device
     nq, nb, ntg, n = 150, 3, 7, 200
     rng = np.random.default_rng(5)
     idx = np.sort(rng.integers(0, 150, (nb, nq, k)), axis=-1).astype(np.int32)

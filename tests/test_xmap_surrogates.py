@@ -22,9 +22,9 @@ def _net(N=6, n=300, seed=3):
 
 def test_rho_unchanged_and_null_matches_the_ccm_null(device):
     from clkernels import get_backend
-    from pyedmcl.significance.ccm_null import null_curves
-    from pyedmcl.significance.stats import null_summary, surrogate_p
-    from pyedmcl.significance.xmap_null import surrogate_panel
+    from pyedmcl.edm.ccm_null import null_curves
+    from pyedmcl.primitives.stats import null_summary, surrogate_p
+    from pyedmcl.xmap.xmap_null import surrogate_panel
     X, _ = _net()
     E = np.array([2, 3, 2, 3, 2, 3])
     plain = pe.xmap(X, E=E, device=device)

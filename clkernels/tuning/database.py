@@ -26,16 +26,28 @@ import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import settings
 from ..cpuclass import CpuClass, cpu_class
 from ..devices import DeviceInfo
 from ..userdirs import atomic_write_text
-from .space import Params
+from .space import Params, TuningSpace
 
-if TYPE_CHECKING:
-    from .family import TunableKernel
+
+class TunedFamily(Protocol):
+    """What the database reads of a kernel family (:class:`clkernels.tuning.family.TunableKernel`
+    satisfies it): entries are keyed by ``name`` and ``version`` and checked against
+    ``space``. Declared here so the database needs nothing of the family module, which
+    itself looks its parameters up here."""
+
+    name: str
+    space: TuningSpace
+
+    @property
+    def version(self) -> int: ...
+
+    def entry_version(self, entry: dict[str, Any]) -> int | None: ...
 
 FORMAT = 1
 LEVELS = ("device", "arch", "vendor_type", "global")
@@ -216,7 +228,7 @@ def level_key(info: DeviceInfo, level: str) -> str:
     }[level]
 
 
-def make_entry(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucket: str,
+def make_entry(kernel: TunedFamily, info: DeviceInfo, spec_bucket: str, size_bucket: str,
                params: Params, time_s: float, default_params: Params, default_time_s: float,
                level: str = "device", **extra: Any) -> dict[str, Any]:
     return {
@@ -243,7 +255,7 @@ def _is_real(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
-def malformed(entry: Any, kernel: TunableKernel, *, timed: bool = False) -> str | None:
+def malformed(entry: Any, kernel: TunedFamily, *, timed: bool = False) -> str | None:
     """Why ``entry`` is not a well-formed entry of ``kernel`` (None if it is).
 
     Checks structure and types, not staleness: ``params`` a dict with exactly the
@@ -272,7 +284,7 @@ def malformed(entry: Any, kernel: TunableKernel, *, timed: bool = False) -> str 
     return None
 
 
-def usable(entry: Any, kernel: TunableKernel, info: DeviceInfo, check_driver: bool,
+def usable(entry: Any, kernel: TunedFamily, info: DeviceInfo, check_driver: bool,
            where: str, key: str | None = None, *, timed: bool = False,
            borrowed: bool = False) -> bool:
     """Whether ``entry`` (key ``key`` of file ``where``) may drive a launch on ``info``.
@@ -339,7 +351,7 @@ def _best_match(cands: list[dict[str, Any]], spec_bucket: str, size_bucket: str)
 _lookup_cache: dict[tuple, tuple[int, Choice]] = {}
 
 
-def lookup(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucket: str,
+def lookup(kernel: TunedFamily, info: DeviceInfo, spec_bucket: str, size_bucket: str,
            user_root: Path | None = None) -> Choice:
     """Parameters for one launch: user DB -> shipped (device, arch, vendor+type, global) -> heuristic.
 
@@ -362,7 +374,7 @@ def lookup(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucke
     return choice
 
 
-def _lookup_uncached(kernel: TunableKernel, info: DeviceInfo, spec_bucket: str, size_bucket: str,
+def _lookup_uncached(kernel: TunedFamily, info: DeviceInfo, spec_bucket: str, size_bucket: str,
                      udb: UserDB) -> Choice:
     user = []
     for k, e in udb.load().items():
@@ -426,7 +438,7 @@ def same_cpu(entry: dict[str, Any], info: DeviceInfo) -> bool:
     return mine.family == theirs.family
 
 
-def _nearest_class_match(kernel: TunableKernel, info: DeviceInfo, shipped: list[dict[str, Any]],
+def _nearest_class_match(kernel: TunedFamily, info: DeviceInfo, shipped: list[dict[str, Any]],
                          spec_bucket: str, size_bucket: str) -> dict[str, Any] | None:
     """The device entry of the nearest CPU class that has this problem (see
     :meth:`CpuClass.distance`); None for a device that is no CPU or has no neighbour."""

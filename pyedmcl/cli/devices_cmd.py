@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
         usable,
     )
 
-    from .main import print_json
+    from .args import print_json
 
     devs = list_devices()
     verdicts = {d: usable(d) for d in devs}  # each device's probe build (cached on disk)

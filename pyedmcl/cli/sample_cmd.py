@@ -52,7 +52,7 @@ def frame(name: str, n: int):
 
 def run(args: argparse.Namespace) -> int:
     from .._outputs import atomic_file
-    from .main import check_new_file, check_output
+    from .args import check_new_file, check_output
 
     check_output(args.out, (".csv",))
     check_new_file(args.out, args.overwrite)

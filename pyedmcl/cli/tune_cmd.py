@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from clkernels.tuning import tune
 
     from ..kernels import registry
-    from .main import UsageError, check_writable, reading_input
+    from .args import UsageError, check_writable, reading_input
 
     fams = registry()
     if args.prune_stale:
@@ -171,7 +171,7 @@ def run_quick_set(args: argparse.Namespace, fams: dict) -> int:
 
 def report(args: argparse.Namespace, be, rows: list) -> int:
     """The tuning summary on stdout (a table, or JSON with ``--json``)."""
-    from .main import print_json
+    from .args import print_json
 
     if args.json:
         print_json([{**r.__dict__, "speedup": r.speedup} for r in rows])

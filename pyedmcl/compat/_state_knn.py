@@ -9,7 +9,7 @@ on data rows. Rows that are never library or query rows (NaN rows left out by th
 caller) are filled with 0 in the laid-out series; the kernel never reads them as
 a point.
 
-``k`` beyond the kernel's limit (``pyedmcl.edm.ranges.MAX_KNN``) takes the host
+``k`` beyond the kernel's limit (``pyedmcl.primitives.ranges.MAX_KNN``) takes the host
 path: float64 distances in blocks of query rows, ordered by the same key.
 
 :func:`kdtree_candidates` is pyEDM's candidate list instead: the order in which scipy's
@@ -87,7 +87,7 @@ def state_neighbors(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int, 
     ``|p - l| <= radius`` (-1: none). Returns ``(rows (n_pred, k), distances)`` in
     float64; slots without an admissible neighbour hold row -1 and distance inf.
     """
-    from ..edm.ranges import MAX_KNN
+    from ..primitives.ranges import MAX_KNN
 
     lib = np.asarray(lib, dtype=np.int64)
     pred = np.asarray(pred, dtype=np.int64)
@@ -99,7 +99,7 @@ def state_neighbors(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int, 
         raise ValueError("the state vectors of lib/pred rows hold NaN or inf; use ignoreNan=True")
     if k > MAX_KNN or lib.size < 2:
         return _host(emb, lib, pred, k, radius)
-    from ..edm.knn import knn_table
+    from ..primitives.knn import knn_table
 
     N, D = emb.shape
     flat = np.where(np.isfinite(emb), emb, 0.0).reshape(-1)

@@ -131,7 +131,7 @@ def _pyedm_names(fn):
 
 def _neg_tau(tau: Any) -> int:
     """pyEDM's tau (< 0: past lags) in our convention, validated first (``tau="3"`` names tau)."""
-    from ..edm.ranges import check_tau
+    from ..primitives.ranges import check_tau
 
     return -check_tau(tau)
 
@@ -150,7 +150,7 @@ def _no_pred_rows(dataFrame, E: Any, tau: Any, Tp: Any, lib: Any, pred: Any) -> 
     pyEDM then answers an empty table (a scan: NaN skill), which its bookkeeping here
     reproduces; the fused path refuses such a call. Other invalid input: False (the
     fused path raises its own error)."""
-    from ..edm.ranges import NoPredictionRows, resolve
+    from ..primitives.ranges import NoPredictionRows, resolve
     try:
         resolve(len(dataFrame), E=int(E), tau=_neg_tau(tau), Tp=int(Tp), lib=_range(lib),
                 pred=_range(pred), max_knn=10 ** 9)
@@ -261,7 +261,7 @@ def _projection(res, plan_segments, n: int, y: np.ndarray, time: np.ndarray, Tp:
 
 def _segments(n: int, E: int, tau: int, Tp: int, knn: Any, R: int, lib: Any, pred: Any,
               max_knn: int | None = None):
-    from ..edm.ranges import MAX_KNN, resolve
+    from ..primitives.ranges import MAX_KNN, resolve
     return resolve(n, E=E, tau=tau, Tp=Tp, knn=knn if knn else None, exclusion_radius=R,
                    lib=lib, pred=pred, max_knn=max_knn or MAX_KNN).pred_segments
 
@@ -336,8 +336,8 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     ``returnObject=True`` returns the run object with pyEDM's attributes
     (``Projection``, ``knn_neighbors``, ``knn_distances``, ``lib_i``, ``pred_i``, ...).
     """
-    from ..edm.ranges import MAX_KNN
     from ..edm.simplex import simplex
+    from ..primitives.ranges import MAX_KNN
     if (_general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
                  ignoreNan=ignoreNan)
             or (isinstance(knn, int | np.integer) and knn > MAX_KNN)):  # beyond the fused kernel
@@ -592,7 +592,7 @@ def _pairs(x: np.ndarray, E: int, tau: int, Tp: int, R: int, lib: Any, pred: Any
     """Predictions of a fast-path call (finite data) with an observation (the plan's
     ``observed_mask``): the pairs pyEDM's ``ComputeError`` counts. ``tau`` in pyedmcl's
     sign."""
-    from ..edm.ranges import resolve
+    from ..primitives.ranges import resolve
     return int(resolve(x.size, E=E, tau=tau, Tp=Tp, exclusion_radius=R, lib=lib, pred=pred,
                        max_knn=10 ** 9).observed_mask.sum())
 

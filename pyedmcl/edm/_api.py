@@ -2,7 +2,7 @@
 
 API = {
     "simplex": "pyedmcl.edm.simplex",
-    "knn_table": "pyedmcl.edm.knn",
+    "knn_table": "pyedmcl.primitives.knn",
     "ccm": "pyedmcl.edm.ccm",
     "embed_dimension": "pyedmcl.edm.scans",
     "predict_interval": "pyedmcl.edm.scans",

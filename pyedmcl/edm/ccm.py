@@ -53,6 +53,9 @@ from ..constant_series import checks_constant
 from ..kernels.knn import KNN
 from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
+from ..primitives.knn import hold, knn_device
+from ..primitives.lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
+from ..primitives.ranges import MAX_KNN, ccm_valid_times, check_lags, check_tau, point_offset
 from ..validation import (
     as_integer,
     as_series,
@@ -61,9 +64,6 @@ from ..validation import (
     check_int,
     check_seed,
 )
-from .knn import hold, knn_device
-from .lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
-from .ranges import MAX_KNN, ccm_valid_times, check_lags, check_tau, point_offset
 from .results import CCMLagResult, CCMResult
 from .statespace import (
     StateSpace,
@@ -385,7 +385,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
     defaulting to E + 1 (E = x's column count when embedded), as pyEDM. Rows with a NaN in
     a state vector or target, or outside ``valid_lib``, are left out (pyEDM's rule).
 
-    Significance of two 1-D series (:mod:`pyedmcl.significance.ccm_null`):
+    Significance of two 1-D series (:mod:`pyedmcl.edm.ccm_null`):
     ``surrogates=n`` > 0 replaces, in each direction, the cross-mapped series (the putative driver) by ``n`` surrogates
     of ``surrogate_method`` ("ebisuzaki", "random_shuffle", "seasonal", "twin";
     ``surrogate_options`` go to :func:`pyedmcl.surrogates`) on the same libraries, and
@@ -430,7 +430,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
                       SelfMapWarning, stacklevel=_user_level())
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
-        from ..significance.surrogates import check_method, check_options
+        from ..primitives.surrogates import check_method, check_options
         surrogate_method = check_method(surrogate_method, "surrogate_method")
         check_options(surrogate_options, "surrogate_options")
     raw = (xs, ys)  # surrogates are made from the series as given
@@ -486,7 +486,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
     rho_xy, rho_yx = _sample_means(s_xy, s_yx, sizes, exclusion_radius)
     sig = None
     if surrogates:
-        from ..significance.ccm_null import ccm_significance
+        from .ccm_null import ccm_significance
         sig = ccm_significance(be, prep.dtype, real, *raw, xs, ys, rho_xy, rho_yx,
                                n=surrogates, method=surrogate_method,
                                options=surrogate_options, entropy=entropy, kw=kw)

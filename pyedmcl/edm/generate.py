@@ -21,8 +21,8 @@ import numpy as np
 
 from ..constant_series import checks_constant
 from ..labels import Labels
+from ..primitives.ranges import check_tau, parse_ranges
 from ..validation import as_series, check_int
-from .ranges import check_tau, parse_ranges
 
 
 @dataclass
@@ -139,10 +139,10 @@ def _simplex_on_device(s: np.ndarray, *, E, tau, Tp, knn, exclusion_radius, lib,
     from clkernels import Backend, get_backend
 
     from .._precision import prepare
+    from ..primitives.knn import hold, knn_device
+    from ..primitives.lookup import lookup_device
+    from ..primitives.ranges import resolve
     from ..validation import check_dtype
-    from .knn import hold, knn_device
-    from .lookup import lookup_device
-    from .ranges import resolve
 
     be = get_backend(device, backend)
     if type(be).copy_within is Backend.copy_within:  # this backend has no device copy

@@ -21,8 +21,8 @@ import pandas as pd
 
 from ..constant_series import checks_constant
 from ..labels import Labels
+from ..primitives.ranges import check_tau
 from ..validation import check_int
-from .ranges import check_tau
 
 
 @dataclass

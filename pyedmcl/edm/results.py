@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..report.display import Displayable
+from ..display import Displayable
 
 
 @dataclass
@@ -126,7 +126,7 @@ class CCMResult(Displayable):
     #: which k-NN back-end ran and its expected recall (pyedmcl.neighbors.NeighborInfo)
     neighbors: Any = field(default=None, repr=False)
     #: the surrogate test (``ccm(..., surrogates=n)``): a
-    #: :class:`pyedmcl.significance.ccm_null.CCMSignificance`, else None
+    #: :class:`pyedmcl.edm.ccm_null.CCMSignificance`, else None
     significance: Any = field(default=None, repr=False)
     #: why a value means nothing (a constant series, :mod:`pyedmcl.constant_series`)
     notes: tuple[str, ...] = field(default=(), repr=False)
@@ -138,8 +138,8 @@ class CCMResult(Displayable):
     def convergence(self) -> Any:
         """Does rho grow with library size? Kendall's tau of rho over L per direction, its
         one-sided p-value and a fitted ``rho_inf (1 - exp(-gamma L))``
-        (:class:`pyedmcl.significance.convergence.Convergence`)."""
-        from ..significance.convergence import convergence
+        (:class:`pyedmcl.edm.convergence.Convergence`)."""
+        from .convergence import convergence
         return convergence(self.lib_sizes, self.rho_xy, self.rho_yx)
 
     def as_dataframe(self, x_name: str | None = None, y_name: str | None = None):

@@ -23,7 +23,7 @@ in float64 from the start (:func:`pyedmcl.edm.simplex.sampled_flag_fraction`).
 Cost. The bound is the lookup's own arithmetic on the values it holds (registers, no
 second pass); the lookup also counts its flags and lists their queries on the device,
 and the caller reads count and list with the skill (the flags themselves only past
-:data:`pyedmcl.edm.lookup.FLAG_LIST`): where nothing is flagged, nothing more is read or
+:data:`pyedmcl.primitives.lookup.FLAG_LIST`): where nothing is flagged, nothing more is read or
 launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), on GPUs at the
 tuning of the table it widens (:func:`.knn.widened_params`), and the query norms are computed on the host while the k-NN
 kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
@@ -43,7 +43,7 @@ import numpy as np
 
 from clkernels import Backend
 
-from .ranges import MAX_KNN, Plan
+from ..primitives.ranges import MAX_KNN, Plan
 
 #: largest first-order float32 error bound a prediction may have, as a fraction of its
 #: target's standard deviation; beyond it the prediction is recomputed in float64.
@@ -243,7 +243,7 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     call's kernels through ``neighbors`` (its k-NN back-end), or on a device without fp64
     the host's k-d tree (the exact kernel's table) and :func:`.lookup.lookup_host`.
     ``l_dev``: the plan's library points already on the device (no upload)."""
-    from .lookup import lookup_host
+    from ..primitives.lookup import lookup_host
 
     if not be.info.fp64:
         from ..neighbors import neighbor_backend
@@ -269,7 +269,7 @@ def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     k-NN launch, one lookup, one patch, one skill and one wait for all. Returns the
     float64 predictions and variances ``(nt, rows.size)`` and the skill ``(nt, 4)``."""
     from ..kernels.lookup import LOOKUP
-    from .knn import hold
+    from ..primitives.knn import hold
 
     p, v = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev)
     rows_dev = be.to_device(np.ascontiguousarray(rows, np.int32))
@@ -289,7 +289,7 @@ def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
                  neighbors: Any, variance: bool, l_dev: Any) -> tuple[Any, Any]:
     """The float64 call's k-NN table and lookup of the queries ``rows`` enqueued: device
     predictions (and variances) ``(1, nt, rows.size)``."""
-    from .lookup import lookup_device
+    from ..primitives.lookup import lookup_device
 
     kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
               lpts=plan.lib_points, radius=plan.exclusion_radius)
@@ -323,7 +323,7 @@ def redo_table(be: Backend, neighbors: Any, xd: Any, n: int, kw: dict, l_dev: An
     finished distances (equal ones), or the back-end is not the device kernel, the
     single launch."""
     from ..neighbors.exact import ExactBackend
-    from .knn import DeviceKnn
+    from ..primitives.knn import DeviceKnn
 
     lp = np.asarray(kw["lpts"])
     m, k = int(np.asarray(kw["qpts"]).size), int(kw["k"])

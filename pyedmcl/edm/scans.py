@@ -30,12 +30,12 @@ from clkernels.memory import describe, is_oom
 
 from .._precision import Affine, prepare
 from ..constant_series import checks_constant
+from ..primitives.knn import knn_request
+from ..primitives.lookup import lookup_requests, skill_out
+from ..primitives.ranges import MAX_KNN, check_tau, resolve
+from ..primitives.scan_fused import run_fused, scan_layout
 from ..validation import as_integer, as_series, check_dtype, check_int
-from .knn import knn_request
-from .lookup import lookup_requests, skill_out
-from .ranges import MAX_KNN, check_tau, resolve
 from .results import SkillScan
-from .scan_fused import run_fused, scan_layout
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
 from .statespace import is_multivariate, state_space
 

@@ -23,10 +23,10 @@ from .._precision import Affine, prepare
 from ..constant_series import checks_constant
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
 from ..neighbors import resolve_backend
+from ..primitives.knn import hold, knn_device, widened_params
+from ..primitives.lookup import lookup_checked, lookup_device, skill_device, skill_out
+from ..primitives.ranges import MAX_KNN, Plan, resolve
 from ..validation import as_series, check_dtype
-from .knn import hold, knn_device, widened_params
-from .lookup import lookup_checked, lookup_device, skill_device, skill_out
-from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
 from .row_check import RowCheck, enabled, on_decimal_grid, redo_float64, redo_patched, row_check
 from .simplex_states import simplex_states

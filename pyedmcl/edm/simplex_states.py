@@ -19,10 +19,10 @@ from clkernels import run_blocked
 from .._precision import prepare
 from ..interop import backend_for
 from ..neighbors import resolve_backend
+from ..primitives.knn import hold, knn_device, knn_rows_sorted, widened_params
+from ..primitives.lookup import lookup_checked, lookup_device, lookup_host
+from ..primitives.ranges import MAX_KNN, Plan, resolve
 from ..validation import check_dtype, check_int
-from .knn import hold, knn_device, knn_rows_sorted, widened_params
-from .lookup import lookup_checked, lookup_device, lookup_host
-from .ranges import MAX_KNN, Plan, resolve
 from .results import SimplexResult
 from .row_check import RowCheck, host_flags, row_check
 from .statespace import StateSpace, bad_points, check_valid_lib, filled, skill

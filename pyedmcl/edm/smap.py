@@ -61,11 +61,11 @@ from clkernels import get_backend, run_blocked
 
 from .._precision import prepare
 from ..constant_series import checks_constant
+from ..display import Displayable
 from ..kernels.smap import SMAP, acc_dtype, accumulation
-from ..report.display import Displayable
+from ..primitives.knn import knn_device
+from ..primitives.ranges import MAX_KNN, resolve
 from ..validation import as_series, check_dtype, check_int
-from .knn import knn_device
-from .ranges import MAX_KNN, resolve
 from .results import SimplexResult
 from .statespace import (
     StateSpace,
@@ -527,7 +527,7 @@ def _host_fallback(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, t
 def _results(pred, coef, var, status, y, pred_t, observed_ok, *, E, tau, Tp, knn, thetas
              ) -> list[SMapResult]:
     """One :class:`SMapResult` per theta, with the observed values and skills
-    (``observed_ok``: the plan's rule, :func:`pyedmcl.edm.ranges.observed`; None: every
+    (``observed_ok``: the plan's rule, :func:`pyedmcl.primitives.ranges.observed`; None: every
     target time inside the data)."""
     times = pred_t + Tp
     obs = np.full(pred_t.size, np.nan)
@@ -595,7 +595,7 @@ def smap(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1, the
     (default: all library points, pyEDM's S-map default), ``exclusion_radius``
     rows around each prediction row left out of its library, ``lib`` / ``pred``
     pyEDM-style 1-based inclusive ``start stop`` pairs (default: the whole series,
-    i.e. leave-one-out; see :mod:`pyedmcl.edm.ranges`),
+    i.e. leave-one-out; see :mod:`pyedmcl.primitives.ranges`),
     ``ridge`` >= 0 Tikhonov penalty on the slopes, ``dtype`` float32 (default) or
     float64 storage of the series. Returns an :class:`SMapResult`.
 

@@ -98,7 +98,7 @@ def requested_knn(knn: Any, E: Any) -> int | None:
 
 def beyond_fused_knn(knn: Any, E: Any) -> bool:
     """Whether ``knn`` (or its default E + 1) exceeds the fused k-NN kernel's MAX_KNN."""
-    from .ranges import MAX_KNN
+    from ..primitives.ranges import MAX_KNN
 
     k = requested_knn(knn, E)
     return k is not None and k > MAX_KNN

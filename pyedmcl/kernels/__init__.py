@@ -1,7 +1,10 @@
 """The tunable kernel families of pyedmcl, by name (what ``pyedmcl tune`` offers).
 
-Each family is a :class:`clkernels.tuning.TunableKernel`; science modules add
-theirs to :data:`REGISTRY` by listing them in :func:`registry`.
+Each family is a :class:`clkernels.tuning.TunableKernel`. The kernel families of this
+package are listed in ``_FAMILIES``; a package above (an analysis with a tunable choice
+of its own, e.g. the neighbours' back-end) adds its own with :func:`register` -- the
+``FAMILIES`` of its ``_api`` module, registered on ``import pyedmcl`` -- so this package
+never names the analyses built on it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ _FAMILIES = {
     "knn_scan": "pyedmcl.kernels.knn_scan:KNN_SCAN",
     "smap": "pyedmcl.kernels.smap:SMAP",
     "rqa_lines": "pyedmcl.kernels.rqa_lines:RQA_LINES",
-    "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
     "xmap_knn": "pyedmcl.kernels.xmap:XMAP_KNN",
     "xmap_skill": "pyedmcl.kernels.xmap:XMAP_SKILL",
     "xmap_scan": "pyedmcl.kernels.xmap:XMAP_SCAN",
@@ -37,6 +39,7 @@ _FAMILIES = {
 
 
 def register(name: str, target: str) -> None:
+    """Add the family ``target`` (``"module:attribute"``, imported lazily) as ``name``."""
     _FAMILIES[name] = target
 
 

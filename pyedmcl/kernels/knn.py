@@ -6,7 +6,7 @@ lists or of series; see the template's header for the variants. This module hold
 the specialisation space and its rules, :meth:`KnnKernel.params_for` (tuning lookup
 and device fix-ups), the launchers (:meth:`KnnKernel.launch`, and
 :meth:`KnnKernel.launch_sorted` for CCM's full distance rows) and the tuning case.
-The algorithms (:mod:`pyedmcl.edm.knn` and its users) allocate and call these.
+The algorithms (:mod:`pyedmcl.primitives.knn` and its users) allocate and call these.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ to the ``knn`` family's per-E tables; see the template's header. This module hol
 the specialisation space and its rules, :meth:`KnnScanKernel.params_for`, the kernel's
 input layout (:func:`scan_inputs`, :func:`batch_inputs`), the launcher and the
 tuning case. Which problems the scan applies to, and the lookup and skill after it,
-are the algorithm's (:mod:`pyedmcl.edm.scan_fused`, :mod:`pyedmcl.xmap`).
+are the algorithm's (:mod:`pyedmcl.primitives.scan_fused`, :mod:`pyedmcl.xmap`).
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def batch_inputs(X: np.ndarray, qt: np.ndarray, qemax: np.ndarray, pad: int, lan
 
 class _ScanCase(TuningCase):
     """Library rows 0..size-2, queries size..2 size-1 of a 2 size-long series, Tp = 1,
-    exclusion radius 0: the layout :func:`pyedmcl.edm.scan_fused.fused_layout` makes of
+    exclusion radius 0: the layout :func:`pyedmcl.primitives.scan_fused.fused_layout` makes of
     lib ``1 size``, pred ``size+1 2size``."""
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):

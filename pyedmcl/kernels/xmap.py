@@ -306,7 +306,7 @@ def scan_skill_wg(info: DeviceInfo) -> int:
 
 def fixed_shift(spec: dict[str, Any], params: Params) -> int:
     """Whether a skill reduces as CCM does (``FS``: each target's streams shifted by its
-    ``shift``, :func:`pyedmcl.edm.lookup.ccm_shifts`): WEIGHT "ccm" outside the embedding
+    ``shift``, :func:`pyedmcl.primitives.lookup.ccm_shifts`): WEIGHT "ccm" outside the embedding
     scan, whose layout sets ``FS`` 0 (its own reduction, :data:`SCAN_SKILL_WG`)."""
     return int(params.get("FS", spec.get("WEIGHT", "ccm") == "ccm"))
 

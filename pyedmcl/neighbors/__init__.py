@@ -6,7 +6,7 @@ all-to-all maps. Integration point for the EDM functions::
     nb = resolve_backend(knn_backend, be, L=n_lib, E=E, nq=n_query, k=knn,
                          options=knn_options)
     table = nb.device_table(be, x_dev, n, E=..., tau=..., k=..., qpts=..., lpts=...,
-                            radius=..., real=...)   # same signature as edm.knn.knn_device
+                            radius=..., real=...)   # same signature as primitives.knn.knn_device
     nb.info  # NeighborInfo: back-end used, expected recall, where auto's choice came from
 """
 
@@ -87,9 +87,9 @@ def knn_device(be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int, qpts: n
                lpts: np.ndarray, radius: int, metric: str = "euclidean", real: str = "float",
                params: Any = None, q_dev: Any = None, knn_backend: str = "exact",
                knn_options: dict[str, Any] | None = None) -> Any:
-    """Drop-in for :func:`pyedmcl.edm.knn.knn_device` with a ``knn_backend`` choice.
+    """Drop-in for :func:`pyedmcl.primitives.knn.knn_device` with a ``knn_backend`` choice.
 
-    The returned :class:`~pyedmcl.edm.knn.DeviceKnn` carries ``.neighbors``
+    The returned :class:`~pyedmcl.primitives.knn.DeviceKnn` carries ``.neighbors``
     (:class:`NeighborInfo`).
     """
     lp = np.atleast_2d(lpts)
@@ -119,14 +119,14 @@ def knn_search(x: Any, *, E: int, tau: int = 1, knn: int | None = None, lib_poin
                ) -> KnnSearchResult:
     """All-k-NN table of the time-delay embedding of ``x`` with any back-end.
 
-    Same conventions as :func:`pyedmcl.edm.knn.knn_table` (kernel points, exclusion
+    Same conventions as :func:`pyedmcl.primitives.knn.knn_table` (kernel points, exclusion
     ``|p - l| <= exclusion_radius``, -1 disables it; ties by distance then
     ``|p - l|``). ``knn`` (neighbours per query) defaults to ``E + 1`` and must not
     exceed the library.
     """
     from clkernels import get_backend
 
-    from ..edm.knn import centre, check_points
+    from ..primitives.knn import centre, check_points
     from ..validation import check_dtype, check_int, check_metric
 
     be = get_backend(device, backend)

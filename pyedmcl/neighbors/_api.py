@@ -4,3 +4,9 @@ API = {
     "knn_search": "pyedmcl.neighbors",
     "measure_recall": "pyedmcl.neighbors.recall",
 }
+
+#: tunable families this package adds to ``pyedmcl tune`` (:func:`pyedmcl.kernels.register`):
+#: the back-end choice is tuned like a kernel, but it is the neighbours', not a kernel family
+FAMILIES = {
+    "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
+}

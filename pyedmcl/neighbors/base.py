@@ -3,12 +3,12 @@
 A back-end answers one question: for each query point, its ``k`` nearest
 library points of the time-delay embedding, skipping library points within the
 exclusion radius (``|p - l| <= radius``; radius 0 is leave-one-out, < 0 none).
-Points are *kernel points* (see :mod:`pyedmcl.edm.ranges`): point ``j`` is the
+Points are *kernel points* (see :mod:`pyedmcl.primitives.ranges`): point ``j`` is the
 window ``(x[j], x[j+tau], ..., x[j+(E-1)tau])``.
 
 :meth:`NeighborBackend.device_table` has exactly the signature of
-:func:`pyedmcl.edm.knn.knn_device` and returns the same
-:class:`~pyedmcl.edm.knn.DeviceKnn` (idx ``(nbatch, nq, k)`` int32, -1 = none;
+:func:`pyedmcl.primitives.knn.knn_device` and returns the same
+:class:`~pyedmcl.primitives.knn.DeviceKnn` (idx ``(nbatch, nq, k)`` int32, -1 = none;
 dist, +inf = none), so the lookup and skill kernels consume any back-end's table
 unchanged. Host back-ends (k-d tree, faiss) embed the series explicitly, ask for
 ``k + (number of excluded library points)`` neighbours (an exact bound: at most
@@ -174,7 +174,7 @@ class NeighborBackend(abc.ABC):
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
                      real: str = "float", params: Any = None, q_dev: Any = None,
                      l_dev: Any = None) -> Any:
-        """A :class:`~pyedmcl.edm.knn.DeviceKnn` on ``be`` (signature of ``knn_device``)."""
+        """A :class:`~pyedmcl.primitives.knn.DeviceKnn` on ``be`` (signature of ``knn_device``)."""
 
     def search(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
                lpts: np.ndarray, radius: int, metric: str = "euclidean", device: Any = None
@@ -295,7 +295,7 @@ class HostBackend(NeighborBackend):
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
                      real: str = "float", params: Any = None, q_dev: Any = None,
                      l_dev: Any = None) -> Any:
-        from ..edm.knn import DeviceKnn
+        from ..primitives.knn import DeviceKnn
 
         x = np.asarray(be.to_host(x_dev))[:n]
         # the exact kernel's arithmetic on this device (its one-device FMA choice)

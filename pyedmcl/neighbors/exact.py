@@ -1,4 +1,4 @@
-"""``exact``: the fused OpenCL embedding + distance + top-k kernel of :mod:`pyedmcl.edm.knn`."""
+"""``exact``: the fused OpenCL embedding + distance + top-k kernel of :mod:`pyedmcl.primitives.knn`."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ class ExactBackend(NeighborBackend):
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
                      real: str = "float", params: Any = None, q_dev: Any = None,
                      l_dev: Any = None) -> Any:
-        from ..edm.knn import knn_device
-        from ..edm.ranges import MAX_KNN
+        from ..primitives.knn import knn_device
+        from ..primitives.ranges import MAX_KNN
 
         self.check_metric(metric)
         nl = np.atleast_2d(lpts).shape[1]

@@ -44,7 +44,7 @@ def measure_recall(x: Any, *, E: int, tau: int = 1, knn: int | None = None,
                    ) -> float:
     """Recall of ``knn_backend`` against the exact kernel on ``sample`` random queries of ``x``
     (both searches in ``dtype``, float32 or float64)."""
-    from ..edm.knn import check_points
+    from ..primitives.knn import check_points
     from ..validation import check_int, check_seed
     from . import knn_search
 

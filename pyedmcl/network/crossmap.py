@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..edm.ccm import MAX_SORTED_ENTRIES
-from ..edm.knn import hold
-from ..edm.ranges import ccm_valid_times, point_offset
 from ..kernels.knn import KNN
+from ..primitives.knn import hold
+from ..primitives.ranges import ccm_valid_times, point_offset
 
 #: rows of each query's order kept beyond k and the exclusion window (lags whose
 #: out-of-range rows need more re-sort wider)

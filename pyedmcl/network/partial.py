@@ -17,7 +17,7 @@ t + l_xy from M_y at t), z^ estimates z at ``l_zy``; x^^ estimates the same valu
 x^, so the partial correlation compares like with like.
 
 Significance: every surrogate of x (the same surrogates, by seed, as the all-to-all
-map's null, :func:`pyedmcl.significance.xmap_null.series_rng`) goes through both
+map's null, :func:`pyedmcl.xmap.xmap_null.series_rng`) goes through both
 estimates with the same neighbours (M_y and M_z^ do not depend on x), one gather each;
 ``p = (1 + #{PCM_surrogate >= PCM}) / (n + 1)``.
 """
@@ -117,7 +117,7 @@ def pcm_table(mapper: PartialMapper, triples: list[tuple[int, int, int, int, int
               surrogates: dict[int, np.ndarray] | None = None) -> dict[str, Any]:
     """Arrays ``pcm``, ``rho``, ``p_value`` (NaN without surrogates) of each triple
     ``(x, y, z, l_xy, l_zy)``; ``surrogates``: x -> its standardised surrogates."""
-    from ..significance.stats import surrogate_p
+    from ..primitives.stats import surrogate_p
     m = len(triples)
     out = {"pcm": np.full(m, np.nan), "rho": np.full(m, np.nan), "p_value": np.full(m, np.nan)}
     for t, (x, y, z, lxy, lzy) in enumerate(triples):
@@ -148,11 +148,11 @@ def partial_cross_map(X: Any, *, triples: Any, E: Any = 2, tau: int = 1, lags: A
 
     from clkernels import get_backend
 
-    from ..edm.ranges import check_lags
-    from ..significance.surrogates import check_method, generate
-    from ..significance.xmap_null import series_rng
+    from ..primitives.ranges import check_lags
+    from ..primitives.surrogates import check_method, generate
     from ..validation import check_int, check_int_array
     from ..xmap.core import as_panel
+    from ..xmap.xmap_null import series_rng
     from .crossmap import lag_scan
     P, names = as_panel(X, np.float64)
     N, n = P.shape

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..edm.ranges import check_lags
+from ..primitives.ranges import check_lags
 from ..validation import check_int, check_seed
 from .crossmap import lag_scan
 from .partial import PartialMapper, _real, pcm_table
@@ -239,8 +239,8 @@ def _partial_step(pm: PartialMapper, P: np.ndarray, src: np.ndarray, dst: np.nda
     (the lowest PCM / rho among those that do)."""
     import pandas as pd
 
-    from ..significance.surrogates import generate
-    from ..significance.xmap_null import series_rng
+    from ..primitives.surrogates import generate
+    from ..xmap.xmap_null import series_rng
     edges = set(zip(src.tolist(), dst.tolist(), strict=True))
     triples = []
     for x, y in zip(src.tolist(), dst.tolist(), strict=True):

@@ -141,8 +141,8 @@ def _build(out: Path, device: Any, backend: str | None, dtype: Any, progress: bo
     from clkernels import get_backend
     from pyedmcl.data import coupled_logistic, logistic_map, logistic_network, lorenz63
 
+    from .. import reading
     from ..progress import Progress
-    from . import reading
 
     plt = _plt()
     be = get_backend(device, backend)

@@ -12,7 +12,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from .reading import RQA_MEANING, rho, sig
+from ..reading import RQA_MEANING, rho, sig
 
 TITLES = {
     "embed_dimension": "1. Embedding dimension: how many lags reconstruct the dynamics",
@@ -85,7 +85,7 @@ def _finding(name: str, sec: dict[str, Any]) -> str:
         return (f"Forecast skill decays from {rho(sec['rho'][0])} (Tp = 1) to "
                 f"{rho(sec['rho'][-1])} (Tp = {int(sec['Tp'][-1])}): chaos.")
     if name == "predict_nonlinear":
-        from .reading import is_nonlinear
+        from ..reading import is_nonlinear
 
         nl = is_nonlinear(sec["theta"], sec["rho"])
         return (f"S-map skill peaks at theta = {sec['best_theta']:g}: "

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..report.display import Displayable
+from ..display import Displayable
 from .dnr import Histograms
 from .measures import MEASURES, compute_measures
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import bh_adjust
+from ..primitives.stats import bh_adjust
 
 #: relative tolerance of the ``q <= alpha`` test (p-values are stored as float32)
 F32_TOL = 2.0 ** -22

@@ -27,7 +27,7 @@ from clkernels.collector import collector_quiet
 
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
-from ..edm.ranges import ccm_valid_times, check_tau
+from ..primitives.ranges import ccm_valid_times, check_tau
 from ..validation import (
     check_dtype,
     check_frame_time,
@@ -384,7 +384,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     float32 either way: the dtype is the computation's, rounded once at the end.
     ``surrogates=n`` > 0: every target series is also cross-mapped as ``n`` surrogates
     of ``surrogate_method`` (``surrogate_options``: see :func:`pyedmcl.surrogates`) from
-    the same library k-NN tables (:mod:`pyedmcl.significance.xmap_null`), and the result
+    the same library k-NN tables (:mod:`pyedmcl.xmap.xmap_null`), and the result
     (and the store) holds per pair the p-value and the null's mean and 95% quantile
     beside rho; :func:`pyedmcl.causal_network` gives the FDR-controlled edges. ``seed``
     makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
@@ -425,7 +425,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
     E_max = check_int(max_E, "max_E", 1, 64)
     surrogates = check_int(surrogates, "surrogates", 0)
     if surrogates:
-        from ..significance.surrogates import check_method, check_options
+        from ..primitives.surrogates import check_method, check_options
         surrogate_method = check_method(surrogate_method, "surrogate_method")
         surrogate_options = check_options(surrogate_options, "surrogate_options")
         if scheduler is not None:
@@ -525,7 +525,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
             seed = int(np.random.SeedSequence().entropy % (1 << 63))
     surr_panel = None
     if surrogates:
-        from ..significance.xmap_null import check_panel_memory, surrogate_panel
+        from .xmap_null import check_panel_memory, surrogate_panel
         check_panel_memory(N, n, surrogates, np.dtype(dt).itemsize, devs, backend)
         surr_panel = surrogate_panel(X64, surrogates, surrogate_method, surrogate_options,
                                      seed, dt)
@@ -641,10 +641,10 @@ def _xmap_surrogates(Xr: np.ndarray, S: np.ndarray, blocks: list, E_arr: np.ndar
                      store: Any, devs: list[Any], engine_kw: dict, backend: str | None,
                      progress: bool, names: list[str] | None, edim_rho: np.ndarray | None,
                      out: Any, n_surr: int) -> XmapResult:
-    """The map with surrogate targets (:mod:`pyedmcl.significance.xmap_null`): row blocks
+    """The map with surrogate targets (:mod:`pyedmcl.xmap.xmap_null`): row blocks
     of the extended panel, each reduced to rho, p-value and null summary as it arrives."""
-    from ..significance.xmap_null import extend_E, reduce_block
     from .scheduler import run_local
+    from .xmap_null import extend_E, reduce_block
 
     N = Xr.shape[0]
     X_ext = np.concatenate([Xr, S])

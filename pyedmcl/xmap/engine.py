@@ -15,7 +15,7 @@ Matrix convention: ``rho[i, j]`` is the skill of library (embedding of) series
 is what kEDM's ``xmap`` returns.
 
 k-NN tables: the EDM fused kernel (``knn/knn.cl.mako`` through
-:mod:`pyedmcl.edm.knn`) batched over series: ``knn_kernel="batched"`` builds the
+:mod:`pyedmcl.primitives.knn`) batched over series: ``knn_kernel="batched"`` builds the
 tables of a whole batch of library series in one launch with the ``xmap_knn``
 family's tuned parameters; ``"edm"`` launches it once per series with the ``knn``
 family's parameters (one large table); ``"scan"`` builds every E-group's tables of a
@@ -54,9 +54,6 @@ from clkernels.arrays import gather, gather_request
 from clkernels.memory import DeviceOutOfMemory, check_alloc
 from clkernels.tuning import lookup
 
-from ..edm.knn import hold
-from ..edm.lookup import ccm_shifts_groups
-from ..edm.ranges import ccm_valid_times, point_offset, resolve
 from ..kernels._fma import job_fma
 from ..kernels.knn import KNN, is_contiguous
 from ..kernels.xmap import (
@@ -76,6 +73,9 @@ from ..kernels.xmap import (
     time_major_pitch,
     wide_targets,
 )
+from ..primitives.knn import hold
+from ..primitives.lookup import ccm_shifts_groups
+from ..primitives.ranges import ccm_valid_times, point_offset, resolve
 
 #: most libraries a batch (one k-NN, pack and skill launch per E-group): on GPUs 128, which
 #: fill an H100's launches better than 64 (decision 0099; the map's 128-row blocks,
@@ -747,8 +747,8 @@ class XmapEngine:
         (nothing enqueued) where the scan does not apply: ``knn_kernel`` "batched" /
         "edm", tau <= 0, E_max > 32, E_max not fitting the series, or a CPU whose scan
         parameters are not the private-list variant (as :meth:`_use_scan`)."""
-        from ..edm.scan_fused import scan_layout
         from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, scan_inputs
+        from ..primitives.scan_fused import scan_layout
         if self.knn_choice in ("batched", "edm") or self.tau <= 0 or E_max > MAX_FUSED_E:
             return False
         be, n, half = self.be, self.n, self.n // 2

@@ -204,7 +204,7 @@ class XmapStore:
                 raise ValueError(f"output {str(path)!r} exists and {diff}; "
                                  "pass overwrite=True (--overwrite) to replace it")
             remove_owned(path, XMAP_STORE)
-        from .. import __version__
+        from .._version import __version__
 
         N, br = int(params["N"]), int(params["block_rows"])
         nblocks = -(-N // br)

@@ -21,7 +21,7 @@
 ## local memory (common/_stats.mako), in ACC precision: numerically stable, no
 ## prediction leaves the device. FS (CCM: pyedmcl.ccm, the null, as the map): every
 ## stream of a row shifts by its target's shift[j] (the target's first finite
-## observation, pyedmcl.edm.lookup.ccm_shifts), so the tree adds the streams' sums and
+## observation, pyedmcl.primitives.lookup.ccm_shifts), so the tree adds the streams' sums and
 ## one finish ends it (no merge per stream).
 ## KS: the table's row length (K, or K + 1 where CHECK reads the next neighbour).
 ## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also bounds each prediction's

@@ -33,7 +33,7 @@ void xmap_skill(__global const int* restrict tidx, __global const ${lk.wtype(WEI
 ## classes one more)
 <%def name="in_class(c, i)">(${c}) < ${WG} && (${i}) < nq / ${WG} + ((${c}) < nq % ${WG})</%def>
 ## FS (CCM's reduction, as pyedmcl.ccm's skill): the shift is K<t> (shift[j], the
-## target's first finite observation: pyedmcl.edm.lookup.ccm_shifts), the same in every
+## target's first finite observation: pyedmcl.primitives.lookup.ccm_shifts), the same in every
 ## stream of the target, so streams add; else each stream's first pair.
 ## the lean stream of target t: the shifted sums of _stats.mako that rho needs (n, the
 ## shift Kp, Ko, S dp, S do, S dp^2, S do^2, S dp*do), n as an int: the same values as

@@ -51,7 +51,7 @@
 ##   weights, predictions and rho.
 ## FS (the host's: WEIGHT "ccm" outside the embedding scan): CCM's reduction, every
 ## stream of target j shifted by shift[j] (its first finite observation, the host's
-## pyedmcl.edm.lookup.ccm_shifts), the streams' sums added
+## pyedmcl.primitives.lookup.ccm_shifts), the streams' sums added
 ## by the tree and finished once (as pyedmcl.ccm's skill, lookup/simplex_lookup.cl.mako);
 ## else each stream shifted by its first pair and finished, the tree merging (Chan).
 ## INL (the host's choice, 1 on PoCL): isfinite() in the query loops as clang's built-in

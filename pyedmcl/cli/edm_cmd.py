@@ -25,7 +25,7 @@ def load_series(path: str, name: str | None) -> tuple[np.ndarray, str]:
 
 
 def _common(p: argparse.ArgumentParser, E: bool = True) -> None:
-    from ..cli.main import add_device_args, add_input_args
+    from .args import add_device_args, add_input_args
     p.add_argument("path", help="input .csv (named columns), .npy, .h5, .zarr, or - (CSV on stdin)")
     p.add_argument("-c", "--column", default=None, help="library series (CSV name or .npy index)")
     p.add_argument("-t", "--target", default=None, help="target series (default: --column)")
@@ -89,8 +89,8 @@ def _xy(args) -> tuple[np.ndarray, np.ndarray, str, str]:
 
 def _xyt(args) -> tuple[np.ndarray, np.ndarray, str, str, Any]:
     """Library and target series, their names and the table (for its time values)."""
-    from ..cli.main import check_new_file, check_output, reading_input, time_column
     from ..io import read_table
+    from .args import check_new_file, check_output, reading_input, time_column
 
     if getattr(args, "out", None):
         check_output(args.out, (".csv",))  # before any work
@@ -128,16 +128,16 @@ def _dev(args) -> dict[str, Any]:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from ..cli.main import print_json
+    from .args import print_json
     x, y, xn, yn, table = _xyt(args)
     kw = dict(E=args.E, tau=args.tau, Tp=args.Tp, knn=args.knn,
               exclusion_radius=args.exclusion_radius, lib=_joined(args.lib),
               pred=_joined(args.pred), **_dev(args))
     if args.kind == "smap":
-        from .smap import smap
+        from ..edm.smap import smap
         r = smap(x, y, theta=args.theta, **kw)
     else:
-        from .simplex import simplex
+        from ..edm.simplex import simplex
         r = simplex(x, y, **kw)
     times = table.times_at(r.times)  # the file's time values (rows past the data extrapolated)
     if args.out:
@@ -158,8 +158,8 @@ def run_predict(args: argparse.Namespace) -> int:
 
 
 def run_ccm(args: argparse.Namespace) -> int:
-    from ..cli.main import print_json
-    from .ccm import ccm
+    from ..edm.ccm import ccm
+    from .args import print_json
     x, y, xn, yn = _xy(args)
     if args.target is None:
         raise ValueError("ccm needs --column and --target (two different series)")
@@ -188,8 +188,8 @@ def run_ccm(args: argparse.Namespace) -> int:
 
 
 def run_edim(args: argparse.Namespace) -> int:
-    from ..cli.main import print_json
-    from .scans import embed_dimension
+    from ..edm.scans import embed_dimension
+    from .args import print_json
     x, y, xn, yn = _xy(args)
     s = embed_dimension(x, y, max_E=args.max_E, tau=args.tau, Tp=args.Tp, knn=args.knn,
                         exclusion_radius=args.exclusion_radius, lib=_joined(args.lib),

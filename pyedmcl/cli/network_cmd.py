@@ -8,7 +8,7 @@ from ..validation import int_arg
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from ..cli.main import add_device_args, add_input_args
+    from .args import add_device_args, add_input_args
 
     p = sub.add_parser("network", help="direct causal links among series (pairwise maps, "
                                        "lag scans, partial cross maps)",
@@ -58,9 +58,9 @@ def _lags(text: str) -> range:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli.main import check_output, reading_input, time_column
     from ..io import read_table
-    from .pipeline import causal_network
+    from ..network.pipeline import causal_network
+    from .args import check_output, reading_input, time_column
 
     if args.out is not None:
         with reading_input("-o/--out"):
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         with atomic_file(args.out, what="--out") as tmp:  # never a half-written CSV
             allrows.to_csv(tmp, index=False)
     if args.json:
-        from ..cli.main import print_json
+        from .args import print_json
         print_json({"direct": net.edges.to_dict("records"),
                     "pruned": net.pruned.to_dict("records"), "out": args.out})
     else:

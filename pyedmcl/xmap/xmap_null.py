@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .ccm_null import NULL_QUANTILE, kernel_series
-from .stats import null_summary, surrogate_p
-from .surrogates import generate
+from ..edm.ccm_null import NULL_QUANTILE, kernel_series
+from ..primitives.stats import null_summary, surrogate_p
+from ..primitives.surrogates import generate
 
 
 def series_rng(seed: int, j: int) -> np.random.Generator:
@@ -31,7 +31,7 @@ def surrogate_panel(X64: np.ndarray, n: int, method: str, options: dict | None, 
                     dtype: np.dtype) -> np.ndarray:
     """``(N n, L)`` kernel-ready surrogates of the rows of ``X64`` (series as given,
     float64): row ``j n + s`` is surrogate s of series j, standardised per row for
-    float32 jobs (:func:`pyedmcl.significance.ccm_null.kernel_series`)."""
+    float32 jobs (:func:`pyedmcl.edm.ccm_null.kernel_series`)."""
     N, L = X64.shape
     out = np.empty((N * n, L), dtype)
     for j in range(N):

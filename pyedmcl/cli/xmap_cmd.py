@@ -8,7 +8,7 @@ from ..validation import int_arg
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from ..cli.main import add_device_args, add_input_args
+    from .args import add_device_args, add_input_args
 
     p = sub.add_parser("xmap", help="all-to-all cross mapping (pairwise CCM) to Zarr, resumable",
                        description="rho[i, j] = library series i cross-maps target series j "
@@ -61,8 +61,8 @@ def run_verify(args: argparse.Namespace) -> int:
     """``--verify STORE``: 0 when every block and the E vector verify, else 1 (bad blocks named)."""
     import sys
 
-    from ..cli.main import print_json, reading_input
-    from .store import xmap_verify
+    from ..xmap.store import xmap_verify
+    from .args import print_json, reading_input
 
     if args.input is not None or args.out is not None:
         raise ValueError("--verify STORE takes no INPUT nor -o/--out")
@@ -80,9 +80,9 @@ def run_verify(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..cli.main import check_output, check_writable, reading_input, show_progress, time_column
     from ..io import read_table
-    from .core import xmap
+    from ..xmap.core import xmap
+    from .args import check_output, check_writable, reading_input, show_progress, time_column
 
     if args.verify is not None:
         return run_verify(args)
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         edges = len(causal_network(res))
         summary.update({"surrogates": res.surrogates, "fdr_edges_at_0.05": edges})
     if args.json:
-        from ..cli.main import print_json
+        from .args import print_json
         print_json(summary)
     else:
         E_u, E_c = np.unique(res.E, return_counts=True)

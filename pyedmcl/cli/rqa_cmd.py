@@ -17,8 +17,8 @@ def _load(path: str, column: str | None, args: argparse.Namespace | None = None)
     ``crqa x.npy y.csv --column value`` works. A CSV's time column is not a series
     (``--time-column``/``--no-time``).
     """
-    from ..cli.main import reading_input, time_column
     from ..io import read_table
+    from .args import reading_input, time_column
 
     with reading_input("INPUT"):
         t = read_table(path, time_column=time_column(args) if args is not None else None)
@@ -28,7 +28,7 @@ def _load(path: str, column: str | None, args: argparse.Namespace | None = None)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from ..cli.main import add_device_args, add_input_args
+    from .args import add_device_args, add_input_args
 
     p.add_argument("-E", "--E", dest="E", type=int_arg, default=1, help="embedding dimension")
     p.add_argument("--tau", type=int_arg, default=1, help="embedding delay")
@@ -133,7 +133,7 @@ def _radius_text(res: Any) -> str:
 
 
 def _report(res: Any, args: argparse.Namespace) -> int:
-    from ..cli.main import print_json
+    from .args import print_json
 
     if args.json:
         print_json(res.as_dict(histograms=args.histograms))
@@ -145,7 +145,7 @@ def _report(res: Any, args: argparse.Namespace) -> int:
 
 
 def run_rqa(args: argparse.Namespace) -> int:
-    from .core import _band_windows, rqa
+    from ..rqa.core import _band_windows, rqa
 
     x = _load(args.input, args.column, args)
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
@@ -159,8 +159,8 @@ def run_rqa(args: argparse.Namespace) -> int:
               **({"neighbourhood": "fan", "knn": args.knn} if args.knn is not None else {}))
     if args.window is None and args.step is None:
         return _report(rqa(x, **kw), args)
-    from ..cli.main import print_json, show_progress
-    from .windowed import windowed_rqa
+    from ..rqa.windowed import windowed_rqa
+    from .args import print_json, show_progress
 
     if args.window is None:
         raise ValueError("--step needs --window (embedded points per window)")
@@ -177,7 +177,7 @@ def run_rqa(args: argparse.Namespace) -> int:
 
 
 def run_crqa(args: argparse.Namespace) -> int:
-    from .core import cross_rqa
+    from ..rqa.core import cross_rqa
 
     x = _load(args.input_x, args.column, args)
     y = _load(args.input_y, args.column_y or args.column, args)
@@ -191,7 +191,7 @@ def run_crqa(args: argparse.Namespace) -> int:
 
 
 def run_jrqa(args: argparse.Namespace) -> int:
-    from .core import joint_rqa
+    from ..rqa.core import joint_rqa
 
     x = _load(args.input_x, args.column, args)
     y = _load(args.input_y, args.column_y or args.column, args)
@@ -200,7 +200,7 @@ def run_jrqa(args: argparse.Namespace) -> int:
     rate = None if args.rr is None else (args.rr, args.rr if args.rr_y is None else args.rr_y)
     if (args.radius_y is not None and radius is None) or (args.rr_y is not None and rate is None):
         raise ValueError("--radius-y needs --radius, --rr-y needs --rr (the values for x)")
-    from .core import check_radius, check_rate
+    from ..rqa.core import check_radius, check_rate
 
     for flag, value, check in (("--radius", args.radius, check_radius),
                                ("--radius-y", args.radius_y, check_radius),
@@ -218,8 +218,8 @@ def run_jrqa(args: argparse.Namespace) -> int:
 
 
 def run_rp(args: argparse.Namespace) -> int:
-    from ..cli.main import check_new_file, check_output, print_json
-    from .plot import recurrence_plot
+    from ..rqa.plot import recurrence_plot
+    from .args import check_new_file, check_output, print_json
 
     check_output(args.output, (".png",), "OUTPUT")
     check_new_file(args.output, args.overwrite, (args.input, args.cross), "OUTPUT")
@@ -238,8 +238,8 @@ def run_rp(args: argparse.Namespace) -> int:
 
 
 def run_rn(args: argparse.Namespace) -> int:
-    from ..cli.main import print_json
-    from .network import recurrence_network
+    from ..rqa.network import recurrence_network
+    from .args import print_json
 
     x = _load(args.input, args.column, args)
     net = recurrence_network(x, E=args.E, tau=args.tau, radius=args.radius,

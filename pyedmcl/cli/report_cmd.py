@@ -6,7 +6,7 @@ import argparse
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from ..cli.main import add_device_args
+    from .args import add_device_args
 
     p = sub.add_parser("demo", help="run every analysis on bundled sample data and write a report")
     p.add_argument("-o", "--out", default="pyedmcl-demo", help="report folder (default: pyedmcl-demo)")
@@ -18,8 +18,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._outputs import DEMO_REPORT, check_replaceable
-    from ..cli.main import check_writable, print_json, reading_input, show_progress
-    from .demo import run_demo
+    from ..report.demo import run_demo
+    from .args import check_writable, print_json, reading_input, show_progress
 
     with reading_input("-o/--out"):  # before any work
         check_replaceable(args.out, DEMO_REPORT)

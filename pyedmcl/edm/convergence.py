@@ -3,7 +3,7 @@
 Sugihara et al. (2012) take convergence -- rho rising with the library size L -- as the
 signature of causation (more library, denser manifold, better cross-map). The test here
 is Kendall's tau of the mean rho over L with the one-sided ("increasing") p-value of the
-normal approximation (:func:`pyedmcl.significance.stats.kendall_tau`), reported with a
+normal approximation (:func:`pyedmcl.primitives.stats.kendall_tau`), reported with a
 least-squares fit ``rho(L) = rho_inf (1 - exp(-gamma L))`` (the curve the report draws).
 With few library sizes the p-value is coarse (5 sizes: at best ~0.014), so give CCM
 several sizes when the test matters.
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import convergence_fit, kendall_tau
+from ..primitives.stats import convergence_fit, kendall_tau
 
 
 @dataclass

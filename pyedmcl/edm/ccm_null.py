@@ -12,7 +12,7 @@ dimension) and one ``skill`` launch reduces rho per (library, surrogate) on the 
 only those rho come back. No Python loop runs CCM per surrogate.
 
 The null curve of surrogate s at size L is the mean rho over the sampled libraries, as
-the observed curve is; the p-value is :func:`~pyedmcl.significance.stats.surrogate_p`.
+the observed curve is; the p-value is :func:`~pyedmcl.primitives.stats.surrogate_p`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ import numpy as np
 from clkernels import run_blocked
 
 from .._precision import _affine
-from ..edm.knn import hold, knn_device
-from ..edm.lookup import ccm_shifts_device, lookup_device, skill_device
-from ..edm.ranges import ccm_valid_times, point_offset
+from ..primitives.knn import hold, knn_device
+from ..primitives.lookup import ccm_shifts_device, lookup_device, skill_device
+from ..primitives.ranges import ccm_valid_times, point_offset
+from ..primitives.stats import _quiet, nan_quantile, null_summary, surrogate_p
+from ..primitives.surrogates import check_method, generate
 from ..validation import check_host_memory
-from .stats import _quiet, nan_quantile, null_summary, surrogate_p
-from .surrogates import check_method, generate
 
 #: device entries (k-NN table + predictions) per launch: bounds device memory
 MAX_ENTRIES = 1 << 25
