@@ -338,7 +338,7 @@ def test_xmap_time_major_panel_too_large_reads_row_major(runtime, monkeypatch):
     if runtime not in TEST_DEVICES:
         pytest.skip(f"{runtime} does not build here")
     b = clkernels.get_backend(runtime)
-    X = np.stack([series(120, s) for s in range(4)] * 4, axis=1)   # (120 steps, 16 series)
+    X = np.stack([series(120, s) for s in range(16)], axis=1)   # (120 steps, 16 series)
     E = [2, 3] * 8
     ref = pe.xmap(X, E=E, device=b)
     monkeypatch.setattr(xk, "FEW_TARGETS", 0)   # the given layout, whatever the group size
