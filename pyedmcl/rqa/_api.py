@@ -4,6 +4,8 @@ API = {
     "rqa": "pyedmcl.rqa.core",
     "cross_rqa": "pyedmcl.rqa.core",
     "joint_rqa": "pyedmcl.rqa.core",
+    "rqa_batch": "pyedmcl.rqa.batch",
+    "rqa_grid": "pyedmcl.rqa.grid",
     "recurrence_plot": "pyedmcl.rqa.plot",
     "recurrence_network": "pyedmcl.rqa.network",
 }

@@ -1,0 +1,211 @@
+"""RQA of many series in one call: every EEG channel, every pixel of a cube.
+
+:func:`rqa_batch` validates the options and picks the device once, then runs each series
+through the very path :func:`pyedmcl.rqa.core.rqa` takes (its float32 preparation, its
+Divide & Recombine run, its measures), so each row equals ``pe.rqa`` of that series bit
+for bit. Programs are built once per (E, tau, metric, dtype) shape and cached by the
+kernel family; the per-call device lookup, argument checks, wrappers and the background
+float32 check thread are paid once per batch instead of once per series (the check runs
+inline: the same verdict, with no thread hand-off per short series).
+
+Not done here (what packing several short series into one launch would need): the
+D&R kernels take one series pair, one threshold and one ``(n_rows, n_cols)`` per launch;
+series laid side by side with separators would need a per-lane series id (or offsets)
+in the kernels so that the carries of a diagonal or a column stop at a series' border,
+the Theiler window measured from each series' own diagonal, one threshold per series
+(``spec.percol`` gives one per column, a start) and per-series histograms (a histogram
+offset per lane). That is a kernel change of the rqa_lines family.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..constant_series import RQA_WHY, note_text
+from ..validation import ConstantSeriesWarning, as_series, check_embedding, check_metric
+from .batch_inputs import Columns, as_columns, per_series
+from .core import (
+    _backends_and_dtype,
+    _check_common,
+    _check_E_tau,
+    _rqa_prepared,
+    centring,
+    check_radius,
+    check_rate,
+)
+from .measures import MEASURES
+from .result import RQAResult
+from .threshold import check_threshold_rule
+
+#: the columns of a batch row besides the measures
+EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
+
+
+class Runner:
+    """Validated options shared by every series of a batch or grid; :meth:`run` gives one
+    series' :class:`RQAResult` exactly as :func:`pyedmcl.rqa.core.rqa` would."""
+
+    def __init__(self, *, metric: str, theiler_scope: str, white_border: bool,
+                 threshold_rule: str, dtype: Any, device: Any, backend: str | None,
+                 edge: int | None = None, order: str = "row") -> None:
+        self.metric = check_metric(metric)
+        self.rule = check_threshold_rule(threshold_rule)
+        self.bes, self.dt = _backends_and_dtype(device, None, backend, dtype)
+        self.theiler_scope, self.white_border = theiler_scope, bool(white_border)
+        self.edge, self.order = edge, order
+
+    def prepare(self, s: np.ndarray) -> tuple[np.dtype, np.ndarray]:
+        """The working dtype and values of series ``s`` (float32: centred; float64 where
+        float32 cannot hold it, warned), as :func:`rqa` prepares them."""
+        prep = centring([s], ["x"], self.dt, self.bes, common=False, what="rqa")
+        return prep.dtype, prep.series[0]
+
+    def run(self, prepared: tuple[np.dtype, np.ndarray], *, E: int, tau: int,
+            radius: Any, recurrence_rate: Any, theiler: Any, l_min: Any = 2,
+            v_min: Any = 2, w_min: Any = 2) -> RQAResult:
+        """One series' RQA from its :meth:`prepare`d values."""
+        dt, xs = prepared
+        n = check_embedding(xs.size, E, tau, "x")
+        l_min, v_min, w_min, theiler, edge = _check_common(
+            l_min, v_min, w_min, theiler, self.theiler_scope, self.order, self.edge, n)
+        return _rqa_prepared(
+            xs, dt, self.bes, E=E, tau=tau, n=n, radius=radius,
+            recurrence_rate=recurrence_rate, metric=self.metric, theiler=theiler,
+            theiler_scope=self.theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min,
+            white_border=self.white_border, edge=edge, order=self.order, params=None,
+            threshold_rule=self.rule, neighbourhood="radius", knn=None, scheduler=None,
+            n_workers=1)
+
+
+def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
+    if (radius is None) == (recurrence_rate is None):
+        raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
+                         "(fixed recurrence rate; one radius found per series)")
+
+
+def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
+    row: dict[str, Any] = {k: res.measures[k] for k in MEASURES}
+    row.update(n_recurrences=int(res.n_recurrences), n_cells=int(res.n_cells),
+               radius=float(res.radius), N=int(n_samples),
+               n_points=int(res.settings.get("n_points", 0)))
+    return row
+
+
+def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
+              recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
+              l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
+              theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+              backend: str | None = None, threshold_rule: str = "distance",
+              window: int | None = None, step: int | None = None) -> Any:
+    """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
+    of that series bit for bit.
+
+    ``X``: time down the rows, one series per column (as ``xmap``): a NumPy array
+    ``(T, N)`` (or ``(T,)``), a pandas DataFrame (one column per series), or an
+    ``xarray.DataArray`` with a ``time`` dimension, every other dimension kept
+    (``(time, lat, lon)``: one series per pixel). Series of different lengths are
+    NaN-padded at the end (trailing NaN dropped per series; a NaN before a series' last
+    value is refused).
+
+    ``radius``: one radius, or one per series (a sequence of ``N``). ``recurrence_rate``:
+    one rate (or one per series); the radius is then found per series (column
+    ``radius``). Other options as :func:`pyedmcl.rqa`. ``window``/``step``: windowed
+    RQA of each series (:func:`pyedmcl.rqa` with ``window``), rows indexed by
+    ``(series, start, end)``.
+
+    Returns a ``pandas.DataFrame`` indexed by the column names (positions for NumPy),
+    with every measure, ``n_recurrences``, ``n_cells``, ``radius``, ``N`` (the series'
+    samples) and ``n_points`` (embedded points); for a DataArray an ``xarray.Dataset`` of
+    those over the non-time dimensions (without ``window``). Constant series are warned
+    of once (``attrs["notes"]``).
+    """
+    import pandas as pd
+
+    cols = as_columns(X, "X")
+    check_threshold_choice(radius, recurrence_rate)
+    radii = per_series(radius, len(cols.series), "radius")
+    rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate")
+    for r in radii:
+        if r is not None:
+            check_radius(r)
+    for q in rates:
+        if q is not None:
+            check_rate(q)
+    E, tau = _check_E_tau(E, tau)
+    note = _constant_note(cols)
+    if window is not None or step is not None:
+        return _windowed(cols, radii, rates, note, E=E, tau=tau, metric=metric,
+                         theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
+                         theiler_scope=theiler_scope, white_border=white_border,
+                         device=device, backend=backend, threshold_rule=threshold_rule,
+                         window=window, step=step)
+    runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
+                    threshold_rule=threshold_rule, dtype=dtype, device=device,
+                    backend=backend)
+    rows = []
+    for s, label, r, q in zip(cols.series, cols.names, radii, rates, strict=True):
+        s = as_series(s, f"X column {label!r}")
+        try:
+            res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r, recurrence_rate=q,
+                             theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
+        except ValueError as exc:  # say which series
+            raise ValueError(f"X column {label!r}: {exc}") from None
+        rows.append(row_of(res, s.size))
+    df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
+    df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
+                    "n_points": np.int64})
+    if cols.dims is not None:
+        return _dataset(df, cols, note)
+    df.index = pd.Index(cols.names, name="series")
+    if note:
+        df.attrs["notes"] = (note,)
+    return df
+
+
+def _constant_note(cols: Columns) -> str | None:
+    """Warn once of the constant series of a batch; the note, or None."""
+    labels = [str(lab) for s, lab in zip(cols.series, cols.names, strict=True)
+              if s.size and s.min() == s.max()]
+    if not labels:
+        return None
+    note = note_text("rqa_batch", labels, RQA_WHY)
+    warnings.warn(note, ConstantSeriesWarning, stacklevel=3)
+    return note
+
+
+def _dataset(df: Any, cols: Columns, note: str | None) -> Any:
+    """The batch frame as an ``xarray.Dataset`` over a DataArray's non-time dims."""
+    from ..labels import require_xarray
+
+    xr = require_xarray()
+    dims = cols.dims or ()
+    shape = cols.shape or ()
+    data = {c: (dims, df[c].to_numpy().reshape(shape)) for c in df.columns}
+    ds = xr.Dataset(data, coords={d: v for d, v in (cols.coords or {}).items()})
+    if note:
+        ds.attrs["notes"] = note
+    return ds
+
+
+def _windowed(cols: Columns, radii: list[Any], rates: list[Any], note: str | None,
+              **kw: Any) -> Any:
+    """Windowed RQA of every series: :func:`pyedmcl.rqa` with ``window`` per series."""
+    import pandas as pd
+
+    from .core import rqa
+
+    parts = []
+    for s, label, r, q in zip(cols.series, cols.names, radii, rates, strict=True):
+        try:
+            part = rqa(s, radius=r, recurrence_rate=q, **kw)
+        except ValueError as exc:
+            raise ValueError(f"X column {label!r}: {exc}") from None
+        parts.append(part)
+    keys = [str(n) if isinstance(n, tuple) else n for n in cols.names]
+    df = pd.concat(parts, keys=keys, names=["series"])
+    if note:
+        df.attrs["notes"] = (note,)
+    return df

@@ -1,0 +1,121 @@
+"""Inputs of :func:`pyedmcl.rqa.batch.rqa_batch`: many series as columns, and their labels.
+
+Orientation: time runs down the rows, one series per column (as ``xmap``): a NumPy array
+``(T, N)``, a pandas DataFrame (one column per series), or an ``xarray.DataArray`` with a
+``time`` dimension, every other dimension kept (``(time, lat, lon)``: one series per
+pixel, the results mapped back onto ``(lat, lon)``). Series of different lengths are NaN
+padded at the end; a NaN before a series' last value is refused (RQA has no gaps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..labels import is_dataarray
+
+
+@dataclass
+class Columns:
+    """The series of a batch (1-D float64, trailing NaN removed), their names (the index
+    of the result frame) and, for a DataArray, what rebuilds its non-time dimensions."""
+
+    series: list[np.ndarray]
+    names: list[Any]
+    dims: tuple[str, ...] | None = None  # a DataArray's non-time dims, in order
+    shape: tuple[int, ...] | None = None
+    coords: dict[str, Any] | None = None
+
+
+def as_columns(X: Any, name: str = "X") -> Columns:
+    """:class:`Columns` of ``X`` (see the module docstring); errors name ``name``."""
+    if is_dataarray(X):
+        return _dataarray_columns(X, name)
+    if type(X).__module__.split(".")[0] == "pandas":
+        import pandas as pd
+
+        if isinstance(X, pd.Series):
+            X = X.to_frame()
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"{name} must be an array, a DataFrame or a DataArray, got "
+                            f"{type(X).__name__}")
+        vals = _numbers(X.to_numpy(), name)
+        return Columns(_strip(vals, name, list(X.columns)), list(X.columns))
+    try:
+        vals = np.asarray(X)
+    except Exception as exc:
+        raise TypeError(f"{name} must be array-like of numbers, got {type(X).__name__}") \
+            from exc
+    if vals.ndim == 1:
+        vals = vals[:, None]
+    if vals.ndim != 2:
+        raise ValueError(f"{name} has shape {vals.shape}; allowed: (T,) or (T, N) with time "
+                         "down the rows, one series per column (an xarray DataArray with a "
+                         "'time' dimension keeps any other dimensions)")
+    vals = _numbers(vals, name)
+    names = list(range(vals.shape[1]))
+    return Columns(_strip(vals, name, names), names)
+
+
+def _numbers(vals: np.ndarray, name: str) -> np.ndarray:
+    if vals.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {vals.dtype}")
+    if vals.shape[1] == 0:
+        raise ValueError(f"{name} has no series (0 columns); give at least one")
+    return vals.astype(np.float64, copy=False)
+
+
+def _dataarray_columns(da: Any, name: str) -> Columns:
+    dims = tuple(str(d) for d in da.dims)
+    if "time" not in dims:
+        raise ValueError(f"{name} is a DataArray with dims {dims} and no 'time' dimension; "
+                         "rqa_batch reads series along 'time': rename the time axis "
+                         f"(da.rename({{{dims[0] if dims else 'dim'!r}: 'time'}}))")
+    other = tuple(d for d in dims if d != "time")
+    da = da.transpose("time", *other)
+    shape = tuple(int(da.sizes[d]) for d in other)
+    vals = np.asarray(da.values).reshape(da.sizes["time"], -1)
+    vals = _numbers(vals, name)
+    names = [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)] if other else [0]
+    coords = {d: da[d].values for d in other if d in da.coords}
+    return Columns(_strip(vals, name, names), names, other, shape, coords)
+
+
+def _strip(vals: np.ndarray, name: str, names: list[Any]) -> list[np.ndarray]:
+    """Each column without its trailing NaN; a NaN before a column's last value, or a
+    column of NaN only, is refused naming the column."""
+    out = []
+    nan = np.isnan(vals)
+    for j, label in enumerate(names):
+        col = vals[:, j]
+        bad = nan[:, j]
+        if not bad.any():
+            out.append(np.ascontiguousarray(col))
+            continue
+        good = np.flatnonzero(~bad)
+        if not good.size:
+            raise ValueError(f"{name} column {label!r} holds only NaN; give finite values")
+        end = int(good[-1]) + 1
+        if bad[:end].any():
+            raise ValueError(f"{name} column {label!r} has a NaN at row "
+                             f"{int(np.flatnonzero(bad[:end])[0])} before its last value; "
+                             "only trailing NaN padding (series of different lengths) is "
+                             "allowed")
+        out.append(np.ascontiguousarray(col[:end]))
+    return out
+
+
+def per_series(value: Any, n: int, name: str) -> list[Any]:
+    """``value`` for each of ``n`` series: one value for all, or a sequence of ``n``."""
+    if value is None or np.ndim(value) == 0:
+        return [value] * n
+    vals = list(np.asarray(value).reshape(-1)) if np.ndim(value) == 1 else None
+    if vals is None:
+        raise ValueError(f"{name} must be one number or one per series (1-D), got shape "
+                         f"{np.shape(value)}")
+    if len(vals) != n:
+        raise ValueError(f"{name} has {len(vals)} values for {n} series; give one value, or "
+                         "one per series (column)")
+    return vals
