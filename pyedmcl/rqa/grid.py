@@ -1,0 +1,122 @@
+"""RQA over a grid of parameters: every combination of E, tau, radius (or rate), Theiler
+window and minimal line lengths of one series, one tidy row per combination.
+
+Work is shared where the results allow it, each row still equal to the single
+:func:`pyedmcl.rqa` call bit for bit:
+
+* the series is validated and prepared (float32 centring and its check) once;
+* one Divide & Recombine run per (E, tau, radius or rate, theiler): ``l_min``,
+  ``v_min`` and ``w_min`` only select bins of the same three histograms, so every
+  combination of them is derived on the host from that run's histograms
+  (:func:`pyedmcl.rqa.measures.compute_measures`, as the single call does);
+* programs are built once per (E, tau) shape and cached by the kernel family.
+
+Several radii are still one pass each over the cells (the kernels compare with one
+threshold per launch): K radii cost about K runs (bench/bench_rqa_batch.py measures it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ..validation import as_series
+from .batch import Runner, check_threshold_choice
+from .core import _check_E_tau, check_radius, check_rate
+from .measures import MEASURES, compute_measures
+
+#: the parameters a grid may sweep (each a scalar or a list)
+SWEPT = ("E", "tau", "radius", "recurrence_rate", "theiler", "l_min", "v_min", "w_min")
+
+
+def _values(value: Any, name: str) -> list[Any]:
+    """``value`` as a list of grid values; an empty list is refused naming ``name``."""
+    if value is None or np.ndim(value) == 0:
+        return [value]
+    vals = list(value) if not isinstance(value, str) else [value]
+    if not vals:
+        raise ValueError(f"{name}=[] is an empty grid; give at least one value")
+    return vals
+
+
+def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
+             recurrence_rate: Any = None, theiler: Any = 1, l_min: Any = 2, v_min: Any = 2,
+             w_min: Any = 2, metric: str = "euclidean", dtype: Any = "float32",
+             theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
+             backend: str | None = None, threshold_rule: str = "distance",
+             max_combinations: int = 1000) -> Any:
+    """RQA of one series ``x`` for every combination of the swept parameters.
+
+    ``E``, ``tau``, ``radius`` (or ``recurrence_rate``), ``theiler``, ``l_min``, ``v_min``
+    and ``w_min`` are each a scalar or a list; the grid is their product (at most
+    ``max_combinations`` rows, default 1,000: raise it to run a larger grid). Other
+    options as :func:`pyedmcl.rqa`. Each row equals ``pe.rqa(x, ...)`` with that
+    combination bit for bit; one D&R run per (E, tau, radius, theiler), the line-length
+    minima derived from its histograms.
+
+    Returns a ``pandas.DataFrame``, one row per combination: the swept parameters
+    (``radius`` the one used: found per row for ``recurrence_rate``, which is then a
+    column too), every measure, ``n_recurrences`` and ``n_cells``.
+    """
+    import pandas as pd
+
+    check_threshold_choice(radius, recurrence_rate)
+    grid = {k: _values(v, k) for k, v in (("E", E), ("tau", tau), ("radius", radius),
+                                          ("recurrence_rate", recurrence_rate),
+                                          ("theiler", theiler), ("l_min", l_min),
+                                          ("v_min", v_min), ("w_min", w_min))}
+    if isinstance(max_combinations, bool) or not isinstance(max_combinations, int | np.integer) \
+            or max_combinations < 1:
+        raise ValueError(f"max_combinations={max_combinations!r} is out of range; allowed: "
+                         "an integer >= 1")
+    total = int(np.prod([len(v) for v in grid.values()]))
+    if total > max_combinations:
+        sizes = ", ".join(f"{k}: {len(v)}" for k, v in grid.items() if len(v) > 1)
+        raise ValueError(f"the grid has {total} combinations ({sizes}), more than "
+                         f"max_combinations={max_combinations}; raise max_combinations or "
+                         "sweep fewer values")
+    for r in grid["radius"]:
+        if r is not None:
+            check_radius(r)
+    for q in grid["recurrence_rate"]:
+        if q is not None:
+            check_rate(q)
+    pairs = [_check_E_tau(e, t) for e, t in itertools.product(grid["E"], grid["tau"])]
+    s = as_series(x, "x")
+    runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
+                    threshold_rule=threshold_rule, dtype=dtype, device=device,
+                    backend=backend)
+    prepared = runner.prepare(s)
+    rows = []
+    minima = list(itertools.product(grid["l_min"], grid["v_min"], grid["w_min"]))
+    for (e, t), r, q, w in itertools.product(pairs, grid["radius"], grid["recurrence_rate"],
+                                             grid["theiler"]):
+        # one run (its minima checked as the single call checks them); the measures of
+        # every minimum are derived from its histograms below
+        res = runner.run(prepared, E=e, tau=t, radius=r, recurrence_rate=q, theiler=w,
+                         l_min=minima[0][0], v_min=minima[0][1], w_min=minima[0][2])
+        for l_, v_, w_ in minima:
+            m = _measures(res, l_, v_, w_, res.settings["n_points"])
+            row = {"E": e, "tau": t, "radius": float(res.radius)}
+            if q is not None:
+                row["recurrence_rate"] = q
+            row.update(theiler=res.settings["theiler"], l_min=int(l_), v_min=int(v_),
+                       w_min=int(w_))
+            row.update(m)
+            row.update(n_recurrences=int(res.n_recurrences), n_cells=int(res.n_cells))
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    return df.astype({"n_recurrences": np.int64, "n_cells": np.int64})
+
+
+def _measures(res: Any, l_min: Any, v_min: Any, w_min: Any, n: int) -> dict[str, float]:
+    """Every measure of ``res``'s histograms at these minima, as the single call computes
+    them (the minima validated as it validates them)."""
+    from .core import _check_common
+
+    l_min, v_min, w_min, _, _ = _check_common(l_min, v_min, w_min, 0, "lines", "row", None, n)
+    m = compute_measures(res.n_recurrences, res.n_cells, res.diagonal_hist,
+                         res.vertical_hist, res.white_hist, l_min, v_min, w_min)
+    return {k: m[k] for k in MEASURES}
