@@ -36,6 +36,7 @@ from ..validation import as_series, check_dtype, check_embedding, check_int, che
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import Histograms, SpeculationFailed, detect_lines
 from .inputs import state_vectors, std_of
+from .radius import RateThreshold
 from .result import RQAResult, band_cells, make_result
 from .threshold import check_threshold_rule, kernel_threshold
 
@@ -289,7 +290,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                 params=params, threshold_rule=threshold_rule, neighbourhood=neighbourhood,
                 knn=knn, scheduler=scheduler, n_workers=n_workers)
     return _beside_the_check(prep, [s], lambda dt, xs, sp: _rqa_prepared(
-        xs[0], dt, bes, **opts, speculation=sp))
+        xs[0], dt, bes, **opts, raw=s, speculation=sp))
 
 
 def mirrored_diagonals(h: Histograms, n: int, w: int) -> np.ndarray:
@@ -325,20 +326,23 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
                   theiler: int, theiler_scope: str, l_min: int, v_min: int, w_min: int,
                   white_border: bool, edge: int | None, order: str,
                   params: dict[str, Any] | None, threshold_rule: str, neighbourhood: str,
-                  knn: Any, scheduler: Any, n_workers: int,
+                  knn: Any, scheduler: Any, n_workers: int, raw: np.ndarray | None = None,
                   speculation: Any = None) -> RQAResult:
     """:func:`rqa` of the validated series ``s`` (centred for float32) in dtype ``dt``;
-    ``speculation``: the float32 merge check still running (the line detection stops
-    with :class:`~pyedmcl.rqa.dnr.SpeculationFailed` once it fails)."""
+    ``raw``: the series as given (what the float64 path reads: a rate's radius and FAN's
+    thresholds are its; None: ``s``); ``speculation``: the float32 merge check still
+    running (the line detection stops with :class:`~pyedmcl.rqa.dnr.SpeculationFailed`
+    once it fails)."""
+    raw = s if raw is None else raw
     rule = check_threshold_rule(threshold_rule)
     w = int(theiler)
     if neighbourhood == "fan":
         from .fan import fan_rqa
 
         return fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
-                        edge, order, params, l_min, v_min, w_min)
-    radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
-                                     rule)
+                        edge, order, params, l_min, v_min, w_min, raw=raw)
+    radius, thr = _resolve_threshold(radius, recurrence_rate, raw, None, E, tau, metric, dt,
+                                     bes, rule)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
                     white_border=bool(white_border), fma=(rule == "squared"))
@@ -398,8 +402,8 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
 
     def run(dt: np.dtype, series: list[np.ndarray], speculation: Any) -> RQAResult:
         cx, cy = series
-        radius_, thr = _resolve_threshold(radius, recurrence_rate, cy, cx, E, tau, metric, dt,
-                                          bes, rule)
+        radius_, thr = _resolve_threshold(radius, recurrence_rate, sy, sx, E, tau, metric, dt,
+                                          bes, rule)  # the raw series: the float64 path's
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                         white_border=bool(white_border), fma=(rule == "squared"))
         h = detect_lines(bes, cy.astype(dt), cx.astype(dt), thr, spec=spec, n_rows=n_rows,
@@ -462,7 +466,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
 
     def run(dt: np.dtype, series: list[np.ndarray], speculation: Any) -> RQAResult:
         thr = {}
-        for name, r, q, s in (("x", rx, qx, series[0]), ("y", ry, qy, series[1])):
+        for name, r, q, s in (("x", rx, qx, sx), ("y", ry, qy, sy)):  # raw: float64's
             try:
                 thr[name] = _resolve_threshold(r, q, s, None, E, tau, metric, dt, bes, rule)
             except ValueError as exc:  # (a rate below the floor of one series): say which
@@ -510,17 +514,30 @@ def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarra
                        E: int, tau: int, metric: str, dt: np.dtype, bes: list[Backend],
                        rule: str = "distance") -> tuple[float, float]:
     """``(radius, thr)``: the radius (given, or found for the rate) and the kernels'
-    threshold under ``rule``."""
+    threshold under ``rule`` (:func:`_resolve_thresholds`)."""
+    t = _resolve_thresholds(radius, rate, rows, cols, E, tau, metric, dt, bes, rule)
+    return t.radius, t.thr
+
+
+def _resolve_thresholds(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None,
+                        E: int, tau: int, metric: str, dt: np.dtype, bes: list[Backend],
+                        rule: str = "distance") -> RateThreshold:
+    """The radius (given, or found for the rate), the kernels' threshold in ``dt`` and the
+    float64 path's threshold (:class:`~pyedmcl.rqa.radius.RateThreshold`). ``rows`` and
+    ``cols`` are the series the float64 path reads (the raw ones, not float32's centred
+    inputs): for a rate the radius and ``thr64`` are then the float64 path's bit for bit
+    in either dtype (:func:`~pyedmcl.rqa.radius.rate_threshold`)."""
     if (radius is None) == (rate is None):
         raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
                          "(fixed recurrence rate)")
     if radius is not None:
         r = check_radius(radius)
-        return r, kernel_threshold(r, metric, dt, rule)
-    from .radius import threshold_for_rate
+        return RateThreshold(r, kernel_threshold(r, metric, dt, rule),
+                             kernel_threshold(r, metric, np.float64, rule))
+    from .radius import rate_threshold
 
-    return threshold_for_rate(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric,
-                              dtype=dt, backend=bes[0], rule=rule)
+    return rate_threshold(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric,
+                          dtype=dt, backend=bes[0], rule=rule)
 
 
 def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, *,

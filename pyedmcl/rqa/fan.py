@@ -92,6 +92,47 @@ def kernel_thresholds(v: np.ndarray, metric: str, rule: str) -> np.ndarray:
     return t
 
 
+def working_thresholds(v: np.ndarray, metric: str, dtype: Any, rule: str) -> np.ndarray:
+    """Per column, the threshold in ``dtype`` for the float64 order statistic ``v``
+    (squared for Euclidean), as :func:`pyedmcl.rqa.radius.working_threshold` per value:
+    ``"distance"`` (Euclidean) the smallest ``dtype`` value whose float64 sqrt is ``>=
+    fl64(sqrt(v))``; otherwise the smallest ``dtype`` value ``>= v`` (``d < t`` iff ``d <
+    v``). float64: :func:`kernel_thresholds` of ``v`` itself."""
+    dt = np.dtype(dtype)
+    v = np.asarray(v, np.float64)
+    if dt == np.float64:
+        return kernel_thresholds(v, metric, rule)
+    up, down = dt.type(np.inf), dt.type(0)
+    if metric != "euclidean" or rule == "squared":
+        t = v.astype(dt)
+        return np.where(t.astype(np.float64) < v, np.nextafter(t, up), t)
+    r = np.sqrt(v)
+    t = v.astype(dt)
+    for _ in range(64):  # a few steps at most
+        move = np.sqrt(t.astype(np.float64)) < r
+        if not move.any():
+            break
+        t = np.where(move, np.nextafter(t, up), t)
+    for _ in range(64):
+        dn = np.nextafter(t, down)
+        move = (t > 0) & (np.sqrt(dn.astype(np.float64)) >= r)
+        if not move.any():
+            break
+        t = np.where(move, dn, t)
+    return t
+
+
+def fan_thresholds(raw: np.ndarray, E: int, tau: int, k: int, metric: str, dt: np.dtype,
+                   rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(v64, tcol, tcol64)``: per column the float64 path's order statistic (from the
+    raw series, float64 arithmetic, whatever ``dt``), the threshold the kernels of ``dt``
+    compare with, and the float64 path's threshold (what float32 kernels redo near
+    cells against). In float64 ``tcol`` is ``tcol64``."""
+    v64 = column_order_statistics(raw, E, tau, k, metric, np.dtype(np.float64))
+    t64 = kernel_thresholds(v64, metric, rule)
+    return v64, (t64 if dt == np.float64 else working_thresholds(v64, metric, dt, rule)), t64
+
+
 def max_distance(s: np.ndarray, E: int, tau: int, metric: str) -> float:
     """The largest distance between two embedded points (float64; Euclidean: the sqrt of
     the largest squared sum), in row blocks: ``O(N^2 E)`` host work."""
@@ -107,13 +148,14 @@ def max_distance(s: np.ndarray, E: int, tau: int, metric: str) -> float:
 def fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: np.dtype,
              rule: str, w: int, theiler_scope: str, white_border: bool, bes: list[Backend],
              edge: int | None, order: str, params: Any, l_min: int, v_min: int,
-             w_min: int) -> RQAResult:
-    """FAN (:mod:`pyedmcl.rqa.fan`): column j holds the k points nearest to point j."""
+             w_min: int, raw: np.ndarray | None = None) -> RQAResult:
+    """FAN (:mod:`pyedmcl.rqa.fan`): column j holds the k points nearest to point j.
+    ``s``: the kernels' series (float32: centred); ``raw``: the series the float64 path
+    reads (None: ``s``), whose per-column thresholds every dtype takes."""
     if n < 2:
         raise ValueError("neighbourhood='fan' needs at least 2 embedded points")
     k = check_int(k, "knn", 1, n - 1)
-    v = column_order_statistics(s, E, tau, k, metric, dt)
-    tcol = kernel_thresholds(v, metric, rule)
+    v, tcol, _tcol64 = fan_thresholds(s if raw is None else raw, E, tau, k, metric, dt, rule)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
                     white_border=bool(white_border), percol=True)
@@ -125,7 +167,7 @@ def fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: np
     h = detect_lines(bes, xs, xs, 0.0, spec=spec, n_rows=n, n_cols=n, diag_ranges=ranges, w=w,
                      edge=edge, order=order, params=params, tcol=tcol)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
-    radii = np.sqrt(v.astype(np.float64)) if metric == "euclidean" else v.astype(np.float64)
+    radii = np.sqrt(v) if metric == "euclidean" else v.copy()
     return make_result(h, h.diagonal.copy(), n_cells, radii, l_min, v_min, w_min, dict(
         kind="rqa", neighbourhood="fan", knn=k, E=E, tau=tau, metric=metric, theiler=w,
         theiler_scope=theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt),
