@@ -35,6 +35,7 @@ from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import Histograms, SpeculationFailed, detect_lines
+from .exact import for_run as exact_for_run
 from .inputs import state_vectors, std_of
 from .result import RQAResult, band_cells, make_result
 from .threshold import check_threshold_rule, kernel_threshold
@@ -289,7 +290,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                 params=params, threshold_rule=threshold_rule, neighbourhood=neighbourhood,
                 knn=knn, scheduler=scheduler, n_workers=n_workers)
     return _beside_the_check(prep, [s], lambda dt, xs, sp: _rqa_prepared(
-        xs[0], dt, bes, **opts, speculation=sp))
+        xs[0], dt, bes, **opts, speculation=sp, raw=s))
 
 
 def mirrored_diagonals(h: Histograms, n: int, w: int) -> np.ndarray:
@@ -326,28 +327,33 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
                   white_border: bool, edge: int | None, order: str,
                   params: dict[str, Any] | None, threshold_rule: str, neighbourhood: str,
                   knn: Any, scheduler: Any, n_workers: int,
-                  speculation: Any = None) -> RQAResult:
+                  speculation: Any = None, raw: np.ndarray | None = None) -> RQAResult:
     """:func:`rqa` of the validated series ``s`` (centred for float32) in dtype ``dt``;
     ``speculation``: the float32 merge check still running (the line detection stops
-    with :class:`~pyedmcl.rqa.dnr.SpeculationFailed` once it fails)."""
+    with :class:`~pyedmcl.rqa.dnr.SpeculationFailed` once it fails); ``raw``: the series
+    as given (float32's near cells are redone from it, :mod:`pyedmcl.rqa.exact`; default
+    ``s``)."""
+    raw = s if raw is None else raw
     rule = check_threshold_rule(threshold_rule)
     w = int(theiler)
     if neighbourhood == "fan":
         from .fan import fan_rqa
 
         return fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
-                        edge, order, params, l_min, v_min, w_min)
+                        edge, order, params, l_min, v_min, w_min, raw=raw)
     radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
                                      rule)
+    xs = s.astype(dt)
+    ex = exact_for_run(dt, (raw, raw), (xs, xs), radius, metric, rule, E, thr)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border), fma=(rule == "squared"))
+                    white_border=bool(white_border), fma=(rule == "squared"),
+                    exact=ex is not None)
     kmin = max(w, 1)
-    xs = s.astype(dt)
     h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
                      order=order, params=params, symmetric=True, scheduler=scheduler,
-                     n_workers=n_workers, speculation=speculation)
+                     n_workers=n_workers, speculation=speculation, exact=ex)
     diag = mirrored_diagonals(h, n, w)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
     return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
@@ -400,12 +406,15 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
         cx, cy = series
         radius_, thr = _resolve_threshold(radius, recurrence_rate, cy, cx, E, tau, metric, dt,
                                           bes, rule)
+        zy, zx = cy.astype(dt), cx.astype(dt)
+        ex = exact_for_run(dt, (sy, sx), (zy, zx), radius_, metric, rule, E, thr)
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                        white_border=bool(white_border), fma=(rule == "squared"))
-        h = detect_lines(bes, cy.astype(dt), cx.astype(dt), thr, spec=spec, n_rows=n_rows,
+                        white_border=bool(white_border), fma=(rule == "squared"),
+                        exact=ex is not None)
+        h = detect_lines(bes, zy, zx, thr, spec=spec, n_rows=n_rows,
                          n_cols=n_cols, diag_ranges=ranges, w=w, edge=edge, order=order,
                          params=params, scheduler=scheduler, n_workers=n_workers,
-                         speculation=speculation)
+                         speculation=speculation, exact=ex)
         return make_result(h, h.diagonal.copy(), nx * ny, radius_, l_min, v_min, w_min, dict(
             kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min,
             v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
@@ -468,15 +477,18 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
             except ValueError as exc:  # (a rate below the floor of one series): say which
                 raise ValueError(f"series {name}: {exc}") from None
         (rx_, thr_x), (ry_, thr_y) = thr["x"], thr["y"]
+        a, b = series[0].astype(dt), series[1].astype(dt)
+        ex = exact_for_run(dt, (sx, sx), (a, a), rx_, metric, rule, E, thr_x,
+                           pair2=((sy, sy), (b, b), ry_, thr_y))
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                         theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                        white_border=bool(white_border), fma=(rule == "squared"))
-        a, b = series[0].astype(dt), series[1].astype(dt)
+                        white_border=bool(white_border), fma=(rule == "squared"),
+                        exact=ex is not None)
         h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
                          diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
                          thr2=thr_y, w=w, edge=edge, order=order, params=params,
                          symmetric=True, scheduler=scheduler, n_workers=n_workers,
-                         speculation=speculation)
+                         speculation=speculation, exact=ex)
         diag = mirrored_diagonals(h, n, w)
         n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
         return make_result(h, diag, n_cells, (rx_, ry_), l_min, v_min, w_min, dict(

@@ -116,6 +116,15 @@ class Exact:
     tcol64: np.ndarray | None = None
     bcol: np.ndarray | None = None
 
+    def __repr__(self) -> str:  # a job key (Dask) must tell the arrays apart
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=8)
+        for a in (self.x, self.y, self.x2, self.y2, self.tcol64, self.bcol):
+            h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes())
+        return (f"Exact(thr64={self.thr64!r}, b={self.b!r}, thr264={self.thr264!r}, "
+                f"b2={self.b2!r}, arrays={h.hexdigest()})")
+
 
 def exact_pair(raw_x: np.ndarray, raw_y: np.ndarray, zx: np.ndarray, zy: np.ndarray,
                thr64: float, thr32: float, metric: str, E: int) -> tuple[np.ndarray,
@@ -173,3 +182,48 @@ def near_cells(zx: np.ndarray, zy: np.ndarray, E: int, tau: int, metric: str,
     acc = kernel_distances(px, py, metric, fma)
     dd = (acc - np.asarray(thr32, dtype=np.float32)).astype(np.float32)
     return np.abs(dd) <= np.asarray(b, dtype=np.float32)
+
+
+#: EXACT on for float32 runs (see :func:`unchecked`)
+_ENABLED: list[bool] = [True]
+
+
+class unchecked:
+    """Within this block float32 RQA runs without the exact redo (EXACT=0: benchmarks of
+    its cost, tests of the unchecked kernels)."""
+
+    def __enter__(self) -> None:
+        _ENABLED.append(False)
+
+    def __exit__(self, *exc: Any) -> None:
+        _ENABLED.pop()
+
+
+def wanted(dt: Any) -> bool:
+    """Whether a run in ``dt`` redoes its near cells: float32 (and not :class:`unchecked`)."""
+    return np.dtype(dt) == np.float32 and _ENABLED[-1]
+
+
+def for_run(dt: Any, raw: tuple[np.ndarray, np.ndarray], z: tuple[np.ndarray, np.ndarray],
+            radius: float, metric: str, rule: str, E: int, thr32: float | None = None, *,
+            pair2: tuple | None = None) -> Exact | None:
+    """The :class:`Exact` of a float32 run whose kernels read ``z`` (rows, columns: float32)
+    with threshold ``thr32`` (default: ``radius``'s) and whose float64 path would read
+    ``raw`` (float64) with ``radius`` under ``rule``; None in float64 (or
+    :class:`unchecked`). ``pair2``: JOINT's ``(raw2, z2, radius2, thr232)``."""
+    if not wanted(dt):
+        return None
+    from .threshold import kernel_threshold
+
+    def thr(r: float) -> tuple[float, float]:
+        return (kernel_threshold(r, metric, np.float64, rule),
+                kernel_threshold(r, metric, np.float32, rule))
+
+    t64, t32 = thr(radius)
+    t32 = t32 if thr32 is None else thr32
+    p2 = None
+    if pair2 is not None:
+        (rx2, ry2), (zx2, zy2), r2, t232 = pair2
+        t264, t232_ = thr(r2)
+        p2 = (rx2, ry2, zx2, zy2, t264, t232_ if t232 is None else t232)
+    return make_exact(raw[0], raw[1], z[0], z[1], t64, t32, metric, E, pair2=p2)
