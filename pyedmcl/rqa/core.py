@@ -580,14 +580,18 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
     for ka, kb in zip(groups, [*groups[1:], len(keys)], strict=True):
         gdt, shift, scale = keys[ka]
         pts = (kb - ka - 1) * step + window
-        seg = s[ka * step: ka * step + pts + span]
+        raw = s[ka * step: ka * step + pts + span]
+        seg = raw
         if gdt != np.float64:
-            seg = Affine(np.array([shift]), np.array([scale])).forward(seg.copy())
+            seg = Affine(np.array([shift]), np.array([scale])).forward(raw.copy())
+        z, thr = seg.astype(gdt), kernel_threshold(r, metric, gdt, rule)
+        ex = exact_for_run(gdt, (raw, raw), (z, z), r, metric, rule, E, thr)
         for nrec, d, v, wh in band_passes(
-                bes, seg.astype(gdt), kernel_threshold(r, metric, gdt, rule), E=E, tau=tau,
+                bes, z, thr, E=E, tau=tau,
                 metric=metric, real="double" if gdt == np.float64 else "float",
                 fma=(rule == "squared"), theiler_matrix=tm, w=w,
-                white_border=bool(white_border), n_points=pts, window=window, step=step):
+                white_border=bool(white_border), n_points=pts, window=window, step=step,
+                exact=None if ex is None else (ex.x, ex.thr64, ex.b)):
             rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
     for row in rows:
         row["radius"] = r

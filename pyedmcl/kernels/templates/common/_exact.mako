@@ -20,7 +20,7 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL FP_CONTRACT OFF
 /* EXACT: the float64 path's distance of a cell, in its order and roundings */
-double rqa_exact_dist(__global const double* a, const int ia, __global const double* b,
+inline double rqa_exact_dist(__global const double* a, const int ia, __global const double* b,
                       const int ib)
 {
     double acc;
@@ -44,7 +44,7 @@ double rqa_exact_dist(__global const double* a, const int ia, __global const dou
 
 /* EXACT: the float64 decision of cell (i, j) (0 or 1), or `dflt` outside the matrix
    (a lane whose cell the caller masks anyway) */
-uint rqa_exact_lt(__global const double* a, const int i, __global const double* b,
+inline uint rqa_exact_lt(__global const double* a, const int i, __global const double* b,
                   const int j, const double t64, const int n_rows, const int n_cols,
                   const uint dflt)
 {
@@ -52,6 +52,14 @@ uint rqa_exact_lt(__global const double* a, const int i, __global const double* 
         return dflt;
     return rqa_exact_dist(a, i, b, j) < t64 ? 1u : 0u;
 }
+% endif
+</%def>
+
+## The kernel arguments EXACT adds to a kernel of one series (auto-recurrence: the band
+## and network families): the raw float64 series (unpadded), its threshold and bound.
+<%def name="args_auto()">\
+% if EXACT:
+    __global const double* restrict xd64, const double thr64, const float exb,   /* EXACT */
 % endif
 </%def>
 
@@ -77,10 +85,19 @@ uint rqa_exact_lt(__global const double* a, const int i, __global const double* 
 ## `b` the bound (scalar or lane vector), `pair` 2 for JOINT's second pair; `t64(l)`: an
 ## expression of lane l's float64 threshold (default thr64 / thr264). `pad`: y's left
 ## padding (the raw columns are laid out alike).
-<%def name="redo(lt, dd, b, row, col0, vec, pair=1, t64=None, rv='float')">\
+## `series`: the (rows, columns) arrays instead of the pair's, `pad` their columns' left
+## padding (default VEC), `bounds` False: the caller's cells lie inside the matrix.
+<%def name="redo(lt, dd, b, row, col0, vec, pair=1, t64=None, rv='float', series=None, pad=None, bounds=True)">\
 % if EXACT:
 <%
     a, bb = ("xd64", "yd64") if pair == 1 else ("x2d64", "y2d64")
+    if series is not None:
+        a, bb = series
+    P = context.get("VEC", 1) if pad is None else pad
+    def call(col, t, dflt):
+        if not bounds:
+            return "(rqa_exact_dist(%s, %s, %s + %d, %s) < %s ? 1u : 0u)" % (a, row, bb, P, col, t)
+        return "rqa_exact_lt(%s, %s, %s + %d, %s, %s, n_rows, n_cols, %s)" % (a, row, bb, P, col, t, dflt)
     tdef = "thr64" if pair == 1 else "thr264"
     tl = (lambda l: tdef) if t64 is None else t64
     LANES = "0123456789abcdef"
@@ -89,7 +106,7 @@ uint rqa_exact_lt(__global const double* a, const int i, __global const double* 
             {   /* EXACT: a cell near the threshold decides as float64 does */
                 const float _dd = ${dd};
                 if (_dd <= ${b} && _dd >= -(${b}))
-                    ${lt} = rqa_exact_lt(${a}, ${row}, ${bb} + ${VEC}, ${col0}, ${tl(0)}, n_rows, n_cols, ${lt});
+                    ${lt} = ${call(col0, tl(0), lt)};
             }
 %   else:
             {   /* EXACT: lanes near the threshold decide as float64 does (rare: any() first) */
@@ -98,7 +115,7 @@ uint rqa_exact_lt(__global const double* a, const int i, __global const double* 
                 if (any(_near)) {
 %     for l in range(vec):
                     if (_near.s${LANES[l]})
-                        ${lt}.s${LANES[l]} = -(int)rqa_exact_lt(${a}, ${row}, ${bb} + ${VEC}, (${col0}) + ${l}, ${tl(l)}, n_rows, n_cols, (uint)(-${lt}.s${LANES[l]}));
+                        ${lt}.s${LANES[l]} = -(int)${call("(%s) + %d" % (col0, l), tl(l), "(uint)(-%s.s%s)" % (lt, LANES[l]))};
 %     endfor
                 }
             }
