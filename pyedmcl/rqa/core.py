@@ -35,6 +35,7 @@ from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import Histograms, SpeculationFailed, detect_lines
+from .exact import for_run as exact_for_run
 from .inputs import state_vectors, std_of
 from .radius import RateThreshold
 from .result import RQAResult, band_cells, make_result
@@ -341,17 +342,19 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
 
         return fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
                         edge, order, params, l_min, v_min, w_min, raw=raw)
-    radius, thr = _resolve_threshold(radius, recurrence_rate, raw, None, E, tau, metric, dt,
-                                     bes, rule)
+    th = _resolve_thresholds(radius, recurrence_rate, raw, None, E, tau, metric, dt, bes, rule)
+    radius, thr = th.radius, th.thr
+    xs = s.astype(dt)
+    ex = exact_for_run(dt, (raw, raw), (xs, xs), radius, metric, rule, E, thr, thr64=th.thr64)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border), fma=(rule == "squared"))
+                    white_border=bool(white_border), fma=(rule == "squared"),
+                    exact=ex is not None)
     kmin = max(w, 1)
-    xs = s.astype(dt)
     h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
                      order=order, params=params, symmetric=True, scheduler=scheduler,
-                     n_workers=n_workers, speculation=speculation)
+                     n_workers=n_workers, speculation=speculation, exact=ex)
     diag = mirrored_diagonals(h, n, w)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
     return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
@@ -402,14 +405,19 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
 
     def run(dt: np.dtype, series: list[np.ndarray], speculation: Any) -> RQAResult:
         cx, cy = series
-        radius_, thr = _resolve_threshold(radius, recurrence_rate, sy, sx, E, tau, metric, dt,
-                                          bes, rule)  # the raw series: the float64 path's
+        th = _resolve_thresholds(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes,
+                                 rule)  # from the raw series: the float64 path's
+        radius_, thr = th.radius, th.thr
+        zy, zx = cy.astype(dt), cx.astype(dt)
+        ex = exact_for_run(dt, (sy, sx), (zy, zx), radius_, metric, rule, E, thr,
+                           thr64=th.thr64)
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                        white_border=bool(white_border), fma=(rule == "squared"))
-        h = detect_lines(bes, cy.astype(dt), cx.astype(dt), thr, spec=spec, n_rows=n_rows,
+                        white_border=bool(white_border), fma=(rule == "squared"),
+                        exact=ex is not None)
+        h = detect_lines(bes, zy, zx, thr, spec=spec, n_rows=n_rows,
                          n_cols=n_cols, diag_ranges=ranges, w=w, edge=edge, order=order,
                          params=params, scheduler=scheduler, n_workers=n_workers,
-                         speculation=speculation)
+                         speculation=speculation, exact=ex)
         return make_result(h, h.diagonal.copy(), nx * ny, radius_, l_min, v_min, w_min, dict(
             kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min,
             v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
@@ -468,19 +476,23 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
         thr = {}
         for name, r, q, s in (("x", rx, qx, sx), ("y", ry, qy, sy)):  # raw: float64's
             try:
-                thr[name] = _resolve_threshold(r, q, s, None, E, tau, metric, dt, bes, rule)
+                thr[name] = _resolve_thresholds(r, q, s, None, E, tau, metric, dt, bes, rule)
             except ValueError as exc:  # (a rate below the floor of one series): say which
                 raise ValueError(f"series {name}: {exc}") from None
-        (rx_, thr_x), (ry_, thr_y) = thr["x"], thr["y"]
+        rx_, thr_x, ry_, thr_y = thr["x"].radius, thr["x"].thr, thr["y"].radius, thr["y"].thr
+        a, b = series[0].astype(dt), series[1].astype(dt)
+        ex = exact_for_run(dt, (sx, sx), (a, a), rx_, metric, rule, E, thr_x,
+                           pair2=((sy, sy), (b, b), ry_, thr_y), thr64=thr["x"].thr64,
+                           thr264=thr["y"].thr64)
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                         theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                        white_border=bool(white_border), fma=(rule == "squared"))
-        a, b = series[0].astype(dt), series[1].astype(dt)
+                        white_border=bool(white_border), fma=(rule == "squared"),
+                        exact=ex is not None)
         h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
                          diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
                          thr2=thr_y, w=w, edge=edge, order=order, params=params,
                          symmetric=True, scheduler=scheduler, n_workers=n_workers,
-                         speculation=speculation)
+                         speculation=speculation, exact=ex)
         diag = mirrored_diagonals(h, n, w)
         n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
         return make_result(h, diag, n_cells, (rx_, ry_), l_min, v_min, w_min, dict(
@@ -585,14 +597,18 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
     for ka, kb in zip(groups, [*groups[1:], len(keys)], strict=True):
         gdt, shift, scale = keys[ka]
         pts = (kb - ka - 1) * step + window
-        seg = s[ka * step: ka * step + pts + span]
+        raw = s[ka * step: ka * step + pts + span]
+        seg = raw
         if gdt != np.float64:
-            seg = Affine(np.array([shift]), np.array([scale])).forward(seg.copy())
+            seg = Affine(np.array([shift]), np.array([scale])).forward(raw.copy())
+        z, thr = seg.astype(gdt), kernel_threshold(r, metric, gdt, rule)
+        ex = exact_for_run(gdt, (raw, raw), (z, z), r, metric, rule, E, thr)
         for nrec, d, v, wh in band_passes(
-                bes, seg.astype(gdt), kernel_threshold(r, metric, gdt, rule), E=E, tau=tau,
+                bes, z, thr, E=E, tau=tau,
                 metric=metric, real="double" if gdt == np.float64 else "float",
                 fma=(rule == "squared"), theiler_matrix=tm, w=w,
-                white_border=bool(white_border), n_points=pts, window=window, step=step):
+                white_border=bool(white_border), n_points=pts, window=window, step=step,
+                exact=None if ex is None else (ex.x, ex.thr64, ex.b)):
             rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
     for row in rows:
         row["radius"] = r

@@ -28,6 +28,8 @@ from clkernels import Backend
 from ..kernels.rqa_lines import LineSpec
 from ..validation import check_int
 from .dnr import detect_lines
+from .exact import make_exact
+from .exact import wanted as exact_wanted
 from .result import RQAResult, band_cells, make_result
 
 #: cells per host block of the column search
@@ -151,21 +153,27 @@ def fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: np
              w_min: int, raw: np.ndarray | None = None) -> RQAResult:
     """FAN (:mod:`pyedmcl.rqa.fan`): column j holds the k points nearest to point j.
     ``s``: the kernels' series (float32: centred); ``raw``: the series the float64 path
-    reads (None: ``s``), whose per-column thresholds every dtype takes."""
+    reads (None: ``s``), whose per-column thresholds every dtype takes; a float32 run
+    redoes the cells near each column's threshold in double against them
+    (:mod:`pyedmcl.rqa.exact`)."""
     if n < 2:
         raise ValueError("neighbourhood='fan' needs at least 2 embedded points")
     k = check_int(k, "knn", 1, n - 1)
-    v, tcol, _tcol64 = fan_thresholds(s if raw is None else raw, E, tau, k, metric, dt, rule)
+    src = s if raw is None else raw
+    v, tcol, tcol64 = fan_thresholds(src, E, tau, k, metric, dt, rule)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border), percol=True)
+                    white_border=bool(white_border), percol=True, exact=exact_wanted(dt))
     if w == 0:
         ranges = [(-(n - 1), n)]
     else:
         ranges = [r for r in ((-(n - 1), -w + 1), (w, n)) if r[1] > r[0]]
     xs = s.astype(dt)
+    ex = None
+    if spec.exact:  # the near cells of each column redone against the float64 path's
+        ex = make_exact(src, src, xs, xs, 0.0, 0.0, metric, E, tcol=(tcol64, tcol))
     h = detect_lines(bes, xs, xs, 0.0, spec=spec, n_rows=n, n_cols=n, diag_ranges=ranges, w=w,
-                     edge=edge, order=order, params=params, tcol=tcol)
+                     edge=edge, order=order, params=params, tcol=tcol, exact=ex)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
     radii = np.sqrt(v) if metric == "euclidean" else v.copy()
     return make_result(h, h.diagonal.copy(), n_cells, radii, l_min, v_min, w_min, dict(
