@@ -192,3 +192,26 @@ def test_fan_radii_float32_is_float64():
     r32 = pe.rqa(x, E=2, neighbourhood="fan", knn=9, device=DEV)
     r64 = pe.rqa(x, E=2, neighbourhood="fan", knn=9, device=DEV, dtype="float64")
     assert np.array_equal(r32.radius, r64.radius)
+
+
+def _same_result(a, b) -> bool:
+    """Every measure (NaN where both are), the counts and the histograms equal."""
+    ma, mb = (np.array([r.measures[k] for k in sorted(r.measures)], float) for r in (a, b))
+    return (a.n_recurrences == b.n_recurrences and np.array_equal(ma, mb, equal_nan=True)
+            and all(np.array_equal(getattr(a, h), getattr(b, h)) for h in
+                    ("diagonal_hist", "vertical_hist", "white_hist")))
+
+
+def test_measures_float32_are_float64():
+    """End to end with the float32 kernels' exact redo (:mod:`pyedmcl.rqa.exact`): a fixed
+    rate's whole result, and FAN's, in float32 equal float64's on grid data."""
+    x, y = grid_series(420, 0, 31), grid_series(420, 1, 32)
+    for metric in ("euclidean", "maximum"):
+        kw = dict(E=3, recurrence_rate=0.07, metric=metric, device=DEV)
+        assert _same_result(pe.rqa(x, **kw), pe.rqa(x, **kw, dtype="float64")), metric
+    kw = dict(E=2, recurrence_rate=0.05, device=DEV)
+    assert _same_result(pe.cross_rqa(x, y, **kw), pe.cross_rqa(x, y, **kw, dtype="float64"))
+    kw = dict(E=2, recurrence_rate=(0.1, 0.05), device=DEV)
+    assert _same_result(pe.joint_rqa(x, y, **kw), pe.joint_rqa(x, y, **kw, dtype="float64"))
+    kw = dict(E=2, neighbourhood="fan", knn=11, device=DEV)
+    assert _same_result(pe.rqa(x, **kw), pe.rqa(x, **kw, dtype="float64"))
