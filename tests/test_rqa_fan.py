@@ -48,12 +48,11 @@ def test_fan_pyunicorn_local_recurrence_rate(device, metric):
 
 
 def test_fan_numpy_reference_float32(device):
-    """float32: the decision is d < (k-th smallest of the column), both in float32."""
-    from pyedmcl._precision import prepare
-
+    """float32: the decision is float64's, d < (k-th smallest of the column) with both from
+    the raw series in float64 (the thresholds are the float64 path's, the cells near them
+    redone in double by the kernels)."""
     x = quantized(250, seed=4)
-    xs = prepare([x], np.float32, True, names=["x"], scale=False).series[0].astype(np.float32)
-    pts = np.stack([xs[:-2], xs[1:-1], xs[2:]], axis=1)
+    pts = np.stack([x[:-2], x[1:-1], x[2:]], axis=1)
     d = kernel_distances(pts, pts, "euclidean")
     k = 12
     for rule in ("squared", "distance"):
@@ -61,7 +60,7 @@ def test_fan_numpy_reference_float32(device):
         if rule == "squared":
             R = d < kth[None, :]
         else:
-            R = np.sqrt(d.astype(np.float64)) < np.sqrt(kth.astype(np.float64))[None, :]
+            R = np.sqrt(d) < np.sqrt(kth)[None, :]
         ref = matrix_histograms(R, 1)
         r = pe.rqa(x, E=3, neighbourhood="fan", knn=k, dtype="float32", threshold_rule=rule,
                    device=device, edge=64)
