@@ -16,7 +16,7 @@
 ## a minus column point ib of b, terms summed from m = 0 (FMA: fma() after the first).
 <%def name="functions(fma=None)">\
 % if EXACT:
-<% use_fma = FMA if fma is None else fma %>\
+<% use_fma = context.get("FMA", 0) if fma is None else fma %>\
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL FP_CONTRACT OFF
 /* EXACT: the float64 path's distance of a cell, in its order and roundings */
@@ -60,6 +60,15 @@ inline uint rqa_exact_lt(__global const double* a, const int i, __global const d
 <%def name="args_auto()">\
 % if EXACT:
     __global const double* restrict xd64, const double thr64, const float exb,   /* EXACT */
+% endif
+</%def>
+
+## The kernel arguments EXACT adds to a kernel of a row and a column series (plots): the
+## raw float64 series (unpadded), the threshold and bound.
+<%def name="args_two()">\
+% if EXACT:
+                 __global const double* restrict xd64, __global const double* restrict yd64,
+                 const double thr64, const float exb,   /* EXACT */
 % endif
 </%def>
 
