@@ -158,7 +158,7 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     kernels compute them. Both give the same integer counts, hence the same measures.
     """
     from ..validation import as_series, check_embedding, check_metric
-    from .core import _backends_and_dtype, _check_E_tau, _resolve_threshold, centred
+    from .core import _backends_and_dtype, _check_E_tau, _resolve_thresholds, centred
     from .exact import for_run as exact_for_run
     from .threshold import check_threshold_rule
 
@@ -180,9 +180,10 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     bes, dt = _backends_and_dtype(device, None, backend, dtype)
     raw = s
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="recurrence_network")
-    r, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes, rule)
+    th = _resolve_thresholds(radius, recurrence_rate, raw, None, E, tau, metric, dt, bes, rule)
+    r, thr = th.radius, th.thr  # a rate's: the float64 path's (from the raw series)
     z = s.astype(dt)
-    ex = exact_for_run(dt, (raw, raw), (z, z), r, metric, rule, E, thr)
+    ex = exact_for_run(dt, (raw, raw), (z, z), r, metric, rule, E, thr, thr64=th.thr64)
     if path_lengths is None:
         gpu = method == "device" and bes[0].info.is_gpu
         paths = n <= (DEVICE_PATH_MAX_N if gpu else PATH_MAX_N)

@@ -16,7 +16,7 @@ from clkernels import run_blocked
 
 from ..kernels import rqa_density
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from .core import _resolve_threshold, centred
+from .core import _resolve_thresholds, centred
 from .exact import for_run as exact_for_run
 from .threshold import check_threshold_rule
 
@@ -65,11 +65,12 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     ex = None
     if thresholded:
         rule = check_threshold_rule(threshold_rule)
-        r_, thr = _resolve_threshold(radius, recurrence_rate, sy, None if y is None else sx, E,
-                                     tau, metric, dt, [be], rule)
+        th = _resolve_thresholds(radius, recurrence_rate, raw[1], None if y is None else raw[0],
+                                 E, tau, metric, dt, [be], rule)  # a rate's: float64's
+        r_, thr = th.radius, th.thr
         if sx is not None and sy is not None:  # host series: float32's ties as float64's
             ex = exact_for_run(dt, (raw[1], raw[0]), (sy.astype(dt), sx.astype(dt)), r_,
-                               metric, rule, E, thr)
+                               metric, rule, E, thr, thr64=th.thr64)
     else:
         thr = 0.0
     b = max(1, -(-max(nr, nc) // size))
