@@ -11,10 +11,15 @@ the tied ones are left out, as pyunicorn does). The line kernels compare with ``
 per column (template value ``PERCOL``), under the same ``threshold_rule`` as a fixed
 radius (:mod:`pyedmcl.rqa.threshold`, vectorised here).
 
-The per-column order statistics are found on the host in the working precision with
-the kernels' arithmetic (coordinate differences, squares summed in order, no fma):
-``O(N^2 E)`` work and ``O(N * 2^22 / N)`` memory per block, so practical to N of a few
-10^4 on a CPU host.
+The per-column order statistics are found on the host in float64 from the series as
+given, with the float64 kernels' arithmetic (coordinate differences, squares summed in
+order, no fma), whatever the working dtype: float32 FAN takes the float64 path's
+thresholds bit for bit (:func:`fan_thresholds`), compares with their float32 rounding
+(:func:`working_thresholds`: the same decision on float32 values) and redoes the cells
+near them in double against the float64 ones (:mod:`pyedmcl.rqa.exact`), so its
+matrix is float64's. ``O(N^2 E)`` work and ``O(N * 2^22 / N)`` memory per block, so
+practical to N of a few 10^4 on a CPU host (float64 costs ~1.6x float32's host time
+there).
 """
 
 from __future__ import annotations

@@ -5,13 +5,23 @@ pyunicorn's definition is used: sort all ``n_rows * n_cols`` distances and take
 ``d < threshold``, so exactly ``k = int(rate * (n_cells - 1))`` cells recur unless the
 k-th smallest distance is tied with the one below it (then the cells tied at the
 threshold are left out, as pyunicorn does; the achieved RR is reported). The distances
-are the kernels' own (squared for Euclidean, same summation order, working precision),
-so the threshold handed to the kernels (:func:`pyedmcl.rqa.threshold.kernel_threshold`)
-admits exactly the cells below the order statistic: no cell at the threshold slips in
-through the rounding of ``r * r``. For ``n_cells <= EXACT_CELLS`` the distances are computed on
-the device in blocks and the order statistic is exact. Above that, the
-quantile is estimated from ``SAMPLES`` random pairs (deterministic seed, float64 on
-the host), so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
+are the float64 kernels' (squared for Euclidean, coordinates summed in order, no fma)
+of the series as given, whatever the working dtype: the radius and the float64
+threshold ``thr64`` handed on (:func:`pyedmcl.rqa.threshold.kernel_threshold` of the
+radius; ``threshold_rule="squared"``: the squared order statistic) are the float64
+path's bit for bit in float32 too, so ``thr64`` admits exactly the cells below the
+order statistic (no cell at it slips in through the rounding of ``r * r``), and the
+float32 kernels' own threshold ``thr`` is that of the same radius in float32 (their
+cells near it are redone against ``thr64``, :mod:`pyedmcl.rqa.exact`).
+
+For ``n_cells <= EXACT_CELLS`` the order statistic is exact: float64 computes every
+distance on the device; float32 computes the float32 matrix of the centred series on
+the device and decides the cells whose float64 distance could be the order statistic
+in float64 on the host (:mod:`pyedmcl.rqa.select`: a rounding bound, a count of the
+cells certainly below, the few in between recomputed): a few percent of the search's
+time. Above that, the quantile is estimated from ``SAMPLES`` random pairs
+(deterministic seed) whose distances are computed in float64 from the series as given
+in either dtype, so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
 the target; the result reports the exact achieved RR.
 """
 
