@@ -300,6 +300,8 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
         p = dict(params)  # checked by detect_lines
     if edge is not None:
         p["EDGE"] = int(edge)
+    if _intel_exact_crash(p, m.spec, be.info):
+        p["WG"] = 8
     # PACK reads a cell as the sign of d - thr: equal to d < thr for finite thresholds
     # (finite data give no NaN then); an infinite one takes the compare
     thresholds = [m.thr, m.thr2] + ([] if tcol is None else [np.max(np.abs(tcol))])
@@ -309,6 +311,14 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
     h32 = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
     h64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
     return _DevState(be, p, series, h32, h64)
+
+
+def _intel_exact_crash(p: Params, spec: LineSpec, info: Any) -> bool:
+    """Intel's CPU OpenCL compiler (2024.x) crashes the process building EXACT's double
+    ``fma()`` redo (threshold_rule="squared") in work-groups of 16 or more (it vectorises
+    over work-items); those runs take work-groups of 8 (same histograms)."""
+    return (info.runtime == "intel" and bool(spec.exact_on(info)) and spec.fma
+            and int(p.get("WG", 0)) >= 16)
 
 
 def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,

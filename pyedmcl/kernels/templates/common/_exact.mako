@@ -109,7 +109,6 @@ inline uint rqa_exact_lt(__global const double* a, const int i, __global const d
         return "rqa_exact_lt(%s, %s, %s + %d, %s, %s, n_rows, n_cols, %s)" % (a, row, bb, P, col, t, dflt)
     tdef = "thr64" if pair == 1 else "thr264"
     tl = (lambda l: tdef) if t64 is None else t64
-    LANES = "0123456789abcdef"
 %>\
 %   if vec == 1:
             {   /* EXACT: a cell near the threshold decides as float64 does */
@@ -118,14 +117,18 @@ inline uint rqa_exact_lt(__global const double* a, const int i, __global const d
                     ${lt} = ${call(col0, tl(0), lt)};
             }
 %   else:
-            {   /* EXACT: lanes near the threshold decide as float64 does (rare: any() first) */
+            {   /* EXACT: lanes near the threshold decide as float64 does (rare: any() first;
+                   the lanes then one by one through private arrays) */
                 const ${rv}${vec} _dd = ${dd};
                 const int${vec} _near = (_dd <= (${b})) & (_dd >= -(${b}));
                 if (any(_near)) {
-%     for l in range(vec):
-                    if (_near.s${LANES[l]})
-                        ${lt}.s${LANES[l]} = -(int)${call("(%s) + %d" % (col0, l), tl(l), "(uint)(-%s.s%s)" % (lt, LANES[l]))};
-%     endfor
+                    int _nl[${vec}], _rl[${vec}];
+                    vstore${vec}(_near, 0, _nl);
+                    vstore${vec}(${lt}, 0, _rl);
+                    for (int _l = 0; _l < ${vec}; ++_l)
+                        if (_nl[_l])
+                            _rl[_l] = -(int)${call("(%s) + _l" % col0, tl("_l"), "(uint)(-_rl[_l])")};
+                    ${lt} = vload${vec}(0, _rl);
                 }
             }
 %   endif

@@ -89,7 +89,7 @@ ${decide_exact(T, "rec", "acc - " + thrx, 1)}\
 ## EXACT: the near lanes of pair `pair`'s decision `lt` redone in double (_exact.mako).
 <%def name="decide_exact(T, lt, dd, pair)">\
 % if PERCOL and pair == 1:
-${exact.redo(lt, dd, "tbv", "i", "xcol", T.VEC, pair, t64=lambda l: "tc64[%d + xcol + %d]" % (VEC, l), rv=T.REAL)}\
+${exact.redo(lt, dd, "tbv", "i", "xcol", T.VEC, pair, t64=lambda l: "tc64[%d + xcol + %s]" % (VEC, l), rv=T.REAL)}\
 % else:
 ${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, rv=T.REAL)}\
 % endif
