@@ -171,8 +171,19 @@ def test_fan_thresholds_float32_is_float64(kind, seed, knn, metric, rule):
     """FAN's per-column thresholds: float32 mode gives the float64 path's order statistics
     and thresholds, and float32 thresholds that admit exactly the float32 values below
     the float64 order statistic (by the rule's comparison)."""
+    from pyedmcl.rqa import fan
+
     x = grid_series(260, kind, seed)
-    v32, t32, t64_32 = fan_thresholds(x, 2, 1, knn, metric, np.dtype(np.float32), rule)
+
+    def float32_only(a, b, *args, **kw):  # a column redone whole: the selection failed
+        assert a.dtype == np.float32, "a column of FAN's selection fell back to float64"
+        return kernel_distances(a, b, *args, **kw)
+
+    fan.kernel_distances = float32_only
+    try:
+        v32, t32, t64_32 = fan_thresholds(x, 2, 1, knn, metric, np.dtype(np.float32), rule)
+    finally:
+        fan.kernel_distances = kernel_distances
     v64, t64, t64_64 = fan_thresholds(x, 2, 1, knn, metric, np.dtype(np.float64), rule)
     assert np.array_equal(v32, v64) and np.array_equal(t64_32, t64)
     assert np.array_equal(t64, t64_64) and t64.dtype == np.float64 and t32.dtype == np.float32

@@ -11,15 +11,17 @@ the tied ones are left out, as pyunicorn does). The line kernels compare with ``
 per column (template value ``PERCOL``), under the same ``threshold_rule`` as a fixed
 radius (:mod:`pyedmcl.rqa.threshold`, vectorised here).
 
-The per-column order statistics are found on the host in float64 from the series as
-given, with the float64 kernels' arithmetic (coordinate differences, squares summed in
-order, no fma), whatever the working dtype: float32 FAN takes the float64 path's
-thresholds bit for bit (:func:`fan_thresholds`), compares with their float32 rounding
-(:func:`working_thresholds`: the same decision on float32 values) and redoes the cells
-near them in double against the float64 ones (:mod:`pyedmcl.rqa.exact`), so its
-matrix is float64's. ``O(N^2 E)`` work and ``O(N * 2^22 / N)`` memory per block, so
-practical to N of a few 10^4 on a CPU host (float64 costs ~1.6x float32's host time
-there).
+The per-column order statistics are the float64 path's whatever the working dtype: the
+float64 kernels' arithmetic (coordinate differences, squares summed in order, no fma) on
+the series as given. float64 computes them on the host in float64; float32 computes the
+float32 distances of the centred series and redoes in float64 only each column's cells
+near its float32 order statistic (:func:`column_order_statistics_f32`,
+:func:`pyedmcl.rqa.select.column_kth`: the same values bit for bit, for about float32's
+host time, where all of it in float64 took ~1.6x). float32 FAN then compares with their
+float32 rounding (:func:`working_thresholds`: the same decision on float32 values) and
+redoes the cells near them in double against the float64 ones
+(:mod:`pyedmcl.rqa.exact`), so its matrix is float64's. ``O(N^2 E)`` work and
+``O(N * 2^22 / N)`` memory per block, so practical to N of a few 10^4 on a CPU host.
 """
 
 from __future__ import annotations
@@ -79,6 +81,30 @@ def column_order_statistics(s: np.ndarray, E: int, tau: int, k: int, metric: str
     return out
 
 
+def column_order_statistics_f32(raw: np.ndarray, E: int, tau: int, k: int,
+                                metric: str) -> np.ndarray:
+    """:func:`column_order_statistics` in float64 of the series as given, found from the
+    float32 distances of the centred series: per column, the cells near its float32 order
+    statistic are redone in float64 (:func:`pyedmcl.rqa.select.column_kth`), the rest
+    of the float64 work skipped (bit for bit the float64 values)."""
+    from .radius import _sampled_dist
+    from .select import centred_f32, column_kth
+
+    raw = np.asarray(raw, np.float64)
+    z, _, eta = centred_f32(raw, None)
+    p32, p64 = _points(z, E, tau), _points(raw, E, tau)
+    n = p32.shape[0]
+    step = max(1, BLOCK_CELLS // n)
+    out = np.empty(n, dtype=np.float64)
+    for c0 in range(0, n, step):
+        c1 = min(n, c0 + step)
+        out[c0:c1] = column_kth(
+            kernel_distances(p32, p32[c0:c1], metric), k, eta, metric, E,
+            lambda i, j, c0=c0: _sampled_dist(raw, raw, i, c0 + j, E, tau, metric),
+            lambda cols, c0=c0: kernel_distances(p64, p64[c0 + cols], metric))
+    return out
+
+
 def kernel_thresholds(v: np.ndarray, metric: str, rule: str) -> np.ndarray:
     """Per column, the value the kernels compare with (``d < t``), given the order
     statistic ``v`` (squared for Euclidean) in the working dtype: ``"squared"`` ``v``
@@ -135,7 +161,10 @@ def fan_thresholds(raw: np.ndarray, E: int, tau: int, k: int, metric: str, dt: n
     raw series, float64 arithmetic, whatever ``dt``), the threshold the kernels of ``dt``
     compare with, and the float64 path's threshold (what float32 kernels redo near
     cells against). In float64 ``tcol`` is ``tcol64``."""
-    v64 = column_order_statistics(raw, E, tau, k, metric, np.dtype(np.float64))
+    if dt == np.float64:
+        v64 = column_order_statistics(raw, E, tau, k, metric, np.dtype(np.float64))
+    else:
+        v64 = column_order_statistics_f32(raw, E, tau, k, metric)
     t64 = kernel_thresholds(v64, metric, rule)
     return v64, (t64 if dt == np.float64 else working_thresholds(v64, metric, dt, rule)), t64
 

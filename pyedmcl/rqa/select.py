@@ -215,3 +215,66 @@ def any_below(thr64: float, info: dict[str, Any], rows: np.ndarray, cols: np.nda
             return True, None
         full = host_distances(rows, cols, E, tau, metric)
     return bool(np.any(full < thr64)), full
+
+
+def search_windows(v32: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """:func:`search_window` for each order statistic of ``v32`` (float64 array)."""
+    c1, c2, c3 = (float(v) for v in c)
+    v32 = np.asarray(v32, np.float64)
+    if not c1 < 0.25:
+        return np.full(v32.shape, np.inf)
+    hi = v32.copy()
+    beta = np.full(v32.shape, np.inf)
+    todo = np.ones(v32.shape, bool)
+    for _ in range(60):
+        cap = 3.0 * hi[todo] + 4.0 * (c2 / (1.0 - c1)) ** 2 + 4.0 * c3
+        b = c1 * cap + c2 * np.sqrt(cap) + c3
+        ok = v32[todo] + 2.0 * b <= hi[todo]
+        idx = np.flatnonzero(todo)
+        beta[idx[ok]] = b[ok]
+        hi[idx[~ok]] = (v32[idx[~ok]] + 2.0 * b[~ok]) * (1 + 1e-3) + 1e-300
+        todo[idx[ok]] = False
+        if not todo.any():
+            break
+    return beta
+
+
+def _down32(v: np.ndarray) -> np.ndarray:
+    t = v.astype(np.float32)
+    return np.where(t.astype(np.float64) > v, np.nextafter(t, np.float32(-np.inf)), t)
+
+
+def _up32(v: np.ndarray) -> np.ndarray:
+    t = v.astype(np.float32)
+    return np.where(t.astype(np.float64) < v, np.nextafter(t, np.float32(np.inf)), t)
+
+
+def column_kth(d32: np.ndarray, k: int, eta: float, metric: str, E: int, dist64: Any,
+               exact64: Any) -> np.ndarray:
+    """Per column of the float32 block ``d32`` (rows: all points; inputs within ``eta`` of
+    exact): the float64 path's ``k``-th smallest distance, as :func:`exact_kth` finds it
+    for one matrix. ``dist64(i, j)``: float64 distances of the cells (row ``i``, column
+    ``j`` of the block); ``exact64(cols)``: the block's float64 columns ``cols`` (those
+    whose check fails, computed whole)."""
+    part = np.partition(d32, k, axis=0)
+    v32 = part[k].astype(np.float64)
+    beta = search_windows(v32, error_coefficients(metric, E, eta))
+    lo, hi = _down32(v32 - 2.0 * beta), _up32(v32 + 2.0 * beta)
+    n_lo = np.count_nonzero(part[:k] < lo[None, :], axis=0)  # cells below lo are there
+    del part
+    mask = d32 >= lo[None, :]
+    mask &= d32 <= hi[None, :]
+    ii, jj = np.nonzero(mask)
+    d64 = dist64(ii, jj)
+    order = np.lexsort((d64, jj))
+    counts = np.bincount(jj, minlength=d32.shape[1])
+    starts = np.cumsum(counts) - counts
+    pick = starts + (k - n_lo)
+    fine = np.isfinite(beta) & (k - n_lo < counts)
+    w = np.full(d32.shape[1], np.nan)
+    w[fine] = d64[order[pick[fine]]]
+    fine &= (lo.astype(np.float64) + beta <= w) & (w <= hi.astype(np.float64) - beta)
+    bad = np.flatnonzero(~fine)
+    if bad.size:
+        w[bad] = np.partition(exact64(bad), k, axis=0)[k]
+    return w
