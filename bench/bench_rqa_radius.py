@@ -27,7 +27,14 @@ def main() -> None:
     ap.add_argument("--E", type=int, default=3)
     ap.add_argument("--rate", type=float, default=0.05)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--fan", type=int, nargs="*", default=[],
+                    help="also FAN's per-column thresholds (knn 20) at these N: float32's "
+                         "float64 selection vs the float32-only order statistics (what "
+                         "float32 used before) vs all in float64, in this process (CPU "
+                         "time of the host's one thread)")
     args = ap.parse_args()
+    if args.fan:
+        _fan(args.fan, args.E, args.repeat)
 
     from clkernels import get_backend
     from pyedmcl.rqa.radius import threshold_for_rate
@@ -54,6 +61,31 @@ def main() -> None:
                   f"{best[np.float64] * 1e3:8.1f} ms  ratio {best[np.float32] / best[np.float64]:.3f}"
                   f"  radii equal: {radii[np.float32] == radii[np.float64]} "
                   f"({radii[np.float32]!r} / {radii[np.float64]!r})")
+
+
+def _fan(ns: list[int], E: int, repeat: int) -> None:
+    from pyedmcl.rqa.fan import column_order_statistics, fan_thresholds
+
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    cases = {"float32 (float64 values by selection)":
+             lambda x: fan_thresholds(x, E, 1, 20, "euclidean", f32, "distance"),
+             "float32-only order statistics":
+             lambda x: column_order_statistics(x, E, 1, 20, "euclidean", f32),
+             "float64": lambda x: fan_thresholds(x, E, 1, 20, "euclidean", f64, "distance")}
+    rng = np.random.default_rng(8)
+    for n in ns:
+        walk = np.cumsum(rng.standard_normal(n)) * 0.3
+        for kind, x in (("ordinary", walk), ("grid0.1", np.round(walk, 1) + 100.0)):
+            best = {}
+            for name, f in cases.items():
+                ts = []
+                for _ in range(repeat):
+                    t = time.process_time()  # host-only, one thread: CPU time (a
+                    f(x)  # shared machine's load swings wall time by 1.5x)
+                    ts.append(time.process_time() - t)
+                best[name] = min(ts)
+            print(f"FAN N={n:>6} {kind:>9} (CPU time): " + "  ".join(
+                f"{k} {v * 1e3:.0f} ms" for k, v in best.items()))
 
 
 if __name__ == "__main__":
