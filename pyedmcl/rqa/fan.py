@@ -16,8 +16,8 @@ float64 kernels' arithmetic (coordinate differences, squares summed in order, no
 the series as given. float64 computes them on the host in float64; float32 computes the
 float32 distances of the centred series and redoes in float64 only each column's cells
 near its float32 order statistic (:func:`column_order_statistics_f32`,
-:func:`pyedmcl.rqa.select.column_kth`: the same values bit for bit, for about float32's
-host time, where all of it in float64 took ~1.6x). float32 FAN then compares with their
+:func:`pyedmcl.rqa.select.column_kth`: the same values bit for bit, for ~1.2x the
+float32-only host time, where all of it in float64 takes ~1.6x). float32 FAN then compares with their
 float32 rounding (:func:`working_thresholds`: the same decision on float32 values) and
 redoes the cells near them in double against the float64 ones
 (:mod:`pyedmcl.rqa.exact`), so its matrix is float64's. ``O(N^2 E)`` work and
