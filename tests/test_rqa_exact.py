@@ -249,10 +249,12 @@ def test_rounded_henon_matches_the_oracles(device):
 
 def test_no_fp64_warns_and_runs_unchecked():
     """A device without fp64 keeps the float32 kernels unchecked and says so once."""
-    import pyedmcl.rqa.exact as ex
+    import sys
 
+    ex = sys.modules["pyedmcl.rqa.exact"]
     be = clkernels.get_backend(FAST_BUILD_CPU)
-    nofp64 = type(be)(dataclasses.replace(be.info, fp64=False))
+    nofp64 = type(be)(be.info)  # a backend of its own, told that its device lacks fp64
+    nofp64.info = dataclasses.replace(be.info, fp64=False)
     q = np.round(np.random.default_rng(1).normal(0, 1, 200), 1)
     ex._warned = False
     with warnings.catch_warnings(record=True) as got:

@@ -192,11 +192,14 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     replaces the device's tuned launch parameters of the line kernels by a point of
     their tuning space (``VEC``, ``WG``, ``EDGE`` required; flags left out are off:
     the same histograms by another path; a name or value outside the space is refused,
-    EDGE may be any positive integer). Float32
-    squared distances are summed in float32: cells whose distance is within float32
-    rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
+    EDGE may be any positive integer). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,
-    so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`).
+    so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`). float32
+    decides every cell as ``dtype="float64"`` does: the few cells whose float32 distance
+    lies within a proven rounding bound of the radius (ties on decimal data) are
+    recomputed in double from the series as given (:mod:`pyedmcl.rqa.exact`), so the
+    histograms equal float64's bit for bit; a device without fp64 decides them in
+    float32 (one ``PrecisionWarning``: ties may differ there).
     ``threshold_rule`` decides cells whose distance equals the radius (ties on quantized
     data) as pyunicorn (``"distance"``, default) or PyRQA's kernels (``"squared"``).
     With ``recurrence_rate`` the achieved rate is ``RR``; the target is in ``settings``.
