@@ -38,8 +38,11 @@ with exact coordinate differences ``D_m`` and exact distance ``D`` (Euclidean:
 * Manhattan: ``u D + E a``, then ``gamma_{E-1}`` of the sum.
 
 The float64 path is the same with ``a = 0`` and ``u = 2^-53``; each bound is ``c1 D +
-c2 sqrt(D) + c3``, and a term of ``E + 1`` smallest subnormals covers underflow. The
-sum of both bounds, doubled (floating-point slack), is ``beta(D)``, increasing in ``D``.
+c2 sqrt(D) + c3``. Underflow: ``2E + 1`` operations each off by at most the smallest
+normal float32 (a device may flush float32 subnormals to zero; float64 keeps them: its
+smallest subnormal), and ``a`` grows by three of them (two inputs and their difference
+flushed). The sum of both bounds, doubled (floating-point slack), is ``beta(D)``,
+increasing in ``D``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ U32 = 2.0 ** -24
 U64 = 2.0 ** -53
 #: the factor on the summed error bounds (slack for the host's own float64 arithmetic)
 SAFETY = 2.0
+#: the largest error of a float32 operation whose result (or operand) is subnormal: a
+#: device may flush float32 subnormals to zero (OpenCL makes their support optional)
+FLUSH32 = 2.0 ** -126
 #: cells per block of the candidate scan (a block's mask stays in the caches)
 SCAN_CELLS = 1 << 20
 
@@ -74,7 +80,7 @@ def _one_path(metric: str, E: int, a: float, u: float, tiny: float) -> np.ndarra
         c = np.array([u + g * (1 + u), 0.0, E * a * (1 + g)])
     else:
         raise ValueError(f"unknown metric {metric!r}: use euclidean, maximum or manhattan")
-    c[2] += (E + 1) * tiny
+    c[2] += (2 * E + 1) * tiny
     return c
 
 
@@ -82,8 +88,8 @@ def error_coefficients(metric: str, E: int, eta: float) -> np.ndarray:
     """``(c1, c2, c3)`` with ``|d32 - d64| <= beta(D) = c1 D + c2 sqrt(D) + c3`` for every
     cell of exact distance ``D`` (Euclidean: squared), float32 inputs within ``eta`` of
     the exactly centred values (module docstring; :data:`SAFETY` included)."""
-    a = 2.0 * eta * (1 + U32)
-    c = _one_path(metric, E, a, U32, 2.0 ** -149) + _one_path(metric, E, 0.0, U64, 2.0 ** -1074)
+    a = 2.0 * eta * (1 + U32) + 3 * FLUSH32
+    c = _one_path(metric, E, a, U32, FLUSH32) + _one_path(metric, E, 0.0, U64, 2.0 ** -1074)
     return SAFETY * c
 
 
