@@ -208,14 +208,18 @@ def _float32_search(rows: np.ndarray, cols: np.ndarray | None, rate: float, n_ce
     """The float64 order statistic from the device's float32 distances of the centred
     series (:mod:`pyedmcl.rqa.select`); also the selection's record, and the float64
     distances where it computed them all (else None)."""
-    from .._precision import unstandardised
+    from clkernels import get_backend
+
     from ..kernels.distance import pairwise_distances
     from .select import centred_f32, exact_kth
 
     z, zc, eta = centred_f32(rows, cols)
-    with unstandardised():  # already centred here; the inputs' cast is part of eta
-        flat = pairwise_distances(z, zc, E=E, tau=tau, metric=metric, squared=True,
-                                  dtype=np.float32, device=backend).ravel()
+    be = get_backend(backend) if backend is None else backend
+    # device arrays are used as given: centred here, the inputs' cast is part of eta
+    zd = be.to_device(z)
+    flat = pairwise_distances(zd, None if zc is None else be.to_device(zc), E=E, tau=tau,
+                              metric=metric, squared=True, dtype=np.float32,
+                              device=be).ravel()
     cols_ = rows if cols is None else cols
     k = int(rate * (n_cells - 1))
     v, info = exact_kth(flat, k, rows, cols, nc, E, tau, metric, eta,
