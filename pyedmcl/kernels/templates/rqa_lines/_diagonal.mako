@@ -7,6 +7,7 @@
 ## T: the names of _names.mako.
 ## Import with <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>.
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
+<%namespace name="exact" file="/common/_exact.mako"/>
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 
 <%def name="body(T)">\
@@ -251,7 +252,13 @@ ${plane_loads("ib + 64")}\
                         acc += s[${t + m * TAU}];
 %     endif
 %   endfor
+% if EXACT:
+                        uint bit = RQA_SIGN(acc - (real_t)thr);
+${exact.redo("bit", "acc - (real_t)thr", "exb", "hb + %d" % t, "hb + l0 + %d" % t, 1)}\
+                        D = (D << 1) | bit;
+% else:
                         D = (D << 1) | RQA_SIGN(acc - (real_t)thr);
+% endif
                     }
 % endfor
 % for u in range(SPAN):

@@ -2,6 +2,7 @@
 ## the cell's colour (threshold, JOINT second pair, THEILER_MATRIX band), and the packing
 ## of 32 cells per lane into a bit word (BITS). T: the names of _names.mako.
 ## Import with <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>.
+<%namespace name="exact" file="/common/_exact.mako"/>
 <%!
 def term(metric, d):
     """A coordinate's term of the distance, from its difference ``d``: the square
@@ -50,6 +51,12 @@ def term(metric, d):
 % if PERCOL:
         const ${RV} tv = ${T.vload("tcol + %d + %s" % (VEC, at))};   /* the columns' thresholds */
 % endif
+% if EXACT:
+        const int xcol = ${at};   /* EXACT: the column of lane 0 */
+%   if PERCOL:
+        const ${RV} tbv = ${T.vload("tcb + %d + %s" % (VEC, at))};   /* EXACT: their bounds */
+%   endif
+% endif
 % for m in range(E):
         yv[${m}] = ${T.vload("y + %d + %s + %d" % (VEC, at, m * TAU))};
 %   if JOINT:
@@ -65,10 +72,26 @@ def term(metric, d):
 ## no NaN arises from finite data), and the bit shifts straight into the word.
 <%def name="recurrent(T, mask='', xs='x', xoff='i')">\
 ${dist(T, "acc", xs, "yv", xoff)}
-% if PACK:
-            uint rec = ${mask}${sign_bit(T, "acc - tv" if PERCOL else "acc - (%s)thr" % T.RV)};
+<% thrx = "tv" if PERCOL else "(%s)thr" % T.RV %>\
+% if EXACT:
+            ${"uint" if PACK else T.IV} rec = ${sign_bit(T, "acc - " + thrx) if PACK else T.cmp_u("acc < " + thrx)};
+${decide_exact(T, "rec", "acc - " + thrx, 1)}\
+%   if mask:
+            rec = ${mask}rec;
+%   endif
+% elif PACK:
+            uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
 % else:
-            ${T.IV} rec = ${mask}${T.cmp_u("acc < tv" if PERCOL else "acc < (%s)thr" % T.RV)};
+            ${T.IV} rec = ${mask}${T.cmp_u("acc < " + thrx)};
+% endif
+</%def>
+
+## EXACT: the near lanes of pair `pair`'s decision `lt` redone in double (_exact.mako).
+<%def name="decide_exact(T, lt, dd, pair)">\
+% if PERCOL and pair == 1:
+${exact.redo(lt, dd, "tbv", "i", "xcol", T.VEC, pair, t64=lambda l: "tc64[%d + xcol + %s]" % (VEC, l), rv=T.REAL)}\
+% else:
+${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, rv=T.REAL)}\
 % endif
 </%def>
 
@@ -79,7 +102,13 @@ ${dist(T, "acc", xs, "yv", xoff)}
 <%def name="joint(T)">\
 % if JOINT:
 ${dist(T, "acc2", "x2", "yv2", "i")}
-%   if PACK:
+%   if EXACT:
+            {
+                ${"uint" if PACK else T.IV} rec2 = ${sign_bit(T, "acc2 - (%s)thr2" % T.RV) if PACK else T.cmp_u("acc2 < (%s)thr2" % T.RV)};
+${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
+                rec &= rec2;
+            }
+%   elif PACK:
             rec &= ${sign_bit(T, "acc2 - (%s)thr2" % T.RV)};
 %   else:
             rec &= ${T.cmp_u("acc2 < (%s)thr2" % T.RV)};

@@ -1,0 +1,114 @@
+"""The cost of float32 RQA that decides every cell as float64 does (EXACT, pyedmcl.rqa.exact):
+float32 with the near cells redone in double against float32 unchecked (EXACT=0,
+``pyedmcl.rqa.exact.unchecked``), in one process, runs alternating.
+
+    python bench/bench_rqa_exact.py --device intel --n 100000 --repeat 3
+
+Auto-RQA (E = 3, tau = 6, float32, the device's default kernels) of two records:
+"ordinary" (a Roessler record, the radius of recurrence rate 0.05) and "quantized" (the
+same record rounded to a 0.1 grid, the radius rounded to a grid multiple: many cells
+exactly at the radius, each redone). Prints per record and mode the median seconds, the
+ratio exact / unchecked, whether the exact histograms equal float64's (where --check; a
+float64 run per record), and the fraction of cells the bound flags (host estimate from a
+sample of rows). ``--out`` writes the lines to a file as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+
+def _hists(r: Any) -> tuple:
+    return (r.diagonal_hist, r.vertical_hist, r.white_hist, r.n_recurrences)
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return all(np.array_equal(u, v) for u, v in zip(a[:3], b[:3], strict=True)) and a[3] == b[3]
+
+
+def _records(n: int, E: int, tau: int, be: Any) -> dict[str, tuple[np.ndarray, float]]:
+    from pyedmcl.data import roessler
+    from pyedmcl.rqa.radius import radius_for_rate
+
+    x = roessler(n + (E - 1) * tau)
+    r = radius_for_rate(x[: min(x.size, 20_000)], None, 0.05, E=E, tau=tau, metric="euclidean",
+                        dtype=np.dtype("float32"), backend=be)
+    q = np.round(x, 1)
+    return {"ordinary": (x, float(r)), "quantized": (q, max(0.1, round(float(r), 1)))}
+
+
+def _near_fraction(x: np.ndarray, r: float, E: int, tau: int, rows: int = 400) -> float:
+    """The fraction of cells the bound flags, on ``rows`` sampled rows (host, NumPy)."""
+    from pyedmcl.rqa.exact import error_bound, largest
+    from pyedmcl.rqa.fan import kernel_distances
+    from pyedmcl.rqa.threshold import kernel_threshold
+
+    z = (x - x.mean()).astype(np.float32)
+    n = x.size - (E - 1) * tau
+    pts = np.stack([z[m * tau: m * tau + n] for m in range(E)], axis=1)
+    t32 = kernel_threshold(r, "euclidean", np.float32)
+    t64 = kernel_threshold(r, "euclidean", np.float64)
+    b = error_bound(largest(z), t64, t32, "euclidean", E)
+    idx = np.random.default_rng(0).choice(n, size=min(rows, n), replace=False)
+    acc = kernel_distances(pts[idx], pts, "euclidean")
+    return float(np.mean(np.abs((acc - np.float32(t32)).astype(np.float32)) <= b))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--n", type=int, nargs="+", default=[100_000], help="embedded points N")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--check", action="store_true", help="compare with a float64 run")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    import pyedmcl as pe
+    from clkernels import get_backend
+    from pyedmcl.rqa.exact import unchecked
+
+    be = get_backend(args.device)
+    E, tau = 3, 6
+    lines = [f"device: {be.info.name} ({be.info.runtime}); E={E} tau={tau} float32, "
+             f"median of {args.repeat} after a warm-up, runs alternating"]
+    print(lines[0], flush=True)
+    for n in args.n:
+        for name, (x, r) in _records(n, E, tau, be).items():
+            def run(exact: bool, x=x, r=r) -> Any:
+                if exact:
+                    return pe.rqa(x, E=E, tau=tau, radius=r, device=args.device)
+                with unchecked():
+                    return pe.rqa(x, E=E, tau=tau, radius=r, device=args.device)
+            times: dict[bool, list[float]] = {True: [], False: []}
+            got: dict[bool, Any] = {}
+            for mode in (True, False):
+                got[mode] = run(mode)  # warm-up: builds
+            for _ in range(args.repeat):
+                for mode in (True, False):
+                    t = time.perf_counter()
+                    run(mode)
+                    times[mode].append(time.perf_counter() - t)
+            te, tu = statistics.median(times[True]), statistics.median(times[False])
+            same = ""
+            if args.check:
+                ref = pe.rqa(x, E=E, tau=tau, radius=r, dtype="float64", device=args.device)
+                same = (f" exact==float64: {_same(_hists(got[True]), _hists(ref))},"
+                        f" unchecked==float64: {_same(_hists(got[False]), _hists(ref))}")
+            near = _near_fraction(x, r, E, tau)
+            line = (f"N={n} {name:9s} r={r:.4g} RR={got[True].RR:.4f} exact {te:.4f} s, "
+                    f"unchecked {tu:.4f} s, ratio {te / tu:.3f}, near cells {near:.2e}{same}")
+            print(line, flush=True)
+            lines.append(line)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
