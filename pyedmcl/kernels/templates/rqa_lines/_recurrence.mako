@@ -3,6 +3,7 @@
 ## of 32 cells per lane into a bit word (BITS). T: the names of _names.mako.
 ## Import with <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>.
 <%namespace name="exact" file="/common/_exact.mako"/>
+<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%!
 def term(metric, d):
     """A coordinate's term of the distance, from its difference ``d``: the square
@@ -73,7 +74,14 @@ def term(metric, d):
 <%def name="recurrent(T, mask='', xs='x', xoff='i')">\
 ${dist(T, "acc", xs, "yv", xoff)}
 <% thrx = "tv" if PERCOL else "(%s)thr" % T.RV %>\
-% if EXACT:
+% if EXACT and BITS:
+            ${T.IV if T.VEC > 1 else "uint"} near = ${near_flag(T, "acc - " + thrx, "tbv" if PERCOL else "exb")};   /* EXACT: redone per half (_exactfix.mako) */
+%   if PACK:
+            uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
+%   else:
+            ${T.IV} rec = ${mask}${T.cmp_u("acc < " + thrx)};
+%   endif
+% elif EXACT:
             ${"uint" if PACK else T.IV} rec = ${sign_bit(T, "acc - " + thrx) if PACK else T.cmp_u("acc < " + thrx)};
 ${decide_exact(T, "rec", "acc - " + thrx, 1)}\
 %   if mask:
@@ -83,6 +91,16 @@ ${decide_exact(T, "rec", "acc - " + thrx, 1)}\
             uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
 % else:
             ${T.IV} rec = ${mask}${T.cmp_u("acc < " + thrx)};
+% endif
+</%def>
+
+## EXACT: whether acc - thr (`dd`) lies within the bound `b` (uint 0/1 for one lane, else
+## an int vector of -1/0 lanes).
+<%def name="near_flag(T, dd, b)">\
+% if T.VEC == 1:
+(uint)(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
+% else:
+(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
 % endif
 </%def>
 
@@ -102,7 +120,14 @@ ${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, r
 <%def name="joint(T)">\
 % if JOINT:
 ${dist(T, "acc2", "x2", "yv2", "i")}
-%   if EXACT:
+%   if EXACT and BITS:
+            near |= ${near_flag(T, "acc2 - (%s)thr2" % T.RV, "exb2")};
+%     if PACK:
+            rec &= ${sign_bit(T, "acc2 - (%s)thr2" % T.RV)};
+%     else:
+            rec &= ${T.cmp_u("acc2 < (%s)thr2" % T.RV)};
+%     endif
+%   elif EXACT:
             {
                 ${"uint" if PACK else T.IV} rec2 = ${sign_bit(T, "acc2 - (%s)thr2" % T.RV) if PACK else T.cmp_u("acc2 < (%s)thr2" % T.RV)};
 ${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
@@ -144,6 +169,7 @@ ${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
           for (int h = 0; h < ${T.WB // 32}; ++h) {   /* 32-row halves of the word */
             const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
+${fix.declare(T)}\
 % if PACK:
 <%
     if VEC != 1:
@@ -164,6 +190,7 @@ ${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
                     const int i = xb + r;
 ${caller.body(xs="xr", xoff="r")}\
                     bits = (bits << 1) | rec;
+${fix.pack(T)}\
                 }
             } else if (nh == 32) {
                 #pragma unroll
@@ -171,6 +198,7 @@ ${caller.body(xs="xr", xoff="r")}\
                     const int i = xb + r;
 ${caller.body(xs="x", xoff="i")}\
                     bits = (bits << 1) | rec;
+${fix.pack(T)}\
                 }
             } else {
 %   endif
@@ -178,10 +206,12 @@ ${caller.body(xs="x", xoff="i")}\
                 const int i = ib + 32 * h + r;
 ${caller.body(xs="x", xoff="i")}\
                 bits = (bits << 1) | rec;
+${fix.pack(T)}\
             }
 %   if UNR:
             }
 %   endif
+${fix.redo_half(T)}\
             ba[h] = bits;
 % else:
 % for unrolled in ((True, False) if UNR else (False,)):
@@ -202,11 +232,13 @@ ${caller.body(xs="x", xoff="i")}\
 % else:
                 bits |= as_${UV}(rec) & (${UV})(1u << r);
 % endif
+${fix.pack(T)}\
             }
 % endfor
 % if UNR:
             }
 % endif
+${fix.redo_half(T)}\
 % if VEC == 1:
             ba[h] = bits;
 % else:

@@ -131,6 +131,7 @@
 <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
 <%namespace name="exact" file="/common/_exact.mako"/>
+<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -221,6 +222,7 @@ inline uint rqa_shfl_local(__local uint* shx, const uint v, const int from)
 #pragma OPENCL FP_CONTRACT OFF
 % if MODE not in ("symjoin", "collect"):
 ${exact.functions()}
+${fix.cell_function()}
 % endif
 
 ${hist.hist_add()}

@@ -1,0 +1,102 @@
+## EXACT=1 in rqa_lines' bit-word paths (BITS > 0, DMAJ): the cells' near flags
+## (common/_exact.mako: |fl32(acc - thr)| <= B) are packed beside the cells' bits, one
+## shift and or per cell, branch-free; a 32-row half with any near cell then redoes those
+## cells alone in double (rqa_exact_cell: the float64 kernel's whole decision of the
+## cell: both pairs, the Theiler band, the matrix's edges) and rewrites their bits. A
+## per-cell branch cost the H100 ~50% (N = 10^5 and 946,303); a half is flagged rarely.
+## T: the names of _names.mako.
+## Import with <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>.
+
+## The float64 decision of cell (i, j) as the float64 kernel takes it (0 or 1; 0 outside
+## the matrix, as the float32 path masks it); tw: the Theiler window applied (vertical
+## launches with THEILER_MATRIX) or 0.
+<%def name="cell_function()">\
+% if EXACT:
+inline uint rqa_exact_cell(__global const double* xd64, __global const double* yd64,
+                           __global const double* x2d64, __global const double* y2d64,
+% if PERCOL:
+                           __global const double* tc64,
+% endif
+                           const double thr64, const double thr264, const int i, const int j,
+                           const int n_rows, const int n_cols, const int tw)
+{
+    if (i < 0 || i >= n_rows || j < 0 || j >= n_cols || abs(i - j) < tw)
+        return 0u;
+    if (!(rqa_exact_dist(xd64, i, yd64 + ${VEC}, j) < ${"tc64[%d + j]" % VEC if PERCOL else "thr64"}))
+        return 0u;
+% if JOINT:
+    if (!(rqa_exact_dist(x2d64, i, y2d64 + ${VEC}, j) < thr264))
+        return 0u;
+% endif
+    return 1u;
+}
+% endif
+</%def>
+
+## The call of rqa_exact_cell for row `row`, column `col`.
+<%def name="cell(row, col, tw='0')">rqa_exact_cell(xd64, yd64, x2d64, y2d64, ${"tc64, " if PERCOL else ""}thr64, thr264, ${row}, ${col}, n_rows, n_cols, ${tw})</%def>
+
+## Declare the half's near bits beside `bits` (vec lanes).
+<%def name="declare(T)">\
+% if EXACT:
+            ${T.UV} nbits = (${T.UV})0u;   /* EXACT: the half's near cells */
+% endif
+</%def>
+
+## Pack this cell's near flag (`near`, set by _recurrence.mako's recurrent/joint) as bit
+## r: PACK shifts it in like the cell's bit (rows last to first), else it is or'ed at r.
+<%def name="pack(T, r='r')">\
+% if EXACT and PACK:
+                nbits = (nbits << 1) | near;
+% elif EXACT and T.VEC == 1:
+                nbits |= near << ${r};
+% elif EXACT:
+                nbits |= as_${T.UV}(near) & (${T.UV})(1u << ${r});
+% endif
+</%def>
+
+## After a half (rows ib + 32 h + r): redo its near cells and rewrite their bits in
+## `bits` (vec lanes; lane l's column: l0 + l in vertical launches, i + l0 + l in
+## diagonal ones).
+<%def name="redo_half(T)">\
+% if EXACT:
+<%
+    col = "l0 + _l" if MODE == "vertical" else "_i + l0 + _l"
+    tw = "w" if (THEILER_MATRIX and MODE == "vertical") else "0"
+%>\
+%   if T.VEC == 1:
+            if (nbits) {   /* EXACT: rare */
+                for (int _r = 0; _r < 32; ++_r)
+                    if ((nbits >> _r) & 1u) {
+                        const int _i = ib + 32 * h + _r, _l = 0;
+                        bits = (bits & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
+                    }
+            }
+%   else:
+            if (any(nbits != (${T.UV})0u)) {   /* EXACT: rare; the lanes one by one */
+                uint _nb[${T.VEC}], _bb[${T.VEC}];
+                vstore${T.VEC}(nbits, 0, _nb);
+                vstore${T.VEC}(bits, 0, _bb);
+                for (int _l = 0; _l < ${T.VEC}; ++_l)
+                    for (int _r = 0; _r < 32; ++_r)
+                        if ((_nb[_l] >> _r) & 1u) {
+                            const int _i = ib + 32 * h + _r;
+                            _bb[_l] = (_bb[_l] & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
+                        }
+                bits = vload${T.VEC}(0, _bb);
+            }
+%   endif
+% endif
+</%def>
+
+## DMAJ: the half hb's cell bits D and near bits ND (bit t: row hb + t, column
+## hb + l0 + t); redo the near ones.
+<%def name="redo_dmaj()">\
+% if EXACT:
+                    if (ND) {   /* EXACT: rare */
+                        for (int _t = 0; _t < 32; ++_t)
+                            if ((ND >> _t) & 1u)
+                                D = (D & ~(1u << _t)) | (${cell("hb + _t", "hb + l0 + _t")} << _t);
+                    }
+% endif
+</%def>
