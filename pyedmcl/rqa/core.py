@@ -347,7 +347,8 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
     radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
                                      rule)
     xs = s.astype(dt)
-    ex = exact_for_run(dt, (raw, raw), (xs, xs), radius, metric, rule, E, thr)
+    ex = exact_for_run(dt, (raw, raw), (xs, xs), radius, metric, rule, E, thr,
+                       from_rate=recurrence_rate is not None)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
                     white_border=bool(white_border), fma=(rule == "squared"),
@@ -410,7 +411,8 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
         radius_, thr = _resolve_threshold(radius, recurrence_rate, cy, cx, E, tau, metric, dt,
                                           bes, rule)
         zy, zx = cy.astype(dt), cx.astype(dt)
-        ex = exact_for_run(dt, (sy, sx), (zy, zx), radius_, metric, rule, E, thr)
+        ex = exact_for_run(dt, (sy, sx), (zy, zx), radius_, metric, rule, E, thr,
+                           from_rate=recurrence_rate is not None)
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                         white_border=bool(white_border), fma=(rule == "squared"),
                         exact=ex is not None)
@@ -482,7 +484,8 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
         (rx_, thr_x), (ry_, thr_y) = thr["x"], thr["y"]
         a, b = series[0].astype(dt), series[1].astype(dt)
         ex = exact_for_run(dt, (sx, sx), (a, a), rx_, metric, rule, E, thr_x,
-                           pair2=((sy, sy), (b, b), ry_, thr_y))
+                           pair2=((sy, sy), (b, b), ry_, thr_y),
+                           from_rate=qx is not None or qy is not None)
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                         theiler_matrix=(theiler_scope == "matrix" and w > 0),
                         white_border=bool(white_border), fma=(rule == "squared"),

@@ -206,12 +206,15 @@ def wanted(dt: Any) -> bool:
 
 def for_run(dt: Any, raw: tuple[np.ndarray, np.ndarray], z: tuple[np.ndarray, np.ndarray],
             radius: float, metric: str, rule: str, E: int, thr32: float | None = None, *,
-            pair2: tuple | None = None) -> Exact | None:
+            pair2: tuple | None = None, from_rate: bool = False) -> Exact | None:
     """The :class:`Exact` of a float32 run whose kernels read ``z`` (rows, columns: float32)
     with threshold ``thr32`` (default: ``radius``'s) and whose float64 path would read
     ``raw`` (float64) with ``radius`` under ``rule``; None in float64 (or
-    :class:`unchecked`). ``pair2``: JOINT's ``(raw2, z2, radius2, thr232)``."""
-    if not wanted(dt):
+    :class:`unchecked`). ``pair2``: JOINT's ``(raw2, z2, radius2, thr232)``.
+    ``from_rate``: the threshold is a float32 order statistic (a recurrence rate), which
+    float64 would place elsewhere: None (the run keeps float32's own decision, consistent
+    with its threshold) until the order statistics come in float64."""
+    if not wanted(dt) or from_rate:
         return None
     from .threshold import kernel_threshold
 

@@ -182,7 +182,8 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="recurrence_network")
     r, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes, rule)
     z = s.astype(dt)
-    ex = exact_for_run(dt, (raw, raw), (z, z), r, metric, rule, E, thr)
+    ex = exact_for_run(dt, (raw, raw), (z, z), r, metric, rule, E, thr,
+                       from_rate=recurrence_rate is not None)
     if path_lengths is None:
         gpu = method == "device" and bes[0].info.is_gpu
         paths = n <= (DEVICE_PATH_MAX_N if gpu else PATH_MAX_N)

@@ -69,7 +69,7 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
                                      tau, metric, dt, [be], rule)
         if sx is not None and sy is not None:  # host series: float32's ties as float64's
             ex = exact_for_run(dt, (raw[1], raw[0]), (sy.astype(dt), sx.astype(dt)), r_,
-                               metric, rule, E, thr)
+                               metric, rule, E, thr, from_rate=recurrence_rate is not None)
     else:
         thr = 0.0
     b = max(1, -(-max(nr, nc) // size))
