@@ -253,7 +253,9 @@ ${plane_loads("ib + 64")}\
 %     endif
 %   endfor
                         D = (D << 1) | RQA_SIGN(acc - (real_t)thr);
-% if EXACT:
+% if EXACT == 2:
+                        ND |= (uint)(fabs(acc - (real_t)thr) <= exb);
+% elif EXACT:
                         ND = (ND << 1) | (uint)((acc - (real_t)thr <= exb) & (acc - (real_t)thr >= -exb));
 % endif
                     }

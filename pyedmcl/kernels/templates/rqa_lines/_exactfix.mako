@@ -4,6 +4,10 @@
 ## cells alone in double (rqa_exact_cell: the float64 kernel's whole decision of the
 ## cell: both pairs, the Theiler band, the matrix's edges) and rewrites their bits. A
 ## per-cell branch cost the H100 ~50% (N = 10^5 and 946,303); a half is flagged rarely.
+## EXACT=2 (GPUs): one flag per half instead (anyn |= near: one predicate or per cell,
+## where the near bits take a shift and an or), and a flagged half redoes all its cells
+## in double (rarely: 0.4% of the halves at 1e-4 near cells; 9-25% on a 0.1 grid at
+## E = 2, r = 0.2-0.5, whose near fraction is 0.3-0.9%).
 ## T: the names of _names.mako.
 ## Import with <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>.
 
@@ -38,7 +42,9 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 
 ## Declare the half's near bits beside `bits` (vec lanes).
 <%def name="declare(T)">\
-% if EXACT:
+% if EXACT == 2:
+            ${T.IV if T.VEC > 1 else "uint"} anyn = 0;   /* EXACT=2: a near cell in the half (lanes) */
+% elif EXACT:
             ${T.UV} nbits = (${T.UV})0u;   /* EXACT: the half's near cells */
 % endif
 </%def>
@@ -46,7 +52,9 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 ## Pack this cell's near flag (`near`, set by _recurrence.mako's recurrent/joint) as bit
 ## r: PACK shifts it in like the cell's bit (rows last to first), else it is or'ed at r.
 <%def name="pack(T, r='r')">\
-% if EXACT and PACK:
+% if EXACT == 2:
+                anyn |= near;
+% elif EXACT and PACK:
                 nbits = (nbits << 1) | near;
 % elif EXACT and T.VEC == 1:
                 nbits |= near << ${r};
@@ -64,7 +72,28 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
     col = "l0 + _l" if MODE == "vertical" else "_i + l0 + _l"
     tw = "w" if (THEILER_MATRIX and MODE == "vertical") else "0"
 %>\
-%   if T.VEC == 1:
+%   if EXACT == 2 and T.VEC == 1:
+            if (anyn) {   /* EXACT=2: rare; every cell of the half */
+                for (int _r = 0; _r < nh; ++_r) {
+                    const int _i = ib + 32 * h + _r, _l = 0;
+                    bits = (bits & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
+                }
+            }
+%   elif EXACT == 2:
+            if (any(anyn != (${T.IV})0)) {   /* EXACT=2: rare; the flagged lanes' cells */
+                int _an[${T.VEC}];
+                uint _bb[${T.VEC}];
+                vstore${T.VEC}(anyn, 0, _an);
+                vstore${T.VEC}(bits, 0, _bb);
+                for (int _l = 0; _l < ${T.VEC}; ++_l)
+                    if (_an[_l])
+                        for (int _r = 0; _r < nh; ++_r) {
+                            const int _i = ib + 32 * h + _r;
+                            _bb[_l] = (_bb[_l] & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
+                        }
+                bits = vload${T.VEC}(0, _bb);
+            }
+%   elif T.VEC == 1:
             if (nbits) {   /* EXACT: rare */
                 for (int _r = 0; _r < 32; ++_r)
                     if ((nbits >> _r) & 1u) {
@@ -92,7 +121,12 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 ## DMAJ: the half hb's cell bits D and near bits ND (bit t: row hb + t, column
 ## hb + l0 + t); redo the near ones.
 <%def name="redo_dmaj()">\
-% if EXACT:
+% if EXACT == 2:
+                    if (ND) {   /* EXACT=2: rare; every cell of the half */
+                        for (int _t = 0; _t < 32; ++_t)
+                            D = (D & ~(1u << _t)) | (${cell("hb + _t", "hb + l0 + _t")} << _t);
+                    }
+% elif EXACT:
                     if (ND) {   /* EXACT: rare */
                         for (int _t = 0; _t < 32; ++_t)
                             if ((ND >> _t) & 1u)

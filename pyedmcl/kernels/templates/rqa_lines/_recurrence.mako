@@ -97,7 +97,9 @@ ${decide_exact(T, "rec", "acc - " + thrx, 1)}\
 ## EXACT: whether acc - thr (`dd`) lies within the bound `b` (uint 0/1 for one lane, else
 ## an int vector of -1/0 lanes).
 <%def name="near_flag(T, dd, b)">\
-% if T.VEC == 1:
+% if T.VEC == 1 and EXACT == 2:
+(uint)(fabs(${dd}) <= (${b}))\
+% elif T.VEC == 1:
 (uint)(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
 % else:
 (((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
