@@ -94,24 +94,20 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
                 bits = vload${T.VEC}(0, _bb);
             }
 %   elif T.VEC == 1:
-            if (nbits) {   /* EXACT: rare */
-                for (int _r = 0; _r < 32; ++_r)
-                    if ((nbits >> _r) & 1u) {
-                        const int _i = ib + 32 * h + _r, _l = 0;
-                        bits = (bits & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
-                    }
+            for (uint _m = nbits; _m; _m &= _m - 1u) {   /* EXACT: the near cells, lowest first */
+                const int _r = 31 - (int)clz(_m & (0u - _m)), _i = ib + 32 * h + _r, _l = 0;
+                bits = (bits & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
             }
 %   else:
-            if (any(nbits != (${T.UV})0u)) {   /* EXACT: rare; the lanes one by one */
+            if (any(nbits != (${T.UV})0u)) {   /* EXACT: rare; the lanes' near cells */
                 uint _nb[${T.VEC}], _bb[${T.VEC}];
                 vstore${T.VEC}(nbits, 0, _nb);
                 vstore${T.VEC}(bits, 0, _bb);
                 for (int _l = 0; _l < ${T.VEC}; ++_l)
-                    for (int _r = 0; _r < 32; ++_r)
-                        if ((_nb[_l] >> _r) & 1u) {
-                            const int _i = ib + 32 * h + _r;
-                            _bb[_l] = (_bb[_l] & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
-                        }
+                    for (uint _m = _nb[_l]; _m; _m &= _m - 1u) {
+                        const int _r = 31 - (int)clz(_m & (0u - _m)), _i = ib + 32 * h + _r;
+                        _bb[_l] = (_bb[_l] & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
+                    }
                 bits = vload${T.VEC}(0, _bb);
             }
 %   endif
@@ -127,10 +123,9 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
                             D = (D & ~(1u << _t)) | (${cell("hb + _t", "hb + l0 + _t")} << _t);
                     }
 % elif EXACT:
-                    if (ND) {   /* EXACT: rare */
-                        for (int _t = 0; _t < 32; ++_t)
-                            if ((ND >> _t) & 1u)
-                                D = (D & ~(1u << _t)) | (${cell("hb + _t", "hb + l0 + _t")} << _t);
+                    for (uint _m = ND; _m; _m &= _m - 1u) {   /* EXACT: the near cells */
+                        const int _t = 31 - (int)clz(_m & (0u - _m));
+                        D = (D & ~(1u << _t)) | (${cell("hb + _t", "hb + l0 + _t")} << _t);
                     }
 % endif
 </%def>
