@@ -10,6 +10,7 @@
 ## E = 2, r = 0.2-0.5, whose near fraction is 0.3-0.9%).
 ## T: the names of _names.mako.
 ## Import with <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>.
+<%namespace name="exact" file="/common/_exact.mako"/>
 
 ## The float64 decision of cell (i, j) as the float64 kernel takes it (0 or 1; 0 outside
 ## the matrix, as the float32 path masks it); tw: the Theiler window applied (vertical
@@ -127,5 +128,26 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
                         const int _t = 31 - (int)clz(_m & (0u - _m));
                         D = (D & ~(1u << _t)) | (${cell("hb + _t", "hb + l0 + _t")} << _t);
                     }
+% endif
+</%def>
+
+## EXACT: whether acc - thr (`dd`) lies within the bound `b` (uint 0/1 for one lane, else
+## an int vector of -1/0 lanes).
+<%def name="near_flag(T, dd, b)">\
+% if T.VEC == 1 and EXACT == 2:
+(uint)(fabs(${dd}) <= (${b}))\
+% elif T.VEC == 1:
+(uint)(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
+% else:
+(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
+% endif
+</%def>
+
+## EXACT: the near lanes of pair `pair`'s decision `lt` redone in double (_exact.mako).
+<%def name="decide_exact(T, lt, dd, pair)">\
+% if PERCOL and pair == 1:
+${exact.redo(lt, dd, "tbv", "i", "xcol", T.VEC, pair, t64=lambda l: "tc64[%d + xcol + %s]" % (VEC, l), rv=T.REAL)}\
+% else:
+${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, rv=T.REAL)}\
 % endif
 </%def>

@@ -2,7 +2,6 @@
 ## the cell's colour (threshold, JOINT second pair, THEILER_MATRIX band), and the packing
 ## of 32 cells per lane into a bit word (BITS). T: the names of _names.mako.
 ## Import with <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>.
-<%namespace name="exact" file="/common/_exact.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%!
 def term(metric, d):
@@ -75,7 +74,7 @@ def term(metric, d):
 ${dist(T, "acc", xs, "yv", xoff)}
 <% thrx = "tv" if PERCOL else "(%s)thr" % T.RV %>\
 % if EXACT and BITS:
-            ${T.IV if T.VEC > 1 else "uint"} near = ${near_flag(T, "acc - " + thrx, "tbv" if PERCOL else "exb")};   /* EXACT: redone per half (_exactfix.mako) */
+            ${T.IV if T.VEC > 1 else "uint"} near = ${fix.near_flag(T, "acc - " + thrx, "tbv" if PERCOL else "exb")};   /* EXACT: redone per half (_exactfix.mako) */
 %   if PACK:
             uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
 %   else:
@@ -83,7 +82,7 @@ ${dist(T, "acc", xs, "yv", xoff)}
 %   endif
 % elif EXACT:
             ${"uint" if PACK else T.IV} rec = ${sign_bit(T, "acc - " + thrx) if PACK else T.cmp_u("acc < " + thrx)};
-${decide_exact(T, "rec", "acc - " + thrx, 1)}\
+${fix.decide_exact(T, "rec", "acc - " + thrx, 1)}\
 %   if mask:
             rec = ${mask}rec;
 %   endif
@@ -91,27 +90,6 @@ ${decide_exact(T, "rec", "acc - " + thrx, 1)}\
             uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
 % else:
             ${T.IV} rec = ${mask}${T.cmp_u("acc < " + thrx)};
-% endif
-</%def>
-
-## EXACT: whether acc - thr (`dd`) lies within the bound `b` (uint 0/1 for one lane, else
-## an int vector of -1/0 lanes).
-<%def name="near_flag(T, dd, b)">\
-% if T.VEC == 1 and EXACT == 2:
-(uint)(fabs(${dd}) <= (${b}))\
-% elif T.VEC == 1:
-(uint)(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
-% else:
-(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
-% endif
-</%def>
-
-## EXACT: the near lanes of pair `pair`'s decision `lt` redone in double (_exact.mako).
-<%def name="decide_exact(T, lt, dd, pair)">\
-% if PERCOL and pair == 1:
-${exact.redo(lt, dd, "tbv", "i", "xcol", T.VEC, pair, t64=lambda l: "tc64[%d + xcol + %s]" % (VEC, l), rv=T.REAL)}\
-% else:
-${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, rv=T.REAL)}\
 % endif
 </%def>
 
@@ -123,7 +101,7 @@ ${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, r
 % if JOINT:
 ${dist(T, "acc2", "x2", "yv2", "i")}
 %   if EXACT and BITS:
-            near |= ${near_flag(T, "acc2 - (%s)thr2" % T.RV, "exb2")};
+            near |= ${fix.near_flag(T, "acc2 - (%s)thr2" % T.RV, "exb2")};
 %     if PACK:
             rec &= ${sign_bit(T, "acc2 - (%s)thr2" % T.RV)};
 %     else:
@@ -132,7 +110,7 @@ ${dist(T, "acc2", "x2", "yv2", "i")}
 %   elif EXACT:
             {
                 ${"uint" if PACK else T.IV} rec2 = ${sign_bit(T, "acc2 - (%s)thr2" % T.RV) if PACK else T.cmp_u("acc2 < (%s)thr2" % T.RV)};
-${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
+${fix.decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
                 rec &= rec2;
             }
 %   elif PACK:
