@@ -88,10 +88,13 @@ def error_bound(A: float, thr64: Any, thr32: Any, metric: str, E: int) -> np.nda
         err = s_err + _gamma(max(E - 1, 0), U32) * (D + s_err) + _gamma(E, U64) * D
     else:
         raise ValueError(f"unknown metric {metric!r}: use euclidean, maximum or manhattan")
-    b = SAFETY * (err + np.abs(t32 - t64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        b = SAFETY * (err + np.abs(t32 - t64))
+    b = np.where(np.isfinite(b), b, np.inf)  # an infinite threshold: every cell redone
     b32 = b.astype(np.float32)
     b32 = np.where(b32.astype(np.float64) < b, np.nextafter(b32, np.float32(np.inf)), b32)
-    return np.where(b <= t64 / 8, b32, np.float32(np.inf)).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        return np.where(b <= t64 / 8, b32, np.float32(np.inf)).astype(np.float32)
 
 
 def largest(*series: np.ndarray) -> float:
