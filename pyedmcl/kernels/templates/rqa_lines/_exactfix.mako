@@ -133,13 +133,17 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 
 ## EXACT: whether acc - thr (`dd`) lies within the bound `b` (uint 0/1 for one lane, else
 ## an int vector of -1/0 lanes).
+## |dd| <= b as the magnitudes' bit patterns compare (IEEE: |a| <= |b| iff their bits
+## without the sign do; dd is finite, b >= 0 or +inf): an and and one compare, inline on
+## every runtime (PoCL calls fabs()); EXACT=2 (GPUs) takes fabs(), a free operand
+## modifier there.
 <%def name="near_flag(T, dd, b)">\
 % if T.VEC == 1 and EXACT == 2:
 (uint)(fabs(${dd}) <= (${b}))\
 % elif T.VEC == 1:
-(uint)(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
+(uint)((as_uint(${dd}) & 0x7FFFFFFFu) <= as_uint(${b}))\
 % else:
-(((${dd}) <= (${b})) & ((${dd}) >= -(${b})))\
+((as_${T.UV}(${dd}) & (${T.UV})0x7FFFFFFFu) <= as_${T.UV}((${T.RV})(${b})))\
 % endif
 </%def>
 
