@@ -139,6 +139,23 @@ def test_every_variant(name):
     assert differ > 0
 
 
+@pytest.mark.skipif(FAST_BUILD_CPU != "intel", reason="Intel's CPU runtime is not present")
+@pytest.mark.parametrize("name", ["default", "pack-unr", "dmaj-shfl2"])
+def test_per_half_flags(name, monkeypatch):
+    """EXACT=2 (the GPUs' kernels: one near flag per 32-row half, a flagged half redone
+    whole) on the CPU: the same histograms as float64."""
+    import pyedmcl.kernels.rqa_lines as K
+
+    monkeypatch.setitem(K.EXACT_KERNEL, "cpu", 2)
+    rng = np.random.default_rng(6)
+    q = np.round(np.cumsum(rng.normal(0, 0.3, 300)), 1)
+    for f in (lambda **k: pe.rqa(q, E=2, radius=0.2, **k),
+              lambda **k: pe.rqa(q, E=3, tau=2, radius=0.5, metric="manhattan", **k),
+              lambda **k: pe.joint_rqa(q, q[::-1].copy(), E=2, radius=(0.2, 0.3), **k)):
+        kw = dict(device="intel", params=VARIANTS[name])
+        assert _same(_hists(f(dtype="float32", **kw)), _hists(f(dtype="float64", **kw)))
+
+
 @pytest.mark.parametrize("device", TEST_DEVICES)
 @FEW
 @given(data=grid_series(300, 420), shape=st.sampled_from(SHAPES[:2]))
@@ -249,14 +266,13 @@ def test_rounded_henon_matches_the_oracles(device):
 
 def test_no_fp64_warns_and_runs_unchecked():
     """A device without fp64 keeps the float32 kernels unchecked and says so once."""
-    import sys
-
-    ex = sys.modules["pyedmcl.rqa.exact"]
     be = clkernels.get_backend(FAST_BUILD_CPU)
     nofp64 = type(be)(be.info)  # a backend of its own, told that its device lacks fp64
     nofp64.info = dataclasses.replace(be.info, fp64=False)
     q = np.round(np.random.default_rng(1).normal(0, 1, 200), 1)
-    ex._warned = False
+    import pyedmcl._precision as precision
+
+    precision._warned_no_fp64[0] = False
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
         a = pe.rqa(q, E=2, radius=0.2, devices=[nofp64])

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pyedmcl.rqa.distances import kernel_distances
 from pyedmcl.rqa.exact import error_bound, near_cells
-from pyedmcl.rqa.fan import kernel_distances
 from pyedmcl.rqa.threshold import kernel_threshold
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import matrix_histograms
-from pyedmcl.rqa.fan import kernel_distances
+from pyedmcl.rqa.distances import kernel_distances
 
 
 def quantized(n: int, seed: int = 2) -> np.ndarray:

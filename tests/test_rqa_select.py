@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import pyedmcl as pe
 from pyedmcl.rqa import radius, select
-from pyedmcl.rqa.fan import fan_thresholds, kernel_distances, working_thresholds
+from pyedmcl.rqa.distances import kernel_distances
+from pyedmcl.rqa.fan import fan_thresholds, working_thresholds
 from pyedmcl.rqa.threshold import kernel_threshold
 
 DEV = FAST_BUILD_CPU

@@ -46,6 +46,12 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0}
 
 
+#: the EXACT template value float32 runs take per device kind (rqa_lines.cl.mako, EXACT):
+#: 1, the near cells' bits packed beside the cells' (a shift and an or a cell; a flagged
+#: half redoes its near cells), or 2, one near flag per 32-row half (one predicate or a
+#: cell; a flagged half redoes all its cells). Benchmarks may change it.
+EXACT_KERNEL = {"cpu": 1, "gpu": 2}
+
 #: values the kernels implement (and the tests run) that the tuner does not try: work-groups
 #: of 1 and 2 work-items and above 256, SHFL 2 (the shuffles through local memory, which
 #: checks the bit moves on any device)
@@ -286,8 +292,12 @@ class LineSpec:
     exact: bool = False
 
     def exact_on(self, info: DeviceInfo) -> int:
-        """EXACT template value: asked for, in float32, on a device with fp64."""
-        return int(self.exact and self.real == "float" and bool(info.fp64))
+        """EXACT template value: asked for, in float32, on a device with fp64: 2 on GPUs
+        (one near flag per 32-row half), 1 elsewhere (near bits per cell), see
+        :data:`EXACT_KERNEL`; else 0."""
+        if not (self.exact and self.real == "float" and bool(info.fp64)):
+            return 0
+        return EXACT_KERNEL["gpu" if info.is_gpu else "cpu"]
 
     @property
     def dtype(self) -> type:
@@ -454,7 +464,7 @@ class RQALinesKernel(TunableKernel):
         """EXACT's kernel arguments (common/_exact.mako: args): the raw float64 series,
         per-column float64 thresholds and bounds (PERCOL), thresholds and bounds."""
         if spec.exact and spec.real == "float" and not backend.info.fp64:
-            from ..rqa.exact import warn_no_fp64
+            from .._precision import warn_no_fp64
 
             warn_no_fp64(backend.info.name)
         if not spec.exact_on(backend.info):

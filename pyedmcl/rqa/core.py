@@ -205,8 +205,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     the same histograms by another path; a name or value outside the space is refused,
     EDGE may be any positive integer). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,
-    so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`). float32
-    decides every cell as ``dtype="float64"`` does: the few cells whose float32 distance
+    so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`). With a
+    fixed radius float32 decides every cell as ``dtype="float64"`` does (a radius found
+    for ``recurrence_rate`` or FAN's per-column radii are float32 order statistics, and
+    their cells are decided in float32): the few cells whose float32 distance
     lies within a proven rounding bound of the radius (ties on decimal data) are
     recomputed in double from the series as given (:mod:`pyedmcl.rqa.exact`), so the
     histograms equal float64's bit for bit; a device without fp64 decides them in

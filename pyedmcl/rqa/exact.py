@@ -49,13 +49,12 @@ by the float64 computation itself: float32 histograms equal float64 ones bit for
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._precision import PrecisionWarning
+from .._precision import PrecisionWarning, warn_no_fp64  # noqa: F401 (the RQA paths call it)
 
 U32 = 2.0 ** -24
 U64 = 2.0 ** -53
@@ -88,10 +87,13 @@ def error_bound(A: float, thr64: Any, thr32: Any, metric: str, E: int) -> np.nda
         err = s_err + _gamma(max(E - 1, 0), U32) * (D + s_err) + _gamma(E, U64) * D
     else:
         raise ValueError(f"unknown metric {metric!r}: use euclidean, maximum or manhattan")
-    b = SAFETY * (err + np.abs(t32 - t64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        b = SAFETY * (err + np.abs(t32 - t64))
+    b = np.where(np.isfinite(b), b, np.inf)  # an infinite threshold: every cell redone
     b32 = b.astype(np.float32)
     b32 = np.where(b32.astype(np.float64) < b, np.nextafter(b32, np.float32(np.inf)), b32)
-    return np.where(b <= t64 / 8, b32, np.float32(np.inf)).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        return np.where(b <= t64 / 8, b32, np.float32(np.inf)).astype(np.float32)
 
 
 def largest(*series: np.ndarray) -> float:
@@ -156,25 +158,11 @@ def make_exact(raw_x: np.ndarray, raw_y: np.ndarray, zx: np.ndarray, zy: np.ndar
     return ex
 
 
-_warned = False
-
-
-def warn_no_fp64(device: str) -> None:
-    """Once per process: a device without fp64 runs float32 RQA unchecked."""
-    global _warned
-    if _warned:
-        return
-    _warned = True
-    warnings.warn(f"{device} has no fp64: float32 RQA there decides cells within float32 "
-                  "rounding of the radius in float32 (ties on quantized data may differ "
-                  "from dtype='float64')", PrecisionWarning, stacklevel=3)
-
-
 def near_cells(zx: np.ndarray, zy: np.ndarray, E: int, tau: int, metric: str,
                thr32: Any, b: Any, fma: bool = False) -> np.ndarray:
     """Reference (tests): the float32 matrix's cells the kernels redo, ``|fl32(acc32 -
     thr32)| <= B``, from the float32 inputs as the kernels sum them (rows ``zx``)."""
-    from .fan import kernel_distances
+    from .distances import kernel_distances
 
     n_r, n_c = len(zx) - (E - 1) * tau, len(zy) - (E - 1) * tau
     px = np.stack([zx[m * tau:m * tau + n_r] for m in range(E)], axis=1).astype(np.float32)

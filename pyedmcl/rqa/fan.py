@@ -34,38 +34,12 @@ from clkernels import Backend
 
 from ..kernels.rqa_lines import LineSpec
 from ..validation import check_int
+from .distances import BLOCK_CELLS, kernel_distances, sampled_dist
+from .distances import points as _points
 from .dnr import detect_lines
 from .exact import make_exact
 from .exact import wanted as exact_wanted
 from .result import RQAResult, band_cells, make_result
-
-#: cells per host block of the column search
-BLOCK_CELLS = 1 << 22
-
-
-def _points(s: np.ndarray, E: int, tau: int) -> np.ndarray:
-    n = s.size - (E - 1) * tau
-    return np.stack([s[m * tau: m * tau + n] for m in range(E)], axis=1)
-
-
-def kernel_distances(a: np.ndarray, b: np.ndarray, metric: str, fma: bool = False) -> np.ndarray:
-    """``(rows of a) x (rows of b)`` distances exactly as the line kernels compute them in
-    ``a.dtype`` (Euclidean: squared, summed coordinate by coordinate; ``fma``: the squares
-    after the first added by a fused multiply-add, as the kernels' ``FMA=1``)."""
-    acc = None
-    for m in range(a.shape[1]):
-        d = a[:, None, m] - b[None, :, m]
-        if metric == "euclidean" and fma and acc is not None:
-            from ..kernels.fma_emulation import fma as fused
-
-            acc = fused(d, d, acc)
-        elif metric == "euclidean":
-            t = d * d
-            acc = t if acc is None else acc + t
-        else:
-            t = np.abs(d)
-            acc = t if acc is None else (np.maximum(acc, t) if metric == "maximum" else acc + t)
-    return acc
 
 
 def column_order_statistics(s: np.ndarray, E: int, tau: int, k: int, metric: str,
@@ -87,7 +61,6 @@ def column_order_statistics_f32(raw: np.ndarray, E: int, tau: int, k: int,
     float32 distances of the centred series: per column, the cells near its float32 order
     statistic are redone in float64 (:func:`pyedmcl.rqa.select.column_kth`), the rest
     of the float64 work skipped (bit for bit the float64 values)."""
-    from .radius import _sampled_dist
     from .select import centred_f32, column_kth
 
     raw = np.asarray(raw, np.float64)
@@ -100,7 +73,7 @@ def column_order_statistics_f32(raw: np.ndarray, E: int, tau: int, k: int,
         c1 = min(n, c0 + step)
         out[c0:c1] = column_kth(
             kernel_distances(p32, p32[c0:c1], metric), k, eta, metric, E,
-            lambda i, j, c0=c0: _sampled_dist(raw, raw, i, c0 + j, E, tau, metric),
+            lambda i, j, c0=c0: sampled_dist(raw, raw, i, c0 + j, E, tau, metric),
             lambda cols, c0=c0: kernel_distances(p64, p64[c0 + cols], metric))
     return out
 

@@ -22,7 +22,7 @@ hence the same measures bit for bit:
   computed by default for ``N <= DEVICE_PATH_MAX_N`` on a GPU, ``PATH_MAX_N``
   elsewhere);
 * ``method="host"``, the reference: the adjacency built in blocks of rows with the line
-  kernels' arithmetic (:func:`pyedmcl.rqa.fan.kernel_distances`, working precision, fma
+  kernels' arithmetic (:func:`pyedmcl.rqa.distances.kernel_distances`, working precision, fma
   sums emulated under ``"squared"``) into a sparse matrix (memory ~ ``RR * N^2``
   links), triangles by sparse products, path lengths by breadth-first search (scipy,
   ``O(N * links)``, by default for ``N <= PATH_MAX_N``). Needs scipy
@@ -97,7 +97,8 @@ def adjacency(s: np.ndarray, E: int, tau: int, thr: float, metric: str, dtype: A
     decided from the raw float64 series, as the EXACT kernels decide them."""
     import scipy.sparse as sp
 
-    from .fan import _points, kernel_distances
+    from .distances import kernel_distances
+    from .distances import points as _points
 
     pts = _points(np.asarray(s, dtype=dtype), E, tau)
     raw = None if exact is None else _points(exact.x, E, tau)

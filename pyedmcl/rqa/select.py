@@ -170,7 +170,8 @@ def host_distances(rows: np.ndarray, cols: np.ndarray | None, E: int, tau: int,
                    metric: str) -> np.ndarray:
     """Every float64 distance (Euclidean: squared) as the float64 kernels compute it, on
     the host in row blocks: the fall-back, and the full matrix an error message reads."""
-    from .fan import BLOCK_CELLS, _points, kernel_distances
+    from .distances import BLOCK_CELLS, kernel_distances
+    from .distances import points as _points
 
     a = _points(np.asarray(rows, np.float64), E, tau)
     b = a if cols is None else _points(np.asarray(cols, np.float64), E, tau)

@@ -2,7 +2,7 @@
 ## the cell's colour (threshold, JOINT second pair, THEILER_MATRIX band), and the packing
 ## of 32 cells per lane into a bit word (BITS). T: the names of _names.mako.
 ## Import with <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>.
-<%namespace name="exact" file="/common/_exact.mako"/>
+<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%!
 def term(metric, d):
     """A coordinate's term of the distance, from its difference ``d``: the square
@@ -73,9 +73,16 @@ def term(metric, d):
 <%def name="recurrent(T, mask='', xs='x', xoff='i')">\
 ${dist(T, "acc", xs, "yv", xoff)}
 <% thrx = "tv" if PERCOL else "(%s)thr" % T.RV %>\
-% if EXACT:
+% if EXACT and BITS:
+            ${T.IV if T.VEC > 1 else "uint"} near = ${fix.near_flag(T, "acc - " + thrx, "tbv" if PERCOL else "exb")};   /* EXACT: redone per half (_exactfix.mako) */
+%   if PACK:
+            uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
+%   else:
+            ${T.IV} rec = ${mask}${T.cmp_u("acc < " + thrx)};
+%   endif
+% elif EXACT:
             ${"uint" if PACK else T.IV} rec = ${sign_bit(T, "acc - " + thrx) if PACK else T.cmp_u("acc < " + thrx)};
-${decide_exact(T, "rec", "acc - " + thrx, 1)}\
+${fix.decide_exact(T, "rec", "acc - " + thrx, 1)}\
 %   if mask:
             rec = ${mask}rec;
 %   endif
@@ -86,15 +93,6 @@ ${decide_exact(T, "rec", "acc - " + thrx, 1)}\
 % endif
 </%def>
 
-## EXACT: the near lanes of pair `pair`'s decision `lt` redone in double (_exact.mako).
-<%def name="decide_exact(T, lt, dd, pair)">\
-% if PERCOL and pair == 1:
-${exact.redo(lt, dd, "tbv", "i", "xcol", T.VEC, pair, t64=lambda l: "tc64[%d + xcol + %s]" % (VEC, l), rv=T.REAL)}\
-% else:
-${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, rv=T.REAL)}\
-% endif
-</%def>
-
 ## PACK=1: the sign bit of a real expression, as a uint 0 or 1 (RQA_SIGN, rqa_lines.cl.mako).
 <%def name="sign_bit(T, expr)">RQA_SIGN(${expr})</%def>
 
@@ -102,10 +100,17 @@ ${exact.redo(lt, dd, "exb" if pair == 1 else "exb2", "i", "xcol", T.VEC, pair, r
 <%def name="joint(T)">\
 % if JOINT:
 ${dist(T, "acc2", "x2", "yv2", "i")}
-%   if EXACT:
+%   if EXACT and BITS:
+            near |= ${fix.near_flag(T, "acc2 - (%s)thr2" % T.RV, "exb2")};
+%     if PACK:
+            rec &= ${sign_bit(T, "acc2 - (%s)thr2" % T.RV)};
+%     else:
+            rec &= ${T.cmp_u("acc2 < (%s)thr2" % T.RV)};
+%     endif
+%   elif EXACT:
             {
                 ${"uint" if PACK else T.IV} rec2 = ${sign_bit(T, "acc2 - (%s)thr2" % T.RV) if PACK else T.cmp_u("acc2 < (%s)thr2" % T.RV)};
-${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
+${fix.decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
                 rec &= rec2;
             }
 %   elif PACK:
@@ -144,6 +149,7 @@ ${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
           for (int h = 0; h < ${T.WB // 32}; ++h) {   /* 32-row halves of the word */
             const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
+${fix.declare(T)}\
 % if PACK:
 <%
     if VEC != 1:
@@ -164,6 +170,7 @@ ${decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
                     const int i = xb + r;
 ${caller.body(xs="xr", xoff="r")}\
                     bits = (bits << 1) | rec;
+${fix.pack(T)}\
                 }
             } else if (nh == 32) {
                 #pragma unroll
@@ -171,6 +178,7 @@ ${caller.body(xs="xr", xoff="r")}\
                     const int i = xb + r;
 ${caller.body(xs="x", xoff="i")}\
                     bits = (bits << 1) | rec;
+${fix.pack(T)}\
                 }
             } else {
 %   endif
@@ -178,10 +186,12 @@ ${caller.body(xs="x", xoff="i")}\
                 const int i = ib + 32 * h + r;
 ${caller.body(xs="x", xoff="i")}\
                 bits = (bits << 1) | rec;
+${fix.pack(T)}\
             }
 %   if UNR:
             }
 %   endif
+${fix.redo_half(T)}\
             ba[h] = bits;
 % else:
 % for unrolled in ((True, False) if UNR else (False,)):
@@ -202,11 +212,13 @@ ${caller.body(xs="x", xoff="i")}\
 % else:
                 bits |= as_${UV}(rec) & (${UV})(1u << r);
 % endif
+${fix.pack(T)}\
             }
 % endfor
 % if UNR:
             }
 % endif
+${fix.redo_half(T)}\
 % if VEC == 1:
             ba[h] = bits;
 % else:

@@ -13,11 +13,15 @@
 ## (PTX shfl.sync), instead of 64 gathers each (_diagonal.mako: body_shfl); SHFL=2 the
 ## same through local memory (any device; the tests' check of the bit moves). The same
 ## bits as the gather.
-## EXACT=1 (REAL float, a device with fp64; the host's default for float32): the cells
+## EXACT > 0 (REAL float, a device with fp64; the host's default for float32): the cells
 ## within the float32 error bound B of the threshold (pyedmcl/rqa/exact.py) are redone in
 ## double from the raw float64 series, exactly as the float64 kernel computes them, and
 ## decided by d64 < thr64: float32 histograms equal float64 ones bit for bit
-## (common/_exact.mako; every cell-deciding site: _recurrence.mako, DMAJ's cells).
+## (common/_exact.mako; every cell-deciding site: _recurrence.mako, DMAJ's cells). The
+## bit-word paths flag near cells beside their bits and redo a flagged 32-row half after
+## it (_exactfix.mako): EXACT=1 (CPUs) keeps a near bit per cell and redoes those cells,
+## EXACT=2 (GPUs) one flag per half and redoes the whole half; the cell-by-cell paths
+## (BITS=0, the walk-ups) redo a near cell at once.
 ## DMAJ=1 (SYM, PLANES, SHFL, PACK, auto-RQA's upper triangle from diagonal 1; GPUs): the
 ## cells are computed diagonal-major. MODE "diagonal" is the row block's first launch: a
 ## work-item owns diagonal k and keeps the coordinate terms s(i) = f(x_i - y_{i+k}) of
@@ -131,6 +135,7 @@
 <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
 <%namespace name="exact" file="/common/_exact.mako"/>
+<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -221,6 +226,7 @@ inline uint rqa_shfl_local(__local uint* shx, const uint v, const int from)
 #pragma OPENCL FP_CONTRACT OFF
 % if MODE not in ("symjoin", "collect"):
 ${exact.functions()}
+${fix.cell_function()}
 % endif
 
 ${hist.hist_add()}
