@@ -78,6 +78,20 @@ MAX_MERGED_FRACTION = 0.05
 class PrecisionWarning(UserWarning):
     """float32 could not hold a series after standardising it: the call ran in float64."""
 
+_warned_no_fp64 = [False]
+
+
+def warn_no_fp64(device: str) -> None:
+    """Once per process: a device without fp64 runs float32 RQA unchecked (the exact redo
+    of cells near the radius needs double; :mod:`pyedmcl.rqa.exact`)."""
+    if _warned_no_fp64[0]:
+        return
+    _warned_no_fp64[0] = True
+    warnings.warn(f"{device} has no fp64: float32 RQA there decides cells within float32 "
+                  "rounding of the radius in float32 (ties on quantized data may differ "
+                  "from dtype='float64')", PrecisionWarning, stacklevel=3)
+
+
 
 @dataclass(frozen=True)
 class Affine:

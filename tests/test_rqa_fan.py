@@ -11,7 +11,7 @@ import pytest
 
 import pyedmcl as pe
 from pyedmcl.rqa._oracles import matrix_histograms
-from pyedmcl.rqa.fan import kernel_distances
+from pyedmcl.rqa.distances import kernel_distances
 
 
 def quantized(n: int, seed: int = 2) -> np.ndarray:
@@ -48,12 +48,11 @@ def test_fan_pyunicorn_local_recurrence_rate(device, metric):
 
 
 def test_fan_numpy_reference_float32(device):
-    """float32: the decision is d < (k-th smallest of the column), both in float32."""
-    from pyedmcl._precision import prepare
-
+    """float32: the decision is float64's, d < (k-th smallest of the column) with both from
+    the raw series in float64 (the thresholds are the float64 path's, the cells near them
+    redone in double by the kernels)."""
     x = quantized(250, seed=4)
-    xs = prepare([x], np.float32, True, names=["x"], scale=False).series[0].astype(np.float32)
-    pts = np.stack([xs[:-2], xs[1:-1], xs[2:]], axis=1)
+    pts = np.stack([x[:-2], x[1:-1], x[2:]], axis=1)
     d = kernel_distances(pts, pts, "euclidean")
     k = 12
     for rule in ("squared", "distance"):
@@ -61,7 +60,7 @@ def test_fan_numpy_reference_float32(device):
         if rule == "squared":
             R = d < kth[None, :]
         else:
-            R = np.sqrt(d.astype(np.float64)) < np.sqrt(kth.astype(np.float64))[None, :]
+            R = np.sqrt(d) < np.sqrt(kth)[None, :]
         ref = matrix_histograms(R, 1)
         r = pe.rqa(x, E=3, neighbourhood="fan", knn=k, dtype="float32", threshold_rule=rule,
                    device=device, edge=64)
@@ -86,12 +85,10 @@ def test_fan_bad_values():
 
 def test_fan_variants_identical(device):
     """Every run-walk variant, lane width, edge and order gives the reference histograms
-    (per-column thresholds are read per lane in the vertical and the diagonal walks)."""
-    from pyedmcl._precision import prepare
-
+    (per-column thresholds are read per lane in the vertical and the diagonal walks);
+    float32, so the reference is float64's decision from the raw series."""
     x = quantized(140, seed=6)
-    xs = prepare([x], np.float32, True, names=["x"], scale=False).series[0].astype(np.float32)
-    pts = np.stack([xs[:-2], xs[2:]], axis=1)
+    pts = np.stack([x[:-2], x[2:]], axis=1)
     d = kernel_distances(pts, pts, "euclidean")
     R = d < np.partition(d, 9, axis=0)[9][None, :]
     ref = matrix_histograms(R, 2, "matrix", white_border=False)

@@ -22,7 +22,8 @@ from clkernels import get_backend
 from pyedmcl.kernels import rqa_network as K
 from pyedmcl.kernels.fma_emulation import fma
 from pyedmcl.rqa import network_device
-from pyedmcl.rqa.fan import _points, kernel_distances
+from pyedmcl.rqa.distances import kernel_distances
+from pyedmcl.rqa.distances import points as _points
 from pyedmcl.rqa.threshold import kernel_threshold, recurrent
 
 UNI = {"euclidean": "euclidean", "maximum": "supremum", "manhattan": "manhattan"}
@@ -138,11 +139,16 @@ def test_device_network_pyunicorn_ties(device, metric):
         assert_network_matches_pyunicorn(r, net)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_device_network_pyrqa_squared(device, dtype):
+@pytest.mark.parametrize(("dtype", "pyrqa_dtype"), [("float64", "float64"),
+                                                   ("float32", "float64"),
+                                                   ("unchecked", "float32")])
+def test_device_network_pyrqa_squared(device, dtype, pyrqa_dtype):
     """``threshold_rule="squared"`` against PyRQA's recurrence matrix (its OpenCL kernels,
     fma-contracted sums) at a radius tied with many distances: each degree is PyRQA's
-    row sum minus the main diagonal."""
+    row sum minus the main diagonal; float32 decides as float64 (PyRQA in float64), the
+    unchecked float32 kernels as PyRQA in float32."""
+    import contextlib
+
     import pyrqa.metric as pm
     from conftest import CPU_DEVICE
     from pyrqa.analysis_type import Classic
@@ -153,6 +159,7 @@ def test_device_network_pyrqa_squared(device, dtype):
 
     from clkernels import select_device
     from pyedmcl.rqa._oracles import pyrqa_opencl
+    from pyedmcl.rqa.exact import unchecked
 
     x = quantized(260, seed=9)
     x -= np.round(x.mean() * 10) / 10  # centred on the grid: the float32 path shifts by 0
@@ -160,7 +167,7 @@ def test_device_network_pyrqa_squared(device, dtype):
     d = np.sqrt(kernel_distances(pts, pts, "euclidean"))
     v, cnt = np.unique(d[(d > 0) & (d < 1.0)], return_counts=True)
     for radius in (float(v[np.argmax(cnt)]), 0.5):
-        ts = TimeSeries(x, embedding_dimension=2, time_delay=1, dtype=np.dtype(dtype))
+        ts = TimeSeries(x, embedding_dimension=2, time_delay=1, dtype=np.dtype(pyrqa_dtype))
         st = Settings(ts, analysis_type=Classic, neighbourhood=FixedRadius(radius),
                       similarity_measure=pm.EuclideanMetric, theiler_corrector=1)
         with warnings.catch_warnings():
@@ -168,8 +175,10 @@ def test_device_network_pyrqa_squared(device, dtype):
             comp = RPComputation.create(
                 st, opencl=pyrqa_opencl(select_device(CPU_DEVICE).platform_name), verbose=False)
             R = np.asarray(comp.run().recurrence_matrix_reverse)[::-1].astype(np.int64)
-        net = pe.recurrence_network(x, E=2, radius=radius, dtype=dtype, threshold_rule="squared",
-                                    device=device)
+        with unchecked() if dtype == "unchecked" else contextlib.nullcontext():
+            net = pe.recurrence_network(x, E=2, radius=radius, threshold_rule="squared",
+                                        dtype="float32" if dtype == "unchecked" else dtype,
+                                        device=device)
         assert np.array_equal(net.degree, R.sum(axis=1) - np.diag(R)), radius
 
 

@@ -10,6 +10,8 @@ diff`` the OpenCL compilers contract into fma) exactly.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from conftest import CPU_DEVICE
@@ -125,8 +127,12 @@ def test_ties_pyunicorn_float32(device):
 
 
 def test_float32_numpy_reference_on_grid(device):
-    """0.1 grid in float32 (differences round): the kernels' decision is the rule applied
-    to float32 squared distances summed as the kernels sum them (NumPy, no FMA)."""
+    """0.1 grid in float32 (differences round): the unchecked kernels' decision (EXACT=0)
+    is the rule applied to float32 squared distances summed as the kernels sum them
+    (NumPy, no FMA); the default float32 path decides as float64 (the rule applied to
+    the float64 squared distances)."""
+    from pyedmcl.rqa.exact import unchecked
+
     x = quantized(300)
     xs = x.astype(np.float32)  # centred on the grid: the float32 path's shift is 0
     a = np.stack([xs[m: m + 298] for m in range(3)], axis=1)
@@ -139,20 +145,37 @@ def test_float32_numpy_reference_on_grid(device):
         # exact product and a float32 is rounded once more to float32 (53 >= 2 * 24 + 2 bits:
         # the double rounding is innocuous)
         d2["squared"] = (diff[..., m].astype(np.float64) ** 2 + d2["squared"]).astype(np.float32)
+    a64 = np.stack([x[m: m + 298] for m in range(3)], axis=1)
+    d64 = ((a64[:, None, :] - a64[None, :, :]) ** 2).sum(-1)  # the same order: m = 0, 1, 2
     for r in tied_radii(x, 3, "euclidean", 2) + [0.3, 0.5]:
         for rule in ("distance", "squared"):
-            res = pe.rqa(x, E=3, radius=r, dtype="float32", threshold_rule=rule, device=device)
+            with unchecked():
+                res = pe.rqa(x, E=3, radius=r, dtype="float32", threshold_rule=rule,
+                             device=device)
             want = int(recurrent(d2[rule], r, "euclidean", rule).sum())
             assert res.n_recurrences == want, (r, rule)
+            res = pe.rqa(x, E=3, radius=r, dtype="float32", threshold_rule=rule, device=device)
+            if rule == "distance":  # float64 sums without fma: the reference above
+                assert res.n_recurrences == int(recurrent(d64, r, "euclidean", rule).sum())
+            ref = pe.rqa(x, E=3, radius=r, dtype="float64", threshold_rule=rule, device=device)
+            assert res.n_recurrences == ref.n_recurrences, (r, rule)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_ties_pyrqa_squared(device, dtype):
+@pytest.mark.parametrize(("dtype", "pyrqa_dtype"), [("float64", "float64"),
+                                                   ("float32", "float64"),
+                                                   ("unchecked", "float32")])
+def test_ties_pyrqa_squared(device, dtype, pyrqa_dtype):
+    """The squared rule: float64 and float32 (deciding as float64) equal PyRQA in float64;
+    the unchecked float32 kernels (EXACT=0) equal PyRQA in float32."""
+    from pyedmcl.rqa.exact import unchecked
+
     x = quantized(500)
     for r in tied_radii(x, 2, "euclidean", 2) + [0.3, 0.5]:
-        pr, _ = pyrqa_run(x, E=2, tau=1, radius=r, theiler=1, dtype=dtype,
+        pr, _ = pyrqa_run(x, E=2, tau=1, radius=r, theiler=1, dtype=pyrqa_dtype,
                           platform=ORACLE_PLATFORM)
-        res = pe.rqa(x, E=2, radius=r, dtype=dtype, threshold_rule="squared", device=device)
+        with unchecked() if dtype == "unchecked" else contextlib.nullcontext():
+            res = pe.rqa(x, E=2, radius=r, dtype="float32" if dtype == "unchecked" else dtype,
+                         threshold_rule="squared", device=device)
         assert res.n_recurrences == int(pr.number_of_recurrence_points), r
         assert _hist_eq(res.diagonal_hist, pr.diagonal_frequency_distribution)
         assert _hist_eq(res.vertical_hist, pr.vertical_frequency_distribution)
@@ -222,7 +245,7 @@ def test_sampled_rate_distances(metric, monkeypatch):
             term = d * d if metric == "euclidean" else d
             want = term if want is None else (np.maximum(want, term) if metric == "maximum"
                                               else want + term)
-        got = radius._sampled_dist(x, y, i, j, E, tau, metric)
+        got = radius.sampled_dist(x, y, i, j, E, tau, metric)
         assert np.array_equal(got, want), (E, metric)
         monkeypatch.setattr(radius, "EXACT_CELLS", 1000)
         monkeypatch.setattr(radius, "SAMPLES", 5000)

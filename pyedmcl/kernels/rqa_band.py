@@ -36,6 +36,8 @@ class BandSpec:
     white_border: bool = True  # white runs touching a window's top/bottom are counted
     window: int = 2
     step: int = 1
+    #: float32 with the near cells redone in double (EXACT, on devices with fp64)
+    exact: bool = False
 
     @property
     def dtype(self) -> type:
@@ -72,18 +74,33 @@ def work_group(backend: Backend) -> int:
     return min(64, backend.info.max_work_group_size, backend.info.max_work_item_sizes[0])
 
 
+def exact_on(spec: BandSpec, backend: Backend) -> int:
+    """EXACT template value: asked for, in float32, on a device with fp64."""
+    return int(spec.exact and spec.real == "float" and bool(backend.info.fp64))
+
+
 def launch(backend: Backend, spec: BandSpec, mode: str, x: Any, thr: float, *, lane0: int,
-           nlanes: int, n_windows: int, w: int, hb: Any, hw: Any) -> Any:
+           nlanes: int, n_windows: int, w: int, hb: Any, hw: Any,
+           exact: tuple[Any, float, float] | None = None) -> Any:
     """Enqueue lanes ``lane0 .. lane0 + nlanes - 1`` (columns, or diagonals ``d``) of the
     series ``x`` (device, the spec's dtype) into the difference histograms ``hb`` (black:
-    vertical or diagonal lines) and ``hw`` (white vertical lines; unused for diagonals)."""
+    vertical or diagonal lines) and ``hw`` (white vertical lines; unused for diagonals).
+    ``exact`` (EXACT, :func:`exact_on`): the raw float64 series on the device, the float64
+    threshold and the bound (:mod:`pyedmcl.rqa.exact`)."""
     wg = work_group(backend)
     params = spec.template_params(mode, wg, local_ints(backend), outline=backend.info.is_gpu)
+    params["EXACT"] = exact_on(spec, backend)
+    extra: tuple[Any, ...] = ()
+    if params["EXACT"]:
+        if exact is None:
+            raise ValueError("an EXACT band spec needs exact= (raw series, thr64, bound)")
+        extra = (exact[0], np.float64(exact[1]), np.float32(exact[2]))
     k = backend.kernel(TEMPLATE, params, f"rqa_band_{mode}")
     gsz: tuple[int, ...] = (round_up(int(nlanes), wg),)
     lsz: tuple[int, ...] = (wg,)
     if mode == "diagonal":
         rows = (n_windows - 1) * spec.step + spec.window
         gsz, lsz = (gsz[0], -(-rows // chunk_rows(spec.window))), (wg, 1)
-    return backend.launch(k, gsz, lsz, x, spec.dtype(thr), np.int32(lane0), np.int32(nlanes),
+    return backend.launch(k, gsz, lsz, x, *extra, spec.dtype(thr), np.int32(lane0),
+                          np.int32(nlanes),
                           np.int32(n_windows), np.int32(w), hb, hw)

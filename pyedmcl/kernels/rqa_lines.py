@@ -43,8 +43,14 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
-                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0}
+                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0}
 
+
+#: the EXACT template value float32 runs take per device kind (rqa_lines.cl.mako, EXACT):
+#: 1, the near cells' bits packed beside the cells' (a shift and an or a cell; a flagged
+#: half redoes its near cells), or 2, one near flag per 32-row half (one predicate or a
+#: cell; a flagged half redoes all its cells). Benchmarks may change it.
+EXACT_KERNEL = {"cpu": 1, "gpu": 2}
 
 #: values the kernels implement (and the tests run) that the tuner does not try: work-groups
 #: of 1 and 2 work-items and above 256, SHFL 2 (the shuffles through local memory, which
@@ -281,6 +287,17 @@ class LineSpec:
     white_border: bool = True
     fma: bool = False  # Euclidean squares summed by fma() (PyRQA's contracted kernels)
     percol: bool = False  # one threshold per column (FAN): the series tuple carries them
+    #: float32 with the near cells redone in double (EXACT, where the device has fp64):
+    #: the series tuple carries the raw float64 series, thresholds and bounds
+    exact: bool = False
+
+    def exact_on(self, info: DeviceInfo) -> int:
+        """EXACT template value: asked for, in float32, on a device with fp64: 2 on GPUs
+        (one near flag per 32-row half), 1 elsewhere (near bits per cell), see
+        :data:`EXACT_KERNEL`; else 0."""
+        if not (self.exact and self.real == "float" and bool(info.fp64)):
+            return 0
+        return EXACT_KERNEL["gpu" if info.is_gpu else "cpu"]
 
     @property
     def dtype(self) -> type:
@@ -322,7 +339,7 @@ class LineSpec:
                 "PLANES": int(_planes(params, info, _wg(mode, params, info))),
                 "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
                 "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info),
-                "DMAJ": self.dmaj(mode, params, info)}
+                "DMAJ": self.dmaj(mode, params, info), "EXACT": self.exact_on(info)}
 
 
 class RQALinesKernel(TunableKernel):
@@ -416,7 +433,7 @@ class RQALinesKernel(TunableKernel):
     def series(self, backend: Backend, params: Params, spec: LineSpec, x: np.ndarray,
                y: np.ndarray, x2: np.ndarray | None = None,
                y2: np.ndarray | None = None,
-               tcol: np.ndarray | None = None) -> tuple[Any, ...]:
+               tcol: np.ndarray | None = None, exact: Any = None) -> tuple[Any, ...]:
         """Row and column series (x, y, x2, y2) on the device; column series are padded by
         VEC zeros on the left and at least :data:`SERIES_PAD` on the right (a work-item loads
         VEC lanes at once; DMAJ's runs of 32 + (E - 1) tau values), row series by
@@ -425,7 +442,8 @@ class RQALinesKernel(TunableKernel):
         device: one upload instead of two (at N = 946,303 the host's part of each is ~1 ms
         on an H100 host, before the first launch). Without JOINT the second pair is the
         first. PERCOL: the per-column thresholds ``tcol`` follow, padded alike (the
-        kernels take them right after y2)."""
+        kernels take them right after y2). EXACT (:meth:`LineSpec.exact_on`): ``exact``
+        (:class:`pyedmcl.rqa.exact.Exact`) follows, laid out alike in float64."""
         dt, vec = spec.dtype, params["VEC"]
         yd = backend.to_device(_padded(y, dt, vec, max(vec, SERIES_PAD)))
         xd = _rows(backend, x, y, yd, dt, vec)
@@ -434,10 +452,38 @@ class RQALinesKernel(TunableKernel):
             if tcol is None:
                 raise ValueError("a PERCOL spec needs the per-column thresholds tcol")
             extra = (backend.to_device(_padded(tcol, dt, vec, max(vec, SERIES_PAD))),)
+        extra = (*extra, *self._exact_inputs(backend, params, spec, exact))
         if not spec.joint:
             return (xd, yd, xd, yd, *extra)
         y2d = backend.to_device(_padded(y2, dt, vec, max(vec, SERIES_PAD)))
         return (xd, yd, _rows(backend, x2, y2, y2d, dt, vec), y2d, *extra)
+
+    @staticmethod
+    def _exact_inputs(backend: Backend, params: Params, spec: LineSpec, exact: Any
+                      ) -> tuple[Any, ...]:
+        """EXACT's kernel arguments (common/_exact.mako: args): the raw float64 series,
+        per-column float64 thresholds and bounds (PERCOL), thresholds and bounds."""
+        if spec.exact and spec.real == "float" and not backend.info.fp64:
+            from .._precision import warn_no_fp64
+
+            warn_no_fp64(backend.info.name)
+        if not spec.exact_on(backend.info):
+            return ()
+        if exact is None:
+            raise ValueError("an EXACT spec needs the float64 inputs (pyedmcl.rqa.exact.Exact)")
+        f8, vec, pad = np.float64, params["VEC"], max(params["VEC"], SERIES_PAD)
+        yd = backend.to_device(_padded(exact.y, f8, vec, pad))
+        out: tuple[Any, ...] = (_rows(backend, exact.x, exact.y, yd, f8, vec), yd)
+        if spec.joint:
+            y2d = backend.to_device(_padded(exact.y2, f8, vec, pad))
+            out = (*out, _rows(backend, exact.x2, exact.y2, y2d, f8, vec), y2d)
+        else:
+            out = (*out, *out)
+        if spec.percol:
+            out = (*out, backend.to_device(_padded(exact.tcol64, f8, vec, pad)),
+                   backend.to_device(_padded(exact.bcol, np.float32, vec, pad)))
+        return (*out, np.float64(exact.thr64), np.float64(exact.thr264),
+                np.float32(exact.b), np.float32(exact.b2))
 
     def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
         """Carryover buffers, zeroed on the device, of a band of ``n`` lanes (columns:

@@ -38,6 +38,8 @@ class NetworkSpec:
     metric: str
     real: str  # "float" | "double"
     fma: bool = False  # Euclidean squares summed by fma() (threshold_rule="squared")
+    #: float32 with the near cells redone in double (EXACT, on devices with fp64)
+    exact: bool = False
 
     @property
     def dtype(self) -> type:
@@ -72,19 +74,31 @@ def local_fixed(wg: int) -> int:
     return 4 * 32 * wg + 8 * wg + 16
 
 
+def exact_on(spec: NetworkSpec, backend: Backend) -> int:
+    """EXACT template value: asked for, in float32, on a device with fp64."""
+    return int(spec.exact and spec.real == "float" and bool(backend.info.fp64))
+
+
 def _kernel(backend: Backend, spec: NetworkSpec, name: str, lset: int = 0) -> tuple[Any, int]:
     wg = work_group(backend)
-    return backend.kernel(TEMPLATE, spec.template_params(wg, lset), name), wg
+    params = dict(spec.template_params(wg, lset), EXACT=exact_on(spec, backend))
+    return backend.kernel(TEMPLATE, params, name), wg
 
 
 def adjacency(backend: Backend, spec: NetworkSpec, x: Any, n: int, thr: float, *, r0: int,
-              rows: int, adj: Any, deg: Any) -> Any:
+              rows: int, adj: Any, deg: Any, exact: tuple | None = None) -> Any:
     """Enqueue rows ``r0 .. r0 + rows - 1`` of the packed adjacency of the ``n`` embedded
     points of device series ``x`` (the spec's dtype) into ``adj`` (``n * nw`` uint32)
-    and add their degrees to ``deg`` (``n`` uint32, zeroed by the caller)."""
+    and add their degrees to ``deg`` (``n`` uint32, zeroed by the caller). ``exact``
+    (EXACT, :func:`exact_on`): (raw float64 series on the device, thr64, bound)."""
     k, wg = _kernel(backend, spec, "rn_adjacency")
     nw = words(n)
-    return backend.launch(k, (-(-nw // wg) * wg, int(rows)), (wg, 1), x, np.int32(n),
+    extra: tuple[Any, ...] = ()
+    if exact_on(spec, backend):
+        if exact is None:
+            raise ValueError("an EXACT network spec needs exact= (raw series, thr64, bound)")
+        extra = (exact[0], np.float64(exact[1]), np.float32(exact[2]))
+    return backend.launch(k, (-(-nw // wg) * wg, int(rows)), (wg, 1), x, *extra, np.int32(n),
                           np.int32(nw), np.int32(r0), spec.dtype(thr), adj, deg)
 
 

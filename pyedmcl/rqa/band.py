@@ -29,7 +29,8 @@ import numpy as np
 
 from clkernels import Backend
 
-from ..kernels.rqa_band import BandSpec, launch
+from ..kernels.rqa_band import BandSpec, exact_on, launch
+from .exact import warn_no_fp64
 from .measures import compute_measures
 from .result import band_cells
 
@@ -41,20 +42,30 @@ _HIST_BINS = 1 << 23
 
 
 def _lanes_on(be: Backend, spec: BandSpec, xs: np.ndarray, thr: float, jobs: list, *,
-              W: int, S: int, nw: int, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One device's share: ``jobs`` = (mode, lane0, nlanes); its difference histograms."""
+              W: int, S: int, nw: int, w: int, exact: tuple | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One device's share: ``jobs`` = (mode, lane0, nlanes); its difference histograms.
+    ``exact``: (raw float64 series aligned with ``xs``, thr64, bound), see
+    :mod:`pyedmcl.rqa.exact`."""
     x = be.to_device(xs)
+    ex = None
+    if exact is not None and exact_on(spec, be):
+        ex = (be.to_device(np.ascontiguousarray(exact[0], dtype=np.float64)), *exact[1:])
+    elif spec.exact and spec.real == "float" and not be.info.fp64:
+        warn_no_fp64(be.info.name)
     n = (nw + 1) * W
     h = {k: be.zeros(n, np.int32) for k in ("v", "w", "d")}
     for mode, l0, nl in jobs:
         hb, hw = (h["v"], h["w"]) if mode == "vertical" else (h["d"], h["w"])
-        launch(be, spec, mode, x, thr, lane0=l0, nlanes=nl, n_windows=nw, w=w, hb=hb, hw=hw)
+        launch(be, spec, mode, x, thr, lane0=l0, nlanes=nl, n_windows=nw, w=w, hb=hb, hw=hw,
+               exact=ex)
     return tuple(be.to_host(h[k]).astype(np.int64) for k in ("d", "v", "w"))  # type: ignore
 
 
 def band_histograms(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, tau: int,
                     metric: str, real: str, fma: bool, theiler_matrix: bool, w: int,
-                    white_border: bool, n_points: int, window: int, step: int
+                    white_border: bool, n_points: int, window: int, step: int,
+                    exact: tuple | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per window the recurrences ``(nw,)`` and the diagonal, vertical and white
     histograms ``(nw, window)`` (index length - 1) of the auto-recurrence matrix of
@@ -63,17 +74,20 @@ def band_histograms(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, t
     same in every window (float64). Lanes are split over ``bes``."""
     parts = list(band_passes(bes, xs, thr, E=E, tau=tau, metric=metric, real=real, fma=fma,
                              theiler_matrix=theiler_matrix, w=w, white_border=white_border,
-                             n_points=n_points, window=window, step=step))
+                             n_points=n_points, window=window, step=step, exact=exact))
     nrec, d, v, wh = (np.concatenate([p[i] for p in parts]) for i in range(4))
     return nrec, d, v, wh
 
 
 def band_passes(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, tau: int,
                 metric: str, real: str, fma: bool, theiler_matrix: bool, w: int,
-                white_border: bool, n_points: int, window: int, step: int
+                white_border: bool, n_points: int, window: int, step: int,
+                exact: tuple | None = None
                 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """:func:`band_histograms` pass by pass: consecutive groups of windows (as many as
-    :data:`_HIST_BINS` difference bins hold), each one pass over its part of the series."""
+    :data:`_HIST_BINS` difference bins hold), each one pass over its part of the series.
+    ``exact`` (float32): ``(raw, thr64, bound)``, the float64 series aligned with ``xs``
+    from which the near cells are redone (:mod:`pyedmcl.rqa.exact`)."""
     W, S = int(window), int(step)
     nw = (n_points - W) // S + 1
     span = (E - 1) * tau
@@ -81,24 +95,26 @@ def band_passes(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, tau: 
     for ka in range(0, nw, per):
         kb = min(nw, ka + per)
         a = ka * S
-        yield _one_pass(bes, xs[a: a + (kb - ka - 1) * S + W + span], thr, E=E, tau=tau,
+        end = a + (kb - ka - 1) * S + W + span
+        ex = None if exact is None else (exact[0][a:end], *exact[1:])
+        yield _one_pass(bes, xs[a:end], thr, E=E, tau=tau,
                         metric=metric, real=real, fma=fma, theiler_matrix=theiler_matrix,
-                        w=w, white_border=white_border, nw=kb - ka, W=W, S=S)
+                        w=w, white_border=white_border, nw=kb - ka, W=W, S=S, exact=ex)
 
 
 def _one_pass(bes: list[Backend], xs: np.ndarray, thr: float, *, E: int, tau: int,
               metric: str, real: str, fma: bool, theiler_matrix: bool, w: int,
-              white_border: bool, nw: int, W: int, S: int
+              white_border: bool, nw: int, W: int, S: int, exact: tuple | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`band_histograms` of the ``nw`` windows of ``xs`` (window 0 at its start)."""
     spec = BandSpec(E, tau, metric, real, fma=fma, theiler_matrix=theiler_matrix,
-                    white_border=white_border, window=W, step=S)
+                    white_border=white_border, window=W, step=S, exact=exact is not None)
     kmin = max(w, 1)
     ncols = (nw - 1) * S + W
     jobs = [("vertical", l0, min(_LANES, ncols - l0)) for l0 in range(0, ncols, _LANES)]
     jobs += [("diagonal", l0, min(_LANES, W - l0)) for l0 in range(kmin, W, _LANES)]
     share = [jobs[i:: len(bes)] for i in range(len(bes))]
-    kw = dict(W=W, S=S, nw=nw, w=w)
+    kw = dict(W=W, S=S, nw=nw, w=w, exact=exact)
     if len(bes) == 1:
         parts = [_lanes_on(bes[0], spec, xs, thr, share[0], **kw)]
     else:

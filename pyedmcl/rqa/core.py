@@ -36,7 +36,9 @@ from ..kernels.rqa_lines import RQA_LINES, LineSpec
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
 from . import multi  # noqa: F401  (sets the band runner of detect_lines: several devices, Dask)
 from .dnr import Histograms, SpeculationFailed, detect_lines
+from .exact import for_run as exact_for_run
 from .inputs import state_vectors, std_of
+from .radius import RateThreshold
 from .result import RQAResult, band_cells, make_result
 from .threshold import check_threshold_rule, kernel_threshold
 
@@ -201,11 +203,16 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     replaces the device's tuned launch parameters of the line kernels by a point of
     their tuning space (``VEC``, ``WG``, ``EDGE`` required; flags left out are off:
     the same histograms by another path; a name or value outside the space is refused,
-    EDGE may be any positive integer). Float32
-    squared distances are summed in float32: cells whose distance is within float32
-    rounding of the radius may differ from a float64 computation (use ``dtype="float64"`` where the device has fp64). In float32 the
+    EDGE may be any positive integer). In float32 the
     series is centred (its mean subtracted in float64) first: a radius is in data units,
-    so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`).
+    so distances, not the data's offset, decide (see :mod:`pyedmcl._precision`). With a
+    fixed radius float32 decides every cell as ``dtype="float64"`` does (a radius found
+    for ``recurrence_rate`` or FAN's per-column radii are float32 order statistics, and
+    their cells are decided in float32): the few cells whose float32 distance
+    lies within a proven rounding bound of the radius (ties on decimal data) are
+    recomputed in double from the series as given (:mod:`pyedmcl.rqa.exact`), so the
+    histograms equal float64's bit for bit; a device without fp64 decides them in
+    float32 (one ``PrecisionWarning``: ties may differ there).
     ``threshold_rule`` decides cells whose distance equals the radius (ties on quantized
     data) as pyunicorn (``"distance"``, default) or PyRQA's kernels (``"squared"``).
     With ``recurrence_rate`` the achieved rate is ``RR``; the target is in ``settings``.
@@ -300,7 +307,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
                 params=params, threshold_rule=threshold_rule, neighbourhood=neighbourhood,
                 knn=knn, scheduler=scheduler, n_workers=n_workers)
     return _beside_the_check(prep, [s], lambda dt, xs, sp: _rqa_prepared(
-        xs[0], dt, bes, **opts, speculation=sp))
+        xs[0], dt, bes, **opts, raw=s, speculation=sp))
 
 
 def mirrored_diagonals(h: Histograms, n: int, w: int) -> np.ndarray:
@@ -336,29 +343,34 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
                   theiler: int, theiler_scope: str, l_min: int, v_min: int, w_min: int,
                   white_border: bool, edge: int | None, order: str,
                   params: dict[str, Any] | None, threshold_rule: str, neighbourhood: str,
-                  knn: Any, scheduler: Any, n_workers: int,
+                  knn: Any, scheduler: Any, n_workers: int, raw: np.ndarray | None = None,
                   speculation: Any = None) -> RQAResult:
     """:func:`rqa` of the validated series ``s`` (centred for float32) in dtype ``dt``;
-    ``speculation``: the float32 merge check still running (the line detection stops
-    with :class:`~pyedmcl.rqa.dnr.SpeculationFailed` once it fails)."""
+    ``raw``: the series as given (what the float64 path reads: a rate's radius and FAN's
+    thresholds are its; None: ``s``); ``speculation``: the float32 merge check still
+    running (the line detection stops with :class:`~pyedmcl.rqa.dnr.SpeculationFailed`
+    once it fails)."""
+    raw = s if raw is None else raw
     rule = check_threshold_rule(threshold_rule)
     w = int(theiler)
     if neighbourhood == "fan":
         from .fan import fan_rqa
 
         return fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
-                        edge, order, params, l_min, v_min, w_min)
-    radius, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes,
-                                     rule)
+                        edge, order, params, l_min, v_min, w_min, raw=raw)
+    th = _resolve_thresholds(radius, recurrence_rate, raw, None, E, tau, metric, dt, bes, rule)
+    radius, thr = th.radius, th.thr
+    xs = s.astype(dt)
+    ex = exact_for_run(dt, (raw, raw), (xs, xs), radius, metric, rule, E, thr, thr64=th.thr64)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border), fma=(rule == "squared"))
+                    white_border=bool(white_border), fma=(rule == "squared"),
+                    exact=ex is not None)
     kmin = max(w, 1)
-    xs = s.astype(dt)
     h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
                      order=order, params=params, symmetric=True, scheduler=scheduler,
-                     n_workers=n_workers, speculation=speculation)
+                     n_workers=n_workers, speculation=speculation, exact=ex)
     diag = mirrored_diagonals(h, n, w)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
     return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
@@ -410,14 +422,19 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
 
     def run(dt: np.dtype, series: list[np.ndarray], speculation: Any) -> RQAResult:
         cx, cy = series
-        radius_, thr = _resolve_threshold(radius, recurrence_rate, cy, cx, E, tau, metric, dt,
-                                          bes, rule)
+        th = _resolve_thresholds(radius, recurrence_rate, sy, sx, E, tau, metric, dt, bes,
+                                 rule)  # from the raw series: the float64 path's
+        radius_, thr = th.radius, th.thr
+        zy, zx = cy.astype(dt), cx.astype(dt)
+        ex = exact_for_run(dt, (sy, sx), (zy, zx), radius_, metric, rule, E, thr,
+                           thr64=th.thr64)
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                        white_border=bool(white_border), fma=(rule == "squared"))
-        h = detect_lines(bes, cy.astype(dt), cx.astype(dt), thr, spec=spec, n_rows=n_rows,
+                        white_border=bool(white_border), fma=(rule == "squared"),
+                        exact=ex is not None)
+        h = detect_lines(bes, zy, zx, thr, spec=spec, n_rows=n_rows,
                          n_cols=n_cols, diag_ranges=ranges, w=w, edge=edge, order=order,
                          params=params, scheduler=scheduler, n_workers=n_workers,
-                         speculation=speculation)
+                         speculation=speculation, exact=ex)
         return make_result(h, h.diagonal.copy(), nx * ny, radius_, l_min, v_min, w_min, dict(
             kind="cross_rqa", E=E, tau=tau, metric=metric, theiler=w, l_min=l_min,
             v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
@@ -475,21 +492,25 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
 
     def run(dt: np.dtype, series: list[np.ndarray], speculation: Any) -> RQAResult:
         thr = {}
-        for name, r, q, s in (("x", rx, qx, series[0]), ("y", ry, qy, series[1])):
+        for name, r, q, s in (("x", rx, qx, sx), ("y", ry, qy, sy)):  # raw: float64's
             try:
-                thr[name] = _resolve_threshold(r, q, s, None, E, tau, metric, dt, bes, rule)
+                thr[name] = _resolve_thresholds(r, q, s, None, E, tau, metric, dt, bes, rule)
             except ValueError as exc:  # (a rate below the floor of one series): say which
                 raise ValueError(f"series {name}: {exc}") from None
-        (rx_, thr_x), (ry_, thr_y) = thr["x"], thr["y"]
+        rx_, thr_x, ry_, thr_y = thr["x"].radius, thr["x"].thr, thr["y"].radius, thr["y"].thr
+        a, b = series[0].astype(dt), series[1].astype(dt)
+        ex = exact_for_run(dt, (sx, sx), (a, a), rx_, metric, rule, E, thr_x,
+                           pair2=((sy, sy), (b, b), ry_, thr_y), thr64=thr["x"].thr64,
+                           thr264=thr["y"].thr64)
         spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float", joint=True,
                         theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                        white_border=bool(white_border), fma=(rule == "squared"))
-        a, b = series[0].astype(dt), series[1].astype(dt)
+                        white_border=bool(white_border), fma=(rule == "squared"),
+                        exact=ex is not None)
         h = detect_lines(bes, a, a, thr_x, spec=spec, n_rows=n, n_cols=n,
                          diag_ranges=[(kmin, n)] if kmin < n else [], x2=b, y2=b,
                          thr2=thr_y, w=w, edge=edge, order=order, params=params,
                          symmetric=True, scheduler=scheduler, n_workers=n_workers,
-                         speculation=speculation)
+                         speculation=speculation, exact=ex)
         diag = mirrored_diagonals(h, n, w)
         n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
         return make_result(h, diag, n_cells, (rx_, ry_), l_min, v_min, w_min, dict(
@@ -523,17 +544,30 @@ def _resolve_threshold(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarra
                        E: int, tau: int, metric: str, dt: np.dtype, bes: list[Backend],
                        rule: str = "distance") -> tuple[float, float]:
     """``(radius, thr)``: the radius (given, or found for the rate) and the kernels'
-    threshold under ``rule``."""
+    threshold under ``rule`` (:func:`_resolve_thresholds`)."""
+    t = _resolve_thresholds(radius, rate, rows, cols, E, tau, metric, dt, bes, rule)
+    return t.radius, t.thr
+
+
+def _resolve_thresholds(radius: Any, rate: Any, rows: np.ndarray, cols: np.ndarray | None,
+                        E: int, tau: int, metric: str, dt: np.dtype, bes: list[Backend],
+                        rule: str = "distance") -> RateThreshold:
+    """The radius (given, or found for the rate), the kernels' threshold in ``dt`` and the
+    float64 path's threshold (:class:`~pyedmcl.rqa.radius.RateThreshold`). ``rows`` and
+    ``cols`` are the series the float64 path reads (the raw ones, not float32's centred
+    inputs): for a rate the radius and ``thr64`` are then the float64 path's bit for bit
+    in either dtype (:func:`~pyedmcl.rqa.radius.rate_threshold`)."""
     if (radius is None) == (rate is None):
         raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
                          "(fixed recurrence rate)")
     if radius is not None:
         r = check_radius(radius)
-        return r, kernel_threshold(r, metric, dt, rule)
-    from .radius import threshold_for_rate
+        return RateThreshold(r, kernel_threshold(r, metric, dt, rule),
+                             kernel_threshold(r, metric, np.float64, rule))
+    from .radius import rate_threshold
 
-    return threshold_for_rate(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric,
-                              dtype=dt, backend=bes[0], rule=rule)
+    return rate_threshold(rows, cols, check_rate(rate), E=E, tau=tau, metric=metric,
+                          dtype=dt, backend=bes[0], rule=rule)
 
 
 def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: int, *,
@@ -581,14 +615,18 @@ def _band_windows(s: np.ndarray, n: int, window: int, step: int, E: int, tau: in
     for ka, kb in zip(groups, [*groups[1:], len(keys)], strict=True):
         gdt, shift, scale = keys[ka]
         pts = (kb - ka - 1) * step + window
-        seg = s[ka * step: ka * step + pts + span]
+        raw = s[ka * step: ka * step + pts + span]
+        seg = raw
         if gdt != np.float64:
-            seg = Affine(np.array([shift]), np.array([scale])).forward(seg.copy())
+            seg = Affine(np.array([shift]), np.array([scale])).forward(raw.copy())
+        z, thr = seg.astype(gdt), kernel_threshold(r, metric, gdt, rule)
+        ex = exact_for_run(gdt, (raw, raw), (z, z), r, metric, rule, E, thr)
         for nrec, d, v, wh in band_passes(
-                bes, seg.astype(gdt), kernel_threshold(r, metric, gdt, rule), E=E, tau=tau,
+                bes, z, thr, E=E, tau=tau,
                 metric=metric, real="double" if gdt == np.float64 else "float",
                 fma=(rule == "squared"), theiler_matrix=tm, w=w,
-                white_border=bool(white_border), n_points=pts, window=window, step=step):
+                white_border=bool(white_border), n_points=pts, window=window, step=step,
+                exact=None if ex is None else (ex.x, ex.thr64, ex.b)):
             rows += band_rows(nrec, d, v, wh, window, w, tm, l_min, v_min, w_min)
     for row in rows:
         row["radius"] = r

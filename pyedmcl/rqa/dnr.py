@@ -137,6 +137,8 @@ class _Matrix:
     thr2: float
     w: int
     speculation: Any = field(default=None, compare=False)
+    #: EXACT (``spec.exact``): the float64 inputs (:class:`pyedmcl.rqa.exact.Exact`)
+    exact: Any = field(default=None, compare=False)
 
     @property
     def hlen(self) -> int:
@@ -225,7 +227,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  symmetric: bool = False, tcol: np.ndarray | None = None,
                  scheduler: Any = None, n_workers: int = 2,
                  band: int | None = None, split: str = "auto",
-                 speculation: Any = None) -> Histograms:
+                 speculation: Any = None, exact: Any = None) -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
@@ -245,14 +247,18 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     ``speculation``: a float32 merge check still running
     (:class:`pyedmcl._precision.Speculation`; not with Dask): the launches stay few
     ahead of the devices until it answers, and :class:`SpeculationFailed` is raised once
-    it has failed.
+    it has failed. ``exact`` (with ``spec.exact``): the raw float64 series, thresholds
+    and bounds (:class:`pyedmcl.rqa.exact.Exact`) with which float32 kernels redo the
+    cells near the threshold as the float64 path decides them.
     """
     if order not in ("row", "column"):
         raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
     if params is not None:
         params = RQA_LINES.check_params(params)
+    if spec.exact and spec.real == "float" and exact is None:
+        raise ValueError("spec.exact needs exact= (pyedmcl.rqa.exact.Exact)")
     m = _Matrix(spec, n_rows, n_cols, thr, thr2, w,
-                speculation=None if scheduler is not None else speculation)
+                speculation=None if scheduler is not None else speculation, exact=exact)
     if spec.percol and symmetric:
         raise ValueError("per-column thresholds make the matrix asymmetric: symmetric=False")
     backends = list(dict.fromkeys(backends))  # one queue is never driven by two threads
@@ -294,15 +300,27 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
         p = dict(params)  # checked by detect_lines
     if edge is not None:
         p["EDGE"] = int(edge)
+    if _intel_exact_crash(p, m.spec, be.info):
+        p["WG"] = 8
     # PACK reads a cell as the sign of d - thr: equal to d < thr for finite thresholds
     # (finite data give no NaN then); an infinite one takes the compare
     thresholds = [m.thr, m.thr2] + ([] if tcol is None else [np.max(np.abs(tcol))])
     if p.get("PACK", 0) and not np.all(np.isfinite(thresholds)):
         p["PACK"] = 0
-    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol)
+    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol, m.exact)
     h32 = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
     h64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
     return _DevState(be, p, series, h32, h64)
+
+
+def _intel_exact_crash(p: Params, spec: LineSpec, info: Any) -> bool:
+    """Intel's CPU OpenCL runtime (2024.x) crashes the process with EXACT's redo in
+    work-groups of 16 or more (it vectorises over work-items): building the double
+    ``fma()`` redo (threshold_rule="squared"), and running a redo of vector lanes (VEC > 1)
+    once a half has near cells (Oclgrind finds no invalid access in the same runs);
+    those runs take work-groups of 8 (same histograms)."""
+    return (info.runtime == "intel" and bool(spec.exact_on(info))
+            and (spec.fma or int(p.get("VEC", 1)) > 1) and int(p.get("WG", 0)) >= 16)
 
 
 def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,

@@ -22,7 +22,7 @@ hence the same measures bit for bit:
   computed by default for ``N <= DEVICE_PATH_MAX_N`` on a GPU, ``PATH_MAX_N``
   elsewhere);
 * ``method="host"``, the reference: the adjacency built in blocks of rows with the line
-  kernels' arithmetic (:func:`pyedmcl.rqa.fan.kernel_distances`, working precision, fma
+  kernels' arithmetic (:func:`pyedmcl.rqa.distances.kernel_distances`, working precision, fma
   sums emulated under ``"squared"``) into a sparse matrix (memory ~ ``RR * N^2``
   links), triangles by sparse products, path lengths by breadth-first search (scipy,
   ``O(N * links)``, by default for ``N <= PATH_MAX_N``). Needs scipy
@@ -90,20 +90,30 @@ class RecurrenceNetworkResult:
 
 
 def adjacency(s: np.ndarray, E: int, tau: int, thr: float, metric: str, dtype: Any,
-              rule: str = "distance") -> Any:
+              rule: str = "distance", exact: Any = None) -> Any:
     """Sparse (CSR, bool) ``A = R - I`` with ``R = d < thr`` (``d`` as the kernels compute
-    it in ``dtype``, squared for Euclidean; summed by fma under ``rule="squared"``)."""
+    it in ``dtype``, squared for Euclidean; summed by fma under ``rule="squared"``).
+    ``exact`` (:class:`pyedmcl.rqa.exact.Exact`): cells within its bound of ``thr`` are
+    decided from the raw float64 series, as the EXACT kernels decide them."""
     import scipy.sparse as sp
 
-    from .fan import _points, kernel_distances
+    from .distances import kernel_distances
+    from .distances import points as _points
 
     pts = _points(np.asarray(s, dtype=dtype), E, tau)
+    raw = None if exact is None else _points(exact.x, E, tau)
     n = pts.shape[0]
     t = np.dtype(dtype).type(thr)
     step = max(1, BLOCK_CELLS // n)
     blocks = []
     for r0 in range(0, n, step):
-        rec = kernel_distances(pts[r0: r0 + step], pts, metric, fma=(rule == "squared")) < t
+        acc = kernel_distances(pts[r0: r0 + step], pts, metric, fma=(rule == "squared"))
+        rec = acc < t
+        if raw is not None:
+            near = np.abs((acc - t).astype(acc.dtype)) <= np.float32(exact.b)
+            if near.any():
+                d64 = kernel_distances(raw[r0: r0 + step], raw, metric, fma=(rule == "squared"))
+                rec[near] = d64[near] < exact.thr64
         rows = np.arange(r0, min(r0 + step, n))
         rec[rows - r0, rows] = False  # no self-loops
         blocks.append(sp.csr_matrix(rec))
@@ -172,7 +182,8 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     kernels compute them. Both give the same integer counts, hence the same measures.
     """
     from ..validation import as_series, check_embedding, check_metric
-    from .core import _backends_and_dtype, _check_E_tau, _resolve_threshold, centred
+    from .core import _backends_and_dtype, _check_E_tau, _resolve_thresholds, centred
+    from .exact import for_run as exact_for_run
     from .threshold import check_threshold_rule
 
     if method not in METHODS:
@@ -191,8 +202,12 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     n = check_embedding(s.size, E, tau, "x")
     rule = check_threshold_rule(threshold_rule)
     bes, dt = _backends_and_dtype(device, None, backend, dtype)
+    raw = s
     dt, (s,) = centred([s], ["x"], dt, bes, common=False, what="recurrence_network")
-    r, thr = _resolve_threshold(radius, recurrence_rate, s, None, E, tau, metric, dt, bes, rule)
+    th = _resolve_thresholds(radius, recurrence_rate, raw, None, E, tau, metric, dt, bes, rule)
+    r, thr = th.radius, th.thr  # a rate's: the float64 path's (from the raw series)
+    z = s.astype(dt)
+    ex = exact_for_run(dt, (raw, raw), (z, z), r, metric, rule, E, thr, thr64=th.thr64)
     if path_lengths is None:
         gpu = method == "device" and bes[0].info.is_gpu
         paths = n <= (DEVICE_PATH_MAX_N if gpu else PATH_MAX_N)
@@ -204,10 +219,10 @@ def recurrence_network(x: Any, *, E: int = 1, tau: int = 1, radius: float | None
     if method == "device":
         from .network_device import device_counts
 
-        c = device_counts(bes[0], s.astype(dt), E, tau, thr, metric, dt, rule, paths)
+        c = device_counts(bes[0], z, E, tau, thr, metric, dt, rule, paths, exact=ex)
         m = measures_from_counts(c["degree"], c["tri2"], c["path_total"], c["path_count"])
     else:
-        m = network_measures(adjacency(s, E, tau, thr, metric, dt, rule), paths)
+        m = network_measures(adjacency(s, E, tau, thr, metric, dt, rule, exact=ex), paths)
     return RecurrenceNetworkResult(
         m["degree"], m["link_density"], m["local_clustering"], m["global_clustering"],
         m["transitivity"], m["average_path_length"], n, m["n_links"], r,

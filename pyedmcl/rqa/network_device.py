@@ -49,12 +49,21 @@ def _chunks(work: np.ndarray, budget: int) -> list[tuple[int, int]]:
 
 
 def device_counts(be: Backend, s: np.ndarray, E: int, tau: int, thr: float, metric: str,
-                  dt: np.dtype, rule: str, paths: bool) -> dict[str, Any]:
+                  dt: np.dtype, rule: str, paths: bool, exact: Any = None) -> dict[str, Any]:
     """Degrees, ``(A^3)_ii`` and (``paths``) the sum and number of finite shortest-path
     lengths over ordered pairs, for the series ``s`` (working values, ``dt``) embedded
-    with ``E``, ``tau``, recurrent where the kernels' distance is ``< thr``."""
+    with ``E``, ``tau``, recurrent where the kernels' distance is ``< thr``. ``exact``
+    (float32, :class:`pyedmcl.rqa.exact.Exact`): the cells near the threshold decided
+    as the float64 path decides them."""
     spec = K.NetworkSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                         fma=(rule == "squared"))
+                         fma=(rule == "squared"), exact=exact is not None)
+    ex = None
+    if K.exact_on(spec, be):
+        ex = (be.to_device(exact.x), exact.thr64, exact.b)
+    elif spec.exact and spec.real == "float":
+        from .exact import warn_no_fp64
+
+        warn_no_fp64(be.info.name)
     n = s.size - (E - 1) * tau
     nw = K.words(n)
     be.check_alloc(n * nw, np.uint32)  # the packed matrix: one allocation, or a clear error
@@ -64,7 +73,8 @@ def device_counts(be: Backend, s: np.ndarray, E: int, tau: int, thr: float, metr
     budget = _budget(be)
     rows = max(1, budget // (nw * 32))  # 32 cells a word
     for r0 in range(0, n, rows):
-        K.adjacency(be, spec, x, n, thr, r0=r0, rows=min(rows, n - r0), adj=adj, deg=deg)
+        K.adjacency(be, spec, x, n, thr, r0=r0, rows=min(rows, n - r0), adj=adj, deg=deg,
+                    exact=ex)
     k = be.to_host(deg).astype(np.int64)
     tri = be.empty(n, np.uint64)
     for a, b in _chunks((k + 1) * nw, budget):

@@ -17,7 +17,8 @@ from clkernels import run_blocked
 from ..constant_series import RQA_WHY, checks_constant
 from ..kernels import rqa_density
 from ..validation import as_series, check_dtype, check_embedding, check_int, check_metric
-from .core import _resolve_threshold, centred
+from .core import _resolve_thresholds, centred
+from .exact import for_run as exact_for_run
 from .threshold import check_threshold_rule
 
 
@@ -50,6 +51,7 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     sy = (sx if y is None else as_series(y, "y")) if ydev is None else None
     if y is None:
         ydev = xdev
+    raw = (sx, sy)
     if sx is not None and sy is not None:  # float32: centred, one mean for both series
         dt, cs = centred([sx] if y is None else [sx, sy], ["x", "y"][:1 if y is None else 2],
                          dt, [be], common=True, what="recurrence_plot")
@@ -62,22 +64,31 @@ def recurrence_plot(x: Any, y: Any = None, *, E: int = 1, tau: int = 1,
     nr = check_embedding(ny_, E, tau, "y")
     size = check_int(size, "size", 1, 1 << 15)
     thresholded = radius is not None or recurrence_rate is not None
+    ex = None
     if thresholded:
-        _, thr = _resolve_threshold(radius, recurrence_rate, sy, None if y is None else sx, E,
-                                    tau, metric, dt, [be], check_threshold_rule(threshold_rule))
+        rule = check_threshold_rule(threshold_rule)
+        th = _resolve_thresholds(radius, recurrence_rate, raw[1], None if y is None else raw[0],
+                                 E, tau, metric, dt, [be], rule)  # a rate's: float64's
+        r_, thr = th.radius, th.thr
+        if sx is not None and sy is not None:  # host series: float32's ties as float64's
+            ex = exact_for_run(dt, (raw[1], raw[0]), (sy.astype(dt), sx.astype(dt)), r_,
+                               metric, rule, E, thr, thr64=th.thr64)
     else:
         thr = 0.0
     b = max(1, -(-max(nr, nc) // size))
     width, height = -(-nc // b), -(-nr // b)
     spec = rqa_density.spec(E, tau, metric, "double" if dt == np.float64 else "float",
-                            thresholded)
+                            thresholded, exact=ex is not None)
     xd = be.to_device(sy.astype(dt)) if ydev is None else ydev
     yd = be.to_device(sx.astype(dt)) if xdev is None else xdev
+    exd = None
+    if ex is not None and rqa_density.exact_on(spec, be):
+        exd = (be.to_device(ex.x), be.to_device(ex.y), ex.thr64, ex.b)
 
     def rows(p0: int, p1: int):  # image rows p0:p1 as a device array
         blk = be.empty((p1 - p0, width), np.float32)
         rqa_density.launch(be, spec, xd, yd, n_rows=nr, n_cols=nc, b=b, width=width, height=p1,
-                           thr=thr, out=blk, py0=p0)
+                           thr=thr, out=blk, py0=p0, exact=exd)
         return blk
 
     what = f"recurrence_plot image ({height} x {width})"

@@ -5,47 +5,37 @@ pyunicorn's definition is used: sort all ``n_rows * n_cols`` distances and take
 ``d < threshold``, so exactly ``k = int(rate * (n_cells - 1))`` cells recur unless the
 k-th smallest distance is tied with the one below it (then the cells tied at the
 threshold are left out, as pyunicorn does; the achieved RR is reported). The distances
-are the kernels' own (squared for Euclidean, same summation order, working precision),
-so the threshold handed to the kernels (:func:`pyedmcl.rqa.threshold.kernel_threshold`)
-admits exactly the cells below the order statistic: no cell at the threshold slips in
-through the rounding of ``r * r``. For ``n_cells <= EXACT_CELLS`` the distances are computed on
-the device in blocks and the order statistic is exact. Above that, the
-quantile is estimated from ``SAMPLES`` random pairs (deterministic seed, float64 on
-the host), so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
+are the float64 kernels' (squared for Euclidean, coordinates summed in order, no fma)
+of the series as given, whatever the working dtype: the radius and the float64
+threshold ``thr64`` handed on (:func:`pyedmcl.rqa.threshold.kernel_threshold` of the
+radius; ``threshold_rule="squared"``: the squared order statistic) are the float64
+path's bit for bit in float32 too, so ``thr64`` admits exactly the cells below the
+order statistic (no cell at it slips in through the rounding of ``r * r``), and the
+float32 kernels' own threshold ``thr`` is that of the same radius in float32 (their
+cells near it are redone against ``thr64``, :mod:`pyedmcl.rqa.exact`).
+
+For ``n_cells <= EXACT_CELLS`` the order statistic is exact: float64 computes every
+distance on the device; float32 computes the float32 matrix of the centred series on
+the device and decides the cells whose float64 distance could be the order statistic
+in float64 on the host (:mod:`pyedmcl.rqa.select`: a rounding bound, a count of the
+cells certainly below, the few in between recomputed): a few percent of the search's
+time. Above that, the quantile is estimated from ``SAMPLES`` random pairs
+(deterministic seed) whose distances are computed in float64 from the series as given
+in either dtype, so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
 the target; the result reports the exact achieved RR.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .distances import sampled_dist
+
 EXACT_CELLS = 16_000_000
 SAMPLES = 4_000_000
-
-
-def _sampled_dist(rows: np.ndarray, cols: np.ndarray, i: np.ndarray, j: np.ndarray, E: int,
-                  tau: int, metric: str) -> np.ndarray:
-    """Distances (Euclidean: squared) of the pairs (row point ``i``, column point ``j``), as
-    the kernels compare them: coordinates in order, in float64. One coordinate at a time
-    from the series (no N x E point arrays or pair-by-coordinate temporaries: 4 x 10^6
-    pairs 0.20 -> 0.05 s on a 2-core EPYC), the same sums in the same order."""
-    acc = None
-    for m in range(E):
-        d = np.take(rows[m * tau:], i)
-        d -= np.take(cols[m * tau:], j)
-        if metric == "euclidean":
-            d *= d
-        else:
-            np.abs(d, out=d)
-        if acc is None:
-            acc = d
-        elif metric == "maximum":
-            np.maximum(acc, d, out=acc)
-        else:
-            acc += d
-    return acc
 
 
 def _too_low(rate: float, d: np.ndarray, n_cells: int, shape: tuple[int, int], auto: bool,
@@ -93,6 +83,17 @@ def _least_rate(c: int, n_cells: int) -> float:
     return r
 
 
+@dataclass(frozen=True)
+class RateThreshold:
+    """A fixed rate's radius and thresholds: ``radius`` (the float64 path's, whatever the
+    working dtype), ``thr`` the value the kernels of the working dtype compare with (exact
+    in it), ``thr64`` the float64 path's (what float32 kernels redo near cells against)."""
+
+    radius: float
+    thr: float
+    thr64: float
+
+
 def radius_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E: int, tau: int,
                     metric: str, dtype: Any = np.float64, backend: Any = None,
                     seed: int = 12345) -> float:
@@ -104,40 +105,102 @@ def radius_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E
 def threshold_for_rate(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E: int,
                        tau: int, metric: str, dtype: Any = np.float64, backend: Any = None,
                        seed: int = 12345, rule: str = "distance") -> tuple[float, float]:
-    """``(radius, thr)``: the radius for ``rate`` (pyunicorn's order statistic of the
-    distances, float64 sqrt of the squared ones for Euclidean) and the value the kernels
-    compare with under ``rule`` (:mod:`pyedmcl.rqa.threshold`): ``thr`` admits exactly
-    the cells whose distance is below the order statistic (``rule="squared"``: the
-    squared order statistic itself, so ``d2 < thr``)."""
-    from ..kernels.distance import pairwise_distances
+    """``(radius, thr)`` of :func:`rate_threshold`."""
+    t = rate_threshold(rows, cols, rate, E=E, tau=tau, metric=metric, dtype=dtype,
+                       backend=backend, seed=seed, rule=rule)
+    return t.radius, t.thr
+
+
+def working_threshold(v: float, r: float, metric: str, dt: np.dtype, rule: str) -> float:
+    """The kernels' threshold in ``dt`` for the order statistic ``v`` (float64; squared for
+    Euclidean) and its radius ``r``: ``rule="distance"`` :func:`kernel_threshold` of ``r``;
+    ``"squared"`` the smallest ``dt`` value ``>= v`` (``d < thr`` iff ``d < v``)."""
     from .threshold import kernel_threshold
 
-    cols_ = rows if cols is None else cols
+    if rule != "squared":
+        return kernel_threshold(r, metric, dt, rule)
+    t = dt.type(v)
+    return float(np.nextafter(t, dt.type(np.inf)) if float(t) < v else t)
+
+
+def rate_threshold(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E: int,
+                   tau: int, metric: str, dtype: Any = np.float64, backend: Any = None,
+                   seed: int = 12345, rule: str = "distance") -> RateThreshold:
+    """The radius for ``rate`` (pyunicorn's order statistic of the float64 distances of
+    ``rows`` x ``cols``, the raw series: float64 sqrt of the squared one for Euclidean) and
+    the thresholds under ``rule`` (:mod:`pyedmcl.rqa.threshold`): ``thr64`` admits exactly
+    the cells whose float64 distance is below the order statistic (``rule="squared"``:
+    the squared order statistic itself, so ``d2 < thr64``); ``thr`` is the working
+    dtype's. In float32 the device computes float32 distances of the centred series and
+    :mod:`pyedmcl.rqa.select` decides the cells near their order statistic in float64:
+    the radius and ``thr64`` are the float64 path's bit for bit."""
+    from ..kernels.distance import pairwise_distances
+
+    rows = np.asarray(rows, np.float64)
+    cols_ = rows if cols is None else np.asarray(cols, np.float64)
     nr = rows.size - (E - 1) * tau
     nc = cols_.size - (E - 1) * tau
     n_cells = nr * nc
     dt = np.dtype(np.float64 if np.dtype(dtype) == np.float64 and
                   (backend is None or backend.info.fp64) else np.float32)
-    if n_cells <= EXACT_CELLS:
-        d = pairwise_distances(rows, None if cols is None else cols_, E=E, tau=tau, metric=metric,
-                               squared=True, dtype=dt, device=backend)
-        flat = d.ravel()
+    info = None
+    if n_cells <= EXACT_CELLS and dt == np.float64:
+        flat = pairwise_distances(rows, None if cols is None else cols_, E=E, tau=tau,
+                                  metric=metric, squared=True, dtype=dt, device=backend).ravel()
+        sampled, k = False, int(rate * (n_cells - 1))
+        v = float(np.partition(flat, k)[k])
+    elif n_cells <= EXACT_CELLS:
+        v, info, flat = _float32_search(rows, None if cols is None else cols_, rate, n_cells,
+                                        nc, E, tau, metric, backend)
         sampled = False
-        k = int(rate * (n_cells - 1))
-    else:
+    else:  # the same random pairs, in float64 from the raw series, whatever the dtype
         rng = np.random.default_rng(seed)
         i = rng.integers(0, nr, SAMPLES)
         j = rng.integers(0, nc, SAMPLES)
-        flat = _sampled_dist(np.asarray(rows, np.float64), np.asarray(cols_, np.float64), i, j,
-                             E, tau, metric).astype(dt)
-        sampled = True
-        k = int(rate * (SAMPLES - 1))
-    v = np.partition(flat, k)[k]
-    r = float(np.sqrt(np.float64(v))) if metric == "euclidean" else float(v)
-    thr = float(v) if rule == "squared" else kernel_threshold(r, metric, dt, rule)
-    if not np.any(flat < flat.dtype.type(thr)):  # recurrence is d < thr: not one cell would recur
+        flat = sampled_dist(rows, cols_, i, j, E, tau, metric)
+        sampled, k = True, int(rate * (SAMPLES - 1))
+        v = float(np.partition(flat, k)[k])
+    r = float(np.sqrt(v)) if metric == "euclidean" else v
+    thr64 = working_threshold(v, r, metric, np.dtype(np.float64), rule)
+    if info is None:
+        some = bool(np.any(flat < thr64))
+    else:
+        from .select import any_below
+
+        some, flat = any_below(thr64, info, rows, cols, E, tau, metric)
+    if not some:  # recurrence is d < thr: not one cell would recur
+        if flat is None or flat.dtype != np.float64:
+            from .select import host_distances
+
+            flat = host_distances(rows, cols, E, tau, metric)
         _too_low(rate, flat, n_cells, (nr, nc), cols is None, sampled=sampled)
     if not r > 0:
         raise ValueError(f"recurrence_rate={rate} gives radius {r} (too many identical points); "
                          "choose a larger rate or a fixed radius")
-    return r, thr
+    thr = thr64 if dt == np.float64 else working_threshold(v, r, metric, dt, rule)
+    return RateThreshold(r, thr, thr64)
+
+
+def _float32_search(rows: np.ndarray, cols: np.ndarray | None, rate: float, n_cells: int,
+                    nc: int, E: int, tau: int, metric: str,
+                    backend: Any) -> tuple[float, dict[str, Any], np.ndarray | None]:
+    """The float64 order statistic from the device's float32 distances of the centred
+    series (:mod:`pyedmcl.rqa.select`); also the selection's record, and the float64
+    distances where it computed them all (else None)."""
+    from clkernels import get_backend
+
+    from ..kernels.distance import pairwise_distances
+    from .select import centred_f32, exact_kth
+
+    z, zc, eta = centred_f32(rows, cols)
+    be = get_backend(backend) if backend is None else backend
+    # device arrays are used as given: centred here, the inputs' cast is part of eta
+    zd = be.to_device(z)
+    flat = pairwise_distances(zd, None if zc is None else be.to_device(zc), E=E, tau=tau,
+                              metric=metric, squared=True, dtype=np.float32,
+                              device=be).ravel()
+    cols_ = rows if cols is None else cols
+    k = int(rate * (n_cells - 1))
+    v, info = exact_kth(flat, k, rows, cols, nc, E, tau, metric, eta,
+                        lambda i, j: sampled_dist(rows, cols_, i, j, E, tau, metric))
+    return v, info, info["full"]

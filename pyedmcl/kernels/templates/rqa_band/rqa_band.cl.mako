@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, FMA, MODE, THEILER_MATRIX, WBORDER, W, S, WG, CH, NK, LB, OUTLINE
+## params: E, TAU, METRIC, REAL, FMA, MODE, THEILER_MATRIX, WBORDER, W, S, WG, CH, NK, LB, OUTLINE, EXACT
 ## version: 2
 ## Windowed RQA in one pass over the band of the auto-recurrence matrix that the windows
 ## cover (pyedmcl/rqa/band.py). Window k is the square [kS, kS + W)^2 (k < nw). One
@@ -17,10 +17,15 @@
 ## <= LB go to local histograms first (LB = 0: none), flushed once. The recurrence
 ## decision is rqa_lines' (same distance sums, `d < thr` on one precomputed threshold,
 ## THEILER_MATRIX: |i - j| < w is not recurrent), so every window equals rqa() of it.
+## EXACT=1 (float32 on a device with fp64): the cells within the float32 error bound of
+## the threshold are redone in double from the raw series (xd64) and decided by
+## d64 < thr64, as rqa_lines' EXACT does (common/_exact.mako, pyedmcl/rqa/exact.py).
 ## OUTLINE=1 keeps close_run a called function (GPUs): inlined into the lane walks, NVIDIA's
 ## OpenCL compiler (H100, driver 580) miscounts the cut runs at S = 1 (decision 0055).
 <%namespace name="metric" file="/common/_metric.mako"/>
+<%namespace name="exact" file="/common/_exact.mako"/>
 ${metric.real_type(REAL)}
+${exact.functions()}
 
 inline int fdiv(const int a, const int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
 inline int cdiv(const int a, const int b) { return -fdiv(-a, b); }
@@ -96,7 +101,9 @@ inline void diagonal_run(__global int* hb, __local int* lb, const int KL, const 
 </%def>
 <% NH = 2 if MODE == "vertical" else 1 %>
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void rqa_band_${MODE}(__global const real_t* restrict x, const real_t thr, const int lane0,
+void rqa_band_${MODE}(__global const real_t* restrict x,
+${exact.args_auto()}\
+                      const real_t thr, const int lane0,
                       const int nlanes, const int nw, const int w,
                       __global int* restrict hb, __global int* restrict hw)
 {
@@ -121,6 +128,7 @@ void rqa_band_${MODE}(__global const real_t* restrict x, const real_t thr, const
         for (int i = r0; i < r1; ++i) {
 ${cell("acc", "i", lambda m: "yj[%d]" % m)}\
             int rec = (acc < thr) ? 1 : 0;
+${exact.redo("rec", "acc - thr", "exb", "i", "j", 1, series=("xd64", "xd64"), pad=0, bounds=False)}\
 %   if THEILER_MATRIX:
             rec = (i - j >= w || j - i >= w) ? rec : 0;
 %   endif
@@ -142,6 +150,7 @@ ${cell("acc", "i", lambda m: "yj[%d]" % m)}\
         if (i0 > 0 && i0 - 1 + d <= min((i0 - 1) / S, nw - 1) * S + W - 1) {
 ${cell("acc0", "(i0 - 1)", lambda m: "x[i0 - 1 + d + %d]" % (m * TAU))}\
             cc = (acc0 < thr) ? 1 : 0;                /* a run from the rows before */
+${exact.redo("cc", "acc0 - thr", "exb", "i0 - 1", "i0 - 1 + d", 1, series=("xd64", "xd64"), pad=0, bounds=False)}\
         }
         int i = i0;
         for (; i < r1; ++i) {
@@ -149,6 +158,7 @@ ${cell("acc0", "(i0 - 1)", lambda m: "x[i0 - 1 + d + %d]" % (m * TAU))}\
             if (i + d <= min(i / S, nw - 1) * S + W - 1) {
 ${cell("acc", "i", lambda m: "x[i + d + %d]" % (m * TAU))}\
                 rec = (acc < thr) ? 1 : 0;
+${exact.redo("rec", "acc - thr", "exb", "i", "i + d", 1, series=("xd64", "xd64"), pad=0, bounds=False)}\
             }
             if (rec != cc) {
                 if (own && cc == 1) diagonal_run(hb, lb, KL, s, i - 1, d, nw);

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, WG_X, WG_Y, THRESHOLDED
+## params: E, TAU, METRIC, REAL, WG_X, WG_Y, THRESHOLDED, EXACT
 ## version: 1
 ## legacy-hashes: f22f469634c1fbec
 ## Recurrence-plot image for any N without storing the N x N matrix: pixel
@@ -9,11 +9,17 @@
 ## distances are sqrt'ed per cell). With b = 1 a pixel is one cell. A launch draws the
 ## image rows [py0, height) into out (row py0 first), so a tall image can be drawn in
 ## row blocks (height = the block's end) when it does not fit on the device.
+## EXACT=1 (THRESHOLDED, float32 on a device with fp64): the cells within the float32
+## error bound of the threshold are redone in double from the raw series (xd64 rows, yd64
+## columns) and decided by d64 < thr64 (common/_exact.mako, pyedmcl/rqa/exact.py).
 <%namespace name="metric" file="/common/_metric.mako"/>
+<%namespace name="exact" file="/common/_exact.mako"/>
 ${metric.real_type(REAL)}
+${exact.functions(fma=0)}
 
 __kernel __attribute__((reqd_work_group_size(${WG_X}, ${WG_Y}, 1)))
 void rqa_density(__global const real_t* restrict x, __global const real_t* restrict y,
+${exact.args_two()}\
                  const int n_rows, const int n_cols, const int b, const int width,
                  const int height, const real_t thr, __global float* restrict out,
                  const int py0)
@@ -30,7 +36,13 @@ void rqa_density(__global const real_t* restrict x, __global const real_t* restr
             ${metric.step(METRIC, "acc", "x[i + %d]" % (m * TAU), "y[j + %d]" % (m * TAU))}
 % endfor
 % if THRESHOLDED:
+%   if EXACT:
+            uint rec = (acc < thr) ? 1u : 0u;
+${exact.redo("rec", "acc - thr", "exb", "i", "j", 1, series=("xd64", "yd64"), pad=0, bounds=False)}\
+            acc_out += rec ? (real_t)1 : (real_t)0;
+%   else:
             acc_out += (acc < thr) ? (real_t)1 : (real_t)0;
+%   endif
 % else:
             acc_out += ${metric.finish(METRIC, "acc")};
 % endif

@@ -7,6 +7,7 @@
 ## T: the names of _names.mako.
 ## Import with <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>.
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
+<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 
 <%def name="body(T)">\
@@ -252,8 +253,14 @@ ${plane_loads("ib + 64")}\
 %     endif
 %   endfor
                         D = (D << 1) | RQA_SIGN(acc - (real_t)thr);
+% if EXACT == 2:
+                        ND |= (uint)(fabs(acc - (real_t)thr) <= exb);
+% elif EXACT:
+                        ND = (ND << 1) | (uint)((acc - (real_t)thr <= exb) & (acc - (real_t)thr >= -exb));
+% endif
                     }
 % endfor
+${fix.redo_dmaj()}\
 % for u in range(SPAN):
                     s[${u}] = s[${u + 32}];
 % endfor
@@ -320,6 +327,9 @@ ${plane_loads("ib + 64")}\
             for (int h = 0; h < 2; ++h) {
                 const int hb = ib + 32 * h;
                 uint D = 0u;
+% if EXACT:
+                uint ND = 0u;   /* EXACT: the half's near cells */
+% endif
                 if (hb < ie) {
 ${dmaj_cells("y + %d + IMIN(hb + l0, n_cols - 1)" % VEC, "row0")}\
                     const int cnt = iem - hb;

@@ -2,6 +2,7 @@
 ## the cell's colour (threshold, JOINT second pair, THEILER_MATRIX band), and the packing
 ## of 32 cells per lane into a bit word (BITS). T: the names of _names.mako.
 ## Import with <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>.
+<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%!
 def term(metric, d):
     """A coordinate's term of the distance, from its difference ``d``: the square
@@ -50,6 +51,12 @@ def term(metric, d):
 % if PERCOL:
         const ${RV} tv = ${T.vload("tcol + %d + %s" % (VEC, at))};   /* the columns' thresholds */
 % endif
+% if EXACT:
+        const int xcol = ${at};   /* EXACT: the column of lane 0 */
+%   if PERCOL:
+        const ${RV} tbv = ${T.vload("tcb + %d + %s" % (VEC, at))};   /* EXACT: their bounds */
+%   endif
+% endif
 % for m in range(E):
         yv[${m}] = ${T.vload("y + %d + %s + %d" % (VEC, at, m * TAU))};
 %   if JOINT:
@@ -65,10 +72,24 @@ def term(metric, d):
 ## no NaN arises from finite data), and the bit shifts straight into the word.
 <%def name="recurrent(T, mask='', xs='x', xoff='i')">\
 ${dist(T, "acc", xs, "yv", xoff)}
-% if PACK:
-            uint rec = ${mask}${sign_bit(T, "acc - tv" if PERCOL else "acc - (%s)thr" % T.RV)};
+<% thrx = "tv" if PERCOL else "(%s)thr" % T.RV %>\
+% if EXACT and BITS:
+            ${T.IV if T.VEC > 1 else "uint"} near = ${fix.near_flag(T, "acc - " + thrx, "tbv" if PERCOL else "exb")};   /* EXACT: redone per half (_exactfix.mako) */
+%   if PACK:
+            uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
+%   else:
+            ${T.IV} rec = ${mask}${T.cmp_u("acc < " + thrx)};
+%   endif
+% elif EXACT:
+            ${"uint" if PACK else T.IV} rec = ${sign_bit(T, "acc - " + thrx) if PACK else T.cmp_u("acc < " + thrx)};
+${fix.decide_exact(T, "rec", "acc - " + thrx, 1)}\
+%   if mask:
+            rec = ${mask}rec;
+%   endif
+% elif PACK:
+            uint rec = ${mask}${sign_bit(T, "acc - " + thrx)};
 % else:
-            ${T.IV} rec = ${mask}${T.cmp_u("acc < tv" if PERCOL else "acc < (%s)thr" % T.RV)};
+            ${T.IV} rec = ${mask}${T.cmp_u("acc < " + thrx)};
 % endif
 </%def>
 
@@ -79,7 +100,20 @@ ${dist(T, "acc", xs, "yv", xoff)}
 <%def name="joint(T)">\
 % if JOINT:
 ${dist(T, "acc2", "x2", "yv2", "i")}
-%   if PACK:
+%   if EXACT and BITS:
+            near |= ${fix.near_flag(T, "acc2 - (%s)thr2" % T.RV, "exb2")};
+%     if PACK:
+            rec &= ${sign_bit(T, "acc2 - (%s)thr2" % T.RV)};
+%     else:
+            rec &= ${T.cmp_u("acc2 < (%s)thr2" % T.RV)};
+%     endif
+%   elif EXACT:
+            {
+                ${"uint" if PACK else T.IV} rec2 = ${sign_bit(T, "acc2 - (%s)thr2" % T.RV) if PACK else T.cmp_u("acc2 < (%s)thr2" % T.RV)};
+${fix.decide_exact(T, "rec2", "acc2 - (%s)thr2" % T.RV, 2)}\
+                rec &= rec2;
+            }
+%   elif PACK:
             rec &= ${sign_bit(T, "acc2 - (%s)thr2" % T.RV)};
 %   else:
             rec &= ${T.cmp_u("acc2 < (%s)thr2" % T.RV)};
@@ -115,6 +149,7 @@ ${dist(T, "acc2", "x2", "yv2", "i")}
           for (int h = 0; h < ${T.WB // 32}; ++h) {   /* 32-row halves of the word */
             const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${UV} bits = (${UV})0u;
+${fix.declare(T)}\
 % if PACK:
 <%
     if VEC != 1:
@@ -135,6 +170,7 @@ ${dist(T, "acc2", "x2", "yv2", "i")}
                     const int i = xb + r;
 ${caller.body(xs="xr", xoff="r")}\
                     bits = (bits << 1) | rec;
+${fix.pack(T)}\
                 }
             } else if (nh == 32) {
                 #pragma unroll
@@ -142,6 +178,7 @@ ${caller.body(xs="xr", xoff="r")}\
                     const int i = xb + r;
 ${caller.body(xs="x", xoff="i")}\
                     bits = (bits << 1) | rec;
+${fix.pack(T)}\
                 }
             } else {
 %   endif
@@ -149,10 +186,12 @@ ${caller.body(xs="x", xoff="i")}\
                 const int i = ib + 32 * h + r;
 ${caller.body(xs="x", xoff="i")}\
                 bits = (bits << 1) | rec;
+${fix.pack(T)}\
             }
 %   if UNR:
             }
 %   endif
+${fix.redo_half(T)}\
             ba[h] = bits;
 % else:
 % for unrolled in ((True, False) if UNR else (False,)):
@@ -173,11 +212,13 @@ ${caller.body(xs="x", xoff="i")}\
 % else:
                 bits |= as_${UV}(rec) & (${UV})(1u << r);
 % endif
+${fix.pack(T)}\
             }
 % endfor
 % if UNR:
             }
 % endif
+${fix.redo_half(T)}\
 % if VEC == 1:
             ba[h] = bits;
 % else:

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## PACK=1 (BITS, VEC=1; the GPU default): a cell's bit is the sign of acc - thr, shifted
@@ -13,6 +13,15 @@
 ## (PTX shfl.sync), instead of 64 gathers each (_diagonal.mako: body_shfl); SHFL=2 the
 ## same through local memory (any device; the tests' check of the bit moves). The same
 ## bits as the gather.
+## EXACT > 0 (REAL float, a device with fp64; the host's default for float32): the cells
+## within the float32 error bound B of the threshold (pyedmcl/rqa/exact.py) are redone in
+## double from the raw float64 series, exactly as the float64 kernel computes them, and
+## decided by d64 < thr64: float32 histograms equal float64 ones bit for bit
+## (common/_exact.mako; every cell-deciding site: _recurrence.mako, DMAJ's cells). The
+## bit-word paths flag near cells beside their bits and redo a flagged 32-row half after
+## it (_exactfix.mako): EXACT=1 (CPUs) keeps a near bit per cell and redoes those cells,
+## EXACT=2 (GPUs) one flag per half and redoes the whole half; the cell-by-cell paths
+## (BITS=0, the walk-ups) redo a near cell at once.
 ## DMAJ=1 (SYM, PLANES, SHFL, PACK, auto-RQA's upper triangle from diagonal 1; GPUs): the
 ## cells are computed diagonal-major. MODE "diagonal" is the row block's first launch: a
 ## work-item owns diagonal k and keeps the coordinate terms s(i) = f(x_i - y_{i+k}) of
@@ -125,6 +134,8 @@
 <%namespace name="vertical" file="/rqa_lines/_vertical.mako"/>
 <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
+<%namespace name="exact" file="/common/_exact.mako"/>
+<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -160,6 +171,8 @@ ${metric.real_type(REAL)}
         raise ValueError("DMAJ=1 needs SYM, PLANES, PACK (and SHFL for MODE diagonal), no "
                          "JOINT, PERCOL, THEILER_MATRIX or FMA, and MODE vertical, diagonal or "
                          "horizontal")
+    if EXACT and REAL != "float":
+        raise ValueError("EXACT=1 checks float32 kernels: REAL float")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     T = names.attr.Names(REAL, VEC, BITS)
@@ -211,6 +224,10 @@ inline uint rqa_shfl_local(__local uint* shx, const uint v, const int from)
    way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
    or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
 #pragma OPENCL FP_CONTRACT OFF
+% if MODE not in ("symjoin", "collect"):
+${exact.functions()}
+${fix.cell_function()}
+% endif
 
 ${hist.hist_add()}
 % if BITS:
@@ -239,6 +256,7 @@ void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
 % if PERCOL:
                  __global const real_t* restrict tcol,  /* PERCOL: one threshold per column (padded like y) */
 % endif
+${exact.args(percol=PERCOL)}\
                  const real_t thr, const real_t thr2,
                  const int n_rows, const int n_cols,    /* embedded points of x and y */
                  const int row0, const int nrows,       /* rows of this launch */

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, FMA, WG, LSET
+## params: E, TAU, METRIC, REAL, FMA, WG, LSET, EXACT
 ## version: 1
 ## Recurrence networks (pyedmcl/rqa/network.py) on a bit-packed adjacency A = R - I of an
 ## auto-recurrence matrix: row i is NW = ceil(n / 32) uint words, bit b of word w the cell
@@ -13,8 +13,13 @@
 ##                 distances to, and number of, the nodes reached (LSET > 0: frontier,
 ##                 next and visited sets in local memory, LSET >= NW words each, sized
 ##                 at compile time; LSET = 0: in global scratch)
+## EXACT=1 (float32 on a device with fp64): rn_adjacency redoes the cells within the
+## float32 error bound of the threshold in double from the raw series (xd64) and decides
+## them by d64 < thr64, as rqa_lines does (common/_exact.mako, pyedmcl/rqa/exact.py).
 <%namespace name="metric" file="/common/_metric.mako"/>
+<%namespace name="exact" file="/common/_exact.mako"/>
 ${metric.real_type(REAL)}
+${exact.functions()}
 <% SET = "__local" if LSET else "__global" %>
 
 /* index of the lowest set bit of a non-zero word (OpenCL 1.2 has clz, not ctz) */
@@ -37,7 +42,9 @@ inline ulong group_sum(__local ulong* red, const ulong v)
 /* Rows r0 .. r0 + get_global_size(1) - 1 (all < n): work-item (w, r) writes word w of
    row i = r0 + r. thr: the threshold of d (squared for Euclidean); deg: zeroed. */
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void rn_adjacency(__global const real_t* restrict x, const int n, const int nw,
+void rn_adjacency(__global const real_t* restrict x,
+${exact.args_auto()}\
+                  const int n, const int nw,
                   const int r0, const real_t thr, __global uint* restrict adj,
                   __global uint* restrict deg)
 {
@@ -56,7 +63,9 @@ void rn_adjacency(__global const real_t* restrict x, const int n, const int nw,
 % for m in range(E):
             ${metric.step(METRIC, "acc", "xi[%d]" % m, "x[j + %d]" % (m * TAU), FMA)}
 % endfor
-            bits |= ((acc < thr) && j != i) ? (1u << b) : 0u;
+            uint rec = (acc < thr) ? 1u : 0u;
+${exact.redo("rec", "acc - thr", "exb", "i", "j", 1, series=("xd64", "xd64"), pad=0, bounds=False)}\
+            bits |= (rec && j != i) ? (1u << b) : 0u;
         }
         adj[(size_t)i * nw + w] = bits;
     }
