@@ -57,17 +57,18 @@ class Runner:
         self.theiler_scope, self.white_border = theiler_scope, bool(white_border)
         self.edge, self.order = edge, order
 
-    def prepare(self, s: np.ndarray) -> tuple[np.dtype, np.ndarray]:
+    def prepare(self, s: np.ndarray) -> tuple[np.dtype, np.ndarray, np.ndarray]:
         """The working dtype and values of series ``s`` (float32: centred; float64 where
-        float32 cannot hold it, warned), as :func:`rqa` prepares them."""
+        float32 cannot hold it, warned), as :func:`rqa` prepares them, and ``s`` itself
+        (what the exact float64 decisions read)."""
         prep = centring([s], ["x"], self.dt, self.bes, common=False, what="rqa")
-        return prep.dtype, prep.series[0]
+        return prep.dtype, prep.series[0], s
 
-    def run(self, prepared: tuple[np.dtype, np.ndarray], *, E: int, tau: int,
+    def run(self, prepared: tuple[np.dtype, np.ndarray, np.ndarray], *, E: int, tau: int,
             radius: Any, recurrence_rate: Any, theiler: Any, l_min: Any = 2,
             v_min: Any = 2, w_min: Any = 2) -> RQAResult:
         """One series' RQA from its :meth:`prepare`d values."""
-        dt, xs = prepared
+        dt, xs, raw = prepared
         n = check_embedding(xs.size, E, tau, "x")
         l_min, v_min, w_min, theiler, edge = _check_common(
             l_min, v_min, w_min, theiler, self.theiler_scope, self.order, self.edge, n)
@@ -77,7 +78,7 @@ class Runner:
             theiler_scope=self.theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min,
             white_border=self.white_border, edge=edge, order=self.order, params=None,
             threshold_rule=self.rule, neighbourhood="radius", knn=None, scheduler=None,
-            n_workers=1)
+            n_workers=1, raw=raw)
 
 
 def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
