@@ -58,7 +58,7 @@ def test_inventory_is_complete():
     assert {"simplex", "smap", "ccm", "embed_dimension", "predict_interval",
             "predict_exclusion_radius", "predict_nonlinear", "knn_table", "knn_search",
             "measure_recall", "pairwise_distances", "rqa", "cross_rqa", "joint_rqa",
-            "recurrence_plot", "recurrence_network", "xmap",
+            "rqa_batch", "rqa_grid", "recurrence_plot", "recurrence_network", "xmap",
             "generate", "multiview", "partial_cross_map"} == set(KERNEL)
 
 

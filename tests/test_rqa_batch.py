@@ -1,0 +1,120 @@
+"""pe.rqa_batch and pe.rqa_grid: every row equals pe.rqa of that series / combination bit
+for bit (the oracle: the single call, itself checked against pyunicorn and PyRQA in
+test_rqa_oracles.py); inputs (NumPy, pandas, xarray cubes, NaN padding) and bad input.
+
+Exact equality of every measure (NaN where both are NaN), no tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pyedmcl as pe
+from pyedmcl.rqa.measures import MEASURES
+
+T, N = 160, 4
+
+
+def _same(a: float, b: float) -> bool:
+    return (np.isnan(a) and np.isnan(b)) or a == b
+
+
+def _equal_row(res, row) -> bool:
+    return all(_same(res.measures[k], row[k]) for k in MEASURES) and \
+        res.n_recurrences == row["n_recurrences"] and res.radius == row["radius"]
+
+
+@pytest.fixture(scope="module")
+def X() -> np.ndarray:
+    x = np.random.default_rng(7).standard_normal((T, N)).cumsum(axis=0)
+    x[T - 30:, 2] = np.nan  # a shorter series, NaN padded at the end
+    return x
+
+
+def _col(X: np.ndarray, j: int) -> np.ndarray:
+    return X[~np.isnan(X[:, j]), j]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_rows_equal_single_calls(X, dtype):
+    df = pe.rqa_batch(X, E=3, tau=2, radius=1.5, theiler=2, dtype=dtype)
+    assert list(df.index) == list(range(N))
+    assert list(df["N"]) == [T, T, T - 30, T]
+    for j in range(N):
+        one = pe.rqa(_col(X, j), E=3, tau=2, radius=1.5, theiler=2, dtype=dtype)
+        assert _equal_row(one, df.iloc[j]), j
+        assert df.iloc[j]["n_points"] == one.settings["n_points"]
+
+
+def test_batch_rate_and_per_series_radii(X):
+    df = pe.rqa_batch(X, E=2, recurrence_rate=0.05)
+    radii = [1.0, 1.5, 2.0, 0.7]
+    dr = pe.rqa_batch(X, E=2, radius=radii)
+    for j in range(N):
+        assert _equal_row(pe.rqa(_col(X, j), E=2, recurrence_rate=0.05), df.iloc[j]), j
+        assert _equal_row(pe.rqa(_col(X, j), E=2, radius=radii[j]), dr.iloc[j]), j
+    assert len(set(df["radius"])) == N  # one radius found per series
+
+
+def test_batch_dataframe_names_and_windows(X):
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    df = pe.rqa_batch(frame, E=2, radius=1.0)
+    assert list(df.index) == ["a", "b", "c", "d"]
+    dw = pe.rqa_batch(frame, E=2, radius=1.0, window=60, step=40)
+    for name, j in (("a", 0), ("c", 2)):
+        one = pe.rqa(_col(X, j), E=2, radius=1.0, window=60, step=40)
+        part = dw.loc[name]
+        assert list(part.index) == list(one.index)
+        for k in MEASURES:
+            assert all(_same(a, b) for a, b in zip(part[k], one[k], strict=True)), (name, k)
+
+
+def test_batch_cube_to_maps(X):
+    xr = pytest.importorskip("xarray")
+    cube = X[:, :4].reshape(T, 2, 2)
+    da = xr.DataArray(cube, dims=("time", "lat", "lon"),
+                      coords={"lat": [10.0, 20.0], "lon": [1.0, 2.0]})
+    ds = pe.rqa_batch(da.transpose("lon", "time", "lat"), E=2, radius=1.0)
+    assert ds["RR"].dims == ("lon", "lat")  # the input's order, time left out
+    ds = ds.transpose("lat", "lon")
+    assert list(ds["lat"].values) == [10.0, 20.0]
+    flat = pe.rqa_batch(X, E=2, radius=1.0)
+    assert np.array_equal(ds["DET"].values.reshape(-1), flat["DET"].to_numpy(),
+                          equal_nan=True)
+    with pytest.raises(ValueError, match="X is a DataArray .* no 'time' dimension"):
+        pe.rqa_batch(da.rename(time="t"), E=2, radius=1.0)
+
+
+def test_grid_rows_equal_single_calls(X):
+    x = _col(X, 0)
+    df = pe.rqa_grid(x, E=[2, 3], radius=[1.0, 2.0], theiler=[0, 1], l_min=[2, 3], v_min=3)
+    assert len(df) == 16
+    for _, r in df.iterrows():
+        one = pe.rqa(x, E=int(r.E), radius=r.radius, theiler=int(r.theiler),
+                     l_min=int(r.l_min), v_min=3)
+        assert _equal_row(one, r), dict(r)
+    dq = pe.rqa_grid(x, E=2, recurrence_rate=[0.05, 0.1])
+    for _, r in dq.iterrows():
+        assert _equal_row(pe.rqa(x, E=2, recurrence_rate=r.recurrence_rate), r)
+
+
+def test_bad_input_names_the_argument(X):
+    with pytest.raises(ValueError, match="radius has 3 values for 4 series"):
+        pe.rqa_batch(X, radius=[1.0, 2.0, 3.0])
+    bad = X.copy()
+    bad[10, 1] = np.nan
+    with pytest.raises(ValueError, match="X column 1 has a NaN at row 10"):
+        pe.rqa_batch(bad, radius=1.0)
+    with pytest.raises(ValueError, match="exactly one of radius"):
+        pe.rqa_batch(X, radius=1.0, recurrence_rate=0.1)
+    with pytest.raises(ValueError, match="X has shape"):
+        pe.rqa_batch(np.zeros((3, 3, 3)), radius=1.0)
+    x = _col(X, 0)
+    with pytest.raises(ValueError, match=r"E=\[\] is an empty grid"):
+        pe.rqa_grid(x, E=[], radius=1.0)
+    with pytest.raises(ValueError, match="max_combinations=4"):
+        pe.rqa_grid(x, E=[2, 3], radius=[1.0, 2.0, 3.0], max_combinations=4)
+    with pytest.raises(ValueError, match="l_min"):
+        pe.rqa_grid(x, radius=1.0, l_min=[2, 10**6])
