@@ -118,3 +118,28 @@ def test_bad_input_names_the_argument(X):
         pe.rqa_grid(x, E=[2, 3], radius=[1.0, 2.0, 3.0], max_combinations=4)
     with pytest.raises(ValueError, match="l_min"):
         pe.rqa_grid(x, radius=1.0, l_min=[2, 10**6])
+
+
+def test_cli_all_columns_and_grid(X, tmp_path, capsys):
+    import json
+
+    from pyedmcl.cli.main import main
+
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X, columns=["a", "b", "c", "d"]).to_csv(path, index=False)
+    out = tmp_path / "batch.csv"
+    assert main(["rqa", str(path), "--all-columns", "-E", "2", "--radius", "1.0",
+                 "--out", str(out)]) == 0
+    got = pd.read_csv(out)
+    assert list(got["series"]) == ["a", "b", "c", "d"]
+    one = pe.rqa(_col(X, 2), E=2, radius=1.0)
+    assert got.loc[2, "DET"] == pytest.approx(one.DET, rel=1e-15)  # CSV text round trip
+    capsys.readouterr()
+    assert main(["rqa", str(path), "-c", "a", "-E", "2,3", "--radius", "0.5,1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["E"], r["radius"]) for r in rows] == [(2, 0.5), (2, 1.0), (3, 0.5), (3, 1.0)]
+    assert rows[3]["RR"] == pe.rqa(_col(X, 0), E=3, radius=1.0).RR
+    assert main(["rqa", str(path), "--all-columns", "-E", "2,3", "--radius", "1"]) == 2
+    assert main(["rqa", str(path), "--all-columns", "--radius", "1", "--out",
+                 str(out)]) == 2  # exists: refused, the file kept
+    assert "--out" in capsys.readouterr().err

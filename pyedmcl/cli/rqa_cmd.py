@@ -27,14 +27,21 @@ def _load(path: str, column: str | None, args: argparse.Namespace | None = None)
     return t.column(0 if column is None else column).copy()
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, lists: bool = False) -> None:
+    """The options of every RQA command; ``lists``: E, tau, radius and rate take comma
+    lists (``rqa``: a grid of every combination, :mod:`pyedmcl.cli.rqa_many`)."""
     from .args import add_device_args, add_input_args
+    from .rqa_many import float_list, int_list
 
-    p.add_argument("-E", "--E", dest="E", type=int_arg, default=1, help="embedding dimension")
-    p.add_argument("--tau", type=int_arg, default=1, help="embedding delay")
+    ints, floats = (int_list, float_list) if lists else (int_arg, float)
+    more = " (comma list: a grid)" if lists else ""
+    p.add_argument("-E", "--E", dest="E", type=ints, default=1,
+                   help="embedding dimension" + more)
+    p.add_argument("--tau", type=ints, default=1, help="embedding delay" + more)
     g = p.add_mutually_exclusive_group()
-    g.add_argument("-r", "--radius", type=float, help="fixed radius")
-    g.add_argument("--rr", "--recurrence-rate", dest="rr", type=float, help="fixed recurrence rate")
+    g.add_argument("-r", "--radius", type=floats, help="fixed radius" + more)
+    g.add_argument("--rr", "--recurrence-rate", dest="rr", type=floats,
+                   help="fixed recurrence rate" + more)
     p.add_argument("--metric", default="euclidean", help="euclidean | maximum | manhattan")
     p.add_argument("--threshold-rule", default="distance", choices=("distance", "squared"),
                    help="ties at the radius: sqrt(d2) < r (pyunicorn) or d2 < r*r (PyRQA)")
@@ -44,11 +51,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_device_args(p)
 
 
-def _line_opts(p: argparse.ArgumentParser, theiler: int) -> None:
-    p.add_argument("--theiler", type=int_arg, default=theiler, help="Theiler window w")
-    p.add_argument("--l-min", type=int_arg, default=2)
-    p.add_argument("--v-min", type=int_arg, default=2)
-    p.add_argument("--w-min", type=int_arg, default=2)
+def _line_opts(p: argparse.ArgumentParser, theiler: int, lists: bool = False) -> None:
+    from .rqa_many import int_list
+
+    ints = int_list if lists else int_arg
+    more = " (comma list: a grid)" if lists else ""
+    p.add_argument("--theiler", type=ints, default=theiler, help="Theiler window w" + more)
+    p.add_argument("--l-min", type=ints, default=2, help="shortest diagonal line" + more)
+    p.add_argument("--v-min", type=ints, default=2, help="shortest vertical line" + more)
+    p.add_argument("--w-min", type=ints, default=2, help="shortest white line" + more)
     p.add_argument("--edge", type=int_arg, default=None, help="sub-matrix edge length")
     p.add_argument("--devices", default=None,
                    help="comma-separated devices used at once, e.g. nvidia:0,nvidia:1 (the "
@@ -61,10 +72,14 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rqa", help="recurrence quantification analysis of one series")
+    p = sub.add_parser("rqa", help="recurrence quantification analysis of one series (or "
+                       "of every column, or over a grid of parameters)")
     p.add_argument("input", help=".npy or CSV file")
-    _common(p)
-    _line_opts(p, 1)
+    _common(p, lists=True)
+    _line_opts(p, 1, lists=True)
+    from .rqa_many import add_many_args
+
+    add_many_args(p)
     p.add_argument("--theiler-scope", default="lines", choices=("lines", "matrix"))
     p.add_argument("--window", type=int_arg, default=None,
                    help="windowed RQA: embedded points per window (one row per window)")
@@ -146,7 +161,10 @@ def _report(res: Any, args: argparse.Namespace) -> int:
 
 def run_rqa(args: argparse.Namespace) -> int:
     from ..rqa.core import _band_windows, rqa
+    from .rqa_many import is_many, run_many
 
+    if is_many(args):
+        return run_many(args)
     x = _load(args.input, args.column, args)
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
               metric=args.metric, theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,

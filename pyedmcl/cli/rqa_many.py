@@ -1,0 +1,133 @@
+"""``pyedmcl rqa --all-columns`` (every column of the file, :func:`pyedmcl.rqa_batch`) and
+comma lists ``--radius 0.1,0.2 --E 2,3,4`` (every combination, :func:`pyedmcl.rqa_grid`):
+one row per series or combination, as CSV on stdout (``--json``: JSON records) or into
+``--out FILE`` (.csv or .json, written atomically)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..validation import int_arg
+
+#: the rqa options that take comma lists (attribute, flag)
+SWEPT = (("E", "--E"), ("tau", "--tau"), ("radius", "--radius"), ("rr", "--rr"),
+         ("theiler", "--theiler"), ("l_min", "--l-min"), ("v_min", "--v-min"),
+         ("w_min", "--w-min"))
+
+
+def _items(text: str, one: Any) -> Any:
+    parts = [t.strip() for t in text.split(",")]
+    if any(not t for t in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty item in a comma list")
+    vals = [one(t) for t in parts]
+    return vals[0] if len(vals) == 1 else vals
+
+
+def int_list(text: str) -> Any:
+    """An integer, or a comma list of integers (a grid)."""
+    return _items(text, int_arg)
+
+
+def float_list(text: str) -> Any:
+    """A number, or a comma list of numbers (a grid)."""
+    def one(t: str) -> float:
+        try:
+            return float(t)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{t!r} is not a number") from None
+    return _items(text, one)
+
+
+def add_many_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all-columns", action="store_true",
+                   help="RQA of every column of INPUT (one row per column; NaN padding at "
+                        "the end: series of different lengths)")
+    p.add_argument("--out", default=None,
+                   help="with --all-columns or a grid: write the rows to this .csv or .json "
+                        "file (default: CSV on stdout, --json: JSON)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.add_argument("--max-combinations", type=int_arg, default=1000,
+                   help="largest grid run (default 1000)")
+
+
+def _lists(args: argparse.Namespace) -> list[str]:
+    return [flag for attr, flag in SWEPT if isinstance(getattr(args, attr, None), list)]
+
+
+def is_many(args: argparse.Namespace) -> bool:
+    """Whether ``rqa`` runs a batch (``--all-columns``) or a grid (a comma list)."""
+    return bool(args.all_columns or _lists(args))
+
+
+def _refuse(args: argparse.Namespace, what: str, flags: tuple[tuple[str, str], ...]) -> None:
+    for attr, flag in flags:
+        if getattr(args, attr, None) not in (None, False):
+            raise ValueError(f"{flag} is not supported with {what}")
+
+
+def run_many(args: argparse.Namespace) -> int:
+    """Run the batch or the grid and write its rows."""
+    from .args import check_new_file, check_output
+
+    lists = _lists(args)
+    what = "--all-columns" if args.all_columns else f"a grid ({', '.join(lists)})"
+    _refuse(args, what, (("knn", "--knn"), ("threshold_std", "--threshold-std"),
+                         ("threshold_max", "--threshold-max"), ("devices", "--devices"),
+                         ("scheduler", "--scheduler"), ("edge", "--edge")))
+    if args.out is not None:
+        check_output(args.out, (".csv", ".json"), "--out")
+        check_new_file(args.out, args.overwrite, (args.input,), "--out")
+    common = dict(metric=args.metric, dtype=args.dtype, theiler_scope=args.theiler_scope,
+                  device=args.device, backend=args.backend,
+                  threshold_rule=args.threshold_rule)
+    if args.all_columns:
+        if lists:
+            raise ValueError(f"--all-columns takes one value per option, got comma lists for "
+                             f"{', '.join(lists)}; run one grid per column instead")
+        if args.column is not None:
+            raise ValueError("--column picks one series; --all-columns takes every column")
+        df = _batch(args, common).reset_index()
+    else:
+        _refuse(args, what, (("window", "--window"), ("step", "--step")))
+        from ..rqa.grid import rqa_grid
+        from .rqa_cmd import _load
+
+        x = _load(args.input, args.column, args)
+        df = rqa_grid(x, E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
+                      theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,
+                      w_min=args.w_min, max_combinations=args.max_combinations, **common)
+    _write(df, args)
+    return 0
+
+
+def _batch(args: argparse.Namespace, common: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    from ..io import read_table
+    from ..rqa.batch import rqa_batch
+    from .args import reading_input, time_column
+
+    with reading_input("INPUT"):
+        t = read_table(args.input, time_column=time_column(args))
+    frame = pd.DataFrame(t.data, columns=t.names)
+    return rqa_batch(frame, E=args.E, tau=args.tau, radius=args.radius,
+                     recurrence_rate=args.rr, theiler=args.theiler, l_min=args.l_min,
+                     v_min=args.v_min, w_min=args.w_min, window=args.window, step=args.step,
+                     **common)
+
+
+def _write(df: Any, args: argparse.Namespace) -> None:
+    from .._outputs import dumps_json, write_text_atomic
+    from .args import print_json
+
+    records = df.to_dict(orient="records")
+    if args.out is None:
+        if args.json:
+            print_json(records)
+        else:
+            print(df.to_csv(index=False), end="")
+        return
+    text = (dumps_json(records, indent=1) + "\n" if args.out.lower().endswith(".json")
+            else df.to_csv(index=False))
+    write_text_atomic(args.out, text, what="--out")
