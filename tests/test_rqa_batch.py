@@ -7,6 +7,8 @@ Exact equality of every measure (NaN where both are NaN), no tolerance.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -37,15 +39,35 @@ def _col(X: np.ndarray, j: int) -> np.ndarray:
     return X[~np.isnan(X[:, j]), j]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_batch_rows_equal_single_calls(X, dtype):
-    df = pe.rqa_batch(X, E=3, tau=2, radius=1.5, theiler=2, dtype=dtype)
+@pytest.mark.parametrize("dtype,method,scope", [("float32", "series", "lines"),
+                                                ("float32", "packed", "lines"),
+                                                ("float64", "auto", "matrix")])
+def test_batch_rows_equal_single_calls(X, dtype, method, scope):
+    """Three series of one length go into one pack (packed, auto), the shorter one runs
+    on its own."""
+    df = pe.rqa_batch(X, E=3, tau=2, radius=1.5, theiler=2, dtype=dtype, method=method,
+                      theiler_scope=scope)
     assert list(df.index) == list(range(N))
     assert list(df["N"]) == [T, T, T - 30, T]
     for j in range(N):
-        one = pe.rqa(_col(X, j), E=3, tau=2, radius=1.5, theiler=2, dtype=dtype)
+        one = pe.rqa(_col(X, j), E=3, tau=2, radius=1.5, theiler=2, dtype=dtype,
+                     theiler_scope=scope)
         assert _equal_row(one, df.iloc[j]), j
         assert df.iloc[j]["n_points"] == one.settings["n_points"]
+
+
+def test_packed_float32_on_ties():
+    """Quantized data, the radius a grid multiple: many cells on the threshold, decided in
+    float64 in the pack (its bound taken over all series) as in each single call."""
+    rng = np.random.default_rng(11)
+    Q = np.round(rng.standard_normal((150, 5)).cumsum(axis=0) * 3) / 10 + 40.0
+    Q[:, 4] = 7.0  # a constant series, in the pack too
+    with pytest.warns(pe.validation.ConstantSeriesWarning):
+        df = pe.rqa_batch(Q, E=2, radius=0.5, method="packed")
+    for j in range(5):
+        with pytest.warns() if j == 4 else contextlib.nullcontext():
+            one = pe.rqa(Q[:, j], E=2, radius=0.5)
+        assert _equal_row(one, df.iloc[j]), j
 
 
 def test_batch_rate_and_per_series_radii(X):
@@ -109,6 +131,10 @@ def test_bad_input_names_the_argument(X):
         pe.rqa_batch(bad, radius=1.0)
     with pytest.raises(ValueError, match="exactly one of radius"):
         pe.rqa_batch(X, radius=1.0, recurrence_rate=0.1)
+    with pytest.raises(ValueError, match="method='packed' needs one fixed radius"):
+        pe.rqa_batch(X, recurrence_rate=0.1, method="packed")
+    with pytest.raises(ValueError, match="method='fast' is not supported"):
+        pe.rqa_batch(X, radius=1.0, method="fast")
     with pytest.raises(ValueError, match="X has shape"):
         pe.rqa_batch(np.zeros((3, 3, 3)), radius=1.0)
     x = _col(X, 0)

@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from ..constant_series import RQA_WHY, note_text
-from ..validation import ConstantSeriesWarning, as_series, check_embedding, check_metric
+from ..validation import (
+    ConstantSeriesWarning,
+    as_series,
+    check_embedding,
+    check_int,
+    check_metric,
+)
 from .batch_inputs import Columns, as_columns, per_series
 from .core import (
     _backends_and_dtype,
@@ -40,6 +46,8 @@ from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
 
+#: how a batch runs (see :func:`rqa_batch`)
+METHODS = ("auto", "packed", "series")
 #: the columns of a batch row besides the measures
 EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
 
@@ -100,7 +108,8 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
-              window: int | None = None, step: int | None = None) -> Any:
+              window: int | None = None, step: int | None = None,
+              method: str = "auto") -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -122,6 +131,12 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     samples) and ``n_points`` (embedded points); for a DataArray an ``xarray.Dataset`` of
     those over the non-time dimensions (without ``window``). Constant series are warned
     of once (``attrs["notes"]``).
+
+    ``method``: ``"series"``, one Divide & Recombine run per series (programs built once,
+    options checked once); ``"packed"``, series of equal length laid end to end and
+    analysed in one band pass (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed radius
+    for all series; a length held by one series only runs on its own); ``"auto"``
+    (default): packed where it applies, else per series. Every method gives the same rows.
     """
     import pandas as pd
 
@@ -136,8 +151,13 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
         if q is not None:
             check_rate(q)
     E, tau = _check_E_tau(E, tau)
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not supported; allowed: "
+                         f"{', '.join(map(repr, METHODS))}")
     note = _constant_note(cols)
     if window is not None or step is not None:
+        if method == "packed":
+            raise ValueError("method='packed' is for whole series; window= runs per series")
         return _windowed(cols, radii, rates, note, E=E, tau=tau, metric=metric,
                          theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
                          theiler_scope=theiler_scope, white_border=white_border,
@@ -146,15 +166,27 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
                     threshold_rule=threshold_rule, dtype=dtype, device=device,
                     backend=backend)
-    rows = []
-    for s, label, r, q in zip(cols.series, cols.names, radii, rates, strict=True):
-        s = as_series(s, f"X column {label!r}")
+    series = [as_series(s, f"X column {label!r}") for s, label in
+              zip(cols.series, cols.names, strict=True)]
+    prepared = [runner.prepare(s) for s in series]
+    rows: list[dict[str, Any] | None] = [None] * len(series)
+    common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) else None
+    if method == "packed" and common is None:
+        raise ValueError("method='packed' needs one fixed radius for every series (radius= "
+                         "a number); per-series radii and recurrence_rate run per series")
+    if method != "series" and common is not None:
+        _pack(runner, prepared, cols.names, rows, E=E, tau=tau, radius=check_radius(common),
+              theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
+    for j, (prep, label, r, q) in enumerate(zip(prepared, cols.names, radii, rates,
+                                                strict=True)):
+        if rows[j] is not None:
+            continue
         try:
-            res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r, recurrence_rate=q,
+            res = runner.run(prep, E=E, tau=tau, radius=r, recurrence_rate=q,
                              theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
         except ValueError as exc:  # say which series
             raise ValueError(f"X column {label!r}: {exc}") from None
-        rows.append(row_of(res, s.size))
+        rows[j] = row_of(res, prep[1].size)
     df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
     df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
                     "n_points": np.int64})
@@ -164,6 +196,29 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     if note:
         df.attrs["notes"] = (note,)
     return df
+
+
+def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]],
+          names: list[Any], rows: list[dict[str, Any] | None], *, E: int, tau: int,
+          radius: float, theiler: Any, **minima: Any) -> None:
+    """Fill ``rows`` of the series that go into packs (equal length, prepared alike)."""
+    from .batch_packed import packable, packed_rows
+
+    groups: dict[tuple[str, int], list[int]] = {}
+    for j, p in enumerate(prepared):
+        groups.setdefault((str(p[0]), p[1].size), []).append(j)
+    for (_, T), idx in groups.items():
+        n = T - (E - 1) * tau
+        if not packable(n, check_int(theiler, "theiler", 0), len(idx)):
+            continue
+        try:
+            got = packed_rows(runner, [prepared[j] for j in idx], E=E, tau=tau,
+                              radius=radius, theiler=theiler, **minima)
+        except ValueError as exc:  # (a minimum beyond n): say which series
+            raise ValueError(f"X column {names[idx[0]]!r}: {exc}") from None
+        for j, row in zip(idx, got, strict=True):
+            row.update(radius=float(radius), N=T, n_points=n)
+            rows[j] = row
 
 
 def _constant_note(cols: Columns) -> str | None:
