@@ -41,10 +41,10 @@ def _col(X: np.ndarray, j: int) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype,method,scope", [("float32", "series", "lines"),
                                                 ("float32", "packed", "lines"),
-                                                ("float64", "auto", "matrix")])
+                                                ("float64", "packed", "matrix")])
 def test_batch_rows_equal_single_calls(X, dtype, method, scope):
-    """Three series of one length go into one pack (packed, auto), the shorter one runs
-    on its own."""
+    """Three series of one length go into one pack (packed), the shorter one runs on its
+    own."""
     df = pe.rqa_batch(X, E=3, tau=2, radius=1.5, theiler=2, dtype=dtype, method=method,
                       theiler_scope=scope)
     assert list(df.index) == list(range(N))

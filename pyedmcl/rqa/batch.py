@@ -47,7 +47,7 @@ from .result import RQAResult
 from .threshold import check_threshold_rule
 
 #: how a batch runs (see :func:`rqa_batch`)
-METHODS = ("auto", "packed", "series")
+METHODS = ("series", "packed")
 #: the columns of a batch row besides the measures
 EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
 
@@ -109,7 +109,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
               window: int | None = None, step: int | None = None,
-              method: str = "auto") -> Any:
+              method: str = "series") -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -132,11 +132,13 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     those over the non-time dimensions (without ``window``). Constant series are warned
     of once (``attrs["notes"]``).
 
-    ``method``: ``"series"``, one Divide & Recombine run per series (programs built once,
-    options checked once); ``"packed"``, series of equal length laid end to end and
-    analysed in one band pass (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed radius
-    for all series; a length held by one series only runs on its own); ``"auto"``
-    (default): packed where it applies, else per series. Every method gives the same rows.
+    ``method``: ``"series"`` (default), one Divide & Recombine run per series (programs
+    built once, options checked once); ``"packed"``, series of equal length laid end to
+    end and analysed in one band pass (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed
+    radius for all series; a length held by one series only runs on its own): far fewer
+    launches, but the band kernels walk about three times the cells of the symmetric D&R
+    path, so on a 2-core CPU it is slower (bench/results/intel-zen5-2core/). Both give
+    the same rows.
     """
     import pandas as pd
 
@@ -174,7 +176,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     if method == "packed" and common is None:
         raise ValueError("method='packed' needs one fixed radius for every series (radius= "
                          "a number); per-series radii and recurrence_rate run per series")
-    if method != "series" and common is not None:
+    if method == "packed":
         _pack(runner, prepared, cols.names, rows, E=E, tau=tau, radius=check_radius(common),
               theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
     for j, (prep, label, r, q) in enumerate(zip(prepared, cols.names, radii, rates,
