@@ -84,6 +84,8 @@ def test_batch_dataframe_names_and_windows(X):
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     df = pe.rqa_batch(frame, E=2, radius=1.0)
     assert list(df.index) == ["a", "b", "c", "d"]
+    dated = frame.set_index(pd.date_range("2020-01-01", periods=T, freq="D"))
+    assert pe.rqa_batch(dated, E=2, radius=1.0).equals(df)
     dw = pe.rqa_batch(frame, E=2, radius=1.0, window=60, step=40)
     for name, j in (("a", 0), ("c", 2)):
         one = pe.rqa(_col(X, j), E=2, radius=1.0, window=60, step=40)
@@ -107,6 +109,11 @@ def test_batch_cube_to_maps(X):
                           equal_nan=True)
     with pytest.raises(ValueError, match="X is a DataArray .* no 'time' dimension"):
         pe.rqa_batch(da.rename(time="t"), E=2, radius=1.0)
+    timed = da.assign_coords(time=np.r_[0:T - 1, T + 5].astype(float))
+    with pytest.raises(ValueError, match="irregular|equally spaced|step"):
+        pe.rqa_batch(timed, E=2, radius=1.0)
+    assert pe.rqa_batch(timed, E=2, radius=1.0, allow_irregular=True).equals(
+        pe.rqa_batch(da, E=2, radius=1.0))
 
 
 def test_grid_rows_equal_single_calls(X):

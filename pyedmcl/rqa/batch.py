@@ -109,7 +109,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
               window: int | None = None, step: int | None = None,
-              method: str = "series") -> Any:
+              method: str = "series", allow_irregular: bool = False) -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -118,7 +118,9 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     ``xarray.DataArray`` with a ``time`` dimension, every other dimension kept
     (``(time, lat, lon)``: one series per pixel). Series of different lengths are
     NaN-padded at the end (trailing NaN dropped per series; a NaN before a series' last
-    value is refused).
+    value is refused). A time axis must strictly increase and be equally spaced
+    (``allow_irregular=True``: treat the rows as equally spaced), as in
+    :mod:`pyedmcl.labels`.
 
     ``radius``: one radius, or one per series (a sequence of ``N``). ``recurrence_rate``:
     one rate (or one per series); the radius is then found per series (column
@@ -142,7 +144,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     """
     import pandas as pd
 
-    cols = as_columns(X, "X")
+    cols = as_columns(X, "X", bool(allow_irregular))
     check_threshold_choice(radius, recurrence_rate)
     radii = per_series(radius, len(cols.series), "radius")
     rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate")

@@ -29,13 +29,19 @@ class Columns:
     coords: dict[str, Any] | None = None
 
 
-def as_columns(X: Any, name: str = "X") -> Columns:
-    """:class:`Columns` of ``X`` (see the module docstring); errors name ``name``."""
+def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Columns:
+    """:class:`Columns` of ``X`` (see the module docstring); errors name ``name``. A time
+    axis (a DataArray's ``time`` coordinate, a pandas time index or first column of
+    datetimes) is checked as every labelled function checks it (:mod:`pyedmcl.labels`):
+    strictly increasing, equally spaced unless ``allow_irregular``."""
     if is_dataarray(X):
-        return _dataarray_columns(X, name)
+        return _dataarray_columns(X, name, allow_irregular)
     if type(X).__module__.split(".")[0] == "pandas":
         import pandas as pd
 
+        from ..labels import unwrap
+
+        X, _ = unwrap(X, name, allow_irregular)
         if isinstance(X, pd.Series):
             X = X.to_frame()
         if not isinstance(X, pd.DataFrame):
@@ -67,7 +73,7 @@ def _numbers(vals: np.ndarray, name: str) -> np.ndarray:
     return vals.astype(np.float64, copy=False)
 
 
-def _dataarray_columns(da: Any, name: str) -> Columns:
+def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
     dims = tuple(str(d) for d in da.dims)
     if "time" not in dims:
         raise ValueError(f"{name} is a DataArray with dims {dims} and no 'time' dimension; "
@@ -75,6 +81,10 @@ def _dataarray_columns(da: Any, name: str) -> Columns:
                          f"(da.rename({{{dims[0] if dims else 'dim'!r}: 'time'}}))")
     other = tuple(d for d in dims if d != "time")
     da = da.transpose("time", *other)
+    if "time" in da.coords:  # its time axis checked as labelled functions check it
+        from ..labels import unwrap
+
+        unwrap(da.isel({d: 0 for d in other}), name, allow_irregular)
     shape = tuple(int(da.sizes[d]) for d in other)
     vals = np.asarray(da.values).reshape(da.sizes["time"], -1)
     vals = _numbers(vals, name)
