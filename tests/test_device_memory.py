@@ -266,7 +266,7 @@ def test_blocked_launches_clean_under_oclgrind():
         ref_p = recurrence_plot(x, E=2, radius=0.3, size=16, device=be)
         be.memory_limit = 39 * 39 * 4 // 3
         np.testing.assert_array_equal(pairwise_distances(x, E=2, device=be), ref_d)
-        be.memory_limit = 10 * 20 * 4 // 3
+        be.memory_limit = 40 * 8  # the float64 series of the exact redo fits; image blocks
         np.testing.assert_array_equal(recurrence_plot(x, E=2, radius=0.3, size=16, device=be), ref_p)
         print("ok")
     """)
