@@ -172,25 +172,26 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
                     backend=backend)
     series = [as_series(s, f"X column {label!r}") for s, label in
               zip(cols.series, cols.names, strict=True)]
-    prepared = [runner.prepare(s) for s in series]
     rows: list[dict[str, Any] | None] = [None] * len(series)
-    common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) else None
-    if method == "packed" and common is None:
-        raise ValueError("method='packed' needs one fixed radius for every series (radius= "
-                         "a number); per-series radii and recurrence_rate run per series")
     if method == "packed":
-        _pack(runner, prepared, cols.names, rows, E=E, tau=tau, radius=check_radius(common),
-              theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
-    for j, (prep, label, r, q) in enumerate(zip(prepared, cols.names, radii, rates,
-                                                strict=True)):
+        common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) \
+            else None
+        if common is None:
+            raise ValueError("method='packed' needs one fixed radius for every series "
+                             "(radius= a number); per-series radii and recurrence_rate run "
+                             "per series")
+        _pack(runner, [runner.prepare(s) for s in series], cols.names, rows, E=E, tau=tau,
+              radius=check_radius(common), theiler=theiler, l_min=l_min, v_min=v_min,
+              w_min=w_min)
+    for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates, strict=True)):
         if rows[j] is not None:
             continue
-        try:
-            res = runner.run(prep, E=E, tau=tau, radius=r, recurrence_rate=q,
+        try:  # prepared one at a time: one series' working copy at once
+            res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r, recurrence_rate=q,
                              theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
         except ValueError as exc:  # say which series
             raise ValueError(f"X column {label!r}: {exc}") from None
-        rows[j] = row_of(res, prep[1].size)
+        rows[j] = row_of(res, s.size)
     df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
     df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
                     "n_points": np.int64})
