@@ -56,17 +56,21 @@ def test_batch_rows_equal_single_calls(X, dtype, method, scope):
         assert df.iloc[j]["n_points"] == one.settings["n_points"]
 
 
-def test_packed_float32_on_ties():
+@pytest.mark.parametrize("opts", [
+    dict(E=2),
+    dict(E=1, theiler=0, white_border=False, metric="maximum", threshold_rule="squared",
+         theiler_scope="matrix", l_min=3, w_min=1)])
+def test_packed_float32_on_ties(opts):
     """Quantized data, the radius a grid multiple: many cells on the threshold, decided in
     float64 in the pack (its bound taken over all series) as in each single call."""
     rng = np.random.default_rng(11)
     Q = np.round(rng.standard_normal((150, 5)).cumsum(axis=0) * 3) / 10 + 40.0
     Q[:, 4] = 7.0  # a constant series, in the pack too
     with pytest.warns(pe.validation.ConstantSeriesWarning):
-        df = pe.rqa_batch(Q, E=2, radius=0.5, method="packed")
+        df = pe.rqa_batch(Q, radius=0.5, method="packed", **opts)
     for j in range(5):
         with pytest.warns() if j == 4 else contextlib.nullcontext():
-            one = pe.rqa(Q[:, j], E=2, radius=0.5)
+            one = pe.rqa(Q[:, j], radius=0.5, **opts)
         assert _equal_row(one, df.iloc[j]), j
 
 
