@@ -39,18 +39,18 @@ def _col(X: np.ndarray, j: int) -> np.ndarray:
     return X[~np.isnan(X[:, j]), j]
 
 
-@pytest.mark.parametrize("dtype,method,scope", [("float32", "series", "lines"),
-                                                ("float32", "packed", "lines"),
-                                                ("float64", "packed", "matrix")])
-def test_batch_rows_equal_single_calls(X, dtype, method, scope):
+@pytest.mark.parametrize("dtype,method,scope,tau", [("float32", "series", "lines", 2),
+                                                    ("float32", "packed", "lines", 2),
+                                                    ("float64", "packed", "matrix", 1)])
+def test_batch_rows_equal_single_calls(X, dtype, method, scope, tau):
     """Three series of one length go into one pack (packed), the shorter one runs on its
     own."""
-    df = pe.rqa_batch(X, E=3, tau=2, radius=1.5, theiler=2, dtype=dtype, method=method,
+    df = pe.rqa_batch(X, E=3, tau=tau, radius=1.5, theiler=2, dtype=dtype, method=method,
                       theiler_scope=scope)
     assert list(df.index) == list(range(N))
     assert list(df["N"]) == [T, T, T - 30, T]
     for j in range(N):
-        one = pe.rqa(_col(X, j), E=3, tau=2, radius=1.5, theiler=2, dtype=dtype,
+        one = pe.rqa(_col(X, j), E=3, tau=tau, radius=1.5, theiler=2, dtype=dtype,
                      theiler_scope=scope)
         assert _equal_row(one, df.iloc[j]), j
         assert df.iloc[j]["n_points"] == one.settings["n_points"]
