@@ -47,6 +47,9 @@ def add_many_args(p: argparse.ArgumentParser) -> None:
                    help="with --all-columns or a grid: write the rows to this .csv or .json "
                         "file (default: CSV on stdout, --json: JSON)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.add_argument("--method", default="series", choices=("series", "packed"),
+                   help="with --all-columns: one D&R run per series, or series of one length "
+                        "packed end to end in one band pass (one fixed radius; same rows)")
     p.add_argument("--max-combinations", type=int_arg, default=1000,
                    help="largest grid run (default 1000)")
 
@@ -56,8 +59,17 @@ def _lists(args: argparse.Namespace) -> list[str]:
 
 
 def is_many(args: argparse.Namespace) -> bool:
-    """Whether ``rqa`` runs a batch (``--all-columns``) or a grid (a comma list)."""
-    return bool(args.all_columns or _lists(args))
+    """Whether ``rqa`` runs a batch (``--all-columns``) or a grid (a comma list); for one
+    series, the options of those are refused (not silently ignored)."""
+    many = bool(args.all_columns or _lists(args))
+    if not many:
+        for flag, given in (("--out", args.out is not None),
+                            ("--method", args.method != "series"),
+                            ("--overwrite", args.overwrite)):
+            if given:
+                raise ValueError(f"{flag} is for --all-columns or a grid (comma lists); one "
+                                 "series prints its measures (--json: JSON)")
+    return many
 
 
 def _refuse(args: argparse.Namespace, what: str, flags: tuple[tuple[str, str], ...]) -> None:
@@ -90,6 +102,8 @@ def run_many(args: argparse.Namespace) -> int:
         df = _batch(args, common).reset_index()
     else:
         _refuse(args, what, (("window", "--window"), ("step", "--step")))
+        if args.method != "series":
+            raise ValueError("--method is for --all-columns")
         from ..rqa.grid import rqa_grid
         from .rqa_cmd import _load
 
@@ -114,7 +128,7 @@ def _batch(args: argparse.Namespace, common: dict[str, Any]) -> Any:
     return rqa_batch(frame, E=args.E, tau=args.tau, radius=args.radius,
                      recurrence_rate=args.rr, theiler=args.theiler, l_min=args.l_min,
                      v_min=args.v_min, w_min=args.w_min, window=args.window, step=args.step,
-                     **common)
+                     method=args.method, **common)
 
 
 def _write(df: Any, args: argparse.Namespace) -> None:
