@@ -177,8 +177,8 @@ def test_cli_all_columns_and_grid(X, tmp_path, capsys):
     assert [(r["E"], r["radius"]) for r in rows] == [(2, 0.5), (2, 1.0), (3, 0.5), (3, 1.0)]
     assert rows[3]["RR"] == pe.rqa(_col(X, 0), E=3, radius=1.0).RR
     assert main(["rqa", str(path), "--all-columns", "-E", "2,3", "--radius", "1"]) == 2
-    assert main(["rqa", str(path), "--all-columns", "-E", "2", "--radius", "1", "--method", "packed",
-                 "--out", str(out), "--overwrite"]) == 0
+    assert main(["rqa", str(path), "--all-columns", "-E", "2", "--radius", "1", "--method",
+                 "packed", "--out", str(out), "--overwrite"]) == 0
     assert pd.read_csv(out).equals(got)
     assert main(["rqa", str(path), "--radius", "1", "--out", str(out)]) == 2  # one series
     assert main(["rqa", str(path), "--all-columns", "--radius", "1", "--out",
