@@ -16,11 +16,25 @@ from clkernels.templates import add_template_root
 from clkernels.tuning import TunableKernel
 from clkernels.tuning.database import add_shipped_dir
 
-_HERE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _data_dir(installed: str, checkout: str) -> Path:
+    """A data folder of the repository root, found from an installed wheel first (where
+    it is ``pyedmcl/<installed>``, force-included by pyproject.toml), then from a source
+    checkout (``<repository>/<checkout>``, beside ``pyedmcl/``)."""
+    for path in (_PACKAGE / installed, _PACKAGE.parent / checkout):
+        if path.is_dir():
+            return path
+    raise FileNotFoundError(f"pyedmcl's {checkout}/ folder is neither at {_PACKAGE / installed} "
+                            f"(an installed wheel) nor at {_PACKAGE.parent / checkout} (a "
+                            "source checkout)")
+
+
 #: the family templates (``templates/<family>/``, shared parts in ``templates/common/``)
-TEMPLATES = _HERE / "templates"
+TEMPLATES = _data_dir("_templates", "templates")
 #: the shipped tuning database, one JSON file per measured device plus the defaults
-TUNING_DB = _HERE / "tuning_db"
+TUNING_DB = _data_dir("_tuning", "tuning")
 add_template_root(TEMPLATES)
 add_shipped_dir(TUNING_DB)
 
