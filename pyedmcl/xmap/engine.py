@@ -54,7 +54,7 @@ from clkernels.arrays import gather, gather_request
 from clkernels.memory import DeviceOutOfMemory, check_alloc
 from clkernels.tuning import lookup
 
-from ..kernels._fma import job_fma
+from .._fma import job_fma
 from ..kernels.knn import KNN, is_contiguous
 from ..kernels.xmap import (
     SCALAR_LAYOUT,
