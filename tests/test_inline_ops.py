@@ -103,7 +103,7 @@ def test_inline_exp_is_its_stated_operations_and_is_exp(device, rendered):
 
 
 @pytest.mark.parametrize("template", ["lookup/simplex_lookup.cl.mako",
-                                      "xmap_lookup/xmap_lookup.cl.mako"])
+                                      "xmap/xmap_lookup.cl.mako"])
 def test_only_float32_data_take_the_inline_exp(template):
     """Float64 data keep the runtime's exp on PoCL (their results keep their bits);
     float32 data take the inline one there, and only there."""

@@ -37,7 +37,7 @@
 ## column, unclamped (the host pads the rows to whole work-groups), so one address sum per
 ## entry serves all TJ; PR: each entry's offset and weight staged as one uint2 (H100,
 ## E = 6, 10,000 x 1,000: skill 410 -> 350 ms with the layouts re-tuned over both).
-<%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%namespace name="skill" file="/xmap/_skill.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%def name="kernel()">
