@@ -140,14 +140,7 @@ ${skill.predict(capture(st.at, "ys%d" % t, "l{k}"))}
         /* a finished subtree per trailing one bit of c (within this work-item's
            subtree): merge (left, right); FS: add */
         for (int m = c${" %% %d" % M if SPL > 1 else ""}; m & 1; m >>= 1) {
-% for t in range(TJ):
-% if FS:
-            ${stats.add_sums("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t, 8)}
-% else:
-            stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
-% endif
-% endfor
-            --sp;
+${st.merge_top(" " * 12)}\
         }
     }
 % if SPL > 1:

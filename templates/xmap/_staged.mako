@@ -148,16 +148,21 @@
 % endfor
                 ++sp;
                 for (int m = c; m & 1; m >>= 1) {
-% for t in range(TJ):
-% if FS:
-                    ${stats.add_sums("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t, 8)}
-% else:
-                    stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
-% endif
-% endfor
-                    --sp;
+${merge_top(" " * 20)}\
                 }
             }
         }
     }
+</%def>
+## the TJ stacks' top two entries (a finished subtree's halves) merged into one; FS: their
+## sums added. `ind`: the lines' indentation
+<%def name="merge_top(ind)">\
+% for t in range(TJ):
+% if FS:
+${ind}${stats.add_sums("stk%d[sp - 2]" % t, "stk%d[sp - 1]" % t, 8)}
+% else:
+${ind}stats_merge(stk${t}[sp - 2], stk${t}[sp - 1]);
+% endif
+% endfor
+${ind}--sp;
 </%def>
