@@ -49,7 +49,6 @@ add_template_root(TEMPLATES)
 add_shipped_dir(TUNING_DB)
 
 
-
 @dataclass(frozen=True)
 class Family:
     """One kernel family: its module and template folder, and the tunable kernels it
