@@ -242,9 +242,10 @@ ${sym.functions(T)}
 % endif
 % endif
 
+<%namespace name="symjoin" file="/rqa_lines/_symjoin.mako"/>\
 
 % if MODE == "symjoin":
-${sym.join_kernel()}
+${symjoin.join_kernel()}
 % elif MODE == "collect":
 ${hist.collect_kernel()}
 % else:
@@ -300,11 +301,11 @@ ${hist.setup()}
 % endif
 
 % if MODE == "horizontal" and HCH:
-${sym.horizontal_chunks(T)}\
+${symjoin.horizontal_chunks(T)}\
 % elif MODE == "horizontal":
 ${sym.horizontal(T)}\
 % elif MODE == "hjoin":
-${sym.hjoin(T)}\
+${symjoin.hjoin(T)}\
 % else:
     const int t0 = get_global_id(0) * ${VEC};     /* first lane of this work-item, launch-relative */
 % if SHFL:
