@@ -41,8 +41,8 @@ for _mod in ("pyedmcl.edm", "pyedmcl.rqa", "pyedmcl.xmap", "pyedmcl.neighbors",
             raise
         continue
     _register(_api.API)
-    for _family, _target in getattr(_api, "FAMILIES", {}).items():  # tunables above kernels
-        _kernels.register(_family, _target)
+    for _name, _target in getattr(_api, "TUNABLES", {}).items():  # tunables above kernels
+        _kernels.register_tunable(_name, _target)
 
 #: public functions drawing an elapsed-time line with ``progress=True`` (pyedmcl.progress)
 _PROGRESS = {

@@ -37,9 +37,13 @@ def test_worked_example_family(tmp_path, device, monkeypatch):
     (pkg / "embed.py").write_text(module)
     add_template_root(tmp_path / "templates")
     monkeypatch.syspath_prepend(str(tmp_path))
-    name, target = re.search(r'^\s*"(\w+)": "([\w.:]+)",', registration, re.M).groups()
-    assert (name, target) == ("embed", "pyedmcl.kernels.embed:EMBED")
-    monkeypatch.setitem(kernels._FAMILIES, name, "example_pkg.embed:EMBED")
+    line = re.search(r"^\s*(Family\(.*\)),$", registration, re.M).group(1)
+    family = eval(line, {"Family": kernels.Family})
+    assert (family.name, family.tunables) == ("embed", {"embed": "EMBED"})
+    # the family's module is pyedmcl.kernels.embed: the scratch copy stands in for it
+    monkeypatch.setitem(sys.modules, family.module, importlib.import_module("example_pkg.embed"))
+    monkeypatch.setitem(kernels.FAMILIES, family.name, family)
+    assert family.template_dir.name == "embed"
     monkeypatch.setenv("PYEDMCL_TUNING_DIR", str(tmp_path / "tuning"))
     try:
         fam = kernels.registry()["embed"]

@@ -20,8 +20,8 @@ from conftest import TEST_DEVICES
 import pyedmcl as pe
 from clkernels import get_backend
 from clkernels.devices import list_devices
+from pyedmcl._fma import job_fma
 from pyedmcl.data import logistic_map
-from pyedmcl.kernels._fma import job_fma
 from pyedmcl.kernels.knn import KNN
 from pyedmcl.primitives.knn import knn_table
 

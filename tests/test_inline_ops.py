@@ -103,12 +103,12 @@ def test_inline_exp_is_its_stated_operations_and_is_exp(device, rendered):
 
 
 @pytest.mark.parametrize("template", ["lookup/simplex_lookup.cl.mako",
-                                      "xmap_lookup/xmap_lookup.cl.mako"])
+                                      "xmap/xmap_lookup.cl.mako"])
 def test_only_float32_data_take_the_inline_exp(template):
     """Float64 data keep the runtime's exp on PoCL (their results keep their bits);
     float32 data take the inline one there, and only there."""
     from clkernels.templates import render
-    from pyedmcl.kernels.fingerprints import normalised
+    from pyedmcl.kernel_fingerprints import normalised
 
     base = {"K": 4, "ACC": "double", "WG": 64, "WEIGHT": "ccm", "VARIANCE": 0, "TJ": 2,
             "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0, "ST": 0,

@@ -3,7 +3,7 @@ must carry a new version (or a re-recorded fingerprint, for a layout-only change
 
 from pathlib import Path
 
-from pyedmcl.kernels.fingerprints import problems
+from pyedmcl.kernel_fingerprints import problems
 
 #: the recorded fingerprints beside this test (the installed package has no tests/ folder)
 RECORDED = Path(__file__).resolve().parent / "data" / "kernel_fingerprints.json"

@@ -19,8 +19,8 @@ from conftest import assert_network_matches_pyunicorn
 
 import pyedmcl as pe
 from clkernels import get_backend
+from pyedmcl.fma_emulation import fma
 from pyedmcl.kernels import rqa_network as K
-from pyedmcl.kernels.fma_emulation import fma
 from pyedmcl.rqa import network_device
 from pyedmcl.rqa.distances import kernel_distances
 from pyedmcl.rqa.distances import points as _points

@@ -261,32 +261,43 @@ def test_sycl_backend_runs_same_source():
 
 REPO = Path(__file__).resolve().parents[1]
 #: the package data the runtime reads: kernels, their parts, the shipped tuning database
-PACKAGE_DATA = ("clkernels/templates/*.mako", "pyedmcl/kernels/templates/**/*.mako",
-                "pyedmcl/kernels/tuning_db/*.json")
+PACKAGE_DATA = ("clkernels/templates/*.mako", "templates/**/*.mako", "tuning/*.json")
+#: the repository root's data folders -> where the wheel puts them (pyproject's force-include)
+WHEEL_DATA = {"templates/": "pyedmcl/_templates/", "tuning/": "pyedmcl/_tuning/"}
 _FIND_DATA = ("import clkernels.templates as t, pyedmcl.kernels as k;"
               "from clkernels.tuning import shipped_entries;"
               "print(t.template_path('distance/pairwise_distance.cl.mako'));"
               "print(t.template_path('fill.cl.mako')); print(len(shipped_entries()));"
               "print(len(t.render('distance/pairwise_distance.cl.mako', {'E':2,'TAU':1,"
               "'METRIC':'euclidean','REAL':'float','WG_X':8,'WG_Y':1,'RPI':1,'USE_LOCAL':0,"
-              "'SQRT':0})))")
+              "'SQRT':0}))); print(k.TUNING_DB)")
 
 
 def _data_files() -> list[str]:
     return sorted(p.relative_to(REPO).as_posix() for pat in PACKAGE_DATA for p in REPO.glob(pat))
 
 
-def _check_installed_copy(env: dict[str, str], cwd: Path) -> tuple[Path, Path]:
-    """Run :data:`_FIND_DATA` in a process outside the checkout; check what it found and
-    return the paths of a family template and of one of clkernels' own."""
+def _wheel_name(path: str) -> str:
+    """Where the data file ``path`` of the checkout lies in the wheel."""
+    for src, dst in WHEEL_DATA.items():
+        if path.startswith(src):
+            return dst + path[len(src):]
+    return path
+
+
+def _check_installed_copy(env: dict[str, str], cwd: Path) -> tuple[Path, Path, Path]:
+    """Run :data:`_FIND_DATA` in a process outside the checkout; check what it found (a
+    family template, clkernels' own, the shipped tuning entries, one kernel rendered) and
+    return the paths of the family template, of clkernels' own and of the tuning folder."""
     out = subprocess.run([sys.executable, "-c", _FIND_DATA], cwd=cwd, env=env,
                          capture_output=True, text=True, check=True).stdout.split()
-    family, own = Path(out[0]), Path(out[1])
-    assert family.parts[-5:-2] == ("pyedmcl", "kernels", "templates")
+    family, own, tuning = Path(out[0]), Path(out[1]), Path(out[4])
+    assert family.parts[-4:-2] == ("pyedmcl", "_templates")
     assert own.parts[-3:-1] == ("clkernels", "templates")
+    assert tuning.parts[-2:] == ("pyedmcl", "_tuning")
     assert int(out[2]) > 100 and int(out[3]) > 100
     assert family.read_text() == template_path("distance/pairwise_distance.cl.mako").read_text()
-    return family, own
+    return family, own, tuning
 
 
 def test_templates_found_from_installed_copy(tmp_path):
@@ -302,15 +313,20 @@ def test_templates_found_from_installed_copy(tmp_path):
 
 
 def test_package_data_ships_in_the_wheel_packages():
-    """Every data file lies inside a package the wheel lists and is not ignored by git
-    (hatchling leaves VCS-ignored files out of a wheel)."""
+    """Every data file lies inside a package the wheel lists or a folder it force-includes
+    where pyedmcl looks for it, and is not ignored by git (hatchling leaves VCS-ignored
+    files out of a wheel)."""
     import tomllib
 
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text())
-    packages = cfg["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    wheel = cfg["tool"]["hatch"]["build"]["targets"]["wheel"]
+    forced = {src.rstrip("/") + "/": dst.rstrip("/") + "/"
+              for src, dst in wheel["force-include"].items()}
+    assert all(forced.get(src) == dst for src, dst in WHEEL_DATA.items())
     files = _data_files()
     assert len(files) > 10
-    assert all(any(f.startswith(pkg.rstrip("/") + "/") for pkg in packages) for f in files)
+    roots = [pkg.rstrip("/") + "/" for pkg in wheel["packages"]] + list(WHEEL_DATA)
+    assert all(any(f.startswith(root) for root in roots) for f in files)
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *files], cwd=REPO,
@@ -335,10 +351,10 @@ def test_wheel_holds_package_data(tmp_path):
         names = set(z.namelist())
         site = tmp_path / "site"
         z.extractall(site)
-    assert [f for f in _data_files() if f not in names] == []
+    assert [f for f in _data_files() if _wheel_name(f) not in names] == []
     env = {**os.environ, "PYTHONPATH": str(site)}
-    family, own = _check_installed_copy(env, tmp_path)
-    assert site in family.parents and site in own.parents
+    family, own, tuning = _check_installed_copy(env, tmp_path)
+    assert site in family.parents and site in own.parents and site in tuning.parents
 
 
 def test_peak_kernels_run(device):

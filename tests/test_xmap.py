@@ -100,7 +100,7 @@ def test_block_size_and_devices_bit_identical():
         np.testing.assert_array_equal(a, pe.xmap(X, E=E, block_rows=4, knn_kernel=kk).rho)
     if len(TEST_DEVICES) >= 2:  # the default device's contraction choice on both
         from clkernels import get_backend
-        from pyedmcl.kernels._fma import job_fma
+        from pyedmcl._fma import job_fma
         fma = job_fma([get_backend().info])
         c = pe.xmap(X, E=E, block_rows=2, devices=TEST_DEVICES[:2], fma=fma)
         np.testing.assert_array_equal(a, c.rho)

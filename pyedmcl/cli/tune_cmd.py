@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from clkernels import get_backend
     from clkernels.tuning import tune
 
-    from ..kernels import registry
+    from ..kernels import fixed_families, registry
     from .args import UsageError, check_writable, reading_input
 
     fams = registry()
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         for name, k in fams.items():
             print(f"{name:<24} {k.template:<32} tunes {', '.join(k.space.params)}")
+        print(f"{'(fixed, not tuned)':<24} {', '.join(fixed_families())}")
         return 0
     if args.kernel is None and args.quick:
         return run_quick_set(args, fams)
@@ -94,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
                          f"alone for the quick set); choose one of: all, {', '.join(fams)}")
     names = list(fams) if args.kernel == "all" else [args.kernel]
     for n in names:
+        if n in fixed_families():
+            raise UsageError(f"{n!r} is a fixed kernel family (its launch parameters follow "
+                             f"from device limits): nothing to tune; choose one of: all, "
+                             f"{', '.join(fams)}")
         if n not in fams:
             raise UsageError(f"unknown kernel {n!r}; choose one of: all, {', '.join(fams)}")
     be = get_backend(args.device, args.backend)

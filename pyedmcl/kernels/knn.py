@@ -19,15 +19,15 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
+from .._fma import job_fma
 from ..data import logistic_map
-from ._fma import job_fma
 from .distance import e_bucket
 
 
 def with_fma(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` with its FMA value: the job's choice if given, else this device's own.
 
-    One-device calls take :func:`pyedmcl.kernels._fma.job_fma` of their device; jobs over several
+    One-device calls take :func:`pyedmcl._fma.job_fma` of their device; jobs over several
     devices (the cross map) set FMA in the spec so that every device sums alike.
     """
     if "FMA" in spec:

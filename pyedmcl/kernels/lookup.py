@@ -28,7 +28,7 @@ from .knn import k_bucket as _k_bucket
 TEMPLATE = "lookup/simplex_lookup.cl.mako"
 
 #: work-group size (number of streams of the pairwise tree) of CCM's rho reduction on
-#: every device: pyedmcl.ccm and the all-to-all map (``xmap_lookup/xmap_lookup.cl.mako``) share it,
+#: every device: pyedmcl.ccm and the all-to-all map (``xmap/xmap_lookup.cl.mako``) share it,
 #: so their rho agree bit for bit, and GPUs and CPUs reduce in the same order. Each
 #: stream ends in a finish and a merge of shifted sums (five and three float64 divisions
 #: a target), which the map pays once per (library, target): at 64 streams they were a

@@ -1,10 +1,11 @@
-"""The all-to-all map's kernel families (``pyedmcl tune xmap_knn`` / ``xmap_scan`` / ``xmap_skill``).
+"""The xmap kernel family: the all-to-all map's three tunable kernels (``pyedmcl tune
+xmap_knn`` / ``xmap_scan`` / ``xmap_skill``).
 
-One module for the three because they exist for the cross map's batching and share its
-tuning data (:func:`_mixed_series`) and batch budgets: the k-NN families reuse the
-``knn`` / ``knn_scan`` kernels and launchers, tuned apart on batches of series; the
-skill family owns the ``xmap_lookup`` template (``pack`` and ``xmap_skill``) and its
-launchers.
+One family for the three because they exist for the cross map's batching and share its
+tuning data (:func:`_mixed_series`) and batch budgets: the k-NN kernels reuse the
+``knn`` / ``knn_scan`` templates and launchers, tuned apart on batches of series; the
+skill kernel owns the family's template folder, ``templates/xmap/``
+(``xmap_lookup.cl.mako``: the kernels ``pack`` and ``xmap_skill``), and its launchers.
 
 * ``xmap_knn``: the EDM k-NN kernel (``knn/knn.cl.mako``) batched over
   library series (one launch builds the tables of many series): the same space
@@ -14,7 +15,7 @@ launchers.
   over library series (mixed E: every E-group's tables in one pass): the
   ``knn_scan`` space, tuned on a batch of series (a batch fills a GPU without
   cutting the library: SPLIT 1 is the heuristic there).
-* ``xmap_skill``: the fused many-target lookup + rho (``xmap_lookup/xmap_lookup.cl.mako``;
+* ``xmap_skill``: the fused many-target lookup + rho (``xmap/xmap_lookup.cl.mako``;
   its ``pack`` kernel, which turns k-NN tables into weights, has nothing to tune):
   TJ, the targets sharing one read of a table row, and VEC (those targets as
   the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
@@ -543,7 +544,7 @@ class XmapSkillKernel(TunableKernel):
     """
 
     name = "xmap_skill"
-    template = "xmap_lookup/xmap_lookup.cl.mako"
+    template = "xmap/xmap_lookup.cl.mako"
     space = TuningSpace(params={"TJ": (1, 2, 4, 8, 16), "VEC": (0, 1, 2), "LANES": (0, 1),
                                 "LWG": (32, 64, 128, 256), "PF": (0, 1), "LB": (1, 2, 4, 8, 16, 32),
                                 "LMAJ": (0, 1), "CM": (0, 1), "ST": (0, 1), "CH": (8, 16),

@@ -5,8 +5,8 @@ API = {
     "measure_recall": "pyedmcl.neighbors.recall",
 }
 
-#: tunable families this package adds to ``pyedmcl tune`` (:func:`pyedmcl.kernels.register`):
+#: tunables this package adds to ``pyedmcl tune`` (:func:`pyedmcl.kernels.register_tunable`):
 #: the back-end choice is tuned like a kernel, but it is the neighbours', not a kernel family
-FAMILIES = {
+TUNABLES = {
     "knn_backend": "pyedmcl.neighbors.auto:KNN_BACKEND",
 }

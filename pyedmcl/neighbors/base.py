@@ -26,8 +26,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..kernels._fma import job_fma
-from ..kernels.fma_emulation import fma as fused
+from .._fma import job_fma
+from ..fma_emulation import fma as fused
 
 #: every concrete back-end name, and what ``knn_backend=`` accepts
 BACKENDS = ("exact", "kdtree", "ivf", "hnsw")
@@ -110,7 +110,7 @@ def kernel_distances(x: np.ndarray, qpts: np.ndarray, lpts: np.ndarray, E: int, 
     kernel's operation order: coordinates newest first (lag E-1 down to 0), one rounding
     per operation, no contraction (decisions 0002, 0007). Euclidean: the squared distance;
     ``fma``: each square added by a fused multiply-add, as the kernels' ``FMA=1`` (GPU
-    jobs, :func:`pyedmcl.kernels._fma.job_fma`). Bit-identical to the kernels' values."""
+    jobs, :func:`pyedmcl._fma.job_fma`). Bit-identical to the kernels' values."""
     q = np.asarray(qpts, np.int64)[:, None]
     lp = np.asarray(lpts, np.int64)
     acc = np.zeros(lp.shape, x.dtype)

@@ -25,7 +25,7 @@ def kernel_distances(a: np.ndarray, b: np.ndarray, metric: str, fma: bool = Fals
     for m in range(a.shape[1]):
         d = a[:, None, m] - b[None, :, m]
         if metric == "euclidean" and fma and acc is not None:
-            from ..kernels.fma_emulation import fma as fused
+            from ..fma_emulation import fma as fused
 
             acc = fused(d, d, acc)
         elif metric == "euclidean":

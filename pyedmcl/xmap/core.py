@@ -373,7 +373,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     ``fma``: fuse the distance's multiply-adds with OpenCL's correctly rounded
     ``fma()`` on every device of the job (faster on GPUs, slower on CPUs); None: the
     stored choice when resuming, else on when every device given is a GPU
-    (:func:`pyedmcl.kernels._fma.job_fma`; for a Dask cluster, the device its workers are told
+    (:func:`pyedmcl._fma.job_fma`; for a Dask cluster, the device its workers are told
     to use as seen on this machine: give ``fma`` for a cluster of other devices).
     Stored with the parameters: all rows of a job are computed alike.
     ``dtype``: "float32" (default; each series centred in float64 first, so the matrix
@@ -683,7 +683,7 @@ def _xmap_surrogates(Xr: np.ndarray, S: np.ndarray, blocks: list, E_arr: np.ndar
 def _default_fma(devs: list[Any], backend: str | None) -> bool:
     from clkernels import DeviceSelectionError, get_backend
 
-    from ..kernels._fma import job_fma
+    from .._fma import job_fma
     try:
         return job_fma([get_backend(d, backend).info for d in devs])
     except DeviceSelectionError:  # a Dask client without the workers' device

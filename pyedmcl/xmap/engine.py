@@ -6,7 +6,7 @@ resolves the rows of every E-group once, and then computes any block of rows
 and each E-group ``g`` (the targets whose optimal E is ``E_g``) it builds one
 k-NN table, packs it into weights once, and a single fused launch cross-maps every target of the group
 from a batch of libraries with rho reduced on the device
-(``xmap_lookup/xmap_lookup.cl.mako``, the ``xmap_skill`` family of
+(``xmap/xmap_lookup.cl.mako``, the ``xmap_skill`` family of
 :mod:`pyedmcl.kernels.xmap`). Only rho comes back.
 
 Matrix convention: ``rho[i, j]`` is the skill of library (embedding of) series
@@ -54,7 +54,7 @@ from clkernels.arrays import gather, gather_request
 from clkernels.memory import DeviceOutOfMemory, check_alloc
 from clkernels.tuning import lookup
 
-from ..kernels._fma import job_fma
+from .._fma import job_fma
 from ..kernels.knn import KNN, is_contiguous
 from ..kernels.xmap import (
     SCALAR_LAYOUT,

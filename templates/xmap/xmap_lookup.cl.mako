@@ -60,9 +60,9 @@
 ##   same INL, so pyedmcl.ccm weighs neighbours alike.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
-<%namespace name="groups" file="/xmap_lookup/_groups.mako"/>
-<%namespace name="lanes" file="/xmap_lookup/_lanes.mako"/>
-<%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%namespace name="groups" file="/xmap/_groups.mako"/>
+<%namespace name="lanes" file="/xmap/_lanes.mako"/>
+<%namespace name="skill" file="/xmap/_skill.mako"/>
 <%namespace name="vec" file="/_vecops.mako"/>
 <% assert not KR or not (VEC or PF) and (not (LANES or CM) or (LANES and CM and ST)) %>\
 ${lk.prelude(REAL, ACC, 0 if KR else K, INL)}

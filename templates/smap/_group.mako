@@ -165,11 +165,7 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 % for q in range(SPT):
-%   if (q + 1) * WG > NSLOT:
-        if (lid + ${q * WG} < ${NSLOT}) {
-%   else:
-        {
-%   endif
+${slot_block(q, NSLOT, " " * 8)}\
             acc_t t_acc = acc[${q}];
 % if ACC == "df":
             acc_t t_lo = acclo[${q}];
@@ -186,11 +182,7 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
     }
     /* combine the parts of each entry, and the variance sums */
 % for q in range(SPT):
-%   if (q + 1) * WG > NSLOT:
-    if (lid + ${q * WG} < ${NSLOT}) {
-%   else:
-    {
-%   endif
+${slot_block(q, NSLOT, " " * 4)}\
         tile[lid + ${q * WG}] = acc[${q}];
 % if ACC == "df":
         tile[${NSLOT} + lid + ${q * WG}] = acclo[${q}];
@@ -227,4 +219,14 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
         ${solver.solve("G", "sw", "swy", "swyy")}
 % endif
     }
+</%def>
+
+## the opening of slot block q of the SPT per work-item: guarded where the work-group's
+## last slots pass NSLOT; `ind`: the line's indentation
+<%def name="slot_block(q, NSLOT, ind)">\
+%   if (q + 1) * WG > NSLOT:
+${ind}if (lid + ${q * WG} < ${NSLOT}) {
+%   else:
+${ind}{
+%   endif
 </%def>

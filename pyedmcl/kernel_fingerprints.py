@@ -7,7 +7,7 @@ parameter sets (comments and whitespace removed). The test fails when a template
 different code under the same version:
 
 * the kernel's meaning or parameters changed -> bump ``## version`` (tuning entries of
-  the old version are then skipped) and run ``python -m pyedmcl.kernels.fingerprints``;
+  the old version are then skipped) and run ``python -m pyedmcl.kernel_fingerprints``;
 * only its layout changed (parts, names of locals) -> run the same command; review the
   diff of the JSON file in the commit.
 """
@@ -24,7 +24,7 @@ from typing import Any
 from clkernels.templates import declared_version, render
 
 #: where the test suite keeps the recorded fingerprints (a source checkout)
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "tests" / "data" / "kernel_fingerprints.json"
+DEFAULT_PATH = Path(__file__).resolve().parents[1] / "tests" / "data" / "kernel_fingerprints.json"
 
 
 def normalised(source: str) -> str:
@@ -46,12 +46,12 @@ def problems(path: Path = DEFAULT_PATH) -> list[str]:
         changed = [p for p, h in rec["cases"] if fingerprint(template, p) != h]
         if version != rec["version"]:
             out.append(f"{template}: version {version}, recorded {rec['version']}: run "
-                       "python -m pyedmcl.kernels.fingerprints to record the new version")
+                       "python -m pyedmcl.kernel_fingerprints to record the new version")
         elif changed:
             out.append(f"{template}: {len(changed)} of {len(rec['cases'])} sample kernels "
                        f"changed under version {version} (first: {changed[0]}); bump "
                        "'## version' if the kernel's meaning changed, then run python -m "
-                       "pyedmcl.kernels.fingerprints")
+                       "pyedmcl.kernel_fingerprints")
     return out
 
 
@@ -64,7 +64,5 @@ def update(path: Path = DEFAULT_PATH) -> None:
     Path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-if __name__ == "__main__":
-    import pyedmcl  # noqa: F401  (registers the family templates)
-
+if __name__ == "__main__":  # run as a module, ``import pyedmcl`` has added the templates
     update(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_PATH)

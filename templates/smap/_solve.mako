@@ -48,9 +48,7 @@ ${inverse_check(G, "")}
             out_pred[o] = p;
             out_var[o] = (${swyy} - (acc_t)2 * p * ${swy} + p * p * ${sw}) / ${sw};
         } else {
-            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
-            out_pred[o] = (acc_t)NAN;
-            out_var[o] = (acc_t)NAN;
+${nan_outputs(" " * 12)}\
         }
         out_status[o] = status;
     }
@@ -101,20 +99,23 @@ ${inverse_check(G, ".x")}
             out_pred[o] = p;
             out_var[o] = (${swyy} - 2.0f * p * ${swy} + p * p * ${sw}) / ${sw};
         } else {
-            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
-            out_pred[o] = (acc_t)NAN;
-            out_var[o] = (acc_t)NAN;
+${nan_outputs(" " * 12)}\
         }
         out_status[o] = status;
     }
 </%def>
 
+## row o's outputs NaN (no prediction); `ind`: the lines' indentation
+<%def name="nan_outputs(ind)">\
+${ind}for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
+${ind}out_pred[o] = (acc_t)NAN;
+${ind}out_var[o] = (acc_t)NAN;
+</%def>
+
 <%def name="empty_row()">\
     {
         const size_t o = (size_t)ti * n_pred + row;
-        for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
-        out_pred[o] = (acc_t)NAN;
-        out_var[o] = (acc_t)NAN;
+${nan_outputs(" " * 8)}\
         out_status[o] = status0;
     }
 </%def>

@@ -21,7 +21,7 @@
 ##   resident on one SM then gather from LB times fewer target series, which stay in
 ##   its L1 (H100, N=5,000 x 3,780, E=5, noisy oscillators: 2.1 -> 0.9 s).
 <%namespace name="stats" file="/common/_stats.mako"/>
-<%namespace name="skill" file="/xmap_lookup/_skill.mako"/>
+<%namespace name="skill" file="/xmap/_skill.mako"/>
 <%namespace name="vec" file="/_vecops.mako"/>
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%def name="kernel()">

@@ -73,18 +73,7 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     /* DPAIR (GPUs, no private bins): one step per black run, from its start s to its end
        e (the white cell after it); lines of length 1 closed in the word by one popcount
        into a register (n1), the white runs never visited. */
-    const ${WT} up = (b << 1) | (${WT})cur;
-    ${WT} s = b & ~up;
-    ${WT} e = ~b & up & m;
-    const ${WT} iso = s & (e >> 1);
-    *n1 += popw(iso);
-    s &= ~iso;
-    e &= ~(iso << 1);
-    if (cur) {   /* the carried run closes at the first end, or covers the word */
-        if (e == (${WT})0) { *dr += (uint)nb; return; }
-        hist_add(ph, lh, gh, *dr + (uint)ctzw(e));
-        e &= e - (${WT})1;
-    }
+${starts_ends(WT)}\
     while (e) {
         hist_add(ph, lh, gh, (uint)(ctzw(e) - ctzw(s)));
         s &= s - (${WT})1;
@@ -98,18 +87,7 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
        branches of a walk over it were mispredicted most of the time). s: run starts, e:
        run ends (the white cell after a run); lines of length 1 closed in the word: one
        popcount; the others pair starts and ends in order, two pairs without branches. */
-    const ${WT} up = (b << 1) | (${WT})cur;
-    ${WT} s = b & ~up;
-    ${WT} e = ~b & up & m;
-    const ${WT} iso = s & (e >> 1);
-    *n1 += popw(iso);
-    s &= ~iso;
-    e &= ~(iso << 1);
-    if (cur) {   /* the carried run closes at the first end, or covers the word */
-        if (e == (${WT})0) { *dr += (uint)nb; return; }
-        hist_add(ph, lh, gh, *dr + (uint)ctzw(e));
-        e &= e - (${WT})1;
-    }
+${starts_ends(WT)}\
 %   for k in range(2):
     {
         const int ps = s ? ctzw(s) : ${WB};
@@ -164,4 +142,22 @@ RQA_INLINE void diag_runs(${WT} b, const int nb, uint* dr, uint* ph, __local uin
     if (cur) *dr = (uint)(nb - last);
 % endif
 }
+</%def>
+
+## diag_runs' walks over run starts and ends: s the starts, e the ends (the white cell
+## after a run) of word b; its lines of length 1 counted into n1 and taken out of both;
+## the carried run closed at the first end (or, with no end, the word added to it)
+<%def name="starts_ends(WT)">\
+    const ${WT} up = (b << 1) | (${WT})cur;
+    ${WT} s = b & ~up;
+    ${WT} e = ~b & up & m;
+    const ${WT} iso = s & (e >> 1);
+    *n1 += popw(iso);
+    s &= ~iso;
+    e &= ~(iso << 1);
+    if (cur) {   /* the carried run closes at the first end, or covers the word */
+        if (e == (${WT})0) { *dr += (uint)nb; return; }
+        hist_add(ph, lh, gh, *dr + (uint)ctzw(e));
+        e &= e - (${WT})1;
+    }
 </%def>

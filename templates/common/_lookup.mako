@@ -1,5 +1,5 @@
 ## Shared defs of the lookup kernels (lookup/simplex_lookup's `lookup`, `subset_lookup`,
-## xmap_lookup/xmap_lookup's `pack`): one definition of pyEDM's neighbour weights, so
+## xmap/xmap_lookup's `pack`): one definition of pyEDM's neighbour weights, so
 ## every family weighs neighbours with the same operations in the same order (the
 ## cross map's rho equals pyedmcl.ccm's bit for bit).
 ## Import with <%namespace name="lk" file="/common/_lookup.mako"/>.
