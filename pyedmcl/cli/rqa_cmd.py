@@ -164,7 +164,7 @@ def run_rqa(args: argparse.Namespace) -> int:
     from .rqa_many import is_many, run_many
 
     if is_many(args):
-        return run_many(args)
+        return run_many(args, _load)
     x = _load(args.input, args.column, args)
     kw = dict(E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
               metric=args.metric, theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,

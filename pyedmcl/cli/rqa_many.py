@@ -78,8 +78,9 @@ def _refuse(args: argparse.Namespace, what: str, flags: tuple[tuple[str, str], .
             raise ValueError(f"{flag} is not supported with {what}")
 
 
-def run_many(args: argparse.Namespace) -> int:
-    """Run the batch or the grid and write its rows."""
+def run_many(args: argparse.Namespace, load: Any) -> int:
+    """Run the batch or the grid and write its rows; ``load(path, column, args)`` reads
+    the grid's one series (the ``rqa`` command's reader)."""
     from .args import check_new_file, check_output
 
     lists = _lists(args)
@@ -105,9 +106,8 @@ def run_many(args: argparse.Namespace) -> int:
         if args.method != "series":
             raise ValueError("--method is for --all-columns")
         from ..rqa.grid import rqa_grid
-        from .rqa_cmd import _load
 
-        x = _load(args.input, args.column, args)
+        x = load(args.input, args.column, args)
         df = rqa_grid(x, E=args.E, tau=args.tau, radius=args.radius, recurrence_rate=args.rr,
                       theiler=args.theiler, l_min=args.l_min, v_min=args.v_min,
                       w_min=args.w_min, max_combinations=args.max_combinations, **common)
