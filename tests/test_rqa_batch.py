@@ -128,6 +128,9 @@ def test_grid_rows_equal_single_calls(X):
         one = pe.rqa(x, E=int(r.E), radius=r.radius, theiler=int(r.theiler),
                      l_min=int(r.l_min), v_min=3)
         assert _equal_row(one, r), dict(r)
+    with pytest.warns(pe.validation.ConstantSeriesWarning):
+        dc = pe.rqa_grid(np.full(50, 3.0), E=2, radius=[0.5, 1.0])
+    assert list(dc["RR"]) == [1.0, 1.0] and dc.attrs["notes"]
     dq = pe.rqa_grid(x, E=2, recurrence_rate=[0.05, 0.1])
     for _, r in dq.iterrows():
         assert _equal_row(pe.rqa(x, E=2, recurrence_rate=r.recurrence_rate), r)

@@ -18,11 +18,13 @@ threshold per launch): K radii cost about K runs (bench/bench_rqa_batch.py measu
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ..validation import as_series
+from ..constant_series import RQA_WHY, note_text
+from ..validation import ConstantSeriesWarning, as_series
 from .batch import Runner, check_threshold_choice
 from .core import _check_E_tau, check_radius, check_rate
 from .measures import MEASURES, compute_measures
@@ -58,7 +60,8 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
 
     Returns a ``pandas.DataFrame``, one row per combination: the swept parameters
     (``radius`` the one used: found per row for ``recurrence_rate``, which is then a
-    column too), every measure, ``n_recurrences`` and ``n_cells``.
+    column too), every measure, ``n_recurrences`` and ``n_cells``. A constant series is
+    warned of (``attrs["notes"]``).
     """
     import pandas as pd
 
@@ -85,6 +88,10 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
             check_rate(q)
     pairs = [_check_E_tau(e, t) for e, t in itertools.product(grid["E"], grid["tau"])]
     s = as_series(x, "x")
+    note = None
+    if s.size and s.min() == s.max():  # warned once, as pe.rqa warns
+        note = note_text("rqa_grid", ["x"], RQA_WHY)
+        warnings.warn(note, ConstantSeriesWarning, stacklevel=2)
     runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
                     threshold_rule=threshold_rule, dtype=dtype, device=device,
                     backend=backend)
@@ -108,6 +115,8 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
             row.update(n_recurrences=int(res.n_recurrences), n_cells=int(res.n_cells))
             rows.append(row)
     df = pd.DataFrame(rows)
+    if note:
+        df.attrs["notes"] = (note,)
     return df.astype({"n_recurrences": np.int64, "n_cells": np.int64})
 
 
