@@ -211,7 +211,7 @@ def test_empty_input_exits_2(cmd, fmt, tmp_path, monkeypatch, capsys):
     (["tune", "nosuchkernel"], "unknown kernel"),
     (["simplex", "{csv}"], "-E"),                 # argparse: missing required option
     (["nosuchcommand"], "invalid choice"),         # argparse: unknown subcommand
-    (["rqa", "{csv}", "--radius", "x"], "invalid float"),
+    (["rqa", "{csv}", "--radius", "x"], "--radius: 'x' is not a number"),
 ])
 def test_bad_parameter_exits_2(argv, match, files, tmp_path, monkeypatch, capsys):
     (tmp_path / "data.parquet").write_text("1")
