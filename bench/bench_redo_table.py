@@ -79,6 +79,34 @@ def run_case(be, L: int, E: int, tau: int, chunks: list[int], repeat: int, seen:
     with rc.unchecked():
         t_un = best(call, repeat)
     print(f"  unchecked call {t_un:7.2f} ms")
+    stages(be, x, plan, nb, kw, l_dev, repeat)
+
+
+def stages(be, x: np.ndarray, plan, nb, kw: dict, l_dev, repeat: int) -> None:
+    """The redo's steps at the library's default lists, each waited for (best of
+    ``repeat``): the float64 series' upload, the table, the lookup with its read."""
+    from pyedmcl.edm import row_check as rc
+    from pyedmcl.primitives.lookup import lookup_device
+
+    x64 = np.ascontiguousarray(x, np.float64)
+    xd = be.to_device(x64)
+    table = rc.redo_table(be, nb, xd, x.size, kw, l_dev)[0]
+    be.finish()
+
+    def upload():
+        be.to_device(x64)
+        be.finish()
+
+    def lists():
+        rc.redo_table(be, nb, xd, x.size, kw, l_dev)
+        be.finish()
+
+    def lookup():
+        p, _ = lookup_device(be, table, xd, x.size, 1, plan.offset + plan.Tp, real="double")
+        be.to_host(p)
+    for label, fn in (("x float64 upload", upload), ("table (default lists)", lists),
+                      ("lookup + read", lookup)):
+        print(f"  redo step: {label:<24} {best(fn, repeat):7.3f} ms")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -316,9 +316,9 @@ def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
 
 
 #: library points per list, at least, where the float64 redo splits the library
-REDO_CHUNK = 1024
+REDO_CHUNK = 4096
 #: lists at most, and queries x lists at most, of that split
-REDO_LISTS, REDO_QUERY_LISTS = 128, 16384
+REDO_LISTS, REDO_QUERY_LISTS = 64, 8192
 #: whether CPUs split it too: there the single launch was faster (2-core EPYC, Intel's
 #: runtime, L = 20,000, 5 queries: 0.82 ms, in 4 lists merged 1.24 ms), since a CPU's
 #: few cores are busy with few queries already
