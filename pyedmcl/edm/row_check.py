@@ -27,8 +27,8 @@ and the caller reads count and list with the skill (the flags themselves only pa
 launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), on GPUs at the
 tuning of the table it widens (:func:`.knn.widened_params`), and the query norms are computed on the host while the k-NN
 kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
-:func:`redo_table`), one lookup, a patch of the float32 predictions and the skill again
-on the device, behind one wait (:func:`redo_patched`).
+:func:`redo_table`, merged on the device), one lookup, a patch of the float32
+predictions and the skill again on the device, behind one wait (:func:`redo_patched`).
 """
 
 from __future__ import annotations
