@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pyedmcl as pe
 from clkernels import get_backend
@@ -340,7 +342,7 @@ def test_knn_equal_to_the_library(device):
 @pytest.mark.parametrize("tau,radius", [(1, 0), (3, 5)])
 def test_redo_table_in_lists_equals_the_single_launch(device, monkeypatch, tau, radius):
     """The float64 redo's table from the library in several lists (one launch, merged
-    on the host) is the single launch's, bit for bit: neighbours, order and distances."""
+    on the device) is the single launch's, bit for bit: neighbours, order and distances."""
     be = get_backend(device)
     if not be.info.fp64:
         pytest.skip("the device redo needs fp64")
@@ -356,15 +358,41 @@ def test_redo_table_in_lists_equals_the_single_launch(device, monkeypatch, tau, 
     kw = dict(E=3, tau=tau, k=plan.knn, qpts=qpts, lpts=plan.lib_points,
               radius=plan.exclusion_radius)
     xd = be.to_device(x)
-    merged = []
-    real = row_check.merge_tables
-    monkeypatch.setattr(row_check, "merge_tables",
-                        lambda *a: merged.append(real(*a) is not None) or real(*a))
-    got = row_check.redo_table(be, neighbor_backend("exact"), xd, x.size, kw, None)
+    got, tie = row_check.redo_table(be, neighbor_backend("exact"), xd, x.size, kw, None)
     want = knn_device(be, xd, x.size, real="double", **kw)
-    assert merged == [True]  # the lists were taken (no equal distances here)
+    assert tie is not None and be.to_host(tie)[0] == 0  # lists taken, no equal distances
     np.testing.assert_array_equal(be.to_host(got.idx), be.to_host(want.idx))
     np.testing.assert_array_equal(be.to_host(got.dist), be.to_host(want.dist))
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(1, 5))
+def test_device_merge_equals_the_host_merge(device, seed, k):
+    """The device's merge of library lists' tables is :func:`merge_tables`: the same
+    table, and its tie flag set exactly where the host refuses (equal distances among
+    the first k + 1), on tables with points listed twice, empty slots and ties."""
+    be = get_backend(device)
+    if not be.info.fp64:
+        pytest.skip("the merge runs in float64")
+    from pyedmcl.kernels.lookup import LOOKUP
+
+    rng = np.random.default_rng(seed)
+    lists, nq = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+    idx = rng.integers(-1, 12, (lists, nq, k)).astype(np.int32)
+    # a point's distance is one value wherever it is listed; few values: ties are common
+    dist = np.where(idx >= 0, (idx % rng.integers(6, 13)) / 4.0 + rng.integers(0, 2, (nq, 1)),
+                    np.inf)
+    qpts = rng.integers(0, 12, nq).astype(np.int32)
+    want = row_check.merge_tables(idx, dist, qpts, k)
+    oidx, odist = be.empty((1, nq, k), np.int32), be.empty((1, nq, k), np.float64)
+    tie = be.to_device(np.zeros(1, np.int32))
+    LOOKUP.launch_merge(be, be.to_device(idx), be.to_device(dist), lists, nq, k, k,
+                        be.to_device(qpts), oidx, odist, tie)
+    assert bool(be.to_host(tie)[0]) == (want is None)
+    if want is not None:
+        np.testing.assert_array_equal(be.to_host(oidx)[0], want[0])
+        np.testing.assert_array_equal(be.to_host(odist)[0], want[1])
 
 
 def test_merge_tables_order_and_refusal():

@@ -27,8 +27,8 @@ and the caller reads count and list with the skill (the flags themselves only pa
 launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), on GPUs at the
 tuning of the table it widens (:func:`.knn.widened_params`), and the query norms are computed on the host while the k-NN
 kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
-:func:`redo_table`), one lookup, a patch of the float32 predictions and the skill again
-on the device, behind one wait (:func:`redo_patched`).
+:func:`redo_table`, merged on the device), one lookup, a patch of the float32
+predictions and the skill again on the device, behind one wait (:func:`redo_patched`).
 """
 
 from __future__ import annotations
@@ -252,26 +252,32 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
                   lpts=plan.lib_points, radius=plan.exclusion_radius)
         idx, dist = neighbor_backend("kdtree").search_host(np.asarray(x, np.float64), **kw)
         return lookup_host(idx[0], dist[0], y, plan.offset + plan.Tp, variance)
-    p, v = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev)
-    reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
-    got = [r()[0] for r in reads]
-    return got[0], (got[1] if variance else None)
+    for lists in (True, False):
+        p, v, tie = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev, lists)
+        reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
+        if tie is not None and int(be.to_host(tie)[0]):
+            continue  # the lists' order unreadable: the single launch
+        got = [r()[0] for r in reads]
+        return got[0], (got[1] if variance else None)
+    raise AssertionError("unreachable: the single launch sets no tie")
 
 
 def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
                  neighbors: Any, variance: bool, l_dev: Any, pred_dev: Any, var_dev: Any,
-                 shift: np.ndarray, scale: np.ndarray, skill: Any
+                 shift: np.ndarray, scale: np.ndarray, skill: Any, lists: bool = True
                  ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """:func:`redo_float64` on a device with fp64, its values also written into the
     float32 device predictions ``pred_dev`` (and variances ``var_dev``) ``(1, nt, nq)``
     in their units (``x = z * scale + shift`` per target) and the skill taken again
     behind them (``skill(pred_dev)`` enqueues it and returns its device rows): one
-    k-NN launch, one lookup, one patch, one skill and one wait for all. Returns the
-    float64 predictions and variances ``(nt, rows.size)`` and the skill ``(nt, 4)``."""
+    k-NN launch, a merge of its lists on the device, one lookup, one patch, one skill
+    and one wait for all (where the merge found equal distances, all again from the
+    single launch, ``lists`` False). Returns the float64 predictions and variances
+    ``(nt, rows.size)`` and the skill ``(nt, 4)``."""
     from ..kernels.lookup import LOOKUP
     from ..primitives.knn import hold
 
-    p, v = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev)
+    p, v, tie = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev, lists)
     rows_dev = be.to_device(np.ascontiguousarray(rows, np.int32))
     sh = be.to_device(np.asarray(shift, np.float64))
     sc = be.to_device(np.asarray(scale, np.float64))
@@ -280,15 +286,21 @@ def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
                         rows_dev, rows.size, p, v if variance else None, sh, sc)
     out = skill(pred_dev)
     reads = [be.to_host_async(p)] + ([be.to_host_async(v)] if variance else [])
+    tie_read = None if tie is None else be.to_host_async(tie)
     sk = be.to_host(out).astype(np.float64)
+    if tie_read is not None and int(tie_read()[0]):
+        return redo_patched(be, plan, x, y, rows, neighbors, variance, l_dev, pred_dev,
+                            var_dev, shift, scale, skill, lists=False)
     got = [r()[0] for r in reads]
     return got[0], (got[1] if variance else None), sk
 
 
 def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
-                 neighbors: Any, variance: bool, l_dev: Any) -> tuple[Any, Any]:
+                 neighbors: Any, variance: bool, l_dev: Any, lists: bool = True
+                 ) -> tuple[Any, Any, Any]:
     """The float64 call's k-NN table and lookup of the queries ``rows`` enqueued: device
-    predictions (and variances) ``(1, nt, rows.size)``."""
+    predictions (and variances) ``(1, nt, rows.size)`` and the merge's tie flag (int32
+    ``(1,)``, None where the table is the single launch's; see :func:`redo_table`)."""
     from ..primitives.lookup import lookup_device
 
     kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
@@ -297,9 +309,10 @@ def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
             and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
     yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
-    table = redo_table(be, neighbors, xd, x.size, kw, l_dev)
-    return lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
+    table, tie = redo_table(be, neighbors, xd, x.size, kw, l_dev, lists)
+    p, v = lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
                          real="double", variance=variance)
+    return p, v, tie
 
 
 #: library points per list, at least, where the float64 redo splits the library
@@ -308,42 +321,51 @@ REDO_CHUNK = 4096
 REDO_LISTS, REDO_QUERY_LISTS = 64, 8192
 #: whether CPUs split it too: there the single launch was faster (2-core EPYC, Intel's
 #: runtime, L = 20,000, 5 queries: 0.82 ms, in 4 lists merged 1.24 ms), since a CPU's
-#: few cores are busy with few queries already and the merge adds a wait
+#: few cores are busy with few queries already
 REDO_LISTS_ON_CPU = False
 
 
-def redo_table(be: Backend, neighbors: Any, xd: Any, n: int, kw: dict, l_dev: Any) -> Any:
+def redo_table(be: Backend, neighbors: Any, xd: Any, n: int, kw: dict, l_dev: Any,
+               lists: bool = True) -> tuple[Any, Any]:
     """The float64 k-NN table of the redo's few queries (``kw``: :func:`knn_device`'s
-    arguments, float64 series ``xd``). Few queries leave a device nearly idle while
-    each work-group walks the whole library, so the exact device kernel takes the
-    library in up to :data:`REDO_LISTS` contiguous lists at once (one launch, a table
-    per list), merged on the host in the kernel's order (:func:`merge_tables`) and
-    uploaded: the table of the single launch (on GPUs; CPUs see
-    :data:`REDO_LISTS_ON_CPU`). Where the merge cannot tell that order from the
-    finished distances (equal ones), or the back-end is not the device kernel, the
-    single launch."""
+    arguments, float64 series ``xd``) and a tie flag. Few queries leave a device nearly
+    idle while each work-group walks the whole library, so the exact device kernel takes
+    the library in up to :data:`REDO_LISTS` contiguous lists at once (one launch, a
+    table per list), merged on the device in the kernel's order (the lookup template's
+    ``merge_lists``, :func:`merge_tables` on the host): the table of the single launch
+    (on GPUs; CPUs see :data:`REDO_LISTS_ON_CPU`), unless the merge finds equal
+    distances among a query's first ``k + 1``, where it sets the flag (int32 ``(1,)`` on
+    the device, read with the results) and the caller takes the single launch
+    (``lists`` False). The single launch also where the back-end is not the device
+    kernel; its flag is None."""
+    from ..kernels.lookup import LOOKUP
     from ..neighbors.exact import ExactBackend
-    from ..primitives.knn import DeviceKnn
+    from ..primitives.knn import DeviceKnn, hold
 
     lp = np.asarray(kw["lpts"])
-    m, k = int(np.asarray(kw["qpts"]).size), int(kw["k"])
-    lists = min(REDO_LISTS, lp.size // REDO_CHUNK, REDO_QUERY_LISTS // max(m, 1))
-    if lists >= 2 and type(neighbors) is ExactBackend and (be.info.is_gpu or REDO_LISTS_ON_CPU):
-        size = -(-lp.size // lists)
-        starts = np.minimum(np.arange(lists) * size, lp.size - size)  # the last overlaps
+    qp = np.ascontiguousarray(kw["qpts"], np.int32)
+    m, k = int(qp.size), int(kw["k"])
+    nl = min(REDO_LISTS, lp.size // REDO_CHUNK, REDO_QUERY_LISTS // max(m, 1))
+    if (lists and nl >= 2 and type(neighbors) is ExactBackend
+            and (be.info.is_gpu or REDO_LISTS_ON_CPU)):
+        size = -(-lp.size // nl)
+        starts = np.minimum(np.arange(nl) * size, lp.size - size)  # the last overlaps
         split = lp[starts[:, None] + np.arange(size)]
-        t = neighbors.device_table(be, xd, n, real="double", **{**kw, "lpts": split})
-        reads = be.to_host_async(t.idx), be.to_host_async(t.dist)  # one wait for both
-        got = merge_tables(reads[0](), reads[1](), np.asarray(kw["qpts"]), k)
-        if got is not None:
-            return DeviceKnn(be.to_device(got[0][None]), be.to_device(got[1][None]), 1, m, k)
-    return neighbors.device_table(be, xd, n, real="double", l_dev=l_dev, **kw)
+        q_dev = be.to_device(qp)
+        t = neighbors.device_table(be, xd, n, real="double", q_dev=q_dev,
+                                   **{**kw, "lpts": split})
+        oidx, odist = be.empty((1, m, k), np.int32), be.empty((1, m, k), np.float64)
+        tie = be.to_device(np.zeros(1, np.int32))
+        LOOKUP.launch_merge(be, t.idx, t.dist, nl, m, k, k, q_dev, oidx, odist, tie)
+        hold(be, t.idx, t.dist, q_dev, oidx, odist, tie)
+        return DeviceKnn(oidx, odist, 1, m, k), tie
+    return neighbors.device_table(be, xd, n, real="double", l_dev=l_dev, **kw), None
 
 
 def merge_tables(idx: np.ndarray, dist: np.ndarray, qpts: np.ndarray, k: int
                  ) -> tuple[np.ndarray, np.ndarray] | None:
-    """One table ``(nq, k)`` from the tables ``(lists, nq, k)`` of disjoint (or
-    repeated) library lists: each query's candidates in the kernel's order (distance,
+    """The host's reference of the device merge (:func:`redo_table`): one table
+    ``(nq, k)`` from the tables ``(lists, nq, k)`` of disjoint (or repeated) library lists: each query's candidates in the kernel's order (distance,
     ``|p - l|``, ``l``; -1 / inf where none), a point listed twice taken once. The
     kernel ranks by the squared distance and stores its root, which may round two
     squares to one root: where two of a query's first ``k + 1`` candidates share a

@@ -158,6 +158,18 @@ class LookupKernel(TunableKernel):
         return be.launch(k, (m, nt), None, pred, var if wv else pred, np.int32(nq), rows_dev,
                          np.int32(m), p64, v64 if wv else p64, shift, scale, np.int32(wv))
 
+    def launch_merge(self, be: Backend, idx, dist, lists: int, nq: int, kin: int, k: int,
+                     q_dev, oidx, odist, tie):
+        """Merge the float64 k-NN tables ``idx`` / ``dist`` ``(lists, nq, kin)`` of library
+        lists into ``oidx`` / ``odist`` ``(1, nq, k)`` in the k-NN kernel's order (query
+        points ``q_dev``), setting ``tie[0]`` where equal distances among a query's first
+        ``k + 1`` hide that order (the template's ``merge_lists``), from the float64
+        Simplex skill's program (no build of its own)."""
+        spec = {"K": 1, "REAL": "double", "FS": 0, "WEIGHT": "simplex", "VARIANCE": 0}
+        kern = self._kernel(be, spec, skill_wg(be.info), "merge_lists")
+        return be.launch(kern, (nq,), None, idx, dist, np.int32(lists), np.int32(nq),
+                         np.int32(kin), np.int32(k), q_dev, oidx, odist, tie)
+
     def launch_subset(self, be: Backend, wg: int, spec: dict[str, Any], srt, sdist, cnt,
                       nbatch: int, lpts, qpts, nq: int, nl: int, radius: int, y_dev,
                       tshift: int, pred):

@@ -21,6 +21,13 @@
 ## queries rows[0 .. m-1]) into pred / var (nt, nq) in the kernel's units: (p - shift[j])
 ## / scale[j] and v / scale[j]^2 rounded to real_t, as the host's Affine.forward and a
 ## float32 array's assignment do; the skill then runs on the patched predictions.
+##
+## merge_lists (a program of REAL double): the float64 redo's k-NN tables of the library
+## in lists (lists, nq, kin) merged into one (1, nq, k) in the k-NN kernel's order
+## (distance, |p - l|, l; -1 / inf where none), a point listed twice taken once: the
+## host's row_check.merge_tables on the device. The kernel ranked squares and stored
+## roots: where two of a query's first k + 1 candidates share a finite root, the order
+## cannot be read here and tie[0] is set (the caller then takes the single launch).
 
 ## the bound of prediction (b, j, q), its flag, count and list entry
 <%def name="bound()">\
@@ -73,5 +80,56 @@ __kernel void patch(__global real_t* restrict pred, __global real_t* restrict va
     pred[o] = (real_t)((p64[(size_t)j * m + i] - shift[j]) / scale[j]);
     if (with_var)
         var[o] = (real_t)(v64[(size_t)j * m + i] / (scale[j] * scale[j]));
+}
+</%def>
+
+<%def name="merge()">\
+/* whether candidate (d, c, l) comes after (d0, c0, l0) in the k-NN kernel's order */
+inline int merge_after(const real_t d, const int c, const int l,
+                       const real_t d0, const int c0, const int l0)
+{
+    return d > d0 || (d == d0 && (c > c0 || (c == c0 && l > l0)));
+}
+
+__kernel void merge_lists(__global const int* restrict idx, __global const real_t* restrict dist,
+                          const int lists, const int nq, const int kin, const int k,
+                          __global const int* restrict qpts, __global int* restrict oidx,
+                          __global real_t* restrict odist, __global int* restrict tie)
+{
+    const int q = get_global_id(0);
+    if (q >= nq) return;
+    const int p = qpts[q];
+    real_t pd = -INFINITY;  /* the last one taken; none yet */
+    int pc = -1, pl = -1;
+    for (int r = 0; r <= k; r++) {  /* the r-th distinct candidate, by selection */
+        real_t bd = INFINITY;
+        int bc = INT_MAX, bl = INT_MAX, found = 0;
+        for (int b = 0; b < lists; b++) {
+            const size_t o = ((size_t)b * nq + q) * kin;
+            for (int i = 0; i < kin; i++) {
+                const int l = idx[o + i];
+                if (l < 0) continue;
+                const real_t d = dist[o + i];
+                const int c = p > l ? p - l : l - p;
+                if (merge_after(d, c, l, pd, pc, pl) && (!found || merge_after(bd, bc, bl, d, c, l))) {
+                    bd = d; bc = c; bl = l; found = 1;
+                }
+            }
+        }
+        if (!found) {  /* fewer than k + 1 candidates: the rest are none */
+            for (int s = r; s < k; s++) {
+                oidx[(size_t)q * k + s] = -1;
+                odist[(size_t)q * k + s] = INFINITY;
+            }
+            return;
+        }
+        if (r > 0 && bd == pd && isfinite(bd))
+            tie[0] = 1;
+        if (r < k) {
+            oidx[(size_t)q * k + r] = bl;
+            odist[(size_t)q * k + r] = bd;
+        }
+        pd = bd; pc = bc; pl = bl;
+    }
 }
 </%def>

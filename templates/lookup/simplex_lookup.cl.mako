@@ -110,6 +110,9 @@ ${ck.bound()}
 }
 
 ${ck.patch()}
+% if REAL == "double":
+${ck.merge()}
+% endif
 ${stats.functions()}
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void skill(__global const real_t* restrict pred, const int nq,
