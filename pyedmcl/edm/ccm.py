@@ -153,6 +153,18 @@ class SortedRows:
         return pred
 
 
+def _libraries(M: int, L: int, sample: int, random: bool, replacement: bool,
+               entropy: Any) -> np.ndarray:
+    """The ``(samples, L)`` library rows of one library size: ``sample`` random draws
+    (sorted; the generator seeded afresh from ``entropy`` for every size, as pyEDM's CCM
+    draws them per size), or the first ``L`` rows when not ``random``."""
+    if not random:
+        return np.arange(L)[None, :]
+    rng = np.random.default_rng(np.random.SeedSequence(entropy))
+    return np.stack([np.sort(rng.choice(M, size=L, replace=replacement))
+                     for _ in range(sample)])
+
+
 def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
     """pyEDM's libSizes: a list, or ``"start stop increment"`` (3 values, increment < stop)."""
     try:
@@ -221,12 +233,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
         kk = min(k, L - 1)
         if kk < 1:
             continue
-        rng = np.random.default_rng(np.random.SeedSequence(entropy))
-        if random:
-            libs = np.stack([np.sort(rng.choice(M, size=L, replace=replacement))
-                             for _ in range(sample)])
-        else:
-            libs = np.arange(L)[None, :]
+        libs = _libraries(M, L, sample, random, replacement, entropy)
         ns = libs.shape[0]
         if sorted_rows is not None:
             groups.setdefault(kk, []).append((i, sorted_rows.counts(libs, kk)))
@@ -320,12 +327,7 @@ def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, *, E: int, tau: 
             kk = min(k, L - 1)
             if kk < 1:
                 continue
-            rng = np.random.default_rng(np.random.SeedSequence(entropy))
-            if random:
-                libs = np.stack([np.sort(rng.choice(M, size=L, replace=replacement))
-                                 for _ in range(sample)])
-            else:
-                libs = np.arange(L)[None, :]
+            libs = _libraries(M, L, sample, random, replacement, entropy)
             cnt = rows.counts(pos[libs], kk)
             ns = cnt.shape[0]
             sk_dev = skill_out(be, ns)
