@@ -485,12 +485,16 @@ class RQALinesKernel(TunableKernel):
         return (*out, np.float64(exact.thr64), np.float64(exact.thr264),
                 np.float32(exact.b), np.float32(exact.b2))
 
-    def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
+    def carry(self, backend: Backend, params: Params, mode: str, n: int,
+              zeros: Callable[..., Any] | None = None) -> tuple[Any, ...]:
         """Carryover buffers, zeroed on the device, of a band of ``n`` lanes (columns:
         open black run, open white run, recurrence count; diagonals: open run) or,
-        horizontal, of ``n`` rows (a row's first and last runs)."""
+        horizontal, of ``n`` rows (a row's first and last runs). ``zeros(backend, n,
+        dtype)``: where they come from (default: new arrays, :meth:`Backend.zeros`)."""
         size = n if mode == "horizontal" else n + params["VEC"]
-        return tuple(backend.zeros(size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
+        if zeros is None:
+            return tuple(backend.zeros(size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
+        return tuple(zeros(backend, size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
 
     @staticmethod
     def shared_layout(params: Params, n_rows: int, n_cols: int) -> tuple[int, int]:

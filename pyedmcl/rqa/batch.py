@@ -42,6 +42,7 @@ from .core import (
     check_radius,
     check_rate,
 )
+from .dnr import reusing_buffers
 from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
@@ -183,15 +184,18 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
         _pack(runner, [runner.prepare(s) for s in series], cols.names, rows, E=E, tau=tau,
               radius=check_radius(common), theiler=theiler, l_min=l_min, v_min=v_min,
               w_min=w_min)
-    for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates, strict=True)):
-        if rows[j] is not None:
-            continue
-        try:  # prepared one at a time: one series' working copy at once
-            res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r, recurrence_rate=q,
-                             theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
-        except ValueError as exc:  # say which series
-            raise ValueError(f"X column {label!r}: {exc}") from None
-        rows[j] = row_of(res, s.size)
+    with reusing_buffers():  # one shape's histograms and carryovers allocated once
+        for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates,
+                                                 strict=True)):
+            if rows[j] is not None:
+                continue
+            try:  # prepared one at a time: one series' working copy at once
+                res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r,
+                                 recurrence_rate=q, theiler=theiler, l_min=l_min,
+                                 v_min=v_min, w_min=w_min)
+            except ValueError as exc:  # say which series
+                raise ValueError(f"X column {label!r}: {exc}") from None
+            rows[j] = row_of(res, s.size)
     df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
     df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
                     "n_points": np.int64})
