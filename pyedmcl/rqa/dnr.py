@@ -114,7 +114,7 @@ def _pool_of(be: Backend) -> dict[str, Any] | None:
     pools = getattr(_pool_local, "pools", None)
     if pools is None or be.info.runtime == "oclgrind":
         return None
-    return pools.setdefault(be, {"free": {}, "taken": []})
+    return pools.setdefault(be, {"free": {}, "taken": [], "zero": {}, "kernels": {}})
 
 
 def _zeros(be: Backend, n: int, dtype: Any) -> Any:
@@ -127,11 +127,44 @@ def _zeros(be: Backend, n: int, dtype: Any) -> Any:
     free = pool["free"].get(key)
     if free:
         buf = free.pop()
-        be.fill(buf, 0)
+        _rezero(be, pool, buf)
     else:
         buf = be.zeros(n, dtype)
     pool["taken"].append((key, buf))
     return buf
+
+
+def _rezero(be: Backend, pool: dict[str, Any], buf: Any) -> None:
+    """Zero a pooled array again: a device copy from the pool's zeroed source of its
+    dtype (a copy is a cheaper enqueue than a fill launch), or a fill where the backend
+    has no device-to-device copy."""
+    src = pool["zero"].get(buf.dtype.str)
+    if src is None or src.size < buf.size:
+        # uploaded, not Backend.zeros: inside zero_batch that zeroing would come after
+        # the copies enqueued from it
+        src = pool["zero"][buf.dtype.str] = be.to_device(
+            np.zeros(max(buf.size, 1024), buf.dtype))
+    try:
+        be.copy_within(buf, 0, src, 0, buf.size)
+    except NotImplementedError:
+        be.fill(buf, 0)
+
+
+def _kernel(st: _DevState, m: _Matrix, mode: str) -> Any:
+    """The ``rqa_<mode>`` kernel of a run, looked up once per run, and once per batch
+    (:func:`reusing_buffers`) for runs of equal launch parameters and spec."""
+    k = st.kernels.get(mode)
+    if k is not None:
+        return k
+    pool = _pool_of(st.be)
+    key = (mode, repr(m.spec), tuple(sorted(st.params.items())))
+    k = pool["kernels"].get(key) if pool is not None else None
+    if k is None:
+        k = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
+        if pool is not None:
+            pool["kernels"][key] = k
+    st.kernels[mode] = k
+    return k
 
 
 def _give_back(be: Backend) -> None:
@@ -693,9 +726,7 @@ def _launcher(st: _DevState, task: _Task, mode: str, odd: int, hist: tuple, m: _
     hit = st.launchers.get(key)
     if hit is not None and hit[0] is task:
         return hit[1]
-    k = st.kernels.get(mode)
-    if k is None:
-        k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
+    k = _kernel(st, m, mode)
     carry = () if mode == "horizontal" and st.hrec is not None else task.bufs
     go = RQA_LINES.launcher(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                             thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
