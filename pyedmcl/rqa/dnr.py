@@ -88,7 +88,7 @@ def _keep_sbits(be: Backend, buf: Any) -> None:
 
 
 #: a batch's buffer pool (:func:`reusing_buffers`), per thread: backend -> free device
-#: arrays by (size, dtype) and the arrays the current run took
+#: arrays by (size, dtype), the arrays the current run took, the kernels looked up
 _pool_local = threading.local()
 
 
@@ -114,7 +114,7 @@ def _pool_of(be: Backend) -> dict[str, Any] | None:
     pools = getattr(_pool_local, "pools", None)
     if pools is None or be.info.runtime == "oclgrind":
         return None
-    return pools.setdefault(be, {"free": {}, "taken": [], "zero": {}, "kernels": {}})
+    return pools.setdefault(be, {"free": {}, "taken": [], "kernels": {}})
 
 
 def _zeros(be: Backend, n: int, dtype: Any) -> Any:
@@ -127,27 +127,11 @@ def _zeros(be: Backend, n: int, dtype: Any) -> Any:
     free = pool["free"].get(key)
     if free:
         buf = free.pop()
-        _rezero(be, pool, buf)
+        be.fill(buf, 0)  # one short launch; a device copy from a zeroed array costs as much
     else:
         buf = be.zeros(n, dtype)
     pool["taken"].append((key, buf))
     return buf
-
-
-def _rezero(be: Backend, pool: dict[str, Any], buf: Any) -> None:
-    """Zero a pooled array again: a device copy from the pool's zeroed source of its
-    dtype (a copy is a cheaper enqueue than a fill launch), or a fill where the backend
-    has no device-to-device copy."""
-    src = pool["zero"].get(buf.dtype.str)
-    if src is None or src.size < buf.size:
-        # uploaded, not Backend.zeros: inside zero_batch that zeroing would come after
-        # the copies enqueued from it
-        src = pool["zero"][buf.dtype.str] = be.to_device(
-            np.zeros(max(buf.size, 1024), buf.dtype))
-    try:
-        be.copy_within(buf, 0, src, 0, buf.size)
-    except NotImplementedError:
-        be.fill(buf, 0)
 
 
 def _kernel(st: _DevState, m: _Matrix, mode: str) -> Any:
