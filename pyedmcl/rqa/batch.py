@@ -6,7 +6,10 @@ Divide & Recombine run, its measures), so each row equals ``pe.rqa`` of that ser
 for bit. Programs are built once per (E, tau, metric, dtype) shape and cached by the
 kernel family; the per-call device lookup, argument checks, wrappers and the background
 float32 check thread are paid once per batch instead of once per series (the check runs
-inline: the same verdict, with no thread hand-off per short series).
+inline: the same verdict, with no thread hand-off per short series). The D&R runs of a
+batch take their histograms and carryovers from one pool
+(:func:`pyedmcl.rqa.dnr.reusing_buffers`): allocated once per shape, zeroed again per
+series.
 
 Not done here (what packing several short series into one launch would need): the
 D&R kernels take one series pair, one threshold and one ``(n_rows, n_cols)`` per launch;
