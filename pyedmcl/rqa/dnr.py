@@ -114,7 +114,7 @@ def _pool_of(be: Backend) -> dict[str, Any] | None:
     pools = getattr(_pool_local, "pools", None)
     if pools is None or be.info.runtime == "oclgrind":
         return None
-    return pools.setdefault(be, {"free": {}, "taken": [], "kernels": {}})
+    return pools.setdefault(be, {"free": {}, "taken": [], "kernels": {}, "writes": []})
 
 
 def _zeros(be: Backend, n: int, dtype: Any) -> Any:
@@ -132,6 +132,41 @@ def _zeros(be: Backend, n: int, dtype: Any) -> Any:
         buf = be.zeros(n, dtype)
     pool["taken"].append((key, buf))
     return buf
+
+
+class _PooledUploads:
+    """The backend as :meth:`RQALinesKernel.series` uses it, with its ``to_device`` and
+    ``empty`` taking arrays of the pool (:func:`reusing_buffers`): a series is written
+    into an array an earlier run of its size left, not into a new one."""
+
+    def __init__(self, be: Backend, pool: dict[str, Any]) -> None:
+        self._be, self._pool = be, pool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._be, name)
+
+    def empty(self, n: int, dtype: Any) -> Any:
+        key = (int(n), np.dtype(dtype).str)
+        free = self._pool["free"].get(key)
+        buf = free.pop() if free else self._be.empty(n, dtype)
+        self._pool["taken"].append((key, buf))
+        return buf
+
+    def to_device(self, host: np.ndarray) -> Any:
+        h = np.ascontiguousarray(host).reshape(-1)
+        buf = self.empty(h.size, h.dtype)
+        self._pool["writes"].append(self._be.write_async(buf, h))  # held until given back
+        return buf
+
+
+def _uploads(be: Backend) -> Any:
+    """Where a run's series arrays come from: the pool's :class:`_PooledUploads` inside
+    :func:`reusing_buffers` (where the backend writes into device arrays), else None
+    (new arrays)."""
+    pool = _pool_of(be)
+    if pool is None or not getattr(be, "writes_async", False):
+        return None
+    return _PooledUploads(be, pool)
 
 
 def _kernel(st: _DevState, m: _Matrix, mode: str) -> Any:
@@ -158,6 +193,7 @@ def _give_back(be: Backend) -> None:
         for key, buf in pool["taken"]:
             pool["free"].setdefault(key, []).append(buf)
         pool["taken"].clear()
+        pool["writes"].clear()
 
 
 def _u32_limit() -> int:
@@ -386,7 +422,8 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
     thresholds = [m.thr, m.thr2] + ([] if tcol is None else [np.max(np.abs(tcol))])
     if p.get("PACK", 0) and not np.all(np.isfinite(thresholds)):
         p["PACK"] = 0
-    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol, m.exact)
+    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol, m.exact,
+                              buffers=_uploads(be))
     h32 = {k: _zeros(be, m.hlen, np.uint32) for k in ("d", "v", "w")}
     h64 = {k: _zeros(be, m.hlen, np.uint64) for k in ("d", "v", "w")}
     return _DevState(be, p, series, h32, h64)
