@@ -7,7 +7,7 @@ for bit. Programs are built once per (E, tau, metric, dtype) shape and cached by
 kernel family; the per-call device lookup, argument checks, wrappers and the background
 float32 check thread are paid once per batch instead of once per series (the check runs
 inline: the same verdict, with no thread hand-off per short series). The D&R runs of a
-batch take their histograms and carryovers from one pool
+batch take their series arrays, histograms and carryovers from one pool
 (:func:`pyedmcl.rqa.dnr.reusing_buffers`): allocated once per shape, zeroed again per
 series.
 
