@@ -8,8 +8,8 @@ kernel family; the per-call device lookup, argument checks, wrappers and the bac
 float32 check thread are paid once per batch instead of once per series (the check runs
 inline: the same verdict, with no thread hand-off per short series). The D&R runs of a
 batch take their series arrays, histograms and carryovers from one pool
-(:func:`pyedmcl.rqa.dnr.reusing_buffers`): allocated once per shape, zeroed again per
-series.
+(:func:`pyedmcl.rqa.dnr.reusing_buffers`): allocated once per shape, written or zeroed
+again per series.
 
 Not done here (what packing several short series into one launch would need): the
 D&R kernels take one series pair, one threshold and one ``(n_rows, n_cols)`` per launch;

@@ -94,9 +94,10 @@ _pool_local = threading.local()
 
 @contextmanager
 def reusing_buffers() -> Iterator[None]:
-    """Within the block, the histograms, carryovers and DMAJ planes of each D&R run (one
-    device, this thread) come from a pool of the arrays earlier runs of the block
-    allocated, zeroed again by a device fill, instead of new ones: a batch of many short
+    """Within the block, the series arrays, histograms, carryovers and DMAJ planes of each
+    D&R run (one device, this thread) come from a pool of the arrays earlier runs of the
+    block allocated, written again (series) or zeroed again by a device fill, instead of
+    new ones: a batch of many short
     series of one shape (:func:`pyedmcl.rqa.batch.rqa_batch`) allocates them once. Each
     run gives its arrays back once its queue has finished (the reads of its results
     wait behind every launch). Not on Oclgrind (see :func:`_reusable_sbits`'s reason)."""
