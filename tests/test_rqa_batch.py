@@ -187,3 +187,33 @@ def test_cli_all_columns_and_grid(X, tmp_path, capsys):
     assert main(["rqa", str(path), "--all-columns", "--radius", "1", "--out",
                  str(out)]) == 2  # exists: refused, the file kept
     assert "--out" in capsys.readouterr().err
+
+
+def test_batch_reused_buffers_are_zeroed_again():
+    """A batch reuses one shape's histograms and carryovers from series to series
+    (pyedmcl.rqa.dnr.reusing_buffers): a dense series followed by sparse ones, of
+    lengths that come and go, still gives every row as its own pe.rqa call; and a
+    pooled array comes back zeroed."""
+    from clkernels import get_backend
+    from pyedmcl.rqa import dnr
+
+    rng = np.random.default_rng(3)
+    dense = np.sin(np.arange(T) * 0.3)  # long lines: many counts in every histogram
+    cols = [dense, rng.standard_normal(T), rng.standard_normal(T - 40), dense * 0.5,
+            rng.standard_normal(T)]
+    Xb = np.full((T, len(cols)), np.nan)
+    for j, c in enumerate(cols):
+        Xb[:c.size, j] = c
+    df = pe.rqa_batch(Xb, E=2, tau=1, radius=0.3)
+    for j, c in enumerate(cols):
+        assert _equal_row(pe.rqa(c, E=2, tau=1, radius=0.3), df.iloc[j]), j
+    be = get_backend(None)
+    if be.info.runtime == "oclgrind":
+        return
+    with dnr.reusing_buffers():
+        a = dnr._zeros(be, 37, np.uint32)
+        be.fill(a, 5)
+        dnr._give_back(be)
+        b = dnr._zeros(be, 37, np.uint32)
+        assert b is a and not be.to_host(b).any()
+        assert dnr._zeros(be, 37, np.uint32) is not a  # taken: a new one

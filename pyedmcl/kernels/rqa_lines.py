@@ -433,7 +433,8 @@ class RQALinesKernel(TunableKernel):
     def series(self, backend: Backend, params: Params, spec: LineSpec, x: np.ndarray,
                y: np.ndarray, x2: np.ndarray | None = None,
                y2: np.ndarray | None = None,
-               tcol: np.ndarray | None = None, exact: Any = None) -> tuple[Any, ...]:
+               tcol: np.ndarray | None = None, exact: Any = None,
+               buffers: Any = None) -> tuple[Any, ...]:
         """Row and column series (x, y, x2, y2) on the device; column series are padded by
         VEC zeros on the left and at least :data:`SERIES_PAD` on the right (a work-item loads
         VEC lanes at once; DMAJ's runs of 32 + (E - 1) tau values), row series by
@@ -443,7 +444,12 @@ class RQALinesKernel(TunableKernel):
         on an H100 host, before the first launch). Without JOINT the second pair is the
         first. PERCOL: the per-column thresholds ``tcol`` follow, padded alike (the
         kernels take them right after y2). EXACT (:meth:`LineSpec.exact_on`): ``exact``
-        (:class:`pyedmcl.rqa.exact.Exact`) follows, laid out alike in float64."""
+        (:class:`pyedmcl.rqa.exact.Exact`) follows, laid out alike in float64.
+        ``buffers``: where the device arrays come from, an object that acts as the
+        backend with its own ``to_device`` and ``empty`` (a batch's pool,
+        :func:`pyedmcl.rqa.dnr.reusing_buffers`); default the backend itself."""
+        if buffers is not None:
+            backend = buffers
         dt, vec = spec.dtype, params["VEC"]
         yd = backend.to_device(_padded(y, dt, vec, max(vec, SERIES_PAD)))
         xd = _rows(backend, x, y, yd, dt, vec)
@@ -485,12 +491,16 @@ class RQALinesKernel(TunableKernel):
         return (*out, np.float64(exact.thr64), np.float64(exact.thr264),
                 np.float32(exact.b), np.float32(exact.b2))
 
-    def carry(self, backend: Backend, params: Params, mode: str, n: int) -> tuple[Any, ...]:
+    def carry(self, backend: Backend, params: Params, mode: str, n: int,
+              zeros: Callable[..., Any] | None = None) -> tuple[Any, ...]:
         """Carryover buffers, zeroed on the device, of a band of ``n`` lanes (columns:
         open black run, open white run, recurrence count; diagonals: open run) or,
-        horizontal, of ``n`` rows (a row's first and last runs)."""
+        horizontal, of ``n`` rows (a row's first and last runs). ``zeros(backend, n,
+        dtype)``: where they come from (default: new arrays, :meth:`Backend.zeros`)."""
         size = n if mode == "horizontal" else n + params["VEC"]
-        return tuple(backend.zeros(size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
+        if zeros is None:
+            return tuple(backend.zeros(size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
+        return tuple(zeros(backend, size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
 
     @staticmethod
     def shared_layout(params: Params, n_rows: int, n_cols: int) -> tuple[int, int]:

@@ -6,7 +6,10 @@ Divide & Recombine run, its measures), so each row equals ``pe.rqa`` of that ser
 for bit. Programs are built once per (E, tau, metric, dtype) shape and cached by the
 kernel family; the per-call device lookup, argument checks, wrappers and the background
 float32 check thread are paid once per batch instead of once per series (the check runs
-inline: the same verdict, with no thread hand-off per short series).
+inline: the same verdict, with no thread hand-off per short series). The D&R runs of a
+batch take their series arrays, histograms and carryovers from one pool
+(:func:`pyedmcl.rqa.dnr.reusing_buffers`): allocated once per shape, written or zeroed
+again per series.
 
 Not done here (what packing several short series into one launch would need): the
 D&R kernels take one series pair, one threshold and one ``(n_rows, n_cols)`` per launch;
@@ -42,6 +45,7 @@ from .core import (
     check_radius,
     check_rate,
 )
+from .dnr import reusing_buffers
 from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
@@ -183,15 +187,18 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
         _pack(runner, [runner.prepare(s) for s in series], cols.names, rows, E=E, tau=tau,
               radius=check_radius(common), theiler=theiler, l_min=l_min, v_min=v_min,
               w_min=w_min)
-    for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates, strict=True)):
-        if rows[j] is not None:
-            continue
-        try:  # prepared one at a time: one series' working copy at once
-            res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r, recurrence_rate=q,
-                             theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
-        except ValueError as exc:  # say which series
-            raise ValueError(f"X column {label!r}: {exc}") from None
-        rows[j] = row_of(res, s.size)
+    with reusing_buffers():  # one shape's histograms and carryovers allocated once
+        for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates,
+                                                 strict=True)):
+            if rows[j] is not None:
+                continue
+            try:  # prepared one at a time: one series' working copy at once
+                res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r,
+                                 recurrence_rate=q, theiler=theiler, l_min=l_min,
+                                 v_min=v_min, w_min=w_min)
+            except ValueError as exc:  # say which series
+                raise ValueError(f"X column {label!r}: {exc}") from None
+            rows[j] = row_of(res, s.size)
     df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
     df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
                     "n_points": np.int64})

@@ -30,8 +30,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -85,6 +85,116 @@ def _keep_sbits(be: Backend, buf: Any) -> None:
     if _reusable_sbits(be) and buf.size * np.dtype(np.uint64).itemsize <= _SBITS_KEEP_BYTES:
         with _sbits_lock:
             _sbits_cache[be] = buf
+
+
+#: a batch's buffer pool (:func:`reusing_buffers`), per thread: backend -> free device
+#: arrays by (size, dtype), the arrays the current run took, the kernels looked up
+_pool_local = threading.local()
+
+
+@contextmanager
+def reusing_buffers() -> Iterator[None]:
+    """Within the block, the series arrays, histograms, carryovers and DMAJ planes of each
+    D&R run (one device, this thread) come from a pool of the arrays earlier runs of the
+    block allocated, written again (series) or zeroed again by a device fill, instead of
+    new ones: a batch of many short
+    series of one shape (:func:`pyedmcl.rqa.batch.rqa_batch`) allocates them once. Each
+    run gives its arrays back once its queue has finished (the reads of its results
+    wait behind every launch). Not on Oclgrind (see :func:`_reusable_sbits`'s reason)."""
+    if getattr(_pool_local, "pools", None) is not None:
+        yield
+        return
+    _pool_local.pools = {}
+    try:
+        yield
+    finally:
+        _pool_local.pools = None
+
+
+def _pool_of(be: Backend) -> dict[str, Any] | None:
+    pools = getattr(_pool_local, "pools", None)
+    if pools is None or be.info.runtime == "oclgrind":
+        return None
+    return pools.setdefault(be, {"free": {}, "taken": [], "kernels": {}, "writes": []})
+
+
+def _zeros(be: Backend, n: int, dtype: Any) -> Any:
+    """A zeroed device array of ``n`` elements: from the pool of :func:`reusing_buffers`
+    where one is active and holds one of that size, else new (:meth:`Backend.zeros`)."""
+    pool = _pool_of(be)
+    if pool is None:
+        return be.zeros(n, dtype)
+    key = (int(n), np.dtype(dtype).str)
+    free = pool["free"].get(key)
+    if free:
+        buf = free.pop()
+        be.fill(buf, 0)  # one short launch; a device copy from a zeroed array costs as much
+    else:
+        buf = be.zeros(n, dtype)
+    pool["taken"].append((key, buf))
+    return buf
+
+
+class _PooledUploads:
+    """The backend as :meth:`RQALinesKernel.series` uses it, with its ``to_device`` and
+    ``empty`` taking arrays of the pool (:func:`reusing_buffers`): a series is written
+    into an array an earlier run of its size left, not into a new one."""
+
+    def __init__(self, be: Backend, pool: dict[str, Any]) -> None:
+        self._be, self._pool = be, pool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._be, name)
+
+    def empty(self, n: int, dtype: Any) -> Any:
+        key = (int(n), np.dtype(dtype).str)
+        free = self._pool["free"].get(key)
+        buf = free.pop() if free else self._be.empty(n, dtype)
+        self._pool["taken"].append((key, buf))
+        return buf
+
+    def to_device(self, host: np.ndarray) -> Any:
+        h = np.ascontiguousarray(host).reshape(-1)
+        buf = self.empty(h.size, h.dtype)
+        self._pool["writes"].append(self._be.write_async(buf, h))  # held until given back
+        return buf
+
+
+def _uploads(be: Backend) -> Any:
+    """Where a run's series arrays come from: the pool's :class:`_PooledUploads` inside
+    :func:`reusing_buffers` (where the backend writes into device arrays), else None
+    (new arrays)."""
+    pool = _pool_of(be)
+    if pool is None or not getattr(be, "writes_async", False):
+        return None
+    return _PooledUploads(be, pool)
+
+
+def _kernel(st: _DevState, m: _Matrix, mode: str) -> Any:
+    """The ``rqa_<mode>`` kernel of a run, looked up once per run, and once per batch
+    (:func:`reusing_buffers`) for runs of equal launch parameters and spec."""
+    k = st.kernels.get(mode)
+    if k is not None:
+        return k
+    pool = _pool_of(st.be)
+    key = (mode, repr(m.spec), tuple(sorted(st.params.items())))
+    k = pool["kernels"].get(key) if pool is not None else None
+    if k is None:
+        k = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
+        if pool is not None:
+            pool["kernels"][key] = k
+    st.kernels[mode] = k
+    return k
+
+
+def _give_back(be: Backend) -> None:
+    """A finished run's pooled arrays are free for the next run (no-op without a pool)."""
+    pool = _pool_of(be)
+    if pool is not None:
+        for key, buf in pool["taken"]:
+            pool["free"].setdefault(key, []).append(buf)
+        pool["taken"].clear()
+        pool["writes"].clear()
 
 
 def _u32_limit() -> int:
@@ -266,8 +376,13 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         if BAND_RUNNER is None:
             raise RuntimeError("several devices and Dask need the band runner: import "
                                "pyedmcl.rqa.multi (import pyedmcl does)")
-        return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
-                           diag_ranges, scheduler, n_workers, band, split, symmetric=symmetric)
+        saved, _pool_local.pools = getattr(_pool_local, "pools", None), None
+        try:  # bands keep their own buffers (no pool)
+            return BAND_RUNNER(backends, m, x, y, x2, y2, params, edge, tcol, vertical,
+                               diag_ranges, scheduler, n_workers, band, split,
+                               symmetric=symmetric)
+        finally:
+            _pool_local.pools = saved
     # SHARE: the diagonal launches of a row block gather their bits from the column words
     # the vertical launch of that block stored; needs every column on one in-order queue.
     share = vertical and order == "row" and len(backends) == 1 and n_cols > 0
@@ -284,9 +399,10 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     _run(states, [_plan(st, m, order) for st in states], m)
     h = _recombine(states, m)
     h.seconds = time.perf_counter() - t0
-    for st in states:  # the queue is finished: the next run may take the buffer
+    for st in states:  # the queue is finished: the next run may take the buffers
         if st.shared:
             _keep_sbits(st.be, st.shared["sbits"])
+        _give_back(st.be)
     return h
 
 
@@ -307,9 +423,10 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
     thresholds = [m.thr, m.thr2] + ([] if tcol is None else [np.max(np.abs(tcol))])
     if p.get("PACK", 0) and not np.all(np.isfinite(thresholds)):
         p["PACK"] = 0
-    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol, m.exact)
-    h32 = {k: be.zeros(m.hlen, np.uint32) for k in ("d", "v", "w")}
-    h64 = {k: be.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
+    series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol, m.exact,
+                              buffers=_uploads(be))
+    h32 = {k: _zeros(be, m.hlen, np.uint32) for k in ("d", "v", "w")}
+    h64 = {k: _zeros(be, m.hlen, np.uint64) for k in ("d", "v", "w")}
     return _DevState(be, p, series, h32, h64)
 
 
@@ -373,7 +490,7 @@ def _diagonal_major(st: _DevState, m: _Matrix, diag_ranges: list[tuple[int, int]
             and m.spec.dmaj("diagonal", dict(p, DMAJ=1), st.be.info)):
         return
     try:
-        qbits = st.be.zeros(st.shared["sbits"].size * 2, np.uint32)
+        qbits = _zeros(st.be, st.shared["sbits"].size * 2, np.uint32)
     except Exception as exc:
         if not is_oom(exc):
             raise
@@ -405,8 +522,8 @@ def _chunked_rows(st: _DevState, m: _Matrix) -> None:
         st.params["SYM"] = 0
         return
     for k in ("hv", "hw"):
-        st.h32[k] = st.be.zeros(m.hlen, np.uint32)
-        st.h64[k] = st.be.zeros(m.hlen, np.uint64)
+        st.h32[k] = _zeros(st.be, m.hlen, np.uint32)
+        st.h64[k] = _zeros(st.be, m.hlen, np.uint64)
 
 
 def _overlap(st: _DevState, m: _Matrix) -> None:
@@ -482,13 +599,13 @@ def _assign_tasks(states: list[_DevState], m: _Matrix, vertical: bool,
         if vertical and di < len(col_bands):
             lo, hi = col_bands[di]
             st.tasks.append(_Task("vertical", lo, hi,
-                                  RQA_LINES.carry(st.be, st.params, "vertical", hi - lo)))
+                                  RQA_LINES.carry(st.be, st.params, "vertical", hi - lo, zeros=_zeros)))
         for lo, hi in diag_bands[di]:
             st.tasks.append(_Task("diagonal", lo, hi,
-                                  RQA_LINES.carry(st.be, st.params, "diagonal", hi - lo)))
+                                  RQA_LINES.carry(st.be, st.params, "diagonal", hi - lo, zeros=_zeros)))
         if st.params["SYM"]:  # per row: its first (diagonal) and last (bottom) runs
             st.tasks.append(_Task("horizontal", 0, m.n_cols,
-                                  RQA_LINES.carry(st.be, st.params, "horizontal", m.n_rows)))
+                                  RQA_LINES.carry(st.be, st.params, "horizontal", m.n_rows, zeros=_zeros)))
         st.tasks = _head_first(st.tasks, st.params)
 
 
@@ -631,9 +748,7 @@ def _launcher(st: _DevState, task: _Task, mode: str, odd: int, hist: tuple, m: _
     hit = st.launchers.get(key)
     if hit is not None and hit[0] is task:
         return hit[1]
-    k = st.kernels.get(mode)
-    if k is None:
-        k = st.kernels[mode] = RQA_LINES.kernel(st.be, st.params, m.spec, mode)
+    k = _kernel(st, m, mode)
     carry = () if mode == "horizontal" and st.hrec is not None else task.bufs
     go = RQA_LINES.launcher(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                             thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
