@@ -368,6 +368,9 @@ def labelled(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, allow_irregular: bool = False, **kwargs: Any) -> Any:
         if not isinstance(allow_irregular, bool | np.bool_):
             raise TypeError(f"allow_irregular must be True or False, got {allow_irregular!r}")
+        if not any(is_dataarray(v) or _is_pandas(v)
+                   for v in (*args, *kwargs.values())):  # nothing labelled: as it is
+            return fn(*args, **kwargs)
         try:
             bound = sig.bind_partial(*args, **kwargs)
         except TypeError:  # an unknown keyword: the function's own error names it
