@@ -64,6 +64,7 @@ from ..validation import (
     check_int,
     check_seed,
 )
+from .ccm_null import draw_libraries, library_sizes
 from .results import CCMLagResult, CCMResult
 from .statespace import (
     StateSpace,
@@ -153,18 +154,6 @@ class SortedRows:
         return pred
 
 
-def _libraries(M: int, L: int, sample: int, random: bool, replacement: bool,
-               entropy: Any) -> np.ndarray:
-    """The ``(samples, L)`` library rows of one library size: ``sample`` random draws
-    (sorted; the generator seeded afresh from ``entropy`` for every size, as pyEDM's CCM
-    draws them per size), or the first ``L`` rows when not ``random``."""
-    if not random:
-        return np.arange(L)[None, :]
-    rng = np.random.default_rng(np.random.SeedSequence(entropy))
-    return np.stack([np.sort(rng.choice(M, size=L, replace=replacement))
-                     for _ in range(sample)])
-
-
 def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
     """pyEDM's libSizes: a list, or ``"start stop increment"`` (3 values, increment < stop)."""
     try:
@@ -228,12 +217,8 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
             log.info("CCM: sorted M x M rows (M=%d) do not fit in device memory (%s); "
                      "using batched k-NN launches", M, exc)
     groups: dict[int, list] = {}  # sorted path: every L of one k in one launch
-    for i, L0 in enumerate(sizes):
-        L = int(min(L0, M))
-        kk = min(k, L - 1)
-        if kk < 1:
-            continue
-        libs = _libraries(M, L, sample, random, replacement, entropy)
+    for i, L, kk in library_sizes(sizes, M, k):
+        libs = draw_libraries(M, L, sample, entropy, random, replacement)
         ns = libs.shape[0]
         if sorted_rows is not None:
             groups.setdefault(kk, []).append((i, sorted_rows.counts(libs, kk)))
@@ -322,12 +307,8 @@ def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, *, E: int, tau: 
         obs_dev = be.to_device(obs)
         shift = ccm_shifts_device(be, yk, obs)
         hold(be, obs_dev)
-        for i, L0 in enumerate(sizes):
-            L = int(min(L0, M))
-            kk = min(k, L - 1)
-            if kk < 1:
-                continue
-            libs = _libraries(M, L, sample, random, replacement, entropy)
+        for i, L, kk in library_sizes(sizes, M, k):
+            libs = draw_libraries(M, L, sample, entropy, random, replacement)
             cnt = rows.counts(pos[libs], kk)
             ns = cnt.shape[0]
             sk_dev = skill_out(be, ns)

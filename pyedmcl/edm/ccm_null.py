@@ -80,6 +80,17 @@ def draw_libraries(M: int, L: int, sample: int, entropy: int, random: bool,
                      for _ in range(sample)])
 
 
+def library_sizes(sizes: Any, M: int, k: int) -> Any:
+    """``(i, L, kk)`` for each requested library size ``sizes[i]``: ``L`` capped at the
+    ``M`` rows there are, ``kk`` the neighbours it allows (``k``, at most ``L - 1``);
+    sizes that allow none are left out, as pyEDM's CCM leaves them."""
+    for i, L0 in enumerate(sizes):
+        L = int(min(L0, M))
+        kk = min(k, L - 1)
+        if kk >= 1:
+            yield i, L, kk
+
+
 def surrogate_rng(entropy: int, stream: int) -> np.random.Generator:
     """The generator of one series' surrogates: a child of the call's seed (spawn key
     ``(1, stream)``), independent of the library draws."""
@@ -121,11 +132,7 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
     hold(be, x_dev, q_dev, obs_dev, *[d for _, _, d, _ in y_devs])
     search = knn_device if neighbors is None else neighbors.device_table
     out = np.full((sizes.size, nt), np.nan)
-    for i, L0 in enumerate(sizes):
-        L = int(min(L0, M))
-        kk = min(k, L - 1)
-        if kk < 1:
-            continue
+    for i, L, kk in library_sizes(sizes, M, k):
         libs = draw_libraries(M, L, sample, entropy, random, replacement)
         ns = libs.shape[0]
         tw = min(tchunk, nt)
