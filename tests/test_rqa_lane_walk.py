@@ -150,7 +150,7 @@ def test_shared_bits_reused_between_runs(device):
     kept = [(be, buf) for be, buf in list(dnr._sbits_cache.items()) if be is used]
     if pe.select_device(device).device_type == "cpu":   # CPUs keep the last run's buffer
         words, stride = RQA_LINES.shared_layout(p, x.size - 4, x.size - 4)
-        assert kept and kept[0][1].size == words * stride
+        assert kept and kept[0][1][1].size == words * stride
     out: list = []
 
     def run() -> None:

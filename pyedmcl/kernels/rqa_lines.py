@@ -43,7 +43,7 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
-                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0}
+                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0, "NTHR": 1}
 
 
 #: the EXACT template value float32 runs take per device kind (rqa_lines.cl.mako, EXACT):
@@ -252,9 +252,14 @@ def _hch_local_bytes(p: Params) -> int:
     return p["WG"] // hch * 32 * (hch + 1) * 4 if hch and p.get("SYM", 0) else 0
 
 
-def hist_bins(info: DeviceInfo) -> int:
-    """Line lengths kept in the work-group-local histogram (longer ones go global)."""
-    return 1024 if info.local_mem_bytes >= 3 * 1024 * 4 * 2 else 256
+def hist_bins(info: DeviceInfo, nthr: int = 1) -> int:
+    """Line lengths kept in the work-group-local histogram (longer ones go global); with
+    ``nthr`` thresholds per launch (NTHR) each has its own, so that the two of a vertical
+    launch take at most half the local memory: a power of two, at least 64."""
+    bins = 1024 if info.local_mem_bytes >= 3 * 1024 * 4 * 2 else 256
+    while nthr > 1 and bins > 64 and nthr * bins > 1024:
+        bins //= 2
+    return bins
 
 
 def _wg(mode: str, params: Params, info: DeviceInfo) -> int:
@@ -290,6 +295,8 @@ class LineSpec:
     #: float32 with the near cells redone in double (EXACT, where the device has fp64):
     #: the series tuple carries the raw float64 series, thresholds and bounds
     exact: bool = False
+    #: thresholds decided per launch (NTHR; > 1: :mod:`pyedmcl.kernels.rqa_lines_k`)
+    nthr: int = 1
 
     def exact_on(self, info: DeviceInfo) -> int:
         """EXACT template value: asked for, in float32, on a device with fp64: 2 on GPUs
@@ -327,7 +334,7 @@ class LineSpec:
             params = {"VEC": params["VEC"], "WG": params["WG"]}
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
                 "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params, info),
-                "HBINS": hist_bins(info), "JOINT": int(self.joint),
+                "HBINS": hist_bins(info, self.nthr), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
                 "CBITS": int(inline_vector_ops(info)), "SHARE": int(params.get("SHARE", 0)),
@@ -339,7 +346,8 @@ class LineSpec:
                 "PLANES": int(_planes(params, info, _wg(mode, params, info))),
                 "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
                 "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info),
-                "DMAJ": self.dmaj(mode, params, info), "EXACT": self.exact_on(info)}
+                "DMAJ": self.dmaj(mode, params, info), "EXACT": self.exact_on(info),
+                "NTHR": self.nthr}
 
 
 class RQALinesKernel(TunableKernel):
@@ -492,12 +500,13 @@ class RQALinesKernel(TunableKernel):
                 np.float32(exact.b), np.float32(exact.b2))
 
     def carry(self, backend: Backend, params: Params, mode: str, n: int,
-              zeros: Callable[..., Any] | None = None) -> tuple[Any, ...]:
+              zeros: Callable[..., Any] | None = None, copies: int = 1) -> tuple[Any, ...]:
         """Carryover buffers, zeroed on the device, of a band of ``n`` lanes (columns:
         open black run, open white run, recurrence count; diagonals: open run) or,
         horizontal, of ``n`` rows (a row's first and last runs). ``zeros(backend, n,
-        dtype)``: where they come from (default: new arrays, :meth:`Backend.zeros`)."""
-        size = n if mode == "horizontal" else n + params["VEC"]
+        dtype)``: where they come from (default: new arrays, :meth:`Backend.zeros`).
+        ``copies``: one set per threshold of an NTHR launch, laid end to end."""
+        size = (n if mode == "horizontal" else n + params["VEC"]) * copies
         if zeros is None:
             return tuple(backend.zeros(size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
         return tuple(zeros(backend, size, np.uint32) for _ in range(CARRY_BUFFERS[mode]))
@@ -525,7 +534,8 @@ class RQALinesKernel(TunableKernel):
                  series: tuple[Any, ...], thr: float, thr2: float, n_rows: int, n_cols: int,
                  w: int, carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
                  sbits: Any = None, sstride: int = 0, skmin: int = 0, hrec: Any = None,
-                 qbits: Any = None, kernel: Any = None) -> _Launcher:
+                 qbits: Any = None, kernel: Any = None, thresholds: tuple[Any, ...] = ()
+                 ) -> _Launcher:
         """The ``rqa_<mode>`` launches of one lane band, its arguments bound once: call
         the result with ``(row0, nrows, lane0, nlanes)`` per launch (a D&R run makes ~100
         launches at N = 10^5, each one else paying its argument handling on the host).
@@ -536,7 +546,8 @@ class RQALinesKernel(TunableKernel):
         :meth:`shared_layout`), ``skmin`` the lowest diagonal of any diagonal launch.
         HCH: ``hrec`` the pieces of the rows per chunk (:meth:`hrec_words`). DMAJ: ``qbits``
         the second partial planes (``sbits``' layout). ``kernel``:
-        this mode's kernel from :meth:`kernel` (else looked up)."""
+        this mode's kernel from :meth:`kernel` (else looked up). ``thresholds``: an NTHR
+        launch's arguments (:func:`pyedmcl.kernels.rqa_lines_k.launch_args`)."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
         per_item = 1 if mode in ("horizontal", "hjoin", *WARM_MODES.values()) else params["VEC"]
@@ -553,7 +564,7 @@ class RQALinesKernel(TunableKernel):
             shared = (*shared, qbits)
         zero = np.int32(0)
         bound = backend.bind(k, *head, zero, zero, zero, zero, np.int32(w), np.int32(carry0),
-                             *carry, *hist, *shared)
+                             *carry, *hist, *shared, *thresholds)
         return _Launcher(backend, bound, at, per_item, _wg(mode, params, backend.info), hch,
                          hch if mode == "horizontal" else 1, n_cols,
                          _warm(mode, backend.info) or 1)

@@ -41,6 +41,7 @@ from clkernels import Backend
 from clkernels.memory import is_oom
 from clkernels.tuning import Params
 
+from ..kernels import rqa_lines_k as klines
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
 
 log = logging.getLogger("pyedmcl.rqa.dnr")
@@ -68,23 +69,29 @@ def _reusable_sbits(be: Backend) -> bool:
     return be.info.device_type == "cpu" and be.info.runtime != "oclgrind"
 
 
-def _zeroed_sbits(be: Backend, n: int) -> Any:
+def _zeroed_sbits(be: Backend, n: int, layout: tuple[int, ...] | None = None) -> Any:
     """A zeroed device array of ``n`` 64-bit words: the cached one of this backend if it
-    has that size (zeroed again on the device), else a new one."""
+    has that size (zeroed again on the device), else a new one. ``layout``: a
+    several-threshold run's (words, stride, planes); a cached buffer a run of the same
+    layout left is taken as it is, not zeroed again (NTHR's K planes: K times the fill):
+    such a run reads only words its own vertical launches wrote first in the same row
+    block, and the zero padding, which no launch writes."""
     with _sbits_lock:
-        buf = _sbits_cache.pop(be, None) if _reusable_sbits(be) else None
-    if buf is not None and buf.size == n:
+        hit = _sbits_cache.pop(be, None) if _reusable_sbits(be) else None
+    if hit is not None and hit[1].size == n:
         be.check_alloc(n, np.uint64)  # a simulated memory limit still refuses it
-        be.fill(buf, 0)
-        return buf
+        if layout is None or hit[0] != layout:
+            be.fill(hit[1], 0)
+        return hit[1]
     return be.zeros(n, np.uint64)
 
 
-def _keep_sbits(be: Backend, buf: Any) -> None:
-    """Return a run's column-bit buffer to the cache (see :data:`_SBITS_KEEP_BYTES`)."""
+def _keep_sbits(be: Backend, buf: Any, layout: tuple[int, ...] | None = None) -> None:
+    """Return a run's column-bit buffer (of ``layout``, :func:`_zeroed_sbits`) to the
+    cache (see :data:`_SBITS_KEEP_BYTES`)."""
     if _reusable_sbits(be) and buf.size * np.dtype(np.uint64).itemsize <= _SBITS_KEEP_BYTES:
         with _sbits_lock:
-            _sbits_cache[be] = buf
+            _sbits_cache[be] = (layout, buf)
 
 
 #: a batch's buffer pool (:func:`reusing_buffers`), per thread: backend -> free device
@@ -249,6 +256,13 @@ class _Matrix:
     speculation: Any = field(default=None, compare=False)
     #: EXACT (``spec.exact``): the float64 inputs (:class:`pyedmcl.rqa.exact.Exact`)
     exact: Any = field(default=None, compare=False)
+    #: ``spec.nthr`` > 1: the run's thresholds (:class:`pyedmcl.rqa.dnr_k.Thresholds`)
+    thresholds: Any = field(default=None, compare=False)
+
+    @property
+    def nthr(self) -> int:
+        """Thresholds decided per pass (:mod:`pyedmcl.kernels.rqa_lines_k`)."""
+        return self.spec.nthr
 
     @property
     def hlen(self) -> int:
@@ -321,6 +335,8 @@ class _DevState:
     overlapping: bool = False
     last_side: dict[int, Any] = field(default_factory=dict)  # side queue -> its last launch
     last: dict[tuple[int, int], Any] = field(default_factory=dict)  # (queue, block) -> event
+    #: NTHR > 1: the thresholds on the device (:class:`pyedmcl.kernels.rqa_lines_k.ThresholdInputs`)
+    kin: Any = None
 
 
 def _split(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
@@ -337,7 +353,9 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
                  symmetric: bool = False, tcol: np.ndarray | None = None,
                  scheduler: Any = None, n_workers: int = 2,
                  band: int | None = None, split: str = "auto",
-                 speculation: Any = None, exact: Any = None) -> Histograms:
+                 speculation: Any = None, exact: Any = None,
+                 thresholds: Any = None, recombine: Callable[..., Any] | None = None
+                 ) -> Histograms:
     """Run the D&R line detection on one or more devices and recombine the histograms.
 
     ``x``/``y`` are the raw row / column series (already in the working dtype),
@@ -359,7 +377,10 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     ahead of the devices until it answers, and :class:`SpeculationFailed` is raised once
     it has failed. ``exact`` (with ``spec.exact``): the raw float64 series, thresholds
     and bounds (:class:`pyedmcl.rqa.exact.Exact`) with which float32 kernels redo the
-    cells near the threshold as the float64 path decides them.
+    cells near the threshold as the float64 path decides them. ``thresholds`` (with
+    ``spec.nthr`` > 1) and ``recombine(states, matrix)``: the thresholds decided in the
+    same pass and what reads their histograms (:func:`pyedmcl.rqa.dnr_k.detect_lines_k`
+    passes both; the result is then its list of histograms, one per threshold).
     """
     if order not in ("row", "column"):
         raise ValueError(f"order={order!r} is not supported; allowed: 'row', 'column'")
@@ -368,7 +389,11 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
     if spec.exact and spec.real == "float" and exact is None:
         raise ValueError("spec.exact needs exact= (pyedmcl.rqa.exact.Exact)")
     m = _Matrix(spec, n_rows, n_cols, thr, thr2, w,
-                speculation=None if scheduler is not None else speculation, exact=exact)
+                speculation=None if scheduler is not None else speculation, exact=exact,
+                thresholds=thresholds)
+    if m.nthr > 1 and (scheduler is not None or len(set(backends)) > 1 or band is not None
+                       or order != "row" or not vertical):
+        raise ValueError("several thresholds per pass run on one device, in row order")
     if spec.percol and symmetric:
         raise ValueError("per-column thresholds make the matrix asymmetric: symmetric=False")
     backends = list(dict.fromkeys(backends))  # one queue is never driven by two threads
@@ -392,18 +417,29 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
         for st in states:
             _choose_paths(st, m, share, symmetric, diag_ranges)
+            if m.nthr > 1 and not klines.takes(st.params, m.spec):
+                raise klines.PathUnsupported(f"{m.nthr} thresholds in one pass need shared "
+                                             "64-row words (BITS 2, SHARE) on this device")
         if share:
             _overlap(states[0], m)
         _assign_tasks(states, m, vertical, diag_ranges)
     t0 = time.perf_counter()
     _run(states, [_plan(st, m, order) for st in states], m)
-    h = _recombine(states, m)
-    h.seconds = time.perf_counter() - t0
+    out = (_recombine if recombine is None else recombine)(states, m)
+    for h in (out if isinstance(out, list) else [out]):
+        h.seconds = time.perf_counter() - t0
     for st in states:  # the queue is finished: the next run may take the buffers
         if st.shared:
-            _keep_sbits(st.be, st.shared["sbits"])
+            _keep_sbits(st.be, st.shared["sbits"], _planes_layout(st, m))
         _give_back(st.be)
-    return h
+    return out
+
+
+def _planes_layout(st: _DevState, m: _Matrix) -> tuple[int, ...] | None:
+    """A several-threshold run's column-word layout (:func:`_zeroed_sbits`), else None."""
+    if st.kin is None:
+        return None
+    return (st.kin.pstride // st.shared["sstride"], st.shared["sstride"], m.nthr)
 
 
 def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
@@ -418,6 +454,8 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
         p["EDGE"] = int(edge)
     if _intel_exact_crash(p, m.spec, be.info):
         p["WG"] = 8
+    if m.nthr > 1:
+        p = klines.fit_params(p, be.info)
     # PACK reads a cell as the sign of d - thr: equal to d < thr for finite thresholds
     # (finite data give no NaN then); an infinite one takes the compare
     thresholds = [m.thr, m.thr2] + ([] if tcol is None else [np.max(np.abs(tcol))])
@@ -425,9 +463,13 @@ def _device_state(be: Backend, m: _Matrix, x: np.ndarray, y: np.ndarray,
         p["PACK"] = 0
     series = RQA_LINES.series(be, p, m.spec, x, y, x2, y2, tcol, m.exact,
                               buffers=_uploads(be))
-    h32 = {k: _zeros(be, m.hlen, np.uint32) for k in ("d", "v", "w")}
-    h64 = {k: _zeros(be, m.hlen, np.uint64) for k in ("d", "v", "w")}
-    return _DevState(be, p, series, h32, h64)
+    h32 = {k: _zeros(be, m.hlen * m.nthr, np.uint32) for k in ("d", "v", "w")}
+    h64 = {k: _zeros(be, m.hlen * m.nthr, np.uint64) for k in ("d", "v", "w")}
+    st = _DevState(be, p, series, h32, h64)
+    if m.nthr > 1:
+        t = m.thresholds
+        st.kin = klines.upload(be, m.spec, t.thr, m.hlen, t.thr64, t.bounds)
+    return st
 
 
 def _intel_exact_crash(p: Params, spec: LineSpec, info: Any) -> bool:
@@ -461,7 +503,8 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
     try:  # EDGE x n_cols bits: the one buffer that grows with sub-matrix size and N
         # zeroed by a device fill: the host does not wait for a copy (5 MB at N=10,000,
         # EDGE 4096: ~1.9 ms on a 2-core CPU, a tenth of the whole run)
-        sbits = _zeroed_sbits(st.be, words * sstride)
+        sbits = _zeroed_sbits(st.be, words * sstride * m.nthr,
+                              (words, sstride, m.nthr) if m.nthr > 1 else None)
     except Exception as exc:  # too big for the device: the unshared path (same counts)
         if not is_oom(exc):
             raise
@@ -471,6 +514,8 @@ def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,
         return
     kmin = min((lo for lo, hi in diag_ranges if hi > lo), default=0)
     st.shared = {"sbits": sbits, "sstride": sstride, "skmin": kmin}
+    if st.kin is not None:  # NTHR: threshold k's column words are plane k
+        st.kin.pstride = words * sstride
     if p["SYM"] and RQA_LINES.uses_hch(p, st.be.info):
         _chunked_rows(st, m)
     _diagonal_major(st, m, diag_ranges, want_dmaj)
@@ -599,13 +644,16 @@ def _assign_tasks(states: list[_DevState], m: _Matrix, vertical: bool,
         if vertical and di < len(col_bands):
             lo, hi = col_bands[di]
             st.tasks.append(_Task("vertical", lo, hi,
-                                  RQA_LINES.carry(st.be, st.params, "vertical", hi - lo, zeros=_zeros)))
+                                  RQA_LINES.carry(st.be, st.params, "vertical", hi - lo, zeros=_zeros,
+                                                  copies=m.nthr)))
         for lo, hi in diag_bands[di]:
             st.tasks.append(_Task("diagonal", lo, hi,
-                                  RQA_LINES.carry(st.be, st.params, "diagonal", hi - lo, zeros=_zeros)))
+                                  RQA_LINES.carry(st.be, st.params, "diagonal", hi - lo, zeros=_zeros,
+                                                  copies=m.nthr)))
         if st.params["SYM"]:  # per row: its first (diagonal) and last (bottom) runs
             st.tasks.append(_Task("horizontal", 0, m.n_cols,
-                                  RQA_LINES.carry(st.be, st.params, "horizontal", m.n_rows, zeros=_zeros)))
+                                  RQA_LINES.carry(st.be, st.params, "horizontal", m.n_rows, zeros=_zeros,
+                                                  copies=m.nthr)))
         st.tasks = _head_first(st.tasks, st.params)
 
 
@@ -753,7 +801,9 @@ def _launcher(st: _DevState, task: _Task, mode: str, odd: int, hist: tuple, m: _
     go = RQA_LINES.launcher(st.be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                             thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
                             carry0=task.lo, carry=carry, hist=hist,
-                            **(st.shared_odd if odd else st.shared), hrec=st.hrec, kernel=k)
+                            **(st.shared_odd if odd else st.shared), hrec=st.hrec, kernel=k,
+                            thresholds=() if st.kin is None
+                            else klines.launch_args(st.kin, carry, m.nthr))
     if any(t is task for t in st.tasks):
         live = {id(t) for t in st.tasks}
         for stale in [key_ for key_ in st.launchers if key_[1] not in live]:
@@ -777,15 +827,23 @@ def _fold(st: _DevState, hlen: int, final: bool = False,
         groups = tuple(g for g in groups if st.cells_since_fold.get(g, 0))
     # histograms are indexed by length - 1 on the device; slot hlen-1 is unused padding
     keys = {g: [k for k in _FOLD_GROUPS[g] if k in st.h32] for g in groups}
+    def fold(pairs: list[tuple[Any, Any]], stream: int = 0) -> None:
+        if st.kin is not None:  # NTHR: every threshold's bins
+            klines.fold(st.be, pairs, hlen, st.kin.nthr, st.kin.hstride, stream=stream)
+        elif stream:
+            RQA_LINES.fold(st.be, pairs, hlen, stream=stream)
+        else:
+            RQA_LINES.fold(st.be, pairs, hlen)
+
     if st.overlapping:  # OVL: each histogram in the queue of its writers
         for g in groups:
             pairs = [(st.h32[k], st.h64[k]) for k in keys[g]]
             if pairs:
-                RQA_LINES.fold(st.be, pairs, hlen, stream=_queue_of(st, g))
+                fold(pairs, stream=_queue_of(st, g))
     else:
         pairs = [(st.h32[k], st.h64[k]) for g in groups for k in keys[g]]
         if pairs:
-            RQA_LINES.fold(st.be, pairs, hlen)
+            fold(pairs)
     for g in groups:
         st.cells_since_fold[g] = 0
 

@@ -3,6 +3,7 @@
 ## launch's 32-bit global one; local (and private) counts are merged once per work-group,
 ## and the host folds the 32-bit counts into 64-bit totals (rqa_accumulate).
 ## Import with <%namespace name="hist" file="/rqa_lines/_hist.mako"/>.
+<%namespace name="kc" file="/rqa_lines/_kcollect.mako"/>
 
 <%def name="hist_add()">\
 inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint len)
@@ -79,8 +80,9 @@ inline void hist_add(uint* ph, __local uint* lh, __global uint* gh, const uint l
 ## rqa_accumulate (fold) and rqa_add_runs (open runs of the carryovers into a histogram).
 <%def name="accumulate()">\
 /* Fold a launch's 32-bit histogram into the 64-bit total and clear it. */
-__kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restrict h64, const int n)
+__kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restrict h64, const int n${kc.args("hs")})
 {
+${kc.shift(("h32", "hs"), ("h64", "hs"))}\
     const int b = get_global_id(0);
     if (b < n) {
         const uint c = h32[b];
@@ -92,8 +94,9 @@ __kernel void rqa_accumulate(__global uint* restrict h32, __global ulong* restri
    32-bit histogram (index length - 1), so that the host reads histograms only: the n
    entries from i0 on (a row range's diagonals that end inside it). */
 __kernel void rqa_add_runs(__global const uint* restrict runs, const int i0, const int n,
-                           __global uint* restrict h32)
+                           __global uint* restrict h32${kc.args("rs", "hs")})
 {
+${kc.shift(("runs", "rs"), ("h32", "hs"))}\
     const int i = get_global_id(0);
     if (i < n) {
         const uint r = runs[i0 + i];
@@ -114,8 +117,9 @@ __kernel void rqa_add_runs(__global const uint* restrict runs, const int i0, con
 __kernel void rqa_collect(__global const ulong* restrict d, __global ulong* restrict v,
                           __global ulong* restrict w, __global const ulong* restrict hv,
                           __global const ulong* restrict hw, const int merge, const int n,
-                          __global uint* restrict ext)
+                          __global uint* restrict ext${kc.args("hs")})
 {
+${kc.shift(("d", "hs"), ("v", "hs"), ("w", "hs"), ("hv", "hs"), ("hw", "hs"), ("ext", "3"))}\
     const int b = get_global_id(0);
     if (b >= n)
         return;
@@ -136,8 +140,9 @@ __kernel void rqa_collect(__global const ulong* restrict d, __global ulong* rest
    host reads n / 1024 sums instead of n counts. */
 __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
 void rqa_count_sums(__global const uint* restrict a, const int i0, const int n,
-                    __global ulong* restrict sums)
+                    __global ulong* restrict sums${kc.args("as", "ss")})
 {
+${kc.shift(("a", "as"), ("sums", "ss"))}\
     __local ulong part[64];
     const int lid = get_local_id(0), base = get_group_id(0) * 1024;
     ulong c = 0UL;

@@ -3,6 +3,7 @@
 ## "symjoin" (the open vertical runs joined through the diagonal). T: the names of
 ## _names.mako. The row run walk and the bit transposes are _sym.mako's.
 ## Import with <%namespace name="symjoin" file="/rqa_lines/_symjoin.mako"/>.
+<%namespace name="kc" file="/rqa_lines/_kcollect.mako"/>
 
 ## MODE "horizontal" with HCH > 0 (GPUs; the column words as 32-row planes, PLANES): a
 ## group of HCH work-items takes one (plane q, chunk s): plane q holds the rows
@@ -186,8 +187,9 @@ void rqa_symjoin(__global const uint* restrict vr, __global const uint* restrict
                  const int j0, const int nj, const int n,   /* n: columns of the matrix */
                  const int diag_black, const int wborder, const int hlen,
                  __global uint* restrict hv, __global uint* restrict hw,
-                 __global ulong* restrict nsum)           /* per work-group */
+                 __global ulong* restrict nsum${kc.args("cs", "rs", "hs", "ss")})           /* per work-group */
 {
+${kc.shift(("vr", "cs"), ("wr", "cs"), ("npts", "cs"), ("head", "rs"), ("tail", "rs"), ("hv", "hs"), ("hw", "hs"), ("nsum", "ss"))}\
     __local ulong part[64];
     const int t = get_global_id(0), lid = get_local_id(0);
     ulong c = 0UL;

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT, NTHR
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## What each value and mode does: README.md in this folder (the family's documentation).
@@ -13,6 +13,8 @@
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
 <%namespace name="exact" file="/common/_exact.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
+<%namespace name="khist" file="/rqa_lines/_khist.mako"/>\
+<%namespace name="kvert" file="/rqa_lines/_kvert.mako"/>\
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -52,6 +54,14 @@ ${metric.real_type(REAL)}
         raise ValueError("EXACT=1 checks float32 kernels: REAL float")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
+    if NTHR < 1 or (NTHR > 1 and MODE not in ("vertical", "diagonal", "horizontal",
+                                                  "collect", "symjoin")):
+        raise ValueError("NTHR must be >= 1; NTHR > 1 for MODE vertical, diagonal, horizontal, "
+                         "collect or symjoin")
+    if NTHR > 1 and MODE not in ("collect", "symjoin") and (
+            BITS != 2 or not SHARE or PACK or UNR or PLANES or HCH or SHFL or DMAJ or JOINT or PERCOL):
+        raise ValueError("NTHR > 1 needs BITS=2 and SHARE=1, and no PACK, UNR, PLANES, HCH, "
+                         "SHFL, DMAJ, JOINT or PERCOL")
     T = names.attr.Names(REAL, VEC, BITS)
     IV = T.IV
 %>
@@ -166,19 +176,30 @@ ${exact.args(percol=PERCOL)}\
 % if DMAJ:
                  , __global uint* restrict qbits   /* DMAJ: the second partial planes (sbits' layout) */
 % endif
+${khist.args()}\
                  )
 {
 % if MODE in ("warmcol", "warmdiag"):
 ${warm.body(T)}\
 }
 % else:
+% if NTHR > 1:
+${khist.setup()}
+% else:
 ${hist.setup()}
+% endif
 % if SHFL == 2:
     __local uint shx[${WG}];   /* SHFL=2: the shuffles' exchange */
 % endif
 
 % if MODE == "horizontal" and HCH:
 ${symjoin.horizontal_chunks(T)}\
+% elif MODE == "horizontal" and NTHR > 1:
+    for (int kt = 0; kt < ${NTHR}; ++kt) {   /* NTHR: threshold kt's row walks */
+${khist.names()}\
+${sym.horizontal(T)}\
+        n_isok[kt] += n_iso;
+    }
 % elif MODE == "horizontal":
 ${sym.horizontal(T)}\
 % elif MODE == "hjoin":
@@ -198,14 +219,26 @@ ${symjoin.hjoin(T)}\
         const ${IV} lid = (${IV})(l0) + (${IV})(${", ".join(str(l) for l in range(VEC))});
         const ${IV} lvalid = ((${IV})(t0) + (${IV})(${", ".join(str(l) for l in range(VEC))})) < (${IV})(nlanes);
 % endif
-% if MODE == "vertical":
+% if MODE == "vertical" and NTHR > 1:
+${kvert.body(T)}\
+% elif MODE == "vertical":
 ${vertical.body(T)}\
+% elif NTHR > 1:
+        for (int kt = 0; kt < ${NTHR}; ++kt) {   /* NTHR: threshold kt's diagonals */
+${khist.names()}\
+${diagonal.body(T)}\
+            n_isok[kt] += n_iso;
+        }
 % else:
 ${diagonal.body(T)}\
 % endif
     }
 % endif
+% if NTHR > 1:
+${khist.merge()}\
+% else:
 ${hist.merge()}\
+% endif
 }
 % endif
 % endif
