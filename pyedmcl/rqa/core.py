@@ -371,13 +371,24 @@ def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, ta
                      n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
                      order=order, params=params, symmetric=True, scheduler=scheduler,
                      n_workers=n_workers, speculation=speculation, exact=ex)
+    return auto_result(h, spec, n=n, w=w, radius=radius, dt=dt, theiler_scope=theiler_scope,
+                       l_min=l_min, v_min=v_min, w_min=w_min, rule=rule,
+                       recurrence_rate=recurrence_rate, white_border=white_border)
+
+
+def auto_result(h: Histograms, spec: LineSpec, *, n: int, w: int, radius: float,
+                dt: np.dtype, theiler_scope: str, l_min: int, v_min: int, w_min: int,
+                rule: str, recurrence_rate: float | None, white_border: Any) -> RQAResult:
+    """The :class:`RQAResult` of an auto-RQA run's histograms ``h`` (upper triangle's
+    diagonals, mirrored here) of ``spec``'s matrix of ``n`` points, Theiler window ``w``."""
     diag = mirrored_diagonals(h, n, w)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
     return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
-        kind="rqa", E=E, tau=tau, metric=metric, theiler=w, theiler_scope=theiler_scope,
-        l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt), white_border=white_border,
-        n_points=n, devices=h.per_device, launches=h.launches, device_tasks=h.device_tasks,
-        symmetric=h.symmetric, threshold_rule=rule, recurrence_rate=recurrence_rate))
+        kind="rqa", E=spec.E, tau=spec.tau, metric=spec.metric, theiler=w,
+        theiler_scope=theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt),
+        white_border=white_border, n_points=n, devices=h.per_device,
+        launches=h.launches, device_tasks=h.device_tasks, symmetric=h.symmetric,
+        threshold_rule=rule, recurrence_rate=recurrence_rate))
 
 
 @checks_constant("cross_rqa", ("x", "y"), RQA_WHY, multi=False)

@@ -28,6 +28,7 @@ from ..validation import ConstantSeriesWarning, as_series
 from .batch import Runner, check_threshold_choice
 from .core import _check_E_tau, check_radius, check_rate
 from .measures import MEASURES, compute_measures
+from .radii import run_radii
 
 #: the parameters a grid may sweep (each a scalar or a list)
 SWEPT = ("E", "tau", "radius", "recurrence_rate", "theiler", "l_min", "v_min", "w_min")
@@ -98,12 +99,19 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
     prepared = runner.prepare(s)
     rows = []
     minima = list(itertools.product(grid["l_min"], grid["v_min"], grid["w_min"]))
-    for (e, t), r, q, w in itertools.product(pairs, grid["radius"], grid["recurrence_rate"],
-                                             grid["theiler"]):
-        # one run (its minima checked as the single call checks them); the measures of
-        # every minimum are derived from its histograms below
-        res = runner.run(prepared, E=e, tau=t, radius=r, recurrence_rate=q, theiler=w,
-                         l_min=minima[0][0], v_min=minima[0][1], w_min=minima[0][2])
+    thresholds = list(itertools.product(grid["radius"], grid["recurrence_rate"]))
+    runs = {}
+    for (p, (e, t)), (iw, w) in itertools.product(enumerate(pairs), enumerate(grid["theiler"])):
+        # every radius (rate) of (E, tau, theiler) from one pass over the cells (its minima
+        # checked as the single call checks them); the measures of every minimum are
+        # derived from the histograms below
+        got = run_radii(runner, prepared, E=e, tau=t, radii=[r for r, _ in thresholds],
+                        rates=[q for _, q in thresholds], theiler=w, l_min=minima[0][0],
+                        v_min=minima[0][1], w_min=minima[0][2])
+        runs.update({(p, k, iw): res for k, res in enumerate(got)})
+    for (p, (e, t)), (k, (_r, q)), (iw, _w) in itertools.product(
+            enumerate(pairs), enumerate(thresholds), enumerate(grid["theiler"])):
+        res = runs[(p, k, iw)]
         for l_, v_, w_ in minima:
             m = _measures(res, l_, v_, w_, res.settings["n_points"])
             row = {"E": e, "tau": t, "radius": float(res.radius)}
