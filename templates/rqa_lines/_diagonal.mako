@@ -12,6 +12,8 @@
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 <%namespace name="shfl" file="/rqa_lines/_shfl.mako"/>
 <%namespace name="dmaj" file="/rqa_lines/_dmaj.mako"/>
+<%namespace name="kskip" file="/rqa_lines/_kskip.mako"/>
+<%namespace name="kgather" file="/rqa_lines/_kgather.mako"/>
 
 <%def name="body(T)">\
 <% UV, IV, WB, ULV, VEC = T.UV, T.IV, T.WB, T.ULV, T.VEC %>\
@@ -49,6 +51,9 @@ ${shfl.body_shfl(T)}\
                 for (int r = 32; r < nb; ++r) dhi |= sw[sstride + r] & (1u << (r - 32));
             }
             const ulong dw = ((ulong)dhi << 32) | (ulong)dlo;
+%     elif NTHR > 1 and VEC % 8 == 0:
+            __global const ulong* sw = sbits + ((ib - row0) >> 6) * sstride + SPAD + ib + l0;
+${kgather.shear(T)}\
 %     else:
             __global const ulong* sw = sbits + ((ib - row0) >> 6) * sstride + SPAD + ib + l0;
             ${ULV} dw = (${ULV})0UL;
@@ -60,7 +65,11 @@ ${shfl.body_shfl(T)}\
                     dw |= ${"sw[r]" if VEC == 1 else "RQA_VLOAD_UL(sw + r)"} & (${ULV})(1UL << r);
             }
 %     endif
-%     if WALK == 3:
+%     if WALK == 3 and NTHR > 1:
+${kskip.diag_if(T, "dw", "nb", "lvalid", "drv")}\
+${lanewalk.diag_walk(T, "dw", "nb", "lvalid", "drv")}\
+${kskip.diag_else(T, "nb", "lvalid", "drv")}\
+%     elif WALK == 3:
 ${lanewalk.diag_walk(T, "dw", "nb", "lvalid", "drv")}\
 %     elif VEC == 1:
             if (t0 < nlanes) diag_runs(dw, nb, &dra[0], ph_d, lh_d, hist_d, &n_iso);

@@ -12,6 +12,7 @@
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 <%namespace name="khist" file="/rqa_lines/_khist.mako"/>
+<%namespace name="kskip" file="/rqa_lines/_kskip.mako"/>
 
 <%def name="body(T)">\
 <% RV, VEC = T.RV, T.VEC %>\
@@ -123,6 +124,7 @@ ${halves(T)}\
 % else:
             const ${LV} nbl = (${LV})(nb) & lval;
 % endif
+            #pragma unroll 1
             for (int kt = 0; kt < ${NTHR}; ++kt) {
                 const ${ULV} wd = convert_${ULV}(vload${VEC}(2 * kt, ba)) | (convert_${ULV}(vload${VEC}(2 * kt + 1, ba)) << 32);
 % if SHARE:
@@ -142,7 +144,9 @@ ${halves(T)}\
 ${khist.names(carries=False)}\
                     ${UV} vr = vrk[kt], wr = wrk[kt], np = npk[kt];
                     ${ULV} n1v = n1k[kt];
+${kskip.col_if(T, "wd", "nbl", "vr")}\
 ${lanewalk.walk(T, "wd", "nbl", vr="vr", wr="wr", np="np", wcount=None if WBORDER else "np_before > (%s)0u" % UV)}\
+${kskip.col_else(T, "nbl", "vr", "wr", "np")}\
                     vrk[kt] = vr; wrk[kt] = wr; npk[kt] = np; n1k[kt] = n1v;
                 }
             }

@@ -5,6 +5,7 @@
 ## Import with <%namespace name="sym" file="/rqa_lines/_sym.mako"/>.
 <%namespace name="bits" file="/rqa_lines/_bits.mako"/>
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
+<%namespace name="kskip" file="/rqa_lines/_kskip.mako"/>
 
 <%def name="functions(T)">\
 /* Runs of one row (left to right) over nb (<= 64) columns packed in b: black runs are
@@ -191,7 +192,13 @@ ${rows_lanes(T)}\
                     colv = vload${VEC}(0, col + r0);
                 }
                 uint* hd = head + r0;
+% if NTHR > 1:
+${kskip.row_if(T, "wv", "nbl", "colv")}\
+% endif
 ${lanewalk.walk(T, "wv", "nbl", ln="lnv", col="colv", head="hd")}\
+% if NTHR > 1:
+${kskip.row_else(T, "nbl", "lnv")}\
+% endif
                 vstore${VEC}(lnv, 0, len + r0);
                 vstore${VEC}(colv, 0, col + r0);
             }

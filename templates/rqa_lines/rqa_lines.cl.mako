@@ -195,6 +195,7 @@ ${hist.setup()}
 % if MODE == "horizontal" and HCH:
 ${symjoin.horizontal_chunks(T)}\
 % elif MODE == "horizontal" and NTHR > 1:
+    #pragma unroll 1
     for (int kt = 0; kt < ${NTHR}; ++kt) {   /* NTHR: threshold kt's row walks */
 ${khist.names()}\
 ${sym.horizontal(T)}\
@@ -224,6 +225,7 @@ ${kvert.body(T)}\
 % elif MODE == "vertical":
 ${vertical.body(T)}\
 % elif NTHR > 1:
+        #pragma unroll 1
         for (int kt = 0; kt < ${NTHR}; ++kt) {   /* NTHR: threshold kt's diagonals */
 ${khist.names()}\
 ${diagonal.body(T)}\
