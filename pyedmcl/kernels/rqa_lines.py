@@ -254,8 +254,9 @@ def _hch_local_bytes(p: Params) -> int:
 
 def hist_bins(info: DeviceInfo, nthr: int = 1) -> int:
     """Line lengths kept in the work-group-local histogram (longer ones go global); with
-    ``nthr`` thresholds per launch (NTHR) each has its own, so that the two of a vertical
-    launch take at most half the local memory: a power of two, at least 64."""
+    ``nthr`` thresholds per launch (NTHR) each has its own: fewer, so that the launch
+    zeroes and merges about as many local bins as one threshold's (a power of two, at
+    least 64; the template takes at least PH, the private bins merged into them)."""
     bins = 1024 if info.local_mem_bytes >= 3 * 1024 * 4 * 2 else 256
     while nthr > 1 and bins > 64 and nthr * bins > 1024:
         bins //= 2
@@ -334,7 +335,8 @@ class LineSpec:
             params = {"VEC": params["VEC"], "WG": params["WG"]}
         return {"E": self.E, "TAU": self.tau, "METRIC": self.metric, "REAL": self.real,
                 "MODE": mode, "VEC": params["VEC"], "WG": _wg(mode, params, info),
-                "HBINS": hist_bins(info, self.nthr), "JOINT": int(self.joint),
+                "HBINS": max(hist_bins(info, self.nthr), int(params.get("PH", 0))
+                             if self.nthr > 1 else 0), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
                 "CBITS": int(inline_vector_ops(info)), "SHARE": int(params.get("SHARE", 0)),

@@ -50,12 +50,15 @@ def fit_params(p: Params, info: DeviceInfo) -> Params:
     return q
 
 
-def takes(params: Params, spec: LineSpec) -> bool:
+def takes(params: Params, spec: LineSpec, info: DeviceInfo) -> bool:
     """Whether a run with ``params`` (after :func:`fit_params`) and ``spec`` can decide
-    several thresholds per pass: shared 64-row words, one pair of series, one threshold
-    per cell (no JOINT, PERCOL)."""
+    several thresholds per pass on the device ``info``: shared 64-row words, one pair of
+    series, one threshold per cell (no JOINT, PERCOL), and every threshold's two local
+    histograms in half the device's local memory."""
+    bins = spec.template_params("vertical", params, info)["HBINS"]
     return (params.get("BITS", 0) == 2 and bool(params.get("SHARE", 0))
-            and not spec.joint and not spec.percol)
+            and not spec.joint and not spec.percol
+            and 2 * spec.nthr * bins * 4 <= info.local_mem_bytes // 2)
 
 
 @dataclass

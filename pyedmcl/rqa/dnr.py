@@ -417,7 +417,7 @@ def detect_lines(backends: list[Backend], x: np.ndarray, y: np.ndarray, thr: flo
         states = [_device_state(be, m, x, y, x2, y2, params, edge, tcol) for be in backends]
         for st in states:
             _choose_paths(st, m, share, symmetric, diag_ranges)
-            if m.nthr > 1 and not klines.takes(st.params, m.spec):
+            if m.nthr > 1 and not klines.takes(st.params, m.spec, st.be.info):
                 raise klines.PathUnsupported(f"{m.nthr} thresholds in one pass need shared "
                                              "64-row words (BITS 2, SHARE) on this device")
         if share:

@@ -3,13 +3,13 @@
 ## (th0 < th1 < ...), packing NTHR bit words per 64-row word; then each threshold's words
 ## are stored (SHARE: plane kt of the column words) and walked with its own carries and
 ## histograms (the one-threshold walks: _lanewalk's for WALK=3, else _runs' column_runs).
-## EXACT: each threshold's near cells are flagged beside its bits and redone per half as
-## one threshold's are (_exactfix.mako), against that threshold's float64 value.
+## The words come from _kpack.mako (EXACT: one near flag per cell for all thresholds,
+## a flagged cell decided in double against each).
 ## BITS=2 (64-row words), no PACK, UNR, PLANES, DMAJ, JOINT or PERCOL (the template refuses
 ## them). T: the names of _names.mako.
 ## Import with <%namespace name="kvert" file="/rqa_lines/_kvert.mako"/>.
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
-<%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
+<%namespace name="kpack" file="/rqa_lines/_kpack.mako"/>
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 <%namespace name="khist" file="/rqa_lines/_khist.mako"/>
 <%namespace name="kskip" file="/rqa_lines/_kskip.mako"/>
@@ -18,12 +18,7 @@
 <% RV, VEC = T.RV, T.VEC %>\
         /* column coordinates and the thresholds are fixed for the whole walk */
 ${rec.coords(T, "l0")}\
-% for t in range(NTHR):
-        const ${RV} th${t} = (${RV})thrk[${t}];
-%   if EXACT:
-        const float eb${t} = exbk[${t}];
-%   endif
-% endfor
+${kpack.setup(T)}\
 % if SYM:
         /* rows i < j of some lane only (the words below are never read) */
         const int iend = IMIN(row0 + nrows, l0 + ${VEC - 1});
@@ -36,68 +31,6 @@ ${lanes(T)}\
 % else:
 ${scalar(T)}\
 % endif
-</%def>
-
-## The NTHR thresholds' halves of one 64-row word (rows ib .. ib + nb - 1): each cell's
-## distance once, then per threshold its bit (and EXACT's near flag) at bit r; after a
-## half, each threshold's near cells redone (fix.redo_half, its float64 threshold as
-## thr64) and its bits stored in ba.
-<%def name="halves(T)">\
-<% UV, IV, VEC = T.UV, T.IV, T.VEC; MV = IV if VEC > 1 else "int" %>\
-          for (int h = 0; h < 2; ++h) {   /* 32-row halves of the word */
-            const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
-% for t in range(NTHR):
-            ${UV} bits${t} = (${UV})0u;
-%   if EXACT == 2:
-            ${IV if VEC > 1 else "uint"} anyn${t} = 0;
-%   elif EXACT:
-            ${UV} nbits${t} = (${UV})0u;
-%   endif
-% endfor
-            for (int r = 0; r < nh; ++r) {
-                const int i = ib + 32 * h + r;
-${rec.dist(T, "acc", "x", "yv", "i")}
-% if THEILER_MATRIX:
-                const ${MV} tm = (abs_diff((${IV})(i), lid) >= (${UV})(w))${"" if VEC > 1 else " ? 1 : 0"};
-% endif
-% for t in range(NTHR):
-                {
-                    const ${MV} rec = ${T.cmp_u("acc < th%d" % t)}${" & tm" if THEILER_MATRIX else ""};
-%   if VEC == 1:
-                    bits${t} |= (rec ? 1u : 0u) << r;
-%   else:
-                    bits${t} |= as_${UV}(rec) & (${UV})(1u << r);
-%   endif
-%   if EXACT:
-                    const ${IV if VEC > 1 else "uint"} near = ${fix.near_flag(T, "acc - th%d" % t, "eb%d" % t)};
-%     if EXACT == 2:
-                    anyn${t} |= near;
-%     elif VEC == 1:
-                    nbits${t} |= near << r;
-%     else:
-                    nbits${t} |= as_${UV}(near) & (${UV})(1u << r);
-%     endif
-%   endif
-                }
-% endfor
-            }
-% for t in range(NTHR):
-            {   /* threshold ${t}: its near cells redone, its half stored */
-%   if EXACT:
-                const double thr64 = thr64k[${t}];
-                ${UV} bits = bits${t};
-                ${"%s anyn = anyn%d" % (IV if VEC > 1 else "uint", t) if EXACT == 2 else "%s nbits = nbits%d" % (UV, t)};
-${fix.redo_half(T)}\
-                bits${t} = bits;
-%   endif
-%   if VEC == 1:
-                ba[${2 * t} + h] = bits${t};
-%   else:
-                vstore${VEC}(bits${t}, ${2 * t} + h, ba);
-%   endif
-            }
-% endfor
-          }
 </%def>
 
 ## WALK=3: threshold kt's carries in vector registers (vrk[kt], ...), its words walked for
@@ -117,7 +50,7 @@ ${fix.redo_half(T)}\
         const ${LV} lval = convert_${LV}(lvalid);   /* -1: lane inside the launch */
         for (int ib = row0; ib < iend; ib += 64) {
             const int nb = IMIN(64, row0 + nrows - ib);
-${halves(T)}\
+${kpack.halves(T)}\
 % if SYM:
             /* rows above the diagonal of each lane */
             const ${LV} nbl = VCLAMPI(lidl - (${LV})(ib), (${LV})0, (${LV})(nb)) & lval;
@@ -171,7 +104,7 @@ ${kskip.col_else(T, "nbl", "vr", "wr", "np")}\
         }
         for (int ib = row0; ib < iend; ib += 64) {
             const int nb = IMIN(64, row0 + nrows - ib);
-${halves(T)}\
+${kpack.halves(T)}\
             for (int kt = 0; kt < ${NTHR}; ++kt) {
 ${khist.names(carries=False)}\
                 for (int l = 0; l < ${VEC}; ++l)

@@ -62,6 +62,9 @@ ${metric.real_type(REAL)}
             BITS != 2 or not SHARE or PACK or UNR or PLANES or HCH or SHFL or DMAJ or JOINT or PERCOL):
         raise ValueError("NTHR > 1 needs BITS=2 and SHARE=1, and no PACK, UNR, PLANES, HCH, "
                          "SHFL, DMAJ, JOINT or PERCOL")
+    if NTHR > 1 and PH > HBINS:
+        raise ValueError("NTHR > 1 needs PH <= HBINS (each threshold's private bins merge "
+                         "into its local ones)")
     T = names.attr.Names(REAL, VEC, BITS)
     IV = T.IV
 %>
