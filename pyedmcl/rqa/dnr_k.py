@@ -47,8 +47,8 @@ def detect_lines_k(backend: Backend, x: np.ndarray, y: np.ndarray, thresholds: T
                    params: Params | None = None, symmetric: bool = False,
                    exact: Any = None) -> list[Histograms]:
     """:func:`~pyedmcl.rqa.dnr.detect_lines` of every threshold of ``thresholds`` in one
-    pass (``spec.nthr`` of them; each positive, so that every threshold's main diagonal
-    decides alike): one histogram set per threshold, in their order. ``exact``: the
+    pass (``spec.nthr`` of them, ascending; each positive, so that every threshold's main
+    diagonal decides alike): one histogram set per threshold, in their order. ``exact``: the
     float64 series (:class:`pyedmcl.rqa.exact.Exact`; its scalar thresholds unused)."""
     thr = np.asarray(thresholds.thr)
     if thr.ndim != 1 or thr.size != spec.nthr or spec.nthr < 2:
@@ -59,6 +59,10 @@ def detect_lines_k(backend: Backend, x: np.ndarray, y: np.ndarray, thresholds: T
                          f"{klines.MAX_THRESHOLDS} in one pass")
     if not np.all(thr > 0):
         raise ValueError("detect_lines_k: every threshold must be positive")
+    if np.any(np.diff(thr) < 0) or (thresholds.thr64 is not None
+                                    and np.any(np.diff(thresholds.thr64) < 0)):
+        raise ValueError("detect_lines_k: the thresholds must ascend (the near test of EXACT "
+                         "reads the two around each distance)")
     out = detect_lines([backend], x, y, float(thr[0]), spec=spec, n_rows=n_rows,
                        n_cols=n_cols, diag_ranges=diag_ranges, w=w, edge=edge,
                        params=params, symmetric=symmetric, exact=exact,

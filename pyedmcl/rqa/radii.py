@@ -53,7 +53,8 @@ def run_radii(runner: Any, prepared: tuple[np.dtype, np.ndarray, np.ndarray], *,
                     white_border=runner.white_border, fma=(rule == "squared"),
                     exact=items[0][2] is not None if items else False)
     out: list[RQAResult | None] = [None] * len(items)
-    shared = sorted((it for it in items if dt.type(it[1].thr) > 0), key=lambda it: it[1].thr)
+    shared = sorted((it for it in items if dt.type(it[1].thr) > 0),
+                    key=lambda it: (it[1].thr, it[1].thr64))
     if len(runner.bes) == 1 and runner.order == "row":
         for k in range(0, len(shared), MAX_THRESHOLDS):
             part = shared[k:k + MAX_THRESHOLDS]

@@ -125,13 +125,13 @@
         if (n_isok[kt]) atomic_add(&${"lh_dk" if MODE == "diagonal" else "lh_vk"}[kt * ${HBINS}], n_isok[kt]);
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int b = get_local_id(0); b < ${NTHR * HBINS}; b += ${WG}) {
-        const int at = (b / ${HBINS}) * hstride + b % ${HBINS};
+    for (int kt = 0; kt < ${NTHR}; ++kt)
+        for (int b = get_local_id(0); b < ${HBINS}; b += ${WG}) {
 % if side:
-        if (lh_vk[b]) atomic_add(&hist_vk[at], lh_vk[b]);
-        if (lh_wk[b]) atomic_add(&hist_wk[at], lh_wk[b]);
+            if (lh_vk[kt * ${HBINS} + b]) atomic_add(&hist_vk[kt * hstride + b], lh_vk[kt * ${HBINS} + b]);
+            if (lh_wk[kt * ${HBINS} + b]) atomic_add(&hist_wk[kt * hstride + b], lh_wk[kt * ${HBINS} + b]);
 % else:
-        if (lh_dk[b]) atomic_add(&hist_dk[at], lh_dk[b]);
+            if (lh_dk[kt * ${HBINS} + b]) atomic_add(&hist_dk[kt * hstride + b], lh_dk[kt * ${HBINS} + b]);
 % endif
-    }
+        }
 </%def>
