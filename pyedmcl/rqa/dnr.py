@@ -476,10 +476,11 @@ def _intel_exact_crash(p: Params, spec: LineSpec, info: Any) -> bool:
     """Intel's CPU OpenCL runtime (2024.x) crashes the process with EXACT's redo in
     work-groups of 16 or more (it vectorises over work-items): building the double
     ``fma()`` redo (threshold_rule="squared"), and running a redo of vector lanes (VEC > 1)
-    once a half has near cells (Oclgrind finds no invalid access in the same runs);
-    those runs take work-groups of 8 (same histograms)."""
+    or of several thresholds (NTHR) once a half has near cells (Oclgrind finds no invalid
+    access in the same runs); those runs take work-groups of 8 (same histograms)."""
     return (info.runtime == "intel" and bool(spec.exact_on(info))
-            and (spec.fma or int(p.get("VEC", 1)) > 1) and int(p.get("WG", 0)) >= 16)
+            and (spec.fma or int(p.get("VEC", 1)) > 1 or spec.nthr > 1)
+            and int(p.get("WG", 0)) >= 16)
 
 
 def _choose_paths(st: _DevState, m: _Matrix, share: bool, symmetric: bool,

@@ -61,8 +61,7 @@ def detect_lines_k(backend: Backend, x: np.ndarray, y: np.ndarray, thresholds: T
         raise ValueError("detect_lines_k: every threshold must be positive")
     if np.any(np.diff(thr) < 0) or (thresholds.thr64 is not None
                                     and np.any(np.diff(thresholds.thr64) < 0)):
-        raise ValueError("detect_lines_k: the thresholds must ascend (the near test of EXACT "
-                         "reads the two around each distance)")
+        raise ValueError("detect_lines_k: the thresholds must ascend")
     out = detect_lines([backend], x, y, float(thr[0]), spec=spec, n_rows=n_rows,
                        n_cols=n_cols, diag_ranges=diag_ranges, w=w, edge=edge,
                        params=params, symmetric=symmetric, exact=exact,

@@ -5,14 +5,16 @@ Work is shared where the results allow it, each row still equal to the single
 :func:`pyedmcl.rqa` call bit for bit:
 
 * the series is validated and prepared (float32 centring and its check) once;
-* one Divide & Recombine run per (E, tau, radius or rate, theiler): ``l_min``,
-  ``v_min`` and ``w_min`` only select bins of the same three histograms, so every
-  combination of them is derived on the host from that run's histograms
+* every radius (or rate) of one (E, tau, theiler) is decided in the same Divide &
+  Recombine pass over the cells (:mod:`pyedmcl.rqa.radii`): each distance is computed
+  once and compared with every threshold, each threshold keeping its own line walks and
+  histograms (float32: each its own float64 decisions of the cells near it); a rate's
+  radius is found first, as the single call finds it;
+* ``l_min``, ``v_min`` and ``w_min`` only select bins of the same three histograms, so
+  every combination of them is derived on the host from that pass's histograms
   (:func:`pyedmcl.rqa.measures.compute_measures`, as the single call does);
-* programs are built once per (E, tau) shape and cached by the kernel family.
-
-Several radii are still one pass each over the cells (the kernels compare with one
-threshold per launch): K radii cost about K runs (bench/bench_rqa_batch.py measures it).
+* programs are built once per (E, tau, number of thresholds) shape and cached by the
+  kernel family.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
     and ``w_min`` are each a scalar or a list; the grid is their product (at most
     ``max_combinations`` rows, default 1,000: raise it to run a larger grid). Other
     options as :func:`pyedmcl.rqa`. Each row equals ``pe.rqa(x, ...)`` with that
-    combination bit for bit; one D&R run per (E, tau, radius, theiler), the line-length
-    minima derived from its histograms.
+    combination bit for bit. One D&R pass per (E, tau, theiler) decides every radius (or
+    rate; up to 16 per pass), the line-length minima derived from its histograms.
 
     Returns a ``pandas.DataFrame``, one row per combination: the swept parameters
     (``radius`` the one used: found per row for ``recurrence_rate``, which is then a
