@@ -3,7 +3,8 @@
 :func:`run_radii` gives, for each (radius or rate), the :class:`RQAResult` that
 :meth:`pyedmcl.rqa.batch.Runner.run` gives, bit for bit, but decides the thresholds
 together: each threshold is resolved as the single call resolves it (a rate's radius by
-:func:`pyedmcl.rqa.radius.rate_threshold`, float32's exact inputs by
+:func:`pyedmcl.rqa.radius.rate_threshold`: the distances it searches computed once for
+every rate; float32's exact inputs by
 :func:`pyedmcl.rqa.exact.for_run`: its own float64 threshold and bound), then up to
 :data:`~pyedmcl.kernels.rqa_lines_k.MAX_THRESHOLDS` of them, ascending, go through one
 Divide & Recombine pass (:func:`pyedmcl.rqa.dnr_k.detect_lines_k`): every distance is
@@ -23,7 +24,7 @@ import numpy as np
 from ..kernels.rqa_lines import LineSpec
 from ..kernels.rqa_lines_k import MAX_THRESHOLDS, PathUnsupported
 from ..validation import check_embedding
-from .core import _check_common, _resolve_thresholds, auto_result
+from .core import _check_common, _resolve_thresholds, auto_result, check_rate
 from .dnr_k import Thresholds, detect_lines_k
 from .exact import for_run as exact_for_run
 from .result import RQAResult
@@ -43,8 +44,10 @@ def run_radii(runner: Any, prepared: tuple[np.dtype, np.ndarray, np.ndarray], *,
     metric, rule = runner.metric, runner.rule
     xs = xs.astype(dt)
     items = []  # (index, RateThreshold, Exact)
+    by_rate = iter(_rate_thresholds(radii, rates, raw, E, tau, metric, dt, runner.bes, rule))
     for i, (r, q) in enumerate(zip(radii, rates, strict=True)):
-        th = _resolve_thresholds(r, q, raw, None, E, tau, metric, dt, runner.bes, rule)
+        th = (_resolve_thresholds(r, q, raw, None, E, tau, metric, dt, runner.bes, rule)
+              if q is None else next(by_rate))
         ex = exact_for_run(dt, (raw, raw), (xs, xs), th.radius, metric, rule, E, th.thr,
                            thr64=th.thr64)
         items.append((i, th, ex))
@@ -72,6 +75,24 @@ def run_radii(runner: Any, prepared: tuple[np.dtype, np.ndarray, np.ndarray], *,
                                 recurrence_rate=rates[i], theiler=theiler, l_min=l_min,
                                 v_min=v_min, w_min=w_min)
     return out  # type: ignore[return-value]
+
+
+def _rate_thresholds(radii: Sequence[float | None], rates: Sequence[float | None],
+                     raw: np.ndarray, E: int, tau: int, metric: str, dt: np.dtype,
+                     bes: list[Any], rule: str) -> list[Any]:
+    """The radius and thresholds of each rate given (where its radius is None), as the
+    single call finds them (:func:`pyedmcl.rqa.radius.rate_threshold`), the distances
+    searched computed once for all of them."""
+    from .radius import rate_thresholds
+
+    qs = [q for r, q in zip(radii, rates, strict=True) if q is not None]
+    for r, q in zip(radii, rates, strict=True):  # the single call's check of the choice
+        if q is not None and r is not None:
+            _resolve_thresholds(r, q, raw, None, E, tau, metric, dt, bes, rule)
+    if not qs:
+        return []
+    return rate_thresholds(raw, None, [check_rate(q) for q in qs], E=E, tau=tau,
+                           metric=metric, dtype=dt, backend=bes[0], rule=rule)
 
 
 def _one_pass(runner: Any, xs: np.ndarray, spec: LineSpec, part: list[tuple[int, Any, Any]],

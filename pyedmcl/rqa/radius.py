@@ -134,63 +134,103 @@ def rate_threshold(rows: np.ndarray, cols: np.ndarray | None, rate: float, *, E:
     dtype's. In float32 the device computes float32 distances of the centred series and
     :mod:`pyedmcl.rqa.select` decides the cells near their order statistic in float64:
     the radius and ``thr64`` are the float64 path's bit for bit."""
-    from ..kernels.distance import pairwise_distances
-
-    rows = np.asarray(rows, np.float64)
-    cols_ = rows if cols is None else np.asarray(cols, np.float64)
-    nr = rows.size - (E - 1) * tau
-    nc = cols_.size - (E - 1) * tau
-    n_cells = nr * nc
-    dt = np.dtype(np.float64 if np.dtype(dtype) == np.float64 and
-                  (backend is None or backend.info.fp64) else np.float32)
-    info = None
-    if n_cells <= EXACT_CELLS and dt == np.float64:
-        flat = pairwise_distances(rows, None if cols is None else cols_, E=E, tau=tau,
-                                  metric=metric, squared=True, dtype=dt, device=backend).ravel()
-        sampled, k = False, int(rate * (n_cells - 1))
-        v = float(np.partition(flat, k)[k])
-    elif n_cells <= EXACT_CELLS:
-        v, info, flat = _float32_search(rows, None if cols is None else cols_, rate, n_cells,
-                                        nc, E, tau, metric, backend)
-        sampled = False
-    else:  # the same random pairs, in float64 from the raw series, whatever the dtype
-        rng = np.random.default_rng(seed)
-        i = rng.integers(0, nr, SAMPLES)
-        j = rng.integers(0, nc, SAMPLES)
-        flat = sampled_dist(rows, cols_, i, j, E, tau, metric)
-        sampled, k = True, int(rate * (SAMPLES - 1))
-        v = float(np.partition(flat, k)[k])
-    r = float(np.sqrt(v)) if metric == "euclidean" else v
-    thr64 = working_threshold(v, r, metric, np.dtype(np.float64), rule)
-    if info is None:
-        some = bool(np.any(flat < thr64))
-    else:
-        from .select import any_below
-
-        some, flat = any_below(thr64, info, rows, cols, E, tau, metric)
-    if not some:  # recurrence is d < thr: not one cell would recur
-        if flat is None or flat.dtype != np.float64:
-            from .select import host_distances
-
-            flat = host_distances(rows, cols, E, tau, metric)
-        _too_low(rate, flat, n_cells, (nr, nc), cols is None, sampled=sampled)
-    if not r > 0:
-        raise ValueError(f"recurrence_rate={rate} gives radius {r} (too many identical points); "
-                         "choose a larger rate or a fixed radius")
-    thr = thr64 if dt == np.float64 else working_threshold(v, r, metric, dt, rule)
-    return RateThreshold(r, thr, thr64)
+    return rate_thresholds(rows, cols, [rate], E=E, tau=tau, metric=metric, dtype=dtype,
+                           backend=backend, seed=seed, rule=rule)[0]
 
 
-def _float32_search(rows: np.ndarray, cols: np.ndarray | None, rate: float, n_cells: int,
-                    nc: int, E: int, tau: int, metric: str,
-                    backend: Any) -> tuple[float, dict[str, Any], np.ndarray | None]:
-    """The float64 order statistic from the device's float32 distances of the centred
-    series (:mod:`pyedmcl.rqa.select`); also the selection's record, and the float64
-    distances where it computed them all (else None)."""
+def rate_thresholds(rows: np.ndarray, cols: np.ndarray | None, rates: list[float], *,
+                    E: int, tau: int, metric: str, dtype: Any = np.float64,
+                    backend: Any = None, seed: int = 12345, rule: str = "distance"
+                    ) -> list[RateThreshold]:
+    """:func:`rate_threshold` of each rate of ``rates``, the distances (every cell's, or
+    the random sample's) computed once for all: the same values."""
+    src = _Distances(rows, cols, E, tau, metric, dtype, backend, seed)
+    return [src.threshold(q, rule) for q in rates]
+
+
+class _Distances:
+    """What the rate search reads, computed once for any number of rates: every cell's
+    float64 distance (float64 on a device with fp64), the float32 matrix of the centred
+    series (float32, :mod:`pyedmcl.rqa.select`), or the float64 distances of
+    :data:`SAMPLES` random pairs (above :data:`EXACT_CELLS` cells, either dtype)."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray | None, E: int, tau: int,
+                 metric: str, dtype: Any, backend: Any, seed: int) -> None:
+        from ..kernels.distance import pairwise_distances
+
+        self.rows = np.asarray(rows, np.float64)
+        self.cols = None if cols is None else np.asarray(cols, np.float64)
+        cols_ = self.rows if cols is None else self.cols
+        self.E, self.tau, self.metric = E, tau, metric
+        self.nr = self.rows.size - (E - 1) * tau
+        self.nc = cols_.size - (E - 1) * tau
+        self.n_cells = self.nr * self.nc
+        self.dt = np.dtype(np.float64 if np.dtype(dtype) == np.float64 and
+                           (backend is None or backend.info.fp64) else np.float32)
+        self.sampled, self.eta = False, 0.0
+        if self.n_cells <= EXACT_CELLS and self.dt == np.float64:
+            self.flat = pairwise_distances(self.rows, self.cols, E=E, tau=tau, metric=metric,
+                                           squared=True, dtype=self.dt,
+                                           device=backend).ravel()
+        elif self.n_cells <= EXACT_CELLS:
+            self.flat, self.eta = _float32_matrix(self.rows, self.cols, E, tau, metric,
+                                                  backend)
+        else:  # the same random pairs, in float64 from the raw series, whatever the dtype
+            rng = np.random.default_rng(seed)
+            i = rng.integers(0, self.nr, SAMPLES)
+            j = rng.integers(0, self.nc, SAMPLES)
+            self.flat = sampled_dist(self.rows, cols_, i, j, E, tau, metric)
+            self.sampled = True
+
+    def threshold(self, rate: float, rule: str) -> RateThreshold:
+        """:func:`rate_threshold` of ``rate`` from these distances."""
+        rows, cols, E, tau, metric = self.rows, self.cols, self.E, self.tau, self.metric
+        info = None
+        if self.sampled:
+            flat, k = self.flat, int(rate * (SAMPLES - 1))
+            v = float(np.partition(flat, k)[k])
+        elif self.dt == np.float64:
+            flat, k = self.flat, int(rate * (self.n_cells - 1))
+            v = float(np.partition(flat, k)[k])
+        else:
+            from .select import exact_kth
+
+            cols_ = rows if cols is None else cols
+            k = int(rate * (self.n_cells - 1))
+            v, info = exact_kth(self.flat, k, rows, cols, self.nc, E, tau, metric, self.eta,
+                                lambda i, j: sampled_dist(rows, cols_, i, j, E, tau, metric))
+            flat = info["full"]
+        r = float(np.sqrt(v)) if metric == "euclidean" else v
+        thr64 = working_threshold(v, r, metric, np.dtype(np.float64), rule)
+        if info is None:
+            some = bool(np.any(flat < thr64))
+        else:
+            from .select import any_below
+
+            some, flat = any_below(thr64, info, rows, cols, E, tau, metric)
+        if not some:  # recurrence is d < thr: not one cell would recur
+            if flat is None or flat.dtype != np.float64:
+                from .select import host_distances
+
+                flat = host_distances(rows, cols, E, tau, metric)
+            _too_low(rate, flat, self.n_cells, (self.nr, self.nc), cols is None,
+                     sampled=self.sampled)
+        if not r > 0:
+            raise ValueError(f"recurrence_rate={rate} gives radius {r} (too many identical "
+                             "points); choose a larger rate or a fixed radius")
+        thr = thr64 if self.dt == np.float64 else working_threshold(v, r, metric, self.dt, rule)
+        return RateThreshold(r, thr, thr64)
+
+
+def _float32_matrix(rows: np.ndarray, cols: np.ndarray | None, E: int, tau: int, metric: str,
+                    backend: Any) -> tuple[np.ndarray, float]:
+    """The device's float32 distances of the centred series (row-major) and ``eta``, the
+    inputs' distance from exact (:mod:`pyedmcl.rqa.select`: its order statistics are
+    decided in float64 from these)."""
     from clkernels import get_backend
 
     from ..kernels.distance import pairwise_distances
-    from .select import centred_f32, exact_kth
+    from .select import centred_f32
 
     z, zc, eta = centred_f32(rows, cols)
     be = get_backend(backend) if backend is None else backend
@@ -199,8 +239,4 @@ def _float32_search(rows: np.ndarray, cols: np.ndarray | None, rate: float, n_ce
     flat = pairwise_distances(zd, None if zc is None else be.to_device(zc), E=E, tau=tau,
                               metric=metric, squared=True, dtype=np.float32,
                               device=be).ravel()
-    cols_ = rows if cols is None else cols
-    k = int(rate * (n_cells - 1))
-    v, info = exact_kth(flat, k, rows, cols, nc, E, tau, metric, eta,
-                        lambda i, j: sampled_dist(rows, cols_, i, j, E, tau, metric))
-    return v, info, info["full"]
+    return flat, eta
