@@ -39,6 +39,7 @@ def near_flag(T, EXACT, dd, b):
           for (int h = 0; h < 2; ++h) {   /* 32-row halves of the word */
             const int nh = IMIN(IMAX(nb - 32 * h, 0), 32);
             ${RV} accs[32];
+            ${RV} amin = (${RV})INFINITY;   /* the half's least distance per lane */
 % if THEILER_MATRIX:
             ${UV} tmw = (${UV})0u;   /* the cells outside the Theiler band */
 % endif
@@ -46,11 +47,26 @@ def near_flag(T, EXACT, dd, b):
                 const int i = ib + 32 * h + r;
 ${rec.dist(T, "acc", "x", "yv", "i")}
                 accs[r] = acc;
+                amin = fmin(amin, acc);
 % if THEILER_MATRIX and VEC == 1:
                 tmw |= (abs_diff(i, lid) >= (uint)w ? 1u : 0u) << r;
 % elif THEILER_MATRIX:
                 tmw |= as_${UV}(abs_diff((${IV})(i), lid) >= (${UV})(w)) & (${UV})(1u << r);
 % endif
+            }
+<%
+    anyf = (lambda c: "any(%s)" % c) if VEC > 1 else (lambda c: "(%s)" % c)
+    thmax = "(%s)thrk[%d]" % (RV, NTHR - 1)
+    busy = "amin < %s" % thmax + (" | (amin - %s <= (%s)ebm)" % (thmax, RV) if EXACT else "")
+    if VEC == 1:
+        busy = busy.replace(" | ", " || ")
+%>\
+            /* the thresholds ascend: where no lane comes within the largest threshold (or,
+               EXACT, within its bound), every threshold's half is white and none near */
+            if (!${anyf(busy)}) {
+                for (int kt = 0; kt < ${NTHR}; ++kt)
+                    ${"ba[2 * kt + h] = 0u;" if VEC == 1 else "vstore%d((%s)0u, 2 * kt + h, ba);" % (VEC, UV)}
+                continue;
             }
 % if EXACT == 2:
             ${IV if VEC > 1 else "uint"} anyn = 0;   /* a near cell in the half (lanes) */

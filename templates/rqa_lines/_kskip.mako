@@ -51,3 +51,20 @@ def changes(T, wd, m, cur):
                 else   /* no row changes colour: its open run grows by its cells */
                     ${ln} += convert_${T.UV}(${nbl});
 </%def>
+
+## Row walk, a whole 64 x 64 tile (after its column words a[] are read, before the
+## transpose): a tile with no recurrence, past the rows' first one, whose rows' open runs
+## are all white, only lengthens those runs by its nc columns: the transpose and the
+## walks are skipped.
+<%def name="tile(T)">\
+            if (c0 != ib + 1) {
+                ulong any_ = 0UL;
+                for (int c = 0; c < 64; ++c) any_ |= a[c];
+                uint black_ = 0u;
+                for (int r = 0; r < nr; ++r) black_ |= col[r];
+                if (any_ == 0UL && black_ == 0u) {   /* every row stays white */
+                    for (int r = 0; r < nr; ++r) len[r] += (uint)nc;
+                    continue;
+                }
+            }
+</%def>

@@ -172,6 +172,9 @@ ${rows_lanes(T)}\
         for (int c0 = ib + 1; c0 < n_cols; c0 += 64) {
             const int nc = IMIN(64, n_cols - c0);
             for (int c = 0; c < 64; ++c) a[c] = sw[c0 + c];   /* zero padding past n_cols */
+% if NTHR > 1:
+${kskip.tile(T)}\
+% endif
             transpose64v(a);
             const int first = (c0 == ib + 1);   /* row r starts at bit r of the first step */
             for (int r0 = 0; r0 < nr; r0 += ${VEC}) {
