@@ -60,6 +60,9 @@ BAND_RUNNER: Callable[..., Histograms] | None = None
 #: it, so concurrent runs on one backend never share it. At most this many bytes are kept.
 _SBITS_KEEP_BYTES = 64 << 20
 _sbits_cache: weakref.WeakKeyDictionary[Backend, Any] = weakref.WeakKeyDictionary()
+#: the same for several-threshold runs (their K planes), kept beside the one-threshold
+#: runs' buffer: a grid's pass and single calls in turn would otherwise allocate again
+_planes_cache: weakref.WeakKeyDictionary[Backend, Any] = weakref.WeakKeyDictionary()
 _sbits_lock = threading.Lock()
 
 
@@ -76,8 +79,9 @@ def _zeroed_sbits(be: Backend, n: int, layout: tuple[int, ...] | None = None) ->
     layout left is taken as it is, not zeroed again (NTHR's K planes: K times the fill):
     such a run reads only words its own vertical launches wrote first in the same row
     block, and the zero padding, which no launch writes."""
+    cache = _sbits_cache if layout is None else _planes_cache
     with _sbits_lock:
-        hit = _sbits_cache.pop(be, None) if _reusable_sbits(be) else None
+        hit = cache.pop(be, None) if _reusable_sbits(be) else None
     if hit is not None and hit[1].size == n:
         be.check_alloc(n, np.uint64)  # a simulated memory limit still refuses it
         if layout is None or hit[0] != layout:
@@ -91,7 +95,7 @@ def _keep_sbits(be: Backend, buf: Any, layout: tuple[int, ...] | None = None) ->
     cache (see :data:`_SBITS_KEEP_BYTES`)."""
     if _reusable_sbits(be) and buf.size * np.dtype(np.uint64).itemsize <= _SBITS_KEEP_BYTES:
         with _sbits_lock:
-            _sbits_cache[be] = (layout, buf)
+            (_sbits_cache if layout is None else _planes_cache)[be] = (layout, buf)
 
 
 #: a batch's buffer pool (:func:`reusing_buffers`), per thread: backend -> free device

@@ -115,7 +115,9 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
             enumerate(pairs), enumerate(thresholds), enumerate(grid["theiler"])):
         res = runs[(p, k, iw)]
         for l_, v_, w_ in minima:
-            m = _measures(res, l_, v_, w_, res.settings["n_points"])
+            # the pass's own minima: its result's measures (the single call's)
+            m = ({k: res.measures[k] for k in MEASURES} if (l_, v_, w_) == minima[0]
+                 else _measures(res, l_, v_, w_, res.settings["n_points"]))
             row = {"E": e, "tau": t, "radius": float(res.radius)}
             if q is not None:
                 row["recurrence_rate"] = q
