@@ -20,8 +20,8 @@ from conftest import FAST_BUILD_CPU, HAS_OCLGRIND, covering, run_under_oclgrind
 
 import pyedmcl as pe
 from clkernels import get_backend
-from pyedmcl.kernels import rqa_lines_k
 from pyedmcl.kernels.rqa_lines import LineSpec
+from pyedmcl.rqa import lines_k as rqa_lines_k
 from pyedmcl.rqa import radii as radii_mod
 from pyedmcl.rqa._oracles import matrix_histograms
 from pyedmcl.rqa.distances import kernel_distances

@@ -296,7 +296,7 @@ class LineSpec:
     #: float32 with the near cells redone in double (EXACT, where the device has fp64):
     #: the series tuple carries the raw float64 series, thresholds and bounds
     exact: bool = False
-    #: thresholds decided per launch (NTHR; > 1: :mod:`pyedmcl.kernels.rqa_lines_k`)
+    #: thresholds decided per launch (NTHR > 1: their own words, carries and histograms)
     nthr: int = 1
 
     def exact_on(self, info: DeviceInfo) -> int:
@@ -549,7 +549,7 @@ class RQALinesKernel(TunableKernel):
         HCH: ``hrec`` the pieces of the rows per chunk (:meth:`hrec_words`). DMAJ: ``qbits``
         the second partial planes (``sbits``' layout). ``kernel``:
         this mode's kernel from :meth:`kernel` (else looked up). ``thresholds``: an NTHR
-        launch's arguments (:func:`pyedmcl.kernels.rqa_lines_k.launch_args`)."""
+        launch's arguments after the others (the thresholds and their strides)."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
         per_item = 1 if mode in ("horizontal", "hjoin", *WARM_MODES.values()) else params["VEC"]

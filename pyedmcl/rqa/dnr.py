@@ -41,8 +41,8 @@ from clkernels import Backend
 from clkernels.memory import is_oom
 from clkernels.tuning import Params
 
-from ..kernels import rqa_lines_k as klines
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
+from . import lines_k as klines
 
 log = logging.getLogger("pyedmcl.rqa.dnr")
 _U32_SAFE = (1 << 32) - 1
@@ -265,7 +265,7 @@ class _Matrix:
 
     @property
     def nthr(self) -> int:
-        """Thresholds decided per pass (:mod:`pyedmcl.kernels.rqa_lines_k`)."""
+        """Thresholds decided per pass (:mod:`pyedmcl.rqa.lines_k`)."""
         return self.spec.nthr
 
     @property
@@ -339,7 +339,7 @@ class _DevState:
     overlapping: bool = False
     last_side: dict[int, Any] = field(default_factory=dict)  # side queue -> its last launch
     last: dict[tuple[int, int], Any] = field(default_factory=dict)  # (queue, block) -> event
-    #: NTHR > 1: the thresholds on the device (:class:`pyedmcl.kernels.rqa_lines_k.ThresholdInputs`)
+    #: NTHR > 1: the thresholds on the device (:class:`pyedmcl.rqa.lines_k.ThresholdInputs`)
     kin: Any = None
 
 

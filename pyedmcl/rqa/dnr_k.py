@@ -1,7 +1,7 @@
 """Divide & Recombine with several thresholds decided in one pass over the cells.
 
 :func:`detect_lines_k` runs :func:`pyedmcl.rqa.dnr.detect_lines`' schedule once for K
-thresholds (``LineSpec(nthr=K)``, :mod:`pyedmcl.kernels.rqa_lines_k`): each cell's
+thresholds (``LineSpec(nthr=K)``, :mod:`pyedmcl.rqa.lines_k`): each cell's
 distance is computed once and decided against every threshold, and each threshold keeps
 its own column words, carryovers and histograms, so its histograms are the ones a run
 of that threshold alone gives, bit for bit (float32 with EXACT too: each threshold's
@@ -21,8 +21,8 @@ import numpy as np
 from clkernels import Backend
 from clkernels.tuning import Params
 
-from ..kernels import rqa_lines_k as klines
 from ..kernels.rqa_lines import LineSpec
+from . import lines_k as klines
 from .dnr import Histograms, _DevState, _diag_black, _fold, _Matrix, _u32_limit, detect_lines
 
 #: reads of a run's K-fold histograms larger than this many bytes are compacted on the

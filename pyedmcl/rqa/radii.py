@@ -6,7 +6,7 @@ together: each threshold is resolved as the single call resolves it (a rate's ra
 :func:`pyedmcl.rqa.radius.rate_threshold`: the distances it searches computed once for
 every rate; float32's exact inputs by
 :func:`pyedmcl.rqa.exact.for_run`: its own float64 threshold and bound), then up to
-:data:`~pyedmcl.kernels.rqa_lines_k.MAX_THRESHOLDS` of them, ascending, go through one
+:data:`~pyedmcl.rqa.lines_k.MAX_THRESHOLDS` of them, ascending, go through one
 Divide & Recombine pass (:func:`pyedmcl.rqa.dnr_k.detect_lines_k`): every distance is
 computed once and decided against each threshold, each keeping its own line walks and
 histograms. A threshold no pass can take (not positive in the working dtype, a lone
@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..kernels.rqa_lines import LineSpec
-from ..kernels.rqa_lines_k import MAX_THRESHOLDS, PathUnsupported
 from ..validation import check_embedding
 from .core import _check_common, _resolve_thresholds, auto_result, check_rate
 from .dnr_k import Thresholds, detect_lines_k
 from .exact import for_run as exact_for_run
+from .lines_k import MAX_THRESHOLDS, PathUnsupported
 from .result import RQAResult
 
 

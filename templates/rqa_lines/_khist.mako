@@ -7,6 +7,21 @@
 ## arrays (C block scope: the inner declaration hides the kernel's). Import with
 ## <%namespace name="khist" file="/rqa_lines/_khist.mako"/>.
 
+## The values NTHR takes with the others (raises ValueError otherwise; renders nothing).
+<%def name="check()"><%
+    if NTHR < 1 or (NTHR > 1 and MODE not in ("vertical", "diagonal", "horizontal",
+                                                  "collect", "symjoin")):
+        raise ValueError("NTHR must be >= 1; NTHR > 1 for MODE vertical, diagonal, horizontal, "
+                         "collect or symjoin")
+    if NTHR > 1 and MODE not in ("collect", "symjoin") and (
+            BITS != 2 or not SHARE or PACK or UNR or PLANES or HCH or SHFL or DMAJ or JOINT or PERCOL):
+        raise ValueError("NTHR > 1 needs BITS=2 and SHARE=1, and no PACK, UNR, PLANES, HCH, "
+                         "SHFL, DMAJ, JOINT or PERCOL")
+    if NTHR > 1 and PH > HBINS:
+        raise ValueError("NTHR > 1 needs PH <= HBINS (each threshold's private bins merge "
+                         "into its local ones)")
+%></%def>
+
 ## The kernel arguments NTHR > 1 adds after the others: the thresholds (working real type,
 ## ascending), the strides of threshold kt's carries (cstride: a task's carry buffers, or
 ## the rows of hhead/htail), 32-bit histograms (hstride) and column-word planes (pstride,

@@ -54,17 +54,7 @@ ${metric.real_type(REAL)}
         raise ValueError("EXACT=1 checks float32 kernels: REAL float")
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
-    if NTHR < 1 or (NTHR > 1 and MODE not in ("vertical", "diagonal", "horizontal",
-                                                  "collect", "symjoin")):
-        raise ValueError("NTHR must be >= 1; NTHR > 1 for MODE vertical, diagonal, horizontal, "
-                         "collect or symjoin")
-    if NTHR > 1 and MODE not in ("collect", "symjoin") and (
-            BITS != 2 or not SHARE or PACK or UNR or PLANES or HCH or SHFL or DMAJ or JOINT or PERCOL):
-        raise ValueError("NTHR > 1 needs BITS=2 and SHARE=1, and no PACK, UNR, PLANES, HCH, "
-                         "SHFL, DMAJ, JOINT or PERCOL")
-    if NTHR > 1 and PH > HBINS:
-        raise ValueError("NTHR > 1 needs PH <= HBINS (each threshold's private bins merge "
-                         "into its local ones)")
+    khist.check()   # NTHR's values
     T = names.attr.Names(REAL, VEC, BITS)
     IV = T.IV
 %>

@@ -27,7 +27,7 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params
 
-from .rqa_lines import _COLLECT_PARAMS, RQA_LINES, LineSpec
+from ..kernels.rqa_lines import _COLLECT_PARAMS, RQA_LINES, LineSpec
 
 #: the most thresholds one pass takes (private histograms and bit words grow with it)
 MAX_THRESHOLDS = 16
