@@ -51,9 +51,11 @@ from .result import RQAResult
 from .threshold import check_threshold_rule
 
 #: how a batch runs (see :func:`rqa_batch`)
-METHODS = ("series", "packed")
+METHODS = ("batched", "series", "packed")
 #: the columns of a batch row besides the measures
 EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
+#: the integer columns of a batch frame (the others are float64)
+INTEGER = ("L_max", "V_max", "W_max", "n_recurrences", "n_cells", "N", "n_points")
 
 
 class Runner:
@@ -113,7 +115,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
               window: int | None = None, step: int | None = None,
-              method: str = "series", allow_irregular: bool = False) -> Any:
+              method: str = "batched", allow_irregular: bool = False) -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -177,7 +179,15 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     series = [as_series(s, f"X column {label!r}") for s, label in
               zip(cols.series, cols.names, strict=True)]
     rows: list[dict[str, Any] | None] = [None] * len(series)
-    if method == "packed":
+    taken = None
+    if method == "batched":
+        from .batch_lines import batched
+
+        taken = batched(runner, series, cols.names, radii, rates, E=E, tau=tau,
+                        theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
+        done = np.ones(len(series), bool)
+        done[taken.rest] = False
+    elif method == "packed":
         common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) \
             else None
         if common is None:
@@ -190,7 +200,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     with reusing_buffers():  # one shape's histograms and carryovers allocated once
         for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates,
                                                  strict=True)):
-            if rows[j] is not None:
+            if rows[j] is not None or (taken is not None and done[j]):
                 continue
             try:  # prepared one at a time: one series' working copy at once
                 res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r,
@@ -199,15 +209,28 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
             except ValueError as exc:  # say which series
                 raise ValueError(f"X column {label!r}: {exc}") from None
             rows[j] = row_of(res, s.size)
-    df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
-    df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
-                    "n_points": np.int64})
+    df = pd.DataFrame(_columns(rows, taken), copy=False)
     if cols.dims is not None:
         return _dataset(df, cols, note)
     df.index = pd.Index(cols.names, name="series")
     if note:
         df.attrs["notes"] = (note,)
     return df
+
+
+def _columns(rows: list[dict[str, Any] | None], taken: Any) -> dict[str, np.ndarray]:
+    """The batch frame's columns: the batched path's (``taken``, its positions ``idx``)
+    and the rows of the others (dicts)."""
+    S = len(rows)
+    out = {c: np.empty(S, np.int64 if c in INTEGER else np.float64) for c in (*MEASURES, *EXTRA)}
+    if taken is not None and taken.idx.size:
+        for c, a in out.items():
+            a[taken.idx] = taken.columns[c]
+    for j, row in enumerate(rows):
+        if row is not None:
+            for c, a in out.items():
+                a[j] = row[c]
+    return out
 
 
 def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]],

@@ -82,3 +82,68 @@ def compute_measures(n_rec: int, n_cells: int, diag: np.ndarray, vert: np.ndarra
         "DET_RR": _ratio(det, rr) if rr == rr else float("nan"),
         "LAM_DET": _ratio(lam, det) if det == det else float("nan"),
     }
+
+
+def _rows_stats(H: np.ndarray, l_min: int) -> dict[str, np.ndarray]:
+    """:func:`line_stats` of every row of the histograms ``H`` (rows, bins), each value
+    that of the row alone bit for bit: the integer sums are exact, and each row's entropy
+    is summed over a contiguous array of its nonzero bins >= l_min, in length order,
+    exactly as the 1-D call sums them (rows with as many such bins are stacked into one
+    C-contiguous block, whose row sums numpy takes pairwise row by row, as it sums a 1-D
+    array)."""
+    H = np.asarray(H)
+    S, L = H.shape
+    lengths = np.arange(1, L + 1, dtype=np.int64)
+    nz = H != 0
+    last = L - np.argmax(nz[:, ::-1], axis=1)
+    lmax = np.where(nz.any(axis=1), last, 0).astype(np.int64)
+    counts = H.astype(np.int64)
+    pts_all = counts @ lengths
+    k0 = max(int(l_min) - 1, 0)
+    kept = counts[:, k0:]
+    pts_min = kept @ lengths[k0:]
+    n_min = kept.sum(axis=1)
+    entr = np.zeros(S)
+    mask = nz[:, k0:]
+    per = mask.sum(axis=1)
+    vals = kept[mask].astype(np.float64)  # row by row, in length order
+    start = np.concatenate([[0], np.cumsum(per)[:-1]])
+    for c in np.unique(per[n_min > 0]):
+        rows = np.flatnonzero((per == c) & (n_min > 0))
+        p = vals[start[rows][:, None] + np.arange(c)]
+        nm = n_min[rows].astype(np.float64)[:, None]
+        entr[rows] = -(p / nm * np.log(p / nm)).sum(axis=1)
+    return {"points_min": pts_min, "points_all": pts_all, "lines_min": n_min, "max": lmax,
+            "entropy": entr}
+
+
+def _ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a / b`` in float64 per element, ``nan`` where ``b`` is 0 (:func:`_ratio`)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b != 0, a / np.where(b != 0, b, 1.0), np.nan)
+
+
+def measures_of_rows(n_rec: np.ndarray, n_cells: np.ndarray, diag: np.ndarray,
+                     vert: np.ndarray, white: np.ndarray, l_min: int = 2, v_min: int = 2,
+                     w_min: int = 2) -> dict[str, np.ndarray]:
+    """:func:`compute_measures` of many results at once: row ``s`` of the histograms
+    ``(rows, bins)`` and of the counts gives, for every measure, the value
+    ``compute_measures`` gives for that row alone, bit for bit (``L_max``, ``V_max``,
+    ``W_max`` as int64 arrays, the others float64)."""
+    d = _rows_stats(diag, l_min)
+    v = _rows_stats(vert, v_min)
+    w = _rows_stats(white, w_min)
+    rr = _ratios(n_rec, n_cells)
+    det = _ratios(d["points_min"], d["points_all"])
+    lam = _ratios(v["points_min"], v["points_all"])
+    one = np.ones(rr.shape)
+    return {
+        "RR": rr, "DET": det, "L": _ratios(d["points_min"], d["lines_min"]),
+        "L_max": d["max"], "DIV": _ratios(one, d["max"]), "L_entr": d["entropy"],
+        "LAM": lam, "TT": _ratios(v["points_min"], v["lines_min"]), "V_max": v["max"],
+        "V_entr": v["entropy"], "W": _ratios(w["points_min"], w["lines_min"]),
+        "W_max": w["max"], "W_div": _ratios(one, w["max"]), "W_entr": w["entropy"],
+        "DET_RR": _ratios(det, rr), "LAM_DET": _ratios(lam, det),
+    }

@@ -70,8 +70,8 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 <%def name="redo_half(T)">\
 % if EXACT:
 <%
-    col = "l0 + _l" if MODE == "vertical" else "_i + l0 + _l"
-    tw = "w" if (THEILER_MATRIX and MODE == "vertical") else "0"
+    col = "l0 + _l" if MODE in ("vertical", "bvertical") else "_i + l0 + _l"
+    tw = "w" if (THEILER_MATRIX and MODE in ("vertical", "bvertical")) else "0"
 %>\
 %   if EXACT == 2 and T.VEC == 1:
             if (anyn) {   /* EXACT=2: rare; every cell of the half */

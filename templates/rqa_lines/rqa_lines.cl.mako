@@ -13,6 +13,7 @@
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
 <%namespace name="exact" file="/common/_exact.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
+<%namespace name="batch" file="/rqa_lines/_batch.mako"/>
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -125,6 +126,8 @@ ${sym.functions(T)}
 ${symjoin.join_kernel()}
 % elif MODE == "collect":
 ${hist.collect_kernel()}
+% elif MODE in ("bvertical", "bdiagonal"):
+${batch.kernel(T)}\
 % else:
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rqa_${MODE}(__global const real_t* restrict x,     /* row series */

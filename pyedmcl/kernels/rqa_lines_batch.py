@@ -1,0 +1,198 @@
+"""Auto-RQA of many series per launch: the rqa_lines family's MODE ``bvertical`` and
+``bdiagonal`` (``rqa_lines/_batch.mako``).
+
+One work-group per series walks its whole recurrence matrix: ``bvertical`` every column
+(black and white vertical lines, the recurrences), ``bdiagonal`` the diagonals above the
+main one. The series lie end to end in one array (:func:`pack`), each with its own
+offset, length and threshold (and, EXACT, its raw float64 values, float64 threshold and
+bound), so a launch takes every series of a batch with no host step between them. A
+cell is decided by the single-series kernels' code, so each series' histograms equal
+those of its own Divide & Recombine run bit for bit.
+
+Launch values (not tuned: :func:`batch_params`): CPUs take the lane-vector walk of the
+D&R kernels (VEC 16, WALK 3, private bins); GPUs one lane per work-item (PACK, DPAIR),
+a work-group of 128 per series. HBINS holds every line of the launch's longest series
+(a power of two, :func:`hist_bins_for`): series longer than :func:`max_points` allow run
+one at a time by D&R.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clkernels import Backend
+from clkernels.devices import DeviceInfo
+from clkernels.tuning import Params
+
+from .rqa_lines import RQA_LINES, SERIES_PAD, LineSpec
+
+#: the two kernels of a batch
+BATCH_MODES = ("bvertical", "bdiagonal")
+#: zeros before the first series (a column pointer sits VEC values before its series)
+LEAD = 64
+#: series start on multiples of this many values (PACK's 16-byte row loads)
+ALIGN = 16
+#: zeros after the last series' values: lanes past a series' end load up to VEC - 1 values
+#: beyond it (masked), PACK's loads up to 3
+TAIL = 64 + SERIES_PAD
+#: the largest local histogram (bins per kind): bvertical keeps two, 32 KiB at 4096
+MAX_BINS = 4096
+#: histogram bytes (three kinds, 32-bit) of one launch's series at most: more series run
+#: in several launches, each read while the next runs
+CHUNK_BYTES = 1 << 27
+
+
+def batch_params(info: DeviceInfo) -> Params:
+    """The launch values of a batch on ``info``'s device: the D&R kernels' CPU walk (the
+    lane vectors of WALK 3) on Intel's and PoCL's runtimes; on GPUs one lane per
+    work-item with the sign-bit words and one step per black run (PACK, DPAIR)."""
+    if info.is_gpu:
+        return {"VEC": 1, "WG": 128, "BITS": 2, "PH": 0, "WALK": 1, "UNR": 1, "PACK": 1,
+                "DPAIR": 1}
+    if info.runtime in ("intel", "pocl"):
+        return {"VEC": 16, "WG": 2, "BITS": 2, "PH": 128, "WALK": 3}
+    return {"VEC": 16, "WG": 2, "BITS": 2, "PH": 1024, "WALK": 1}
+
+
+def hist_bins_for(n_max: int) -> int:
+    """HBINS of a launch whose longest series has ``n_max`` embedded points: the power of
+    two (at least 64) above ``n_max`` (every line length 1 .. n_max in local memory)."""
+    return max(64, 1 << int(n_max).bit_length())
+
+
+def max_points(info: DeviceInfo) -> int:
+    """The longest series (embedded points) a batch launch takes on ``info``'s device:
+    its two local histograms of :func:`hist_bins_for` bins fit the device's local memory
+    (and :data:`MAX_BINS`)."""
+    bins = MAX_BINS
+    while bins > 64 and 2 * bins * 4 + 64 > info.local_mem_bytes:
+        bins //= 2
+    return bins - 1
+
+
+def template_params(spec: LineSpec, mode: str, params: Params, info: DeviceInfo,
+                    hbins: int) -> dict[str, Any]:
+    """The template values of batch kernel ``mode``: those of the D&R kernels for the
+    same launch values (MODE vertical: no shared words, planes or shuffles), with
+    ``mode`` and the launch's local histogram size."""
+    base = {k: params[k] for k in ("VEC", "WG", "BITS", "PH", "WALK", "UNR", "PACK", "DPAIR")
+            if k in params}
+    tp = spec.template_params("vertical", base, info)
+    tp.update(MODE=mode, HBINS=int(hbins))
+    return tp
+
+
+@dataclass
+class Packed:
+    """Series laid end to end for a batch launch: ``xs`` (working dtype) and, EXACT,
+    ``xs64`` (the raw float64 series) with series ``s`` at ``soff[s]``; ``sn`` its
+    embedded points; ``thr`` its threshold (working dtype), ``thr64`` and ``exb`` the
+    float64 threshold and bound of EXACT (None without)."""
+
+    xs: np.ndarray
+    soff: np.ndarray
+    sn: np.ndarray
+    thr: np.ndarray
+    xs64: np.ndarray | None = None
+    thr64: np.ndarray | None = None
+    exb: np.ndarray | None = None
+
+    @property
+    def count(self) -> int:
+        return int(self.sn.size)
+
+
+def layout(lengths: np.ndarray) -> tuple[np.ndarray, int]:
+    """Offsets of series of ``lengths`` samples laid end to end (each on an
+    :data:`ALIGN` boundary, :data:`LEAD` zeros first, at least ``SERIES_PAD`` zeros
+    after each) and the total length of the array (:data:`TAIL` zeros after the last)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    slot = -(-(lengths + SERIES_PAD) // ALIGN) * ALIGN
+    soff = LEAD + np.concatenate([[0], np.cumsum(slot)[:-1]]) if lengths.size else \
+        np.zeros(0, np.int64)
+    total = LEAD + int(slot.sum()) + TAIL
+    return soff.astype(np.int64), total
+
+
+def lay_out(rows: list[np.ndarray], soff: np.ndarray, total: int, dtype: Any) -> np.ndarray:
+    """The series ``rows`` at ``soff`` in one zeroed array of ``total`` values."""
+    out = np.zeros(total, dtype)
+    for r, o in zip(rows, soff, strict=True):
+        out[o:o + r.size] = r
+    return out
+
+
+def lay_out_panel(panel: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-length series (rows of ``panel``) laid end to end in one pass: the array and
+    the offsets (:func:`layout`'s, for one length)."""
+    S, T = panel.shape
+    soff, total = layout(np.full(S, T))
+    slot = int(soff[1] - soff[0]) if S > 1 else T
+    out = np.zeros(total, dtype)
+    if S:
+        out[LEAD:LEAD + S * slot].reshape(S, slot)[:, :T] = panel
+    return out, soff
+
+
+def run(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
+        hstride: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The upper diagonals', vertical and white histograms ``(S, hstride)`` (uint32, index
+    length - 1) and recurrence counts ``(S,)`` of every series of ``packed`` (Theiler
+    window ``w``: diagonals from ``max(w, 1)``; the Theiler band of ``spec``), in
+    launches of :data:`CHUNK_BYTES` histograms at most."""
+    p = dict(params)
+    if p.get("PACK", 0) and not np.all(np.isfinite(packed.thr)):
+        p["PACK"] = 0  # the sign of d - thr is d < thr for finite thresholds only
+    hbins = hist_bins_for(hstride - 1)
+    exact = bool(spec.exact_on(be.info))
+    if spec.exact and spec.real == "float" and not be.info.fp64:
+        from .._precision import warn_no_fp64
+
+        warn_no_fp64(be.info.name)
+    if exact and packed.xs64 is None:
+        raise ValueError("an EXACT batch needs the raw float64 series (Packed.xs64)")
+    ks = {m: RQA_LINES_BATCH.kernel(be, spec, p, m, hbins) for m in BATCH_MODES}
+    rdt = spec.dtype
+    head = [be.to_device(np.ascontiguousarray(packed.xs, dtype=rdt)),
+            be.to_device(packed.soff.astype(np.int32)), be.to_device(packed.sn.astype(np.int32)),
+            be.to_device(packed.thr.astype(rdt))]
+    if exact:
+        head += [be.to_device(np.ascontiguousarray(packed.xs64, dtype=np.float64)),
+                 be.to_device(packed.thr64.astype(np.float64)),
+                 be.to_device(packed.exb.astype(np.float32))]
+    S = packed.count
+    per = max(1, CHUNK_BYTES // (12 * hstride))
+    out = [np.empty((S, hstride), np.uint32) for _ in range(3)]
+    nrec = np.empty(S, np.uint32)
+    reads = []
+    wg = int(p["WG"])
+    for s0 in range(0, S, per):
+        cs = min(per, S - s0)
+        hv, hw, hd = (be.empty(cs * hstride, np.uint32) for _ in range(3))
+        nr = be.empty(cs, np.uint32)
+        fixed = (np.int32(w), np.int32(s0), np.int32(hstride))
+        be.launch(ks["bvertical"], (cs * wg,), (wg,), *head, *fixed, hv, hw, nr)
+        be.launch(ks["bdiagonal"], (cs * wg,), (wg,), *head, *fixed, hd)
+        for dev, host in ((hd, out[0]), (hv, out[1]), (hw, out[2])):
+            reads.append(be.to_host_async(dev, out=host[s0:s0 + cs].reshape(-1)))
+        reads.append(be.to_host_async(nr, out=nrec[s0:s0 + cs]))
+    for r in reads:
+        r()
+    return out[0], out[1], out[2], nrec
+
+
+class RQALinesBatch:
+    """The batch kernels of the rqa_lines family (built once per shape, cached)."""
+
+    template = RQA_LINES.template
+
+    def kernel(self, be: Backend, spec: LineSpec, params: Params, mode: str,
+               hbins: int) -> Any:
+        return be.kernel(self.template, template_params(spec, mode, params, be.info, hbins),
+                         f"rqa_{mode}")
+
+
+RQA_LINES_BATCH = RQALinesBatch()
