@@ -44,10 +44,8 @@ from .._precision import (
     merged_beyond,
     standardises,
 )
+from ..kernels import rqa_lines_batch as kb
 from ..kernels.rqa_lines import LineSpec
-from ..kernels.rqa_lines_batch import Packed, batch_params, hist_bins_for, layout, max_points
-from ..kernels.rqa_lines_batch import lay_out as _lay_out
-from ..kernels.rqa_lines_batch import run as _run
 from ..validation import check_embedding
 from .core import _check_common, _resolve_thresholds
 from .exact import error_bounds, wanted
@@ -76,7 +74,7 @@ def batched(runner: Any, series: list[np.ndarray], names: list[Any], radii: list
     mins = _validated(runner, T, names, E, tau, l_min, v_min, w_min, theiler)
     w = mins[3]
     be = runner.bes[0]
-    ok = n <= max_points(be.info)
+    ok = n <= kb.max_points(be.info)
     dt = runner.dt
     work: dict[int, np.ndarray] = {}  # position -> kernel input (working dtype)
     for t in np.unique(T[ok]):
@@ -181,21 +179,21 @@ def _lines(be: Any, spec: LineSpec, zs: list[np.ndarray], raws: list[np.ndarray]
     them; vertical; white), ``n_recurrences`` and ``n_cells`` of every series, from the
     batch launches; series of one histogram size class per launch."""
     S = len(zs)
-    cls = np.array([hist_bins_for(int(m)) for m in n])
+    cls = np.array([kb.hist_bins_for(int(m)) for m in n])
     width = int(n.max()) + 1
     out = {k: np.zeros((S, width), np.int64) for k in ("d", "v", "w")}
     nrec = np.zeros(S, np.int64)
-    params = batch_params(be.info)
+    params = kb.batch_params(be.info)
     for c in np.unique(cls):
         idx = np.flatnonzero(cls == c)
-        soff, total = layout(np.array([zs[i].size for i in idx]))
-        packed = Packed(_lay_out([zs[i] for i in idx], soff, total, spec.dtype), soff,
+        soff, total = kb.layout(np.array([zs[i].size for i in idx]))
+        packed = kb.Packed(kb.lay_out([zs[i] for i in idx], soff, total, spec.dtype), soff,
                         n[idx], thr[idx])
         if exb is not None:
-            packed.xs64 = _lay_out([raws[i] for i in idx], soff, total, np.float64)
+            packed.xs64 = kb.lay_out([raws[i] for i in idx], soff, total, np.float64)
             packed.thr64, packed.exb = thr64[idx], exb[idx]
         hs = int(n[idx].max()) + 1
-        d, v, wh, nr = _run(be, spec, params, packed, w=w, hstride=hs)
+        d, v, wh, nr = kb.run(be, spec, params, packed, w=w, hstride=hs)
         out["d"][idx, :hs], out["v"][idx, :hs], out["w"][idx, :hs] = d, v, wh
         nrec[idx] = nr
     out["d"] *= 2  # the lower triangle's twins
