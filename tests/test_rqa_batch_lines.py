@@ -91,11 +91,30 @@ def test_batch_kernels_equal_numpy_reference(device, shape, opts):
         packed.xs64 = B.lay_out(raws, soff, total, np.float64)
         packed.thr64, packed.exb = thr64, error_bounds(A, thr64, thr, metric, E)
     hs = int(n.max()) + 1
-    got = B.run(be, spec, shape, packed, w=w, hstride=hs)
+    got = B.histograms(be, spec, shape, packed, w=w, hstride=hs)
     ref = batch_reference(raws, E, tau, thr64, metric, w, tm, wb, hs, fma)
     for name, a, b in zip(("diagonal", "vertical", "white", "recurrences"), got, ref,
                           strict=True):
         assert np.array_equal(a.astype(np.int64), b), name
+    mins = (2, 3, 1)
+    c = B.counts(be, spec, shape, packed, w=w, hstride=hs, minima=mins)
+    assert np.array_equal(c.nrec, ref[3])
+    _check_counts(c, ref[:3], mins)
+
+
+def _check_counts(c, hists, mins) -> None:
+    """``c`` (Counts) holds what the dense histograms ``hists`` (d, v, w) give."""
+    L = hists[0].shape[1]
+    lengths = np.arange(1, L + 1)
+    for q, (h, lm) in enumerate(zip(hists, mins, strict=True)):
+        keep = lengths >= lm
+        for s in range(h.shape[0]):
+            nz = np.flatnonzero(h[s])
+            want = [(h[s] * lengths * keep).sum(), (h[s] * lengths).sum(), h[s][keep].sum(),
+                    nz[-1] + 1 if nz.size else 0]
+            assert list(c.stats[s, q]) == want, (q, s)
+            got = c.vals[c.start[s, q]:c.start[s, q] + c.count[s, q]]
+            assert np.array_equal(got, h[s][keep][h[s][keep] != 0]), (q, s)
 
 
 def test_batch_kernels_in_chunks(monkeypatch):
@@ -109,10 +128,14 @@ def test_batch_kernels_in_chunks(monkeypatch):
     soff, total = B.layout(np.full(7, 50))
     packed = B.Packed(B.lay_out(raws, soff, total, np.float64), soff, np.full(7, 49),
                       np.full(7, 1.0))
-    whole = B.run(be, spec, B.batch_params(be.info), packed, w=1, hstride=50)
+    whole = B.histograms(be, spec, B.batch_params(be.info), packed, w=1, hstride=50)
     monkeypatch.setattr(B, "CHUNK_BYTES", 12 * 50 * 3)  # 3 series a launch
-    parts = B.run(be, spec, B.batch_params(be.info), packed, w=1, hstride=50)
+    parts = B.histograms(be, spec, B.batch_params(be.info), packed, w=1, hstride=50)
     assert all(np.array_equal(a, b) for a, b in zip(whole, parts, strict=True))
+    c = B.counts(be, spec, B.batch_params(be.info), packed, w=1, hstride=50,
+                 minima=(2, 2, 1))
+    assert np.array_equal(c.nrec, whole[3])
+    _check_counts(c, whole[:3], (2, 2, 1))
 
 
 def test_batch_kernels_oclgrind_clean():
@@ -137,7 +160,7 @@ def test_batch_kernels_oclgrind_clean():
                                     np.float32), soff, n, np.full(3, 1.0, np.float32),
                           B.lay_out(raws, soff, total, np.float64), np.full(3, 1.0),
                           np.full(3, 0.5, np.float32))
-            d, v, w, nr = B.run(be, spec, p, pk, w=1, hstride=69)
+            d, v, w, nr = B.histograms(be, spec, p, pk, w=1, hstride=69)
             print(int(nr.sum()))
     """)
     assert out.strip()

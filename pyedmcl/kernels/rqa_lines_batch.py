@@ -27,7 +27,7 @@ from clkernels import Backend
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params
 
-from .rqa_lines import RQA_LINES, SERIES_PAD, LineSpec
+from .rqa_lines import _COLLECT_PARAMS, RQA_LINES, SERIES_PAD, LineSpec
 
 #: the two kernels of a batch
 BATCH_MODES = ("bvertical", "bdiagonal")
@@ -137,16 +137,28 @@ def lay_out_panel(panel: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray
     return out, soff
 
 
-def run(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
-        hstride: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The upper diagonals', vertical and white histograms ``(S, hstride)`` (uint32, index
-    length - 1) and recurrence counts ``(S,)`` of every series of ``packed`` (Theiler
-    window ``w``: diagonals from ``max(w, 1)``; the Theiler band of ``spec``), in
-    launches of :data:`CHUNK_BYTES` histograms at most."""
+@dataclass
+class Counts:
+    """What the measures of a batch's series take, from the device (MODE ``bstats``):
+    per series ``s`` and kind ``q`` (0: the upper diagonals, 1: vertical, 2: white lines)
+    ``stats[s, q]`` = (points in lines >= its minimum, points in all lines, lines >= the
+    minimum, the longest line), and its nonzero bins >= the minimum in length order,
+    ``vals[start[s, q] : start[s, q] + count[s, q]]``; ``nrec[s]`` its recurrences."""
+
+    nrec: np.ndarray
+    stats: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+    vals: np.ndarray
+
+
+def _inputs(be: Backend, spec: LineSpec, params: Params, packed: Packed, hstride: int
+            ) -> tuple[Params, dict[str, Any], list[Any]]:
+    """The launch values (PACK off for an infinite threshold), the two kernels and their
+    series arguments on the device."""
     p = dict(params)
     if p.get("PACK", 0) and not np.all(np.isfinite(packed.thr)):
         p["PACK"] = 0  # the sign of d - thr is d < thr for finite thresholds only
-    hbins = hist_bins_for(hstride - 1)
     exact = bool(spec.exact_on(be.info))
     if spec.exact and spec.real == "float" and not be.info.fp64:
         from .._precision import warn_no_fp64
@@ -154,6 +166,7 @@ def run(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
         warn_no_fp64(be.info.name)
     if exact and packed.xs64 is None:
         raise ValueError("an EXACT batch needs the raw float64 series (Packed.xs64)")
+    hbins = hist_bins_for(hstride - 1)
     ks = {m: RQA_LINES_BATCH.kernel(be, spec, p, m, hbins) for m in BATCH_MODES}
     rdt = spec.dtype
     head = [be.to_device(np.ascontiguousarray(packed.xs, dtype=rdt)),
@@ -163,25 +176,78 @@ def run(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
         head += [be.to_device(np.ascontiguousarray(packed.xs64, dtype=np.float64)),
                  be.to_device(packed.thr64.astype(np.float64)),
                  be.to_device(packed.exb.astype(np.float32))]
-    S = packed.count
+    return p, ks, head
+
+
+def _launches(be: Backend, spec: LineSpec, params: Params, packed: Packed, w: int,
+              hstride: int) -> Any:
+    """Per launch of :data:`CHUNK_BYTES` histograms at most: ``(s0, cs, (hd, hv, hw),
+    nrec)``, the device arrays of series ``s0 .. s0 + cs - 1`` (enqueued, not waited for)."""
+    p, ks, head = _inputs(be, spec, params, packed, hstride)
+    S, wg = packed.count, int(p["WG"])
     per = max(1, CHUNK_BYTES // (12 * hstride))
-    out = [np.empty((S, hstride), np.uint32) for _ in range(3)]
-    nrec = np.empty(S, np.uint32)
-    reads = []
-    wg = int(p["WG"])
     for s0 in range(0, S, per):
         cs = min(per, S - s0)
-        hv, hw, hd = (be.empty(cs * hstride, np.uint32) for _ in range(3))
+        hd, hv, hw = (be.empty(cs * hstride, np.uint32) for _ in range(3))
         nr = be.empty(cs, np.uint32)
         fixed = (np.int32(w), np.int32(s0), np.int32(hstride))
         be.launch(ks["bvertical"], (cs * wg,), (wg,), *head, *fixed, hv, hw, nr)
         be.launch(ks["bdiagonal"], (cs * wg,), (wg,), *head, *fixed, hd)
-        for dev, host in ((hd, out[0]), (hv, out[1]), (hw, out[2])):
+        yield s0, cs, (hd, hv, hw), nr
+
+
+def histograms(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
+               hstride: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The upper diagonals', vertical and white histograms ``(S, hstride)`` (uint32, index
+    length - 1) and recurrence counts ``(S,)`` of every series of ``packed`` (Theiler
+    window ``w``: diagonals from ``max(w, 1)``; the Theiler band of ``spec``)."""
+    S = packed.count
+    out = [np.empty((S, hstride), np.uint32) for _ in range(3)]
+    nrec = np.empty(S, np.uint32)
+    reads = []
+    for s0, cs, hists, nr in _launches(be, spec, params, packed, w, hstride):
+        for dev, host in zip(hists, out, strict=True):
             reads.append(be.to_host_async(dev, out=host[s0:s0 + cs].reshape(-1)))
         reads.append(be.to_host_async(nr, out=nrec[s0:s0 + cs]))
     for r in reads:
         r()
     return out[0], out[1], out[2], nrec
+
+
+def counts(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
+           hstride: int, minima: tuple[int, int, int]) -> Counts:
+    """:class:`Counts` of every series of ``packed`` (as :func:`histograms`; ``minima``:
+    l_min, v_min, w_min): each launch's histograms reduced on the device (MODE
+    ``bstats``), the host reading their nonzero bins only."""
+    S = packed.count
+    wgs = min(64, be.info.max_work_group_size)
+    ks = be.kernel(RQA_LINES.template, dict(_COLLECT_PARAMS, MODE="bstats", WG=wgs),
+                   "rqa_bstats")
+    stats = np.empty((S, 3, 4), np.uint32)
+    offs = np.empty((S, 3, 2), np.uint32)
+    nrec = np.empty(S, np.uint32)
+    parts, small = [], []
+    for s0, cs, hists, nr in _launches(be, spec, params, packed, w, hstride):
+        st, of = be.empty(cs * 12, np.uint32), be.empty(cs * 6, np.uint32)
+        vals, used = be.empty(cs * 3 * hstride, np.uint32), be.zeros(1, np.uint32)
+        be.launch(ks, (3 * cs * wgs,), (wgs,), *hists, np.int32(hstride),
+                  *(np.int32(m) for m in minima), st, of, vals, used)
+        small.append([be.to_host_async(st, out=stats[s0:s0 + cs].reshape(-1)),
+                      be.to_host_async(of, out=offs[s0:s0 + cs].reshape(-1)),
+                      be.to_host_async(nr, out=nrec[s0:s0 + cs]), be.to_host_async(used)])
+        parts.append((s0, cs, vals))
+    got, base = [], 0
+    start = np.empty((S, 3), np.int64)
+    for (s0, cs, vals), reads in zip(parts, small, strict=True):
+        n_used = int(reads[-1]()[0])
+        for r in reads[:-1]:
+            r()
+        got.append(be.to_host_async(vals, count=n_used)() if n_used else np.zeros(0, np.uint32))
+        start[s0:s0 + cs] = offs[s0:s0 + cs, :, 0].astype(np.int64) + base
+        base += n_used
+    return Counts(nrec.astype(np.int64), stats.astype(np.int64), start,
+                  offs[:, :, 1].astype(np.int64),
+                  np.concatenate(got) if got else np.zeros(0, np.uint32))
 
 
 class RQALinesBatch:

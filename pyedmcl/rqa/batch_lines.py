@@ -49,7 +49,7 @@ from ..kernels.rqa_lines import LineSpec
 from ..validation import check_embedding
 from .core import _check_common, _resolve_thresholds
 from .exact import error_bounds, wanted
-from .measures import measures_of_rows
+from .measures import entropies, measures_of_stats
 from .result import band_cells
 from .threshold import kernel_threshold
 
@@ -98,9 +98,8 @@ def batched(runner: Any, series: list[np.ndarray], names: list[Any], radii: list
     if spec.exact:
         A = np.fromiter((float(np.max(np.abs(z))) for z in zs), np.float64, len(zs))
         exb = error_bounds(A, thr64, thr, runner.metric, E)
-    cols = _lines(be, spec, zs, [series[j] for j in idx], n[idx], thr, thr64, exb, w)
-    cols.update(measures_of_rows(cols["n_recurrences"], cols["n_cells"], cols.pop("d"),
-                                 cols.pop("v"), cols.pop("w"), *mins[:3]))
+    cols = _lines(be, spec, zs, [series[j] for j in idx], n[idx], thr, thr64, exb, w,
+                  mins[:3])
     cols.update(radius=radius, N=T[idx], n_points=n[idx])
     return Taken(idx, cols, rest)
 
@@ -174,32 +173,61 @@ def _thresholds(runner: Any, raws: list[np.ndarray], names: list[Any], radii: li
 
 def _lines(be: Any, spec: LineSpec, zs: list[np.ndarray], raws: list[np.ndarray],
            n: np.ndarray, thr: np.ndarray, thr64: np.ndarray, exb: np.ndarray | None,
-           w: int) -> dict[str, np.ndarray]:
-    """Histograms (diagonal: both triangles and the main diagonal, as ``pe.rqa`` counts
-    them; vertical; white), ``n_recurrences`` and ``n_cells`` of every series, from the
-    batch launches; series of one histogram size class per launch."""
+           w: int, mins: tuple[int, int, int]) -> dict[str, np.ndarray]:
+    """Every measure, ``n_recurrences`` and ``n_cells`` of every series from the batch
+    launches (series of one histogram size class per launch)."""
     S = len(zs)
     cls = np.array([kb.hist_bins_for(int(m)) for m in n])
-    width = int(n.max()) + 1
-    out = {k: np.zeros((S, width), np.int64) for k in ("d", "v", "w")}
-    nrec = np.zeros(S, np.int64)
     params = kb.batch_params(be.info)
+    parts = []
     for c in np.unique(cls):
         idx = np.flatnonzero(cls == c)
         soff, total = kb.layout(np.array([zs[i].size for i in idx]))
         packed = kb.Packed(kb.lay_out([zs[i] for i in idx], soff, total, spec.dtype), soff,
-                        n[idx], thr[idx])
+                           n[idx], thr[idx])
         if exb is not None:
             packed.xs64 = kb.lay_out([raws[i] for i in idx], soff, total, np.float64)
             packed.thr64, packed.exb = thr64[idx], exb[idx]
-        hs = int(n[idx].max()) + 1
-        d, v, wh, nr = kb.run(be, spec, params, packed, w=w, hstride=hs)
-        out["d"][idx, :hs], out["v"][idx, :hs], out["w"][idx, :hs] = d, v, wh
-        nrec[idx] = nr
-    out["d"] *= 2  # the lower triangle's twins
-    if w == 0:
-        out["d"][np.arange(S), n - 1] += 1  # the main diagonal: one line of n
+        got = kb.counts(be, spec, params, packed, w=w, hstride=int(n[idx].max()) + 1,
+                        minima=mins)
+        parts.append((idx, got))
     cells = n * n
     if spec.theiler_matrix:
         cells = cells - np.array([band_cells(int(m), w) for m in n], dtype=np.int64)
-    return {**out, "n_recurrences": nrec, "n_cells": cells}
+    out: dict[str, np.ndarray] = {}
+    for idx, got in parts:
+        cols = measures_of_counts(got, n[idx], w, mins, cells[idx])
+        cols.update(n_recurrences=got.nrec, n_cells=cells[idx])
+        for k, v in cols.items():
+            if k not in out:
+                out[k] = np.empty(S, v.dtype)
+            out[k][idx] = v
+    return out
+
+
+def measures_of_counts(c: Any, n: np.ndarray, w: int, mins: tuple[int, int, int],
+                       cells: np.ndarray) -> dict[str, np.ndarray]:
+    """Every measure of each series from its :class:`~pyedmcl.kernels.rqa_lines_batch.Counts`
+    (``n`` embedded points, Theiler window ``w``, ``mins`` = l_min, v_min, w_min, ``cells``
+    RR's denominators), bit for bit :func:`~pyedmcl.rqa.measures.compute_measures` of the
+    histograms ``pe.rqa`` counts: the upper diagonals doubled (their lower twins) and, with
+    ``w = 0``, the main diagonal added as one line of ``n``
+    (:func:`pyedmcl.rqa.core.mirrored_diagonals`)."""
+    kinds = []
+    for q, lm in enumerate(mins):
+        st = c.stats[:, q]
+        k = {"points_min": st[:, 0], "points_all": st[:, 1], "lines_min": st[:, 2],
+             "max": st[:, 3]}
+        scale, tail = 1.0, None
+        if q == 0:
+            scale = 2.0
+            main = np.full(n.size, w == 0)
+            tail = main & (n >= lm)
+            k = {"points_min": 2 * k["points_min"] + n * tail,
+                 "points_all": 2 * k["points_all"] + n * main,
+                 "lines_min": 2 * k["lines_min"] + tail,
+                 "max": np.where(main, n, k["max"])}
+        k["entropy"] = entropies(c.vals, c.start[:, q], c.count[:, q], k["lines_min"],
+                                 scale, tail)
+        kinds.append(k)
+    return measures_of_stats(c.nrec, cells, *kinds)

@@ -84,13 +84,41 @@ def compute_measures(n_rec: int, n_cells: int, diag: np.ndarray, vert: np.ndarra
     }
 
 
+def entropies(vals: np.ndarray, start: np.ndarray, count: np.ndarray, n_min: np.ndarray,
+              scale: float = 1.0, tail: np.ndarray | None = None) -> np.ndarray:
+    """Per row, :func:`line_stats`' entropy of its line counts: ``scale *
+    vals[start : start + count]`` (its nonzero bins >= l_min, in length order), then a
+    count of 1 where ``tail`` (a last bin), over ``n_min`` lines; 0 where ``n_min`` is 0.
+    Each row's value is the 1-D call's bit for bit: rows of as many values (and tails)
+    are stacked into one C-contiguous block, whose row sums numpy takes pairwise row by
+    row, as it sums a 1-D array, and whose log is the same elementwise loop."""
+    S = start.size
+    out = np.zeros(S)
+    tail = np.zeros(S, bool) if tail is None else np.asarray(tail, bool)
+    live = np.flatnonzero(np.asarray(n_min) > 0)
+    if not live.size:
+        return out
+    key = np.asarray(count, np.int64)[live] * 2 + tail[live]
+    order = np.argsort(key, kind="stable")
+    live, key = live[order], key[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    f = np.asarray(vals, np.float64) * scale if scale != 1.0 else np.asarray(vals, np.float64)
+    nmin = np.asarray(n_min, np.float64)
+    for a, b in zip(np.r_[0, cuts], np.r_[cuts, key.size], strict=True):
+        rows = live[a:b]
+        c, t = int(key[a]) // 2, bool(key[a] % 2)
+        p = f[start[rows][:, None] + np.arange(c)]
+        if t:
+            p = np.concatenate([p, np.ones((rows.size, 1))], axis=1)
+        q = p / nmin[rows][:, None]
+        out[rows] = -(q * np.log(q)).sum(axis=1)
+    return out
+
+
 def _rows_stats(H: np.ndarray, l_min: int) -> dict[str, np.ndarray]:
     """:func:`line_stats` of every row of the histograms ``H`` (rows, bins), each value
-    that of the row alone bit for bit: the integer sums are exact, and each row's entropy
-    is summed over a contiguous array of its nonzero bins >= l_min, in length order,
-    exactly as the 1-D call sums them (rows with as many such bins are stacked into one
-    C-contiguous block, whose row sums numpy takes pairwise row by row, as it sums a 1-D
-    array)."""
+    that of the row alone bit for bit (the integer sums are exact; the entropies:
+    :func:`entropies`)."""
     H = np.asarray(H)
     S, L = H.shape
     lengths = np.arange(1, L + 1, dtype=np.int64)
@@ -98,23 +126,15 @@ def _rows_stats(H: np.ndarray, l_min: int) -> dict[str, np.ndarray]:
     last = L - np.argmax(nz[:, ::-1], axis=1)
     lmax = np.where(nz.any(axis=1), last, 0).astype(np.int64)
     counts = H.astype(np.int64)
-    pts_all = counts @ lengths
     k0 = max(int(l_min) - 1, 0)
     kept = counts[:, k0:]
-    pts_min = kept @ lengths[k0:]
-    n_min = kept.sum(axis=1)
-    entr = np.zeros(S)
     mask = nz[:, k0:]
     per = mask.sum(axis=1)
+    n_min = kept.sum(axis=1)
+    start = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64)
     vals = kept[mask].astype(np.float64)  # row by row, in length order
-    start = np.concatenate([[0], np.cumsum(per)[:-1]])
-    for c in np.unique(per[n_min > 0]):
-        rows = np.flatnonzero((per == c) & (n_min > 0))
-        p = vals[start[rows][:, None] + np.arange(c)]
-        nm = n_min[rows].astype(np.float64)[:, None]
-        entr[rows] = -(p / nm * np.log(p / nm)).sum(axis=1)
-    return {"points_min": pts_min, "points_all": pts_all, "lines_min": n_min, "max": lmax,
-            "entropy": entr}
+    return {"points_min": kept @ lengths[k0:], "points_all": counts @ lengths,
+            "lines_min": n_min, "max": lmax, "entropy": entropies(vals, start, per, n_min)}
 
 
 def _ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -132,18 +152,26 @@ def measures_of_rows(n_rec: np.ndarray, n_cells: np.ndarray, diag: np.ndarray,
     ``(rows, bins)`` and of the counts gives, for every measure, the value
     ``compute_measures`` gives for that row alone, bit for bit (``L_max``, ``V_max``,
     ``W_max`` as int64 arrays, the others float64)."""
-    d = _rows_stats(diag, l_min)
-    v = _rows_stats(vert, v_min)
-    w = _rows_stats(white, w_min)
+    return measures_of_stats(n_rec, n_cells, _rows_stats(diag, l_min),
+                             _rows_stats(vert, v_min), _rows_stats(white, w_min))
+
+
+def measures_of_stats(n_rec: np.ndarray, n_cells: np.ndarray, d: dict[str, np.ndarray],
+                      v: dict[str, np.ndarray], w: dict[str, np.ndarray]
+                      ) -> dict[str, np.ndarray]:
+    """Every measure per row from each kind's :func:`line_stats` values as arrays
+    (``points_min``, ``points_all``, ``lines_min``, ``max``, ``entropy``): the formulas
+    of :func:`compute_measures`, element by element."""
     rr = _ratios(n_rec, n_cells)
     det = _ratios(d["points_min"], d["points_all"])
     lam = _ratios(v["points_min"], v["points_all"])
     one = np.ones(rr.shape)
     return {
         "RR": rr, "DET": det, "L": _ratios(d["points_min"], d["lines_min"]),
-        "L_max": d["max"], "DIV": _ratios(one, d["max"]), "L_entr": d["entropy"],
-        "LAM": lam, "TT": _ratios(v["points_min"], v["lines_min"]), "V_max": v["max"],
-        "V_entr": v["entropy"], "W": _ratios(w["points_min"], w["lines_min"]),
-        "W_max": w["max"], "W_div": _ratios(one, w["max"]), "W_entr": w["entropy"],
+        "L_max": np.asarray(d["max"], np.int64), "DIV": _ratios(one, d["max"]),
+        "L_entr": d["entropy"], "LAM": lam, "TT": _ratios(v["points_min"], v["lines_min"]),
+        "V_max": np.asarray(v["max"], np.int64), "V_entr": v["entropy"],
+        "W": _ratios(w["points_min"], w["lines_min"]), "W_max": np.asarray(w["max"], np.int64),
+        "W_div": _ratios(one, w["max"]), "W_entr": w["entropy"],
         "DET_RR": _ratios(det, rr), "LAM_DET": _ratios(lam, det),
     }

@@ -14,6 +14,7 @@
 <%namespace name="exact" file="/common/_exact.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%namespace name="batch" file="/rqa_lines/_batch.mako"/>
+<%namespace name="bstats" file="/rqa_lines/_batchstats.mako"/>
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -128,6 +129,8 @@ ${symjoin.join_kernel()}
 ${hist.collect_kernel()}
 % elif MODE in ("bvertical", "bdiagonal"):
 ${batch.kernel(T)}\
+% elif MODE == "bstats":
+${bstats.kernel()}\
 % else:
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
