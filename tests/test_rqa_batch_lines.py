@@ -83,12 +83,12 @@ def test_batch_kernels_equal_numpy_reference(device, shape, opts):
     thr = np.array([kernel_threshold(r, metric, dt, rule)] * len(lens), dt)
     thr64 = np.array([kernel_threshold(r, metric, np.float64, rule)] * len(lens))
     n = np.array(lens) - (E - 1) * tau
-    soff, total = B.layout(np.array(lens))
     zs = [(x - 3.0).astype(dt) for x in raws]  # centred as float32 runs are
-    packed = B.Packed(B.lay_out(zs, soff, total, dt), soff, n, thr)
+    xs, soff = B.lay_out(zs, dt)
+    packed = B.Packed(xs, soff, n, thr)
     if spec.exact:
         A = np.array([float(np.max(np.abs(z))) for z in zs])
-        packed.xs64 = B.lay_out(raws, soff, total, np.float64)
+        packed.xs64 = B.lay_out(raws, np.float64)[0]
         packed.thr64, packed.exb = thr64, error_bounds(A, thr64, thr, metric, E)
     hs = int(n.max()) + 1
     got = B.histograms(be, spec, shape, packed, w=w, hstride=hs)
@@ -125,9 +125,8 @@ def test_batch_kernels_in_chunks(monkeypatch):
     rng = np.random.default_rng(2)
     raws = [rng.standard_normal(50).cumsum() for _ in range(7)]
     spec = LineSpec(2, 1, "euclidean", "double")
-    soff, total = B.layout(np.full(7, 50))
-    packed = B.Packed(B.lay_out(raws, soff, total, np.float64), soff, np.full(7, 49),
-                      np.full(7, 1.0))
+    xs, soff = B.lay_out_blocks([np.array(raws)], np.float64)
+    packed = B.Packed(xs, soff, np.full(7, 49), np.full(7, 1.0))
     whole = B.histograms(be, spec, B.batch_params(be.info), packed, w=1, hstride=50)
     monkeypatch.setattr(B, "CHUNK_BYTES", 12 * 50 * 3)  # 3 series a launch
     parts = B.histograms(be, spec, B.batch_params(be.info), packed, w=1, hstride=50)
@@ -150,15 +149,14 @@ def test_batch_kernels_oclgrind_clean():
         rng = np.random.default_rng(1)
         lens = [9, 70, 3]
         raws = [rng.standard_normal(t).cumsum() for t in lens]
-        soff, total = B.layout(np.array(lens))
         for p, real in (({"VEC": 4, "WG": 2, "BITS": 2, "PH": 64, "WALK": 3}, "float"),
                         ({"VEC": 1, "WG": 4, "BITS": 2, "PH": 0, "WALK": 1, "UNR": 1,
                           "PACK": 1, "DPAIR": 1}, "float")):
             spec = LineSpec(2, 2, "euclidean", real, exact=True)
             n = np.array(lens) - 2
-            pk = B.Packed(B.lay_out([r.astype(np.float32) for r in raws], soff, total,
-                                    np.float32), soff, n, np.full(3, 1.0, np.float32),
-                          B.lay_out(raws, soff, total, np.float64), np.full(3, 1.0),
+            xs, soff = B.lay_out([r.astype(np.float32) for r in raws], np.float32)
+            pk = B.Packed(xs, soff, n, np.full(3, 1.0, np.float32),
+                          B.lay_out(raws, np.float64)[0], np.full(3, 1.0),
                           np.full(3, 0.5, np.float32))
             d, v, w, nr = B.histograms(be, spec, p, pk, w=1, hstride=69)
             print(int(nr.sum()))

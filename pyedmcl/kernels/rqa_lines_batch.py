@@ -27,17 +27,17 @@ from clkernels import Backend
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params
 
-from .rqa_lines import _COLLECT_PARAMS, RQA_LINES, SERIES_PAD, LineSpec
+from .rqa_lines import _COLLECT_PARAMS, RQA_LINES, LineSpec
 
 #: the two kernels of a batch
 BATCH_MODES = ("bvertical", "bdiagonal")
 #: zeros before the first series (a column pointer sits VEC values before its series)
 LEAD = 64
-#: series start on multiples of this many values (PACK's 16-byte row loads)
-ALIGN = 16
+#: series start on multiples of this many values (PACK's 16-byte row loads of float32)
+ALIGN = 4
 #: zeros after the last series' values: lanes past a series' end load up to VEC - 1 values
 #: beyond it (masked), PACK's loads up to 3
-TAIL = 64 + SERIES_PAD
+TAIL = 64
 #: the largest local histogram (bins per kind): bvertical keeps two, 32 KiB at 4096
 MAX_BINS = 4096
 #: histogram bytes (three kinds, 32-bit) of one launch's series at most: more series run
@@ -88,7 +88,8 @@ def template_params(spec: LineSpec, mode: str, params: Params, info: DeviceInfo,
 @dataclass
 class Packed:
     """Series laid end to end for a batch launch: ``xs`` (working dtype) and, EXACT,
-    ``xs64`` (the raw float64 series) with series ``s`` at ``soff[s]``; ``sn`` its
+    ``xs64`` (the raw float64 series) with series ``s`` at ``soff[s]`` -- each the laid
+    out array, or the list of blocks :func:`lay_out_blocks` lays out; ``sn`` its
     embedded points; ``thr`` its threshold (working dtype), ``thr64`` and ``exb`` the
     float64 threshold and bound of EXACT (None without)."""
 
@@ -105,36 +106,62 @@ class Packed:
         return int(self.sn.size)
 
 
-def layout(lengths: np.ndarray) -> tuple[np.ndarray, int]:
-    """Offsets of series of ``lengths`` samples laid end to end (each on an
-    :data:`ALIGN` boundary, :data:`LEAD` zeros first, at least ``SERIES_PAD`` zeros
-    after each) and the total length of the array (:data:`TAIL` zeros after the last)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    slot = -(-(lengths + SERIES_PAD) // ALIGN) * ALIGN
-    soff = LEAD + np.concatenate([[0], np.cumsum(slot)[:-1]]) if lengths.size else \
-        np.zeros(0, np.int64)
-    total = LEAD + int(slot.sum()) + TAIL
-    return soff.astype(np.int64), total
+def block_offsets(blocks: list[np.ndarray]) -> tuple[np.ndarray, int]:
+    """Where :func:`lay_out_blocks` puts every series (block after block) and the length
+    of the whole array."""
+    soff, at = [], LEAD
+    for b in blocks:
+        st = -(-b.shape[1] // ALIGN) * ALIGN
+        soff.append(at + st * np.arange(b.shape[0], dtype=np.int64))
+        at += b.shape[0] * st
+    return (np.concatenate(soff) if soff else np.zeros(0, np.int64)), at + TAIL
 
 
-def lay_out(rows: list[np.ndarray], soff: np.ndarray, total: int, dtype: Any) -> np.ndarray:
-    """The series ``rows`` at ``soff`` in one zeroed array of ``total`` values."""
-    out = np.zeros(total, dtype)
-    for r, o in zip(rows, soff, strict=True):
-        out[o:o + r.size] = r
-    return out
-
-
-def lay_out_panel(panel: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-length series (rows of ``panel``) laid end to end in one pass: the array and
-    the offsets (:func:`layout`'s, for one length)."""
-    S, T = panel.shape
-    soff, total = layout(np.full(S, T))
-    slot = int(soff[1] - soff[0]) if S > 1 else T
-    out = np.zeros(total, dtype)
-    if S:
-        out[LEAD:LEAD + S * slot].reshape(S, slot)[:, :T] = panel
+def lay_out_blocks(blocks: list[np.ndarray], dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Series laid end to end: ``blocks`` of equal-length series (2-D, one per row), each
+    block's rows at a stride of their length rounded up to :data:`ALIGN`, after
+    :data:`LEAD` zeros and before :data:`TAIL` (reads past a series' end meet the next
+    series' values or the tail, and are masked). The array (``dtype``) and every
+    series' offset, block after block."""
+    soff, total = block_offsets(blocks)
+    out = np.empty(total, dtype)
+    out[:LEAD] = 0
+    at = LEAD
+    for b in blocks:
+        st = -(-b.shape[1] // ALIGN) * ALIGN
+        view = out[at:at + b.shape[0] * st].reshape(b.shape[0], st)
+        view[:, :b.shape[1]] = b
+        view[:, b.shape[1]:] = 0
+        at += b.shape[0] * st
+    out[at:] = 0
     return out, soff
+
+
+def to_device_blocks(be: Backend, blocks: list[np.ndarray], dtype: Any) -> tuple[Any, list]:
+    """:func:`lay_out_blocks`' array on the device: where every block's rows are already
+    :data:`ALIGN`-long and the backend writes into device arrays, each block straight
+    from its rows (no host copy of the layout: 0.4 GB of float32 and 0.8 GB of float64 at
+    10^5 series of 1,000); else the host layout uploaded. Also the writes' handles (keep
+    them until the launches that read the array are enqueued)."""
+    dt = np.dtype(dtype)
+    if not (be.writes_async and all(b.shape[1] % ALIGN == 0 and b.dtype == dt
+                                    and b.flags.c_contiguous for b in blocks)):
+        return be.to_device(lay_out_blocks(blocks, dt)[0]), []
+    _, total = block_offsets(blocks)
+    dev = be.empty(total, dt)
+    zeros = np.zeros(max(LEAD, TAIL), dt)
+    handles = [be.write_async(dev, zeros[:LEAD], 0),
+               be.write_async(dev, zeros[:TAIL], total - TAIL)]
+    at = LEAD
+    for b in blocks:
+        handles.append(be.write_async(dev, b, at))
+        at += b.size
+    return dev, handles
+
+
+def lay_out(rows: list[np.ndarray], dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`lay_out_blocks` of single series (1-D arrays of any lengths)."""
+    return lay_out_blocks([np.asarray(r)[None, :] for r in rows], dtype)
 
 
 @dataclass
@@ -153,9 +180,9 @@ class Counts:
 
 
 def _inputs(be: Backend, spec: LineSpec, params: Params, packed: Packed, hstride: int
-            ) -> tuple[Params, dict[str, Any], list[Any]]:
-    """The launch values (PACK off for an infinite threshold), the two kernels and their
-    series arguments on the device."""
+            ) -> tuple[Params, dict[str, Any], list[Any], list[Any]]:
+    """The launch values (PACK off for an infinite threshold), the two kernels, their
+    series arguments on the device and the handles of the writes that put them there."""
     p = dict(params)
     if p.get("PACK", 0) and not np.all(np.isfinite(packed.thr)):
         p["PACK"] = 0  # the sign of d - thr is d < thr for finite thresholds only
@@ -169,21 +196,31 @@ def _inputs(be: Backend, spec: LineSpec, params: Params, packed: Packed, hstride
     hbins = hist_bins_for(hstride - 1)
     ks = {m: RQA_LINES_BATCH.kernel(be, spec, p, m, hbins) for m in BATCH_MODES}
     rdt = spec.dtype
-    head = [be.to_device(np.ascontiguousarray(packed.xs, dtype=rdt)),
-            be.to_device(packed.soff.astype(np.int32)), be.to_device(packed.sn.astype(np.int32)),
-            be.to_device(packed.thr.astype(rdt))]
+    xs, held = _series(be, packed.xs, rdt)
+    head = [xs, be.to_device(packed.soff.astype(np.int32)),
+            be.to_device(packed.sn.astype(np.int32)), be.to_device(packed.thr.astype(rdt))]
     if exact:
-        head += [be.to_device(np.ascontiguousarray(packed.xs64, dtype=np.float64)),
-                 be.to_device(packed.thr64.astype(np.float64)),
+        xs64, held64 = _series(be, packed.xs64, np.float64)
+        held += held64
+        head += [xs64, be.to_device(packed.thr64.astype(np.float64)),
                  be.to_device(packed.exb.astype(np.float32))]
-    return p, ks, head
+    return p, ks, head, held
+
+
+def _series(be: Backend, xs: Any, dt: Any) -> tuple[Any, list]:
+    """Series laid out (an array) or as blocks (a list) on the device, and the handles
+    of its writes."""
+    if isinstance(xs, list):
+        dev, held = to_device_blocks(be, xs, dt)
+        return dev, [held]
+    return be.to_device(np.ascontiguousarray(xs, dtype=dt)), []
 
 
 def _launches(be: Backend, spec: LineSpec, params: Params, packed: Packed, w: int,
               hstride: int) -> Any:
     """Per launch of :data:`CHUNK_BYTES` histograms at most: ``(s0, cs, (hd, hv, hw),
     nrec)``, the device arrays of series ``s0 .. s0 + cs - 1`` (enqueued, not waited for)."""
-    p, ks, head = _inputs(be, spec, params, packed, hstride)
+    p, ks, head, held = _inputs(be, spec, params, packed, hstride)
     S, wg = packed.count, int(p["WG"])
     per = max(1, CHUNK_BYTES // (12 * hstride))
     for s0 in range(0, S, per):
@@ -194,6 +231,7 @@ def _launches(be: Backend, spec: LineSpec, params: Params, packed: Packed, w: in
         be.launch(ks["bvertical"], (cs * wg,), (wg,), *head, *fixed, hv, hw, nr)
         be.launch(ks["bdiagonal"], (cs * wg,), (wg,), *head, *fixed, hd)
         yield s0, cs, (hd, hv, hw), nr
+    del held  # (the series' writes: enqueued before every launch that reads them)
 
 
 def histograms(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,

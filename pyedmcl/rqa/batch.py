@@ -30,7 +30,6 @@ import numpy as np
 from ..constant_series import RQA_WHY, note_text
 from ..validation import (
     ConstantSeriesWarning,
-    as_series,
     check_embedding,
     check_int,
     check_metric,
@@ -152,14 +151,13 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
 
     cols = as_columns(X, "X", bool(allow_irregular))
     check_threshold_choice(radius, recurrence_rate)
-    radii = per_series(radius, len(cols.series), "radius")
-    rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate")
-    for r in radii:
-        if r is not None:
-            check_radius(r)
-    for q in rates:
-        if q is not None:
-            check_rate(q)
+    radii = per_series(radius, len(cols.names), "radius")
+    rates = per_series(recurrence_rate, len(cols.names), "recurrence_rate")
+    for given, values, check in ((radius, radii, check_radius),
+                                 (recurrence_rate, rates, check_rate)):
+        for v in values[:1] if np.ndim(given) == 0 else values:  # one for all: once
+            if v is not None:
+                check(v)
     E, tau = _check_E_tau(E, tau)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; allowed: "
@@ -176,15 +174,14 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
                     threshold_rule=threshold_rule, dtype=dtype, device=device,
                     backend=backend)
-    series = [as_series(s, f"X column {label!r}") for s, label in
-              zip(cols.series, cols.names, strict=True)]
+    series = cols.series  # checked as as_series checks one (batch_inputs)
     rows: list[dict[str, Any] | None] = [None] * len(series)
     taken = None
     if method == "batched":
         from .batch_lines import batched
 
-        taken = batched(runner, series, cols.names, radii, rates, E=E, tau=tau,
-                        theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min)
+        taken = batched(runner, cols, radii, rates, E=E, tau=tau, theiler=theiler,
+                        l_min=l_min, v_min=v_min, w_min=w_min)
         done = np.ones(len(series), bool)
         done[taken.rest] = False
     elif method == "packed":
@@ -258,8 +255,7 @@ def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]
 
 def _constant_note(cols: Columns) -> str | None:
     """Warn once of the constant series of a batch; the note, or None."""
-    labels = [str(lab) for s, lab in zip(cols.series, cols.names, strict=True)
-              if s.size and s.min() == s.max()]
+    labels = [str(cols.names[j]) for j in np.flatnonzero(cols.lo == cols.hi).tolist()]
     if not labels:
         return None
     note = note_text("rqa_batch", labels, RQA_WHY)

@@ -14,19 +14,33 @@ from typing import Any
 
 import numpy as np
 
+from .._bands import map_bands, map_slices
 from ..labels import is_dataarray
+from ..validation import MAX_MAGNITUDE, as_series
 
 
 @dataclass
 class Columns:
-    """The series of a batch (1-D float64, trailing NaN removed), their names (the index
-    of the result frame) and, for a DataArray, what rebuilds its non-time dimensions."""
+    """The series of a batch, their names (the index of the result frame) and, for a
+    DataArray, what rebuilds its non-time dimensions. ``panel``: series ``j`` in row ``j``
+    (float64, C-contiguous), its first ``lengths[j]`` values (trailing NaN removed; NaN
+    after them); ``lo``/``hi``: each series' smallest and largest value. Every series is
+    finite and within :data:`pyedmcl.validation.MAX_MAGNITUDE` (as ``as_series`` checks
+    one)."""
 
-    series: list[np.ndarray]
+    panel: np.ndarray
+    lengths: np.ndarray
     names: list[Any]
+    lo: np.ndarray
+    hi: np.ndarray
     dims: tuple[str, ...] | None = None  # a DataArray's non-time dims, in order
     shape: tuple[int, ...] | None = None
     coords: dict[str, Any] | None = None
+
+    @property
+    def series(self) -> list[np.ndarray]:
+        """Each series as a 1-D view of its row (``lengths[j]`` values)."""
+        return [self.panel[j, :t] for j, t in enumerate(self.lengths.tolist())]
 
 
 def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Columns:
@@ -48,7 +62,7 @@ def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Column
             raise TypeError(f"{name} must be an array, a DataFrame or a DataArray, got "
                             f"{type(X).__name__}")
         vals = _numbers(X.to_numpy(), name)
-        return Columns(_strip(vals, name, list(X.columns)), list(X.columns))
+        return _columns(vals, name, list(X.columns))
     try:
         vals = np.asarray(X)
     except Exception as exc:
@@ -61,8 +75,7 @@ def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Column
                          "down the rows, one series per column (an xarray DataArray with a "
                          "'time' dimension keeps any other dimensions)")
     vals = _numbers(vals, name)
-    names = list(range(vals.shape[1]))
-    return Columns(_strip(vals, name, names), names)
+    return _columns(vals, name, list(range(vals.shape[1])))
 
 
 def _numbers(vals: np.ndarray, name: str) -> np.ndarray:
@@ -90,31 +103,60 @@ def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
     vals = _numbers(vals, name)
     names = [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)] if other else [0]
     coords = {d: da[d].values for d in other if d in da.coords}
-    return Columns(_strip(vals, name, names), names, other, shape, coords)
-
-
-def _strip(vals: np.ndarray, name: str, names: list[Any]) -> list[np.ndarray]:
-    """Each column without its trailing NaN; a NaN before a column's last value, or a
-    column of NaN only, is refused naming the column."""
-    out = []
-    nan = np.isnan(vals)
-    for j, label in enumerate(names):
-        col = vals[:, j]
-        bad = nan[:, j]
-        if not bad.any():
-            out.append(np.ascontiguousarray(col))
-            continue
-        good = np.flatnonzero(~bad)
-        if not good.size:
-            raise ValueError(f"{name} column {label!r} holds only NaN; give finite values")
-        end = int(good[-1]) + 1
-        if bad[:end].any():
-            raise ValueError(f"{name} column {label!r} has a NaN at row "
-                             f"{int(np.flatnonzero(bad[:end])[0])} before its last value; "
-                             "only trailing NaN padding (series of different lengths) is "
-                             "allowed")
-        out.append(np.ascontiguousarray(col[:end]))
+    out = _columns(vals, name, names)
+    out.dims, out.shape, out.coords = other, shape, coords
     return out
+
+
+def _columns(vals: np.ndarray, name: str, names: list[Any]) -> Columns:
+    """:class:`Columns` of the ``(T, N)`` float64 ``vals``: its transpose (a copy by bands of
+    columns on a few threads, or none where ``vals`` is Fortran-ordered), each row's length
+    and extremes; every check of :func:`_strip` and of ``as_series``, by row reductions."""
+    panel = _transposed(vals)
+    lo, hi = _row_extremes(panel)
+    T = panel.shape[1]
+    lengths = np.full(panel.shape[0], T, np.int64)
+    with np.errstate(invalid="ignore"):
+        fine = np.isfinite(lo) & np.isfinite(hi) & (np.maximum(hi, -lo) <= MAX_MAGNITUDE)
+    for j in np.flatnonzero(~fine).tolist():  # NaN padding, or a bad value (refused)
+        col = _strip_one(panel[j], name, names[j])
+        lengths[j] = col.size
+        lo[j], hi[j] = col.min(), col.max()
+    return Columns(panel, lengths, names, lo, hi)
+
+
+def _transposed(vals: np.ndarray) -> np.ndarray:
+    """``vals.T`` as a C-contiguous array (series in rows): the transpose itself where
+    ``vals`` is Fortran-ordered, else a copy, by bands of columns on threads."""
+    out = vals.T
+    if out.flags.c_contiguous:
+        return out
+    res = np.empty(out.shape, np.float64)
+    map_slices(lambda sl: res.__setitem__(sl, out[sl]), res)
+    return res
+
+
+def _row_extremes(panel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's smallest and largest value (NaN where the row holds a NaN), by bands."""
+    parts = map_bands(lambda b: (np.minimum.reduce(b, axis=1), np.maximum.reduce(b, axis=1)),
+                      panel)
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def _strip_one(col: np.ndarray, name: str, label: Any) -> np.ndarray:
+    """``col`` without its trailing NaN; a NaN before its last value, a column of NaN only,
+    or an inf, refused naming the column."""
+    bad = np.isnan(col)
+    good = np.flatnonzero(~bad)
+    if not good.size:
+        raise ValueError(f"{name} column {label!r} holds only NaN; give finite values")
+    end = int(good[-1]) + 1
+    if bad[:end].any():
+        raise ValueError(f"{name} column {label!r} has a NaN at row "
+                         f"{int(np.flatnonzero(bad[:end])[0])} before its last value; "
+                         "only trailing NaN padding (series of different lengths) is "
+                         "allowed")
+    return as_series(col[:end], f"{name} column {label!r}")
 
 
 def per_series(value: Any, n: int, name: str) -> list[Any]:

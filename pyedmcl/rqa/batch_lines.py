@@ -3,9 +3,10 @@
 Every series of a batch goes through the device at once (kernel family
 :mod:`pyedmcl.kernels.rqa_lines_batch`): the series laid end to end with their offsets,
 lengths and thresholds, one work-group per series walking its whole recurrence matrix
-(columns in one launch, diagonals in the other), each series' histograms read back as a
-row of one array. The host work per series is vectorised over the batch: the float32
-preparation, the exact-redo bounds, the measures.
+(columns in one launch, diagonals in the other), each series' histograms reduced on the
+device to what its measures take. The host work is vectorised over the series of one
+length (rows of one 2-D array): the float32 preparation, the exact-redo bounds, the
+layout, the measures.
 
 Each row equals ``pe.rqa`` of its series bit for bit:
 
@@ -22,8 +23,8 @@ Each row equals ``pe.rqa`` of its series bit for bit:
   edge, so no run crosses into another series, and the Theiler window is measured on
   each series' own diagonals; the upper diagonals are doubled and the main one added on
   the host as :func:`pyedmcl.rqa.core.mirrored_diagonals` does.
-* Measures: :func:`pyedmcl.rqa.measures.measures_of_rows`, each row equal to
-  :func:`~pyedmcl.rqa.measures.compute_measures` of that row.
+* Measures: from what the device sums per series (:func:`measures_of_counts`), each
+  row equal to :func:`~pyedmcl.rqa.measures.compute_measures` of its histograms.
 
 Series longer than the device's local histograms hold
 (:func:`pyedmcl.kernels.rqa_lines_batch.max_points`), and the float32 series that fall
@@ -32,10 +33,12 @@ back to float64, run one at a time (:class:`pyedmcl.rqa.batch.Runner`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._bands import cast_rows
 from .._precision import (
     FLOAT32_MAX_INPUT,
     FLOAT32_MIN_SPREAD,
@@ -63,45 +66,56 @@ class Taken:
         self.idx, self.columns, self.rest = idx, columns, rest
 
 
-def batched(runner: Any, series: list[np.ndarray], names: list[Any], radii: list[Any],
-            rates: list[Any], *, E: int, tau: int, theiler: Any, l_min: Any, v_min: Any,
-            w_min: Any) -> Taken:
-    """The rows of every series of ``series`` (validated 1-D float64, ``radii[j]`` or
-    ``rates[j]`` each) the batched path takes; errors name the series (``names``)."""
-    span = (E - 1) * tau
-    T = np.fromiter((s.size for s in series), np.int64, len(series))
+@dataclass
+class _Group:
+    """Series of one length ``t`` the batched path takes: their positions, their raw
+    values (rows, float64), their kernel inputs (rows, working dtype) and (float32) the
+    largest magnitude of each input row."""
+
+    idx: np.ndarray
+    raw: np.ndarray
+    z: np.ndarray
+    A: np.ndarray | None
+
+
+def batched(runner: Any, cols: Any, radii: list[Any], rates: list[Any], *, E: int, tau: int,
+            theiler: Any, l_min: Any, v_min: Any, w_min: Any) -> Taken:
+    """The rows of the series of ``cols`` (:class:`pyedmcl.rqa.batch_inputs.Columns`,
+    ``radii[j]`` or ``rates[j]`` each) the batched path takes; errors name the series."""
+    T, names = cols.lengths, cols.names
+    S, span = T.size, (E - 1) * tau
     n = T - span
     mins = _validated(runner, T, names, E, tau, l_min, v_min, w_min, theiler)
     w = mins[3]
-    be = runner.bes[0]
+    be, dt = runner.bes[0], runner.dt
     ok = n <= kb.max_points(be.info)
-    dt = runner.dt
-    work: dict[int, np.ndarray] = {}  # position -> kernel input (working dtype)
-    for t in np.unique(T[ok]):
+    groups = []
+    for t in np.unique(T[ok]).tolist():
         idx = np.flatnonzero(ok & (T == t))
-        for j, z in zip(idx, _prepared(dt, [series[j] for j in idx]), strict=True):
-            if z is not None:
-                work[int(j)] = z
-    idx = np.array(sorted(work), dtype=np.int64)
-    rest = [j for j in range(len(series)) if j not in work]
+        raw = cols.panel if idx.size == S and t == cols.panel.shape[1] else cols.panel[idx, :t]
+        keep, z, A = _prepared(dt, raw, cols.lo[idx], cols.hi[idx])
+        if not keep.all():
+            idx, raw, z, A = idx[keep], raw[keep], z[keep], None if A is None else A[keep]
+        if idx.size:
+            groups.append(_Group(idx, raw, z, A))
+    idx = np.concatenate([g.idx for g in groups]) if groups else np.zeros(0, np.int64)
+    taken = np.zeros(S, bool)
+    taken[idx] = True
+    rest = np.flatnonzero(~taken).tolist()
     if not idx.size:
         return Taken(idx, {}, rest)
-    radius, thr, thr64 = _thresholds(runner, [series[j] for j in idx],
-                                     [names[j] for j in idx], [radii[j] for j in idx],
-                                     [rates[j] for j in idx], E, tau, dt)
+    radius, thr, thr64 = _thresholds(runner, cols, idx, radii, rates, E, tau, dt)
     spec = LineSpec(E, tau, runner.metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(runner.theiler_scope == "matrix" and w > 0),
                     white_border=runner.white_border, fma=(runner.rule == "squared"),
                     exact=wanted(dt))
-    zs = [work[int(j)] for j in idx]
     exb = None
     if spec.exact:
-        A = np.fromiter((float(np.max(np.abs(z))) for z in zs), np.float64, len(zs))
+        A = np.concatenate([g.A for g in groups])
         exb = error_bounds(A, thr64, thr, runner.metric, E)
-    cols = _lines(be, spec, zs, [series[j] for j in idx], n[idx], thr, thr64, exb, w,
-                  mins[:3])
-    cols.update(radius=radius, N=T[idx], n_points=n[idx])
-    return Taken(idx, cols, rest)
+    out = _lines(be, spec, groups, n[idx], thr, thr64, exb, w, mins[:3])
+    out.update(radius=radius, N=T[idx], n_points=n[idx])
+    return Taken(idx, out, rest)
 
 
 def _validated(runner: Any, T: np.ndarray, names: list[Any], E: int, tau: int, l_min: Any,
@@ -111,7 +125,7 @@ def _validated(runner: Any, T: np.ndarray, names: list[Any], E: int, tau: int, l
     error of the first series that fails, named."""
     bad: dict[int, str] = {}
     out = None
-    for t in np.unique(T):
+    for t in np.unique(T).tolist():
         try:
             m = check_embedding(int(t), E, tau, "x")
             got = _check_common(l_min, v_min, w_min, theiler, runner.theiler_scope,
@@ -126,35 +140,43 @@ def _validated(runner: Any, T: np.ndarray, names: list[Any], E: int, tau: int, l
     return out
 
 
-def _prepared(dt: np.dtype, rows: list[np.ndarray]) -> list[np.ndarray | None]:
-    """Kernel inputs of series of one length, as :func:`pyedmcl.rqa.core.rqa` prepares
-    each (float32: centred by its own shift, cast; float64: as given); None for a float32
-    series :func:`pyedmcl._precision.prepare` would run in float64 (it then goes the
-    per-series way, which warns as ``pe.rqa`` does)."""
+def _prepared(dt: np.dtype, raw: np.ndarray, lo: np.ndarray, hi: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Kernel inputs of series of one length (rows of ``raw``; ``lo``/``hi``: each row's
+    extremes), each as :func:`pyedmcl.rqa.core.rqa` prepares it (float32: centred by its
+    own shift, cast; float64: as given): which rows float32 holds (the others, which
+    :func:`pyedmcl._precision.prepare` would run in float64 with a warning, go the
+    per-series way), the inputs, and (float32) each row's largest magnitude, from its
+    extremes (casts and subtractions of one value keep the order of a row's values)."""
+    k = raw.shape[0]
     if dt == np.float64:
-        return list(rows)
+        return np.ones(k, bool), raw, None
     if not standardises(dt):
-        return [r.astype(dt) for r in rows]
-    panel = np.stack(rows)
-    aff, z, c = _standardise(panel, False, None, np.float32)
+        c = cast_rows(raw, np.float32)
+        return np.ones(k, bool), c, np.maximum(hi.astype(np.float32), -lo.astype(np.float32)
+                                               ).astype(np.float64)
+    aff, z, c = _standardise(raw, False, None, np.float32)
+    zl, zh = lo - aff.shift, hi - aff.shift  # each row's extremes of z, exactly
     with np.errstate(invalid="ignore"):
-        top = np.fmax.reduce(np.abs(z), axis=1)
-        spread = aff.spread if aff.spread is not None else z.std(axis=1)
-        fail = (top > FLOAT32_MAX_INPUT) | ((spread > 0) & (spread < FLOAT32_MIN_SPREAD))
+        spread = aff.spread
+        fail = (np.maximum(zh, -zl) > FLOAT32_MAX_INPUT) | \
+            ((spread > 0) & (spread < FLOAT32_MIN_SPREAD))
     fail |= merged_beyond(z, MAX_MERGED_FRACTION, c) > MAX_MERGED_FRACTION
-    return [None if f else c[i] for i, f in enumerate(fail)]
+    A = np.maximum(zh.astype(np.float32), -zl.astype(np.float32)).astype(np.float64)
+    return ~fail, c, A
 
 
-def _thresholds(runner: Any, raws: list[np.ndarray], names: list[Any], radii: list[Any],
-                rates: list[Any], E: int, tau: int, dt: np.dtype
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per series: the radius (given, or found for its rate), the kernels' threshold in
-    ``dt`` and the float64 path's, as :func:`pyedmcl.rqa.core._resolve_thresholds` gives
-    them (a radius's computed once for all series that share it)."""
-    S = len(raws)
+def _thresholds(runner: Any, cols: Any, idx: np.ndarray, radii: list[Any], rates: list[Any],
+                E: int, tau: int, dt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per series ``idx`` of ``cols``: the radius (given, or found for its rate), the
+    kernels' threshold in ``dt`` and the float64 path's, as
+    :func:`pyedmcl.rqa.core._resolve_thresholds` gives them (a radius's once for all
+    series that share it)."""
+    S = idx.size
     radius, thr, thr64 = np.empty(S), np.empty(S), np.empty(S)
     cache: dict[float, tuple[float, float]] = {}
-    for k, (raw, r, q) in enumerate(zip(raws, radii, rates, strict=True)):
+    for k, j in enumerate(idx.tolist()):
+        r, q = radii[j], rates[j]
         if r is not None:
             r = float(r)
             if r not in cache:
@@ -163,45 +185,44 @@ def _thresholds(runner: Any, raws: list[np.ndarray], names: list[Any], radii: li
             radius[k], (thr[k], thr64[k]) = r, cache[r]
             continue
         try:
-            th = _resolve_thresholds(None, q, raw, None, E, tau, runner.metric, dt,
-                                     runner.bes, runner.rule)
+            th = _resolve_thresholds(None, q, cols.panel[j, :cols.lengths[j]], None, E, tau,
+                                     runner.metric, dt, runner.bes, runner.rule)
         except ValueError as exc:
-            raise ValueError(f"X column {names[k]!r}: {exc}") from None
+            raise ValueError(f"X column {cols.names[j]!r}: {exc}") from None
         radius[k], thr[k], thr64[k] = th.radius, th.thr, th.thr64
     return radius, thr.astype(dt), thr64
 
 
-def _lines(be: Any, spec: LineSpec, zs: list[np.ndarray], raws: list[np.ndarray],
-           n: np.ndarray, thr: np.ndarray, thr64: np.ndarray, exb: np.ndarray | None,
-           w: int, mins: tuple[int, int, int]) -> dict[str, np.ndarray]:
-    """Every measure, ``n_recurrences`` and ``n_cells`` of every series from the batch
-    launches (series of one histogram size class per launch)."""
-    S = len(zs)
-    cls = np.array([kb.hist_bins_for(int(m)) for m in n])
+def _lines(be: Any, spec: LineSpec, groups: list[_Group], n: np.ndarray, thr: np.ndarray,
+           thr64: np.ndarray, exb: np.ndarray | None, w: int, mins: tuple[int, int, int]
+           ) -> dict[str, np.ndarray]:
+    """Every measure, ``n_recurrences`` and ``n_cells`` of the series of ``groups`` (in
+    their order; ``n``, ``thr``, ``thr64``, ``exb`` alike) from the batch launches: the
+    groups of one histogram size class in one pass."""
+    S = n.size
+    at = np.cumsum([0] + [g.idx.size for g in groups])
+    cls = [kb.hist_bins_for(g.raw.shape[1] - (spec.E - 1) * spec.tau) for g in groups]
     params = kb.batch_params(be.info)
-    parts = []
-    for c in np.unique(cls):
-        idx = np.flatnonzero(cls == c)
-        soff, total = kb.layout(np.array([zs[i].size for i in idx]))
-        packed = kb.Packed(kb.lay_out([zs[i] for i in idx], soff, total, spec.dtype), soff,
-                           n[idx], thr[idx])
-        if exb is not None:
-            packed.xs64 = kb.lay_out([raws[i] for i in idx], soff, total, np.float64)
-            packed.thr64, packed.exb = thr64[idx], exb[idx]
-        got = kb.counts(be, spec, params, packed, w=w, hstride=int(n[idx].max()) + 1,
-                        minima=mins)
-        parts.append((idx, got))
     cells = n * n
     if spec.theiler_matrix:
         cells = cells - np.array([band_cells(int(m), w) for m in n], dtype=np.int64)
     out: dict[str, np.ndarray] = {}
-    for idx, got in parts:
-        cols = measures_of_counts(got, n[idx], w, mins, cells[idx])
-        cols.update(n_recurrences=got.nrec, n_cells=cells[idx])
+    for c in sorted(set(cls)):
+        mine = [i for i, ci in enumerate(cls) if ci == c]
+        pos = np.concatenate([np.arange(at[i], at[i + 1]) for i in mine])
+        blocks = [groups[i].z for i in mine]
+        packed = kb.Packed(blocks, kb.block_offsets(blocks)[0], n[pos], thr[pos])
+        if exb is not None:
+            packed.xs64 = [groups[i].raw for i in mine]
+            packed.thr64, packed.exb = thr64[pos], exb[pos]
+        got = kb.counts(be, spec, params, packed, w=w, hstride=int(n[pos].max()) + 1,
+                        minima=mins)
+        cols = measures_of_counts(got, n[pos], w, mins, cells[pos])
+        cols.update(n_recurrences=got.nrec, n_cells=cells[pos])
         for k, v in cols.items():
             if k not in out:
                 out[k] = np.empty(S, v.dtype)
-            out[k][idx] = v
+            out[k][pos] = v
     return out
 
 

@@ -102,14 +102,16 @@ def entropies(vals: np.ndarray, start: np.ndarray, count: np.ndarray, n_min: np.
     order = np.argsort(key, kind="stable")
     live, key = live[order], key[order]
     cuts = np.flatnonzero(np.diff(key)) + 1
-    f = np.asarray(vals, np.float64) * scale if scale != 1.0 else np.asarray(vals, np.float64)
     nmin = np.asarray(n_min, np.float64)
     for a, b in zip(np.r_[0, cuts], np.r_[cuts, key.size], strict=True):
         rows = live[a:b]
         c, t = int(key[a]) // 2, bool(key[a] % 2)
-        p = f[start[rows][:, None] + np.arange(c)]
+        p = np.empty((rows.size, c + t))
+        p[:, :c] = vals[start[rows][:, None] + np.arange(c)]  # (exact: counts < 2^53)
+        if scale != 1.0:
+            p[:, :c] *= scale
         if t:
-            p = np.concatenate([p, np.ones((rows.size, 1))], axis=1)
+            p[:, c] = 1.0
         q = p / nmin[rows][:, None]
         out[rows] = -(q * np.log(q)).sum(axis=1)
     return out
