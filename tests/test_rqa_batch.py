@@ -228,8 +228,9 @@ def test_batch_reused_buffers_are_zeroed_again():
 def test_batched_mixes_its_series_with_per_series_runs(device, monkeypatch):
     """On every CPU runtime: series of many lengths (word borders, a 2-point one), per-series
     radii or a rate, a series too long for the batch kernels' histograms and one float32
-    cannot hold (both run by D&R, the latter in float64 with its warning, as pe.rqa):
-    every row equals pe.rqa's, and the frame equals method='series''s."""
+    cannot hold (both run by D&R, the latter in float64 with its warning, as pe.rqa), the
+    others one launch each: every row equals pe.rqa's, and the frame equals
+    method='series''s."""
     from pyedmcl._precision import PrecisionWarning
     from pyedmcl.kernels import rqa_lines_batch
 
@@ -240,6 +241,7 @@ def test_batched_mixes_its_series_with_per_series_runs(device, monkeypatch):
         Xm[:t, j] = rng.standard_normal(t).cumsum()
     Xm[:120, 5] = np.where(np.arange(120) % 2, 0.0, 1e6) + rng.random(120) * 1e-4  # merges
     monkeypatch.setattr(rqa_lines_batch, "max_points", lambda info: 150)  # 199: D&R
+    monkeypatch.setattr(rqa_lines_batch, "CHUNK_BYTES", 12 * 100)  # one series a launch
     from pyedmcl.rqa.batch import Runner
 
     alone = []

@@ -185,6 +185,17 @@ def test_measures_of_rows_equal_compute_measures(L, dens, mins, seed):
             assert (np.isnan(ref[k]) and np.isnan(got[k][s])) or ref[k] == got[k][s], k
 
 
+def test_entropies_on_threads_equal_one_thread(monkeypatch):
+    from pyedmcl.rqa import measures
+
+    rng = np.random.default_rng(1)
+    H = ((rng.random((40, 300)) < 0.5) * rng.integers(1, 99, (40, 300))).astype(np.uint32)
+    one = measures_of_rows(np.ones(40), np.ones(40), H, H, H)
+    monkeypatch.setattr(measures, "PARALLEL_VALUES", 4)
+    many = measures_of_rows(np.ones(40), np.ones(40), H, H, H)
+    assert all(np.array_equal(one[k], many[k], equal_nan=True) for k in MEASURES)
+
+
 def test_error_bounds_equal_error_bound():
     rng = np.random.default_rng(0)
     A = rng.uniform(0, 1e4, 50)

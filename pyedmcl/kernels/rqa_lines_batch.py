@@ -18,6 +18,7 @@ one at a time by D&R.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,40 +253,43 @@ def histograms(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w
     return out[0], out[1], out[2], nrec
 
 
-def counts(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
-           hstride: int, minima: tuple[int, int, int]) -> Counts:
-    """:class:`Counts` of every series of ``packed`` (as :func:`histograms`; ``minima``:
-    l_min, v_min, w_min): each launch's histograms reduced on the device (MODE
-    ``bstats``), the host reading their nonzero bins only."""
-    S = packed.count
+def chunk_counts(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
+                 hstride: int, minima: tuple[int, int, int]) -> Iterator[tuple[int, Counts]]:
+    """Per launch, in order: its first series and the :class:`Counts` of its series (as
+    :func:`histograms`; ``minima``: l_min, v_min, w_min), its histograms reduced on the
+    device (MODE ``bstats``), the host reading the nonzero bins only. Every launch is
+    enqueued before the first is read: the host's work on one launch's counts runs while
+    the device runs the next."""
     wgs = min(64, be.info.max_work_group_size)
     ks = be.kernel(RQA_LINES.template, dict(_COLLECT_PARAMS, MODE="bstats", WG=wgs),
                    "rqa_bstats")
-    stats = np.empty((S, 3, 4), np.uint32)
-    offs = np.empty((S, 3, 2), np.uint32)
-    nrec = np.empty(S, np.uint32)
-    parts, small = [], []
+    parts = []
     for s0, cs, hists, nr in _launches(be, spec, params, packed, w, hstride):
         st, of = be.empty(cs * 12, np.uint32), be.empty(cs * 6, np.uint32)
         vals, used = be.empty(cs * 3 * hstride, np.uint32), be.zeros(1, np.uint32)
         be.launch(ks, (3 * cs * wgs,), (wgs,), *hists, np.int32(hstride),
                   *(np.int32(m) for m in minima), st, of, vals, used)
-        small.append([be.to_host_async(st, out=stats[s0:s0 + cs].reshape(-1)),
-                      be.to_host_async(of, out=offs[s0:s0 + cs].reshape(-1)),
-                      be.to_host_async(nr, out=nrec[s0:s0 + cs]), be.to_host_async(used)])
-        parts.append((s0, cs, vals))
-    got, base = [], 0
-    start = np.empty((S, 3), np.int64)
-    for (s0, cs, vals), reads in zip(parts, small, strict=True):
-        n_used = int(reads[-1]()[0])
-        for r in reads[:-1]:
-            r()
-        got.append(be.to_host_async(vals, count=n_used)() if n_used else np.zeros(0, np.uint32))
-        start[s0:s0 + cs] = offs[s0:s0 + cs, :, 0].astype(np.int64) + base
-        base += n_used
-    return Counts(nrec.astype(np.int64), stats.astype(np.int64), start,
-                  offs[:, :, 1].astype(np.int64),
-                  np.concatenate(got) if got else np.zeros(0, np.uint32))
+        be.flush()
+        parts.append((s0, cs, vals, [be.to_host_async(a) for a in (st, of, nr, used)]))
+    for s0, cs, vals, reads in parts:
+        st, of, nr, used = (r() for r in reads)
+        n_used = int(used[0])
+        got = be.to_host_async(vals, count=n_used)() if n_used else np.zeros(0, np.uint32)
+        of = of.reshape(cs, 3, 2).astype(np.int64)
+        yield s0, Counts(nr.astype(np.int64), st.reshape(cs, 3, 4).astype(np.int64),
+                         of[:, :, 0], of[:, :, 1], got)
+
+
+def counts(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,
+           hstride: int, minima: tuple[int, int, int]) -> Counts:
+    """:func:`chunk_counts` of every launch as one :class:`Counts`."""
+    parts = list(chunk_counts(be, spec, params, packed, w=w, hstride=hstride, minima=minima))
+    base = np.cumsum([0] + [c.vals.size for _, c in parts])
+    return Counts(*(np.concatenate([getattr(c, k) for _, c in parts])
+                    for k in ("nrec", "stats")),
+                  np.concatenate([c.start + b for (_, c), b in zip(parts, base, strict=False)]),
+                  np.concatenate([c.count for _, c in parts]),
+                  np.concatenate([c.vals for _, c in parts]))
 
 
 class RQALinesBatch:

@@ -215,14 +215,15 @@ def _lines(be: Any, spec: LineSpec, groups: list[_Group], n: np.ndarray, thr: np
         if exb is not None:
             packed.xs64 = [groups[i].raw for i in mine]
             packed.thr64, packed.exb = thr64[pos], exb[pos]
-        got = kb.counts(be, spec, params, packed, w=w, hstride=int(n[pos].max()) + 1,
-                        minima=mins)
-        cols = measures_of_counts(got, n[pos], w, mins, cells[pos])
-        cols.update(n_recurrences=got.nrec, n_cells=cells[pos])
-        for k, v in cols.items():
-            if k not in out:
-                out[k] = np.empty(S, v.dtype)
-            out[k][pos] = v
+        for s0, got in kb.chunk_counts(be, spec, params, packed, w=w,
+                                       hstride=int(n[pos].max()) + 1, minima=mins):
+            at_ = pos[s0:s0 + got.nrec.size]
+            cols = measures_of_counts(got, n[at_], w, mins, cells[at_])
+            cols.update(n_recurrences=got.nrec, n_cells=cells[at_])
+            for k, v in cols.items():
+                if k not in out:
+                    out[k] = np.empty(S, v.dtype)
+                out[k][at_] = v
     return out
 
 

@@ -23,7 +23,11 @@ without lines (``pyedmcl/rqa/README.md``, "Measures and their denominators").
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+
+from .._bands import PARALLEL_VALUES, THREADS
 
 MEASURES = ("RR", "DET", "L", "L_max", "DIV", "L_entr", "LAM", "TT", "V_max", "V_entr",
             "W", "W_max", "W_div", "W_entr", "DET_RR", "LAM_DET")
@@ -103,9 +107,10 @@ def entropies(vals: np.ndarray, start: np.ndarray, count: np.ndarray, n_min: np.
     live, key = live[order], key[order]
     cuts = np.flatnonzero(np.diff(key)) + 1
     nmin = np.asarray(n_min, np.float64)
-    for a, b in zip(np.r_[0, cuts], np.r_[cuts, key.size], strict=True):
-        rows = live[a:b]
-        c, t = int(key[a]) // 2, bool(key[a] % 2)
+
+    def block(ab: tuple[int, int]) -> None:
+        rows = live[ab[0]:ab[1]]
+        c, t = int(key[ab[0]]) // 2, bool(key[ab[0]] % 2)
         p = np.empty((rows.size, c + t))
         p[:, :c] = vals[start[rows][:, None] + np.arange(c)]  # (exact: counts < 2^53)
         if scale != 1.0:
@@ -114,6 +119,17 @@ def entropies(vals: np.ndarray, start: np.ndarray, count: np.ndarray, n_min: np.
             p[:, c] = 1.0
         q = p / nmin[rows][:, None]
         out[rows] = -(q * np.log(q)).sum(axis=1)
+
+    blocks = list(zip(np.r_[0, cuts].tolist(), np.r_[cuts, key.size].tolist(), strict=True))
+    threads = min(THREADS, os.cpu_count() or 1)
+    if threads < 2 or int(np.asarray(count)[live].sum()) < PARALLEL_VALUES // 4:
+        for ab in blocks:
+            block(ab)
+    else:  # numpy releases the GIL in each block's loops
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as ex:
+            list(ex.map(block, blocks))
     return out
 
 
