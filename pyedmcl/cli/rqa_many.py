@@ -47,9 +47,10 @@ def add_many_args(p: argparse.ArgumentParser) -> None:
                    help="with --all-columns or a grid: write the rows to this .csv or .json "
                         "file (default: CSV on stdout, --json: JSON)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    p.add_argument("--method", default="series", choices=("series", "packed"),
-                   help="with --all-columns: one D&R run per series, or series of one length "
-                        "packed end to end in one band pass (one fixed radius; same rows)")
+    p.add_argument("--method", default=None, choices=("batched", "series", "packed"),
+                   help="with --all-columns: every series in two launches (default), one D&R "
+                        "run per series, or series of one length packed end to end in one "
+                        "band pass (one fixed radius); the same rows")
     p.add_argument("--max-combinations", type=int_arg, default=1000,
                    help="largest grid run (default 1000)")
 
@@ -64,7 +65,7 @@ def is_many(args: argparse.Namespace) -> bool:
     many = bool(args.all_columns or _lists(args))
     if not many:
         for flag, given in (("--out", args.out is not None),
-                            ("--method", args.method != "series"),
+                            ("--method", args.method is not None),
                             ("--overwrite", args.overwrite)):
             if given:
                 raise ValueError(f"{flag} is for --all-columns or a grid (comma lists); one "
@@ -103,7 +104,7 @@ def run_many(args: argparse.Namespace, load: Any) -> int:
         df = _batch(args, common).reset_index()
     else:
         _refuse(args, what, (("window", "--window"), ("step", "--step")))
-        if args.method != "series":
+        if args.method is not None:
             raise ValueError("--method is for --all-columns")
         from ..rqa.grid import rqa_grid
 
@@ -128,7 +129,7 @@ def _batch(args: argparse.Namespace, common: dict[str, Any]) -> Any:
     return rqa_batch(frame, E=args.E, tau=args.tau, radius=args.radius,
                      recurrence_rate=args.rr, theiler=args.theiler, l_min=args.l_min,
                      v_min=args.v_min, w_min=args.w_min, window=args.window, step=args.step,
-                     method=args.method, **common)
+                     method=args.method or "batched", **common)
 
 
 def _write(df: Any, args: argparse.Namespace) -> None:

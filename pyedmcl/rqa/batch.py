@@ -1,23 +1,18 @@
 """RQA of many series in one call: every EEG channel, every pixel of a cube.
 
-:func:`rqa_batch` validates the options and picks the device once, then runs each series
-through the very path :func:`pyedmcl.rqa.core.rqa` takes (its float32 preparation, its
-Divide & Recombine run, its measures), so each row equals ``pe.rqa`` of that series bit
-for bit. Programs are built once per (E, tau, metric, dtype) shape and cached by the
-kernel family; the per-call device lookup, argument checks, wrappers and the background
-float32 check thread are paid once per batch instead of once per series (the check runs
-inline: the same verdict, with no thread hand-off per short series). The D&R runs of a
-batch take their series arrays, histograms and carryovers from one pool
-(:func:`pyedmcl.rqa.dnr.reusing_buffers`): allocated once per shape, written or zeroed
-again per series.
-
-Not done here (what packing several short series into one launch would need): the
-D&R kernels take one series pair, one threshold and one ``(n_rows, n_cols)`` per launch;
-series laid side by side with separators would need a per-lane series id (or offsets)
-in the kernels so that the carries of a diagonal or a column stop at a series' border,
-the Theiler window measured from each series' own diagonal, one threshold per series
-(``spec.percol`` gives one per column, a start) and per-series histograms (a histogram
-offset per lane). That is a kernel change of the rqa_lines family.
+:func:`rqa_batch` validates the options and picks the device once. Its default path
+(``method="batched"``, :mod:`pyedmcl.rqa.batch_lines`) takes every series through the
+device in two launches per histogram size class, one work-group per series walking its
+whole recurrence matrix (kernel family :mod:`pyedmcl.kernels.rqa_lines_batch`), with the
+host work (float32 preparation, exact-redo bounds, layout, measures) vectorised over the
+series of one length; each row equals ``pe.rqa`` of that series bit for bit (the same
+cell decisions, lines and measures). Series that path does not take run one at a time
+through the very path :func:`pyedmcl.rqa.core.rqa` takes (:class:`Runner`): those longer
+than the batch kernels' local histograms hold, and float32 series that ``pe.rqa`` would
+run in float64. ``method="series"`` runs every series so (programs built once, options
+checked once, the D&R runs' buffers from one pool, :func:`pyedmcl.rqa.dnr.reusing_buffers`);
+``method="packed"`` lays series of one length end to end in one band pass
+(:mod:`pyedmcl.rqa.batch_packed`).
 """
 
 from __future__ import annotations
@@ -139,13 +134,16 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     those over the non-time dimensions (without ``window``). Constant series are warned
     of once (``attrs["notes"]``).
 
-    ``method``: ``"series"`` (default), one Divide & Recombine run per series (programs
-    built once, options checked once); ``"packed"``, series of equal length laid end to
-    end and analysed in one band pass (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed
-    radius for all series; a length held by one series only runs on its own): far fewer
-    launches, but the band kernels walk about three times the cells of the symmetric D&R
-    path, so on a 2-core CPU it is slower (bench/results/intel-zen5-2core/). Both give
-    the same rows.
+    ``method``: ``"batched"`` (default), every series in two launches, one work-group
+    per series (:mod:`pyedmcl.rqa.batch_lines`; series longer than the device's local
+    histograms hold, 4,095 embedded points on most devices, and float32 series that
+    ``pe.rqa`` runs in float64 run one at a time); ``"series"``, one Divide & Recombine
+    run per series (programs built once, options checked once); ``"packed"``, series of
+    equal length laid end to end and analysed in one band pass
+    (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed radius for all series; a length
+    held by one series only runs on its own). All give the same rows; speed:
+    ``bench/bench_rqa_batch.py`` and ``docs/rqa_batch.md``. ``window``/``step`` run per
+    series whatever the method (``"packed"`` refused).
     """
     import pandas as pd
 
