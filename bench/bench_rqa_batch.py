@@ -65,9 +65,8 @@ def main() -> None:
     X /= X.std(axis=0)
     peer = min(a.peer_series, a.series)
     kw = dict(E=a.E, tau=a.tau, radius=a.radius, device=a.device)
-    be = get_backend(a.device) if a.device else None
-    print(f"device: {be.info.name if be else 'default'} "
-          f"({be.info.selector if be else 'default'}); {a.series} series x {a.points} "
+    be = get_backend(a.device)
+    print(f"device: {be.info.name} ({be.info.runtime}); {a.series} series x {a.points} "
           f"points, E={a.E} tau={a.tau} radius={a.radius} float32; median of {a.repeat}")
     for m in methods:  # programs built
         pe.rqa_batch(X[:, :2], method=m, **kw)
