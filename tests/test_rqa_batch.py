@@ -229,7 +229,7 @@ def test_batched_mixes_its_series_with_per_series_runs(device, monkeypatch):
     """On every CPU runtime: series of many lengths (word borders, a 2-point one), per-series
     radii or a rate, a series too long for the batch kernels' histograms and one float32
     cannot hold (both run by D&R, the latter in float64 with its warning, as pe.rqa), the
-    others one launch each: every row equals pe.rqa's, and the frame equals
+    others one launch each, in packs of two: every row equals pe.rqa's, and the frame equals
     method='series''s."""
     from pyedmcl._precision import PrecisionWarning
     from pyedmcl.kernels import rqa_lines_batch
@@ -242,6 +242,7 @@ def test_batched_mixes_its_series_with_per_series_runs(device, monkeypatch):
     Xm[:120, 5] = np.where(np.arange(120) % 2, 0.0, 1e6) + rng.random(120) * 1e-4  # merges
     monkeypatch.setattr(rqa_lines_batch, "max_points", lambda info: 150)  # 199: D&R
     monkeypatch.setattr(rqa_lines_batch, "CHUNK_BYTES", 12 * 100)  # one series a launch
+    monkeypatch.setattr(rqa_lines_batch, "MAX_VALUES", 128 + 2 * 68)  # two series a pack
     from pyedmcl.rqa.batch import Runner
 
     alone = []

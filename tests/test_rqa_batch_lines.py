@@ -137,6 +137,14 @@ def test_batch_kernels_in_chunks(monkeypatch):
     _check_counts(c, whole[:3], (2, 2, 1))
 
 
+def test_packs_stay_below_32_bit_offsets(monkeypatch):
+    from pyedmcl.rqa.batch_lines import _packs
+
+    monkeypatch.setattr(B, "MAX_VALUES", B.LEAD + B.TAIL + 10 * 52)
+    got = _packs([(0, (7, 50)), (1, (25, 52)), (2, (1, 12))])  # strides 52, 52, 12
+    assert got == [[(0, 0, 7), (1, 0, 3)], [(1, 3, 13)], [(1, 13, 23)], [(1, 23, 25), (2, 0, 1)]]
+
+
 def test_batch_kernels_oclgrind_clean():
     """No access outside the buffers (lanes past a series' end, the last series'
     padding), no race on the local histograms."""

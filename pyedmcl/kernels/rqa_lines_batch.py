@@ -18,6 +18,7 @@ one at a time by D&R.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,10 @@ MAX_BINS = 4096
 #: histogram bytes (three kinds, 32-bit) of one launch's series at most: more series run
 #: in several launches, each read while the next runs
 CHUNK_BYTES = 1 << 27
+#: launches enqueued ahead of the one the host reads
+IN_FLIGHT = 3
+#: values of a launch's series arrays at most (their offsets are 32-bit in the kernels)
+MAX_VALUES = (1 << 31) - (1 << 20)
 
 
 def batch_params(info: DeviceInfo) -> Params:
@@ -257,27 +262,36 @@ def chunk_counts(be: Backend, spec: LineSpec, params: Params, packed: Packed, *,
                  hstride: int, minima: tuple[int, int, int]) -> Iterator[tuple[int, Counts]]:
     """Per launch, in order: its first series and the :class:`Counts` of its series (as
     :func:`histograms`; ``minima``: l_min, v_min, w_min), its histograms reduced on the
-    device (MODE ``bstats``), the host reading the nonzero bins only. Every launch is
-    enqueued before the first is read: the host's work on one launch's counts runs while
-    the device runs the next."""
+    device (MODE ``bstats``), the host reading the nonzero bins only. :data:`IN_FLIGHT`
+    launches are enqueued ahead of the one read: the host's work on one launch's counts
+    runs while the device runs the next, and the device holds the arrays of a few."""
     wgs = min(64, be.info.max_work_group_size)
     ks = be.kernel(RQA_LINES.template, dict(_COLLECT_PARAMS, MODE="bstats", WG=wgs),
                    "rqa_bstats")
-    parts = []
+    inflight: deque = deque()
     for s0, cs, hists, nr in _launches(be, spec, params, packed, w, hstride):
         st, of = be.empty(cs * 12, np.uint32), be.empty(cs * 6, np.uint32)
         vals, used = be.empty(cs * 3 * hstride, np.uint32), be.zeros(1, np.uint32)
         be.launch(ks, (3 * cs * wgs,), (wgs,), *hists, np.int32(hstride),
                   *(np.int32(m) for m in minima), st, of, vals, used)
         be.flush()
-        parts.append((s0, cs, vals, [be.to_host_async(a) for a in (st, of, nr, used)]))
-    for s0, cs, vals, reads in parts:
-        st, of, nr, used = (r() for r in reads)
-        n_used = int(used[0])
-        got = be.to_host_async(vals, count=n_used)() if n_used else np.zeros(0, np.uint32)
-        of = of.reshape(cs, 3, 2).astype(np.int64)
-        yield s0, Counts(nr.astype(np.int64), st.reshape(cs, 3, 4).astype(np.int64),
-                         of[:, :, 0], of[:, :, 1], got)
+        inflight.append((s0, cs, vals, [be.to_host_async(a) for a in (st, of, nr, used)]))
+        if len(inflight) > IN_FLIGHT:
+            yield _read_counts(be, *inflight.popleft())
+    while inflight:
+        yield _read_counts(be, *inflight.popleft())
+
+
+def _read_counts(be: Backend, s0: int, cs: int, vals: Any, reads: list
+                 ) -> tuple[int, Counts]:
+    """One launch's :class:`Counts`: its small arrays (already being read), then the
+    values its ``bstats`` placed."""
+    st, of, nr, used = (r() for r in reads)
+    n_used = int(used[0])
+    got = be.to_host_async(vals, count=n_used)() if n_used else np.zeros(0, np.uint32)
+    of = of.reshape(cs, 3, 2).astype(np.int64)
+    return s0, Counts(nr.astype(np.int64), st.reshape(cs, 3, 4).astype(np.int64),
+                      of[:, :, 0], of[:, :, 1], got)
 
 
 def counts(be: Backend, spec: LineSpec, params: Params, packed: Packed, *, w: int,

@@ -173,20 +173,17 @@ def _thresholds(runner: Any, cols: Any, idx: np.ndarray, radii: list[Any], rates
     :func:`pyedmcl.rqa.core._resolve_thresholds` gives them (a radius's once for all
     series that share it)."""
     S = idx.size
+    if rates[0] is None:  # radii (rqa_batch takes radii or rates, never both)
+        radius = np.asarray(radii, dtype=np.float64)[idx]
+        u, inv = np.unique(radius, return_inverse=True)
+        t = np.array([[kernel_threshold(float(r), runner.metric, d, runner.rule)
+                       for d in (dt, np.float64)] for r in u.tolist()]).reshape(-1, 2)
+        return radius, t[inv, 0].astype(dt), t[inv, 1]
     radius, thr, thr64 = np.empty(S), np.empty(S), np.empty(S)
-    cache: dict[float, tuple[float, float]] = {}
     for k, j in enumerate(idx.tolist()):
-        r, q = radii[j], rates[j]
-        if r is not None:
-            r = float(r)
-            if r not in cache:
-                cache[r] = (kernel_threshold(r, runner.metric, dt, runner.rule),
-                            kernel_threshold(r, runner.metric, np.float64, runner.rule))
-            radius[k], (thr[k], thr64[k]) = r, cache[r]
-            continue
         try:
-            th = _resolve_thresholds(None, q, cols.panel[j, :cols.lengths[j]], None, E, tau,
-                                     runner.metric, dt, runner.bes, runner.rule)
+            th = _resolve_thresholds(None, rates[j], cols.panel[j, :cols.lengths[j]], None,
+                                     E, tau, runner.metric, dt, runner.bes, runner.rule)
         except ValueError as exc:
             raise ValueError(f"X column {cols.names[j]!r}: {exc}") from None
         radius[k], thr[k], thr64[k] = th.radius, th.thr, th.thr64
@@ -198,8 +195,7 @@ def _lines(be: Any, spec: LineSpec, groups: list[_Group], n: np.ndarray, thr: np
            ) -> dict[str, np.ndarray]:
     """Every measure, ``n_recurrences`` and ``n_cells`` of the series of ``groups`` (in
     their order; ``n``, ``thr``, ``thr64``, ``exb`` alike) from the batch launches: the
-    groups of one histogram size class in one pass."""
-    S = n.size
+    groups of one histogram size class in one pass (:func:`_packs`)."""
     at = np.cumsum([0] + [g.idx.size for g in groups])
     cls = [kb.hist_bins_for(g.raw.shape[1] - (spec.E - 1) * spec.tau) for g in groups]
     params = kb.batch_params(be.info)
@@ -208,23 +204,55 @@ def _lines(be: Any, spec: LineSpec, groups: list[_Group], n: np.ndarray, thr: np
         cells = cells - np.array([band_cells(int(m), w) for m in n], dtype=np.int64)
     out: dict[str, np.ndarray] = {}
     for c in sorted(set(cls)):
-        mine = [i for i, ci in enumerate(cls) if ci == c]
-        pos = np.concatenate([np.arange(at[i], at[i + 1]) for i in mine])
-        blocks = [groups[i].z for i in mine]
-        packed = kb.Packed(blocks, kb.block_offsets(blocks)[0], n[pos], thr[pos])
-        if exb is not None:
-            packed.xs64 = [groups[i].raw for i in mine]
-            packed.thr64, packed.exb = thr64[pos], exb[pos]
-        for s0, got in kb.chunk_counts(be, spec, params, packed, w=w,
-                                       hstride=int(n[pos].max()) + 1, minima=mins):
-            at_ = pos[s0:s0 + got.nrec.size]
-            cols = measures_of_counts(got, n[at_], w, mins, cells[at_])
-            cols.update(n_recurrences=got.nrec, n_cells=cells[at_])
-            for k, v in cols.items():
-                if k not in out:
-                    out[k] = np.empty(S, v.dtype)
-                out[k][at_] = v
+        for pack in _packs([(i, groups[i].z.shape) for i, ci in enumerate(cls) if ci == c]):
+            _pack_measures(be, spec, params, groups, pack, at, n, thr, thr64, exb, w, mins,
+                           cells, out)
     return out
+
+
+def _packs(shapes: list[tuple[int, tuple[int, int]]]) -> list[list[tuple[int, int, int]]]:
+    """Row ranges ``(group, first, end)`` of the groups (``(group, (rows, length))``) in
+    packs of at most :data:`pyedmcl.kernels.rqa_lines_batch.MAX_VALUES` laid-out values
+    (the kernels' offsets are 32-bit)."""
+    packs: list[list[tuple[int, int, int]]] = [[]]
+    room = kb.MAX_VALUES - kb.LEAD - kb.TAIL
+    for i, (rows, t) in shapes:
+        stride = -(-t // kb.ALIGN) * kb.ALIGN
+        a = 0
+        while a < rows:
+            take = min(rows - a, room // stride)
+            if take == 0:
+                packs.append([])
+                room = kb.MAX_VALUES - kb.LEAD - kb.TAIL
+                continue
+            packs[-1].append((i, a, a + take))
+            room -= take * stride
+            a += take
+    return [p for p in packs if p]
+
+
+def _pack_measures(be: Any, spec: LineSpec, params: Any, groups: list[_Group],
+                   pack: list[tuple[int, int, int]], at: np.ndarray, n: np.ndarray,
+                   thr: np.ndarray, thr64: np.ndarray, exb: np.ndarray | None, w: int,
+                   mins: tuple[int, int, int], cells: np.ndarray,
+                   out: dict[str, np.ndarray]) -> None:
+    """The measures of one pack's series (row ranges of ``groups``) into ``out``."""
+    S = n.size
+    pos = np.concatenate([np.arange(at[i] + a, at[i] + b) for i, a, b in pack])
+    blocks = [groups[i].z[a:b] for i, a, b in pack]
+    packed = kb.Packed(blocks, kb.block_offsets(blocks)[0], n[pos], thr[pos])
+    if exb is not None:
+        packed.xs64 = [groups[i].raw[a:b] for i, a, b in pack]
+        packed.thr64, packed.exb = thr64[pos], exb[pos]
+    for s0, got in kb.chunk_counts(be, spec, params, packed, w=w,
+                                   hstride=int(n[pos].max()) + 1, minima=mins):
+        at_ = pos[s0:s0 + got.nrec.size]
+        cols = measures_of_counts(got, n[at_], w, mins, cells[at_])
+        cols.update(n_recurrences=got.nrec, n_cells=cells[at_])
+        for k, v in cols.items():
+            if k not in out:
+                out[k] = np.empty(S, v.dtype)
+            out[k][at_] = v
 
 
 def measures_of_counts(c: Any, n: np.ndarray, w: int, mins: tuple[int, int, int],
