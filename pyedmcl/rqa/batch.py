@@ -172,38 +172,8 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
                     threshold_rule=threshold_rule, dtype=dtype, device=device,
                     backend=backend)
-    series = cols.series  # checked as as_series checks one (batch_inputs)
-    rows: list[dict[str, Any] | None] = [None] * len(series)
-    taken = None
-    if method == "batched":
-        from .batch_lines import batched
-
-        taken = batched(runner, cols, radii, rates, E=E, tau=tau, theiler=theiler,
+    rows, taken = _rows(runner, cols, radii, rates, method, E=E, tau=tau, theiler=theiler,
                         l_min=l_min, v_min=v_min, w_min=w_min)
-        done = np.ones(len(series), bool)
-        done[taken.rest] = False
-    elif method == "packed":
-        common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) \
-            else None
-        if common is None:
-            raise ValueError("method='packed' needs one fixed radius for every series "
-                             "(radius= a number); per-series radii and recurrence_rate run "
-                             "per series")
-        _pack(runner, [runner.prepare(s) for s in series], cols.names, rows, E=E, tau=tau,
-              radius=check_radius(common), theiler=theiler, l_min=l_min, v_min=v_min,
-              w_min=w_min)
-    with reusing_buffers():  # one shape's histograms and carryovers allocated once
-        for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates,
-                                                 strict=True)):
-            if rows[j] is not None or (taken is not None and done[j]):
-                continue
-            try:  # prepared one at a time: one series' working copy at once
-                res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r,
-                                 recurrence_rate=q, theiler=theiler, l_min=l_min,
-                                 v_min=v_min, w_min=w_min)
-            except ValueError as exc:  # say which series
-                raise ValueError(f"X column {label!r}: {exc}") from None
-            rows[j] = row_of(res, s.size)
     df = pd.DataFrame(_columns(rows, taken), copy=False)
     if cols.dims is not None:
         return _dataset(df, cols, note)
@@ -211,6 +181,42 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     if note:
         df.attrs["notes"] = (note,)
     return df
+
+
+def _rows(runner: Runner, cols: Columns, radii: list[Any], rates: list[Any], method: str, *,
+          E: int, tau: int, theiler: Any, **minima: Any) -> tuple[list[Any], Any]:
+    """Every series' row: the batched path's columns (``taken``) and the others' rows
+    (dicts; None where ``taken`` has it), each series run on its own by :class:`Runner`
+    where the method's path does not take it."""
+    S = len(cols.names)
+    rows: list[dict[str, Any] | None] = [None] * S
+    taken = None
+    todo: Any = range(S)
+    if method == "batched":
+        from .batch_lines import batched
+
+        taken = batched(runner, cols, radii, rates, E=E, tau=tau, theiler=theiler, **minima)
+        todo = taken.rest
+    elif method == "packed":
+        common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) \
+            else None
+        if common is None:
+            raise ValueError("method='packed' needs one fixed radius for every series "
+                             "(radius= a number); per-series radii and recurrence_rate run "
+                             "per series")
+        _pack(runner, [runner.prepare(s) for s in cols.series], cols.names, rows, E=E,
+              tau=tau, radius=check_radius(common), theiler=theiler, **minima)
+        todo = [j for j in range(S) if rows[j] is None]
+    with reusing_buffers():  # one shape's histograms and carryovers allocated once
+        for j in todo:
+            s = cols.panel[j, :cols.lengths[j]]  # checked as as_series checks one
+            try:  # prepared one at a time: one series' working copy at once
+                res = runner.run(runner.prepare(s), E=E, tau=tau, radius=radii[j],
+                                 recurrence_rate=rates[j], theiler=theiler, **minima)
+            except ValueError as exc:  # say which series
+                raise ValueError(f"X column {cols.names[j]!r}: {exc}") from None
+            rows[j] = row_of(res, s.size)
+    return rows, taken
 
 
 def _columns(rows: list[dict[str, Any] | None], taken: Any) -> dict[str, np.ndarray]:
@@ -221,10 +227,9 @@ def _columns(rows: list[dict[str, Any] | None], taken: Any) -> dict[str, np.ndar
     if taken is not None and taken.idx.size:
         for c, a in out.items():
             a[taken.idx] = taken.columns[c]
-    for j, row in enumerate(rows):
-        if row is not None:
-            for c, a in out.items():
-                a[j] = row[c]
+    for j in (j for j, row in enumerate(rows) if row is not None):
+        for c, a in out.items():
+            a[j] = rows[j][c]
     return out
 
 
