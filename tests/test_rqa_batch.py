@@ -262,3 +262,21 @@ def test_batched_mixes_its_series_with_per_series_runs(device, monkeypatch):
             with pytest.warns(PrecisionWarning) if j == 5 else contextlib.nullcontext():
                 one = pe.rqa(Xm[:lens[j], j], E=2, device=device, **one_kw)
             assert _equal_row(one, df.iloc[i]), (kw, j)
+
+
+def test_batched_windows_equal_per_series_windows():
+    """Every window of every series one series of the batched path: the frame of
+    method='series' (pe.rqa(window=) per series: one band pass, or one run per window
+    with a rate), quantized float32 data and mixed lengths included; errors name the
+    series and the window."""
+    rng = np.random.default_rng(8)
+    Q = np.round(rng.standard_normal((140, 3)).cumsum(axis=0) * 3) / 10 + 5.0
+    Q[100:, 1] = np.nan
+    for kw in (dict(radius=[0.5, 0.4, 0.6], theiler=0, white_border=False),
+               dict(recurrence_rate=0.1, tau=2)):
+        got = pe.rqa_batch(Q, E=2, window=40, step=25, **kw)
+        assert got.equals(pe.rqa_batch(Q, E=2, window=40, step=25, method="series", **kw))
+    with pytest.raises(ValueError, match="X column 1: window=120 is out of range"):
+        pe.rqa_batch(Q, E=2, radius=0.5, window=120)
+    with pytest.raises(ValueError, match=r"X column 0, window \(0, 9\) of the embedded"):
+        pe.rqa_batch(Q, E=2, recurrence_rate=0.001, window=10)

@@ -29,7 +29,7 @@ from ..validation import (
     check_int,
     check_metric,
 )
-from .batch_inputs import Columns, as_columns, per_series
+from .batch_inputs import Columns, as_columns, per_series, window_columns
 from .core import (
     _backends_and_dtype,
     _check_common,
@@ -125,8 +125,8 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     ``radius``: one radius, or one per series (a sequence of ``N``). ``recurrence_rate``:
     one rate (or one per series); the radius is then found per series (column
     ``radius``). Other options as :func:`pyedmcl.rqa`. ``window``/``step``: windowed
-    RQA of each series (:func:`pyedmcl.rqa` with ``window``), rows indexed by
-    ``(series, start, end)``.
+    RQA of each series, the rows of :func:`pyedmcl.rqa` with ``window`` (each equal to
+    ``pe.rqa`` of the window's samples) indexed by ``(series, start, end)``.
 
     Returns a ``pandas.DataFrame`` indexed by the column names (positions for NumPy),
     with every measure, ``n_recurrences``, ``n_cells``, ``radius``, ``N`` (the series'
@@ -142,8 +142,9 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     equal length laid end to end and analysed in one band pass
     (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed radius for all series; a length
     held by one series only runs on its own). All give the same rows; speed:
-    ``bench/bench_rqa_batch.py`` and ``docs/rqa_batch.md``. ``window``/``step`` run per
-    series whatever the method (``"packed"`` refused).
+    ``bench/bench_rqa_batch.py`` and ``docs/rqa_batch.md``. With ``window``:
+    ``"batched"`` takes every window of every series as a series of its own;
+    ``"series"`` runs ``pe.rqa(..., window=)`` per series; ``"packed"`` is refused.
     """
     import pandas as pd
 
@@ -164,6 +165,13 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     if window is not None or step is not None:
         if method == "packed":
             raise ValueError("method='packed' is for whole series; window= runs per series")
+        if method == "batched":
+            runner = Runner(metric=metric, theiler_scope=theiler_scope,
+                            white_border=white_border, threshold_rule=threshold_rule,
+                            dtype=dtype, device=device, backend=backend)
+            return _windows_batched(runner, cols, radii, rates, note, E=E, tau=tau,
+                                    theiler=theiler, window=window, step=step,
+                                    minima=dict(l_min=l_min, v_min=v_min, w_min=w_min))
         return _windowed(cols, radii, rates, note, E=E, tau=tau, metric=metric,
                          theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
                          theiler_scope=theiler_scope, white_border=white_border,
@@ -278,6 +286,29 @@ def _dataset(df: Any, cols: Columns, note: str | None) -> Any:
     if note:
         ds.attrs["notes"] = note
     return ds
+
+
+def _windows_batched(runner: Runner, cols: Columns, radii: list[Any], rates: list[Any],
+                     note: str | None, *, E: int, tau: int, theiler: Any, window: Any,
+                     step: Any, minima: dict[str, Any]) -> Any:
+    """Windowed RQA of every series, every window of every series one series of the
+    batched path (:func:`window_columns`): rows as :func:`_windowed`'s, each equal to
+    ``pe.rqa`` of the window's samples (which ``pe.rqa(..., window=)`` gives too)."""
+    import pandas as pd
+
+    wcols, owners = window_columns(cols, E, tau, window, step, minima)
+    at = [j for j, _, _ in owners]
+    rows, taken = _rows(runner, wcols, [radii[j] for j in at], [rates[j] for j in at],
+                        "batched", E=E, tau=tau, theiler=theiler, **minima)
+    out = _columns(rows, taken)
+    keys = [str(n) if isinstance(n, tuple) else n for n in cols.names]
+    index = pd.MultiIndex.from_tuples([(keys[j], a, b) for j, a, b in owners],
+                                      names=["series", "start", "end"])
+    df = pd.DataFrame({c: out[c] for c in (*MEASURES, "n_recurrences", "n_cells", "radius")},
+                      index=index)
+    if note:
+        df.attrs["notes"] = (note,)
+    return df
 
 
 def _windowed(cols: Columns, radii: list[Any], rates: list[Any], note: str | None,

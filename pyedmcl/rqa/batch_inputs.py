@@ -171,3 +171,51 @@ def per_series(value: Any, n: int, name: str) -> list[Any]:
         raise ValueError(f"{name} has {len(vals)} values for {n} series; give one value, or "
                          "one per series (column)")
     return vals
+
+
+class WindowName:
+    """A window of a batch's series, as its errors name it."""
+
+    def __init__(self, label: Any, first: int, last: int):
+        self.label, self.first, self.last = label, first, last
+
+    def __repr__(self) -> str:
+        return f"{self.label!r}, window ({self.first}, {self.last}) of the embedded points"
+
+
+def window_columns(cols: Columns, E: int, tau: int, window: Any, step: Any,
+                   minima: dict[str, Any]) -> tuple[Columns, list[tuple[int, int, int]]]:
+    """Every window of every series of ``cols`` as a series of its own (``window`` embedded
+    points, every ``step``; :func:`pyedmcl.rqa.windowed.windowed_rqa`'s windows, checked
+    as it checks them per series, errors naming the series) and, per window, its series
+    and first and last embedded point."""
+    from ..validation import check_embedding, check_int
+    from .windowed import window_bounds
+
+    span = (E - 1) * tau
+    parts, owners = [], []
+    for j, label in enumerate(cols.names):
+        try:
+            n = check_embedding(int(cols.lengths[j]), E, tau, "x")
+            w = check_int(window, "window", 2, n)
+            st = w if step is None else check_int(step, "step", 1)
+            for name, v in minima.items():
+                if v is not None:
+                    try:
+                        check_int(v, name, 1, w)
+                    except ValueError as exc:
+                        raise ValueError(f"{exc} (no line is longer than a window of {w} "
+                                         "embedded points)") from None
+        except ValueError as exc:
+            raise ValueError(f"X column {label!r}: {exc}") from None
+        bounds = window_bounds(n, w, st)
+        views = np.lib.stride_tricks.sliding_window_view(cols.panel[j, :cols.lengths[j]],
+                                                         w + span)
+        parts.append(views[[a for a, _ in bounds]])
+        owners += [(j, a, b) for a, b in bounds]
+    panel = np.ascontiguousarray(np.concatenate(parts)) if parts else \
+        np.zeros((0, 0))
+    lo, hi = _row_extremes(panel)
+    names = [WindowName(cols.names[j], a, b) for j, a, b in owners]
+    return Columns(panel, np.full(panel.shape[0], panel.shape[1], np.int64), names, lo,
+                   hi), owners
