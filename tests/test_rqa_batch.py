@@ -280,3 +280,22 @@ def test_batched_windows_equal_per_series_windows():
         pe.rqa_batch(Q, E=2, radius=0.5, window=120)
     with pytest.raises(ValueError, match=r"X column 0, window \(0, 9\) of the embedded"):
         pe.rqa_batch(Q, E=2, recurrence_rate=0.001, window=10)
+
+
+def test_batched_unchecked_and_unstandardised_as_the_single_calls():
+    """Within exact.unchecked() (no float64 redo) and _precision.unstandardised() (no
+    centring) the batched rows are still those of the single calls."""
+    from pyedmcl._precision import unstandardised
+    from pyedmcl.rqa.exact import unchecked
+
+    rng = np.random.default_rng(9)
+    Q = np.round(rng.standard_normal((120, 3)).cumsum(axis=0) * 3) / 10 + 7.0
+    seen = []
+    for ctxs in ((unchecked,), (unchecked, unstandardised)):
+        with contextlib.ExitStack() as stack:
+            for c in ctxs:
+                stack.enter_context(c())
+            got = pe.rqa_batch(Q, E=2, radius=0.5)
+            assert got.equals(pe.rqa_batch(Q, E=2, radius=0.5, method="series")), ctxs
+            seen.append(got)
+    assert not seen[0].equals(seen[1])  # (float32 ties decided on other values)
