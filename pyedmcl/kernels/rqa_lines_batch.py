@@ -56,8 +56,8 @@ def batch_params(info: DeviceInfo) -> Params:
     lane vectors of WALK 3) on Intel's and PoCL's runtimes; on GPUs one lane per
     work-item with the sign-bit words and one step per black run (PACK, DPAIR)."""
     if info.is_gpu:
-        return {"VEC": 1, "WG": 128, "BITS": 2, "PH": 0, "WALK": 1, "UNR": 1, "PACK": 1,
-                "DPAIR": 1}
+        return {"VEC": 1, "WG": min(128, int(info.max_work_group_size)), "BITS": 2, "PH": 0,
+                "WALK": 1, "UNR": 1, "PACK": 1, "DPAIR": 1}
     if info.runtime in ("intel", "pocl"):
         return {"VEC": 16, "WG": 2, "BITS": 2, "PH": 128, "WALK": 3}
     return {"VEC": 16, "WG": 2, "BITS": 2, "PH": 1024, "WALK": 1}
