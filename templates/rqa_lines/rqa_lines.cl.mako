@@ -13,8 +13,8 @@
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
 <%namespace name="exact" file="/common/_exact.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
-<%namespace name="batch" file="/rqa_lines/_batch.mako"/>
-<%namespace name="bstats" file="/rqa_lines/_batchstats.mako"/>
+<%namespace name="batch" file="/rqa_lines/_batch.mako"/>\
+<%namespace name="bstats" file="/rqa_lines/_batchstats.mako"/>\
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
