@@ -113,6 +113,10 @@ class RowCheck:
     xz: np.ndarray  # the kernel's library data, centred: (n,) or (n, columns)
     yz: np.ndarray  # its targets (nt, n), for their spread
     _targets: tuple | None = field(default=None, repr=False, compare=False)
+    #: the enqueued float64 redo's inputs (:mod:`.row_redo`; None: redo after the wait)
+    redo: Any = field(default=None, repr=False, compare=False)
+    #: the redo the first pass enqueued (:class:`.row_redo.EnqueuedRedo`), if any
+    enqueued: Any = field(default=None, repr=False, compare=False)
 
     @property
     def E(self) -> int:

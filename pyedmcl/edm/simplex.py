@@ -27,6 +27,7 @@ from ..primitives.knn import hold, knn_device, widened_params
 from ..primitives.lookup import lookup_checked, lookup_device, skill_device, skill_out
 from ..primitives.ranges import MAX_KNN, Plan, resolve
 from ..validation import as_series, check_dtype
+from . import row_redo
 from .results import SimplexResult
 from .row_check import RowCheck, enabled, on_decimal_grid, redo_float64, redo_patched, row_check
 from .simplex_states import simplex_states
@@ -174,6 +175,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
                                be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
                                variance=variance)
             p, v, f = c.pred, c.var, c.rows_reader(be)
+            if row_redo.applies(be, check.redo, q1 - q0 == qpts.size):
+                check.enqueued = row_redo.enqueue_redo(be, plan, check.redo, c, q_dev, l_dev)
         if q1 - q0 == qpts.size:
             return p, v, f
         got = (be.to_host(p), (be.to_host(v) if variance else None))
@@ -200,6 +203,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     # every read queued before the first wait: one host-device round trip
     reads = [] if keep_device or not predictions else (
         [be.to_host_async(pred_dev)] + ([be.to_host_async(var_dev)] if variance else []))
+    if check is not None and check.enqueued is not None:
+        check.enqueued.reads(be)
     if while_busy is not None:
         while_busy()
     sk = be.to_host(out).astype(np.float64)
@@ -341,13 +346,17 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                        exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
                        device=device, backend=backend, variance=variance,
                        knn_backend=knn_backend, knn_options=knn_options)
+    if check is not None and not on_device:  # enqueued behind the first pass where it applies
+        check.redo = row_redo.RedoInputs(xs, y, fy.shift, fy.scale, variance, nb)
     dev: list = []
     p, v, sk, rows = run_plan(data, plan, variance=variance, neighbors=nb,
                               keep_device=on_device, while_busy=host_observed, check=check,
                               device_out=dev)
     rows = np.empty(0, np.int64) if rows is None else rows
     fixed = None
-    if rows.size:
+    if rows.size and check is not None and check.enqueued is not None:
+        fixed = check.enqueued.fixed(rows)  # redone on the device before the first wait
+    if rows.size and fixed is None:
         p, v, sk, fixed = _redo_flagged(data, plan, xs, y, rows, nb, variance, on_device,
                                         (p, v), dev, fy)
     pick = (lambda a: a[0]) if single else (lambda a: a)
