@@ -371,7 +371,8 @@ def test_rqa_shared_bits_fall_back(be, monkeypatch, caplog):
 
 @pytest.mark.parametrize("shape, dtype", [((), np.float64), ((0,), np.int32), ((7,), np.int32),
                                           ((3, 5), np.float32), ((16384,), np.float32),
-                                          ((16385,), np.float32), ((300000,), np.int32)])
+                                          ((16385,), np.float32), ((300000,), np.int32),
+                                          ((600000,), np.float64)])
 def test_uploads_are_copies_the_device_sees(device, shape, dtype):
     """``to_device`` at every size path (made with the buffer up to CREATE_UPLOAD_BYTES,
     queued up to ASYNC_UPLOAD_BYTES, waited for beyond): the device holds the values, with

@@ -84,11 +84,14 @@ def _is_compile_error(exc: cl.Error) -> bool:
 
 
 #: uploads up to this size return before the transfer is done (no host-device sync)
-ASYNC_UPLOAD_BYTES = 1 << 20
+ASYNC_UPLOAD_BYTES = 4 << 20
 #: uploads up to this size are copied into a new buffer as the runtime creates it (no
 #: queue command: two H200s, 512 ints 12 us instead of 42 us, 105 us with a second
-#: device's thread beside; a kernel that runs meanwhile keeps running)
-CREATE_UPLOAD_BYTES = 64 << 10
+#: device's thread beside; a kernel that runs meanwhile keeps running). Up to 1 MiB:
+#: NVIDIA's runtime held the host at the next enqueue after a queued write from
+#: pageable memory until the kernels before it had ended (float32 Simplex's query norms,
+#: uploaded while its k-NN kernel runs), so the work behind them was enqueued late
+CREATE_UPLOAD_BYTES = 1 << 20
 #: asynchronous reads from this size on go through pinned staging memory on GPUs
 PINNED_READ_BYTES = 64 << 10
 

@@ -34,8 +34,12 @@ from ..primitives.ranges import Plan
 #: flagged queries the enqueued redo takes (a float64 k-NN of this many queries runs
 #: whether or not any is flagged); beyond them the caller redoes all after the wait
 REDO_SLOTS = 128
-#: work-items scanning one query's library in the redo's k-NN (its SPLIT)
-REDO_SPLIT = 64
+#: work-items scanning one query's library in the redo's k-NN (its SPLIT and work-group),
+#: the largest of these whose merge lists and a tile of as many points fit
+#: :data:`REDO_LOCAL_BYTES`: few queries, so each query's scan is spread wide
+REDO_SPLITS = (256, 128, 64, 32)
+#: local memory the redo's k-NN leaves free of the device's (its runtime's own use)
+REDO_LOCAL_SPARE = 8 << 10
 #: the kinds of device ("gpu", "cpu") that enqueue the redo: not CPUs, whose few cores
 #: would scan the library for every slot, flagged or not, where the redo after the wait
 #: scans it for the flagged rows only
@@ -104,14 +108,19 @@ def applies(be: Backend, redo: RedoInputs | None, single_block: bool) -> bool:
             and type(redo.neighbors) is ExactBackend)
 
 
-def redo_params(E: int, K: int) -> dict[str, Any]:
-    """The redo k-NN's launch parameters: the "rows" variant, :data:`REDO_SPLIT`
-    work-items a query (one query a work-group), a float64 tile that fits beside the
-    split's merge lists in 32 KiB of local memory."""
-    tile = 256
-    while tile > 16 and E * tile * 12 + (REDO_SPLIT - 1) * K * 12 > 32768:
-        tile //= 2
-    return {"VARIANT": "rows", "WG": REDO_SPLIT, "SPLIT": REDO_SPLIT, "TILE": tile, "EA": 0,
+def redo_params(E: int, K: int, max_wg: int = 256, local_bytes: int = 32 << 10
+                ) -> dict[str, Any]:
+    """The redo k-NN's launch parameters: the "rows" variant with one query a work-group
+    of ``SPLIT`` work-items (:data:`REDO_SPLITS`, at most ``max_wg``), each scanning every
+    ``SPLIT``-th point of a float64 tile of ``SPLIT`` points; the tile (8 bytes a
+    coordinate, 4 an index) and the split's merge lists (12 bytes an entry) within
+    ``local_bytes``."""
+    def local(s: int) -> int:
+        return s * (8 * E + 4) + (s - 1) * K * 12
+
+    fits = [s for s in REDO_SPLITS if s <= max_wg and local(s) <= local_bytes]
+    s = fits[0] if fits else 1
+    return {"VARIANT": "rows", "WG": s, "SPLIT": s, "TILE": max(s, 16), "EA": 0,
             "QB": 1, "QQ": 1, "CB": 0, "INS": "reg", "FLAG": 1, "SLIDE": 0}
 
 
@@ -140,7 +149,9 @@ def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev:
     table = redo.neighbors.device_table(
         be, xd, x.size, E=plan.E, tau=plan.tau, k=plan.knn,
         qpts=np.zeros(slots, np.int32), lpts=plan.lib_points, radius=plan.exclusion_radius,
-        real="double", params=redo_params(plan.E, plan.knn), q_dev=qsel, l_dev=l_dev)
+        real="double", q_dev=qsel, l_dev=l_dev,
+        params=redo_params(plan.E, plan.knn, be.info.max_work_group_size,
+                           be.info.local_mem_bytes - REDO_LOCAL_SPARE))
     p64, v64 = lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
                              real="double", variance=redo.variance)
     LOOKUP.launch_patch(be, "float", checked.pred, checked.var, nq, y.shape[0], rsel, slots,
