@@ -46,6 +46,7 @@ from .core import (
     check_rate,
 )
 from .dnr import reusing_buffers
+from .job import RqaJob
 from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
@@ -84,13 +85,11 @@ class Runner:
         n = check_embedding(xs.size, E, tau, "x")
         l_min, v_min, w_min, theiler, edge = _check_common(
             l_min, v_min, w_min, theiler, self.theiler_scope, self.order, self.edge, n)
-        return _rqa_prepared(
-            xs, dt, self.bes, E=E, tau=tau, n=n, radius=radius,
-            recurrence_rate=recurrence_rate, metric=self.metric, theiler=theiler,
-            theiler_scope=self.theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min,
-            white_border=self.white_border, edge=edge, order=self.order, params=None,
-            threshold_rule=self.rule, neighbourhood="radius", knn=None, scheduler=None,
-            n_workers=1, raw=raw)
+        return _rqa_prepared(xs, dt, self.bes, RqaJob(
+            E=E, tau=tau, n=n, radius=radius, recurrence_rate=recurrence_rate,
+            metric=self.metric, theiler=theiler, theiler_scope=self.theiler_scope,
+            l_min=l_min, v_min=v_min, w_min=w_min, white_border=self.white_border, edge=edge,
+            order=self.order, params=None, threshold_rule=self.rule), raw=raw)
 
 
 def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
