@@ -23,10 +23,12 @@ offset per lane). That is a kernel change of the rqa_lines family.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._outputs import locks_output
 from ..constant_series import RQA_WHY, note_text
 from ..validation import (
     ConstantSeriesWarning,
@@ -107,13 +109,17 @@ def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
     return row
 
 
+@locks_output("out", what="rqa_batch output")
 def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
               window: int | None = None, step: int | None = None,
-              method: str = "series", allow_irregular: bool = False) -> Any:
+              method: str = "series", allow_irregular: bool = False,
+              out: str | Path | None = None, block_series: int | None = None,
+              overwrite: bool = False, progress: bool | None = None,
+              scheduler: Any = None, n_workers: int = 2, devices: Any = None) -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -145,7 +151,32 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     launches, but the band kernels walk about three times the cells of the symmetric D&R
     path, so on a 2-core CPU it is slower (bench/results/intel-zen5-2core/). Both give
     the same rows.
+
+    In blocks of ``block_series`` series (:mod:`pyedmcl.rqa.batch_scale`; the same rows),
+    when one of these is given: ``out``, a ``.zarr`` path the rows stream into block by
+    block (rerunning the same call resumes it, computing again any block that fails its
+    checksum; other parameters or data are refused unless ``overwrite``, which replaces
+    only a store pyedmcl wrote; :func:`rqa_batch_open` reads it back); ``devices``,
+    several devices of this node (a list or ``"nvidia:0,nvidia:1"``), one thread each;
+    ``scheduler``, a Dask scheduler address, ``"local"`` (a LocalCluster of
+    ``n_workers`` processes: put the call under ``if __name__ == "__main__":``) or a
+    ``distributed.Client``, blocks as tasks, worker ``i`` on device
+    ``devices[i % len(devices)]``. A DataArray backed by a dask array is then read one
+    block at a time (on a cluster, by the workers). ``progress``: a bar over the blocks
+    (None: in a notebook only). Not with ``window``.
     """
+    if out is not None or block_series is not None or scheduler is not None \
+            or devices is not None:
+        from .batch_scale import rqa_batch_blocks
+
+        return rqa_batch_blocks(
+            X, radius=radius, recurrence_rate=recurrence_rate, out=out,
+            block_series=block_series, overwrite=overwrite, progress=progress,
+            scheduler=scheduler, n_workers=n_workers, devices=devices, device=device,
+            backend=backend, allow_irregular=allow_irregular, window=window, step=step,
+            E=E, tau=tau, metric=metric, theiler=theiler, l_min=l_min, v_min=v_min,
+            w_min=w_min, dtype=dtype, theiler_scope=theiler_scope, white_border=white_border,
+            threshold_rule=threshold_rule, method=method)
     import pandas as pd
 
     cols = as_columns(X, "X", bool(allow_irregular))

@@ -73,12 +73,19 @@ def _numbers(vals: np.ndarray, name: str) -> np.ndarray:
     return vals.astype(np.float64, copy=False)
 
 
-def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
+def dataarray_layout(da: Any, name: str, allow_irregular: bool = False) -> Columns:
+    """The layout of a DataArray's series without reading its values (``series`` left
+    empty; a dask-backed array stays lazy): its non-time dims, their shape and coordinates,
+    and the DataArray itself with ``time`` first (``names[0]``). A DataArray without a
+    ``time`` dimension, or of values that are not real numbers, is refused naming
+    ``name``; a time axis is checked as labelled functions check it."""
     dims = tuple(str(d) for d in da.dims)
     if "time" not in dims:
         raise ValueError(f"{name} is a DataArray with dims {dims} and no 'time' dimension; "
                          "rqa_batch reads series along 'time': rename the time axis "
                          f"(da.rename({{{dims[0] if dims else 'dim'!r}: 'time'}}))")
+    if np.dtype(da.dtype).kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {da.dtype}")
     other = tuple(d for d in dims if d != "time")
     da = da.transpose("time", *other)
     if "time" in da.coords:  # its time axis checked as labelled functions check it
@@ -86,11 +93,20 @@ def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
 
         unwrap(da.isel({d: 0 for d in other}), name, allow_irregular)
     shape = tuple(int(da.sizes[d]) for d in other)
+    if int(np.prod(shape)) == 0:
+        raise ValueError(f"{name} has no series (a non-time dimension of size 0); give at "
+                         "least one")
+    coords = {d: da[d].values for d in other if d in da.coords}
+    return Columns([], [da], other, shape, coords)
+
+
+def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
+    lay = dataarray_layout(da, name, allow_irregular)
+    da, shape = lay.names[0], lay.shape or ()
     vals = np.asarray(da.values).reshape(da.sizes["time"], -1)
     vals = _numbers(vals, name)
-    names = [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)] if other else [0]
-    coords = {d: da[d].values for d in other if d in da.coords}
-    return Columns(_strip(vals, name, names), names, other, shape, coords)
+    names = [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)] if lay.dims else [0]
+    return Columns(_strip(vals, name, names), names, lay.dims, lay.shape, lay.coords)
 
 
 def _strip(vals: np.ndarray, name: str, names: list[Any]) -> list[np.ndarray]:
