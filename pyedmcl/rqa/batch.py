@@ -181,14 +181,8 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
 
     cols = as_columns(X, "X", bool(allow_irregular))
     check_threshold_choice(radius, recurrence_rate)
-    radii = per_series(radius, len(cols.series), "radius")
-    rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate")
-    for r in radii:
-        if r is not None:
-            check_radius(r)
-    for q in rates:
-        if q is not None:
-            check_rate(q)
+    radii = per_series(radius, len(cols.series), "radius", check_radius)
+    rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate", check_rate)
     E, tau = _check_E_tau(E, tau)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; allowed: "

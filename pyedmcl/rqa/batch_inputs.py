@@ -36,6 +36,9 @@ def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Column
     strictly increasing, equally spaced unless ``allow_irregular``."""
     if is_dataarray(X):
         return _dataarray_columns(X, name, allow_irregular)
+    if type(X).__name__ == "Dataset" and type(X).__module__.split(".")[0] == "xarray":
+        raise TypeError(f"{name} is an xarray Dataset; give one of its variables, a "
+                        f"DataArray with a 'time' dimension ({name}['name'])")
     if type(X).__module__.split(".")[0] == "pandas":
         import pandas as pd
 
@@ -133,15 +136,31 @@ def _strip(vals: np.ndarray, name: str, names: list[Any]) -> list[np.ndarray]:
     return out
 
 
-def per_series(value: Any, n: int, name: str) -> list[Any]:
-    """``value`` for each of ``n`` series: one value for all, or a sequence of ``n``."""
-    if value is None or np.ndim(value) == 0:
+def per_series(value: Any, n: int, name: str, check: Any = None) -> list[Any]:
+    """``value`` for each of ``n`` series: one value for all, or a sequence of ``n``;
+    ``check(v, name)`` validates each value (an error names its position:
+    ``radius[3]``)."""
+    if isinstance(value, dict | set):
+        raise TypeError(f"{name} must be one number or a sequence of one number per series, "
+                        f"got {type(value).__name__}")
+    try:
+        ndim = np.ndim(value)
+    except ValueError:  # a ragged nesting
+        ndim = -1
+    if value is None or ndim == 0:
+        if check is not None and value is not None:
+            check(value, name)
         return [value] * n
-    vals = list(np.asarray(value).reshape(-1)) if np.ndim(value) == 1 else None
+    vals = list(np.asarray(value, dtype=object).reshape(-1)) if ndim == 1 else None
     if vals is None:
-        raise ValueError(f"{name} must be one number or one per series (1-D), got shape "
-                         f"{np.shape(value)}")
+        raise ValueError(f"{name} must be one number or one per series (1-D), got "
+                         + (f"shape {np.shape(value)}" if ndim > 1 else "a ragged nesting"))
     if len(vals) != n:
         raise ValueError(f"{name} has {len(vals)} values for {n} series; give one value, or "
                          "one per series (column)")
+    for j, v in enumerate(vals):
+        if v is None:
+            raise ValueError(f"{name}[{j}] is None; give a number for every series")
+        if check is not None:
+            check(v, f"{name}[{j}]")
     return vals

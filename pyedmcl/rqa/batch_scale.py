@@ -269,14 +269,8 @@ def rqa_batch_blocks(X: Any, *, radius: Any, recurrence_rate: Any, out: Any,
     show = resolve(progress)
     src = Source(X, "X", bool(allow_irregular))
     check_threshold_choice(radius, recurrence_rate)
-    radii = per_series(radius, src.n, "radius")
-    rates = per_series(recurrence_rate, src.n, "recurrence_rate")
-    for r in radii:
-        if r is not None:
-            check_radius(r)
-    for q in rates:
-        if q is not None:
-            check_rate(q)
+    radii = per_series(radius, src.n, "radius", check_radius)
+    rates = per_series(recurrence_rate, src.n, "recurrence_rate", check_rate)
     kw["E"], kw["tau"] = _check_E_tau(kw["E"], kw["tau"])
     from .batch import METHODS
 
