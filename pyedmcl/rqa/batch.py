@@ -22,22 +22,22 @@ offset per lane). That is a kernel change of the rqa_lines family.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._outputs import locks_output
-from ..constant_series import RQA_WHY, note_text
 from ..validation import (
-    ConstantSeriesWarning,
     as_series,
     check_embedding,
     check_int,
     check_metric,
 )
-from .batch_inputs import Columns, as_columns, per_series
+from .batch_inputs import METHODS, Columns, as_columns, check_threshold_choice, per_series
+from .batch_result import EXTRA
+from .batch_result import constant_note as _constant_note
+from .batch_result import dataset as _dataset
 from .core import (
     _backends_and_dtype,
     _check_common,
@@ -51,11 +51,6 @@ from .dnr import reusing_buffers
 from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
-
-#: how a batch runs (see :func:`rqa_batch`)
-METHODS = ("series", "packed")
-#: the columns of a batch row besides the measures
-EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
 
 
 class Runner:
@@ -93,12 +88,6 @@ class Runner:
             white_border=self.white_border, edge=edge, order=self.order, params=None,
             threshold_rule=self.rule, neighbourhood="radius", knn=None, scheduler=None,
             n_workers=1, raw=raw)
-
-
-def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
-    if (radius is None) == (recurrence_rate is None):
-        raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
-                         "(fixed recurrence rate; one radius found per series)")
 
 
 def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
@@ -170,7 +159,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
         from .batch_scale import rqa_batch_blocks
 
         return rqa_batch_blocks(
-            X, radius=radius, recurrence_rate=recurrence_rate, out=out,
+            rqa_batch, X, radius=radius, recurrence_rate=recurrence_rate, out=out,
             block_series=block_series, overwrite=overwrite, progress=progress,
             scheduler=scheduler, n_workers=n_workers, devices=devices, device=device,
             backend=backend, allow_irregular=allow_irregular, window=window, step=step,
@@ -256,31 +245,6 @@ def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]
         for j, row in zip(idx, got, strict=True):
             row.update(radius=float(radius), N=T, n_points=n)
             rows[j] = row
-
-
-def _constant_note(cols: Columns) -> str | None:
-    """Warn once of the constant series of a batch; the note, or None."""
-    labels = [str(lab) for s, lab in zip(cols.series, cols.names, strict=True)
-              if s.size and s.min() == s.max()]
-    if not labels:
-        return None
-    note = note_text("rqa_batch", labels, RQA_WHY)
-    warnings.warn(note, ConstantSeriesWarning, stacklevel=3)
-    return note
-
-
-def _dataset(df: Any, cols: Columns, note: str | None) -> Any:
-    """The batch frame as an ``xarray.Dataset`` over a DataArray's non-time dims."""
-    from ..labels import require_xarray
-
-    xr = require_xarray()
-    dims = cols.dims or ()
-    shape = cols.shape or ()
-    data = {c: (dims, df[c].to_numpy().reshape(shape)) for c in df.columns}
-    ds = xr.Dataset(data, coords={d: v for d, v in (cols.coords or {}).items()})
-    if note:
-        ds.attrs["notes"] = note
-    return ds
 
 
 def _windowed(cols: Columns, radii: list[Any], rates: list[Any], note: str | None,

@@ -16,6 +16,9 @@ import numpy as np
 
 from ..labels import is_dataarray
 
+#: how a batch runs (see :func:`pyedmcl.rqa_batch`)
+METHODS = ("series", "packed")
+
 
 @dataclass
 class Columns:
@@ -164,3 +167,10 @@ def per_series(value: Any, n: int, name: str, check: Any = None) -> list[Any]:
         if check is not None:
             check(v, f"{name}[{j}]")
     return vals
+
+
+def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
+    """Exactly one of the two ways to set the threshold."""
+    if (radius is None) == (recurrence_rate is None):
+        raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
+                         "(fixed recurrence rate; one radius found per series)")

@@ -53,7 +53,15 @@ from ..validation import (
     check_int,
     check_metric,
 )
-from .batch_inputs import Columns, as_columns, dataarray_layout, per_series
+from .batch_inputs import (
+    METHODS,
+    Columns,
+    as_columns,
+    check_threshold_choice,
+    dataarray_layout,
+    per_series,
+)
+from .batch_result import EXTRA, constant_note, result_of
 from .batch_store import FLOATS, INTS, BatchStore, normalised, rows_of_frame
 
 #: series per block, at most (a block is one task and one chunk of the store)
@@ -120,38 +128,6 @@ class Source:
         return h.hexdigest()
 
 
-def result_of(df: Any, layout: dict[str, Any], constant: np.ndarray, *,
-              cols: Columns | None = None) -> Any:
-    """The batch's frame (or Dataset of maps) from its rows in order, the layout of the
-    result and the flags of the constant series; ``cols``: the input's own names and
-    coordinates (else those of ``layout``)."""
-    import pandas as pd
-
-    from .batch import _dataset
-
-    flagged = np.flatnonzero(constant)
-    dims = layout.get("dims")
-    shape = tuple(layout.get("shape") or ())
-
-    def label(j: int) -> Any:
-        if dims is not None:
-            return tuple(int(i) for i in np.unravel_index(j, shape))
-        names = cols.names if cols is not None else layout.get("names")
-        if names is None:
-            return j
-        return tuple(names[j]) if isinstance(names[j], list) else names[j]
-
-    note = note_text("rqa_batch", [str(label(j)) for j in flagged], RQA_WHY) \
-        if flagged.size else None
-    if dims is not None:
-        coords = cols.coords if cols is not None else layout.get("coords")
-        return _dataset(df, Columns([], [], tuple(dims), shape, coords), note)
-    df.index = pd.Index([label(j) for j in range(len(df))], name="series")
-    if note:
-        df.attrs["notes"] = (note,)
-    return df
-
-
 def _relabel(msg: str, labels: list[Any]) -> str:
     """A block's error naming its series by their labels in the whole batch."""
     m = re.match(r"X column (\d+)(.*)", msg, re.S)
@@ -165,30 +141,28 @@ def _one(vals: list[Any]) -> Any:
     return vals[0] if all(v == vals[0] for v in vals) else list(vals)
 
 
-def block_rows(values: np.ndarray, labels: list[Any], radius: Any, rate: Any,
-               kw: dict[str, Any], device: Any) -> tuple[np.ndarray, np.ndarray]:
+def block_rows(run: Callable[..., Any], values: np.ndarray, labels: list[Any], radius: Any,
+               rate: Any, kw: dict[str, Any], device: Any) -> tuple[np.ndarray, np.ndarray]:
     """One block's rows (the store's floats and counts, with the constant flags):
-    :func:`rqa_batch` of its series on ``device``."""
-    from .batch import rqa_batch
-
+    ``run`` (:func:`pyedmcl.rqa_batch`, in one call) of its series on ``device``."""
     with warnings.catch_warnings():  # the batch notes its constant series once
         warnings.simplefilter("ignore", ConstantSeriesWarning)
         try:
-            df = rqa_batch(values, radius=radius, recurrence_rate=rate, device=device, **kw)
+            df = run(values, radius=radius, recurrence_rate=rate, device=device, **kw)
         except ValueError as exc:
             raise ValueError(_relabel(str(exc), labels)) from None
         constant = np.nanmin(values, axis=0) == np.nanmax(values, axis=0)
     return rows_of_frame(df, constant)
 
 
-def _dask_block(values: np.ndarray, labels: list[Any], radius: Any, rate: Any,
-                kw: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def _dask_block(run: Callable[..., Any], values: np.ndarray, labels: list[Any], radius: Any,
+                rate: Any, kw: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """One Dask task: a block on the worker's own device context."""
     from distributed import get_worker
 
     from .dask_rqa import PLUGIN
 
-    return block_rows(values, labels, radius, rate, kw, get_worker().plugins[PLUGIN].be)
+    return block_rows(run, values, labels, radius, rate, kw, get_worker().plugins[PLUGIN].be)
 
 
 def _job_value(vals: list[Any]) -> Any:
@@ -248,20 +222,24 @@ def _stored(out: Any) -> dict[str, Any]:
         return {}
 
 
-def rqa_batch_blocks(X: Any, *, radius: Any, recurrence_rate: Any, out: Any,
+def rqa_batch_blocks(run: Callable[..., Any], X: Any, *, radius: Any, recurrence_rate: Any, out: Any,
                      block_series: Any, overwrite: bool, progress: Any, scheduler: Any,
                      n_workers: Any, devices: Any, device: Any, backend: str | None,
                      allow_irregular: bool, window: Any, step: Any, **kw: Any) -> Any:
-    """:func:`pyedmcl.rqa_batch` in blocks (see the module docstring); ``kw``: the
-    options every block passes on (E, tau, metric, minima, dtype, method, ...)."""
+    """:func:`pyedmcl.rqa_batch` in blocks (see the module docstring): ``run`` is
+    ``rqa_batch`` itself, called on each block's series; ``kw``: the options every block
+    passes on (E, tau, metric, minima, dtype, method, ...)."""
     from ..progress import Progress, resolve
-    from .batch import check_threshold_choice
     from .core import _check_E_tau, check_radius, check_rate
 
     if window is not None or step is not None:
         raise ValueError("window=/step= run in one process: not with out=, block_series=, "
                          "devices= or scheduler= (give whole series)")
     n_workers = check_int(n_workers, "n_workers", 1)
+    if scheduler is not None and not isinstance(scheduler, str) \
+            and type(scheduler).__name__ != "Client":
+        raise ValueError(f"scheduler={scheduler!r} is not supported; allowed: a Dask "
+                         "scheduler address, 'local' (a LocalCluster) or a distributed.Client")
     if scheduler == "local":  # before any output is made
         from ..dask_local import check_main_guard
 
@@ -272,8 +250,6 @@ def rqa_batch_blocks(X: Any, *, radius: Any, recurrence_rate: Any, out: Any,
     radii = per_series(radius, src.n, "radius", check_radius)
     rates = per_series(recurrence_rate, src.n, "recurrence_rate", check_rate)
     kw["E"], kw["tau"] = _check_E_tau(kw["E"], kw["tau"])
-    from .batch import METHODS
-
     if kw["method"] not in METHODS:
         raise ValueError(f"method={kw['method']!r} is not supported; allowed: "
                          f"{', '.join(map(repr, METHODS))}")
@@ -294,9 +270,7 @@ def rqa_batch_blocks(X: Any, *, radius: Any, recurrence_rate: Any, out: Any,
     blocks = [(b, b * bs, min(src.n, (b + 1) * bs)) for b in range(-(-src.n // bs))]
     todo = blocks if store is None else [blocks[b] for b in store.pending()]
     if src.lazy is None and src.n:  # in memory: warned of up front, as the whole batch does
-        from .batch import _constant_note
-
-        _constant_note(src.cols)
+        constant_note(src.cols)
     floats = np.full((src.n, len(FLOATS)), np.nan) if store is None else None
     ints = np.zeros((src.n, len(INTS)), np.int64) if store is None else None
     bar = Progress(len(todo), "rqa_batch", show, unit="block")
@@ -312,13 +286,13 @@ def rqa_batch_blocks(X: Any, *, radius: Any, recurrence_rate: Any, out: Any,
     job = dict(kw, backend=backend)
     try:
         if scheduler is not None:
-            _run_dask(src, todo, radii, rates, job, sink, scheduler=scheduler,
+            _run_dask(run, src, todo, radii, rates, job, sink, scheduler=scheduler,
                       n_workers=n_workers, devices=devices, backend=backend,
                       key=hashlib.sha256(repr(params).encode()).hexdigest()[:16])
         else:
             def compute(blk: tuple[int, int, int], be: Any) -> tuple[np.ndarray, np.ndarray]:
                 _, s0, s1 = blk
-                return block_rows(src.values(s0, s1), src.labels(s0, s1),
+                return block_rows(run, src.values(s0, s1), src.labels(s0, s1),
                                   _one(radii[s0:s1]), _one(rates[s0:s1]), job, be)
 
             _run_local(bes, todo, compute, sink)
@@ -332,7 +306,6 @@ def _finish(src: Source, store: BatchStore | None, floats: np.ndarray | None,
     """The batch's result from the store (or the rows kept in memory)."""
     import pandas as pd
 
-    from .batch import EXTRA
     from .measures import MEASURES
 
     if store is not None:
@@ -417,7 +390,7 @@ def _run_local(bes: list[Any], todo: list[tuple[int, int, int]],
             t.join()
 
 
-def _run_dask(src: Source, todo: list[tuple[int, int, int]], radii: list[Any],
+def _run_dask(run: Callable[..., Any], src: Source, todo: list[tuple[int, int, int]], radii: list[Any],
               rates: list[Any], job: dict[str, Any], sink: Callable[..., None], *,
               scheduler: Any, n_workers: int, devices: Any, backend: str | None,
               key: str) -> None:
@@ -445,7 +418,7 @@ def _run_dask(src: Source, todo: list[tuple[int, int, int]], radii: list[Any],
             b, s0, s1 = blk
             data = (client.compute(src.lazy[:, s0:s1]) if src.lazy is not None
                     else client.scatter(src.values(s0, s1), hash=False))
-            fut = client.submit(_dask_block, data, src.labels(s0, s1), _one(radii[s0:s1]),
+            fut = client.submit(_dask_block, run, data, src.labels(s0, s1), _one(radii[s0:s1]),
                                 _one(rates[s0:s1]), job, key=f"pyedmcl-rqa-batch-{key}-{b}",
                                 pure=False)
             futs[fut] = blk

@@ -248,7 +248,7 @@ class BatchStore:
         order of :func:`pyedmcl.rqa_batch`'s frame) and the constant series' flags."""
         import pandas as pd
 
-        from .batch import EXTRA
+        from .batch_result import EXTRA
 
         f = np.asarray(self.group["measures"][:])
         i = np.asarray(self.group["counts"][:])
@@ -272,7 +272,7 @@ def rqa_batch_open(path: str | Path, *, verify: bool = True) -> Any:
     ``rqa_batch`` call to compute them). A DataArray's coordinates come back as the JSON
     of the store's attributes (numbers, strings).
     """
-    from .batch_scale import result_of
+    from .batch_result import result_of
 
     st = BatchStore.open_existing(path, mode="r")
     if verify:
