@@ -4,7 +4,10 @@ naming its constant series."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,6 +20,22 @@ from .batch_inputs import Columns
 EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
 
 
+#: per thread: whether :func:`constant_note` stays silent (a block of a larger batch)
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def blocks_quiet() -> Iterator[None]:
+    """In this thread, batches note their constant series without warning: a block of a
+    larger batch, which warns once for all. (Not ``warnings.catch_warnings``: it swaps
+    the process's filters, and blocks run in several threads at once.)"""
+    _local.quiet = True
+    try:
+        yield
+    finally:
+        _local.quiet = False
+
+
 def constant_note(cols: Columns) -> str | None:
     """Warn once of the constant series of a batch; the note, or None."""
     labels = [str(lab) for s, lab in zip(cols.series, cols.names, strict=True)
@@ -24,7 +43,8 @@ def constant_note(cols: Columns) -> str | None:
     if not labels:
         return None
     note = note_text("rqa_batch", labels, RQA_WHY)
-    warnings.warn(note, ConstantSeriesWarning, stacklevel=3)
+    if not getattr(_local, "quiet", False):
+        warnings.warn(note, ConstantSeriesWarning, stacklevel=3)
     return note
 
 

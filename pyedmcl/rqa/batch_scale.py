@@ -39,6 +39,7 @@ import hashlib
 import queue
 import re
 import threading
+import uuid
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -61,7 +62,7 @@ from .batch_inputs import (
     dataarray_layout,
     per_series,
 )
-from .batch_result import EXTRA, constant_note, result_of
+from .batch_result import EXTRA, blocks_quiet, constant_note, result_of
 from .batch_store import FLOATS, INTS, BatchStore, normalised, rows_of_frame
 
 #: series per block, at most (a block is one task and one chunk of the store)
@@ -145,13 +146,12 @@ def block_rows(run: Callable[..., Any], values: np.ndarray, labels: list[Any], r
                rate: Any, kw: dict[str, Any], device: Any) -> tuple[np.ndarray, np.ndarray]:
     """One block's rows (the store's floats and counts, with the constant flags):
     ``run`` (:func:`pyedmcl.rqa_batch`, in one call) of its series on ``device``."""
-    with warnings.catch_warnings():  # the batch notes its constant series once
-        warnings.simplefilter("ignore", ConstantSeriesWarning)
+    with blocks_quiet():  # the batch notes its constant series once
         try:
             df = run(values, radius=radius, recurrence_rate=rate, device=device, **kw)
         except ValueError as exc:
             raise ValueError(_relabel(str(exc), labels)) from None
-        constant = np.nanmin(values, axis=0) == np.nanmax(values, axis=0)
+    constant = np.nanmin(values, axis=0) == np.nanmax(values, axis=0)
     return rows_of_frame(df, constant)
 
 
@@ -260,8 +260,9 @@ def rqa_batch_blocks(run: Callable[..., Any], X: Any, *, radius: Any, recurrence
     workers = n_workers if scheduler is not None else len(bes)
     stored = _stored(out)
     bs = _block_size(block_series, stored, src.n, workers)
-    params = normalised({
-        "n_series": src.n, "block_series": bs, "data_sha256": src.checksum(),
+    params = normalised({  # (the data's checksum: only for a store, which resumes by it)
+        "n_series": src.n, "block_series": bs,
+        "data_sha256": None if out is None else src.checksum(),
         "radius": _job_value(radii), "recurrence_rate": _job_value(rates),
         **{k: kw[k] for k in ("E", "tau", "metric", "theiler", "l_min", "v_min", "w_min",
                               "theiler_scope", "white_border", "threshold_rule")},
@@ -287,8 +288,7 @@ def rqa_batch_blocks(run: Callable[..., Any], X: Any, *, radius: Any, recurrence
     try:
         if scheduler is not None:
             _run_dask(run, src, todo, radii, rates, job, sink, scheduler=scheduler,
-                      n_workers=n_workers, devices=devices, backend=backend,
-                      key=hashlib.sha256(repr(params).encode()).hexdigest()[:16])
+                      n_workers=n_workers, devices=devices, backend=backend)
         else:
             def compute(blk: tuple[int, int, int], be: Any) -> tuple[np.ndarray, np.ndarray]:
                 _, s0, s1 = blk
@@ -392,8 +392,7 @@ def _run_local(bes: list[Any], todo: list[tuple[int, int, int]],
 
 def _run_dask(run: Callable[..., Any], src: Source, todo: list[tuple[int, int, int]], radii: list[Any],
               rates: list[Any], job: dict[str, Any], sink: Callable[..., None], *,
-              scheduler: Any, n_workers: int, devices: Any, backend: str | None,
-              key: str) -> None:
+              scheduler: Any, n_workers: int, devices: Any, backend: str | None) -> None:
     """Blocks as Dask tasks, at most :data:`IN_FLIGHT` per worker at a time; their rows
     written here as they come. Tasks still queued when this stops are cancelled."""
     from distributed import as_completed
@@ -407,7 +406,9 @@ def _run_dask(run: Callable[..., Any], src: Source, todo: list[tuple[int, int, i
     try:
         reg = getattr(client, "register_plugin", None) or client.register_worker_plugin
         reg(RQAWorkerPlugin(devices, None if backend == "pyopencl" else backend), name=PLUGIN)
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        workers = max(1, len(client.scheduler_info().get("workers", {})),
+                      n_workers if scheduler == "local" else 1)
+        key = uuid.uuid4().hex  # this call's tasks: never another call's results
         left = iter(todo)
         running = as_completed()
 
