@@ -172,6 +172,15 @@ def test_dataarray_lazy_and_cube_store(X, tmp_path):
                      radius=1.0, block_series=3)
     with pytest.raises(ValueError, match="X is a DataArray .* no 'time' dimension"):
         pe.rqa_batch(lazy.rename(time="t"), E=2, radius=1.0, block_series=3)
+    # a dask array runs in blocks even without a block option
+    import dask.array
+
+    with pytest.warns(ConstantSeriesWarning):
+        flat = pe.rqa_batch(dask.array.from_array(X, chunks=(T, 4)), E=2, radius=1.0)
+    with pytest.warns(ConstantSeriesWarning):
+        assert flat.equals(pe.rqa_batch(X, E=2, radius=1.0))
+    with pytest.raises(ValueError, match=r"X is a dask array of shape \(3, 3, 3\)"):
+        pe.rqa_batch(dask.array.zeros((3, 3, 3)), radius=1.0)
 
 
 def test_dask_local_cluster_equals_one_device(X, ref, tmp_path):

@@ -34,7 +34,14 @@ from ..validation import (
     check_int,
     check_metric,
 )
-from .batch_inputs import METHODS, Columns, as_columns, check_threshold_choice, per_series
+from .batch_inputs import (
+    METHODS,
+    Columns,
+    as_columns,
+    check_threshold_choice,
+    is_lazy,
+    per_series,
+)
 from .batch_result import EXTRA
 from .batch_result import constant_note as _constant_note
 from .batch_result import dataset as _dataset
@@ -150,12 +157,12 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     ``scheduler``, a Dask scheduler address, ``"local"`` (a LocalCluster of
     ``n_workers`` processes: put the call under ``if __name__ == "__main__":``) or a
     ``distributed.Client``, blocks as tasks, worker ``i`` on device
-    ``devices[i % len(devices)]``. A DataArray backed by a dask array is then read one
-    block at a time (on a cluster, by the workers). ``progress``: a bar over the blocks
-    (None: in a notebook only). Not with ``window``.
+    ``devices[i % len(devices)]``. A dask array, or a DataArray backed by one, always
+    runs in blocks, read one block at a time (on a cluster, by the workers).
+    ``progress``: a bar over the blocks (None: in a notebook only). Not with ``window``.
     """
     if out is not None or block_series is not None or scheduler is not None \
-            or devices is not None:
+            or devices is not None or is_lazy(X):
         from .batch_scale import rqa_batch_blocks
 
         return rqa_batch_blocks(

@@ -71,6 +71,14 @@ def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Column
     return Columns(_strip(vals, name, names), names)
 
 
+def is_lazy(X: Any) -> bool:
+    """Whether ``X`` is a dask array, or a DataArray backed by one (read in blocks)."""
+    if is_dataarray(X):
+        return getattr(X, "chunks", None) is not None
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "compute") \
+        and hasattr(X, "ndim")
+
+
 def _numbers(vals: np.ndarray, name: str) -> np.ndarray:
     if vals.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {vals.dtype}")

@@ -60,6 +60,7 @@ from .batch_inputs import (
     as_columns,
     check_threshold_choice,
     dataarray_layout,
+    is_lazy,
     per_series,
 )
 from .batch_result import EXTRA, blocks_quiet, constant_note, result_of
@@ -79,28 +80,36 @@ class Source:
         from ..labels import is_dataarray
 
         self.lazy = None  # a dask array (T, n): blocks loaded one at a time
-        if is_dataarray(X) and getattr(X, "chunks", None) is not None:
+        if is_dataarray(X) and is_lazy(X):
             lay = dataarray_layout(X, name, allow_irregular)
             da = lay.names[0]
             self.cols = Columns([], [], lay.dims, lay.shape, lay.coords)
             self.lazy = da.data.reshape(da.sizes["time"], -1)
-            self.n = int(self.lazy.shape[1])
+        elif is_lazy(X):  # a dask array, time down the rows
+            if X.ndim not in (1, 2) or np.dtype(X.dtype).kind not in "biuf" or not X.size:
+                raise ValueError(f"{name} is a dask array of shape {X.shape} and dtype "
+                                 f"{X.dtype}; allowed: (T,) or (T, N) real numbers, time "
+                                 "down the rows, at least one series")
+            self.cols = Columns([], [])
+            self.lazy = X if X.ndim == 2 else X[:, None]
         else:
             self.cols = as_columns(X, name, allow_irregular)
-            self.n = len(self.cols.series)
+        self.n = len(self.cols.series) if self.lazy is None else int(self.lazy.shape[1])
         shape = self.cols.shape
+        named = self.cols.dims is None and self.lazy is None \
+            and self.cols.names != list(range(self.n))
         self.layout = {"dims": None if self.cols.dims is None else list(self.cols.dims),
                        "shape": None if shape is None else list(shape),
                        "coords": {d: np.asarray(v).tolist()
                                   for d, v in (self.cols.coords or {}).items()},
-                       "names": None if self.cols.dims is not None
-                       or self.cols.names == list(range(self.n)) else list(self.cols.names)}
+                       "names": list(self.cols.names) if named else None}
 
     def label(self, j: int) -> Any:
-        """The label of series ``j`` (its column name, or its index in a DataArray)."""
+        """The label of series ``j`` (its column name or position, or its index in a
+        DataArray)."""
         if self.cols.dims is not None:
             return tuple(int(i) for i in np.unravel_index(j, self.cols.shape or ()))
-        return self.cols.names[j]
+        return self.cols.names[j] if self.cols.names else j
 
     def labels(self, s0: int, s1: int) -> list[Any]:
         return [self.label(j) for j in range(s0, s1)]
