@@ -295,7 +295,7 @@ def rqa_batch_blocks(run: Callable[..., Any], X: Any, *, radius: Any, recurrence
 
     job = dict(kw, backend=backend)
     try:
-        if scheduler is not None:
+        if scheduler is not None and todo:  # (a finished store: no cluster started)
             _run_dask(run, src, todo, radii, rates, job, sink, scheduler=scheduler,
                       n_workers=n_workers, devices=devices, backend=backend)
         else:
