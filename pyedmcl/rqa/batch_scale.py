@@ -22,8 +22,8 @@ Where the blocks run:
   (:class:`pyedmcl.rqa.dask_rqa.RQAWorkerPlugin`). At most a few blocks per worker are
   in flight, so the input crosses the network a few blocks at a time.
 
-A DataArray backed by a dask array (``xr.open_zarr(...)``, ``da.chunk(...)``) is read one
-block at a time: on a cluster the workers load their block themselves (the client never
+A dask array, or a DataArray backed by one (``xr.open_zarr(...)``, ``da.chunk(...)``),
+always runs in blocks, read one block at a time: on a cluster the workers load their block themselves (the client never
 holds the cube), so a cube larger than a node's memory runs. Its values are checked per
 block (a NaN before a series' last value is refused, naming the series, when its block
 runs), its constant series noted at the end; its checksum for resuming is dask's token
