@@ -61,12 +61,14 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int, lists: bool = False) ->
     p.add_argument("--v-min", type=ints, default=2, help="shortest vertical line" + more)
     p.add_argument("--w-min", type=ints, default=2, help="shortest white line" + more)
     p.add_argument("--edge", type=int_arg, default=None, help="sub-matrix edge length")
+    blocks = "; --all-columns: blocks of series" if lists else ""
     p.add_argument("--devices", default=None,
                    help="comma-separated devices used at once, e.g. nvidia:0,nvidia:1 (the "
-                        "matrix's row ranges or lane bands balanced over them)")
+                        f"matrix's row ranges or lane bands balanced over them{blocks})")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster "
-                        "(row ranges or lane bands as tasks; worker i uses device i of --devices)")
+                        f"(row ranges or lane bands as tasks{blocks}; worker i uses device i "
+                        "of --devices)")
     p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
     p.add_argument("--histograms", action="store_true", help="include histograms in --json")
 

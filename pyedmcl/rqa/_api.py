@@ -5,6 +5,7 @@ API = {
     "cross_rqa": "pyedmcl.rqa.core",
     "joint_rqa": "pyedmcl.rqa.core",
     "rqa_batch": "pyedmcl.rqa.batch",
+    "rqa_batch_open": "pyedmcl.rqa.batch_store",
     "rqa_grid": "pyedmcl.rqa.grid",
     "recurrence_plot": "pyedmcl.rqa.plot",
     "recurrence_network": "pyedmcl.rqa.network",
