@@ -73,8 +73,9 @@ def plot_rqa_vs_radius(grid: Any, measures: Any = None, *, axes: Any = None,
                                       figsize=(3.3 * ncols, 2.6 * math.ceil(len(names) / ncols)),
                                       layout="constrained", sharex=True)
         axs = list(grid_axes.ravel())
-        for ax in axs[len(names):]:
-            ax.set_visible(False)
+        for i, ax in enumerate(axs[len(names):], start=len(names)):
+            ax.set_visible(False)  # the panel above keeps its radius tick labels
+            axs[i - ncols].xaxis.set_tick_params(labelbottom=True)
         axs = axs[:len(names)]
     else:
         axs = [axes] if hasattr(axes, "plot") else list(np.ravel(axes))
@@ -90,7 +91,9 @@ def plot_rqa_vs_radius(grid: Any, measures: Any = None, *, axes: Any = None,
                               else f"{k} = {v}" for k, v in zip(keys, key, strict=True))
             ax.plot(part["radius"].to_numpy(float), part[m].to_numpy(float), "o-", ms=3,
                     label=label or None)
-        ax.set(xlabel="radius (threshold)", ylabel=m, xscale="log" if logx else "linear")
+        ax.set(ylabel=m, xscale="log" if logx else "linear")
+        if ax.xaxis.get_tick_params()["labelbottom"]:  # (shared axes: the bottom ones)
+            ax.set_xlabel("radius (threshold)")
     if keys and len(groups) > 1:
         axs[0].legend(fontsize=7, frameon=False)
     return axs
