@@ -47,7 +47,7 @@ def _close():
 
 
 def test_vs_radius_lines_are_the_grid(grid):
-    axs = pe.plot_rqa_vs_radius(grid, ["RR", "DET", "RTE"])
+    axs = pe.plot_rqa_vs_radius(grid, measures=["RR", "DET", "RTE"])
     assert len(axs) == 3
     for ax, m in zip(axs, ["RR", "DET", "RTE"], strict=True):
         assert ax.get_ylabel() == m and len(ax.lines) == 2
@@ -61,7 +61,7 @@ def test_vs_radius_lines_are_the_grid(grid):
 def test_vs_radius_one_line_given_axes_and_defaults(grid):
     one = grid[grid["E"] == 2]
     fig, ax = plt.subplots()
-    (got,) = pe.plot_rqa_vs_radius(one, "LAM", axes=ax, logx=True)
+    (got,) = pe.plot_rqa_vs_radius(one, measures="LAM", axes=ax, logx=True)
     assert got is ax and len(ax.lines) == 1 and ax.get_xscale() == "log"
     assert np.array_equal(ax.lines[0].get_ydata(), one.sort_values("radius")["LAM"].to_numpy())
     axs = pe.plot_rqa_vs_radius(one)  # the default panels
@@ -70,14 +70,14 @@ def test_vs_radius_one_line_given_axes_and_defaults(grid):
 
 def test_vs_radius_bad_input(grid, batch):
     with pytest.raises(ValueError, match="measures"):
-        pe.plot_rqa_vs_radius(grid, ["DET", "NOPE"])
+        pe.plot_rqa_vs_radius(grid, measures=["DET", "NOPE"])
     with pytest.raises(TypeError, match="grid"):
         pe.plot_rqa_vs_radius(grid.to_dict())
     with pytest.raises(ValueError, match="radius"):
         pe.plot_rqa_vs_radius(grid.drop(columns="radius"))
     _, ax = plt.subplots()
     with pytest.raises(ValueError, match="axes"):
-        pe.plot_rqa_vs_radius(grid, ["RR", "DET"], axes=ax)
+        pe.plot_rqa_vs_radius(grid, measures=["RR", "DET"], axes=ax)
 
 
 def test_heatmap_of_a_batch_scales_each_measure(batch):
@@ -96,13 +96,13 @@ def test_heatmap_of_a_batch_scales_each_measure(batch):
 def test_heatmap_of_a_windowed_batch(batch):
     X, _ = batch
     dw = pe.rqa_batch(X, E=2, radius=1.0, window=50, step=40, device=CPU_DEVICE)
-    ax = pe.plot_rqa_heatmap(dw, "DET")
+    ax = pe.plot_rqa_heatmap(dw, measure="DET")
     img = np.ma.filled(ax.images[0].get_array(), np.nan)
     for i in range(X.shape[1]):
         assert np.array_equal(img[i], dw.loc[i, "DET"].to_numpy(), equal_nan=True)
     assert ax.get_xlabel().startswith("window start")
     with pytest.raises(ValueError, match="measure"):
-        pe.plot_rqa_heatmap(dw, "DET", measures=["RR"])
+        pe.plot_rqa_heatmap(dw, measure="DET", measures=["RR"])
 
 
 def test_heatmap_of_a_cube():
@@ -111,13 +111,13 @@ def test_heatmap_of_a_cube():
     da = xr.DataArray(cube, dims=("time", "lat", "lon"),
                       coords={"lat": [10.0, 20.0], "lon": [0.0, 1.0, 2.0]})
     ds = pe.rqa_batch(da, E=2, radius=1.0, device=CPU_DEVICE)
-    ax = pe.plot_rqa_heatmap(ds, "LAM")
+    ax = pe.plot_rqa_heatmap(ds, measure="LAM")
     assert np.array_equal(ax.images[0].get_array(), ds["LAM"].to_numpy())
     assert ax.images[0].origin == "lower" and (ax.get_ylabel(), ax.get_xlabel()) == ("lat", "lon")
     with pytest.raises(ValueError, match="measure"):
-        pe.plot_rqa_heatmap(ds, "n_cells")
+        pe.plot_rqa_heatmap(ds, measure="n_cells")
     with pytest.raises(ValueError, match="two dimensions"):
-        pe.plot_rqa_heatmap(ds.expand_dims(band=[1, 2]), "LAM")
+        pe.plot_rqa_heatmap(ds.expand_dims(band=[1, 2]), measure="LAM")
 
 
 def test_without_matplotlib(grid, monkeypatch):

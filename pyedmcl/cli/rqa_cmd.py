@@ -73,8 +73,8 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int, lists: bool = False) ->
 
 def _window_opts(p: argparse.ArgumentParser, note: str = "") -> None:
     p.add_argument("--window", type=int_arg, default=None,
-                   help="windowed analysis: embedded points per window (one row per window)"
-                        + note)
+                   help=f"windowed analysis: embedded points per window{note} (one row per "
+                        "window)")
     p.add_argument("--step", type=int_arg, default=None,
                    help="windowed analysis: points between window starts (default: --window)")
 
@@ -114,7 +114,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _line_opts(p, 0)
     p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
-    _window_opts(p, " (x and y of one length)")
+    _window_opts(p, " of x and y (one length)")
     p.set_defaults(func=run_crqa)
 
     p = sub.add_parser("jrqa", help="joint recurrence quantification analysis of two series")

@@ -147,7 +147,7 @@ def rqa_vs_radius(out: Path, series: np.ndarray, dtype: Any, be: Any
     g = pe.rqa_grid(series, E=3, tau=1, radius=DEMO_RADII, dtype=dtype, device=be)
     shown = ["RR", "DET", "LAM", "RTE"]
     fig, axs = _plt().subplots(2, 2, figsize=(7.0, 4.8), sharex=True)
-    pe.plot_rqa_vs_radius(g, shown, axes=axs, logx=True)
+    pe.plot_rqa_vs_radius(g, measures=shown, axes=axs, logx=True)
     fig.suptitle(f"RQA measures against the radius ({series.size} steps, E = 3)", fontsize=10)
     name = _save(fig, out / "rqa_vs_radius.png")
     sec = {"data": f"logistic map at r = 3.9, first {series.size} steps, E = 3, tau = 1, "

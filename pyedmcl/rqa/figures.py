@@ -49,7 +49,7 @@ def _measures(measures: Any, have: Any, default: tuple[str, ...]) -> list[str]:
     return names
 
 
-def plot_rqa_vs_radius(grid: Any, measures: Any = None, *, axes: Any = None,
+def plot_rqa_vs_radius(grid: Any, *, measures: Any = None, axes: Any = None,
                        logx: bool = False) -> Any:
     """Measures against the radius from an :func:`pyedmcl.rqa_grid` result: one panel per
     measure (default ``RR, DET, L, LAM, TT, RTE``), one line per combination of the grid's
@@ -99,7 +99,7 @@ def plot_rqa_vs_radius(grid: Any, measures: Any = None, *, axes: Any = None,
     return axs
 
 
-def plot_rqa_heatmap(result: Any, measure: str | None = None, *, measures: Any = None,
+def plot_rqa_heatmap(result: Any, *, measure: str | None = None, measures: Any = None,
                      ax: Any = None, cmap: str = "viridis", annotate: bool | None = None) -> Any:
     """A heat map of an :func:`pyedmcl.rqa_batch` result; returns the Axes.
 
@@ -148,7 +148,7 @@ def _dataset_map(ds: Any, measure: str | None, measures: Any, ax: Any, cmap: str
                  annotate: bool | None) -> Any:
     dims = list(ds.sizes)
     if len(dims) == 1:  # one series dimension: a table of series
-        return plot_rqa_heatmap(ds.to_dataframe(), measure, measures=measures, ax=ax,
+        return plot_rqa_heatmap(ds.to_dataframe(), measure=measure, measures=measures, ax=ax,
                                 cmap=cmap, annotate=annotate)
     if measures is not None:
         raise ValueError("a Dataset map draws one measure=, not measures=")
