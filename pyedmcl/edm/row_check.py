@@ -153,8 +153,8 @@ class RowCheck:
         once per check, at the first query block)."""
         if self._targets is None:
             acc = np.float64 if be.info.fp64 else np.float32
-            self._targets = (be.to_device(self.thr.astype(acc)),
-                             be.to_device(self.span.astype(acc)))
+            self._targets = (be.to_device_aside(self.thr.astype(acc)),
+                             be.to_device_aside(self.span.astype(acc)))
         return self._targets
 
 

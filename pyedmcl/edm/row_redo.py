@@ -137,13 +137,13 @@ def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev:
     x, y = redo.x, redo.y
     nq = plan.pred_points.size
     slots = int(min(REDO_SLOTS, checked.flagq.size))
-    xd = be.to_device(np.ascontiguousarray(x, np.float64))
+    xd = be.to_device_aside(np.ascontiguousarray(x, np.float64))
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
             and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
-    yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
+    yd = xd if same else be.to_device_aside(np.ascontiguousarray(y, np.float64))
     qsel, rsel = be.empty(slots, np.int32), be.empty(slots, np.int32)
-    sh = be.to_device(np.asarray(redo.shift, np.float64))
-    sc = be.to_device(np.asarray(redo.scale, np.float64))
+    sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
+    sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
     hold(be, xd, yd, qsel, rsel, sh, sc)
     LOOKUP.launch_select(be, checked.nflag, checked.flagq, slots, q_dev, qsel, rsel)
     table = redo.neighbors.device_table(

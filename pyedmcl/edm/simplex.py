@@ -172,7 +172,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
             c = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
+                               be.to_device_aside(check.qnorm[q0:q1]), thr, span, check.E,
                                variance=variance)
             p, v, f = c.pred, c.var, c.rows_reader(be)
             if row_redo.applies(be, check.redo, q1 - q0 == qpts.size):

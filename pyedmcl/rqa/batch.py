@@ -22,20 +22,29 @@ offset per lane). That is a kernel change of the rqa_lines family.
 
 from __future__ import annotations
 
-import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..constant_series import RQA_WHY, note_text
+from .._outputs import locks_output
 from ..validation import (
-    ConstantSeriesWarning,
     as_series,
     check_embedding,
     check_int,
     check_metric,
 )
-from .batch_inputs import Columns, as_columns, per_series
+from .batch_inputs import (
+    METHODS,
+    Columns,
+    as_columns,
+    check_threshold_choice,
+    is_lazy,
+    per_series,
+)
+from .batch_result import EXTRA
+from .batch_result import constant_note as _constant_note
+from .batch_result import dataset as _dataset
 from .core import (
     _backends_and_dtype,
     _check_common,
@@ -50,11 +59,6 @@ from .job import RqaJob
 from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
-
-#: how a batch runs (see :func:`rqa_batch`)
-METHODS = ("series", "packed")
-#: the columns of a batch row besides the measures
-EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
 
 
 class Runner:
@@ -92,12 +96,6 @@ class Runner:
             order=self.order, params=None, threshold_rule=self.rule), raw=raw)
 
 
-def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
-    if (radius is None) == (recurrence_rate is None):
-        raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
-                         "(fixed recurrence rate; one radius found per series)")
-
-
 def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
     row: dict[str, Any] = {k: res.measures[k] for k in MEASURES}
     row.update(n_recurrences=int(res.n_recurrences), n_cells=int(res.n_cells),
@@ -106,13 +104,17 @@ def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
     return row
 
 
+@locks_output("out", what="rqa_batch output")
 def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
               window: int | None = None, step: int | None = None,
-              method: str = "series", allow_irregular: bool = False) -> Any:
+              method: str = "series", allow_irregular: bool = False,
+              out: str | Path | None = None, block_series: int | None = None,
+              overwrite: bool = False, progress: bool | None = None,
+              scheduler: Any = None, n_workers: int = 2, devices: Any = None) -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -144,19 +146,38 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     launches, but the band kernels walk about three times the cells of the symmetric D&R
     path, so on a 2-core CPU it is slower (bench/results/intel-zen5-2core/). Both give
     the same rows.
+
+    In blocks of ``block_series`` series (:mod:`pyedmcl.rqa.batch_scale`; the same rows),
+    when one of these is given: ``out``, a ``.zarr`` path the rows stream into block by
+    block (rerunning the same call resumes it, computing again any block that fails its
+    checksum; other parameters or data are refused unless ``overwrite``, which replaces
+    only a store pyedmcl wrote; :func:`rqa_batch_open` reads it back); ``devices``,
+    several devices of this node (a list or ``"nvidia:0,nvidia:1"``), one thread each;
+    ``scheduler``, a Dask scheduler address, ``"local"`` (a LocalCluster of
+    ``n_workers`` processes: put the call under ``if __name__ == "__main__":``) or a
+    ``distributed.Client``, blocks as tasks, worker ``i`` on device
+    ``devices[i % len(devices)]``. A dask array, or a DataArray backed by one, always
+    runs in blocks, read one block at a time (on a cluster, by the workers).
+    ``progress``: a bar over the blocks (None: in a notebook only). Not with ``window``.
     """
+    if out is not None or block_series is not None or scheduler is not None \
+            or devices is not None or is_lazy(X):
+        from .batch_scale import rqa_batch_blocks
+
+        return rqa_batch_blocks(
+            rqa_batch, X, radius=radius, recurrence_rate=recurrence_rate, out=out,
+            block_series=block_series, overwrite=overwrite, progress=progress,
+            scheduler=scheduler, n_workers=n_workers, devices=devices, device=device,
+            backend=backend, allow_irregular=allow_irregular, window=window, step=step,
+            E=E, tau=tau, metric=metric, theiler=theiler, l_min=l_min, v_min=v_min,
+            w_min=w_min, dtype=dtype, theiler_scope=theiler_scope, white_border=white_border,
+            threshold_rule=threshold_rule, method=method)
     import pandas as pd
 
     cols = as_columns(X, "X", bool(allow_irregular))
     check_threshold_choice(radius, recurrence_rate)
-    radii = per_series(radius, len(cols.series), "radius")
-    rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate")
-    for r in radii:
-        if r is not None:
-            check_radius(r)
-    for q in rates:
-        if q is not None:
-            check_rate(q)
+    radii = per_series(radius, len(cols.series), "radius", check_radius)
+    rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate", check_rate)
     E, tau = _check_E_tau(E, tau)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; allowed: "
@@ -230,31 +251,6 @@ def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]
         for j, row in zip(idx, got, strict=True):
             row.update(radius=float(radius), N=T, n_points=n)
             rows[j] = row
-
-
-def _constant_note(cols: Columns) -> str | None:
-    """Warn once of the constant series of a batch; the note, or None."""
-    labels = [str(lab) for s, lab in zip(cols.series, cols.names, strict=True)
-              if s.size and s.min() == s.max()]
-    if not labels:
-        return None
-    note = note_text("rqa_batch", labels, RQA_WHY)
-    warnings.warn(note, ConstantSeriesWarning, stacklevel=3)
-    return note
-
-
-def _dataset(df: Any, cols: Columns, note: str | None) -> Any:
-    """The batch frame as an ``xarray.Dataset`` over a DataArray's non-time dims."""
-    from ..labels import require_xarray
-
-    xr = require_xarray()
-    dims = cols.dims or ()
-    shape = cols.shape or ()
-    data = {c: (dims, df[c].to_numpy().reshape(shape)) for c in df.columns}
-    ds = xr.Dataset(data, coords={d: v for d, v in (cols.coords or {}).items()})
-    if note:
-        ds.attrs["notes"] = note
-    return ds
 
 
 def _windowed(cols: Columns, radii: list[Any], rates: list[Any], note: str | None,

@@ -404,7 +404,8 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
               white_border: bool = True, device: Any = None, devices: Any = None,
               backend: str | None = None, edge: int | None = None, order: str = "row",
               params: dict[str, Any] | None = None, threshold_rule: str = "distance",
-              scheduler: Any = None, n_workers: int = 2) -> RQAResult:
+              scheduler: Any = None, n_workers: int = 2, window: int | None = None,
+              step: int | None = None) -> Any:
     """Cross-RQA of two series (lengths may differ), as PyRQA's cross analysis.
 
     The cross recurrence matrix has one column per embedded point of ``x`` and one
@@ -416,7 +417,18 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     other side), so their diagonal histograms differ from these for ``theiler >= 2``.
     RR divides by ``n_x * n_y``. ``devices``, ``scheduler`` and ``n_workers`` as in
     :func:`rqa`.
+
+    ``window`` (and ``step``, default ``window``): windowed cross-RQA (the CRP toolbox's
+    window and shift) of two series of one length, a ``pandas.DataFrame`` with one row per
+    window of ``window`` embedded points of both, each row ``cross_rqa`` of that window's
+    samples exactly (:func:`pyedmcl.rqa.windowed.windowed_pair`; one run per window).
     """
+    if window is not None or step is not None:
+        return _windowed_pair(cross_rqa, "cross_rqa", x, y, window, step, scheduler, dict(
+            E=E, tau=tau, radius=radius, recurrence_rate=recurrence_rate, metric=metric,
+            theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
+            white_border=white_border, device=device, devices=devices, backend=backend,
+            edge=edge, order=order, params=params, threshold_rule=threshold_rule))
     sx = as_series(x, "x")
     sy = as_series(y, "y")
     metric = check_metric(metric)
@@ -469,7 +481,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               devices: Any = None, backend: str | None = None, edge: int | None = None,
               order: str = "row", params: dict[str, Any] | None = None,
               threshold_rule: str = "distance", scheduler: Any = None,
-              n_workers: int = 2) -> RQAResult:
+              n_workers: int = 2, window: int | None = None, step: int | None = None) -> Any:
     """Joint RQA: ``JR = R_x & R_y`` (same length series, same E/tau/metric).
 
     ``radius`` is one number for both series or a pair ``(r_x, r_y)``; or
@@ -478,7 +490,20 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     the order statistic of its own distances), so the joint rate is lower. The radii
     used are ``result.radius`` (a pair). ``devices``, ``scheduler`` and ``n_workers``
     as in :func:`rqa`.
+
+    ``window`` (and ``step``, default ``window``): windowed joint RQA, a
+    ``pandas.DataFrame`` with one row per window of ``window`` embedded points, each row
+    ``joint_rqa`` of that window's samples exactly (radii found per window for
+    ``recurrence_rate``: columns ``radius_x``, ``radius_y``;
+    :func:`pyedmcl.rqa.windowed.windowed_pair`; one run per window).
     """
+    if window is not None or step is not None:
+        return _windowed_pair(joint_rqa, "joint_rqa", x, y, window, step, scheduler, dict(
+            E=E, tau=tau, radius=radius, recurrence_rate=recurrence_rate, metric=metric,
+            theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
+            theiler_scope=theiler_scope, white_border=white_border, device=device,
+            devices=devices, backend=backend, edge=edge, order=order, params=params,
+            threshold_rule=threshold_rule))
     sx = as_series(x, "x")
     sy = as_series(y, "y")
     if sx.size != sy.size:
@@ -538,6 +563,19 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
             recurrence_rate=recurrence_rate))
 
     return _beside_the_check(prep, [sx, sy], run)
+
+
+def _windowed_pair(one: Callable[..., Any], what: str, x: Any, y: Any, window: Any,
+                   step: Any, scheduler: Any, kw: dict[str, Any]) -> Any:
+    """:func:`~pyedmcl.rqa.windowed.windowed_pair` of ``one`` (cross_rqa or joint_rqa)."""
+    if scheduler is not None:
+        raise ValueError("scheduler= runs one recurrence matrix on a Dask cluster; it is not "
+                         "supported with window=/step=")
+    if window is None:
+        raise ValueError("step= needs window= (the number of embedded points per window)")
+    from .windowed import windowed_pair
+
+    return windowed_pair(one, x, y, window=window, step=step, what=what, **kw)
 
 
 def _pair(value: Any, name: str) -> tuple[Any, Any]:

@@ -13,6 +13,14 @@ Definitions (identical to PyRQA 8 and pyunicorn, which agree on them):
 * ``LAM, TT, V_max, V_entr`` likewise on the vertical histogram with ``v_min``.
 * ``W`` (mean recurrence time), ``W_max``, ``W_div = 1/W_max``, ``W_entr`` on the
   white-vertical histogram with ``w_min``.
+* ``RTE`` (recurrence-time entropy): ``W_entr / ln(W_max)``, the Shannon entropy of the
+  recurrence times ``T >= w_min`` (white vertical line lengths) normalised by the largest
+  entropy of times up to the longest one (the CRP toolbox's ``rpde``, the recurrence
+  period density entropy of Little et al. 2007; in [0, 1]); ``nan`` when ``W_max <= 1``.
+  RecurrenceAnalysis.jl documents its ``RTE`` as this normalised measure, but its code
+  returns the unnormalised entropy (``W_entr`` here) of its own recurrence times
+  (distances between the midpoints of consecutive vertical lines, border gaps left out),
+  which line-length histograms cannot give.
 * ``DET_RR = DET / RR`` and ``LAM_DET = LAM / DET``.
 
 A ratio whose denominator is zero is ``nan`` (``DIV``/``W_div`` without lines too).
@@ -23,10 +31,12 @@ without lines (``pyedmcl/rqa/README.md``, "Measures and their denominators").
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 MEASURES = ("RR", "DET", "L", "L_max", "DIV", "L_entr", "LAM", "TT", "V_max", "V_entr",
-            "W", "W_max", "W_div", "W_entr", "DET_RR", "LAM_DET")
+            "W", "W_max", "W_div", "W_entr", "RTE", "DET_RR", "LAM_DET")
 
 
 def _ratio(a: float, b: float) -> float:
@@ -79,6 +89,7 @@ def compute_measures(n_rec: int, n_cells: int, diag: np.ndarray, vert: np.ndarra
         "W_max": w["max"],
         "W_div": _ratio(1, w["max"]),
         "W_entr": w["entropy"],
+        "RTE": _ratio(w["entropy"], math.log(w["max"])) if w["max"] else float("nan"),
         "DET_RR": _ratio(det, rr) if rr == rr else float("nan"),
         "LAM_DET": _ratio(lam, det) if det == det else float("nan"),
     }
