@@ -194,6 +194,25 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
                     threshold_rule=threshold_rule, dtype=dtype, device=device,
                     backend=backend)
+    rows = _series_rows(runner, cols, radii, rates, method, E=E, tau=tau, theiler=theiler,
+                        l_min=l_min, v_min=v_min, w_min=w_min)
+    df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
+    df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
+                    "n_points": np.int64})
+    if cols.dims is not None:
+        return _dataset(df, cols, note)
+    df.index = pd.Index(cols.names, name="series")
+    if note:
+        df.attrs["notes"] = (note,)
+    return df
+
+
+def _series_rows(runner: Runner, cols: Columns, radii: list[Any], rates: list[Any],
+                 method: str, *, E: int, tau: int, theiler: Any, l_min: Any, v_min: Any,
+                 w_min: Any) -> list[dict[str, Any]]:
+    """:func:`rqa_batch`'s row of every whole series (``method="packed"``: those of equal
+    length packed first, the rest one run each), in column order; an error names the
+    series."""
     series = [as_series(s, f"X column {label!r}") for s, label in
               zip(cols.series, cols.names, strict=True)]
     rows: list[dict[str, Any] | None] = [None] * len(series)
@@ -219,15 +238,7 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
             except ValueError as exc:  # say which series
                 raise ValueError(f"X column {label!r}: {exc}") from None
             rows[j] = row_of(res, s.size)
-    df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
-    df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
-                    "n_points": np.int64})
-    if cols.dims is not None:
-        return _dataset(df, cols, note)
-    df.index = pd.Index(cols.names, name="series")
-    if note:
-        df.attrs["notes"] = (note,)
-    return df
+    return rows
 
 
 def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]],
