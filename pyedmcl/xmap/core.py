@@ -43,19 +43,17 @@ from .results import XmapResult
 #: default rows per block over several devices: big enough to amortise a launch, small
 #: enough to balance
 DEFAULT_BLOCK_ROWS = 32
-#: on one CPU: fewer and larger launches (each block launches per E-group; 2-core Xeon,
-#: Intel, N=100 x 1,000, E mixed 1..10: 0.223 -> 0.219 s)
+#: on one CPU: fewer and larger launches (each block launches per E-group;
+#: bench/results/intel-2core/xmap_host_choices_2026-11-24_3017022.txt)
 LARGE_BLOCK_ROWS = 64
 #: on GPUs (one or several): a block is one batch of the engine (``max_batch``), whose
-#: k-NN and skill launches fill the GPU better with 128 libraries than with 64 (H100:
-#: N = 5,000 x 3,780, E = 5 0.69 -> 0.63 s; E mixed 1..20, N = 10,000 x 1,000 2.32 ->
-#: 2.02 s, 256 and 512 within 5% of it), and 128-row blocks still balance two GPUs
+#: k-NN and skill launches fill the GPU better with 128 libraries than with 64 (256 and
+#: 512 no better; decision 0099), and 128-row blocks still balance two GPUs
 GPU_BLOCK_ROWS = 128
 
 
 #: edge of the square tiles of the (L, N) -> (N, L) copy, and its threads (at most the
-#: cores; two H200s' 32-core host, N = 5,000 x 3,780 float64: 4 threads 26-28 ms, 8
-#: threads 21 ms, 16 threads 32-36 ms)
+#: cores; 8 measured best of 4, 8 and 16 on a 32-core host: decision 0099)
 TRANSPOSE_TILE = 256
 TRANSPOSE_THREADS = 8
 #: copies from this size (bytes) run on threads
@@ -63,10 +61,8 @@ PARALLEL_BYTES = 16 << 20
 #: threads of the copy where each band is also standardised (``then``): more work per
 #: byte than the copy alone, so more threads, but each thread's dozen numpy calls a band
 #: contend for the interpreter lock, so about one per FUSED_BYTES_PER_THREAD of the
-#: float64 panel, within FUSED_THREADS_MIN..FUSED_THREADS (two H200s' 32-core host, the
-#: pass alone, medians: N = 5,000 x 3,780 8 / 10 / 12 / 16 threads 35.6 / 32.8 / 31.6 /
-#: 31.9 ms; N = 10,000 x 1,000 6 / 8 / 10 / 12 / 16 threads 26.2 / 23.7 / 25.5 / 28.3 /
-#: 30.2 ms, and the two-GPU map, E = 6, 0.235-0.243 s at 12 against 0.229 s at 8)
+#: float64 panel, within FUSED_THREADS_MIN..FUSED_THREADS (measured per panel size on a
+#: 32-core host: decision 0117)
 FUSED_THREADS_MIN, FUSED_THREADS = 8, 12
 FUSED_BYTES_PER_THREAD = 12 << 20
 
@@ -84,9 +80,9 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
                      out: np.ndarray | None = None) -> Any:
     """``arr.T`` (an ``(L, N)`` table) as a C-contiguous ``dtype`` (default float32)
     ``(N, L)`` array, copied
-    in square tiles: a plain transposing copy strides through memory (5,000 x 3,780:
-    96 ms on the 2-core dev box vs 27 ms in tiles of 256), and by a few threads for
-    large panels (numpy copies without the GIL).
+    in square tiles: a plain transposing copy strides through memory (several times
+    slower: bench/results/intel-2core/xmap_host_choices_2026-11-24_3017022.txt), and by
+    a few threads for large panels (numpy copies without the GIL).
 
     ``extremes``: also each row's largest and smallest value, ``(out, hi, lo)``, reduced
     from every tile while it is in cache (NaN where the row holds one): the finite
@@ -141,8 +137,7 @@ def even_blocks(N: int, rows: int, devices: int) -> list[tuple[int, int, int]]:
     """Row blocks ``(id, r0, r1)`` of an N-row matrix: at most ``rows`` rows each, their
     number a multiple of ``devices`` where N allows, their sizes within one row of each
     other. Devices of one speed then take equal shares and finish together; blocks of
-    ``rows`` and a short last one left one device a block behind (two H200s, N = 5,000,
-    128-row blocks: 2,560 rows on one, 2,440 on the other, ~12 ms of one idle)."""
+    ``rows`` and a short last one left one device a block behind (decision 0101)."""
     count = -(-N // rows)
     count = min(N, -(-count // devices) * devices)
     edges = [N * b // count for b in range(count + 1)]
