@@ -91,8 +91,8 @@ def plan_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 #: device copies of recent plans' point lists, per backend: a plan is immutable and
-#: cached (:func:`.ranges.resolve`), so a repeated call uploads only its series (H100,
-#: L = 32,768: three uploads, ~0.5 ms of a 5 ms Simplex call). Bounded in bytes.
+#: cached (:func:`.ranges.resolve`), so a repeated call uploads only its series, not its
+#: three point lists. Bounded in bytes.
 PLAN_UPLOAD_BYTES = 64 << 20
 _plan_uploads: OrderedDict[tuple[int, int], tuple[Plan, Backend, tuple]] = OrderedDict()
 _uploads_lock = threading.Lock()
@@ -451,9 +451,8 @@ def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, va
 
 #: the fraction of flagged rows (estimated on a sample, for decimal data only:
 #: :func:`.row_check.on_decimal_grid`) beyond which float32 Simplex runs in float64 from
-#: the start: redoing that many rows costs more than the float32 pass saves (H100,
-#: L = 2^20, E = 3, data with one decimal, 99% flagged: checked float32 0.87 s, float64
-#: 0.52 s)
+#: the start: redoing that many rows costs more than the float32 pass saves (decision
+#: 0089)
 MOSTLY_FLAGGED = 0.5
 #: queries below which the flagged fraction is not estimated first (the pass is cheap)
 SAMPLE_FROM = 1 << 15

@@ -198,8 +198,7 @@ class KnnKernel(TunableKernel):
         take (lags above 1, a library not contiguous: :func:`slide_applies`), the entry's
         fastest timed configuration without SLIDE: the tuner times lags of 1, where the
         raw-value tile wins, and dropping SLIDE from its winner leaves a layout that was
-        never the best one of its own kind (H100, E = 7, tau = 2, L = 100,000: the winner
-        without SLIDE 16.0 ms, the best vec layout 8.1 ms)."""
+        never the best one of its own kind (decision 0129)."""
         p = choice.params
         if p.get("SLIDE", 0) and not slide_applies(spec, contiguous) and choice.entry:
             timed = []
