@@ -7,8 +7,8 @@
 ## EXACT=2 (GPUs): one flag per half instead (anyn |= near: one predicate or per cell,
 ## where the near bits take a shift and an or); a flagged half (0.4% of the halves at
 ## 1e-4 near cells; 9-25% on a 0.1 grid at E = 2, r = 0.2-0.5, whose near fraction is
-## 0.3-0.9%) redoes its cells in double: DMAJ's its near cells alone, found again from the
-## half's float32 terms (redo_dmaj), the other paths all its cells.
+## 0.3-0.9%) redoes its near cells alone in double, found again by the cells' float32
+## code (one lane: redo_half, DMAJ: redo_dmaj); with vector lanes all its cells.
 ## T: the names of _names.mako.
 ## Import with <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>.
 <%namespace name="exact" file="/common/_exact.mako"/>
@@ -67,17 +67,25 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 
 ## After a half (rows ib + 32 h + r): redo its near cells and rewrite their bits in
 ## `bits` (vec lanes; lane l's column: l0 + l in vertical launches, i + l0 + l in
-## diagonal ones).
-<%def name="redo_half(T)">\
+## diagonal ones). EXACT=2 with one lane: a flagged half finds its near cells again by
+## the cells' own float32 code (`body`, the caller's: it sets `near` for row i) and
+## redoes those alone, as redo_dmaj does.
+<%def name="redo_half(T, body=None)">\
 % if EXACT:
 <%
     col = "l0 + _l" if MODE == "vertical" else "_i + l0 + _l"
     tw = "w" if (THEILER_MATRIX and MODE == "vertical") else "0"
 %>\
 %   if EXACT == 2 and T.VEC == 1:
-            if (anyn) {   /* EXACT=2: rare; every cell of the half */
-                for (int _r = 0; _r < nh; ++_r) {
-                    const int _i = ib + 32 * h + _r, _l = 0;
+            if (anyn) {   /* EXACT=2: rare; the half's near cells again, those redone */
+                uint _nb = 0u;
+                for (int r = nh - 1; r >= 0; --r) {
+                    const int i = ib + 32 * h + r;
+${body(xs="x", xoff="i")}\
+                    _nb |= near << r;
+                }
+                for (uint _m = _nb; _m; _m &= _m - 1u) {
+                    const int _r = 31 - (int)clz(_m & (0u - _m)), _i = ib + 32 * h + _r, _l = 0;
                     bits = (bits & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
                 }
             }
