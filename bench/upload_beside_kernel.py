@@ -7,7 +7,7 @@ at an upload into a busy queue (a queued pageable write; a buffer made with its 
 its creation or at its first launch) until the kernels before it end; a copy through a
 second queue does not (decision 0129, ``Backend.to_device_aside``).
 
-Run:  python bench/upload_beside_kernel.py            (the first NVIDIA platform, else the first)
+Run:  python bench/upload_beside_kernel.py   (on a machine with an NVIDIA GPU: its platform)
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ def main() -> None:
 
     warnings.simplefilter("ignore")
     plats = cl.get_platforms()
-    plat = next((p for p in plats if "NVIDIA" in p.name), plats[0])
+    plat = next((p for p in plats if "NVIDIA" in p.name), None)
+    if plat is None:
+        raise SystemExit("no NVIDIA OpenCL platform: the probe is about NVIDIA's runtime")
     ctx = cl.Context([plat.get_devices()[0]])
     q = cl.CommandQueue(ctx)
     q2 = cl.CommandQueue(ctx)
