@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import device_cases, run_under_oclgrind
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pyedmcl.kernels import rqa_lines_batch as B
@@ -180,9 +180,12 @@ def test_batch_kernels_oclgrind_clean():
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 600), st.integers(0, 3), st.tuples(*[st.integers(1, 4)] * 3),
        st.integers(0, 2 ** 32 - 1))
+@example(1, 2, (2, 2, 1), 3)  # W_max 0 or 1: RTE nan (ln 1 = 0)
+@example(2, 3, (1, 1, 2), 4)  # W_max 2 with w_min above some rows' lines: RTE 0 or nan
 def test_measures_of_rows_equal_compute_measures(L, dens, mins, seed):
-    """Row by row, bit for bit: histograms dense and sparse, of few and of more than 128
-    nonzero bins (numpy's pairwise sums), empty rows, zero cells."""
+    """Row by row, bit for bit, every measure (RTE included): histograms dense and sparse,
+    of few and of more than 128 nonzero bins (numpy's pairwise sums), empty rows, zero
+    cells, longest white lines of 0, 1 and more."""
     rng = np.random.default_rng(seed)
     S = 12
     H = [((rng.random((S, L)) < dens / 3) * rng.integers(1, 10 ** int(rng.integers(1, 7)),
@@ -191,6 +194,7 @@ def test_measures_of_rows_equal_compute_measures(L, dens, mins, seed):
     nrec = rng.integers(0, 10 ** 6, S)
     ncells = rng.integers(0, 10 ** 7, S)
     got = measures_of_rows(nrec, ncells, *H, *mins)
+    assert list(got) == list(MEASURES)  # RTE among them, in the table's order
     for s in range(S):
         ref = compute_measures(int(nrec[s]), int(ncells[s]), *(h[s].astype(np.uint64)
                                                                 for h in H), *mins)

@@ -21,6 +21,7 @@ TITLES = {
     "ccm": "4. Convergent cross mapping: who drives whom",
     "xmap": "5. All-to-all causal map of a network",
     "rqa": "6. Recurrence quantification",
+    "rqa_threshold": "7. RQA against the radius: how much the threshold matters",
 }
 
 CSS = """
@@ -75,6 +76,11 @@ def _numbers(name: str, sec: dict[str, Any]) -> str:
                 if k in RQA_MEANING]
         t = _row_table(["measure", "value", "what it indicates"], rows)
         return t.replace("<td>", "<td class='l'>").replace("<th>", "<th class='l'>")
+    if name == "rqa_threshold":
+        shown = [m for m in ("RR", "DET", "LAM", "RTE") if m in sec]
+        return _row_table(["radius", *shown],
+                          [[sig(r), *(sig(sec[m][i]) for m in shown)]
+                           for i, r in enumerate(sec.get("radius", []))])
     return ""
 
 
@@ -99,6 +105,11 @@ def _finding(name: str, sec: dict[str, Any]) -> str:
     if name == "rqa":
         m = sec["measures"]
         return f"The logistic map's recurrences are {sig(100 * m['DET'])}% deterministic (DET)."
+    if name == "rqa_threshold" and sec.get("radius"):
+        return (f"From radius {sig(sec['radius'][0])} to {sig(sec['radius'][-1])} the "
+                f"recurrence rate grows from {sig(100 * sec['RR'][0])}% to "
+                f"{sig(100 * sec['RR'][-1])}% and DET from {sig(sec['DET'][0])} to "
+                f"{sig(sec['DET'][-1])}.")
     return ""
 
 

@@ -12,24 +12,37 @@ than the batch kernels' local histograms hold, and float32 series that ``pe.rqa`
 run in float64. ``method="series"`` runs every series so (programs built once, options
 checked once, the D&R runs' buffers from one pool, :func:`pyedmcl.rqa.dnr.reusing_buffers`);
 ``method="packed"`` lays series of one length end to end in one band pass
-(:mod:`pyedmcl.rqa.batch_packed`).
+(:mod:`pyedmcl.rqa.batch_packed`). With ``out``, ``block_series``, ``devices`` or
+``scheduler`` (or a lazy input) the series run in blocks
+(:mod:`pyedmcl.rqa.batch_scale`), each block one call of :func:`rqa_batch` by the same
+method.
 """
 
 from __future__ import annotations
 
-import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..constant_series import RQA_WHY, note_text
+from .._outputs import locks_output
 from ..validation import (
-    ConstantSeriesWarning,
     check_embedding,
     check_int,
     check_metric,
 )
-from .batch_inputs import Columns, as_columns, per_series, window_columns
+from .batch_inputs import (
+    METHODS,
+    Columns,
+    as_columns,
+    check_threshold_choice,
+    is_lazy,
+    per_series,
+    window_columns,
+)
+from .batch_result import EXTRA, INTEGER
+from .batch_result import constant_note as _constant_note
+from .batch_result import dataset as _dataset
 from .core import (
     _backends_and_dtype,
     _check_common,
@@ -40,16 +53,10 @@ from .core import (
     check_rate,
 )
 from .dnr import reusing_buffers
+from .job import RqaJob
 from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
-
-#: how a batch runs (see :func:`rqa_batch`)
-METHODS = ("batched", "series", "packed")
-#: the columns of a batch row besides the measures
-EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
-#: the integer columns of a batch frame (the others are float64)
-INTEGER = ("L_max", "V_max", "W_max", "n_recurrences", "n_cells", "N", "n_points")
 
 
 class Runner:
@@ -80,19 +87,11 @@ class Runner:
         n = check_embedding(xs.size, E, tau, "x")
         l_min, v_min, w_min, theiler, edge = _check_common(
             l_min, v_min, w_min, theiler, self.theiler_scope, self.order, self.edge, n)
-        return _rqa_prepared(
-            xs, dt, self.bes, E=E, tau=tau, n=n, radius=radius,
-            recurrence_rate=recurrence_rate, metric=self.metric, theiler=theiler,
-            theiler_scope=self.theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min,
-            white_border=self.white_border, edge=edge, order=self.order, params=None,
-            threshold_rule=self.rule, neighbourhood="radius", knn=None, scheduler=None,
-            n_workers=1, raw=raw)
-
-
-def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
-    if (radius is None) == (recurrence_rate is None):
-        raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
-                         "(fixed recurrence rate; one radius found per series)")
+        return _rqa_prepared(xs, dt, self.bes, RqaJob(
+            E=E, tau=tau, n=n, radius=radius, recurrence_rate=recurrence_rate,
+            metric=self.metric, theiler=theiler, theiler_scope=self.theiler_scope,
+            l_min=l_min, v_min=v_min, w_min=w_min, white_border=self.white_border, edge=edge,
+            order=self.order, params=None, threshold_rule=self.rule), raw=raw)
 
 
 def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
@@ -103,13 +102,17 @@ def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
     return row
 
 
+@locks_output("out", what="rqa_batch output")
 def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
               window: int | None = None, step: int | None = None,
-              method: str = "batched", allow_irregular: bool = False) -> Any:
+              method: str = "batched", allow_irregular: bool = False,
+              out: str | Path | None = None, block_series: int | None = None,
+              overwrite: bool = False, progress: bool | None = None,
+              scheduler: Any = None, n_workers: int = 2, devices: Any = None) -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -145,18 +148,39 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     ``bench/bench_rqa_batch.py`` and ``docs/rqa_batch.md``. With ``window``:
     ``"batched"`` takes every window of every series as a series of its own;
     ``"series"`` runs ``pe.rqa(..., window=)`` per series; ``"packed"`` is refused.
+
+    In blocks of ``block_series`` series (:mod:`pyedmcl.rqa.batch_scale`; each block one
+    call of this function with the same ``method``: the same rows), when one of these is
+    given: ``out``, a ``.zarr`` path the rows stream into block by block (rerunning the
+    same call resumes it, computing again any block that fails its checksum; other
+    parameters or data are refused unless ``overwrite``, which replaces only a store
+    pyedmcl wrote; :func:`rqa_batch_open` reads it back); ``devices``, several devices of
+    this node (a list or ``"nvidia:0,nvidia:1"``), one thread each; ``scheduler``, a Dask
+    scheduler address, ``"local"`` (a LocalCluster of ``n_workers`` processes: put the
+    call under ``if __name__ == "__main__":``) or a ``distributed.Client``, blocks as
+    tasks, worker ``i`` on device ``devices[i % len(devices)]``. A dask array, or a
+    DataArray backed by one, always runs in blocks, read one block at a time (on a
+    cluster, by the workers). ``progress``: a bar over the blocks (None: in a notebook
+    only). Not with ``window``.
     """
+    if out is not None or block_series is not None or scheduler is not None \
+            or devices is not None or is_lazy(X):
+        from .batch_scale import rqa_batch_blocks
+
+        return rqa_batch_blocks(
+            rqa_batch, X, radius=radius, recurrence_rate=recurrence_rate, out=out,
+            block_series=block_series, overwrite=overwrite, progress=progress,
+            scheduler=scheduler, n_workers=n_workers, devices=devices, device=device,
+            backend=backend, allow_irregular=allow_irregular, window=window, step=step,
+            E=E, tau=tau, metric=metric, theiler=theiler, l_min=l_min, v_min=v_min,
+            w_min=w_min, dtype=dtype, theiler_scope=theiler_scope, white_border=white_border,
+            threshold_rule=threshold_rule, method=method)
     import pandas as pd
 
     cols = as_columns(X, "X", bool(allow_irregular))
     check_threshold_choice(radius, recurrence_rate)
-    radii = per_series(radius, len(cols.names), "radius")
-    rates = per_series(recurrence_rate, len(cols.names), "recurrence_rate")
-    for given, values, check in ((radius, radii, check_radius),
-                                 (recurrence_rate, rates, check_rate)):
-        for v in values[:1] if np.ndim(given) == 0 else values:  # one for all: once
-            if v is not None:
-                check(v)
+    radii = per_series(radius, len(cols.names), "radius", check_radius)
+    rates = per_series(recurrence_rate, len(cols.names), "recurrence_rate", check_rate)
     E, tau = _check_E_tau(E, tau)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; allowed: "
@@ -262,30 +286,6 @@ def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]
         for j, row in zip(idx, got, strict=True):
             row.update(radius=float(radius), N=T, n_points=n)
             rows[j] = row
-
-
-def _constant_note(cols: Columns) -> str | None:
-    """Warn once of the constant series of a batch; the note, or None."""
-    labels = [str(cols.names[j]) for j in np.flatnonzero(cols.lo == cols.hi).tolist()]
-    if not labels:
-        return None
-    note = note_text("rqa_batch", labels, RQA_WHY)
-    warnings.warn(note, ConstantSeriesWarning, stacklevel=3)
-    return note
-
-
-def _dataset(df: Any, cols: Columns, note: str | None) -> Any:
-    """The batch frame as an ``xarray.Dataset`` over a DataArray's non-time dims."""
-    from ..labels import require_xarray
-
-    xr = require_xarray()
-    dims = cols.dims or ()
-    shape = cols.shape or ()
-    data = {c: (dims, df[c].to_numpy().reshape(shape)) for c in df.columns}
-    ds = xr.Dataset(data, coords={d: v for d, v in (cols.coords or {}).items()})
-    if note:
-        ds.attrs["notes"] = note
-    return ds
 
 
 def _windows_batched(runner: Runner, cols: Columns, radii: list[Any], rates: list[Any],

@@ -18,6 +18,9 @@ from .._bands import map_bands, map_slices
 from ..labels import is_dataarray
 from ..validation import MAX_MAGNITUDE, as_series
 
+#: how a batch runs (see :func:`pyedmcl.rqa_batch`)
+METHODS = ("batched", "series", "packed")
+
 
 @dataclass
 class Columns:
@@ -42,6 +45,16 @@ class Columns:
         """Each series as a 1-D view of its row (``lengths[j]`` values)."""
         return [self.panel[j, :t] for j, t in enumerate(self.lengths.tolist())]
 
+    @classmethod
+    def layout(cls, names: list[Any] | None = None, dims: tuple[str, ...] | None = None,
+               shape: tuple[int, ...] | None = None,
+               coords: dict[str, Any] | None = None) -> Columns:
+        """Columns without values: the names and a DataArray's layout only (a lazy input,
+        or a result rebuilt from a store)."""
+        none = np.zeros(0)
+        return cls(np.zeros((0, 0)), np.zeros(0, np.int64), list(names or []), none, none,
+                   dims, shape, coords)
+
 
 def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Columns:
     """:class:`Columns` of ``X`` (see the module docstring); errors name ``name``. A time
@@ -50,6 +63,9 @@ def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Column
     strictly increasing, equally spaced unless ``allow_irregular``."""
     if is_dataarray(X):
         return _dataarray_columns(X, name, allow_irregular)
+    if type(X).__name__ == "Dataset" and type(X).__module__.split(".")[0] == "xarray":
+        raise TypeError(f"{name} is an xarray Dataset; give one of its variables, a "
+                        f"DataArray with a 'time' dimension ({name}['name'])")
     if type(X).__module__.split(".")[0] == "pandas":
         import pandas as pd
 
@@ -78,6 +94,14 @@ def as_columns(X: Any, name: str = "X", allow_irregular: bool = False) -> Column
     return _columns(vals, name, list(range(vals.shape[1])))
 
 
+def is_lazy(X: Any) -> bool:
+    """Whether ``X`` is a dask array, or a DataArray backed by one (read in blocks)."""
+    if is_dataarray(X):
+        return getattr(X, "chunks", None) is not None
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "compute") \
+        and hasattr(X, "ndim")
+
+
 def _numbers(vals: np.ndarray, name: str) -> np.ndarray:
     if vals.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {vals.dtype}")
@@ -86,12 +110,19 @@ def _numbers(vals: np.ndarray, name: str) -> np.ndarray:
     return vals.astype(np.float64, copy=False)
 
 
-def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
+def dataarray_layout(da: Any, name: str, allow_irregular: bool = False) -> Columns:
+    """The layout of a DataArray's series without reading its values (``series`` left
+    empty; a dask-backed array stays lazy): its non-time dims, their shape and coordinates,
+    and the DataArray itself with ``time`` first (``names[0]``). A DataArray without a
+    ``time`` dimension, or of values that are not real numbers, is refused naming
+    ``name``; a time axis is checked as labelled functions check it."""
     dims = tuple(str(d) for d in da.dims)
     if "time" not in dims:
         raise ValueError(f"{name} is a DataArray with dims {dims} and no 'time' dimension; "
                          "rqa_batch reads series along 'time': rename the time axis "
                          f"(da.rename({{{dims[0] if dims else 'dim'!r}: 'time'}}))")
+    if np.dtype(da.dtype).kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {da.dtype}")
     other = tuple(d for d in dims if d != "time")
     da = da.transpose("time", *other)
     if "time" in da.coords:  # its time axis checked as labelled functions check it
@@ -99,12 +130,21 @@ def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
 
         unwrap(da.isel({d: 0 for d in other}), name, allow_irregular)
     shape = tuple(int(da.sizes[d]) for d in other)
+    if int(np.prod(shape)) == 0:
+        raise ValueError(f"{name} has no series (a non-time dimension of size 0); give at "
+                         "least one")
+    coords = {d: da[d].values for d in other if d in da.coords}
+    return Columns.layout([da], other, shape, coords)
+
+
+def _dataarray_columns(da: Any, name: str, allow_irregular: bool) -> Columns:
+    lay = dataarray_layout(da, name, allow_irregular)
+    da, shape = lay.names[0], lay.shape or ()
     vals = np.asarray(da.values).reshape(da.sizes["time"], -1)
     vals = _numbers(vals, name)
-    names = [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)] if other else [0]
-    coords = {d: da[d].values for d in other if d in da.coords}
+    names = [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)] if lay.dims else [0]
     out = _columns(vals, name, names)
-    out.dims, out.shape, out.coords = other, shape, coords
+    out.dims, out.shape, out.coords = lay.dims, lay.shape, lay.coords
     return out
 
 
@@ -159,18 +199,41 @@ def _strip_one(col: np.ndarray, name: str, label: Any) -> np.ndarray:
     return as_series(col[:end], f"{name} column {label!r}")
 
 
-def per_series(value: Any, n: int, name: str) -> list[Any]:
-    """``value`` for each of ``n`` series: one value for all, or a sequence of ``n``."""
-    if value is None or np.ndim(value) == 0:
+def per_series(value: Any, n: int, name: str, check: Any = None) -> list[Any]:
+    """``value`` for each of ``n`` series: one value for all, or a sequence of ``n``;
+    ``check(v, name)`` validates each value (an error names its position:
+    ``radius[3]``)."""
+    if isinstance(value, dict | set):
+        raise TypeError(f"{name} must be one number or a sequence of one number per series, "
+                        f"got {type(value).__name__}")
+    try:
+        ndim = np.ndim(value)
+    except ValueError:  # a ragged nesting
+        ndim = -1
+    if value is None or ndim == 0:
+        if check is not None and value is not None:
+            check(value, name)
         return [value] * n
-    vals = list(np.asarray(value).reshape(-1)) if np.ndim(value) == 1 else None
+    vals = list(np.asarray(value, dtype=object).reshape(-1)) if ndim == 1 else None
     if vals is None:
-        raise ValueError(f"{name} must be one number or one per series (1-D), got shape "
-                         f"{np.shape(value)}")
+        raise ValueError(f"{name} must be one number or one per series (1-D), got "
+                         + (f"shape {np.shape(value)}" if ndim > 1 else "a ragged nesting"))
     if len(vals) != n:
         raise ValueError(f"{name} has {len(vals)} values for {n} series; give one value, or "
                          "one per series (column)")
+    for j, v in enumerate(vals):
+        if v is None:
+            raise ValueError(f"{name}[{j}] is None; give a number for every series")
+        if check is not None:
+            check(v, f"{name}[{j}]")
     return vals
+
+
+def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
+    """Exactly one of the two ways to set the threshold."""
+    if (radius is None) == (recurrence_rate is None):
+        raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
+                         "(fixed recurrence rate; one radius found per series)")
 
 
 class WindowName:

@@ -13,6 +13,14 @@ Definitions (identical to PyRQA 8 and pyunicorn, which agree on them):
 * ``LAM, TT, V_max, V_entr`` likewise on the vertical histogram with ``v_min``.
 * ``W`` (mean recurrence time), ``W_max``, ``W_div = 1/W_max``, ``W_entr`` on the
   white-vertical histogram with ``w_min``.
+* ``RTE`` (recurrence-time entropy): ``W_entr / ln(W_max)``, the Shannon entropy of the
+  recurrence times ``T >= w_min`` (white vertical line lengths) normalised by the largest
+  entropy of times up to the longest one (the CRP toolbox's ``rpde``, the recurrence
+  period density entropy of Little et al. 2007; in [0, 1]); ``nan`` when ``W_max <= 1``.
+  RecurrenceAnalysis.jl documents its ``RTE`` as this normalised measure, but its code
+  returns the unnormalised entropy (``W_entr`` here) of its own recurrence times
+  (distances between the midpoints of consecutive vertical lines, border gaps left out),
+  which line-length histograms cannot give.
 * ``DET_RR = DET / RR`` and ``LAM_DET = LAM / DET``.
 
 A ratio whose denominator is zero is ``nan`` (``DIV``/``W_div`` without lines too).
@@ -23,6 +31,7 @@ without lines (``pyedmcl/rqa/README.md``, "Measures and their denominators").
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -30,7 +39,7 @@ import numpy as np
 from .._bands import PARALLEL_VALUES, THREADS
 
 MEASURES = ("RR", "DET", "L", "L_max", "DIV", "L_entr", "LAM", "TT", "V_max", "V_entr",
-            "W", "W_max", "W_div", "W_entr", "DET_RR", "LAM_DET")
+            "W", "W_max", "W_div", "W_entr", "RTE", "DET_RR", "LAM_DET")
 
 
 def _ratio(a: float, b: float) -> float:
@@ -83,6 +92,7 @@ def compute_measures(n_rec: int, n_cells: int, diag: np.ndarray, vert: np.ndarra
         "W_max": w["max"],
         "W_div": _ratio(1, w["max"]),
         "W_entr": w["entropy"],
+        "RTE": _ratio(w["entropy"], math.log(w["max"])) if w["max"] else float("nan"),
         "DET_RR": _ratio(det, rr) if rr == rr else float("nan"),
         "LAM_DET": _ratio(lam, det) if det == det else float("nan"),
     }
@@ -163,6 +173,16 @@ def _ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b != 0, a / np.where(b != 0, b, 1.0), np.nan)
 
 
+def _logs(m: np.ndarray) -> np.ndarray:
+    """``math.log`` of each longest line (0 where there is none), as :func:`compute_measures`
+    takes it: by ``math.log`` once per distinct length, since numpy's vector ``log`` need not
+    round as libm does (a ratio over ``ln 1 = 0`` is then ``nan``, as is one over 0)."""
+    m = np.asarray(m, np.int64)
+    uniq, inv = np.unique(m, return_inverse=True)
+    logs = np.array([math.log(int(u)) if u > 0 else 0.0 for u in uniq], dtype=np.float64)
+    return logs[inv.reshape(m.shape)]
+
+
 def measures_of_rows(n_rec: np.ndarray, n_cells: np.ndarray, diag: np.ndarray,
                      vert: np.ndarray, white: np.ndarray, l_min: int = 2, v_min: int = 2,
                      w_min: int = 2) -> dict[str, np.ndarray]:
@@ -191,5 +211,6 @@ def measures_of_stats(n_rec: np.ndarray, n_cells: np.ndarray, d: dict[str, np.nd
         "V_max": np.asarray(v["max"], np.int64), "V_entr": v["entropy"],
         "W": _ratios(w["points_min"], w["lines_min"]), "W_max": np.asarray(w["max"], np.int64),
         "W_div": _ratios(one, w["max"]), "W_entr": w["entropy"],
+        "RTE": _ratios(w["entropy"], _logs(w["max"])),
         "DET_RR": _ratios(det, rr), "LAM_DET": _ratios(lam, det),
     }
