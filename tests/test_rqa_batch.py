@@ -232,7 +232,7 @@ def test_batched_mixes_its_series_with_per_series_runs(device, monkeypatch):
     others one launch each, in packs of two: every row equals pe.rqa's, and the frame equals
     method='series''s."""
     from pyedmcl._precision import PrecisionWarning
-    from pyedmcl.kernels import rqa_lines_batch
+    from pyedmcl.rqa import batch_kernels as rqa_lines_batch
 
     rng = np.random.default_rng(5)
     lens = [200, 66, 65, 64, 3, 120, 180]

@@ -1,4 +1,4 @@
-"""The batch kernels of rqa_lines (MODE bvertical / bdiagonal, pyedmcl.kernels.rqa_lines_batch)
+"""The batch kernels of rqa_lines (MODE bvertical / bdiagonal, pyedmcl.rqa.batch_kernels)
 against a NumPy reference of each series' matrix; the vectorised host steps of the
 batched path (measures, exact bounds) against their one-series forms, bit for bit."""
 
@@ -10,8 +10,8 @@ from conftest import device_cases, run_under_oclgrind
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pyedmcl.kernels import rqa_lines_batch as B
 from pyedmcl.kernels.rqa_lines import LineSpec
+from pyedmcl.rqa import batch_kernels as B
 from pyedmcl.rqa._oracles import matrix_histograms
 from pyedmcl.rqa.distances import kernel_distances, points
 from pyedmcl.rqa.exact import error_bound, error_bounds
@@ -156,7 +156,7 @@ def test_batch_kernels_oclgrind_clean():
     out = run_under_oclgrind("""
         import numpy as np
         from clkernels import get_backend
-        from pyedmcl.kernels import rqa_lines_batch as B
+        from pyedmcl.rqa import batch_kernels as B
         from pyedmcl.kernels.rqa_lines import LineSpec
         be = get_backend("oclgrind")
         rng = np.random.default_rng(1)

@@ -3,9 +3,9 @@
 :func:`rqa_batch` validates the options and picks the device once. Its default path
 (``method="batched"``, :mod:`pyedmcl.rqa.batch_lines`) takes every series through the
 device in two launches per histogram size class, one work-group per series walking its
-whole recurrence matrix (kernel family :mod:`pyedmcl.kernels.rqa_lines_batch`), with the
-host work (float32 preparation, exact-redo bounds, layout, measures) vectorised over the
-series of one length; each row equals ``pe.rqa`` of that series bit for bit (the same
+whole recurrence matrix (the rqa_lines family's batch modes,
+:mod:`pyedmcl.rqa.batch_kernels`), with the host work (float32 preparation, exact-redo
+bounds, layout, measures) vectorised over the series of one length; each row equals ``pe.rqa`` of that series bit for bit (the same
 cell decisions, lines and measures). Series that path does not take run one at a time
 through the very path :func:`pyedmcl.rqa.core.rqa` takes (:class:`Runner`): those longer
 than the batch kernels' local histograms hold, and float32 series that ``pe.rqa`` would

@@ -1,7 +1,7 @@
 """Many series in two launches: :func:`pyedmcl.rqa_batch`'s default path.
 
 Every series of a batch goes through the device at once (kernel family
-:mod:`pyedmcl.kernels.rqa_lines_batch`): the series laid end to end with their offsets,
+:mod:`pyedmcl.rqa.batch_kernels`): the series laid end to end with their offsets,
 lengths and thresholds, one work-group per series walking its whole recurrence matrix
 (columns in one launch, diagonals in the other), each series' histograms reduced on the
 device to what its measures take. The host work is vectorised over the series of one
@@ -27,7 +27,7 @@ Each row equals ``pe.rqa`` of its series bit for bit:
   row equal to :func:`~pyedmcl.rqa.measures.compute_measures` of its histograms.
 
 Series longer than the device's local histograms hold
-(:func:`pyedmcl.kernels.rqa_lines_batch.max_points`), and the float32 series that fall
+(:func:`pyedmcl.rqa.batch_kernels.max_points`), and the float32 series that fall
 back to float64, run one at a time (:class:`pyedmcl.rqa.batch.Runner`).
 """
 
@@ -48,9 +48,9 @@ from .._precision import (
     _merged_bound_slab,
     standardises,
 )
-from ..kernels import rqa_lines_batch as kb
 from ..kernels.rqa_lines import LineSpec
 from ..validation import check_embedding
+from . import batch_kernels as kb
 from .core import _check_common, _resolve_thresholds
 from .exact import error_bounds, wanted
 from .measures import entropies, measures_of_stats
@@ -240,7 +240,7 @@ def _lines(be: Any, spec: LineSpec, groups: list[_Group], n: np.ndarray, thr: np
 
 def _packs(shapes: list[tuple[int, tuple[int, int]]]) -> list[list[tuple[int, int, int]]]:
     """Row ranges ``(group, first, end)`` of the groups (``(group, (rows, length))``) in
-    packs of at most :data:`pyedmcl.kernels.rqa_lines_batch.MAX_VALUES` laid-out values
+    packs of at most :data:`pyedmcl.rqa.batch_kernels.MAX_VALUES` laid-out values
     (the kernels' offsets are 32-bit)."""
     packs: list[list[tuple[int, int, int]]] = [[]]
     room = kb.MAX_VALUES - kb.LEAD - kb.TAIL
@@ -285,7 +285,7 @@ def _pack_measures(be: Any, spec: LineSpec, params: Any, groups: list[_Group],
 
 def measures_of_counts(c: Any, n: np.ndarray, w: int, mins: tuple[int, int, int],
                        cells: np.ndarray) -> dict[str, np.ndarray]:
-    """Every measure of each series from its :class:`~pyedmcl.kernels.rqa_lines_batch.Counts`
+    """Every measure of each series from its :class:`~pyedmcl.rqa.batch_kernels.Counts`
     (``n`` embedded points, Theiler window ``w``, ``mins`` = l_min, v_min, w_min, ``cells``
     RR's denominators), bit for bit :func:`~pyedmcl.rqa.measures.compute_measures` of the
     histograms ``pe.rqa`` counts: the upper diagonals doubled (their lower twins) and, with

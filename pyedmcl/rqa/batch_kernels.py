@@ -14,6 +14,10 @@ D&R kernels (VEC 16, WALK 3, private bins); GPUs one lane per work-item (PACK, D
 a work-group of 128 per series. HBINS holds every line of the launch's longest series
 (a power of two, :func:`hist_bins_for`): series longer than :func:`max_points` allow run
 one at a time by D&R.
+
+A launcher of the rqa_lines family beside its caller (:mod:`pyedmcl.rqa.batch_lines`),
+as :mod:`pyedmcl.rqa.dnr` launches the family's D&R kernels: the family's one module is
+:mod:`pyedmcl.kernels.rqa_lines`.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from clkernels import Backend
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params
 
-from .rqa_lines import _COLLECT_PARAMS, RQA_LINES, LineSpec
+from ..kernels.rqa_lines import _COLLECT_PARAMS, RQA_LINES, LineSpec
 
 #: the two kernels of a batch
 BATCH_MODES = ("bvertical", "bdiagonal")
