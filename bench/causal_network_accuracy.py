@@ -133,7 +133,8 @@ def main() -> None:
     if args.out:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True).stdout.strip()
-        path = Path(args.out) / f"causal_network_accuracy_{date.today()}_{commit}_{args.set}.json"
+        tag = "".join(f"_{k}-{v}" for k, v in args.options.items())
+        path = Path(args.out) / f"causal_network_accuracy_{date.today()}_{commit}_{args.set}{tag}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(out, indent=1, default=str))
