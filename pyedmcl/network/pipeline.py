@@ -8,12 +8,17 @@
    from library i's one neighbour order (:mod:`.crossmap`); an edge whose skill peaks
    at a positive lag is dropped as a reverse / synchrony artefact (strong forcing makes
    the driven series cross-map its driver's future).
-3. Partial cross maps (Leng et al. 2020, :mod:`.partial`): for each remaining edge
+3. Convergence (Sugihara et al. 2012): each remaining edge's skill at its best lag
+   must rise from random small libraries (``min_library`` rows, default a twentieth of
+   the rows) to the full library, by Fisher's z test at ``alpha`` (:mod:`.convergence`);
+   an edge that does not is dropped as nonconvergent (synchrony, a shared driver, or a
+   link too weak to resolve).
+4. Partial cross maps (Leng et al. 2020, :mod:`.partial`): for each remaining edge
    ``x -> y`` and each z with remaining edges ``z -> y`` and ``x -> z`` or ``z -> x`` (a
    chain through z, or a common driver z), the partial cross map of x -> y given z at
    the pairs' best lags; the edge is dropped as indirect when, for some z, the PCM keeps
    less than ``partial_ratio`` of the plain cross map or is not significant against
-   x's surrogates (p > alpha). Every PCM is computed on the graph left by step 2, so the
+   x's surrogates (p > alpha). Every PCM is computed on the graph left by step 3, so the
    order of the triples does not matter.
 
 The decision rule, its thresholds and its assumptions: docs/causal_network.md.
@@ -45,8 +50,9 @@ class CausalNetwork:
 
     ``edges``: DataFrame ``source``, ``target``, ``lag`` (the cross-map lag of highest
     skill), ``rho`` (the full-library skill at lag 0, the map's), ``rho_lag`` (the skill
-    at ``lag``), ``p_value``, ``q_value``. ``pruned``: the same columns plus ``reason``
-    ("reverse" or "indirect"), ``via`` (the intermediate of an indirect edge), ``pcm``
+    at ``lag``), ``rho_small`` (the mean skill of random small libraries at ``lag``),
+    ``conv_p`` (the convergence test's p-value), ``p_value``, ``q_value``. ``pruned``:
+    the same columns plus ``reason`` ("reverse", "nonconvergent" or "indirect"), ``via`` (the intermediate of an indirect edge), ``pcm``
     and ``pcm_p``. ``partial``: every partial cross map computed. ``lag_rho``: ``(N, N,
     len(lags))`` skill of library i cross-mapping j at each lag (NaN where not
     scanned). ``xmap``: the all-to-all map with surrogates.
@@ -86,8 +92,10 @@ def causal_network(result_or_data: Any, *, alpha: float = 0.05, method: str = "b
     candidate indirect paths (dropped when conditioning on an intermediate removes it).
     Options (keywords): ``E`` ("auto", one int or one per series), ``tau``,
     ``surrogates`` (default 199; ``1 / (surrogates + 1) <= alpha`` is required),
-    ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5),
-    ``partial`` (default: with 3 series or more; True with fewer warns),
+    ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5; at
+    least one lag <= 0), ``convergence`` (default True: drop edges whose skill does not
+    rise from ``min_library`` rows, default a twentieth of the rows, to the full
+    library), ``partial`` (default: with 3 series or more; True with fewer warns),
     ``partial_ratio`` (default 0.7), ``dtype``, ``device``, ``backend``. Returns a
     :class:`CausalNetwork` (``edges``: source, target, lag, rho, rho_lag, p_value,
     q_value; ``pruned``: the same with ``reason``, ``via``, ``pcm``, ``pcm_p``), or with
@@ -230,6 +238,10 @@ def _check_options(P: np.ndarray, alpha: Any, surrogates: Any, lags: Any, partia
         raise ValueError(f"alpha={alpha!r} is out of range; allowed: 0 < alpha < 1")
     surrogates = check_surrogates(surrogates, a)
     lag_arr = check_lags(lags, n // 4, "lags")
+    if lag_arr.min() > 0:
+        raise ValueError(f"lags={lag_arr.tolist()} has no lag <= 0; allowed: lags including 0 or a "
+                         "negative lag (a driver's effect peaks at a non-positive lag: with "
+                         "positive lags only, every edge would be dropped as reverse)")
     ratio = float(partial_ratio)
     if not 0 <= ratio <= 1:
         raise ValueError(f"partial_ratio={partial_ratio!r} is out of range; allowed: 0..1")
