@@ -25,6 +25,8 @@ from .crossmap import LibraryMap, rho_rows
 
 #: random libraries averaged for the small library's skill
 SAMPLES = 32
+#: distance entries computed at once (samples x rows x library rows)
+CHUNK = 1 << 22
 
 
 def default_size(rows: int, k: int) -> int:
@@ -53,21 +55,28 @@ def subsample_skill(lm: LibraryMap, Y: np.ndarray, shift: int, size: int,
     tr = t[rows]
     obs = Y2[:, tr]  # (nt, U)
     k = min(lm.k, size - 1)
+    libs = np.stack([rng.choice(rows.size, size, replace=False) for _ in range(samples)])
     out = np.empty((samples, nt))
-    for s in range(samples):  # one (U, size) distance block at a time
-        lib = rng.choice(rows.size, size, replace=False)
-        d = np.sqrt(((V[:, None, :] - V[lib][None, :, :]) ** 2).sum(-1))
-        d[np.abs(pts[:, None] - pts[lib][None, :]) <= lm.radius] = np.inf
-        near = np.argpartition(d, k - 1, axis=1)[:, :k]
-        dk = np.take_along_axis(d, near, axis=1)
-        o = np.argsort(dk, axis=1)
-        near, dk = np.take_along_axis(near, o, axis=1), np.take_along_axis(dk, o, axis=1)
-        d0 = dk[:, :1]
+    step = max(1, CHUNK // (rows.size * size))
+    for c in range(0, samples, step):  # a few samples' (U, size) distance blocks at once
+        lib = libs[c:c + step]  # (s, L)
+        d2 = np.zeros((len(lib), rows.size, size))  # (s, U, L), one coordinate at a time
+        for j in range(V.shape[1]):
+            d2 += (V[None, :, None, j] - V[lib, j][:, None, :]) ** 2
+        d2[np.abs(pts[None, :, None] - pts[lib][:, None, :]) <= lm.radius] = np.inf
+        near = np.argpartition(d2, k - 1, axis=2)[..., :k]
+        dk = np.take_along_axis(d2, near, axis=2)
+        o = np.argsort(dk, axis=2)
+        near = np.take_along_axis(near, o, axis=2)
+        dk = np.sqrt(np.take_along_axis(dk, o, axis=2))
+        d0 = dk[..., :1]
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             w = np.where(d0 > 0, np.exp(-dk / np.where(d0 > 0, d0, 1.0)), (dk == 0) * 1.0)
-            w = w / w.sum(axis=1, keepdims=True)
-        pred = np.einsum("tuk,uk->tu", Y2[:, tr[lib][near]], w)
-        out[s] = rho_rows(pred, obs)
+            w = w / w.sum(axis=2, keepdims=True)
+        src = tr[np.take_along_axis(lib[:, None, :], near, 2)]  # (s, U, k) target times
+        pred = np.einsum("tsuk,suk->stu", Y2[:, src], w)  # (s, nt, U)
+        out[c:c + step] = rho_rows(pred.reshape(-1, pred.shape[2]),
+                                   np.tile(obs, (len(lib), 1))).reshape(len(lib), nt)
     return out
 
 
