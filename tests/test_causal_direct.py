@@ -245,3 +245,15 @@ def test_cli_network_bad_flags(tmp_path, chain):
     np.save(f, chain[:200])
     assert main(["network", str(f), "--surrogates", "19", "--lags=1:3"]) == 2
     assert main(["network", str(f), "--surrogates", "19", "--min-library", "3"]) == 2
+
+
+def test_plot_draws_edges_and_checks_truth(chain_net):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    A = np.zeros((3, 3))
+    A[0, 1] = A[1, 2] = 1
+    ax = chain_net.plot(truth=A)
+    assert len(ax.patches) == len(chain_net.edges) + 3  # one arrow per edge, one disc per node
+    with pytest.raises(ValueError, match=r"truth has shape \(2, 2\); needs \(3, 3\)"):
+        chain_net.plot(truth=np.zeros((2, 2)))

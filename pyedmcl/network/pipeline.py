@@ -66,6 +66,13 @@ class CausalNetwork:
     names: list
     xmap: Any = field(default=None, repr=False)
 
+    def plot(self, ax: Any = None, *, truth: Any = None) -> Any:
+        """Draw the direct edges (arrows labelled with their lag) on ``ax``; ``truth``
+        (an adjacency, ``truth[i, j]``: i drives j) adds the missed true links dashed
+        and marks false edges red (needs matplotlib). Returns the axes."""
+        from .plot import draw_network
+        return draw_network(self, ax, truth=truth)
+
     def graph(self) -> Any:
         """A ``networkx.DiGraph`` of the direct edges (needs networkx)."""
         try:
