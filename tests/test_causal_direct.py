@@ -201,6 +201,7 @@ def test_small_library_of_all_rows_is_the_full_map(pair):
 
 def test_convergence_p_is_fishers_z_test():
     from scipy.stats import norm
+
     from pyedmcl.network.convergence import convergence_p
     full, small = np.array([0.8, 0.5, 0.3, -0.1, np.nan]), np.array([0.5, 0.45, 0.35, -0.3, 0.2])
     z = (np.arctanh(full) - np.arctanh(small)) / np.sqrt(1 / (50 - 3) + 1 / (997 - 3))
