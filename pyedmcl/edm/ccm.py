@@ -56,7 +56,14 @@ from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
 from ..primitives.knn import hold, knn_device
 from ..primitives.lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
-from ..primitives.ranges import MAX_KNN, ccm_valid_times, check_lags, check_tau, point_offset
+from ..primitives.ranges import (
+    MAX_KNN,
+    ccm_valid_times,
+    check_lags,
+    check_tau,
+    point_offset,
+    warn_short_lags,
+)
 from ..validation import (
     as_integer,
     as_series,
@@ -470,6 +477,7 @@ def _cross_map_spec(be, n: int, *, E: Any, tau: Any, Tp: Any, lagged: bool, knn:
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
     sizes = parse_lib_sizes(lib_sizes, n, E)
     M = ccm_valid_times(n, E, tau, Tp).size
+    warn_short_lags(n, E, tau, lags if lagged else Tp, sizes, "Tp")
     if knn_backend == "auto" and knn > MAX_KNN:  # only the sorted exact rows take such a knn
         knn_backend = "exact"
     check_ccm_knn(knn, M, knn_backend)
