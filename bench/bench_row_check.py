@@ -75,12 +75,24 @@ def redone_rows(x: np.ndarray, E: int, tau: int, device, repeat: int = 1) -> tup
 
     for n in names:
         setattr(S, n, lambda *a, _real=reals[n], **k: spy(*a, _real=_real, **k))
+    from pyedmcl.edm import row_redo
+
+    real_fixed = row_redo.EnqueuedRedo.fixed
+
+    def fixed(self, rows):  # the redo enqueued behind the first pass: no time of its own
+        f = real_fixed(self, rows)
+        if f is not None:
+            got.append((rows.size, 0.0))
+        return f
+
+    row_redo.EnqueuedRedo.fixed = fixed
     try:
         for _ in range(max(1, repeat)):
             pe.simplex(x, E=E, tau=tau, device=device)
     finally:
         for n in names:
             setattr(S, n, reals[n])
+        row_redo.EnqueuedRedo.fixed = real_fixed
     return (got[0][0], min(g[1] for g in got)) if got else (0, 0.0)
 
 

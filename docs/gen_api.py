@@ -31,7 +31,8 @@ One spelling per concept across the public functions (checked by
   `"intel"`, `"nvidia:0"`, `"gpu"`, `"cpu"`, `"p:d"`), a `DeviceInfo` or a backend;
   None picks the default device. **`devices`**: several devices to split one call's work
   over (a list or a comma-separated string of selectors) on `rqa`, `cross_rqa`,
-  `joint_rqa` and `xmap`; when given it is used instead of `device`.
+  `joint_rqa`, `rqa_batch` (blocks of series) and `xmap`; when given it is used instead
+  of `device`.
 - **`backend`**: the kernel runtime (`"pyopencl"`, `"sycl"`; None: the default), on every
   function that takes `device`. Not to be confused with `knn_backend`, the neighbour
   search (`"exact"`, `"kdtree"`, `"hnsw"`, `"ivf"`, `"auto"`), with `knn_options`.
@@ -53,9 +54,9 @@ One spelling per concept across the public functions (checked by
 - **`seed`**: an int >= 0 makes random draws repeatable; `ccm(seed=None)` draws fresh
   libraries each call (pyEDM's behaviour), `measure_recall(seed=0)` is repeatable.
 - **`progress`**: `True` draws a line on stderr for calls longer than a second (an
-  elapsed-time line; `xmap`: a bar over blocks with its ETA), `False` never; `None` (the
-  default of every analysis but `xmap`, whose default is `False`) draws only inside a
-  Jupyter notebook (`pyedmcl.progress`).
+  elapsed-time line; `xmap` and `rqa_batch` in blocks: a bar over blocks with its ETA),
+  `False` never; `None` (the default of every analysis but `xmap`, whose default is
+  `False`) draws only inside a Jupyter notebook (`pyedmcl.progress`).
 - **Labelled data**: the EDM and RQA functions take an `xarray.DataArray` with a `time`
   dimension and time-indexed pandas objects besides arrays (the same numbers, bit for
   bit); their results carry the labels (`result.labels`, `as_dataframe()` indexed by

@@ -10,7 +10,7 @@ into one output, and JSON output must parse everywhere.
   (``fsync``) and renamed over the destination (``os.replace``: readers see the old
   file or the new one, never a mix).
 - **Owned folders**: a folder pyedmcl creates carries a marker saying what it is (a
-  ``.pyedmcl-owned`` JSON file; for an xmap Zarr store the group attribute
+  ``.pyedmcl-owned`` JSON file; for a Zarr store (xmap, rqa_batch) the group attribute
   ``pyedmcl_owned``) and a **manifest** (``.pyedmcl-manifest.json``, :class:`Manifest`):
   every file pyedmcl writes there, by its path inside the folder. A file is added to
   the manifest (rewritten atomically) *before* it is written, so a job killed at any
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import math
 import os
@@ -60,12 +61,14 @@ from typing import Any, TypeVar
 MARKER = ".pyedmcl-owned"
 MANIFEST = ".pyedmcl-manifest.json"
 XMAP_STORE = "xmap-store"
+RQA_BATCH_STORE = "rqa-batch-store"
 DEMO_REPORT = "demo-report"
 
 #: the arrays an xmap store holds (its layout before manifests: see :func:`_legacy_entry`)
 XMAP_ARRAYS = ("rho", "done", "E", "edim_rho", "block_sha256", "p_value", "null_mean",
                "null_q95")
-KIND_NAMES = {XMAP_STORE: "xmap store", DEMO_REPORT: "demo report folder"}
+KIND_NAMES = {XMAP_STORE: "xmap store", RQA_BATCH_STORE: "rqa_batch store",
+              DEMO_REPORT: "demo report folder"}
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -255,6 +258,15 @@ class Manifest:
             man.add(*(rel for rel, is_dir in _walk(Path(folder))
                       if not is_dir and _legacy_entry(kind, rel, False)))
         return man
+
+
+def array_files(name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[str]:
+    """The files Zarr v3 writes for array ``name`` of a group (default chunk keys
+    ``c/i/j``): its metadata and every chunk of its grid, listed in the manifest before
+    they exist."""
+    grid = [-(-s // c) for s, c in zip(shape, chunks, strict=True)]
+    keys = [()] if not grid else [tuple(k) for k in itertools.product(*map(range, grid))]
+    return [f"{name}/zarr.json"] + [f"{name}/c/" + "/".join(map(str, k)) for k in keys]
 
 
 def _walk(root: Path, rel: str = "") -> Iterator[tuple[str, bool | None]]:

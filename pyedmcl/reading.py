@@ -43,7 +43,9 @@ RQA_MEANING = {
     "W": "mean white vertical line length: mean recurrence time",
     "W_max": "longest white vertical line: longest time without recurrence",
     "W_div": "1/W_max",
-    "W_entr": "Shannon entropy of white line lengths (recurrence-time entropy)",
+    "W_entr": "Shannon entropy of white line lengths (recurrence times)",
+    "RTE": "recurrence-time entropy W_entr / ln(W_max), in [0, 1]: near 0 for periodic, "
+           "near 1 for irregular returns (RPDE)",
     "DET_RR": "DET/RR ratio (useful for detecting transitions)",
     "LAM_DET": "LAM/DET ratio",
 }

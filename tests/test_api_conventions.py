@@ -21,10 +21,11 @@ from pyedmcl._deprecation import RENAMED
 
 #: public functions that run no kernel (NumPy helpers, files, device listing)
 HOST_ONLY = {"embed", "read_panel", "xmap_open", "xmap_verify", "list_devices", "select_device",
-             "surrogates", "causal_network", "kendall_tau"}
+             "surrogates", "causal_network", "kendall_tau", "rqa_batch_open",
+             "plot_rqa_vs_radius", "plot_rqa_heatmap"}
 #: positional data arguments; everything else is keyword-only
 DATA = {"x", "y", "target", "X"}
-DEVICES = {"rqa", "cross_rqa", "joint_rqa", "xmap"}
+DEVICES = {"rqa", "cross_rqa", "joint_rqa", "rqa_batch", "xmap"}
 RETURN_DEVICE = {"simplex", "smap", "pairwise_distances", "recurrence_plot"}
 PARAMS = {"pairwise_distances", "rqa", "cross_rqa", "joint_rqa"}
 #: dtype defaults other than "float32", with the reason in docs/api.md

@@ -12,6 +12,9 @@ Checked: (a) no module takes part in an import cycle, package ``__init__`` modul
 included; (b) no cycle among pyedmcl's subpackages and root modules; (c) every edge
 between two of them goes down the layer table :data:`LAYERS` (or is one of the few
 sideways edges :data:`SIDEWAYS` allows; the base layer's helpers import one another).
+Also: (d) no function of ``clkernels`` or ``pyedmcl`` (outside ``pyedmcl/compat``, the
+pyEDM-compatible facade) is longer than :data:`MAX_FUNCTION_LINES` (docs/design.md:
+small named steps; a long function is split into steps that pass a typed spec down).
 """
 
 from __future__ import annotations
@@ -217,3 +220,37 @@ def test_layers_are_imported_downward_only():
         bad += [f"{m} -> {t} ({why}: {LAYERS[la][0]} -> {LAYERS[lb][0]})"
                 for m, t in sorted(mods)]
     assert not bad, "imports against the layers (docs/design.md):\n" + "\n".join(bad)
+
+
+#: the longest a function may be: its ``def`` line to its last statement (docstring,
+#: comments and nested functions included; decorators not)
+MAX_FUNCTION_LINES = 120
+
+
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int, int]]:
+    """``(name, first line, lines)`` of every function or method in ``source`` (nested
+    ones too) longer than ``limit`` lines."""
+    return [(node.name, node.lineno, node.end_lineno - node.lineno + 1)
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.end_lineno - node.lineno + 1 > limit]
+
+
+def test_long_functions_counts_def_to_last_line():
+    body = "\n".join(f"    x{i} = {i}" for i in range(118))
+    src = (f"@staticmethod\ndef fits():\n{body}\n    return 0\n\n\n"
+           f"async def over():\n{body}\n    y = 1\n    return y\n")
+    assert long_functions(src) == [("over", 124, 121)]
+
+
+def test_no_function_over_the_limit():
+    found = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if rel.parts[:2] == ("pyedmcl", "compat"):
+                continue
+            found += [f"{rel}:{line} {name} ({n} lines)"
+                      for name, line, n in long_functions(path.read_text(encoding="utf-8"))]
+    assert not found, (f"functions over {MAX_FUNCTION_LINES} lines (split them into named "
+                       "steps):\n" + "\n".join(found))

@@ -180,3 +180,81 @@ def test_lag_scan_without_sorted_rows_is_the_same(pair, monkeypatch):
     got = pe.ccm(x, y, **kw)
     np.testing.assert_allclose(got.rho_xy, ref.rho_xy, rtol=0, atol=RHO_TOL)
     np.testing.assert_allclose(got.rho_yx, ref.rho_yx, rtol=0, atol=RHO_TOL)
+
+
+def test_small_library_of_all_rows_is_the_full_map(pair):
+    """A 'small' library of every admissible row is the full library: its skill equals
+    the full-library map's (float64, no ties); smaller libraries draw random rows."""
+    from clkernels import get_backend
+    from pyedmcl.network.convergence import subsample_skill
+    from pyedmcl.network.crossmap import LibraryMap, lag_scan
+    x, y = pair
+    lm = LibraryMap(get_backend(None, None), x, E=2, radius=1, real="double")
+    for lag in (-2, 0, 1):
+        rows = int(np.count_nonzero((lm.times + lag >= 0) & (lm.times + lag < y.size)))
+        got = subsample_skill(lm, y, lag, rows, 2, np.random.default_rng(0))
+        np.testing.assert_allclose(got[:, 0], lag_scan(lm, y, np.array([lag]))[0, 0],
+                                   rtol=0, atol=RHO_TOL)
+    small = subsample_skill(lm, y, -1, 20, 3, np.random.default_rng(1))
+    assert small.shape == (3, 1) and len(set(small[:, 0])) == 3
+
+
+def test_convergence_p_is_fishers_z_test():
+    from scipy.stats import norm
+
+    from pyedmcl.network.convergence import convergence_p
+    full, small = np.array([0.8, 0.5, 0.3, -0.1, np.nan]), np.array([0.5, 0.45, 0.35, -0.3, 0.2])
+    z = (np.arctanh(full) - np.arctanh(small)) / np.sqrt(1 / (50 - 3) + 1 / (997 - 3))
+    want = np.where(np.isfinite(full) & (full > 0), norm.sf(z), 1.0)
+    np.testing.assert_allclose(convergence_p(full, small, 50, 997), want, rtol=1e-12)
+
+
+def test_fork_sibling_edge_is_nonconvergent():
+    """Siblings of a common driver cross-map each other; that skill is reached by small
+    libraries already (no convergence), the drivers' edges rise with the library."""
+    X = _graph([(0, 1), (0, 2)], 3, 500, 0.3, 35)
+    net = pe.causal_network(X, E=2, surrogates=99, seed=3)
+    pairwise = set(zip(*(pe.causal_network(net.xmap)[c] for c in ("source", "target")),
+                       strict=True))
+    assert (1, 2) in pairwise
+    assert set(zip(net.edges["source"], net.edges["target"], strict=True)) == {(0, 1), (0, 2)}
+    sib = net.pruned[(net.pruned["source"] == 1) & (net.pruned["target"] == 2)]
+    assert sib["reason"].tolist() == ["nonconvergent"] and sib["conv_p"].iloc[0] > 0.05
+    assert (net.edges["conv_p"] <= 0.05).all()
+    assert (net.edges["rho_small"] < net.edges["rho_lag"]).all()
+
+
+def test_more_bad_input_names_the_argument(chain):
+    with pytest.raises(ValueError, match=r"lags=\[1, 2\] has no lag <= 0"):
+        pe.causal_network(chain, E=2, surrogates=19, lags=[1, 2])
+    with pytest.raises(ValueError, match=r"min_library=3 is out of range; allowed: in \[6, 250\]"):
+        pe.causal_network(chain, E=2, surrogates=19, min_library=3)
+    with pytest.raises(TypeError, match="convergence='yes'"):
+        pe.causal_network(chain, E=2, surrogates=19, convergence="yes")
+    x, y = chain[:200, 0], chain[:200, 1]
+    with pytest.warns(RuntimeWarning, match=r"Tp=195 leaves 4 usable rows .* smallest library "
+                                            r"size 50.*Tp within -149..149"):
+        pe.ccm(x, y, E=2, Tp=[0, 195], lib_sizes=[50], sample=2, seed=1, dtype="float64")
+    from pyedmcl.network.pipeline import _warn_resolution
+    with pytest.warns(RuntimeWarning, match=r"method='bonferroni'.*surrogates >= 1799"):
+        _warn_resolution(10, 199, 0.05, "bonferroni")
+
+
+def test_cli_network_bad_flags(tmp_path, chain):
+    from pyedmcl.cli.main import main
+    f = tmp_path / "chain.npy"
+    np.save(f, chain[:200])
+    assert main(["network", str(f), "--surrogates", "19", "--lags=1:3"]) == 2
+    assert main(["network", str(f), "--surrogates", "19", "--min-library", "3"]) == 2
+
+
+def test_plot_draws_edges_and_checks_truth(chain_net):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    A = np.zeros((3, 3))
+    A[0, 1] = A[1, 2] = 1
+    ax = chain_net.plot(truth=A)
+    assert len(ax.patches) == len(chain_net.edges) + 3  # one arrow per edge, one disc per node
+    with pytest.raises(ValueError, match=r"truth has shape \(2, 2\); needs \(3, 3\)"):
+        chain_net.plot(truth=np.zeros((2, 2)))

@@ -60,6 +60,7 @@ def test_null_of_the_data_is_the_observed_curve(device, dtype):
     from clkernels import get_backend
     from pyedmcl._precision import prepare
     from pyedmcl.edm.ccm_null import kernel_series, null_curves
+    from pyedmcl.edm.ccm_spec import CrossMapSpec
     x, y = _pair(300)
     kw = dict(E=3, tau=1, Tp=0, knn=None, exclusion_radius=1)
     r = pe.ccm(x, y, lib_sizes=[30, 120, 290], sample=6, seed=4, dtype=dtype, device=device,
@@ -68,10 +69,10 @@ def test_null_of_the_data_is_the_observed_curve(device, dtype):
     prep = prepare([x, y], np.dtype(dtype), be.info.fp64, names=["x", "y"])
     xs = prep.series[0]
     ys = kernel_series(np.tile(y, (3, 1)), prep.dtype)
-    null = null_curves(be, prep.real, xs, ys, E=3, tau=1, Tp=0, k=4, radius=1,
-                       sizes=np.array([30, 120, 290]), sample=6,
-                       entropy=np.random.SeedSequence(4).entropy, random=True,
-                       replacement=False)
+    spec = CrossMapSpec(E=3, tau=1, Tp=0, k=4, radius=1, sizes=np.array([30, 120, 290]),
+                        sample=6, entropy=np.random.SeedSequence(4).entropy, random=True,
+                        replacement=False)
+    null = null_curves(be, prep.real, xs, ys, spec)
     tol = 1e-12 if dtype == "float64" else 1e-6
     assert np.abs(null - r.rho_xy[:, None]).max() <= tol
 

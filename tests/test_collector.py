@@ -95,9 +95,9 @@ def test_map_and_rqa_run_inside(thresholds, monkeypatch, tmp_path):
     seen = []
     inner, series = xmap_core._xmap, rqa_core.as_series
 
-    def spy_xmap(*a, **k):
-        seen.append(("xmap", k["out"] is not None, gc.get_threshold()[2]))
-        return inner(*a, **k)
+    def spy_xmap(X, heads, job):
+        seen.append(("xmap", job.out is not None, gc.get_threshold()[2]))
+        return inner(X, heads, job)
 
     def spy_series(*a, **k):
         seen.append(("rqa", False, gc.get_threshold()[2]))

@@ -23,7 +23,9 @@ def _run(script: Path, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("call", ["pe.xmap(X, E=2, out='m.zarr', scheduler='local')",
-                                  "pe.rqa(X[:, 0], E=2, radius=0.2, scheduler='local')"])
+                                  "pe.rqa(X[:, 0], E=2, radius=0.2, scheduler='local')",
+                                  "pe.rqa_batch(X, E=2, radius=0.2, out='m.zarr', "
+                                  "scheduler='local')"])
 def test_unguarded_script_fails_at_once_naming_the_line(tmp_path, call):
     script = tmp_path / "plain.py"
     script.write_text(textwrap.dedent(f"""
@@ -64,4 +66,5 @@ def test_documented_script_runs_as_written(tmp_path):
     r = _run(script)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "rho[0, :3] =" in r.stdout and "RQA on the cluster: DET =" in r.stdout
-    assert (tmp_path / "map.zarr").is_dir()
+    assert "RQA of every series: DET =" in r.stdout
+    assert (tmp_path / "map.zarr").is_dir() and (tmp_path / "rqa.zarr").is_dir()

@@ -391,3 +391,25 @@ def test_uploads_are_copies_the_device_sees(device, shape, dtype):
         idx = be.to_device(np.arange(a.size, dtype=np.int32))
         got = gather(be, d.reshape(-1) if d.ndim != 1 else d, 0, 1, idx, a.size, 0)
         np.testing.assert_array_equal(got.get().reshape(shape), want)
+
+
+@pytest.mark.parametrize("shape, dtype", [((0,), np.int32), ((1,), np.int32),
+                                          ((3, 5), np.float32), ((300000,), np.float64)])
+def test_uploads_aside_are_copies_the_device_sees(device, shape, dtype):
+    """``to_device_aside`` (through another queue, queue 0 waiting with a barrier) holds
+    the values, a change to the host array afterwards does not reach it, and a kernel
+    queued right after reads it."""
+    from clkernels import get_backend
+    from clkernels.arrays import gather
+
+    be = get_backend(device)
+    a = np.array(np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) + 1)
+    want = a.copy()
+    d = be.to_device_aside(a)
+    a[...] = -1
+    assert d.shape == shape and d.dtype == np.dtype(dtype)
+    if a.size:
+        idx = be.to_device(np.arange(a.size, dtype=np.int32))
+        got = gather(be, d.reshape(-1) if d.ndim != 1 else d, 0, 1, idx, a.size, 0)
+        np.testing.assert_array_equal(got.get().reshape(shape), want)
+    np.testing.assert_array_equal(be.to_host(d), want)

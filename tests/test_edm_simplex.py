@@ -328,7 +328,7 @@ def test_oclgrind_clean():
 def test_repeated_call_uploads_only_its_series(monkeypatch):
     """A repeated Simplex call reuses the plan's point lists on the device (uploads: the
     series, and the float32 row check's query norms, target tolerance and span and its flag
-    count, made with its zero); results are
+    count, these beside a running kernel); results are
     unchanged, with a new series of the same length too; the upload cache stays within
     its byte bound."""
     from clkernels import get_backend
@@ -337,8 +337,9 @@ def test_repeated_call_uploads_only_its_series(monkeypatch):
     x = np.sin(np.arange(500) * 0.3) + 0.01 * np.arange(500)
     first = pe.simplex(x, E=3, device=be)
     uploads = []
-    real = be.to_device
-    monkeypatch.setattr(be, "to_device", lambda a: uploads.append(a.shape) or real(a))
+    for name in ("to_device", "to_device_aside"):
+        real = getattr(be, name)
+        monkeypatch.setattr(be, name, lambda a, real=real: uploads.append(a.shape) or real(a))
     again = pe.simplex(x, E=3, device=be)
     assert sorted(uploads) == [(1,), (1,), (1,), (498,), (500,)]
     np.testing.assert_array_equal(again.predicted, first.predicted)

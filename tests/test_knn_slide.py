@@ -147,9 +147,9 @@ def test_contiguity_check():
     assert not is_contiguous(np.zeros((1, 0), np.int32))
 
 
-def _fake_gpu():
+def _fake_gpu(runtime: str = "nvidia"):
     info = get_backend(CPU_DEVICE).info
-    gpu = dataclasses.replace(info, device_type="gpu", runtime="nvidia", name="Fake GPU 9000",
+    gpu = dataclasses.replace(info, device_type="gpu", runtime=runtime, name="Fake GPU 9000",
                               normalised_name="fake-gpu-9000", max_work_group_size=1024,
                               max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152,
                               compute_units=132)
@@ -159,8 +159,9 @@ def _fake_gpu():
 def test_params_for_takes_slide_only_where_it_applies():
     """Untuned GPUs take SLIDE on a contiguous library at tau 1 with one column, split
     queries too (a block per split at least); otherwise (gapped, tau > 1, NC > 1, CPUs,
-    the series-batched xmap family) the plain rows tile."""
-    be = _fake_gpu()
+    the series-batched xmap family) the plain rows tile. (A vendor with no shipped
+    tuning: NVIDIA's shipped entries cover this bucket.)"""
+    be = _fake_gpu(runtime="untuned-vendor")
     spec = {"E": 7, "TAU": 1, "K": 8, "METRIC": "euclidean", "REAL": "float"}
     big = 1 << 20
     p = KNN.params_for(be, spec, big, nq_total=big, contiguous=True)
@@ -295,3 +296,29 @@ def test_xmap_knn_keeps_an_entry_that_measured_slide():
                            True) == XMAP_KNN.SLIDE_LAYOUT_GPU
     cpu = get_backend(CPU_DEVICE).info
     assert XMAP_KNN.chosen(cpu, old, spec, True) == {**vec, "SLIDE": 0}
+
+
+def test_a_slide_winner_gives_way_to_the_best_timed_layout_without_it():
+    """Where the tuned winner is a SLIDE layout the launch cannot take (tau > 1, a gapped
+    library), the entry's fastest timed configuration without SLIDE is taken (the tuner
+    times tau = 1); where SLIDE applies, the winner."""
+    import json
+
+    from clkernels.tuning.database import Choice
+
+    be = _fake_gpu(runtime="untuned-vendor")
+    win = {"VARIANT": "rows", "WG": 32, "TILE": 256, "EA": 2, "QB": 1, "QQ": 1, "CB": 0,
+           "INS": "reg", "FLAG": 1, "SPLIT": 1, "SLIDE": 8}
+    vec = {"VARIANT": "vec", "WG": 128, "TILE": 128, "EA": 0, "QB": 8, "QQ": 2, "CB": 0,
+           "INS": "reg", "FLAG": 1, "SPLIT": 1, "SLIDE": 0}
+    slow = {**vec, "QB": 4}
+    times = {json.dumps(win, sort_keys=True): 1.0, json.dumps(vec, sort_keys=True): 2.0,
+             json.dumps(slow, sort_keys=True): 3.0}
+    choice = Choice(win, "shipped:device", {"params": win, "times": times})
+    spec = {"E": 7, "TAU": 2, "K": 8, "METRIC": "euclidean", "REAL": "float"}
+    assert KNN.chosen(be.info, choice, spec, contiguous=True) == KNN.space.complete(vec)
+    assert KNN.chosen(be.info, choice, {**spec, "TAU": 1}, contiguous=False) == \
+        KNN.space.complete(vec)
+    assert KNN.chosen(be.info, choice, {**spec, "TAU": 1}, contiguous=True) == win
+    bare = Choice(win, "shipped:device", {"params": win})  # no times: the winner, fixed later
+    assert KNN.chosen(be.info, bare, spec, contiguous=True) == win

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import pyedmcl as pe
 from clkernels import get_backend
-from pyedmcl.edm import row_check
+from pyedmcl.edm import row_check, row_redo
 from pyedmcl.primitives.knn import DeviceKnn
 from pyedmcl.primitives.lookup import lookup_checked, lookup_device
 from pyedmcl.primitives.ranges import resolve
@@ -122,6 +122,16 @@ def spy_redo(monkeypatch, fail: str | None = None) -> list:
             redone.append(a[4].size)
             return _real(*a, **k)
         monkeypatch.setattr(S, name, spy)
+    real_fixed = row_redo.EnqueuedRedo.fixed
+
+    def fixed(self, rows):  # the redo enqueued behind the first pass (GPUs)
+        got = real_fixed(self, rows)
+        if got is not None:
+            if fail:
+                pytest.fail(fail)
+            redone.append(rows.size)
+        return got
+    monkeypatch.setattr(row_redo.EnqueuedRedo, "fixed", fixed)
     return redone
 
 
@@ -445,3 +455,43 @@ def test_widened_table_tuning():
     want = KNN.params_for(gpu, spec, 2000, nq_total=2000, contiguous=True, bucket_k=8)
     assert widened_params(gpu, **kw) == want
     assert KNN.spec_bucket({**spec, "K": 8}) != KNN.spec_bucket(spec)  # another bucket
+
+
+def _enqueue_cases():
+    x = near_repeats(400, seed=5)  # 51, 68 and 7 rows flagged
+    y = np.stack([x, np.roll(x, 3) * 2.0 + 1.0])
+    return {
+        "self": (x, None, dict(E=3)),
+        "variance, Tp 2, exclusion": (x, None, dict(E=2, tau=2, Tp=2, exclusion_radius=3,
+                                                      variance=True)),
+        "two targets, lib and pred": (x, y, dict(E=3, lib="1 266", pred="267 390")),
+        "decimals E=1": (np.round(lorenz_x(1200), 1), None, dict(E=1)),  # > 128 flagged
+    }
+
+
+@pytest.mark.parametrize("case", list(_enqueue_cases()))
+@pytest.mark.parametrize("slots", [128, 2])
+def test_enqueued_redo_equals_the_redo_after_the_wait(device, monkeypatch, case, slots):
+    """The float64 redo enqueued behind the first pass (no host round trip) gives the
+    redo after the wait's results bit for bit: predictions, variances and skill; with
+    more flagged rows than slots the rows are redone after the wait, equal again."""
+    be = get_backend(device)
+    if not be.info.fp64:
+        pytest.skip("the device redo needs fp64")
+    x, y, kw = _enqueue_cases()[case]
+    monkeypatch.setattr(row_redo, "ENQUEUE_ON", ())
+    want = pe.simplex(x, y, device=device, **kw)
+    monkeypatch.setattr(row_redo, "ENQUEUE_ON", ("gpu", "cpu"))
+    monkeypatch.setattr(row_redo, "REDO_SLOTS", slots)
+    taken: list = []
+    real_fixed = row_redo.EnqueuedRedo.fixed
+    monkeypatch.setattr(row_redo.EnqueuedRedo, "fixed",
+                        lambda self, rows: taken.append(real_fixed(self, rows)) or taken[-1])
+    got = pe.simplex(x, y, device=device, **kw)
+    for name in ("predicted", "variance", "rho", "mae", "rmse"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert taken, "no row was flagged: the case does not test the redo"
+    if slots == 128 and case != "decimals E=1":
+        assert taken[0] is not None  # the enqueued redo held every flagged row
+    if slots == 2:
+        assert taken[0] is None  # more flagged rows than slots: redone after the wait

@@ -41,10 +41,12 @@ def _col(X: np.ndarray, j: int) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype,method,scope,tau", [("float32", "series", "lines", 2),
                                                     ("float32", "packed", "lines", 2),
-                                                    ("float64", "packed", "matrix", 1)])
+                                                    ("float64", "packed", "matrix", 1),
+                                                    ("float32", "batched", "matrix", 1),
+                                                    ("float64", "batched", "lines", 2)])
 def test_batch_rows_equal_single_calls(X, dtype, method, scope, tau):
     """Three series of one length go into one pack (packed), the shorter one runs on its
-    own."""
+    own; batched: all four in one pair of launches."""
     df = pe.rqa_batch(X, E=3, tau=tau, radius=1.5, theiler=2, dtype=dtype, method=method,
                       theiler_scope=scope)
     assert list(df.index) == list(range(N))
@@ -56,18 +58,22 @@ def test_batch_rows_equal_single_calls(X, dtype, method, scope, tau):
         assert df.iloc[j]["n_points"] == one.settings["n_points"]
 
 
-@pytest.mark.parametrize("opts", [
-    dict(E=2),
-    dict(E=1, theiler=0, white_border=False, metric="maximum", threshold_rule="squared",
-         theiler_scope="matrix", l_min=3, w_min=1)])
-def test_packed_float32_on_ties(opts):
+@pytest.mark.parametrize("opts,method", [
+    (dict(E=2), "packed"),
+    (dict(E=1, theiler=0, white_border=False, metric="maximum", threshold_rule="squared",
+          theiler_scope="matrix", l_min=3, w_min=1), "packed"),
+    (dict(E=2), "batched"),
+    (dict(E=3, tau=2, theiler=0, white_border=False, metric="manhattan",
+          threshold_rule="squared", l_min=3, w_min=1), "batched")])
+def test_packed_float32_on_ties(opts, method):
     """Quantized data, the radius a grid multiple: many cells on the threshold, decided in
-    float64 in the pack (its bound taken over all series) as in each single call."""
+    float64 in the pack (its bound taken over all series; batched: each series' own) as
+    in each single call."""
     rng = np.random.default_rng(11)
     Q = np.round(rng.standard_normal((150, 5)).cumsum(axis=0) * 3) / 10 + 40.0
     Q[:, 4] = 7.0  # a constant series, in the pack too
     with pytest.warns(pe.validation.ConstantSeriesWarning):
-        df = pe.rqa_batch(Q, radius=0.5, method="packed", **opts)
+        df = pe.rqa_batch(Q, radius=0.5, method=method, **opts)
     for j in range(5):
         with pytest.warns() if j == 4 else contextlib.nullcontext():
             one = pe.rqa(Q[:, j], radius=0.5, **opts)
@@ -204,7 +210,7 @@ def test_batch_reused_buffers_are_zeroed_again():
     Xb = np.full((T, len(cols)), np.nan)
     for j, c in enumerate(cols):
         Xb[:c.size, j] = c
-    df = pe.rqa_batch(Xb, E=2, tau=1, radius=0.3)
+    df = pe.rqa_batch(Xb, E=2, tau=1, radius=0.3, method="series")
     for j, c in enumerate(cols):
         assert _equal_row(pe.rqa(c, E=2, tau=1, radius=0.3), df.iloc[j]), j
     be = get_backend(None)
@@ -217,3 +223,79 @@ def test_batch_reused_buffers_are_zeroed_again():
         b = dnr._zeros(be, 37, np.uint32)
         assert b is a and not be.to_host(b).any()
         assert dnr._zeros(be, 37, np.uint32) is not a  # taken: a new one
+
+
+def test_batched_mixes_its_series_with_per_series_runs(device, monkeypatch):
+    """On every CPU runtime: series of many lengths (word borders, a 2-point one), per-series
+    radii or a rate, a series too long for the batch kernels' histograms and one float32
+    cannot hold (both run by D&R, the latter in float64 with its warning, as pe.rqa), the
+    others one launch each, in packs of two: every row equals pe.rqa's, and the frame equals
+    method='series''s."""
+    from pyedmcl._precision import PrecisionWarning
+    from pyedmcl.rqa import batch_kernels as rqa_lines_batch
+
+    rng = np.random.default_rng(5)
+    lens = [200, 66, 65, 64, 3, 120, 180]
+    Xm = np.full((200, len(lens)), np.nan)
+    for j, t in enumerate(lens):
+        Xm[:t, j] = rng.standard_normal(t).cumsum()
+    Xm[:120, 5] = np.where(np.arange(120) % 2, 0.0, 1e6) + rng.random(120) * 1e-4  # merges
+    monkeypatch.setattr(rqa_lines_batch, "max_points", lambda info: 150)  # 199: D&R
+    monkeypatch.setattr(rqa_lines_batch, "CHUNK_BYTES", 12 * 100)  # one series a launch
+    monkeypatch.setattr(rqa_lines_batch, "MAX_VALUES", 128 + 2 * 68)  # two series a pack
+    from pyedmcl.rqa.batch import Runner
+
+    alone = []
+    run = Runner.run
+    monkeypatch.setattr(Runner, "run", lambda self, p, **kw: alone.append(1) or run(self, p, **kw))
+    for kw, keep in ((dict(radius=[1.0, 0.5, 2.0, 1.0, 1.0, 5e-5, 1.5]), range(7)),
+                     (dict(recurrence_rate=0.07), [0, 1, 2, 3, 5, 6])):  # (2 points: no)
+        Xk = Xm[:, list(keep)]
+        alone.clear()
+        with pytest.warns(PrecisionWarning):
+            df = pe.rqa_batch(Xk, E=2, device=device, **kw)
+        assert len(alone) == 3  # 0 and 6 (too long), 5 (float64)
+        with pytest.warns(PrecisionWarning):
+            assert df.equals(pe.rqa_batch(Xk, E=2, device=device, method="series", **kw))
+        for i, j in enumerate(keep):
+            one_kw = {k: (v[j] if isinstance(v, list) else v) for k, v in kw.items()}
+            with pytest.warns(PrecisionWarning) if j == 5 else contextlib.nullcontext():
+                one = pe.rqa(Xm[:lens[j], j], E=2, device=device, **one_kw)
+            assert _equal_row(one, df.iloc[i]), (kw, j)
+
+
+def test_batched_windows_equal_per_series_windows():
+    """Every window of every series one series of the batched path: the frame of
+    method='series' (pe.rqa(window=) per series: one band pass, or one run per window
+    with a rate), quantized float32 data and mixed lengths included; errors name the
+    series and the window."""
+    rng = np.random.default_rng(8)
+    Q = np.round(rng.standard_normal((140, 3)).cumsum(axis=0) * 3) / 10 + 5.0
+    Q[100:, 1] = np.nan
+    for kw in (dict(radius=[0.5, 0.4, 0.6], theiler=0, white_border=False),
+               dict(recurrence_rate=0.1, tau=2)):
+        got = pe.rqa_batch(Q, E=2, window=40, step=25, **kw)
+        assert got.equals(pe.rqa_batch(Q, E=2, window=40, step=25, method="series", **kw))
+    with pytest.raises(ValueError, match="X column 1: window=120 is out of range"):
+        pe.rqa_batch(Q, E=2, radius=0.5, window=120)
+    with pytest.raises(ValueError, match=r"X column 0, window \(0, 9\) of the embedded"):
+        pe.rqa_batch(Q, E=2, recurrence_rate=0.001, window=10)
+
+
+def test_batched_unchecked_and_unstandardised_as_the_single_calls():
+    """Within exact.unchecked() (no float64 redo) and _precision.unstandardised() (no
+    centring) the batched rows are still those of the single calls."""
+    from pyedmcl._precision import unstandardised
+    from pyedmcl.rqa.exact import unchecked
+
+    rng = np.random.default_rng(9)
+    Q = np.round(rng.standard_normal((120, 3)).cumsum(axis=0) * 3) / 10 + 7.0
+    seen = []
+    for ctxs in ((unchecked,), (unchecked, unstandardised)):
+        with contextlib.ExitStack() as stack:
+            for c in ctxs:
+                stack.enter_context(c())
+            got = pe.rqa_batch(Q, E=2, radius=0.5)
+            assert got.equals(pe.rqa_batch(Q, E=2, radius=0.5, method="series")), ctxs
+            seen.append(got)
+    assert not seen[0].equals(seen[1])  # (float32 ties decided on other values)

@@ -142,8 +142,9 @@ def test_every_variant(name):
 @pytest.mark.skipif(FAST_BUILD_CPU != "intel", reason="Intel's CPU runtime is not present")
 @pytest.mark.parametrize("name", ["default", "pack-unr", "dmaj-shfl2"])
 def test_per_half_flags(name, monkeypatch):
-    """EXACT=2 (the GPUs' kernels: one near flag per 32-row half, a flagged half redone
-    whole) on the CPU: the same histograms as float64."""
+    """EXACT=2 (the GPUs' kernels: one near flag per 32-row half; a flagged half redone
+    whole, or in DMAJ its near cells found again and redone) on the CPU: the same
+    histograms as float64."""
     import pyedmcl.kernels.rqa_lines as K
 
     monkeypatch.setitem(K.EXACT_KERNEL, "cpu", 2)

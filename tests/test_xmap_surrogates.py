@@ -23,6 +23,7 @@ def _net(N=6, n=300, seed=3):
 def test_rho_unchanged_and_null_matches_the_ccm_null(device):
     from clkernels import get_backend
     from pyedmcl.edm.ccm_null import null_curves
+    from pyedmcl.edm.ccm_spec import CrossMapSpec
     from pyedmcl.primitives.stats import null_summary, surrogate_p
     from pyedmcl.xmap.xmap_null import surrogate_panel
     X, _ = _net()
@@ -36,9 +37,10 @@ def test_rho_unchanged_and_null_matches_the_ccm_null(device):
     Xs = (X - X.mean(0)) / X.std(0)  # rho is invariant to each series' affine map
     S = surrogate_panel(X.T.copy(), NS, "ebisuzaki", None, 5, np.float64)
     for i, j in ((4, 0), (1, 5), (0, 3)):
-        null = null_curves(be, "float", Xs[:, i], S[j * NS:(j + 1) * NS], E=int(E[j]), tau=1,
-                           Tp=0, k=int(E[j]) + 1, radius=0, sizes=np.array([X.shape[0]]),
-                           sample=1, entropy=0, random=False, replacement=False)[0]
+        spec = CrossMapSpec(E=int(E[j]), tau=1, Tp=0, k=int(E[j]) + 1, radius=0,
+                            sizes=np.array([X.shape[0]]), sample=1, entropy=0, random=False,
+                            replacement=False)
+        null = null_curves(be, "float", Xs[:, i], S[j * NS:(j + 1) * NS], spec)[0]
         m, q = null_summary(null)
         assert abs(m - r.null_mean[i, j]) < 1e-5 and abs(q - r.null_q95[i, j]) < 1e-5
         assert abs(surrogate_p(r.rho[i, j], null) - r.p_value[i, j]) <= 1 / (NS + 1) + 1e-9

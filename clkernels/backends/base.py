@@ -251,6 +251,13 @@ class Backend(abc.ABC):
     def to_device(self, array: np.ndarray) -> Any:
         """Copy a host array to a new device array."""
 
+    def to_device_aside(self, array: np.ndarray) -> Any:
+        """:meth:`to_device` for an upload enqueued while a long kernel runs: where a
+        runtime would hold the host at the upload until the queue drains, a backend
+        copies through another queue instead (the PyOpenCL backend); here the same as
+        :meth:`to_device`."""
+        return self.to_device(array)
+
     @abc.abstractmethod
     def empty(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
         """An uninitialised device array."""

@@ -138,6 +138,8 @@ class PyOpenCLBackend(Backend):
         self.writes_async = info.runtime != "oclgrind"
         self._staging_free: dict[int, list[tuple[cl.Buffer, np.ndarray]]] = {}
         self._sides: dict[int, cl.CommandQueue] = {}  # streams 1 .. (see _queue)
+        self._upload_queue: cl.CommandQueue | None = None  # to_device_aside's
+        self._aside: list = []  # its copies' events, held until they end
         self.helper_builds = 0  # programs handed to helper processes (clkernels.buildprocs)
         self.allocator = None
         #: built programs of this backend's context, by (source, options). Per backend, not
@@ -394,6 +396,28 @@ class PyOpenCLBackend(Backend):
             return cla.to_device(self.queue, np.array(a, order="C", copy=True),
                                  allocator=self.allocator, async_=True)
         return cla.to_device(self.queue, np.ascontiguousarray(a), allocator=self.allocator)
+
+    def to_device_aside(self, array: np.ndarray) -> cla.Array:
+        """:meth:`to_device` through a queue of its own, queue 0 waiting for the copy
+        with a barrier: while a kernel runs, NVIDIA's runtime holds the host at any
+        upload to it (a queued write from pageable memory, a buffer made with its data
+        or that buffer's first launch) until the kernels queued before have ended, so
+        the work behind a long kernel is enqueued only after it; through the other
+        queue the copy runs beside the kernel and the host goes on (decision 0129)."""
+        a = np.array(array, order="C", copy=True)  # the copy reads a private array
+        self.check_alloc(a.shape, a.dtype)
+        out = cla.empty(self.queue, a.shape, a.dtype, allocator=self.allocator)
+        if a.nbytes:
+            if self._upload_queue is None:
+                self._upload_queue = cl.CommandQueue(self.context)
+            ev = cl.enqueue_copy(self._upload_queue, out.data, a, is_blocking=False)
+            self._upload_queue.flush()
+            cl.enqueue_barrier(self.queue, wait_for=[ev])
+            self._aside.append(ev)  # the event holds the private array until it ends
+            if len(self._aside) > 64:
+                self._aside = [e for e in self._aside
+                               if e.command_execution_status != cl.command_execution_status.COMPLETE]
+        return out
 
     def empty(self, shape, dtype) -> cla.Array:
         self.check_alloc(shape, dtype)

@@ -11,13 +11,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     from .args import add_device_args, add_input_args
 
     p = sub.add_parser("network", help="direct causal links among series (pairwise maps, "
-                                       "lag scans, partial cross maps)",
+                                       "lag scans, convergence, partial cross maps)",
                        description="pyedmcl.causal_network on a data file: pairwise cross "
                                    "maps with surrogates and FDR, then edges whose skill peaks "
-                                   "at a positive cross-map lag (reverse/synchrony) and edges "
-                                   "explained by an intermediate (partial cross mapping) are "
-                                   "pruned. Prints the direct edges (and the pruned ones with "
-                                   "why); -o writes them all to CSV with a 'status' column.")
+                                   "at a positive cross-map lag (reverse/synchrony), edges "
+                                   "whose skill does not rise with the library size "
+                                   "(nonconvergent) and edges explained by an intermediate "
+                                   "(partial cross mapping) are pruned. Prints the direct edges (and the pruned ones with "
+                                   "why); -o writes them all to CSV with a 'status' column "
+                                   "(direct, reverse, nonconvergent, indirect).")
     p.add_argument("input", help="series as columns: .npy, .csv, .h5/.hdf5 or .zarr")
     p.add_argument("-o", "--out", default=None, help="output .csv of every candidate edge")
     p.add_argument("--dataset", default=None, help="dataset/array name inside .h5 or .zarr")
@@ -35,6 +37,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="multiple-testing correction (default bh)")
     p.add_argument("--lags", default="-5:5", metavar="LO:HI",
                    help="cross-map lags scanned, inclusive (default -5:5; write --lags=-3:3)")
+    p.add_argument("--no-convergence", dest="convergence", action="store_false",
+                   help="keep edges whose skill does not rise with the library size")
+    p.add_argument("--min-library", type=int_arg, default=None, metavar="ROWS",
+                   help="rows of the small libraries of the convergence test (default: a "
+                        "twentieth of the rows)")
     p.add_argument("--no-partial", dest="partial", action="store_false", default=None,
                    help="no partial cross maps (no indirect-edge pruning)")
     p.add_argument("--partial-ratio", type=float, default=0.7,
@@ -73,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     net = causal_network(X, E=E, tau=args.tau, surrogates=args.surrogates,
                          surrogate_method=args.surrogate_method, seed=args.seed,
                          alpha=args.alpha, method=args.method, lags=_lags(args.lags),
+                         convergence=args.convergence, min_library=args.min_library,
                          partial=args.partial, partial_ratio=args.partial_ratio,
                          dtype=args.dtype, device=args.device, backend=args.backend)
     import pandas as pd

@@ -61,14 +61,24 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int, lists: bool = False) ->
     p.add_argument("--v-min", type=ints, default=2, help="shortest vertical line" + more)
     p.add_argument("--w-min", type=ints, default=2, help="shortest white line" + more)
     p.add_argument("--edge", type=int_arg, default=None, help="sub-matrix edge length")
+    blocks = "; --all-columns: blocks of series" if lists else ""
     p.add_argument("--devices", default=None,
                    help="comma-separated devices used at once, e.g. nvidia:0,nvidia:1 (the "
-                        "matrix's row ranges or lane bands balanced over them)")
+                        f"matrix's row ranges or lane bands balanced over them{blocks})")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster "
-                        "(row ranges or lane bands as tasks; worker i uses device i of --devices)")
+                        f"(row ranges or lane bands as tasks{blocks}; worker i uses device i "
+                        "of --devices)")
     p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
     p.add_argument("--histograms", action="store_true", help="include histograms in --json")
+
+
+def _window_opts(p: argparse.ArgumentParser, note: str = "") -> None:
+    p.add_argument("--window", type=int_arg, default=None,
+                   help=f"windowed analysis: embedded points per window{note} (one row per "
+                        "window)")
+    p.add_argument("--step", type=int_arg, default=None,
+                   help="windowed analysis: points between window starts (default: --window)")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -81,10 +91,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     add_many_args(p)
     p.add_argument("--theiler-scope", default="lines", choices=("lines", "matrix"))
-    p.add_argument("--window", type=int_arg, default=None,
-                   help="windowed RQA: embedded points per window (one row per window)")
-    p.add_argument("--step", type=int_arg, default=None,
-                   help="windowed RQA: points between window starts (default: --window)")
+    _window_opts(p)
     p.add_argument("--knn", type=int_arg, default=None,
                    help="FAN: each column's KNN nearest points (itself included), no radius")
     p.add_argument("--threshold-std", type=float, default=None,
@@ -109,6 +116,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _line_opts(p, 0)
     p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
+    _window_opts(p, " of x and y (one length)")
     p.set_defaults(func=run_crqa)
 
     p = sub.add_parser("jrqa", help="joint recurrence quantification analysis of two series")
@@ -122,6 +130,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rr-y", type=float, default=None,
                    help="recurrence rate of y (default: --rr, the rate of x)")
     p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
+    _window_opts(p)
     p.set_defaults(func=run_jrqa)
 
     p = sub.add_parser("rp", help="recurrence plot image (PNG), any N")
@@ -178,7 +187,7 @@ def run_rqa(args: argparse.Namespace) -> int:
     if args.window is None and args.step is None:
         return _report(rqa(x, **kw), args)
     from ..rqa.windowed import windowed_rqa
-    from .args import print_json, show_progress
+    from .args import show_progress
 
     if args.window is None:
         raise ValueError("--step needs --window (embedded points per window)")
@@ -187,11 +196,30 @@ def run_rqa(args: argparse.Namespace) -> int:
                          "supported with --window/--step")
     df = windowed_rqa(rqa, x, band=_band_windows, window=args.window, step=args.step,
                       progress=show_progress(args), **kw)
+    return _report_windows(df, args)
+
+
+def _report_windows(df: Any, args: argparse.Namespace) -> int:
+    """A windowed analysis's rows: CSV on stdout, or JSON records (``--json``)."""
+    from .args import print_json
+
     if args.json:
         print_json(df.reset_index().to_dict(orient="records"))
     else:
         print(df.to_csv(), end="")
     return 0
+
+
+def _windowed(args: argparse.Namespace) -> dict[str, Any]:
+    """``window``/``step`` for crqa and jrqa (empty: one analysis of the whole series)."""
+    if args.window is None and args.step is None:
+        return {}
+    if args.window is None:
+        raise ValueError("--step needs --window (embedded points per window)")
+    if args.scheduler is not None:
+        raise ValueError("--scheduler runs one recurrence matrix on a Dask cluster; it is not "
+                         "supported with --window/--step")
+    return {"window": args.window, "step": args.step}
 
 
 def run_crqa(args: argparse.Namespace) -> int:
@@ -204,8 +232,8 @@ def run_crqa(args: argparse.Namespace) -> int:
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
                     threshold_rule=args.threshold_rule, scheduler=args.scheduler,
-                    n_workers=args.workers)
-    return _report(res, args)
+                    n_workers=args.workers, **_windowed(args))
+    return _report_windows(res, args) if args.window is not None else _report(res, args)
 
 
 def run_jrqa(args: argparse.Namespace) -> int:
@@ -231,8 +259,8 @@ def run_jrqa(args: argparse.Namespace) -> int:
                     theiler_scope=args.theiler_scope, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
                     threshold_rule=args.threshold_rule, scheduler=args.scheduler,
-                    n_workers=args.workers)
-    return _report(res, args)
+                    n_workers=args.workers, **_windowed(args))
+    return _report_windows(res, args) if args.window is not None else _report(res, args)
 
 
 def run_rp(args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ L; only S numbers per L come back.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from typing import Any
@@ -55,7 +56,14 @@ from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
 from ..primitives.knn import hold, knn_device
 from ..primitives.lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
-from ..primitives.ranges import MAX_KNN, ccm_valid_times, check_lags, check_tau, point_offset
+from ..primitives.ranges import (
+    MAX_KNN,
+    ccm_valid_times,
+    check_lags,
+    check_tau,
+    point_offset,
+    warn_short_lags,
+)
 from ..validation import (
     as_integer,
     as_series,
@@ -65,6 +73,7 @@ from ..validation import (
     check_seed,
 )
 from .ccm_null import draw_libraries, library_sizes
+from .ccm_spec import CrossMapSpec
 from .results import CCMLagResult, CCMResult
 from .statespace import (
     StateSpace,
@@ -180,13 +189,14 @@ def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
     return arr
 
 
-def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: int, k: int,
-               radius: int, sizes: np.ndarray, sample: int, entropy: int, random: bool,
-               replacement: bool, neighbors=None, valid: np.ndarray | None = None) -> np.ndarray:
-    """rho samples ``(len(sizes), sample)`` for x's embedding cross-mapping y.
+def _direction(be, real, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec, *,
+               valid: np.ndarray | None = None) -> np.ndarray:
+    """rho samples ``(len(spec.sizes), spec.sample)`` for x's embedding cross-mapping y.
 
     ``x`` a series or an ``(n, m)`` state space (``E`` lags of each column); ``valid``:
     a mask over rows allowed at all (complete state, finite target, ``valid_lib``)."""
+    E, tau, Tp, k, radius = spec.E, spec.tau, spec.Tp, spec.k, spec.radius
+    sizes, sample, neighbors = spec.sizes, spec.sample, spec.neighbors
     n = x.shape[0]
     nc = 1 if x.ndim == 1 else x.shape[1]
     extra = {} if nc == 1 else {"nc": nc}
@@ -218,7 +228,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
                      "using batched k-NN launches", M, exc)
     groups: dict[int, list] = {}  # sorted path: every L of one k in one launch
     for i, L, kk in library_sizes(sizes, M, k):
-        libs = draw_libraries(M, L, sample, entropy, random, replacement)
+        libs = draw_libraries(M, L, sample, spec.entropy, spec.random, spec.replacement)
         ns = libs.shape[0]
         if sorted_rows is not None:
             groups.setdefault(kk, []).append((i, sorted_rows.counts(libs, kk)))
@@ -265,10 +275,8 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, *, E: int, tau: int, Tp: 
     return out
 
 
-def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, *, E: int, tau: int,
-                   lags: np.ndarray, k: int, radius: int, sizes: np.ndarray, sample: int,
-                   entropy: int, random: bool, replacement: bool,
-                   neighbors: Any = None) -> np.ndarray:
+def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec,
+                   lags: np.ndarray) -> np.ndarray:
     """rho samples ``(len(lags), len(sizes), sample)`` of x's embedding cross-mapping y
     at every lag (pyEDM's ``CCM(Tp=lag)`` each): time-delayed CCM (Ye et al. 2015, Sci
     Rep 5:14750; a driver's skill peaks at a lag <= 0, a peak at a positive lag marks
@@ -281,14 +289,15 @@ def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, *, E: int, tau: 
     the lookup reads the target (``tshift = offset + lag``). Each lag's libraries are
     drawn over its own valid rows as pyEDM's ``CCM(Tp=lag)`` draws them, so every lag's
     skill is pyEDM's. Without sorted rows (an inexact k-NN back-end, or more rows than
-    ``MAX_SORTED_ENTRIES`` allows) each lag runs :func:`_direction` on its own."""
+    ``MAX_SORTED_ENTRIES`` allows) each lag runs :func:`_direction` on its own
+    (``spec.Tp`` is left aside: each lag is its own)."""
     n = x.shape[0]
-    kw = dict(E=E, tau=tau, k=k, radius=radius, sizes=sizes, sample=sample, entropy=entropy,
-              random=random, replacement=replacement)
+    E, tau, k, radius, sizes, sample = (spec.E, spec.tau, spec.k, spec.radius, spec.sizes,
+                                        spec.sample)
     union = ccm_valid_times(n, E, tau, 0)  # every embeddable row (the target's own time)
     U = union.size
-    if U * U > MAX_SORTED_ENTRIES or not getattr(neighbors, "exact", True):
-        return np.stack([_direction(be, real, x, y, Tp=int(lag), neighbors=neighbors, **kw)
+    if U * U > MAX_SORTED_ENTRIES or not getattr(spec.neighbors, "exact", True):
+        return np.stack([_direction(be, real, x, y, dataclasses.replace(spec, Tp=int(lag)))
                          for lag in lags])
     dt = np.float64 if real == "double" else np.float32
     off = point_offset(E, tau)
@@ -308,7 +317,7 @@ def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, *, E: int, tau: 
         shift = ccm_shifts_device(be, yk, obs)
         hold(be, obs_dev)
         for i, L, kk in library_sizes(sizes, M, k):
-            libs = draw_libraries(M, L, sample, entropy, random, replacement)
+            libs = draw_libraries(M, L, sample, spec.entropy, spec.random, spec.replacement)
             cnt = rows.counts(pos[libs], kk)
             ns = cnt.shape[0]
             sk_dev = skill_out(be, ns)
@@ -421,9 +430,43 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
     prep = prepare([xs, ys], dt, be.info.fp64, names=["x", "y"], what="ccm")
     real = prep.real
     xs, ys = prep.series
-    n = xs.size
+    spec, lags = _cross_map_spec(be, xs.size, E=E, tau=tau, Tp=Tp, lagged=lagged, knn=knn,
+                                 sample=sample, exclusion_radius=exclusion_radius,
+                                 lib_sizes=lib_sizes, seed=seed, random=random,
+                                 replacement=replacement, knn_backend=knn_backend,
+                                 knn_options=knn_options)
+    if lagged:
+        s_xy = direction_lags(be, real, xs, ys, spec, lags)
+        s_yx = direction_lags(be, real, ys, xs, spec, lags)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return CCMLagResult(lags=lags, lib_sizes=spec.sizes, rho_xy=np.nanmean(s_xy, axis=2),
+                                rho_yx=np.nanmean(s_yx, axis=2), rho_xy_samples=s_xy,
+                                rho_yx_samples=s_yx, neighbors=spec.neighbors.info)
+    s_xy = _direction(be, real, xs, ys, spec)
+    s_yx = _direction(be, real, ys, xs, spec)
+    rho_xy, rho_yx = _sample_means(s_xy, s_yx, spec.sizes, spec.radius)
+    sig = None
+    if surrogates:
+        from .ccm_null import ccm_significance
+        sig = ccm_significance(be, prep.dtype, real, *raw, xs, ys, rho_xy, rho_yx,
+                               n=surrogates, method=surrogate_method,
+                               options=surrogate_options, entropy=spec.entropy, spec=spec)
+    return CCMResult(lib_sizes=spec.sizes, rho_xy=rho_xy, rho_yx=rho_yx, rho_xy_samples=s_xy,
+                     rho_yx_samples=s_yx, neighbors=spec.neighbors.info, significance=sig)
+
+
+def _cross_map_spec(be, n: int, *, E: Any, tau: Any, Tp: Any, lagged: bool, knn: Any,
+                    sample: Any, exclusion_radius: Any, lib_sizes: Any, seed: Any,
+                    random: bool, replacement: bool, knn_backend: str,
+                    knn_options: dict | None) -> tuple[CrossMapSpec, np.ndarray | None]:
+    """:func:`ccm`'s options for two series of ``n`` values, validated (in the order
+    they are refused) into the :class:`CrossMapSpec` of both directions, and the lags of
+    a lag scan (None: one ``Tp``; the spec's ``Tp`` is then the lag leaving the fewest
+    rows, which every check reads). The k-NN back-end is resolved for this device."""
     E = check_int(E, "E", 1, 512)
     tau = check_tau(tau)
+    lags = None
     if lagged:
         lags = check_lags(Tp, n, "Tp")
         Tp = int(lags[np.argmax(np.abs(lags))])  # the lag leaving the fewest rows
@@ -434,6 +477,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
     sizes = parse_lib_sizes(lib_sizes, n, E)
     M = ccm_valid_times(n, E, tau, Tp).size
+    warn_short_lags(n, E, tau, lags if lagged else Tp, sizes, "Tp")
     if knn_backend == "auto" and knn > MAX_KNN:  # only the sorted exact rows take such a knn
         knn_backend = "exact"
     check_ccm_knn(knn, M, knn_backend)
@@ -450,31 +494,12 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
     entropy = np.random.SeedSequence(seed).entropy
     if not random:
         sample = 1
-    kw = dict(E=E, tau=tau, Tp=Tp, k=knn, radius=exclusion_radius, sizes=sizes, sample=sample,
-              entropy=entropy, random=random, replacement=replacement,
-              neighbors=resolve_backend(knn_backend, be, L=int(min(sizes.max(), M)), E=E, nq=M,
-                                        k=knn, options=knn_options, shape="ccm",
-                                        libraries=int(sizes.size * sample)))
-    if lagged:
-        kw.pop("Tp")
-        s_xy = direction_lags(be, real, xs, ys, lags=lags, **kw)
-        s_yx = direction_lags(be, real, ys, xs, lags=lags, **kw)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return CCMLagResult(lags=lags, lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=2),
-                                rho_yx=np.nanmean(s_yx, axis=2), rho_xy_samples=s_xy,
-                                rho_yx_samples=s_yx, neighbors=kw["neighbors"].info)
-    s_xy = _direction(be, real, xs, ys, **kw)
-    s_yx = _direction(be, real, ys, xs, **kw)
-    rho_xy, rho_yx = _sample_means(s_xy, s_yx, sizes, exclusion_radius)
-    sig = None
-    if surrogates:
-        from .ccm_null import ccm_significance
-        sig = ccm_significance(be, prep.dtype, real, *raw, xs, ys, rho_xy, rho_yx,
-                               n=surrogates, method=surrogate_method,
-                               options=surrogate_options, entropy=entropy, kw=kw)
-    return CCMResult(lib_sizes=sizes, rho_xy=rho_xy, rho_yx=rho_yx, rho_xy_samples=s_xy,
-                     rho_yx_samples=s_yx, neighbors=kw["neighbors"].info, significance=sig)
+    neighbors = resolve_backend(knn_backend, be, L=int(min(sizes.max(), M)), E=E, nq=M, k=knn,
+                                options=knn_options, shape="ccm",
+                                libraries=int(sizes.size * sample))
+    return CrossMapSpec(E=E, tau=tau, Tp=Tp, k=knn, radius=exclusion_radius, sizes=sizes,
+                        sample=sample, entropy=entropy, random=random, replacement=replacement,
+                        neighbors=neighbors), lags
 
 
 def _sample_means(s_xy: np.ndarray, s_yx: np.ndarray, sizes: np.ndarray,
@@ -570,6 +595,9 @@ def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_rad
     # before its per-direction "state dimension + 1" default could apply: both
     # directions use it
     k = (sx.default_knn(E) if knn is None or knn == 0 else check_int(knn, "knn", 1, None))
+    spec = CrossMapSpec(E=E, tau=tau, Tp=Tp, k=k, radius=exclusion_radius, sizes=sizes,
+                        sample=1 if not random else sample, entropy=entropy, random=random,
+                        replacement=replacement)
     out = []
     for a, az, b, bz in ((sx, xz, sy, yz), (sy, yz, sx, xz)):
         ok = valid(a.data, b.data[:, 0])
@@ -578,10 +606,7 @@ def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_rad
             raise ValueError(f"{int(ok.sum())} usable rows (complete state, finite target) for "
                              f"E={E}, tau={tau}, Tp={Tp}; need at least knn+1 = {k + 1}")
         tz = bz if bz.ndim == 1 else np.ascontiguousarray(bz[:, 0])
-        out.append(_direction(be, prep.real, az, tz, E=E, tau=tau, Tp=Tp, k=k,
-                              radius=exclusion_radius, sizes=sizes, sample=1 if not random else sample,
-                              entropy=entropy, random=random, replacement=replacement,
-                              neighbors=None, valid=ok))
+        out.append(_direction(be, prep.real, az, tz, spec, valid=ok))
     s_xy, s_yx = out
     nb = resolve_backend("exact", be, L=int(sizes.max()), E=E * sx.nc, nq=n, k=k)
     return CCMResult(lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=1),

@@ -31,6 +31,7 @@ from ..primitives.ranges import ccm_valid_times, point_offset
 from ..primitives.stats import _quiet, nan_quantile, null_summary, surrogate_p
 from ..primitives.surrogates import check_method, generate
 from ..validation import check_host_memory
+from .ccm_spec import CrossMapSpec
 
 #: device entries (k-NN table + predictions) per launch: bounds device memory
 MAX_ENTRIES = 1 << 25
@@ -105,12 +106,13 @@ def _rho(sk: np.ndarray) -> np.ndarray:
     return r
 
 
-def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: int, Tp: int,
-                k: int, radius: int, sizes: np.ndarray, sample: int, entropy: int, random: bool,
-                replacement: bool, neighbors: Any = None) -> np.ndarray:
-    """``(len(sizes), n_targets)``: mean rho over the sampled libraries of x's embedding
-    cross-mapping each row of ``ys`` (kernel-ready series: ``x`` (n,), ``ys``
+def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, spec: CrossMapSpec
+                ) -> np.ndarray:
+    """``(len(spec.sizes), n_targets)``: mean rho over the sampled libraries of x's
+    embedding cross-mapping each row of ``ys`` (kernel-ready series: ``x`` (n,), ``ys``
     (n_targets, n)). Same libraries as the observed curve (:func:`draw_libraries`)."""
+    E, tau, Tp, k, radius = spec.E, spec.tau, spec.Tp, spec.k, spec.radius
+    sizes, sample, neighbors = spec.sizes, spec.sample, spec.neighbors
     n = x.size
     nt = ys.shape[0]
     dt = np.float64 if real == "double" else np.float32
@@ -133,7 +135,7 @@ def null_curves(be, real: str, x: np.ndarray, ys: np.ndarray, *, E: int, tau: in
     search = knn_device if neighbors is None else neighbors.device_table
     out = np.full((sizes.size, nt), np.nan)
     for i, L, kk in library_sizes(sizes, M, k):
-        libs = draw_libraries(M, L, sample, entropy, random, replacement)
+        libs = draw_libraries(M, L, sample, spec.entropy, spec.random, spec.replacement)
         ns = libs.shape[0]
         tw = min(tchunk, nt)
 
@@ -173,11 +175,11 @@ def kernel_series(S: np.ndarray, prep_dtype: np.dtype) -> np.ndarray:
 def ccm_significance(be, prep_dtype: np.dtype, real: str, raw_x: np.ndarray,
                      raw_y: np.ndarray, xs: np.ndarray, ys: np.ndarray, rho_xy: np.ndarray,
                      rho_yx: np.ndarray, *, n: int, method: str, options: dict | None,
-                     entropy: int, kw: dict[str, Any]) -> CCMSignificance:
+                     entropy: int, spec: CrossMapSpec) -> CCMSignificance:
     """Both directions' surrogate nulls, p-values and bands for :func:`pyedmcl.ccm`.
 
     ``raw_*``: the series as given (surrogates are made from them); ``xs``/``ys``: the
-    kernel-ready series of the observed curves; ``kw``: ccm's direction arguments.
+    kernel-ready series of the observed curves; ``spec``: ccm's cross mapping.
     """
     method = check_method(method, "surrogate_method")
     opts = dict(options or {})
@@ -185,8 +187,8 @@ def ccm_significance(be, prep_dtype: np.dtype, real: str, raw_x: np.ndarray,
                       f"surrogates of two series of {raw_x.size} values")
     S_y = generate(raw_y, method, n, surrogate_rng(entropy, 0), **opts)
     S_x = generate(raw_x, method, n, surrogate_rng(entropy, 1), **opts)
-    null_xy = null_curves(be, real, xs, kernel_series(S_y, prep_dtype), **kw)
-    null_yx = null_curves(be, real, ys, kernel_series(S_x, prep_dtype), **kw)
+    null_xy = null_curves(be, real, xs, kernel_series(S_y, prep_dtype), spec)
+    null_yx = null_curves(be, real, ys, kernel_series(S_x, prep_dtype), spec)
     m_xy, q_xy = null_summary(null_xy, NULL_QUANTILE)
     m_yx, q_yx = null_summary(null_yx, NULL_QUANTILE)
     return CCMSignificance(method=method, n=n, null_xy=null_xy, null_yx=null_yx,

@@ -113,6 +113,10 @@ class RowCheck:
     xz: np.ndarray  # the kernel's library data, centred: (n,) or (n, columns)
     yz: np.ndarray  # its targets (nt, n), for their spread
     _targets: tuple | None = field(default=None, repr=False, compare=False)
+    #: the enqueued float64 redo's inputs (:mod:`.row_redo`; None: redo after the wait)
+    redo: Any = field(default=None, repr=False, compare=False)
+    #: the redo the first pass enqueued (:class:`.row_redo.EnqueuedRedo`), if any
+    enqueued: Any = field(default=None, repr=False, compare=False)
 
     @property
     def E(self) -> int:
@@ -149,8 +153,8 @@ class RowCheck:
         once per check, at the first query block)."""
         if self._targets is None:
             acc = np.float64 if be.info.fp64 else np.float32
-            self._targets = (be.to_device(self.thr.astype(acc)),
-                             be.to_device(self.span.astype(acc)))
+            self._targets = (be.to_device_aside(self.thr.astype(acc)),
+                             be.to_device_aside(self.span.astype(acc)))
         return self._targets
 
 

@@ -27,6 +27,7 @@ from ..primitives.knn import hold, knn_device, widened_params
 from ..primitives.lookup import lookup_checked, lookup_device, skill_device, skill_out
 from ..primitives.ranges import MAX_KNN, Plan, resolve
 from ..validation import as_series, check_dtype
+from . import row_redo
 from .results import SimplexResult
 from .row_check import RowCheck, enabled, on_decimal_grid, redo_float64, redo_patched, row_check
 from .simplex_states import simplex_states
@@ -90,8 +91,8 @@ def plan_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 #: device copies of recent plans' point lists, per backend: a plan is immutable and
-#: cached (:func:`.ranges.resolve`), so a repeated call uploads only its series (H100,
-#: L = 32,768: three uploads, ~0.5 ms of a 5 ms Simplex call). Bounded in bytes.
+#: cached (:func:`.ranges.resolve`), so a repeated call uploads only its series, not its
+#: three point lists. Bounded in bytes.
 PLAN_UPLOAD_BYTES = 64 << 20
 _plan_uploads: OrderedDict[tuple[int, int], tuple[Plan, Backend, tuple]] = OrderedDict()
 _uploads_lock = threading.Lock()
@@ -171,9 +172,11 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
             c = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
+                               be.to_device_aside(check.qnorm[q0:q1]), thr, span, check.E,
                                variance=variance)
             p, v, f = c.pred, c.var, c.rows_reader(be)
+            if row_redo.applies(be, check.redo, q1 - q0 == qpts.size):
+                check.enqueued = row_redo.enqueue_redo(be, plan, check.redo, c, q_dev, l_dev)
         if q1 - q0 == qpts.size:
             return p, v, f
         got = (be.to_host(p), (be.to_host(v) if variance else None))
@@ -200,6 +203,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     # every read queued before the first wait: one host-device round trip
     reads = [] if keep_device or not predictions else (
         [be.to_host_async(pred_dev)] + ([be.to_host_async(var_dev)] if variance else []))
+    if check is not None and check.enqueued is not None:
+        check.enqueued.reads(be)
     if while_busy is not None:
         while_busy()
     sk = be.to_host(out).astype(np.float64)
@@ -277,63 +282,17 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                               backend=backend, variance=variance)
     if E is None:
         raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
-    be = backend_for((x, target), device, backend)
-    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
-    xd = device_series(x, be, "x", dt)
-    xs = as_series(x, "x") if xd is None else None
-    n = xs.size if xd is None else int(xd.shape[0])
-    yd = None if target is None else device_series(target, be, "target", dt, ndim=(1, 2), length=n)
-    if yd is not None:
-        y, single, nt = None, len(yd.shape) == 1, (1 if len(yd.shape) == 1 else int(yd.shape[0]))
-    elif target is None and xs is None:
-        y, single, nt = None, True, 1
-    elif target is None:  # x predicts itself: validated once
-        y, single, nt = xs[None, :], True, 1
-    else:
-        y, single = as_targets(target, n)
-        nt = y.shape[0]
-    # float32: centre + scale the host series (x: distances; y: predictions, mapped back)
-    host, names = [], []
-    for nm, a in (("x", xs), ("target", None if target is None else y)):
-        if a is not None:
-            host.append(a)
-            names.append(nm)
-    prep = prepare(host, dt, be.info.fp64, names=names, scale=False, what="simplex")
-    if prep.dtype != dt:  # float32 cannot hold the data: float64 (device inputs converted again)
-        dt = prep.dtype
-        xd = None if xd is None else device_series(x, be, "x", dt)
-        yd = None if yd is None else device_series(target, be, "target", dt, ndim=(1, 2), length=n)
-    fx = fy = Affine.identity(nt)
-    xz, yz = xs, y
-    if xs is not None:
-        xz, fx = prep.series[0], prep.affine[0]
-    if target is None and y is not None:
-        yz, fy = xz[None, :], fx
-    elif y is not None:
-        yz, fy = prep.series[-1], prep.affine[-1]
-    plan = resolve(n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
+    ser = SimplexSeries.prepared(x, target, dtype, device, backend)
+    plan = resolve(ser.n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                    lib=lib, pred=pred)
-    if xd is None and yd is None:
-        data = DeviceData.upload(be, xz, yz, dt)
-    else:  # at least one input already on the device: upload only the host one
-        x_dev = to_backend(be, xz, dt) if xd is None else xd
-        y_dev = yd if yd is not None else (x_dev if target is None else to_backend(be, yz, dt))
-        hold(be, x_dev, y_dev)
-        data = DeviceData(be, "double" if dt == np.float64 else "float", n, x_dev, y_dev, yz,
-                          n_targets=nt)
-    nb = resolve_backend(knn_backend, be, L=plan.lib_points.size, E=plan.E,
+    data = ser.upload()
+    nb = resolve_backend(knn_backend, ser.be, L=plan.lib_points.size, E=plan.E,
                          nq=plan.pred_points.size, k=plan.knn, options=knn_options)
-    on_device = return_device or y is None
-    obs_host: list[np.ndarray] = []
-
-    def host_observed() -> None:  # overlaps the k-NN kernel
-        if not on_device:
-            obs_host.append(observed(plan, y))
-
     # float32 from host series: predictions float32 cannot hold are redone in float64
-    check = (row_check(plan, xz, yz, nb.exact) if dt == np.float32 and xs is not None
-             and y is not None else None)
-    if (check is not None and not return_device and be.info.fp64 and on_decimal_grid(xs)
+    check = (row_check(plan, ser.xz, ser.yz, nb.exact) if ser.dt == np.float32
+             and ser.xs is not None and ser.y is not None else None)
+    if (check is not None and not return_device and ser.be.info.fp64
+            and on_decimal_grid(ser.xs)
             and sampled_flag_fraction(data, plan, check, nb) > MOSTLY_FLAGGED):
         # most rows would be redone (ties of decimal data): float64 from the start; other
         # data take no sample (a k-NN pass and a wait): the count comes with the skill
@@ -341,21 +300,130 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                        exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
                        device=device, backend=backend, variance=variance,
                        knn_backend=knn_backend, knn_options=knn_options)
+    on_device = return_device or ser.y is None
+    got = _predict(ser, data, plan, nb, check, variance, on_device)
+    return _result(ser, data, plan, nb, got, variance, on_device, return_device)
+
+
+@dataclass(frozen=True)
+class SimplexSeries:
+    """A 1-D Simplex call's library series and targets, validated and prepared for the
+    computation's dtype (:func:`pyedmcl._precision.prepare`): host series as given and
+    as the kernels take them, device arrays as given."""
+
+    be: Backend
+    dt: Any  # the computation's dtype (float64 where float32 cannot hold the data)
+    n: int
+    nt: int
+    single: bool  # one target (results 1-D)
+    xs: np.ndarray | None  # x as given (None: a device array)
+    y: np.ndarray | None  # the targets (nt, n) as given (None: on the device)
+    xz: np.ndarray | None  # the kernels' x (host)
+    yz: np.ndarray | None  # the kernels' targets (host)
+    fy: Affine  # the targets' kernel units -> data units
+    xd: Any  # x on the device (None: host)
+    yd: Any  # the targets on the device (None: host, or x's own)
+    target_is_x: bool  # no target given: x predicts itself
+
+    @classmethod
+    def prepared(cls, x: Any, target: Any, dtype: Any, device: Any,
+                 backend: str | None) -> SimplexSeries:
+        """``x`` and ``target`` validated (host or device arrays, equally long) and, in
+        float32, the host series centred (x: distances; targets: predictions, mapped
+        back); a dtype float32 cannot hold switches the call to float64."""
+        be = backend_for((x, target), device, backend)
+        dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+        xd = device_series(x, be, "x", dt)
+        xs = as_series(x, "x") if xd is None else None
+        n = xs.size if xd is None else int(xd.shape[0])
+        yd = (None if target is None
+              else device_series(target, be, "target", dt, ndim=(1, 2), length=n))
+        if yd is not None:
+            y, single, nt = None, len(yd.shape) == 1, (1 if len(yd.shape) == 1 else int(yd.shape[0]))
+        elif target is None and xs is None:
+            y, single, nt = None, True, 1
+        elif target is None:  # x predicts itself: validated once
+            y, single, nt = xs[None, :], True, 1
+        else:
+            y, single = as_targets(target, n)
+            nt = y.shape[0]
+        host, names = [], []
+        for nm, a in (("x", xs), ("target", None if target is None else y)):
+            if a is not None:
+                host.append(a)
+                names.append(nm)
+        prep = prepare(host, dt, be.info.fp64, names=names, scale=False, what="simplex")
+        if prep.dtype != dt:  # float32 cannot hold the data: float64 (device inputs again)
+            dt = prep.dtype
+            xd = None if xd is None else device_series(x, be, "x", dt)
+            yd = (None if yd is None
+                  else device_series(target, be, "target", dt, ndim=(1, 2), length=n))
+        fx = fy = Affine.identity(nt)
+        xz, yz = xs, y
+        if xs is not None:
+            xz, fx = prep.series[0], prep.affine[0]
+        if target is None and y is not None:
+            yz, fy = xz[None, :], fx
+        elif y is not None:
+            yz, fy = prep.series[-1], prep.affine[-1]
+        return cls(be=be, dt=dt, n=n, nt=nt, single=single, xs=xs, y=y, xz=xz, yz=yz, fy=fy,
+                   xd=xd, yd=yd, target_is_x=target is None)
+
+    def upload(self) -> DeviceData:
+        """The series on the device (a device input is used as it is)."""
+        be, dt = self.be, self.dt
+        if self.xd is None and self.yd is None:
+            return DeviceData.upload(be, self.xz, self.yz, dt)
+        # at least one input already on the device: upload only the host one
+        x_dev = to_backend(be, self.xz, dt) if self.xd is None else self.xd
+        y_dev = (self.yd if self.yd is not None
+                 else (x_dev if self.target_is_x else to_backend(be, self.yz, dt)))
+        hold(be, x_dev, y_dev)
+        return DeviceData(be, "double" if dt == np.float64 else "float", self.n, x_dev, y_dev,
+                          self.yz, n_targets=self.nt)
+
+
+def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowCheck | None,
+             variance: bool, on_device: bool) -> tuple:
+    """The predictions ``(p, v, skill, rows, fixed, observed)``: :func:`run_plan`'s pass
+    (device arrays where ``on_device``, else host ones with the observed values taken
+    while the k-NN kernel runs), the queries ``rows`` the row check flagged and their
+    float64 redo ``fixed`` (data units; the skill is that of the patched predictions)."""
+    obs_host: list[np.ndarray] = []
+
+    def host_observed() -> None:  # overlaps the k-NN kernel
+        if not on_device:
+            obs_host.append(observed(plan, ser.y))
+
+    if check is not None and not on_device:  # enqueued behind the first pass where it applies
+        check.redo = row_redo.RedoInputs(ser.xs, ser.y, ser.fy.shift, ser.fy.scale, variance, nb)
     dev: list = []
     p, v, sk, rows = run_plan(data, plan, variance=variance, neighbors=nb,
                               keep_device=on_device, while_busy=host_observed, check=check,
                               device_out=dev)
     rows = np.empty(0, np.int64) if rows is None else rows
     fixed = None
-    if rows.size:
-        p, v, sk, fixed = _redo_flagged(data, plan, xs, y, rows, nb, variance, on_device,
-                                        (p, v), dev, fy)
-    pick = (lambda a: a[0]) if single else (lambda a: a)
+    if rows.size and check is not None and check.enqueued is not None:
+        fixed = check.enqueued.fixed(rows)  # redone on the device before the first wait
+    if rows.size and fixed is None:
+        p, v, sk, fixed = _redo_flagged(data, plan, ser.xs, ser.y, rows, nb, variance,
+                                        on_device, (p, v), dev, ser.fy)
+    return p, v, sk, rows, fixed, (obs_host[0] if obs_host else None)
+
+
+def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, variance: bool,
+            on_device: bool, return_device: bool) -> SimplexResult:
+    """The :class:`SimplexResult` of :func:`_predict`'s arrays, in data units: device
+    arrays mapped back and gathered on the device (returned there, or read back), host
+    ones patched with the float64 redo."""
+    be, nt, fy = ser.be, ser.nt, ser.fy
+    p, v, sk, rows, fixed, obs_host = got
+    pick = (lambda a: a[0]) if ser.single else (lambda a: a)
     if on_device:
         nq = plan.pred_points.size
-        shape = (nq,) if single else (nt, nq)
+        shape = (nq,) if ser.single else (nt, nq)
         obs_idx = plan_device(be, plan)[2]
-        obs_dev = gather(be, data.y_dev, n, nt, obs_idx, nq, np.nan)
+        obs_dev = gather(be, data.y_dev, ser.n, nt, obs_idx, nq, np.nan)
         hold(be, obs_idx, obs_dev)
         if not fy.is_identity:  # back to data units on the device
             affine_rows(be, p, nt, nq, fy.scale, fy.shift)
@@ -370,7 +438,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     else:
         fix_p, fix_v = (None, None) if fixed is None else fixed  # float64 redo, data units
         predicted = pick(_patched(fy.back(p.astype(np.float64)), rows, fix_p))
-        obs = pick(obs_host[0])
+        obs = pick(obs_host)
         var = None if v is None else pick(_patched(fy.back_spread(v.astype(np.float64), 2),
                                                    rows, fix_v))
     return SimplexResult(predicted=predicted, observed=obs,
@@ -383,9 +451,8 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
 
 #: the fraction of flagged rows (estimated on a sample, for decimal data only:
 #: :func:`.row_check.on_decimal_grid`) beyond which float32 Simplex runs in float64 from
-#: the start: redoing that many rows costs more than the float32 pass saves (H100,
-#: L = 2^20, E = 3, data with one decimal, 99% flagged: checked float32 0.87 s, float64
-#: 0.52 s)
+#: the start: redoing that many rows costs more than the float32 pass saves (decision
+#: 0089)
 MOSTLY_FLAGGED = 0.5
 #: queries below which the flagged fraction is not estimated first (the pass is cheap)
 SAMPLE_FROM = 1 << 15

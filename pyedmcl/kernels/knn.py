@@ -11,6 +11,7 @@ The algorithms (:mod:`pyedmcl.primitives.knn` and its users) allocate and call t
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -193,8 +194,24 @@ class KnnKernel(TunableKernel):
     def chosen(self, info: DeviceInfo, choice: Any, spec: dict[str, Any],
                contiguous: bool) -> Params:
         """The parameters :meth:`params_for` starts from: the lookup's ``choice``
-        (:class:`clkernels.tuning.Choice`); a family may put a measured layout in its place."""
-        return choice.params
+        (:class:`clkernels.tuning.Choice`). Where that is a SLIDE layout this launch cannot
+        take (lags above 1, a library not contiguous: :func:`slide_applies`), the entry's
+        fastest timed configuration without SLIDE: the tuner times lags of 1, where the
+        raw-value tile wins, and dropping SLIDE from its winner leaves a layout that was
+        never the best one of its own kind (decision 0129)."""
+        p = choice.params
+        if p.get("SLIDE", 0) and not slide_applies(spec, contiguous) and choice.entry:
+            timed = []
+            for key, t in (choice.entry.get("times") or {}).items():
+                try:
+                    cand = json.loads(key)
+                except (TypeError, ValueError):
+                    continue
+                if isinstance(cand, dict) and not cand.get("SLIDE", 0) and t is not None:
+                    timed.append((float(t), cand))
+            if timed:
+                return self.space.complete(min(timed, key=lambda c: c[0])[1])
+        return p
 
     def request(self, be: Backend, params: Params, spec: dict[str, Any]) -> tuple:
         """The kernel :meth:`launch` builds, as ``(template, params, name)`` (for

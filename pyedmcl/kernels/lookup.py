@@ -158,6 +158,16 @@ class LookupKernel(TunableKernel):
         return be.launch(k, (m, nt), None, pred, var if wv else pred, np.int32(nq), rows_dev,
                          np.int32(m), p64, v64 if wv else p64, shift, scale, np.int32(wv))
 
+    def launch_select(self, be: Backend, nflag, flagq, cap: int, qpts_dev, qsel, rsel):
+        """The first ``cap`` flagged queries of a checked lookup (count ``nflag``, list
+        ``flagq``) into ``rsel`` (the query, -1 past the count) and ``qsel`` (its point
+        from ``qpts_dev``, query 0's for -1): the device redo's queries, no host round
+        trip (the template's ``select_flagged``), from the float32 Simplex skill's
+        program (no build of its own)."""
+        spec = {"K": 1, "REAL": "float", "FS": 0, "WEIGHT": "simplex", "VARIANCE": 0}
+        k = self._kernel(be, spec, skill_wg(be.info), "select_flagged")
+        return be.launch(k, (cap,), None, nflag, flagq, np.int32(cap), qpts_dev, qsel, rsel)
+
     def launch_merge(self, be: Backend, idx, dist, lists: int, nq: int, kin: int, k: int,
                      q_dev, oidx, odist, tie):
         """Merge the float64 k-NN tables ``idx`` / ``dist`` ``(lists, nq, kin)`` of library

@@ -8,12 +8,17 @@
    from library i's one neighbour order (:mod:`.crossmap`); an edge whose skill peaks
    at a positive lag is dropped as a reverse / synchrony artefact (strong forcing makes
    the driven series cross-map its driver's future).
-3. Partial cross maps (Leng et al. 2020, :mod:`.partial`): for each remaining edge
+3. Convergence (Sugihara et al. 2012): each remaining edge's skill at its best lag
+   must rise from random small libraries (``min_library`` rows, default a twentieth of
+   the rows) to the full library, by Fisher's z test at ``alpha`` (:mod:`.convergence`);
+   an edge that does not is dropped as nonconvergent (synchrony, a shared driver, or a
+   link too weak to resolve).
+4. Partial cross maps (Leng et al. 2020, :mod:`.partial`): for each remaining edge
    ``x -> y`` and each z with remaining edges ``z -> y`` and ``x -> z`` or ``z -> x`` (a
    chain through z, or a common driver z), the partial cross map of x -> y given z at
    the pairs' best lags; the edge is dropped as indirect when, for some z, the PCM keeps
    less than ``partial_ratio`` of the plain cross map or is not significant against
-   x's surrogates (p > alpha). Every PCM is computed on the graph left by step 2, so the
+   x's surrogates (p > alpha). Every PCM is computed on the graph left by step 3, so the
    order of the triples does not matter.
 
 The decision rule, its thresholds and its assumptions: docs/causal_network.md.
@@ -29,6 +34,7 @@ import numpy as np
 
 from ..primitives.ranges import check_lags
 from ..validation import check_int, check_seed
+from .convergence import SAMPLES, convergence_p, default_size, subsample_skill
 from .crossmap import lag_scan
 from .partial import PartialMapper, _real, pcm_table
 
@@ -44,8 +50,9 @@ class CausalNetwork:
 
     ``edges``: DataFrame ``source``, ``target``, ``lag`` (the cross-map lag of highest
     skill), ``rho`` (the full-library skill at lag 0, the map's), ``rho_lag`` (the skill
-    at ``lag``), ``p_value``, ``q_value``. ``pruned``: the same columns plus ``reason``
-    ("reverse" or "indirect"), ``via`` (the intermediate of an indirect edge), ``pcm``
+    at ``lag``), ``rho_small`` (the mean skill of random small libraries at ``lag``),
+    ``conv_p`` (the convergence test's p-value), ``p_value``, ``q_value``. ``pruned``:
+    the same columns plus ``reason`` ("reverse", "nonconvergent" or "indirect"), ``via`` (the intermediate of an indirect edge), ``pcm``
     and ``pcm_p``. ``partial``: every partial cross map computed. ``lag_rho``: ``(N, N,
     len(lags))`` skill of library i cross-mapping j at each lag (NaN where not
     scanned). ``xmap``: the all-to-all map with surrogates.
@@ -58,6 +65,13 @@ class CausalNetwork:
     lag_rho: np.ndarray
     names: list
     xmap: Any = field(default=None, repr=False)
+
+    def plot(self, ax: Any = None, *, truth: Any = None) -> Any:
+        """Draw the direct edges (arrows labelled with their lag) on ``ax``; ``truth``
+        (an adjacency, ``truth[i, j]``: i drives j) adds the missed true links dashed
+        and marks false edges red (needs matplotlib). Returns the axes."""
+        from .plot import draw_network
+        return draw_network(self, ax, truth=truth)
 
     def graph(self) -> Any:
         """A ``networkx.DiGraph`` of the direct edges (needs networkx)."""
@@ -85,8 +99,10 @@ def causal_network(result_or_data: Any, *, alpha: float = 0.05, method: str = "b
     candidate indirect paths (dropped when conditioning on an intermediate removes it).
     Options (keywords): ``E`` ("auto", one int or one per series), ``tau``,
     ``surrogates`` (default 199; ``1 / (surrogates + 1) <= alpha`` is required),
-    ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5),
-    ``partial`` (default: with 3 series or more; True with fewer warns),
+    ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5; at
+    least one lag <= 0), ``convergence`` (default True: drop edges whose skill does not
+    rise from ``min_library`` rows, default a twentieth of the rows, to the full
+    library), ``partial`` (default: with 3 series or more; True with fewer warns),
     ``partial_ratio`` (default 0.7), ``dtype``, ``device``, ``backend``. Returns a
     :class:`CausalNetwork` (``edges``: source, target, lag, rho, rho_lag, p_value,
     q_value; ``pruned``: the same with ``reason``, ``via``, ``pcm``, ``pcm_p``), or with
@@ -151,7 +167,8 @@ def check_surrogates(n: Any, alpha: float) -> int:
 def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int = 199,
                       surrogate_method: str = "ebisuzaki", surrogate_options: dict | None = None,
                       seed: int | None = None, alpha: float = 0.05, method: str = "bh",
-                      lags: Any = DEFAULT_LAGS, partial: bool | None = None,
+                      lags: Any = DEFAULT_LAGS, convergence: bool = True,
+                      min_library: int | None = None, partial: bool | None = None,
                       partial_ratio: float = DEFAULT_PARTIAL_RATIO, dtype: Any = None,
                       device: Any = None, backend: str | None = None) -> CausalNetwork:
     """:class:`CausalNetwork` of ``X`` (time down the rows, one column per series); see
@@ -162,22 +179,8 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
     from ..xmap.core import as_panel, xmap
     P, names = as_panel(X, np.float64)
     N, n = P.shape
-    if N < 2:
-        raise ValueError(f"X has {N} series; causal_network needs at least 2 columns")
-    if not np.isfinite(P).all():
-        raise ValueError("X has NaN or infinite values; causal_network needs complete series")
-    a = float(alpha) if isinstance(alpha, int | float) else np.nan
-    if not 0 < a < 1:
-        raise ValueError(f"alpha={alpha!r} is out of range; allowed: 0 < alpha < 1")
-    surrogates = check_surrogates(surrogates, a)
-    lag_arr = check_lags(lags, n // 4, "lags")
-    ratio = float(partial_ratio)
-    if not 0 <= ratio <= 1:
-        raise ValueError(f"partial_ratio={partial_ratio!r} is out of range; allowed: 0..1")
-    if partial and N < 3:
-        warnings.warn(f"partial=True needs at least 3 series (X has {N}); no partial cross "
-                      "maps", RuntimeWarning, stacklevel=3)
-    partial = N >= 3 and partial is not False
+    a, surrogates, lag_arr, ratio, partial = _check_options(
+        P, alpha, surrogates, lags, partial_ratio, partial, convergence, min_library)
     _warn_resolution(N, surrogates, a, method)
     seed = check_seed(seed)
     if seed is None:  # one seed for the map's surrogates and the partial maps' alike
@@ -191,49 +194,119 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
     pos = {lab: i for i, lab in enumerate(labels)}
     src = np.array([pos[s] for s in cand["source"]], dtype=np.int64)
     dst = np.array([pos[t] for t in cand["target"]], dtype=np.int64)
-    be = get_backend(device, backend)
-    real = _real(dtype, "causal_network")
     Z = (P - P.mean(axis=1, keepdims=True)) / np.where(P.std(axis=1) > 0, P.std(axis=1), 1.0)[:, None]
-    pm = PartialMapper(be, Z, np.asarray(res.E), tau=tau, real=real)
-    lag_rho = np.full((N, N, lag_arr.size), np.nan)
-    for i in np.unique(dst):  # one neighbour order per library, every candidate driver
-        js = np.unique(src[dst == i])
-        lag_rho[i, js] = lag_scan(pm.library(int(i)), Z[js], lag_arr).T
-    best = np.full((N, N), 0, dtype=np.int64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for s, t in zip(src, dst, strict=True):
-            if not np.isnan(lag_rho[t, s]).all():
-                best[t, s] = lag_arr[int(np.nanargmax(lag_rho[t, s]))]
+    pm = PartialMapper(get_backend(device, backend), Z, np.asarray(res.E), tau=tau,
+                       real=_real(dtype, "causal_network"))
+    lag_rho, best, rho_lag = _lag_step(pm, src, dst, lag_arr)
     cand = cand.assign(lag=[int(best[t, s]) for s, t in zip(src, dst, strict=True)],
-                       rho_lag=[float(np.nanmax(lag_rho[t, s])) if not np.isnan(lag_rho[t, s]).all()
-                                else np.nan for s, t in zip(src, dst, strict=True)])
-    reverse = cand["lag"].to_numpy() > 0
-    reason = np.where(reverse, "reverse", "").astype(object)
+                       rho_lag=rho_lag)
+    reason = np.where(cand["lag"].to_numpy() > 0, "reverse", "").astype(object)
+    rho_small = np.full(len(cand), np.nan)
+    conv_p = np.full(len(cand), np.nan)
+    if convergence:
+        live = np.flatnonzero(reason == "")
+        rho_small[live], conv_p[live] = _convergence_step(
+            pm, src[live], dst[live], best, rho_lag[live], min_library, seed)
+        reason[live[~(conv_p[live] <= a * (1 + 1e-9))]] = "nonconvergent"
     via = np.full(len(cand), None, dtype=object)
     pcm = np.full(len(cand), np.nan)
     pcm_p = np.full(len(cand), np.nan)
-    keep = ~reverse
+    keep = reason == ""
     table = None
     if partial and keep.any():
         table, pruned_by = _partial_step(pm, P, src[keep], dst[keep], best, surrogates,
                                          surrogate_method, surrogate_options, seed, a, ratio,
-                                         labels)
+                                         labels, lag_arr)
         for e, k in enumerate(np.flatnonzero(keep)):
             if pruned_by[e] is not None:
                 z, pc, pp = pruned_by[e]
-                reason[k], via[k], pcm[k], pcm_p[k] = "indirect", labels[z], pc, pp
-    cand = cand.assign(reason=reason, via=via, pcm=pcm, pcm_p=pcm_p)
-    cols = ["source", "target", "lag", "rho", "rho_lag", "p_value", "q_value"]
+                reason[k], via[k], pcm[k], pcm_p[k] = "indirect", z, pc, pp
+    cand = cand.assign(rho_small=rho_small, conv_p=conv_p, reason=reason, via=via, pcm=pcm,
+                       pcm_p=pcm_p)
+    cols = ["source", "target", "lag", "rho", "rho_lag", "rho_small", "conv_p", "p_value",
+            "q_value"]
     direct = cand[cand["reason"] == ""][cols].reset_index(drop=True)
     pruned = cand[cand["reason"] != ""][cols + ["reason", "via", "pcm", "pcm_p"]]
     return CausalNetwork(edges=direct, pruned=pruned.reset_index(drop=True),
                          partial=table, lags=lag_arr, lag_rho=lag_rho, names=labels, xmap=res)
 
 
+def _check_options(P: np.ndarray, alpha: Any, surrogates: Any, lags: Any, partial_ratio: Any,
+                   partial: Any, convergence: Any, min_library: Any
+                   ) -> tuple[float, int, np.ndarray, float, bool]:
+    """The data-matrix options checked: ``(alpha, surrogates, lags, ratio, partial)``."""
+    N, n = P.shape
+    if N < 2:
+        raise ValueError(f"X has {N} series; causal_network needs at least 2 columns")
+    if not np.isfinite(P).all():
+        raise ValueError("X has NaN or infinite values; causal_network needs complete series")
+    a = float(alpha) if isinstance(alpha, int | float) else np.nan
+    if not 0 < a < 1:
+        raise ValueError(f"alpha={alpha!r} is out of range; allowed: 0 < alpha < 1")
+    surrogates = check_surrogates(surrogates, a)
+    lag_arr = check_lags(lags, n // 4, "lags")
+    if lag_arr.min() > 0:
+        raise ValueError(f"lags={lag_arr.tolist()} has no lag <= 0; allowed: lags including 0 or a "
+                         "negative lag (a driver's effect peaks at a non-positive lag: with "
+                         "positive lags only, every edge would be dropped as reverse)")
+    ratio = float(partial_ratio)
+    if not 0 <= ratio <= 1:
+        raise ValueError(f"partial_ratio={partial_ratio!r} is out of range; allowed: 0..1")
+    if not isinstance(convergence, bool | np.bool_):
+        raise TypeError(f"convergence={convergence!r} must be True or False")
+    if min_library is not None:
+        check_int(min_library, "min_library", 6, max(6, n // 2))
+    if partial and N < 3:
+        warnings.warn(f"partial=True needs at least 3 series (X has {N}); no partial cross "
+                      "maps", RuntimeWarning, stacklevel=4)
+    return a, surrogates, lag_arr, ratio, N >= 3 and partial is not False
+
+
+def _lag_step(pm: PartialMapper, src: np.ndarray, dst: np.ndarray, lag_arr: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lag scans of the candidate edges: ``(lag_rho (N, N, lags), best (N, N), rho at
+    the best lag per edge)``."""
+    N = pm.Z.shape[0]
+    lag_rho = np.full((N, N, lag_arr.size), np.nan)
+    for i in np.unique(dst):  # one neighbour order per library, every candidate driver
+        js = np.unique(src[dst == i])
+        lag_rho[i, js] = lag_scan(pm.library(int(i)), pm.Z[js], lag_arr).T
+    best = np.full((N, N), 0, dtype=np.int64)
+    top = np.full(src.size, np.nan)
+    for e, (s, t) in enumerate(zip(src, dst, strict=True)):
+        if not np.isnan(lag_rho[t, s]).all():
+            m = int(np.nanargmax(lag_rho[t, s]))
+            best[t, s], top[e] = lag_arr[m], lag_rho[t, s, m]
+    return lag_rho, best, top
+
+
+def _convergence_step(pm: PartialMapper, src: np.ndarray, dst: np.ndarray, best: np.ndarray,
+                      rho_full: np.ndarray, min_library: int | None, seed: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Each edge's mean skill over random small libraries (at its best lag) and the
+    p-value of its rise to the full library's skill (:mod:`.convergence`)."""
+    n = pm.Z.shape[1]
+    rho_small = np.full(src.size, np.nan)
+    p = np.ones(src.size)
+    for i in np.unique(dst):
+        lm = pm.library(int(i))
+        for lag in np.unique(best[i, src[dst == i]]):
+            e = np.flatnonzero((dst == i) & (best[i, src] == lag))
+            rows = int(np.count_nonzero((lm.times + lag >= 0) & (lm.times + lag < n)))
+            size = min(min_library or default_size(rows, lm.k), rows - 1)
+            rng = np.random.default_rng([seed, int(i), int(lag) + n, 0xC0])
+            sk = subsample_skill(lm, pm.Z[src[e]], int(lag), size, SAMPLES, rng)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                rho_small[e] = np.nanmean(sk, axis=0)
+            p[e] = convergence_p(rho_full[e], rho_small[e], size, rows)
+    return rho_small, p
+
+
 def _partial_step(pm: PartialMapper, P: np.ndarray, src: np.ndarray, dst: np.ndarray,
                   best: np.ndarray, n: int, smethod: str, soptions: dict | None, seed: int,
-                  alpha: float, ratio: float, labels: list) -> tuple[Any, list]:
+                  alpha: float, ratio: float, labels: list, lag_arr: np.ndarray
+                  ) -> tuple[Any, list]:
     """Partial cross maps of every edge (src -> dst) against every candidate z; returns
     the table and, per edge, None (direct) or ``(z, pcm, p)`` of the z that prunes it
     (the lowest PCM / rho among those that do)."""
@@ -266,6 +339,6 @@ def _partial_step(pm: PartialMapper, P: np.ndarray, src: np.ndarray, dst: np.nda
                           "lag_source": [v[3] for v in triples], "lag_via": [v[4] for v in triples],
                           "rho": t["rho"], "pcm": t["pcm"], "share": share,
                           "p_value": t["p_value"], "indirect": cut})
-    pruned = [by[(x, y)][:3] if (x, y) in by else None
+    pruned = [(labels[by[(x, y)][0]],) + by[(x, y)][1:3] if (x, y) in by else None
               for x, y in zip(src.tolist(), dst.tolist(), strict=True)]
     return table, pruned

@@ -111,7 +111,7 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     pred = be.empty((table.nbatch, nt, table.nq), np.float32)
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
-    nflag = be.to_device(np.zeros(1, np.int32))  # made with its zero: no launch, no wait
+    nflag = be.to_device_aside(np.zeros(1, np.int32))  # behind the k-NN kernel, no wait
     flagq = be.empty(min(FLAG_LIST, table.nbatch * nt * table.nq), np.int32)  # or all
     hold(be, pred, var, flag, nflag, flagq, qnorm_dev, thr_dev, span_dev)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,

@@ -20,7 +20,9 @@ TITLES = {
     "predict_nonlinear": "3. Nonlinearity: does a state-dependent model forecast better",
     "ccm": "4. Convergent cross mapping: who drives whom",
     "xmap": "5. All-to-all causal map of a network",
-    "rqa": "6. Recurrence quantification",
+    "network": "6. Direct causal links: lags, convergence, partial cross maps",
+    "rqa": "7. Recurrence quantification",
+    "rqa_threshold": "8. RQA against the radius: how much the threshold matters",
 }
 
 CSS = """
@@ -69,12 +71,20 @@ def _numbers(name: str, sec: dict[str, Any]) -> str:
                                strict=True)])
     if name == "xmap":
         return ""  # the heatmap is the table; every value is in results.json
+    if name == "network":
+        return _row_table(["driver", "driven", "cross-map lag", "rho at that lag"],
+                          [[f"x{a}", f"x{b}", str(lag), rho(r)] for a, b, lag, r in sec["edges"]])
     if name == "rqa":
         m = sec.get("measures", {})
         rows = [[k, sig(m[k]), RQA_MEANING.get(k, "")] for k in m
                 if k in RQA_MEANING]
         t = _row_table(["measure", "value", "what it indicates"], rows)
         return t.replace("<td>", "<td class='l'>").replace("<th>", "<th class='l'>")
+    if name == "rqa_threshold":
+        shown = [m for m in ("RR", "DET", "LAM", "RTE") if m in sec]
+        return _row_table(["radius", *shown],
+                          [[sig(r), *(sig(sec[m][i]) for m in shown)]
+                           for i, r in enumerate(sec.get("radius", []))])
     return ""
 
 
@@ -96,9 +106,18 @@ def _finding(name: str, sec: dict[str, Any]) -> str:
                 + (" (the known direction)." if ok else f" (expected {sec['expected_driver']})."))
     if name == "xmap":
         return f"The cross-map matrix ranks true network links first with AUC {sec['link_auc']:.2f}."
+    if name == "network":
+        return (f"Of a 5-series network's {len(sec['true_edges'])} direct links, "
+                f"{sec['true_found']} are found with {sec['false_found']} false ones "
+                f"(the pairwise maps alone passed {sec['pairwise_edges']}).")
     if name == "rqa":
         m = sec["measures"]
         return f"The logistic map's recurrences are {sig(100 * m['DET'])}% deterministic (DET)."
+    if name == "rqa_threshold" and sec.get("radius"):
+        return (f"From radius {sig(sec['radius'][0])} to {sig(sec['radius'][-1])} the "
+                f"recurrence rate grows from {sig(100 * sec['RR'][0])}% to "
+                f"{sig(100 * sec['RR'][-1])}% and DET from {sig(sec['DET'][0])} to "
+                f"{sig(sec['DET'][-1])}.")
     return ""
 
 
@@ -111,7 +130,7 @@ def write_index(out: Path, results: dict[str, Any]) -> Path:
         "<!doctype html><html><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width'><title>pyedmcl demo report</title>",
         f"<style>{CSS}</style></head><body>",
-        "<h1>What EDM and RQA say about four model systems</h1>",
+        "<h1>What EDM and RQA say about five model systems</h1>",
         "<p class='sub'>A pyedmcl demo report. The data come from models whose answers are "
         "known (an attractor's dimension, a causal direction, a network's links), so each "
         "result can be checked against the truth.</p>",

@@ -104,13 +104,17 @@ def pyunicorn_rp(x: np.ndarray, *, E: int, tau: int, radius: float, metric: str 
 
 
 def pyunicorn_measures(rp: Any, l_min: int = 2, v_min: int = 2, w_min: int = 2) -> dict[str, float]:
-    """The 12 measures pyunicorn shares with us."""
+    """The 12 measures pyunicorn shares with us, and RTE from two of them (pyunicorn has
+    no normalised recurrence-time entropy: its white-line entropy over ln of its longest
+    white line)."""
+    w_max, w_entr = rp.max_white_vertlength(), rp.white_vert_entropy(w_min)
     return {"RR": rp.recurrence_rate(), "DET": rp.determinism(l_min),
             "L": rp.average_diaglength(l_min), "L_max": rp.max_diaglength(),
             "L_entr": rp.diag_entropy(l_min), "LAM": rp.laminarity(v_min),
             "TT": rp.trapping_time(v_min), "V_max": rp.max_vertlength(),
             "V_entr": rp.vert_entropy(v_min), "W": rp.average_white_vertlength(w_min),
-            "W_max": rp.max_white_vertlength(), "W_entr": rp.white_vert_entropy(w_min)}
+            "W_max": w_max, "W_entr": w_entr,
+            "RTE": w_entr / np.log(w_max) if w_max > 1 else np.nan}
 
 
 def numpy_reference(x: np.ndarray, y: np.ndarray | None, *, E: int, tau: int, radius: float,

@@ -1,41 +1,48 @@
 """RQA of many series in one call: every EEG channel, every pixel of a cube.
 
-:func:`rqa_batch` validates the options and picks the device once, then runs each series
-through the very path :func:`pyedmcl.rqa.core.rqa` takes (its float32 preparation, its
-Divide & Recombine run, its measures), so each row equals ``pe.rqa`` of that series bit
-for bit. Programs are built once per (E, tau, metric, dtype) shape and cached by the
-kernel family; the per-call device lookup, argument checks, wrappers and the background
-float32 check thread are paid once per batch instead of once per series (the check runs
-inline: the same verdict, with no thread hand-off per short series). The D&R runs of a
-batch take their series arrays, histograms and carryovers from one pool
-(:func:`pyedmcl.rqa.dnr.reusing_buffers`): allocated once per shape, written or zeroed
-again per series.
-
-Not done here (what packing several short series into one launch would need): the
-D&R kernels take one series pair, one threshold and one ``(n_rows, n_cols)`` per launch;
-series laid side by side with separators would need a per-lane series id (or offsets)
-in the kernels so that the carries of a diagonal or a column stop at a series' border,
-the Theiler window measured from each series' own diagonal, one threshold per series
-(``spec.percol`` gives one per column, a start) and per-series histograms (a histogram
-offset per lane). That is a kernel change of the rqa_lines family.
+:func:`rqa_batch` validates the options and picks the device once. Its default path
+(``method="batched"``, :mod:`pyedmcl.rqa.batch_lines`) takes every series through the
+device in two launches per histogram size class, one work-group per series walking its
+whole recurrence matrix (the rqa_lines family's batch modes,
+:mod:`pyedmcl.rqa.batch_kernels`), with the host work (float32 preparation, exact-redo
+bounds, layout, measures) vectorised over the series of one length; each row equals ``pe.rqa`` of that series bit for bit (the same
+cell decisions, lines and measures). Series that path does not take run one at a time
+through the very path :func:`pyedmcl.rqa.core.rqa` takes (:class:`Runner`): those longer
+than the batch kernels' local histograms hold, and float32 series that ``pe.rqa`` would
+run in float64. ``method="series"`` runs every series so (programs built once, options
+checked once, the D&R runs' buffers from one pool, :func:`pyedmcl.rqa.dnr.reusing_buffers`);
+``method="packed"`` lays series of one length end to end in one band pass
+(:mod:`pyedmcl.rqa.batch_packed`). With ``out``, ``block_series``, ``devices`` or
+``scheduler`` (or a lazy input) the series run in blocks
+(:mod:`pyedmcl.rqa.batch_scale`), each block one call of :func:`rqa_batch` by the same
+method.
 """
 
 from __future__ import annotations
 
-import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..constant_series import RQA_WHY, note_text
+from .._outputs import locks_output
 from ..validation import (
-    ConstantSeriesWarning,
-    as_series,
     check_embedding,
     check_int,
     check_metric,
 )
-from .batch_inputs import Columns, as_columns, per_series
+from .batch_inputs import (
+    METHODS,
+    Columns,
+    as_columns,
+    check_threshold_choice,
+    is_lazy,
+    per_series,
+    window_columns,
+)
+from .batch_result import EXTRA, INTEGER
+from .batch_result import constant_note as _constant_note
+from .batch_result import dataset as _dataset
 from .core import (
     _backends_and_dtype,
     _check_common,
@@ -46,14 +53,10 @@ from .core import (
     check_rate,
 )
 from .dnr import reusing_buffers
+from .job import RqaJob
 from .measures import MEASURES
 from .result import RQAResult
 from .threshold import check_threshold_rule
-
-#: how a batch runs (see :func:`rqa_batch`)
-METHODS = ("series", "packed")
-#: the columns of a batch row besides the measures
-EXTRA = ("n_recurrences", "n_cells", "radius", "N", "n_points")
 
 
 class Runner:
@@ -84,19 +87,11 @@ class Runner:
         n = check_embedding(xs.size, E, tau, "x")
         l_min, v_min, w_min, theiler, edge = _check_common(
             l_min, v_min, w_min, theiler, self.theiler_scope, self.order, self.edge, n)
-        return _rqa_prepared(
-            xs, dt, self.bes, E=E, tau=tau, n=n, radius=radius,
-            recurrence_rate=recurrence_rate, metric=self.metric, theiler=theiler,
-            theiler_scope=self.theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min,
-            white_border=self.white_border, edge=edge, order=self.order, params=None,
-            threshold_rule=self.rule, neighbourhood="radius", knn=None, scheduler=None,
-            n_workers=1, raw=raw)
-
-
-def check_threshold_choice(radius: Any, recurrence_rate: Any) -> None:
-    if (radius is None) == (recurrence_rate is None):
-        raise ValueError("give exactly one of radius= (fixed radius) or recurrence_rate= "
-                         "(fixed recurrence rate; one radius found per series)")
+        return _rqa_prepared(xs, dt, self.bes, RqaJob(
+            E=E, tau=tau, n=n, radius=radius, recurrence_rate=recurrence_rate,
+            metric=self.metric, theiler=theiler, theiler_scope=self.theiler_scope,
+            l_min=l_min, v_min=v_min, w_min=w_min, white_border=self.white_border, edge=edge,
+            order=self.order, params=None, threshold_rule=self.rule), raw=raw)
 
 
 def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
@@ -107,13 +102,17 @@ def row_of(res: RQAResult, n_samples: int) -> dict[str, Any]:
     return row
 
 
+@locks_output("out", what="rqa_batch output")
 def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               recurrence_rate: Any = None, metric: str = "euclidean", theiler: int = 1,
               l_min: int = 2, v_min: int = 2, w_min: int = 2, dtype: Any = "float32",
               theiler_scope: str = "lines", white_border: bool = True, device: Any = None,
               backend: str | None = None, threshold_rule: str = "distance",
               window: int | None = None, step: int | None = None,
-              method: str = "series", allow_irregular: bool = False) -> Any:
+              method: str = "batched", allow_irregular: bool = False,
+              out: str | Path | None = None, block_series: int | None = None,
+              overwrite: bool = False, progress: bool | None = None,
+              scheduler: Any = None, n_workers: int = 2, devices: Any = None) -> Any:
     """RQA of every series of ``X``: one row per series, each equal to :func:`pyedmcl.rqa`
     of that series bit for bit.
 
@@ -129,8 +128,8 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     ``radius``: one radius, or one per series (a sequence of ``N``). ``recurrence_rate``:
     one rate (or one per series); the radius is then found per series (column
     ``radius``). Other options as :func:`pyedmcl.rqa`. ``window``/``step``: windowed
-    RQA of each series (:func:`pyedmcl.rqa` with ``window``), rows indexed by
-    ``(series, start, end)``.
+    RQA of each series, the rows of :func:`pyedmcl.rqa` with ``window`` (each equal to
+    ``pe.rqa`` of the window's samples) indexed by ``(series, start, end)``.
 
     Returns a ``pandas.DataFrame`` indexed by the column names (positions for NumPy),
     with every measure, ``n_recurrences``, ``n_cells``, ``radius``, ``N`` (the series'
@@ -138,26 +137,50 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     those over the non-time dimensions (without ``window``). Constant series are warned
     of once (``attrs["notes"]``).
 
-    ``method``: ``"series"`` (default), one Divide & Recombine run per series (programs
-    built once, options checked once); ``"packed"``, series of equal length laid end to
-    end and analysed in one band pass (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed
-    radius for all series; a length held by one series only runs on its own): far fewer
-    launches, but the band kernels walk about three times the cells of the symmetric D&R
-    path, so on a 2-core CPU it is slower (bench/results/intel-zen5-2core/). Both give
-    the same rows.
+    ``method``: ``"batched"`` (default), every series in two launches, one work-group
+    per series (:mod:`pyedmcl.rqa.batch_lines`; series longer than the device's local
+    histograms hold, 4,095 embedded points on most devices, and float32 series that
+    ``pe.rqa`` runs in float64 run one at a time); ``"series"``, one Divide & Recombine
+    run per series (programs built once, options checked once); ``"packed"``, series of
+    equal length laid end to end and analysed in one band pass
+    (:mod:`pyedmcl.rqa.batch_packed`; needs one fixed radius for all series; a length
+    held by one series only runs on its own). All give the same rows; speed:
+    ``bench/bench_rqa_batch.py`` and ``docs/rqa_batch.md``. With ``window``:
+    ``"batched"`` takes every window of every series as a series of its own;
+    ``"series"`` runs ``pe.rqa(..., window=)`` per series; ``"packed"`` is refused.
+
+    In blocks of ``block_series`` series (:mod:`pyedmcl.rqa.batch_scale`; each block one
+    call of this function with the same ``method``: the same rows), when one of these is
+    given: ``out``, a ``.zarr`` path the rows stream into block by block (rerunning the
+    same call resumes it, computing again any block that fails its checksum; other
+    parameters or data are refused unless ``overwrite``, which replaces only a store
+    pyedmcl wrote; :func:`rqa_batch_open` reads it back); ``devices``, several devices of
+    this node (a list or ``"nvidia:0,nvidia:1"``), one thread each; ``scheduler``, a Dask
+    scheduler address, ``"local"`` (a LocalCluster of ``n_workers`` processes: put the
+    call under ``if __name__ == "__main__":``) or a ``distributed.Client``, blocks as
+    tasks, worker ``i`` on device ``devices[i % len(devices)]``. A dask array, or a
+    DataArray backed by one, always runs in blocks, read one block at a time (on a
+    cluster, by the workers). ``progress``: a bar over the blocks (None: in a notebook
+    only). Not with ``window``.
     """
+    if out is not None or block_series is not None or scheduler is not None \
+            or devices is not None or is_lazy(X):
+        from .batch_scale import rqa_batch_blocks
+
+        return rqa_batch_blocks(
+            rqa_batch, X, radius=radius, recurrence_rate=recurrence_rate, out=out,
+            block_series=block_series, overwrite=overwrite, progress=progress,
+            scheduler=scheduler, n_workers=n_workers, devices=devices, device=device,
+            backend=backend, allow_irregular=allow_irregular, window=window, step=step,
+            E=E, tau=tau, metric=metric, theiler=theiler, l_min=l_min, v_min=v_min,
+            w_min=w_min, dtype=dtype, theiler_scope=theiler_scope, white_border=white_border,
+            threshold_rule=threshold_rule, method=method)
     import pandas as pd
 
     cols = as_columns(X, "X", bool(allow_irregular))
     check_threshold_choice(radius, recurrence_rate)
-    radii = per_series(radius, len(cols.series), "radius")
-    rates = per_series(recurrence_rate, len(cols.series), "recurrence_rate")
-    for r in radii:
-        if r is not None:
-            check_radius(r)
-    for q in rates:
-        if q is not None:
-            check_rate(q)
+    radii = per_series(radius, len(cols.names), "radius", check_radius)
+    rates = per_series(recurrence_rate, len(cols.names), "recurrence_rate", check_rate)
     E, tau = _check_E_tau(E, tau)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; allowed: "
@@ -166,6 +189,13 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     if window is not None or step is not None:
         if method == "packed":
             raise ValueError("method='packed' is for whole series; window= runs per series")
+        if method == "batched":
+            runner = Runner(metric=metric, theiler_scope=theiler_scope,
+                            white_border=white_border, threshold_rule=threshold_rule,
+                            dtype=dtype, device=device, backend=backend)
+            return _windows_batched(runner, cols, radii, rates, note, E=E, tau=tau,
+                                    theiler=theiler, window=window, step=step,
+                                    minima=dict(l_min=l_min, v_min=v_min, w_min=w_min))
         return _windowed(cols, radii, rates, note, E=E, tau=tau, metric=metric,
                          theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
                          theiler_scope=theiler_scope, white_border=white_border,
@@ -174,40 +204,65 @@ def rqa_batch(X: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     runner = Runner(metric=metric, theiler_scope=theiler_scope, white_border=white_border,
                     threshold_rule=threshold_rule, dtype=dtype, device=device,
                     backend=backend)
-    series = [as_series(s, f"X column {label!r}") for s, label in
-              zip(cols.series, cols.names, strict=True)]
-    rows: list[dict[str, Any] | None] = [None] * len(series)
-    if method == "packed":
-        common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) \
-            else None
-        if common is None:
-            raise ValueError("method='packed' needs one fixed radius for every series "
-                             "(radius= a number); per-series radii and recurrence_rate run "
-                             "per series")
-        _pack(runner, [runner.prepare(s) for s in series], cols.names, rows, E=E, tau=tau,
-              radius=check_radius(common), theiler=theiler, l_min=l_min, v_min=v_min,
-              w_min=w_min)
-    with reusing_buffers():  # one shape's histograms and carryovers allocated once
-        for j, (s, label, r, q) in enumerate(zip(series, cols.names, radii, rates,
-                                                 strict=True)):
-            if rows[j] is not None:
-                continue
-            try:  # prepared one at a time: one series' working copy at once
-                res = runner.run(runner.prepare(s), E=E, tau=tau, radius=r,
-                                 recurrence_rate=q, theiler=theiler, l_min=l_min,
-                                 v_min=v_min, w_min=w_min)
-            except ValueError as exc:  # say which series
-                raise ValueError(f"X column {label!r}: {exc}") from None
-            rows[j] = row_of(res, s.size)
-    df = pd.DataFrame(rows, columns=[*MEASURES, *EXTRA])
-    df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64, "N": np.int64,
-                    "n_points": np.int64})
+    rows, taken = _rows(runner, cols, radii, rates, method, E=E, tau=tau, theiler=theiler,
+                        l_min=l_min, v_min=v_min, w_min=w_min)
+    df = pd.DataFrame(_columns(rows, taken), copy=False)
     if cols.dims is not None:
         return _dataset(df, cols, note)
     df.index = pd.Index(cols.names, name="series")
     if note:
         df.attrs["notes"] = (note,)
     return df
+
+
+def _rows(runner: Runner, cols: Columns, radii: list[Any], rates: list[Any], method: str, *,
+          E: int, tau: int, theiler: Any, **minima: Any) -> tuple[list[Any], Any]:
+    """Every series' row: the batched path's columns (``taken``) and the others' rows
+    (dicts; None where ``taken`` has it), each series run on its own by :class:`Runner`
+    where the method's path does not take it."""
+    S = len(cols.names)
+    rows: list[dict[str, Any] | None] = [None] * S
+    taken = None
+    todo: Any = range(S)
+    if method == "batched":
+        from .batch_lines import batched
+
+        taken = batched(runner, cols, radii, rates, E=E, tau=tau, theiler=theiler, **minima)
+        todo = taken.rest
+    elif method == "packed":
+        common = radii[0] if radii[0] is not None and all(r == radii[0] for r in radii) \
+            else None
+        if common is None:
+            raise ValueError("method='packed' needs one fixed radius for every series "
+                             "(radius= a number); per-series radii and recurrence_rate run "
+                             "per series")
+        _pack(runner, [runner.prepare(s) for s in cols.series], cols.names, rows, E=E,
+              tau=tau, radius=check_radius(common), theiler=theiler, **minima)
+        todo = [j for j in range(S) if rows[j] is None]
+    with reusing_buffers():  # one shape's histograms and carryovers allocated once
+        for j in todo:
+            s = cols.panel[j, :cols.lengths[j]]  # checked as as_series checks one
+            try:  # prepared one at a time: one series' working copy at once
+                res = runner.run(runner.prepare(s), E=E, tau=tau, radius=radii[j],
+                                 recurrence_rate=rates[j], theiler=theiler, **minima)
+            except ValueError as exc:  # say which series
+                raise ValueError(f"X column {cols.names[j]!r}: {exc}") from None
+            rows[j] = row_of(res, s.size)
+    return rows, taken
+
+
+def _columns(rows: list[dict[str, Any] | None], taken: Any) -> dict[str, np.ndarray]:
+    """The batch frame's columns: the batched path's (``taken``, its positions ``idx``)
+    and the rows of the others (dicts)."""
+    S = len(rows)
+    out = {c: np.empty(S, np.int64 if c in INTEGER else np.float64) for c in (*MEASURES, *EXTRA)}
+    if taken is not None and taken.idx.size:
+        for c, a in out.items():
+            a[taken.idx] = taken.columns[c]
+    for j in (j for j, row in enumerate(rows) if row is not None):
+        for c, a in out.items():
+            a[j] = rows[j][c]
+    return out
 
 
 def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]],
@@ -233,29 +288,27 @@ def _pack(runner: Runner, prepared: list[tuple[np.dtype, np.ndarray, np.ndarray]
             rows[j] = row
 
 
-def _constant_note(cols: Columns) -> str | None:
-    """Warn once of the constant series of a batch; the note, or None."""
-    labels = [str(lab) for s, lab in zip(cols.series, cols.names, strict=True)
-              if s.size and s.min() == s.max()]
-    if not labels:
-        return None
-    note = note_text("rqa_batch", labels, RQA_WHY)
-    warnings.warn(note, ConstantSeriesWarning, stacklevel=3)
-    return note
+def _windows_batched(runner: Runner, cols: Columns, radii: list[Any], rates: list[Any],
+                     note: str | None, *, E: int, tau: int, theiler: Any, window: Any,
+                     step: Any, minima: dict[str, Any]) -> Any:
+    """Windowed RQA of every series, every window of every series one series of the
+    batched path (:func:`window_columns`): rows as :func:`_windowed`'s, each equal to
+    ``pe.rqa`` of the window's samples (which ``pe.rqa(..., window=)`` gives too)."""
+    import pandas as pd
 
-
-def _dataset(df: Any, cols: Columns, note: str | None) -> Any:
-    """The batch frame as an ``xarray.Dataset`` over a DataArray's non-time dims."""
-    from ..labels import require_xarray
-
-    xr = require_xarray()
-    dims = cols.dims or ()
-    shape = cols.shape or ()
-    data = {c: (dims, df[c].to_numpy().reshape(shape)) for c in df.columns}
-    ds = xr.Dataset(data, coords={d: v for d, v in (cols.coords or {}).items()})
+    wcols, owners = window_columns(cols, E, tau, window, step, minima)
+    at = [j for j, _, _ in owners]
+    rows, taken = _rows(runner, wcols, [radii[j] for j in at], [rates[j] for j in at],
+                        "batched", E=E, tau=tau, theiler=theiler, **minima)
+    out = _columns(rows, taken)
+    keys = [str(n) if isinstance(n, tuple) else n for n in cols.names]
+    index = pd.MultiIndex.from_tuples([(keys[j], a, b) for j, a, b in owners],
+                                      names=["series", "start", "end"])
+    df = pd.DataFrame({c: out[c] for c in (*MEASURES, "n_recurrences", "n_cells", "radius")},
+                      index=index)
     if note:
-        ds.attrs["notes"] = note
-    return ds
+        df.attrs["notes"] = (note,)
+    return df
 
 
 def _windowed(cols: Columns, radii: list[Any], rates: list[Any], note: str | None,

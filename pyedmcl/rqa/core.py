@@ -38,6 +38,7 @@ from . import multi  # noqa: F401  (sets the band runner of detect_lines: severa
 from .dnr import Histograms, SpeculationFailed, detect_lines
 from .exact import for_run as exact_for_run
 from .inputs import state_vectors, std_of
+from .job import RqaJob
 from .radius import RateThreshold
 from .result import RQAResult, band_cells, make_result
 from .threshold import check_threshold_rule, kernel_threshold
@@ -240,39 +241,10 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     (each cell once; in float32 one pass per run of windows centred alike), rows
     identical to one ``rqa()`` per window; otherwise one run per window.
     """
-    if neighbourhood not in ("radius", "fan"):
-        raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "
-                         "(fixed radius or rate) or 'fan' (k nearest neighbours per column)")
-    if neighbourhood == "fan":
-        if radius is not None or recurrence_rate is not None or threshold_std is not None \
-                or threshold_max is not None:
-            raise ValueError("neighbourhood='fan' takes knn=, not radius=, recurrence_rate=, "
-                             "threshold_std= or threshold_max=")
-        if knn is None:
-            raise ValueError("neighbourhood='fan' needs knn= (neighbours per column, itself "
-                             "included)")
-    elif knn is not None:
-        raise ValueError("knn= is for neighbourhood='fan'")
-    given = [n for n, v in (("radius", radius), ("recurrence_rate", recurrence_rate),
-                            ("threshold_std", threshold_std), ("threshold_max", threshold_max))
-             if v is not None]
-    if len(given) > 1:
-        raise ValueError(f"give one of radius=, recurrence_rate=, threshold_std= or "
-                         f"threshold_max=, got {', '.join(given)}")
-    if threshold_std is not None:
-        radius = check_radius(threshold_std, "threshold_std") * std_of(x, embedded)
-    if embedded:
-        x, E, tau = state_vectors(x, E, tau)
-    if threshold_max is not None:
-        from .fan import max_distance
-
-        f = check_radius(threshold_max, "threshold_max")
-        E_, tau_ = _check_E_tau(E, tau)
-        s_ = as_series(x, "x")
-        check_embedding(s_.size, E_, tau_, "x")
-        radius = f * max_distance(s_, E_, tau_, check_metric(metric))
-        if not radius > 0:
-            raise ValueError("threshold_max: every distance is 0 (a constant series)")
+    _check_neighbourhood(neighbourhood, radius, recurrence_rate, threshold_std, threshold_max,
+                         knn)
+    x, E, tau, radius = _radius_of_data(x, E, tau, embedded, metric, radius, threshold_std,
+                                        threshold_max)
     if scheduler is not None and (window is not None or step is not None
                                   or neighbourhood == "fan"):
         raise ValueError("scheduler= runs one recurrence matrix on a Dask cluster; it is not "
@@ -301,13 +273,60 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     scheduler, n_workers = check_scheduler(scheduler, n_workers)
     prep = centring([s], ["x"], dt, bes, common=False, what="rqa",
                     deferred=scheduler is None)
-    opts = dict(E=E, tau=tau, n=n, radius=radius, recurrence_rate=recurrence_rate,
-                metric=metric, theiler=theiler, theiler_scope=theiler_scope, l_min=l_min,
-                v_min=v_min, w_min=w_min, white_border=white_border, edge=edge, order=order,
-                params=params, threshold_rule=threshold_rule, neighbourhood=neighbourhood,
-                knn=knn, scheduler=scheduler, n_workers=n_workers)
+    job = RqaJob(E=E, tau=tau, n=n, radius=radius, recurrence_rate=recurrence_rate,
+                 metric=metric, theiler=theiler, theiler_scope=theiler_scope, l_min=l_min,
+                 v_min=v_min, w_min=w_min, white_border=white_border, edge=edge, order=order,
+                 params=params, threshold_rule=threshold_rule, neighbourhood=neighbourhood,
+                 knn=knn, scheduler=scheduler, n_workers=n_workers)
     return _beside_the_check(prep, [s], lambda dt, xs, sp: _rqa_prepared(
-        xs[0], dt, bes, **opts, raw=s, speculation=sp))
+        xs[0], dt, bes, job, raw=s, speculation=sp))
+
+
+def _check_neighbourhood(neighbourhood: str, radius: Any, recurrence_rate: Any,
+                         threshold_std: Any, threshold_max: Any, knn: Any) -> None:
+    """:func:`rqa`'s neighbourhood set one way: FAN by ``knn`` alone, else at most one of
+    ``radius``, ``recurrence_rate``, ``threshold_std`` and ``threshold_max``."""
+    if neighbourhood not in ("radius", "fan"):
+        raise ValueError(f"neighbourhood={neighbourhood!r} is not supported; allowed: 'radius' "
+                         "(fixed radius or rate) or 'fan' (k nearest neighbours per column)")
+    if neighbourhood == "fan":
+        if radius is not None or recurrence_rate is not None or threshold_std is not None \
+                or threshold_max is not None:
+            raise ValueError("neighbourhood='fan' takes knn=, not radius=, recurrence_rate=, "
+                             "threshold_std= or threshold_max=")
+        if knn is None:
+            raise ValueError("neighbourhood='fan' needs knn= (neighbours per column, itself "
+                             "included)")
+    elif knn is not None:
+        raise ValueError("knn= is for neighbourhood='fan'")
+    given = [n for n, v in (("radius", radius), ("recurrence_rate", recurrence_rate),
+                            ("threshold_std", threshold_std), ("threshold_max", threshold_max))
+             if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one of radius=, recurrence_rate=, threshold_std= or "
+                         f"threshold_max=, got {', '.join(given)}")
+
+
+def _radius_of_data(x: Any, E: Any, tau: Any, embedded: bool, metric: str, radius: Any,
+                    threshold_std: Any, threshold_max: Any) -> tuple[Any, Any, Any, Any]:
+    """``(x, E, tau, radius)``: state vectors (``embedded``) as a series with their E and
+    tau, and the radius in data units where it is given relative to the data (the
+    series' standard deviation, or the largest distance between two embedded points)."""
+    if threshold_std is not None:
+        radius = check_radius(threshold_std, "threshold_std") * std_of(x, embedded)
+    if embedded:
+        x, E, tau = state_vectors(x, E, tau)
+    if threshold_max is not None:
+        from .fan import max_distance
+
+        f = check_radius(threshold_max, "threshold_max")
+        E_, tau_ = _check_E_tau(E, tau)
+        s_ = as_series(x, "x")
+        check_embedding(s_.size, E_, tau_, "x")
+        radius = f * max_distance(s_, E_, tau_, check_metric(metric))
+        if not radius > 0:
+            raise ValueError("threshold_max: every distance is 0 (a constant series)")
+    return x, E, tau, radius
 
 
 def mirrored_diagonals(h: Histograms, n: int, w: int) -> np.ndarray:
@@ -338,42 +357,40 @@ def _beside_the_check(prep: Prepared, raw: list[np.ndarray],
     return run(np.dtype(np.float64), raw, None)  # warned: float64
 
 
-def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], *, E: int, tau: int,
-                  n: int, radius: float | None, recurrence_rate: float | None, metric: str,
-                  theiler: int, theiler_scope: str, l_min: int, v_min: int, w_min: int,
-                  white_border: bool, edge: int | None, order: str,
-                  params: dict[str, Any] | None, threshold_rule: str, neighbourhood: str,
-                  knn: Any, scheduler: Any, n_workers: int, raw: np.ndarray | None = None,
-                  speculation: Any = None) -> RQAResult:
-    """:func:`rqa` of the validated series ``s`` (centred for float32) in dtype ``dt``;
-    ``raw``: the series as given (what the float64 path reads: a rate's radius and FAN's
-    thresholds are its; None: ``s``); ``speculation``: the float32 merge check still
-    running (the line detection stops with :class:`~pyedmcl.rqa.dnr.SpeculationFailed`
-    once it fails)."""
+def _rqa_prepared(s: np.ndarray, dt: np.dtype, bes: list[Backend], job: RqaJob, *,
+                  raw: np.ndarray | None = None, speculation: Any = None) -> RQAResult:
+    """:func:`rqa` of the validated series ``s`` (centred for float32) in dtype ``dt``, as
+    ``job`` says; ``raw``: the series as given (what the float64 path reads: a rate's
+    radius and FAN's thresholds are its; None: ``s``); ``speculation``: the float32 merge
+    check still running (the line detection stops with
+    :class:`~pyedmcl.rqa.dnr.SpeculationFailed` once it fails)."""
     raw = s if raw is None else raw
-    rule = check_threshold_rule(threshold_rule)
-    w = int(theiler)
-    if neighbourhood == "fan":
+    rule = check_threshold_rule(job.threshold_rule)
+    E, tau, n, metric = job.E, job.tau, job.n, job.metric
+    w = int(job.theiler)
+    if job.neighbourhood == "fan":
         from .fan import fan_rqa
 
-        return fan_rqa(s, knn, E, tau, n, metric, dt, rule, w, theiler_scope, white_border, bes,
-                        edge, order, params, l_min, v_min, w_min, raw=raw)
-    th = _resolve_thresholds(radius, recurrence_rate, raw, None, E, tau, metric, dt, bes, rule)
+        return fan_rqa(s, job, dt, rule, bes, raw=raw)
+    th = _resolve_thresholds(job.radius, job.recurrence_rate, raw, None, E, tau, metric, dt,
+                             bes, rule)
     radius, thr = th.radius, th.thr
     xs = s.astype(dt)
     ex = exact_for_run(dt, (raw, raw), (xs, xs), radius, metric, rule, E, thr, thr64=th.thr64)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
-                    theiler_matrix=(theiler_scope == "matrix" and w > 0),
-                    white_border=bool(white_border), fma=(rule == "squared"),
+                    theiler_matrix=(job.theiler_scope == "matrix" and w > 0),
+                    white_border=bool(job.white_border), fma=(rule == "squared"),
                     exact=ex is not None)
     kmin = max(w, 1)
     h = detect_lines(bes, xs, xs, thr, spec=spec, n_rows=n,
-                     n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=edge,
-                     order=order, params=params, symmetric=True, scheduler=scheduler,
-                     n_workers=n_workers, speculation=speculation, exact=ex)
-    return auto_result(h, spec, n=n, w=w, radius=radius, dt=dt, theiler_scope=theiler_scope,
-                       l_min=l_min, v_min=v_min, w_min=w_min, rule=rule,
-                       recurrence_rate=recurrence_rate, white_border=white_border)
+                     n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w, edge=job.edge,
+                     order=job.order, params=job.params, symmetric=True,
+                     scheduler=job.scheduler, n_workers=job.n_workers, speculation=speculation,
+                     exact=ex)
+    return auto_result(h, spec, n=n, w=w, radius=radius, dt=dt,
+                       theiler_scope=job.theiler_scope, l_min=job.l_min, v_min=job.v_min,
+                       w_min=job.w_min, rule=rule, recurrence_rate=job.recurrence_rate,
+                       white_border=job.white_border)
 
 
 def auto_result(h: Histograms, spec: LineSpec, *, n: int, w: int, radius: float,
@@ -398,7 +415,8 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
               white_border: bool = True, device: Any = None, devices: Any = None,
               backend: str | None = None, edge: int | None = None, order: str = "row",
               params: dict[str, Any] | None = None, threshold_rule: str = "distance",
-              scheduler: Any = None, n_workers: int = 2) -> RQAResult:
+              scheduler: Any = None, n_workers: int = 2, window: int | None = None,
+              step: int | None = None) -> Any:
     """Cross-RQA of two series (lengths may differ), as PyRQA's cross analysis.
 
     The cross recurrence matrix has one column per embedded point of ``x`` and one
@@ -410,7 +428,18 @@ def cross_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: float | None 
     other side), so their diagonal histograms differ from these for ``theiler >= 2``.
     RR divides by ``n_x * n_y``. ``devices``, ``scheduler`` and ``n_workers`` as in
     :func:`rqa`.
+
+    ``window`` (and ``step``, default ``window``): windowed cross-RQA (the CRP toolbox's
+    window and shift) of two series of one length, a ``pandas.DataFrame`` with one row per
+    window of ``window`` embedded points of both, each row ``cross_rqa`` of that window's
+    samples exactly (:func:`pyedmcl.rqa.windowed.windowed_pair`; one run per window).
     """
+    if window is not None or step is not None:
+        return _windowed_pair(cross_rqa, "cross_rqa", x, y, window, step, scheduler, dict(
+            E=E, tau=tau, radius=radius, recurrence_rate=recurrence_rate, metric=metric,
+            theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
+            white_border=white_border, device=device, devices=devices, backend=backend,
+            edge=edge, order=order, params=params, threshold_rule=threshold_rule))
     sx = as_series(x, "x")
     sy = as_series(y, "y")
     metric = check_metric(metric)
@@ -463,7 +492,7 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
               devices: Any = None, backend: str | None = None, edge: int | None = None,
               order: str = "row", params: dict[str, Any] | None = None,
               threshold_rule: str = "distance", scheduler: Any = None,
-              n_workers: int = 2) -> RQAResult:
+              n_workers: int = 2, window: int | None = None, step: int | None = None) -> Any:
     """Joint RQA: ``JR = R_x & R_y`` (same length series, same E/tau/metric).
 
     ``radius`` is one number for both series or a pair ``(r_x, r_y)``; or
@@ -472,7 +501,20 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
     the order statistic of its own distances), so the joint rate is lower. The radii
     used are ``result.radius`` (a pair). ``devices``, ``scheduler`` and ``n_workers``
     as in :func:`rqa`.
+
+    ``window`` (and ``step``, default ``window``): windowed joint RQA, a
+    ``pandas.DataFrame`` with one row per window of ``window`` embedded points, each row
+    ``joint_rqa`` of that window's samples exactly (radii found per window for
+    ``recurrence_rate``: columns ``radius_x``, ``radius_y``;
+    :func:`pyedmcl.rqa.windowed.windowed_pair`; one run per window).
     """
+    if window is not None or step is not None:
+        return _windowed_pair(joint_rqa, "joint_rqa", x, y, window, step, scheduler, dict(
+            E=E, tau=tau, radius=radius, recurrence_rate=recurrence_rate, metric=metric,
+            theiler=theiler, l_min=l_min, v_min=v_min, w_min=w_min, dtype=dtype,
+            theiler_scope=theiler_scope, white_border=white_border, device=device,
+            devices=devices, backend=backend, edge=edge, order=order, params=params,
+            threshold_rule=threshold_rule))
     sx = as_series(x, "x")
     sy = as_series(y, "y")
     if sx.size != sy.size:
@@ -532,6 +574,19 @@ def joint_rqa(x: Any, y: Any, *, E: int = 1, tau: int = 1, radius: Any = None,
             recurrence_rate=recurrence_rate))
 
     return _beside_the_check(prep, [sx, sy], run)
+
+
+def _windowed_pair(one: Callable[..., Any], what: str, x: Any, y: Any, window: Any,
+                   step: Any, scheduler: Any, kw: dict[str, Any]) -> Any:
+    """:func:`~pyedmcl.rqa.windowed.windowed_pair` of ``one`` (cross_rqa or joint_rqa)."""
+    if scheduler is not None:
+        raise ValueError("scheduler= runs one recurrence matrix on a Dask cluster; it is not "
+                         "supported with window=/step=")
+    if window is None:
+        raise ValueError("step= needs window= (the number of embedded points per window)")
+    from .windowed import windowed_pair
+
+    return windowed_pair(one, x, y, window=window, step=step, what=what, **kw)
 
 
 def _pair(value: Any, name: str) -> tuple[Any, Any]:

@@ -71,9 +71,16 @@ def error_bound(A: float, thr64: Any, thr32: Any, metric: str, E: int) -> np.nda
     ``|fl32(acc32 - thr32)| > B`` decides as the float64 path does. ``A``: the largest
     magnitude of the pair's float32 kernel inputs; ``thr64``/``thr32``: the thresholds
     (scalars or arrays, squared for Euclidean); ``E``: coordinates per point."""
+    return error_bounds(np.float64(float(A)), thr64, thr32, metric, E)
+
+
+def error_bounds(A: Any, thr64: Any, thr32: Any, metric: str, E: int) -> np.ndarray:
+    """:func:`error_bound` of many pairs at once: ``A``, ``thr64``, ``thr32`` arrays (or
+    scalars) broadcast together; each element is the bound of its pair bit for bit (the
+    same IEEE operations, element by element)."""
     t64 = np.asarray(thr64, dtype=np.float64)
     t32 = np.asarray(thr32, dtype=np.float32).astype(np.float64)
-    a = 2.0 ** -23 * (1 + 2.0 ** -19) * float(A)
+    a = 2.0 ** -23 * (1 + 2.0 ** -19) * np.asarray(A, dtype=np.float64)
     D = 2.0 * t64
     if metric == "euclidean":
         rD = np.sqrt(D)

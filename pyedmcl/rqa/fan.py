@@ -39,6 +39,7 @@ from .distances import points as _points
 from .dnr import detect_lines
 from .exact import make_exact
 from .exact import wanted as exact_wanted
+from .job import RqaJob
 from .result import RQAResult, band_cells, make_result
 
 
@@ -154,18 +155,19 @@ def max_distance(s: np.ndarray, E: int, tau: int, metric: str) -> float:
     return float(np.sqrt(best)) if metric == "euclidean" else best
 
 
-def fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: np.dtype,
-             rule: str, w: int, theiler_scope: str, white_border: bool, bes: list[Backend],
-             edge: int | None, order: str, params: Any, l_min: int, v_min: int,
-             w_min: int, raw: np.ndarray | None = None) -> RQAResult:
-    """FAN (:mod:`pyedmcl.rqa.fan`): column j holds the k points nearest to point j.
-    ``s``: the kernels' series (float32: centred); ``raw``: the series the float64 path
-    reads (None: ``s``), whose per-column thresholds every dtype takes; a float32 run
-    redoes the cells near each column's threshold in double against them
+def fan_rqa(s: np.ndarray, job: RqaJob, dt: np.dtype, rule: str, bes: list[Backend],
+            raw: np.ndarray | None = None) -> RQAResult:
+    """FAN (:mod:`pyedmcl.rqa.fan`): column j holds the ``job.knn`` points nearest to
+    point j. ``s``: the kernels' series (float32: centred); ``raw``: the series the
+    float64 path reads (None: ``s``), whose per-column thresholds every dtype takes; a
+    float32 run redoes the cells near each column's threshold in double against them
     (:mod:`pyedmcl.rqa.exact`)."""
+    E, tau, n, metric, w = job.E, job.tau, job.n, job.metric, int(job.theiler)
+    theiler_scope, white_border = job.theiler_scope, job.white_border
+    l_min, v_min, w_min = job.l_min, job.v_min, job.w_min
     if n < 2:
         raise ValueError("neighbourhood='fan' needs at least 2 embedded points")
-    k = check_int(k, "knn", 1, n - 1)
+    k = check_int(job.knn, "knn", 1, n - 1)
     src = s if raw is None else raw
     v, tcol, tcol64 = fan_thresholds(src, E, tau, k, metric, dt, rule)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
@@ -180,7 +182,7 @@ def fan_rqa(s: np.ndarray, k: Any, E: int, tau: int, n: int, metric: str, dt: np
     if spec.exact:  # the near cells of each column redone against the float64 path's
         ex = make_exact(src, src, xs, xs, 0.0, 0.0, metric, E, tcol=(tcol64, tcol))
     h = detect_lines(bes, xs, xs, 0.0, spec=spec, n_rows=n, n_cols=n, diag_ranges=ranges, w=w,
-                     edge=edge, order=order, params=params, tcol=tcol, exact=ex)
+                     edge=job.edge, order=job.order, params=job.params, tcol=tcol, exact=ex)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
     radii = np.sqrt(v) if metric == "euclidean" else v.copy()
     return make_result(h, h.diagonal.copy(), n_cells, radii, l_min, v_min, w_min, dict(

@@ -37,10 +37,23 @@ SWEPT = ("E", "tau", "radius", "recurrence_rate", "theiler", "l_min", "v_min", "
 
 
 def _values(value: Any, name: str) -> list[Any]:
-    """``value`` as a list of grid values; an empty list is refused naming ``name``."""
-    if value is None or np.ndim(value) == 0:
+    """``value`` as a list of grid values: one value, or a 1-D sequence of them; an empty
+    list, a nested one or a mapping is refused naming ``name``."""
+    if isinstance(value, dict | set):
+        raise TypeError(f"{name} must be one value or a list of values (a grid), got "
+                        f"{type(value).__name__}")
+    if value is None or isinstance(value, str):
         return [value]
-    vals = list(value) if not isinstance(value, str) else [value]
+    try:
+        ndim = np.ndim(value)
+    except ValueError:  # a ragged nesting
+        ndim = -1
+    if ndim == 0:
+        return [value]
+    if ndim != 1:
+        raise ValueError(f"{name} must be one value or a flat list of values (a grid), got "
+                         + (f"shape {np.shape(value)}" if ndim > 1 else "a ragged nesting"))
+    vals = list(value)
     if not vals:
         raise ValueError(f"{name}=[] is an empty grid; give at least one value")
     return vals

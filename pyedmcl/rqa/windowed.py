@@ -23,6 +23,10 @@ Computation (``method``):
   window; FAN: per-column radii per window; float32 records whose windows are mostly
   centred differently, e.g. a strong trend).
 * ``"auto"`` (default): ``"band"`` where it applies, else ``"windows"``.
+
+Windowed cross- and joint-RQA (:func:`windowed_pair`, ``cross_rqa``/``joint_rqa`` with
+``window``): the same windows over the embedded points of two series of one length, one
+run per window (the band pass walks one series' symmetric band).
 """
 
 from __future__ import annotations
@@ -62,15 +66,7 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
     s = as_series(x, "x")
     E, tau = check_int(E, "E", 1, 512), check_int(tau, "tau", 1)
     n = check_embedding(s.size, E, tau, "x")
-    window = check_int(window, "window", 2, n)
-    step = window if step is None else check_int(step, "step", 1)
-    for name in ("l_min", "v_min", "w_min"):  # a window's lines: at most its own points
-        if kwargs.get(name) is not None:
-            try:
-                check_int(kwargs[name], name, 1, window)
-            except ValueError as exc:
-                raise ValueError(f"{exc} (no line is longer than a window of {window} "
-                                 "embedded points)") from None
+    window, step = _window_step(window, step, n, kwargs)
     bounds = window_bounds(n, window, step)
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not supported; allowed: {', '.join(METHODS)}")
@@ -92,6 +88,19 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
         elif method == "band":
             raise ValueError(f"method='band' cannot run here: {why}")
     span = (E - 1) * tau
+    rows = _per_window(bounds, lambda a, b: one(s[a:b], E=E, tau=tau, **kwargs), span,
+                       progress)
+    df = pd.DataFrame(rows, index=index, columns=cols).astype(
+        {"n_recurrences": np.int64, "n_cells": np.int64})
+    df.attrs["method"] = "windows"
+    return df
+
+
+def _per_window(bounds: list[tuple[int, int]], run: Callable[[int, int], Any], span: int,
+                progress: bool) -> list[dict[str, Any]]:
+    """One row per window: ``run(a, b)`` analyses the raw samples ``a:b`` (the window's
+    embedded points and the ``span`` samples the last one reaches); a ValueError names
+    the window."""
     rows: list[dict[str, Any]] = []
     bar = None
     if progress and len(bounds) > 1:
@@ -100,21 +109,74 @@ def windowed_rqa(one: Callable[..., Any], x: Any, *, window: Any, step: Any = No
         bar = tqdm(total=len(bounds), desc="windows", unit="window")
     for a, b in bounds:
         try:
-            res = one(s[a: b + 1 + span], E=E, tau=tau, **kwargs)
+            res = run(a, b + 1 + span)
         except ValueError as exc:  # (a rate no radius gives in one window, say): say which
             raise ValueError(f"window ({a}, {b}) of the embedded points: {exc}") from None
-        row = {k: res.measures[k] for k in MEASURES}
-        radius = float("nan") if np.ndim(res.radius) else res.radius  # FAN: one per column
-        row.update(n_recurrences=res.n_recurrences, n_cells=res.n_cells, radius=radius)
-        rows.append(row)
+        rows.append(_row(res))
         if bar is not None:
             bar.update()
     if bar is not None:
         bar.close()
-    df = pd.DataFrame(rows, index=index, columns=cols).astype(
-        {"n_recurrences": np.int64, "n_cells": np.int64})
+    return rows
+
+
+def _row(res: Any) -> dict[str, Any]:
+    """A window's row: every measure, the counts and the radius (a pair's radii as
+    ``radius_x``, ``radius_y``; FAN's per-column radii as NaN)."""
+    row = {k: res.measures[k] for k in MEASURES}
+    row.update(n_recurrences=res.n_recurrences, n_cells=res.n_cells)
+    if isinstance(res.radius, tuple):  # joint RQA: one radius per series
+        row.update(radius_x=float(res.radius[0]), radius_y=float(res.radius[1]))
+    else:
+        row["radius"] = float("nan") if np.ndim(res.radius) else res.radius
+    return row
+
+
+def windowed_pair(one: Callable[..., Any], x: Any, y: Any, *, window: Any, step: Any = None,
+                  E: Any = 1, tau: Any = 1, progress: bool = False, what: str = "cross_rqa",
+                  **kwargs: Any) -> Any:
+    """Windowed cross- or joint-RQA (the CRP toolbox's window and shift): a
+    ``pandas.DataFrame`` of every measure per window, indexed as :func:`windowed_rqa`'s.
+    Window ``k`` covers the embedded points ``k * step .. k * step + window - 1`` of
+    *both* series (their samples at the same times, so the series must have one length);
+    its row is ``one(x[a:b], y[a:b], ...)`` (:func:`pyedmcl.rqa.core.cross_rqa` or
+    ``joint_rqa``) on those samples, exactly. Columns: the measures, ``n_recurrences``,
+    ``n_cells`` and ``radius`` (joint RQA: ``radius_x`` and ``radius_y``), found per
+    window with ``recurrence_rate``. ``what`` names the analysis in errors."""
+    import pandas as pd
+
+    sx, sy = as_series(x, "x"), as_series(y, "y")
+    if sx.size != sy.size:
+        raise ValueError(f"{what} with window= needs x and y of equal length (each window "
+                         f"covers the same times of both), got x: {sx.size}, y: {sy.size}")
+    E, tau = check_int(E, "E", 1, 512), check_int(tau, "tau", 1)
+    n = check_embedding(sx.size, E, tau, "x")
+    window, step = _window_step(window, step, n, kwargs)
+    bounds = window_bounds(n, window, step)
+    rows = _per_window(bounds, lambda a, b: one(sx[a:b], sy[a:b], E=E, tau=tau, **kwargs),
+                       (E - 1) * tau, progress)
+    index = pd.MultiIndex.from_tuples(bounds, names=["start", "end"])
+    radius = ["radius_x", "radius_y"] if what == "joint_rqa" else ["radius"]
+    df = pd.DataFrame(rows, index=index, columns=[*MEASURES, "n_recurrences", "n_cells",
+                                                  *radius])
+    df = df.astype({"n_recurrences": np.int64, "n_cells": np.int64})
     df.attrs["method"] = "windows"
     return df
+
+
+def _window_step(window: Any, step: Any, n: int, kw: dict[str, Any]) -> tuple[int, int]:
+    """``window`` (2 .. ``n`` embedded points) and ``step`` (default ``window``) as ints;
+    the minimal line lengths of ``kw`` checked against one window."""
+    window = check_int(window, "window", 2, n)
+    step = window if step is None else check_int(step, "step", 1)
+    for name in ("l_min", "v_min", "w_min"):  # a window's lines: at most its own points
+        if kw.get(name) is not None:
+            try:
+                check_int(kw[name], name, 1, window)
+            except ValueError as exc:
+                raise ValueError(f"{exc} (no line is longer than a window of {window} "
+                                 "embedded points)") from None
+    return window, step
 
 
 #: the band's 32-bit difference bins hold any count of a window of at most this many

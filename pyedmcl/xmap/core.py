@@ -37,24 +37,23 @@ from ..validation import (
     warn_constant,
 )
 from .head_start import HeadStart, engine_maker
+from .job import EngineSpec, HeadAssumption, Panel, XmapJob
 from .results import XmapResult
 
 #: default rows per block over several devices: big enough to amortise a launch, small
 #: enough to balance
 DEFAULT_BLOCK_ROWS = 32
-#: on one CPU: fewer and larger launches (each block launches per E-group; 2-core Xeon,
-#: Intel, N=100 x 1,000, E mixed 1..10: 0.223 -> 0.219 s)
+#: on one CPU: fewer and larger launches (each block launches per E-group;
+#: bench/results/intel-2core/xmap_host_choices_2026-11-24_3017022.txt)
 LARGE_BLOCK_ROWS = 64
 #: on GPUs (one or several): a block is one batch of the engine (``max_batch``), whose
-#: k-NN and skill launches fill the GPU better with 128 libraries than with 64 (H100:
-#: N = 5,000 x 3,780, E = 5 0.69 -> 0.63 s; E mixed 1..20, N = 10,000 x 1,000 2.32 ->
-#: 2.02 s, 256 and 512 within 5% of it), and 128-row blocks still balance two GPUs
+#: k-NN and skill launches fill the GPU better with 128 libraries than with 64 (256 and
+#: 512 no better; decision 0099), and 128-row blocks still balance two GPUs
 GPU_BLOCK_ROWS = 128
 
 
 #: edge of the square tiles of the (L, N) -> (N, L) copy, and its threads (at most the
-#: cores; two H200s' 32-core host, N = 5,000 x 3,780 float64: 4 threads 26-28 ms, 8
-#: threads 21 ms, 16 threads 32-36 ms)
+#: cores; 8 measured best of 4, 8 and 16 on a 32-core host: decision 0099)
 TRANSPOSE_TILE = 256
 TRANSPOSE_THREADS = 8
 #: copies from this size (bytes) run on threads
@@ -62,10 +61,8 @@ PARALLEL_BYTES = 16 << 20
 #: threads of the copy where each band is also standardised (``then``): more work per
 #: byte than the copy alone, so more threads, but each thread's dozen numpy calls a band
 #: contend for the interpreter lock, so about one per FUSED_BYTES_PER_THREAD of the
-#: float64 panel, within FUSED_THREADS_MIN..FUSED_THREADS (two H200s' 32-core host, the
-#: pass alone, medians: N = 5,000 x 3,780 8 / 10 / 12 / 16 threads 35.6 / 32.8 / 31.6 /
-#: 31.9 ms; N = 10,000 x 1,000 6 / 8 / 10 / 12 / 16 threads 26.2 / 23.7 / 25.5 / 28.3 /
-#: 30.2 ms, and the two-GPU map, E = 6, 0.235-0.243 s at 12 against 0.229 s at 8)
+#: float64 panel, within FUSED_THREADS_MIN..FUSED_THREADS (measured per panel size on a
+#: 32-core host: decision 0117)
 FUSED_THREADS_MIN, FUSED_THREADS = 8, 12
 FUSED_BYTES_PER_THREAD = 12 << 20
 
@@ -83,9 +80,9 @@ def series_major_f32(arr: np.ndarray, tile: int = TRANSPOSE_TILE, dtype: Any = n
                      out: np.ndarray | None = None) -> Any:
     """``arr.T`` (an ``(L, N)`` table) as a C-contiguous ``dtype`` (default float32)
     ``(N, L)`` array, copied
-    in square tiles: a plain transposing copy strides through memory (5,000 x 3,780:
-    96 ms on the 2-core dev box vs 27 ms in tiles of 256), and by a few threads for
-    large panels (numpy copies without the GIL).
+    in square tiles: a plain transposing copy strides through memory (several times
+    slower: bench/results/intel-2core/xmap_host_choices_2026-11-24_3017022.txt), and by
+    a few threads for large panels (numpy copies without the GIL).
 
     ``extremes``: also each row's largest and smallest value, ``(out, hi, lo)``, reduced
     from every tile while it is in cache (NaN where the row holds one): the finite
@@ -140,8 +137,7 @@ def even_blocks(N: int, rows: int, devices: int) -> list[tuple[int, int, int]]:
     """Row blocks ``(id, r0, r1)`` of an N-row matrix: at most ``rows`` rows each, their
     number a multiple of ``devices`` where N allows, their sizes within one row of each
     other. Devices of one speed then take equal shares and finish together; blocks of
-    ``rows`` and a short last one left one device a block behind (two H200s, N = 5,000,
-    128-row blocks: 2,560 rows on one, 2,440 on the other, ~12 ms of one idle)."""
+    ``rows`` and a short last one left one device a block behind (decision 0101)."""
     count = -(-N // rows)
     count = min(N, -(-count // devices) * devices)
     edges = [N * b // count for b in range(count + 1)]
@@ -170,32 +166,31 @@ def _row_blocks(N: int, block_rows: Any, devs: list[Any], backend: str | None, o
     return br, [(b, b * br, min(N, (b + 1) * br)) for b in range(-(-N // br))]
 
 
-def _head_start(early: list[Any], uploads: list[Any], devs: list[Any], rows: np.ndarray,
-                *, E: Any, tau: Any, Tp: Any, block_rows: Any, backend: str | None,
-                knn_kernel: Any, fma: bool) -> tuple[HeadStart, dict[str, Any]] | None:
+def _head_start(early: list[Any], uploads: list[Any], rows: np.ndarray, job: XmapJob
+                ) -> tuple[HeadStart, HeadAssumption] | None:
     """A head start for an in-memory map on GPUs that take the panel band by band
     (``early``, every device of the job; ``uploads`` their panel buffers), with ``E``
     given (``rows``: the float32 panel that the pass fills), and what it assumed (the
     blocks, E, the engines' parameters), which the map checks before it takes the head
     start's engines; None where it does not apply, or where a parameter is invalid (the
     map refuses it after the pass, in its usual order)."""
-    if not early or len(early) != len(devs) or knn_kernel not in (None, "edm", "batched",
-                                                                   "scan"):
+    if not early or len(early) != len(job.devices) or job.knn_kernel not in (
+            None, "edm", "batched", "scan"):
         return None
     N, n = rows.shape
     try:
-        tau, Tp = check_tau(tau), check_int(Tp, "Tp", -(n - 1), n - 1)
-        E_arr = _resolve_E(E, N, n)
+        tau, Tp = check_tau(job.tau), check_int(job.Tp, "Tp", -(n - 1), n - 1)
+        E_arr = _resolve_E(job.E, N, n)
         if E_arr is None:
             return None
         _check_rows(E_arr, n, tau, Tp)
-        _, blocks = _row_blocks(N, block_rows, devs, backend, None, None)
+        _, blocks = _row_blocks(N, job.block_rows, job.devices, job.backend, None, None)
     except (ValueError, TypeError):
         return None
-    kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": "float"}
-    head = HeadStart([engine_maker(be, rows, E_arr, buf, kw)
+    spec = EngineSpec(tau=tau, Tp=Tp, knn_kernel=job.knn_kernel, fma=job.fma, real="float")
+    head = HeadStart([engine_maker(be, rows, E_arr, buf, spec)
                       for be, buf in zip(early, uploads, strict=True)], blocks, N)
-    return head, {"blocks": blocks, "E": E_arr, "engine_kw": kw, "X": rows}
+    return head, HeadAssumption(X=rows, blocks=blocks, E=E_arr, spec=spec)
 
 
 def as_panel(X: Any, dtype: Any = np.float32) -> tuple[np.ndarray, list[str] | None]:
@@ -390,33 +385,33 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
     one, stored). Not with ``scheduler``.
     """
-    heads: list[tuple[HeadStart, dict[str, Any]]] = []  # (the map's head start, if any)
+    heads: list[tuple[HeadStart, HeadAssumption]] = []  # (the map's head start, if any)
     # in memory, no full collection stalls the host's feeding of the devices (a store's
     # job may run for hours: its collector is left alone)
     quiet = collector_quiet() if out is None and scheduler is None else nullcontext()
     try:
         with quiet:
-            return _xmap(X, heads, E=E, tau=tau, Tp=Tp, max_E=max_E, out=out,
-                         block_rows=block_rows, device=device, devices=devices,
-                         backend=backend, scheduler=scheduler,
-                         n_workers=n_workers, overwrite=overwrite,
-                         progress=progress, knn_kernel=knn_kernel, fma=fma,
-                         dtype=dtype, surrogates=surrogates,
-                         surrogate_method=surrogate_method,
-                         surrogate_options=surrogate_options, seed=seed)
+            job = _job(E=E, tau=tau, Tp=Tp, max_E=max_E, out=out, block_rows=block_rows,
+                       device=device, devices=devices, backend=backend, scheduler=scheduler,
+                       n_workers=n_workers, overwrite=overwrite, progress=progress,
+                       knn_kernel=knn_kernel, fma=fma, dtype=dtype, surrogates=surrogates,
+                       surrogate_method=surrogate_method,
+                       surrogate_options=surrogate_options, seed=seed)
+            return _xmap(X, heads, job)
     finally:
         for head, _ in heads:
             head.release()
 
 
-def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau: int, Tp: int,
-          max_E: int, out: str | Path | None, block_rows: int | None, device: Any,
-          devices: Any, backend: str | None, scheduler: str | None, n_workers: int,
-          overwrite: bool, progress: bool, knn_kernel: str | None, fma: bool | None,
-          dtype: Any, surrogates: int, surrogate_method: str, surrogate_options: dict | None,
-          seed: int | None) -> XmapResult:
-    """:func:`xmap`'s work; the head start it makes (:func:`_head_start`) goes to ``heads``,
-    which :func:`xmap` releases whatever happens (its engines and their tables)."""
+def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block_rows: Any,
+         device: Any, devices: Any, backend: str | None, scheduler: str | None,
+         n_workers: Any, overwrite: bool, progress: bool, knn_kernel: str | None,
+         fma: bool | None, dtype: Any, surrogates: Any, surrogate_method: str,
+         surrogate_options: dict | None, seed: Any) -> XmapJob:
+    """:func:`xmap`'s options validated (in the order they are refused) and resolved:
+    the devices (the measured default runtime), a resumed store's ``block_rows``,
+    ``fma``, ``dtype`` and ``seed``, the FMA default of the devices. Those checked
+    against the panel are kept as given (:class:`~pyedmcl.xmap.job.XmapJob`)."""
     n_workers = check_int(n_workers, "n_workers", 1)  # (checked with or without a cluster)
     if scheduler == "local":  # before any output is made
         from ..dask_local import check_main_guard
@@ -447,19 +442,69 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
         fma = stored.get("fma")
     if fma is None:
         fma = _default_fma(devs, backend)
-    fma = bool(fma)
     dt = check_dtype(stored.get("dtype") if dtype is None else dtype)  # resuming: the store's
     fp64 = _fp64(devs, backend, dt)
+    if surrogates and seed is None:  # resuming: the store's; else fresh, and stored
+        seed = stored.get("seed")
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (1 << 63))
+    return XmapJob(E=E, tau=tau, Tp=Tp, E_max=E_max, out=out, block_rows=block_rows,
+                   devices=tuple(devs), backend=backend, scheduler=scheduler,
+                   n_workers=n_workers, overwrite=overwrite, progress=progress,
+                   knn_kernel=knn_kernel, fma=bool(fma), dtype=dt, fp64=fp64,
+                   surrogates=surrogates, surrogate_method=surrogate_method,
+                   surrogate_options=surrogate_options, seed=seed)
+
+
+def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -> XmapResult:
+    """:func:`xmap`'s work: the host pass, the store, (1) the optimal E, (2, 3) the
+    matrix by row blocks. The head start it makes (:func:`_head_start`) goes to
+    ``heads``, which :func:`xmap` releases whatever happens (its engines and tables)."""
+    panel = _read_panel(X, job, heads)
+    br, blocks = _row_blocks(panel.N, job.block_rows, job.devices, job.backend, job.out,
+                             job.scheduler)
+    store = _open_store(job, panel, br)
+    if job.knn_kernel not in (None, "edm", "batched", "scan"):
+        raise ValueError(f"knn_kernel={job.knn_kernel!r} is invalid; allowed: None, 'edm', "
+                         "'batched', 'scan'")
+    spec = EngineSpec(tau=panel.tau, Tp=panel.Tp, knn_kernel=job.knn_kernel, fma=job.fma,
+                      real=panel.real)
+    runner = (_dask_runner(job.scheduler, job.n_workers, job.devices, job.backend)
+              if job.scheduler else None)
+    E_arr, edim_rho = _optimal_E(job, panel, spec, blocks, store, runner)
+    if job.surrogates:
+        return _xmap_surrogates(job, panel, spec, blocks, E_arr, store, edim_rho)
+    rho, counts = _matrix(job, panel, spec, blocks, E_arr, store, runner, heads)
+    if runner is not None:
+        runner.close()
+    if not panel.float32_holds():  # warned: the same map in float64
+        return xmap(X, E=job.E, tau=panel.tau, Tp=panel.Tp, max_E=job.E_max,
+                    block_rows=job.block_rows, devices=list(job.devices), backend=job.backend,
+                    knn_kernel=job.knn_kernel, fma=job.fma, dtype="float64",
+                    progress=job.progress)
+    return XmapResult(rho=rho, E=E_arr, names=panel.names, edim_rho=edim_rho,
+                      path=None if job.out is None else str(job.out), blocks_per_device=counts)
+
+
+def _read_panel(X: Any, job: XmapJob, heads: list[tuple[HeadStart, HeadAssumption]]) -> Panel:
+    """The host pass over ``X``: the (N, n) panel as the kernels read it, checked (finite,
+    no duplicates, E, tau and Tp against its length; constant series warned), prepared
+    for the dtype (:func:`pyedmcl._precision.prepare`) and, with surrogates, their panel.
+
+    In float32 each band of the transposing copy is centred in place and cast while it
+    is in cache (no pass of its own, nor a second float64 panel; a fall-back to float64
+    copies the raw panel again), and on GPUs that take it (:func:`uploads_early`) each
+    band's cast is sent as soon as it is made, so that their engines start without
+    uploading the panel; with ``E`` given in memory they also start the k-NN tables of
+    blocks whose rows are there (:func:`_head_start`, appended to ``heads``)."""
+    from clkernels import get_backend
+
     from .._precision import RowStandardiser, prepare, standardises
 
-    # float32: each band of the copy is centred in place and cast while it is in cache
-    # (the standardisation is not a pass of its own, nor a second float64 panel; a
-    # fall-back to float64 copies the raw panel again; the surrogates start from it)
+    dt, surrogates = job.dtype, job.surrogates
     stz: list[RowStandardiser] = []
-    # and each band's cast goes to the GPUs of the job as soon as it is made: their
-    # engines start without uploading the panel (two H200s, N = 5,000 x 3,780: 13-18 ms)
-    early = [] if scheduler is not None or surrogates else \
-        [be for be in (get_backend(d, backend) for d in devs) if uploads_early(be)]
+    early = [] if job.scheduler is not None or surrogates else \
+        [be for be in (get_backend(d, job.backend) for d in job.devices) if uploads_early(be)]
     uploads: list[Any] = []
     writes: list[Any] = []  # their copies' handles: held until the map has run
 
@@ -468,11 +513,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
         stz.append(std)
         uploads[:] = [be.empty(rows.size, dt) for be in early]
         L = rows.shape[1]
-
-        # the GPUs start the k-NN tables of blocks whose rows are there (E given, in memory)
-        made = None if out is not None else _head_start(
-            early, uploads, devs, std.out_c, E=E, tau=tau, Tp=Tp, block_rows=block_rows,
-            backend=backend, knn_kernel=knn_kernel, fma=fma)
+        made = None if job.out is not None else _head_start(early, uploads, std.out_c, job)
         head = None if made is None else made[0]
         if made is not None:
             heads.append(made)
@@ -488,9 +529,9 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
     X64, names, extremes = panel_with_extremes(
         X, dtype=np.float64, then=standardiser if standardises(dt) and not surrogates else None)
     N, n = X64.shape
-    tau = check_tau(tau)
-    Tp = check_int(Tp, "Tp", -(n - 1), n - 1)
-    E_arr = _resolve_E(E, N, n)
+    tau = check_tau(job.tau)
+    Tp = check_int(job.Tp, "Tp", -(n - 1), n - 1)
+    E_arr = _resolve_E(job.E, N, n)
     if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
         warn_constant(X64, names, "xmap", ptp=extremes[0] - extremes[1])
         _check_rows(E_arr, n, tau, Tp)
@@ -498,104 +539,110 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
 
     # in memory, the float32 merge check runs beside the map (a store or a cluster
     # keeps it up front: their blocks must not be written in a dtype then dropped)
-    speculate = out is None and scheduler is None and not surrogates
+    speculate = job.in_memory and not surrogates
     # centred only: the E scan's Simplex weights floor d_min at 1e-6 in data units (the
     # map's CCM weights and rho are the same either way: a power-of-two scale is exact)
-    prep = prepare([X64], dt, fp64, names=["X"], scale=False, what="xmap",
+    prep = prepare([X64], dt, job.fp64, names=["X"], scale=False, what="xmap",
                    row_labels=[[f"column {c!r}" for c in names]] if names else None,
                    deferred="gated" if speculate else False, extremes=[extremes], cast=True,
                    standardised=[stz[0].result()] if stz else None,
                    raw=(lambda: [panel_with_extremes(X, dtype=np.float64)[0]]) if stz else None)
-    # (its check starts once every device has its first block queued: run_local)
-    float32_holds, start_check = prep.float32_holds, prep.start_check
     Xr = prep.kernel_input(0)
     # per device of the job, the kernel input already there (None: the engine uploads it)
     on_device = None
     if uploads and Xr is stz[0].out_c:
         on_device = [uploads[early.index(be)] if be in early else None
-                     for be in (get_backend(d, backend) for d in devs)]
+                     for be in (get_backend(d, job.backend) for d in job.devices)]
     else:
         writes.clear()
-    stz.clear()  # (the copies stay with prep only: freed with it below)
-    uploads.clear()
-    real, dt = prep.real, prep.dtype
-    if surrogates and seed is None:  # resuming: the store's; else fresh, and stored
-        seed = stored.get("seed")
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % (1 << 63))
     surr_panel = None
     if surrogates:
         from .xmap_null import check_panel_memory, surrogate_panel
-        check_panel_memory(N, n, surrogates, np.dtype(dt).itemsize, devs, backend)
-        surr_panel = surrogate_panel(X64, surrogates, surrogate_method, surrogate_options,
-                                     seed, dt)
-    del X64, prep  # only the kernels' copy stays: host memory is bounded while N x N streams
-    br, blocks = _row_blocks(N, block_rows, devs, backend, out, scheduler)
+        check_panel_memory(N, n, surrogates, np.dtype(prep.dtype).itemsize, job.devices,
+                           job.backend)
+        surr_panel = surrogate_panel(X64, surrogates, job.surrogate_method,
+                                     job.surrogate_options, job.seed, prep.dtype)
+    # only the kernels' copy stays (and prep's check): host memory is bounded while
+    # N x N streams
+    return Panel(X=Xr, names=names, tau=tau, Tp=Tp, E=E_arr, real=prep.real, dtype=prep.dtype,
+                 float32_holds=prep.float32_holds, start_check=prep.start_check,
+                 on_device=on_device, writes=writes, surrogates=surr_panel)
+
+
+def _open_store(job: XmapJob, panel: Panel, block_rows: int) -> Any:
+    """The Zarr store of a map with ``out`` (made, or opened to resume: its parameters
+    must be this job's), else None; a cluster without ``out`` is refused."""
     from .store import XmapStore, data_checksum
 
-    params = {"N": N, "L": n, "tau": tau, "Tp": Tp, "block_rows": br,
-              "E": "auto" if E_arr is None else [int(e) for e in E_arr],
-              "E_max": E_max if E_arr is None else None,
+    params = {"N": panel.N, "L": panel.n, "tau": panel.tau, "Tp": panel.Tp,
+              "block_rows": block_rows,
+              "E": "auto" if panel.E is None else [int(e) for e in panel.E],
+              "E_max": job.E_max if panel.E is None else None,
               # the data's checksum guards a store's resume: only computed for one
-              # (sha256 of the whole panel: ~50 ms for 2,000 x 3,780)
-              "data_sha256": data_checksum(Xr) if out is not None else None,
-              "dtype": str(dt), "fma": fma,
+              "data_sha256": data_checksum(panel.X) if job.out is not None else None,
+              "dtype": str(panel.dtype), "fma": job.fma,
               "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
-    if surrogates:  # only then: the parameters (and checksums) of other jobs are unchanged
-        params.update({"surrogates": surrogates, "surrogate_method": surrogate_method,
-                       "surrogate_options": surrogate_options, "seed": seed})
-    store = None
-    if out is not None:
-        store = XmapStore.open(out, params, overwrite=overwrite)
-    elif scheduler is not None:
+    if job.surrogates:  # only then: the parameters (and checksums) of other jobs are unchanged
+        params.update({"surrogates": job.surrogates, "surrogate_method": job.surrogate_method,
+                       "surrogate_options": job.surrogate_options, "seed": job.seed})
+    if job.out is not None:
+        return XmapStore.open(job.out, params, overwrite=job.overwrite)
+    if job.scheduler is not None:
         raise ValueError("scheduler= needs out= (a Zarr path the workers write to)")
-    if knn_kernel not in (None, "edm", "batched", "scan"):
-        raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'edm', "
-                         "'batched', 'scan'")
-    engine_kw = {"tau": tau, "Tp": Tp, "knn_kernel": knn_kernel, "fma": fma, "real": real}
+    return None
 
-    runner = _dask_runner(scheduler, n_workers, devs, backend) if scheduler else None
-    # (1) optimal E
-    edim_rho = None
-    if E_arr is None:
-        saved = store.saved_E() if store is not None else None
-        if saved is not None and saved.shape == (N,) and (saved >= 1).all():
-            E_arr = saved.astype(np.int64)
-        else:
-            edim_rho = np.full((N, E_max), np.nan, np.float32)
 
-            def put_edim(b: int, rows: np.ndarray) -> None:
-                r0 = blocks[b][1]
-                edim_rho[r0:r0 + rows.shape[0]] = rows
+def _optimal_E(job: XmapJob, panel: Panel, spec: EngineSpec, blocks: list[tuple[int, int, int]],
+               store: Any, runner: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """(1) E per series and the E scan's skill (None unless scanned here): ``E`` as
+    given, else a resumed store's, else the first best of 1..max_E by the batched
+    embedding scan (:meth:`XmapEngine.edim_block`) over the row blocks; stored."""
+    E_arr, N, E_max = panel.E, panel.N, job.E_max
+    if E_arr is not None:
+        if store is not None and store.saved_E() is None:
+            store.save_E(E_arr)
+        return E_arr, None
+    saved = store.saved_E() if store is not None else None
+    if saved is not None and saved.shape == (N,) and (saved >= 1).all():
+        return saved.astype(np.int64), None
+    edim_rho = np.full((N, E_max), np.nan, np.float32)
 
-            if runner is not None:
-                runner.edim(Xr, blocks, engine_kw, E_max, put_edim, progress)
-            else:
-                from .scheduler import run_local
-                run_local(Xr, blocks, "edim", put_edim, devices=devs, engine_kw=engine_kw,
-                          E_max=E_max, backend=backend, progress=progress,
-                          uploaded=on_device, on_started=start_check)
-            if np.isnan(edim_rho).all(axis=1).any():
-                bad = np.flatnonzero(np.isnan(edim_rho).all(axis=1))[:10].tolist()
-                raise ValueError(f"series {bad} are too short or constant for any E in "
-                                 f"1..{E_max}; give E explicitly")
-            E_arr = (np.nanargmax(np.where(np.isnan(edim_rho), -np.inf, edim_rho), axis=1)
-                     + 1).astype(np.int64)
-            if store is not None:
-                store.save_E(E_arr, edim_rho)
-    elif store is not None and store.saved_E() is None:
-        store.save_E(E_arr)
+    def put_edim(b: int, rows: np.ndarray) -> None:
+        r0 = blocks[b][1]
+        edim_rho[r0:r0 + rows.shape[0]] = rows
 
-    # (2, 3) the matrix, by row blocks
-    if surrogates:
-        return _xmap_surrogates(Xr, surr_panel, blocks, E_arr, store, devs, engine_kw,
-                                backend, progress, names, edim_rho, out, surrogates)
+    if runner is not None:
+        runner.edim(panel.X, blocks, spec, E_max, put_edim, job.progress)
+    else:
+        from .scheduler import run_local
+        run_local(panel.X, blocks, "edim", put_edim, devices=job.devices, spec=spec,
+                  E_max=E_max, backend=job.backend, progress=job.progress,
+                  uploaded=panel.on_device, on_started=panel.start_check)
+    if np.isnan(edim_rho).all(axis=1).any():
+        bad = np.flatnonzero(np.isnan(edim_rho).all(axis=1))[:10].tolist()
+        raise ValueError(f"series {bad} are too short or constant for any E in "
+                         f"1..{E_max}; give E explicitly")
+    E_arr = (np.nanargmax(np.where(np.isnan(edim_rho), -np.inf, edim_rho), axis=1)
+             + 1).astype(np.int64)
+    if store is not None:
+        store.save_E(E_arr, edim_rho)
+    return E_arr, edim_rho
+
+
+def _matrix(job: XmapJob, panel: Panel, spec: EngineSpec, blocks: list[tuple[int, int, int]],
+            E_arr: np.ndarray, store: Any, runner: Any,
+            heads: list[tuple[HeadStart, HeadAssumption]]) -> tuple[Any, dict[str, int]]:
+    """(2, 3) the matrix ``rho`` by row blocks (a store's pending ones, or all of an
+    in-memory matrix, each read from the device straight into its rows) and the blocks
+    each device computed. A head start's engines and claimed blocks are taken where it
+    assumed this map (else its tables are freed: e.g. float64 after all)."""
+    N = panel.N
+    mat = None
     if store is not None:
         pend = set(store.pending())
         todo = [b for b in blocks if b[0] in pend]
         sink = store.write_block
     else:
-        # every row is written: each block is read from the device straight into its rows
         mat = np.empty((N, N), np.float32)
         todo = blocks
 
@@ -609,46 +656,35 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, dict[str, Any]]], *, E: Any, tau:
     counts: dict[str, int] = {}
     if todo:
         if runner is not None:
-            counts = runner.xmap(Xr, todo, engine_kw, E_arr, str(out), progress)
+            counts = runner.xmap(panel.X, todo, spec, E_arr, str(job.out), job.progress)
         else:
             from .scheduler import run_local
             engines = claimed = None
-            if heads:  # the head start's engines and blocks, where it assumed this map
+            if heads:
                 head, assumed = heads[0]
                 head.close()
-                if (assumed["X"] is Xr and assumed["blocks"] == todo and assumed["engine_kw"]
-                        == engine_kw and np.array_equal(assumed["E"], E_arr)):
+                if assumed.holds(panel.X, todo, E_arr, spec):
                     engines, claimed = head.engines, head.claimed
-                else:  # (e.g. float64 after all): its tables are freed now
+                else:
                     head.release()
-            counts = run_local(Xr, todo, "xmap", sink, devices=devs, engine_kw=engine_kw,
-                               E=E_arr, backend=backend, progress=progress,
+            counts = run_local(panel.X, todo, "xmap", sink, devices=job.devices, spec=spec,
+                               E=E_arr, backend=job.backend, progress=job.progress,
                                dest=None if store is not None else rows_of,
-                               uploaded=on_device, engines=engines, claimed=claimed,
-                               on_started=start_check)
-    if runner is not None:
-        runner.close()
-    if not float32_holds():  # warned: the same map in float64
-        return xmap(X, E=E, tau=tau, Tp=Tp, max_E=max_E, block_rows=block_rows,
-                    devices=devs, backend=backend, knn_kernel=knn_kernel, fma=fma,
-                    dtype="float64", progress=progress)
-    rho = store.rho if store is not None else mat
-    return XmapResult(rho=rho, E=E_arr, names=names, edim_rho=edim_rho,
-                      path=None if out is None else str(out), blocks_per_device=counts)
+                               uploaded=panel.on_device, engines=engines, claimed=claimed,
+                               on_started=panel.start_check)
+    return (store.rho if store is not None else mat), counts
 
 
-def _xmap_surrogates(Xr: np.ndarray, S: np.ndarray, blocks: list, E_arr: np.ndarray,
-                     store: Any, devs: list[Any], engine_kw: dict, backend: str | None,
-                     progress: bool, names: list[str] | None, edim_rho: np.ndarray | None,
-                     out: Any, n_surr: int) -> XmapResult:
+def _xmap_surrogates(job: XmapJob, panel: Panel, spec: EngineSpec,
+                     blocks: list[tuple[int, int, int]], E_arr: np.ndarray, store: Any,
+                     edim_rho: np.ndarray | None) -> XmapResult:
     """The map with surrogate targets (:mod:`pyedmcl.xmap.xmap_null`): row blocks
     of the extended panel, each reduced to rho, p-value and null summary as it arrives."""
     from .scheduler import run_local
     from .xmap_null import extend_E, reduce_block
 
-    N = Xr.shape[0]
-    X_ext = np.concatenate([Xr, S])
-    del S
+    N, n_surr = panel.N, job.surrogates
+    X_ext = np.concatenate([panel.X, panel.surrogates])
     mats = None
     if store is not None:
         pend = set(store.pending())
@@ -670,12 +706,13 @@ def _xmap_surrogates(Xr: np.ndarray, S: np.ndarray, blocks: list, E_arr: np.ndar
 
     counts: dict[str, int] = {}
     if todo:
-        counts = run_local(X_ext, todo, "xmap", sink, devices=devs, engine_kw=engine_kw,
-                           E=extend_E(E_arr, n_surr), backend=backend, progress=progress)
+        counts = run_local(X_ext, todo, "xmap", sink, devices=job.devices, spec=spec,
+                           E=extend_E(E_arr, n_surr), backend=job.backend,
+                           progress=job.progress)
     arrs = ({k: store.group[k] for k in ("rho", "p_value", "null_mean", "null_q95")}
             if store is not None else mats)
-    return XmapResult(rho=arrs["rho"], E=E_arr, names=names, edim_rho=edim_rho,
-                      path=None if out is None else str(out), blocks_per_device=counts,
+    return XmapResult(rho=arrs["rho"], E=E_arr, names=panel.names, edim_rho=edim_rho,
+                      path=None if job.out is None else str(job.out), blocks_per_device=counts,
                       surrogates=n_surr, p_value=arrs["p_value"], null_mean=arrs["null_mean"],
                       null_q95=arrs["null_q95"])
 

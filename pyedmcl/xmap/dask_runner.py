@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from distributed import WorkerPlugin
 
+from .job import EngineSpec
+
 PLUGIN = "pyedmcl-xmap"
 
 
@@ -41,12 +43,11 @@ class XmapWorkerPlugin(WorkerPlugin):
     def teardown(self, worker=None) -> None:
         self.engines.clear()
 
-    def engine(self, key: str, X: np.ndarray, engine_kw: dict[str, Any]):
-        from .engine import XmapEngine
+    def engine(self, key: str, X: np.ndarray, spec: EngineSpec):
         eng = self.engines.get(key)
         if eng is None:
             self.engines.clear()  # one job's data per worker at a time
-            eng = self.engines[key] = XmapEngine(self.be, X, None, **engine_kw)
+            eng = self.engines[key] = spec.engine(self.be, X, None)
         return eng
 
 
@@ -55,15 +56,15 @@ def _plugin() -> XmapWorkerPlugin:
     return get_worker().plugins[PLUGIN]
 
 
-def _edim_task(key: str, X: np.ndarray, engine_kw: dict, E_max: int, r0: int, r1: int
+def _edim_task(key: str, X: np.ndarray, spec: EngineSpec, E_max: int, r0: int, r1: int
                ) -> np.ndarray:
-    return _plugin().engine(key, X, engine_kw).edim_block(r0, r1, E_max)
+    return _plugin().engine(key, X, spec).edim_block(r0, r1, E_max)
 
 
-def _xmap_task(key: str, X: np.ndarray, engine_kw: dict, E: np.ndarray, path: str, b: int,
+def _xmap_task(key: str, X: np.ndarray, spec: EngineSpec, E: np.ndarray, path: str, b: int,
                r0: int, r1: int) -> str:
     from .store import XmapStore
-    eng = _plugin().engine(key, X, engine_kw)
+    eng = _plugin().engine(key, X, spec)
     eng.set_E(E)
     rows = eng.block(r0, r1)
     st = XmapStore.open_existing(path)
@@ -93,9 +94,9 @@ class DaskRunner:
         self._X = None
         self._key = None
 
-    def _scatter(self, X: np.ndarray, engine_kw: dict) -> tuple[Any, str]:
+    def _scatter(self, X: np.ndarray, spec: EngineSpec) -> tuple[Any, str]:
         from dask.base import tokenize
-        key = tokenize(X, sorted(engine_kw.items()))
+        key = tokenize(X, spec.key())
         if self._key != key:
             self._X = self.client.scatter(X, broadcast=True)
             self._key = key
@@ -111,18 +112,18 @@ class DaskRunner:
             bar.update()
         bar.close()
 
-    def edim(self, X, blocks, engine_kw, E_max, sink, progress: bool) -> None:
-        Xf, key = self._scatter(X, engine_kw)
-        futs = {self.client.submit(_edim_task, key, Xf, engine_kw, E_max, r0, r1,
+    def edim(self, X, blocks, spec, E_max, sink, progress: bool) -> None:
+        Xf, key = self._scatter(X, spec)
+        futs = {self.client.submit(_edim_task, key, Xf, spec, E_max, r0, r1,
                                    key=f"pyedmcl-edim-{key}-{b}", retries=3): b
                 for b, r0, r1 in blocks}
         for fut in self._progress(list(futs), "optimal E", progress):
             sink(futs[fut], fut.result())
 
-    def xmap(self, X, blocks, engine_kw, E, path: str, progress: bool) -> dict[str, int]:
-        Xf, key = self._scatter(X, engine_kw)
+    def xmap(self, X, blocks, spec, E, path: str, progress: bool) -> dict[str, int]:
+        Xf, key = self._scatter(X, spec)
         ekey = f"{key}-{hash(tuple(int(e) for e in E)) & 0xFFFFFFFF:x}"
-        futs = [self.client.submit(_xmap_task, key, Xf, engine_kw, np.asarray(E), path, b, r0,
+        futs = [self.client.submit(_xmap_task, key, Xf, spec, np.asarray(E), path, b, r0,
                                    r1, key=f"pyedmcl-xmap-{ekey}-{b}", retries=3)
                 for b, r0, r1 in blocks]
         counts: dict[str, int] = {}

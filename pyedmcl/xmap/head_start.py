@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .engine import XmapEngine
+from .job import EngineSpec
 
 
 class HeadStart:
@@ -118,7 +119,7 @@ class HeadStart:
 
 
 def engine_maker(be: Any, X: np.ndarray, E: np.ndarray, x_dev: Any,
-                 engine_kw: dict[str, Any]) -> Callable[[], XmapEngine]:
+                 spec: EngineSpec) -> Callable[[], XmapEngine]:
     """The function that makes device ``be``'s engine of a head start (as
     :func:`~pyedmcl.xmap.scheduler.run_local` would make it)."""
-    return lambda: XmapEngine(be, X, E, x_dev=x_dev, specialise_later=True, **engine_kw)
+    return lambda: spec.engine(be, X, E, x_dev=x_dev, specialise_later=True)

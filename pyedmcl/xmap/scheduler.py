@@ -22,6 +22,7 @@ from clkernels.threads import run_per_device
 
 from ..progress import Progress as _Progress
 from .engine import XmapEngine
+from .job import EngineSpec
 
 
 class Progress(_Progress):
@@ -51,14 +52,15 @@ class _Latch:
 
 def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
               sink: Callable[[int, np.ndarray], None], *, devices: Sequence[Any],
-              engine_kw: dict[str, Any], E: np.ndarray | None = None, E_max: int = 0,
+              spec: EngineSpec, E: np.ndarray | None = None, E_max: int = 0,
               backend: str | None = None, progress: bool = False,
               dest: Callable[[int], np.ndarray] | None = None,
               uploaded: Sequence[Any] | None = None,
               engines: Sequence[XmapEngine | None] | None = None,
               claimed: Sequence[Sequence[tuple[int, int, int]]] | None = None,
               on_started: Callable[[], None] | None = None) -> dict[str, int]:
-    """Run ``blocks`` = [(block id, r0, r1), ...] of ``task`` ("xmap" or "edim").
+    """Run ``blocks`` = [(block id, r0, r1), ...] of ``task`` ("xmap" or "edim"), each
+    device's engine made by ``spec``.
 
     ``dest(block id)``: the host array an "xmap" block is read into (rows of the
     caller's matrix: no copy); the sink then gets that array. ``uploaded``: per device
@@ -89,8 +91,7 @@ def run_local(X: np.ndarray, blocks: Sequence[tuple[int, int, int]], task: str,
         if eng is None:
             x_dev = None if uploaded is None else uploaded[i]
             # a first-use map may run on generic programs while its own build behind it
-            eng = XmapEngine(be, X, E, x_dev=x_dev, specialise_later=task == "xmap",
-                             **engine_kw)
+            eng = spec.engine(be, X, E, x_dev=x_dev, specialise_later=task == "xmap")
         try:
             work(eng, be, own[i], stop, lambda: latch.arrive(i))
         finally:

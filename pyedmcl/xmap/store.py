@@ -52,6 +52,7 @@ import numpy as np
 from .._outputs import (
     XMAP_STORE,
     Manifest,
+    array_files,
     check_replaceable,
     marker_info,
     owned_kind,
@@ -93,14 +94,6 @@ def _zarr():
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on extras
         raise ModuleNotFoundError("Zarr output needs zarr: pip install 'pyedmcl[io]'") from exc
     return zarr
-
-
-def array_files(name: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[str]:
-    """The files Zarr v3 writes for array ``name`` (default chunk keys ``c/i/j``): its
-    metadata and every chunk of its grid, listed in the manifest before they exist."""
-    grid = [range(-(-s // c)) for s, c in zip(shape, chunks, strict=True)]
-    keys = [()] if not grid else list(np.ndindex(*[len(g) for g in grid]))
-    return [f"{name}/zarr.json"] + [f"{name}/c/" + "/".join(map(str, k)) for k in keys]
 
 
 def _ranges(idx: list[int], block_rows: int, N: int) -> str:

@@ -22,6 +22,11 @@
 ## / scale[j] and v / scale[j]^2 rounded to real_t, as the host's Affine.forward and a
 ## float32 array's assignment do; the skill then runs on the patched predictions.
 ##
+## select_flagged: the flagged queries' first cap entries (flagq, count nflag) as the
+## device redo's queries (pyedmcl/edm/row_redo.py): rsel[i] = the query (-1 past the
+## count: a slot the patch skips), qsel[i] = its point (query 0's for a -1 slot, so that
+## the float64 k-NN of a fixed cap queries reads valid points). No host round trip.
+##
 ## merge_lists (a program of REAL double): the float64 redo's k-NN tables of the library
 ## in lists (lists, nq, kin) merged into one (1, nq, k) in the k-NN kernel's order
 ## (distance, |p - l|, l; -1 / inf where none), a point listed twice taken once: the
@@ -75,11 +80,25 @@ __kernel void patch(__global real_t* restrict pred, __global real_t* restrict va
 {
     const int i = get_global_id(0);
     const int j = get_global_id(1);
-    if (i >= m) return;
+    if (i >= m || rows[i] < 0) return;  /* < 0: an unused slot of select_flagged */
     const size_t o = (size_t)j * nq + rows[i];
     pred[o] = (real_t)((p64[(size_t)j * m + i] - shift[j]) / scale[j]);
     if (with_var)
         var[o] = (real_t)(v64[(size_t)j * m + i] / (scale[j] * scale[j]));
+}
+</%def>
+
+<%def name="select()">\
+__kernel void select_flagged(__global const int* restrict nflag, __global const int* restrict flagq,
+                             const int cap, __global const int* restrict qpts,
+                             __global int* restrict qsel, __global int* restrict rsel)
+{
+    const int i = get_global_id(0);
+    if (i >= cap) return;
+    const int n = nflag[0];
+    const int r = i < n ? flagq[i] : -1;
+    rsel[i] = r;
+    qsel[i] = qpts[r < 0 ? 0 : r];
 }
 </%def>
 

@@ -110,6 +110,7 @@ ${ck.bound()}
 }
 
 ${ck.patch()}
+${ck.select()}
 % if REAL == "double":
 ${ck.merge()}
 % endif

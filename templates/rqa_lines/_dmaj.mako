@@ -5,6 +5,19 @@
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 
+## The squared (or max) distance `acc` of the half's cell t from the terms s(u): the sum
+## (or maximum) over the E lags, in one order wherever it is computed.
+<%def name="cell_acc(t)">\
+                        real_t acc = s[${t}];
+% for m in range(1, E):
+%   if METRIC == "maximum":
+                        acc = (s[${t + m * TAU}] > acc) ? s[${t + m * TAU}] : acc;
+%   else:
+                        acc += s[${t + m * TAU}];
+%   endif
+% endfor
+</%def>
+
 ## DMAJ's cells of one 32-row half (hb): the row values xr from 16-byte loads at x + hb,
 ## the column values from `ybase` (this lane's diagonal: a lane without cells here reads
 ## inside the series, its bits masked later), the terms s(u) (the SPAN carried ones too on
@@ -41,14 +54,7 @@
 % endfor
 % for t in range(31, -1, -1):
                     {
-                        real_t acc = s[${t}];
-%   for m in range(1, E):
-%     if METRIC == "maximum":
-                        acc = (s[${t + m * TAU}] > acc) ? s[${t + m * TAU}] : acc;
-%     else:
-                        acc += s[${t + m * TAU}];
-%     endif
-%   endfor
+${cell_acc(t)}\
                         D = (D << 1) | RQA_SIGN(acc - (real_t)thr);
 % if EXACT == 2:
                         ND |= (uint)(fabs(acc - (real_t)thr) <= exb);
@@ -57,7 +63,7 @@
 % endif
                     }
 % endfor
-${fix.redo_dmaj()}\
+${fix.redo_dmaj(cell_acc)}\
 % for u in range(SPAN):
                     s[${u}] = s[${u + 32}];
 % endfor

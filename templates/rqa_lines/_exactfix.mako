@@ -5,9 +5,10 @@
 ## cell: both pairs, the Theiler band, the matrix's edges) and rewrites their bits. A
 ## per-cell branch cost the H100 ~50% (N = 10^5 and 946,303); a half is flagged rarely.
 ## EXACT=2 (GPUs): one flag per half instead (anyn |= near: one predicate or per cell,
-## where the near bits take a shift and an or), and a flagged half redoes all its cells
-## in double (rarely: 0.4% of the halves at 1e-4 near cells; 9-25% on a 0.1 grid at
-## E = 2, r = 0.2-0.5, whose near fraction is 0.3-0.9%).
+## where the near bits take a shift and an or); a flagged half (0.4% of the halves at
+## 1e-4 near cells; 9-25% on a 0.1 grid at E = 2, r = 0.2-0.5, whose near fraction is
+## 0.3-0.9%) redoes its near cells alone in double, found again by the cells' float32
+## code (one lane: redo_half, DMAJ: redo_dmaj); with vector lanes all its cells.
 ## T: the names of _names.mako.
 ## Import with <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>.
 <%namespace name="exact" file="/common/_exact.mako"/>
@@ -66,17 +67,25 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 
 ## After a half (rows ib + 32 h + r): redo its near cells and rewrite their bits in
 ## `bits` (vec lanes; lane l's column: l0 + l in vertical launches, i + l0 + l in
-## diagonal ones).
-<%def name="redo_half(T)">\
+## diagonal ones). EXACT=2 with one lane: a flagged half finds its near cells again by
+## the cells' own float32 code (`body`, the caller's: it sets `near` for row i) and
+## redoes those alone, as redo_dmaj does.
+<%def name="redo_half(T, body=None)">\
 % if EXACT:
 <%
-    col = "l0 + _l" if MODE == "vertical" else "_i + l0 + _l"
-    tw = "w" if (THEILER_MATRIX and MODE == "vertical") else "0"
+    col = "l0 + _l" if MODE in ("vertical", "bvertical") else "_i + l0 + _l"
+    tw = "w" if (THEILER_MATRIX and MODE in ("vertical", "bvertical")) else "0"
 %>\
 %   if EXACT == 2 and T.VEC == 1:
-            if (anyn) {   /* EXACT=2: rare; every cell of the half */
-                for (int _r = 0; _r < nh; ++_r) {
-                    const int _i = ib + 32 * h + _r, _l = 0;
+            if (anyn) {   /* EXACT=2: rare; the half's near cells again, those redone */
+                uint _nb = 0u;
+                for (int r = nh - 1; r >= 0; --r) {
+                    const int i = ib + 32 * h + r;
+${body(xs="x", xoff="i")}\
+                    _nb |= near << r;
+                }
+                for (uint _m = _nb; _m; _m &= _m - 1u) {
+                    const int _r = 31 - (int)clz(_m & (0u - _m)), _i = ib + 32 * h + _r, _l = 0;
                     bits = (bits & ~(1u << _r)) | (${cell("_i", col, tw)} << _r);
                 }
             }
@@ -116,12 +125,25 @@ inline uint rqa_exact_cell(__global const double* xd64, __global const double* y
 </%def>
 
 ## DMAJ: the half hb's cell bits D and near bits ND (bit t: row hb + t, column
-## hb + l0 + t); redo the near ones.
-<%def name="redo_dmaj()">\
+## hb + l0 + t); redo the near ones. EXACT=2: ND is one flag for the half; a flagged
+## half finds its near cells again from the same float32 terms (`cell_acc(t)`, the
+## distance of cell t in the cells' own order, so the same flags) and redoes those
+## alone: a flagged half mostly holds one near cell, and redoing all 32 in double (global
+## loads, the warp waiting) had cost a quantized record 1.3x.
+<%def name="redo_dmaj(cell_acc=None)">\
 % if EXACT == 2:
-                    if (ND) {   /* EXACT=2: rare; every cell of the half */
-                        for (int _t = 0; _t < 32; ++_t)
+                    if (ND) {   /* EXACT=2: rare; the half's near cells again, those redone */
+                        uint NB = 0u;
+%   for t in range(31, -1, -1):
+                        {
+${cell_acc(t)}\
+                            NB = (NB << 1) | (uint)(fabs(acc - (real_t)thr) <= exb);
+                        }
+%   endfor
+                        for (uint _m = NB; _m; _m &= _m - 1u) {
+                            const int _t = 31 - (int)clz(_m & (0u - _m));
                             D = (D & ~(1u << _t)) | (${cell("hb + _t", "hb + l0 + _t")} << _t);
+                        }
                     }
 % elif EXACT:
                     for (uint _m = ND; _m; _m &= _m - 1u) {   /* EXACT: the near cells */

@@ -191,7 +191,7 @@ ${fix.pack(T)}\
 %   if UNR:
             }
 %   endif
-${fix.redo_half(T)}\
+${fix.redo_half(T, caller.body)}\
             ba[h] = bits;
 % else:
 % for unrolled in ((True, False) if UNR else (False,)):
@@ -218,7 +218,7 @@ ${fix.pack(T)}\
 % if UNR:
             }
 % endif
-${fix.redo_half(T)}\
+${fix.redo_half(T, caller.body)}\
 % if VEC == 1:
             ba[h] = bits;
 % else:

@@ -15,6 +15,8 @@
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%namespace name="khist" file="/rqa_lines/_khist.mako"/>\
 <%namespace name="kvert" file="/rqa_lines/_kvert.mako"/>\
+<%namespace name="batch" file="/rqa_lines/_batch.mako"/>\
+<%namespace name="bstats" file="/rqa_lines/_batchstats.mako"/>\
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -128,6 +130,10 @@ ${sym.functions(T)}
 ${symjoin.join_kernel()}
 % elif MODE == "collect":
 ${hist.collect_kernel()}
+% elif MODE in ("bvertical", "bdiagonal"):
+${batch.kernel(T)}\
+% elif MODE == "bstats":
+${bstats.kernel()}\
 % else:
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void rqa_${MODE}(__global const real_t* restrict x,     /* row series */

@@ -1,0 +1,130 @@
+"""Device timeline of one pyedmcl call: every kernel launch and transfer on the
+queue with its device start, duration and the gap before it, and the call's wall time.
+
+Where a call's wall time exceeds the sum of its kernels, the difference is host work
+and host-device round trips; this shows which. Used on float32 Simplex (checked and
+unchecked) and S-map to find what the exactness check and the host add to the kernels.
+
+Run:  python bench/gpu_timeline.py --device nvidia --job simplex --L 100000 --E 7 --tau 2
+      python bench/gpu_timeline.py --device nvidia --job smap --L 20000 --E 8 --theta 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def record(fn):
+    """Run ``fn()`` with every queue command's event recorded: (what, event) list, wall s."""
+    import pyopencl as cl
+
+    from clkernels.backends import pyopencl_backend as P
+
+    events: list = []
+    orig_launch, orig_bound = P.PyOpenCLBackend.launch, P.PyOpenCLBackend.launch_bound
+    orig_copy = cl.enqueue_copy
+
+    def launch(self, kernel, *a, **k):
+        ev = orig_launch(self, kernel, *a, **k)
+        events.append((kernel.handle.function_name, ev))
+        return ev
+
+    def launch_bound(self, bound, *a, **k):
+        ev = orig_bound(self, bound, *a, **k)
+        events.append((bound.kernel.handle.function_name, ev))
+        return ev
+
+    def copy(queue, dest, src, **k):
+        ev = orig_copy(queue, dest, src, **k)
+        what = "read" if isinstance(dest, np.ndarray) else "write"
+        nbytes = (dest if isinstance(dest, np.ndarray) else src).nbytes \
+            if hasattr(dest if isinstance(dest, np.ndarray) else src, "nbytes") else 0
+        events.append((f"{what} {nbytes} B", ev))
+        return ev
+
+    P.PyOpenCLBackend.launch, P.PyOpenCLBackend.launch_bound = launch, launch_bound
+    cl.enqueue_copy = copy
+    try:
+        t = time.perf_counter()
+        fn()
+        wall = time.perf_counter() - t
+    finally:
+        P.PyOpenCLBackend.launch, P.PyOpenCLBackend.launch_bound = orig_launch, orig_bound
+        cl.enqueue_copy = orig_copy
+    return events, wall
+
+
+def show(title: str, events: list, wall: float) -> None:
+    rows = []
+    for what, ev in events:
+        try:
+            ev.wait()
+            p = ev.profile
+            rows.append((what, p.queued, p.start, p.end))
+        except Exception:  # an event without profiling (a user event)
+            continue
+    if not rows:
+        print(f"{title}: wall {wall * 1e3:.2f} ms, no events")
+        return
+    t0 = min(r[1] for r in rows)
+    busy = sum(r[3] - r[2] for r in rows) * 1e-6
+    print(f"{title}: wall {wall * 1e3:.2f} ms, device busy {busy:.2f} ms, "
+          f"{len(rows)} commands")
+    last = None
+    for what, q, s, e in sorted(rows, key=lambda r: r[2]):
+        gap = 0.0 if last is None else (s - last) * 1e-6
+        print(f"    {what:34s} queued {(q - t0) * 1e-6:8.3f}  start {(s - t0) * 1e-6:8.3f}"
+              f"  {((e - s) * 1e-6):8.3f} ms  gap {gap:7.3f}")
+        last = e
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--job", choices=("simplex", "smap"), default="simplex")
+    ap.add_argument("--L", type=int, default=100_000)
+    ap.add_argument("--E", type=int, default=7)
+    ap.add_argument("--tau", type=int, default=2)
+    ap.add_argument("--theta", type=float, default=3.0)
+    ap.add_argument("--warm", type=int, default=3)
+    ap.add_argument("--profile", action="store_true",
+                    help="also the host's profile of one call (cProfile, by cumulative time)")
+    a = ap.parse_args()
+
+    from bench_row_check import mackey_glass
+
+    import pyedmcl as pe
+    from pyedmcl.edm import row_check
+
+    x = mackey_glass(a.L)
+    if a.job == "simplex":
+        calls = {"checked": lambda: pe.simplex(x, E=a.E, tau=a.tau, device=a.device)}
+
+        def unchecked():
+            with row_check.unchecked():
+                pe.simplex(x, E=a.E, tau=a.tau, device=a.device)
+        calls["unchecked"] = unchecked
+    else:
+        calls = {"smap": lambda: pe.smap(x, E=a.E, tau=a.tau, theta=a.theta, device=a.device)}
+    for name, fn in calls.items():
+        for _ in range(a.warm):
+            fn()
+        show(f"{a.job} {name} L={a.L} E={a.E} tau={a.tau}", *record(fn))
+        if a.profile:
+            import cProfile
+            import pstats
+
+            pr = cProfile.Profile()
+            pr.runcall(fn)
+            pstats.Stats(pr).sort_stats("cumtime").print_stats(45)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+"""Many series in two launches: :func:`pyedmcl.rqa_batch`'s default path.
+
+Every series of a batch goes through the device at once (kernel family
+:mod:`pyedmcl.rqa.batch_kernels`): the series laid end to end with their offsets,
+lengths and thresholds, one work-group per series walking its whole recurrence matrix
+(columns in one launch, diagonals in the other), each series' histograms reduced on the
+device to what its measures take. The host work is vectorised over the series of one
+length (rows of one 2-D array): the float32 preparation, the exact-redo bounds, the
+layout, the measures.
+
+Each row equals ``pe.rqa`` of its series bit for bit:
+
+* Working values: in float32 each series is centred as ``pe.rqa`` centres it (its own
+  shift, :func:`pyedmcl._precision._standardise` row by row, checked per series as
+  :func:`pyedmcl._precision.prepare` checks one); a series float32 cannot hold (beyond
+  float32's range, or merging values) goes the per-series way, which warns and runs it in
+  float64, as ``pe.rqa`` does.
+* Cells: the batch kernels decide a cell by the single-series kernels' code with the
+  series' own float32 and float64 thresholds and bound (:mod:`pyedmcl.rqa.exact`, from
+  the series' own largest magnitude): every cell is decided as the float64 path decides
+  it.
+* Lines: a column is walked over all rows of its series and a diagonal to its series'
+  edge, so no run crosses into another series, and the Theiler window is measured on
+  each series' own diagonals; the upper diagonals are doubled and the main one added on
+  the host as :func:`pyedmcl.rqa.core.mirrored_diagonals` does.
+* Measures: from what the device sums per series (:func:`measures_of_counts`), each
+  row equal to :func:`~pyedmcl.rqa.measures.compute_measures` of its histograms.
+
+Series longer than the device's local histograms hold
+(:func:`pyedmcl.rqa.batch_kernels.max_points`), and the float32 series that fall
+back to float64, run one at a time (:class:`pyedmcl.rqa.batch.Runner`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._bands import cast_rows, map_slices
+from .._precision import (
+    _CHUNK_VALUES,
+    FLOAT32_MAX_INPUT,
+    FLOAT32_MIN_SPREAD,
+    MAX_MERGED_FRACTION,
+    _affine,
+    _merged_bound_slab,
+    standardises,
+)
+from ..kernels.rqa_lines import LineSpec
+from ..validation import check_embedding
+from . import batch_kernels as kb
+from .core import _check_common, _resolve_thresholds
+from .exact import error_bounds, wanted
+from .measures import entropies, measures_of_stats
+from .result import band_cells
+from .threshold import kernel_threshold
+
+
+class Taken:
+    """What the batched path computed: the positions of its series in the batch, their
+    rows as columns (every measure, ``n_recurrences``, ``n_cells``, ``radius``, ``N``,
+    ``n_points``), and the positions left to the per-series path."""
+
+    def __init__(self, idx: np.ndarray, columns: dict[str, np.ndarray], rest: list[int]):
+        self.idx, self.columns, self.rest = idx, columns, rest
+
+
+@dataclass
+class _Group:
+    """Series of one length ``t`` the batched path takes: their positions, their raw
+    values (rows, float64), their kernel inputs (rows, working dtype) and (float32) the
+    largest magnitude of each input row."""
+
+    idx: np.ndarray
+    raw: np.ndarray
+    z: np.ndarray
+    A: np.ndarray | None
+
+
+def batched(runner: Any, cols: Any, radii: list[Any], rates: list[Any], *, E: int, tau: int,
+            theiler: Any, l_min: Any, v_min: Any, w_min: Any) -> Taken:
+    """The rows of the series of ``cols`` (:class:`pyedmcl.rqa.batch_inputs.Columns`,
+    ``radii[j]`` or ``rates[j]`` each) the batched path takes; errors name the series."""
+    T, names = cols.lengths, cols.names
+    S, span = T.size, (E - 1) * tau
+    n = T - span
+    mins = _validated(runner, T, names, E, tau, l_min, v_min, w_min, theiler)
+    w = mins[3]
+    be, dt = runner.bes[0], runner.dt
+    ok = n <= kb.max_points(be.info)
+    groups = []
+    for t in np.unique(T[ok]).tolist():
+        idx = np.flatnonzero(ok & (T == t))
+        raw = cols.panel if idx.size == S and t == cols.panel.shape[1] else cols.panel[idx, :t]
+        keep, z, A = _prepared(dt, raw, cols.lo[idx], cols.hi[idx])
+        if not keep.all():
+            idx, raw, z, A = idx[keep], raw[keep], z[keep], None if A is None else A[keep]
+        if idx.size:
+            groups.append(_Group(idx, raw, z, A))
+    idx = np.concatenate([g.idx for g in groups]) if groups else np.zeros(0, np.int64)
+    taken = np.zeros(S, bool)
+    taken[idx] = True
+    rest = np.flatnonzero(~taken).tolist()
+    if not idx.size:
+        return Taken(idx, {}, rest)
+    radius, thr, thr64 = _thresholds(runner, cols, idx, radii, rates, E, tau, dt)
+    spec = LineSpec(E, tau, runner.metric, "double" if dt == np.float64 else "float",
+                    theiler_matrix=(runner.theiler_scope == "matrix" and w > 0),
+                    white_border=runner.white_border, fma=(runner.rule == "squared"),
+                    exact=wanted(dt))
+    exb = None
+    if spec.exact:
+        A = np.concatenate([g.A for g in groups])
+        exb = error_bounds(A, thr64, thr, runner.metric, E)
+    out = _lines(be, spec, groups, n[idx], thr, thr64, exb, w, mins[:3])
+    out.update(radius=radius, N=T[idx], n_points=n[idx])
+    return Taken(idx, out, rest)
+
+
+def _validated(runner: Any, T: np.ndarray, names: list[Any], E: int, tau: int, l_min: Any,
+               v_min: Any, w_min: Any, theiler: Any) -> tuple[int, int, int, int]:
+    """``(l_min, v_min, w_min, theiler)`` checked for every series of ``T`` samples as
+    :meth:`pyedmcl.rqa.batch.Runner.run` checks one (once per distinct length); the
+    error of the first series that fails, named."""
+    bad: dict[int, str] = {}
+    out = None
+    for t in np.unique(T).tolist():
+        try:
+            m = check_embedding(int(t), E, tau, "x")
+            got = _check_common(l_min, v_min, w_min, theiler, runner.theiler_scope,
+                                runner.order, runner.edge, m)
+            out = got[:4] if out is None else out
+        except ValueError as exc:
+            bad[int(t)] = str(exc)
+    if bad:
+        j = int(np.flatnonzero(np.isin(T, list(bad)))[0])
+        raise ValueError(f"X column {names[j]!r}: {bad[int(T[j])]}")
+    assert out is not None
+    return out
+
+
+def _prepared(dt: np.dtype, raw: np.ndarray, lo: np.ndarray, hi: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Kernel inputs of series of one length (rows of ``raw``; ``lo``/``hi``: each row's
+    extremes), each as :func:`pyedmcl.rqa.core.rqa` prepares it (float32: centred by its
+    own shift, cast; float64: as given): which rows float32 holds (the others, which
+    :func:`pyedmcl._precision.prepare` would run in float64 with a warning, go the
+    per-series way), the inputs, and (float32) each row's largest magnitude, from its
+    extremes (casts and subtractions of one value keep the order of a row's values)."""
+    k = raw.shape[0]
+    if dt == np.float64:
+        return np.ones(k, bool), raw, None
+    if not standardises(dt):
+        c = cast_rows(raw, np.float32)
+        return np.ones(k, bool), c, np.maximum(hi.astype(np.float32), -lo.astype(np.float32)
+                                               ).astype(np.float64)
+    shift, spread, lost, c = _centred_float32(raw)
+    zl, zh = lo - shift, hi - shift  # each row's extremes of z, exactly
+    with np.errstate(invalid="ignore"):
+        fail = (np.maximum(zh, -zl) > FLOAT32_MAX_INPUT) | \
+            ((spread > 0) & (spread < FLOAT32_MIN_SPREAD)) | (lost > MAX_MERGED_FRACTION)
+    A = np.maximum(zh.astype(np.float32), -zl.astype(np.float32)).astype(np.float64)
+    return ~fail, c, A
+
+
+def _centred_float32(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row of ``raw`` centred as :func:`pyedmcl._precision.prepare` centres one series
+    (:func:`~pyedmcl._precision._affine`'s shift, ``z = x - shift``) and cast to float32,
+    and the merge check of :func:`~pyedmcl._precision.merged_beyond` on each: per row the
+    shift, the spread, a merged fraction (exact where it exceeds the limit, a bound at
+    most the limit elsewhere) and the float32 rows. Chunk by chunk of rows, each through
+    every step while in cache (the centred float64 rows are never all kept: 0.8 GB at
+    10^5 series of 1,000), by bands of rows on threads; every row alone, so the same
+    values as one series' call."""
+    k, t = raw.shape
+    c = np.empty((k, t), np.float32)
+    shift, spread, lost = np.empty(k), np.empty(k), np.empty(k)
+    step = max(1, _CHUNK_VALUES // max(t, 1))
+
+    def band(sl: slice) -> None:
+        a, b, _ = sl.indices(k)
+        for i in range(a, b, step):
+            r = slice(i, min(i + step, b))
+            f = _affine(raw[r], False, None)
+            z = raw[r] - f.shift[:, None]
+            c[r] = z
+            shift[r], spread[r] = f.shift, f.spread
+            lost[r] = _merged_bound_slab(z, c[r], MAX_MERGED_FRACTION)[0]
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        map_slices(band, raw)
+    return shift, spread, lost, c
+
+
+def _thresholds(runner: Any, cols: Any, idx: np.ndarray, radii: list[Any], rates: list[Any],
+                E: int, tau: int, dt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per series ``idx`` of ``cols``: the radius (given, or found for its rate), the
+    kernels' threshold in ``dt`` and the float64 path's, as
+    :func:`pyedmcl.rqa.core._resolve_thresholds` gives them (a radius's once for all
+    series that share it)."""
+    S = idx.size
+    if rates[0] is None:  # radii (rqa_batch takes radii or rates, never both)
+        radius = np.asarray(radii, dtype=np.float64)[idx]
+        u, inv = np.unique(radius, return_inverse=True)
+        t = np.array([[kernel_threshold(float(r), runner.metric, d, runner.rule)
+                       for d in (dt, np.float64)] for r in u.tolist()]).reshape(-1, 2)
+        return radius, t[inv, 0].astype(dt), t[inv, 1]
+    radius, thr, thr64 = np.empty(S), np.empty(S), np.empty(S)
+    for k, j in enumerate(idx.tolist()):
+        try:
+            th = _resolve_thresholds(None, rates[j], cols.panel[j, :cols.lengths[j]], None,
+                                     E, tau, runner.metric, dt, runner.bes, runner.rule)
+        except ValueError as exc:
+            raise ValueError(f"X column {cols.names[j]!r}: {exc}") from None
+        radius[k], thr[k], thr64[k] = th.radius, th.thr, th.thr64
+    return radius, thr.astype(dt), thr64
+
+
+def _lines(be: Any, spec: LineSpec, groups: list[_Group], n: np.ndarray, thr: np.ndarray,
+           thr64: np.ndarray, exb: np.ndarray | None, w: int, mins: tuple[int, int, int]
+           ) -> dict[str, np.ndarray]:
+    """Every measure, ``n_recurrences`` and ``n_cells`` of the series of ``groups`` (in
+    their order; ``n``, ``thr``, ``thr64``, ``exb`` alike) from the batch launches: the
+    groups of one histogram size class in one pass (:func:`_packs`)."""
+    at = np.cumsum([0] + [g.idx.size for g in groups])
+    cls = [kb.hist_bins_for(g.raw.shape[1] - (spec.E - 1) * spec.tau) for g in groups]
+    params = kb.batch_params(be.info)
+    cells = n * n
+    if spec.theiler_matrix:
+        cells = cells - np.array([band_cells(int(m), w) for m in n], dtype=np.int64)
+    out: dict[str, np.ndarray] = {}
+    for c in sorted(set(cls)):
+        for pack in _packs([(i, groups[i].z.shape) for i, ci in enumerate(cls) if ci == c]):
+            _pack_measures(be, spec, params, groups, pack, at, n, thr, thr64, exb, w, mins,
+                           cells, out)
+    return out
+
+
+def _packs(shapes: list[tuple[int, tuple[int, int]]]) -> list[list[tuple[int, int, int]]]:
+    """Row ranges ``(group, first, end)`` of the groups (``(group, (rows, length))``) in
+    packs of at most :data:`pyedmcl.rqa.batch_kernels.MAX_VALUES` laid-out values
+    (the kernels' offsets are 32-bit)."""
+    packs: list[list[tuple[int, int, int]]] = [[]]
+    room = kb.MAX_VALUES - kb.LEAD - kb.TAIL
+    for i, (rows, t) in shapes:
+        stride = -(-t // kb.ALIGN) * kb.ALIGN
+        a = 0
+        while a < rows:
+            take = min(rows - a, room // stride)
+            if take == 0:
+                packs.append([])
+                room = kb.MAX_VALUES - kb.LEAD - kb.TAIL
+                continue
+            packs[-1].append((i, a, a + take))
+            room -= take * stride
+            a += take
+    return [p for p in packs if p]
+
+
+def _pack_measures(be: Any, spec: LineSpec, params: Any, groups: list[_Group],
+                   pack: list[tuple[int, int, int]], at: np.ndarray, n: np.ndarray,
+                   thr: np.ndarray, thr64: np.ndarray, exb: np.ndarray | None, w: int,
+                   mins: tuple[int, int, int], cells: np.ndarray,
+                   out: dict[str, np.ndarray]) -> None:
+    """The measures of one pack's series (row ranges of ``groups``) into ``out``."""
+    S = n.size
+    pos = np.concatenate([np.arange(at[i] + a, at[i] + b) for i, a, b in pack])
+    blocks = [groups[i].z[a:b] for i, a, b in pack]
+    packed = kb.Packed(blocks, kb.block_offsets(blocks)[0], n[pos], thr[pos])
+    if exb is not None:
+        packed.xs64 = [groups[i].raw[a:b] for i, a, b in pack]
+        packed.thr64, packed.exb = thr64[pos], exb[pos]
+    for s0, got in kb.chunk_counts(be, spec, params, packed, w=w,
+                                   hstride=int(n[pos].max()) + 1, minima=mins):
+        at_ = pos[s0:s0 + got.nrec.size]
+        cols = measures_of_counts(got, n[at_], w, mins, cells[at_])
+        cols.update(n_recurrences=got.nrec, n_cells=cells[at_])
+        for k, v in cols.items():
+            if k not in out:
+                out[k] = np.empty(S, v.dtype)
+            out[k][at_] = v
+
+
+def measures_of_counts(c: Any, n: np.ndarray, w: int, mins: tuple[int, int, int],
+                       cells: np.ndarray) -> dict[str, np.ndarray]:
+    """Every measure of each series from its :class:`~pyedmcl.rqa.batch_kernels.Counts`
+    (``n`` embedded points, Theiler window ``w``, ``mins`` = l_min, v_min, w_min, ``cells``
+    RR's denominators), bit for bit :func:`~pyedmcl.rqa.measures.compute_measures` of the
+    histograms ``pe.rqa`` counts: the upper diagonals doubled (their lower twins) and, with
+    ``w = 0``, the main diagonal added as one line of ``n``
+    (:func:`pyedmcl.rqa.core.mirrored_diagonals`)."""
+    kinds = []
+    for q, lm in enumerate(mins):
+        st = c.stats[:, q]
+        k = {"points_min": st[:, 0], "points_all": st[:, 1], "lines_min": st[:, 2],
+             "max": st[:, 3]}
+        scale, tail = 1.0, None
+        if q == 0:
+            scale = 2.0
+            main = np.full(n.size, w == 0)
+            tail = main & (n >= lm)
+            k = {"points_min": 2 * k["points_min"] + n * tail,
+                 "points_all": 2 * k["points_all"] + n * main,
+                 "lines_min": 2 * k["lines_min"] + tail,
+                 "max": np.where(main, n, k["max"])}
+        k["entropy"] = entropies(c.vals, c.start[:, q], c.count[:, q], k["lines_min"],
+                                 scale, tail)
+        kinds.append(k)
+    return measures_of_stats(c.nrec, cells, *kinds)
