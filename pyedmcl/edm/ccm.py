@@ -477,7 +477,8 @@ def _cross_map_spec(be, n: int, *, E: Any, tau: Any, Tp: Any, lagged: bool, knn:
     exclusion_radius = check_int(exclusion_radius, "exclusion_radius", 0, n)
     sizes = parse_lib_sizes(lib_sizes, n, E)
     M = ccm_valid_times(n, E, tau, Tp).size
-    warn_short_lags(n, E, tau, lags if lagged else Tp, sizes, "Tp")
+    if lagged:  # a lag scan; one Tp caps its libraries silently, as pyEDM does
+        warn_short_lags(n, E, tau, lags, sizes, "Tp")
     if knn_backend == "auto" and knn > MAX_KNN:  # only the sorted exact rows take such a knn
         knn_backend = "exact"
     check_ccm_knn(knn, M, knn_backend)

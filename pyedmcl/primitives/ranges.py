@@ -393,25 +393,24 @@ def check_lags(lags: Any, n: int, name: str = "lags") -> np.ndarray:
 
 def warn_short_lags(n: int, E: int, tau: int, lags: Any, sizes: np.ndarray,
                     name: str = "Tp") -> None:
-    """RuntimeWarning when a lag leaves fewer usable rows (:func:`ccm_valid_times`) than
-    the smallest library size: every library at that lag is then capped at those rows,
-    so its skill neither converges nor rests on many predictions. The warning names
-    ``name`` and the lags that leave enough rows."""
+    """RuntimeWarning when a scanned lag leaves fewer usable rows (:func:`ccm_valid_times`)
+    than the smallest library size while lag 0 leaves enough: every library at that lag is
+    then capped at those rows, so its skill neither converges nor rests on many
+    predictions. The warning names ``name`` and the lags that leave enough rows. Library
+    sizes above the rows of lag 0 itself are capped silently, as pyEDM does."""
     need = int(np.min(sizes))
-    short = [int(v) for v in np.atleast_1d(lags) if ccm_valid_times(n, E, tau, int(v)).size < need]
-    if not short:
-        return
+
     def enough(d: int) -> bool:
         return min(ccm_valid_times(n, E, tau, d).size, ccm_valid_times(n, E, tau, -d).size) >= need
 
+    short = [int(v) for v in np.atleast_1d(lags) if ccm_valid_times(n, E, tau, int(v)).size < need]
+    if not short or not enough(0):
+        return
     lo, hi = 0, n  # rows fall as |lag| grows: the widest symmetric span, by bisection
-    if not enough(0):
-        span = "none"
-    else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if enough(mid) else (lo, mid)
-        span = f"-{lo}..{lo}"
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if enough(mid) else (lo, mid)
+    span = f"-{lo}..{lo}"
     worst = max(short, key=abs)
     warnings.warn(f"{name}={worst} leaves {ccm_valid_times(n, E, tau, worst).size} usable rows of "
                   f"{n} (E={E}, tau={tau}), fewer than the smallest library size {need}: every "
