@@ -618,3 +618,29 @@ def locks_output(param: str, *, what: str = "output") -> Callable[[F], F]:
                 return fn(*args, **kwargs)
         return wrapper  # type: ignore[return-value]
     return deco
+
+
+def zarr_module() -> Any:
+    """The zarr package, or a clear error naming the extra that installs it."""
+    try:
+        import zarr
+    except ModuleNotFoundError as exc:  # pragma: no cover - depends on extras
+        raise ModuleNotFoundError("Zarr output needs zarr: pip install 'pyedmcl[io]'") from exc
+    return zarr
+
+
+def open_store_group(path: str | os.PathLike[str], kind: str, attr: str, mode: str
+                     ) -> tuple[Any, dict[str, Any]]:
+    """The Zarr group of a pyedmcl store of ``kind`` ("xmap", "rqa_batch") at ``path`` and
+    its parameters (the group attribute ``attr``); ``ValueError`` naming the path where it
+    is not a folder or not such a store (any unreadable group)."""
+    zarr = zarr_module()
+    if not Path(path).is_dir():
+        raise ValueError(f"{str(path)!r} is not a pyedmcl {kind} store (not a folder)")
+    try:
+        g = zarr.open_group(str(path), mode=mode)
+        params = dict(g.attrs)[attr]
+    except Exception as exc:  # noqa: BLE001 - any unreadable group
+        raise ValueError(f"{str(path)!r} is not a pyedmcl {kind} store "
+                         f"({type(exc).__name__}: {exc})") from None
+    return g, params

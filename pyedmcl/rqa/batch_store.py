@@ -45,8 +45,10 @@ from .._outputs import (
     check_replaceable,
     dumps_json,
     marker_info,
+    open_store_group,
     owned_kind,
     remove_owned,
+    zarr_module,
 )
 from .measures import MEASURES
 
@@ -58,14 +60,6 @@ INT_MEASURES = ("L_max", "V_max", "W_max")
 #: the float64 and int64 columns of a row, as the store keeps them
 FLOATS = (*(k for k in MEASURES if k not in INT_MEASURES), "radius")
 INTS = (*INT_MEASURES, "n_recurrences", "n_cells", "N", "n_points", "constant")
-
-
-def _zarr() -> Any:
-    try:
-        import zarr
-    except ModuleNotFoundError as exc:  # pragma: no cover - depends on extras
-        raise ModuleNotFoundError("Zarr output needs zarr: pip install 'pyedmcl[io]'") from exc
-    return zarr
 
 
 def normalised(params: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +95,7 @@ class BatchStore:
         resume the same job. A store of other parameters or data is refused unless
         ``overwrite``, which deletes it first, and only a store pyedmcl wrote
         (:func:`pyedmcl._outputs.check_replaceable`)."""
-        zarr = _zarr()
+        zarr = zarr_module()
         path = Path(path)
         if path.exists() or path.is_symlink():
             ours = owned_kind(path) == RQA_BATCH_STORE
@@ -132,7 +126,7 @@ class BatchStore:
     def _create(cls, path: Path, params: dict[str, Any]) -> BatchStore:
         from .._version import __version__
 
-        zarr = _zarr()
+        zarr = zarr_module()
         n, bs = int(params["n_series"]), int(params["block_series"])
         nb = -(-n // bs)
         # every file is listed first; the marker comes with the group, the parameters last
@@ -159,15 +153,7 @@ class BatchStore:
     @classmethod
     def open_existing(cls, path: str | Path, *, mode: str = "r") -> BatchStore:
         """The store at ``path`` (``ValueError`` if it is not an rqa_batch store)."""
-        zarr = _zarr()
-        if not Path(path).is_dir():
-            raise ValueError(f"{str(path)!r} is not a pyedmcl rqa_batch store (not a folder)")
-        try:
-            g = zarr.open_group(str(path), mode=mode)
-            params = dict(g.attrs)[ATTR]
-        except Exception as exc:  # noqa: BLE001 - any unreadable group
-            raise ValueError(f"{str(path)!r} is not a pyedmcl rqa_batch store "
-                             f"({type(exc).__name__}: {exc})") from None
+        g, params = open_store_group(path, "rqa_batch", ATTR, mode)
         st = cls(g, params, path)
         st._check_layout()
         return st

@@ -55,8 +55,10 @@ from .._outputs import (
     array_files,
     check_replaceable,
     marker_info,
+    open_store_group,
     owned_kind,
     remove_owned,
+    zarr_module,
 )
 from .results import XmapResult
 
@@ -86,14 +88,6 @@ def _params_bytes(params: dict[str, Any]) -> bytes:
 def _short(v: Any, n: int = 60) -> str:
     r = repr(v)
     return r if len(r) <= n else r[:n - 5] + " ...]"
-
-
-def _zarr():
-    try:
-        import zarr
-    except ModuleNotFoundError as exc:  # pragma: no cover - depends on extras
-        raise ModuleNotFoundError("Zarr output needs zarr: pip install 'pyedmcl[io]'") from exc
-    return zarr
 
 
 def _ranges(idx: list[int], block_rows: int, N: int) -> str:
@@ -171,7 +165,7 @@ class XmapStore:
         pyedmcl wrote (:func:`pyedmcl._outputs.check_replaceable`): a foreign
         folder, a file, the current directory or a parent of it are never deleted.
         """
-        zarr = _zarr()
+        zarr = zarr_module()
         path = Path(path)
         if path.exists() or path.is_symlink():
             ours = owned_kind(path) == XMAP_STORE
@@ -226,15 +220,7 @@ class XmapStore:
     @classmethod
     def open_existing(cls, path: str | Path, *, mode: str = "r+") -> XmapStore:
         """Open the finished or running store at ``path`` (``mode="r"``: read only)."""
-        zarr = _zarr()
-        if not Path(path).is_dir():
-            raise ValueError(f"{str(path)!r} is not a pyedmcl xmap store (not a folder)")
-        try:
-            g = zarr.open_group(str(path), mode=mode)
-            params = dict(g.attrs)[ATTR]
-        except Exception as exc:  # noqa: BLE001 - any unreadable group
-            raise ValueError(f"{str(path)!r} is not a pyedmcl xmap store "
-                             f"({type(exc).__name__}: {exc})") from None
+        g, params = open_store_group(path, "xmap", ATTR, mode)
         st = cls(g, params, path)
         st._check_layout()
         return st
