@@ -32,6 +32,15 @@ CANDIDATES = [
     {"VARIANT": "rows", "QB": 1, "WG": 32, "TILE": 128, "EA": 8, "CB": 0, "QQ": 1},
 ]
 
+#: the rows variant's raw-value tile (a contiguous library, window span <= 48)
+SLIDE_CANDIDATES = [
+    {"VARIANT": "rows", "QB": 1, "WG": wg, "TILE": tile, "EA": ea, "CB": 0, "QQ": 1, "SLIDE": u}
+    for (wg, tile, ea, u) in [(32, 256, 2, 16), (64, 256, 2, 16), (128, 256, 2, 16),
+                              (64, 512, 2, 16), (64, 256, 4, 16), (64, 256, 2, 8),
+                              (64, 256, 2, 32), (128, 512, 4, 16), (32, 256, 4, 8),
+                              (64, 256, 0, 16)]
+]
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,7 +74,7 @@ def main() -> None:
     base = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, "INS": "reg", "FLAG": 1}
     print(f"device: {be.info.name}; L={a.L} E={a.E} tau={a.tau} k={k}; spec {spec}")
     ref = None
-    for i, cand in enumerate([chosen] + CANDIDATES):
+    for i, cand in enumerate([chosen] + CANDIDATES + SLIDE_CANDIDATES):
         p = {**base, **cand}
         idx = be.empty((1, qp.size, k), np.int32)
         dist = be.empty((1, qp.size, k), np.float32)

@@ -18,27 +18,30 @@ from pyedmcl.primitives.knn import knn_device
 
 ROWS = dict(VARIANT="rows", WG=16, QB=1, INS="reg", FLAG=1)
 
-#: (E, K, EA, SLIDE, TILE, radius, REAL, METRIC, FMA): E = 1..20, K = E + 1 and larger,
-#: every EA chunking, every SLIDE block, float64 (2-wide vector loads), radius -1 (none),
-#: 0, > 0, the three metrics, fma() sums (GPU jobs' FMA=1) and plain ones
+#: (E, TAU, K, EA, SLIDE, TILE, radius, REAL, METRIC, FMA): E = 1..20, lags 1..4 up to the
+#: largest window span (48), K = E + 1 and larger, every EA chunking, every SLIDE block,
+#: float64 (2-wide vector loads), radius -1 (none), 0, > 0, the three metrics, fma() sums
+#: (GPU jobs' FMA=1) and plain ones
 CASES = [
-    (1, 2, 0, 8, 32, 0, "float", "euclidean", 0),
-    (2, 3, 2, 16, 32, 1, "float", "euclidean", 0),
-    (3, 10, 2, 8, 16, 0, "double", "euclidean", 1),
-    (4, 5, 2, 16, 32, 0, "float", "maximum", 0),
-    (5, 6, 4, 32, 64, 3, "float", "euclidean", 0),
-    (7, 8, 4, 16, 64, -1, "float", "euclidean", 1),
-    (9, 10, 4, 8, 32, 1, "float", "manhattan", 0),
-    (12, 13, 8, 8, 32, 0, "float", "euclidean", 0),
-    (20, 21, 4, 16, 64, 2, "float", "euclidean", 1),
-    (20, 33, 0, 8, 16, 0, "double", "euclidean", 0),
+    (1, 1, 2, 0, 8, 32, 0, "float", "euclidean", 0),
+    (2, 1, 3, 2, 16, 32, 1, "float", "euclidean", 0),
+    (3, 2, 10, 2, 8, 16, 0, "double", "euclidean", 1),
+    (4, 1, 5, 2, 16, 32, 0, "float", "maximum", 0),
+    (5, 4, 6, 4, 32, 64, 3, "float", "euclidean", 0),
+    (7, 2, 8, 4, 16, 64, -1, "float", "euclidean", 1),
+    (9, 1, 10, 4, 8, 32, 1, "float", "manhattan", 0),
+    (12, 3, 13, 8, 8, 32, 0, "float", "euclidean", 0),
+    (17, 3, 18, 4, 16, 64, 1, "float", "euclidean", 1),
+    (20, 1, 21, 4, 16, 64, 2, "float", "euclidean", 1),
+    (20, 1, 33, 0, 8, 16, 0, "double", "euclidean", 0),
 ]
 
 
-def _reference(x, E, K, R, lib):
-    """NumPy table for library ``lib`` (kernel points): order (distance, |p - l|, l)."""
-    npts = x.size - (E - 1)
-    V = np.stack([x[j: j + npts] for j in range(E)], 1).astype(np.float64)
+def _reference(x, E, tau, K, R, lib):
+    """NumPy table for library ``lib`` (kernel points, coordinates x[p + j * tau]): order
+    (distance, |p - l|, l)."""
+    npts = x.size - (E - 1) * tau
+    V = np.stack([x[j * tau: j * tau + npts] for j in range(E)], 1).astype(np.float64)
     p = np.arange(npts)
     D2 = ((V[:, None, :] - V[None, lib, :]) ** 2).sum(-1)
     gap = np.abs(p[:, None] - lib[None, :])
@@ -52,7 +55,7 @@ def _reference(x, E, K, R, lib):
 
 def _tables(be, params, spec, x, libs, R):
     nb, nl = libs.shape
-    npts = x.size - (spec["E"] - 1)
+    npts = x.size - (spec["E"] - 1) * spec["TAU"]
     dt = np.float64 if spec["REAL"] == "double" else np.float32
     idx = be.empty((nb, npts, spec["K"]), np.int32)
     dist = be.empty((nb, npts, spec["K"]), dt)
@@ -61,11 +64,11 @@ def _tables(be, params, spec, x, libs, R):
     return be.to_host(idx), be.to_host(dist)
 
 
-@pytest.mark.parametrize("E, K, EA, SLIDE, TILE, R, real, metric, fma", CASES,
-                         ids=[f"E{c[0]}-K{c[1]}-EA{c[2]}-S{c[3]}-{c[6]}-{c[7]}-F{c[8]}"
+@pytest.mark.parametrize("E, tau, K, EA, SLIDE, TILE, R, real, metric, fma", CASES,
+                         ids=[f"E{c[0]}-T{c[1]}-K{c[2]}-EA{c[3]}-S{c[4]}-{c[7]}-{c[8]}-F{c[9]}"
                               for c in CASES])
-def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, K, EA, SLIDE, TILE, R, real,
-                                                      metric, fma):
+def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, tau, K, EA, SLIDE, TILE, R,
+                                                      real, metric, fma):
     """Two series: a quantised random walk (exact ties: squared distances are small
     integers, exact in float32, so the NumPy order is exact) and a plain one (rounding:
     only the same operations in the same order give the same bits); two batches of
@@ -75,10 +78,10 @@ def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, K, EA, SLIDE, T
     if real == "double" and not be.info.fp64:
         pytest.skip("no fp64 on this device")
     walk = np.cumsum(np.random.default_rng(E).standard_normal(170))
-    npts = walk.size - (E - 1)
-    nl = npts - 50 if TILE < 64 else npts - 21  # 101..149 points: never whole tiles
+    npts = walk.size - (E - 1) * tau
+    nl = npts - 50 if TILE < 64 else npts - 21  # 72..149 points: never whole tiles
     libs = np.stack([np.arange(3, 3 + nl), np.arange(npts - nl, npts)])
-    spec = {"E": E, "TAU": 1, "K": K, "METRIC": metric, "REAL": real, "FMA": fma}
+    spec = {"E": E, "TAU": tau, "K": K, "METRIC": metric, "REAL": real, "FMA": fma}
     for x in (np.round(walk / 2), walk):
         plain = _tables(be, {**ROWS, "TILE": TILE, "EA": EA}, spec, x, libs, R)
         slide = _tables(be, {**ROWS, "TILE": TILE, "EA": EA, "SLIDE": SLIDE}, spec, x, libs, R)
@@ -88,7 +91,7 @@ def test_slide_gives_the_plain_rows_table_bit_for_bit(device, E, K, EA, SLIDE, T
             # the values the kernel sees, in float64: float32 rounding of the sums only,
             # 1e-5 relative (E <= 20 squares; differences of close floats are exact)
             ref_i, ref_d = _reference(x.astype(np.float32 if real == "float" else np.float64),
-                                      E, K, R, libs[b])
+                                      E, tau, K, R, libs[b])
             np.testing.assert_allclose(slide[1][b], ref_d, rtol=1e-5)
             if x is not walk:  # integer distances: the exact order, ties included
                 np.testing.assert_array_equal(slide[0][b], ref_i)
@@ -115,24 +118,25 @@ def test_slide_with_split_queries(device, split):
 
 def test_knn_device_with_forced_slide(device):
     """The algorithms' entry point with SLIDE forced on a contiguous library equals the
-    plain rows variant's table, also with fewer library points than k; a gapped library
-    or tau > 1 is refused (the option reads point lib[0] + i as library index i)."""
+    plain rows variant's table, also with fewer library points than k and at tau 2; a
+    gapped library (the option reads point lib[0] + i as library index i) or a window
+    span (E - 1) * tau above 48 is refused."""
     be = get_backend(device)
     x = np.sin(np.arange(400) * 0.31) + 0.01 * np.random.default_rng(1).standard_normal(400)
     xd = be.to_device(x.astype(np.float32))
     q = np.arange(0, 395, 3)
     lib = np.arange(10, 380)
     rows = {**ROWS, "TILE": 64, "EA": 2, "SPLIT": 1, "QQ": 1, "CB": 0}
-    for lp, k in ((lib, 5), (np.arange(10, 30), 25)):  # 20 points for 25: rows padded
+    for lp, k, tau in ((lib, 5, 1), (lib, 5, 2), (np.arange(10, 30), 25, 1)):  # 20 for 25: padded
         tabs = []
         for slide in (0, 16):
-            t = knn_device(be, xd, x.size, E=4, tau=1, k=k, qpts=q, lpts=lp, radius=0,
+            t = knn_device(be, xd, x.size, E=4, tau=tau, k=k, qpts=q, lpts=lp, radius=0,
                            params={**rows, "SLIDE": slide})
             tabs.append((be.to_host(t.idx), be.to_host(t.dist)))
         np.testing.assert_array_equal(tabs[1][0], tabs[0][0])
         np.testing.assert_array_equal(tabs[1][1], tabs[0][1])
     assert (tabs[1][0][..., 20:] == -1).all() and np.isinf(tabs[1][1][..., 20:]).all()
-    for kw in (dict(tau=1, lpts=np.r_[10:100, 101:380]), dict(tau=2, lpts=lib)):
+    for kw in (dict(tau=1, lpts=np.r_[10:100, 101:380]), dict(tau=17, lpts=lib)):
         with pytest.raises(ValueError, match="SLIDE"):
             knn_device(be, xd, x.size, E=4, k=5, qpts=q, radius=0, params={**rows, "SLIDE": 16},
                        **kw)
@@ -157,8 +161,9 @@ def _fake_gpu(runtime: str = "nvidia"):
 
 
 def test_params_for_takes_slide_only_where_it_applies():
-    """Untuned GPUs take SLIDE on a contiguous library at tau 1 with one column, split
-    queries too (a block per split at least); otherwise (gapped, tau > 1, NC > 1, CPUs,
+    """Untuned GPUs take SLIDE on a contiguous library with one column and a window span
+    of at most 48, split queries too (a block per split at least); otherwise (gapped, a
+    longer span, NC > 1, CPUs,
     the series-batched xmap family) the plain rows tile. (A vendor with no shipped
     tuning: NVIDIA's shipped entries cover this bucket.)"""
     be = _fake_gpu(runtime="untuned-vendor")
@@ -167,7 +172,8 @@ def test_params_for_takes_slide_only_where_it_applies():
     p = KNN.params_for(be, spec, big, nq_total=big, contiguous=True)
     assert p["VARIANT"] == "rows" and p["SLIDE"] == SLIDE_GPU and KNN.space.valid(p, be.info)
     assert KNN.params_for(be, spec, big, nq_total=big)["SLIDE"] == 0
-    assert KNN.params_for(be, {**spec, "TAU": 2}, big, nq_total=big, contiguous=True)["SLIDE"] == 0
+    assert KNN.params_for(be, {**spec, "TAU": 8}, big, nq_total=big, contiguous=True)["SLIDE"]
+    assert KNN.params_for(be, {**spec, "TAU": 9}, big, nq_total=big, contiguous=True)["SLIDE"] == 0
     assert KNN.params_for(be, {**spec, "E": 14, "NC": 2}, big, nq_total=big,
                           contiguous=True)["SLIDE"] == 0
     few = KNN.params_for(be, spec, big, nq_total=64, contiguous=True)  # split queries
@@ -178,7 +184,7 @@ def test_params_for_takes_slide_only_where_it_applies():
     # (here the shipped GPU default, measured before SLIDE) did not measure SLIDE
     xp = XMAP_KNN.params_for(be, spec, 4096, nq_total=4096 * 64, contiguous=True)
     assert xp == {**XMAP_KNN.SLIDE_LAYOUT_GPU} and XMAP_KNN.space.valid(xp, be.info)
-    for other in ({"contiguous": False}, {"spec": {**spec, "TAU": 2}}):
+    for other in ({"contiguous": False}, {"spec": {**spec, "TAU": 9}}):
         args = {"spec": spec, "contiguous": True, **other}
         got = XMAP_KNN.params_for(be, args["spec"], 4096, nq_total=4096 * 64,
                                   contiguous=args["contiguous"])
@@ -299,7 +305,7 @@ def test_xmap_knn_keeps_an_entry_that_measured_slide():
 
 
 def test_a_slide_winner_gives_way_to_the_best_timed_layout_without_it():
-    """Where the tuned winner is a SLIDE layout the launch cannot take (tau > 1, a gapped
+    """Where the tuned winner is a SLIDE layout the launch cannot take (a window span above 48, a gapped
     library), the entry's fastest timed configuration without SLIDE is taken (the tuner
     times tau = 1); where SLIDE applies, the winner."""
     import json
@@ -315,7 +321,7 @@ def test_a_slide_winner_gives_way_to_the_best_timed_layout_without_it():
     times = {json.dumps(win, sort_keys=True): 1.0, json.dumps(vec, sort_keys=True): 2.0,
              json.dumps(slow, sort_keys=True): 3.0}
     choice = Choice(win, "shipped:device", {"params": win, "times": times})
-    spec = {"E": 7, "TAU": 2, "K": 8, "METRIC": "euclidean", "REAL": "float"}
+    spec = {"E": 7, "TAU": 9, "K": 8, "METRIC": "euclidean", "REAL": "float"}
     assert KNN.chosen(be.info, choice, spec, contiguous=True) == KNN.space.complete(vec)
     assert KNN.chosen(be.info, choice, {**spec, "TAU": 1}, contiguous=False) == \
         KNN.space.complete(vec)

@@ -66,10 +66,17 @@ def _heuristic(info: DeviceInfo) -> Params:
 SLIDE_GPU = 16
 
 
+#: the largest window span (E - 1) * TAU the SLIDE option takes (``knn/_slide.mako``'s
+#: SPAN_MAX: a block keeps SLIDE + span raw values in registers)
+SLIDE_SPAN_MAX = 48
+
+
 def slide_applies(spec: dict[str, Any], contiguous: bool) -> bool:
     """Whether the rows variant's SLIDE option (``knn/_slide.mako``) can run ``spec``:
-    a contiguous library (library index i is point ``lib[0] + i``), lags of 1, one column."""
-    return bool(contiguous) and spec["TAU"] == 1 and spec.get("NC", 1) == 1
+    a contiguous library (library index i is point ``lib[0] + i``), one column, a window
+    span (E - 1) * TAU of at most :data:`SLIDE_SPAN_MAX`."""
+    return (bool(contiguous) and spec.get("NC", 1) == 1
+            and (spec["E"] - 1) * abs(spec["TAU"]) <= SLIDE_SPAN_MAX)
 
 
 def is_contiguous(lpts: np.ndarray) -> bool:
@@ -195,7 +202,8 @@ class KnnKernel(TunableKernel):
                contiguous: bool) -> Params:
         """The parameters :meth:`params_for` starts from: the lookup's ``choice``
         (:class:`clkernels.tuning.Choice`). Where that is a SLIDE layout this launch cannot
-        take (lags above 1, a library not contiguous: :func:`slide_applies`), the entry's
+        take (a window span above SLIDE_SPAN_MAX, a library not contiguous:
+        :func:`slide_applies`), the entry's
         fastest timed configuration without SLIDE: the tuner times lags of 1, where the
         raw-value tile wins, and dropping SLIDE from its winner leaves a layout that was
         never the best one of its own kind (decision 0129)."""

@@ -106,7 +106,7 @@ class XmapKnnKernel(KnnKernel):
     slide_untuned_gpu = False
     space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
                         filled=KNN.space.filled)
-    #: a GPU's layout for a batch of contiguous libraries (TAU 1: SLIDE applies) where its
+    #: a GPU's layout for a batch of contiguous libraries (SLIDE applies: slide_applies) where its
     #: entry never measured SLIDE (every GPU entry shipped predates it) or none exists: the
     #: rows variant on a tile of raw values, blocks of 16 points (``knn/_slide.mako``; the
     #: same tables bit for bit). H100, the map's k-NN device time, tuned entry -> this:
@@ -123,7 +123,7 @@ class XmapKnnKernel(KnnKernel):
     def chosen(self, info: DeviceInfo, choice: Any, spec: dict[str, Any],
                contiguous: bool) -> Params:
         """:data:`SLIDE_LAYOUT_GPU` on a GPU where SLIDE applies (contiguous libraries,
-        TAU 1) and the choice did not measure SLIDE (an entry without it, or the
+        a short window span) and the choice did not measure SLIDE (an entry without it, or the
         heuristic); else the choice's parameters."""
         measured = choice.entry is not None and "SLIDE" in choice.entry.get("params", {})
         if info.is_gpu and not measured and slide_applies(spec, contiguous):

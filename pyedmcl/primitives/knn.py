@@ -18,7 +18,7 @@ from clkernels import Backend, get_backend, run_blocked
 from clkernels.tuning import Params
 
 from .._deprecation import renamed_keywords
-from ..kernels.knn import KNN, is_contiguous, slide_applies
+from ..kernels.knn import KNN, SLIDE_SPAN_MAX, is_contiguous, slide_applies
 from ..validation import as_series, check_dtype, check_int, check_metric
 from .ranges import MAX_KNN, check_tau
 
@@ -67,7 +67,7 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     spec, params, contiguous = _knn_launch(be, E, tau, k, nq, lpts, metric, real, nc, given)
     if given is not None and given.get("SLIDE", 0) and not slide_applies(spec, contiguous):
         raise ValueError(f"params SLIDE={params['SLIDE']} needs contiguous library points, "
-                         f"tau=1 and one column; use SLIDE=0 for these lib_points")
+                         f"one column and (E-1)*|tau| <= {SLIDE_SPAN_MAX}; use SLIDE=0 for these lib_points")
     dt = np.float64 if real == "double" else np.float32
     idx = be.empty((nbatch, nq, k), np.int32)
     dist = be.empty((nbatch, nq, k), dt)

@@ -6,8 +6,9 @@
 <%namespace name="topk" file="/common/_topk.mako"/>
 
 ## real_t ACC = distance of A % k and B % k over the E coordinates, newest first;
-## EA > 0: chunks of EA coordinates, the rest skipped once ACC > THR
-<%def name="distance(ACC, A, B, THR)">\
+## EA > 0: chunks of EA coordinates, the rest skipped once ACC > THR; A takes coordinate
+## k's offset k * STEP (SLIDE's raw-value tile: STEP = TAU), B takes k
+<%def name="distance(ACC, A, B, THR, STEP=1)">\
 <% CH = EA if EA > 0 else E %>\
 real_t ${ACC} = (real_t)0;
 % for c0 in range(0, E, CH):
@@ -15,7 +16,7 @@ real_t ${ACC} = (real_t)0;
             if (${ACC} <= ${THR}) {
 %   endif
 %   for k in range(c0, min(E, c0 + CH)):
-            ${metric.step(METRIC, ACC, A % (E - 1 - k), B % (E - 1 - k), FMA)}
+            ${metric.step(METRIC, ACC, A % ((E - 1 - k) * STEP), B % (E - 1 - k), FMA)}
 %   endfor
 % endfor
 % for c0 in range(CH, E, CH):
@@ -25,9 +26,10 @@ real_t ${ACC} = (real_t)0;
 
 ## a register-list query's offer of the library point at tile position T: its
 ## distance (A % k: the point's coordinate k, early abandoning against the list's
-## last entry), then exclusion radius, tie order and insertion; L: the point
-<%def name="offer(A, L)">\
-${distance("acc", A, "qv[%d]", "bd%d" % (K - 1))}
+## last entry), then exclusion radius, tie order and insertion; L: the point; STEP: as
+## for distance()
+<%def name="offer(A, L, STEP=1)">\
+${distance("acc", A, "qv[%d]", "bd%d" % (K - 1), STEP)}
             if (acc <= bd${K - 1}) {
                 const int l = ${L};
                 const int key = tie_key(p, l);

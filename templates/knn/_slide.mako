@@ -1,8 +1,10 @@
 ## knn.cl.mako, VARIANT "rows" with SLIDE = U > 0: a contiguous library (library index
-## i is point lib[0] + i), TAU = 1, NC = 1 (the host checks; see KnnKernel.params_for). Library point lp0 + i has coordinates x[lp0 + i + k], so a
-## tile of TILE points needs only the TILE + E - 1 raw values x[lp0 + base ..], not
-## E x TILE coordinates: the tile is a vector array sv of raw values, and the points
-## are scanned in blocks of U consecutive ones. A block reads its U + E - 1 values
+## i is point lib[0] + i), NC = 1, a window span (E - 1) * TAU of at most SPAN_MAX (the
+## host checks; see KnnKernel.params_for). Library point lp0 + i has coordinates
+## x[lp0 + i + k * TAU], so a tile of TILE points needs only the TILE + (E - 1) * TAU raw
+## values x[lp0 + base ..], not E x TILE coordinates: the tile is a vector array sv of
+## raw values, and the points are scanned in blocks of U consecutive ones. A block reads
+## its U + (E - 1) * TAU values
 ## with aligned vector loads (float4 / double2, broadcast to every work-item) into
 ## registers and computes its U distances from them (a handful of local loads per
 ## U pairs instead of E per pair: at large L the rows variant is bound by its local
@@ -23,6 +25,10 @@
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
 <%!
+#: the largest window span (E - 1) * TAU: a block holds SLIDE + span values in registers
+SPAN_MAX = 48
+
+
 def vec_width(real):
     """Values per aligned local vector load (16 bytes)."""
     return 2 if real == "double" else 4
@@ -31,24 +37,24 @@ def vec_width(real):
 ## the tile (raw values) and the library's first point
 <%def name="decl()">\
 <%
-    if (TAU != 1 or NC != 1 or SLIDE % vec_width(REAL) or TILE % (SLIDE * SPLIT)
+    if (NC != 1 or (E - 1) * TAU > SPAN_MAX or SLIDE % vec_width(REAL) or TILE % (SLIDE * SPLIT)
             or SLIDE > 32 or SLIDE & (SLIDE - 1)):
-        raise ValueError("SLIDE=%d needs TAU=1, NC=1, a power of 2 from %d to 32, SLIDE x "
-                         "SPLIT dividing TILE=%d (got TAU=%d, NC=%d, SPLIT=%d)"
-                         % (SLIDE, vec_width(REAL), TILE, TAU, NC, SPLIT))
+        raise ValueError("SLIDE=%d needs NC=1, (E-1)*TAU <= %d, a power of 2 from %d to 32, "
+                         "SLIDE x SPLIT dividing TILE=%d (got E=%d, TAU=%d, NC=%d, SPLIT=%d)"
+                         % (SLIDE, SPAN_MAX, vec_width(REAL), TILE, E, TAU, NC, SPLIT))
     VW = vec_width(REAL)
 %>\
-    __local ${REAL}${VW} sv[${-(-(TILE + E - 1) // VW)}];
+    __local ${REAL}${VW} sv[${-(-(TILE + (E - 1) * TAU) // VW)}];
     __local const real_t* const s = (__local const real_t*)sv;
     const int lp0 = nl > 0 ? lib[0] : 0;
 </%def>
 
 ## the values of the tile at library index `base` into sv (zeros past the series' end)
 <%def name="load()">\
-<% VW = vec_width(REAL); NV = -(-(TILE + E - 1) // VW) * VW %>\
+<% VW = vec_width(REAL); NV = -(-(TILE + (E - 1) * TAU) // VW) * VW %>\
         barrier(CLK_LOCAL_MEM_FENCE);
         {
-            const int nv = nl - base + ${E - 1};
+            const int nv = nl - base + ${(E - 1) * TAU};
             __local real_t* const sw = (__local real_t*)sv;
             for (int i = lid; i < ${NV}; i += ${WG})
                 sw[i] = i < nv ? x[lp0 + base + i] : (real_t)0;
@@ -61,7 +67,7 @@ def vec_width(real):
 <%
     U = SLIDE
     VW = vec_width(REAL)
-    NW = -(-(U + E - 1) // VW)
+    NW = -(-(U + (E - 1) * TAU) // VW)
     CH = EA if EA > 0 else E
     chunks = list(range(0, E, CH))
     def val(i):
@@ -87,7 +93,7 @@ def vec_width(real):
 %   endif
 %   for k in range(c0, min(E, c0 + CH)):
 %     for u in range(U):
-            ${metric.step(METRIC, "a%d" % u, val(u + E - 1 - k), "qv[%d]" % (E - 1 - k), FMA)}
+            ${metric.step(METRIC, "a%d" % u, val(u + (E - 1 - k) * TAU), "qv[%d]" % (E - 1 - k), FMA)}
 %     endfor
 %   endfor
             hit = ${any_le("thr")};
@@ -101,7 +107,7 @@ def vec_width(real):
                 while (m != 0u) {
                     const int t = t0 + 31 - (int)clz(m & (0u - m));
                     m &= m - 1u;
-                    ${parts.offer("s[t + %d]", "lp0 + base + t")}\
+                    ${parts.offer("s[t + %d]", "lp0 + base + t", TAU)}\
                 }
             }
 % for c0 in chunks[1:]:
@@ -109,6 +115,6 @@ def vec_width(real):
 % endfor
         }
         for (int t = tb${" + sp" if SPLIT > 1 else ""}; t < cnt; t += ${SPLIT}) {
-            ${parts.offer("s[t + %d]", "lp0 + base + t")}\
+            ${parts.offer("s[t + %d]", "lp0 + base + t", TAU)}\
         }
 </%def>
