@@ -487,7 +487,8 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -
               if job.scheduler else None)
     E_arr, edim_rho = _optimal_E(job, panel, spec, blocks, store, runner)
     if job.method == "smap":
-        res = smap_result(job, panel, blocks, E_arr, store, edim_rho)
+        res = smap_result(job, panel, blocks, E_arr, store, edim_rho,
+                          raw=as_panel(X, np.float64)[0])
         if panel.float32_holds():
             return res
         return xmap(X, E=job.E, tau=panel.tau, Tp=panel.Tp, max_E=job.E_max,  # warned

@@ -81,11 +81,15 @@ def check_smap_options(method: Any, theta: Any, exclusion_radius: Any) -> tuple[
 class SmapXmapEngine:
     """The S-map cross map of an (N, n) panel on one device: any block of rows ``[r0, r1)``
     of the N x N rho matrix (:meth:`rows`). ``X`` is the panel as the kernel reads it
-    (float32 or float64, each series centred); ``accumulate``: "double" (default where
-    the device has fp64) or "float"."""
+    (float32 or float64, each series centred); ``raw``: the (N, n) data as given, in
+    float64 (default: ``X``), which the observations and the host's SVD rows take, as
+    pyEDM (a minimum-norm solution is not shift-invariant, and float32 rounding moves a
+    rank-deficient fit); ``accumulate``: "double" (default where the device has fp64)
+    or "float"."""
 
     def __init__(self, be: Any, X: np.ndarray, E: np.ndarray, *, tau: int, Tp: int,
-                 theta: float, exclusion_radius: int = 0, accumulate: str | None = None):
+                 theta: float, exclusion_radius: int = 0, accumulate: str | None = None,
+                 raw: np.ndarray | None = None):
         self.be, self.X = be, np.ascontiguousarray(X)
         self.N, self.n = X.shape
         self.tau, self.Tp, self.theta, self.R = int(tau), int(Tp), float(theta), int(exclusion_radius)
@@ -95,7 +99,10 @@ class SmapXmapEngine:
         if X.dtype == np.float64 and self.acc != "double":
             raise ValueError("dtype=float64 needs float64 accumulation")
         self.X_dev = be.to_device(self.X)
-        self.X64 = self.X.astype(np.float64)
+        self.X64 = np.asarray(self.X if raw is None else raw, dtype=np.float64)
+        #: each series' shift from the data as given to the kernel's (its centring):
+        #: device predictions are moved back by it, to the host rows' and pyEDM's units
+        self.offset = (self.X64 - self.X).mean(axis=1)
         self.groups = [self._group(int(e), np.flatnonzero(E == e)) for e in np.unique(E)]
 
     def _group(self, E: int, targets: np.ndarray) -> _Group:
@@ -123,8 +130,8 @@ class SmapXmapEngine:
 
     def predictions(self, g: _Group, l0: int, l1: int) -> np.ndarray:
         """(l1 - l0, targets, rows) float64 predictions of group ``g`` from libraries
-        ``l0..l1-1`` (centred units; NaN where no fit exists), the ill-conditioned rows
-        solved on the host."""
+        ``l0..l1-1`` (in the units of the data as given; NaN where no fit exists), the
+        ill-conditioned rows solved on the host."""
         be, B = self.be, l1 - l0
         spec = SMAP_XMAP.spec_for(g.E, self.tau, self.X.dtype.type, self.acc, g.targets.size,
                                   be.info)
@@ -136,6 +143,7 @@ class SmapXmapEngine:
                 "out_status": be.empty(B * n_pred, np.int32)}
         SMAP_XMAP.launch(be, spec, args, n_pred, B)
         pred = be.to_host(args["out_pred"]).astype(np.float64).reshape(B, n_tg, n_pred)
+        pred += self.offset[g.targets][None, :, None]
         status = be.to_host(args["out_status"]).reshape(B, n_pred)
         if np.any(status == 3):  # cannot happen: "all neighbours" drops 0 or 1 point
             raise RuntimeError("S-map cross-map kernel dropped more than one neighbour")
@@ -199,12 +207,13 @@ def pearson(pred: np.ndarray, obs: np.ndarray) -> np.ndarray:
 
 
 def smap_matrix(job: Any, panel: Any, blocks: list[tuple[int, int, int]], E_arr: np.ndarray,
-                store: Any) -> tuple[Any, dict[str, int]]:
+                store: Any, raw: np.ndarray) -> tuple[Any, dict[str, int]]:
     """The S-map map's rho by row blocks on the job's device (a store's pending blocks,
-    else all of them in memory) and the blocks it computed."""
+    else all of them in memory) and the blocks it computed; ``raw``: the data as given
+    (:class:`SmapXmapEngine`)."""
     be = get_backend(job.devices[0], job.backend)
     eng = SmapXmapEngine(be, panel.X, E_arr, tau=panel.tau, Tp=panel.Tp, theta=job.theta,
-                         exclusion_radius=job.exclusion_radius)
+                         exclusion_radius=job.exclusion_radius, raw=raw)
     if store is not None:
         pend = set(store.pending())
         todo = [b for b in blocks if b[0] in pend]
@@ -231,11 +240,11 @@ def refuse_smap_options(surrogates: int, scheduler: Any, devices: list[Any]) -> 
 
 
 def smap_result(job: Any, panel: Any, blocks: list[tuple[int, int, int]], E_arr: np.ndarray,
-                store: Any, edim_rho: np.ndarray | None) -> Any:
+                store: Any, edim_rho: np.ndarray | None, raw: np.ndarray) -> Any:
     """:func:`pyedmcl.xmap`'s result for ``method="smap"`` (the caller reruns it in float64
     where the panel's float32 check fails, as the simplex map)."""
     from .results import XmapResult
 
-    rho, counts = smap_matrix(job, panel, blocks, E_arr, store)
+    rho, counts = smap_matrix(job, panel, blocks, E_arr, store, raw)
     return XmapResult(rho=rho, E=E_arr, names=panel.names, edim_rho=edim_rho,
                       path=None if job.out is None else str(job.out), blocks_per_device=counts)
