@@ -86,15 +86,18 @@ def test_predictions_and_rho_match_pyedm_smap(data, E, Tp, theta, R):
                 assert abs(res.rho[i, j] - rho) < (1e-4 if i == 3 else F64_RHO), (i, j)
 
 
-@pytest.mark.parametrize("dtype,tol", [("float64", F64_RHO), ("float32", F32_RHO)])
-def test_matrix_equals_a_loop_of_pe_smap(data, dtype, tol):
-    E, Tp, theta, R = SETTINGS[1]
-    res = pe.xmap(data, E=E, Tp=Tp, method="smap", theta=theta, exclusion_radius=R,
+@pytest.mark.parametrize("dtype,tol,tau,Tp", [("float64", F64_RHO, 2, 1),
+                                              ("float64", F64_RHO, -1, -1),
+                                              ("float32", F32_RHO, 1, 1)])
+def test_matrix_equals_a_loop_of_pe_smap(data, dtype, tol, tau, Tp):
+    E, _, theta, R = SETTINGS[1]
+    res = pe.xmap(data, E=E, tau=tau, Tp=Tp, method="smap", theta=theta, exclusion_radius=R,
                   dtype=dtype, device=CPU_DEVICE)
     N = data.shape[1]
     assert res.rho.shape == (N, N) and res.rho.dtype == np.float32
-    loop = np.array([[pe.smap(data[:, i], target=data[:, j], E=int(E[j]), Tp=Tp, theta=theta,
-                              exclusion_radius=R, dtype=dtype, device=CPU_DEVICE).rho
+    loop = np.array([[pe.smap(data[:, i], target=data[:, j], E=int(E[j]), tau=tau, Tp=Tp,
+                              theta=theta, exclusion_radius=R, dtype=dtype,
+                              device=CPU_DEVICE).rho
                       for j in range(N)] for i in range(N)])
     np.testing.assert_allclose(res.rho, loop, atol=tol, rtol=0)
 
