@@ -118,7 +118,8 @@ def main(argv=None) -> None:
     ap.add_argument("--block-rows", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--profile", action="store_true", help="device time per kernel")
-    ap.add_argument("--peers", default="kedm,pyedm", help="comma list of kedm, pyedm")
+    ap.add_argument("--peers", default="kedm,pyedm",
+                    help="comma list of kedm, pyedm (and smap: a pe.smap loop, --method smap)")
     ap.add_argument("--pyedm-pairs", type=int, default=20)
     ap.add_argument("--with-edim", action="store_true")
     ap.add_argument("--data", choices=("osc", "walk"), default="osc",
@@ -254,14 +255,25 @@ def bench_smap(a, X: np.ndarray, E: np.ndarray) -> None:
         times.append(time.perf_counter() - t)
     best = float(np.median(times))
     M = a.L - (E - 1)
-    terms = float(a.N * np.sum(M * M))  # (library, row, library point) weights
+    terms = float(a.N * np.sum(M * M))  # (library, target, row, library point): a loop's work
     print(f"pyedmcl xmap smap (theta={a.theta}): {best:.3f} s median, {min(times):.3f} s min "
-          f"of {a.repeat}  ({terms / best / 1e9:.3f} G (row, library point) pairs/s)")
+          f"of {a.repeat}  ({terms / best / 1e9:.2f} G pair-row-point terms/s)")
     if a.profile:
         be = __import__("clkernels").get_backend(a.device)
         profile(be, run)
     peers = [p for p in a.peers.split(",") if p]
     rng = np.random.default_rng(1)
+    if "smap" in peers:  # pyedmcl's single-pair S-map, one call per pair
+        pe.smap(X[:, 0], target=X[:, 1], E=int(E[1]), Tp=0, theta=a.theta, device=a.device)
+        t, err = time.perf_counter(), 0.0
+        for i in range(a.N):
+            for j in range(a.N):
+                r = pe.smap(X[:, i], target=X[:, j], E=int(E[j]), Tp=0, theta=a.theta,
+                            device=a.device)
+                err = max(err, abs(r.rho - rho[i, j]))
+        lt = time.perf_counter() - t
+        print(f"pe.smap loop ({a.N * a.N} pairs): {lt:.3f} s   ratio loop/map = {lt / best:.2f}x   "
+              f"max|rho diff| = {err:.2e}")
     if "kedm" in peers:
         from peers import import_peer
         kedm = import_peer("kedm")

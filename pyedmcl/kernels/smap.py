@@ -262,4 +262,16 @@ class SMapXmapKernel:
             args["out_status"])
 
 
+    def launch_rho(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
+                   n_pred: int, n_pairs: int):
+        """Enqueue the rho reduction of ``n_pairs`` (library, target) pairs of a launch's
+        predictions (``args["out_pred"]``) into ``args["out_rho"]``."""
+        k = backend.kernel(self.template, spec, "smap_xmap_rho")
+        wg = spec["WG"]
+        return backend.launch(
+            k, (n_pairs * wg,), (wg,), args["X"], np.int32(args["n"]), args["pred_t"],
+            args["seen"], np.int32(n_pred), args["tgt"], np.int32(args["n_tg"]),
+            np.int32(args["Tp"]), args["out_pred"], args["out_rho"])
+
+
 SMAP_XMAP = SMapXmapKernel()

@@ -17,8 +17,10 @@ accumulated in float64 (``accumulate="double"``, where the device has fp64), row
 scaled system fails the pivot or trace(G^-1) test solved on the host by SVD least
 squares (pyEDM's ``lstsq``), all targets of the row at once.
 
-One launch covers a batch of library series of one E-group and all its targets; only
-the predictions come back (batch x targets x rows), and rho is reduced on the host.
+One launch covers a batch of library series of one E-group and all its targets, and a
+second reduces every pair's rho on the device, so only rho comes back; a batch with
+rows for the host (rank-deficient local fits) brings its predictions back instead, to
+complete them there and reduce rho on the host.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class SmapXmapEngine:
         be = self.be
         dev = {"lib_t": be.to_device(lib_t.astype(np.int32)),
                "pred_t": be.to_device(pred_t.astype(np.int32)),
+               "seen": be.to_device(seen.astype(np.int32)),
                "tgt": be.to_device(targets.astype(np.int32))}
         return _Group(E, targets, lib_t, pred_t, obs, dev)
 
@@ -128,10 +131,11 @@ class SmapXmapEngine:
         per = g.targets.size * g.pred_t.size * np.dtype(acc_dtype(self.acc)).itemsize
         return max(1, budget // max(1, per))
 
-    def predictions(self, g: _Group, l0: int, l1: int) -> np.ndarray:
-        """(l1 - l0, targets, rows) float64 predictions of group ``g`` from libraries
-        ``l0..l1-1`` (in the units of the data as given; NaN where no fit exists), the
-        ill-conditioned rows solved on the host."""
+    def _launch(self, g: _Group, l0: int, l1: int) -> tuple[dict[str, Any], dict[str, Any],
+                                                             np.ndarray]:
+        """Enqueue group ``g``'s predictions from libraries ``l0..l1-1``: the kernel's
+        spec, its arguments (``out_pred`` on the device) and the (l1 - l0, rows) status
+        codes (1: the row goes to the host)."""
         be, B = self.be, l1 - l0
         spec = SMAP_XMAP.spec_for(g.E, self.tau, self.X.dtype.type, self.acc, g.targets.size,
                                   be.info)
@@ -142,14 +146,41 @@ class SmapXmapEngine:
                 "knn": g.lib_t.size - 1, "out_pred": be.empty(B * n_tg * n_pred, acc),
                 "out_status": be.empty(B * n_pred, np.int32)}
         SMAP_XMAP.launch(be, spec, args, n_pred, B)
-        pred = be.to_host(args["out_pred"]).astype(np.float64).reshape(B, n_tg, n_pred)
-        pred += self.offset[g.targets][None, :, None]
         status = be.to_host(args["out_status"]).reshape(B, n_pred)
         if np.any(status == 3):  # cannot happen: "all neighbours" drops 0 or 1 point
             raise RuntimeError("S-map cross-map kernel dropped more than one neighbour")
+        return spec, args, status
+
+    def _host_predictions(self, g: _Group, l0: int, args: dict[str, Any],
+                          status: np.ndarray) -> np.ndarray:
+        """A launch's predictions on the host (units of the data as given), its status-1
+        rows solved there."""
+        B, n_pred = status.shape
+        pred = self.be.to_host(args["out_pred"]).astype(np.float64).reshape(
+            B, g.targets.size, n_pred)
+        pred += self.offset[g.targets][None, :, None]
         for b, row in zip(*np.nonzero(status == 1), strict=True):
             pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
         return pred
+
+    def predictions(self, g: _Group, l0: int, l1: int) -> np.ndarray:
+        """(l1 - l0, targets, rows) float64 predictions of group ``g`` from libraries
+        ``l0..l1-1`` (in the units of the data as given; NaN where no fit exists), the
+        ill-conditioned rows solved on the host."""
+        _, args, status = self._launch(g, l0, l1)
+        return self._host_predictions(g, l0, args, status)
+
+    def rho(self, g: _Group, l0: int, l1: int) -> np.ndarray:
+        """(l1 - l0, targets) rho of group ``g`` from libraries ``l0..l1-1``: reduced on
+        the device (only rho comes back), except in a launch with rows for the host,
+        whose predictions come back to be completed there."""
+        spec, args, status = self._launch(g, l0, l1)
+        if np.any(status == 1):
+            return pearson(self._host_predictions(g, l0, args, status), g.obs)
+        B, n_tg = l1 - l0, g.targets.size
+        args["out_rho"] = self.be.empty(B * n_tg, acc_dtype(self.acc))
+        SMAP_XMAP.launch_rho(self.be, spec, args, g.pred_t.size, B * n_tg)
+        return self.be.to_host(args["out_rho"]).astype(np.float64).reshape(B, n_tg)
 
     def _row_lstsq(self, g: _Group, lib: int, tp: int) -> np.ndarray:
         """Every target's prediction of one row exactly as pyEDM computes it (SVD least
@@ -188,7 +219,7 @@ class SmapXmapEngine:
             step = self.batch_size(g)
             for l0 in range(r0, r1, step):
                 l1 = min(r1, l0 + step)
-                out[l0 - r0:l1 - r0, g.targets] = pearson(self.predictions(g, l0, l1), g.obs)
+                out[l0 - r0:l1 - r0, g.targets] = self.rho(g, l0, l1)
         return out
 
 

@@ -141,3 +141,42 @@ ${point()}
             out_pred[((size_t)b * n_tg + t0 + u) * n_pred + row] = status ? (acc_t)NAN : s[u];
     }
 }
+
+## rho of every (library, target) of a launch: one work-group per pair reduces the sums
+## of the rows where the prediction is finite and the target time observed (seen[row]),
+## in acc_t over the centred panel: Pearson's rho as numpy.corrcoef of those pairs.
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+void smap_xmap_rho(__global const real_t* restrict X, const int n,
+                   __global const int* restrict pred_t, __global const int* restrict seen,
+                   const int n_pred, __global const int* restrict tgt, const int n_tg,
+                   const int Tp, __global const acc_t* restrict pred,
+                   __global acc_t* restrict out_rho)
+{
+    const int pair = get_group_id(0);   /* b * n_tg + t */
+    const int lid = get_local_id(0);
+    __global const acc_t* p = pred + (size_t)pair * n_pred;
+    __global const real_t* y = X + (size_t)tgt[pair % n_tg] * n + Tp;
+    acc_t s[6] = {(acc_t)0, (acc_t)0, (acc_t)0, (acc_t)0, (acc_t)0, (acc_t)0};
+    for (int row = lid; row < n_pred; row += ${WG}) {
+        const acc_t v = p[row];
+        if (!seen[row] || !isfinite(v)) continue;
+        const acc_t o = (acc_t)y[pred_t[row]];
+        s[0] += (acc_t)1; s[1] += v; s[2] += o;
+        s[3] += v * v; s[4] += o * o; s[5] += v * o;
+    }
+    __local acc_t red[6 * ${WG}];
+    for (int q = 0; q < 6; ++q) red[q * ${WG} + lid] = s[q];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = ${WG} / 2; h > 0; h /= 2) {
+        if (lid < h)
+            for (int q = 0; q < 6; ++q) red[q * ${WG} + lid] += red[q * ${WG} + lid + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        const acc_t c = red[0];
+        const acc_t mp = red[${WG}] / c, mo = red[2 * ${WG}] / c;
+        const acc_t vp = red[3 * ${WG}] - c * mp * mp, vo = red[4 * ${WG}] - c * mo * mo;
+        const acc_t cv = red[5 * ${WG}] - c * mp * mo;
+        out_rho[pair] = c < (acc_t)2 ? (acc_t)NAN : cv / sqrt(vp * vo);
+    }
+}
