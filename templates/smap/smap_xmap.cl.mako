@@ -25,6 +25,7 @@
 N = E + 1                      # unknowns: intercept + E slopes
 M = N + 1                      # with the rhs column (e0)
 NENT = M * (M + 1) // 2
+UNROLL_MAX = 136               # Gram entries unrolled (E <= 15)
 if ACC not in ("double", "float"):
     raise ValueError("ACC must be double or float")
 %>
@@ -105,11 +106,17 @@ ${point()}
 % for k in range(E):
             a[${k + 1}] = w * (acc_t)zr${k};
 % endfor
+% if N * (N + 1) // 2 <= UNROLL_MAX:
 % for k in range(N):
 %   for l in range(k, N):
             G[${k * M - k * (k - 1) // 2 + (l - k)}] += a[${k}] * a[${l}];
 %   endfor
 % endfor
+% else:
+            /* rolled: a large E's unrolled update costs long builds, not speed */
+            for (int k = 0; k < N; ++k)
+                for (int l = k; l < N; ++l) G[IDX(k, l)] += a[k] * a[l];
+% endif
         }
 ${hat.inverse_e0("G", "r")}
     }
