@@ -167,3 +167,12 @@ r = pe.xmap(X, E=[2, 3, 2], Tp=1, method="smap", theta=2.0)
 print("rho", np.isfinite(r.rho).all())
 """)
     assert "rho True" in out
+
+
+def test_auto_E_is_the_simplex_scans(data):
+    """E="auto": the simplex map's optimal E per series, then the S-map map with it."""
+    auto = pe.xmap(data, E="auto", max_E=4, method="smap", theta=1.0, device=CPU_DEVICE)
+    simplex = pe.xmap(data, E="auto", max_E=4, device=CPU_DEVICE)
+    np.testing.assert_array_equal(auto.E, simplex.E)
+    given = pe.xmap(data, E=auto.E, method="smap", theta=1.0, device=CPU_DEVICE)
+    np.testing.assert_array_equal(auto.rho, given.rho)
