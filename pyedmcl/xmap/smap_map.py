@@ -34,6 +34,7 @@ from clkernels import get_backend
 
 from ..kernels.smap import SMAP_XMAP, acc_dtype
 from ..primitives.ranges import resolve
+from .scheduler import Progress
 
 #: device bytes one launch's predictions may take (batch x targets x rows in ACC)
 OUT_BUDGET_CPU, OUT_BUDGET_GPU = 64 << 20, 512 << 20
@@ -251,12 +252,17 @@ def smap_matrix(job: Any, panel: Any, blocks: list[tuple[int, int, int]], E_arr:
     else:
         todo = blocks
         mat = np.empty((panel.N, panel.N), np.float32)
-    for b, r0, r1 in todo:
-        rows = eng.rows(r0, r1)
-        if store is not None:
-            store.write_block(b, rows)
-        else:
-            mat[r0:r1] = rows
+    bar = Progress(len(todo), "xmap smap", job.progress)
+    try:
+        for b, r0, r1 in todo:
+            rows = eng.rows(r0, r1)
+            if store is not None:
+                store.write_block(b, rows)
+            else:
+                mat[r0:r1] = rows
+            bar.update()
+    finally:
+        bar.close()
     return (store.rho if store is not None else mat), {be.info.name: len(todo)}
 
 
