@@ -129,6 +129,11 @@ def main(argv=None) -> None:
                          "and print its speed-up over --device alone")
     ap.add_argument("--method", choices=("simplex", "smap"), default="simplex")
     ap.add_argument("--theta", type=float, default=3.0, help="S-map localisation (--method smap)")
+    ap.add_argument("--smap-pass3", choices=("auto", "stream", "hat"), default="auto",
+                    help="--method smap: how targets are summed (auto: pyedmcl's default "
+                         "for the device kind)")
+    ap.add_argument("--smap-compare", action="store_true",
+                    help="--method smap: also time the other pass-3 path, alternating")
     ap.add_argument("--kedm-pairs", type=int, default=None,
                     help="--method smap: kedm.smap pairs timed (default: all N^2)")
     a = ap.parse_args(argv)
@@ -237,13 +242,44 @@ def rho_of(pred: np.ndarray, obs: np.ndarray) -> float:
     return float(np.corrcoef(pred[ok], obs[ok])[0, 1])
 
 
+def compare_pass3(a, run, pass3: dict, kind: str) -> None:
+    """Both ways of summing the targets, alternating in this process (medians); the
+    matrices must be equal bit for bit."""
+    mine = pass3[kind]
+    ways = (mine, "hat" if mine == "stream" else "stream")
+    times: dict[str, list] = {w: [] for w in ways}
+    mats = {}
+    for w in ways:  # builds
+        pass3[kind] = w
+        mats[w] = run().rho
+    for _ in range(a.repeat):
+        for w in ways:
+            pass3[kind] = w
+            t = time.perf_counter()
+            run()
+            times[w].append(time.perf_counter() - t)
+    pass3[kind] = mine
+    same = np.array_equal(mats[ways[0]], mats[ways[1]], equal_nan=True)
+    print("pass 3 " + "   ".join(f"{w}: {np.median(v):.3f} s median" for w, v in times.items())
+          + f"   matrices {'identical' if same else 'DIFFER'}")
+
+
 def bench_smap(a, X: np.ndarray, E: np.ndarray) -> None:
     """``--method smap``: the S-map map against loops of kedm.smap and pyEDM's SMap."""
     import pyedmcl as pe
+    from pyedmcl.xmap import smap_map
+
+    kind = "gpu" if __import__("clkernels").get_backend(a.device).info.is_gpu else "cpu"
+    if a.smap_pass3 != "auto":
+        smap_map.PASS3[kind] = a.smap_pass3
+    print(f"pass 3: {smap_map.PASS3[kind]}")
 
     def run():
         return pe.xmap(X, E=E, device=a.device, method="smap", theta=a.theta,
                        block_rows=a.block_rows)
+
+    if a.smap_compare:
+        compare_pass3(a, run, smap_map.PASS3, kind)
 
     t = time.perf_counter()
     run()

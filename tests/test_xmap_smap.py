@@ -176,3 +176,22 @@ def test_auto_E_is_the_simplex_scans(data):
     np.testing.assert_array_equal(auto.E, simplex.E)
     given = pe.xmap(data, E=auto.E, method="smap", theta=1.0, device=CPU_DEVICE)
     np.testing.assert_array_equal(auto.rho, given.rho)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_hat_gemm_path_equals_the_streaming_path(dtype):
+    """PASS3 "hat" (hat rows, then a GEMM with the targets) sums what "stream" sums, in the
+    same order: the same predictions bit for bit (32 targets: one E-group takes it)."""
+    rng = np.random.default_rng(3)
+    X = np.cumsum(rng.standard_normal((34, 90)), axis=1)
+    X = (X - X.mean(1, keepdims=True)).astype(dtype)
+    E = np.resize([2, 2, 3], 34)  # E=2: 23 targets (streamed either way), E=3: 11
+    E[:32] = 2
+    be = get_backend(CPU_DEVICE)
+    kw = dict(tau=1, Tp=1, theta=2.0, exclusion_radius=1)
+    a = SmapXmapEngine(be, X, E, pass3="stream", **kw)
+    b = SmapXmapEngine(be, X, E, pass3="hat", **kw)
+    assert [b._pass3(g) for g in b.groups] == ["hat", "stream"]
+    for ga, gb in zip(a.groups, b.groups, strict=True):
+        np.testing.assert_array_equal(a.predictions(ga, 3, 30), b.predictions(gb, 3, 30))
+    np.testing.assert_array_equal(a.rows(0, 34), b.rows(0, 34))

@@ -236,9 +236,11 @@ class SMapXmapKernel:
     NTB_MAX_CPU, NTB_MAX_GPU = 16, 16
 
     def spec_for(self, E: int, tau: int, real: Any, acc: str, n_targets: int,
-                 info: DeviceInfo) -> dict[str, Any]:
+                 info: DeviceInfo, pass3: str = "stream") -> dict[str, Any]:
         """The specialisation: ``E`` lags of ``tau``, storage ``real`` (NumPy type), ACC
-        ("double" or "float"), NTB for ``n_targets`` targets, WG for device ``info``."""
+        ("double" or "float"), NTB for ``n_targets`` targets, WG for device ``info``,
+        PASS3 ("stream": targets summed in the row's kernel; "hat": hat rows written for
+        :meth:`launch_gemm`)."""
         if acc not in ("double", "float"):
             raise ValueError(f"accumulate={acc!r}; the S-map cross map allows 'double' or 'float'")
         cap = self.NTB_MAX_GPU if info.is_gpu else self.NTB_MAX_CPU
@@ -246,7 +248,8 @@ class SMapXmapKernel:
         while ntb < min(cap, n_targets):
             ntb *= 2
         return {"E": int(E), "TAU": int(tau), "REAL": "double" if real == np.float64 else "float",
-                "ACC": acc, "WG": self.WG_GPU if info.is_gpu else self.WG_CPU, "NTB": ntb}
+                "ACC": acc, "WG": self.WG_GPU if info.is_gpu else self.WG_CPU,
+                "NTB": 1 if pass3 == "hat" else ntb, "PASS3": pass3}
 
     def launch(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
                n_pred: int, n_libs: int):
@@ -260,7 +263,22 @@ class SMapXmapKernel:
             np.int32(args["n_lib"]), args["pred_t"], np.int32(n_pred), args["tgt"],
             np.int32(args["n_tg"]), np.int32(args["Tp"]), acc(args["theta"]),
             np.int32(args["excl_r"]), np.int32(args["knn"]), args["out_pred"],
-            args["out_status"])
+            args["out_status"], args["hat"])
+
+    #: the GEMM's tile (smap/_xmap_reduce.mako): rows x targets a work-group, its shape
+    GEMM_TILE, GEMM_GROUP = (64, 32), (16, 8)
+
+    def launch_gemm(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
+                    n_pred: int, n_libs: int):
+        """Enqueue PASS3 "hat"'s product of the hat rows with the targets (``out_pred``)."""
+        k = backend.kernel(self.template, spec, "smap_xmap_gemm")
+        (tr, tt), (gr, gt) = self.GEMM_TILE, self.GEMM_GROUP
+        gsize = (-(-n_pred // tr) * gr, -(-args["n_tg"] // tt) * gt, n_libs)
+        return backend.launch(
+            k, gsize, (gr, gt, 1), args["hat"], args["X"], np.int32(args["n"]),
+            args["lib_t"], np.int32(args["n_lib"]), np.int32(n_pred), args["tgt"],
+            np.int32(args["n_tg"]), np.int32(args["Tp"]), args["out_status"],
+            args["out_pred"])
 
 
     def launch_rho(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],

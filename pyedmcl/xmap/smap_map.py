@@ -36,8 +36,16 @@ from ..kernels.smap import SMAP_XMAP, acc_dtype
 from ..primitives.ranges import resolve
 from .scheduler import Progress
 
-#: device bytes one launch's predictions may take (batch x targets x rows in ACC)
+#: device bytes one launch's predictions (and hat rows) may take (batch x targets x rows,
+#: batch x library x rows in ACC)
 OUT_BUDGET_CPU, OUT_BUDGET_GPU = 64 << 20, 512 << 20
+#: how a device kind sums the targets: "stream" (in the row's kernel, streaming the
+#: library once per 16 targets) or "hat" (the hat rows written, then a GEMM with the
+#: targets, for E-groups of at least HAT_MIN_TARGETS). The same sums in the same order
+#: either way; on CPUs "stream" measured faster (1.4-1.5x at 128-256 targets, decision
+#: 0136); on GPUs "hat" is to measure (``bench/bench_xmap.py --smap-pass3 hat``)
+PASS3 = {"cpu": "stream", "gpu": "stream"}
+HAT_MIN_TARGETS = 32
 
 
 @dataclass
@@ -88,11 +96,12 @@ class SmapXmapEngine:
     float64 (default: ``X``), which the observations and the host's SVD rows take, as
     pyEDM (a minimum-norm solution is not shift-invariant, and float32 rounding moves a
     rank-deficient fit); ``accumulate``: "double" (default where the device has fp64)
-    or "float"."""
+    or "float"; ``pass3``: how the targets are summed (default :data:`PASS3` of the
+    device kind)."""
 
     def __init__(self, be: Any, X: np.ndarray, E: np.ndarray, *, tau: int, Tp: int,
                  theta: float, exclusion_radius: int = 0, accumulate: str | None = None,
-                 raw: np.ndarray | None = None):
+                 raw: np.ndarray | None = None, pass3: str | None = None):
         self.be, self.X = be, np.ascontiguousarray(X)
         self.N, self.n = X.shape
         self.tau, self.Tp, self.theta, self.R = int(tau), int(Tp), float(theta), int(exclusion_radius)
@@ -102,6 +111,9 @@ class SmapXmapEngine:
         if X.dtype == np.float64 and self.acc != "double":
             raise ValueError("dtype=float64 needs float64 accumulation")
         self.X_dev = be.to_device(self.X)
+        self.pass3 = pass3 or PASS3["gpu" if be.info.is_gpu else "cpu"]
+        if self.pass3 not in ("stream", "hat"):
+            raise ValueError(f"pass3={pass3!r}; allowed: 'stream', 'hat'")
         self.X64 = np.asarray(self.X if raw is None else raw, dtype=np.float64)
         #: each series' shift from the data as given to the kernel's (its centring):
         #: device predictions are moved back by it, to the host rows' and pyEDM's units
@@ -129,8 +141,12 @@ class SmapXmapEngine:
     def batch_size(self, g: _Group) -> int:
         """Library series one launch of group ``g`` takes (its predictions fit the budget)."""
         budget = OUT_BUDGET_GPU if self.be.info.is_gpu else OUT_BUDGET_CPU
-        per = g.targets.size * g.pred_t.size * np.dtype(acc_dtype(self.acc)).itemsize
+        rows = g.targets.size + (g.lib_t.size if self._pass3(g) == "hat" else 0)
+        per = rows * g.pred_t.size * np.dtype(acc_dtype(self.acc)).itemsize
         return max(1, budget // max(1, per))
+
+    def _pass3(self, g: _Group) -> str:
+        return "hat" if self.pass3 == "hat" and g.targets.size >= HAT_MIN_TARGETS else "stream"
 
     def _launch(self, g: _Group, l0: int, l1: int) -> tuple[dict[str, Any], dict[str, Any],
                                                              np.ndarray]:
@@ -138,15 +154,19 @@ class SmapXmapEngine:
         spec, its arguments (``out_pred`` on the device) and the (l1 - l0, rows) status
         codes (1: the row goes to the host)."""
         be, B = self.be, l1 - l0
+        pass3 = self._pass3(g)
         spec = SMAP_XMAP.spec_for(g.E, self.tau, self.X.dtype.type, self.acc, g.targets.size,
-                                  be.info)
+                                  be.info, pass3)
         acc = acc_dtype(self.acc)
-        n_pred, n_tg = g.pred_t.size, g.targets.size
-        args = {"X": self.X_dev, "n": self.n, "lib0": l0, **g.dev, "n_lib": g.lib_t.size,
+        n_pred, n_tg, n_lib = g.pred_t.size, g.targets.size, g.lib_t.size
+        args = {"X": self.X_dev, "n": self.n, "lib0": l0, **g.dev, "n_lib": n_lib,
                 "n_tg": n_tg, "Tp": self.Tp, "theta": self.theta, "excl_r": self.R,
-                "knn": g.lib_t.size - 1, "out_pred": be.empty(B * n_tg * n_pred, acc),
-                "out_status": be.empty(B * n_pred, np.int32)}
+                "knn": n_lib - 1, "out_pred": be.empty(B * n_tg * n_pred, acc),
+                "out_status": be.empty(B * n_pred, np.int32),
+                "hat": be.empty(B * n_lib * n_pred if pass3 == "hat" else 1, acc)}
         SMAP_XMAP.launch(be, spec, args, n_pred, B)
+        if pass3 == "hat":
+            SMAP_XMAP.launch_gemm(be, spec, args, n_pred, B)
         status = be.to_host(args["out_status"]).reshape(B, n_pred)
         if np.any(status == 3):  # cannot happen: "all neighbours" drops 0 or 1 point
             raise RuntimeError("S-map cross-map kernel dropped more than one neighbour")

@@ -1,4 +1,4 @@
-## params: E, TAU, REAL, ACC, WG, NTB
+## params: E, TAU, REAL, ACC, WG, NTB, PASS3
 ## version: 1
 ## S-map cross maps: library series s (embedded with E lags of TAU) predicts many target
 ## series at once, pyEDM's SMap(columns=s, target=t) for every target t.
@@ -21,6 +21,7 @@
 ## then solves or leaves it), out_status[b * n_pred + row].
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="hat" file="/smap/_hat.mako"/>
+<%namespace name="red" file="/smap/_xmap_reduce.mako"/>
 <%
 N = E + 1                      # unknowns: intercept + E slopes
 M = N + 1                      # with the rhs column (e0)
@@ -28,6 +29,8 @@ NENT = M * (M + 1) // 2
 UNROLL_MAX = 136               # Gram entries unrolled (E <= 15)
 if ACC not in ("double", "float"):
     raise ValueError("ACC must be double or float")
+if PASS3 not in ("stream", "hat"):
+    raise ValueError("PASS3 must be stream or hat")
 %>
 ${metric.real_type(REAL)}
 % if ACC == "double":
@@ -64,7 +67,8 @@ void smap_xmap(__global const real_t* restrict X, const int n, const int lib0,
                __global const int* restrict pred_t, const int n_pred,
                __global const int* restrict tgt, const int n_tg, const int Tp,
                const acc_t theta, const int excl_r, const int knn,
-               __global acc_t* restrict out_pred, __global int* restrict out_status)
+               __global acc_t* restrict out_pred, __global int* restrict out_status,
+               __global acc_t* restrict hat)
 {
     const int row = get_global_id(0);
     const int b = get_global_id(1);
@@ -122,6 +126,7 @@ ${hat.inverse_e0("G", "r")}
     }
     out_status[(size_t)b * n_pred + row] = status;
 
+% if PASS3 == "stream":
     /* pass 3: every target's prediction sum_j h_j y_t(tj + Tp), NTB targets a stream */
     for (int t0 = 0; t0 < n_tg; t0 += ${NTB}) {
         acc_t s[${NTB}];
@@ -147,43 +152,26 @@ ${point()}
         for (int u = 0; u < ${NTB} && t0 + u < n_tg; ++u)
             out_pred[((size_t)b * n_tg + t0 + u) * n_pred + row] = status ? (acc_t)NAN : s[u];
     }
+% else:
+    /* pass 3: the hat row, for the GEMM (zeros where the row has no fit here) */
+    __global acc_t* hb = hat + (size_t)b * n_lib * n_pred + row;
+    for (int j = 0; j < n_lib; ++j) {
+        acc_t h = (acc_t)0;
+        if (!status) {
+${point()}
+            const acc_t w = (out || j == skip) ? (acc_t)0 : exp(-scale * d);
+            h = r[0];
+% for k in range(E):
+            h += r[${k + 1}] * (acc_t)zr${k};
+% endfor
+            h *= w * w;
+        }
+        hb[(size_t)j * n_pred] = h;
+    }
+% endif
 }
 
-## rho of every (library, target) of a launch: one work-group per pair reduces the sums
-## of the rows where the prediction is finite and the target time observed (seen[row]),
-## in acc_t over the centred panel: Pearson's rho as numpy.corrcoef of those pairs.
-__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void smap_xmap_rho(__global const real_t* restrict X, const int n,
-                   __global const int* restrict pred_t, __global const int* restrict seen,
-                   const int n_pred, __global const int* restrict tgt, const int n_tg,
-                   const int Tp, __global const acc_t* restrict pred,
-                   __global acc_t* restrict out_rho)
-{
-    const int pair = get_group_id(0);   /* b * n_tg + t */
-    const int lid = get_local_id(0);
-    __global const acc_t* p = pred + (size_t)pair * n_pred;
-    __global const real_t* y = X + (size_t)tgt[pair % n_tg] * n + Tp;
-    acc_t s[6] = {(acc_t)0, (acc_t)0, (acc_t)0, (acc_t)0, (acc_t)0, (acc_t)0};
-    for (int row = lid; row < n_pred; row += ${WG}) {
-        const acc_t v = p[row];
-        if (!seen[row] || !isfinite(v)) continue;
-        const acc_t o = (acc_t)y[pred_t[row]];
-        s[0] += (acc_t)1; s[1] += v; s[2] += o;
-        s[3] += v * v; s[4] += o * o; s[5] += v * o;
-    }
-    __local acc_t red[6 * ${WG}];
-    for (int q = 0; q < 6; ++q) red[q * ${WG} + lid] = s[q];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int h = ${WG} / 2; h > 0; h /= 2) {
-        if (lid < h)
-            for (int q = 0; q < 6; ++q) red[q * ${WG} + lid] += red[q * ${WG} + lid + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0) {
-        const acc_t c = red[0];
-        const acc_t mp = red[${WG}] / c, mo = red[2 * ${WG}] / c;
-        const acc_t vp = red[3 * ${WG}] - c * mp * mp, vo = red[4 * ${WG}] - c * mo * mo;
-        const acc_t cv = red[5 * ${WG}] - c * mp * mo;
-        out_rho[pair] = c < (acc_t)2 ? (acc_t)NAN : cv / sqrt(vp * vo);
-    }
-}
+${red.rho_kernel()}
+% if PASS3 == "hat":
+${red.gemm_kernel()}
+% endif
