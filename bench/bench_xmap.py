@@ -20,6 +20,15 @@ Run:  python bench/bench_xmap.py --device pocl --N 100 --L 1000 --E 5
       python bench/bench_xmap.py --device nvidia --N 2000 --L 3780 --E 5 --data walk
       python bench/bench_xmap.py --device nvidia --N 5000 --L 3780 --E mixed
       python bench/bench_xmap.py --device nvidia:0 --devices nvidia:0,nvidia:1 --N 10000 --E 6
+
+``--method smap --theta 3``: the S-map map (``pe.xmap(method="smap")``) instead, against
+a loop of ``kedm.smap`` over every pair (kEDM has no S-map cross map; its smap, float32,
+is timed on ``--kedm-pairs`` pairs and extrapolated when they are fewer than N^2) and a
+loop of pyEDM's SMap (``--pyedm-pairs``, extrapolated). Agreement: max |rho| difference
+over the pairs each peer ran.
+
+      python bench/bench_xmap.py --method smap --theta 3 --N 10 --L 1000 --E 5
+      python bench/bench_xmap.py --device nvidia --method smap --theta 3 --N 1000 --L 1000 --E 5
 """
 
 from __future__ import annotations
@@ -109,7 +118,8 @@ def main(argv=None) -> None:
     ap.add_argument("--block-rows", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--profile", action="store_true", help="device time per kernel")
-    ap.add_argument("--peers", default="kedm,pyedm", help="comma list of kedm, pyedm")
+    ap.add_argument("--peers", default="kedm,pyedm",
+                    help="comma list of kedm, pyedm (and smap: a pe.smap loop, --method smap)")
     ap.add_argument("--pyedm-pairs", type=int, default=20)
     ap.add_argument("--with-edim", action="store_true")
     ap.add_argument("--data", choices=("osc", "walk"), default="osc",
@@ -117,6 +127,15 @@ def main(argv=None) -> None:
     ap.add_argument("--devices", default=None,
                     help="also time the map on these devices at once (e.g. nvidia:0,nvidia:1) "
                          "and print its speed-up over --device alone")
+    ap.add_argument("--method", choices=("simplex", "smap"), default="simplex")
+    ap.add_argument("--theta", type=float, default=3.0, help="S-map localisation (--method smap)")
+    ap.add_argument("--smap-pass3", choices=("auto", "stream", "hat"), default="auto",
+                    help="--method smap: how targets are summed (auto: pyedmcl's default "
+                         "for the device kind)")
+    ap.add_argument("--smap-compare", action="store_true",
+                    help="--method smap: also time the other pass-3 path, alternating")
+    ap.add_argument("--kedm-pairs", type=int, default=None,
+                    help="--method smap: kedm.smap pairs timed (default: all N^2)")
     a = ap.parse_args(argv)
 
     import clkernels
@@ -127,6 +146,8 @@ def main(argv=None) -> None:
     E = E_vector(a.E, a.N)
     print(f"device: {be.info.runtime} {be.info.name} ({be.info.compute_units} CUs)")
     print(f"N={a.N} L={a.L} E={a.E} (groups: {np.unique(E).size}) data={a.data}")
+    if a.method == "smap":
+        return bench_smap(a, X, E)
 
     t = time.perf_counter()
     warm_up(be, X, E, a.device, a.block_rows)
@@ -214,6 +235,127 @@ def main(argv=None) -> None:
             print(f"pyEDM CCM loop: {per * 1e3:.1f} ms/pair -> {tot:.1f} s for N^2 pairs "
                   f"(extrapolated)   ratio pyEDM/pyedmcl = {tot / best:.0f}x   "
                   f"max|diff| on {len(pairs)} pairs = {err:.2e}")
+
+
+def rho_of(pred: np.ndarray, obs: np.ndarray) -> float:
+    ok = np.isfinite(pred) & np.isfinite(obs)
+    return float(np.corrcoef(pred[ok], obs[ok])[0, 1])
+
+
+def compare_pass3(a, run, pass3: dict, kind: str) -> None:
+    """Both ways of summing the targets, alternating in this process (medians); the
+    matrices must be equal bit for bit."""
+    mine = pass3[kind]
+    ways = (mine, "hat" if mine == "stream" else "stream")
+    times: dict[str, list] = {w: [] for w in ways}
+    mats = {}
+    for w in ways:  # builds
+        pass3[kind] = w
+        mats[w] = run().rho
+    for _ in range(a.repeat):
+        for w in ways:
+            pass3[kind] = w
+            t = time.perf_counter()
+            run()
+            times[w].append(time.perf_counter() - t)
+    pass3[kind] = mine
+    same = np.array_equal(mats[ways[0]], mats[ways[1]], equal_nan=True)
+    print("pass 3 " + "   ".join(f"{w}: {np.median(v):.3f} s median" for w, v in times.items())
+          + f"   matrices {'identical' if same else 'DIFFER'}")
+
+
+def bench_smap(a, X: np.ndarray, E: np.ndarray) -> None:
+    """``--method smap``: the S-map map against loops of kedm.smap and pyEDM's SMap."""
+    import pyedmcl as pe
+    from pyedmcl.xmap import smap_map
+
+    kind = "gpu" if __import__("clkernels").get_backend(a.device).info.is_gpu else "cpu"
+    if a.smap_pass3 != "auto":
+        smap_map.PASS3[kind] = a.smap_pass3
+    print(f"pass 3: {smap_map.PASS3[kind]}")
+
+    def run():
+        return pe.xmap(X, E=E, device=a.device, method="smap", theta=a.theta,
+                       block_rows=a.block_rows)
+
+    if a.smap_compare:
+        compare_pass3(a, run, smap_map.PASS3, kind)
+
+    t = time.perf_counter()
+    run()
+    print(f"warm-up (kernel builds): {time.perf_counter() - t:.2f} s")
+    times, rho = [], None
+    for _ in range(a.repeat):
+        t = time.perf_counter()
+        rho = run().rho
+        times.append(time.perf_counter() - t)
+    best = float(np.median(times))
+    M = a.L - (E - 1)
+    terms = float(a.N * np.sum(M * M))  # (library, target, row, library point): a loop's work
+    print(f"pyedmcl xmap smap (theta={a.theta}): {best:.3f} s median, {min(times):.3f} s min "
+          f"of {a.repeat}  ({terms / best / 1e9:.2f} G pair-row-point terms/s)")
+    if a.profile:
+        be = __import__("clkernels").get_backend(a.device)
+        profile(be, run)
+    peers = [p for p in a.peers.split(",") if p]
+    rng = np.random.default_rng(1)
+    if "smap" in peers:  # pyedmcl's single-pair S-map, one call per pair
+        pe.smap(X[:, 0], target=X[:, 1], E=int(E[1]), Tp=0, theta=a.theta, device=a.device)
+        t, err = time.perf_counter(), 0.0
+        for i in range(a.N):
+            for j in range(a.N):
+                r = pe.smap(X[:, i], target=X[:, j], E=int(E[j]), Tp=0, theta=a.theta,
+                            device=a.device)
+                err = max(err, abs(r.rho - rho[i, j]))
+        lt = time.perf_counter() - t
+        print(f"pe.smap loop ({a.N * a.N} pairs): {lt:.3f} s   ratio loop/map = {lt / best:.2f}x   "
+              f"max|rho diff| = {err:.2e}")
+    if "kedm" in peers:
+        from peers import import_peer
+        kedm = import_peer("kedm")
+        if kedm is None:
+            print("kedm: not installed")
+        else:
+            n = a.N * a.N if a.kedm_pairs is None else a.kedm_pairs
+            pairs = ([(i, j) for i in range(a.N) for j in range(a.N)] if n >= a.N * a.N
+                     else rng.integers(0, a.N, (n, 2)).tolist())
+            kedm.smap(X[:, 0], X[:, 0], target=X[:, 1], E=int(E[1]), Tp=0, theta=a.theta)
+            err, kt = 0.0, []
+            for _ in range(max(1, a.repeat // 2)):
+                t = time.perf_counter()
+                for i, j in pairs:
+                    p = kedm.smap(X[:, i], X[:, i], target=X[:, j], E=int(E[j]), Tp=0,
+                                  theta=a.theta)
+                kt.append((time.perf_counter() - t) / len(pairs) * a.N * a.N)
+            for i, j in pairs[:200]:
+                p = kedm.smap(X[:, i], X[:, i], target=X[:, j], E=int(E[j]), Tp=0, theta=a.theta)
+                err = max(err, abs(rho_of(p, X[int(E[j]) - 1:, j]) - rho[i, j]))
+            kb = float(np.median(kt))
+            print(f"kedm.smap loop ({len(pairs)} pairs{'' if len(pairs) == a.N * a.N else ', extrapolated to N^2'}): "
+                  f"{kb:.3f} s median   ratio kedm/pyedmcl = {kb / best:.2f}x   "
+                  f"max|rho diff| = {err:.2e} (kEDM's S-map: float32, its own neighbour rule)")
+    if "pyedm" in peers:
+        import pandas as pd
+        import pyEDM
+        cols = [f"x{i}" for i in range(a.N)]
+        df = pd.DataFrame(X.astype(np.float64), columns=cols)
+        df.insert(0, "time", np.arange(1, a.L + 1))
+        pairs = rng.integers(0, a.N, (a.pyedm_pairs, 2))
+        err = 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter()
+            for i, j in pairs:
+                o = pyEDM.SMap(dataFrame=df, columns=cols[i], target=cols[j], E=int(E[j]),
+                               tau=-1, Tp=0, theta=a.theta, lib=[1, a.L], pred=[1, a.L])
+                pr = o["predictions"]
+                err = max(err, abs(rho_of(pr["Predictions"].to_numpy(),
+                                          pr["Observations"].to_numpy()) - rho[i, j]))
+            per = (time.perf_counter() - t) / len(pairs)
+        tot = per * a.N * a.N
+        print(f"pyEDM SMap loop: {per * 1e3:.1f} ms/pair -> {tot:.1f} s for N^2 pairs "
+              f"(extrapolated)   ratio pyEDM/pyedmcl = {tot / best:.0f}x   "
+              f"max|rho diff| on {len(pairs)} pairs = {err:.2e}")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=argparse.SUPPRESS)  # the former spelling, kept as an alias
     p.add_argument("--tau", type=int_arg, default=1, help="lag (> 0: into the past)")
     p.add_argument("--Tp", type=int_arg, default=0, help="cross-map prediction interval")
+    p.add_argument("--method", default="simplex", choices=("simplex", "smap"),
+                   help="cross map: simplex (default, CCM's) or smap (pyEDM's SMap of every "
+                        "pair, localisation --theta)")
+    p.add_argument("--theta", type=float, default=None,
+                   help="S-map localisation (>= 0; required by and only valid with --method smap)")
+    p.add_argument("--exclusion-radius", type=int_arg, default=0,
+                   help="rows around each prediction row left out of its library (--method smap)")
     p.add_argument("--devices", default=None,
                    help="comma-separated devices used at once, e.g. pocl,intel or nvidia:0,nvidia:1")
     p.add_argument("--scheduler", default=None,
@@ -105,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
                scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
                fma=args.fma, dtype=args.dtype, progress=show_progress(args),
                surrogates=args.surrogates, surrogate_method=args.surrogate_method,
-               seed=args.seed)
+               seed=args.seed, method=args.method, theta=args.theta,
+               exclusion_radius=args.exclusion_radius)
     summary = {"out": args.out, "N": int(len(res.E)), "E": res.E,
                "blocks_per_device": res.blocks_per_device}
     edges = None

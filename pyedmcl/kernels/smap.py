@@ -217,3 +217,80 @@ class _SMapCase(TuningCase):
 
     def output(self) -> np.ndarray:
         return self.backend.to_host(self.args["out_pred"])
+
+
+# --------------------------------------------------------------------------- cross maps
+
+
+class SMapXmapKernel:
+    """S-map cross maps (``smap/smap_xmap.cl.mako``): a batch of library series, each
+    predicting many target series from one factorisation per prediction row (the hat
+    matrix row, see the template's header). A fixed kernel: WG from the device kind,
+    NTB (targets a pass over the library) from the number of targets."""
+
+    template = "smap/smap_xmap.cl.mako"
+    #: work-items a group: CPUs vectorise across rows (one lane each), GPUs fill warps
+    WG_CPU, WG_GPU = 16, 64
+    #: most targets a pass over the library accumulates (private accumulators; on CPUs
+    #: 16 measured best of 8, 16 and 32, decision 0136; GPUs: to tune)
+    NTB_MAX_CPU, NTB_MAX_GPU = 16, 16
+
+    def spec_for(self, E: int, tau: int, real: Any, acc: str, n_targets: int,
+                 info: DeviceInfo, pass3: str = "stream") -> dict[str, Any]:
+        """The specialisation: ``E`` lags of ``tau``, storage ``real`` (NumPy type), ACC
+        ("double" or "float"), NTB for ``n_targets`` targets, WG for device ``info``,
+        PASS3 ("stream": targets summed in the row's kernel; "hat": hat rows written for
+        :meth:`launch_gemm`)."""
+        if acc not in ("double", "float"):
+            raise ValueError(f"accumulate={acc!r}; the S-map cross map allows 'double' or 'float'")
+        cap = self.NTB_MAX_GPU if info.is_gpu else self.NTB_MAX_CPU
+        ntb = 1
+        while ntb < min(cap, n_targets):
+            ntb *= 2
+        return {"E": int(E), "TAU": int(tau), "REAL": "double" if real == np.float64 else "float",
+                "ACC": acc, "WG": self.WG_GPU if info.is_gpu else self.WG_CPU,
+                "NTB": 1 if pass3 == "hat" else ntb, "PASS3": pass3}
+
+    def launch(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
+               n_pred: int, n_libs: int):
+        """Enqueue one launch over ``n_pred`` rows of ``n_libs`` library series."""
+        k = backend.kernel(self.template, spec, "smap_xmap")
+        wg = spec["WG"]
+        acc = acc_dtype(spec["ACC"])
+        return backend.launch(
+            k, (round_up(n_pred, wg), n_libs), (wg, 1),
+            args["X"], np.int32(args["n"]), np.int32(args["lib0"]), args["lib_t"],
+            np.int32(args["n_lib"]), args["pred_t"], np.int32(n_pred), args["tgt"],
+            np.int32(args["n_tg"]), np.int32(args["Tp"]), acc(args["theta"]),
+            np.int32(args["excl_r"]), np.int32(args["knn"]), args["out_pred"],
+            args["out_status"], args["hat"])
+
+    #: the GEMM's tile (smap/_xmap_reduce.mako): rows x targets a work-group, its shape
+    GEMM_TILE, GEMM_GROUP = (64, 32), (16, 8)
+
+    def launch_gemm(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
+                    n_pred: int, n_libs: int):
+        """Enqueue PASS3 "hat"'s product of the hat rows with the targets (``out_pred``)."""
+        k = backend.kernel(self.template, spec, "smap_xmap_gemm")
+        (tr, tt), (gr, gt) = self.GEMM_TILE, self.GEMM_GROUP
+        gsize = (-(-n_pred // tr) * gr, -(-args["n_tg"] // tt) * gt, n_libs)
+        return backend.launch(
+            k, gsize, (gr, gt, 1), args["hat"], args["X"], np.int32(args["n"]),
+            args["lib_t"], np.int32(args["n_lib"]), np.int32(n_pred), args["tgt"],
+            np.int32(args["n_tg"]), np.int32(args["Tp"]), args["out_status"],
+            args["out_pred"])
+
+
+    def launch_rho(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
+                   n_pred: int, n_pairs: int):
+        """Enqueue the rho reduction of ``n_pairs`` (library, target) pairs of a launch's
+        predictions (``args["out_pred"]``) into ``args["out_rho"]``."""
+        k = backend.kernel(self.template, spec, "smap_xmap_rho")
+        wg = spec["WG"]
+        return backend.launch(
+            k, (n_pairs * wg,), (wg,), args["X"], np.int32(args["n"]), args["pred_t"],
+            args["seen"], np.int32(n_pred), args["tgt"], np.int32(args["n_tg"]),
+            np.int32(args["Tp"]), args["out_pred"], args["out_rho"])
+
+
+SMAP_XMAP = SMapXmapKernel()

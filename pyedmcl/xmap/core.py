@@ -39,6 +39,7 @@ from ..validation import (
 from .head_start import HeadStart, engine_maker
 from .job import EngineSpec, HeadAssumption, Panel, XmapJob
 from .results import XmapResult
+from .smap_map import check_smap_options, refuse_smap_options, smap_result
 
 #: default rows per block over several devices: big enough to amortise a launch, small
 #: enough to balance
@@ -175,7 +176,7 @@ def _head_start(early: list[Any], uploads: list[Any], rows: np.ndarray, job: Xma
     start's engines; None where it does not apply, or where a parameter is invalid (the
     map refuses it after the pass, in its usual order)."""
     if not early or len(early) != len(job.devices) or job.knn_kernel not in (
-            None, "edm", "batched", "scan"):
+            None, "edm", "batched", "scan") or job.method != "simplex":
         return None
     N, n = rows.shape
     try:
@@ -345,7 +346,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
          n_workers: int = 2, overwrite: bool = False, progress: bool = False,
          knn_kernel: str | None = None, fma: bool | None = None,
          dtype: Any = None, surrogates: int = 0, surrogate_method: str = "ebisuzaki",
-         surrogate_options: dict | None = None, seed: int | None = None) -> XmapResult:
+         surrogate_options: dict | None = None, seed: int | None = None,
+         method: str = "simplex", theta: float | None = None,
+         exclusion_radius: int = 0) -> XmapResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
@@ -384,6 +387,11 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     beside rho; :func:`pyedmcl.causal_network` gives the FDR-controlled edges. ``seed``
     makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
     one, stored). Not with ``scheduler``.
+    ``method``: "simplex" (default: CCM's simplex cross map) or "smap": pyEDM's
+    ``SMap(columns=i, target=j)`` over the whole series (each row left out of its
+    library with its ``exclusion_radius`` neighbourhood) with localisation ``theta``
+    (required by, and only valid with, "smap"; :mod:`pyedmcl.xmap.smap_map`), on one
+    device, without surrogates or ``scheduler``.
     """
     heads: list[tuple[HeadStart, HeadAssumption]] = []  # (the map's head start, if any)
     # in memory, no full collection stalls the host's feeding of the devices (a store's
@@ -396,7 +404,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
                        n_workers=n_workers, overwrite=overwrite, progress=progress,
                        knn_kernel=knn_kernel, fma=fma, dtype=dtype, surrogates=surrogates,
                        surrogate_method=surrogate_method,
-                       surrogate_options=surrogate_options, seed=seed)
+                       surrogate_options=surrogate_options, seed=seed, method=method,
+                       theta=theta, exclusion_radius=exclusion_radius)
             return _xmap(X, heads, job)
     finally:
         for head, _ in heads:
@@ -407,7 +416,8 @@ def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block
          device: Any, devices: Any, backend: str | None, scheduler: str | None,
          n_workers: Any, overwrite: bool, progress: bool, knn_kernel: str | None,
          fma: bool | None, dtype: Any, surrogates: Any, surrogate_method: str,
-         surrogate_options: dict | None, seed: Any) -> XmapJob:
+         surrogate_options: dict | None, seed: Any, method: str = "simplex",
+         theta: Any = None, exclusion_radius: Any = 0) -> XmapJob:
     """:func:`xmap`'s options validated (in the order they are refused) and resolved:
     the devices (the measured default runtime), a resumed store's ``block_rows``,
     ``fma``, ``dtype`` and ``seed``, the FMA default of the devices. Those checked
@@ -427,8 +437,11 @@ def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block
             raise ValueError("surrogates= is not supported with scheduler= (a Dask "
                              "cluster) yet; run on this node's devices (devices=)")
     seed = check_seed(seed)
+    method, theta, exclusion_radius = check_smap_options(method, theta, exclusion_radius)
     devs = _devices(devices if devices is not None else ([device] if device is not None
                                                           else None))
+    if method == "smap":
+        refuse_smap_options(surrogates, scheduler, devs)
     if devs == [None] and not scheduler:  # the default: the CPU runtime measured faster here
         devs = [_default_device()]
     from clkernels import get_backend
@@ -453,7 +466,8 @@ def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block
                    n_workers=n_workers, overwrite=overwrite, progress=progress,
                    knn_kernel=knn_kernel, fma=bool(fma), dtype=dt, fp64=fp64,
                    surrogates=surrogates, surrogate_method=surrogate_method,
-                   surrogate_options=surrogate_options, seed=seed)
+                   surrogate_options=surrogate_options, seed=seed, method=method,
+                   theta=theta, exclusion_radius=exclusion_radius)
 
 
 def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -> XmapResult:
@@ -472,6 +486,15 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -
     runner = (_dask_runner(job.scheduler, job.n_workers, job.devices, job.backend)
               if job.scheduler else None)
     E_arr, edim_rho = _optimal_E(job, panel, spec, blocks, store, runner)
+    if job.method == "smap":
+        res = smap_result(job, panel, blocks, E_arr, store, edim_rho,
+                          raw=as_panel(X, np.float64)[0])
+        if panel.float32_holds():
+            return res
+        return xmap(X, E=job.E, tau=panel.tau, Tp=panel.Tp, max_E=job.E_max,  # warned
+                    block_rows=job.block_rows, devices=list(job.devices), backend=job.backend,
+                    dtype="float64", progress=job.progress, method="smap", theta=job.theta,
+                    exclusion_radius=job.exclusion_radius)
     if job.surrogates:
         return _xmap_surrogates(job, panel, spec, blocks, E_arr, store, edim_rho)
     rho, counts = _matrix(job, panel, spec, blocks, E_arr, store, runner, heads)
@@ -582,6 +605,9 @@ def _open_store(job: XmapJob, panel: Panel, block_rows: int) -> Any:
               "data_sha256": data_checksum(panel.X) if job.out is not None else None,
               "dtype": str(panel.dtype), "fma": job.fma,
               "convention": "rho[i, j] = library i cross-maps target j, E = E[j]"}
+    if job.method != "simplex":  # (as surrogates: other jobs' parameters are unchanged)
+        params.update({"method": job.method, "theta": job.theta,
+                       "exclusion_radius": job.exclusion_radius})
     if job.surrogates:  # only then: the parameters (and checksums) of other jobs are unchanged
         params.update({"surrogates": job.surrogates, "surrogate_method": job.surrogate_method,
                        "surrogate_options": job.surrogate_options, "seed": job.seed})

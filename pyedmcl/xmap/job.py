@@ -47,6 +47,9 @@ class XmapJob:
     surrogate_method: str
     surrogate_options: dict | None
     seed: int | None  # with surrogates: the store's when resuming, else a fresh one
+    method: str = "simplex"  # or "smap" (pyedmcl.xmap.smap_map)
+    theta: float | None = None  # S-map's localisation (method "smap" only)
+    exclusion_radius: int = 0  # S-map's (method "smap" only)
 
     @property
     def in_memory(self) -> bool:
