@@ -328,3 +328,23 @@ def test_a_slide_winner_gives_way_to_the_best_timed_layout_without_it():
     assert KNN.chosen(be.info, choice, {**spec, "TAU": 1}, contiguous=True) == win
     bare = Choice(win, "shipped:device", {"params": win})  # no times: the winner, fixed later
     assert KNN.chosen(be.info, bare, spec, contiguous=True) == win
+
+
+def test_an_entry_from_before_slide_gives_way_to_the_slide_layout_on_gpus():
+    """A GPU entry that never measured SLIDE (its params lack the key) gives the SLIDE
+    layout where SLIDE applies (tau 3, E 12: span 33), and its own params where it does
+    not (a gapped library, a span above 48) or on a CPU."""
+    from clkernels.tuning.database import Choice
+
+    from pyedmcl.kernels.knn import SLIDE_LAYOUT_GPU
+
+    be = _fake_gpu()
+    old = {"VARIANT": "vec", "WG": 128, "TILE": 256, "EA": 0, "QB": 8, "QQ": 1, "CB": 0,
+           "INS": "reg", "FLAG": 1, "SPLIT": 1}
+    choice = Choice(old, "shipped:vendor_type", {"params": old})
+    spec = {"E": 12, "TAU": 3, "K": 13, "METRIC": "euclidean", "REAL": "float"}
+    assert KNN.chosen(be.info, choice, spec, contiguous=True) == SLIDE_LAYOUT_GPU
+    assert KNN.chosen(be.info, choice, spec, contiguous=False) == old
+    assert KNN.chosen(be.info, choice, {**spec, "TAU": 5}, contiguous=True) == old
+    cpu = get_backend(CPU_DEVICE).info
+    assert KNN.chosen(cpu, choice, spec, contiguous=True) == old

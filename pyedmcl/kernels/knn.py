@@ -65,6 +65,14 @@ def _heuristic(info: DeviceInfo) -> Params:
 #: GPUs without a tuned entry for the problem, where the library is contiguous
 SLIDE_GPU = 16
 
+#: a GPU's layout where SLIDE applies and the tuning entry never measured SLIDE (entries
+#: from before it): the rows variant on a tile of raw values, blocks of 16 points, each
+#: pair's partial sum checked every two coordinates (the same tables bit for bit as any
+#: layout; measurements in decisions 0104, 0112 and 0141)
+SLIDE_LAYOUT_GPU: Params = {"VARIANT": "rows", "WG": 32, "TILE": 256, "QB": 1, "EA": 2,
+                            "INS": "reg", "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0,
+                            "SLIDE": 16}
+
 
 #: the largest window span (E - 1) * TAU the SLIDE option takes (``knn/_slide.mako``'s
 #: SPAN_MAX: a block keeps SLIDE + span raw values in registers)
@@ -201,16 +209,20 @@ class KnnKernel(TunableKernel):
     def chosen(self, info: DeviceInfo, choice: Any, spec: dict[str, Any],
                contiguous: bool) -> Params:
         """The parameters :meth:`params_for` starts from: the lookup's ``choice``
-        (:class:`clkernels.tuning.Choice`). Where that is a SLIDE layout this launch cannot
-        take (a window span above SLIDE_SPAN_MAX, a library not contiguous:
-        :func:`slide_applies`), the entry's
-        fastest timed configuration without SLIDE: the tuner times lags of 1, where the
-        raw-value tile wins, and dropping SLIDE from its winner leaves a layout that was
-        never the best one of its own kind (decision 0129)."""
+        (:class:`clkernels.tuning.Choice`). On a GPU where SLIDE applies and the choice's
+        entry never measured it (entries from before SLIDE), :data:`SLIDE_LAYOUT_GPU`.
+        Where the choice is a SLIDE layout this launch cannot take (a window span above
+        :data:`SLIDE_SPAN_MAX`, a library not contiguous: :func:`slide_applies`), the
+        entry's fastest timed configuration without SLIDE: dropping SLIDE from the winner
+        leaves a layout that was never the best one of its own kind (decision 0129)."""
         p = choice.params
-        if p.get("SLIDE", 0) and not slide_applies(spec, contiguous) and choice.entry:
+        entry = choice.entry
+        if (info.is_gpu and entry is not None and "SLIDE" not in (entry.get("params") or {})
+                and slide_applies(spec, contiguous)):
+            return dict(SLIDE_LAYOUT_GPU)
+        if p.get("SLIDE", 0) and not slide_applies(spec, contiguous) and entry:
             timed = []
-            for key, t in (choice.entry.get("times") or {}).items():
+            for key, t in (entry.get("times") or {}).items():
                 try:
                     cand = json.loads(key)
                 except (TypeError, ValueError):

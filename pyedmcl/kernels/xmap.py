@@ -55,7 +55,7 @@ from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
-from .knn import KNN, KnnKernel, slide_applies
+from .knn import KNN, SLIDE_LAYOUT_GPU, KnnKernel, slide_applies
 from .knn_scan import KNN_SCAN, KnnScanKernel, batch_inputs
 from .knn_scan import k_per_e as _ks
 from .lookup import acc_type, ccm_skill_wg, pow2_floor
@@ -106,19 +106,10 @@ class XmapKnnKernel(KnnKernel):
     slide_untuned_gpu = False
     space = TuningSpace(params=KNN.space.params, heuristic=_heuristic, constraint=_fits,
                         filled=KNN.space.filled)
-    #: a GPU's layout for a batch of contiguous libraries (SLIDE applies: slide_applies) where its
-    #: entry never measured SLIDE (every GPU entry shipped predates it) or none exists: the
-    #: rows variant on a tile of raw values, blocks of 16 points (``knn/_slide.mako``; the
-    #: same tables bit for bit). H100, the map's k-NN device time, tuned entry -> this:
-    #: N = 5,000 x 3,780 E = 3 92 -> 39 ms, E = 5 90 -> 57 ms, E = 10 285 -> 115 ms;
-    #: N = 2,000 x 3,780 E = 20 495 -> 103 ms; N = 10,000 x 1,000 E = 6 34 -> 20 ms
-    #: (decision 0104). Each pair's partial sum checked against the query's threshold
-    #: every two coordinates (EA 0 -> 2, the same tables): E = 3 32.1 -> 30.0 ms, E = 5
-    #: 49 -> 41.5 ms, E = 10 95.8 -> 77 ms, E = 20 88.9 -> 72.9 ms, E = 6 (10,000 x 1,000)
-    #: 23.2 -> 23.3 ms (decision 0112)
-    SLIDE_LAYOUT_GPU: Params = {"VARIANT": "rows", "WG": 32, "TILE": 256, "QB": 1, "EA": 2,
-                                "INS": "reg", "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0,
-                                "SLIDE": 16}
+    #: a GPU's layout for a batch of contiguous libraries where SLIDE applies and its
+    #: entry never measured SLIDE (every GPU entry shipped predates it) or none exists
+    #: (the knn family's; xmap's k-NN device time with it in decisions 0104 and 0112)
+    SLIDE_LAYOUT_GPU: Params = SLIDE_LAYOUT_GPU
 
     def chosen(self, info: DeviceInfo, choice: Any, spec: dict[str, Any],
                contiguous: bool) -> Params:
