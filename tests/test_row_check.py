@@ -495,3 +495,20 @@ def test_enqueued_redo_equals_the_redo_after_the_wait(device, monkeypatch, case,
         assert taken[0] is not None  # the enqueued redo held every flagged row
     if slots == 2:
         assert taken[0] is None  # more flagged rows than slots: redone after the wait
+
+
+@pytest.mark.parametrize("E, tau", [(1, 1), (7, 2), (12, 3), (5, -2), (70, 1)])
+def test_point_norms_equal_the_direct_sums(E, tau):
+    """The query norms the bound reads, from a run of points (slices; E = 70: running
+    sums) and from gapped points (running sums): the direct O(n E) float64 sums, the
+    squares within 1e-12 relative plus the running sums' cancellation, 1e-15 of the
+    total."""
+    rng = np.random.default_rng(E)
+    z = rng.standard_normal(600) * 3 + 1
+    t = abs(tau)
+    npts = z.size - (E - 1) * t
+    direct = np.sqrt(np.stack([z[k * t:k * t + npts] ** 2 for k in range(E)]).sum(0))
+    for pts in (np.arange(4, npts - 3), np.arange(0, npts, 3)):
+        got = row_check.point_norms(z * z, pts, E, tau)
+        np.testing.assert_allclose(got ** 2, direct[pts] ** 2, rtol=1e-12,
+                                   atol=1e-15 * float((z * z).sum()))

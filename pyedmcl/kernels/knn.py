@@ -65,6 +65,11 @@ def _heuristic(info: DeviceInfo) -> Params:
 #: GPUs without a tuned entry for the problem, where the library is contiguous
 SLIDE_GPU = 16
 
+#: work-items per compute unit below which a SLIDE layout splits each query's scan
+#: (H200, Simplex leave-one-out: 50,000 queries of E = 12 take 2.0 ms unsplit, 3.7 ms
+#: split four ways; decision 0141)
+SLIDE_FILL_PER_CU = 256
+
 #: a GPU's layout where SLIDE applies and the tuning entry never measured SLIDE (entries
 #: from before it): the rows variant on a tile of raw values, blocks of 16 points, each
 #: pair's partial sum checked every two coordinates (the same tables bit for bit as any
@@ -185,8 +190,9 @@ class KnnKernel(TunableKernel):
         # candidates in all: 7-10 ms instead of 4.8 ms at L=32,768, E=20 on the H100)
         split_max = 32 if p["VARIANT"] == "rows" else 1
         if be.info.is_gpu and p["SPLIT"] == 1 and nq_total is not None:
-            # few queries: split each query's library scan so the GPU fills up
-            want = be.info.compute_units * 1024
+            # few queries: split each query's library scan so the GPU fills up (SLIDE's
+            # blocks hold more registers a work-item: fewer work-items fill it)
+            want = be.info.compute_units * (SLIDE_FILL_PER_CU if p["SLIDE"] else 1024)
             while (p["SPLIT"] < split_max and nq_total * p["SPLIT"] < want
                    and p["WG"] % (2 * p["SPLIT"]) == 0
                    and (p["WG"] * spec["K"] * (item + 4)) <= be.info.local_mem_bytes // 2):
