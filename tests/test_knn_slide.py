@@ -335,7 +335,6 @@ def test_an_entry_from_before_slide_gives_way_to_the_slide_layout_on_gpus():
     layout where SLIDE applies (tau 3, E 12: span 33), and its own params where it does
     not (a gapped library, a span above 48) or on a CPU."""
     from clkernels.tuning.database import Choice
-
     from pyedmcl.kernels.knn import SLIDE_LAYOUT_GPU
 
     be = _fake_gpu()

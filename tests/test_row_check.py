@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import pyedmcl as pe
 from clkernels import get_backend
 from pyedmcl.edm import row_check, row_redo
+from pyedmcl.primitives import knn as pknn
 from pyedmcl.primitives.knn import DeviceKnn
 from pyedmcl.primitives.lookup import lookup_checked, lookup_device
 from pyedmcl.primitives.ranges import resolve
@@ -470,14 +471,25 @@ def _enqueue_cases():
 
 
 @pytest.mark.parametrize("case", list(_enqueue_cases()))
-@pytest.mark.parametrize("slots", [128, 2])
-def test_enqueued_redo_equals_the_redo_after_the_wait(device, monkeypatch, case, slots):
+@pytest.mark.parametrize("slots", [128, "128 chunked", 2])
+def test_enqueued_redo_equals_the_redo_after_the_wait(device, monkeypatch, request, case, slots):
     """The float64 redo enqueued behind the first pass (no host round trip) gives the
-    redo after the wait's results bit for bit: predictions, variances and skill; with
+    redo after the wait's results bit for bit: predictions, variances and skill; also
+    with each slot's library scanned in chunks merged on the device (as on GPUs); with
     more flagged rows than slots the rows are redone after the wait, equal again."""
     be = get_backend(device)
     if not be.info.fp64:
         pytest.skip("the device redo needs fp64")
+    if slots == "128 chunked":
+        slots = 128
+        monkeypatch.setattr(row_redo, "REDO_GROUPS_PER_CU", 10 ** 4)
+        monkeypatch.setattr(row_redo, "REDO_MIN_POINTS", 1)
+        monkeypatch.setattr(row_redo, "REDO_MAX_CHUNKS", 5)
+        monkeypatch.setattr(row_redo, "REDO_SPLITS", (16,))
+    chunked: list = []
+    real_chunked = pknn.knn_device_chunked
+    monkeypatch.setattr(pknn, "knn_device_chunked",
+                        lambda *a, **k: chunked.append(k["chunks"]) or real_chunked(*a, **k))
     x, y, kw = _enqueue_cases()[case]
     monkeypatch.setattr(row_redo, "ENQUEUE_ON", ())
     want = pe.simplex(x, y, device=device, **kw)
@@ -495,6 +507,8 @@ def test_enqueued_redo_equals_the_redo_after_the_wait(device, monkeypatch, case,
         assert taken[0] is not None  # the enqueued redo held every flagged row
     if slots == 2:
         assert taken[0] is None  # more flagged rows than slots: redone after the wait
+    if request.node.callspec.params["slots"] == "128 chunked":
+        assert chunked and chunked[0] == 5
 
 
 @pytest.mark.parametrize("E, tau", [(1, 1), (7, 2), (12, 3), (5, -2), (70, 1)])

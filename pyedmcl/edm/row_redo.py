@@ -40,6 +40,12 @@ REDO_SLOTS = 128
 REDO_SPLITS = (256, 128, 64, 32)
 #: local memory the redo's k-NN leaves free of the device's (its runtime's own use)
 REDO_LOCAL_SPARE = 8 << 10
+#: work-groups per compute unit the redo's k-NN aims at: each slot's library is scanned
+#: in chunks by as many work-groups (their tables merged on the device, the same table),
+#: at most :data:`REDO_MAX_CHUNKS`, each work-item keeping :data:`REDO_MIN_POINTS` points
+REDO_GROUPS_PER_CU = 4
+REDO_MAX_CHUNKS = 16
+REDO_MIN_POINTS = 32
 #: the kinds of device ("gpu", "cpu") that enqueue the redo: not CPUs, whose few cores
 #: would scan the library for every slot, flagged or not, where the redo after the wait
 #: scans it for the flagged rows only
@@ -124,6 +130,15 @@ def redo_params(E: int, K: int, max_wg: int = 256, local_bytes: int = 32 << 10
             "QB": 1, "QQ": 1, "CB": 0, "INS": "reg", "FLAG": 1, "SLIDE": 0}
 
 
+def redo_chunks(nl: int, slots: int, split: int, compute_units: int) -> int:
+    """Chunks of the library each slot's scan is spread over (:data:`REDO_GROUPS_PER_CU`
+    work-groups a compute unit in all, at most :data:`REDO_MAX_CHUNKS`, at least
+    :data:`REDO_MIN_POINTS` points a work-item); 1: one work-group a slot."""
+    want = -(-REDO_GROUPS_PER_CU * compute_units // max(slots, 1))
+    most = nl // (REDO_MIN_POINTS * max(split, 1))
+    return max(1, min(REDO_MAX_CHUNKS, want, most))
+
+
 def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev: Any,
                  l_dev: Any) -> EnqueuedRedo:
     """Enqueue the float64 redo of the first :data:`REDO_SLOTS` flagged queries of the
@@ -131,7 +146,7 @@ def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev:
     patch of ``checked.pred`` / ``checked.var``, behind it on ``be``'s queue (no wait).
     ``q_dev`` / ``l_dev``: the plan's query and library points on the device."""
     from ..kernels.lookup import LOOKUP
-    from ..primitives.knn import hold
+    from ..primitives.knn import hold, knn_device_chunked
     from ..primitives.lookup import lookup_device
 
     x, y = redo.x, redo.y
@@ -146,12 +161,20 @@ def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev:
     sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
     hold(be, xd, yd, qsel, rsel, sh, sc)
     LOOKUP.launch_select(be, checked.nflag, checked.flagq, slots, q_dev, qsel, rsel)
-    table = redo.neighbors.device_table(
-        be, xd, x.size, E=plan.E, tau=plan.tau, k=plan.knn,
-        qpts=np.zeros(slots, np.int32), lpts=plan.lib_points, radius=plan.exclusion_radius,
-        real="double", q_dev=qsel, l_dev=l_dev,
-        params=redo_params(plan.E, plan.knn, be.info.max_work_group_size,
-                           be.info.local_mem_bytes - REDO_LOCAL_SPARE))
+    params = redo_params(plan.E, plan.knn, be.info.max_work_group_size,
+                         be.info.local_mem_bytes - REDO_LOCAL_SPARE)
+    nl = int(plan.lib_points.size)
+    chunks = redo_chunks(nl, slots, params["SPLIT"], be.info.compute_units)
+    if chunks > 1:
+        table = knn_device_chunked(be, xd, x.size, E=plan.E, tau=plan.tau, k=plan.knn,
+                                   q_dev=qsel, nq=slots, l_dev=l_dev, nl=nl,
+                                   radius=plan.exclusion_radius, chunks=chunks, params=params,
+                                   real="double")
+    else:
+        table = redo.neighbors.device_table(
+            be, xd, x.size, E=plan.E, tau=plan.tau, k=plan.knn,
+            qpts=np.zeros(slots, np.int32), lpts=plan.lib_points, radius=plan.exclusion_radius,
+            real="double", q_dev=qsel, l_dev=l_dev, params=params)
     p64, v64 = lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
                              real="double", variance=redo.variance)
     LOOKUP.launch_patch(be, "float", checked.pred, checked.var, nq, y.shape[0], rsel, slots,

@@ -247,7 +247,7 @@ class KnnKernel(TunableKernel):
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
                l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev, *,
-               xoff: int = 0, series_stride: int = 0):
+               xoff: int = 0, series_stride: int = 0, lstride: int | None = None):
         """Tables of ``nbatch`` batches into ``idx_dev`` / ``dist_dev`` (nbatch, nq, K).
 
         Batch ``b`` is library list ``b`` of ``l_dev`` (nbatch, nl); or, with
@@ -255,7 +255,9 @@ class KnnKernel(TunableKernel):
         ``xoff + b * series_stride`` on, all batches sharing the lists ``q_dev`` /
         ``l_dev`` (points and output indices are then the series' own). ``params`` with
         SLIDE > 0 need contiguous library lists (the caller's check: :func:`is_contiguous`;
-        :meth:`params_for` sets SLIDE only then).
+        :meth:`params_for` sets SLIDE only then). ``lstride``: library list ``b`` starts
+        at ``l_dev[b * lstride]`` (default ``nl``: lists one after another; less: lists
+        that overlap, e.g. chunks of one library, :func:`chunk_layout`).
         """
         k = be.kernel(*self.request(be, params, spec))
         params = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, **params}
@@ -264,7 +266,8 @@ class KnnKernel(TunableKernel):
             gx = (nq + qw - 1) // qw * params["WG"]
         else:
             gx = (nq + params["QB"] - 1) // params["QB"] * params["WG"]
-        lstride = 0 if series_stride else nl
+        if lstride is None:
+            lstride = 0 if series_stride else nl
         return be.launch(k, (gx, nbatch), (params["WG"], 1), x_dev, np.int32(xoff),
                          np.int32(series_stride), q_dev, np.int32(nq), l_dev, np.int32(nl),
                          np.int32(lstride), np.int32(radius), idx_dev, dist_dev)
@@ -279,6 +282,30 @@ class KnnKernel(TunableKernel):
         k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "dist_full")
         return be.launch(k, (round_up(nl, wg), nq), (wg, 1), x_dev, q_dev, np.int32(nq), l_dev,
                          np.int32(nl), acc_dev, fin_dev)
+
+
+    def launch_merge(self, be: Backend, spec: dict[str, Any], nb: int, q_dev, nq: int,
+                     in_idx, in_dist, out_idx, out_dist):
+        """Merge ``nb`` tables ``(nb, nq, K)`` of accumulated distances (:meth:`launch`
+        with ``RAW=1`` over library chunks) into one finished table ``(1, nq, K)``, the
+        kernel's total order over all chunks (``knn/merge.cl.mako``)."""
+        wg = 64
+        k = be.kernel("knn/merge.cl.mako", {"K": spec["K"], "REAL": spec["REAL"],
+                                            "METRIC": spec["METRIC"], "NB": nb}, "knn_merge")
+        return be.launch(k, (round_up(max(nq, 1), wg),), (wg,), q_dev, np.int32(nq), in_idx,
+                         in_dist, out_idx, out_dist)
+
+
+def chunk_layout(nl: int, chunks: int) -> tuple[int, int, int]:
+    """``(chunks, length, stride)``: ``chunks`` lists of ``length`` library entries, list
+    ``b`` from entry ``b * stride``, that cover ``nl`` entries, the last one ending at the
+    last entry (lists overlap where ``stride < length``)."""
+    chunks = max(1, min(chunks, nl))
+    if chunks == 1:
+        return 1, nl, nl
+    length = -(-nl // chunks)
+    stride = (nl - length) // (chunks - 1)
+    return chunks, nl - (chunks - 1) * stride, stride
 
 
 KNN = KnnKernel()

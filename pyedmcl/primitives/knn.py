@@ -96,6 +96,30 @@ def _knn_launch(be: Backend, E: int, tau: int, k: int, nq: int, lpts: np.ndarray
     return spec, params, contiguous
 
 
+def knn_device_chunked(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, q_dev,
+                       nq: int, l_dev, nl: int, radius: int, chunks: int, params: Params,
+                       metric: str = "euclidean", real: str = "float") -> DeviceKnn:
+    """:func:`knn_device` for few queries over a long library (one list ``l_dev`` of
+    ``nl`` points, queries ``q_dev``): the library scanned in ``chunks`` overlapping
+    chunks by as many work-groups per query (:func:`~pyedmcl.kernels.knn.chunk_layout`),
+    their tables merged on the device in the kernel's total order, so the table equals
+    the single launch's bit for bit. ``params``: the per-chunk launch (any variant)."""
+    from ..kernels.knn import chunk_layout
+
+    nb, length, stride = chunk_layout(nl, chunks)
+    spec = {"E": E, "TAU": abs(tau), "K": k, "METRIC": metric, "REAL": real}
+    dt = np.float64 if real == "double" else np.float32
+    raw_idx = be.empty((nb, nq, k), np.int32)
+    raw_dist = be.empty((nb, nq, k), dt)
+    idx = be.empty((1, nq, k), np.int32)
+    dist = be.empty((1, nq, k), dt)
+    KNN.launch(be, {**params, "RAW": 1}, spec, x_dev, q_dev, nq, l_dev, length, nb, radius,
+               raw_idx, raw_dist, lstride=stride)
+    KNN.launch_merge(be, spec, nb, q_dev, nq, raw_idx, raw_dist, idx, dist)
+    hold(be, raw_idx, raw_dist, idx, dist, q_dev, l_dev)
+    return DeviceKnn(idx, dist, 1, nq, k, keep=(q_dev, l_dev))
+
+
 def widened_params(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray,
                    lpts: np.ndarray, base_k: int, metric: str = "euclidean",
                    real: str = "float", nc: int = 1) -> Params | None:

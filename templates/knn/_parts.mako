@@ -139,8 +139,14 @@ inline int lib_lower_bound(__global const int* lib, const int nl, const int p)
 % endif
 </%def>
 
-## entry k of a query's register list bd{k}SF / bi{k}SF into its output row at o
+## entry k of a query's register list bd{k}SF / bi{k}SF into its output row at o; RAW=1
+## (given only then): the accumulated values, unfinished, for a merge of lists
+## (merge.cl.mako) that orders them as the kernel did
 <%def name="store(k, SF='')">\
         out_idx[o + ${k}] = bi${k}${SF};
+% if context.get("RAW", 0):
+        out_dist[o + ${k}] = bi${k}${SF} < 0 ? INFINITY : bd${k}${SF};
+% else:
         out_dist[o + ${k}] = bi${k}${SF} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d%s" % (k, SF))};
+% endif
 </%def>
