@@ -37,7 +37,7 @@ REDO_SLOTS = 128
 #: work-items scanning one query's library in the redo's k-NN (its SPLIT and work-group),
 #: the largest of these whose merge lists and a tile of as many points fit
 #: :data:`REDO_LOCAL_BYTES`: few queries, so each query's scan is spread wide
-REDO_SPLITS = (256, 128, 64, 32)
+REDO_SPLITS = (128, 64, 32)
 #: local memory the redo's k-NN leaves free of the device's (its runtime's own use)
 REDO_LOCAL_SPARE = 8 << 10
 #: work-groups per compute unit the redo's k-NN aims at: each slot's library is scanned

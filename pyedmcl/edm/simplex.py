@@ -174,9 +174,10 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             c = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
                                be.to_device_aside(check.qnorm[q0:q1]), thr, span, check.E,
                                variance=variance)
-            p, v, f = c.pred, c.var, c.rows_reader(be)
+            p, v = c.pred, c.var
             if row_redo.applies(be, check.redo, q1 - q0 == qpts.size):
                 check.enqueued = row_redo.enqueue_redo(be, plan, check.redo, c, q_dev, l_dev)
+            f = c.rows_reader(be)  # its reads behind the redo: the redo's kernels go first
         if q1 - q0 == qpts.size:
             return p, v, f
         got = (be.to_host(p), (be.to_host(v) if variance else None))
