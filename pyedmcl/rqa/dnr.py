@@ -122,6 +122,44 @@ def reusing_buffers() -> Iterator[None]:
         _pool_local.pools = None
 
 
+#: pools that :func:`keeping_buffers` keeps between its blocks, per backend (taken out
+#: while a block uses one, so concurrent blocks never share a pool)
+_kept_pools: weakref.WeakKeyDictionary[Backend, Any] = weakref.WeakKeyDictionary()
+
+
+def _pool_bytes(pool: dict[str, Any]) -> int:
+    """The bytes of the arrays a pool holds free."""
+    return sum(int(b.size) * b.dtype.itemsize for bufs in pool["free"].values() for b in bufs)
+
+
+@contextmanager
+def keeping_buffers(be: Backend) -> Iterator[None]:
+    """:func:`reusing_buffers` whose pool for ``be`` outlives the block: the next block
+    on ``be`` starts with the arrays this one left (zeroed again by a device fill, or
+    written again), so that repeated runs of one shape (a grid's several-threshold pass,
+    whose K-fold histograms and carries are K times a single run's) do not allocate, and
+    first touch, their memory again. CPU runtimes only (as :func:`_reusable_sbits`); at
+    most :data:`_SBITS_KEEP_BYTES` kept; a block that raises keeps nothing. Inside an
+    active :func:`reusing_buffers` block, that block's pool is used."""
+    if getattr(_pool_local, "pools", None) is not None or not _reusable_sbits(be):
+        yield
+        return
+    with _sbits_lock:
+        kept = _kept_pools.pop(be, None)
+    _pool_local.pools = {} if kept is None else {be: kept}
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        pool = _pool_local.pools.get(be)
+        _pool_local.pools = None
+        if ok and pool is not None and not pool["taken"] \
+                and _pool_bytes(pool) <= _SBITS_KEEP_BYTES:
+            with _sbits_lock:
+                _kept_pools[be] = pool
+
+
 def _pool_of(be: Backend) -> dict[str, Any] | None:
     pools = getattr(_pool_local, "pools", None)
     if pools is None or be.info.runtime == "oclgrind":

@@ -24,6 +24,7 @@ import numpy as np
 from ..kernels.rqa_lines import LineSpec
 from ..validation import check_embedding
 from .core import _check_common, _resolve_thresholds, auto_result, check_rate
+from .dnr import keeping_buffers
 from .dnr_k import Thresholds, detect_lines_k
 from .exact import for_run as exact_for_run
 from .lines_k import MAX_THRESHOLDS, PathUnsupported
@@ -106,9 +107,10 @@ def _one_pass(runner: Any, xs: np.ndarray, spec: LineSpec, part: list[tuple[int,
         np.array([e.b for _, _, e in part], dtype=np.float32))
     kmin = max(w, 1)
     try:
-        return detect_lines_k(runner.bes[0], xs, xs, ts,
-                              spec=dataclasses.replace(spec, nthr=len(part)), n_rows=n,
-                              n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w,
-                              edge=edge, symmetric=True, exact=ex)
+        with keeping_buffers(runner.bes[0]):  # the K-fold arrays of the last pass again
+            return detect_lines_k(runner.bes[0], xs, xs, ts,
+                                  spec=dataclasses.replace(spec, nthr=len(part)), n_rows=n,
+                                  n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [],
+                                  w=w, edge=edge, symmetric=True, exact=ex)
     except PathUnsupported:
         return None
