@@ -110,7 +110,8 @@ def test_kept_buffers_between_passes(device, series):
 
 def test_kept_pool_dropped_after_error(monkeypatch, series):
     """A pass that raises keeps no pool (its arrays may still be queued); the next pass
-    allocates anew and gives the single calls' rows."""
+    allocates anew and gives the single calls' rows; a kept pool holds the arrays of the
+    last pass's shapes."""
     from pyedmcl.rqa import dnr
 
     be = get_backend(FAST_BUILD_CPU)
@@ -130,6 +131,12 @@ def test_kept_pool_dropped_after_error(monkeypatch, series):
     df = pe.rqa_grid(x, E=3, tau=2, radius=RADII[:3], device=FAST_BUILD_CPU)
     for k, r in enumerate(RADII[:3]):
         assert _row_equal(pe.rqa(x, E=3, tau=2, radius=r, device=FAST_BUILD_CPU), df.iloc[k])
+    # the pool keeps the last pass's shapes only, not every shape seen
+    shapes = set(dnr._kept_pools[be]["free"])
+    pe.rqa_grid(x[:300], E=3, tau=2, radius=RADII[:3], device=FAST_BUILD_CPU)
+    assert set(dnr._kept_pools[be]["free"]) != shapes
+    pe.rqa_grid(x, E=3, tau=2, radius=RADII[:3], device=FAST_BUILD_CPU)
+    assert set(dnr._kept_pools[be]["free"]) == shapes
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "maximum", "manhattan"])

@@ -138,9 +138,10 @@ def keeping_buffers(be: Backend) -> Iterator[None]:
     on ``be`` starts with the arrays this one left (zeroed again by a device fill, or
     written again), so that repeated runs of one shape (a grid's several-threshold pass,
     whose K-fold histograms and carries are K times a single run's) do not allocate, and
-    first touch, their memory again. CPU runtimes only (as :func:`_reusable_sbits`); at
-    most :data:`_SBITS_KEEP_BYTES` kept; a block that raises keeps nothing. Inside an
-    active :func:`reusing_buffers` block, that block's pool is used."""
+    first touch, their memory again. Only the arrays of the shapes the block used are kept,
+    at most :data:`_SBITS_KEEP_BYTES`; CPU runtimes only (as :func:`_reusable_sbits`); a
+    block that raises keeps nothing. Inside an active :func:`reusing_buffers` block,
+    that block's pool is used."""
     if getattr(_pool_local, "pools", None) is not None or not _reusable_sbits(be):
         yield
         return
@@ -154,10 +155,12 @@ def keeping_buffers(be: Backend) -> Iterator[None]:
     finally:
         pool = _pool_local.pools.get(be)
         _pool_local.pools = None
-        if ok and pool is not None and not pool["taken"] \
-                and _pool_bytes(pool) <= _SBITS_KEEP_BYTES:
-            with _sbits_lock:
-                _kept_pools[be] = pool
+        if ok and pool is not None and not pool["taken"]:
+            used = pool.pop("used", set())  # the arrays of the block's shapes only
+            pool["free"] = {k: v for k, v in pool["free"].items() if k in used}
+            if _pool_bytes(pool) <= _SBITS_KEEP_BYTES:
+                with _sbits_lock:
+                    _kept_pools[be] = pool
 
 
 def _pool_of(be: Backend) -> dict[str, Any] | None:
@@ -242,6 +245,7 @@ def _give_back(be: Backend) -> None:
     if pool is not None:
         for key, buf in pool["taken"]:
             pool["free"].setdefault(key, []).append(buf)
+        pool.setdefault("used", set()).update(key for key, _ in pool["taken"])
         pool["taken"].clear()
         pool["writes"].clear()
 
