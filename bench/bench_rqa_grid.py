@@ -5,12 +5,15 @@ the ratios; checks every grid row equal to its single call.
 
     python bench/bench_rqa_grid.py                      # N = 5,000, 8 radii, CPU default
     python bench/bench_rqa_grid.py --device nvidia --n 100000
+    python bench/bench_rqa_grid.py --per-kernel         # and device ms per kernel
 
 Series: "walk" (a standardised Gaussian random walk: recurrences cluster near the main
 diagonal, most of the matrix empty) and "logistic" (the logistic map at r = 3.9:
 recurrences spread over the whole matrix). The single call takes the middle radius of
 the K (RR about 5 % on the walk); the ratios against the smallest and largest single
-radius are printed too.
+radius are printed too. ``--per-kernel``: the device milliseconds per kernel of one grid
+call and one single call (profiling events, best of --repeat), and the host's share
+(wall minus device).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from functools import partial
 
 import numpy as np
 
@@ -67,6 +71,8 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32,float64")
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--per-kernel", action="store_true",
+                    help="device ms per kernel of one grid call and one single call")
     a = ap.parse_args()
 
     import pyedmcl as pe
@@ -102,6 +108,27 @@ def main() -> None:
                   f"{best['grid'] / best['hi']:.2f})")
             print(f"  loop of {a.radii} pe.rqa     {best['loop'] * 1e3:8.2f} ms (median "
                   f"{med['loop'] * 1e3:.2f})  loop / grid {best['loop'] / best['grid']:.2f}")
+            if a.per_kernel:
+                calls = {"grid": partial(pe.rqa_grid, x, radius=radii, **kw),
+                         "one": partial(pe.rqa, x, radius=mid, **kw)}
+                for name, fn in calls.items():
+                    _print_kernels(be, name, fn, best[name], a.repeat)
+
+
+def _print_kernels(be, name: str, fn, wall: float, repeat: int) -> None:
+    """Device ms per kernel of ``fn`` (each kernel's best over ``repeat`` calls) and the
+    wall's remainder (host work the device does not hide)."""
+    from bench_rqa_paths import _per_launch
+
+    per: dict[str, float] = {}
+    for _ in range(repeat):
+        for k, v in _per_launch(be, fn).items():
+            per[k] = min(per.get(k, v), v)
+    dev = sum(per.values())
+    top = sorted(per.items(), key=lambda kv: -kv[1])
+    print(f"    {name}: device {dev * 1e3:.2f} ms (" + ", ".join(
+        f"{k.removeprefix('rqa_')} {v * 1e3:.2f}" for k, v in top if v >= 5e-5)
+        + f"), wall - device {(wall - dev) * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":

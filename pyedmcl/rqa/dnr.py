@@ -122,6 +122,47 @@ def reusing_buffers() -> Iterator[None]:
         _pool_local.pools = None
 
 
+#: pools that :func:`keeping_buffers` keeps between its blocks, per backend (taken out
+#: while a block uses one, so concurrent blocks never share a pool)
+_kept_pools: weakref.WeakKeyDictionary[Backend, Any] = weakref.WeakKeyDictionary()
+
+
+def _pool_bytes(pool: dict[str, Any]) -> int:
+    """The bytes of the arrays a pool holds free."""
+    return sum(int(b.size) * b.dtype.itemsize for bufs in pool["free"].values() for b in bufs)
+
+
+@contextmanager
+def keeping_buffers(be: Backend) -> Iterator[None]:
+    """:func:`reusing_buffers` whose pool for ``be`` outlives the block: the next block
+    on ``be`` starts with the arrays this one left (zeroed again by a device fill, or
+    written again), so that repeated runs of one shape (a grid's several-threshold pass,
+    whose K-fold histograms and carries are K times a single run's) do not allocate, and
+    first touch, their memory again. Only the arrays of the shapes the block used are kept,
+    at most :data:`_SBITS_KEEP_BYTES`; CPU runtimes only (as :func:`_reusable_sbits`); a
+    block that raises keeps nothing. Inside an active :func:`reusing_buffers` block,
+    that block's pool is used."""
+    if getattr(_pool_local, "pools", None) is not None or not _reusable_sbits(be):
+        yield
+        return
+    with _sbits_lock:
+        kept = _kept_pools.pop(be, None)
+    _pool_local.pools = {} if kept is None else {be: kept}
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        pool = _pool_local.pools.get(be)
+        _pool_local.pools = None
+        if ok and pool is not None and not pool["taken"]:
+            used = pool.pop("used", set())  # the arrays of the block's shapes only
+            pool["free"] = {k: v for k, v in pool["free"].items() if k in used}
+            if _pool_bytes(pool) <= _SBITS_KEEP_BYTES:
+                with _sbits_lock:
+                    _kept_pools[be] = pool
+
+
 def _pool_of(be: Backend) -> dict[str, Any] | None:
     pools = getattr(_pool_local, "pools", None)
     if pools is None or be.info.runtime == "oclgrind":
@@ -204,6 +245,7 @@ def _give_back(be: Backend) -> None:
     if pool is not None:
         for key, buf in pool["taken"]:
             pool["free"].setdefault(key, []).append(buf)
+        pool.setdefault("used", set()).update(key for key, _ in pool["taken"])
         pool["taken"].clear()
         pool["writes"].clear()
 

@@ -49,6 +49,7 @@ by the float64 computation itself: float32 histograms equal float64 ones bit for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,6 +198,25 @@ class unchecked:
 def wanted(dt: Any) -> bool:
     """Whether a run in ``dt`` redoes its near cells: float32 (and not :class:`unchecked`)."""
     return np.dtype(dt) == np.float32 and _ENABLED[-1]
+
+
+def for_runs(dt: Any, raw: tuple[np.ndarray, np.ndarray], z: tuple[np.ndarray, np.ndarray],
+             metric: str, E: int, thr32: Sequence[float], thr64: Sequence[float]
+             ) -> list[Exact | None]:
+    """:func:`for_run` of several thresholds of one pair at once (each given as its
+    float32 and float64 threshold, as a grid's pass holds them): the inputs' largest
+    magnitude taken once and the bounds by :func:`error_bounds`, element by element as
+    :func:`error_bound` computes each, so every :class:`Exact` is :func:`for_run`'s."""
+    if not wanted(dt):
+        return [None] * len(thr32)
+    if not len(thr32):
+        return []
+    t64 = np.asarray(thr64, dtype=np.float64)
+    b = error_bounds(np.float64(largest(*z)), t64, np.asarray(thr32, dtype=np.float32),
+                     metric, E)
+    x = np.ascontiguousarray(raw[0], dtype=np.float64)
+    y = np.ascontiguousarray(raw[1], dtype=np.float64)
+    return [Exact(x, y, float(t), float(bb)) for t, bb in zip(t64, b, strict=True)]
 
 
 def for_run(dt: Any, raw: tuple[np.ndarray, np.ndarray], z: tuple[np.ndarray, np.ndarray],

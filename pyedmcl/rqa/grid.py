@@ -79,8 +79,6 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
     column too), every measure, ``n_recurrences`` and ``n_cells``. A constant series is
     warned of (``attrs["notes"]``).
     """
-    import pandas as pd
-
     check_threshold_choice(radius, recurrence_rate)
     grid = {k: _values(v, k) for k, v in (("E", E), ("tau", tau), ("radius", radius),
                                           ("recurrence_rate", recurrence_rate),
@@ -139,10 +137,25 @@ def rqa_grid(x: Any, *, E: Any = 1, tau: Any = 1, radius: Any = None,
             row.update(m)
             row.update(n_recurrences=int(res.n_recurrences), n_cells=int(res.n_cells))
             rows.append(row)
-    df = pd.DataFrame(rows)
+    df = _frame(rows)
     if note:
         df.attrs["notes"] = (note,)
-    return df.astype({"n_recurrences": np.int64, "n_cells": np.int64})
+    return df
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    """The rows as a DataFrame (counts as int64): from columns where every row has the
+    same keys (a fifth of the time of inferring the frame from the dicts), else from the
+    dicts (a rate's column only in some rows: missing values NaN)."""
+    import pandas as pd
+
+    keys = list(rows[0]) if rows else []
+    if all(list(r) == keys for r in rows):
+        df = pd.DataFrame({k: [r[k] for r in rows] for k in keys})
+    else:
+        df = pd.DataFrame(rows)
+    counts = {c: np.int64 for c in ("n_recurrences", "n_cells") if df[c].dtype != np.int64}
+    return df.astype(counts) if counts else df  # (astype copies the whole frame)
 
 
 def _measures(res: Any, l_min: Any, v_min: Any, w_min: Any, n: int) -> dict[str, float]:

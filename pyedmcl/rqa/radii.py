@@ -5,7 +5,7 @@
 together: each threshold is resolved as the single call resolves it (a rate's radius by
 :func:`pyedmcl.rqa.radius.rate_threshold`: the distances it searches computed once for
 every rate; float32's exact inputs by
-:func:`pyedmcl.rqa.exact.for_run`: its own float64 threshold and bound), then up to
+:func:`pyedmcl.rqa.exact.for_runs`: its own float64 threshold and bound), then up to
 :data:`~pyedmcl.rqa.lines_k.MAX_THRESHOLDS` of them, ascending, go through one
 Divide & Recombine pass (:func:`pyedmcl.rqa.dnr_k.detect_lines_k`): every distance is
 computed once and decided against each threshold, each keeping its own line walks and
@@ -24,8 +24,9 @@ import numpy as np
 from ..kernels.rqa_lines import LineSpec
 from ..validation import check_embedding
 from .core import _check_common, _resolve_thresholds, auto_result, check_rate
+from .dnr import keeping_buffers
 from .dnr_k import Thresholds, detect_lines_k
-from .exact import for_run as exact_for_run
+from .exact import for_runs as exact_for_runs
 from .lines_k import MAX_THRESHOLDS, PathUnsupported
 from .result import RQAResult
 
@@ -43,14 +44,12 @@ def run_radii(runner: Any, prepared: tuple[np.dtype, np.ndarray, np.ndarray], *,
                                                   runner.edge, n)
     metric, rule = runner.metric, runner.rule
     xs = xs.astype(dt)
-    items = []  # (index, RateThreshold, Exact)
     by_rate = iter(_rate_thresholds(radii, rates, raw, E, tau, metric, dt, runner.bes, rule))
-    for i, (r, q) in enumerate(zip(radii, rates, strict=True)):
-        th = (_resolve_thresholds(r, q, raw, None, E, tau, metric, dt, runner.bes, rule)
-              if q is None else next(by_rate))
-        ex = exact_for_run(dt, (raw, raw), (xs, xs), th.radius, metric, rule, E, th.thr,
-                           thr64=th.thr64)
-        items.append((i, th, ex))
+    ths = [_resolve_thresholds(r, q, raw, None, E, tau, metric, dt, runner.bes, rule)
+           if q is None else next(by_rate) for r, q in zip(radii, rates, strict=True)]
+    exs = exact_for_runs(dt, (raw, raw), (xs, xs), metric, E, [th.thr for th in ths],
+                         [th.thr64 for th in ths])
+    items = list(zip(range(len(ths)), ths, exs, strict=True))  # (index, RateThreshold, Exact)
     spec = LineSpec(E, tau, metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(runner.theiler_scope == "matrix" and w > 0),
                     white_border=runner.white_border, fma=(rule == "squared"),
@@ -106,9 +105,10 @@ def _one_pass(runner: Any, xs: np.ndarray, spec: LineSpec, part: list[tuple[int,
         np.array([e.b for _, _, e in part], dtype=np.float32))
     kmin = max(w, 1)
     try:
-        return detect_lines_k(runner.bes[0], xs, xs, ts,
-                              spec=dataclasses.replace(spec, nthr=len(part)), n_rows=n,
-                              n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [], w=w,
-                              edge=edge, symmetric=True, exact=ex)
+        with keeping_buffers(runner.bes[0]):  # the K-fold arrays of the last pass again
+            return detect_lines_k(runner.bes[0], xs, xs, ts,
+                                  spec=dataclasses.replace(spec, nthr=len(part)), n_rows=n,
+                                  n_cols=n, diag_ranges=[(kmin, n)] if kmin < n else [],
+                                  w=w, edge=edge, symmetric=True, exact=ex)
     except PathUnsupported:
         return None
