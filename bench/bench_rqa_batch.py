@@ -52,6 +52,10 @@ def main() -> None:
     ap.add_argument("--radii", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--set", default=None,
+                    help="JSON launch values over the batch kernels' defaults (batch_params)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also the host's profile of one batched call (cProfile)")
     a = ap.parse_args()
 
     import pyedmcl as pe
@@ -60,6 +64,14 @@ def main() -> None:
     from pyedmcl.rqa.measures import MEASURES
 
     methods = [m for m in a.methods.split(",") if m]
+    if a.set:
+        import json
+
+        from pyedmcl.rqa import batch_kernels as kb
+
+        extra, base = json.loads(a.set), kb.batch_params
+        kb.batch_params = lambda info: {**base(info), **extra}
+        print(f"launch values over the defaults: {extra}")
     rng = np.random.default_rng(0)
     X = rng.standard_normal((a.points, a.series)).cumsum(axis=0)
     X /= X.std(axis=0)
@@ -98,6 +110,13 @@ def main() -> None:
         tl.append(_median_time(loop, 1) * a.series / peer)
         tu.append(_median_time(unicorn, 1) * a.series / peer if have_unicorn else float("nan"))
     tl_, tu_ = statistics.median(tl), statistics.median(tu)
+    if a.profile and methods:
+        import cProfile
+        import pstats
+
+        pr = cProfile.Profile()
+        pr.runcall(lambda: pe.rqa_batch(X, method=methods[0], **kw))
+        pstats.Stats(pr).sort_stats("cumtime").print_stats(30)
 
     def same(df) -> bool:
         return all(all((np.isnan(r.measures[k]) and np.isnan(df.iloc[j][k]))
