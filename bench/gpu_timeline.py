@@ -61,6 +61,10 @@ def record(fn):
     return events, wall
 
 
+#: commands above which a timeline is summarised per command name
+SUMMARY_OVER = 40
+
+
 def show(title: str, events: list, wall: float) -> None:
     rows = []
     for what, ev in events:
@@ -77,6 +81,15 @@ def show(title: str, events: list, wall: float) -> None:
     busy = sum(r[3] - r[2] for r in rows) * 1e-6
     print(f"{title}: wall {wall * 1e3:.2f} ms, device busy {busy:.2f} ms, "
           f"{len(rows)} commands")
+    if len(rows) > SUMMARY_OVER:  # many launches: device time per command name
+        per: dict[str, list[float]] = {}
+        for what, _q, st, en in rows:
+            per.setdefault(what.split(" ")[0], []).append((en - st) * 1e-6)
+        for what, ts in sorted(per.items(), key=lambda kv: -sum(kv[1])):
+            print(f"    {what:34s} {len(ts):5d} x  {sum(ts):8.3f} ms")
+        span = (max(r[3] for r in rows) - t0) * 1e-6
+        print(f"    first queued to last end {span:.3f} ms")
+        return
     last = None
     for what, q, s, e in sorted(rows, key=lambda r: r[2]):
         gap = 0.0 if last is None else (s - last) * 1e-6
@@ -88,7 +101,10 @@ def show(title: str, events: list, wall: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None)
-    ap.add_argument("--job", choices=("simplex", "smap"), default="simplex")
+    ap.add_argument("--job", choices=("simplex", "smap", "rqa"), default="simplex",
+                    help="rqa: auto-RQA of a Roessler record rounded to a 0.1 grid (E=3, "
+                         "tau=6, the radius of RR 0.05 rounded to the grid; --L points), "
+                         "with the float32 check (EXACT) and without")
     ap.add_argument("--L", type=int, default=100_000)
     ap.add_argument("--E", type=int, default=7)
     ap.add_argument("--tau", type=int, default=2)
@@ -111,6 +127,19 @@ def main() -> None:
             with row_check.unchecked():
                 pe.simplex(x, E=a.E, tau=a.tau, device=a.device)
         calls["unchecked"] = unchecked
+    elif a.job == "rqa":
+        from bench_rqa_exact import _records
+
+        from clkernels import get_backend
+        from pyedmcl.rqa.exact import unchecked as rqa_unchecked
+
+        q, r = _records(a.L, 3, 6, get_backend(a.device))["quantized"]
+        calls = {"exact": lambda: pe.rqa(q, E=3, tau=6, radius=r, device=a.device)}
+
+        def rqa_plain():
+            with rqa_unchecked():
+                pe.rqa(q, E=3, tau=6, radius=r, device=a.device)
+        calls["unchecked"] = rqa_plain
     else:
         calls = {"smap": lambda: pe.smap(x, E=a.E, tau=a.tau, theta=a.theta, device=a.device)}
     for name, fn in calls.items():
