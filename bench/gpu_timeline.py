@@ -145,7 +145,8 @@ def main() -> None:
     for name, fn in calls.items():
         for _ in range(a.warm):
             fn()
-        show(f"{a.job} {name} L={a.L} E={a.E} tau={a.tau}", *record(fn))
+        shape = "E=3 tau=6 (quantized)" if a.job == "rqa" else f"E={a.E} tau={a.tau}"
+        show(f"{a.job} {name} L={a.L} {shape}", *record(fn))
         if a.profile:
             import cProfile
             import pstats
