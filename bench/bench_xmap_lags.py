@@ -5,8 +5,8 @@ Two cases: ``E="auto"`` (the loop scans each target's E at every call; the lag c
 once) and a given E vector (the same work both ways: the ratio shows the call's
 overhead). Same device and dtype; the matrices are checked equal.
 
-Run:  python bench/bench_xmap_lags.py --N 20 --L 1000 --lags -5:5
-      python bench/bench_xmap_lags.py --device nvidia --N 500 --L 3780 --lags -5:5
+Run:  python bench/bench_xmap_lags.py --N 20 --L 1000 --lags=-5:5
+      python bench/bench_xmap_lags.py --device nvidia --N 500 --L 3780 --lags=-5:5
 """
 
 from __future__ import annotations
