@@ -246,6 +246,11 @@ def test_cli_network_bad_flags(tmp_path, chain):
     np.save(f, chain[:200])
     assert main(["network", str(f), "--surrogates", "19", "--lags=1:3"]) == 2
     assert main(["network", str(f), "--surrogates", "19", "--min-library", "3"]) == 2
+    assert main(["network", str(f), "--surrogates", "19", "--convergence", "z"]) == 2
+    out = tmp_path / "edges.csv"
+    assert main(["network", str(f), "-E", "2", "--surrogates", "19", "--seed", "1",
+                 "--convergence", "kendall", "-o", str(out)]) == 0
+    assert {"conv_tau", "conv_tau_p"} <= set(pd.read_csv(out).columns)
 
 
 def test_plot_draws_edges_and_checks_truth(chain_net):
