@@ -16,7 +16,6 @@ import platform
 import time
 
 import numpy as np
-
 from bench_xmap import panel
 
 
