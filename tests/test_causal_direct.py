@@ -229,7 +229,7 @@ def test_more_bad_input_names_the_argument(chain):
         pe.causal_network(chain, E=2, surrogates=19, lags=[1, 2])
     with pytest.raises(ValueError, match=r"min_library=3 is out of range; allowed: in \[6, 250\]"):
         pe.causal_network(chain, E=2, surrogates=19, min_library=3)
-    with pytest.raises(TypeError, match="convergence='yes'"):
+    with pytest.raises(ValueError, match="convergence=.yes. is invalid"):
         pe.causal_network(chain, E=2, surrogates=19, convergence="yes")
     x, y = chain[:200, 0], chain[:200, 1]
     with pytest.warns(RuntimeWarning, match=r"Tp=195 leaves 4 usable rows .* smallest library "
@@ -246,6 +246,11 @@ def test_cli_network_bad_flags(tmp_path, chain):
     np.save(f, chain[:200])
     assert main(["network", str(f), "--surrogates", "19", "--lags=1:3"]) == 2
     assert main(["network", str(f), "--surrogates", "19", "--min-library", "3"]) == 2
+    assert main(["network", str(f), "--surrogates", "19", "--convergence", "z"]) == 2
+    out = tmp_path / "edges.csv"
+    assert main(["network", str(f), "-E", "2", "--surrogates", "19", "--seed", "1",
+                 "--convergence", "kendall", "-o", str(out)]) == 0
+    assert {"conv_tau", "conv_tau_p"} <= set(pd.read_csv(out).columns)
 
 
 def test_plot_draws_edges_and_checks_truth(chain_net):
@@ -258,3 +263,41 @@ def test_plot_draws_edges_and_checks_truth(chain_net):
     assert len(ax.patches) == len(chain_net.edges) + 3  # one arrow per edge, one disc per node
     with pytest.raises(ValueError, match=r"truth has shape \(2, 2\); needs \(3, 3\)"):
         chain_net.plot(truth=np.zeros((2, 2)))
+
+
+def test_kendall_convergence_is_scipys_tau_of_the_skill_curve(pair):
+    """tau and p are scipy's kendalltau (one-sided, a rise) of the mean skill at each
+    ladder size and the full library's skill against the library size."""
+    from scipy.stats import kendalltau
+
+    from clkernels import get_backend
+    from pyedmcl.network.convergence import kendall_convergence, ladder, subsample_skill
+    from pyedmcl.network.crossmap import LibraryMap, lag_scan
+    x, y = pair
+    lm = LibraryMap(get_backend(None, None), x, E=2, radius=1, real="double")
+    rows = int(lm.times.size)
+    sizes = ladder(20, rows)
+    assert sizes[0] == 20 and sizes[-1] == rows // 2 and np.all(np.diff(sizes) > 0)
+    full = lag_scan(lm, y, np.array([0]))[0]
+    tau, p = kendall_convergence(lm, y, 0, sizes, 4, np.random.default_rng(7), full, rows)
+    rng = np.random.default_rng(7)
+    curve = [np.nanmean(subsample_skill(lm, y, 0, int(s), 4, rng)) for s in sizes]
+    want = kendalltau(np.append(sizes, rows), np.append(curve, full[0]), alternative="greater")
+    np.testing.assert_allclose([tau[0], p[0]], [want.statistic, want.pvalue], rtol=1e-12)
+    assert tau[0] > 0  # a coupled pair's skill rises with the library
+
+
+def test_kendall_rule_keeps_the_drivers_edges():
+    """The drivers' edges rise with the library at every size (tau > 0, p <= alpha).
+    The rule asks for a monotone rise, not a large one: the siblings' edge, whose skill
+    rises a little but steadily, passes it (Fisher's z, the default, drops it:
+    test_fork_sibling_edge_is_nonconvergent); edges it drops fail it."""
+    X = _graph([(0, 1), (0, 2)], 3, 500, 0.3, 35)
+    net = pe.causal_network(X, E=2, surrogates=99, seed=3, convergence="kendall")
+    edges = net.edges
+    assert {(0, 1), (0, 2)} <= set(zip(edges["source"], edges["target"], strict=True))
+    assert ((edges["conv_tau"] > 0) & (edges["conv_tau_p"] <= 0.05)).all()
+    non = net.pruned[net.pruned["reason"] == "nonconvergent"]
+    assert (~((non["conv_tau"] > 0) & (non["conv_tau_p"] <= 0.05))).all()
+    with pytest.raises(ValueError, match="convergence='z'.*'kendall'"):
+        pe.causal_network(X, E=2, surrogates=19, convergence="z")

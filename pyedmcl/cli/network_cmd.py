@@ -38,7 +38,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lags", default="-5:5", metavar="LO:HI",
                    help="cross-map lags scanned, inclusive (default -5:5; write --lags=-3:3)")
     p.add_argument("--no-convergence", dest="convergence", action="store_false",
+                   default=True,
                    help="keep edges whose skill does not rise with the library size")
+    p.add_argument("--convergence", dest="convergence", choices=("fisher", "kendall"),
+                   help="the convergence rule (default fisher: Fisher's z of the small "
+                        "library's skill vs the full one; kendall: Kendall's tau of skill "
+                        "over a ladder of library sizes)")
     p.add_argument("--min-library", type=int_arg, default=None, metavar="ROWS",
                    help="rows of the small libraries of the convergence test (default: a "
                         "twentieth of the rows)")

@@ -13,6 +13,13 @@ random libraries of ``size`` rows, its z variance ``1 / (size - 3)``.
 every library row predicts from its k nearest rows among a random sample of ``size``
 admissible rows (itself and its exclusion radius left out), weighted by pyEDM's CCM
 rule, in float64.
+
+:func:`kendall_convergence` is the alternative rule (``causal_network(...,
+convergence="kendall")``): the mean skill at a ladder of library sizes (:func:`ladder`)
+and the full library's, and Kendall's tau between library size and skill with its
+one-sided p-value (``scipy.stats.kendalltau``, ``alternative="greater"``); the edge
+converges where tau > 0 and p <= alpha. It asks for a monotone rise over the whole
+range, not only between its ends.
 """
 
 from __future__ import annotations
@@ -91,3 +98,38 @@ def convergence_p(rho_full: np.ndarray, rho_small: np.ndarray, size: int,
     p = 0.5 * np.vectorize(math.erfc)(z / math.sqrt(2.0))
     bad = ~np.isfinite(z) | ~(np.asarray(rho_full, dtype=np.float64) > 0)
     return np.where(bad, 1.0, p)
+
+
+#: library sizes of the Kendall rule's ladder (the full library is one more point)
+LADDER = 5
+
+
+def ladder(size: int, rows: int) -> np.ndarray:
+    """``LADDER`` library sizes, geometric from ``size`` to half the ``rows`` (distinct,
+    increasing; fewer where the range is narrow)."""
+    top = max(size, rows // 2)
+    return np.unique(np.geomspace(size, top, LADDER).round().astype(np.int64))
+
+
+def kendall_convergence(lm: LibraryMap, Y: np.ndarray, shift: int, sizes: np.ndarray,
+                        samples: int, rng: np.random.Generator, rho_full: np.ndarray,
+                        rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kendall's tau between library size and mean skill (``sizes``, then the full
+    library's ``rows`` with ``rho_full``) per target row of ``Y``, and its one-sided
+    p-value (a rise); NaN tau and p = 1 where a skill is NaN."""
+    from scipy.stats import kendalltau
+
+    Y2 = np.atleast_2d(Y)
+    curve = np.empty((Y2.shape[0], sizes.size + 1))
+    for c, size in enumerate(sizes):
+        with np.errstate(invalid="ignore"):
+            curve[:, c] = np.nanmean(subsample_skill(lm, Y2, shift, int(size), samples, rng),
+                                     axis=0)
+    curve[:, -1] = rho_full
+    x = np.append(sizes, rows)
+    tau, p = np.full(curve.shape[0], np.nan), np.ones(curve.shape[0])
+    for e, row in enumerate(curve):
+        if np.isfinite(row).all():
+            r = kendalltau(x, row, alternative="greater")
+            tau[e], p[e] = float(r.statistic), float(r.pvalue)
+    return tau, p

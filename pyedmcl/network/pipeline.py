@@ -34,7 +34,14 @@ import numpy as np
 
 from ..primitives.ranges import check_lags
 from ..validation import check_int, check_seed
-from .convergence import SAMPLES, convergence_p, default_size, subsample_skill
+from .convergence import (
+    SAMPLES,
+    convergence_p,
+    default_size,
+    kendall_convergence,
+    ladder,
+    subsample_skill,
+)
 from .crossmap import lag_scan
 from .partial import PartialMapper, _real, pcm_table
 
@@ -51,7 +58,9 @@ class CausalNetwork:
     ``edges``: DataFrame ``source``, ``target``, ``lag`` (the cross-map lag of highest
     skill), ``rho`` (the full-library skill at lag 0, the map's), ``rho_lag`` (the skill
     at ``lag``), ``rho_small`` (the mean skill of random small libraries at ``lag``),
-    ``conv_p`` (the convergence test's p-value), ``p_value``, ``q_value``. ``pruned``:
+    ``conv_p`` (the convergence test's p-value), ``conv_tau`` and ``conv_tau_p``
+    (with ``convergence="kendall"``: Kendall's tau of skill against library size and
+    its one-sided p-value; else NaN), ``p_value``, ``q_value``. ``pruned``:
     the same columns plus ``reason`` ("reverse", "nonconvergent" or "indirect"), ``via`` (the intermediate of an indirect edge), ``pcm``
     and ``pcm_p``. ``partial``: every partial cross map computed. ``lag_rho``: ``(N, N,
     len(lags))`` skill of library i cross-mapping j at each lag (NaN where not
@@ -100,9 +109,11 @@ def causal_network(result_or_data: Any, *, alpha: float = 0.05, method: str = "b
     Options (keywords): ``E`` ("auto", one int or one per series), ``tau``,
     ``surrogates`` (default 199; ``1 / (surrogates + 1) <= alpha`` is required),
     ``surrogate_method``, ``surrogate_options``, ``seed``, ``lags`` (default -5..5; at
-    least one lag <= 0), ``convergence`` (default True: drop edges whose skill does not
-    rise from ``min_library`` rows, default a twentieth of the rows, to the full
-    library), ``partial`` (default: with 3 series or more; True with fewer warns),
+    least one lag <= 0), ``convergence`` (default True or "fisher": drop edges whose
+    skill does not rise from ``min_library`` rows, default a twentieth of the rows, to
+    the full library, by Fisher's z; "kendall": drop those whose skill does not rise
+    with library size over a ladder of sizes from ``min_library`` rows to the full
+    library, Kendall's tau > 0 at p <= ``alpha``; False: no convergence step), ``partial`` (default: with 3 series or more; True with fewer warns),
     ``partial_ratio`` (default 0.7), ``dtype``, ``device``, ``backend``. Returns a
     :class:`CausalNetwork` (``edges``: source, target, lag, rho, rho_lag, p_value,
     q_value; ``pruned``: the same with ``reason``, ``via``, ``pcm``, ``pcm_p``), or with
@@ -167,7 +178,7 @@ def check_surrogates(n: Any, alpha: float) -> int:
 def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int = 199,
                       surrogate_method: str = "ebisuzaki", surrogate_options: dict | None = None,
                       seed: int | None = None, alpha: float = 0.05, method: str = "bh",
-                      lags: Any = DEFAULT_LAGS, convergence: bool = True,
+                      lags: Any = DEFAULT_LAGS, convergence: bool | str = True,
                       min_library: int | None = None, partial: bool | None = None,
                       partial_ratio: float = DEFAULT_PARTIAL_RATIO, dtype: Any = None,
                       device: Any = None, backend: str | None = None) -> CausalNetwork:
@@ -203,11 +214,15 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
     reason = np.where(cand["lag"].to_numpy() > 0, "reverse", "").astype(object)
     rho_small = np.full(len(cand), np.nan)
     conv_p = np.full(len(cand), np.nan)
+    conv_tau, conv_tau_p = np.full(len(cand), np.nan), np.full(len(cand), np.nan)
     if convergence:
         live = np.flatnonzero(reason == "")
-        rho_small[live], conv_p[live] = _convergence_step(
-            pm, src[live], dst[live], best, rho_lag[live], min_library, seed)
-        reason[live[~(conv_p[live] <= a * (1 + 1e-9))]] = "nonconvergent"
+        kendall = convergence == "kendall"
+        rho_small[live], conv_p[live], conv_tau[live], conv_tau_p[live] = _convergence_step(
+            pm, src[live], dst[live], best, rho_lag[live], min_library, seed, kendall)
+        fails = (~((conv_tau[live] > 0) & (conv_tau_p[live] <= a * (1 + 1e-9))) if kendall
+                 else ~(conv_p[live] <= a * (1 + 1e-9)))
+        reason[live[fails]] = "nonconvergent"
     via = np.full(len(cand), None, dtype=object)
     pcm = np.full(len(cand), np.nan)
     pcm_p = np.full(len(cand), np.nan)
@@ -221,10 +236,10 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
             if pruned_by[e] is not None:
                 z, pc, pp = pruned_by[e]
                 reason[k], via[k], pcm[k], pcm_p[k] = "indirect", z, pc, pp
-    cand = cand.assign(rho_small=rho_small, conv_p=conv_p, reason=reason, via=via, pcm=pcm,
-                       pcm_p=pcm_p)
-    cols = ["source", "target", "lag", "rho", "rho_lag", "rho_small", "conv_p", "p_value",
-            "q_value"]
+    cand = cand.assign(rho_small=rho_small, conv_p=conv_p, conv_tau=conv_tau,
+                       conv_tau_p=conv_tau_p, reason=reason, via=via, pcm=pcm, pcm_p=pcm_p)
+    cols = ["source", "target", "lag", "rho", "rho_lag", "rho_small", "conv_p", "conv_tau",
+            "conv_tau_p", "p_value", "q_value"]
     direct = cand[cand["reason"] == ""][cols].reset_index(drop=True)
     pruned = cand[cand["reason"] != ""][cols + ["reason", "via", "pcm", "pcm_p"]]
     return CausalNetwork(edges=direct, pruned=pruned.reset_index(drop=True),
@@ -252,8 +267,12 @@ def _check_options(P: np.ndarray, alpha: Any, surrogates: Any, lags: Any, partia
     ratio = float(partial_ratio)
     if not 0 <= ratio <= 1:
         raise ValueError(f"partial_ratio={partial_ratio!r} is out of range; allowed: 0..1")
-    if not isinstance(convergence, bool | np.bool_):
-        raise TypeError(f"convergence={convergence!r} must be True or False")
+    if not isinstance(convergence, bool | np.bool_ | str):
+        raise TypeError(f"convergence={convergence!r} must be True, False, 'fisher' or "
+                        "'kendall'")
+    if isinstance(convergence, str) and convergence not in ("fisher", "kendall"):
+        raise ValueError(f"convergence={convergence!r} is invalid; allowed: True (Fisher's "
+                         "z test), False, 'fisher', 'kendall'")
     if min_library is not None:
         check_int(min_library, "min_library", 6, max(6, n // 2))
     if partial and N < 3:
@@ -281,13 +300,15 @@ def _lag_step(pm: PartialMapper, src: np.ndarray, dst: np.ndarray, lag_arr: np.n
 
 
 def _convergence_step(pm: PartialMapper, src: np.ndarray, dst: np.ndarray, best: np.ndarray,
-                      rho_full: np.ndarray, min_library: int | None, seed: int
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Each edge's mean skill over random small libraries (at its best lag) and the
-    p-value of its rise to the full library's skill (:mod:`.convergence`)."""
+                      rho_full: np.ndarray, min_library: int | None, seed: int,
+                      kendall: bool = False) -> tuple[np.ndarray, ...]:
+    """Each edge's mean skill over random small libraries (at its best lag), the
+    p-value of its rise to the full library's skill, and (with ``kendall``, else NaN)
+    Kendall's tau of skill against library size and its p-value (:mod:`.convergence`)."""
     n = pm.Z.shape[1]
     rho_small = np.full(src.size, np.nan)
     p = np.ones(src.size)
+    tau, tau_p = np.full(src.size, np.nan), np.full(src.size, np.nan)
     for i in np.unique(dst):
         lm = pm.library(int(i))
         for lag in np.unique(best[i, src[dst == i]]):
@@ -300,7 +321,12 @@ def _convergence_step(pm: PartialMapper, src: np.ndarray, dst: np.ndarray, best:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 rho_small[e] = np.nanmean(sk, axis=0)
             p[e] = convergence_p(rho_full[e], rho_small[e], size, rows)
-    return rho_small, p
+            if kendall:  # its own draws: the Fisher test's are those without it
+                rng = np.random.default_rng([seed, int(i), int(lag) + n, 0xCD])
+                tau[e], tau_p[e] = kendall_convergence(
+                    lm, pm.Z[src[e]], int(lag), ladder(size, rows), SAMPLES, rng,
+                    rho_full[e], rows)
+    return rho_small, p, tau, tau_p
 
 
 def _partial_step(pm: PartialMapper, P: np.ndarray, src: np.ndarray, dst: np.ndarray,

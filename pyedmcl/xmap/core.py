@@ -38,6 +38,7 @@ from ..validation import (
 )
 from .head_start import HeadStart, engine_maker
 from .job import EngineSpec, HeadAssumption, Panel, XmapJob
+from .lags import XmapLagResult, xmap_lags
 from .results import XmapResult
 from .smap_map import check_smap_options, refuse_smap_options, smap_result
 
@@ -348,14 +349,18 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
          dtype: Any = None, surrogates: int = 0, surrogate_method: str = "ebisuzaki",
          surrogate_options: dict | None = None, seed: int | None = None,
          method: str = "simplex", theta: float | None = None,
-         exclusion_radius: int = 0) -> XmapResult:
+         exclusion_radius: int = 0) -> XmapResult | XmapLagResult:
     """All-to-all cross-map skill among the N columns of ``X`` (L x N).
 
     ``E``: "auto" (optimal E per series: Simplex, library = first half, prediction
     = second half, Tp=1, E = 1..``max_E``, first best), one int, or N ints; a given E
     must leave E + 2 usable rows (E + 1 neighbours and the query, as ``pyedmcl.ccm``).
     ``tau`` > 0 lags into the past; ``Tp`` is the cross-map prediction interval
-    (0: simultaneous, as in CCM). ``out``: a ``.zarr`` path to stream row blocks
+    (0: simultaneous, as in CCM), or a list or range of lags (negative allowed, each
+    within ``-(L - 1) .. L - 1``): time-delayed cross maps of every pair, an
+    :class:`~pyedmcl.xmap.lags.XmapLagResult` (``rho[lag, library, target]``,
+    ``best_lag``; each lag's matrix ``xmap(X, Tp=lag)``'s, the targets' E found once;
+    in memory, without surrogates). ``out``: a ``.zarr`` path to stream row blocks
     into (rerunning the same job resumes it, recomputing any block that fails its
     checksum; different parameters are refused unless ``overwrite``, which replaces
     only a store pyedmcl wrote; a second job on the same ``out`` is refused with
@@ -393,6 +398,17 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     (required by, and only valid with, "smap"; :mod:`pyedmcl.xmap.smap_map`), on one
     device, without surrogates or ``scheduler``.
     """
+    if np.ndim(Tp) > 0 or isinstance(Tp, range):  # a lag scan: one map per lag
+        if method != "simplex":
+            raise ValueError(f"Tp as a list of lags takes method='simplex' only (got "
+                             f"method={method!r}); run one S-map map per lag")
+        return xmap_lags(xmap, X, Tp, panel_with_extremes(X, np.float32)[0].shape[1], E,
+                         tau=tau, max_E=max_E, out=out, block_rows=block_rows, device=device,
+                         devices=devices, backend=backend, scheduler=scheduler,
+                         n_workers=n_workers, overwrite=overwrite, progress=progress,
+                         knn_kernel=knn_kernel, fma=fma, dtype=dtype, surrogates=surrogates,
+                         surrogate_method=surrogate_method,
+                         surrogate_options=surrogate_options, seed=seed)
     heads: list[tuple[HeadStart, HeadAssumption]] = []  # (the map's head start, if any)
     # in memory, no full collection stalls the host's feeding of the devices (a store's
     # job may run for hours: its collector is left alone)
