@@ -100,3 +100,5 @@ def test_lags_with_store_or_surrogates_refused(tmp_path):
         pe.xmap(X, E=2, Tp=[0, 1], surrogates=9, device=CPU_DEVICE)
     with pytest.raises(ValueError, match="out="):
         pe.xmap(X, E=2, Tp=[0, 1], out=str(tmp_path / "m.zarr"), device=CPU_DEVICE)
+    with pytest.raises(ValueError, match="method='simplex' only"):
+        pe.xmap(X, E=2, Tp=[0, 1], method="smap", theta=2.0, device=CPU_DEVICE)
