@@ -185,7 +185,7 @@ class XmapEngine:
         #: of a job so that their rows are bit-identical; None: this device's own
         self.fma = int(job_fma([be.info]) if fma is None else bool(fma))
         if knn_kernel not in (None, "batched", "edm", "scan"):
-            raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'batched', "
+            raise ValueError(f"knn_method={knn_kernel!r} is invalid; allowed: None, 'batched', "
                              "'edm', 'scan'")
         #: None: "scan" where it applies and saves work (:meth:`_use_scan`), else "batched"
         self.knn_choice = knn_kernel
@@ -438,7 +438,7 @@ class XmapEngine:
         ok = self.tau > 0 and max(Es) <= MAX_FUSED_E and all(g.k == g.E + 1 for g in self.groups)
         if self.knn_choice == "scan":
             if not ok:
-                raise ValueError("knn_kernel='scan' needs tau > 0, E <= 32 and series long "
+                raise ValueError("knn_method='scan' needs tau > 0, E <= 32 and series long "
                                  "enough for E + 1 neighbours in every E-group")
             return True
         if not (ok and len(Es) >= 2 and sum(Es) >= 2 * max(Es)):
