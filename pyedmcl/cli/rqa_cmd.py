@@ -81,6 +81,19 @@ def _window_opts(p: argparse.ArgumentParser, note: str = "") -> None:
                    help="windowed analysis: points between window starts (default: --window)")
 
 
+def _two_series(sub: argparse._SubParsersAction, name: str, kind: str,
+                theiler: int) -> argparse.ArgumentParser:
+    """The parser of a two-series command (``crqa``, ``jrqa``): both inputs, the common
+    and line options (``theiler`` its default) and ``--column-y``."""
+    p = sub.add_parser(name, help=f"{kind} recurrence quantification analysis of two series")
+    p.add_argument("input_x")
+    p.add_argument("input_y")
+    _common(p)
+    _line_opts(p, theiler)
+    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
+    return p
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rqa", help="recurrence quantification analysis of one series (or "
                        "of every column, or over a grid of parameters)")
@@ -110,26 +123,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "(default); host: the scipy reference")
     p.set_defaults(func=run_rn)
 
-    p = sub.add_parser("crqa", help="cross recurrence quantification analysis of two series")
-    p.add_argument("input_x")
-    p.add_argument("input_y")
-    _common(p)
-    _line_opts(p, 0)
-    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
+    p = _two_series(sub, "crqa", "cross", theiler=0)
     _window_opts(p, " of x and y (one length)")
     p.set_defaults(func=run_crqa)
 
-    p = sub.add_parser("jrqa", help="joint recurrence quantification analysis of two series")
-    p.add_argument("input_x")
-    p.add_argument("input_y")
-    _common(p)
-    _line_opts(p, 1)
+    p = _two_series(sub, "jrqa", "joint", theiler=1)
     p.add_argument("--theiler-scope", default="lines", choices=("lines", "matrix"))
     p.add_argument("--radius-y", type=float, default=None,
                    help="radius of y (default: --radius, the radius of x)")
     p.add_argument("--rr-y", type=float, default=None,
                    help="recurrence rate of y (default: --rr, the rate of x)")
-    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
     _window_opts(p)
     p.set_defaults(func=run_jrqa)
 
