@@ -37,6 +37,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import best_time
 
 
 def logistic(n: int, r: float = 3.9, x0: float = 0.4) -> np.ndarray:
@@ -67,12 +68,7 @@ def coupled(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def timed(fn, repeat: int = 1) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    return best_time(fn, repeat)
 
 
 def flops(nq: int, nl: int, Es) -> float:
