@@ -87,8 +87,8 @@ def _heuristic(info: DeviceInfo) -> Params:
         return p
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
         # (0056), 128 private bins (longer white lines are rare; fewer bins to clear and
-        # merge). PoCL: with its vector select/any/popcount inline (0078), N = 10,000 on 2
-        # Xeon cores 38 -> 30 ms against WALK=1, PH=1024
+        # merge). PoCL: with its vector select/any/popcount inline (0078), faster than
+        # WALK=1, PH=1024
         return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
                 "WALK": 3}
     # other CPU runtimes: the scalar black-start walk

@@ -21,10 +21,8 @@ skill kernel owns the family's template folder, ``templates/xmap/``
   the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
   GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads);
   LMAJ (with LANES), the grid's order: libraries first, so the work-groups on one
-  compute unit share their targets' slab in L1 (H100, N=10,000 x L=1,000, E=6, LWG 32,
-  skill device time: 1.60 -> 1.24 s, the tuned scalar layout 1.57 s; at L=3,780 and
-  with E mixed 1..20 the scalar layout stays ahead, 1.11 vs 1.40 s and 2.1 vs 4.6 s:
-  a tuning choice, not a default);
+  compute unit share their targets' slab in L1 (faster on the H100 for some shapes,
+  slower for others: a tuning choice, not a default);
   LB, the libraries of one work-group (the same targets: on GPUs the work-groups
   resident on one SM then gather from fewer target series, which stay in its L1);
   CM (with LANES), pack's table rows in query-class order, so that the rows one
@@ -35,8 +33,7 @@ skill kernel owns the family's template folder, ``templates/xmap/``
   groups of a few hundred targets fill a GPU (below :data:`FEW_TARGETS_GPU` a GPU's
   group runs queries as work-items, :func:`gpu_layout`). On GPUs an E-group of at
   least :func:`wide_targets` targets has its own spec bucket ("-wide"; untuned:
-  :func:`wide_layout`, staged target lanes; H100 N=10,000 x L=1,000, E=6 skill 1.33 ->
-  0.95 s with target lanes, decision 0080, -> 0.77 s staged, decision 0082).
+  :func:`wide_layout`, staged target lanes; decisions 0080, 0082).
   The reduction's work-group size WG is not tuned: it fixes the reduction order,
   which keeps rho bit-identical to :func:`pyedmcl.ccm` (LANES evaluates the same
   tree per work-item).
@@ -69,9 +66,8 @@ def scan_table_budget(info: DeviceInfo) -> int:
     """Bytes for a fused-scan batch (every E plane of its libraries, the partial lists of
     a split scan, the packed tables of one group): larger than the per-E budget, so that
     the scan and the skill launches (one per group and batch) stay large; on GPUs with
-    memory to spare up to 1/16 of it (at most 4 GiB). H100, E mixed 1..20, random walks:
-    1 GiB (26 libraries per batch) -> 4 GiB (64): N=5,000 x 3,780 13.4 -> 12.4 s,
-    N=1,000 x 10,608 11.3 -> 9.7 s, the same matrix."""
+    memory to spare up to 1/16 of it (at most 4 GiB; larger batches measured faster on
+    the H100, the same matrix)."""
     if not info.is_gpu:
         return TABLE_BUDGET_CPU
     return max(4 * TABLE_BUDGET_GPU, min(info.global_mem_bytes // 16, 4 << 30))
@@ -109,13 +105,9 @@ class XmapKnnKernel(KnnKernel):
     #: a GPU's layout for a batch of contiguous libraries (TAU 1: SLIDE applies) where its
     #: entry never measured SLIDE (every GPU entry shipped predates it) or none exists: the
     #: rows variant on a tile of raw values, blocks of 16 points (``knn/_slide.mako``; the
-    #: same tables bit for bit). H100, the map's k-NN device time, tuned entry -> this:
-    #: N = 5,000 x 3,780 E = 3 92 -> 39 ms, E = 5 90 -> 57 ms, E = 10 285 -> 115 ms;
-    #: N = 2,000 x 3,780 E = 20 495 -> 103 ms; N = 10,000 x 1,000 E = 6 34 -> 20 ms
-    #: (decision 0104). Each pair's partial sum checked against the query's threshold
-    #: every two coordinates (EA 0 -> 2, the same tables): E = 3 32.1 -> 30.0 ms, E = 5
-    #: 49 -> 41.5 ms, E = 10 95.8 -> 77 ms, E = 20 88.9 -> 72.9 ms, E = 6 (10,000 x 1,000)
-    #: 23.2 -> 23.3 ms (decision 0112)
+    #: same tables bit for bit; faster than the tuned entries on the H100, decision 0104),
+    #: each pair's partial sum checked against the query's threshold every two
+    #: coordinates (EA 2, the same tables; decision 0112)
     SLIDE_LAYOUT_GPU: Params = {"VARIANT": "rows", "WG": 32, "TILE": 256, "QB": 1, "EA": 2,
                                 "INS": "reg", "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0,
                                 "SLIDE": 16}
@@ -251,9 +243,7 @@ class _ScanBatchCase(TuningCase):
 
 def _skill_heuristic(info: DeviceInfo) -> Params:
     # explicit vectors over targets where the runtime does not vectorise the
-    # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000), read
-    # time-major (VEC=2: one vector load per time; N=100 x 1,000, E=5, 2-core Xeon,
-    # PoCL 3: map 100 -> 93 ms)
+    # work-item loop itself (PoCL), read time-major (VEC=2: one vector load per time)
     if not info.is_gpu and info.runtime == "pocl":
         return {"TJ": 8, "VEC": 2, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
     if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, skill device time, random walks / noisy
@@ -323,10 +313,9 @@ def wide_layout(info: DeviceInfo) -> Params:
     """The untuned layout of a wide skill on a GPU: one target per work-item (LANES),
     the library tables in query-class order (CM) staged in local memory 16 rows at a
     time (ST, CH), one library per work-group of 64 targets, the grid libraries first
-    (LMAJ). H100, 64 libraries x 8,192 targets x 1,000 queries, the same rho: K = 7
-    4.95 -> 4.2 ms, K = 21 10.1 -> 6.6 ms against the layout before (LWG 32, 32
-    libraries per work-group sharing the targets' slab in L1, tables read from global
-    memory; docs/decisions/0080, 0082)."""
+    (LMAJ): faster on the H100 than 32 libraries per work-group sharing the targets'
+    slab in L1 with the tables read from global memory, the same rho (decisions 0080,
+    0082)."""
     lwg = 64 if info.max_work_group_size >= 64 else 32  # values of the tuning space
     return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": lwg, "PF": 0, "LB": 1, "LMAJ": 1, "CM": 1,
             "ST": 1, "CH": 16}
@@ -374,8 +363,8 @@ def reads_time_major(params: Params) -> bool:
 
 #: time-major rows padded to a multiple of this many values: at 32, each row of float32
 #: targets starts on a 128-byte line, so a 32-lane tile's read at any time is one line,
-#: not two (H100, map N = 10,000 x 1,000, E = 6: 673 -> 651 ms against 16, the same rho;
-#: a VEC=2 vector load takes TJ <= 16 consecutive targets, within one row either way)
+#: not two (a VEC=2 vector load takes TJ <= 16 consecutive targets, within one row
+#: either way)
 TIME_MAJOR_ALIGN = 32
 
 
@@ -518,12 +507,10 @@ def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
 
     Small groups are what a mixed-E map has many of, one program each: the tuned vector
     layouts (TJ 8-16 targets per work-group) took 1-3 s each to build on Intel's runtime
-    for groups of 2-3 targets, the scalar one 0.2 s and it ran no slower (N=50 x 500, E
-    1..20: cold map 24-26 -> 7.5-8 CPU s; hot 0.31 vs 0.28 CPU s; 20 targets per group,
-    N=400: 2.95 vs 2.77 s). On PoCL (``time_major``) the scalar layout re-reads each
-    query's table row for every target; one time-major vector of them all reads it once
-    (N=100 x 1,000, E mixed 1..10, 2-core Xeon, PoCL 3: map 277 -> 259 ms; Intel's
-    runtime 204 vs 208 ms, so it keeps the scalar one)."""
+    for groups of 2-3 targets, the scalar one a fraction of that, and it ran no slower.
+    On PoCL (``time_major``) the scalar layout re-reads each query's table row for every
+    target; one time-major vector of them all reads it once (faster there; on Intel's
+    runtime no faster, so it keeps the scalar one)."""
     if ntg < FEW_TARGETS:
         if time_major:
             return dict(SCALAR_LAYOUT, TJ=max(2, min(16, 1 << (ntg - 1).bit_length())), VEC=2)
