@@ -275,7 +275,7 @@ def _merged_row_bucketed(row: np.ndarray, threads: int, limit: float | None = No
     go to buckets by their float32 cast (splitters from a strided sample), so equal
     values, and values whose casts are equal, share a bucket; bucket by bucket the
     distinct counts then add up to the whole row's exactly (NaNs, in no bucket, count
-    one each, as the whole sort counts them). 2*10^6 values: 128 -> 85 ms on 2 cores.
+    one each, as the whole sort counts them).
     ``limit``: the bound of :func:`_merged_bound_slab` first, from the buckets' float32
     sorts alone, returned where it is within ``limit`` (the exact float64 sorts only
     where it is not, or where the splitters' sample already repeats beyond it)."""
@@ -330,8 +330,8 @@ def merged_fraction(original: np.ndarray) -> np.ndarray:
     Rows are checked in slabs so that the sorted copies stay small whatever the size of
     the panel (xmap streams N x N results within a bounded host memory); small slabs also
     sort faster than whole panels (they stay in cache). A large panel's slabs run by
-    bands of rows on threads (:mod:`pyedmcl._bands`; N = 5,000 x 3,780 on 2 cores: 0.66
-    -> 0.33 s, a check that runs beside the map and that the map waits for at its end).
+    bands of rows on threads (:mod:`pyedmcl._bands`: the check runs beside the map,
+    which waits for it at its end).
     A long row is sorted in value buckets on several threads
     (:func:`_merged_row_bucketed`)."""
     rows = _rows(original)
@@ -357,7 +357,7 @@ def _merged_bound_slab(part: np.ndarray, part32: np.ndarray,
     the exact fraction (:func:`_merged_slab`). A row of n values whose cast has u32
     distinct ones merged u0 - u32 <= n - u32 of its u0 <= n distinct values, a fraction
     <= (n - u32) / n: that bound needs only the sort of the float32 cast (half the bytes of
-    the float64 sort: N = 5,000 x 3,780 random walks 0.50 -> 0.27 s on one Zen 4 core).
+    the float64 sort).
     Also returns whether some row needed the exact fraction."""
     n = part.shape[1]
     if n == 0:
@@ -504,10 +504,8 @@ def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None,
     """:func:`_affine` of ``a``, ``a`` through it (float64) and, with ``cast``, that
     cast to the ``cast`` dtype (else None). A panel (2-D) goes through a
     :class:`RowStandardiser`, a large one in bands of rows on a few threads (numpy
-    releases the GIL); the result is the same bit for bit. The map's host time before
-    its first kernel: N = 5,000 x 3,780 on a 2-core VM 0.18 -> 0.10 s by bands; with the
-    cast here instead of a pass of its own, 65-83 -> 44-54 ms there, 34-38 -> 28-31 ms
-    on 16 cores (medians)."""
+    releases the GIL); the result is the same bit for bit. The cast is made here, not in
+    a pass of its own: one read of the panel less before the map's first kernel."""
     if a.ndim != 2 or not a.size:
         f = _affine(a, scale, shift)
         z = f.forward(a)
