@@ -82,7 +82,7 @@ def _heuristic(info: DeviceInfo) -> Params:
         return {"VARIANT": "rows", "WG": 16, "TILE": 256, "QB": 1, "EA": 0, "INS": "reg",
                 "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
     # CPUs: explicit float16 vectors over library points (PoCL 3.0 does not vectorise
-    # the cols variant's work-item loop here; measured 2.5x faster on 2-core PoCL)
+    # the cols variant's work-item loop here)
     return {"VARIANT": "vec", "WG": 32, "TILE": 512, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
             "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
 
@@ -246,12 +246,11 @@ def _skill_heuristic(info: DeviceInfo) -> Params:
     # work-item loop itself (PoCL), read time-major (VEC=2: one vector load per time)
     if not info.is_gpu and info.runtime == "pocl":
         return {"TJ": 8, "VEC": 2, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
-    if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, skill device time, random walks / noisy
-        # oscillators: 0.84 / 0.91 s; one library per work-group 0.95 / 2.10 s (the
-        # targets of the work-groups on one SM no longer fit its L1); TJ 1 0.94 / 1.02 s
+    if info.is_gpu:  # two targets per work-item, two libraries per work-group: the
+        # targets of the work-groups on one SM stay in its L1 (the H100's best)
         return {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}
-    # Intel's CPU runtime vectorises over work-items: targets as work-items,
-    # N=200 x 1,000, E=5: 0.34 s vs 0.48 s (TJ 4 queries as work-items)
+    # Intel's CPU runtime vectorises over work-items: targets as work-items (faster than
+    # queries as work-items there)
     return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1}
 
 
@@ -284,8 +283,8 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
 #: own series; the rho that picks each series' E). Its own width, not CCM's: the scan's
 #: rho need agree only across devices, and its one-target libraries have no target
 #: lanes, so a library's streams are all the work-items there are; the scan runs one
-#: small launch per E and batch, whose time is one work-item's stream (H100, 1,000 x
-#: 1,000, E 1..20: the scan's skill 22 ms at 64 streams, 42-51 ms at 16)
+#: small launch per E and batch, whose time is one work-item's stream: more streams,
+#: shorter launches
 SCAN_SKILL_WG = 64
 
 
@@ -460,11 +459,9 @@ def lanes_for(params: Params, ntg: int) -> int:
     return int(min(params["LWG"], want))
 
 
-#: below this many targets a CPU's skill runs one query per work-item (Intel's runtime,
-#: 2-core Zen 5, N=100 x 1,000, skill device time in one process: E-groups of ~10
-#: targets 0.079 s vs 0.124 s with lanes; ~25 equal; ~50 and 100 lanes ahead, 0.042 vs
-#: 0.061 s; the tuned vector layouts no faster below it and slow to build, see
-#: :func:`cpu_layout`)
+#: below this many targets a CPU's skill runs one query per work-item: the crossover
+#: with target lanes on Intel's runtime (the tuned vector layouts are no faster below it
+#: and slow to build, see :func:`cpu_layout`)
 FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
@@ -473,15 +470,9 @@ SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LM
 
 
 #: below this many targets a GPU's E-group runs queries as work-items, whatever the tuned
-#: target-lane layout (H100, 64 libraries x 1,000 queries, device time, the GPU
-#: heuristic against the staged target lanes tuned at 512 targets: K = 21, 32 targets
-#: 0.14 vs 0.50 ms, 128 targets 0.36 vs 0.48 ms, 256 targets 0.51 vs 0.34 ms; K = 7,
-#: 128 targets 0.18 vs 0.22 ms): a few targets leave most lanes of a tile idle. The
-#: mixed-E map at L = 3,780 (E 1..20, H100, hot, the same rho; decision 0107): groups
-#: of 250 targets on lanes 2.68-2.85 vs 2.80-2.81 s (random walks; device time 2.58 vs
-#: 2.72 s), 3.56 vs 3.94 s (noisy oscillators), and their first use 4.9-5.6 vs 6.2 s
-#: (one runtime-K program, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`);
-#: 180 targets 1.88 vs 1.87 s, 128 targets 1.32 vs 1.21 s (walks)
+#: target-lane layout: a few targets leave most lanes of a tile idle (the crossover on
+#: the H100, the same rho; decision 0107; the first use of small groups takes one
+#: runtime-K program, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`)
 FEW_TARGETS_GPU = 200
 
 
@@ -502,8 +493,8 @@ def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
     of one time-major vector, VEC=2, one program per K), else target lanes (LANES) sized
     to the group (:func:`lanes_for`), other layouts unchanged. Every layout gives the
     same rho. With KR a mixed-E map of small groups builds the fused scan and one skill
-    program instead of one per E (Intel's runtime, 2-core Zen 4, N = 50 x 500, E 1..20:
-    21 -> 2 programs, cold map 2.90-3.16 -> 2.31-2.73 s, hot unchanged).
+    program instead of one per E (fewer builds on a map's first use, the same speed
+    after it).
 
     Small groups are what a mixed-E map has many of, one program each: the tuned vector
     layouts (TJ 8-16 targets per work-group) took 1-3 s each to build on Intel's runtime
@@ -576,9 +567,8 @@ class XmapSkillKernel(TunableKernel):
     def layout(self, be: Backend, spec: dict[str, Any], size: int, diag: bool = False) -> Params:
         """The tuned layout (:meth:`params_for`) with every key set. The diagonal (E-scan)
         mode has one target per library: its layout holds one target slot and no target
-        lanes or vector lanes (each would compute that one target again: a tuned TJ 8
-        did the E-scan's work eight times, and its program took 1.2-1.4 s to build on
-        Intel's runtime against 0.3 s), one library per work-group, and K as a kernel
+        lanes or vector lanes (each would compute that one target again, and build a
+        larger program), one library per work-group, and K as a kernel
         argument (KR): one program for every E of the scan instead of one each, the same
         results (the scan's skill is a small part of its work; 20 programs were most of
         an auto-E map's first run), and the scan's own reduction width
@@ -698,20 +688,17 @@ class _SkillCase(TuningCase):
     """Libraries x targets as in a row block: real k-NN tables, half of random walks and
     half of noisy oscillators. How well the target gathers coalesce depends on the data:
     in a smooth series a neighbour's time is near the neighbours of the next query, in
-    a noisy one it is not (on the H100 the scalar layout took 1.4 s on walks and 3.2 s
-    on noisy oscillators, N=5,000 x 3,780), and uniform random indices made the
-    target-lane layout win here and lose 10-70% on real maps; so the case has both kinds.
+    a noisy one it is not (the same layout's time differs by a factor of two between
+    them), and uniform random indices favour layouts that lose on real maps; so the case
+    has both kinds.
     On GPUs a narrow E-group's case holds 512 targets, the size of a mixed-E map's
-    groups (N = 10,000, E 1..20): the layouts' order changes with the group's size
-    (H100, K = 7: the tuned scalar layout 0.50 ms at 512 targets, 1.77 ms at 2,048;
-    staged target lanes in 4 subtrees 0.49 / 1.16 ms)."""
+    groups (N = 10,000, E 1..20): the layouts' order changes with the group's size."""
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
         self.nb, self.ntg = (64, 512) if be.info.is_gpu else (4, 64)
         if spec.get("WIDE"):
-            # a wide E-group has from wide_targets targets up to the whole panel: twice
-            # the least (on the H100 the K = 21 layout tuned at the least, 4,224 targets,
-            # took 11% longer than LB 8 on a 10,000-target map)
+            # a wide E-group has from wide_targets targets up to the whole panel: tuned at
+            # twice the least (a layout tuned at the least is slower on whole panels)
             self.ntg = max(self.ntg, 2 * wide_targets(be.info))
         self.be, self.nq = be, size
         self.spec = {"K": spec["K"], "REAL": "float", "WEIGHT": spec.get("WEIGHT", "ccm")}
