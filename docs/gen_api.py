@@ -69,8 +69,8 @@ One spelling per concept across the public functions (checked by
   time axis is refused unless it is `True` (docs/labelled_data.md).
 - **Command line**: flags mirror the keywords (`--dtype`, `--device`, `--devices`,
   `--backend`, `--knn`, `--max-E`) and are spelled alike in every command (`-E/--E`,
-  `--tau`, `-c/--column`, `-o/--out`, `--time-column`/`--no-time`, `-q`); a former flag
-  (`xmap --E-max`) still parses.
+  `--tau`, `-c/--column`, `-o/--out`, `--time-column`/`--no-time`, `-q`,
+  `--n-workers`); former flags (`xmap --E-max`, `--workers`) still parse.
 """
 
 

@@ -259,5 +259,12 @@ def test_cli_spellings():
     for argv in (["simplex", "in.csv", "-E", "2"], ["smap", "in.csv", "-E", "2", "--theta", "1"],
                  ["ccm", "in.csv", "-E", "2", "--lib-sizes", "10"], ["edim", "in.csv"]):
         assert _parse(argv + ["--knn", "4"]).knn == 4, argv[0]
+    for argv in (["xmap", "in.npy", "-o", "o.zarr"], ["rqa", "in.csv", "-r", "0.1"],
+                 ["crqa", "a.csv", "b.csv", "-r", "0.1"], ["jrqa", "a.csv", "b.csv"]):
+        assert _parse(argv).n_workers == 2, argv[0]
+        assert _parse(argv + ["--n-workers", "3"]).n_workers == 3, argv[0]
+        assert _parse(argv + ["--workers", "4"]).n_workers == 4, argv[0]  # former flag
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert "--E-max" not in sub.choices["xmap"].format_help()  # hidden alias
+    for cmd in ("xmap", "rqa", "crqa", "jrqa"):
+        assert "--workers" not in sub.choices[cmd].format_help().replace("--n-workers", "")

@@ -69,7 +69,9 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int, lists: bool = False) ->
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster "
                         f"(row ranges or lane bands as tasks{blocks}; worker i uses device i "
                         "of --devices)")
-    p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
+    from .args import add_workers_arg
+
+    add_workers_arg(p)
     p.add_argument("--histograms", action="store_true", help="include histograms in --json")
 
 
@@ -183,7 +185,7 @@ def run_rqa(args: argparse.Namespace) -> int:
               w_min=args.w_min, dtype=args.dtype, theiler_scope=args.theiler_scope,
               device=args.device, devices=args.devices, backend=args.backend, edge=args.edge,
               threshold_rule=args.threshold_rule,
-              **({"scheduler": args.scheduler, "n_workers": args.workers}
+              **({"scheduler": args.scheduler, "n_workers": args.n_workers}
                  if args.scheduler is not None else {}), threshold_std=args.threshold_std,
               threshold_max=args.threshold_max,
               **({"neighbourhood": "fan", "knn": args.knn} if args.knn is not None else {}))
@@ -235,7 +237,7 @@ def run_crqa(args: argparse.Namespace) -> int:
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
                     threshold_rule=args.threshold_rule, scheduler=args.scheduler,
-                    n_workers=args.workers, **_windowed(args))
+                    n_workers=args.n_workers, **_windowed(args))
     return _report_windows(res, args) if args.window is not None else _report(res, args)
 
 
@@ -262,7 +264,7 @@ def run_jrqa(args: argparse.Namespace) -> int:
                     theiler_scope=args.theiler_scope, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
                     threshold_rule=args.threshold_rule, scheduler=args.scheduler,
-                    n_workers=args.workers, **_windowed(args))
+                    n_workers=args.n_workers, **_windowed(args))
     return _report_windows(res, args) if args.window is not None else _report(res, args)
 
 
