@@ -196,9 +196,8 @@ def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
 def _gpu_unfit(p: Params, info: DeviceInfo) -> bool:
     """Paths shaped for CPUs that GPU tuning never tries nor takes from a tuning file:
     SYM's whole-row horizontal launch (HCH = 0) has one work-item per 64-row word of a row
-    block (EDGE / 64 of them, each walking whole rows: an H100 took 29.5 s at N = 946,303,
-    against 0.58 s without SYM), and private bins (PH > 0) live in off-chip memory on GPUs
-    (2x slower on the H100). Explicit ``params`` still run them (the tests do, at small N)."""
+    block (EDGE / 64 of them, each walking whole rows: far too few to fill a GPU), and
+    private bins (PH > 0) live in off-chip memory on GPUs. Explicit ``params`` still run them (the tests do, at small N)."""
     return info.is_gpu and bool((p.get("SYM", 0) and not _chunk(p, info)) or p.get("PH", 0))
 
 
@@ -263,9 +262,8 @@ def _wg(mode: str, params: Params, info: DeviceInfo) -> int:
 
 def _warm(mode: str, info: DeviceInfo) -> int:
     """WARM: work-items walking one lane together in a walk-up launch (MODE ``warmcol`` /
-    ``warmdiag``): 32 on GPUs, a row each per 32-row step (one work-item per lane held its
-    warp until the longest of its 32 lanes ended: two H100s, N = 946,303, Roessler, the
-    walk-up above the second range took 26 ms), else 0 (one work-item per lane)."""
+    ``warmdiag``): 32 on GPUs, a row each per 32-row step (one work-item per lane holds its
+    warp until the longest of its 32 lanes ends), else 0 (one work-item per lane)."""
     return 32 if mode in WARM_MODES.values() and info.is_gpu else 0
 
 

@@ -120,7 +120,7 @@ def block_diagonal_cells(m: _Matrix, diag_ranges: list[tuple[int, int]], edge: i
     in closed form: row ``r`` holds ``max(0, min(hi, n_cols - r) - max(lo, -r))`` cells
     of ``lo <= k < hi``, linear in ``r`` between the rows ``n_cols - hi`` and ``-lo``, so
     the cells above any row are at most three arithmetic series, summed at every block
-    boundary at once (no per-row arrays: those took 23-36 ms at N = 2*10^6, on the
+    boundary at once (no per-row arrays, which are slow at large N and lie on the
     critical path of a multi-GPU run)."""
     bounds = np.append(np.arange(0, m.n_rows, edge, dtype=np.int64), np.int64(m.n_rows))
     out = np.zeros(bounds.size - 1, np.int64)

@@ -269,8 +269,8 @@ class XmapEngine:
         """The group's targets time-major on the device and their row pitch
         (:func:`~pyedmcl.kernels.xmap.time_major`'s layout, rows of whole work-groups of
         ``tile`` targets): what the LANES and VEC=2 skills read. Gathered from the panel
-        on the device (H100, N = 5,000 x 3,780: the host's transposing copy and its
-        upload had added ~0.3 s to a 1.0 s map); made again only for a layout whose
+        on the device (no transposing copy on the host and no second upload); made again
+        only for a layout whose
         tile the pitch does not hold."""
         if g.y_lanes is not None and g.y_lanes[1] % tile:
             # rows for both layouts (tiles are powers of two: the pitch's largest one
