@@ -43,3 +43,15 @@ def best_time(fn: Callable[[], Any], repeat: int, *, warmup: int = 0) -> float:
 def median_time(fn: Callable[[], Any], repeat: int, *, warmup: int = 0) -> float:
     """The median of ``repeat`` timed calls (seconds)."""
     return float(statistics.median(call_times(fn, repeat, warmup=warmup)))
+
+
+def interleaved_times(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
+    """Each callable's seconds per call, the callables alternating per repeat (at least
+    one) so that all see the same load of a shared machine."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(max(1, repeat)):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return times
