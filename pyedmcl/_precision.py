@@ -187,8 +187,8 @@ class Prepared:
         """Start a gated merge check (``prepare(deferred="gated")``) in the background now;
         idempotent, and a no-op for other checks. A caller gates it where the check's
         threads would slow host work that its devices wait for: an all-to-all map opens
-        it once every device has its first row block queued (two H200s, N = 10,000 x
-        1,000, E mixed: the check beside the map's start had delayed it by ~30 ms)."""
+        it once every device has its first row block queued (the check beside the map's
+        start delays the devices' first launches)."""
         with self._gate_lock:
             if self._gated is None:
                 return
@@ -345,8 +345,8 @@ def merged_fraction(original: np.ndarray) -> np.ndarray:
         return np.concatenate(parts) if parts else np.zeros(0)
 
     # a large panel by bands of slabs on a few threads: the check runs beside the map,
-    # whose own host threads need cores too (two H200s' 32-core host, N = 10,000 x 1,000
-    # and 5,000 x 3,780: the two-GPU map 6-9 ms faster with 4 threads than with 8)
+    # whose own host threads need cores too (a two-GPU map is faster with 4 threads here
+    # than with 8)
     return rowwise(slabs, rows, CHECK_THREADS)
 
 
@@ -441,8 +441,8 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
 #: values of one chunk of rows that :func:`_standardise` takes through every step (the
 #: statistics, the subtraction, the cast) before the next: 8 MiB of float64 bound the
 #: temporaries of numpy's std (a copy of its input); smaller chunks, each a dozen numpy
-#: calls under the GIL, were slower on many threads (16-core host, N = 5,000 x 3,780:
-#: 2^16 values 62-93 ms, 2^18 33-39 ms, 2^20 28-31 ms, one chunk a band 27-28 ms)
+#: calls under the GIL, were slower on many threads (2^20 is within a few percent of
+#: one chunk a band)
 _CHUNK_VALUES = 1 << 20
 
 

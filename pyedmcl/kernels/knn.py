@@ -167,7 +167,7 @@ class KnnKernel(TunableKernel):
              **self.chosen(be.info, choice, spec, contiguous)}
         item = 8 if spec["REAL"] == "double" else 4
         # rows only: the vec variant's SPLIT is tuned (splitting there admits more
-        # candidates in all: 7-10 ms instead of 4.8 ms at L=32,768, E=20 on the H100)
+        # candidates in all, slower on the H100)
         split_max = 32 if p["VARIANT"] == "rows" else 1
         if be.info.is_gpu and p["SPLIT"] == 1 and nq_total is not None:
             # few queries: split each query's library scan so the GPU fills up
