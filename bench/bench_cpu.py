@@ -14,7 +14,7 @@ that runtime:
    on, its default variant) on the OpenCL platform of pyedmcl's device
 5. CCM of Lorenz-63 x and a lagged function of it, N = 1,000 / 2,000 / 5,000, E=3,
    library sizes 20, N/2, N-10, 10 samples, float64: ``ccm`` with its default
-   ``knn_backend="auto"`` (and, for reference, ``"exact"``) vs pyEDM's ``CCM``; the
+   ``knn_method="auto"`` (and, for reference, ``"exact"``) vs pyEDM's ``CCM``; the
    rho of both pyedmcl runs must agree to 1e-12 (the k-d tree is exact, decision 0059)
 
 The ratio is peer / pyedmcl (best times); the goal column is the issue's. kEDM is
@@ -162,7 +162,7 @@ def row_ccm(device, repeat: int) -> None:
         def ours(name, x=x, y=y, kw=kw, res=res):
             def run():
                 res[name] = (pe.ccm(x, y, **kw) if name == "auto"
-                             else pe.ccm(x, y, knn_backend=name, **kw))
+                             else pe.ccm(x, y, knn_method=name, **kw))
             return run
         fns = {"ours": ours("auto"), "exact": ours("exact")}
         if pyEDM is not None:

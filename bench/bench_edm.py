@@ -33,10 +33,10 @@ Run:  python bench/bench_edm.py --device pocl --L 10000 --Emax 20
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
+from _common import best_time, interleaved_times
 
 
 def logistic(n: int, r: float = 3.9, x0: float = 0.4) -> np.ndarray:
@@ -67,12 +67,7 @@ def coupled(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def timed(fn, repeat: int = 1) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    return best_time(fn, repeat)
 
 
 def flops(nq: int, nl: int, Es) -> float:
@@ -97,13 +92,7 @@ def line(label: str, t: float, ref: float | None = None, gflop: float | None = N
 def interleaved(fns: dict, repeat: int) -> dict:
     """Median wall time of each callable, the callables alternating per repeat so all
     see the same (shared-machine) load."""
-    times: dict = {k: [] for k in fns}
-    for _ in range(max(1, repeat)):
-        for k, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t)
-    return {k: float(np.median(v)) for k, v in times.items()}
+    return {k: float(np.median(v)) for k, v in interleaved_times(fns, repeat).items()}
 
 
 def case_sweep(args, be) -> None:

@@ -13,18 +13,13 @@ per element). Also Simplex from a device array vs from numpy (end to end).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _common import median_time
 
 
 def _median(f, repeat: int) -> float:
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
+    return median_time(f, repeat)
 
 
 def main() -> None:

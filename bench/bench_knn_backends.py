@@ -63,7 +63,7 @@ def run_simplex(x, E, name, device, opts, repeats, min_total=0.0, max_runs=10):
     best, res, total, runs = float("inf"), None, 0.0, 0
     while runs < repeats or (total < min_total and runs < max_runs):
         t0 = time.perf_counter()
-        res = pe.simplex(x, E=E, Tp=1, knn_backend=name, knn_options=opts.get(name), device=device)
+        res = pe.simplex(x, E=E, Tp=1, knn_method=name, knn_options=opts.get(name), device=device)
         dt = time.perf_counter() - t0
         best, total, runs = min(best, dt), total + dt, runs + 1
     return best, res
@@ -78,7 +78,7 @@ def ccm_pair(N: int, E: int) -> tuple[np.ndarray, np.ndarray]:
 def run_ccm(x, y, E, L, S, name, device, opts):
     t0 = time.perf_counter()
     r = pe.ccm(x, y, E=E, lib_sizes=[L], sample=S, seed=1, dtype="float64",
-               knn_backend=name, knn_options=opts.get(name), device=device)
+               knn_method=name, knn_options=opts.get(name), device=device)
     return time.perf_counter() - t0, r
 
 
@@ -258,13 +258,13 @@ def main(argv=None) -> int:
                 m["_ref"] = mape(res.predicted, res.observed)
                 ref = "_ref"
             kw = dict(E=E, query_points=qs, device=args.device)
-            true = knn_search(x, knn_backend="kdtree" if ref != "exact" or "exact" not in t
+            true = knn_search(x, knn_method="kdtree" if ref != "exact" or "exact" not in t
                               else "exact", **kw).indices
             for b in t:
                 if b in ("exact", "kdtree"):
-                    rec[b] = recall(knn_search(x, knn_backend=b, **kw).indices, true)
+                    rec[b] = recall(knn_search(x, knn_method=b, **kw).indices, true)
                 else:
-                    rec[b] = recall(knn_search(x, knn_backend=b, knn_options=opts.get(b),
+                    rec[b] = recall(knn_search(x, knn_method=b, knn_options=opts.get(b),
                                                **kw).indices, true)
             rel = {b: m[b] / m[ref] for b in t}
             ok = {b: rel[b] <= 1 + MAPE_BOUND for b in t}

@@ -11,11 +11,11 @@ pyedmcl is timed warm (kernels built). Example::
 
 from __future__ import annotations
 
-import argparse
 import warnings
 
 import numpy as np
 import pandas as pd
+from _common import parser
 from bench_smap import best_of
 
 
@@ -28,9 +28,7 @@ def frame(L: int) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
     ap.add_argument("--L", type=int, default=400)
     ap.add_argument("--E", type=int, default=2)
     ap.add_argument("--D", type=int, default=3)

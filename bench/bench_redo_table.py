@@ -9,20 +9,14 @@ Run:  python bench/bench_redo_table.py --device nvidia --cases 100000:7:2,50000:
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _common import best_time
 
 
 def best(fn, repeat: int) -> float:
     """The best time (ms) of ``repeat`` calls of ``fn``, after one untimed call."""
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return min(ts) * 1e3
+    return best_time(fn, repeat, warmup=1) * 1e3
 
 
 def run_case(be, L: int, E: int, tau: int, chunks: list[int], repeat: int, seen: list) -> None:

@@ -32,6 +32,7 @@ import dataclasses
 import time
 
 import numpy as np
+from _common import interleaved_times
 
 
 def mackey_glass(n: int, *, delay: int = 17, beta: float = 0.2, gamma: float = 0.1,
@@ -49,13 +50,7 @@ def mackey_glass(n: int, *, delay: int = 17, beta: float = 0.2, gamma: float = 0
 
 def interleaved(fns: dict, repeat: int) -> dict:
     """Each callable's times (s), the callables alternating per repeat."""
-    times: dict = {k: [] for k in fns}
-    for _ in range(max(1, repeat)):
-        for k, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t)
-    return times
+    return interleaved_times(fns, repeat)
 
 
 def redone_rows(x: np.ndarray, E: int, tau: int, device, repeat: int = 1) -> tuple[int, float]:

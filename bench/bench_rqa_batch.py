@@ -24,15 +24,11 @@ import statistics
 import time
 
 import numpy as np
+from _common import median_time
 
 
 def _median_time(fn, repeat: int) -> float:
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+    return median_time(fn, repeat)
 
 
 def main() -> None:

@@ -15,12 +15,12 @@ cells the bound flags (host estimate from a sample of rows). ``--out`` writes th
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from typing import Any
 
 import numpy as np
+from _common import parser
 
 
 def _hists(r: Any) -> tuple:
@@ -60,9 +60,7 @@ def _near_fraction(x: np.ndarray, r: float, E: int, tau: int, rows: int = 400) -
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, nargs="+", default=[100_000], help="embedded points N")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--check", action="store_true", help="compare with a float64 run")

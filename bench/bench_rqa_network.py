@@ -18,11 +18,11 @@ shared machine they are less disturbed by other load.
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
 import numpy as np
+from _common import parser
 
 
 def series(n: int, E: int, tau: int) -> np.ndarray:
@@ -48,9 +48,7 @@ def _timed(f, *a, key: str | None = None, **kw) -> tuple[float, object]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 10000])
     ap.add_argument("--E", type=int, default=3)
     ap.add_argument("--tau", type=int, default=4)

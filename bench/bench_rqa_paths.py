@@ -16,13 +16,13 @@ their profiled times add up).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from typing import Any
 
 import numpy as np
+from _common import parser
 
 
 def _hists(r: Any) -> tuple:
@@ -60,9 +60,7 @@ def _per_launch(be: Any, run: Any) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, default=946_303, help="embedded points N")
     ap.add_argument("--series", default="roessler", choices=("roessler", "logistic"))
     ap.add_argument("--repeat", type=int, default=5)

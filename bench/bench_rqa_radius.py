@@ -13,16 +13,14 @@ same script times a tree before and after a change.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from _common import parser
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, nargs="+", default=[4000, 10_000, 100_000])
     ap.add_argument("--E", type=int, default=3)
     ap.add_argument("--rate", type=float, default=0.05)

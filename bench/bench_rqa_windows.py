@@ -13,10 +13,10 @@ per window. Both pyedmcl methods run on all ``--n`` points.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from _common import parser
 
 
 def _same(a, b) -> bool:
@@ -25,9 +25,7 @@ def _same(a, b) -> bool:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
     ap.add_argument("--n", type=int, default=100_000, help="points for pyedmcl")
     ap.add_argument("--peer-n", type=int, default=20_000,
                     help="points for the pyunicorn loop (0: all --n)")

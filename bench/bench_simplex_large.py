@@ -22,16 +22,14 @@ At L = 2^20 on an H100 each call takes 0.3-2 s: the defaults take about 1.5 min 
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from _common import parser
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
     ap.add_argument("--L", type=int, default=1 << 20, help="series length (points)")
     ap.add_argument("--E", type=int, nargs="+", default=[1, 3, 7, 20])
     ap.add_argument("--slides", type=int, nargs="+", default=[16],

@@ -21,9 +21,9 @@ Run:  python bench/bench_skill_layouts.py --device nvidia --K 7 21 --targets 256
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _common import best_time
 
 
 def layouts(names: list[str], be, xk, spec: dict, nq: int, ntg: int) -> list[tuple[str, dict]]:
@@ -62,13 +62,8 @@ def time_layout(be, xk, case, p: dict, nq: int, ntg: int, repeat: int):
         xk.XMAP_SKILL.launch(be, p, case.spec, tidx, tw, tden, nq, case.nb, y, ldy, 0,
                              case.tgt, case.tgt, ntg, case.obs, case.out, ntg, 0)
         be.finish()
-    run()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        run()
-        ts.append(time.perf_counter() - t)
-    return min(ts), be.to_host(case.out)[:case.nb * ntg].copy()
+    t = best_time(run, repeat, warmup=1)
+    return t, be.to_host(case.out)[:case.nb * ntg].copy()
 
 
 def main() -> None:

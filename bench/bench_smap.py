@@ -18,6 +18,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import best_time
 
 
 def logistic(n: int, r: float = 3.9, x0: float = 0.3) -> np.ndarray:
@@ -28,12 +29,7 @@ def logistic(n: int, r: float = 3.9, x0: float = 0.3) -> np.ndarray:
 
 
 def best_of(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_time(fn, repeats)
 
 
 def main(argv: list[str] | None = None) -> None:

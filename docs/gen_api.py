@@ -33,14 +33,19 @@ One spelling per concept across the public functions (checked by
   over (a list or a comma-separated string of selectors) on `rqa`, `cross_rqa`,
   `joint_rqa`, `rqa_batch` (blocks of series) and `xmap`; when given it is used instead
   of `device`.
-- **`backend`**: the kernel runtime (`"pyopencl"`, `"sycl"`; None: the default), on every
-  function that takes `device`. Not to be confused with `knn_backend`, the neighbour
-  search (`"exact"`, `"kdtree"`, `"hnsw"`, `"ivf"`, `"auto"`), with `knn_options`.
+- **`backend`**: which host interface drives the device's runtime, the kind of
+  `clkernels.Backend` object (`"pyopencl"`, `"sycl"`; None: the default), on every
+  function that takes `device`; nothing else is called a backend in the API.
+- **`knn_method`**: how neighbours are found: `"exact"`, `"kdtree"`, `"hnsw"`, `"ivf"`
+  or `"auto"` (`simplex`, `ccm`, `knn_search`, `measure_recall`; options in
+  `knn_options`), and `xmap`'s choice of exact kernel (`"batched"`, `"edm"`, `"scan"`).
 - **`knn`**: the number of neighbours per prediction or query (default `E + 1`; S-map:
   every library point). **`max_E`**: the largest E a scan tries (`embed_dimension`,
   `xmap`). Former spellings still work for one release with a `DeprecationWarning`
   naming the new keyword: `k=` (`knn_table`, `knn_search`, `measure_recall`),
-  `E_max=` (`xmap`).
+  `E_max=` (`xmap`), `knn_backend=` (`simplex`, `ccm`, `knn_search`, `measure_recall`)
+  and `knn_kernel=` (`xmap`) for `knn_method=`. The project's other terms: docs/design.md,
+  "Vocabulary".
 - **`return_device`**: `True` returns the result arrays as device arrays in the
   computation dtype (`pyedmcl.interop`), on the functions whose result is an array along
   the series that a next device step can take as input: `simplex`, `smap`,
@@ -64,8 +69,8 @@ One spelling per concept across the public functions (checked by
   time axis is refused unless it is `True` (docs/labelled_data.md).
 - **Command line**: flags mirror the keywords (`--dtype`, `--device`, `--devices`,
   `--backend`, `--knn`, `--max-E`) and are spelled alike in every command (`-E/--E`,
-  `--tau`, `-c/--column`, `-o/--out`, `--time-column`/`--no-time`, `-q`); a former flag
-  (`xmap --E-max`) still parses.
+  `--tau`, `-c/--column`, `-o/--out`, `--time-column`/`--no-time`, `-q`,
+  `--n-workers`); former flags (`xmap --E-max`, `--workers`) still parse.
 """
 
 

@@ -61,6 +61,7 @@ _LABELLED = {"simplex", "smap", "ccm", "embed_dimension", "predict_interval",
 
 def _public(name: str, mod: str) -> Any:
     obj = getattr(import_module(mod), name)
+    renames = getattr(obj, "__renamed__", None)  # deprecated keywords (pyedmcl._deprecation)
     if name in _LABELLED:
         from .labels import labelled
 
@@ -70,6 +71,10 @@ def _public(name: str, mod: str) -> Any:
 
         obj = with_progress(obj, _PROGRESS[name])
     if name in _LABELLED or name in _PROGRESS:
+        if renames:  # translated before the wrappers above bind the signature
+            from ._deprecation import renamed_keywords
+
+            obj = renamed_keywords(**renames)(obj)
         obj.__module__, obj.__qualname__ = __name__, name  # pickles as pyedmcl.NAME
         globals()[name] = obj  # one wrapper per name: ``pe.rqa is pe.rqa``
     return obj

@@ -4,7 +4,9 @@ A function decorated with ``@renamed_keywords(k="knn")`` shows (``inspect.signat
 ``help()``, docs/api.md) only the new name; a call with the old one gets a
 :class:`DeprecationWarning` naming the new keyword and runs as if the new one was given.
 Giving both is a ``TypeError``. ``RENAMED`` lists every alias, so the next release can
-drop them all (the test ``tests/test_api_conventions.py`` checks the list).
+drop them all (the test ``tests/test_api_conventions.py`` checks the list). The wrapper's
+``__renamed__`` holds its aliases so that an outer wrapper binding the signature (labelled
+data, progress lines: ``pyedmcl._public``) can translate them first.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
 
+        wrapper.__renamed__ = {**getattr(fn, "__renamed__", {}), **renames}  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorate

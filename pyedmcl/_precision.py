@@ -187,8 +187,8 @@ class Prepared:
         """Start a gated merge check (``prepare(deferred="gated")``) in the background now;
         idempotent, and a no-op for other checks. A caller gates it where the check's
         threads would slow host work that its devices wait for: an all-to-all map opens
-        it once every device has its first row block queued (two H200s, N = 10,000 x
-        1,000, E mixed: the check beside the map's start had delayed it by ~30 ms)."""
+        it once every device has its first row block queued (the check beside the map's
+        start delays the devices' first launches)."""
         with self._gate_lock:
             if self._gated is None:
                 return
@@ -275,7 +275,7 @@ def _merged_row_bucketed(row: np.ndarray, threads: int, limit: float | None = No
     go to buckets by their float32 cast (splitters from a strided sample), so equal
     values, and values whose casts are equal, share a bucket; bucket by bucket the
     distinct counts then add up to the whole row's exactly (NaNs, in no bucket, count
-    one each, as the whole sort counts them). 2*10^6 values: 128 -> 85 ms on 2 cores.
+    one each, as the whole sort counts them).
     ``limit``: the bound of :func:`_merged_bound_slab` first, from the buckets' float32
     sorts alone, returned where it is within ``limit`` (the exact float64 sorts only
     where it is not, or where the splitters' sample already repeats beyond it)."""
@@ -330,8 +330,8 @@ def merged_fraction(original: np.ndarray) -> np.ndarray:
     Rows are checked in slabs so that the sorted copies stay small whatever the size of
     the panel (xmap streams N x N results within a bounded host memory); small slabs also
     sort faster than whole panels (they stay in cache). A large panel's slabs run by
-    bands of rows on threads (:mod:`pyedmcl._bands`; N = 5,000 x 3,780 on 2 cores: 0.66
-    -> 0.33 s, a check that runs beside the map and that the map waits for at its end).
+    bands of rows on threads (:mod:`pyedmcl._bands`: the check runs beside the map,
+    which waits for it at its end).
     A long row is sorted in value buckets on several threads
     (:func:`_merged_row_bucketed`)."""
     rows = _rows(original)
@@ -345,8 +345,8 @@ def merged_fraction(original: np.ndarray) -> np.ndarray:
         return np.concatenate(parts) if parts else np.zeros(0)
 
     # a large panel by bands of slabs on a few threads: the check runs beside the map,
-    # whose own host threads need cores too (two H200s' 32-core host, N = 10,000 x 1,000
-    # and 5,000 x 3,780: the two-GPU map 6-9 ms faster with 4 threads than with 8)
+    # whose own host threads need cores too (a two-GPU map is faster with 4 threads here
+    # than with 8)
     return rowwise(slabs, rows, CHECK_THREADS)
 
 
@@ -357,7 +357,7 @@ def _merged_bound_slab(part: np.ndarray, part32: np.ndarray,
     the exact fraction (:func:`_merged_slab`). A row of n values whose cast has u32
     distinct ones merged u0 - u32 <= n - u32 of its u0 <= n distinct values, a fraction
     <= (n - u32) / n: that bound needs only the sort of the float32 cast (half the bytes of
-    the float64 sort: N = 5,000 x 3,780 random walks 0.50 -> 0.27 s on one Zen 4 core).
+    the float64 sort).
     Also returns whether some row needed the exact fraction."""
     n = part.shape[1]
     if n == 0:
@@ -441,8 +441,8 @@ def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:
 #: values of one chunk of rows that :func:`_standardise` takes through every step (the
 #: statistics, the subtraction, the cast) before the next: 8 MiB of float64 bound the
 #: temporaries of numpy's std (a copy of its input); smaller chunks, each a dozen numpy
-#: calls under the GIL, were slower on many threads (16-core host, N = 5,000 x 3,780:
-#: 2^16 values 62-93 ms, 2^18 33-39 ms, 2^20 28-31 ms, one chunk a band 27-28 ms)
+#: calls under the GIL, were slower on many threads (2^20 is within a few percent of
+#: one chunk a band)
 _CHUNK_VALUES = 1 << 20
 
 
@@ -504,10 +504,8 @@ def _standardise(a: np.ndarray, scale: bool, shift: np.ndarray | None,
     """:func:`_affine` of ``a``, ``a`` through it (float64) and, with ``cast``, that
     cast to the ``cast`` dtype (else None). A panel (2-D) goes through a
     :class:`RowStandardiser`, a large one in bands of rows on a few threads (numpy
-    releases the GIL); the result is the same bit for bit. The map's host time before
-    its first kernel: N = 5,000 x 3,780 on a 2-core VM 0.18 -> 0.10 s by bands; with the
-    cast here instead of a pass of its own, 65-83 -> 44-54 ms there, 34-38 -> 28-31 ms
-    on 16 cores (medians)."""
+    releases the GIL); the result is the same bit for bit. The cast is made here, not in
+    a pass of its own: one read of the panel less before the map's first kernel."""
     if a.ndim != 2 or not a.size:
         f = _affine(a, scale, shift)
         z = f.forward(a)

@@ -199,7 +199,7 @@ def check_int_array(values: Any, name: str, lo: int | None, hi: int | None = Non
     an int64 array. Floats must be integral, as for scalars.
 
     A numeric array is checked whole (an all-to-all map's E holds one value per series:
-    10,000 elements one by one took 16 ms of its start); any element it refuses, or any
+    element by element would be slow); any element it refuses, or any
     other input, goes through :func:`check_int` element by element, which raises the
     first error in order."""
     fast = _int_array_fast(values, lo, hi)

@@ -2,7 +2,7 @@
 
 Signatures of every public function: options keyword-only, ``dtype="float32"``,
 ``device``/``backend`` wherever kernels run, ``devices``/``return_device``/``params``
-exactly where documented, ``knn``/``max_E`` and none of their former spellings; the
+exactly where documented, ``knn``/``max_E``/``knn_method`` and none of their former spellings; the
 former spellings still work for one release with a DeprecationWarning.
 """
 
@@ -31,9 +31,13 @@ PARAMS = {"pairwise_distances", "rqa", "cross_rqa", "joint_rqa"}
 #: dtype defaults other than "float32", with the reason in docs/api.md
 DTYPE_DEFAULT = {"xmap": None}  # None: the stored dtype when resuming, else float32
 #: former spelling -> the keyword that replaced it
-FORMER = {"k": "knn", "E_max": "max_E"}
+FORMER = {"k": "knn", "E_max": "max_E", "knn_backend": "knn_method", "knn_kernel": "knn_method"}
 DEPRECATED = {("knn_table", "k"): "knn", ("knn_search", "k"): "knn",
-              ("measure_recall", "k"): "knn", ("xmap", "E_max"): "max_E"}
+              ("measure_recall", "k"): "knn", ("xmap", "E_max"): "max_E",
+              ("simplex", "knn_backend"): "knn_method", ("ccm", "knn_backend"): "knn_method",
+              ("knn_search", "knn_backend"): "knn_method",
+              ("measure_recall", "knn_backend"): "knn_method",
+              ("xmap", "knn_kernel"): "knn_method"}
 
 
 def _functions() -> dict[str, inspect.Signature]:
@@ -97,7 +101,7 @@ def test_devices_return_device_params_where_documented():
 @pytest.mark.parametrize("name", sorted(FUNCS))
 def test_no_former_spellings(name):
     ps = FUNCS[name].parameters
-    for old in ("k", "E_max", "n_neighbors", "maxE", "dev"):
+    for old in ("k", "E_max", "n_neighbors", "maxE", "dev", "knn_backend", "knn_kernel"):
         assert old not in ps, (name, old)
 
 
@@ -108,12 +112,18 @@ def test_neighbour_count_is_knn():
     assert _with("max_E") == {"embed_dimension", "xmap"}
 
 
+def test_knn_method_is_one_name():
+    """How neighbours are found: ``knn_method`` (``backend`` is only the Backend kind)."""
+    assert _with("knn_method") == {"simplex", "ccm", "knn_search", "measure_recall", "xmap"}
+    assert _with("knn_options") <= _with("knn_method")
+
+
 def test_conventions_documented():
     """docs/api.md opens with the conventions and names every specific case."""
     text = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
     conv = text.split("## Conventions", 1)[1].split("\n## ", 1)[0]
     for word in ("`dtype`", "`device`", "`devices`", "`knn`", "`return_device`", "`params`",
-                 "`max_E`"):
+                 "`max_E`", "`knn_method`"):
         assert word in conv, word
     for name in DEVICES | RETURN_DEVICE | PARAMS | set(DTYPE_DEFAULT):
         assert f"`{name}`" in conv, name
@@ -124,7 +134,7 @@ def test_conventions_documented():
 # --- former spellings: still accepted for one release ---------------------------------------
 
 def test_registered_aliases():
-    for name in ("knn_table", "knn_search", "measure_recall", "xmap"):
+    for name in ("knn_table", "knn_search", "measure_recall", "xmap", "simplex", "ccm"):
         getattr(pe, name)  # the lazy modules register their aliases on import
     assert RENAMED == DEPRECATED
     for (fn, old), new in RENAMED.items():
@@ -136,9 +146,9 @@ X = np.sin(np.arange(300) * 0.37) + 0.2 * np.cos(np.arange(300) * 1.3)
 
 CALLS = {
     "knn_table": lambda **kw: pe.knn_table(X, E=3, device=CPU_DEVICE, **kw),
-    "knn_search": lambda **kw: pe.knn_search(X, E=3, knn_backend="exact", device=CPU_DEVICE,
+    "knn_search": lambda **kw: pe.knn_search(X, E=3, knn_method="exact", device=CPU_DEVICE,
                                              **kw).indices,
-    "measure_recall": lambda **kw: pe.measure_recall(X, E=3, knn_backend="kdtree", sample=20,
+    "measure_recall": lambda **kw: pe.measure_recall(X, E=3, knn_method="kdtree", sample=20,
                                                      device=CPU_DEVICE, **kw),
 }
 
@@ -173,6 +183,55 @@ def test_k_alias_is_validated_as_knn():
         CALLS["knn_table"](k=0)
 
 
+#: a call of each function whose k-NN method option was spelled otherwise, given the method
+METHOD_CALLS = {
+    "simplex": lambda **kw: pe.simplex(X, E=3, device=CPU_DEVICE, **kw).predicted,
+    "ccm": lambda **kw: pe.ccm(X, np.roll(X, 3), E=2, lib_sizes=[50, 100], sample=3, seed=1,
+                               device=CPU_DEVICE, **kw).rho_xy,
+    "knn_search": lambda **kw: pe.knn_search(X, E=3, device=CPU_DEVICE, **kw).indices,
+    "measure_recall": lambda **kw: pe.measure_recall(X, E=3, sample=20, device=CPU_DEVICE, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_CALLS))
+def test_knn_backend_is_a_deprecated_alias_of_knn_method(name):
+    pytest.importorskip("scipy")  # the k-d tree: a method other than the default
+    call = METHOD_CALLS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ref = call(knn_method="kdtree")
+    with pytest.warns(DeprecationWarning, match=rf"{name}\(knn_backend=\.\.\.\) is deprecated, "
+                                                rf"use {name}\(knn_method=\.\.\.\)") as rec:
+        got = call(knn_backend="kdtree")
+    assert all(Path(w.filename).name == Path(__file__).name for w in rec)
+    _same(got, ref)
+    with pytest.raises(TypeError, match="both knn_backend= and knn_method="):
+        call(knn_backend="kdtree", knn_method="kdtree")
+
+
+def test_knn_backend_alias_with_labelled_data():
+    """The alias is translated before the labelled-data wrapper binds the signature."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("scipy")
+    s = pd.Series(X, index=pd.date_range("2020-01-01", periods=X.size, freq="D"))
+    ref = pe.simplex(s, E=3, knn_method="kdtree", device=CPU_DEVICE)
+    with pytest.warns(DeprecationWarning, match="knn_method"):
+        got = pe.simplex(s, E=3, knn_backend="kdtree", device=CPU_DEVICE)
+    assert got.labels is not None
+    np.testing.assert_array_equal(got.predicted, ref.predicted)
+
+
+def test_knn_kernel_is_a_deprecated_alias_of_knn_method():
+    P = np.stack([X, np.roll(X, 7), X ** 2], axis=1)
+    ref = pe.xmap(P, E=2, knn_method="edm", device=CPU_DEVICE)
+    with pytest.warns(DeprecationWarning, match=r"xmap\(knn_kernel=\.\.\.\) is deprecated, "
+                                                r"use xmap\(knn_method=\.\.\.\)"):
+        got = pe.xmap(P, E=2, knn_kernel="edm", device=CPU_DEVICE)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    with pytest.raises(ValueError, match="knn_method='faiss' is invalid"):
+        pe.xmap(P, E=2, knn_method="faiss", device=CPU_DEVICE)
+
+
 def test_E_max_is_a_deprecated_alias_of_max_E():
     P = np.stack([X, np.roll(X, 7), X ** 2], axis=1)
     ref = pe.xmap(P, E="auto", max_E=3, device=CPU_DEVICE)
@@ -200,5 +259,12 @@ def test_cli_spellings():
     for argv in (["simplex", "in.csv", "-E", "2"], ["smap", "in.csv", "-E", "2", "--theta", "1"],
                  ["ccm", "in.csv", "-E", "2", "--lib-sizes", "10"], ["edim", "in.csv"]):
         assert _parse(argv + ["--knn", "4"]).knn == 4, argv[0]
+    for argv in (["xmap", "in.npy", "-o", "o.zarr"], ["rqa", "in.csv", "-r", "0.1"],
+                 ["crqa", "a.csv", "b.csv", "-r", "0.1"], ["jrqa", "a.csv", "b.csv"]):
+        assert _parse(argv).n_workers == 2, argv[0]
+        assert _parse(argv + ["--n-workers", "3"]).n_workers == 3, argv[0]
+        assert _parse(argv + ["--workers", "4"]).n_workers == 4, argv[0]  # former flag
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert "--E-max" not in sub.choices["xmap"].format_help()  # hidden alias
+    for cmd in ("xmap", "rqa", "crqa", "jrqa"):
+        assert "--workers" not in sub.choices[cmd].format_help().replace("--n-workers", "")

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
 BASE = 1
 #: edges allowed between two units of one layer (the order inside it)
 SIDEWAYS = frozenset({
-    ("pyedmcl.edm", "pyedmcl.neighbors"),         # knn_backend= of simplex/ccm
+    ("pyedmcl.edm", "pyedmcl.neighbors"),         # knn_method= of simplex/ccm
     ("pyedmcl.xmap", "pyedmcl.edm"),              # the all-to-all null reuses CCM's
     ("pyedmcl.network", "pyedmcl.significance"),  # the network's pairwise FDR step
     ("pyedmcl.cli", "pyedmcl.report"),            # `pyedmcl demo` runs the report

@@ -320,7 +320,7 @@ def test_dtype_validated_everywhere(bad):
         lambda: pe.knn_table(x, E=2, dtype=bad),
         lambda: pe.knn_search(x, E=2, dtype=bad),
         lambda: pe.pairwise_distances(x, E=2, dtype=bad),
-        lambda: pe.measure_recall(x, E=2, knn_backend="exact", dtype=bad),
+        lambda: pe.measure_recall(x, E=2, knn_method="exact", dtype=bad),
     ]
     for call in calls:
         with pytest.raises(ValueError, match="dtype"):

@@ -66,9 +66,9 @@ def test_ccm_auto_and_kdtree_equal_exact(decimals):
         x, y = np.round(x, decimals), np.round(y, decimals)
     kw = dict(E=3, lib_sizes=[20, 200, 390], sample=4, seed=2, dtype="float64",
               device=CPU_DEVICE)
-    ref = pe.ccm(x, y, knn_backend="exact", **kw)
+    ref = pe.ccm(x, y, knn_method="exact", **kw)
     for b in ("kdtree", "auto"):
-        r = pe.ccm(x, y, knn_backend=b, **kw)
+        r = pe.ccm(x, y, knn_method=b, **kw)
         for s, s0 in ((r.rho_xy_samples, ref.rho_xy_samples),
                       (r.rho_yx_samples, ref.rho_yx_samples)):
             np.testing.assert_allclose(s, s0, rtol=0, atol=1e-12)

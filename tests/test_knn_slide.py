@@ -268,7 +268,7 @@ def test_xmap_batched_slide_same_map(device, monkeypatch):
     rng = np.random.default_rng(4)
     X = np.cumsum(rng.standard_normal((300, 6)), axis=0).astype(np.float32)
     X[::7] = np.round(X[::7], 1)  # some ties
-    ref = pe.xmap(X, E=np.array([2, 3, 5, 2, 3, 5]), device=device, knn_kernel="batched").rho
+    ref = pe.xmap(X, E=np.array([2, 3, 5, 2, 3, 5]), device=device, knn_method="batched").rho
     orig = kx.XmapKnnKernel.params_for
     seen = []
 
@@ -279,7 +279,7 @@ def test_xmap_batched_slide_same_map(device, monkeypatch):
                 "CB": 0, "QQ": 1, "SPLIT": 1, "INS": "reg", "FLAG": 1}
 
     monkeypatch.setattr(kx.XmapKnnKernel, "params_for", slide)
-    got = pe.xmap(X, E=np.array([2, 3, 5, 2, 3, 5]), device=device, knn_kernel="batched").rho
+    got = pe.xmap(X, E=np.array([2, 3, 5, 2, 3, 5]), device=device, knn_method="batched").rho
     assert seen and all(seen)
     assert np.array_equal(np.asarray(got), np.asarray(ref), equal_nan=True)
 

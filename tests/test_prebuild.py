@@ -137,14 +137,14 @@ def test_mixed_E_map_launches_only_prebuilt_kernels(device, knn_kernel, monkeypa
     be = get_backend(device)
     X, E = _panel()
     marks = _record_prebuilds(be, monkeypatch)
-    got = pe.xmap(X, E=E, device=device, knn_kernel=knn_kernel).rho
+    got = pe.xmap(X, E=E, device=device, knn_method=knn_kernel).rho
     assert _only_prebuilt(be, marks)
     monkeypatch.setattr(be, "prebuild", lambda requests, **kw: [])  # kernels built lazily
-    ref = pe.xmap(X, E=E, device=device, knn_kernel=knn_kernel).rho
+    ref = pe.xmap(X, E=E, device=device, knn_method=knn_kernel).rho
     np.testing.assert_array_equal(got, ref)
     if knn_kernel == "scan":  # and against the per-E path (same tables)
         np.testing.assert_array_equal(
-            got, pe.xmap(X, E=E, device=device, knn_kernel="batched").rho)
+            got, pe.xmap(X, E=E, device=device, knn_method="batched").rho)
 
 
 def test_optimal_E_and_embedding_scans_launch_only_prebuilt_kernels(device, monkeypatch):

@@ -97,7 +97,7 @@ def test_stale_or_malformed_knn_backend_entry_is_skipped(bad):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         c = A.choose(be.info, L=256, E=3)
-        r = pe.simplex(X, E=3, device="pocl", knn_backend="auto")
+        r = pe.simplex(X, E=3, device="pocl", knn_method="auto")
     assert c.source != "user"
     assert np.isfinite(r.rho)
     msgs = _db_warnings(w)

@@ -97,7 +97,7 @@ def test_block_size_and_devices_bit_identical():
     b = pe.xmap(X, E=E, block_rows=3).rho
     np.testing.assert_array_equal(a, b)
     for kk in ("edm", "batched"):  # both k-NN kernels: the same tables, the same matrix
-        np.testing.assert_array_equal(a, pe.xmap(X, E=E, block_rows=4, knn_kernel=kk).rho)
+        np.testing.assert_array_equal(a, pe.xmap(X, E=E, block_rows=4, knn_method=kk).rho)
     if len(TEST_DEVICES) >= 2:  # the default device's contraction choice on both
         from clkernels import get_backend
         from pyedmcl._fma import job_fma
@@ -248,7 +248,7 @@ def test_scan_skill_reduces_over_its_own_width(monkeypatch):
 def test_auto_E_is_the_embedding_scan_best():
     X = panel(L=100, N=4, seed=2)
     r = pe.xmap(X, E="auto", max_E=5)
-    b = pe.xmap(X, E="auto", max_E=5, knn_kernel="batched")  # scan with the batched k-NN
+    b = pe.xmap(X, E="auto", max_E=5, knn_method="batched")  # scan with the batched k-NN
     np.testing.assert_array_equal(r.edim_rho, b.edim_rho)
     for i in range(4):
         s = pe.embed_dimension(X[:, i], max_E=5, Tp=1, lib="1 50", pred="51 100")
@@ -286,7 +286,7 @@ def test_nan_columns_named():
 @pytest.mark.parametrize("kw, match", [
     (dict(E=0), "E"), (dict(E=[2, 3]), "N=4"), (dict(E="best"), "auto"),
     (dict(E=2, tau=0), "tau"), (dict(E=2, block_rows=0), "block_rows"),
-    (dict(E=2, scheduler="local"), "out="), (dict(E=2, knn_kernel="faiss"), "knn_kernel"),
+    (dict(E=2, scheduler="local"), "out="), (dict(E=2, knn_method="faiss"), "knn_method"),
 ])
 def test_bad_parameters(kw, match):
     with pytest.raises(ValueError, match=match):
@@ -335,7 +335,7 @@ def test_oclgrind_clean():
         out = run_under_oclgrind(f"""
             import json, numpy as np, pyedmcl as pe
             X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
-            r = pe.xmap(X, E=[1, 2, 3], block_rows=2, knn_kernel="{kk}")
+            r = pe.xmap(X, E=[1, 2, 3], block_rows=2, knn_method="{kk}")
             print(json.dumps(r.rho.tolist()))
         """, ignore_uninitialized=True)
         got[kk] = np.array(json.loads(out.strip().splitlines()[-1]), np.float32)

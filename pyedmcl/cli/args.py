@@ -62,6 +62,16 @@ def add_device_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
+def add_workers_arg(p: argparse.ArgumentParser) -> None:
+    """``--n-workers`` (the API's ``n_workers``); ``--workers``, its former spelling,
+    still parses (hidden)."""
+    from ..validation import int_arg
+
+    p.add_argument("--n-workers", type=int_arg, default=2, help="LocalCluster worker processes")
+    p.add_argument("--workers", dest="n_workers", type=int_arg, default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)
+
+
 def add_input_args(p: argparse.ArgumentParser) -> None:
     """``--time-column NAME`` / ``--no-time``: which CSV column is the time axis."""
     g = p.add_mutually_exclusive_group()

@@ -69,7 +69,9 @@ def _line_opts(p: argparse.ArgumentParser, theiler: int, lists: bool = False) ->
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster "
                         f"(row ranges or lane bands as tasks{blocks}; worker i uses device i "
                         "of --devices)")
-    p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
+    from .args import add_workers_arg
+
+    add_workers_arg(p)
     p.add_argument("--histograms", action="store_true", help="include histograms in --json")
 
 
@@ -79,6 +81,19 @@ def _window_opts(p: argparse.ArgumentParser, note: str = "") -> None:
                         "window)")
     p.add_argument("--step", type=int_arg, default=None,
                    help="windowed analysis: points between window starts (default: --window)")
+
+
+def _two_series(sub: argparse._SubParsersAction, name: str, kind: str,
+                theiler: int) -> argparse.ArgumentParser:
+    """The parser of a two-series command (``crqa``, ``jrqa``): both inputs, the common
+    and line options (``theiler`` its default) and ``--column-y``."""
+    p = sub.add_parser(name, help=f"{kind} recurrence quantification analysis of two series")
+    p.add_argument("input_x")
+    p.add_argument("input_y")
+    _common(p)
+    _line_opts(p, theiler)
+    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
+    return p
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -110,26 +125,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "(default); host: the scipy reference")
     p.set_defaults(func=run_rn)
 
-    p = sub.add_parser("crqa", help="cross recurrence quantification analysis of two series")
-    p.add_argument("input_x")
-    p.add_argument("input_y")
-    _common(p)
-    _line_opts(p, 0)
-    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
+    p = _two_series(sub, "crqa", "cross", theiler=0)
     _window_opts(p, " of x and y (one length)")
     p.set_defaults(func=run_crqa)
 
-    p = sub.add_parser("jrqa", help="joint recurrence quantification analysis of two series")
-    p.add_argument("input_x")
-    p.add_argument("input_y")
-    _common(p)
-    _line_opts(p, 1)
+    p = _two_series(sub, "jrqa", "joint", theiler=1)
     p.add_argument("--theiler-scope", default="lines", choices=("lines", "matrix"))
     p.add_argument("--radius-y", type=float, default=None,
                    help="radius of y (default: --radius, the radius of x)")
     p.add_argument("--rr-y", type=float, default=None,
                    help="recurrence rate of y (default: --rr, the rate of x)")
-    p.add_argument("--column-y", default=None, help="column of input_y (default: --column)")
     _window_opts(p)
     p.set_defaults(func=run_jrqa)
 
@@ -180,7 +185,7 @@ def run_rqa(args: argparse.Namespace) -> int:
               w_min=args.w_min, dtype=args.dtype, theiler_scope=args.theiler_scope,
               device=args.device, devices=args.devices, backend=args.backend, edge=args.edge,
               threshold_rule=args.threshold_rule,
-              **({"scheduler": args.scheduler, "n_workers": args.workers}
+              **({"scheduler": args.scheduler, "n_workers": args.n_workers}
                  if args.scheduler is not None else {}), threshold_std=args.threshold_std,
               threshold_max=args.threshold_max,
               **({"neighbourhood": "fan", "knn": args.knn} if args.knn is not None else {}))
@@ -232,7 +237,7 @@ def run_crqa(args: argparse.Namespace) -> int:
                     v_min=args.v_min, w_min=args.w_min, dtype=args.dtype, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
                     threshold_rule=args.threshold_rule, scheduler=args.scheduler,
-                    n_workers=args.workers, **_windowed(args))
+                    n_workers=args.n_workers, **_windowed(args))
     return _report_windows(res, args) if args.window is not None else _report(res, args)
 
 
@@ -259,7 +264,7 @@ def run_jrqa(args: argparse.Namespace) -> int:
                     theiler_scope=args.theiler_scope, device=args.device,
                     devices=args.devices, backend=args.backend, edge=args.edge,
                     threshold_rule=args.threshold_rule, scheduler=args.scheduler,
-                    n_workers=args.workers, **_windowed(args))
+                    n_workers=args.n_workers, **_windowed(args))
     return _report_windows(res, args) if args.window is not None else _report(res, args)
 
 

@@ -172,7 +172,7 @@ def _batch(args: argparse.Namespace, common: dict[str, Any], zarr: bool) -> Any:
     if zarr or args.devices or args.scheduler or args.block_series is not None:
         blocks = dict(out=args.out if zarr else None, block_series=args.block_series,
                       overwrite=args.overwrite, progress=show_progress(args),
-                      scheduler=args.scheduler, n_workers=args.workers,
+                      scheduler=args.scheduler, n_workers=args.n_workers,
                       devices=args.devices or None)
     with warnings.catch_warnings():  # a constant column is noted on stderr, not fatal
         warnings.simplefilter("always", ConstantSeriesWarning)

@@ -2,7 +2,7 @@
 
 A CPU with no tuning of its own or of its class (:func:`clkernels.tuning.database.
 has_class_tuning`) runs the heuristic or vendor-wide defaults, which fit the CPUs they
-were derived on (issue 27). The offer is shown once per device (remembered in the user
+were derived on. The offer is shown once per device (remembered in the user
 tuning directory), only where progress lines are shown (stderr a terminal, no ``-q``),
 and never breaks a command: any failure to look is silence.
 """

@@ -8,7 +8,7 @@ from ..validation import int_arg
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from .args import add_device_args, add_input_args
+    from .args import add_device_args, add_input_args, add_workers_arg
 
     p = sub.add_parser("xmap", help="all-to-all cross mapping (pairwise CCM) to Zarr, resumable",
                        description="rho[i, j] = library series i cross-maps target series j "
@@ -40,7 +40,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated devices used at once, e.g. pocl,intel or nvidia:0,nvidia:1")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address to join, or 'local' to start a LocalCluster")
-    p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
+    add_workers_arg(p)
     p.add_argument("--block-rows", type=int_arg, default=None, help="rows per block (Zarr chunk)")
     p.add_argument("--fma", action=argparse.BooleanOptionalAction, default=None,
                    help="fuse the distance's multiply-adds with fma() on every device (default: "
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     devices = args.devices if args.devices else ([args.device] if args.device else None)
     res = xmap(X, E=E, tau=args.tau, Tp=args.Tp, max_E=args.max_E, out=args.out,
                block_rows=args.block_rows, devices=devices, backend=args.backend,
-               scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite,
+               scheduler=args.scheduler, n_workers=args.n_workers, overwrite=args.overwrite,
                fma=args.fma, dtype=args.dtype, progress=show_progress(args),
                surrogates=args.surrogates, surrogate_method=args.surrogate_method,
                seed=args.seed, method=args.method, theta=args.theta,

@@ -11,7 +11,7 @@ data with *known* properties (a known causal direction, a known attractor):
 - :func:`lorenz63` — Lorenz (1963), sigma=10, rho=28, beta=8/3, RK4 integration.
 - :func:`logistic_map` — r x (1 - x), chaotic at r=4 (RQA examples).
 - :func:`roessler` — Rössler (1976), a=b=0.2, c=5.7, RK4 integration: a smooth
-  chaotic flow, the kind of record RQA benchmarks use (issue 24's N = 946,303).
+  chaotic flow, the kind of record RQA benchmarks use (N = 946,303 in bench/).
 - :func:`noisy_sine` — a sine with Gaussian noise (RQA sanity checks).
 - :func:`logistic_network` — N logistic maps coupled along a random directed graph
   (known adjacency), for all-to-all causal maps; :func:`logistic_graph` the same

@@ -22,7 +22,7 @@ CCM rule (weight 1 for exact matches when the nearest distance is 0). Rows left
 with fewer than k admissible neighbours predict NaN and are dropped from rho,
 as in pyEDM.
 
-Neighbours: ``knn_backend="auto"`` (default) takes the exact back-end the measured
+Neighbours: ``knn_method="auto"`` (default) takes the exact back-end the measured
 CCM crossovers predict to be faster for this device, L, E and number of libraries
 (:mod:`pyedmcl.neighbors.auto`, shape ``"ccm"``): the exact kernel, or on CPUs at low E
 and large L the k-d tree, which returns the exact kernel's tables bit for bit (same
@@ -49,6 +49,7 @@ import numpy as np
 from clkernels import get_backend, run_blocked
 from clkernels.memory import is_oom
 
+from .._deprecation import renamed_keywords
 from .._precision import prepare
 from ..constant_series import checks_constant
 from ..kernels.knn import KNN
@@ -331,13 +332,13 @@ def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, spec: CrossMapSp
     return out
 
 
-def check_ccm_knn(knn: int, M: int, knn_backend: Any) -> None:
+def check_ccm_knn(knn: int, M: int, knn_method: Any) -> None:
     """knn beyond the fused kernel's MAX_KNN runs through the sorted full-library rows
     (exact back-end, M x M rows within MAX_SORTED_ENTRIES); else it is an error."""
-    sorted_ok = knn_backend == "exact" and M * M <= MAX_SORTED_ENTRIES
+    sorted_ok = knn_method == "exact" and M * M <= MAX_SORTED_ENTRIES
     hi = max(M - 1, 1) if sorted_ok else MAX_KNN
     if knn > max(hi, MAX_KNN):
-        why = ("" if sorted_ok else f"; above {MAX_KNN} CCM needs knn_backend='exact' and at most "
+        why = ("" if sorted_ok else f"; above {MAX_KNN} CCM needs knn_method='exact' and at most "
                f"{int(MAX_SORTED_ENTRIES ** 0.5)} usable rows (sorted full-library rows)")
         raise ValueError(f"knn={knn} is out of range; allowed: 1 <= knn <= {max(hi, MAX_KNN)}{why}")
 
@@ -350,12 +351,13 @@ def _rho(sk: np.ndarray) -> np.ndarray:
     return r
 
 
+@renamed_keywords(knn_backend="knn_method")
 @checks_constant("ccm", ("x", "y", "target"))
 def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes: Any,
         sample: int = 100, seed: int | None = None, knn: int | None = None,
         exclusion_radius: int = 0, random: bool = True, replacement: bool = False,
         dtype: Any = "float32", device: Any = None, backend: str | None = None,
-        knn_backend: str = "auto", knn_options: dict | None = None, columns: Any = None,
+        knn_method: str = "auto", knn_options: dict | None = None, columns: Any = None,
         target: Any = None, embedded: bool = False, valid_lib: Any = None,
         surrogates: int = 0, surrogate_method: str = "ebisuzaki",
         surrogate_options: dict | None = None) -> CCMResult:
@@ -404,7 +406,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
         return _ccm_states(x, y, E=E, tau=tau, Tp=Tp, lib_sizes=lib_sizes, sample=sample,
                            seed=seed, knn=knn, exclusion_radius=exclusion_radius, random=random,
                            replacement=replacement, dtype=dtype, device=device, backend=backend,
-                           knn_backend=knn_backend, columns=columns, target=target,
+                           knn_method=knn_method, columns=columns, target=target,
                            embedded=embedded, valid_lib=valid_lib)
     if E is None:
         raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
@@ -433,7 +435,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
     spec, lags = _cross_map_spec(be, xs.size, E=E, tau=tau, Tp=Tp, lagged=lagged, knn=knn,
                                  sample=sample, exclusion_radius=exclusion_radius,
                                  lib_sizes=lib_sizes, seed=seed, random=random,
-                                 replacement=replacement, knn_backend=knn_backend,
+                                 replacement=replacement, knn_method=knn_method,
                                  knn_options=knn_options)
     if lagged:
         s_xy = direction_lags(be, real, xs, ys, spec, lags)
@@ -458,7 +460,7 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
 
 def _cross_map_spec(be, n: int, *, E: Any, tau: Any, Tp: Any, lagged: bool, knn: Any,
                     sample: Any, exclusion_radius: Any, lib_sizes: Any, seed: Any,
-                    random: bool, replacement: bool, knn_backend: str,
+                    random: bool, replacement: bool, knn_method: str,
                     knn_options: dict | None) -> tuple[CrossMapSpec, np.ndarray | None]:
     """:func:`ccm`'s options for two series of ``n`` values, validated (in the order
     they are refused) into the :class:`CrossMapSpec` of both directions, and the lags of
@@ -479,9 +481,9 @@ def _cross_map_spec(be, n: int, *, E: Any, tau: Any, Tp: Any, lagged: bool, knn:
     M = ccm_valid_times(n, E, tau, Tp).size
     if lagged:  # a lag scan; one Tp caps its libraries silently, as pyEDM does
         warn_short_lags(n, E, tau, lags, sizes, "Tp")
-    if knn_backend == "auto" and knn > MAX_KNN:  # only the sorted exact rows take such a knn
-        knn_backend = "exact"
-    check_ccm_knn(knn, M, knn_backend)
+    if knn_method == "auto" and knn > MAX_KNN:  # only the sorted exact rows take such a knn
+        knn_method = "exact"
+    check_ccm_knn(knn, M, knn_method)
     if M < knn + 1:
         raise ValueError(f"series of {n} values leaves {M} usable rows for E={E}, tau={tau}, "
                          f"Tp={Tp}; needs at least knn+1 = {knn + 1}")
@@ -495,7 +497,7 @@ def _cross_map_spec(be, n: int, *, E: Any, tau: Any, Tp: Any, lagged: bool, knn:
     entropy = np.random.SeedSequence(seed).entropy
     if not random:
         sample = 1
-    neighbors = resolve_backend(knn_backend, be, L=int(min(sizes.max(), M)), E=E, nq=M, k=knn,
+    neighbors = resolve_backend(knn_method, be, L=int(min(sizes.max(), M)), E=E, nq=M, k=knn,
                                 options=knn_options, shape="ccm",
                                 libraries=int(sizes.size * sample))
     return CrossMapSpec(E=E, tau=tau, Tp=Tp, k=knn, radius=exclusion_radius, sizes=sizes,
@@ -542,11 +544,11 @@ def check_library_target(sx: StateSpace, sy: StateSpace) -> None:
 
 
 def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_radius, random,
-                replacement, dtype, device, backend, knn_backend, columns, target, embedded,
+                replacement, dtype, device, backend, knn_method, columns, target, embedded,
                 valid_lib) -> CCMResult:
     """CCM between two state spaces (see :func:`ccm`)."""
-    if knn_backend not in ("exact", "auto"):
-        raise ValueError("multivariate CCM runs the exact k-NN; pass knn_backend='exact' "
+    if knn_method not in ("exact", "auto"):
+        raise ValueError("multivariate CCM runs the exact k-NN; pass knn_method='exact' "
                          "(or 'auto')")
     if y is None:
         if target is None:

@@ -110,12 +110,11 @@ class SkillScan(Displayable):
 
 
 @dataclass
-class CCMResult(Displayable):
-    """CCM skill per library size, both directions.
+class CrossMapSkill:
+    """The fields every CCM result has: skill of both directions per library size.
 
     ``rho_xy``: x's embedding cross-maps y (pyEDM column ``x:y``; evidence that
-    y drives x); ``rho_yx`` the reverse. ``*_samples`` hold every sample's rho
-    ``(n_lib_sizes, sample)``.
+    y drives x); ``rho_yx`` the reverse. ``*_samples`` hold every sample's rho.
     """
 
     lib_sizes: np.ndarray
@@ -123,8 +122,16 @@ class CCMResult(Displayable):
     rho_yx: np.ndarray
     rho_xy_samples: np.ndarray | None = None
     rho_yx_samples: np.ndarray | None = None
-    #: which k-NN back-end ran and its expected recall (pyedmcl.neighbors.NeighborInfo)
+    #: which k-NN method ran and its expected recall (pyedmcl.neighbors.NeighborInfo)
     neighbors: Any = field(default=None, repr=False)
+
+
+@dataclass
+class CCMResult(CrossMapSkill, Displayable):
+    """CCM skill per library size, both directions (:class:`CrossMapSkill`);
+    ``*_samples`` are ``(n_lib_sizes, sample)``.
+    """
+
     #: the surrogate test (``ccm(..., surrogates=n)``): a
     #: :class:`pyedmcl.edm.ccm_null.CCMSignificance`, else None
     significance: Any = field(default=None, repr=False)
@@ -162,7 +169,7 @@ class CCMResult(Displayable):
 
 
 @dataclass
-class CCMLagResult:
+class CCMLagResult(CrossMapSkill):
     """CCM skill per cross-map lag and library size, both directions.
 
     ``rho_xy[a, s]``: x's embedding cross-maps y at lag ``lags[a]`` (pyEDM's column
@@ -171,13 +178,7 @@ class CCMLagResult:
     ``(n_lags, n_lib_sizes, sample)``.
     """
 
-    lags: np.ndarray
-    lib_sizes: np.ndarray
-    rho_xy: np.ndarray
-    rho_yx: np.ndarray
-    rho_xy_samples: np.ndarray | None = None
-    rho_yx_samples: np.ndarray | None = None
-    neighbors: Any = field(default=None, repr=False)
+    lags: np.ndarray = field(kw_only=True)
 
     @staticmethod
     def _best(lags: np.ndarray, rho: np.ndarray) -> int | None:

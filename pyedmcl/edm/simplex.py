@@ -19,6 +19,7 @@ import numpy as np
 from clkernels import Backend, run_blocked
 from clkernels.arrays import affine_rows, gather
 
+from .._deprecation import renamed_keywords
 from .._precision import Affine, prepare
 from ..constant_series import checks_constant
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
@@ -227,11 +228,12 @@ def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
     return out
 
 
+@renamed_keywords(knn_backend="knn_method")
 @checks_constant("simplex", ("x", "target"))
 def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
             knn: int | None = None, exclusion_radius: int = 0, lib=None, pred=None,
             dtype: Any = "float32", device: Any = None, backend: str | None = None,
-            variance: bool = False, knn_backend: str = "exact", knn_options: dict | None = None,
+            variance: bool = False, knn_method: str = "exact", knn_options: dict | None = None,
             return_device: bool = False, columns: Any = None, embedded: bool = False,
             valid_lib: Any = None) -> SimplexResult:
     """Simplex projection of ``target`` (default ``x``) from the embedding of ``x``.
@@ -270,11 +272,15 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     (pyEDM's ``validLib``). These paths take host arrays and the exact k-NN
     (:mod:`pyedmcl.edm.statespace`). ``knn`` may be up to the library size: above 64
     (the fused kernel's limit) full distance rows are sorted instead (slower).
+
+    ``knn_method``: how the neighbours are found, "exact" (default: the OpenCL kernel) or
+    another name of :data:`pyedmcl.neighbors.CHOICES` (k-d tree, approximate HNSW/IVF,
+    "auto"); ``knn_options``: that method's options.
     """
     if (is_multivariate(x, columns, embedded, valid_lib, target) or beyond_fused_knn(knn, E)
-            or _check_needs_sorted_rows(x, target, knn, E, dtype, return_device, knn_backend)):
-        if return_device or knn_backend != "exact":
-            raise ValueError("return_device=True and knn_backend other than 'exact' take a "
+            or _check_needs_sorted_rows(x, target, knn, E, dtype, return_device, knn_method)):
+        if return_device or knn_method != "exact":
+            raise ValueError("return_device=True and knn_method other than 'exact' take a "
                              "finite 1-D series; state spaces (2-D x, columns, embedded, "
                              "valid_lib, NaN) run on host arrays with the exact k-NN")
         ss = state_space(x, target, columns=columns, embedded=embedded)
@@ -287,7 +293,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     plan = resolve(ser.n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                    lib=lib, pred=pred)
     data = ser.upload()
-    nb = resolve_backend(knn_backend, ser.be, L=plan.lib_points.size, E=plan.E,
+    nb = resolve_backend(knn_method, ser.be, L=plan.lib_points.size, E=plan.E,
                          nq=plan.pred_points.size, k=plan.knn, options=knn_options)
     # float32 from host series: predictions float32 cannot hold are redone in float64
     check = (row_check(plan, ser.xz, ser.yz, nb.exact) if ser.dt == np.float32
@@ -300,7 +306,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
         return simplex(x, target, E=E, tau=tau, Tp=Tp, knn=knn,
                        exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
                        device=device, backend=backend, variance=variance,
-                       knn_backend=knn_backend, knn_options=knn_options)
+                       knn_method=knn_method, knn_options=knn_options)
     on_device = return_device or ser.y is None
     got = _predict(ser, data, plan, nb, check, variance, on_device)
     return _result(ser, data, plan, nb, got, variance, on_device, return_device)

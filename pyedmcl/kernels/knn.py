@@ -65,9 +65,8 @@ def _heuristic(info: DeviceInfo) -> Params:
 #: GPUs without a tuned entry for the problem, where the library is contiguous
 SLIDE_GPU = 16
 
-#: work-items per compute unit below which a SLIDE layout splits each query's scan
-#: (H200, Simplex leave-one-out: 50,000 queries of E = 12 take 2.0 ms unsplit, 3.7 ms
-#: split four ways; decision 0141)
+#: work-items per compute unit below which a SLIDE layout splits each query's scan (its
+#: blocks hold more registers a work-item, so fewer work-items fill a GPU; decision 0141)
 SLIDE_FILL_PER_CU = 256
 
 #: a GPU's layout where SLIDE applies and the tuning entry never measured SLIDE (entries
@@ -187,7 +186,7 @@ class KnnKernel(TunableKernel):
              **self.chosen(be.info, choice, spec, contiguous)}
         item = 8 if spec["REAL"] == "double" else 4
         # rows only: the vec variant's SPLIT is tuned (splitting there admits more
-        # candidates in all: 7-10 ms instead of 4.8 ms at L=32,768, E=20 on the H100)
+        # candidates in all, slower on the H100)
         split_max = 32 if p["VARIANT"] == "rows" else 1
         if be.info.is_gpu and p["SPLIT"] == 1 and nq_total is not None:
             # few queries: split each query's library scan so the GPU fills up (SLIDE's

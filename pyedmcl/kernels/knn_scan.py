@@ -36,11 +36,9 @@ def _heuristic(info: DeviceInfo) -> Params:
         # TILE 64 but at E 1..10, L 32,768 (TILE 128, 4% faster than this)
         return {"WG": 32, "TILE": 64, "QB": 4, "SPLIT": 1, "INS": "qe", "VEC": 1, "ANY": 1,
                 "LPB": 0, "CQ": 1}
-    # CPUs: one query per work-item, its lists of every E in private memory (INS "key");
-    # Intel's runtime, 2-core Zen 5, E=1..20: tuning case n=5,000 0.31 s vs 0.78 s for
-    # the local-memory lists ("q", WG 4, TILE 64, QB 16), the same tables
-    # LPB 64: one branch per 64 library lanes (2-core Xeon, Intel's runtime, N=100 x
-    # 1,000, E mixed 1..10: scan 0.185 -> 0.172 s)
+    # CPUs: one query per work-item, its lists of every E in private memory (INS "key":
+    # faster than local-memory lists, the same tables; decision 0049); LPB 64: one branch
+    # per 64 library lanes (decision 0076)
     return {"WG": 32, "TILE": 512, "QB": 32, "SPLIT": 1, "INS": "key", "VEC": 16, "ANY": 0,
             "LPB": 64}
 

@@ -32,11 +32,9 @@ TEMPLATE = "lookup/simplex_lookup.cl.mako"
 #: so their rho agree bit for bit, and GPUs and CPUs reduce in the same order. Each
 #: stream ends in a finish and a merge of shifted sums (five and three float64 divisions
 #: a target), which the map pays once per (library, target): at 64 streams they were a
-#: fifth of the H100's map (N=10,000 x 1,000, E=6: skill 0.55 s at 64, 0.46 at 32, 0.42
-#: at 16, 0.39 at 4). 16, not fewer: Intel's CPU runtime vectorises a work-group's
-#: streams 16 wide (a mixed-E map of 300 x 1,000 on the 2-core Zen 4: skill 0.60 s at
-#: 64, 0.45 s at 16, 1.39 s at 8), and the Simplex skill's 256 on GPUs made the map 16%
-#: slower still (decision 0113)
+#: fifth of the H100's map. 16, not fewer: Intel's CPU runtime vectorises a work-group's
+#: streams 16 wide (fewer are much slower there), and the Simplex skill's 256 on GPUs
+#: is slower still (decision 0113)
 CCM_SKILL_WG = 16
 
 

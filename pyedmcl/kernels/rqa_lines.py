@@ -69,26 +69,15 @@ GPU_SMALL_EDGE = 8192
 
 
 def _heuristic(info: DeviceInfo) -> Params:
-    if info.is_gpu:  # H100, N = 10^5 and 10^6 (rqa/README.md): the black-start walk (WALK=1)
-        # beat the transition walk by 1.2x; unrolled halves (UNR): vertical launches 0.642 ->
-        # 0.557 s (Roessler, N = 10^6). One column per work-item (VEC 1) and EDGE 4096: at
-        # N = 10^5 a launch of two columns per work-item holds N / 2 work-items, a fifth of
-        # what the GPU keeps resident; Roessler N = 10^5, one process: 19.3 -> 16.2 ms
-        # (VEC 2, EDGE 2048 -> VEC 1, EDGE 4096), N = 946,303 0.720 -> 0.703 s. With OVL
-        # (see RQALinesKernel), WG 128: N = 10^5 13.5 -> 11.2 ms (WG 64; WG 256 12.2 ms,
-        # WG 128 without OVL 12.5 ms), N = 946,303 0.658 -> 0.644 s. PACK (sign-bit words,
-        # 16-byte row loads): vertical launches 915 -> 837 M instructions, N = 946,303
-        # 0.647 -> 0.583 s; PLANES (4-byte diagonal gathers) 0.583 -> 0.566 s; SYM with the
-        # chunked row walk (HCH 32, two rounds of half tiles) and the join on the device
-        # 0.566 -> 0.448 s (HCH 16 0.458 s, WG 256 0.474 s), N = 10^5 11.3 -> 11.8 ms (two
-        # more launches per row block) (decision 0081). SHFL (NVIDIA: the diagonal words by
-        # warp shuffles): diagonal launches 109.2 -> 86.3 ms, N = 946,303 Roessler 452 ->
-        # 433 ms, logistic 653 -> 636 ms; N = 10^5 unchanged. DPAIR (the diagonal walk one
-        # step per black run): diagonal launches 86.3 -> 83.5 ms (Roessler), 131.1 ->
-        # 117.4 ms (logistic), the call 636 -> 613 ms (logistic) (decision 0091). DMAJ (the
-        # cells diagonal-major, where the warp shuffles are): H200, N = 946,303, Roessler
-        # 376 -> 358 ms, logistic 577 -> 540 ms, N = 10^5 9.3 -> 9.1 / 11.8 -> 11.5 ms
-        # (decision 0118)
+    if info.is_gpu:
+        # GPU defaults, each the faster on the H100/H200 at N = 10^5 and ~10^6: the
+        # black-start walk (WALK 1) with unrolled halves, one column per work-item (VEC 1,
+        # EDGE 4096: enough work-items resident at N = 10^5), overlapped row blocks (OVL,
+        # WG 128), sign-bit words (PACK), 4-byte diagonal gathers (PLANES), SYM with the
+        # chunked row walk (HCH 32; decision 0081); on NVIDIA also the diagonal words by
+        # warp shuffles (SHFL) and one step per black run (DPAIR; decision 0091) and the
+        # cells diagonal-major (DMAJ; decision 0118). The figures:
+        # bench/results/rqa_measurements_2026-11-28_753d90d.md.
         nv = info.runtime == "nvidia"
         p = {"VEC": 1, "WG": 128, "EDGE": 4096, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
              "WALK": 1, "UNR": 1, "OVL": 2, "PACK": 1, "PLANES": 1, "HCH": 32,
@@ -98,8 +87,8 @@ def _heuristic(info: DeviceInfo) -> Params:
         return p
     if info.runtime in ("intel", "pocl"):  # AVX-512/AVX2 lane code: the lane-vector walk
         # (0056), 128 private bins (longer white lines are rare; fewer bins to clear and
-        # merge). PoCL: with its vector select/any/popcount inline (0078), N = 10,000 on 2
-        # Xeon cores 38 -> 30 ms against WALK=1, PH=1024
+        # merge). PoCL: with its vector select/any/popcount inline (0078), faster than
+        # WALK=1, PH=1024
         return {"VEC": 16, "WG": 4, "EDGE": 4096, "BITS": 2, "PH": 128, "SHARE": 1, "SYM": 1,
                 "WALK": 3}
     # other CPU runtimes: the scalar black-start walk
@@ -207,9 +196,8 @@ def _intel_walk_crash(params: Params, info: DeviceInfo, wg: int) -> bool:
 def _gpu_unfit(p: Params, info: DeviceInfo) -> bool:
     """Paths shaped for CPUs that GPU tuning never tries nor takes from a tuning file:
     SYM's whole-row horizontal launch (HCH = 0) has one work-item per 64-row word of a row
-    block (EDGE / 64 of them, each walking whole rows: an H100 took 29.5 s at N = 946,303,
-    against 0.58 s without SYM), and private bins (PH > 0) live in off-chip memory on GPUs
-    (2x slower on the H100). Explicit ``params`` still run them (the tests do, at small N)."""
+    block (EDGE / 64 of them, each walking whole rows: far too few to fill a GPU), and
+    private bins (PH > 0) live in off-chip memory on GPUs. Explicit ``params`` still run them (the tests do, at small N)."""
     return info.is_gpu and bool((p.get("SYM", 0) and not _chunk(p, info)) or p.get("PH", 0))
 
 
@@ -274,9 +262,8 @@ def _wg(mode: str, params: Params, info: DeviceInfo) -> int:
 
 def _warm(mode: str, info: DeviceInfo) -> int:
     """WARM: work-items walking one lane together in a walk-up launch (MODE ``warmcol`` /
-    ``warmdiag``): 32 on GPUs, a row each per 32-row step (one work-item per lane held its
-    warp until the longest of its 32 lanes ended: two H100s, N = 946,303, Roessler, the
-    walk-up above the second range took 26 ms), else 0 (one work-item per lane)."""
+    ``warmdiag``): 32 on GPUs, a row each per 32-row step (one work-item per lane holds its
+    warp until the longest of its 32 lanes ends), else 0 (one work-item per lane)."""
     return 32 if mode in WARM_MODES.values() and info.is_gpu else 0
 
 

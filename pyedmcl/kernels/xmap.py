@@ -21,10 +21,8 @@ skill kernel owns the family's template folder, ``templates/xmap/``
   the lanes of explicit vectors: CPUs) or PF (the query loop software-pipelined:
   GPUs), or LANES (targets as work-items, LWG per work-group: coalesced reads);
   LMAJ (with LANES), the grid's order: libraries first, so the work-groups on one
-  compute unit share their targets' slab in L1 (H100, N=10,000 x L=1,000, E=6, LWG 32,
-  skill device time: 1.60 -> 1.24 s, the tuned scalar layout 1.57 s; at L=3,780 and
-  with E mixed 1..20 the scalar layout stays ahead, 1.11 vs 1.40 s and 2.1 vs 4.6 s:
-  a tuning choice, not a default);
+  compute unit share their targets' slab in L1 (faster on the H100 for some shapes,
+  slower for others: a tuning choice, not a default);
   LB, the libraries of one work-group (the same targets: on GPUs the work-groups
   resident on one SM then gather from fewer target series, which stay in its L1);
   CM (with LANES), pack's table rows in query-class order, so that the rows one
@@ -35,8 +33,7 @@ skill kernel owns the family's template folder, ``templates/xmap/``
   groups of a few hundred targets fill a GPU (below :data:`FEW_TARGETS_GPU` a GPU's
   group runs queries as work-items, :func:`gpu_layout`). On GPUs an E-group of at
   least :func:`wide_targets` targets has its own spec bucket ("-wide"; untuned:
-  :func:`wide_layout`, staged target lanes; H100 N=10,000 x L=1,000, E=6 skill 1.33 ->
-  0.95 s with target lanes, decision 0080, -> 0.77 s staged, decision 0082).
+  :func:`wide_layout`, staged target lanes; decisions 0080, 0082).
   The reduction's work-group size WG is not tuned: it fixes the reduction order,
   which keeps rho bit-identical to :func:`pyedmcl.ccm` (LANES evaluates the same
   tree per work-item).
@@ -69,9 +66,8 @@ def scan_table_budget(info: DeviceInfo) -> int:
     """Bytes for a fused-scan batch (every E plane of its libraries, the partial lists of
     a split scan, the packed tables of one group): larger than the per-E budget, so that
     the scan and the skill launches (one per group and batch) stay large; on GPUs with
-    memory to spare up to 1/16 of it (at most 4 GiB). H100, E mixed 1..20, random walks:
-    1 GiB (26 libraries per batch) -> 4 GiB (64): N=5,000 x 3,780 13.4 -> 12.4 s,
-    N=1,000 x 10,608 11.3 -> 9.7 s, the same matrix."""
+    memory to spare up to 1/16 of it (at most 4 GiB; larger batches measured faster on
+    the H100, the same matrix)."""
     if not info.is_gpu:
         return TABLE_BUDGET_CPU
     return max(4 * TABLE_BUDGET_GPU, min(info.global_mem_bytes // 16, 4 << 30))
@@ -86,7 +82,7 @@ def _heuristic(info: DeviceInfo) -> Params:
         return {"VARIANT": "rows", "WG": 16, "TILE": 256, "QB": 1, "EA": 0, "INS": "reg",
                 "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
     # CPUs: explicit float16 vectors over library points (PoCL 3.0 does not vectorise
-    # the cols variant's work-item loop here; measured 2.5x faster on 2-core PoCL)
+    # the cols variant's work-item loop here)
     return {"VARIANT": "vec", "WG": 32, "TILE": 512, "QB": 16, "EA": 0, "INS": "reg", "FLAG": 1,
             "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
 
@@ -108,7 +104,7 @@ class XmapKnnKernel(KnnKernel):
                         filled=KNN.space.filled)
     #: a GPU's layout for a batch of contiguous libraries where SLIDE applies and its
     #: entry never measured SLIDE (every GPU entry shipped predates it) or none exists
-    #: (the knn family's; xmap's k-NN device time with it in decisions 0104 and 0112)
+    #: (the knn family's; decisions 0104, 0112 and 0141)
     SLIDE_LAYOUT_GPU: Params = SLIDE_LAYOUT_GPU
 
     def chosen(self, info: DeviceInfo, choice: Any, spec: dict[str, Any],
@@ -242,17 +238,14 @@ class _ScanBatchCase(TuningCase):
 
 def _skill_heuristic(info: DeviceInfo) -> Params:
     # explicit vectors over targets where the runtime does not vectorise the
-    # work-item loop itself (PoCL: measured 0.40 -> 0.27 s CPU for N=100, L=1000), read
-    # time-major (VEC=2: one vector load per time; N=100 x 1,000, E=5, 2-core Xeon,
-    # PoCL 3: map 100 -> 93 ms)
+    # work-item loop itself (PoCL), read time-major (VEC=2: one vector load per time)
     if not info.is_gpu and info.runtime == "pocl":
         return {"TJ": 8, "VEC": 2, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1}
-    if info.is_gpu:  # H100, N=5,000 x 3,780, E=5, skill device time, random walks / noisy
-        # oscillators: 0.84 / 0.91 s; one library per work-group 0.95 / 2.10 s (the
-        # targets of the work-groups on one SM no longer fit its L1); TJ 1 0.94 / 1.02 s
+    if info.is_gpu:  # two targets per work-item, two libraries per work-group: the
+        # targets of the work-groups on one SM stay in its L1 (the H100's best)
         return {"TJ": 2, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 1, "LB": 2}
-    # Intel's CPU runtime vectorises over work-items: targets as work-items,
-    # N=200 x 1,000, E=5: 0.34 s vs 0.48 s (TJ 4 queries as work-items)
+    # Intel's CPU runtime vectorises over work-items: targets as work-items (faster than
+    # queries as work-items there)
     return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": 32, "PF": 0, "LB": 1}
 
 
@@ -285,8 +278,8 @@ def _skill_constraint(p: Params, info: DeviceInfo) -> bool:
 #: own series; the rho that picks each series' E). Its own width, not CCM's: the scan's
 #: rho need agree only across devices, and its one-target libraries have no target
 #: lanes, so a library's streams are all the work-items there are; the scan runs one
-#: small launch per E and batch, whose time is one work-item's stream (H100, 1,000 x
-#: 1,000, E 1..20: the scan's skill 22 ms at 64 streams, 42-51 ms at 16)
+#: small launch per E and batch, whose time is one work-item's stream: more streams,
+#: shorter launches
 SCAN_SKILL_WG = 64
 
 
@@ -314,10 +307,9 @@ def wide_layout(info: DeviceInfo) -> Params:
     """The untuned layout of a wide skill on a GPU: one target per work-item (LANES),
     the library tables in query-class order (CM) staged in local memory 16 rows at a
     time (ST, CH), one library per work-group of 64 targets, the grid libraries first
-    (LMAJ). H100, 64 libraries x 8,192 targets x 1,000 queries, the same rho: K = 7
-    4.95 -> 4.2 ms, K = 21 10.1 -> 6.6 ms against the layout before (LWG 32, 32
-    libraries per work-group sharing the targets' slab in L1, tables read from global
-    memory; docs/decisions/0080, 0082)."""
+    (LMAJ): faster on the H100 than 32 libraries per work-group sharing the targets'
+    slab in L1 with the tables read from global memory, the same rho (decisions 0080,
+    0082)."""
     lwg = 64 if info.max_work_group_size >= 64 else 32  # values of the tuning space
     return {"TJ": 1, "VEC": 0, "LANES": 1, "LWG": lwg, "PF": 0, "LB": 1, "LMAJ": 1, "CM": 1,
             "ST": 1, "CH": 16}
@@ -365,8 +357,8 @@ def reads_time_major(params: Params) -> bool:
 
 #: time-major rows padded to a multiple of this many values: at 32, each row of float32
 #: targets starts on a 128-byte line, so a 32-lane tile's read at any time is one line,
-#: not two (H100, map N = 10,000 x 1,000, E = 6: 673 -> 651 ms against 16, the same rho;
-#: a VEC=2 vector load takes TJ <= 16 consecutive targets, within one row either way)
+#: not two (a VEC=2 vector load takes TJ <= 16 consecutive targets, within one row
+#: either way)
 TIME_MAJOR_ALIGN = 32
 
 
@@ -462,11 +454,9 @@ def lanes_for(params: Params, ntg: int) -> int:
     return int(min(params["LWG"], want))
 
 
-#: below this many targets a CPU's skill runs one query per work-item (Intel's runtime,
-#: 2-core Zen 5, N=100 x 1,000, skill device time in one process: E-groups of ~10
-#: targets 0.079 s vs 0.124 s with lanes; ~25 equal; ~50 and 100 lanes ahead, 0.042 vs
-#: 0.061 s; the tuned vector layouts no faster below it and slow to build, see
-#: :func:`cpu_layout`)
+#: below this many targets a CPU's skill runs one query per work-item: the crossover
+#: with target lanes on Intel's runtime (the tuned vector layouts are no faster below it
+#: and slow to build, see :func:`cpu_layout`)
 FEW_TARGETS = 24
 
 #: the query-per-work-item layout a CPU's small E-groups take instead of target lanes
@@ -475,15 +465,9 @@ SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LM
 
 
 #: below this many targets a GPU's E-group runs queries as work-items, whatever the tuned
-#: target-lane layout (H100, 64 libraries x 1,000 queries, device time, the GPU
-#: heuristic against the staged target lanes tuned at 512 targets: K = 21, 32 targets
-#: 0.14 vs 0.50 ms, 128 targets 0.36 vs 0.48 ms, 256 targets 0.51 vs 0.34 ms; K = 7,
-#: 128 targets 0.18 vs 0.22 ms): a few targets leave most lanes of a tile idle. The
-#: mixed-E map at L = 3,780 (E 1..20, H100, hot, the same rho; decision 0107): groups
-#: of 250 targets on lanes 2.68-2.85 vs 2.80-2.81 s (random walks; device time 2.58 vs
-#: 2.72 s), 3.56 vs 3.94 s (noisy oscillators), and their first use 4.9-5.6 vs 6.2 s
-#: (one runtime-K program, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`);
-#: 180 targets 1.88 vs 1.87 s, 128 targets 1.32 vs 1.21 s (walks)
+#: target-lane layout: a few targets leave most lanes of a tile idle (the crossover on
+#: the H100, the same rho; decision 0107; the first use of small groups takes one
+#: runtime-K program, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`)
 FEW_TARGETS_GPU = 200
 
 
@@ -504,17 +488,15 @@ def cpu_layout(params: Params, ntg: int, time_major: bool = False) -> Params:
     of one time-major vector, VEC=2, one program per K), else target lanes (LANES) sized
     to the group (:func:`lanes_for`), other layouts unchanged. Every layout gives the
     same rho. With KR a mixed-E map of small groups builds the fused scan and one skill
-    program instead of one per E (Intel's runtime, 2-core Zen 4, N = 50 x 500, E 1..20:
-    21 -> 2 programs, cold map 2.90-3.16 -> 2.31-2.73 s, hot unchanged).
+    program instead of one per E (fewer builds on a map's first use, the same speed
+    after it).
 
     Small groups are what a mixed-E map has many of, one program each: the tuned vector
     layouts (TJ 8-16 targets per work-group) took 1-3 s each to build on Intel's runtime
-    for groups of 2-3 targets, the scalar one 0.2 s and it ran no slower (N=50 x 500, E
-    1..20: cold map 24-26 -> 7.5-8 CPU s; hot 0.31 vs 0.28 CPU s; 20 targets per group,
-    N=400: 2.95 vs 2.77 s). On PoCL (``time_major``) the scalar layout re-reads each
-    query's table row for every target; one time-major vector of them all reads it once
-    (N=100 x 1,000, E mixed 1..10, 2-core Xeon, PoCL 3: map 277 -> 259 ms; Intel's
-    runtime 204 vs 208 ms, so it keeps the scalar one)."""
+    for groups of 2-3 targets, the scalar one a fraction of that, and it ran no slower.
+    On PoCL (``time_major``) the scalar layout re-reads each query's table row for every
+    target; one time-major vector of them all reads it once (faster there; on Intel's
+    runtime no faster, so it keeps the scalar one)."""
     if ntg < FEW_TARGETS:
         if time_major:
             return dict(SCALAR_LAYOUT, TJ=max(2, min(16, 1 << (ntg - 1).bit_length())), VEC=2)
@@ -580,9 +562,8 @@ class XmapSkillKernel(TunableKernel):
     def layout(self, be: Backend, spec: dict[str, Any], size: int, diag: bool = False) -> Params:
         """The tuned layout (:meth:`params_for`) with every key set. The diagonal (E-scan)
         mode has one target per library: its layout holds one target slot and no target
-        lanes or vector lanes (each would compute that one target again: a tuned TJ 8
-        did the E-scan's work eight times, and its program took 1.2-1.4 s to build on
-        Intel's runtime against 0.3 s), one library per work-group, and K as a kernel
+        lanes or vector lanes (each would compute that one target again, and build a
+        larger program), one library per work-group, and K as a kernel
         argument (KR): one program for every E of the scan instead of one each, the same
         results (the scan's skill is a small part of its work; 20 programs were most of
         an auto-E map's first run), and the scan's own reduction width
@@ -702,20 +683,17 @@ class _SkillCase(TuningCase):
     """Libraries x targets as in a row block: real k-NN tables, half of random walks and
     half of noisy oscillators. How well the target gathers coalesce depends on the data:
     in a smooth series a neighbour's time is near the neighbours of the next query, in
-    a noisy one it is not (on the H100 the scalar layout took 1.4 s on walks and 3.2 s
-    on noisy oscillators, N=5,000 x 3,780), and uniform random indices made the
-    target-lane layout win here and lose 10-70% on real maps; so the case has both kinds.
+    a noisy one it is not (the same layout's time differs by a factor of two between
+    them), and uniform random indices favour layouts that lose on real maps; so the case
+    has both kinds.
     On GPUs a narrow E-group's case holds 512 targets, the size of a mixed-E map's
-    groups (N = 10,000, E 1..20): the layouts' order changes with the group's size
-    (H100, K = 7: the tuned scalar layout 0.50 ms at 512 targets, 1.77 ms at 2,048;
-    staged target lanes in 4 subtrees 0.49 / 1.16 ms)."""
+    groups (N = 10,000, E 1..20): the layouts' order changes with the group's size."""
 
     def __init__(self, be: Backend, spec: dict[str, Any], size: int):
         self.nb, self.ntg = (64, 512) if be.info.is_gpu else (4, 64)
         if spec.get("WIDE"):
-            # a wide E-group has from wide_targets targets up to the whole panel: twice
-            # the least (on the H100 the K = 21 layout tuned at the least, 4,224 targets,
-            # took 11% longer than LB 8 on a 10,000-target map)
+            # a wide E-group has from wide_targets targets up to the whole panel: tuned at
+            # twice the least (a layout tuned at the least is slower on whole panels)
             self.ntg = max(self.ntg, 2 * wide_targets(be.info))
         self.be, self.nq = be, size
         self.spec = {"K": spec["K"], "REAL": "float", "WEIGHT": spec.get("WEIGHT", "ccm")}

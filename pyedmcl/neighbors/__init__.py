@@ -1,9 +1,11 @@
-"""Neighbour back-ends (exact OpenCL kernel, k-d tree, faiss IVF / HNSW) and ``auto``.
+"""k-NN methods (exact OpenCL kernel, k-d tree, faiss IVF / HNSW) and ``auto``.
 
-One interface (:class:`~.base.NeighborBackend`) serves Simplex, CCM and the
-all-to-all maps. Integration point for the EDM functions::
+The public option is ``knn_method=`` (a name of :data:`CHOICES`); each method is a
+neighbour back-end class here, :class:`~.base.NeighborBackend` (the name kept in code and
+in the tuning family ``knn_backend``; docs/design.md, "Vocabulary"). One interface serves
+Simplex, CCM and the all-to-all maps. Integration point for the EDM functions::
 
-    nb = resolve_backend(knn_backend, be, L=n_lib, E=E, nq=n_query, k=knn,
+    nb = resolve_backend(knn_method, be, L=n_lib, E=E, nq=n_query, k=knn,
                          options=knn_options)
     table = nb.device_table(be, x_dev, n, E=..., tau=..., k=..., qpts=..., lpts=...,
                             radius=..., real=...)   # same signature as primitives.knn.knn_device
@@ -33,7 +35,7 @@ def _classes() -> dict[str, type[NeighborBackend]]:
 
 def check_backend_name(name: Any) -> str:
     if not isinstance(name, str) or name.lower() not in CHOICES:
-        raise ValueError(f"knn_backend={name!r} is not supported; allowed: {', '.join(CHOICES)}")
+        raise ValueError(f"knn_method={name!r} is not supported; allowed: {', '.join(CHOICES)}")
     return name.lower()
 
 
@@ -41,7 +43,7 @@ def neighbor_backend(name: str, **options: Any) -> NeighborBackend:
     """A concrete back-end by name with hyperparameters (``auto`` is resolved by :func:`resolve_backend`)."""
     name = check_backend_name(name)
     if name == "auto":
-        raise ValueError("knn_backend='auto' needs the problem size: use resolve_backend()")
+        raise ValueError("knn_method='auto' needs the problem size: use resolve_backend()")
     return _classes()[name](**options)
 
 
@@ -111,18 +113,19 @@ class KnnSearchResult:
         return iter((self.indices, self.distances))
 
 
-@renamed_keywords(k="knn")
+@renamed_keywords(k="knn", knn_backend="knn_method")
 def knn_search(x: Any, *, E: int, tau: int = 1, knn: int | None = None, lib_points: Any = None,
                query_points: Any = None, exclusion_radius: int = 0, metric: str = "euclidean",
-               knn_backend: str = "auto", knn_options: dict[str, Any] | None = None,
+               knn_method: str = "auto", knn_options: dict[str, Any] | None = None,
                dtype: Any = "float32", device: Any = None, backend: str | None = None
                ) -> KnnSearchResult:
-    """All-k-NN table of the time-delay embedding of ``x`` with any back-end.
+    """All-k-NN table of the time-delay embedding of ``x`` by any k-NN method.
 
     Same conventions as :func:`pyedmcl.primitives.knn.knn_table` (kernel points, exclusion
     ``|p - l| <= exclusion_radius``, -1 disables it; ties by distance then
     ``|p - l|``). ``knn`` (neighbours per query) defaults to ``E + 1`` and must not
-    exceed the library.
+    exceed the library. ``knn_method``: a name of :data:`CHOICES` ("auto": picked per
+    device and problem size, :mod:`pyedmcl.neighbors.auto`); ``knn_options`` its options.
     """
     from clkernels import get_backend
 
@@ -143,5 +146,5 @@ def knn_search(x: Any, *, E: int, tau: int = 1, knn: int | None = None, lib_poin
     xd = be.to_device(s.astype(dt))
     t = knn_device(be, xd, s.size, E=E, tau=tau, k=k, qpts=qp.astype(np.int32),
                    lpts=lp.astype(np.int32), radius=exclusion_radius, metric=metric, real=real,
-                   knn_backend=knn_backend, knn_options=knn_options)
+                   knn_backend=knn_method, knn_options=knn_options)
     return KnnSearchResult(be.to_host(t.idx)[0], be.to_host(t.dist)[0], t.neighbors)

@@ -29,7 +29,7 @@ import numpy as np
 from .._fma import job_fma
 from ..fma_emulation import fma as fused
 
-#: every concrete back-end name, and what ``knn_backend=`` accepts
+#: every concrete back-end name, and what ``knn_method=`` accepts
 BACKENDS = ("exact", "kdtree", "ivf", "hnsw")
 CHOICES = (*BACKENDS, "auto")
 #: largest query x candidate block a host back-end holds at once (bounds memory)
@@ -153,7 +153,7 @@ class NeighborBackend(abc.ABC):
     def __init__(self, **options: Any):
         unknown = set(options) - set(self.defaults())
         if unknown:
-            raise ValueError(f"knn_options {sorted(unknown)} are not options of knn_backend="
+            raise ValueError(f"knn_options {sorted(unknown)} are not options of knn_method="
                              f"{self.name!r}; allowed: {sorted(self.defaults()) or 'none'}")
         self.options = {**self.defaults(), **options}
         self.info = NeighborInfo(self.name, self.name, 1.0 if self.exact else float("nan"),
@@ -166,7 +166,7 @@ class NeighborBackend(abc.ABC):
 
     def check_metric(self, metric: str) -> None:
         if metric not in self.metrics:
-            raise ValueError(f"metric={metric!r} is not supported by knn_backend={self.name!r}; "
+            raise ValueError(f"metric={metric!r} is not supported by knn_method={self.name!r}; "
                              f"allowed: {', '.join(self.metrics)}")
 
     @abc.abstractmethod

@@ -28,7 +28,7 @@ class ExactBackend(NeighborBackend):
         if k > nl:
             raise ValueError(f"k={k} is larger than the library ({nl} points); allowed: 1 <= k <= {nl}")
         if k > MAX_KNN:
-            raise ValueError(f"k={k} is out of range for knn_backend='exact'; allowed: "
+            raise ValueError(f"k={k} is out of range for knn_method='exact'; allowed: "
                              f"1 <= k <= {MAX_KNN} (use 'kdtree' for more)")
         return knn_device(be, x_dev, n, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
                           metric=metric, real=real, params=params, q_dev=q_dev,

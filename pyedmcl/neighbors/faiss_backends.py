@@ -27,7 +27,7 @@ def _faiss(name: str):
     try:
         import faiss
     except ImportError as exc:
-        raise ImportError(f"knn_backend={name!r} needs faiss, which is not installed: "
+        raise ImportError(f"knn_method={name!r} needs faiss, which is not installed: "
                           f"{ANN_EXTRA}") from exc
     return faiss
 

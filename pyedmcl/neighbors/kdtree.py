@@ -21,7 +21,7 @@ def _ckdtree():
     try:
         from scipy.spatial import cKDTree
     except ImportError as exc:
-        raise ImportError(f"knn_backend='kdtree' needs scipy, which is not installed: {ANN_EXTRA}"
+        raise ImportError(f"knn_method='kdtree' needs scipy, which is not installed: {ANN_EXTRA}"
                           ) from exc
     return cKDTree
 

@@ -36,13 +36,13 @@ def recall(approx_idx: np.ndarray, exact_idx: np.ndarray) -> float:
     return float(per.mean())
 
 
-@renamed_keywords(k="knn")
+@renamed_keywords(k="knn", knn_backend="knn_method")
 def measure_recall(x: Any, *, E: int, tau: int = 1, knn: int | None = None,
-                   knn_backend: str = "hnsw", knn_options: dict[str, Any] | None = None,
+                   knn_method: str = "hnsw", knn_options: dict[str, Any] | None = None,
                    exclusion_radius: int = 0, sample: int = 2000, seed: int = 0,
                    dtype: Any = "float32", device: Any = None, backend: str | None = None
                    ) -> float:
-    """Recall of ``knn_backend`` against the exact kernel on ``sample`` random queries of ``x``
+    """Recall of ``knn_method`` against the exact kernel on ``sample`` random queries of ``x``
     (both searches in ``dtype``, float32 or float64)."""
     from ..primitives.knn import check_points
     from ..validation import check_int, check_seed
@@ -55,8 +55,8 @@ def measure_recall(x: Any, *, E: int, tau: int = 1, knn: int | None = None,
     q = np.sort(rng.choice(npts, size=min(sample, npts), replace=False))
     kw = dict(E=E, tau=tau, knn=knn, query_points=q, exclusion_radius=exclusion_radius,
               dtype=dtype, device=device, backend=backend)
-    a = knn_search(s, knn_backend=knn_backend, knn_options=knn_options, **kw)
-    e = knn_search(s, knn_backend="exact", **kw)
+    a = knn_search(s, knn_method=knn_method, knn_options=knn_options, **kw)
+    e = knn_search(s, knn_method="exact", **kw)
     return recall(a.indices, e.indices)
 
 

@@ -73,7 +73,7 @@ def _diagonal_cells(m: _Matrix, lo: int, hi: int) -> int:
     """Cells of the diagonals ``lo <= k < hi``, in closed form: a diagonal's length
     ``min(n_rows, n_cols - k) - max(0, -k)`` is linear in ``k`` between the breakpoints
     ``-n_rows``, 0, ``n_cols - n_rows`` and ``n_cols`` and never changes sign between
-    them (an arange over N diagonals cost ~30 ms of host time at N = 10^6)."""
+    them (no arange over N diagonals on the host)."""
     R, C = m.n_rows, m.n_cols
 
     def length(k: int) -> int:

@@ -955,8 +955,7 @@ def _finish_on_device(st: _DevState, m: _Matrix) -> Any:
     joined through the diagonal with the rows' first and last runs) into the emptied
     32-bit histograms, and fold those too: the host then reads three histograms (and the
     recurrence counts) instead of ten N-long buffers and bins no runs itself, which made
-    the recombination the largest host cost of a GPU run (decision 0070; SYM's join on
-    the host cost 0.16 s at N = 946,303 on the H100). A bin holds at most the cells walked
+    the recombination the largest host cost of a GPU run (decision 0070). A bin holds at most the cells walked
     since the last fold, and the open runs add at most one count per lane (four per
     column under SYM): where the two may pass 2^32 - 1, the counts are folded before the
     open runs are added too (two folds; one otherwise: three launches less). Returns

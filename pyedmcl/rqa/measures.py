@@ -26,7 +26,7 @@ Definitions (identical to PyRQA 8 and pyunicorn, which agree on them):
 A ratio whose denominator is zero is ``nan`` (``DIV``/``W_div`` without lines too).
 pyunicorn adds 1e-8 to every denominator, so it reports 0 there; PyRQA divides in
 float32 with NumPy's errors silenced: ``nan`` for 0/0 and ``inf`` for ``DIV``/``W_div``
-without lines (``pyedmcl/rqa/README.md``, "Measures and their denominators").
+without lines (docs/rqa_internals.md, "Measures and their denominators").
 """
 
 from __future__ import annotations

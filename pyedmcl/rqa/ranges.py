@@ -50,23 +50,18 @@ RANGES_PER_DEVICE = 8
 ALIKE_RANGES_PER_DEVICE = 1
 #: wall time a diagonal cell adds relative to a column cell on the SHARE path (the
 #: diagonal launch gathers bits the vertical launch stored, and with OVL it runs in a
-#: second queue beside the next block's verticals, so most of its time hides): two
-#: H200s, N = 2*10^6, E = 3, the devices' last launches end 1.92 / 1.94 s apart at
-#: 0.15 (1.87 / 1.99 s at 0.3, 1.77 / 2.11 s at 0.6)
+#: second queue beside the next block's verticals, so most of its time hides): the value
+#: at which two H200s' last launches end closest together
 DIAGONAL_COST = 0.15
 #: SYM: wall time a row's horizontal walk and join add per upper-triangle cell relative
-#: to the vertical launch's (H100, N = 946,303, Roessler, one device: vertical 0.123 s,
-#: row walks and joins 0.097 s over the same cells)
+#: to the vertical launch's (their ratio on the H100 over the same cells)
 HORIZONTAL_COST = 0.8
 #: on GPUs, a row block's fixed time (its five or so launches' start, and the tail of
 #: launches too narrow to fill the GPU) as that of this many more columns: the bottom
-#: range of a SYM split holds many narrow blocks. Two H100s, N = 946,303 / 2*10^6 (E = 3,
-#: RR 0.05): cuts moved down by 3-6 / 6 blocks from equal cells ran 0.387-0.384 /
-#: 1.679 s against 0.405 / 1.697 s. Since the walk-ups take a work-group per lane (26 ->
-#: 6 ms above the second range, Roessler) and the row walks a third queue, the first
-#: device ended last by 5 ms (Roessler) and 13 ms (logistic map) at 1 << 17 (N = 946,303):
-#: this constant moves the cut by 4 blocks from equal cells (1 << 17: 5; a block moves
-#: ~2.4 ms of one H100's time). CPUs take none (a narrow launch there only ends sooner)
+#: range of a SYM split holds many narrow blocks: cuts moved down from equal cells end
+#: two H100s' ranges closer together; with the walk-ups a work-group per lane and the
+#: row walks on a third queue, this value moves the cut by 4 blocks from equal cells at
+#: N = 946,303. CPUs take none (a narrow launch there only ends sooner)
 BLOCK_LANES = 3 << 15
 
 
@@ -125,7 +120,7 @@ def block_diagonal_cells(m: _Matrix, diag_ranges: list[tuple[int, int]], edge: i
     in closed form: row ``r`` holds ``max(0, min(hi, n_cols - r) - max(lo, -r))`` cells
     of ``lo <= k < hi``, linear in ``r`` between the rows ``n_cols - hi`` and ``-lo``, so
     the cells above any row are at most three arithmetic series, summed at every block
-    boundary at once (no per-row arrays: those took 23-36 ms at N = 2*10^6, on the
+    boundary at once (no per-row arrays, which are slow at large N and lie on the
     critical path of a multi-GPU run)."""
     bounds = np.append(np.arange(0, m.n_rows, edge, dtype=np.int64), np.int64(m.n_rows))
     out = np.zeros(bounds.size - 1, np.int64)

@@ -339,13 +339,13 @@ def _devices(devices: Any) -> list[Any]:
     return out
 
 
-@renamed_keywords(E_max="max_E")
+@renamed_keywords(E_max="max_E", knn_kernel="knn_method")
 @locks_output("out", what="xmap output")
 def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
          out: str | Path | None = None, block_rows: int | None = None, device: Any = None,
          devices: Any = None, backend: str | None = None, scheduler: str | None = None,
          n_workers: int = 2, overwrite: bool = False, progress: bool = False,
-         knn_kernel: str | None = None, fma: bool | None = None,
+         knn_method: str | None = None, fma: bool | None = None,
          dtype: Any = None, surrogates: int = 0, surrogate_method: str = "ebisuzaki",
          surrogate_options: dict | None = None, seed: int | None = None,
          method: str = "simplex", theta: float | None = None,
@@ -368,7 +368,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     ``"pocl,intel"`` or ``["nvidia:0", "nvidia:1"]``), one thread each, blocks
     dynamically scheduled. ``scheduler``: a Dask scheduler address, or "local" to
     start a LocalCluster of ``n_workers`` processes (needs ``out``).
-    ``knn_kernel``: None (default: "scan" for mixed E where it saves work, on CPUs
+    ``knn_method`` (the maps' neighbours are always exact; this picks the kernel): None
+    (default: "scan" for mixed E where it saves work, on CPUs
     with the scan's private-list variant, else "batched"), "batched" (the k-NN tables of many library series per launch,
     ``xmap_knn`` tuning), "edm" (one table per launch, ``knn`` tuning) or "scan" (every
     E-group's tables of many libraries in one fused multi-E pass, ``xmap_scan``
@@ -406,7 +407,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
                          tau=tau, max_E=max_E, out=out, block_rows=block_rows, device=device,
                          devices=devices, backend=backend, scheduler=scheduler,
                          n_workers=n_workers, overwrite=overwrite, progress=progress,
-                         knn_kernel=knn_kernel, fma=fma, dtype=dtype, surrogates=surrogates,
+                         knn_method=knn_method, fma=fma, dtype=dtype, surrogates=surrogates,
                          surrogate_method=surrogate_method,
                          surrogate_options=surrogate_options, seed=seed)
     heads: list[tuple[HeadStart, HeadAssumption]] = []  # (the map's head start, if any)
@@ -418,7 +419,7 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
             job = _job(E=E, tau=tau, Tp=Tp, max_E=max_E, out=out, block_rows=block_rows,
                        device=device, devices=devices, backend=backend, scheduler=scheduler,
                        n_workers=n_workers, overwrite=overwrite, progress=progress,
-                       knn_kernel=knn_kernel, fma=fma, dtype=dtype, surrogates=surrogates,
+                       knn_kernel=knn_method, fma=fma, dtype=dtype, surrogates=surrogates,
                        surrogate_method=surrogate_method,
                        surrogate_options=surrogate_options, seed=seed, method=method,
                        theta=theta, exclusion_radius=exclusion_radius)
@@ -495,7 +496,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -
                              job.scheduler)
     store = _open_store(job, panel, br)
     if job.knn_kernel not in (None, "edm", "batched", "scan"):
-        raise ValueError(f"knn_kernel={job.knn_kernel!r} is invalid; allowed: None, 'edm', "
+        raise ValueError(f"knn_method={job.knn_kernel!r} is invalid; allowed: None, 'edm', "
                          "'batched', 'scan'")
     spec = EngineSpec(tau=panel.tau, Tp=panel.Tp, knn_kernel=job.knn_kernel, fma=job.fma,
                       real=panel.real)
@@ -519,7 +520,7 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -
     if not panel.float32_holds():  # warned: the same map in float64
         return xmap(X, E=job.E, tau=panel.tau, Tp=panel.Tp, max_E=job.E_max,
                     block_rows=job.block_rows, devices=list(job.devices), backend=job.backend,
-                    knn_kernel=job.knn_kernel, fma=job.fma, dtype="float64",
+                    knn_method=job.knn_kernel, fma=job.fma, dtype="float64",
                     progress=job.progress)
     return XmapResult(rho=rho, E=E_arr, names=panel.names, edim_rho=edim_rho,
                       path=None if job.out is None else str(job.out), blocks_per_device=counts)

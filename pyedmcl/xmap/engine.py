@@ -90,10 +90,8 @@ RUNTIME_K_GROUPS = 4
 
 #: distance terms (rows x rows x E, summed over the E-groups) of one library's k-NN from
 #: which a map makes tables ahead (:meth:`XmapEngine.tables_ahead`): each block costs the
-#: host's GIL-bound pass ~0.3 ms of Python, and the skill then reads tables no longer in
-#: L2, so light k-NN loses (decision 0105; H100, the map with / without, medians of 16 or
-#: 12: N = 5,000 x 3,780, E = 5, 7.1e7 terms, 512 / 518 ms; N = 10,000 x 1,000, E = 6,
-#: 5.9e6 terms, 661 / 646 ms)
+#: host's GIL-bound pass a little Python, and the skill then reads tables no longer in
+#: L2, so light k-NN loses (decision 0105: the crossover measured on the H100)
 AHEAD_MIN_TERMS = 1 << 25
 
 
@@ -185,7 +183,7 @@ class XmapEngine:
         #: of a job so that their rows are bit-identical; None: this device's own
         self.fma = int(job_fma([be.info]) if fma is None else bool(fma))
         if knn_kernel not in (None, "batched", "edm", "scan"):
-            raise ValueError(f"knn_kernel={knn_kernel!r} is invalid; allowed: None, 'batched', "
+            raise ValueError(f"knn_method={knn_kernel!r} is invalid; allowed: None, 'batched', "
                              "'edm', 'scan'")
         #: None: "scan" where it applies and saves work (:meth:`_use_scan`), else "batched"
         self.knn_choice = knn_kernel
@@ -271,8 +269,8 @@ class XmapEngine:
         """The group's targets time-major on the device and their row pitch
         (:func:`~pyedmcl.kernels.xmap.time_major`'s layout, rows of whole work-groups of
         ``tile`` targets): what the LANES and VEC=2 skills read. Gathered from the panel
-        on the device (H100, N = 5,000 x 3,780: the host's transposing copy and its
-        upload had added ~0.3 s to a 1.0 s map); made again only for a layout whose
+        on the device (no transposing copy on the host and no second upload); made again
+        only for a layout whose
         tile the pitch does not hold."""
         if g.y_lanes is not None and g.y_lanes[1] % tile:
             # rows for both layouts (tiles are powers of two: the pitch's largest one
@@ -438,7 +436,7 @@ class XmapEngine:
         ok = self.tau > 0 and max(Es) <= MAX_FUSED_E and all(g.k == g.E + 1 for g in self.groups)
         if self.knn_choice == "scan":
             if not ok:
-                raise ValueError("knn_kernel='scan' needs tau > 0, E <= 32 and series long "
+                raise ValueError("knn_method='scan' needs tau > 0, E <= 32 and series long "
                                  "enough for E + 1 neighbours in every E-group")
             return True
         if not (ok and len(Es) >= 2 and sum(Es) >= 2 * max(Es)):
@@ -448,11 +446,8 @@ class XmapEngine:
         # CPUs: with the private-list scan (INS "key"), or with whatever insertion mode
         # tuning measured fastest on this very CPU (a class's borrowed entry was timed
         # on another CPU: it takes the per-E kernels). The local-memory lists with
-        # untuned parameters lost to the per-E batched kernel (2-core PoCL, N=100 x
-        # 1,000, E mixed 1..20: 3.2 vs 2.8 s); tuned ones win where tuning picked them
-        # (2-core Xeon, PoCL 3.0, E mixed 1..10: "q" 0.56 s, "key" 0.66 s, per E
-        # 0.83 s). Intel's runtime, 2-core Zen 5, E mixed 1..10: k-NN device time
-        # 0.34 s ("key") vs 0.95 s (per E)
+        # untuned parameters lose to the per-E batched kernel; tuned ones, and the
+        # private lists, win (decisions 0049, 0076)
         spec = {"EMAX": max(Es), "TAU": self.tau, "KNN": 0, "METRIC": "euclidean",
                 "REAL": self.real}
         nq = int(ccm_valid_times(self.n, 1, self.tau, self.Tp).size)
@@ -662,15 +657,14 @@ class XmapEngine:
     def _choose_runtime_k(self) -> None:
         """A first-use map's staged E-groups on one program. A GPU's wide E-groups each
         take a program of their own (K unrolled, layout tuned per K bucket): a mixed-E
-        map builds ~20, most of its first run (H100, N = 10,000 x 1,000, E 1..20: 22
-        programs, 2.9 s of a 4.5-5.4 s run, the map itself 1.65 s). Where at least
+        map builds ~20, most of its first run. Where at least
         :data:`RUNTIME_K_GROUPS` groups are on staged target lanes and their programs
         are not :meth:`~clkernels.Backend.known`, those groups run on one program with K
         an argument (KR, rendered for their largest K, the largest group's tuned layout;
         the same rho bit for bit) while their own programs build in helper processes
         behind the job (:meth:`~clkernels.Backend.build_behind`; where no helper can, the
-        groups build their own programs now), so the next map takes them (decision 0102:
-        first run 4.3-5.0 -> 3.4-3.5 s; later runs as before)."""
+        groups build their own programs now), so the next map takes them (decision 0102;
+        later runs as before)."""
         lanes = {g.k: sp for g in self.groups
                  if _staged_lanes(sp := self._layout(g.k, self.weight, g.targets.size))}
         if len(lanes) < RUNTIME_K_GROUPS:

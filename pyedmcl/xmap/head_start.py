@@ -6,8 +6,7 @@ target, so it waits for the whole pass, but a block's k-NN tables need only the 
 own rows. :class:`HeadStart` gives each GPU an :class:`~pyedmcl.xmap.engine.XmapEngine`
 at the first band, and the pass's threads enqueue the tables of each GPU's share of the
 blocks (:meth:`XmapEngine.tables_ahead`) as soon as their rows are on it. The pass and the
-k-NN then overlap (H100, N = 5,000 x 3,780: the first band is ready ~10 ms into a ~30 ms
-pass); the map's blocks take the tables made ahead, the same tables bit for bit. Where a
+k-NN then overlap (the first band is ready early in the pass); the map's blocks take the tables made ahead, the same tables bit for bit. Where a
 library's k-NN is light the enqueueing costs the pass more than it hides, and the engine
 declines (:data:`~pyedmcl.xmap.engine.AHEAD_MIN_TERMS`; decision 0105).
 """

@@ -111,8 +111,8 @@ inline void stats_merge(acc_t* a, const acc_t* b)
 ## `red`[0] (`red`: local acc_t[WG][8]) by the pairwise tree: leaves finished streams,
 ## halves merged level by level (a fixed order: rho reproducible across devices). The
 ## levels are a loop (its bound WG a constant): unrolled, each level's barrier made the
-## program's build longer on Intel's CPU runtime (a skill program 0.19-0.34 -> 0.14-0.32 s,
-## a given-E mixed map's 20 of them ~1 s of CPU time), with no change in its run time
+## program's build longer on Intel's CPU runtime (a mixed map builds many), with no
+## change in its run time
 <%def name="reduce(s, red, WG, fs=False)">
 % if fs:
     /* FS: the streams' shifted sums added by the same tree (red: local acc_t[WG][10]),

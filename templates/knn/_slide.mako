@@ -8,7 +8,7 @@
 ## with aligned vector loads (float4 / double2, broadcast to every work-item) into
 ## registers and computes its U distances from them (a handful of local loads per
 ## U pairs instead of E per pair: at large L the rows variant is bound by its local
-## loads, E per pair; H100, L = 2^20: ~0.14 s per coordinate).
+## loads, E per pair).
 ##
 ## The arithmetic of every pair is the plain rows variant's (the same terms in the
 ## same order, newest coordinate first, the same EA chunks), so the table is the same

@@ -11,10 +11,8 @@
 ## inserted into the lists whose bit it has: float32 as packed keys (distance bits <<
 ## 32 | tie key, whose integer order is the total order) kept as the sorted lanes of
 ## one or two ulong16 per E up to 32 keys (`insert_lanes`: ten lists of scalar keys
-## left too few registers for the vector loop; 0.25 -> 0.22 s for a mixed map, N=100,
-## E 1..10, Intel on Zen 5), a list of K <= 8 keys in the narrowest ulong2/4/8 that
-## holds it (same map on a 2-core Xeon: PoCL 0.63 -> 0.52 s, Intel 0.221 -> 0.218 s),
-## else through the branch-free min/max network; float64
+## left too few registers for the vector loop), a list of K <= 8 keys in the narrowest
+## ulong2/4/8 that holds it (fewer registers and moves), else through the branch-free min/max network; float64
 ## through the register network (common/_topk.mako). TILE: library lanes per step of the
 ## tile order ORD (visited nearest to this work-item's query first). SPLIT == 1.
 ## LPB (0, or a multiple of VEC up to 64): the candidate tests of LPB library lanes
@@ -22,12 +20,10 @@
 ## visited in lane order. About a third of the vectors hold a candidate, so a branch per
 ## vector is mispredicted often and each miss drains the vector loop; a candidate found
 ## with a threshold that an earlier lane of the group has since lowered is rejected by
-## the insertion's own test, so the lists do not change (2-core Xeon, Intel's runtime,
-## N=100 x 1,000, E mixed 1..10, scan 0.185 -> 0.172 s with LPB 64).
+## the insertion's own test, so the lists do not change.
 ## Vectors whose lanes are all rows at every E and outside the exclusion radius (all but
 ## a few near the library's ends and the query) skip the masks: the first pass takes the
-## plain minima, the main pass no mask test (same map: 0.221 -> 0.209 s on Intel, PoCL
-## within noise; the same tables). A library of segments (gaps inside) keeps the masks.
+## plain minima, the main pass no mask test (the same tables, fewer operations). A library of segments (gaps inside) keeps the masks.
 ## The first thresholds (and `admissible`) are in _keys_first.mako, the tables' write-out
 ## in _keys_out.mako.
 <%namespace name="metric" file="/common/_metric.mako"/>

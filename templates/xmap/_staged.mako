@@ -9,9 +9,8 @@
 ## for all; the query loop then reads the entries from local memory, not as one global
 ## load per entry and work-item. With WEIGHT "ccm" a query with an empty slot has no
 ## prediction (pack's den = 0), so an empty slot reads time 0 with its weight 0 instead
-## of a test per entry. Same operations on the same values: the same rho bit for bit.
-## H100, 64 libraries x 8,192 targets x 1,000 queries: K = 7 4.95 -> 4.2 ms, K = 21
-## 10.1 -> 6.6 ms (LWG 64-128, LB 1).
+## of a test per entry. Same operations on the same values: the same rho bit for bit
+## (decision 0082).
 ## SPL > 1 (with ST): the WG-leaf tree is cut into SPL subtrees of WG / SPL query classes
 ## each (the aligned blocks of leaves of the post-order walk: complete subtrees), streamed
 ## by SPL work-items per target and library (local dimension 1: LB x SPL), which meet in
@@ -20,8 +19,8 @@
 ## (E-groups of a few hundred targets fill a GPU).
 ## ST with O32: a work-item's TJ targets are read LWG values apart from its first target's
 ## column, unclamped (the host pads the rows to whole work-groups), so one address sum per
-## entry serves all TJ; PR: each entry's offset and weight staged as one uint2 (H100,
-## E = 6, 10,000 x 1,000: skill 410 -> 350 ms with the layouts re-tuned over both).
+## entry serves all TJ; PR: each entry's offset and weight staged as one uint2 (one
+## local-memory read per entry).
 <%namespace name="skill" file="/xmap/_skill.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 ## target value at time `i` (>= 0) of the column `base` points at: a 32-bit product

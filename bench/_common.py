@@ -1,0 +1,57 @@
+"""What the benchmark scripts share: the ``--device`` parser and call timings.
+
+Each script is run as ``python bench/<name>.py`` (its folder is on ``sys.path``), so it
+imports ``from _common import ...``. Timings are wall-clock seconds of whole calls
+(``time.perf_counter``); compare them as ratios against a peer timed in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def parser(doc: str | None, *, device: str | None = None) -> argparse.ArgumentParser:
+    """An argument parser showing the script's docstring, with ``--device`` (a
+    selector as ``pyedmcl.select_device`` takes; default ``device``)."""
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default=device, help="device selector (default: %(default)s)")
+    return ap
+
+
+def call_times(fn: Callable[[], Any], repeat: int, *, warmup: int = 0) -> list[float]:
+    """Seconds of each of ``repeat`` calls of ``fn``, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def best_time(fn: Callable[[], Any], repeat: int, *, warmup: int = 0) -> float:
+    """The shortest of ``repeat`` timed calls (seconds): the least disturbed by others."""
+    return min(call_times(fn, repeat, warmup=warmup))
+
+
+def median_time(fn: Callable[[], Any], repeat: int, *, warmup: int = 0) -> float:
+    """The median of ``repeat`` timed calls (seconds)."""
+    return float(statistics.median(call_times(fn, repeat, warmup=warmup)))
+
+
+def interleaved_times(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
+    """Each callable's seconds per call, the callables alternating per repeat (at least
+    one) so that all see the same load of a shared machine."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(max(1, repeat)):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return times
