@@ -171,9 +171,10 @@ def _centred_float32(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     and the merge check of :func:`~pyedmcl._precision.merged_beyond` on each: per row the
     shift, the spread, a merged fraction (exact where it exceeds the limit, a bound at
     most the limit elsewhere) and the float32 rows. Chunk by chunk of rows, each through
-    every step while in cache (the centred float64 rows are never all kept: 0.8 GB at
-    10^5 series of 1,000), by bands of rows on threads; every row alone, so the same
-    values as one series' call."""
+    every step while in cache (the centred float64 rows are never made: each row's
+    subtraction is cast to float32 in the loop that computes it, the float64 difference
+    recomputed only for the rows the merge check must sort exactly), by bands of rows on
+    threads; every row alone, so the same values as one series' call."""
     k, t = raw.shape
     c = np.empty((k, t), np.float32)
     shift, spread, lost = np.empty(k), np.empty(k), np.empty(k)
@@ -184,10 +185,11 @@ def _centred_float32(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
         for i in range(a, b, step):
             r = slice(i, min(i + step, b))
             f = _affine(raw[r], False, None)
-            z = raw[r] - f.shift[:, None]
-            c[r] = z
+            m = f.shift[:, None]
+            np.subtract(raw[r], m, out=c[r], casting="same_kind")  # z's float32 cast
             shift[r], spread[r] = f.shift, f.spread
-            lost[r] = _merged_bound_slab(z, c[r], MAX_MERGED_FRACTION)[0]
+            lost[r] = _merged_bound_slab(lambda o, r=r, m=m: raw[r][o] - m[o], c[r],
+                                         MAX_MERGED_FRACTION)[0]
 
     with np.errstate(invalid="ignore", over="ignore"):
         map_slices(band, raw)
