@@ -129,26 +129,52 @@ def entropies(vals: np.ndarray, start: np.ndarray, count: np.ndarray, n_min: np.
     ends = np.searchsorted(off, np.arange(0, off[-1], PIECE_VALUES)[1:], "right") - 1
     cuts = np.unique(np.r_[0, ends, live.size])
 
+    pow2 = bool(np.all(np.frexp(sc)[0] == 0.5))
+    fn = _piece if pow2 and _reduceat_pairwise() else _fallback_piece
+
     def piece(ab: tuple[int, int]) -> None:
         a, b = ab
-        out[live[a:b]] = -_piece(vals[off[a]:off[b]], cnt[a:b], nm[a:b], sc[a:b], tl[a:b])
+        out[live[a:b]] = -fn(vals[off[a]:off[b]], cnt[a:b], nm[a:b], sc[a:b], tl[a:b])
 
     map_pieces(piece, list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)))
     return out.reshape(shape)
 
 
 #: values of one piece of :func:`entropies`
-PIECE_VALUES = 1 << 16
+PIECE_VALUES = 1 << 15
 
 
 def _piece(v: np.ndarray, cnt: np.ndarray, nm: np.ndarray, sc: np.ndarray,
            tl: np.ndarray) -> np.ndarray:
     """Each segment's sum of ``q ln q`` (:func:`entropies`), the segments' values ``v``
-    end to end."""
-    if np.all(sc == sc[0]):  # (exact: counts < 2^53)
-        q = v.astype(np.float64) if sc[0] == 1.0 else np.multiply(v, sc[0], dtype=np.float64)
-    else:
-        q = np.multiply(v, np.repeat(sc, cnt), dtype=np.float64)
+    end to end. Each segment's slots: a count of 1 over 1 first (its term ``1 ln 1`` is
+    +0.0, which changes no sum of these terms: none is -0.0), its values
+    over ``n_min / scale`` (``scale`` a power of two: the same quotient as ``scale *
+    value / n_min``, both exact operands of one rounding), then its tail, 1 over
+    ``n_min``; one division, log and product over all slots, then the sums."""
+    k = cnt.size
+    first = np.zeros(k, np.int64)
+    np.cumsum(cnt[:-1], out=first[1:])
+    t = np.flatnonzero(tl)
+    # the slots inserted, in segment order (a tail and the next segment's first slot, or
+    # a segment of no values' own tail, go in at one place in the order given)
+    order = np.argsort(np.concatenate([2 * np.arange(k), 2 * t + 1]), kind="stable")
+    at = np.concatenate([first, first[t] + cnt[t]])[order]
+    x = np.insert(v, at, 1)
+    div = np.empty((k, 3))
+    div[:, 0], div[:, 1], div[:, 2] = 1.0, nm / sc, nm
+    reps = np.empty((k, 3), np.int64)
+    reps[:, 0], reps[:, 1], reps[:, 2] = 1, cnt, tl
+    d = np.repeat(div.ravel(), reps.ravel())
+    q = np.divide(x, d)
+    q *= np.log(q, out=d)
+    return np.add.reduceat(q, first + np.arange(k) + np.searchsorted(t, np.arange(k)))
+
+
+def _fallback_piece(v: np.ndarray, cnt: np.ndarray, nm: np.ndarray, sc: np.ndarray,
+                    tl: np.ndarray) -> np.ndarray:
+    """:func:`_piece` by :func:`pairwise_rows` (any scales; reduceat's rule unchecked)."""
+    q = np.multiply(v, np.repeat(sc, cnt), dtype=np.float64)  # (exact: counts < 2^53)
     q /= np.repeat(nm, cnt)
     q *= np.log(q)
     first = np.zeros(cnt.size, np.int64)
@@ -156,17 +182,8 @@ def _piece(v: np.ndarray, cnt: np.ndarray, nm: np.ndarray, sc: np.ndarray,
     t = np.flatnonzero(tl)
     tq = 1.0 / nm[t]  # a tail's term, after its segment's values
     tq *= np.log(tq)
-    before = np.searchsorted(t, np.arange(cnt.size))  # each segment's earlier tails
-    if not _reduceat_pairwise():
-        q = np.insert(q, first[t] + cnt[t], tq)
-        return pairwise_rows(q, first + before, cnt + tl)
-    # a -0.0 (which adds nothing) before each segment, its tail after it: given in the
-    # order of the segments, as those inserted at one place (a segment's tail, the next
-    # one's -0.0 and, of no values, its tail) go in
-    order = np.argsort(np.concatenate([2 * t + 1, 2 * np.arange(cnt.size)]), kind="stable")
-    q = np.insert(q, np.concatenate([first[t] + cnt[t], first])[order],
-                  np.concatenate([tq, np.full(cnt.size, -0.0)])[order])
-    return np.add.reduceat(q, first + before + np.arange(cnt.size))
+    q = np.insert(q, first[t] + cnt[t], tq)
+    return pairwise_rows(q, first + np.searchsorted(t, np.arange(cnt.size)), cnt + tl)
 
 
 _REDUCEAT: list[bool] = []
@@ -175,8 +192,8 @@ _REDUCEAT: list[bool] = []
 def _reduceat_pairwise() -> bool:
     """Whether ``np.add.reduceat`` sums a segment as its first value plus numpy's
     pairwise sum of the others (this numpy's rule, checked once on segments of 1 to 300
-    values and two longer ones against :func:`pairwise_rows`): then a -0.0 put first
-    gives the segment's pairwise sum, as ``sum`` takes it."""
+    values and two longer ones against :func:`pairwise_rows`): then a zero put first
+    gives the segment's pairwise sum, as ``sum`` takes it (a sum that is not -0.0)."""
     if not _REDUCEAT:
         rng = np.random.default_rng(0)
         n = np.r_[np.arange(1, 301), 1000, 8193]
