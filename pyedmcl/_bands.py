@@ -9,6 +9,7 @@ call on the whole panel. Small panels, or a machine of one core, take one call.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +54,28 @@ def _on_threads(fn: Callable[[slice], Any], bands: list[slice], threads: int) ->
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(threads) as ex:
         return list(ex.map(fn, bands))
+
+
+_POOL: list[Any] = []
+_POOL_LOCK = threading.Lock()
+_POOL_NAME = "pyedmcl-pieces"
+
+
+def map_pieces(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``fn`` of each item, in order, on one pool of threads kept for the process (no
+    threads started and joined per call: a batch's host work calls this once per device
+    launch, and a forked child makes its own); in the calling thread where there is one
+    item, one core, or the caller is itself one of the pool's threads (no pool waits on
+    itself)."""
+    threads = min(THREADS, os.cpu_count() or 1)
+    if len(items) < 2 or threads < 2 or \
+            threading.current_thread().name.startswith(_POOL_NAME):
+        return [fn(x) for x in items]
+    with _POOL_LOCK:
+        if not _POOL or _POOL[0][0] != os.getpid():  # a forked child starts its own
+            from concurrent.futures import ThreadPoolExecutor
+            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(threads, thread_name_prefix=_POOL_NAME))]
+    return list(_POOL[0][1].map(fn, items))
 
 
 def rowwise(fn: Callable[[np.ndarray], np.ndarray], a: np.ndarray,

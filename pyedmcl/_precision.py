@@ -350,24 +350,25 @@ def merged_fraction(original: np.ndarray) -> np.ndarray:
     return rowwise(slabs, rows, CHECK_THREADS)
 
 
-def _merged_bound_slab(part: np.ndarray, part32: np.ndarray,
-                       limit: float) -> tuple[np.ndarray, bool]:
+def _merged_bound_slab(part: np.ndarray | Callable[[np.ndarray], np.ndarray],
+                       part32: np.ndarray, limit: float) -> tuple[np.ndarray, bool]:
     """Per row of a slab: at most ``limit`` where the float32 cast ``part32`` has so few
     equal values that no more than ``limit`` of the distinct values can have merged, else
     the exact fraction (:func:`_merged_slab`). A row of n values whose cast has u32
     distinct ones merged u0 - u32 <= n - u32 of its u0 <= n distinct values, a fraction
     <= (n - u32) / n: that bound needs only the sort of the float32 cast (half the bytes of
     the float64 sort).
-    Also returns whether some row needed the exact fraction."""
-    n = part.shape[1]
+    Also returns whether some row needed the exact fraction. ``part`` may be a function
+    of a row mask giving those rows (the float64 slab need not exist)."""
+    n = part32.shape[1]
     if n == 0:
-        return np.zeros(part.shape[0]), False
+        return np.zeros(part32.shape[0]), False
     s32 = np.sort(part32, axis=1)
     with np.errstate(invalid="ignore"):  # (as in _merged_slab)
         bound = (n - 1 - np.count_nonzero(np.diff(s32, axis=1), axis=1)) / n
     over = bound > limit
     if over.any():
-        bound[over] = _merged_slab(part[over])
+        bound[over] = _merged_slab(part(over) if callable(part) else part[over])
     return bound, bool(over.any())
 
 

@@ -107,3 +107,18 @@ def test_merge_check_bound_is_exact_beyond_its_limit(monkeypatch, split):
             assert (got[~over] <= limit).all() and (got[~over] >= exact[~over]).all()
     assert (exact[40:50] > 0.2).all() and 0 < exact[60:62].max() < 0.2, exact[60:62]
     assert _precision.merged_beyond(X[:, :0], 0.05).tolist() == [0.0] * 157
+
+
+def test_map_pieces_in_order_and_nested_inline():
+    """Results in the items' order; a call from one of the pool's own threads runs in
+    that thread (a full pool never waits on itself)."""
+    import threading
+
+    from pyedmcl._bands import map_pieces
+
+    def outer(i):
+        inner = map_pieces(lambda j: (j, threading.current_thread().name), list(range(3)))
+        assert all(name == threading.current_thread().name for _, name in inner)
+        return i * 10 + sum(j for j, _ in inner)
+
+    assert map_pieces(outer, list(range(40))) == [i * 10 + 3 for i in range(40)]

@@ -208,9 +208,56 @@ def test_entropies_on_threads_equal_one_thread(monkeypatch):
     rng = np.random.default_rng(1)
     H = ((rng.random((40, 300)) < 0.5) * rng.integers(1, 99, (40, 300))).astype(np.uint32)
     one = measures_of_rows(np.ones(40), np.ones(40), H, H, H)
-    monkeypatch.setattr(measures, "PARALLEL_VALUES", 4)
+    monkeypatch.setattr(measures, "PIECE_VALUES", 64)  # many pieces, on threads
     many = measures_of_rows(np.ones(40), np.ones(40), H, H, H)
     assert all(np.array_equal(one[k], many[k], equal_nan=True) for k in MEASURES)
+
+
+def test_pairwise_rows_equal_numpy_sum():
+    """Every length up to past numpy's 128-value leaves and their halvings, bit for bit."""
+    from pyedmcl.rqa.measures import pairwise_rows
+
+    rng = np.random.default_rng(2)
+    n = np.arange(0, 1100)
+    first = np.r_[0, np.cumsum(n)[:-1]]
+    a = rng.standard_normal(int(n.sum())) * np.exp2(rng.integers(-40, 40, int(n.sum())))
+    ref = np.array([a[f:f + m].sum() for f, m in zip(first, n, strict=True)])
+    assert np.array_equal(pairwise_rows(a, first, n).view(np.int64), ref.view(np.int64))
+
+
+@pytest.mark.parametrize("reduceat", [True, False])
+def test_entropies_equal_line_stats_bits(monkeypatch, reduceat):
+    """Per segment, bit for bit (the sign of a zero too) the 1-D entropy: segments of 0 to
+    700 values placed out of order, with and without a tail, scaled, some of no lines;
+    by np.add.reduceat and by the explicit pairwise sums."""
+    from pyedmcl.rqa import measures
+
+    monkeypatch.setattr(measures, "_REDUCEAT", [reduceat])
+    rng = np.random.default_rng(3)
+    S = 300
+    count = rng.integers(0, 700, (S, 2))
+    count[rng.random((S, 2)) < 0.2] = 1
+    count[rng.random((S, 2)) < 0.1] = 0
+    vals = rng.integers(1, 10 ** 6, int(count.sum())).astype(np.uint32)
+    order = rng.permutation(2 * S)  # the segments' places in vals
+    start = np.empty(2 * S, np.int64)
+    start[order] = np.r_[0, np.cumsum(count.ravel()[order])[:-1]]
+    start = start.reshape(S, 2)
+    tail = np.zeros((S, 2), bool)
+    tail[:, 0] = rng.random(S) < 0.5
+    scale = np.array([2.0, 1.0])
+    n_min = np.array([[int(vals[start[s, q]:start[s, q] + count[s, q]].sum()) * int(scale[q])
+                       + tail[s, q] for q in range(2)] for s in range(S)])
+    n_min[rng.random((S, 2)) < 0.05] = 0
+    got = measures.entropies(vals, start, count, n_min, scale, tail)
+    for s in range(S):
+        for q in range(2):
+            if n_min[s, q] == 0:
+                assert got[s, q] == 0
+                continue
+            p = np.r_[vals[start[s, q]:start[s, q] + count[s, q]] * scale[q], [1.0] * int(tail[s, q])]
+            ref = -(p / n_min[s, q] * np.log(p / n_min[s, q])).sum()  # (line_stats')
+            assert np.float64(ref).view(np.int64) == got[s, q:q + 1].view(np.int64)[0]
 
 
 def test_error_bounds_equal_error_bound():

@@ -171,9 +171,10 @@ def _centred_float32(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     and the merge check of :func:`~pyedmcl._precision.merged_beyond` on each: per row the
     shift, the spread, a merged fraction (exact where it exceeds the limit, a bound at
     most the limit elsewhere) and the float32 rows. Chunk by chunk of rows, each through
-    every step while in cache (the centred float64 rows are never all kept: 0.8 GB at
-    10^5 series of 1,000), by bands of rows on threads; every row alone, so the same
-    values as one series' call."""
+    every step while in cache (the centred float64 rows are never made: each row's
+    subtraction is cast to float32 in the loop that computes it, the float64 difference
+    recomputed only for the rows the merge check must sort exactly), by bands of rows on
+    threads; every row alone, so the same values as one series' call."""
     k, t = raw.shape
     c = np.empty((k, t), np.float32)
     shift, spread, lost = np.empty(k), np.empty(k), np.empty(k)
@@ -184,10 +185,11 @@ def _centred_float32(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
         for i in range(a, b, step):
             r = slice(i, min(i + step, b))
             f = _affine(raw[r], False, None)
-            z = raw[r] - f.shift[:, None]
-            c[r] = z
+            m = f.shift[:, None]
+            np.subtract(raw[r], m, out=c[r], casting="same_kind")  # z's float32 cast
             shift[r], spread[r] = f.shift, f.spread
-            lost[r] = _merged_bound_slab(z, c[r], MAX_MERGED_FRACTION)[0]
+            lost[r] = _merged_bound_slab(lambda o, r=r, m=m: raw[r][o] - m[o], c[r],
+                                         MAX_MERGED_FRACTION)[0]
 
     with np.errstate(invalid="ignore", over="ignore"):
         map_slices(band, raw)
@@ -292,20 +294,23 @@ def measures_of_counts(c: Any, n: np.ndarray, w: int, mins: tuple[int, int, int]
     ``w = 0``, the main diagonal added as one line of ``n``
     (:func:`pyedmcl.rqa.core.mirrored_diagonals`)."""
     kinds = []
+    tail = np.zeros(c.count.shape, bool)
     for q, lm in enumerate(mins):
         st = c.stats[:, q]
         k = {"points_min": st[:, 0], "points_all": st[:, 1], "lines_min": st[:, 2],
              "max": st[:, 3]}
-        scale, tail = 1.0, None
         if q == 0:
-            scale = 2.0
             main = np.full(n.size, w == 0)
-            tail = main & (n >= lm)
-            k = {"points_min": 2 * k["points_min"] + n * tail,
+            tail[:, 0] = main & (n >= lm)
+            k = {"points_min": 2 * k["points_min"] + n * tail[:, 0],
                  "points_all": 2 * k["points_all"] + n * main,
-                 "lines_min": 2 * k["lines_min"] + tail,
+                 "lines_min": 2 * k["lines_min"] + tail[:, 0],
                  "max": np.where(main, n, k["max"])}
-        k["entropy"] = entropies(c.vals, c.start[:, q], c.count[:, q], k["lines_min"],
-                                 scale, tail)
         kinds.append(k)
+    # the three kinds in one call: their values, end to end, fill c.vals
+    ent = entropies(c.vals, c.start, c.count,
+                    np.stack([k["lines_min"] for k in kinds], axis=1),
+                    np.array([2.0, 1.0, 1.0]), tail)
+    for q, k in enumerate(kinds):
+        k["entropy"] = ent[:, q]
     return measures_of_stats(c.nrec, cells, *kinds)

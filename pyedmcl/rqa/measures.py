@@ -32,11 +32,10 @@ without lines (docs/rqa_internals.md, "Measures and their denominators").
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
-from .._bands import PARALLEL_VALUES, THREADS
+from .._bands import map_pieces
 
 MEASURES = ("RR", "DET", "L", "L_max", "DIV", "L_entr", "LAM", "TT", "V_max", "V_entr",
             "W", "W_max", "W_div", "W_entr", "RTE", "DET_RR", "LAM_DET")
@@ -99,48 +98,157 @@ def compute_measures(n_rec: int, n_cells: int, diag: np.ndarray, vert: np.ndarra
 
 
 def entropies(vals: np.ndarray, start: np.ndarray, count: np.ndarray, n_min: np.ndarray,
-              scale: float = 1.0, tail: np.ndarray | None = None) -> np.ndarray:
-    """Per row, :func:`line_stats`' entropy of its line counts: ``scale *
-    vals[start : start + count]`` (its nonzero bins >= l_min, in length order), then a
-    count of 1 where ``tail`` (a last bin), over ``n_min`` lines; 0 where ``n_min`` is 0.
-    Each row's value is the 1-D call's bit for bit: rows of as many values (and tails)
-    are stacked into one C-contiguous block, whose row sums numpy takes pairwise row by
-    row, as it sums a 1-D array, and whose log is the same elementwise loop."""
-    S = start.size
-    out = np.zeros(S)
-    tail = np.zeros(S, bool) if tail is None else np.asarray(tail, bool)
-    live = np.flatnonzero(np.asarray(n_min) > 0)
+              scale: float | np.ndarray = 1.0, tail: np.ndarray | None = None) -> np.ndarray:
+    """Per row (and kind: ``start``, ``count``, ``n_min``, ``tail`` of shape ``(S,)`` or
+    ``(S, K)``, ``scale`` a number or one per kind), :func:`line_stats`' entropy of its
+    line counts: ``scale * vals[start : start + count]`` (its nonzero bins >= l_min, in
+    length order), then a count of 1 where ``tail`` (a last bin), over ``n_min`` lines;
+    0 where ``n_min`` is 0. Each value is the 1-D call's bit for bit: the terms ``q ln q``
+    of the segments, in the order of their starts, lie end to end in one contiguous array
+    (the same elementwise division, log and product as the 1-D call's array), each
+    segment's terms summed in numpy's pairwise order (:func:`_piece`); by pieces of
+    :data:`PIECE_VALUES` values, which stay in cache through every step, on threads."""
+    shape = np.shape(start)
+    st = np.asarray(start, np.int64).ravel()
+    cnt = np.asarray(count, np.int64).ravel()
+    nm = np.asarray(n_min, np.float64).ravel()
+    out = np.zeros(st.size)
+    tl = np.zeros(st.size, bool) if tail is None else np.asarray(tail, bool).ravel()
+    sc = np.broadcast_to(np.asarray(scale, np.float64), shape).ravel()
+    live = np.flatnonzero(nm > 0)
     if not live.size:
-        return out
-    key = np.asarray(count, np.int64)[live] * 2 + tail[live]
-    order = np.argsort(key, kind="stable")
-    live, key = live[order], key[order]
-    cuts = np.flatnonzero(np.diff(key)) + 1
-    nmin = np.asarray(n_min, np.float64)
+        return out.reshape(shape)
+    live = live[np.argsort(st[live], kind="stable")]
+    st, cnt, nm, tl, sc = st[live], cnt[live], nm[live], tl[live], sc[live]
+    off = np.zeros(live.size + 1, np.int64)
+    np.cumsum(cnt, out=off[1:])
+    if live.size > 1 and not np.array_equal(st[1:], st[:-1] + cnt[:-1]):
+        vals = vals[np.repeat(st - off[:-1], cnt) + np.arange(off[-1])]  # gaps: gathered
+    else:
+        vals = vals[st[0]:st[0] + off[-1]]
+    ends = np.searchsorted(off, np.arange(0, off[-1], PIECE_VALUES)[1:], "right") - 1
+    cuts = np.unique(np.r_[0, ends, live.size])
 
-    def block(ab: tuple[int, int]) -> None:
-        rows = live[ab[0]:ab[1]]
-        c, t = int(key[ab[0]]) // 2, bool(key[ab[0]] % 2)
-        p = np.empty((rows.size, c + t))
-        p[:, :c] = vals[start[rows][:, None] + np.arange(c)]  # (exact: counts < 2^53)
-        if scale != 1.0:
-            p[:, :c] *= scale
-        if t:
-            p[:, c] = 1.0
-        q = p / nmin[rows][:, None]
-        out[rows] = -(q * np.log(q)).sum(axis=1)
+    pow2 = bool(np.all(np.frexp(sc)[0] == 0.5))
+    fn = _piece if pow2 and _reduceat_pairwise() else _fallback_piece
 
-    blocks = list(zip(np.r_[0, cuts].tolist(), np.r_[cuts, key.size].tolist(), strict=True))
-    threads = min(THREADS, os.cpu_count() or 1)
-    if threads < 2 or int(np.asarray(count)[live].sum()) < PARALLEL_VALUES // 4:
-        for ab in blocks:
-            block(ab)
-    else:  # numpy releases the GIL in each block's loops
-        from concurrent.futures import ThreadPoolExecutor
+    def piece(ab: tuple[int, int]) -> None:
+        a, b = ab
+        out[live[a:b]] = -fn(vals[off[a]:off[b]], cnt[a:b], nm[a:b], sc[a:b], tl[a:b])
 
-        with ThreadPoolExecutor(threads) as ex:
-            list(ex.map(block, blocks))
+    map_pieces(piece, list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)))
+    return out.reshape(shape)
+
+
+#: values of one piece of :func:`entropies`
+PIECE_VALUES = 1 << 15
+
+
+def _piece(v: np.ndarray, cnt: np.ndarray, nm: np.ndarray, sc: np.ndarray,
+           tl: np.ndarray) -> np.ndarray:
+    """Each segment's sum of ``q ln q`` (:func:`entropies`), the segments' values ``v``
+    end to end. Each segment's slots: a count of 1 over 1 first (its term ``1 ln 1`` is
+    +0.0, which changes no sum of these terms: none is -0.0), its values
+    over ``n_min / scale`` (``scale`` a power of two: the same quotient as ``scale *
+    value / n_min``, both exact operands of one rounding), then its tail, 1 over
+    ``n_min``; one division, log and product over all slots, then the sums."""
+    k = cnt.size
+    first = np.zeros(k, np.int64)
+    np.cumsum(cnt[:-1], out=first[1:])
+    t = np.flatnonzero(tl)
+    # the slots inserted, in segment order (a tail and the next segment's first slot, or
+    # a segment of no values' own tail, go in at one place in the order given)
+    order = np.argsort(np.concatenate([2 * np.arange(k), 2 * t + 1]), kind="stable")
+    at = np.concatenate([first, first[t] + cnt[t]])[order]
+    x = np.insert(v, at, 1)
+    div = np.empty((k, 3))
+    div[:, 0], div[:, 1], div[:, 2] = 1.0, nm / sc, nm
+    reps = np.empty((k, 3), np.int64)
+    reps[:, 0], reps[:, 1], reps[:, 2] = 1, cnt, tl
+    d = np.repeat(div.ravel(), reps.ravel())
+    q = np.divide(x, d)
+    q *= np.log(q, out=d)
+    return np.add.reduceat(q, first + np.arange(k) + np.searchsorted(t, np.arange(k)))
+
+
+def _fallback_piece(v: np.ndarray, cnt: np.ndarray, nm: np.ndarray, sc: np.ndarray,
+                    tl: np.ndarray) -> np.ndarray:
+    """:func:`_piece` by :func:`pairwise_rows` (any scales; reduceat's rule unchecked)."""
+    q = np.multiply(v, np.repeat(sc, cnt), dtype=np.float64)  # (exact: counts < 2^53)
+    q /= np.repeat(nm, cnt)
+    q *= np.log(q)
+    first = np.zeros(cnt.size, np.int64)
+    np.cumsum(cnt[:-1], out=first[1:])
+    t = np.flatnonzero(tl)
+    tq = 1.0 / nm[t]  # a tail's term, after its segment's values
+    tq *= np.log(tq)
+    q = np.insert(q, first[t] + cnt[t], tq)
+    return pairwise_rows(q, first + np.searchsorted(t, np.arange(cnt.size)), cnt + tl)
+
+
+_REDUCEAT: list[bool] = []
+
+
+def _reduceat_pairwise() -> bool:
+    """Whether ``np.add.reduceat`` sums a segment as its first value plus numpy's
+    pairwise sum of the others (this numpy's rule, checked once on segments of 1 to 300
+    values and two longer ones against :func:`pairwise_rows`): then a zero put first
+    gives the segment's pairwise sum, as ``sum`` takes it (a sum that is not -0.0)."""
+    if not _REDUCEAT:
+        rng = np.random.default_rng(0)
+        n = np.r_[np.arange(1, 301), 1000, 8193]
+        first = np.r_[0, np.cumsum(n)[:-1]]
+        a = rng.standard_normal(int(n.sum())) * np.exp2(rng.integers(-30, 30, int(n.sum())))
+        got = a[first] + pairwise_rows(a, first + 1, n - 1)
+        _REDUCEAT.append(bool(np.array_equal(np.add.reduceat(a, first), got)))
+    return _REDUCEAT[0]
+
+
+#: numpy's pairwise summation: rows up to this many values are summed in 8 accumulators
+PW_BLOCK = 128
+
+
+def pairwise_rows(a: np.ndarray, first: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``a[first[i] : first[i] + n[i]].sum()`` for every ``i``, bit for bit numpy's sum of
+    that 1-D float64 slice, vectorised over the slices: numpy sums fewer than 8 values one
+    after the other, up to :data:`PW_BLOCK` in 8 accumulators (``r[j]`` the values
+    ``j, j + 8, ...`` of the whole blocks of 8, combined as ``((r0 + r1) + (r2 + r3)) +
+    ((r4 + r5) + (r6 + r7))``, then the rest one by one) and more as the sums of their
+    two halves, the first ``n // 2`` rounded down to a multiple of 8 values."""
+    first, n = np.asarray(first, np.int64), np.asarray(n, np.int64)
+    out = np.empty(n.size)
+    big = n > PW_BLOCK
+    if big.any():
+        h = n[big] // 2
+        h -= h % 8
+        f = first[big]
+        out[big] = pairwise_rows(a, f, h) + pairwise_rows(a, f + h, n[big] - h)
+    few = np.flatnonzero(n < 8)
+    if few.size:  # padded with -0.0, which adds nothing (not even to a -0.0 sum)
+        j = np.arange(7)
+        take = j < n[few, None]
+        block = np.where(take, a[np.where(take, first[few, None] + j, 0)], -0.0)
+        out[few] = block.sum(axis=1)  # numpy's own loop: 0 + the values, in order
+    mid = np.flatnonzero((n >= 8) & ~big)
+    if mid.size:
+        out[mid] = _eight_accumulators(a, first[mid], n[mid])
     return out
+
+
+def _eight_accumulators(a: np.ndarray, first: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """numpy's pairwise sum of slices of 8 to :data:`PW_BLOCK` values (:func:`pairwise_rows`)."""
+    j = np.arange(8)
+    blocks = n // 8
+    r = a[first[:, None] + j]
+    for b in range(1, int(blocks.max())):
+        on = np.flatnonzero(blocks > b)
+        r[on] += a[first[on, None] + 8 * b + j]
+    res = ((r[:, 0] + r[:, 1]) + (r[:, 2] + r[:, 3])) + ((r[:, 4] + r[:, 5]) + (r[:, 6] + r[:, 7]))
+    end = first + 8 * blocks
+    for i in range(7):
+        on = np.flatnonzero(n % 8 > i)
+        res[on] += a[end[on] + i]
+    return res
 
 
 def _rows_stats(H: np.ndarray, l_min: int) -> dict[str, np.ndarray]:
