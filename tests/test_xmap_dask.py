@@ -74,3 +74,15 @@ def test_local_cluster_bit_identical_and_worker_killed(tmp_path):
         assert "exc" not in res, res.get("exc")
         assert 2 <= done < 10, f"kill did not land mid-job (done={done})"
         np.testing.assert_array_equal(res["r"].rho[:], ref)
+
+
+def test_local_cluster_surrogates_bit_identical(tmp_path):
+    """xmap with surrogates on 2 worker processes: the row blocks of the extended panel
+    are reduced on the workers; rho, p-values and null summaries equal one device's."""
+    X = panel(L=60, N=6, seed=4)
+    ref = pe.xmap(X, E=2, surrogates=19, seed=5)
+    r = pe.xmap(X, E=2, surrogates=19, seed=5, out=tmp_path / "s.zarr", scheduler="local",
+                n_workers=2, block_rows=2)
+    for k in ("rho", "p_value", "null_mean", "null_q95"):
+        np.testing.assert_array_equal(np.asarray(getattr(r, k)[:]), np.asarray(getattr(ref, k)))
+    assert pe.xmap_verify(tmp_path / "s.zarr").ok

@@ -54,6 +54,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "(default 0.7)")
     p.add_argument("--dtype", default=None, choices=("float32", "float64"),
                    help="float32 (default) or float64")
+    p.add_argument("--store", default=None, metavar="NET.zarr",
+                   help="Zarr store of the pairwise map and its surrogate null (for many "
+                        "series): rerunning the same command resumes it, with its stored seed")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a --store written with other parameters (only a store "
+                        "pyedmcl wrote; other folders and files are never deleted)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address to join, or 'local' to start a LocalCluster "
+                        "(needs --store)")
+    p.add_argument("--workers", type=int_arg, default=2, help="LocalCluster worker processes")
     add_input_args(p)
     add_device_args(p)
     p.set_defaults(func=run)
@@ -87,7 +97,9 @@ def run(args: argparse.Namespace) -> int:
                          alpha=args.alpha, method=args.method, lags=_lags(args.lags),
                          convergence=args.convergence, min_library=args.min_library,
                          partial=args.partial, partial_ratio=args.partial_ratio,
-                         dtype=args.dtype, device=args.device, backend=args.backend)
+                         dtype=args.dtype, device=args.device, backend=args.backend,
+                         out=args.store, overwrite=args.overwrite, scheduler=args.scheduler,
+                         n_workers=args.workers)
     import pandas as pd
     allrows = pd.concat([net.edges.assign(status="direct"),
                          net.pruned.rename(columns={"reason": "status"})], ignore_index=True)

@@ -113,8 +113,14 @@ def causal_network(result_or_data: Any, *, alpha: float = 0.05, method: str = "b
     skill does not rise from ``min_library`` rows, default a twentieth of the rows, to
     the full library, by Fisher's z; "kendall": drop those whose skill does not rise
     with library size over a ladder of sizes from ``min_library`` rows to the full
-    library, Kendall's tau > 0 at p <= ``alpha``; False: no convergence step), ``partial`` (default: with 3 series or more; True with fewer warns),
-    ``partial_ratio`` (default 0.7), ``dtype``, ``device``, ``backend``. Returns a
+    library, Kendall's tau > 0 at p <= ``alpha``; False: no convergence step),
+    ``partial`` (default: with 3 series or more; True with fewer warns),
+    ``partial_ratio`` (default 0.7), ``dtype``, ``device``, ``backend``; for many
+    series ``out`` (a Zarr path: the pairwise map and its surrogate null are written
+    there by row blocks, and rerunning the same call resumes it with the stored seed,
+    giving the same edges; ``overwrite`` replaces only a store pyedmcl wrote),
+    ``scheduler`` and ``n_workers`` (a Dask cluster, as :func:`pyedmcl.xmap`: needs
+    ``out``; the later stages run here). Returns a
     :class:`CausalNetwork` (``edges``: source, target, lag, rho, rho_lag, p_value,
     q_value; ``pruned``: the same with ``reason``, ``via``, ``pcm``, ``pcm_p``), or with
     ``graph=True`` a ``networkx.DiGraph`` of its direct edges.
@@ -181,9 +187,12 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
                       lags: Any = DEFAULT_LAGS, convergence: bool | str = True,
                       min_library: int | None = None, partial: bool | None = None,
                       partial_ratio: float = DEFAULT_PARTIAL_RATIO, dtype: Any = None,
-                      device: Any = None, backend: str | None = None) -> CausalNetwork:
+                      device: Any = None, backend: str | None = None, out: Any = None,
+                      overwrite: bool = False, scheduler: Any = None,
+                      n_workers: int = 2) -> CausalNetwork:
     """:class:`CausalNetwork` of ``X`` (time down the rows, one column per series); see
-    :func:`pyedmcl.causal_network`."""
+    :func:`pyedmcl.causal_network`. ``out``, ``overwrite``, ``scheduler``, ``n_workers``
+    go to the pairwise map (an xmap Zarr store, resumable; Dask row blocks)."""
     from clkernels import get_backend
 
     from ..significance.network import causal_network as pairwise
@@ -194,12 +203,16 @@ def network_from_data(X: Any, *, E: Any = "auto", tau: int = 1, surrogates: int 
         P, alpha, surrogates, lags, partial_ratio, partial, convergence, min_library)
     _warn_resolution(N, surrogates, a, method)
     seed = check_seed(seed)
+    if seed is None and out is not None:  # resuming: the store's seed, so the same edges
+        from ..xmap.core import _stored_params
+        seed = _stored_params(out).get("seed")
     if seed is None:  # one seed for the map's surrogates and the partial maps' alike
         seed = int(np.random.SeedSequence().generate_state(1)[0])
     labels = list(names) if names is not None else list(range(N))
     res = xmap(np.ascontiguousarray(P.T), E=E, tau=tau, surrogates=surrogates,
                surrogate_method=surrogate_method, surrogate_options=surrogate_options,
-               seed=seed, dtype=dtype, device=device, backend=backend)
+               seed=seed, dtype=dtype, device=device, backend=backend, out=out,
+               overwrite=overwrite, scheduler=scheduler, n_workers=n_workers)
     res.names = labels
     cand = pairwise(res, alpha=a, method=method)
     pos = {lab: i for i, lab in enumerate(labels)}

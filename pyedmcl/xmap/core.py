@@ -392,7 +392,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     (and the store) holds per pair the p-value and the null's mean and 95% quantile
     beside rho; :func:`pyedmcl.causal_network` gives the FDR-controlled edges. ``seed``
     makes the surrogates reproducible (None: the stored seed when resuming, else a fresh
-    one, stored). Not with ``scheduler``.
+    one, stored). With ``scheduler`` each worker reduces its row blocks' nulls
+    (the same matrices, bit for bit).
     ``method``: "simplex" (default: CCM's simplex cross map) or "smap": pyEDM's
     ``SMap(columns=i, target=j)`` over the whole series (each row left out of its
     library with its ``exclusion_radius`` neighbourhood) with localisation ``theta``
@@ -450,9 +451,6 @@ def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block
         from ..primitives.surrogates import check_method, check_options
         surrogate_method = check_method(surrogate_method, "surrogate_method")
         surrogate_options = check_options(surrogate_options, "surrogate_options")
-        if scheduler is not None:
-            raise ValueError("surrogates= is not supported with scheduler= (a Dask "
-                             "cluster) yet; run on this node's devices (devices=)")
     seed = check_seed(seed)
     method, theta, exclusion_radius = check_smap_options(method, theta, exclusion_radius)
     devs = _devices(devices if devices is not None else ([device] if device is not None
@@ -513,7 +511,11 @@ def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -
                     dtype="float64", progress=job.progress, method="smap", theta=job.theta,
                     exclusion_radius=job.exclusion_radius)
     if job.surrogates:
-        return _xmap_surrogates(job, panel, spec, blocks, E_arr, store, edim_rho)
+        try:
+            return _xmap_surrogates(job, panel, spec, blocks, E_arr, store, edim_rho, runner)
+        finally:
+            if runner is not None:
+                runner.close()
     rho, counts = _matrix(job, panel, spec, blocks, E_arr, store, runner, heads)
     if runner is not None:
         runner.close()
@@ -720,9 +722,10 @@ def _matrix(job: XmapJob, panel: Panel, spec: EngineSpec, blocks: list[tuple[int
 
 def _xmap_surrogates(job: XmapJob, panel: Panel, spec: EngineSpec,
                      blocks: list[tuple[int, int, int]], E_arr: np.ndarray, store: Any,
-                     edim_rho: np.ndarray | None) -> XmapResult:
+                     edim_rho: np.ndarray | None, runner: Any = None) -> XmapResult:
     """The map with surrogate targets (:mod:`pyedmcl.xmap.xmap_null`): row blocks
-    of the extended panel, each reduced to rho, p-value and null summary as it arrives."""
+    of the extended panel, each reduced to rho, p-value and null summary as it arrives
+    (on the Dask ``runner``'s workers when given: each block's task reduces and writes it)."""
     from .scheduler import run_local
     from .xmap_null import extend_E, reduce_block
 
@@ -748,7 +751,10 @@ def _xmap_surrogates(job: XmapJob, panel: Panel, spec: EngineSpec,
                 mats[k][r0:r0 + v.shape[0]] = v
 
     counts: dict[str, int] = {}
-    if todo:
+    if todo and runner is not None:
+        counts = runner.xmap(X_ext, todo, spec, extend_E(E_arr, n_surr), str(job.out),
+                             job.progress, null=(N, n_surr))
+    elif todo:
         counts = run_local(X_ext, todo, "xmap", sink, devices=job.devices, spec=spec,
                            E=extend_E(E_arr, n_surr), backend=job.backend,
                            progress=job.progress)

@@ -62,14 +62,23 @@ def _edim_task(key: str, X: np.ndarray, spec: EngineSpec, E_max: int, r0: int, r
 
 
 def _xmap_task(key: str, X: np.ndarray, spec: EngineSpec, E: np.ndarray, path: str, b: int,
-               r0: int, r1: int) -> str:
+               r0: int, r1: int, null: tuple[int, int] | None = None) -> str:
+    """One row block computed and written; ``null`` = (N, n) for a job with n surrogates
+    per series: the block (targets N (1 + n)) is reduced to rho and the null summary
+    (:func:`~pyedmcl.xmap.xmap_null.reduce_block`) before it is written."""
     from .store import XmapStore
     eng = _plugin().engine(key, X, spec)
     eng.set_E(E)
     rows = eng.block(r0, r1)
     st = XmapStore.open_existing(path)
-    st.bind_E(E)  # the job's E, part of every block checksum
-    st.write_block(b, rows)
+    if null is None:
+        st.bind_E(E)  # the job's E, part of every block checksum
+        st.write_block(b, rows)
+    else:
+        from .xmap_null import reduce_block
+        st.bind_E(E[:null[0]])  # the series' E (the surrogates' repeat it)
+        rho, extra = reduce_block(rows, *null)
+        st.write_block(b, rho, extra)
     from distributed import get_worker
     return f"{get_worker().address}:{eng.be.info.runtime}"
 
@@ -120,11 +129,12 @@ class DaskRunner:
         for fut in self._progress(list(futs), "optimal E", progress):
             sink(futs[fut], fut.result())
 
-    def xmap(self, X, blocks, spec, E, path: str, progress: bool) -> dict[str, int]:
+    def xmap(self, X, blocks, spec, E, path: str, progress: bool,
+             null: tuple[int, int] | None = None) -> dict[str, int]:
         Xf, key = self._scatter(X, spec)
         ekey = f"{key}-{hash(tuple(int(e) for e in E)) & 0xFFFFFFFF:x}"
         futs = [self.client.submit(_xmap_task, key, Xf, spec, np.asarray(E), path, b, r0,
-                                   r1, key=f"pyedmcl-xmap-{ekey}-{b}", retries=3)
+                                   r1, null, key=f"pyedmcl-xmap-{ekey}-{b}", retries=3)
                 for b, r0, r1 in blocks]
         counts: dict[str, int] = {}
         for fut in self._progress(futs, "xmap", progress):
