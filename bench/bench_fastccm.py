@@ -54,7 +54,9 @@ Semantics (read from fastccm/ccm.py 0.4.2) and how they map onto pyEDM / pyedmcl
   *every* library row, the excluded ones (the query's own row at d = 0 and its
   exclusion window) included, while pyEDM and pyedmcl average over the rows actually in
   the library; the effective theta differs by ~(2r+1)/L, which shows in rho at the
-  1e-3 level (the pyEDM check below measures it).
+  1e-3 level (the pyEDM check below measures it). A float64 S-map with FastCCM's dbar
+  reproduces its rho to ~1e-7 (one pair, 200 rows, E=5, r=5, theta=1: 0.672605 vs
+  pyEDM's convention 0.671806), so the gap is this convention, not float32.
 * Precision: both float32 inputs; FastCCM computes distances by the matmul expansion
   ||q||^2 - 2 q.p + ||p||^2 in float32 and solves S-map by ``torch.linalg.solve`` in
   float32; pyedmcl as documented (float32 distances, float64 accumulation where the
