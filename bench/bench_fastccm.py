@@ -79,13 +79,13 @@ Timing: FastCCM's ``score_matrix`` from NumPy embeddings (host->device copy incl
 (``--memory-budget-gb``, default 16), ``batch_size="auto"``; pyedmcl from the NumPy
 panel (upload included). Neither's data generation or embedding is timed.
 
-On the GPU machine (no package index there; wheels to carry beyond numpy, scipy,
-pandas, torch: ``fastccm-0.4.2-py3-none-any.whl``, ``scikit_learn``, ``joblib``,
-``threadpoolctl``, ``matplotlib`` with ``contourpy``, ``cycler``, ``fonttools``,
-``kiwisolver``, ``pillow``, ``pyparsing``, ``python_dateutil``, ``tqdm``; pyEDM (pure
-Python) optionally for the oracle check; torch's CUDA build pulls its ``nvidia-*`` and
-``triton`` wheels; ``pip install --no-deps fastccm-0.4.2-py3-none-any.whl`` avoids
-re-resolving them)::
+On the GPU machine (no package index there). Wheels to carry beyond numpy, scipy,
+pandas and torch (a CUDA build; with its ``nvidia-*``/``triton`` wheels if they are not
+there yet): ``fastccm-0.4.2-py3-none-any.whl``, installed with ``pip install --no-deps``
+(its metadata also asks for matplotlib, which this script never imports), and what it
+imports here: ``scikit_learn`` (``fastccm.utils`` imports sklearn's PCA) with ``joblib``
+and ``threadpoolctl``; ``tqdm`` (optional: progress bars). pyEDM (pure Python) only for
+the float64 check, which is skipped with a message when absent::
 
     python bench/bench_fastccm.py --device nvidia --fastccm-device cuda \\
         --shapes m100x100_T1000,m200x200_T1000,m800x800_T500,m100x100_T8000 --repeat 5
