@@ -1,6 +1,7 @@
 """S-map benchmark: pyedmcl vs kEDM and pyEDM, one process, same data, ratios printed.
 
-Data: a logistic-map series of 2L values; the library is the first L values, the
+Data: a logistic-map series of 2L values (``--series mackey-glass``: a Mackey-Glass one,
+:func:`bench_row_check.mackey_glass`); the library is the first L values, the
 prediction set the next L (kEDM's ``smap(lib, pred)`` convention; pyEDM gets
 ``lib=[1, L]``, ``pred=[L+1, 2L]``). pyedmcl is timed warm (kernel built, tuning
 looked up) end to end: host->device copies, the kernel, device->host copies and
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tau", type=int, default=1)
     ap.add_argument("--Tp", type=int, default=1)
     ap.add_argument("--theta", type=float, default=2.0)
+    ap.add_argument("--series", choices=("logistic", "mackey-glass"), default="logistic")
     ap.add_argument("--dtype", default="float32", help="series storage (accumulation is fp64 where available)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--peers", default="kedm,pyedm", help="comma list of kedm, pyedm (or 'none')")
@@ -59,7 +61,11 @@ def main(argv: list[str] | None = None) -> None:
     from pyedmcl.primitives.ranges import resolve
 
     L, E, tau, Tp, theta = args.L, args.E, args.tau, args.Tp, args.theta
-    x = logistic(2 * L)
+    if args.series == "mackey-glass":
+        from bench_row_check import mackey_glass
+        x = mackey_glass(2 * L)
+    else:
+        x = logistic(2 * L)
     be = get_backend(args.device)
     lib, pred = [1, L], [L + 1, 2 * L]          # pyEDM-style 1-based pairs
     plan = resolve(x.size, E=E, tau=tau, Tp=Tp, knn=1, lib=lib, pred=pred, max_knn=None)

@@ -396,7 +396,7 @@ def test_uploads_are_copies_the_device_sees(device, shape, dtype):
 @pytest.mark.parametrize("shape, dtype", [((0,), np.int32), ((1,), np.int32),
                                           ((3, 5), np.float32), ((300000,), np.float64)])
 def test_uploads_aside_are_copies_the_device_sees(device, shape, dtype):
-    """``to_device_aside`` (through another queue, queue 0 waiting with a barrier) holds
+    """``to_device_aside`` (on GPUs through another queue, queue 0 waiting with a barrier) holds
     the values, a change to the host array afterwards does not reach it, and a kernel
     queued right after reads it."""
     from clkernels import get_backend

@@ -91,6 +91,14 @@ ASYNC_UPLOAD_BYTES = 1 << 20
 CREATE_UPLOAD_BYTES = 64 << 10
 #: asynchronous reads from this size on go through pinned staging memory on GPUs
 PINNED_READ_BYTES = 64 << 10
+#: device kinds ("gpu", "cpu") whose uploads beside a running kernel go through a queue
+#: of their own (:meth:`PyOpenCLBackend.to_device_aside`). Not CPUs: there queue 0's
+#: barrier on the other queue's copy keeps the host thread out of the kernels' work at
+#: its next blocking read (Intel's CPU runtime, 2-core EPYC: the calling thread
+#: otherwise runs half of a Simplex call's work items; without it the call took 1.5-2x
+#: the wall time on a loaded machine, the same CPU time), and a CPU's upload does not
+#: wait for the queue anyway
+UPLOAD_ASIDE_ON: tuple[str, ...] = ("gpu",)
 
 
 #: the most helpers that build behind a job (:meth:`PyOpenCLBackend.build_behind`): each
@@ -379,6 +387,11 @@ class PyOpenCLBackend(Backend):
         return cl.Kernel(program, name)
 
     def to_device(self, array: np.ndarray) -> cla.Array:
+        return self._upload(array)
+
+    def _upload(self, array: np.ndarray) -> cla.Array:
+        """:meth:`to_device`'s copy (also :meth:`to_device_aside`'s where it takes no
+        queue of its own)."""
         a = np.asarray(array)
         self.check_alloc(a.shape, a.dtype)
         if 0 < a.nbytes <= CREATE_UPLOAD_BYTES:
@@ -403,7 +416,11 @@ class PyOpenCLBackend(Backend):
         upload to it (a queued write from pageable memory, a buffer made with its data
         or that buffer's first launch) until the kernels queued before have ended, so
         the work behind a long kernel is enqueued only after it; through the other
-        queue the copy runs beside the kernel and the host goes on (decision 0129)."""
+        queue the copy runs beside the kernel and the host goes on (decision 0129).
+        Only on the device kinds of :data:`UPLOAD_ASIDE_ON`; elsewhere :meth:`to_device`
+        (see there)."""
+        if ("gpu" if self.info.is_gpu else "cpu") not in UPLOAD_ASIDE_ON:
+            return self._upload(array)
         a = np.array(array, order="C", copy=True)  # the copy reads a private array
         self.check_alloc(a.shape, a.dtype)
         out = cla.empty(self.queue, a.shape, a.dtype, allocator=self.allocator)
