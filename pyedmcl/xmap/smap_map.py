@@ -43,9 +43,9 @@ OUT_BUDGET_CPU, OUT_BUDGET_GPU = 64 << 20, 512 << 20
 #: how a device kind sums the targets: "stream" (in the row's kernel, streaming the
 #: library once per 16 targets) or "hat" (the hat rows written, then a GEMM with the
 #: targets, for E-groups of at least HAT_MIN_TARGETS). The same sums in the same order
-#: either way; on CPUs "stream" measured faster (1.5-2.4x at 128-256 targets, decision
-#: 0136); on GPUs "hat" is to measure (``bench/bench_xmap.py --smap-compare``)
-PASS3 = {"cpu": "stream", "gpu": "stream"}
+#: either way; "stream" measured faster on CPUs, "hat" on GPUs (decision 0136,
+#: ``bench/bench_xmap.py --smap-compare``)
+PASS3 = {"cpu": "stream", "gpu": "hat"}
 HAT_MIN_TARGETS = 32
 
 
