@@ -47,6 +47,10 @@ OUT_BUDGET_CPU, OUT_BUDGET_GPU = 64 << 20, 512 << 20
 #: ``bench/bench_xmap.py --smap-compare``)
 PASS3 = {"cpu": "stream", "gpu": "hat"}
 HAT_MIN_TARGETS = 32
+#: and series of at most this many points (longer ones: the hat rows, rows x library
+#: per library, outgrow their use; H200, 100 series x 8,000 points: "hat" 0.91 s,
+#: "stream" 0.67 s; decision 0136)
+HAT_MAX_POINTS = 4096
 
 
 @dataclass
@@ -147,7 +151,8 @@ class SmapXmapEngine:
         return max(1, budget // max(1, per))
 
     def _pass3(self, g: _Group) -> str:
-        return "hat" if self.pass3 == "hat" and g.targets.size >= HAT_MIN_TARGETS else "stream"
+        return ("hat" if self.pass3 == "hat" and g.targets.size >= HAT_MIN_TARGETS
+                and self.n <= HAT_MAX_POINTS else "stream")
 
     def _launch(self, g: _Group, l0: int, l1: int) -> tuple[dict[str, Any], dict[str, Any],
                                                              np.ndarray]:
