@@ -211,14 +211,11 @@ def main(argv=None) -> None:
                   f"{kb / best:.2f}x (medians)   max|diff| = {np.nanmax(np.abs(K - rho)):.2e}")
     if "pyedm" in peers:
         try:
-            import pandas as pd
             import pyEDM
         except ModuleNotFoundError:
             print("pyEDM: not installed")
         else:
-            cols = [f"x{i}" for i in range(a.N)]
-            df = pd.DataFrame(X.astype(np.float64), columns=cols)
-            df.insert(0, "time", np.arange(1, a.L + 1))
+            cols, df = pyedm_frame(X)
             rng = np.random.default_rng(1)
             pairs = rng.integers(0, a.N, (a.pyedm_pairs, 2))
             err = 0.0
@@ -235,6 +232,17 @@ def main(argv=None) -> None:
             print(f"pyEDM CCM loop: {per * 1e3:.1f} ms/pair -> {tot:.1f} s for N^2 pairs "
                   f"(extrapolated)   ratio pyEDM/pyedmcl = {tot / best:.0f}x   "
                   f"max|diff| on {len(pairs)} pairs = {err:.2e}")
+
+
+def pyedm_frame(X: np.ndarray):
+    """pyEDM's input for the (L, N) panel ``X``: column names and a frame with a time
+    column 1..L first."""
+    import pandas as pd
+
+    cols = [f"x{i}" for i in range(X.shape[1])]
+    df = pd.DataFrame(X.astype(np.float64), columns=cols)
+    df.insert(0, "time", np.arange(1, X.shape[0] + 1))
+    return cols, df
 
 
 def rho_of(pred: np.ndarray, obs: np.ndarray) -> float:
@@ -335,11 +343,8 @@ def bench_smap(a, X: np.ndarray, E: np.ndarray) -> None:
                   f"{kb:.3f} s median   ratio kedm/pyedmcl = {kb / best:.2f}x   "
                   f"max|rho diff| = {err:.2e} (kEDM's S-map: float32, its own neighbour rule)")
     if "pyedm" in peers:
-        import pandas as pd
         import pyEDM
-        cols = [f"x{i}" for i in range(a.N)]
-        df = pd.DataFrame(X.astype(np.float64), columns=cols)
-        df.insert(0, "time", np.arange(1, a.L + 1))
+        cols, df = pyedm_frame(X)
         pairs = rng.integers(0, a.N, (a.pyedm_pairs, 2))
         err = 0.0
         with warnings.catch_warnings():

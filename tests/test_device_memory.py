@@ -369,43 +369,17 @@ def test_rqa_shared_bits_fall_back(be, monkeypatch, caplog):
         np.testing.assert_array_equal(getattr(got, key), getattr(ref, key), err_msg=key)
 
 
-@pytest.mark.parametrize("shape, dtype", [((), np.float64), ((0,), np.int32), ((7,), np.int32),
-                                          ((3, 5), np.float32), ((16384,), np.float32),
-                                          ((16385,), np.float32), ((300000,), np.int32)])
-def test_uploads_are_copies_the_device_sees(device, shape, dtype):
-    """``to_device`` at every size path (made with the buffer up to CREATE_UPLOAD_BYTES,
-    queued up to ASYNC_UPLOAD_BYTES, waited for beyond): the device holds the values, with
-    the shape and dtype given, and a change to the host array afterwards does not reach
-    it; a kernel queued right after reads it (a gather of every element)."""
+def _check_upload(device, upload: str, shape, dtype) -> None:
+    """``upload`` (a Backend method) holds the values with the shape and dtype given, a
+    change to the host array afterwards does not reach it, and a kernel queued right
+    after reads it (a gather of every element)."""
     from clkernels import get_backend
     from clkernels.arrays import gather
 
     be = get_backend(device)
     a = np.array(np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) + 1)
     want = a.copy()
-    d = be.to_device(a)
-    a[...] = -1
-    assert d.shape == shape and d.dtype == np.dtype(dtype)
-    np.testing.assert_array_equal(d.get(), want)
-    if a.size:
-        idx = be.to_device(np.arange(a.size, dtype=np.int32))
-        got = gather(be, d.reshape(-1) if d.ndim != 1 else d, 0, 1, idx, a.size, 0)
-        np.testing.assert_array_equal(got.get().reshape(shape), want)
-
-
-@pytest.mark.parametrize("shape, dtype", [((0,), np.int32), ((1,), np.int32),
-                                          ((3, 5), np.float32), ((300000,), np.float64)])
-def test_uploads_aside_are_copies_the_device_sees(device, shape, dtype):
-    """``to_device_aside`` (on GPUs through another queue, queue 0 waiting with a barrier) holds
-    the values, a change to the host array afterwards does not reach it, and a kernel
-    queued right after reads it."""
-    from clkernels import get_backend
-    from clkernels.arrays import gather
-
-    be = get_backend(device)
-    a = np.array(np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) + 1)
-    want = a.copy()
-    d = be.to_device_aside(a)
+    d = getattr(be, upload)(a)
     a[...] = -1
     assert d.shape == shape and d.dtype == np.dtype(dtype)
     if a.size:
@@ -413,3 +387,19 @@ def test_uploads_aside_are_copies_the_device_sees(device, shape, dtype):
         got = gather(be, d.reshape(-1) if d.ndim != 1 else d, 0, 1, idx, a.size, 0)
         np.testing.assert_array_equal(got.get().reshape(shape), want)
     np.testing.assert_array_equal(be.to_host(d), want)
+
+
+@pytest.mark.parametrize("shape, dtype", [((), np.float64), ((0,), np.int32), ((7,), np.int32),
+                                          ((3, 5), np.float32), ((16384,), np.float32),
+                                          ((16385,), np.float32), ((300000,), np.int32)])
+def test_uploads_are_copies_the_device_sees(device, shape, dtype):
+    """``to_device`` at every size path (made with the buffer up to CREATE_UPLOAD_BYTES,
+    queued up to ASYNC_UPLOAD_BYTES, waited for beyond)."""
+    _check_upload(device, "to_device", shape, dtype)
+
+
+@pytest.mark.parametrize("shape, dtype", [((0,), np.int32), ((1,), np.int32),
+                                          ((3, 5), np.float32), ((300000,), np.float64)])
+def test_uploads_aside_are_copies_the_device_sees(device, shape, dtype):
+    """``to_device_aside`` (on GPUs through another queue, queue 0 waiting with a barrier)."""
+    _check_upload(device, "to_device_aside", shape, dtype)
