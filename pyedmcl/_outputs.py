@@ -644,3 +644,15 @@ def open_store_group(path: str | os.PathLike[str], kind: str, attr: str, mode: s
         raise ValueError(f"{str(path)!r} is not a pyedmcl {kind} store "
                          f"({type(exc).__name__}: {exc})") from None
     return g, params
+
+
+def stored_params(path: str | os.PathLike[str], kind: str, attr: str) -> tuple[bool, Any]:
+    """Whether ``path`` is a store of ``kind`` that pyedmcl wrote (its manifest), and
+    the parameters it holds (group attribute ``attr``; None where the group cannot be
+    read: a damaged store, which only ``overwrite`` replaces)."""
+    if owned_kind(path) != kind:
+        return False, None
+    try:
+        return True, dict(zarr_module().open_group(str(path), mode="r").attrs).get(attr)
+    except Exception:  # noqa: BLE001 - an unreadable group: treated as damaged
+        return True, None

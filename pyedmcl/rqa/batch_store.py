@@ -46,8 +46,8 @@ from .._outputs import (
     dumps_json,
     marker_info,
     open_store_group,
-    owned_kind,
     remove_owned,
+    stored_params,
     zarr_module,
 )
 from .measures import MEASURES
@@ -98,13 +98,7 @@ class BatchStore:
         zarr = zarr_module()
         path = Path(path)
         if path.exists() or path.is_symlink():
-            ours = owned_kind(path) == RQA_BATCH_STORE
-            old = None
-            if ours:
-                try:
-                    old = dict(zarr.open_group(str(path), mode="r").attrs).get(ATTR)
-                except Exception:  # noqa: BLE001 - an unreadable group: treated as damaged
-                    old = None
+            ours, old = stored_params(path, RQA_BATCH_STORE, ATTR)
             if old == params:
                 st = cls(zarr.open_group(str(path), mode="r+"), params, path)
                 st._check_layout()

@@ -56,8 +56,8 @@ from .._outputs import (
     check_replaceable,
     marker_info,
     open_store_group,
-    owned_kind,
     remove_owned,
+    stored_params,
     zarr_module,
 )
 from .results import XmapResult
@@ -168,13 +168,7 @@ class XmapStore:
         zarr = zarr_module()
         path = Path(path)
         if path.exists() or path.is_symlink():
-            ours = owned_kind(path) == XMAP_STORE
-            old = None
-            if ours:
-                try:
-                    old = dict(zarr.open_group(str(path), mode="r").attrs).get(ATTR)
-                except Exception:  # noqa: BLE001 - an unreadable group: treated as damaged
-                    old = None
+            ours, old = stored_params(path, XMAP_STORE, ATTR)
             if old == params:
                 Manifest.adopt(path, XMAP_STORE)  # a store written before manifests
                 st = cls(zarr.open_group(str(path), mode="r+"), params, path)
