@@ -17,7 +17,12 @@ Ties: pyEDM's CCM takes neighbours in SciPy KDTree order (no tie rule); pyedmcl
 uses its deterministic order (distance, then |row difference|, then the earlier
 row), so on series with exactly repeated values (integer data) individual
 samples can differ from pyEDM where the k-th neighbour is tied; on real-valued
-data the two agree (see tests/test_edm_ccm.py). Zero distances follow pyEDM's
+data the two agree (see tests/test_edm_ccm.py). float32 calls (the default) decide
+neighbours as the float64 call does: their sorted rows, host-index tables and
+per-sample tables come from the float64 call's distances of the raw series (decimal
+data tie everywhere, and float32's roundings broke those ties the other way), so
+float32 and float64 samples differ only by float32's lookup and rho arithmetic
+(tests/test_ccm_float32_order.py). Zero distances follow pyEDM's
 CCM rule (weight 1 for exact matches when the nearest distance is 0). Rows left
 with fewer than k admissible neighbours predict NaN and are dropped from rho,
 as in pyEDM.
@@ -50,12 +55,14 @@ from clkernels import get_backend, run_blocked
 from clkernels.memory import is_oom
 
 from .._deprecation import renamed_keywords
+from .._fma import job_fma
 from .._precision import prepare
 from ..constant_series import checks_constant
 from ..kernels.knn import KNN
 from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
-from ..primitives.knn import hold, knn_device
+from ..neighbors.base import HostBackend, float32_distances
+from ..primitives.knn import DeviceKnn, hold, knn_device
 from ..primitives.lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
 from ..primitives.ranges import (
     MAX_KNN,
@@ -76,6 +83,7 @@ from ..validation import (
 from .ccm_null import draw_libraries, library_sizes
 from .ccm_spec import CrossMapSpec
 from .results import CCMLagResult, CCMResult
+from .row_check import on_decimal_grid
 from .statespace import (
     StateSpace,
     bad_points,
@@ -94,6 +102,33 @@ MAX_TABLE_ENTRIES = 1 << 25
 MAX_SORTED_ENTRIES = 1 << 25
 
 
+@dataclasses.dataclass(frozen=True)
+class ExactOrder:
+    """What a float32 CCM needs to choose its neighbours as the float64 call does: the
+    series as the float64 call's kernels read it (float64, unstandardised)."""
+
+    series: np.ndarray
+
+
+def row_order(a: np.ndarray, tie: np.ndarray, tied: bool = False) -> np.ndarray:
+    """``(M, M)`` int32: each row's columns in the k-NN kernel's total order, by raw
+    distance ``a`` (float32 or float64, non-negative), then ``tie`` (``2 |p - l| + (l >
+    p)``). Rows without equal distances take one unstable sort (the tie key is then
+    moot); rows with them (or with NaN, ordered last by tie) a two-key sort, every row
+    where ``tied`` says most rows tie (decimal data)."""
+    if a.dtype == np.float32:  # non-negative floats order like their bit patterns
+        key = (a.view(np.int32).astype(np.int64) << 32) | tie
+        return np.argsort(key, axis=1).astype(np.int32)
+    if tied:
+        return np.lexsort((tie, a), axis=-1).astype(np.int32)
+    order = np.argsort(a, axis=1)
+    srt = np.take_along_axis(a, order, axis=1)
+    tied = np.flatnonzero(np.any((srt[:, 1:] == srt[:, :-1]) | np.isnan(srt[:, 1:]), axis=1))
+    if tied.size:
+        order[tied] = np.lexsort((tie[tied], a[tied]), axis=-1)
+    return order.astype(np.int32)
+
+
 class SortedRows:
     """Every query's full-library neighbours in the k-NN total order, on the device.
 
@@ -102,40 +137,56 @@ class SortedRows:
     (kEDM's CCM idea). Built once per direction: one distance launch, a host sort
     by (distance, |p - l|, l) -- the fused kernel's tie order -- and one upload.
     Sampled tables then cost O(k / fraction) per query instead of O(L).
+
+    float32 calls order each row as the float64 call does (``exact``): the float64
+    call's distances of the raw series (the same kernel in double, on the device that
+    runs the call) decide the order, so float32's roundings cannot break a tie or swap
+    two near-equal neighbours the other way (decimal data tie everywhere); the weights
+    take float32's own distances, as every float32 lookup does. One more distance
+    launch, the same sort (:func:`row_order`); only a device without fp64 keeps
+    float32's own order.
     """
 
     WG = 64
 
     def __init__(self, be, x_dev, n: int, *, E: int, tau: int, pts: np.ndarray, q_dev,
-                 real: str, metric: str = "euclidean", nc: int = 1):
+                 real: str, metric: str = "euclidean", nc: int = 1,
+                 exact: ExactOrder | None = None):
         self.be, self.E, self.tau, self.real, self.metric = be, E, abs(tau), real, metric
         M = pts.size
         self.M = M
-        dt = np.float64 if real == "double" else np.float32
         wg = min(self.WG, be.info.max_work_group_size)
         self.wg = wg
-        acc = be.empty((M, M), dt)
-        fin = be.empty((M, M), dt)
         spec = {"E": self.E, "TAU": self.tau, "K": 1, "METRIC": self.metric, "REAL": self.real}
         if nc != 1:  # a state space: E lags of nc columns (the kernel's E counts coordinates)
             spec = {**spec, "E": self.E * nc, "NC": nc}
-        KNN.launch_sorted(be, spec, wg, x_dev, q_dev, M, q_dev, M, acc, fin)
-        a = be.to_host(acc)
-        f = be.to_host(fin)
-        hold(be, acc, fin)
         p = pts.astype(np.int64)
         diff = p[None, :] - p[:, None]  # l - p for row q (query p), column j (point l)
         tie = 2 * np.abs(diff) + (diff > 0)
-        if dt == np.float32:  # non-negative floats order like their bit patterns
-            key = (a.view(np.int32).astype(np.int64) << 32) | tie
-            order = np.argsort(key, axis=1)
-        else:
-            order = np.lexsort((tie, a), axis=-1)
-        order = order.astype(np.int32)
+        a, f = self._distances(be, spec, x_dev, q_dev, M)
+        tied = False
+        if real == "float" and exact is not None and be.info.fp64:
+            x64 = be.to_device(np.ascontiguousarray(exact.series, np.float64))
+            a, _ = self._distances(be, {**spec, "REAL": "double"}, x64, q_dev, M, fin=False)
+            hold(be, x64)
+            tied = on_decimal_grid(exact.series)
+        order = row_order(a, tie, tied)
+        f = np.take_along_axis(f, order, axis=1)
         self.srt = be.to_device(order)
-        self.sdist = be.to_device(np.ascontiguousarray(np.take_along_axis(f, order, axis=1)))
+        self.sdist = be.to_device(np.ascontiguousarray(f))
         self.l_dev = q_dev
         hold(be, self.srt, self.sdist)
+
+    def _distances(self, be, spec: dict[str, Any], x_dev, q_dev, M: int, fin: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Host copies of every row's raw (squared) and (``fin``) finished distances
+        ``(M, M)`` in ``spec``'s precision."""
+        dt = np.float64 if spec["REAL"] == "double" else np.float32
+        acc, fd = be.empty((M, M), dt), be.empty((M, M), dt)
+        KNN.launch_sorted(be, spec, self.wg, x_dev, q_dev, M, q_dev, M, acc, fd)
+        a, f = be.to_host(acc), (be.to_host(fd) if fin else None)
+        hold(be, acc, fd)
+        return a, f
 
     def counts(self, libs: np.ndarray, k: int) -> np.ndarray:
         """``(nbatch, M)`` uint8 multiplicity of each row in each library (capped at k)."""
@@ -190,12 +241,32 @@ def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
     return arr
 
 
+def _float64_rows(exact: ExactOrder, search: Any) -> Any:
+    """``search`` (the exact device kernel's table, :func:`knn_device`'s signature) run
+    on the float64 call's series in double for its neighbours, their distances those
+    of the float32 kernel (:func:`~pyedmcl.neighbors.base.kernel_distances`, bit for
+    bit): the float64 call's rows for a float32 CCM without sorted rows (the per-sample
+    path of long series; its k-NN at double's speed)."""
+    x64: list = []
+
+    def run(be, x_dev, n: int, **kw) -> DeviceKnn:
+        if not x64:
+            x64.append(be.to_device(np.ascontiguousarray(exact.series, np.float64)))
+        t = search(be, x64[0], n, **{**kw, "real": "double"})
+        idx = be.to_host(t.idx)
+        d = float32_distances(np.asarray(be.to_host(x_dev))[:n], idx, kw["qpts"], kw["E"],
+                              kw["tau"], kw.get("metric", "euclidean"), job_fma([be.info]))
+        return DeviceKnn(t.idx, be.to_device(d), t.nbatch, t.nq, t.k, keep=(x64[0],))
+    return run
+
+
 def _direction(be, real, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec, *,
-               valid: np.ndarray | None = None) -> np.ndarray:
+               valid: np.ndarray | None = None, exact: ExactOrder | None = None) -> np.ndarray:
     """rho samples ``(len(spec.sizes), spec.sample)`` for x's embedding cross-mapping y.
 
     ``x`` a series or an ``(n, m)`` state space (``E`` lags of each column); ``valid``:
-    a mask over rows allowed at all (complete state, finite target, ``valid_lib``)."""
+    a mask over rows allowed at all (complete state, finite target, ``valid_lib``);
+    ``exact``: x as the float64 call has it, for a float32 call's sorted rows."""
     E, tau, Tp, k, radius = spec.E, spec.tau, spec.Tp, spec.k, spec.radius
     sizes, sample, neighbors = spec.sizes, spec.sample, spec.neighbors
     n = x.shape[0]
@@ -221,7 +292,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec, *,
     if (neighbors is None or getattr(neighbors, "name", None) == "exact") and M * M <= MAX_SORTED_ENTRIES:
         try:
             sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real,
-                                     nc=nc)
+                                     nc=nc, exact=exact)
         except Exception as exc:  # M x M rows do not fit: per-sample k-NN launches instead
             if not is_oom(exc):
                 raise
@@ -235,8 +306,13 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec, *,
             groups.setdefault(kk, []).append((i, sorted_rows.counts(libs, kk)))
             continue
         search = knn_device if neighbors is None else neighbors.device_table
+        if exact is not None and isinstance(neighbors, HostBackend) and neighbors.exact:
+            # a host index decides in float64 at float32's cost: the float64 call's rows
+            extra = {**extra, "reference": exact.series}
+        elif exact is not None and be.info.fp64 and getattr(neighbors, "name", "exact") == "exact":
+            search = _float64_rows(exact, search)
 
-        def batch(c0: int, c1: int, libs=libs, kk=kk, search=search):
+        def batch(c0: int, c1: int, libs=libs, kk=kk, search=search, extra=extra):
             # one k-NN table (samples c0:c1 x M queries x kk) + lookup + rho per sample
             table = search(be, x_dev, n, E=E, tau=tau, k=kk, qpts=pts, lpts=pts[libs[c0:c1]],
                            radius=radius, real=real, q_dev=q_dev, **extra)
@@ -277,7 +353,7 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec, *,
 
 
 def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec,
-                   lags: np.ndarray) -> np.ndarray:
+                   lags: np.ndarray, exact: ExactOrder | None = None) -> np.ndarray:
     """rho samples ``(len(lags), len(sizes), sample)`` of x's embedding cross-mapping y
     at every lag (pyEDM's ``CCM(Tp=lag)`` each): time-delayed CCM (Ye et al. 2015, Sci
     Rep 5:14750; a driver's skill peaks at a lag <= 0, a peak at a positive lag marks
@@ -298,15 +374,15 @@ def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, spec: CrossMapSp
     union = ccm_valid_times(n, E, tau, 0)  # every embeddable row (the target's own time)
     U = union.size
     if U * U > MAX_SORTED_ENTRIES or not getattr(spec.neighbors, "exact", True):
-        return np.stack([_direction(be, real, x, y, dataclasses.replace(spec, Tp=int(lag)))
-                         for lag in lags])
+        return np.stack([_direction(be, real, x, y, dataclasses.replace(spec, Tp=int(lag)),
+                                    exact=exact) for lag in lags])
     dt = np.float64 if real == "double" else np.float32
     off = point_offset(E, tau)
     pts = (union - off).astype(np.int32)
     x_dev, yk = be.to_device(x.astype(dt)), y.astype(dt)
     y_dev, q_dev = be.to_device(yk), be.to_device(pts)
     hold(be, x_dev, y_dev, q_dev)
-    rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real)
+    rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real, exact=exact)
     out = np.full((lags.size, sizes.size, sample), np.nan)
     for a, lag in enumerate(lags):
         lag = int(lag)
@@ -437,16 +513,18 @@ def ccm(x, y=None, *, E: int | None = None, tau: int = 1, Tp: Any = 0, lib_sizes
                                  lib_sizes=lib_sizes, seed=seed, random=random,
                                  replacement=replacement, knn_method=knn_method,
                                  knn_options=knn_options)
+    # float32: the neighbours the float64 call chooses (its distances of the raw series)
+    ex = [ExactOrder(r) for r in raw] if real == "float" else [None, None]
     if lagged:
-        s_xy = direction_lags(be, real, xs, ys, spec, lags)
-        s_yx = direction_lags(be, real, ys, xs, spec, lags)
+        s_xy = direction_lags(be, real, xs, ys, spec, lags, exact=ex[0])
+        s_yx = direction_lags(be, real, ys, xs, spec, lags, exact=ex[1])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return CCMLagResult(lags=lags, lib_sizes=spec.sizes, rho_xy=np.nanmean(s_xy, axis=2),
                                 rho_yx=np.nanmean(s_yx, axis=2), rho_xy_samples=s_xy,
                                 rho_yx_samples=s_yx, neighbors=spec.neighbors.info)
-    s_xy = _direction(be, real, xs, ys, spec)
-    s_yx = _direction(be, real, ys, xs, spec)
+    s_xy = _direction(be, real, xs, ys, spec, exact=ex[0])
+    s_yx = _direction(be, real, ys, xs, spec, exact=ex[1])
     rho_xy, rho_yx = _sample_means(s_xy, s_yx, spec.sizes, spec.radius)
     sig = None
     if surrogates:
@@ -578,9 +656,14 @@ def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_rad
     # float32: each column centred (no scaling: distances across columns), float64 as given
     prep = prepare([filled(sx.data, 0).T, filled(sy.data, 0).T], dt, be.info.fp64,
                    names=["x", "y"], scale=False, what="ccm")
-    xz, yz = (np.ascontiguousarray(a.T) for a in prep.series)
-    xz = xz[:, 0] if xz.shape[1] == 1 else xz
-    yz = yz[:, 0] if yz.shape[1] == 1 else yz
+    def columns_of(series: list[np.ndarray]) -> list[np.ndarray]:
+        cols = [np.ascontiguousarray(np.asarray(a, np.float64).T) for a in series]
+        return [c[:, 0] if c.shape[1] == 1 else c for c in cols]
+
+    xz, yz = columns_of(prep.series)
+    # float32: the neighbours the float64 call chooses
+    ex = [ExactOrder(c) for c in columns_of([filled(sx.data, 0).T, filled(sy.data, 0).T])] \
+        if prep.real == "float" else [None, None]
     sizes = parse_lib_sizes(lib_sizes, n, E)
 
     def valid(state: np.ndarray, tgt: np.ndarray) -> np.ndarray:
@@ -602,14 +685,14 @@ def _ccm_states(x, y, *, E, tau, Tp, lib_sizes, sample, seed, knn, exclusion_rad
                         sample=1 if not random else sample, entropy=entropy, random=random,
                         replacement=replacement)
     out = []
-    for a, az, b, bz in ((sx, xz, sy, yz), (sy, yz, sx, xz)):
+    for a, az, b, bz, e in ((sx, xz, sy, yz, ex[0]), (sy, yz, sx, xz, ex[1])):
         ok = valid(a.data, b.data[:, 0])
         check_ccm_knn(k, int(ok.sum()), "exact")
         if int(ok.sum()) < k + 1:
             raise ValueError(f"{int(ok.sum())} usable rows (complete state, finite target) for "
                              f"E={E}, tau={tau}, Tp={Tp}; need at least knn+1 = {k + 1}")
         tz = bz if bz.ndim == 1 else np.ascontiguousarray(bz[:, 0])
-        out.append(_direction(be, prep.real, az, tz, spec, valid=ok))
+        out.append(_direction(be, prep.real, az, tz, spec, valid=ok, exact=e))
     s_xy, s_yx = out
     nb = resolve_backend("exact", be, L=int(sizes.max()), E=E * sx.nc, nq=n, k=k)
     return CCMResult(lib_sizes=sizes, rho_xy=np.nanmean(s_xy, axis=1),

@@ -133,6 +133,20 @@ def finish_distance(acc: np.ndarray, metric: str) -> np.ndarray:
     return np.sqrt(acc) if metric == "euclidean" else acc
 
 
+def float32_distances(x: np.ndarray, idx: np.ndarray, qpts: np.ndarray, E: int, tau: int,
+                      metric: str, fma: bool) -> np.ndarray:
+    """float32 ``(..., nq, k)``: the float32 kernel's distances (bit for bit,
+    :func:`kernel_distances` of the float32 series ``x``) from query point ``qpts[i]``
+    to the table's points ``idx[..., i, :]`` (kernel points; -1 = none: inf)."""
+    idx = np.asarray(idx)
+    flat = idx.reshape(-1, idx.shape[-2], idx.shape[-1])
+    out = np.empty(flat.shape, np.float32)
+    for b in range(flat.shape[0]):
+        acc = kernel_distances(x, qpts, np.maximum(flat[b], 0), E, tau, metric, fma)
+        out[b] = np.where(flat[b] >= 0, finish_distance(acc, metric), np.inf)
+    return out.reshape(idx.shape)
+
+
 def rounding_margin(E: int, dtype: Any) -> float:
     """A relative bound, with room to spare (4x), on how far a distance over E coordinates
     computed in ``dtype`` (the kernel) and one computed in float64 (an index such as
@@ -294,13 +308,25 @@ class HostBackend(NeighborBackend):
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
                      real: str = "float", params: Any = None, q_dev: Any = None,
-                     l_dev: Any = None) -> Any:
+                     l_dev: Any = None, reference: np.ndarray | None = None) -> Any:
+        """The exact kernel's table on ``be`` from the host (see the base class).
+        ``reference``: the float64 call's series (a float32 call's ``x_dev`` is its
+        standardised cast): an exact back-end then chooses the neighbours that call
+        chooses (float32's roundings decide no tie) and reports their distances in the
+        float32 kernel's arithmetic (:func:`float32_distances`)."""
         from ..primitives.knn import DeviceKnn
 
         x = np.asarray(be.to_host(x_dev))[:n]
+        fma = job_fma([be.info])
         # the exact kernel's arithmetic on this device (its one-device FMA choice)
-        idx, dist = self.search_host(x, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
-                                     metric=metric, fma=job_fma([be.info]))
+        if reference is not None and self.exact and x.dtype == np.float32:
+            idx, _ = self.search_host(np.asarray(reference, np.float64), E=E, tau=tau, k=k,
+                                      qpts=qpts, lpts=lpts, radius=radius, metric=metric,
+                                      fma=fma)
+            dist = float32_distances(x, idx, qpts, E, tau, metric, fma)
+        else:
+            idx, dist = self.search_host(x, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts,
+                                         radius=radius, metric=metric, fma=fma)
         dt = np.float64 if real == "double" else np.float32
         nbatch, nq, _ = idx.shape
         return DeviceKnn(be.to_device(idx), be.to_device(dist.astype(dt)), nbatch, nq, k)
