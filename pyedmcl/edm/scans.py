@@ -36,6 +36,7 @@ from ..primitives.ranges import MAX_KNN, check_tau, resolve
 from ..primitives.scan_fused import run_fused, scan_layout
 from ..validation import as_integer, as_series, check_dtype, check_int
 from .results import SkillScan
+from .row_check import on_decimal_grid
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
 from .statespace import is_multivariate, state_space
 
@@ -53,6 +54,10 @@ def _inputs(x, target, dtype, device, backend, what: str = "this scan"
     be = get_backend(device, backend)
     dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
     xs = as_series(x, "x")
+    if dt == np.float32 and be.info.fp64 and on_decimal_grid(xs):
+        # decimals tie in exact arithmetic: float32's roundings choose other k-th
+        # neighbours than float64's, and a scan has no float32 row check
+        dt = np.dtype(np.float64)
     y, single = as_targets(xs if target is None else target, xs.size)
     if not single:
         from ..validation import not_one_series

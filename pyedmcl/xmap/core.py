@@ -15,6 +15,7 @@ with ``E[j]`` (pyEDM CCM column ``"i:j"``): high values suggest ``j`` drives ``i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -424,10 +425,39 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
                        surrogate_method=surrogate_method,
                        surrogate_options=surrogate_options, seed=seed, method=method,
                        theta=theta, exclusion_radius=exclusion_radius)
+            if dtype is None and job.fp64 and job.dtype == np.float32 and (
+                    job.out is None or "dtype" not in _stored_params(job.out)) \
+                    and decimal_panel(X):
+                job = dataclasses.replace(job, dtype=np.dtype(np.float64))
             return _xmap(X, heads, job)
     finally:
         for head, _ in heads:
             head.release()
+
+
+#: rows of a panel's head that :func:`decimal_panel` reads (every series for N <= 1024)
+DECIMAL_HEAD_VALUES = 1024
+
+
+def decimal_panel(X: Any) -> bool:
+    """Whether the head of the ``(L, N)`` table ``X`` holds decimals of few places
+    (:func:`pyedmcl.edm.row_check.on_decimal_grid`): data whose distances tie in exact
+    arithmetic, where float32's roundings choose other k-th neighbours than float64's
+    (rho moved by 3e-2 on a 0.1 grid). A default-dtype map of such data runs in float64
+    (a map has no float32 row check); a store keeps the dtype it was made with."""
+    from ..edm.row_check import on_decimal_grid
+
+    try:
+        if isinstance(X, dict):
+            cols = [np.asarray(v, dtype=np.float64)[:1] for v in X.values()]
+            head = np.concatenate(cols) if cols else np.empty(0)
+        else:
+            arr = X.to_numpy(dtype=np.float64) if hasattr(X, "to_numpy") else np.asarray(X)
+            n_col = arr.shape[1] if arr.ndim == 2 else 1
+            head = np.asarray(arr[:max(1, -(-DECIMAL_HEAD_VALUES // n_col))], np.float64)
+    except (TypeError, ValueError, IndexError):
+        return False  # not a numeric table: the panel's own checks explain
+    return head.size > 0 and on_decimal_grid(head.reshape(-1))
 
 
 def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block_rows: Any,
