@@ -385,7 +385,8 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     does not depend on offsets, nor, CCM's weights having no floor, on units; the E scan's
     Simplex floor is in data units as pyEDM's, :mod:`pyedmcl._precision`) or
     "float64" (every device of the job needs fp64). Stored with the parameters (None:
-    the stored dtype when resuming, else float32). The matrix (``rho``, ``edim_rho``) is
+    the stored dtype when resuming, else float32, or float64 for decimal data on fp64
+    devices, whose ties float32 decides otherwise: :func:`decimal_panel`). The matrix (``rho``, ``edim_rho``) is
     float32 either way: the dtype is the computation's, rounded once at the end.
     ``surrogates=n`` > 0: every target series is also cross-mapped as ``n`` surrogates
     of ``surrogate_method`` (``surrogate_options``: see :func:`pyedmcl.surrogates`) from
