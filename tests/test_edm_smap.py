@@ -370,7 +370,8 @@ def tied_farthest():
 
 @pytest.mark.parametrize("params", [{"VARIANT": "item", "WG": 8, "PV": 1, "SPLIT": 2},
                                     {"VARIANT": "item", "WG": 4, "PV": 1, "SPLIT": 4},
-                                    {"VARIANT": "item", "WG": 16, "PV": 1, "SPLIT": 4}],
+                                    {"VARIANT": "item", "WG": 16, "PV": 1, "SPLIT": 4},
+                                    {"VARIANT": "item", "WG": 64, "PV": 1, "SPLIT": 8}],
                          ids=lambda p: f"wg{p['WG']}-s{p['SPLIT']}")
 def test_split_drops_the_last_of_tied_farthest_points(device, params, tied_farthest):
     """SPLIT work-items a row combine pass 1 (mean distance, the farthest point) and the
