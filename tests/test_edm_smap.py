@@ -419,7 +419,8 @@ def test_split_float32_accumulations(device, accumulate, name):
 def test_split_constraint_and_tuning_tables():
     """SPLIT > 1 needs the item variant, PV 1 and WG a multiple of SPLIT; shipped tuning
     entries (written before SPLIT) stay valid and read as SPLIT 1, the code they
-    measured; untuned GPUs take the item variant with SPLIT 4, CPUs SPLIT 1 as before."""
+    measured; untuned GPUs take the item variant with SPLIT 4 up to E = 10, CPUs SPLIT 1
+    as before."""
     import dataclasses
 
     from clkernels import get_backend
@@ -438,6 +439,12 @@ def test_split_constraint_and_tuning_tables():
     # E=50: one row's Gram slot is 11 KB; WG 64 (16 rows) does not fit, fit() lowers WG
     assert not SMAP.valid_for(ok, gpu, 50) and SMAP.fit(ok, gpu, 50)["SPLIT"] == 4
     assert SMAP.space.default(gpu) == ok
+    # untuned (no shipped entry for df buckets): that for E <= 10 (its Gram matrix in
+    # registers), the group variant above
+    be = type("FakeBackend", (), {"info": gpu})()
+    spec = SMAP.spec_for(8, 1, np.float32, "df", "all")
+    assert SMAP.params_for(be, spec, 20000) == ok
+    assert SMAP.params_for(be, {**spec, "E": 20}, 20000)["VARIANT"] == "group"
     assert SMAP.space.default(cpu) == {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": "auto",
                                        "SPLIT": 1}
     ents = [e for e in shipped_entries() if isinstance(e, dict) and e.get("kernel") == "smap"]

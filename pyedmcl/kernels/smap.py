@@ -22,7 +22,7 @@ import numpy as np
 
 from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
-from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 WGS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: work-items a problem of the item variant (PV 1)
@@ -39,6 +39,15 @@ def _heuristic(info: DeviceInfo) -> Params:
             if _fits(p, info):
                 return p
     return {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": "auto", "SPLIT": 1}
+
+
+#: the largest E whose item-variant Gram matrix an untuned GPU keeps in registers: E = 10
+#: holds 78 fp64 accumulators (156 32-bit registers) + the augmented vector (24) + ~30
+#: others, under NVIDIA's 255 a thread; E = 12 would pass it and spill. Above it the
+#: group variant (entries spread over a work-group) is the untuned GPU choice.
+ITEM_GPU_E_MAX = 10
+#: the untuned GPU choice above ITEM_GPU_E_MAX
+GROUP_GPU = {"VARIANT": "group", "WG": 128, "PV": 1, "UNROLL": "auto", "SPLIT": 1}
 
 
 def local_bytes(E: int, WG: int, acc_bytes: int = 8) -> int:
@@ -152,9 +161,17 @@ class SMapKernel(TunableKernel):
                 "NC": nc}
 
     def params_for(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
-        """Tuned (or heuristic) parameters for ``spec`` at ``size`` library points, fitted
-        to spec's E on this device (a tuned E bucket may hold a larger E)."""
-        return self.fit(super().params_for(backend, spec, size), backend.info, spec["E"])
+        """Tuned (else :meth:`spec_default`) parameters for ``spec`` at ``size`` library
+        points, fitted to spec's E on this device (a tuned E bucket may hold a larger E)."""
+        choice = lookup(self, backend.info, self.spec_bucket(spec), self.size_bucket(size))
+        params = choice.params if choice.source != "heuristic" else self.spec_default(spec, backend.info)
+        return self.fit(params, backend.info, spec["E"])
+
+    def spec_default(self, spec: dict[str, Any], info: DeviceInfo) -> Params:
+        """The heuristic, but on GPUs the group variant above :data:`ITEM_GPU_E_MAX`."""
+        if info.is_gpu and spec["E"] > ITEM_GPU_E_MAX and _fits(GROUP_GPU, info, spec["E"]):
+            return dict(GROUP_GPU)
+        return self.space.default(info)
 
     def valid_for(self, params: Params, info: DeviceInfo, E: int) -> bool:
         """Whether ``params`` can run this E on this device (local memory grows with E)."""
