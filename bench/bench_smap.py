@@ -10,6 +10,8 @@ the host-side fallback rows, if any. Examples::
     python bench/bench_smap.py --device pocl --L 2000 --E 5 --theta 2
     python bench/bench_smap.py --device nvidia --L 10000 --E 20 --theta 2 \
         --peers kedm --ref-seconds 0.225      # kEDM CUDA time measured by the lead
+    python bench/bench_smap.py --device nvidia --L 20000 --E 8 --theta 3 \
+        --series mackey-glass --peers none --variant item --wg 64 --split 1,2,4,8
 """
 
 from __future__ import annotations
@@ -33,6 +35,36 @@ def best_of(fn, repeats: int) -> float:
     return best_time(fn, repeats)
 
 
+def _configs(ap: argparse.ArgumentParser, args: argparse.Namespace, info, E: int) -> list:
+    """The forced parameter sets to time (``[None]``: the tuned or heuristic ones), one a
+    --split value; a set the device or this E cannot run is a usage error."""
+    from pyedmcl.kernels.smap import SMAP, SPLITS
+
+    try:
+        splits = [int(v) for v in args.split.split(",")]
+    except ValueError:
+        ap.error(f"--split {args.split!r}: a comma list of {', '.join(map(str, SPLITS))}")
+    if any(v not in SPLITS for v in splits):
+        ap.error(f"--split {args.split!r}: each of {', '.join(map(str, SPLITS))}")
+    if not args.variant:
+        if splits != [1]:
+            ap.error("--split needs --variant item")
+        return [None]
+    if args.variant not in ("item", "group"):
+        ap.error(f"--variant {args.variant!r}: item or group")
+    if args.variant == "group" and splits != [1]:
+        ap.error("--split needs --variant item")
+    out = []
+    for split in splits:
+        p = {"VARIANT": args.variant, "WG": args.wg or (8 if args.variant == "item" else 128),
+             "PV": args.pv if args.variant == "item" else 1, "UNROLL": args.unroll, "SPLIT": split}
+        if not SMAP.valid_for(p, info, E):
+            ap.error(f"{p} cannot run E={E} on {info.name} (SPLIT > 1: PV 1, --wg a multiple "
+                     f"of SPLIT; item: WG <= 64; local memory)")
+        out.append(p)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default=None, help="pyedmcl device selector (pocl, intel, nvidia, ...)")
@@ -53,6 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pv", type=int, default=1, help="with --variant item: lanes per work-item")
     ap.add_argument("--unroll", default="auto", type=lambda v: v if v == "auto" else int(v),
                     help="with --variant item: unroll the Gram update (auto, 0, 1)")
+    ap.add_argument("--split", default="1",
+                    help="with --variant item (PV 1): work-items a row, or a comma list "
+                         "(1,2,4,8) timed one after another in this process")
     args = ap.parse_args(argv)
 
     import pyedmcl  # noqa: F401  (registers OpenCL runtimes)
@@ -71,14 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     plan = resolve(x.size, E=E, tau=tau, Tp=Tp, knn=1, lib=lib, pred=pred, max_knn=None)
     lib_t, pred_t = plan.lib_times, plan.pred_times
     span = (E - 1) * tau
-    params = None
-    if args.variant:
-        params = {"VARIANT": args.variant, "WG": args.wg or (8 if args.variant == "item" else 128),
-                  "PV": args.pv if args.variant == "item" else 1, "UNROLL": args.unroll}
+    configs = _configs(ap, args, be.info, E)
 
-    timing: dict = {}
-
-    def ours():
+    def ours(params):
         if params is None:
             return smap(x, E=E, tau=tau, Tp=Tp, theta=theta, lib=lib, pred=pred,
                         dtype=args.dtype, device=be)
@@ -86,24 +116,37 @@ def main(argv: list[str] | None = None) -> None:
                          knn=None, exclusion_radius=0, ridge=0.0, dtype=args.dtype, device=be,
                          backend=None, params=params)[0]
 
-    def kernel_only() -> float:
+    def kernel_only(params, timing: dict) -> float:
         smap_core(x, x, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=np.array([theta]), knn=None,
                   exclusion_radius=0, ridge=0.0, dtype=args.dtype, device=be, backend=None,
                   params=params, timing=timing)
         return timing["kernel_s"]
 
-    t0 = time.perf_counter()
-    res = ours()
-    cold = time.perf_counter() - t0
-    t_ours = best_of(ours, args.repeats)
     flops = 2.0 * lib_t.size * pred_t.size * ((E + 2) * (E + 3) / 2 + 3 * E + 8)
     print(f"device: {be.info.name} ({be.info.runtime}), fp64={be.info.fp64}")
     print(f"S-map L={L} E={E} tau={tau} Tp={Tp} theta={theta}: {lib_t.size} lib x {pred_t.size} pred")
-    t_kernel = min(kernel_only() for _ in range(args.repeats))
-    print(f"pyedmcl : {t_ours:.4f} s warm end to end (first call incl. build {cold:.2f} s), "
-          f"rho={res.rho:.4f}, host fallback rows={res.n_fallback}")
-    print(f"          kernel {t_kernel:.4f} s with {timing['params']}: "
-          f"~{flops / t_kernel / 1e9:.1f} GFLOP/s (mostly fp64 FMA)")
+    colds, results, timings = [], [], [{} for _ in configs]
+    for params in configs:  # builds first, then the configurations timed interleaved
+        t0 = time.perf_counter()
+        results.append(ours(params))
+        colds.append(time.perf_counter() - t0)
+    t_ends = [float("inf")] * len(configs)
+    t_kernels = [float("inf")] * len(configs)
+    for _ in range(args.repeats):
+        for i, params in enumerate(configs):
+            t_ends[i] = min(t_ends[i], best_of(lambda p=params: ours(p), 1))
+            t_kernels[i] = min(t_kernels[i], kernel_only(params, timings[i]))
+    for i, res in enumerate(results):
+        diff = np.nanmax(np.abs(res.predicted - results[0].predicted)) if i else 0.0
+        print(f"pyedmcl : {t_ends[i]:.4f} s warm end to end (first call incl. build {colds[i]:.2f} s), "
+              f"rho={res.rho:.4f}, host fallback rows={res.n_fallback}"
+              + (f", max |pred - first config's| = {diff:.1e}" if i else ""))
+        print(f"          kernel {t_kernels[i]:.4f} s with {timings[i]['params']}: "
+              f"~{flops / t_kernels[i] / 1e9:.1f} GFLOP/s (mostly fp64 FMA)")
+    best = int(np.argmin(t_ends))
+    t_ours = t_ends[best]
+    if len(configs) > 1:
+        print(f"peers' ratios below against the fastest end to end: {timings[best]['params']}")
     if args.peak:
         from clkernels.peak import measure_peaks
         pk = measure_peaks(be)

@@ -199,11 +199,16 @@ def test_nearly_rank_deficient_rows_fall_back_to_svd(device):
 @pytest.mark.parametrize("params", [{"VARIANT": "item", "WG": 4, "PV": 1},
                                     {"VARIANT": "item", "WG": 1, "PV": 4},
                                     {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": 0},
+                                    {"VARIANT": "item", "WG": 8, "PV": 1, "SPLIT": 2},
+                                    {"VARIANT": "item", "WG": 16, "PV": 1, "SPLIT": 4, "UNROLL": 0},
                                     {"VARIANT": "group", "WG": 32, "PV": 1},
                                     {"VARIANT": "group", "WG": 64, "PV": 1}],
-                         ids=lambda p: f"{p['VARIANT']}-wg{p['WG']}-pv{p['PV']}-u{p.get('UNROLL', 'auto')}")
+                         ids=lambda p: f"{p['VARIANT']}-wg{p['WG']}-pv{p['PV']}-u{p.get('UNROLL', 'auto')}"
+                                       f"-s{p.get('SPLIT', 1)}")
 @pytest.mark.parametrize("mode", ["all", "table"])
 def test_every_variant_matches_pyedm(device, params, mode):
+    """Every variant against pyEDM in float64 (1e-9); 111 rows, a multiple of no SPLIT
+    variant's rows a work-group (WG / SPLIT), so the last group has idle rows."""
     x = lorenz_x(260)
     knn = None if mode == "all" else 40
     ref = pyedm_smap(x, E=4, theta=2.5, knn=knn or 0, R=2, lib=[1, 200], pred=[150, 260])
@@ -320,6 +325,139 @@ def test_result_frame_and_skill(device):
     assert abs(res.rho - np.corrcoef(res.predicted[ok], res.observed[ok])[0, 1]) < 1e-12
 
 
+# ----------------------------------------------------------------------------- SPLIT
+
+
+def tie_reference(x, lib_t, pred_t, E, theta, drop):
+    """Independent NumPy S-map (lib and pred disjoint, pyEDM's default knn = |lib| - 1):
+    every library point but the farthest, the last (``drop="last"``, the kernels' rule)
+    or the first of equally far ones; weighted least squares by SVD (lstsq)."""
+    emb = lambda t: np.stack([x[t - k] for k in range(E)], axis=1)  # noqa: E731
+    XL, XP, y = emb(lib_t), emb(pred_t), x[lib_t + 1]
+    out = []
+    for xp in XP:
+        d = np.linalg.norm(XL - xp, axis=1)
+        far = np.flatnonzero(d == d.max())
+        keep = np.ones(d.size, bool)
+        keep[far[-1] if drop == "last" else far[0]] = False
+        w = np.exp(-theta * d[keep] / d[keep].mean())
+        A = np.column_stack([np.ones(keep.sum()), XL[keep]])
+        c = np.linalg.lstsq(w[:, None] * A, w * y[keep], rcond=None)[0]
+        out.append(c[0] + c[1:] @ xp)
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def tied_farthest():
+    """A logistic series whose library holds four identical windows (6, 6, 6), the
+    farthest points of every prediction row, at library positions 20, 34, 51, 65:
+    0, 2, 3, 1 mod 4 and 0, 0, 1, 1 mod 2, so combining SPLIT parts by "lowest part
+    wins", "highest part wins" or "first of a part" drops another one than the last.
+    57 prediction rows (a multiple of no WG / SPLIT > 1 below)."""
+    x = logistic(160)
+    plan = resolve(x.size, E=3, tau=1, Tp=1, knn=1, lib=[1, 100], pred=[101, 157], max_knn=None)
+    lib_t, pred_t = plan.lib_times, plan.pred_times
+    for j in (20, 34, 51, 65):
+        x[lib_t[j] - 2:lib_t[j] + 1] = 6.0
+    thetas = np.array([0.0, 0.3])
+    last = [tie_reference(x, lib_t, pred_t, 3, th, "last") for th in thetas]
+    first = [tie_reference(x, lib_t, pred_t, 3, th, "first") for th in thetas]
+    one = S.smap_core(x, x, lib_t, pred_t, E=3, tau=1, Tp=1, thetas=thetas, knn=None,
+                      exclusion_radius=0, ridge=0.0, dtype=np.float64, device=CPU_DEVICE,
+                      backend=None, params={"VARIANT": "item", "WG": 1, "PV": 1})
+    return x, lib_t, pred_t, thetas, last, first, [r.predicted for r in one]
+
+
+@pytest.mark.parametrize("params", [{"VARIANT": "item", "WG": 8, "PV": 1, "SPLIT": 2},
+                                    {"VARIANT": "item", "WG": 4, "PV": 1, "SPLIT": 4},
+                                    {"VARIANT": "item", "WG": 16, "PV": 1, "SPLIT": 4},
+                                    {"VARIANT": "item", "WG": 64, "PV": 1, "SPLIT": 8}],
+                         ids=lambda p: f"wg{p['WG']}-s{p['SPLIT']}")
+def test_split_drops_the_last_of_tied_farthest_points(device, params, tied_farthest):
+    """SPLIT work-items a row combine pass 1 (mean distance, the farthest point) and the
+    Gram matrices in local memory: the farthest point dropped is the one-item loop's,
+    the last of equally far ones. Against the SPLIT=1 kernel and the NumPy reference at
+    the float64 tolerance, 1e-9 normwise (summation order differs: not bit-equal;
+    measured ~2e-15); the first tied point dropped instead moves predictions by >1e-3,
+    so a wrong tie rule fails."""
+    x, lib_t, pred_t, thetas, last, first, one = tied_farthest
+    d = np.linalg.norm(np.stack([x[lib_t - k] for k in range(3)], 1)[:, None]
+                       - np.stack([x[pred_t - k] for k in range(3)], 1)[None], axis=2)
+    assert ((d == d.max(0)).sum(0) == 4).all()  # every row: four tied farthest points
+    assert pred_t.size * params["SPLIT"] % params["WG"] or params["WG"] == params["SPLIT"]
+    res = S.smap_core(x, x, lib_t, pred_t, E=3, tau=1, Tp=1, thetas=thetas, knn=None,
+                      exclusion_radius=0, ridge=0.0, dtype=np.float64, device=device,
+                      backend=None, params=params)
+    for r, ref, wrong, p1 in zip(res, last, first, one, strict=True):
+        assert r.n_fallback == 0
+        assert rel(r.predicted, p1) < 1e-9, rel(r.predicted, p1)
+        assert rel(r.predicted, ref) < 1e-9, rel(r.predicted, ref)
+        assert rel(r.predicted, wrong) > 1e-3
+
+
+@pytest.mark.parametrize("accumulate, name", [("df", "multi-segment"), ("float", "block_3sp-loo")])
+def test_split_float32_accumulations(device, accumulate, name):
+    """SPLIT=4 with double-float and plain float32 accumulation: against pyEDM at those
+    paths' 1e-3 and against SPLIT=1 at the same 1e-3. df on the smooth flow where plain
+    float32 normal equations are off by 8e-3: the parts' (hi, lo) Gram entries must be
+    combined in df (TwoSum, lo kept), which keeps df's accuracy: predictions and variance
+    within 1e-5 of pyEDM (measured <= 4e-7 with SPLIT 1, 4 and 8; with the other parts'
+    lo or the TwoSum error dropped they were 1e-3 off)."""
+    p4 = {"VARIANT": "item", "WG": 16, "PV": 1, "SPLIT": 4}
+    res, ref = run_accumulate(name, device, accumulate, p4)
+    one, _ = run_accumulate(name, device, accumulate, {"VARIANT": "item", "WG": 1, "PV": 1})
+    assert rel(res.predicted, one.predicted) < 1e-3
+    if accumulate == "df":
+        check_against_pyedm(res, ref, 1e-3)
+        p, rp, _, _, v, rv = aligned(res, ref)
+        assert rel(p, rp) < 1e-5 and rel(v, rv) < 1e-5, (rel(p, rp), rel(v, rv))
+    else:
+        p, rp, *_ = aligned(res, ref)
+        assert rel(p, rp) < 1e-3
+
+
+def test_split_constraint_and_tuning_tables():
+    """SPLIT > 1 needs the item variant, PV 1 and WG a multiple of SPLIT; shipped tuning
+    entries (written before SPLIT) stay valid and read as SPLIT 1, the code they
+    measured; untuned GPUs take the item variant with SPLIT 4 up to E = 10, CPUs SPLIT 1
+    as before."""
+    import dataclasses
+
+    from clkernels import get_backend
+    from clkernels.tuning import lookup
+    from clkernels.tuning.database import shipped_entries
+    from pyedmcl.kernels.smap import SMAP
+
+    cpu = get_backend(CPU_DEVICE).info
+    gpu = dataclasses.replace(cpu, device_type="gpu", runtime="untuned-vendor", name="Fake GPU 9000",
+                              normalised_name="fake-gpu-9000", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152)
+    ok = {"VARIANT": "item", "WG": 64, "PV": 1, "UNROLL": "auto", "SPLIT": 4}
+    assert SMAP.space.valid(ok, gpu)
+    for bad in ({**ok, "PV": 2}, {**ok, "WG": 2}, {**ok, "VARIANT": "group"}, {**ok, "SPLIT": 3}):
+        assert not SMAP.space.valid(bad, gpu), bad
+    # E=50: one row's Gram slot is 11 KB; WG 64 (16 rows) does not fit, fit() lowers WG
+    assert not SMAP.valid_for(ok, gpu, 50) and SMAP.fit(ok, gpu, 50)["SPLIT"] == 4
+    assert SMAP.space.default(gpu) == ok
+    # untuned (no shipped entry for df buckets): that for E <= 10 (its Gram matrix in
+    # registers), the group variant above
+    be = type("FakeBackend", (), {"info": gpu})()
+    spec = SMAP.spec_for(8, 1, np.float32, "df", "all")
+    assert SMAP.params_for(be, spec, 20000) == ok
+    assert SMAP.params_for(be, {**spec, "E": 20}, 20000)["VARIANT"] == "group"
+    assert SMAP.space.default(cpu) == {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": "auto",
+                                       "SPLIT": 1}
+    ents = [e for e in shipped_entries() if isinstance(e, dict) and e.get("kernel") == "smap"]
+    assert ents and all("SPLIT" not in e["params"] for e in ents)
+    for e in ents:
+        info = gpu if e["params"]["VARIANT"] == "group" else cpu
+        assert SMAP.space.valid(e["params"], info), e["params"]
+        assert SMAP.space.complete(e["params"])["SPLIT"] == 1
+    h200 = dataclasses.replace(gpu, runtime="nvidia", name="NVIDIA H200", normalised_name="nvidia-h200")
+    choice = lookup(SMAP, h200, "float-double-E17-32", "n16384")
+    assert choice.source.startswith("shipped") and choice.params["SPLIT"] == 1
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -361,17 +499,27 @@ def test_oclgrind_clean_small():
         from pyedmcl.edm import smap as S
         x = np.sin(np.arange(40) * 0.7) + 0.1 * np.cos(np.arange(40) * 2.3)
         ref = S.smap(x, E=2, theta=2.0, dtype=np.float32, device=CPU_DEVICE).predicted
-        for params in ({"VARIANT": "item", "WG": 2, "PV": 2}, {"VARIANT": "group", "WG": 32, "PV": 1}):
+        one = {}
+        # SPLIT 4, 2 rows a group of 8: 21 rows, so the last group has an idle row; SPLIT
+        # against the one-item kernel at the tolerance below (float32 storage, fp64 sums)
+        for params in ({"VARIANT": "item", "WG": 2, "PV": 2}, {"VARIANT": "group", "WG": 32, "PV": 1},
+                       {"VARIANT": "item", "WG": 1, "PV": 1}, {"VARIANT": "item", "WG": 8, "PV": 1, "SPLIT": 4}):
             for knn in (None, 8):
-                lib = np.arange(1, 30); pred = np.arange(20, 40)
+                lib = np.arange(1, 30); pred = np.arange(19, 40)
                 r = S.smap_core(x, x, lib, pred, E=2, tau=1, Tp=1, thetas=np.array([0.0, 2.0]),
                                 knn=knn, exclusion_radius=1, ridge=0.0, dtype=np.float32,
                                 device=None, backend=None, params=params)
                 assert all(np.isfinite(q.predicted[:-1]).all() for q in r)
+                got = np.array([q.predicted for q in r])
+                if params.get("SPLIT", 1) == 1 and params["WG"] == 1:
+                    one[knn] = got
+                elif params.get("SPLIT", 1) > 1:
+                    assert np.allclose(got, one[knn], rtol=1e-5, atol=1e-6, equal_nan=True)
         r = S.smap(x, E=2, theta=2.0, dtype=np.float32)
         assert np.allclose(r.predicted, ref, rtol=1e-5, atol=1e-6, equal_nan=True)
         for params in ({"VARIANT": "item", "WG": 1, "PV": 4, "UNROLL": 0},
-                       {"VARIANT": "group", "WG": 32, "PV": 1}):
+                       {"VARIANT": "group", "WG": 32, "PV": 1},
+                       {"VARIANT": "item", "WG": 4, "PV": 1, "SPLIT": 2, "UNROLL": 0}):
             for accumulate in ("float", "df"):
                 r = S.smap_core(x, x, np.arange(2, 30), np.arange(20, 40), E=3, tau=1, Tp=1,
                                 thetas=np.array([1.0]), knn=None, exclusion_radius=0,

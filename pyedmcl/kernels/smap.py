@@ -7,8 +7,11 @@ of an S-map; see the template's header for the numerics. Tunables: the variant
 one work-group per problem, Gram entries spread over the work-items, for GPUs)
 the work-group size and, for "item", PV: prediction points per work-item, one
 per SIMD lane of an OpenCL vector type (explicit vectorisation across problems),
-and UNROLL of its Gram update ("auto": unrolled while (E+2)(E+3)/2 * PV <= 512;
-unrolling larger E runs faster but compiles for tens of seconds).
+UNROLL of its Gram update ("auto": unrolled while (E+2)(E+3)/2 * PV <= 512;
+unrolling larger E runs faster but compiles for tens of seconds) and, with PV 1,
+SPLIT: work-items a problem (each streams every SPLIT-th library point; the partial
+sums meet in local memory), which multiplies the work-items of a launch by SPLIT for
+GPUs, where one work-item a row leaves too few warps to hide memory latency.
 """
 
 from __future__ import annotations
@@ -19,15 +22,32 @@ import numpy as np
 
 from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
-from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
+from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 WGS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: work-items a problem of the item variant (PV 1)
+SPLITS = (1, 2, 4, 8)
 
 
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
-        return {"VARIANT": "group", "WG": 128, "PV": 1, "UNROLL": "auto"}
-    return {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": "auto"}
+        # the item variant keeps its Gram matrix in registers (the group variant pays two
+        # local-memory reads a fp64 FMA); SPLIT 4 gives it 4 work-items a row, so a
+        # launch of ~10^4 rows has enough warps per SM to hide the library loads
+        for wg in (64, 32, 16):
+            p = {"VARIANT": "item", "WG": wg, "PV": 1, "UNROLL": "auto", "SPLIT": 4}
+            if _fits(p, info):
+                return p
+    return {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": "auto", "SPLIT": 1}
+
+
+#: the largest E whose item-variant Gram matrix an untuned GPU keeps in registers: E = 10
+#: holds 78 fp64 accumulators (156 32-bit registers) + the augmented vector (24) + ~30
+#: others, under NVIDIA's 255 a thread; E = 12 would pass it and spill. Above it the
+#: group variant (entries spread over a work-group) is the untuned GPU choice.
+ITEM_GPU_E_MAX = 10
+#: the untuned GPU choice above ITEM_GPU_E_MAX
+GROUP_GPU = {"VARIANT": "group", "WG": 128, "PV": 1, "UNROLL": "auto", "SPLIT": 1}
 
 
 def local_bytes(E: int, WG: int, acc_bytes: int = 8) -> int:
@@ -38,11 +58,27 @@ def local_bytes(E: int, WG: int, acc_bytes: int = 8) -> int:
     return (max(WG * M, nslot) + 3 * WG + nent) * acc_bytes + 2 * WG * 4 + E * 8
 
 
+def split_local_bytes(E: int, WG: int, SPLIT: int, acc_bytes: int = 8) -> int:
+    """Local memory the item variant's SPLIT > 1 combination needs (``_split.mako``): 4
+    pass-1 values a work-item, one row slot of Gram entries + 3 sums a row (df: an 8-byte
+    (hi, lo) pair an entry, as fp64)."""
+    if SPLIT == 1:
+        return 0
+    M = E + 2
+    nent = M * (M + 1) // 2
+    return (4 * WG + (WG // SPLIT) * (nent + 3)) * acc_bytes
+
+
 def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
+    split = p.get("SPLIT", 1)
     if p["VARIANT"] == "group":
-        return p["PV"] == 1 and p.get("UNROLL", "auto") == "auto" and p["WG"] >= 32 and local_bytes(E, p["WG"]) <= info.local_mem_bytes
+        return (split == 1 and p["PV"] == 1 and p.get("UNROLL", "auto") == "auto" and p["WG"] >= 32
+                and local_bytes(E, p["WG"]) <= info.local_mem_bytes)
+    if split > 1 and (p["PV"] != 1 or p["WG"] % split
+                      or split_local_bytes(E, p["WG"], split) > info.local_mem_bytes):
+        return False
     return p["WG"] <= 64
 
 
@@ -56,7 +92,8 @@ def effective(params: Params, E: int) -> Params:
     pv = params.get("PV", 1)
     while pv > 1 and nent * pv > 2048:
         pv //= 2
-    out = {**params, "PV": pv if params["VARIANT"] == "item" else 1}
+    out = {**params, "PV": pv if params["VARIANT"] == "item" else 1,
+           "SPLIT": params.get("SPLIT", 1)}
     if out.get("UNROLL", "auto") == "auto":
         out["UNROLL"] = int(nent * out["PV"] <= UNROLL_MAX)
     return out
@@ -94,9 +131,10 @@ class SMapKernel(TunableKernel):
     template = "smap/smap.cl.mako"
     space = TuningSpace(
         params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8),
-                "UNROLL": ("auto", 0, 1)},
+                "UNROLL": ("auto", 0, 1), "SPLIT": SPLITS},
         heuristic=_heuristic,
         constraint=_fits,
+        filled={"SPLIT": 1},  # entries from before SPLIT measured its SPLIT=1 code
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -123,9 +161,17 @@ class SMapKernel(TunableKernel):
                 "NC": nc}
 
     def params_for(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
-        """Tuned (or heuristic) parameters for ``spec`` at ``size`` library points, fitted
-        to spec's E on this device (a tuned E bucket may hold a larger E)."""
-        return self.fit(super().params_for(backend, spec, size), backend.info, spec["E"])
+        """Tuned (else :meth:`spec_default`) parameters for ``spec`` at ``size`` library
+        points, fitted to spec's E on this device (a tuned E bucket may hold a larger E)."""
+        choice = lookup(self, backend.info, self.spec_bucket(spec), self.size_bucket(size))
+        params = choice.params if choice.source != "heuristic" else self.spec_default(spec, backend.info)
+        return self.fit(params, backend.info, spec["E"])
+
+    def spec_default(self, spec: dict[str, Any], info: DeviceInfo) -> Params:
+        """The heuristic, but on GPUs the group variant above :data:`ITEM_GPU_E_MAX`."""
+        if info.is_gpu and spec["E"] > ITEM_GPU_E_MAX and _fits(GROUP_GPU, info, spec["E"]):
+            return dict(GROUP_GPU)
+        return self.space.default(info)
 
     def valid_for(self, params: Params, info: DeviceInfo, E: int) -> bool:
         """Whether ``params`` can run this E on this device (local memory grows with E)."""
@@ -139,7 +185,7 @@ class SMapKernel(TunableKernel):
             p = {**params, "WG": wg}
             if _fits(p, info, E):
                 return p
-        return {"VARIANT": "item", "WG": 1, "PV": 1, "UNROLL": "auto"}
+        return {"VARIANT": "item", "WG": 1, "PV": 1, "UNROLL": "auto", "SPLIT": 1}
 
     def outputs(self, backend: Backend, spec: dict[str, Any], n_pred: int, n_theta: int
                 ) -> dict[str, Any]:
@@ -165,7 +211,7 @@ class SMapKernel(TunableKernel):
         k = backend.kernel(self.template, {"NC": 1, **spec, **params}, "smap")
         wg = params["WG"]
         if params["VARIANT"] == "item":
-            gsize = (round_up(-(-n_pred // params["PV"]), wg), n_theta)
+            gsize = (round_up(-(-n_pred // params["PV"]) * params["SPLIT"], wg), n_theta)
         else:
             gsize = (n_pred * wg, n_theta)
         acc = acc_dtype(spec["ACC"])

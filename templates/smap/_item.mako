@@ -3,6 +3,7 @@
 <%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="dfa" file="/smap/_df.mako"/>
 <%namespace name="solver" file="/smap/_solve.mako"/>
+<%namespace name="split" file="/smap/_split.mako"/>
 <%def name="lane(e, l)">${e if PV == 1 else "(%s).s%x" % (e, l)}</%def>
 <%def name="sel(A, B, cond)">((${cond}) ? (accV)(${A}) : (accV)(${B}))</%def>
 <%def name="sel2(a, b, cond)">((${cond}) ? (accV)(${b}) : (accV)(${a}))</%def>
@@ -63,9 +64,18 @@
 <%def name="body(N, M, NENT, pairs)">\
     ## PV prediction points per work-item, one per SIMD lane (accV = acc_t PV-vector);
     ## library values are scalar loads broadcast to every lane, so no gathers.
+% if SPLIT > 1:
+    ## SPLIT work-items a row (PV == 1), combined in local memory (_split.mako): no
+    ## early return past the last row, every work-item meets the barriers
+    const int part = get_local_id(0) % ${SPLIT};
+    const int row0 = get_global_id(0) / ${SPLIT};
+    const int ti = get_global_id(1);
+${split.declare(NENT)}\
+% else:
     const int row0 = get_global_id(0) * ${PV};
     const int ti = get_global_id(1);
     if (row0 >= n_pred) return;
+% endif
     const accV theta = (accV)(thetas[ti]);
     accV tpv;
     realV xp[${E}];
@@ -83,12 +93,8 @@
 
     /* pass 1: mean distance, count, farthest neighbour (per lane) */
     accV dsum = (accV)(0), cnt = (accV)(0), dmax = (accV)(-1), jmax = (accV)(-1);
-% if MODE == "all":
-    for (int j = 0; j < n_lib; ++j) {
-% else:
-    for (int q = 0; q < K; ++q) {
-        ## the table is per row, so every lane reads its own neighbour
-% endif
+    ## MODE "table": the table is per row, so every lane reads its own neighbour
+${split.loop()}\
         ${vec_point()}
         const accV dd = ${sel("-1", "d", "out")};
         dsum += ${sel("0", "d", "out")};
@@ -97,6 +103,9 @@
         dmax = ${sel2("dmax", "dd", "up")};
         jmax = ${sel2("jmax", "(accV)((acc_t)j)", "up")};
     }
+% if SPLIT > 1:
+${split.combine_pass1()}\
+% endif
 % if MODE == "all":
     const accV drop = cnt - fmin((accV)((acc_t)knn), cnt);
 % else:
@@ -120,11 +129,7 @@
 % endfor
 % endif
     accV sw = (accV)(0), swy = (accV)(0), swyy = (accV)(0);
-% if MODE == "all":
-    for (int j = 0; j < n_lib; ++j) {
-% else:
-    for (int q = 0; q < K; ++q) {
-% endif
+${split.loop()}\
         ${vec_point()}
         const accV w = ${sel("0", "exp(-scale * d)", "out || ((accV)((acc_t)j) == skip)")};
         sw += w; swy += w * yv; swyy += w * yv * yv;
@@ -147,6 +152,9 @@
         }
 % endif
     }
+% if SPLIT > 1:
+${split.reduce_gram(NENT)}\
+% endif
     /* spill the lanes to scalars once, then one (not PV) copy of the solver code */
 % if PV > 1:
     acc_t Gl[${NENT * PV}], sl[${4 * PV}], dl[${PV}];
@@ -157,6 +165,9 @@
 % endif
     vstore${PV}(sw, 0, sl); vstore${PV}(swy, 1, sl); vstore${PV}(swyy, 2, sl);
     vstore${PV}(cnt_used, 3, sl); vstore${PV}(drop, 0, dl);
+% endif
+% if SPLIT > 1:
+    if (part == 0)   /* the row's totals */
 % endif
     for (int l = 0; l < ${PV}; ++l) {
         const int row = row0 + l;

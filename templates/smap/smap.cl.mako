@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL, NC
+## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL, NC, SPLIT
 ## version: 1
 ## legacy-hashes: 9f49ff6482c790c2
 ## S-map: one small weighted least-squares problem per (prediction point, theta).
@@ -33,11 +33,15 @@
 ##
 ## VARIANT "item": one work-item per PV rows (PV = SIMD lanes: every lane solves
 ## its own problem with vector accumulators; library values are scalar loads
-## broadcast to all lanes), private accumulators (CPUs). VARIANT "group": one work-group per
+## broadcast to all lanes), private accumulators (CPUs); with SPLIT > 1 (PV = 1), SPLIT
+## work-items share a row, each streaming every SPLIT-th library point, and combine
+## their sums through local memory (_split.mako: GPUs, which need more work-items than
+## rows to hide latency). VARIANT "group": one work-group per
 ## (row, theta); a tile of WG library points' augmented vectors is staged in
 ## local memory and each work-item owns one or more (entry, part) slots of the
 ## Gram matrix, so no per-thread 250-value accumulators are needed (GPUs).
-## Parts: _item.mako and _group.mako (the two variants' bodies), _solve.mako (the
+## Parts: _item.mako and _group.mako (the two variants' bodies), _split.mako (the item
+## variant's SPLIT combination), _solve.mako (the
 ## Cholesky solve of one problem), _df.mako (double-float arithmetic, Gram updates).
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="dfa" file="/smap/_df.mako"/>
@@ -55,6 +59,10 @@ if MODE not in ("all", "table"):
     raise ValueError("MODE must be all or table")
 if VARIANT not in ("item", "group"):
     raise ValueError("VARIANT must be item or group")
+if SPLIT not in (1, 2, 4, 8):
+    raise ValueError("SPLIT must be 1, 2, 4 or 8")
+if SPLIT > 1 and (VARIANT != "item" or PV != 1 or WG % SPLIT):
+    raise ValueError("SPLIT > 1 needs VARIANT item, PV 1 and WG a multiple of SPLIT")
 %>
 ${metric.real_type(REAL)}
 % if ACC == "double":
