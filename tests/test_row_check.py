@@ -108,9 +108,14 @@ def lorenz_x(n: int) -> np.ndarray:
     return lorenz63(n, component="x")
 
 
+#: RowCheck.resolved itself (spy_redo wraps it; a second spy must not wrap the first)
+_REAL_RESOLVED = row_check.RowCheck.resolved
+
+
 def spy_redo(monkeypatch, fail: str | None = None) -> list:
-    """The rows each float64 redo of ``pe.simplex`` takes (the device's patched redo or
-    the host's), appended to the list returned; ``fail``: a redo fails the test."""
+    """The rows each float64 redo of ``pe.simplex`` takes (the lookup's, the device's
+    patched redo or the host's), appended to the list returned; ``fail``: a redo fails
+    the test."""
     from pyedmcl.edm import simplex as S
 
     redone: list = []
@@ -133,6 +138,16 @@ def spy_redo(monkeypatch, fail: str | None = None) -> list:
             redone.append(rows.size)
         return got
     monkeypatch.setattr(row_redo.EnqueuedRedo, "fixed", fixed)
+    real_resolved = _REAL_RESOLVED
+
+    def resolved(self):  # redone in the lookup (its table held the float64 neighbours)
+        got = real_resolved(self)
+        if got is not None and got.table.size:
+            if fail:
+                pytest.fail(fail)
+            redone.append(np.unique(got.table[:, 0]).size)
+        return got
+    monkeypatch.setattr(row_check.RowCheck, "resolved", resolved)
     return redone
 
 
@@ -491,6 +506,8 @@ def test_enqueued_redo_equals_the_redo_after_the_wait(device, monkeypatch, reque
     monkeypatch.setattr(pknn, "knn_device_chunked",
                         lambda *a, **k: chunked.append(k["chunks"]) or real_chunked(*a, **k))
     x, y, kw = _enqueue_cases()[case]
+    from pyedmcl.edm import simplex as S
+    monkeypatch.setattr(S, "RESOLVE_IN_LOOKUP", False)  # the enqueued redo takes them all
     monkeypatch.setattr(row_redo, "ENQUEUE_ON", ())
     want = pe.simplex(x, y, device=device, **kw)
     monkeypatch.setattr(row_redo, "ENQUEUE_ON", ("gpu", "cpu"))

@@ -29,6 +29,16 @@ tuning of the table it widens (:func:`.knn.widened_params`), and the query norms
 kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
 :func:`redo_table`, merged on the device), one lookup, a patch of the float32
 predictions and the skill again on the device, behind one wait (:func:`redo_patched`).
+
+Most flagged rows never get there: on a device with fp64 the table of a 1-D series is
+two neighbours wider (:attr:`RowCheck.extra`) and the lookup itself redoes a flagged
+prediction whose float64 neighbours must lie among the table's first ``knn + 1`` (the
+next one clears them by the distances' bound; lookup/_resolve.mako): their distances
+and the prediction computed as the float64 kernels compute them, so the value is the
+float64 call's bit for bit, listed for the host (:meth:`RowCheck.resolved`). Only the
+others (wide ties of decimal data) are counted and redone as above. On Mackey-Glass
+(L = 10^5, E = 7, tau = 2; L = 5 x 10^4, E = 12, tau = 3) all 63 / 21 flagged rows
+resolve in the lookup, so no float64 k-NN runs.
 """
 
 from __future__ import annotations
@@ -126,6 +136,12 @@ class RowCheck:
     redo: Any = field(default=None, repr=False, compare=False)
     #: the redo the first pass enqueued (:class:`.row_redo.EnqueuedRedo`), if any
     enqueued: Any = field(default=None, repr=False, compare=False)
+    #: whether the lookup redoes flagged predictions itself where its table (two
+    #: neighbours wider) holds their float64 neighbours (lookup/_resolve.mako): set by
+    #: the caller for a 1-D series of host arrays on a device with fp64
+    resolve: bool = False
+    #: the checked lookups of the pass, with their first query (their redone lists)
+    checked: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def E(self) -> int:
@@ -137,6 +153,22 @@ class RowCheck:
         """Whether the k-NN table holds one neighbour more than knn (the next one): where
         the fused kernel keeps it and the library has it."""
         return self.plan.knn < min(MAX_KNN, self.plan.lib_points.size)
+
+    @property
+    def extra(self) -> int:
+        """Neighbours the k-NN table holds beyond knn: two where the lookup resolves
+        (:attr:`resolve`) and the library has them, one where it widens, else none."""
+        if self.resolve and self.plan.knn + 2 <= min(MAX_KNN, self.plan.lib_points.size):
+            return 2
+        return 1 if self.widen else 0
+
+    def resolved(self) -> Any:
+        """The predictions the pass's lookups redid (:class:`~pyedmcl.primitives.lookup.Resolved`,
+        queries of the whole plan), or None."""
+        from ..primitives.lookup import Resolved
+
+        got = [c.fixed.shifted(q0) for q0, c in self.checked if c.fixed is not None]
+        return Resolved(np.concatenate([g.table for g in got])) if got else None
 
     @cached_property
     def qnorm(self) -> np.ndarray:

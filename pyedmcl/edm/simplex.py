@@ -134,6 +134,40 @@ def enqueue_plan(data: DeviceData, plan: Plan, q_dev, l_dev, obs_dev, out, row0:
                  obs_dev, real=data.real, out=out, row0=row0)
 
 
+#: whether float32 Simplex redoes flagged predictions in its lookup where the table holds
+#: their float64 neighbours (:attr:`.row_check.RowCheck.resolve`)
+RESOLVE_IN_LOOKUP = True
+
+
+def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
+    """For a checked lookup that resolves (:attr:`.row_check.RowCheck.resolve`), the
+    function of a query block ``(q0, q1, q_dev)`` giving its
+    :class:`~pyedmcl.primitives.lookup.ResolveInputs` (the float64 series, targets and
+    units uploaded once, beside the k-NN kernel); None without the redo's inputs."""
+    from .._fma import job_fma
+    from ..primitives.lookup import ResolveInputs
+
+    redo = check.redo
+    if redo is None:
+        return None
+    x, y = redo.x, redo.y
+    x64 = be.to_device_aside(np.ascontiguousarray(x, np.float64))
+    same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
+            and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
+    y64 = x64 if same else be.to_device_aside(np.ascontiguousarray(y, np.float64))
+    sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
+    sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
+    hold(be, x64, y64, sh, sc)
+    fma = bool(job_fma([be.info]))
+
+    def inputs(q0: int, q1: int, q_dev) -> ResolveInputs:
+        if q_dev is None:  # a block of queries: its points
+            q_dev = be.to_device_aside(np.ascontiguousarray(plan.pred_points[q0:q1], np.int32))
+            hold(be, q_dev)
+        return ResolveInputs(x64, y64, q_dev, sh, sc, plan.E, abs(plan.tau), fma)
+    return inputs
+
+
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
              weight: str = "simplex", neighbors=None, keep_device: bool = False,
              while_busy: Callable[[], None] | None = None, check: RowCheck | None = None,
@@ -153,7 +187,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     be = data.be
     qpts = plan.pred_points
     search = knn_device if neighbors is None else neighbors.device_table
-    k = plan.knn + (1 if check is not None and check.widen else 0)
+    k = plan.knn + (0 if check is None else check.extra)
+    resolver = _resolve_inputs(be, plan, check) if check is not None and check.extra == 2 else None
 
     def predict(q0: int, q1: int):
         # k-NN table (O(queries * k)) + lookup for queries q0:q1; each query is
@@ -172,11 +207,13 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             f = None
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
+            res = None if resolver is None else resolver(q0, q1, q_dev)
             c = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
                                be.to_device_aside(check.qnorm[q0:q1]), thr, span, check.E,
-                               variance=variance)
+                               variance=variance, resolve=res)
+            check.checked.append((q0, c))
             p, v = c.pred, c.var
-            if row_redo.applies(be, check.redo, q1 - q0 == qpts.size):
+            if res is None and row_redo.applies(be, check.redo, q1 - q0 == qpts.size):
                 check.enqueued = row_redo.enqueue_redo(be, plan, check.redo, c, q_dev, l_dev)
             f = c.rows_reader(be)  # its reads behind the redo: the redo's kernels go first
         if q1 - q0 == qpts.size:
@@ -404,18 +441,21 @@ def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowChe
 
     if check is not None and not on_device:  # enqueued behind the first pass where it applies
         check.redo = row_redo.RedoInputs(ser.xs, ser.y, ser.fy.shift, ser.fy.scale, variance, nb)
+        # most flagged rows resolve in the lookup (their float64 neighbours in its table)
+        check.resolve = bool(ser.be.info.fp64 and check.xz.ndim == 1 and RESOLVE_IN_LOOKUP)
     dev: list = []
     p, v, sk, rows = run_plan(data, plan, variance=variance, neighbors=nb,
                               keep_device=on_device, while_busy=host_observed, check=check,
                               device_out=dev)
     rows = np.empty(0, np.int64) if rows is None else rows
+    resolved = None if check is None else check.resolved()
     fixed = None
     if rows.size and check is not None and check.enqueued is not None:
         fixed = check.enqueued.fixed(rows)  # redone on the device before the first wait
     if rows.size and fixed is None:
         p, v, sk, fixed = _redo_flagged(data, plan, ser.xs, ser.y, rows, nb, variance,
                                         on_device, (p, v), dev, ser.fy)
-    return p, v, sk, rows, fixed, (obs_host[0] if obs_host else None)
+    return p, v, sk, rows, fixed, (obs_host[0] if obs_host else None), resolved
 
 
 def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, variance: bool,
@@ -424,7 +464,7 @@ def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, va
     arrays mapped back and gathered on the device (returned there, or read back), host
     ones patched with the float64 redo."""
     be, nt, fy = ser.be, ser.nt, ser.fy
-    p, v, sk, rows, fixed, obs_host = got
+    p, v, sk, rows, fixed, obs_host, resolved = got
     pick = (lambda a: a[0]) if ser.single else (lambda a: a)
     if on_device:
         nq = plan.pred_points.size
@@ -444,10 +484,13 @@ def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, va
             var = None if var is None else var.astype(np.float64)
     else:
         fix_p, fix_v = (None, None) if fixed is None else fixed  # float64 redo, data units
-        predicted = pick(_patched(fy.back(p.astype(np.float64)), rows, fix_p))
+        full_p = fy.back(p.astype(np.float64))
+        full_v = None if v is None else fy.back_spread(v.astype(np.float64), 2)
+        if resolved is not None:  # redone in the lookup: the float64 values
+            resolved.apply(full_p, full_v)
+        predicted = pick(_patched(full_p, rows, fix_p))
         obs = pick(obs_host)
-        var = None if v is None else pick(_patched(fy.back_spread(v.astype(np.float64), 2),
-                                                   rows, fix_v))
+        var = None if v is None else pick(_patched(full_v, rows, fix_v))
     return SimplexResult(predicted=predicted, observed=obs,
                          times=plan.target_times, rho=pick(sk[:, 0]),
                          mae=pick(fy.back_spread(sk[:, 1])), rmse=pick(fy.back_spread(sk[:, 2])),

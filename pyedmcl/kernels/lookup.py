@@ -99,7 +99,11 @@ class LookupKernel(TunableKernel):
                   "VARIANCE": int(spec.get("VARIANCE", 0)),
                   "INL": int(inline_vector_ops(be.info)),
                   "KS": spec.get("KS", spec["K"]), "CHECK": int(spec.get("CHECK", 0)),
-                  "FS": int(spec.get("FS", 0)) if name == "skill" else 0}
+                  "FS": int(spec.get("FS", 0)) if name == "skill" else 0,
+                  "RESOLVE": 0, "E": 0, "TAU": 0, "FMA": 0}
+        if name == "lookup" and spec.get("RESOLVE"):  # the float64 k-NN's point shape
+            params.update(RESOLVE=1, E=int(spec["E"]), TAU=int(spec["TAU"]),
+                          FMA=int(spec["FMA"]))
         return (self.template, params, name)
 
     def _kernel(self, be: Backend, spec: dict[str, Any], wg: int, name: str):
@@ -117,15 +121,21 @@ class LookupKernel(TunableKernel):
         thr, span, erel, flag, nflag, flagq)``, the query points' norms (float32,
         ``nq``), each target's tolerance and span (max - min) (ACC, ``nt``), ``E + 4``,
         the flags written (uint8, ``(nbatch, nt, nq)``), their count, added to ``nflag``
-        (int32, one, zeroed by the caller), and the list of their first ``flagq.size``
-        queries (int32); see the template's header."""
+        (int32, two, zeroed by the caller: flagged, resolved), and the list of their
+        first ``flagq.size`` queries (int32); ``spec["RESOLVE"]`` (with ``spec``'s E,
+        TAU, FMA): ``check`` goes on with ``(x64, y64, qpts, shift, scale, resolved)``,
+        the float64 call's series and targets, the query points, the targets' units and
+        the list of predictions redone in the lookup (double, 4 a slot); see
+        lookup/_resolve.mako."""
         wg = params["WG"]
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, thr, span, erel, flag, nflag, flagq = check
+            qnorm, thr, span, erel, flag, nflag, flagq, *resolve = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
             extra = (qnorm, thr, span, acc(erel), flag, nflag, flagq, np.int32(flagq.size))
+            if spec.get("RESOLVE"):
+                extra += tuple(resolve)  # x64, y64, qpts, shift, scale, resolved list
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
                          np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
                          pred, var, *extra)

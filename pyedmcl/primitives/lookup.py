@@ -79,24 +79,60 @@ class CheckedLookup:
     flag: Any
     nflag: Any
     flagq: Any
+    #: RESOLVE: the predictions redone in the lookup, 4 doubles a slot (query, target,
+    #: float64 prediction and variance in data units), their count in ``nflag[1]``
+    resolved: Any = None
 
     def rows_reader(self, be: Backend) -> Callable[[], np.ndarray]:
         """Enqueue the reads of count and list (behind the queued work, no wait); the
         function returned waits for them and returns the flagged queries, ascending (the
-        flags are read only where the list is full)."""
+        flags are read only where the list is full). With RESOLVE it also sets
+        :attr:`fixed` (:class:`Resolved`: the predictions redone in the lookup)."""
         count, listed = be.to_host_async(self.nflag), be.to_host_async(self.flagq)
+        res = None if self.resolved is None else be.to_host_async(self.resolved)
 
         def rows() -> np.ndarray:
-            c = int(count()[0])
+            got = count()
+            c = int(got[0])
+            if res is not None:
+                r = min(int(got[1]), self.resolved.size // 4)
+                self.fixed = Resolved(res()[:4 * r].reshape(r, 4))
             if c > self.flagq.size:
                 return flagged_queries(be.to_host(self.flag))
             return np.unique(listed()[:c]).astype(np.int64)
         return rows
 
+    fixed: Resolved | None = None
+
+
+@dataclass
+class Resolved:
+    """Predictions the checked lookup redid in float64 (RESOLVE), ``(m, 4)``: query,
+    target, prediction and variance (NaN without variances) in data units, the values
+    of the float64 call."""
+
+    table: np.ndarray
+
+    def shifted(self, q0: int) -> Resolved:
+        """The same entries with queries counted from ``q0`` (a block of queries)."""
+        t = self.table.copy()
+        t[:, 0] += q0
+        return Resolved(t)
+
+    def apply(self, pred: np.ndarray, var: np.ndarray | None) -> None:
+        """Write the entries into ``pred`` (and ``var``) ``(nt, nq)``, data units."""
+        if not self.table.size:
+            return
+        q, j = self.table[:, 0].astype(np.int64), self.table[:, 1].astype(np.int64)
+        pred[j, q] = self.table[:, 2]
+        if var is not None:
+            var[j, q] = self.table[:, 3]
+
 
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
                    tshift: int, qnorm_dev, thr_dev, span_dev, E: int, *,
-                   variance: bool = False) -> CheckedLookup:
+                   variance: bool = False, resolve: ResolveInputs | None = None
+                   ) -> CheckedLookup:
     """:func:`lookup_device` for float32 Simplex from the first ``k`` neighbours of
     ``table`` (``table.k`` is ``k`` or ``k + 1``: the extra one tells where float32 may
     pick another ``k``-th), with float32's error bound per prediction (the template's
@@ -105,19 +141,47 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     the host reads count and list with its results, the flags only past the list).
     ``qnorm_dev``: each query point's norm (float32); ``thr_dev`` / ``span_dev``: each
     target's tolerance and span (max - min); ``E``: the coordinates per point.
+    ``resolve`` (a table of ``k + 2``, fp64): flagged predictions whose float64
+    neighbours the table holds are redone in the lookup (lookup/_resolve.mako) and
+    listed in :attr:`CheckedLookup.resolved`, not flagged.
     """
     spec, params = _lookup_params(be, k, table.nq * nt * table.nbatch, "simplex", "float")
     spec = {**spec, "KS": table.k, "CHECK": 1, "VARIANCE": int(variance)}
     pred = be.empty((table.nbatch, nt, table.nq), np.float32)
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
-    nflag = be.to_device_aside(np.zeros(1, np.int32))  # behind the k-NN kernel, no wait
+    nflag = be.to_device_aside(np.zeros(2, np.int32))  # behind the k-NN kernel, no wait
     flagq = be.empty(min(FLAG_LIST, table.nbatch * nt * table.nq), np.int32)  # or all
     hold(be, pred, var, flag, nflag, flagq, qnorm_dev, thr_dev, span_dev)
+    check: tuple = (qnorm_dev, thr_dev, span_dev, E + 4, flag, nflag, flagq)
+    resolved = None
+    if resolve is not None:
+        spec = {**spec, "RESOLVE": 1, "E": resolve.E, "TAU": resolve.tau, "FMA": resolve.fma}
+        resolved = be.empty(4 * flagq.size, np.float64)
+        hold(be, resolved)
+        check += (resolve.x64, resolve.y64, resolve.qpts, resolve.shift, resolve.scale,
+                  resolved)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
-                  nt, tshift, pred, var,
-                  check=(qnorm_dev, thr_dev, span_dev, E + 4, flag, nflag, flagq))
-    return CheckedLookup(pred, var if variance else None, flag, nflag, flagq)
+                  nt, tshift, pred, var, check=check)
+    return CheckedLookup(pred, var if variance else None, flag, nflag, flagq, resolved)
+
+
+@dataclass
+class ResolveInputs:
+    """What the checked lookup's RESOLVE reads (device arrays): the float64 call's series
+    ``x64`` and targets ``y64`` (the lookup's ``ldy`` and ``tshift``), the query points
+    ``qpts`` of the table's rows, each target's units ``shift`` / ``scale`` (double:
+    ``x = z * scale + shift``), the point shape ``E`` / ``tau`` and the float64 k-NN's
+    FMA choice."""
+
+    x64: Any
+    y64: Any
+    qpts: Any
+    shift: Any
+    scale: Any
+    E: int
+    tau: int
+    fma: bool
 
 
 def _lookup_params(be: Backend, k: int, size: int, weight: str, real: str) -> tuple[dict, dict]:

@@ -17,6 +17,9 @@
 ## queries (in no order; a query once per target flagged), so that the caller reads count
 ## and list with the skill, and the flags only where more than cap are set.
 ##
+## RESOLVE: flagged predictions redone in the lookup where the table suffices
+## (lookup/_resolve.mako); only the others are counted and listed.
+##
 ## patch: the float64 redo's predictions (and variances) p64 / v64 (ACC, (nt, m), of the
 ## queries rows[0 .. m-1]) into pred / var (nt, nq) in the kernel's units: (p - shift[j])
 ## / scale[j] and v / scale[j]^2 rounded to real_t, as the host's Affine.forward and a
@@ -62,7 +65,12 @@
 %     endfor
         }
 %   endif
-        const int flagged = den > 0 && !(bnd <= thr[j]);
+        int flagged = den > 0 && !(bnd <= thr[j]);
+% if RESOLVE:
+        if (flagged && resolve(idx, dist, o, q, j, b, nq, nt, u2, qn2, erel, x64, y64, ldy,
+                               tshift, qpts, rshift, rscale, pred, var, nflag, resolved, cap))
+            flagged = 0;
+% endif
         flag[((size_t)b * nt + j) * nq + q] = flagged ? 1 : 0;
         if (flagged) {  /* rare: listed for the host, which reads flag only past cap */
             const int slot = atomic_inc(nflag);
@@ -152,3 +160,4 @@ __kernel void merge_lists(__global const int* restrict idx, __global const real_
     }
 }
 </%def>
+

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL, KS, CHECK, FS
+## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL, KS, CHECK, FS, RESOLVE, E, TAU, FMA
 ## version: 1
 ## legacy-hashes: bb31c34f23d69fa6
 ## Simplex lookup from a k-NN table, batched over targets, and skill reduced on
@@ -27,12 +27,18 @@
 ## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also bounds each prediction's
 ## float32 error and flags, counts and lists those beyond the tolerance; patch writes
 ## the float64 redo's values back (both in lookup/_check.mako).
+## RESOLVE (with CHECK; E, TAU, FMA: the float64 k-NN's point shape and FMA choice):
+## flagged predictions whose float64 neighbours lie in the table's first K + 1 are redone
+## in the lookup (lookup/_check.mako).
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="ck" file="/lookup/_check.mako"/>
+<%namespace name="rs" file="/lookup/_resolve.mako"/>
 ${lk.prelude(REAL, ACC, K, INL)}
+<% assert not RESOLVE or (CHECK and KS == K + 2 and ACC == "double") %>\
+${rs.resolve_fn()}
 
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
@@ -41,6 +47,9 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
                   "__global const acc_t* restrict span, const acc_t erel, "
                   "__global uchar* restrict flag, volatile __global int* restrict nflag, "
                   "__global int* restrict flagq, const int cap") if CHECK else "" %>\
+<% check_args += (", __global const double* restrict x64, __global const double* restrict y64, "
+                  "__global const int* restrict qpts, __global const double* restrict rshift, "
+                  "__global const double* restrict rscale, __global double* restrict resolved") if RESOLVE else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
@@ -88,9 +97,6 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
     const acc_t mu = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? num / den : (acc_t)NAN;
 % endif
     pred[((size_t)b * nt + j) * nq + q] = (real_t)mu;
-% if CHECK:
-${ck.bound()}
-% endif
 % if VARIANCE:
     /* pyEDM's Pred_Variance: weighted spread of the neighbours' targets */
     acc_t v = 0;
@@ -106,6 +112,9 @@ ${ck.bound()}
     }
 %   endfor
     var[((size_t)b * nt + j) * nq + q] = den > 0 ? (real_t)(v / den) : (real_t)NAN;
+% endif
+% if CHECK:
+${ck.bound()}
 % endif
 }
 

@@ -1,0 +1,121 @@
+## The lookup template's RESOLVE part (simplex_lookup.cl.mako; reads K, E, TAU, FMA,
+## VARIANCE from the template's context): the function `resolve` that check's bound()
+## calls for a flagged prediction.
+##
+## RESOLVE (with CHECK, KS = K + 2, fp64): a flagged prediction is redone here when the
+## float64 call's K neighbours must lie among the table's first K + 1: the (K + 2)-th
+## float32 distance less its D exceeds every first K + 1 distance plus its D (every other
+## point lies at least as far in float32: the exact distances keep that order), or the
+## table holds every admissible point. Those K + 1 candidates' distances are then computed
+## as the float64 k-NN kernel does (x64: the float64 call's series; coordinates newest
+## first, FMA as the job's, contraction off), ordered by (distance, |p - l|, l), and the
+## first K weighed as the float64 lookup does (y64: its targets, the same ldy and tshift);
+## the prediction and variance are written in the kernel's units as patch writes them
+## (rshift / rscale), and listed with its query, target and float64 values (resolved, 4
+## doubles a slot, count nflag[1]; past cap slots it stays flagged). Such a prediction is
+## not flagged: only the others are counted and redone by the host (their float64 k-NN). Near-ties at the K-th place of continuous
+## data resolve here; decimal data's wider ties may not.
+
+## the function (before the lookup kernel): 1 where prediction (b, j, q) was redone
+## from the float64 distances of the table's first K + 1 candidates, else 0
+<%def name="resolve_fn()">\
+% if RESOLVE:
+/* the float64 k-NN kernel's distance (squared) of kernel points l and p */
+inline double exact_acc(__global const double* restrict x, const int l, const int p)
+{
+    double acc = 0;
+%   for m in reversed(range(E)):
+    {
+        const double _d = x[l + ${m * TAU}] - x[p + ${m * TAU}];
+%     if FMA:
+        acc = fma(_d, _d, acc);
+%     else:
+        acc += _d * _d;
+%     endif
+    }
+%   endfor
+    return acc;
+}
+
+/* whether candidate (a, c, l) comes after (a0, c0, l0) in the k-NN kernel's order */
+inline int exact_after(const double a, const int c, const int l,
+                       const double a0, const int c0, const int l0)
+{
+    return a > a0 || (a == a0 && (c > c0 || (c == c0 && l > l0)));
+}
+
+int resolve(__global const int* restrict idx, __global const real_t* restrict dist,
+            const size_t o, const int q, const int j, const int b, const int nq, const int nt,
+            const acc_t u2, const acc_t qn2, const acc_t erel,
+            __global const double* restrict x64, __global const double* restrict y64,
+            const int ldy, const int tshift, __global const int* restrict qpts,
+            __global const double* restrict rshift, __global const double* restrict rscale,
+            __global real_t* restrict pred, __global real_t* restrict var,
+            volatile __global int* restrict nflag, __global double* restrict resolved,
+            const int cap)
+{
+    if (idx[o + K] >= 0 && idx[o + K + 1] >= 0) {
+        const acc_t db = (acc_t)dist[o + K + 1];
+        acc_t top = 0;
+        for (int i = 0; i <= K; ++i) {
+            const acc_t di = (acc_t)dist[o + i];
+            const acc_t hi = di + u2 * (qn2 + erel * di);
+            top = hi > top ? hi : top;
+        }
+        if (!(db - u2 * (qn2 + erel * db) > top))
+            return 0;  /* another point may be among the float64 call's K */
+    }
+    const int p = qpts[q];
+    double a[K + 1];
+    int li[K + 1], ci[K + 1];
+    int m = 0;
+    for (int i = 0; i <= K; ++i) {  /* insertion in the kernel's order */
+        const int l = idx[o + i];
+        if (l < 0) break;
+        const double acc = exact_acc(x64, l, p);
+        const int c = p > l ? p - l : l - p;
+        int s = m;
+        for (; s > 0 && exact_after(a[s - 1], ci[s - 1], li[s - 1], acc, c, l); --s) {
+            a[s] = a[s - 1]; ci[s] = ci[s - 1]; li[s] = li[s - 1];
+        }
+        a[s] = acc; ci[s] = c; li[s] = l;
+        ++m;
+    }
+    const int nk = m < K ? m : K;
+    /* the float64 lookup (lookup, REAL double): weights, prediction, variance */
+    const double dmin = fmax(sqrt(a[0]), 1e-6);
+    __global const double* yj = y64 + (size_t)j * ldy + tshift;
+    double num = 0, den = 0;
+    for (int i = 0; i < nk; ++i) {
+        const double w = exp(-sqrt(a[i]) / dmin);
+        num += w * yj[li[i]];
+        den += w;
+    }
+    const double mu = den > 0 ? num / den : (double)NAN;
+%   if VARIANCE:
+    double v = 0;
+    for (int i = 0; i < nk; ++i) {
+        const double w = exp(-sqrt(a[i]) / dmin);
+        const double e = yj[li[i]] - mu;
+        v += w * e * e;
+    }
+    const double v64 = den > 0 ? v / den : (double)NAN;
+%   else:
+    const double v64 = (double)NAN;
+%   endif
+    /* listed for the host (its values in data units), or left flagged past the list */
+    const int slot = atomic_inc(nflag + 1);
+    if (slot >= cap) return 0;
+    resolved[4 * (size_t)slot] = (double)q;
+    resolved[4 * (size_t)slot + 1] = (double)j;
+    resolved[4 * (size_t)slot + 2] = mu;
+    resolved[4 * (size_t)slot + 3] = v64;
+    const size_t out = ((size_t)b * nt + j) * nq + q;
+    pred[out] = (real_t)((mu - rshift[j]) / rscale[j]);
+%   if VARIANCE:
+    var[out] = (real_t)(v64 / (rscale[j] * rscale[j]));
+%   endif
+    return 1;
+}
+% endif
+</%def>
