@@ -173,20 +173,33 @@ def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     and centring keeps such values on their grid, :func:`pyedmcl._precision.prepare`)
     whose squared differences, in grid steps, sum below 2^24. Then float32 orders
     neighbours as float64 does, ties included, and only the square root rounds (weights
-    within 3e-6)."""
-    if z.size == 0 or not np.all(np.isfinite(z)):
+    within 3e-6). The grid is found on a prefix (:func:`grid_exponent`), then checked on
+    all values; the range test grows with ``m``, so it is taken at that grid alone."""
+    if z.size == 0:
         return False
     lo, hi = float(np.min(z)), float(np.max(z))
-    head = np.ravel(z)[:1024]  # the grid is found on a prefix, then checked on all
-    for m in range(13):
-        step = 2.0 ** m
-        if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
-            return False
-        g = head * step
-        if np.all(g == np.round(g)):
-            g = z * step
-            return bool(np.all(g == np.round(g)))
-    return False
+    if not (np.isfinite(lo) and np.isfinite(hi)):  # (min and max carry a NaN)
+        return False
+    m = grid_exponent(np.ravel(z)[:1024])
+    if m > 12:
+        return False
+    step = 2.0 ** m
+    if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
+        return False
+    g = z * step
+    return bool(np.all(g == np.round(g)))
+
+
+def grid_exponent(v: np.ndarray) -> int:
+    """The least ``m >= 0`` for which every value of ``v`` (finite, non-empty) times
+    ``2^m`` is an integer (up to 1075 for the smallest subnormals): from each value's
+    lowest set bit, ``v = M 2^(e - 53)`` with ``M`` an integer below 2^53."""
+    mant, ex = np.frexp(np.asarray(v, np.float64))
+    M = (mant * 2.0 ** 53).astype(np.int64)
+    low = (M & -M).astype(np.float64)  # the lowest set bit of |M| (0 where v is 0)
+    tz = np.frexp(low)[1] - 1
+    need = np.where(M == 0, 0, 53 - ex.astype(np.int64) - tz)
+    return max(0, int(need.max()))
 
 
 def on_decimal_grid(x: np.ndarray, places: int = DECIMAL_PLACES) -> bool:

@@ -311,7 +311,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     check = (row_check(plan, ser.xz, ser.yz, nb.exact) if ser.dt == np.float32
              and ser.xs is not None and ser.y is not None else None)
     if (check is not None and not return_device and ser.be.info.fp64
-            and on_decimal_grid(ser.xs)
+            and plan.pred_times.size >= SAMPLE_FROM and on_decimal_grid(ser.xs)
             and sampled_flag_fraction(data, plan, check, nb) > MOSTLY_FLAGGED):
         # most rows would be redone (ties of decimal data): float64 from the start; other
         # data take no sample (a k-NN pass and a wait): the count comes with the skill
