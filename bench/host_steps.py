@@ -10,8 +10,9 @@ disturbed by other work on a shared machine).
 
 ``--gpu-path``: on a CPU device, take the steps a GPU takes where they differ only in
 host work: the float64 redo of float32 Simplex enqueued behind the checked lookup
-(:data:`pyedmcl.edm.row_redo.ENQUEUE_ON`) and the widened k-NN table's tuning lookup
-(:func:`pyedmcl.primitives.knn.widened_params`).
+(:data:`pyedmcl.edm.row_redo.ENQUEUE_ON`), uploads beside a running kernel through a
+queue of their own (:data:`clkernels.backends.pyopencl_backend.UPLOAD_ASIDE_ON`) and the
+widened k-NN table's tuning lookup (:func:`pyedmcl.primitives.knn.widened_params`).
 
 Run:  python bench/host_steps.py --job simplex --L 5000 --E 12 --tau 3 --gpu-path
       python bench/host_steps.py --job smap --L 2000 --E 8 --theta 3
@@ -143,7 +144,7 @@ def main() -> None:
             with row_check.unchecked():
                 pe.simplex(x, E=a.E, tau=a.tau, device=a.device)
         calls["unchecked"] = unchecked
-        print(f"flagged rows: {row_check and _flagged(x, a)}; redo enqueued on "
+        print(f"flagged rows: {_flagged(x, a)}; redo enqueued on "
               f"{row_redo.ENQUEUE_ON}")
     else:
         calls = {"smap": lambda: pe.smap(x, E=a.E, tau=a.tau, theta=a.theta, device=a.device)}
@@ -165,11 +166,15 @@ def _flagged(x: np.ndarray, a) -> int:
 def _gpu_path() -> None:
     """The GPU's host steps on a CPU device: the enqueued redo, the widened table's
     tuning lookup (its parameters: the base table's bucket)."""
+    from clkernels.backends import pyopencl_backend as P
     from pyedmcl.edm import row_redo
     from pyedmcl.kernels.knn import KNN, is_contiguous
     from pyedmcl.primitives import knn as K
 
     row_redo.ENQUEUE_ON = ("gpu", "cpu")
+    # uploads beside a running kernel through a queue of their own, as on GPUs (on a CPU
+    # runtime an upload's array waits for the kernels queued before it when dropped)
+    P.UPLOAD_ASIDE_ON = ("gpu", "cpu")
 
     def widened(be, *, E, tau, k, qpts, lpts, base_k, metric="euclidean", real="float", nc=1):
         lp = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)

@@ -71,13 +71,14 @@ def point_norms(sq: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndar
     inside the bound's factor of two."""
     t = abs(tau)
     sq = np.asarray(sq, np.float64)
-    p = np.asarray(points, np.int64)
-    if p.size and p[-1] - p[0] == p.size - 1 and E <= SLICE_SUM_MAX_E:
+    p = np.asarray(points)
+    if p.size and int(p[-1]) - int(p[0]) == p.size - 1 and E <= SLICE_SUM_MAX_E:
         a, b = int(p[0]), int(p[-1]) + 1
         d = sq[a:b].copy()
         for k in range(1, E):
             d += sq[a + k * t:b + k * t]
-        return np.sqrt(d)
+        return np.sqrt(d, out=d)  # in place: no second array of the queries' size
+    p = p.astype(np.int64)
     if t == 1:
         c = np.empty(sq.size + 1)
         c[0] = 0.0
@@ -90,7 +91,7 @@ def point_norms(sq: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndar
         np.cumsum(c, axis=0, out=c)
         r, i = p % t, p // t
         d = c[i + E, r] - c[i, r]
-    return np.sqrt(np.maximum(d, 0.0))
+    return np.sqrt(np.maximum(d, 0.0, out=d), out=d)
 
 
 _ENABLED = [True]
