@@ -186,6 +186,12 @@ def _embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
     ``(L, m)`` state space in pyEDM's Embed order (every column at lag 0, then lag 1, ...)."""
     if x.ndim == 2:
         return np.stack([x[t - k * tau, c] for k in range(E) for c in range(x.shape[1])], axis=1)
+    t = np.asarray(t)
+    if t.size > 1 and int(t[-1]) - int(t[0]) == t.size - 1 and np.all(np.diff(t) == 1):
+        a, b = int(t[0]), int(t[-1]) + 1  # a run of rows inside x: slices, no index arrays
+        span = (E - 1) * tau
+        if min(a, a - span) >= 0 and max(b, b - span) <= x.shape[0]:
+            return np.stack([x[a - k * tau:b - k * tau] for k in range(E)], axis=1)
     return np.stack([x[t - k * tau] for k in range(E)], axis=1)
 
 
@@ -382,7 +388,11 @@ def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
     y = filled(y, 0)  # NaN targets: rows the host solves (pyEDM's rule); never on the device
     if x.ndim == 2:  # a state space: columns centred, not scaled (distances across columns)
         return _state_inputs(x, y, ridge, dt, accumulate, info)
-    prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
+    if y is x:  # x predicts itself: standardised (and its merges checked) once
+        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map")
+        prep.series, prep.affine = prep.series * 2, prep.affine * 2
+    else:
+        prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
     if prep.dtype != dt:  # a switch to float64 needs float64 accumulation
         dt, accumulate = prep.dtype, "double"
     (xs, ys), (fx, fy) = prep.series, prep.affine
@@ -473,7 +483,8 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
     blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
                          what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
                          nbytes=lambda m: n_theta * m * (E + 1) * np.dtype(acc).itemsize)
-    pred, coef, var, status = (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4))
+    pred, coef, var, status = (blocks[0][:4] if len(blocks) == 1 else
+                               (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4)))
     # back from coordinates centred on the prediction point (and the target mean)
     XP = _embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"])
     pred += ymean
