@@ -52,6 +52,7 @@ fits. pyEDM has no such option; ``ridge=0`` reproduces pyEDM.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -338,7 +339,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
     be = get_backend(device, backend)
-    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info)
+    # float32's merge check runs beside the device's work (its verdict asked below)
+    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info, deferred=True)
     R = int(exclusion_radius)
     # neighbour tables and the host fallback rows (minimum-norm SVD, which is not
     # affine-invariant) use the data as given, as pyEDM does
@@ -349,6 +351,11 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         params = SMAP.params_for(be, spec, lib_t.size)
     pred, coef, var, status, kernel_s = _solve_on_device(
         be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None)
+    if not k.float32_holds():  # warned: the call as it runs in float64
+        return smap_core(x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=thetas, knn=knn,
+                         exclusion_radius=exclusion_radius, ridge=ridge, dtype=np.float64,
+                         device=be, backend=None, params=params, accumulate="double",
+                         timing=timing, observed_ok=observed_ok)
     if timing is not None:
         timing["kernel_s"] = kernel_s
         timing["params"] = dict(params)
@@ -380,19 +387,26 @@ class _KernelInputs:
     dtype: np.dtype
     acc: str
     ridge: float
+    #: the verdict of a deferred float32 merge check (:meth:`.Prepared.float32_holds`:
+    #: False after warning that the call runs in float64); True where none was deferred
+    float32_holds: Callable[[], bool] = lambda: True
 
 
-def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
+def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool = False
+                   ) -> _KernelInputs:
+    """``deferred``: a 1-D series' float32 merge check runs in the background (the caller
+    asks :attr:`_KernelInputs.float32_holds` before it returns anything)."""
     dt = check_dtype(np.float32 if dtype is None else dtype, info)
     accumulate = accumulation(info, accumulate)
     y = filled(y, 0)  # NaN targets: rows the host solves (pyEDM's rule); never on the device
     if x.ndim == 2:  # a state space: columns centred, not scaled (distances across columns)
         return _state_inputs(x, y, ridge, dt, accumulate, info)
     if y is x:  # x predicts itself: standardised (and its merges checked) once
-        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map")
+        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map", deferred=deferred)
         prep.series, prep.affine = prep.series * 2, prep.affine * 2
     else:
-        prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
+        prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map",
+                       deferred=deferred)
     if prep.dtype != dt:  # a switch to float64 needs float64 accumulation
         dt, accumulate = prep.dtype, "double"
     (xs, ys), (fx, fy) = prep.series, prep.affine
@@ -400,7 +414,7 @@ def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
     ridge = ridge / float(fx.scale[0]) ** 2
     if acc_dtype(accumulate) == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
-    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge)
+    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge, prep.float32_holds)
 
 
 def _state_inputs(x, y, ridge, dt, accumulate, info) -> _KernelInputs:
