@@ -212,11 +212,10 @@ def on_decimal_grid(x: np.ndarray, places: int = DECIMAL_PLACES) -> bool:
     head = np.asarray(x, np.float64).ravel()[:1024]
     if head.size == 0 or not np.all(np.isfinite(head)):
         return False
-    for m in range(places + 1):
-        g = head * 10.0 ** m
-        if np.all(np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))):
-            return True
-    return False
+    # every number of places at once: row m holds the values times 10^m
+    g = head * np.array([10.0 ** m for m in range(places + 1)])[:, None]
+    near = np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))
+    return bool(near.all(axis=1).any())
 
 
 def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:
