@@ -176,7 +176,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             f = None
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
-            qnorm = be.to_device_aside(check.qnorm[q0:q1])
+            qnorm = be.to_device_aside(check.qnorm[q0:q1], copy=False)  # (never changed)
             redo = row_redo.applies(be, check.redo, q1 - q0 == qpts.size)
             # with the redo behind it: every launch prepared now, enqueued in one burst
             rec = Recorder(be) if redo else be
