@@ -519,7 +519,7 @@ def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
         mxv = np.tile(k.fx.shift, lags)
         coef = np.concatenate([(my + sy * coef[:, :, :1]) - (slopes * mxv).sum(axis=2, keepdims=True),
                                slopes], axis=2)
-        return pred * sy + my, coef, var * sy ** 2
+        return _scaled(pred, var, sy, my), coef, var
     sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
     # y' = C0' + sum_k C'_k x'_k gives y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx),
     # i.e. C_k = (sy/sx) C'_k and C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my;
@@ -527,7 +527,16 @@ def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
     slopes = coef[:, :, 1:] * (sy / sx)
     coef = np.concatenate([(my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True),
                            slopes], axis=2)
-    return pred * sy + my, coef, var * sy ** 2
+    return _scaled(pred, var, sy, my), coef, var
+
+
+def _scaled(pred: np.ndarray, var: np.ndarray, sy: float, my: float) -> np.ndarray:
+    """``pred * sy + my`` and ``var * sy ** 2`` in place (the arrays are the call's own):
+    the same operations, no new arrays. Returns ``pred``."""
+    pred *= sy
+    pred += my
+    var *= sy ** 2
+    return pred
 
 
 def _host_fallback(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,
