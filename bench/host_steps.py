@@ -56,9 +56,9 @@ def record(fn) -> list[tuple[str, float]]:
         mark(f"upload {np.asarray(array).nbytes} B")
         return saved["to_device"](self, array)
 
-    def to_device_aside(self, array):
+    def to_device_aside(self, array, **kw):
         mark(f"upload {np.asarray(array).nbytes} B (aside)")
-        return saved["to_device_aside"](self, array)
+        return saved["to_device_aside"](self, array, **kw)
 
     def to_host(self, array):
         mark(f"read {getattr(array, 'nbytes', 0)} B: wait")
