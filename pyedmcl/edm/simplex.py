@@ -151,8 +151,9 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     (:mod:`.row_check`; their count and list come back with the skill); else None. Where
     the float64 redo is enqueued behind the checked lookup (:mod:`.row_redo`), the host
     work of both is done while the k-NN kernel runs and their launches are enqueued in
-    one burst (:class:`clkernels.recording.Recorder`). ``device_out``: a list that receives the
-    device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the redo).
+    one burst (:class:`clkernels.recording.Recorder`). ``device_out``: a list that
+    receives the device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the
+    redo).
     """
     be = data.be
     qpts = plan.pred_points
