@@ -66,19 +66,31 @@ class Verdict:
 
 
 def build_env() -> dict[str, str]:
-    """The environment variables that can change how a kernel builds."""
+    """The environment variables that can change how a kernel builds (the names picked
+    first, so only their values are read: every call that selects a device asks)."""
     names = (*_ENV_NAMES, settings.env_name("BUILD_OPTIONS"))
-    return {k: v for k, v in sorted(os.environ.items())
-            if (k.startswith(_ENV_PREFIXES) or k in names) and k not in _ENV_IGNORED}
+    env = os.environ
+    return {k: env[k] for k in sorted(k for k in env
+                                      if (k.startswith(_ENV_PREFIXES) or k in names)
+                                      and k not in _ENV_IGNORED)}
+
+
+#: probe keys by their inputs (the build environment's items among them)
+_keys: dict[tuple, str] = {}
 
 
 def probe_key(fingerprint: str, platform_name: str, options: tuple[str, ...]) -> str:
     """The verdict's cache key: device, build options, build environment."""
     import pyopencl
 
-    blob = json.dumps([PROBE_VERSION, fingerprint, platform_name, list(options),
-                       build_env(), pyopencl.VERSION_TEXT])
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+    env = build_env()
+    memo = (fingerprint, platform_name, tuple(options), tuple(env.items()))
+    key = _keys.get(memo)
+    if key is None:
+        blob = json.dumps([PROBE_VERSION, fingerprint, platform_name, list(options), env,
+                           pyopencl.VERSION_TEXT])
+        key = _keys[memo] = hashlib.sha256(blob.encode()).hexdigest()[:32]
+    return key
 
 
 _verdicts: dict[str, Verdict] = {}

@@ -1,4 +1,5 @@
-"""Bound launches (``Backend.bind`` / ``Backend.launch_bound``) and RQA's use of them.
+"""Bound launches (``Backend.bind`` / ``Backend.launch_bound``), recorded ones
+(:class:`clkernels.recording.Recorder`) and RQA's use of them.
 
 A bound kernel launched with some arguments changed runs exactly as ``launch`` with the
 full argument list; the change holds for that launch only. RQA's D&R runner binds each
@@ -13,6 +14,7 @@ import importlib
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from conftest import CPU_DEVICE
 
 import pyedmcl as pe
@@ -73,6 +75,28 @@ def test_base_bound_launch_passes_the_arguments():
     Backend.launch_bound(be, bound, (8,), (4,), {1: 5}, stream=1, wait_for=["e"])
     Backend.launch_bound(be, bound, (8,), (4,))
     assert seen == [("k", (8,), (1, 5, 3), 1, ["e"]), ("k", (8,), (1, 2, 3), 0, None)]
+
+
+def test_recorded_launches_run_at_replay_in_order(device):
+    """A :class:`~clkernels.recording.Recorder` enqueues nothing while it records (the
+    buffer is still as uploaded), then its launches in their order (the second writes
+    over the first); reads are refused while recording; other calls are the backend's."""
+    from clkernels.recording import Recorder
+
+    be = get_backend(device)
+    a = be.to_device(np.arange(40, dtype=np.float32))
+    idx = be.to_device(np.array([3, -1, 7, 0], np.int32))
+    out = be.to_device(np.zeros((2, 4), np.float32))
+    rec = Recorder(be)
+    k = rec.kernel(*gather_request(np.float32))
+    rec.launch(k, (4, 2), (1, 1), a, np.uint32(10), idx, np.uint32(4), np.float32(-5.0), out)
+    rec.launch(k, (4, 1), (1, 1), a, np.uint32(20), idx, np.uint32(4), np.float32(9.0), out)
+    with pytest.raises(RuntimeError, match="replay"):
+        rec.to_host(out)
+    assert len(rec) == 2 and rec.info is be.info
+    np.testing.assert_array_equal(be.to_host(out), np.zeros((2, 4)))
+    assert len(rec.replay()) == 2 and len(rec) == 0
+    np.testing.assert_array_equal(be.to_host(out), [[3, 9, 7, 0], [13, -5, 17, 10]])
 
 
 def _series(n: int = 700) -> np.ndarray:

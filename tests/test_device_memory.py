@@ -369,18 +369,20 @@ def test_rqa_shared_bits_fall_back(be, monkeypatch, caplog):
         np.testing.assert_array_equal(getattr(got, key), getattr(ref, key), err_msg=key)
 
 
-def _check_upload(device, upload: str, shape, dtype) -> None:
-    """``upload`` (a Backend method) holds the values with the shape and dtype given, a
-    change to the host array afterwards does not reach it, and a kernel queued right
-    after reads it (a gather of every element)."""
+def _check_upload(device, upload: str, shape, dtype, **kw) -> None:
+    """``upload`` (a Backend method, keywords ``kw``) holds the values with the shape and
+    dtype given, a change to the host array afterwards does not reach it (unless
+    ``copy=False``: then the array is left as it is), and a kernel queued right after
+    reads it (a gather of every element)."""
     from clkernels import get_backend
     from clkernels.arrays import gather
 
     be = get_backend(device)
     a = np.array(np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) + 1)
     want = a.copy()
-    d = getattr(be, upload)(a)
-    a[...] = -1
+    d = getattr(be, upload)(a, **kw)
+    if kw.get("copy", True):
+        a[...] = -1
     assert d.shape == shape and d.dtype == np.dtype(dtype)
     if a.size:
         idx = be.to_device(np.arange(a.size, dtype=np.int32))
@@ -403,3 +405,17 @@ def test_uploads_are_copies_the_device_sees(device, shape, dtype):
 def test_uploads_aside_are_copies_the_device_sees(device, shape, dtype):
     """``to_device_aside`` (on GPUs through another queue, queue 0 waiting with a barrier)."""
     _check_upload(device, "to_device_aside", shape, dtype)
+
+
+@pytest.mark.parametrize("shape, dtype", [((0,), np.int32), ((3, 5), np.float32),
+                                          ((300000,), np.float64)])
+@pytest.mark.parametrize("own_queue", [False, True])
+def test_uploads_aside_without_a_copy_the_device_sees(device, shape, dtype, own_queue,
+                                                      monkeypatch):
+    """``to_device_aside(copy=False)``: the transfer reads the caller's array itself,
+    through the queue of its own (``own_queue``: on any device) or as ``to_device``."""
+    from clkernels.backends import pyopencl_backend as P
+
+    if own_queue:
+        monkeypatch.setattr(P, "UPLOAD_ASIDE_ON", ("gpu", "cpu"))
+    _check_upload(device, "to_device_aside", shape, dtype, copy=False)

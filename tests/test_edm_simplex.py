@@ -340,7 +340,8 @@ def test_repeated_call_uploads_only_its_series(monkeypatch):
     uploads = []
     for name in ("to_device", "to_device_aside"):
         real = getattr(be, name)
-        monkeypatch.setattr(be, name, lambda a, real=real: uploads.append(a.shape) or real(a))
+        monkeypatch.setattr(be, name, lambda a, real=real, **kw: uploads.append(a.shape)
+                            or real(a, **kw))
     again = pe.simplex(x, E=3, device=be)
     assert sorted(uploads) == [(1,), (1,), (1,), (1,), (2,), (498,), (500,), (500,)]
     np.testing.assert_array_equal(again.predicted, first.predicted)

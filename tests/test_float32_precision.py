@@ -215,6 +215,25 @@ def test_warning_when_float32_would_merge_values(device):
         pe.simplex(x, E=2, dtype="float64", device=device)
 
 
+@pytest.mark.parametrize("target", ["self", "other"])
+def test_smap_checks_float32_beside_the_device_work(device, target):
+    """smap() runs float32 while the merge check sorts the series; where it fails (x, or
+    a target float32 cannot hold), one warning naming the series and the float64
+    results, bit for bit; a series float32 holds gives no warning."""
+    bad, ok = _clustered(), logistic_map(200)
+    x, y, name = (bad, None, "x") if target == "self" else (ok, bad, "target")
+    kw = dict(E=2, theta=2.0, device=device)
+    with pytest.warns(PrecisionWarning, match=f"{name}: .*float64") as rec:
+        got = pe.smap(x, y, **kw)
+    assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
+    ref = pe.smap(x, y, dtype="float64", **kw)
+    for f in ("predicted", "coefficients", "variance", "rho", "mae", "rmse"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        pe.smap(ok, **kw)
+
+
 @pytest.mark.parametrize("polls", [0, 3, None], ids=["first", "during", "after"])
 def test_rqa_checks_float32_beside_the_device_work(device, polls, monkeypatch):
     """rqa() runs float32 while the merge check sorts the series. Where the check fails

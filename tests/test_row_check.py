@@ -264,6 +264,86 @@ def test_binary_grid_data_are_exact(device, monkeypatch):
     assert np.nanmax(np.abs(r32.predicted - r64.predicted)) <= 1e-6 * np.std(x)
 
 
+def _grid_loop(z, coords):
+    """The binary-grid test as a plain loop over the grids 2^-m, m = 0 .. 12 (the
+    definition :func:`row_check.exact_in_float32` computes from each value's lowest bit)."""
+    if z.size == 0 or not np.all(np.isfinite(z)):
+        return False
+    lo, hi = float(np.min(z)), float(np.max(z))
+    head = np.ravel(z)[:1024]
+    for m in range(13):
+        step = 2.0 ** m
+        if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
+            return False
+        g = head * step
+        if np.all(g == np.round(g)):
+            g = z * step
+            return bool(np.all(g == np.round(g)))
+    return False
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31))
+def test_binary_grid_test_equals_the_loop_over_grids(seed):
+    """The grid found from each value's lowest set bit gives the loop's verdict on grids
+    of 2^-m (m up to 15, so some beyond the test's 12), integers, zeros, mixed signs,
+    values off the grid past the prefix, non-finite values, subnormals, float32 and
+    2-D data."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        m, size = int(rng.integers(0, 16)), int(rng.integers(1, 2000))
+        z = np.round(rng.standard_normal(size) * 2.0 ** int(rng.integers(-3, 14))) / 2.0 ** m
+        kind = int(rng.integers(0, 7))
+        if kind == 1 and size > 1100:
+            z[int(rng.integers(1024, size))] += 2.0 ** -20
+        elif kind == 2:
+            z[int(rng.integers(0, size))] = (np.nan, np.inf, -np.inf)[int(rng.integers(0, 3))]
+        elif kind == 3:
+            z = z * 0.0
+        elif kind == 4:
+            z = rng.standard_normal(size)
+        elif kind == 5:
+            z = np.concatenate([z, [5e-324, 1e-310]])
+        elif kind == 6:
+            z = np.repeat(z[:, None], 2, axis=1)
+        if rng.integers(0, 4) == 0:
+            z = z.astype(np.float32)
+        coords = int(rng.integers(1, 40))
+        assert row_check.exact_in_float32(z, coords) == _grid_loop(z, coords), (kind, m, coords)
+
+
+def _decimal_loop(x, places):
+    """The decimal-grid test as a plain loop over 0 .. ``places`` places."""
+    head = np.asarray(x, np.float64).ravel()[:1024]
+    if head.size == 0 or not np.all(np.isfinite(head)):
+        return False
+    for m in range(places + 1):
+        g = head * 10.0 ** m
+        if np.all(np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))):
+            return True
+    return False
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31))
+def test_decimal_grid_test_equals_the_loop_over_places(seed):
+    """Every number of places tested at once gives the loop's verdict: decimals of up to
+    7 places at magnitudes 1e-3 .. 1e7, a value off the grid, NaN, thirds, no values."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        m, size = int(rng.integers(0, 8)), int(rng.integers(0, 1500))
+        x = np.round(rng.standard_normal(size) * 10.0 ** int(rng.integers(-3, 8)), m)
+        kind = int(rng.integers(0, 4))
+        if kind == 1 and size:
+            x[int(rng.integers(0, size))] += 1e-7
+        elif kind == 2 and size:
+            x[int(rng.integers(0, size))] = np.nan
+        elif kind == 3:
+            x = np.round(x * 3) / 3
+        places = int(rng.integers(0, 6))
+        assert row_check.on_decimal_grid(x, places) == _decimal_loop(x, places), (m, kind)
+
+
 def test_mostly_flagged_calls_run_in_float64_from_the_start(device, monkeypatch):
     """Where a sample says most rows would be redone (ties of one-decimal data), the call
     is the float64 one, without a float32 pass and a redo of most of it; data off a

@@ -251,11 +251,13 @@ class Backend(abc.ABC):
     def to_device(self, array: np.ndarray) -> Any:
         """Copy a host array to a new device array."""
 
-    def to_device_aside(self, array: np.ndarray) -> Any:
+    def to_device_aside(self, array: np.ndarray, *, copy: bool = True) -> Any:
         """:meth:`to_device` for an upload enqueued while a long kernel runs: where a
         runtime would hold the host at the upload until the queue drains, a backend
         copies through another queue instead (the PyOpenCL backend); here the same as
-        :meth:`to_device`."""
+        :meth:`to_device`. ``copy`` False: a backend may transfer from ``array`` itself
+        (no private copy first); the caller leaves it unchanged until the queue has
+        passed the upload."""
         return self.to_device(array)
 
     @abc.abstractmethod

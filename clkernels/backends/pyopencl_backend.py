@@ -389,9 +389,9 @@ class PyOpenCLBackend(Backend):
     def to_device(self, array: np.ndarray) -> cla.Array:
         return self._upload(array)
 
-    def _upload(self, array: np.ndarray) -> cla.Array:
+    def _upload(self, array: np.ndarray, copy: bool = True) -> cla.Array:
         """:meth:`to_device`'s copy (also :meth:`to_device_aside`'s where it takes no
-        queue of its own)."""
+        queue of its own; ``copy``: as there)."""
         a = np.asarray(array)
         self.check_alloc(a.shape, a.dtype)
         if 0 < a.nbytes <= CREATE_UPLOAD_BYTES:
@@ -406,11 +406,12 @@ class PyOpenCLBackend(Backend):
             # transfer reads a private copy (the caller may reuse its array at once),
             # which pyopencl's transfer event keeps alive until the copy is done; later
             # commands of this in-order queue see the data
-            return cla.to_device(self.queue, np.array(a, order="C", copy=True),
+            return cla.to_device(self.queue, np.array(a, order="C", copy=True) if copy
+                                 else np.ascontiguousarray(a),
                                  allocator=self.allocator, async_=True)
         return cla.to_device(self.queue, np.ascontiguousarray(a), allocator=self.allocator)
 
-    def to_device_aside(self, array: np.ndarray) -> cla.Array:
+    def to_device_aside(self, array: np.ndarray, *, copy: bool = True) -> cla.Array:
         """:meth:`to_device` through a queue of its own, queue 0 waiting for the copy
         with a barrier: while a kernel runs, NVIDIA's runtime holds the host at any
         upload to it (a queued write from pageable memory, a buffer made with its data
@@ -418,10 +419,13 @@ class PyOpenCLBackend(Backend):
         the work behind a long kernel is enqueued only after it; through the other
         queue the copy runs beside the kernel and the host goes on (decision 0129).
         Only on the device kinds of :data:`UPLOAD_ASIDE_ON`; elsewhere :meth:`to_device`
-        (see there)."""
+        (see there). ``copy`` False: the transfer reads ``array`` itself, not a private
+        copy made first, and the caller leaves it unchanged until the queue has passed
+        the upload (a call that waits for results computed from it)."""
         if ("gpu" if self.info.is_gpu else "cpu") not in UPLOAD_ASIDE_ON:
-            return self._upload(array)
-        a = np.array(array, order="C", copy=True)  # the copy reads a private array
+            return self._upload(array, copy)
+        # the transfer reads a private array (the caller's own where ``copy`` is False)
+        a = np.array(array, order="C", copy=True) if copy else np.ascontiguousarray(array)
         self.check_alloc(a.shape, a.dtype)
         out = cla.empty(self.queue, a.shape, a.dtype, allocator=self.allocator)
         if a.nbytes:
@@ -430,7 +434,7 @@ class PyOpenCLBackend(Backend):
             ev = cl.enqueue_copy(self._upload_queue, out.data, a, is_blocking=False)
             self._upload_queue.flush()
             cl.enqueue_barrier(self.queue, wait_for=[ev])
-            self._aside.append(ev)  # the event holds the private array until it ends
+            self._aside.append(ev)  # the event holds the host array until it ends
             if len(self._aside) > 64:
                 self._aside = [e for e in self._aside
                                if e.command_execution_status != cl.command_execution_status.COMPLETE]

@@ -81,13 +81,14 @@ def point_norms(sq: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndar
     inside the bound's factor of two."""
     t = abs(tau)
     sq = np.asarray(sq, np.float64)
-    p = np.asarray(points, np.int64)
-    if p.size and p[-1] - p[0] == p.size - 1 and E <= SLICE_SUM_MAX_E:
+    p = np.asarray(points)
+    if p.size and int(p[-1]) - int(p[0]) == p.size - 1 and E <= SLICE_SUM_MAX_E:
         a, b = int(p[0]), int(p[-1]) + 1
         d = sq[a:b].copy()
         for k in range(1, E):
             d += sq[a + k * t:b + k * t]
-        return np.sqrt(d)
+        return np.sqrt(d, out=d)  # in place: no second array of the queries' size
+    p = p.astype(np.int64)
     if t == 1:
         c = np.empty(sq.size + 1)
         c[0] = 0.0
@@ -100,7 +101,7 @@ def point_norms(sq: np.ndarray, points: np.ndarray, E: int, tau: int) -> np.ndar
         np.cumsum(c, axis=0, out=c)
         r, i = p % t, p // t
         d = c[i + E, r] - c[i, r]
-    return np.sqrt(np.maximum(d, 0.0))
+    return np.sqrt(np.maximum(d, 0.0, out=d), out=d)
 
 
 _ENABLED = [True]
@@ -205,20 +206,33 @@ def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     and centring keeps such values on their grid, :func:`pyedmcl._precision.prepare`)
     whose squared differences, in grid steps, sum below 2^24. Then float32 orders
     neighbours as float64 does, ties included, and only the square root rounds (weights
-    within 3e-6)."""
-    if z.size == 0 or not np.all(np.isfinite(z)):
+    within 3e-6). The grid is found on a prefix (:func:`grid_exponent`), then checked on
+    all values; the range test grows with ``m``, so it is taken at that grid alone."""
+    if z.size == 0:
         return False
     lo, hi = float(np.min(z)), float(np.max(z))
-    head = np.ravel(z)[:1024]  # the grid is found on a prefix, then checked on all
-    for m in range(13):
-        step = 2.0 ** m
-        if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
-            return False
-        g = head * step
-        if np.all(g == np.round(g)):
-            g = z * step
-            return bool(np.all(g == np.round(g)))
-    return False
+    if not (np.isfinite(lo) and np.isfinite(hi)):  # (min and max carry a NaN)
+        return False
+    m = grid_exponent(np.ravel(z)[:1024])
+    if m > 12:
+        return False
+    step = 2.0 ** m
+    if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
+        return False
+    g = z * step
+    return bool(np.all(g == np.round(g)))
+
+
+def grid_exponent(v: np.ndarray) -> int:
+    """The least ``m >= 0`` for which every value of ``v`` (finite, non-empty) times
+    ``2^m`` is an integer (up to 1075 for the smallest subnormals): from each value's
+    lowest set bit, ``v = M 2^(e - 53)`` with ``M`` an integer below 2^53."""
+    mant, ex = np.frexp(np.asarray(v, np.float64))
+    M = (mant * 2.0 ** 53).astype(np.int64)
+    low = (M & -M).astype(np.float64)  # the lowest set bit of |M| (0 where v is 0)
+    tz = np.frexp(low)[1] - 1
+    need = np.where(M == 0, 0, 53 - ex.astype(np.int64) - tz)
+    return max(0, int(need.max()))
 
 
 def on_decimal_grid(x: np.ndarray, places: int = DECIMAL_PLACES) -> bool:
@@ -230,11 +244,10 @@ def on_decimal_grid(x: np.ndarray, places: int = DECIMAL_PLACES) -> bool:
     head = np.asarray(x, np.float64).ravel()[:1024]
     if head.size == 0 or not np.all(np.isfinite(head)):
         return False
-    for m in range(places + 1):
-        g = head * 10.0 ** m
-        if np.all(np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))):
-            return True
-    return False
+    # every number of places at once: row m holds the values times 10^m
+    g = head * np.array([10.0 ** m for m in range(places + 1)])[:, None]
+    near = np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))
+    return bool(near.all(axis=1).any())
 
 
 def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:

@@ -152,10 +152,11 @@ def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev:
     x, y = redo.x, redo.y
     nq = plan.pred_points.size
     slots = int(min(REDO_SLOTS, checked.flagq.size))
-    xd = be.to_device_aside(np.ascontiguousarray(x, np.float64))
+    # (the series stay unchanged until the call has its results: no private copies)
+    xd = be.to_device_aside(np.ascontiguousarray(x, np.float64), copy=False)
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
             and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
-    yd = xd if same else be.to_device_aside(np.ascontiguousarray(y, np.float64))
+    yd = xd if same else be.to_device_aside(np.ascontiguousarray(y, np.float64), copy=False)
     qsel, rsel = be.empty(slots, np.int32), be.empty(slots, np.int32)
     sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
     sc = be.to_device_aside(np.asarray(redo.scale, np.float64))

@@ -18,6 +18,7 @@ import numpy as np
 
 from clkernels import Backend, run_blocked
 from clkernels.arrays import affine_rows, gather
+from clkernels.recording import Recorder
 
 from .._deprecation import renamed_keywords
 from .._precision import Affine, prepare
@@ -155,10 +156,11 @@ def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
     def inputs(q0: int, q1: int, q_dev) -> ResolveInputs:
         if not up:
             x, y = redo.x, redo.y
-            x64 = be.to_device_aside(np.ascontiguousarray(x, np.float64))
+            x64 = be.to_device_aside(np.ascontiguousarray(x, np.float64), copy=False)
             same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
                     and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
-            y64 = x64 if same else be.to_device_aside(np.ascontiguousarray(y, np.float64))
+            y64 = x64 if same else be.to_device_aside(np.ascontiguousarray(y, np.float64),
+                                                      copy=False)
             sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
             sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
             hold(be, x64, y64, sh, sc)
@@ -180,12 +182,16 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
 
     ``pred``/``var`` are host arrays ``(nt, nq)`` when ``predictions`` (else None);
     with ``keep_device`` they are the device arrays ``(1, nt, nq)`` (no read back).
-    ``while_busy`` runs on the host once everything is enqueued, before the first
-    wait for the device (host work that then overlaps the kernels). ``check`` (float32
-    Simplex): the lookup also bounds each prediction's float32 error, and ``rows`` are
-    the queries of those beyond the tolerance (:mod:`.row_check`; their count and list
-    come back with the skill); else None. ``device_out``: a list that receives the
-    device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the redo).
+    ``while_busy`` runs on the host once every kernel and the large reads are
+    enqueued, before the first wait for the device (host work that then overlaps the
+    kernels). ``check`` (float32 Simplex): the lookup also bounds each prediction's
+    float32 error, and ``rows`` are the queries of those beyond the tolerance
+    (:mod:`.row_check`; their count and list come back with the skill); else None. Where
+    the float64 redo is enqueued behind the checked lookup (:mod:`.row_redo`), the host
+    work of both is done while the k-NN kernel runs and their launches are enqueued in
+    one burst (:class:`clkernels.recording.Recorder`). ``device_out``: a list that
+    receives the device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the
+    redo).
     """
     be = data.be
     qpts = plan.pred_points
@@ -210,31 +216,36 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             f = None
         else:  # the check's host work runs while the k-NN kernel does
             thr, span = check.device_targets(be)
+            qnorm = be.to_device_aside(check.qnorm[q0:q1], copy=False)  # (never changed)
             res = None if resolver is None else resolver(q0, q1, q_dev)
-            c = lookup_checked(be, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                               be.to_device_aside(check.qnorm[q0:q1]), thr, span, check.E,
-                               variance=variance, resolve=res)
-            check.checked.append((q0, c))
-            p, v = c.pred, c.var
-            if res is None and row_redo.applies(be, check.redo, q1 - q0 == qpts.size):
-                check.enqueued = row_redo.enqueue_redo(be, plan, check.redo, c, q_dev, l_dev)
-            f = c.rows_reader(be)  # its reads behind the redo: the redo's kernels go first
+            # the lookup redoes most flagged rows itself; else (no fp64, state spaces) the
+            # float64 redo goes behind it: every launch prepared now, enqueued in one burst
+            redo = res is None and row_redo.applies(be, check.redo, q1 - q0 == qpts.size)
+            rec = Recorder(be) if redo else be
+            f = lookup_checked(rec, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
+                               qnorm, thr, span, check.E, variance=variance, resolve=res)
+            check.checked.append((q0, f))
+            p, v = f.pred, f.var
+            if redo:
+                check.enqueued = row_redo.enqueue_redo(rec, plan, check.redo, f, q_dev, l_dev)
+                rec.replay()
         if q1 - q0 == qpts.size:
             return p, v, f
         got = (be.to_host(p), (be.to_host(v) if variance else None))
-        return (*got, None if f is None else q0 + f())
+        return (*got, None if f is None else q0 + f.rows_reader(be)())
 
     item = 8 if data.real == "double" else 4
     blocks = run_blocked(be, predict, qpts.size, parameter="the number of prediction rows (pred)",
                          what=f"Simplex k-NN table ({qpts.size} queries x k={k})",
                          nbytes=lambda q: q * k * (4 + item))
     if len(blocks) == 1:
-        pred_dev, var_dev, flag_read = blocks[0]  # count and list read with the skill
+        pred_dev, var_dev, checked = blocks[0]  # count and list read after the skill
+        flag_read = None
     else:  # query blocks: predictions back on the device as one array for the skill
         pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
         var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
         hold(be, pred_dev, var_dev)
-        flag_read = None
+        flag_read, checked = None, None
         if check is not None:
             rows = np.concatenate([b[2] for b in blocks])
             flag_read = lambda: rows  # noqa: E731
@@ -245,10 +256,14 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     # every read queued before the first wait: one host-device round trip
     reads = [] if keep_device or not predictions else (
         [be.to_host_async(pred_dev)] + ([be.to_host_async(var_dev)] if variance else []))
-    if check is not None and check.enqueued is not None:
-        check.enqueued.reads(be)
     if while_busy is not None:
         while_busy()
+    # the small reads last, behind the skill and the host's own work: a runtime may
+    # hold the host at a read into pageable memory until the queue reaches it
+    if checked is not None:
+        flag_read = checked.rows_reader(be)
+    if check is not None and check.enqueued is not None:
+        check.enqueued.reads(be)
     sk = be.to_host(out).astype(np.float64)
     rows = None if flag_read is None else flag_read()
     if device_out is not None:
@@ -339,7 +354,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     check = (row_check(plan, ser.xz, ser.yz, nb.exact) if ser.dt == np.float32
              and ser.xs is not None and ser.y is not None else None)
     if (check is not None and not return_device and ser.be.info.fp64
-            and on_decimal_grid(ser.xs)
+            and plan.pred_times.size >= SAMPLE_FROM and on_decimal_grid(ser.xs)
             and sampled_flag_fraction(data, plan, check, nb) > MOSTLY_FLAGGED):
         # most rows would be redone (ties of decimal data): float64 from the start; other
         # data take no sample (a k-NN pass and a wait): the count comes with the skill

@@ -52,6 +52,7 @@ fits. pyEDM has no such option; ``ridge=0`` reproduces pyEDM.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,6 +187,12 @@ def _embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
     ``(L, m)`` state space in pyEDM's Embed order (every column at lag 0, then lag 1, ...)."""
     if x.ndim == 2:
         return np.stack([x[t - k * tau, c] for k in range(E) for c in range(x.shape[1])], axis=1)
+    t = np.asarray(t)
+    if t.size > 1 and int(t[-1]) - int(t[0]) == t.size - 1 and np.all(np.diff(t) == 1):
+        a, b = int(t[0]), int(t[-1]) + 1  # a run of rows inside x: slices, no index arrays
+        span = (E - 1) * tau
+        if min(a, a - span) >= 0 and max(b, b - span) <= x.shape[0]:
+            return np.stack([x[a - k * tau:b - k * tau] for k in range(E)], axis=1)
     return np.stack([x[t - k * tau] for k in range(E)], axis=1)
 
 
@@ -332,7 +339,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
     be = get_backend(device, backend)
-    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info)
+    # float32's merge check runs beside the device's work (its verdict asked below)
+    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info, deferred=True)
     R = int(exclusion_radius)
     # neighbour tables and the host fallback rows (minimum-norm SVD, which is not
     # affine-invariant) use the data as given, as pyEDM does
@@ -343,6 +351,11 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         params = SMAP.params_for(be, spec, lib_t.size)
     pred, coef, var, status, kernel_s = _solve_on_device(
         be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None)
+    if not k.float32_holds():  # warned: the call as it runs in float64
+        return smap_core(x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=thetas, knn=knn,
+                         exclusion_radius=exclusion_radius, ridge=ridge, dtype=np.float64,
+                         device=be, backend=None, params=params, accumulate="double",
+                         timing=timing, observed_ok=observed_ok)
     if timing is not None:
         timing["kernel_s"] = kernel_s
         timing["params"] = dict(params)
@@ -374,15 +387,26 @@ class _KernelInputs:
     dtype: np.dtype
     acc: str
     ridge: float
+    #: the verdict of a deferred float32 merge check (:meth:`.Prepared.float32_holds`:
+    #: False after warning that the call runs in float64); True where none was deferred
+    float32_holds: Callable[[], bool] = lambda: True
 
 
-def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
+def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool = False
+                   ) -> _KernelInputs:
+    """``deferred``: a 1-D series' float32 merge check runs in the background (the caller
+    asks :attr:`_KernelInputs.float32_holds` before it returns anything)."""
     dt = check_dtype(np.float32 if dtype is None else dtype, info)
     accumulate = accumulation(info, accumulate)
     y = filled(y, 0)  # NaN targets: rows the host solves (pyEDM's rule); never on the device
     if x.ndim == 2:  # a state space: columns centred, not scaled (distances across columns)
         return _state_inputs(x, y, ridge, dt, accumulate, info)
-    prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map")
+    if y is x:  # x predicts itself: standardised (and its merges checked) once
+        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map", deferred=deferred)
+        prep.series, prep.affine = prep.series * 2, prep.affine * 2
+    else:
+        prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map",
+                       deferred=deferred)
     if prep.dtype != dt:  # a switch to float64 needs float64 accumulation
         dt, accumulate = prep.dtype, "double"
     (xs, ys), (fx, fy) = prep.series, prep.affine
@@ -390,7 +414,7 @@ def _kernel_inputs(x, y, ridge, dtype, accumulate, info) -> _KernelInputs:
     ridge = ridge / float(fx.scale[0]) ** 2
     if acc_dtype(accumulate) == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
-    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge)
+    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge, prep.float32_holds)
 
 
 def _state_inputs(x, y, ridge, dt, accumulate, info) -> _KernelInputs:
@@ -473,7 +497,8 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
     blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
                          what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
                          nbytes=lambda m: n_theta * m * (E + 1) * np.dtype(acc).itemsize)
-    pred, coef, var, status = (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4))
+    pred, coef, var, status = (blocks[0][:4] if len(blocks) == 1 else
+                               (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4)))
     # back from coordinates centred on the prediction point (and the target mean)
     XP = _embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"])
     pred += ymean
@@ -494,7 +519,7 @@ def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
         mxv = np.tile(k.fx.shift, lags)
         coef = np.concatenate([(my + sy * coef[:, :, :1]) - (slopes * mxv).sum(axis=2, keepdims=True),
                                slopes], axis=2)
-        return pred * sy + my, coef, var * sy ** 2
+        return _scaled(pred, var, sy, my), coef, var
     sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
     # y' = C0' + sum_k C'_k x'_k gives y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx),
     # i.e. C_k = (sy/sx) C'_k and C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my;
@@ -502,7 +527,16 @@ def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
     slopes = coef[:, :, 1:] * (sy / sx)
     coef = np.concatenate([(my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True),
                            slopes], axis=2)
-    return pred * sy + my, coef, var * sy ** 2
+    return _scaled(pred, var, sy, my), coef, var
+
+
+def _scaled(pred: np.ndarray, var: np.ndarray, sy: float, my: float) -> np.ndarray:
+    """``pred * sy + my`` and ``var * sy ** 2`` in place (the arrays are the call's own):
+    the same operations, no new arrays. Returns ``pred``."""
+    pred *= sy
+    pred += my
+    var *= sy ** 2
+    return pred
 
 
 def _host_fallback(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,
