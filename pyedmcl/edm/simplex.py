@@ -18,6 +18,7 @@ import numpy as np
 
 from clkernels import Backend, run_blocked
 from clkernels.arrays import affine_rows, gather
+from clkernels.memory import is_oom
 from clkernels.recording import Recorder
 
 from .._deprecation import renamed_keywords
@@ -153,18 +154,26 @@ def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
         return None
     up: list = []  # uploaded at the first block's lookup, while its k-NN kernel runs
 
-    def inputs(q0: int, q1: int, q_dev) -> ResolveInputs:
+    def inputs(q0: int, q1: int, q_dev) -> ResolveInputs | None:
         if not up:
             x, y = redo.x, redo.y
-            x64 = be.to_device_aside(np.ascontiguousarray(x, np.float64), copy=False)
-            same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
-                    and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
-            y64 = x64 if same else be.to_device_aside(np.ascontiguousarray(y, np.float64),
-                                                      copy=False)
-            sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
-            sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
+            try:
+                x64 = be.to_device_aside(np.ascontiguousarray(x, np.float64), copy=False)
+                same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
+                        and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
+                y64 = x64 if same else be.to_device_aside(np.ascontiguousarray(y, np.float64),
+                                                          copy=False)
+                sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
+                sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
+            except Exception as exc:  # the float64 copies do not fit: flagged rows as before
+                if not is_oom(exc):
+                    raise
+                up.append(None)
+                return None
             hold(be, x64, y64, sh, sc)
             up.extend((x64, y64, sh, sc, bool(job_fma([be.info]))))
+        if up[0] is None:
+            return None
         x64, y64, sh, sc, fma = up
         if q_dev is None:  # a block of queries: its points
             q_dev = be.to_device_aside(np.ascontiguousarray(plan.pred_points[q0:q1], np.int32))
