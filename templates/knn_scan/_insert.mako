@@ -45,8 +45,8 @@
         }
 % else:
         /* tasks E-major: consecutive work-items take the same E of consecutive queries,
-           so a warp's lists have one K and one recompute length (H100, N = 5,000 x
-           3,780, E 1..20: the scan 1.28 -> 1.10 s against query-major tasks) */
+           so a warp's lists have one K and one recompute length (faster than query-major
+           tasks on GPUs) */
         for (int task = lid; task < ${QB * EMAX}; task += ${WG}) {
             const int j = task / ${QB};
             const int i = task - j * ${QB};

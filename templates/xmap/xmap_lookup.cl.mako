@@ -112,9 +112,8 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     /* the tile's raw rows read together before any is used: a row index's 8 classes are
        consecutive queries, whose raw rows are adjacent, read with consecutive work-items
        on consecutive entries, each entry once, into the work-item's own staged row (entry
-       k of row r at r K + k), where the loops below read and then overwrite it (H100,
-       mixed-E maps: the packs 0.130 -> 0.070 s at 5,000 x 3,780, 0.072 -> 0.050 s at
-       10,000 x 1,000, where each work-item's K dependent reads had waited in turn) */
+       k of row r at r K + k), where the loops below read and then overwrite it (each
+       work-item's K dependent reads had waited in turn) */
     for (uint e = lid; e < ${PR}u * (uint)K; e += ${PR}u) {
         const uint r = e / (uint)K, k = e - r * (uint)K;  /* r = row index x 8 + class */
         const int lc2 = (int)(r & 7u), li2 = (int)(r >> 3);
@@ -149,9 +148,6 @@ __kernel void pack(__global const int* restrict idx, __global const real_t* rest
     KB = 64 if GUARD else K
 %>\
 % if WEIGHT == "ccm":
-    /* (H100, mixed-E maps: the packs 0.146 -> 0.131 s at 5,000 x 3,780, 0.085 -> 0.072 s
-       at 10,000 x 1,000; Intel's CPU runtime, the runtime-K pack of 16 libraries x 1,000
-       queries: 1.7-1.9x) */
     acc_t wk[${KB}];
 % endif
     /* a loop over the K slots, not unrolled: K inlined copies of the double exp and the
