@@ -163,9 +163,10 @@ class SortedRows:
         p = pts.astype(np.int64)
         diff = p[None, :] - p[:, None]  # l - p for row q (query p), column j (point l)
         tie = 2 * np.abs(diff) + (diff > 0)
-        a, f = self._distances(be, spec, x_dev, q_dev, M)
+        float64_order = real == "float" and exact is not None and be.info.fp64
+        a, f = self._distances(be, spec, x_dev, q_dev, M, acc=not float64_order)
         tied = False
-        if real == "float" and exact is not None and be.info.fp64:
+        if float64_order:
             x64 = be.to_device(np.ascontiguousarray(exact.series, np.float64))
             a, _ = self._distances(be, {**spec, "REAL": "double"}, x64, q_dev, M, fin=False)
             hold(be, x64)
@@ -177,15 +178,16 @@ class SortedRows:
         self.l_dev = q_dev
         hold(be, self.srt, self.sdist)
 
-    def _distances(self, be, spec: dict[str, Any], x_dev, q_dev, M: int, fin: bool = True
-                   ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Host copies of every row's raw (squared) and (``fin``) finished distances
-        ``(M, M)`` in ``spec``'s precision."""
+    def _distances(self, be, spec: dict[str, Any], x_dev, q_dev, M: int, fin: bool = True,
+                   acc: bool = True) -> tuple[Any, Any]:
+        """Host copies of every row's raw (squared, ``acc``) and finished (``fin``)
+        distances ``(M, M)`` in ``spec``'s precision (None for those not asked)."""
         dt = np.float64 if spec["REAL"] == "double" else np.float32
-        acc, fd = be.empty((M, M), dt), be.empty((M, M), dt)
-        KNN.launch_sorted(be, spec, self.wg, x_dev, q_dev, M, q_dev, M, acc, fd)
-        a, f = be.to_host(acc), (be.to_host(fd) if fin else None)
-        hold(be, acc, fd)
+        ad, fd = be.empty((M, M), dt), be.empty((M, M), dt)
+        KNN.launch_sorted(be, spec, self.wg, x_dev, q_dev, M, q_dev, M, ad, fd)
+        a = be.to_host(ad) if acc else None
+        f = be.to_host(fd) if fin else None
+        hold(be, ad, fd)
         return a, f
 
     def counts(self, libs: np.ndarray, k: int) -> np.ndarray:
