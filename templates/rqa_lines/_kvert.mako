@@ -16,6 +16,7 @@
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 <%namespace name="khist" file="/rqa_lines/_khist.mako"/>
 <%namespace name="kskip" file="/rqa_lines/_kskip.mako"/>
+<%namespace name="kdiff" file="/rqa_lines/_kdiff.mako"/>
 
 <%def name="body(T)">\
 <% UV, ULV, LV, VEC = T.UV, T.ULV, T.LV, T.VEC %>\
@@ -52,7 +53,7 @@ ${kpack.halves(T)}\
             }
         }
 % if WALK == 3:
-${lanes(T)}\
+${kdiff.col(T)}\
 % else:
 ${scalar(T)}\
 % endif
