@@ -68,12 +68,12 @@
 % if not side:
     uint ph_dk[${NTHR * nph}];
 % elif WALK == 3:
-    uint ph_vwk[${(2 if MODE == 'vertical' else 1) * NTHR * nph}];
+    uint ph_vwk[${NTHR * nph}];
 % else:
     uint ph_vk[${NTHR * nph}], ph_wk[${NTHR * nph}];
 % endif
 % if PH:
-    for (int b = 0; b < ${(2 if MODE == 'vertical' and WALK == 3 else 1) * NTHR * nph}; ++b) { ${"ph_dk[b] = 0u;" if not side else "ph_vwk[b] = 0u;" if WALK == 3 else "ph_vk[b] = 0u; ph_wk[b] = 0u;"} }
+    for (int b = 0; b < ${NTHR * nph}; ++b) { ${"ph_dk[b] = 0u;" if not side else "ph_vwk[b] = 0u;" if WALK == 3 else "ph_vk[b] = 0u; ph_wk[b] = 0u;"} }
 % endif
     uint n_isok[${NTHR}];
     for (int kt = 0; kt < ${NTHR}; ++kt) n_isok[kt] = 0u;
@@ -118,16 +118,6 @@
 ## local histogram, the local ones into the launch's global histograms.
 <%def name="merge()">\
 <% side = MODE != "diagonal"; nph = (2 * (PH + VEC) if side else PH + VEC) if WALK == 3 else max(PH, 1) %>\
-% if PH and MODE == "vertical" and WALK == 3:
-    for (int kt = 0; kt < ${NTHR}; ++kt) {   /* the P bins' prefix over thresholds into the A bins */
-        uint* const pp = ph_vwk + (${NTHR} + kt) * ${nph};
-        uint* const pa = ph_vwk + kt * ${nph};
-        for (int b = 0; b < ${nph}; ++b) {
-            if (kt) pp[b] += pp[b - ${nph}];
-            pa[b] += pp[b];
-        }
-    }
-% endif
 % if PH:
     for (int kt = 0; kt < ${NTHR}; ++kt) {
 %   if side:

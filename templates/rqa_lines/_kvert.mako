@@ -16,7 +16,6 @@
 <%namespace name="lanewalk" file="/rqa_lines/_lanewalk.mako"/>
 <%namespace name="khist" file="/rqa_lines/_khist.mako"/>
 <%namespace name="kskip" file="/rqa_lines/_kskip.mako"/>
-<%namespace name="kdiff" file="/rqa_lines/_kdiff.mako"/>
 
 <%def name="body(T)">\
 <% UV, ULV, LV, VEC = T.UV, T.ULV, T.LV, T.VEC %>\
@@ -53,7 +52,7 @@ ${kpack.halves(T)}\
             }
         }
 % if WALK == 3:
-${kdiff.col(T)}\
+${lanes(T)}\
 % else:
 ${scalar(T)}\
 % endif
