@@ -386,8 +386,8 @@ class PyOpenCLBackend(Backend):
         # several entries whose parameters render the same source.
         return cl.Kernel(program, name)
 
-    def to_device(self, array: np.ndarray) -> cla.Array:
-        return self._upload(array)
+    def to_device(self, array: np.ndarray, *, copy: bool = True) -> cla.Array:
+        return self._upload(array, copy)
 
     def _upload(self, array: np.ndarray, copy: bool = True) -> cla.Array:
         """:meth:`to_device`'s copy (also :meth:`to_device_aside`'s where it takes no

@@ -69,7 +69,7 @@ class DeviceData:
     @classmethod
     def upload(cls, be: Backend, x: np.ndarray, y: np.ndarray, dt: np.dtype) -> DeviceData:
         real = "double" if dt == np.float64 else "float"
-        xd = be.to_device(x.astype(dt))
+        xd = be.to_device(x.astype(dt), copy=False)  # (a temporary: no second copy)
         same = y.shape[0] == 1 and (_same_memory(y[0], x) or np.array_equal(y[0], x))
         yd = xd if same else be.to_device(
             np.ascontiguousarray(y, dtype=dt))
