@@ -530,8 +530,8 @@ def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, va
             var = None if var is None else var.astype(np.float64)
     else:
         fix_p, fix_v = (None, None) if fixed is None else fixed  # float64 redo, data units
-        full_p = fy.back(p.astype(np.float64))
-        full_v = None if v is None else fy.back_spread(v.astype(np.float64), 2)
+        full_p = fy.back_in_place(p.astype(np.float64))
+        full_v = None if v is None else fy.back_spread_in_place(v.astype(np.float64), 2)
         if resolved is not None:  # redone in the lookup: the float64 values
             resolved.apply(full_p, full_v)
         predicted = pick(_patched(full_p, rows, fix_p))

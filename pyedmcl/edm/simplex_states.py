@@ -101,9 +101,9 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
         else:
             p, v, idx, redo = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub,
                                        variance, nan_targets, check)
-        p = fy.back(p.astype(np.float64))
+        p = fy.back_in_place(p.astype(np.float64))
         if variance:
-            v = fy.back_spread(v.astype(np.float64), 2)
+            v = fy.back_spread_in_place(v.astype(np.float64), 2)
         if redo is not None and redo.size:  # the float64 call's values, and neighbours
             p[:, redo], v64, idx64 = _redo(be, ss, sub, redo, variance, sorted_rows)
             if variance:
