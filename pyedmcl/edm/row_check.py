@@ -207,14 +207,19 @@ def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     whose squared differences, in grid steps, sum below 2^24. Then float32 orders
     neighbours as float64 does, ties included, and only the square root rounds (weights
     within 3e-6). The grid is found on a prefix (:func:`grid_exponent`), then checked on
-    all values; the range test grows with ``m``, so it is taken at that grid alone."""
+    all values; the range test grows with ``m``, so it is taken at that grid alone. Data
+    off every such grid (most real data) are told by the prefix alone, before any pass
+    over all values."""
     if z.size == 0:
+        return False
+    head = np.ravel(z)[:1024]
+    if not np.isfinite(head).all():  # (not finite: not exact, whatever the rest)
+        return False
+    m = grid_exponent(head)
+    if m > 12:
         return False
     lo, hi = float(np.min(z)), float(np.max(z))
     if not (np.isfinite(lo) and np.isfinite(hi)):  # (min and max carry a NaN)
-        return False
-    m = grid_exponent(np.ravel(z)[:1024])
-    if m > 12:
         return False
     step = 2.0 ** m
     if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
