@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ._extremes import call_memo, extremes
+
 #: why a constant series makes each family's answer meaningless
 EDM_WHY = ("the points of a constant series all coincide, so its neighbours are chosen by "
            "tie order alone and its skill means nothing (a constant target's rho is NaN, or "
@@ -75,7 +77,9 @@ def _series(args: dict[str, Any], names: tuple[str, ...],
             multi: bool = True) -> Iterator[tuple[list[str], np.ndarray]]:
     """Each block of host series the call reads, ``(labels, (k, L) values)``: ``names``
     (its series arguments, the first one the library ``x``), with a table's chosen
-    ``columns`` and a ``target`` named by column."""
+    ``columns`` and a ``target`` named by column. A single series comes as the array
+    given (any shape holding one series), so that its extremes are the call's
+    (:mod:`pyedmcl._extremes`)."""
     x = args.get(names[0])
     xa = _host(x)
     for name in names:
@@ -93,7 +97,7 @@ def _series(args: dict[str, Any], names: tuple[str, ...],
         if a is None or a.ndim > 2:
             continue
         if a.ndim == 1 or 1 in a.shape:
-            yield [name], a.reshape(1, -1)
+            yield [name], a
         elif not multi:  # state vectors (RQA's embedded=True): not one series
             continue
         elif name == names[0]:
@@ -113,9 +117,15 @@ def constant_names(args: dict[str, Any], names: tuple[str, ...],
     block; the NaN-aware ones only for the rows that hold a NaN."""
     out: list[str] = []
     for labels, block in _series(args, names, multi):
-        if not block.shape[1]:
+        if len(labels) == 1:  # one series: its extremes, remembered for the call
+            if not block.size:
+                continue
+            lo, hi = (np.array([v]) for v in extremes(block))
+            block = block.reshape(1, -1)
+        elif not block.shape[1]:
             continue
-        lo, hi = block.min(axis=1), block.max(axis=1)
+        else:
+            lo, hi = block.min(axis=1), block.max(axis=1)
         gaps = np.flatnonzero(np.isnan(lo) | np.isnan(hi)) if block.dtype.kind == "f" else ()
         if len(gaps):
             with warnings.catch_warnings():
@@ -147,6 +157,10 @@ def checks_constant(what: str, names: tuple[str, ...], why: str = EDM_WHY,
         def wrapper(*a: Any, **kw: Any) -> Any:
             if _IN_CALL.get():
                 return fn(*a, **kw)
+            with call_memo():  # the series' extremes, for the call's later checks
+                return checked(*a, **kw)
+
+        def checked(*a: Any, **kw: Any) -> Any:
             note = None
             try:
                 bound = sig.bind(*a, **kw).arguments

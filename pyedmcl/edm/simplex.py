@@ -21,6 +21,7 @@ from clkernels.arrays import affine_rows, gather
 from clkernels.recording import Recorder
 
 from .._deprecation import renamed_keywords
+from .._extremes import extremes
 from .._precision import Affine, Prepared, prepare
 from ..constant_series import checks_constant
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
@@ -441,8 +442,10 @@ class SimplexSeries:
             if a is not None:
                 host.append(a)
                 names.append(nm)
+        # x alone: float32's reach after centring from its extremes (validated above)
+        ext = [extremes(xs)[::-1]] if names == ["x"] else None
         prep = prepare(host, dt, be.info.fp64, names=names, scale=False, what="simplex",
-                       deferred="gated")
+                       deferred="gated", extremes=ext)
         if prep.dtype != dt:  # float32 cannot hold the data: float64 (device inputs again)
             dt = prep.dtype
             xd = None if xd is None else device_series(x, be, "x", dt)

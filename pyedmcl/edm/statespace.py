@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._extremes import has_nan
 from ..validation import check_frame_time, nonfinite_message
 
 
@@ -110,7 +111,7 @@ def _is_device(x: Any) -> bool:
 
 
 def _has_nan(arr: np.ndarray) -> bool:
-    return arr.dtype.kind == "f" and bool(np.isnan(arr).any())
+    return has_nan(arr)  # (from the call's extremes: pyedmcl._extremes)
 
 
 def _finite_or_nan(a: np.ndarray, name: str) -> np.ndarray:
