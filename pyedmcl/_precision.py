@@ -623,7 +623,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             return prepare(arrs if raw is None else raw(), np.float64, fp64, names=names)
         sds = (aff.spread if aff.spread is not None else _rows(z).std(axis=1)) \
             if z.size and not scale else np.ones(1)
-        spread = float(np.nanmin(sds[sds > 0])) if np.any(sds > 0) else 1.0
+        pos = sds[sds > 0]  # (no NaN: nanmin's answer is min's)
+        spread = float(pos.min()) if pos.size else 1.0
         if spread < FLOAT32_MIN_SPREAD:  # centred only and tiny (any series): squared distances
             _fall_back(f"{name}: values spread over {spread:.3g} (std), below "  # underflow
                        f"float32's range for squared distances (std >= "
