@@ -60,6 +60,7 @@ import numpy as np
 
 from clkernels import get_backend, run_blocked
 
+from .._extremes import extremes
 from .._precision import prepare
 from ..constant_series import checks_constant
 from ..display import Displayable
@@ -415,12 +416,15 @@ def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool = False
     y = filled(y, 0)  # NaN targets: rows the host solves (pyEDM's rule); never on the device
     if x.ndim == 2:  # a state space: columns centred, not scaled (distances across columns)
         return _state_inputs(x, y, ridge, dt, accumulate, info)
+    # float32's reach after standardising from each series' extremes (the call's own,
+    # :mod:`pyedmcl._extremes`; finite series: validated)
     if y is x:  # x predicts itself: standardised (and its merges checked) once
-        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map", deferred=deferred)
+        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map", deferred=deferred,
+                       extremes=[extremes(x)[::-1]])
         prep.series, prep.affine = prep.series * 2, prep.affine * 2
     else:
         prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map",
-                       deferred=deferred)
+                       deferred=deferred, extremes=[extremes(x)[::-1], extremes(y)[::-1]])
     if prep.dtype != dt:  # a switch to float64 needs float64 accumulation
         dt, accumulate = prep.dtype, "double"
     (xs, ys), (fx, fy) = prep.series, prep.affine

@@ -236,7 +236,7 @@ def bad_points(data: np.ndarray, lags: int, tau: int) -> np.ndarray:
 def filled(a: np.ndarray, axis: int) -> np.ndarray:
     """``a`` with NaN replaced by the mean of its finite values along ``axis`` (0 if
     none): kernel inputs at rows that no admitted vector reads."""
-    if not np.isnan(a).any():
+    if not has_nan(a):  # (from the call's extremes where it took them)
         return a
     with np.errstate(invalid="ignore"):
         fin = np.where(np.isnan(a), 0.0, a)
