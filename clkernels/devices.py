@@ -457,8 +457,25 @@ def _cpu_rank(d: DeviceInfo) -> int:
         return len(_CPU_PREFERENCE)
 
 
+#: :func:`_candidates`' last answer and the device objects it was for
+_candidates_memo: tuple[tuple[DeviceInfo, ...], list[tuple[DeviceInfo, str]]] | None = None
+
+
 def _candidates(devs: list[DeviceInfo]) -> list[tuple[DeviceInfo, str]]:
-    """Devices in default order with the reason each would be chosen."""
+    """Devices in default order with the reason each would be chosen (remembered for the
+    same device objects: every call that takes the default device asks)."""
+    global _candidates_memo
+    memo = _candidates_memo
+    if (memo is not None and len(memo[0]) == len(devs)
+            and all(a is b for a, b in zip(memo[0], devs, strict=True))):
+        return list(memo[1])
+    got = _rank(devs)
+    _candidates_memo = (tuple(devs), got)
+    return list(got)
+
+
+def _rank(devs: list[DeviceInfo]) -> list[tuple[DeviceInfo, str]]:
+    """:func:`_candidates` computed."""
     gpus = sorted((d for d in devs if d.device_type == "gpu" and d.runtime != "oclgrind"),
                   key=_speed_score, reverse=True)
     cpus = sorted((d for d in devs if d.runtime != "oclgrind" and d.device_type != "gpu"),
