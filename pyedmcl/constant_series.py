@@ -152,6 +152,7 @@ def checks_constant(what: str, names: tuple[str, ...], why: str = EDM_WHY,
     a 2-D argument is several series (columns); else it is state vectors, not judged."""
     def deco(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
+        bind = _binder(sig)
 
         @functools.wraps(fn)
         def wrapper(*a: Any, **kw: Any) -> Any:
@@ -162,10 +163,7 @@ def checks_constant(what: str, names: tuple[str, ...], why: str = EDM_WHY,
 
         def checked(*a: Any, **kw: Any) -> Any:
             note = None
-            try:
-                bound = sig.bind(*a, **kw).arguments
-            except TypeError:
-                bound = None  # the call raises its own argument error
+            bound = bind(a, kw)  # (None: the call raises its own argument error)
             if bound is not None:
                 labels = constant_names(bound, names, multi)
                 if labels:
@@ -184,6 +182,38 @@ def checks_constant(what: str, names: tuple[str, ...], why: str = EDM_WHY,
             return res
         return wrapper
     return deco
+
+
+def _binder(sig: inspect.Signature) -> Callable[[tuple, dict], dict[str, Any] | None]:
+    """``sig.bind(*a, **kw).arguments`` as a function of ``(a, kw)``, None where the call
+    does not bind. A signature of plain parameters (no ``*args``, ``**kwargs`` or
+    positional-only ones) is bound by a few dictionary steps: the same arguments
+    wherever ``bind`` succeeds, ``bind`` itself (and its refusal) elsewhere."""
+    params = list(sig.parameters.values())
+    P = inspect.Parameter
+    plain = all(p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY) for p in params)
+    positional = [p.name for p in params if p.kind is P.POSITIONAL_OR_KEYWORD]
+    names = {p.name for p in params}
+    required = [p.name for p in params if p.default is P.empty]
+
+    def slow(a: tuple, kw: dict) -> dict[str, Any] | None:
+        try:
+            return dict(sig.bind(*a, **kw).arguments)
+        except TypeError:
+            return None
+
+    def fast(a: tuple, kw: dict) -> dict[str, Any] | None:
+        if len(a) > len(positional) or not names.issuperset(kw):
+            return slow(a, kw)
+        got = dict(zip(positional, a, strict=False))
+        if not got.keys().isdisjoint(kw):  # a value twice: bind's error
+            return slow(a, kw)
+        got.update(kw)
+        if any(r not in got for r in required):
+            return slow(a, kw)
+        return got
+
+    return fast if plain else slow
 
 
 def attach_note(res: Any, note: str) -> None:
