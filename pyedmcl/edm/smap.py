@@ -100,7 +100,9 @@ def _skill(pred: np.ndarray, obs: np.ndarray, obs_finite: np.ndarray | None = No
     p, o = (pred, obs) if n_ok == ok.size else (pred[ok], obs[ok])
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = float(np.corrcoef(p, o)[0, 1])
-    return rho, float(np.mean(np.abs(p - o))), float(np.sqrt(np.mean((p - o) ** 2)))
+    d = p - o  # (one difference for both: the same values)
+    rmse = float(np.sqrt(np.mean(d ** 2)))
+    return rho, float(np.mean(np.abs(d, out=d))), rmse
 
 
 @dataclass
@@ -365,6 +367,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         host["few"] = (_few_neighbours(nbr, knn_eff, spec["E"] + 1, pred_t.size)
                        if ridge == 0 else None)
         host["observed"] = _observed(y, pred_t, Tp, observed_ok)
+        if not (k.fx.is_identity and k.fy.is_identity):  # the slopes' array, mapped now
+            host["slopes"] = _mapped((thetas.size, pred_t.size, spec["E"]))
 
     pred, coef, var, status, kernel_s = _solve_on_device(
         be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None,
@@ -377,7 +381,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     if timing is not None:
         timing["kernel_s"] = kernel_s
         timing["params"] = dict(params)
-    pred, coef, var = _to_data_units(pred, coef, var, k, E)
+    pred, coef, var = _to_data_units(pred, coef, var, k, E, host.get("slopes"))
     if host["nan_targets"]:  # NaN targets: pyEDM's rule, on the host
         status[status == 0] = 1
     few = host["few"]
@@ -547,16 +551,25 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
     return pred, coef, var, status, sum(b[4] for b in blocks)
 
 
-def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _mapped(shape: tuple[int, ...]) -> np.ndarray:
+    """A float64 array of ``shape`` with its memory mapped (written once): made while the
+    kernel runs, the products written into it after cost no page faults."""
+    a = np.empty(shape)
+    a.fill(0.0)
+    return a
+
+
+def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1,
+                   out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fits on x' = (x - mx)/sx, y' = (y - my)/sy mapped back to x and y (a state space:
-    one shift per column, ``lags`` coefficients each, no scale)."""
+    one shift per column, ``lags`` coefficients each, no scale). ``out``: a C-contiguous
+    array of the slopes' shape for them (the layout their product takes anyway)."""
     if k.fx.is_identity and k.fy.is_identity:
         return pred, coef, var
     sx, mx = float(k.fx.scale[0]), float(k.fx.shift[0])
     if k.x.ndim == 2:
         sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
-        slopes = coef[:, :, 1:] * sy
+        slopes = np.multiply(coef[:, :, 1:], sy, out=out)
         mxv = np.tile(k.fx.shift, lags)
         c0 = (my + sy * coef[:, :, :1]) - (slopes * mxv).sum(axis=2, keepdims=True)
         coef[:, :, 1:] = slopes  # (into the call's own array, as below)
@@ -567,7 +580,7 @@ def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
     # i.e. C_k = (sy/sx) C'_k and C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my;
     # variances sy^2 v'. Written back into ``coef`` (the call's own): no new array of its
     # size (the slopes are still summed as a contiguous array of their own)
-    slopes = coef[:, :, 1:] * (sy / sx)
+    slopes = np.multiply(coef[:, :, 1:], sy / sx, out=out)
     c0 = (my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True)
     coef[:, :, 1:] = slopes
     coef[:, :, :1] = c0
