@@ -346,8 +346,9 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
     be = get_backend(device, backend)
-    # float32's merge check runs beside the device's work (its verdict asked below)
-    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info, deferred=True)
+    # float32's merge check runs beside the device's work (started with the launch, its
+    # verdict asked below)
+    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info, deferred="gated")
     R = int(exclusion_radius)
     # neighbour tables and the host fallback rows (minimum-norm SVD, which is not
     # affine-invariant) use the data as given, as pyEDM does
@@ -409,12 +410,15 @@ class _KernelInputs:
     #: the verdict of a deferred float32 merge check (:meth:`.Prepared.float32_holds`:
     #: False after warning that the call runs in float64); True where none was deferred
     float32_holds: Callable[[], bool] = lambda: True
+    #: starts a gated merge check (:meth:`.Prepared.start_check`; idempotent)
+    start_check: Callable[[], None] = lambda: None
 
 
-def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool = False
+def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool | str = False
                    ) -> _KernelInputs:
     """``deferred``: a 1-D series' float32 merge check runs in the background (the caller
-    asks :attr:`_KernelInputs.float32_holds` before it returns anything)."""
+    asks :attr:`_KernelInputs.float32_holds` before it returns anything); "gated": from
+    :attr:`_KernelInputs.start_check` on (the caller starts it beside the device's work)."""
     dt = check_dtype(np.float32 if dtype is None else dtype, info)
     accumulate = accumulation(info, accumulate)
     y = filled(y, 0)  # NaN targets: rows the host solves (pyEDM's rule); never on the device
@@ -436,7 +440,8 @@ def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool = False
     ridge = ridge / float(fx.scale[0]) ** 2
     if acc_dtype(accumulate) == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
-    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge, prep.float32_holds)
+    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge, prep.float32_holds,
+                         prep.start_check)
 
 
 def _state_inputs(x, y, ridge, dt, accumulate, info) -> _KernelInputs:
@@ -529,6 +534,7 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
         wait = SMAP.enqueue_reads(be, spec, args, m, n_theta)
         if not XP:  # the host's share, beside the first block's kernel
             be.flush()
+            k.start_check()  # float32's merge check (gated: not beside the work before)
             # back from coordinates centred on the prediction point (below)
             XP.append(_embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"]))
             if beside is not None:
