@@ -132,7 +132,7 @@ class RowCheck:
     plan: Plan
     xz: np.ndarray  # the kernel's library data, centred: (n,) or (n, columns)
     yz: np.ndarray  # its targets (nt, n), for their spread
-    _targets: tuple | None = field(default=None, repr=False, compare=False)
+    _units: Any = field(default=None, repr=False, compare=False)
     #: the enqueued float64 redo's inputs (:mod:`.row_redo`; None: redo after the wait)
     redo: Any = field(default=None, repr=False, compare=False)
     #: the redo the first pass enqueued (:class:`.row_redo.EnqueuedRedo`), if any
@@ -190,14 +190,19 @@ class RowCheck:
         can move a prediction by, times its weight)."""
         return np.nanmax(self.yz, axis=1) - np.nanmin(self.yz, axis=1)
 
-    def device_targets(self, be: Backend) -> tuple[Any, Any]:
-        """``thr`` and ``span`` on ``be``'s device in its accumulation precision (uploaded
-        once per check, at the first query block)."""
-        if self._targets is None:
+    def device_units(self, be: Backend, resolve: tuple[Any, Any] | None = None) -> Any:
+        """The targets' units the checked lookup reads, on ``be``'s device in its
+        accumulation precision, one array (one upload per check, at the first query
+        block): ``thr``, then ``span``, and with ``resolve`` (each target's shift and
+        scale, data units = kernel units * scale + shift) those, ``nt`` values each."""
+        if self._units is None:
             acc = np.float64 if be.info.fp64 else np.float32
-            self._targets = (be.to_device_aside(self.thr.astype(acc)),
-                             be.to_device_aside(self.span.astype(acc)))
-        return self._targets
+            parts = [self.thr, self.span]
+            if resolve is not None:
+                parts += [np.asarray(v, np.float64).reshape(-1) for v in resolve]
+            # (a temporary of its own: no private copy)
+            self._units = be.to_device_aside(np.concatenate(parts).astype(acc), copy=False)
+        return self._units
 
 
 def exact_in_float32(z: np.ndarray, coords: int) -> bool:

@@ -162,15 +162,13 @@ def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
                     and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
             y64 = x64 if same else be.to_device_aside(np.ascontiguousarray(y, np.float64),
                                                       copy=False)
-            sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
-            sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
-            hold(be, x64, y64, sh, sc)
-            up.extend((x64, y64, sh, sc, bool(job_fma([be.info]))))
-        x64, y64, sh, sc, fma = up
+            hold(be, x64, y64)
+            up.extend((x64, y64, bool(job_fma([be.info]))))
+        x64, y64, fma = up
         if q_dev is None:  # a block of queries: its points
             q_dev = be.to_device_aside(np.ascontiguousarray(plan.pred_points[q0:q1], np.int32))
             hold(be, q_dev)
-        return ResolveInputs(x64, y64, q_dev, sh, sc, plan.E, abs(plan.tau), fma)
+        return ResolveInputs(x64, y64, q_dev, plan.E, abs(plan.tau), fma)
     return inputs
 
 
@@ -219,7 +217,9 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
                                  weight=weight, real=data.real, variance=variance)
             f = None
         else:  # the check's host work runs while the k-NN kernel does
-            thr, span = check.device_targets(be)
+            # the targets' units (with the resolve's shift and scale): one upload
+            units = check.device_units(be, None if resolver is None
+                                       else (check.redo.shift, check.redo.scale))
             qnorm = be.to_device_aside(check.qnorm[q0:q1], copy=False)  # (never changed)
             res = None if resolver is None else resolver(q0, q1, q_dev)
             # the lookup redoes most flagged rows itself; else (no fp64, state spaces) the
@@ -227,7 +227,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             redo = res is None and row_redo.applies(be, check.redo, q1 - q0 == qpts.size)
             rec = Recorder(be) if redo else be
             f = lookup_checked(rec, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                               qnorm, thr, span, check.E, variance=variance, resolve=res)
+                               qnorm, units, check.E, variance=variance, resolve=res)
             check.checked.append((q0, f))
             p, v = f.pred, f.var
             if redo:

@@ -157,10 +157,9 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
         if check is None:
             pd_, vd = lookup_device(be, t, y_dev, n, nt, tshift, real=real, variance=variance)
         else:  # the check's host work runs while the k-NN kernel does
-            thr, span = check.device_targets(be)
             c = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
-                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
-                               variance=variance)
+                               be.to_device(check.qnorm[q0:q1]), check.device_units(be),
+                               check.E, variance=variance)
             pd_, vd, f = c.pred, c.var, c.rows_reader(be)  # read with the predictions
         got = (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
                be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None)
