@@ -53,6 +53,7 @@ import numpy as np
 
 from clkernels import Backend
 
+from .._extremes import has_nan
 from ..primitives.ranges import MAX_KNN, Plan
 
 #: largest first-order float32 error bound a prediction may have, as a fraction of its
@@ -181,8 +182,12 @@ class RowCheck:
 
     @cached_property
     def thr(self) -> np.ndarray:
-        """``(nt,)``: each target's tolerance in the kernel's units."""
-        return PREDICTION_TOL * np.nanstd(self.yz, axis=1)
+        """``(nt,)``: each target's tolerance in the kernel's units. Targets without NaN
+        (every 1-D call) take ``np.std``: numpy's ``nanstd`` of such rows is its ``std``
+        of them, the same sum, deviations, sum and root of the same values, after a
+        NaN-masked copy that changes none of them (a third of the time here)."""
+        yz = self.yz
+        return PREDICTION_TOL * (np.nanstd(yz, axis=1) if has_nan(yz) else np.std(yz, axis=1))
 
     @cached_property
     def span(self) -> np.ndarray:
