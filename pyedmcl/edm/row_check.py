@@ -225,6 +225,9 @@ def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     head = np.ravel(z)[:1024]
     if not np.isfinite(head).all():  # (not finite: not exact, whatever the rest)
         return False
+    # a grid is one for all values: off every grid on a few, off it on all (most data)
+    if grid_exponent(head[:_FEW]) > 12:
+        return False
     m = grid_exponent(head)
     if m > 12:
         return False
@@ -259,10 +262,22 @@ def on_decimal_grid(x: np.ndarray, places: int = DECIMAL_PLACES) -> bool:
     head = np.asarray(x, np.float64).ravel()[:1024]
     if head.size == 0 or not np.all(np.isfinite(head)):
         return False
-    # every number of places at once: row m holds the values times 10^m
-    g = head * np.array([10.0 ** m for m in range(places + 1)])[:, None]
+    # a number of places that fails on a few values fails on all: most data need no more
+    if not _places_held(head[:_FEW], places).any():
+        return False
+    return bool(_places_held(head, places).any())
+
+
+#: values of a prefix tested first (:func:`on_decimal_grid`, :func:`exact_in_float32`)
+_FEW = 16
+
+
+def _places_held(v: np.ndarray, places: int) -> np.ndarray:
+    """``(places + 1,)`` bool: whether every value of ``v`` is a decimal of ``m`` places,
+    each ``m`` at once (row ``m`` holds the values times ``10^m``)."""
+    g = v * np.array([10.0 ** m for m in range(places + 1)])[:, None]
     near = np.abs(g - np.round(g)) <= 1e-9 * np.maximum(1.0, np.abs(g))
-    return bool(near.all(axis=1).any())
+    return near.all(axis=1)
 
 
 def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:
