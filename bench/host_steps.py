@@ -52,9 +52,9 @@ def record(fn) -> list[tuple[str, float]]:
         mark(bound.kernel.name)
         return saved["launch_bound"](self, bound, *a, **k)
 
-    def to_device(self, array):
+    def to_device(self, array, **kw):
         mark(f"upload {np.asarray(array).nbytes} B")
-        return saved["to_device"](self, array)
+        return saved["to_device"](self, array, **kw)
 
     def to_device_aside(self, array, **kw):
         mark(f"upload {np.asarray(array).nbytes} B (aside)")

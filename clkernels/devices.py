@@ -22,6 +22,7 @@ import re
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from . import settings
@@ -115,7 +116,7 @@ class DeviceInfo:
         """PyOpenCL-style ``p:d`` selector of this device in this process."""
         return f"{self.platform_index}:{self.device_index}"
 
-    @property
+    @cached_property
     def device_key(self) -> str:
         """Exact-device tuning key (runtime + normalised name), driver kept apart."""
         return f"{self.runtime}|{self.normalised_name}"
@@ -136,7 +137,7 @@ class DeviceInfo:
         """Vendor+type tuning key (e.g. ``pocl|cpu``, ``nvidia|gpu``)."""
         return f"{self.runtime}|{self.device_type}"
 
-    @property
+    @cached_property  # (the fields are frozen; every launch's caches ask)
     def fingerprint(self) -> str:
         """Key for program caches: everything that can change generated code or timings."""
         return "|".join(
@@ -285,7 +286,11 @@ def list_devices() -> list[DeviceInfo]:
 
 def cl_device(info: DeviceInfo) -> cl.Device:
     """The PyOpenCL device object behind a :class:`DeviceInfo`."""
-    for i, d in _enumerate():
+    found = _enumerate()
+    for i, d in found:
+        if i is info:  # (the usual case: the listed object itself)
+            return d
+    for i, d in found:
         if i == info:
             return d
     raise KeyError(info.selector)
@@ -452,8 +457,25 @@ def _cpu_rank(d: DeviceInfo) -> int:
         return len(_CPU_PREFERENCE)
 
 
+#: :func:`_candidates`' last answer and the device objects it was for
+_candidates_memo: tuple[tuple[DeviceInfo, ...], list[tuple[DeviceInfo, str]]] | None = None
+
+
 def _candidates(devs: list[DeviceInfo]) -> list[tuple[DeviceInfo, str]]:
-    """Devices in default order with the reason each would be chosen."""
+    """Devices in default order with the reason each would be chosen (remembered for the
+    same device objects: every call that takes the default device asks)."""
+    global _candidates_memo
+    memo = _candidates_memo
+    if (memo is not None and len(memo[0]) == len(devs)
+            and all(a is b for a, b in zip(memo[0], devs, strict=True))):
+        return list(memo[1])
+    got = _rank(devs)
+    _candidates_memo = (tuple(devs), got)
+    return list(got)
+
+
+def _rank(devs: list[DeviceInfo]) -> list[tuple[DeviceInfo, str]]:
+    """:func:`_candidates` computed."""
     gpus = sorted((d for d in devs if d.device_type == "gpu" and d.runtime != "oclgrind"),
                   key=_speed_score, reverse=True)
     cpus = sorted((d for d in devs if d.runtime != "oclgrind" and d.device_type != "gpu"),

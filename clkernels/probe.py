@@ -65,14 +65,31 @@ class Verdict:
     cached: bool = False
 
 
+#: :func:`build_env`'s last answer and what it was taken from: (the names asked for, the
+#: environment's raw items, the answer)
+_env_memo: tuple[tuple[str, ...], tuple, dict[str, str]] | None = None
+
+
 def build_env() -> dict[str, str]:
     """The environment variables that can change how a kernel builds (the names picked
-    first, so only their values are read: every call that selects a device asks)."""
+    first, so only their values are read: every call that selects a device asks).
+    Remembered while the environment stays the same: a snapshot of its raw items is one
+    C-level copy, where picking the names decodes every variable (most of a device
+    selection's time)."""
+    global _env_memo
     names = (*_ENV_NAMES, settings.env_name("BUILD_OPTIONS"))
+    raw = getattr(os.environ, "_data", None)  # CPython's encoded mapping behind os.environ
+    snap = tuple(raw.items()) if isinstance(raw, dict) else None
+    memo = _env_memo
+    if snap is not None and memo is not None and memo[0] == names and memo[1] == snap:
+        return dict(memo[2])
     env = os.environ
-    return {k: env[k] for k in sorted(k for k in env
-                                      if (k.startswith(_ENV_PREFIXES) or k in names)
-                                      and k not in _ENV_IGNORED)}
+    got = {k: env[k] for k in sorted(k for k in env
+                                     if (k.startswith(_ENV_PREFIXES) or k in names)
+                                     and k not in _ENV_IGNORED)}
+    if snap is not None:
+        _env_memo = (names, snap, got)
+    return dict(got)
 
 
 #: probe keys by their inputs (the build environment's items among them)

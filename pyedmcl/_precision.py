@@ -140,6 +140,24 @@ class Affine:
             return s
         return s * self._col(np.asarray(s), self.scale) ** power
 
+    def back_in_place(self, z: np.ndarray) -> np.ndarray:
+        """:meth:`back` written into ``z`` (a float64 array of the caller's own) and
+        returned: each value's product and sum as there, without the two temporaries of
+        the array's size. A scale of 1 (centred only) is not multiplied by: ``z * 1`` is
+        ``z`` in IEEE arithmetic."""
+        if self.is_identity:
+            return z
+        if not np.all(self.scale == 1):
+            np.multiply(z, self._col(z, self.scale), out=z)
+        return np.add(z, self._col(z, self.shift), out=z)
+
+    def back_spread_in_place(self, s: np.ndarray, power: int = 1) -> np.ndarray:
+        """:meth:`back_spread` written into ``s`` (a float64 array of the caller's own)
+        and returned; nothing to do where every scale is 1."""
+        if self.is_identity or np.all(self.scale == 1):
+            return s
+        return np.multiply(s, self._col(s, self.scale) ** power, out=s)
+
 
 _ENABLED = [True]
 
@@ -605,7 +623,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             return prepare(arrs if raw is None else raw(), np.float64, fp64, names=names)
         sds = (aff.spread if aff.spread is not None else _rows(z).std(axis=1)) \
             if z.size and not scale else np.ones(1)
-        spread = float(np.nanmin(sds[sds > 0])) if np.any(sds > 0) else 1.0
+        pos = sds[sds > 0]  # (no NaN: nanmin's answer is min's)
+        spread = float(pos.min()) if pos.size else 1.0
         if spread < FLOAT32_MIN_SPREAD:  # centred only and tiny (any series): squared distances
             _fall_back(f"{name}: values spread over {spread:.3g} (std), below "  # underflow
                        f"float32's range for squared distances (std >= "

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ._extremes import call_memo, extremes
+
 #: why a constant series makes each family's answer meaningless
 EDM_WHY = ("the points of a constant series all coincide, so its neighbours are chosen by "
            "tie order alone and its skill means nothing (a constant target's rho is NaN, or "
@@ -75,7 +77,9 @@ def _series(args: dict[str, Any], names: tuple[str, ...],
             multi: bool = True) -> Iterator[tuple[list[str], np.ndarray]]:
     """Each block of host series the call reads, ``(labels, (k, L) values)``: ``names``
     (its series arguments, the first one the library ``x``), with a table's chosen
-    ``columns`` and a ``target`` named by column."""
+    ``columns`` and a ``target`` named by column. A single series comes as the array
+    given (any shape holding one series), so that its extremes are the call's
+    (:mod:`pyedmcl._extremes`)."""
     x = args.get(names[0])
     xa = _host(x)
     for name in names:
@@ -93,7 +97,7 @@ def _series(args: dict[str, Any], names: tuple[str, ...],
         if a is None or a.ndim > 2:
             continue
         if a.ndim == 1 or 1 in a.shape:
-            yield [name], a.reshape(1, -1)
+            yield [name], a
         elif not multi:  # state vectors (RQA's embedded=True): not one series
             continue
         elif name == names[0]:
@@ -113,9 +117,15 @@ def constant_names(args: dict[str, Any], names: tuple[str, ...],
     block; the NaN-aware ones only for the rows that hold a NaN."""
     out: list[str] = []
     for labels, block in _series(args, names, multi):
-        if not block.shape[1]:
+        if len(labels) == 1:  # one series: its extremes, remembered for the call
+            if not block.size:
+                continue
+            lo, hi = (np.array([v]) for v in extremes(block))
+            block = block.reshape(1, -1)
+        elif not block.shape[1]:
             continue
-        lo, hi = block.min(axis=1), block.max(axis=1)
+        else:
+            lo, hi = block.min(axis=1), block.max(axis=1)
         gaps = np.flatnonzero(np.isnan(lo) | np.isnan(hi)) if block.dtype.kind == "f" else ()
         if len(gaps):
             with warnings.catch_warnings():
@@ -142,16 +152,18 @@ def checks_constant(what: str, names: tuple[str, ...], why: str = EDM_WHY,
     a 2-D argument is several series (columns); else it is state vectors, not judged."""
     def deco(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
+        bind = _binder(sig)
 
         @functools.wraps(fn)
         def wrapper(*a: Any, **kw: Any) -> Any:
             if _IN_CALL.get():
                 return fn(*a, **kw)
+            with call_memo():  # the series' extremes, for the call's later checks
+                return checked(*a, **kw)
+
+        def checked(*a: Any, **kw: Any) -> Any:
             note = None
-            try:
-                bound = sig.bind(*a, **kw).arguments
-            except TypeError:
-                bound = None  # the call raises its own argument error
+            bound = bind(a, kw)  # (None: the call raises its own argument error)
             if bound is not None:
                 labels = constant_names(bound, names, multi)
                 if labels:
@@ -170,6 +182,38 @@ def checks_constant(what: str, names: tuple[str, ...], why: str = EDM_WHY,
             return res
         return wrapper
     return deco
+
+
+def _binder(sig: inspect.Signature) -> Callable[[tuple, dict], dict[str, Any] | None]:
+    """``sig.bind(*a, **kw).arguments`` as a function of ``(a, kw)``, None where the call
+    does not bind. A signature of plain parameters (no ``*args``, ``**kwargs`` or
+    positional-only ones) is bound by a few dictionary steps: the same arguments
+    wherever ``bind`` succeeds, ``bind`` itself (and its refusal) elsewhere."""
+    params = list(sig.parameters.values())
+    P = inspect.Parameter
+    plain = all(p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY) for p in params)
+    positional = [p.name for p in params if p.kind is P.POSITIONAL_OR_KEYWORD]
+    names = {p.name for p in params}
+    required = [p.name for p in params if p.default is P.empty]
+
+    def slow(a: tuple, kw: dict) -> dict[str, Any] | None:
+        try:
+            return dict(sig.bind(*a, **kw).arguments)
+        except TypeError:
+            return None
+
+    def fast(a: tuple, kw: dict) -> dict[str, Any] | None:
+        if len(a) > len(positional) or not names.issuperset(kw):
+            return slow(a, kw)
+        got = dict(zip(positional, a, strict=False))
+        if not got.keys().isdisjoint(kw):  # a value twice: bind's error
+            return slow(a, kw)
+        got.update(kw)
+        if any(r not in got for r in required):
+            return slow(a, kw)
+        return got
+
+    return fast if plain else slow
 
 
 def attach_note(res: Any, note: str) -> None:

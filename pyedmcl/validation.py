@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ._bands import largest_magnitude, rowwise
+from ._extremes import extremes
 
 
 def as_series(x: Any, name: str = "x", *, allow_nan: bool = False,
@@ -43,8 +44,8 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False,
     if arr.size == 0:
         raise ValueError(f"{name} is empty; a series needs at least one value")
     top = None
-    if not allow_nan:  # two reductions, no temporaries; finite, they bound |value| too
-        lo, hi = float(arr.min()), float(arr.max())
+    if not allow_nan:  # two reductions (the call's own, where it took them already:
+        lo, hi = extremes(arr)  # pyedmcl._extremes); finite, they bound |value| too
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(nonfinite_message(name, int(np.flatnonzero(~np.isfinite(arr))[0])))
         top = max(hi, -lo)

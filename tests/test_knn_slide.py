@@ -149,6 +149,12 @@ def test_contiguity_check():
     assert not is_contiguous(np.array([[0, 1, 2], [7, 8, 10]]))
     assert not is_contiguous(np.array([0, 1, 1, 3]))  # span right, a repeat and a gap
     assert not is_contiguous(np.zeros((1, 0), np.int32))
+    frozen = np.array([3, 4, 5, 7, 8], np.int32)  # read-only (a plan's lists): remembered
+    frozen.flags.writeable = False
+    for _ in range(2):  # asked again: each view's own answer
+        assert not is_contiguous(frozen)
+        assert is_contiguous(frozen[:3]) and is_contiguous(frozen[3:])
+        assert not is_contiguous(frozen[2:4]) and is_contiguous(np.atleast_2d(frozen[3:]))
 
 
 def _fake_gpu(runtime: str = "nvidia"):

@@ -132,6 +132,41 @@ def test_constant_series_warned_and_noted_edm():
         assert not pe.simplex(X, E=2, device=CPU_DEVICE).notes
 
 
+def test_a_calls_extremes_and_arguments_are_its_own():
+    """The call's min and max of a series (pyedmcl._extremes) are each array's own, NaN
+    where it holds one; the constant-series check binds a call's arguments as
+    inspect's bind does, or not at all where bind refuses them."""
+    import inspect
+
+    from pyedmcl._extremes import call_memo, extremes, has_nan
+    from pyedmcl.constant_series import _binder
+
+    a = np.array([3.0, -1.0, 2.0])
+    b = a.copy()
+    b[0] = 9.0
+    with call_memo():
+        assert extremes(a) == (-1.0, 3.0) and extremes(b) == (-1.0, 9.0)
+        assert extremes(a) == (-1.0, 3.0) and not has_nan(a)
+        assert has_nan(np.array([1.0, np.nan])) and np.isnan(extremes(np.array([np.nan]))[1])
+    assert not has_nan(np.zeros(0)) and not has_nan(np.arange(3))
+
+    def f(x, target=None, *, E=None, theta, columns=None):
+        return None
+    sig, bind = inspect.signature(f), _binder(inspect.signature(f))
+    Z = -X
+    for args, kw in [((X,), {"theta": 1}), ((X, Z), {"theta": 1, "E": 2}),
+                     ((), {"x": X, "theta": 2}), ((X,), {}), ((X,), {"x": X, "theta": 1}),
+                     ((X, Z, X), {"theta": 1}), ((X,), {"bogus": 1, "theta": 1})]:
+        try:
+            want = dict(sig.bind(*args, **kw).arguments)
+        except TypeError:
+            want = None
+        got = bind(args, kw)
+        assert (got is None) == (want is None), (args, kw)
+        assert got is None or (got.keys() == want.keys()
+                               and all(got[k] is want[k] for k in got)), (args, kw)
+
+
 def test_constant_series_warned_and_noted_rqa():
     with pytest.warns(ConstantSeriesWarning, match="^rqa: series x is constant: every pair"):
         r = pe.rqa(np.ones(60), E=2, radius=0.1, device=CPU_DEVICE)

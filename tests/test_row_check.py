@@ -63,7 +63,7 @@ def test_checked_lookup_equals_numpy_bound(device):
     y_dev = be.to_device(y)
     acc = np.float64 if be.info.fp64 else np.float32
     c = lookup_checked(be, table, K, y_dev, n, 2, 1, be.to_device(qnorm),
-                       be.to_device(thr.astype(acc)), be.to_device(span.astype(acc)), E)
+                       be.to_device(np.concatenate([thr, span]).astype(acc)), E)
     p, flags = c.pred, be.to_host(c.flag)[0]
     # count and list, what the caller reads: every flag once, its query listed
     count = int(be.to_host(c.nflag)[0])

@@ -248,8 +248,11 @@ class Backend(abc.ABC):
         check_alloc(self, int(n) * np.dtype(dtype).itemsize)  # ~20 us a call, 7 per Simplex
 
     @abc.abstractmethod
-    def to_device(self, array: np.ndarray) -> Any:
-        """Copy a host array to a new device array."""
+    def to_device(self, array: np.ndarray, *, copy: bool = True) -> Any:
+        """Copy a host array to a new device array. ``copy`` False: a backend whose
+        upload returns before the transfer is done may transfer from ``array`` itself
+        (no private copy first); the caller gives the array up (a temporary it never
+        changes again)."""
 
     def to_device_aside(self, array: np.ndarray, *, copy: bool = True) -> Any:
         """:meth:`to_device` for an upload enqueued while a long kernel runs: where a

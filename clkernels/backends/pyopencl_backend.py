@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import mmap
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -111,6 +112,14 @@ BEHIND_HELPERS = 4
 #: builds behind is not built a second time for the other
 _behind_lock = threading.Lock()
 _behind: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
+
+
+def _map_pages(a: np.ndarray) -> None:
+    """Write a zero byte into every page of the C-contiguous array ``a``: a fresh array's
+    memory is mapped by the OS at its first write, so a copy into it later (a read's
+    staging copy after the wait) takes no page faults."""
+    if a.nbytes:
+        a.reshape(-1).view(np.uint8)[::mmap.PAGESIZE] = 0
 
 
 def _use_pool(info: DeviceInfo) -> bool:
@@ -386,8 +395,8 @@ class PyOpenCLBackend(Backend):
         # several entries whose parameters render the same source.
         return cl.Kernel(program, name)
 
-    def to_device(self, array: np.ndarray) -> cla.Array:
-        return self._upload(array)
+    def to_device(self, array: np.ndarray, *, copy: bool = True) -> cla.Array:
+        return self._upload(array, copy)
 
     def _upload(self, array: np.ndarray, copy: bool = True) -> cla.Array:
         """:meth:`to_device`'s copy (also :meth:`to_device_aside`'s where it takes no
@@ -552,6 +561,7 @@ class PyOpenCLBackend(Backend):
         buf, host = self._staging(out.nbytes)
         part = host[:out.nbytes]
         ev = cl.enqueue_copy(self.queue, part, array.data, is_blocking=False)
+        _map_pages(out)  # now, beside the queued kernels: the copy after the wait faults none
 
         def wait_pinned() -> np.ndarray:
             ev.wait()

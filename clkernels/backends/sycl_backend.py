@@ -97,8 +97,8 @@ class SyclBackend(Backend):
         nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
         return UsmArray(self._dpm.MemoryUSMDevice(nbytes, queue=self.queue), shape, np.dtype(dtype))
 
-    def to_device(self, array: np.ndarray) -> UsmArray:
-        a = np.ascontiguousarray(array)
+    def to_device(self, array: np.ndarray, *, copy: bool = True) -> UsmArray:
+        a = np.ascontiguousarray(array)  # (the copy is made before the call returns)
         out = self.empty(a.shape, a.dtype)
         if a.nbytes:
             out.mem.copy_from_host(a.reshape(-1).view(np.uint8))

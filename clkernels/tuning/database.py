@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -81,8 +82,16 @@ def _platform_tuning_dir(app_name: str) -> Path:
     return Path(user_data_dir(app_name, appauthor=False)) / "tuning"
 
 
+@cache
 def _safe(key: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
+
+
+@cache
+def _user_file(root: Path, device_key: str) -> Path:
+    """The user tuning file of ``device_key`` under ``root`` (:class:`UserDB`'s path):
+    made once, as every launch's lookup asks for it."""
+    return root / f"{_safe(device_key)}.json"
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -140,7 +149,7 @@ class UserDB:
     def __init__(self, info: DeviceInfo, root: Path | None = None):
         self.info = info
         self.root = root or user_tuning_dir()
-        self.path = self.root / f"{_safe(info.device_key)}.json"
+        self.path = _user_file(self.root, info.device_key)
 
     def load(self) -> dict[str, dict[str, Any]]:
         if not self.path.exists():
@@ -360,16 +369,16 @@ def lookup(kernel: TunedFamily, info: DeviceInfo, spec_bucket: str, size_bucket:
 
     Cached per process; a change of the user DB file (its mtime) invalidates the cache.
     """
-    udb = UserDB(info, user_root)
+    path = _user_file(user_root or user_tuning_dir(), info.device_key)
     try:
-        stamp = udb.path.stat().st_mtime_ns
+        stamp = os.stat(path).st_mtime_ns
     except OSError:
         stamp = -1
-    ck = (kernel.name, kernel.version, info.fingerprint, spec_bucket, size_bucket, str(udb.path))
+    ck = (kernel.name, kernel.version, info.fingerprint, spec_bucket, size_bucket, path)
     cached = _lookup_cache.get(ck)
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    choice = _lookup_uncached(kernel, info, spec_bucket, size_bucket, udb)
+    choice = _lookup_uncached(kernel, info, spec_bucket, size_bucket, UserDB(info, user_root))
     _lookup_cache[ck] = (stamp, choice)
     return choice
 

@@ -22,7 +22,8 @@ from clkernels.memory import is_oom
 from clkernels.recording import Recorder
 
 from .._deprecation import renamed_keywords
-from .._precision import Affine, prepare
+from .._extremes import extremes
+from .._precision import Affine, Prepared, prepare
 from ..constant_series import checks_constant
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
 from ..neighbors import resolve_backend
@@ -70,7 +71,7 @@ class DeviceData:
     @classmethod
     def upload(cls, be: Backend, x: np.ndarray, y: np.ndarray, dt: np.dtype) -> DeviceData:
         real = "double" if dt == np.float64 else "float"
-        xd = be.to_device(x.astype(dt))
+        xd = be.to_device(x.astype(dt), copy=False)  # (a temporary: no second copy)
         same = y.shape[0] == 1 and (_same_memory(y[0], x) or np.array_equal(y[0], x))
         yd = xd if same else be.to_device(
             np.ascontiguousarray(y, dtype=dt))
@@ -163,29 +164,27 @@ def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
                         and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
                 y64 = x64 if same else be.to_device_aside(np.ascontiguousarray(y, np.float64),
                                                           copy=False)
-                sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
-                sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
             except Exception as exc:  # the float64 copies do not fit: flagged rows as before
                 if not is_oom(exc):
                     raise
                 up.append(None)
                 return None
-            hold(be, x64, y64, sh, sc)
-            up.extend((x64, y64, sh, sc, bool(job_fma([be.info]))))
+            hold(be, x64, y64)
+            up.extend((x64, y64, bool(job_fma([be.info]))))
         if up[0] is None:
             return None
-        x64, y64, sh, sc, fma = up
+        x64, y64, fma = up
         if q_dev is None:  # a block of queries: its points
             q_dev = be.to_device_aside(np.ascontiguousarray(plan.pred_points[q0:q1], np.int32))
             hold(be, q_dev)
-        return ResolveInputs(x64, y64, q_dev, sh, sc, plan.E, abs(plan.tau), fma)
+        return ResolveInputs(x64, y64, q_dev, plan.E, abs(plan.tau), fma)
     return inputs
 
 
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
              weight: str = "simplex", neighbors=None, keep_device: bool = False,
              while_busy: Callable[[], None] | None = None, check: RowCheck | None = None,
-             device_out: list | None = None):
+             device_out: list | None = None, launched: Callable[[], None] | None = None):
     """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4),
     rows).
 
@@ -200,7 +199,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     work of both is done while the k-NN kernel runs and their launches are enqueued in
     one burst (:class:`clkernels.recording.Recorder`). ``device_out``: a list that
     receives the device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the
-    redo).
+    redo). ``launched``: runs once the first k-NN kernel is flushed to the device (host
+    work to start beside it, e.g. a background check).
     """
     be = data.be
     qpts = plan.pred_points
@@ -218,13 +218,17 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         table = search(be, data.x_dev, data.n, **kw, radius=plan.exclusion_radius,
                        real=data.real, params=params, q_dev=q_dev, l_dev=l_dev)
         be.flush()  # the k-NN kernel starts while the host prepares the rest
+        if launched is not None:
+            launched()
         tshift = plan.offset + plan.Tp
         if check is None:
             p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, tshift,
                                  weight=weight, real=data.real, variance=variance)
             f = None
         else:  # the check's host work runs while the k-NN kernel does
-            thr, span = check.device_targets(be)
+            # the targets' units (with the resolve's shift and scale): one upload
+            units = check.device_units(be, None if resolver is None
+                                       else (check.redo.shift, check.redo.scale))
             qnorm = be.to_device_aside(check.qnorm[q0:q1], copy=False)  # (never changed)
             res = None if resolver is None else resolver(q0, q1, q_dev)
             # the lookup redoes most flagged rows itself; else (no fp64, state spaces) the
@@ -232,7 +236,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             redo = res is None and row_redo.applies(be, check.redo, q1 - q0 == qpts.size)
             rec = Recorder(be) if redo else be
             f = lookup_checked(rec, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                               qnorm, thr, span, check.E, variance=variance, resolve=res)
+                               qnorm, units, check.E, variance=variance, resolve=res)
             check.checked.append((q0, f))
             p, v = f.pred, f.var
             if redo:
@@ -353,6 +357,7 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                               backend=backend, variance=variance)
     if E is None:
         raise ValueError("E is required (the embedding dimension, 1 <= E <= 512)")
+    # float32's merge check runs beside the k-NN kernel (its verdict asked below)
     ser = SimplexSeries.prepared(x, target, dtype, device, backend)
     plan = resolve(ser.n, E=E, tau=tau, Tp=Tp, knn=knn, exclusion_radius=exclusion_radius,
                    lib=lib, pred=pred)
@@ -367,12 +372,19 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
             and sampled_flag_fraction(data, plan, check, nb) > MOSTLY_FLAGGED):
         # most rows would be redone (ties of decimal data): float64 from the start; other
         # data take no sample (a k-NN pass and a wait): the count comes with the skill
+        ser.float32_holds()  # (warned where float32 cannot hold the data: float64 too)
         return simplex(x, target, E=E, tau=tau, Tp=Tp, knn=knn,
                        exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
                        device=device, backend=backend, variance=variance,
                        knn_method=knn_method, knn_options=knn_options)
     on_device = return_device or ser.y is None
     got = _predict(ser, data, plan, nb, check, variance, on_device)
+    if not ser.float32_holds():  # warned: the call as it runs in float64
+        return simplex(x, target, E=E, tau=tau, Tp=Tp, knn=knn,
+                       exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
+                       device=device, backend=backend, variance=variance,
+                       knn_method=knn_method, knn_options=knn_options,
+                       return_device=return_device)
     return _result(ser, data, plan, nb, got, variance, on_device, return_device)
 
 
@@ -395,13 +407,29 @@ class SimplexSeries:
     xd: Any  # x on the device (None: host)
     yd: Any  # the targets on the device (None: host, or x's own)
     target_is_x: bool  # no target given: x predicts itself
+    #: float32's merge check, gated (:meth:`start_check`, :meth:`float32_holds`)
+    prep: Prepared | None = None
+
+    def start_check(self) -> None:
+        """Start float32's merge check in the background (idempotent): once the k-NN
+        kernel is queued, so that it runs beside the device's work, not before it."""
+        if self.prep is not None:
+            self.prep.start_check()
+
+    def float32_holds(self) -> bool:
+        """The merge check's verdict (:meth:`pyedmcl._precision.Prepared.float32_holds`):
+        False after warning that the call runs in float64 (the caller runs it again
+        so); raises where the device lacks fp64."""
+        return self.prep is None or self.prep.float32_holds()
 
     @classmethod
     def prepared(cls, x: Any, target: Any, dtype: Any, device: Any,
                  backend: str | None) -> SimplexSeries:
         """``x`` and ``target`` validated (host or device arrays, equally long) and, in
         float32, the host series centred (x: distances; targets: predictions, mapped
-        back); a dtype float32 cannot hold switches the call to float64."""
+        back); values beyond float32's range switch the call to float64 here, values
+        that merge in float32 after the float32 pass (the merge check is gated:
+        :meth:`start_check`, :meth:`float32_holds`)."""
         be = backend_for((x, target), device, backend)
         dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
         xd = device_series(x, be, "x", dt)
@@ -423,7 +451,10 @@ class SimplexSeries:
             if a is not None:
                 host.append(a)
                 names.append(nm)
-        prep = prepare(host, dt, be.info.fp64, names=names, scale=False, what="simplex")
+        # x alone: float32's reach after centring from its extremes (validated above)
+        ext = [extremes(xs)[::-1]] if names == ["x"] else None
+        prep = prepare(host, dt, be.info.fp64, names=names, scale=False, what="simplex",
+                       deferred="gated", extremes=ext)
         if prep.dtype != dt:  # float32 cannot hold the data: float64 (device inputs again)
             dt = prep.dtype
             xd = None if xd is None else device_series(x, be, "x", dt)
@@ -438,7 +469,7 @@ class SimplexSeries:
         elif y is not None:
             yz, fy = prep.series[-1], prep.affine[-1]
         return cls(be=be, dt=dt, n=n, nt=nt, single=single, xs=xs, y=y, xz=xz, yz=yz, fy=fy,
-                   xd=xd, yd=yd, target_is_x=target is None)
+                   xd=xd, yd=yd, target_is_x=target is None, prep=prep)
 
     def upload(self) -> DeviceData:
         """The series on the device (a device input is used as it is)."""
@@ -473,7 +504,7 @@ def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowChe
     dev: list = []
     p, v, sk, rows = run_plan(data, plan, variance=variance, neighbors=nb,
                               keep_device=on_device, while_busy=host_observed, check=check,
-                              device_out=dev)
+                              device_out=dev, launched=ser.start_check)
     rows = np.empty(0, np.int64) if rows is None else rows
     resolved = None if check is None else check.resolved()
     fixed = None
@@ -511,8 +542,8 @@ def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, va
             var = None if var is None else var.astype(np.float64)
     else:
         fix_p, fix_v = (None, None) if fixed is None else fixed  # float64 redo, data units
-        full_p = fy.back(p.astype(np.float64))
-        full_v = None if v is None else fy.back_spread(v.astype(np.float64), 2)
+        full_p = fy.back_in_place(p.astype(np.float64))
+        full_v = None if v is None else fy.back_spread_in_place(v.astype(np.float64), 2)
         if resolved is not None:  # redone in the lookup: the float64 values
             resolved.apply(full_p, full_v)
         predicted = pick(_patched(full_p, rows, fix_p))

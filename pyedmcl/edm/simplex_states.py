@@ -101,9 +101,9 @@ def simplex_states(ss: StateSpace, *, E: Any, tau: int, Tp: int, knn: Any,
         else:
             p, v, idx, redo = _predict(be, prep.real, x_dev, y_dev, ss.n, nt, ss.nc, sub,
                                        variance, nan_targets, check)
-        p = fy.back(p.astype(np.float64))
+        p = fy.back_in_place(p.astype(np.float64))
         if variance:
-            v = fy.back_spread(v.astype(np.float64), 2)
+            v = fy.back_spread_in_place(v.astype(np.float64), 2)
         if redo is not None and redo.size:  # the float64 call's values, and neighbours
             p[:, redo], v64, idx64 = _redo(be, ss, sub, redo, variance, sorted_rows)
             if variance:
@@ -157,10 +157,9 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
         if check is None:
             pd_, vd = lookup_device(be, t, y_dev, n, nt, tshift, real=real, variance=variance)
         else:  # the check's host work runs while the k-NN kernel does
-            thr, span = check.device_targets(be)
             c = lookup_checked(be, t, plan.knn, y_dev, n, nt, tshift,
-                               be.to_device(check.qnorm[q0:q1]), thr, span, check.E,
-                               variance=variance)
+                               be.to_device(check.qnorm[q0:q1]), check.device_units(be),
+                               check.E, variance=variance)
             pd_, vd, f = c.pred, c.var, c.rows_reader(be)  # read with the predictions
         got = (be.to_host(pd_)[0], be.to_host(vd)[0] if variance else None,
                be.to_host(t.idx)[0][:, :plan.knn] if with_idx else None)

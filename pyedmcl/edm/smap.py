@@ -60,6 +60,7 @@ import numpy as np
 
 from clkernels import get_backend, run_blocked
 
+from .._extremes import extremes
 from .._precision import prepare
 from ..constant_series import checks_constant
 from ..display import Displayable
@@ -87,15 +88,21 @@ DEFAULT_THETAS = (0.01, 0.1, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 
 # --------------------------------------------------------------------------- results
 
 
-def _skill(pred: np.ndarray, obs: np.ndarray) -> tuple[float, float, float]:
-    """Pearson rho, MAE, RMSE over the pairs where both are finite."""
-    ok = np.isfinite(pred) & np.isfinite(obs)
-    if ok.sum() < 2:
+def _skill(pred: np.ndarray, obs: np.ndarray, obs_finite: np.ndarray | None = None
+           ) -> tuple[float, float, float]:
+    """Pearson rho, MAE, RMSE over the pairs where both are finite (``obs_finite``:
+    ``np.isfinite(obs)``, where the caller has it)."""
+    ok = np.isfinite(pred) & (np.isfinite(obs) if obs_finite is None else obs_finite)
+    n_ok = int(np.count_nonzero(ok))
+    if n_ok < 2:
         return float("nan"), float("nan"), float("nan")
-    p, o = pred[ok], obs[ok]
+    # every pair finite (the usual case): the arrays themselves, not copies of them
+    p, o = (pred, obs) if n_ok == ok.size else (pred[ok], obs[ok])
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = float(np.corrcoef(p, o)[0, 1])
-    return rho, float(np.mean(np.abs(p - o))), float(np.sqrt(np.mean((p - o) ** 2)))
+    d = p - o  # (one difference for both: the same values)
+    rmse = float(np.sqrt(np.mean(d ** 2)))
+    return rho, float(np.mean(np.abs(d, out=d))), rmse
 
 
 @dataclass
@@ -339,8 +346,9 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
     be = get_backend(device, backend)
-    # float32's merge check runs beside the device's work (its verdict asked below)
-    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info, deferred=True)
+    # float32's merge check runs beside the device's work (started with the launch, its
+    # verdict asked below)
+    k = _kernel_inputs(x, y, ridge, dtype, accumulate, be.info, deferred="gated")
     R = int(exclusion_radius)
     # neighbour tables and the host fallback rows (minimum-norm SVD, which is not
     # affine-invariant) use the data as given, as pyEDM does
@@ -349,8 +357,23 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     spec = SMAP.spec_for(E * nc, tau, k.dtype, k.acc, mode, nc)
     if params is None:
         params = SMAP.params_for(be, spec, lib_t.size)
+    host: dict[str, Any] = {}  # the host's share, computed while the kernel runs
+
+    def beside() -> None:
+        host["ylib"] = ylib = y[lib_t + Tp]  # the targets as given (fallback rows)
+        host["nan_targets"] = bool(np.isnan(ylib).any())
+        # no more neighbours than coefficients: a square or underdetermined system, whose
+        # answer pyEDM takes from the SVD (the minimum-norm one where it is not unique);
+        # the device's normal equations can pass their pivot test there and give another
+        host["few"] = (_few_neighbours(nbr, knn_eff, spec["E"] + 1, pred_t.size)
+                       if ridge == 0 else None)
+        host["observed"] = _observed(y, pred_t, Tp, observed_ok)
+        if not (k.fx.is_identity and k.fy.is_identity):  # the slopes' array, mapped now
+            host["slopes"] = _mapped((thetas.size, pred_t.size, spec["E"]))
+
     pred, coef, var, status, kernel_s = _solve_on_device(
-        be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None)
+        be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None,
+        beside)
     if not k.float32_holds():  # warned: the call as it runs in float64
         return smap_core(x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=thetas, knn=knn,
                          exclusion_radius=exclusion_radius, ridge=ridge, dtype=np.float64,
@@ -359,18 +382,15 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     if timing is not None:
         timing["kernel_s"] = kernel_s
         timing["params"] = dict(params)
-    pred, coef, var = _to_data_units(pred, coef, var, k, E)
-    if np.isnan(y[lib_t + Tp]).any():  # NaN targets: pyEDM's rule, on the host
+    pred, coef, var = _to_data_units(pred, coef, var, k, E, host.get("slopes"))
+    if host["nan_targets"]:  # NaN targets: pyEDM's rule, on the host
         status[status == 0] = 1
-    if ridge == 0:
-        # no more neighbours than coefficients: a square or underdetermined system, whose
-        # answer pyEDM takes from the SVD (the minimum-norm one where it is not unique);
-        # the device's normal equations can pass their pivot test there and give another
-        few = _few_neighbours(nbr, knn_eff, spec["E"] + 1, pred_t.size)
+    few = host["few"]
+    if few is not None and few.any():
         status[:, few] = np.where(status[:, few] == 0, 1, status[:, few])
-    _host_fallback(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
+    _host_fallback(pred, coef, var, status, x, host["ylib"], lib_t, pred_t, E=E, tau=tau,
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
-    return _results(pred, coef, var, status, y, pred_t, observed_ok, E=E, tau=tau, Tp=Tp,
+    return _results(pred, coef, var, status, host["observed"], pred_t, E=E, tau=tau, Tp=Tp,
                     knn=knn_eff, thetas=thetas)
 
 
@@ -390,23 +410,29 @@ class _KernelInputs:
     #: the verdict of a deferred float32 merge check (:meth:`.Prepared.float32_holds`:
     #: False after warning that the call runs in float64); True where none was deferred
     float32_holds: Callable[[], bool] = lambda: True
+    #: starts a gated merge check (:meth:`.Prepared.start_check`; idempotent)
+    start_check: Callable[[], None] = lambda: None
 
 
-def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool = False
+def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool | str = False
                    ) -> _KernelInputs:
     """``deferred``: a 1-D series' float32 merge check runs in the background (the caller
-    asks :attr:`_KernelInputs.float32_holds` before it returns anything)."""
+    asks :attr:`_KernelInputs.float32_holds` before it returns anything); "gated": from
+    :attr:`_KernelInputs.start_check` on (the caller starts it beside the device's work)."""
     dt = check_dtype(np.float32 if dtype is None else dtype, info)
     accumulate = accumulation(info, accumulate)
     y = filled(y, 0)  # NaN targets: rows the host solves (pyEDM's rule); never on the device
     if x.ndim == 2:  # a state space: columns centred, not scaled (distances across columns)
         return _state_inputs(x, y, ridge, dt, accumulate, info)
+    # float32's reach after standardising from each series' extremes (the call's own,
+    # :mod:`pyedmcl._extremes`; finite series: validated)
     if y is x:  # x predicts itself: standardised (and its merges checked) once
-        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map", deferred=deferred)
+        prep = prepare([x], dt, info.fp64, names=["x"], what="S-map", deferred=deferred,
+                       extremes=[extremes(x)[::-1]])
         prep.series, prep.affine = prep.series * 2, prep.affine * 2
     else:
         prep = prepare([x, y], dt, info.fp64, names=["x", "target"], what="S-map",
-                       deferred=deferred)
+                       deferred=deferred, extremes=[extremes(x)[::-1], extremes(y)[::-1]])
     if prep.dtype != dt:  # a switch to float64 needs float64 accumulation
         dt, accumulate = prep.dtype, "double"
     (xs, ys), (fx, fy) = prep.series, prep.affine
@@ -414,7 +440,8 @@ def _kernel_inputs(x, y, ridge, dtype, accumulate, info, deferred: bool = False
     ridge = ridge / float(fx.scale[0]) ** 2
     if acc_dtype(accumulate) == np.float32 and dt == np.float64:
         raise ValueError("dtype=float64 needs float64 accumulation; use dtype=float32")
-    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge, prep.float32_holds)
+    return _KernelInputs(xs, ys, fx, fy, dt, accumulate, ridge, prep.float32_holds,
+                         prep.start_check)
 
 
 def _state_inputs(x, y, ridge, dt, accumulate, info) -> _KernelInputs:
@@ -463,10 +490,13 @@ def _few_neighbours(nbr: np.ndarray | None, knn_eff: int, unknowns: int, n_pred:
 
 
 def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thetas, R, knn_eff,
-                     nbr, timed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+                     nbr, timed: bool, beside: Callable[[], None] | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """Every (theta, prediction row) problem on the device, in blocks of rows that fit
     its memory: predictions, coefficients, variances (in the kernel's coordinates),
-    status codes (1: for the host fallback) and, if ``timed``, the summed kernel time."""
+    status codes (1: for the host fallback) and, if ``timed``, the summed kernel time.
+    ``beside``: host work run once the first block's launch and reads are enqueued (the
+    device computes meanwhile), as are the state vectors that map the intercepts back."""
     E = spec["E"]
     acc = acc_dtype(spec["ACC"])
     n_pred, n_theta = pred_t.size, thetas.size
@@ -474,59 +504,92 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
     ymean = float(ylib.mean())
     xmean = float(k.x.mean()) if k.x.ndim == 1 else k.x.mean(axis=0)
     common = {
-        "x": be.to_device((k.x - xmean).astype(k.dtype)),
-        "ylib": be.to_device((ylib - ymean).astype(k.dtype)),
-        "lib_t": be.to_device(lib_t.astype(np.int32)), "n_lib": lib_t.size,
-        "thetas": be.to_device(thetas.astype(acc)), "excl_r": R, "knn": knn_eff,
-        "K": 0 if nbr is None else nbr.shape[1], "ridge": k.ridge,
+        "x": be.to_device((k.x - xmean).astype(k.dtype), copy=False),
+        "ylib": be.to_device((ylib - ymean).astype(k.dtype), copy=False),
+        "n_lib": lib_t.size, "thetas": be.to_device(thetas.astype(acc)), "excl_r": R,
+        "knn": knn_eff, "K": 0 if nbr is None else nbr.shape[1], "ridge": k.ridge,
     }
+    pred32 = pred_t.astype(np.int32)
+    pred_all = None
+    if lib_t.size <= n_pred and np.array_equal(lib_t, pred_t[:lib_t.size]):
+        # the library rows are the first prediction rows (leave-one-out): one upload
+        # holds both lists (the kernel reads lib_t[0 .. n_lib - 1])
+        pred_all = common["lib_t"] = be.to_device(pred32, copy=False)
+    else:
+        common["lib_t"] = be.to_device(lib_t.astype(np.int32), copy=False)
+    XP: list[np.ndarray] = []
 
     def rows(p0: int, p1: int):
         # prediction rows p0:p1 (outputs are per row and theta: rows are independent)
         m = p1 - p0
+        whole = pred_all is not None and m == n_pred
         args = {
             **common,
-            "pred_t": be.to_device(pred_t[p0:p1].astype(np.int32)),
-            "nbr": be.to_device(nbr[p0:p1].ravel() if nbr is not None else np.zeros(1, np.int32)),
+            "pred_t": pred_all if whole else be.to_device(pred32[p0:p1]),
+            # (no table: "all" mode never reads it, any int buffer stands in)
+            "nbr": be.to_device(nbr[p0:p1].ravel()) if nbr is not None else common["lib_t"],
             **SMAP.outputs(be, spec, m, n_theta),
         }
         ev = SMAP.launch(be, params, spec, args, m, n_theta)
+        wait = SMAP.enqueue_reads(be, spec, args, m, n_theta)
+        if not XP:  # the host's share, beside the first block's kernel
+            be.flush()
+            k.start_check()  # float32's merge check (gated: not beside the work before)
+            # back from coordinates centred on the prediction point (below)
+            XP.append(_embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"]))
+            if beside is not None:
+                beside()
         secs = be.event_seconds(ev) if timed else 0.0
-        return (*SMAP.read_outputs(be, spec, args, m, n_theta), secs)
+        return (*wait(), secs)
 
     blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
                          what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
                          nbytes=lambda m: n_theta * m * (E + 1) * np.dtype(acc).itemsize)
     pred, coef, var, status = (blocks[0][:4] if len(blocks) == 1 else
                                (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4)))
-    # back from coordinates centred on the prediction point (and the target mean)
-    XP = _embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"])
+    # back from coordinates centred on the prediction point (and the target mean), in
+    # place: (C0 + ymean) - sum_k C_k XP_k as before, no temporaries of the outputs' size
     pred += ymean
-    coef[:, :, 0] = coef[:, :, 0] + ymean - np.einsum("tpk,pk->tp", coef[:, :, 1:], XP)
+    shifts = np.einsum("tpk,pk->tp", coef[:, :, 1:], XP[0])
+    c0 = coef[:, :, 0]
+    c0 += ymean
+    c0 -= shifts
     return pred, coef, var, status, sum(b[4] for b in blocks)
 
 
-def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _mapped(shape: tuple[int, ...]) -> np.ndarray:
+    """A float64 array of ``shape`` with its memory mapped (written once): made while the
+    kernel runs, the products written into it after cost no page faults."""
+    a = np.empty(shape)
+    a.fill(0.0)
+    return a
+
+
+def _to_data_units(pred, coef, var, k: _KernelInputs, lags: int = 1,
+                   out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fits on x' = (x - mx)/sx, y' = (y - my)/sy mapped back to x and y (a state space:
-    one shift per column, ``lags`` coefficients each, no scale)."""
+    one shift per column, ``lags`` coefficients each, no scale). ``out``: a C-contiguous
+    array of the slopes' shape for them (the layout their product takes anyway)."""
     if k.fx.is_identity and k.fy.is_identity:
         return pred, coef, var
     sx, mx = float(k.fx.scale[0]), float(k.fx.shift[0])
     if k.x.ndim == 2:
         sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
-        slopes = coef[:, :, 1:] * sy
+        slopes = np.multiply(coef[:, :, 1:], sy, out=out)
         mxv = np.tile(k.fx.shift, lags)
-        coef = np.concatenate([(my + sy * coef[:, :, :1]) - (slopes * mxv).sum(axis=2, keepdims=True),
-                               slopes], axis=2)
+        c0 = (my + sy * coef[:, :, :1]) - (slopes * mxv).sum(axis=2, keepdims=True)
+        coef[:, :, 1:] = slopes  # (into the call's own array, as below)
+        coef[:, :, :1] = c0
         return _scaled(pred, var, sy, my), coef, var
     sy, my = float(k.fy.scale[0]), float(k.fy.shift[0])
     # y' = C0' + sum_k C'_k x'_k gives y = my + sy C0' + sum_k (sy/sx) C'_k (x_k - mx),
     # i.e. C_k = (sy/sx) C'_k and C0 = my + sy C0' - mx sum_k C_k; predictions sy p' + my;
-    # variances sy^2 v'
-    slopes = coef[:, :, 1:] * (sy / sx)
-    coef = np.concatenate([(my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True),
-                           slopes], axis=2)
+    # variances sy^2 v'. Written back into ``coef`` (the call's own): no new array of its
+    # size (the slopes are still summed as a contiguous array of their own)
+    slopes = np.multiply(coef[:, :, 1:], sy / sx, out=out)
+    c0 = (my + sy * coef[:, :, :1]) - mx * slopes.sum(axis=2, keepdims=True)
+    coef[:, :, 1:] = slopes
+    coef[:, :, :1] = c0
     return _scaled(pred, var, sy, my), coef, var
 
 
@@ -558,18 +621,25 @@ def _host_fallback(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, t
         pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
 
 
-def _results(pred, coef, var, status, y, pred_t, observed_ok, *, E, tau, Tp, knn, thetas
-             ) -> list[SMapResult]:
-    """One :class:`SMapResult` per theta, with the observed values and skills
-    (``observed_ok``: the plan's rule, :func:`pyedmcl.primitives.ranges.observed`; None: every
-    target time inside the data)."""
+def _observed(y, pred_t, Tp, observed_ok) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The target times, the observed values (NaN where none: ``observed_ok``, the plan's
+    rule, :func:`pyedmcl.primitives.ranges.observed`; None: every target time inside the
+    data) and where those are finite."""
     times = pred_t + Tp
     obs = np.full(pred_t.size, np.nan)
     inside = observed_ok if observed_ok is not None else (times >= 0) & (times < y.size)
     obs[inside] = y[times[inside]]
+    return times, obs, np.isfinite(obs)
+
+
+def _results(pred, coef, var, status, observed, pred_t, *, E, tau, Tp, knn, thetas
+             ) -> list[SMapResult]:
+    """One :class:`SMapResult` per theta, with the observed values and skills
+    (``observed``: :func:`_observed`'s)."""
+    times, obs, finite = observed
     out = []
     for i in range(thetas.size):
-        rho, mae, rmse = _skill(pred[i], obs)
+        rho, mae, rmse = _skill(pred[i], obs, finite)
         out.append(SMapResult(predicted=pred[i], observed=obs, times=times, rho=rho, mae=mae,
                               rmse=rmse, E=E, tau=tau, Tp=Tp, knn=knn, variance=var[i],
                               pred_times=pred_t, coefficients=coef[i], theta=float(thetas[i]),

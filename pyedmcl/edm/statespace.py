@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._extremes import has_nan
 from ..validation import check_frame_time, nonfinite_message
 
 
@@ -110,7 +111,7 @@ def _is_device(x: Any) -> bool:
 
 
 def _has_nan(arr: np.ndarray) -> bool:
-    return arr.dtype.kind == "f" and bool(np.isnan(arr).any())
+    return has_nan(arr)  # (from the call's extremes: pyedmcl._extremes)
 
 
 def _finite_or_nan(a: np.ndarray, name: str) -> np.ndarray:
@@ -235,7 +236,7 @@ def bad_points(data: np.ndarray, lags: int, tau: int) -> np.ndarray:
 def filled(a: np.ndarray, axis: int) -> np.ndarray:
     """``a`` with NaN replaced by the mean of its finite values along ``axis`` (0 if
     none): kernel inputs at rows that no admitted vector reads."""
-    if not np.isnan(a).any():
+    if not has_nan(a):  # (from the call's extremes where it took them)
         return a
     with np.errstate(invalid="ignore"):
         fin = np.where(np.isnan(a), 0.0, a)

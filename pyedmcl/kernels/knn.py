@@ -12,6 +12,7 @@ The algorithms (:mod:`pyedmcl.primitives.knn` and its users) allocate and call t
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import numpy as np
@@ -92,11 +93,35 @@ def slide_applies(spec: dict[str, Any], contiguous: bool) -> bool:
 
 
 def is_contiguous(lpts: np.ndarray) -> bool:
-    """Whether every row of the (nbatch, nl) ascending library lists is consecutive points."""
+    """Whether every row of the (nbatch, nl) ascending library lists is consecutive points.
+    Lists that are (views of) a read-only array owning its data, as a plan's point lists
+    (:class:`pyedmcl.primitives.ranges.Plan`, frozen once made), are tested once: a call
+    asks twice per launch (its tuning and its launch)."""
     lpts = np.atleast_2d(lpts)
+    owner = lpts if lpts.base is None else lpts.base
+    key = None
+    if (isinstance(owner, np.ndarray) and owner.base is None and not owner.flags.writeable):
+        key = (id(owner), lpts.__array_interface__["data"][0], lpts.shape, lpts.strides,
+               lpts.dtype.str)
+        hit = _contiguous_memo.get(key)
+        if hit is not None and hit[0] is owner:
+            return hit[1]
     if lpts.shape[1] == 0 or np.any(lpts[:, -1].astype(np.int64) - lpts[:, 0] != lpts.shape[1] - 1):
-        return False
-    return bool(np.all(np.diff(lpts, axis=1) == 1))
+        got = False
+    else:
+        got = bool(np.all(np.diff(lpts, axis=1) == 1))
+    if key is not None:
+        with _contiguous_lock:
+            _contiguous_memo[key] = (owner, got)  # (holds the array: its id stays its own)
+            while len(_contiguous_memo) > _CONTIGUOUS_MEMO_SIZE:
+                _contiguous_memo.pop(next(iter(_contiguous_memo)))
+    return got
+
+
+#: :func:`is_contiguous`'s answers for read-only lists, the oldest dropped first
+_CONTIGUOUS_MEMO_SIZE = 32
+_contiguous_memo: dict[tuple, tuple[np.ndarray, bool]] = {}
+_contiguous_lock = threading.Lock()
 
 
 def _fits(p: Params, info: DeviceInfo) -> bool:

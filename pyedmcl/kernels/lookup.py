@@ -118,24 +118,24 @@ class LookupKernel(TunableKernel):
         and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
         pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
         ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
-        thr, span, erel, flag, nflag, flagq)``, the query points' norms (float32,
-        ``nq``), each target's tolerance and span (max - min) (ACC, ``nt``), ``E + 4``,
+        units, erel, flag, nflag, flagq)``, the query points' norms (float32, ``nq``),
+        the targets' units (ACC: each target's tolerance, then each one's span (max -
+        min), ``nt`` each, and with RESOLVE each one's shift and scale), ``E + 4``,
         the flags written (uint8, ``(nbatch, nt, nq)``), their count, added to ``nflag``
         (int32, two, zeroed by the caller: flagged, resolved), and the list of their
         first ``flagq.size`` queries (int32); ``spec["RESOLVE"]`` (with ``spec``'s E,
-        TAU, FMA): ``check`` goes on with ``(x64, y64, qpts, shift, scale, resolved)``,
-        the float64 call's series and targets, the query points, the targets' units and
-        the list of predictions redone in the lookup (double, 4 a slot); see
-        lookup/_resolve.mako."""
+        TAU, FMA): ``check`` goes on with ``(x64, y64, qpts, resolved)``, the float64
+        call's series and targets, the query points and the list of predictions redone
+        in the lookup (double, 4 a slot); see lookup/_resolve.mako."""
         wg = params["WG"]
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, thr, span, erel, flag, nflag, flagq, *resolve = check
+            qnorm, units, erel, flag, nflag, flagq, *resolve = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
-            extra = (qnorm, thr, span, acc(erel), flag, nflag, flagq, np.int32(flagq.size))
+            extra = (qnorm, units, acc(erel), flag, nflag, flagq, np.int32(flagq.size))
             if spec.get("RESOLVE"):
-                extra += tuple(resolve)  # x64, y64, qpts, shift, scale, resolved list
+                extra += tuple(resolve)  # x64, y64, qpts, resolved list
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
                          np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
                          pred, var, *extra)

@@ -16,6 +16,7 @@ GPUs, where one work-item a row leaves too few warps to hide memory latency.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -200,14 +201,23 @@ class SMapKernel(TunableKernel):
         and variances in float64 (centred on the prediction point), status codes. The four
         reads are enqueued before the first wait (one round trip to the device, not four);
         float64 outputs are returned as read (no copy)."""
+        return self.enqueue_reads(backend, spec, args, n_pred, n_theta)()
+
+    def enqueue_reads(self, backend: Backend, spec: dict[str, Any], args: dict[str, Any],
+                      n_pred: int, n_theta: int) -> Callable[[], tuple[np.ndarray, ...]]:
+        """:meth:`read_outputs` in two steps: the reads enqueued now, the function returned
+        waits for them (the host works in between, beside the device)."""
         E = spec["E"]
         names = ("out_pred", "out_coef", "out_var", "out_status")
         reads = [backend.to_host_async(args[n]) for n in names]
-        pred, coef, var, status = (r() for r in reads)
-        return (pred.astype(np.float64, copy=False).reshape(n_theta, n_pred),
-                coef.astype(np.float64, copy=False).reshape(n_theta, n_pred, E + 1),
-                var.astype(np.float64, copy=False).reshape(n_theta, n_pred),
-                status.reshape(n_theta, n_pred))
+
+        def wait() -> tuple[np.ndarray, ...]:
+            pred, coef, var, status = (r() for r in reads)
+            return (pred.astype(np.float64, copy=False).reshape(n_theta, n_pred),
+                    coef.astype(np.float64, copy=False).reshape(n_theta, n_pred, E + 1),
+                    var.astype(np.float64, copy=False).reshape(n_theta, n_pred),
+                    status.reshape(n_theta, n_pred))
+        return wait
 
     def launch(self, backend: Backend, params: Params, spec: dict[str, Any], args: dict[str, Any],
                n_pred: int, n_theta: int):

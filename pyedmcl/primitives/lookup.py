@@ -130,7 +130,7 @@ class Resolved:
 
 
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
-                   tshift: int, qnorm_dev, thr_dev, span_dev, E: int, *,
+                   tshift: int, qnorm_dev, units_dev, E: int, *,
                    variance: bool = False, resolve: ResolveInputs | None = None
                    ) -> CheckedLookup:
     """:func:`lookup_device` for float32 Simplex from the first ``k`` neighbours of
@@ -139,28 +139,32 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     CHECK): flags 1 where the bound exceeds ``thr_dev[j]`` (see
     :mod:`pyedmcl._precision`), counted and listed on the device (:class:`CheckedLookup`:
     the host reads count and list with its results, the flags only past the list).
-    ``qnorm_dev``: each query point's norm (float32); ``thr_dev`` / ``span_dev``: each
-    target's tolerance and span (max - min); ``E``: the coordinates per point.
-    ``resolve`` (a table of ``k + 2``, fp64): flagged predictions whose float64
-    neighbours the table holds are redone in the lookup (lookup/_resolve.mako) and
-    listed in :attr:`CheckedLookup.resolved`, not flagged.
+    ``qnorm_dev``: each query point's norm (float32); ``units_dev``: the targets' units
+    in one array (ACC; one upload: :meth:`pyedmcl.edm.row_check.RowCheck.device_units`),
+    each target's tolerance, then each one's span (max - min), and with ``resolve`` each
+    one's shift and scale (double: ``x = z * scale + shift``), ``nt`` values each;
+    ``E``: the coordinates per point. ``resolve`` (a table of ``k + 2``, fp64): flagged
+    predictions whose float64 neighbours the table holds are redone in the lookup
+    (lookup/_resolve.mako) and listed in :attr:`CheckedLookup.resolved`, not flagged.
+    The count is zeroed by a launch behind the k-NN kernel (no upload: some runtimes
+    hold the host at an upload until the kernels queued before it end).
     """
     spec, params = _lookup_params(be, k, table.nq * nt * table.nbatch, "simplex", "float")
     spec = {**spec, "KS": table.k, "CHECK": 1, "VARIANCE": int(variance)}
     pred = be.empty((table.nbatch, nt, table.nq), np.float32)
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
-    nflag = be.to_device_aside(np.zeros(2, np.int32))  # behind the k-NN kernel, no wait
+    nflag = be.empty(2, np.int32)
+    be.fill(nflag, 0)  # behind the k-NN kernel, no wait
     flagq = be.empty(min(FLAG_LIST, table.nbatch * nt * table.nq), np.int32)  # or all
-    hold(be, pred, var, flag, nflag, flagq, qnorm_dev, thr_dev, span_dev)
-    check: tuple = (qnorm_dev, thr_dev, span_dev, E + 4, flag, nflag, flagq)
+    hold(be, pred, var, flag, nflag, flagq, qnorm_dev, units_dev)
+    check: tuple = (qnorm_dev, units_dev, E + 4, flag, nflag, flagq)
     resolved = None
     if resolve is not None:
         spec = {**spec, "RESOLVE": 1, "E": resolve.E, "TAU": resolve.tau, "FMA": resolve.fma}
         resolved = be.empty(4 * flagq.size, np.float64)
         hold(be, resolved)
-        check += (resolve.x64, resolve.y64, resolve.qpts, resolve.shift, resolve.scale,
-                  resolved)
+        check += (resolve.x64, resolve.y64, resolve.qpts, resolved)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
                   nt, tshift, pred, var, check=check)
     return CheckedLookup(pred, var if variance else None, flag, nflag, flagq, resolved)
@@ -170,15 +174,12 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
 class ResolveInputs:
     """What the checked lookup's RESOLVE reads (device arrays): the float64 call's series
     ``x64`` and targets ``y64`` (the lookup's ``ldy`` and ``tshift``), the query points
-    ``qpts`` of the table's rows, each target's units ``shift`` / ``scale`` (double:
-    ``x = z * scale + shift``), the point shape ``E`` / ``tau`` and the float64 k-NN's
-    FMA choice."""
+    ``qpts`` of the table's rows, the point shape ``E`` / ``tau`` and the float64 k-NN's
+    FMA choice (the targets' units come with the check's, :func:`lookup_checked`)."""
 
     x64: Any
     y64: Any
     qpts: Any
-    shift: Any
-    scale: Any
     E: int
     tau: int
     fma: bool

@@ -4,14 +4,16 @@
 ##
 ## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also writes flag[b][j][q] = 1 where
 ## float32's first-order error bound on the prediction exceeds thr[j] (target j's
-## tolerance in data units); the caller recomputes those queries in float64. The bound
+## tolerance in data units; units[j], the first nt of the targets' units, one array: thr,
+## span, and RESOLVE's shift and scale, nt each); the caller recomputes those queries in
+## float64. The bound
 ## (pyedmcl/edm/row_check.py, decision 0089): a float32 distance d_i is within
 ## D_i = 2u (2 |q| + erel d_i) of the exact one (u = 2^-24, |q| the query point's norm,
 ## erel = E + 4), which moves w_i / W, so the prediction mu by at most
 ## sum_i w_i / W |y_i - mu| (D_i + d_i D_0 / d_0) / f (the last term where the nearest
 ## distance d_0 is the scale f, not the 1e-6 floor), plus w_i / W span[j] for each
 ## neighbour i within D_i + D_K of the table's extra one, K (float32 may rank either
-## first, or any point tied with them: span[j] is target j's max - min).
+## first, or any point tied with them: span[j] = units[nt + j] is target j's max - min).
 ##
 ## nflag[0] (zeroed by the caller) counts the flags set and flagq[0 .. cap-1] lists their
 ## queries (in no order; a query once per target flagged), so that the caller reads count
@@ -61,14 +63,14 @@
             const acc_t db = (acc_t)dist[o + K];
 %     for k in range(K):
             if (db - (acc_t)dist[o + ${k}] <= u2 * (2 * qn2 + erel * ((acc_t)dist[o + ${k}] + db)))
-                bnd += w${k} / den * span[j];
+                bnd += w${k} / den * units[nt + j];  /* span[j] */
 %     endfor
         }
 %   endif
-        int flagged = den > 0 && !(bnd <= thr[j]);
+        int flagged = den > 0 && !(bnd <= units[j]);  /* thr[j] */
 % if RESOLVE:
         if (flagged && resolve(idx, dist, o, q, j, b, nq, nt, u2, qn2, erel, x64, y64, ldy,
-                               tshift, qpts, rshift, rscale, pred, var, nflag, resolved, cap))
+                               tshift, qpts, units, pred, var, nflag, resolved, cap))
             flagged = 0;
 % endif
         flag[((size_t)b * nt + j) * nq + q] = flagged ? 1 : 0;

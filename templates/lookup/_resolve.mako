@@ -11,7 +11,7 @@
 ## first, FMA as the job's, contraction off), ordered by (distance, |p - l|, l), and the
 ## first K weighed as the float64 lookup does (y64: its targets, the same ldy and tshift);
 ## the prediction and variance are written in the kernel's units as patch writes them
-## (rshift / rscale), and listed with its query, target and float64 values (resolved, 4
+## (the targets' shift and scale: units[2 nt + j], units[3 nt + j]), and listed with its query, target and float64 values (resolved, 4
 ## doubles a slot, count nflag[1]; past cap slots it stays flagged). Such a prediction is
 ## not flagged: only the others are counted and redone by the host (their float64 k-NN). Near-ties at the K-th place of continuous
 ## data resolve here; decimal data's wider ties may not.
@@ -49,7 +49,7 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
             const acc_t u2, const acc_t qn2, const acc_t erel,
             __global const double* restrict x64, __global const double* restrict y64,
             const int ldy, const int tshift, __global const int* restrict qpts,
-            __global const double* restrict rshift, __global const double* restrict rscale,
+            __global const double* restrict units,
             __global real_t* restrict pred, __global real_t* restrict var,
             volatile __global int* restrict nflag, __global double* restrict resolved,
             const int cap)
@@ -111,9 +111,10 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
     resolved[4 * (size_t)slot + 2] = mu;
     resolved[4 * (size_t)slot + 3] = v64;
     const size_t out = ((size_t)b * nt + j) * nq + q;
-    pred[out] = (real_t)((mu - rshift[j]) / rscale[j]);
+    const double rshift = units[2 * nt + j], rscale = units[3 * nt + j];
+    pred[out] = (real_t)((mu - rshift) / rscale);
 %   if VARIANCE:
-    var[out] = (real_t)(v64 / (rscale[j] * rscale[j]));
+    var[out] = (real_t)(v64 / (rscale * rscale));
 %   endif
     return 1;
 }

@@ -43,13 +43,12 @@ ${rs.resolve_fn()}
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void lookup(__global const int* restrict idx, __global const real_t* restrict dist,
             const int nq, __global const real_t* restrict y, const int ldy, const int nt,
-<% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict thr, "
-                  "__global const acc_t* restrict span, const acc_t erel, "
+<% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict units, "
+                  "const acc_t erel, "
                   "__global uchar* restrict flag, volatile __global int* restrict nflag, "
                   "__global int* restrict flagq, const int cap") if CHECK else "" %>\
 <% check_args += (", __global const double* restrict x64, __global const double* restrict y64, "
-                  "__global const int* restrict qpts, __global const double* restrict rshift, "
-                  "__global const double* restrict rscale, __global double* restrict resolved") if RESOLVE else "" %>\
+                  "__global const int* restrict qpts, __global double* restrict resolved") if RESOLVE else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);

@@ -1,0 +1,61 @@
+"""A call's host series reduced to their least and largest values once.
+
+Several checks of one public call need the same two reductions of a series: whether it
+is constant (:mod:`pyedmcl.constant_series`), whether it holds a NaN (the state-space
+path, :mod:`pyedmcl.edm.statespace`), whether it is finite and within range
+(:func:`pyedmcl.validation.as_series`), and how far float32 must reach after centring
+(:func:`pyedmcl._precision.prepare`). Each took two passes over the series of its own.
+
+:func:`call_memo` (entered by a checked public function for its call) opens a memo in a
+context variable (per thread and task): :func:`extremes` of an array it has seen returns
+the values it computed then. Entries are keyed by the array object and hold it, so an id
+is not reused while the call runs; the memo ends with the call. pyedmcl never changes an
+input in place, so the values stay the array's own. Outside a memo nothing is kept.
+
+The values are those of ``a.min()`` and ``a.max()`` (NaN where the array holds one: both
+reductions propagate it), so every check decides as it did with its own passes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import numpy as np
+
+_MEMO: ContextVar[dict[int, tuple[np.ndarray, tuple[float, float]]] | None] = ContextVar(
+    "pyedmcl_extremes", default=None)
+
+
+@contextmanager
+def call_memo() -> Iterator[None]:
+    """A memo of :func:`extremes` for the block (a call); inside another, that one."""
+    if _MEMO.get() is not None:
+        yield
+        return
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def extremes(a: np.ndarray) -> tuple[float, float]:
+    """``(min, max)`` of the non-empty real array ``a`` as floats (NaN where ``a`` holds
+    a NaN), from the call's memo where the call computed them already."""
+    memo = _MEMO.get()
+    if memo is not None:
+        hit = memo.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+    got = (float(a.min()), float(a.max()))
+    if memo is not None:
+        memo[id(a)] = (a, got)
+    return got
+
+
+def has_nan(a: np.ndarray) -> bool:
+    """Whether the real array ``a`` holds a NaN (its least value is NaN then)."""
+    return a.dtype.kind == "f" and a.size > 0 and math.isnan(extremes(a)[0])
