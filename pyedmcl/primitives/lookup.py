@@ -95,10 +95,13 @@ class CheckedLookup:
             got = count()
             c = int(got[0])
             if res is not None:
-                r = min(int(got[1]), self.resolved.size // 4)
+                r = int(got[1])
+                if r > self.resolved.size // 4:  # more than listed: every such row redone
+                    self.fixed = None               # (flag 2), a set independent of order
+                    return flagged_queries(be.to_host(self.flag))
                 self.fixed = Resolved(res()[:4 * r].reshape(r, 4))
             if c > self.flagq.size:
-                return flagged_queries(be.to_host(self.flag))
+                return flagged_queries(be.to_host(self.flag) == 1)
             return np.unique(listed()[:c]).astype(np.int64)
         return rows
 

@@ -68,12 +68,15 @@
         }
 %   endif
         int flagged = den > 0 && !(bnd <= units[j]);  /* thr[j] */
+        uchar mark = flagged ? 1 : 0;
 % if RESOLVE:
         if (flagged && resolve(idx, dist, o, q, j, b, nq, nt, u2, qn2, erel, x64, y64, ldy,
-                               tshift, qpts, units, pred, var, nflag, resolved, cap))
+                               tshift, qpts, units, pred, var, nflag, resolved, cap)) {
             flagged = 0;
+            mark = 2;  /* redone here */
+        }
 % endif
-        flag[((size_t)b * nt + j) * nq + q] = flagged ? 1 : 0;
+        flag[((size_t)b * nt + j) * nq + q] = mark;
         if (flagged) {  /* rare: listed for the host, which reads flag only past cap */
             const int slot = atomic_inc(nflag);
             if (slot < cap) flagq[slot] = q;

@@ -103,9 +103,10 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
 %   else:
     const double v64 = (double)NAN;
 %   endif
-    /* listed for the host (its values in data units), or left flagged past the list */
+    /* listed for the host (its values in data units); past the list the host reads the
+       flags (2: resolved) and redoes every such row itself, whichever were listed */
     const int slot = atomic_inc(nflag + 1);
-    if (slot >= cap) return 0;
+    if (slot >= cap) return 1;
     resolved[4 * (size_t)slot] = (double)q;
     resolved[4 * (size_t)slot + 1] = (double)j;
     resolved[4 * (size_t)slot + 2] = mu;
