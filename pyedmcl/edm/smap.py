@@ -315,14 +315,15 @@ def _row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarr
 
 
 def _row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
-    """Library positions the "all" mode uses for one row (drops the farthest if asked)."""
+    """Library positions the "all" mode uses for one row (drops the farthest if asked; of
+    several equally far, the last, as the kernels' pass 1 does)."""
     cand = np.flatnonzero(np.abs(lib_t - tp) > R)
     drop = cand.size - min(knn, cand.size)
     if drop == 1:
         XL = _embed_at(x, lib_t[cand], E, tau)
         xp = _embed_at(x, np.array([tp]), E, tau)[0]
         d = ((XL - xp) ** 2).sum(1)
-        cand = np.delete(cand, int(np.argmax(d)))
+        cand = np.delete(cand, d.size - 1 - int(np.argmax(d[::-1])))  # the last farthest, as the kernels
     return cand
 
 
