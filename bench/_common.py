@@ -55,3 +55,32 @@ def interleaved_times(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[st
             fn()
             times[k].append(time.perf_counter() - t)
     return times
+
+
+def add_shape_args(ap: argparse.ArgumentParser, *, L: int) -> None:
+    """The shape options of the EDM host/device timelines: --L (default ``L``), --E,
+    --tau, --theta, --warm."""
+    ap.add_argument("--L", type=int, default=L)
+    ap.add_argument("--E", type=int, default=7)
+    ap.add_argument("--tau", type=int, default=2)
+    ap.add_argument("--theta", type=float, default=3.0)
+    ap.add_argument("--warm", type=int, default=3)
+
+
+def edm_calls(job: str, x: Any, a: argparse.Namespace) -> dict[str, Callable[[], Any]]:
+    """The calls a timeline compares for ``job`` on series ``x``: float32 Simplex
+    "checked" (the default) and "unchecked" (inside ``row_check.unchecked``), or one
+    S-map ("smap"); shape and device from ``a`` (:func:`add_shape_args`, --device)."""
+    import pyedmcl as pe
+    from pyedmcl.edm import row_check
+
+    if job == "smap":
+        return {"smap": lambda: pe.smap(x, E=a.E, tau=a.tau, theta=a.theta, device=a.device)}
+
+    def checked() -> Any:
+        return pe.simplex(x, E=a.E, tau=a.tau, device=a.device)
+
+    def unchecked() -> Any:
+        with row_check.unchecked():
+            return checked()
+    return {"checked": checked, "unchecked": unchecked}

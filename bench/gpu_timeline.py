@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_shape_args, edm_calls  # noqa: E402
 
 
 def record(fn):
@@ -105,11 +106,7 @@ def main() -> None:
                     help="rqa: auto-RQA of a Roessler record rounded to a 0.1 grid (E=3, "
                          "tau=6, the radius of RR 0.05 rounded to the grid; --L points), "
                          "with the float32 check (EXACT) and without")
-    ap.add_argument("--L", type=int, default=100_000)
-    ap.add_argument("--E", type=int, default=7)
-    ap.add_argument("--tau", type=int, default=2)
-    ap.add_argument("--theta", type=float, default=3.0)
-    ap.add_argument("--warm", type=int, default=3)
+    add_shape_args(ap, L=100_000)
     ap.add_argument("--profile", action="store_true",
                     help="also the host's profile of one call (cProfile, by cumulative time)")
     a = ap.parse_args()
@@ -117,17 +114,11 @@ def main() -> None:
     from bench_row_check import mackey_glass
 
     import pyedmcl as pe
-    from pyedmcl.edm import row_check
 
     x = mackey_glass(a.L)
-    if a.job == "simplex":
-        calls = {"checked": lambda: pe.simplex(x, E=a.E, tau=a.tau, device=a.device)}
-
-        def unchecked():
-            with row_check.unchecked():
-                pe.simplex(x, E=a.E, tau=a.tau, device=a.device)
-        calls["unchecked"] = unchecked
-    elif a.job == "rqa":
+    if a.job != "rqa":
+        calls = edm_calls(a.job, x, a)
+    else:
         from bench_rqa_exact import _records
 
         from clkernels import get_backend
@@ -140,8 +131,6 @@ def main() -> None:
             with rqa_unchecked():
                 pe.rqa(q, E=3, tau=6, radius=r, device=a.device)
         calls["unchecked"] = rqa_plain
-    else:
-        calls = {"smap": lambda: pe.smap(x, E=a.E, tau=a.tau, theta=a.theta, device=a.device)}
     for name, fn in calls.items():
         for _ in range(a.warm):
             fn()

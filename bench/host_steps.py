@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_shape_args, edm_calls  # noqa: E402
 
 
 def record(fn) -> list[tuple[str, float]]:
@@ -119,11 +120,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None)
     ap.add_argument("--job", choices=("simplex", "smap"), default="simplex")
-    ap.add_argument("--L", type=int, default=5000)
-    ap.add_argument("--E", type=int, default=7)
-    ap.add_argument("--tau", type=int, default=2)
-    ap.add_argument("--theta", type=float, default=3.0)
-    ap.add_argument("--warm", type=int, default=3)
+    add_shape_args(ap, L=5000)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--gpu-path", action="store_true",
                     help="take the GPU's host steps on a CPU device (see the docstring)")
@@ -131,23 +128,15 @@ def main() -> None:
 
     from bench_row_check import mackey_glass
 
-    import pyedmcl as pe
-    from pyedmcl.edm import row_check, row_redo
+    from pyedmcl.edm import row_redo
 
     if a.gpu_path:
         _gpu_path()
     x = mackey_glass(a.L)
+    calls = edm_calls(a.job, x, a)
     if a.job == "simplex":
-        calls = {"checked": lambda: pe.simplex(x, E=a.E, tau=a.tau, device=a.device)}
-
-        def unchecked():
-            with row_check.unchecked():
-                pe.simplex(x, E=a.E, tau=a.tau, device=a.device)
-        calls["unchecked"] = unchecked
         print(f"flagged rows: {_flagged(x, a)}; redo enqueued on "
               f"{row_redo.ENQUEUE_ON}")
-    else:
-        calls = {"smap": lambda: pe.smap(x, E=a.E, tau=a.tau, theta=a.theta, device=a.device)}
     for name, fn in calls.items():
         for _ in range(a.warm):
             fn()
