@@ -5,7 +5,7 @@ the nearest entry's parameters. This times the chosen parameters against a few o
 the same data (Mackey-Glass, leave-one-out: every point a query, the whole series the
 library) and checks that every choice gives the same table.
 
-Run:  python bench/knn_params.py --device nvidia --L 100000 --E 7 --tau 2 --k 9
+Run:  python bench/knn_params.py --device nvidia --L 100000 --E 7 --tau 2 --k 10 --near 2
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ def main() -> None:
     ap.add_argument("--E", type=int, default=7)
     ap.add_argument("--tau", type=int, default=2)
     ap.add_argument("--k", type=int, default=None, help="neighbours (default E + 2: the checked table)")
+    ap.add_argument("--near", type=int, default=0,
+                    help="the table's last NEAR entries as near-ties only (knn.cl.mako)")
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
 
@@ -72,6 +74,8 @@ def main() -> None:
     qp = np.ascontiguousarray(plan.pred_points, np.int32)
     spec, chosen, _ = _knn_launch(be, a.E, a.tau, k, qp.size, lp, "euclidean", "float", 1,
                                   None)
+    if a.near:
+        spec = {**spec, "NEAR": a.near}
     xd, qd, ld = be.to_device(x), be.to_device(qp), be.to_device(lp)
     base = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, "INS": "reg", "FLAG": 1}
     print(f"device: {be.info.name}; L={a.L} E={a.E} tau={a.tau} k={k}; spec {spec}")

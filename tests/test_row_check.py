@@ -66,11 +66,12 @@ def test_checked_lookup_equals_numpy_bound(device):
                        be.to_device(np.concatenate([thr, span]).astype(acc)), E)
     p, flags = c.pred, be.to_host(c.flag)[0]
     # count and list, what the caller reads: every flag once, its query listed
-    count = int(be.to_host(c.nflag)[0])
+    report = be.to_host(c.report)
+    count = int(report[0])
     assert count == flags.sum()
-    listed = be.to_host(c.flagq)[:min(count, c.flagq.size)]
+    listed = report[2:2 + min(count, c.cap)]
     want = np.concatenate([np.flatnonzero(f) for f in flags])
-    if count <= c.flagq.size:
+    if count <= c.cap:
         np.testing.assert_array_equal(np.sort(listed), np.sort(want))
     np.testing.assert_array_equal(c.rows_reader(be)(), np.flatnonzero(flags.any(axis=0)))
     plain = DeviceKnn(be.to_device(np.ascontiguousarray(idx[None, :, :K])),

@@ -151,7 +151,7 @@ def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev:
 
     x, y = redo.x, redo.y
     nq = plan.pred_points.size
-    slots = int(min(REDO_SLOTS, checked.flagq.size))
+    slots = int(min(REDO_SLOTS, checked.cap))
     # (the series stay unchanged until the call has its results: no private copies)
     xd = be.to_device_aside(np.ascontiguousarray(x, np.float64), copy=False)
     same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
@@ -161,7 +161,7 @@ def enqueue_redo(be: Backend, plan: Plan, redo: RedoInputs, checked: Any, q_dev:
     sh = be.to_device_aside(np.asarray(redo.shift, np.float64))
     sc = be.to_device_aside(np.asarray(redo.scale, np.float64))
     hold(be, xd, yd, qsel, rsel, sh, sc)
-    LOOKUP.launch_select(be, checked.nflag, checked.flagq, slots, q_dev, qsel, rsel)
+    LOOKUP.launch_select(be, checked.report, slots, q_dev, qsel, rsel)
     params = redo_params(plan.E, plan.knn, be.info.max_work_group_size,
                          be.info.local_mem_bytes - REDO_LOCAL_SPARE)
     nl = int(plan.lib_points.size)

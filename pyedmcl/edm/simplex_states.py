@@ -151,7 +151,7 @@ def _predict(be, real: str, x_dev, y_dev, n: int, nt: int, nc: int, plan: Plan,
         # a table widened by the check: the tuning of the table it widens
         params = widened_params(be, **kw, base_k=plan.knn, real=real) if k > plan.knn else None
         t = knn_device(be, x_dev, n, **kw, radius=plan.exclusion_radius, real=real,
-                       params=params)
+                       params=params, near=k - plan.knn)
         be.flush()  # the k-NN kernel starts while the host prepares the rest
         f = None
         if check is None:

@@ -46,8 +46,9 @@ TILE_ORDER = 1
 def launch_spec(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` completed with the caller-side values of the k-NN templates: FMA
     (:func:`with_fma`), the tile order ORD (:data:`TILE_ORDER` unless given) and the
-    data's column count NC (1, a series, unless given); INL (1 on PoCL: /_vecops.mako)."""
-    return {"ORD": TILE_ORDER, "NC": 1, "INL": int(inline_vector_ops(be.info)),
+    data's column count NC (1, a series, unless given); INL (1 on PoCL: /_vecops.mako);
+    NEAR (0, full lists, unless given: knn.cl.mako's header)."""
+    return {"ORD": TILE_ORDER, "NC": 1, "INL": int(inline_vector_ops(be.info)), "NEAR": 0,
             **with_fma(be, spec)}
 
 
@@ -181,7 +182,11 @@ class KnnKernel(TunableKernel):
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
-        return f"{spec.get('REAL', 'float')}-{e_bucket(spec['E'])}-{k_bucket(spec['K'])}"
+        """REAL, E and K buckets; a NEAR table (knn.cl.mako) by the K it widens and its
+        NEAR (its cost is near that of the narrower table, not of its K)."""
+        near = int(spec.get("NEAR", 0))
+        base = f"{spec.get('REAL', 'float')}-{e_bucket(spec['E'])}-{k_bucket(spec['K'] - near)}"
+        return f"{base}-near{near}" if near else base
 
     def default_specs(self):
         return [{"E": E, "TAU": 1, "K": E + 1, "METRIC": "euclidean", "REAL": "float"}
@@ -207,6 +212,10 @@ class KnnKernel(TunableKernel):
         ``spec["K"]`` (the fix-ups still take ``spec["K"]``)."""
         bucket = self.spec_bucket(spec if bucket_k is None else {**spec, "K": bucket_k})
         choice = lookup(self, be.info, bucket, self.size_bucket(size))
+        if spec.get("NEAR") and (choice.entry or {}).get("spec_bucket") != bucket:
+            # a NEAR table without entries of its own: the tuning of the table it widens
+            base = {**spec, "K": spec["K"] - spec["NEAR"], "NEAR": 0}
+            choice = lookup(self, be.info, self.spec_bucket(base), self.size_bucket(size))
         p = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0,
              **self.chosen(be.info, choice, spec, contiguous)}
         item = 8 if spec["REAL"] == "double" else 4
@@ -266,8 +275,10 @@ class KnnKernel(TunableKernel):
     def request(self, be: Backend, params: Params, spec: dict[str, Any]) -> tuple:
         """The kernel :meth:`launch` builds, as ``(template, params, name)`` (for
         :meth:`clkernels.Backend.prebuild`)."""
-        return (self.template, {**launch_spec(be, spec), "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0,
-                                **params}, "knn")
+        full = {**launch_spec(be, spec), "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, **params}
+        if full["VARIANT"] != "rows":
+            full["NEAR"] = 0  # full lists: the same contract (knn.cl.mako), one source less
+        return (self.template, full, "knn")
 
     def launch(self, be: Backend, params: Params, spec: dict[str, Any], x_dev, q_dev, nq: int,
                l_dev, nl: int, nbatch: int, radius: int, idx_dev, dist_dev, *,

@@ -118,24 +118,25 @@ class LookupKernel(TunableKernel):
         and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
         pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
         ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
-        units, erel, flag, nflag, flagq)``, the query points' norms (float32, ``nq``),
+        units, erel, flag, report, cap)``, the query points' norms (float32, ``nq``),
         the targets' units (ACC: each target's tolerance, then each one's span (max -
         min), ``nt`` each, and with RESOLVE each one's shift and scale), ``E + 4``,
-        the flags written (uint8, ``(nbatch, nt, nq)``), their count, added to ``nflag``
-        (int32, two, zeroed by the caller: flagged, resolved), and the list of their
-        first ``flagq.size`` queries (int32); ``spec["RESOLVE"]`` (with ``spec``'s E,
-        TAU, FMA): ``check`` goes on with ``(x64, y64, qpts, resolved)``, the float64
-        call's series and targets, the query points and the list of predictions redone
-        in the lookup (double, 4 a slot); see lookup/_resolve.mako."""
+        the flags written (uint8, ``(nbatch, nt, nq)``) and the report (int32, zeroed by
+        the caller: the counts of flagged and resolved predictions, the list of the
+        first ``cap`` flagged queries and with RESOLVE the list of predictions redone
+        in the lookup, :class:`pyedmcl.primitives.lookup.CheckedLookup`);
+        ``spec["RESOLVE"]`` (with ``spec``'s E, TAU, FMA): ``check`` goes on with ``(x64,
+        y64, qpts)``, the float64 call's series and targets and the query points; see
+        lookup/_resolve.mako."""
         wg = params["WG"]
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, units, erel, flag, nflag, flagq, *resolve = check
+            qnorm, units, erel, flag, report, cap, *resolve = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
-            extra = (qnorm, units, acc(erel), flag, nflag, flagq, np.int32(flagq.size))
+            extra = (qnorm, units, acc(erel), flag, report, np.int32(cap))
             if spec.get("RESOLVE"):
-                extra += tuple(resolve)  # x64, y64, qpts, resolved list
+                extra += tuple(resolve)  # x64, y64, qpts
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
                          np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
                          pred, var, *extra)
@@ -166,15 +167,15 @@ class LookupKernel(TunableKernel):
         return be.launch(k, (m, nt), None, pred, var if wv else pred, np.int32(nq), rows_dev,
                          np.int32(m), p64, v64 if wv else p64, shift, scale, np.int32(wv))
 
-    def launch_select(self, be: Backend, nflag, flagq, cap: int, qpts_dev, qsel, rsel):
-        """The first ``cap`` flagged queries of a checked lookup (count ``nflag``, list
-        ``flagq``) into ``rsel`` (the query, -1 past the count) and ``qsel`` (its point
+    def launch_select(self, be: Backend, report, cap: int, qpts_dev, qsel, rsel):
+        """The first ``cap`` flagged queries of a checked lookup (count and list in its
+        ``report``) into ``rsel`` (the query, -1 past the count) and ``qsel`` (its point
         from ``qpts_dev``, query 0's for -1): the device redo's queries, no host round
         trip (the template's ``select_flagged``), from the float32 Simplex skill's
         program (no build of its own)."""
         spec = {"K": 1, "REAL": "float", "FS": 0, "WEIGHT": "simplex", "VARIANCE": 0}
         k = self._kernel(be, spec, skill_wg(be.info), "select_flagged")
-        return be.launch(k, (cap,), None, nflag, flagq, np.int32(cap), qpts_dev, qsel, rsel)
+        return be.launch(k, (cap,), None, report, np.int32(cap), qpts_dev, qsel, rsel)
 
     def launch_merge(self, be: Backend, idx, dist, lists: int, nq: int, kin: int, k: int,
                      q_dev, oidx, odist, tie):

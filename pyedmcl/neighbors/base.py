@@ -187,8 +187,9 @@ class NeighborBackend(abc.ABC):
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
                      real: str = "float", params: Any = None, q_dev: Any = None,
-                     l_dev: Any = None) -> Any:
-        """A :class:`~pyedmcl.primitives.knn.DeviceKnn` on ``be`` (signature of ``knn_device``)."""
+                     l_dev: Any = None, near: int = 0) -> Any:
+        """A :class:`~pyedmcl.primitives.knn.DeviceKnn` on ``be`` (signature of ``knn_device``;
+        a table of exact entries throughout meets any ``near``)."""
 
     def search(self, x: np.ndarray, *, E: int, tau: int, k: int, qpts: np.ndarray,
                lpts: np.ndarray, radius: int, metric: str = "euclidean", device: Any = None
@@ -308,8 +309,10 @@ class HostBackend(NeighborBackend):
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
                      real: str = "float", params: Any = None, q_dev: Any = None,
-                     l_dev: Any = None, reference: np.ndarray | None = None) -> Any:
-        """The exact kernel's table on ``be`` from the host (see the base class).
+                     l_dev: Any = None, reference: np.ndarray | None = None,
+                     near: int = 0) -> Any:
+        """The exact kernel's table on ``be`` from the host (see the base class; its
+        entries are exact throughout, which meets any ``near``).
         ``reference``: the float64 call's series (a float32 call's ``x_dev`` is its
         standardised cast): an exact back-end then chooses the neighbours that call
         chooses (float32's roundings decide no tie) and reports their distances in the

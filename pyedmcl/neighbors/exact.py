@@ -19,7 +19,7 @@ class ExactBackend(NeighborBackend):
     def device_table(self, be: Any, x_dev: Any, n: int, *, E: int, tau: int, k: int,
                      qpts: np.ndarray, lpts: np.ndarray, radius: int, metric: str = "euclidean",
                      real: str = "float", params: Any = None, q_dev: Any = None,
-                     l_dev: Any = None) -> Any:
+                     l_dev: Any = None, near: int = 0) -> Any:
         from ..primitives.knn import knn_device
         from ..primitives.ranges import MAX_KNN
 
@@ -32,4 +32,4 @@ class ExactBackend(NeighborBackend):
                              f"1 <= k <= {MAX_KNN} (use 'kdtree' for more)")
         return knn_device(be, x_dev, n, E=E, tau=tau, k=k, qpts=qpts, lpts=lpts, radius=radius,
                           metric=metric, real=real, params=params, q_dev=q_dev,
-                          l_dev=l_dev)
+                          l_dev=l_dev, near=near)

@@ -50,12 +50,17 @@ class DeviceKnn:
 
 def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np.ndarray,
                lpts: np.ndarray, radius: int, metric: str = "euclidean", real: str = "float",
-               params: Params | None = None, q_dev=None, l_dev=None, nc: int = 1) -> DeviceKnn:
+               params: Params | None = None, q_dev=None, l_dev=None, nc: int = 1,
+               near: int = 0) -> DeviceKnn:
     """Launch the fused kernel; ``lpts`` is (nl,) or (nbatch, nl) ascending kernel points.
 
     ``q_dev`` / ``l_dev``: ``qpts`` / ``lpts`` already on the device (no upload).
     ``nc`` > 1: ``x_dev`` is a row-major ``(n, nc)`` matrix and a point holds ``E`` lags
-    of each of its ``nc`` columns (see :mod:`.statespace`).
+    of each of its ``nc`` columns (see :mod:`.statespace`). ``near``: the table's last
+    ``near`` entries need only hold the neighbours within a few float32 distance bounds
+    of entry ``k - 1 - near`` (float32 euclidean; -1 / inf past them: the ``NEAR``
+    contract of knn.cl.mako), which a float32 table widened for the row check then
+    costs no more than the narrower one.
     """
     if k > MAX_KNN:
         raise ValueError(f"knn={k} is out of range for the fused k-NN kernel; allowed: 1 <= knn "
@@ -65,6 +70,8 @@ def knn_device(be: Backend, x_dev, n: int, *, E: int, tau: int, k: int, qpts: np
     nq = int(qpts.size)
     given = params
     spec, params, contiguous = _knn_launch(be, E, tau, k, nq, lpts, metric, real, nc, given)
+    if near and metric == "euclidean" and real == "float":
+        spec = {**spec, "NEAR": near}
     if given is not None and given.get("SLIDE", 0) and not slide_applies(spec, contiguous):
         raise ValueError(f"params SLIDE={params['SLIDE']} needs contiguous library points, "
                          f"one column and (E-1)*|tau| <= {SLIDE_SPAN_MAX}; use SLIDE=0 for these lib_points")
@@ -124,11 +131,12 @@ def widened_params(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray,
                    lpts: np.ndarray, base_k: int, metric: str = "euclidean",
                    real: str = "float", nc: int = 1) -> Params | None:
     """Launch parameters for a table of ``k`` neighbours widened from ``base_k`` (float32
-    Simplex's row check reads one more): on GPUs the tuning of ``base_k``, the table it
-    widens, not the next bucket's (H100, E = 7: 9 neighbours at the tuning of 16 took
-    15% longer than 8); None elsewhere, where :func:`knn_device` then takes the wider
-    table's own (Intel's CPU runtime, E = 7, L = 20,000: its K16 tuning is the faster
-    one, even for 8 neighbours)."""
+    Simplex's row check reads one or two more): on GPUs the tuning entries of that NEAR
+    table (float32 euclidean, :func:`knn_device`'s ``near``) where the device has some,
+    else the tuning of ``base_k``, the table it widens, not the next bucket's (H100, E =
+    7: 9 neighbours at the tuning of 16 took 15% longer than 8); None elsewhere, where
+    :func:`knn_device` then takes the wider table's own (Intel's CPU runtime, E = 7, L =
+    20,000: its K16 tuning is the faster one, even for 8 neighbours)."""
     if not be.info.is_gpu:
         return None
     lpts = np.ascontiguousarray(np.atleast_2d(lpts), dtype=np.int32)
@@ -136,8 +144,12 @@ def widened_params(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray,
     if nc != 1:
         spec = {**spec, "E": E * nc, "NC": nc}
     nq = int(qpts.size)
-    return KNN.params_for(be, spec, max(nq, lpts.shape[1]), nq_total=nq * lpts.shape[0],
-                          contiguous=is_contiguous(lpts), bucket_k=base_k)
+    kw = dict(nq_total=nq * lpts.shape[0], contiguous=is_contiguous(lpts))
+    if k > base_k and metric == "euclidean" and real == "float":
+        # the NEAR table knn_device(near=k - base_k) launches: its own tuning entries
+        # where there are some, else those of the table it widens (KnnKernel.params_for)
+        return KNN.params_for(be, {**spec, "NEAR": k - base_k}, max(nq, lpts.shape[1]), **kw)
+    return KNN.params_for(be, spec, max(nq, lpts.shape[1]), bucket_k=base_k, **kw)
 
 
 def knn_request(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray, lpts: np.ndarray,

@@ -67,42 +67,51 @@ def flagged_queries(flags: np.ndarray) -> np.ndarray:
     return np.flatnonzero(f.reshape(-1, f.shape[-1]).any(axis=0))
 
 
+def resolved_at(cap: int) -> int:
+    """Where RESOLVE's list starts in a checked lookup's report (int32 elements: after the
+    two counts and the ``cap`` listed queries, rounded up to even so that its doubles are
+    8-byte aligned; lookup/_check.mako's report_parts)."""
+    return (3 + cap) & ~1
+
+
 @dataclass
 class CheckedLookup:
     """:func:`lookup_checked`'s device arrays: predictions ``(nbatch, nt, nq)`` (and
-    variances, else None), the flags (uint8, same shape), their count ``nflag`` (int32
-    ``(1,)``) and the list ``flagq`` of the first flagged queries (int32, :data:`FLAG_LIST`
-    or as many as there are predictions; in no order, a query once per target flagged)."""
+    variances, else None), the flags (uint8, same shape), and the ``report`` (int32, read
+    back in one copy): the count of flags and of predictions redone in the lookup
+    (``report[0:2]``), the list of the first ``cap`` flagged queries (``report[2:2 +
+    cap]``, :data:`FLAG_LIST` or as many as there are predictions; in no order, a query
+    once per target flagged) and, with ``resolve``, from :func:`resolved_at` on the
+    predictions redone in the lookup, 4 doubles a slot (query, target, float64
+    prediction and variance in data units)."""
 
     pred: Any
     var: Any
     flag: Any
-    nflag: Any
-    flagq: Any
-    #: RESOLVE: the predictions redone in the lookup, 4 doubles a slot (query, target,
-    #: float64 prediction and variance in data units), their count in ``nflag[1]``
-    resolved: Any = None
+    report: Any
+    cap: int
+    resolve: bool = False
 
     def rows_reader(self, be: Backend) -> Callable[[], np.ndarray]:
-        """Enqueue the reads of count and list (behind the queued work, no wait); the
-        function returned waits for them and returns the flagged queries, ascending (the
-        flags are read only where the list is full). With RESOLVE it also sets
-        :attr:`fixed` (:class:`Resolved`: the predictions redone in the lookup)."""
-        count, listed = be.to_host_async(self.nflag), be.to_host_async(self.flagq)
-        res = None if self.resolved is None else be.to_host_async(self.resolved)
+        """Enqueue the report's read (behind the queued work, no wait); the function
+        returned waits for it and returns the flagged queries, ascending (the flags are
+        read only where the list is full). With RESOLVE it also sets :attr:`fixed`
+        (:class:`Resolved`: the predictions redone in the lookup)."""
+        report = be.to_host_async(self.report)
 
         def rows() -> np.ndarray:
-            got = count()
+            got = report()
             c = int(got[0])
-            if res is not None:
+            if self.resolve:
                 r = int(got[1])
-                if r > self.resolved.size // 4:  # more than listed: every such row redone
-                    self.fixed = None               # (flag 2), a set independent of order
+                if r > self.cap:  # more than listed: every such row redone
+                    self.fixed = None  # (flag 2), a set independent of order
                     return flagged_queries(be.to_host(self.flag))
-                self.fixed = Resolved(res()[:4 * r].reshape(r, 4))
-            if c > self.flagq.size:
+                at = resolved_at(self.cap)
+                self.fixed = Resolved(got[at:at + 8 * r].view(np.float64).reshape(r, 4).copy())
+            if c > self.cap:
                 return flagged_queries(be.to_host(self.flag) == 1)
-            return np.unique(listed()[:c]).astype(np.int64)
+            return np.unique(got[2:2 + c]).astype(np.int64)
         return rows
 
     fixed: Resolved | None = None
@@ -148,7 +157,7 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     one's shift and scale (double: ``x = z * scale + shift``), ``nt`` values each;
     ``E``: the coordinates per point. ``resolve`` (a table of ``k + 2``, fp64): flagged
     predictions whose float64 neighbours the table holds are redone in the lookup
-    (lookup/_resolve.mako) and listed in :attr:`CheckedLookup.resolved`, not flagged.
+    (lookup/_resolve.mako) and listed in the :attr:`CheckedLookup.report`, not flagged.
     The count is zeroed by a launch behind the k-NN kernel (no upload: some runtimes
     hold the host at an upload until the kernels queued before it end).
     """
@@ -157,20 +166,17 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     pred = be.empty((table.nbatch, nt, table.nq), np.float32)
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
-    nflag = be.empty(2, np.int32)
-    be.fill(nflag, 0)  # behind the k-NN kernel, no wait
-    flagq = be.empty(min(FLAG_LIST, table.nbatch * nt * table.nq), np.int32)  # or all
-    hold(be, pred, var, flag, nflag, flagq, qnorm_dev, units_dev)
-    check: tuple = (qnorm_dev, units_dev, E + 4, flag, nflag, flagq)
-    resolved = None
+    cap = min(FLAG_LIST, table.nbatch * nt * table.nq)  # or all
+    report = be.empty(2 + cap if resolve is None else resolved_at(cap) + 8 * cap, np.int32)
+    be.fill(report, 0)  # behind the k-NN kernel, no wait (counts and unused slots)
+    hold(be, pred, var, flag, report, qnorm_dev, units_dev)
+    check: tuple = (qnorm_dev, units_dev, E + 4, flag, report, cap)
     if resolve is not None:
         spec = {**spec, "RESOLVE": 1, "E": resolve.E, "TAU": resolve.tau, "FMA": resolve.fma}
-        resolved = be.empty(4 * flagq.size, np.float64)
-        hold(be, resolved)
-        check += (resolve.x64, resolve.y64, resolve.qpts, resolved)
+        check += (resolve.x64, resolve.y64, resolve.qpts)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
                   nt, tshift, pred, var, check=check)
-    return CheckedLookup(pred, var if variance else None, flag, nflag, flagq, resolved)
+    return CheckedLookup(pred, var if variance else None, flag, report, cap, resolve is not None)
 
 
 @dataclass

@@ -29,14 +29,21 @@ inline int dist_rows(const int p, const int l) { return l > p ? l - p : p - l; }
 <%def name="insert_reg(K, D, L, KEY, SF='', P='p')">\
 {
                     real_t cd = ${D}; int ci = ${L}; int ck = ${KEY};
-% for k in range(K):
+${insert_steps(0, K, SF, P)}\
+}\
+</%def>
+
+## the compare-swap steps of entries K0 .. K1-1 of the register list for the candidate
+## (cd, ci, ck) declared by the caller; afterwards (cd, ci) is the entry displaced past
+## K1 - 1 (ci -1: none), so that a caller may offer it to entries from K1 on
+<%def name="insert_steps(K0, K1, SF='', P='p')">\
+% for k in range(K0, K1):
                     {
                         const bool sw = cd < bd${k}${SF} || (cd == bd${k}${SF} && (bi${k}${SF} < 0 || ck < tie_key(${P}, bi${k}${SF})));
                         const real_t td = bd${k}${SF}; const int ti = bi${k}${SF};
                         if (sw) { bd${k}${SF} = cd; bi${k}${SF} = ci; cd = td; ci = ti; ck = tie_key(${P}, ti); }
                     }
 % endfor
-}\
 </%def>
 
 ## packed key `cv` (a ulong lvalue, consumed) into the key list s{k}SF of K entries

@@ -1,7 +1,13 @@
 ## Defs shared by the variants of knn.cl.mako (rows, cols, vec): the kernel's
 ## arguments and batch offset, the distance with early abandoning, the tile loop, the
 ## merge of SPLIT partial lists and the output of a register list.
-## Reads the template's parameters (E, TAU, K, METRIC, EA, TILE, ORD, FMA) from the context.
+## Reads the template's parameters (E, TAU, K, METRIC, EA, TILE, ORD, FMA, NEAR) from the context.
+##
+## NEAR > 0 (register lists, euclidean: the rows variant; knn.cl.mako's header): the
+## list's last NEAR entries take only candidates within NEAR_WIDTHS float32 distance
+## bounds of entry K - 1 - NEAR, so its acceptance limit `lim` (limit()) is that
+## margin once the list is full beyond it, not its last entry: near-ties of the
+## (K - NEAR)-th neighbour are kept, farther points abandoned as early as without them.
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
 
@@ -29,15 +35,58 @@ real_t ${ACC} = (real_t)0;
 ## last entry), then exclusion radius, tie order and insertion; L: the point; STEP: as
 ## for distance()
 <%def name="offer(A, L, STEP=1)">\
-${distance("acc", A, "qv[%d]", "bd%d" % (K - 1), STEP)}
-            if (acc <= bd${K - 1}) {
+<% LIM = "lim" if NEAR else "bd%d" % (K - 1) %>\
+${distance("acc", A, "qv[%d]", LIM, STEP)}
+            if (acc <= ${LIM}) {
                 const int l = ${L};
                 const int key = tie_key(p, l);
                 if (dist_rows(p, l) > radius
                     && (acc < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
+% if NEAR:
+                    /* the first K - NEAR entries, then the one they displace offered to
+                       the near-ties only where it is one (rare: a branch, not K steps) */
+                    real_t cd = acc; int ci = l; int ck = key;
+${topk.insert_steps(0, K - NEAR)}\
+                    if (ci >= 0 && cd <= lim) {
+${topk.insert_steps(K - NEAR, K)}\
+                    }
+                    lim = near_limit(bd${K - 1 - NEAR}, bd${K - 1}, nq2);
+% else:
                     ${topk.insert_reg(K, 'acc', 'l', 'key')}
+% endif
                 }
             }
+</%def>
+
+## the acceptance limit of a query's register list: its last entry, or with NEAR the
+## register `lim` (near_limit() of the list, kept by offer())
+<%def name="limit()">${"lim" if NEAR else "bd%d" % (K - 1)}</%def>
+
+## NEAR: the query's norm term nq2 = 2 |q| (float32 from its coordinates qv) and the
+## limit `lim`, before the scan
+<%def name="near_setup()">\
+% if NEAR:
+    real_t qss = (real_t)0;
+%   for k in range(E):
+    qss += qv[${k}] * qv[${k}];
+%   endfor
+    const real_t nq2 = 2 * sqrt(qss);
+    real_t lim = INFINITY;
+% endif
+</%def>
+
+## NEAR: the list's last NEAR entries beyond the final margin (points that entered
+## under a wider limit) emptied before the store: the output holds, past entry K - 1 -
+## NEAR, exactly the neighbours within the margin, -1 / inf after them
+<%def name="near_clear()">\
+% if NEAR:
+    {
+        const real_t fin = near_limit(bd${K - 1 - NEAR}, INFINITY, nq2);
+%   for k in range(K - NEAR, K):
+        if (bd${k} > fin) bi${k} = -1;
+%   endfor
+    }
+% endif
 </%def>
 
 <%def name="knn_args()">\
@@ -55,8 +104,29 @@ __global const real_t* restrict x, const int xoff, const int xstride,
     __global const int* lib = lpts + (size_t)b * lstride;
 </%def>
 
-## helper functions of the tile order (ORD=1)
+## helper functions of the tile order (ORD=1) and of NEAR's margin
 <%def name="functions()">\
+% if NEAR:
+<%
+    if METRIC != "euclidean" or not 0 < NEAR < K:
+        raise ValueError("NEAR=%d needs METRIC euclidean and 0 < NEAR < K=%d (got %s)"
+                         % (NEAR, K, METRIC))
+%>\
+
+/* NEAR: the acceptance limit (squared) of a list whose entry K - 1 - NEAR is a (squared,
+   inf while the list is short), last its last entry: the distance d = sqrt(a) plus
+   NEAR_WIDTHS times the float32 bound D(d) = 2u (2 |q| + (E + 4) d) (nq2 = 2 |q|), squared,
+   or last if that is less. The lookup (lookup/_resolve.mako) counts on every point within
+   RESOLVE_WIDTHS (< NEAR_WIDTHS, the rest the float32 rounding of this sum) of d to be in
+   the list. Monotone in a: the limit never grows while the list fills. */
+#define NEAR_WIDTHS 16
+inline real_t near_limit(const real_t a, const real_t last, const real_t nq2)
+{
+    const real_t d = sqrt(a);
+    const real_t m = d + (real_t)(NEAR_WIDTHS * 1.1920928955078125e-07) * (nq2 + (real_t)${E + 4} * d);
+    return fmin(last, m * m);
+}
+% endif
 % if ORD:
 
 /* position of point p in the ascending library (first member >= p) */

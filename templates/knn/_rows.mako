@@ -39,6 +39,7 @@ ${slide.decl()}\
 % for k in range(K):
     real_t bd${k} = INFINITY; int bi${k} = -1;
 % endfor
+${parts.near_setup()}\
 
 ${parts.tile_loop("get_group_id(0) * %d + %d" % (QW, QW // 2))}\
 % if SLIDE:
@@ -65,6 +66,7 @@ ${slide.scan()}\
 ${parts.merge_split(QW, False, "acc")}\
 % endif
     if (active && sp == 0) {
+${parts.near_clear()}\
         const size_t o = ((size_t)b * nq + q) * K;
 % for k in range(K):
 ${parts.store(k)}\

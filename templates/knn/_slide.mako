@@ -82,7 +82,7 @@ def vec_width(real):
 % for j in range(NW):
             const ${REAL}${VW} w${j} = sb[${j}];
 % endfor
-            const real_t thr = bd${K - 1};
+            const real_t thr = ${parts.limit()};
 % for u in range(U):
             real_t a${u} = (real_t)0;
 % endfor

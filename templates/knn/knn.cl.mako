@@ -1,4 +1,4 @@
-## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD, NC, SLIDE, INL
+## params: E, TAU, K, METRIC, REAL, WG, TILE, VARIANT, QB, EA, INS, FLAG, SPLIT, QQ, CB, FMA, ORD, NC, SLIDE, INL, NEAR
 ## version: 1
 ## legacy-hashes: 93f704e8c195d8c0
 ## Fused time-delay embedding + distance + top-k (exact all-k-NN table).
@@ -47,6 +47,14 @@
 ## SLIDE > 0 (rows only; a contiguous library, TAU = 1, NC = 1, checked on
 ## the host): the tile holds raw series values instead of E coordinates per point and
 ## is scanned in blocks of SLIDE points from vector loads (_slide.mako); the same table.
+##
+## NEAR > 0 (the rows variant; 0 elsewhere, KnnKernel.request): the list's last NEAR
+## entries hold only neighbours within a few float32 distance bounds of the
+## (K - NEAR)-th (near-ties that float32 may rank either way), -1 / inf past them. A
+## float32 table widened for Simplex's row check then costs what the K - NEAR table
+## costs: early abandoning keeps the (K - NEAR)-th's limit plus that margin instead of
+## the K-th distance (_parts.mako). Lists without NEAR satisfy the same contract (all
+## entries exact), so a reader may not tell "none within the margin" from "none left".
 ##
 ## Variants (VARIANT), one part each, described there: "rows" (GPUs, _rows.mako),
 ## "cols" (CPU SIMD across library points, _cols.mako), "vec" (explicit vectors,

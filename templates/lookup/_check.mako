@@ -17,7 +17,11 @@
 ##
 ## nflag[0] (zeroed by the caller) counts the flags set and flagq[0 .. cap-1] lists their
 ## queries (in no order; a query once per target flagged), so that the caller reads count
-## and list with the skill, and the flags only where more than cap are set.
+## and list with the skill, and the flags only where more than cap are set. Both, and
+## RESOLVE's list, are parts of one int array `report` (report_parts(); the host reads
+## it in one copy: pyedmcl.primitives.lookup.CheckedLookup): nflag = report[0..1]
+## (flagged, resolved), flagq = report[2 .. 2 + cap - 1], resolved the doubles from int
+## report_resolved_at(cap) (even: 8-byte aligned) on, 4 a slot.
 ##
 ## RESOLVE: flagged predictions redone in the lookup where the table suffices
 ## (lookup/_resolve.mako); only the others are counted and listed.
@@ -27,8 +31,8 @@
 ## / scale[j] and v / scale[j]^2 rounded to real_t, as the host's Affine.forward and a
 ## float32 array's assignment do; the skill then runs on the patched predictions.
 ##
-## select_flagged: the flagged queries' first cap entries (flagq, count nflag) as the
-## device redo's queries (pyedmcl/edm/row_redo.py): rsel[i] = the query (-1 past the
+## select_flagged: the flagged queries' first cap entries (the report's flagq, count
+## nflag) as the device redo's queries (pyedmcl/edm/row_redo.py): rsel[i] = the query (-1 past the
 ## count: a slot the patch skips), qsel[i] = its point (query 0's for a -1 slot, so that
 ## the float64 k-NN of a fixed cap queries reads valid points). No host round trip.
 ##
@@ -38,6 +42,15 @@
 ## host's row_check.merge_tables on the device. The kernel ranked squares and stored
 ## roots: where two of a query's first k + 1 candidates share a finite root, the order
 ## cannot be read here and tie[0] is set (the caller then takes the single launch).
+
+## the report's parts as the kernel's locals nflag, flagq and (RESOLVE) resolved
+<%def name="report_parts()">\
+    volatile __global int* const nflag = report;
+    __global int* const flagq = (__global int*)report + 2;
+% if RESOLVE:
+    __global double* const resolved = (__global double*)((__global int*)report + ((3 + cap) & ~1));
+% endif
+</%def>
 
 ## the bound of prediction (b, j, q), its flag, count and list entry
 <%def name="bound()">\
@@ -102,14 +115,14 @@ __kernel void patch(__global real_t* restrict pred, __global real_t* restrict va
 </%def>
 
 <%def name="select()">\
-__kernel void select_flagged(__global const int* restrict nflag, __global const int* restrict flagq,
-                             const int cap, __global const int* restrict qpts,
+__kernel void select_flagged(__global const int* restrict report, const int cap,
+                             __global const int* restrict qpts,
                              __global int* restrict qsel, __global int* restrict rsel)
 {
     const int i = get_global_id(0);
     if (i >= cap) return;
-    const int n = nflag[0];
-    const int r = i < n ? flagq[i] : -1;
+    const int n = report[0];  /* nflag[0]; the list flagq from report[2] on */
+    const int r = i < n ? report[2 + i] : -1;
     rsel[i] = r;
     qsel[i] = qpts[r < 0 ? 0 : r];
 }

@@ -5,8 +5,11 @@
 ## RESOLVE (with CHECK, KS = K + 2, fp64): a flagged prediction is redone here when the
 ## float64 call's K neighbours must lie among the table's first K + 1: the (K + 2)-th
 ## float32 distance less its D exceeds every first K + 1 distance plus its D (every other
-## point lies at least as far in float32: the exact distances keep that order), or the
-## table holds every admissible point. Those K + 1 candidates' distances are then computed
+## point lies at least as far in float32: the exact distances keep that order). The
+## table's entries K and K + 1 may be empty where no point lies within its margin
+## (the k-NN's NEAR contract, knn.cl.mako): the margin, RESOLVE_WIDTHS bounds past entry
+## K - 1, then stands for the (K + 2)-th distance, and an empty entry K leaves the first
+## K candidates. Those candidates' distances are then computed
 ## as the float64 k-NN kernel does (x64: the float64 call's series; coordinates newest
 ## first, FMA as the job's, contraction off), ordered by (distance, |p - l|, l), and the
 ## first K weighed as the float64 lookup does (y64: its targets, the same ldy and tshift);
@@ -20,6 +23,10 @@
 ## from the float64 distances of the table's first K + 1 candidates, else 0
 <%def name="resolve_fn()">\
 % if RESOLVE:
+/* the bounds past the table's entry K - 1 within which its k-NN kernel keeps every
+   point (NEAR_WIDTHS of knn/_parts.mako, 16, less the float32 rounding of its limit) */
+#define RESOLVE_WIDTHS 12
+
 /* the float64 k-NN kernel's distance (squared) of kernel points l and p */
 inline double exact_acc(__global const double* restrict x, const int l, const int p)
 {
@@ -54,34 +61,49 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
             volatile __global int* restrict nflag, __global double* restrict resolved,
             const int cap)
 {
-    if (idx[o + K] >= 0 && idx[o + K + 1] >= 0) {
-        const acc_t db = (acc_t)dist[o + K + 1];
-        acc_t top = 0;
-        for (int i = 0; i <= K; ++i) {
-            const acc_t di = (acc_t)dist[o + i];
-            const acc_t hi = di + u2 * (qn2 + erel * di);
-            top = hi > top ? hi : top;
-        }
+    /* m: the candidates 0..m-1 certain to hold the float64 call's K, the first K when
+       the next one clears them by the distances' bound, else K + 1 when the one after
+       does. A missing entry K or K + 1 says no point lies within the k-NN table's
+       margin (the NEAR contract, knn.cl.mako), of which RESOLVE_WIDTHS bounds past
+       entry K - 1 are sure: the margin then stands for the next distance */
+    const acc_t dk = (acc_t)dist[o + K - 1];
+    const acc_t margin = dk + RESOLVE_WIDTHS * u2 * (qn2 + erel * dk);
+    acc_t top = 0;
+    for (int i = 0; i < K; ++i) {
+        const acc_t di = (acc_t)dist[o + i];
+        const acc_t hi = di + u2 * (qn2 + erel * di);
+        top = hi > top ? hi : top;
+    }
+    const int has_k = idx[o + K] >= 0;
+    acc_t db = has_k ? (acc_t)dist[o + K] : margin;
+    int m = K;
+    /* (fewer than K admissible points: all of them in the table) */
+    if (idx[o + K - 1] >= 0 && !(db - u2 * (qn2 + erel * db) > top)) {
+        if (!has_k)
+            return 0;
+        top = fmax(top, db + u2 * (qn2 + erel * db));
+        db = idx[o + K + 1] >= 0 ? (acc_t)dist[o + K + 1] : margin;
         if (!(db - u2 * (qn2 + erel * db) > top))
             return 0;  /* another point may be among the float64 call's K */
+        m = K + 1;
     }
     const int p = qpts[q];
     double a[K + 1];
     int li[K + 1], ci[K + 1];
-    int m = 0;
-    for (int i = 0; i <= K; ++i) {  /* insertion in the kernel's order */
+    int n = 0;
+    for (int i = 0; i < m; ++i) {  /* insertion in the kernel's order */
         const int l = idx[o + i];
         if (l < 0) break;
         const double acc = exact_acc(x64, l, p);
         const int c = p > l ? p - l : l - p;
-        int s = m;
+        int s = n;
         for (; s > 0 && exact_after(a[s - 1], ci[s - 1], li[s - 1], acc, c, l); --s) {
             a[s] = a[s - 1]; ci[s] = ci[s - 1]; li[s] = li[s - 1];
         }
         a[s] = acc; ci[s] = c; li[s] = l;
-        ++m;
+        ++n;
     }
-    const int nk = m < K ? m : K;
+    const int nk = n < K ? n : K;
     /* the float64 lookup (lookup, REAL double): weights, prediction, variance */
     const double dmin = fmax(sqrt(a[0]), 1e-6);
     __global const double* yj = y64 + (size_t)j * ldy + tshift;

@@ -25,7 +25,8 @@
 ## one finish ends it (no merge per stream).
 ## KS: the table's row length (K, or K + 1 where CHECK reads the next neighbour).
 ## CHECK (float32 Simplex, WEIGHT "simplex"): lookup also bounds each prediction's
-## float32 error and flags, counts and lists those beyond the tolerance; patch writes
+## float32 error and flags, counts and lists those beyond the tolerance (in one report
+## array, read back in one copy); patch writes
 ## the float64 redo's values back (both in lookup/_check.mako).
 ## RESOLVE (with CHECK; E, TAU, FMA: the float64 k-NN's point shape and FMA choice):
 ## flagged predictions whose float64 neighbours lie in the table's first K + 1 are redone
@@ -45,16 +46,19 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
             const int nq, __global const real_t* restrict y, const int ldy, const int nt,
 <% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict units, "
                   "const acc_t erel, "
-                  "__global uchar* restrict flag, volatile __global int* restrict nflag, "
-                  "__global int* restrict flagq, const int cap") if CHECK else "" %>\
+                  "__global uchar* restrict flag, volatile __global int* restrict report, "
+                  "const int cap") if CHECK else "" %>\
 <% check_args += (", __global const double* restrict x64, __global const double* restrict y64, "
-                  "__global const int* restrict qpts, __global double* restrict resolved") if RESOLVE else "" %>\
+                  "__global const int* restrict qpts") if RESOLVE else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
     const int j = get_global_id(1);
     const int b = get_global_id(2);
     if (q >= nq) return;
+% if CHECK:
+${ck.report_parts()}
+% endif
     const size_t o = ((size_t)b * nq + q) * ${"K" if KS == K else KS};
     const real_t dmin_raw = dist[o];
     ${lk.dmin(WEIGHT)}
