@@ -40,22 +40,69 @@ ${distance("acc", A, "qv[%d]", LIM, STEP)}
             if (acc <= ${LIM}) {
                 const int l = ${L};
                 const int key = tie_key(p, l);
-                if (dist_rows(p, l) > radius
-                    && (acc < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
 % if NEAR:
+                if (dist_rows(p, l) > radius) {
                     /* the first K - NEAR entries, then the one they displace offered to
-                       the near-ties only where it is one (rare: a branch, not K steps) */
+                       the near-ties only where it lies within the new margin (rare: a
+                       branch, not NEAR more steps; limits only shrink, so what lies
+                       beyond it now never returns within it) */
                     real_t cd = acc; int ci = l; int ck = key;
 ${topk.insert_steps(0, K - NEAR)}\
-                    if (ci >= 0 && cd <= lim) {
-${topk.insert_steps(K - NEAR, K)}\
+                    const real_t m = near_limit(bd${K - 1 - NEAR}, INFINITY, ${near_q(NEAR, SPLIT)});
+                    if (ci >= 0 && cd <= m) {
+${near_insert()}\
                     }
-                    lim = near_limit(bd${K - 1 - NEAR}, bd${K - 1}, nq2);
-% else:
-                    ${topk.insert_reg(K, 'acc', 'l', 'key')}
-% endif
+                    lim = fmin(${near_entry(NEAR - 1, K, NEAR, SPLIT)[0]}, m);
                 }
+% else:
+                if (dist_rows(p, l) > radius
+                    && (acc < bd${K - 1} || key < tie_key(p, bi${K - 1}) || bi${K - 1} < 0)) {
+                    ${topk.insert_reg(K, 'acc', 'l', 'key')}
+                }
+% endif
             }
+</%def>
+
+## NEAR entries in local memory (near_local: one query per work-item, SPLIT = 1; slots
+## near_d / near_i of WG x NEAR, the query's 2 |q| in near_q): their updates are rare,
+## and the registers they would hold are the scan's (NVIDIA caps the rows kernel at 64);
+## else registers bd{k} / bi{k}, k >= K - NEAR, like the others
+<%!
+def near_local(NEAR, SPLIT):
+    return bool(NEAR) and SPLIT == 1
+
+
+def reg_entries(K, NEAR, SPLIT):
+    """The register entries of a query's list: K, or K - NEAR where the rest are local."""
+    return K - NEAR if near_local(NEAR, SPLIT) else K
+
+
+def near_entry(i, K, NEAR, SPLIT):
+    """Names of entry K - NEAR + i of the query's list: (distance, point)."""
+    if near_local(NEAR, SPLIT):
+        return "near_d[lid * %d + %d]" % (NEAR, i), "near_i[lid * %d + %d]" % (NEAR, i)
+    return "bd%d" % (K - NEAR + i), "bi%d" % (K - NEAR + i)
+
+
+def near_q(NEAR, SPLIT):
+    return "near_q[lid]" if near_local(NEAR, SPLIT) else "nq2"
+%>
+
+## the displaced (cd, ci, ck) into the near entries
+<%def name="near_insert()">\
+% if near_local(NEAR, SPLIT):
+% for i in range(NEAR):
+<% D, I = near_entry(i, K, NEAR, SPLIT) %>\
+                        {
+                            const real_t td = ${D}; const int ti = ${I};
+                            if (cd < td || (cd == td && (ti < 0 || ck < tie_key(p, ti)))) {
+                                ${D} = cd; ${I} = ci; cd = td; ci = ti; ck = tie_key(p, ti);
+                            }
+                        }
+% endfor
+% else:
+${topk.insert_steps(K - NEAR, K)}\
+% endif
 </%def>
 
 ## the acceptance limit of a query's register list: its last entry, or with NEAR the
@@ -70,8 +117,18 @@ ${topk.insert_steps(K - NEAR, K)}\
 %   for k in range(E):
     qss += qv[${k}] * qv[${k}];
 %   endfor
-    const real_t nq2 = 2 * sqrt(qss);
     real_t lim = INFINITY;
+%   if near_local(NEAR, SPLIT):
+    __local real_t near_d[${WG * NEAR}];
+    __local int near_i[${WG * NEAR}];
+    __local real_t near_q[${WG}];
+    near_q[lid] = 2 * sqrt(qss);
+%     for i in range(NEAR):
+    near_d[lid * ${NEAR} + ${i}] = INFINITY; near_i[lid * ${NEAR} + ${i}] = -1;
+%     endfor
+%   else:
+    const real_t nq2 = 2 * sqrt(qss);
+%   endif
 % endif
 </%def>
 
@@ -81,11 +138,23 @@ ${topk.insert_steps(K - NEAR, K)}\
 <%def name="near_clear()">\
 % if NEAR:
     {
-        const real_t fin = near_limit(bd${K - 1 - NEAR}, INFINITY, nq2);
-%   for k in range(K - NEAR, K):
-        if (bd${k} > fin) bi${k} = -1;
+        const real_t fin = near_limit(bd${K - 1 - NEAR}, INFINITY, ${near_q(NEAR, SPLIT)});
+%   for i in range(NEAR):
+<% D, I = near_entry(i, K, NEAR, SPLIT) %>\
+        if (${D} > fin) ${I} = -1;
 %   endfor
     }
+% endif
+</%def>
+
+## the query's entry k into its output row at o (register or local NEAR entry)
+<%def name="store_entry(k)">\
+% if k >= reg_entries(K, NEAR, SPLIT):
+<% D, I = near_entry(k - reg_entries(K, NEAR, SPLIT), K, NEAR, SPLIT) %>\
+        out_idx[o + ${k}] = ${I};
+        out_dist[o + ${k}] = ${I} < 0 ? INFINITY : ${metric.finish(METRIC, D)};
+% else:
+${store(k)}\
 % endif
 </%def>
 

@@ -36,7 +36,7 @@ ${slide.decl()}\
 % for k in range(E):
     qv[${k}] = active ? x[${pts.attr.fwd('p', k, TAU, NC)}] : (real_t)0;
 % endfor
-% for k in range(K):
+% for k in range(parts.attr.reg_entries(K, NEAR, SPLIT)):
     real_t bd${k} = INFINITY; int bi${k} = -1;
 % endfor
 ${parts.near_setup()}\
@@ -69,7 +69,7 @@ ${parts.merge_split(QW, False, "acc")}\
 ${parts.near_clear()}\
         const size_t o = ((size_t)b * nq + q) * K;
 % for k in range(K):
-${parts.store(k)}\
+${parts.store_entry(k)}\
 % endfor
     }
 }
