@@ -24,16 +24,19 @@ Cost. The bound is the lookup's own arithmetic on the values it holds (registers
 second pass); the lookup also counts its flags and lists their queries on the device,
 and the caller reads count and list with the skill (the flags themselves only past
 :data:`pyedmcl.primitives.lookup.FLAG_LIST`): where nothing is flagged, nothing more is read or
-launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), on GPUs at the
-tuning of the table it widens (:func:`.knn.widened_params`), and the query norms are computed on the host while the k-NN
-kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
+launched. The k-NN table is one neighbour wider (:attr:`RowCheck.widen`), a NEAR table
+(knn.cl.mako: the extra entries hold only near-ties of the knn-th, so early abandoning
+keeps the narrower table's limit), on GPUs at the tuning of the table it widens
+(:func:`.knn.widened_params`), and the query norms are computed on the host while the
+k-NN kernel runs. Flagged rows take one float64 k-NN launch (on GPUs the library in lists,
 :func:`redo_table`, merged on the device), one lookup, a patch of the float32
 predictions and the skill again on the device, behind one wait (:func:`redo_patched`).
 
 Most flagged rows never get there: on a device with fp64 the table of a 1-D series is
-two neighbours wider (:attr:`RowCheck.extra`) and the lookup itself redoes a flagged
-prediction whose float64 neighbours must lie among the table's first ``knn + 1`` (the
-next one clears them by the distances' bound; lookup/_resolve.mako): their distances
+two neighbours wider (:attr:`RowCheck.extra`, near-ties only) and the lookup itself
+redoes a flagged prediction whose float64 neighbours must lie among the table's first
+``knn`` or ``knn + 1`` (the next one clears them by the distances' bound, an empty entry
+the table's margin; lookup/_resolve.mako): their distances
 and the prediction computed as the float64 kernels compute them, so the value is the
 float64 call's bit for bit, listed for the host (:meth:`RowCheck.resolved`). Only the
 others (wide ties of decimal data) are counted and redone as above. On Mackey-Glass
