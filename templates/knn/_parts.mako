@@ -3,13 +3,11 @@
 ## merge of SPLIT partial lists and the output of a register list.
 ## Reads the template's parameters (E, TAU, K, METRIC, EA, TILE, ORD, FMA, NEAR) from the context.
 ##
-## NEAR > 0 (register lists, euclidean: the rows variant; knn.cl.mako's header): the
-## list's last NEAR entries take only candidates within NEAR_WIDTHS float32 distance
-## bounds of entry K - 1 - NEAR, so its acceptance limit `lim` (limit()) is that
-## margin once the list is full beyond it, not its last entry: near-ties of the
-## (K - NEAR)-th neighbour are kept, farther points abandoned as early as without them.
+## NEAR > 0 (the rows variant): offer() keeps the list's last NEAR entries for near-ties
+## of entry K - 1 - NEAR and abandons against their margin `lim` (_near.mako).
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
+<%namespace name="near" file="/knn/_near.mako"/>
 
 ## real_t ACC = distance of A % k and B % k over the E coordinates, newest first;
 ## EA > 0: chunks of EA coordinates, the rest skipped once ACC > THR; A takes coordinate
@@ -48,11 +46,11 @@ ${distance("acc", A, "qv[%d]", LIM, STEP)}
                        beyond it now never returns within it) */
                     real_t cd = acc; int ci = l; int ck = key;
 ${topk.insert_steps(0, K - NEAR)}\
-                    const real_t m = near_limit(bd${K - 1 - NEAR}, INFINITY, ${near_q(NEAR, SPLIT)});
+                    const real_t m = near_limit(bd${K - 1 - NEAR}, INFINITY, ${near.attr.near_q(NEAR, SPLIT)});
                     if (ci >= 0 && cd <= m) {
-${near_insert()}\
+${near.insert()}\
                     }
-                    lim = fmin(${near_entry(NEAR - 1, K, NEAR, SPLIT)[0]}, m);
+                    lim = fmin(${near.attr.near_entry(NEAR - 1, K, NEAR, SPLIT)[0]}, m);
                 }
 % else:
                 if (dist_rows(p, l) > radius
@@ -63,94 +61,14 @@ ${near_insert()}\
             }
 </%def>
 
-## NEAR entries in local memory (near_local: one query per work-item, SPLIT = 1; slots
-## near_d / near_i of WG x NEAR, the query's 2 |q| in near_q): their updates are rare,
-## and the registers they would hold are the scan's (NVIDIA caps the rows kernel at 64);
-## else registers bd{k} / bi{k}, k >= K - NEAR, like the others
-<%!
-def near_local(NEAR, SPLIT):
-    return bool(NEAR) and SPLIT == 1
-
-
-def reg_entries(K, NEAR, SPLIT):
-    """The register entries of a query's list: K, or K - NEAR where the rest are local."""
-    return K - NEAR if near_local(NEAR, SPLIT) else K
-
-
-def near_entry(i, K, NEAR, SPLIT):
-    """Names of entry K - NEAR + i of the query's list: (distance, point)."""
-    if near_local(NEAR, SPLIT):
-        return "near_d[lid * %d + %d]" % (NEAR, i), "near_i[lid * %d + %d]" % (NEAR, i)
-    return "bd%d" % (K - NEAR + i), "bi%d" % (K - NEAR + i)
-
-
-def near_q(NEAR, SPLIT):
-    return "near_q[lid]" if near_local(NEAR, SPLIT) else "nq2"
-%>
-
-## the displaced (cd, ci, ck) into the near entries
-<%def name="near_insert()">\
-% if near_local(NEAR, SPLIT):
-% for i in range(NEAR):
-<% D, I = near_entry(i, K, NEAR, SPLIT) %>\
-                        {
-                            const real_t td = ${D}; const int ti = ${I};
-                            if (cd < td || (cd == td && (ti < 0 || ck < tie_key(p, ti)))) {
-                                ${D} = cd; ${I} = ci; cd = td; ci = ti; ck = tie_key(p, ti);
-                            }
-                        }
-% endfor
-% else:
-${topk.insert_steps(K - NEAR, K)}\
-% endif
-</%def>
-
 ## the acceptance limit of a query's register list: its last entry, or with NEAR the
 ## register `lim` (near_limit() of the list, kept by offer())
 <%def name="limit()">${"lim" if NEAR else "bd%d" % (K - 1)}</%def>
 
-## NEAR: the query's norm term nq2 = 2 |q| (float32 from its coordinates qv) and the
-## limit `lim`, before the scan
-<%def name="near_setup()">\
-% if NEAR:
-    real_t qss = (real_t)0;
-%   for k in range(E):
-    qss += qv[${k}] * qv[${k}];
-%   endfor
-    real_t lim = INFINITY;
-%   if near_local(NEAR, SPLIT):
-    __local real_t near_d[${WG * NEAR}];
-    __local int near_i[${WG * NEAR}];
-    __local real_t near_q[${WG}];
-    near_q[lid] = 2 * sqrt(qss);
-%     for i in range(NEAR):
-    near_d[lid * ${NEAR} + ${i}] = INFINITY; near_i[lid * ${NEAR} + ${i}] = -1;
-%     endfor
-%   else:
-    const real_t nq2 = 2 * sqrt(qss);
-%   endif
-% endif
-</%def>
-
-## NEAR: the list's last NEAR entries beyond the final margin (points that entered
-## under a wider limit) emptied before the store: the output holds, past entry K - 1 -
-## NEAR, exactly the neighbours within the margin, -1 / inf after them
-<%def name="near_clear()">\
-% if NEAR:
-    {
-        const real_t fin = near_limit(bd${K - 1 - NEAR}, INFINITY, ${near_q(NEAR, SPLIT)});
-%   for i in range(NEAR):
-<% D, I = near_entry(i, K, NEAR, SPLIT) %>\
-        if (${D} > fin) ${I} = -1;
-%   endfor
-    }
-% endif
-</%def>
-
 ## the query's entry k into its output row at o (register or local NEAR entry)
 <%def name="store_entry(k)">\
-% if k >= reg_entries(K, NEAR, SPLIT):
-<% D, I = near_entry(k - reg_entries(K, NEAR, SPLIT), K, NEAR, SPLIT) %>\
+% if k >= near.attr.reg_entries(K, NEAR, SPLIT):
+<% D, I = near.attr.near_entry(k - near.attr.reg_entries(K, NEAR, SPLIT), K, NEAR, SPLIT) %>\
         out_idx[o + ${k}] = ${I};
         out_dist[o + ${k}] = ${I} < 0 ? INFINITY : ${metric.finish(METRIC, D)};
 % else:
@@ -173,29 +91,9 @@ __global const real_t* restrict x, const int xoff, const int xstride,
     __global const int* lib = lpts + (size_t)b * lstride;
 </%def>
 
-## helper functions of the tile order (ORD=1) and of NEAR's margin
+## helper functions of the tile order (ORD=1) and of NEAR's margin (_near.mako)
 <%def name="functions()">\
-% if NEAR:
-<%
-    if METRIC != "euclidean" or not 0 < NEAR < K:
-        raise ValueError("NEAR=%d needs METRIC euclidean and 0 < NEAR < K=%d (got %s)"
-                         % (NEAR, K, METRIC))
-%>\
-
-/* NEAR: the acceptance limit (squared) of a list whose entry K - 1 - NEAR is a (squared,
-   inf while the list is short), last its last entry: the distance d = sqrt(a) plus
-   NEAR_WIDTHS times the float32 bound D(d) = 2u (2 |q| + (E + 4) d) (nq2 = 2 |q|), squared,
-   or last if that is less. The lookup (lookup/_resolve.mako) counts on every point within
-   RESOLVE_WIDTHS (< NEAR_WIDTHS, the rest the float32 rounding of this sum) of d to be in
-   the list. Monotone in a: the limit never grows while the list fills. */
-#define NEAR_WIDTHS 16
-inline real_t near_limit(const real_t a, const real_t last, const real_t nq2)
-{
-    const real_t d = sqrt(a);
-    const real_t m = d + (real_t)(NEAR_WIDTHS * 1.1920928955078125e-07) * (nq2 + (real_t)${E + 4} * d);
-    return fmin(last, m * m);
-}
-% endif
+${near.functions()}\
 % if ORD:
 
 /* position of point p in the ascending library (first member >= p) */

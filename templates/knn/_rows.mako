@@ -6,6 +6,7 @@
 ## values, scanned in blocks of SLIDE points (_slide.mako).
 <%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="parts" file="/knn/_parts.mako"/>
+<%namespace name="near" file="/knn/_near.mako"/>
 <%namespace name="topk" file="/common/_topk.mako"/>
 <%namespace name="slide" file="/knn/_slide.mako"/>
 <%def name="kernel()">\
@@ -36,10 +37,10 @@ ${slide.decl()}\
 % for k in range(E):
     qv[${k}] = active ? x[${pts.attr.fwd('p', k, TAU, NC)}] : (real_t)0;
 % endfor
-% for k in range(parts.attr.reg_entries(K, NEAR, SPLIT)):
+% for k in range(near.attr.reg_entries(K, NEAR, SPLIT)):
     real_t bd${k} = INFINITY; int bi${k} = -1;
 % endfor
-${parts.near_setup()}\
+${near.setup()}\
 
 ${parts.tile_loop("get_group_id(0) * %d + %d" % (QW, QW // 2))}\
 % if SLIDE:
@@ -66,7 +67,7 @@ ${slide.scan()}\
 ${parts.merge_split(QW, False, "acc")}\
 % endif
     if (active && sp == 0) {
-${parts.near_clear()}\
+${near.clear()}\
         const size_t o = ((size_t)b * nq + q) * K;
 % for k in range(K):
 ${parts.store_entry(k)}\
