@@ -56,6 +56,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,6 +190,8 @@ class Prepared:
     #: a gated check not yet started: (the check, fp64, what), see :meth:`start_check`
     _gated: Any = field(default=None, repr=False, compare=False)
     _gate_lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: the values a gated check sorts (:data:`INLINE_CHECK_VALUES`)
+    _check_values: int = field(default=0, repr=False, compare=False)
 
     @property
     def real(self) -> str:
@@ -212,7 +215,12 @@ class Prepared:
                 return
             check, fp64, what = self._gated
             self._gated = None
-            self._verdict = (_check_pool().submit(check), fp64, what)
+            if self._check_values <= INLINE_CHECK_VALUES:  # small: here, now
+                done: Future = Future()
+                done.set_result(check())
+                self._verdict = (done, fp64, what)
+            else:
+                self._verdict = (_check_pool().submit(check), fp64, what)
 
     def speculation(self) -> Speculation | None:
         """The deferred merge check as seen by work that runs before its verdict (None:
@@ -654,6 +662,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         raise ValueError(f"deferred={deferred!r} is invalid; allowed: False, True, 'gated'")
     if deferred == "gated":
         prep._gated = (check, fp64, what)
+        prep._check_values = sum(int(z.size) for z in out)
         return prep
     if deferred:
         prep._verdict = (_check_pool().submit(check), fp64, what)
@@ -664,6 +673,12 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     _fall_back(why, fp64, what)
     return prepare(arrs if raw is None else raw(), np.float64, fp64, names=names)
 
+
+#: values up to which a gated merge check runs on the calling thread when started: its
+#: sort takes tens of microseconds there, while a thread's hand-off and its contention
+#: for the interpreter with the host work it should overlap cost more (a small float32
+#: Simplex call's host work beside its k-NN kernel)
+INLINE_CHECK_VALUES = 1 << 15
 
 _pool: tuple[int, Any] | None = None  # (pid, executor) of the deferred checks
 _pool_lock = threading.Lock()

@@ -436,12 +436,14 @@ def test_centred_only_tiny_spread_runs_in_float64():
 X_SINE = np.sin(np.arange(300) * 0.3)
 
 
-def test_gated_check_starts_when_opened_or_asked(monkeypatch):
+@pytest.mark.parametrize("inline", [False, True], ids=["thread", "inline"])
+def test_gated_check_starts_when_opened_or_asked(monkeypatch, inline):
     """A gated merge check starts at start_check() (once) or at the first question, and
-    gives the verdict the immediate check gives."""
+    gives the verdict the immediate check gives: on its thread, or for a small input
+    (INLINE_CHECK_VALUES) on the calling thread, with the same verdicts."""
     import pyedmcl._precision as prec
 
-    submitted = []
+    submitted, ran = [], []
     pool = prec._check_pool()
 
     class Counting:
@@ -449,16 +451,22 @@ def test_gated_check_starts_when_opened_or_asked(monkeypatch):
             submitted.append(fn)
             return pool.submit(fn)
     monkeypatch.setattr(prec, "_check_pool", lambda: Counting())
+    monkeypatch.setattr(prec, "INLINE_CHECK_VALUES", 1 << 15 if inline else 0)
     x = _clustered()
     bad = prepare([x], np.float32, fp64=True, names=["x"], deferred="gated")
     assert bad.dtype == np.float32 and submitted == []
+    check = bad._gated[0]
+    bad._gated = (lambda: ran.append(1) or check(), *bad._gated[1:])
     bad.start_check()
     bad.start_check()
-    assert len(submitted) == 1
+    assert len(submitted) == (0 if inline else 1)
+    if inline:
+        assert ran == [1]  # done at start_check, on this thread
     with pytest.warns(PrecisionWarning, match="x: .*float64"):
         assert not bad.float32_holds()
+    assert ran == [1]
     good = prepare([logistic_map(500)], np.float32, fp64=True, names=["x"], deferred="gated")
-    assert good.float32_holds() and len(submitted) == 2  # asked: started then
+    assert good.float32_holds() and len(submitted) == (0 if inline else 2)  # asked: started then
     with pytest.raises(ValueError, match="deferred='soon' is invalid"):
         prepare([x], np.float32, fp64=True, names=["x"], deferred="soon")
 
