@@ -264,3 +264,27 @@ def test_int_array_check_reads_numeric_arrays_as_element_by_element(values):
     got = check_int_array(values, "E", 1, 64)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, want)
+
+
+def test_two_d_targets_are_checked_as_each_row_would_be():
+    """Simplex's 2-D targets are validated by row-wise reductions (a map of 20,000 targets
+    spent 0.4 s in a loop over rows): the same array and, for a bad row, the error that
+    row's own check gives, naming target[i] and the first bad index."""
+    from pyedmcl.edm.simplex import as_targets
+
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((6, 50))
+    got, single = as_targets(Y, 50)
+    assert not single and got.dtype == np.float64 and got is not Y
+    np.testing.assert_array_equal(got, Y)
+    np.testing.assert_array_equal(as_targets(Y.astype(np.int32), 50)[0], Y.astype(np.int32))
+    for bad, want in [(np.nan, r"target\[3\] contains NaN or inf \(first at index 7\)"),
+                      (-np.inf, r"target\[3\] contains NaN or inf \(first at index 7\)"),
+                      (1e200, r"target\[3\] holds values up to 1e\+200 \(first at index 7\)")]:
+        Z = Y.copy()
+        Z[3, 7] = bad
+        Z[5, 1] = bad  # a later bad row: the first is named
+        with pytest.raises(ValueError, match=want):
+            as_targets(Z, 50)
+    with pytest.raises(TypeError, match="target must hold real numbers"):
+        as_targets(Y.astype(complex), 50)

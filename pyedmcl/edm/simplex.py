@@ -30,7 +30,7 @@ from ..neighbors import resolve_backend
 from ..primitives.knn import hold, knn_device, widened_params
 from ..primitives.lookup import lookup_checked, lookup_device, skill_device, skill_out
 from ..primitives.ranges import MAX_KNN, Plan, resolve
-from ..validation import as_series, check_dtype
+from ..validation import MAX_MAGNITUDE, as_series, check_dtype
 from . import row_redo
 from .results import SimplexResult
 from .row_check import RowCheck, enabled, on_decimal_grid, redo_float64, redo_patched, row_check
@@ -52,8 +52,25 @@ def as_targets(target: Any, n: int) -> tuple[np.ndarray, bool]:
         return s[None, :], True
     if arr.ndim != 2 or arr.shape[1] != n:
         raise ValueError(f"target must be 1-D of length {n} or 2-D (n_targets, {n}), got {arr.shape}")
-    rows = [as_series(r, f"target[{i}]") for i, r in enumerate(arr)]
-    return np.stack(rows), False
+    return as_target_rows(arr), False
+
+
+def as_target_rows(arr: np.ndarray) -> np.ndarray:
+    """The rows of the 2-D ``arr`` as a float64 array, each row checked as
+    :func:`~pyedmcl.validation.as_series` checks ``target[i]`` (real numbers, finite,
+    within the magnitude limit), with its errors, by row-wise reductions: a map of
+    20,000 targets spent 0.4 s of host time validating them one row at a time."""
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"target must hold real numbers, got dtype {arr.dtype}")
+    out = np.array(arr, dtype=np.float64, order="C")  # the call's own copy, as before
+    if out.shape[0] == 0 or out.shape[1] == 0:
+        return np.stack([as_series(r, f"target[{i}]") for i, r in enumerate(out)]) \
+            if out.shape[0] else out
+    lo, hi = out.min(axis=1), out.max(axis=1)
+    bad = ~(np.isfinite(lo) & np.isfinite(hi)) | (np.maximum(hi, -lo) > MAX_MAGNITUDE)
+    for i in np.flatnonzero(bad)[:1]:  # the first offending row: as_series' own error
+        as_series(out[i], f"target[{i}]")
+    return out
 
 
 @dataclass
