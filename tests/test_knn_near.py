@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_row_check import lorenz_x, near_repeats
+from test_row_resolve import spy  # noqa: F401  (the fixture)
 
 import pyedmcl as pe
 from clkernels import get_backend
@@ -67,27 +68,18 @@ def test_near_entries_are_the_full_tables_within_the_margin(device, kind, layout
 
 
 @pytest.mark.parametrize("case", ["near_repeats", "decimals", "dense_1d"])
-def test_checked_simplex_on_near_tables(device, monkeypatch, case):
+def test_checked_simplex_on_near_tables(device, monkeypatch, spy, case):  # noqa: F811
     """Forced onto the rows variant: the NEAR table's call equals the full table's (the
     same flags redone the same way, bit for bit), the resolved rows the float64 call's,
     and a dense 1-D library's flagged rows all resolve in the lookup."""
     if not get_backend(device).info.fp64:
         pytest.skip("the lookup's float64 redo needs fp64")
-    from pyedmcl.edm import simplex as S
     from pyedmcl.primitives import knn as P
 
     x, E = {"near_repeats": (near_repeats(seed=5), 3),
             "decimals": (np.round(near_repeats(seed=6) * 10.0, 0) / 10.0, 2),
             "dense_1d": (lorenz_x(3000), 1)}[case]
     monkeypatch.setattr(KNN, "params_for", lambda *a, **k: dict(ROWS))
-    got: dict = {}
-    real = S._predict
-
-    def spy(*a):
-        out = real(*a)
-        got["rows"], got["resolved"] = out[3], out[6]
-        return out
-    monkeypatch.setattr(S, "_predict", spy)
     real_device, nears = P.knn_device, []
 
     def near_device(*a, near=0, **k):
@@ -96,7 +88,7 @@ def test_checked_simplex_on_near_tables(device, monkeypatch, case):
     monkeypatch.setattr(P, "knn_device", near_device)
     r32 = pe.simplex(x, E=E, device=device, variance=True)
     assert 2 in nears, "the widened table was not a NEAR table"
-    resolved, rows = got["resolved"], got["rows"]
+    resolved, rows = spy["resolved"], spy["rows"]
     if case == "dense_1d":  # every flagged row resolves on a NEAR table as on a full one
         assert rows.size == 0, rows
     r64 = pe.simplex(x, E=E, device=device, variance=True, dtype="float64")
