@@ -99,3 +99,30 @@ def test_checked_simplex_on_near_tables(device, monkeypatch, spy, case):  # noqa
     assert resolved is not None and resolved.table.shape[0] > 0, "nothing resolved"
     q = resolved.table[:, 0].astype(int)
     np.testing.assert_array_equal(r32.predicted[q], r64.predicted[q])
+
+
+def test_near_tables_oclgrind_clean():
+    """The NEAR kernel (local near entries with SLIDE, register ones with SPLIT) under
+    Oclgrind: bounds, races and uninitialised values, and the contract's first entries."""
+    from conftest import run_under_oclgrind
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl
+        from clkernels import get_backend
+        from pyedmcl.primitives.knn import knn_device
+        from pyedmcl.primitives.ranges import resolve
+        be = get_backend("oclgrind")
+        x = (np.round(np.random.default_rng(1).standard_normal(150), 1)).astype(np.float32)
+        plan = resolve(x.size, E=3, tau=2, Tp=1, knn=4, exclusion_radius=0, lib=None, pred=None)
+        base = {"VARIANT": "rows", "WG": 8, "TILE": 32, "QB": 1, "EA": 2, "INS": "reg",
+                "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 8}
+        xd = be.to_device(x)
+        ok = []
+        for p in (base, {**base, "SLIDE": 0, "SPLIT": 2}):
+            kw = dict(E=3, tau=2, k=6, qpts=plan.pred_points, lpts=plan.lib_points, radius=0,
+                      params=p)
+            full = be.to_host(knn_device(be, xd, x.size, **kw).idx)[0]
+            near = be.to_host(knn_device(be, xd, x.size, **kw, near=2).idx)[0]
+            ok.append(bool((full[:, :4] == near[:, :4]).all()))
+        print("same first entries", all(ok))
+    """)
+    assert "same first entries True" in out, out
