@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the ``--device`` parser and call timings.
+"""What the benchmark scripts share: the ``--device`` parser, call timings, the RQA
+batch benchmarks' panel and the tuning sweeps' table check.
 
 Each script is run as ``python bench/<name>.py`` (its folder is on ``sys.path``), so it
 imports ``from _common import ...``. Timings are wall-clock seconds of whole calls
@@ -84,3 +85,30 @@ def edm_calls(job: str, x: Any, a: argparse.Namespace) -> dict[str, Callable[[],
         with row_check.unchecked():
             return checked()
     return {"checked": checked, "unchecked": unchecked}
+
+
+def random_walk_panel(points: int, series: int, seed: int = 0) -> Any:
+    """``(points, series)`` random walks (cumulative sums of standard normal steps), each
+    column scaled to unit standard deviation: the RQA batch benchmarks' data (a radius
+    of 0.2 gives a recurrence rate near 3% at E=3, tau=2)."""
+    import numpy as np
+
+    X = np.random.default_rng(seed).standard_normal((points, series)).cumsum(axis=0)
+    X /= X.std(axis=0)
+    return X
+
+
+class SameAsFirst:
+    """Whether each array equals the first one given (a launch sweep's check that every
+    configuration computes the same table); the first is its own reference."""
+
+    def __init__(self) -> None:
+        self.ref: Any = None
+
+    def __call__(self, got: Any) -> bool:
+        import numpy as np
+
+        if self.ref is None:
+            self.ref = got
+            return True
+        return bool(np.array_equal(got, self.ref))

@@ -15,6 +15,7 @@ import argparse
 import time
 
 import numpy as np
+from _common import random_walk_panel
 
 
 def _best(fn, repeat: int) -> str:
@@ -42,9 +43,7 @@ def main() -> None:
     import pyedmcl as pe
     from pyedmcl.rqa import batch_lines as bl
 
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((a.points, a.series)).cumsum(axis=0)
-    X /= X.std(axis=0)
+    X = random_walk_panel(a.points, a.series)
     seen: list[tuple] = []
     real = bl.measures_of_counts
 

@@ -22,7 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
-import numpy as np
+from _common import random_walk_panel
 
 
 def _median_time(fn, repeat: int) -> tuple[float, object]:
@@ -53,9 +53,7 @@ def main() -> None:
     import pyedmcl as pe
     from clkernels import get_backend
 
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((a.points, a.series)).cumsum(axis=0)
-    X /= X.std(axis=0)
+    X = random_walk_panel(a.points, a.series)
     kw = dict(E=a.E, tau=a.tau, radius=a.radius)
     be = get_backend(a.device) if a.device else None
     print(f"device: {be.info.selector if be else 'default'}; {a.series} series x {a.points} "

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import SameAsFirst  # noqa: E402
 
 CANDIDATES = [
     {"VARIANT": "vec", "QB": 8, "WG": 128, "TILE": 256, "EA": 0, "CB": 0, "QQ": 1},
@@ -79,7 +80,7 @@ def main() -> None:
     xd, qd, ld = be.to_device(x), be.to_device(qp), be.to_device(lp)
     base = {"SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0, "INS": "reg", "FLAG": 1}
     print(f"device: {be.info.name}; L={a.L} E={a.E} tau={a.tau} k={k}; spec {spec}")
-    ref = None
+    same_table = SameAsFirst()
     for i, cand in enumerate([chosen] + CANDIDATES + SLIDE_CANDIDATES):
         p = {**base, **cand}
         idx = be.empty((1, qp.size, k), np.int32)
@@ -92,9 +93,7 @@ def main() -> None:
         except Exception as e:  # a candidate the device cannot run
             print(f"  {'chosen' if i == 0 else i:>6} {json.dumps(cand)}: {type(e).__name__} {e}"[:200])
             continue
-        got = be.to_host(idx)
-        same = ref is None or np.array_equal(got, ref)
-        ref = got if ref is None else ref
+        same = same_table(be.to_host(idx))
         print(f"  {'chosen' if i == 0 else i:>6} best {min(times[1:]) * 1e3:8.3f} ms  "
               f"same table {same}  {json.dumps(p, sort_keys=True)}")
 
