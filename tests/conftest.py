@@ -227,13 +227,18 @@ OCLGRIND_ERRORS = ("Invalid read", "Invalid write", "Data race", "data race",
 # PyOpenCL's own device queries that OCLGRIND_CHECK_API would flag are not enabled.
 
 
-def run_under_oclgrind(code: str, timeout: float = 600, ignore_uninitialized: bool = False) -> str:
+def run_under_oclgrind(code: str, timeout: float = 600, ignore_uninitialized: bool = False,
+                       unoptimised: bool = False) -> str:
     """Run ``code`` in a subprocess on Oclgrind with its memory/race/uninit checks on.
 
     Fails the test on any error Oclgrind reports on stderr (the run itself still
     "succeeds" under Oclgrind, so stderr is what counts) and on a non-zero exit.
     ``ignore_uninitialized`` drops only uninitialised-value reports (for a known,
-    documented report); invalid accesses and data races still fail.
+    documented report); invalid accesses and data races still fail. ``unoptimised``
+    builds the kernels with ``-cl-opt-disable``: Oclgrind's uninitialised-value plugin
+    cannot follow LLVM's ``freeze`` instruction, which its optimiser inserts into some
+    kernels (the fused k-NN's), and then reports every later read of their outputs as
+    uninitialised; unoptimised, the plugin checks those kernels and their readers.
     """
     if not HAS_OCLGRIND:
         pytest.skip("Oclgrind not installed (pip install 'pyedmcl[oclgrind]')")
@@ -246,6 +251,9 @@ def run_under_oclgrind(code: str, timeout: float = 600, ignore_uninitialized: bo
         "OCLGRIND_UNINITIALIZED_DEBUG": "0",
         "PYOPENCL_NO_CACHE": "1",
     })
+    if unoptimised:
+        env["PYEDMCL_BUILD_OPTIONS"] = " ".join(
+            filter(None, [env.get("PYEDMCL_BUILD_OPTIONS", ""), "-cl-opt-disable"]))
     if ignore_uninitialized:
         # Oclgrind's uninitialised-value plugin also changes results on that path
         # (seen: an all-zero xmap matrix), so it is off there; bounds/races stay on.

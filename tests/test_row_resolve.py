@@ -113,7 +113,7 @@ def test_resolve_oclgrind_clean():
         n = 0 if res is None else res.table.shape[0]
         rows = res.table[:, 0].astype(int) if n else []
         print("resolved", n, np.array_equal(r.predicted[rows], q.predicted[rows]))
-    """, ignore_uninitialized=True)  # the checked lookup's reads of this 300-point call's
-    # k-NN table are reported uninitialised with RESOLVE off too (results exact): bounds
-    # and races stay checked
+    """, unoptimised=True)  # (optimised, the k-NN kernel holds a `freeze` Oclgrind's
+    # uninitialised-value plugin cannot follow: the lookup's reads of its table were
+    # reported uninitialised)
     assert "resolved 0" not in out and "True" in out, out

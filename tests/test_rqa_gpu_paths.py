@@ -298,7 +298,8 @@ def test_dmaj_template_value():
 
 
 def test_shfl_oclgrind_clean():
-    """No out-of-bounds access or race in the shuffled words (SHFL=2: local memory and
+    """No out-of-bounds access, race or uninitialised read (an unoptimised build:
+    conftest.run_under_oclgrind) in the shuffled words (SHFL=2: local memory and
     barriers): auto-RQA with a ragged last row block (with DMAJ too: its row and column
     values read past a diagonal's cells, inside the series' padding), and cross-RQA with
     negative diagonals."""
@@ -315,7 +316,7 @@ def test_shfl_oclgrind_clean():
         q = dict(p, SYM=0, HCH=0)
         c = pe.cross_rqa(x, y, E=2, radius=0.3, theiler=0, params=q)
         print(a.n_recurrences, d.n_recurrences, c.n_recurrences, a.settings.get("symmetric"))
-    """, ignore_uninitialized=True)
+    """, unoptimised=True)
     assert out.split()[-1] == "True"
 
 

@@ -115,8 +115,8 @@ def test_lane_walk_oclgrind_clean():
     horizontal; SYM and not; lanes past the launch's end; row-block edges not 64-aligned)."""
     from conftest import run_under_oclgrind
 
-    # Oclgrind's uninitialised-value plugin crashes (SIGSEGV) on these kernels; bounds and
-    # data races are still checked (the spare bins are zeroed with the private histograms)
+    # an unoptimised build: Oclgrind's uninitialised-value plugin crashed (SIGSEGV) on the
+    # optimised kernels; unoptimised it checks them too (conftest.run_under_oclgrind)
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
         x = np.sin(np.arange(90) * 0.37) + 0.1 * np.cos(np.arange(90) * 1.3)
@@ -127,7 +127,7 @@ def test_lane_walk_oclgrind_clean():
                        white_border=False)
             b = pe.cross_rqa(x, x[:71] * 1.1, E=2, tau=1, radius=0.3, params=p)
             print(a.n_recurrences, b.n_recurrences)
-    """, ignore_uninitialized=True)
+    """, unoptimised=True)
     assert out.strip()
 
 

@@ -55,7 +55,9 @@ def test_unrolled_halves_identical(device, p):
 
 
 def test_unrolled_halves_oclgrind_clean():
-    """No out-of-bounds access or race with UNR=1 (full and partial halves)."""
+    """No out-of-bounds access, race or uninitialised read with UNR=1 (full and partial
+    halves; an unoptimised build, so that Oclgrind's uninitialised-value plugin can follow
+    every kernel: conftest.run_under_oclgrind)."""
     from conftest import run_under_oclgrind
 
     out = run_under_oclgrind("""
@@ -65,5 +67,5 @@ def test_unrolled_halves_oclgrind_clean():
              "WALK": 1, "UNR": 1}
         a = pe.rqa(x, E=2, tau=2, radius=0.3, params=p)
         print(a.n_recurrences)
-    """, ignore_uninitialized=True)
+    """, unoptimised=True)
     assert out.strip()

@@ -340,9 +340,10 @@ def test_repeated_scans_reuse_scratch_correctly():
 
 
 def test_oclgrind_clean_key_lists():
-    """The private-list variant (INS "key") runs without invalid accesses or races under
-    Oclgrind and gives the local-memory lists' tables. Its uninitialised-value plugin is
-    off: it crashes on reductions of vector compare masks (as for knn's vec variant)."""
+    """The private-list variant (INS "key") runs without invalid accesses, races or
+    uninitialised reads under Oclgrind and gives the local-memory lists' tables (an
+    unoptimised build: the plugin crashed on the optimised reductions of vector compare
+    masks; conftest.run_under_oclgrind)."""
     code = """
         import json, numpy as np, clkernels
         from pyedmcl.data import logistic_map
@@ -360,7 +361,7 @@ def test_oclgrind_clean_key_lists():
             out.append([np.nan_to_num(pred, nan=-9).tolist(), sk[:, 3].tolist()])
         print(json.dumps(out))
     """
-    runs = json.loads(run_under_oclgrind(code, ignore_uninitialized=True).strip().splitlines()[-1])
+    runs = json.loads(run_under_oclgrind(code, unoptimised=True).strip().splitlines()[-1])
     x = logistic_map(40, r=3.9, x0=0.4, burn=0)
     lay, _, sk, pred = _fused(CPU_DEVICE, x, 3, lib="1 25", pred="10 40", exclusion_radius=1)
     for p, n in runs:

@@ -240,9 +240,9 @@ def test_fused_scan_on_cpus_follows_tuning(monkeypatch):
 def test_oclgrind_clean_fused_scan():
     """Series-batched knn_scan (SPLIT 2: the batched merge too), pack from its E planes
     and the skill, under Oclgrind: no invalid access or race, the PoCL matrix (atol
-    1e-5: Oclgrind has its own libm for the weights). Uninitialised-value reports are
-    off as in test_xmap.py's full cross-map run (the same known report on xmap_skill's
-    reads of the packed table)."""
+    1e-5: Oclgrind has its own libm for the weights), and no uninitialised read (an
+    unoptimised build: conftest.run_under_oclgrind; test_xmap.py's full cross-map run
+    still reports xmap_skill's reads of the packed table there)."""
     out = run_under_oclgrind("""
         import json, numpy as np, clkernels
         from pyedmcl.kernels import xmap as xk
@@ -252,7 +252,7 @@ def test_oclgrind_clean_fused_scan():
         X = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
         eng = XmapEngine(clkernels.get_backend(), X, np.array([1, 3, 2]), knn_kernel="scan")
         print(json.dumps(eng.block(0, 3).tolist()))
-    """, ignore_uninitialized=True)
+    """, unoptimised=True)
     got = np.array(json.loads(out.strip().splitlines()[-1]), np.float32)
     from clkernels import get_backend
     from pyedmcl.xmap.engine import XmapEngine
