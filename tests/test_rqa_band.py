@@ -196,7 +196,10 @@ def test_band_two_devices_identical():
 def test_band_kernels_under_oclgrind():
     # Oclgrind's uninitialised-value plugin stops at LLVM's `freeze` (emitted for the
     # divisions by the constant step) and leaves the histograms empty: it is off here;
-    # invalid accesses, data races and barrier divergence are still checked.
+    # invalid accesses, data races and barrier divergence are still checked. Unoptimised
+    # (run_under_oclgrind(unoptimised=True)) it reports rqa_hjoin's and rqa_symjoin's
+    # reads of row pieces and column carries that reach them by device copies or stay
+    # unwritten; test_fresh_uint32_buffers_decide_nothing shows no result depends on them.
     out = run_under_oclgrind("""
         import numpy as np
         from pyedmcl.rqa.core import _band_windows, rqa
@@ -247,3 +250,45 @@ def test_band_step_one_many_cut_runs(device):
     for i, (_, rd, rv, rw) in enumerate(ref):
         assert (d[i].tolist(), v[i].tolist(), wh[i].tolist()) == (
             rd.tolist(), rv.tolist(), rw.tolist()), i
+
+
+@pytest.mark.parametrize("device", [CPU_DEVICE])
+def test_fresh_uint32_buffers_decide_nothing(device, monkeypatch):
+    """Every fresh uint32 device buffer (histograms, run carries, row pieces, counts)
+    filled with a run-like garbage word before the kernels see it: the band windows and
+    SYM's chunked rows (HCH) give the histograms of clean buffers, so no result reads a
+    word no launch wrote (what Oclgrind's uninitialised-value plugin cannot tell for
+    words moved by device copies)."""
+    from clkernels.backends import pyopencl_backend as P
+
+    x = np.round(np.sin(np.arange(90) * 0.37) * 10) / 10
+    y = np.sin(np.arange(600) * 0.37) + 0.1 * np.random.default_rng(3).standard_normal(600)
+    hch = [{"VEC": 1, "WG": wg, "EDGE": 96, "BITS": 2, "PH": 0, "SHARE": 1, "SYM": 1,
+            "WALK": 1, "UNR": 1, "OVL": 1, "PACK": 1, "PLANES": 1, "HCH": 8, "SHFL": sh}
+           for wg, sh in ((32, 0), (64, 2))]
+    kws = (dict(window=30, step=7), dict(window=20, step=25, theiler=0,
+                                         theiler_scope="matrix", white_border=False))
+
+    def results():
+        band = [_windowed_rqa(rqa, x, E=2, radius=0.3, dtype="float64", method="band",
+                              band=_band_windows, device=device, **kw).to_numpy(float)
+                for kw in kws]
+        full = [pe.rqa(y, E=2, tau=2, radius=0.3, params=p, device=device) for p in hch]
+        return band, [(r.diagonal_hist, r.vertical_hist, r.white_hist, r.n_recurrences)
+                      for r in full]
+
+    clean = results()
+    orig = P.PyOpenCLBackend.empty
+
+    def garbage(self, shape, dtype, *a, **k):
+        arr = orig(self, shape, dtype, *a, **k)
+        if np.dtype(dtype) == np.uint32 and arr.size:
+            self.fill(arr, 0x7FFFFFF5)  # a white run of 2^31 - 11 cells, or a count
+        return arr
+    monkeypatch.setattr(P.PyOpenCLBackend, "empty", garbage)
+    dirty = results()
+    for a, b in zip(clean[0], dirty[0], strict=True):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(clean[1], dirty[1], strict=True):
+        for u, v in zip(a, b, strict=True):
+            np.testing.assert_array_equal(u, v)
