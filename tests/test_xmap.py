@@ -312,14 +312,43 @@ def test_e_too_large_for_the_series_refused():
         pe.xmap(X, E=16, tau=2, Tp=1, device=CPU_DEVICE)
 
 
+def test_fresh_buffers_decide_no_rho(monkeypatch):
+    """Every fresh device buffer filled with garbage before the kernels see it (NaN
+    floats, run-like uint32 words, out-of-range int32 points): the maps (both k-NN
+    kernels, mixed E, row blocks) equal the clean run's bit for bit, so no rho reads a
+    word no launch wrote (what Oclgrind's uninitialised-value plugin cannot tell for the
+    packed table)."""
+    from clkernels.backends import pyopencl_backend as P
+
+    X = np.random.default_rng(0).standard_normal((300, 6))
+    E = [1, 2, 3, 2, 1, 3]
+
+    def maps():
+        return [np.asarray(pe.xmap(X, E=E, block_rows=2, knn_method=kk, device=CPU_DEVICE).rho)
+                for kk in ("edm", "batched")] + [np.asarray(pe.xmap(X, E=3, device=CPU_DEVICE).rho)]
+
+    clean = maps()
+    orig = P.PyOpenCLBackend.empty
+
+    def garbage(self, shape, dtype, *a, **k):
+        arr = orig(self, shape, dtype, *a, **k)
+        dt = np.dtype(dtype)
+        if arr.size and (dt.kind == "f" or dt in (np.uint32, np.int32)):
+            self.fill(arr, np.nan if dt.kind == "f" else (0x7FFFFFF5 if dt == np.uint32 else 123456))
+        return arr
+    monkeypatch.setattr(P.PyOpenCLBackend, "empty", garbage)
+    for a, b in zip(clean, maps(), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_oclgrind_clean():
     """Every xmap kernel (both k-NN kernels, both weights, pack, fused skill, the
     diagonal embedding-scan mode) runs without invalid accesses or data races, and
     the results agree with PoCL within float32 rounding (Oclgrind has its own libm).
-    The embedding-scan path is fully clean. Known, open: on the full cross-map path
-    Oclgrind reports the packed k-NN table as uninitialised when xmap_skill reads it
-    (tracked in the xmap issue note; PoCL and Intel results are bit-identical to
-    pyedmcl.ccm), so that run ignores uninitialised-value reports only."""
+    The embedding-scan path is fully clean. On the full cross-map path Oclgrind
+    reports the packed k-NN table as uninitialised when xmap_skill reads it, also from
+    an unoptimised build, so that run ignores uninitialised-value reports only;
+    test_fresh_buffers_decide_no_rho shows no rho depends on a word no launch wrote."""
     out = run_under_oclgrind("""
         import json, numpy as np, clkernels
         from pyedmcl.xmap.engine import XmapEngine
