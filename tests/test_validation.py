@@ -288,3 +288,5 @@ def test_two_d_targets_are_checked_as_each_row_would_be():
             as_targets(Z, 50)
     with pytest.raises(TypeError, match="target must hold real numbers"):
         as_targets(Y.astype(complex), 50)
+    with pytest.raises(ValueError, match="target holds no series"):
+        as_targets(np.empty((0, 50)), 50)

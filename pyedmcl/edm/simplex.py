@@ -62,10 +62,10 @@ def as_target_rows(arr: np.ndarray) -> np.ndarray:
     20,000 targets spent 0.4 s of host time validating them one row at a time."""
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"target must hold real numbers, got dtype {arr.dtype}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"target holds no series (shape {arr.shape}); pass at least one "
+                         "row of targets, or none to predict x itself")
     out = np.array(arr, dtype=np.float64, order="C")  # the call's own copy, as before
-    if out.shape[0] == 0 or out.shape[1] == 0:
-        return np.stack([as_series(r, f"target[{i}]") for i, r in enumerate(out)]) \
-            if out.shape[0] else out
     lo, hi = out.min(axis=1), out.max(axis=1)
     bad = ~(np.isfinite(lo) & np.isfinite(hi)) | (np.maximum(hi, -lo) > MAX_MAGNITUDE)
     for i in np.flatnonzero(bad)[:1]:  # the first offending row: as_series' own error

@@ -38,12 +38,19 @@ ${insert_steps(0, K, SF, P)}\
 ## K1 - 1 (ci -1: none), so that a caller may offer it to entries from K1 on
 <%def name="insert_steps(K0, K1, SF='', P='p')">\
 % for k in range(K0, K1):
-                    {
-                        const bool sw = cd < bd${k}${SF} || (cd == bd${k}${SF} && (bi${k}${SF} < 0 || ck < tie_key(${P}, bi${k}${SF})));
-                        const real_t td = bd${k}${SF}; const int ti = bi${k}${SF};
-                        if (sw) { bd${k}${SF} = cd; bi${k}${SF} = ci; cd = td; ci = ti; ck = tie_key(${P}, ti); }
-                    }
+${swap_step("bd%d%s" % (k, SF), "bi%d%s" % (k, SF), P)}\
 % endfor
+</%def>
+
+## one compare-swap of the candidate (cd, ci, ck) with the entry at lvalues D (distance)
+## and I (point, -1 = empty) of query P: the candidate takes the place where it ranks
+## first, and the entry it displaces goes on as the candidate
+<%def name="swap_step(D, I, P='p')">\
+                    {
+                        const bool sw = cd < ${D} || (cd == ${D} && (${I} < 0 || ck < tie_key(${P}, ${I})));
+                        const real_t td = ${D}; const int ti = ${I};
+                        if (sw) { ${D} = cd; ${I} = ci; cd = td; ci = ti; ck = tie_key(${P}, ti); }
+                    }
 </%def>
 
 ## packed key `cv` (a ulong lvalue, consumed) into the key list s{k}SF of K entries

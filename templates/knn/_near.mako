@@ -35,19 +35,9 @@ def near_q(NEAR, SPLIT):
 
 ## the displaced (cd, ci, ck) into the near entries
 <%def name="insert()">\
-% if near_local(NEAR, SPLIT):
 % for i in range(NEAR):
-<% D, I = near_entry(i, K, NEAR, SPLIT) %>\
-                        {
-                            const real_t td = ${D}; const int ti = ${I};
-                            if (cd < td || (cd == td && (ti < 0 || ck < tie_key(p, ti)))) {
-                                ${D} = cd; ${I} = ci; cd = td; ci = ti; ck = tie_key(p, ti);
-                            }
-                        }
+${topk.swap_step(*near_entry(i, K, NEAR, SPLIT))}\
 % endfor
-% else:
-${topk.insert_steps(K - NEAR, K)}\
-% endif
 </%def>
 
 ## the margin's function (before the kernel)

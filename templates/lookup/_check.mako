@@ -21,7 +21,7 @@
 ## RESOLVE's list, are parts of one int array `report` (report_parts(); the host reads
 ## it in one copy: pyedmcl.primitives.lookup.CheckedLookup): nflag = report[0..1]
 ## (flagged, resolved), flagq = report[2 .. 2 + cap - 1], resolved the doubles from int
-## report_resolved_at(cap) (even: 8-byte aligned) on, 4 a slot.
+## (3 + cap) & ~1 (even: 8-byte aligned; the host's resolved_at) on, 4 a slot.
 ##
 ## RESOLVE: flagged predictions redone in the lookup where the table suffices
 ## (lookup/_resolve.mako); only the others are counted and listed.

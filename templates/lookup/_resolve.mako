@@ -24,7 +24,7 @@
 <%def name="resolve_fn()">\
 % if RESOLVE:
 /* the bounds past the table's entry K - 1 within which its k-NN kernel keeps every
-   point (NEAR_WIDTHS of knn/_parts.mako, 16, less the float32 rounding of its limit) */
+   point (NEAR_WIDTHS of knn/_near.mako, 16, less the float32 rounding of its limit) */
 #define RESOLVE_WIDTHS 12
 
 /* the float64 k-NN kernel's distance (squared) of kernel points l and p */
