@@ -21,11 +21,12 @@ PARALLEL_VALUES = 1 << 22
 THREADS = 8
 
 
-def row_bands(a: np.ndarray, max_threads: int = THREADS) -> tuple[list[slice], int]:
+def row_bands(a: np.ndarray, max_threads: int | None = None) -> tuple[list[slice], int]:
     """The bands of rows of ``a`` (four per thread) and the threads (at most
-    ``max_threads``) to run them on; one band of all rows where splitting does not pay."""
+    ``max_threads``, else :data:`THREADS`) to run them on; one band of all rows where
+    splitting does not pay."""
     rows = a.shape[0] if a.ndim else 1
-    threads = min(max_threads, os.cpu_count() or 1, rows // 8)
+    threads = min(max_threads or THREADS, os.cpu_count() or 1, rows // 8)
     if a.ndim != 2 or a.size < PARALLEL_VALUES or threads < 2:
         return [slice(0, rows)], 1
     step = -(-rows // (4 * threads))
@@ -33,7 +34,7 @@ def row_bands(a: np.ndarray, max_threads: int = THREADS) -> tuple[list[slice], i
 
 
 def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray,
-              max_threads: int = THREADS) -> list[Any]:
+              max_threads: int | None = None) -> list[Any]:
     """``fn`` of each band of rows of ``a``, in row order (one call on ``a`` where it is
     small)."""
     bands, threads = row_bands(a, max_threads)
@@ -42,7 +43,7 @@ def map_bands(fn: Callable[[np.ndarray], Any], a: np.ndarray,
     return _on_threads(lambda sl: fn(a[sl]), bands, threads)
 
 
-def map_slices(fn: Callable[[slice], Any], a: np.ndarray, max_threads: int = THREADS,
+def map_slices(fn: Callable[[slice], Any], a: np.ndarray, max_threads: int | None = None,
                ) -> list[Any]:
     """``fn`` of the row slice of each band of ``a`` (2-D), in row order: for work that
     reads the same rows of several arrays of ``a``'s shape."""
@@ -79,7 +80,7 @@ def map_pieces(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
 
 
 def rowwise(fn: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
-            max_threads: int = THREADS) -> np.ndarray:
+            max_threads: int | None = None) -> np.ndarray:
     """A per-row result ``fn(a)`` (``fn`` reduces along axis 1) computed by bands."""
     return np.concatenate(map_bands(fn, a, max_threads))
 

@@ -299,3 +299,25 @@ def test_batched_unchecked_and_unstandardised_as_the_single_calls():
             assert got.equals(pe.rqa_batch(Q, E=2, radius=0.5, method="series")), ctxs
             seen.append(got)
     assert not seen[0].equals(seen[1])  # (float32 ties decided on other values)
+
+
+def test_batched_pipeline_raises_the_readers_error(monkeypatch):
+    """An error on the pipeline's reader thread (a device failure while a later pack is
+    being prepared) reaches the caller as itself, and the call does not hang."""
+    from pyedmcl.rqa import batch_kernels as B
+    from pyedmcl.rqa import batch_lines as bl
+
+    monkeypatch.setattr(bl, "PIPELINE_VALUES", 2 * 164)  # two series of 160 a pack
+    real, seen = B.chunk_counts, []
+
+    def failing(*args, **kw):
+        seen.append(1)
+        if len(seen) == 2:
+            raise RuntimeError("device lost")
+        yield from real(*args, **kw)
+
+    monkeypatch.setattr(B, "chunk_counts", failing)
+    X = np.random.default_rng(3).standard_normal((160, 7)).cumsum(axis=0)
+    with pytest.raises(RuntimeError, match="device lost"):
+        pe.rqa_batch(X, E=2, radius=1.0)
+    assert 2 <= len(seen) <= 3  # at most the pack queued behind the failure was read

@@ -143,11 +143,20 @@ def test_batch_kernels_in_chunks(monkeypatch):
 
 
 def test_packs_stay_below_32_bit_offsets(monkeypatch):
-    from pyedmcl.rqa.batch_lines import _packs
+    """Packs hold at most MAX_VALUES laid-out values (strides rounded up to ALIGN), one
+    histogram class each, every series once, a length's series in order."""
+    from pyedmcl.rqa import batch_lines as bl
 
     monkeypatch.setattr(B, "MAX_VALUES", B.LEAD + B.TAIL + 10 * 52)
-    got = _packs([(0, (7, 50)), (1, (25, 52)), (2, (1, 12))])  # strides 52, 52, 12
-    assert got == [[(0, 0, 7), (1, 0, 3)], [(1, 3, 13)], [(1, 13, 23)], [(1, 23, 25), (2, 0, 1)]]
+    T = np.array([50] * 7 + [52] * 25 + [12] + [70] * 3)  # strides 52, 52, 12, 72
+    got = bl._packs(T, np.arange(T.size), 0)
+    assert [[(t, p.tolist()) for t, p in pack] for pack in got] == [
+        [(12, [32]), (50, list(range(7))), (52, [7, 8])],
+        [(52, list(range(9, 19)))], [(52, list(range(19, 29)))], [(52, [29, 30, 31])],
+        [(70, [33, 34, 35])]]  # 70 embedded points: the next histogram class
+    monkeypatch.setattr(bl, "PIPELINE_VALUES", 2 * 52)
+    got = bl._packs(T[:7], np.arange(7), 0)
+    assert [p.tolist() for pack in got for _, p in pack] == [[0, 1], [2, 3], [4, 5], [6]]
 
 
 def test_batch_kernels_oclgrind_clean():

@@ -5,8 +5,10 @@ Every series of a batch goes through the device at once (kernel family
 lengths and thresholds, one work-group per series walking its whole recurrence matrix
 (columns in one launch, diagonals in the other), each series' histograms reduced on the
 device to what its measures take. The host work is vectorised over the series of one
-length (rows of one 2-D array): the float32 preparation, the exact-redo bounds, the
-layout, the measures.
+length (rows of one 2-D array) and pipelined over packs of series: while the calling
+thread prepares a pack (the float32 preparation, the exact-redo bounds), one reader
+thread uploads and launches the one before and waits on the device, and a few threads
+compute the measures of the launches already read.
 
 Each row equals ``pe.rqa`` of its series bit for bit:
 
@@ -33,7 +35,7 @@ back to float64, run one at a time (:class:`pyedmcl.rqa.batch.Runner`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -67,22 +69,15 @@ class Taken:
         self.idx, self.columns, self.rest = idx, columns, rest
 
 
-@dataclass
-class _Group:
-    """Series of one length ``t`` the batched path takes: their positions, their raw
-    values (rows, float64), their kernel inputs (rows, working dtype) and (float32) the
-    largest magnitude of each input row."""
-
-    idx: np.ndarray
-    raw: np.ndarray
-    z: np.ndarray
-    A: np.ndarray | None
-
-
 def batched(runner: Any, cols: Any, radii: list[Any], rates: list[Any], *, E: int, tau: int,
             theiler: Any, l_min: Any, v_min: Any, w_min: Any) -> Taken:
     """The rows of the series of ``cols`` (:class:`pyedmcl.rqa.batch_inputs.Columns`,
-    ``radii[j]`` or ``rates[j]`` each) the batched path takes; errors name the series."""
+    ``radii[j]`` or ``rates[j]`` each) the batched path takes; errors name the series.
+
+    A pipeline over packs of at most :data:`PIPELINE_VALUES` values: this thread prepares
+    a pack (:func:`_prepared`, the exact-redo bounds) while one reader thread uploads
+    and launches the pack before it and waits on the device, and :data:`MEASURE_THREADS`
+    threads compute the measures of the launches read (:func:`_Pipeline`)."""
     T, names = cols.lengths, cols.names
     S, span = T.size, (E - 1) * tau
     n = T - span
@@ -90,33 +85,33 @@ def batched(runner: Any, cols: Any, radii: list[Any], rates: list[Any], *, E: in
     w = mins[3]
     be, dt = runner.bes[0], runner.dt
     ok = n <= kb.max_points(be.info)
-    groups = []
-    for t in np.unique(T[ok]).tolist():
-        idx = np.flatnonzero(ok & (T == t))
-        raw = cols.panel if idx.size == S and t == cols.panel.shape[1] else cols.panel[idx, :t]
-        keep, z, A = _prepared(dt, raw, cols.lo[idx], cols.hi[idx])
-        if not keep.all():
-            idx, raw, z, A = idx[keep], raw[keep], z[keep], None if A is None else A[keep]
-        if idx.size:
-            groups.append(_Group(idx, raw, z, A))
-    idx = np.concatenate([g.idx for g in groups]) if groups else np.zeros(0, np.int64)
-    taken = np.zeros(S, bool)
-    taken[idx] = True
-    rest = np.flatnonzero(~taken).tolist()
-    if not idx.size:
-        return Taken(idx, {}, rest)
-    radius, thr, thr64 = _thresholds(runner, cols, idx, radii, rates, E, tau, dt)
+    cand = np.flatnonzero(ok)
+    if not cand.size:
+        return Taken(cand, {}, list(range(S)))
+    radius, thr, thr64 = np.empty(S), np.empty(S, dt), np.empty(S)
+    radius[cand], thr[cand], thr64[cand] = _thresholds(runner, cols, cand, radii, rates, E,
+                                                       tau, dt)
     spec = LineSpec(E, tau, runner.metric, "double" if dt == np.float64 else "float",
                     theiler_matrix=(runner.theiler_scope == "matrix" and w > 0),
                     white_border=runner.white_border, fma=(runner.rule == "squared"),
                     exact=wanted(dt))
-    exb = None
-    if spec.exact:
-        A = np.concatenate([g.A for g in groups])
-        exb = error_bounds(A, thr64, thr, runner.metric, E)
-    out = _lines(be, spec, groups, n[idx], thr, thr64, exb, w, mins[:3])
-    out.update(radius=radius, N=T[idx], n_points=n[idx])
-    return Taken(idx, out, rest)
+    cells = n * n
+    if spec.theiler_matrix:
+        cells = cells - np.array([band_cells(int(m), w) for m in n], dtype=np.int64)
+    pipe = _Pipeline(be, spec, n, thr, thr64, w, mins[:3], cells)
+    taken = np.zeros(S, bool)
+    with pipe:
+        for pack in _packs(T, cand, span):
+            pos, raw, z, A = _prepared_pack(dt, cols, pack)
+            if pos.size:
+                taken[pos] = True
+                exb = error_bounds(A, thr64[pos], thr[pos], runner.metric, E) \
+                    if spec.exact else None
+                pipe.put(pos, raw, z, exb)
+    idx = np.flatnonzero(taken)
+    out = {k: v[idx] for k, v in pipe.columns().items()}
+    out.update(radius=radius[idx], N=T[idx], n_points=n[idx])
+    return Taken(idx, out, np.flatnonzero(~taken).tolist())
 
 
 def _validated(runner: Any, T: np.ndarray, names: list[Any], E: int, tau: int, l_min: Any,
@@ -220,69 +215,134 @@ def _thresholds(runner: Any, cols: Any, idx: np.ndarray, radii: list[Any], rates
     return radius, thr.astype(dt), thr64
 
 
-def _lines(be: Any, spec: LineSpec, groups: list[_Group], n: np.ndarray, thr: np.ndarray,
-           thr64: np.ndarray, exb: np.ndarray | None, w: int, mins: tuple[int, int, int]
-           ) -> dict[str, np.ndarray]:
-    """Every measure, ``n_recurrences`` and ``n_cells`` of the series of ``groups`` (in
-    their order; ``n``, ``thr``, ``thr64``, ``exb`` alike) from the batch launches: the
-    groups of one histogram size class in one pass (:func:`_packs`)."""
-    at = np.cumsum([0] + [g.idx.size for g in groups])
-    cls = [kb.hist_bins_for(g.raw.shape[1] - (spec.E - 1) * spec.tau) for g in groups]
-    params = kb.batch_params(be.info)
-    cells = n * n
-    if spec.theiler_matrix:
-        cells = cells - np.array([band_cells(int(m), w) for m in n], dtype=np.int64)
-    out: dict[str, np.ndarray] = {}
-    for c in sorted(set(cls)):
-        for pack in _packs([(i, groups[i].z.shape) for i, ci in enumerate(cls) if ci == c]):
-            _pack_measures(be, spec, params, groups, pack, at, n, thr, thr64, exb, w, mins,
-                           cells, out)
-    return out
-
-
-def _packs(shapes: list[tuple[int, tuple[int, int]]]) -> list[list[tuple[int, int, int]]]:
-    """Row ranges ``(group, first, end)`` of the groups (``(group, (rows, length))``) in
-    packs of at most :data:`pyedmcl.rqa.batch_kernels.MAX_VALUES` laid-out values
-    (the kernels' offsets are 32-bit)."""
-    packs: list[list[tuple[int, int, int]]] = [[]]
-    room = kb.MAX_VALUES - kb.LEAD - kb.TAIL
-    for i, (rows, t) in shapes:
-        stride = -(-t // kb.ALIGN) * kb.ALIGN
-        a = 0
-        while a < rows:
-            take = min(rows - a, room // stride)
-            if take == 0:
-                packs.append([])
-                room = kb.MAX_VALUES - kb.LEAD - kb.TAIL
-                continue
-            packs[-1].append((i, a, a + take))
-            room -= take * stride
-            a += take
+def _packs(T: np.ndarray, cand: np.ndarray, span: int
+           ) -> list[list[tuple[int, np.ndarray]]]:
+    """The series ``cand`` (positions; ``T`` samples each) in packs of at most
+    :data:`PIPELINE_VALUES` laid-out values (the kernels' offsets are 32-bit), each a list
+    of ``(length, positions)``: series of one histogram size class share packs, and a
+    length's series keep their order."""
+    room0 = min(PIPELINE_VALUES, kb.MAX_VALUES - kb.LEAD - kb.TAIL)
+    by_class: dict[int, list[int]] = {}
+    for t in np.unique(T[cand]).tolist():
+        by_class.setdefault(kb.hist_bins_for(t - span), []).append(t)
+    packs: list[list[tuple[int, np.ndarray]]] = []
+    for c in sorted(by_class):
+        packs.append([])
+        room = room0
+        for t in by_class[c]:
+            idx = cand[T[cand] == t]
+            stride = -(-t // kb.ALIGN) * kb.ALIGN
+            a = 0
+            while a < idx.size:
+                take = min(idx.size - a, room // stride)
+                if take == 0:
+                    packs.append([])
+                    room = room0
+                    continue
+                packs[-1].append((t, idx[a:a + take]))
+                room -= take * stride
+                a += take
     return [p for p in packs if p]
 
 
-def _pack_measures(be: Any, spec: LineSpec, params: Any, groups: list[_Group],
-                   pack: list[tuple[int, int, int]], at: np.ndarray, n: np.ndarray,
-                   thr: np.ndarray, thr64: np.ndarray, exb: np.ndarray | None, w: int,
-                   mins: tuple[int, int, int], cells: np.ndarray,
-                   out: dict[str, np.ndarray]) -> None:
-    """The measures of one pack's series (row ranges of ``groups``) into ``out``."""
-    S = n.size
-    pos = np.concatenate([np.arange(at[i] + a, at[i] + b) for i, a, b in pack])
-    blocks = [groups[i].z[a:b] for i, a, b in pack]
-    packed = kb.Packed(blocks, kb.block_offsets(blocks)[0], n[pos], thr[pos])
-    if exb is not None:
-        packed.xs64 = [groups[i].raw[a:b] for i, a, b in pack]
-        packed.thr64, packed.exb = thr64[pos], exb[pos]
-    for s0, got in kb.chunk_counts(be, spec, params, packed, w=w,
-                                   hstride=int(n[pos].max()) + 1, minima=mins):
-        at_ = pos[s0:s0 + got.nrec.size]
-        cols = measures_of_counts(got, n[at_], w, mins, cells[at_])
-        cols.update(n_recurrences=got.nrec, n_cells=cells[at_])
-        for k, v in cols.items():
-            if k not in out:
-                out[k] = np.empty(S, v.dtype)
-            out[k][at_] = v
+def _prepared_pack(dt: np.dtype, cols: Any, pack: list[tuple[int, np.ndarray]]
+                   ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """One pack's series as the kernels take them (:func:`_prepared`, per length): the
+    positions float32 holds (the others go the per-series way) and, per length, their
+    raw rows, kernel inputs and (float32) largest magnitudes, concatenated."""
+    pos, raws, zs, As = [], [], [], []
+    for t, idx in pack:
+        j0 = int(idx[0])
+        whole = t == cols.panel.shape[1]
+        if int(idx[-1]) - j0 == idx.size - 1:  # consecutive series: a view of their rows
+            raw = cols.panel[j0:j0 + idx.size] if whole else cols.panel[j0:j0 + idx.size, :t]
+        else:
+            raw = cols.panel[idx, :t]
+        keep, z, A = _prepared(dt, raw, cols.lo[idx], cols.hi[idx])
+        if not keep.all():
+            idx, raw, z, A = idx[keep], raw[keep], z[keep], None if A is None else A[keep]
+        if idx.size:
+            pos.append(idx)
+            raws.append(raw)
+            zs.append(z)
+            As.append(np.zeros(idx.size) if A is None else A)
+    if not pos:
+        return np.zeros(0, np.int64), [], [], np.zeros(0)
+    return np.concatenate(pos), raws, zs, np.concatenate(As)
+
+
+class _Pipeline:
+    """The device and measure side of :func:`batched`: :meth:`put` hands a prepared
+    pack to one reader thread (uploads, launches, reads: the only thread that uses the
+    device here), which hands each launch's counts to :data:`MEASURE_THREADS` threads;
+    at most :data:`PACKS_AHEAD` packs wait for the reader (their host arrays held).
+    :meth:`columns` gives every measure, ``n_recurrences`` and ``n_cells`` by series
+    position (rows of the series put)."""
+
+    def __init__(self, be: Any, spec: LineSpec, n: np.ndarray, thr: np.ndarray,
+                 thr64: np.ndarray, w: int, mins: tuple[int, int, int], cells: np.ndarray):
+        self.be, self.spec, self.n, self.thr, self.thr64 = be, spec, n, thr, thr64
+        self.w, self.mins, self.cells = w, mins, cells
+        self.params = kb.batch_params(be.info)
+        self.reader = ThreadPoolExecutor(1, thread_name_prefix="pyedmcl-reader")
+        self.measures = ThreadPoolExecutor(MEASURE_THREADS, thread_name_prefix="pyedmcl-measures")
+        self.packs: list[Future] = []
+        self.launches: list[tuple[np.ndarray, Future]] = []
+
+    def __enter__(self) -> _Pipeline:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.reader.shutdown(wait=True, cancel_futures=exc[0] is not None)
+        self.measures.shutdown(wait=True, cancel_futures=exc[0] is not None)
+
+    def put(self, pos: np.ndarray, raw: list[np.ndarray], z: list[np.ndarray],
+            exb: np.ndarray | None) -> None:
+        if len(self.packs) >= PACKS_AHEAD:
+            self.packs[-PACKS_AHEAD].result()  # (raises the reader's error here)
+        self.packs.append(self.reader.submit(self._read, pos, raw, z, exb))
+
+    def _read(self, pos: np.ndarray, raw: list[np.ndarray], z: list[np.ndarray],
+              exb: np.ndarray | None) -> None:
+        n = self.n[pos]
+        packed = kb.Packed(z, kb.block_offsets(z)[0], n, self.thr[pos])
+        if exb is not None:
+            packed.xs64, packed.thr64, packed.exb = raw, self.thr64[pos], exb
+        for s0, got in kb.chunk_counts(self.be, self.spec, self.params, packed, w=self.w,
+                                       hstride=int(n.max()) + 1, minima=self.mins):
+            at = pos[s0:s0 + got.nrec.size]
+            self.launches.append((at, self.measures.submit(
+                _launch_columns, got, self.n[at], self.w, self.mins, self.cells[at])))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        for f in self.packs:
+            f.result()
+        out: dict[str, np.ndarray] = {}
+        for at, fut in self.launches:
+            for k, v in fut.result().items():
+                if k not in out:
+                    out[k] = np.empty(self.n.size, v.dtype)
+                out[k][at] = v
+        return out
+
+
+def _launch_columns(got: Any, n: np.ndarray, w: int, mins: tuple[int, int, int],
+                    cells: np.ndarray) -> dict[str, np.ndarray]:
+    """One launch's columns: its measures, ``n_recurrences`` and ``n_cells``."""
+    cols = measures_of_counts(got, n, w, mins, cells)
+    cols.update(n_recurrences=got.nrec, n_cells=cells)
+    return cols
+
+
+#: laid-out values of one pack of the pipeline (:func:`batched`): small enough that a
+#: pack's preparation, uploads and measures overlap the others', large enough that its
+#: launches fill a device
+PIPELINE_VALUES = 1 << 24
+#: prepared packs waiting for the reader at most
+PACKS_AHEAD = 2
+#: threads computing launches' measures beside the reader (each also spreads its
+#: entropies over :func:`pyedmcl._bands.map_pieces`' pool)
+MEASURE_THREADS = 6
 
 
 def measures_of_counts(c: Any, n: np.ndarray, w: int, mins: tuple[int, int, int],

@@ -140,8 +140,11 @@ def entropies(vals: np.ndarray, start: np.ndarray, count: np.ndarray, n_min: np.
     return out.reshape(shape)
 
 
-#: values of one piece of :func:`entropies`
-PIECE_VALUES = 1 << 15
+#: values of one piece of :func:`entropies`: pieces of this size keep the numpy calls
+#: long enough that threads computing several launches' measures do not queue for the
+#: GIL between short calls (smaller pieces, which stay in a core's cache, were slower
+#: on a 16-core host: bench/rqa_batch_phases.py)
+PIECE_VALUES = 1 << 18
 
 
 def _piece(v: np.ndarray, cnt: np.ndarray, nm: np.ndarray, sc: np.ndarray,
