@@ -230,8 +230,10 @@ def test_sampled_rate_distances(metric, monkeypatch):
     """Above ``EXACT_CELLS`` the rate's order statistic comes from random pairs: their
     distances are the kernels' (coordinates summed in order, E = 9 included, where a
     NumPy row sum would pair them up), and the threshold is their order statistic, taken
-    from the same pairs as before (the seed's stream)."""
-    from pyedmcl.rqa import radius
+    from the same pairs as before (the seed's stream); many pairs by pieces on threads."""
+    from pyedmcl.rqa import distances, radius
+
+    monkeypatch.setattr(distances, "SAMPLE_PIECE", 700)  # 5,000 pairs: 8 pieces
 
     x = np.random.default_rng(3).standard_normal(3000)
     y = np.random.default_rng(4).standard_normal(2000)
