@@ -229,18 +229,24 @@ def test_bad_rule():
 def test_sampled_rate_distances(metric, monkeypatch):
     """Above ``EXACT_CELLS`` the rate's order statistic comes from random pairs: their
     distances are the kernels' (coordinates summed in order, E = 9 included, where a
-    NumPy row sum would pair them up), and the threshold is their order statistic, taken
-    from the same pairs as before (the seed's stream); many pairs by pieces on threads."""
+    NumPy row sum would pair them up), and the threshold is their order statistic; the
+    pairs are pieces of ``PAIRS_PIECE``, each from its own stream ``[seed, piece]``
+    (drawn on threads), and many pairs of ``sampled_dist`` go by pieces on threads."""
     from pyedmcl.rqa import distances, radius
 
     monkeypatch.setattr(distances, "SAMPLE_PIECE", 700)  # 5,000 pairs: 8 pieces
+    monkeypatch.setattr(radius, "EXACT_CELLS", 1000)
+    monkeypatch.setattr(radius, "SAMPLES", 5000)
+    monkeypatch.setattr(radius, "PAIRS_PIECE", 1200)  # 5 pieces, the last of 200
 
     x = np.random.default_rng(3).standard_normal(3000)
     y = np.random.default_rng(4).standard_normal(2000)
     for E, tau in ((3, 2), (9, 1)):
         nr, nc = x.size - (E - 1) * tau, y.size - (E - 1) * tau
-        g = np.random.default_rng(12345)
-        i, j = g.integers(0, nr, 5000), g.integers(0, nc, 5000)
+        pairs = [np.random.default_rng([12345, p]) for p in range(5)]
+        pairs = [(g.integers(0, nr, n), g.integers(0, nc, n))
+                 for g, n in zip(pairs, [1200] * 4 + [200], strict=True)]
+        i, j = (np.concatenate(a) for a in zip(*pairs, strict=True))
         want = np.zeros(5000) if metric != "maximum" else None
         for m in range(E):
             d = np.abs(x[i + m * tau] - y[j + m * tau])
@@ -249,9 +255,30 @@ def test_sampled_rate_distances(metric, monkeypatch):
                                               else want + term)
         got = radius.sampled_dist(x, y, i, j, E, tau, metric)
         assert np.array_equal(got, want), (E, metric)
-        monkeypatch.setattr(radius, "EXACT_CELLS", 1000)
-        monkeypatch.setattr(radius, "SAMPLES", 5000)
         r, thr = radius.threshold_for_rate(x, y, 0.1, E=E, tau=tau, metric=metric)
         k = int(0.1 * (5000 - 1))
         v = np.partition(want, k)[k]
         assert r == (float(np.sqrt(v)) if metric == "euclidean" else float(v))
+
+
+def test_kth_smallest_equals_partition(monkeypatch):
+    """The bracketed selection gives np.partition's k-th value for every k tried, ties and
+    a value repeated across the bracket included, and through its fallback when the
+    bracket misses (a subsample that is not representative of the data)."""
+    from pyedmcl.rqa import radius
+
+    rng = np.random.default_rng(8)
+    a = np.round(rng.standard_normal(1 << 20) ** 2, 2)  # many ties
+    for k in (0, 1, 977, a.size // 3, a.size // 2, a.size - 2, a.size - 1):
+        assert radius.kth_smallest(a, k) == np.partition(a, k)[k], k
+    n = 1 << 20
+    s = rng.permutation(n).astype(np.float64)
+    monkeypatch.setattr(radius, "KTH_STRIDE", 1 << 18)
+    mid = np.flatnonzero(np.abs(s - n / 2) < 3)[:4]  # the subsample: 4 values near n / 2
+    s[mid], s[:: 1 << 18] = s[:: 1 << 18], s[mid].copy()
+    calls = []
+    real = np.partition
+    monkeypatch.setattr(np, "partition", lambda x, k: calls.append(x.size) or real(x, k))
+    for k in (5, n // 2, n - 7):
+        assert radius.kth_smallest(s, k) == real(s, k)[k], k
+    assert calls.count(n) == 2  # k = 5 and n - 7 missed the bracket: full partitions

@@ -47,12 +47,12 @@ def sampled_dist(rows: np.ndarray, cols: np.ndarray, i: np.ndarray, j: np.ndarra
     memory traffic), the same sums in the same order; many pairs by pieces on threads
     (each pair's value is its own: the same bits either way)."""
     if i.size < 2 * SAMPLE_PIECE:
-        return _pair_dist(rows, cols, i, j, E, tau, metric)
+        return pair_dist(rows, cols, i, j, E, tau, metric)
     out = np.empty(i.size)
 
     def piece(a: int) -> None:
         b = min(a + SAMPLE_PIECE, i.size)
-        out[a:b] = _pair_dist(rows, cols, i[a:b], j[a:b], E, tau, metric)
+        out[a:b] = pair_dist(rows, cols, i[a:b], j[a:b], E, tau, metric)
 
     map_pieces(piece, list(range(0, i.size, SAMPLE_PIECE)))
     return out
@@ -62,9 +62,9 @@ def sampled_dist(rows: np.ndarray, cols: np.ndarray, i: np.ndarray, j: np.ndarra
 SAMPLE_PIECE = 1 << 19
 
 
-def _pair_dist(rows: np.ndarray, cols: np.ndarray, i: np.ndarray, j: np.ndarray, E: int,
+def pair_dist(rows: np.ndarray, cols: np.ndarray, i: np.ndarray, j: np.ndarray, E: int,
                tau: int, metric: str) -> np.ndarray:
-    """:func:`sampled_dist` of one piece, on the calling thread."""
+    """:func:`sampled_dist` of the pairs ``i``, ``j`` on the calling thread."""
     acc = None
     for m in range(E):
         d = np.take(rows[m * tau:], i)

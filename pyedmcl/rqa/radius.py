@@ -20,7 +20,8 @@ the device and decides the cells whose float64 distance could be the order stati
 in float64 on the host (:mod:`pyedmcl.rqa.select`: a rounding bound, a count of the
 cells certainly below, the few in between recomputed): a few percent of the search's
 time. Above that, the quantile is estimated from ``SAMPLES`` random pairs
-(deterministic seed) whose distances are computed in float64 from the series as given
+(deterministic: pieces of ``PAIRS_PIECE`` pairs, each from its own stream of the seed,
+drawn on threads) whose distances are computed in float64 from the series as given
 in either dtype, so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
 the target; the result reports the exact achieved RR.
 """
@@ -32,10 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from .distances import sampled_dist
+from .._bands import map_pieces
+from .distances import pair_dist, sampled_dist
 
 EXACT_CELLS = 16_000_000
 SAMPLES = 4_000_000
+#: pairs of one piece of the sample (each drawn from its own stream: part of the sample's
+#: definition, :func:`sample_pairs`)
+PAIRS_PIECE = 1 << 19
 
 
 def _too_low(rate: float, d: np.ndarray, n_cells: int, shape: tuple[int, int], auto: bool,
@@ -176,10 +181,8 @@ class _Distances:
             self.flat, self.eta = _float32_matrix(self.rows, self.cols, E, tau, metric,
                                                   backend)
         else:  # the same random pairs, in float64 from the raw series, whatever the dtype
-            rng = np.random.default_rng(seed)
-            i = rng.integers(0, self.nr, SAMPLES)
-            j = rng.integers(0, self.nc, SAMPLES)
-            self.flat = sampled_dist(self.rows, cols_, i, j, E, tau, metric)
+            self.flat, self.least = sample_distances(self.rows, cols_, self.nr, self.nc, E,
+                                                     tau, metric, seed)
             self.sampled = True
 
     def threshold(self, rate: float, rule: str) -> RateThreshold:
@@ -188,7 +191,7 @@ class _Distances:
         info = None
         if self.sampled:
             flat, k = self.flat, int(rate * (SAMPLES - 1))
-            v = float(np.partition(flat, k)[k])
+            v = kth_smallest(flat, k)
         elif self.dt == np.float64:
             flat, k = self.flat, int(rate * (self.n_cells - 1))
             v = float(np.partition(flat, k)[k])
@@ -202,7 +205,9 @@ class _Distances:
             flat = info["full"]
         r = float(np.sqrt(v)) if metric == "euclidean" else v
         thr64 = working_threshold(v, r, metric, np.dtype(np.float64), rule)
-        if info is None:
+        if self.sampled:
+            some = self.least < thr64  # (any sampled distance below it)
+        elif info is None:
             some = bool(np.any(flat < thr64))
         else:
             from .select import any_below
@@ -240,3 +245,65 @@ def _float32_matrix(rows: np.ndarray, cols: np.ndarray | None, E: int, tau: int,
                               metric=metric, squared=True, dtype=np.float32,
                               device=be).ravel()
     return flat, eta
+
+
+def sample_pairs(seed: int, piece: int, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
+    """The random pairs (row point, column point) of piece ``piece`` of the rate search's
+    sample: :data:`PAIRS_PIECE` pairs (fewer in the last piece of :data:`SAMPLES`), from
+    the piece's own stream of ``seed`` (``np.random.default_rng([seed, piece])``), so that
+    the pieces are drawn on threads and the sample does not depend on how many there are."""
+    n = min(PAIRS_PIECE, SAMPLES - piece * PAIRS_PIECE)
+    rng = np.random.default_rng([seed, piece])
+    return rng.integers(0, nr, n), rng.integers(0, nc, n)
+
+
+def sample_distances(rows: np.ndarray, cols: np.ndarray, nr: int, nc: int, E: int, tau: int,
+                     metric: str, seed: int) -> tuple[np.ndarray, float]:
+    """The float64 distances of the :data:`SAMPLES` random pairs (:func:`sample_pairs`,
+    piece after piece) and the least of them; the pieces on threads."""
+    flat = np.empty(SAMPLES)
+    starts = list(range(0, SAMPLES, PAIRS_PIECE))
+
+    def piece(p: int) -> float:
+        i, j = sample_pairs(seed, p, nr, nc)
+        a = starts[p]
+        out = flat[a:a + i.size]
+        out[...] = pair_dist(rows, cols, i, j, E, tau, metric)
+        return float(out.min())
+
+    least = min(map_pieces(piece, list(range(len(starts)))))
+    return flat, least
+
+
+def kth_smallest(a: np.ndarray, k: int) -> float:
+    """``np.partition(a, k)[k]`` (``a`` without NaN), the same value: a bracket of values
+    around it from a strided subsample, the values below the bracket counted and those
+    inside gathered by pieces on threads, and only those partitioned (the full partition
+    where the bracket misses, which a subsample of this size makes very rare)."""
+    n = a.size
+    if n < 1 << 20:
+        return float(np.partition(a, k)[k])
+    sub = a[::KTH_STRIDE].copy()
+    m = sub.size
+    at = k / max(n - 1, 1) * (m - 1)
+    margin = 8.0 * np.sqrt(m) + 16
+    lo_i, hi_i = max(0, int(at - margin)), min(m - 1, int(at + margin) + 1)
+    part = np.partition(sub, (lo_i, hi_i))
+    lo, hi = part[lo_i], part[hi_i]
+    edges = list(range(0, n, KTH_PIECE))
+
+    def piece(a0: int) -> tuple[int, np.ndarray]:
+        b = a[a0:a0 + KTH_PIECE]
+        return int(np.count_nonzero(b < lo)), b[(b >= lo) & (b <= hi)]
+
+    got = map_pieces(piece, edges)
+    below = sum(g[0] for g in got)
+    mid = np.concatenate([g[1] for g in got])
+    if below <= k < below + mid.size:
+        return float(np.partition(mid, k - below)[k - below])
+    return float(np.partition(a, k)[k])
+
+
+#: :func:`kth_smallest`'s subsample stride and values per piece
+KTH_STRIDE = 64
+KTH_PIECE = 1 << 19
