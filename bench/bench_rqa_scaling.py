@@ -52,7 +52,11 @@ def logistic(n: int) -> np.ndarray:
 
 
 def series(name: str, n: int) -> np.ndarray:
-    """``n`` values of the logistic map or of the Roessler system's x coordinate."""
+    """``n`` values of the logistic map, of the Roessler system's x coordinate or of a
+    standardised Gaussian random walk (seed 0: long lines near the main diagonal)."""
+    if name == "walk":
+        x = np.random.default_rng(0).standard_normal(n).cumsum()
+        return x / x.std()
     if name == "roessler":
         from pyedmcl.data import roessler
 
@@ -188,7 +192,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=2_000_000, help="embedded points N")
-    ap.add_argument("--series", default="logistic", choices=("logistic", "roessler"))
+    ap.add_argument("--series", default="logistic", choices=("logistic", "roessler", "walk"))
     ap.add_argument("--E", type=int, default=3)
     ap.add_argument("--tau", type=int, default=6)
     ap.add_argument("--rr", type=float, default=0.05, help="recurrence rate the radius gives")
