@@ -39,7 +39,12 @@ redoes a flagged prediction whose float64 neighbours must lie among the table's 
 the table's margin; lookup/_resolve.mako): their distances
 and the prediction computed as the float64 kernels compute them, so the value is the
 float64 call's bit for bit, listed for the host (:meth:`RowCheck.resolved`). Only the
-others (wide ties of decimal data) are counted and redone as above. On Mackey-Glass
+others (wide ties of decimal data) are counted and redone as above, reading the float64
+series the resolve uploaded. A tie at the knn-th place flags its query for every target
+(the span term): with several targets the lookup lists a flagged query once, and each
+query it resolved once, so that where the resolved predictions overflow their list (and
+every flagged row is redone) the rows come from the two lists, not from the flags of
+every prediction (20,000 targets: 20 MB). On Mackey-Glass
 (L = 10^5, E = 7, tau = 2; L = 5 x 10^4, E = 12, tau = 3) all 63 / 21 flagged rows
 resolve in the lookup, so no float64 k-NN runs.
 """
@@ -147,6 +152,9 @@ class RowCheck:
     resolve: bool = False
     #: the checked lookups of the pass, with their first query (their redone lists)
     checked: list = field(default_factory=list, repr=False, compare=False)
+    #: the float64 series and targets on the device where the lookup's resolve uploaded
+    #: them (the redo after the wait reads them too), else None
+    float64: Any = field(default=None, repr=False, compare=False)
 
     @property
     def E(self) -> int:
@@ -355,7 +363,8 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
 
 def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
                  neighbors: Any, variance: bool, l_dev: Any, pred_dev: Any, var_dev: Any,
-                 shift: np.ndarray, scale: np.ndarray, skill: Any, lists: bool = True
+                 shift: np.ndarray, scale: np.ndarray, skill: Any, lists: bool = True,
+                 series: tuple[Any, Any] | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """:func:`redo_float64` on a device with fp64, its values also written into the
     float32 device predictions ``pred_dev`` (and variances ``var_dev``) ``(1, nt, nq)``
@@ -364,11 +373,12 @@ def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     k-NN launch, a merge of its lists on the device, one lookup, one patch, one skill
     and one wait for all (where the merge found equal distances, all again from the
     single launch, ``lists`` False). Returns the float64 predictions and variances
-    ``(nt, rows.size)`` and the skill ``(nt, 4)``."""
+    ``(nt, rows.size)`` and the skill ``(nt, 4)``. ``series``: ``x`` and ``y`` in
+    float64 on the device already (the lookup's resolve uploaded them), else None."""
     from ..kernels.lookup import LOOKUP
     from ..primitives.knn import hold
 
-    p, v, tie = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev, lists)
+    p, v, tie = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev, lists, series)
     rows_dev = be.to_device(np.ascontiguousarray(rows, np.int32))
     sh = be.to_device(np.asarray(shift, np.float64))
     sc = be.to_device(np.asarray(scale, np.float64))
@@ -381,25 +391,29 @@ def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     sk = be.to_host(out).astype(np.float64)
     if tie_read is not None and int(tie_read()[0]):
         return redo_patched(be, plan, x, y, rows, neighbors, variance, l_dev, pred_dev,
-                            var_dev, shift, scale, skill, lists=False)
+                            var_dev, shift, scale, skill, lists=False, series=series)
     got = [r()[0] for r in reads]
     return got[0], (got[1] if variance else None), sk
 
 
 def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
-                 neighbors: Any, variance: bool, l_dev: Any, lists: bool = True
-                 ) -> tuple[Any, Any, Any]:
+                 neighbors: Any, variance: bool, l_dev: Any, lists: bool = True,
+                 series: tuple[Any, Any] | None = None) -> tuple[Any, Any, Any]:
     """The float64 call's k-NN table and lookup of the queries ``rows`` enqueued: device
     predictions (and variances) ``(1, nt, rows.size)`` and the merge's tie flag (int32
-    ``(1,)``, None where the table is the single launch's; see :func:`redo_table`)."""
+    ``(1,)``, None where the table is the single launch's; see :func:`redo_table`).
+    ``series``: ``x`` and ``y`` in float64 on the device (no upload), else None."""
     from ..primitives.lookup import lookup_device
 
     kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
               lpts=plan.lib_points, radius=plan.exclusion_radius)
-    xd = be.to_device(np.ascontiguousarray(x, np.float64))
-    same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
-            and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
-    yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
+    if series is not None:
+        xd, yd = series
+    else:
+        xd = be.to_device(np.ascontiguousarray(x, np.float64))
+        same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
+                and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
+        yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
     table, tie = redo_table(be, neighbors, xd, x.size, kw, l_dev, lists)
     p, v = lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
                          real="double", variance=variance)

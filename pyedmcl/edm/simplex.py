@@ -188,6 +188,7 @@ def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
                 return None
             hold(be, x64, y64)
             up.extend((x64, y64, bool(job_fma([be.info]))))
+            check.float64 = (x64, y64)  # (the redo after the wait reads them too)
         if up[0] is None:
             return None
         x64, y64, fma = up
@@ -532,7 +533,8 @@ def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowChe
         fixed = check.enqueued.fixed(rows)  # redone on the device before the first wait
     if rows.size and fixed is None:
         p, v, sk, fixed = _redo_flagged(data, plan, ser.xs, ser.y, rows, nb, variance,
-                                        on_device, (p, v), dev, ser.fy)
+                                        on_device, (p, v), dev, ser.fy,
+                                        None if check is None else check.float64)
     return p, v, sk, rows, fixed, (obs_host[0] if obs_host else None), resolved
 
 
@@ -619,18 +621,20 @@ def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
 
 def _redo_flagged(data: DeviceData, plan: Plan, x: np.ndarray, y: np.ndarray,
                   rows: np.ndarray, nb, variance: bool, on_device: bool, got: tuple,
-                  dev: list, fy: Affine) -> tuple:
+                  dev: list, fy: Affine, series: tuple | None = None) -> tuple:
     """The float64 redo of the flagged queries ``rows`` (:mod:`.row_check`) after
     :func:`run_plan`'s pass (its results ``got``: predictions and variances, host or
     device arrays; ``dev``: its device arrays): ``(pred, var, skill, (p64, v64))``, the
     skill of the patched predictions. With fp64 the redo, its patch and the skill run
-    on the device behind one wait; without, the host's redo, patch and a skill launch."""
+    on the device behind one wait; without, the host's redo, patch and a skill launch.
+    ``series``: ``x`` and ``y`` in float64 on the device already (the lookup's resolve
+    uploaded them: not again), else None."""
     be = data.be
     p, v = got
     if be.info.fp64:
         *fixed, sk = redo_patched(be, plan, x, y, rows, nb, variance, plan_device(be, plan)[1],
                                   dev[0], dev[1], fy.shift, fy.scale,
-                                  lambda pd: _skill_enqueue(data, plan, pd))
+                                  lambda pd: _skill_enqueue(data, plan, pd), series=series)
         return (*(dev if on_device else (p, v)), sk, fixed)
     fixed = redo_float64(be, plan, x, y, rows, nb, variance)
     if on_device:  # patch the device arrays (centred units, as the rest)

@@ -118,13 +118,15 @@ class LookupKernel(TunableKernel):
         and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
         pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
         ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
-        units, erel, flag, report, cap)``, the query points' norms (float32, ``nq``),
-        the targets' units (ACC: each target's tolerance, then each one's span (max -
-        min), ``nt`` each, and with RESOLVE each one's shift and scale), ``E + 4``,
-        the flags written (uint8, ``(nbatch, nt, nq)``) and the report (int32, zeroed by
-        the caller: the counts of flagged and resolved predictions, the list of the
-        first ``cap`` flagged queries and with RESOLVE the list of predictions redone
-        in the lookup, :class:`pyedmcl.primitives.lookup.CheckedLookup`);
+        units, erel, flag, report, cap, seen)``, the query points' norms (float32,
+        ``nq``), the targets' units (ACC: each target's tolerance, then each one's span
+        (max - min), ``nt`` each, and with RESOLVE each one's shift and scale), ``E + 4``,
+        the flags written (uint8, ``(nbatch, nt, nq)``), the report (int32, zeroed by
+        the caller: the counts of flagged queries and resolved predictions, the list of
+        the first ``cap`` flagged queries and with RESOLVE the list of predictions redone
+        in the lookup, :class:`pyedmcl.primitives.lookup.CheckedLookup`) and ``seen``
+        (int32 ``1 + cap + nq``, zeroed by the caller where ``nt`` > 1: the resolved
+        queries' count and list, each query's marks; any int32 array where ``nt`` is 1);
         ``spec["RESOLVE"]`` (with ``spec``'s E, TAU, FMA): ``check`` goes on with ``(x64,
         y64, qpts)``, the float64 call's series and targets and the query points; see
         lookup/_resolve.mako."""
@@ -132,9 +134,9 @@ class LookupKernel(TunableKernel):
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, units, erel, flag, report, cap, *resolve = check
+            qnorm, units, erel, flag, report, cap, seen, *resolve = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
-            extra = (qnorm, units, acc(erel), flag, report, np.int32(cap))
+            extra = (qnorm, units, acc(erel), flag, report, np.int32(cap), seen)
             if spec.get("RESOLVE"):
                 extra += tuple(resolve)  # x64, y64, qpts
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,

@@ -78,12 +78,14 @@ def resolved_at(cap: int) -> int:
 class CheckedLookup:
     """:func:`lookup_checked`'s device arrays: predictions ``(nbatch, nt, nq)`` (and
     variances, else None), the flags (uint8, same shape), and the ``report`` (int32, read
-    back in one copy): the count of flags and of predictions redone in the lookup
-    (``report[0:2]``), the list of the first ``cap`` flagged queries (``report[2:2 +
-    cap]``, :data:`FLAG_LIST` or as many as there are predictions; in no order, a query
-    once per target flagged) and, with ``resolve``, from :func:`resolved_at` on the
-    predictions redone in the lookup, 4 doubles a slot (query, target, float64
-    prediction and variance in data units)."""
+    back in one copy): the count of flagged queries and of predictions redone in the
+    lookup (``report[0:2]``), the list of the first ``cap`` flagged queries
+    (``report[2:2 + cap]``, :data:`FLAG_LIST` or as many as there are predictions; in no
+    order, a query once whatever the targets flagged) and, with ``resolve``, from
+    :func:`resolved_at` on the predictions redone in the lookup, 4 doubles a slot
+    (query, target, float64 prediction and variance in data units). ``seen`` (several
+    targets, else None): int32, the count and list of the first ``cap`` queries resolved
+    in the lookup (``seen[0]``, ``seen[1:1 + cap]``), then each query's marks."""
 
     pred: Any
     var: Any
@@ -91,6 +93,7 @@ class CheckedLookup:
     report: Any
     cap: int
     resolve: bool = False
+    seen: Any = None
 
     def rows_reader(self, be: Backend) -> Callable[[], np.ndarray]:
         """Enqueue the report's read (behind the queued work, no wait); the function
@@ -106,13 +109,25 @@ class CheckedLookup:
                 r = int(got[1])
                 if r > self.cap:  # more than listed: every such row redone
                     self.fixed = None  # (flag 2), a set independent of order
-                    return flagged_queries(be.to_host(self.flag))
+                    return self._every_flagged(be, got[2:2 + c] if c <= self.cap else None)
                 at = resolved_at(self.cap)
                 self.fixed = Resolved(got[at:at + 8 * r].view(np.float64).reshape(r, 4).copy())
             if c > self.cap:
                 return flagged_queries(be.to_host(self.flag) == 1)
             return np.unique(got[2:2 + c]).astype(np.int64)
         return rows
+
+    def _every_flagged(self, be: Backend, listed: np.ndarray | None) -> np.ndarray:
+        """The queries flagged for some target, resolved in the lookup or not (ascending):
+        with several targets the union of the flagged list ``listed`` (None: it was
+        full) and the resolved queries' list where both hold them all (a read of ``cap``
+        ints), else from the flags (a read of every prediction's)."""
+        if self.seen is not None and listed is not None:
+            got = be.to_host_async(self.seen, count=1 + self.cap)()
+            n = int(got[0])
+            if n <= self.cap:
+                return np.union1d(listed, got[1:1 + n]).astype(np.int64)
+        return flagged_queries(be.to_host(self.flag))
 
     fixed: Resolved | None = None
 
@@ -167,16 +182,20 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
     cap = min(FLAG_LIST, table.nbatch * nt * table.nq)  # or all
-    report = be.empty(2 + cap if resolve is None else resolved_at(cap) + 8 * cap, np.int32)
-    be.fill(report, 0)  # behind the k-NN kernel, no wait (counts and unused slots)
-    hold(be, pred, var, flag, report, qnorm_dev, units_dev)
-    check: tuple = (qnorm_dev, units_dev, E + 4, flag, report, cap)
+    with be.zero_batch():  # behind the k-NN kernel, no wait (counts and unused slots)
+        report = be.zeros(2 + cap if resolve is None else resolved_at(cap) + 8 * cap, np.int32)
+        # several targets: each query's marks (listed once) and the resolved queries
+        seen = be.zeros(1 + cap + table.nq, np.int32) if nt > 1 else None
+    hold(be, pred, var, flag, report, seen, qnorm_dev, units_dev)
+    check: tuple = (qnorm_dev, units_dev, E + 4, flag, report, cap,
+                    report if seen is None else seen)  # (unread for one target)
     if resolve is not None:
         spec = {**spec, "RESOLVE": 1, "E": resolve.E, "TAU": resolve.tau, "FMA": resolve.fma}
         check += (resolve.x64, resolve.y64, resolve.qpts)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
                   nt, tshift, pred, var, check=check)
-    return CheckedLookup(pred, var if variance else None, flag, report, cap, resolve is not None)
+    return CheckedLookup(pred, var if variance else None, flag, report, cap, resolve is not None,
+                         seen)
 
 
 @dataclass
