@@ -143,3 +143,105 @@ def test_many_targets_oclgrind_clean():
         print("close", bool(np.allclose(r.predicted, q.predicted, rtol=0, atol=1e-4)))
     """, unoptimised=True)
     assert "close True" in out, out
+
+
+# the call's host work on a panel of targets: the values of the reductions it replaced
+
+@pytest.fixture
+def banded(monkeypatch):
+    """Bands of rows on threads forced on small panels (pyedmcl._bands)."""
+    from pyedmcl import _bands
+
+    monkeypatch.setattr(_bands, "PARALLEL_VALUES", 1)
+    monkeypatch.setattr(_bands.os, "cpu_count", lambda: 4)
+
+
+def _panel(nan: bool = True) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((157, 1003)).cumsum(axis=1) * 1e3 + 5e4
+    X[3] = 7.0
+    if nan:
+        X[40, 5] = np.nan
+        X[41] = np.nan
+    return X
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the all-NaN row)
+@pytest.mark.parametrize("nan", [False, True])
+def test_panel_tolerances_and_spans_are_the_one_target_reductions(banded, monkeypatch, nan):
+    """The row check's tolerances and spans of several targets (one pass by chunks of rows
+    on threads) equal the NaN-aware reductions of one target, row by row."""
+    from pyedmcl import _precision
+    from pyedmcl.primitives.ranges import resolve
+
+    monkeypatch.setattr(_precision, "_SPREAD_CHUNK_VALUES", 3000)  # chunks of 2 rows
+    yz = _panel(nan)
+    plan = resolve(yz.shape[1], E=2, tau=1, Tp=1, knn=None, exclusion_radius=0, lib=None,
+                   pred=None)
+    check = row_check.RowCheck(plan, yz[0], yz)
+    want_thr = np.array([row_check.RowCheck(plan, yz[0], r[None]).thr[0] for r in yz])
+    want_span = np.array([row_check.RowCheck(plan, yz[0], r[None]).span[0] for r in yz])
+    np.testing.assert_array_equal(check.thr, want_thr)
+    np.testing.assert_array_equal(check.span, want_span)
+    std, lo, hi = _precision.row_spread(yz)
+    np.testing.assert_array_equal(std, yz.std(axis=1))
+    np.testing.assert_array_equal(lo, yz.min(axis=1))
+    np.testing.assert_array_equal(hi, yz.max(axis=1))
+
+
+def test_predictions_back_in_one_pass(banded):
+    """The float32 predictions mapped back to data units in one pass (the cast inside the
+    first operation) are the cast's then the map's, centred only or scaled too."""
+    from pyedmcl._precision import Affine
+
+    rng = np.random.default_rng(4)
+    p = (rng.standard_normal((57, 301)) * 30).astype(np.float32)
+    shift = rng.standard_normal(57) * 1e4
+    for scale in (np.ones(57), 2.0 ** rng.integers(-3, 4, 57)):
+        f = Affine(shift, scale)
+        np.testing.assert_array_equal(f.back_from(p), f.back_in_place(p.astype(np.float64)))
+    one = Affine(shift[:1], np.ones(1))
+    np.testing.assert_array_equal(one.back_from(p[0]), one.back_in_place(p[0].astype(np.float64)))
+    np.testing.assert_array_equal(Affine.identity(57).back_from(p), p.astype(np.float64))
+
+
+def test_row_extremes_remembered_for_the_call(banded):
+    """A panel's rows reduced once a call: the constant-series check's, the NaN test's and
+    the targets' validation's values are those of numpy's reductions."""
+    from pyedmcl import _extremes
+    from pyedmcl.constant_series import constant_names
+
+    X = _panel()
+    with _extremes.call_memo():
+        lo, hi = _extremes.row_extremes(X)
+        np.testing.assert_array_equal(lo, X.min(axis=1))
+        np.testing.assert_array_equal(hi, X.max(axis=1))
+        assert _extremes.row_extremes(X)[0] is lo  # the memo's
+        got = _extremes.extremes(X)  # from the rows' (NaN: the panel holds one)
+        assert np.isnan(got[0]) and np.isnan(got[1])
+        # a NaN row (41) and a constant one (3); the memo's values left unchanged
+        assert constant_names({"x": X[0], "target": X}, ("x", "target")) == ["target[3]"]
+        np.testing.assert_array_equal(_extremes.row_extremes(X)[0], X.min(axis=1))
+        Y = np.nan_to_num(X)
+        _extremes.row_extremes(Y)
+        assert _extremes.extremes(Y) == (float(Y.min()), float(Y.max()))
+    with pytest.raises(ValueError, match=r"target\[40\]"):
+        S.as_target_rows(X)
+    assert S.as_target_rows(np.nan_to_num(X)) is not X
+    Y = np.nan_to_num(X)
+    assert S.as_target_rows(Y) is Y  # float64 rows: read, not copied
+
+
+def test_host_work_by_bands_gives_the_same_results(device, monkeypatch):
+    """A call whose host passes over the targets (validation, centring and cast, tolerances
+    and spans, observed values, the patch of redone rows, the map back) all run by bands
+    of rows on threads gives the results of the passes in one call."""
+    from pyedmcl import _bands
+
+    x, y, E = _targets("decimals", 300, 60)
+    want = pe.simplex(x, y, E=E, device=device, variance=True)
+    monkeypatch.setattr(_bands, "PARALLEL_VALUES", 1)
+    monkeypatch.setattr(_bands.os, "cpu_count", lambda: 4)
+    got = pe.simplex(x, y, E=E, device=device, variance=True)
+    for name in ("observed", *OUTPUTS):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)

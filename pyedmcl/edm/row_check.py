@@ -196,15 +196,37 @@ class RowCheck:
         """``(nt,)``: each target's tolerance in the kernel's units. Targets without NaN
         (every 1-D call) take ``np.std``: numpy's ``nanstd`` of such rows is its ``std``
         of them, the same sum, deviations, sum and root of the same values, after a
-        NaN-masked copy that changes none of them (a third of the time here)."""
+        NaN-masked copy that changes none of them (a third of the time here). Several
+        targets: :attr:`_spreads`."""
         yz = self.yz
+        if yz.shape[0] > 1:
+            return PREDICTION_TOL * self._spreads[0]
         return PREDICTION_TOL * (np.nanstd(yz, axis=1) if has_nan(yz) else np.std(yz, axis=1))
 
     @cached_property
     def span(self) -> np.ndarray:
         """``(nt,)``: each target's max - min (what a neighbour swapped at the k-th place
         can move a prediction by, times its weight)."""
+        if self.yz.shape[0] > 1:
+            return self._spreads[1]
         return np.nanmax(self.yz, axis=1) - np.nanmin(self.yz, axis=1)
+
+    @cached_property
+    def _spreads(self) -> tuple[np.ndarray, np.ndarray]:
+        """Several targets' ``nanstd`` and ``nanmax - nanmin`` (``axis=1``), the values of
+        :attr:`thr`'s and :attr:`span`'s one-target reductions: by chunks of rows in cache
+        and on threads (:func:`pyedmcl._precision.row_spread`), those of NaN-free rows as
+        ``std`` and ``max - min`` (the same values), the others as the NaN-aware ones."""
+        from .._precision import row_spread
+
+        yz = self.yz
+        std, lo, hi = row_spread(yz)
+        gaps = np.flatnonzero(np.isnan(lo))  # (a row's min is NaN where it holds one)
+        if gaps.size:
+            part = yz[gaps]
+            std[gaps] = np.nanstd(part, axis=1)
+            lo[gaps], hi[gaps] = np.nanmin(part, axis=1), np.nanmax(part, axis=1)
+        return std, hi - lo
 
     def device_units(self, be: Backend, resolve: tuple[Any, Any] | None = None) -> Any:
         """The targets' units the checked lookup reads, on ``be``'s device in its
