@@ -3,12 +3,14 @@ shape) through the row check's lists.
 
 A tie at the knn-th neighbour flags its query for every target (the bound's span term),
 so the checked lookup lists a flagged query once, not once per target, and lists each
-query it resolved once: the rows to redo then come from the two lists, not from a read
-of every prediction's flag, and the redo after the wait reads the float64 series the
-lookup's resolve uploaded. Cases: decimal data (wide ties: flagged, not resolved),
-continuous data whose resolved predictions overflow their list (whole rows redone), and
-lists too short for either (the flags read, as before). Each is the float64 call's bit
-for bit on the redone rows, every target, and the same as the other paths.
+query it resolved once. Where the resolved predictions overflow their list every target
+of a flagged row is the float64 call's: the lookup's resolve_rows weighs every target of
+the resolved rows before the skill, the others flagged are redone after the wait (from
+the float64 series the resolve uploaded), and no flag is read. Cases: decimal data (wide
+ties: flagged, not resolved, and resolved ones), continuous data (near-ties, resolved);
+each equals, bit for bit, the same call with the rows redone after the wait from the two
+lists, from the flags (both lists full), or with nothing resolved in the lookup, and the
+float64 call on every flagged row, every target.
 """
 
 from __future__ import annotations
@@ -44,13 +46,16 @@ def _targets(kind: str, n: int, s: int) -> tuple[np.ndarray, np.ndarray, int]:
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Per call: the rows redone after the wait and whether the flags were read."""
-    got: dict = {"rows": [], "flags_read": 0}
+    """Per call: the rows redone after the wait, the rows resolved whole in the lookup,
+    and how often the flags were read."""
+    got: dict = {"rows": [], "whole": [], "flags_read": 0}
     real_predict, real_flagged = S._predict, L.flagged_queries
 
     def predict(*a):
         out = real_predict(*a)
         got["rows"].append(out[3])
+        res = out[6]
+        got["whole"].append(np.zeros(0, int) if res is None or res.rows is None else res.rows)
         return out
 
     def flagged(*a):
@@ -62,9 +67,9 @@ def spy(monkeypatch):
 
 
 def _assert_float64_rows(r32, r64, rows, y):
-    """The redone rows are the float64 call's for every target, bit for bit; the rest
+    """The flagged rows are the float64 call's for every target, bit for bit; the rest
     within the row check's tolerance."""
-    assert rows.size > 0, "no row redone: the case tests nothing"
+    assert rows.size > 0, "no row flagged: the case tests nothing"
     for name in ("predicted", "variance"):
         np.testing.assert_array_equal(getattr(r32, name)[:, rows], getattr(r64, name)[:, rows])
     err = np.abs(r32.predicted - r64.predicted)
@@ -72,33 +77,41 @@ def _assert_float64_rows(r32, r64, rows, y):
 
 
 @pytest.mark.parametrize("kind", ["decimals", "continuous"])
-def test_many_targets_list_a_flagged_query_once(device, spy, monkeypatch, kind):
-    """Ties (decimals: flagged for every target, not resolved) or resolved predictions
-    beyond their list (continuous): the rows to redo come from the lists (no flag read),
-    and the results equal those read from the flags, those redone after the wait alone,
-    and the float64 call's on every redone row."""
+def test_many_targets_flagged_rows_whole(device, spy, monkeypatch, kind):
+    """Ties (decimals: some 50 rows flagged and not resolved, each for most of the 300
+    targets, over 2,048 flags; 30,000 resolved predictions) or near-ties (continuous: some
+    90 resolved predictions, the list shortened to 64): resolved rows whole from the
+    lookup, the rest redone after the wait, no flag read; the same results as the rows
+    redone after the wait from the lists, from the flags, or with nothing resolved in
+    the lookup, and the float64 call's on every flagged row."""
     _fp64(device)
     x, y, E = _targets(kind, 400, 300)
     kw = dict(E=E, Tp=0, exclusion_radius=3, device=device, variance=True)
-    if kind == "continuous":  # its near-ties: some 90 resolved predictions
+    if kind == "continuous":
         monkeypatch.setattr(L, "FLAG_LIST", 64)
-    # decimals: some 50 rows flagged, not resolved, each for most of the 300 targets
-    # (over 2,048 flags), and 30,000 resolved predictions
     got = pe.simplex(x, y, **kw)
-    rows = spy["rows"][-1]
-    assert spy["flags_read"] == 0
+    after, whole = spy["rows"][-1], spy["whole"][-1]
+    flagged = np.union1d(after, whole)
+    assert spy["flags_read"] == 0 and whole.size > 0
+    assert np.intersect1d(after, whole).size == 0
+    if kind == "continuous":
+        assert after.size == 0  # every flagged row resolved: no float64 k-NN
     r64 = pe.simplex(x, y, **{**kw, "dtype": "float64"})
-    _assert_float64_rows(got, r64, rows, y)
+    _assert_float64_rows(got, r64, flagged, y)
+    others = {}
+    monkeypatch.setattr(L, "RESOLVE_ROWS_BYTES", 0)  # no row whole: after the wait, all
+    others["lists"] = (pe.simplex(x, y, **kw), spy["rows"][-1])
+    assert spy["flags_read"] == 0
     monkeypatch.setattr(L, "FLAG_LIST", 1)  # both lists full: the flags read, as before
-    flags = pe.simplex(x, y, **kw)
+    others["flags"] = (pe.simplex(x, y, **kw), spy["rows"][-1])
     assert spy["flags_read"] == 1
-    np.testing.assert_array_equal(spy["rows"][-1], rows)
     monkeypatch.setattr(S, "RESOLVE_IN_LOOKUP", False)  # every flagged row after the wait
-    after = pe.simplex(x, y, **kw)
-    np.testing.assert_array_equal(spy["rows"][-1], rows)
-    for name in OUTPUTS:
-        np.testing.assert_array_equal(getattr(flags, name), getattr(got, name), err_msg=name)
-        np.testing.assert_array_equal(getattr(after, name), getattr(got, name), err_msg=name)
+    others["unresolved"] = (pe.simplex(x, y, **kw), spy["rows"][-1])
+    for path, (r, rows) in others.items():
+        np.testing.assert_array_equal(rows, flagged, err_msg=path)
+        for name in OUTPUTS:
+            np.testing.assert_array_equal(getattr(r, name), getattr(got, name),
+                                          err_msg=f"{path}: {name}")
 
 
 def test_the_redo_reads_the_resolves_float64_targets(device, monkeypatch):
@@ -127,22 +140,29 @@ def test_the_redo_reads_the_resolves_float64_targets(device, monkeypatch):
 
 
 def test_many_targets_oclgrind_clean():
-    """The lists of several targets under Oclgrind (marks, the resolved queries' list)."""
+    """The lists and the whole rows of several targets under Oclgrind (marks, the resolved
+    queries' list and neighbours, resolve_rows)."""
     from conftest import run_under_oclgrind
     out = run_under_oclgrind("""
         import numpy as np, pyedmcl as pe
+        from pyedmcl.edm import simplex as S
         from pyedmcl.primitives import lookup as L
         x = np.empty(300); x[0] = 0.4
         for i in range(1, 300): x[i] = 3.9 * x[i - 1] * (1 - x[i - 1])
         x[200:210] = x[50:60] + 1e-7  # a near-repeat: flagged, resolved in the lookup
         x += 100.0
         y = np.stack([x, np.roll(x, 3) * 2.0, np.round(x, 1)])
-        L.FLAG_LIST = 2  # the resolved predictions overflow: rows from the two lists
+        L.FLAG_LIST = 16  # 14 rows resolved, 18 predictions: every target of the rows
+        seen = []
+        real = S._predict
+        S._predict = lambda *a: seen.append(real(*a)) or seen[-1]
         r = pe.simplex(x, y, E=3, variance=True)
         q = pe.simplex(x, y, E=3, variance=True, dtype="float64")
-        print("close", bool(np.allclose(r.predicted, q.predicted, rtol=0, atol=1e-4)))
+        rows = seen[0][6].rows
+        print("whole", rows.size, np.array_equal(r.predicted[:, rows], q.predicted[:, rows]),
+              np.array_equal(r.variance[:, rows], q.variance[:, rows]))
     """, unoptimised=True)
-    assert "close True" in out, out
+    assert "whole 0" not in out and "True True" in out, out
 
 
 # the call's host work on a panel of targets: the values of the reductions it replaced

@@ -27,8 +27,9 @@
 ## nt is 1): a query is listed once whatever the targets flagged, by the first of them
 ## to set its mark (marks[q] bit 0), so that a tie flagging a query for each of 20,000
 ## targets takes one slot, not 20,000; and RESOLVE lists each query it resolved once
-## (bit 1; count seen[0], list seen[1 .. cap]): where its predictions overflow their
-## list, the host takes the rows to redo from the two lists, not from the flags.
+## (bit 1; count seen[0], list seen[1 .. cap]; lookup/_resolve.mako): where its
+## predictions overflow their list, the host takes the rows from the two lists, not from
+## the flags.
 ##
 ## RESOLVE: flagged predictions redone in the lookup where the table suffices
 ## (lookup/_resolve.mako); only the others are counted and listed.
@@ -92,7 +93,8 @@
         uchar mark = flagged ? 1 : 0;
 % if RESOLVE:
         if (flagged && resolve(idx, dist, o, q, j, b, nq, nt, u2, qn2, erel, x64, y64, ldy,
-                               tshift, qpts, units, pred, var, nflag, resolved, cap)) {
+                               tshift, qpts, units, pred, var, nflag, resolved, cap, seen,
+                               recs)) {
             flagged = 0;
             mark = 2;  /* redone here */
         }
@@ -104,12 +106,7 @@
             const int slot = atomic_inc(nflag);
             if (slot < cap) flagq[slot] = q;
         }
-% if RESOLVE:
-        if (mark == 2 && nt > 1 && !(atomic_or(marks + q, 2) & 2)) {  /* resolved: once */
-            const int slot = atomic_inc(seen);
-            if (slot < cap) seen[1 + slot] = q;
-        }
-% endif
+
     }
 </%def>
 
