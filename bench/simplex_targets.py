@@ -24,19 +24,23 @@ from _common import call_times, parser  # noqa: E402
 
 
 def calls(a) -> dict:
-    """The timed calls by name: each targets count of ``--targets``, then the 1-D one."""
+    """The timed calls by name: each targets count of ``--targets``, then each 1-D
+    length of ``--T1``."""
     import pyedmcl as pe
 
     rng = np.random.default_rng(0)
     out = {}
-    for s in a.targets:
+    for s in a.targets:  # (0: none)
+        if not s:
+            continue
         X = rng.standard_normal((a.T, s + 1))
         tg = np.ascontiguousarray(X[:, 1:].T)
         out[f"{s} targets, T={a.T}"] = (lambda X=X, tg=tg: pe.simplex(
             X[:, 0], target=tg, E=5, Tp=0, exclusion_radius=5, device=a.device))
-    x = rng.standard_normal(a.T1)
-    out[f"1-D, T={a.T1}"] = lambda: pe.simplex(x, E=20, Tp=1, exclusion_radius=10,
-                                               device=a.device)
+    for t in a.T1:
+        x = rng.standard_normal(t)
+        out[f"1-D, T={t}"] = (lambda x=x: pe.simplex(x, E=20, Tp=1, exclusion_radius=10,
+                                                     device=a.device))
     return out
 
 
@@ -49,7 +53,8 @@ def worker(a) -> None:
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--T", type=int, default=1000, help="points of each series (targets)")
-    ap.add_argument("--T1", type=int, default=2000, help="points of the 1-D series")
+    ap.add_argument("--T1", type=int, nargs="+", default=[2000],
+                    help="points of each 1-D series timed")
     ap.add_argument("--targets", type=int, nargs="+", default=[20000])
     ap.add_argument("--repeat", type=int, default=3, help="timed calls per process")
     ap.add_argument("--rounds", type=int, default=3, help="processes per checkout")

@@ -214,9 +214,12 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     one's shift and scale (double: ``x = z * scale + shift``), ``nt`` values each;
     ``E``: the coordinates per point. ``resolve`` (a table of ``k + 2``, fp64): flagged
     predictions whose float64 neighbours the table holds are redone in the lookup
-    (lookup/_resolve.mako) and listed in the :attr:`CheckedLookup.report`, not flagged.
-    The count is zeroed by a launch behind the k-NN kernel (no upload: some runtimes
-    hold the host at an upload until the kernels queued before it end).
+    (lookup/_resolve.mako) and listed in the :attr:`CheckedLookup.report`, not flagged;
+    with several targets the queries are listed once each with their float64 neighbours,
+    and resolve_rows follows the lookup (:func:`_resolve_rows`: every target of those
+    rows where the predictions overflow their list). The counts are zeroed by a launch
+    behind the k-NN kernel (no upload: some runtimes hold the host at an upload until the
+    kernels queued before it end).
     """
     spec, params = _lookup_params(be, k, table.nq * nt * table.nbatch, "simplex", "float")
     spec = {**spec, "KS": table.k, "CHECK": 1, "VARIANCE": int(variance)}
