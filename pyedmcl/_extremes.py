@@ -14,6 +14,10 @@ input in place, so the values stay the array's own. Outside a memo nothing is ke
 
 The values are those of ``a.min()`` and ``a.max()`` (NaN where the array holds one: both
 reductions propagate it), so every check decides as it did with its own passes.
+:func:`row_extremes` does the same for each row of a panel (2-D targets: 20,000 series
+of 10^3 values were reduced three times over, by the constant-series check, the NaN
+test and the targets' validation), and :func:`extremes` of a panel whose rows it
+reduced takes the least and largest of theirs.
 """
 
 from __future__ import annotations
@@ -44,15 +48,41 @@ def call_memo() -> Iterator[None]:
 
 def extremes(a: np.ndarray) -> tuple[float, float]:
     """``(min, max)`` of the non-empty real array ``a`` as floats (NaN where ``a`` holds
-    a NaN), from the call's memo where the call computed them already."""
+    a NaN), from the call's memo where the call computed them already (or its rows'
+    extremes: the least of the rows' least values is the array's, NaN alike)."""
     memo = _MEMO.get()
     if memo is not None:
         hit = memo.get(id(a))
         if hit is not None and hit[0] is a:
             return hit[1]
+        rows = memo.get(("rows", id(a)))
+        if rows is not None and rows[0] is a and rows[1][0].size:
+            lo, hi = rows[1]
+            got = (float(lo.min()), float(hi.max()))
+            memo[id(a)] = (a, got)
+            return got
     got = (float(a.min()), float(a.max()))
     if memo is not None:
         memo[id(a)] = (a, got)
+    return got
+
+
+def row_extremes(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(a.min(axis=1), a.max(axis=1))`` of the 2-D real array ``a`` (NaN in a row
+    that holds one), from the call's memo where the call computed them already; a large
+    panel by bands of rows on threads (the same values)."""
+    from ._bands import map_bands
+
+    memo = _MEMO.get()
+    key = ("rows", id(a))
+    if memo is not None:
+        hit = memo.get(key)
+        if hit is not None and hit[0] is a:
+            return hit[1]
+    parts = map_bands(lambda b: (b.min(axis=1), b.max(axis=1)), a)
+    got = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    if memo is not None:
+        memo[key] = (a, got)
     return got
 
 

@@ -152,6 +152,29 @@ class Affine:
             np.multiply(z, self._col(z, self.scale), out=z)
         return np.add(z, self._col(z, self.shift), out=z)
 
+    def back_from(self, z: np.ndarray) -> np.ndarray:
+        """:meth:`back_in_place` of ``z.astype(np.float64)`` (``z``: the kernels' float32
+        predictions ``(rows, m)``), the same values: a float32 value is exact in float64,
+        so the cast goes inside the first operation instead of a pass of its own, and a
+        large panel goes by bands of rows on threads."""
+        z2 = z.reshape(1, -1) if z.ndim == 1 else z
+        out = np.empty(z2.shape, np.float64)
+        scaled = not self.is_identity and not np.all(self.scale == 1)
+
+        def band(sl: slice) -> None:
+            part, o = z2[sl], out[sl]
+            if self.is_identity:
+                o[...] = part
+                return
+            if scaled:
+                np.multiply(part, self._col(part, self.scale[sl]), out=o)
+                np.add(o, self._col(o, self.shift[sl]), out=o)
+            else:  # centred only: no pass multiplying by 1
+                np.add(part, self._col(part, self.shift[sl]), out=o)
+
+        map_slices(band, z2)
+        return out.reshape(z.shape)
+
     def back_spread_in_place(self, s: np.ndarray, power: int = 1) -> np.ndarray:
         """:meth:`back_spread` written into ``s`` (a float64 array of the caller's own)
         and returned; nothing to do where every scale is 1."""
@@ -446,6 +469,37 @@ def _mean_std(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     dev = rows - mean[:, None]
     np.multiply(dev, dev, out=dev)
     return mean, np.sqrt(np.add.reduce(dev, axis=1) / n)
+
+
+#: values of one chunk of rows :func:`row_spread` takes through every reduction before
+#: the next (its deviations' temporary stays in cache)
+_SPREAD_CHUNK_VALUES = 1 << 16
+
+
+def row_spread(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's ``std``, ``min`` and ``max`` (``axis=1``) of the float64 panel ``rows``,
+    bit for bit numpy's (:func:`_mean_std`; NaN in a row that holds one): by chunks of
+    rows, each through the three reductions while it is in cache, and bands of chunks on
+    threads; a row's reductions are its own, so the values do not depend on either. A
+    panel of 20,000 targets took seven passes over memory and two temporaries of its
+    size for the row check's tolerances and spans."""
+    nr, n = rows.shape
+    std, lo, hi = np.empty(nr), np.empty(nr), np.empty(nr)
+    step = max(1, _SPREAD_CHUNK_VALUES // max(n, 1))
+
+    def band(sl: slice) -> None:
+        a, b, _ = sl.indices(nr)
+        for i in range(a, b, step):
+            c = slice(i, min(i + step, b))
+            part = rows[c]
+            std[c] = _mean_std(part)[1]
+            np.minimum.reduce(part, axis=1, out=lo[c])
+            np.maximum.reduce(part, axis=1, out=hi[c])
+
+    if not n:  # (numpy's answers: a NaN std, min and max refused)
+        return rows.std(axis=1), rows.min(axis=1), rows.max(axis=1)
+    map_slices(band, rows)
+    return std, lo, hi
 
 
 def _affine(a: np.ndarray, scale: bool, shift: np.ndarray | None) -> Affine:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._extremes import call_memo, extremes
+from ._extremes import call_memo, extremes, row_extremes
 
 #: why a constant series makes each family's answer meaningless
 EDM_WHY = ("the points of a constant series all coincide, so its neighbours are chosen by "
@@ -124,8 +124,8 @@ def constant_names(args: dict[str, Any], names: tuple[str, ...],
             block = block.reshape(1, -1)
         elif not block.shape[1]:
             continue
-        else:
-            lo, hi = block.min(axis=1), block.max(axis=1)
+        else:  # (remembered for the call: its validation reduces the same rows)
+            lo, hi = (v.copy() for v in row_extremes(block))
         gaps = np.flatnonzero(np.isnan(lo) | np.isnan(hi)) if block.dtype.kind == "f" else ()
         if len(gaps):
             with warnings.catch_warnings():

@@ -268,14 +268,17 @@ def test_int_array_check_reads_numeric_arrays_as_element_by_element(values):
 
 def test_two_d_targets_are_checked_as_each_row_would_be():
     """Simplex's 2-D targets are validated by row-wise reductions (a map of 20,000 targets
-    spent 0.4 s in a loop over rows): the same array and, for a bad row, the error that
+    spent 0.4 s in a loop over rows): the same array (float64 rows read, not copied, as a
+    1-D target is; other dtypes and layouts converted) and, for a bad row, the error that
     row's own check gives, naming target[i] and the first bad index."""
     from pyedmcl.edm.simplex import as_targets
 
     rng = np.random.default_rng(0)
     Y = rng.standard_normal((6, 50))
     got, single = as_targets(Y, 50)
-    assert not single and got.dtype == np.float64 and got is not Y
+    assert not single and got is Y
+    got = as_targets(np.asfortranarray(Y), 50)[0]  # another layout: a C-contiguous copy
+    assert got.dtype == np.float64 and got.flags.c_contiguous and not np.shares_memory(got, Y)
     np.testing.assert_array_equal(got, Y)
     np.testing.assert_array_equal(as_targets(Y.astype(np.int32), 50)[0], Y.astype(np.int32))
     for bad, want in [(np.nan, r"target\[3\] contains NaN or inf \(first at index 7\)"),

@@ -39,7 +39,15 @@ redoes a flagged prediction whose float64 neighbours must lie among the table's 
 the table's margin; lookup/_resolve.mako): their distances
 and the prediction computed as the float64 kernels compute them, so the value is the
 float64 call's bit for bit, listed for the host (:meth:`RowCheck.resolved`). Only the
-others (wide ties of decimal data) are counted and redone as above. On Mackey-Glass
+others (wide ties of decimal data) are counted and redone as above, reading the float64
+series the resolve uploaded. A tie at the knn-th place flags its query for every target
+(the span term): with several targets the lookup lists a flagged query once, and each
+query it resolved once with its float64 neighbours. Where the resolved predictions
+overflow their list, every target of a flagged row is the float64 call's: the lookup's
+resolve_rows weighs every target of the resolved rows before the skill (1 source x
+20,000 targets: 182 rows, no float64 k-NN and no second skill), the other flagged rows
+are redone after the wait, and the rows come from the two lists, not from the flags of
+every prediction (20 MB there). On Mackey-Glass
 (L = 10^5, E = 7, tau = 2; L = 5 x 10^4, E = 12, tau = 3) all 63 / 21 flagged rows
 resolve in the lookup, so no float64 k-NN runs.
 """
@@ -147,6 +155,9 @@ class RowCheck:
     resolve: bool = False
     #: the checked lookups of the pass, with their first query (their redone lists)
     checked: list = field(default_factory=list, repr=False, compare=False)
+    #: the float64 series and targets on the device where the lookup's resolve uploaded
+    #: them (the redo after the wait reads them too), else None
+    float64: Any = field(default=None, repr=False, compare=False)
 
     @property
     def E(self) -> int:
@@ -173,7 +184,7 @@ class RowCheck:
         from ..primitives.lookup import Resolved
 
         got = [c.fixed.shifted(q0) for q0, c in self.checked if c.fixed is not None]
-        return Resolved(np.concatenate([g.table for g in got])) if got else None
+        return Resolved.joined(got) if got else None
 
     @cached_property
     def qnorm(self) -> np.ndarray:
@@ -188,15 +199,37 @@ class RowCheck:
         """``(nt,)``: each target's tolerance in the kernel's units. Targets without NaN
         (every 1-D call) take ``np.std``: numpy's ``nanstd`` of such rows is its ``std``
         of them, the same sum, deviations, sum and root of the same values, after a
-        NaN-masked copy that changes none of them (a third of the time here)."""
+        NaN-masked copy that changes none of them (a third of the time here). Several
+        targets: :attr:`_spreads`."""
         yz = self.yz
+        if yz.shape[0] > 1:
+            return PREDICTION_TOL * self._spreads[0]
         return PREDICTION_TOL * (np.nanstd(yz, axis=1) if has_nan(yz) else np.std(yz, axis=1))
 
     @cached_property
     def span(self) -> np.ndarray:
         """``(nt,)``: each target's max - min (what a neighbour swapped at the k-th place
         can move a prediction by, times its weight)."""
+        if self.yz.shape[0] > 1:
+            return self._spreads[1]
         return np.nanmax(self.yz, axis=1) - np.nanmin(self.yz, axis=1)
+
+    @cached_property
+    def _spreads(self) -> tuple[np.ndarray, np.ndarray]:
+        """Several targets' ``nanstd`` and ``nanmax - nanmin`` (``axis=1``), the values of
+        :attr:`thr`'s and :attr:`span`'s one-target reductions: by chunks of rows in cache
+        and on threads (:func:`pyedmcl._precision.row_spread`), those of NaN-free rows as
+        ``std`` and ``max - min`` (the same values), the others as the NaN-aware ones."""
+        from .._precision import row_spread
+
+        yz = self.yz
+        std, lo, hi = row_spread(yz)
+        gaps = np.flatnonzero(np.isnan(lo))  # (a row's min is NaN where it holds one)
+        if gaps.size:
+            part = yz[gaps]
+            std[gaps] = np.nanstd(part, axis=1)
+            lo[gaps], hi[gaps] = np.nanmin(part, axis=1), np.nanmax(part, axis=1)
+        return std, hi - lo
 
     def device_units(self, be: Backend, resolve: tuple[Any, Any] | None = None) -> Any:
         """The targets' units the checked lookup reads, on ``be``'s device in its
@@ -355,7 +388,8 @@ def redo_float64(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
 
 def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
                  neighbors: Any, variance: bool, l_dev: Any, pred_dev: Any, var_dev: Any,
-                 shift: np.ndarray, scale: np.ndarray, skill: Any, lists: bool = True
+                 shift: np.ndarray, scale: np.ndarray, skill: Any, lists: bool = True,
+                 series: tuple[Any, Any] | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """:func:`redo_float64` on a device with fp64, its values also written into the
     float32 device predictions ``pred_dev`` (and variances ``var_dev``) ``(1, nt, nq)``
@@ -364,11 +398,12 @@ def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     k-NN launch, a merge of its lists on the device, one lookup, one patch, one skill
     and one wait for all (where the merge found equal distances, all again from the
     single launch, ``lists`` False). Returns the float64 predictions and variances
-    ``(nt, rows.size)`` and the skill ``(nt, 4)``."""
+    ``(nt, rows.size)`` and the skill ``(nt, 4)``. ``series``: ``x`` and ``y`` in
+    float64 on the device already (the lookup's resolve uploaded them), else None."""
     from ..kernels.lookup import LOOKUP
     from ..primitives.knn import hold
 
-    p, v, tie = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev, lists)
+    p, v, tie = _redo_device(be, plan, x, y, rows, neighbors, variance, l_dev, lists, series)
     rows_dev = be.to_device(np.ascontiguousarray(rows, np.int32))
     sh = be.to_device(np.asarray(shift, np.float64))
     sc = be.to_device(np.asarray(scale, np.float64))
@@ -381,25 +416,29 @@ def redo_patched(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np
     sk = be.to_host(out).astype(np.float64)
     if tie_read is not None and int(tie_read()[0]):
         return redo_patched(be, plan, x, y, rows, neighbors, variance, l_dev, pred_dev,
-                            var_dev, shift, scale, skill, lists=False)
+                            var_dev, shift, scale, skill, lists=False, series=series)
     got = [r()[0] for r in reads]
     return got[0], (got[1] if variance else None), sk
 
 
 def _redo_device(be: Backend, plan: Plan, x: np.ndarray, y: np.ndarray, rows: np.ndarray,
-                 neighbors: Any, variance: bool, l_dev: Any, lists: bool = True
-                 ) -> tuple[Any, Any, Any]:
+                 neighbors: Any, variance: bool, l_dev: Any, lists: bool = True,
+                 series: tuple[Any, Any] | None = None) -> tuple[Any, Any, Any]:
     """The float64 call's k-NN table and lookup of the queries ``rows`` enqueued: device
     predictions (and variances) ``(1, nt, rows.size)`` and the merge's tie flag (int32
-    ``(1,)``, None where the table is the single launch's; see :func:`redo_table`)."""
+    ``(1,)``, None where the table is the single launch's; see :func:`redo_table`).
+    ``series``: ``x`` and ``y`` in float64 on the device (no upload), else None."""
     from ..primitives.lookup import lookup_device
 
     kw = dict(E=plan.E, tau=plan.tau, k=plan.knn, qpts=plan.pred_points[rows],
               lpts=plan.lib_points, radius=plan.exclusion_radius)
-    xd = be.to_device(np.ascontiguousarray(x, np.float64))
-    same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
-            and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
-    yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
+    if series is not None:
+        xd, yd = series
+    else:
+        xd = be.to_device(np.ascontiguousarray(x, np.float64))
+        same = (y.shape == (1, x.size) and y.dtype == x.dtype  # x predicts itself
+                and y[0].ctypes.data == x.ctypes.data and y.strides[-1] == x.strides[0])
+        yd = xd if same else be.to_device(np.ascontiguousarray(y, np.float64))
     table, tie = redo_table(be, neighbors, xd, x.size, kw, l_dev, lists)
     p, v = lookup_device(be, table, yd, x.size, y.shape[0], plan.offset + plan.Tp,
                          real="double", variance=variance)

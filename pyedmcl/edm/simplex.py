@@ -21,8 +21,9 @@ from clkernels.arrays import affine_rows, gather
 from clkernels.memory import is_oom
 from clkernels.recording import Recorder
 
+from .._bands import map_slices
 from .._deprecation import renamed_keywords
-from .._extremes import extremes
+from .._extremes import extremes, row_extremes
 from .._precision import Affine, Prepared, prepare
 from ..constant_series import checks_constant
 from ..interop import backend_for, device_series, is_device_array, output, to_backend
@@ -56,17 +57,20 @@ def as_targets(target: Any, n: int) -> tuple[np.ndarray, bool]:
 
 
 def as_target_rows(arr: np.ndarray) -> np.ndarray:
-    """The rows of the 2-D ``arr`` as a float64 array, each row checked as
-    :func:`~pyedmcl.validation.as_series` checks ``target[i]`` (real numbers, finite,
-    within the magnitude limit), with its errors, by row-wise reductions: a map of
-    20,000 targets spent 0.4 s of host time validating them one row at a time."""
+    """The rows of the 2-D ``arr`` as a C-contiguous float64 array (``arr`` itself where
+    it is one: as :func:`~pyedmcl.validation.as_series` takes a 1-D target, the call
+    reads it and changes nothing), each row checked as ``as_series`` checks ``target[i]``
+    (real numbers, finite, within the magnitude limit), with its errors, by row-wise
+    reductions (:func:`~pyedmcl._extremes.row_extremes`, which the constant-series check
+    took already): a map of 20,000 targets spent 0.4 s of host time validating them one
+    row at a time."""
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"target must hold real numbers, got dtype {arr.dtype}")
     if arr.shape[0] == 0:
         raise ValueError(f"target holds no series (shape {arr.shape}); pass at least one "
                          "row of targets, or none to predict x itself")
-    out = np.array(arr, dtype=np.float64, order="C")  # the call's own copy, as before
-    lo, hi = out.min(axis=1), out.max(axis=1)
+    out = np.asarray(arr, dtype=np.float64, order="C")
+    lo, hi = row_extremes(out)
     bad = ~(np.isfinite(lo) & np.isfinite(hi)) | (np.maximum(hi, -lo) > MAX_MAGNITUDE)
     for i in np.flatnonzero(bad)[:1]:  # the first offending row: as_series' own error
         as_series(out[i], f"target[{i}]")
@@ -86,12 +90,17 @@ class DeviceData:
     n_targets: int | None = None  # set when y_host is None
 
     @classmethod
-    def upload(cls, be: Backend, x: np.ndarray, y: np.ndarray, dt: np.dtype) -> DeviceData:
+    def upload(cls, be: Backend, x: np.ndarray, y: np.ndarray, dt: np.dtype,
+               casts: tuple[np.ndarray, np.ndarray] | None = None) -> DeviceData:
+        """``x`` and ``y`` on ``be``'s device in ``dt`` (``casts``: the two already cast
+        to ``dt``, else cast here)."""
         real = "double" if dt == np.float64 else "float"
-        xd = be.to_device(x.astype(dt), copy=False)  # (a temporary: no second copy)
+        xc, yc = casts if casts is not None else (None, None)
+        # (a temporary, or the call's cast, unchanged: no second copy)
+        xd = be.to_device(x.astype(dt) if xc is None else xc, copy=False)
         same = y.shape[0] == 1 and (_same_memory(y[0], x) or np.array_equal(y[0], x))
         yd = xd if same else be.to_device(
-            np.ascontiguousarray(y, dtype=dt))
+            np.ascontiguousarray(y, dtype=dt) if yc is None else yc)
         hold(be, xd, yd)
         return cls(be, real, x.size, xd, yd, y)
 
@@ -188,6 +197,7 @@ def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
                 return None
             hold(be, x64, y64)
             up.extend((x64, y64, bool(job_fma([be.info]))))
+            check.float64 = (x64, y64)  # (the redo after the wait reads them too)
         if up[0] is None:
             return None
         x64, y64, fma = up
@@ -310,9 +320,18 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
 
 
 def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
+    """The targets ``y`` ``(nt, n)`` at the plan's observation rows ``(nt, nq)``, NaN where
+    the target lies outside the series: one gather (2-D boolean masks are slow), a large
+    panel by bands of rows on threads."""
     rows = plan.observed_rows  # -1 where the target lies outside the series
-    out = np.take(y, rows, axis=1, mode="clip")  # one gather (2-D boolean masks are slow)
-    out[:, np.flatnonzero(rows < 0)] = np.nan
+    out = np.empty((y.shape[0], rows.size), y.dtype)
+    outside = np.flatnonzero(rows < 0)
+
+    def band(sl: slice) -> None:
+        np.take(y[sl], rows, axis=1, mode="clip", out=out[sl])
+        out[sl, outside] = np.nan
+
+    map_slices(band, out)
     return out
 
 
@@ -429,6 +448,8 @@ class SimplexSeries:
     target_is_x: bool  # no target given: x predicts itself
     #: float32's merge check, gated (:meth:`start_check`, :meth:`float32_holds`)
     prep: Prepared | None = None
+    #: ``xz`` and ``yz`` cast to float32 as they were centred (a panel of targets), else None
+    casts: tuple[np.ndarray, np.ndarray] | None = None
 
     def start_check(self) -> None:
         """Start float32's merge check in the background (idempotent): once the k-NN
@@ -471,10 +492,14 @@ class SimplexSeries:
             if a is not None:
                 host.append(a)
                 names.append(nm)
-        # x alone: float32's reach after centring from its extremes (validated above)
-        ext = [extremes(xs)[::-1]] if names == ["x"] else None
+        # x alone: float32's reach after centring from its extremes (validated above);
+        # with a panel of targets, theirs from their rows' (as_target_rows took them),
+        # and the panel cast to float32 as it is centred (no pass of its own)
+        panel = names == ["x", "target"] and not single
+        ext = ([extremes(xs)[::-1]] if names == ["x"] else
+               [extremes(xs)[::-1], row_extremes(y)[::-1]] if panel else None)
         prep = prepare(host, dt, be.info.fp64, names=names, scale=False, what="simplex",
-                       deferred="gated", extremes=ext)
+                       deferred="gated", extremes=ext, cast=panel)
         if prep.dtype != dt:  # float32 cannot hold the data: float64 (device inputs again)
             dt = prep.dtype
             xd = None if xd is None else device_series(x, be, "x", dt)
@@ -488,14 +513,15 @@ class SimplexSeries:
             yz, fy = xz[None, :], fx
         elif y is not None:
             yz, fy = prep.series[-1], prep.affine[-1]
+        casts = None if prep.cast is None or prep.dtype != np.float32 else tuple(prep.cast)
         return cls(be=be, dt=dt, n=n, nt=nt, single=single, xs=xs, y=y, xz=xz, yz=yz, fy=fy,
-                   xd=xd, yd=yd, target_is_x=target is None, prep=prep)
+                   xd=xd, yd=yd, target_is_x=target is None, prep=prep, casts=casts)
 
     def upload(self) -> DeviceData:
         """The series on the device (a device input is used as it is)."""
         be, dt = self.be, self.dt
         if self.xd is None and self.yd is None:
-            return DeviceData.upload(be, self.xz, self.yz, dt)
+            return DeviceData.upload(be, self.xz, self.yz, dt, self.casts)
         # at least one input already on the device: upload only the host one
         x_dev = to_backend(be, self.xz, dt) if self.xd is None else self.xd
         y_dev = (self.yd if self.yd is not None
@@ -532,7 +558,8 @@ def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowChe
         fixed = check.enqueued.fixed(rows)  # redone on the device before the first wait
     if rows.size and fixed is None:
         p, v, sk, fixed = _redo_flagged(data, plan, ser.xs, ser.y, rows, nb, variance,
-                                        on_device, (p, v), dev, ser.fy)
+                                        on_device, (p, v), dev, ser.fy,
+                                        None if check is None else check.float64)
     return p, v, sk, rows, fixed, (obs_host[0] if obs_host else None), resolved
 
 
@@ -562,7 +589,7 @@ def _result(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, got: tuple, va
             var = None if var is None else var.astype(np.float64)
     else:
         fix_p, fix_v = (None, None) if fixed is None else fixed  # float64 redo, data units
-        full_p = fy.back_in_place(p.astype(np.float64))
+        full_p = fy.back_from(p)
         full_v = None if v is None else fy.back_spread_in_place(v.astype(np.float64), 2)
         if resolved is not None:  # redone in the lookup: the float64 values
             resolved.apply(full_p, full_v)
@@ -619,18 +646,20 @@ def _check_needs_sorted_rows(x: Any, target: Any, knn: Any, E: Any, dtype: Any,
 
 def _redo_flagged(data: DeviceData, plan: Plan, x: np.ndarray, y: np.ndarray,
                   rows: np.ndarray, nb, variance: bool, on_device: bool, got: tuple,
-                  dev: list, fy: Affine) -> tuple:
+                  dev: list, fy: Affine, series: tuple | None = None) -> tuple:
     """The float64 redo of the flagged queries ``rows`` (:mod:`.row_check`) after
     :func:`run_plan`'s pass (its results ``got``: predictions and variances, host or
     device arrays; ``dev``: its device arrays): ``(pred, var, skill, (p64, v64))``, the
     skill of the patched predictions. With fp64 the redo, its patch and the skill run
-    on the device behind one wait; without, the host's redo, patch and a skill launch."""
+    on the device behind one wait; without, the host's redo, patch and a skill launch.
+    ``series``: ``x`` and ``y`` in float64 on the device already (the lookup's resolve
+    uploaded them: not again), else None."""
     be = data.be
     p, v = got
     if be.info.fp64:
         *fixed, sk = redo_patched(be, plan, x, y, rows, nb, variance, plan_device(be, plan)[1],
                                   dev[0], dev[1], fy.shift, fy.scale,
-                                  lambda pd: _skill_enqueue(data, plan, pd))
+                                  lambda pd: _skill_enqueue(data, plan, pd), series=series)
         return (*(dev if on_device else (p, v)), sk, fixed)
     fixed = redo_float64(be, plan, x, y, rows, nb, variance)
     if on_device:  # patch the device arrays (centred units, as the rest)
@@ -658,9 +687,12 @@ def _skill_enqueue(data: DeviceData, plan: Plan, pred_dev) -> Any:
 
 
 def _patched(a: np.ndarray, rows: np.ndarray, values: np.ndarray | None) -> np.ndarray:
-    """``a`` ``(nt, nq)`` with its columns ``rows`` replaced by ``values`` (if any)."""
+    """``a`` ``(nt, nq)`` with its columns ``rows`` replaced by ``values`` (if any), a
+    large panel by bands of rows on threads."""
     if values is not None and rows.size:
-        a[:, rows] = values
+        def band(sl: slice) -> None:
+            a[sl, rows] = values[sl]
+        map_slices(band, values)
     return a
 
 

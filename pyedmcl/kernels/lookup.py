@@ -101,7 +101,7 @@ class LookupKernel(TunableKernel):
                   "KS": spec.get("KS", spec["K"]), "CHECK": int(spec.get("CHECK", 0)),
                   "FS": int(spec.get("FS", 0)) if name == "skill" else 0,
                   "RESOLVE": 0, "E": 0, "TAU": 0, "FMA": 0}
-        if name == "lookup" and spec.get("RESOLVE"):  # the float64 k-NN's point shape
+        if name in ("lookup", "resolve_rows") and spec.get("RESOLVE"):  # (one program)
             params.update(RESOLVE=1, E=int(spec["E"]), TAU=int(spec["TAU"]),
                           FMA=int(spec["FMA"]))
         return (self.template, params, name)
@@ -118,28 +118,47 @@ class LookupKernel(TunableKernel):
         and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
         pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
         ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
-        units, erel, flag, report, cap)``, the query points' norms (float32, ``nq``),
-        the targets' units (ACC: each target's tolerance, then each one's span (max -
-        min), ``nt`` each, and with RESOLVE each one's shift and scale), ``E + 4``,
-        the flags written (uint8, ``(nbatch, nt, nq)``) and the report (int32, zeroed by
-        the caller: the counts of flagged and resolved predictions, the list of the
-        first ``cap`` flagged queries and with RESOLVE the list of predictions redone
-        in the lookup, :class:`pyedmcl.primitives.lookup.CheckedLookup`);
+        units, erel, flag, report, cap, seen)``, the query points' norms (float32,
+        ``nq``), the targets' units (ACC: each target's tolerance, then each one's span
+        (max - min), ``nt`` each, and with RESOLVE each one's shift and scale), ``E + 4``,
+        the flags written (uint8, ``(nbatch, nt, nq)``), the report (int32, zeroed by
+        the caller: the counts of flagged queries and resolved predictions, the list of
+        the first ``cap`` flagged queries and with RESOLVE the list of predictions redone
+        in the lookup, :class:`pyedmcl.primitives.lookup.CheckedLookup`) and ``seen``
+        (int32 ``1 + cap + nq``, zeroed by the caller where ``nt`` > 1: the resolved
+        queries' count and list, each query's marks; any int32 array where ``nt`` is 1);
         ``spec["RESOLVE"]`` (with ``spec``'s E, TAU, FMA): ``check`` goes on with ``(x64,
-        y64, qpts)``, the float64 call's series and targets and the query points; see
-        lookup/_resolve.mako."""
+        y64, qpts, recs)``, the float64 call's series and targets, the query points and
+        the resolved queries' neighbours (float64, ``1 + 2 K`` a slot of ``seen``'s list;
+        any float64 array where ``nt`` is 1); see lookup/_resolve.mako."""
         wg = params["WG"]
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, units, erel, flag, report, cap, *resolve = check
+            qnorm, units, erel, flag, report, cap, seen, *resolve = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
-            extra = (qnorm, units, acc(erel), flag, report, np.int32(cap))
+            extra = (qnorm, units, acc(erel), flag, report, np.int32(cap), seen)
             if spec.get("RESOLVE"):
-                extra += tuple(resolve)  # x64, y64, qpts
+                extra += tuple(resolve)  # x64, y64, qpts, recs
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
                          np.int32(nq), y_dev, np.int32(ldy), np.int32(nt), np.int32(tshift),
                          pred, var, *extra)
+
+    def launch_rows(self, be: Backend, params: Params, spec: dict[str, Any], report, cap: int,
+                    seen, recs, rows_cap: int, nq: int, nt: int, y64, ldy: int, tshift: int,
+                    units, pred, var, p64, v64):
+        """Behind a checked lookup of ``spec`` (RESOLVE, one batch, ``nt`` > 1) whose
+        resolved predictions overflow their list (``report[1]`` > ``cap``): every target of
+        the queries it resolved (``seen``'s list, their neighbours in ``recs``), at most
+        ``rows_cap`` of them, weighed in float64 as the lookup's resolve weighs one: the
+        predictions (and variances) written into ``pred`` / ``var`` in the kernel's units
+        and their float64 values into ``p64`` / ``v64`` ``(rows_cap, nt)`` (the template's
+        ``resolve_rows``; a launch that does nothing where the list held them)."""
+        wg = params["WG"]
+        k = self._kernel(be, spec, wg, "resolve_rows")
+        return be.launch(k, (round_up(nt, wg),), (wg,), report, np.int32(cap), seen, recs,
+                         np.int32(rows_cap), np.int32(nq), np.int32(nt), y64, np.int32(ldy),
+                         np.int32(tshift), units, pred, var, p64, v64)
 
     def launch_skill(self, be: Backend, wg: int, spec: dict[str, Any], pred_dev, nrows: int,
                      nq: int, y_dev, ldy: int, nt: int, obs_dev, row0: int, out,

@@ -16,6 +16,7 @@ import numpy as np
 
 from clkernels import Backend
 
+from .._bands import map_slices
 from ..kernels.lookup import LOOKUP, ccm_skill_wg, skill_wg
 from .knn import DeviceKnn, hold
 
@@ -59,6 +60,11 @@ def lookup_host(idx: np.ndarray, dist: np.ndarray, y: np.ndarray, shift: int,
 #: queries the checked lookup lists for the host (read with the skill, 8 KiB); beyond
 #: it the host reads the flags themselves
 FLAG_LIST = 2048
+#: bytes of the float64 rows (and variances) that the lookup's resolve_rows writes where
+#: the resolved predictions of several targets overflow their list (every target of
+#: each resolved row, 8 bytes a value): 64 MiB hold 419 rows of 20,000 targets; beyond,
+#: the host redoes them after the wait (their float64 k-NN)
+RESOLVE_ROWS_BYTES = 64 << 20
 
 
 def flagged_queries(flags: np.ndarray) -> np.ndarray:
@@ -78,12 +84,17 @@ def resolved_at(cap: int) -> int:
 class CheckedLookup:
     """:func:`lookup_checked`'s device arrays: predictions ``(nbatch, nt, nq)`` (and
     variances, else None), the flags (uint8, same shape), and the ``report`` (int32, read
-    back in one copy): the count of flags and of predictions redone in the lookup
-    (``report[0:2]``), the list of the first ``cap`` flagged queries (``report[2:2 +
-    cap]``, :data:`FLAG_LIST` or as many as there are predictions; in no order, a query
-    once per target flagged) and, with ``resolve``, from :func:`resolved_at` on the
-    predictions redone in the lookup, 4 doubles a slot (query, target, float64
-    prediction and variance in data units)."""
+    back in one copy): the count of flagged queries and of predictions redone in the
+    lookup (``report[0:2]``), the list of the first ``cap`` flagged queries
+    (``report[2:2 + cap]``, :data:`FLAG_LIST` or as many as there are predictions; in no
+    order, a query once whatever the targets flagged) and, with ``resolve``, from
+    :func:`resolved_at` on the predictions redone in the lookup, 4 doubles a slot
+    (query, target, float64 prediction and variance in data units). ``seen`` (several
+    targets, else None): int32, the count and list of the first ``cap`` queries resolved
+    in the lookup (``seen[0]``, ``seen[1:1 + cap]``), then each query's marks. ``rows``
+    (several targets with RESOLVE, else None): the float64 predictions and variances
+    (None without) ``(rows_cap, nt)`` of every target of the listed resolved queries,
+    and ``rows_cap``, written where the resolved predictions overflow their list."""
 
     pred: Any
     var: Any
@@ -91,6 +102,8 @@ class CheckedLookup:
     report: Any
     cap: int
     resolve: bool = False
+    seen: Any = None
+    rows: tuple[Any, Any, int] | None = None
 
     def rows_reader(self, be: Backend) -> Callable[[], np.ndarray]:
         """Enqueue the report's read (behind the queued work, no wait); the function
@@ -104,15 +117,39 @@ class CheckedLookup:
             c = int(got[0])
             if self.resolve:
                 r = int(got[1])
-                if r > self.cap:  # more than listed: every such row redone
-                    self.fixed = None  # (flag 2), a set independent of order
-                    return flagged_queries(be.to_host(self.flag))
+                if r > self.cap:  # more than listed: every such row redone whole
+                    return self._whole_rows(be, got[2:2 + c] if c <= self.cap else None)
                 at = resolved_at(self.cap)
                 self.fixed = Resolved(got[at:at + 8 * r].view(np.float64).reshape(r, 4).copy())
             if c > self.cap:
                 return flagged_queries(be.to_host(self.flag) == 1)
             return np.unique(got[2:2 + c]).astype(np.int64)
         return rows
+
+    def _whole_rows(self, be: Backend, listed: np.ndarray | None) -> np.ndarray:
+        """Where the resolved predictions overflow their list, every target of each
+        flagged row is the float64 call's: :attr:`fixed` takes the resolved rows that the
+        lookup's resolve_rows wrote (several targets, as many as it holds; a read of
+        theirs), and the rows returned (ascending) are those left to redo after the
+        wait: the others flagged (the list ``listed``, None where it was full: from the
+        flags), or every row flagged, resolved or not (:attr:`fixed` None): the union of
+        the two lists where both hold them all, else from the flags."""
+        self.fixed = None
+        if self.seen is not None:
+            got = be.to_host_async(self.seen, count=1 + self.cap)()
+            n = int(got[0])
+            if self.rows is not None and n <= self.rows[2]:
+                p64, v64, _ = self.rows
+                nt = p64.shape[1]
+                p = be.to_host_async(p64, count=n * nt)().reshape(n, nt)
+                v = None if v64 is None else be.to_host_async(v64, count=n * nt)().reshape(n, nt)
+                self.fixed = Resolved(np.empty((0, 4)), got[1:1 + n].astype(np.int64), p, v)
+                if listed is None:
+                    return flagged_queries(be.to_host(self.flag) == 1)
+                return np.unique(listed).astype(np.int64)
+            if listed is not None and n <= self.cap:
+                return np.union1d(listed, got[1:1 + n]).astype(np.int64)
+        return flagged_queries(be.to_host(self.flag))
 
     fixed: Resolved | None = None
 
@@ -121,24 +158,44 @@ class CheckedLookup:
 class Resolved:
     """Predictions the checked lookup redid in float64 (RESOLVE), ``(m, 4)``: query,
     target, prediction and variance (NaN without variances) in data units, the values
-    of the float64 call."""
+    of the float64 call; and whole rows: the queries ``rows`` whose every target it redid
+    (none: None), their predictions and variances (None without) ``(rows, nt)``."""
 
     table: np.ndarray
+    rows: np.ndarray | None = None
+    row_pred: np.ndarray | None = None
+    row_var: np.ndarray | None = None
 
     def shifted(self, q0: int) -> Resolved:
         """The same entries with queries counted from ``q0`` (a block of queries)."""
         t = self.table.copy()
         t[:, 0] += q0
-        return Resolved(t)
+        return Resolved(t, None if self.rows is None else self.rows + q0, self.row_pred,
+                        self.row_var)
+
+    @staticmethod
+    def joined(parts: list[Resolved]) -> Resolved:
+        """The entries and rows of ``parts`` (query blocks) in one."""
+        rows = [r for r in parts if r.rows is not None]
+        cat = (lambda a: np.concatenate(a)) if rows else (lambda a: None)  # noqa: E731
+        var = rows and rows[0].row_var is not None
+        return Resolved(np.concatenate([r.table for r in parts]), cat([r.rows for r in rows]),
+                        cat([r.row_pred for r in rows]),
+                        cat([r.row_var for r in rows]) if var else None)
 
     def apply(self, pred: np.ndarray, var: np.ndarray | None) -> None:
         """Write the entries into ``pred`` (and ``var``) ``(nt, nq)``, data units."""
-        if not self.table.size:
-            return
-        q, j = self.table[:, 0].astype(np.int64), self.table[:, 1].astype(np.int64)
-        pred[j, q] = self.table[:, 2]
-        if var is not None:
-            var[j, q] = self.table[:, 3]
+        if self.table.size:
+            q, j = self.table[:, 0].astype(np.int64), self.table[:, 1].astype(np.int64)
+            pred[j, q] = self.table[:, 2]
+            if var is not None:
+                var[j, q] = self.table[:, 3]
+        if self.rows is not None and self.rows.size:  # a large panel by bands of rows
+            def band(sl: slice) -> None:
+                pred[sl, self.rows] = self.row_pred[:, sl].T
+                if var is not None and self.row_var is not None:
+                    var[sl, self.rows] = self.row_var[:, sl].T
+            map_slices(band, pred)
 
 
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
@@ -157,9 +214,12 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     one's shift and scale (double: ``x = z * scale + shift``), ``nt`` values each;
     ``E``: the coordinates per point. ``resolve`` (a table of ``k + 2``, fp64): flagged
     predictions whose float64 neighbours the table holds are redone in the lookup
-    (lookup/_resolve.mako) and listed in the :attr:`CheckedLookup.report`, not flagged.
-    The count is zeroed by a launch behind the k-NN kernel (no upload: some runtimes
-    hold the host at an upload until the kernels queued before it end).
+    (lookup/_resolve.mako) and listed in the :attr:`CheckedLookup.report`, not flagged;
+    with several targets the queries are listed once each with their float64 neighbours,
+    and resolve_rows follows the lookup (:func:`_resolve_rows`: every target of those
+    rows where the predictions overflow their list). The counts are zeroed by a launch
+    behind the k-NN kernel (no upload: some runtimes hold the host at an upload until the
+    kernels queued before it end).
     """
     spec, params = _lookup_params(be, k, table.nq * nt * table.nbatch, "simplex", "float")
     spec = {**spec, "KS": table.k, "CHECK": 1, "VARIANCE": int(variance)}
@@ -167,16 +227,45 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     var = be.empty((table.nbatch, nt, table.nq), np.float32) if variance else pred
     flag = be.empty((table.nbatch, nt, table.nq), np.uint8)
     cap = min(FLAG_LIST, table.nbatch * nt * table.nq)  # or all
-    report = be.empty(2 + cap if resolve is None else resolved_at(cap) + 8 * cap, np.int32)
-    be.fill(report, 0)  # behind the k-NN kernel, no wait (counts and unused slots)
-    hold(be, pred, var, flag, report, qnorm_dev, units_dev)
-    check: tuple = (qnorm_dev, units_dev, E + 4, flag, report, cap)
+    with be.zero_batch():  # behind the k-NN kernel, no wait (counts and unused slots)
+        report = be.zeros(2 + cap if resolve is None else resolved_at(cap) + 8 * cap, np.int32)
+        # several targets: each query's marks (listed once) and the resolved queries
+        seen = be.zeros(1 + cap + table.nq, np.int32) if nt > 1 else None
+    hold(be, pred, var, flag, report, seen, qnorm_dev, units_dev)
+    check: tuple = (qnorm_dev, units_dev, E + 4, flag, report, cap,
+                    report if seen is None else seen)  # (unread for one target)
+    recs = None
     if resolve is not None:
         spec = {**spec, "RESOLVE": 1, "E": resolve.E, "TAU": resolve.tau, "FMA": resolve.fma}
-        check += (resolve.x64, resolve.y64, resolve.qpts)
+        # several targets: each resolved query's float64 neighbours (its rows' weights)
+        recs = be.empty((cap, 2 * k + 1), np.float64) if seen is not None else None
+        hold(be, recs)
+        check += (resolve.x64, resolve.y64, resolve.qpts, resolve.y64 if recs is None else recs)
     LOOKUP.launch(be, params, spec, table.idx, table.dist, table.nq, table.nbatch, y_dev, ldy,
                   nt, tshift, pred, var, check=check)
-    return CheckedLookup(pred, var if variance else None, flag, report, cap, resolve is not None)
+    rows = None
+    if recs is not None and table.nbatch == 1:  # every target of the resolved rows, where
+        rows = _resolve_rows(be, params, spec, report, cap, seen, recs, table.nq, nt,  # their
+                             resolve.y64, ldy, tshift, units_dev, pred, var, variance)  # list
+    return CheckedLookup(pred, var if variance else None, flag, report, cap,  # overflows
+                         resolve is not None, seen, rows)
+
+
+def _resolve_rows(be: Backend, params: dict, spec: dict, report, cap: int, seen, recs, nq: int,
+                  nt: int, y64, ldy: int, tshift: int, units, pred, var, variance: bool
+                  ) -> tuple[Any, Any, int] | None:
+    """The lookup's resolve_rows launched behind it (:meth:`~pyedmcl.kernels.lookup.
+    LookupKernel.launch_rows`) into float64 rows of :data:`RESOLVE_ROWS_BYTES` at most:
+    ``(p64, v64 or None, rows_cap)``, or None where not one row fits."""
+    rows_cap = min(cap, nq, RESOLVE_ROWS_BYTES // (8 * nt * (2 if variance else 1)))
+    if rows_cap < 1:
+        return None
+    p64 = be.empty((rows_cap, nt), np.float64)
+    v64 = be.empty((rows_cap, nt), np.float64) if variance else p64
+    hold(be, p64, v64)
+    LOOKUP.launch_rows(be, params, spec, report, cap, seen, recs, rows_cap, nq, nt, y64, ldy,
+                       tshift, units, pred, var, p64, v64)
+    return p64, (v64 if variance else None), rows_cap
 
 
 @dataclass

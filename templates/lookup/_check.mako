@@ -15,13 +15,21 @@
 ## neighbour i within D_i + D_K of the table's extra one, K (float32 may rank either
 ## first, or any point tied with them: span[j] = units[nt + j] is target j's max - min).
 ##
-## nflag[0] (zeroed by the caller) counts the flags set and flagq[0 .. cap-1] lists their
-## queries (in no order; a query once per target flagged), so that the caller reads count
-## and list with the skill, and the flags only where more than cap are set. Both, and
-## RESOLVE's list, are parts of one int array `report` (report_parts(); the host reads
-## it in one copy: pyedmcl.primitives.lookup.CheckedLookup): nflag = report[0..1]
-## (flagged, resolved), flagq = report[2 .. 2 + cap - 1], resolved the doubles from int
-## (3 + cap) & ~1 (even: 8-byte aligned; the host's resolved_at) on, 4 a slot.
+## nflag[0] (zeroed by the caller) counts the flagged queries and flagq[0 .. cap-1] lists
+## them (in no order), so that the caller reads count and list with the skill, and the
+## flags only where more than cap are listed. Both, and RESOLVE's list, are parts of one
+## int array `report` (report_parts(); the host reads it in one copy:
+## pyedmcl.primitives.lookup.CheckedLookup): nflag = report[0..1] (flagged queries,
+## resolved predictions), flagq = report[2 .. 2 + cap - 1], resolved the doubles from
+## int (3 + cap) & ~1 (even: 8-byte aligned; the host's resolved_at) on, 4 a slot.
+##
+## Several targets (nt > 1; `seen`, 1 + cap + nq ints zeroed by the caller, unread where
+## nt is 1): a query is listed once whatever the targets flagged, by the first of them
+## to set its mark (marks[q] bit 0), so that a tie flagging a query for each of 20,000
+## targets takes one slot, not 20,000; and RESOLVE lists each query it resolved once
+## (bit 1; count seen[0], list seen[1 .. cap]; lookup/_resolve.mako): where its
+## predictions overflow their list, the host takes the rows from the two lists, not from
+## the flags.
 ##
 ## RESOLVE: flagged predictions redone in the lookup where the table suffices
 ## (lookup/_resolve.mako); only the others are counted and listed.
@@ -47,6 +55,7 @@
 <%def name="report_parts()">\
     volatile __global int* const nflag = report;
     __global int* const flagq = (__global int*)report + 2;
+    volatile __global int* const marks = seen + 1 + cap;  /* (nt > 1) */
 % if RESOLVE:
     __global double* const resolved = (__global double*)((__global int*)report + ((3 + cap) & ~1));
 % endif
@@ -84,16 +93,20 @@
         uchar mark = flagged ? 1 : 0;
 % if RESOLVE:
         if (flagged && resolve(idx, dist, o, q, j, b, nq, nt, u2, qn2, erel, x64, y64, ldy,
-                               tshift, qpts, units, pred, var, nflag, resolved, cap)) {
+                               tshift, qpts, units, pred, var, nflag, resolved, cap, seen,
+                               recs)) {
             flagged = 0;
             mark = 2;  /* redone here */
         }
 % endif
         flag[((size_t)b * nt + j) * nq + q] = mark;
-        if (flagged) {  /* rare: listed for the host, which reads flag only past cap */
+        /* rare: listed for the host, which reads flag only past cap; of several targets
+           by the first to mark the query */
+        if (flagged && (nt == 1 || !(atomic_or(marks + q, 1) & 1))) {
             const int slot = atomic_inc(nflag);
             if (slot < cap) flagq[slot] = q;
         }
+
     }
 </%def>
 

@@ -18,6 +18,17 @@
 ## doubles a slot, count nflag[1]; past cap slots it stays flagged). Such a prediction is
 ## not flagged: only the others are counted and redone by the host (their float64 k-NN). Near-ties at the K-th place of continuous
 ## data resolve here; decimal data's wider ties may not.
+##
+## Several targets (nt > 1): the first of a query's resolved predictions lists the query
+## (check's seen list) and records its float64 neighbours (recs, 1 + 2K doubles a slot:
+## their count, points and squared distances). Where the resolved predictions overflow
+## their list, the host takes every target of a flagged row from the float64 call (a
+## row of 20,000 targets resolved for a few of them): resolve_rows, launched behind the
+## lookup, then weighs every target of each recorded query as resolve does, writes the
+## predictions (and variances) in the kernel's units and their float64 values p64 / v64
+## ((rows_cap, nt), slot s the list's s-th query) before the skill, so that no float64
+## k-NN nor a second skill runs for those rows. It does nothing where the list held the
+## predictions (report[1] <= cap) or the rows exceed rows_cap (all are redone by the host).
 
 ## the function (before the lookup kernel): 1 where prediction (b, j, q) was redone
 ## from the float64 distances of the table's first K + 1 candidates, else 0
@@ -51,6 +62,34 @@ inline int exact_after(const double a, const int c, const int l,
     return a > a0 || (a == a0 && (c > c0 || (c == c0 && l > l0)));
 }
 
+/* the float64 lookup (lookup, REAL double) of the first nk of the candidates (squared
+   distances a, points li, in the k-NN kernel's order) for target row yj: weights,
+   prediction mu and (VARIANCE) its variance, NaN without neighbours */
+inline void weigh(const double* a, const int* li, const int nk, __global const double* yj,
+                  double* mu_out, double* v_out)
+{
+    const double dmin = fmax(sqrt(a[0]), 1e-6);
+    double num = 0, den = 0;
+    for (int i = 0; i < nk; ++i) {
+        const double w = exp(-sqrt(a[i]) / dmin);
+        num += w * yj[li[i]];
+        den += w;
+    }
+    const double mu = den > 0 ? num / den : (double)NAN;
+%   if VARIANCE:
+    double v = 0;
+    for (int i = 0; i < nk; ++i) {
+        const double w = exp(-sqrt(a[i]) / dmin);
+        const double e = yj[li[i]] - mu;
+        v += w * e * e;
+    }
+    *v_out = den > 0 ? v / den : (double)NAN;
+%   else:
+    *v_out = (double)NAN;
+%   endif
+    *mu_out = mu;
+}
+
 int resolve(__global const int* restrict idx, __global const real_t* restrict dist,
             const size_t o, const int q, const int j, const int b, const int nq, const int nt,
             const acc_t u2, const acc_t qn2, const acc_t erel,
@@ -59,7 +98,7 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
             __global const double* restrict units,
             __global real_t* restrict pred, __global real_t* restrict var,
             volatile __global int* restrict nflag, __global double* restrict resolved,
-            const int cap)
+            const int cap, volatile __global int* seen, __global double* restrict recs)
 {
     /* m: the candidates 0..m-1 certain to hold the float64 call's K, the first K when
        the next one clears them by the distances' bound, else K + 1 when the one after
@@ -104,27 +143,21 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
         ++n;
     }
     const int nk = n < K ? n : K;
-    /* the float64 lookup (lookup, REAL double): weights, prediction, variance */
-    const double dmin = fmax(sqrt(a[0]), 1e-6);
-    __global const double* yj = y64 + (size_t)j * ldy + tshift;
-    double num = 0, den = 0;
-    for (int i = 0; i < nk; ++i) {
-        const double w = exp(-sqrt(a[i]) / dmin);
-        num += w * yj[li[i]];
-        den += w;
+    double mu, v64;
+    weigh(a, li, nk, y64 + (size_t)j * ldy + tshift, &mu, &v64);
+    /* several targets: the query listed and its neighbours recorded, once */
+    if (nt > 1 && !(atomic_or(seen + 1 + cap + q, 2) & 2)) {
+        const int s = atomic_inc(seen);
+        if (s < cap) {
+            seen[1 + s] = q;
+            __global double* const rec = recs + (size_t)s * (2 * K + 1);
+            rec[0] = (double)nk;
+            for (int i = 0; i < nk; ++i) {
+                rec[1 + i] = (double)li[i];
+                rec[1 + K + i] = a[i];
+            }
+        }
     }
-    const double mu = den > 0 ? num / den : (double)NAN;
-%   if VARIANCE:
-    double v = 0;
-    for (int i = 0; i < nk; ++i) {
-        const double w = exp(-sqrt(a[i]) / dmin);
-        const double e = yj[li[i]] - mu;
-        v += w * e * e;
-    }
-    const double v64 = den > 0 ? v / den : (double)NAN;
-%   else:
-    const double v64 = (double)NAN;
-%   endif
     /* listed for the host (its values in data units); past the list the host reads the
        flags (2: resolved) and redoes every such row itself, whichever were listed */
     const int slot = atomic_inc(nflag + 1);
@@ -140,6 +173,46 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
     var[out] = (real_t)(v64 / (rscale * rscale));
 %   endif
     return 1;
+}
+% endif
+</%def>
+
+## the kernel (after the lookup kernel): every target of the recorded queries' rows
+<%def name="rows_kernel()">\
+% if RESOLVE:
+__kernel void resolve_rows(__global const int* restrict report, const int cap,
+                           __global const int* restrict seen,
+                           __global const double* restrict recs, const int rows_cap,
+                           const int nq, const int nt, __global const double* restrict y64,
+                           const int ldy, const int tshift, __global const double* restrict units,
+                           __global real_t* restrict pred, __global real_t* restrict var,
+                           __global double* restrict p64, __global double* restrict v64)
+{
+    const int j = get_global_id(0);
+    const int rows = seen[0];
+    if (j >= nt || report[1] <= cap || rows > rows_cap)
+        return;  /* the predictions listed one by one, or every row redone by the host */
+    __global const double* const yj = y64 + (size_t)j * ldy + tshift;
+    const double rshift = units[2 * nt + j], rscale = units[3 * nt + j];
+    for (int s = 0; s < rows; ++s) {
+        __global const double* const rec = recs + (size_t)s * (2 * K + 1);
+        const int nk = (int)rec[0];
+        double a[K];
+        int li[K];
+        for (int i = 0; i < nk; ++i) {
+            li[i] = (int)rec[1 + i];
+            a[i] = rec[1 + K + i];
+        }
+        double mu, v;
+        weigh(a, li, nk, yj, &mu, &v);
+        const size_t out = (size_t)j * nq + seen[1 + s];
+        pred[out] = (real_t)((mu - rshift) / rscale);
+        p64[(size_t)s * nt + j] = mu;
+%   if VARIANCE:
+        var[out] = (real_t)(v / (rscale * rscale));
+        v64[(size_t)s * nt + j] = v;
+%   endif
+    }
 }
 % endif
 </%def>

@@ -47,9 +47,9 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 <% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict units, "
                   "const acc_t erel, "
                   "__global uchar* restrict flag, volatile __global int* restrict report, "
-                  "const int cap") if CHECK else "" %>\
+                  "const int cap, volatile __global int* seen") if CHECK else "" %>\
 <% check_args += (", __global const double* restrict x64, __global const double* restrict y64, "
-                  "__global const int* restrict qpts") if RESOLVE else "" %>\
+                  "__global const int* restrict qpts, __global double* restrict recs") if RESOLVE else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
 {
     const int q = get_global_id(0);
@@ -121,6 +121,7 @@ ${ck.bound()}
 % endif
 }
 
+${rs.rows_kernel()}
 ${ck.patch()}
 ${ck.select()}
 % if REAL == "double":
