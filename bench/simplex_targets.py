@@ -70,7 +70,8 @@ def main() -> None:
     args = [a2 for a2 in sys.argv[1:]]
     for _ in range(a.rounds):
         for tag, root in trees.items():
-            env = {**os.environ, "PYTHONPATH": root}
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
             out = subprocess.run([sys.executable, __file__, *args, "--worker"], env=env,
                                  check=True, capture_output=True, text=True).stdout
             for name, ts in json.loads(out.splitlines()[-1]).items():
