@@ -1,7 +1,11 @@
 """pe.xmap with Tp a list of lags: each lag's matrix against pe.xmap at that one Tp
-(same device, same dtype: bit-identical) and a few entries against pyEDM's CCM at that
-Tp (float64 reference vs the float32 pipeline: 1e-5 on rho, as tests/test_xmap.py);
-the result type; bad lags.
+(same device, same dtype: bit-identical; the scan shares one neighbour search per
+library and E-group, pyedmcl.xmap.lag_engine) over tied distances in float32 and
+float64, given and found E, lags of either sign, every knn_method, both lag
+directions of tau, lags cut into several union tables, and a float32 check that falls
+back to float64; the window kernel against a host reference; a few entries against
+pyEDM's CCM at that Tp (float64 reference vs the float32 pipeline: 1e-5 on rho, as
+tests/test_xmap.py); the result type; bad lags and options.
 """
 
 from __future__ import annotations
@@ -11,9 +15,13 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import CPU_DEVICE
+from conftest import CPU_DEVICE, run_under_oclgrind
 
 import pyedmcl as pe
+from pyedmcl._precision import PrecisionWarning
+from pyedmcl.data import logistic_map
+from pyedmcl.primitives.ranges import ccm_valid_times
+from pyedmcl.xmap.lag_engine import lag_chunks, plan_chunks
 
 RHO_TOL = 1e-5
 LAGS = [-3, -1, 0, 2]
@@ -50,6 +58,128 @@ def test_auto_E_lags_equal_single_tp_maps():
         one = pe.xmap(X, Tp=lag, max_E=4, device=CPU_DEVICE)
         np.testing.assert_array_equal(r.E, one.E)
         np.testing.assert_array_equal(r.rho[a], np.asarray(one.rho))
+
+
+def quantized(L: int = 90, N: int = 4, step: float = 0.25) -> np.ndarray:
+    """:func:`panel` on a grid of ``step``: most queries' k-th and (k+1)-th neighbours
+    tie (the order among equal distances decides the tables)."""
+    return np.round(panel(L, N, seed=7).astype(np.float64) / step) * step
+
+
+def assert_each_lag_single(X, lags, **kw) -> None:
+    """``pe.xmap(X, Tp=lags, **kw)``'s matrix at every lag is ``pe.xmap(X, Tp=lag)``'s."""
+    r = pe.xmap(X, Tp=lags, device=CPU_DEVICE, **kw)
+    assert list(r.lags) == sorted(set(lags))
+    for a, lag in enumerate(r.lags):
+        one = pe.xmap(X, Tp=int(lag), device=CPU_DEVICE, **kw)
+        np.testing.assert_array_equal(r.E, one.E)
+        np.testing.assert_array_equal(r.rho[a], np.asarray(one.rho), err_msg=f"Tp={lag}")
+
+
+@pytest.mark.parametrize("lags", [range(-6, 1), range(1, 5), [-4, -1, 0, 3]],
+                         ids=["negative", "positive", "mixed"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("E", [[2, 3, 1, 3], "auto"], ids=["given", "auto"])
+def test_tied_distances_every_lag_is_the_single_tp_map(lags, dtype, E):
+    assert_each_lag_single(quantized(), lags, E=E, max_E=4, dtype=dtype)
+
+
+@pytest.mark.parametrize("opts", [{"knn_method": "batched"}, {"knn_method": "edm"},
+                                  {"knn_method": "scan"}, {"tau": 2}, {"tau": -1},
+                                  {"block_rows": 3}], ids=str)
+def test_knn_methods_and_tau_every_lag_is_the_single_tp_map(opts):
+    assert_each_lag_single(panel(L=80, N=4, seed=11), [-3, 0, 2], E=[2, 3, 1, 3], **opts)
+
+
+def test_lags_cut_into_chunks_are_the_single_tp_maps():
+    """Lags whose one union table would keep more than the cap of neighbours run on
+    several tables (chunks of neighbouring lags); each lag is still the single map's."""
+    lags = np.arange(-40, 41, 8)
+    assert len(lag_chunks(120, 3, 1, lags)) > 1
+    assert_each_lag_single(quantized(L=120, N=3), lags, E=3, dtype="float32")
+
+
+@pytest.mark.parametrize("tau", [1, 3, -2])
+def test_plan_chunks_rows_and_neighbours(tau):
+    """Each lag's rows are its CCM rows, one stretch of its union's; a union table keeps
+    k plus the union rows some lag of it leaves out (at most the cap), so that at every
+    lag k of its own rows stay among a row's neighbours."""
+    n, E = 60, 3
+    lags = np.arange(-15, 16, 3)
+    chunks = plan_chunks(n, E, tau, lags, cap=12)
+    assert [r.a for c in chunks for r in c.lags] == list(range(lags.size))
+    for c in chunks:
+        off = (E - 1) * abs(tau) if tau > 0 else 0
+        times = c.pts.astype(np.int64) + off
+        common = np.ones(c.U, bool)
+        for r in c.lags:
+            own = ccm_valid_times(n, E, tau, r.lag)
+            np.testing.assert_array_equal(times[r.r0:r.r0 + r.M], own)
+            inside = (c.pts >= r.lo) & (c.pts < r.hi)
+            np.testing.assert_array_equal(np.flatnonzero(inside), np.arange(r.r0, r.r0 + r.M))
+            np.testing.assert_array_equal(r.obs, own + r.lag)
+            assert r.full == (r.M == c.U)
+            common &= inside
+        assert c.kw == min(E + 1 + int((~common).sum()), c.U - 1)
+        assert c.kw <= 12 or len(c.lags) == 1
+
+
+def test_window_kernel_takes_the_first_k_in_the_window():
+    from clkernels import get_backend
+    from pyedmcl.kernels.knn import KNN
+    be = get_backend(CPU_DEVICE)
+    rng = np.random.default_rng(4)
+    nb, rows, kw, k, row0, nq, lo, hi = 3, 20, 9, 4, 2, 15, 5, 14
+    idx = np.stack([np.stack([rng.permutation(rows)[:kw] for _ in range(rows)])
+                    for _ in range(nb)]).astype(np.int32)
+    idx[0, 3, 2:] = -1  # a short row: padded past its entries
+    dist = rng.random((nb, rows, kw)).astype(np.float32)
+    out_i, out_d = be.empty((nb, nq, k), np.int32), be.empty((nb, nq, k), np.float32)
+    KNN.launch_window(be, "float", be.to_device(idx), be.to_device(dist), kw, rows, row0,
+                      nq, nb, lo, hi, k, out_i, out_d)
+    want_i = np.full((nb, nq, k), -1, np.int32)
+    want_d = np.full((nb, nq, k), np.inf, np.float32)
+    for b in range(nb):
+        for q in range(nq):
+            row = idx[b, row0 + q]
+            live = row[:np.argmax(row < 0)] if (row < 0).any() else row
+            pick = np.flatnonzero((live >= lo) & (live < hi))[:k]
+            want_i[b, q, :pick.size] = live[pick]
+            want_d[b, q, :pick.size] = dist[b, row0 + q, pick]
+    assert (want_i[0, 1] == -1).any() or (want_i == -1).any()  # the padding is exercised
+    np.testing.assert_array_equal(be.to_host(out_i), want_i)
+    np.testing.assert_array_equal(be.to_host(out_d), want_d)
+
+
+def test_float32_check_falls_back_to_float64_at_every_lag():
+    """A series float32 cannot hold: one warning, and every lag's float64 matrix."""
+    rng = np.random.default_rng(3)
+    x = np.repeat([0.0, 1.0], 100) + 1e-9 * logistic_map(200) + 1e-10 * rng.random(200)
+    P = np.column_stack([x, logistic_map(200), x[::-1]])
+    with pytest.warns(PrecisionWarning, match="float64") as rec:
+        got = pe.xmap(P, E=2, Tp=[-2, 0, 1], device=CPU_DEVICE)
+    assert len([w for w in rec if issubclass(w.category, PrecisionWarning)]) == 1
+    for a, lag in enumerate((-2, 0, 1)):
+        ref = pe.xmap(P, E=2, Tp=lag, device=CPU_DEVICE, dtype="float64")
+        np.testing.assert_array_equal(got.rho[a], np.asarray(ref.rho))
+
+
+def test_oclgrind_clean():
+    """The lag scan's kernels (the union k-NN, the window, pack and skill) run without
+    invalid accesses or data races on Oclgrind, agreeing with the CPU within float32
+    rounding (Oclgrind's libm); uninitialised-value reports are ignored as on the
+    single-lag map's path (tests/test_xmap.py's test_oclgrind_clean says why)."""
+    import json
+    X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+    out = run_under_oclgrind("""
+        import json, numpy as np, pyedmcl as pe
+        X = np.random.default_rng(0).standard_normal((24, 3)).astype(np.float32)
+        r = pe.xmap(X, E=[1, 2, 3], Tp=[-2, 0, 1], block_rows=2)
+        print(json.dumps(r.rho.tolist()))
+    """, ignore_uninitialized=True)
+    got = np.array(json.loads(out.strip().splitlines()[-1]), np.float32)
+    ref = pe.xmap(X, E=[1, 2, 3], Tp=[-2, 0, 1], device=CPU_DEVICE)
+    np.testing.assert_allclose(got, ref.rho, atol=RHO_TOL, rtol=0)
 
 
 def test_entries_match_pyedm_ccm(lagged):
@@ -102,3 +232,15 @@ def test_lags_with_store_or_surrogates_refused(tmp_path):
         pe.xmap(X, E=2, Tp=[0, 1], out=str(tmp_path / "m.zarr"), device=CPU_DEVICE)
     with pytest.raises(ValueError, match="method='simplex' only"):
         pe.xmap(X, E=2, Tp=[0, 1], method="smap", theta=2.0, device=CPU_DEVICE)
+    with pytest.raises(ValueError, match="scheduler="):
+        pe.xmap(X, E=2, Tp=[0, 1], scheduler="tcp://127.0.0.1:1", device=CPU_DEVICE)
+    with pytest.raises(ValueError, match="exclusion_radius"):  # the simplex map has none
+        pe.xmap(X, E=2, Tp=[0, 1], exclusion_radius=3, device=CPU_DEVICE)
+
+
+def test_an_E_too_large_for_a_far_lag_names_it():
+    X = panel(L=30, N=3)
+    with pytest.raises(ValueError, match=r"E=12 .*Tp=12\)"):
+        pe.xmap(X, E=12, Tp=[-1, 0, 12], device=CPU_DEVICE)
+    with pytest.raises(ValueError, match="knn_method='scan' needs tau > 0"):
+        pe.xmap(X, E=2, tau=-1, Tp=[0, 1], knn_method="scan", device=CPU_DEVICE)

@@ -330,6 +330,25 @@ class KnnKernel(TunableKernel):
         return be.launch(k, (round_up(max(nq, 1), wg),), (wg,), q_dev, np.int32(nq), in_idx,
                          in_dist, out_idx, out_dist)
 
+    @staticmethod
+    def window_request(real: str) -> tuple:
+        """The kernel :meth:`launch_window` builds, as ``(template, params, name)``."""
+        return ("knn/window.cl.mako", {"REAL": real}, "knn_window")
+
+    def launch_window(self, be: Backend, real: str, in_idx, in_dist, kw: int, rows: int,
+                      row0: int, nq: int, nb: int, lo: int, hi: int, k: int,
+                      out_idx, out_dist):
+        """The k-NN tables ``(nb, nq, k)`` of a library narrowed to the points
+        ``lo .. hi - 1`` from tables ``(nb, rows, kw)`` over a wider one, query ``q``
+        from input row ``row0 + q``: each row's first ``k`` entries in the window
+        (``knn/window.cl.mako``; bit for bit the table :meth:`launch` gives over the
+        window's library where ``kw`` leaves ``k`` window points in every row)."""
+        wg = 64
+        kern = be.kernel(*self.window_request(real))
+        return be.launch(kern, (round_up(max(nq, 1), wg), nb), (wg, 1), in_idx, in_dist,
+                         np.int32(kw), np.int32(rows), np.int32(row0), np.int32(nq),
+                         np.int32(lo), np.int32(hi), np.int32(k), out_idx, out_dist)
+
 
 def chunk_layout(nl: int, chunks: int) -> tuple[int, int, int]:
     """``(chunks, length, stride)``: ``chunks`` lists of ``length`` library entries, list

@@ -241,19 +241,22 @@ class XmapEngine:
         self._runtime_k, self._layouts, self._kernels = None, {}, {}
 
     # -- setup -------------------------------------------------------------------------------
-    def _group(self, E: int) -> _Group:
+    def _group(self, E: int, Tp: int | None = None) -> _Group:
+        """The E-group's targets and CCM rows at cross-map lag ``Tp`` (None: the
+        engine's)."""
         be = self.be
-        times = ccm_valid_times(self.n, E, self.tau, self.Tp)
+        Tp = self.Tp if Tp is None else int(Tp)
+        times = ccm_valid_times(self.n, E, self.tau, Tp)
         M = int(times.size)
         k = E + 1  # CCM's neighbours; too few rows for them is refused (as pyedmcl.ccm)
         if M < k + 1:
             raise ValueError(f"series of {self.n} values leave {M} usable rows for E={E}, "
-                             f"tau={self.tau}, Tp={self.Tp}; needs at least E+2 = {k + 1}")
+                             f"tau={self.tau}, Tp={Tp}; needs at least E+2 = {k + 1}")
         off = point_offset(E, self.tau)
         targets = np.flatnonzero(self.E == E).astype(np.int32)
-        return _Group(be=be, E=E, k=k, M=M, tshift=off + self.Tp, targets=targets,
+        return _Group(be=be, E=E, k=k, M=M, tshift=off + Tp, targets=targets,
                       contiguous=is_contiguous(times), pts=(times - off).astype(np.int32),
-                      obs=(times + self.Tp).astype(np.int32))
+                      obs=(times + Tp).astype(np.int32))
 
     def _skill_spec(self, k: int, weight: str | None = None) -> dict:
         """The ``xmap_skill`` family's spec (``pack`` and ``xmap_skill``) for tables of k."""
@@ -396,13 +399,18 @@ class XmapEngine:
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
-               diag: bool = False, group: _Group | None = None) -> None:
+               diag: bool = False, group: _Group | None = None, shift: Any = None) -> None:
+        """rho of ``nb`` packed tables into ``out`` (:meth:`~pyedmcl.kernels.xmap.XmapSkillKernel.launch`);
+        ``group``: the E-group whose targets are read (time-major where the layout reads
+        so) and whose CCM shifts are taken, unless ``shift`` gives them (another lag's
+        observations, :mod:`pyedmcl.xmap.lags`)."""
         sp = self._layout(k, weight, ntg, diag)
         spec, kr = self._program_spec(k, weight, sp)
         y, ldy = (self._lanes_y(group, lane_tile(sp)) if reads_time_major(sp)
                   else (self.x_dev, self.n))
-        shift = None
-        if fixed_shift(spec, sp):  # CCM's reduction: each target's shift (as pyedmcl.ccm's)
+        if not fixed_shift(spec, sp):
+            shift = None
+        elif shift is None:  # CCM's reduction: each target's shift (as pyedmcl.ccm's)
             if group.shift is None:
                 self._upload_shifts()
             shift = group.shift
