@@ -91,6 +91,21 @@ def test_knn_methods_and_tau_every_lag_is_the_single_tp_map(opts):
     assert_each_lag_single(panel(L=80, N=4, seed=11), [-3, 0, 2], E=[2, 3, 1, 3], **opts)
 
 
+@pytest.mark.parametrize("knn_method", [None, "scan"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scanned_groups_every_lag_is_the_single_tp_map(knn_method, dtype):
+    """E-groups whose E lags of history already cut what the lags cut keep the same rows
+    at every lag: their tables come from one fused multi-E scan (here E 4..7; E=2 takes
+    the per-E kernel), over tied distances."""
+    from clkernels import get_backend
+    from pyedmcl.xmap.lag_engine import XmapLagEngine
+    X, E, lags = quantized(N=6), [4, 5, 6, 2, 5, 7], range(-3, 1)
+    eng = XmapLagEngine(get_backend(CPU_DEVICE), X.T.astype(np.float32), np.array(E),
+                        np.array(lags), tau=1, Tp=0, knn_kernel=knn_method)
+    assert eng._scan_Es == [4, 5, 6, 7]
+    assert_each_lag_single(X, lags, E=E, knn_method=knn_method, dtype=dtype)
+
+
 def test_lags_cut_into_chunks_are_the_single_tp_maps():
     """Lags whose one union table would keep more than the cap of neighbours run on
     several tables (chunks of neighbouring lags); each lag is still the single map's."""
@@ -100,13 +115,15 @@ def test_lags_cut_into_chunks_are_the_single_tp_maps():
 
 
 @pytest.mark.parametrize("tau", [1, 3, -2])
-def test_plan_chunks_rows_and_neighbours(tau):
-    """Each lag's rows are its CCM rows, one stretch of its union's; a union table keeps
-    k plus the union rows some lag of it leaves out (at most the cap), so that at every
-    lag k of its own rows stay among a row's neighbours."""
+def test_plan_chunks_rows_core_and_edge(tau):
+    """Each lag's rows are its CCM rows, one stretch of its chunk's union (the queries);
+    the core is the rows every lag of the chunk keeps, the edge the rest of the union (at
+    most the cap, unless the chunk is one lag), so a lag's library is the core and the
+    edge rows inside its window."""
     n, E = 60, 3
     lags = np.arange(-15, 16, 3)
     chunks = plan_chunks(n, E, tau, lags, cap=12)
+    assert len(chunks) > 1
     assert [r.a for c in chunks for r in c.lags] == list(range(lags.size))
     for c in chunks:
         off = (E - 1) * abs(tau) if tau > 0 else 0
@@ -118,35 +135,50 @@ def test_plan_chunks_rows_and_neighbours(tau):
             inside = (c.pts >= r.lo) & (c.pts < r.hi)
             np.testing.assert_array_equal(np.flatnonzero(inside), np.arange(r.r0, r.r0 + r.M))
             np.testing.assert_array_equal(r.obs, own + r.lag)
-            assert r.full == (r.M == c.U)
             common &= inside
-        assert c.kw == min(E + 1 + int((~common).sum()), c.U - 1)
-        assert c.kw <= 12 or len(c.lags) == 1
+        np.testing.assert_array_equal(c.core, c.pts[common])
+        np.testing.assert_array_equal(c.edge, c.pts[~common])
+        assert c.core.size > 0 and (c.S <= 12 or len(c.lags) == 1)
 
 
-def test_window_kernel_takes_the_first_k_in_the_window():
+def test_window_kernel_merges_core_and_edge_lists():
+    """knn/window.cl.mako against a host merge: the first k of the core list and the edge
+    entries inside the window, by accumulated distance then tie key, finished (sqrt);
+    equal distances across the lists (ties) and short lists padded with -1 included."""
     from clkernels import get_backend
     from pyedmcl.kernels.knn import KNN
     be = get_backend(CPU_DEVICE)
     rng = np.random.default_rng(4)
-    nb, rows, kw, k, row0, nq, lo, hi = 3, 20, 9, 4, 2, 15, 5, 14
-    idx = np.stack([np.stack([rng.permutation(rows)[:kw] for _ in range(rows)])
-                    for _ in range(nb)]).astype(np.int32)
-    idx[0, 3, 2:] = -1  # a short row: padded past its entries
-    dist = rng.random((nb, rows, kw)).astype(np.float32)
+    nb, rows, kc, ke, k, row0, nq, lo, hi = 3, 24, 4, 6, 4, 2, 18, 5, 17
+    qpts = np.arange(rows, dtype=np.int32) + 3
+
+    def lists(width, pts):  # sorted as the knn kernel sorts
+        idx = np.stack([np.stack([rng.choice(pts, width, replace=False) for _ in range(rows)])
+                        for _ in range(nb)]).astype(np.int32)
+        dist = rng.integers(1, 6, (nb, rows, width)).astype(np.float32)  # many ties
+        key = 2 * np.abs(idx - qpts[None, :, None]) + (idx > qpts[None, :, None])
+        order = np.lexsort((key, dist), axis=-1)
+        return (np.take_along_axis(idx, order, -1), np.take_along_axis(dist, order, -1))
+
+    ci, cd = lists(kc, np.arange(0, 40, 2))  # (the two lists hold different points)
+    ei, ed = lists(ke, np.arange(1, 40, 2))
+    ei[1, 4, 3:], ed[1, 4, 3:] = -1, np.inf  # a short edge list
+    ci[0, 5, 2:], cd[0, 5, 2:] = -1, np.inf  # a short core list
     out_i, out_d = be.empty((nb, nq, k), np.int32), be.empty((nb, nq, k), np.float32)
-    KNN.launch_window(be, "float", be.to_device(idx), be.to_device(dist), kw, rows, row0,
-                      nq, nb, lo, hi, k, out_i, out_d)
+    d = be.to_device
+    KNN.launch_window(be, "float", d(qpts), rows, row0, nq, nb, (d(ci), d(cd), kc),
+                      (d(ei), d(ed), ke), lo, hi, k, out_i, out_d)
     want_i = np.full((nb, nq, k), -1, np.int32)
     want_d = np.full((nb, nq, k), np.inf, np.float32)
     for b in range(nb):
         for q in range(nq):
-            row = idx[b, row0 + q]
-            live = row[:np.argmax(row < 0)] if (row < 0).any() else row
-            pick = np.flatnonzero((live >= lo) & (live < hi))[:k]
-            want_i[b, q, :pick.size] = live[pick]
-            want_d[b, q, :pick.size] = dist[b, row0 + q, pick]
-    assert (want_i[0, 1] == -1).any() or (want_i == -1).any()  # the padding is exercised
+            r, p = row0 + q, qpts[row0 + q]
+            cand = [(cd[b, r, j], ci[b, r, j]) for j in range(kc) if ci[b, r, j] >= 0]
+            cand += [(ed[b, r, j], ei[b, r, j]) for j in range(ke)
+                     if ei[b, r, j] >= 0 and lo <= ei[b, r, j] < hi]
+            cand.sort(key=lambda c: (c[0], 2 * abs(int(c[1]) - p) + (c[1] > p)))
+            for j, (dd, ll) in enumerate(cand[:k]):
+                want_i[b, q, j], want_d[b, q, j] = ll, np.sqrt(dd)
     np.testing.assert_array_equal(be.to_host(out_i), want_i)
     np.testing.assert_array_equal(be.to_host(out_d), want_d)
 

@@ -331,23 +331,27 @@ class KnnKernel(TunableKernel):
                          in_dist, out_idx, out_dist)
 
     @staticmethod
-    def window_request(real: str) -> tuple:
+    def window_request(real: str, metric: str = "euclidean") -> tuple:
         """The kernel :meth:`launch_window` builds, as ``(template, params, name)``."""
-        return ("knn/window.cl.mako", {"REAL": real}, "knn_window")
+        return ("knn/window.cl.mako", {"REAL": real, "METRIC": metric}, "knn_window")
 
-    def launch_window(self, be: Backend, real: str, in_idx, in_dist, kw: int, rows: int,
-                      row0: int, nq: int, nb: int, lo: int, hi: int, k: int,
-                      out_idx, out_dist):
-        """The k-NN tables ``(nb, nq, k)`` of a library narrowed to the points
-        ``lo .. hi - 1`` from tables ``(nb, rows, kw)`` over a wider one, query ``q``
-        from input row ``row0 + q``: each row's first ``k`` entries in the window
-        (``knn/window.cl.mako``; bit for bit the table :meth:`launch` gives over the
-        window's library where ``kw`` leaves ``k`` window points in every row)."""
+    def launch_window(self, be: Backend, real: str, q_dev, rows: int, row0: int, nq: int,
+                      nb: int, core: tuple[Any, Any, int], edge: tuple[Any, Any, int],
+                      lo: int, hi: int, k: int, out_idx, out_dist, metric: str = "euclidean"):
+        """The k-NN tables ``(nb, nq, k)`` of a library window from two lists per query
+        (``knn/window.cl.mako``): ``core`` and ``edge`` = ``(idx, dist, K)``, tables
+        ``(nb, rows, K)`` of accumulated distances (:meth:`launch` with ``RAW=1``, the
+        same queries ``q_dev``), the core over points that all serve, the edge over every
+        other point (its list whole); query ``q`` from row ``row0 + q``. The window's
+        library is the core points and the edge points ``lo .. hi - 1``: the table
+        :meth:`launch` gives over it, bit for bit, where the core list holds ``k``."""
         wg = 64
-        kern = be.kernel(*self.window_request(real))
-        return be.launch(kern, (round_up(max(nq, 1), wg), nb), (wg, 1), in_idx, in_dist,
-                         np.int32(kw), np.int32(rows), np.int32(row0), np.int32(nq),
-                         np.int32(lo), np.int32(hi), np.int32(k), out_idx, out_dist)
+        kern = be.kernel(*self.window_request(real, metric))
+        (ci, cd, kc), (ei, ed, ke) = core, edge
+        return be.launch(kern, (round_up(max(nq, 1), wg), nb), (wg, 1), q_dev, np.int32(rows),
+                         np.int32(row0), np.int32(nq), ci, cd, np.int32(kc), ei, ed,
+                         np.int32(ke), np.int32(lo), np.int32(hi), np.int32(k), out_idx,
+                         out_dist)
 
 
 def chunk_layout(nl: int, chunks: int) -> tuple[int, int, int]:

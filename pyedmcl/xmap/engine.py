@@ -447,7 +447,13 @@ class XmapEngine:
                 raise ValueError("knn_method='scan' needs tau > 0, E <= 32 and series long "
                                  "enough for E + 1 neighbours in every E-group")
             return True
-        if not (ok and len(Es) >= 2 and sum(Es) >= 2 * max(Es)):
+        return ok and self._scan_pays(Es, int(ccm_valid_times(self.n, 1, self.tau,
+                                                                  self.Tp).size))
+
+    def _scan_pays(self, Es: list[int], nq: int) -> bool:
+        """Whether the fused scan saves work over the per-E kernels for E-groups ``Es``
+        of ``nq`` rows (at E = 1) by default (:meth:`_use_scan`)."""
+        if not (len(Es) >= 2 and sum(Es) >= 2 * max(Es)):
             return False
         if self.be.info.is_gpu:
             return True
@@ -458,7 +464,6 @@ class XmapEngine:
         # private lists, win (decisions 0049, 0076)
         spec = {"EMAX": max(Es), "TAU": self.tau, "KNN": 0, "METRIC": "euclidean",
                 "REAL": self.real}
-        nq = int(ccm_valid_times(self.n, 1, self.tau, self.Tp).size)
         if XMAP_SCAN.params_for(self.be, spec, nq, nq)["INS"] == "key":
             return True
         source = lookup(XMAP_SCAN, self.be.info, XMAP_SCAN.spec_bucket(spec),

@@ -2,17 +2,20 @@
 
 A library state's neighbours do not depend on the cross-map lag; a lag only changes which
 rows may serve (a library row needs its target ``t + lag`` inside the data, as pyEDM's
-``CCM(Tp=lag)``), which rows are predicted, and where the lookup reads the target. So
-per library series and E-group one k-NN search over the union of the lags' rows gives
-every lag's table (:class:`XmapLagEngine`): the union's table keeps ``K = k + S``
-neighbours, S the union rows that some lag leaves out, and a lag's table is the first k
-entries of each of its rows that lie in its own rows (``knn/window.cl.mako``; a lag that
-keeps every union row packs the first k directly). The knn kernel's order is total
-(distance, then ``|p - l|``, then ``l``) and a row's distances do not depend on the
-library around them, so those k are the entries, in the order and with the distances,
-that the lag's own search gives: every lag's skill is ``pe.xmap(X, Tp=lag)``'s bit for
-bit. Lags whose S would exceed :data:`MAX_LAG_K` neighbours in all are cut into chunks
-of neighbouring lags, one search each. Then per lag the usual pack and fused skill
+``CCM(Tp=lag)``), which rows are predicted, and where the lookup reads the target. The
+rows of a lag are one stretch of the embeddable rows, so the lags' rows share a core
+(the rows every lag keeps) and differ only at the ends (the edge: the S rows that some
+lag leaves out). Per library series and E-group one k-NN search over the core keeps each
+query's k nearest core rows, and a search of the edge alone keeps all S of it, both in
+the knn kernel's total order (distance, then ``|p - l|``, then ``l``) with accumulated
+distances; a lag's table is then the first k of the two lists merged, the edge entries
+inside its own rows (``knn/window.cl.mako``), finished as the knn kernel finishes them.
+The order is total and a pair's distance does not depend on the library around it, so
+those are the entries, in the order and with the distances, of the lag's own search:
+every lag's skill is ``pe.xmap(X, Tp=lag)``'s bit for bit (:class:`XmapLagEngine`).
+Where every lag keeps the same rows one search gives every lag's table. Lags whose edge
+would exceed :data:`MAX_LAG_EDGE` rows are cut into chunks of neighbouring lags, one
+search each. Then per lag the usual pack and fused skill
 (:class:`~pyedmcl.xmap.engine.XmapEngine`'s), rho of block row ``b``, lag ``a`` and
 target ``j`` at ``out[(b * n_lags + a) * N + j]``.
 """
@@ -29,20 +32,29 @@ from clkernels import Backend, run_blocked
 from clkernels.arrays import gather_request
 
 from ..kernels.knn import KNN, is_contiguous
-from ..kernels.xmap import TABLE_BUDGET_CPU, TABLE_BUDGET_GPU, XMAP_SKILL, reads_time_major
+from ..kernels.knn_scan import KNN_SCAN
+from ..kernels.xmap import (
+    TABLE_BUDGET_CPU,
+    TABLE_BUDGET_GPU,
+    XMAP_SCAN,
+    XMAP_SKILL,
+    reads_time_major,
+    scan_table_budget,
+)
 from ..primitives.lookup import ccm_shifts_groups
 from ..primitives.ranges import MAX_KNN, ccm_valid_times, point_offset
-from .engine import XmapEngine, _Group, max_batch
+from .engine import XmapEngine, _Group, _ScanSetup, max_batch
 from .job import EngineSpec
 
-#: most neighbours of one union table (k + S): lags needing more are cut into chunks
-MAX_LAG_K = MAX_KNN
+#: most edge rows of one chunk of lags (the edge list keeps them all): lags whose rows
+#: differ by more are cut into chunks
+MAX_LAG_EDGE = MAX_KNN
 
 
 @dataclass
 class _LagRows:
     """One lag's rows within its chunk's union: rows ``r0 .. r0 + M - 1`` (their points
-    ``lo .. hi - 1``), observed at ``obs``; ``full``: the lag keeps every union row."""
+    ``lo .. hi - 1``), observed at ``obs``."""
 
     a: int  # the lag's index in the engine's lags
     lag: int
@@ -50,27 +62,28 @@ class _LagRows:
     M: int
     lo: int
     hi: int
-    full: bool
     obs: np.ndarray
     dev: dict = field(default_factory=dict)  # obs, ocol, shift on the device
 
 
 @dataclass
 class _Chunk:
-    """Lags of one E-group that share one union table of ``kw`` neighbours a row."""
+    """Lags of one E-group that share one search: the union of their rows (the queries,
+    kernel points ascending), its core (every lag's) and its edge (the rest)."""
 
-    pts: np.ndarray  # the union's kernel points (int32, ascending)
-    kw: int
+    pts: np.ndarray
+    core: np.ndarray
+    edge: np.ndarray
     lags: list[_LagRows]
-    pts_dev: Any = None
+    dev: dict = field(default_factory=dict)  # pts, core, edge on the device
 
     @property
     def U(self) -> int:
         return int(self.pts.size)
 
     @property
-    def contiguous(self) -> bool:
-        return is_contiguous(self.pts)
+    def S(self) -> int:
+        return int(self.edge.size)
 
 
 def _spans(n: int, E: int, tau: int, lags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,47 +96,46 @@ def _spans(n: int, E: int, tau: int, lags: np.ndarray) -> tuple[np.ndarray, np.n
     return emb, np.stack([s, np.maximum(s, e)], axis=1)
 
 
-def _kw(k: int, spans: np.ndarray) -> int:
-    """Neighbours of the union table of lags with row stretches ``spans`` (ascending
-    lags: both ends non-increasing): ``k`` plus the union rows some lag leaves out, at
-    most the union's rows less the query's own."""
-    order = np.argsort(spans[:, 0], kind="stable")
+def _edge_core(spans: np.ndarray) -> tuple[int, int]:
+    """Rows of the union of the stretches ``spans`` that some stretch leaves out (the
+    edge), and that every stretch holds (the core)."""
     union, end = 0, -1
-    for s, e in spans[order]:  # merged stretches
-        union += max(0, e - max(s, end)) if end >= 0 else e - s
+    for s, e in spans[np.argsort(spans[:, 0], kind="stable")]:  # merged stretches
+        union += e - s if end < 0 else max(0, e - max(s, end))
         end = max(end, e)
-    inter = max(0, int(spans[:, 1].min()) - int(spans[:, 0].max()))
-    return int(min(k + union - inter, union - 1))
+    core = max(0, int(spans[:, 1].min()) - int(spans[:, 0].max()))
+    return int(union - core), core
 
 
-def lag_chunks(n: int, E: int, tau: int, lags: np.ndarray, cap: int = MAX_LAG_K
+def lag_chunks(n: int, E: int, tau: int, lags: np.ndarray, cap: int = MAX_LAG_EDGE
                ) -> list[list[int]]:
-    """``lags`` (ascending) cut into runs of neighbouring lags whose union table keeps at
-    most ``cap`` neighbours (a single lag always forms a run: its table is its own)."""
-    k = E + 1
+    """``lags`` (ascending) cut into runs of neighbouring lags whose rows share a core
+    and leave at most ``cap`` edge rows (a single lag always forms a run: it has none)."""
     _, spans = _spans(n, E, tau, lags)
     out: list[list[int]] = []
     i = 0
     while i < lags.size:
         j = i + 1
-        while j < lags.size and _kw(k, spans[i:j + 1]) <= max(cap, k):
+        while j < lags.size and (edge_core := _edge_core(spans[i:j + 1]))[0] <= cap \
+                and edge_core[1] > 0:
             j += 1
         out.append(list(range(i, j)))
         i = j
     return out
 
 
-def plan_chunks(n: int, E: int, tau: int, lags: np.ndarray, cap: int = MAX_LAG_K
+def plan_chunks(n: int, E: int, tau: int, lags: np.ndarray, cap: int = MAX_LAG_EDGE
                 ) -> list[_Chunk]:
-    """The E-group's union tables and each lag's rows in them."""
-    k, off = E + 1, point_offset(E, tau)
+    """The E-group's searches (their union, core and edge) and each lag's rows."""
+    off = point_offset(E, tau)
     emb, spans = _spans(n, E, tau, lags)
     chunks = []
     for idx in lag_chunks(n, E, tau, lags, cap):
-        keep = np.zeros(emb.size, bool)
+        keep, core = np.zeros(emb.size, bool), np.zeros(emb.size, bool)
+        core[int(spans[idx, 0].max()):int(spans[idx, 1].min())] = True
         for s, e in spans[idx]:
             keep[s:e] = True
-        union, at = emb[keep], np.cumsum(keep) - 1  # (at: an embeddable row's union row)
+        at = np.cumsum(keep) - 1  # an embeddable row's union row
         rows = []
         for a in idx:
             s, e = (int(v) for v in spans[a])
@@ -131,10 +143,9 @@ def plan_chunks(n: int, E: int, tau: int, lags: np.ndarray, cap: int = MAX_LAG_K
             if not np.array_equal(times, ccm_valid_times(n, E, tau, lag)):  # pragma: no cover
                 raise RuntimeError("a lag's CCM rows are not one stretch of the embeddable rows")
             rows.append(_LagRows(a=a, lag=lag, r0=int(at[s]), M=e - s, lo=int(times[0] - off),
-                                 hi=int(times[-1] - off + 1), full=e - s == union.size,
-                                 obs=(times + lag).astype(np.int32)))
-        chunks.append(_Chunk(pts=(union - off).astype(np.int32), kw=_kw(k, spans[idx]),
-                             lags=rows))
+                                 hi=int(times[-1] - off + 1), obs=(times + lag).astype(np.int32)))
+        pts = (emb - off).astype(np.int32)
+        chunks.append(_Chunk(pts=pts[keep], core=pts[core], edge=pts[keep & ~core], lags=rows))
     return chunks
 
 
@@ -152,6 +163,47 @@ class XmapLagEngine(XmapEngine):
         self._chunks = {g.E: plan_chunks(self.n, g.E, self.tau, self.lags)
                         for g in self.groups}
         self._uploaded = False
+        #: the E-groups whose tables the fused scan makes (:meth:`_lag_scan`), its rows
+        self._scan_Es, self._scan_rows = self._lag_scan()
+
+    def _lag_scan(self) -> tuple[list[int], np.ndarray | None]:
+        """The E-groups whose tables come from one fused multi-E scan
+        (``knn_scan/knn_scan.cl.mako``) over the union of the lags' rows, and those rows
+        (at E = 1): the groups where every lag keeps the same rows (no edge: E lags of
+        history already cut what the lags cut), as the single-lag map would scan them
+        (:meth:`XmapEngine._use_scan`: ``knn_method`` "scan", or by default where it
+        saves work); the other groups take the per-E kernel."""
+        from ..kernels.knn_scan import MAX_FUSED_E
+        if self.knn_choice in ("batched", "edm") or self.tau <= 0:
+            return [], None
+        Es = [g.E for g in self.groups if g.E <= MAX_FUSED_E and len(self._chunks[g.E]) == 1
+              and self._chunks[g.E][0].S == 0]
+        if not Es:
+            return [], None
+        emb = ccm_valid_times(self.n, 1, self.tau, 0)
+        rows = emb[np.logical_or.reduce([(emb + lag >= 0) & (emb + lag < self.n)
+                                         for lag in self.lags])]
+        for E in Es:  # each group's rows: those of the union with E lags of history
+            own = self._chunks[E][0].pts + point_offset(E, self.tau)
+            r = int(np.searchsorted(rows, own[0]))
+            if not np.array_equal(rows[r:r + own.size], own):  # pragma: no cover
+                return [], None
+        if self.knn_choice == "scan" or self._scan_pays(Es, int(rows.size)):
+            return Es, rows
+        return [], None
+
+    def _scan_layout(self) -> _ScanSetup:
+        """The fused scan's layout over the union's rows (:meth:`_lag_scan`)."""
+        qt, tau, emax = self._scan_rows, self.tau, max(self._scan_Es)
+        nq = int(qt.size)
+        row0 = {E: (E - 1) * nq + int(np.searchsorted(qt, self._chunks[E][0].pts[0]
+                                                      + point_offset(E, tau)))
+                for E in self._scan_Es}
+        spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real,
+                "FMA": self.fma}
+        params = XMAP_SCAN.params_for(self.be, spec, nq, nq)
+        return _ScanSetup(spec, params, nq, emax + 1, int(qt[0]), row0, qt,
+                          np.minimum(qt // tau + 1, emax))
 
     # -- setup -------------------------------------------------------------------------------
     def _upload_lags(self) -> None:
@@ -163,7 +215,8 @@ class XmapLagEngine(XmapEngine):
         pairs = []
         for g in self.groups:
             for ch in self._chunks[g.E]:
-                ch.pts_dev = be.to_device(ch.pts)
+                ch.dev.update({w: be.to_device(getattr(ch, w)) for w in ("pts", "core", "edge")
+                               if getattr(ch, w).size})
                 for r in ch.lags:
                     r.dev["obs"] = be.to_device(r.obs)
                     r.dev["ocol"] = be.to_device((g.targets + r.a * N).astype(np.int32))
@@ -175,17 +228,23 @@ class XmapLagEngine(XmapEngine):
         self._uploaded = True
 
     def kernel_requests(self, rows: int) -> list[tuple]:
-        """The kernels a block launches: per E-group each chunk's union k-NN, the window,
-        and the group's pack and skill (:meth:`XmapEngine.kernel_requests`' without the
-        fused scan)."""
+        """The kernels a block launches: per E-group each chunk's core and edge k-NN, the
+        window merge, and the group's pack and skill (:meth:`XmapEngine.kernel_requests`'
+        without the fused scan)."""
         be, reqs = self.be, [KNN.window_request(self.real)]
         if self.specialise_later and self._behind is None and self._runtime_k is None:
             self._choose_runtime_k()
+        if self._scan_Es:
+            sc = self._scan_setup(inputs=False)
+            reqs += KNN_SCAN.requests(be, sc.params, sc.spec)
+            if self._gathers_targets:
+                reqs.append(gather_request(self.x_dev.dtype))  # the padded panel
         for g in self.groups:
-            for ch in self._chunks[g.E]:
+            for ch in [] if g.E in self._scan_Es else self._chunks[g.E]:
                 nb = min(max(1, rows), self._lag_batch_size(g, ch))
-                spec, p = self._knn(g.E, ch.kw, ch.U, ch.U * nb, ch.contiguous)
-                reqs.append(KNN.request(be, p, spec))
+                for which in ("core", "edge") if ch.S else ("core",):
+                    spec, p = self._list_params(g, ch, which, nb)
+                    reqs.append(KNN.request(be, p, spec))
             sp = self._layout(g.k, self.weight, g.targets.size)
             sspec, _ = self._program_spec(g.k, self.weight, sp)
             reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
@@ -195,61 +254,119 @@ class XmapLagEngine(XmapEngine):
         return reqs
 
     def _lag_bytes(self, g: _Group, ch: _Chunk) -> int:
-        """Device bytes of one library's tables in a chunk: the union table, a lag's
-        window and its packed table."""
+        """Device bytes of one library's tables in a chunk: its core and edge lists, a
+        lag's merged table and its packed table."""
         item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
         m = max(r.M for r in ch.lags)
-        return ch.U * ch.kw * (4 + item) + m * g.k * (4 + item) + m * (g.k * (4 + acc) + acc)
+        return (ch.U * (g.k + ch.S) * (4 + item) + m * g.k * (4 + item)
+                + m * (g.k * (4 + acc) + acc))
 
     def _lag_batch_size(self, g: _Group, ch: _Chunk) -> int:
         budget = TABLE_BUDGET_GPU if self.be.info.is_gpu else TABLE_BUDGET_CPU
         return int(max(1, min(max_batch(self.be.info), budget // self._lag_bytes(g, ch))))
 
     # -- steps -------------------------------------------------------------------------------
-    def _union_tables(self, g: _Group, ch: _Chunk, c0: int, nb: int) -> tuple[Any, Any]:
-        """The union k-NN tables ``(nb, U, kw)`` of libraries ``c0 .. c0+nb-1``."""
-        be, n, U, kw = self.be, self.n, ch.U, ch.kw
-        spec, p = self._knn(g.E, kw, U, U * nb, ch.contiguous)
-        idx = self._buf("widx", (nb, U, kw), np.int32)
-        dist = self._buf("wdist", (nb, U, kw), self.dt)
+    def _list_params(self, g: _Group, ch: _Chunk, which: str, nb: int) -> tuple[dict, dict]:
+        """(spec, params) of a chunk's ``which`` ("core": the k nearest core rows; "edge":
+        every edge row) k-NN launch over ``nb`` libraries; accumulated distances (RAW)
+        where a merge follows (the chunk has an edge)."""
+        lib = ch.core if which == "core" else ch.edge
+        K = g.k if which == "core" else ch.S
+        spec, p = self._knn(g.E, K, ch.U, ch.U * nb, is_contiguous(lib))
+        return spec, ({**p, "RAW": 1} if ch.S else p)
+
+    def _lists(self, g: _Group, ch: _Chunk, which: str, c0: int, nb: int
+               ) -> tuple[Any, Any, int]:
+        """A chunk's ``which`` lists of libraries ``c0 .. c0+nb-1``: ``(idx, dist, K)``,
+        tables ``(nb, U, K)`` (:meth:`_list_params`)."""
+        be, n, U = self.be, self.n, ch.U
+        lib = ch.dev[which]
+        nl = ch.core.size if which == "core" else ch.S
+        spec, p = self._list_params(g, ch, which, nb)
+        K = spec["K"]
+        idx = self._buf(which + "idx", (nb, U, K), np.int32)
+        dist = self._buf(which + "dist", (nb, U, K), self.dt)
         if self.knn == "batched":
-            KNN.launch(be, p, spec, self.x_dev, ch.pts_dev, U, ch.pts_dev, U, nb, 0, idx,
-                       dist, xoff=c0 * n, series_stride=n)
-            return idx, dist
-        one_i = self._buf("oidx", (U, kw), np.int32)  # "edm": one table a launch
-        one_d = self._buf("odist", (U, kw), self.dt)
+            KNN.launch(be, p, spec, self.x_dev, ch.dev["pts"], U, lib, nl, nb, 0, idx, dist,
+                       xoff=c0 * n, series_stride=n)
+            return idx, dist, K
+        one_i = self._buf("oidx", (U, K), np.int32)  # "edm": one table a launch
+        one_d = self._buf("odist", (U, K), self.dt)
         for b in range(nb):
-            KNN.launch(be, p, spec, self.x_dev, ch.pts_dev, U, ch.pts_dev, U, 1, 0, one_i,
-                       one_d, xoff=(c0 + b) * n, series_stride=n)
-            be.copy_within(idx, b * U * kw, one_i, 0, U * kw)
-            be.copy_within(dist, b * U * kw, one_d, 0, U * kw)
-        return idx, dist
+            KNN.launch(be, p, spec, self.x_dev, ch.dev["pts"], U, lib, nl, 1, 0, one_i, one_d,
+                       xoff=(c0 + b) * n, series_stride=n)
+            be.copy_within(idx, b * U * K, one_i, 0, U * K)
+            be.copy_within(dist, b * U * K, one_d, 0, U * K)
+        return idx, dist, K
 
     def _lag_skills(self, g: _Group, ch: _Chunk, c0: int, nb: int, b0: int, out) -> None:
         """Every lag of chunk ``ch``: libraries ``c0 .. c0+nb-1``'s tables and rho rows
         ``b0 .. b0+nb-1`` of ``out``."""
-        be, k, ldo = self.be, g.k, self.lags.size * self.N
-        widx, wdist = self._union_tables(g, ch, c0, nb)
+        be, k = self.be, g.k
+        core = self._lists(g, ch, "core", c0, nb)
+        edge = self._lists(g, ch, "edge", c0, nb) if ch.S else None
         m = max(r.M for r in ch.lags)
         lidx = self._buf("lidx", (nb, m, k), np.int32)  # (sized for the chunk's lags at once)
         ldist = self._buf("ldist", (nb, m, k), self.dt)
         self._tables_bufs(nb, m, k)
         sp = self._layout(k, self.weight, g.targets.size)
         sspec, kr = self._program_spec(k, self.weight, sp)
-        off = point_offset(g.E, self.tau)
+        if edge is None:  # every lag keeps every row: one table, packed once, for all
+            tables = self._tables_bufs(nb, ch.U, k)
+            XMAP_SKILL.pack(be, sspec, core[0], core[1], k, ch.U * k, 0, ch.U, nb, 0, *tables,
+                            sp, k=kr, memo=self._kernels)
+            self._lag_rho(g, ch, tables, nb, point_offset(g.E, self.tau), b0, out)
+            return
         for r in ch.lags:
-            tidx, tw, tden = self._tables_bufs(nb, r.M, k)
-            if r.full:  # every union row serves: a row's first k entries are the lag's
-                XMAP_SKILL.pack(be, sspec, widx, wdist, ch.kw, ch.U * ch.kw, r.r0, r.M, nb,
-                                0, tidx, tw, tden, sp, k=kr, memo=self._kernels)
-            else:
-                KNN.launch_window(be, self.real, widx, wdist, ch.kw, ch.U, r.r0, r.M, nb,
-                                  r.lo, r.hi, k, lidx, ldist)
-                XMAP_SKILL.pack(be, sspec, lidx, ldist, k, r.M * k, 0, r.M, nb, 0, tidx, tw,
-                                tden, sp, k=kr, memo=self._kernels)
-            self._skill(k, self.weight, tidx, tw, tden, r.M, nb, off + r.lag, g.tgt_dev,
+            tables = self._tables_bufs(nb, r.M, k)
+            KNN.launch_window(be, self.real, ch.dev["pts"], ch.U, r.r0, r.M, nb, core, edge,
+                              r.lo, r.hi, k, lidx, ldist)
+            XMAP_SKILL.pack(be, sspec, lidx, ldist, k, r.M * k, 0, r.M, nb, 0, *tables, sp,
+                            k=kr, memo=self._kernels)
+            self._lag_rho(g, ch, tables, nb, point_offset(g.E, self.tau), b0, out, [r])
+
+    def _lag_rho(self, g: _Group, ch: _Chunk, tables: tuple, nb: int, toff: int, b0: int,
+                 out, lags: list[_LagRows] | None = None) -> None:
+        """rho rows ``b0 .. b0+nb-1`` of ``out`` at ``lags`` (default: the chunk's) from
+        packed ``tables`` of their rows, whose entries' targets are at ``entry + toff +
+        lag`` (kernel points: the E-group's offset; the scan's times: 0)."""
+        ldo = self.lags.size * self.N
+        for r in ch.lags if lags is None else lags:
+            self._skill(g.k, self.weight, *tables, r.M, nb, toff + r.lag, g.tgt_dev,
                         r.dev["ocol"], g.targets.size, r.dev["obs"], out, ldo, b0, group=g,
                         shift=r.dev["shift"])
+
+    def _scan_block(self, r0: int, r1: int, out) -> None:
+        """The scanned E-groups' rho rows of libraries ``r0 .. r1-1`` at every lag: per
+        batch of libraries one fused scan, then per group one pack (its E plane) and a
+        skill per lag (as :meth:`XmapEngine._block_scan` at one lag)."""
+        be, sc = self.be, self._scan_setup()
+        emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
+        groups = [g for g in self.groups if g.E in self._scan_Es]
+        acc = np.dtype(self.acc_dt).itemsize
+        mk = max(self._chunks[g.E][0].U * (g.k * (4 + acc) + acc) for g in groups)
+        per = self._scan_bytes(emax, nq, kmax, split) + mk
+
+        def batch(b0: int, b1: int) -> None:
+            nb, c0 = b1 - b0, r0 + b0
+            idx, dist, part = self._scan_bufs("s", nb, emax, nq, kmax, split)
+            KNN_SCAN.launch(be, sc.params, sc.spec, sc.xp_dev, sc.ints_dev, nq, sc.t0, nq, 0,
+                            idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
+            self._tables_bufs(nb, max(self._chunks[g.E][0].U for g in groups), emax + 1)
+            for g in groups:
+                ch = self._chunks[g.E][0]
+                sp = self._layout(g.k, self.weight, g.targets.size)
+                sspec, kr = self._program_spec(g.k, self.weight, sp)
+                tables = self._tables_bufs(nb, ch.U, g.k)
+                XMAP_SKILL.pack(be, sspec, idx, dist, kmax, emax * nq * kmax, sc.row0[g.E],
+                                ch.U, nb, 0, *tables, sp, k=kr, memo=self._kernels)
+                self._lag_rho(g, ch, tables, nb, 0, b0, out)  # (entries: library times)
+
+        run_blocked(be, batch, r1 - r0,
+                    block=int(max(1, min(max_batch(be.info), scan_table_budget(be.info) // per))),
+                    parameter="the series length (n) or E",
+                    what=f"fused-scan k-NN tables over lags (E=1..{emax}, {nq} rows per "
+                         "library)", nbytes=lambda nb: nb * per)
 
     # -- public ------------------------------------------------------------------------------
     def block_async(self, r0: int, r1: int, dst: np.ndarray | None = None
@@ -264,8 +381,10 @@ class XmapLagEngine(XmapEngine):
         out = be.empty((rows * nl * self.N,), np.float32)
         self.prebuild(rows)
         self._upload_lags()
+        if self._scan_Es:
+            self._scan_block(r0, r1, out)
         for g in self.groups:
-            for ch in self._chunks[g.E]:
+            for ch in [] if g.E in self._scan_Es else self._chunks[g.E]:
                 def batch(b0: int, b1: int, g=g, ch=ch) -> None:
                     self._lag_skills(g, ch, r0 + b0, b1 - b0, b0, out)
 
@@ -273,7 +392,7 @@ class XmapLagEngine(XmapEngine):
                 run_blocked(be, batch, rows, block=self._lag_batch_size(g, ch),
                             parameter="the series length (n), E or the range of lags",
                             what=f"cross-map k-NN tables over lags ({ch.U} rows x "
-                                 f"{ch.kw} neighbours per library)",
+                                 f"{g.k + ch.S} neighbours per library)",
                             nbytes=lambda nb, per=per: nb * per)
         wait = be.to_host_async(out, None if dst is None else dst.reshape(-1))
         return lambda: wait().reshape(shape)
