@@ -106,6 +106,30 @@ def test_scanned_groups_every_lag_is_the_single_tp_map(knn_method, dtype):
     assert_each_lag_single(X, lags, E=E, knn_method=knn_method, dtype=dtype)
 
 
+KNN_VARIANTS = [dict(VARIANT="vec", WG=8, TILE=32, QB=4, EA=0, INS="reg", FLAG=1),
+                dict(VARIANT="rows", WG=16, TILE=32, QB=1, EA=0, INS="reg", FLAG=1),
+                dict(VARIANT="rows", WG=16, TILE=64, QB=1, EA=0, INS="reg", FLAG=1, SLIDE=16),
+                dict(VARIANT="cols", WG=16, TILE=32, QB=16, EA=0, INS="local", FLAG=0),
+                dict(VARIANT="cols", WG=16, TILE=32, QB=8, EA=0, INS="mask", FLAG=0)]
+
+
+@pytest.mark.parametrize("params", KNN_VARIANTS, ids=lambda p: f"{p['VARIANT']}-{p['INS']}")
+def test_every_knn_variant_every_lag_is_the_single_tp_block(params):
+    """The lag engine's core and edge lists (accumulated distances) from each k-NN
+    variant: every lag's rows are the single-lag engine's, bit for bit."""
+    from clkernels import get_backend
+    from pyedmcl.xmap.engine import XmapEngine
+    from pyedmcl.xmap.lag_engine import XmapLagEngine
+    be = get_backend(CPU_DEVICE)
+    X = quantized(N=5).T.astype(np.float32)
+    E, lags = np.array([2, 3, 2, 4, 3]), np.array([-3, -1, 0, 2])
+    for kk in ("batched", "edm"):
+        got = XmapLagEngine(be, X, E, lags, Tp=0, knn_kernel=kk, knn_params=params).block(0, 5)
+        for a, lag in enumerate(lags):
+            one = XmapEngine(be, X, E, Tp=int(lag), knn_kernel=kk, knn_params=params)
+            np.testing.assert_array_equal(got[:, a], one.block(0, 5), err_msg=f"Tp={lag}")
+
+
 def test_lags_cut_into_chunks_are_the_single_tp_maps():
     """Lags whose one union table would keep more than the cap of neighbours run on
     several tables (chunks of neighbouring lags); each lag is still the single map's."""

@@ -272,7 +272,10 @@ class XmapLagEngine(XmapEngine):
         where a merge follows (the chunk has an edge)."""
         lib = ch.core if which == "core" else ch.edge
         K = g.k if which == "core" else ch.S
-        spec, p = self._knn(g.E, K, ch.U, ch.U * nb, is_contiguous(lib))
+        contiguous = is_contiguous(lib)
+        spec, p = self._knn(g.E, K, ch.U, ch.U * nb, contiguous)
+        if p.get("SLIDE", 0) and not contiguous:  # (fixed parameters: SLIDE needs a stretch)
+            p = {**p, "SLIDE": 0}
         return spec, ({**p, "RAW": 1} if ch.S else p)
 
     def _lists(self, g: _Group, ch: _Chunk, which: str, c0: int, nb: int
