@@ -127,7 +127,7 @@ def test_every_knn_variant_every_lag_is_the_single_tp_block(params):
         got = XmapLagEngine(be, X, E, lags, Tp=0, knn_kernel=kk, knn_params=params).block(0, 5)
         for a, lag in enumerate(lags):
             one = XmapEngine(be, X, E, Tp=int(lag), knn_kernel=kk, knn_params=params)
-            np.testing.assert_array_equal(got[:, a], one.block(0, 5), err_msg=f"Tp={lag}")
+            np.testing.assert_array_equal(got[a], one.block(0, 5), err_msg=f"Tp={lag}")
 
 
 def test_lags_cut_into_chunks_are_the_single_tp_maps():

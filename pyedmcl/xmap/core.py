@@ -775,27 +775,22 @@ def _xmap_lags(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJ
         for lag in nearest_zero_first(panel.lags):
             _check_rows(E_arr, panel.n, panel.tau, int(lag))
     N, lags = panel.N, panel.lags
-    mat = np.empty((N, lags.size, N), np.float32)  # (library, lag, target): blocks of rows
+    rho = np.empty((lags.size, N, N), np.float32)
 
-    def rows_of(b: int) -> np.ndarray:
-        return mat[blocks[b][1]:blocks[b][2]]
-
-    def sink(b: int, rows: np.ndarray) -> None:
-        if not np.shares_memory(rows, mat):
-            mat[blocks[b][1]:blocks[b][1] + rows.shape[0]] = rows
+    def sink(b: int, rows: np.ndarray) -> None:  # (lag, library rows of block b, target)
+        rho[:, blocks[b][1]:blocks[b][2]] = rows
 
     from .scheduler import run_local
     run_local(panel.X, blocks, "xmap", sink, devices=job.devices,
               spec=LagEngineSpec(spec, tuple(int(v) for v in lags)), E=E_arr,
-              backend=job.backend, progress=job.progress, dest=rows_of,
-              uploaded=panel.on_device, on_started=panel.start_check)
+              backend=job.backend, progress=job.progress, uploaded=panel.on_device,
+              on_started=panel.start_check)
     if not panel.float32_holds():  # warned: the same scan in float64
         return xmap(X, E=job.E, tau=panel.tau, Tp=[int(v) for v in lags], max_E=job.E_max,
                     block_rows=job.block_rows, devices=list(job.devices), backend=job.backend,
                     knn_method=job.knn_kernel, fma=job.fma, dtype="float64",
                     progress=job.progress)
-    return XmapLagResult(lags=lags, rho=np.ascontiguousarray(mat.transpose(1, 0, 2)), E=E_arr,
-                         names=panel.names, edim_rho=edim_rho)
+    return XmapLagResult(lags=lags, rho=rho, E=E_arr, names=panel.names, edim_rho=edim_rho)
 
 
 def _xmap_surrogates(job: XmapJob, panel: Panel, spec: EngineSpec,

@@ -13,11 +13,13 @@ inside its own rows (``knn/window.cl.mako``), finished as the knn kernel finishe
 The order is total and a pair's distance does not depend on the library around it, so
 those are the entries, in the order and with the distances, of the lag's own search:
 every lag's skill is ``pe.xmap(X, Tp=lag)``'s bit for bit (:class:`XmapLagEngine`).
-Where every lag keeps the same rows one search gives every lag's table. Lags whose edge
-would exceed :data:`MAX_LAG_EDGE` rows are cut into chunks of neighbouring lags, one
-search each. Then per lag the usual pack and fused skill
+Where every lag keeps the same rows (E lags of history already cut what the lags cut)
+one search gives every lag's table, packed once; such E-groups share one fused multi-E
+scan where the single-lag map would scan (:meth:`XmapLagEngine._lag_scan`). Lags whose
+edge would exceed :data:`MAX_LAG_EDGE` rows are cut into chunks of neighbouring lags,
+one search each. Then per lag the usual pack and fused skill
 (:class:`~pyedmcl.xmap.engine.XmapEngine`'s), rho of block row ``b``, lag ``a`` and
-target ``j`` at ``out[(b * n_lags + a) * N + j]``.
+target ``j`` at ``out[(a * rows + b) * N + j]`` (a block's rows at every lag).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class _LagRows:
     lo: int
     hi: int
     obs: np.ndarray
-    dev: dict = field(default_factory=dict)  # obs, ocol, shift on the device
+    dev: dict = field(default_factory=dict)  # obs, shift on the device
 
 
 @dataclass
@@ -151,7 +153,7 @@ def plan_chunks(n: int, E: int, tau: int, lags: np.ndarray, cap: int = MAX_LAG_E
 
 class XmapLagEngine(XmapEngine):
     """Row blocks of the map at every lag of ``lags`` (module docstring): ``block_async``
-    gives ``(rows, n_lags, N)``. Built on the engine of the lag nearest 0 (``Tp``: its
+    gives ``(n_lags, rows, N)``. Built on the engine of the lag nearest 0 (``Tp``: its
     E-groups' targets, layouts and kernels serve every lag)."""
 
     def __init__(self, be: Backend, X: np.ndarray, E: np.ndarray, lags: np.ndarray,
@@ -207,11 +209,11 @@ class XmapLagEngine(XmapEngine):
 
     # -- setup -------------------------------------------------------------------------------
     def _upload_lags(self) -> None:
-        """Each chunk's union points and each lag's observations, output columns and CCM
+        """Each chunk's union, core and edge points and each lag's observations and CCM
         shifts on the device (at the first block)."""
         if self._uploaded:
             return
-        be, N = self.be, self.N
+        be = self.be
         pairs = []
         for g in self.groups:
             for ch in self._chunks[g.E]:
@@ -219,19 +221,20 @@ class XmapLagEngine(XmapEngine):
                                if getattr(ch, w).size})
                 for r in ch.lags:
                     r.dev["obs"] = be.to_device(r.obs)
-                    r.dev["ocol"] = be.to_device((g.targets + r.a * N).astype(np.int32))
                     pairs.append((r, g))
         shifts = ccm_shifts_groups(self.X, [(r.obs, g.targets) for r, g in pairs],
                                    be.info.fp64)
         for (r, _), values in zip(pairs, shifts, strict=True):
-            r.dev["shift"] = be.to_device(values.astype(self.acc_dt))
+            r.dev["shift"] = be.to_device(values)
         self._uploaded = True
 
     def kernel_requests(self, rows: int) -> list[tuple]:
-        """The kernels a block launches: per E-group each chunk's core and edge k-NN, the
-        window merge, and the group's pack and skill (:meth:`XmapEngine.kernel_requests`'
-        without the fused scan)."""
-        be, reqs = self.be, [KNN.window_request(self.real)]
+        """The kernels a block launches: the fused scan of the groups it serves, per other
+        E-group each chunk's core and edge k-NN and the window merge, and every group's
+        pack and skill (as :meth:`XmapEngine.kernel_requests`)."""
+        be = self.be
+        edges = any(ch.S for chunks in self._chunks.values() for ch in chunks)
+        reqs = [KNN.window_request(self.real)] if edges else []
         if self.specialise_later and self._behind is None and self._runtime_k is None:
             self._choose_runtime_k()
         if self._scan_Es:
@@ -302,9 +305,10 @@ class XmapLagEngine(XmapEngine):
             be.copy_within(dist, b * U * K, one_d, 0, U * K)
         return idx, dist, K
 
-    def _lag_skills(self, g: _Group, ch: _Chunk, c0: int, nb: int, b0: int, out) -> None:
+    def _lag_skills(self, g: _Group, ch: _Chunk, c0: int, nb: int, b0: int,
+                    out: tuple[Any, int]) -> None:
         """Every lag of chunk ``ch``: libraries ``c0 .. c0+nb-1``'s tables and rho rows
-        ``b0 .. b0+nb-1`` of ``out``."""
+        ``b0 .. b0+nb-1`` of ``out`` (:meth:`_lag_rho`)."""
         be, k = self.be, g.k
         core = self._lists(g, ch, "core", c0, nb)
         edge = self._lists(g, ch, "edge", c0, nb) if ch.S else None
@@ -329,17 +333,18 @@ class XmapLagEngine(XmapEngine):
             self._lag_rho(g, ch, tables, nb, point_offset(g.E, self.tau), b0, out, [r])
 
     def _lag_rho(self, g: _Group, ch: _Chunk, tables: tuple, nb: int, toff: int, b0: int,
-                 out, lags: list[_LagRows] | None = None) -> None:
-        """rho rows ``b0 .. b0+nb-1`` of ``out`` at ``lags`` (default: the chunk's) from
-        packed ``tables`` of their rows, whose entries' targets are at ``entry + toff +
-        lag`` (kernel points: the E-group's offset; the scan's times: 0)."""
-        ldo = self.lags.size * self.N
+                 out: tuple[Any, int], lags: list[_LagRows] | None = None) -> None:
+        """rho rows ``b0 .. b0+nb-1`` at ``lags`` (default: the chunk's) from packed
+        ``tables`` of their rows, whose entries' targets are at ``entry + toff + lag``
+        (kernel points: the E-group's offset; the scan's times: 0), into ``out`` = (the
+        block's device buffer ``(n_lags, rows, N)``, ``rows``)."""
+        buf, rows = out
         for r in ch.lags if lags is None else lags:
             self._skill(g.k, self.weight, *tables, r.M, nb, toff + r.lag, g.tgt_dev,
-                        r.dev["ocol"], g.targets.size, r.dev["obs"], out, ldo, b0, group=g,
-                        shift=r.dev["shift"])
+                        g.tgt_dev, g.targets.size, r.dev["obs"], buf, self.N,
+                        r.a * rows + b0, group=g, shift=r.dev["shift"])
 
-    def _scan_block(self, r0: int, r1: int, out) -> None:
+    def _scan_block(self, r0: int, r1: int, out: tuple[Any, int]) -> None:
         """The scanned E-groups' rho rows of libraries ``r0 .. r1-1`` at every lag: per
         batch of libraries one fused scan, then per group one pack (its E plane) and a
         skill per lag (as :meth:`XmapEngine._block_scan` at one lag)."""
@@ -375,13 +380,14 @@ class XmapLagEngine(XmapEngine):
     def block_async(self, r0: int, r1: int, dst: np.ndarray | None = None
                     ) -> Callable[[], np.ndarray]:
         """Enqueue rows ``r0 .. r1-1`` at every lag and their read into ``dst`` (a
-        C-contiguous ``(r1 - r0, n_lags, N)`` float32 array; None: a new one); returns
+        C-contiguous ``(n_lags, r1 - r0, N)`` float32 array; None: a new one); returns
         the function that waits for them (as :meth:`XmapEngine.block_async`)."""
         be, rows, nl = self.be, r1 - r0, self.lags.size
-        shape = (rows, nl, self.N)
+        shape = (nl, rows, self.N)
         if dst is not None and dst.shape != shape:
             raise ValueError(f"dst must have shape {shape}, got {dst.shape}")
-        out = be.empty((rows * nl * self.N,), np.float32)
+        buf = be.empty((rows * nl * self.N,), np.float32)
+        out = (buf, rows)
         self.prebuild(rows)
         self._upload_lags()
         if self._scan_Es:
@@ -397,7 +403,7 @@ class XmapLagEngine(XmapEngine):
                             what=f"cross-map k-NN tables over lags ({ch.U} rows x "
                                  f"{g.k + ch.S} neighbours per library)",
                             nbytes=lambda nb, per=per: nb * per)
-        wait = be.to_host_async(out, None if dst is None else dst.reshape(-1))
+        wait = be.to_host_async(buf, None if dst is None else dst.reshape(-1))
         return lambda: wait().reshape(shape)
 
     def tables_ahead(self, r0: int, r1: int) -> bool:
