@@ -361,8 +361,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     (0: simultaneous, as in CCM), or a list or range of lags (negative allowed, each
     within ``-(L - 1) .. L - 1``): time-delayed cross maps of every pair, an
     :class:`~pyedmcl.xmap.lags.XmapLagResult` (``rho[lag, library, target]``,
-    ``best_lag``; each lag's matrix ``xmap(X, Tp=lag)``'s, the targets' E found once;
-    in memory, without surrogates). ``out``: a ``.zarr`` path to stream row blocks
+    ``best_lag``; each lag's matrix ``xmap(X, Tp=lag)``'s bit for bit, the targets' E
+    found once and one neighbour search per library series and E-group for every lag,
+    :mod:`pyedmcl.xmap.lags`; in memory, without surrogates). ``out``: a ``.zarr`` path to stream row blocks
     into (rerunning the same job resumes it, recomputing any block that fails its
     checksum; different parameters are refused unless ``overwrite``, which replaces
     only a store pyedmcl wrote; a second job on the same ``out`` is refused with
