@@ -91,19 +91,50 @@ def test_knn_methods_and_tau_every_lag_is_the_single_tp_map(opts):
     assert_each_lag_single(panel(L=80, N=4, seed=11), [-3, 0, 2], E=[2, 3, 1, 3], **opts)
 
 
+@pytest.mark.parametrize("E, lags, raw", [([4, 5, 6, 4, 5, 7], range(-3, 1), False),
+                                          ([4, 5, 6, 2, 5, 7], range(-3, 1), True),
+                                          ([4, 5, 6, 2, 5, 7], [-2, 0, 3], True)],
+                         ids=["no-edge", "edge", "mixed-lags"])
 @pytest.mark.parametrize("knn_method", [None, "scan"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_scanned_groups_every_lag_is_the_single_tp_map(knn_method, dtype):
-    """E-groups whose E lags of history already cut what the lags cut keep the same rows
-    at every lag: their tables come from one fused multi-E scan (here E 4..7; E=2 takes
-    the per-E kernel), over tied distances."""
+def test_scanned_groups_every_lag_is_the_single_tp_map(E, lags, raw, knn_method, dtype):
+    """Mixed E: every E-group's core lists from one fused multi-E scan over the lags'
+    union (its library the core), merged with each group's edge where it has one (the
+    scan's accumulated distances, RAW); where no group has an edge the scan's tables are
+    every lag's. Over tied distances."""
     from clkernels import get_backend
     from pyedmcl.xmap.lag_engine import XmapLagEngine
-    X, E, lags = quantized(N=6), [4, 5, 6, 2, 5, 7], range(-3, 1)
+    X = quantized(N=6)
     eng = XmapLagEngine(get_backend(CPU_DEVICE), X.T.astype(np.float32), np.array(E),
                         np.array(lags), tau=1, Tp=0, knn_kernel=knn_method)
-    assert eng._scan_Es == [4, 5, 6, 7]
+    assert eng._scan_Es == sorted(set(E))
+    assert bool(eng._scan_setup(inputs=False).params.get("RAW", 0)) == raw
     assert_each_lag_single(X, lags, E=E, knn_method=knn_method, dtype=dtype)
+
+
+SCAN_VARIANTS = [{"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0},
+                 {"WG": 8, "TILE": 16, "QB": 4, "SPLIT": 2, "INS": "qe", "VEC": 1, "ANY": 1},
+                 {"WG": 4, "TILE": 32, "QB": 4, "SPLIT": 1, "INS": "key", "VEC": 8, "ANY": 0}]
+
+
+@pytest.mark.parametrize("params", SCAN_VARIANTS, ids=lambda p: f"{p['INS']}-{p['SPLIT']}")
+def test_every_scan_variant_every_lag_is_the_single_tp_block(params, monkeypatch):
+    """The fused scan's accumulated distances (RAW) from each insertion mode and a split
+    scan's merge: every lag's rows are the single-lag engine's, bit for bit."""
+    import pyedmcl.kernels.xmap as xk
+    from clkernels import get_backend
+    from pyedmcl.xmap.engine import XmapEngine
+    from pyedmcl.xmap.lag_engine import XmapLagEngine
+    monkeypatch.setattr(xk.XMAP_SCAN, "params_for", lambda *a, sp=params: dict(sp))
+    be = get_backend(CPU_DEVICE)
+    X = quantized(N=5).T.astype(np.float32)
+    E, lags = np.array([2, 3, 2, 4, 3]), np.array([-3, -1, 0, 2])
+    eng = XmapLagEngine(be, X, E, lags, Tp=0, knn_kernel="scan")
+    got = eng.block(0, 5)
+    assert eng._scan_setup().params.get("RAW") == 1
+    for a, lag in enumerate(lags):
+        one = XmapEngine(be, X, E, Tp=int(lag), knn_kernel="batched")
+        np.testing.assert_array_equal(got[a], one.block(0, 5), err_msg=f"Tp={lag}")
 
 
 KNN_VARIANTS = [dict(VARIANT="vec", WG=8, TILE=32, QB=4, EA=0, INS="reg", FLAG=1),
@@ -168,9 +199,10 @@ def test_plan_chunks_rows_core_and_edge(tau):
 def test_window_kernel_merges_core_and_edge_lists():
     """knn/window.cl.mako against a host merge: the first k of the core list and the edge
     entries inside the window, by accumulated distance then tie key, finished (sqrt);
-    equal distances across the lists (ties) and short lists padded with -1 included."""
+    equal distances across the lists (ties), short lists padded with -1, a core list in
+    strided rows after an offset (a scan's E plane) and an edge list in shifted points."""
     from clkernels import get_backend
-    from pyedmcl.kernels.knn import KNN
+    from pyedmcl.kernels.knn import KNN, RawLists
     be = get_backend(CPU_DEVICE)
     rng = np.random.default_rng(4)
     nb, rows, kc, ke, k, row0, nq, lo, hi = 3, 24, 4, 6, 4, 2, 18, 5, 17
@@ -185,13 +217,20 @@ def test_window_kernel_merges_core_and_edge_lists():
         return (np.take_along_axis(idx, order, -1), np.take_along_axis(dist, order, -1))
 
     ci, cd = lists(kc, np.arange(0, 40, 2))  # (the two lists hold different points)
-    ei, ed = lists(ke, np.arange(1, 40, 2))
+    ei, ed = lists(ke, np.arange(5, 40, 2))  # (>= sh: shifted points stay points)
     ei[1, 4, 3:], ed[1, 4, 3:] = -1, np.inf  # a short edge list
     ci[0, 5, 2:], cd[0, 5, 2:] = -1, np.inf  # a short core list
-    out_i, out_d = be.empty((nb, nq, k), np.int32), be.empty((nb, nq, k), np.float32)
+    ld, off, sh = kc + 3, 5, 3  # core rows of ld entries after off; edge points - sh
+    cis = np.full((nb, off + rows * ld), 77, np.int32)
+    cds = np.full((nb, off + rows * ld), -1.0, np.float32)
+    cis[:, off:].reshape(nb, rows, ld)[:, :, :kc] = ci
+    cds[:, off:].reshape(nb, rows, ld)[:, :, :kc] = cd
     d = be.to_device
-    KNN.launch_window(be, "float", d(qpts), rows, row0, nq, nb, (d(ci), d(cd), kc),
-                      (d(ei), d(ed), ke), lo, hi, k, out_i, out_d)
+    out_i, out_d = be.empty((nb, nq, k), np.int32), be.empty((nb, nq, k), np.float32)
+    KNN.launch_window(be, "float", d(qpts), row0, nq, nb,
+                      RawLists(d(cis), d(cds), kc, ld, off + rows * ld, off),
+                      RawLists(d(np.where(ei >= 0, ei - sh, -1).astype(np.int32)), d(ed), ke,
+                               ke, rows * ke, 0, sh), lo, hi, k, out_i, out_d)
     want_i = np.full((nb, nq, k), -1, np.int32)
     want_d = np.full((nb, nq, k), np.inf, np.float32)
     for b in range(nb):
@@ -205,6 +244,11 @@ def test_window_kernel_merges_core_and_edge_lists():
                 want_i[b, q, j], want_d[b, q, j] = ll, np.sqrt(dd)
     np.testing.assert_array_equal(be.to_host(out_i), want_i)
     np.testing.assert_array_equal(be.to_host(out_d), want_d)
+    KNN.launch_window(be, "float", d(qpts), row0, nq, nb,  # no edge: the core, finished
+                      RawLists(d(cis), d(cds), kc, ld, off + rows * ld, off), None, lo, hi, k,
+                      out_i, out_d)
+    np.testing.assert_array_equal(be.to_host(out_i), ci[:, row0:row0 + nq, :k])
+    np.testing.assert_array_equal(be.to_host(out_d), np.sqrt(cd[:, row0:row0 + nq, :k]))
 
 
 def test_float32_check_falls_back_to_float64_at_every_lag():

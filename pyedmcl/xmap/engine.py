@@ -490,8 +490,14 @@ class XmapEngine:
             else:  # element offsets past int32: the host's padded copy
                 xp, ints, sc.ldx = batch_inputs(self.X, sc.qt, sc.qemax, pad, lanes, self.dt)
                 sc.xp_dev = self.be.to_device(xp)
-            sc.ints_dev = self.be.to_device(ints)
+            sc.ints_dev = self.be.to_device(self._scan_library(ints, sc))
         return sc
+
+    def _scan_library(self, ints: np.ndarray, sc: _ScanSetup) -> np.ndarray:
+        """The scan's int inputs (:func:`~pyedmcl.kernels.knn_scan.batch_ints`): here
+        every query row is a library row at each E it has the history for; a lag scan
+        narrows the library (:class:`~pyedmcl.xmap.lag_engine.XmapLagEngine`)."""
+        return ints
 
     def _scan_layout(self) -> _ScanSetup:
         be, n, tau = self.be, self.n, self.tau

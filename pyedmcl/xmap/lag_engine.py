@@ -33,7 +33,7 @@ import numpy as np
 from clkernels import Backend, run_blocked
 from clkernels.arrays import gather_request
 
-from ..kernels.knn import KNN, is_contiguous
+from ..kernels.knn import KNN, RawLists, is_contiguous
 from ..kernels.knn_scan import KNN_SCAN
 from ..kernels.xmap import (
     TABLE_BUDGET_CPU,
@@ -165,37 +165,47 @@ class XmapLagEngine(XmapEngine):
         self._chunks = {g.E: plan_chunks(self.n, g.E, self.tau, self.lags)
                         for g in self.groups}
         self._uploaded = False
-        #: the E-groups whose tables the fused scan makes (:meth:`_lag_scan`), its rows
-        self._scan_Es, self._scan_rows = self._lag_scan()
+        #: the E-groups whose core lists the fused scan makes, its query rows and which of
+        #: them are library rows (:meth:`_lag_scan`)
+        self._scan_Es, self._scan_rows, self._scan_core = self._lag_scan()
 
-    def _lag_scan(self) -> tuple[list[int], np.ndarray | None]:
-        """The E-groups whose tables come from one fused multi-E scan
-        (``knn_scan/knn_scan.cl.mako``) over the union of the lags' rows, and those rows
-        (at E = 1): the groups where every lag keeps the same rows (no edge: E lags of
-        history already cut what the lags cut), as the single-lag map would scan them
-        (:meth:`XmapEngine._use_scan`: ``knn_method`` "scan", or by default where it
-        saves work); the other groups take the per-E kernel."""
+    def _lag_scan(self) -> tuple[list[int], np.ndarray | None, np.ndarray | None]:
+        """The E-groups whose core lists come from one fused multi-E scan
+        (``knn_scan/knn_scan.cl.mako``), its query rows (the lags' union at E = 1) and
+        which of them are library rows (the core at E = 1: at each E the scan then keeps
+        the rows of both with E lags of history, the group's union and core), as the
+        single-lag map would scan (:meth:`XmapEngine._use_scan`: ``knn_method`` "scan",
+        or by default where it saves work); groups whose lags are cut into chunks, and
+        the rest where the scan does not apply, take the per-E kernel."""
         from ..kernels.knn_scan import MAX_FUSED_E
+        none = [], None, None
         if self.knn_choice in ("batched", "edm") or self.tau <= 0:
-            return [], None
-        Es = [g.E for g in self.groups if g.E <= MAX_FUSED_E and len(self._chunks[g.E]) == 1
-              and self._chunks[g.E][0].S == 0]
+            return none
+        Es = [g.E for g in self.groups if g.E <= MAX_FUSED_E and len(self._chunks[g.E]) == 1]
         if not Es:
-            return [], None
-        emb = ccm_valid_times(self.n, 1, self.tau, 0)
-        rows = emb[np.logical_or.reduce([(emb + lag >= 0) & (emb + lag < self.n)
-                                         for lag in self.lags])]
-        for E in Es:  # each group's rows: those of the union with E lags of history
-            own = self._chunks[E][0].pts + point_offset(E, self.tau)
-            r = int(np.searchsorted(rows, own[0]))
-            if not np.array_equal(rows[r:r + own.size], own):  # pragma: no cover
-                return [], None
+            return none
+        emb, spans = _spans(self.n, 1, self.tau, self.lags)
+        keep = np.zeros(emb.size, bool)
+        for a, e in spans:
+            keep[a:e] = True
+        rows, core = emb[keep], np.zeros(emb.size, bool)
+        core[int(spans[:, 0].max()):int(spans[:, 1].min())] = True
+        core = core[keep]
+        if not is_contiguous(rows):
+            return none
+        for E in Es:  # each group's union and core: the scan's rows with E lags of history
+            ch, off = self._chunks[E][0], point_offset(E, self.tau)
+            hist = rows >= (E - 1) * self.tau
+            if not (np.array_equal(rows[hist], ch.pts + off)
+                    and np.array_equal(rows[hist & core], ch.core + off)):  # pragma: no cover
+                return none
         if self.knn_choice == "scan" or self._scan_pays(Es, int(rows.size)):
-            return Es, rows
-        return [], None
+            return Es, rows, core
+        return none
 
     def _scan_layout(self) -> _ScanSetup:
-        """The fused scan's layout over the union's rows (:meth:`_lag_scan`)."""
+        """The fused scan's layout over the lags' union (:meth:`_lag_scan`); accumulated
+        distances (RAW) where a group's lists are merged with its edge."""
         qt, tau, emax = self._scan_rows, self.tau, max(self._scan_Es)
         nq = int(qt.size)
         row0 = {E: (E - 1) * nq + int(np.searchsorted(qt, self._chunks[E][0].pts[0]
@@ -204,8 +214,17 @@ class XmapLagEngine(XmapEngine):
         spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real,
                 "FMA": self.fma}
         params = XMAP_SCAN.params_for(self.be, spec, nq, nq)
+        if any(self._chunks[E][0].S for E in self._scan_Es):
+            params = {**params, "RAW": 1}
         return _ScanSetup(spec, params, nq, emax + 1, int(qt[0]), row0, qt,
                           np.minimum(qt // tau + 1, emax))
+
+    def _scan_library(self, ints: np.ndarray, sc: _ScanSetup) -> np.ndarray:
+        """The scan's library: the core's rows (its lanes' E masks zeroed elsewhere)."""
+        out = ints.copy()
+        lmask = out[3 * sc.nq:3 * sc.nq + sc.nq]  # (library lane li: time qt[li])
+        lmask[~self._scan_core] = 0
+        return out
 
     # -- setup -------------------------------------------------------------------------------
     def _upload_lags(self) -> None:
@@ -219,6 +238,7 @@ class XmapLagEngine(XmapEngine):
             for ch in self._chunks[g.E]:
                 ch.dev.update({w: be.to_device(getattr(ch, w)) for w in ("pts", "core", "edge")
                                if getattr(ch, w).size})
+                ch.dev["times"] = be.to_device(ch.pts + point_offset(g.E, self.tau))
                 for r in ch.lags:
                     r.dev["obs"] = be.to_device(r.obs)
                     pairs.append((r, g))
@@ -229,9 +249,9 @@ class XmapLagEngine(XmapEngine):
         self._uploaded = True
 
     def kernel_requests(self, rows: int) -> list[tuple]:
-        """The kernels a block launches: the fused scan of the groups it serves, per other
-        E-group each chunk's core and edge k-NN and the window merge, and every group's
-        pack and skill (as :meth:`XmapEngine.kernel_requests`)."""
+        """The kernels a block launches: the fused scan of the groups it serves, each
+        chunk's core (unless scanned) and edge k-NN and the window merge, and every
+        group's pack and skill (as :meth:`XmapEngine.kernel_requests`)."""
         be = self.be
         edges = any(ch.S for chunks in self._chunks.values() for ch in chunks)
         reqs = [KNN.window_request(self.real)] if edges else []
@@ -243,9 +263,10 @@ class XmapLagEngine(XmapEngine):
             if self._gathers_targets:
                 reqs.append(gather_request(self.x_dev.dtype))  # the padded panel
         for g in self.groups:
-            for ch in [] if g.E in self._scan_Es else self._chunks[g.E]:
+            for ch in self._chunks[g.E]:  # (a scanned group's core lists are the scan's)
                 nb = min(max(1, rows), self._lag_batch_size(g, ch))
-                for which in ("core", "edge") if ch.S else ("core",):
+                for which in (() if g.E in self._scan_Es else ("core",)) + (
+                        ("edge",) if ch.S else ()):
                     spec, p = self._list_params(g, ch, which, nb)
                     reqs.append(KNN.request(be, p, spec))
             sp = self._layout(g.k, self.weight, g.targets.size)
@@ -281,10 +302,9 @@ class XmapLagEngine(XmapEngine):
             p = {**p, "SLIDE": 0}
         return spec, ({**p, "RAW": 1} if ch.S else p)
 
-    def _lists(self, g: _Group, ch: _Chunk, which: str, c0: int, nb: int
-               ) -> tuple[Any, Any, int]:
-        """A chunk's ``which`` lists of libraries ``c0 .. c0+nb-1``: ``(idx, dist, K)``,
-        tables ``(nb, U, K)`` (:meth:`_list_params`)."""
+    def _lists(self, g: _Group, ch: _Chunk, which: str, c0: int, nb: int) -> RawLists:
+        """A chunk's ``which`` lists of libraries ``c0 .. c0+nb-1``, tables ``(nb, U, K)``
+        of the union's rows (:meth:`_list_params`), entries kernel points."""
         be, n, U = self.be, self.n, ch.U
         lib = ch.dev[which]
         nl = ch.core.size if which == "core" else ch.S
@@ -295,49 +315,66 @@ class XmapLagEngine(XmapEngine):
         if self.knn == "batched":
             KNN.launch(be, p, spec, self.x_dev, ch.dev["pts"], U, lib, nl, nb, 0, idx, dist,
                        xoff=c0 * n, series_stride=n)
-            return idx, dist, K
-        one_i = self._buf("oidx", (U, K), np.int32)  # "edm": one table a launch
-        one_d = self._buf("odist", (U, K), self.dt)
-        for b in range(nb):
-            KNN.launch(be, p, spec, self.x_dev, ch.dev["pts"], U, lib, nl, 1, 0, one_i, one_d,
-                       xoff=(c0 + b) * n, series_stride=n)
-            be.copy_within(idx, b * U * K, one_i, 0, U * K)
-            be.copy_within(dist, b * U * K, one_d, 0, U * K)
-        return idx, dist, K
+        else:
+            one_i = self._buf("oidx", (U, K), np.int32)  # "edm": one table a launch
+            one_d = self._buf("odist", (U, K), self.dt)
+            for b in range(nb):
+                KNN.launch(be, p, spec, self.x_dev, ch.dev["pts"], U, lib, nl, 1, 0, one_i,
+                           one_d, xoff=(c0 + b) * n, series_stride=n)
+                be.copy_within(idx, b * U * K, one_i, 0, U * K)
+                be.copy_within(dist, b * U * K, one_d, 0, U * K)
+        return RawLists(idx, dist, K, K, U * K)
 
     def _lag_skills(self, g: _Group, ch: _Chunk, c0: int, nb: int, b0: int,
-                    out: tuple[Any, int]) -> None:
+                    out: tuple[Any, int], core: RawLists | None = None) -> None:
         """Every lag of chunk ``ch``: libraries ``c0 .. c0+nb-1``'s tables and rho rows
-        ``b0 .. b0+nb-1`` of ``out`` (:meth:`_lag_rho`)."""
-        be, k = self.be, g.k
-        core = self._lists(g, ch, "core", c0, nb)
-        edge = self._lists(g, ch, "edge", c0, nb) if ch.S else None
+        ``b0 .. b0+nb-1`` of ``out`` (:meth:`_lag_rho`). ``core``: the core lists made
+        already (the fused scan's: entries are times, the edge's kernel points are
+        shifted to them), else made here by the per-E kernel (entries kernel points)."""
+        be, k, off = self.be, g.k, point_offset(g.E, self.tau)
+        scanned = core is not None
+        if core is None:
+            core = self._lists(g, ch, "core", c0, nb)
+            if not ch.S:  # finished: every lag keeps every row, one table for all
+                tables = self._tables_bufs(nb, ch.U, k)
+                self._pack(g, core.idx, core.dist, core.ld, core.bstride, 0, ch.U, nb, tables)
+                self._lag_rho(g, ch, tables, nb, off, b0, out)
+                return
+        sh = off if scanned else 0  # points -> the core's coordinates
+        edge = None
+        if ch.S:
+            e = self._lists(g, ch, "edge", c0, nb)
+            edge = RawLists(e.idx, e.dist, e.k, e.ld, e.bstride, 0, sh)
         m = max(r.M for r in ch.lags)
         lidx = self._buf("lidx", (nb, m, k), np.int32)  # (sized for the chunk's lags at once)
         ldist = self._buf("ldist", (nb, m, k), self.dt)
         self._tables_bufs(nb, m, k)
-        sp = self._layout(k, self.weight, g.targets.size)
-        sspec, kr = self._program_spec(k, self.weight, sp)
-        if edge is None:  # every lag keeps every row: one table, packed once, for all
-            tables = self._tables_bufs(nb, ch.U, k)
-            XMAP_SKILL.pack(be, sspec, core[0], core[1], k, ch.U * k, 0, ch.U, nb, 0, *tables,
-                            sp, k=kr, memo=self._kernels)
-            self._lag_rho(g, ch, tables, nb, point_offset(g.E, self.tau), b0, out)
-            return
-        for r in ch.lags:
-            tables = self._tables_bufs(nb, r.M, k)
-            KNN.launch_window(be, self.real, ch.dev["pts"], ch.U, r.r0, r.M, nb, core, edge,
-                              r.lo, r.hi, k, lidx, ldist)
-            XMAP_SKILL.pack(be, sspec, lidx, ldist, k, r.M * k, 0, r.M, nb, 0, *tables, sp,
-                            k=kr, memo=self._kernels)
-            self._lag_rho(g, ch, tables, nb, point_offset(g.E, self.tau), b0, out, [r])
+        qpts = ch.dev["times" if scanned else "pts"]
+        for r in ch.lags if edge is not None else ch.lags[:1]:
+            r0, M = (r.r0, r.M) if edge is not None else (0, ch.U)
+            tables = self._tables_bufs(nb, M, k)
+            KNN.launch_window(be, self.real, qpts, r0, M, nb, core, edge, r.lo + sh,
+                              r.hi + sh, k, lidx, ldist)
+            self._pack(g, lidx, ldist, k, M * k, 0, M, nb, tables)
+            # (no edge: one finished table of every row, each lag's)
+            self._lag_rho(g, ch, tables, nb, off - sh, b0, out,
+                          [r] if edge is not None else None)
+
+    def _pack(self, g: _Group, idx, dist, ldk: int, bstride: int, row0: int, M: int, nb: int,
+              tables: tuple) -> None:
+        """Weights of ``nb`` raw tables of ``M`` rows into packed ``tables``
+        (:meth:`~pyedmcl.kernels.xmap.XmapSkillKernel.pack`, the group's skill layout)."""
+        sp = self._layout(g.k, self.weight, g.targets.size)
+        sspec, kr = self._program_spec(g.k, self.weight, sp)
+        XMAP_SKILL.pack(self.be, sspec, idx, dist, ldk, bstride, row0, M, nb, 0, *tables, sp,
+                        k=kr, memo=self._kernels)
 
     def _lag_rho(self, g: _Group, ch: _Chunk, tables: tuple, nb: int, toff: int, b0: int,
                  out: tuple[Any, int], lags: list[_LagRows] | None = None) -> None:
         """rho rows ``b0 .. b0+nb-1`` at ``lags`` (default: the chunk's) from packed
         ``tables`` of their rows, whose entries' targets are at ``entry + toff + lag``
-        (kernel points: the E-group's offset; the scan's times: 0), into ``out`` = (the
-        block's device buffer ``(n_lags, rows, N)``, ``rows``)."""
+        (kernel points: the E-group's offset; times: 0), into ``out`` = (the block's
+        device buffer ``(n_lags, rows, N)``, ``rows``)."""
         buf, rows = out
         for r in ch.lags if lags is None else lags:
             self._skill(g.k, self.weight, *tables, r.M, nb, toff + r.lag, g.tgt_dev,
@@ -346,14 +383,17 @@ class XmapLagEngine(XmapEngine):
 
     def _scan_block(self, r0: int, r1: int, out: tuple[Any, int]) -> None:
         """The scanned E-groups' rho rows of libraries ``r0 .. r1-1`` at every lag: per
-        batch of libraries one fused scan, then per group one pack (its E plane) and a
-        skill per lag (as :meth:`XmapEngine._block_scan` at one lag)."""
+        batch of libraries one fused scan (every group's core lists), then per group its
+        edge and its lags' tables (:meth:`_lag_skills`); without an edge anywhere the
+        scan's tables are every lag's, packed once (as :meth:`XmapEngine._block_scan`)."""
         be, sc = self.be, self._scan_setup()
         emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
         groups = [g for g in self.groups if g.E in self._scan_Es]
-        acc = np.dtype(self.acc_dt).itemsize
-        mk = max(self._chunks[g.E][0].U * (g.k * (4 + acc) + acc) for g in groups)
-        per = self._scan_bytes(emax, nq, kmax, split) + mk
+        item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
+        per = self._scan_bytes(emax, nq, kmax, split) + max(
+            self._chunks[g.E][0].U * (g.k * (4 + acc) + acc + (g.k + self._chunks[g.E][0].S)
+                                       * (4 + item)) for g in groups)
+        plane = emax * nq * kmax
 
         def batch(b0: int, b1: int) -> None:
             nb, c0 = b1 - b0, r0 + b0
@@ -363,12 +403,13 @@ class XmapLagEngine(XmapEngine):
             self._tables_bufs(nb, max(self._chunks[g.E][0].U for g in groups), emax + 1)
             for g in groups:
                 ch = self._chunks[g.E][0]
-                sp = self._layout(g.k, self.weight, g.targets.size)
-                sspec, kr = self._program_spec(g.k, self.weight, sp)
-                tables = self._tables_bufs(nb, ch.U, g.k)
-                XMAP_SKILL.pack(be, sspec, idx, dist, kmax, emax * nq * kmax, sc.row0[g.E],
-                                ch.U, nb, 0, *tables, sp, k=kr, memo=self._kernels)
-                self._lag_rho(g, ch, tables, nb, 0, b0, out)  # (entries: library times)
+                if not sc.params.get("RAW", 0):  # no edge: every lag's (entries: times)
+                    tables = self._tables_bufs(nb, ch.U, g.k)
+                    self._pack(g, idx, dist, kmax, plane, sc.row0[g.E], ch.U, nb, tables)
+                    self._lag_rho(g, ch, tables, nb, 0, b0, out)
+                    continue
+                core = RawLists(idx, dist, g.k, kmax, plane, sc.row0[g.E] * kmax)
+                self._lag_skills(g, ch, c0, nb, b0, out, core)
 
         run_blocked(be, batch, r1 - r0,
                     block=int(max(1, min(max_batch(be.info), scan_table_budget(be.info) // per))),
