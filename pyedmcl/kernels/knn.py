@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -329,6 +329,46 @@ class KnnKernel(TunableKernel):
                                             "METRIC": spec["METRIC"], "NB": nb}, "knn_merge")
         return be.launch(k, (round_up(max(nq, 1), wg),), (wg,), q_dev, np.int32(nq), in_idx,
                          in_dist, out_idx, out_dist)
+
+    @staticmethod
+    def window_request(real: str, metric: str = "euclidean") -> tuple:
+        """The kernel :meth:`launch_window` builds, as ``(template, params, name)``."""
+        return ("knn/window.cl.mako", {"REAL": real, "METRIC": metric}, "knn_window")
+
+    def launch_window(self, be: Backend, real: str, q_dev, row0: int, nq: int, nb: int,
+                      core: RawLists, edge: RawLists | None, lo: int, hi: int, k: int,
+                      out_idx, out_dist, metric: str = "euclidean"):
+        """The k-NN tables ``(nb, nq, k)`` of a library window from two lists per query
+        (``knn/window.cl.mako``), :class:`RawLists` of accumulated distances (:meth:`launch`
+        or the fused scan with ``RAW=1``) of queries ``q_dev[row0 .. row0 + nq - 1]``: the
+        core over points that all serve, the edge over every other point (its list
+        whole; None: the core alone, finished). The window's library is the core points
+        and the edge points ``lo .. hi - 1`` (points as ``q_dev``'s): the table
+        :meth:`launch` gives over it, bit for bit, where the core list holds ``k``."""
+        wg = 64
+        kern = be.kernel(*self.window_request(real, metric))
+        lists = []
+        for li in (core, edge if edge is not None else RawLists(core.idx, core.dist, 0, 0, 0)):
+            lists += [li.idx, li.dist, np.int32(li.k), np.int32(li.ld), np.uint64(li.bstride),
+                      np.uint64(li.off), np.int32(li.shift)]
+        return be.launch(kern, (round_up(max(nq, 1), wg), nb), (wg, 1), q_dev, np.int32(row0),
+                         np.int32(nq), np.int32(lo), np.int32(hi), np.int32(k), *lists,
+                         out_idx, out_dist)
+
+
+class RawLists(NamedTuple):
+    """Sorted k-NN lists of accumulated distances on the device for
+    :meth:`KnnKernel.launch_window`: query row ``r`` of library ``b`` holds ``k`` entries
+    from ``b * bstride + off + r * ld`` (``idx``, ``dist``); entry ``l`` stands for point
+    ``l + shift``."""
+
+    idx: Any
+    dist: Any
+    k: int
+    ld: int
+    bstride: int
+    off: int = 0
+    shift: int = 0
 
 
 def chunk_layout(nl: int, chunks: int) -> tuple[int, int, int]:

@@ -28,7 +28,7 @@ from clkernels.collector import collector_quiet
 
 from .._deprecation import renamed_keywords
 from .._outputs import locks_output
-from ..primitives.ranges import ccm_valid_times, check_tau
+from ..primitives.ranges import ccm_valid_times, check_lags, check_tau
 from ..validation import (
     check_dtype,
     check_frame_time,
@@ -39,7 +39,8 @@ from ..validation import (
 )
 from .head_start import HeadStart, engine_maker
 from .job import EngineSpec, HeadAssumption, Panel, XmapJob
-from .lags import XmapLagResult, xmap_lags
+from .lag_engine import LagEngineSpec
+from .lags import XmapLagResult, nearest_zero_first, refuse_lag_options
 from .results import XmapResult
 from .smap_map import check_smap_options, refuse_smap_options, smap_result
 
@@ -178,7 +179,7 @@ def _head_start(early: list[Any], uploads: list[Any], rows: np.ndarray, job: Xma
     start's engines; None where it does not apply, or where a parameter is invalid (the
     map refuses it after the pass, in its usual order)."""
     if not early or len(early) != len(job.devices) or job.knn_kernel not in (
-            None, "edm", "batched", "scan") or job.method != "simplex":
+            None, "edm", "batched", "scan") or job.method != "simplex" or job.lags is not None:
         return None
     N, n = rows.shape
     try:
@@ -360,8 +361,9 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     (0: simultaneous, as in CCM), or a list or range of lags (negative allowed, each
     within ``-(L - 1) .. L - 1``): time-delayed cross maps of every pair, an
     :class:`~pyedmcl.xmap.lags.XmapLagResult` (``rho[lag, library, target]``,
-    ``best_lag``; each lag's matrix ``xmap(X, Tp=lag)``'s, the targets' E found once;
-    in memory, without surrogates). ``out``: a ``.zarr`` path to stream row blocks
+    ``best_lag``; each lag's matrix ``xmap(X, Tp=lag)``'s bit for bit, the targets' E
+    found once and one neighbour search per library series and E-group for every lag,
+    :mod:`pyedmcl.xmap.lags`; in memory, without surrogates). ``out``: a ``.zarr`` path to stream row blocks
     into (rerunning the same job resumes it, recomputing any block that fails its
     checksum; different parameters are refused unless ``overwrite``, which replaces
     only a store pyedmcl wrote; a second job on the same ``out`` is refused with
@@ -402,17 +404,10 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
     (required by, and only valid with, "smap"; :mod:`pyedmcl.xmap.smap_map`), on one
     device, without surrogates or ``scheduler``.
     """
-    if np.ndim(Tp) > 0 or isinstance(Tp, range):  # a lag scan: one map per lag
-        if method != "simplex":
-            raise ValueError(f"Tp as a list of lags takes method='simplex' only (got "
-                             f"method={method!r}); run one S-map map per lag")
-        return xmap_lags(xmap, X, Tp, panel_with_extremes(X, np.float32)[0].shape[1], E,
-                         tau=tau, max_E=max_E, out=out, block_rows=block_rows, device=device,
-                         devices=devices, backend=backend, scheduler=scheduler,
-                         n_workers=n_workers, overwrite=overwrite, progress=progress,
-                         knn_method=knn_method, fma=fma, dtype=dtype, surrogates=surrogates,
-                         surrogate_method=surrogate_method,
-                         surrogate_options=surrogate_options, seed=seed)
+    lags = None
+    if np.ndim(Tp) > 0 or isinstance(Tp, range):  # a lag scan (pyedmcl.xmap.lags)
+        refuse_lag_options(method=method, out=out, scheduler=scheduler, surrogates=surrogates)
+        lags, Tp = Tp, 0  # (the lags are checked against the panel's length)
     heads: list[tuple[HeadStart, HeadAssumption]] = []  # (the map's head start, if any)
     # in memory, no full collection stalls the host's feeding of the devices (a store's
     # job may run for hours: its collector is left alone)
@@ -425,12 +420,12 @@ def xmap(X: Any, *, E: Any = "auto", tau: int = 1, Tp: int = 0, max_E: int = 20,
                        knn_kernel=knn_method, fma=fma, dtype=dtype, surrogates=surrogates,
                        surrogate_method=surrogate_method,
                        surrogate_options=surrogate_options, seed=seed, method=method,
-                       theta=theta, exclusion_radius=exclusion_radius)
+                       theta=theta, exclusion_radius=exclusion_radius, lags=lags)
             if dtype is None and job.fp64 and job.dtype == np.float32 and (
                     job.out is None or "dtype" not in _stored_params(job.out)) \
                     and decimal_panel(X):
                 job = dataclasses.replace(job, dtype=np.dtype(np.float64))
-            return _xmap(X, heads, job)
+            return _xmap(X, heads, job) if lags is None else _xmap_lags(X, heads, job)
     finally:
         for head, _ in heads:
             head.release()
@@ -466,7 +461,7 @@ def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block
          n_workers: Any, overwrite: bool, progress: bool, knn_kernel: str | None,
          fma: bool | None, dtype: Any, surrogates: Any, surrogate_method: str,
          surrogate_options: dict | None, seed: Any, method: str = "simplex",
-         theta: Any = None, exclusion_radius: Any = 0) -> XmapJob:
+         theta: Any = None, exclusion_radius: Any = 0, lags: Any = None) -> XmapJob:
     """:func:`xmap`'s options validated (in the order they are refused) and resolved:
     the devices (the measured default runtime), a resumed store's ``block_rows``,
     ``fma``, ``dtype`` and ``seed``, the FMA default of the devices. Those checked
@@ -513,7 +508,7 @@ def _job(*, E: Any, tau: Any, Tp: Any, max_E: Any, out: str | Path | None, block
                    knn_kernel=knn_kernel, fma=bool(fma), dtype=dt, fp64=fp64,
                    surrogates=surrogates, surrogate_method=surrogate_method,
                    surrogate_options=surrogate_options, seed=seed, method=method,
-                   theta=theta, exclusion_radius=exclusion_radius)
+                   theta=theta, exclusion_radius=exclusion_radius, lags=lags)
 
 
 def _xmap(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob) -> XmapResult:
@@ -603,11 +598,12 @@ def _read_panel(X: Any, job: XmapJob, heads: list[tuple[HeadStart, HeadAssumptio
         X, dtype=np.float64, then=standardiser if standardises(dt) and not surrogates else None)
     N, n = X64.shape
     tau = check_tau(job.tau)
-    Tp = check_int(job.Tp, "Tp", -(n - 1), n - 1)
+    Tp, lags = _panel_lags(job, n)
     E_arr = _resolve_E(job.E, N, n)
     if E_arr is not None:  # (E="auto" refuses constant series: no E fits them)
         warn_constant(X64, names, "xmap", ptp=extremes[0] - extremes[1])
-        _check_rows(E_arr, n, tau, Tp)
+        for lag in ([Tp] if lags is None else nearest_zero_first(lags)):
+            _check_rows(E_arr, n, tau, int(lag))
     check_no_duplicates(X64, names, extremes[0] - extremes[1])
 
     # in memory, the float32 merge check runs beside the map (a store or a cluster
@@ -639,7 +635,18 @@ def _read_panel(X: Any, job: XmapJob, heads: list[tuple[HeadStart, HeadAssumptio
     # N x N streams
     return Panel(X=Xr, names=names, tau=tau, Tp=Tp, E=E_arr, real=prep.real, dtype=prep.dtype,
                  float32_holds=prep.float32_holds, start_check=prep.start_check,
-                 on_device=on_device, writes=writes, surrogates=surr_panel)
+                 on_device=on_device, writes=writes, surrogates=surr_panel, lags=lags)
+
+
+def _panel_lags(job: XmapJob, n: int) -> tuple[int, np.ndarray | None]:
+    """The map's ``Tp`` checked against the series length ``n`` and, for a lag scan, its
+    lags (ascending) and the lag nearest 0 as ``Tp`` (it leaves the most rows: a given E
+    is checked there first, then at the lags farther out, naming the first that does not
+    fit)."""
+    if job.lags is None:
+        return check_int(job.Tp, "Tp", -(n - 1), n - 1), None
+    lags = check_lags(job.lags, n, "Tp")
+    return int(nearest_zero_first(lags)[0]), lags
 
 
 def _open_store(job: XmapJob, panel: Panel, block_rows: int) -> Any:
@@ -749,6 +756,42 @@ def _matrix(job: XmapJob, panel: Panel, spec: EngineSpec, blocks: list[tuple[int
                                uploaded=panel.on_device, engines=engines, claimed=claimed,
                                on_started=panel.start_check)
     return (store.rho if store is not None else mat), counts
+
+
+def _xmap_lags(X: Any, heads: list[tuple[HeadStart, HeadAssumption]], job: XmapJob
+               ) -> XmapLagResult:
+    """:func:`xmap` with ``Tp`` a list of lags (:mod:`pyedmcl.xmap.lags`): the host pass
+    and the optimal E as the map at the lag nearest 0 has them, then the matrices of every
+    lag in one pass over the row blocks (:class:`~pyedmcl.xmap.lag_engine.XmapLagEngine`:
+    one neighbour search per library and E-group for all lags). In memory only."""
+    panel = _read_panel(X, job, heads)
+    _, blocks = _row_blocks(panel.N, job.block_rows, job.devices, job.backend, None, None)
+    if job.knn_kernel not in (None, "edm", "batched", "scan"):
+        raise ValueError(f"knn_method={job.knn_kernel!r} is invalid; allowed: None, 'edm', "
+                         "'batched', 'scan'")
+    spec = EngineSpec(tau=panel.tau, Tp=panel.Tp, knn_kernel=job.knn_kernel, fma=job.fma,
+                      real=panel.real)
+    E_arr, edim_rho = _optimal_E(job, panel, spec, blocks, None, None)
+    if panel.E is None:  # found here: checked at every lag (a given E was, by the pass)
+        for lag in nearest_zero_first(panel.lags):
+            _check_rows(E_arr, panel.n, panel.tau, int(lag))
+    N, lags = panel.N, panel.lags
+    rho = np.empty((lags.size, N, N), np.float32)
+
+    def sink(b: int, rows: np.ndarray) -> None:  # (lag, library rows of block b, target)
+        rho[:, blocks[b][1]:blocks[b][2]] = rows
+
+    from .scheduler import run_local
+    run_local(panel.X, blocks, "xmap", sink, devices=job.devices,
+              spec=LagEngineSpec(spec, tuple(int(v) for v in lags)), E=E_arr,
+              backend=job.backend, progress=job.progress, uploaded=panel.on_device,
+              on_started=panel.start_check)
+    if not panel.float32_holds():  # warned: the same scan in float64
+        return xmap(X, E=job.E, tau=panel.tau, Tp=[int(v) for v in lags], max_E=job.E_max,
+                    block_rows=job.block_rows, devices=list(job.devices), backend=job.backend,
+                    knn_method=job.knn_kernel, fma=job.fma, dtype="float64",
+                    progress=job.progress)
+    return XmapLagResult(lags=lags, rho=rho, E=E_arr, names=panel.names, edim_rho=edim_rho)
 
 
 def _xmap_surrogates(job: XmapJob, panel: Panel, spec: EngineSpec,

@@ -241,19 +241,22 @@ class XmapEngine:
         self._runtime_k, self._layouts, self._kernels = None, {}, {}
 
     # -- setup -------------------------------------------------------------------------------
-    def _group(self, E: int) -> _Group:
+    def _group(self, E: int, Tp: int | None = None) -> _Group:
+        """The E-group's targets and CCM rows at cross-map lag ``Tp`` (None: the
+        engine's)."""
         be = self.be
-        times = ccm_valid_times(self.n, E, self.tau, self.Tp)
+        Tp = self.Tp if Tp is None else int(Tp)
+        times = ccm_valid_times(self.n, E, self.tau, Tp)
         M = int(times.size)
         k = E + 1  # CCM's neighbours; too few rows for them is refused (as pyedmcl.ccm)
         if M < k + 1:
             raise ValueError(f"series of {self.n} values leave {M} usable rows for E={E}, "
-                             f"tau={self.tau}, Tp={self.Tp}; needs at least E+2 = {k + 1}")
+                             f"tau={self.tau}, Tp={Tp}; needs at least E+2 = {k + 1}")
         off = point_offset(E, self.tau)
         targets = np.flatnonzero(self.E == E).astype(np.int32)
-        return _Group(be=be, E=E, k=k, M=M, tshift=off + self.Tp, targets=targets,
+        return _Group(be=be, E=E, k=k, M=M, tshift=off + Tp, targets=targets,
                       contiguous=is_contiguous(times), pts=(times - off).astype(np.int32),
-                      obs=(times + self.Tp).astype(np.int32))
+                      obs=(times + Tp).astype(np.int32))
 
     def _skill_spec(self, k: int, weight: str | None = None) -> dict:
         """The ``xmap_skill`` family's spec (``pack`` and ``xmap_skill``) for tables of k."""
@@ -396,13 +399,18 @@ class XmapEngine:
 
     def _skill(self, k: int, weight: str, tidx, tw, tden, nq: int, nb: int, tshift: int,
                tgt_dev, ocol_dev, ntg: int, obs_dev, out, ldo: int, orow: int,
-               diag: bool = False, group: _Group | None = None) -> None:
+               diag: bool = False, group: _Group | None = None, shift: Any = None) -> None:
+        """rho of ``nb`` packed tables into ``out`` (:meth:`~pyedmcl.kernels.xmap.XmapSkillKernel.launch`);
+        ``group``: the E-group whose targets are read (time-major where the layout reads
+        so) and whose CCM shifts are taken, unless ``shift`` gives them (another lag's
+        observations, :mod:`pyedmcl.xmap.lags`)."""
         sp = self._layout(k, weight, ntg, diag)
         spec, kr = self._program_spec(k, weight, sp)
         y, ldy = (self._lanes_y(group, lane_tile(sp)) if reads_time_major(sp)
                   else (self.x_dev, self.n))
-        shift = None
-        if fixed_shift(spec, sp):  # CCM's reduction: each target's shift (as pyedmcl.ccm's)
+        if not fixed_shift(spec, sp):
+            shift = None
+        elif shift is None:  # CCM's reduction: each target's shift (as pyedmcl.ccm's)
             if group.shift is None:
                 self._upload_shifts()
             shift = group.shift
@@ -439,7 +447,13 @@ class XmapEngine:
                 raise ValueError("knn_method='scan' needs tau > 0, E <= 32 and series long "
                                  "enough for E + 1 neighbours in every E-group")
             return True
-        if not (ok and len(Es) >= 2 and sum(Es) >= 2 * max(Es)):
+        return ok and self._scan_pays(Es, int(ccm_valid_times(self.n, 1, self.tau,
+                                                                  self.Tp).size))
+
+    def _scan_pays(self, Es: list[int], nq: int) -> bool:
+        """Whether the fused scan saves work over the per-E kernels for E-groups ``Es``
+        of ``nq`` rows (at E = 1) by default (:meth:`_use_scan`)."""
+        if not (len(Es) >= 2 and sum(Es) >= 2 * max(Es)):
             return False
         if self.be.info.is_gpu:
             return True
@@ -450,7 +464,6 @@ class XmapEngine:
         # private lists, win (decisions 0049, 0076)
         spec = {"EMAX": max(Es), "TAU": self.tau, "KNN": 0, "METRIC": "euclidean",
                 "REAL": self.real}
-        nq = int(ccm_valid_times(self.n, 1, self.tau, self.Tp).size)
         if XMAP_SCAN.params_for(self.be, spec, nq, nq)["INS"] == "key":
             return True
         source = lookup(XMAP_SCAN, self.be.info, XMAP_SCAN.spec_bucket(spec),
@@ -477,8 +490,14 @@ class XmapEngine:
             else:  # element offsets past int32: the host's padded copy
                 xp, ints, sc.ldx = batch_inputs(self.X, sc.qt, sc.qemax, pad, lanes, self.dt)
                 sc.xp_dev = self.be.to_device(xp)
-            sc.ints_dev = self.be.to_device(ints)
+            sc.ints_dev = self.be.to_device(self._scan_library(ints, sc))
         return sc
+
+    def _scan_library(self, ints: np.ndarray, sc: _ScanSetup) -> np.ndarray:
+        """The scan's int inputs (:func:`~pyedmcl.kernels.knn_scan.batch_ints`): here
+        every query row is a library row at each E it has the history for; a lag scan
+        narrows the library (:class:`~pyedmcl.xmap.lag_engine.XmapLagEngine`)."""
+        return ints
 
     def _scan_layout(self) -> _ScanSetup:
         be, n, tau = self.be, self.n, self.tau

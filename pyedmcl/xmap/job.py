@@ -50,6 +50,9 @@ class XmapJob:
     method: str = "simplex"  # or "smap" (pyedmcl.xmap.smap_map)
     theta: float | None = None  # S-map's localisation (method "smap" only)
     exclusion_radius: int = 0  # S-map's (method "smap" only)
+    #: ``Tp`` as a list or range of lags, as given (checked against the panel's length;
+    #: ``Tp`` is then 0): a lag scan (:mod:`pyedmcl.xmap.lags`); None: one map at ``Tp``
+    lags: Any = None
 
     @property
     def in_memory(self) -> bool:
@@ -110,6 +113,8 @@ class Panel:
     on_device: list[Any] | None  # per device of the job, X already there, or None
     writes: list[Any]  # handles of those uploads: held until the map has run
     surrogates: np.ndarray | None  # the surrogate targets' panel
+    #: a lag scan's lags (ascending; ``Tp`` the one nearest 0), else None
+    lags: np.ndarray | None = None
 
     @property
     def N(self) -> int:

@@ -5,12 +5,20 @@ each lag, as ``pe.ccm(x, y, Tp=[...])`` does for one pair (Ye et al. 2015, Sci R
 5:14750: a driver's imprint on the affected series' manifold is best read at a lag
 <= 0; a peak at a positive lag marks synchrony, the reverse artefact).
 
-The embedding dimension of each target is found once (its Simplex scan does not depend
-on the cross-map lag) and every lag's matrix is the one ``pe.xmap(X, Tp=lag)`` gives on
-the same device in the same dtype: each lag's library is its own valid rows (a library
-row needs its target ``t + lag`` inside the data, as pyEDM's ``CCM(Tp=lag)``), so the
-k-NN tables of a library series are those of its lag. The device programs are built
-once and cached across the lags.
+One pass for every lag: the host pass over the panel and the embedding dimension of each
+target are those of the map at the lag nearest 0 (the E scan does not depend on the
+cross-map lag), and the neighbours of a library state do not depend on the lag either,
+so each library series and E-group takes one k-NN search over the union of the lags'
+rows; each lag then reads its own table off it and runs only the pack and the fused
+skill (:mod:`pyedmcl.xmap.lag_engine`). Every lag's matrix is the one
+``pe.xmap(X, Tp=lag)`` gives on the same device in the same dtype, bit for bit: each
+lag's library is its own valid rows (a library row needs its target ``t + lag`` inside
+the data, as pyEDM's ``CCM(Tp=lag)``), and the first k neighbours of a wider table that
+lie in those rows are, in the knn kernel's total order and with its distances, the k of
+the lag's own search. Every ``knn_method`` runs the per-E k-NN kernel here ("scan", the
+fused multi-E scan, gives the same tables; its checks still apply). A map whose float32
+check fails reruns every lag in float64, as the single-lag map does. In memory only:
+``out``, ``scheduler`` and ``surrogates`` are refused, as is ``method="smap"``.
 """
 
 from __future__ import annotations
@@ -19,8 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-
-from ..primitives.ranges import check_lags
 
 
 @dataclass
@@ -103,23 +109,19 @@ class XmapLagResult:
                           attrs=attrs)
 
 
-def xmap_lags(xmap: Any, X: Any, Tp: Any, n: int, E: Any, **options: Any) -> XmapLagResult:
-    """``xmap(X, Tp=lag, E=..., **options)`` at every lag of ``Tp`` (checked against the
-    series length ``n``), the targets' E found by the first lag's map and given to the
-    others. In memory only: ``out``, ``scheduler`` and ``surrogates`` are refused."""
-    lags = check_lags(Tp, n, "Tp")
-    for key, off in (("out", None), ("scheduler", None), ("surrogates", 0)):
-        if options.get(key, off) not in (off,):
+def nearest_zero_first(lags: np.ndarray) -> np.ndarray:
+    """``lags`` by distance from 0 (ties in their order): the first leaves the most rows,
+    so an E that does not fit is refused at the nearest lag that cannot embed it."""
+    return lags[np.argsort(np.abs(lags), kind="stable")]
+
+
+def refuse_lag_options(*, method: str, out: Any, scheduler: Any, surrogates: Any) -> None:
+    """Refuse what a lag scan does not take (it is computed in memory, Simplex only)."""
+    if method != "simplex":
+        raise ValueError(f"Tp as a list of lags takes method='simplex' only (got "
+                         f"method={method!r}); run one S-map map per lag")
+    for key, value, off in (("out", out, None), ("scheduler", scheduler, None),
+                            ("surrogates", surrogates, 0)):
+        if value is not off and value != off:
             raise ValueError(f"Tp as a list of lags is computed in memory without "
                              f"surrogates; {key}= is not supported with it (give one Tp)")
-    # the lag nearest 0 first: it leaves the most rows, so an E the data cannot embed
-    # at the farther lags is refused there, naming their Tp
-    order = np.argsort(np.abs(lags), kind="stable")
-    first = xmap(X, Tp=int(lags[order[0]]), E=E, **options)
-    N = int(np.shape(first.rho)[0])
-    rho = np.empty((lags.size, N, N), np.float32)
-    rho[order[0]] = np.asarray(first.rho)
-    for a in order[1:]:
-        rho[a] = np.asarray(xmap(X, Tp=int(lags[a]), E=np.asarray(first.E), **options).rho)
-    return XmapLagResult(lags=lags, rho=rho, E=np.asarray(first.E), names=first.names,
-                         edim_rho=first.edim_rho, labels=first.labels)

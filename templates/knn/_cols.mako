@@ -183,7 +183,7 @@ ${parts.store(k)}\
         if (q < nq) {
             const int l = topi[i][k];
             out_idx[((size_t)b * nq + q) * K + k] = l;
-            out_dist[((size_t)b * nq + q) * K + k] = l < 0 ? INFINITY : ${metric.finish(METRIC, "topd[i][k]")};
+            out_dist[((size_t)b * nq + q) * K + k] = l < 0 ? INFINITY : ${"topd[i][k]" if context.get("RAW", 0) else metric.finish(METRIC, "topd[i][k]")};
         }
     }
 % endif

@@ -1,8 +1,9 @@
 ## knn_scan's INS "key" kernel (_keys.mako), after its main pass: each E's list written
 ## out as (EMAX, nq, KMAX) tables (KS: K per E; LW, VL: the lists' key-vector lanes and
-## count, PACK: float32 packed keys).
+## count, PACK: float32 packed keys); RAW=1 (given only then): accumulated distances.
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%def name="tables(KS, LW, VL, PACK)">\
+<% RAW = context.get("RAW", 0) %>\
     /* out: (EMAX, nq, KMAX), the finished tables (cold code: per E one copy of its list
        into private memory, then a loop; unrolled per entry it doubled the build time) */
 % if PACK:
@@ -28,12 +29,12 @@
             const int l = v == EMPTY ? -1 : ((key & 1u) ? p + (int)(key >> 1) : p - (int)(key >> 1));
             const real_t d = as_float((uint)(v >> 32));
             out_idx[o + k] = l;
-            out_dist[o + k] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d", INL, REAL)};
+            out_dist[o + k] = l < 0 ? INFINITY : ${"d" if RAW else metric.finish(METRIC, "d", INL, REAL)};
         }
 % else:
 % for k in range(KS[j]):
         out_idx[o + ${k}] = bi${k}_${j};
-        out_dist[o + ${k}] = bi${k}_${j} < 0 ? INFINITY : ${metric.finish(METRIC, "bd%d_%d" % (k, j), INL, REAL)};
+        out_dist[o + ${k}] = bi${k}_${j} < 0 ? INFINITY : ${("bd%d_%d" % (k, j)) if RAW else metric.finish(METRIC, "bd%d_%d" % (k, j), INL, REAL)};
 % endfor
 % endif
         for (int k = ${KS[j]}; k < KMAX; ++k) {

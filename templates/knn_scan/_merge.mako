@@ -41,7 +41,7 @@ __kernel void knn_scan_merge(__global const int* restrict ints, const int nq,
         }
         if (best >= 0) h[best] += 1;
         out_idx[row + k] = bl;
-        out_dist[row + k] = bl < 0 ? INFINITY : ${metric.finish(METRIC, "bd")};
+        out_dist[row + k] = bl < 0 ? INFINITY : ${"bd" if context.get("RAW", 0) else metric.finish(METRIC, "bd")};
     }
 }
 </%def>

@@ -59,7 +59,9 @@
 ## writes its raw (squared) partial lists to out_*; kernel knn_scan_merge merges the
 ## SPLIT sorted lists per (E, query) by the same total order (result independent of
 ## SPLIT). Output: idx (EMAX, nq, KMAX) library times, -1 past K_E / when fewer are
-## admissible; dist finished (sqrt for euclidean), +inf there.
+## admissible; dist finished (sqrt for euclidean), +inf there. RAW=1 (given only then):
+## the accumulated distances, unfinished, for a merge of lists that orders them as the
+## scan did (knn/window.cl.mako: the all-to-all map's lag scan).
 ##
 ## INS "key" (CPUs): one query per work-item, every E's list in private memory, the
 ## library in explicit vectors straight from the series (_keys.mako). INL (the host's
@@ -201,7 +203,7 @@ ${insert.phase(KS, OFF)}\
                 const real_t d = topd[i][O + min(k, K - 1)];
                 const size_t o = (((size_t)s * ${EMAX} + j) * nq + q) * KMAX + k;
                 out_idx[o] = l;
-% if SPLIT == 1:
+% if SPLIT == 1 and not context.get("RAW", 0):
                 out_dist[o] = l < 0 ? INFINITY : ${metric.finish(METRIC, "d")};
 % else:
                 out_dist[o] = l < 0 ? INFINITY : d;
