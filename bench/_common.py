@@ -87,6 +87,17 @@ def edm_calls(job: str, x: Any, a: argparse.Namespace) -> dict[str, Callable[[],
     return {"checked": checked, "unchecked": unchecked}
 
 
+def add_batch_args(ap: argparse.ArgumentParser, *, series: int, points: int,
+                   repeat: int) -> None:
+    """The shape of an ``rqa_batch`` probe: ``--series`` random walks of ``--points``
+    values (:func:`random_walk_panel`), ``--radius`` and ``--repeat``."""
+    ap.add_argument("--series", type=int, default=series)
+    ap.add_argument("--points", type=int, default=points)
+    ap.add_argument("--radius", type=float, default=0.2,
+                    help="radius (the series are standardised: 0.2 gives RR ~ 3%%)")
+    ap.add_argument("--repeat", type=int, default=repeat)
+
+
 def random_walk_panel(points: int, series: int, seed: int = 0) -> Any:
     """``(points, series)`` random walks (cumulative sums of standard normal steps), each
     column scaled to unit standard deviation: the RQA batch benchmarks' data (a radius

@@ -11,11 +11,10 @@ run this script under each (``PYTHONPATH=<tree>``), interleaved.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
-from _common import random_walk_panel
+from _common import add_batch_args, parser, random_walk_panel
 
 
 def _best(fn, repeat: int) -> str:
@@ -31,13 +30,8 @@ def _best(fn, repeat: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--series", type=int, default=20000)
-    ap.add_argument("--points", type=int, default=1000)
-    ap.add_argument("--radius", type=float, default=0.2)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
+    add_batch_args(ap, series=20000, points=1000, repeat=5)
     a = ap.parse_args()
 
     import pyedmcl as pe

@@ -14,13 +14,12 @@ calls is printed step by step, every call's wall time in one line.
 
 from __future__ import annotations
 
-import argparse
 import os
 import threading
 import time
 from collections import defaultdict
 
-from _common import random_walk_panel
+from _common import add_batch_args, parser, random_walk_panel
 
 
 class _Inline:
@@ -44,13 +43,8 @@ class _Inline:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--series", type=int, default=20000)
-    ap.add_argument("--points", type=int, default=1000)
-    ap.add_argument("--radius", type=float, default=0.2)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--device", default=None)
+    ap = parser(__doc__)
+    add_batch_args(ap, series=20000, points=1000, repeat=3)
     ap.add_argument("--threads", type=int, default=None,
                     help="host threads of row bands and pieces (pyedmcl._bands.THREADS)")
     ap.add_argument("--measure-threads", type=int, default=None,

@@ -521,7 +521,6 @@ class XmapEngine:
         """Every E-group's rho rows of libraries ``r0 .. r1-1``: per batch of libraries one
         fused scan launch, then per group one pack (the group's E plane and rows) and
         one skill launch."""
-        from ..kernels.knn_scan import KNN_SCAN
         be, sc = self.be, self._scan_setup()
         emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
         acc = np.dtype(self.acc_dt).itemsize
@@ -532,9 +531,7 @@ class XmapEngine:
 
         def batch(b0: int, b1: int) -> None:
             nb, c0 = b1 - b0, r0 + b0
-            idx, dist, part = self._scan_bufs("s", nb, emax, nq, kmax, split)
-            KNN_SCAN.launch(be, sc.params, sc.spec, sc.xp_dev, sc.ints_dev, nq, sc.t0, nq, 0,
-                            idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
+            idx, dist = self._scan_libraries(sc, nb, c0)
             self._reserve_tables(nb)
             for g in self.groups:
                 tidx, tw, tden = self._tables_bufs(nb, g.M, g.k)
@@ -712,6 +709,17 @@ class XmapEngine:
         """Device bytes of one library's raw fused-scan tables (SPLIT's partial lists too)."""
         item = np.dtype(self.dt).itemsize
         return emax * nq * kmax * (4 + item) * (1 + (split if split > 1 else 0))
+
+    def _scan_libraries(self, sc: _ScanSetup, nb: int, c0: int) -> tuple[Any, Any]:
+        """One fused scan launch of the ``nb`` libraries from ``c0`` (every query, the
+        whole library: the map's scan, :meth:`_scan_setup`): its raw tables (index,
+        distance)."""
+        from ..kernels.knn_scan import KNN_SCAN
+        emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
+        idx, dist, part = self._scan_bufs("s", nb, emax, nq, kmax, split)
+        KNN_SCAN.launch(self.be, sc.params, sc.spec, sc.xp_dev, sc.ints_dev, nq, sc.t0, nq, 0,
+                        idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
+        return idx, dist
 
     def _scan_bufs(self, tag: str, nb: int, emax: int, nq: int, kmax: int, split: int
                    ) -> tuple[Any, Any, Any]:

@@ -397,9 +397,7 @@ class XmapLagEngine(XmapEngine):
 
         def batch(b0: int, b1: int) -> None:
             nb, c0 = b1 - b0, r0 + b0
-            idx, dist, part = self._scan_bufs("s", nb, emax, nq, kmax, split)
-            KNN_SCAN.launch(be, sc.params, sc.spec, sc.xp_dev, sc.ints_dev, nq, sc.t0, nq, 0,
-                            idx, dist, part, nseries=nb, xoff=c0 * sc.ldx, xstride=sc.ldx)
+            idx, dist = self._scan_libraries(sc, nb, c0)
             self._tables_bufs(nb, max(self._chunks[g.E][0].U for g in groups), emax + 1)
             for g in groups:
                 ch = self._chunks[g.E][0]
