@@ -57,6 +57,22 @@ def _on_threads(fn: Callable[[slice], Any], bands: list[slice], threads: int) ->
         return list(ex.map(fn, bands))
 
 
+def map_row_chunks(fn: Callable[[slice], Any], a: np.ndarray, chunk_values: int) -> None:
+    """``fn`` of each chunk of rows of ``a`` (2-D; a slice of about ``chunk_values``
+    values, at least one row), chunk after chunk within bands of rows on threads
+    (:func:`map_slices`): for row-wise work that takes a chunk through several steps
+    while it is in cache."""
+    rows, cols = a.shape
+    step = max(1, chunk_values // max(cols, 1))
+
+    def band(sl: slice) -> None:
+        lo, hi, _ = sl.indices(rows)
+        for i in range(lo, hi, step):
+            fn(slice(i, min(i + step, hi)))
+
+    map_slices(band, a)
+
+
 _POOL: list[Any] = []
 _POOL_LOCK = threading.Lock()
 _POOL_NAME = "pyedmcl-pieces"

@@ -63,7 +63,15 @@ from typing import Any
 
 import numpy as np
 
-from ._bands import THREADS, cast_rows, largest_magnitude, map_slices, row_bands, rowwise
+from ._bands import (
+    THREADS,
+    cast_rows,
+    largest_magnitude,
+    map_row_chunks,
+    map_slices,
+    row_bands,
+    rowwise,
+)
 
 #: largest |value| a float32 kernel input may hold: squares of differences of E such
 #: values stay finite in float32 (max 3.4e38)
@@ -480,25 +488,21 @@ def row_spread(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's ``std``, ``min`` and ``max`` (``axis=1``) of the float64 panel ``rows``,
     bit for bit numpy's (:func:`_mean_std`; NaN in a row that holds one): by chunks of
     rows, each through the three reductions while it is in cache, and bands of chunks on
-    threads; a row's reductions are its own, so the values do not depend on either. A
-    panel of 20,000 targets took seven passes over memory and two temporaries of its
-    size for the row check's tolerances and spans."""
+    threads; a row's reductions are its own, so the values do not depend on either. One
+    pass over the panel for the row check's tolerances and spans (a panel of 20,000
+    targets, not seven passes and two temporaries of its size)."""
     nr, n = rows.shape
     std, lo, hi = np.empty(nr), np.empty(nr), np.empty(nr)
-    step = max(1, _SPREAD_CHUNK_VALUES // max(n, 1))
 
-    def band(sl: slice) -> None:
-        a, b, _ = sl.indices(nr)
-        for i in range(a, b, step):
-            c = slice(i, min(i + step, b))
-            part = rows[c]
-            std[c] = _mean_std(part)[1]
-            np.minimum.reduce(part, axis=1, out=lo[c])
-            np.maximum.reduce(part, axis=1, out=hi[c])
+    def chunk(c: slice) -> None:
+        part = rows[c]
+        std[c] = _mean_std(part)[1]
+        np.minimum.reduce(part, axis=1, out=lo[c])
+        np.maximum.reduce(part, axis=1, out=hi[c])
 
     if not n:  # (numpy's answers: a NaN std, min and max refused)
         return rows.std(axis=1), rows.min(axis=1), rows.max(axis=1)
-    map_slices(band, rows)
+    map_row_chunks(chunk, rows, _SPREAD_CHUNK_VALUES)
     return std, lo, hi
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .._bands import cast_rows, map_slices
+from .._bands import cast_rows, map_row_chunks
 from .._precision import (
     _CHUNK_VALUES,
     FLOAT32_MAX_INPUT,
@@ -173,21 +173,16 @@ def _centred_float32(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     k, t = raw.shape
     c = np.empty((k, t), np.float32)
     shift, spread, lost = np.empty(k), np.empty(k), np.empty(k)
-    step = max(1, _CHUNK_VALUES // max(t, 1))
 
-    def band(sl: slice) -> None:
-        a, b, _ = sl.indices(k)
-        for i in range(a, b, step):
-            r = slice(i, min(i + step, b))
-            f = _affine(raw[r], False, None)
-            m = f.shift[:, None]
-            np.subtract(raw[r], m, out=c[r], casting="same_kind")  # z's float32 cast
-            shift[r], spread[r] = f.shift, f.spread
-            lost[r] = _merged_bound_slab(lambda o, r=r, m=m: raw[r][o] - m[o], c[r],
-                                         MAX_MERGED_FRACTION)[0]
+    def chunk(r: slice) -> None:
+        f = _affine(raw[r], False, None)
+        m = f.shift[:, None]
+        np.subtract(raw[r], m, out=c[r], casting="same_kind")  # z's float32 cast
+        shift[r], spread[r] = f.shift, f.spread
+        lost[r] = _merged_bound_slab(lambda o: raw[r][o] - m[o], c[r], MAX_MERGED_FRACTION)[0]
 
     with np.errstate(invalid="ignore", over="ignore"):
-        map_slices(band, raw)
+        map_row_chunks(chunk, raw, _CHUNK_VALUES)
     return shift, spread, lost, c
 
 
