@@ -231,10 +231,9 @@ def test_sampled_rate_distances(metric, monkeypatch):
     distances are the kernels' (coordinates summed in order, E = 9 included, where a
     NumPy row sum would pair them up), and the threshold is their order statistic; the
     pairs are pieces of ``PAIRS_PIECE``, each from its own stream ``[seed, piece]``
-    (drawn on threads), and many pairs of ``sampled_dist`` go by pieces on threads."""
-    from pyedmcl.rqa import distances, radius
+    (drawn on threads)."""
+    from pyedmcl.rqa import radius
 
-    monkeypatch.setattr(distances, "SAMPLE_PIECE", 700)  # 5,000 pairs: 8 pieces
     monkeypatch.setattr(radius, "EXACT_CELLS", 1000)
     monkeypatch.setattr(radius, "SAMPLES", 5000)
     monkeypatch.setattr(radius, "PAIRS_PIECE", 1200)  # 5 pieces, the last of 200

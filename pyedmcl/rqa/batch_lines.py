@@ -77,7 +77,7 @@ def batched(runner: Any, cols: Any, radii: list[Any], rates: list[Any], *, E: in
     A pipeline over packs of at most :data:`PIPELINE_VALUES` values: this thread prepares
     a pack (:func:`_prepared`, the exact-redo bounds) while one reader thread uploads
     and launches the pack before it and waits on the device, and :data:`MEASURE_THREADS`
-    threads compute the measures of the launches read (:func:`_Pipeline`)."""
+    threads compute the measures of the launches read (:class:`_Pipeline`)."""
     T, names = cols.lengths, cols.names
     S, span = T.size, (E - 1) * tau
     n = T - span

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._bands import map_pieces
-
 #: cells per host block of the column search
 BLOCK_CELLS = 1 << 22
 
@@ -44,27 +42,7 @@ def sampled_dist(rows: np.ndarray, cols: np.ndarray, i: np.ndarray, j: np.ndarra
     """Distances (Euclidean: squared) of the pairs (row point ``i``, column point ``j``), as
     the kernels compare them: coordinates in order, in float64. One coordinate at a time
     from the series (no N x E point arrays or pair-by-coordinate temporaries, which cost
-    memory traffic), the same sums in the same order; many pairs by pieces on threads
-    (each pair's value is its own: the same bits either way)."""
-    if i.size < 2 * SAMPLE_PIECE:
-        return pair_dist(rows, cols, i, j, E, tau, metric)
-    out = np.empty(i.size)
-
-    def piece(a: int) -> None:
-        b = min(a + SAMPLE_PIECE, i.size)
-        out[a:b] = pair_dist(rows, cols, i[a:b], j[a:b], E, tau, metric)
-
-    map_pieces(piece, list(range(0, i.size, SAMPLE_PIECE)))
-    return out
-
-
-#: pairs of one piece of :func:`sampled_dist` on threads
-SAMPLE_PIECE = 1 << 19
-
-
-def pair_dist(rows: np.ndarray, cols: np.ndarray, i: np.ndarray, j: np.ndarray, E: int,
-               tau: int, metric: str) -> np.ndarray:
-    """:func:`sampled_dist` of the pairs ``i``, ``j`` on the calling thread."""
+    memory traffic), the same sums in the same order."""
     acc = None
     for m in range(E):
         d = np.take(rows[m * tau:], i)

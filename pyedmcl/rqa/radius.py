@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .._bands import map_pieces
-from .distances import pair_dist, sampled_dist
+from .distances import sampled_dist
 
 EXACT_CELLS = 16_000_000
 SAMPLES = 4_000_000
@@ -268,7 +268,7 @@ def sample_distances(rows: np.ndarray, cols: np.ndarray, nr: int, nc: int, E: in
         i, j = sample_pairs(seed, p, nr, nc)
         a = starts[p]
         out = flat[a:a + i.size]
-        out[...] = pair_dist(rows, cols, i, j, E, tau, metric)
+        out[...] = sampled_dist(rows, cols, i, j, E, tau, metric)
         return float(out.min())
 
     least = min(map_pieces(piece, list(range(len(starts)))))
