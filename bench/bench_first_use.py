@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,7 @@ def child(args: argparse.Namespace) -> None:
 
     be = get_backend(args.device)
     build_s = [0.0]
+    by_kernel: dict[str, list[float]] = {}  # first kernel name of a program: [count, seconds]
     build = type(be)._build  # the PyOpenCL backend's: one call per program built or loaded
 
     def timed_build(self, source, options):
@@ -65,7 +67,12 @@ def child(args: argparse.Namespace) -> None:
         try:
             return build(self, source, options)
         finally:
-            build_s[0] += time.perf_counter() - t
+            dt = time.perf_counter() - t
+            build_s[0] += dt
+            names = re.findall(r"__kernel\s+(?:__attribute__\(\(.*?\)\)\s+)?void\s+(\w+)", source)
+            row = by_kernel.setdefault(names[0] if names else "?", [0, 0.0])
+            row[0] += 1
+            row[1] += dt
 
     type(be)._build = timed_build
     rng = np.random.default_rng(0)
@@ -89,7 +96,7 @@ def child(args: argparse.Namespace) -> None:
     job()
     hot = time.perf_counter() - t
     print(json.dumps({"job_s": first, "cpu_s": cpu, "built": built, "build_s": spent, "hot_s": hot,
-                      "device": f"{be.info.runtime}:{be.info.name}"}))
+                      "by_kernel": by_kernel, "device": f"{be.info.runtime}:{be.info.name}"}))
 
 
 def run_case(args: argparse.Namespace, case: str) -> dict:
@@ -140,6 +147,8 @@ def main() -> None:
               f"{c['built']:6d} "
               f"{c['build_s']:8.2f}  {c['device']}", flush=True)
         rows.append((case, c["job_s"], w["hot_s"]))
+        for name, (count, secs) in sorted(c["by_kernel"].items(), key=lambda kv: -kv[1][1]):
+            print(f"    {name:40} {count:4d} programs {secs:8.2f} s")
     for case, cold, hot in rows:
         print(f"{case}: cold/hot ratio {cold / max(hot, 1e-9):.1f}x "
               f"(first-use cost {cold - hot:.2f} s)")

@@ -255,8 +255,8 @@ def test_knn_table_beyond_fused_kernel(device, monkeypatch):
 
 
 def test_embed_dimension_beyond_the_fused_knn():
-    """max_E beyond the fused kernels' knn: E 1..63 from one k-NN + lookup + skill
-    pipeline per E (the fused scan ends at max_E 32), E > 63 one Simplex each (pyEDM prints rho to 6 decimals: the tolerance). Which E take which path
+    """max_E beyond the fused kernels' knn: E 1..32 from the fused scan, E 33..63 from
+    one k-NN + lookup + skill pipeline per E, E > 63 one Simplex each (pyEDM prints rho to 6 decimals: the tolerance). Which E take which path
     is host logic; its ~130 programs (two per K = E + 1) took 173 s to build on PoCL and
     67 s on Intel's runtime (36 s on two cores since the scan prebuilds them in parallel;
     PoCL compiles one at a time), so it runs on the CPU runtime that builds fastest (the fused

@@ -216,6 +216,28 @@ def test_target_series_and_fallbacks():
         np.testing.assert_array_equal(c.rho, d.rho)
 
 
+def test_max_E_beyond_the_fused_range_takes_the_fused_scan_for_its_head():
+    """max_E 34: E 1..32 come from the fused scan (the max_E 32 scan's skills exactly),
+    E 33, 34 from the per-E pipelines (pyedmcl.simplex's skills); a few programs are
+    built, not two per E (68 on the per-E path), and a too large max_E names its E
+    before any work."""
+    x = logistic_map(300, r=3.9, x0=0.4, burn=0)
+    be = get_backend(CPU_DEVICE)
+    kw = dict(device=CPU_DEVICE)  # float32: the fused kernels build in seconds
+    n0 = be.build_count
+    res = pe.embed_dimension(x, max_E=34, **kw)
+    assert be.build_count - n0 <= 12
+    np.testing.assert_array_equal(res.values, np.arange(1, 35))
+    head = pe.embed_dimension(x, max_E=32, **kw)
+    np.testing.assert_array_equal(res.rho[:32], head.rho)
+    np.testing.assert_array_equal(res.rmse[:32], head.rmse)
+    for E in (33, 34):
+        one = pe.simplex(x, E=E, **kw)
+        np.testing.assert_allclose(res.rho[E - 1], one.rho, rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match=r"max_E=40 is too large.*E=37 fails.*use max_E <= 36"):
+        pe.embed_dimension(x[:75], max_E=40, **kw)
+
+
 @pytest.mark.parametrize("case", list(CASES) + ["future", "overlap", "bad_knn"])
 def test_fast_layout_equals_layout_of_resolved_plans(case):
     """scan_layout (one resolve + per-E library rows, cached) is fused_layout of all plans."""

@@ -30,6 +30,7 @@ from clkernels.memory import describe, is_oom
 
 from .._precision import Affine, prepare
 from ..constant_series import checks_constant
+from ..kernels.knn_scan import MAX_FUSED_E
 from ..primitives.knn import knn_request
 from ..primitives.lookup import lookup_requests, skill_out
 from ..primitives.ranges import MAX_KNN, check_tau, resolve
@@ -151,9 +152,10 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
     """Simplex skill for E = 1..max_E (knn = E + 1, or ``knn`` for every E); ``.best`` is the top E.
 
     Runs the fused scan (:mod:`.scan_fused`: every E's k-NN table from one pass over
-    the pairs, one lookup and one skill launch) whenever the per-E rows nest
-    (tau > 0, no overlapping lib pairs) and max_E <= 32; else, or with ``fused=False``,
-    one k-NN + lookup + skill pipeline per E, their kernels built at once. Both give :func:`pyedmcl.simplex`'s tables. E whose
+    the pairs, one lookup and one skill launch) for E <= 32 whenever the per-E rows nest
+    (tau > 0, no overlapping lib pairs); E beyond 32, rows that do not nest, or
+    ``fused=False``: one k-NN + lookup + skill pipeline per E, their kernels built at
+    once. Both give :func:`pyedmcl.simplex`'s tables. E whose
     knn (default E + 1) exceeds the fused kernels' 64 neighbours run one
     :func:`pyedmcl.simplex` each (full sorted distance rows: slower). State spaces
     (``columns``, E lags of each), missing data and ``valid_lib`` as in
@@ -199,6 +201,16 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
             raise ValueError(f"max_E={shown_max_E} is too large for this series and library: "
                              f"E={E} fails ({exc}); use max_E <= {E - 1}") from exc
 
+    if fused is None and max_E > MAX_FUSED_E and tau > 0:
+        # E beyond the fused kernels' range run per E (every plan resolved first: a too
+        # large max_E fails before any work); E 1..32 take the fused scan, which builds
+        # and launches three kernels where the per-E path takes two per E (first use on
+        # CPU runtimes that compile each kernel at its first launch, PoCL's: seconds each)
+        tail = _scan(x, target, "E", values[MAX_FUSED_E:], make_plan, dtype, device, backend)
+        head = _embed_dimension(x, target, MAX_FUSED_E, shown_max_E, tau=tau, Tp=Tp, knn=knn,
+                                exclusion_radius=exclusion_radius, lib=lib, pred=pred,
+                                dtype=dtype, device=device, backend=backend, fused=None)
+        return _joined(head, tail)
     if fused is not False:
         if device is None:  # the default: among CPU runtimes, the one measured faster here
             device = _fused_default()
@@ -252,11 +264,15 @@ def _beyond_fused(head: SkillScan | None, x, target, Es, max_E: int, **kw) -> Sk
             rows.append((E, float(r.rho), float(r.mae), float(r.rmse)))
             bar.update()
     v, rho, mae, rmse = (np.array([row[i] for row in rows]) for i in range(4))
-    if head is None:
-        return SkillScan("E", v.astype(int), rho, mae, rmse)
-    return SkillScan("E", np.concatenate([head.values, v.astype(int)]),
-                     np.concatenate([head.rho, rho]), np.concatenate([head.mae, mae]),
-                     np.concatenate([head.rmse, rmse]))
+    tail = SkillScan("E", v.astype(int), rho, mae, rmse)
+    return tail if head is None else _joined(head, tail)
+
+
+def _joined(head: SkillScan, tail: SkillScan) -> SkillScan:
+    """One E scan of ``head``'s values then ``tail``'s."""
+    return SkillScan("E", np.concatenate([head.values, tail.values]),
+                     np.concatenate([head.rho, tail.rho]), np.concatenate([head.mae, tail.mae]),
+                     np.concatenate([head.rmse, tail.rmse]))
 
 
 @checks_constant("predict_interval", ("x", "target"))
