@@ -37,6 +37,7 @@ from ..primitives.ranges import MAX_KNN, check_tau, resolve
 from ..primitives.scan_fused import run_fused, scan_layout
 from ..validation import as_integer, as_series, check_dtype, check_int
 from .results import SkillScan
+from . import scan_buckets
 from .row_check import on_decimal_grid
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
 from .statespace import is_multivariate, state_space
@@ -78,23 +79,31 @@ def _skills(name: str, values, sk: np.ndarray, fy: Affine) -> SkillScan:
                      fy.back_spread(sk[:, 2]))
 
 
-def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> SkillScan:
+def _scan(x, target, name: str, values, make_plan, dtype, device, backend,
+          bucketed: bool = False) -> SkillScan:
+    """One k-NN + lookup + skill pipeline per value, every kernel built first, one host
+    sync. ``bucketed`` (E above the fused range): the pipelines of :mod:`.scan_buckets`,
+    two programs per bucket of E values instead of per E, the same skills."""
     be, dt, xs, y, fy = _inputs(x, target, dtype, device, backend, f"the {name} scan")
     plans = [make_plan(xs.size, v) for v in values]
     data = DeviceData.upload(be, xs, y, dt)
     lists = [plan_device(be, p) for p in plans]  # every upload before any launch
     done = _PREBUILT.setdefault(be, set())
-    key = (data.real, data.nt, tuple(id(p) for p in plans))  # plans are cached: resolve
+    key = (data.real, data.nt, bucketed, tuple(id(p) for p in plans))  # plans are cached
     if key not in done:  # (once per backend and scan: ~0.2 ms a value of host time)
-        be.prebuild(_scan_requests(be, plans, data))
+        be.prebuild(_scan_requests(be, plans, data, bucketed))
         if len(done) >= 256:
             done.clear()
         done.add(key)
     out = skill_out(be, len(plans) * data.nt)
     blocked: dict[int, np.ndarray] = {}
+    xd = xs.astype(dt) if bucketed else None  # the values the kernels read
     for i, (p, (q_dev, l_dev, obs_dev)) in enumerate(zip(plans, lists, strict=True)):
         try:
-            enqueue_plan(data, p, q_dev, l_dev, obs_dev, out, i * data.nt)
+            if bucketed:
+                scan_buckets.enqueue(data, p, xd, q_dev, l_dev, obs_dev, out, i * data.nt)
+            else:
+                enqueue_plan(data, p, q_dev, l_dev, obs_dev, out, i * data.nt)
         except Exception as exc:  # this plan's table does not fit: Simplex in query blocks
             if not is_oom(exc):
                 raise
@@ -111,13 +120,16 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend) -> Sk
 _PREBUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _scan_requests(be, plans, data: DeviceData) -> list[tuple]:
+def _scan_requests(be, plans, data: DeviceData, bucketed: bool = False) -> list[tuple]:
     """The kernels of every plan's :func:`.simplex.enqueue_plan` (k-NN, lookup, skill), for
     one :meth:`clkernels.Backend.prebuild`: a scan over E builds a k-NN program per E and a
     lookup per knn, which build in parallel there instead of one by one as the
-    pipelines reach them."""
+    pipelines reach them (``bucketed``: per bucket, :mod:`.scan_buckets`)."""
     reqs: list[tuple] = []
     for p in plans:
+        if bucketed:
+            reqs += scan_buckets.requests(be, p, p.pred_points.size * data.nt, data.real)
+            continue
         reqs.append(knn_request(be, E=p.E, tau=p.tau, k=p.knn, qpts=p.pred_points,
                                 lpts=p.lib_points, real=data.real))
         reqs += lookup_requests(be, p.knn, p.pred_points.size * data.nt, real=data.real,
@@ -202,11 +214,12 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
                              f"E={E} fails ({exc}); use max_E <= {E - 1}") from exc
 
     if fused is None and max_E > MAX_FUSED_E and tau > 0:
-        # E beyond the fused kernels' range run per E (every plan resolved first: a too
-        # large max_E fails before any work); E 1..32 take the fused scan, which builds
-        # and launches three kernels where the per-E path takes two per E (first use on
-        # CPU runtimes that compile each kernel at its first launch, PoCL's: seconds each)
-        tail = _scan(x, target, "E", values[MAX_FUSED_E:], make_plan, dtype, device, backend)
+        # E beyond the fused kernels' range run per E on buckets' kernels (every plan
+        # resolved first: a too large max_E fails before any work); E 1..32 take the fused
+        # scan. Three kernels and two a bucket where the per-E path builds two per E (first
+        # use on runtimes that compile each kernel at its first launch, PoCL's: seconds each)
+        tail = _scan(x, target, "E", values[MAX_FUSED_E:], make_plan, dtype, device, backend,
+                     bucketed=True)
         head = _embed_dimension(x, target, MAX_FUSED_E, shown_max_E, tau=tau, Tp=Tp, knn=knn,
                                 exclusion_radius=exclusion_radius, lib=lib, pred=pred,
                                 dtype=dtype, device=device, backend=backend, fused=None)

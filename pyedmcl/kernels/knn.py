@@ -331,6 +331,19 @@ class KnnKernel(TunableKernel):
                          in_dist, out_idx, out_dist)
 
     @staticmethod
+    def trim_request(real: str) -> tuple:
+        """The kernel :meth:`launch_trim` builds, as ``(template, params, name)``."""
+        return ("knn/trim.cl.mako", {"REAL": real}, "knn_trim")
+
+    def launch_trim(self, be: Backend, real: str, idx_dev, dist_dev, rows: int, ld: int, k: int):
+        """Cut every row of a table ``(rows, ld)`` to its first ``k`` entries in place (the
+        rest empty slots: -1 / inf, ``knn/trim.cl.mako``)."""
+        wg = 64
+        kern = be.kernel(*self.trim_request(real))
+        return be.launch(kern, (round_up(max(rows, 1), wg),), (wg,), idx_dev, dist_dev,
+                         np.int32(rows), np.int32(ld), np.int32(k))
+
+    @staticmethod
     def window_request(real: str, metric: str = "euclidean") -> tuple:
         """The kernel :meth:`launch_window` builds, as ``(template, params, name)``."""
         return ("knn/window.cl.mako", {"REAL": real, "METRIC": metric}, "knn_window")
