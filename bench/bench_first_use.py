@@ -77,6 +77,8 @@ def child(args: argparse.Namespace) -> None:
     type(be)._build = timed_build
     rng = np.random.default_rng(0)
     X = np.cumsum(rng.standard_normal((args.L, args.N)), axis=0)
+    if args.decimals is not None:  # as instruments record: scans then run in float64
+        X = np.round(X, args.decimals)
     E = np.arange(args.N) % args.max_E + 1
 
     def job() -> None:
@@ -108,6 +110,8 @@ def run_case(args: argparse.Namespace, case: str) -> dict:
         env["PYEDMCL_BUILD_THREADS"] = str(args.threads)
     cmd = [sys.executable, __file__, "--child", case, "--device", args.device, "--N",
            str(args.N), "--L", str(args.L), "--max-E", str(args.max_E)]
+    if args.decimals is not None:
+        cmd += ["--decimals", str(args.decimals)]
     out = {}
     for run in ("cold", "warm"):
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -127,6 +131,8 @@ def main() -> None:
                     help="xmap, auto, scan (comma-separated)")
     ap.add_argument("--threads", type=int, default=0,
                     help="programs built at once (0: clkernels' default, one per CPU)")
+    ap.add_argument("--decimals", type=int, default=None,
+                    help="round the series to this many decimals (the scan's float64 path)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -136,7 +142,8 @@ def main() -> None:
         return
     args.device = args.device or ""
     print(f"# first-use cost, N={args.N} L={args.L} E=1..{args.max_E}, build threads "
-          f"{args.threads or 'default'}")
+          f"{args.threads or 'default'}"
+          + (f", rounded to {args.decimals} decimals" if args.decimals is not None else ""))
     print(f"{'case':6} {'cold s':>8} {'cold cpu':>8} {'warm s':>8} {'hot s':>8} {'built':>6} "
           f"{'build s':>8}  device")
     rows = []

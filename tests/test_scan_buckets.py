@@ -33,9 +33,10 @@ def _series(integer: bool) -> np.ndarray:
 @pytest.mark.parametrize("kw", [dict(), dict(tau=2, Tp=2, exclusion_radius=3)],
                          ids=["loo", "tau2"])
 def test_buckets_equal_the_per_E_pipelines(integer, dtype, kw):
-    """E 33, 34 (one bucket, tables widened to 41 and cut) and 41 (the next bucket, 49)."""
+    """E 1 and 3 (a bucket of 8 coordinates, 9 neighbours), 33, 34 (one bucket, tables
+    widened to 41 and cut) and 41 (the next bucket, 49)."""
     x = _series(integer)
-    Es = [33, 34, 41]
+    Es = [1, 3, 33, 34, 41]
 
     def make_plan(n, E):
         return resolve(n, E=E, **kw)
@@ -54,8 +55,9 @@ def test_bucket_shapes():
     assert scan_buckets.bucket(41, 42) == (48, 49)
     assert scan_buckets.bucket(63, 64) == (64, 64)  # the kernels' most neighbours
     assert scan_buckets.bucket(50, 5) == (56, 5)  # a fixed knn stays
-    with pytest.raises(ValueError, match="fused range"):
-        scan_buckets.bucket(32, 33)
+    assert scan_buckets.bucket(1, 2) == (8, 9)
+    with pytest.raises(ValueError, match="E >= 1"):
+        scan_buckets.bucket(0, 1)
     xe = scan_buckets.coordinates(np.arange(10.0), 3, 5, 2)
     np.testing.assert_array_equal(xe[0], [0, 2, 4, 0, 0])
     np.testing.assert_array_equal(xe[5], [5, 7, 9, 0, 0])
@@ -73,3 +75,19 @@ def test_trim_kernel(device):
     want_i[:, 4:], want_d[:, 4:] = -1, np.inf
     np.testing.assert_array_equal(be.to_host(i_dev), want_i)
     np.testing.assert_array_equal(be.to_host(d_dev), want_d)
+
+
+def test_float64_scan_beyond_32_takes_buckets_from_E_1():
+    """Decimal data (the scans' float64 path) at max_E 34: every E on buckets' kernels (the
+    fused scan's float64 build alone took 34 s at max_E 32), skills those of the per-E
+    pipelines, a handful of programs."""
+    import pyedmcl as pe
+
+    x = np.round(logistic_map(260, r=3.9, x0=0.4, burn=0), 2)
+    be = get_backend(CPU_DEVICE)
+    n0 = be.build_count
+    res = pe.embed_dimension(x, max_E=34, device=CPU_DEVICE)
+    assert be.build_count - n0 <= 12  # 5 buckets' k-NN and lookups, trim, skill
+    Es = [1, 3, 34]
+    per_E = _scan(x, None, "E", Es, lambda n, E: resolve(n, E=E), "float64", CPU_DEVICE, None)
+    np.testing.assert_array_equal(res.rho[np.array(Es) - 1], per_E.rho)

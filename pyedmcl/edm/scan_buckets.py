@@ -6,7 +6,9 @@ neighbours unrolled), that is two programs per E, and runtimes that compile each
 at its first launch, one at a time (PoCL: seconds a kernel at E ~ 50), spent minutes on
 the first use of ``embed_dimension(max_E=64)``.
 
-Here the E values above 32 fall into buckets of :data:`BUCKET_E`. A bucket's k-NN is the
+Here those E values fall into buckets of :data:`BUCKET_E` (E 33..40, 41..48, ...; with
+float64 data every E from 1, where the fused scan's own build is the slow part: 34 s at
+max_E 32 on Intel's runtime, 2 Zen 5 cores, against 2.6 s in float32). A bucket's k-NN is the
 knn family's state-space kernel (NC columns of one lag) of its largest E, ``EB``, and
 ``KB`` = min(EB + 1, MAX_KNN) neighbours; it reads, per E, a matrix whose row P holds
 ``x[P + j*tau]`` in column j < E and zeros beyond. Each distance then adds the per-E
@@ -26,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from ..kernels.knn import KNN
-from ..kernels.knn_scan import MAX_FUSED_E
 from ..primitives.knn import knn_device, knn_request
 from ..primitives.lookup import lookup_device, lookup_requests, skill_device
 from ..primitives.ranges import MAX_KNN, Plan
@@ -40,11 +41,11 @@ SYNC_BYTES = 32 << 20
 
 
 def bucket(E: int, k: int) -> tuple[int, int]:
-    """``(EB, KB)``: the coordinates and the table width of E's bucket (``k``: E's knn;
-    the default E + 1 widens to the bucket's, a fixed knn stays)."""
-    if E <= MAX_FUSED_E:
-        raise ValueError(f"E={E} is inside the fused range (E <= {MAX_FUSED_E})")
-    EB = MAX_FUSED_E + math.ceil((E - MAX_FUSED_E) / BUCKET_E) * BUCKET_E
+    """``(EB, KB)``: the coordinates and the table width of E's bucket (E 1..8, 9..16,
+    ...; ``k``: E's knn; the default E + 1 widens to the bucket's, a fixed knn stays)."""
+    if E < 1:
+        raise ValueError(f"E={E} is out of range; allowed: E >= 1")
+    EB = math.ceil(E / BUCKET_E) * BUCKET_E
     KB = min(EB + 1, MAX_KNN) if k == E + 1 else k
     return EB, max(KB, k)
 

@@ -36,8 +36,8 @@ from ..primitives.lookup import lookup_requests, skill_out
 from ..primitives.ranges import MAX_KNN, check_tau, resolve
 from ..primitives.scan_fused import run_fused, scan_layout
 from ..validation import as_integer, as_series, check_dtype, check_int
-from .results import SkillScan
 from . import scan_buckets
+from .results import SkillScan
 from .row_check import on_decimal_grid
 from .simplex import DeviceData, as_targets, enqueue_plan, plan_device, run_plan
 from .statespace import is_multivariate, state_space
@@ -165,9 +165,10 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
 
     Runs the fused scan (:mod:`.scan_fused`: every E's k-NN table from one pass over
     the pairs, one lookup and one skill launch) for E <= 32 whenever the per-E rows nest
-    (tau > 0, no overlapping lib pairs); E beyond 32, rows that do not nest, or
-    ``fused=False``: one k-NN + lookup + skill pipeline per E, their kernels built at
-    once. Both give :func:`pyedmcl.simplex`'s tables. E whose
+    (tau > 0, no overlapping lib pairs); E beyond 32 (and, in float64, every E of a
+    max_E above 32) on :mod:`.scan_buckets`' kernels, two programs per 8 E values;
+    rows that do not nest, or ``fused=False``: one k-NN + lookup + skill pipeline per
+    E, their kernels built at once. All give :func:`pyedmcl.simplex`'s tables. E whose
     knn (default E + 1) exceeds the fused kernels' 64 neighbours run one
     :func:`pyedmcl.simplex` each (full sorted distance rows: slower). State spaces
     (``columns``, E lags of each), missing data and ``valid_lib`` as in
@@ -216,10 +217,16 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
     if fused is None and max_E > MAX_FUSED_E and tau > 0:
         # E beyond the fused kernels' range run per E on buckets' kernels (every plan
         # resolved first: a too large max_E fails before any work); E 1..32 take the fused
-        # scan. Three kernels and two a bucket where the per-E path builds two per E (first
-        # use on runtimes that compile each kernel at its first launch, PoCL's: seconds each)
-        tail = _scan(x, target, "E", values[MAX_FUSED_E:], make_plan, dtype, device, backend,
+        # scan in float32. Three kernels and two a bucket where the per-E path builds two
+        # per E (first use on runtimes that compile each kernel at its first launch,
+        # PoCL's: seconds each). float64 (asked for, or decimal data): buckets from E = 1,
+        # as the fused scan's float64 build alone takes longer than all of them
+        dt = _inputs(x, target, dtype, device, backend, "the E scan")[1]
+        split = MAX_FUSED_E if dt == np.float32 else 0
+        tail = _scan(x, target, "E", values[split:], make_plan, dtype, device, backend,
                      bucketed=True)
+        if not split:
+            return tail
         head = _embed_dimension(x, target, MAX_FUSED_E, shown_max_E, tau=tau, Tp=Tp, knn=knn,
                                 exclusion_radius=exclusion_radius, lib=lib, pred=pred,
                                 dtype=dtype, device=device, backend=backend, fused=None)
