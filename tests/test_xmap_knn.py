@@ -369,6 +369,7 @@ def test_escan_runtime_k_same_rows_one_program(device, monkeypatch):
     and every E of the scan takes the same program."""
     from pyedmcl.kernels import xmap as xk
     from pyedmcl.xmap import engine as eng
+    from pyedmcl.xmap.edim_scan import EdimScan
     be = get_backend(device)
     X = panel(L=90, N=7, seed=4)
     X[:, 2] = np.round(X[:, 2] * 4) / 4  # quantized: tied distances
@@ -380,7 +381,7 @@ def test_escan_runtime_k_same_rows_one_program(device, monkeypatch):
                                 layout(be_, spec, size, diag), **({"KR": 0} if not kr else {})))
         e = eng.XmapEngine(be, np.ascontiguousarray(X.T))
         fused = e.edim_block(0, 7, 9)
-        monkeypatch.setattr(eng.XmapEngine, "_edim_fused", lambda *a, **k: False)
+        monkeypatch.setattr(EdimScan, "_fused", lambda *a, **k: False)
         per_e = e.edim_block(0, 7, 9)
         monkeypatch.undo()
         rows[kr] = (fused, per_e)
