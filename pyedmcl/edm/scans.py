@@ -140,6 +140,11 @@ def _scan_requests(be, plans, data: DeviceData, bucketed: bool = False) -> list[
 #: largest max_E (the k-NN kernels are specialised for E <= 512 coordinates)
 MAX_SCAN_E = 512
 
+#: largest max_E whose float64 E scan takes the fused scan on a CPU (by default): its
+#: float64 program's build grows steeply with E (Intel's runtime, 2 Zen 5 cores, 700 points: 1.6 s
+#: at max_E 10, 6.2 s at 20, 32 s at 32; the buckets of :mod:`.scan_buckets` 0.8 s)
+FUSED_F64_MAX_E = 20
+
 
 def _check_max_E(max_E: Any, knn: Any) -> tuple[int, int]:
     """max_E in [1, MAX_SCAN_E], and the largest E the fused k-NN kernels serve (knn, or
@@ -165,8 +170,8 @@ def embed_dimension(x, target=None, *, max_E: int = 10, tau: int = 1, Tp: int = 
 
     Runs the fused scan (:mod:`.scan_fused`: every E's k-NN table from one pass over
     the pairs, one lookup and one skill launch) for E <= 32 whenever the per-E rows nest
-    (tau > 0, no overlapping lib pairs); E beyond 32 (and, in float64, every E of a
-    max_E above 32) on :mod:`.scan_buckets`' kernels, two programs per 8 E values;
+    (tau > 0, no overlapping lib pairs); E beyond 32 (and, in float64 on a CPU, every E of
+    a max_E above 20) on :mod:`.scan_buckets`' kernels, two programs per 8 E values;
     rows that do not nest, or ``fused=False``: one k-NN + lookup + skill pipeline per
     E, their kernels built at once. All give :func:`pyedmcl.simplex`'s tables. E whose
     knn (default E + 1) exceeds the fused kernels' 64 neighbours run one
@@ -214,23 +219,26 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
             raise ValueError(f"max_E={shown_max_E} is too large for this series and library: "
                              f"E={E} fails ({exc}); use max_E <= {E - 1}") from exc
 
-    if fused is None and max_E > MAX_FUSED_E and tau > 0:
+    if fused is None and max_E > FUSED_F64_MAX_E and tau > 0:
         # E beyond the fused kernels' range run per E on buckets' kernels (every plan
         # resolved first: a too large max_E fails before any work); E 1..32 take the fused
         # scan in float32. Three kernels and two a bucket where the per-E path builds two
         # per E (first use on runtimes that compile each kernel at its first launch,
-        # PoCL's: seconds each). float64 (asked for, or decimal data): buckets from E = 1,
-        # as the fused scan's float64 build alone takes longer than all of them
-        dt = _inputs(x, target, dtype, device, backend, "the E scan")[1]
-        split = MAX_FUSED_E if dt == np.float32 else 0
-        tail = _scan(x, target, "E", values[split:], make_plan, dtype, device, backend,
-                     bucketed=True)
-        if not split:
-            return tail
-        head = _embed_dimension(x, target, MAX_FUSED_E, shown_max_E, tau=tau, Tp=Tp, knn=knn,
-                                exclusion_radius=exclusion_radius, lib=lib, pred=pred,
-                                dtype=dtype, device=device, backend=backend, fused=None)
-        return _joined(head, tail)
+        # PoCL's: seconds each). float64 (asked for, or decimal data) above max_E 20 on a
+        # CPU: buckets from E = 1, as the fused scan's float64 program alone takes longer
+        # to build than all of them (Intel, 2 Zen 5 cores: 6.2 s at max_E 20, 32 s at 32)
+        be, dt = _inputs(x, target, dtype, device, backend, "the E scan")[:2]
+        if dt != np.float32 and not be.info.is_gpu:
+            return _scan(x, target, "E", values, make_plan, dtype, device, backend,
+                         bucketed=True)
+        if max_E > MAX_FUSED_E:
+            tail = _scan(x, target, "E", values[MAX_FUSED_E:], make_plan, dtype, device,
+                         backend, bucketed=True)
+            head = _embed_dimension(x, target, MAX_FUSED_E, shown_max_E, tau=tau, Tp=Tp,
+                                    knn=knn, exclusion_radius=exclusion_radius, lib=lib,
+                                    pred=pred, dtype=dtype, device=device, backend=backend,
+                                    fused=None)
+            return _joined(head, tail)
     if fused is not False:
         if device is None:  # the default: among CPU runtimes, the one measured faster here
             device = _fused_default()
