@@ -432,18 +432,20 @@ def test_each_device_takes_a_task_however_late_its_thread(device, split, monkeyp
     monkeypatch.setattr(multi, "SPLIT", split)
     monkeypatch.setattr(bands_mod, "BANDS_PER_DEVICE", 1)
     monkeypatch.setattr(bands_mod, "MIN_BAND", 1)
+    import clkernels.threads as threads_mod
+
     bes = two_backends(device)
-    per_device = bands_mod.run_per_device
+    per_device = threads_mod.run_per_device
 
     def second_thread_late(work, devices):
-        def late(dev, stop):
-            if dev.be is bes[1]:
+        def late(item, stop):  # item: (slot index, device)
+            if item[1].be is bes[1]:
                 time.sleep(0.3)  # reaches the queue after the first has enqueued its task
-            return work(dev, stop)
+            return work(item, stop)
         return per_device(late, devices)
 
     got = _two_devices_as_one(
-        bes, lambda: monkeypatch.setattr(bands_mod, "run_per_device", second_thread_late))
+        bes, lambda: monkeypatch.setattr(threads_mod, "run_per_device", second_thread_late))
     tasks = got.settings["device_tasks"]
     assert min(tasks) >= 1, tasks
     if split == "rows":

@@ -20,7 +20,6 @@ both on several.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend
-from clkernels.threads import run_per_device
+from clkernels.threads import pull_tasks
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES
@@ -217,42 +216,29 @@ class BandDevice:
 
 def run_threads(devices: list[BandDevice], bands: list[Band],
                 after: Callable[[Any], None] | None = None) -> None:
-    """Run ``bands`` over ``devices``, one host thread per device taking the next band
-    from a shared queue once its device has finished the band before the one just
-    enqueued (and never more than :data:`MAX_IN_FLIGHT` launches ahead), so a device
-    never idles while bands are left and a slow device does not hold bands a fast one
-    could run. A thread takes a band beyond its first only while more are left than
-    threads yet to take one: with one band per device (alike devices' row ranges) each
-    device runs its own, however late its thread starts (a fast thread enqueued a short
-    range and took the other device's too). ``after(device)`` runs in a device's thread
-    once its device has finished (its read-back then overlaps the devices still at
-    work)."""
-    todo = deque(bands)
-    lock = threading.Lock()
-    waiting = [len(devices)]  # threads that have taken no band yet
+    """Run ``bands`` over ``devices`` (:func:`clkernels.threads.pull_tasks`, the node's
+    tile scheduler): one host thread per device takes the next band from a shared queue
+    once its device has finished the band before the one just enqueued (and never more
+    than :data:`MAX_IN_FLIGHT` launches ahead), so a device never idles while bands are
+    left and a slow device does not hold bands a fast one could run. A thread takes a
+    band beyond its first only while more are left than threads yet to take one: with
+    one band per device (alike devices' row ranges) each device runs its own, however
+    late its thread starts (a fast thread enqueued a short range and took the other
+    device's too). ``after(device)`` runs in a device's thread once its device has
+    finished (its read-back then overlaps the devices still at work)."""
+    def run(dev: BandDevice, band: Band) -> Any:
+        return dev.run(band)[1]  # the band's last event
 
-    def take(first: bool) -> Band | None:
-        with lock:
-            if not todo or (not first and len(todo) <= waiting[0]):
-                return None
-            if first:
-                waiting[0] -= 1
-            return todo.popleft()
+    def settle(dev: BandDevice, last: Any) -> None:
+        if last is not None:  # the device is on the next band now: take another
+            dev.be.wait(last)
 
-    def worker(dev: BandDevice, stop: threading.Event) -> None:
-        before = None  # last event of the band before the one just enqueued
-        first = True
-        while not stop.is_set():
-            band = take(first)
-            if band is None:
-                break
-            first = False
-            _, last = dev.run(band)
-            if before is not None:  # the device is on `band` now: take the next
-                dev.be.wait(before)
-            before = last if last is not None else before
+    def close(dev: BandDevice, failed: bool, stopped: bool) -> None:
+        if failed:
+            return  # (its error is reported; nothing of it is read)
         dev.finish()
-        if after is not None and not stop.is_set():
+        if after is not None and not stopped:
             after(dev)
 
-    run_per_device(worker, devices)
+    pull_tasks(devices, bands, open_slot=lambda i, dev: dev, run=run, settle=settle,
+               close_slot=close, leave_one_each=True)
