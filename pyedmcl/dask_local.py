@@ -1,4 +1,5 @@
-"""A Dask LocalCluster for ``scheduler="local"``, refused at once from an unguarded script.
+"""Dask clients of every job (:func:`connect`), and a LocalCluster for ``scheduler="local"``,
+refused at once from an unguarded script.
 
 A LocalCluster starts its workers by *spawning* Python processes (Dask's default
 ``distributed.worker.multiprocessing-method``), and a spawned process imports the
@@ -103,3 +104,37 @@ def local_cluster(n_workers: int, what: str = "scheduler='local'") -> Any:
     check_main_guard(what)
     return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                     processes=True, dashboard_address=None)
+
+
+def connect(scheduler: Any, n_workers: int) -> tuple[Any, Any, bool]:
+    """``(client, cluster, own)`` for a job's ``scheduler``: a ``distributed.Client`` as
+    given (``own`` False: the caller's to close), ``"local"`` (a :func:`local_cluster` of
+    ``n_workers`` processes, ``cluster`` then ours to close) or a scheduler address (for
+    example one started by dask-jobqueue on SLURM/PBS). :func:`disconnect` ends what this
+    opened."""
+    import distributed
+
+    if isinstance(scheduler, distributed.Client):
+        return scheduler, None, False
+    if scheduler == "local":
+        cluster = local_cluster(n_workers)
+        return distributed.Client(cluster), cluster, True
+    if isinstance(scheduler, str):
+        return distributed.Client(scheduler), None, True
+    raise ValueError(f"scheduler={scheduler!r} is not supported; allowed: a Dask scheduler "
+                     "address, 'local' (a LocalCluster) or a distributed.Client")
+
+
+def disconnect(client: Any, cluster: Any, own: bool) -> None:
+    """Close what :func:`connect` opened (a given client stays open)."""
+    if own:
+        client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def register_plugin(client: Any, plugin: Any, name: str) -> None:
+    """Give every worker ``plugin`` (a ``WorkerPlugin``: its device context, kept for the
+    job) under ``name``, through whichever method this ``distributed`` has."""
+    reg = getattr(client, "register_plugin", None) or client.register_worker_plugin
+    reg(plugin, name=name)

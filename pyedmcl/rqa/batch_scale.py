@@ -403,15 +403,16 @@ def _run_dask(run: Callable[..., Any], src: Source, todo: list[tuple[int, int, i
     written here as they come. Tasks still queued when this stops are cancelled."""
     from distributed import as_completed
 
-    from .dask_rqa import PLUGIN, RQAWorkerPlugin, _client
+    from ..dask_local import connect, disconnect, register_plugin
+    from .dask_rqa import PLUGIN, RQAWorkerPlugin
 
     if isinstance(devices, str):
         devices = [d for d in devices.split(",") if d]
-    client, cluster, own = _client(scheduler, n_workers)
+    client, cluster, own = connect(scheduler, n_workers)
     futs: dict[Any, tuple[int, int, int]] = {}
     try:
-        reg = getattr(client, "register_plugin", None) or client.register_worker_plugin
-        reg(RQAWorkerPlugin(devices, None if backend == "pyopencl" else backend), name=PLUGIN)
+        register_plugin(client, RQAWorkerPlugin(devices, None if backend == "pyopencl"
+                                                else backend), PLUGIN)
         workers = max(1, len(client.scheduler_info().get("workers", {})),
                       n_workers if scheduler == "local" else 1)
         key = uuid.uuid4().hex  # this call's tasks: never another call's results
@@ -440,7 +441,4 @@ def _run_dask(run: Callable[..., Any], src: Source, todo: list[tuple[int, int, i
     finally:
         for fut in futs:
             fut.cancel()
-        if own:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+        disconnect(client, cluster, own)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from distributed import WorkerPlugin
 
+from ..dask_local import connect, disconnect, register_plugin
 from .bands import Band, BandDevice, fold_bins
 from .dnr import Histograms, _Matrix
 from .ranges import RangeDevice, RowRange
@@ -107,23 +108,6 @@ def _band_task(key: str, job: dict[str, Any], data: tuple, band: Band | RowRange
             "sym": bool(getattr(dev, "sym", False))}
 
 
-def _client(scheduler: Any, n_workers: int) -> tuple[Any, Any, bool]:
-    """(client, cluster we started or None, whether we own the client)."""
-    import distributed
-
-    if isinstance(scheduler, distributed.Client):
-        return scheduler, None, False
-    if scheduler == "local":
-        from ..dask_local import local_cluster
-
-        cluster = local_cluster(n_workers)
-        return distributed.Client(cluster), cluster, True
-    if isinstance(scheduler, str):
-        return distributed.Client(scheduler), None, True
-    raise ValueError(f"scheduler={scheduler!r} is not supported; allowed: a Dask scheduler "
-                     "address, 'local' (a LocalCluster) or a distributed.Client")
-
-
 def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | None,
              m: _Matrix, data: tuple, params: dict[str, Any] | None, edge: int | None,
              bands: list[Band] | list[RowRange], vertical: bool = True,
@@ -137,10 +121,10 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
     from dask.base import tokenize
     from distributed import as_completed
 
-    client, cluster, own = _client(scheduler, n_workers)
+    client, cluster, own = connect(scheduler, n_workers)
     try:
-        reg = getattr(client, "register_plugin", None) or client.register_worker_plugin
-        reg(RQAWorkerPlugin(devices, None if backend == "pyopencl" else backend), name=PLUGIN)
+        register_plugin(client, RQAWorkerPlugin(devices, None if backend == "pyopencl"
+                                                else backend), PLUGIN)
         rows = bool(bands) and isinstance(bands[0], RowRange)
         job = {"m": m, "params": None if params is None else dict(params), "edge": edge,
                "n_fold": fold_bins(m, vertical, list(diag_ranges or [])),
@@ -177,10 +161,7 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
             return run_dask(client, n_workers, devices, backend, m, data, params, edge, bands,
                             vertical, diag_ranges, symmetric=False)
     finally:
-        if own:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+        disconnect(client, cluster, own)
     return Histograms(hist["d"][:-1], hist["v"][:-1], hist["w"][:-1], n_rec,
                       launches=0, seconds=seconds, per_device=list(counts),
                       device_tasks=list(counts.values()), symmetric=syms == {True})

@@ -11,7 +11,8 @@ and because a block's result depends only on its inputs, the matrix is the same.
 
 ``scheduler="local"`` starts a LocalCluster of worker processes on this machine;
 any other string is the address of an existing scheduler (for example one
-started by dask-jobqueue on SLURM/PBS).
+started by dask-jobqueue on SLURM/PBS); a ``distributed.Client`` is used as given
+(:func:`pyedmcl.dask_local.connect`, as RQA's tasks).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 from distributed import WorkerPlugin
 
+from ..dask_local import connect, disconnect, register_plugin
 from .job import EngineSpec
 
 PLUGIN = "pyedmcl-xmap"
@@ -86,20 +88,10 @@ def _xmap_task(key: str, X: np.ndarray, spec: EngineSpec, E: np.ndarray, path: s
 class DaskRunner:
     """Submits row-block tasks to a Dask cluster (started locally or joined)."""
 
-    def __init__(self, scheduler: str, *, n_workers: int = 2, device: Any = None,
+    def __init__(self, scheduler: Any, *, n_workers: int = 2, device: Any = None,
                  backend: str | None = None):
-        import distributed
-        self.cluster = None
-        if scheduler == "local":
-            from ..dask_local import local_cluster
-
-            self.cluster = local_cluster(n_workers)
-            self.client = distributed.Client(self.cluster)
-        else:
-            self.client = distributed.Client(scheduler)
-        plugin = XmapWorkerPlugin(device, backend)
-        reg = getattr(self.client, "register_plugin", None) or self.client.register_worker_plugin
-        reg(plugin, name=PLUGIN)
+        self.client, self.cluster, self._own = connect(scheduler, n_workers)
+        register_plugin(self.client, XmapWorkerPlugin(device, backend), PLUGIN)
         self._X = None
         self._key = None
 
@@ -143,6 +135,4 @@ class DaskRunner:
         return counts
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        disconnect(self.client, self.cluster, self._own)
