@@ -64,6 +64,16 @@ def test_bucket_shapes():
     assert not xe[6:].any()  # windows that do not fit
 
 
+@pytest.mark.parametrize("E, EB, tau", [(3, 8, 1), (5, 8, 2), (8, 8, 3), (1, 8, 1)])
+def test_columns_kernel(device, E, EB, tau):
+    """knn_columns against its NumPy reference (scan_buckets.coordinates), exactly."""
+    be = get_backend(device)
+    x = logistic_map(53, r=3.9, x0=0.3, burn=0).astype(np.float32)
+    out = be.empty((x.size, EB), np.float32)
+    KNN.launch_columns(be, "float", be.to_device(x), x.size, E, tau, EB, out)
+    np.testing.assert_array_equal(be.to_host(out), scan_buckets.coordinates(x, E, EB, tau))
+
+
 def test_trim_kernel(device):
     be = get_backend(device)
     rng = np.random.default_rng(3)

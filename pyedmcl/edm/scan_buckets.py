@@ -17,7 +17,7 @@ the kernel's total order (distance, then the point keys, which are the same poin
 the first ``k`` of its ``KB`` nearest; ``knn_trim`` empties the slots past ``k`` and the
 bucket's lookup (K = KB) skips empty slots, so predictions and skills equal the per-E
 path's bit for bit. The price: the zero columns' reads and terms (at most
-``BUCKET_E - 1`` of ``EB``) and a matrix upload per E.
+``BUCKET_E - 1`` of ``EB``) and a matrix made on the device per E (``knn_columns``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def bucket(E: int, k: int) -> tuple[int, int]:
 
 def coordinates(x: np.ndarray, E: int, EB: int, tau: int) -> np.ndarray:
     """The ``(n, EB)`` matrix of ``x`` (already in the kernels' type) whose row P holds
-    ``x[P + j*tau]`` in column j < E where the window fits, zeros elsewhere."""
+    ``x[P + j*tau]`` in column j < E where the window fits, zeros elsewhere: what
+    ``knn_columns`` makes on the device (its NumPy reference)."""
     n = x.size
     rows = max(0, n - (E - 1) * tau)
     out = np.zeros((n, EB), x.dtype)
@@ -67,20 +68,19 @@ def requests(be: Any, plan: Plan, size: int, real: str) -> list[tuple]:
     EB, KB = bucket(plan.E, plan.knn)
     reqs = [knn_request(be, E=1, tau=1, k=KB, qpts=plan.pred_points, lpts=plan.lib_points,
                         real=real, nc=EB)]
-    if KB > plan.knn:
-        reqs.append(KNN.trim_request(real))
-    return reqs + lookup_requests(be, KB, size, real=real, skill_k=1)
+    return reqs + KNN.bucket_requests(real) + lookup_requests(be, KB, size, real=real,
+                                                              skill_k=1)
 
 
-def enqueue(data: Any, plan: Plan, x: np.ndarray, q_dev, l_dev, obs_dev, out, row0: int
-            ) -> None:
+def enqueue(data: Any, plan: Plan, q_dev, l_dev, obs_dev, out, row0: int) -> None:
     """k-NN + lookup + skill of ``plan`` through its bucket's kernels (:mod:`.simplex`'s
-    ``enqueue_plan``, the same rows in ``out[row0:row0 + nt]``); ``x``: the series in
-    the kernels' type. No host sync but past :data:`SYNC_BYTES` of matrix."""
+    ``enqueue_plan``, the same rows in ``out[row0:row0 + nt]``); the coordinate matrix
+    made on the device from the uploaded series (:func:`coordinates`' values). No host
+    sync but past :data:`SYNC_BYTES` of matrix."""
     be = data.be
     EB, KB = bucket(plan.E, plan.knn)
-    xe = coordinates(x, plan.E, EB, plan.tau)
-    xe_dev = be.to_device(xe)
+    xe_dev = be.empty((data.n, EB), np.float64 if data.real == "double" else np.float32)
+    KNN.launch_columns(be, data.real, data.x_dev, data.n, plan.E, plan.tau, EB, xe_dev)
     table = knn_device(be, xe_dev, data.n, E=1, tau=1, k=KB, qpts=plan.pred_points,
                        lpts=plan.lib_points, radius=plan.exclusion_radius, real=data.real,
                        q_dev=q_dev, l_dev=l_dev, nc=EB)
@@ -91,5 +91,5 @@ def enqueue(data: Any, plan: Plan, x: np.ndarray, q_dev, l_dev, obs_dev, out, ro
                                 real=data.real)
     skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
                  obs_dev, real=data.real, out=out, row0=row0)
-    if xe.nbytes > SYNC_BYTES:
+    if xe_dev.nbytes > SYNC_BYTES:
         be.finish()

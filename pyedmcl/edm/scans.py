@@ -97,11 +97,10 @@ def _scan(x, target, name: str, values, make_plan, dtype, device, backend,
         done.add(key)
     out = skill_out(be, len(plans) * data.nt)
     blocked: dict[int, np.ndarray] = {}
-    xd = xs.astype(dt) if bucketed else None  # the values the kernels read
     for i, (p, (q_dev, l_dev, obs_dev)) in enumerate(zip(plans, lists, strict=True)):
         try:
             if bucketed:
-                scan_buckets.enqueue(data, p, xd, q_dev, l_dev, obs_dev, out, i * data.nt)
+                scan_buckets.enqueue(data, p, q_dev, l_dev, obs_dev, out, i * data.nt)
             else:
                 enqueue_plan(data, p, q_dev, l_dev, obs_dev, out, i * data.nt)
         except Exception as exc:  # this plan's table does not fit: Simplex in query blocks

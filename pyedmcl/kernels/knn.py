@@ -331,15 +331,28 @@ class KnnKernel(TunableKernel):
                          in_dist, out_idx, out_dist)
 
     @staticmethod
-    def trim_request(real: str) -> tuple:
-        """The kernel :meth:`launch_trim` builds, as ``(template, params, name)``."""
-        return ("knn/trim.cl.mako", {"REAL": real}, "knn_trim")
+    def bucket_requests(real: str) -> list[tuple]:
+        """The kernels :meth:`launch_columns` and :meth:`launch_trim` build (one program),
+        as ``(template, params, name)``."""
+        return [("knn/bucket.cl.mako", {"REAL": real}, name)
+                for name in ("knn_columns", "knn_trim")]
+
+    def launch_columns(self, be: Backend, real: str, x_dev, n: int, E: int, tau: int, EB: int,
+                       out_dev):
+        """The ``(n, EB)`` coordinate matrix of series ``x_dev`` (``n`` values): row P
+        holds ``x[P + j*tau]`` in column j < E where the window fits, zeros elsewhere
+        (``knn/bucket.cl.mako``)."""
+        kern = be.kernel(*self.bucket_requests(real)[0])
+        rows = max(0, n - (E - 1) * tau)
+        return be.launch(kern, (round_up(max(n, 1), 64), round_up(EB, 4)), (64, 4), x_dev,
+                         np.int32(n), np.int32(rows), np.int32(E), np.int32(tau), np.int32(EB),
+                         out_dev)
 
     def launch_trim(self, be: Backend, real: str, idx_dev, dist_dev, rows: int, ld: int, k: int):
         """Cut every row of a table ``(rows, ld)`` to its first ``k`` entries in place (the
-        rest empty slots: -1 / inf, ``knn/trim.cl.mako``)."""
+        rest empty slots: -1 / inf, ``knn/bucket.cl.mako``)."""
         wg = 64
-        kern = be.kernel(*self.trim_request(real))
+        kern = be.kernel(*self.bucket_requests(real)[1])
         return be.launch(kern, (round_up(max(rows, 1), wg),), (wg,), idx_dev, dist_dev,
                          np.int32(rows), np.int32(ld), np.int32(k))
 
