@@ -90,8 +90,8 @@ def test_trim_kernel(device):
 @pytest.mark.parametrize("max_E", [24, 34])
 def test_float64_scan_beyond_20_takes_buckets_from_E_1(max_E):
     """Decimal data (the scans' float64 path) at max_E 24 and 34 on a CPU: every E on
-    buckets' kernels (the fused scan's float64 build alone took 6.2 s at max_E 20 and 32 s
-    at 32), skills those of the per-E pipelines, a handful of programs."""
+    buckets' kernels (decision 0154: the fused scan's float64 build is the slow part
+    there), skills those of the per-E pipelines, a handful of programs."""
     import pyedmcl as pe
 
     x = np.round(logistic_map(260, r=3.9, x0=0.4, burn=0), 2)

@@ -2,13 +2,12 @@
 
 Beyond the fused scan's E <= 32 (:mod:`pyedmcl.primitives.scan_fused`), an E scan runs a
 k-NN, a lookup and a skill launch per E. Specialised per E (coordinates and K = E + 1
-neighbours unrolled), that is two programs per E, and runtimes that compile each kernel
-at its first launch, one at a time (PoCL: seconds a kernel at E ~ 50), spent minutes on
-the first use of ``embed_dimension(max_E=64)``.
+neighbours unrolled), that is two programs per E: on runtimes that compile each kernel
+at its first launch, one at a time (PoCL), minutes of first use at ``max_E=64``.
 
-Here those E values fall into buckets of :data:`BUCKET_E` (E 33..40, 41..48, ...; with
-float64 data every E from 1, where the fused scan's own build is the slow part: 34 s at
-max_E 32 on Intel's runtime, 2 Zen 5 cores, against 2.6 s in float32). A bucket's k-NN is the
+Here those E values fall into buckets of :data:`BUCKET_E` (E 33..40, 41..48, ...; in
+float64 on a CPU every E from 1 above max_E 20, where the fused scan's own float64 build is
+the slow part; decision 0154 has the measurements). A bucket's k-NN is the
 knn family's state-space kernel (NC columns of one lag) of its largest E, ``EB``, and
 ``KB`` = min(EB + 1, MAX_KNN) neighbours; it reads, per E, a matrix whose row P holds
 ``x[P + j*tau]`` in column j < E and zeros beyond. Each distance then adds the per-E

@@ -140,8 +140,8 @@ def _scan_requests(be, plans, data: DeviceData, bucketed: bool = False) -> list[
 MAX_SCAN_E = 512
 
 #: largest max_E whose float64 E scan takes the fused scan on a CPU (by default): its
-#: float64 program's build grows steeply with E (Intel's runtime, 2 Zen 5 cores, 700 points: 1.6 s
-#: at max_E 10, 6.2 s at 20, 32 s at 32; the buckets of :mod:`.scan_buckets` 0.8 s)
+#: float64 program's build grows steeply with E, past what all of :mod:`.scan_buckets`'
+#: programs cost (decision 0154, ``bench/scan_paths.py``)
 FUSED_F64_MAX_E = 20
 
 
@@ -223,9 +223,9 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
         # resolved first: a too large max_E fails before any work); E 1..32 take the fused
         # scan in float32. Three kernels and two a bucket where the per-E path builds two
         # per E (first use on runtimes that compile each kernel at its first launch,
-        # PoCL's: seconds each). float64 (asked for, or decimal data) above max_E 20 on a
-        # CPU: buckets from E = 1, as the fused scan's float64 program alone takes longer
-        # to build than all of them (Intel, 2 Zen 5 cores: 6.2 s at max_E 20, 32 s at 32)
+        # PoCL's). float64 (asked for, or decimal data) above max_E 20 on a CPU: buckets
+        # from E = 1, as the fused scan's float64 program alone takes longer to build
+        # than all of them (FUSED_F64_MAX_E)
         be, dt = _inputs(x, target, dtype, device, backend, "the E scan")[:2]
         if dt != np.float32 and not be.info.is_gpu:
             return _scan(x, target, "E", values, make_plan, dtype, device, backend,
