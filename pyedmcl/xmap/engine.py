@@ -654,22 +654,33 @@ class XmapEngine:
             self._choose_runtime_k()
         scan = self._use_scan()
         if scan:
-            from ..kernels.knn_scan import KNN_SCAN
-            sc = self._scan_setup(inputs=False)
-            reqs += KNN_SCAN.requests(be, sc.params, sc.spec)
-            if self._gathers_targets:
-                reqs.append(gather_request(self.x_dev.dtype))  # the padded panel
+            reqs += self._scan_requests()
         for g in self.groups:
             if not scan:
                 nb = min(max(1, rows), self.batch_size(g.M, g.k))
                 spec, p = self._knn(g.E, g.k, g.M, g.M * nb, g.contiguous)
                 reqs.append(KNN.request(be, p, spec))
-            sp = self._layout(g.k, self.weight, g.targets.size)
-            sspec, _ = self._program_spec(g.k, self.weight, sp)
-            reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
-                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
-            if reads_time_major(sp) and self._gathers_targets:
-                reqs.append(gather_request(self.x_dev.dtype))  # the targets, time-major
+            reqs += self._skill_requests(g)
+        return reqs
+
+    def _scan_requests(self) -> list[tuple]:
+        """The fused scan's kernels of a batch of libraries (and the padded panel's gather)."""
+        from ..kernels.knn_scan import KNN_SCAN
+        sc = self._scan_setup(inputs=False)
+        reqs = KNN_SCAN.requests(self.be, sc.params, sc.spec)
+        if self._gathers_targets:
+            reqs.append(gather_request(self.x_dev.dtype))  # the padded panel
+        return reqs
+
+    def _skill_requests(self, g: _Group) -> list[tuple]:
+        """Group ``g``'s pack and skill (one program) and, where the skill reads targets
+        time-major, their gather."""
+        sp = self._layout(g.k, self.weight, g.targets.size)
+        sspec, _ = self._program_spec(g.k, self.weight, sp)
+        reqs = [XMAP_SKILL.request(self.be, sspec, sp, "pack"),
+                XMAP_SKILL.request(self.be, sspec, sp, "xmap_skill")]
+        if reads_time_major(sp) and self._gathers_targets:
+            reqs.append(gather_request(self.x_dev.dtype))  # the targets, time-major
         return reqs
 
     def _choose_runtime_k(self) -> None:

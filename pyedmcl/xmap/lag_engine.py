@@ -31,16 +31,13 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, run_blocked
-from clkernels.arrays import gather_request
 
 from ..kernels.knn import KNN, RawLists, is_contiguous
-from ..kernels.knn_scan import KNN_SCAN
 from ..kernels.xmap import (
     TABLE_BUDGET_CPU,
     TABLE_BUDGET_GPU,
     XMAP_SCAN,
     XMAP_SKILL,
-    reads_time_major,
     scan_table_budget,
 )
 from ..primitives.lookup import ccm_shifts_groups
@@ -258,10 +255,7 @@ class XmapLagEngine(XmapEngine):
         if self.specialise_later and self._behind is None and self._runtime_k is None:
             self._choose_runtime_k()
         if self._scan_Es:
-            sc = self._scan_setup(inputs=False)
-            reqs += KNN_SCAN.requests(be, sc.params, sc.spec)
-            if self._gathers_targets:
-                reqs.append(gather_request(self.x_dev.dtype))  # the padded panel
+            reqs += self._scan_requests()
         for g in self.groups:
             for ch in self._chunks[g.E]:  # (a scanned group's core lists are the scan's)
                 nb = min(max(1, rows), self._lag_batch_size(g, ch))
@@ -269,12 +263,7 @@ class XmapLagEngine(XmapEngine):
                         ("edge",) if ch.S else ()):
                     spec, p = self._list_params(g, ch, which, nb)
                     reqs.append(KNN.request(be, p, spec))
-            sp = self._layout(g.k, self.weight, g.targets.size)
-            sspec, _ = self._program_spec(g.k, self.weight, sp)
-            reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
-                     XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
-            if reads_time_major(sp) and self._gathers_targets:
-                reqs.append(gather_request(self.x_dev.dtype))
+            reqs += self._skill_requests(g)
         return reqs
 
     def _lag_bytes(self, g: _Group, ch: _Chunk) -> int:
