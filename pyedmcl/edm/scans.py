@@ -48,18 +48,24 @@ log = logging.getLogger("pyedmcl.edm.scans")
 DEFAULT_RADII = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 20, 25, 30)
 
 
+def _scan_dtype(x, dtype, device, backend) -> tuple[Any, np.dtype]:
+    """The backend and the type a scan of ``x`` computes in: float64 for decimal data asked
+    in float32 (decimals tie in exact arithmetic: float32's roundings choose other k-th
+    neighbours than float64's, and a scan has no float32 row check)."""
+    be = get_backend(device, backend)
+    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+    if dt == np.float32 and be.info.fp64 and on_decimal_grid(as_series(x, "x")):
+        dt = np.dtype(np.float64)
+    return be, dt
+
+
 def _inputs(x, target, dtype, device, backend, what: str = "this scan"
             ) -> tuple[Any, np.dtype, np.ndarray, np.ndarray, Affine]:
     """Backend, dtype, validated series and its single target (every scan takes one), as
     kernel inputs (float32: centred, :mod:`pyedmcl._precision`; Simplex's distance floor
     is in data units), and the target's map back to data units (MAE/RMSE)."""
-    be = get_backend(device, backend)
-    dt = check_dtype(np.float32 if dtype is None else dtype, be.info)
+    be, dt = _scan_dtype(x, dtype, device, backend)
     xs = as_series(x, "x")
-    if dt == np.float32 and be.info.fp64 and on_decimal_grid(xs):
-        # decimals tie in exact arithmetic: float32's roundings choose other k-th
-        # neighbours than float64's, and a scan has no float32 row check
-        dt = np.dtype(np.float64)
     y, single = as_targets(xs if target is None else target, xs.size)
     if not single:
         from ..validation import not_one_series
@@ -218,26 +224,36 @@ def _embed_dimension(x, target, max_E: int, shown_max_E: int, *, tau, Tp, knn, e
             raise ValueError(f"max_E={shown_max_E} is too large for this series and library: "
                              f"E={E} fails ({exc}); use max_E <= {E - 1}") from exc
 
-    if fused is None and max_E > FUSED_F64_MAX_E and tau > 0:
-        # E beyond the fused kernels' range run per E on buckets' kernels (every plan
-        # resolved first: a too large max_E fails before any work); E 1..32 take the fused
-        # scan in float32. Three kernels and two a bucket where the per-E path builds two
-        # per E (first use on runtimes that compile each kernel at its first launch,
-        # PoCL's). float64 (asked for, or decimal data) above max_E 20 on a CPU: buckets
-        # from E = 1, as the fused scan's float64 program alone takes longer to build
-        # than all of them (FUSED_F64_MAX_E)
-        be, dt = _inputs(x, target, dtype, device, backend, "the E scan")[:2]
+    # E beyond the fused kernels' range run per E on buckets' kernels (every plan resolved
+    # first: a too large max_E fails before any work); in float32 E 1..32 take the fused
+    # scan. Three kernels and two a bucket where the per-E path builds two per E (first use
+    # on runtimes that compile each kernel at its first launch, PoCL's). float64 (asked
+    # for, or decimal data) above max_E 20 on a CPU: buckets from E = 1, as the fused
+    # scan's float64 program alone takes longer to build than all of them (FUSED_F64_MAX_E)
+    split = max_E  # E above it take the buckets
+    if fused is None and tau > 0 and max_E > FUSED_F64_MAX_E:
+        be, dt = _scan_dtype(x, dtype, device, backend)
         if dt != np.float32 and not be.info.is_gpu:
-            return _scan(x, target, "E", values, make_plan, dtype, device, backend,
-                         bucketed=True)
-        if max_E > MAX_FUSED_E:
-            tail = _scan(x, target, "E", values[MAX_FUSED_E:], make_plan, dtype, device,
-                         backend, bucketed=True)
-            head = _embed_dimension(x, target, MAX_FUSED_E, shown_max_E, tau=tau, Tp=Tp,
-                                    knn=knn, exclusion_radius=exclusion_radius, lib=lib,
-                                    pred=pred, dtype=dtype, device=device, backend=backend,
-                                    fused=None)
-            return _joined(head, tail)
+            split = 0
+        elif max_E > MAX_FUSED_E:
+            split = MAX_FUSED_E
+    tail = None
+    if split < max_E:
+        tail = _scan(x, target, "E", values[split:], make_plan, dtype, device, backend,
+                     bucketed=True)
+        if split == 0:
+            return tail
+    head = _fused_or_per_E(x, target, values[:split], make_plan, tau=tau, Tp=Tp, knn=knn,
+                           exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype=dtype,
+                           device=device, backend=backend, fused=fused)
+    return head if tail is None else _joined(head, tail)
+
+
+def _fused_or_per_E(x, target, values: list[int], make_plan, *, tau, Tp, knn, exclusion_radius,
+                    lib, pred, dtype, device, backend, fused) -> SkillScan:
+    """E = 1 .. len(values) on the fused scan where it applies (``fused`` not False, the
+    rows nest, the tables fit), else one pipeline per E."""
+    max_E = len(values)
     if fused is not False:
         if device is None:  # the default: among CPU runtimes, the one measured faster here
             device = _fused_default()
