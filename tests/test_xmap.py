@@ -145,22 +145,22 @@ def test_map_on_staged_lanes_of_two_targets_and_paired_entries_same_rho(monkeypa
     with the staged entries as (offset, weight) pairs (PR), gives the default layout's
     rho bit for bit."""
     from pyedmcl.kernels import xmap as xk
-    from pyedmcl.xmap import engine as xe
+    from pyedmcl.xmap import skill_plan as sk
     X = panel(L=90, N=37, seed=5)
     E = np.resize([2, 4, 3], 37)  # three E-groups of 12-13 targets
     ref = pe.xmap(X, E=E, device=CPU_DEVICE, fma=False).rho
     tiles = []
-    lanes_y = xe.XmapEngine._lanes_y
+    lanes_y = sk.SkillPlan.lanes_y
 
     def spy(self, g, tile=1):
         tiles.append(tile)
         return lanes_y(self, g, tile)
 
-    monkeypatch.setattr(xe.XmapEngine, "_lanes_y", spy)
+    monkeypatch.setattr(sk.SkillPlan, "lanes_y", spy)
     for tj, pr, lwg in ((2, 0, 8), (2, 1, 4), (1, 1, 16)):
         lay = dict(xk._LAYOUT, TJ=tj, LANES=1, LWG=lwg, LB=1, LMAJ=1, CM=1, ST=1, CH=16,
                    SPL=2, PR=pr)
-        monkeypatch.setattr(xe, "cpu_layout", lambda p, ntg, time_major=False, lay=lay: dict(lay))
+        monkeypatch.setattr(sk, "cpu_layout", lambda p, ntg, time_major=False, lay=lay: dict(lay))
         tiles.clear()
         got = pe.xmap(X, E=E, device=CPU_DEVICE, fma=False).rho
         np.testing.assert_array_equal(got, ref)
@@ -176,9 +176,9 @@ def test_first_use_map_runs_staged_groups_on_one_runtime_k_program(monkeypatch):
     could build them behind (they would never be built otherwise)."""
     from clkernels import get_backend
     from pyedmcl.kernels import xmap as xk
-    from pyedmcl.xmap import engine as xe
+    from pyedmcl.xmap import skill_plan as sk
     staged = dict(xk._LAYOUT, TJ=1, LANES=1, LWG=32, LB=1, LMAJ=1, CM=1, ST=1, CH=16, SPL=2)
-    monkeypatch.setattr(xe, "cpu_layout", lambda p, ntg, time_major=False: dict(staged))
+    monkeypatch.setattr(sk, "cpu_layout", lambda p, ntg, time_major=False: dict(staged))
     X = panel(L=90, N=24, seed=4)
     E = np.resize([1, 2, 3, 4, 6], 24)  # five groups, K 2 .. 7
     be = get_backend(CPU_DEVICE)

@@ -26,6 +26,8 @@ from test_xmap import panel
 import pyedmcl as pe
 from clkernels import get_backend
 from clkernels.backends.base import render
+from pyedmcl.xmap import skill_plan
+from pyedmcl.xmap.skill_plan import SkillPlan
 
 VEC = [dict(VARIANT="vec", WG=8, TILE=32, QB=4, EA=0, INS="reg", FLAG=1),
        dict(VARIANT="vec", WG=16, TILE=64, QB=8, EA=0, INS="reg", FLAG=1),
@@ -155,7 +157,7 @@ def test_fused_scan_tables_same_matrix(device, monkeypatch, tau, Tp):
     E = np.array([1, 3, 2, 5, 3, 4, 1])
     ref = XmapEngine(be, X, E, tau=tau, Tp=Tp, knn_kernel="batched").block(0, 7)
     auto = XmapEngine(be, X, E, tau=tau, Tp=Tp)
-    assert auto._use_scan()  # GPUs, and CPUs through the private-list scan (INS "key")
+    assert auto.fused.applies()  # GPUs, and CPUs through the private-list scan (INS "key")
     np.testing.assert_array_equal(auto.block(0, 7), ref)
     for sp in SCAN:
         monkeypatch.setattr(xk.XMAP_SCAN, "params_for", lambda *a, sp=sp: dict(sp))
@@ -181,16 +183,16 @@ def test_fused_scan_padded_panel_on_device_and_host(device, monkeypatch, tau):
     E = np.array([1, 3, 2, 5, 3, 4, 1, 2, 6])
     eng = XmapEngine(be, X, E, tau=tau, knn_kernel="scan")
     got = eng.block(0, 9)
-    sc = eng._scan_setup()
+    sc = eng.fused.setup()
     lanes = KNN_SCAN.padded_lanes(sc.params, sc.nq)
     xp, ints, ldx = batch_inputs(X, sc.qt, sc.qemax, 5 * tau, lanes, np.float32)
     assert sc.ldx == ldx and ldx >= 5 * tau + X.shape[1]
     np.testing.assert_array_equal(be.to_host(sc.xp_dev).reshape(-1), xp)
     np.testing.assert_array_equal(be.to_host(sc.ints_dev), ints)
-    monkeypatch.setattr(XmapEngine, "_gathers_targets", property(lambda self: False))
+    monkeypatch.setattr(SkillPlan, "gathers_targets", property(lambda self: False))
     host = XmapEngine(be, X, E, tau=tau, knn_kernel="scan")
     np.testing.assert_array_equal(host.block(0, 9), got)
-    np.testing.assert_array_equal(be.to_host(host._scan_setup().xp_dev).reshape(-1), xp)
+    np.testing.assert_array_equal(be.to_host(host.fused.setup().xp_dev).reshape(-1), xp)
 
 
 def test_fused_scan_rules():
@@ -200,8 +202,8 @@ def test_fused_scan_rules():
     from pyedmcl.xmap.engine import XmapEngine
     be = get_backend(CPU_DEVICE)
     X = panel(L=60, N=4, seed=3).T
-    assert not XmapEngine(be, X, np.full(4, 3))._use_scan()
-    assert not XmapEngine(be, X, np.array([1, 2, 3, 4]), tau=-1)._use_scan()
+    assert not XmapEngine(be, X, np.full(4, 3)).fused.applies()
+    assert not XmapEngine(be, X, np.array([1, 2, 3, 4]), tau=-1).fused.applies()
     with pytest.raises(ValueError, match="tau > 0"):
         XmapEngine(be, X, np.array([1, 2, 3, 4]), tau=-1, knn_kernel="scan").block(0, 4)
 
@@ -214,7 +216,7 @@ def test_fused_scan_on_cpus_follows_tuning(monkeypatch):
     from clkernels import get_backend
     from clkernels.tuning.database import Choice, UserDB, entry_key, make_entry
     from pyedmcl.kernels import xmap as xk
-    from pyedmcl.xmap import engine
+    from pyedmcl.xmap import engine, fused_tables
     be = get_backend(CPU_DEVICE)
     X = panel(L=80, N=7, seed=11).T
     E = np.array([1, 3, 2, 5, 3, 4, 1])
@@ -225,14 +227,14 @@ def test_fused_scan_on_cpus_follows_tuning(monkeypatch):
     for source in ("heuristic", "shipped:cpu_class"):
         with monkeypatch.context() as m:
             m.setattr(xk.XMAP_SCAN, "params_for", lambda *a: dict(q))
-            m.setattr(engine, "lookup", lambda *a, s=source: Choice(dict(q), s))
-            assert not engine.XmapEngine(be, X, E)._use_scan(), source
+            m.setattr(fused_tables, "lookup", lambda *a, s=source: Choice(dict(q), s))
+            assert not engine.XmapEngine(be, X, E).fused.applies(), source
     # a tuned "q" (user database of this device): the scan
     UserDB(be.info).put(entry_key("xmap_scan", sb, zb),
                         make_entry(xk.XMAP_SCAN, be.info, sb, zb, q, 0.001, q, 0.001))
     assert xk.XMAP_SCAN.params_for(be, spec, 79, 79)["INS"] == "q"
     auto = engine.XmapEngine(be, X, E)
-    assert auto._use_scan()
+    assert auto.fused.applies()
     ref = engine.XmapEngine(be, X, E, knn_kernel="batched").block(0, 7)
     np.testing.assert_array_equal(auto.block(0, 7), ref)
 
@@ -404,7 +406,6 @@ def test_map_runtime_k_same_matrix_one_program(device, monkeypatch, lay):
     distances, queries without a full neighbour set), and every E-group takes the same
     program."""
     from pyedmcl.kernels import xmap as xk
-    from pyedmcl.xmap import engine as eng
     X = panel(L=70, N=9, seed=6)
     X[:, 3] = np.round(X[:, 3] * 4) / 4  # quantized: tied distances
     E = [1, 2, 3, 5, 8, 2, 3, 13, 4]
@@ -419,8 +420,8 @@ def test_map_runtime_k_same_matrix_one_program(device, monkeypatch, lay):
 
     got = []
     for kr in (0, 1):
-        monkeypatch.setattr(eng, "cpu_layout", layout_kr(kr))
-        monkeypatch.setattr(eng, "gpu_layout", lambda params, ntg, info, kr=kr: layout_kr(kr)(params, ntg))
+        monkeypatch.setattr(skill_plan, "cpu_layout", layout_kr(kr))
+        monkeypatch.setattr(skill_plan, "gpu_layout", lambda params, ntg, info, kr=kr: layout_kr(kr)(params, ntg))
         got.append(pe.xmap(X, E=E, block_rows=4, device=device).rho)
     monkeypatch.undo()
     assert {p["KR"] for p in used} == {0, 1}
@@ -537,30 +538,30 @@ def test_time_major_targets_line_aligned_on_device_and_host(device, monkeypatch)
     eng = XmapEngine(be, X, np.array([2, 3] * 18 + [2]))
     assert xk.time_major_pitch(37) == 64 and xk.time_major_pitch(64) == 64
     for g in eng.groups:
-        y, ldy = eng._lanes_y(g)
+        y, ldy = eng.skills.lanes_y(g)
         ref, ref_ldy = xk.time_major(X[g.targets])
         assert ldy == ref_ldy and ldy % 32 == 0 and ldy >= g.targets.size
         np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)
         assert not ref[:, g.targets.size:].any()
-    monkeypatch.setattr(XmapEngine, "_gathers_targets", property(lambda self: False))
+    monkeypatch.setattr(SkillPlan, "gathers_targets", property(lambda self: False))
     host = XmapEngine(be, X, np.array([2, 3] * 18 + [2]))
     for g, h in zip(eng.groups, host.groups, strict=True):
-        np.testing.assert_array_equal(be.to_host(host._lanes_y(h)[0]), be.to_host(eng._lanes_y(g)[0]))
+        np.testing.assert_array_equal(be.to_host(host.skills.lanes_y(h)[0]), be.to_host(eng.skills.lanes_y(g)[0]))
     # a layout whose work-groups read 128 targets a row: the rows padded to hold them
     # (the host's copy, then the device's gather)
     assert xk.time_major_pitch(37, 128) == 128 and xk.time_major_pitch(130, 64) == 192
     g = host.groups[0]
-    y, ldy = host._lanes_y(g, 128)
+    y, ldy = host.skills.lanes_y(g, 128)
     ref, ref_ldy = xk.time_major(X[g.targets], 128)
     assert ldy == ref_ldy == 128
     np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)
-    assert host._lanes_y(g, 64) == (y, ldy)  # a smaller tile: the same rows
+    assert host.skills.lanes_y(g, 64) == (y, ldy)  # a smaller tile: the same rows
     g2 = host.groups[1]  # 18 targets: rows of 32, made again for a tile they do not hold
-    assert host._lanes_y(g2)[1] == 32 and host._lanes_y(g2, 64)[1] == 64
-    y2 = host._lanes_y(g2, 128)
-    assert y2[1] == 128 and host._lanes_y(g2, 32) == y2 and host._lanes_y(g2, 64) == y2
+    assert host.skills.lanes_y(g2)[1] == 32 and host.skills.lanes_y(g2, 64)[1] == 64
+    y2 = host.skills.lanes_y(g2, 128)
+    assert y2[1] == 128 and host.skills.lanes_y(g2, 32) == y2 and host.skills.lanes_y(g2, 64) == y2
     g = eng.groups[0]
-    y, ldy = eng._lanes_y(g, 128)
+    y, ldy = eng.skills.lanes_y(g, 128)
     np.testing.assert_array_equal(be.to_host(y).reshape(-1, ldy), ref)
 
 
@@ -950,6 +951,6 @@ def test_small_groups_take_fewer_target_lanes(device, monkeypatch):
         return orig(be, spec, size, diag) if diag else dict(lanes)
     monkeypatch.setattr(xk.XMAP_SKILL, "layout", forced)
     got = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
-    monkeypatch.setattr(eng_mod, "cpu_layout", lambda params, ntg, time_major=False: params)
+    monkeypatch.setattr(skill_plan, "cpu_layout", lambda params, ntg, time_major=False: params)
     ref = eng_mod.XmapEngine(be, X, E, knn_kernel="batched").block(0, 40)
     np.testing.assert_array_equal(got, ref)

@@ -108,7 +108,7 @@ def test_scanned_groups_every_lag_is_the_single_tp_map(E, lags, raw, knn_method,
     eng = XmapLagEngine(get_backend(CPU_DEVICE), X.T.astype(np.float32), np.array(E),
                         np.array(lags), tau=1, Tp=0, knn_kernel=knn_method)
     assert eng._scan_Es == sorted(set(E))
-    assert bool(eng._scan_setup(inputs=False).params.get("RAW", 0)) == raw
+    assert bool(eng.fused.setup(inputs=False).params.get("RAW", 0)) == raw
     assert_each_lag_single(X, lags, E=E, knn_method=knn_method, dtype=dtype)
 
 
@@ -131,7 +131,7 @@ def test_every_scan_variant_every_lag_is_the_single_tp_block(params, monkeypatch
     E, lags = np.array([2, 3, 2, 4, 3]), np.array([-3, -1, 0, 2])
     eng = XmapLagEngine(be, X, E, lags, Tp=0, knn_kernel="scan")
     got = eng.block(0, 5)
-    assert eng._scan_setup().params.get("RAW") == 1
+    assert eng.fused.setup().params.get("RAW") == 1
     for a, lag in enumerate(lags):
         one = XmapEngine(be, X, E, Tp=int(lag), knn_kernel="batched")
         np.testing.assert_array_equal(got[a], one.block(0, 5), err_msg=f"Tp={lag}")

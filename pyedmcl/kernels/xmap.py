@@ -467,7 +467,7 @@ SCALAR_LAYOUT = {"TJ": 1, "VEC": 0, "LANES": 0, "LWG": 32, "PF": 0, "LB": 1, "LM
 #: below this many targets a GPU's E-group runs queries as work-items, whatever the tuned
 #: target-lane layout: a few targets leave most lanes of a tile idle (the crossover on
 #: the H100, the same rho; decision 0107; the first use of small groups takes one
-#: runtime-K program, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`)
+#: runtime-K program, :meth:`pyedmcl.xmap.skill_plan.SkillPlan.choose_runtime_k`)
 FEW_TARGETS_GPU = 200
 
 
@@ -634,7 +634,7 @@ class XmapSkillKernel(TunableKernel):
         group needs one program, not two, and the table order matches); None: a
         layout-free rendering (k-major). ``k``: with the layout's KR, the tables' K where
         ``spec["K"]`` only bounds it (staged target lanes: one program for every E-group
-        of a map, :meth:`pyedmcl.xmap.engine.XmapEngine._choose_runtime_k`); None: ``spec["K"]``.
+        of a map, :meth:`pyedmcl.xmap.skill_plan.SkillPlan.choose_runtime_k`); None: ``spec["K"]``.
         ``memo``: as :meth:`_resolved`'s.
         """
         req, kern = self._resolved(be, spec, layout or {}, "pack", memo)

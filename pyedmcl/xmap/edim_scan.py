@@ -23,6 +23,7 @@ from clkernels.memory import DeviceOutOfMemory
 from ..kernels.knn import KNN, is_contiguous
 from ..kernels.xmap import XMAP_SCAN, XMAP_SKILL, scan_table_budget
 from ..primitives.ranges import resolve
+from .fused_tables import scan_bytes
 
 
 class EdimScan:
@@ -41,7 +42,7 @@ class EdimScan:
         them all); the tables, so the skills, are the per-E kernel's bit for bit. False
         (nothing enqueued) where the scan does not apply: ``knn_kernel`` "batched" /
         "edm", tau <= 0, E_max > 32, E_max not fitting the series, or a CPU whose scan
-        parameters are not the private-list variant (as :meth:`.XmapEngine._use_scan`)."""
+        parameters are not the private-list variant (as :meth:`.FusedTables.applies`)."""
         eng = self.eng
         from ..kernels.knn_scan import KNN_SCAN, MAX_FUSED_E, scan_inputs
         from ..primitives.scan_fused import scan_layout
@@ -62,7 +63,8 @@ class EdimScan:
         first = {E: int(np.searchsorted(lay.qemax, E)) for E in range(1, E_max + 1)}
         reqs = KNN_SCAN.requests(be, params, spec)
         for E in range(1, E_max + 1):
-            sp, sspec = eng._layout(E + 1, "simplex", 1, diag=True), eng._skill_spec(E + 1, "simplex")
+            sp = eng.skills.layout(E + 1, "simplex", 1, diag=True)
+            sspec = eng.skills.spec(E + 1, "simplex")
             reqs += [XMAP_SKILL.request(be, sspec, sp, "pack"),
                      XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
         be.prebuild(reqs)
@@ -81,25 +83,25 @@ class EdimScan:
         cols = {E: be.to_device(np.array([E - 1], np.int32)) for E in first}
         keep += [xp_dev, ints_dev, *obs_dev.values(), *cols.values()]
         acc = np.dtype(eng.acc_dt).itemsize
-        per = eng._scan_bytes(E_max, nq, kmax, split) + nq * (kmax * (4 + acc) + acc)
+        per = scan_bytes(eng.dt, E_max, nq, kmax, split) + nq * (kmax * (4 + acc) + acc)
         plane = E_max * nq * kmax
 
         def batch(b0: int, b1: int) -> None:
             nb, c0 = b1 - b0, r0 + b0
-            idx, dist, part = eng._scan_bufs("e", nb, E_max, nq, kmax, split)
+            idx, dist, part = eng.fused.bufs("e", nb, E_max, nq, kmax, split)
             KNN_SCAN.launch(be, params, spec, xp_dev, ints_dev, nq, lay.t0, nl, lay.radius,
                             idx, dist, part, nseries=nb, xoff=b0 * ldx, xstride=ldx)
             tgt = be.to_device(np.array([c0], np.int32))
             keep.append(tgt)
             for E in range(1, E_max + 1):
                 k, m = E + 1, nq - first[E]
-                tidx, tw, tden = eng._tables_bufs(nb, m, k)
-                XMAP_SKILL.pack(be, eng._skill_spec(k, "simplex"), idx, dist, kmax, plane,
-                                (E - 1) * nq + first[E], m, nb, 0, tidx, tw, tden,
-                                eng._layout(k, "simplex", 1, diag=True), memo=eng._kernels)
+                tables = eng.tables_bufs(nb, m, k)
+                eng.skills.pack(k, "simplex", eng.skills.layout(k, "simplex", 1, diag=True),
+                                idx, dist, kmax, plane, (E - 1) * nq + first[E], m, nb, 0,
+                                *tables)
                 # table entries are library times: the target value is at time + Tp
-                eng._skill(k, "simplex", tidx, tw, tden, m, nb, lay.Tp, tgt, cols[E], 1,
-                            obs_dev[E], out, E_max, b0, diag=True)
+                eng.skills.launch(k, "simplex", *tables, m, nb, lay.Tp, tgt, cols[E], 1,
+                                  obs_dev[E], out, E_max, b0, diag=True)
 
         run_blocked(be, batch, r1 - r0,
                     block=int(max(1, min(eng.max_libraries(), scan_table_budget(be.info) // per))),
@@ -138,7 +140,8 @@ class EdimScan:
             k, nq, nl = plan.knn, plan.pred_points.size, plan.lib_points.size
             nb = min(max(1, rows), eng.batch_size(nq, k))
             spec, p = eng._knn(E, k, max(nq, nl), nq * nb, is_contiguous(plan.lib_points))
-            sp, sspec = eng._layout(k, "simplex", 1, diag=True), eng._skill_spec(k, "simplex")
+            sp = eng.skills.layout(k, "simplex", 1, diag=True)
+            sspec = eng.skills.spec(k, "simplex")
             reqs += [KNN.request(be, p, spec), XMAP_SKILL.request(be, sspec, sp, "pack"),
                      XMAP_SKILL.request(be, sspec, sp, "xmap_skill")]
         be.prebuild(reqs)
@@ -153,14 +156,14 @@ class EdimScan:
             def batch(b0: int, b1: int, E=E, k=k, nq=nq, nl=nl, plan=plan, q_dev=q_dev,
                       l_dev=l_dev, obs_dev=obs_dev, col=col, keep=keep) -> None:
                 nb, c0 = b1 - b0, r0 + b0
-                tidx, tw, tden = eng._tables_bufs(nb, nq, k)
+                tidx, tw, tden = eng.tables_bufs(nb, nq, k)
                 eng._tables(E, k, c0, nb, q_dev, nq, l_dev, nl, plan.exclusion_radius, tidx,
-                             tw, tden, "simplex", eng._layout(k, "simplex", 1, diag=True),
+                             tw, tden, "simplex", eng.skills.layout(k, "simplex", 1, diag=True),
                              contiguous=is_contiguous(plan.lib_points))
                 tgt = be.to_device(np.array([c0], np.int32))
                 keep.extend([q_dev, l_dev, obs_dev, col, tgt])
-                eng._skill(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp, tgt,
-                            col, 1, obs_dev, out, E_max, b0, diag=True)
+                eng.skills.launch(k, "simplex", tidx, tw, tden, nq, nb, plan.offset + plan.Tp,
+                                  tgt, col, 1, obs_dev, out, E_max, b0, diag=True)
 
             eng._batched(batch, rows, nq, k)
         res = be.to_host(out).reshape(rows, E_max)

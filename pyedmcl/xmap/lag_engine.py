@@ -33,16 +33,12 @@ import numpy as np
 from clkernels import Backend, run_blocked
 
 from ..kernels.knn import KNN, RawLists, is_contiguous
-from ..kernels.xmap import (
-    TABLE_BUDGET_CPU,
-    TABLE_BUDGET_GPU,
-    XMAP_SCAN,
-    XMAP_SKILL,
-    scan_table_budget,
-)
+from ..kernels.xmap import TABLE_BUDGET_CPU, TABLE_BUDGET_GPU, XMAP_SCAN, scan_table_budget
 from ..primitives.lookup import ccm_shifts_groups
 from ..primitives.ranges import MAX_KNN, ccm_valid_times, point_offset
-from .engine import XmapEngine, _Group, _ScanSetup, max_batch
+from .egroup import EGroup
+from .engine import XmapEngine, max_batch
+from .fused_tables import FusedTables, ScanSetup, scan_bytes
 from .job import EngineSpec
 
 #: most edge rows of one chunk of lags (the edge list keeps them all): lags whose rows
@@ -148,6 +144,35 @@ def plan_chunks(n: int, E: int, tau: int, lags: np.ndarray, cap: int = MAX_LAG_E
     return chunks
 
 
+class LagFusedTables(FusedTables):
+    """The fused scan of a map at many lags: over the lags' union
+    (:meth:`XmapLagEngine._lag_scan`), its library the core's rows."""
+
+    def layout(self) -> ScanSetup:
+        """The fused scan's layout over the lags' union (:meth:`XmapLagEngine._lag_scan`); accumulated
+        distances (RAW) where a group's lists are merged with its edge."""
+        eng = self.eng
+        qt, tau, emax = eng._scan_rows, eng.tau, max(eng._scan_Es)
+        nq = int(qt.size)
+        row0 = {E: (E - 1) * nq + int(np.searchsorted(qt, eng._chunks[E][0].pts[0]
+                                                      + point_offset(E, tau)))
+                for E in eng._scan_Es}
+        spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": eng.real,
+                "FMA": eng.fma}
+        params = XMAP_SCAN.params_for(eng.be, spec, nq, nq)
+        if any(eng._chunks[E][0].S for E in eng._scan_Es):
+            params = {**params, "RAW": 1}
+        return ScanSetup(spec, params, nq, emax + 1, int(qt[0]), row0, qt,
+                         np.minimum(qt // tau + 1, emax))
+
+    def library(self, ints: np.ndarray, sc: ScanSetup) -> np.ndarray:
+        """The scan's library: the core's rows (its lanes' E masks zeroed elsewhere)."""
+        out = ints.copy()
+        lmask = out[3 * sc.nq:3 * sc.nq + sc.nq]  # (library lane li: time qt[li])
+        lmask[~self.eng._scan_core] = 0
+        return out
+
+
 class XmapLagEngine(XmapEngine):
     """Row blocks of the map at every lag of ``lags`` (module docstring): ``block_async``
     gives ``(n_lags, rows, N)``. Built on the engine of the lag nearest 0 (``Tp``: its
@@ -158,7 +183,7 @@ class XmapLagEngine(XmapEngine):
         self.lags = np.asarray(lags, np.int64)
         super().__init__(be, X, E, **kwargs)
         if self.knn_choice == "scan":
-            self._use_scan()  # refuses what the scan refuses, as the single-lag map
+            self.fused.applies()  # refuses what the scan refuses, as the single-lag map
         self._chunks = {g.E: plan_chunks(self.n, g.E, self.tau, self.lags)
                         for g in self.groups}
         self._uploaded = False
@@ -171,7 +196,7 @@ class XmapLagEngine(XmapEngine):
         (``knn_scan/knn_scan.cl.mako``), its query rows (the lags' union at E = 1) and
         which of them are library rows (the core at E = 1: at each E the scan then keeps
         the rows of both with E lags of history, the group's union and core), as the
-        single-lag map would scan (:meth:`XmapEngine._use_scan`: ``knn_method`` "scan",
+        single-lag map would scan (:meth:`~pyedmcl.xmap.fused_tables.FusedTables.applies`: ``knn_method`` "scan",
         or by default where it saves work); groups whose lags are cut into chunks, and
         the rest where the scan does not apply, take the per-E kernel."""
         from ..kernels.knn_scan import MAX_FUSED_E
@@ -196,32 +221,12 @@ class XmapLagEngine(XmapEngine):
             if not (np.array_equal(rows[hist], ch.pts + off)
                     and np.array_equal(rows[hist & core], ch.core + off)):  # pragma: no cover
                 return none
-        if self.knn_choice == "scan" or self._scan_pays(Es, int(rows.size)):
+        if self.knn_choice == "scan" or self.fused.pays(Es, int(rows.size)):
             return Es, rows, core
         return none
 
-    def _scan_layout(self) -> _ScanSetup:
-        """The fused scan's layout over the lags' union (:meth:`_lag_scan`); accumulated
-        distances (RAW) where a group's lists are merged with its edge."""
-        qt, tau, emax = self._scan_rows, self.tau, max(self._scan_Es)
-        nq = int(qt.size)
-        row0 = {E: (E - 1) * nq + int(np.searchsorted(qt, self._chunks[E][0].pts[0]
-                                                      + point_offset(E, tau)))
-                for E in self._scan_Es}
-        spec = {"EMAX": emax, "TAU": tau, "KNN": 0, "METRIC": "euclidean", "REAL": self.real,
-                "FMA": self.fma}
-        params = XMAP_SCAN.params_for(self.be, spec, nq, nq)
-        if any(self._chunks[E][0].S for E in self._scan_Es):
-            params = {**params, "RAW": 1}
-        return _ScanSetup(spec, params, nq, emax + 1, int(qt[0]), row0, qt,
-                          np.minimum(qt // tau + 1, emax))
-
-    def _scan_library(self, ints: np.ndarray, sc: _ScanSetup) -> np.ndarray:
-        """The scan's library: the core's rows (its lanes' E masks zeroed elsewhere)."""
-        out = ints.copy()
-        lmask = out[3 * sc.nq:3 * sc.nq + sc.nq]  # (library lane li: time qt[li])
-        lmask[~self._scan_core] = 0
-        return out
+    def _fused_tables(self) -> LagFusedTables:
+        return LagFusedTables(self)
 
     # -- setup -------------------------------------------------------------------------------
     def _upload_lags(self) -> None:
@@ -252,10 +257,10 @@ class XmapLagEngine(XmapEngine):
         be = self.be
         edges = any(ch.S for chunks in self._chunks.values() for ch in chunks)
         reqs = [KNN.window_request(self.real)] if edges else []
-        if self.specialise_later and self._behind is None and self._runtime_k is None:
-            self._choose_runtime_k()
+        if self.specialise_later:
+            self.skills.choose_runtime_k()
         if self._scan_Es:
-            reqs += self._scan_requests()
+            reqs += self.fused.requests()
         for g in self.groups:
             for ch in self._chunks[g.E]:  # (a scanned group's core lists are the scan's)
                 nb = min(max(1, rows), self._lag_batch_size(g, ch))
@@ -263,10 +268,10 @@ class XmapLagEngine(XmapEngine):
                         ("edge",) if ch.S else ()):
                     spec, p = self._list_params(g, ch, which, nb)
                     reqs.append(KNN.request(be, p, spec))
-            reqs += self._skill_requests(g)
+            reqs += self.skills.requests(g)
         return reqs
 
-    def _lag_bytes(self, g: _Group, ch: _Chunk) -> int:
+    def _lag_bytes(self, g: EGroup, ch: _Chunk) -> int:
         """Device bytes of one library's tables in a chunk: its core and edge lists, a
         lag's merged table and its packed table."""
         item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
@@ -274,12 +279,12 @@ class XmapLagEngine(XmapEngine):
         return (ch.U * (g.k + ch.S) * (4 + item) + m * g.k * (4 + item)
                 + m * (g.k * (4 + acc) + acc))
 
-    def _lag_batch_size(self, g: _Group, ch: _Chunk) -> int:
+    def _lag_batch_size(self, g: EGroup, ch: _Chunk) -> int:
         budget = TABLE_BUDGET_GPU if self.be.info.is_gpu else TABLE_BUDGET_CPU
         return int(max(1, min(max_batch(self.be.info), budget // self._lag_bytes(g, ch))))
 
     # -- steps -------------------------------------------------------------------------------
-    def _list_params(self, g: _Group, ch: _Chunk, which: str, nb: int) -> tuple[dict, dict]:
+    def _list_params(self, g: EGroup, ch: _Chunk, which: str, nb: int) -> tuple[dict, dict]:
         """(spec, params) of a chunk's ``which`` ("core": the k nearest core rows; "edge":
         every edge row) k-NN launch over ``nb`` libraries; accumulated distances (RAW)
         where a merge follows (the chunk has an edge)."""
@@ -291,7 +296,7 @@ class XmapLagEngine(XmapEngine):
             p = {**p, "SLIDE": 0}
         return spec, ({**p, "RAW": 1} if ch.S else p)
 
-    def _lists(self, g: _Group, ch: _Chunk, which: str, c0: int, nb: int) -> RawLists:
+    def _lists(self, g: EGroup, ch: _Chunk, which: str, c0: int, nb: int) -> RawLists:
         """A chunk's ``which`` lists of libraries ``c0 .. c0+nb-1``, tables ``(nb, U, K)``
         of the union's rows (:meth:`_list_params`), entries kernel points."""
         be, n, U = self.be, self.n, ch.U
@@ -299,14 +304,14 @@ class XmapLagEngine(XmapEngine):
         nl = ch.core.size if which == "core" else ch.S
         spec, p = self._list_params(g, ch, which, nb)
         K = spec["K"]
-        idx = self._buf(which + "idx", (nb, U, K), np.int32)
-        dist = self._buf(which + "dist", (nb, U, K), self.dt)
+        idx = self.scratch(which + "idx", (nb, U, K), np.int32)
+        dist = self.scratch(which + "dist", (nb, U, K), self.dt)
         if self.knn == "batched":
             KNN.launch(be, p, spec, self.x_dev, ch.dev["pts"], U, lib, nl, nb, 0, idx, dist,
                        xoff=c0 * n, series_stride=n)
         else:
-            one_i = self._buf("oidx", (U, K), np.int32)  # "edm": one table a launch
-            one_d = self._buf("odist", (U, K), self.dt)
+            one_i = self.scratch("oidx", (U, K), np.int32)  # "edm": one table a launch
+            one_d = self.scratch("odist", (U, K), self.dt)
             for b in range(nb):
                 KNN.launch(be, p, spec, self.x_dev, ch.dev["pts"], U, lib, nl, 1, 0, one_i,
                            one_d, xoff=(c0 + b) * n, series_stride=n)
@@ -314,7 +319,7 @@ class XmapLagEngine(XmapEngine):
                 be.copy_within(dist, b * U * K, one_d, 0, U * K)
         return RawLists(idx, dist, K, K, U * K)
 
-    def _lag_skills(self, g: _Group, ch: _Chunk, c0: int, nb: int, b0: int,
+    def _lag_skills(self, g: EGroup, ch: _Chunk, c0: int, nb: int, b0: int,
                     out: tuple[Any, int], core: RawLists | None = None) -> None:
         """Every lag of chunk ``ch``: libraries ``c0 .. c0+nb-1``'s tables and rho rows
         ``b0 .. b0+nb-1`` of ``out`` (:meth:`_lag_rho`). ``core``: the core lists made
@@ -325,7 +330,7 @@ class XmapLagEngine(XmapEngine):
         if core is None:
             core = self._lists(g, ch, "core", c0, nb)
             if not ch.S:  # finished: every lag keeps every row, one table for all
-                tables = self._tables_bufs(nb, ch.U, k)
+                tables = self.tables_bufs(nb, ch.U, k)
                 self._pack(g, core.idx, core.dist, core.ld, core.bstride, 0, ch.U, nb, tables)
                 self._lag_rho(g, ch, tables, nb, off, b0, out)
                 return
@@ -335,13 +340,13 @@ class XmapLagEngine(XmapEngine):
             e = self._lists(g, ch, "edge", c0, nb)
             edge = RawLists(e.idx, e.dist, e.k, e.ld, e.bstride, 0, sh)
         m = max(r.M for r in ch.lags)
-        lidx = self._buf("lidx", (nb, m, k), np.int32)  # (sized for the chunk's lags at once)
-        ldist = self._buf("ldist", (nb, m, k), self.dt)
-        self._tables_bufs(nb, m, k)
+        lidx = self.scratch("lidx", (nb, m, k), np.int32)  # (sized for the chunk's lags at once)
+        ldist = self.scratch("ldist", (nb, m, k), self.dt)
+        self.tables_bufs(nb, m, k)
         qpts = ch.dev["times" if scanned else "pts"]
         for r in ch.lags if edge is not None else ch.lags[:1]:
             r0, M = (r.r0, r.M) if edge is not None else (0, ch.U)
-            tables = self._tables_bufs(nb, M, k)
+            tables = self.tables_bufs(nb, M, k)
             KNN.launch_window(be, self.real, qpts, r0, M, nb, core, edge, r.lo + sh,
                               r.hi + sh, k, lidx, ldist)
             self._pack(g, lidx, ldist, k, M * k, 0, M, nb, tables)
@@ -349,16 +354,14 @@ class XmapLagEngine(XmapEngine):
             self._lag_rho(g, ch, tables, nb, off - sh, b0, out,
                           [r] if edge is not None else None)
 
-    def _pack(self, g: _Group, idx, dist, ldk: int, bstride: int, row0: int, M: int, nb: int,
+    def _pack(self, g: EGroup, idx, dist, ldk: int, bstride: int, row0: int, M: int, nb: int,
               tables: tuple) -> None:
         """Weights of ``nb`` raw tables of ``M`` rows into packed ``tables``
         (:meth:`~pyedmcl.kernels.xmap.XmapSkillKernel.pack`, the group's skill layout)."""
-        sp = self._layout(g.k, self.weight, g.targets.size)
-        sspec, kr = self._program_spec(g.k, self.weight, sp)
-        XMAP_SKILL.pack(self.be, sspec, idx, dist, ldk, bstride, row0, M, nb, 0, *tables, sp,
-                        k=kr, memo=self._kernels)
+        sp = self.skills.layout(g.k, self.weight, g.targets.size)
+        self.skills.pack(g.k, self.weight, sp, idx, dist, ldk, bstride, row0, M, nb, 0, *tables)
 
-    def _lag_rho(self, g: _Group, ch: _Chunk, tables: tuple, nb: int, toff: int, b0: int,
+    def _lag_rho(self, g: EGroup, ch: _Chunk, tables: tuple, nb: int, toff: int, b0: int,
                  out: tuple[Any, int], lags: list[_LagRows] | None = None) -> None:
         """rho rows ``b0 .. b0+nb-1`` at ``lags`` (default: the chunk's) from packed
         ``tables`` of their rows, whose entries' targets are at ``entry + toff + lag``
@@ -366,32 +369,32 @@ class XmapLagEngine(XmapEngine):
         device buffer ``(n_lags, rows, N)``, ``rows``)."""
         buf, rows = out
         for r in ch.lags if lags is None else lags:
-            self._skill(g.k, self.weight, *tables, r.M, nb, toff + r.lag, g.tgt_dev,
-                        g.tgt_dev, g.targets.size, r.dev["obs"], buf, self.N,
-                        r.a * rows + b0, group=g, shift=r.dev["shift"])
+            self.skills.launch(g.k, self.weight, *tables, r.M, nb, toff + r.lag, g.tgt_dev,
+                               g.tgt_dev, g.targets.size, r.dev["obs"], buf, self.N,
+                               r.a * rows + b0, group=g, shift=r.dev["shift"])
 
     def _scan_block(self, r0: int, r1: int, out: tuple[Any, int]) -> None:
         """The scanned E-groups' rho rows of libraries ``r0 .. r1-1`` at every lag: per
         batch of libraries one fused scan (every group's core lists), then per group its
         edge and its lags' tables (:meth:`_lag_skills`); without an edge anywhere the
-        scan's tables are every lag's, packed once (as :meth:`XmapEngine._block_scan`)."""
-        be, sc = self.be, self._scan_setup()
+        scan's tables are every lag's, packed once (as :meth:`~pyedmcl.xmap.fused_tables.FusedTables.block`)."""
+        be, sc = self.be, self.fused.setup()
         emax, nq, kmax, split = sc.spec["EMAX"], sc.nq, sc.kmax, sc.params["SPLIT"]
         groups = [g for g in self.groups if g.E in self._scan_Es]
         item, acc = np.dtype(self.dt).itemsize, np.dtype(self.acc_dt).itemsize
-        per = self._scan_bytes(emax, nq, kmax, split) + max(
+        per = scan_bytes(self.dt, emax, nq, kmax, split) + max(
             self._chunks[g.E][0].U * (g.k * (4 + acc) + acc + (g.k + self._chunks[g.E][0].S)
                                        * (4 + item)) for g in groups)
         plane = emax * nq * kmax
 
         def batch(b0: int, b1: int) -> None:
             nb, c0 = b1 - b0, r0 + b0
-            idx, dist = self._scan_libraries(sc, nb, c0)
-            self._tables_bufs(nb, max(self._chunks[g.E][0].U for g in groups), emax + 1)
+            idx, dist = self.fused.libraries(sc, nb, c0)
+            self.tables_bufs(nb, max(self._chunks[g.E][0].U for g in groups), emax + 1)
             for g in groups:
                 ch = self._chunks[g.E][0]
                 if not sc.params.get("RAW", 0):  # no edge: every lag's (entries: times)
-                    tables = self._tables_bufs(nb, ch.U, g.k)
+                    tables = self.tables_bufs(nb, ch.U, g.k)
                     self._pack(g, idx, dist, kmax, plane, sc.row0[g.E], ch.U, nb, tables)
                     self._lag_rho(g, ch, tables, nb, 0, b0, out)
                     continue
