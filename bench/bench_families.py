@@ -43,7 +43,7 @@ def cases(gpu: bool):
     x = _lorenz(big, 0)
     y = _lorenz(big, 1)
     n_x = 1000 if gpu else 100
-    X = np.stack([_lorenz(1000, s) for s in range(n_x)])
+    X = np.stack([_lorenz(1000, s) for s in range(n_x)], axis=1)  # (time, series), as xmap takes
     rng = np.random.default_rng(5)
     E_mixed = rng.integers(1, 21 if gpu else 11, size=n_x)
     n_rqa = 100_000 if gpu else 10_000
