@@ -72,3 +72,82 @@ def test_row_order_is_the_two_key_sort():
     for arr in (a, a.astype(np.float32)):
         want = np.lexsort((tie, arr), axis=-1)
         np.testing.assert_array_equal(row_order(arr, tie), want)
+
+
+def _table_distances_ref(x: np.ndarray, qpts: np.ndarray, idx: np.ndarray, E: int, tau: int,
+                         nc: int, metric: str, fma: bool) -> np.ndarray:
+    """NumPy: the k-NN kernel's finished float32 distance from query ``qpts[r % nq]`` to
+    each point of table row r (coordinates newest first, lag c // nc of column c % nc,
+    one rounding per operation or a fused multiply-add; -1: +inf)."""
+    from pyedmcl.fma_emulation import fma as fused
+    nq = qpts.size
+    q = np.asarray(qpts, np.int64)[np.arange(idx.shape[0]) % nq][:, None]
+    lp = np.maximum(idx, 0).astype(np.int64)
+    acc = np.zeros(idx.shape, np.float32)
+    for c in reversed(range(E * nc)):
+        o = (c // nc) * tau * nc + c % nc
+        d = x[lp * nc + o] - x[q * nc + o]
+        if metric == "euclidean":
+            acc = fused(d, d, acc) if fma else acc + d * d
+        elif metric == "manhattan":
+            acc = acc + np.abs(d)
+        else:
+            acc = np.maximum(acc, np.abs(d))
+    fin = np.sqrt(acc) if metric == "euclidean" else acc
+    return np.where(idx >= 0, fin, np.float32(np.inf))
+
+
+@pytest.mark.parametrize("nc, metric, fma", [(1, "euclidean", 0), (1, "euclidean", 1),
+                                             (2, "euclidean", 1), (1, "manhattan", 0),
+                                             (2, "maximum", 0)])
+def test_table_distances_are_the_kernels(device, nc, metric, fma):
+    """The distances of a table whose points another search chose (the float64 order of
+    a float32 per-sample CCM), computed on the device in the k-NN kernel's arithmetic:
+    equal bit for bit to the NumPy reference of that arithmetic (FMA or not, a state
+    space of two columns, empty slots), on every platform."""
+    from clkernels import get_backend
+    from pyedmcl.kernels.knn import KNN
+    be = get_backend(device)
+    rng = np.random.default_rng(3)
+    n, E, tau, k, nb = 300, 3, 2, 4, 3
+    x = rng.standard_normal(n * nc).astype(np.float32)
+    span = n - (E - 1) * tau
+    qpts = rng.choice(span, 50, replace=False).astype(np.int32)
+    idx = rng.integers(0, span, (nb * qpts.size, k)).astype(np.int32)
+    idx[::7, -1] = -1  # empty slots
+    spec = {"E": E * nc, "TAU": tau, "K": 1, "METRIC": metric, "REAL": "float", "FMA": fma}
+    if nc != 1:
+        spec["NC"] = nc
+    out = be.empty((idx.size,), np.float32)
+    KNN.launch_table_distances(be, spec, be.to_device(x), be.to_device(qpts), qpts.size,
+                               be.to_device(idx.reshape(-1)), idx.shape[0], k, out)
+    got = be.to_host(out).reshape(idx.shape)
+    ref = _table_distances_ref(x, qpts, idx, E, tau, nc, metric, bool(fma))
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_per_sample_float32_table_has_the_float32_kernels_distances(monkeypatch):
+    """The per-sample path of a float32 CCM (no sorted rows) takes the float64 call's
+    neighbours with the float32 kernel's distances, made on the device: the samples are
+    those of the same neighbours' host-made distances (the reference arithmetic) bit for
+    bit."""
+    from pyedmcl.edm import ccm as ccm_mod
+    from pyedmcl.neighbors.base import float32_distances
+    monkeypatch.setattr(ccm_mod, "MAX_SORTED_ENTRIES", 0)
+    x, y = _quantized(seed=13)
+    kw = dict(x=x, y=y, E=3, lib_sizes=[30, 200], sample=6, seed=2, dtype="float32")
+    got = pe.ccm(**kw)
+    launch = ccm_mod.KNN.launch_table_distances
+
+    def host(be, spec, x_dev, q_dev, nq, idx_dev, rows, k, fin_dev):
+        launch(be, spec, x_dev, q_dev, nq, idx_dev, rows, k, fin_dev)  # (the kernel built)
+        idx = be.to_host(idx_dev).reshape(rows, k)
+        d = float32_distances(be.to_host(x_dev), idx[None], be.to_host(q_dev)[np.arange(rows) % nq],
+                              spec["E"], spec["TAU"], spec["METRIC"], bool(spec.get("FMA", 0)))
+        be.write_async(fin_dev, np.ascontiguousarray(d.reshape(-1), np.float32))
+        be.finish()
+
+    monkeypatch.setattr(ccm_mod.KNN, "launch_table_distances", host)
+    ref = pe.ccm(**kw)
+    np.testing.assert_array_equal(got.rho_xy_samples, ref.rho_xy_samples)
+    np.testing.assert_array_equal(got.rho_yx_samples, ref.rho_yx_samples)

@@ -33,11 +33,12 @@ CCM crossovers predict to be faster for this device, L, E and number of librarie
 and large L the k-d tree, which returns the exact kernel's tables bit for bit (same
 neighbours, tie order and distances; decision 0059), so the choice never changes a
 result. Exact k-NN: every sampled library is a subset of
-the same M rows, so each direction first sorts every query's full-library row
-once (:class:`SortedRows`, kEDM's approach; O(M^2) memory, used while M^2 <=
+the same M rows, so on a CPU each direction first sorts every query's full-library
+row once (:class:`SortedRows`, kEDM's approach; O(M^2) memory, used while M^2 <=
 ``MAX_SORTED_ENTRIES``); the k nearest within a sample are then the first k
 sample members of that row, found by one launch for all samples of an L. Other
-back-ends (or larger M) run all samples of one L as one batched k-NN launch (one
+back-ends, larger M and GPUs (whose k-NN launches cost less than the host's sort,
+:func:`sorted_rows_pay`) run all samples of one L as one batched k-NN launch (one
 library per batch index). Then one lookup and one on-device rho reduction per
 L; only S numbers per L come back.
 """
@@ -55,13 +56,12 @@ from clkernels import get_backend, run_blocked
 from clkernels.memory import is_oom
 
 from .._deprecation import renamed_keywords
-from .._fma import job_fma
 from .._precision import prepare
 from ..constant_series import checks_constant
 from ..kernels.knn import KNN
 from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
-from ..neighbors.base import HostBackend, float32_distances
+from ..neighbors.base import HostBackend
 from ..primitives.knn import DeviceKnn, hold, knn_device
 from ..primitives.lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
 from ..primitives.ranges import (
@@ -100,6 +100,19 @@ MAX_TABLE_ENTRIES = 1 << 25
 #: the sorted full-library path holds M x M sorted neighbour rows (index + distance)
 #: on the device; above this many entries CCM falls back to per-sample k-NN launches
 MAX_SORTED_ENTRIES = 1 << 25
+
+
+def sorted_rows_pay(info: Any, M: int, k: int) -> bool:
+    """Whether a direction of ``M`` rows takes the sorted full-library rows
+    (:class:`SortedRows`) rather than one k-NN launch per batch of sampled libraries.
+    They must where ``k`` exceeds the fused kernel's ``MAX_KNN``, and cannot where the
+    ``M x M`` rows pass ``MAX_SORTED_ENTRIES``. Otherwise they pay on a CPU (a sample's
+    table then costs O(k / fraction) per query instead of a scan of its library), not on
+    a GPU, where the host's sort of the rows costs more than every sample's k-NN (M =
+    4,000, E = 5, 100 samples on an H200: the sort ~1.4 s, the launches ~0.03 s)."""
+    if M * M > MAX_SORTED_ENTRIES:
+        return False
+    return k > MAX_KNN or not info.is_gpu
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,19 +259,27 @@ def parse_lib_sizes(lib_sizes: Any, n: int, E: int) -> np.ndarray:
 def _float64_rows(exact: ExactOrder, search: Any) -> Any:
     """``search`` (the exact device kernel's table, :func:`knn_device`'s signature) run
     on the float64 call's series in double for its neighbours, their distances those
-    of the float32 kernel (:func:`~pyedmcl.neighbors.base.kernel_distances`, bit for
-    bit): the float64 call's rows for a float32 CCM without sorted rows (the per-sample
-    path of long series; its k-NN at double's speed)."""
+    the float32 kernel computes (:meth:`~pyedmcl.kernels.knn.KnnKernel.launch_table_distances`
+    on the call's own series, bit for bit): the float64 call's rows for a float32 CCM
+    without sorted rows (the per-sample path of long series; its k-NN at double's
+    speed), all on the device."""
     x64: list = []
 
     def run(be, x_dev, n: int, **kw) -> DeviceKnn:
         if not x64:
             x64.append(be.to_device(np.ascontiguousarray(exact.series, np.float64)))
         t = search(be, x64[0], n, **{**kw, "real": "double"})
-        idx = be.to_host(t.idx)
-        d = float32_distances(np.asarray(be.to_host(x_dev))[:n], idx, kw["qpts"], kw["E"],
-                              kw["tau"], kw.get("metric", "euclidean"), job_fma([be.info]))
-        return DeviceKnn(t.idx, be.to_device(d), t.nbatch, t.nq, t.k, keep=(x64[0],))
+        nc = kw.get("nc", 1)
+        spec = {"E": kw["E"] * nc, "TAU": abs(kw["tau"]), "K": 1,
+                "METRIC": kw.get("metric", "euclidean"), "REAL": "float"}
+        if nc != 1:
+            spec["NC"] = nc
+        q_dev = kw.get("q_dev")
+        if q_dev is None:
+            q_dev = be.to_device(np.ascontiguousarray(kw["qpts"], np.int32))
+        d = be.empty((t.nbatch * t.nq * t.k,), np.float32)
+        KNN.launch_table_distances(be, spec, x_dev, q_dev, t.nq, t.idx, t.nbatch * t.nq, t.k, d)
+        return DeviceKnn(t.idx, d, t.nbatch, t.nq, t.k, keep=(x64[0], x_dev, q_dev))
     return run
 
 
@@ -291,7 +312,8 @@ def _direction(be, real, x: np.ndarray, y: np.ndarray, spec: CrossMapSpec, *,
     out = np.full((sizes.size, sample), np.nan)
     item = np.dtype(dt).itemsize
     sorted_rows = None
-    if (neighbors is None or getattr(neighbors, "name", None) == "exact") and M * M <= MAX_SORTED_ENTRIES:
+    if ((neighbors is None or getattr(neighbors, "name", None) == "exact")
+            and sorted_rows_pay(be.info, M, k)):
         try:
             sorted_rows = SortedRows(be, x_dev, n, E=E, tau=tau, pts=pts, q_dev=q_dev, real=real,
                                      nc=nc, exact=exact)
@@ -367,15 +389,15 @@ def direction_lags(be, real: str, x: np.ndarray, y: np.ndarray, spec: CrossMapSp
     inside the data; a query without one is left out of rho: ``obs = -1``) and where
     the lookup reads the target (``tshift = offset + lag``). Each lag's libraries are
     drawn over its own valid rows as pyEDM's ``CCM(Tp=lag)`` draws them, so every lag's
-    skill is pyEDM's. Without sorted rows (an inexact k-NN back-end, or more rows than
-    ``MAX_SORTED_ENTRIES`` allows) each lag runs :func:`_direction` on its own
+    skill is pyEDM's. Without sorted rows (an inexact k-NN back-end, or where they do
+    not pay, :func:`sorted_rows_pay`) each lag runs :func:`_direction` on its own
     (``spec.Tp`` is left aside: each lag is its own)."""
     n = x.shape[0]
     E, tau, k, radius, sizes, sample = (spec.E, spec.tau, spec.k, spec.radius, spec.sizes,
                                         spec.sample)
     union = ccm_valid_times(n, E, tau, 0)  # every embeddable row (the target's own time)
     U = union.size
-    if U * U > MAX_SORTED_ENTRIES or not getattr(spec.neighbors, "exact", True):
+    if not sorted_rows_pay(be.info, U, k) or not getattr(spec.neighbors, "exact", True):
         return np.stack([_direction(be, real, x, y, dataclasses.replace(spec, Tp=int(lag)),
                                     exact=exact) for lag in lags])
     dt = np.float64 if real == "double" else np.float32

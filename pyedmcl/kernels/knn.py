@@ -52,6 +52,12 @@ def launch_spec(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
             **with_fma(be, spec)}
 
 
+def _sorted_params(wg: int) -> Params:
+    """Launch values of VARIANT "sorted" (not tuned: only WG matters)."""
+    return {"VARIANT": "sorted", "WG": wg, "TILE": 16, "QB": 1, "EA": 0, "INS": "reg",
+            "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
+
+
 def _heuristic(info: DeviceInfo) -> Params:
     if info.is_gpu:
         return {"VARIANT": "rows", "WG": 128, "TILE": 256, "QB": 1, "EA": 4, "INS": "reg", "FLAG": 1,
@@ -312,12 +318,22 @@ class KnnKernel(TunableKernel):
         """Every query's distance to every library point (VARIANT "sorted", kernel
         ``dist_full``): ``acc_dev`` (nq, nl) the raw (squared) values, ``fin_dev`` the
         finished distances; the arithmetic of :meth:`launch`, so the same values."""
-        params = {"VARIANT": "sorted", "WG": wg, "TILE": 16, "QB": 1, "EA": 0, "INS": "reg",
-                  "FLAG": 1, "SPLIT": 1, "QQ": 1, "CB": 0, "SLIDE": 0}
+        params = _sorted_params(wg)
         k = be.kernel(self.template, {**launch_spec(be, spec), **params}, "dist_full")
         return be.launch(k, (round_up(nl, wg), nq), (wg, 1), x_dev, q_dev, np.int32(nq), l_dev,
                          np.int32(nl), acc_dev, fin_dev)
 
+    def launch_table_distances(self, be: Backend, spec: dict[str, Any], x_dev, q_dev, nq: int,
+                               idx_dev, rows: int, k: int, fin_dev):
+        """The finished distance from each query to each point of a table ``idx_dev``
+        (``rows`` rows of ``k`` kernel points, row r the query ``q_dev[r % nq]``; -1:
+        none, +inf) into ``fin_dev`` (VARIANT "sorted", kernel ``dist_table``): the
+        arithmetic of :meth:`launch`, so the values a table of this spec would hold."""
+        wg = min(64, be.info.max_work_group_size)
+        params = _sorted_params(wg)
+        kern = be.kernel(self.template, {**launch_spec(be, spec), **params}, "dist_table")
+        return be.launch(kern, (round_up(max(rows * k, 1), wg),), (wg,), x_dev, q_dev,
+                         np.int32(nq), idx_dev, np.int32(k), np.int32(rows), fin_dev)
 
     def launch_merge(self, be: Backend, spec: dict[str, Any], nb: int, q_dev, nq: int,
                      in_idx, in_dist, out_idx, out_dist):
