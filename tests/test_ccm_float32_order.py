@@ -132,6 +132,7 @@ def test_per_sample_float32_table_has_the_float32_kernels_distances(monkeypatch)
     those of the same neighbours' host-made distances (the reference arithmetic) bit for
     bit."""
     from pyedmcl.edm import ccm as ccm_mod
+    from pyedmcl.kernels.knn import with_fma
     from pyedmcl.neighbors.base import float32_distances
     monkeypatch.setattr(ccm_mod, "MAX_SORTED_ENTRIES", 0)
     x, y = _quantized(seed=13)
@@ -142,8 +143,9 @@ def test_per_sample_float32_table_has_the_float32_kernels_distances(monkeypatch)
     def host(be, spec, x_dev, q_dev, nq, idx_dev, rows, k, fin_dev):
         launch(be, spec, x_dev, q_dev, nq, idx_dev, rows, k, fin_dev)  # (the kernel built)
         idx = be.to_host(idx_dev).reshape(rows, k)
+        fma = bool(with_fma(be, spec)["FMA"])  # the k-NN kernels' choice on this device
         d = float32_distances(be.to_host(x_dev), idx[None], be.to_host(q_dev)[np.arange(rows) % nq],
-                              spec["E"], spec["TAU"], spec["METRIC"], bool(spec.get("FMA", 0)))
+                              spec["E"], spec["TAU"], spec["METRIC"], fma)
         be.write_async(fin_dev, np.ascontiguousarray(d.reshape(-1), np.float32))
         be.finish()
 
