@@ -20,7 +20,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE, covering, run_under_oclgrind
+from conftest import CPU_DEVICE, FAST_BUILD_CPU, covering, run_under_oclgrind
 from test_xmap import panel
 
 import pyedmcl as pe
@@ -656,7 +656,7 @@ def test_pack_tile_fits_local_memory():
     import pyopencl as cl
 
     from pyedmcl.kernels import xmap as xk
-    be = get_backend(CPU_DEVICE)
+    be = get_backend(FAST_BUILD_CPU)  # (Intel's runtime counts a kernel's static local arrays)
     big = dataclasses.replace(be.info, local_mem_bytes=65536)
     small = dataclasses.replace(be.info, local_mem_bytes=16384)
     assert [xk.pack_tile({"CM": 1, "K": k}, big) for k in (4, 31, 32, 63, 64, 101, 300)] == \
@@ -669,6 +669,8 @@ def test_pack_tile_fits_local_memory():
         req = xk.XMAP_SKILL.request(be, {"K": k, "REAL": "float", "WEIGHT": "simplex"}, lay, "pack")
         used = be.kernel(*req).handle.get_work_group_info(
             cl.kernel_work_group_info.LOCAL_MEM_SIZE, be.device)
+        if used == 0 and be.info.runtime == "pocl":
+            pytest.skip("PoCL reports no local memory for a kernel's static local arrays")
         assert 0 < used <= budget, (k, req[1]["PIW"], used)
 
 
