@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 GUARD_HELP = ('put the code that runs it under `if __name__ == "__main__":` (Dask starts '
@@ -138,3 +139,45 @@ def register_plugin(client: Any, plugin: Any, name: str) -> None:
     job) under ``name``, through whichever method this ``distributed`` has."""
     reg = getattr(client, "register_plugin", None) or client.register_worker_plugin
     reg(plugin, name=name)
+
+
+def run_tasks(client: Any, fn: Callable[..., Any], tasks: Iterable[tuple[Any, tuple]], *,
+              key: str, on_result: Callable[[Any, Any], None], in_flight: int | None = None,
+              retries: int = 3) -> None:
+    """Every task of ``tasks`` (``(task id, arguments)`` pairs, taken lazily) as a Dask
+    task ``fn(*arguments)`` named ``f"{key}-{task id}"``; ``on_result(task id, result)``
+    as each completes, in completion order. Earlier tasks have priority; a task lost with
+    its worker is rerun elsewhere (``retries``). ``in_flight``: at most that many tasks
+    queued at a time, the next one taken (and its data sent) as one completes; None:
+    all at once. Tasks still queued when this stops (an error, Ctrl-C) are cancelled.
+
+    The one task loop of xmap's row blocks, RQA's bands and rqa_batch's series blocks."""
+    from distributed import as_completed
+
+    left = iter(tasks)
+    pending: dict[Any, Any] = {}
+    running = as_completed()
+    sent = 0
+
+    def submit() -> bool:
+        nonlocal sent
+        item = next(left, None)
+        if item is None:
+            return False
+        tid, args = item
+        fut = client.submit(fn, *args, key=f"{key}-{tid}", retries=retries, priority=-sent)
+        sent += 1
+        pending[fut] = tid
+        running.add(fut)
+        return True
+
+    try:
+        while (in_flight is None or sent < in_flight) and submit():
+            pass
+        for fut in running:
+            on_result(pending.pop(fut), fut.result())
+            if in_flight is not None:
+                submit()
+    finally:
+        for fut in pending:
+            fut.cancel()

@@ -68,3 +68,47 @@ def test_documented_script_runs_as_written(tmp_path):
     assert "rho[0, :3] =" in r.stdout and "RQA on the cluster: DET =" in r.stdout
     assert "RQA of every series: DET =" in r.stdout
     assert (tmp_path / "map.zarr").is_dir() and (tmp_path / "rqa.zarr").is_dir()
+
+
+def _square(v: int) -> int:
+    if v < 0:
+        raise ValueError("negative")
+    return v * v
+
+
+def test_run_tasks_all_at_once_or_a_bounded_window():
+    """run_tasks gives every task's result to on_result under its id; with ``in_flight``
+    it takes the next task (and would send its data) only as one completes, so no more
+    than that many are ever queued; a failing task stops the loop with its error and
+    the tasks still queued are cancelled."""
+    import distributed
+
+    from pyedmcl.dask_local import run_tasks
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        got: dict[int, int] = {}
+        run_tasks(client, _square, ((i, (i,)) for i in range(7)), key="t-all",
+                  on_result=got.__setitem__)
+        assert got == {i: i * i for i in range(7)}
+
+        taken, seen = [], []
+
+        def tasks():
+            for i in range(9):
+                taken.append(i)
+                yield i, (i,)
+
+        def done(i: int, v: int) -> None:
+            seen.append(len(taken) - len(seen))  # tasks taken and not yet done
+            got[i] = v
+        got.clear()
+        run_tasks(client, _square, tasks(), key="t-window", on_result=done, in_flight=3)
+        assert got == {i: i * i for i in range(9)} and max(seen) <= 3
+
+        got.clear()
+        with pytest.raises(ValueError, match="negative"):
+            run_tasks(client, _square, ((i, (v,)) for i, v in enumerate([1, 2, -1] + [3] * 20)),
+                      key="t-fail", on_result=got.__setitem__, in_flight=3)
+        assert len(got) < 23

@@ -399,46 +399,32 @@ def _run_local(bes: list[Any], todo: list[tuple[int, int, int]],
 def _run_dask(run: Callable[..., Any], src: Source, todo: list[tuple[int, int, int]], radii: list[Any],
               rates: list[Any], job: dict[str, Any], sink: Callable[..., None], *,
               scheduler: Any, n_workers: int, devices: Any, backend: str | None) -> None:
-    """Blocks as Dask tasks, at most :data:`IN_FLIGHT` per worker at a time; their rows
-    written here as they come. Tasks still queued when this stops are cancelled."""
-    from distributed import as_completed
-
-    from ..dask_local import connect, disconnect, register_plugin
+    """Blocks as Dask tasks, at most :data:`IN_FLIGHT` per worker at a time (a block's
+    series sent when its task is); their rows written here as they come. Tasks still
+    queued when this stops are cancelled."""
+    from ..dask_local import connect, disconnect, register_plugin, run_tasks
     from .dask_rqa import PLUGIN, RQAWorkerPlugin
 
     if isinstance(devices, str):
         devices = [d for d in devices.split(",") if d]
     client, cluster, own = connect(scheduler, n_workers)
-    futs: dict[Any, tuple[int, int, int]] = {}
     try:
         register_plugin(client, RQAWorkerPlugin(devices, None if backend == "pyopencl"
                                                 else backend), PLUGIN)
         workers = max(1, len(client.scheduler_info().get("workers", {})),
                       n_workers if scheduler == "local" else 1)
-        key = uuid.uuid4().hex  # this call's tasks: never another call's results
-        left = iter(todo)
-        running = as_completed()
+        blocks = {b: (b, s0, s1) for b, s0, s1 in todo}
 
-        def submit() -> None:
-            blk = next(left, None)
-            if blk is None:
-                return
-            b, s0, s1 = blk
-            data = (client.compute(src.lazy[:, s0:s1]) if src.lazy is not None
-                    else client.scatter(src.values(s0, s1), hash=False))
-            fut = client.submit(_dask_block, run, data, src.labels(s0, s1), _one(radii[s0:s1]),
-                                _one(rates[s0:s1]), job, key=f"pyedmcl-rqa-batch-{key}-{b}",
-                                pure=False)
-            futs[fut] = blk
-            running.add(fut)
+        def tasks():
+            for b, s0, s1 in todo:
+                data = (client.compute(src.lazy[:, s0:s1]) if src.lazy is not None
+                        else client.scatter(src.values(s0, s1), hash=False))
+                yield b, (run, data, src.labels(s0, s1), _one(radii[s0:s1]),
+                          _one(rates[s0:s1]), job)
 
-        for _ in range(IN_FLIGHT * workers):
-            submit()
-        for fut in running:
-            blk = futs.pop(fut)
-            sink(blk, fut.result())
-            submit()
+        run_tasks(client, _dask_block, tasks(),
+                  key=f"pyedmcl-rqa-batch-{uuid.uuid4().hex}",  # never another call's results
+                  on_result=lambda b, rows: sink(blocks[b], rows),
+                  in_flight=IN_FLIGHT * workers)
     finally:
-        for fut in futs:
-            fut.cancel()
         disconnect(client, cluster, own)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from distributed import WorkerPlugin
 
-from ..dask_local import connect, disconnect, register_plugin
+from ..dask_local import connect, disconnect, register_plugin, run_tasks
 from .bands import Band, BandDevice, fold_bins
 from .dnr import Histograms, _Matrix
 from .ranges import RangeDevice, RowRange
@@ -119,7 +119,6 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
     (:mod:`pyedmcl.rqa.ranges`); a job whose ranges did not all take it is run again
     without (the two walks of one matrix must not be mixed)."""
     from dask.base import tokenize
-    from distributed import as_completed
 
     client, cluster, own = connect(scheduler, n_workers)
     try:
@@ -140,21 +139,21 @@ def run_dask(scheduler: Any, n_workers: int, devices: list[Any], backend: str | 
                 # equal data (same content hash) cannot delete this job's input
                 sent[id(a)] = client.scatter(a, broadcast=True, hash=False)
         data_f = [None if a is None else sent[id(a)] for a in data]
-        futs = [client.submit(_band_task, key, job, data_f, b, key=f"pyedmcl-rqa-{key}-{i}",
-                              retries=3, priority=len(bands) - i)
-                for i, b in enumerate(bands)]
         hist = {k: np.zeros(m.hlen, np.uint64) for k in ("d", "v", "w")}
         n_rec = 0
         counts: dict[str, int] = {}
         syms = set()
-        for fut in as_completed(futs):
-            out = fut.result()
+
+        def add(_i: int, out: dict[str, Any]) -> None:
+            nonlocal n_rec
             for k in hist:
                 idx, val = out[k]
                 hist[k][idx] += val
             n_rec += out["n"]
             counts[out["who"]] = counts.get(out["who"], 0) + 1
             syms.add(out.get("sym", False))
+        run_tasks(client, _band_task, ((i, (key, job, data_f, b)) for i, b in enumerate(bands)),
+                  key=f"pyedmcl-rqa-{key}", on_result=add)
         seconds = time.perf_counter() - t0
         if len(syms) > 1:  # some workers walked the upper triangle, some the whole matrix
             log.info("RQA on Dask: not every worker took SYM; run again without it")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from distributed import WorkerPlugin
 
-from ..dask_local import connect, disconnect, register_plugin
+from ..dask_local import connect, disconnect, register_plugin, run_tasks
 from .job import EngineSpec
 
 PLUGIN = "pyedmcl-xmap"
@@ -103,35 +103,35 @@ class DaskRunner:
             self._key = key
         return self._X, key
 
-    def _progress(self, futures, desc: str, progress: bool):
-        from distributed import as_completed
-
-        from .scheduler import Progress
-        bar = Progress(len(futures), desc, progress)
-        for fut in as_completed(futures):
-            yield fut
-            bar.update()
-        bar.close()
-
     def edim(self, X, blocks, spec, E_max, sink, progress: bool) -> None:
+        from .scheduler import Progress
         Xf, key = self._scatter(X, spec)
-        futs = {self.client.submit(_edim_task, key, Xf, spec, E_max, r0, r1,
-                                   key=f"pyedmcl-edim-{key}-{b}", retries=3): b
-                for b, r0, r1 in blocks}
-        for fut in self._progress(list(futs), "optimal E", progress):
-            sink(futs[fut], fut.result())
+        bar = Progress(len(blocks), "optimal E", progress)
+
+        def done(b: int, rho: np.ndarray) -> None:
+            sink(b, rho)
+            bar.update()
+        run_tasks(self.client, _edim_task,
+                  ((b, (key, Xf, spec, E_max, r0, r1)) for b, r0, r1 in blocks),
+                  key=f"pyedmcl-edim-{key}", on_result=done)
+        bar.close()
 
     def xmap(self, X, blocks, spec, E, path: str, progress: bool,
              null: tuple[int, int] | None = None) -> dict[str, int]:
+        from .scheduler import Progress
         Xf, key = self._scatter(X, spec)
         ekey = f"{key}-{hash(tuple(int(e) for e in E)) & 0xFFFFFFFF:x}"
-        futs = [self.client.submit(_xmap_task, key, Xf, spec, np.asarray(E), path, b, r0,
-                                   r1, null, key=f"pyedmcl-xmap-{ekey}-{b}", retries=3)
-                for b, r0, r1 in blocks]
+        E = np.asarray(E)
+        bar = Progress(len(blocks), "xmap", progress)
         counts: dict[str, int] = {}
-        for fut in self._progress(futs, "xmap", progress):
-            who = fut.result()
+
+        def done(_b: int, who: str) -> None:
             counts[who] = counts.get(who, 0) + 1
+            bar.update()
+        run_tasks(self.client, _xmap_task,
+                  ((b, (key, Xf, spec, E, path, b, r0, r1, null)) for b, r0, r1 in blocks),
+                  key=f"pyedmcl-xmap-{ekey}", on_result=done)
+        bar.close()
         return counts
 
     def close(self) -> None:
