@@ -1,7 +1,8 @@
 """Where one cross-map call's time goes on a device: FastCCM's matrix shapes (N series
 of T i.i.d. noise points, E=5, tau=1, Tp=0, every point predicted): the warm wall time,
-the device timeline of one call (every launch and transfer, bench/gpu_timeline.py) and
-the host's profile of one call. A small panel whose wall time is far above the device's
+the device timeline of one call (every launch and transfer, bench/gpu_timeline.py), the
+host's steps between its queue commands (bench/host_steps.py) and the host's profile of
+one call. A small panel whose wall time is far above the device's
 busy time is bound by the call's fixed cost (host work, launches, transfers).
 
 Run:  python bench/xmap_call_profile.py --device nvidia --N 100 --T 1000
@@ -31,6 +32,9 @@ def main() -> None:
     a = ap.parse_args()
 
     from gpu_timeline import record, show
+    from host_steps import least
+    from host_steps import record as host_record
+    from host_steps import show as host_show
 
     import pyedmcl as pe
 
@@ -41,6 +45,8 @@ def main() -> None:
     times = call_times(fn, a.repeat, warmup=1)
     print(f"{what}: wall best {min(times) * 1e3:.2f} ms, median {np.median(times) * 1e3:.2f} ms")
     show(what, *record(fn))
+    host_show(f"{what}: host steps (least of {a.repeat})",
+              least([host_record(fn) for _ in range(a.repeat)]))
     prof = cProfile.Profile()
     prof.runcall(fn)
     pstats.Stats(prof).sort_stats("tottime").print_stats(a.top)
