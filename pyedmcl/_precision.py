@@ -235,18 +235,20 @@ class Prepared:
             return self.cast[i]
         return cast_rows(self.series[i], self.dtype)
 
-    def start_check(self) -> None:
+    def start_check(self, inline_values: int = 0) -> None:
         """Start a gated merge check (``prepare(deferred="gated")``) in the background now;
         idempotent, and a no-op for other checks. A caller gates it where the check's
         threads would slow host work that its devices wait for: an all-to-all map opens
         it once every device has its first row block queued (the check beside the map's
-        start delays the devices' first launches)."""
+        start delays the devices' first launches). A check of at most
+        :data:`INLINE_CHECK_VALUES` values, or ``inline_values`` where the caller gives
+        more, runs here, now, on the calling thread."""
         with self._gate_lock:
             if self._gated is None:
                 return
             check, fp64, what = self._gated
             self._gated = None
-            if self._check_values <= INLINE_CHECK_VALUES:  # small: here, now
+            if self._check_values <= max(INLINE_CHECK_VALUES, inline_values):  # here, now
                 done: Future = Future()
                 done.set_result(check())
                 self._verdict = (done, fp64, what)

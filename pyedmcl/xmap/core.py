@@ -16,6 +16,7 @@ with ``E[j]`` (pyEDM CCM column ``"i:j"``): high values suggest ``j`` drives ``i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -55,6 +56,13 @@ LARGE_BLOCK_ROWS = 64
 #: 512 no better; decision 0099), and 128-row blocks still balance two GPUs
 GPU_BLOCK_ROWS = 128
 
+
+#: panels of at most this many values take float32's merge check on the calling thread
+#: when the map's first row blocks are queued, while the devices run them, not on a
+#: thread beside the host's enqueueing (where it waits for the interpreter): a small map's
+#: device work is shorter than the check, so the thread's hand-off is the call's tail;
+#: larger panels gain nothing inline (bench/results/nvidia-h200/xmap_inline_check_*.txt)
+MAP_INLINE_CHECK = 1 << 17
 
 #: edge of the square tiles of the (L, N) -> (N, L) copy, and its threads (at most the
 #: cores; 8 measured best of 4, 8 and 16 on a 32-core host: decision 0099)
@@ -634,7 +642,8 @@ def _read_panel(X: Any, job: XmapJob, heads: list[tuple[HeadStart, HeadAssumptio
     # only the kernels' copy stays (and prep's check): host memory is bounded while
     # N x N streams
     return Panel(X=Xr, names=names, tau=tau, Tp=Tp, E=E_arr, real=prep.real, dtype=prep.dtype,
-                 float32_holds=prep.float32_holds, start_check=prep.start_check,
+                 float32_holds=prep.float32_holds,
+                 start_check=functools.partial(prep.start_check, inline_values=MAP_INLINE_CHECK),
                  on_device=on_device, writes=writes, surrogates=surr_panel, lags=lags)
 
 
