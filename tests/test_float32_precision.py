@@ -481,9 +481,9 @@ def test_xmap_opens_its_merge_check_once_every_device_has_a_block(monkeypatch, d
     events = []
     real_start, real_block = prec.Prepared.start_check, XmapEngine.block_async
 
-    def start_check(self):
+    def start_check(self, *a, **k):
         events.append("start" if self._gated is not None else "again")
-        return real_start(self)
+        return real_start(self, *a, **k)
 
     def block_async(self, *a, **k):
         events.append("block")
