@@ -11,6 +11,7 @@ mean of 10 runs of its DET and LAM calls) and its measures
 way (mean of ``--repeat`` calls after one warm call) on this machine's ``--device``.
 
 Run:  python bench/bench_rp_speed_test.py --device nvidia
+      python bench/bench_rp_speed_test.py --device nvidia --n 100237 --timeline
       python bench/bench_rp_speed_test.py --device intel --n 50238 100237
 """
 
@@ -59,6 +60,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, nargs="+", default=[50238, 100237, 200000, 474275, 946303])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--theiler", type=int, default=1)
+    ap.add_argument("--timeline", action="store_true",
+                    help="also each N's device timeline and host steps (gpu_timeline, host_steps)")
     a = ap.parse_args()
 
     import pyedmcl as pe
@@ -86,6 +89,13 @@ def main() -> None:
         vals = "  ".join(f"{k} {v:.6g}" + (f"/{w:.6g}" if ref else "")
                          for k, v, w in zip(NAMES, ours, ref or ours, strict=True))
         print(f"{n:8d} {mean:10.4f} {min(times):9.4f} {pub or float('nan'):14.4f} {ratio}  {vals}")
+        if a.timeline:
+            from gpu_timeline import record, show
+            from host_steps import least
+            from host_steps import record as host_record
+            from host_steps import show as host_show
+            show(f"N={n}", *record(call))
+            host_show(f"N={n}: host steps", least([host_record(call) for _ in range(5)]))
 
 
 if __name__ == "__main__":
