@@ -319,6 +319,8 @@ def test_oclgrind_clean():
             KNN.launch(be, {"VARIANT": variant, **params}, spec, xd, pts, 45, lib, 29, 1, 0, idx, dist)
             be.finish()
             print(variant, be.to_host(idx)[:2].tolist())
+        from pyedmcl.edm import ccm as ccm_mod  # the sorted rows (per-sample: test_edm_ccm)
+        ccm_mod.sorted_rows_pay = lambda info, M, k: True
         c = pe.ccm(x, np.cos(np.arange(60) * 0.7), E=2, lib_sizes=[10, 30], sample=3, seed=1)
         print("ccm", c.rho_xy)
     """)
