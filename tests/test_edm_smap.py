@@ -546,3 +546,42 @@ def test_oclgrind_clean_small():
         print("ok")
     """.replace("CPU_DEVICE", repr(CPU_DEVICE)))
     assert "ok" in out
+
+
+@pytest.mark.parametrize("E", [13, 20])
+def test_high_E_rows_stay_on_the_device(device, E):
+    """A global linear fit (theta 0) of noise is well conditioned at any E: every row is
+    solved on the device, with pyEDM's answer (1e-9, float64). The default parameters
+    are proven by a probe first (Intel's CPU runtime computes the item variant's Gram
+    matrix wrongly from E = 13: every row went to the host's SVD, ~100x slower)."""
+    x = np.random.default_rng(3).standard_normal(260)
+    ref = pyedm_smap(x, E=E, theta=0.0)
+    res = S.smap(x, E=E, theta=0.0, dtype=np.float64, device=device)
+    assert res.n_fallback == 0
+    check_against_pyedm(res, ref, 1e-9)
+
+
+def test_parameters_failing_their_probe_give_way_to_the_group_variant(monkeypatch):
+    """Parameters whose kernel fails the well-conditioned probe are replaced by the group
+    variant at the largest work-group that fits; each verdict is remembered; a sound
+    kernel passes the real probe."""
+    from clkernels import get_backend
+    from pyedmcl.kernels import smap as K
+    be = get_backend(CPU_DEVICE)
+    spec = K.SMAP.spec_for(6, 1, np.float64, "double", "all")
+    item = {"VARIANT": "item", "WG": 4, "PV": 1, "UNROLL": "auto", "SPLIT": 1}
+    monkeypatch.setattr(K, "_SOLVES", {})
+    monkeypatch.setattr(K.SMAP, "params_for", lambda be_, spec_, size: dict(item))
+    real_probe = K.SMAP._probe
+    probed = []
+
+    def probe(be_, spec_, params):
+        probed.append(params["VARIANT"])
+        return params["VARIANT"] != "item" and real_probe(be_, spec_, params)
+    monkeypatch.setattr(K.SMAP, "_probe", probe)
+    got = K.SMAP.checked_params(be, spec, 200)
+    assert got["VARIANT"] == "group" and got["WG"] > 1 and probed == ["item", "group"]
+    assert K.SMAP.checked_params(be, spec, 200) == got and probed == ["item", "group"]
+    monkeypatch.setattr(K.SMAP, "_probe", real_probe)
+    K._SOLVES.clear()
+    assert K.SMAP.solves(be, spec, item)

@@ -357,7 +357,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     nc = 1 if x.ndim == 1 else x.shape[1]
     spec = SMAP.spec_for(E * nc, tau, k.dtype, k.acc, mode, nc)
     if params is None:
-        params = SMAP.params_for(be, spec, lib_t.size)
+        params = SMAP.checked_params(be, spec, lib_t.size)
     host: dict[str, Any] = {}  # the host's share, computed while the kernel runs
 
     def beside() -> None:

@@ -16,6 +16,7 @@ GPUs, where one work-item a row leaves too few warps to hide memory latency.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ import numpy as np
 from clkernels import Backend, round_up
 from clkernels.devices import DeviceInfo
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
+
+log = logging.getLogger("pyedmcl.smap")
 
 WGS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: work-items a problem of the item variant (PV 1)
@@ -168,6 +171,55 @@ class SMapKernel(TunableKernel):
         params = choice.params if choice.source != "heuristic" else self.spec_default(spec, backend.info)
         return self.fit(params, backend.info, spec["E"])
 
+    def checked_params(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
+        """:meth:`params_for`, once proven on this device (:meth:`solves`): parameters whose
+        kernel fails the probe give way to the group variant at the largest work-group
+        that fits, whose rows then stay on the device. Intel's CPU runtime (2026.2)
+        computes the item variant's Gram matrix wrongly from E = 13 (Oclgrind and the
+        group variant do not): every row failed its pivot test and went to the host's
+        SVD, ~100x slower, with the right answers. Proven once per device, spec and
+        parameters in a process (one small launch)."""
+        first = self.params_for(backend, spec, size)
+        group = self.fit({"VARIANT": "group", "WG": max(WGS), "PV": 1, "UNROLL": "auto",
+                          "SPLIT": 1}, backend.info, spec["E"])
+        for p in (first, group):
+            if self.solves(backend, spec, p):
+                if p is not first:
+                    log.info("S-map: %s fails its probe on %s at E=%d; running %s", first,
+                             backend.info.name, spec["E"], p)
+                return p
+        return first
+
+    def solves(self, backend: Backend, spec: dict[str, Any], params: Params) -> bool:
+        """Whether the kernel of ``spec`` and ``params`` solves a well-conditioned S-map
+        on this device: a global linear fit (theta 0, every row a library of the others)
+        of Gaussian noise with 8 (E + 2) rows, whose normal equations are far from
+        singular, so at most an eighth of its rows may fail the pivot or trace test
+        (none do on a sound kernel). Remembered per device, spec and parameters."""
+        key = (backend.info.fingerprint, tuple(sorted(spec.items())),
+               tuple(sorted(params.items())))
+        if key not in _SOLVES:
+            _SOLVES[key] = self._probe(backend, {**spec, "MODE": "all"}, params)
+        return _SOLVES[key]
+
+    def _probe(self, backend: Backend, spec: dict[str, Any], params: Params) -> bool:
+        E, tau, nc = spec["E"], spec["TAU"], spec.get("NC", 1)
+        n, span = max(64, 8 * (E + 2)), (E // nc - 1) * tau
+        real = np.float64 if spec.get("REAL") == "double" else np.float32
+        acc = acc_dtype(spec["ACC"])
+        rng = np.random.default_rng(7)
+        t = np.arange(span, span + n, dtype=np.int32)
+        be = backend
+        args = {"x": be.to_device(rng.standard_normal((n + span) * nc).astype(real)),
+                "ylib": be.to_device(rng.standard_normal(n).astype(real)),
+                "lib_t": be.to_device(t), "n_lib": n, "pred_t": be.to_device(t),
+                "thetas": be.to_device(np.zeros(1, acc)), "excl_r": 0, "knn": n - 1,
+                "nbr": be.to_device(np.zeros(1, np.int32)), "K": 0, "ridge": 0.0,
+                **self.outputs(be, spec, n, 1)}
+        self.launch(be, params, spec, args, n, 1)
+        status = be.to_host(args["out_status"])
+        return int(np.count_nonzero(status == 1)) <= n // 8
+
     def spec_default(self, spec: dict[str, Any], info: DeviceInfo) -> Params:
         """The heuristic, but on GPUs the group variant above :data:`ITEM_GPU_E_MAX`."""
         if info.is_gpu and spec["E"] > ITEM_GPU_E_MAX and _fits(GROUP_GPU, info, spec["E"]):
@@ -237,6 +289,9 @@ class SMapKernel(TunableKernel):
             np.int32(args["knn"]), args["nbr"], np.int32(args["K"]), acc(args["ridge"]),
             args["out_pred"], args["out_coef"], args["out_var"], args["out_status"])
 
+
+#: (device, spec, params) -> whether the kernel solved its probe (:meth:`SMapKernel.solves`)
+_SOLVES: dict[tuple, bool] = {}
 
 SMAP = SMapKernel()
 
