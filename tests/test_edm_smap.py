@@ -28,6 +28,7 @@ pyEDM = pytest.importorskip("pyEDM")
 
 from conftest import CPU_DEVICE, run_under_oclgrind  # noqa: E402
 
+from clkernels import get_backend  # noqa: E402
 from pyedmcl.edm import smap as S  # noqa: E402
 from pyedmcl.primitives.ranges import resolve  # noqa: E402
 
@@ -585,3 +586,41 @@ def test_parameters_failing_their_probe_give_way_to_the_group_variant(monkeypatc
     monkeypatch.setattr(K.SMAP, "_probe", real_probe)
     K._SOLVES.clear()
     assert K.SMAP.solves(be, spec, item)
+
+
+def test_a_launch_whose_rows_fail_runs_again_on_the_group_variant(monkeypatch):
+    """Parameters that pass their probe but fail a call's own rows (the runtime's fault
+    can depend on the library's size): the launch runs again on the group variant, whose
+    rows stay on the device with its answers, and later calls take it at once; on
+    truly rank-deficient data both fail and the first launch's rows go to the host."""
+    from pyedmcl.kernels import smap as K
+    x = lorenz_x(300)
+    item = {"VARIANT": "item", "WG": 4, "PV": 1, "UNROLL": "auto", "SPLIT": 1}
+    monkeypatch.setattr(K, "_SOLVES", {})
+    group = K.SMAP.alternative(get_backend(CPU_DEVICE), K.SMAP.spec_for(
+        4, 1, np.float64, "double", "all"), item)
+    monkeypatch.setattr(K.SMAP, "params_for", lambda be_, spec_, size: dict(group))
+    ref = S.smap(x, E=4, theta=2.0, dtype=np.float64, device=CPU_DEVICE)
+    monkeypatch.setattr(K.SMAP, "params_for", lambda be_, spec_, size: dict(item))
+    launch = K.SMAP.launch
+    launched = []
+
+    def faulty(be_, params, spec, args, n_pred, n_theta):  # item fails every row above 100
+        ev = launch(be_, params, spec, args, n_pred, n_theta)
+        launched.append(params["VARIANT"])
+        if params["VARIANT"] == "item" and n_pred > 100:
+            be_.finish()
+            be_.fill(args["out_status"], 1)
+        return ev
+    monkeypatch.setattr(K.SMAP, "launch", faulty)
+    got = S.smap(x, E=4, theta=2.0, dtype=np.float64, device=CPU_DEVICE)
+    assert launched == ["item", "item", "group"]  # the probe, the call, the call again
+    assert got.n_fallback == 0 and ref.n_fallback == 0
+    np.testing.assert_array_equal(got.predicted, ref.predicted)
+    launched.clear()
+    S.smap(x, E=4, theta=2.0, dtype=np.float64, device=CPU_DEVICE)
+    assert launched == ["group"]
+    sine = np.sin(0.3 * np.arange(150))  # rank-deficient at E = 4: every variant fails
+    launched.clear()
+    res = S.smap(sine, E=4, theta=2.0, dtype=np.float64, device=CPU_DEVICE)
+    assert res.n_fallback == res.predicted.size and launched == ["group"]

@@ -356,7 +356,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     mode, knn_eff, nbr = _neighbours(x, lib_t, pred_t, E, tau, knn, R, be)
     nc = 1 if x.ndim == 1 else x.shape[1]
     spec = SMAP.spec_for(E * nc, tau, k.dtype, k.acc, mode, nc)
-    if params is None:
+    checked = params is None
+    if checked:
         params = SMAP.checked_params(be, spec, lib_t.size)
     host: dict[str, Any] = {}  # the host's share, computed while the kernel runs
 
@@ -372,9 +373,12 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         if not (k.fx.is_identity and k.fy.is_identity):  # the slopes' array, mapped now
             host["slopes"] = _mapped((thetas.size, pred_t.size, spec["E"]))
 
-    pred, coef, var, status, kernel_s = _solve_on_device(
-        be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None,
-        beside)
+    out = _solve_on_device(be, spec, params, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr,
+                           timing is not None, beside)
+    if checked:
+        out, params = _again_if_failed(be, spec, params, out, lambda p: _solve_on_device(
+            be, spec, p, k, lib_t, pred_t, Tp, thetas, R, knn_eff, nbr, timing is not None))
+    pred, coef, var, status, kernel_s = out
     if not k.float32_holds():  # warned: the call as it runs in float64
         return smap_core(x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=thetas, knn=knn,
                          exclusion_radius=exclusion_radius, ridge=ridge, dtype=np.float64,
@@ -393,6 +397,32 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
     return _results(pred, coef, var, status, host["observed"], pred_t, E=E, tau=tau, Tp=Tp,
                     knn=knn_eff, thetas=thetas)
+
+
+#: a launch whose rows fail the device's tests beyond this fraction (of those it solved or
+#: sent to the host) runs again with :meth:`SMapKernel.alternative`: parameters that pass
+#: their probe may still fail at a larger library (decision 0155)
+AGAIN_FRACTION = 0.5
+
+
+def _again_if_failed(be: Any, spec: dict[str, Any], params: Any, out: tuple,
+                     solve: Callable[[Any], tuple]) -> tuple[tuple, Any]:
+    """``out`` (:func:`_solve_on_device`'s) and its parameters, or, where more than
+    :data:`AGAIN_FRACTION` of its rows failed the device's tests, the launch again with the
+    alternative parameters where they fail at most a quarter as many (the first then
+    marked failed). On data whose local fits are truly ill-conditioned both fail alike:
+    one launch more, beside the host's SVD of every such row."""
+    status = out[3]
+    tested = int(np.count_nonzero((status == 0) | (status == 1)))
+    failed = int(np.count_nonzero(status == 1))
+    alt = SMAP.alternative(be, spec, params) if failed > AGAIN_FRACTION * tested else None
+    if alt is None:
+        return out, params
+    again = solve(alt)
+    if 4 * np.count_nonzero(again[3] == 1) <= failed:  # (ill-conditioned data: both fail)
+        SMAP.mark_failed(be, spec, params)
+        return again, alt
+    return out, params
 
 
 @dataclass

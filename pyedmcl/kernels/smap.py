@@ -178,17 +178,38 @@ class SMapKernel(TunableKernel):
         computes the item variant's Gram matrix wrongly from E = 13 (Oclgrind and the
         group variant do not): every row failed its pivot test and went to the host's
         SVD, ~100x slower, with the right answers. Proven once per device, spec and
-        parameters in a process (one small launch)."""
+        parameters in a process (one small launch); a call whose own rows fail later
+        (the fault also depends on the library's size) marks them failed
+        (:meth:`mark_failed`)."""
         first = self.params_for(backend, spec, size)
-        group = self.fit({"VARIANT": "group", "WG": max(WGS), "PV": 1, "UNROLL": "auto",
-                          "SPLIT": 1}, backend.info, spec["E"])
-        for p in (first, group):
-            if self.solves(backend, spec, p):
+        for p in (first, self.alternative(backend, spec, first)):
+            if p is not None and self.solves(backend, spec, p):
                 if p is not first:
                     log.info("S-map: %s fails its probe on %s at E=%d; running %s", first,
                              backend.info.name, spec["E"], p)
                 return p
         return first
+
+    def alternative(self, backend: Backend, spec: dict[str, Any], params: Params
+                    ) -> Params | None:
+        """The parameters a launch whose rows failed the device's tests runs again with:
+        the group variant at the largest work-group that fits (None where ``params`` are
+        those)."""
+        group = self.fit({"VARIANT": "group", "WG": max(WGS), "PV": 1, "UNROLL": "auto",
+                          "SPLIT": 1}, backend.info, spec["E"])
+        return None if dict(params) == group else group
+
+    def mark_failed(self, backend: Backend, spec: dict[str, Any], params: Params) -> None:
+        """Remember that ``params`` failed rows the device should solve (later calls take
+        :meth:`alternative` at once, :meth:`checked_params`)."""
+        _SOLVES[self._key(backend, spec, params)] = False
+        log.info("S-map: %s failed a well-conditioned launch on %s at E=%d", params,
+                 backend.info.name, spec["E"])
+
+    @staticmethod
+    def _key(backend: Backend, spec: dict[str, Any], params: Params) -> tuple:
+        return (backend.info.fingerprint, tuple(sorted(spec.items())),
+                tuple(sorted(params.items())))
 
     def solves(self, backend: Backend, spec: dict[str, Any], params: Params) -> bool:
         """Whether the kernel of ``spec`` and ``params`` solves a well-conditioned S-map
@@ -196,8 +217,7 @@ class SMapKernel(TunableKernel):
         of Gaussian noise with 8 (E + 2) rows, whose normal equations are far from
         singular, so at most an eighth of its rows may fail the pivot or trace test
         (none do on a sound kernel). Remembered per device, spec and parameters."""
-        key = (backend.info.fingerprint, tuple(sorted(spec.items())),
-               tuple(sorted(params.items())))
+        key = self._key(backend, spec, params)
         if key not in _SOLVES:
             _SOLVES[key] = self._probe(backend, {**spec, "MODE": "all"}, params)
         return _SOLVES[key]
