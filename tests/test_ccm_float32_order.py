@@ -11,6 +11,8 @@ own order was 1e-3 to 1e-2 off on these data).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -153,3 +155,24 @@ def test_per_sample_float32_table_has_the_float32_kernels_distances(monkeypatch)
     ref = pe.ccm(**kw)
     np.testing.assert_array_equal(got.rho_xy_samples, ref.rho_xy_samples)
     np.testing.assert_array_equal(got.rho_yx_samples, ref.rho_yx_samples)
+
+
+@pytest.mark.parametrize("dtype, tied", [(np.float32, False), (np.float64, False),
+                                         (np.float64, True)])
+def test_sorted_rows_by_bands_are_the_whole_sort(dtype, tied):
+    """The sorted rows made by bands of rows on threads (a panel large enough to be
+    split: 2,100 x 2,100) equal one :func:`row_order` of the whole panel and the finished
+    distances gathered in its order, ties (quantized distances) included."""
+    from pyedmcl._bands import row_bands
+    from pyedmcl.edm.ccm import sorted_rows
+    M = 2100
+    rng = np.random.default_rng(4)
+    a = np.round(rng.random((M, M)) * 50).astype(dtype)  # many equal distances a row
+    f = np.sqrt(a)
+    pts = np.arange(M, dtype=np.int32) * 2 + 3
+    assert len(row_bands(a)[0]) > 1 or (os.cpu_count() or 1) < 2  # (split where threads are)
+    order, fs = sorted_rows(a, f, pts, tied)
+    diff = pts[None, :].astype(np.int64) - pts[:, None]
+    ref = row_order(a, 2 * np.abs(diff) + (diff > 0), tied)
+    np.testing.assert_array_equal(order, ref)
+    np.testing.assert_array_equal(fs, np.take_along_axis(f, ref, axis=1))

@@ -55,6 +55,7 @@ import numpy as np
 from clkernels import get_backend, run_blocked
 from clkernels.memory import is_oom
 
+from .._bands import map_slices
 from .._deprecation import renamed_keywords
 from .._precision import prepare
 from ..constant_series import checks_constant
@@ -142,6 +143,27 @@ def row_order(a: np.ndarray, tie: np.ndarray, tied: bool = False) -> np.ndarray:
     return order.astype(np.int32)
 
 
+def sorted_rows(a: np.ndarray, f: np.ndarray, pts: np.ndarray, tied: bool = False
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's :func:`row_order` by raw distances ``a`` ``(M, M)`` (row q the query
+    ``pts[q]``, column j the point ``pts[j]``; ties by ``2 |p - l| + (l > p)``), and ``f``'s
+    rows in that order: by bands of rows on threads (numpy's sorts and gathers release
+    the interpreter; each row is ordered alone, so the result does not depend on the
+    bands)."""
+    p = pts.astype(np.int64)
+    order = np.empty(a.shape, np.int32)
+    fs = np.empty(f.shape, f.dtype)
+
+    def band(sl: slice) -> None:
+        diff = p[None, :] - p[sl, None]  # l - p for rows q of the band (query p), point l
+        o = row_order(a[sl], 2 * np.abs(diff) + (diff > 0), tied)
+        order[sl] = o
+        fs[sl] = np.take_along_axis(f[sl], o, axis=1)
+
+    map_slices(band, a)
+    return order, fs
+
+
 class SortedRows:
     """Every query's full-library neighbours in the k-NN total order, on the device.
 
@@ -173,9 +195,6 @@ class SortedRows:
         spec = {"E": self.E, "TAU": self.tau, "K": 1, "METRIC": self.metric, "REAL": self.real}
         if nc != 1:  # a state space: E lags of nc columns (the kernel's E counts coordinates)
             spec = {**spec, "E": self.E * nc, "NC": nc}
-        p = pts.astype(np.int64)
-        diff = p[None, :] - p[:, None]  # l - p for row q (query p), column j (point l)
-        tie = 2 * np.abs(diff) + (diff > 0)
         float64_order = real == "float" and exact is not None and be.info.fp64
         a, f = self._distances(be, spec, x_dev, q_dev, M, acc=not float64_order)
         tied = False
@@ -184,10 +203,9 @@ class SortedRows:
             a, _ = self._distances(be, {**spec, "REAL": "double"}, x64, q_dev, M, fin=False)
             hold(be, x64)
             tied = on_decimal_grid(exact.series)
-        order = row_order(a, tie, tied)
-        f = np.take_along_axis(f, order, axis=1)
+        order, f = sorted_rows(a, f, pts, tied)
         self.srt = be.to_device(order)
-        self.sdist = be.to_device(np.ascontiguousarray(f))
+        self.sdist = be.to_device(f)
         self.l_dev = q_dev
         hold(be, self.srt, self.sdist)
 
