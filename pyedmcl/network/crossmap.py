@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._bands import map_slices
 from ..edm.ccm import MAX_SORTED_ENTRIES
 from ..kernels.knn import KNN
 from ..primitives.knn import hold
@@ -70,17 +71,26 @@ class LibraryMap:
                           q_dev, U, acc, fin)
         a, f = be.to_host(acc), be.to_host(fin)
         hold(be, x_dev, q_dev, acc, fin)
-        diff = pts[None, :].astype(np.int64) - pts[:, None]
-        tie = 2 * np.abs(diff) + (diff > 0)
-        if dt == np.float32:  # non-negative floats order like their bit patterns: one key
-            key = (a.view(np.int32).astype(np.int64) << 32) | tie
-            part = np.argpartition(key, width - 1, axis=1)[:, :width] if width < U else \
-                np.broadcast_to(np.arange(U), (U, U))
-            order = np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, 1), 1), 1)
-        else:
-            order = np.lexsort((tie, a), axis=-1)[:, :width]
-        self._order = np.ascontiguousarray(order)
-        self._dist = np.take_along_axis(f, self._order, axis=1).astype(np.float64)
+        p = pts.astype(np.int64)
+        self._order = np.empty((U, width), np.int64)
+        self._dist = np.empty((U, width), np.float64)
+
+        def band(sl: slice) -> None:  # (each row ordered alone: bands on threads)
+            diff = p[None, :] - p[sl, None]
+            tie = 2 * np.abs(diff) + (diff > 0)
+            if dt == np.float32:  # non-negative floats order like their bit patterns
+                key = (a[sl].view(np.int32).astype(np.int64) << 32) | tie
+                rows = key.shape[0]
+                part = np.argpartition(key, width - 1, axis=1)[:, :width] if width < U else \
+                    np.broadcast_to(np.arange(U), (rows, U))
+                order = np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, 1),
+                                                             1), 1)
+            else:
+                order = np.lexsort((tie, a[sl]), axis=-1)[:, :width]
+            self._order[sl] = order
+            self._dist[sl] = np.take_along_axis(f[sl], order, axis=1)
+
+        map_slices(band, a)
         self._width = width
 
     def table(self, shift: int, n_target: int) -> tuple[np.ndarray, np.ndarray]:
