@@ -109,8 +109,8 @@ def sorted_rows_pay(info: Any, M: int, k: int) -> bool:
     They must where ``k`` exceeds the fused kernel's ``MAX_KNN``, and cannot where the
     ``M x M`` rows pass ``MAX_SORTED_ENTRIES``. Otherwise they pay on a CPU (a sample's
     table then costs O(k / fraction) per query instead of a scan of its library), not on
-    a GPU, where the host's sort of the rows costs more than every sample's k-NN (M =
-    4,000, E = 5, 100 samples on an H200: the sort ~1.4 s, the launches ~0.03 s)."""
+    a GPU, where the host's sort of the rows costs far more than every sample's k-NN
+    (bench/results/nvidia-h200/ccm_paths_2026-11-28_cabcc4f.txt)."""
     if M * M > MAX_SORTED_ENTRIES:
         return False
     return k > MAX_KNN or not info.is_gpu

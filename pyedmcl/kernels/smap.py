@@ -177,7 +177,7 @@ class SMapKernel(TunableKernel):
         that fits, whose rows then stay on the device. Intel's CPU runtime (2026.2)
         computes the item variant's Gram matrix wrongly from E = 13 (Oclgrind and the
         group variant do not): every row failed its pivot test and went to the host's
-        SVD, ~100x slower, with the right answers. Proven once per device, spec and
+        SVD, with the right answers, far slower (decision 0155). Proven once per device, spec and
         parameters in a process (one small launch); a call whose own rows fail later
         (the fault also depends on the library's size) marks them failed
         (:meth:`mark_failed`)."""
