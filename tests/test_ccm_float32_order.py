@@ -164,14 +164,14 @@ def test_sorted_rows_by_bands_are_the_whole_sort(dtype, tied):
     split: 2,100 x 2,100) equal one :func:`row_order` of the whole panel and the finished
     distances gathered in its order, ties (quantized distances) included."""
     from pyedmcl._bands import row_bands
-    from pyedmcl.edm.ccm import sorted_rows
+    from pyedmcl.edm.ccm import ordered_rows
     M = 2100
     rng = np.random.default_rng(4)
     a = np.round(rng.random((M, M)) * 50).astype(dtype)  # many equal distances a row
     f = np.sqrt(a)
     pts = np.arange(M, dtype=np.int32) * 2 + 3
     assert len(row_bands(a)[0]) > 1 or (os.cpu_count() or 1) < 2  # (split where threads are)
-    order, fs = sorted_rows(a, f, pts, tied)
+    order, fs = ordered_rows(a, f, pts, tied)
     diff = pts[None, :].astype(np.int64) - pts[:, None]
     ref = row_order(a, 2 * np.abs(diff) + (diff > 0), tied)
     np.testing.assert_array_equal(order, ref)

@@ -62,7 +62,7 @@ from ..constant_series import checks_constant
 from ..kernels.knn import KNN
 from ..kernels.lookup import LOOKUP
 from ..neighbors import resolve_backend
-from ..neighbors.base import HostBackend
+from ..neighbors.base import HostBackend, tie_key
 from ..primitives.knn import DeviceKnn, hold, knn_device
 from ..primitives.lookup import ccm_shifts_device, lookup_device, skill_device, skill_out
 from ..primitives.ranges import (
@@ -143,8 +143,8 @@ def row_order(a: np.ndarray, tie: np.ndarray, tied: bool = False) -> np.ndarray:
     return order.astype(np.int32)
 
 
-def sorted_rows(a: np.ndarray, f: np.ndarray, pts: np.ndarray, tied: bool = False
-                ) -> tuple[np.ndarray, np.ndarray]:
+def ordered_rows(a: np.ndarray, f: np.ndarray, pts: np.ndarray, tied: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Every row's :func:`row_order` by raw distances ``a`` ``(M, M)`` (row q the query
     ``pts[q]``, column j the point ``pts[j]``; ties by ``2 |p - l| + (l > p)``), and ``f``'s
     rows in that order: by bands of rows on threads (numpy's sorts and gathers release
@@ -155,8 +155,7 @@ def sorted_rows(a: np.ndarray, f: np.ndarray, pts: np.ndarray, tied: bool = Fals
     fs = np.empty(f.shape, f.dtype)
 
     def band(sl: slice) -> None:
-        diff = p[None, :] - p[sl, None]  # l - p for rows q of the band (query p), point l
-        o = row_order(a[sl], 2 * np.abs(diff) + (diff > 0), tied)
+        o = row_order(a[sl], tie_key(p[sl, None], p[None, :]), tied)  # (rows q: query p)
         order[sl] = o
         fs[sl] = np.take_along_axis(f[sl], o, axis=1)
 
@@ -203,7 +202,7 @@ class SortedRows:
             a, _ = self._distances(be, {**spec, "REAL": "double"}, x64, q_dev, M, fin=False)
             hold(be, x64)
             tied = on_decimal_grid(exact.series)
-        order, f = sorted_rows(a, f, pts, tied)
+        order, f = ordered_rows(a, f, pts, tied)
         self.srt = be.to_device(order)
         self.sdist = be.to_device(f)
         self.l_dev = q_dev

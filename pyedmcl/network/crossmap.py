@@ -22,6 +22,7 @@ import numpy as np
 from .._bands import map_slices
 from ..edm.ccm import MAX_SORTED_ENTRIES
 from ..kernels.knn import KNN
+from ..neighbors.base import tie_key
 from ..primitives.knn import hold
 from ..primitives.ranges import ccm_valid_times, point_offset
 
@@ -76,8 +77,7 @@ class LibraryMap:
         self._dist = np.empty((U, width), np.float64)
 
         def band(sl: slice) -> None:  # (each row ordered alone: bands on threads)
-            diff = p[None, :] - p[sl, None]
-            tie = 2 * np.abs(diff) + (diff > 0)
+            tie = tie_key(p[sl, None], p[None, :])
             if dt == np.float32:  # non-negative floats order like their bit patterns
                 key = (a[sl].view(np.int32).astype(np.int64) << 32) | tie
                 rows = key.shape[0]
