@@ -17,6 +17,7 @@ the host-side fallback rows, if any. Examples::
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 import warnings
 
@@ -37,8 +38,9 @@ def best_of(fn, repeats: int) -> float:
 
 def _configs(ap: argparse.ArgumentParser, args: argparse.Namespace, info, E: int) -> list:
     """The forced parameter sets to time (``[None]``: the tuned or heuristic ones), one a
-    --split value; a set the device or this E cannot run is a usage error."""
-    from pyedmcl.kernels.smap import SMAP, SPLITS
+    --split value (item) or --rb value (group); a set the device or this E cannot run is a
+    usage error."""
+    from pyedmcl.kernels.smap import RBS, SMAP, SPLITS
 
     try:
         splits = [int(v) for v in args.split.split(",")]
@@ -54,10 +56,17 @@ def _configs(ap: argparse.ArgumentParser, args: argparse.Namespace, info, E: int
         ap.error(f"--variant {args.variant!r}: item or group")
     if args.variant == "group" and splits != [1]:
         ap.error("--split needs --variant item")
+    try:
+        rbs = [v if v == "auto" else int(v) for v in args.rb.split(",")]
+    except ValueError:
+        ap.error(f"--rb {args.rb!r}: a comma list of {', '.join(map(str, RBS))}")
+    if any(v not in RBS for v in rbs) or (args.variant == "item" and rbs != [1]):
+        ap.error(f"--rb {args.rb!r}: each of {', '.join(map(str, RBS))}, with --variant group")
     out = []
-    for split in splits:
+    for split, rb in itertools.product(splits, rbs):
         p = {"VARIANT": args.variant, "WG": args.wg or (8 if args.variant == "item" else 128),
-             "PV": args.pv if args.variant == "item" else 1, "UNROLL": args.unroll, "SPLIT": split}
+             "PV": args.pv if args.variant == "item" else 1, "UNROLL": args.unroll, "SPLIT": split,
+             "RB": rb}
         if not SMAP.valid_for(p, info, E):
             ap.error(f"{p} cannot run E={E} on {info.name} (SPLIT > 1: PV 1, --wg a multiple "
                      f"of SPLIT; item: WG <= 64; local memory)")
@@ -88,6 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--split", default="1",
                     help="with --variant item (PV 1): work-items a row, or a comma list "
                          "(1,2,4,8) timed one after another in this process")
+    ap.add_argument("--rb", default="1",
+                    help="with --variant group: the edge of the Gram blocks a work-item holds, "
+                         "or a comma list (auto,1,2,3,4) timed one after another in this process")
     args = ap.parse_args(argv)
 
     import pyedmcl  # noqa: F401  (registers OpenCL runtimes)

@@ -18,7 +18,8 @@ Run on a machine with an NVIDIA GPU (the job's device must be NVIDIA's OpenCL)::
     python bench/ncu_replay.py sass > skill.sass         # SASS, with CUDA's cuobjdump
 
 ``--job``: ``xmap`` (the all-to-all map of ``bench_xmap.panel``, E an int or
-``mixed``), ``simplex`` (``pe.simplex`` of one series of length L, E), ``rqa``
+``mixed``), ``simplex`` (``pe.simplex`` of one series of length L, E), ``smap`` (the S-map of
+noise of length L, E, theta 1, every point a prediction, ``--params`` the kernel's), ``rqa``
 (``pe.rqa`` of a Roessler trajectory of L points; its launches are bound ones,
 ``Backend.launch_bound``, captured alike). ``--skip`` launches of the kernel
 are let through first (e.g. a ragged first batch). The capture (``--dir``, default
@@ -152,6 +153,14 @@ def capture(args: argparse.Namespace) -> None:
     elif args.job == "simplex":
         x = np.cumsum(np.random.default_rng(0).standard_normal(args.L))
         pe.simplex(x, E=int(args.E), device=be)
+    elif args.job == "smap":  # noise, theta 1; --params: the kernel's values, e.g. the group RB
+        from pyedmcl.edm.smap import smap_core
+        x = np.random.default_rng(0).standard_normal(args.L).astype(np.float32)
+        E = int(args.E)
+        t = np.arange(E - 1, args.L - 1)
+        smap_core(x, x, t, t, E=E, tau=1, Tp=1, thetas=np.array([1.0]), knn=None,
+                  exclusion_radius=10, ridge=0.0, dtype=np.float32, device=be, backend=None,
+                  params=json.loads(args.params) if args.params else None)
     else:
         from pyedmcl.data import roessler
         from pyedmcl.kernels.rqa_lines import RQA_LINES
@@ -284,7 +293,7 @@ def main() -> None:
     ap.add_argument("--dir", default="ncu_capture")
     ap.add_argument("--kernel", default="xmap_skill")
     ap.add_argument("--skip", type=int, default=0, help="launches of the kernel let through")
-    ap.add_argument("--job", choices=("xmap", "simplex", "rqa"), default="xmap")
+    ap.add_argument("--job", choices=("xmap", "simplex", "smap", "rqa"), default="xmap")
     ap.add_argument("--device", default="nvidia")
     ap.add_argument("--N", type=int, default=10000)
     ap.add_argument("--L", type=int, default=1000)
@@ -293,7 +302,8 @@ def main() -> None:
     ap.add_argument("--maxrreg", type=int, default=0,
                     help="replay: the JIT's register budget per thread (0: its own choice)")
     ap.add_argument("--params", default="",
-                    help='rqa: JSON of kernel values over the device defaults, e.g. \'{"PACK": 1}\'')
+                    help='rqa: JSON of kernel values over the device defaults, e.g. \'{"PACK": 1}\'; '
+                         'smap: JSON of the kernel\'s parameters')
     args = ap.parse_args()
     {"capture": capture, "replay": replay, "sass": sass}[args.mode](args)
 

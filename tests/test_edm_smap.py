@@ -203,9 +203,12 @@ def test_nearly_rank_deficient_rows_fall_back_to_svd(device):
                                     {"VARIANT": "item", "WG": 8, "PV": 1, "SPLIT": 2},
                                     {"VARIANT": "item", "WG": 16, "PV": 1, "SPLIT": 4, "UNROLL": 0},
                                     {"VARIANT": "group", "WG": 32, "PV": 1},
-                                    {"VARIANT": "group", "WG": 64, "PV": 1}],
+                                    {"VARIANT": "group", "WG": 64, "PV": 1},
+                                    {"VARIANT": "group", "WG": 32, "PV": 1, "RB": 2},
+                                    {"VARIANT": "group", "WG": 64, "PV": 1, "RB": 3},
+                                    {"VARIANT": "group", "WG": 128, "PV": 1, "RB": 4}],
                          ids=lambda p: f"{p['VARIANT']}-wg{p['WG']}-pv{p['PV']}-u{p.get('UNROLL', 'auto')}"
-                                       f"-s{p.get('SPLIT', 1)}")
+                                       f"-s{p.get('SPLIT', 1)}-rb{p.get('RB', 1)}")
 @pytest.mark.parametrize("mode", ["all", "table"])
 def test_every_variant_matches_pyedm(device, params, mode):
     """Every variant against pyEDM in float64 (1e-9); 111 rows, a multiple of no SPLIT
@@ -241,8 +244,9 @@ DF_CASES = ["block_3sp-loo", "circle-illcond", "multi-segment", "negative-Tp", "
 
 
 @pytest.mark.parametrize("name", DF_CASES)
-@pytest.mark.parametrize("params", [None, {"VARIANT": "group", "WG": 32, "PV": 1}],
-                         ids=["default", "group"])
+@pytest.mark.parametrize("params", [None, {"VARIANT": "group", "WG": 32, "PV": 1},
+                                    {"VARIANT": "group", "WG": 64, "PV": 1, "RB": 3}],
+                         ids=["default", "group", "group-rb3"])
 def test_double_float_path(device, name, params):
     """The default path of devices without fp64: double-float (float32 pairs) Gram and
     Cholesky. Same tolerances as the fp64 path with float32 storage (measured: <= 3e-7
@@ -463,6 +467,43 @@ def test_split_constraint_and_tuning_tables():
     assert choice.source.startswith("shipped") and choice.params["SPLIT"] == 4
 
 
+def test_group_register_blocks_resolve_per_E():
+    """The group variant's RB: "auto" is group_rb(E) when rendered (1 for the item variant);
+    NVIDIA's shipped group entries and the untuned GPU choice above E = 10 take "auto"; an
+    RB other than 1 or "auto" on the item variant, and a block grid whose tile exceeds
+    local memory, are refused."""
+    import dataclasses
+
+    from clkernels import get_backend
+    from clkernels.tuning import lookup
+    from pyedmcl.kernels import smap as K
+
+    assert [K.group_rb(E) for E in (2, 8, 9, 15, 16, 40)] == [2, 2, 3, 3, 4, 4]
+    group = {"VARIANT": "group", "WG": 128, "PV": 1, "UNROLL": "auto", "SPLIT": 1, "RB": "auto"}
+    assert K.effective(group, 20)["RB"] == 4 and K.effective(group, 12)["RB"] == 3
+    assert K.effective({**group, "RB": 2}, 20)["RB"] == 2
+    item = {"VARIANT": "item", "WG": 2, "PV": 8, "UNROLL": "auto", "SPLIT": 1}
+    assert K.effective(item, 20)["RB"] == 1 and K.effective({**item, "RB": "auto"}, 20)["RB"] == 1
+    cpu = get_backend(CPU_DEVICE).info
+    gpu = dataclasses.replace(cpu, device_type="gpu", runtime="nvidia", name="NVIDIA H200",
+                              normalised_name="nvidia-h200", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152)
+    assert K.SMAP.space.valid(group, gpu) and not K.SMAP.space.valid({**item, "RB": 2}, gpu)
+    # the tile grows with RB's padding: E = 35 at WG 128 fits 48 KB at RB 1, not at RB 4
+    assert K.local_bytes(35, 128, RB=1) <= 49152 < K.local_bytes(35, 128, RB=4)
+    assert not K.SMAP.valid_for({**group, "RB": 4}, gpu, 35)
+    assert K.SMAP.valid_for({**group, "RB": 1}, gpu, 35)
+    assert K.SMAP.fit({**group, "RB": 4}, gpu, 35)["WG"] == 64
+    for E in (12, 20):
+        spec = K.SMAP.spec_for(E, 1, np.float32, "double", "all")
+        choice = lookup(K.SMAP, gpu, K.SMAP.spec_bucket(spec), "n16384")
+        assert choice.source.startswith("shipped") and choice.params["RB"] == "auto", choice
+    be = type("FakeBackend", (), {"info": dataclasses.replace(gpu, runtime="untuned-vendor",
+                                                               name="Fake GPU", normalised_name="fake-gpu")})()
+    spec = K.SMAP.spec_for(20, 1, np.float32, "df", "all")
+    assert K.SMAP.params_for(be, spec, 20000)["RB"] == "auto"
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -544,6 +585,14 @@ def test_oclgrind_clean_small():
                         exclusion_radius=0, ridge=0.0, dtype=np.float32, device=CPU_DEVICE,
                         backend=None, params={"VARIANT": "item", "WG": 1, "PV": 1})[0]
         assert g.n_fallback == 0 and np.allclose(g.predicted, i.predicted, rtol=1e-6, atol=1e-6)
+        # the register blocks of the GPUs' choice at E = 20 (RB 4: 6 blocks a side, the
+        # last one padded; 6 parts at WG 128) and a df kernel at RB 3
+        for rb, acc in ((4, "double"), (3, "df")):
+            b = S.smap_core(y, y, lib, pred, E=20, tau=1, Tp=1, thetas=np.array([2.0]), knn=None,
+                            exclusion_radius=0, ridge=0.0, dtype=np.float32, device=None,
+                            backend=None, accumulate=acc,
+                            params={"VARIANT": "group", "WG": 128, "PV": 1, "RB": rb})[0]
+            assert b.n_fallback == 0 and np.allclose(b.predicted, i.predicted, rtol=1e-6, atol=1e-6)
         print("ok")
     """.replace("CPU_DEVICE", repr(CPU_DEVICE)))
     assert "ok" in out

@@ -31,6 +31,26 @@ log = logging.getLogger("pyedmcl.smap")
 WGS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: work-items a problem of the item variant (PV 1)
 SPLITS = (1, 2, 4, 8)
+#: edges of the blocks of Gram entries a work-item of the group variant holds in registers
+#: ("auto": :func:`group_rb` of E)
+RBS = ("auto", 1, 2, 3, 4)
+
+
+def group_rb(E: int) -> int:
+    """The group variant's block edge for ``E`` ("auto"): larger blocks feed more FMAs a
+    local load but waste more on the diagonal blocks' lower halves and the padding.
+    Chosen from ``bench_smap.py --variant group --rb 1,2,3,4`` on an H200 (RB 2-3 best
+    at E = 11, 2-4 alike at 16, 4 at 20; ``bench/results/nvidia-h200/smap_group_rb_*``)
+    and on 2 Zen 5 cores with Intel's runtime (RB 4 at E = 20); decision 0156."""
+    return 4 if E >= 16 else 3 if E >= 9 else 2
+
+
+def _rb(params: Params, E: int) -> int:
+    """The block edge ``params`` render at this E (1 for the item variant)."""
+    rb = params.get("RB", 1)
+    if params.get("VARIANT") != "group":
+        return 1
+    return group_rb(E) if rb == "auto" else rb
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -51,15 +71,18 @@ def _heuristic(info: DeviceInfo) -> Params:
 #: group variant (entries spread over a work-group) is the untuned GPU choice.
 ITEM_GPU_E_MAX = 10
 #: the untuned GPU choice above ITEM_GPU_E_MAX
-GROUP_GPU = {"VARIANT": "group", "WG": 128, "PV": 1, "UNROLL": "auto", "SPLIT": 1}
+GROUP_GPU = {"VARIANT": "group", "WG": 128, "PV": 1, "UNROLL": "auto", "SPLIT": 1, "RB": "auto"}
 
 
-def local_bytes(E: int, WG: int, acc_bytes: int = 8) -> int:
-    """Local memory the group variant needs (its tile, reductions and Gram matrix)."""
+def local_bytes(E: int, WG: int, acc_bytes: int = 8, RB: int = 1) -> int:
+    """Local memory the group variant needs (its tile, reductions and Gram matrix) with
+    register blocks of edge ``RB`` (the tile's rows padded to a multiple of RB; df: the
+    parts' (hi, lo) sums counted as fp64)."""
     M = E + 2
     nent = M * (M + 1) // 2
-    nslot = nent * max(1, WG // nent)
-    return (max(WG * M, nslot) + 3 * WG + nent) * acc_bytes + 2 * WG * 4 + E * 8
+    mb = -(-M // RB)
+    nparts = max(1, WG // (mb * (mb + 1) // 2))
+    return (max(WG * (mb * RB + (mb * RB + 1) % 2), nent * nparts) + 3 * WG + nent) * acc_bytes + 2 * WG * 4 + E * 8
 
 
 def split_local_bytes(E: int, WG: int, SPLIT: int, acc_bytes: int = 8) -> int:
@@ -79,7 +102,9 @@ def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:
     split = p.get("SPLIT", 1)
     if p["VARIANT"] == "group":
         return (split == 1 and p["PV"] == 1 and p.get("UNROLL", "auto") == "auto" and p["WG"] >= 32
-                and local_bytes(E, p["WG"]) <= info.local_mem_bytes)
+                and local_bytes(E, p["WG"], RB=_rb(p, E)) <= info.local_mem_bytes)
+    if p.get("RB", 1) not in (1, "auto"):
+        return False
     if split > 1 and (p["PV"] != 1 or p["WG"] % split
                       or split_local_bytes(E, p["WG"], split) > info.local_mem_bytes):
         return False
@@ -97,7 +122,7 @@ def effective(params: Params, E: int) -> Params:
     while pv > 1 and nent * pv > 2048:
         pv //= 2
     out = {**params, "PV": pv if params["VARIANT"] == "item" else 1,
-           "SPLIT": params.get("SPLIT", 1)}
+           "SPLIT": params.get("SPLIT", 1), "RB": _rb(params, E)}
     if out.get("UNROLL", "auto") == "auto":
         out["UNROLL"] = int(nent * out["PV"] <= UNROLL_MAX)
     return out
@@ -135,10 +160,11 @@ class SMapKernel(TunableKernel):
     template = "smap/smap.cl.mako"
     space = TuningSpace(
         params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8),
-                "UNROLL": ("auto", 0, 1), "SPLIT": SPLITS},
+                "UNROLL": ("auto", 0, 1), "SPLIT": SPLITS, "RB": RBS},
         heuristic=_heuristic,
         constraint=_fits,
-        filled={"SPLIT": 1},  # entries from before SPLIT measured its SPLIT=1 code
+        # entries from before SPLIT and RB measured their SPLIT=1 and RB=1 code
+        filled={"SPLIT": 1, "RB": 1},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -196,7 +222,7 @@ class SMapKernel(TunableKernel):
         the group variant at the largest work-group that fits (None where ``params`` are
         those)."""
         group = self.fit({"VARIANT": "group", "WG": max(WGS), "PV": 1, "UNROLL": "auto",
-                          "SPLIT": 1}, backend.info, spec["E"])
+                          "SPLIT": 1, "RB": "auto"}, backend.info, spec["E"])
         return None if dict(params) == group else group
 
     def mark_failed(self, backend: Backend, spec: dict[str, Any], params: Params) -> None:

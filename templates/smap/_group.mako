@@ -1,10 +1,14 @@
 ## S-map part: VARIANT "group", one work-group per (row, theta); a tile of WG library
 ## points' augmented vectors is staged in local memory and each work-item owns one or
-## more (entry, part) slots of the Gram matrix (GPUs).
+## more (block, part) slots of the Gram matrix (GPUs). A block is RB x RB entries of the
+## augmented matrix held in registers: 2 RB local loads feed RB^2 FMAs (RB 1: one entry,
+## two loads an FMA, which bounds a fp64 Gram update by the local memory's bandwidth on
+## GPUs); the blocks and the tile's layout: _gram_blocks.mako.
 <%namespace name="pts" file="/common/_points.mako"/>
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="dfa" file="/smap/_df.mako"/>
 <%namespace name="solver" file="/smap/_solve.mako"/>
+<%namespace name="gb" file="/smap/_gram_blocks.mako"/>
 <%def name="distance(out, tj)">\
     real_t ${out};
     {
@@ -30,21 +34,12 @@
 % endif
 </%def>
 
-## Gram entry -> (row, column) of the augmented upper triangle, as constant tables.
-<%def name="entry_tables(NENT, pairs)">\
-/* Gram entry -> (row, column) of the augmented upper triangle */
-__constant ushort KA[${NENT}] = {${", ".join(str(k) for k, l in pairs)}};
-__constant ushort KB[${NENT}] = {${", ".join(str(l) for k, l in pairs)}};
-</%def>
-
 ## The kernel body: N unknowns, M = N + 1 augmented entries, NENT Gram entries; the
-## Gram slots are NENT entries x NPART parts (the parts split the tile's points).
+## Gram slots are blocks x NPART parts (the parts split the tile's points; _gram_blocks.mako).
 <%def name="body(N, M, NENT)">\
 <%
-NPART = max(1, WG // NENT)
-NSLOT = NENT * NPART
-SPT = (NSLOT + WG - 1) // WG
-TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
+g = gb.attr.geometry(M, RB, WG, ACC, NENT)
+MB, MP, NPART, TILE_LEN = g["MB"], g["MP"], g["NPART"], g["TILE_LEN"]
 %>\
     const int row = get_group_id(0);
     const int ti = get_group_id(1);
@@ -100,28 +95,8 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
     const int skip = drop ? jmax : -1;
     const acc_t scale = theta == (acc_t)0 ? (acc_t)0 : theta / (dsum / (acc_t)cnt);
 
-    /* pass 2: tiles of WG library points; slot s = part * NENT + entry */
-    acc_t acc[${SPT}];
-% for q in range(SPT):
-    acc[${q}] = (acc_t)0;
-% endfor
-% if ACC == "df":
-    acc_t acclo[${SPT}];
-% for q in range(SPT):
-    acclo[${q}] = (acc_t)0;
-% endfor
-% endif
-    /* each work-item's slots, decoded once: (entry row, entry column, part) */
-    int ska[${SPT}], skb[${SPT}], spart[${SPT}];
-% for q in range(SPT):
-    {
-        const int s = min(lid + ${q * WG}, ${NSLOT - 1});
-        /* no div/rem pair: LLVM would insert a freeze that Oclgrind cannot check */
-        const int part = ${"0" if NPART == 1 else "s / %d" % NENT};
-        const int e = s - part * ${NENT};
-        ska[${q}] = KA[e]; skb[${q}] = KB[e]; spart[${q}] = part;
-    }
-% endfor
+    /* pass 2: tiles of WG library points */
+${gb.declare(g)}\
     acc_t sw = (acc_t)0, swy = (acc_t)0, swyy = (acc_t)0;
 % if MODE == "all":
     const int n_items = n_lib;
@@ -159,43 +134,23 @@ TILE_LEN = max(WG * M, 2 * NSLOT if ACC == "df" else NSLOT)
                     a[${N}] = w * yv;
                 }
             }
-% for k in range(M):
-            tile[lid * ${M} + ${k}] = a[${k}];
+% for k in range(MB * RB):
+            tile[lid * ${MP} + ${gb.attr.tile_pos(k, RB, MB)}] = ${"a[%d]" % k if k < M else "(acc_t)0"};
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-% for q in range(SPT):
-${slot_block(q, NSLOT, " " * 8)}\
-            acc_t t_acc = acc[${q}];
-% if ACC == "df":
-            acc_t t_lo = acclo[${q}];
-% endif
-            for (int t = spart[${q}]; t < ${WG}; t += ${NPART})
-                ${dfa.accum("acc_t", "t_acc", "t_lo", "tile[t * %d + ska[%d]]" % (M, q), "tile[t * %d + skb[%d]]" % (M, q))}
-            acc[${q}] = t_acc;
-% if ACC == "df":
-            acclo[${q}] = t_lo;
-% endif
-        }
-% endfor
+${gb.accumulate(g)}\
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     /* combine the parts of each entry, and the variance sums */
-% for q in range(SPT):
-${slot_block(q, NSLOT, " " * 4)}\
-        tile[lid + ${q * WG}] = acc[${q}];
-% if ACC == "df":
-        tile[${NSLOT} + lid + ${q * WG}] = acclo[${q}];
-% endif
-    }
-% endfor
+${gb.store(g, NENT)}\
     redA[lid] = sw; redB[lid] = swy; redC[lid] = swyy;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < ${NENT}; e += ${WG}) {
 % if ACC == "df":
         float2 s = (float2)(0.0f, 0.0f);
         for (int part = 0; part < ${NPART}; ++part)
-            s = df_add(s, df_qts(tile[part * ${NENT} + e], tile[${NSLOT} + part * ${NENT} + e]));
+            s = df_add(s, df_qts(tile[part * ${NENT} + e], tile[${NENT * NPART} + part * ${NENT} + e]));
         G[e] = s;
 % else:
         acc_t s = (acc_t)0;
@@ -219,14 +174,4 @@ ${slot_block(q, NSLOT, " " * 4)}\
         ${solver.solve("G", "sw", "swy", "swyy")}
 % endif
     }
-</%def>
-
-## the opening of slot block q of the SPT per work-item: guarded where the work-group's
-## last slots pass NSLOT; `ind`: the line's indentation
-<%def name="slot_block(q, NSLOT, ind)">\
-%   if (q + 1) * WG > NSLOT:
-${ind}if (lid + ${q * WG} < ${NSLOT}) {
-%   else:
-${ind}{
-%   endif
 </%def>

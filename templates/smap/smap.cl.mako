@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL, NC, SPLIT
+## params: E, TAU, METRIC, REAL, ACC, VARIANT, WG, MODE, PV, UNROLL, NC, SPLIT, RB
 ## version: 1
 ## legacy-hashes: 9f49ff6482c790c2
 ## S-map: one small weighted least-squares problem per (prediction point, theta).
@@ -39,14 +39,18 @@
 ## rows to hide latency). VARIANT "group": one work-group per
 ## (row, theta); a tile of WG library points' augmented vectors is staged in
 ## local memory and each work-item owns one or more (entry, part) slots of the
-## Gram matrix, so no per-thread 250-value accumulators are needed (GPUs).
-## Parts: _item.mako and _group.mako (the two variants' bodies), _split.mako (the item
-## variant's SPLIT combination), _solve.mako (the
-## Cholesky solve of one problem), _df.mako (double-float arithmetic, Gram updates).
+## Gram matrix, so no per-thread 250-value accumulators are needed (GPUs); RB: the
+## edge of the blocks of Gram entries a work-item holds in registers (_group.mako).
+## Parts: _item.mako and _group.mako (the two variants' bodies), _gram_blocks.mako (the
+## group variant's register blocks), _split.mako (the item variant's SPLIT combination),
+## _solve.mako (the Cholesky solve of one problem), _df.mako (double-float arithmetic,
+## Gram updates).
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="dfa" file="/smap/_df.mako"/>
 <%namespace name="item" file="/smap/_item.mako"/>
 <%namespace name="group" file="/smap/_group.mako"/>
+<%namespace name="gb" file="/smap/_gram_blocks.mako"/>
+<%namespace name="gb" file="/smap/_gram_blocks.mako"/>
 <%
 N = E + 1                      # unknowns: intercept + E slopes
 M = N + 1                      # augmented with the target
@@ -63,6 +67,8 @@ if SPLIT not in (1, 2, 4, 8):
     raise ValueError("SPLIT must be 1, 2, 4 or 8")
 if SPLIT > 1 and (VARIANT != "item" or PV != 1 or WG % SPLIT):
     raise ValueError("SPLIT > 1 needs VARIANT item, PV 1 and WG a multiple of SPLIT")
+if RB not in (1, 2, 3, 4) or (RB > 1 and VARIANT != "group"):
+    raise ValueError("RB must be 1, 2, 3 or 4, and 1 unless VARIANT is group")
 %>
 ${metric.real_type(REAL)}
 % if ACC == "double":
@@ -96,7 +102,7 @@ typedef int maskV;
 #define IDX(k, l) ((k) * M - ((k) * ((k) - 1)) / 2 + ((l) - (k)))
 
 % if VARIANT == "group":
-${group.entry_tables(NENT, pairs)}
+${gb.tables(M)}
 % endif
 
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
