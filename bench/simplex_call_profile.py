@@ -1,10 +1,11 @@
-"""Where one float32 Simplex call's time goes on a device: FastCCM's single-series shape
-(noise, E=20, Tp=1, exclusion 10) or its 1 source x S targets shape (E=5, Tp=0,
-exclusion 5, a 2-D target): the warm wall time, the device timeline of one call (every
-launch and transfer, bench/gpu_timeline.py) and the host's profile of one call.
+"""Where one float32 Simplex (or S-map) call's time goes on a device: FastCCM's
+single-series shape (noise, E=20, Tp=1, exclusion 10) or its 1 source x S targets shape
+(E=5, Tp=0, exclusion 5, a 2-D target): the warm wall time, the device timeline of one
+call (every launch and transfer, bench/gpu_timeline.py) and the host's profile of one call.
 
 Run:  python bench/simplex_call_profile.py --device nvidia --T 2000
       python bench/simplex_call_profile.py --device nvidia --T 1000 --targets 20000
+      python bench/simplex_call_profile.py --device nvidia --T 8000 --method smap
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def main() -> None:
     ap.add_argument("--T", type=int, default=2000, help="points of each series")
     ap.add_argument("--targets", type=int, default=0,
                     help="targets of one source (0: the single-series shape)")
+    ap.add_argument("--method", choices=("simplex", "smap"), default="simplex",
+                    help="smap: theta 1 (the single-series shape only)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--top", type=int, default=16, help="rows of the host profile")
     a = ap.parse_args()
@@ -40,6 +43,11 @@ def main() -> None:
         fn = lambda: pe.simplex(X[:, 0], target=tg, E=5, Tp=0, exclusion_radius=5,  # noqa: E731
                                 device=a.device)
         what = f"1 source x {a.targets} targets, T={a.T}"
+    elif a.method == "smap":
+        x = rng.standard_normal(a.T)
+        fn = lambda: pe.smap(x, E=20, Tp=1, theta=1.0, exclusion_radius=10,  # noqa: E731
+                             device=a.device)
+        what = f"S-map of a single series, T={a.T}"
     else:
         x = rng.standard_normal(a.T)
         fn = lambda: pe.simplex(x, E=20, Tp=1, exclusion_radius=10, device=a.device)  # noqa: E731
