@@ -310,12 +310,14 @@ def test_knn_variants_read_columns(device, params, real):
 
 
 @pytest.mark.parametrize("params", [{"VARIANT": "item", "WG": 2, "PV": 4},
-                                    {"VARIANT": "group", "WG": 32, "PV": 1}],
-                         ids=["item", "group"])
+                                    {"VARIANT": "group", "WG": 32, "PV": 1},
+                                    {"VARIANT": "group", "WG": 64, "PV": 1, "RB": 3},
+                                    {"VARIANT": "gemm", "WG": 32, "PV": 1}],
+                         ids=["item", "group", "group-rb3", "gemm"])
 @pytest.mark.parametrize("knn", [None, 30])
 def test_smap_variants_read_columns(device, params, knn):
-    """Both S-map variants with lags of 2 columns (pyEDM's Embed order) give the NumPy
-    least-squares fit of every row."""
+    """Every S-map variant with lags of 2 columns (pyEDM's Embed order) gives the NumPy
+    least-squares fit of every row (gemm with a neighbour table runs the group variant)."""
     from pyedmcl.edm import smap as S
 
     X = lorenz63(160)[:, :2]

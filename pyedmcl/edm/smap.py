@@ -570,12 +570,13 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
             XP.append(_embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"]))
             if beside is not None:
                 beside()
-        secs = be.event_seconds(ev) if timed else 0.0
+        secs = sum(be.event_seconds(e) for e in ev) if timed else 0.0
         return (*wait(), secs)
 
     blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
                          what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
-                         nbytes=lambda m: n_theta * m * (E + 1) * np.dtype(acc).itemsize)
+                         nbytes=lambda m: n_theta * m * ((E + 1) * np.dtype(acc).itemsize + (
+                             (256 + 5) * 8 if params["VARIANT"] == "gemm" else 0)))
     pred, coef, var, status = (blocks[0][:4] if len(blocks) == 1 else
                                (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4)))
     # back from coordinates centred on the prediction point (and the target mean), in

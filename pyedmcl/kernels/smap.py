@@ -96,10 +96,35 @@ def split_local_bytes(E: int, WG: int, SPLIT: int, acc_bytes: int = 8) -> int:
     return (4 * WG + (WG // SPLIT) * (nent + 3)) * acc_bytes
 
 
+#: the gemm variant's largest E (its entries, (E + 2)(E + 3) / 2, a row of 256)
+GEMM_E_MAX = 20
+
+
+def gemm_local_bytes(E: int, real_bytes: int = 8) -> int:
+    """Local memory of the gemm variant's moments kernel (_gemm.mako: 32 rows, 16 library
+    points a step, the entries padded to a multiple of 32; the coordinates counted at
+    ``real_bytes``)."""
+    M = E + 2
+    pt = 32 * -(-(M * (M + 1) // 2) // 32)
+    return 48 * E * real_bytes + (32 + 16 * M + 768 + 16 * pt) * 8 + 64 * 4
+
+
+def gemm_runs(spec: dict[str, Any], info: DeviceInfo) -> bool:
+    """Whether the gemm variant takes ``spec`` on this device (MODE all, fp64 sums, E up
+    to :data:`GEMM_E_MAX`, its tile in local memory, work-groups of 256)."""
+    return (spec.get("MODE") == "all" and spec.get("ACC") == "double" and info.fp64
+            and spec["E"] <= GEMM_E_MAX and info.max_work_group_size >= 256
+            and gemm_local_bytes(spec["E"]) <= info.local_mem_bytes)
+
+
 def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:
     if p["WG"] > info.max_work_group_size or p["WG"] > info.max_work_item_sizes[0]:
         return False
     split = p.get("SPLIT", 1)
+    if p["VARIANT"] == "gemm":  # pass 1 and the solve take WG; the product 256 work-items
+        return (split == 1 and p["PV"] == 1 and p.get("UNROLL", "auto") == "auto"
+                and p.get("RB", 1) in (1, "auto") and p["WG"] >= 32 and E <= GEMM_E_MAX
+                and info.max_work_group_size >= 256 and gemm_local_bytes(E) <= info.local_mem_bytes)
     if p["VARIANT"] == "group":
         return (split == 1 and p["PV"] == 1 and p.get("UNROLL", "auto") == "auto" and p["WG"] >= 32
                 and local_bytes(E, p["WG"], RB=_rb(p, E)) <= info.local_mem_bytes)
@@ -159,7 +184,7 @@ class SMapKernel(TunableKernel):
     name = "smap"
     template = "smap/smap.cl.mako"
     space = TuningSpace(
-        params={"VARIANT": ("item", "group"), "WG": WGS, "PV": (1, 2, 4, 8),
+        params={"VARIANT": ("item", "group", "gemm"), "WG": WGS, "PV": (1, 2, 4, 8),
                 "UNROLL": ("auto", 0, 1), "SPLIT": SPLITS, "RB": RBS},
         heuristic=_heuristic,
         constraint=_fits,
@@ -242,7 +267,10 @@ class SMapKernel(TunableKernel):
         on this device: a global linear fit (theta 0, every row a library of the others)
         of Gaussian noise with 8 (E + 2) rows, whose normal equations are far from
         singular, so at most an eighth of its rows may fail the pivot or trace test
-        (none do on a sound kernel). Remembered per device, spec and parameters."""
+        (none do on a sound kernel), and every row it solves must give the host's
+        least-squares prediction (:data:`PROBE_TOL`): Intel's CPU runtime (2026.2)
+        computes the item variant wrongly from E = 10 without failing a test, and from
+        E = 13 fails every row. Remembered per device, spec and parameters."""
         key = self._key(backend, spec, params)
         if key not in _SOLVES:
             _SOLVES[key] = self._probe(backend, {**spec, "MODE": "all"}, params)
@@ -254,17 +282,24 @@ class SMapKernel(TunableKernel):
         real = np.float64 if spec.get("REAL") == "double" else np.float32
         acc = acc_dtype(spec["ACC"])
         rng = np.random.default_rng(7)
-        t = np.arange(span, span + n, dtype=np.int32)
+        t = np.arange(max(span, 0), max(span, 0) + n, dtype=np.int32)  # (tau < 0: lags ahead)
+        x = rng.standard_normal((n + abs(span)) * nc).astype(real)
+        y = rng.standard_normal(n).astype(real)
         be = backend
-        args = {"x": be.to_device(rng.standard_normal((n + span) * nc).astype(real)),
-                "ylib": be.to_device(rng.standard_normal(n).astype(real)),
+        args = {"x": be.to_device(x), "ylib": be.to_device(y),
                 "lib_t": be.to_device(t), "n_lib": n, "pred_t": be.to_device(t),
                 "thetas": be.to_device(np.zeros(1, acc)), "excl_r": 0, "knn": n - 1,
                 "nbr": be.to_device(np.zeros(1, np.int32)), "K": 0, "ridge": 0.0,
                 **self.outputs(be, spec, n, 1)}
         self.launch(be, params, spec, args, n, 1)
         status = be.to_host(args["out_status"])
-        return int(np.count_nonzero(status == 1)) <= n // 8
+        if np.count_nonzero(status == 1) > n // 8:
+            return False
+        solved = status == 0
+        want = _probe_predictions(x.astype(np.float64), y.astype(np.float64), t, E, tau, nc)
+        got = be.to_host(args["out_pred"]).astype(np.float64)
+        tol = max(PROBE_TOL[spec["ACC"]], PROBE_TOL["float"] if real == np.float32 else 0.0)
+        return bool(np.all(np.abs(got[solved] - want[solved]) <= tol))
 
     def spec_default(self, spec: dict[str, Any], info: DeviceInfo) -> Params:
         """The heuristic, but on GPUs the group variant above :data:`ITEM_GPU_E_MAX`."""
@@ -318,8 +353,14 @@ class SMapKernel(TunableKernel):
         return wait
 
     def launch(self, backend: Backend, params: Params, spec: dict[str, Any], args: dict[str, Any],
-               n_pred: int, n_theta: int):
-        """Enqueue one S-map launch; ``args`` holds the device buffers and scalars."""
+               n_pred: int, n_theta: int) -> list[Any]:
+        """Enqueue one S-map (``args``: the device buffers and scalars); its launches' events.
+        The gemm variant runs the specs it takes (:func:`gemm_runs`); any other spec runs
+        the group variant at the same work-group size."""
+        if params["VARIANT"] == "gemm":
+            if gemm_runs(spec, backend.info):
+                return self._launch_gemm(backend, params, spec, args, n_pred, n_theta)
+            params = self.fit({**params, "VARIANT": "group", "RB": "auto"}, backend.info, spec["E"])
         params = effective(params, spec["E"])
         k = backend.kernel(self.template, {"NC": 1, **spec, **params}, "smap")
         wg = params["WG"]
@@ -328,12 +369,61 @@ class SMapKernel(TunableKernel):
         else:
             gsize = (n_pred * wg, n_theta)
         acc = acc_dtype(spec["ACC"])
-        return backend.launch(
+        return [backend.launch(
             k, gsize, (wg, 1),
             args["x"], args["ylib"], args["lib_t"], np.int32(args["n_lib"]),
             args["pred_t"], np.int32(n_pred), args["thetas"], np.int32(args["excl_r"]),
             np.int32(args["knn"]), args["nbr"], np.int32(args["K"]), acc(args["ridge"]),
-            args["out_pred"], args["out_coef"], args["out_var"], args["out_status"])
+            args["out_pred"], args["out_coef"], args["out_var"], args["out_status"])]
+
+    def _launch_gemm(self, be: Backend, params: Params, spec: dict[str, Any],
+                     args: dict[str, Any], n_pred: int, n_theta: int) -> list[Any]:
+        """The gemm variant's three launches (pass 1, the moments, the solves) and their
+        scratch (the rows' scales, dropped points, moments and weight sums; kept in
+        ``args`` as ``gemm_scratch``)."""
+        params = effective(params, spec["E"])
+        full = {"NC": 1, **spec, **params}
+        wg, n = params["WG"], n_pred * n_theta
+        scales, skips = be.empty(n, np.float64), be.empty(n, np.int32)
+        S, sums = be.empty(n * 256, np.float64), be.empty(n * 3, np.float64)
+        # held with the outputs: a pool must not hand them out while the launches run
+        args["gemm_scratch"] = (scales, skips, S, sums)
+        i32 = np.int32
+        evs = [be.launch(be.kernel(self.template, full, "smap_pass1"), (n_pred * wg, n_theta),
+                         (wg, 1), args["x"], args["lib_t"], i32(args["n_lib"]), args["pred_t"],
+                         i32(n_pred), args["thetas"], i32(args["excl_r"]), i32(args["knn"]),
+                         scales, skips, args["out_status"])]
+        evs.append(be.launch(be.kernel(self.template, full, "smap_moments"),
+                             (-(-n_pred // 32) * 256, n_theta), (256, 1), args["x"], args["ylib"],
+                             args["lib_t"], i32(args["n_lib"]), args["pred_t"], i32(n_pred),
+                             i32(args["excl_r"]), scales, skips, args["out_status"], S, sums))
+        evs.append(be.launch(be.kernel(self.template, full, "smap_solve"), (n_pred * wg, n_theta),
+                             (wg, 1), args["x"], args["pred_t"], i32(n_pred),
+                             np.float64(args["ridge"]), S, sums, args["out_pred"],
+                             args["out_coef"], args["out_var"], args["out_status"]))
+        return evs
+
+
+#: how far a probe row's prediction may be from the host's, by ACC, and at least "float"'s
+#: with float32 storage (the centred coordinates are float32 differences). Unit-variance
+#: noise, 8 (E + 2) rows: the normal equations' condition is small, so the rounding stays
+#: far below; the faults seen were 1e-2 and more.
+PROBE_TOL = {"double": 1e-9, "df": 1e-5, "float": 1e-4}
+
+
+def _probe_predictions(x: np.ndarray, y: np.ndarray, t: np.ndarray, E: int, tau: int,
+                       nc: int) -> np.ndarray:
+    """The probe's predictions by host least squares: row r fits y of every other row on
+    [1, z - z_r] (its state z: E / nc lags of each of nc columns, pyEDM's Embed order) and
+    predicts the intercept."""
+    cols = x.reshape(-1, nc)
+    Z = np.stack([cols[t - (k // nc) * tau, k % nc] for k in range(E)], axis=1)
+    out = np.empty(t.size)
+    for r in range(t.size):
+        keep = np.arange(t.size) != r
+        A = np.column_stack([np.ones(t.size - 1), Z[keep] - Z[r]])
+        out[r] = np.linalg.lstsq(A, y[keep], rcond=None)[0][0]
+    return out
 
 
 #: (device, spec, params) -> whether the kernel solved its probe (:meth:`SMapKernel.solves`)
@@ -375,7 +465,7 @@ class _SMapCase(TuningCase):
     def run(self, params: Params) -> list[Any]:
         if not SMAP.valid_for(params, self.backend.info, self.spec["E"]):
             raise ValueError("configuration does not fit this E on this device")
-        return [SMAP.launch(self.backend, params, self.spec, self.args, self.n, 1)]
+        return SMAP.launch(self.backend, params, self.spec, self.args, self.n, 1)
 
     def output(self) -> np.ndarray:
         return self.backend.to_host(self.args["out_pred"])

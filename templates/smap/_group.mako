@@ -58,43 +58,7 @@ MB, MP, NPART, TILE_LEN = g["MB"], g["MP"], g["NPART"], g["TILE_LEN"]
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    /* pass 1 */
-    acc_t dsum = (acc_t)0, dmax = (acc_t)-1;
-    int cnt = 0, jmax = -1;
-    ${for_neighbours("lid", WG)}
-        ${distance("d", "tj")}
-        dsum += (acc_t)d;
-        ++cnt;
-        if ((acc_t)d > dmax || ((acc_t)d == dmax && j > jmax)) { dmax = (acc_t)d; jmax = j; }
-    }
-    redA[lid] = dsum; redB[lid] = dmax; redI[lid] = cnt; redJ[lid] = jmax;
-    barrier(CLK_LOCAL_MEM_FENCE);
-% for s in [2 ** i for i in range(20) if 2 ** i < WG][::-1]:
-    if (lid < ${s}) {
-        redA[lid] += redA[lid + ${s}];
-        redI[lid] += redI[lid + ${s}];
-        const acc_t m2 = redB[lid + ${s}];
-        const int j2 = redJ[lid + ${s}];
-        if (m2 > redB[lid] || (m2 == redB[lid] && j2 > redJ[lid])) { redB[lid] = m2; redJ[lid] = j2; }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-% endfor
-    dsum = redA[0]; cnt = redI[0]; dmax = redB[0]; jmax = redJ[0];
-    barrier(CLK_LOCAL_MEM_FENCE);   /* everyone has read before redA.. are reused */
-% if MODE == "all":
-    const int drop = cnt - min(knn, cnt);
-% else:
-    const int drop = 0;
-% endif
-    const int status0 = cnt - drop <= 0 ? 2 : (drop > 1 ? 3 : 0);
-    if (status0) {          /* uniform across the work-group */
-        if (lid == 0) ${solver.empty_row()}
-        return;
-    }
-    if (drop) { dsum -= dmax; --cnt; }
-    const int skip = drop ? jmax : -1;
-    const acc_t scale = theta == (acc_t)0 ? (acc_t)0 : theta / (dsum / (acc_t)cnt);
-
+${pass1(False)}\
     /* pass 2: tiles of WG library points */
 ${gb.declare(g)}\
     acc_t sw = (acc_t)0, swy = (acc_t)0, swyy = (acc_t)0;
@@ -174,4 +138,52 @@ ${gb.store(g, NENT)}\
         ${solver.solve("G", "sw", "swy", "swyy")}
 % endif
     }
+</%def>
+
+## Pass 1: the mean distance over the neighbours used and the farthest one (dropped where
+## knn asks); defines status0, skip and scale. A row without a problem ends here: its empty
+## outputs written (to_host: only its status, for the gemm variant's later kernels). Needs
+## the kernel's row, ti, lid, theta, tp, xp and the red* arrays.
+<%def name="pass1(to_host)">\
+    /* pass 1 */
+    acc_t dsum = (acc_t)0, dmax = (acc_t)-1;
+    int cnt = 0, jmax = -1;
+    ${for_neighbours("lid", WG)}
+        ${distance("d", "tj")}
+        dsum += (acc_t)d;
+        ++cnt;
+        if ((acc_t)d > dmax || ((acc_t)d == dmax && j > jmax)) { dmax = (acc_t)d; jmax = j; }
+    }
+    redA[lid] = dsum; redB[lid] = dmax; redI[lid] = cnt; redJ[lid] = jmax;
+    barrier(CLK_LOCAL_MEM_FENCE);
+% for s in [2 ** i for i in range(20) if 2 ** i < WG][::-1]:
+    if (lid < ${s}) {
+        redA[lid] += redA[lid + ${s}];
+        redI[lid] += redI[lid + ${s}];
+        const acc_t m2 = redB[lid + ${s}];
+        const int j2 = redJ[lid + ${s}];
+        if (m2 > redB[lid] || (m2 == redB[lid] && j2 > redJ[lid])) { redB[lid] = m2; redJ[lid] = j2; }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+% endfor
+    dsum = redA[0]; cnt = redI[0]; dmax = redB[0]; jmax = redJ[0];
+    barrier(CLK_LOCAL_MEM_FENCE);   /* everyone has read before redA.. are reused */
+% if MODE == "all":
+    const int drop = cnt - min(knn, cnt);
+% else:
+    const int drop = 0;
+% endif
+    const int status0 = cnt - drop <= 0 ? 2 : (drop > 1 ? 3 : 0);
+    if (status0) {          /* uniform across the work-group */
+% if to_host:
+        if (lid == 0) { out_status[(size_t)ti * n_pred + row] = status0; }
+% else:
+        if (lid == 0) ${solver.empty_row()}
+% endif
+        return;
+    }
+    if (drop) { dsum -= dmax; --cnt; }
+    const int skip = drop ? jmax : -1;
+    const acc_t scale = theta == (acc_t)0 ? (acc_t)0 : theta / (dsum / (acc_t)cnt);
+
 </%def>

@@ -3,8 +3,9 @@
 ## output arguments; solve_df() also the df helpers (_df.mako functions()).
 
 ## Solve the Jacobi-scaled normal equations held in G (upper triangle, IDX) and
-## write prediction (centred), coefficients (centred), variance and status.
-<%def name="solve(G, sw, swy, swyy)">\
+## write prediction (centred), coefficients (centred), variance and status. F: a factor
+## of the trace test (inverse_check), or None.
+<%def name="solve(G, sw, swy, swyy, F=None)">\
     {
         const size_t o = (size_t)ti * n_pred + row;
         int status = 0;
@@ -33,7 +34,7 @@
                 }
             }
         }
-${inverse_check(G, "")}
+${inverse_check(G, "", F)}
         if (!status) {
             for (int k = N - 1; k >= 0; --k) {
                 acc_t s = ${G}[IDX(k, N)];
@@ -126,8 +127,10 @@ ${nan_outputs(" " * 8)}\
 ## and N / lambda_min; the smallest pivot only bounds lambda_min from above, and on
 ## nearly rank-deficient local fits (a target almost a function of one lag) it was 1e-8
 ## at a condition of 6e15, where the normal equations' answer and pyEDM's minimum-norm
-## SVD one differed by 0.1 in a prediction. HI: ".x" for df entries (the hi part).
-<%def name="inverse_check(G, HI)">\
+## SVD one differed by 0.1 in a prediction. HI: ".x" for df entries (the hi part). F: a
+## factor the trace is multiplied by first (G's entries' rounding that many times larger
+## than the sums': the gemm variant), or None.
+<%def name="inverse_check(G, HI, F=None)">\
         if (!status) {
             acc_t tr = (acc_t)0;
             for (int j = 0; j < N; ++j) {
@@ -139,6 +142,6 @@ ${nan_outputs(" " * 8)}\
                     tr += w[i] * w[i];
                 }
             }
-            if (!(tr * (acc_t)INV_TOL < (acc_t)1)) status = 1;
+            if (!(tr${"" if F is None else " * " + F} * (acc_t)INV_TOL < (acc_t)1)) status = 1;
         }
 </%def>

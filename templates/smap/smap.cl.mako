@@ -41,8 +41,11 @@
 ## local memory and each work-item owns one or more (entry, part) slots of the
 ## Gram matrix, so no per-thread 250-value accumulators are needed (GPUs); RB: the
 ## edge of the blocks of Gram entries a work-item holds in registers (_group.mako).
+## VARIANT "gemm" (MODE "all", ACC "double", E <= 20): the Gram matrices of all rows as
+## one matrix product of shared, uncentred terms, shifted to each prediction point after
+## (three kernels, _gemm.mako).
 ## Parts: _item.mako and _group.mako (the two variants' bodies), _gram_blocks.mako (the
-## group variant's register blocks), _split.mako (the item variant's SPLIT combination),
+## group variant's register blocks), _gemm.mako, _split.mako (the item variant's SPLIT combination),
 ## _solve.mako (the Cholesky solve of one problem), _df.mako (double-float arithmetic,
 ## Gram updates).
 <%namespace name="metric" file="/common/_metric.mako"/>
@@ -50,7 +53,9 @@
 <%namespace name="item" file="/smap/_item.mako"/>
 <%namespace name="group" file="/smap/_group.mako"/>
 <%namespace name="gb" file="/smap/_gram_blocks.mako"/>
+<%namespace name="gemm" file="/smap/_gemm.mako"/>
 <%namespace name="gb" file="/smap/_gram_blocks.mako"/>
+<%namespace name="gemm" file="/smap/_gemm.mako"/>
 <%
 N = E + 1                      # unknowns: intercept + E slopes
 M = N + 1                      # augmented with the target
@@ -61,8 +66,8 @@ pairs = [(k, l) for k in range(M) for l in range(k, M)]
 assert all(idx(k, l) == i for i, (k, l) in enumerate(pairs))
 if MODE not in ("all", "table"):
     raise ValueError("MODE must be all or table")
-if VARIANT not in ("item", "group"):
-    raise ValueError("VARIANT must be item or group")
+if VARIANT not in ("item", "group", "gemm"):
+    raise ValueError("VARIANT must be item, group or gemm")
 if SPLIT not in (1, 2, 4, 8):
     raise ValueError("SPLIT must be 1, 2, 4 or 8")
 if SPLIT > 1 and (VARIANT != "item" or PV != 1 or WG % SPLIT):
@@ -101,9 +106,12 @@ typedef int maskV;
 #define M ${M}
 #define IDX(k, l) ((k) * M - ((k) * ((k) - 1)) / 2 + ((l) - (k)))
 
-% if VARIANT == "group":
+% if VARIANT != "item":
 ${gb.tables(M)}
 % endif
+% if VARIANT == "gemm":
+${gemm.kernels(N, M, NENT)}
+% else:
 
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void smap(__global const real_t* restrict x, __global const real_t* restrict ylib,
@@ -120,3 +128,4 @@ ${item.body(N, M, NENT, pairs)}
 ${group.body(N, M, NENT)}
 % endif
 }
+% endif
