@@ -652,10 +652,10 @@ def test_the_probe_compares_values_with_the_hosts_least_squares(monkeypatch):
     from pyedmcl.kernels import smap as K
     be = get_backend(CPU_DEVICE)
     group = {"VARIANT": "group", "WG": 32, "PV": 1, "UNROLL": "auto", "SPLIT": 1, "RB": 2}
+    real_ref = K._probe_predictions
     for E, real in ((4, np.float64), (6, np.float32)):
         spec = K.SMAP.spec_for(E, 1, real, "double", "all")
         assert K.SMAP._probe(be, spec, group)
-        real_ref = K._probe_predictions
         monkeypatch.setattr(K, "_probe_predictions", lambda *a: real_ref(*a) + 1e-3)
         assert not K.SMAP._probe(be, spec, group)
         monkeypatch.setattr(K, "_probe_predictions", real_ref)
