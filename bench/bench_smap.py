@@ -52,19 +52,19 @@ def _configs(ap: argparse.ArgumentParser, args: argparse.Namespace, info, E: int
         if splits != [1]:
             ap.error("--split needs --variant item")
         return [None]
-    if args.variant not in ("item", "group"):
-        ap.error(f"--variant {args.variant!r}: item or group")
+    if args.variant not in ("item", "group", "gemm"):
+        ap.error(f"--variant {args.variant!r}: item, group or gemm")
     if args.variant == "group" and splits != [1]:
         ap.error("--split needs --variant item")
     try:
         rbs = [v if v == "auto" else int(v) for v in args.rb.split(",")]
     except ValueError:
         ap.error(f"--rb {args.rb!r}: a comma list of {', '.join(map(str, RBS))}")
-    if any(v not in RBS for v in rbs) or (args.variant == "item" and rbs != [1]):
+    if any(v not in RBS for v in rbs) or (args.variant != "group" and rbs != [1]):
         ap.error(f"--rb {args.rb!r}: each of {', '.join(map(str, RBS))}, with --variant group")
     out = []
     for split, rb in itertools.product(splits, rbs):
-        p = {"VARIANT": args.variant, "WG": args.wg or (8 if args.variant == "item" else 128),
+        p = {"VARIANT": args.variant, "WG": args.wg or {"item": 8, "group": 128}.get(args.variant, 64),
              "PV": args.pv if args.variant == "item" else 1, "UNROLL": args.unroll, "SPLIT": split,
              "RB": rb}
         if not SMAP.valid_for(p, info, E):
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ref-seconds", type=float, default=None,
                     help="an externally measured peer time (e.g. kEDM CUDA) to print a ratio against")
     ap.add_argument("--peak", action="store_true", help="also measure the device's FMA peak")
-    ap.add_argument("--variant", default=None, help="force VARIANT (item/group); with --wg")
+    ap.add_argument("--variant", default=None, help="force VARIANT (item/group/gemm); with --wg")
     ap.add_argument("--wg", type=int, default=None)
     ap.add_argument("--pv", type=int, default=1, help="with --variant item: lanes per work-item")
     ap.add_argument("--unroll", default="auto", type=lambda v: v if v == "auto" else int(v),

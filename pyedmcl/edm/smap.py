@@ -571,7 +571,10 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
             if beside is not None:
                 beside()
         secs = sum(be.event_seconds(e) for e in ev) if timed else 0.0
-        return (*wait(), secs)
+        out = (*wait(), secs)
+        if params["VARIANT"] == "gemm":
+            out = _redo_centred(be, spec, params, common, pred32[p0:p1], n_theta, out, timed)
+        return out
 
     blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
                          what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
@@ -587,6 +590,32 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
     c0 += ymean
     c0 -= shifts
     return pred, coef, var, status, sum(b[4] for b in blocks)
+
+
+#: the gemm variant's status of a row whose test its shift's rounding failed (a centred
+#: solve may pass): solved again by the group variant (:func:`_redo_centred`)
+REDO_CENTRED = 4
+
+
+def _redo_centred(be, spec, params, common, pred_rows, n_theta, out, timed) -> tuple:
+    """The gemm variant's rows of status :data:`REDO_CENTRED` solved again on the device by
+    the group variant (sums centred on each prediction point: no shift to round), every
+    theta of those rows launched, the flagged (theta, row) entries taken."""
+    pred, coef, var, status, secs = out
+    redo = np.flatnonzero((status == REDO_CENTRED).any(axis=0))
+    if redo.size == 0:
+        return out
+    group = SMAP.fit({**params, "VARIANT": "group", "RB": "auto"}, be.info, spec["E"])
+    args = {**common, "pred_t": be.to_device(np.ascontiguousarray(pred_rows[redo])),
+            "nbr": common["lib_t"], **SMAP.outputs(be, spec, redo.size, n_theta)}
+    ev = SMAP.launch(be, group, spec, args, redo.size, n_theta)
+    again = SMAP.read_outputs(be, spec, args, redo.size, n_theta)
+    take = status[:, redo] == REDO_CENTRED
+    for whole, part in zip((pred, coef, var, status), again, strict=True):
+        sub = whole[:, redo]
+        sub[take] = part[take]
+        whole[:, redo] = sub
+    return pred, coef, var, status, secs + (sum(be.event_seconds(e) for e in ev) if timed else 0.0)
 
 
 def _mapped(shape: tuple[int, ...]) -> np.ndarray:

@@ -106,7 +106,8 @@ def gemm_local_bytes(E: int, real_bytes: int = 8) -> int:
     ``real_bytes``)."""
     M = E + 2
     pt = 32 * -(-(M * (M + 1) // 2) // 32)
-    return 48 * E * real_bytes + (32 + 16 * M + 768 + 16 * pt) * 8 + 64 * 4
+    w = 16 * 32 if 16 * pt >= 768 else 768
+    return 48 * E * real_bytes + (32 + 16 * M + w + 16 * pt) * 8 + 64 * 4
 
 
 def gemm_runs(spec: dict[str, Any], info: DeviceInfo) -> bool:
@@ -114,7 +115,8 @@ def gemm_runs(spec: dict[str, Any], info: DeviceInfo) -> bool:
     to :data:`GEMM_E_MAX`, its tile in local memory, work-groups of 256)."""
     return (spec.get("MODE") == "all" and spec.get("ACC") == "double" and info.fp64
             and spec["E"] <= GEMM_E_MAX and info.max_work_group_size >= 256
-            and gemm_local_bytes(spec["E"]) <= info.local_mem_bytes)
+            and gemm_local_bytes(spec["E"], 8 if spec.get("REAL") == "double" else 4)
+            <= info.local_mem_bytes)
 
 
 def _fits(p: Params, info: DeviceInfo, E: int = 20) -> bool:

@@ -9,7 +9,8 @@
 ##
 ##  - smap_pass1: _group.mako's pass 1, a work-group a (row, theta): scale, skip, status.
 ##  - smap_moments: S and (sum w, sum w y, sum w y^2) for QT rows a work-group.
-##  - smap_solve: G = T S T^T, then _solve.mako's Cholesky, a work-group a (row, theta).
+##  - smap_solve: G = T S T^T and its Cholesky, a work-group a (row, theta)
+##    (_gemm_solve.mako).
 ##
 ## The shift cancels digits where a row's neighbours are close to x_p relative to |x_p|.
 ## F = max_k S_kk / G_kk bounds how much larger the rounding of G's Jacobi-scaled entries
@@ -18,7 +19,7 @@
 ## host's SVD.
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="group" file="/smap/_group.mako"/>
-<%namespace name="solver" file="/smap/_solve.mako"/>
+<%namespace name="gsolve" file="/smap/_gemm_solve.mako"/>
 <%!
 QT, LT = 32, 16      # rows a work-group, library points a step
 %>
@@ -69,7 +70,7 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
     const int ti = get_group_id(1);
     const int row0 = get_group_id(0) * ${QT};
     __local real_t xq[${QT * E}], xl[${LT * E}];
-    __local acc_t sq[${QT}], bl[${LT * M}], W[${max(LT * QT, 768)}], B[${LT * PT}];
+    __local acc_t sq[${QT}], bl[${LT * M}], W[${LT * QT if LT * PT >= 768 else 768}], B[${LT * PT}];
     __local int tq[${QT}], kq[${QT}];
     /* (no div/rem pairs of a non-power of two below: LLVM would insert a freeze that
        Oclgrind cannot check) */
@@ -155,57 +156,18 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
     }
     /* the weights' sums: the 256 / QT work-items of each row */
     barrier(CLK_LOCAL_MEM_FENCE);
-    W[lid] = sw; W[256 + lid] = swy; W[512 + lid] = swyy;
+<% R = "B" if LT * PT >= 768 else "W" %>\
+    ${R}[lid] = sw; ${R}[256 + lid] = swy; ${R}[512 + lid] = swyy;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < ${QT} && row0 + lid < n_pred) {
         acc_t a = (acc_t)0, b = (acc_t)0, c = (acc_t)0;
         for (int h = 0; h < ${256 // QT}; ++h) {
-            a += W[h * ${QT} + lid]; b += W[256 + h * ${QT} + lid]; c += W[512 + h * ${QT} + lid];
+            a += ${R}[h * ${QT} + lid]; b += ${R}[256 + h * ${QT} + lid]; c += ${R}[512 + h * ${QT} + lid];
         }
         const size_t o = (size_t)ti * n_pred + row0 + lid;
         sums[3 * o] = a; sums[3 * o + 1] = b; sums[3 * o + 2] = c;
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
-void smap_solve(__global const real_t* restrict x, __global const int* restrict pred_t,
-                const int n_pred, const acc_t ridge, __global const acc_t* restrict S,
-                __global const acc_t* restrict sums, __global acc_t* restrict out_pred,
-                __global acc_t* restrict out_coef, __global acc_t* restrict out_var,
-                __global int* restrict out_status)
-{
-    const int row = get_group_id(0);
-    const int ti = get_group_id(1);
-    const int lid = get_local_id(0);
-    const size_t o = (size_t)ti * n_pred + row;
-    const int status0 = out_status[o];
-    barrier(CLK_GLOBAL_MEM_FENCE);   /* every work-item has read it before lid 0 writes */
-    if (status0) {          /* uniform across the work-group */
-        if (lid == 0) ${solver.empty_row()}
-        return;
-    }
-    __local acc_t G[${NENT}], dd[${M}];
-    const int tp = pred_t[row];
-    __global const acc_t* Sr = S + o * ${PT};
-    if (lid < ${M}) {
-        const int kk = lid - 1;
-        dd[lid] = lid == 0 || lid == ${N} ? (acc_t)0 : (acc_t)x[tp * ${NC} + COORD[kk]];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int e = lid; e < ${NENT}; e += ${WG}) {
-        const int k = KA[e], l = KB[e];
-        /* a = b - dd b_0: G_kl = S_kl - dd_k S_0l - dd_l S_0k + dd_k dd_l S_00 */
-        G[e] = Sr[e] - dd[k] * Sr[l] - dd[l] * Sr[k] + dd[k] * dd[l] * Sr[0];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-        acc_t F = (acc_t)1;
-        for (int k = 1; k < ${N}; ++k) {
-            const acc_t g = G[IDX(k, k)];
-            F = g > (acc_t)0 ? fmax(F, Sr[IDX(k, k)] / g) : F;
-        }
-        const acc_t sw = sums[3 * o], swy = sums[3 * o + 1], swyy = sums[3 * o + 2];
-        ${solver.solve("G", "sw", "swy", "swyy", "F")}
-    }
-}
+${gsolve.kernel(N, M, NENT, PT)}\
 </%def>
