@@ -632,7 +632,8 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
             cast: bool = False,
             standardised: Sequence[tuple[Affine, np.ndarray, np.ndarray | None]] | None = None,
             raw: Callable[[], list[np.ndarray]] | None = None,
-            row_labels: Sequence[Sequence[str] | None] | None = None) -> Prepared:
+            row_labels: Sequence[Sequence[str] | None] | None = None,
+            merge_checked: Sequence[bool] | None = None) -> Prepared:
     """Kernel inputs for validated float64 host ``series`` (1-D, or 2-D = one series per row).
 
     float64: returned as given (identity maps). float32: each series (row) centred by
@@ -663,6 +664,10 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     raw series again for a fall-back to float64.
     ``row_labels``: per series, a label of each of its rows (e.g. the input's column
     names), which the message adds to the row it names.
+    ``merge_checked``: per series, whether the merge check covers it (default: all). A
+    series whose values decide nothing (Simplex's targets: only averaged with weights
+    the library's distances set, their float32 rounding bounded by the row check) need
+    not be sorted; a merge there moves a prediction by float32's rounding, as any value.
     """
     dt = np.dtype(dtype)
     arrs = [np.asarray(a, dtype=np.float64) for a in series]
@@ -705,7 +710,11 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""
         labels = row_labels if row_labels is not None else [None] * len(arrs)
-        for a, z, c, name, rows in zip(arrs, out, casts, names, labels, strict=True):
+        wanted = merge_checked if merge_checked is not None else [True] * len(arrs)
+        for a, z, c, name, rows, want in zip(arrs, out, casts, names, labels, wanted,
+                                             strict=True):
+            if not want:
+                continue
             lost = merged_beyond(z, MAX_MERGED_FRACTION, c)
             worst = int(np.argmax(lost))
             if lost[worst] > MAX_MERGED_FRACTION:
@@ -722,7 +731,9 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         raise ValueError(f"deferred={deferred!r} is invalid; allowed: False, True, 'gated'")
     if deferred == "gated":
         prep._gated = (check, fp64, what)
-        prep._check_values = sum(int(z.size) for z in out)
+        prep._check_values = sum(int(z.size) for z, want in zip(
+            out, merge_checked if merge_checked is not None else [True] * len(out), strict=True)
+            if want)
         return prep
     if deferred:
         prep._verdict = (_check_pool().submit(check), fp64, what)
