@@ -19,7 +19,10 @@ Shapes (``--shapes``, comma separated; the numbers may be changed, e.g. ``m10x10
   Simplex, E=5): S library series each cross-map one target.
 * ``flat1xS_TT`` (1 source x 20000 targets, T=1000; Simplex, E=5, exclusion 5): one
   library series cross-maps S targets: ``pe.simplex(x, target=(S, n) array, E=5, Tp=0,
-  exclusion_radius=5)`` (one k-NN table serves every target).
+  exclusion_radius=5)`` (one k-NN table serves every target). With
+  ``--targets-return-device`` the predictions stay on the device (``return_device=True``:
+  rho read back, as FastCCM returns only rho) instead of 2 x S x T float64 values on the
+  host.
 * ``single_TT`` (README "single time series", T=2,000 .. 128,000; E=20, tp=1,
   exclusion 10): ``pe.simplex`` / ``pe.smap(x, E=20, Tp=1, exclusion_radius=10,
   theta)`` vs ``score_matrix(X_emb=[embedding], Y_emb=[series], tp=1)``.
@@ -238,8 +241,10 @@ def pyedmcl_call(shape: Shape, method: str, X: np.ndarray, args) -> Callable[[],
         return lambda: run()[None, :]
     if shape.kind == "targets":
         tg = np.ascontiguousarray(X[:, 1:].T)
+        on_dev = bool(getattr(args, "targets_return_device", False))
         return lambda: np.asarray(pe.simplex(X[:, 0], target=tg, E=E_MATRIX, Tp=0,
-                                             exclusion_radius=R_MATRIX, device=dev).rho)[:, None]
+                                             exclusion_radius=R_MATRIX, device=dev,
+                                             return_device=on_dev).rho)[:, None]
     fn = pe.smap if method == "smap" else pe.simplex
     kw = {"theta": args.theta} if method == "smap" else {}
     return lambda: np.atleast_2d(np.asarray(
@@ -289,7 +294,8 @@ def bench_shape(shape: Shape, method: str, args, fc_run) -> dict:
     return {"shape": shape.name, "method": method, "pe": t_pe, "fc": t_fc, "diff": diff,
             "path": ("engine (internal)" if shape.kind == "sources" else
                      "xmap" if shape.kind == "matrix" else
-                     "simplex(target 2-D)" if shape.kind == "targets" else method)}
+                     ("simplex(2-D, on dev)" if getattr(args, "targets_return_device", False)
+                      else "simplex(target 2-D)") if shape.kind == "targets" else method)}
 
 
 def report_line(r: dict) -> str:
@@ -387,6 +393,8 @@ def main() -> None:
     ap.add_argument("--oracle-T", type=int, default=300)
     ap.add_argument("--oracle-pairs", type=int, default=3)
     ap.add_argument("--no-oracle", action="store_true")
+    ap.add_argument("--targets-return-device", action="store_true",
+                    help="flat1xS: pe.simplex(..., return_device=True), rho read back only")
     ap.add_argument("--data", choices=("noise", "osc"), default="noise",
                     help="timed shapes' data: noise (FastCCM's benchmarks: i.i.d. normal) or "
                          "osc (coupled noisy oscillators)")
