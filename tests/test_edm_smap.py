@@ -604,10 +604,11 @@ def test_oclgrind_clean_gemm(E):
     """The gemm variant under Oclgrind (bounds, races, uninitialised values), one call a
     process: 29 rows (not a multiple of its 32 a work-group), two thetas, an exclusion
     radius, float64; equal to the group variant's rows (1e-9) on the CPU runtime. Its
-    moments kernel's tile fits Oclgrind's 32 KB of local memory up to E = 12. (A second
-    gemm call in one Oclgrind process reports the moments it reads as uninitialised,
-    with the first call's values and the CPU runtime's; not understood, so each call
-    here has a process of its own.)"""
+    moments kernel's tile fits Oclgrind's 32 KB of local memory up to E = 12. (In a
+    second gemm call of one Oclgrind process its uninitialised-value plugin takes the
+    moments the solves read as uninitialised, though that call's answers, for other
+    rows than the first's, equal the CPU runtime's: the moments were written. Not
+    understood, so each call here has a process of its own.)"""
     out = run_under_oclgrind("""
         import numpy as np
         from pyedmcl.edm import smap as S

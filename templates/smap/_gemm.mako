@@ -105,7 +105,7 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
                     if (k == 0) v = (acc_t)1;
                     else if (k == ${N}) v = (acc_t)ylib[j];
                     else {
-                        const int kk = k - 1;
+                        const int kk = clamp(k - 1, 0, ${E - 1});   /* (in bounds if hoisted) */
                         const real_t xv = x[tj * ${NC} + COORD[kk]];
                         xl[l * ${E} + kk] = xv;
                         v = (acc_t)xv;

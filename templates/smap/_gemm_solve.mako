@@ -34,9 +34,10 @@ void smap_solve(__global const real_t* restrict x, __global const int* restrict 
     __local int bad;
     const int tp = pred_t[row];
     __global const acc_t* Sr = S + o * ${PT};
-    if (lid < ${M}) {
-        const int kk = lid - 1;
-        dd[lid] = lid == 0 || lid == ${N} ? (acc_t)0 : (acc_t)x[tp * ${NC} + COORD[kk]];
+    if (lid < ${M}) {   /* (kk clamped: a load the compiler speculates stays in bounds) */
+        const int kk = clamp(lid - 1, 0, ${E - 1});
+        const acc_t v = (acc_t)x[tp * ${NC} + COORD[kk]];
+        dd[lid] = lid == 0 || lid == ${N} ? (acc_t)0 : v;
     }
     if (lid == 0) bad = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
