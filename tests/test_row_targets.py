@@ -268,3 +268,33 @@ def test_host_work_by_bands_gives_the_same_results(device, monkeypatch):
     got = pe.simplex(x, y, E=E, device=device, variance=True)
     for name in ("observed", *OUTPUTS):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+
+
+def test_panel_spreads_come_from_the_preparation(device, monkeypatch):
+    """A float32 Simplex of a panel of targets takes the row check's tolerances and spans
+    from its preparation (the standardisation's std, the validation's extremes of the
+    targets as given): no pass of their own over the panel. They equal the centred
+    panel's reductions within 1e-12, and the call's results equal those of a check that
+    measures them itself."""
+    from pyedmcl import _precision
+    from pyedmcl.primitives.ranges import resolve
+
+    _fp64(device)
+    x, y, E = _targets("continuous", 400, 40)
+    ser = S.SimplexSeries.prepared(x, y, None, device, None)
+    plan = resolve(ser.n, E=E, tau=1, Tp=0, knn=None, exclusion_radius=3, lib=None, pred=None)
+    measured = row_check.RowCheck(plan, ser.xz, ser.yz)._spreads
+    for known, got in zip(ser.target_spreads, measured, strict=True):
+        np.testing.assert_allclose(known, got, rtol=1e-12)
+    calls = []
+    real = _precision.row_spread
+    monkeypatch.setattr(_precision, "row_spread", lambda a: calls.append(a.shape) or real(a))
+    kw = dict(E=E, Tp=0, exclusion_radius=3, device=device)
+    got = pe.simplex(x, y, **kw)
+    assert calls == []
+    real_check = row_check.row_check
+    monkeypatch.setattr(S, "row_check", lambda *a: real_check(*a[:4]))  # measured spreads
+    again = pe.simplex(x, y, **kw)
+    assert calls
+    for name in OUTPUTS:
+        np.testing.assert_array_equal(getattr(again, name), getattr(got, name), err_msg=name)

@@ -158,6 +158,11 @@ class RowCheck:
     #: the float64 series and targets on the device where the lookup's resolve uploaded
     #: them (the redo after the wait reads them too), else None
     float64: Any = field(default=None, repr=False, compare=False)
+    #: several targets' std and max - min where the caller measured them already (the
+    #: standardisation's std and the validation's extremes of the targets as given, the
+    #: centred ones' within rounding), else None: :attr:`_spreads` then takes no pass
+    known_spreads: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False,
+                                                                 compare=False)
 
     @property
     def E(self) -> int:
@@ -223,6 +228,8 @@ class RowCheck:
         from .._precision import row_spread
 
         yz = self.yz
+        if self.known_spreads is not None and np.isfinite(self.known_spreads).all():
+            return self.known_spreads
         std, lo, hi = row_spread(yz)
         gaps = np.flatnonzero(np.isnan(lo))  # (a row's min is NaN where it holds one)
         if gaps.size:
@@ -316,13 +323,16 @@ def _places_held(v: np.ndarray, places: int) -> np.ndarray:
     return near.all(axis=1)
 
 
-def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool) -> RowCheck | None:
+def row_check(plan: Plan, xz: np.ndarray, yz: np.ndarray, exact: bool,
+              spreads: tuple[np.ndarray, np.ndarray] | None = None) -> RowCheck | None:
     """The check for a float32 Simplex of centred ``xz`` ((n,) or (n, columns)) and
     targets ``yz`` ``(nt, n)``; None where the neighbours are not the exact kernel's (an
-    approximate back-end) or float32's distances are exact (:func:`exact_in_float32`)."""
+    approximate back-end) or float32's distances are exact (:func:`exact_in_float32`).
+    ``spreads``: the targets' std and max - min where the caller has them
+    (:attr:`RowCheck.known_spreads`)."""
     if not exact or not _ENABLED[-1]:
         return None
-    check = RowCheck(plan, xz, yz)
+    check = RowCheck(plan, xz, yz, known_spreads=spreads)
     return None if exact_in_float32(xz, check.E) else check
 
 

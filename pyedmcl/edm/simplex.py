@@ -404,8 +404,8 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     nb = resolve_backend(knn_method, ser.be, L=plan.lib_points.size, E=plan.E,
                          nq=plan.pred_points.size, k=plan.knn, options=knn_options)
     # float32 from host series: predictions float32 cannot hold are redone in float64
-    check = (row_check(plan, ser.xz, ser.yz, nb.exact) if ser.dt == np.float32
-             and ser.xs is not None and ser.y is not None else None)
+    check = (row_check(plan, ser.xz, ser.yz, nb.exact, ser.target_spreads)
+             if ser.dt == np.float32 and ser.xs is not None and ser.y is not None else None)
     if (check is not None and not return_device and ser.be.info.fp64
             and plan.pred_times.size >= SAMPLE_FROM and on_decimal_grid(ser.xs)
             and sampled_flag_fraction(data, plan, check, nb) > MOSTLY_FLAGGED):
@@ -450,6 +450,9 @@ class SimplexSeries:
     prep: Prepared | None = None
     #: ``xz`` and ``yz`` cast to float32 as they were centred (a panel of targets), else None
     casts: tuple[np.ndarray, np.ndarray] | None = None
+    #: a panel of targets' std and max - min as the preparation measured them (the row
+    #: check's tolerances without a pass of their own over the panel), else None
+    target_spreads: tuple[np.ndarray, np.ndarray] | None = None
 
     def start_check(self) -> None:
         """Start float32's merge check in the background (idempotent): once the k-NN
@@ -518,8 +521,13 @@ class SimplexSeries:
         elif y is not None:
             yz, fy = prep.series[-1], prep.affine[-1]
         casts = None if prep.cast is None or prep.dtype != np.float32 else tuple(prep.cast)
+        spreads = None
+        if panel and fy.spread is not None and ext is not None:
+            hi, lo = ext[1]  # (row_extremes' (min, max), reversed above)
+            spreads = (fy.spread, hi - lo)
         return cls(be=be, dt=dt, n=n, nt=nt, single=single, xs=xs, y=y, xz=xz, yz=yz, fy=fy,
-                   xd=xd, yd=yd, target_is_x=target is None, prep=prep, casts=casts)
+                   xd=xd, yd=yd, target_is_x=target is None, prep=prep, casts=casts,
+                   target_spreads=spreads)
 
     def upload(self) -> DeviceData:
         """The series on the device (a device input is used as it is)."""
