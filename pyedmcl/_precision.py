@@ -706,11 +706,11 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
 
     # the float32 casts made beside the standardisation (the check's bound sorts them)
     casts = [c if c is not None and c.dtype == np.float32 else None for _, _, c in parts]
+    wanted = list(merge_checked) if merge_checked is not None else [True] * len(arrs)
 
     def check() -> str | None:
         """Why float32 cannot hold the data, or None."""
         labels = row_labels if row_labels is not None else [None] * len(arrs)
-        wanted = merge_checked if merge_checked is not None else [True] * len(arrs)
         for a, z, c, name, rows, want in zip(arrs, out, casts, names, labels, wanted,
                                              strict=True):
             if not want:
@@ -731,9 +731,7 @@ def prepare(series: Sequence[np.ndarray], dtype: np.dtype, fp64: bool, *,
         raise ValueError(f"deferred={deferred!r} is invalid; allowed: False, True, 'gated'")
     if deferred == "gated":
         prep._gated = (check, fp64, what)
-        prep._check_values = sum(int(z.size) for z, want in zip(
-            out, merge_checked if merge_checked is not None else [True] * len(out), strict=True)
-            if want)
+        prep._check_values = sum(int(z.size) for z, want in zip(out, wanted, strict=True) if want)
         return prep
     if deferred:
         prep._verdict = (_check_pool().submit(check), fp64, what)

@@ -64,7 +64,7 @@ from .._extremes import extremes
 from .._precision import prepare
 from ..constant_series import checks_constant
 from ..display import Displayable
-from ..kernels.smap import SMAP, acc_dtype, accumulation
+from ..kernels.smap import SMAP, acc_dtype, accumulation, gemm_scratch_bytes
 from ..primitives.knn import knn_device
 from ..primitives.ranges import MAX_KNN, resolve
 from ..validation import as_series, check_dtype, check_int
@@ -579,7 +579,7 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
     blocks = run_blocked(be, rows, n_pred, parameter="the number of prediction rows (pred) or thetas",
                          what=f"S-map outputs ({n_theta} thetas x {n_pred} rows x E+1={E + 1})",
                          nbytes=lambda m: n_theta * m * ((E + 1) * np.dtype(acc).itemsize + (
-                             (256 + 5) * 8 if params["VARIANT"] == "gemm" else 0)))
+                             gemm_scratch_bytes(E) if params["VARIANT"] == "gemm" else 0)))
     pred, coef, var, status = (blocks[0][:4] if len(blocks) == 1 else
                                (np.concatenate([b[i] for b in blocks], axis=1) for i in range(4)))
     # back from coordinates centred on the prediction point (and the target mean), in

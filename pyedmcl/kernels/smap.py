@@ -100,12 +100,25 @@ def split_local_bytes(E: int, WG: int, SPLIT: int, acc_bytes: int = 8) -> int:
 GEMM_E_MAX = 20
 
 
+def gemm_entries(E: int) -> int:
+    """The gemm variant's Gram entries a row, (E + 2)(E + 3) / 2, padded to a multiple of
+    32 (its moments' row stride, _gemm.mako's PT)."""
+    M = E + 2
+    return 32 * -(-(M * (M + 1) // 2) // 32)
+
+
+def gemm_scratch_bytes(E: int) -> int:
+    """Device scratch of the gemm variant a (row, theta): the moments, three weight sums,
+    the scale and the dropped point (:meth:`SMapKernel._launch_gemm`)."""
+    return (gemm_entries(E) + 4) * 8 + 4
+
+
 def gemm_local_bytes(E: int, real_bytes: int = 8) -> int:
     """Local memory of the gemm variant's moments kernel (_gemm.mako: 32 rows, 16 library
-    points a step, the entries padded to a multiple of 32; the coordinates counted at
+    points a step, :func:`gemm_entries` entries; the coordinates counted at
     ``real_bytes``)."""
     M = E + 2
-    pt = 32 * -(-(M * (M + 1) // 2) // 32)
+    pt = gemm_entries(E)
     w = 16 * 32 if 16 * pt >= 768 else 768
     return 48 * E * real_bytes + (32 + 16 * M + w + 16 * pt) * 8 + 64 * 4
 
@@ -387,7 +400,7 @@ class SMapKernel(TunableKernel):
         full = {"NC": 1, **spec, **params}
         wg, n = params["WG"], n_pred * n_theta
         scales, skips = be.empty(n, np.float64), be.empty(n, np.int32)
-        S, sums = be.empty(n * 256, np.float64), be.empty(n * 3, np.float64)
+        S, sums = be.empty(n * gemm_entries(spec["E"]), np.float64), be.empty(n * 3, np.float64)
         # held with the outputs: a pool must not hand them out while the launches run
         args["gemm_scratch"] = (scales, skips, S, sums)
         i32 = np.int32

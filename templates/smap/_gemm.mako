@@ -26,7 +26,7 @@ QT, LT = 32, 16      # rows a work-group, library points a step
 
 <%def name="kernels(N, M, NENT)">\
 <%
-PT = 32 * -(-NENT // 32)     # entries padded to the 32 columns of work-items
+PT = 32 * -(-NENT // 32)     # entries padded to the 32 columns of work-items (gemm_entries)
 JT = PT // 32                # entries a work-item
 if PT > 256 or ACC != "double" or MODE != "all":
     raise ValueError("VARIANT gemm needs ACC double, MODE all and (E + 2)(E + 3) / 2 <= 256")
@@ -74,18 +74,15 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
     __local int tq[${QT}], kq[${QT}];
     /* (no div/rem pairs of a non-power of two below: LLVM would insert a freeze that
        Oclgrind cannot check) */
-    if (lid < ${QT}) {
+    if (lid < ${QT}) {   /* the block's rows: states, scales, dropped points, times */
         const int row = row0 + lid;
         const int tp = row < n_pred ? pred_t[row] : ${(E - 1) * TAU};
         for (int k = 0; k < ${E}; ++k) xq[lid * ${E} + k] = x[tp * ${NC} + COORD[k]];
-    }
-    if (lid < ${QT}) {
-        const int row = row0 + lid;
         const size_t o = (size_t)ti * n_pred + row;
         const int ok = row < n_pred && out_status[o] == 0;
         sq[lid] = ok ? scales[o] : (acc_t)0;
         kq[lid] = ok ? skips[o] : -2;          /* -2: no row (every weight 0) */
-        tq[lid] = row < n_pred ? pred_t[row] : 0;
+        tq[lid] = tp;
     }
     /* the register tile: rows qg + 8 i, entries pg + 32 j; the weights: row q = lid % QT,
        points l = lid / QT + 8 h */

@@ -5,8 +5,10 @@
 ## trace test takes U^-T's columns a work-item each. The numerics are _solve.mako's
 ## solve(): a pivot below PIVOT_TOL, or tr(G^-1) above 1 / INV_TOL, sends the row to the
 ## host (status 1); a row that passes the trace test only without the shift's factor F
-## (tr(G^-1) F above 1 / INV_TOL), or fails a pivot where F > 2, is status 4: the host
-## solves it again on the device in centred sums (the group variant).
+## (tr(G^-1) F above 1 / INV_TOL), fails a pivot where F > 2, or whose diagonal the shift
+## cancelled to <= 0, is status 4: the host solves it again on the device in centred sums
+## (the group variant).
+<%namespace name="solver" file="/smap/_solve.mako"/>
 <%def name="kernel(N, M, NENT, PT)">\
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
 void smap_solve(__global const real_t* restrict x, __global const int* restrict pred_t,
@@ -22,12 +24,7 @@ void smap_solve(__global const real_t* restrict x, __global const int* restrict 
     const int status0 = out_status[o];
     barrier(CLK_GLOBAL_MEM_FENCE);   /* every work-item has read it before lid 0 writes */
     if (status0) {          /* uniform across the work-group */
-        if (lid == 0) {
-            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
-            out_pred[o] = (acc_t)NAN;
-            out_var[o] = (acc_t)NAN;
-            out_status[o] = status0;
-        }
+        if (lid == 0) ${solver.empty_row()}
         return;
     }
     __local acc_t G[${NENT}], dd[${M}], sc[${N}], red[${WG}];
@@ -55,9 +52,9 @@ void smap_solve(__global const real_t* restrict x, __global const int* restrict 
         const acc_t g = G[IDX(k, k)];
         F = g > (acc_t)0 ? fmax(F, Sr[IDX(k, k)] / g) : F;
     }
-    if (lid < ${N}) {
+    if (lid < ${N}) {   /* a diagonal the shift cancelled to <= 0: to be solved centred */
         const acc_t g = G[IDX(lid, lid)];
-        if (!(g > (acc_t)0)) bad = 1;
+        if (!(g > (acc_t)0)) atomic_max(&bad, lid > 0 && Sr[IDX(lid, lid)] > (acc_t)0 ? 4 : 1);
         sc[lid] = g > (acc_t)0 ? (acc_t)1 / sqrt(g) : (acc_t)0;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -119,9 +116,7 @@ void smap_solve(__global const real_t* restrict x, __global const int* restrict 
             out_pred[o] = c[0];
             out_var[o] = (swyy - (acc_t)2 * c[0] * swy + c[0] * c[0] * sw) / sw;
         } else {
-            for (int k = 0; k < N; ++k) out_coef[o * N + k] = (acc_t)NAN;
-            out_pred[o] = (acc_t)NAN;
-            out_var[o] = (acc_t)NAN;
+${solver.nan_outputs(" " * 12)}\
         }
         out_status[o] = status;
     }
