@@ -746,7 +746,9 @@ def test_gemm_rows_its_shift_fails_are_solved_again_centred(monkeypatch):
 
     def spy(be, spec, params, common, pred_rows, n_theta, out, timed):
         seen.append(int(np.count_nonzero(out[3] == S.REDO_CENTRED)))
-        return real(be, spec, params, common, pred_rows, n_theta, out, timed)
+        got = real(be, spec, params, common, pred_rows, n_theta, out, timed)
+        assert not np.any(got[3] == S.REDO_CENTRED)
+        return got
     monkeypatch.setattr(S, "_redo_centred", spy)
     lib = pred = np.arange(12, 599)
     kw = dict(E=12, tau=1, Tp=1, thetas=np.array([2.0, 8.0]), knn=None, exclusion_radius=0,
