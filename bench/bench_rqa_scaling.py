@@ -214,6 +214,15 @@ def main() -> None:
                          "warm-ups) or auto (rows where the devices take SHARE)")
     ap.add_argument("--set", default=None, metavar="JSON",
                     help='kernel values over each device\'s tuned ones, e.g. \'{"EDGE": 16384}\'')
+    ap.add_argument("--twice", action="store_true",
+                    help="the first device in two contexts, as two devices (one GPU: the "
+                         "row ranges' warm-ups measured where no second GPU is lent)")
+    ap.add_argument("--rate-call", action="store_true",
+                    help="call pe.rqa with recurrence_rate=--rr (the radius found in each "
+                         "call) instead of the radius found once beforehand")
+    ap.add_argument("--warm-box-levels", type=int, default=None, choices=(0, 1, 2, 3),
+                    help="levels of row boxes the column walk-ups skip white blocks by "
+                         "(default: the library's; 0: every cell walked)")
     ap.add_argument("--project", type=int, default=10_000_000,
                     help="N to project the time of from the measured cell rate")
     args = ap.parse_args()
@@ -230,8 +239,13 @@ def main() -> None:
         over = json.loads(args.set)
         tuned = RQA_LINES.params_for
         RQA_LINES.params_for = lambda *a, **k: {**tuned(*a, **k), **over}
+    if args.warm_box_levels is not None:
+        importlib.import_module("pyedmcl.kernels.rqa_lines").WARM_BOX_LEVELS = \
+            args.warm_box_levels
     x = series(args.series, args.n + (args.E - 1) * args.tau)
     bes, why = _devices(args.devices)
+    if args.twice:
+        bes, why = [bes[0], type(bes[0])(bes[0].info)], "the first device in two contexts"
     print(f"devices ({why}):")
     for be in bes:
         print(f"  {be.info.selector:>6}  {be.info.runtime:<7} {be.info.name}")
@@ -241,6 +255,9 @@ def main() -> None:
     print(f"N = {args.n:,}  E = {args.E}  tau = {args.tau}  radius = {radius:.6g}"
           f"{'' if args.radius is not None else f' (RR target {args.rr})'}")
     kw = dict(E=args.E, tau=args.tau, radius=radius, edge=args.edge)
+    if args.rate_call:
+        kw = dict(E=args.E, tau=args.tau, recurrence_rate=args.rr, edge=args.edge)
+        print(f"each call: recurrence_rate={args.rr} (its radius found in the call)")
     trace = _Trace() if args.trace else None
     phases = _Phases() if args.phases else None
     if args.band is not None:

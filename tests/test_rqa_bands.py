@@ -385,7 +385,7 @@ def test_warm_carries_against_numpy(device, vec):
         hist = tuple(be.zeros(max(nr, nc) + 1, np.uint32) for _ in range(2))
         kw = dict(series=series, thr=thr, thr2=0.0, n_rows=nr, n_cols=nc, w=w)
         RQA_LINES.launcher(be, p, spec, "warmcol", carry0=0, carry=cols, hist=hist,
-                           **kw)(r0, 0, 0, nc)
+                           boxes=RQA_LINES.row_boxes(be, spec, x, nr), **kw)(r0, 0, 0, nc)
         RQA_LINES.launcher(be, p, spec, "warmdiag", carry0=1 - r0, carry=diag, hist=hist[:1],
                            **kw)(r0, 0, 1 - r0, nc - 1)
         got = [be.to_host(b)[:nc].tolist() for b in cols] + [be.to_host(diag[0])[:nc - 1].tolist()]

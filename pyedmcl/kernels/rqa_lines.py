@@ -37,13 +37,17 @@ SERIES_PAD = 36
 CARRY_BUFFERS = {"vertical": 3, "diagonal": 1, "horizontal": 2}
 #: per lane mode, the mode that finds a row range's carries by walking its lanes up
 WARM_MODES = {"vertical": "warmcol", "diagonal": "warmdiag"}
+#: levels of row-block boxes a column walk-up skips white blocks by (WBOX: blocks of 32,
+#: 1,024 and 32,768 rows; 0: every cell walked). Benchmarks may change it.
+WARM_BOX_LEVELS = 3
 #: template values of the run's bookkeeping kernels, one small program (MODE collect:
 #: folds, open runs, the end of a run; SYM's join as MODE symjoin): they depend on none
 _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "collect",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
-                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0, "NTHR": 1}
+                "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0, "NTHR": 1,
+                "WBOX": 0}
 
 
 #: the EXACT template value float32 runs take per device kind (rqa_lines.cl.mako, EXACT):
@@ -336,7 +340,7 @@ class LineSpec:
                 "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
                 "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info),
                 "DMAJ": self.dmaj(mode, params, info), "EXACT": self.exact_on(info),
-                "NTHR": self.nthr}
+                "NTHR": self.nthr, "WBOX": WARM_BOX_LEVELS if mode == "warmcol" else 0}
 
 
 class RQALinesKernel(TunableKernel):
@@ -488,6 +492,28 @@ class RQALinesKernel(TunableKernel):
         return (*out, np.float64(exact.thr64), np.float64(exact.thr264),
                 np.float32(exact.b), np.float32(exact.b2))
 
+    @staticmethod
+    def row_boxes(backend: Backend, spec: LineSpec, x: np.ndarray, n_rows: int,
+                  buffers: Any = None) -> Any:
+        """The boxes of the row points ``0 .. n_rows - 1`` of ``x`` (the row series as
+        :meth:`series` takes it) a column walk-up skips white blocks of rows by (WBOX,
+        _warm.mako): per level ``l < WARM_BOX_LEVELS``, block ``b`` of ``32^(l+1)`` rows and
+        coordinate ``m``, the least and the largest value of ``x[i + m tau]`` over the
+        block's rows, in the kernel's real type (the values it reads: its bound on a
+        cell's distance is then one the cell's own computation never goes below), level
+        after level, ``(b E + m) 2`` within one. ``buffers``: as :meth:`series`."""
+        dev = backend if buffers is None else buffers
+        xr = np.asarray(x).astype(spec.dtype, copy=False)
+        lo = np.stack([xr[m * spec.tau:m * spec.tau + n_rows] for m in range(spec.E)])
+        hi = lo
+        out = []
+        for _ in range(max(1, WARM_BOX_LEVELS)):
+            pad = -lo.shape[1] % 32  # a block past the last row repeats its last point
+            lo = np.pad(lo, ((0, 0), (0, pad)), mode="edge").reshape(spec.E, -1, 32).min(2)
+            hi = np.pad(hi, ((0, 0), (0, pad)), mode="edge").reshape(spec.E, -1, 32).max(2)
+            out.append(np.stack([lo.T, hi.T], 2).ravel())
+        return dev.to_device(np.concatenate(out))
+
     def carry(self, backend: Backend, params: Params, mode: str, n: int,
               zeros: Callable[..., Any] | None = None, copies: int = 1) -> tuple[Any, ...]:
         """Carryover buffers, zeroed on the device, of a band of ``n`` lanes (columns:
@@ -523,8 +549,8 @@ class RQALinesKernel(TunableKernel):
                  series: tuple[Any, ...], thr: float, thr2: float, n_rows: int, n_cols: int,
                  w: int, carry0: int, carry: tuple[Any, ...], hist: tuple[Any, ...],
                  sbits: Any = None, sstride: int = 0, skmin: int = 0, hrec: Any = None,
-                 qbits: Any = None, kernel: Any = None, thresholds: tuple[Any, ...] = ()
-                 ) -> _Launcher:
+                 qbits: Any = None, kernel: Any = None, thresholds: tuple[Any, ...] = (),
+                 boxes: Any = None) -> _Launcher:
         """The ``rqa_<mode>`` launches of one lane band, its arguments bound once: call
         the result with ``(row0, nrows, lane0, nlanes)`` per launch (a D&R run makes ~100
         launches at N = 10^5, each one else paying its argument handling on the host).
@@ -536,7 +562,8 @@ class RQALinesKernel(TunableKernel):
         HCH: ``hrec`` the pieces of the rows per chunk (:meth:`hrec_words`). DMAJ: ``qbits``
         the second partial planes (``sbits``' layout). ``kernel``:
         this mode's kernel from :meth:`kernel` (else looked up). ``thresholds``: an NTHR
-        launch's arguments after the others (the thresholds and their strides)."""
+        launch's arguments after the others (the thresholds and their strides). MODE
+        ``warmcol``: ``boxes``, the row series' boxes (:meth:`row_boxes`)."""
         k = kernel if kernel is not None else self.kernel(backend, params, spec, mode)
         hch = _hch(params, backend.info, mode)
         per_item = 1 if mode in ("horizontal", "hjoin", *WARM_MODES.values()) else params["VEC"]
@@ -551,6 +578,10 @@ class RQALinesKernel(TunableKernel):
             if qbits is None:
                 raise ValueError(f"a DMAJ {mode} launch needs the second partial planes qbits")
             shared = (*shared, qbits)
+        if spec.template_params(mode, params, backend.info)["WBOX"]:
+            if boxes is None:
+                raise ValueError("a warmcol launch needs the row series' boxes (row_boxes)")
+            hist = (*hist, boxes)
         zero = np.int32(0)
         bound = backend.bind(k, *head, zero, zero, zero, zero, np.int32(w), np.int32(carry0),
                              *carry, *hist, *shared, *thresholds)

@@ -5,7 +5,8 @@ diagonals), processed in row order exactly as one device does (the diagonal laun
 of a row block gathers its bits from the column words the vertical launch stored:
 SHARE). Ranges are independent once each starts from the carryovers the rows above
 it leave, and those are found on the device itself: a *warm-up* (MODE ``warmcol`` /
-``warmdiag``) walks each lane up from the range's first row, 32 cells a step, until
+``warmdiag``) walks each lane up from the range's first row, 32 cells a step (a column
+skips whole blocks of rows whose box lies beyond the threshold from its point), until
 its open run began, and writes the carries straight into the range's buffers, queued
 before the range's own launches (no read-back: the host never waits for it).
 
@@ -165,6 +166,8 @@ class RangeDevice:
                  diag_ranges: list[tuple[int, int]], n_fold: int, symmetric: bool = False):
         self.m, self.n_fold, self.vertical, self.diag_ranges = m, n_fold, vertical, diag_ranges
         self.st: _DevState = _device_state(be, m, x, y, x2, y2, params, edge, tcol)
+        self.x = x  # the row series: the column walk-ups' boxes come from it (_warm)
+        self.boxes: Any = None
         _choose_paths(self.st, m, vertical and m.n_cols > 0, symmetric, diag_ranges)
         #: SYM: the rows' first and last runs right of the diagonal (every range's rows)
         self.rows: _Task | None = None
@@ -227,10 +230,12 @@ class RangeDevice:
                 continue
             mode = WARM_MODES[task.mode]
             hist = (st.h32["v"], st.h32["w"]) if task.mode == "vertical" else (st.h32["d"],)
+            if task.mode == "vertical" and self.boxes is None:
+                self.boxes = RQA_LINES.row_boxes(be, m.spec, self.x, m.n_rows)
             go = RQA_LINES.launcher(be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                                     thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
                                     carry0=task.lo, carry=task.bufs, hist=hist,
-                                    kernel=st.kernels.get(mode))
+                                    kernel=st.kernels.get(mode), boxes=self.boxes)
             self.warm_events.append(go(r0, 0, a, b - a))
             if task.mode == "vertical":
                 self.seeds.append(RQA_LINES.count_sums(be, task.bufs[2], a - task.lo, b - a))

@@ -14,12 +14,13 @@ def term(metric, d):
 ## Distance between row point xoff of xs and the column coordinates yv, into acc (declared
 ## here; squared for euclidean). FMA=1: the squares after the first
 ## are added by fma(), one rounding each (OpenCL's fma is correctly rounded everywhere).
-<%def name="dist(T, acc, xs, yv, xoff)">\
-<% RV, VEC = T.RV, T.VEC %>\
+## `stride`: the distance between a point's coordinates in xs (default TAU: a series).
+<%def name="dist(T, acc, xs, yv, xoff, stride=None)">\
+<% RV, VEC = T.RV, T.VEC; ST = TAU if stride is None else stride %>\
     ${RV} ${acc};   /* starts at the first term: 0 + t == t exactly (t >= +0), one add less */
 % for m in range(E):
     {
-        const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * TAU}]) - ${yv}[${m}];
+        const ${RV} _d = (${RV})(${xs}[${xoff} + ${m * ST}]) - ${yv}[${m}];
 %   if METRIC == "euclidean" and m > 0 and FMA:
         ${acc} = fma(_d, _d, ${acc});  /* FMA=1: PyRQA's kernels, whose `sum += diff * diff` OpenCL compilers contract */
 %   elif METRIC == "euclidean":

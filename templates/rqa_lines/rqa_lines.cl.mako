@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT, NTHR
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT, NTHR, WBOX
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## What each value and mode does: README.md in this folder (the family's documentation).
@@ -41,6 +41,8 @@ ${metric.real_type(REAL)}
         raise ValueError("MODE horizontal with PLANES=1 needs HCH > 0")
     if MODE == "hjoin" and not HCH:
         raise ValueError("MODE hjoin needs HCH > 0")
+    if WBOX and (MODE != "warmcol" or WBOX > 3):
+        raise ValueError("WBOX (1..3 box levels) is MODE warmcol's")
     if MODE in ("warmcol", "warmdiag") and (BITS or PACK or SHARE or SYM):
         raise ValueError("MODE warmcol/warmdiag walks cells: BITS, PACK, SHARE and SYM off")
     if SHFL and not (MODE == "diagonal" and PLANES and WG % 32 == 0):
@@ -154,6 +156,9 @@ ${exact.args(percol=PERCOL)}\
                  __global uint* restrict vcarry, __global uint* restrict wcarry,
                  __global uint* restrict npts,
                  __global uint* restrict hist_v, __global uint* restrict hist_w
+%   if MODE == "warmcol" and WBOX:
+                 , __global const real_t* restrict wbox   /* WBOX: the row blocks' boxes */
+%   endif
 % elif MODE == "horizontal" and HCH:
                  __global uint* restrict hrec, const int nchm,   /* pieces per (row, chunk) */
                  __global uint* restrict hist_v, __global uint* restrict hist_w
