@@ -5,7 +5,7 @@
 
 N <= 4,000 (E = 3: at most 16 x 10^6 cells) takes the exact order statistic on the device
 (float32: the cells near it decided in float64 on the host, :mod:`pyedmcl.rqa.select`);
-above, the sampled one (4 x 10^6 random pairs on the host). Prints the best of ``--repeat``
+above, the sampled one (4 x 10^6 random pairs: on the device where it has fp64, else on the host). Prints the best of ``--repeat``
 times per case, the float32 / float64 ratio, and whether the two radii are equal. Runs
 against any version of ``threshold_for_rate`` (the code under ``PYTHONPATH``), so the
 same script times a tree before and after a change.

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import pyedmcl as pe
 from pyedmcl.rqa import radius, select
-from pyedmcl.rqa.distances import kernel_distances
+from pyedmcl.rqa.distances import kernel_distances, sampled_dist
 from pyedmcl.rqa.fan import fan_thresholds, working_thresholds
 from pyedmcl.rqa.threshold import kernel_threshold
 
@@ -113,6 +113,32 @@ def test_sampled_mode_float32_is_float64(metric, monkeypatch):
     for cols in (None, y):
         a, b = both(x, cols, 0.05, 3, 1, metric)
         assert (a.radius, a.thr64) == (b.radius, b.thr64)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_device_draws_and_computes_the_hosts_sample(device, metric, monkeypatch):
+    """The rate search's sample on a device (pairs by the counter hash, float64 distances)
+    equals the host's threads' bit for bit, pairs of rows and columns and cross pairs
+    over several pieces, so the estimated radius does not depend on where it ran; a
+    simulator and a device without fp64 take the host's path."""
+    import clkernels
+    from pyedmcl.kernels.distance import takes_sampled_distances
+
+    be = clkernels.get_backend(device)
+    monkeypatch.setattr(radius, "PAIRS_PIECE", 4096)
+    monkeypatch.setattr(radius, "SAMPLES", 3 * 4096 + 77)
+    x, y = grid_series(3000, 3, 9), grid_series(2500, 0, 10) * 7
+    if not takes_sampled_distances(be):
+        assert be.info.runtime == "oclgrind" or not be.info.fp64
+        return
+    for cols in (x, y):
+        nr, nc = x.size - 4, cols.size - 4
+        host = radius.sample_distances(x, cols, nr, nc, 3, 2, metric, 7)
+        dev = radius.sample_distances(x, cols, nr, nc, 3, 2, metric, 7, be)
+        assert np.array_equal(host[0], dev[0]) and host[1] == dev[1]
+        i, j = radius.sample_pairs(7, 1, nr, nc)
+        assert i.size == 4096 and 0 <= i.min() and i.max() < nr and j.max() < nc
+        assert np.array_equal(host[0][4096:8192], sampled_dist(x, cols, i, j, 3, 2, metric))
 
 
 def test_issue_case_recurrence_rate_on_quantized_data():

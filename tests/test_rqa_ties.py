@@ -225,13 +225,28 @@ def test_bad_rule():
         pe.rqa(np.arange(20.0), radius=1.0, threshold_rule="sqrt")
 
 
+def _mix(h: int) -> int:
+    """splitmix64's output function on a 64-bit integer."""
+    m = (1 << 64) - 1
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & m
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & m
+    return h ^ (h >> 31)
+
+
+def _pair(seed: int, s: int, nr: int, nc: int) -> tuple[int, int]:
+    """Pair ``s`` of the rate search's sample of ``seed`` (key: the mix of seed GOLDEN)."""
+    golden, m = 0x9E3779B97F4A7C15, (1 << 64) - 1
+    h = _mix((_mix((seed * golden) & m) + s * golden) & m)
+    return (h >> 32) * nr >> 32, (h & 0xFFFFFFFF) * nc >> 32
+
+
 @pytest.mark.parametrize("metric", ["euclidean", "maximum", "manhattan"])
 def test_sampled_rate_distances(metric, monkeypatch):
     """Above ``EXACT_CELLS`` the rate's order statistic comes from random pairs: their
     distances are the kernels' (coordinates summed in order, E = 9 included, where a
     NumPy row sum would pair them up), and the threshold is their order statistic; the
-    pairs are pieces of ``PAIRS_PIECE``, each from its own stream ``[seed, piece]``
-    (drawn on threads)."""
+    pairs are pieces of ``PAIRS_PIECE`` (drawn on threads), pair ``s`` splitmix64's
+    output of ``key + s GOLDEN`` split into a row and a column (here in Python integers)."""
     from pyedmcl.rqa import radius
 
     monkeypatch.setattr(radius, "EXACT_CELLS", 1000)
@@ -242,10 +257,8 @@ def test_sampled_rate_distances(metric, monkeypatch):
     y = np.random.default_rng(4).standard_normal(2000)
     for E, tau in ((3, 2), (9, 1)):
         nr, nc = x.size - (E - 1) * tau, y.size - (E - 1) * tau
-        pairs = [np.random.default_rng([12345, p]) for p in range(5)]
-        pairs = [(g.integers(0, nr, n), g.integers(0, nc, n))
-                 for g, n in zip(pairs, [1200] * 4 + [200], strict=True)]
-        i, j = (np.concatenate(a) for a in zip(*pairs, strict=True))
+        i, j = (np.array(a) for a in zip(*(_pair(12345, s, nr, nc) for s in range(5000)),
+                                            strict=True))
         want = np.zeros(5000) if metric != "maximum" else None
         for m in range(E):
             d = np.abs(x[i + m * tau] - y[j + m * tau])

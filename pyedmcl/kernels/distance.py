@@ -152,3 +152,61 @@ def _rows(be: Backend, params: Params, spec: dict[str, Any], xd, yd, ny: int, r0
     out = be.empty((r1 - r0, ny), dt)
     PAIRWISE_DISTANCE.launch(be, params, spec, xd, yd, ny, out, ny, r0, r1 - r0, 0, ny)
     return out
+
+
+#: splitmix64's constants: the counter hash that draws a distance sample's pairs
+#: (``distance/sampled_distance.cl.mako``, :func:`hashed_pairs`)
+GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_M64 = (1 << 64) - 1
+
+
+def hash_key(seed: int) -> int:
+    """The 64-bit key a sample of ``seed`` hashes its pair numbers with (splitmix64's
+    output function of the seed)."""
+    h = (int(seed) * GOLDEN) & _M64
+    h = ((h ^ (h >> 30)) * MIX1) & _M64
+    h = ((h ^ (h >> 27)) * MIX2) & _M64
+    return h ^ (h >> 31)
+
+
+def hashed_pairs(key: int, s0: int, n: int, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``s0 .. s0 + n - 1`` of the sample of ``key``: (row point, column point) of
+    ``nr`` x ``nc``, as ``sampled_distance`` draws them (h = splitmix64's output of ``key +
+    s GOLDEN``; i = (h >> 32) nr >> 32, j = (h mod 2^32) nc >> 32)."""
+    u = np.uint64
+    h = u(key) + np.arange(s0, s0 + n, dtype=u) * u(GOLDEN)
+    h ^= h >> u(30)
+    h *= u(MIX1)
+    h ^= h >> u(27)
+    h *= u(MIX2)
+    h ^= h >> u(31)
+    i = ((h >> u(32)) * u(nr)) >> u(32)
+    h &= u(0xFFFFFFFF)
+    h *= u(nc)
+    h >>= u(32)
+    return i.astype(np.intp), h.astype(np.intp)
+
+
+def takes_sampled_distances(be: Backend | None) -> bool:
+    """Whether ``be`` computes a sample's distances (:func:`sampled_distances`): a device
+    with fp64 that is not a simulator."""
+    return be is not None and bool(be.info.fp64) and be.info.runtime != "oclgrind"
+
+
+def sampled_distances(be: Backend, rows: np.ndarray, cols: np.ndarray, key: int, n: int,
+                      E: int, tau: int, metric: str) -> np.ndarray:
+    """The float64 distances (Euclidean: squared) of pairs ``0 .. n - 1`` of the sample of
+    ``key`` (:func:`hashed_pairs`) between the embedded points of ``rows`` and ``cols``
+    (float64 series; ``cols is rows``: one upload), computed on ``be`` as the host's
+    :func:`pyedmcl.rqa.distances.sampled_dist` computes them: the same values bit for bit."""
+    nr = rows.size - (E - 1) * tau
+    nc = cols.size - (E - 1) * tau
+    k = be.kernel("distance/sampled_distance.cl.mako", {"E": E, "TAU": tau, "METRIC": metric},
+                  "sampled_distance")
+    rd = be.to_device(np.ascontiguousarray(rows, np.float64))
+    cd = rd if cols is rows else be.to_device(np.ascontiguousarray(cols, np.float64))
+    out = be.empty(n, np.float64)
+    wg = min(256, be.info.max_work_group_size)
+    be.launch(k, (round_up(max(n, 1), wg),), (wg,), rd, cd, np.uint64(key), np.uint32(nr),
+              np.uint32(nc), np.int32(0), np.int32(n), out)
+    return be.to_host(out)

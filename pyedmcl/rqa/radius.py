@@ -20,9 +20,9 @@ the device and decides the cells whose float64 distance could be the order stati
 in float64 on the host (:mod:`pyedmcl.rqa.select`: a rounding bound, a count of the
 cells certainly below, the few in between recomputed): a few percent of the search's
 time. Above that, the quantile is estimated from ``SAMPLES`` random pairs
-(deterministic: pieces of ``PAIRS_PIECE`` pairs, each from its own stream of the seed,
-drawn on threads) whose distances are computed in float64 from the series as given
-in either dtype, so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
+(deterministic: pair ``s`` drawn by a counter hash of the seed and ``s``, the same on
+the device, which computes them where it has fp64, and on the host's threads) whose
+distances are computed in float64 from the series as given in either dtype, so the achieved rate is within about ``1/sqrt(SAMPLES)`` (relative) of
 the target; the result reports the exact achieved RR.
 """
 
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .._bands import map_pieces
+from ..kernels.distance import hash_key, hashed_pairs, sampled_distances, takes_sampled_distances
 from .distances import sampled_dist
 
 EXACT_CELLS = 16_000_000
@@ -182,7 +183,7 @@ class _Distances:
                                                   backend)
         else:  # the same random pairs, in float64 from the raw series, whatever the dtype
             self.flat, self.least = sample_distances(self.rows, cols_, self.nr, self.nc, E,
-                                                     tau, metric, seed)
+                                                     tau, metric, seed, backend)
             self.sampled = True
 
     def threshold(self, rate: float, rule: str) -> RateThreshold:
@@ -249,18 +250,23 @@ def _float32_matrix(rows: np.ndarray, cols: np.ndarray | None, E: int, tau: int,
 
 def sample_pairs(seed: int, piece: int, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
     """The random pairs (row point, column point) of piece ``piece`` of the rate search's
-    sample: :data:`PAIRS_PIECE` pairs (fewer in the last piece of :data:`SAMPLES`), from
-    the piece's own stream of ``seed`` (``np.random.default_rng([seed, piece])``), so that
-    the pieces are drawn on threads and the sample does not depend on how many there are."""
-    n = min(PAIRS_PIECE, SAMPLES - piece * PAIRS_PIECE)
-    rng = np.random.default_rng([seed, piece])
-    return rng.integers(0, nr, n), rng.integers(0, nc, n)
+    sample: :data:`PAIRS_PIECE` pairs (fewer in the last piece of :data:`SAMPLES`), pair
+    ``s`` drawn by a counter hash of ``seed`` and ``s``
+    (:func:`pyedmcl.kernels.distance.hashed_pairs`), so that the pieces are drawn on
+    threads, a device draws the same pairs, and the sample does not depend on either."""
+    a = piece * PAIRS_PIECE
+    return hashed_pairs(hash_key(seed), a, min(PAIRS_PIECE, SAMPLES - a), nr, nc)
 
 
 def sample_distances(rows: np.ndarray, cols: np.ndarray, nr: int, nc: int, E: int, tau: int,
-                     metric: str, seed: int) -> tuple[np.ndarray, float]:
-    """The float64 distances of the :data:`SAMPLES` random pairs (:func:`sample_pairs`,
-    piece after piece) and the least of them; the pieces on threads."""
+                     metric: str, seed: int, backend: Any = None) -> tuple[np.ndarray, float]:
+    """The float64 distances of the :data:`SAMPLES` random pairs (:func:`sample_pairs`)
+    and the least of them: on ``backend`` where it takes them
+    (:func:`~pyedmcl.kernels.distance.takes_sampled_distances`), else piece after piece on
+    the host's threads; the same values either way."""
+    if takes_sampled_distances(backend):
+        flat = sampled_distances(backend, rows, cols, hash_key(seed), SAMPLES, E, tau, metric)
+        return flat, float(flat.min())
     flat = np.empty(SAMPLES)
     starts = list(range(0, SAMPLES, PAIRS_PIECE))
 
