@@ -166,6 +166,12 @@ ${pad}npts[l0 - carry0] = colour == 1u ? len : (reached ? 0u : 1u);
 ## 32^(l+1) rows (block b: rows b 32^(l+1) .. up to n_rows) and coordinate m the least and
 ## the largest value the block's points take (wbox[boff_l + (b E + m) 2 + 0 / 1], laid
 ## out level after level: pyedmcl.kernels.rqa_lines.row_boxes).
+<%def name="box_arg()">\
+% if MODE == "warmcol" and WBOX:
+, __global const real_t* restrict wbox  /* WBOX: the row blocks' boxes */\
+% endif
+</%def>
+
 <%def name="box_offsets()">\
 % if MODE == "warmcol" and WBOX:
         int boff[${WBOX}];

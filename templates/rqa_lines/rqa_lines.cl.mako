@@ -155,10 +155,7 @@ ${exact.args(percol=PERCOL)}\
 % if MODE in ("vertical", "warmcol"):
                  __global uint* restrict vcarry, __global uint* restrict wcarry,
                  __global uint* restrict npts,
-                 __global uint* restrict hist_v, __global uint* restrict hist_w
-%   if MODE == "warmcol" and WBOX:
-                 , __global const real_t* restrict wbox   /* WBOX: the row blocks' boxes */
-%   endif
+                 __global uint* restrict hist_v, __global uint* restrict hist_w${warm.box_arg()}
 % elif MODE == "horizontal" and HCH:
                  __global uint* restrict hrec, const int nchm,   /* pieces per (row, chunk) */
                  __global uint* restrict hist_v, __global uint* restrict hist_w
