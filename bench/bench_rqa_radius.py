@@ -34,6 +34,7 @@ def main() -> None:
     if args.fan:
         _fan(args.fan, args.E, args.repeat)
 
+    import pyedmcl  # noqa: F401 (configures clkernels before its first use)
     from clkernels import get_backend
     from pyedmcl.rqa.radius import threshold_for_rate
 
