@@ -7,11 +7,13 @@ entries are stored, reused, and stale/corrupt ones are ignored with a warning).
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 
 import numpy as np
 import pytest
+from conftest import FAST_BUILD_CPU
 
 from clkernels import get_backend
 from clkernels.tuning import TuningSpace, UserDB, lookup, tune
@@ -264,3 +266,27 @@ def test_hopeless_candidate_timed_once():
     assert close.runs == 4
     first = Case([9.0, 5.0, 4.0, 6.0])  # nothing timed yet: every repeat
     assert tuner_mod.time_config(first, Backend(), {}, 3) == 4.0 and first.runs == 4
+
+
+def test_random_order_is_a_lazy_permutation(monkeypatch, tmp_path):
+    """Random mode draws candidates lazily in a seeded order: every candidate once (a
+    permutation of :meth:`TuningSpace.candidates`), another order for another seed, and a
+    time-boxed tune never enumerates the space (rqa_lines' has tens of millions of
+    points, whose enumeration took a minute of ``tune --quick``)."""
+    from pyedmcl.kernels.rqa_lines import RQA_LINES
+
+    be = get_backend(FAST_BUILD_CPU)
+    keys = lambda ps: [json.dumps(p, sort_keys=True) for p in ps]  # noqa: E731
+    every = keys(SMALL.space.candidates(be.info))
+    orders = [keys(SMALL.space.shuffled(be.info, seed)) for seed in (0, 1)]
+    assert all(sorted(o) == sorted(every) for o in orders) and orders[0] != orders[1]
+    assert [SMALL.space.at(i) for i in range(SMALL.space.size())] == [
+        dict(zip(SMALL.space.params, v, strict=True)) for v in itertools.product(
+            *SMALL.space.params.values())]
+    assert RQA_LINES.space.size() > 10**7
+    first = list(itertools.islice(RQA_LINES.space.shuffled(be.info, 0), 5))
+    assert all(RQA_LINES.space.valid(p, be.info) for p in first)
+    monkeypatch.setattr(type(SMALL.space), "candidates",
+                        lambda *a: pytest.fail("random mode enumerated the space"))
+    res = tune(SMALL, be, SPEC, 256, mode="random", budget_s=0.0, repeats=1, user_root=tmp_path)
+    assert res.timed >= 1

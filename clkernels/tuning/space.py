@@ -7,7 +7,8 @@ from __future__ import annotations
 import abc
 import itertools
 import math
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,36 @@ class TuningSpace:
             if self.constraint(p, info):
                 out.append(p)
         return out
+
+    def size(self) -> int:
+        """Points of the product of the values (before the constraint)."""
+        return math.prod(len(v) for v in self.params.values())
+
+    def at(self, index: int) -> Params:
+        """Point ``index`` of the product, in :meth:`candidates`' order (the last name
+        varies fastest)."""
+        out = {}
+        for name in reversed(list(self.params)):
+            values = self.params[name]
+            index, r = divmod(index, len(values))
+            out[name] = values[r]
+        return {n: out[n] for n in self.params}
+
+    def shuffled(self, info: DeviceInfo, seed: int = 0) -> Iterator[Params]:
+        """Every candidate once, in an order fixed by ``seed``, drawn lazily: point ``(a i +
+        b) mod size`` of the product for i = 0, 1, ... (``a`` coprime to the size: a
+        permutation), kept where the constraint holds. A time-boxed search stops after a
+        few, and a space of millions of points (rqa_lines') is never enumerated."""
+        n = self.size()
+        rng = random.Random(seed)
+        a = rng.randrange(1, n) if n > 1 else 1
+        while math.gcd(a, n) != 1:
+            a += 1
+        b = rng.randrange(n)
+        for i in range(n):
+            p = self.at((a * i + b) % n)
+            if self.constraint(p, info):
+                yield p
 
     def valid(self, params: Params, info: DeviceInfo) -> bool:
         """Known names (a :attr:`filled` one may be missing), values the space allows (of

@@ -22,9 +22,9 @@ random order until ``budget_s`` seconds have passed (the reference always runs).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +60,15 @@ def _pkey(p: Params) -> str:
     return json.dumps(p, sort_keys=True)
 
 
+def _today(kernel: TunableKernel, key: str, info: Any) -> bool:
+    """Whether a partial file's candidate ``key`` (:func:`_pkey`) is one of the space's
+    today (a valid point; a malformed key is not)."""
+    try:
+        return kernel.space.valid(json.loads(key), info)
+    except (ValueError, RecursionError):
+        return False
+
+
 #: a candidate whose first timed run is this many times slower than the best so far is
 #: timed once, not ``repeats`` times: it cannot win (run-to-run noise is far below 3x),
 #: and on a GPU one such configuration of RQA at N = 10^6 took minutes a run
@@ -84,8 +93,10 @@ def time_config(case: Any, backend: Backend, params: Params, repeats: int,
 def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: int, *,
          mode: str = "brute", budget_s: float | None = None, repeats: int = 5,
          force: bool = False, seed: int = 0, user_root: Path | None = None,
-         progress: Callable[[int, int], None] | None = None) -> TuneResult:
-    """Tune ``kernel`` for one specialisation and size on ``backend``'s device."""
+         progress: Callable[[int, int | None], None] | None = None) -> TuneResult:
+    """Tune ``kernel`` for one specialisation and size on ``backend``'s device. ``progress(i,
+    total)``: before candidate ``i`` (``total`` None in random mode, whose candidates are drawn
+    until the budget ends)."""
     if mode not in ("brute", "random"):
         raise ValueError(f"mode={mode!r} must be 'brute' or 'random'")
     info = backend.info
@@ -116,12 +127,14 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     # back and compare, and it exercises partial work-groups); speed on the real size.
     check = kernel.case(backend, spec, min(size, kernel.verify_size)) if size > kernel.verify_size else case
     default = kernel.spec_default(spec, info)
-    cands = kernel.space.candidates(info)
-    if mode == "random":
-        random.Random(seed).shuffle(cands)
-    cands = [default] + [c for c in cands if c != default]
-    known = {_pkey(c) for c in cands}
-    done = {k: v for k, v in done.items() if k in known}  # results of today's candidates only
+    # random: drawn lazily until the budget ends (no enumeration of the whole space);
+    # brute: every candidate, counted for the progress bar
+    drawn = kernel.space.shuffled(info, seed) if mode == "random" else \
+        kernel.space.candidates(info)
+    cands = itertools.chain([default], (c for c in drawn if c != default))
+    total = None if mode == "random" else len(drawn)
+    # results of today's candidates only
+    done = {k: v for k, v in done.items() if _today(kernel, k, info)}
 
     for ev in check.run(default):
         backend.wait(ev)
@@ -130,9 +143,11 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     rejected: list[tuple[Params, str]] = []
     t_start = time.perf_counter()
     timed = 0
+    seen = 0
     for i, p in enumerate(cands):
+        seen = i + 1
         if progress:
-            progress(i, len(cands))
+            progress(i, total)
         pk = _pkey(p)
         if pk in done:
             if isinstance(done[pk], str):
@@ -157,7 +172,7 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
             rejected.append((p, done[pk]))
         atomic_write_json(partial_path, {"version": kernel.version, "done": done})
     if progress:
-        progress(len(cands), len(cands))
+        progress(seen, total)
 
     times = {k: v for k, v in done.items() if isinstance(v, float)}
     if _pkey(default) not in times:
@@ -166,7 +181,7 @@ def tune(kernel: TunableKernel, backend: Backend, spec: dict[str, Any], size: in
     best_k = min(times, key=times.__getitem__)
     best = json.loads(best_k)
     entry = make_entry(kernel, info, sb, zb, best, times[best_k], default, times[_pkey(default)],
-                       size=size, spec=spec, mode=mode, candidates=len(cands), timed=len(times),
+                       size=size, spec=spec, mode=mode, candidates=seen, timed=len(times),
                        times=times)
     udb.put(key, entry)
     try:
