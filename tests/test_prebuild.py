@@ -345,3 +345,54 @@ def test_build_status_counts_a_prebuild(monkeypatch):
     be._build_programs([(s, ()) for s in src], 1)
     assert seen == [f"building {i} of 3 kernels" for i in (1, 2, 3)]
     assert probe.build_status() == ""
+
+
+def test_contexts_of_one_device_build_a_program_once(monkeypatch):
+    """Two contexts of one device (as Dask's in-process workers hold) asking for the same
+    program at once: one builds it, the other waits and then takes it (no overlap of the
+    two builds: the second is the cache's binary); different programs still build side
+    by side (each waits for the other inside its build)."""
+    import threading
+    import time
+
+    from clkernels.backends import pyopencl_backend as P
+    from clkernels.devices import select_device
+
+    info = select_device(CPU_DEVICE)
+    if info.runtime not in ("pocl", "intel"):
+        pytest.skip("needs a CPU runtime")
+    bes = [P.PyOpenCLBackend(info), P.PyOpenCLBackend(info)]
+    events: list[tuple[str, str]] = []
+    meet = threading.Barrier(2, timeout=20)
+    orig = P.PyOpenCLBackend._build_quietly
+
+    def spy(self, source, opts):
+        events.append(("start", source))
+        if "different" in source:
+            meet.wait()  # both different programs inside their builds at once
+        else:
+            time.sleep(0.2)  # a wide window for the other thread's build to overlap
+        try:
+            return orig(self, source, opts)
+        finally:
+            events.append(("end", source))
+
+    monkeypatch.setattr(P.PyOpenCLBackend, "_build_quietly", spy)
+    tag = uuid.uuid4().hex  # a program no cache holds
+    same = f"__kernel void k(__global int* a) {{ a[0] = 0x{tag[:6]}; }}"
+    others = [f"// different {i}\n__kernel void k(__global int* a) {{ a[0] = {i}; }} // {tag}"
+              for i in (1, 2)]
+    for sources in ([same, same], others):
+        events.clear()
+        threads = [threading.Thread(target=be._program, args=(src, ())) for be, src
+                   in zip(bes, sources, strict=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(events) == 4
+        if sources[0] == sources[1]:
+            assert [e for e, _ in events] == ["start", "end", "start", "end"]
+        else:
+            assert [e for e, _ in events[:2]] == ["start", "start"]
+    assert not P._same_builds

@@ -129,6 +129,31 @@ def _use_pool(info: DeviceInfo) -> bool:
     return info.is_gpu and info.runtime != "oclgrind"
 
 
+_same_builds: dict[tuple, list] = {}  # key -> [lock, holders]
+_same_builds_lock = threading.Lock()
+
+
+@contextmanager
+def _same_build_lock(fingerprint: str, source: str, opts: list[str]):
+    """Held while this process builds ``source`` with ``opts`` for a device of
+    ``fingerprint`` in any context: a second context's build of the same program waits,
+    then loads the first one's binary from the cache instead of compiling it again
+    beside it (two Dask workers in one process doubled each build's time). Entries
+    live while someone holds or waits for them."""
+    key = (fingerprint, hashlib.sha256(source.encode()).digest(), tuple(opts))
+    with _same_builds_lock:
+        entry = _same_builds.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _same_builds_lock:
+            entry[1] -= 1
+            if not entry[1]:
+                del _same_builds[key]
+
+
 class PyOpenCLBackend(Backend):
     name = "pyopencl"
     #: clBuildProgram runs without the GIL (PyOpenCL releases it), so programs build in
@@ -208,7 +233,14 @@ class PyOpenCLBackend(Backend):
 
     def _build(self, source: str, opts: list[str]) -> cl.Program:
         """Build quietly (compiler output captured), through a private binary cache that
-        is repaired on a damaged entry (:mod:`clkernels.buildcache`)."""
+        is repaired on a damaged entry (:mod:`clkernels.buildcache`). Contexts of one
+        device kind (Dask's in-process workers, backends of one device on threads) that
+        ask for the same program at once build it once: the others wait and take the
+        binary it left in the cache."""
+        with _same_build_lock(self.info.fingerprint, source, opts):
+            return self._build_quietly(source, opts)
+
+    def _build_quietly(self, source: str, opts: list[str]) -> cl.Program:
         if self.info.runtime == "pocl":
             check_pocl_cache()  # once per process: damaged PoCL entries abort the process
         cache_dir = pyopencl_cache_dir()
