@@ -68,10 +68,23 @@ def every_shape(device: str) -> bool:
 
 def covering(cases: list, device: str) -> list:
     """``cases`` (tuples, or dicts of parameters) on a device of :func:`every_shape`; on
-    another, the first case and then, greedily, the case that brings the most (position
-    or key, value) pairs not yet run, until every value of every parameter has run
-    (a key a dict lacks counts as its own value). Deterministic, in the given order."""
-    if every_shape(device) or len(cases) <= 1:
+    another, :func:`few` of them."""
+    if every_shape(device):
+        return list(cases)
+    return few(cases)
+
+
+def _every_case() -> bool:
+    """``PYEDMCL_TEST_EVERY_CASE=1``: every combination on every runtime."""
+    return os.environ.get("PYEDMCL_TEST_EVERY_CASE") == "1"
+
+
+def few(cases: list) -> list:
+    """The first of ``cases`` (tuples, or dicts of parameters) and then, greedily, the
+    case that brings the most (position or key, value) pairs not yet run, until every
+    value of every parameter has run (a key a dict lacks counts as its own value).
+    Deterministic, in the given order; every case with ``PYEDMCL_TEST_EVERY_CASE=1``."""
+    if len(cases) <= 1 or _every_case():
         return list(cases)
 
     def pairs(c) -> set:
@@ -94,23 +107,55 @@ def covering(cases: list, device: str) -> list:
     return [cases[i] for i in sorted(chosen)]
 
 
+def pairwise(cases: list, device: str) -> list:
+    """``cases`` (tuples: a full product of independent factors) on a GPU, or with
+    ``PYEDMCL_TEST_EVERY_CASE=1``; on :data:`FAST_BUILD_CPU`, the first case and then,
+    greedily, the case that brings the most pairs of (position, value) not yet run
+    together, until every two values of every two positions have run together; on another
+    CPU runtime, :func:`covering`'s few. Faults of a product's factors show in one factor
+    or where two meet; each case here is a program of its own (seconds to build on a CPU)."""
+    if device not in CPU_RUNTIMES or _every_case() or len(cases) <= 1:
+        return list(cases)
+    if not every_shape(device):
+        return covering(cases, device)
+
+    def pairs(c: tuple) -> set:
+        one = [(i, repr(v)) for i, v in enumerate(c)]
+        return set(one) | {(a, b) for k, a in enumerate(one) for b in one[k + 1:]}
+
+    want = set().union(*(pairs(c) for c in cases))
+    chosen = [0]
+    seen = pairs(cases[0])
+    while seen != want:
+        gain = [len(pairs(c) - seen) if i not in chosen else -1 for i, c in enumerate(cases)]
+        best = gain.index(max(gain))
+        chosen.append(best)
+        seen |= pairs(cases[best])
+    return [cases[i] for i in sorted(chosen)]
+
+
 def device_cases(cases: list, ids: list[str] | None = None, gpu_paths: bool = False,
-                 gpu_from: int | None = None) -> list:
+                 gpu_from: int | None = None, pairs: bool = False) -> list:
     """Parameters ``(device, *case)`` for ``@pytest.mark.parametrize`` over the device
     fixture's runtimes and, on each, :func:`covering`'s cases (``ids``: the cases' ids,
     shown after the device's). ``gpu_paths``: the cases are shapes of kernels that only
-    GPUs run for users (warp shuffles, diagonal-major cells): a CPU runtime other than
-    :data:`FAST_BUILD_CPU` runs the first shape alone (every kernel there, once).
-    ``gpu_from``: the cases from this index on are such shapes, the ones before it CPU
-    paths, which that runtime covers."""
+    GPUs run for users (warp shuffles, diagonal-major cells): GPUs run every shape,
+    :data:`FAST_BUILD_CPU` the first and :func:`few` of the others (every value of
+    every parameter), another CPU runtime the first shape alone (every kernel there,
+    once). ``gpu_from``: the cases from this index on are such shapes, the ones before it
+    CPU paths, which every runtime covers. ``pairs``: the cases are a product of
+    independent factors, thinned by :func:`pairwise` on CPU runtimes."""
     ids = ids or [str(i) for i in range(len(cases))]
     if gpu_paths:
         gpu_from = 1
     out = []
     for p in _DEVICE_PARAMS:
         dev, marks = (p, ()) if isinstance(p, str) else (p.values[0], p.marks)
-        mine = list(cases) if gpu_from is None or every_shape(dev) else list(cases[:gpu_from])
-        here = covering(mine, dev)
+        mine = list(cases)
+        if gpu_from is not None and dev in CPU_RUNTIMES and not _every_case():
+            thin = few(mine) if every_shape(dev) else []
+            mine = mine[:gpu_from] + [c for c in thin if mine.index(c) >= gpu_from]
+        here = pairwise(mine, dev) if pairs else covering(mine, dev)
         for c in here:
             i = cases.index(c)
             out.append(pytest.param(dev, *(c if isinstance(c, tuple) else (c,)),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import conftest
-from conftest import covering, device_cases
+from conftest import covering, device_cases, few, pairwise
 
 
 def test_covering_keeps_the_first_case_and_every_value(monkeypatch):
@@ -24,6 +24,11 @@ def test_device_cases_take_the_first_gpu_shape_on_another_cpu_runtime(monkeypatc
     cases = [(32, 512), (64, 96), (128, 200)]
     got = [p.id for p in device_cases(cases, ["a", "b", "c"], gpu_paths=True)]
     assert got == ["intel-a", "intel-b", "intel-c", "pocl-a", "nvidia-a", "nvidia-b", "nvidia-c"]
+    # the fastest-building CPU runtime: every value of every parameter, not every shape
+    shapes = [(32, 512), (64, 512), (64, 96), (128, 96)]
+    got = [p.id for p in device_cases(shapes, list("abcd"), gpu_paths=True)]
+    assert got == ["intel-a", "intel-c", "intel-d", "pocl-a",
+                   "nvidia-a", "nvidia-b", "nvidia-c", "nvidia-d"]
     got = [p.values for p in device_cases(cases, gpu_from=2)]
     assert ("pocl", 64, 96) in got and ("pocl", 128, 200) not in got
 
@@ -53,3 +58,22 @@ def test_covered_items_thin_each_function_on_another_cpu_runtime(monkeypatch):
     assert pocl[0] == {"device": "pocl", **combos[0]}
     assert {p["a"] for p in pocl} == {1, 2, 3} and {p["b"] for p in pocl} == {"x", "y"}
     assert len(pocl) == 3  # (1, x), then two that bring a new a and b each
+
+
+def test_pairwise_runs_every_two_values_together(monkeypatch):
+    """A product of factors on the fastest-building CPU runtime: every pair of values of
+    every two factors in some case, the first case included, fewer cases than the
+    product; the product on GPUs and with PYEDMCL_TEST_EVERY_CASE=1; another CPU runtime
+    keeps covering's few."""
+    import itertools
+
+    monkeypatch.setattr(conftest, "FAST_BUILD_CPU", "intel")
+    product = list(itertools.product(("a", "b", "c"), (0, 1), (10, 17), (False, True)))
+    got = pairwise(product, "intel")
+    assert got[0] == product[0] and len(got) < len(product)
+    for i, j in itertools.combinations(range(4), 2):
+        assert {(c[i], c[j]) for c in got} == {(c[i], c[j]) for c in product}, (i, j)
+    assert pairwise(product, "nvidia") == product
+    assert pairwise(product, "pocl") == few(product)
+    monkeypatch.setenv("PYEDMCL_TEST_EVERY_CASE", "1")
+    assert pairwise(product, "intel") == product and few(product) == product

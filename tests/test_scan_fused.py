@@ -156,7 +156,7 @@ KEY_CASES = [(c, r, e, lp) for lp in (0, 32) for e in (10, 17) for r in ("float"
 
 
 @pytest.mark.parametrize(("device", "case", "real", "emax", "lpb"), device_cases(
-    KEY_CASES, ["-".join(map(str, (lp, e, r, c))) for c, r, e, lp in KEY_CASES]))
+    KEY_CASES, ["-".join(map(str, (lp, e, r, c))) for c, r, e, lp in KEY_CASES], pairs=True))
 def test_key_lists_equal_local_lists(device, case, real, emax, lpb):
     """INS "key" (CPUs: private lists, first thresholds from lane minima) gives the tables
     of the local-memory lists bit for bit: float32 packed keys and the float64 network,
@@ -164,8 +164,9 @@ def test_key_lists_equal_local_lists(device, case, real, emax, lpb):
     K above one vector of lane minima (two vectors), and above two (no first threshold);
     max_E 10 keeps every float32 list within one ulong16 (the sorted-lane lists), 17 not;
     LPB 32: four vectors' candidate tests before one branch (candidates found against a
-    threshold that an earlier lane has lowered since). Every combination where
-    conftest.every_shape holds, a covering few on another CPU runtime."""
+    threshold that an earlier lane has lowered since). Every combination on GPUs, every
+    two values together on the CPU runtime that builds fastest (conftest.pairwise), a
+    covering few on another CPU runtime."""
     x = _series(integer=True)
     be = get_backend(device)
     dt = np.float64 if real == "double" else np.float32
