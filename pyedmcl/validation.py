@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ._bands import largest_magnitude, rowwise
-from ._extremes import extremes
+from ._extremes import extremes, same_values
 
 
 def as_series(x: Any, name: str = "x", *, allow_nan: bool = False,
@@ -43,6 +43,8 @@ def as_series(x: Any, name: str = "x", *, allow_nan: bool = False,
     arr = arr.astype(np.float64, copy=False)
     if arr.size == 0:
         raise ValueError(f"{name} is empty; a series needs at least one value")
+    if not arr.flags.c_contiguous:  # a column of a 2-D array, a strided slice: one copy
+        arr = same_values(np.ascontiguousarray(arr), arr)  # (later passes read 3-10x faster)
     top = None
     if not allow_nan:  # two reductions (the call's own, where it took them already:
         lo, hi = extremes(arr)  # pyedmcl._extremes); finite, they bound |value| too

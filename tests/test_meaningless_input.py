@@ -287,3 +287,24 @@ def test_cli_xmap_warns_of_a_constant_series_and_maps_the_rest(tmp_path):
     np.save(tmp_path / "d.npy", np.stack([X, Z, X], axis=1))
     _exit_2(*_cli(["xmap", str(tmp_path / "d.npy"), "-o", str(tmp_path / "d.zarr"), "--E",
                    "2", "-q", "--device", CPU_DEVICE]), "series '0' and '2' are identical")
+
+
+def test_a_strided_series_is_made_contiguous_once():
+    """A column of a 2-D array (strided) becomes one contiguous float64 copy, whose
+    extremes are the column's from the call's memo (not a second pass), and the call's
+    answer is the contiguous series' own."""
+    from pyedmcl import _extremes
+    from pyedmcl.validation import as_series
+
+    panel = np.stack([X, Z, X * 2], axis=1)  # (N, 3): a column is strided
+    col = panel[:, 1]
+    assert not col.flags.c_contiguous
+    with _extremes.call_memo():
+        got = _extremes.extremes(col)
+        s = as_series(col)
+        assert s.flags.c_contiguous and s is not col
+        np.testing.assert_array_equal(s, col)
+        assert _extremes._MEMO.get()[id(s)] == (s, got)  # the column's values, kept
+    a = pe.rqa(col, E=2, radius=0.3, device=CPU_DEVICE)
+    b = pe.rqa(np.ascontiguousarray(col), E=2, radius=0.3, device=CPU_DEVICE)
+    assert a.measures == b.measures
