@@ -495,6 +495,12 @@ def test_group_register_blocks_resolve_per_E():
     assert not K.SMAP.valid_for({**group, "RB": 4}, gpu, 35)
     assert K.SMAP.valid_for({**group, "RB": 1}, gpu, 35)
     assert K.SMAP.fit({**group, "RB": 4}, gpu, 35)["WG"] == 64
+    # a gemm entry of the E 17-32 bucket at an E gemm does not run: the group variant
+    gemm = {"VARIANT": "gemm", "WG": 64, "PV": 1, "UNROLL": "auto", "SPLIT": 1, "RB": 1}
+    assert K.SMAP.fit(gemm, gpu, 20) == gemm
+    for E in (21, 32):
+        got = K.SMAP.fit(gemm, gpu, E)
+        assert got["VARIANT"] == "group" and got["RB"] == "auto" and K.SMAP.valid_for(got, gpu, E)
     for E in (12, 20):
         spec = K.SMAP.spec_for(E, 1, np.float32, "double", "all")
         choice = lookup(K.SMAP, gpu, K.SMAP.spec_bucket(spec), "n16384")

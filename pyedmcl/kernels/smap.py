@@ -327,13 +327,17 @@ class SMapKernel(TunableKernel):
         return _fits(params, info, E)
 
     def fit(self, params: Params, info: DeviceInfo, E: int) -> Params:
-        """``params`` if they fit this E, else the same variant with the largest WG that does."""
+        """``params`` if they fit this E, else the same variant with the largest WG that does;
+        a gemm beyond what it runs (E above :data:`GEMM_E_MAX`, a tile larger than local
+        memory: a tuned E bucket of E 17-32 holds both) the group variant, fitted alike."""
         if _fits(params, info, E):
             return params
         for wg in sorted(WGS, reverse=True):
             p = {**params, "WG": wg}
             if _fits(p, info, E):
                 return p
+        if params["VARIANT"] == "gemm":
+            return self.fit({**params, "VARIANT": "group", "RB": "auto"}, info, E)
         return {"VARIANT": "item", "WG": 1, "PV": 1, "UNROLL": "auto", "SPLIT": 1}
 
     def outputs(self, backend: Backend, spec: dict[str, Any], n_pred: int, n_theta: int
