@@ -26,7 +26,7 @@ import pytest
 
 pyEDM = pytest.importorskip("pyEDM")
 
-from conftest import CPU_DEVICE, run_under_oclgrind  # noqa: E402
+from conftest import CPU_DEVICE, FAST_BUILD_CPU, run_under_oclgrind  # noqa: E402
 
 from clkernels import get_backend  # noqa: E402
 from pyedmcl.edm import smap as S  # noqa: E402
@@ -501,10 +501,11 @@ def test_group_register_blocks_resolve_per_E():
     for E in (21, 32):
         got = K.SMAP.fit(gemm, gpu, E)
         assert got["VARIANT"] == "group" and got["RB"] == "auto" and K.SMAP.valid_for(got, gpu, E)
-    for E in (12, 20):
+    for E, want in ((12, "group"), (20, "gemm")):  # (the H200's entry of E 17-32: gemm)
         spec = K.SMAP.spec_for(E, 1, np.float32, "double", "all")
         choice = lookup(K.SMAP, gpu, K.SMAP.spec_bucket(spec), "n16384")
-        assert choice.source.startswith("shipped") and choice.params["RB"] == "auto", choice
+        assert choice.source.startswith("shipped") and choice.params["VARIANT"] == want, choice
+        assert choice.params["RB"] == ("auto" if want == "group" else 1), choice
     be = type("FakeBackend", (), {"info": dataclasses.replace(gpu, runtime="untuned-vendor",
                                                                name="Fake GPU", normalised_name="fake-gpu")})()
     spec = K.SMAP.spec_for(20, 1, np.float32, "df", "all")
@@ -765,3 +766,53 @@ def test_gemm_rows_its_shift_fails_are_solved_again_centred(monkeypatch):
     for a, b in zip(m, g, strict=True):
         assert a.n_fallback == b.n_fallback
         np.testing.assert_allclose(a.predicted, b.predicted, rtol=1e-5, atol=1e-5)
+
+
+def test_gpus_default_to_gemm_from_E_17_where_it_runs():
+    """The untuned GPU choice: gemm from E = 17 to 20 (MODE all, fp64 sums), the group
+    variant at E = 11-16 and beyond 20, and wherever gemm does not run (no fp64, the
+    row modes, double-float sums); CPUs keep their own heuristic."""
+    import dataclasses
+
+    from pyedmcl.kernels import smap as K
+
+    cpu = get_backend(CPU_DEVICE).info
+    gpu = dataclasses.replace(cpu, device_type="gpu", runtime="untuned-vendor", name="Fake GPU",
+                              normalised_name="fake-gpu", max_work_group_size=1024,
+                              max_work_item_sizes=(1024, 1024, 64), local_mem_bytes=49152,
+                              fp64=True)
+
+    def variant(E, info=gpu, acc="double", mode="all"):
+        return K.SMAP.spec_default(K.SMAP.spec_for(E, 1, np.float32, acc, mode), info)["VARIANT"]
+
+    assert [variant(E) for E in (12, 16, 17, 20, 21, 32)] == \
+        ["group", "group", "gemm", "gemm", "group", "group"]
+    assert variant(20, acc="df") == "group"
+    assert variant(20, info=dataclasses.replace(gpu, fp64=False)) == "group"
+    assert variant(20, info=cpu) == K.SMAP.space.default(cpu)["VARIANT"]
+
+
+def test_tuning_check_takes_every_variant_with_float32_storage():
+    """The S-map tuning case (E = 20, float32 storage, fp64 sums) compares each candidate
+    with the reference to float32 storage's tolerance (the probe's): the group and gemm
+    variants, which round the stored values apart, both pass against either, and a
+    prediction off by 1e-2 (the faults seen) does not."""
+    from pyedmcl.kernels import smap as K
+
+    be = get_backend(FAST_BUILD_CPU)
+    spec = K.SMAP.spec_for(20, 1, np.float32, "double", "all")
+    if not be.info.fp64 or not K.gemm_runs(spec, be.info):
+        pytest.skip("gemm does not run on this device")
+    case = K.SMAP.case(be, spec, 300)
+    out = {}
+    for v, p in (("group", {"VARIANT": "group", "WG": 64, "PV": 1, "UNROLL": "auto", "SPLIT": 1,
+                            "RB": "auto"}), ("gemm", dict(K.GEMM_GPU))):
+        if not K.SMAP.valid_for(p, be.info, 20):
+            pytest.skip(f"{v} does not fit this device at E = 20")
+        for ev in case.run(p):
+            be.wait(ev)
+        out[v] = case.output()
+    assert case.matches(out["gemm"], out["group"]) and case.matches(out["group"], out["gemm"])
+    bad = out["group"].copy()
+    bad[len(bad) // 2] += 1e-2
+    assert not case.matches(bad, out["group"])
