@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -79,6 +81,20 @@ def _every_case() -> bool:
     return os.environ.get("PYEDMCL_TEST_EVERY_CASE") == "1"
 
 
+def _greedy(cases: list, marks: Callable[[Any], set]) -> list:
+    """The first of ``cases``, then greedily the case that brings the most ``marks`` not
+    yet run, until every mark of every case has run; in the given order."""
+    want = set().union(*(marks(c) for c in cases))
+    chosen = [0]
+    seen = marks(cases[0])
+    while seen != want:
+        gain = [len(marks(c) - seen) if i not in chosen else -1 for i, c in enumerate(cases)]
+        best = gain.index(max(gain))
+        chosen.append(best)
+        seen |= marks(cases[best])
+    return [cases[i] for i in sorted(chosen)]
+
+
 def few(cases: list) -> list:
     """The first of ``cases`` (tuples, or dicts of parameters) and then, greedily, the
     case that brings the most (position or key, value) pairs not yet run, until every
@@ -96,15 +112,7 @@ def few(cases: list) -> list:
             got |= {(k, "absent") for k in keys - c.keys()}
         return got
 
-    want = set().union(*(pairs(c) for c in cases))
-    chosen = [0]
-    seen = pairs(cases[0])
-    while seen != want:
-        gain = [len(pairs(c) - seen) if i not in chosen else -1 for i, c in enumerate(cases)]
-        best = gain.index(max(gain))
-        chosen.append(best)
-        seen |= pairs(cases[best])
-    return [cases[i] for i in sorted(chosen)]
+    return _greedy(cases, pairs)
 
 
 def pairwise(cases: list, device: str) -> list:
@@ -123,15 +131,7 @@ def pairwise(cases: list, device: str) -> list:
         one = [(i, repr(v)) for i, v in enumerate(c)]
         return set(one) | {(a, b) for k, a in enumerate(one) for b in one[k + 1:]}
 
-    want = set().union(*(pairs(c) for c in cases))
-    chosen = [0]
-    seen = pairs(cases[0])
-    while seen != want:
-        gain = [len(pairs(c) - seen) if i not in chosen else -1 for i, c in enumerate(cases)]
-        best = gain.index(max(gain))
-        chosen.append(best)
-        seen |= pairs(cases[best])
-    return [cases[i] for i in sorted(chosen)]
+    return _greedy(cases, pairs)
 
 
 def device_cases(cases: list, ids: list[str] | None = None, gpu_paths: bool = False,
