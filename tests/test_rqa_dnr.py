@@ -49,13 +49,13 @@ CPU_SHAPES = [(1, 16, 1, 0, 0, 1), (4, 8, 0, 32, 0, 0), (8, 2, 1, 32, 0, 1),
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_edges_orders_vec_identical(device, dtype):
-    """Edge lengths that do not divide N, both orders, every VEC: bit-identical histograms
-    (every shape where conftest.every_shape holds, a covering few on another CPU runtime;
-    float64 on a CPU runtime: every value of every shape parameter, the combinations
-    running in float32)."""
-    def shapes(cases: list) -> list:
-        return few(cases) if dtype == "float64" and device in CPU_RUNTIMES \
-            else covering(cases, device)
+    """Edge lengths that do not divide N, both orders, every VEC: bit-identical histograms.
+    Every shape where conftest.every_shape holds, with the Theiler band in the lines; on
+    CPU runtimes float64 and the band in the matrix (a flag beside the shape) take every
+    value of every shape parameter (conftest.few), and another CPU runtime a covering few."""
+    def shapes(cases: list, scope: str = "lines") -> list:
+        thin = device in CPU_RUNTIMES and (dtype == "float64" or scope == "matrix")
+        return few(cases) if thin else covering(cases, device)
 
     x = logistic(1203)
     ref = _hists(pe.rqa(x, E=4, tau=3, radius=0.35, dtype=dtype, device=device))
@@ -69,7 +69,7 @@ def test_edges_orders_vec_identical(device, dtype):
                   theiler_scope=scope, white_border=wb)
         base = _hists(pe.rqa(x, **kw, params={"VEC": 1, "WG": 1, "EDGE": 1203, "BITS": 0,
                                               "PH": 0}))
-        for vec, wg, bits, ph, share, walk in shapes(CPU_SHAPES):
+        for vec, wg, bits, ph, share, walk in shapes(CPU_SHAPES, scope):
             edges = ((300, 64, 1203, 97) if (share, vec, walk) == (2, 16, 1) else (97,)
                      if share == 2 else (300, 64) if share else (300,))
             for edge in edges:
