@@ -343,6 +343,23 @@ class LineSpec:
                 "NTHR": self.nthr, "WBOX": WARM_BOX_LEVELS if mode == "warmcol" else 0}
 
 
+def _block_extremes(lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``lo`` / ``hi`` (arrays or lists of equally long 1-D views), the least of
+    ``lo`` and the largest of ``hi`` over each aligned block of 32 values (the last block
+    may be partial), as ``(rows, blocks)`` arrays: reductions over each row's full
+    blocks in place (no padded copy) and the tail apart."""
+    n = len(lo[0])
+    full, nb = n // 32 * 32, -(-n // 32)
+    out_lo = np.empty((len(lo), nb), np.asarray(lo[0]).dtype)
+    out_hi = np.empty_like(out_lo)
+    for r, (a, b) in enumerate(zip(lo, hi, strict=True)):
+        np.minimum.reduce(a[:full].reshape(-1, 32), axis=1, out=out_lo[r, :full // 32])
+        np.maximum.reduce(b[:full].reshape(-1, 32), axis=1, out=out_hi[r, :full // 32])
+        if full < n:
+            out_lo[r, -1], out_hi[r, -1] = a[full:].min(), b[full:].max()
+    return out_lo, out_hi
+
+
 class RQALinesKernel(TunableKernel):
     """Tunable family: lanes per work-item (VEC), work-group size, sub-matrix edge, and
     OVL, a schedule value that shapes no kernel: SHARE's diagonal launches in a second
@@ -504,13 +521,11 @@ class RQALinesKernel(TunableKernel):
         after level, ``(b E + m) 2`` within one. ``buffers``: as :meth:`series`."""
         dev = backend if buffers is None else buffers
         xr = np.asarray(x).astype(spec.dtype, copy=False)
-        lo = np.stack([xr[m * spec.tau:m * spec.tau + n_rows] for m in range(spec.E)])
-        hi = lo
-        out = []
-        for _ in range(max(1, WARM_BOX_LEVELS)):
-            pad = -lo.shape[1] % 32  # a block past the last row repeats its last point
-            lo = np.pad(lo, ((0, 0), (0, pad)), mode="edge").reshape(spec.E, -1, 32).min(2)
-            hi = np.pad(hi, ((0, 0), (0, pad)), mode="edge").reshape(spec.E, -1, 32).max(2)
+        coords = [xr[m * spec.tau:m * spec.tau + n_rows] for m in range(spec.E)]  # views
+        lo, hi = _block_extremes(coords, coords)
+        out = [np.stack([lo.T, hi.T], 2).ravel()]
+        for _ in range(1, WARM_BOX_LEVELS):
+            lo, hi = _block_extremes(lo, hi)
             out.append(np.stack([lo.T, hi.T], 2).ravel())
         return dev.to_device(np.concatenate(out))
 
