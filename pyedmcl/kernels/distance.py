@@ -160,13 +160,21 @@ GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 _M64 = (1 << 64) - 1
 
 
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's output function of the uint64 array ``h``, in place (wrapping)."""
+    u = np.uint64
+    h ^= h >> u(30)
+    h *= u(MIX1)
+    h ^= h >> u(27)
+    h *= u(MIX2)
+    h ^= h >> u(31)
+    return h
+
+
 def hash_key(seed: int) -> int:
     """The 64-bit key a sample of ``seed`` hashes its pair numbers with (splitmix64's
     output function of the seed)."""
-    h = (int(seed) * GOLDEN) & _M64
-    h = ((h ^ (h >> 30)) * MIX1) & _M64
-    h = ((h ^ (h >> 27)) * MIX2) & _M64
-    return h ^ (h >> 31)
+    return int(_mix(np.array([(int(seed) * GOLDEN) & _M64], np.uint64))[0])
 
 
 def hashed_pairs(key: int, s0: int, n: int, nr: int, nc: int) -> tuple[np.ndarray, np.ndarray]:
@@ -174,12 +182,7 @@ def hashed_pairs(key: int, s0: int, n: int, nr: int, nc: int) -> tuple[np.ndarra
     ``nr`` x ``nc``, as ``sampled_distance`` draws them (h = splitmix64's output of ``key +
     s GOLDEN``; i = (h >> 32) nr >> 32, j = (h mod 2^32) nc >> 32)."""
     u = np.uint64
-    h = u(key) + np.arange(s0, s0 + n, dtype=u) * u(GOLDEN)
-    h ^= h >> u(30)
-    h *= u(MIX1)
-    h ^= h >> u(27)
-    h *= u(MIX2)
-    h ^= h >> u(31)
+    h = _mix(u(key) + np.arange(s0, s0 + n, dtype=u) * u(GOLDEN))
     i = ((h >> u(32)) * u(nr)) >> u(32)
     h &= u(0xFFFFFFFF)
     h *= u(nc)
