@@ -13,12 +13,15 @@ way (mean of ``--repeat`` calls after one warm call) on this machine's ``--devic
 Run:  python bench/bench_rp_speed_test.py --device nvidia
       python bench/bench_rp_speed_test.py --device nvidia --n 100237 --timeline
       python bench/bench_rp_speed_test.py --device intel --n 50238 100237
+      python bench/bench_rp_speed_test.py --device nvidia --compare '[{"DSEG": 1, "EDGE": 8192}]'
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +65,10 @@ def main() -> None:
     ap.add_argument("--theiler", type=int, default=1)
     ap.add_argument("--timeline", action="store_true",
                     help="also each N's device timeline and host steps (gpu_timeline, host_steps)")
+    ap.add_argument("--compare", default="",
+                    help='JSON list of rqa_lines values over the device defaults, e.g. '
+                         '\'[{"DSEG": 1, "EDGE": 8192}]\': each N also timed with each, '
+                         'interleaved with the defaults, histograms compared')
     a = ap.parse_args()
 
     import pyedmcl as pe
@@ -89,6 +96,8 @@ def main() -> None:
         vals = "  ".join(f"{k} {v:.6g}" + (f"/{w:.6g}" if ref else "")
                          for k, v, w in zip(NAMES, ours, ref or ours, strict=True))
         print(f"{n:8d} {mean:10.4f} {min(times):9.4f} {pub or float('nan'):14.4f} {ratio}  {vals}")
+        if a.compare:
+            _compare(x[:n], a, json.loads(a.compare))
         if a.timeline:
             from gpu_timeline import record, show
             from host_steps import least
@@ -96,6 +105,32 @@ def main() -> None:
             from host_steps import show as host_show
             show(f"N={n}", *record(call))
             host_show(f"N={n}: host steps", least([host_record(call) for _ in range(5)]))
+
+
+def _compare(x: np.ndarray, a, variants: list[dict]) -> None:
+    """The call with the device defaults and with each of ``variants`` (rqa_lines values
+    over them), interleaved ``a.repeat`` times: best / median ms, histograms compared."""
+    import pyedmcl as pe
+    from clkernels import get_backend
+    from pyedmcl.kernels.rqa_lines import RQA_LINES
+
+    base = RQA_LINES.params_for(get_backend(a.device), {"E": 3, "REAL": "float",
+                                                       "METRIC": "euclidean"}, len(x) - 12)
+    configs = [("defaults", None)] + [(json.dumps(v), {**base, **v}) for v in variants]
+    calls = [partial(pe.rqa, x, E=3, tau=6, radius=1.2, l_min=2, theiler=a.theiler,
+                     device=a.device, params=p) for _, p in configs]
+    first = [c() for c in calls]
+    same = all(np.array_equal(getattr(r, h), getattr(first[0], h)) for r in first
+               for h in ("diagonal_hist", "vertical_hist", "white_hist"))
+    times: list[list[float]] = [[] for _ in calls]
+    for _ in range(a.repeat):
+        for c, ts in zip(calls, times, strict=True):
+            t = time.perf_counter()
+            c()
+            ts.append(time.perf_counter() - t)
+    print(f"         same histograms: {same}; " + " | ".join(
+        f"{name} {min(ts) * 1e3:.2f}/{np.median(ts) * 1e3:.2f} ms"
+        for (name, _), ts in zip(configs, times, strict=True)))
 
 
 if __name__ == "__main__":

@@ -263,6 +263,48 @@ def test_diagonal_major_lane_split(device, wg, monkeypatch):
         assert _same(got, want), shfl
 
 
+#: (WG, EDGE, DSEG): two segments of a row block of 512 rows; four of 256 rows (one
+#: 64-row word each); eight of a ragged block of 96 rows (most segments hold no row)
+DSEG_VARIANTS = [(32, 512, 2), (64, 256, 4), (32, 96, 8)]
+
+
+@pytest.mark.parametrize(("device", "wg", "edge", "dseg"), device_cases(
+    DSEG_VARIANTS, [f"wg{w}-edge{e}-dseg{d}" for w, e, d in DSEG_VARIANTS], gpu_paths=True))
+def test_diagonal_major_segments_identical(device, wg, edge, dseg, monkeypatch):
+    """DSEG (DMAJ's diagonal launches in row segments, their runs joined by MODE djoin):
+    laminar data (black lines across segments, whole segments one run, diagonals ending
+    inside a segment) and a Roessler record of long lines, at a fixed radius and a fixed
+    rate: the histograms of the column-major cells and of one segment, every segment's
+    join launched after its launch."""
+    from clkernels.backends import pyopencl_backend as P
+    from pyedmcl.data import roessler
+
+    if not _dmaj_runs(device, wg):
+        pytest.skip("PoCL runs DMAJ in one-warp work-groups only (_pocl_dmaj_crash)")
+    taken = _dmaj_taken(monkeypatch)
+    names: list[str] = []
+    orig = P.PyOpenCLBackend.launch_bound
+
+    def spy(self, bound, *a, **k):
+        names.append(bound.kernel.handle.function_name)
+        return orig(self, bound, *a, **k)
+    monkeypatch.setattr(P.PyOpenCLBackend, "launch_bound", spy)
+    lam, z = _laminar(), roessler(700)
+    plain = dict(GPU, WG=wg, EDGE=edge, DPAIR=1)
+    for run in ((lambda p: pe.rqa(lam, E=2, tau=2, radius=0.1, device=device, params=p)),
+                (lambda p: pe.rqa(z, E=3, tau=6, recurrence_rate=0.08, device=device,
+                                  params=p))):
+        want = _hists(run(plain))
+        for shfl in _shfl_values(device):
+            one = _hists(run(dict(plain, SHFL=shfl, DMAJ=1)))
+            taken.clear()
+            names.clear()
+            got = _hists(run(dict(plain, SHFL=shfl, DMAJ=1, DSEG=dseg)))
+            assert taken == [1]
+            assert names.count("rqa_djoin") == names.count("rqa_diagonal") > 0
+            assert _same(one, want) and _same(got, want), shfl
+
+
 def test_dmaj_template_value():
     """DMAJ reaches the vertical, diagonal and horizontal launches of the path it needs
     (SYM's chunked row walk over planes, PACK, the diagonal launch's shuffles, row blocks
@@ -295,6 +337,13 @@ def test_dmaj_template_value():
     base = rqa_template_params(MODE="diagonal", SHARE=1, SYM=1, WALK=1, BITS=2, DMAJ=1)
     with pytest.raises(ValueError, match="DMAJ=1 needs SYM, PLANES, PACK"):
         render(RQA_LINES.template, base)
+    # DSEG: the diagonal launch of the DMAJ path only
+    assert spec.dseg("diagonal", dict(p, DSEG=4), Info) == 4
+    assert spec.dseg("vertical", dict(p, DSEG=4), Info) == 1
+    assert spec.dseg("diagonal", dict(p, DSEG=4, SHFL=0), Info) == 1
+    assert not _fits(dict(p, DMAJ=0, DSEG=4), Info)
+    with pytest.raises(ValueError, match="DSEG > 1 needs DMAJ=1"):
+        render(RQA_LINES.template, rqa_template_params(MODE="diagonal", DSEG=4))
 
 
 def test_shfl_oclgrind_clean():
@@ -321,8 +370,9 @@ def test_shfl_oclgrind_clean():
 
 
 def test_untuned_gpu_edge_by_size(monkeypatch):
-    """An untuned GPU takes the larger row blocks up to GPU_SMALL_N embedded points and
-    the heuristic's edge above; a tuned entry and a CPU keep theirs."""
+    """An untuned GPU takes the larger row blocks (and, diagonal-major, their row
+    segments) up to GPU_SMALL_N embedded points and the heuristic's edge above; a tuned
+    entry and a CPU keep theirs."""
     import dataclasses
 
     from conftest import CPU_DEVICE
@@ -340,10 +390,12 @@ def test_untuned_gpu_edge_by_size(monkeypatch):
     spec = {"E": 3, "REAL": "float", "METRIC": "euclidean"}
     default = rl._heuristic(gpu)
     small = rl.RQA_LINES.params_for(be, spec, 100_000)
-    assert small == {**rl.RQA_LINES.space.complete(default), "EDGE": rl.GPU_SMALL_EDGE}
+    assert small == {**rl.RQA_LINES.space.complete(default), "EDGE": rl.GPU_SMALL_EDGE,
+                     "DSEG": rl.GPU_SMALL_DSEG}
     assert rl.RQA_LINES.space.valid(small, gpu)
     assert rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N)["EDGE"] == rl.GPU_SMALL_EDGE
-    assert rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N + 1)["EDGE"] == default["EDGE"]
+    large = rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N + 1)
+    assert large["EDGE"] == default["EDGE"] and large.get("DSEG", 1) == 1
     cpu_edge = rl.lookup(rl.RQA_LINES, cpu.info, rl.RQA_LINES.spec_bucket(spec),
                          rl.RQA_LINES.size_bucket(100_000)).params["EDGE"]
     assert rl.RQA_LINES.params_for(cpu, spec, 100_000)["EDGE"] == cpu_edge

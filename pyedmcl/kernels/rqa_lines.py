@@ -47,7 +47,7 @@ _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MO
                 "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
                 "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0, "NTHR": 1,
-                "WBOX": 0}
+                "WBOX": 0, "DSEG": 1}
 
 
 #: the EXACT template value float32 runs take per device kind (rqa_lines.cl.mako, EXACT):
@@ -61,15 +61,19 @@ EXACT_KERNEL = {"cpu": 1, "gpu": 2}
 #: checks the bit moves on any device)
 SUPPORTED_BEYOND_SPACE = {"WG": (1, 2, 512, 1024), "SHFL": (2,)}
 
-#: untuned GPUs up to this many embedded points take :data:`GPU_SMALL_EDGE`: fewer row
-#: blocks, so fewer launches and fewer waits between the queues of OVL, for the same
-#: cells. H100, best of 9 (logistic / Roessler, ms, EDGE 4096 -> 8192): N = 2*10^4 3.10 ->
-#: 2.89 / 3.07 -> 2.82, 5*10^4 5.58 -> 5.26 / 4.81 -> 4.55, 10^5 12.50 -> 11.64 / 9.84 ->
-#: 9.30, 2*10^5 34.4 -> 33.2 / 26.0 -> 24.7; 4*10^5 114.2 -> 115.6 / 81.8 -> 82.0 and
-#: 946,303 572 -> 579 / 405 -> 404 (no gain: the default edge stays). EDGE 16384 and
-#: 32768 gained at N <= 5*10^4 only, and tied or lost from 10^5 on.
+#: untuned GPUs up to this many embedded points take :data:`GPU_SMALL_EDGE` and, where
+#: the diagonal launches are diagonal-major (DMAJ), :data:`GPU_SMALL_DSEG` row segments:
+#: fewer row blocks, so fewer launches and fewer waits between the queues of OVL, for the
+#: same cells, and a segment's walk as long as a 4096-row block's. H100, best of 9
+#: (logistic / Roessler, ms, EDGE 4096 -> 8192, one segment): N = 2*10^4 3.10 -> 2.89 /
+#: 3.07 -> 2.82, 5*10^4 5.58 -> 5.26 / 4.81 -> 4.55, 10^5 12.50 -> 11.64 / 9.84 -> 9.30,
+#: 2*10^5 34.4 -> 33.2 / 26.0 -> 24.7; 4*10^5 114.2 -> 115.6 / 81.8 -> 82.0 and 946,303
+#: 572 -> 579 / 405 -> 404 (no gain: the default edge stays). Without segments EDGE 16384
+#: and 32768 gained at N <= 5*10^4 only; with 4 segments EDGE 16384 gains up to 2*10^5
+#: (decision 0161).
 GPU_SMALL_N = 1 << 18
-GPU_SMALL_EDGE = 8192
+GPU_SMALL_EDGE = 16384
+GPU_SMALL_DSEG = 4
 
 
 def _heuristic(info: DeviceInfo) -> Params:
@@ -224,6 +228,7 @@ def _fits(p: Params, info: DeviceInfo) -> bool:
             and (not p.get("DPAIR", 0) or (p.get("WALK", 0) == 1 and not p.get("PH", 0)))
             and (not p.get("DMAJ", 0) or (p.get("SYM", 0) and p.get("HCH", 0) and p.get("PACK", 0)
                                           and p.get("SHFL", 0) and p["EDGE"] % 32 == 0))
+            and (p.get("DSEG", 1) == 1 or p.get("DMAJ", 0))
             and (p.get("WALK", 0) != 2 or p.get("PH", 0) >= 64)
             and (p.get("WALK", 0) != 3 or _lane_walk_fits(p))
             and not (p.get("WALK", 0) and _intel_walk_crash(p, info, p["WG"]))
@@ -340,7 +345,15 @@ class LineSpec:
                 "HCH": _hch(params, info, mode), "SHFL": _shfl(params, info, mode),
                 "DPAIR": _dpair(params, info, mode), "WARM": _warm(mode, info),
                 "DMAJ": self.dmaj(mode, params, info), "EXACT": self.exact_on(info),
-                "NTHR": self.nthr, "WBOX": WARM_BOX_LEVELS if mode == "warmcol" else 0}
+                "NTHR": self.nthr, "WBOX": WARM_BOX_LEVELS if mode == "warmcol" else 0,
+                "DSEG": self.dseg(mode, params, info)}
+
+    def dseg(self, mode: str, params: Params, info: DeviceInfo) -> int:
+        """DSEG template value: DMAJ's diagonal launches in ``params["DSEG"]`` row segments
+        (each with its own work-items, joined by MODE djoin), else 1."""
+        if mode != "diagonal" or not self.dmaj(mode, params, info):
+            return 1
+        return int(params.get("DSEG", 1))
 
 
 def _block_extremes(lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -378,13 +391,13 @@ class RQALinesKernel(TunableKernel):
                 "EDGE": (512, 1024, 2048, 4096, 8192, 16384), "BITS": (0, 1, 2), "PH": (0, 32, 64, 128, 1024),
                 "SHARE": (0, 1), "SYM": (0, 1), "WALK": (0, 1, 2, 3), "UNR": (0, 1),
                 "OVL": (0, 1, 2), "PACK": (0, 1), "PLANES": (0, 1), "HCH": (0, 8, 16, 32),
-                "SHFL": (0, 1), "DPAIR": (0, 1), "DMAJ": (0, 1)},
+                "SHFL": (0, 1), "DPAIR": (0, 1), "DMAJ": (0, 1), "DSEG": (1, 2, 4, 8, 16)},
         heuristic=_heuristic,
         constraint=_fits,
         # entries from before UNR / OVL / PACK / PLANES / HCH / SHFL / DPAIR measured the
         # code without them
         filled={"UNR": 0, "OVL": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0,
-                "DPAIR": 0, "DMAJ": 0},
+                "DPAIR": 0, "DMAJ": 0, "DSEG": 1},
     )
 
     def spec_bucket(self, spec: dict[str, Any]) -> str:
@@ -397,10 +410,13 @@ class RQALinesKernel(TunableKernel):
 
     def params_for(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
         """The tuned parameters, else the heuristic's; an untuned GPU takes
-        :data:`GPU_SMALL_EDGE` up to :data:`GPU_SMALL_N` embedded points."""
+        :data:`GPU_SMALL_EDGE` and :data:`GPU_SMALL_DSEG` (with DMAJ) up to
+        :data:`GPU_SMALL_N` embedded points."""
         choice = lookup(self, backend.info, self.spec_bucket(spec), self.size_bucket(size))
         if choice.source == "heuristic" and backend.info.is_gpu and size <= GPU_SMALL_N:
-            return {**choice.params, "EDGE": max(choice.params["EDGE"], GPU_SMALL_EDGE)}
+            p = choice.params
+            return {**p, "EDGE": max(p["EDGE"], GPU_SMALL_EDGE),
+                    "DSEG": GPU_SMALL_DSEG if p.get("DMAJ", 0) else p.get("DSEG", 1)}
         return choice.params
 
     def check_params(self, params: Any) -> Params:
@@ -598,11 +614,18 @@ class RQALinesKernel(TunableKernel):
                 raise ValueError("a warmcol launch needs the row series' boxes (row_boxes)")
             hist = (*hist, boxes)
         zero = np.int32(0)
+        segs, join = spec.dseg(mode, params, backend.info), None
+        if segs > 1:  # DSEG: the segments' heads and tails, joined after every launch
+            recs = backend.empty(carry[0].shape[0] * 2 * (segs - 1), np.uint32)
+            jk = backend.kernel(self.template, dict(_COLLECT_PARAMS, MODE="djoin", DSEG=segs),
+                                "rqa_djoin")
+            join = backend.bind(jk, carry[0], recs, zero, zero, hist[0])
+            carry = (*carry, recs)
         bound = backend.bind(k, *head, zero, zero, zero, zero, np.int32(w), np.int32(carry0),
                              *carry, *hist, *shared, *thresholds)
         return _Launcher(backend, bound, at, per_item, _wg(mode, params, backend.info), hch,
                          hch if mode == "horizontal" else 1, n_cols,
-                         _warm(mode, backend.info) or 1)
+                         _warm(mode, backend.info) or 1, segs, join, carry0)
 
     @staticmethod
     def hchunks(params: Params, row0: int, n_cols: int) -> int:
@@ -720,14 +743,16 @@ class _Launcher:
     only the rows and lanes (and HCH's chunk count) change."""
 
     __slots__ = ("backend", "bound", "at", "per_item", "wg", "hch", "per_chunk", "n_cols",
-                 "lane_items")
+                 "lane_items", "segs", "join", "carry0")
 
     def __init__(self, backend: Backend, bound: Any, at: int, per_item: int, wg: int,
-                 hch: int, per_chunk: int, n_cols: int, lane_items: int = 1):
+                 hch: int, per_chunk: int, n_cols: int, lane_items: int = 1, segs: int = 1,
+                 join: Any = None, carry0: int = 0):
         self.backend, self.bound, self.at = backend, bound, at
         self.per_item, self.wg = per_item, wg
         self.hch, self.per_chunk, self.n_cols = hch, per_chunk, n_cols
         self.lane_items = lane_items  # WARM: work-items per lane
+        self.segs, self.join, self.carry0 = segs, join, carry0  # DSEG: segments, djoin
 
     def __call__(self, row0: int, nrows: int, lane0: int, nlanes: int, *, stream: int = 0,
                  wait_for: list[Any] | None = None) -> Any:
@@ -740,8 +765,16 @@ class _Launcher:
             items *= nchm * self.per_chunk
             changes[at + 7] = np.int32(nchm)  # after w, carry0 and hrec
         gsz = round_up(max(items, 1), self.wg)
-        return self.backend.launch_bound(self.bound, (gsz,), (self.wg,), changes,
-                                         stream=stream, wait_for=wait_for)
+        if self.segs == 1:
+            return self.backend.launch_bound(self.bound, (gsz,), (self.wg,), changes,
+                                             stream=stream, wait_for=wait_for)
+        # DSEG: (lanes, segments), then the segments' runs joined in the same queue
+        self.backend.launch_bound(self.bound, (gsz, self.segs), (self.wg, 1), changes,
+                                  stream=stream, wait_for=wait_for)
+        jwg = min(64, self.backend.info.max_work_group_size)
+        return self.backend.launch_bound(
+            self.join, (round_up(max(nlanes, 1), jwg),), (jwg,),
+            {2: np.int32(lane0 - self.carry0), 3: np.int32(nlanes)}, stream=stream)
 
 
 RQA_LINES = RQALinesKernel()

@@ -4,6 +4,7 @@
 ## Import with <%namespace name="dmaj" file="/rqa_lines/_dmaj.mako"/>.
 <%namespace name="rec" file="/rqa_lines/_recurrence.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
+<%namespace name="dseg" file="/rqa_lines/_dseg.mako"/>
 
 ## The squared (or max) distance `acc` of the half's cell t from the terms s(u): the sum
 ## (or maximum) over the E lags, in one order wherever it is computed.
@@ -114,17 +115,16 @@ ${fix.redo_dmaj(cell_acc)}\
         const int wl = t0 & 31;
         const int kw = lane0 + (t0 - wl);                 /* the warp's first diagonal */
         const int mine = t0 < nlanes;
-        uint dr = mine ? dcarry[l0 - carry0] : 0u;
+${dseg.rows()}\
 % if SHFL == 2:
         const int kg = lane0 + (t0 - (int)get_local_id(0));   /* the group runs the shuffles */
 % else:
         const int kg = kw;
 % endif
-        const int rend = IMIN(row0 + nrows, n_rows);
         const int ie = IMIN(rend, n_cols - kg);            /* rows any diagonal of kg.. has */
-        const int iem = mine ? IMIN(rend, n_cols - l0) : row0;   /* my diagonal's rows */
+        const int iem = mine ? IMIN(rend, n_cols - l0) : rs;   /* my diagonal's rows */
         real_t s[${NS}];
-        for (int ib = row0; ib < ie; ib += 64) {
+        for (int ib = rs; ib < ie; ib += 64) {
             uint dh[2];
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
@@ -134,7 +134,7 @@ ${fix.redo_dmaj(cell_acc)}\
                 uint ND = 0u;   /* EXACT: the half's near cells */
 % endif
                 if (hb < ie) {
-${dmaj_cells("y + %d + IMIN(hb + l0, n_cols - 1)" % VEC, "row0")}\
+${dmaj_cells("y + %d + IMIN(hb + l0, n_cols - 1)" % VEC, "rs")}\
                     const int cnt = iem - hb;
                     D = cnt <= 0 ? 0u : (cnt >= 32 ? D : D & ((1u << cnt) - 1u));
                     /* the warp's diagonal words into column words (every work-item) */
@@ -149,8 +149,11 @@ ${dmaj_barrel()}\
                 dh[h] = D;
             }
             const int nb = IMIN(64, iem - ib);
-            if (mine && nb > 0)
-                diag_runs(((ulong)dh[1] << 32) | (ulong)dh[0], nb, &dr, ph_d, lh_d, hist_d, &n_iso);
+            if (mine && nb > 0) {
+                ulong wd = ((ulong)dh[1] << 32) | (ulong)dh[0];
+${dseg.strip_head("wd")}\
+                diag_runs(wd, nb, &dr, ph_d, lh_d, hist_d, &n_iso);
+            }
         }
-        if (mine) dcarry[l0 - carry0] = dr;
+${dseg.store("iem")}\
 </%def>

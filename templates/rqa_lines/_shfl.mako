@@ -72,3 +72,29 @@ ${plane_loads("ib + 64")}\
                 nhi_b = (c + 64 >= 0 && c + 64 < sstride) ? sp[sstride + 64] : 0u;
             }
 </%def>
+
+## The RQA_SHFL(v, from) macro of SHFL 1 and 2 (rqa_lines.cl.mako, before the kernels).
+<%def name="macros()">\
+% if SHFL == 1:
+/* SHFL=1: lane `from` of the warp's v (PTX shfl.sync: every lane of the warp runs it;
+   volatile, so that the compiler moves it into no branch) */
+inline uint rqa_shfl(const uint v, const int from)
+{
+    uint r;
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(from));
+    return r;
+}
+#define RQA_SHFL(v, from) rqa_shfl(v, from)
+% elif SHFL == 2:
+/* SHFL=2: the shuffle through local memory (every work-item of the group runs it) */
+inline uint rqa_shfl_local(__local uint* shx, const uint v, const int from)
+{
+    const int l = get_local_id(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    shx[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return shx[(l & ~31) + from];
+}
+#define RQA_SHFL(v, from) rqa_shfl_local(shx, v, from)
+% endif
+</%def>

@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT, NTHR, WBOX
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT, NTHR, WBOX, DSEG
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## What each value and mode does: README.md in this folder (the family's documentation).
@@ -17,6 +17,8 @@
 <%namespace name="kvert" file="/rqa_lines/_kvert.mako"/>\
 <%namespace name="batch" file="/rqa_lines/_batch.mako"/>\
 <%namespace name="bstats" file="/rqa_lines/_batchstats.mako"/>\
+<%namespace name="shfl" file="/rqa_lines/_shfl.mako"/>\
+<%namespace name="dseg" file="/rqa_lines/_dseg.mako"/>\
 ${metric.real_type(REAL)}
 <%
     if SHARE and BITS != 2:
@@ -59,6 +61,7 @@ ${metric.real_type(REAL)}
     if WALK == 3 and (BITS != 2 or VEC < 2 or PH < 64):
         raise ValueError("WALK=3 needs BITS=2, VEC >= 2 and PH >= 64")
     khist.check()   # NTHR's values
+    dseg.check()
     T = names.attr.Names(REAL, VEC, BITS)
     IV = T.IV
 %>
@@ -78,32 +81,12 @@ ${metric.real_type(REAL)}
 #  define RQA_SIGN(d) ${"(as_uint(d) >> 31)" if REAL == "float" else "((uint)(as_ulong(d) >> 63))"}
 #endif
 % endif
-% if SHFL == 1:
-/* SHFL=1: lane `from` of the warp's v (PTX shfl.sync: every lane of the warp runs it;
-   volatile, so that the compiler moves it into no branch) */
-inline uint rqa_shfl(const uint v, const int from)
-{
-    uint r;
-    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(from));
-    return r;
-}
-#define RQA_SHFL(v, from) rqa_shfl(v, from)
-% elif SHFL == 2:
-/* SHFL=2: the shuffle through local memory (every work-item of the group runs it) */
-inline uint rqa_shfl_local(__local uint* shx, const uint v, const int from)
-{
-    const int l = get_local_id(0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    shx[l] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return shx[(l & ~31) + from];
-}
-#define RQA_SHFL(v, from) rqa_shfl_local(shx, v, from)
-% endif
+${shfl.macros()}
 % if HCH:
 #define HFULL 0x40000000u   /* hrec: the chunk is one run of the row */
 #define HLEN 0x3FFFFFFFu    /* hrec: a piece's length */
 % endif
+${dseg.defines()}\
 /* No fused multiply-add contraction: every platform rounds d*d and the sum the same
    way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
    or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
@@ -132,6 +115,8 @@ ${sym.functions(T)}
 ${symjoin.join_kernel()}
 % elif MODE == "collect":
 ${hist.collect_kernel()}
+% elif MODE == "djoin":
+${dseg.join_kernel()}
 % elif MODE in ("bvertical", "bdiagonal"):
 ${batch.kernel(T)}\
 % elif MODE == "bstats":
@@ -168,6 +153,7 @@ ${exact.args(percol=PERCOL)}\
                  __global uint* restrict hist_v, __global uint* restrict hist_w
 % else:
                  __global uint* restrict dcarry,
+${dseg.arg()}\
                  __global uint* restrict hist_d
 % endif
 % if SHARE and MODE != "hjoin":
