@@ -481,21 +481,22 @@ class RQALinesKernel(TunableKernel):
         (:class:`pyedmcl.rqa.exact.Exact`) follows, laid out alike in float64.
         ``buffers``: where the device arrays come from, an object that acts as the
         backend with its own ``to_device`` and ``empty`` (a batch's pool,
-        :func:`pyedmcl.rqa.dnr.reusing_buffers`); default the backend itself."""
+        :func:`pyedmcl.rqa.dnr.reusing_buffers`); default the backend itself. The padded
+        copies are uploaded as they are (``copy=False``: nothing else holds them)."""
         if buffers is not None:
             backend = buffers
         dt, vec = spec.dtype, params["VEC"]
-        yd = backend.to_device(_padded(y, dt, vec, max(vec, SERIES_PAD)))
+        yd = backend.to_device(_padded(y, dt, vec, max(vec, SERIES_PAD)), copy=False)
         xd = _rows(backend, x, y, yd, dt, vec)
         extra: tuple[Any, ...] = ()
         if spec.percol:
             if tcol is None:
                 raise ValueError("a PERCOL spec needs the per-column thresholds tcol")
-            extra = (backend.to_device(_padded(tcol, dt, vec, max(vec, SERIES_PAD))),)
+            extra = (backend.to_device(_padded(tcol, dt, vec, max(vec, SERIES_PAD)), copy=False),)
         extra = (*extra, *self._exact_inputs(backend, params, spec, exact))
         if not spec.joint:
             return (xd, yd, xd, yd, *extra)
-        y2d = backend.to_device(_padded(y2, dt, vec, max(vec, SERIES_PAD)))
+        y2d = backend.to_device(_padded(y2, dt, vec, max(vec, SERIES_PAD)), copy=False)
         return (xd, yd, _rows(backend, x2, y2, y2d, dt, vec), y2d, *extra)
 
     @staticmethod
@@ -512,16 +513,16 @@ class RQALinesKernel(TunableKernel):
         if exact is None:
             raise ValueError("an EXACT spec needs the float64 inputs (pyedmcl.rqa.exact.Exact)")
         f8, vec, pad = np.float64, params["VEC"], max(params["VEC"], SERIES_PAD)
-        yd = backend.to_device(_padded(exact.y, f8, vec, pad))
+        yd = backend.to_device(_padded(exact.y, f8, vec, pad), copy=False)
         out: tuple[Any, ...] = (_rows(backend, exact.x, exact.y, yd, f8, vec), yd)
         if spec.joint:
-            y2d = backend.to_device(_padded(exact.y2, f8, vec, pad))
+            y2d = backend.to_device(_padded(exact.y2, f8, vec, pad), copy=False)
             out = (*out, _rows(backend, exact.x2, exact.y2, y2d, f8, vec), y2d)
         else:
             out = (*out, *out)
         if spec.percol:
-            out = (*out, backend.to_device(_padded(exact.tcol64, f8, vec, pad)),
-                   backend.to_device(_padded(exact.bcol, np.float32, vec, pad)))
+            out = (*out, backend.to_device(_padded(exact.tcol64, f8, vec, pad), copy=False),
+                   backend.to_device(_padded(exact.bcol, np.float32, vec, pad), copy=False))
         return (*out, np.float64(exact.thr64), np.float64(exact.thr264),
                 np.float32(exact.b), np.float32(exact.b2))
 
@@ -735,7 +736,7 @@ def _rows(backend: Backend, x: np.ndarray, y: np.ndarray, yd: Any, dt: type, vec
             return xd
         except NotImplementedError:  # a backend without device copies
             pass
-    return backend.to_device(_padded(x, dt, 0, SERIES_PAD))
+    return backend.to_device(_padded(x, dt, 0, SERIES_PAD), copy=False)
 
 
 class _Launcher:

@@ -205,7 +205,9 @@ class _PooledUploads:
         self._pool["taken"].append((key, buf))
         return buf
 
-    def to_device(self, host: np.ndarray) -> Any:
+    def to_device(self, host: np.ndarray, *, copy: bool = True) -> Any:
+        """``host`` written into a pool array (``copy``: as :meth:`Backend.to_device`; the
+        write holds ``host`` until the run gives its arrays back either way)."""
         h = np.ascontiguousarray(host).reshape(-1)
         buf = self.empty(h.size, h.dtype)
         self._pool["writes"].append(self._be.write_async(buf, h))  # held until given back
