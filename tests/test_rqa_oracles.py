@@ -42,6 +42,7 @@ def noisy_sine(n: int, seed: int = 0) -> np.ndarray:
 
 def recorded() -> np.ndarray:
     """A real recorded series: weekly flow S12CD+S333 (Everglades, 1980-2005, pyEDM data), z-scored."""
+    pytest.importorskip("pyEDM", reason="the record is pyEDM's package data")
     import importlib.resources
 
     path = importlib.resources.files("pyEDM") / "data" / "S12CD-S333-SumFlow_1980-2005.csv"

@@ -36,6 +36,7 @@ def quantized(n: int, step: float = 0.1, seed: int = 3) -> np.ndarray:
 def recorded_quantized() -> np.ndarray:
     """A real record on a 0.1 grid: weekly flow S12CD+S333 (Everglades, pyEDM's data),
     z-scored and rounded to one decimal, as float32 values."""
+    pytest.importorskip("pyEDM", reason="the record is pyEDM's package data")
     import importlib.resources
 
     path = importlib.resources.files("pyEDM") / "data" / "S12CD-S333-SumFlow_1980-2005.csv"
