@@ -30,6 +30,7 @@ import numpy as np
 from clkernels import Backend, get_backend
 from clkernels.collector import quiet_collector
 
+from .._extremes import extremes
 from .._precision import Prepared, prepare
 from ..constant_series import RQA_WHY, checks_constant
 from ..kernels.rqa_lines import RQA_LINES, LineSpec
@@ -159,13 +160,18 @@ def centred(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[
 
 
 def centring(series: list[np.ndarray], names: list[str], dt: np.dtype, bes: list[Backend], *,
-             common: bool, what: str, deferred: bool = False) -> Prepared:
+             common: bool, what: str, deferred: bool = False,
+             finite: bool = False) -> Prepared:
     """:func:`centred`'s inputs as a :class:`~pyedmcl._precision.Prepared`; ``deferred``:
     the float32 merge check runs in a background thread while the caller computes, and
     the caller asks ``float32_holds()`` before it returns (False: warned, run again in
-    float64). The check is a sort: ~10 ms at N = 10^5 on the H100 host, half its call."""
+    float64). The check is a sort: ~10 ms at N = 10^5 on the H100 host, half its call.
+    ``finite``: the series are validated finite (:func:`~pyedmcl.validation.as_series`),
+    so their extremes, which the call's validation took, bound the centred values (no
+    pass over them for the largest magnitude)."""
+    ext = [tuple(np.array([v]) for v in extremes(a)[::-1]) for a in series] if finite else None
     return prepare(series, dt, all(be.info.fp64 for be in bes), names=names, scale=False,
-                   common_shift=common, what=what, deferred=deferred)
+                   common_shift=common, what=what, deferred=deferred, extremes=ext)
 
 
 #: what to pass instead of a 2-D x (rqa reads one series, or state vectors when told so)
@@ -272,7 +278,7 @@ def rqa(x: Any, *, E: int = 1, tau: int = 1, radius: float | None = None,
     bes, dt = _backends_and_dtype(device, devices, backend, dtype)
     scheduler, n_workers = check_scheduler(scheduler, n_workers)
     prep = centring([s], ["x"], dt, bes, common=False, what="rqa",
-                    deferred=scheduler is None)
+                    deferred=scheduler is None, finite=True)
     job = RqaJob(E=E, tau=tau, n=n, radius=radius, recurrence_rate=recurrence_rate,
                  metric=metric, theiler=theiler, theiler_scope=theiler_scope, l_min=l_min,
                  v_min=v_min, w_min=w_min, white_border=white_border, edge=edge, order=order,
