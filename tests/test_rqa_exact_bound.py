@@ -66,3 +66,20 @@ def test_unresolvable_radius_redoes_every_cell():
     # a radius float32 cannot resolve at the data's magnitude: B is infinite
     b = error_bound(1e6, 1e-6, np.float32(1e-6), "euclidean", 3)
     assert np.isinf(b)
+
+
+def test_largest_is_the_largest_magnitude():
+    """The bound's A: max |value| over the float32 kernel inputs, by each array's largest
+    and smallest value (an array given twice, as auto-RQA's rows and columns, read once):
+    the same value as max(|s|), 0 for none, NaN where a value is one."""
+    from pyedmcl.rqa.exact import largest
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        a = (rng.standard_normal(rng.integers(0, 40)) * 10.0 ** rng.integers(-3, 5)).astype(np.float32)
+        b = (rng.standard_normal(rng.integers(0, 40)) - rng.integers(0, 3)).astype(np.float32)
+        want = max([float(np.max(np.abs(s))) for s in (a, b) if s.size] or [0.0])
+        assert largest(a, b) == want
+        assert largest(a, a) == (float(np.max(np.abs(a))) if a.size else 0.0)
+    assert largest() == 0.0 and largest(np.zeros(0, np.float32)) == 0.0
+    assert np.isnan(largest(np.array([1.0, np.nan], np.float32), np.ones(3, np.float32)))

@@ -105,8 +105,17 @@ def error_bounds(A: Any, thr64: Any, thr32: Any, metric: str, E: int) -> np.ndar
 
 
 def largest(*series: np.ndarray) -> float:
-    """A = the largest magnitude of the float32 kernel inputs (0 for none)."""
-    return max((float(np.max(np.abs(s))) if s.size else 0.0) for s in series)
+    """A = the largest magnitude of the float32 kernel inputs (0 for none; NaN where one
+    holds a NaN): each distinct array once (auto-RQA passes its series as rows and
+    columns), by its largest and smallest value (no |s| temporary; the same value)."""
+    out = 0.0
+    for s in {id(s): s for s in series}.values():
+        if s.size:
+            hi, lo = float(np.max(s)), float(np.min(s))
+            if np.isnan(hi) or np.isnan(lo):
+                return float("nan")
+            out = max(out, hi, -lo)
+    return out
 
 
 @dataclass
