@@ -390,12 +390,17 @@ def test_untuned_gpu_edge_by_size(monkeypatch):
     spec = {"E": 3, "REAL": "float", "METRIC": "euclidean"}
     default = rl._heuristic(gpu)
     small = rl.RQA_LINES.params_for(be, spec, 100_000)
-    assert small == {**rl.RQA_LINES.space.complete(default), "EDGE": rl.GPU_SMALL_EDGE,
+    assert small == {**rl.RQA_LINES.space.complete(default), "EDGE": rl.GPU_SMALL_DSEG_EDGE,
                      "DSEG": rl.GPU_SMALL_DSEG}
     assert rl.RQA_LINES.space.valid(small, gpu)
-    assert rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N)["EDGE"] == rl.GPU_SMALL_EDGE
+    assert rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N)["EDGE"] == rl.GPU_SMALL_DSEG_EDGE
     large = rl.RQA_LINES.params_for(be, spec, rl.GPU_SMALL_N + 1)
     assert large["EDGE"] == default["EDGE"] and large.get("DSEG", 1) == 1
+    # a GPU whose diagonal launches are column-major (no warp shuffles): no segments
+    amd = dataclasses.replace(gpu, runtime="amd", name="Fake GPU 7000",
+                              normalised_name="fake-gpu-7000")
+    other = rl.RQA_LINES.params_for(type("FakeBackend", (), {"info": amd})(), spec, 100_000)
+    assert other["EDGE"] == rl.GPU_SMALL_EDGE and other.get("DSEG", 1) == 1
     cpu_edge = rl.lookup(rl.RQA_LINES, cpu.info, rl.RQA_LINES.spec_bucket(spec),
                          rl.RQA_LINES.size_bucket(100_000)).params["EDGE"]
     assert rl.RQA_LINES.params_for(cpu, spec, 100_000)["EDGE"] == cpu_edge

@@ -61,10 +61,11 @@ EXACT_KERNEL = {"cpu": 1, "gpu": 2}
 #: checks the bit moves on any device)
 SUPPORTED_BEYOND_SPACE = {"WG": (1, 2, 512, 1024), "SHFL": (2,)}
 
-#: untuned GPUs up to this many embedded points take :data:`GPU_SMALL_EDGE` and, where
-#: the diagonal launches are diagonal-major (DMAJ), :data:`GPU_SMALL_DSEG` row segments:
-#: fewer row blocks, so fewer launches and fewer waits between the queues of OVL, for the
-#: same cells, and a segment's walk as long as a 4096-row block's. H100, best of 9
+#: untuned GPUs up to this many embedded points take :data:`GPU_SMALL_EDGE` or, where the
+#: diagonal launches are diagonal-major (DMAJ), :data:`GPU_SMALL_DSEG_EDGE` in
+#: :data:`GPU_SMALL_DSEG` row segments: fewer row blocks, so fewer launches and fewer
+#: waits between the queues of OVL, for the same cells, and with segments a diagonal
+#: walk as long as a 4096-row block's. H100, best of 9
 #: (logistic / Roessler, ms, EDGE 4096 -> 8192, one segment): N = 2*10^4 3.10 -> 2.89 /
 #: 3.07 -> 2.82, 5*10^4 5.58 -> 5.26 / 4.81 -> 4.55, 10^5 12.50 -> 11.64 / 9.84 -> 9.30,
 #: 2*10^5 34.4 -> 33.2 / 26.0 -> 24.7; 4*10^5 114.2 -> 115.6 / 81.8 -> 82.0 and 946,303
@@ -72,7 +73,8 @@ SUPPORTED_BEYOND_SPACE = {"WG": (1, 2, 512, 1024), "SHFL": (2,)}
 #: and 32768 gained at N <= 5*10^4 only; with 4 segments EDGE 16384 gains up to 2*10^5
 #: (decision 0161).
 GPU_SMALL_N = 1 << 18
-GPU_SMALL_EDGE = 16384
+GPU_SMALL_EDGE = 8192
+GPU_SMALL_DSEG_EDGE = 16384
 GPU_SMALL_DSEG = 4
 
 
@@ -410,13 +412,15 @@ class RQALinesKernel(TunableKernel):
 
     def params_for(self, backend: Backend, spec: dict[str, Any], size: int) -> Params:
         """The tuned parameters, else the heuristic's; an untuned GPU takes
-        :data:`GPU_SMALL_EDGE` and :data:`GPU_SMALL_DSEG` (with DMAJ) up to
-        :data:`GPU_SMALL_N` embedded points."""
+        :data:`GPU_SMALL_EDGE` (with DMAJ :data:`GPU_SMALL_DSEG_EDGE` and
+        :data:`GPU_SMALL_DSEG`) up to :data:`GPU_SMALL_N` embedded points."""
         choice = lookup(self, backend.info, self.spec_bucket(spec), self.size_bucket(size))
         if choice.source == "heuristic" and backend.info.is_gpu and size <= GPU_SMALL_N:
             p = choice.params
-            return {**p, "EDGE": max(p["EDGE"], GPU_SMALL_EDGE),
-                    "DSEG": GPU_SMALL_DSEG if p.get("DMAJ", 0) else p.get("DSEG", 1)}
+            if p.get("DMAJ", 0):
+                return {**p, "EDGE": max(p["EDGE"], GPU_SMALL_DSEG_EDGE),
+                        "DSEG": GPU_SMALL_DSEG}
+            return {**p, "EDGE": max(p["EDGE"], GPU_SMALL_EDGE)}
         return choice.params
 
     def check_params(self, params: Any) -> Params:
