@@ -65,13 +65,8 @@ SUPPORTED_BEYOND_SPACE = {"WG": (1, 2, 512, 1024), "SHFL": (2,)}
 #: diagonal launches are diagonal-major (DMAJ), :data:`GPU_SMALL_DSEG_EDGE` in
 #: :data:`GPU_SMALL_DSEG` row segments: fewer row blocks, so fewer launches and fewer
 #: waits between the queues of OVL, for the same cells, and with segments a diagonal
-#: walk as long as a 4096-row block's. H100, best of 9
-#: (logistic / Roessler, ms, EDGE 4096 -> 8192, one segment): N = 2*10^4 3.10 -> 2.89 /
-#: 3.07 -> 2.82, 5*10^4 5.58 -> 5.26 / 4.81 -> 4.55, 10^5 12.50 -> 11.64 / 9.84 -> 9.30,
-#: 2*10^5 34.4 -> 33.2 / 26.0 -> 24.7; 4*10^5 114.2 -> 115.6 / 81.8 -> 82.0 and 946,303
-#: 572 -> 579 / 405 -> 404 (no gain: the default edge stays). Without segments EDGE 16384
-#: and 32768 gained at N <= 5*10^4 only; with 4 segments EDGE 16384 gains up to 2*10^5
-#: (decision 0161).
+#: walk as long as a 4096-row block's. Larger blocks without segments paid off only at
+#: small N; beyond this size neither pays (decisions 0093, 0161).
 GPU_SMALL_N = 1 << 18
 GPU_SMALL_EDGE = 8192
 GPU_SMALL_DSEG_EDGE = 16384
