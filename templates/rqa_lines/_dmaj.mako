@@ -104,7 +104,9 @@ ${fix.redo_dmaj(cell_acc)}\
 ## reach it giving one part each. The warp of the lowest diagonal (skmin) writes zeros
 ## into the qbits columns no warp below it fills. The row values are read 16 bytes at a
 ## time (rows start on 32-row boundaries; the series carry 36 zeros after them), a
-## column value per term (scalar: the diagonals' offsets differ by one).
+## column value per term (scalar: the diagonals' offsets differ by one). DSEG > 1: over
+## the rows of its segment only, the segment's head and tail left for MODE djoin
+## (_dseg.mako).
 <%def name="body_dmaj(T)">\
 <%
     SPAN = (E - 1) * TAU
