@@ -69,9 +69,9 @@ def test_unresolvable_radius_redoes_every_cell():
 
 
 def test_largest_is_the_largest_magnitude():
-    """The bound's A: max |value| over the float32 kernel inputs, by each array's largest
-    and smallest value (an array given twice, as auto-RQA's rows and columns, read once):
-    the same value as max(|s|), 0 for none, NaN where a value is one."""
+    """The bound's A: max |value| over the float32 kernel inputs (an array given twice,
+    as auto-RQA's rows and columns, read once): the same value as max(|s|), 0 for none,
+    NaN values (no cell decides them) skipped."""
     from pyedmcl.rqa.exact import largest
 
     rng = np.random.default_rng(3)
@@ -82,4 +82,5 @@ def test_largest_is_the_largest_magnitude():
         assert largest(a, b) == want
         assert largest(a, a) == (float(np.max(np.abs(a))) if a.size else 0.0)
     assert largest() == 0.0 and largest(np.zeros(0, np.float32)) == 0.0
-    assert np.isnan(largest(np.array([1.0, np.nan], np.float32), np.ones(3, np.float32)))
+    assert largest(np.array([-2.5, np.nan], np.float32), np.ones(3, np.float32)) == 2.5
+    assert largest(np.full(3, np.nan, np.float32), np.ones(3, np.float32)) == 1.0

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from .._bands import largest_magnitude
 from .._precision import PrecisionWarning, warn_no_fp64  # noqa: F401 (the RQA paths call it)
 
 U32 = 2.0 ** -24
@@ -105,17 +106,11 @@ def error_bounds(A: Any, thr64: Any, thr32: Any, metric: str, E: int) -> np.ndar
 
 
 def largest(*series: np.ndarray) -> float:
-    """A = the largest magnitude of the float32 kernel inputs (0 for none; NaN where one
-    holds a NaN): each distinct array once (auto-RQA passes its series as rows and
-    columns), by its largest and smallest value (no |s| temporary; the same value)."""
-    out = 0.0
-    for s in {id(s): s for s in series}.values():
-        if s.size:
-            hi, lo = float(np.max(s)), float(np.min(s))
-            if np.isnan(hi) or np.isnan(lo):
-                return float("nan")
-            out = max(out, hi, -lo)
-    return out
+    """A = the largest magnitude of the float32 kernel inputs (0 for none; NaN values,
+    which no cell decides, skipped): each distinct array once (auto-RQA passes its series
+    as rows and columns), by :func:`~pyedmcl._bands.largest_magnitude`."""
+    tops = [largest_magnitude(s) for s in {id(s): s for s in series}.values() if s.size]
+    return max([t for t in tops if not np.isnan(t)] or [0.0])  # (all-NaN: nothing decided)
 
 
 @dataclass
