@@ -175,6 +175,91 @@ def test_rank_deficient_rows_fall_back_to_svd(device, dtype):
     check_against_pyedm(res, ref, 1e-9)
 
 
+def _oversampled_lorenz(n: int) -> np.ndarray:
+    """Lorenz-63's x sampled every 0.02: neighbouring lags are nearly collinear."""
+    from pyedmcl.data import lorenz63
+    return lorenz63(n, sample_every=2)[:, 0]
+
+
+@pytest.mark.parametrize("E,theta", [(7, 0.5), (7, 3.0), (10, 1.0)])
+def test_smooth_oversampled_float64_within_stated_tolerance(device, E, theta):
+    """Lorenz sampled every 0.02 at tau 1: the centred local systems' traces reach 1e11.
+    The device kept rows up to that trace and answered up to 2.5e-8 (predictions) and 1e-4
+    (coefficients) away from pyEDM, beyond the float64 tolerances above; with float64
+    series it keeps them only up to 1e8, and the host solves the rest."""
+    x = _oversampled_lorenz(500)
+    ref = pyedm_smap(x, E=E, theta=theta)
+    res = S.smap(x, E=E, theta=theta, dtype=np.float64, device=device)
+    check_against_pyedm(res, ref, 1e-9)
+
+
+def _host_rows(monkeypatch, x, y=None, *, whitened, E, theta, lib=None, pred=None, R=0,
+               knn=None):
+    """Every row of an S-map call solved on the host (the device's status set to 1):
+    the result and how many rows lstsq solved one by one. ``whitened``: False keeps
+    every row off the orthonormal-basis path."""
+    from pyedmcl.edm import smap_host as H
+
+    per_row = []
+    lstsq = H.row_lstsq
+    monkeypatch.setattr(H, "row_lstsq", lambda *a: per_row.append(1) or lstsq(*a))
+    if not whitened:
+        monkeypatch.setattr(H, "_whitened_rows", lambda *a, **k: None)
+    solve = S.solve_host_rows
+
+    def all_rows(pred_, coef, var, status, *a, **k):
+        status[status == 0] = 1
+        return solve(pred_, coef, var, status, *a, **k)
+    monkeypatch.setattr(S, "solve_host_rows", all_rows)
+    res = S.smap(x, y, E=E, theta=theta, lib=lib, pred=pred, exclusion_radius=R, knn=knn,
+                 dtype=np.float64, device=CPU_DEVICE)
+    monkeypatch.undo()
+    return res, len(per_row)
+
+
+@pytest.mark.parametrize("case", ["loo", "disjoint-drop", "nan-targets", "knn-table",
+                                  "exclusion", "theta0", "rank-deficient"])
+def test_host_rows_in_the_orthonormal_basis_equal_lstsq(monkeypatch, case):
+    """The host's rows solved in the library's orthonormal basis equal pyEDM's lstsq row by
+    row: predictions within 1e-12 of the largest, variances 1e-10, coefficients 1e-7 (both
+    answers are determined only to cond(A) x eps, and the basis takes rows up to
+    cond(A) = 1e8: measured 1.5e-8 on the 80-neighbour table, <= 1e-9 elsewhere). Rows it
+    cannot vouch for (a rank-deficient library: an exact sine) take lstsq."""
+    x = _oversampled_lorenz(400)
+    y = None
+    kw: dict = dict(E=10, theta=2.0)
+    if case == "disjoint-drop":  # knn = |lib| - 1 drops each row's farthest point
+        kw.update(lib=(1, 200), pred=(201, 400))
+    elif case == "nan-targets":
+        y = x.copy()
+        y[[30, 31, 150]] = np.nan
+    elif case == "knn-table":
+        kw.update(knn=80)
+    elif case == "exclusion":
+        kw.update(R=7, theta=4.0)
+    elif case == "theta0":
+        kw.update(theta=0.0)
+    elif case == "rank-deficient":
+        x = np.sin(0.3 * np.arange(150))
+        kw.update(E=4)
+    got, n_lstsq = _host_rows(monkeypatch, x, y, whitened=True, **kw)
+    ref, n_ref = _host_rows(monkeypatch, x, y, whitened=False, **kw)
+    assert n_ref == ref.predicted.size == got.n_fallback
+    if case == "rank-deficient":
+        assert n_lstsq == n_ref
+    elif case == "knn-table":  # 80 nearest: local sets, less whitened by the global basis
+        assert n_lstsq < n_ref, (n_lstsq, n_ref)
+    else:
+        assert n_lstsq < n_ref / 10, (n_lstsq, n_ref)
+    ok = np.isfinite(ref.predicted)
+    assert np.array_equal(ok, np.isfinite(got.predicted))
+    scale = np.abs(ref.predicted[ok]).max()
+    assert np.abs(got.predicted - ref.predicted)[ok].max() < 1e-12 * scale
+    assert np.abs(got.variance - ref.variance)[ok].max() < 1e-10 * np.abs(ref.variance[ok]).max()
+    assert np.abs(got.coefficients - ref.coefficients)[ok].max() \
+        < 1e-7 * np.abs(ref.coefficients[ok]).max()
+
+
 def test_nearly_rank_deficient_rows_fall_back_to_svd(device):
     """Future lags of a logistic map (pyEDM's tau = +1) are all functions of its present
     value, so a local fit over 8 neighbours is nearly rank-deficient (condition ~1e8-1e15)

@@ -26,8 +26,10 @@ makes the prediction the intercept itself and removes the dominant
 ill-conditioning, (2) Jacobi-scale the system before Cholesky, and (3) send any
 row whose scaled pivot falls below 1e-11 (float64; 1e-10 double-float; 1e-5 float), or
 whose scaled system has trace(G^-1) (between 1 and N times its inverse smallest
-eigenvalue) above the inverse of the same bound, to the host, where it is solved exactly
-as pyEDM does (SVD ``numpy.linalg.lstsq``, minimum-norm on rank deficiency). The pivots
+eigenvalue) above the inverse of the same bound (1e-8 for float64 series), to the host,
+where it is solved with pyEDM's answer (SVD ``numpy.linalg.lstsq``, minimum-norm on rank
+deficiency; most such rows in the library's orthonormal basis, which gives that answer
+to rounding in blocks: :mod:`pyedmcl.edm.smap_host`). The pivots
 alone missed nearly rank-deficient fits (future lags of a one-dimensional map: smallest
 pivot 1e-8 at a condition of 6e15), whose device answer was 0.1 off pyEDM's. Where a
 local fit is that close to singular, pyEDM's own answer hangs on its SVD's cut-off
@@ -69,6 +71,7 @@ from ..primitives.knn import knn_device
 from ..primitives.ranges import MAX_KNN, resolve
 from ..validation import as_series, check_dtype, check_int
 from .results import SimplexResult
+from .smap_host import embed_at, solve_host_rows
 from .statespace import (
     StateSpace,
     bad_points,
@@ -189,20 +192,6 @@ def _pyedm_exclusion_active(lib_t: np.ndarray, pred_t: np.ndarray, R: int, overl
     return R >= gap
 
 
-def _embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
-    """State vectors at rows ``t``: ``E`` lags of a series, or of each column of a 2-D
-    ``(L, m)`` state space in pyEDM's Embed order (every column at lag 0, then lag 1, ...)."""
-    if x.ndim == 2:
-        return np.stack([x[t - k * tau, c] for k in range(E) for c in range(x.shape[1])], axis=1)
-    t = np.asarray(t)
-    if t.size > 1 and int(t[-1]) - int(t[0]) == t.size - 1 and np.all(np.diff(t) == 1):
-        a, b = int(t[0]), int(t[-1]) + 1  # a run of rows inside x: slices, no index arrays
-        span = (E - 1) * tau
-        if min(a, a - span) >= 0 and max(b, b - span) <= x.shape[0]:
-            return np.stack([x[a - k * tau:b - k * tau] for k in range(E)], axis=1)
-    return np.stack([x[t - k * tau] for k in range(E)], axis=1)
-
-
 def _knn_table(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, E: int, tau: int, knn: int,
                R: int, be=None) -> np.ndarray:
     """pyEDM's S-map neighbour selection for a user ``knn`` below |lib| - 1.
@@ -265,8 +254,8 @@ def _device_candidates(x, lib_t, pred_t, E, tau, kq, be) -> np.ndarray:
 
 def _host_candidates(x, lib_t, pred_t, E, tau, kq) -> np.ndarray:
     """The kq nearest library positions per prediction row (blocked NumPy, float64)."""
-    XL = _embed_at(x, lib_t, E, tau)
-    XP = _embed_at(x, pred_t, E, tau)
+    XL = embed_at(x, lib_t, E, tau)
+    XP = embed_at(x, pred_t, E, tau)
     n_lib = lib_t.size
     block = max(1, min(512, (1 << 23) // max(1, n_lib * E)))
     out = np.empty((pred_t.size, kq), dtype=np.int64)
@@ -277,54 +266,6 @@ def _host_candidates(x, lib_t, pred_t, E, tau, kq) -> np.ndarray:
         o = np.argsort(np.take_along_axis(d2, c, 1), axis=1, kind="stable")
         out[b0:b0 + block] = np.take_along_axis(c, o, 1)
     return out
-
-
-# --------------------------------------------------------------------------- host fallback
-
-
-def _row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarray, float]:
-    """One row exactly as pyEDM computes it (SVD least squares), for ill-conditioned rows."""
-    XL = _embed_at(x, lib_t[nbrs], E, tau)
-    xp = _embed_at(x, np.array([tp]), E, tau)[0]
-    d = np.sqrt(((XL - xp) ** 2).sum(1))
-    none = (float("nan"), np.full(XL.shape[1] + 1, np.nan), float("nan"))
-    if d.size == 0:
-        return none
-    with np.errstate(divide="ignore", invalid="ignore"):  # every distance 0: NaN weights, as pyEDM
-        W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
-    yn = ylib[nbrs]
-    fin = np.isfinite(yn)
-    if not fin.all():  # pyEDM: weights from every neighbour, the fit over finite targets
-        if not fin.any():
-            return none
-        W, XL, yn = W[fin], XL[fin], yn[fin]
-    A = np.column_stack([W, W[:, None] * XL])
-    b = W * yn
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
-        # theta > 0 with every neighbour at distance 0 (mean distance 0): pyEDM's
-        # weights are NaN there too; no fit exists
-        return none
-    with np.errstate(all="ignore"):
-        try:
-            C = np.linalg.lstsq(A, b, rcond=None)[0]
-        except np.linalg.LinAlgError:
-            return none
-    p = C[0] + C[1:] @ xp
-    var = float(np.sum(W * (yn - p) ** 2) / np.sum(W))
-    return float(p), C, var
-
-
-def _row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
-    """Library positions the "all" mode uses for one row (drops the farthest if asked; of
-    several equally far, the last, as the kernels' pass 1 does)."""
-    cand = np.flatnonzero(np.abs(lib_t - tp) > R)
-    drop = cand.size - min(knn, cand.size)
-    if drop == 1:
-        XL = _embed_at(x, lib_t[cand], E, tau)
-        xp = _embed_at(x, np.array([tp]), E, tau)[0]
-        d = ((XL - xp) ** 2).sum(1)
-        cand = np.delete(cand, d.size - 1 - int(np.argmax(d[::-1])))  # the last farthest, as the kernels
-    return cand
 
 
 # --------------------------------------------------------------------------- core
@@ -393,7 +334,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     few = host["few"]
     if few is not None and few.any():
         status[:, few] = np.where(status[:, few] == 0, 1, status[:, few])
-    _host_fallback(pred, coef, var, status, x, host["ylib"], lib_t, pred_t, E=E, tau=tau,
+    solve_host_rows(pred, coef, var, status, x, host["ylib"], lib_t, pred_t, E=E, tau=tau,
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
     return _results(pred, coef, var, status, host["observed"], pred_t, E=E, tau=tau, Tp=Tp,
                     knn=knn_eff, thetas=thetas)
@@ -567,7 +508,7 @@ def _solve_on_device(be, spec, params, k: _KernelInputs, lib_t, pred_t, Tp, thet
             be.flush()
             k.start_check()  # float32's merge check (gated: not beside the work before)
             # back from coordinates centred on the prediction point (below)
-            XP.append(_embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"]))
+            XP.append(embed_at(k.x, pred_t, E // spec["NC"], spec["TAU"]))
             if beside is not None:
                 beside()
         secs = sum(be.event_seconds(e) for e in ev) if timed else 0.0
@@ -663,25 +604,6 @@ def _scaled(pred: np.ndarray, var: np.ndarray, sy: float, my: float) -> np.ndarr
     return pred
 
 
-def _host_fallback(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,
-                   knn, ridge) -> None:
-    """Solve the rows the kernel marked ill-conditioned (status 1) on the host, in place,
-    from the data as given: pyEDM's SVD least squares, or the ridge system."""
-    if np.any(status == 3):  # cannot happen: "all" mode only drops 0 or 1 neighbour
-        raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
-    for ti, row in zip(*np.nonzero(status == 1), strict=True):
-        tp = int(pred_t[row])
-        if nbr is not None:
-            nb = nbr[row][nbr[row] >= 0]
-        else:
-            nb = _row_neighbours(lib_t, tp, R, knn, x, E, tau)
-        if ridge > 0:
-            p, C, v = _row_ridge(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb, ridge)
-        else:
-            p, C, v = _row_lstsq(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb)
-        pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
-
-
 def _observed(y, pred_t, Tp, observed_ok) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The target times, the observed values (NaN where none: ``observed_ok``, the plan's
     rule, :func:`pyedmcl.primitives.ranges.observed`; None: every target time inside the
@@ -706,22 +628,6 @@ def _results(pred, coef, var, status, observed, pred_t, *, E, tau, Tp, knn, thet
                               pred_times=pred_t, coefficients=coef[i], theta=float(thetas[i]),
                               n_fallback=int(np.sum(status[i] == 1))))
     return out
-
-
-def _row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, np.ndarray, float]:
-    """Host ridge solve of one row (fallback of the device path; slopes penalised only)."""
-    XL = _embed_at(x, lib_t[nbrs], E, tau)
-    xp = _embed_at(x, np.array([tp]), E, tau)[0]
-    d = np.sqrt(((XL - xp) ** 2).sum(1))
-    W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
-    A = np.column_stack([W, W[:, None] * XL])
-    b = W * ylib[nbrs]
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
-        return float("nan"), np.full(XL.shape[1] + 1, np.nan), float("nan")
-    G = A.T @ A + ridge * np.diag([0.0] + [1.0] * XL.shape[1])
-    C = np.linalg.lstsq(G, A.T @ b, rcond=None)[0]
-    p = C[0] + C[1:] @ xp
-    return float(p), C, float(np.sum(W * (ylib[nbrs] - p) ** 2) / np.sum(W))
 
 
 # --------------------------------------------------------------------------- public API

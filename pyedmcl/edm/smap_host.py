@@ -1,0 +1,272 @@
+"""S-map rows solved on the host: the rows the device's tests sent back (ill-conditioned
+local fits, NaN targets, no more neighbours than coefficients), solved from the data as
+given with pyEDM's answer.
+
+pyEDM solves every row by the SVD least squares (``numpy.linalg.lstsq``, minimum norm where
+the weighted design ``A = diag(w) [1, X]`` is rank-deficient to its cut-off). Row by row
+that costs a Python loop and an SVD of an ``n_lib x (E + 1)`` matrix per row: minutes on
+oversampled smooth data (E >= 10 at tau = 1), where nearly every row's centred normal
+equations fail the device's test.
+
+Most such rows are ill-conditioned only through the library's global shape (neighbouring
+lags of a smooth series are nearly collinear), which one QR of the unweighted library
+design ``B = [1, X] = Q0 R0`` removes: ``A = diag(w) Q0 R0``, and the row's normal
+equations in the orthonormal basis, ``G = Q0^T diag(w^2) Q0``, are as well conditioned as
+the weights make them (condition 1-10^4 on the data measured where ``B``'s is 10^6-10^9).
+Every row's ``G`` is one product of the rows' squared weights with the basis' outer
+products (BLAS 3, blocks of rows on threads), then a small solve and ``C = R0^-1 z``. The singular values of
+``A`` are those of ``L^T R0`` (``G = L L^T``): a row is solved so only when ``A`` has full
+rank far from lstsq's cut-off and both conditions are bounded
+(:data:`WHITENED_COND_A`, :data:`WHITENED_COND_G`); every other row takes lstsq as pyEDM
+does. Rows solved so agree with lstsq to ~cond(A) x eps in the coefficients (measured
+<= 1.5e-8 relative) and to ~1e-12 in the predictions (``tests/test_edm_smap.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from scipy.spatial.distance import cdist
+
+#: the largest condition of a row's weighted design ``A`` solved in the orthonormal basis
+#: (above it the row takes lstsq: its answer is then only determined to ~cond x eps and
+#: hangs on the SVD's own rounding; pyEDM's cut-off is at eps x n_lib)
+WHITENED_COND_A = 1e8
+#: the largest condition of a row's Gram matrix in the orthonormal basis (its Cholesky
+#: solve loses ~cond x eps)
+WHITENED_COND_G = 1e8
+#: elements of one block's (rows x library) arrays
+BLOCK_ELEMENTS = 1 << 20
+#: threads solving blocks of rows
+HOST_THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else (os.cpu_count() or 1)))
+
+
+def embed_at(x: np.ndarray, t: np.ndarray, E: int, tau: int) -> np.ndarray:
+    """State vectors at rows ``t``: ``E`` lags of a series, or of each column of a 2-D
+    ``(L, m)`` state space in pyEDM's Embed order (every column at lag 0, then lag 1, ...)."""
+    if x.ndim == 2:
+        return np.stack([x[t - k * tau, c] for k in range(E) for c in range(x.shape[1])], axis=1)
+    t = np.asarray(t)
+    if t.size > 1 and int(t[-1]) - int(t[0]) == t.size - 1 and np.all(np.diff(t) == 1):
+        a, b = int(t[0]), int(t[-1]) + 1  # a run of rows inside x: slices, no index arrays
+        span = (E - 1) * tau
+        if min(a, a - span) >= 0 and max(b, b - span) <= x.shape[0]:
+            return np.stack([x[a - k * tau:b - k * tau] for k in range(E)], axis=1)
+    return np.stack([x[t - k * tau] for k in range(E)], axis=1)
+
+
+def row_lstsq(x, ylib, lib_t, E, tau, tp, theta, nbrs) -> tuple[float, np.ndarray, float]:
+    """One row exactly as pyEDM computes it (SVD least squares), for ill-conditioned rows."""
+    XL = embed_at(x, lib_t[nbrs], E, tau)
+    xp = embed_at(x, np.array([tp]), E, tau)[0]
+    d = np.sqrt(((XL - xp) ** 2).sum(1))
+    none = (float("nan"), np.full(XL.shape[1] + 1, np.nan), float("nan"))
+    if d.size == 0:
+        return none
+    with np.errstate(divide="ignore", invalid="ignore"):  # every distance 0: NaN weights, as pyEDM
+        W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
+    yn = ylib[nbrs]
+    fin = np.isfinite(yn)
+    if not fin.all():  # pyEDM: weights from every neighbour, the fit over finite targets
+        if not fin.any():
+            return none
+        W, XL, yn = W[fin], XL[fin], yn[fin]
+    A = np.column_stack([W, W[:, None] * XL])
+    b = W * yn
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        # theta > 0 with every neighbour at distance 0 (mean distance 0): pyEDM's
+        # weights are NaN there too; no fit exists
+        return none
+    with np.errstate(all="ignore"):
+        try:
+            C = np.linalg.lstsq(A, b, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return none
+    p = C[0] + C[1:] @ xp
+    var = float(np.sum(W * (yn - p) ** 2) / np.sum(W))
+    return float(p), C, var
+
+
+def row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, np.ndarray, float]:
+    """Host ridge solve of one row (fallback of the device path; slopes penalised only)."""
+    XL = embed_at(x, lib_t[nbrs], E, tau)
+    xp = embed_at(x, np.array([tp]), E, tau)[0]
+    d = np.sqrt(((XL - xp) ** 2).sum(1))
+    W = np.ones_like(d) if theta == 0 else np.exp(-(theta / d.mean()) * d)
+    A = np.column_stack([W, W[:, None] * XL])
+    b = W * ylib[nbrs]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        return float("nan"), np.full(XL.shape[1] + 1, np.nan), float("nan")
+    G = A.T @ A + ridge * np.diag([0.0] + [1.0] * XL.shape[1])
+    C = np.linalg.lstsq(G, A.T @ b, rcond=None)[0]
+    p = C[0] + C[1:] @ xp
+    return float(p), C, float(np.sum(W * (ylib[nbrs] - p) ** 2) / np.sum(W))
+
+
+def row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
+    """Library positions the "all" mode uses for one row (drops the farthest if asked; of
+    several equally far, the last, as the kernels' pass 1 does)."""
+    cand = np.flatnonzero(np.abs(lib_t - tp) > R)
+    drop = cand.size - min(knn, cand.size)
+    if drop == 1:
+        XL = embed_at(x, lib_t[cand], E, tau)
+        xp = embed_at(x, np.array([tp]), E, tau)[0]
+        d = ((XL - xp) ** 2).sum(1)
+        cand = np.delete(cand, d.size - 1 - int(np.argmax(d[::-1])))  # the last farthest, as the kernels
+    return cand
+
+
+def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr,
+                    R, knn, ridge) -> None:
+    """Solve the rows marked for the host (status 1) in place, from the data as given:
+    pyEDM's least squares (in the orthonormal basis where that is exact to rounding, else
+    lstsq row by row), or the ridge system."""
+    if np.any(status == 3):  # cannot happen: "all" mode only drops 0 or 1 neighbour
+        raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
+    todo = np.zeros(status.shape, bool)
+    todo[status == 1] = True
+    if ridge == 0 and todo.any():
+        _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, E=E, tau=tau,
+                       thetas=thetas, nbr=nbr, R=R, knn=knn)
+    for ti, row in zip(*np.nonzero(todo), strict=True):
+        tp = int(pred_t[row])
+        nb = nbr[row][nbr[row] >= 0] if nbr is not None else row_neighbours(
+            lib_t, tp, R, knn, x, E, tau)
+        if ridge > 0:
+            p, C, v = row_ridge(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb, ridge)
+        else:
+            p, C, v = row_lstsq(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb)
+        pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
+
+
+def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,
+                   knn) -> None:
+    """The rows of ``todo`` whose least squares the library's orthonormal basis solves to
+    rounding (module docstring), solved in blocks of rows (on threads: NumPy and BLAS
+    release the GIL) and cleared from ``todo``."""
+    XL = embed_at(x, lib_t, E, tau)
+    n_lib, D = XL.shape
+    B = np.column_stack([np.ones(n_lib), XL])
+    if n_lib <= D + 1 or not np.all(np.isfinite(B)):
+        return
+    Q0, R0 = np.linalg.qr(B)
+    r0 = np.abs(np.diag(R0))
+    if not r0.min() > np.finfo(float).eps * n_lib * r0.max():  # the library itself is rank-deficient
+        return
+    iu = np.triu_indices(D + 1)
+    fin = np.isfinite(ylib)
+    y0 = np.where(fin, ylib, 0.0)
+    basis = _Basis(XL=XL, R0=R0, P=Q0[:, iu[0]] * Q0[:, iu[1]], Qy=Q0 * y0[:, None], iu=iu,
+                   fin=fin, y0=y0)
+    rows = np.flatnonzero(todo.any(axis=0))
+    XP = embed_at(x, pred_t[rows], E, tau)
+
+    def one(b0: int) -> None:
+        r, xp = rows[b0:b0 + block], XP[b0:b0 + block]
+        d2 = cdist(xp, XL, "sqeuclidean")
+        use = _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn)
+        d = np.sqrt(d2, out=d2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dmean = np.where(use, d, 0.0).sum(axis=1) / use.sum(axis=1)
+        for ti in np.flatnonzero(todo[:, r].any(axis=1)):
+            sel = np.flatnonzero(todo[ti, r])
+            _solve_block(ti, r[sel], xp[sel], d[sel], dmean[sel], use[sel], float(thetas[ti]),
+                         todo, pred, coef, var, basis)
+
+    block = max(8, min(256, BLOCK_ELEMENTS // n_lib))
+    starts = range(0, rows.size, block)
+    with ThreadPoolExecutor(max_workers=min(len(starts), HOST_THREADS)) as pool:
+        for _ in pool.map(one, starts):
+            pass
+
+
+@dataclass(frozen=True)
+class _Basis:
+    """The library's orthonormal basis: the embedding ``XL``, ``R0`` of ``[1, XL] = Q0 R0``,
+    the upper triangles of ``Q0``'s rows' outer products ``P`` (indices ``iu``), ``Q0``'s rows
+    times the targets ``Qy`` (0 where not finite: ``fin``, ``y0``)."""
+
+    XL: np.ndarray
+    R0: np.ndarray
+    P: np.ndarray
+    Qy: np.ndarray
+    iu: tuple[np.ndarray, np.ndarray]
+    fin: np.ndarray
+    y0: np.ndarray
+
+
+def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn) -> np.ndarray:
+    """Which library points rows ``r`` fit over (:func:`row_neighbours`, or the table)."""
+    if nbr is not None:
+        use = np.zeros(d2.shape, bool)
+        tab = nbr[r]
+        i, j = np.nonzero(tab >= 0)
+        use[i, tab[i, j]] = True
+        return use
+    use = np.abs(lib_t[None, :] - pred_t[r][:, None]) > R
+    cnt = use.sum(axis=1)
+    drop = cnt - np.minimum(knn, cnt)
+    for i in np.flatnonzero(drop == 1):  # the last of the farthest, as row_neighbours
+        cand = np.flatnonzero(use[i])
+        dc = d2[i, cand]
+        use[i, cand[dc.size - 1 - int(np.argmax(dc[::-1]))]] = False
+    return use
+
+
+def _solve_block(ti, r, xp, d, dmean, use, theta, todo, pred, coef, var, basis: _Basis) -> None:
+    """One theta's rows ``r`` of a block (distances ``d`` to every library point, the mask
+    ``use`` of those fitted over): solved and cleared from ``todo`` where the module
+    docstring's conditions hold."""
+    with np.errstate(all="ignore"):
+        w = np.ones_like(d) if theta == 0 else np.exp(-(theta / dmean)[:, None] * d)
+    fin, y0, iu, R0 = basis.fin, basis.y0, basis.iu, basis.R0
+    D = basis.XL.shape[1]
+    w = np.where(use, w, 0.0)
+    wf = np.where(fin[None, :], w, 0.0)               # the fit over finite targets
+    ok = np.all(np.isfinite(w), axis=1) & (np.count_nonzero(wf, axis=1) > D + 1)
+    if not ok.any():
+        return
+    r, xp, w, wf = r[ok], xp[ok], w[ok], wf[ok]
+    w2 = wf * wf
+    n = D + 1
+    G = np.empty((r.size, n, n))
+    G[:, iu[0], iu[1]] = w2 @ basis.P
+    G[:, iu[1], iu[0]] = G[:, iu[0], iu[1]]
+    g = w2 @ basis.Qy
+    good, L = _cholesky(G)
+    sl = np.linalg.svd(L, compute_uv=False)
+    sa = np.linalg.svd(np.transpose(L, (0, 2, 1)) @ R0, compute_uv=False)
+    with np.errstate(all="ignore"):
+        good &= (sl[:, 0] ** 2 <= WHITENED_COND_G * sl[:, -1] ** 2) & \
+            (sa[:, 0] <= WHITENED_COND_A * sa[:, -1])
+    if not good.any():
+        return
+    r, xp, w, wf, L, g = r[good], xp[good], w[good], wf[good], L[good], g[good]
+    z = np.linalg.solve(G[good], g[..., None])[..., 0]
+    C = solve_triangular(R0, z.T).T
+    p = C[:, 0] + np.einsum("ij,ij->i", C[:, 1:], xp)
+    yres = y0[None, :] - p[:, None]
+    v = np.einsum("ij,ij->i", wf, yres * yres) / wf.sum(axis=1)
+    pred[ti, r], coef[ti, r], var[ti, r] = p, C, v
+    todo[ti, r] = False
+
+
+def _cholesky(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the stacked matrices ``G`` are positive definite, and their Cholesky factors
+    (zero where not)."""
+    try:
+        return np.ones(G.shape[0], bool), np.linalg.cholesky(G)
+    except np.linalg.LinAlgError:  # some row is not: each row on its own
+        good, L = np.zeros(G.shape[0], bool), np.zeros_like(G)
+        for i in range(G.shape[0]):
+            try:
+                L[i] = np.linalg.cholesky(G[i])
+                good[i] = True
+            except np.linalg.LinAlgError:
+                pass
+        return good, L
