@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.spatial.distance import cdist
+from threadpoolctl import threadpool_limits
 
 #: the largest condition of a row's weighted design ``A`` solved in the orthonormal basis
 #: (above it the row takes lstsq: its answer is then only determined to ~cond x eps and
@@ -147,8 +148,8 @@ def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, 
 def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,
                    knn) -> None:
     """The rows of ``todo`` whose least squares the library's orthonormal basis solves to
-    rounding (module docstring), solved in blocks of rows (on threads: NumPy and BLAS
-    release the GIL) and cleared from ``todo``."""
+    rounding (module docstring), solved in blocks of rows, on threads (NumPy and BLAS release
+    the GIL), and cleared from ``todo``."""
     XL = embed_at(x, lib_t, E, tau)
     n_lib, D = XL.shape
     B = np.column_stack([np.ones(n_lib), XL])
@@ -161,12 +162,11 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
     iu = np.triu_indices(D + 1)
     fin = np.isfinite(ylib)
     y0 = np.where(fin, ylib, 0.0)
-    basis = _Basis(XL=XL, R0=R0, P=Q0[:, iu[0]] * Q0[:, iu[1]], Qy=Q0 * y0[:, None], iu=iu,
-                   fin=fin, y0=y0)
+    P, Qy = Q0[:, iu[0]] * Q0[:, iu[1]], Q0 * y0[:, None]
     rows = np.flatnonzero(todo.any(axis=0))
     XP = embed_at(x, pred_t[rows], E, tau)
 
-    def one(b0: int) -> None:
+    def block_rows(b0: int) -> None:
         r, xp = rows[b0:b0 + block], XP[b0:b0 + block]
         d2 = cdist(xp, XL, "sqeuclidean")
         use = _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn)
@@ -175,29 +175,18 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
             dmean = np.where(use, d, 0.0).sum(axis=1) / use.sum(axis=1)
         for ti in np.flatnonzero(todo[:, r].any(axis=1)):
             sel = np.flatnonzero(todo[ti, r])
-            _solve_block(ti, r[sel], xp[sel], d[sel], dmean[sel], use[sel], float(thetas[ti]),
-                         todo, pred, coef, var, basis)
+            wt = _weights(ti, r[sel], xp[sel], d[sel], dmean[sel], use[sel] & fin,
+                          float(thetas[ti]), y0, D)
+            _solve(wt, todo, pred, coef, var, P, Qy, R0, iu)
 
     block = max(8, min(256, BLOCK_ELEMENTS // n_lib))
     starts = range(0, rows.size, block)
-    with ThreadPoolExecutor(max_workers=min(len(starts), HOST_THREADS)) as pool:
-        for _ in pool.map(one, starts):
+    # the blocks are the parallelism: BLAS in each runs on its thread alone (its own
+    # threads would compete with the blocks' for the cores)
+    with threadpool_limits(limits=1, user_api="blas"), \
+            ThreadPoolExecutor(max_workers=min(len(starts), HOST_THREADS)) as pool:
+        for _ in pool.map(block_rows, starts):
             pass
-
-
-@dataclass(frozen=True)
-class _Basis:
-    """The library's orthonormal basis: the embedding ``XL``, ``R0`` of ``[1, XL] = Q0 R0``,
-    the upper triangles of ``Q0``'s rows' outer products ``P`` (indices ``iu``), ``Q0``'s rows
-    times the targets ``Qy`` (0 where not finite: ``fin``, ``y0``)."""
-
-    XL: np.ndarray
-    R0: np.ndarray
-    P: np.ndarray
-    Qy: np.ndarray
-    iu: tuple[np.ndarray, np.ndarray]
-    fin: np.ndarray
-    y0: np.ndarray
 
 
 def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn) -> np.ndarray:
@@ -208,7 +197,14 @@ def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn) -> np.ndarray:
         i, j = np.nonzero(tab >= 0)
         use[i, tab[i, j]] = True
         return use
-    use = np.abs(lib_t[None, :] - pred_t[r][:, None]) > R
+    if lib_t.size > 1 and np.all(lib_t[1:] > lib_t[:-1]):  # ascending: a range of each row
+        use = np.ones(d2.shape, bool)
+        lo = np.searchsorted(lib_t, pred_t[r] - R, side="left")
+        hi = np.searchsorted(lib_t, pred_t[r] + R, side="right")
+        for i in np.flatnonzero(hi > lo):
+            use[i, lo[i]:hi[i]] = False
+    else:
+        use = np.abs(lib_t[None, :] - pred_t[r][:, None]) > R
     cnt = use.sum(axis=1)
     drop = cnt - np.minimum(knn, cnt)
     for i in np.flatnonzero(drop == 1):  # the last of the farthest, as row_neighbours
@@ -218,26 +214,50 @@ def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn) -> np.ndarray:
     return use
 
 
-def _solve_block(ti, r, xp, d, dmean, use, theta, todo, pred, coef, var, basis: _Basis) -> None:
-    """One theta's rows ``r`` of a block (distances ``d`` to every library point, the mask
-    ``use`` of those fitted over): solved and cleared from ``todo`` where the module
-    docstring's conditions hold."""
+@dataclass(frozen=True)
+class _Weights:
+    """One theta's rows ``r`` of a block: their states ``xp``, squared weights ``w2`` over
+    the library (0 where a point is not fitted over), and their targets' weighted moments:
+    ``wsum`` (sum w), ``ymean`` (the w-weighted mean) and ``yss`` (sum w (y - ymean)^2)."""
+
+    ti: int
+    r: np.ndarray
+    xp: np.ndarray
+    w2: np.ndarray
+    wsum: np.ndarray
+    ymean: np.ndarray
+    yss: np.ndarray
+
+
+def _weights(ti, r, xp, d, dmean, fit, theta, y0, D) -> _Weights:
+    """:class:`_Weights` of rows ``r`` (distances ``d`` to every library point, their mean
+    ``dmean`` over each row's neighbours, ``fit``: the neighbours with finite targets), the
+    rows without finite weights or with no more fitted points than coefficients left out."""
     with np.errstate(all="ignore"):
         w = np.ones_like(d) if theta == 0 else np.exp(-(theta / dmean)[:, None] * d)
-    fin, y0, iu, R0 = basis.fin, basis.y0, basis.iu, basis.R0
-    D = basis.XL.shape[1]
-    w = np.where(use, w, 0.0)
-    wf = np.where(fin[None, :], w, 0.0)               # the fit over finite targets
-    ok = np.all(np.isfinite(w), axis=1) & (np.count_nonzero(wf, axis=1) > D + 1)
-    if not ok.any():
+    ok = np.all(np.isfinite(w) | ~fit, axis=1)
+    w = np.where(fit, w, 0.0)
+    ok &= np.count_nonzero(w, axis=1) > D + 1
+    r, xp, w = r[ok], xp[ok], w[ok]
+    wsum = w.sum(axis=1)
+    ymean = (w @ y0) / wsum
+    dy = y0[None, :] - ymean[:, None]
+    yss = np.einsum("ij,ij->i", w, dy * dy)
+    return _Weights(ti=ti, r=r, xp=xp, w2=np.multiply(w, w, out=w), wsum=wsum, ymean=ymean,
+                    yss=yss)
+
+
+def _solve(wt: _Weights, todo, pred, coef, var, P, Qy, R0, iu) -> None:
+    """Rows ``wt`` solved in the orthonormal basis (``P``: its rows' outer products' upper
+    triangles at ``iu``, ``Qy``: its rows times the targets) and cleared from ``todo``,
+    where the module docstring's conditions hold."""
+    if wt.r.size == 0:
         return
-    r, xp, w, wf = r[ok], xp[ok], w[ok], wf[ok]
-    w2 = wf * wf
-    n = D + 1
-    G = np.empty((r.size, n, n))
-    G[:, iu[0], iu[1]] = w2 @ basis.P
+    n = R0.shape[0]
+    G = np.empty((wt.r.size, n, n))
+    G[:, iu[0], iu[1]] = wt.w2 @ P
     G[:, iu[1], iu[0]] = G[:, iu[0], iu[1]]
-    g = w2 @ basis.Qy
+    g = wt.w2 @ Qy
     good, L = _cholesky(G)
     sl = np.linalg.svd(L, compute_uv=False)
     sa = np.linalg.svd(np.transpose(L, (0, 2, 1)) @ R0, compute_uv=False)
@@ -246,14 +266,15 @@ def _solve_block(ti, r, xp, d, dmean, use, theta, todo, pred, coef, var, basis: 
             (sa[:, 0] <= WHITENED_COND_A * sa[:, -1])
     if not good.any():
         return
-    r, xp, w, wf, L, g = r[good], xp[good], w[good], wf[good], L[good], g[good]
-    z = np.linalg.solve(G[good], g[..., None])[..., 0]
+    r = wt.r[good]
+    z = np.linalg.solve(G[good], g[good][..., None])[..., 0]
     C = solve_triangular(R0, z.T).T
-    p = C[:, 0] + np.einsum("ij,ij->i", C[:, 1:], xp)
-    yres = y0[None, :] - p[:, None]
-    v = np.einsum("ij,ij->i", wf, yres * yres) / wf.sum(axis=1)
-    pred[ti, r], coef[ti, r], var[ti, r] = p, C, v
-    todo[ti, r] = False
+    p = C[:, 0] + np.einsum("ij,ij->i", C[:, 1:], wt.xp[good])
+    # sum w (y - p)^2 = sum w (y - ymean)^2 + (sum w) (ymean - p)^2, both terms >= 0
+    wsum = wt.wsum[good]
+    v = (wt.yss[good] + wsum * (wt.ymean[good] - p) ** 2) / wsum
+    pred[wt.ti, r], coef[wt.ti, r], var[wt.ti, r] = p, C, v
+    todo[wt.ti, r] = False
 
 
 def _cholesky(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
