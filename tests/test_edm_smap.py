@@ -181,16 +181,72 @@ def _oversampled_lorenz(n: int) -> np.ndarray:
     return lorenz63(n, sample_every=2)[:, 0]
 
 
+@pytest.mark.parametrize("rotated", [True, False])
 @pytest.mark.parametrize("E,theta", [(7, 0.5), (7, 3.0), (10, 1.0)])
-def test_smooth_oversampled_float64_within_stated_tolerance(device, E, theta):
+def test_smooth_oversampled_float64_within_stated_tolerance(monkeypatch, device, E, theta,
+                                                            rotated):
     """Lorenz sampled every 0.02 at tau 1: the centred local systems' traces reach 1e11.
     The device kept rows up to that trace and answered up to 2.5e-8 (predictions) and 1e-4
-    (coefficients) away from pyEDM, beyond the float64 tolerances above; with float64
-    series it keeps them only up to 1e8, and the host solves the rest."""
+    (coefficients) away from pyEDM, beyond the float64 tolerances above. Now the states
+    run in the library's principal axes (traces 10-4,000: every row on the device but the
+    last, which drops its farthest point and is solved on the host); unrotated, float64
+    series keep device rows only up to trace 1e8 and the host solves the rest."""
+    if not rotated:
+        monkeypatch.setattr(S, "principal_axes", lambda *a, **k: None)
     x = _oversampled_lorenz(500)
     ref = pyedm_smap(x, E=E, theta=theta)
     res = S.smap(x, E=E, theta=theta, dtype=np.float64, device=device)
     check_against_pyedm(res, ref, 1e-9)
+    if rotated:
+        assert res.n_fallback <= 1
+
+
+@pytest.mark.parametrize("case", ["mackey-glass-E14", "float32", "ridge", "state-space",
+                                  "exclusion", "nan-target"])
+def test_principal_axes_equal_the_unrotated_answer(monkeypatch, case):
+    """S-map of states rotated to the library's principal axes (pyedmcl.edm.smap_rotation)
+    against the same call unrotated (float64: its rows solved on the host there) and
+    pyEDM where it has the case: predictions and variances within 1e-9, coefficients 1e-6
+    (float32 series: 1e-3, the stated float32 tolerances); and the rotated rows stay on
+    the device."""
+    x, y = _oversampled_lorenz(400), None
+    kw: dict = dict(E=7, theta=2.0)
+    dtype, tol = np.float64, 1e-9
+    if case == "mackey-glass-E14":
+        x = _mackey_glass(400)
+        kw.update(E=14, theta=1.0)
+    elif case == "float32":
+        dtype, tol = np.float32, 1e-3
+    elif case == "ridge":  # the penalty on the slopes is the same in any orthonormal axes
+        kw.update(ridge=0.5)
+    elif case == "state-space":
+        x = np.column_stack([x, _oversampled_lorenz(420)[20:]])
+        kw.update(E=4)
+    elif case == "exclusion":
+        kw.update(exclusion_radius=6, theta=4.0)
+    elif case == "nan-target":
+        y = x.copy()
+        y[[50, 51]] = np.nan
+    from pyedmcl.edm import smap_rotation
+
+    taken = []
+    axes = smap_rotation.principal_axes
+    monkeypatch.setattr(S, "principal_axes", lambda *a, **k: taken.append(axes(*a, **k))
+                        or taken[-1])
+    got = S.smap(x, y, dtype=dtype, device=CPU_DEVICE, **kw)
+    assert taken and taken[0] is not None
+    if case not in ("nan-target",):
+        assert got.n_fallback <= 1
+    monkeypatch.setattr(S, "principal_axes", lambda *a, **k: None)
+    ref = S.smap(x, y, dtype=np.float64, device=CPU_DEVICE, **kw)
+    ok = np.isfinite(ref.predicted)
+    assert np.array_equal(ok, np.isfinite(got.predicted))
+    for a, b, t in ((got.predicted, ref.predicted, tol), (got.variance, ref.variance, tol),
+                    (got.coefficients, ref.coefficients, 1e-3 if tol >= 1e-3 else 1e-6)):
+        assert np.abs(a - b)[ok].max() < t * np.abs(b[ok]).max(), (case, t)
+    assert got.E == ref.E and got.tau == ref.tau
+
+
 
 
 def _host_rows(monkeypatch, x, y=None, *, whitened, E, theta, lib=None, pred=None, R=0,
@@ -211,6 +267,7 @@ def _host_rows(monkeypatch, x, y=None, *, whitened, E, theta, lib=None, pred=Non
         status[status == 0] = 1
         return solve(pred_, coef, var, status, *a, **k)
     monkeypatch.setattr(S, "solve_host_rows", all_rows)
+    monkeypatch.setattr(S, "principal_axes", lambda *a, **k: None)  # the host path alone
     res = S.smap(x, y, E=E, theta=theta, lib=lib, pred=pred, exclusion_radius=R, knn=knn,
                  dtype=np.float64, device=CPU_DEVICE)
     monkeypatch.undo()
@@ -844,7 +901,8 @@ def test_gemm_rows_its_shift_fails_are_solved_again_centred(monkeypatch):
     monkeypatch.setattr(S, "_redo_centred", spy)
     lib = pred = np.arange(12, 599)
     kw = dict(E=12, tau=1, Tp=1, thetas=np.array([2.0, 8.0]), knn=None, exclusion_radius=0,
-              ridge=0.0, dtype=np.float32, device=CPU_DEVICE, backend=None)
+              ridge=0.0, dtype=np.float32, device=CPU_DEVICE, backend=None,
+              rotate=False)  # (in the principal axes no shift cancels)
     g = S.smap_core(x, x, lib, pred, params={"VARIANT": "group", "WG": 64, "PV": 1}, **kw)
     m = S.smap_core(x, x, lib, pred, params={"VARIANT": "gemm", "WG": 64, "PV": 1}, **kw)
     assert seen and seen[0] > 0

@@ -72,6 +72,7 @@ from ..primitives.ranges import MAX_KNN, resolve
 from ..validation import as_series, check_dtype, check_int
 from .results import SimplexResult
 from .smap_host import embed_at, solve_host_rows
+from .smap_rotation import principal_axes
 from .statespace import (
     StateSpace,
     bad_points,
@@ -276,7 +277,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
               ridge: float, dtype: Any, device: Any, backend: str | None,
               params: dict | None = None, accumulate: str | None = None,
               timing: dict | None = None,
-              observed_ok: np.ndarray | None = None) -> list[SMapResult]:
+              observed_ok: np.ndarray | None = None, rotate: bool = True) -> list[SMapResult]:
     """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
 
     ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
@@ -287,6 +288,18 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     without fp64) or "float" (plain float32, fastest, least accurate). ``timing``, if a
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
     """
+    if rotate:  # nearly collinear lags: the states in their principal axes (smap_rotation)
+        axes = principal_axes(x, lib_t, pred_t, E=E, tau=tau, knn=knn, R=int(exclusion_radius))
+        if axes is not None:
+            res = axes.unrotate(smap_core(
+                axes.Y, y, lib_t, pred_t, E=1, tau=1, Tp=Tp, thetas=thetas, knn=knn,
+                exclusion_radius=exclusion_radius, ridge=ridge, dtype=dtype, device=device,
+                backend=backend, params=params, accumulate=accumulate, timing=timing,
+                observed_ok=observed_ok, rotate=False))
+            if axes.drop_rows.size:
+                _rows_on_the_host(res, axes.drop_rows, x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp,
+                                  thetas=thetas, knn=knn, R=int(exclusion_radius), ridge=ridge)
+            return res
     be = get_backend(device, backend)
     # float32's merge check runs beside the device's work (started with the launch, its
     # verdict asked below)
@@ -324,7 +337,7 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         return smap_core(x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=thetas, knn=knn,
                          exclusion_radius=exclusion_radius, ridge=ridge, dtype=np.float64,
                          device=be, backend=None, params=params, accumulate="double",
-                         timing=timing, observed_ok=observed_ok)
+                         timing=timing, observed_ok=observed_ok, rotate=rotate)
     if timing is not None:
         timing["kernel_s"] = kernel_s
         timing["params"] = dict(params)
@@ -338,6 +351,25 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
                    thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
     return _results(pred, coef, var, status, host["observed"], pred_t, E=E, tau=tau, Tp=Tp,
                     knn=knn_eff, thetas=thetas)
+
+
+def _rows_on_the_host(res: list[SMapResult], rows: np.ndarray, x, y, lib_t, pred_t, *, E, tau,
+                      Tp, thetas, knn, R, ridge) -> None:
+    """Rows ``rows`` of ``res`` (one result per theta) solved again on the host from the data
+    as given, in place, and the skills taken again."""
+    pred = np.stack([r.predicted for r in res])
+    coef = np.stack([r.coefficients for r in res])
+    var = np.stack([r.variance for r in res])
+    status = np.zeros(pred.shape, np.int32)
+    status[:, rows] = 1
+    n_lib = lib_t.size
+    solve_host_rows(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
+                    thetas=thetas, nbr=None, R=R,
+                    knn=n_lib - 1 if knn is None else min(int(knn), n_lib), ridge=ridge)
+    for i, r in enumerate(res):
+        r.predicted, r.coefficients, r.variance = pred[i], coef[i], var[i]
+        r.rho, r.mae, r.rmse = _skill(r.predicted, r.observed)
+        r.n_fallback = min(r.predicted.size, r.n_fallback + rows.size)
 
 
 #: a launch whose rows fail the device's tests beyond this fraction (of those it solved or

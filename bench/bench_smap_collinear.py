@@ -1,15 +1,16 @@
-"""S-map on oversampled smooth data, where the host solves most rows: pyedmcl against lstsq
-row by row (pyEDM's algorithm, in pyedmcl's own loop) and pyEDM itself, same process, same
-data, ratios printed.
+"""S-map on oversampled smooth data (nearly collinear lags): pyedmcl against lstsq row by
+row (pyEDM's algorithm, in pyedmcl's own loop) and pyEDM itself, same process, same data,
+ratios printed.
 
 Data: Mackey-Glass (:func:`bench_row_check.mackey_glass`) at E 20 and Lorenz-63's x
 sampled every 0.02 (:func:`pyedmcl.data.lorenz63`) at E 7, tau 1, theta 1, every point
-predicted (leave one out). There nearly every row's centred normal equations fail the
-device's test (float32 series: Mackey-Glass E 20; float64 series: both), and the host
-solves them in the library's orthonormal basis (:mod:`pyedmcl.edm.smap_host`). The peers
-run only up to ``--peer-max-L`` (one lstsq of L x (E + 1) a row). Each output line also
-gives the largest prediction difference to lstsq row by row, relative to the largest
-prediction. Examples::
+predicted (leave one out). Unrotated, nearly every row's centred normal equations fail
+the device's test there; pyedmcl runs the states in the library's principal axes
+(:mod:`pyedmcl.edm.smap_rotation`), whose rows pass it, and solves the rows left to the
+host in the library's orthonormal basis (:mod:`pyedmcl.edm.smap_host`). The peers run only
+up to ``--peer-max-L`` (one lstsq of L x (E + 1) a row). Each output line also gives the
+largest prediction difference to lstsq row by row, relative to the largest prediction.
+Examples::
 
     python bench/bench_smap_host_rows.py --L 1000,2000,4000
     python bench/bench_smap_host_rows.py --device nvidia --L 2000,8000,32000 --peer-max-L 2000
@@ -47,6 +48,7 @@ def main() -> None:
 
     import pyedmcl as pe
     from clkernels import get_backend
+    from pyedmcl.edm import smap as smap_mod
     from pyedmcl.edm import smap_host
 
     try:
@@ -66,12 +68,13 @@ def main() -> None:
             res = pe.smap(x, **kw)  # builds the kernels
 
             def by_rows(x=x, kw=kw):
-                whitened = smap_host._whitened_rows
+                whitened, axes = smap_host._whitened_rows, smap_mod.principal_axes
                 smap_host._whitened_rows = lambda *args, **kws: None
+                smap_mod.principal_axes = lambda *args, **kws: None
                 try:
                     return pe.smap(x, **kw)
                 finally:
-                    smap_host._whitened_rows = whitened
+                    smap_host._whitened_rows, smap_mod.principal_axes = whitened, axes
 
             fns = {"pyedmcl": lambda x=x, kw=kw: pe.smap(x, **kw)}
             if L <= a.peer_max_L:
