@@ -30,6 +30,7 @@ from conftest import CPU_DEVICE, FAST_BUILD_CPU, run_under_oclgrind  # noqa: E40
 
 from clkernels import get_backend  # noqa: E402
 from pyedmcl.edm import smap as S  # noqa: E402
+from pyedmcl.edm.smap_host import embed_at  # noqa: E402
 from pyedmcl.primitives.ranges import resolve  # noqa: E402
 
 # ----------------------------------------------------------------------------- data
@@ -247,6 +248,39 @@ def test_principal_axes_equal_the_unrotated_answer(monkeypatch, case):
     assert got.E == ref.E and got.tau == ref.tau
 
 
+
+
+def test_principal_axes_are_taken_where_they_keep_the_answer():
+    """When smap_rotation rotates: collinear lags (condition 1e3-1e7) only; not noise, not
+    an exact sine (rank-deficient: an axis of rounding alone), not a neighbour table, not
+    with more than MAX_DROP_ROWS rows dropping their farthest point; those rows listed, a
+    library with a gap included; a NaN at a time no row reads leaves a zero state there."""
+    from pyedmcl.edm.smap_rotation import MAX_DROP_ROWS, principal_axes
+
+    x = _oversampled_lorenz(400)
+    lib, pred = np.arange(6, 399), np.arange(6, 400)
+    kw = dict(E=7, tau=1, R=0)
+    axes = principal_axes(x, lib, pred, knn=None, **kw)
+    assert axes is not None and list(axes.drop_rows) == [pred.size - 1]
+    assert np.allclose(axes.V.T @ axes.V, np.eye(7), atol=1e-12)
+    Y = axes.Y[pred]  # every distance kept
+    X = embed_at(x, pred, 7, 1)
+    assert np.allclose(np.linalg.norm(Y[:, None] - Y[None, :20], axis=2),
+                       np.linalg.norm(X[:, None] - X[None, :20], axis=2), rtol=1e-12, atol=1e-12)
+    noise = np.random.default_rng(0).standard_normal(400)
+    assert principal_axes(noise, lib, pred, knn=None, **kw) is None
+    sine = np.sin(0.3 * np.arange(400))
+    assert principal_axes(sine, lib, pred, knn=None, E=4, tau=1, R=0) is None
+    assert principal_axes(x, lib, pred, knn=50, **kw) is None
+    assert principal_axes(x, lib, pred, knn=lib.size, **kw).drop_rows.size == 0
+    gap = np.r_[np.arange(6, 200), np.arange(203, 399)]
+    assert list(principal_axes(x, gap, pred, knn=None, **kw).drop_rows) == [194, 195, 196, 393]
+    assert principal_axes(x, np.arange(6, 200), np.arange(200, 200 + MAX_DROP_ROWS + 1),
+                          knn=None, **kw) is None
+    holed = x.copy()
+    holed[2] = np.nan  # before the first time with a full embedding that rows read
+    ax = principal_axes(holed, np.arange(9, 399), np.arange(9, 400), knn=None, **kw)
+    assert ax is not None and np.all(ax.Y[:9] == 0) and np.all(np.isfinite(ax.Y))
 
 
 def _host_rows(monkeypatch, x, y=None, *, whitened, E, theta, lib=None, pred=None, R=0,

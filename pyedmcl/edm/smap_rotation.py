@@ -89,10 +89,15 @@ def principal_axes(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: i
         return None
     drop_rows = np.zeros(0, np.int64)
     if knn is None or min(int(knn), n_lib) == n_lib - 1:
-        srt = lib_t if np.all(lib_t[1:] > lib_t[:-1]) else np.sort(lib_t)
-        near = np.searchsorted(srt, pred_t + R, side="right") - \
-            np.searchsorted(srt, pred_t - R, side="left")
-        drop_rows = np.flatnonzero(near == 0)  # every library point a candidate: one dropped
+        lo, hi = int(lib_t[0]), int(lib_t[-1])
+        if hi - lo == n_lib - 1 and np.all(np.diff(lib_t) == 1):
+            # a run of times: a row excludes a library point iff it comes within R of it
+            drop_rows = np.flatnonzero((pred_t + R < lo) | (pred_t - R > hi))
+        else:
+            srt = np.sort(lib_t)
+            near = np.searchsorted(srt, pred_t + R, side="right") - \
+                np.searchsorted(srt, pred_t - R, side="left")
+            drop_rows = np.flatnonzero(near == 0)  # every library point a candidate: one dropped
         if drop_rows.size > MAX_DROP_ROWS:
             return None
     sample = lib_t[np.linspace(0, n_lib - 1, min(n_lib, AXES_SAMPLE)).astype(np.int64)]
@@ -111,9 +116,9 @@ def principal_axes(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: i
     ok = (t - max(span, 0) >= 0) & (t - min(span, 0) < n)
     tv = t[ok]
     states = embed_at(x, tv, E, tau)
-    finite = np.all(np.isfinite(states), axis=1)
+    finite = None if np.all(np.isfinite(x)) else np.all(np.isfinite(states), axis=1)
     Y = np.zeros((n, V.shape[0]))
-    if finite.all():
+    if finite is None:
         Y[tv[0]:tv[-1] + 1] = (states - mu) @ V          # (tv is one run of times)
     else:
         if not np.all(finite[np.union1d(lib_t, pred_t) - tv[0]]):
