@@ -9,17 +9,11 @@ oversampled smooth data (E >= 10 at tau = 1), where nearly every row's centred n
 equations fail the device's test.
 
 Most such rows are ill-conditioned only through the library's global shape (neighbouring
-lags of a smooth series are nearly collinear), which one QR of the unweighted library
-design ``B = [1, X] = Q0 R0`` removes: ``A = diag(w) Q0 R0``, and the row's normal
-equations in the orthonormal basis, ``G = Q0^T diag(w^2) Q0``, are as well conditioned as
-the weights make them (condition 1-10^4 on the data measured where ``B``'s is 10^6-10^9).
-Every row's ``G`` is one product of the rows' squared weights with the basis' outer
-products (BLAS 3, blocks of rows on threads), then a small solve and ``C = R0^-1 z``. The singular values of
-``A`` are those of ``L^T R0`` (``G = L L^T``): a row is solved so only when ``A`` has full
-rank far from lstsq's cut-off and both conditions are bounded
-(:data:`WHITENED_COND_A`, :data:`WHITENED_COND_G`); every other row takes lstsq as pyEDM
-does. Rows solved so agree with lstsq to ~cond(A) x eps in the coefficients (measured
-<= 1.5e-8 relative) and to ~1e-12 in the predictions (``tests/test_edm_smap.py``).
+lags of a smooth series are nearly collinear): they are solved in the library's orthonormal
+basis (:mod:`pyedmcl.edm.smap_basis`), in blocks of rows on threads, BLAS on one thread each;
+every row that basis cannot vouch for takes lstsq as pyEDM does. Rows solved so agree with
+lstsq to ~cond(A) x eps in the coefficients (measured <= 1.5e-8 relative) and to ~1e-12 in
+the predictions (``tests/test_edm_smap.py``).
 """
 
 from __future__ import annotations
@@ -33,13 +27,8 @@ from scipy.linalg import solve_triangular
 from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
-#: the largest condition of a row's weighted design ``A`` solved in the orthonormal basis
-#: (above it the row takes lstsq: its answer is then only determined to ~cond x eps and
-#: hangs on the SVD's own rounding; pyEDM's cut-off is at eps x n_lib)
-WHITENED_COND_A = 1e8
-#: the largest condition of a row's Gram matrix in the orthonormal basis (its Cholesky
-#: solve loses ~cond x eps)
-WHITENED_COND_G = 1e8
+from .smap_basis import LibraryBasis, gram_solves, library_basis
+
 #: elements of one block's (rows x library) arrays
 BLOCK_ELEMENTS = 1 << 20
 #: threads solving blocks of rows
@@ -152,17 +141,12 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
     the GIL), and cleared from ``todo``."""
     XL = embed_at(x, lib_t, E, tau)
     n_lib, D = XL.shape
-    B = np.column_stack([np.ones(n_lib), XL])
-    if n_lib <= D + 1 or not np.all(np.isfinite(B)):
+    basis = library_basis(XL)
+    if basis is None:
         return
-    Q0, R0 = np.linalg.qr(B)
-    r0 = np.abs(np.diag(R0))
-    if not r0.min() > np.finfo(float).eps * n_lib * r0.max():  # the library itself is rank-deficient
-        return
-    iu = np.triu_indices(D + 1)
     fin = np.isfinite(ylib)
     y0 = np.where(fin, ylib, 0.0)
-    P, Qy = Q0[:, iu[0]] * Q0[:, iu[1]], Q0 * y0[:, None]
+    Qy = basis.Q0 * y0[:, None]
     rows = np.flatnonzero(todo.any(axis=0))
     XP = embed_at(x, pred_t[rows], E, tau)
 
@@ -177,7 +161,7 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
             sel = np.flatnonzero(todo[ti, r])
             wt = _weights(ti, r[sel], xp[sel], d[sel], dmean[sel], use[sel] & fin,
                           float(thetas[ti]), y0, D)
-            _solve(wt, todo, pred, coef, var, P, Qy, R0, iu)
+            _solve(wt, todo, pred, coef, var, basis, Qy)
 
     block = max(8, min(256, BLOCK_ELEMENTS // n_lib))
     starts = range(0, rows.size, block)
@@ -247,47 +231,25 @@ def _weights(ti, r, xp, d, dmean, fit, theta, y0, D) -> _Weights:
                     yss=yss)
 
 
-def _solve(wt: _Weights, todo, pred, coef, var, P, Qy, R0, iu) -> None:
-    """Rows ``wt`` solved in the orthonormal basis (``P``: its rows' outer products' upper
-    triangles at ``iu``, ``Qy``: its rows times the targets) and cleared from ``todo``,
-    where the module docstring's conditions hold."""
+def _solve(wt: _Weights, todo, pred, coef, var, basis: LibraryBasis, Qy: np.ndarray) -> None:
+    """Rows ``wt`` solved in the library's orthonormal basis (``Qy``: its rows times the
+    targets) and cleared from ``todo``, where :func:`gram_solves` vouches for them."""
     if wt.r.size == 0:
         return
-    n = R0.shape[0]
-    G = np.empty((wt.r.size, n, n))
-    G[:, iu[0], iu[1]] = wt.w2 @ P
-    G[:, iu[1], iu[0]] = G[:, iu[0], iu[1]]
-    g = wt.w2 @ Qy
-    good, L = _cholesky(G)
-    sl = np.linalg.svd(L, compute_uv=False)
-    sa = np.linalg.svd(np.transpose(L, (0, 2, 1)) @ R0, compute_uv=False)
-    with np.errstate(all="ignore"):
-        good &= (sl[:, 0] ** 2 <= WHITENED_COND_G * sl[:, -1] ** 2) & \
-            (sa[:, 0] <= WHITENED_COND_A * sa[:, -1])
+    good, G = gram_solves(basis, wt.w2)
     if not good.any():
         return
     r = wt.r[good]
-    z = np.linalg.solve(G[good], g[good][..., None])[..., 0]
-    C = solve_triangular(R0, z.T).T
-    p = C[:, 0] + np.einsum("ij,ij->i", C[:, 1:], wt.xp[good])
+    g = wt.w2[good] @ Qy
+    z = np.linalg.solve(G[good], g[..., None])[..., 0]
+    C = solve_triangular(basis.R0, z.T).T
+    # the prediction point in the basis: [1, x_p] = q_p R0, p = q_p z (no slopes'
+    # cancellation against the intercept)
+    qp = solve_triangular(basis.R0, np.column_stack([np.ones(r.size), wt.xp[good]]).T,
+                          trans="T")
+    p = np.einsum("kr,rk->r", qp, z)
     # sum w (y - p)^2 = sum w (y - ymean)^2 + (sum w) (ymean - p)^2, both terms >= 0
     wsum = wt.wsum[good]
     v = (wt.yss[good] + wsum * (wt.ymean[good] - p) ** 2) / wsum
     pred[wt.ti, r], coef[wt.ti, r], var[wt.ti, r] = p, C, v
     todo[wt.ti, r] = False
-
-
-def _cholesky(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which of the stacked matrices ``G`` are positive definite, and their Cholesky factors
-    (zero where not)."""
-    try:
-        return np.ones(G.shape[0], bool), np.linalg.cholesky(G)
-    except np.linalg.LinAlgError:  # some row is not: each row on its own
-        good, L = np.zeros(G.shape[0], bool), np.zeros_like(G)
-        for i in range(G.shape[0]):
-            try:
-                L[i] = np.linalg.cholesky(G[i])
-                good[i] = True
-            except np.linalg.LinAlgError:
-                pass
-        return good, L

@@ -30,9 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.linalg import solve_triangular
+from scipy.spatial.distance import cdist
 
 from clkernels import get_backend
 
+from ..edm.smap_basis import gram_solves, library_basis
+from ..edm.smap_host import embed_at
 from ..kernels.smap import SMAP_XMAP, acc_dtype
 from ..primitives.ranges import resolve
 from .scheduler import Progress
@@ -51,6 +55,9 @@ HAT_MIN_TARGETS = 32
 #: per library, outgrow their use; H200, 100 series x 8,000 points: "hat" 0.91 s,
 #: "stream" 0.67 s; decision 0136)
 HAT_MAX_POINTS = 4096
+#: elements of one block's (rows x library) and (library x basis x targets) arrays of the
+#: host rows solved in the library's orthonormal basis
+BASIS_ELEMENTS = 1 << 21
 
 
 @dataclass
@@ -186,9 +193,64 @@ class SmapXmapEngine:
         pred = self.be.to_host(args["out_pred"]).astype(np.float64).reshape(
             B, g.targets.size, n_pred)
         pred += self.offset[g.targets][None, :, None]
-        for b, row in zip(*np.nonzero(status == 1), strict=True):
-            pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
+        for b in np.unique(np.nonzero(status == 1)[0]):
+            rows = np.flatnonzero(status[b] == 1)
+            got, solved = self._rows_in_basis(g, l0 + int(b), rows)
+            pred[b][:, rows[solved]] = got[solved].T
+            for row in rows[~solved]:
+                pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
         return pred
+
+    def _rows_in_basis(self, g: _Group, lib: int, rows: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``rows`` (positions in ``g.pred_t``) of library series ``lib``, every
+        target's prediction, solved in the library's orthonormal basis
+        (:mod:`pyedmcl.edm.smap_basis`: lstsq's answer to rounding, in blocks of rows, all
+        targets as right-hand sides): the (rows, targets) predictions and which rows the
+        basis vouched for (the others are :meth:`_row_lstsq`'s)."""
+        x, E = self.X64[lib], g.E
+        out = np.full((rows.size, g.targets.size), np.nan)
+        solved = np.zeros(rows.size, bool)
+        XL = embed_at(x, g.lib_t, E, self.tau)
+        Y = self.X64[g.targets][:, g.lib_t + self.Tp].T            # (n_lib, targets)
+        basis = library_basis(XL) if np.all(np.isfinite(Y)) else None
+        if basis is None:
+            return out, solved
+        n_lib, n_tg = g.lib_t.size, g.targets.size
+        tchunk = max(1, BASIS_ELEMENTS // (n_lib * (E + 1)))
+        block = max(8, BASIS_ELEMENTS // n_lib)
+        for b0 in range(0, rows.size, block):
+            r = np.arange(b0, min(rows.size, b0 + block))
+            tps = g.pred_t[rows[r]]
+            XP = embed_at(x, tps, E, self.tau)
+            d = cdist(XP, XL)
+            use = np.abs(g.lib_t[None, :] - tps[:, None]) > self.R
+            for i in np.flatnonzero(use.all(axis=1)):  # knn = |lib| - 1: the farthest out
+                use[i, int(np.argmax(d[i]))] = False
+            with np.errstate(all="ignore"):
+                dmean = np.where(use, d, 0.0).sum(axis=1) / use.sum(axis=1)
+                w = np.ones_like(d) if self.theta == 0 else \
+                    np.exp(-(self.theta / dmean)[:, None] * d)
+            w = np.where(use, w, 0.0)
+            ok = np.all(np.isfinite(w), axis=1) & (np.count_nonzero(w, axis=1) > E + 1)
+            w2 = w[ok] ** 2
+            good, G = gram_solves(basis, w2)
+            idx = r[ok][good]
+            if idx.size == 0:
+                continue
+            w2, G = w2[good], G[good]
+            # the prediction point in the basis: [1, x_p] = q_p R0 (p = q_p z, no slopes'
+            # cancellation against the intercept)
+            qp = solve_triangular(basis.R0, np.column_stack([np.ones(idx.size), XP[ok][good]]).T,
+                                  trans="T")                      # (E + 1, rows)
+            for t0 in range(0, n_tg, tchunk):
+                t1 = min(n_tg, t0 + tchunk)
+                QY = basis.Q0[:, :, None] * Y[:, None, t0:t1]        # (n_lib, E + 1, targets)
+                rhs = (w2 @ QY.reshape(n_lib, -1)).reshape(idx.size, E + 1, t1 - t0)
+                z = np.linalg.solve(G, rhs)                          # (rows, E + 1, targets)
+                out[idx, t0:t1] = np.einsum("kr,rkt->rt", qp, z)
+            solved[idx] = True
+        return out, solved
 
     def predictions(self, g: _Group, l0: int, l1: int) -> np.ndarray:
         """(l1 - l0, targets, rows) float64 predictions of group ``g`` from libraries
