@@ -280,7 +280,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
               ridge: float, dtype: Any, device: Any, backend: str | None,
               params: dict | None = None, accumulate: str | None = None,
               timing: dict | None = None,
-              observed_ok: np.ndarray | None = None, rotate: bool = True) -> list[SMapResult]:
+              observed_ok: np.ndarray | None = None, rotate: bool = True,
+              host_rows: list | None = None) -> list[SMapResult]:
     """S-map for resolved (validated) inputs: one :class:`SMapResult` per theta.
 
     ``lib_t``/``pred_t`` are time indices into ``x`` with a full embedding
@@ -290,18 +291,22 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     (double-float: float32 pairs with error-free transformations, the default
     without fp64) or "float" (plain float32, fastest, least accurate). ``timing``, if a
     dict, receives ``kernel_s`` (device time of the launch) and ``params``.
+    ``rotate``: run nearly collinear states in their principal axes
+    (:mod:`pyedmcl.edm.smap_rotation`). ``host_rows``: a list that receives the (theta,
+    row) mask of the rows for the host, left NaN for the caller to solve (a rotated call's
+    rows are solved in the data's coordinates).
     """
     if rotate:  # nearly collinear lags: the states in their principal axes (smap_rotation)
         axes = principal_axes(x, lib_t, pred_t, E=E, tau=tau, knn=knn, R=int(exclusion_radius))
         if axes is not None:
+            pending: list = []
             res = axes.unrotate(smap_core(
                 axes.Y, y, lib_t, pred_t, E=1, tau=1, Tp=Tp, thetas=thetas, knn=knn,
                 exclusion_radius=exclusion_radius, ridge=ridge, dtype=dtype, device=device,
                 backend=backend, params=params, accumulate=accumulate, timing=timing,
-                observed_ok=observed_ok, rotate=False))
-            if axes.drop_rows.size:
-                _rows_on_the_host(res, axes.drop_rows, x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp,
-                                  thetas=thetas, knn=knn, R=int(exclusion_radius), ridge=ridge)
+                observed_ok=observed_ok, rotate=False, host_rows=pending))
+            _rows_on_the_host(res, pending[0], x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp,
+                              thetas=thetas, knn=knn, R=int(exclusion_radius), ridge=ridge)
             return res
     be = get_backend(device, backend)
     # float32's merge check runs beside the device's work (started with the launch, its
@@ -340,7 +345,8 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
         return smap_core(x, y, lib_t, pred_t, E=E, tau=tau, Tp=Tp, thetas=thetas, knn=knn,
                          exclusion_radius=exclusion_radius, ridge=ridge, dtype=np.float64,
                          device=be, backend=None, params=params, accumulate="double",
-                         timing=timing, observed_ok=observed_ok, rotate=rotate)
+                         timing=timing, observed_ok=observed_ok, rotate=rotate,
+                         host_rows=host_rows)
     if timing is not None:
         timing["kernel_s"] = kernel_s
         timing["params"] = dict(params)
@@ -350,29 +356,31 @@ def smap_core(x: np.ndarray, y: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarra
     few = host["few"]
     if few is not None and few.any():
         status[:, few] = np.where(status[:, few] == 0, 1, status[:, few])
-    solve_host_rows(pred, coef, var, status, x, host["ylib"], lib_t, pred_t, E=E, tau=tau,
-                   thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
+    if host_rows is not None:  # the caller solves them
+        host_rows.append(status == 1)
+    else:
+        solve_host_rows(pred, coef, var, status, x, host["ylib"], lib_t, pred_t, E=E, tau=tau,
+                        thetas=thetas, nbr=nbr, R=R, knn=knn_eff, ridge=ridge)
     return _results(pred, coef, var, status, host["observed"], pred_t, E=E, tau=tau, Tp=Tp,
                     knn=knn_eff, thetas=thetas)
 
 
 def _rows_on_the_host(res: list[SMapResult], rows: np.ndarray, x, y, lib_t, pred_t, *, E, tau,
                       Tp, thetas, knn, R, ridge) -> None:
-    """Rows ``rows`` of ``res`` (one result per theta) solved again on the host from the data
-    as given, in place, and the skills taken again."""
+    """The (theta, row) mask ``rows`` of ``res`` (one result per theta) solved on the host
+    from the data as given, in place, and the skills taken again."""
+    if not rows.any():
+        return
     pred = np.stack([r.predicted for r in res])
     coef = np.stack([r.coefficients for r in res])
     var = np.stack([r.variance for r in res])
-    status = np.zeros(pred.shape, np.int32)
-    status[:, rows] = 1
     n_lib = lib_t.size
-    solve_host_rows(pred, coef, var, status, x, y[lib_t + Tp], lib_t, pred_t, E=E, tau=tau,
-                    thetas=thetas, nbr=None, R=R,
+    solve_host_rows(pred, coef, var, rows.astype(np.int32), x, y[lib_t + Tp], lib_t, pred_t,
+                    E=E, tau=tau, thetas=thetas, nbr=None, R=R,
                     knn=n_lib - 1 if knn is None else min(int(knn), n_lib), ridge=ridge)
     for i, r in enumerate(res):
         r.predicted, r.coefficients, r.variance = pred[i], coef[i], var[i]
         r.rho, r.mae, r.rmse = _skill(r.predicted, r.observed)
-        r.n_fallback = min(r.predicted.size, r.n_fallback + rows.size)
 
 
 #: a launch whose rows fail the device's tests beyond this fraction (of those it solved or

@@ -15,11 +15,12 @@ maps least squares to least squares: the slopes are ``V`` times the rotated ones
 minimum-norm solution (pyEDM's, where a row is rank-deficient) and a ridge penalty on the
 slopes included. The predictions and variances are the same.
 
-Taken only where no distance decides more than a weight: no neighbour table (``knn``
-below ``|lib| - 1``), and at most :data:`MAX_DROP_ROWS` rows that drop their farthest
-point (a prediction time outside the library, such as the last one: a rotation's rounding
-could choose another among equally far points); those rows are solved again on the host
-in the data's coordinates (``drop_rows``).
+Not taken with a neighbour table (``knn`` below ``|lib| - 1``, chosen by distance in
+the data's coordinates). Where a row drops its farthest point (a prediction time outside
+the library), the kernels send it to the host when the runner-up lies within the
+distances' rounding (a rotation's included: ``TIE_TOL``), and the host rows of a rotated
+call are solved in the data's coordinates (:func:`pyedmcl.edm.smap.smap_core`): which
+point is dropped is the data's decision.
 """
 
 from __future__ import annotations
@@ -38,8 +39,6 @@ ROTATE_COND = 1e3
 #: numerical rank deficiency (an exact sine) an axis would be rounding alone, which the
 #: device's scaling would take for a regressor where pyEDM's SVD drops it
 ROTATE_COND_MAX = 1e7
-#: the most rows that drop their farthest point (solved again on the host) in a rotated call
-MAX_DROP_ROWS = 16
 #: library states the screen looks at
 SCREEN_SAMPLE = 256
 #: library states sampled for the axes (any orthogonal V is exact; a sample finds the axes)
@@ -49,15 +48,13 @@ AXES_SAMPLE = 4096
 @dataclass(frozen=True)
 class PrincipalAxes:
     """States ``Y`` (one row per time of ``x``, zero where a time has no full embedding) in
-    axes ``V`` about the library's mean ``mu``, for an S-map of ``E`` lags of ``tau``;
-    ``drop_rows``: the prediction rows that drop their farthest point."""
+    axes ``V`` about the library's mean ``mu``, for an S-map of ``E`` lags of ``tau``."""
 
     Y: np.ndarray
     V: np.ndarray
     mu: np.ndarray
     E: int
     tau: int
-    drop_rows: np.ndarray
 
     def unrotate(self, results: list) -> list:
         """S-map results of ``Y`` (E 1) as those of the original states, in place."""
@@ -73,8 +70,7 @@ class PrincipalAxes:
 def principal_axes(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: int, tau: int,
                    knn: int | None, R: int) -> PrincipalAxes | None:
     """The rotation of an S-map's states (module docstring), or None where it is not taken:
-    a neighbour table, more than :data:`MAX_DROP_ROWS` rows that drop their farthest point,
-    non-finite states, or a library whose states' condition is at most :data:`ROTATE_COND`
+    a neighbour table, non-finite states, or a library whose states' condition is at most :data:`ROTATE_COND`
     or above :data:`ROTATE_COND_MAX`."""
     n_lib = lib_t.size
     if n_lib < 2 or (knn is not None and min(int(knn), n_lib) < n_lib - 1):
@@ -87,19 +83,6 @@ def principal_axes(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: i
     if lam is None or lam[-1] <= 0 or not lam[0] * ROTATE_COND ** 2 < lam[-1] or \
             not lam[0] * ROTATE_COND_MAX ** 2 >= lam[-1]:
         return None
-    drop_rows = np.zeros(0, np.int64)
-    if knn is None or min(int(knn), n_lib) == n_lib - 1:
-        lo, hi = int(lib_t[0]), int(lib_t[-1])
-        if hi - lo == n_lib - 1 and np.all(np.diff(lib_t) == 1):
-            # a run of times: a row excludes a library point iff it comes within R of it
-            drop_rows = np.flatnonzero((pred_t + R < lo) | (pred_t - R > hi))
-        else:
-            srt = np.sort(lib_t)
-            near = np.searchsorted(srt, pred_t + R, side="right") - \
-                np.searchsorted(srt, pred_t - R, side="left")
-            drop_rows = np.flatnonzero(near == 0)  # every library point a candidate: one dropped
-        if drop_rows.size > MAX_DROP_ROWS:
-            return None
     sample = lib_t[np.linspace(0, n_lib - 1, min(n_lib, AXES_SAMPLE)).astype(np.int64)]
     S = embed_at(x, sample, E, tau)
     if not np.all(np.isfinite(S)):
@@ -124,4 +107,4 @@ def principal_axes(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: i
         if not np.all(finite[np.union1d(lib_t, pred_t) - tv[0]]):
             return None
         Y[tv[finite]] = (states[finite] - mu) @ V       # times no row reads stay 0
-    return PrincipalAxes(Y=Y, V=V, mu=mu, E=E, tau=tau, drop_rows=drop_rows)
+    return PrincipalAxes(Y=Y, V=V, mu=mu, E=E, tau=tau)

@@ -90,14 +90,14 @@ def local_bytes(E: int, WG: int, acc_bytes: int = 8, RB: int = 1) -> int:
 
 
 def split_local_bytes(E: int, WG: int, SPLIT: int, acc_bytes: int = 8) -> int:
-    """Local memory the item variant's SPLIT > 1 combination needs (``_split.mako``): 4
+    """Local memory the item variant's SPLIT > 1 combination needs (``_split.mako``): 5
     pass-1 values a work-item, one row slot of Gram entries + 3 sums a row (df: an 8-byte
     (hi, lo) pair an entry, as fp64)."""
     if SPLIT == 1:
         return 0
     M = E + 2
     nent = M * (M + 1) // 2
-    return (4 * WG + (WG // SPLIT) * (nent + 3)) * acc_bytes
+    return (5 * WG + (WG // SPLIT) * (nent + 3)) * acc_bytes
 
 
 #: the gemm variant's largest E (its entries, (E + 2)(E + 3) / 2, a row of 256)

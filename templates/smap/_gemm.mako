@@ -45,7 +45,7 @@ void smap_pass1(__global const real_t* restrict x, __global const int* restrict 
     const int ti = get_group_id(1);
     const int lid = get_local_id(0);
     __local real_t xp[${E}];
-    __local acc_t redA[${WG}], redB[${WG}];
+    __local acc_t redA[${WG}], redB[${WG}], redC[${WG}];
     __local int redI[${WG}], redJ[${WG}];
     const acc_t theta = thetas[ti];
     const int tp = pred_t[row];

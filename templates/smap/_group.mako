@@ -145,16 +145,17 @@ ${gb.store(g, NENT)}\
 ## outputs written (to_host: only its status, for the gemm variant's later kernels). Needs
 ## the kernel's row, ti, lid, theta, tp, xp and the red* arrays.
 <%def name="pass1(to_host)">\
-    /* pass 1 */
-    acc_t dsum = (acc_t)0, dmax = (acc_t)-1;
+    /* pass 1 (d2: the runner-up's distance, redC its reduction) */
+    acc_t dsum = (acc_t)0, dmax = (acc_t)-1, d2 = (acc_t)-1;
     int cnt = 0, jmax = -1;
     ${for_neighbours("lid", WG)}
         ${distance("d", "tj")}
         dsum += (acc_t)d;
         ++cnt;
-        if ((acc_t)d > dmax || ((acc_t)d == dmax && j > jmax)) { dmax = (acc_t)d; jmax = j; }
+        if ((acc_t)d > dmax || ((acc_t)d == dmax && j > jmax)) { d2 = dmax; dmax = (acc_t)d; jmax = j; }
+        else d2 = fmax(d2, (acc_t)d);
     }
-    redA[lid] = dsum; redB[lid] = dmax; redI[lid] = cnt; redJ[lid] = jmax;
+    redA[lid] = dsum; redB[lid] = dmax; redC[lid] = d2; redI[lid] = cnt; redJ[lid] = jmax;
     barrier(CLK_LOCAL_MEM_FENCE);
 % for s in [2 ** i for i in range(20) if 2 ** i < WG][::-1]:
     if (lid < ${s}) {
@@ -162,18 +163,22 @@ ${gb.store(g, NENT)}\
         redI[lid] += redI[lid + ${s}];
         const acc_t m2 = redB[lid + ${s}];
         const int j2 = redJ[lid + ${s}];
-        if (m2 > redB[lid] || (m2 == redB[lid] && j2 > redJ[lid])) { redB[lid] = m2; redJ[lid] = j2; }
+        if (m2 > redB[lid] || (m2 == redB[lid] && j2 > redJ[lid])) {
+            redC[lid] = fmax(redB[lid], redC[lid + ${s}]); redB[lid] = m2; redJ[lid] = j2;
+        } else redC[lid] = fmax(redC[lid], m2);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 % endfor
-    dsum = redA[0]; cnt = redI[0]; dmax = redB[0]; jmax = redJ[0];
+    dsum = redA[0]; cnt = redI[0]; dmax = redB[0]; jmax = redJ[0]; d2 = redC[0];
     barrier(CLK_LOCAL_MEM_FENCE);   /* everyone has read before redA.. are reused */
 % if MODE == "all":
     const int drop = cnt - min(knn, cnt);
 % else:
     const int drop = 0;
 % endif
-    const int status0 = cnt - drop <= 0 ? 2 : (drop > 1 ? 3 : 0);
+    /* the farthest point dropped and the runner-up within the distances' rounding
+       (TIED): which one is farthest is rounding's choice; the host decides it (status 1) */
+    const int status0 = cnt - drop <= 0 ? 2 : (drop > 1 ? 3 : (drop == 1 && TIED(dmax, d2) ? 1 : 0));
     if (status0) {          /* uniform across the work-group */
 % if to_host:
         if (lid == 0) { out_status[(size_t)ti * n_pred + row] = status0; }

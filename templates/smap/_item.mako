@@ -93,6 +93,7 @@ ${split.declare(NENT)}\
 
     /* pass 1: mean distance, count, farthest neighbour (per lane) */
     accV dsum = (accV)(0), cnt = (accV)(0), dmax = (accV)(-1), jmax = (accV)(-1);
+    accV d2 = (accV)(-1);   /* the runner-up's distance */
     ## MODE "table": the table is per row, so every lane reads its own neighbour
 ${split.loop()}\
         ${vec_point()}
@@ -100,6 +101,7 @@ ${split.loop()}\
         dsum += ${sel("0", "d", "out")};
         cnt += ${sel("0", "1", "out")};
         const maskV up = dd >= dmax;
+        d2 = ${sel2("fmax(d2, dd)", "dmax", "up")};
         dmax = ${sel2("dmax", "dd", "up")};
         jmax = ${sel2("jmax", "(accV)((acc_t)j)", "up")};
     }
@@ -112,6 +114,10 @@ ${split.combine_pass1()}\
     const accV drop = (accV)(0);
 % endif
     const maskV dropped = drop > (accV)(0);
+    /* the farthest point dropped and the runner-up within the distances' rounding
+       (TIED): the host decides which (status 1) */
+    const maskV amb = (drop == (accV)(1)) & TIED(dmax, d2);
+    const accV amb_v = ${sel2("(accV)(0)", "(accV)(1)", "amb")};
     dsum = ${sel2("dsum", "dsum - dmax", "dropped")};
     const accV cnt_used = cnt - drop;
     const accV skip = ${sel2("(accV)(-1)", "jmax", "dropped")};
@@ -157,14 +163,14 @@ ${split.reduce_gram(NENT)}\
 % endif
     /* spill the lanes to scalars once, then one (not PV) copy of the solver code */
 % if PV > 1:
-    acc_t Gl[${NENT * PV}], sl[${4 * PV}], dl[${PV}];
+    acc_t Gl[${NENT * PV}], sl[${4 * PV}], dl[${2 * PV}];
     for (int i = 0; i < ${NENT}; ++i) vstore${PV}(G[i], i, Gl);
 % if ACC == "df":
     acc_t Gll[${NENT * PV}];
     for (int i = 0; i < ${NENT}; ++i) vstore${PV}(Glo[i], i, Gll);
 % endif
     vstore${PV}(sw, 0, sl); vstore${PV}(swy, 1, sl); vstore${PV}(swyy, 2, sl);
-    vstore${PV}(cnt_used, 3, sl); vstore${PV}(drop, 0, dl);
+    vstore${PV}(cnt_used, 3, sl); vstore${PV}(drop, 0, dl); vstore${PV}(amb_v, 1, dl);
 % endif
 % if SPLIT > 1:
     if (part == 0)   /* the row's totals */
@@ -173,11 +179,12 @@ ${split.reduce_gram(NENT)}\
         const int row = row0 + l;
         if (row >= n_pred) break;
 % if PV > 1:
-        const acc_t cnt_l = sl[3 * ${PV} + l], drop_l = dl[l];
+        const acc_t cnt_l = sl[3 * ${PV} + l], drop_l = dl[l], amb_l = dl[${PV} + l];
 % else:
-        const acc_t cnt_l = cnt_used, drop_l = drop;
+        const acc_t cnt_l = cnt_used, drop_l = drop, amb_l = amb_v;
 % endif
-        const int status0 = cnt_l <= (acc_t)0 ? 2 : (drop_l > (acc_t)1 ? 3 : 0);
+        const int status0 = cnt_l <= (acc_t)0 ? 2 : (drop_l > (acc_t)1 ? 3 :
+                                                    (amb_l > (acc_t)0 ? 1 : 0));
         if (status0) ${solver.empty_row()}
         else {
 % if ACC == "df":

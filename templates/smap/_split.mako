@@ -30,11 +30,11 @@ def slot_len(NENT, ACC):
     return (2 * NENT if ACC == "df" else NENT) + 3
 %>\
 <%def name="declare(NENT)">\
-    __local acc_t red1[${4 * WG}];
+    __local acc_t red1[${5 * WG}];
     __local acc_t red2[${(WG // SPLIT) * slot_len(NENT, ACC)}];
 </%def>
 
-## Pass 1's combination: every work-item publishes (dsum, cnt, dmax, jmax), then each of
+## Pass 1's combination: every work-item publishes (dsum, cnt, dmax, jmax, d2), then each of
 ## the row's work-items folds the row's SPLIT entries in part order, so all of them hold
 ## the same totals. The farthest point: the largest distance, on a tie the largest j --
 ## what the one-item loop's `dd >= dmax` (the last j with the maximum) keeps.
@@ -42,14 +42,17 @@ def slot_len(NENT, ACC):
     {
         const int lid = get_local_id(0), b = lid - part;
         red1[lid] = dsum; red1[${WG} + lid] = cnt;
-        red1[${2 * WG} + lid] = dmax; red1[${3 * WG} + lid] = jmax;
+        red1[${2 * WG} + lid] = dmax; red1[${3 * WG} + lid] = jmax; red1[${4 * WG} + lid] = d2;
         barrier(CLK_LOCAL_MEM_FENCE);
         dsum = red1[b]; cnt = red1[${WG} + b]; dmax = red1[${2 * WG} + b]; jmax = red1[${3 * WG} + b];
+        d2 = red1[${4 * WG} + b];
         for (int s = 1; s < ${SPLIT}; ++s) {
             dsum += red1[b + s];
             cnt += red1[${WG} + b + s];
             const acc_t m2 = red1[${2 * WG} + b + s], j2 = red1[${3 * WG} + b + s];
-            if (m2 > dmax || (m2 == dmax && j2 > jmax)) { dmax = m2; jmax = j2; }
+            if (m2 > dmax || (m2 == dmax && j2 > jmax)) {
+                d2 = fmax(dmax, red1[${4 * WG} + b + s]); dmax = m2; jmax = j2;
+            } else d2 = fmax(d2, m2);
         }
     }
 </%def>
