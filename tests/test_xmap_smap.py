@@ -176,6 +176,27 @@ def test_float64_panel_of_collinear_lags_within_conditioning_of_pyedm():
             assert err < 1e-8, (i, j, err)
 
 
+def test_float32_panel_drops_the_farthest_point_float64_drops():
+    """The last prediction time lies outside the library and drops its farthest point. Two
+    points 10 and 10 (1 + 1e-9) from it are one distance in float32: the kernel sends the
+    row to the host (the runner-up within rounding), which drops float64's farthest, the
+    last of equal ones as the kernel (theta 0: every point a lever, the wrong one moves
+    the prediction by percents)."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, (120, 2))
+    X[10, 0], X[20, 0], X[119, 0] = -10 * (1 + 1e-9), 10.0, 0.0
+    be = get_backend(CPU_DEVICE)
+    out = {}
+    for dt in (np.float32, np.float64):
+        Xc = (X - X.mean(0)).T.astype(dt)
+        eng = SmapXmapEngine(be, Xc, np.array([1, 1]), tau=1, Tp=1, theta=0.0, raw=X.T)
+        (g,) = eng.groups
+        assert g.pred_t[-1] == 119 and 119 not in set(g.lib_t)
+        out[dt] = eng.predictions(g, 0, 2)
+    np.testing.assert_allclose(out[np.float32][0, :, -1], out[np.float64][0, :, -1],
+                               rtol=1e-9)
+
+
 def test_store_holds_the_smap_map_and_its_parameters(data, tmp_path):
     out = tmp_path / "m.zarr"
     a = pe.xmap(data, E=2, method="smap", theta=1.0, out=out, block_rows=3, device=CPU_DEVICE)

@@ -226,7 +226,7 @@ class SmapXmapEngine:
             d = cdist(XP, XL)
             use = np.abs(g.lib_t[None, :] - tps[:, None]) > self.R
             for i in np.flatnonzero(use.all(axis=1)):  # knn = |lib| - 1: the farthest out
-                use[i, int(np.argmax(d[i]))] = False
+                use[i, d.shape[1] - 1 - int(np.argmax(d[i, ::-1]))] = False  # (the last)
             with np.errstate(all="ignore"):
                 dmean = np.where(use, d, 0.0).sum(axis=1) / use.sum(axis=1)
                 w = np.ones_like(d) if self.theta == 0 else \
@@ -282,7 +282,7 @@ class SmapXmapEngine:
         d = np.sqrt(((XL - xp) ** 2).sum(1))
         if nb.size > g.lib_t.size - 1:  # pyEDM's knn = |lib| - 1 drops the farthest
             keep = np.ones(nb.size, bool)
-            keep[int(np.argmax(d))] = False
+            keep[d.size - 1 - int(np.argmax(d[::-1]))] = False  # the last farthest, as the kernel
             nb, XL, d = nb[keep], XL[keep], d[keep]
         none = np.full(g.targets.size, np.nan)
         if d.size == 0:

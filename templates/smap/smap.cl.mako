@@ -48,6 +48,7 @@
 ## group variant's register blocks), _gemm.mako, _split.mako (the item variant's SPLIT combination),
 ## _solve.mako (the Cholesky solve of one problem), _df.mako (double-float arithmetic,
 ## Gram updates).
+<%namespace name="ties" file="/smap/_ties.mako"/>
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="dfa" file="/smap/_df.mako"/>
 <%namespace name="item" file="/smap/_item.mako"/>
@@ -108,16 +109,7 @@ typedef int maskV;
 % endif
 #define N ${N}
 #define M ${M}
-## A dropped farthest point whose runner-up lies this close (relative) is rounding's choice
-## (the distances' rounding in REAL over E coordinates: the storage's, or a rotation's).
-## float32 storage counts equal distances too (rounding may have made them equal); fp64
-## keeps the last of equal ones, as the host does.
-#define TIE_TOL ${"%.6e" % (8 * E * (2.0 ** -23 if REAL == "float" else 2.0 ** -52))}${"f" if REAL == "float" else ""}
-% if REAL == "float":
-#define TIED(dmax, d2) (((dmax) - (d2)) <= TIE_TOL * (dmax))
-% else:
-#define TIED(dmax, d2) (((d2) < (dmax)) & (((dmax) - (d2)) <= TIE_TOL * (dmax)))
-% endif
+${ties.macros()}\
 #define IDX(k, l) ((k) * M - ((k) * ((k) - 1)) / 2 + ((l) - (k)))
 
 % if VARIANT != "item":

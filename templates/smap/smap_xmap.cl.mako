@@ -19,6 +19,7 @@
 ## disjoint row), as smap.cl.mako's MODE "all". Status 2: no neighbour left.
 ## Outputs: out_pred[(b * n_tg + t) * n_pred + row] (NaN where status != 0, the host
 ## then solves or leaves it), out_status[b * n_pred + row].
+<%namespace name="ties" file="/smap/_ties.mako"/>
 <%namespace name="metric" file="/common/_metric.mako"/>
 <%namespace name="hat" file="/smap/_hat.mako"/>
 <%namespace name="red" file="/smap/_xmap_reduce.mako"/>
@@ -49,6 +50,7 @@ typedef float acc_t;
 % endif
 #define N ${N}
 #define M ${M}
+${ties.macros()}\
 #define IDX(k, l) ((k) * M - ((k) * ((k) - 1)) / 2 + ((l) - (k)))
 
 ## one library point j: tj, zj<k> (regressors centred on the prediction point), d, out
@@ -82,14 +84,15 @@ void smap_xmap(__global const real_t* restrict X, const int n, const int lib0,
 % endfor
 
     /* pass 1: mean distance, count, farthest neighbour */
-    acc_t dsum = (acc_t)0, dmax = (acc_t)-1;
+    acc_t dsum = (acc_t)0, dmax = (acc_t)-1, d2 = (acc_t)-1;   /* d2: the runner-up's */
     int cnt = 0, jmax = -1;
     for (int j = 0; j < n_lib; ++j) {
 ${point()}
         if (!out) {
             dsum += d;
             ++cnt;
-            if (d >= dmax) { dmax = d; jmax = j; }
+            if (d >= dmax) { d2 = dmax; dmax = d; jmax = j; }
+            else d2 = fmax(d2, d);
         }
     }
     const int drop = cnt - min(knn, cnt);
@@ -97,7 +100,9 @@ ${point()}
     const int skip = drop > 0 ? jmax : -1;
     const int cnt_used = cnt - drop;
     const acc_t scale = theta == (acc_t)0 ? (acc_t)0 : theta / (dsum / (acc_t)cnt_used);
-    int status = cnt_used <= 0 ? 2 : (drop > 1 ? 3 : 0);
+    /* a dropped farthest point within rounding of the runner-up (TIED, _ties.mako):
+       the host decides which (status 1) */
+    int status = cnt_used <= 0 ? 2 : (drop > 1 ? 3 : (drop == 1 && TIED(dmax, d2) ? 1 : 0));
 
     /* pass 2: the library's weighted normal equations (w^2 [1, z] [1, z]^T) */
     acc_t G[${NENT}];
