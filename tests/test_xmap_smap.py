@@ -118,27 +118,38 @@ def test_host_rows_take_the_data_as_given(data, monkeypatch):
     np.testing.assert_allclose(res.rho[3], loop, atol=F32_RHO, rtol=0)
 
 
+def _lorenz_panel(n: int, k: int, *, E: int, **kw) -> tuple[np.ndarray, SmapXmapEngine]:
+    """``k`` components of Lorenz runs sampled every 0.02 (x, y, z in turn, seeded starts:
+    nearly collinear lags) as an (n, k) panel, and its float64 S-map cross-map engine
+    (E for every series, Tp 1; ``kw``: theta, exclusion_radius)."""
+    from pyedmcl.data import lorenz63
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([lorenz63(n, sample_every=2,
+                                  start=tuple(rng.uniform(-5, 5, 3) + [0, 0, 20]))[:, c % 3]
+                         for c in range(k)])
+    eng = SmapXmapEngine(get_backend(CPU_DEVICE), (X - X.mean(0)).T, np.full(k, E), tau=1,
+                         Tp=1, raw=X.T, **kw)
+    return X, eng
+
+
 def test_host_rows_in_the_orthonormal_basis_equal_lstsq(monkeypatch):
     """On a panel of oversampled Lorenz components at E 10 nearly every row goes to the
     host; solved in the library's orthonormal basis (every target a right-hand side) they
     equal lstsq row by row within the float64 tolerance against pyEDM above, 1e-9 of the
     largest prediction (measured 1.4e-10: on the worst row, condition 7e6, lstsq,
     Householder QR and QR centred on the prediction point spread by as much)."""
-    from pyedmcl.data import lorenz63
     from pyedmcl.xmap import smap_map
 
-    rng = np.random.default_rng(0)
-    X = np.column_stack([lorenz63(300, sample_every=2,
-                                  start=tuple(rng.uniform(-5, 5, 3) + [0, 0, 20]))[:, k % 3]
-                         for k in range(4)])
-    be = get_backend(CPU_DEVICE)
-    eng = SmapXmapEngine(be, (X - X.mean(0)).T, np.full(4, 10), tau=1, Tp=1, theta=1.0,
-                         exclusion_radius=2, raw=X.T)
+    _, eng = _lorenz_panel(300, 4, E=10, theta=1.0, exclusion_radius=2)
     counted = []
     basis = smap_map.SmapXmapEngine._rows_in_basis
-    monkeypatch.setattr(smap_map.SmapXmapEngine, "_rows_in_basis", lambda self, g, lib, rows:
-                        counted.append(basis(self, g, lib, rows)[1].mean())
-                        or basis(self, g, lib, rows))
+
+    def spy(self, g, lib, rows):
+        out = basis(self, g, lib, rows)
+        counted.append(out[1].mean())
+        return out
+    monkeypatch.setattr(smap_map.SmapXmapEngine, "_rows_in_basis", spy)
     (g,) = eng.groups
     got = eng.predictions(g, 0, 4)
     assert counted and min(counted) > 0.9  # the basis vouched for nearly every host row
@@ -156,15 +167,7 @@ def test_float64_panel_of_collinear_lags_within_conditioning_of_pyedm():
     only up to trace 1e8 and the host solves the rest. Stated: 1e-8 of the largest
     prediction (these fits' condition, ~1e7, times eps: pyEDM's own answer is determined
     to ~2e-9 here; measured 2.4e-9)."""
-    from pyedmcl.data import lorenz63
-
-    rng = np.random.default_rng(0)
-    X = np.column_stack([lorenz63(400, sample_every=2,
-                                  start=tuple(rng.uniform(-5, 5, 3) + [0, 0, 20]))[:, k % 3]
-                         for k in range(3)])
-    be = get_backend(CPU_DEVICE)
-    eng = SmapXmapEngine(be, (X - X.mean(0)).T, np.full(3, 7), tau=1, Tp=1, theta=2.0,
-                         raw=X.T)
+    X, eng = _lorenz_panel(400, 3, E=7, theta=2.0)
     (g,) = eng.groups
     pred = eng.predictions(g, 0, 3)
     for i in range(3):

@@ -29,7 +29,7 @@ whose scaled system has trace(G^-1) (between 1 and N times its inverse smallest
 eigenvalue) above the inverse of the same bound (1e-8 for float64 series), to the host,
 where it is solved with pyEDM's answer (SVD ``numpy.linalg.lstsq``, minimum-norm on rank
 deficiency; most such rows in the library's orthonormal basis, which gives that answer
-to rounding in blocks: :mod:`pyedmcl.edm.smap_host`). Where the lags are nearly
+to rounding in blocks: :mod:`pyedmcl.edm.smap_host`, :mod:`pyedmcl.edm.smap_basis`). Where the lags are nearly
 collinear (oversampled smooth series), the states are first rotated to the library's
 principal axes (:mod:`pyedmcl.edm.smap_rotation`: distances and least squares unchanged),
 where the Jacobi scaling takes the collinearity out and the rows stay on the device. The pivots

@@ -7,8 +7,8 @@ sampled every 0.02 at E >= 7, tau 1) the lags are nearly collinear: the scaled s
 traces reach 1e9-1e12, beyond the device's test, and every row went to the host. The
 collinearity is the library's global shape, along directions no diagonal scaling reaches.
 
-Rotated to the principal axes of the library's states (``V``: eigenvectors of the centred
-states' Gram matrix), those directions are the coordinate axes, and the same Jacobi
+Rotated to the principal axes of the library's states (``V``: the right singular vectors
+of a sample of the centred states), those directions are the coordinate axes, and the same Jacobi
 scaling takes them out: the traces fall to 10-4,000 on those series, and the rows stay on
 the device. A rotation keeps every Euclidean distance, so the weights are pyEDM's, and it
 maps least squares to least squares: the slopes are ``V`` times the rotated ones, the
@@ -70,8 +70,8 @@ class PrincipalAxes:
 def principal_axes(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, *, E: int, tau: int,
                    knn: int | None, R: int) -> PrincipalAxes | None:
     """The rotation of an S-map's states (module docstring), or None where it is not taken:
-    a neighbour table, non-finite states, or a library whose states' condition is at most :data:`ROTATE_COND`
-    or above :data:`ROTATE_COND_MAX`."""
+    a neighbour table, non-finite states, or a library whose states' condition is at most
+    :data:`ROTATE_COND` or above :data:`ROTATE_COND_MAX`."""
     n_lib = lib_t.size
     if n_lib < 2 or (knn is not None and min(int(knn), n_lib) < n_lib - 1):
         return None
