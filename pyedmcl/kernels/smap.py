@@ -118,13 +118,13 @@ def gemm_scratch_bytes(E: int) -> int:
 
 
 def gemm_local_bytes(E: int, real_bytes: int = 8) -> int:
-    """Local memory of the gemm variant's moments kernel (_gemm.mako: 32 rows, 16 library
-    points a step, :func:`gemm_entries` entries; the coordinates counted at
-    ``real_bytes``)."""
+    """Local memory of the gemm variant's moments kernel (_gemm.mako: 32 rows, their
+    states at an odd stride, 16 library points a step, :func:`gemm_entries` entries; the
+    coordinates counted at ``real_bytes``)."""
     M = E + 2
     pt = gemm_entries(E)
     w = 16 * 32 if 16 * pt >= 768 else 768
-    return 48 * E * real_bytes + (32 + 16 * M + w + 16 * pt) * 8 + 64 * 4
+    return (32 * (E | 1) + 16 * E) * real_bytes + (32 + 16 * M + w + 16 * pt) * 8 + 64 * 4
 
 
 def gemm_runs(spec: dict[str, Any], info: DeviceInfo) -> bool:

@@ -28,6 +28,8 @@ QT, LT = 32, 16      # rows a work-group, library points a step
 <%
 PT = 32 * -(-NENT // 32)     # entries padded to the 32 columns of work-items (gemm_entries)
 JT = PT // 32                # entries a work-item
+XQS = E | 1                  # the rows' states' stride in xq: odd, so the 32 rows a warp
+                             # reads at once lie in 32 banks (E 20: 4-way conflicts)
 if PT > 256 or ACC != "double" or MODE != "all":
     raise ValueError("VARIANT gemm needs ACC double, MODE all and (E + 2)(E + 3) / 2 <= 256")
 %>\
@@ -69,7 +71,7 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
     const int lid = get_local_id(0);
     const int ti = get_group_id(1);
     const int row0 = get_group_id(0) * ${QT};
-    __local real_t xq[${QT * E}], xl[${LT * E}];
+    __local real_t xq[${QT * XQS}], xl[${LT * E}];
     __local acc_t sq[${QT}], bl[${LT * M}], W[${LT * QT if LT * PT >= 768 else 768}], B[${LT * PT}];
     __local int tq[${QT}], kq[${QT}];
     /* (no div/rem pairs of a non-power of two below: LLVM would insert a freeze that
@@ -77,7 +79,7 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
     if (lid < ${QT}) {   /* the block's rows: states, scales, dropped points, times */
         const int row = row0 + lid;
         const int tp = row < n_pred ? pred_t[row] : ${(E - 1) * TAU};
-        for (int k = 0; k < ${E}; ++k) xq[lid * ${E} + k] = x[tp * ${NC} + COORD[k]];
+        for (int k = 0; k < ${E}; ++k) xq[lid * ${XQS} + k] = x[tp * ${NC} + COORD[k]];
         const size_t o = (size_t)ti * n_pred + row;
         const int ok = row < n_pred && out_status[o] == 0;
         sq[lid] = ok ? scales[o] : (acc_t)0;
@@ -91,8 +93,11 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
     for (int i = 0; i < 4; ++i)
         for (int j = 0; j < ${JT}; ++j) acc[i][j] = (acc_t)0;
     acc_t sw = (acc_t)0, swy = (acc_t)0, swyy = (acc_t)0;
+    /* One step: the fill (bl, xl), a barrier, the weights and products (W, B; they read
+       bl, xl), a barrier, the products' sums (they read W, B). The next fill needs no
+       barrier of its own: every reader of bl and xl passed the second barrier already,
+       and the barrier after it keeps W and B until every sum of the step is done. */
     for (int base = 0; base < n_lib; base += ${LT}) {
-        barrier(CLK_LOCAL_MEM_FENCE);
         {
             const int l = lid & ${LT - 1}, j = base + l;
             const int tj = j < n_lib ? lib_t[j] : 0;
@@ -119,7 +124,7 @@ void smap_moments(__global const real_t* restrict x, __global const real_t* rest
             if (j < n_lib && kq[wq] != -2 && j != kq[wq] && abs(lib_t[j] - tq[wq]) > excl_r) {
                 real_t _acc = (real_t)0;
 % for k in range(E):
-                ${metric.step(METRIC, "_acc", "xl[l * %d + %d]" % (E, k), "xq[wq * %d + %d]" % (E, k))}
+                ${metric.step(METRIC, "_acc", "xl[l * %d + %d]" % (E, k), "xq[wq * %d + %d]" % (XQS, k))}
 % endfor
                 const real_t d = ${metric.finish(METRIC, "_acc")};
                 w = exp(-sq[wq] * (acc_t)d);
