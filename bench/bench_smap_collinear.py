@@ -3,8 +3,9 @@ row (pyEDM's algorithm, in pyedmcl's own loop) and pyEDM itself, same process, s
 ratios printed.
 
 Data: Mackey-Glass (:func:`bench_row_check.mackey_glass`) at E 20 and Lorenz-63's x
-sampled every 0.02 (:func:`pyedmcl.data.lorenz63`) at E 7, tau 1, theta 1, every point
-predicted (leave one out). Unrotated, nearly every row's centred normal equations fail
+sampled every 0.02 (:func:`pyedmcl.data.lorenz63`) at E 7 and E 20, tau 1, theta 1, every
+point predicted (leave one out). Lorenz at E 20 is too collinear for the rotation and the
+basis (condition above 1e7): its rows are lstsq's, one by one, as pyEDM's. Unrotated, nearly every row's centred normal equations fail
 the device's test there; pyedmcl runs the states in the library's principal axes
 (:mod:`pyedmcl.edm.smap_rotation`), whose rows pass it, and solves the rows left to the
 host in the library's orthonormal basis (:mod:`pyedmcl.edm.smap_host`). The peers run only
@@ -26,7 +27,7 @@ from _common import interleaved_times
 from bench_row_check import mackey_glass
 
 CASES = (("mackey-glass", 20, np.float32), ("mackey-glass", 20, np.float64),
-         ("lorenz-0.02", 7, np.float64))
+         ("lorenz-0.02", 7, np.float64), ("lorenz-0.02", 20, np.float64))
 
 
 def series(name: str, L: int) -> np.ndarray:

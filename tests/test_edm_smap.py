@@ -350,6 +350,27 @@ def test_host_rows_in_the_orthonormal_basis_equal_lstsq(monkeypatch, case):
         < 1e-7 * np.abs(ref.coefficients[ok]).max()
 
 
+def test_rows_one_by_one_run_blas_on_one_thread(monkeypatch):
+    """Rows no basis vouches for are solved one by one (pyEDM's lstsq) with BLAS on one
+    thread: its own threads cost more than they give on a 1,000 x 21 lstsq (3.3 ms with
+    OpenBLAS's two threads on two busy cores, 0.33 ms on one; 13 % slower on 16 idle cores)."""
+    from threadpoolctl import threadpool_info
+
+    from pyedmcl.edm import smap_host as H
+
+    lstsq = H.row_lstsq
+    blas: list[int] = []
+
+    def spy(*a):
+        blas.append(max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"),
+                        default=1))
+        return lstsq(*a)
+    monkeypatch.setattr(H, "row_lstsq", spy)
+    res, n = _host_rows(monkeypatch, _oversampled_lorenz(120), whitened=False, E=10, theta=2.0)
+    assert n == res.predicted.size == len(blas) > 100
+    assert set(blas) == {1}
+
+
 def test_nearly_rank_deficient_rows_fall_back_to_svd(device):
     """Future lags of a logistic map (pyEDM's tau = +1) are all functions of its present
     value, so a local fit over 8 neighbours is nearly rank-deficient (condition ~1e8-1e15)

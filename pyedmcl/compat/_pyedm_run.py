@@ -28,6 +28,7 @@ from warnings import warn
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 
 def _iterable(v: Any) -> bool:
@@ -419,27 +420,29 @@ class PyEDMRun:
                 W = np.exp(-(self.theta / mean)[:, None] * d)
         B = self.targetVec[self.knn_neighbors + self.Tp, 0]
         wB = W * B
-        for row in range(npred):
-            if np.isnan(mean[row]):
-                continue
-            ok = np.isfinite(d[row])
-            if self.targetVecNan:
-                ok &= np.isfinite(B[row])
-            if not ok.any():
-                continue
-            A = np.empty((d.shape[1], ndim))
-            A[:, 0] = W[row]
-            A[:, 1:] = W[row][:, None] * emb[self.knn_neighbors[row]]
-            C, SV = self.solve(A[ok], wB[row, ok])
-            self.coefficients[row, :len(C)] = C
-            if SV is not None:
-                self.singularValues[row, :len(SV)] = SV
-            p = 0.0 if np.isnan(C[0]) else C[0]
-            for e in range(1, ndim):
-                p = p + C[e] * emb[self.pred_i[row], e - 1]
-            self.projection[row] = p
-            Wv = W[row, ok]
-            self.variance[row] = np.sum(Wv * (B[row, ok] - p) ** 2) / np.sum(Wv)
+        # one small SVD a row, on one BLAS thread (pyedmcl.edm.smap_host says why)
+        with threadpool_limits(limits=1, user_api="blas"):
+            for row in range(npred):
+                if np.isnan(mean[row]):
+                    continue
+                ok = np.isfinite(d[row])
+                if self.targetVecNan:
+                    ok &= np.isfinite(B[row])
+                if not ok.any():
+                    continue
+                A = np.empty((d.shape[1], ndim))
+                A[:, 0] = W[row]
+                A[:, 1:] = W[row][:, None] * emb[self.knn_neighbors[row]]
+                C, SV = self.solve(A[ok], wB[row, ok])
+                self.coefficients[row, :len(C)] = C
+                if SV is not None:
+                    self.singularValues[row, :len(SV)] = SV
+                p = 0.0 if np.isnan(C[0]) else C[0]
+                for e in range(1, ndim):
+                    p = p + C[e] * emb[self.pred_i[row], e - 1]
+                self.projection[row] = p
+                Wv = W[row, ok]
+                self.variance[row] = np.sum(Wv * (B[row, ok] - p) ** 2) / np.sum(Wv)
 
     def solve(self, A: np.ndarray, wB: np.ndarray):
         """numpy's lstsq (pyEDM's default) or a scikit-learn estimator's ``fit``."""

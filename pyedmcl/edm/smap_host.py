@@ -123,15 +123,22 @@ def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, 
     if ridge == 0 and todo.any():
         _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, E=E, tau=tau,
                        thetas=thetas, nbr=nbr, R=R, knn=knn)
-    for ti, row in zip(*np.nonzero(todo), strict=True):
-        tp = int(pred_t[row])
-        nb = nbr[row][nbr[row] >= 0] if nbr is not None else row_neighbours(
-            lib_t, tp, R, knn, x, E, tau)
-        if ridge > 0:
-            p, C, v = row_ridge(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb, ridge)
-        else:
-            p, C, v = row_lstsq(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb)
-        pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
+    # one small SVD a row, on one BLAS thread: BLAS's own threads cost more than they give
+    # there (a 1,000 x 21 lstsq took 3.3 ms on two busy cores with OpenBLAS's two threads,
+    # 0.33 ms on one; 16 idle cores: the rows 13 % faster on one). Python threads over the
+    # rows were slower still: each row is mostly Python, held by the GIL.
+    if not todo.any():  # (the limit itself costs ~0.2 ms)
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        for ti, row in zip(*np.nonzero(todo), strict=True):
+            tp = int(pred_t[row])
+            nb = nbr[row][nbr[row] >= 0] if nbr is not None else row_neighbours(
+                lib_t, tp, R, knn, x, E, tau)
+            if ridge > 0:
+                p, C, v = row_ridge(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb, ridge)
+            else:
+                p, C, v = row_lstsq(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb)
+            pred[ti, row], coef[ti, row], var[ti, row] = p, C, v
 
 
 def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,

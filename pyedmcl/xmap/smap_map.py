@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.spatial.distance import cdist
+from threadpoolctl import threadpool_limits
 
 from clkernels import get_backend
 
@@ -197,8 +198,11 @@ class SmapXmapEngine:
             rows = np.flatnonzero(status[b] == 1)
             got, solved = self._rows_in_basis(g, l0 + int(b), rows)
             pred[b][:, rows[solved]] = got[solved].T
-            for row in rows[~solved]:
-                pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
+            left = rows[~solved]
+            if left.size:  # one small SVD a row, on one BLAS thread (smap_host says why)
+                with threadpool_limits(limits=1, user_api="blas"):
+                    for row in left:
+                        pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
         return pred
 
     def _rows_in_basis(self, g: _Group, lib: int, rows: np.ndarray
