@@ -161,6 +161,34 @@ def test_host_rows_in_the_orthonormal_basis_equal_lstsq(monkeypatch):
     assert np.abs(got - ref)[ok].max() < 1e-9 * np.abs(ref[ok]).max()
 
 
+def test_host_rows_of_libraries_on_threads_equal_one_thread(monkeypatch):
+    """The libraries' host rows are solved on HOST_THREADS threads (each library writes
+    its own predictions), BLAS on one thread in each (many small factorisations: BLAS's
+    own threads had made them ~2x slower, 9x with 8 threads on a 16-core host): the
+    predictions equal one thread's bit for bit, and every library's basis runs on one
+    BLAS thread."""
+    from threadpoolctl import threadpool_info
+
+    from pyedmcl.xmap import smap_map
+
+    _, eng = _lorenz_panel(200, 4, E=8, theta=1.0)
+    (g,) = eng.groups
+    basis = smap_map.SmapXmapEngine._rows_in_basis
+    blas: list[int] = []
+
+    def spy(self, g, lib, rows):
+        blas.append(max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"),
+                        default=1))
+        return basis(self, g, lib, rows)
+    monkeypatch.setattr(smap_map.SmapXmapEngine, "_rows_in_basis", spy)
+    got = {}
+    for threads in (1, 4):
+        monkeypatch.setattr(smap_map, "HOST_THREADS", threads)
+        got[threads] = eng.predictions(g, 0, 4)
+    assert len(blas) == 8 and set(blas) == {1}
+    assert np.array_equal(got[1], got[4], equal_nan=True)
+
+
 def test_float64_panel_of_collinear_lags_within_conditioning_of_pyedm():
     """Oversampled Lorenz components at E 7: float64 panels' device rows at traces up to
     1e11 were 3.5e-7 off pyEDM's predictions; with float64 panels the kernel keeps rows
