@@ -235,3 +235,21 @@ def test_nonlinearity_reading_rule():
     assert is_nonlinear(th, [0.997, 0.998, 0.999, 0.9995, 0.999])  # closes most of the gap to 1
     assert not is_nonlinear(th, [0.83, 0.835, 0.839, 0.83, 0.82])  # +0.009 of a 0.17 gap
     assert not is_nonlinear(th, [0.9, 0.89, 0.88, 0.87, 0.86])     # best at theta = 0
+
+
+def test_import_loads_no_heavy_optional_libraries():
+    """``import pyedmcl`` (every script and CLI command pays it) loads neither scipy
+    (~0.25 s of its import: the S-map host rows import it on first use), pandas nor
+    matplotlib; each comes with the first function that needs it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH")) if p)
+    code = ("import sys, pyedmcl; print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'scipy', 'pandas', 'matplotlib'}))")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out

@@ -24,8 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_triangular
-from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
 from .smap_basis import LibraryBasis, gram_solves, library_basis
@@ -147,6 +145,11 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
     """The rows of ``todo`` whose least squares the library's orthonormal basis solves to
     rounding (module docstring), solved in blocks of rows, on threads (NumPy and BLAS release
     the GIL), and cleared from ``todo``."""
+    # scipy on first use here (its import, ~0.25 s, is not every call's), in this thread
+    # before the blocks' threads (theirs then find it imported)
+    from scipy.linalg import solve_triangular  # noqa: F401
+    from scipy.spatial.distance import cdist
+
     XL = embed_at(x, lib_t, E, tau)
     n_lib, D = XL.shape
     basis = library_basis(XL)
@@ -244,6 +247,8 @@ def _solve(wt: _Weights, todo, pred, coef, var, basis: LibraryBasis, Qy: np.ndar
     targets) and cleared from ``todo``, where :func:`gram_solves` vouches for them."""
     if wt.r.size == 0:
         return
+    from scipy.linalg import solve_triangular
+
     good, G = gram_solves(basis, wt.w2)
     if not good.any():
         return

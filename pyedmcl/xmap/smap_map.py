@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
-from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
 from clkernels import get_backend
@@ -198,6 +196,8 @@ class SmapXmapEngine:
         libs = np.unique(np.nonzero(status == 1)[0])
         if not libs.size:
             return pred
+        import scipy.linalg  # noqa: F401  (imported here once, not in the threads below)
+        import scipy.spatial.distance  # noqa: F401
         # BLAS on one thread: the basis's many small factorisations and solves, and one
         # small SVD a row, cost more on BLAS's own threads than they gain (12 Lorenz
         # components, T 1,000, E 10, 2 cores: 1.04 -> 0.75 s; smap_host says more)
@@ -226,6 +226,9 @@ class SmapXmapEngine:
         (:mod:`pyedmcl.edm.smap_basis`: lstsq's answer to rounding, in blocks of rows, all
         targets as right-hand sides): the (rows, targets) predictions and which rows the
         basis vouched for (the others are :meth:`_row_lstsq`'s)."""
+        from scipy.linalg import solve_triangular  # (on first use: ~0.25 s of import)
+        from scipy.spatial.distance import cdist
+
         x, E = self.X64[lib], g.E
         out = np.full((rows.size, g.targets.size), np.nan)
         solved = np.zeros(rows.size, bool)
