@@ -22,11 +22,12 @@ import hashlib
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from mako.lookup import TemplateLookup
+from typing import TYPE_CHECKING, Any
 
 from . import settings
+
+if TYPE_CHECKING:
+    from mako.lookup import TemplateLookup
 
 _HERE = Path(__file__).resolve().parent
 
@@ -60,6 +61,10 @@ class TemplateParameterError(ValueError):
 
 @cache
 def _lookup() -> TemplateLookup:
+    # Mako on first render (its import, with the Pygments plugin it loads, is ~50 ms of
+    # every process's start, and most never render a template)
+    from mako.lookup import TemplateLookup
+
     return TemplateLookup(
         directories=[str(d) for d in template_dirs()],
         strict_undefined=True,

@@ -239,8 +239,9 @@ def test_nonlinearity_reading_rule():
 
 def test_import_loads_no_heavy_optional_libraries():
     """``import pyedmcl`` (every script and CLI command pays it) loads neither scipy
-    (~0.25 s of its import: the S-map host rows import it on first use), pandas nor
-    matplotlib; each comes with the first function that needs it."""
+    (~0.25 s of its import: the S-map host rows import it on first use), pandas,
+    matplotlib nor Mako (with its Pygments plugin: the first render imports it); each comes
+    with the first function that needs it."""
     import os
     import subprocess
     import sys
@@ -249,7 +250,7 @@ def test_import_loads_no_heavy_optional_libraries():
     repo = Path(__file__).resolve().parents[1]
     path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH")) if p)
     code = ("import sys, pyedmcl; print(sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'scipy', 'pandas', 'matplotlib'}))")
+            "{'scipy', 'pandas', 'matplotlib', 'mako', 'pygments'}))")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path},
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out
