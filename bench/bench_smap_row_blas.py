@@ -42,8 +42,8 @@ def main() -> None:
     from pyedmcl.data import lorenz63
     from pyedmcl.edm import smap_host as H
 
-    limits = H.threadpool_limits
-    configs = {"BLAS's threads": lambda **k: contextlib.nullcontext(), "one BLAS thread": limits}
+    limits = H.one_blas_thread
+    configs = {"BLAS's threads": contextlib.nullcontext, "one BLAS thread": limits}
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.load)]
     try:
         print(f"busy processes beside: {a.load}; best of {a.repeat}, interleaved")
@@ -55,16 +55,16 @@ def main() -> None:
                 t: dict[str, list[float]] = {k: [] for k in configs}
                 for _ in range(a.repeat):
                     for name, lim in configs.items():
-                        H.threadpool_limits = lim
+                        H.one_blas_thread = lim
                         s = time.perf_counter()
                         pe.smap(x, E=20, tau=1, theta=1.0, dtype="float64", device=a.device)
                         t[name].append(time.perf_counter() - s)
-            H.threadpool_limits = limits
+            H.one_blas_thread = limits
             old, new = min(t["BLAS's threads"]), min(t["one BLAS thread"])
             print(f"L={L} host rows {r.n_fallback}: BLAS's threads {old:.3f} s, one BLAS thread "
                   f"{new:.3f} s ({old / new:.2f}x)", flush=True)
     finally:
-        H.threadpool_limits = limits
+        H.one_blas_thread = limits
         for p in busy:
             p.kill()
 
@@ -80,8 +80,8 @@ def _xmap(a) -> None:
     X = np.column_stack([lorenz63(1000, sample_every=2,
                                   start=tuple(rng.uniform(-5, 5, 3) + [0, 0, 20]))[:, c % 3]
                          for c in range(12)])
-    limits, threads = smap_map.threadpool_limits, smap_map.HOST_THREADS
-    configs = {"BLAS's threads, 1 thread": (lambda **k: contextlib.nullcontext(), 1),
+    limits, threads = smap_map.one_blas_thread, smap_map.HOST_THREADS
+    configs = {"BLAS's threads, 1 thread": (contextlib.nullcontext, 1),
                f"one BLAS thread, {threads} threads": (limits, threads)}
     rho, t = {}, {k: [] for k in configs}
     with warnings.catch_warnings():
@@ -90,14 +90,14 @@ def _xmap(a) -> None:
             pe.xmap(X, E=10, method="smap", theta=1.0, dtype="float64", device=a.device)
             for _ in range(a.repeat):
                 for name, (lim, th) in configs.items():
-                    smap_map.threadpool_limits, smap_map.HOST_THREADS = lim, th
+                    smap_map.one_blas_thread, smap_map.HOST_THREADS = lim, th
                     s = time.perf_counter()
                     r = pe.xmap(X, E=10, method="smap", theta=1.0, dtype="float64",
                                 device=a.device)
                     t[name].append(time.perf_counter() - s)
                     rho[name] = np.asarray(r.rho)
         finally:
-            smap_map.threadpool_limits, smap_map.HOST_THREADS = limits, threads
+            smap_map.one_blas_thread, smap_map.HOST_THREADS = limits, threads
     old, new = (min(v) for v in t.values())
     same = np.array_equal(*rho.values())
     print(f"S-map cross map, 12 x 1,000 Lorenz components, E 10, float64, best of {a.repeat}: "

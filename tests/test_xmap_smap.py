@@ -163,29 +163,27 @@ def test_host_rows_in_the_orthonormal_basis_equal_lstsq(monkeypatch):
 
 def test_host_rows_of_libraries_on_threads_equal_one_thread(monkeypatch):
     """The libraries' host rows are solved on HOST_THREADS threads (each library writes
-    its own predictions), BLAS on one thread in each (many small factorisations: BLAS's
-    own threads had made them ~2x slower, 9x with 8 threads on a 16-core host): the
-    predictions equal one thread's bit for bit, and every library's basis runs on one
-    BLAS thread."""
-    from threadpoolctl import threadpool_info
-
+    its own predictions) inside :func:`pyedmcl._blas.one_blas_thread` (many small
+    factorisations: BLAS's own threads had made them ~2x slower, 8x with 8 threads on a
+    16-core host): the predictions equal one thread's bit for bit."""
+    from pyedmcl import _blas
     from pyedmcl.xmap import smap_map
 
     _, eng = _lorenz_panel(200, 4, E=8, theta=1.0)
     (g,) = eng.groups
     basis = smap_map.SmapXmapEngine._rows_in_basis
-    blas: list[int] = []
+    inside: list[bool] = []
 
     def spy(self, g, lib, rows):
-        blas.append(max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"),
-                        default=1))
+        inside.append(_blas.active())
         return basis(self, g, lib, rows)
     monkeypatch.setattr(smap_map.SmapXmapEngine, "_rows_in_basis", spy)
     got = {}
     for threads in (1, 4):
         monkeypatch.setattr(smap_map, "HOST_THREADS", threads)
         got[threads] = eng.predictions(g, 0, 4)
-    assert len(blas) == 8 and set(blas) == {1}
+    assert len(inside) == 8 and all(inside)
+    assert not _blas.active()
     assert np.array_equal(got[1], got[4], equal_nan=True)
 
 

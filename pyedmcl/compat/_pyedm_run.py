@@ -28,7 +28,8 @@ from warnings import warn
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
+
+from .._blas import one_blas_thread
 
 
 def _iterable(v: Any) -> bool:
@@ -421,7 +422,7 @@ class PyEDMRun:
         B = self.targetVec[self.knn_neighbors + self.Tp, 0]
         wB = W * B
         # one small SVD a row, on one BLAS thread (pyedmcl.edm.smap_host says why)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             for row in range(npred):
                 if np.isnan(mean[row]):
                     continue

@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from .._blas import one_blas_thread
 from .smap_basis import LibraryBasis, gram_solves, library_basis
 
 #: elements of one block's (rows x library) arrays
@@ -128,7 +128,7 @@ def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, 
     # rows were slower still: each row is mostly Python, held by the GIL.
     if not todo.any():  # (the limit itself costs ~0.2 ms)
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         for ti, row in zip(*np.nonzero(todo), strict=True):
             tp = int(pred_t[row])
             nb = nbr[row][nbr[row] >= 0] if nbr is not None else row_neighbours(
@@ -178,7 +178,7 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
     starts = range(0, rows.size, block)
     # the blocks are the parallelism: BLAS in each runs on its thread alone (its own
     # threads would compete with the blocks' for the cores)
-    with threadpool_limits(limits=1, user_api="blas"), \
+    with one_blas_thread(), \
             ThreadPoolExecutor(max_workers=min(len(starts), HOST_THREADS)) as pool:
         for _ in pool.map(block_rows, starts):
             pass

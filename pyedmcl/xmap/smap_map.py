@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from clkernels import get_backend
 
+from .._blas import one_blas_thread
 from ..edm.smap_basis import gram_solves, library_basis
 from ..edm.smap_host import HOST_THREADS, embed_at
 from ..kernels.smap import SMAP_XMAP, acc_dtype
@@ -209,7 +209,7 @@ class SmapXmapEngine:
                 pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
 
         threads = min(HOST_THREADS, libs.size)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             if threads == 1:
                 for b in libs:
                     library(int(b))
