@@ -12,7 +12,7 @@ Most such rows are ill-conditioned only through the library's global shape (neig
 lags of a smooth series are nearly collinear): they are solved in the library's orthonormal
 basis (:mod:`pyedmcl.edm.smap_basis`), in blocks of rows on threads, BLAS on one thread each;
 every row that basis cannot vouch for takes lstsq as pyEDM does, with BLAS on one
-thread (its own threads cost more than they give on one row's small SVD). Rows solved so agree with
+thread (its own threads cost more than they give on one row's small SVD; decision 0166). Rows solved so agree with
 lstsq to ~cond(A) x eps in the coefficients (measured <= 1.5e-8 relative) and to ~1e-12 in
 the predictions (``tests/test_edm_smap.py``).
 """

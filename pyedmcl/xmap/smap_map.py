@@ -198,16 +198,18 @@ class SmapXmapEngine:
             return pred
         import scipy.linalg  # noqa: F401  (imported here once, not in the threads below)
         import scipy.spatial.distance  # noqa: F401
-        # BLAS on one thread: the basis's many small factorisations and solves, and one
-        # small SVD a row, cost more on BLAS's own threads than they gain (12 Lorenz
-        # components, T 1,000, E 10, 2 cores: 1.04 -> 0.75 s; smap_host says more)
-        def library(b: int) -> None:  # its own slice of pred alone
+
+        def library(b: int) -> None:  # writes its own slice of pred alone
             rows = np.flatnonzero(status[b] == 1)
             got, solved = self._rows_in_basis(g, l0 + int(b), rows)
             pred[b][:, rows[solved]] = got[solved].T
             for row in rows[~solved]:
                 pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
 
+        # the libraries on threads; BLAS on one thread (pyedmcl._blas): the basis's many
+        # small factorisations and solves, and one small SVD a row, cost more on BLAS's own
+        # threads than they gain (12 Lorenz components, T 1,000, E 10, 2 cores:
+        # 0.92 -> 0.45 s with both)
         threads = min(HOST_THREADS, libs.size)
         with one_blas_thread():
             if threads == 1:
