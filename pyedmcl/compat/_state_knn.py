@@ -144,15 +144,9 @@ def tied_rows(dist: np.ndarray) -> np.ndarray:
 
 def _kdtree_query(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int,
                   leafsize: int | None) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.spatial import KDTree
+    from ..edm.pyedm_kdtree import pyedm_query, pyedm_tree
 
-    if leafsize is None:  # pyEDM's CCM: KDTree(data), scipy's defaults
-        tree = KDTree(emb[lib])
-    else:
-        tree = KDTree(emb[lib], leafsize=leafsize, compact_nodes=True, balanced_tree=True)
-    dist, local = tree.query(emb[pred], k=k, eps=0, p=2)
-    if k == 1:
-        dist, local = dist[:, None], local[:, None]
+    dist, local = pyedm_query(pyedm_tree(emb[lib], leafsize), emb[pred], k)
     return lib[local], dist
 
 

@@ -7,7 +7,8 @@ between embedded vectors, mean over the neighbours used — pyEDM's definition;
 pyEDM puts w into the rows of the design matrix, so the squared residuals are
 weighted by w^2) and predicts with the fitted model at p. Defaults follow pyEDM:
 all library points are neighbours (``knn = |lib| - 1``, so with disjoint lib
-and pred the single farthest point is left out, exactly as pyEDM does), the point
+and pred the single farthest point is left out, exactly as pyEDM does; of several equally
+far, the one pyEDM's KDTree leaves out: :mod:`pyedmcl.edm.pyedm_kdtree`), the point
 itself (and its ``exclusion_radius`` neighbourhood in time) is left out when lib
 and pred overlap.
 
@@ -73,6 +74,7 @@ from ..kernels.smap import SMAP, acc_dtype, accumulation, gemm_scratch_bytes
 from ..primitives.knn import knn_device
 from ..primitives.ranges import MAX_KNN, resolve
 from ..validation import as_series, check_dtype, check_int
+from .pyedm_kdtree import exclusion_active, smap_k_query
 from .results import SimplexResult
 from .smap_host import embed_at, solve_host_rows
 from .smap_rotation import principal_axes
@@ -182,20 +184,6 @@ def _check_thetas(thetas: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- neighbour tables
 
 
-def _pyedm_exclusion_active(lib_t: np.ndarray, pred_t: np.ndarray, R: int, overlap: bool) -> bool:
-    """pyEDM's test for whether the exclusion radius can remove anything (Neighbors.py)."""
-    if R <= 0:
-        return False
-    if overlap:
-        return True
-    gap = 0
-    if pred_t[0] > lib_t[-1]:
-        gap = pred_t[0] - lib_t[-1]
-    elif lib_t[0] > pred_t[-1]:
-        gap = lib_t[0] - pred_t[-1]
-    return R >= gap
-
-
 def _knn_table(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, E: int, tau: int, knn: int,
                R: int, be=None) -> np.ndarray:
     """pyEDM's S-map neighbour selection for a user ``knn`` below |lib| - 1.
@@ -208,9 +196,9 @@ def _knn_table(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, E: int, tau
     it (<= 64), else from a blocked NumPy search.
     """
     overlap = bool(np.intersect1d(lib_t, pred_t).size)
-    exrad = _pyedm_exclusion_active(lib_t, pred_t, R, overlap)
+    exrad = exclusion_active(lib_t, pred_t, R, overlap)
     n_lib = lib_t.size
-    kq = min(knn * 5, n_lib) if exrad else (min(knn + 1, n_lib) if overlap else knn)
+    kq = smap_k_query(lib_t, pred_t, knn, R)
     cand = None
     if be is not None and kq <= MAX_KNN and np.unique(lib_t).size == n_lib:
         cand = _device_candidates(x, lib_t, pred_t, E, tau, kq, be)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._blas import one_blas_thread
+from .pyedm_kdtree import FarthestDrop, farthest_ties
 from .smap_basis import LibraryBasis, gram_solves, library_basis
 
 #: elements of one block's (rows x library) arrays
@@ -97,17 +98,30 @@ def row_ridge(x, ylib, lib_t, E, tau, tp, theta, nbrs, ridge) -> tuple[float, np
     return float(p), C, float(np.sum(W * (ylib[nbrs] - p) ** 2) / np.sum(W))
 
 
-def row_neighbours(lib_t, tp, R, knn, x, E, tau) -> np.ndarray:
-    """Library positions the "all" mode uses for one row (drops the farthest if asked; of
-    several equally far, the last, as the kernels' pass 1 does)."""
+def row_neighbours(lib_t, tp, R, knn, x, E, tau, farthest: FarthestDrop | None = None
+                   ) -> np.ndarray:
+    """Library positions the "all" mode uses for one row: every admissible point, minus
+    the farthest where ``knn`` asks for one fewer. Of several (nearly) equally far,
+    ``farthest`` picks pyEDM's (:mod:`pyedmcl.edm.pyedm_kdtree`); without it, the last."""
     cand = np.flatnonzero(np.abs(lib_t - tp) > R)
     drop = cand.size - min(knn, cand.size)
     if drop == 1:
         XL = embed_at(x, lib_t[cand], E, tau)
         xp = embed_at(x, np.array([tp]), E, tau)[0]
         d = ((XL - xp) ** 2).sum(1)
-        cand = np.delete(cand, d.size - 1 - int(np.argmax(d[::-1])))  # the last farthest, as the kernels
+        out = d.size - 1 - int(np.argmax(d[::-1]))  # the last farthest
+        if farthest is not None and farthest_ties(d[None, :], np.ones((1, d.size), bool))[0]:
+            lost = int(farthest.dropped(np.array([tp]), xp[None, :])[0])
+            out = int(np.flatnonzero(cand == lost)[0])
+        cand = np.delete(cand, out)
     return cand
+
+
+def farthest_rule(x, lib_t, pred_t, E, tau, knn, R) -> FarthestDrop | None:
+    """pyEDM's choice among equally far points for this call's host rows, where the tree
+    can decide (finite states, scipy present)."""
+    rule = FarthestDrop(embed_at(x, lib_t, E, tau), lib_t, pred_t, knn, R)
+    return rule if rule.usable() else None
 
 
 def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr,
@@ -119,9 +133,12 @@ def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, 
         raise RuntimeError("S-map kernel asked for a neighbour table in 'all' mode")
     todo = np.zeros(status.shape, bool)
     todo[status == 1] = True
-    if ridge == 0 and todo.any():
+    if not todo.any():
+        return
+    far = farthest_rule(x, lib_t, pred_t, E, tau, knn, R) if nbr is None else None
+    if ridge == 0:
         _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, E=E, tau=tau,
-                       thetas=thetas, nbr=nbr, R=R, knn=knn)
+                       thetas=thetas, nbr=nbr, R=R, knn=knn, farthest=far)
     # one small SVD a row, on one BLAS thread: BLAS's own threads cost more than they give
     # there (a 1,000 x 21 lstsq took 3.3 ms on two busy cores with OpenBLAS's two threads,
     # 0.33 ms on one; 16 idle cores: the rows 13 % faster on one). Python threads over the
@@ -132,7 +149,7 @@ def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, 
         for ti, row in zip(*np.nonzero(todo), strict=True):
             tp = int(pred_t[row])
             nb = nbr[row][nbr[row] >= 0] if nbr is not None else row_neighbours(
-                lib_t, tp, R, knn, x, E, tau)
+                lib_t, tp, R, knn, x, E, tau, far)
             if ridge > 0:
                 p, C, v = row_ridge(x, ylib, lib_t, E, tau, tp, float(thetas[ti]), nb, ridge)
             else:
@@ -141,7 +158,7 @@ def solve_host_rows(pred, coef, var, status, x, ylib, lib_t, pred_t, *, E, tau, 
 
 
 def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, thetas, nbr, R,
-                   knn) -> None:
+                   knn, farthest: FarthestDrop | None = None) -> None:
     """The rows of ``todo`` whose least squares the library's orthonormal basis solves to
     rounding (module docstring), solved in blocks of rows, on threads (NumPy and BLAS release
     the GIL), and cleared from ``todo``."""
@@ -164,7 +181,7 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
     def block_rows(b0: int) -> None:
         r, xp = rows[b0:b0 + block], XP[b0:b0 + block]
         d2 = cdist(xp, XL, "sqeuclidean")
-        use = _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn)
+        use = _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn, farthest, xp)
         d = np.sqrt(d2, out=d2)
         with np.errstate(divide="ignore", invalid="ignore"):
             dmean = np.where(use, d, 0.0).sum(axis=1) / use.sum(axis=1)
@@ -184,8 +201,10 @@ def _whitened_rows(todo, pred, coef, var, x, ylib, lib_t, pred_t, *, E, tau, the
             pass
 
 
-def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn) -> np.ndarray:
-    """Which library points rows ``r`` fit over (:func:`row_neighbours`, or the table)."""
+def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn, farthest: FarthestDrop | None = None,
+                    xp: np.ndarray | None = None) -> np.ndarray:
+    """Which library points rows ``r`` (states ``xp``) fit over (:func:`row_neighbours`,
+    or the table)."""
     if nbr is not None:
         use = np.zeros(d2.shape, bool)
         tab = nbr[r]
@@ -202,7 +221,14 @@ def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn) -> np.ndarray:
         use = np.abs(lib_t[None, :] - pred_t[r][:, None]) > R
     cnt = use.sum(axis=1)
     drop = cnt - np.minimum(knn, cnt)
-    for i in np.flatnonzero(drop == 1):  # the last of the farthest, as row_neighbours
+    one = np.flatnonzero(drop == 1)
+    tied = np.zeros(one.size, bool)
+    if farthest is not None and one.size:
+        tied = farthest_ties(d2[one], use[one])
+        if tied.any():  # pyEDM's tree decides among (nearly) equally far points
+            lost = farthest.dropped(pred_t[r[one[tied]]], xp[one[tied]])
+            use[one[tied], lost] = False
+    for i in one[~tied]:  # the farthest; of equal ones the last, as row_neighbours
         cand = np.flatnonzero(use[i])
         dc = d2[i, cand]
         use[i, cand[dc.size - 1 - int(np.argmax(dc[::-1]))]] = False

@@ -35,6 +35,7 @@ import numpy as np
 from clkernels import get_backend
 
 from .._blas import one_blas_thread
+from ..edm.pyedm_kdtree import FarthestDrop, farthest_ties
 from ..edm.smap_basis import gram_solves, library_basis
 from ..edm.smap_host import HOST_THREADS, embed_at
 from ..kernels.smap import SMAP_XMAP, acc_dtype
@@ -201,10 +202,11 @@ class SmapXmapEngine:
 
         def library(b: int) -> None:  # writes its own slice of pred alone
             rows = np.flatnonzero(status[b] == 1)
-            got, solved = self._rows_in_basis(g, l0 + int(b), rows)
+            far = self._farthest(g, l0 + int(b))
+            got, solved = self._rows_in_basis(g, l0 + int(b), rows, far)
             pred[b][:, rows[solved]] = got[solved].T
             for row in rows[~solved]:
-                pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]))
+                pred[b, :, row] = self._row_lstsq(g, l0 + int(b), int(g.pred_t[row]), far)
 
         # the libraries on threads; BLAS on one thread (pyedmcl._blas): the basis's many
         # small factorisations and solves, and one small SVD a row, cost more on BLAS's own
@@ -221,8 +223,16 @@ class SmapXmapEngine:
                         pass
         return pred
 
-    def _rows_in_basis(self, g: _Group, lib: int, rows: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
+    def _farthest(self, g: _Group, lib: int) -> FarthestDrop | None:
+        """pyEDM's choice among equally far library points of library series ``lib``
+        (:mod:`pyedmcl.edm.pyedm_kdtree`; its tree is built on first use), where it can
+        decide."""
+        rule = FarthestDrop(embed_at(self.X64[lib], g.lib_t, g.E, self.tau), g.lib_t, g.pred_t,
+                            g.lib_t.size - 1, self.R)
+        return rule if rule.usable() else None
+
+    def _rows_in_basis(self, g: _Group, lib: int, rows: np.ndarray,
+                       far: FarthestDrop | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``rows`` (positions in ``g.pred_t``) of library series ``lib``, every
         target's prediction, solved in the library's orthonormal basis
         (:mod:`pyedmcl.edm.smap_basis`: lstsq's answer to rounding, in blocks of rows, all
@@ -248,8 +258,13 @@ class SmapXmapEngine:
             XP = embed_at(x, tps, E, self.tau)
             d = cdist(XP, XL)
             use = np.abs(g.lib_t[None, :] - tps[:, None]) > self.R
-            for i in np.flatnonzero(use.all(axis=1)):  # knn = |lib| - 1: the farthest out
-                use[i, d.shape[1] - 1 - int(np.argmax(d[i, ::-1]))] = False  # (the last)
+            one = np.flatnonzero(use.all(axis=1))  # knn = |lib| - 1: the farthest out
+            tied = (farthest_ties(d[one] ** 2, use[one]) if far is not None
+                    else np.zeros(one.size, bool))
+            if tied.any():  # of (nearly) equally far points, pyEDM's tree's choice
+                use[one[tied], far.dropped(tps[one[tied]], XP[one[tied]])] = False
+            for i in one[~tied]:  # the farthest (of equal ones the last, as the kernel)
+                use[i, d.shape[1] - 1 - int(np.argmax(d[i, ::-1]))] = False
             with np.errstate(all="ignore"):
                 dmean = np.where(use, d, 0.0).sum(axis=1) / use.sum(axis=1)
                 w = np.ones_like(d) if self.theta == 0 else \
@@ -294,7 +309,8 @@ class SmapXmapEngine:
         SMAP_XMAP.launch_rho(self.be, spec, args, g.pred_t.size, B * n_tg)
         return self.be.to_host(args["out_rho"]).astype(np.float64).reshape(B, n_tg)
 
-    def _row_lstsq(self, g: _Group, lib: int, tp: int) -> np.ndarray:
+    def _row_lstsq(self, g: _Group, lib: int, tp: int, far: FarthestDrop | None = None
+                   ) -> np.ndarray:
         """Every target's prediction of one row exactly as pyEDM computes it (SVD least
         squares of the weighted local model, all targets as right-hand sides)."""
         x, E, tau = self.X64[lib], g.E, self.tau
@@ -305,7 +321,10 @@ class SmapXmapEngine:
         d = np.sqrt(((XL - xp) ** 2).sum(1))
         if nb.size > g.lib_t.size - 1:  # pyEDM's knn = |lib| - 1 drops the farthest
             keep = np.ones(nb.size, bool)
-            keep[d.size - 1 - int(np.argmax(d[::-1]))] = False  # the last farthest, as the kernel
+            if far is not None and farthest_ties((d ** 2)[None, :], keep[None, :])[0]:
+                keep[far.dropped(np.array([tp]), xp[None, :])[0]] = False  # pyEDM's choice
+            else:
+                keep[d.size - 1 - int(np.argmax(d[::-1]))] = False  # the last farthest
             nb, XL, d = nb[keep], XL[keep], d[keep]
         none = np.full(g.targets.size, np.nan)
         if d.size == 0:
