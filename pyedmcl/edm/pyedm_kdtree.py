@@ -31,6 +31,9 @@ PYEDM_LEAFSIZE = 20
 #: which decides as pyEDM in any case).
 FARTHEST_TIE_RTOL = 1e-9
 
+#: entries of one block's (states x library) squared distances
+_BLOCK_ELEMENTS = 1 << 21
+
 
 def pyedm_tree(states: np.ndarray, leafsize: int | None = PYEDM_LEAFSIZE) -> Any:
     """``scipy.spatial.KDTree`` over ``states`` as pyEDM builds it (``leafsize`` None:
@@ -42,11 +45,13 @@ def pyedm_tree(states: np.ndarray, leafsize: int | None = PYEDM_LEAFSIZE) -> Any
     return KDTree(states, leafsize=leafsize, compact_nodes=True, balanced_tree=True)
 
 
-def pyedm_query(tree: Any, points: np.ndarray, k: int, workers: int = 1
+def pyedm_query(tree: Any, points: np.ndarray, k: int | list[int], workers: int = 1
                 ) -> tuple[np.ndarray, np.ndarray]:
     """``tree.query(points, k)`` as pyEDM calls it: (distances, tree indices), both
-    ``(len(points), k)`` (scipy squeezes k = 1). ``workers`` splits the points over
-    threads (each point's answer is its own: the same on any number)."""
+    ``(len(points), k)`` (scipy squeezes k = 1). ``k`` a list: only those places of the
+    same query's answer (1-based; scipy walks the tree for ``max(k)`` either way).
+    ``workers`` splits the points over threads (each point's answer is its own: the same
+    on any number)."""
     dist, idx = tree.query(points, k=k, eps=0, p=2, workers=workers)
     if k == 1:
         dist, idx = dist[:, None], idx[:, None]
@@ -106,9 +111,7 @@ class FarthestDrop:
         self._states = np.ascontiguousarray(states, dtype=np.float64)
         self._lib_t = np.asarray(lib_t)
         self._kq = smap_k_query(self._lib_t, np.asarray(pred_t), knn, R)
-        self._overlap = bool(np.intersect1d(lib_t, pred_t).size)
-        self._exrad = exclusion_active(self._lib_t, np.asarray(pred_t), R, self._overlap)
-        self._knn, self._R = knn, R
+        self._R = R
         self._tree: Any = None
         self._lock = threading.Lock()
 
@@ -125,31 +128,57 @@ class FarthestDrop:
 
     def dropped(self, tps: np.ndarray, points: np.ndarray) -> np.ndarray:
         """Library positions (into ``lib_t``) left out for prediction times ``tps`` whose
-        states are ``points``: the admissible point not among pyEDM's first ``knn``."""
+        states are ``points``: the admissible point not among pyEDM's first ``knn``.
+
+        Such a row admits every library point (one too many), so pyEDM's mask removes
+        nothing and the answer depends on the state alone: equal states are asked once.
+        Where pyEDM asks the tree for all points (an exclusion radius or an overlap), the
+        one left out is the last the tree returns; where it asks for ``|lib| - 1``, the one
+        of the ``m`` (nearly) equally far points the tree does not return, found among the
+        last ``m`` it returns (only those columns come back: the query's memory stays
+        rows x m, not rows x |lib|)."""
+        tps = np.asarray(tps)
+        if np.any(np.abs(self._lib_t[None, :] - tps[:, None]) <= self._R):
+            raise ValueError("FarthestDrop.dropped: a row with excluded library points")
+        pts = np.asarray(points, dtype=np.float64)
+        uniq, inv = np.unique(pts, axis=0, return_inverse=True)
         with self._lock:
             if self._tree is None:
                 self._tree = pyedm_tree(self._states)
-        # every core: a query for |lib| - 1 points walks the whole tree (~0.5 ms a row at
-        # |lib| 4,000)
-        _, idx = pyedm_query(self._tree, np.asarray(points, dtype=np.float64), self._kq,
-                             workers=-1)
-        tps = np.asarray(tps)
-        nb = self._lib_t[idx]
-        if self._exrad:
-            bad = np.abs(tps[:, None] - nb) <= self._R
-        elif self._overlap:
-            bad = tps[:, None] == nb
-        else:
-            bad = np.zeros(idx.shape, bool)
-        good = ~bad
-        chosen = good & (np.cumsum(good, axis=1) <= self._knn)
-        out = np.empty(tps.size, dtype=np.int64)
-        for i in range(tps.size):
-            kept = np.zeros(self._lib_t.size, bool)
-            kept[idx[i, chosen[i]]] = True
-            adm = np.abs(self._lib_t - tps[i]) > self._R
-            left = np.flatnonzero(adm & ~kept)
-            if left.size != 1:  # cannot happen for a row with exactly one point too many
+        n_lib = self._lib_t.size
+        if self._kq == n_lib:
+            _, idx = pyedm_query(self._tree, uniq, [n_lib], workers=-1)
+            return idx[:, 0][inv.ravel()]
+        out = np.empty(uniq.shape[0], dtype=np.int64)
+        step = max(1, _BLOCK_ELEMENTS // max(1, n_lib))
+        for b0 in range(0, uniq.shape[0], step):
+            u = uniq[b0:b0 + step]
+            d2 = ((self._states[None, :, :] - u[:, None, :]) ** 2).sum(axis=2)
+            top = d2.max(axis=1)
+            tied = top[:, None] - d2 <= FARTHEST_TIE_RTOL * np.abs(top)[:, None]
+            out[b0:b0 + u.shape[0]] = self._not_returned(u, tied)
+        return out[inv.ravel()]
+
+    def _not_returned(self, u: np.ndarray, tied: np.ndarray) -> np.ndarray:
+        """For states ``u`` and their (nearly) equally far points ``tied``: the one a
+        ``k = |lib| - 1`` query leaves out. The ``m`` farthest points are the tree's last
+        ``m - 1`` returned and the one left out; one column more is asked for as a margin
+        (a row whose answer is not one point there is asked again in full)."""
+        n_lib, kq = self._lib_t.size, self._kq
+        w = min(kq, int(tied.sum(axis=1).max()))
+        # every core: a query walks the whole tree (~0.4 ms a row at |lib| 4,000)
+        _, idx = pyedm_query(self._tree, u, list(range(kq - w + 1, kq + 1)), workers=-1)
+        out = np.empty(u.shape[0], dtype=np.int64)
+        for i in range(u.shape[0]):
+            back = np.zeros(n_lib, bool)
+            back[idx[i]] = True
+            left = np.flatnonzero(tied[i] & ~back)
+            if left.size != 1:  # not among the last w: the whole answer
+                _, full = pyedm_query(self._tree, u[i:i + 1], kq)
+                back[:] = False
+                back[full[0]] = True
+                left = np.flatnonzero(~back)
+            if left.size != 1:
                 raise RuntimeError(f"pyEDM's tree left out {left.size} points, not 1")
             out[i] = left[0]
         return out
