@@ -109,9 +109,9 @@ class FarthestDrop:
     def __init__(self, states: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, knn: int,
                  R: int) -> None:
         self._states = np.ascontiguousarray(states, dtype=np.float64)
-        self._lib_t = np.asarray(lib_t)
-        self._kq = smap_k_query(self._lib_t, np.asarray(pred_t), knn, R)
-        self._R = R
+        self._lib_t, self._pred_t = np.asarray(lib_t), np.asarray(pred_t)
+        self._knn, self._R = knn, R
+        self._kq = 0  # pyEDM's k_query and the tree, on first use (most calls never ask)
         self._tree: Any = None
         self._lock = threading.Lock()
 
@@ -144,6 +144,7 @@ class FarthestDrop:
         uniq, inv = np.unique(pts, axis=0, return_inverse=True)
         with self._lock:
             if self._tree is None:
+                self._kq = smap_k_query(self._lib_t, self._pred_t, self._knn, self._R)
                 self._tree = pyedm_tree(self._states)
         n_lib = self._lib_t.size
         if self._kq == n_lib:
