@@ -179,13 +179,13 @@ def _oracle(kind: str, d: pd.DataFrame) -> pd.DataFrame:
 KINDS = ["simplex", "smap_knn12", "smap_default", "nonlinear", "ccm"]
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "smap_default"])
+@pytest.mark.parametrize("kind", ["simplex", "ccm"])
 def test_fast_path_ties_as_pyedm(data, kind, device, monkeypatch):
     E = 2 if kind == "ccm" else 3
     assert univariate_ties(data["x"].to_numpy(float), E, -1), "no distance ties in the data"
     ref = _oracle(kind, data)
     _same(ref, _fast(kind, data, device))
-    if kind in ("smap_knn12", "nonlinear", "ccm"):
+    if kind == "ccm":
         # the fused pipeline's own tie order on these data is not pyEDM's: routing matters
         monkeypatch.setattr(EDM, "_ties_decide", lambda *a, **k: False)
         forced = _fast(kind, data, device)
@@ -194,21 +194,46 @@ def test_fast_path_ties_as_pyedm(data, kind, device, monkeypatch):
         assert gap > 1e-9, f"the fast path's tie order agrees with pyEDM here ({gap})"
 
 
-def test_default_smap_keeps_the_fast_path_on_tied_data(device, monkeypatch):
-    """S-map with pyEDM's default knn on tied data (a random walk on the 0.1 grid): every
-    row fits over all admissible library points but the farthest, and the fused path
-    leaves out the one pyEDM's KDTree leaves out where several are equally far
-    (pyedmcl.edm.pyedm_kdtree), so the call keeps the fast path (general path patched to
-    fail) at its tolerance against pyEDM: predictions 1e-9 (measured 1.6e-13),
-    coefficients left out as on untied data (the fused solver and lstsq part at ~1e-7 on
-    correlated lags). Leaving out the last of equally far points instead misses by
+@pytest.mark.parametrize("kind", ["smap_default", "smap_knn12", "nonlinear"])
+def test_smap_keeps_the_fast_path_on_tied_data(data, kind, device, monkeypatch):
+    """S-map and PredictNonlinear on tied data (Lorenz rounded to one decimal) keep the
+    fused path (general path patched to fail): its ties, which of equally far points fall
+    inside pyEDM's neighbour query and in what order, and which farthest point the
+    default knn leaves out, are decided by a tree built as pyEDM's
+    (pyedmcl.edm.pyedm_kdtree). Against pyEDM at the fused path's tolerance (as
+    test_untied_data_keep_the_fast_path): predictions 1e-9, rho pyEDM's 6 digits,
+    coefficients left out (the fused solver and lstsq part at ~1e-7 on correlated lags).
+    The kernel's own order instead misses (with a knn, the candidates kept in the
+    device's order)."""
+    assert univariate_ties(data["x"].to_numpy(float), 3, -1), "no distance ties in the data"
+    ref = _oracle(kind, data)
+    _forbid_general(monkeypatch)
+    tol = 1.01e-6 if kind == "nonlinear" else 1e-9
+
+    def gap() -> float:
+        got = _fast(kind, data, device)
+        cols = [c for c in ref.columns if c != "Time" and not c.startswith(("C0", "\u2202"))]
+        return max(float(np.nanmax(np.abs(got[c].to_numpy(float) - ref[c].to_numpy(float))))
+                   for c in cols)
+
+    assert gap() < tol
+    if kind != "smap_default":  # knn: the device's candidates as they come
+        from pyedmcl.edm import smap
+        monkeypatch.setattr(smap, "tree_order", lambda states, points, cand, kq: cand[:, :kq])
+        assert gap() > tol
+
+
+def test_default_smap_leaves_out_pyedms_farthest_point(device, monkeypatch):
+    """S-map with pyEDM's default knn on a random walk on the 0.1 grid, disjoint halves:
+    prediction rows leave out one of several equally far library points, the tree's
+    choice. The fast path (general path patched to fail) gives pyEDM's predictions within
+    1e-9 (measured 1.6e-13); leaving out the last of equally far points instead misses by
     3.5e-4 of the largest prediction."""
     from pyedmcl.edm.pyedm_kdtree import FarthestDrop
 
     x = np.round(np.cumsum(np.random.default_rng(3).choice([-0.1, 0, 0.1], 1200)), 1)
     d = pd.DataFrame({"Time": np.arange(1, 1201), "x": x})
     kw = dict(columns="x", target="x", lib="1 600", pred="601 1200", E=5, Tp=1, theta=1.0)
-    assert univariate_ties(x, 5, -1), "no distance ties in the data"
     ref = _ref(pyEDM.SMap, d, **kw)["predictions"]["Predictions"].to_numpy(float)
     _forbid_general(monkeypatch)
 
@@ -255,8 +280,8 @@ def test_simplex_ties_after_the_square_root(data, device, monkeypatch):
 def test_simplex_skips_the_quadratic_check_on_continuous_data(device, monkeypatch):
     """Simplex's ties need equal true distances (quantised or repeated values): a short
     series of distinct values off a decimal grid runs no O(N^2) check (it took 25 times
-    the call at N = 2,000), while S-map with a knn (whose cut ties can straddle) still
-    checks every short series."""
+    the call at N = 2,000), while CCM (KDTree's order at the k-th neighbour) still checks
+    every short series and S-map none (it decides its ties as pyEDM itself)."""
     from pyedmcl.compat import _tie_check
 
     def fail(*a, **kw):
@@ -267,8 +292,9 @@ def test_simplex_skips_the_quadratic_check_on_continuous_data(device, monkeypatc
     kw = dict(columns="x", target="y", lib="1 250", pred="100 310")
     EDM.Simplex(d, E=3, device=device, **kw)
     EDM.EmbedDimension(d, maxE=4, device=device, **kw)
+    EDM.SMap(d, E=3, theta=2.0, knn=12, device=device, **kw)  # decides its ties itself
     with pytest.raises(AssertionError, match="quadratic"):
-        EDM.SMap(d, E=3, theta=2.0, knn=12, device=device, **kw)
+        EDM.CCM(d, columns="x", target="y", libSizes=[50, 200], sample=2, E=3, device=device)
 
 
 def test_state_space_distances_added_left_to_right(device):

@@ -11,9 +11,9 @@ Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN r
 ``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
 ``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
 device pipeline where no two delay vectors lie at (nearly) equal distances from a
-third (:func:`_ties_decide`), and S-map with pyEDM's default ``knn`` on any data (its one
-tie, which farthest point is left out, is decided as pyEDM: :mod:`pyedmcl.edm.pyedm_kdtree`);
-the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
+third (:func:`_ties_decide`), and S-map on any data (its ties, which of equally far
+points fall inside pyEDM's neighbour query and which farthest point is left out, are
+decided by a tree built as pyEDM's: :mod:`pyedmcl.edm.pyedm_kdtree`); the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
 :mod:`._pyedm_ccm`) with the neighbour search on the device, where equal distances are
 decided as pyEDM decides them: query rows whose candidates tie are asked again of a
 scipy KDTree built as pyEDM builds it. scipy is optional: without it the device's
@@ -293,8 +293,9 @@ def _ties_decide(E: Any, tau: Any, *series: np.ndarray, simplex: bool = False) -
     """True where a fast-path call must go the general path to decide neighbour ties as
     pyEDM: some delay vector of one of ``series`` has two (near-)equal distances to two
     others (:func:`._tie_check.has_distance_ties`, relative 1e-12 in pyEDM's float64
-    arithmetic). S-map and CCM: the fused kernel's order (distance, ``|p - l|``, ``l``)
-    and scipy KDTree's may pick different neighbour sets. Simplex: pyEDM's tie-break is
+    arithmetic). CCM: the fused kernel's order (distance, ``|p - l|``, ``l``) and scipy
+    KDTree's may pick different neighbour sets (S-map's fused path decides its ties as
+    pyEDM and needs no routing). Simplex: pyEDM's tie-break is
     that order, but on the square roots of sums added in another order than the fused
     kernel's, so squared distances one ulp apart tie there and not in the kernel (0.5
     and 0.49999999999999994 have one square root); that needs equal true distances, so
@@ -310,16 +311,6 @@ def _ties_decide(E: Any, tau: Any, *series: np.ndarray, simplex: bool = False) -
     Es = E if isinstance(E, range | list | tuple) else (E,)
     always = 0 if simplex else ALWAYS_CHECK
     return any(univariate_ties(s, e, tau, always) for e in Es for s in series)
-
-
-def _ties_matter_to_smap(knn: Any) -> bool:
-    """Whether the fused S-map could decide a distance tie otherwise than pyEDM. With
-    pyEDM's default ``knn`` (0: every library point, ``|lib| - 1``) a row fits over every
-    admissible point but at most one, the farthest, and the fused path leaves out the one
-    pyEDM's KDTree leaves out where several are equally far
-    (:mod:`pyedmcl.edm.pyedm_kdtree`): no tie can part the two. A smaller ``knn`` cuts the
-    neighbours at a distance where ties straddle the cut in the tree's order."""
-    return not (isinstance(knn, int | np.integer) and not isinstance(knn, bool) and knn == 0)
 
 
 def _run(name: str, dataFrame, returnObject: bool, **kw):
@@ -403,8 +394,8 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     tgt = _column(dataFrame, target, "target")
     _required("SMap", lib, pred)
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
-    if (_ties_matter_to_smap(knn) and _ties_decide(E, tau, x)) or _no_pred_rows(
-            dataFrame, E, tau, Tp, lib, pred):
+    # no tie routing: the fused S-map decides ties as pyEDM (pyedmcl.edm.pyedm_kdtree)
+    if _no_pred_rows(dataFrame, E, tau, Tp, lib, pred):
         return _run("SMap", dataFrame, False, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, theta=theta,
                     exclusionRadius=exclusionRadius, solver=None, embedded=False,
@@ -683,8 +674,7 @@ def PredictNonlinear(dataFrame=None, columns="", target="", theta=None, lib="", 
     general = _general(dataFrame, columns, target, embedded, validLib, 0, False, solver, ignoreNan)
     if not general:
         col, tgt = _column(dataFrame, columns, "columns"), _column(dataFrame, target, "target")
-        general = ((_ties_matter_to_smap(knn) and _ties_decide(E, tau, _series(dataFrame, col)))
-                   or _no_pred_rows(dataFrame, E, tau, Tp, lib, pred))
+        general = _no_pred_rows(dataFrame, E, tau, Tp, lib, pred)  # ties: as SMap
     if general:
         return _scan_general("SMap", dataFrame, list(DEFAULT_THETAS if theta is None else
                                                      np.atleast_1d(theta)), "theta", "theta",

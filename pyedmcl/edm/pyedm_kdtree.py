@@ -25,11 +25,11 @@ import numpy as np
 #: balanced_tree=True)``. The leaf size shapes the traversal, so it decides tie order.
 PYEDM_LEAFSIZE = 20
 
-#: the farthest point "ties" when another lies within this (relative, on squared
-#: distances) of it. Exact ties in pyEDM's float64 arithmetic are what matter; the slack
-#: covers sums added in another order than scipy's (a flagged row costs one tree query,
-#: which decides as pyEDM in any case).
-FARTHEST_TIE_RTOL = 1e-9
+#: two points "tie" when their squared distances lie within this (relative) of each other.
+#: Exact ties in pyEDM's float64 arithmetic are what matter; the slack covers sums added
+#: in another order than scipy's (a flagged row costs one tree query, which decides as
+#: pyEDM in any case).
+TIE_RTOL = 1e-9
 
 #: entries of one block's (states x library) squared distances
 _BLOCK_ELEMENTS = 1 << 21
@@ -84,14 +84,44 @@ def smap_k_query(lib_t: np.ndarray, pred_t: np.ndarray, knn: int, R: int) -> int
     return min(knn + 1, n_lib) if overlap else knn
 
 
+def tree_order(states: np.ndarray, points: np.ndarray, cand: np.ndarray, kq: int
+               ) -> np.ndarray:
+    """The ``kq`` library positions pyEDM's tree returns for each of ``points``, from the
+    device's or the host's candidates ``cand`` (ascending distance, ``kq`` or ``kq + 1``
+    columns: one more shows a tie across the cut). A row whose candidates hold two
+    (nearly) equal distances is asked of a tree built and queried as pyEDM's (its order
+    among them, and which of them fall inside the cut, are the tree's); other rows have
+    one order, by distance, in both. ``states``: the library's states as given. Without
+    scipy or with non-finite states, ``cand`` is kept."""
+    out = np.array(cand[:, :kq], dtype=np.int64)
+    if cand.shape[0] == 0 or cand.shape[1] < 2 or not np.isfinite(states).all():
+        return out
+    try:
+        import scipy.spatial  # noqa: F401
+    except ImportError:
+        return out
+    pts = np.asarray(points, dtype=np.float64)
+    step = max(1, _BLOCK_ELEMENTS // max(1, cand.shape[1] * states.shape[1]))
+    flag = np.zeros(cand.shape[0], bool)
+    for b0 in range(0, cand.shape[0], step):
+        c = cand[b0:b0 + step]
+        d2 = np.sort(((states[c] - pts[b0:b0 + step, None, :]) ** 2).sum(axis=2), axis=1)
+        gap = d2[:, 1:] - d2[:, :-1]
+        flag[b0:b0 + step] = (gap <= TIE_RTOL * np.abs(d2[:, 1:])).any(axis=1)
+    if flag.any():
+        _, idx = pyedm_query(pyedm_tree(states), pts[flag], kq, workers=-1)
+        out[flag] = idx
+    return out
+
+
 def farthest_ties(d2: np.ndarray, use: np.ndarray) -> np.ndarray:
     """For each row of squared distances ``d2`` over the admissible points ``use``:
-    whether a second admissible point lies within :data:`FARTHEST_TIE_RTOL` of the
+    whether a second admissible point lies within :data:`TIE_RTOL` of the
     farthest one."""
     dd = np.where(use, d2, -np.inf)
     top = dd.max(axis=1)
     with np.errstate(invalid="ignore"):
-        near = use & (top[:, None] - dd <= FARTHEST_TIE_RTOL * np.abs(top)[:, None])
+        near = use & (top[:, None] - dd <= TIE_RTOL * np.abs(top)[:, None])
     return near.sum(axis=1) >= 2
 
 
@@ -156,7 +186,7 @@ class FarthestDrop:
             u = uniq[b0:b0 + step]
             d2 = ((self._states[None, :, :] - u[:, None, :]) ** 2).sum(axis=2)
             top = d2.max(axis=1)
-            tied = top[:, None] - d2 <= FARTHEST_TIE_RTOL * np.abs(top)[:, None]
+            tied = top[:, None] - d2 <= TIE_RTOL * np.abs(top)[:, None]
             out[b0:b0 + u.shape[0]] = self._not_returned(u, tied)
         return out[inv.ravel()]
 

@@ -74,7 +74,7 @@ from ..kernels.smap import SMAP, acc_dtype, accumulation, gemm_scratch_bytes
 from ..primitives.knn import knn_device
 from ..primitives.ranges import MAX_KNN, resolve
 from ..validation import as_series, check_dtype, check_int
-from .pyedm_kdtree import exclusion_active, smap_k_query
+from .pyedm_kdtree import exclusion_active, smap_k_query, tree_order
 from .results import SimplexResult
 from .smap_host import embed_at, solve_host_rows
 from .smap_rotation import principal_axes
@@ -192,18 +192,23 @@ def _knn_table(x: np.ndarray, lib_t: np.ndarray, pred_t: np.ndarray, E: int, tau
     when an exclusion radius applies, knn + 1 when lib and pred overlap, else knn),
     drops the excluded ones and keeps the first knn left; rows left short are
     padded (-1 here). Returns an ``(n_pred, knn)`` table of library positions.
-    The k_query nearest come from the fused device k-NN kernel when k_query fits
-    it (<= 64), else from a blocked NumPy search.
+    The k_query nearest (and one more) come from the fused device k-NN kernel when they
+    fit it (<= 64), else from a blocked NumPy search; rows whose candidates tie take the
+    order of pyEDM's KDTree (:func:`pyedmcl.edm.pyedm_kdtree.tree_order`).
     """
     overlap = bool(np.intersect1d(lib_t, pred_t).size)
     exrad = exclusion_active(lib_t, pred_t, R, overlap)
     n_lib = lib_t.size
     kq = smap_k_query(lib_t, pred_t, knn, R)
+    kc = min(kq + 1, n_lib)  # one candidate more: a tie across pyEDM's cut shows
     cand = None
-    if be is not None and kq <= MAX_KNN and np.unique(lib_t).size == n_lib:
-        cand = _device_candidates(x, lib_t, pred_t, E, tau, kq, be)
+    if be is not None and kc <= MAX_KNN and np.unique(lib_t).size == n_lib:
+        cand = _device_candidates(x, lib_t, pred_t, E, tau, kc, be)
     if cand is None:
-        cand = _host_candidates(x, lib_t, pred_t, E, tau, kq)
+        cand = _host_candidates(x, lib_t, pred_t, E, tau, kc)
+    # tied candidates in the order of pyEDM's tree, which decides which of equally far
+    # points fall inside its k_query and which come first (quantised data tie often)
+    cand = tree_order(embed_at(x, lib_t, E, tau), embed_at(x, pred_t, E, tau), cand, kq)
     p = pred_t[:, None]
     if exrad:
         bad = np.abs(p - lib_t[cand]) <= R
