@@ -697,6 +697,26 @@ def test_quantised_data_knn_table_in_pyedms_tree_order(monkeypatch, device, dtyp
     assert err() > 1e-4
 
 
+@pytest.mark.parametrize("knn", [0, 15])
+def test_quantised_state_space_in_pyedms_tree_order(device, knn):
+    """An embedded three-column state space of 0.1-grid walks (pyEDM's multivariate
+    S-map, ``embedded=True``), disjoint halves: the tree is built on the state space's
+    columns as pyEDM's. Against pyEDM 1e-9 in float64 (measured 1e-13 / 2e-13 for the
+    default knn / knn 15; with knn 15 the device's candidate order had been 1.2e-1 off)."""
+    rng = np.random.default_rng(5)
+    cols = {c: np.round(np.cumsum(rng.choice([-0.1, 0, 0.1], 800)), 1) for c in "abc"}
+    df = pd.DataFrame({"Time": np.arange(1, 801), **cols})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = pyEDM.SMap(dataFrame=df, columns="a b c", target="a", lib=[1, 400],
+                         pred=[401, 800], E=3, Tp=1, theta=2.0, knn=knn, embedded=True)
+    res = S.smap(df[["a", "b", "c"]], target="a", columns=["a", "b", "c"], embedded=True,
+                 theta=2.0, knn=knn or None, lib=(1, 400), pred=(401, 800), dtype=np.float64,
+                 device=device)
+    p, rp, *_ = aligned(res, ref)
+    assert rel(p, rp) < 1e-9
+
+
 @pytest.mark.parametrize("accumulate, name", [("df", "multi-segment"), ("float", "block_3sp-loo")])
 def test_split_float32_accumulations(device, accumulate, name):
     """SPLIT=4 with double-float and plain float32 accumulation: against pyEDM at those
