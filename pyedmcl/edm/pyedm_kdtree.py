@@ -199,17 +199,15 @@ class FarthestDrop:
         w = min(kq, int(tied.sum(axis=1).max()))
         # every core: a query walks the whole tree (~0.4 ms a row at |lib| 4,000)
         _, idx = pyedm_query(self._tree, u, list(range(kq - w + 1, kq + 1)), workers=-1)
-        out = np.empty(u.shape[0], dtype=np.int64)
-        for i in range(u.shape[0]):
+        left = tied.copy()
+        left[np.arange(u.shape[0])[:, None], idx] = False  # the tied points it returned
+        out = np.argmax(left, axis=1)
+        for i in np.flatnonzero(left.sum(axis=1) != 1):  # not among the last w: in full
+            _, full = pyedm_query(self._tree, u[i:i + 1], kq)
             back = np.zeros(n_lib, bool)
-            back[idx[i]] = True
-            left = np.flatnonzero(tied[i] & ~back)
-            if left.size != 1:  # not among the last w: the whole answer
-                _, full = pyedm_query(self._tree, u[i:i + 1], kq)
-                back[:] = False
-                back[full[0]] = True
-                left = np.flatnonzero(~back)
-            if left.size != 1:
-                raise RuntimeError(f"pyEDM's tree left out {left.size} points, not 1")
-            out[i] = left[0]
+            back[full[0]] = True
+            rest = np.flatnonzero(~back)
+            if rest.size != 1:
+                raise RuntimeError(f"pyEDM's tree left out {rest.size} points, not 1")
+            out[i] = rest[0]
         return out
