@@ -31,7 +31,7 @@ PYEDM_LEAFSIZE = 20
 #: pyEDM in any case).
 TIE_RTOL = 1e-9
 
-#: entries of one block's (states x library) squared distances
+#: entries of one block's (states x library x coordinates) differences (16 MB)
 _BLOCK_ELEMENTS = 1 << 21
 
 
@@ -181,7 +181,7 @@ class FarthestDrop:
             _, idx = pyedm_query(self._tree, uniq, [n_lib], workers=-1)
             return idx[:, 0][inv.ravel()]
         out = np.empty(uniq.shape[0], dtype=np.int64)
-        step = max(1, _BLOCK_ELEMENTS // max(1, n_lib))
+        step = max(1, _BLOCK_ELEMENTS // max(1, n_lib * self._states.shape[1]))
         for b0 in range(0, uniq.shape[0], step):
             u = uniq[b0:b0 + step]
             d2 = ((self._states[None, :, :] - u[:, None, :]) ** 2).sum(axis=2)
