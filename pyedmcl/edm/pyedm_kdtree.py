@@ -1,17 +1,22 @@
-"""scipy's KDTree as pyEDM builds and queries it, and the library point pyEDM's S-map
-leaves out where several are equally far.
+"""scipy's KDTree as pyEDM builds and queries it, and the S-map neighbours it decides
+where library points are equally far.
 
 pyEDM finds neighbours with ``scipy.spatial.KDTree`` and keeps the order in which the
 tree returns equally far points: its traversal decides, not a rule on times or indices.
 On quantised data (values with few decimals, what instruments record) distances tie
-exactly and often. S-map's default ``knn = |lib| - 1`` then leaves out one of several
-equally far library points, and which one moves the answer (up to ~4e-4 relative on a
-random walk on a 0.1 grid at E 5). No rule on indices reproduces the tree's choice, so
-the rows where the farthest point ties are asked of a tree built exactly as pyEDM builds
-it (same states, same order, leaf size 20, compact, balanced) and queried as pyEDM
-queries it (its ``k_query``: ``knn`` on disjoint lib and pred, all points where an
-exclusion radius or an overlap asks for more; then the first ``knn`` admissible points).
-Rows without such a tie leave out their unique farthest point, as the tree does.
+exactly and often, and S-map's answer hangs on two of the tree's choices:
+
+* which of several equally far library points the default ``knn = |lib| - 1`` leaves out
+  (:class:`FarthestDrop`; up to ~4e-4 relative on a random walk on a 0.1 grid at E 5);
+* with a smaller ``knn``, which of equally far points fall inside pyEDM's ``k_query`` and
+  in what order the first ``knn`` admissible ones are taken (:func:`tree_order`; up to
+  ~4e-2 on the same walk).
+
+No rule on indices reproduces the tree's choice, so the rows where such a tie occurs are
+asked of a tree built exactly as pyEDM builds it (same states, same order, leaf size 20,
+compact, balanced) and queried as pyEDM queries it (its ``k_query``: ``knn`` on disjoint
+lib and pred, more where an exclusion radius or an overlap asks for it; then the first
+``knn`` admissible points). Rows without a tie have one answer, by distance, in both.
 """
 
 from __future__ import annotations
