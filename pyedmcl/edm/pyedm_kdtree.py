@@ -145,6 +145,7 @@ class FarthestDrop:
                  R: int) -> None:
         self._states = np.ascontiguousarray(states, dtype=np.float64)
         self._lib_t, self._pred_t = np.asarray(lib_t), np.asarray(pred_t)
+        self._sorted_lib = np.sort(self._lib_t)
         self._knn, self._R = knn, R
         self._kq = 0  # pyEDM's k_query and the tree, on first use (most calls never ask)
         self._tree: Any = None
@@ -173,7 +174,10 @@ class FarthestDrop:
         last ``m`` it returns (only those columns come back: the query's memory stays
         rows x m, not rows x |lib|)."""
         tps = np.asarray(tps)
-        if np.any(np.abs(self._lib_t[None, :] - tps[:, None]) <= self._R):
+        near = np.searchsorted(self._sorted_lib, tps - self._R, side="left")
+        within = near < self._sorted_lib.size
+        if np.any(self._sorted_lib[np.minimum(near, self._sorted_lib.size - 1)][within]
+                  <= tps[within] + self._R):
             raise ValueError("FarthestDrop.dropped: a row with excluded library points")
         pts = np.asarray(points, dtype=np.float64)
         uniq, inv = np.unique(pts, axis=0, return_inverse=True)
