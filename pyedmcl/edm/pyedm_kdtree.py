@@ -189,33 +189,41 @@ class FarthestDrop:
         if self._kq == n_lib:
             _, idx = pyedm_query(self._tree, uniq, [n_lib], workers=-1)
             return idx[:, 0][inv.ravel()]
-        out = np.empty(uniq.shape[0], dtype=np.int64)
+        # each state's (nearly) equally far points, found in blocks of bounded memory and
+        # kept as (state, library position) pairs: few a state
+        rows, cols = [], []
         step = max(1, _BLOCK_ELEMENTS // max(1, n_lib * self._states.shape[1]))
         for b0 in range(0, uniq.shape[0], step):
             u = uniq[b0:b0 + step]
             d2 = ((self._states[None, :, :] - u[:, None, :]) ** 2).sum(axis=2)
             top = d2.max(axis=1)
-            tied = top[:, None] - d2 <= TIE_RTOL * np.abs(top)[:, None]
-            out[b0:b0 + u.shape[0]] = self._not_returned(u, tied)
-        return out[inv.ravel()]
+            r, c = np.nonzero(top[:, None] - d2 <= TIE_RTOL * np.abs(top)[:, None])
+            rows.append(r + b0)
+            cols.append(c)
+        return self._not_returned(uniq, np.concatenate(rows), np.concatenate(cols))[
+            inv.ravel()]
 
-    def _not_returned(self, u: np.ndarray, tied: np.ndarray) -> np.ndarray:
-        """For states ``u`` and their (nearly) equally far points ``tied``: the one a
-        ``k = |lib| - 1`` query leaves out. The ``m`` farthest points are the tree's last
-        ``m - 1`` returned and the one left out; one column more is asked for as a margin
-        (a row whose answer is not one point there is asked again in full)."""
+    def _not_returned(self, u: np.ndarray, rows: np.ndarray, cols: np.ndarray
+                      ) -> np.ndarray:
+        """For states ``u`` and their (nearly) equally far points (pairs ``rows``,
+        ``cols``: state, library position): the one a ``k = |lib| - 1`` query leaves out.
+        The ``m`` farthest points are the tree's last ``m - 1`` returned and the one left
+        out; one column more is asked for as a margin (a state whose answer is not one
+        point there is asked again in full). One query for all states: the tree's walks
+        spread over every core."""
         n_lib, kq = self._lib_t.size, self._kq
-        w = min(kq, int(tied.sum(axis=1).max()))
-        # every core: a query walks the whole tree (~0.4 ms a row at |lib| 4,000)
+        m = np.bincount(rows, minlength=u.shape[0])
+        w = min(kq, int(m.max()))
         _, idx = pyedm_query(self._tree, u, list(range(kq - w + 1, kq + 1)), workers=-1)
-        left = tied.copy()
-        left[np.arange(u.shape[0])[:, None], idx] = False  # the tied points it returned
-        out = np.argmax(left, axis=1)
-        for i in np.flatnonzero(left.sum(axis=1) != 1):  # not among the last w: in full
+        back = (idx[rows] == cols[:, None]).any(axis=1)   # the tied points it returned
+        left = np.bincount(rows[~back], minlength=u.shape[0])
+        out = np.full(u.shape[0], -1, dtype=np.int64)
+        out[rows[~back]] = cols[~back]
+        for i in np.flatnonzero(left != 1):  # not among the last w: in full
             _, full = pyedm_query(self._tree, u[i:i + 1], kq)
-            back = np.zeros(n_lib, bool)
-            back[full[0]] = True
-            rest = np.flatnonzero(~back)
+            kept = np.zeros(n_lib, bool)
+            kept[full[0]] = True
+            rest = np.flatnonzero(~kept)
             if rest.size != 1:
                 raise RuntimeError(f"pyEDM's tree left out {rest.size} points, not 1")
             out[i] = rest[0]
