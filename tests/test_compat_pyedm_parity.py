@@ -76,6 +76,44 @@ def test_smap_embedded_coefficients_and_solver(lorenz, solver, device):
     _same(a["coefficients"], b["coefficients"], list(a["coefficients"].columns[1:]))
 
 
+EMBEDDED_SMAP = [
+    dict(columns="V1 V2 V3", target="V1", lib="1 200", pred="201 400"),
+    dict(columns="V1 V2", target="V3", lib="1 400", pred="1 400"),
+    dict(columns="V1 V2 V3", target="V2", lib="1 200", pred="150 400", Tp=2),
+    dict(columns="V1 V2 V3", target="V1", lib="1 100 200 300", pred="90 220", knn=12),
+    dict(columns="V1 V3", target="V1", lib="1 400", pred="1 400", exclusionRadius=3),
+    dict(columns="V1 V2 V3", target="V1", lib="1 200", pred="201 400", Tp=0),
+    dict(columns="V2", target="V1", lib="1 200", pred="201 400"),
+]
+
+
+@pytest.mark.parametrize("decimals", [None, 1], ids=["raw", "rounded"])
+@pytest.mark.parametrize("case", range(len(EMBEDDED_SMAP)))
+def test_embedded_smap_on_the_fused_path(lorenz, device, monkeypatch, case, decimals):
+    """A plain ``embedded=True`` S-map (no NaN, validLib, solver, generateSteps or
+    returnObject; Tp >= 0) runs pyedmcl's fused solver, the general path patched to fail:
+    pyEDM's frames (the same columns and rows); normwise, predictions and variances within
+    1e-9 of the frame's largest value (measured 2e-12 / 7e-12), coefficients within 1e-8
+    of the largest coefficient (measured 3.4e-10), on raw data and rounded to one decimal (ties at the knn cut and the farthest
+    point, decided by pyEDM's tree). Singular values are NaN there, as on the univariate
+    fused path."""
+    d = lorenz if decimals is None else lorenz.round(decimals)
+    kw = dict(E=3, theta=2.0, embedded=True, **{"Tp": 1, **EMBEDDED_SMAP[case]})
+    a = _ref(pyEDM.SMap, d, **kw)
+    for name in ("_run",):
+        monkeypatch.setattr(EDM, name, lambda *x, **k: pytest.fail("the general path ran"))
+    b = _ref(EDM.SMap, d, device=device, **kw)
+    for key, tol in (("predictions", 1e-9), ("coefficients", 1e-8)):
+        assert list(a[key].columns) == list(b[key].columns) and len(a[key]) == len(b[key])
+        np.testing.assert_array_equal(a[key]["Time"], b[key]["Time"])
+        scale = np.nanmax(np.abs(a[key].iloc[:, 1:].to_numpy(float)))  # normwise
+        for c in a[key].columns[1:]:
+            x, y = a[key][c].to_numpy(float), b[key][c].to_numpy(float)
+            np.testing.assert_allclose(y, x, atol=tol * scale, rtol=0, equal_nan=True,
+                                       err_msg=f"{key}.{c}")
+    assert b["singularValues"].iloc[:, 1:].isna().all().all()
+
+
 def test_generate_steps_match(device):
     d = pyEDM.sampleData["circleNoise"]
     for fn, extra in ((pyEDM.Simplex, {}), (pyEDM.SMap, {"theta": 2.0})):

@@ -84,11 +84,11 @@ def _ref(fn, *a, **kw):
         return fn(*a, **kw)
 
 
-def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+def _same(a: pd.DataFrame, b: pd.DataFrame, atol: float = TOL) -> None:
     assert list(a.columns) == list(b.columns)
     assert len(a) == len(b)
     for c in a.columns:
-        np.testing.assert_allclose(a[c].to_numpy(float), b[c].to_numpy(float), atol=TOL, rtol=0,
+        np.testing.assert_allclose(a[c].to_numpy(float), b[c].to_numpy(float), atol=atol, rtol=0,
                                    equal_nan=True, err_msg=c)
 
 
@@ -120,14 +120,21 @@ def test_simplex_ties_as_pyedm(data, nan, device):
 
 
 @pytest.mark.parametrize("nan", [False, True], ids=["clean", "nan"])
-def test_smap_ties_as_pyedm(data, nan, device):
+def test_smap_ties_as_pyedm(data, nan, device, monkeypatch):
+    """An embedded state space with ties at the knn cut. With NaN rows: pyEDM's
+    bookkeeping, to 1e-12. Clean: the fused solver (the general path patched to fail),
+    its candidates in pyEDM's tree order, at its tolerance: predictions and variances
+    1e-9, coefficients 1e-9 of these magnitudes (measured 5e-13 and 2.5e-11 for C0)."""
     d = _with_nan(data) if nan else data
     kw = dict(columns="x y z", target="x", lib="1 250", pred="100 310", theta=3.0, knn=12,
               embedded=True, Tp=1)
     _assert_ties_matter(d[["x", "y", "z"]].to_numpy(float), 12, 20, device)
-    a, b = _ref(pyEDM.SMap, d, **kw), _ref(EDM.SMap, d, device=device, **kw)
+    a = _ref(pyEDM.SMap, d, **kw)
+    if not nan:
+        _forbid_general(monkeypatch)
+    b = _ref(EDM.SMap, d, device=device, **kw)
     for key in ("predictions", "coefficients"):
-        _same(a[key], b[key])
+        _same(a[key], b[key], TOL if nan else 1e-9)
 
 
 @pytest.mark.parametrize("nan", [False, True], ids=["clean", "nan"])

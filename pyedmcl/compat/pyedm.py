@@ -11,7 +11,8 @@ Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN r
 ``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
 ``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
 device pipeline where no two delay vectors lie at (nearly) equal distances from a
-third (:func:`_ties_decide`), and S-map on any data (its ties, which of equally far
+third (:func:`_ties_decide`), plain ``embedded=True`` S-map calls too (:func:`_embedded_smap`),
+and S-map on any data (its ties, which of equally far
 points fall inside pyEDM's neighbour query and which farthest point is left out, are
 decided by a tree built as pyEDM's: :mod:`pyedmcl.edm.pyedm_kdtree`); the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
 :mod:`._pyedm_ccm`) with the neighbour search on the device, where equal distances are
@@ -383,6 +384,12 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
         _check_solver(solver)
     if theta is None:
         raise ValueError("theta required for S-map (e.g. theta=2)")
+    if embedded and not (generateSteps or returnObject or solver is not None or not ignoreNan
+                         or (validLib is not None and len(validLib))):
+        out = _embedded_smap(dataFrame, columns, target, lib, pred, Tp, knn, theta,
+                             exclusionRadius, noTime, device)
+        if out is not None:
+            return out
     if _general(dataFrame, columns, target, embedded, validLib, generateSteps, returnObject,
                 solver, ignoreNan):
         return _run("SMap", dataFrame, returnObject, columns=columns, target=target, lib=lib,
@@ -406,18 +413,24 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
     res = smap(x, y, E=E, tau=_neg_tau(tau), Tp=Tp, theta=float(theta), knn=knn or None,
                exclusion_radius=exclusionRadius, lib=lib, pred=pred, device=device, dtype=dtype)
     segs = _segments(x.size, E, _neg_tau(tau), Tp, 1, exclusionRadius, lib, pred, max_knn=10 ** 9)
-    time = _time(dataFrame, noTime)
-    proj = _projection(res, segs, x.size, y, time, Tp, getattr(res, "variance", None))
+    lag = "t-" if tau < 0 else "t+"
+    cnames = ["C0"] + [f"∂{tgt}/∂{col}({lag}{i * abs(tau)})" for i in range(E)]
+    return _smap_frames(res, segs, x.size, y, _time(dataFrame, noTime), Tp, cnames)
+
+
+def _smap_frames(res, segs, n: int, y: np.ndarray, time: np.ndarray, Tp: int,
+                 cnames: list[str]) -> dict:
+    """pyEDM's SMap dict from a fused result: the projection, the coefficients (named
+    ``cnames``) on the prediction's output rows, NaN singular values."""
+    proj = _projection(res, segs, n, y, time, Tp, getattr(res, "variance", None))
     coef = getattr(res, "coefficients", None)
-    names = [f"C{i}" for i in range(E + 1)]
+    names = [f"C{i}" for i in range(len(cnames))]
     cdf = pd.DataFrame({"Time": proj["Time"]})
     if coef is not None:
-        lag = "t-" if tau < 0 else "t+"
-        cnames = ["C0"] + [f"∂{tgt}/∂{col}({lag}{i * abs(tau)})" for i in range(E)]
         pred_rows = (np.asarray(res.pred_times) if getattr(res, "pred_times", None) is not None
                      else np.asarray(res.times) - Tp)
         where = {int(p): i for i, p in enumerate(pred_rows)}
-        full = np.full((len(proj), E + 1), np.nan)
+        full = np.full((len(proj), len(cnames)), np.nan)
         # coefficients sit on the same output row as the prediction (Tp rows on), from a
         # prediction row of the output row's own segment (adjacent segments repeat a
         # time: the later one's first row is padding, as in pyEDM)
@@ -435,6 +448,34 @@ def SMap(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, knn=
             cdf[name] = full[:, c]
     sv = pd.DataFrame({"Time": proj["Time"], **{n: np.nan for n in names}})
     return {"predictions": proj, "coefficients": cdf, "singularValues": sv}
+
+
+def _embedded_smap(dataFrame, columns, target, lib, pred, Tp, knn, theta, exclusionRadius,
+                   noTime, device) -> dict | None:
+    """A plain ``embedded=True`` S-map (the columns are the state vector; no NaN, no
+    validLib, pyEDM's lstsq) on pyedmcl's fused solver, which decides its ties as pyEDM's
+    tree; None where the call needs pyEDM's bookkeeping (the caller runs it)."""
+    from ..edm.smap import smap
+    if not isinstance(dataFrame, pd.DataFrame) or dtype != "float64":
+        return None
+    cols, tgts = _names(columns), _names(target)
+    if (not cols or len(tgts) != 1 or not set(cols + tgts) <= set(dataFrame.columns)
+            or _has_nan(dataFrame, cols + tgts) or dataFrame.iloc[:, 0].dtype.kind not in "iuf"
+            or not all(isinstance(v, int | np.integer) and not isinstance(v, bool)
+                       for v in (Tp, knn, exclusionRadius)) or Tp < 0):
+        return None  # (a negative Tp: pyEDM's shifted rows, its bookkeeping's to reproduce)
+    lib, pred = _range(lib), _range(pred)
+    if lib is None or pred is None or _no_pred_rows(dataFrame, 1, -1, Tp, lib, pred):
+        return None
+    tgt = tgts[0]
+    y = _series(dataFrame, tgt)
+    res = smap(dataFrame[cols], target=y, columns=cols, embedded=True, Tp=int(Tp),
+               theta=float(theta), knn=int(knn) or None, exclusion_radius=int(exclusionRadius),
+               lib=lib, pred=pred, device=device, dtype=dtype)
+    segs = _segments(len(dataFrame), 1, 1, int(Tp), 1, int(exclusionRadius), lib, pred,
+                     max_knn=10 ** 9)
+    cnames = ["C0"] + [f"∂{tgt}/∂{c}" for c in cols]
+    return _smap_frames(res, segs, len(dataFrame), y, _time(dataFrame, noTime), int(Tp), cnames)
 
 
 #: scikit-learn estimators pyEDM 2.5 accepts as ``solver`` (plus numpy's lstsq)
