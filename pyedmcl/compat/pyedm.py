@@ -11,13 +11,13 @@ Every pyEDM 2.5 argument is taken: multivariate ``columns``, ``embedded``, NaN r
 ``validLib``, ``generateSteps``, ``returnObject``, S-map ``solver=``, ``Multiview``,
 ``sampleData`` and ``noTime``. Univariate calls without those run pyedmcl's fused
 device pipeline where no two delay vectors lie at (nearly) equal distances from a
-third (:func:`_ties_decide`), plain ``embedded=True`` S-map calls too (:func:`_embedded_smap`),
-and S-map on any data (its ties, which of equally far
-points fall inside pyEDM's neighbour query and which farthest point is left out, are
-decided by a tree built as pyEDM's: :mod:`pyedmcl.edm.pyedm_kdtree`); the rest runs pyEDM's row bookkeeping (:mod:`._pyedm_run`,
-:mod:`._pyedm_ccm`) with the neighbour search on the device, where equal distances are
-decided as pyEDM decides them: query rows whose candidates tie are asked again of a
-scipy KDTree built as pyEDM builds it. scipy is optional: without it the device's
+third (:func:`_ties_decide`), plain ``embedded=True`` S-map calls too
+(:func:`_embedded_smap`), and S-map on any data (its ties, which of equally far points
+fall inside pyEDM's neighbour query and which farthest point is left out, are decided by
+a tree built as pyEDM's: :mod:`pyedmcl.edm.pyedm_kdtree`); the rest runs pyEDM's row
+bookkeeping (:mod:`._pyedm_run`, :mod:`._pyedm_ccm`) with the neighbour search on the
+device, where equal distances are decided as pyEDM decides them: query rows whose
+candidates tie are asked again of a scipy KDTree built as pyEDM builds it. scipy is optional: without it the device's
 order (distance, ``|p - l|``, ``l``) decides those ties. The module-level
 ``dtype`` ("float64" by default, as pyEDM) sets the computation precision. Plot
 arguments are accepted and ignored; ``numProcess``/``mpMethod``/``kdWorkers``/

@@ -130,6 +130,21 @@ def farthest_ties(d2: np.ndarray, use: np.ndarray) -> np.ndarray:
     return near.sum(axis=1) >= 2
 
 
+def leave_out_farthest(use: np.ndarray, d2: np.ndarray, tps: np.ndarray, points: np.ndarray,
+                       rule: FarthestDrop | None) -> None:
+    """Clear one point in each row of ``use`` (admissible library points, one too many:
+    pyEDM's ``knn = |lib| - 1``), in place: the farthest by the squared distances ``d2``.
+    Of several (nearly) equally far, the one pyEDM's tree leaves out (``rule``, for
+    prediction times ``tps`` with states ``points``); without a rule, the last of them."""
+    tied = farthest_ties(d2, use) if rule is not None else np.zeros(use.shape[0], bool)
+    if tied.any():
+        use[np.flatnonzero(tied), rule.dropped(tps[tied], points[tied])] = False
+    for i in np.flatnonzero(~tied):
+        cand = np.flatnonzero(use[i])
+        dc = d2[i, cand]
+        use[i, cand[dc.size - 1 - int(np.argmax(dc[::-1]))]] = False
+
+
 class FarthestDrop:
     """Which library point pyEDM's S-map leaves out of a row with one point too many
     (``knn = |lib| - 1`` and nothing excluded), where several are (nearly) equally far.

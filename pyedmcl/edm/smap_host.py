@@ -11,9 +11,9 @@ equations fail the device's test.
 Most such rows are ill-conditioned only through the library's global shape (neighbouring
 lags of a smooth series are nearly collinear): they are solved in the library's orthonormal
 basis (:mod:`pyedmcl.edm.smap_basis`), in blocks of rows on threads, BLAS on one thread each;
-every row that basis cannot vouch for takes lstsq as pyEDM does, with BLAS on one
-thread (its own threads cost more than they give on one row's small SVD; decision 0166). Rows solved so agree with
-lstsq to ~cond(A) x eps in the coefficients (measured <= 1.5e-8 relative) and to ~1e-12 in
+every row that basis cannot vouch for takes lstsq as pyEDM does, with BLAS on one thread
+(its own threads cost more than they give on one row's small SVD; decision 0166). Rows
+solved so agree with lstsq to ~cond(A) x eps in the coefficients (measured <= 1.5e-8 relative) and to ~1e-12 in
 the predictions (``tests/test_edm_smap.py``).
 """
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._blas import one_blas_thread
-from .pyedm_kdtree import FarthestDrop, farthest_ties
+from .pyedm_kdtree import FarthestDrop, leave_out_farthest
 from .smap_basis import LibraryBasis, gram_solves, library_basis
 
 #: elements of one block's (rows x library) arrays
@@ -104,16 +104,12 @@ def row_neighbours(lib_t, tp, R, knn, x, E, tau, farthest: FarthestDrop | None =
     the farthest where ``knn`` asks for one fewer. Of several (nearly) equally far,
     ``farthest`` picks pyEDM's (:mod:`pyedmcl.edm.pyedm_kdtree`); without it, the last."""
     cand = np.flatnonzero(np.abs(lib_t - tp) > R)
-    drop = cand.size - min(knn, cand.size)
-    if drop == 1:
+    if cand.size - min(knn, cand.size) == 1:  # every library point admissible, one too many
         XL = embed_at(x, lib_t[cand], E, tau)
-        xp = embed_at(x, np.array([tp]), E, tau)[0]
-        d = ((XL - xp) ** 2).sum(1)
-        out = d.size - 1 - int(np.argmax(d[::-1]))  # the last farthest
-        if farthest is not None and farthest_ties(d[None, :], np.ones((1, d.size), bool))[0]:
-            lost = int(farthest.dropped(np.array([tp]), xp[None, :])[0])
-            out = int(np.flatnonzero(cand == lost)[0])
-        cand = np.delete(cand, out)
+        xp = embed_at(x, np.array([tp]), E, tau)
+        use = np.ones((1, cand.size), bool)
+        leave_out_farthest(use, ((XL - xp) ** 2).sum(1)[None, :], np.array([tp]), xp, farthest)
+        cand = cand[use[0]]
     return cand
 
 
@@ -222,16 +218,11 @@ def _neighbour_mask(r, d2, lib_t, pred_t, nbr, R, knn, farthest: FarthestDrop | 
     cnt = use.sum(axis=1)
     drop = cnt - np.minimum(knn, cnt)
     one = np.flatnonzero(drop == 1)
-    tied = np.zeros(one.size, bool)
-    if farthest is not None and one.size:
-        tied = farthest_ties(d2[one], use[one])
-        if tied.any():  # pyEDM's tree decides among (nearly) equally far points
-            lost = farthest.dropped(pred_t[r[one[tied]]], xp[one[tied]])
-            use[one[tied], lost] = False
-    for i in one[~tied]:  # the farthest; of equal ones the last, as row_neighbours
-        cand = np.flatnonzero(use[i])
-        dc = d2[i, cand]
-        use[i, cand[dc.size - 1 - int(np.argmax(dc[::-1]))]] = False
+    if one.size:
+        sub = use[one]
+        leave_out_farthest(sub, d2[one], pred_t[r[one]], xp[one] if xp is not None else None,
+                           farthest)
+        use[one] = sub
     return use
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from clkernels import get_backend
 
 from .._blas import one_blas_thread
-from ..edm.pyedm_kdtree import FarthestDrop, farthest_ties
+from ..edm.pyedm_kdtree import FarthestDrop, leave_out_farthest
 from ..edm.smap_basis import gram_solves, library_basis
 from ..edm.smap_host import HOST_THREADS, embed_at
 from ..kernels.smap import SMAP_XMAP, acc_dtype
@@ -259,12 +259,10 @@ class SmapXmapEngine:
             d = cdist(XP, XL)
             use = np.abs(g.lib_t[None, :] - tps[:, None]) > self.R
             one = np.flatnonzero(use.all(axis=1))  # knn = |lib| - 1: the farthest out
-            tied = (farthest_ties(d[one] ** 2, use[one]) if far is not None
-                    else np.zeros(one.size, bool))
-            if tied.any():  # of (nearly) equally far points, pyEDM's tree's choice
-                use[one[tied], far.dropped(tps[one[tied]], XP[one[tied]])] = False
-            for i in one[~tied]:  # the farthest (of equal ones the last, as the kernel)
-                use[i, d.shape[1] - 1 - int(np.argmax(d[i, ::-1]))] = False
+            if one.size:
+                sub = use[one]
+                leave_out_farthest(sub, d[one] ** 2, tps[one], XP[one], far)
+                use[one] = sub
             with np.errstate(all="ignore"):
                 dmean = np.where(use, d, 0.0).sum(axis=1) / use.sum(axis=1)
                 w = np.ones_like(d) if self.theta == 0 else \
@@ -320,12 +318,9 @@ class SmapXmapEngine:
         xp = x[tp - lags]
         d = np.sqrt(((XL - xp) ** 2).sum(1))
         if nb.size > g.lib_t.size - 1:  # pyEDM's knn = |lib| - 1 drops the farthest
-            keep = np.ones(nb.size, bool)
-            if far is not None and farthest_ties((d ** 2)[None, :], keep[None, :])[0]:
-                keep[far.dropped(np.array([tp]), xp[None, :])[0]] = False  # pyEDM's choice
-            else:
-                keep[d.size - 1 - int(np.argmax(d[::-1]))] = False  # the last farthest
-            nb, XL, d = nb[keep], XL[keep], d[keep]
+            keep = np.ones((1, nb.size), bool)
+            leave_out_farthest(keep, (d ** 2)[None, :], np.array([tp]), xp[None, :], far)
+            nb, XL, d = nb[keep[0]], XL[keep[0]], d[keep[0]]
         none = np.full(g.targets.size, np.nan)
         if d.size == 0:
             return none
