@@ -259,14 +259,23 @@ SQRT_TIE = [0.4, 0.4, 0.6, 0.7, 0.3, 0.9, 0.6, 0.5, 0.3, 0.2, 0.7]
 
 
 def test_simplex_ties_after_the_square_root(data, device, monkeypatch):
-    """Simplex and its scans go the general path on tied data: pyEDM breaks ties by time
-    among equal square roots of sums that it adds in another order than the fused
-    kernel, which compares the sums themselves; here pyEDM takes library row 6 (nearer
-    in time), the kernel row 4 (the smaller sum)."""
+    """pyEDM breaks ties by time among equal square roots of sums that it adds in another
+    order than the fused kernel, which compares the sums themselves; here pyEDM takes
+    library row 6 (nearer in time), the kernel row 4 (the smaller sum). Simplex keeps the
+    fast path (general path patched to fail), which decides such rows of decimal data by
+    pyEDM's rule (pyedmcl/edm/simplex_ties.py); its scans go the general path."""
+    from pyedmcl.edm import simplex_ties
+
     d = pd.DataFrame({"Time": np.arange(1, 12), "x": SQRT_TIE})
     kw = dict(columns="x", target="x", lib="1 8", pred="9 11")
     ref = _ref(pyEDM.Simplex, d, E=3, **kw)
-    _same(ref, _ref(EDM.Simplex, d, E=3, device=device, **kw))
+    with monkeypatch.context() as m:
+        _forbid_general(m)
+        _same(ref, _ref(EDM.Simplex, d, E=3, device=device, **kw))
+        big = _ref(pyEDM.Simplex, data, E=3, columns="x", target="y", lib="1 250",
+                   pred="100 310")
+        _same(big, _ref(EDM.Simplex, data, E=3, device=device, columns="x", target="y",
+                        lib="1 250", pred="100 310"))
     scan = dict(columns="x", target="y", lib="1 250", pred="100 310")  # the tied Lorenz data
     for name, extra in (("EmbedDimension", dict(maxE=6)), ("PredictInterval", dict(E=3, maxTp=3)),
                         ("PredictExclusionRadius", dict(E=3, exclusionRadius=[0, 5]))):
@@ -277,6 +286,7 @@ def test_simplex_ties_after_the_square_root(data, device, monkeypatch):
         if name == "EmbedDimension":
             want_E = want
     monkeypatch.setattr(EDM, "_ties_decide", lambda *a, **k: False)  # the fused kernel's order
+    monkeypatch.setattr(simplex_ties, "ENABLED", False)
     forced = _ref(EDM.Simplex, d, E=3, device=device, **kw)
     gap = np.nanmax(np.abs(forced.Predictions.to_numpy(float) - ref.Predictions.to_numpy(float)))
     assert gap > 1e-3, gap

@@ -25,36 +25,11 @@ from typing import Any
 
 import numpy as np
 
+# pyEDM's distance arithmetic lives with its tree (compat and pyedmcl.edm share it)
+from ..edm.pyedm_kdtree import kdtree_distances, row_distances  # noqa: F401
+
 #: query rows per block on the host path (bounds the (rows, N_lib, D) temporary)
 _HOST_BLOCK_BYTES = 64 << 20
-
-
-def row_distances(diff: np.ndarray) -> np.ndarray:
-    """Euclidean norms over the last axis of ``diff``, its squares added left to right:
-    pyEDM's full scans (``_FullScanRow``), which sum a column-major array (pandas'
-    ``to_numpy()`` of a frame's one block) that NumPy adds column by column. NumPy's
-    sum over a contiguous last axis of 8 or more adds pairwise, and one ulp decides a
-    tie on quantised data."""
-    acc = diff[..., 0] ** 2
-    for c in range(1, diff.shape[-1]):
-        acc = acc + diff[..., c] ** 2
-    return np.sqrt(acc)
-
-
-def kdtree_distances(diff: np.ndarray) -> np.ndarray:
-    """Euclidean norms over the last axis of ``diff`` as scipy's ``KDTree`` computes the
-    distances it returns (pyEDM's ``knn_distances``): four running sums over coordinates
-    ``4m + 0..3``, added as ``((s0 + s1) + s2) + s3``, then the remaining coordinates one
-    by one. Below 8 coordinates that is :func:`row_distances`' order."""
-    n = diff.shape[-1]
-    full = n - n % 4
-    acc = [np.zeros(diff.shape[:-1]) for _ in range(4)]
-    for c in range(full):
-        acc[c % 4] = acc[c % 4] + diff[..., c] ** 2
-    s = ((acc[0] + acc[1]) + acc[2]) + acc[3]
-    for c in range(full, n):
-        s = s + diff[..., c] ** 2
-    return np.sqrt(s)
 
 
 def _host(emb: np.ndarray, lib: np.ndarray, pred: np.ndarray, k: int, radius: int

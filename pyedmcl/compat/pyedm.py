@@ -299,7 +299,9 @@ def _ties_decide(E: Any, tau: Any, *series: np.ndarray, simplex: bool = False) -
     pyEDM and needs no routing). Simplex: pyEDM's tie-break is
     that order, but on the square roots of sums added in another order than the fused
     kernel's, so squared distances one ulp apart tie there and not in the kernel (0.5
-    and 0.49999999999999994 have one square root); that needs equal true distances, so
+    and 0.49999999999999994 have one square root); the fast path decides such rows by
+    pyEDM's rule on decimal data (:func:`_simplex_decides_ties`), so its callers ask
+    here only for other tied data. That needs equal true distances, so
     ``simplex`` checks only series with repeated values or on a decimal grid (quantised
     records), not every short one (the O(N^2) check took 150 ms at N = 2,000 on 2 cores,
     25 times the whole Simplex call). ``E``: one value or several (a scan). Only in
@@ -312,6 +314,19 @@ def _ties_decide(E: Any, tau: Any, *series: np.ndarray, simplex: bool = False) -
     Es = E if isinstance(E, range | list | tuple) else (E,)
     always = 0 if simplex else ALWAYS_CHECK
     return any(univariate_ties(s, e, tau, always) for e in Es for s in series)
+
+
+def _simplex_decides_ties(x: np.ndarray, E: Any, knn: Any) -> bool:
+    """Whether the fast path's Simplex decides the series' neighbour ties as pyEDM
+    (:func:`pyedmcl.edm.simplex_ties.decides_ties`: decimal data, whose tied rows it
+    decides by pyEDM's rule, or exact sums), so that tied data need not go the general
+    path; False for values it does not take (they get the fast path's own errors)."""
+    from ..edm.simplex_ties import decides_ties
+    try:
+        E, knn = int(E), int(knn) if knn else int(E) + 1
+    except (TypeError, ValueError):
+        return False
+    return dtype == "float64" and E >= 1 and decides_ties(x, E, knn)
 
 
 def _run(name: str, dataFrame, returnObject: bool, **kw):
@@ -354,7 +369,8 @@ def Simplex(dataFrame=None, columns="", target="", lib="", pred="", E=0, Tp=1, k
     tgt = _column(dataFrame, target, "target")
     _required("Simplex", lib, pred)
     x, y = _series(dataFrame, col), _series(dataFrame, tgt)
-    if _ties_decide(E, tau, x, simplex=True) or _no_pred_rows(dataFrame, E, tau, Tp, lib, pred):
+    if ((not _simplex_decides_ties(x, E, knn) and _ties_decide(E, tau, x, simplex=True))
+            or _no_pred_rows(dataFrame, E, tau, Tp, lib, pred)):
         return _run("Simplex", dataFrame, False, columns=columns, target=target, lib=lib,
                     pred=pred, E=E, Tp=Tp, knn=knn, tau=tau, exclusionRadius=exclusionRadius,
                     embedded=False, validLib=validLib, noTime=noTime, generateSteps=0,

@@ -63,6 +63,34 @@ def pyedm_query(tree: Any, points: np.ndarray, k: int | list[int], workers: int 
     return dist, idx
 
 
+def row_distances(diff: np.ndarray) -> np.ndarray:
+    """Euclidean norms over the last axis of ``diff``, its squares added left to right:
+    pyEDM's full scans (``_FullScanRow``), which sum a column-major array (pandas'
+    ``to_numpy()`` of a frame's one block) that NumPy adds column by column. NumPy's
+    sum over a contiguous last axis of 8 or more adds pairwise, and one ulp decides a
+    tie on quantised data."""
+    acc = diff[..., 0] ** 2
+    for c in range(1, diff.shape[-1]):
+        acc = acc + diff[..., c] ** 2
+    return np.sqrt(acc)
+
+
+def kdtree_distances(diff: np.ndarray) -> np.ndarray:
+    """Euclidean norms over the last axis of ``diff`` as scipy's ``KDTree`` computes the
+    distances it returns (pyEDM's ``knn_distances``): four running sums over coordinates
+    ``4m + 0..3``, added as ``((s0 + s1) + s2) + s3``, then the remaining coordinates one
+    by one. Below 8 coordinates that is :func:`row_distances`' order."""
+    n = diff.shape[-1]
+    full = n - n % 4
+    acc = [np.zeros(diff.shape[:-1]) for _ in range(4)]
+    for c in range(full):
+        acc[c % 4] = acc[c % 4] + diff[..., c] ** 2
+    s = ((acc[0] + acc[1]) + acc[2]) + acc[3]
+    for c in range(full, n):
+        s = s + diff[..., c] ** 2
+    return np.sqrt(s)
+
+
 def exclusion_active(lib_t: np.ndarray, pred_t: np.ndarray, R: int, overlap: bool) -> bool:
     """pyEDM's test for whether the exclusion radius can remove anything (Neighbors.py):
     a radius that spans the gap between disjoint lib and pred, or any radius on

@@ -163,6 +163,9 @@ class RowCheck:
     #: centred ones' within rounding), else None: :attr:`_spreads` then takes no pass
     known_spreads: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False,
                                                                  compare=False)
+    #: whether every tie at the knn-th place is flagged (decimal data, whose float64 ties
+    #: pyEDM's rule decides: :mod:`.simplex_ties`), set by the caller
+    ties: bool = False
 
     @property
     def E(self) -> int:

@@ -32,7 +32,7 @@ from ..primitives.knn import hold, knn_device, widened_params
 from ..primitives.lookup import lookup_checked, lookup_device, skill_device, skill_out
 from ..primitives.ranges import MAX_KNN, Plan, resolve
 from ..validation import MAX_MAGNITUDE, as_series, check_dtype
-from . import row_redo
+from . import row_redo, simplex_ties
 from .results import SimplexResult
 from .row_check import RowCheck, enabled, on_decimal_grid, redo_float64, redo_patched, row_check
 from .simplex_states import simplex_states
@@ -211,7 +211,8 @@ def _resolve_inputs(be, plan: Plan, check: RowCheck) -> Callable | None:
 def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance: bool = False,
              weight: str = "simplex", neighbors=None, keep_device: bool = False,
              while_busy: Callable[[], None] | None = None, check: RowCheck | None = None,
-             device_out: list | None = None, launched: Callable[[], None] | None = None):
+             device_out: list | None = None, launched: Callable[[], None] | None = None,
+             tie_rows: list | None = None):
     """k-NN + lookup + skill for one resolved plan. Returns (pred, var, skill (nt, 4),
     rows).
 
@@ -227,12 +228,21 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     one burst (:class:`clkernels.recording.Recorder`). ``device_out``: a list that
     receives the device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the
     redo). ``launched``: runs once the first k-NN kernel is flushed to the device (host
-    work to start beside it, e.g. a background check).
+    work to start beside it, e.g. a background check). ``tie_rows`` (float64, no
+    ``check``): a list that receives the queries whose knn-th place pyEDM may decide
+    otherwise (:func:`.simplex_ties.tied`; the table one neighbour wider, the lookup
+    program's ``ties`` kernel behind the lookup, the flags read after the skill only
+    where some are set).
     """
     be = data.be
     qpts = plan.pred_points
     search = knn_device if neighbors is None else neighbors.device_table
     k = plan.knn + (0 if check is None else check.extra)
+    ties = (tie_rows is not None and check is None
+            and plan.knn + 1 <= min(MAX_KNN, plan.lib_points.size))
+    if ties:
+        k = plan.knn + 1
+    tie_parts: list = []  # (q0, flags, count) of each query block
     resolver = _resolve_inputs(be, plan, check) if check is not None and check.extra == 2 else None
 
     def predict(q0: int, q1: int):
@@ -253,8 +263,12 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         tshift = plan.offset + plan.Tp
         if check is None:
             p, v = lookup_device(be, table, data.y_dev, data.n, data.nt, tshift,
-                                 weight=weight, real=data.real, variance=variance)
+                                 weight=weight, real=data.real, variance=variance,
+                                 k=plan.knn)
             f = None
+            if ties:
+                tie_parts.append((q0, *_enqueue_ties(be, data, plan, table, q_dev, q0, q1,
+                                                     p, v)))
         else:  # the check's host work runs while the k-NN kernel does
             # the targets' units (with the resolve's shift and scale): one upload
             units = check.device_units(be, None if resolver is None
@@ -266,7 +280,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             redo = res is None and row_redo.applies(be, check.redo, q1 - q0 == qpts.size)
             rec = Recorder(be) if redo else be
             f = lookup_checked(rec, table, plan.knn, data.y_dev, data.n, data.nt, tshift,
-                               qnorm, units, check.E, variance=variance, resolve=res)
+                               qnorm, units, check.E, variance=variance, resolve=res,
+                               ties=check.ties)
             check.checked.append((q0, f))
             p, v = f.pred, f.var
             if redo:
@@ -284,14 +299,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     if len(blocks) == 1:
         pred_dev, var_dev, checked = blocks[0]  # count and list read after the skill
         flag_read = None
-    else:  # query blocks: predictions back on the device as one array for the skill
-        pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
-        var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
-        hold(be, pred_dev, var_dev)
-        flag_read, checked = None, None
-        if check is not None:
-            rows = np.concatenate([b[2] for b in blocks])
-            flag_read = lambda: rows  # noqa: E731
+    else:
+        (pred_dev, var_dev, flag_read), checked = _joined(be, blocks, variance, check), None
     obs_dev = plan_device(be, plan)[2]
     out = skill_out(be, data.nt)
     skill_device(be, pred_dev, data.nt, plan.pred_times.size, data.y_dev, data.n, data.nt,
@@ -309,6 +318,8 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
         check.enqueued.reads(be)
     sk = be.to_host(out).astype(np.float64)
     rows = None if flag_read is None else flag_read()
+    if tie_parts:
+        tie_rows.append(_tie_list(be, tie_parts))
     if device_out is not None:
         device_out.extend((pred_dev, var_dev))
     if keep_device:
@@ -317,6 +328,121 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     pred = got[0] if predictions else None
     var = got[1] if (variance and predictions) else None
     return pred, var, sk, rows
+
+
+def _joined(be: Backend, blocks: list, variance: bool, check: RowCheck | None) -> tuple:
+    """Query blocks' host predictions (and variances) back on the device as one array
+    each for the skill, and the reader of their flagged rows (None without a check)."""
+    pred_dev = be.to_device(np.concatenate([b[0] for b in blocks], axis=-1))
+    var_dev = be.to_device(np.concatenate([b[1] for b in blocks], axis=-1)) if variance else None
+    hold(be, pred_dev, var_dev)
+    if check is None:
+        return pred_dev, var_dev, None
+    rows = np.concatenate([b[2] for b in blocks])
+    return pred_dev, var_dev, lambda: rows
+
+
+def _enqueue_ties(be: Backend, data: DeviceData, plan: Plan, table, q_dev, q0: int, q1: int,
+                  pred, var) -> tuple:
+    """Behind a float64 lookup of the queries ``q0:q1`` from a table one neighbour wider
+    than ``plan.knn``: the lookup program's ``ties`` kernel (the tied queries' list, their
+    knn-th distances and count), then, where the radius allows it, pyEDM's rule on the
+    device for the first :data:`.simplex_ties.DEVICE_SLOTS` of them (:func:`_enqueue_rule`),
+    its predictions patched into ``pred`` / ``var`` before the skill. Returns the device
+    arrays the host reads after the wait: ``(rows, kth, count, rsel or None)``."""
+    from ..kernels.lookup import LOOKUP
+
+    rows = be.empty(table.nq, np.int32)
+    kth = be.empty(table.nq, np.float64)
+    with be.zero_batch():
+        count = be.zeros(1, np.int32)
+    hold(be, rows, kth, count)
+    LOOKUP.launch_ties(be, table.idx, table.dist, table.nq, table.k, plan.knn,
+                       simplex_ties.tie_width(plan.E), rows, kth, count)
+    if plan.exclusion_radius > simplex_ties.DEVICE_RADIUS:
+        return rows, kth, count, None
+    if q_dev is None:  # a block of queries: its points
+        q_dev = be.to_device(np.ascontiguousarray(plan.pred_points[q0:q1], np.int32))
+        hold(be, q_dev)
+    slots = min(q1 - q0, simplex_ties.DEVICE_SLOTS)
+    rsel, p64, v64 = _enqueue_rule(be, plan, data.x_dev, data.y_dev, data.nt, q_dev, rows,
+                                   kth, count, slots, var is not None)
+    _patch(be, "double", pred, var, q1 - q0, data.nt, rsel, slots, p64, v64)
+    return rows, kth, count, rsel
+
+
+def _enqueue_rule(be: Backend, plan: Plan, x64, y64, nt: int, q_dev, rows, kth, count,
+                  slots: int, variance: bool) -> tuple:
+    """pyEDM's rule on the device for the first ``min(count[0], slots)`` queries of a
+    device list (``rows``, knn-th float64 distances ``kth``; points ``q_dev[rows]``), no
+    host round trip: their range lists (``knn/range.cl.mako``), pyEDM's neighbours
+    (``lookup/pyedm_decide.cl.mako``) and the float64 lookup of the targets ``y64`` (``nt``
+    rows of the series' length) over them. Returns ``(rsel, p64, v64)``: the query each
+    slot decided (-1 where open, for the host's rule, or unused) and their predictions
+    (and variances) ``(1, nt, slots)``."""
+    from ..kernels.knn import KNN
+    from ..kernels.lookup import LOOKUP
+    from ..primitives.knn import DeviceKnn
+
+    st = simplex_ties
+    cap, k, w = st.GROUP_CAP, plan.knn, st.tie_width(plan.E)
+    l_dev = plan_device(be, plan)[1]
+    nl = plan.lib_points.size
+    groups = be.empty((slots, cap), np.int32)
+    gcount = be.empty(slots, np.int32)
+    oidx, odist = be.empty((1, slots, k), np.int32), be.empty((1, slots, k), np.float64)
+    rsel = be.empty(slots, np.int32)
+    hold(be, groups, gcount, oidx, odist, rsel)
+    KNN.launch_range_list(be, plan.E, plan.tau, x64, l_dev, nl, q_dev, rows, kth, count,
+                          slots, w, plan.exclusion_radius, cap, groups, gcount)
+    rule = st.Rule.of(None, plan)
+    LOOKUP.launch_decide(be, plan.E, plan.tau, k, cap, plan.exclusion_radius, x64, l_dev, nl,
+                         q_dev, rows, kth, count, groups, gcount, slots, rule.kq, rule.complete,
+                         w, oidx, odist, rsel)
+    p64, v64 = lookup_device(be, DeviceKnn(oidx, odist, 1, slots, k), y64, plan.n, nt,
+                             plan.offset + plan.Tp, real="double", variance=variance)
+    return rsel, p64, v64
+
+
+def _patch(be: Backend, real: str, pred, var, nq: int, nt: int, rows_dev, m: int, p64, v64,
+           shift: np.ndarray | None = None, scale: np.ndarray | None = None) -> None:
+    """The lookup program's ``patch``: the float64 predictions ``p64`` (and variances)
+    ``(nt, m)`` of the queries ``rows_dev`` (-1: skipped) into ``pred`` / ``var``
+    ``(1, nt, nq)`` of type ``real``, in their units (``x = z * scale + shift``; None: data
+    units)."""
+    from ..kernels.lookup import LOOKUP
+
+    acc = np.float64 if be.info.fp64 else np.float32
+    sh = be.to_device(np.zeros(nt, acc) if shift is None else np.asarray(shift, acc).reshape(-1))
+    sc = be.to_device(np.ones(nt, acc) if scale is None else np.asarray(scale, acc).reshape(-1))
+    hold(be, sh, sc, rows_dev, p64, v64)
+    LOOKUP.launch_patch(be, real, pred, var, nq, nt, rows_dev, m, p64, v64, sh, sc)
+
+
+def _tie_list(be: Backend, parts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tied queries of :func:`_enqueue_ties`' blocks ``(q0, rows, kth, count, rsel)``
+    that the device left to the host, ascending, their knn-th distances, and whether the
+    device's rule tried each (and left it open) or had no slot for it: the counts read,
+    the lists only where some are set."""
+    got, dist, tried = [], [], []
+    for q0, rows, kth, count, rsel in parts:
+        c = int(be.to_host(count)[0])
+        if not c:
+            continue
+        r, d = be.to_host_async(rows, count=c)(), be.to_host_async(kth, count=c)()
+        done, seen = np.zeros(c, bool), np.zeros(c, bool)
+        if rsel is not None:
+            m = min(c, int(rsel.shape[0]))
+            done[:m] = be.to_host_async(rsel, count=m)() >= 0
+            seen[:m] = True
+        got.append(q0 + r[~done].astype(np.int64))
+        dist.append(d[~done])
+        tried.append(seen[~done])
+    if not got:
+        return np.empty(0, np.int64), np.empty(0), np.empty(0, bool)
+    r, d, t = np.concatenate(got), np.concatenate(dist), np.concatenate(tried)
+    order = np.argsort(r)
+    return r[order], d[order], t[order]
 
 
 def observed(plan: Plan, y: np.ndarray) -> np.ndarray:
@@ -417,7 +543,8 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
                        device=device, backend=backend, variance=variance,
                        knn_method=knn_method, knn_options=knn_options)
     on_device = return_device or ser.y is None
-    got = _predict(ser, data, plan, nb, check, variance, on_device)
+    ties = not on_device and simplex_ties.applies(ser.xs, plan, nb)
+    got = _predict(ser, data, plan, nb, check, variance, on_device, ties)
     if not ser.float32_holds():  # warned: the call as it runs in float64
         return simplex(x, target, E=E, tau=tau, Tp=Tp, knn=knn,
                        exclusion_radius=exclusion_radius, lib=lib, pred=pred, dtype="float64",
@@ -544,25 +671,31 @@ class SimplexSeries:
 
 
 def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowCheck | None,
-             variance: bool, on_device: bool) -> tuple:
+             variance: bool, on_device: bool, ties: bool = False) -> tuple:
     """The predictions ``(p, v, skill, rows, fixed, observed)``: :func:`run_plan`'s pass
     (device arrays where ``on_device``, else host ones with the observed values taken
     while the k-NN kernel runs), the queries ``rows`` the row check flagged and their
-    float64 redo ``fixed`` (data units; the skill is that of the patched predictions)."""
+    float64 redo ``fixed`` (data units; the skill is that of the patched predictions).
+    ``ties`` (host series, :func:`.simplex_ties.applies`): the rows whose knn-th place
+    pyEDM may decide otherwise take its rule (:func:`_decide_ties`), the tied rows of the
+    float64 pass or, in float32, those among the redone ones."""
     obs_host: list[np.ndarray] = []
 
     def host_observed() -> None:  # overlaps the k-NN kernel
         if not on_device:
             obs_host.append(observed(plan, ser.y))
 
+    if check is not None:
+        check.ties = ties
     if check is not None and not on_device:  # enqueued behind the first pass where it applies
         check.redo = row_redo.RedoInputs(ser.xs, ser.y, ser.fy.shift, ser.fy.scale, variance, nb)
         # most flagged rows resolve in the lookup (their float64 neighbours in its table)
         check.resolve = bool(ser.be.info.fp64 and check.xz.ndim == 1 and RESOLVE_IN_LOOKUP)
     dev: list = []
+    tie_rows: list | None = [] if ties and check is None else None
     p, v, sk, rows = run_plan(data, plan, variance=variance, neighbors=nb,
                               keep_device=on_device, while_busy=host_observed, check=check,
-                              device_out=dev, launched=ser.start_check)
+                              device_out=dev, launched=ser.start_check, tie_rows=tie_rows)
     rows = np.empty(0, np.int64) if rows is None else rows
     resolved = None if check is None else check.resolved()
     fixed = None
@@ -572,6 +705,10 @@ def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowChe
         p, v, sk, fixed = _redo_flagged(data, plan, ser.xs, ser.y, rows, nb, variance,
                                         on_device, (p, v), dev, ser.fy,
                                         None if check is None else check.float64)
+    cand = (tie_rows[0] if tie_rows else (rows, None, None)) if ties else None
+    if cand is not None and cand[0].size:
+        v, sk, fixed = _decide_ties(data, plan, ser, nb, cand, variance, p, v, sk, rows,
+                                    fixed, dev, check)
     return p, v, sk, rows, fixed, (obs_host[0] if obs_host else None), resolved
 
 
@@ -680,6 +817,153 @@ def _redo_flagged(data: DeviceData, plan: Plan, x: np.ndarray, y: np.ndarray,
     ph = p.copy()  # the skill again on the device, of the patched predictions in float32
     ph[:, rows] = fy.forward(fixed[0].copy())
     return p, v, _skill_again(data, plan, be.to_device(ph[None])), fixed
+
+
+def _decide_ties(data: DeviceData, plan: Plan, ser: SimplexSeries, nb, cand: tuple,
+                 variance: bool, p: np.ndarray, v: np.ndarray | None, sk: np.ndarray,
+                 rows: np.ndarray, fixed: tuple | None, dev: list, check: RowCheck | None
+                 ) -> tuple:
+    """pyEDM's rule (:mod:`.simplex_ties`) on the queries whose knn-th place it may decide
+    otherwise that the pass left: ``cand`` is ``(queries, knn-th distances, tried)`` of
+    the float64 pass's tied rows past the device's slots or open there (``tried``), or
+    ``(queries, None, None)`` of float32's redone ``rows``, of which those their float64
+    table shows tied.
+    Their predictions (:func:`_rule_values`) are written over the pass's (float64: into
+    the host arrays ``p`` / ``v``; float32: into the redone rows' float64 values
+    ``fixed``), patched into the device predictions ``dev``, and the skill taken again.
+    Returns ``(v, skill, fixed)``."""
+    be = data.be
+    t_rows, kth, tried = cand
+    x64, y64 = _float64_series(be, ser, data, check)
+    if kth is None:  # float32's redone rows: those tied in the float64 call's table
+        idx, dist = _float64_table(be, plan, ser.xs, x64, t_rows, plan.knn + 1)
+        tie = simplex_ties.tied(dist, idx, plan.knn, plan.E)
+        t_rows, kth = t_rows[tie], dist[tie, plan.knn - 1]
+    if t_rows.size == 0:
+        return v, sk, fixed
+    tp, tv = _rule_values(be, plan, ser, x64, y64, t_rows, kth, variance, tried)
+    if check is None:  # float64: the host arrays are in data units
+        p[:, t_rows] = tp
+        if v is not None:
+            v[:, t_rows] = tv
+        shift = scale = None
+    else:  # float32: the tied rows among the redone ones
+        fp, fv = (np.array(a) if a is not None else None for a in fixed)
+        order = np.argsort(rows, kind="stable")
+        pos = order[np.searchsorted(rows[order], t_rows)]
+        fp[:, pos] = tp
+        if fv is not None:
+            fv[:, pos] = tv
+        fixed = (fp, fv)
+        shift, scale = ser.fy.shift, ser.fy.scale
+    acc = np.float64 if be.info.fp64 else np.float32
+    p64 = be.to_device(np.ascontiguousarray(tp, acc))
+    v64 = be.to_device(np.ascontiguousarray(tv, acc)) if variance else None
+    _patch(be, data.real, dev[0], dev[1] if variance else None, plan.pred_points.size, ser.nt,
+           be.to_device(np.ascontiguousarray(t_rows, np.int32)), t_rows.size, p64, v64,
+           shift, scale)
+    return v, _skill_again(data, plan, dev[0]), fixed
+
+
+def _rule_values(be: Backend, plan: Plan, ser: SimplexSeries, x64, y64, rows: np.ndarray,
+                 kth: np.ndarray, variance: bool, tried: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """pyEDM's predictions ``(nt, m)`` (and variances) of the tied queries ``rows`` with
+    knn-th float64 distances ``kth``: the device's rule (:func:`_enqueue_rule`, the same
+    kernels as the float64 pass's, so the same values) where it has fp64 and takes the
+    radius, the host's (:func:`.simplex_ties.pyedm_rows`) for the rows it leaves open
+    (``tried``: those the pass's device rule left open already)."""
+    st = simplex_ties
+    nt = ser.nt
+    tp = np.full((nt, rows.size), np.nan)
+    tv = np.full((nt, rows.size), np.nan) if variance else None
+    open_ = np.ones(rows.size, bool)
+    todo = np.arange(rows.size) if tried is None else np.flatnonzero(~tried)
+    if x64 is not None and plan.exclusion_radius <= st.DEVICE_RADIUS and todo.size:
+        sub = _rule_values_device(be, plan, x64, y64, nt, rows[todo], kth[todo], variance)
+        done = np.flatnonzero(sub[0])
+        tp[:, todo[done]] = sub[1][:, done]
+        if variance:
+            tv[:, todo[done]] = sub[2][:, done]
+        open_[todo[done]] = False
+    if open_.any():
+        i = np.flatnonzero(open_)
+        groups = None if x64 is None else _range_groups(be, plan, x64)
+        hp, hv = st.pyedm_rows(st.Rule.of(ser.xs, plan), plan, rows[i], kth[i], groups,
+                               ser.y, variance)
+        tp[:, i] = hp
+        if variance:
+            tv[:, i] = hv
+    return tp, tv
+
+
+def _rule_values_device(be: Backend, plan: Plan, x64, y64, nt: int, rows: np.ndarray,
+                        kth: np.ndarray, variance: bool) -> tuple:
+    """:func:`_enqueue_rule` on the host's list of tied queries, in parts of
+    :data:`.simplex_ties.DEVICE_SLOTS`: ``(decided (m,), predictions (nt, m), variances)``."""
+    st = simplex_ties
+    done = np.zeros(rows.size, bool)
+    tp = np.full((nt, rows.size), np.nan)
+    tv = np.full((nt, rows.size), np.nan) if variance else None
+    for s0 in range(0, rows.size, st.DEVICE_SLOTS):
+        part = slice(s0, s0 + st.DEVICE_SLOTS)
+        m = rows[part].size
+        r_dev = be.to_device(np.ascontiguousarray(rows[part], np.int32))
+        k_dev = be.to_device(np.ascontiguousarray(kth[part], np.float64))
+        c_dev = be.to_device(np.array([m], np.int32))
+        hold(be, r_dev, k_dev, c_dev)
+        rsel, p64, v64 = _enqueue_rule(be, plan, x64, y64, nt, plan_device(be, plan)[0],
+                                       r_dev, k_dev, c_dev, m, variance)
+        ok = np.flatnonzero(be.to_host(rsel) >= 0)
+        tp[:, s0 + ok] = be.to_host(p64)[0][:, ok]
+        if variance:
+            tv[:, s0 + ok] = be.to_host(v64)[0][:, ok]
+        done[s0 + ok] = True
+    return done, tp, tv
+
+
+def _float64_series(be: Backend, ser: SimplexSeries, data: DeviceData,
+                    check: RowCheck | None) -> tuple[Any, Any]:
+    """The series and the targets in float64 on the device: the float64 call's own, those
+    the row check's resolve uploaded, or new copies; ``(None, None)`` without fp64."""
+    if not be.info.fp64:
+        return None, None
+    if data.real == "double":
+        return data.x_dev, data.y_dev
+    if check is not None and check.float64 is not None:
+        return check.float64
+    xd = be.to_device(np.ascontiguousarray(ser.xs, np.float64))
+    yd = xd if ser.target_is_x else be.to_device(np.ascontiguousarray(ser.y, np.float64))
+    hold(be, xd, yd)
+    return xd, yd
+
+
+def _float64_table(be: Backend, plan: Plan, x: np.ndarray, x64, rows: np.ndarray, k: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 k-NN table (host arrays: kernel points, distances) of ``plan``'s
+    queries ``rows`` with ``k`` neighbours, as the float64 call's kernel finds it: on
+    the device from ``x64``, or without fp64 from the host's exact k-d tree."""
+    kw = dict(E=plan.E, tau=plan.tau, k=k, qpts=plan.pred_points[rows],
+              lpts=plan.lib_points, radius=plan.exclusion_radius)
+    if x64 is None:
+        from ..neighbors import neighbor_backend
+
+        idx, dist = neighbor_backend("kdtree").search_host(np.asarray(x, np.float64), **kw)
+        return np.asarray(idx[0]), np.asarray(dist[0], np.float64)
+    t = knn_device(be, x64, x.size, real="double", l_dev=plan_device(be, plan)[1], **kw)
+    return np.asarray(be.to_host(t.idx)[0]), np.asarray(be.to_host(t.dist)[0], np.float64)
+
+
+def _range_groups(be: Backend, plan: Plan, x64) -> Callable:
+    """``groups(rows, lim, cap)`` for :func:`.simplex_ties.pyedm_rows`: the device's lists of
+    the library points within each query's squared limit (``knn/range.cl.mako``)."""
+    from ..primitives.knn import range_lists
+
+    def groups(rows: np.ndarray, lim: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+        return range_lists(be, x64, E=plan.E, tau=plan.tau, qpts=plan.pred_points[rows],
+                           l_dev=plan_device(be, plan)[1], nl=plan.lib_points.size, lim=lim,
+                           radius=plan.exclusion_radius, cap=cap)
+    return groups
 
 
 def _skill_again(data: DeviceData, plan: Plan, pred_dev) -> np.ndarray:

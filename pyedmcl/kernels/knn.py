@@ -373,6 +373,37 @@ class KnnKernel(TunableKernel):
                          np.int32(rows), np.int32(ld), np.int32(k))
 
     @staticmethod
+    def range_request(E: int, tau: int, real: str) -> tuple:
+        """The kernel :meth:`launch_range` builds, as ``(template, params, name)``."""
+        return ("knn/range.cl.mako", {"E": E, "TAU": abs(tau), "REAL": real}, "knn_range")
+
+    def launch_range(self, be: Backend, real: str, E: int, tau: int, x_dev, l_dev, nl: int,
+                     q_dev, lim_dev, nq: int, radius: int, cap: int, out_dev, count_dev):
+        """Every library point (``l_dev``, ``nl``) within its query's squared limit
+        (``lim_dev``, ``nq``) of the query points ``q_dev``, points within ``radius``
+        rows excluded: the first ``cap`` into ``out_dev`` ``(nq, cap)`` and their
+        number into ``count_dev`` (``knn/range.cl.mako``)."""
+        wg = 64
+        kern = be.kernel(*self.range_request(E, tau, real))
+        return be.launch(kern, (round_up(max(nq, 1), wg),), (wg,), x_dev, l_dev, np.int32(nl),
+                         q_dev, lim_dev, np.int32(nq), np.int32(radius), np.int32(cap), out_dev,
+                         count_dev)
+
+    def launch_range_list(self, be: Backend, E: int, tau: int, x_dev, l_dev, nl: int, q_dev,
+                          rows_dev, kth_dev, listed_dev, slots: int, width: float, radius: int,
+                          cap: int, out_dev, count_dev):
+        """:meth:`launch_range` for the first ``listed_dev[0]`` slots of a device list
+        (query ``rows_dev[s]``, point ``q_dev[rows_dev[s]]``, squared limit ``(kth_dev[s]
+        (1 + 2 width))^2``), ``slots`` work-items, float64 (``knn/range.cl.mako``'s
+        ``knn_range_list``)."""
+        wg = 64
+        kern = be.kernel("knn/range.cl.mako", {"E": E, "TAU": abs(tau), "REAL": "double"},
+                         "knn_range_list")
+        return be.launch(kern, (round_up(max(slots, 1), wg),), (wg,), x_dev, l_dev,
+                         np.int32(nl), q_dev, rows_dev, kth_dev, listed_dev, np.int32(slots),
+                         np.float64(width), np.int32(radius), np.int32(cap), out_dev, count_dev)
+
+    @staticmethod
     def window_request(real: str, metric: str = "euclidean") -> tuple:
         """The kernel :meth:`launch_window` builds, as ``(template, params, name)``."""
         return ("knn/window.cl.mako", {"REAL": real, "METRIC": metric}, "knn_window")

@@ -118,7 +118,7 @@ class LookupKernel(TunableKernel):
         and their variances ``var`` if ``spec["VARIANCE"]`` (else ``var`` is not written;
         pass any buffer). Library point ``l`` contributes ``y[j, l + tshift]`` to target
         ``j``. ``spec["CHECK"]`` (float32, WEIGHT "simplex"): ``check`` is ``(qnorm,
-        units, erel, flag, report, cap, seen)``, the query points' norms (float32,
+        units, erel, flag, report, cap, seen, ties)``, the query points' norms (float32,
         ``nq``), the targets' units (ACC: each target's tolerance, then each one's span
         (max - min), ``nt`` each, and with RESOLVE each one's shift and scale), ``E + 4``,
         the flags written (uint8, ``(nbatch, nt, nq)``), the report (int32, zeroed by
@@ -126,7 +126,8 @@ class LookupKernel(TunableKernel):
         the first ``cap`` flagged queries and with RESOLVE the list of predictions redone
         in the lookup, :class:`pyedmcl.primitives.lookup.CheckedLookup`) and ``seen``
         (int32 ``1 + cap + nq``, zeroed by the caller where ``nt`` > 1: the resolved
-        queries' count and list, each query's marks; any int32 array where ``nt`` is 1);
+        queries' count and list, each query's marks; any int32 array where ``nt`` is 1)
+        and ``ties`` (flag every tie at the K-th place within float32's rounding);
         ``spec["RESOLVE"]`` (with ``spec``'s E, TAU, FMA): ``check`` goes on with ``(x64,
         y64, qpts, recs)``, the float64 call's series and targets, the query points and
         the resolved queries' neighbours (float64, ``1 + 2 K`` a slot of ``seen``'s list;
@@ -135,9 +136,9 @@ class LookupKernel(TunableKernel):
         k = self._kernel(be, spec, wg, "lookup")
         extra = ()
         if spec.get("CHECK"):
-            qnorm, units, erel, flag, report, cap, seen, *resolve = check
+            qnorm, units, erel, flag, report, cap, seen, ties, *resolve = check
             acc = np.float64 if acc_type(be.info) == "double" else np.float32
-            extra = (qnorm, units, acc(erel), flag, report, np.int32(cap), seen)
+            extra = (qnorm, units, acc(erel), flag, report, np.int32(cap), seen, np.int32(ties))
             if spec.get("RESOLVE"):
                 extra += tuple(resolve)  # x64, y64, qpts, recs
         return be.launch(k, (round_up(nq, wg), nt, nbatch), (wg, 1, 1), idx, dist,
@@ -207,6 +208,36 @@ class LookupKernel(TunableKernel):
         kern = self._kernel(be, spec, skill_wg(be.info), "merge_lists")
         return be.launch(kern, (nq,), None, idx, dist, np.int32(lists), np.int32(nq),
                          np.int32(kin), np.int32(k), q_dev, oidx, odist, tie)
+
+    def launch_ties(self, be: Backend, idx, dist, nq: int, ks: int, k: int, width: float,
+                    rows, kth, count):
+        """List the queries of the float64 k-NN table ``idx`` / ``dist`` ``(1, nq, ks)``
+        whose ``k``-th and ``(k + 1)``-th distances lie within ``width`` (relative) of each
+        other: their number in ``count[0]`` (int32, zeroed by the caller), the queries in
+        ``rows`` and their ``k``-th distances in ``kth`` (``nq`` each, the first ``count``
+        written, in no order); the template's ``ties``, from the float64 Simplex skill's
+        program (no build of its own)."""
+        spec = {"K": 1, "REAL": "double", "FS": 0, "WEIGHT": "simplex", "VARIANCE": 0}
+        kern = self._kernel(be, spec, skill_wg(be.info), "ties")
+        return be.launch(kern, (nq,), None, idx, dist, np.int32(nq), np.int32(ks),
+                         np.int32(k), np.float64(width), rows, kth, count)
+
+    @staticmethod
+    def launch_decide(be: Backend, E: int, tau: int, k: int, cap: int, radius: int, x_dev,
+                      l_dev, nl: int, q_dev, rows_dev, kth_dev, listed_dev, groups_dev,
+                      gcount_dev, slots: int, kq: int, complete: bool, width: float,
+                      out_idx, out_dist, rsel):
+        """pyEDM's ``k`` Simplex neighbours of the listed tied queries from their range
+        lists (``lookup/pyedm_decide.cl.mako``): a table ``out_idx`` / ``out_dist``
+        ``(slots, k)`` and ``rsel`` (the query of each decided slot, -1 elsewhere)."""
+        wg = 64
+        kern = be.kernel("lookup/pyedm_decide.cl.mako",
+                         {"E": E, "TAU": tau, "K": k, "CAP": cap, "RADIUS": radius},
+                         "pyedm_decide")
+        return be.launch(kern, (round_up(max(slots, 1), wg),), (wg,), x_dev, l_dev,
+                         np.int32(nl), q_dev, rows_dev, kth_dev, listed_dev, groups_dev,
+                         gcount_dev, np.int32(slots), np.int32(kq), np.int32(int(complete)),
+                         np.float64(width), out_idx, out_dist, rsel)
 
     def launch_subset(self, be: Backend, wg: int, spec: dict[str, Any], srt, sdist, cnt,
                       nbatch: int, lpts, qpts, nq: int, nl: int, radius: int, y_dev,

@@ -152,6 +152,31 @@ def widened_params(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray,
     return KNN.params_for(be, spec, max(nq, lpts.shape[1]), bucket_k=base_k, **kw)
 
 
+def range_lists(be: Backend, x_dev, *, E: int, tau: int, qpts: np.ndarray, l_dev, nl: int,
+                lim: np.ndarray, radius: int, cap: int, real: str = "double"
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Every library point within each query's squared Euclidean limit ``lim`` (host
+    arrays): ``(points (nq, cap), counts (nq,))``, a query's points in library order
+    (``l_dev``, ``nl`` kernel points on the device), -1 past them; a count above ``cap``
+    says its list is cut. Library points within ``radius`` rows of the query are skipped
+    (``knn/range.cl.mako``)."""
+    nq = int(qpts.size)
+    if nq == 0:
+        return np.zeros((0, cap), np.int32), np.zeros(0, np.int32)
+    dt = np.float64 if real == "double" else np.float32
+    q_dev = be.to_device(np.ascontiguousarray(qpts, np.int32))
+    lim_dev = be.to_device(np.ascontiguousarray(lim, dt))
+    out = be.empty((nq, cap), np.int32)
+    count = be.empty(nq, np.int32)
+    hold(be, q_dev, lim_dev, out, count)
+    KNN.launch_range(be, real, E, tau, x_dev, l_dev, nl, q_dev, lim_dev, nq, radius, cap,
+                     out, count)
+    got = be.to_host(out)
+    cnt = be.to_host(count)
+    got[np.arange(cap)[None, :] >= np.minimum(cnt, cap)[:, None]] = -1
+    return got, cnt
+
+
 def knn_request(be: Backend, *, E: int, tau: int, k: int, qpts: np.ndarray, lpts: np.ndarray,
                 metric: str = "euclidean", real: str = "float", nc: int = 1) -> tuple:
     """The kernel :func:`knn_device` builds for these arguments (default parameters), as

@@ -22,14 +22,18 @@ from .knn import DeviceKnn, hold
 
 
 def lookup_device(be: Backend, table: DeviceKnn, y_dev, ldy: int, nt: int, tshift: int, *,
-                  weight: str = "simplex", real: str = "float", variance: bool = False
-                  ) -> tuple[Any, Any]:
+                  weight: str = "simplex", real: str = "float", variance: bool = False,
+                  k: int | None = None) -> tuple[Any, Any]:
     """Predictions ``(nbatch, nt, nq)`` on the device (and variances if asked).
 
     Library point ``l`` of the table contributes ``y[j, l + tshift]`` to target ``j``
-    (``tshift`` = time offset of kernel point 0 plus Tp).
+    (``tshift`` = time offset of kernel point 0 plus Tp). ``k``: the neighbours weighed,
+    the table's first ``k`` (default all of its ``table.k``).
     """
-    spec, params = _lookup_params(be, table.k, table.nq * nt * table.nbatch, weight, real)
+    k = table.k if k is None else k
+    spec, params = _lookup_params(be, k, table.nq * nt * table.nbatch, weight, real)
+    if k != table.k:
+        spec = {**spec, "KS": table.k}
     dt = np.float64 if real == "double" else np.float32
     pred = be.empty((table.nbatch, nt, table.nq), dt)
     var = be.empty((table.nbatch, nt, table.nq), dt) if variance else pred
@@ -200,8 +204,8 @@ class Resolved:
 
 def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: int,
                    tshift: int, qnorm_dev, units_dev, E: int, *,
-                   variance: bool = False, resolve: ResolveInputs | None = None
-                   ) -> CheckedLookup:
+                   variance: bool = False, resolve: ResolveInputs | None = None,
+                   ties: bool = False) -> CheckedLookup:
     """:func:`lookup_device` for float32 Simplex from the first ``k`` neighbours of
     ``table`` (``table.k`` is ``k`` or ``k + 1``: the extra one tells where float32 may
     pick another ``k``-th), with float32's error bound per prediction (the template's
@@ -217,7 +221,9 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
     (lookup/_resolve.mako) and listed in the :attr:`CheckedLookup.report`, not flagged;
     with several targets the queries are listed once each with their float64 neighbours,
     and resolve_rows follows the lookup (:func:`_resolve_rows`: every target of those
-    rows where the predictions overflow their list). The counts are zeroed by a launch
+    rows where the predictions overflow their list). ``ties`` (decimal data,
+    :mod:`pyedmcl.edm.simplex_ties`): every tie at the ``k``-th place within float32's
+    rounding is flagged too, for the float64 call to decide. The counts are zeroed by a launch
     behind the k-NN kernel (no upload: some runtimes hold the host at an upload until the
     kernels queued before it end).
     """
@@ -233,7 +239,7 @@ def lookup_checked(be: Backend, table: DeviceKnn, k: int, y_dev, ldy: int, nt: i
         seen = be.zeros(1 + cap + table.nq, np.int32) if nt > 1 else None
     hold(be, pred, var, flag, report, seen, qnorm_dev, units_dev)
     check: tuple = (qnorm_dev, units_dev, E + 4, flag, report, cap,
-                    report if seen is None else seen)  # (unread for one target)
+                    report if seen is None else seen, int(ties))  # (unread for one target)
     recs = None
     if resolve is not None:
         spec = {**spec, "RESOLVE": 1, "E": resolve.E, "TAU": resolve.tau, "FMA": resolve.fma}

@@ -6,7 +6,8 @@
 ## float32's first-order error bound on the prediction exceeds thr[j] (target j's
 ## tolerance in data units; units[j], the first nt of the targets' units, one array: thr,
 ## span, and RESOLVE's shift and scale, nt each); the caller recomputes those queries in
-## float64. The bound
+## float64; with `ties` set (decimal data: pyedmcl/edm/simplex_ties.py) also wherever the
+## K-th and the next neighbour lie within float32's rounding, whatever the bound. The bound
 ## (pyedmcl/edm/row_check.py, decision 0089): a float32 distance d_i is within
 ## D_i = 2u (2 |q| + erel d_i) of the exact one (u = 2^-24, |q| the query point's norm,
 ## erel = E + 4), which moves w_i / W, so the prediction mu by at most
@@ -78,18 +79,28 @@
 %   endfor
         bnd /= den * f;
 %   if KS > K:
+        int kth_tie = 0;  /* the K-th and the next one within rounding */
         if (idx[o + K] >= 0) {
             /* a neighbour float32 may rank in place of the next one (K + 1), or of any
                point as far within rounding, may be any other library point: its
                target can differ by the target's whole span */
             const acc_t db = (acc_t)dist[o + K];
 %     for k in range(K):
-            if (db - (acc_t)dist[o + ${k}] <= u2 * (2 * qn2 + erel * ((acc_t)dist[o + ${k}] + db)))
+            if (db - (acc_t)dist[o + ${k}] <= u2 * (2 * qn2 + erel * ((acc_t)dist[o + ${k}] + db))) {
                 bnd += w${k} / den * units[nt + j];  /* span[j] */
+%       if k == K - 1:
+                kth_tie = 1;
+%       endif
+            }
 %     endfor
         }
+%   else:
+        const int kth_tie = 0;
 %   endif
-        int flagged = den > 0 && !(bnd <= units[j]);  /* thr[j] */
+        /* ties: a tie at the K-th place is the float64 call's to decide (pyEDM's rule
+           where its float64 distances tie: pyedmcl/edm/simplex_ties.py), whatever it
+           moves the prediction by */
+        int flagged = den > 0 && (!(bnd <= units[j]) || (ties && kth_tie));  /* thr[j] */
         uchar mark = flagged ? 1 : 0;
 % if RESOLVE:
         if (flagged && resolve(idx, dist, o, q, j, b, nq, nt, u2, qn2, erel, x64, y64, ldy,

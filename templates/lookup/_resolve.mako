@@ -17,7 +17,9 @@
 ## (the targets' shift and scale: units[2 nt + j], units[3 nt + j]), and listed with its query, target and float64 values (resolved, 4
 ## doubles a slot, count nflag[1]; past cap slots it stays flagged). Such a prediction is
 ## not flagged: only the others are counted and redone by the host (their float64 k-NN). Near-ties at the K-th place of continuous
-## data resolve here; decimal data's wider ties may not.
+## data resolve here; decimal data's wider ties may not. Nor is a prediction whose float64
+## K-th and (K + 1)-th distances lie within PYEDM_TIE_WIDTH of each other: pyEDM may rank
+## them otherwise, and the host decides such rows by its rule (pyedmcl/edm/simplex_ties.py).
 ##
 ## Several targets (nt > 1): the first of a query's resolved predictions lists the query
 ## (check's seen list) and records its float64 neighbours (recs, 1 + 2K doubles a slot:
@@ -37,6 +39,9 @@
 /* the bounds past the table's entry K - 1 within which its k-NN kernel keeps every
    point (NEAR_WIDTHS of knn/_near.mako, 16, less the float32 rounding of its limit) */
 #define RESOLVE_WIDTHS 12
+/* pyedmcl/edm/simplex_ties.py's tie_width(E): float64 distances at the knn-th place
+   this close may be ordered otherwise by pyEDM */
+#define PYEDM_TIE_WIDTH ${"%r" % (4.0 * (E + 4) * 2.0 ** -53)}
 
 /* the float64 k-NN kernel's distance (squared) of kernel points l and p */
 inline double exact_acc(__global const double* restrict x, const int l, const int p)
@@ -141,6 +146,17 @@ int resolve(__global const int* restrict idx, __global const real_t* restrict di
         }
         a[s] = acc; ci[s] = c; li[s] = l;
         ++n;
+    }
+    /* a tie at the K-th place that pyEDM may decide otherwise (the float64 call's ties
+       kernel, lookup/_ties.mako, flags it): left flagged, for the host's rule */
+    if (n > K) {  /* the float64 call's (K + 1)-th is a[K] */
+        const double b1 = sqrt(a[K]);
+        if (b1 - sqrt(a[K - 1]) <= PYEDM_TIE_WIDTH * b1)
+            return 0;
+    } else if (n == K) {  /* it lies at least at the cleared bound below db */
+        const double lb = (double)(db - u2 * (qn2 + erel * db));
+        if (!(lb - PYEDM_TIE_WIDTH * lb > sqrt(a[K - 1])))
+            return 0;
     }
     const int nk = n < K ? n : K;
     double mu, v64;

@@ -31,12 +31,15 @@
 ## RESOLVE (with CHECK; E, TAU, FMA: the float64 k-NN's point shape and FMA choice):
 ## flagged predictions whose float64 neighbours lie in the table's first K + 1 are redone
 ## in the lookup (lookup/_check.mako).
+## ties (a program of REAL double): the rows of a float64 table whose knn-th place pyEDM
+## may decide otherwise (lookup/_ties.mako).
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
 <%namespace name="stats" file="/common/_stats.mako"/>
 <%namespace name="ck" file="/lookup/_check.mako"/>
 <%namespace name="rs" file="/lookup/_resolve.mako"/>
+<%namespace name="ti" file="/lookup/_ties.mako"/>
 ${lk.prelude(REAL, ACC, K, INL)}
 <% assert not RESOLVE or (CHECK and KS == K + 2 and ACC == "double") %>\
 ${rs.resolve_fn()}
@@ -47,7 +50,7 @@ void lookup(__global const int* restrict idx, __global const real_t* restrict di
 <% check_args = (", __global const float* restrict qnorm, __global const acc_t* restrict units, "
                   "const acc_t erel, "
                   "__global uchar* restrict flag, volatile __global int* restrict report, "
-                  "const int cap, volatile __global int* seen") if CHECK else "" %>\
+                  "const int cap, volatile __global int* seen, const int ties") if CHECK else "" %>\
 <% check_args += (", __global const double* restrict x64, __global const double* restrict y64, "
                   "__global const int* restrict qpts, __global double* restrict recs") if RESOLVE else "" %>\
             const int tshift, __global real_t* restrict pred, __global real_t* restrict var${check_args})
@@ -126,6 +129,7 @@ ${ck.patch()}
 ${ck.select()}
 % if REAL == "double":
 ${ck.merge()}
+${ti.ties()}
 % endif
 ${stats.functions()}
 __kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))

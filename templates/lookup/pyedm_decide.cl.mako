@@ -1,0 +1,179 @@
+## params: E, TAU, K, CAP, RADIUS
+## version: 1
+## pyEDM's Simplex neighbours of the queries whose knn-th place ties, on the device
+## (pyedmcl/edm/simplex_ties.py: `decide`, the same steps; the host's version decides
+## the rows this kernel leaves open).
+##
+## Slot s < count[0] holds tied query rows[s] (point qpts[rows[s]]), its knn-th float64
+## distance kth[s] and its candidates groups[s][0 .. min(gcount[s], CAP))): every
+## admissible library point within kth (1 + 2 width) (knn/range.cl.mako), so every other
+## one lies farther than lo = kth (1 + width) in pyEDM's arithmetic too. The library
+## points within RADIUS rows of the query (excluded; pyEDM's tree returns them) join
+## the pool from the ascending library lpts. Over the pool, in pyEDM's arithmetic (its
+## state columns: the prediction time's value first, then its lags; TAU's sign as the
+## caller's), the kd-tree's distances (four running sums over columns 4m .. 4m+3, added
+## ((s0 + s1) + s2) + s3, then the rest) and NumPy's full-scan ones (left to right):
+## * the K first admissible by (kd distance, |p - l|, l); where pyEDM's tree returns
+##   fewer points than the library holds (`complete`), its farthest returned is the
+##   kq-th smallest kd distance of the pool, known where it lies within lo;
+## * a knn-th below it and within lo: decided; at or past it (known): pyEDM's full
+##   scan, the K first by (full-scan distance, |p - l|, l), decided where its knn-th
+##   lies within lo; otherwise (a cut list, an unknown farthest point) left open.
+## A decided slot writes its K neighbours and pyEDM's distances of them (kd or full
+## scan) into out_idx / out_dist (slots x K, ascending) and rsel[s] = rows[s]; an open
+## or unused slot writes rsel[s] = -1 and an empty row (-1 / inf), so that the float64
+## lookup and the patch behind it skip it. Contraction is off: each operation rounds
+## as NumPy's.
+<%namespace name="metric" file="/common/_metric.mako"/>\
+${metric.real_type("double")}
+#define K ${K}
+#define CAP ${CAP}
+<%
+    P = CAP + 2 * RADIUS + 1
+    FULL = E - E % 4
+    # offsets of pyEDM's columns from a kernel point (its window x[p + j |TAU|])
+    cols = [(E - 1 - c) * abs(TAU) for c in range(E)] if TAU > 0 else [c * abs(TAU) for c in range(E)]
+%>
+/* the kd-tree's and NumPy's full-scan distance of kernel points l and p */
+inline void pyedm_dist(__global const double* restrict x, const int l, const int p,
+                       double* kd, double* fs)
+{
+% for c in range(E):
+    const double d${c} = x[l + ${cols[c]}] - x[p + ${cols[c]}];
+% endfor
+% for a in range(4):
+    double s${a} = 0.0;
+% endfor
+% for c in range(FULL):
+    s${c % 4} = s${c % 4} + d${c} * d${c};
+% endfor
+    double s = ((s0 + s1) + s2) + s3;
+% for c in range(FULL, E):
+    s = s + d${c} * d${c};
+% endfor
+    *kd = sqrt(s);
+    double f = d0 * d0;
+% for c in range(1, E):
+    f = f + d${c} * d${c};
+% endfor
+    *fs = sqrt(f);
+}
+
+/* whether (d, c, l) ranks before (d0, c0, l0): distance, |p - l|, l */
+inline int before(const double d, const int c, const int l, const double d0, const int c0,
+                  const int l0)
+{
+    return d < d0 || (d == d0 && (c < c0 || (c == c0 && l < l0)));
+}
+
+/* the first K admissible pool points by (key, |p - l|, l) into sel / sd (sd inf past
+   those that exist); returns the knn-th key (inf where fewer) */
+inline double first_k(const int np, const int* pl, const int* adm, const double* key,
+                      const int p, int* sel, double* sd)
+{
+    int n = 0;
+    for (int i = 0; i < np; ++i) {
+        if (!adm[i]) continue;
+        const double d = key[i];
+        const int l = pl[i];
+        const int c = l > p ? l - p : p - l;
+        if (n == K && !before(d, c, l, sd[K - 1], sel[K - 1] > p ? sel[K - 1] - p : p - sel[K - 1],
+                              sel[K - 1]))
+            continue;
+        int j = n < K ? n : K - 1;
+        for (; j > 0; --j) {
+            const int lj = sel[j - 1];
+            if (!before(d, c, l, sd[j - 1], lj > p ? lj - p : p - lj, lj)) break;
+            sel[j] = lj;
+            sd[j] = sd[j - 1];
+        }
+        sel[j] = l;
+        sd[j] = d;
+        if (n < K) ++n;
+    }
+    for (int j = n; j < K; ++j) {
+        sel[j] = -1;
+        sd[j] = INFINITY;
+    }
+    return n == K ? sd[K - 1] : INFINITY;
+}
+
+__kernel void pyedm_decide(__global const double* restrict x, __global const int* restrict lpts,
+                           const int nl, __global const int* restrict qpts,
+                           __global const int* restrict rows, __global const double* restrict kth,
+                           __global const int* restrict count,
+                           __global const int* restrict groups,
+                           __global const int* restrict gcount, const int slots, const int kq,
+                           const int complete, const double width,
+                           __global int* restrict out_idx, __global double* restrict out_dist,
+                           __global int* restrict rsel)
+{
+    const int s = get_global_id(0);
+    if (s >= slots) return;
+    __global int* const oi = out_idx + (size_t)s * K;
+    __global double* const od = out_dist + (size_t)s * K;
+    for (int j = 0; j < K; ++j) {
+        oi[j] = -1;
+        od[j] = INFINITY;
+    }
+    rsel[s] = -1;
+    if (s >= count[0] || gcount[s] > CAP) return;
+    const int q = rows[s];
+    const int p = qpts[q];
+    const double lo = kth[s] * (1.0 + width);
+    int pl[${P}], adm[${P}];
+    double rk[${P}], rr[${P}];
+    int np = 0;
+    for (int i = 0; i < gcount[s]; ++i) {
+        pl[np] = groups[(size_t)s * CAP + i];
+        adm[np++] = 1;
+    }
+% if RADIUS >= 0:
+    {   /* the excluded library points: the first at or past p - RADIUS, on */
+        int a = 0, b = nl;
+        while (a < b) {
+            const int m = (a + b) >> 1;
+            if (lpts[m] < p - ${RADIUS}) a = m + 1; else b = m;
+        }
+        for (int i = a; i < nl && lpts[i] <= p + ${RADIUS}; ++i) {
+            pl[np] = lpts[i];
+            adm[np++] = 0;
+        }
+    }
+% endif
+    for (int i = 0; i < np; ++i)
+        pyedm_dist(x, pl[i], p, rk + i, rr + i);
+    int sel[K];
+    double sd[K];
+    const double knnth = first_k(np, pl, adm, rk, p, sel, sd);
+    int decided, scan;
+    if (complete) {
+        /* pyEDM's farthest returned point: the kq-th smallest kd distance of the pool */
+        double kv = INFINITY;
+        if (kq <= np) {
+            double t[${P}];
+            for (int i = 0; i < np; ++i) t[i] = rk[i];
+            for (int i = 0; i < kq; ++i) {  /* kq steps of a selection sort */
+                int m = i;
+                for (int j = i + 1; j < np; ++j) if (t[j] < t[m]) m = j;
+                const double v = t[m]; t[m] = t[i]; t[i] = v;
+            }
+            kv = t[kq - 1];
+        }
+        const int known = kq <= np && kv <= lo;
+        decided = knnth <= lo && (known ? knnth < kv : 1);
+        scan = known && !(knnth < kv);
+    } else {
+        decided = knnth <= lo;
+        scan = 0;
+    }
+    if (scan) {  /* pyEDM's full scan: NumPy's distances */
+        decided = first_k(np, pl, adm, rr, p, sel, sd) <= lo;
+    }
+    if (!decided) return;
+    for (int j = 0; j < K; ++j) {
+        oi[j] = sel[j];
+        od[j] = sd[j];
+    }
+    rsel[s] = q;
+}
