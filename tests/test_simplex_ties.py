@@ -296,3 +296,62 @@ def test_query_blocks_decide_their_ties(monkeypatch, device):
     np.testing.assert_array_equal(parts.predicted, whole.predicted)
     np.testing.assert_array_equal(parts.variance, whole.variance)
     assert parts.rho == pytest.approx(whole.rho, abs=1e-14)
+
+
+@pytest.mark.parametrize("split", [1, 128])
+def test_range_list_of_a_device_list(device, split):
+    """The range lists of a device list of tied queries (as the ties kernel leaves it),
+    one work-item a query or a work-group (GPUs): every admissible library point within
+    (kth (1 + 2 width))^2, in any order, for the listed slots; counts 0 past them."""
+    from clkernels import get_backend
+    from pyedmcl.kernels.knn import KNN
+
+    be = get_backend(device)
+    if not be.info.fp64:
+        pytest.skip("no fp64 on this device")
+    x = lorenz_rounded(700, 1)
+    E, tau, R, w, cap = 3, 1, 1, 1e-3, 32
+    lib = np.arange(0, 600, dtype=np.int32)
+    qpts = np.arange(600, 690, dtype=np.int32)
+    rows = np.array([5, 0, 40, 89], np.int32)
+    kth = np.array([0.2, 0.0, 0.5, 3.0])
+    slots = 6
+    out = be.empty((slots, cap), np.int32)
+    cnt = be.empty(slots, np.int32)
+    KNN.launch_range_list(be, E, tau, be.to_device(x), be.to_device(lib), lib.size,
+                          be.to_device(qpts), be.to_device(rows), be.to_device(kth),
+                          be.to_device(np.array([rows.size, 0], np.int32)), slots, w, R, cap,
+                          out, cnt, split=split)
+    got, c = be.to_host(out), be.to_host(cnt)
+    assert (c[rows.size:] == 0).all()
+    for s, (q, k) in enumerate(zip(rows, kth, strict=True)):
+        p = qpts[q]
+        d2 = sum((x[lib + j] - x[p + j]) ** 2 for j in range(E))
+        want = lib[(d2 <= (k * (1 + 2 * w)) ** 2) & (np.abs(lib - p) > R)]
+        assert c[s] == want.size
+        if want.size <= cap:
+            np.testing.assert_array_equal(np.sort(got[s, :want.size]), want)
+
+
+def test_tie_kernels_oclgrind_clean():
+    """The ties, range-list and decide kernels (and the split range walk of GPUs) under
+    Oclgrind's memory, race and uninitialised-value checks, on a tiny walk with a radius
+    and a few slots (rows past them and cut lists go to the host)."""
+    from conftest import run_under_oclgrind
+
+    out = run_under_oclgrind("""
+        import numpy as np, pyedmcl as pe
+        from pyedmcl.edm import simplex_ties as st
+        from pyedmcl.kernels import knn as K
+        rng = np.random.default_rng(5)
+        x = np.round(np.cumsum(rng.choice([-0.1, 0.1], 160)), 1)
+        st.DEVICE_SLOTS, st.GROUP_CAP = 12, 8
+        kw = dict(E=3, lib=(1, 160), pred=(1, 160), exclusion_radius=1, dtype="float64")
+        a = pe.simplex(x, **kw)
+        real = K.KNN.launch_range_list
+        K.KNN.launch_range_list = lambda *p, **k: real(*p, **{**k, "split": 16})
+        b = pe.simplex(x, **kw)
+        assert np.array_equal(a.predicted, b.predicted, equal_nan=True)
+        print("OK", int(np.isfinite(a.predicted).sum()))
+    """, unoptimised=True)
+    assert "OK" in out

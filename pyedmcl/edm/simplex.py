@@ -355,7 +355,7 @@ def _enqueue_ties(be: Backend, data: DeviceData, plan: Plan, table, q_dev, q0: i
     rows = be.empty(table.nq, np.int32)
     kth = be.empty(table.nq, np.float64)
     with be.zero_batch():
-        count = be.zeros(1, np.int32)
+        count = be.zeros(2, np.int32)  # the tied queries, the device's open ones
     hold(be, rows, kth, count)
     LOOKUP.launch_ties(be, table.idx, table.dist, table.nq, table.k, plan.knn,
                        simplex_ties.tie_width(plan.E), rows, kth, count)
@@ -426,9 +426,9 @@ def _tie_list(be: Backend, parts: list) -> tuple[np.ndarray, np.ndarray, np.ndar
     the lists only where some are set."""
     got, dist, tried = [], [], []
     for q0, rows, kth, count, rsel in parts:
-        c = int(be.to_host(count)[0])
-        if not c:
-            continue
+        c, n_open = (int(v) for v in be.to_host(count))
+        if not c or (rsel is not None and c <= rsel.shape[0] and not n_open):
+            continue  # none, or all decided on the device
         r, d = be.to_host_async(rows, count=c)(), be.to_host_async(kth, count=c)()
         done, seen = np.zeros(c, bool), np.zeros(c, bool)
         if rsel is not None:
@@ -910,7 +910,7 @@ def _rule_values_device(be: Backend, plan: Plan, x64, y64, nt: int, rows: np.nda
         m = rows[part].size
         r_dev = be.to_device(np.ascontiguousarray(rows[part], np.int32))
         k_dev = be.to_device(np.ascontiguousarray(kth[part], np.float64))
-        c_dev = be.to_device(np.array([m], np.int32))
+        c_dev = be.to_device(np.array([m, 0], np.int32))
         hold(be, r_dev, k_dev, c_dev)
         rsel, p64, v64 = _enqueue_rule(be, plan, x64, y64, nt, plan_device(be, plan)[0],
                                        r_dev, k_dev, c_dev, m, variance)

@@ -37,6 +37,11 @@ def with_fma(be: Backend, spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "FMA": int(job_fma([be.info]))}
 
 
+#: work-items of a work-group that walk one listed query's library in the range lists on
+#: GPUs (``knn/range.cl.mako``, SPLIT): a few hundred queries leave a GPU idle one
+#: work-item each (H200, 400 queries x 10,000 points: 1.74 ms a work-item each)
+RANGE_SPLIT = 128
+
 #: Library tile order of the k-NN kernels (``ORD`` of knn.cl.mako / knn_scan.cl.mako):
 #: 1 visits the tiles nearest in time to a work-group's queries first. The result does
 #: not depend on it (the top-k of a total order); a spec value, so A/B runs can pass 0.
@@ -375,7 +380,8 @@ class KnnKernel(TunableKernel):
     @staticmethod
     def range_request(E: int, tau: int, real: str) -> tuple:
         """The kernel :meth:`launch_range` builds, as ``(template, params, name)``."""
-        return ("knn/range.cl.mako", {"E": E, "TAU": abs(tau), "REAL": real}, "knn_range")
+        return ("knn/range.cl.mako", {"E": E, "TAU": abs(tau), "REAL": real, "SPLIT": 1},
+                "knn_range")
 
     def launch_range(self, be: Backend, real: str, E: int, tau: int, x_dev, l_dev, nl: int,
                      q_dev, lim_dev, nq: int, radius: int, cap: int, out_dev, count_dev):
@@ -391,15 +397,19 @@ class KnnKernel(TunableKernel):
 
     def launch_range_list(self, be: Backend, E: int, tau: int, x_dev, l_dev, nl: int, q_dev,
                           rows_dev, kth_dev, listed_dev, slots: int, width: float, radius: int,
-                          cap: int, out_dev, count_dev):
+                          cap: int, out_dev, count_dev, split: int | None = None):
         """:meth:`launch_range` for the first ``listed_dev[0]`` slots of a device list
         (query ``rows_dev[s]``, point ``q_dev[rows_dev[s]]``, squared limit ``(kth_dev[s]
-        (1 + 2 width))^2``), ``slots`` work-items, float64 (``knn/range.cl.mako``'s
-        ``knn_range_list``)."""
+        (1 + 2 width))^2``), float64 (``knn/range.cl.mako``'s ``knn_range_list``): on GPUs a
+        work-group of :data:`RANGE_SPLIT` a slot (few queries, each a walk of the whole
+        library), elsewhere a work-item a slot (``split``: the choice, for tests)."""
         wg = 64
-        kern = be.kernel("knn/range.cl.mako", {"E": E, "TAU": abs(tau), "REAL": "double"},
-                         "knn_range_list")
-        return be.launch(kern, (round_up(max(slots, 1), wg),), (wg,), x_dev, l_dev,
+        if split is None:
+            split = RANGE_SPLIT if be.info.is_gpu else 1
+        kern = be.kernel("knn/range.cl.mako", {"E": E, "TAU": abs(tau), "REAL": "double",
+                                               "SPLIT": split}, "knn_range_list")
+        size = max(slots, 1) * split if split > 1 else round_up(max(slots, 1), wg)
+        return be.launch(kern, (size,), (split if split > 1 else wg,), x_dev, l_dev,
                          np.int32(nl), q_dev, rows_dev, kth_dev, listed_dev, np.int32(slots),
                          np.float64(width), np.int32(radius), np.int32(cap), out_dev, count_dev)
 

@@ -22,7 +22,8 @@
 ## A decided slot writes its K neighbours and pyEDM's distances of them (kd or full
 ## scan) into out_idx / out_dist (slots x K, ascending) and rsel[s] = rows[s]; an open
 ## or unused slot writes rsel[s] = -1 and an empty row (-1 / inf), so that the float64
-## lookup and the patch behind it skip it. Contraction is off: each operation rounds
+## lookup and the patch behind it skip it; count[1] (zeroed by the caller) counts the
+## open slots, so that the host reads the lists only where it has rows to decide. Contraction is off: each operation rounds
 ## as NumPy's.
 <%namespace name="metric" file="/common/_metric.mako"/>\
 ${metric.real_type("double")}
@@ -101,7 +102,7 @@ inline double first_k(const int np, const int* pl, const int* adm, const double*
 __kernel void pyedm_decide(__global const double* restrict x, __global const int* restrict lpts,
                            const int nl, __global const int* restrict qpts,
                            __global const int* restrict rows, __global const double* restrict kth,
-                           __global const int* restrict count,
+                           volatile __global int* restrict count,
                            __global const int* restrict groups,
                            __global const int* restrict gcount, const int slots, const int kq,
                            const int complete, const double width,
@@ -117,7 +118,11 @@ __kernel void pyedm_decide(__global const double* restrict x, __global const int
         od[j] = INFINITY;
     }
     rsel[s] = -1;
-    if (s >= count[0] || gcount[s] > CAP) return;
+    if (s >= count[0]) return;
+    if (gcount[s] > CAP) {  /* a cut list: the host's */
+        atomic_inc(count + 1);
+        return;
+    }
     const int q = rows[s];
     const int p = qpts[q];
     const double lo = kth[s] * (1.0 + width);
@@ -170,7 +175,10 @@ __kernel void pyedm_decide(__global const double* restrict x, __global const int
     if (scan) {  /* pyEDM's full scan: NumPy's distances */
         decided = first_k(np, pl, adm, rr, p, sel, sd) <= lo;
     }
-    if (!decided) return;
+    if (!decided) {
+        atomic_inc(count + 1);  /* open: the host's */
+        return;
+    }
     for (int j = 0; j < K; ++j) {
         oi[j] = sel[j];
         od[j] = sd[j];
