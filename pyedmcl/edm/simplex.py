@@ -493,6 +493,11 @@ def simplex(x, target=None, *, E: int | None = None, tau: int = 1, Tp: int = 1,
     libraries at small E, ties of decimal data) are recomputed in float64 and the skill
     taken again (:mod:`pyedmcl.edm.row_check`).
 
+    Ties (decimal data): where the knn-th and the next neighbour lie at equal distances,
+    pyEDM picks by its own float64 arithmetic (roots of its sums, then |p - l|, then l);
+    those rows are listed and decided by pyEDM's rule on the device, so the predictions
+    are pyEDM's there too (:mod:`pyedmcl.edm.simplex_ties`).
+
     State spaces (pyEDM's multivariate embedding): ``x`` 2-D ``(L, m)`` or a DataFrame,
     ``columns`` picks its columns (names or indices; default all), ``target`` a column
     name/index of ``x`` or a series (default the first column); the state is ``E`` lags

@@ -16,24 +16,34 @@ to 0.11).
 Which rows. Both arithmetics hold a distance within ``(E + 3) u`` of the exact one
 (``u = 2^-53``, E coordinates), so a row's sets can differ only where its knn-th and
 (knn + 1)-th float64 distances lie within :func:`tie_width` of each other (:func:`tied`).
-The float64 pass lists those rows on the device (the lookup program's ``ties`` kernel);
-float32's redone rows take the same test on their float64 table.
+Only decimal data hold such ties (:func:`applies`; values on a binary grid give both
+arithmetics the same exact sums, continuous data no equal distances). The float64 pass
+(its table one neighbour wider) lists those rows on the device, the lookup program's
+``ties`` kernel; float32 flags every tie at its knn-th place and redoes those rows in
+float64, which take the same test on their float64 table (decision 0168).
 
-What, for those rows (:func:`pyedm_rows`):
+What, for those rows:
 
-1. the float64 k-NN table of the rows, :data:`WIDE` neighbours wider (the device's, or
-   the host's exact table without fp64), then one of :data:`MAX_KNN` for rows it leaves
-   open;
+1. every admissible library point within ``kth (1 + 2 w)`` of the query (``kth`` its
+   knn-th float64 distance, ``w`` the tie width): the device's range lists
+   (``knn/range.cl.mako``), so that every other point lies farther than ``kth (1 + w)``
+   in pyEDM's arithmetic too;
 2. pyEDM's distances of those candidates and of the library points the exclusion radius
    removes (pyEDM's tree returns them too, and its straddle test reads the farthest
-   returned), in both of pyEDM's arithmetics; every other library point lies at least
-   ``d_last (1 - tie_width)`` away (the table's order);
-3. pyEDM's selection (:func:`decide`): its ``k_query``, straddle and deficiency tests and
-   the full scan's order, from those candidates where they settle it; the rest scanned
-   over the whole library on the host (:func:`scan_rows`);
-4. pyEDM's weights and prediction (:func:`weigh`).
+   returned), in both of pyEDM's arithmetics, and pyEDM's selection: its ``k_query``,
+   straddle and deficiency tests and the full scan's order, where the candidates settle
+   it (all but cut lists and rare boundary cases);
+3. pyEDM's weights and prediction.
 
-Every other row keeps the kernels' values (pyEDM's neighbours; distances within ulps).
+The float64 pass runs 1-3 on the device behind its lookup, before the skill, with no
+host round trip (``lookup/pyedm_decide.cl.mako``, then the float64 lookup and a patch);
+:func:`decide` and :func:`weigh` are the same steps on the host, for the rows the device
+leaves open, and :func:`scan_rows` decides over the whole library those the candidates
+do not settle. Every other row keeps the kernels' values (pyEDM's neighbours; distances
+within ulps).
+
+Cost (bench/bench_simplex_ties.py; bench/results): data of two decimals +20-30% on 2 CPU
+cores at L 20,000; one decimal (60% of the rows tied) about twice the call.
 """
 
 from __future__ import annotations
@@ -50,11 +60,11 @@ from .pyedm_kdtree import exclusion_active, kdtree_distances, row_distances
 #: decimal data up to ~20 in most rows of a 20,000-point library); the rows whose list
 #: was cut are asked again with room for the longest, up to GROUP_MAX points, beyond
 #: which they are scanned on the host
-GROUP_CAP = 64
+GROUP_CAP = 128
 GROUP_MAX = 4096
 #: tied queries of a query block decided on the device (behind the lookup, before the
 #: skill: no host round trip); the rest, and those the device leaves open, on the host
-DEVICE_SLOTS = 1 << 14
+DEVICE_SLOTS = 1 << 16
 #: largest exclusion radius the device's rule takes (the excluded points join each
 #: query's candidates: 2 R + 1 of them); wider radii leave every tied row to the host
 DEVICE_RADIUS = 16
