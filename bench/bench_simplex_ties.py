@@ -16,8 +16,13 @@ decides them by pyEDM's rule (``pyedmcl/edm/simplex_ties.py``). Each case prints
 Series: Lorenz-63 x sampled every 0.01 rounded to one and two decimals, a random walk on
 the 0.1 grid; disjoint halves (library, then predictions) and leave-one-out.
 
+``--compat``: ``pyedmcl.compat.pyedm.Simplex`` against ``pyEDM.Simplex`` on Lorenz-63
+x, y sampled every 0.02 and rounded to one decimal (2,000 rows, E 3), halves and
+leave-one-out: tied decimal data keep the fused path there.
+
 Run:  python bench/bench_simplex_ties.py
       python bench/bench_simplex_ties.py --L 2000,20000 --E 3,5 --repeat 5
+      python bench/bench_simplex_ties.py --compat
 """
 
 from __future__ import annotations
@@ -48,6 +53,26 @@ def series(name: str, n: int) -> np.ndarray:
     return np.round(np.cumsum(rng.choice([-0.1, 0.1], n)), 1)
 
 
+def compat_part(repeat: int, device) -> None:
+    import pandas as pd
+    import pyEDM
+
+    import pyedmcl.compat.pyedm as EDM
+    from pyedmcl.data import lorenz63
+
+    v = np.round(lorenz63(2000, sample_every=2), 1)
+    df = pd.DataFrame({"Time": np.arange(1, 2001), "x": v[:, 0], "y": v[:, 1]})
+    print("compat vs pyEDM, Lorenz rounded to one decimal, 2,000 rows, E 3")
+    for lib, pred in (("1 1000", "1001 2000"), ("1 2000", "1 2000")):
+        kw = dict(dataFrame=df, columns="x", target="y", lib=lib, pred=pred, E=3, Tp=1)
+        EDM.Simplex(**kw, device=device)
+        ta, a = best(lambda kw=kw: EDM.Simplex(**kw, device=device), repeat)
+        tb, b = best(lambda kw=kw: pyEDM.Simplex(**kw), max(1, repeat // 2))
+        d = np.nanmax(np.abs(a["Predictions"].to_numpy(float) - b["Predictions"].to_numpy(float)))
+        print(f"  Simplex lib {lib:>6} pred {pred:>9}: pyedmcl {ta * 1e3:7.1f} ms  pyEDM "
+              f"{tb * 1e3:7.1f} ms  {tb / ta:5.1f}x  max |diff| {d:.1e}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--L", default="2000,20000", help="series lengths")
@@ -57,8 +82,12 @@ def main() -> None:
     ap.add_argument("--pyedm-max", type=int, default=20000,
                     help="longest series pyEDM runs on (it scans tied rows in full)")
     ap.add_argument("--device", default=None)
+    ap.add_argument("--compat", action="store_true", help="the compat part alone")
     a = ap.parse_args()
     warnings.simplefilter("ignore")
+    if a.compat:
+        compat_part(a.repeat, a.device)
+        return
     import pandas as pd
 
     import pyedmcl as pe
