@@ -365,43 +365,40 @@ def _enqueue_ties(be: Backend, data: DeviceData, plan: Plan, table, q_dev, q0: i
         q_dev = be.to_device(np.ascontiguousarray(plan.pred_points[q0:q1], np.int32))
         hold(be, q_dev)
     slots = min(q1 - q0, simplex_ties.DEVICE_SLOTS)
-    rsel, p64, v64 = _enqueue_rule(be, plan, data.x_dev, data.y_dev, data.nt, q_dev, rows,
-                                   kth, count, slots, var is not None)
-    _patch(be, "double", pred, var, q1 - q0, data.nt, rsel, slots, p64, v64)
+    rsel = _enqueue_rule(be, plan, data.x_dev, data.y_dev, data.nt, q_dev, rows, kth, count,
+                         slots, pred, var, q1 - q0)
     return rows, kth, count, rsel
 
 
 def _enqueue_rule(be: Backend, plan: Plan, x64, y64, nt: int, q_dev, rows, kth, count,
-                  slots: int, variance: bool) -> tuple:
+                  slots: int, out_p, out_v, ostride: int, scatter: bool = True):
     """pyEDM's rule on the device for the first ``min(count[0], slots)`` queries of a
     device list (``rows``, knn-th float64 distances ``kth``; points ``q_dev[rows]``), no
-    host round trip: their range lists (``knn/range.cl.mako``), pyEDM's neighbours
-    (``lookup/pyedm_decide.cl.mako``) and the float64 lookup of the targets ``y64`` (``nt``
-    rows of the series' length) over them. Returns ``(rsel, p64, v64)``: the query each
-    slot decided (-1 where open, for the host's rule, or unused) and their predictions
-    (and variances) ``(1, nt, slots)``."""
+    host round trip: their range lists (``knn/range.cl.mako``), then pyEDM's neighbours
+    and weights (``lookup/pyedm_decide.cl.mako``) over the float64 targets ``y64`` (``nt``
+    rows of the series' length): each decided query's predictions (and variances, where
+    ``out_v``) written at ``out[j * ostride + query]`` (``scatter``: a pass's float64
+    predictions) or ``out[j * ostride + slot]``. Returns ``rsel`` (slots: the query each
+    decided, -1 where open, for the host's rule, or unused)."""
     from ..kernels.knn import KNN
     from ..kernels.lookup import LOOKUP
-    from ..primitives.knn import DeviceKnn
 
     st = simplex_ties
-    cap, k, w = st.GROUP_CAP, plan.knn, st.tie_width(plan.E)
+    cap, w = st.GROUP_CAP, st.tie_width(plan.E)
     l_dev = plan_device(be, plan)[1]
     nl = plan.lib_points.size
     groups = be.empty((slots, cap), np.int32)
     gcount = be.empty(slots, np.int32)
-    oidx, odist = be.empty((1, slots, k), np.int32), be.empty((1, slots, k), np.float64)
     rsel = be.empty(slots, np.int32)
-    hold(be, groups, gcount, oidx, odist, rsel)
+    hold(be, groups, gcount, rsel)
     KNN.launch_range_list(be, plan.E, plan.tau, x64, l_dev, nl, q_dev, rows, kth, count,
                           slots, w, plan.exclusion_radius, cap, groups, gcount)
     rule = st.Rule.of(None, plan)
-    LOOKUP.launch_decide(be, plan.E, plan.tau, k, cap, plan.exclusion_radius, x64, l_dev, nl,
-                         q_dev, rows, kth, count, groups, gcount, slots, rule.kq, rule.complete,
-                         w, oidx, odist, rsel)
-    p64, v64 = lookup_device(be, DeviceKnn(oidx, odist, 1, slots, k), y64, plan.n, nt,
-                             plan.offset + plan.Tp, real="double", variance=variance)
-    return rsel, p64, v64
+    LOOKUP.launch_decide(be, plan.E, plan.tau, plan.knn, cap, plan.exclusion_radius, x64,
+                         l_dev, nl, q_dev, rows, kth, count, groups, gcount, slots, rule.kq,
+                         rule.complete, w, y64, plan.n, nt, plan.offset + plan.Tp, out_p,
+                         out_v, ostride, scatter, rsel)
+    return rsel
 
 
 def _patch(be: Backend, real: str, pred, var, nq: int, nt: int, rows_dev, m: int, p64, v64,
@@ -917,12 +914,15 @@ def _rule_values_device(be: Backend, plan: Plan, x64, y64, nt: int, rows: np.nda
         k_dev = be.to_device(np.ascontiguousarray(kth[part], np.float64))
         c_dev = be.to_device(np.array([m, 0], np.int32))
         hold(be, r_dev, k_dev, c_dev)
-        rsel, p64, v64 = _enqueue_rule(be, plan, x64, y64, nt, plan_device(be, plan)[0],
-                                       r_dev, k_dev, c_dev, m, variance)
+        p64 = be.empty((nt, m), np.float64)
+        v64 = be.empty((nt, m), np.float64) if variance else None
+        hold(be, p64, v64)
+        rsel = _enqueue_rule(be, plan, x64, y64, nt, plan_device(be, plan)[0], r_dev, k_dev,
+                             c_dev, m, p64, v64, m, scatter=False)
         ok = np.flatnonzero(be.to_host(rsel) >= 0)
-        tp[:, s0 + ok] = be.to_host(p64)[0][:, ok]
+        tp[:, s0 + ok] = be.to_host(p64)[:, ok]
         if variance:
-            tv[:, s0 + ok] = be.to_host(v64)[0][:, ok]
+            tv[:, s0 + ok] = be.to_host(v64)[:, ok]
         done[s0 + ok] = True
     return done, tp, tv
 

@@ -225,19 +225,24 @@ class LookupKernel(TunableKernel):
     @staticmethod
     def launch_decide(be: Backend, E: int, tau: int, k: int, cap: int, radius: int, x_dev,
                       l_dev, nl: int, q_dev, rows_dev, kth_dev, listed_dev, groups_dev,
-                      gcount_dev, slots: int, kq: int, complete: bool, width: float,
-                      out_idx, out_dist, rsel):
+                      gcount_dev, slots: int, kq: int, complete: bool, width: float, y_dev,
+                      ldy: int, nt: int, tshift: int, out_p, out_v, ostride: int,
+                      scatter: bool, rsel):
         """pyEDM's ``k`` Simplex neighbours of the listed tied queries from their range
-        lists (``lookup/pyedm_decide.cl.mako``): a table ``out_idx`` / ``out_dist``
-        ``(slots, k)`` and ``rsel`` (the query of each decided slot, -1 elsewhere)."""
+        lists, weighed as pyEDM weighs them (``lookup/pyedm_decide.cl.mako``): each target's
+        prediction (and with ``out_v`` its variance) of a decided slot at ``out[j *
+        ostride + (query if scatter else slot)]``, and ``rsel`` (the query of each decided
+        slot, -1 elsewhere)."""
         wg = 64
         kern = be.kernel("lookup/pyedm_decide.cl.mako",
-                         {"E": E, "TAU": tau, "K": k, "CAP": cap, "RADIUS": radius},
-                         "pyedm_decide")
+                         {"E": E, "TAU": tau, "K": k, "CAP": cap, "RADIUS": radius,
+                          "VARIANCE": int(out_v is not None)}, "pyedm_decide")
         return be.launch(kern, (round_up(max(slots, 1), wg),), (wg,), x_dev, l_dev,
                          np.int32(nl), q_dev, rows_dev, kth_dev, listed_dev, groups_dev,
                          gcount_dev, np.int32(slots), np.int32(kq), np.int32(int(complete)),
-                         np.float64(width), out_idx, out_dist, rsel)
+                         np.float64(width), y_dev, np.int32(ldy), np.int32(nt),
+                         np.int32(tshift), out_p, out_p if out_v is None else out_v,
+                         np.int32(ostride), np.int32(int(scatter)), rsel)
 
     def launch_subset(self, be: Backend, wg: int, spec: dict[str, Any], srt, sdist, cnt,
                       nbatch: int, lpts, qpts, nq: int, nl: int, radius: int, y_dev,

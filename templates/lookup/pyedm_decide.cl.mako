@@ -1,4 +1,4 @@
-## params: E, TAU, K, CAP, RADIUS
+## params: E, TAU, K, CAP, RADIUS, VARIANCE
 ## version: 1
 ## pyEDM's Simplex neighbours of the queries whose knn-th place ties, on the device
 ## (pyedmcl/edm/simplex_ties.py: `decide`, the same steps; the host's version decides
@@ -19,11 +19,13 @@
 ## * a knn-th below it and within lo: decided; at or past it (known): pyEDM's full
 ##   scan, the K first by (full-scan distance, |p - l|, l), decided where its knn-th
 ##   lies within lo; otherwise (a cut list, an unknown farthest point) left open.
-## A decided slot writes its K neighbours and pyEDM's distances of them (kd or full
-## scan) into out_idx / out_dist (slots x K, ascending) and rsel[s] = rows[s]; an open
-## or unused slot writes rsel[s] = -1 and an empty row (-1 / inf), so that the float64
-## lookup and the patch behind it skip it; count[1] (zeroed by the caller) counts the
-## open slots, so that the host reads the lists only where it has rows to decide. Contraction is off: each operation rounds
+## A decided slot weighs its K neighbours as pyEDM's Simplex does (w = exp(-d / max(d_0,
+## 1e-6)) over pyEDM's distances d, kd or full scan; the targets y, nt rows ldy apart,
+## library point l predicting y[j][l + tshift]) and writes each target's prediction (and
+## VARIANCE: pyEDM's variance) at out[j * ostride + (scatter ? rows[s] : s)]: into the
+## pass's predictions (scatter) or a slot's column; rsel[s] = rows[s]. An open or unused
+## slot writes nothing and rsel[s] = -1; count[1] (zeroed by the caller) counts the open
+## slots, so that the host reads the lists only where it has rows to decide. Contraction is off: each operation rounds
 ## as NumPy's.
 <%namespace name="metric" file="/common/_metric.mako"/>\
 ${metric.real_type("double")}
@@ -106,17 +108,13 @@ __kernel void pyedm_decide(__global const double* restrict x, __global const int
                            __global const int* restrict groups,
                            __global const int* restrict gcount, const int slots, const int kq,
                            const int complete, const double width,
-                           __global int* restrict out_idx, __global double* restrict out_dist,
-                           __global int* restrict rsel)
+                           __global const double* restrict y, const int ldy, const int nt,
+                           const int tshift, __global double* restrict out_p,
+                           __global double* restrict out_v, const int ostride,
+                           const int scatter, __global int* restrict rsel)
 {
     const int s = get_global_id(0);
     if (s >= slots) return;
-    __global int* const oi = out_idx + (size_t)s * K;
-    __global double* const od = out_dist + (size_t)s * K;
-    for (int j = 0; j < K; ++j) {
-        oi[j] = -1;
-        od[j] = INFINITY;
-    }
     rsel[s] = -1;
     if (s >= count[0]) return;
     if (gcount[s] > CAP) {  /* a cut list: the host's */
@@ -179,9 +177,29 @@ __kernel void pyedm_decide(__global const double* restrict x, __global const int
         atomic_inc(count + 1);  /* open: the host's */
         return;
     }
-    for (int j = 0; j < K; ++j) {
-        oi[j] = sel[j];
-        od[j] = sd[j];
+    /* pyEDM's Simplex.Project over the K neighbours (all finite here) */
+    const double dmin = fmax(sd[0], 1e-6);
+    double w[K];
+    double den = 0;
+    for (int i = 0; i < K; ++i) {
+        w[i] = exp(-(sd[i] / dmin));
+        den += w[i];
+    }
+    const size_t at = (size_t)(scatter ? q : s);
+    for (int j = 0; j < nt; ++j) {
+        __global const double* const yj = y + (size_t)j * ldy + tshift;
+        double num = 0;
+        for (int i = 0; i < K; ++i) num += w[i] * yj[sel[i]];
+        const double mu = num / den;
+        out_p[(size_t)j * ostride + at] = mu;
+% if VARIANCE:
+        double v = 0;
+        for (int i = 0; i < K; ++i) {
+            const double e = yj[sel[i]] - mu;
+            v += w[i] * (e * e);
+        }
+        out_v[(size_t)j * ostride + at] = v / den;
+% endif
     }
     rsel[s] = q;
 }
