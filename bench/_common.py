@@ -41,6 +41,17 @@ def best_time(fn: Callable[[], Any], repeat: int, *, warmup: int = 0) -> float:
     return min(call_times(fn, repeat, warmup=warmup))
 
 
+def best_with_result(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """The shortest of ``repeat`` timed calls (seconds) and the last call's result (what
+    a script then compares with a peer's)."""
+    out, ts = None, []
+    for _ in range(max(1, repeat)):
+        t = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t)
+    return min(ts), out
+
+
 def median_time(fn: Callable[[], Any], repeat: int, *, warmup: int = 0) -> float:
     """The median of ``repeat`` timed calls (seconds)."""
     return float(statistics.median(call_times(fn, repeat, warmup=warmup)))

@@ -28,19 +28,10 @@ Run:  python bench/bench_simplex_ties.py
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
-
-
-def best(f, repeat: int):
-    out, ts = None, []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        ts.append(time.perf_counter() - t)
-    return min(ts), out
+from _common import best_with_result
 
 
 def series(name: str, n: int) -> np.ndarray:
@@ -66,8 +57,8 @@ def compat_part(repeat: int, device) -> None:
     for lib, pred in (("1 1000", "1001 2000"), ("1 2000", "1 2000")):
         kw = dict(dataFrame=df, columns="x", target="y", lib=lib, pred=pred, E=3, Tp=1)
         EDM.Simplex(**kw, device=device)
-        ta, a = best(lambda kw=kw: EDM.Simplex(**kw, device=device), repeat)
-        tb, b = best(lambda kw=kw: pyEDM.Simplex(**kw), max(1, repeat // 2))
+        ta, a = best_with_result(lambda kw=kw: EDM.Simplex(**kw, device=device), repeat)
+        tb, b = best_with_result(lambda kw=kw: pyEDM.Simplex(**kw), max(1, repeat // 2))
         d = np.nanmax(np.abs(a["Predictions"].to_numpy(float) - b["Predictions"].to_numpy(float)))
         print(f"  Simplex lib {lib:>6} pred {pred:>9}: pyedmcl {ta * 1e3:7.1f} ms  pyEDM "
               f"{tb * 1e3:7.1f} ms  {tb / ta:5.1f}x  max |diff| {d:.1e}", flush=True)
@@ -123,7 +114,7 @@ def main() -> None:
                         df = pd.DataFrame({"t": np.arange(1, n + 1), "x": x})
                         kw = dict(dataFrame=df, columns="x", target="x", lib=f"{lib[0]} {lib[1]}",
                                   pred=f"{pred[0]} {pred[1]}", E=E, Tp=1)
-                        tref, r = best(lambda kw=kw: pyEDM.Simplex(**kw), max(1, a.repeat // 2))
+                        tref, r = best_with_result(lambda kw=kw: pyEDM.Simplex(**kw), max(1, a.repeat // 2))
                         m = dict(zip(r.iloc[:, 0].astype(int), r["Predictions"].to_numpy(float),
                                      strict=True))
                     spread = float(np.ptp(x))
@@ -134,7 +125,7 @@ def main() -> None:
                                       device=dev)
                             pe.simplex(x, **kw)
                             counted.clear()
-                            t, g = best(lambda kw=kw, x=x: pe.simplex(x, **kw), a.repeat)
+                            t, g = best_with_result(lambda kw=kw, x=x: pe.simplex(x, **kw), a.repeat)
                             rows = counted[-1] if counted else 0
                             line = (f"{name:8s} L {n:6d} E {E:2d}          {split:8s} "
                                     f"{'on' if on else 'off':4s}  {dtype:8s} {t * 1e3:10.1f}")

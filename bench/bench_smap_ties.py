@@ -21,19 +21,10 @@ Run:  python bench/bench_smap_ties.py                 (both parts)
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
-
-
-def best(f, repeat: int):
-    out, ts = None, []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        ts.append(time.perf_counter() - t)
-    return min(ts), out
+from _common import best_with_result
 
 
 def compat_part(repeat: int, device) -> None:
@@ -51,8 +42,8 @@ def compat_part(repeat: int, device) -> None:
             kw = dict(dataFrame=df, columns="x", target="y", lib=lib, pred=pred, E=4, Tp=1,
                       theta=2.0, knn=knn)
             EDM.SMap(**kw, device=device)
-            ta, a = best(lambda kw=kw: EDM.SMap(**kw, device=device), repeat)
-            tb, b = best(lambda kw=kw: pyEDM.SMap(**kw), max(1, repeat // 2))
+            ta, a = best_with_result(lambda kw=kw: EDM.SMap(**kw, device=device), repeat)
+            tb, b = best_with_result(lambda kw=kw: pyEDM.SMap(**kw), max(1, repeat // 2))
             pa = a["predictions"]["Predictions"].to_numpy(float)
             pb = b["predictions"]["Predictions"].to_numpy(float)
             print(f"  SMap knn {knn:2d} lib {lib:>6} pred {pred:>9}: pyedmcl {ta * 1e3:7.1f} ms"
@@ -61,8 +52,8 @@ def compat_part(repeat: int, device) -> None:
         kw = dict(dataFrame=df, columns="x", target="y", lib="1 1000", pred="1001 2000", E=4,
                   Tp=1, knn=knn)
         EDM.PredictNonlinear(**kw, device=device)
-        ta, a = best(lambda kw=kw: EDM.PredictNonlinear(**kw, device=device), repeat)
-        tb, b = best(lambda kw=kw: pyEDM.PredictNonlinear(showPlot=False, **kw), 1)
+        ta, a = best_with_result(lambda kw=kw: EDM.PredictNonlinear(**kw, device=device), repeat)
+        tb, b = best_with_result(lambda kw=kw: pyEDM.PredictNonlinear(showPlot=False, **kw), 1)
         d = np.abs(a["rho"].to_numpy(float) - b["rho"].to_numpy(float)).max()
         print(f"  PredictNonlinear knn {knn:2d}: pyedmcl {ta * 1e3:7.1f} ms  pyEDM "
               f"{tb * 1e3:7.1f} ms  {tb / ta:5.1f}x  max |rho diff| {d:.1e}")
@@ -83,7 +74,7 @@ def native_part(Ls: list[int], repeat: int, device) -> None:
                 kw = dict(E=5, theta=2.0, lib=(1, L), pred=(L + 1, 2 * L), dtype=dt,
                           device=device)
                 pe.smap(s, **kw)
-                t, r = best(lambda s=s, kw=kw: pe.smap(s, **kw), repeat)
+                t, r = best_with_result(lambda s=s, kw=kw: pe.smap(s, **kw), repeat)
                 print(f"  {name:17s} L {L:6d} {dt}: {t * 1e3:8.1f} ms, host rows "
                       f"{r.n_fallback}")
 
