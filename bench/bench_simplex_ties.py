@@ -18,7 +18,8 @@ the 0.1 grid; disjoint halves (library, then predictions) and leave-one-out.
 
 ``--compat``: ``pyedmcl.compat.pyedm.Simplex`` against ``pyEDM.Simplex`` on Lorenz-63
 x, y sampled every 0.02 and rounded to one decimal (2,000 rows, E 3), halves and
-leave-one-out: tied decimal data keep the fused path there.
+leave-one-out: tied decimal data keep the fused path there; then ``EmbedDimension``
+(E 1-10) and ``PredictInterval`` (E 3, Tp 1-10) on halves, one fast Simplex a value.
 
 Run:  python bench/bench_simplex_ties.py
       python bench/bench_simplex_ties.py --L 2000,20000 --E 3,5 --repeat 5
@@ -62,6 +63,17 @@ def compat_part(repeat: int, device) -> None:
         d = np.nanmax(np.abs(a["Predictions"].to_numpy(float) - b["Predictions"].to_numpy(float)))
         print(f"  Simplex lib {lib:>6} pred {pred:>9}: pyedmcl {ta * 1e3:7.1f} ms  pyEDM "
               f"{tb * 1e3:7.1f} ms  {tb / ta:5.1f}x  max |diff| {d:.1e}", flush=True)
+    for name, extra in (("EmbedDimension", dict(maxE=10)), ("PredictInterval", dict(E=3))):
+        kw = dict(dataFrame=df, columns="x", target="y", lib="1 1000", pred="1001 2000",
+                  showPlot=False, **extra)
+        getattr(EDM, name)(**kw, device=device)
+        ta, a = best_with_result(lambda kw=kw, n=name: getattr(EDM, n)(**kw, device=device),
+                                 repeat)
+        tb, b = best_with_result(lambda kw=kw, n=name: getattr(pyEDM, n)(**kw, numProcess=1),
+                                 max(1, repeat // 2))
+        d = np.nanmax(np.abs(a["rho"].to_numpy(float) - b["rho"].to_numpy(float)))
+        print(f"  {name:15s} halves: pyedmcl {ta * 1e3:7.1f} ms  pyEDM {tb * 1e3:7.1f} ms  "
+              f"{tb / ta:5.1f}x  max |diff rho| {d:.1e}", flush=True)
 
 
 def main() -> None:

@@ -294,6 +294,22 @@ def test_simplex_ties_after_the_square_root(data, device, monkeypatch):
     assert np.abs(forced["rho"].to_numpy(float) - want_E["rho"].to_numpy(float)).max() > 1e-6
 
 
+def test_simplex_scans_on_tied_decimal_data_call_the_fast_simplex(data, device, monkeypatch):
+    """The Simplex scans on tied decimal data run one fast Simplex a value (its ties
+    decided by pyEDM's rule), not pyEDM's bookkeeping (patched to fail): pyEDM's rho."""
+    scan = dict(columns="x", target="y", lib="1 250", pred="100 310")
+    calls = (("EmbedDimension", dict(maxE=6)), ("PredictInterval", dict(E=3, maxTp=3)),
+             ("PredictExclusionRadius", dict(E=3, exclusionRadius=[0, 5])))
+    want = {name: _ref(getattr(pyEDM, name), data, showPlot=False, numProcess=1, **extra,
+                       **scan) for name, extra in calls}
+    scan_per_value = EDM._scan_general
+    _forbid_general(monkeypatch)  # pyEDM's bookkeeping (_run) fails; the scan per value runs
+    monkeypatch.setattr(EDM, "_scan_general", scan_per_value)
+    for name, extra in calls:
+        got = _ref(getattr(EDM, name), data, device=device, **extra, **scan)
+        _same(want[name], got)
+
+
 def test_simplex_skips_the_quadratic_check_on_continuous_data(device, monkeypatch):
     """Simplex's ties need equal true distances (quantised or repeated values): a short
     series of distinct values off a decimal grid runs no O(N^2) check (it took 25 times

@@ -596,15 +596,17 @@ def _ccm_pyedm(df, cols, tgts, libSizes, sample, E, Tp, knn, tau, R, seed, embed
 
 
 def _scan_general(name: str, dataFrame, values, vary: str, showName: str, **kw) -> pd.DataFrame:
-    """A pyEDM scan through the general path: one pyEDM Simplex (S-map for theta) per
-    value, rho from :func:`ComputeError` (pyEDM's ``PoolFunc``)."""
+    """A pyEDM scan one call a value: one Simplex (S-map for theta) per value, rho from
+    :func:`ComputeError` (pyEDM's ``PoolFunc``). Each Simplex takes its own path: the
+    fused one where it gives pyEDM's numbers (decimal data's ties decided by pyEDM's rule,
+    :func:`_simplex_decides_ties`), pyEDM's bookkeeping elsewhere."""
     rho = []
     for v in values:
         run_kw = {**kw, vary: v}
         if name == "SMap":
             df = SMap(dataFrame, returnObject=True, **run_kw).Projection
         else:
-            df = Simplex(dataFrame, returnObject=True, **run_kw).Projection
+            df = Simplex(dataFrame, **run_kw)
         rho.append(ComputeError(df["Observations"], df["Predictions"])["rho"])
     return pd.DataFrame({showName: list(values), "rho": rho})
 
