@@ -46,6 +46,8 @@ CASES = {
     "walk-E9-radius3": (lambda: walk(800), 9, 1, 3, (1, 800), (1, 800)),
     "lorenz-E3-tau2-radius5": (lambda: lorenz_rounded(1200, 1), 3, 2, 5, (1, 1200), (1, 1200)),
     "lorenz-E4-future-lags": (lambda: lorenz_rounded(1200, 1), 4, -1, 0, (1, 600), (601, 1200)),
+    # 12 coordinates: pyEDM's tree adds them in four running sums
+    "walk-E12-loo": (lambda: walk(800), 12, 1, 0, (1, 800), (1, 800)),
 }
 
 
