@@ -119,7 +119,8 @@ def test_many_targets_flagged_rows_whole(device, spy, monkeypatch, kind, varianc
 
 def test_the_redo_reads_the_resolves_float64_targets(device, monkeypatch):
     """Flagged rows redone after the wait read the float64 series and targets the
-    lookup's resolve uploaded: the targets go to the device in float64 once a call."""
+    lookup's resolve uploaded (decimal data: the redo that decides their ties too, one
+    k-NN of the rows): the targets go to the device in float64 once a call."""
     _fp64(device)
     be = get_backend(device)
     x, y, E = _targets("decimals", 400, 40)
@@ -133,9 +134,12 @@ def test_the_redo_reads_the_resolves_float64_targets(device, monkeypatch):
             return _real(self, a, *args, **k)
         monkeypatch.setattr(type(be), name, upload)
     redone: list = []
-    real_redo = S.redo_patched
+    real_redo, real_rule = S.redo_patched, S._redo_with_rule
     monkeypatch.setattr(S, "redo_patched",
                         lambda *a, **k: redone.append(np.array(a[4])) or real_redo(*a, **k))
+    # (decimal data: the redo that also decides their ties)
+    monkeypatch.setattr(S, "_redo_with_rule",
+                        lambda *a, **k: redone.append(np.array(a[3])) or real_rule(*a, **k))
     r32 = pe.simplex(x, y, E=E, device=device)
     assert redone and redone[0].size > 0 and len(uploads) == 1, (redone, uploads)
     r64 = pe.simplex(x, y, E=E, device=device, dtype="float64")

@@ -703,11 +703,16 @@ def _predict(ser: SimplexSeries, data: DeviceData, plan: Plan, nb, check: RowChe
     fixed = None
     if rows.size and check is not None and check.enqueued is not None:
         fixed = check.enqueued.fixed(rows)  # redone on the device before the first wait
+    if rows.size and fixed is None and ties and not on_device and data.be.info.fp64:
+        sk, fixed = _redo_with_rule(data, plan, ser, rows, variance, dev, check)
+        rows_left = np.empty(0, np.int64)  # (their ties decided with them)
+    else:
+        rows_left = rows
     if rows.size and fixed is None:
         p, v, sk, fixed = _redo_flagged(data, plan, ser.xs, ser.y, rows, nb, variance,
                                         on_device, (p, v), dev, ser.fy,
                                         None if check is None else check.float64)
-    cand = (tie_rows[0] if tie_rows else (rows, None, None)) if ties else None
+    cand = (tie_rows[0] if tie_rows else (rows_left, None, None)) if ties else None
     if cand is not None and cand[0].size:
         v, sk, fixed = _decide_ties(data, plan, ser, nb, cand, variance, p, v, sk, rows,
                                     fixed, dev, check)
@@ -865,6 +870,40 @@ def _decide_ties(data: DeviceData, plan: Plan, ser: SimplexSeries, nb, cand: tup
            be.to_device(np.ascontiguousarray(t_rows, np.int32)), t_rows.size, p64, v64,
            shift, scale)
     return v, _skill_again(data, plan, dev[0]), fixed
+
+
+def _redo_with_rule(data: DeviceData, plan: Plan, ser: SimplexSeries, rows: np.ndarray,
+                    variance: bool, dev: list, check: RowCheck | None) -> tuple:
+    """float32's flagged queries ``rows`` redone in float64 on decimal data, their ties
+    decided by pyEDM's rule, from one float64 k-NN table of the rows one neighbour wider
+    (the float64 call's): the float64 lookup's values for the rows it shows untied (the
+    float64 call's lookup over the same first knn), the rule's (:func:`_rule_values`) for
+    the tied ones; patched into the device predictions ``dev`` in their units, the skill
+    taken again. Returns ``(skill, (p64, v64))`` (data units, ``(nt, rows.size)``). One
+    k-NN of the rows where :func:`_redo_flagged` and then :func:`_decide_ties` took two."""
+    be, nt, k = data.be, ser.nt, plan.knn
+    x64, y64 = _float64_series(be, ser, data, check)
+    kw = dict(E=plan.E, tau=plan.tau, k=k + 1, qpts=plan.pred_points[rows],
+              lpts=plan.lib_points, radius=plan.exclusion_radius)
+    table = knn_device(be, x64, plan.n, real="double", l_dev=plan_device(be, plan)[1], **kw)
+    p64, v64 = lookup_device(be, table, y64, plan.n, nt, plan.offset + plan.Tp, real="double",
+                             variance=variance, k=k)
+    idx, dist = np.asarray(be.to_host(table.idx)[0]), np.asarray(be.to_host(table.dist)[0])
+    fp = np.array(be.to_host(p64)[0], np.float64)
+    fv = np.array(be.to_host(v64)[0], np.float64) if variance else None
+    tie = np.flatnonzero(simplex_ties.tied(dist, idx, k, plan.E))
+    if tie.size:
+        tp, tv = _rule_values(be, plan, ser, x64, y64, rows[tie], dist[tie, k - 1], variance)
+        fp[:, tie] = tp
+        if variance:
+            fv[:, tie] = tv
+    acc = np.float64 if be.info.fp64 else np.float32
+    _patch(be, data.real, dev[0], dev[1] if variance else None, plan.pred_points.size, nt,
+           be.to_device(np.ascontiguousarray(rows, np.int32)), rows.size,
+           be.to_device(np.ascontiguousarray(fp, acc)),
+           be.to_device(np.ascontiguousarray(fv, acc)) if variance else None,
+           ser.fy.shift, ser.fy.scale)
+    return _skill_again(data, plan, dev[0]), (fp, fv)
 
 
 def _rule_values(be: Backend, plan: Plan, ser: SimplexSeries, x64, y64, rows: np.ndarray,
