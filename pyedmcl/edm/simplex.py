@@ -348,7 +348,7 @@ def _enqueue_ties(be: Backend, data: DeviceData, plan: Plan, table, q_dev, q0: i
     than ``plan.knn``: the lookup program's ``ties`` kernel (the tied queries' list, their
     knn-th distances and count), then, where the radius allows it, pyEDM's rule on the
     device for the first :data:`.simplex_ties.DEVICE_SLOTS` of them (:func:`_enqueue_rule`),
-    its predictions patched into ``pred`` / ``var`` before the skill. Returns the device
+    its predictions written into ``pred`` / ``var`` before the skill. Returns the device
     arrays the host reads after the wait: ``(rows, kth, count, rsel or None)``."""
     from ..kernels.lookup import LOOKUP
 

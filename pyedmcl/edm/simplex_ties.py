@@ -36,7 +36,8 @@ What, for those rows:
 3. pyEDM's weights and prediction.
 
 The float64 pass runs 1-3 on the device behind its lookup, before the skill, with no
-host round trip (``lookup/pyedm_decide.cl.mako``, then the float64 lookup and a patch);
+host round trip (``lookup/pyedm_decide.cl.mako`` weighs the rows it settles and writes
+them into the predictions);
 :func:`decide` and :func:`weigh` are the same steps on the host, for the rows the device
 leaves open, and :func:`scan_rows` decides over the whole library those the candidates
 do not settle. Every other row keeps the kernels' values (pyEDM's neighbours; distances
