@@ -357,3 +357,16 @@ def test_tie_kernels_oclgrind_clean():
         print("OK", int(np.isfinite(a.predicted).sum()))
     """, unoptimised=True)
     assert "OK" in out
+
+
+@pytest.mark.parametrize("E", [1, 3, 12])
+def test_the_resolve_declines_at_the_hosts_tie_width(E):
+    """The float32 lookup's resolve declines float64 ties at the width the ties kernel and
+    the host test use (``tie_width``, written into the template as a literal)."""
+    from clkernels.templates import render
+
+    src = render("lookup/simplex_lookup.cl.mako",
+                 {"K": E + 1, "REAL": "float", "ACC": "double", "WG": 64, "WEIGHT": "simplex",
+                  "VARIANCE": 0, "INL": 0, "KS": E + 3, "CHECK": 1, "FS": 0, "RESOLVE": 1,
+                  "E": E, "TAU": 1, "FMA": 0})
+    assert f"#define PYEDM_TIE_WIDTH {st.tie_width(E)!r}" in src

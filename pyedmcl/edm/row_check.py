@@ -262,26 +262,34 @@ def exact_in_float32(z: np.ndarray, coords: int) -> bool:
     and centring keeps such values on their grid, :func:`pyedmcl._precision.prepare`)
     whose squared differences, in grid steps, sum below 2^24. Then float32 orders
     neighbours as float64 does, ties included, and only the square root rounds (weights
-    within 3e-6). The grid is found on a prefix (:func:`grid_exponent`), then checked on
-    all values; the range test grows with ``m``, so it is taken at that grid alone. Data
-    off every such grid (most real data) are told by the prefix alone, before any pass
-    over all values."""
+    within 3e-6). See :func:`exact_squares`."""
+    return exact_squares(z, coords, max_exponent=12, bits=24)
+
+
+def exact_squares(z: np.ndarray, coords: int, *, max_exponent: int, bits: int) -> bool:
+    """Whether every squared distance between points of ``coords`` coordinates from
+    ``z`` is exact in a float of ``bits`` significand bits: values on a binary grid
+    ``2^-m`` (``m <= max_exponent``) whose squared differences, in grid steps, sum below
+    ``2^bits``. The grid is found on a prefix (:func:`grid_exponent`), then checked on all
+    values; the range test grows with ``m``, so it is taken at that grid alone. Data off
+    every such grid (most real data) are told by the prefix alone, before any pass over
+    all values."""
     if z.size == 0:
         return False
     head = np.ravel(z)[:1024]
     if not np.isfinite(head).all():  # (not finite: not exact, whatever the rest)
         return False
     # a grid is one for all values: off every grid on a few, off it on all (most data)
-    if grid_exponent(head[:_FEW]) > 12:
+    if grid_exponent(head[:_FEW]) > max_exponent:
         return False
     m = grid_exponent(head)
-    if m > 12:
+    if m > max_exponent:
         return False
     lo, hi = float(np.min(z)), float(np.max(z))
     if not (np.isfinite(lo) and np.isfinite(hi)):  # (min and max carry a NaN)
         return False
     step = 2.0 ** m
-    if coords * ((hi - lo) * step) ** 2 >= 2.0 ** 24:
+    if coords * ((hi - lo) * step) ** 2 >= 2.0 ** bits:
         return False
     g = z * step
     return bool(np.all(g == np.round(g)))

@@ -229,10 +229,10 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
     receives the device arrays ``(pred, var)`` ``(1, nt, nq)`` (for a patch after the
     redo). ``launched``: runs once the first k-NN kernel is flushed to the device (host
     work to start beside it, e.g. a background check). ``tie_rows`` (float64, no
-    ``check``): a list that receives the queries whose knn-th place pyEDM may decide
-    otherwise (:func:`.simplex_ties.tied`; the table one neighbour wider, the lookup
-    program's ``ties`` kernel behind the lookup, the flags read after the skill only
-    where some are set).
+    ``check``): a list that receives the tied queries (:func:`.simplex_ties.tied`) the
+    device's rule left to the host (:func:`_tie_list`): the table one neighbour wider,
+    the lookup program's ``ties`` kernel and pyEDM's rule behind the lookup
+    (:func:`_enqueue_ties`), the lists read after the skill only where rows are left.
     """
     be = data.be
     qpts = plan.pred_points
@@ -242,7 +242,7 @@ def run_plan(data: DeviceData, plan: Plan, *, predictions: bool = True, variance
             and plan.knn + 1 <= min(MAX_KNN, plan.lib_points.size))
     if ties:
         k = plan.knn + 1
-    tie_parts: list = []  # (q0, flags, count) of each query block
+    tie_parts: list = []  # (q0, rows, kth, count, rsel) of each query block
     resolver = _resolve_inputs(be, plan, check) if check is not None and check.extra == 2 else None
 
     def predict(q0: int, q1: int):
@@ -897,12 +897,10 @@ def _redo_with_rule(data: DeviceData, plan: Plan, ser: SimplexSeries, rows: np.n
         fp[:, tie] = tp
         if variance:
             fv[:, tie] = tv
-    acc = np.float64 if be.info.fp64 else np.float32
     _patch(be, data.real, dev[0], dev[1] if variance else None, plan.pred_points.size, nt,
            be.to_device(np.ascontiguousarray(rows, np.int32)), rows.size,
-           be.to_device(np.ascontiguousarray(fp, acc)),
-           be.to_device(np.ascontiguousarray(fv, acc)) if variance else None,
-           ser.fy.shift, ser.fy.scale)
+           be.to_device(fp), be.to_device(fv) if variance else None,
+           ser.fy.shift, ser.fy.scale)  # (a device with fp64: the values in float64)
     return _skill_again(data, plan, dev[0]), (fp, fv)
 
 

@@ -71,6 +71,9 @@ DEVICE_SLOTS = 1 << 16
 #: query's candidates: 2 R + 1 of them); wider radii leave every tied row to the host
 DEVICE_RADIUS = 16
 
+#: whether :func:`applies` may answer yes (tests turn it off to see the kernels' order)
+ENABLED = True
+
 #: entries of one block's (rows x library x coordinates) differences in the host scan
 _SCAN_ELEMENTS = 1 << 22
 #: tied rows decided at once (in blocks of like list lengths)
@@ -109,24 +112,11 @@ def decides_ties(x: np.ndarray, E: int, knn: int) -> bool:
 
 def exact_sums(x: np.ndarray, coords: int) -> bool:
     """Whether every squared distance between points of ``coords`` coordinates from
-    ``x`` is exact in float64: values on a binary grid ``2^-m`` (m <= 26) whose squared
-    differences, in grid steps, sum below 2^53."""
-    from .row_check import grid_exponent
+    ``x`` is exact in float64 (:func:`~pyedmcl.edm.row_check.exact_squares`: values on a
+    binary grid ``2^-m``, m <= 26, whose squared differences sum below 2^53)."""
+    from .row_check import exact_squares
 
-    head = np.ravel(x)[:1024]
-    if head.size == 0 or not np.isfinite(head).all() or grid_exponent(head) > 26:
-        return False
-    m = grid_exponent(head)
-    lo, hi = float(np.min(x)), float(np.max(x))
-    step = 2.0 ** m
-    if not np.isfinite(hi - lo) or coords * ((hi - lo) * step) ** 2 >= 2.0 ** 53:
-        return False
-    g = np.asarray(x) * step
-    return bool(np.all(g == np.round(g)))
-
-
-#: whether :func:`applies` may answer yes (tests turn it off to see the kernels' order)
-ENABLED = True
+    return exact_squares(np.asarray(x, np.float64), coords, max_exponent=26, bits=53)
 
 
 def tie_width(coords: int) -> float:
@@ -362,11 +352,12 @@ def pyedm_rows(rule: Rule, plan: Plan, rows: np.ndarray, kth: np.ndarray, groups
     lim = (kth * (1.0 + 2.0 * w)) ** 2
     pts, cnt = groups(rows, lim, GROUP_CAP)
     cut = np.flatnonzero(cnt > pts.shape[1])
-    if cut.size and int(cnt[cut].max()) <= GROUP_MAX:  # again, as long as the longest
-        more, _ = groups(rows[cut], lim[cut], int(cnt[cut].max()))
+    again = cut[cnt[cut] <= GROUP_MAX]  # again, with room for the longest of them
+    if again.size:
+        more, _ = groups(rows[again], lim[again], int(cnt[again].max()))
         pts = np.pad(pts, ((0, 0), (0, more.shape[1] - pts.shape[1])), constant_values=-1)
-        pts[cut] = more
-        cut = cut[:0]
+        pts[again] = more
+        cut = cut[cnt[cut] > GROUP_MAX]
     ok = np.ones(rows.size, bool)
     ok[cut] = False
     nbr = np.zeros((rows.size, rule.knn), np.int64)
