@@ -3,12 +3,36 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 D = TypeVar("D")
+
+#: the interpreter's thread switch interval (seconds) while several device threads run:
+#: each enqueues its launches from Python, and under the default 5 ms a thread that
+#: wants the interpreter lock can wait that long behind another (two GPUs: the second
+#: device's first launch came ~5 ms after the first's, its work ended that much later)
+SWITCH_INTERVAL = 0.0005
+
+
+@contextmanager
+def short_switches() -> Iterator[None]:
+    """Within the block, the interpreter switches threads at least every
+    :data:`SWITCH_INTERVAL` (the setting before is restored after; a shorter one is left
+    as it is)."""
+    before = sys.getswitchinterval()
+    if before <= SWITCH_INTERVAL:
+        yield
+        return
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 def run_per_device(work: Callable[[D, threading.Event], Any], devices: Sequence[D]) -> None:
@@ -17,7 +41,8 @@ def run_per_device(work: Callable[[D, threading.Event], Any], devices: Sequence[
     One device runs in the calling thread: some runtimes (Oclgrind) must not see a queue
     used from a thread other than the one that made it. Several run one thread each. The
     first exception sets ``stop`` (the others should check it between tasks and return)
-    and is re-raised here once every thread has ended.
+    and is re-raised here once every thread has ended. Several threads run under
+    :func:`short_switches`.
     """
     errors: list[BaseException] = []
     stop = threading.Event()
@@ -33,10 +58,11 @@ def run_per_device(work: Callable[[D, threading.Event], Any], devices: Sequence[
         run(devices[0])
     else:
         threads = [threading.Thread(target=run, args=(d,), daemon=True) for d in devices]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with short_switches():
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
     if errors:
         raise errors[0]
 

@@ -99,3 +99,28 @@ def test_all_started_once_and_errors_reach_the_caller():
                    settle=lambda ctx, h: None,
                    close_slot=lambda ctx, failed, stopped: closed.append((ctx, failed)))
     assert ("bad", True) in closed and ("good", False) in closed
+
+
+def test_short_switches_restores_the_interval():
+    """Device threads switch at least every SWITCH_INTERVAL while they run; the setting
+    before comes back after (also after an error), and a shorter one is left alone."""
+    import sys
+
+    from clkernels import threads
+
+    before = sys.getswitchinterval()
+    seen = []
+    try:
+        sys.setswitchinterval(0.005)
+        threads.run_per_device(lambda d, stop: seen.append(sys.getswitchinterval()), [1, 2])
+        assert seen == [pytest.approx(threads.SWITCH_INTERVAL)] * 2
+        assert sys.getswitchinterval() == 0.005
+        with pytest.raises(ValueError), threads.short_switches():
+            raise ValueError
+        assert sys.getswitchinterval() == 0.005
+        sys.setswitchinterval(0.0001)
+        shorter = sys.getswitchinterval()  # (stored in microseconds)
+        with threads.short_switches():
+            assert sys.getswitchinterval() == shorter
+    finally:
+        sys.setswitchinterval(before)

@@ -40,27 +40,38 @@ def _distances(x: np.ndarray, E: int, tau: int, metric: str, dt: type, rows: int
     return d
 
 
-def test_row_boxes_hold_every_block_point():
-    """Level l's block b holds the least and largest coordinate of rows b 32^(l+1) ..
-    (the last block up to n_rows), laid out (b E + m) 2, level after level, in the
-    kernel's real type."""
-    be = clkernels.get_backend(pe.select_device().selector)
-    x = random_walk(40_000)
-    E, tau = 3, 5
-    n = len(x) - (E - 1) * tau - 7  # rows end before the series does
-    spec = LineSpec(E, tau, "euclidean", "float")
+def _boxes_reference(x: np.ndarray, E: int, tau: int, n: int, dt: type) -> np.ndarray:
+    """The boxes in NumPy: per level, block and coordinate, the least and the largest
+    value of the block's row points (the last block up to row ``n``), in ``dt``."""
+    out = []
+    lo = hi = np.stack([x.astype(dt)[m * tau:m * tau + n] for m in range(E)])
+    for _ in range(rqa_lines.WARM_BOX_LEVELS):
+        blocks = -(-lo.shape[1] // 32)
+        lo = np.stack([[lo[m, b * 32:(b + 1) * 32].min() for b in range(blocks)]
+                       for m in range(E)])
+        hi = np.stack([[hi[m, b * 32:(b + 1) * 32].max() for b in range(blocks)]
+                       for m in range(E)])
+        out.append(np.stack([lo.T, hi.T], 2).ravel())
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("real", ["float", "double"])
+@pytest.mark.parametrize(("E", "tau", "n"), [(3, 5, 40_000 - 17), (1, 1, 32 * 32 * 32 + 1),
+                                             (5, 2, 1_000)])
+def test_row_boxes_equal_numpy(device, real, E, tau, n):
+    """The device's boxes (MODE boxes) equal NumPy's order statistics of the row points
+    exactly, level after level, laid out (b E + m) 2; the last block of each level
+    partial (or a single row); from a host array and from the device's row series."""
+    be = clkernels.get_backend(device)
+    if real == "double" and not be.info.fp64:
+        pytest.skip("no fp64 on this device")
+    x = random_walk(n + (E - 1) * tau + 7)
+    spec = LineSpec(E, tau, "euclidean", real)
+    want = _boxes_reference(x, E, tau, n, spec.dtype)
     got = be.to_host(RQA_LINES.row_boxes(be, spec, x, n))
-    at = 0
-    for lv in range(rqa_lines.WARM_BOX_LEVELS):
-        size = 32 << 5 * lv
-        blocks = -(-n // size)
-        level = got[at:at + blocks * E * 2].reshape(blocks, E, 2)
-        at += blocks * E * 2
-        for b in (0, 1, blocks - 1):
-            for m in range(E):
-                pts = x[b * size + m * tau:min(n, (b + 1) * size) + m * tau].astype(np.float32)
-                assert level[b, m, 0] == pts.min() and level[b, m, 1] == pts.max(), (lv, b, m)
-    assert at == got.size
+    assert got.dtype == spec.dtype and np.array_equal(got, want)
+    xd = be.to_device(x.astype(spec.dtype))
+    assert np.array_equal(be.to_host(RQA_LINES.row_boxes(be, spec, xd, n)), want)
 
 
 @pytest.mark.parametrize("warm", [0, 32], ids=["serial", "coop"])

@@ -267,6 +267,15 @@ class Backend(abc.ABC):
     def empty(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
         """An uninitialised device array."""
 
+    def scratch(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
+        """A device array that kernels write before they read it: :meth:`empty`, except on
+        Oclgrind, whose uninitialised-value plugin can give a new buffer the shadow of a
+        released one at its address and then report those reads (false reports): there
+        zeros uploaded from the host."""
+        if self.info.runtime == "oclgrind":
+            return self.to_device(np.zeros(shape, dtype))
+        return self.empty(shape, dtype)
+
     def zeros(self, shape: int | tuple[int, ...], dtype: Any) -> Any:
         """A zeroed device array, filled on the device (the host does not wait). Oclgrind:
         uploaded from the host instead, since its uninitialised-value plugin does not see a

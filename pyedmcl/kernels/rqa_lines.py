@@ -353,23 +353,6 @@ class LineSpec:
         return int(params.get("DSEG", 1))
 
 
-def _block_extremes(lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``lo`` / ``hi`` (arrays or lists of equally long 1-D views), the least of
-    ``lo`` and the largest of ``hi`` over each aligned block of 32 values (the last block
-    may be partial), as ``(rows, blocks)`` arrays: reductions over each row's full
-    blocks in place (no padded copy) and the tail apart."""
-    n = len(lo[0])
-    full, nb = n // 32 * 32, -(-n // 32)
-    out_lo = np.empty((len(lo), nb), np.asarray(lo[0]).dtype)
-    out_hi = np.empty_like(out_lo)
-    for r, (a, b) in enumerate(zip(lo, hi, strict=True)):
-        np.minimum.reduce(a[:full].reshape(-1, 32), axis=1, out=out_lo[r, :full // 32])
-        np.maximum.reduce(b[:full].reshape(-1, 32), axis=1, out=out_hi[r, :full // 32])
-        if full < n:
-            out_lo[r, -1], out_hi[r, -1] = a[full:].min(), b[full:].max()
-    return out_lo, out_hi
-
-
 class RQALinesKernel(TunableKernel):
     """Tunable family: lanes per work-item (VEC), work-group size, sub-matrix edge, and
     OVL, a schedule value that shapes no kernel: SHARE's diagonal launches in a second
@@ -525,25 +508,33 @@ class RQALinesKernel(TunableKernel):
         return (*out, np.float64(exact.thr64), np.float64(exact.thr264),
                 np.float32(exact.b), np.float32(exact.b2))
 
-    @staticmethod
-    def row_boxes(backend: Backend, spec: LineSpec, x: np.ndarray, n_rows: int,
-                  buffers: Any = None) -> Any:
-        """The boxes of the row points ``0 .. n_rows - 1`` of ``x`` (the row series as
-        :meth:`series` takes it) a column walk-up skips white blocks of rows by (WBOX,
-        _warm.mako): per level ``l < WARM_BOX_LEVELS``, block ``b`` of ``32^(l+1)`` rows and
-        coordinate ``m``, the least and the largest value of ``x[i + m tau]`` over the
-        block's rows, in the kernel's real type (the values it reads: its bound on a
-        cell's distance is then one the cell's own computation never goes below), level
-        after level, ``(b E + m) 2`` within one. ``buffers``: as :meth:`series`."""
-        dev = backend if buffers is None else buffers
-        xr = np.asarray(x).astype(spec.dtype, copy=False)
-        coords = [xr[m * spec.tau:m * spec.tau + n_rows] for m in range(spec.E)]  # views
-        lo, hi = _block_extremes(coords, coords)
-        out = [np.stack([lo.T, hi.T], 2).ravel()]
-        for _ in range(1, WARM_BOX_LEVELS):
-            lo, hi = _block_extremes(lo, hi)
-            out.append(np.stack([lo.T, hi.T], 2).ravel())
-        return dev.to_device(np.concatenate(out))
+    def row_boxes(self, backend: Backend, spec: LineSpec, x: Any, n_rows: int) -> Any:
+        """The boxes of the row points ``0 .. n_rows - 1`` of ``x`` a column walk-up skips
+        white blocks of rows by (WBOX, _warm.mako): per level ``l < WARM_BOX_LEVELS``,
+        block ``b`` of ``32^(l+1)`` rows and coordinate ``m``, the least and the largest
+        value of ``x[i + m tau]`` over the block's rows, in the kernel's real type (the
+        values it reads: its bound on a cell's distance is then one the cell's own
+        computation never goes below), level after level, ``(b E + m) 2`` within one.
+        ``x``: the row series on the device (:meth:`series`' first array), or a host array
+        (uploaded in the spec's dtype). Built on the device (MODE ``boxes``, a launch a
+        level, queued before the walk-ups that read them): the host neither computes nor
+        waits (at N = 10^6 a host reduction took ~12 ms before a range's first launch)."""
+        if isinstance(x, np.ndarray):
+            x = backend.to_device(np.ascontiguousarray(x, dtype=spec.dtype))
+        k = backend.kernel(self.template, dict(_COLLECT_PARAMS, MODE="boxes", E=spec.E,
+                                               TAU=spec.tau, REAL=spec.real), "rqa_row_boxes")
+        counts, n = [], n_rows
+        for _ in range(WARM_BOX_LEVELS):
+            n = -(-n // 32)
+            counts.append(n)
+        out = backend.scratch(2 * spec.E * sum(counts), spec.dtype)  # level l reads l - 1's
+        wg = min(64, backend.info.max_work_group_size)
+        src, dst, nsrc = 0, 0, n_rows
+        for level, nb in enumerate(counts):
+            backend.launch(k, (round_up(nb * spec.E, wg),), (wg,), x, out, np.int32(level),
+                           np.int32(nsrc), np.int32(src), np.int32(dst))
+            src, dst, nsrc = dst, dst + 2 * spec.E * nb, nb
+        return out
 
     def carry(self, backend: Backend, params: Params, mode: str, n: int,
               zeros: Callable[..., Any] | None = None, copies: int = 1) -> tuple[Any, ...]:

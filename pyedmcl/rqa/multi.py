@@ -8,11 +8,13 @@ tasks (:mod:`pyedmcl.rqa.dask_rqa`); the histograms are recombined as integer su
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from clkernels import Backend
+from clkernels.threads import short_switches
 from clkernels.tuning import Params
 
 from ..kernels.rqa_lines import RQA_LINES
@@ -75,6 +77,8 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
 
 #: how several devices split the matrix by default ("auto", "lanes" or "rows")
 SPLIT = "auto"
+#: row ranges: each device's buffers and uploads set up in a thread of its own
+PARALLEL_SETUP = True
 
 
 def _shares(backends: list[Backend], m: _Matrix, params: Params | None, vertical: bool) -> bool:
@@ -127,13 +131,16 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     (``symmetric``) only where every device takes it (a range joins its columns through
     the diagonal with its own rows' runs: one device walking the whole matrix beside one
     walking the upper triangle would count the lower triangle twice)."""
+    def device(be: Backend, sym: bool) -> RangeDevice:
+        with be.zero_batch():  # its zeroed buffers: one launch per 8 of them
+            return RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical,
+                               diag_ranges, n_fold, symmetric=sym)
+
     def devices(sym: bool) -> list[RangeDevice]:
-        out = []
-        for be in backends:  # each device's zeroed buffers: one launch per 8 of them
-            with be.zero_batch():
-                out.append(RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical,
-                                       diag_ranges, n_fold, symmetric=sym))
-        return out
+        if not PARALLEL_SETUP or len(backends) < 2:
+            return [device(be, sym) for be in backends]
+        with short_switches(), ThreadPoolExecutor(len(backends)) as pool:
+            return list(pool.map(lambda be: device(be, sym), backends))
 
     devs = devices(symmetric)
     if symmetric and not all(d.sym for d in devs) and any(d.sym for d in devs):

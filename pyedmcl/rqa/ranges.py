@@ -166,7 +166,6 @@ class RangeDevice:
                  diag_ranges: list[tuple[int, int]], n_fold: int, symmetric: bool = False):
         self.m, self.n_fold, self.vertical, self.diag_ranges = m, n_fold, vertical, diag_ranges
         self.st: _DevState = _device_state(be, m, x, y, x2, y2, params, edge, tcol)
-        self.x = x  # the row series: the column walk-ups' boxes come from it (_warm)
         self.boxes: Any = None
         _choose_paths(self.st, m, vertical and m.n_cols > 0, symmetric, diag_ranges)
         #: SYM: the rows' first and last runs right of the diagonal (every range's rows)
@@ -231,7 +230,7 @@ class RangeDevice:
             mode = WARM_MODES[task.mode]
             hist = (st.h32["v"], st.h32["w"]) if task.mode == "vertical" else (st.h32["d"],)
             if task.mode == "vertical" and self.boxes is None:
-                self.boxes = RQA_LINES.row_boxes(be, m.spec, self.x, m.n_rows)
+                self.boxes = RQA_LINES.row_boxes(be, m.spec, st.series[0], m.n_rows)
             go = RQA_LINES.launcher(be, st.params, m.spec, mode, series=st.series, thr=m.thr,
                                     thr2=m.thr2, n_rows=m.n_rows, n_cols=m.n_cols, w=m.w,
                                     carry0=task.lo, carry=task.bufs, hist=hist,

@@ -91,7 +91,7 @@ ${dseg.defines()}\
    way, so float32 histograms are bit-identical across OpenCL runtimes (with mad()
    or contraction, PoCL and Intel's runtime disagreed on a few threshold cells). */
 #pragma OPENCL FP_CONTRACT OFF
-% if MODE not in ("symjoin", "collect"):
+% if MODE not in ("symjoin", "collect", "boxes"):
 ${exact.functions()}
 ${fix.cell_function()}
 % endif
@@ -115,6 +115,8 @@ ${sym.functions(T)}
 ${symjoin.join_kernel()}
 % elif MODE == "collect":
 ${hist.collect_kernel()}
+% elif MODE == "boxes":
+${warm.boxes_kernel()}
 % elif MODE == "djoin":
 ${dseg.join_kernel()}
 % elif MODE in ("bvertical", "bdiagonal"):
