@@ -134,11 +134,16 @@ def test_device_draws_and_computes_the_hosts_sample(device, metric, monkeypatch)
     for cols in (x, y):
         nr, nc = x.size - 4, cols.size - 4
         host = radius.sample_distances(x, cols, nr, nc, 3, 2, metric, 7)
-        dev = radius.sample_distances(x, cols, nr, nc, 3, 2, metric, 7, be)
-        assert np.array_equal(host[0], dev[0]) and host[1] == dev[1]
+        for keep in (False, True):  # read back, or kept and its k-th values selected there
+            monkeypatch.setattr(radius, "keeps_sample", lambda be, keep=keep: keep)
+            dev = radius.sample_distances(x, cols, nr, nc, 3, 2, metric, 7, be)
+            for k in (0, 5, radius.SAMPLES // 50, radius.SAMPLES - 1):
+                assert dev.kth(k) == host.kth(k) == np.partition(host.host(), k)[k]
+            assert dev.least == host.least == host.host().min()
+            assert np.array_equal(host.host(), dev.host())
         i, j = radius.sample_pairs(7, 1, nr, nc)
         assert i.size == 4096 and 0 <= i.min() and i.max() < nr and j.max() < nc
-        assert np.array_equal(host[0][4096:8192], sampled_dist(x, cols, i, j, 3, 2, metric))
+        assert np.array_equal(host.host()[4096:8192], sampled_dist(x, cols, i, j, 3, 2, metric))
 
 
 def test_issue_case_recurrence_rate_on_quantized_data():

@@ -197,11 +197,12 @@ def takes_sampled_distances(be: Backend | None) -> bool:
 
 
 def sampled_distances(be: Backend, rows: np.ndarray, cols: np.ndarray, key: int, n: int,
-                      E: int, tau: int, metric: str) -> np.ndarray:
+                      E: int, tau: int, metric: str, on_device: bool = False) -> Any:
     """The float64 distances (Euclidean: squared) of pairs ``0 .. n - 1`` of the sample of
     ``key`` (:func:`hashed_pairs`) between the embedded points of ``rows`` and ``cols``
     (float64 series; ``cols is rows``: one upload), computed on ``be`` as the host's
-    :func:`pyedmcl.rqa.distances.sampled_dist` computes them: the same values bit for bit."""
+    :func:`pyedmcl.rqa.distances.sampled_dist` computes them: the same values bit for bit;
+    ``on_device``: left on the device (a device array) instead of read back."""
     nr = rows.size - (E - 1) * tau
     nc = cols.size - (E - 1) * tau
     k = be.kernel("distance/sampled_distance.cl.mako", {"E": E, "TAU": tau, "METRIC": metric},
@@ -212,4 +213,4 @@ def sampled_distances(be: Backend, rows: np.ndarray, cols: np.ndarray, key: int,
     wg = min(256, be.info.max_work_group_size)
     be.launch(k, (round_up(max(n, 1), wg),), (wg,), rd, cd, np.uint64(key), np.uint32(nr),
               np.uint32(nc), np.int32(0), np.int32(n), out)
-    return be.to_host(out)
+    return out if on_device else be.to_host(out)
