@@ -1,8 +1,9 @@
 """The end of a run on the device, on every platform present: ``rqa_collect`` (SYM's row
 totals merged into the vertical and white ones, one past each histogram's last nonzero
-bin), ``rqa_count_sums`` (a column task's recurrences summed), and
-:func:`pyedmcl.rqa.dnr.read_totals`, which reads each histogram up to that bin only,
-against NumPy."""
+bin, how many bins are nonzero), ``rqa_sparse`` (the nonzero bins gathered as pairs),
+``rqa_count_sums`` (a column task's recurrences summed), and
+:func:`pyedmcl.rqa.dnr.read_totals`, which reads those pairs (or, past its cap, each
+histogram up to its last nonzero bin), against NumPy."""
 
 from __future__ import annotations
 
@@ -41,9 +42,18 @@ def test_collect_merges_and_finds_last_bins(device, n, merge):
     be = clkernels.get_backend(device)
     d, v, w, hv, hw = _histograms(n, seed=n + merge)
     dev = [be.to_device(a) for a in (d, v, w, hv, hw)]
-    ext = RQA_LINES.collect(be, dev[0], dev[1], dev[2], (dev[3], dev[4]) if merge else None, n)
+    cap = 25
+    ext, pairs = RQA_LINES.collect(be, dev[0], dev[1], dev[2],
+                                   (dev[3], dev[4]) if merge else None, n, cap)
     v_want, w_want = (v + hv, w + hw) if merge else (v, w)
-    assert be.to_host(ext).tolist() == [_end(d), _end(v_want), _end(w_want)]
+    wants = (d, v_want, w_want)
+    nonzero = [int(np.count_nonzero(a)) for a in wants]
+    assert be.to_host(ext).tolist() == [*(_end(a) for a in wants), *nonzero]
+    for want, nz, (bins, counts) in zip(wants, nonzero, pairs, strict=True):
+        if nz <= cap:  # every nonzero bin once, in any order
+            b = be.to_host(bins)[:nz].astype(np.int64)
+            assert sorted(b) == np.flatnonzero(want).tolist()
+            assert np.array_equal(be.to_host(counts)[:nz], want[b])
     assert np.array_equal(be.to_host(dev[1]), v_want)
     assert np.array_equal(be.to_host(dev[2]), w_want)
     assert np.array_equal(be.to_host(dev[0]), d)       # read only
@@ -62,9 +72,13 @@ def test_count_sums(device, i0, n):
     assert int(got.sum(dtype=np.uint64)) == int(counts[i0:i0 + n].sum(dtype=np.uint64))
 
 
-def test_read_totals_reads_up_to_the_last_bins(device):
+@pytest.mark.parametrize("cap", [1 << 16, 30], ids=["pairs", "beyond-the-cap"])
+def test_read_totals_reads_the_nonzero_bins(device, monkeypatch, cap):
+    """Every total as its nonzero bins and its extent: read as pairs, or (more nonzero
+    bins than the cap: the diagonal and the merged white totals here) up to its last bin."""
     import clkernels
 
+    monkeypatch.setattr(dnr, "SPARSE_CAP", cap)
     be = clkernels.get_backend(device)
     n = 3000
     d, v, w, hv, hw = _histograms(n, seed=5)
@@ -77,5 +91,8 @@ def test_read_totals_reads_up_to_the_last_bins(device):
             np.array([7, 8], np.uint64)]
     (gd, gv, gw), totals = dnr.read_totals(st, m, sums)
     for got, want in ((gd, d), (gv, v + hv), (gw, w + hw)):
-        assert got.size == _end(want) and np.array_equal(got, want[:got.size])
+        total = np.zeros(n, np.uint64)
+        got.add_into(total)
+        assert got.size == _end(want) and np.array_equal(total, want)
+        assert got.bins.size == np.count_nonzero(want)
     assert totals == [int(counts[100:2100].sum()), 15]

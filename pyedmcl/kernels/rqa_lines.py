@@ -659,18 +659,28 @@ class RQALinesKernel(TunableKernel):
         backend.launch(k, (round_up(n, wg),), (wg,), runs, np.int32(i0), np.int32(n), h32)
 
     def collect(self, backend: Backend, d: Any, v: Any, w: Any, rows: tuple[Any, Any] | None,
-                n: int) -> Any:
+                n: int, cap: int = 0) -> tuple[Any, list[tuple[Any, Any]]]:
         """Make a run's 64-bit totals ready to read (bins ``0 .. n - 1``): ``rows`` (SYM's
-        row-walk totals hv, hw) added into ``v`` and ``w`` on the device; returns a device
-        uint32[3], one past the last nonzero bin of ``d``, ``v`` and ``w`` (0: empty), so
-        that the host reads only those bins (:func:`pyedmcl.rqa.dnr.read_totals`)."""
+        row-walk totals hv, hw) added into ``v`` and ``w`` on the device. Returns a device
+        uint32[6]: one past the last nonzero bin of ``d``, ``v`` and ``w`` (0: empty), then
+        how many bins of each are nonzero; and with ``cap > 0`` per total (bins uint32,
+        counts uint64) device arrays of ``cap`` that hold its nonzero bins where there are
+        at most ``cap`` (MODE collect's rqa_sparse), so that the host reads those pairs or
+        the bins up to the last nonzero one (:func:`pyedmcl.rqa.dnr.read_totals`)."""
         k = backend.kernel(self.template, _COLLECT_PARAMS, "rqa_collect")
-        ext = backend.zeros(3, np.uint32)
+        ext = backend.zeros(6, np.uint32)
         hv, hw = rows if rows is not None else (d, d)  # read only where merged
         wg = min(64, backend.info.max_work_group_size)
         backend.launch(k, (round_up(max(n, 1), wg),), (wg,), d, v, w, hv, hw,
                        np.int32(rows is not None), np.int32(n), ext)
-        return ext
+        if cap <= 0:
+            return ext, []
+        pairs = [(backend.scratch(cap, np.uint32), backend.scratch(cap, np.uint64))
+                 for _ in range(3)]
+        sk = backend.kernel(self.template, _COLLECT_PARAMS, "rqa_sparse")
+        backend.launch(sk, (round_up(max(n, 1), wg),), (wg,), d, v, w, np.int32(n),
+                       np.uint32(cap), ext, *(a for pair in pairs for a in pair))
+        return ext, pairs
 
     def count_sums(self, backend: Backend, counts: Any, i0: int, n: int) -> Any:
         """The sum of the uint32 ``counts[i0:i0 + n]`` (a column task's recurrences), as a

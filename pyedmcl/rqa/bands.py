@@ -35,6 +35,7 @@ from ..kernels.rqa_lines import RQA_LINES
 from . import dnr
 from .dnr import (
     _U32_SAFE,
+    Counts,
     _device_state,
     _DevState,
     _fold,
@@ -186,9 +187,9 @@ class BandDevice:
         _fold(self.st, self.m.hlen, final=True)
         self.st.be.finish()
 
-    def take(self, task: _Task) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def take(self, task: _Task) -> tuple[Counts, Counts, Counts, int]:
         """The 64-bit histograms counted since the last ``take`` plus the runs ``task``
-        left open, as host arrays; the device totals are cleared (Dask: one band per
+        left open (:class:`~pyedmcl.rqa.dnr.Counts`); the device totals are cleared (Dask: one band per
         call)."""
         self.finish()
         st, m = self.st, self.m

@@ -26,7 +26,7 @@ from distributed import WorkerPlugin
 
 from ..dask_local import connect, disconnect, register_plugin, run_tasks
 from .bands import Band, BandDevice, fold_bins
-from .dnr import Histograms, _Matrix
+from .dnr import Counts, Histograms, _Matrix
 from .ranges import RangeDevice, RowRange
 
 log = logging.getLogger("pyedmcl.rqa.dask")
@@ -89,9 +89,8 @@ class RQAWorkerPlugin(WorkerPlugin):
         return self.dev
 
 
-def _sparse(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    idx = np.flatnonzero(h)
-    return idx.astype(np.int64), h[idx]
+def _sparse(h: Counts) -> tuple[np.ndarray, np.ndarray]:
+    return h.bins.astype(np.int64, copy=False), h.counts
 
 
 def _band_task(key: str, job: dict[str, Any], data: tuple, band: Band | RowRange

@@ -913,9 +913,9 @@ def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
         else:  # SYM: the upper triangle's, per work-group of the join
             sums = [nsum]
         (d, v, w), totals = read_totals(st, m, sums)
-        diag[:d.size] += d
-        vert[:v.size] += v
-        white[:w.size] += w
+        d.add_into(diag)
+        v.add_into(vert)
+        w.add_into(white)
         used = [max(u, part.size) for u, part in zip(used, (d, v, w), strict=True)]
         if nsum is None:
             n_rec += sum(totals)
@@ -931,23 +931,64 @@ def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
                       used=(used[0], used[1], used[2]))
 
 
+#: nonzero bins of a total read as (bin, count) pairs, at most (more: the bins up to
+#: the last nonzero one, read whole)
+SPARSE_CAP = 1 << 16
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A line histogram read from a device: its nonzero ``bins`` (index = length - 1) and
+    their ``counts``, and ``size``, one past its last nonzero bin."""
+
+    bins: np.ndarray  # int64
+    counts: np.ndarray  # uint64
+    size: int
+
+    @classmethod
+    def of(cls, dense: np.ndarray) -> Counts:
+        """The counts of a dense histogram (host array)."""
+        bins = np.flatnonzero(dense)
+        return cls(bins, dense[bins].astype(np.uint64, copy=False),
+                   int(bins[-1]) + 1 if bins.size else 0)
+
+    def add_into(self, total: np.ndarray) -> None:
+        """``total[bin] += count`` for each nonzero bin (each bin once)."""
+        total[self.bins] += self.counts
+
+
 def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()
-                ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], list[int]]:
+                ) -> tuple[tuple[Counts, Counts, Counts], list[int]]:
     """A device's 64-bit line histograms (diagonal, vertical, white), SYM's row-walk
     totals added into the last two on the device (once: the run's totals are then
-    spent), each read only up to its last nonzero bin, so shorter than ``m.hlen``
-    (a few thousand bins of N: the longest line of each kind; reading every N-long total
-    cost ~10 ms at N = 946,303 on the H100's host); and the total of each array of
-    ``sums`` (device partial sums, :meth:`RQALinesKernel.count_sums`, or host arrays).
-    One wait, for the extents; then every read is issued at once."""
+    spent), as :class:`Counts`: the nonzero bins gathered on the device and read as
+    pairs (at most :data:`SPARSE_CAP` a total; a random walk's diagonals hold N bins up to
+    the longest line but ~500 nonzero ones: at N = 10^6 two devices read 8 MB each and
+    added them on the host), else the bins up to the last nonzero one (reading every
+    N-long total cost ~10 ms at N = 946,303 on the H100's host); and the total of each
+    array of ``sums`` (device partial sums, :meth:`RQALinesKernel.count_sums`, or host
+    arrays). One wait, for the extents and counts; then every read is issued at once."""
     be, h = st.be, st.h64
     rows = (h["hv"], h["hw"]) if "hv" in h else None
-    ext = RQA_LINES.collect(be, h["d"], h["v"], h["w"], rows, m.hlen)
+    cap = min(m.hlen, SPARSE_CAP)
+    ext, pairs = RQA_LINES.collect(be, h["d"], h["v"], h["w"], rows, m.hlen, cap)
     parts = [be.to_host_async(s) if be.is_device_array(s) else (lambda s=s: s) for s in sums]
-    ends = be.to_host(ext)  # behind every launch of the device's queue
-    reads = [be.to_host_async(h[k], count=int(e)) for k, e in zip(("d", "v", "w"), ends,
-                                                                   strict=True)]
-    d, v, w = (r() for r in reads)
+    meta = [int(e) for e in be.to_host(ext)]  # behind every launch of the device's queue
+    reads = []
+    for k, (bins, counts), end, nz in zip(("d", "v", "w"), pairs, meta[:3], meta[3:],
+                                          strict=True):
+        if nz <= cap:
+            reads.append((be.to_host_async(bins, count=nz), be.to_host_async(counts, count=nz),
+                          end))
+        else:
+            reads.append((be.to_host_async(h[k], count=end), None, end))
+    out = []
+    for a, b, end in reads:
+        if b is None:
+            out.append(Counts.of(a()))
+        else:
+            out.append(Counts(a().astype(np.int64), b(), end))
+    d, v, w = out
     return (d, v, w), [int(p().sum(dtype=np.uint64)) for p in parts]
 
 

@@ -161,8 +161,8 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     used = [0, 0, 0]
     for dev in devs:
         *parts, n = collected[id(dev)]
-        for total, part in zip(hist, parts, strict=True):  # each read up to its last bin
-            total[:part.size] += part
+        for total, part in zip(hist, parts, strict=True):  # its nonzero bins
+            part.add_into(total)
         used = [max(u, part.size) for u, part in zip(used, parts, strict=True)]
         n_rec += n
     return Histograms(hist[0][:-1], hist[1][:-1], hist[2][:-1], n_rec,

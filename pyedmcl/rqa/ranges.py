@@ -41,7 +41,7 @@ from clkernels.tuning import Params
 from ..kernels.rqa_lines import RQA_LINES, WARM_MODES
 from . import dnr
 from .bands import MAX_IN_FLIGHT
-from .dnr import _choose_paths, _device_state, _DevState, _Matrix, _Task
+from .dnr import Counts, _choose_paths, _device_state, _DevState, _Matrix, _Task
 
 #: ranges per device the default split aims at: devices of different speed (a dynamic
 #: queue evens them out with several each)
@@ -271,7 +271,7 @@ class RangeDevice:
         self.st.be.join_streams()  # the open runs and reads after it use queue 0 alone
         dnr.end_overlap(self.st)
 
-    def collect(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def collect(self) -> tuple[Counts, Counts, Counts, int]:
         """Histograms and recurrences of every range this device ran: device totals,
         plus the runs that end at the matrix border inside a range (columns: the last
         range; diagonal ``k``: the range holding its last row), minus the recurrences
@@ -327,7 +327,7 @@ class RangeDevice:
                            self.st.h32["v"], self.st.h32["w"])
 
 
-    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def take(self) -> tuple[Counts, Counts, Counts, int]:
         """:meth:`collect` of the ranges run since the last ``take``; then clears the
         device totals and records (Dask: one range per call)."""
         self.finish()

@@ -135,6 +135,27 @@ ${kc.shift(("d", "hs"), ("v", "hs"), ("w", "hs"), ("hv", "hs"), ("hw", "hs"), ("
     if (cw) atomic_max(&ext[2], end);
 }
 
+/* The nonzero bins of a run's totals d, v and w (after rqa_collect), as (bin, count)
+   pairs in no particular order: kind q's first `cap` at bq[i], cq[i], and ext[3 + q]
+   (zeroed by the host) counting them all; beyond `cap` nothing is written and the host
+   reads that total whole. The host then reads a few thousand pairs instead of every
+   bin up to the longest line (a random walk's diagonals: N bins, ~500 of them nonzero). */
+__kernel void rqa_sparse(__global const ulong* restrict d, __global const ulong* restrict v,
+                         __global const ulong* restrict w, const int n, const uint cap,
+                         __global uint* restrict ext,
+                         __global uint* restrict bd, __global ulong* restrict cd,
+                         __global uint* restrict bv, __global ulong* restrict cv,
+                         __global uint* restrict bw, __global ulong* restrict cw)
+{
+    const int b = get_global_id(0);
+    if (b >= n)
+        return;
+    const ulong x = d[b], y = v[b], z = w[b];
+    if (x) { const uint at = atomic_inc(&ext[3]); if (at < cap) { bd[at] = (uint)b; cd[at] = x; } }
+    if (y) { const uint at = atomic_inc(&ext[4]); if (at < cap) { bv[at] = (uint)b; cv[at] = y; } }
+    if (z) { const uint at = atomic_inc(&ext[5]); if (at < cap) { bw[at] = (uint)b; cw[at] = z; } }
+}
+
 /* The recurrences a column task counted (its npts carry), summed on the device: entries
    i0 .. i0 + n - 1 of `a`, 1024 per work-group, into sums[group] (64-bit), so that the
    host reads n / 1024 sums instead of n counts. */
