@@ -342,7 +342,10 @@ def mirrored_diagonals(h: Histograms, n: int, w: int) -> np.ndarray:
     has a lower twin, and with no Theiler window the main diagonal (d(i, i) = 0 < radius)
     is one line of length ``n``."""
     d = h.diagonal
-    d[:d.size if h.used is None else h.used[0]] *= 2
+    if h.nonzero is not None:
+        d[h.nonzero[0]] *= 2
+    else:
+        d[:d.size if h.used is None else h.used[0]] *= 2
     if w == 0:
         d[n - 1] += 1
     return d
@@ -406,7 +409,14 @@ def auto_result(h: Histograms, spec: LineSpec, *, n: int, w: int, radius: float,
     diagonals, mirrored here) of ``spec``'s matrix of ``n`` points, Theiler window ``w``."""
     diag = mirrored_diagonals(h, n, w)
     n_cells = n * n - (band_cells(n, w) if spec.theiler_matrix else 0)
-    return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, dict(
+    nonzero = None
+    if h.nonzero is not None:  # the main diagonal's line (w = 0) is bin n - 1, the last
+        nz = h.nonzero[0]
+        if w == 0 and not (nz.size and nz[-1] == n - 1):
+            nz = np.append(nz, n - 1)
+        nonzero = (nz, h.nonzero[1], h.nonzero[2])
+    return make_result(h, diag, n_cells, radius, l_min, v_min, w_min, nonzero=nonzero,
+                       settings=dict(
         kind="rqa", E=spec.E, tau=spec.tau, metric=spec.metric, theiler=w,
         theiler_scope=theiler_scope, l_min=l_min, v_min=v_min, w_min=w_min, dtype=str(dt),
         white_border=white_border, n_points=n, devices=h.per_device,

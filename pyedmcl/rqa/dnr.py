@@ -277,6 +277,10 @@ class Histograms:
     device_tasks: list[int] = field(default_factory=list)  # tasks (bands, ranges) per device
     #: one past the last nonzero bin of diagonal, vertical and white (None: not known)
     used: tuple[int, int, int] | None = None
+    #: the nonzero bins of diagonal, vertical and white, ascending (None: not known): the
+    #: measures then read those bins only (N-long passes over a random walk's histograms,
+    #: whose lines reach N, took ~5 ms at N = 10^6)
+    nonzero: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class SpeculationFailed(Exception):  # noqa: N818 - a signal, not an error
@@ -906,6 +910,7 @@ def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
     n_rec = 0
     used = [0, 0, 0]
     nsums = [_finish_on_device(st, m) for st in states]
+    read: list[tuple[Counts, Counts, Counts]] = []
     for st, nsum in zip(states, nsums, strict=True):
         cols = [t for t in st.tasks if t.mode == "vertical"]
         if nsum is None:  # the recurrences each column counted
@@ -916,6 +921,7 @@ def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
         d.add_into(diag)
         v.add_into(vert)
         w.add_into(white)
+        read.append((d, v, w))
         used = [max(u, part.size) for u, part in zip(used, (d, v, w), strict=True)]
         if nsum is None:
             n_rec += sum(totals)
@@ -928,7 +934,7 @@ def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
                       shared=any(s.params["SHARE"] for s in states),
                       symmetric=any(s.params["SYM"] for s in states),
                       overlapped=max(int(s.params.get("OVL", 0)) for s in states),
-                      used=(used[0], used[1], used[2]))
+                      used=(used[0], used[1], used[2]), nonzero=nonzero_bins(read, m.hlen))
 
 
 #: nonzero bins of a total read as (bin, count) pairs, at most (more: the bins up to
@@ -955,6 +961,17 @@ class Counts:
     def add_into(self, total: np.ndarray) -> None:
         """``total[bin] += count`` for each nonzero bin (each bin once)."""
         total[self.bins] += self.counts
+
+
+def nonzero_bins(parts: Sequence[tuple[Counts, Counts, Counts]], hlen: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The nonzero bins of each kind's total over several devices' :class:`Counts` (their
+    union: counts only add), ascending, below ``hlen - 1`` (the histograms' length)."""
+    out = []
+    for kind in range(3):
+        bins = np.unique(np.concatenate([p[kind].bins for p in parts] or [np.empty(0, np.int64)]))
+        out.append(bins[bins < hlen - 1])
+    return out[0], out[1], out[2]
 
 
 def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()

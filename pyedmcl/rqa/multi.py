@@ -173,6 +173,7 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                       symmetric=any(d.sym for d in devs),
                       overlapped=max(int(d.st.params.get("OVL", 0)) for d in devs),
                       used=(used[0], used[1], used[2]),
+                      nonzero=dnr.nonzero_bins([collected[id(d)][:3] for d in devs], m.hlen),
                       device_tasks=[d.ranges for d in devs])
 
 

@@ -63,12 +63,15 @@ def band_cells(n: int, w: int) -> int:
 
 
 def make_result(h: Histograms, diag: np.ndarray, n_cells: int, radius: Any, l_min: int,
-                v_min: int, w_min: int, settings: dict[str, Any]) -> RQAResult:
+                v_min: int, w_min: int, settings: dict[str, Any],
+                nonzero: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> RQAResult:
     """The result of one D&R run: ``diag`` is its diagonal histogram as the caller
-    completed it (mirror twins, main diagonal), ``n_cells`` RR's denominator."""
+    completed it (mirror twins, main diagonal), ``n_cells`` RR's denominator; ``nonzero``:
+    the nonzero bins of ``diag``, vertical and white, ascending, where known."""
     vert, white = h.vertical, h.white
     if h.used is not None:  # the measures read the bins in use only (N-long passes: ~1 ms at 10^6)
         vert, white = vert[:h.used[1]], white[:h.used[2]]
-    m = compute_measures(h.n_recurrences, n_cells, diag, vert, white, l_min, v_min, w_min)
+    m = compute_measures(h.n_recurrences, n_cells, diag, vert, white, l_min, v_min, w_min,
+                         nonzero=nonzero)
     return RQAResult(m, diag, h.vertical, h.white, h.n_recurrences, n_cells, radius, settings,
                      h.seconds)
