@@ -940,6 +940,8 @@ def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
 #: nonzero bins of a total read as (bin, count) pairs, at most (more: the bins up to
 #: the last nonzero one, read whole)
 SPARSE_CAP = 1 << 16
+#: a total whose bins end within this many is read whole (one small read, not two)
+DENSE_BINS = 1 << 13
 
 
 @dataclass(frozen=True)
@@ -979,7 +981,8 @@ def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()
     """A device's 64-bit line histograms (diagonal, vertical, white), SYM's row-walk
     totals added into the last two on the device (once: the run's totals are then
     spent), as :class:`Counts`: the nonzero bins gathered on the device and read as
-    pairs (at most :data:`SPARSE_CAP` a total; a random walk's diagonals hold N bins up to
+    pairs where its bins end beyond :data:`DENSE_BINS` (at most :data:`SPARSE_CAP` pairs a
+    total; a random walk's diagonals hold N bins up to
     the longest line but ~500 nonzero ones: at N = 10^6 two devices read 8 MB each and
     added them on the host), else the bins up to the last nonzero one (reading every
     N-long total cost ~10 ms at N = 946,303 on the H100's host); and the total of each
@@ -994,7 +997,7 @@ def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()
     reads = []
     for k, (bins, counts), end, nz in zip(("d", "v", "w"), pairs, meta[:3], meta[3:],
                                           strict=True):
-        if nz <= cap:
+        if nz <= cap and end > DENSE_BINS:
             reads.append((be.to_host_async(bins, count=nz), be.to_host_async(counts, count=nz),
                           end))
         else:
