@@ -77,7 +77,7 @@ def detect_bands(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarr
 
 #: how several devices split the matrix by default ("auto", "lanes" or "rows")
 SPLIT = "auto"
-#: row ranges: each device's buffers and uploads set up in a thread of its own
+#: row ranges: each device's buffers, uploads and kernels set up in a thread of its own
 PARALLEL_SETUP = True
 
 
@@ -122,6 +122,16 @@ def _params(be: Backend, m: _Matrix, params: Params | None) -> Params:
     return RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
 
 
+def _zeroed_totals(hlen: int) -> list[np.ndarray]:
+    """Three zeroed uint64 totals of ``hlen`` bins, every page written (taken from the
+    system now, not by the first adds: at N = 10^6 on a random walk, whose line counts
+    reach every part of them, the adds after the devices ended took ~4 ms)."""
+    out = [np.zeros(hlen, np.uint64) for _ in range(3)]
+    for a in out:
+        a.fill(0)
+    return out
+
+
 def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
                    x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                    edge: int | None, tcol: np.ndarray | None, vertical: bool,
@@ -133,8 +143,10 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     walking the upper triangle would count the lower triangle twice)."""
     def device(be: Backend, sym: bool) -> RangeDevice:
         with be.zero_batch():  # its zeroed buffers: one launch per 8 of them
-            return RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical,
-                               diag_ranges, n_fold, symmetric=sym)
+            dev = RangeDevice(be, m, x, y, x2, y2, params, edge, tcol, vertical,
+                              diag_ranges, n_fold, symmetric=sym)
+        dev.build()
+        return dev
 
     def devices(sym: bool) -> list[RangeDevice]:
         if not PARALLEL_SETUP or len(backends) < 2:
@@ -145,8 +157,6 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
     devs = devices(symmetric)
     if symmetric and not all(d.sym for d in devs) and any(d.sym for d in devs):
         devs = devices(False)
-    for dev in devs:
-        dev.build()
     # range boundaries on row blocks of the first device; any other edge only chunks
     # a range differently (same counts)
     ranges = plan_ranges(m, vertical, diag_ranges, devs[0].st.params["EDGE"], len(devs),
@@ -154,9 +164,11 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                          block_lanes=_block_lanes(backends))
     t0 = time.perf_counter()
     collected: dict[int, tuple] = {}  # each device's counts, read back in its own thread
-    run_threads(devs, ranges, after=lambda dev: collected.__setitem__(id(dev), dev.collect()))
+    with ThreadPoolExecutor(1) as pool:  # the totals' memory taken while the devices run
+        totals = pool.submit(_zeroed_totals, m.hlen)
+        run_threads(devs, ranges, after=lambda dev: collected.__setitem__(id(dev), dev.collect()))
+        hist = totals.result()
     seconds = time.perf_counter() - t0
-    hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
     n_rec = 0
     used = [0, 0, 0]
     for dev in devs:
