@@ -95,5 +95,24 @@ def test_read_totals_reads_the_nonzero_bins(device, monkeypatch, cap):
         total = np.zeros(n, np.uint64)
         got.add_into(total)
         assert got.size == _end(want) and np.array_equal(total, want)
-        assert got.bins.size == np.count_nonzero(want)
+        assert np.array_equal(got.bins, np.flatnonzero(want))  # ascending
     assert totals == [int(counts[100:2100].sum()), 15]
+
+
+def test_nonzero_bins_of_several_devices():
+    """The union of the devices' nonzero bins, ascending, below the histograms' length."""
+    rng = np.random.default_rng(2)
+    hlen = 5000
+    parts, wants = [], [set(), set(), set()]
+    for _ in range(3):
+        kinds = []
+        for kind in range(3):
+            bins = np.sort(rng.choice(hlen, size=300 * kind, replace=False)).astype(np.int64)
+            wants[kind].update(int(b) for b in bins if b < hlen - 1)
+            kinds.append(dnr.Counts(bins, np.ones(bins.size, np.uint64),
+                                    int(bins[-1]) + 1 if bins.size else 0))
+        parts.append(tuple(kinds))
+    for got, want in zip(dnr.nonzero_bins(parts, hlen), wants, strict=True):
+        assert got.tolist() == sorted(want)
+    assert [a.tolist() for a in dnr.nonzero_bins(parts[:1], hlen)] == [
+        [b for b in c.bins.tolist() if b < hlen - 1] for c in parts[0]]

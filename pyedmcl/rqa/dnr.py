@@ -939,15 +939,15 @@ def _recombine(states: list[_DevState], m: _Matrix) -> Histograms:
 
 #: nonzero bins of a total read as (bin, count) pairs, at most (more: the bins up to
 #: the last nonzero one, read whole)
-SPARSE_CAP = 1 << 16
+SPARSE_CAP = 1 << 18
 #: a total whose bins end within this many is read whole (one small read, not two)
 DENSE_BINS = 1 << 13
 
 
 @dataclass(frozen=True)
 class Counts:
-    """A line histogram read from a device: its nonzero ``bins`` (index = length - 1) and
-    their ``counts``, and ``size``, one past its last nonzero bin."""
+    """A line histogram read from a device: its nonzero ``bins`` (index = length - 1,
+    ascending) and their ``counts``, and ``size``, one past its last nonzero bin."""
 
     bins: np.ndarray  # int64
     counts: np.ndarray  # uint64
@@ -968,11 +968,18 @@ class Counts:
 def nonzero_bins(parts: Sequence[tuple[Counts, Counts, Counts]], hlen: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The nonzero bins of each kind's total over several devices' :class:`Counts` (their
-    union: counts only add), ascending, below ``hlen - 1`` (the histograms' length)."""
+    union: counts only add), ascending, below ``hlen - 1`` (the histograms' length): the
+    devices' ascending runs merged (np.unique's sort of a random walk's 2 x 130,000 white
+    bins took 11 ms at N = 10^6)."""
     out = []
     for kind in range(3):
-        bins = np.unique(np.concatenate([p[kind].bins for p in parts] or [np.empty(0, np.int64)]))
-        out.append(bins[bins < hlen - 1])
+        runs = [p[kind].bins for p in parts]
+        if len(runs) == 1:
+            bins = runs[0]
+        else:  # ascending runs: the stable sort merges them
+            bins = np.sort(np.concatenate(runs or [np.empty(0, np.int64)]), kind="stable")
+            bins = bins[np.flatnonzero(np.diff(bins, prepend=-1))]
+        out.append(bins[:np.searchsorted(bins, hlen - 1)])
     return out[0], out[1], out[2]
 
 
@@ -1006,8 +1013,10 @@ def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()
     for a, b, end in reads:
         if b is None:
             out.append(Counts.of(a()))
-        else:
-            out.append(Counts(a().astype(np.int64), b(), end))
+        else:  # in bin order (the device appended them in any)
+            bins = a().astype(np.int64)
+            order = np.argsort(bins)
+            out.append(Counts(bins[order], b()[order], end))
     d, v, w = out
     return (d, v, w), [int(p().sum(dtype=np.uint64)) for p in parts]
 
