@@ -35,16 +35,14 @@ def short_switches() -> Iterator[None]:
         sys.setswitchinterval(before)
 
 
-def run_per_device(work: Callable[[D, threading.Event], Any], devices: Sequence[D],
-                   beside: Callable[[], Any] | None = None) -> None:
+def run_per_device(work: Callable[[D, threading.Event], Any], devices: Sequence[D]) -> None:
     """Run ``work(device, stop)`` for every device at once and return when all are done.
 
     One device runs in the calling thread: some runtimes (Oclgrind) must not see a queue
     used from a thread other than the one that made it. Several run one thread each. The
     first exception sets ``stop`` (the others should check it between tasks and return)
     and is re-raised here once every thread has ended. Several threads run under
-    :func:`short_switches`. ``beside()``: run in the calling thread once the device
-    threads have started, while they run (its error is raised once they have ended).
+    :func:`short_switches`.
     """
     errors: list[BaseException] = []
     stop = threading.Event()
@@ -58,19 +56,13 @@ def run_per_device(work: Callable[[D, threading.Event], Any], devices: Sequence[
 
     if len(devices) == 1:
         run(devices[0])
-        if beside is not None:
-            beside()
     else:
         threads = [threading.Thread(target=run, args=(d,), daemon=True) for d in devices]
         with short_switches():
             for t in threads:
                 t.start()
-            try:
-                if beside is not None:
-                    beside()
-            finally:
-                for t in threads:
-                    t.join()
+            for t in threads:
+                t.join()
     if errors:
         raise errors[0]
 
@@ -87,8 +79,7 @@ def pull_tasks(slots: Sequence[S], tasks: Sequence[T], *,
                close_slot: Callable[[C, bool, bool], None] | None = None,
                own: Sequence[Sequence[T]] | None = None,
                leave_one_each: bool = False,
-               all_started: Callable[[], None] | None = None,
-               beside: Callable[[], Any] | None = None) -> None:
+               all_started: Callable[[], None] | None = None) -> None:
     """Tasks over devices, dynamically balanced: the tile scheduler of one node.
 
     Each slot (a device) gets a thread (:func:`run_per_device`) that makes its context
@@ -105,9 +96,8 @@ def pull_tasks(slots: Sequence[S], tasks: Sequence[T], *,
     ``leave_one_each``: a thread takes a task beyond its first only while more are left
     than threads yet to take one (with one task per device, each device runs its own
     however late its thread starts). ``all_started()``: once, when every slot has
-    enqueued its first task or found none. ``beside()``: run in the calling thread while
-    the slots' threads run (:func:`run_per_device`). The first error stops the others and
-    is raised here once every thread has ended.
+    enqueued its first task or found none. The first error stops the others and is
+    raised here once every thread has ended.
     """
     todo = deque(tasks)
     mine = [deque(o) for o in own] if own is not None else [deque() for _ in slots]
@@ -159,4 +149,4 @@ def pull_tasks(slots: Sequence[S], tasks: Sequence[T], *,
             if close_slot is not None and ctx is not None:
                 close_slot(ctx, failed, stop.is_set())
 
-    run_per_device(worker, list(enumerate(slots)), beside=beside)
+    run_per_device(worker, list(enumerate(slots)))

@@ -124,26 +124,3 @@ def test_short_switches_restores_the_interval():
             assert sys.getswitchinterval() == shorter
     finally:
         sys.setswitchinterval(before)
-
-
-def test_beside_runs_in_the_calling_thread_while_the_slots_run():
-    """``beside`` runs in the caller's thread after the slots' threads started; its error
-    is raised once they have ended."""
-    from clkernels.threads import run_per_device
-
-    seen, started = [], threading.Event()
-
-    def work(slot, stop):
-        started.set()
-        time.sleep(0.05)
-        seen.append(("slot", slot))
-
-    def beside():
-        assert started.wait(5)
-        seen.append(("beside", threading.current_thread() is threading.main_thread()))
-
-    run_per_device(work, [1, 2], beside=beside)
-    assert ("beside", True) in seen and len(seen) == 3
-    with pytest.raises(RuntimeError, match="beside"):
-        run_per_device(work, [1, 2], beside=lambda: (_ for _ in ()).throw(RuntimeError("beside")))
-    assert len(seen) == 5  # the slots ended first

@@ -441,12 +441,12 @@ def test_each_device_takes_a_task_however_late_its_thread(device, split, monkeyp
     bes = two_backends(device)
     per_device = threads_mod.run_per_device
 
-    def second_thread_late(work, devices, beside=None):
+    def second_thread_late(work, devices):
         def late(item, stop):  # item: (slot index, device)
             if item[1].be is bes[1]:
                 time.sleep(0.3)  # reaches the queue after the first has enqueued its task
             return work(item, stop)
-        return per_device(late, devices, beside=beside)
+        return per_device(late, devices)
 
     got = _two_devices_as_one(
         bes, lambda: monkeypatch.setattr(threads_mod, "run_per_device", second_thread_late))

@@ -216,8 +216,7 @@ class BandDevice:
 
 
 def run_threads(devices: list[BandDevice], bands: list[Band],
-                after: Callable[[Any], None] | None = None,
-                beside: Callable[[], Any] | None = None) -> None:
+                after: Callable[[Any], None] | None = None) -> None:
     """Run ``bands`` over ``devices`` (:func:`clkernels.threads.pull_tasks`, the node's
     tile scheduler): one host thread per device takes the next band from a shared queue
     once its device has finished the band before the one just enqueued (and never more
@@ -227,8 +226,7 @@ def run_threads(devices: list[BandDevice], bands: list[Band],
     one band per device (alike devices' row ranges) each device runs its own, however
     late its thread starts (a fast thread enqueued a short range and took the other
     device's too). ``after(device)`` runs in a device's thread once its device has
-    finished (its read-back then overlaps the devices still at work); ``beside()`` runs
-    in the calling thread while the devices work."""
+    finished (its read-back then overlaps the devices still at work)."""
     def run(dev: BandDevice, band: Band) -> Any:
         return dev.run(band)[1]  # the band's last event
 
@@ -244,4 +242,4 @@ def run_threads(devices: list[BandDevice], bands: list[Band],
             after(dev)
 
     pull_tasks(devices, bands, open_slot=lambda i, dev: dev, run=run, settle=settle,
-               close_slot=close, leave_one_each=True, beside=beside)
+               close_slot=close, leave_one_each=True)

@@ -164,9 +164,10 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                          block_lanes=_block_lanes(backends))
     t0 = time.perf_counter()
     collected: dict[int, tuple] = {}  # each device's counts, read back in its own thread
-    hist: list[np.ndarray] = []  # the totals' memory taken while the devices run
-    run_threads(devs, ranges, after=lambda dev: collected.__setitem__(id(dev), dev.collect()),
-                beside=lambda: hist.extend(_zeroed_totals(m.hlen)))
+    with ThreadPoolExecutor(1) as pool:  # the totals' memory taken while the devices run
+        totals = pool.submit(_zeroed_totals, m.hlen)
+        run_threads(devs, ranges, after=lambda dev: collected.__setitem__(id(dev), dev.collect()))
+        hist = totals.result()
     seconds = time.perf_counter() - t0
     n_rec = 0
     used = [0, 0, 0]
