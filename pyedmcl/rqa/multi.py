@@ -122,16 +122,6 @@ def _params(be: Backend, m: _Matrix, params: Params | None) -> Params:
     return RQA_LINES.params_for(be, m.spec.tuning_spec(), max(m.n_rows, m.n_cols))
 
 
-def _zeroed_totals(hlen: int) -> list[np.ndarray]:
-    """Three zeroed uint64 totals of ``hlen`` bins, every page written (taken from the
-    system now, not by the first adds: at N = 10^6 on a random walk, whose line counts
-    reach every part of them, the adds after the devices ended took ~4 ms)."""
-    out = [np.zeros(hlen, np.uint64) for _ in range(3)]
-    for a in out:
-        a.fill(0)
-    return out
-
-
 def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.ndarray,
                    x2: np.ndarray | None, y2: np.ndarray | None, params: Params | None,
                    edge: int | None, tcol: np.ndarray | None, vertical: bool,
@@ -164,11 +154,9 @@ def _detect_ranges(backends: list[Backend], m: _Matrix, x: np.ndarray, y: np.nda
                          block_lanes=_block_lanes(backends))
     t0 = time.perf_counter()
     collected: dict[int, tuple] = {}  # each device's counts, read back in its own thread
-    with ThreadPoolExecutor(1) as pool:  # the totals' memory taken while the devices run
-        totals = pool.submit(_zeroed_totals, m.hlen)
-        run_threads(devs, ranges, after=lambda dev: collected.__setitem__(id(dev), dev.collect()))
-        hist = totals.result()
+    run_threads(devs, ranges, after=lambda dev: collected.__setitem__(id(dev), dev.collect()))
     seconds = time.perf_counter() - t0
+    hist = [np.zeros(m.hlen, np.uint64) for _ in range(3)]
     n_rec = 0
     used = [0, 0, 0]
     for dev in devs:
