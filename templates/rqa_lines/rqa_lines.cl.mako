@@ -11,6 +11,7 @@
 <%namespace name="vertical" file="/rqa_lines/_vertical.mako"/>
 <%namespace name="diagonal" file="/rqa_lines/_diagonal.mako"/>
 <%namespace name="warm" file="/rqa_lines/_warm.mako"/>
+<%namespace name="boxes" file="/rqa_lines/_boxes.mako"/>
 <%namespace name="exact" file="/common/_exact.mako"/>
 <%namespace name="fix" file="/rqa_lines/_exactfix.mako"/>
 <%namespace name="khist" file="/rqa_lines/_khist.mako"/>\
@@ -116,7 +117,7 @@ ${symjoin.join_kernel()}
 % elif MODE == "collect":
 ${hist.collect_kernel()}
 % elif MODE == "boxes":
-${warm.boxes_kernel()}
+${boxes.boxes_kernel()}
 % elif MODE == "djoin":
 ${dseg.join_kernel()}
 % elif MODE in ("bvertical", "bdiagonal"):
