@@ -1,10 +1,11 @@
-## MODE "boxes" of rqa_lines (E, TAU and REAL shape it; no other value): the row series'
-## boxes MODE warmcol's WBOX reads (_warm.mako), built on the device from the row series itself (the kernels' own values, so
-## the boxes are exactly the host's order statistics of them), one launch a level: a
-## work-item per (block b, coordinate m) takes the least and the largest of its 32
-## sources, level 0's the points x[r + m TAU] of rows r = 32 b .. 32 b + 31 (below
-## nsrc = n_rows), level l's the boxes of its 32 blocks of level l - 1 (below nsrc, that
-## level's block count), at boxes[dst + (b E + m) 2 + 0 / 1].
+## MODE "boxes" of rqa_lines (E, TAU and REAL shape it; no other value): the row
+## series' boxes that MODE warmcol's WBOX reads (_warm.mako), built on the device from
+## the row series itself (the kernels' own values, so the boxes are exactly the host's
+## order statistics of them), one launch a level: a work-item per (block b, coordinate
+## m) takes the least and the largest of its 32 sources, level 0's the points
+## x[r + m TAU] of rows r = 32 b .. 32 b + 31 (below nsrc = n_rows), level l's the boxes
+## of its 32 blocks of level l - 1 (below nsrc, that level's block count), at
+## boxes[dst + (b E + m) 2 + 0 / 1].
 ## Import with <%namespace name="boxes" file="/rqa_lines/_boxes.mako"/>.
 <%def name="boxes_kernel()">\
 __kernel void rqa_row_boxes(__global const real_t* restrict x, __global real_t* restrict boxes,
