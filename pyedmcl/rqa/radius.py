@@ -269,10 +269,10 @@ class Sample:
     small reads instead of reading the 32 MB back and partitioning it on the host).
     ``least``: the smallest distance."""
 
-    def __init__(self, host: np.ndarray | None, device: Any = None, backend: Any = None
-                 ) -> None:
+    def __init__(self, host: np.ndarray | None, device: Any = None, backend: Any = None,
+                 least: float | None = None) -> None:
         self._host, self._device, self._be = host, device, backend
-        self._least: float | None = None
+        self._least = least
 
     @property
     def least(self) -> float:
@@ -320,13 +320,14 @@ def sample_distances(rows: np.ndarray, cols: np.ndarray, nr: int, nc: int, E: in
     flat = np.empty(SAMPLES)
     starts = list(range(0, SAMPLES, PAIRS_PIECE))
 
-    def piece(p: int) -> None:
+    def piece(p: int) -> float:
         i, j = sample_pairs(seed, p, nr, nc)
         a = starts[p]
-        flat[a:a + i.size] = sampled_dist(rows, cols, i, j, E, tau, metric)
+        out = flat[a:a + i.size]
+        out[...] = sampled_dist(rows, cols, i, j, E, tau, metric)
+        return float(out.min())
 
-    map_pieces(piece, list(range(len(starts))))
-    return Sample(flat)
+    return Sample(flat, least=min(map_pieces(piece, list(range(len(starts))))))
 
 
 def kth_smallest(a: np.ndarray, k: int) -> float:
