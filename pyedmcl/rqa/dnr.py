@@ -987,14 +987,14 @@ def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()
                 ) -> tuple[tuple[Counts, Counts, Counts], list[int]]:
     """A device's 64-bit line histograms (diagonal, vertical, white), SYM's row-walk
     totals added into the last two on the device (once: the run's totals are then
-    spent), as :class:`Counts`: the nonzero bins gathered on the device and read as
-    pairs where its bins end beyond :data:`DENSE_BINS` (at most :data:`SPARSE_CAP` pairs a
-    total; a random walk's diagonals hold N bins up to
-    the longest line but ~500 nonzero ones: at N = 10^6 two devices read 8 MB each and
-    added them on the host), else the bins up to the last nonzero one (reading every
-    N-long total cost ~10 ms at N = 946,303 on the H100's host); and the total of each
-    array of ``sums`` (device partial sums, :meth:`RQALinesKernel.count_sums`, or host
-    arrays). One wait, for the extents and counts; then every read is issued at once."""
+    spent), as :class:`Counts`. A total whose bins end beyond :data:`DENSE_BINS` is read
+    as the (bin, count) pairs of its nonzero bins, gathered on the device (at most
+    :data:`SPARSE_CAP`): a random walk's diagonal lines reach N but take ~500 lengths, and
+    reading N bins a total and device, then adding them on the host, cost two H200s ~10 ms
+    at N = 10^6. Other totals are read up to their last nonzero bin (a few thousand bins:
+    the longest line of each kind). Also the total of each array of ``sums`` (device
+    partial sums, :meth:`RQALinesKernel.count_sums`, or host arrays). One wait, for the
+    extents and counts; then every read is issued at once."""
     be, h = st.be, st.h64
     rows = (h["hv"], h["hw"]) if "hv" in h else None
     cap = min(m.hlen, SPARSE_CAP)
