@@ -353,6 +353,16 @@ def inline_vector_ops(info: DeviceInfo) -> bool:
     return info.runtime == "pocl"
 
 
+def explicit_vectors_only(info: DeviceInfo) -> bool:
+    """Whether kernels written in explicit lane vectors should carry ``vec_type_hint`` of
+    their vector type, so that the compiler does not vectorize them across work-items
+    too: on Intel's CPU runtime for an x86 CPU without AVX-512. There its implicit
+    vectorizer (runtime 2026.2, AVX2 target, e.g. AMD Zen 3) crashes compiling RQA's
+    line kernels, or emits code that segfaults; the kernels' own vectors already fill
+    the SIMD lanes (the same times with and without it on such a CPU)."""
+    return info.runtime == "intel" and not info.is_gpu and 0 < info.cpu_simd_bits < 512
+
+
 def usable(info: DeviceInfo) -> Verdict:
     """Whether ``info`` builds and runs a probe kernel (cached; see :mod:`clkernels.probe`)."""
     if settings.flag("NO_PROBE"):

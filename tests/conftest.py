@@ -431,7 +431,7 @@ def rqa_template_params(**values) -> dict:
     Euclidean E = 2 kernel with every option off, ``values`` over it."""
     base = {"E": 2, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "vertical",
             "VEC": 1, "WG": 32, "HBINS": 8, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-            "BITS": 2, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0, "FMA": 0,
+            "BITS": 2, "PH": 0, "CBITS": 0, "VHINT": 0, "SHARE": 0, "SYM": 0, "WALK": 0, "FMA": 0,
             "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0, "SHFL": 0, "DPAIR": 0,
             "WARM": 0, "DMAJ": 0, "EXACT": 0, "NTHR": 1, "WBOX": 0, "DSEG": 1}
     return dict(base, **values)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 
 import pytest
 
@@ -323,3 +324,25 @@ def test_intel_walk_crash_guard(bits, ph, wg, walk):
     assert spec.template_params("vertical", p, intel)["WALK"] == walk
     assert RQA_LINES.space.valid(p, intel) == bool(walk)
     assert spec.template_params("vertical", p, pocl)["WALK"] == 1
+
+
+@pytest.mark.parametrize("runtime,width,hint", [("intel", 8, 1), ("intel", 16, 0),
+                                                ("pocl", 8, 0)],
+                         ids=["intel-avx2", "intel-avx512", "pocl-avx2"])
+def test_line_kernels_keep_their_own_vectors_on_avx2(runtime, width, hint):
+    """Intel's CPU compiler for AVX2 (AMD Zen 3, runtime 2026.2) crashed vectorizing RQA's
+    line kernels across work-items, or emitted code that segfaulted: there they carry
+    vec_type_hint of their lane vector (VHINT), elsewhere they render as before."""
+    from clkernels.devices import explicit_vectors_only
+    from clkernels.templates import render
+    from pyedmcl.kernels.rqa_lines import RQA_LINES, LineSpec
+
+    info = replace(fake("AMD EPYC", runtime=runtime, width=width), cpu_simd_bits=width * 32)
+    assert explicit_vectors_only(info) == bool(hint)
+    spec = LineSpec(E=3, tau=1, metric="euclidean", real="float", exact=True)
+    base = {"VEC": 16, "WG": 8, "BITS": 2, "PH": 32, "SHARE": 1, "WALK": 1}
+    for vec in (16, 1):
+        p = spec.template_params("vertical", {**base, "VEC": vec}, info)
+        assert p["VHINT"] == (hint if vec > 1 else 0)
+        src = render(RQA_LINES.template, p)
+        assert ("vec_type_hint(int16)" in src) == bool(p["VHINT"])

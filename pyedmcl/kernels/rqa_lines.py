@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo, inline_vector_ops
+from clkernels.devices import DeviceInfo, explicit_vectors_only, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace, lookup
 
 #: zeros after each series on the device (at least): DMAJ's diagonal launch reads 32 +
@@ -44,7 +44,7 @@ WARM_BOX_LEVELS = 3
 #: folds, open runs, the end of a run; SYM's join as MODE symjoin): they depend on none
 _COLLECT_PARAMS = {"E": 1, "TAU": 1, "METRIC": "euclidean", "REAL": "float", "MODE": "collect",
                 "VEC": 1, "WG": 1, "HBINS": 1, "JOINT": 0, "THEILER_MATRIX": 0, "WBORDER": 1,
-                "BITS": 0, "PH": 0, "CBITS": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
+                "BITS": 0, "PH": 0, "CBITS": 0, "VHINT": 0, "SHARE": 0, "SYM": 0, "WALK": 0,
                 "FMA": 0, "PERCOL": 0, "UNR": 0, "PACK": 0, "PLANES": 0, "HCH": 0,
                 "SHFL": 0, "DPAIR": 0, "WARM": 0, "DMAJ": 0, "EXACT": 0, "NTHR": 1,
                 "WBOX": 0, "DSEG": 1}
@@ -332,7 +332,9 @@ class LineSpec:
                              if self.nthr > 1 else 0), "JOINT": int(self.joint),
                 "THEILER_MATRIX": int(self.theiler_matrix), "WBORDER": int(self.white_border),
                 "BITS": int(params.get("BITS", 0)), "PH": int(params.get("PH", 0)),
-                "CBITS": int(inline_vector_ops(info)), "SHARE": int(params.get("SHARE", 0)),
+                "CBITS": int(inline_vector_ops(info)),
+                "VHINT": int(explicit_vectors_only(info) and params["VEC"] > 1),
+                "SHARE": int(params.get("SHARE", 0)),
                 "SYM": int(params.get("SYM", 0)), "WALK": _walk(params, info, _wg(mode, params, info)),
                 "FMA": int(self.fma and self.metric == "euclidean"), "PERCOL": int(self.percol),
                 "UNR": int(params.get("UNR", 0)) if params.get("BITS", 0) else 0,

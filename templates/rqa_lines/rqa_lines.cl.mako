@@ -1,4 +1,4 @@
-## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT, NTHR, WBOX, DSEG
+## params: E, TAU, METRIC, REAL, MODE, VEC, WG, HBINS, JOINT, THEILER_MATRIX, WBORDER, BITS, PH, CBITS, VHINT, SHARE, SYM, WALK, FMA, PERCOL, UNR, PACK, PLANES, HCH, SHFL, DPAIR, WARM, DMAJ, EXACT, NTHR, WBOX, DSEG
 ## version: 1
 ## legacy-hashes: 2e7fe6f705ceb46a
 ## What each value and mode does: README.md in this folder (the family's documentation).
@@ -38,6 +38,8 @@ ${metric.real_type(REAL)}
         raise ValueError("PLANES=1 needs SHARE=1, VEC=1 and WALK < 3")
     if HCH and not (SYM and PLANES):
         raise ValueError("HCH > 0 needs SYM=1 and PLANES=1")
+    if VHINT and VEC == 1:
+        raise ValueError("VHINT=1 needs VEC > 1 (the hint names the lane vector type)")
     if HCH and (HCH < 2 or HCH > 32 or 32 % HCH or WG % HCH):
         raise ValueError("HCH must be 2, 4, 8, 16 or 32 and divide WG")
     if MODE == "horizontal" and PLANES and not HCH:
@@ -125,7 +127,7 @@ ${batch.kernel(T)}\
 % elif MODE == "bstats":
 ${bstats.kernel()}\
 % else:
-__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(${WG}, 1, 1)))${" __attribute__((vec_type_hint(%s)))" % T.IV if VHINT else ""}
 void rqa_${MODE}(__global const real_t* restrict x,     /* row series */
                  __global const real_t* restrict y,     /* column series, padded by VEC on the left */
                  __global const real_t* restrict x2,    /* JOINT: second row series */
