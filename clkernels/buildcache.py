@@ -178,11 +178,39 @@ def _entry_damaged(entry: Path, since: float) -> bool:
 
 def pyopencl_cache_dir() -> str | None:
     """PyOpenCL's binary cache folder for clkernels' builds (a private per-user folder),
-    or None (PyOpenCL's default) if that folder cannot be made safely."""
+    or None (PyOpenCL's default) if that folder cannot be made safely. A stale lock in it
+    is removed first (:func:`drop_stale_lock`)."""
     try:
-        return str(private_dir("pyopencl-cache"))
+        folder = private_dir("pyopencl-cache")
     except OSError:
         return None
+    drop_stale_lock(folder)
+    return str(folder)
+
+
+#: seconds after which PyOpenCL's cache lock is taken for one a dead process left
+STALE_LOCK_SECONDS = 20.0
+
+
+def drop_stale_lock(folder: Path, now: float | None = None) -> bool:
+    """Delete PyOpenCL's cache lock (``folder/lock``) if it is older than
+    :data:`STALE_LOCK_SECONDS`. PyOpenCL holds it only while it reads or writes one cache
+    entry (milliseconds), records no owner, and on finding it waits a minute and then
+    raises on every build: a process that died holding it (a segfault in a runtime's
+    compiler, a kill) would otherwise stop every later build in this folder until
+    someone deletes the file by hand. Returns whether it deleted the lock."""
+    lock = folder / "lock"
+    try:
+        age = (time.time() if now is None else now) - lock.stat().st_mtime
+    except OSError:  # no lock: the usual case
+        return False
+    if age < STALE_LOCK_SECONDS:
+        return False
+    try:
+        lock.unlink()
+    except OSError:
+        return False
+    return True
 
 
 def _pyopencl_entry(program: object, context: object, device: object, options: list[str],
