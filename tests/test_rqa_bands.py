@@ -571,6 +571,7 @@ def test_dask_ranges_mixed_sym_run_again(monkeypatch):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
+        client.wait_for_workers(2)  # both take ranges: a worker not up yet took none
         for p in SYM_PARAMS:
             kw = dict(E=3, tau=2, radius=0.3, theiler=1, params=p)
             ref = pe.rqa(x, **kw)
