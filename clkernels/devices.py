@@ -359,7 +359,7 @@ def explicit_vectors_only(info: DeviceInfo) -> bool:
     too: on Intel's CPU runtime for an x86 CPU without AVX-512. There its implicit
     vectorizer (runtime 2026.2, AVX2 target, e.g. AMD Zen 3) crashes compiling RQA's
     line kernels, or emits code that segfaults; the kernels' own vectors already fill
-    the SIMD lanes (the same times with and without it on such a CPU)."""
+    the SIMD lanes (decision 0171)."""
     return info.runtime == "intel" and not info.is_gpu and 0 < info.cpu_simd_bits < 512
 
 

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 D = TypeVar("D")
 
 #: the interpreter's thread switch interval (seconds) while several device threads run:
-#: each enqueues its launches from Python, and under the default 5 ms a thread that
-#: wants the interpreter lock can wait that long behind another (two GPUs: the second
-#: device's first launch came ~5 ms after the first's, its work ended that much later)
+#: each enqueues its launches from Python, and under the default interval (5 ms) a
+#: thread that wants the interpreter lock can wait that long behind another, delaying
+#: its device's launches (decision 0169)
 SWITCH_INTERVAL = 0.0005
 
 

@@ -520,7 +520,7 @@ class RQALinesKernel(TunableKernel):
         ``x``: the row series on the device (:meth:`series`' first array), or a host array
         (uploaded in the spec's dtype). Built on the device (MODE ``boxes``, a launch a
         level, queued before the walk-ups that read them): the host neither computes nor
-        waits (at N = 10^6 a host reduction took ~12 ms before a range's first launch)."""
+        waits before a range's first launch (decision 0169)."""
         if isinstance(x, np.ndarray):
             x = backend.to_device(np.ascontiguousarray(x, dtype=spec.dtype))
         k = backend.kernel(self.template, dict(_COLLECT_PARAMS, MODE="boxes", E=spec.E,

@@ -278,8 +278,8 @@ class Histograms:
     #: one past the last nonzero bin of diagonal, vertical and white (None: not known)
     used: tuple[int, int, int] | None = None
     #: the nonzero bins of diagonal, vertical and white, ascending (None: not known): the
-    #: measures then read those bins only (N-long passes over a random walk's histograms,
-    #: whose lines reach N, took ~5 ms at N = 10^6)
+    #: measures then read those bins only (a random walk's diagonal lines reach N: no
+    #: N-long passes over its histograms; decision 0169)
     nonzero: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
@@ -969,8 +969,8 @@ def nonzero_bins(parts: Sequence[tuple[Counts, Counts, Counts]], hlen: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The nonzero bins of each kind's total over several devices' :class:`Counts` (their
     union: counts only add), ascending, below ``hlen - 1`` (the histograms' length): the
-    devices' ascending runs merged (np.unique's sort of a random walk's 2 x 130,000 white
-    bins took 11 ms at N = 10^6)."""
+    devices' ascending runs merged (no sort of the union: a random walk has ~10^5
+    nonzero white bins at N = 10^6)."""
     out = []
     for kind in range(3):
         runs = [p[kind].bins for p in parts]
@@ -990,8 +990,8 @@ def read_totals(st: _DevState, m: _Matrix, sums: Sequence[Any] = ()
     spent), as :class:`Counts`. A total whose bins end beyond :data:`DENSE_BINS` is read
     as the (bin, count) pairs of its nonzero bins, gathered on the device (at most
     :data:`SPARSE_CAP`): a random walk's diagonal lines reach N but take ~500 lengths, and
-    reading N bins a total and device, then adding them on the host, cost two H200s ~10 ms
-    at N = 10^6. Other totals are read up to their last nonzero bin (a few thousand bins:
+    reading N bins a total and device, then adding them on the host, would cost more than
+    the pairs (decision 0169). Other totals are read up to their last nonzero bin (a few thousand bins:
     the longest line of each kind). Also the total of each array of ``sums`` (device
     partial sums, :meth:`RQALinesKernel.count_sums`, or host arrays). One wait, for the
     extents and counts; then every read is issued at once."""
