@@ -223,6 +223,10 @@ def main() -> None:
     ap.add_argument("--warm-box-levels", type=int, default=None, choices=(0, 1, 2, 3),
                     help="levels of row boxes the column walk-ups skip white blocks by "
                          "(default: the library's; 0: every cell walked)")
+    ap.add_argument("--range-costs", action="append", default=None, metavar="JSON",
+                    help='the row-range plan\'s cost constants, e.g. \'{"BLOCK_LANES": 196608}\' '
+                         "(pyedmcl.rqa.ranges); given several times, the devices' call is timed "
+                         "with each in turn")
     ap.add_argument("--project", type=int, default=10_000_000,
                     help="N to project the time of from the measured cell rate")
     args = ap.parse_args()
@@ -296,6 +300,23 @@ def main() -> None:
         core.detect_lines = rows
         print(f"  multi-device path / row path on 1 device: {tb / t1:.2f}x the time  "
               f"identical: {_same(_hists(rb), _hists(r1))}")
+    if args.range_costs:
+        import json
+
+        ranges = importlib.import_module("pyedmcl.rqa.ranges")
+        given = [json.loads(text) for text in args.range_costs]
+        names = {k for g in given for k in g}
+        if names - vars(ranges).keys():
+            raise SystemExit(f"--range-costs: pyedmcl.rqa.ranges has no "
+                             f"{', '.join(sorted(names - vars(ranges).keys()))}")
+        library = {k: getattr(ranges, k) for k in names}
+        for text, costs in zip(args.range_costs, given, strict=True):
+            for k, v in {**library, **costs}.items():
+                setattr(ranges, k, v)
+            tc, rc = timed(f"{len(bes)} devices {text}", devices=bes)
+            print(f"  speed-up {t1 / tc:.2f}x  identical: {_same(_hists(rc), _hists(r1))}")
+        for k, v in library.items():
+            setattr(ranges, k, v)
     tn, rn = timed(f"{len(bes)} devices", devices=bes)
     print(f"speed-up {len(bes)} devices / 1: {t1 / tn:.2f}x   identical histograms: "
           f"{_same(_hists(rn), _hists(r1))}")
