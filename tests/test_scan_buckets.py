@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CPU_DEVICE, FAST_BUILD_CPU
+from conftest import FAST_BUILD_CPU
 
 from clkernels import get_backend
 from pyedmcl.data import logistic_map
@@ -41,8 +41,9 @@ def test_buckets_equal_the_per_E_pipelines(integer, dtype, kw):
     def make_plan(n, E):
         return resolve(n, E=E, **kw)
 
-    # two host paths over the same kernels (which run on every platform in test_scan_fused
-    # and test_edm_simplex): on the runtime that compiles the E = 41 programs fastest
+    # two host paths over the same kernels (the columns and trim kernels run on every
+    # platform below, the k-NN and lookups in test_edm_simplex): on the CPU runtime that
+    # compiles the E = 41 programs fastest
     per_E = _scan(x, None, "E", Es, make_plan, dtype, FAST_BUILD_CPU, None)
     buckets = _scan(x, None, "E", Es, make_plan, dtype, FAST_BUILD_CPU, None, bucketed=True)
     assert np.isfinite(per_E.rho).all()
@@ -97,10 +98,11 @@ def test_float64_scan_beyond_20_takes_buckets_from_E_1(max_E):
     import pyedmcl as pe
 
     x = np.round(logistic_map(260, r=3.9, x0=0.4, burn=0), 2)
-    be = get_backend(CPU_DEVICE)
+    be = get_backend(FAST_BUILD_CPU)  # host logic (which path each E takes), as above
     n0 = be.build_count
-    res = pe.embed_dimension(x, max_E=max_E, device=CPU_DEVICE)
+    res = pe.embed_dimension(x, max_E=max_E, device=FAST_BUILD_CPU)
     assert be.build_count - n0 <= 12  # at most 5 buckets' k-NN and lookups, trim, skill
     Es = [1, 3, max_E]
-    per_E = _scan(x, None, "E", Es, lambda n, E: resolve(n, E=E), "float64", CPU_DEVICE, None)
+    per_E = _scan(x, None, "E", Es, lambda n, E: resolve(n, E=E), "float64", FAST_BUILD_CPU,
+                  None)
     np.testing.assert_array_equal(res.rho[np.array(Es) - 1], per_E.rho)
