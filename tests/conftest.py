@@ -88,6 +88,14 @@ def covering(cases: list, device: str) -> list:
     return list(cases[:1])
 
 
+def first_case_only(device: str) -> bool:
+    """Whether ``device`` runs each test's first case alone (:func:`covering`: PoCL where
+    Intel's runtime builds too). A test with a list of cases of its own runs the first of
+    them there."""
+    return device in CPU_RUNTIMES and not every_shape(device) and device != FAST_BUILD_CPU \
+        and not _every_case()
+
+
 def _every_case() -> bool:
     """``PYEDMCL_TEST_EVERY_CASE=1``: every combination on every runtime."""
     return os.environ.get("PYEDMCL_TEST_EVERY_CASE") == "1"
