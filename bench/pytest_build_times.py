@@ -59,4 +59,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     out = Path(os.environ.get("PYEDMCL_BUILD_TIMES_DIR", "."))
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"builds_{worker}.json").write_text(json.dumps(_builds))
+    path = out / f"builds_{worker}.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_builds))
+    os.replace(tmp, path)  # whole or not at all

@@ -67,33 +67,30 @@ def every_shape(device: str) -> bool:
     """Whether a test of many equivalent shapes of a kernel (layouts, work-group sizes,
     row-block edges: the same results by construction) runs them all on ``device``: on
     GPUs, and on :data:`FAST_BUILD_CPU` where it is the only CPU runtime that builds.
-    Otherwise a CPU runtime runs :func:`covering`'s share. Each shape is a program of its
-    own (~0.6 s to build on either runtime on two Zen 3 cores, and PoCL compiles each
-    work-group size again at its first launch): the suite that built every shape on
-    Intel's runtime and a covering few on PoCL took 58 minutes on two Zen 3 cores."""
+    Otherwise a CPU runtime runs :func:`covering`'s share: each shape is a program of its
+    own, and where both CPU runtimes built every shape or a covering few the suite ran far
+    past its budget (decision 0172)."""
     if device not in CPU_RUNTIMES:
         return True
     return device == FAST_BUILD_CPU and not TWO_CPU_RUNTIMES
 
 
-def covering(cases: list, device: str) -> list:
-    """``cases`` (tuples, or dicts of parameters) on a device of :func:`every_shape`.
-    Where both CPU runtimes build: on :data:`FAST_BUILD_CPU`, :func:`few` of them (every
-    value of every parameter), on the other the first alone (every test, so every
-    kernel, still runs there once). ``PYEDMCL_TEST_EVERY_CASE=1``: every case."""
-    if every_shape(device) or _every_case():
-        return list(cases)
-    if device == FAST_BUILD_CPU:
-        return few(cases)
-    return list(cases[:1])
-
-
 def first_case_only(device: str) -> bool:
-    """Whether ``device`` runs each test's first case alone (:func:`covering`: PoCL where
-    Intel's runtime builds too). A test with a list of cases of its own runs the first of
-    them there."""
-    return device in CPU_RUNTIMES and not every_shape(device) and device != FAST_BUILD_CPU \
-        and not _every_case()
+    """Whether ``device`` runs each test's first case alone: PoCL where Intel's runtime
+    builds too (``PYEDMCL_TEST_EVERY_CASE=1``: never). A test with a list of cases of its
+    own runs the first of them there."""
+    return (TWO_CPU_RUNTIMES and device in CPU_RUNTIMES and device != FAST_BUILD_CPU
+            and not _every_case())
+
+
+def covering(cases: list, device: str) -> list:
+    """``cases`` (tuples, or dicts of parameters): all on a device of :func:`every_shape`
+    (or with ``PYEDMCL_TEST_EVERY_CASE=1``), the first alone where
+    :func:`first_case_only`, else (:data:`FAST_BUILD_CPU` beside the other CPU runtime)
+    :func:`few` of them (every value of every parameter)."""
+    if first_case_only(device):
+        return list(cases[:1])
+    return list(cases) if every_shape(device) else few(cases)
 
 
 def _every_case() -> bool:

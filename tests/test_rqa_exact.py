@@ -129,7 +129,7 @@ def test_every_variant(name):
         lambda **k: pe.joint_rqa(q, q2, E=2, radius=(0.2, 0.3), **k),
     ]
     if name != "default":  # every case on the default path; two on each other variant,
-        # each case on two of them (each case is programs of its own, ~0.6 s a build)
+        # each case on two of them (each case builds programs of its own: decision 0172)
         k = list(VARIANTS).index(name)
         cases = [cases[k % 6], cases[(k + 3) % 6]]
     differ = 0

@@ -224,8 +224,8 @@ def test_max_E_beyond_the_fused_range_takes_the_fused_scan_for_its_head():
     before any work."""
     x = logistic_map(300, r=3.9, x0=0.4, burn=0)
     # host logic (which E take which path): on the runtime that compiles fastest (PoCL
-    # compiles the E = 32 kernels again at their first launch: 2 minutes on two Zen 3
-    # cores, against 20 s); the kernels run on every platform in the tests above
+    # compiles the E = 32 kernels again at their first launch: decision 0172); the
+    # kernels run on every platform in the tests above
     be = get_backend(FAST_BUILD_CPU)
     kw = dict(device=FAST_BUILD_CPU)  # float32: the fused kernels build in seconds
     n0 = be.build_count
