@@ -9,7 +9,10 @@ it. Use it as:
 
 Each process (the controller and each xdist worker) writes
 ``$PYEDMCL_BUILD_TIMES_DIR/builds_<worker>.json`` (default: the working directory) at the
-end of the session. The file maps each test's node id to ``[seconds, builds, runtime]``.
+end of the session. Its ``tests`` map each test's node id to ``[seconds, builds, runtime]``;
+its ``builds`` list every build as ``[test, runtime, source hash, options, seconds]``, and
+its ``sources`` give the template and parameters each rendered source hash came from, so
+that the programs tests share, and the parameters that keep them apart, can be counted.
 Builds in CLI or Oclgrind subprocesses are not counted. Builds served by PyOpenCL's binary
 cache are counted, and they are quick.
 """
@@ -26,24 +29,43 @@ import pytest
 
 _current: dict[str, str | None] = {"test": None}
 _builds: dict[str, list[Any]] = {}
+#: each build in order: [test, runtime, source hash, options, seconds]
+_programs: list[list[Any]] = []
+#: source hash -> [template name, its parameters] for the sources rendered from a template
+_sources: dict[str, list[Any]] = {}
 
 
 def _wrap_builds() -> None:
+    import clkernels.templates as templates
     from clkernels.backends.pyopencl_backend import PyOpenCLBackend
 
     build = PyOpenCLBackend._build_quietly
+    render = templates.render
 
     def timed(self: PyOpenCLBackend, source: str, opts: list[str]) -> Any:
         t0 = time.perf_counter()
         try:
             return build(self, source, opts)
         finally:
-            entry = _builds.setdefault(_current["test"] or "<outside a test>",
-                                       [0.0, 0, self.info.runtime])
-            entry[0] += time.perf_counter() - t0
+            seconds = time.perf_counter() - t0
+            test = _current["test"] or "<outside a test>"
+            entry = _builds.setdefault(test, [0.0, 0, self.info.runtime])
+            entry[0] += seconds
             entry[1] += 1
+            _programs.append([test, self.info.runtime, templates.source_hash(source),
+                              " ".join(opts), seconds])
+
+    def rendered(name: str, params: dict[str, Any]) -> str:
+        source = render(name, params)
+        _sources.setdefault(templates.source_hash(source),
+                            [name, {k: repr(v) for k, v in params.items()}])
+        return source
+
+    import clkernels.backends.base as base
 
     PyOpenCLBackend._build_quietly = timed
+    templates.render = rendered
+    base.render = rendered  # (the backends call it by the name they imported)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,5 +83,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"builds_{worker}.json"
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_builds))
+    tmp.write_text(json.dumps({"tests": _builds, "builds": _programs, "sources": _sources}))
     os.replace(tmp, path)  # whole or not at all
