@@ -363,6 +363,17 @@ def explicit_vectors_only(info: DeviceInfo) -> bool:
     return info.runtime == "intel" and not info.is_gpu and 0 < info.cpu_simd_bits < 512
 
 
+def fuses_despite_pragma(info: DeviceInfo) -> bool:
+    """Whether the compiler may fuse a product into the sum that takes it (one rounding
+    instead of two) although the source says ``#pragma OPENCL FP_CONTRACT OFF``: Intel's
+    CPU runtime (2026.2) for an x86 CPU without AVX-512 does so in scalar reductions
+    such as ``s += a * b`` in a loop, even split into two statements (AMD Zen 3: CCM's
+    float32 predictions 2-7 ulp off PoCL's and the unoptimised build's at K = 16;
+    ``#pragma clang fp contract(off)`` does not stop it). Kernels whose sums must round
+    alike on every runtime round such a product through a ``volatile`` there."""
+    return info.runtime == "intel" and not info.is_gpu and 0 < info.cpu_simd_bits < 512
+
+
 def usable(info: DeviceInfo) -> Verdict:
     """Whether ``info`` builds and runs a probe kernel (cached; see :mod:`clkernels.probe`)."""
     if settings.flag("NO_PROBE"):

@@ -113,7 +113,7 @@ def test_only_float32_data_take_the_inline_exp(template):
     base = {"K": 4, "ACC": "double", "WG": 64, "WEIGHT": "ccm", "VARIANCE": 0, "TJ": 2,
             "VEC": 0, "LANES": 0, "LWG": 64, "PF": 0, "LB": 1, "LMAJ": 0, "CM": 0, "ST": 0,
             "CH": 16, "SPL": 1, "PR": 0, "KR": 0, "KS": 4, "CHECK": 0, "O32": 1, "PIW": 0, "FS": 1,
-            "RESOLVE": 0, "E": 0, "TAU": 0, "FMA": 0}
+            "RESOLVE": 0, "E": 0, "TAU": 0, "FMA": 0, "NOFUSE": 0}
 
     def src(real, inl):
         return normalised(render(template, {**base, "REAL": real, "INL": inl}))

@@ -368,5 +368,5 @@ def test_the_resolve_declines_at_the_hosts_tie_width(E):
     src = render("lookup/simplex_lookup.cl.mako",
                  {"K": E + 1, "REAL": "float", "ACC": "double", "WG": 64, "WEIGHT": "simplex",
                   "VARIANCE": 0, "INL": 0, "KS": E + 3, "CHECK": 1, "FS": 0, "RESOLVE": 1,
-                  "E": E, "TAU": 1, "FMA": 0})
+                  "E": E, "TAU": 1, "FMA": 0, "NOFUSE": 0})
     assert f"#define PYEDM_TIE_WIDTH {st.tie_width(E)!r}" in src

@@ -312,6 +312,19 @@ def test_e_too_large_for_the_series_refused():
         pe.xmap(X, E=16, tau=2, Tp=1, device=CPU_DEVICE)
 
 
+def test_rho_is_ccms_at_many_neighbours_on_every_runtime(device):
+    """The map's rho equals pe.ccm's bit for bit on every runtime, at K = 16 neighbours
+    too. Intel's CPU runtime without AVX-512 fuses CCM's normalised products into their
+    sum despite FP_CONTRACT OFF, and its float32 predictions were 2-7 ulp off every other
+    runtime's (E = 15, Zen 3); the lookup rounds each product on its own there
+    (clkernels.devices.fuses_despite_pragma)."""
+    X = panel(L=48, N=3)
+    r = pe.xmap(X, E=[15, 3, 5], tau=2, Tp=1, device=device)
+    c = pe.ccm(X[:, 1], X[:, 0], E=15, tau=2, Tp=1, lib_sizes=[48], random=False,
+               device=device)
+    assert r.rho[1, 0] == np.float32(c.rho_xy[0])
+
+
 def test_fresh_buffers_decide_no_rho(monkeypatch):
     """Every fresh device buffer filled with garbage before the kernels see it (NaN
     floats, run-like uint32 words, out-of-range int32 points): the maps (both k-NN

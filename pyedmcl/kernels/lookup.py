@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from clkernels import Backend, round_up
-from clkernels.devices import DeviceInfo, inline_vector_ops
+from clkernels.devices import DeviceInfo, fuses_despite_pragma, inline_vector_ops
 from clkernels.tuning import Params, TunableKernel, TuningCase, TuningSpace
 
 from .knn import k_bucket as _k_bucket
@@ -100,7 +100,8 @@ class LookupKernel(TunableKernel):
                   "INL": int(inline_vector_ops(be.info)),
                   "KS": spec.get("KS", spec["K"]), "CHECK": int(spec.get("CHECK", 0)),
                   "FS": int(spec.get("FS", 0)) if name == "skill" else 0,
-                  "RESOLVE": 0, "E": 0, "TAU": 0, "FMA": 0}
+                  "RESOLVE": 0, "E": 0, "TAU": 0, "FMA": 0,
+                  "NOFUSE": int(fuses_despite_pragma(be.info))}
         if name in ("lookup", "resolve_rows") and spec.get("RESOLVE"):  # (one program)
             params.update(RESOLVE=1, E=int(spec["E"]), TAU=int(spec["TAU"]),
                           FMA=int(spec["FMA"]))

@@ -74,3 +74,14 @@ def normalised(WEIGHT):
 <%def name="wtype(WEIGHT)">${"real_t" if normalised(WEIGHT) else "acc_t"}</%def>
 ## a normalised weight: acc_t `w` over the weight sum `den`, as real_t
 <%def name="norm(w, den)">(real_t)((${w}) / (${den}))</%def>
+## `acc += term` (real_t) with `term` rounded on its own: NOFUSE (the host's choice,
+## clkernels.devices.fuses_despite_pragma: Intel's CPU runtime without AVX-512, whose
+## optimiser fuses the product into the sum despite FP_CONTRACT OFF) rounds it through a
+## volatile, so the sum keeps every other runtime's bits
+<%def name="add(acc, term, NOFUSE)">\
+% if NOFUSE:
+{ volatile real_t _t = ${term}; ${acc} += _t; }\
+% else:
+${acc} += ${term};\
+% endif
+</%def>

@@ -1,4 +1,4 @@
-## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL, KS, CHECK, FS, RESOLVE, E, TAU, FMA
+## params: K, REAL, ACC, WG, WEIGHT, VARIANCE, INL, KS, CHECK, FS, RESOLVE, E, TAU, FMA, NOFUSE
 ## version: 1
 ## legacy-hashes: bb31c34f23d69fa6
 ## Simplex lookup from a k-NN table, batched over targets, and skill reduced on
@@ -33,6 +33,8 @@
 ## in the lookup (lookup/_check.mako).
 ## ties (a program of REAL double): the rows of a float64 table whose knn-th place pyEDM
 ## may decide otherwise (lookup/_ties.mako).
+## NOFUSE (the host's choice, 1 on Intel's CPU runtime without AVX-512): CCM's normalised
+## sums round each product on its own there (common/_lookup.mako's `add`).
 ## INL (the host's choice, 1 on PoCL): float32 data weigh with an inline double exp (PoCL
 ## calls its library's out of line; common/_lookup.mako), as xmap_lookup.cl.mako's pack.
 <%namespace name="lk" file="/common/_lookup.mako"/>
@@ -96,7 +98,7 @@ ${ck.report_parts()}
     /* the normalised weights' real_t sum (common/_lookup.mako), as xmap_lookup's skill */
     real_t pn = 0;
 %   for k in range(K):
-    if (idx[o + ${k}] >= 0) pn += ${lk.norm("w%d" % k, "den")} * yj[idx[o + ${k}]];
+    if (idx[o + ${k}] >= 0) ${lk.add("pn", capture(lk.norm, "w%d" % k, "den") + " * yj[idx[o + %d]]" % k, NOFUSE)}
 %   endfor
     const acc_t mu = ${lk.valid(WEIGHT, "idx[o + K - 1] >= 0")} ? (acc_t)pn : (acc_t)NAN;
 % else:
@@ -220,7 +222,7 @@ void subset_lookup(__global const int* restrict srt, __global const real_t* rest
     }
 % if WEIGHT == "ccm":
     real_t pn = 0;   /* as lookup: the normalised weights' real_t sum */
-    for (int i = 0; i < m; ++i) pn += ${lk.norm("ws[i]", "den")} * vs[i];
+    for (int i = 0; i < m; ++i) ${lk.add("pn", capture(lk.norm, "ws[i]", "den") + " * vs[i]", NOFUSE)}
     const acc_t mu = ${lk.valid(WEIGHT, "m == K")} ? (acc_t)pn : (acc_t)NAN;
 % else:
     const acc_t mu = ${lk.valid(WEIGHT, "m == K")} ? num / den : (acc_t)NAN;
