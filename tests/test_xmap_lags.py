@@ -5,7 +5,9 @@ float64, given and found E, lags of either sign, every knn_method, both lag
 directions of tau, lags cut into several union tables, and a float32 check that falls
 back to float64; the window kernel against a host reference; a few entries against
 pyEDM's CCM at that Tp (float64 reference vs the float32 pipeline: 1e-5 on rho, as
-tests/test_xmap.py); the result type; bad lags and options.
+tests/test_xmap.py); the result type; bad lags and options. The lag-against-single-Tp
+tests take the device fixture (every runtime; conftest's covering thins the cases on CPU
+runtimes); the rest run on CPU_DEVICE.
 """
 
 from __future__ import annotations
@@ -66,12 +68,13 @@ def quantized(L: int = 90, N: int = 4, step: float = 0.25) -> np.ndarray:
     return np.round(panel(L, N, seed=7).astype(np.float64) / step) * step
 
 
-def assert_each_lag_single(X, lags, **kw) -> None:
-    """``pe.xmap(X, Tp=lags, **kw)``'s matrix at every lag is ``pe.xmap(X, Tp=lag)``'s."""
-    r = pe.xmap(X, Tp=lags, device=CPU_DEVICE, **kw)
+def assert_each_lag_single(X, lags, device: str = CPU_DEVICE, **kw) -> None:
+    """``pe.xmap(X, Tp=lags, **kw)``'s matrix at every lag is ``pe.xmap(X, Tp=lag)``'s,
+    on ``device``."""
+    r = pe.xmap(X, Tp=lags, device=device, **kw)
     assert list(r.lags) == sorted(set(lags))
     for a, lag in enumerate(r.lags):
-        one = pe.xmap(X, Tp=int(lag), device=CPU_DEVICE, **kw)
+        one = pe.xmap(X, Tp=int(lag), device=device, **kw)
         np.testing.assert_array_equal(r.E, one.E)
         np.testing.assert_array_equal(r.rho[a], np.asarray(one.rho), err_msg=f"Tp={lag}")
 
@@ -80,15 +83,16 @@ def assert_each_lag_single(X, lags, **kw) -> None:
                          ids=["negative", "positive", "mixed"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("E", [[2, 3, 1, 3], "auto"], ids=["given", "auto"])
-def test_tied_distances_every_lag_is_the_single_tp_map(lags, dtype, E):
-    assert_each_lag_single(quantized(), lags, E=E, max_E=4, dtype=dtype)
+def test_tied_distances_every_lag_is_the_single_tp_map(device, lags, dtype, E):
+    assert_each_lag_single(quantized(), lags, device, E=E, max_E=4, dtype=dtype)
 
 
 @pytest.mark.parametrize("opts", [{"knn_method": "batched"}, {"knn_method": "edm"},
                                   {"knn_method": "scan"}, {"tau": 2}, {"tau": -1},
                                   {"block_rows": 3}], ids=str)
-def test_knn_methods_and_tau_every_lag_is_the_single_tp_map(opts):
-    assert_each_lag_single(panel(L=80, N=4, seed=11), [-3, 0, 2], E=[2, 3, 1, 3], **opts)
+def test_knn_methods_and_tau_every_lag_is_the_single_tp_map(device, opts):
+    assert_each_lag_single(panel(L=80, N=4, seed=11), [-3, 0, 2], device, E=[2, 3, 1, 3],
+                           **opts)
 
 
 @pytest.mark.parametrize("E, lags, raw", [([4, 5, 6, 4, 5, 7], range(-3, 1), False),
@@ -97,7 +101,8 @@ def test_knn_methods_and_tau_every_lag_is_the_single_tp_map(opts):
                          ids=["no-edge", "edge", "mixed-lags"])
 @pytest.mark.parametrize("knn_method", [None, "scan"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_scanned_groups_every_lag_is_the_single_tp_map(E, lags, raw, knn_method, dtype):
+def test_scanned_groups_every_lag_is_the_single_tp_map(device, E, lags, raw, knn_method,
+                                                       dtype):
     """Mixed E: every E-group's core lists from one fused multi-E scan over the lags'
     union (its library the core), merged with each group's edge where it has one (the
     scan's accumulated distances, RAW); where no group has an edge the scan's tables are
@@ -105,11 +110,11 @@ def test_scanned_groups_every_lag_is_the_single_tp_map(E, lags, raw, knn_method,
     from clkernels import get_backend
     from pyedmcl.xmap.lag_engine import XmapLagEngine
     X = quantized(N=6)
-    eng = XmapLagEngine(get_backend(CPU_DEVICE), X.T.astype(np.float32), np.array(E),
+    eng = XmapLagEngine(get_backend(device), X.T.astype(np.float32), np.array(E),
                         np.array(lags), tau=1, Tp=0, knn_kernel=knn_method)
     assert eng._scan_Es == sorted(set(E))
     assert bool(eng.fused.setup(inputs=False).params.get("RAW", 0)) == raw
-    assert_each_lag_single(X, lags, E=E, knn_method=knn_method, dtype=dtype)
+    assert_each_lag_single(X, lags, device, E=E, knn_method=knn_method, dtype=dtype)
 
 
 SCAN_VARIANTS = [{"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 16, "ANY": 0},
@@ -118,7 +123,7 @@ SCAN_VARIANTS = [{"WG": 4, "TILE": 64, "QB": 16, "SPLIT": 1, "INS": "q", "VEC": 
 
 
 @pytest.mark.parametrize("params", SCAN_VARIANTS, ids=lambda p: f"{p['INS']}-{p['SPLIT']}")
-def test_every_scan_variant_every_lag_is_the_single_tp_block(params, monkeypatch):
+def test_every_scan_variant_every_lag_is_the_single_tp_block(device, params, monkeypatch):
     """The fused scan's accumulated distances (RAW) from each insertion mode and a split
     scan's merge: every lag's rows are the single-lag engine's, bit for bit."""
     import pyedmcl.kernels.xmap as xk
@@ -126,7 +131,7 @@ def test_every_scan_variant_every_lag_is_the_single_tp_block(params, monkeypatch
     from pyedmcl.xmap.engine import XmapEngine
     from pyedmcl.xmap.lag_engine import XmapLagEngine
     monkeypatch.setattr(xk.XMAP_SCAN, "params_for", lambda *a, sp=params: dict(sp))
-    be = get_backend(CPU_DEVICE)
+    be = get_backend(device)
     X = quantized(N=5).T.astype(np.float32)
     E, lags = np.array([2, 3, 2, 4, 3]), np.array([-3, -1, 0, 2])
     eng = XmapLagEngine(be, X, E, lags, Tp=0, knn_kernel="scan")
@@ -145,13 +150,13 @@ KNN_VARIANTS = [dict(VARIANT="vec", WG=8, TILE=32, QB=4, EA=0, INS="reg", FLAG=1
 
 
 @pytest.mark.parametrize("params", KNN_VARIANTS, ids=lambda p: f"{p['VARIANT']}-{p['INS']}")
-def test_every_knn_variant_every_lag_is_the_single_tp_block(params):
+def test_every_knn_variant_every_lag_is_the_single_tp_block(device, params):
     """The lag engine's core and edge lists (accumulated distances) from each k-NN
     variant: every lag's rows are the single-lag engine's, bit for bit."""
     from clkernels import get_backend
     from pyedmcl.xmap.engine import XmapEngine
     from pyedmcl.xmap.lag_engine import XmapLagEngine
-    be = get_backend(CPU_DEVICE)
+    be = get_backend(device)
     X = quantized(N=5).T.astype(np.float32)
     E, lags = np.array([2, 3, 2, 4, 3]), np.array([-3, -1, 0, 2])
     for kk in ("batched", "edm"):
