@@ -89,15 +89,15 @@ def test_predictions_and_rho_match_pyedm_smap(data, E, Tp, theta, R):
 @pytest.mark.parametrize("dtype,tol,tau,Tp", [("float64", F64_RHO, 2, 1),
                                               ("float64", F64_RHO, -1, -1),
                                               ("float32", F32_RHO, 1, 1)])
-def test_matrix_equals_a_loop_of_pe_smap(data, dtype, tol, tau, Tp):
+def test_matrix_equals_a_loop_of_pe_smap(device, data, dtype, tol, tau, Tp):
     E, _, theta, R = SETTINGS[1]
     res = pe.xmap(data, E=E, tau=tau, Tp=Tp, method="smap", theta=theta, exclusion_radius=R,
-                  dtype=dtype, device=CPU_DEVICE)
+                  dtype=dtype, device=device)
     N = data.shape[1]
     assert res.rho.shape == (N, N) and res.rho.dtype == np.float32
     loop = np.array([[pe.smap(data[:, i], target=data[:, j], E=int(E[j]), tau=tau, Tp=Tp,
                               theta=theta, exclusion_radius=R, dtype=dtype,
-                              device=CPU_DEVICE).rho
+                              device=device).rho
                       for j in range(N)] for i in range(N)])
     np.testing.assert_allclose(res.rho, loop, atol=tol, rtol=0)
 
@@ -319,7 +319,7 @@ def test_auto_E_is_the_simplex_scans(data):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_hat_gemm_path_equals_the_streaming_path(dtype):
+def test_hat_gemm_path_equals_the_streaming_path(device, dtype):
     """PASS3 "hat" (hat rows, then a GEMM with the targets) sums what "stream" sums, in the
     same order: the same predictions bit for bit (32 targets: one E-group takes it)."""
     rng = np.random.default_rng(3)
@@ -327,7 +327,7 @@ def test_hat_gemm_path_equals_the_streaming_path(dtype):
     X = (X - X.mean(1, keepdims=True)).astype(dtype)
     E = np.resize([2, 2, 3], 34)  # E=2: 23 targets (streamed either way), E=3: 11
     E[:32] = 2
-    be = get_backend(CPU_DEVICE)
+    be = get_backend(device)
     kw = dict(tau=1, Tp=1, theta=2.0, exclusion_radius=1)
     a = SmapXmapEngine(be, X, E, pass3="stream", **kw)
     b = SmapXmapEngine(be, X, E, pass3="hat", **kw)
