@@ -36,6 +36,7 @@ _sources: dict[str, list[Any]] = {}
 
 
 def _wrap_builds() -> None:
+    import clkernels.backends.base as base
     import clkernels.templates as templates
     from clkernels.backends.pyopencl_backend import PyOpenCLBackend
 
@@ -60,8 +61,6 @@ def _wrap_builds() -> None:
         _sources.setdefault(templates.source_hash(source),
                             [name, {k: repr(v) for k, v in params.items()}])
         return source
-
-    import clkernels.backends.base as base
 
     PyOpenCLBackend._build_quietly = timed
     templates.render = rendered
